@@ -1,0 +1,169 @@
+"""The one registry of derivative rules, shared by the source transformer and the tape.
+
+A VJP rule is an ordinary NumPy function ``rule(g, ans, *args, **kwargs)``: ``g`` is the
+cotangent of the primitive's output, ``ans`` its output, and the remaining parameters
+mirror the primitive's own (same names, same defaults). It returns the cotangents of the
+primitive's positional arguments:
+
+* a single expression: the cotangent of the first argument (all others non-differentiable);
+* a tuple: one entry per positional argument in order; ``None`` marks a non-differentiable
+  argument, and arguments past the end of the tuple are non-differentiable too.
+
+A JVP rule has the same shape with ``t`` in place of ``g``: entry ``i`` of its result is
+the output tangent contributed by argument ``i`` when ``t`` is that argument's tangent.
+The forward engine adds up the entries of the active arguments.
+
+Rules that the source transformer inlines must be written plainly: assignments and
+``if`` statements, then one ``return``; names other than parameters and locals must be
+``np`` or helpers exported by :mod:`s2sgrad.runtime`. A rule that needs more registers with
+``inline=False`` and is called instead of inlined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Rule",
+    "vjp_rule",
+    "jvp_rule",
+    "nondifferentiable",
+    "get_rule",
+    "is_registered",
+    "registered_primitives",
+    "per_argument",
+]
+
+
+@dataclass
+class Rule:
+    """Everything known about differentiating one primitive."""
+
+    primitive: Any
+    vjp: Callable | None = None
+    jvp: Callable | None = None
+    differentiable: bool = True
+    inline_vjp: bool = True
+    inline_jvp: bool = True
+    aliases: list = field(default_factory=list)
+
+
+_RULES: dict[Any, Rule] = {}
+
+
+def _key(primitive: Any) -> Any:
+    # Bound builtin methods (e.g. ``np.random.rand``) are not hashable by identity in a
+    # useful way; functions, ufuncs and method descriptors are.
+    return primitive
+
+
+def _entry(primitive: Any) -> Rule:
+    key = _key(primitive)
+    rule = _RULES.get(key)
+    if rule is None:
+        rule = _RULES[key] = Rule(primitive)
+    return rule
+
+
+def vjp_rule(*primitives: Any, inline: bool = True) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the VJP rule of each primitive.
+
+    Example::
+
+        @vjp_rule(np.sin)
+        def _sin(g, ans, x):
+            return g * np.cos(x)
+    """
+
+    def register(function: Callable) -> Callable:
+        for primitive in primitives:
+            rule = _entry(primitive)
+            rule.vjp = function
+            rule.inline_vjp = inline
+            rule.differentiable = True
+        return function
+
+    return register
+
+
+def jvp_rule(*primitives: Any, inline: bool = True) -> Callable[[Callable], Callable]:
+    """Register the decorated function as the JVP rule of each primitive.
+
+    Example::
+
+        @jvp_rule(np.sin)
+        def _sin_jvp(t, ans, x):
+            return t * np.cos(x)
+    """
+
+    def register(function: Callable) -> Callable:
+        for primitive in primitives:
+            rule = _entry(primitive)
+            rule.jvp = function
+            rule.inline_jvp = inline
+            rule.differentiable = True
+        return function
+
+    return register
+
+
+def nondifferentiable(*primitives: Any) -> None:
+    """Declare primitives whose outputs carry no derivative (shape queries, argmax, …).
+
+    Example::
+
+        nondifferentiable(np.argmax, np.shape)
+    """
+    for primitive in primitives:
+        rule = _entry(primitive)
+        rule.differentiable = False
+        rule.vjp = rule.jvp = None
+
+
+def get_rule(primitive: Any) -> Rule | None:
+    """The rule registered for ``primitive``, or ``None``.
+
+    Example::
+
+        get_rule(np.sin).vjp  # the function registered with @vjp_rule(np.sin)
+    """
+    _load_rule_modules()
+    try:
+        return _RULES.get(_key(primitive))
+    except TypeError:  # unhashable callables have no rule
+        return None
+
+
+def is_registered(primitive: Any) -> bool:
+    """Whether ``primitive`` has a rule (differentiable or declared non-differentiable)."""
+    return get_rule(primitive) is not None
+
+
+def registered_primitives() -> list[Any]:
+    """Every primitive with a rule, for documentation and coverage tests."""
+    _load_rule_modules()
+    return list(_RULES)
+
+
+_loaded = False
+
+
+def _load_rule_modules() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from s2sgrad import rules  # noqa: F401  (importing registers every rule module)
+
+
+def per_argument(result: Any, count: int) -> tuple:
+    """Normalise a rule's result to one entry per positional argument (``None`` = none).
+
+    Example::
+
+        per_argument(g, 2)          # (g, None)
+        per_argument((None, g), 3)  # (None, g, None)
+    """
+    entries = result if isinstance(result, tuple) else (result,)
+    return tuple(entries[:count]) + (None,) * (count - len(entries))

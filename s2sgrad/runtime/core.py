@@ -1,0 +1,146 @@
+"""Helpers every generated gradient may call: undoing broadcasting, shaping results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, vjp_rule
+
+__all__ = [
+    "unbroadcast",
+    "as_gradient",
+    "add_cotangents",
+    "zeros_like_structure",
+    "vjp_call",
+    "jvp_call",
+]
+
+
+def unbroadcast(g: Any, x: Any) -> Any:
+    """Sum ``g`` down to the shape of ``x``, undoing NumPy broadcasting.
+
+    Example::
+
+        unbroadcast(np.ones((4, 3)), np.zeros(3))  # array([4., 4., 4.])
+    """
+    shape = np.shape(x)
+    g_shape = np.shape(g)
+    if g_shape == shape:
+        return g
+    extra = len(g_shape) - len(shape)
+    axes = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and g_shape[extra + i] != 1
+    )
+    g = np.sum(g, axis=axes) if axes else g
+    return np.reshape(g, shape) if np.shape(g) != shape else g
+
+
+@vjp_rule(unbroadcast)
+def _unbroadcast_vjp(g, ans, g_in, x):
+    return np.broadcast_to(g, np.shape(g_in)), None
+
+
+@jvp_rule(unbroadcast)
+def _unbroadcast_jvp(t, ans, g_in, x):
+    return unbroadcast(t, x), None
+
+
+def zeros_like_structure(x: Any) -> Any:
+    """Zeros with the structure, shapes and floating dtypes of ``x``.
+
+    Example::
+
+        zeros_like_structure({"w": np.ones(2), "b": 1.0})  # {'w': array([0., 0.]), 'b': 0.0}
+    """
+    if isinstance(x, dict):
+        return {k: zeros_like_structure(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return type(x)(zeros_like_structure(v) for v in x)
+    if isinstance(x, (float, int, bool)):
+        return 0.0
+    return np.zeros(np.shape(x), dtype=_float_dtype(x))
+
+
+def add_cotangents(a: Any, b: Any) -> Any:
+    """Add two cotangents that may be containers or ``None`` (meaning zero).
+
+    Example::
+
+        add_cotangents({"w": 1.0}, {"w": 2.0})  # {'w': 3.0}
+    """
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if isinstance(a, dict):
+        return {k: add_cotangents(a.get(k), b.get(k)) for k in {**a, **b}}
+    if isinstance(a, (list, tuple)):
+        return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
+    return a + b
+
+
+def as_gradient(g: Any, x: Any) -> Any:
+    """Give the cotangent ``g`` of ``x`` exactly the structure, shape and dtype of ``x``.
+
+    A Python number gets a float, an array a fresh writable array of its shape and
+    floating dtype, a container the same container. ``None`` (no contribution) gives zeros.
+
+    Example::
+
+        as_gradient(np.float32(2), np.ones((), np.float32))  # array(2., dtype=float32)
+    """
+    if g is None:
+        return zeros_like_structure(x)
+    if isinstance(x, dict):
+        return {k: as_gradient(g.get(k) if isinstance(g, dict) else None, v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        parts = g if isinstance(g, (list, tuple)) else [None] * len(x)
+        return type(x)(as_gradient(u, v) for u, v in zip(parts, x))
+    if isinstance(x, (float, int)) and not isinstance(x, bool):
+        return float(np.sum(g)) if np.ndim(g) else float(g)
+    dtype = _float_dtype(x)
+    shape = np.shape(x)
+    if (
+        type(g) is np.ndarray
+        and g.dtype == dtype
+        and g.shape == shape
+        and g.flags.writeable
+        and g.flags.owndata
+    ):
+        return g
+    if np.shape(g) != shape:
+        g = unbroadcast(g, x) if np.ndim(g) >= len(shape) else np.broadcast_to(g, shape)
+    return np.array(g, dtype=dtype, copy=True)
+
+
+def _float_dtype(x: Any) -> np.dtype:
+    dtype = np.result_type(x)
+    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+
+
+def vjp_call(primitive: Any, g: Any, ans: Any, *args: Any, **kwargs: Any) -> tuple:
+    """Run the registered VJP rule of ``primitive``; one cotangent per positional argument.
+
+    Generated code calls this for rules registered with ``inline=False``.
+
+    Example::
+
+        vjp_call(np.einsum, g, ans, "ij,jk", a, b)  # (None, da, db)
+    """
+    from s2sgrad.rules.registry import get_rule, per_argument
+
+    return per_argument(get_rule(primitive).vjp(g, ans, *args, **kwargs), len(args))
+
+
+def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tuple:
+    """Run the registered JVP rule of ``primitive``; one tangent contribution per argument.
+
+    Example::
+
+        jvp_call(np.einsum, t, ans, "ij,jk", a, b)
+    """
+    from s2sgrad.rules.registry import get_rule, per_argument
+
+    return per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))
