@@ -1,0 +1,27 @@
+"""s2sgrad: source-to-source automatic differentiation for Python and NumPy.
+
+Example::
+
+    import numpy as np
+    import s2sgrad as sg
+
+    def loss(w, x, y):
+        return np.mean((x @ w - y) ** 2)
+
+    dloss = sg.grad(loss)
+    print(sg.source(dloss))   # the generated gradient, as Python source
+"""
+
+from s2sgrad.api import grad, value_and_grad, vjp
+from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
+
+__all__ = [
+    "grad",
+    "value_and_grad",
+    "vjp",
+    "S2SGradError",
+    "UnsupportedError",
+    "NonDifferentiableError",
+]
+
+__version__ = "0.1.0"

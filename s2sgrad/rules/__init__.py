@@ -1,9 +1,8 @@
 """Derivative rules, one registry for both engines.
 
-Importing this package imports every rule module, which registers its rules.
+The rule modules register their rules when imported; the registry imports them all the
+first time a rule is looked up (``get_rule``), after :mod:`s2sgrad.runtime` is ready.
 """
-
-import importlib
 
 from s2sgrad.rules.registry import (  # noqa: F401
     Rule,
@@ -16,11 +15,3 @@ from s2sgrad.rules.registry import (  # noqa: F401
 )
 
 RULE_MODULES = ("elementwise", "reductions", "linalg", "shapes")
-
-for _name in RULE_MODULES:
-    try:
-        importlib.import_module(f"s2sgrad.rules.{_name}")
-    except ModuleNotFoundError as error:  # a rule module not written yet
-        if error.name != f"s2sgrad.rules.{_name}":
-            raise
-import s2sgrad.runtime  # noqa: E402,F401  (runtime helpers register their own rules)

@@ -15,6 +15,7 @@ __all__ = [
     "zeros_like_structure",
     "vjp_call",
     "jvp_call",
+    "seed_cotangent",
 ]
 
 
@@ -25,6 +26,11 @@ def unbroadcast(g: Any, x: Any) -> Any:
 
         unbroadcast(np.ones((4, 3)), np.zeros(3))  # array([4., 4., 4.])
     """
+    try:
+        if g.shape == x.shape:
+            return g
+    except AttributeError:
+        pass
     shape = np.shape(x)
     g_shape = np.shape(g)
     if g_shape == shape:
@@ -144,3 +150,30 @@ def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
     from s2sgrad.rules.registry import get_rule, per_argument
 
     return per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))
+
+
+def seed_cotangent(out: Any) -> Any:
+    """The cotangent ``1`` for a single-element output, which ``grad`` starts from.
+
+    Raises ``ValueError`` (naming the differentiated function's file and line) when the
+    output has more than one element.
+
+    Example::
+
+        seed_cotangent(np.float32(2.0))  # array(1., dtype=float32)
+    """
+    if type(out) is float:
+        return 1.0
+    if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
+        import sys
+
+        from s2sgrad.codegen import ORIGINS
+
+        origin = ORIGINS.get(sys._getframe(1).f_code.co_filename, "the differentiated function")
+        shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
+        raise ValueError(
+            f"{origin}: grad needs a function with a single-element output, but it returned "
+            f"{shape}; use s2sgrad.vjp for a vector-Jacobian product or s2sgrad.jacobian "
+            "for the full Jacobian"
+        )
+    return np.ones_like(out, dtype=np.result_type(out, np.float32))

@@ -1,0 +1,338 @@
+"""The function transforms: ``grad``, ``value_and_grad`` and ``vjp``.
+
+Each transform resolves ``wrt`` to parameter names once, then on every call picks the
+generated function for the arguments' structure (cached) and calls it. ``mode`` says
+which engine differentiates: ``"s2s"`` (source transformation only), ``"tape"`` (the
+runtime tape only) or ``"auto"`` (source transformation, falling back to the tape with
+one warning where the source cannot be transformed).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.runtime import as_gradient
+from s2sgrad.transform import derivative
+
+__all__ = ["grad", "value_and_grad", "vjp"]
+
+MODES = ("auto", "s2s", "tape")
+
+
+def grad(
+    f: Callable | None = None,
+    wrt: int | str | tuple = 0,
+    *,
+    has_aux: bool = False,
+    mode: str = "auto",
+) -> Callable:
+    """The gradient of ``f``'s single-element output wrt the argument(s) ``wrt``.
+
+    ``wrt`` is an argument index, a parameter name, or a tuple of them (a tuple gives a
+    tuple of gradients). Works as a decorator, bare or with arguments.
+
+    Example::
+
+        def f(x):
+            return np.sum(np.sin(x) ** 2)
+
+        sg.grad(f)(np.ones(3))  # array([0.909..., 0.909..., 0.909...])
+    """
+    if f is None:
+        return functools.partial(grad, wrt=wrt, has_aux=has_aux, mode=mode)
+    return _Transform(f, wrt, has_aux, mode, "grad")
+
+
+def value_and_grad(
+    f: Callable | None = None,
+    wrt: int | str | tuple = 0,
+    *,
+    has_aux: bool = False,
+    mode: str = "auto",
+) -> Callable:
+    """Like :func:`grad`, but returns ``(value, gradient)`` from one evaluation.
+
+    Example::
+
+        value, gradient = sg.value_and_grad(lambda x: x ** 3)(2.0)  # (8.0, 12.0)
+    """
+    if f is None:
+        return functools.partial(value_and_grad, wrt=wrt, has_aux=has_aux, mode=mode)
+    return _Transform(f, wrt, has_aux, mode, "value_and_grad")
+
+
+def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
+    """``(f(*primals), pullback)``; ``pullback(cotangent)`` gives one cotangent per primal.
+
+    Primals that are integers or booleans are not differentiated; their entry is ``None``.
+
+    Example::
+
+        out, pullback = sg.vjp(np.sin, np.zeros(2))  # works on any function with source
+        pullback(np.ones(2))  # (array([1., 1.]),)
+    """
+    _check_mode(mode)
+    function, primals = _bind_self(f, primals)
+    parameters = _positional_parameters(function)
+    if len(primals) > len(parameters):
+        raise TypeError(f"{_name(f)} takes {len(parameters)} positional arguments")
+    differentiable = [i for i, p in enumerate(primals) if _is_differentiable(p)]
+    offset = len(primals) - len(_bind_self(f, ())[1]) if isinstance(f, types.MethodType) else 0
+    wrt = tuple(parameters[i] for i in differentiable)
+    engine_out, raw_pullback = _vjp_engine(function, primals, wrt, mode)
+
+    def pullback(cotangent: Any) -> tuple:
+        raw = raw_pullback(cotangent)
+        raw = raw if len(wrt) != 1 else (raw,)
+        result: list[Any] = [None] * len(primals)
+        for index, value in zip(differentiable, raw):
+            result[index] = as_gradient(value, primals[index])
+        return tuple(result[offset:])
+
+    return engine_out, pullback
+
+
+def _vjp_engine(function, primals, wrt, mode):
+    if mode != "tape":
+        try:
+            generated = derivative(function, wrt, "vjp", containers=_containers(primals, function))
+            return generated.function(*primals)
+        except S2SGradError as error:
+            if mode == "s2s":
+                raise
+            _warn_fallback(function, error)
+    from s2sgrad.tape import tape_vjp
+
+    indices = tuple(_positional_parameters(function).index(w) for w in wrt)
+    out, pullback = tape_vjp(function, tuple(primals), {}, indices)
+
+    def raw_pullback(cotangent):
+        values = pullback(cotangent)
+        return values if len(values) != 1 else values[0]
+
+    return out, raw_pullback
+
+
+class _Transform:
+    """The callable ``grad``/``value_and_grad`` return."""
+
+    def __init__(self, f, wrt, has_aux, mode, kind):
+        _check_mode(mode)
+        self.f = f
+        self.function = f.__func__ if isinstance(f, types.MethodType) else f
+        self.kind = kind
+        self.has_aux = has_aux
+        self.mode = mode
+        self.single = not isinstance(wrt, (tuple, list))
+        self.parameters = _positional_parameters(self.function)
+        self.all_parameters = list(inspect.signature(self.function).parameters)
+        shift = 1 if isinstance(f, types.MethodType) else 0
+        self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
+        self.indices = [
+            self.all_parameters.index(w) if w in self.parameters else None for w in self.wrt
+        ]
+        self.generated: dict[frozenset, Any] = {}
+        self.use_tape = mode == "tape"
+        functools.update_wrapper(self, f)
+
+    def _parameter(self, wrt, shift) -> str:
+        if isinstance(wrt, str):
+            if wrt not in self.all_parameters:
+                raise ValueError(f"{_name(self.f)} has no parameter named {wrt!r}")
+            return wrt
+        if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool):
+            index = int(wrt) + shift
+            if not 0 <= index < len(self.parameters):
+                raise ValueError(
+                    f"wrt={wrt} is out of range: {_name(self.f)} has "
+                    f"{len(self.parameters) - shift} positional parameters"
+                )
+            return self.parameters[index]
+        raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
+
+    def __call__(self, *args, **kwargs):
+        if isinstance(self.f, types.MethodType):
+            args = (self.f.__self__, *args)
+        values = self._wrt_values(args, kwargs)
+        for name, value in zip(self.wrt, values):
+            _check_differentiable(name, value, self.f)
+        containers = frozenset(n for n, v in zip(self.wrt, values) if _is_container(v))
+        if not self.use_tape:
+            function = self.generated.get(containers)
+            if function is None:
+                function = self._transform(containers)
+            if function is not None:
+                result = function(*args, **kwargs)
+                return self._shape_result(result)
+        return self._tape_call(args, kwargs, values)
+
+    def _transform(self, containers):
+        try:
+            generated = derivative(
+                self.function, self.wrt, self.kind, self.has_aux, containers
+            ).function
+        except S2SGradError as error:
+            if self.mode == "s2s":
+                raise
+            _warn_fallback(self.function, error)
+            self.use_tape = True
+            return None
+        self.generated[containers] = generated
+        return generated
+
+    def _shape_result(self, result):
+        if self.single or len(self.wrt) != 1:
+            return result
+        if self.kind == "value_and_grad":
+            return result[0], (result[1],)
+        return (result,)
+
+    def _wrt_values(self, args, kwargs):
+        values = []
+        for name, index in zip(self.wrt, self.indices):
+            if index is not None and index < len(args):
+                values.append(args[index])
+            elif name in kwargs:
+                values.append(kwargs[name])
+            else:
+                default = inspect.signature(self.function).parameters[name].default
+                if default is inspect.Parameter.empty:
+                    raise TypeError(f"{_name(self.f)}() missing required argument {name!r}")
+                values.append(default)
+        return values
+
+    def _tape_call(self, args, kwargs, values):
+        from s2sgrad.tape import tape_vjp
+
+        bound = inspect.signature(self.function).bind(*args, **kwargs)
+        bound.apply_defaults()
+        positional = tuple(bound.arguments[p] for p in self.parameters)
+        indices = tuple(self.parameters.index(w) for w in self.wrt)
+        extra = {k: v for k, v in bound.arguments.items() if k not in self.parameters}
+        target = self.function
+        if self.has_aux:
+            target = _first_of(self.function)
+        out, pullback = tape_vjp(target, positional, extra, indices)
+        from s2sgrad.runtime import seed_cotangent
+
+        cotangents = pullback(seed_cotangent(out))
+        gradients = cotangents[0] if self.single else tuple(cotangents)
+        if self.has_aux:
+            aux = target.aux
+            value = (out, aux)
+        else:
+            value = out
+        if self.kind == "value_and_grad":
+            return value, gradients
+        return (gradients, aux) if self.has_aux else gradients
+
+
+def _first_of(function):
+    def first(*args, **kwargs):
+        out, aux = function(*args, **kwargs)
+        first.aux = aux
+        return out
+
+    return first
+
+
+def _bind_self(f, primals):
+    if isinstance(f, types.MethodType):
+        return f.__func__, (f.__self__, *primals)
+    return f, primals
+
+
+def _positional_parameters(function) -> list[str]:
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return []
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def _is_container(value) -> bool:
+    return isinstance(value, (dict, list, tuple))
+
+
+def _leaves(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+    else:
+        yield value
+
+
+def _is_differentiable(value) -> bool:
+    return all(_leaf_kind(leaf) == "float" for leaf in _leaves(value))
+
+
+def _leaf_kind(value) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    dtype = getattr(value, "dtype", None)
+    if dtype is not None:
+        return "float" if np.issubdtype(dtype, np.inexact) else dtype.kind
+    return type(value).__name__
+
+
+def _check_differentiable(name, value, f) -> None:
+    for leaf in _leaves(value):
+        kind = _leaf_kind(leaf)
+        if kind != "float":
+            raise TypeError(
+                f"{_name(f)}: cannot differentiate with respect to {name!r}, which holds "
+                f"{'a boolean' if kind in ('bool', 'b') else 'an integer' if kind in ('int', 'i', 'u') else 'a ' + kind} "  # noqa: E501
+                f"value ({leaf!r:.40}); pass a float (e.g. {name}=3.0 or "
+                "np.asarray(x, dtype=float))"
+            )
+
+
+def _containers(primals, function) -> frozenset:
+    names = _positional_parameters(function)
+    return frozenset(n for n, v in zip(names, primals) if _is_container(v))
+
+
+_warned: set = set()
+
+
+def _warn_fallback(function, error: Exception) -> None:
+    key = getattr(function, "__code__", function)
+    if key in _warned:
+        return
+    _warned.add(key)
+    warnings.warn(
+        f"{error} -- differentiating {_name(function)} with the tape instead "
+        "(pass mode='tape' to silence this, or mode='s2s' to make it an error)",
+        stacklevel=4,
+    )
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+
+
+def _name(f) -> str:
+    return getattr(f, "__qualname__", None) or repr(f)
+
+
+_ = UnsupportedError

@@ -1,0 +1,197 @@
+"""Read a function's source, parse it with gast, and resolve the names it uses.
+
+The transformer never guesses what ``np.sin`` means: every free name (and attribute
+chain on one, like ``np.linalg.norm``) is resolved against the function's globals,
+closure cells and builtins before any code is written.
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import linecache
+import textwrap
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import gast
+
+from s2sgrad.errors import S2SGradError, where
+
+__all__ = ["ParsedFunction", "parse_function", "NOT_FOUND"]
+
+NOT_FOUND = object()
+
+
+@dataclass
+class ParsedFunction:
+    """A function's syntax tree with everything needed to resolve its names."""
+
+    function: Any
+    node: gast.FunctionDef
+    filename: str
+    line_offset: int  # add to a node's lineno to get the line in ``filename``
+    globals: dict
+    closure: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def location(self, node: gast.AST | None = None) -> str:
+        """``file:line`` of ``node`` (or of the function) in the user's file."""
+        line = getattr(node, "lineno", None) if node is not None else None
+        return where(self.filename, self.line_offset + (line or 1))
+
+    def source_line(self, node: gast.AST) -> str:
+        """The user's source line that ``node`` came from, stripped."""
+        line = getattr(node, "lineno", None)
+        if line is None:
+            return ""
+        return linecache.getline(self.filename, self.line_offset + line).strip()
+
+    def resolve(self, node: gast.AST) -> Any:
+        """The object a Name or an attribute chain on a free name refers to, or NOT_FOUND."""
+        if isinstance(node, gast.Name):
+            return self.resolve_name(node.id)
+        if isinstance(node, gast.Attribute):
+            base = self.resolve(node.value)
+            if base is NOT_FOUND:
+                return NOT_FOUND
+            return getattr(base, node.attr, NOT_FOUND)
+        return NOT_FOUND
+
+    def resolve_name(self, name: str) -> Any:
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name, NOT_FOUND)
+
+
+def unwrap(function: Any) -> Any:
+    """The plain Python function behind methods, partials of none, and ``functools.wraps``."""
+    if isinstance(function, (types.MethodType,)):
+        return function.__func__
+    return function
+
+
+def parse_function(function: Any) -> ParsedFunction:
+    """Parse ``function``'s source into a gast FunctionDef (lambdas become functions).
+
+    Example::
+
+        parsed = parse_function(lambda x: x * 2)
+        parsed.node.name  # '<lambda>' turned into a def named 'lambda_'
+    """
+    function = unwrap(function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        raise S2SGradError(
+            f"{_describe(function)}: s2sgrad can only read the source of Python functions; "
+            "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
+        )
+    try:
+        lines, first_line = inspect.getsourcelines(function)
+    except (OSError, TypeError) as error:
+        raise S2SGradError(
+            f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
+            f"{function.__qualname__} ({error}); define it in a file, or use mode='tape'"
+        ) from None
+    filename = code.co_filename
+    source = textwrap.dedent("".join(lines))
+    if function.__name__ == "<lambda>":
+        node = _lambda_node(source, code, filename, first_line)
+    else:
+        node = _function_node(source, function, filename, first_line)
+    closure = {}
+    if function.__closure__:
+        for name, cell in zip(code.co_freevars, function.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # an empty cell: a name defined later in the enclosing scope
+                continue
+    return ParsedFunction(
+        function=function,
+        node=node,
+        filename=filename,
+        line_offset=first_line - 1,
+        globals=function.__globals__,
+        closure=closure,
+    )
+
+
+def _function_node(source, function, filename, first_line) -> gast.FunctionDef:
+    try:
+        module = gast.parse(source)
+    except SyntaxError as error:
+        raise S2SGradError(
+            f"{where(filename, first_line)}: could not parse the source of "
+            f"{function.__qualname__}: {error.msg}"
+        ) from None
+    node = module.body[0]
+    if not isinstance(node, gast.FunctionDef):
+        raise S2SGradError(
+            f"{where(filename, first_line)}: {function.__qualname__} is not defined by a plain "
+            "'def' (async functions and classes are not differentiable); use mode='tape'"
+        )
+    node.decorator_list = []
+    return node
+
+
+def _lambda_node(source, code, filename, first_line) -> gast.FunctionDef:
+    """Find the lambda whose code object is ``code`` in its source lines."""
+    module = _parse_fragment(source)
+    if module is None:
+        raise S2SGradError(
+            f"{where(filename, first_line)}: could not isolate the lambda's source; "
+            "define it with 'def' instead"
+        )
+    params = list(code.co_varnames[: code.co_argcount])
+    line = code.co_firstlineno - first_line + 1
+    candidates = [
+        node
+        for node in gast.walk(module)
+        if isinstance(node, gast.Lambda)
+        and node.lineno == line
+        and [a.id for a in node.args.args] == params
+    ]
+    if len(candidates) > 1:
+        columns = {pos[2] for pos in code.co_positions() if pos[2] is not None}
+        candidates = [c for c in candidates if c.body.col_offset in columns] or candidates[:1]
+    if not candidates:
+        raise S2SGradError(
+            f"{where(filename, code.co_firstlineno)}: could not find the lambda in its source "
+            "line; define it with 'def' instead"
+        )
+    lam = candidates[0]
+    ret = gast.Return(value=lam.body)
+    gast.copy_location(ret, lam.body)
+    node = gast.FunctionDef(
+        name="lambda_",
+        args=lam.args,
+        body=[ret],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    return gast.copy_location(node, lam)
+
+
+def _parse_fragment(source: str) -> gast.Module | None:
+    """Parse a source fragment that may be cut mid-expression (lambdas inside calls)."""
+    lines = source.splitlines()
+    for end in range(len(lines), 0, -1):
+        text = "\n".join(lines[:end])
+        for attempt in (text, text.rstrip().rstrip(",") + ")", "(" + text.strip() + "\n)"):
+            try:
+                return gast.parse(attempt)
+            except SyntaxError:
+                continue
+    return None
+
+
+def _describe(function: Any) -> str:
+    return getattr(function, "__qualname__", None) or repr(function)

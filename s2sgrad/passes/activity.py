@@ -1,0 +1,106 @@
+"""Activity analysis: which variables need derivative code at all.
+
+A variable is *varied* if its value depends on a differentiated argument, and *useful*
+if the output depends on it. Only variables that are both (*active*) get adjoints; an
+inactive statement is copied into the forward sweep and has no backward code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import gast
+
+from s2sgrad.syntax import names_read, names_written
+
+__all__ = ["Activity", "analyse_activity"]
+
+
+@dataclass
+class Activity:
+    varied: set[str]
+    useful: set[str]
+
+    def is_active(self, name: str) -> bool:
+        return name in self.varied and name in self.useful
+
+    @property
+    def active(self) -> set[str]:
+        return self.varied & self.useful
+
+
+def analyse_activity(
+    body: list[gast.stmt],
+    wrt: set[str],
+    output_names: Callable[[gast.Return], set[str]],
+    blocks_derivative: Callable[[gast.expr], bool],
+) -> Activity:
+    """Compute varied and useful variables of an A-normal-form body.
+
+    ``output_names(return_statement)`` names the returned values that are differentiated
+    (all of them, or the first of ``(value, aux)``); ``blocks_derivative(expression)`` is
+    true for right-hand sides whose value carries no derivative (comparisons, calls to
+    non-differentiable functions, ``stop_gradient``).
+
+    Example::
+
+        analyse_activity(body, {"x"}, lambda r: names_read(r), lambda e: False).active
+    """
+    varied = set(wrt)
+    changed = True
+    while changed:  # loops feed values back: iterate to a fixed point
+        changed = False
+        for statement in _walk_statements(body):
+            targets, value = _assignment(statement)
+            if value is None or blocks_derivative(value):
+                continue
+            if names_read(value) & varied and not targets <= varied:
+                varied |= targets
+                changed = True
+    useful: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for statement in reversed(list(_walk_statements(body))):
+            if isinstance(statement, gast.Return) and statement.value is not None:
+                new = output_names(statement) - useful
+            else:
+                targets, value = _assignment(statement)
+                if value is None or not targets & useful:
+                    continue
+                new = names_read(value) - useful
+                if isinstance(statement, gast.Assign) and not isinstance(
+                    statement.targets[0], (gast.Name, gast.Tuple, gast.List)
+                ):
+                    new |= names_read(statement.targets[0]) - useful
+            if new:
+                useful |= new
+                changed = True
+    return Activity(varied=varied, useful=useful)
+
+
+def _walk_statements(body: list[gast.stmt]):
+    for statement in body:
+        yield statement
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                yield from _walk_statements(inner)
+
+
+def _assignment(statement: gast.stmt) -> tuple[set[str], gast.expr | None]:
+    """(names written, value) of an assignment-like statement; (set(), None) otherwise."""
+    if isinstance(statement, gast.Assign):
+        target = statement.targets[0]
+        if isinstance(target, gast.Subscript):  # y[i] = v updates y from v and y itself
+            base = target.value
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            if isinstance(base, gast.Name):
+                return {base.id}, statement.value
+            return set(), None
+        return names_written(target), statement.value
+    if isinstance(statement, gast.For):
+        return names_written(statement.target), statement.iter
+    return set(), None

@@ -1,0 +1,179 @@
+"""A-normal form: every operand of every operation is a name or a literal.
+
+``y = np.sin(x * 2) + b`` becomes ``t1 = x * 2; t2 = np.sin(t1); y = t2 + b``, so that
+the reverse sweep can refer to every intermediate value by name. References to
+functions (``np.sin``, ``np.linalg.norm``) stay as they are; a method's receiver becomes
+a name (``(a + b).sum()`` → ``t1 = a + b; t1.sum()``). Expressions the transformer
+treats as opaque (lambdas, comprehensions, f-strings …) are left whole.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.passes.names import NameGenerator
+from s2sgrad.syntax import assign, is_atom, load
+
+__all__ = ["to_anf", "is_function_reference"]
+
+_OPAQUE = (
+    gast.Lambda,
+    gast.ListComp,
+    gast.SetComp,
+    gast.DictComp,
+    gast.GeneratorExp,
+    gast.JoinedStr,
+    gast.Dict,
+    gast.Set,
+    gast.IfExp,
+    gast.Await,
+    gast.Yield,
+    gast.YieldFrom,
+    gast.NamedExpr,
+)
+
+
+def is_function_reference(node: gast.expr, local_names: set[str]) -> bool:
+    """A name or attribute chain rooted at a name that is not a local variable."""
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return isinstance(node, gast.Name) and node.id not in local_names
+
+
+def to_anf(node: gast.FunctionDef, names: NameGenerator, local_names: set[str]) -> None:
+    """Rewrite ``node``'s body into A-normal form, in place.
+
+    Example::
+
+        # def f(x): return np.sin(x * 2)   becomes
+        # def f(x): t1 = x * 2; t2 = np.sin(t1); return t2
+    """
+    _Flattener(names, local_names).block(node.body)
+
+
+class _Flattener:
+    def __init__(self, names: NameGenerator, local_names: set[str]):
+        self.names = names
+        self.local_names = local_names
+
+    def block(self, statements: list[gast.stmt]) -> None:
+        result: list[gast.stmt] = []
+        for statement in statements:
+            result.extend(self.statement(statement))
+        statements[:] = result
+
+    def statement(self, statement: gast.stmt) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        self.current = statement
+        if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, gast.Name) or (
+                isinstance(target, (gast.Tuple, gast.List))
+                and all(isinstance(e, gast.Name) for e in target.elts)
+            ):
+                statement.value = self.simple(statement.value, out)
+            elif isinstance(target, gast.Subscript):
+                target.value = self.atom(target.value, out)
+                target.slice = self.index(target.slice, out)
+                statement.value = self.atom(statement.value, out)
+        elif isinstance(statement, gast.Return) and statement.value is not None:
+            value = statement.value
+            if isinstance(value, gast.Tuple):
+                value.elts = [self.atom(e, out) for e in value.elts]
+            else:
+                statement.value = self.atom(value, out)
+        elif isinstance(statement, gast.If):
+            statement.test = self.atom(statement.test, out)
+            self.block(statement.body)
+            self.block(statement.orelse)
+        elif isinstance(statement, (gast.For, gast.While)):
+            if isinstance(statement, gast.For):
+                statement.iter = self.atom(statement.iter, out)
+            self.block(statement.body)
+            self.block(statement.orelse)
+        elif isinstance(statement, (gast.With, gast.Try)):
+            for field in ("body", "orelse", "finalbody"):
+                if isinstance(getattr(statement, field, None), list):
+                    self.block(getattr(statement, field))
+        out.append(statement)
+        return out
+
+    def atom(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
+        if is_atom(node) or isinstance(node, _OPAQUE) and not _has_name(node):
+            return node
+        value = self.simple(node, out)
+        if is_atom(value):
+            return value
+        name = self.names.fresh("t")
+        out.append(assign(name, value, like=self.current))
+        return load(name)
+
+    def simple(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
+        """``node`` as one operation on atoms (its operands flattened into ``out``)."""
+        if is_atom(node) or isinstance(node, _OPAQUE):
+            return node
+        if isinstance(node, gast.BinOp):
+            node.left = self.atom(node.left, out)
+            node.right = self.atom(node.right, out)
+        elif isinstance(node, gast.UnaryOp):
+            node.operand = self.atom(node.operand, out)
+        elif isinstance(node, gast.Compare):
+            node.left = self.atom(node.left, out)
+            node.comparators = [self.atom(c, out) for c in node.comparators]
+        elif isinstance(node, gast.BoolOp):
+            return node  # short-circuit evaluation: operands must not be hoisted
+        elif isinstance(node, gast.Call):
+            node.func = self.function(node.func, out)
+            node.args = [self.argument(a, out) for a in node.args]
+            for keyword in node.keywords:
+                keyword.value = self.argument(keyword.value, out)
+        elif isinstance(node, gast.Attribute):
+            if is_function_reference(node, self.local_names):
+                return node
+            node.value = self.atom(node.value, out)
+        elif isinstance(node, gast.Subscript):
+            node.value = self.atom(node.value, out)
+            node.slice = self.index(node.slice, out)
+        elif isinstance(node, (gast.Tuple, gast.List)):
+            node.elts = [self.argument(e, out) for e in node.elts]
+        elif isinstance(node, gast.Starred):
+            node.value = self.atom(node.value, out)
+        return node
+
+    def function(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
+        if is_function_reference(node, self.local_names):
+            return node
+        if isinstance(node, gast.Attribute):  # a method: its receiver becomes a name
+            node.value = self.atom(node.value, out)
+            return node
+        return self.atom(node, out)
+
+    def argument(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
+        """Call arguments keep literal tuples/lists (shapes, lists of arrays) visible."""
+        if isinstance(node, (gast.Tuple, gast.List)):
+            node.elts = [self.argument(e, out) for e in node.elts]
+            return node
+        if isinstance(node, gast.Starred):
+            node.value = self.atom(node.value, out)
+            return node
+        if is_function_reference(node, self.local_names) and isinstance(node, gast.Attribute):
+            return node  # np.float32, np.newaxis …
+        return self.atom(node, out)
+
+    def index(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
+        if isinstance(node, gast.Slice):
+            for field in ("lower", "upper", "step"):
+                part = getattr(node, field)
+                if part is not None:
+                    setattr(node, field, self.atom(part, out))
+            return node
+        if isinstance(node, gast.Tuple):
+            node.elts = [self.index(e, out) for e in node.elts]
+            return node
+        if is_function_reference(node, self.local_names) and isinstance(node, gast.Attribute):
+            return node  # np.newaxis
+        return self.atom(node, out)
+
+
+def _has_name(node: gast.AST) -> bool:
+    return any(isinstance(n, gast.Name) for n in gast.walk(node))

@@ -1,0 +1,130 @@
+"""Rewrite sugar into the few statement forms the transformer knows.
+
+* ``x op= v`` becomes ``x = x op v``;
+* ``a < b < c`` becomes ``a < b and b < c``;
+* ``a, b = b, a`` becomes assignments through temporaries;
+* ``a = b = v`` becomes ``b = v; a = b``;
+* docstrings and ``pass`` disappear.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.passes.names import NameGenerator
+from s2sgrad.syntax import clone, load, store
+
+__all__ = ["desugar"]
+
+
+def desugar(node: gast.FunctionDef, names: NameGenerator) -> gast.FunctionDef:
+    """Desugar ``node``'s body in place and return it.
+
+    Example::
+
+        desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
+    """
+    body = node.body
+    if body and _is_docstring(body[0]):
+        body = body[1:]
+    node.body = _block(body, names) or [gast.Pass()]
+    return node
+
+
+def _is_docstring(statement: gast.stmt) -> bool:
+    return (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _block(statements: list[gast.stmt], names: NameGenerator) -> list[gast.stmt]:
+    result = []
+    for statement in statements:
+        result.extend(_statement(statement, names))
+    return result
+
+
+def _statement(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
+    _ChainedComparisons().visit(statement)
+    if isinstance(statement, gast.Pass):
+        return []
+    if isinstance(statement, gast.AugAssign):
+        target_load = _as_load(statement.target)
+        value = gast.BinOp(left=target_load, op=statement.op, right=statement.value)
+        assign = gast.Assign(targets=[statement.target], value=value, type_comment=None)
+        return [_located(assign, statement)]
+    if isinstance(statement, gast.AnnAssign):
+        if statement.value is None:
+            return []
+        assign = gast.Assign(targets=[statement.target], value=statement.value, type_comment=None)
+        return _statement(_located(assign, statement), names)
+    if isinstance(statement, gast.Assign):
+        return _assign(statement, names)
+    for field in ("body", "orelse", "finalbody"):
+        if isinstance(getattr(statement, field, None), list):
+            setattr(statement, field, _block(getattr(statement, field), names))
+    return [statement]
+
+
+def _assign(statement: gast.Assign, names: NameGenerator) -> list[gast.stmt]:
+    if len(statement.targets) > 1:
+        *outer, last = statement.targets
+        first = _located(
+            gast.Assign(targets=[last], value=statement.value, type_comment=None), statement
+        )
+        rest = [
+            _located(gast.Assign(targets=[t], value=_as_load(last), type_comment=None), statement)
+            for t in outer
+        ]
+        return [s for part in [first, *rest] for s in _assign(part, names)]
+    target = statement.targets[0]
+    if isinstance(target, (gast.Tuple, gast.List)) and isinstance(
+        statement.value, (gast.Tuple, gast.List)
+    ):
+        if len(target.elts) != len(statement.value.elts) or any(
+            isinstance(e, gast.Starred) for e in target.elts
+        ):
+            return [statement]
+        temps = [names.fresh("t") for _ in target.elts]
+        first = [
+            _located(
+                gast.Assign(targets=[store(t)], value=value, type_comment=None), statement
+            )
+            for t, value in zip(temps, statement.value.elts)
+        ]
+        second = [
+            _located(gast.Assign(targets=[elt], value=load(t), type_comment=None), statement)
+            for t, elt in zip(temps, target.elts)
+        ]
+        return [s for part in first + second for s in _assign(part, names)]
+    return [statement]
+
+
+class _ChainedComparisons(gast.NodeTransformer):
+    def visit_Compare(self, node: gast.Compare) -> gast.AST:
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        operands = [node.left, *node.comparators]
+        parts = [
+            gast.Compare(left=left, ops=[op], comparators=[right])
+            for left, op, right in zip(operands, node.ops, operands[1:])
+        ]
+        return gast.copy_location(gast.BoolOp(op=gast.And(), values=parts), node)
+
+    def visit_FunctionDef(self, node):  # nested functions keep their own sugar
+        return node
+
+
+def _as_load(target: gast.expr) -> gast.expr:
+    copy = clone(target)
+    for node in gast.walk(copy):
+        if isinstance(getattr(node, "ctx", None), gast.Store):
+            node.ctx = gast.Load()
+    return copy
+
+
+def _located(new: gast.AST, old: gast.AST) -> gast.AST:
+    return gast.copy_location(new, old)

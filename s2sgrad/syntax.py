@@ -1,0 +1,115 @@
+"""Small builders and queries for gast syntax trees, shared by every pass."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+
+import gast
+
+__all__ = [
+    "load",
+    "store",
+    "constant",
+    "assign",
+    "call",
+    "attribute",
+    "parse_expression",
+    "clone",
+    "located",
+    "names_read",
+    "names_written",
+    "is_atom",
+    "COMMENT_MARK",
+    "comment",
+]
+
+COMMENT_MARK = "__s2sgrad_comment__:"
+
+
+def load(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def store(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None)
+
+
+def constant(value) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+def assign(target: str | gast.expr, value: gast.expr, like: gast.AST | None = None) -> gast.Assign:
+    """``target = value``, carrying ``like``'s line number when given."""
+    target_node = store(target) if isinstance(target, str) else target
+    node = gast.Assign(targets=[target_node], value=value, type_comment=None)
+    return located(node, like) if like is not None else node
+
+
+def call(function: gast.expr | str, args: Iterable[gast.expr] = (), keywords=None) -> gast.Call:
+    function_node = parse_expression(function) if isinstance(function, str) else function
+    return gast.Call(
+        func=function_node,
+        args=list(args),
+        keywords=[gast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()],
+    )
+
+
+def attribute(value: gast.expr, name: str) -> gast.Attribute:
+    return gast.Attribute(value=value, attr=name, ctx=gast.Load())
+
+
+def parse_expression(text: str) -> gast.expr:
+    return gast.parse(text, mode="eval").body
+
+
+def clone(node):
+    return copy.deepcopy(node)
+
+
+def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
+    if old is not None and getattr(old, "lineno", None) is not None:
+        for child in gast.walk(new):
+            if getattr(child, "lineno", None) is None and "lineno" in child._attributes:
+                child.lineno = old.lineno
+                child.col_offset = getattr(old, "col_offset", 0)
+                child.end_lineno = getattr(old, "end_lineno", old.lineno)
+                child.end_col_offset = getattr(old, "end_col_offset", 0)
+    return new
+
+
+def names_read(node: gast.AST) -> set[str]:
+    """Names loaded anywhere inside ``node``."""
+    return {
+        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+    }
+
+
+def names_written(node: gast.AST) -> set[str]:
+    """Names stored anywhere inside ``node`` (not descending into nested functions)."""
+    found = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, gast.Name) and isinstance(current.ctx, gast.Store):
+            found.add(current.id)
+        if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
+            if isinstance(current, gast.FunctionDef):
+                found.add(current.name)
+            continue
+        stack.extend(gast.iter_child_nodes(current))
+    return found
+
+
+def is_atom(node: gast.AST) -> bool:
+    """A name or a literal: what A-normal form allows as an operand."""
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return isinstance(node.operand, gast.Constant)
+    return False
+
+
+def comment(text: str) -> gast.Expr:
+    """A statement that codegen prints as ``# text``."""
+    return gast.Expr(value=constant(COMMENT_MARK + text))

@@ -1,0 +1,355 @@
+"""From a user function to a compiled derivative: the source-transformation pipeline.
+
+``derivative(f, wrt, kind)`` parses ``f``, normalises it (desugaring, A-normal form,
+renaming), analyses activity, builds the reverse sweeps, assembles them into one of
+three shapes of function, optimises and compiles it. Results are cached per function
+and options.
+
+* ``grad``: ``df(*args) -> gradients`` (flat: forward sweep, then backward sweep);
+* ``value_and_grad``: ``df(*args) -> (value, gradients)``;
+* ``vjp``: ``f_vjp(*args) -> (value, pullback)`` with ``pullback(cotangent)`` returning
+  the raw cotangents; this is what calls between user functions use.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+import numpy as np
+
+from s2sgrad import runtime
+from s2sgrad.codegen import GeneratedFunction, compile_function
+from s2sgrad.errors import UnsupportedError
+from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
+from s2sgrad.inline import Namespace, _is_literal
+from s2sgrad.operations import classify
+from s2sgrad.optimize import optimize
+from s2sgrad.passes.activity import analyse_activity
+from s2sgrad.passes.anf import to_anf
+from s2sgrad.passes.desugar import desugar
+from s2sgrad.passes.names import NameGenerator
+from s2sgrad.passes.rename import rename_reassignments
+from s2sgrad.reverse import ReverseSweeps, reverse_sweeps
+from s2sgrad.rules import get_rule
+from s2sgrad.syntax import (
+    assign,
+    call,
+    clone,
+    constant,
+    load,
+    names_read,
+    names_written,
+    store,
+)
+
+__all__ = ["derivative", "KINDS", "clear_cache"]
+
+KINDS = ("grad", "value_and_grad", "vjp")
+
+_cache: dict[tuple, GeneratedFunction] = {}
+_in_progress: set[tuple] = set()
+_lock = threading.RLock()
+
+_IMPURE_METHODS = {"sort", "fill", "resize", "put", "itemset", "setfield", "partition", "setflags"}
+
+
+@dataclass(frozen=True)
+class _Request:
+    function: Any
+    wrt: tuple[str, ...]
+    kind: str
+    has_aux: bool
+    containers: frozenset
+
+
+def clear_cache() -> None:
+    """Forget every generated function (tests use it to time cold transformations)."""
+    with _lock:
+        _cache.clear()
+
+
+def derivative(
+    function: Any,
+    wrt: tuple[str, ...],
+    kind: str = "grad",
+    has_aux: bool = False,
+    containers: frozenset = frozenset(),
+) -> GeneratedFunction:
+    """The generated derivative of ``function`` wrt the named parameters (cached).
+
+    Example::
+
+        derivative(f, ("x",)).function(2.0)  # f'(2.0)
+        print(derivative(f, ("x",)).source)
+    """
+    key = (function, wrt, kind, has_aux, containers)
+    with _lock:
+        generated = _cache.get(key)
+        if generated is not None:
+            return generated
+        if key in _in_progress:
+            raise UnsupportedError(
+                f"{parse_function(function).location()}: {function.__qualname__} calls itself; "
+                "recursive functions are differentiated with mode='tape'"
+            )
+        _in_progress.add(key)
+        try:
+            generated = _build(_Request(function, wrt, kind, has_aux, containers))
+        finally:
+            _in_progress.discard(key)
+        _cache[key] = generated
+        return generated
+
+
+def _build(request: _Request) -> GeneratedFunction:
+    parsed = parse_function(request.function)
+    node = clone(parsed.node)
+    _check_signature(parsed, node, request.wrt)
+    names = NameGenerator(_all_names(node) | set(parsed.globals) | set(parsed.closure))
+    desugar(node, names)
+    parameters = _parameter_names(node)
+    local_names = parameters | names_written_in(node)
+    to_anf(node, names, local_names)
+    rename_reassignments(node, names)
+    local_names = parameters | names_written_in(node)
+
+    namespace = Namespace(names)
+    for name in sorted(names_read_in(node) - local_names):
+        obj = parsed.resolve_name(name)
+        if obj is NOT_FOUND:
+            continue
+        if name in parsed.globals or name in parsed.closure:
+            namespace.bind_existing(name, obj)
+
+    def output_names(statement: gast.Return) -> set[str]:
+        value = statement.value
+        if request.has_aux and isinstance(value, gast.Tuple):
+            return names_read(value.elts[0])
+        return names_read(value)
+
+    def blocks_derivative(value: gast.expr) -> bool:
+        operation = classify(value, parsed, local_names)
+        return operation.kind in ("comparison", "constant") or not operation.differentiable
+
+    activity = analyse_activity(node.body, set(request.wrt), output_names, blocks_derivative)
+
+    def callee_vjp(function, active, call_node):
+        return derivative(function, active, "vjp").function
+
+    sweeps = reverse_sweeps(
+        parsed,
+        node.body,
+        list(request.wrt),
+        activity,
+        names,
+        namespace,
+        local_names,
+        callee_vjp,
+        containers=set(request.containers),
+        aux=request.has_aux,
+    )
+    assembled = _assemble(request, parsed, node, sweeps, names, namespace)
+    return compile_function(assembled, namespace.objects, parsed.location())
+
+
+# assembly --------------------------------------------------------------------------------
+def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
+    helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
+    is_pure = _purity(namespace)
+    output = sweeps.output
+    differentiated = output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
+    cotangents = [
+        load(sweeps.adjoints[w]) if sweeps.adjoints[w] else constant(None) for w in request.wrt
+    ]
+    if request.kind == "vjp":
+        backward = list(sweeps.backward)
+        raw = [
+            c if isinstance(c, gast.Name) else call(helper("zeros_like_structure"), [load(w)])
+            for c, w in zip(cotangents, request.wrt)
+        ]
+        returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
+        backward.append(gast.Return(value=returned))
+        backward = optimize(backward, is_pure)
+        pullback_name = names.claim("pullback")
+        pullback = gast.FunctionDef(
+            name=pullback_name,
+            args=_arguments([sweeps.output_cotangent]),
+            body=backward,
+            decorator_list=[],
+            returns=None,
+            type_comment=None,
+            type_params=[],
+        )
+        reassigned = names_written_in(pullback) & set(
+            n for s in sweeps.forward for n in names_written(s)
+        )
+        if reassigned:
+            pullback.body.insert(0, gast.Nonlocal(names=sorted(reassigned)))
+        result = gast.Tuple(elts=[clone(output), load(pullback_name)], ctx=gast.Load())
+        body = [*sweeps.forward, pullback, gast.Return(value=result)]
+        body = optimize(body, is_pure)
+        name = names.claim(f"{node.name}_vjp")
+    else:
+        body = list(sweeps.forward)
+        if any(sweeps.adjoints.values()):
+            seed = assign(
+                sweeps.output_cotangent, call(helper("seed_cotangent"), [clone(differentiated)])
+            )
+            seed.keep_apart = True  # the seed reads best on a line of its own
+            body.append(seed)
+        else:
+            body.append(gast.Expr(value=call(helper("seed_cotangent"), [clone(differentiated)])))
+        body.extend(sweeps.backward)
+        gradients = [
+            call(helper("as_gradient"), [c, load(w)]) for c, w in zip(cotangents, request.wrt)
+        ]
+        gradient = gradients[0] if len(gradients) == 1 else gast.Tuple(elts=gradients, ctx=gast.Load())
+        if request.kind == "value_and_grad":
+            gradient = gast.Tuple(elts=[clone(output), gradient], ctx=gast.Load())
+        body.append(gast.Return(value=gradient))
+        body = optimize(body, is_pure)
+        name = names.claim(("d" if request.kind == "grad" else "value_and_d") + node.name)
+    generated = gast.FunctionDef(
+        name=name,
+        args=_signature_with_defaults(parsed, node, namespace),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    return generated
+
+
+def _purity(namespace: Namespace):
+    def is_pure(node: gast.Call) -> bool:
+        func = node.func
+        if isinstance(func, gast.Name):
+            obj = namespace.objects.get(func.id, NOT_FOUND)
+            if obj is NOT_FOUND:
+                return func.id.endswith("pullback") or func.id in _PURE_BUILTINS
+            return _pure_object(obj)
+        if isinstance(func, gast.Attribute):
+            chain = []
+            base = func
+            while isinstance(base, gast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if not isinstance(base, gast.Name):
+                return False
+            obj = namespace.objects.get(base.id, NOT_FOUND)
+            if obj is NOT_FOUND:  # a method on a local value
+                return func.attr not in _IMPURE_METHODS and hasattr(np.ndarray, func.attr)
+            for attr in reversed(chain):
+                obj = getattr(obj, attr, NOT_FOUND)
+            return obj is not NOT_FOUND and _pure_object(obj)
+        return False
+
+    return is_pure
+
+
+_PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}
+
+
+def _pure_object(obj) -> bool:
+    if obj is np.random or getattr(obj, "__module__", "") in ("numpy.random", "numpy.random.mtrand"):
+        return False
+    module = getattr(obj, "__module__", None) or ""
+    if isinstance(obj, np.ufunc) or module.startswith("numpy"):
+        return True
+    if module.startswith("s2sgrad.runtime"):
+        return True
+    return get_rule(obj) is not None and module.startswith("numpy")
+
+
+# helpers ---------------------------------------------------------------------------------
+def _all_names(node: gast.AST) -> set[str]:
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | {
+        n.name for n in gast.walk(node) if isinstance(n, gast.FunctionDef)
+    }
+
+
+def names_written_in(node: gast.FunctionDef) -> set[str]:
+    result = set()
+    for statement in node.body:
+        result |= names_written(statement)
+    return result
+
+
+def names_read_in(node: gast.FunctionDef) -> set[str]:
+    result = set()
+    for statement in node.body:
+        result |= names_read(statement)
+    return result
+
+
+def _parameter_names(node: gast.FunctionDef) -> set[str]:
+    args = node.args
+    result = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    if args.vararg:
+        result.add(args.vararg.id)
+    if args.kwarg:
+        result.add(args.kwarg.id)
+    return result
+
+
+def _check_signature(parsed: ParsedFunction, node, wrt) -> None:
+    args = node.args
+    if args.vararg or args.kwarg:
+        raise UnsupportedError(
+            f"{parsed.location()}: {parsed.function.__qualname__} takes *args or **kwargs; "
+            "name its parameters, or use mode='tape'"
+        )
+    known = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    for name in wrt:
+        if name not in known:
+            raise ValueError(f"{parsed.location()}: {parsed.name} has no parameter {name!r}")
+
+
+def _arguments(names: list[str]) -> gast.arguments:
+    return gast.arguments(
+        args=[store_param(n) for n in names],
+        posonlyargs=[],
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=[],
+    )
+
+
+def store_param(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Param(), annotation=None, type_comment=None)
+
+
+def _signature_with_defaults(parsed, node, namespace: Namespace) -> gast.arguments:
+    args = clone(node.args)
+    for arg in args.posonlyargs + args.args + args.kwonlyargs:
+        arg.annotation = None
+    signature = inspect.signature(parsed.function)
+    defaults = []
+    kw_defaults = []
+    for parameter in signature.parameters.values():
+        if parameter.default is inspect.Parameter.empty:
+            if parameter.kind == parameter.KEYWORD_ONLY:
+                kw_defaults.append(None)
+            continue
+        value = parameter.default
+        if _is_literal(value):
+            expression = constant(value)
+        else:
+            expression = load(namespace.bind(f"{parameter.name}_default", value))
+        if parameter.kind == parameter.KEYWORD_ONLY:
+            kw_defaults.append(expression)
+        else:
+            defaults.append(expression)
+    args.defaults = defaults
+    args.kw_defaults = kw_defaults
+    return args
+
+
+_ = (store,)
