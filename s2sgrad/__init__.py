@@ -14,11 +14,15 @@ Example::
 
 from s2sgrad.api import grad, value_and_grad, vjp
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
+from s2sgrad.inspection import export, show, source
 
 __all__ = [
     "grad",
     "value_and_grad",
     "vjp",
+    "source",
+    "show",
+    "export",
     "S2SGradError",
     "UnsupportedError",
     "NonDifferentiableError",

@@ -18,7 +18,7 @@ import gast
 
 from s2sgrad.syntax import COMMENT_MARK
 
-__all__ = ["GeneratedFunction", "compile_function", "ORIGINS"]
+__all__ = ["GeneratedFunction", "compile_function", "to_source", "ORIGINS", "registry"]
 
 _counter = itertools.count()
 
@@ -33,6 +33,9 @@ class GeneratedFunction:
     source: str
     filename: str
     namespace: dict[str, Any]
+
+
+registry: dict[Any, GeneratedFunction] = {}  # compiled function → how it was generated
 
 
 def to_source(node: gast.FunctionDef) -> str:
@@ -59,6 +62,24 @@ def to_source(node: gast.FunctionDef) -> str:
 _STRING_STATEMENT = re.compile(r"^(\s*)((?:'.*')|(?:\".*\"))$")
 
 
+_generated_names: set[str] = set()
+
+
+def unique_name(stem: str) -> str:
+    """A function name no other generated function has, so exports can hold them all.
+
+    Example::
+
+        unique_name("loss_vjp")  # 'loss_vjp', then 'loss_vjp_1', …
+    """
+    name, index = stem, 0
+    while name in _generated_names:
+        index += 1
+        name = f"{stem}_{index}"
+    _generated_names.add(name)
+    return name
+
+
 def compile_function(
     node: gast.FunctionDef, namespace: dict[str, Any], origin: str
 ) -> GeneratedFunction:
@@ -68,6 +89,8 @@ def compile_function(
 
         compile_function(node, {"np": numpy}, "model.py:3").function(2.0)
     """
+    used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    namespace = {name: obj for name, obj in namespace.items() if name in used}
     source = to_source(node)
     filename = f"<s2sgrad {node.name} #{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -76,4 +99,6 @@ def compile_function(
     module_globals.update(namespace)
     code = compile(source, filename, "exec")
     exec(code, module_globals)
-    return GeneratedFunction(module_globals[node.name], source, filename, namespace)
+    generated = GeneratedFunction(module_globals[node.name], source, filename, namespace)
+    registry[generated.function] = generated
+    return generated

@@ -22,7 +22,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.codegen import GeneratedFunction, compile_function
+from s2sgrad.codegen import GeneratedFunction, compile_function, unique_name
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
@@ -109,7 +109,7 @@ def _build(request: _Request) -> GeneratedFunction:
     parsed = parse_function(request.function)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
-    names = NameGenerator(_all_names(node) | set(parsed.globals) | set(parsed.closure))
+    names = NameGenerator(_all_names(node))
     desugar(node, names)
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
@@ -192,7 +192,7 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         result = gast.Tuple(elts=[clone(output), load(pullback_name)], ctx=gast.Load())
         body = [*sweeps.forward, pullback, gast.Return(value=result)]
         body = optimize(body, is_pure)
-        name = names.claim(f"{node.name}_vjp")
+        name = names.claim(unique_name(f"{node.name}_vjp"))
     else:
         body = list(sweeps.forward)
         if any(sweeps.adjoints.values()):

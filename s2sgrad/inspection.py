@@ -1,0 +1,225 @@
+"""Read, print and save generated derivative code: ``source``, ``show``, ``export``."""
+
+from __future__ import annotations
+
+import io
+import keyword
+import os
+import sys
+import token
+import tokenize
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from s2sgrad import runtime
+from s2sgrad.codegen import GeneratedFunction
+from s2sgrad.errors import S2SGradError
+from s2sgrad.transform import derivative
+
+__all__ = ["source", "show", "export"]
+
+
+def _generated(transformed: Any, wrt=0) -> GeneratedFunction:
+    from s2sgrad.api import _Transform, grad
+
+    if not isinstance(transformed, _Transform):
+        transformed = grad(transformed, wrt=wrt, mode="s2s")
+    return derivative(
+        transformed.function, transformed.wrt, transformed.kind, transformed.has_aux, frozenset()
+    )
+
+
+def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
+    """``generated`` and every generated function it calls, callees first."""
+    from s2sgrad.codegen import registry
+
+    ordered: list[GeneratedFunction] = []
+    seen: set[int] = set()
+
+    def visit(item: GeneratedFunction) -> None:
+        if id(item) in seen:
+            return
+        seen.add(id(item))
+        for obj in item.namespace.values():
+            dependency = registry.get(obj) if callable(obj) else None
+            if dependency is not None:
+                visit(dependency)
+        ordered.append(item)
+
+    visit(generated)
+    return ordered
+
+
+def source(transformed: Callable, wrt: int | str | tuple = 0) -> str:
+    """The generated source of a transformed function (with the callees it uses).
+
+    Example::
+
+        print(sg.source(sg.grad(f)))
+    """
+    parts = _with_dependencies(_generated(transformed, wrt))
+    return "\n\n".join(part.source.rstrip() + "\n" for part in parts)
+
+
+def show(f: Callable, wrt: int | str | tuple = 0, forward: bool = False, file=None) -> None:
+    """Print the gradient code of ``f`` (syntax-highlighted in a colour terminal).
+
+    Example::
+
+        sg.show(loss, wrt="w")
+    """
+    if forward:
+        raise S2SGradError("forward-mode code is not available yet (see the forward-mode issue)")
+    text = source(f, wrt)
+    stream = file or sys.stdout
+    if _wants_colour(stream):
+        text = highlight(text)
+    print(text, end="", file=stream)
+
+
+def _wants_colour(stream) -> bool:
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+_COLOURS = {"keyword": "\033[1;34m", "comment": "\033[2;32m", "string": "\033[33m",
+            "number": "\033[36m", "definition": "\033[1;35m"}
+_RESET = "\033[0m"
+
+
+def highlight(text: str) -> str:
+    """Colour Python source with ANSI escapes (keywords, comments, strings, numbers).
+
+    Example::
+
+        print(highlight("def f(x):\\n    return x  # done\\n"))
+    """
+    result = []
+    position = (1, 0)
+    lines = text.splitlines(True)
+    previous = None
+    for item in tokenize.generate_tokens(io.StringIO(text).readline):
+        if item.type == token.ENDMARKER:
+            break
+        result.append(_between(lines, position, item.start))
+        kind = None
+        if item.type == token.NAME and keyword.iskeyword(item.string):
+            kind = "keyword"
+        elif item.type == token.NAME and previous == "def":
+            kind = "definition"
+        elif item.type == tokenize.COMMENT:
+            kind = "comment"
+        elif item.type == token.STRING:
+            kind = "string"
+        elif item.type == token.NUMBER:
+            kind = "number"
+        result.append(f"{_COLOURS[kind]}{item.string}{_RESET}" if kind else item.string)
+        position = item.end
+        if item.type == token.NAME:
+            previous = item.string
+    result.append(_between(lines, position, (len(lines) + 1, 0)))
+    return "".join(result)
+
+
+def _between(lines, start, end) -> str:
+    (start_row, start_col), (end_row, end_col) = start, end
+    if start_row == end_row:
+        return lines[start_row - 1][start_col:end_col] if start_row <= len(lines) else ""
+    parts = [lines[start_row - 1][start_col:]] if start_row <= len(lines) else []
+    parts += lines[start_row : end_row - 1]
+    if end_row <= len(lines):
+        parts.append(lines[end_row - 1][:end_col])
+    return "".join(parts)
+
+
+def export(f: Callable, path: str | os.PathLike, wrt: int | str | tuple = 0,
+           name: str | None = None) -> Path:
+    """Write ``f``'s gradient as a standalone module importing only NumPy and the runtime.
+
+    The module's public function is ``name`` (default ``"d" + f.__name__``) and takes
+    ``f``'s parameters.
+
+    Example::
+
+        sg.export(loss, "dloss.py")   # then: from dloss import dloss
+    """
+    from s2sgrad.api import _Transform
+
+    function = f.function if isinstance(f, _Transform) else f
+    generated = _generated(f, wrt)
+    parts = _with_dependencies(generated)
+    public = name or "d" + function.__name__
+    imports: dict[str, str] = {}
+    assignments: list[str] = []
+    for part in parts:
+        for bound, obj in part.namespace.items():
+            line = _import_line(bound, obj, parts)
+            if line is None:
+                continue
+            if line.startswith(("import ", "from ")):
+                imports[bound] = line
+            else:
+                assignments.append(line)
+    header = [
+        f'"""Gradient of {function.__qualname__}, generated by s2sgrad. Do not edit."""',
+        "",
+        *sorted(set(imports.values())),
+        *sorted(set(assignments)),
+    ]
+    bodies = [part.source.rstrip() for part in parts]
+    main_name = parts[-1].function.__name__
+    footer = [f"{public} = {main_name}"] if public != main_name else []
+    text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(bodies) + "\n"
+    if footer:
+        text += "\n\n" + "\n".join(footer) + "\n"
+    target = Path(path)
+    target.write_text(text)
+    return target
+
+
+def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | None:
+    from s2sgrad.codegen import registry
+
+    if callable(obj) and registry.get(obj) in parts:
+        generated_name = obj.__name__
+        return None if generated_name == bound else f"{bound} = {generated_name}"
+    if obj is np:
+        return f"import numpy as {bound}" if bound != "numpy" else "import numpy"
+    if isinstance(obj, types.ModuleType):
+        return f"import {obj.__name__} as {bound}"
+    runtime_name = next((n for n in runtime.__all__ if getattr(runtime, n) is obj), None)
+    if runtime_name is not None:
+        alias = "" if runtime_name == bound else f" as {bound}"
+        return f"from s2sgrad.runtime import {runtime_name}{alias}"
+    numpy_path = _numpy_path(obj)
+    if numpy_path is not None:
+        module, attribute = numpy_path
+        alias = "" if attribute == bound else f" as {bound}"
+        return f"from {module} import {attribute}{alias}"
+    if isinstance(obj, (int, float, complex, str, bool, type(None))):
+        return f"{bound} = {obj!r}"
+    module = getattr(obj, "__module__", None)
+    qualname = getattr(obj, "__qualname__", None)
+    if module and qualname and "." not in qualname and module != "__main__":
+        alias = "" if qualname == bound else f" as {bound}"
+        return f"from {module} import {qualname}{alias}"
+    raise S2SGradError(
+        f"cannot export the value of {bound!r} ({type(obj).__name__}); the generated code "
+        "refers to it, so make it a module-level function or a number"
+    )
+
+
+def _numpy_path(obj: Any) -> tuple[str, str] | None:
+    name = getattr(obj, "__name__", None)
+    if not name:
+        return None
+    for module_name in ("numpy", "numpy.linalg", "numpy.fft"):
+        module = sys.modules.get(module_name)
+        if module is not None and getattr(module, name, None) is obj:
+            return module_name, name
+    return None
