@@ -1,0 +1,49 @@
+"""Helpers and constants the elementwise derivative rules use in generated code.
+
+The constants are Python floats on purpose: NumPy 2 treats Python floats as "weak", so
+``g / (x * LN2)`` keeps a float32 ``x`` float32, whereas ``np.log(2)`` is a float64 NumPy
+scalar and would promote it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, vjp_rule
+
+__all__ = ["LN2", "LN10", "cast_like"]
+
+LN2: float = math.log(2.0)
+LN10: float = math.log(10.0)
+
+
+def cast_like(value: Any, like: Any) -> Any:
+    """``value`` converted to the floating dtype of ``like`` (float64 for numbers and integers).
+
+    A cotangent must have its argument's dtype even when the primitive computes in a wider
+    one (``np.float_power`` always works in float64). Returns ``value`` itself when its
+    dtype already matches.
+
+    Example::
+
+        cast_like(np.ones(2), np.zeros(2, np.float32))  # array([1., 1.], dtype=float32)
+    """
+    dtype = np.result_type(like)
+    if not np.issubdtype(dtype, np.inexact):
+        dtype = np.dtype(np.float64)
+    if np.result_type(value) == dtype:
+        return value
+    return value.astype(dtype) if hasattr(value, "astype") else dtype.type(value)
+
+
+@vjp_rule(cast_like)
+def _cast_like_vjp(g, ans, value, like):
+    return cast_like(g, value), None
+
+
+@jvp_rule(cast_like)
+def _cast_like_jvp(t, ans, value, like):
+    return cast_like(t, like), None

@@ -1,0 +1,67 @@
+"""Central finite differences in float64: the independent oracle for gradient tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+STEP = 1e-6
+
+
+def numeric_grad(f, args, index, kwargs=None, step=STEP):
+    """d f(*args) / d args[index] for a scalar-valued ``f``; containers are mirrored."""
+    kwargs = kwargs or {}
+    args = list(args)
+
+    def evaluate(value):
+        trial = list(args)
+        trial[index] = value
+        return float(np.sum(f(*trial, **kwargs)))
+
+    return _grad_of(evaluate, args[index], step)
+
+
+def _grad_of(evaluate, x, step):
+    if isinstance(x, dict):
+        return {
+            k: _grad_of(lambda v, k=k: evaluate({**x, k: v}), x[k], step) for k in x
+        }
+    if isinstance(x, (list, tuple)):
+        def replace(i, v):
+            items = list(x)
+            items[i] = v
+            return type(x)(items)
+
+        return type(x)(
+            _grad_of(lambda v, i=i: evaluate(replace(i, v)), item, step)
+            for i, item in enumerate(x)
+        )
+    if isinstance(x, float):
+        return (evaluate(x + step) - evaluate(x - step)) / (2 * step)
+    x = np.asarray(x, dtype=np.float64)
+    grad = np.zeros_like(x)
+    for position in np.ndindex(x.shape):
+        up = x.copy()
+        up[position] += step
+        down = x.copy()
+        down[position] -= step
+        grad[position] = (evaluate(up) - evaluate(down)) / (2 * step)
+    return grad
+
+
+def assert_close(actual, expected, rtol=1e-5, atol=1e-7):
+    """Compare gradients, including their structure, shape and type."""
+    if isinstance(expected, dict):
+        assert isinstance(actual, dict) and actual.keys() == expected.keys()
+        for k in expected:
+            assert_close(actual[k], expected[k], rtol, atol)
+        return
+    if isinstance(expected, (list, tuple)):
+        assert type(actual) is type(expected) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close(a, e, rtol, atol)
+        return
+    if isinstance(expected, float):
+        assert isinstance(actual, float), f"expected a float gradient, got {type(actual)}"
+    else:
+        assert np.shape(actual) == np.shape(expected), (np.shape(actual), np.shape(expected))
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
