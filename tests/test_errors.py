@@ -1,0 +1,72 @@
+"""Errors a user can cause: each names the user's file and line and what to do instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import s2sgrad as sg
+
+HERE = "test_errors.py"
+
+
+def vector_output(x):
+    return np.sin(x)
+
+
+def mutates_argument(x):
+    x[0] = 1.0
+    return np.sum(x)
+
+
+def no_rule(x):
+    return np.sum(np.fft.fft(x).real)
+
+
+def test_non_scalar_output_names_vjp_and_jacobian():
+    with pytest.raises(ValueError) as error:
+        sg.grad(vector_output)(np.ones(3))
+    message = str(error.value)
+    assert "vjp" in message and "jacobian" in message
+    assert HERE in message and "(3,)" in message
+
+
+def test_integer_argument_is_a_type_error():
+    with pytest.raises(TypeError, match="integer"):
+        sg.grad(vector_output)(np.arange(3))
+    with pytest.raises(TypeError, match="3.0"):
+        sg.grad(lambda x: x * 2.0)(3)
+    with pytest.raises(TypeError, match="boolean"):
+        sg.grad(lambda x: x * 2.0)(True)
+
+
+def test_mutating_an_argument_is_refused_with_a_fix():
+    x = np.ones(3)
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(mutates_argument, mode="s2s")(x)
+    message = str(error.value)
+    assert f"{HERE}:" in message and "x = x.copy()" in message
+    np.testing.assert_array_equal(x, np.ones(3))
+
+
+def test_library_function_without_rule():
+    with pytest.raises(sg.NonDifferentiableError) as error:
+        sg.grad(no_rule, mode="s2s")(np.ones(3))
+    message = str(error.value)
+    assert f"{HERE}:" in message and "np.fft.fft" in message and "derivative" in message
+
+
+def test_no_source_in_s2s_mode():
+    namespace = {"np": np}
+    exec("def f(x):\n    return np.sum(x ** 2)\n", namespace)
+    with pytest.raises(sg.S2SGradError, match="no source"):
+        sg.grad(namespace["f"], mode="s2s")(np.ones(2))
+
+
+def test_bad_wrt():
+    with pytest.raises(ValueError, match="no parameter named 'z'"):
+        sg.grad(vector_output, wrt="z")
+    with pytest.raises(ValueError, match="out of range"):
+        sg.grad(vector_output, wrt=3)
+    with pytest.raises(ValueError, match="mode"):
+        sg.grad(vector_output, mode="fast")

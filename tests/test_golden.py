@@ -1,0 +1,70 @@
+"""Golden tests of the generated code, so a readability regression shows up in review.
+
+Set S2SGRAD_UPDATE_GOLDEN=1 to rewrite the files in tests/golden after an intended change.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import s2sgrad as sg
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def mlp_loss(x, W1, b1, W2, b2, y):
+    h = np.maximum(x @ W1 + b1, 0.0)
+    return np.mean((h @ W2 + b2 - y) ** 2)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def logistic(w, x, y):
+    z = x @ w
+    p = 1.0 / (1.0 + np.exp(-z))
+    return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def scalar(x, y):
+    z = np.sin(x) * y
+    z = z + x**2
+    return z
+
+
+def softmax_cross_entropy(logits, labels):
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.mean(np.sum(labels * log_probs, axis=1))
+
+
+CASES = {
+    "mlp_loss": (mlp_loss, ("W1", "b1", "W2", "b2")),
+    "rosenbrock": (rosenbrock, 0),
+    "logistic": (logistic, "w"),
+    "scalar": (scalar, (0, 1)),
+    "softmax_cross_entropy": (softmax_cross_entropy, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_code_matches_golden(name):
+    function, wrt = CASES[name]
+    text = sg.source(sg.grad(function, wrt=wrt))
+    path = GOLDEN / f"{name}.py"
+    if os.environ.get("S2SGRAD_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; run with S2SGRAD_UPDATE_GOLDEN=1"
+    assert text == path.read_text()
+
+
+def test_golden_code_compiles_and_has_comments():
+    for path in GOLDEN.glob("*.py"):
+        text = path.read_text()
+        compile(text, str(path), "exec")
+        assert "# grad of:" in text
