@@ -1,0 +1,735 @@
+"""Derivative rules for shape, joining, indexing and selection functions.
+
+These functions move, copy or pick elements without changing their values, so each one
+is linear in its array arguments. The JVP applies the same function to the tangent; the
+VJP applies its adjoint: the inverse movement for a permutation (transpose, flip, roll),
+a reshape back for a change of shape, a sum for a copy (tile, repeat, broadcast_to) and a
+scatter into zeros for a selection (indexing, take, diagonal). The scatters and sums NumPy
+has no single function for live in :mod:`s2sgrad.runtime.shapes`.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.runtime import (
+    clip_regions,
+    index_cotangent,
+    join_like,
+    ravel_positions,
+    split_like,
+    unbroadcast,
+    undiagonal,
+    unpack_like,
+    unpad,
+    unrepeat,
+    untake,
+    untile,
+)
+
+# ---------------------------------------------------------------------------------------
+# Reshaping: the cotangent is reshaped back to the input's shape.
+
+
+@vjp_rule(np.reshape)
+def _reshape(g, ans, a, shape, order="C", *, copy=None):
+    if order == "C":
+        return np.reshape(g, np.shape(a))
+    return np.reshape(g, np.shape(a), order=order)
+
+
+@jvp_rule(np.reshape)
+def _reshape_jvp(t, ans, a, shape, order="C", *, copy=None):
+    if order == "C":
+        return np.reshape(t, shape)
+    return np.reshape(t, shape, order=order)
+
+
+@vjp_rule(np.ndarray.reshape)
+def _reshape_method(g, ans, self, *shape, order="C", copy=None):
+    if order == "C":
+        return np.reshape(g, np.shape(self))
+    return np.reshape(g, np.shape(self), order=order)
+
+
+@jvp_rule(np.ndarray.reshape)
+def _reshape_method_jvp(t, ans, self, *shape, order="C", copy=None):
+    if order == "C":
+        return np.reshape(t, np.shape(ans))
+    return np.reshape(t, np.shape(ans), order=order)
+
+
+@vjp_rule(np.expand_dims)
+def _expand_dims(g, ans, a, axis):
+    return np.reshape(g, np.shape(a))
+
+
+@jvp_rule(np.expand_dims)
+def _expand_dims_jvp(t, ans, a, axis):
+    return np.expand_dims(t, axis)
+
+
+@vjp_rule(np.squeeze)
+def _squeeze(g, ans, a, axis=None):
+    return np.reshape(g, np.shape(a))
+
+
+@jvp_rule(np.squeeze)
+def _squeeze_jvp(t, ans, a, axis=None):
+    return np.squeeze(t, axis)
+
+
+@vjp_rule(np.ndarray.squeeze)
+def _squeeze_method(g, ans, self, axis=None):
+    return np.reshape(g, np.shape(self))
+
+
+@jvp_rule(np.ndarray.squeeze)
+def _squeeze_method_jvp(t, ans, self, axis=None):
+    return np.squeeze(t, axis)
+
+
+@vjp_rule(np.atleast_1d, np.atleast_2d, np.atleast_3d)
+def _atleast_nd(g, ans, ary):
+    return np.reshape(g, np.shape(ary))
+
+
+@jvp_rule(np.atleast_1d)
+def _atleast_1d_jvp(t, ans, ary):
+    return np.atleast_1d(t)
+
+
+@jvp_rule(np.atleast_2d)
+def _atleast_2d_jvp(t, ans, ary):
+    return np.atleast_2d(t)
+
+
+@jvp_rule(np.atleast_3d)
+def _atleast_3d_jvp(t, ans, ary):
+    return np.atleast_3d(t)
+
+
+# Orders "A" and "K" follow the input's memory layout, which the tangent or cotangent
+# need not share, so they go through the positions of the raveled elements.
+
+
+@vjp_rule(np.ravel)
+def _ravel(g, ans, a, order="C"):
+    if order == "C":
+        return np.reshape(g, np.shape(a))
+    if order == "F":
+        return np.reshape(g, np.shape(a), order="F")
+    return np.reshape(g[np.argsort(ravel_positions(a, order))], np.shape(a))
+
+
+@jvp_rule(np.ravel)
+def _ravel_jvp(t, ans, a, order="C"):
+    if order == "C":
+        return np.ravel(t)
+    if order == "F":
+        return np.ravel(t, order="F")
+    return np.ravel(t)[ravel_positions(a, order)]
+
+
+@vjp_rule(np.ndarray.ravel, np.ndarray.flatten)
+def _ravel_method(g, ans, self, order="C"):
+    if order == "C":
+        return np.reshape(g, np.shape(self))
+    if order == "F":
+        return np.reshape(g, np.shape(self), order="F")
+    return np.reshape(g[np.argsort(ravel_positions(self, order))], np.shape(self))
+
+
+@jvp_rule(np.ndarray.ravel, np.ndarray.flatten)
+def _ravel_method_jvp(t, ans, self, order="C"):
+    if order == "C":
+        return np.ravel(t)
+    if order == "F":
+        return np.ravel(t, order="F")
+    return np.ravel(t)[ravel_positions(self, order)]
+
+
+# ---------------------------------------------------------------------------------------
+# Permuting axes: the cotangent goes through the inverse permutation.
+
+
+@vjp_rule(np.transpose)
+def _transpose(g, ans, a, axes=None):
+    if axes is None:
+        return np.transpose(g)
+    return np.transpose(g, np.argsort(np.mod(axes, np.ndim(a))))
+
+
+@jvp_rule(np.transpose)
+def _transpose_jvp(t, ans, a, axes=None):
+    return np.transpose(t, axes)
+
+
+def _method_axes(axes):
+    """The ``axes`` of ``x.transpose()``, ``x.transpose((1, 0))`` or ``x.transpose(1, 0)``."""
+    if len(axes) == 0 or (len(axes) == 1 and axes[0] is None):
+        return None
+    return axes[0] if len(axes) == 1 else axes
+
+
+@vjp_rule(np.ndarray.transpose, inline=False)
+def _transpose_method(g, ans, self, *axes):
+    return _transpose(g, ans, self, _method_axes(axes))
+
+
+@jvp_rule(np.ndarray.transpose, inline=False)
+def _transpose_method_jvp(t, ans, self, *axes):
+    return np.transpose(t, _method_axes(axes))
+
+
+@vjp_rule(np.ndarray.T)
+def _T(g, ans, self):
+    return np.transpose(g)
+
+
+@jvp_rule(np.ndarray.T)
+def _T_jvp(t, ans, self):
+    return np.transpose(t)
+
+
+@vjp_rule(np.swapaxes)
+def _swapaxes(g, ans, a, axis1, axis2):
+    return np.swapaxes(g, axis1, axis2)
+
+
+@jvp_rule(np.swapaxes)
+def _swapaxes_jvp(t, ans, a, axis1, axis2):
+    return np.swapaxes(t, axis1, axis2)
+
+
+@vjp_rule(np.ndarray.swapaxes)
+def _swapaxes_method(g, ans, self, axis1, axis2):
+    return np.swapaxes(g, axis1, axis2)
+
+
+@jvp_rule(np.ndarray.swapaxes)
+def _swapaxes_method_jvp(t, ans, self, axis1, axis2):
+    return np.swapaxes(t, axis1, axis2)
+
+
+@vjp_rule(np.moveaxis)
+def _moveaxis(g, ans, a, source, destination):
+    return np.moveaxis(g, destination, source)
+
+
+@jvp_rule(np.moveaxis)
+def _moveaxis_jvp(t, ans, a, source, destination):
+    return np.moveaxis(t, source, destination)
+
+
+# ---------------------------------------------------------------------------------------
+# Reordering elements: flips, rolls and rotations are undone by their inverses.
+
+
+@vjp_rule(np.flip)
+def _flip(g, ans, m, axis=None):
+    if axis is None:
+        return np.flip(g)
+    return np.flip(g, axis)
+
+
+@jvp_rule(np.flip)
+def _flip_jvp(t, ans, m, axis=None):
+    if axis is None:
+        return np.flip(t)
+    return np.flip(t, axis)
+
+
+@vjp_rule(np.fliplr)
+def _fliplr(g, ans, m):
+    return np.fliplr(g)
+
+
+@jvp_rule(np.fliplr)
+def _fliplr_jvp(t, ans, m):
+    return np.fliplr(t)
+
+
+@vjp_rule(np.flipud)
+def _flipud(g, ans, m):
+    return np.flipud(g)
+
+
+@jvp_rule(np.flipud)
+def _flipud_jvp(t, ans, m):
+    return np.flipud(t)
+
+
+@vjp_rule(np.roll)
+def _roll(g, ans, a, shift, axis=None):
+    return np.roll(g, np.negative(shift), axis=axis)
+
+
+@jvp_rule(np.roll)
+def _roll_jvp(t, ans, a, shift, axis=None):
+    return np.roll(t, shift, axis=axis)
+
+
+@vjp_rule(np.rot90)
+def _rot90(g, ans, m, k=1, axes=(0, 1)):
+    return np.rot90(g, -k, axes)
+
+
+@jvp_rule(np.rot90)
+def _rot90_jvp(t, ans, m, k=1, axes=(0, 1)):
+    return np.rot90(t, k, axes)
+
+
+@vjp_rule(np.sort)
+def _sort(g, ans, a, axis=-1, kind=None, order=None, *, stable=None):
+    # ranks[i] is where a[i] ended up in the sorted output.
+    if axis is None:
+        ranks = np.argsort(np.argsort(a, axis=None))
+        return np.reshape(g[ranks], np.shape(a))
+    ranks = np.argsort(np.argsort(a, axis=axis), axis=axis)
+    return np.take_along_axis(g, ranks, axis=axis)
+
+
+@jvp_rule(np.sort)
+def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
+    if axis is None:
+        return np.ravel(t)[np.argsort(a, axis=None)]
+    return np.take_along_axis(t, np.argsort(a, axis=axis), axis=axis)
+
+
+# ---------------------------------------------------------------------------------------
+# Copying elements: the copies' cotangents are summed.
+
+
+@vjp_rule(np.broadcast_to)
+def _broadcast_to(g, ans, array, shape, subok=False):
+    return unbroadcast(g, array)
+
+
+@jvp_rule(np.broadcast_to)
+def _broadcast_to_jvp(t, ans, array, shape, subok=False):
+    return np.broadcast_to(t, shape)
+
+
+@vjp_rule(np.tile)
+def _tile(g, ans, A, reps):
+    return untile(g, A, reps)
+
+
+@jvp_rule(np.tile)
+def _tile_jvp(t, ans, A, reps):
+    return np.tile(t, reps)
+
+
+@vjp_rule(np.repeat)
+def _repeat(g, ans, a, repeats, axis=None):
+    return unrepeat(g, a, repeats, axis)
+
+
+@jvp_rule(np.repeat)
+def _repeat_jvp(t, ans, a, repeats, axis=None):
+    return np.repeat(t, repeats, axis=axis)
+
+
+@vjp_rule(np.ndarray.repeat)
+def _repeat_method(g, ans, self, repeats, axis=None):
+    return unrepeat(g, self, repeats, axis)
+
+
+@jvp_rule(np.ndarray.repeat)
+def _repeat_method_jvp(t, ans, self, repeats, axis=None):
+    return np.repeat(t, repeats, axis=axis)
+
+
+@vjp_rule(np.copy)
+def _copy(g, ans, a, order="K", subok=False):
+    return g
+
+
+@jvp_rule(np.copy)
+def _copy_jvp(t, ans, a, order="K", subok=False):
+    return t
+
+
+@vjp_rule(np.ndarray.copy)
+def _copy_method(g, ans, self, order="C"):
+    return g
+
+
+@jvp_rule(np.ndarray.copy)
+def _copy_method_jvp(t, ans, self, order="C"):
+    return t
+
+
+@vjp_rule(np.ndarray.astype)
+def _astype(g, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    return np.asarray(g, dtype=self.dtype)
+
+
+@jvp_rule(np.ndarray.astype)
+def _astype_jvp(t, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    return np.asarray(t, dtype=dtype)
+
+
+# ``np.full(shape, x)`` broadcasts ``x`` to ``shape``; the derivative wrt ``x`` is real.
+
+
+@vjp_rule(np.full)
+def _full(g, ans, shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    return None, unbroadcast(g, fill_value)
+
+
+@jvp_rule(np.full)
+def _full_jvp(t, ans, shape, fill_value, dtype=None, order="C", *, device=None, like=None):
+    return None, np.broadcast_to(t, np.shape(ans))
+
+
+@vjp_rule(np.full_like)
+def _full_like(
+    g, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None
+):
+    return None, unbroadcast(g, fill_value)
+
+
+@jvp_rule(np.full_like)
+def _full_like_jvp(
+    t, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None
+):
+    return None, np.broadcast_to(t, np.shape(ans))
+
+
+# ---------------------------------------------------------------------------------------
+# Joining and splitting. A list argument's cotangent is a list, one entry per element.
+
+
+@vjp_rule(np.concatenate)
+def _concatenate(g, ans, arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    return split_like(g, arrays, axis)
+
+
+@jvp_rule(np.concatenate)
+def _concatenate_jvp(t, ans, arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    return np.concatenate(t, axis=axis)
+
+
+@vjp_rule(np.stack)
+def _stack(g, ans, arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    return split_like(g, arrays, axis)
+
+
+@jvp_rule(np.stack)
+def _stack_jvp(t, ans, arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    return np.stack(t, axis=axis)
+
+
+@vjp_rule(np.hstack)
+def _hstack(g, ans, tup, *, dtype=None, casting="same_kind"):
+    # 1-D (and 0-D) inputs are joined along axis 0, everything else along axis 1.
+    axis = 1
+    if np.ndim(ans) == 1:
+        axis = 0
+    return split_like(g, tup, axis)
+
+
+@jvp_rule(np.hstack)
+def _hstack_jvp(t, ans, tup, *, dtype=None, casting="same_kind"):
+    return np.hstack(t)
+
+
+@vjp_rule(np.vstack)
+def _vstack(g, ans, tup, *, dtype=None, casting="same_kind"):
+    return split_like(g, tup, 0)
+
+
+@jvp_rule(np.vstack)
+def _vstack_jvp(t, ans, tup, *, dtype=None, casting="same_kind"):
+    return np.vstack(t)
+
+
+@vjp_rule(np.dstack)
+def _dstack(g, ans, tup):
+    return split_like(g, tup, 2)
+
+
+@jvp_rule(np.dstack)
+def _dstack_jvp(t, ans, tup):
+    return np.dstack(t)
+
+
+# ``np.split`` has one output per piece: ``g`` is the list of their cotangents (``None``
+# for a piece nobody used), and the JVP's entry for ``ary`` is the list of their tangents.
+
+
+@vjp_rule(np.split)
+def _split(g, ans, ary, indices_or_sections, axis=0):
+    return join_like(g, ary, ans, axis)
+
+
+@jvp_rule(np.split)
+def _split_jvp(t, ans, ary, indices_or_sections, axis=0):
+    return np.split(t, indices_or_sections, axis=axis), None, None
+
+
+@vjp_rule(np.array_split)
+def _array_split(g, ans, ary, indices_or_sections, axis=0):
+    return join_like(g, ary, ans, axis)
+
+
+@jvp_rule(np.array_split)
+def _array_split_jvp(t, ans, ary, indices_or_sections, axis=0):
+    return np.array_split(t, indices_or_sections, axis=axis), None, None
+
+
+# ``np.array([x, y])`` joins a nested list; its cotangent is a list mirroring the input.
+
+
+@vjp_rule(np.array)
+def _array(
+    g, ans, object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None
+):
+    return unpack_like(g, object), None
+
+
+@jvp_rule(np.array)
+def _array_jvp(
+    t, ans, object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None
+):
+    return np.array(t, dtype=dtype, ndmin=ndmin), None
+
+
+@vjp_rule(np.asarray)
+def _asarray(g, ans, a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    return unpack_like(g, a), None
+
+
+@jvp_rule(np.asarray)
+def _asarray_jvp(t, ans, a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    return np.asarray(t, dtype=dtype), None
+
+
+# ---------------------------------------------------------------------------------------
+# Selecting elements: the cotangent is scattered back into zeros.
+
+
+@vjp_rule(operator.getitem)
+def _getitem(g, ans, x, index):
+    return index_cotangent(g, x, index), None
+
+
+@jvp_rule(operator.getitem)
+def _getitem_jvp(t, ans, x, index):
+    return t[index], None
+
+
+@vjp_rule(np.take)
+def _take(g, ans, a, indices, axis=None, out=None, mode="raise"):
+    return untake(g, a, indices, axis, mode), None
+
+
+@jvp_rule(np.take)
+def _take_jvp(t, ans, a, indices, axis=None, out=None, mode="raise"):
+    return np.take(t, indices, axis=axis, mode=mode), None
+
+
+@vjp_rule(np.ndarray.take)
+def _take_method(g, ans, self, indices, axis=None, out=None, mode="raise"):
+    return untake(g, self, indices, axis, mode), None
+
+
+@jvp_rule(np.ndarray.take)
+def _take_method_jvp(t, ans, self, indices, axis=None, out=None, mode="raise"):
+    return np.take(t, indices, axis=axis, mode=mode), None
+
+
+@vjp_rule(np.diag)
+def _diag(g, ans, v, k=0):
+    # A vector goes onto a diagonal; a matrix gives up its diagonal.
+    return np.diag(g, k) if np.ndim(v) == 1 else undiagonal(g, v, k)
+
+
+@jvp_rule(np.diag)
+def _diag_jvp(t, ans, v, k=0):
+    return np.diag(t, k)
+
+
+@vjp_rule(np.diagonal)
+def _diagonal(g, ans, a, offset=0, axis1=0, axis2=1):
+    return undiagonal(g, a, offset, axis1, axis2)
+
+
+@jvp_rule(np.diagonal)
+def _diagonal_jvp(t, ans, a, offset=0, axis1=0, axis2=1):
+    return np.diagonal(t, offset, axis1, axis2)
+
+
+@vjp_rule(np.ndarray.diagonal)
+def _diagonal_method(g, ans, self, offset=0, axis1=0, axis2=1):
+    return undiagonal(g, self, offset, axis1, axis2)
+
+
+@jvp_rule(np.ndarray.diagonal)
+def _diagonal_method_jvp(t, ans, self, offset=0, axis1=0, axis2=1):
+    return np.diagonal(t, offset, axis1, axis2)
+
+
+# A 1-D input to triu/tril is broadcast to the rows of a square matrix.
+
+
+@vjp_rule(np.triu)
+def _triu(g, ans, m, k=0):
+    return unbroadcast(np.triu(g, k), m)
+
+
+@jvp_rule(np.triu)
+def _triu_jvp(t, ans, m, k=0):
+    return np.triu(t, k)
+
+
+@vjp_rule(np.tril)
+def _tril(g, ans, m, k=0):
+    return unbroadcast(np.tril(g, k), m)
+
+
+@jvp_rule(np.tril)
+def _tril_jvp(t, ans, m, k=0):
+    return np.tril(t, k)
+
+
+# Padding with a constant embeds the array in a border that does not depend on it;
+# edge, wrap, reflect and symmetric padding copy elements of the array into the border.
+
+
+@vjp_rule(np.pad)
+def _pad(
+    g,
+    ans,
+    array,
+    pad_width,
+    mode="constant",
+    stat_length=None,
+    constant_values=0,
+    end_values=0,
+    reflect_type="even",
+):
+    if mode == "constant":
+        return unpad(g, array, pad_width)
+    return unpad(g, array, pad_width, mode, reflect_type)
+
+
+@jvp_rule(np.pad)
+def _pad_jvp(
+    t,
+    ans,
+    array,
+    pad_width,
+    mode="constant",
+    stat_length=None,
+    constant_values=0,
+    end_values=0,
+    reflect_type="even",
+):
+    if mode == "constant":
+        return np.pad(t, pad_width)
+    if mode == "edge" or mode == "wrap":
+        return np.pad(t, pad_width, mode=mode)
+    return np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
+
+
+# ``np.where(condition)`` alone returns integer indices, which carry no derivative.
+
+
+@vjp_rule(np.where)
+def _where(g, ans, condition, x=None, y=None):
+    return (
+        None,
+        unbroadcast(np.where(condition, g, 0), x),
+        unbroadcast(np.where(condition, 0, g), y),
+    )
+
+
+@jvp_rule(np.where)
+def _where_jvp(t, ans, condition, x=None, y=None):
+    return None, np.where(condition, t, 0), np.where(condition, 0, t)
+
+
+# ``np.clip`` passes ``a`` through inside the bounds and a bound's value outside them;
+# each element's cotangent goes to whichever of the three it came from.
+
+
+@vjp_rule(np.clip)
+def _clip(g, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    if min is not None:
+        a_min = min
+    if max is not None:
+        a_max = max
+    inside, below, above = clip_regions(a, a_min, a_max)
+    return (
+        unbroadcast(np.where(inside, g, 0), a),
+        unbroadcast(np.where(below, g, 0), a_min),
+        unbroadcast(np.where(above, g, 0), a_max),
+    )
+
+
+@jvp_rule(np.clip)
+def _clip_jvp(t, ans, a, a_min=None, a_max=None, out=None, *, min=None, max=None):
+    if min is not None:
+        a_min = min
+    if max is not None:
+        a_max = max
+    inside, below, above = clip_regions(a, a_min, a_max)
+    return np.where(inside, t, 0), np.where(below, t, 0), np.where(above, t, 0)
+
+
+@vjp_rule(np.ndarray.clip)
+def _clip_method(g, ans, self, min=None, max=None, out=None):
+    inside, below, above = clip_regions(self, min, max)
+    return (
+        unbroadcast(np.where(inside, g, 0), self),
+        unbroadcast(np.where(below, g, 0), min),
+        unbroadcast(np.where(above, g, 0), max),
+    )
+
+
+@jvp_rule(np.ndarray.clip)
+def _clip_method_jvp(t, ans, self, min=None, max=None, out=None):
+    inside, below, above = clip_regions(self, min, max)
+    return np.where(inside, t, 0), np.where(below, t, 0), np.where(above, t, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# Functions whose outputs do not depend on their inputs' values.
+
+nondifferentiable(
+    np.shape,
+    np.ndim,
+    np.size,
+    len,
+    np.zeros,
+    np.ones,
+    np.empty,
+    np.eye,
+    np.identity,
+    np.arange,
+    np.linspace,
+    np.zeros_like,
+    np.ones_like,
+    np.empty_like,
+    np.nonzero,
+    np.flatnonzero,
+    np.argwhere,
+    np.meshgrid,
+    np.indices,
+    np.tri,
+    range,
+    isinstance,
+    np.ndarray.shape,
+    np.ndarray.ndim,
+    np.ndarray.size,
+    np.ndarray.dtype,
+    np.ndarray.nonzero,
+    np.result_type,
+    np.issubdtype,
+)

@@ -1,0 +1,514 @@
+"""Helpers for the derivatives of shape, indexing and selection functions.
+
+Most shape functions are linear maps whose adjoint NumPy already has (the adjoint of
+``np.transpose`` is another transpose). The helpers here are the adjoints NumPy lacks:
+scattering a cotangent back through an index, splitting it back into the pieces of a
+concatenation, summing the copies made by ``np.tile`` or ``np.repeat``, and so on. Each
+helper is linear in its first argument, so its own VJP and JVP rules (registered at the
+bottom of this module) are one line each, and generated code that calls it can be
+differentiated again.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.runtime.core import zeros_like_structure
+
+__all__ = [
+    "index_cotangent",
+    "split_like",
+    "join_like",
+    "unpack_like",
+    "pack_like",
+    "untile",
+    "unrepeat",
+    "undiagonal",
+    "untake",
+    "unpad",
+    "ravel_positions",
+    "clip_regions",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# Indexing
+
+
+def index_cotangent(g: Any, x: Any, index: Any) -> Any:
+    """The cotangent of ``x`` when ``g`` is the cotangent of ``x[index]``.
+
+    For an array, zeros of ``x``'s shape (and ``g``'s dtype) with ``g`` added in at
+    ``index``; an element picked twice by an integer array gets both contributions. For a
+    dict, list or tuple (a model's parameters), the same container with ``g`` at
+    ``index`` and zeros everywhere else.
+
+    Example::
+
+        index_cotangent(np.ones(2), np.zeros(3), [0, 0])  # array([2., 0., 0.])
+        index_cotangent(1.0, {"w": 2.0, "b": 3.0}, "w")   # {'w': 1.0, 'b': 0.0}
+    """
+    if isinstance(x, dict):
+        cotangent = {key: zeros_like_structure(value) for key, value in x.items()}
+        cotangent[index] = g
+        return cotangent
+    if isinstance(x, (list, tuple)):
+        return _sequence_cotangent(g, x, index)
+    index = _normalize_index(index)
+    cotangent = np.zeros(np.shape(x), dtype=_cotangent_dtype(g))
+    if _has_integer_array(index):
+        np.add.at(cotangent, index, g)
+    else:
+        cotangent[index] = g
+    return cotangent
+
+
+def _sequence_cotangent(g: Any, x: list | tuple, index: Any) -> list | tuple:
+    cotangent = [zeros_like_structure(item) for item in x]
+    if isinstance(index, slice):
+        for position, piece in zip(range(len(x))[index], g):
+            cotangent[position] = piece
+    else:
+        cotangent[index] = g
+    return tuple(cotangent) if isinstance(x, tuple) else cotangent
+
+
+def _normalize_index(index: Any) -> Any:
+    # A list index is an array index in NumPy; an empty one selects nothing.
+    if isinstance(index, list):
+        array = np.asarray(index)
+        return array.astype(np.intp) if array.size == 0 else array
+    if isinstance(index, tuple):
+        return tuple(_normalize_index(part) for part in index)
+    return index
+
+
+def _has_integer_array(index: Any) -> bool:
+    parts = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(part, np.ndarray) and part.dtype.kind in "iu" for part in parts)
+
+
+def _cotangent_dtype(*values: Any) -> np.dtype:
+    present = [value for value in values if value is not None]
+    dtype = np.result_type(*present) if present else np.dtype(np.float64)
+    return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
+
+
+# ---------------------------------------------------------------------------------------
+# Joining and splitting: concatenate, stack, hstack, split, np.array of a list
+
+
+def split_like(g: Any, parts: Any, axis: int | None = 0) -> Any:
+    """Cut ``g`` along ``axis`` into one piece per entry of ``parts``, each of its shape.
+
+    This undoes joining ``parts`` along ``axis`` (``np.concatenate``, ``np.stack``,
+    ``np.hstack`` …): a part takes as many elements as it has, and its piece is reshaped
+    to the part's own shape (so a 1-D part of ``np.vstack`` gets a 1-D piece back).
+    ``axis=None`` splits the flattened ``g``. The result is a list, or an array when
+    ``parts`` is one array (whose rows were joined).
+
+    Example::
+
+        split_like(np.arange(5.0), [np.zeros(2), np.zeros(3)])
+        # [array([0., 1.]), array([2., 3., 4.])]
+    """
+    g = np.asarray(g)
+    if axis is None:
+        g = np.ravel(g)
+        axis = 0
+    extents = _extents(np.shape(g), parts, axis)
+    pieces = np.split(g, np.cumsum(extents)[:-1], axis=axis)
+    pieces = [np.reshape(piece, np.shape(part)) for piece, part in zip(pieces, parts)]
+    if isinstance(parts, np.ndarray):  # ``np.concatenate(a)`` joins the rows of an array
+        return np.stack(pieces)
+    return pieces
+
+
+def join_like(pieces: Any, whole: Any, parts: Any, axis: int | None = 0) -> np.ndarray:
+    """Join ``pieces`` (one per entry of ``parts``) back into an array shaped like ``whole``.
+
+    The adjoint of :func:`split_like` and of ``np.split``: each piece is laid out along
+    ``axis`` as its part was in ``whole``; a ``None`` piece (an output nobody used) counts
+    as zeros.
+
+    Example::
+
+        join_like([None, np.ones(2)], np.zeros(3), [np.zeros(1), np.zeros(2)])
+        # array([0., 1., 1.])
+    """
+    shape = np.shape(whole)
+    flat = axis is None
+    if flat:
+        shape, axis = (math.prod(shape),), 0
+    axis = axis % len(shape)
+    dtype = _cotangent_dtype(*pieces)
+    extents = _extents(shape, parts, axis)
+    blocks = []
+    for piece, extent in zip(pieces, extents):
+        block_shape = shape[:axis] + (extent,) + shape[axis + 1 :]
+        if piece is None:
+            blocks.append(np.zeros(block_shape, dtype=dtype))
+        else:
+            blocks.append(np.reshape(piece, block_shape))
+    joined = np.concatenate(blocks, axis=axis) if blocks else np.zeros(shape, dtype=dtype)
+    return np.reshape(joined, np.shape(whole)) if flat else joined
+
+
+def _extents(shape: tuple, parts: Any, axis: int) -> list[int]:
+    """How far along ``axis`` of an array of ``shape`` each of ``parts`` reaches."""
+    axis = axis % len(shape)
+    across = math.prod(shape[:axis] + shape[axis + 1 :])
+    if across == 0:  # every part is empty; any split will do
+        return [0] * (len(parts) - 1) + [shape[axis]]
+    return [int(np.size(part)) // across for part in parts]
+
+
+def unpack_like(g: Any, obj: Any) -> Any:
+    """Split the cotangent of ``np.array(obj)`` back into ``obj``'s nested list structure.
+
+    ``obj`` is what was passed to ``np.array`` / ``np.asarray``: an array (its cotangent is
+    ``g`` itself, reshaped if ``ndmin`` added axes) or a (nested) list or tuple of arrays
+    and numbers.
+
+    Example::
+
+        unpack_like(np.array([1.0, 2.0]), [3.0, 4.0])  # [np.float64(1.0), np.float64(2.0)]
+    """
+    if not isinstance(obj, (list, tuple)):
+        return np.reshape(g, np.shape(obj))
+    g = np.asarray(g)
+    extra = np.ndim(g) - _nested_ndim(obj)
+    if extra > 0:  # ``ndmin`` added leading axes
+        g = np.reshape(g, np.shape(g)[extra:])
+    pieces = [unpack_like(g[i], item) for i, item in enumerate(obj)]
+    return tuple(pieces) if isinstance(obj, tuple) else pieces
+
+
+def pack_like(pieces: Any, whole: Any, obj: Any) -> np.ndarray:
+    """Assemble nested ``pieces`` shaped like ``obj`` into one array shaped like ``whole``.
+
+    The adjoint of :func:`unpack_like`; a ``None`` anywhere in ``pieces`` counts as zeros.
+
+    Example::
+
+        pack_like([None, np.array(2.0)], np.zeros(2), [1.0, 1.0])  # array([0., 2.])
+    """
+    shape = np.shape(whole)
+    if not isinstance(obj, (list, tuple)):
+        if pieces is None:
+            return np.zeros(shape, dtype=_cotangent_dtype(whole))
+        return np.reshape(pieces, shape)
+    packed = np.zeros(shape, dtype=_cotangent_dtype(*_leaves(pieces)))
+    # A view of ``packed`` without the leading axes ``ndmin`` added.
+    inner = np.reshape(packed, shape[len(shape) - _nested_ndim(obj) :])
+    _fill(inner, (), pieces, obj)
+    return packed
+
+
+def _fill(target: np.ndarray, path: tuple, pieces: Any, obj: Any) -> None:
+    if pieces is None:
+        return
+    if isinstance(obj, (list, tuple)):
+        for i, (piece, item) in enumerate(zip(pieces, obj)):
+            _fill(target, path + (i,), piece, item)
+    else:
+        target[path] = np.reshape(pieces, np.shape(target[path]))
+
+
+def _leaves(pieces: Any) -> list:
+    if isinstance(pieces, (list, tuple)):
+        return [leaf for piece in pieces for leaf in _leaves(piece)]
+    return [] if pieces is None else [pieces]
+
+
+def _nested_ndim(obj: Any) -> int:
+    if isinstance(obj, (list, tuple)):
+        return 1 + (_nested_ndim(obj[0]) if len(obj) else 0)
+    return np.ndim(obj)
+
+
+# ---------------------------------------------------------------------------------------
+# Copies: tile, repeat, pad
+
+
+def untile(g: Any, x: Any, reps: Any) -> Any:
+    """Sum the tiles of ``g = ``cotangent of ``np.tile(x, reps)`` back to ``x``'s shape.
+
+    Example::
+
+        untile(np.arange(4.0), np.zeros(2), 2)  # array([2., 4.])
+    """
+    shape = np.shape(x)
+    reps = tuple(int(r) for r in np.atleast_1d(reps))
+    ndim = max(len(reps), len(shape))
+    reps = (1,) * (ndim - len(reps)) + reps
+    base = (1,) * (ndim - len(shape)) + shape
+    interleaved = tuple(n for pair in zip(reps, base) for n in pair)
+    summed = np.sum(np.reshape(g, interleaved), axis=tuple(range(0, 2 * ndim, 2)))
+    return np.reshape(summed, shape)
+
+
+def unrepeat(g: Any, x: Any, repeats: Any, axis: int | None = None) -> Any:
+    """Sum the copies in ``g = ``cotangent of ``np.repeat(x, repeats, axis)`` back to ``x``.
+
+    Example::
+
+        unrepeat(np.arange(6.0), np.zeros(3), 2)  # array([1., 5., 9.])
+    """
+    shape = np.shape(x)
+    if axis is None:
+        return np.reshape(unrepeat(g, np.ravel(x), repeats, 0), shape)
+    axis = axis % len(shape)
+    g = np.asarray(g)
+    if np.size(repeats) == 1:  # every element repeated equally: sum a new axis
+        copies = int(np.ravel(repeats)[0])
+        split = g.shape[:axis] + (shape[axis], copies) + g.shape[axis + 1 :]
+        return np.sum(np.reshape(g, split), axis=axis + 1)
+    owners = np.repeat(np.arange(shape[axis]), repeats)
+    cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
+    np.add.at(cotangent, (slice(None),) * axis + (owners,), g)
+    return cotangent
+
+
+def unpad(
+    g: Any, x: Any, pad_width: Any, mode: str = "constant", reflect_type: str = "even"
+) -> Any:
+    """The cotangent of ``x`` when ``g`` is the cotangent of ``np.pad(x, pad_width, mode)``.
+
+    Constant padding cuts the border off ``g``; ``edge``, ``wrap``, ``reflect`` and
+    ``symmetric`` padding copy elements of ``x``, so the border's cotangents are added
+    back onto the elements they copied. Other modes raise ``NotImplementedError``.
+
+    Example::
+
+        unpad(np.arange(5.0), np.zeros(3), 1)          # array([1., 2., 3.])
+        unpad(np.arange(5.0), np.zeros(3), 1, "edge")  # array([1., 2., 7.])
+    """
+    shape = np.shape(x)
+    pairs = _pad_pairs(pad_width, len(shape))
+    if mode == "constant":
+        return np.asarray(g)[tuple(slice(b, b + n) for (b, _), n in zip(pairs, shape))]
+    if mode not in ("edge", "wrap", "reflect", "symmetric") or reflect_type != "even":
+        raise NotImplementedError(
+            f"s2sgrad cannot differentiate np.pad with mode={mode!r}"
+            + (f" and reflect_type={reflect_type!r}" if reflect_type != "even" else "")
+            + "; use mode 'constant', 'edge', 'wrap', 'reflect' or 'symmetric'"
+        )
+    sources = np.pad(np.reshape(np.arange(math.prod(shape)), shape), pairs, mode=mode)
+    cotangent = np.zeros(math.prod(shape), dtype=_cotangent_dtype(g))
+    np.add.at(cotangent, np.ravel(sources), np.ravel(g))
+    return np.reshape(cotangent, shape)
+
+
+def _pad_pairs(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
+    """``np.pad``'s ``pad_width`` in any accepted form as one (before, after) pair per axis."""
+    if isinstance(pad_width, dict):
+        pairs = [(0, 0)] * ndim
+        for axis, width in pad_width.items():
+            before, after = np.broadcast_to(width, (2,))
+            pairs[axis] = (int(before), int(after))
+        return pairs
+    widths = np.broadcast_to(np.asarray(pad_width), (ndim, 2))
+    return [(int(before), int(after)) for before, after in widths]
+
+
+# ---------------------------------------------------------------------------------------
+# Selections: diagonal, take, ravel order, clip
+
+
+def undiagonal(g: Any, x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> np.ndarray:
+    """Zeros shaped like ``x`` with ``g`` on the diagonal ``np.diagonal(x, offset, axis1, axis2)``.
+
+    Example::
+
+        undiagonal(np.ones(2), np.zeros((2, 3)), 1)  # array([[0., 1., 0.], [0., 0., 1.]])
+    """
+    g = np.asarray(g)
+    cotangent = np.zeros(np.shape(x), dtype=_cotangent_dtype(g))
+    length = g.shape[-1]
+    rows = np.arange(length) + max(-offset, 0)
+    columns = np.arange(length) + max(offset, 0)
+    np.moveaxis(cotangent, (axis1, axis2), (-2, -1))[..., rows, columns] = g
+    return cotangent
+
+
+def untake(g: Any, x: Any, indices: Any, axis: int | None = None, mode: str = "raise") -> Any:
+    """The cotangent of ``x`` when ``g`` is the cotangent of ``np.take(x, indices, axis)``.
+
+    Elements taken more than once get the sum of their cotangents.
+
+    Example::
+
+        untake(np.ones(3), np.zeros(2), [1, 1, 0])  # array([1., 2.])
+    """
+    shape = np.shape(x)
+    if axis is None:
+        return np.reshape(untake(g, np.ravel(x), indices, 0, mode), shape)
+    axis = axis % len(shape)
+    indices = np.asarray(indices, dtype=np.intp)
+    if mode == "wrap":
+        indices = np.mod(indices, shape[axis])
+    elif mode == "clip":
+        indices = np.clip(indices, 0, shape[axis] - 1)
+    cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
+    np.add.at(cotangent, (slice(None),) * axis + (indices,), g)
+    return cotangent
+
+
+def ravel_positions(x: Any, order: str = "C") -> np.ndarray:
+    """For each element of ``np.ravel(x, order)``, its position in ``np.ravel(x)`` (C order).
+
+    Orders ``"A"`` and ``"K"`` depend on how ``x`` is laid out in memory, which is why
+    this helper looks at ``x`` itself rather than its shape.
+
+    Example::
+
+        ravel_positions(np.zeros((2, 2)), "F")  # array([0, 2, 1, 3])
+    """
+    shape = np.shape(x)
+    positions = np.reshape(np.arange(math.prod(shape)), shape)
+    if order == "A":
+        order = "F" if isinstance(x, np.ndarray) and x.flags.f_contiguous else "C"
+    if order == "K" and isinstance(x, np.ndarray):
+        # ``empty_like`` lays the positions out in memory as ``x`` is, so reading them
+        # in memory order reads them as ``np.ravel(x, "K")`` reads ``x``.
+        laid_out = np.empty_like(x, dtype=np.intp)
+        laid_out[...] = positions
+        return np.ravel(laid_out, order="K")
+    return np.ravel(positions, order="F" if order == "F" else "C")
+
+
+def clip_regions(a: Any, a_min: Any, a_max: Any) -> tuple[Any, Any, Any]:
+    """Where ``np.clip(a, a_min, a_max)`` passes ``a`` through, takes ``a_min``, takes ``a_max``.
+
+    Three boolean masks of the broadcast shape, one true at each element; a bound may be
+    ``None``. An element equal to a bound counts as passed through.
+
+    Example::
+
+        clip_regions(np.array([-1.0, 0.5, 2.0]), 0.0, 1.0)
+        # (array([False,  True, False]), array([ True, False, False]), array([False, False,  True]))
+    """
+    inside = np.ones(np.shape(a), dtype=bool)
+    below = np.zeros(np.shape(a), dtype=bool)
+    if a_min is not None:
+        below = a < a_min
+        inside = ~below
+    if a_max is None:
+        return inside, below, np.zeros_like(inside)
+    # ``np.clip`` is ``minimum(maximum(a, a_min), a_max)``: a_max wins when bounds cross.
+    above = (a > a_max) if a_min is None else (np.maximum(a, a_min) > a_max)
+    return inside & ~above, below & ~above, above
+
+
+# ---------------------------------------------------------------------------------------
+# Rules for the helpers above (each is linear in its first argument)
+
+
+@vjp_rule(index_cotangent)
+def _index_cotangent_vjp(g, ans, g_in, x, index):
+    return g[index], None, None
+
+
+@jvp_rule(index_cotangent)
+def _index_cotangent_jvp(t, ans, g_in, x, index):
+    return index_cotangent(t, x, index), None, None
+
+
+@vjp_rule(split_like)
+def _split_like_vjp(g, ans, g_in, parts, axis=0):
+    return join_like(g, g_in, parts, axis), None, None
+
+
+@jvp_rule(split_like)
+def _split_like_jvp(t, ans, g_in, parts, axis=0):
+    return split_like(t, parts, axis), None, None
+
+
+@vjp_rule(join_like)
+def _join_like_vjp(g, ans, pieces, whole, parts, axis=0):
+    return split_like(g, parts, axis), None, None, None
+
+
+@jvp_rule(join_like)
+def _join_like_jvp(t, ans, pieces, whole, parts, axis=0):
+    return join_like(t, whole, parts, axis), None, None, None
+
+
+@vjp_rule(unpack_like)
+def _unpack_like_vjp(g, ans, g_in, obj):
+    return pack_like(g, g_in, obj), None
+
+
+@jvp_rule(unpack_like)
+def _unpack_like_jvp(t, ans, g_in, obj):
+    return unpack_like(t, obj), None
+
+
+@vjp_rule(pack_like)
+def _pack_like_vjp(g, ans, pieces, whole, obj):
+    return unpack_like(g, obj), None, None
+
+
+@jvp_rule(pack_like)
+def _pack_like_jvp(t, ans, pieces, whole, obj):
+    return pack_like(t, whole, obj), None, None
+
+
+@vjp_rule(untile)
+def _untile_vjp(g, ans, g_in, x, reps):
+    return np.tile(g, reps), None, None
+
+
+@jvp_rule(untile)
+def _untile_jvp(t, ans, g_in, x, reps):
+    return untile(t, x, reps), None, None
+
+
+@vjp_rule(unrepeat)
+def _unrepeat_vjp(g, ans, g_in, x, repeats, axis=None):
+    return np.repeat(g, repeats, axis=axis), None, None, None
+
+
+@jvp_rule(unrepeat)
+def _unrepeat_jvp(t, ans, g_in, x, repeats, axis=None):
+    return unrepeat(t, x, repeats, axis), None, None, None
+
+
+@vjp_rule(unpad)
+def _unpad_vjp(g, ans, g_in, x, pad_width, mode="constant", reflect_type="even"):
+    if mode == "constant":
+        return np.pad(g, pad_width), None, None
+    return np.pad(g, pad_width, mode=mode), None, None
+
+
+@jvp_rule(unpad)
+def _unpad_jvp(t, ans, g_in, x, pad_width, mode="constant", reflect_type="even"):
+    return unpad(t, x, pad_width, mode, reflect_type), None, None
+
+
+@vjp_rule(undiagonal)
+def _undiagonal_vjp(g, ans, g_in, x, offset=0, axis1=0, axis2=1):
+    return np.diagonal(g, offset, axis1, axis2), None
+
+
+@jvp_rule(undiagonal)
+def _undiagonal_jvp(t, ans, g_in, x, offset=0, axis1=0, axis2=1):
+    return undiagonal(t, x, offset, axis1, axis2), None
+
+
+@vjp_rule(untake)
+def _untake_vjp(g, ans, g_in, x, indices, axis=None, mode="raise"):
+    return np.take(g, indices, axis=axis, mode=mode), None, None
+
+
+@jvp_rule(untake)
+def _untake_jvp(t, ans, g_in, x, indices, axis=None, mode="raise"):
+    return untake(t, x, indices, axis, mode), None, None
+
+
+nondifferentiable(ravel_positions, clip_regions)

@@ -1,0 +1,572 @@
+"""Checks the shape, indexing and selection rules against finite differences.
+
+Most cases go through ``rulecheck.check_rule``. Primitives it cannot call (the ``.T``
+attribute) or whose output is a list (``np.split``, ``split_like``, ``unpack_like``) go
+through ``check_structured`` below, which does the same for a function of the primitive.
+``test_every_rule_is_tested`` fails for a rule added without a test.
+"""
+
+import operator
+
+import numpy as np
+import pytest
+from rulecheck import STEP, _allclose, _numeric_vjp, _random_like, check_rule
+
+from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.rules.registry import per_argument
+from s2sgrad.runtime import (
+    index_cotangent,
+    join_like,
+    pack_like,
+    ravel_positions,
+    split_like,
+    undiagonal,
+    unpack_like,
+    unpad,
+    unrepeat,
+    untake,
+    untile,
+)
+
+RULE_MODULES = ("s2sgrad.rules.shapes", "s2sgrad.runtime.shapes")
+
+_rng = np.random.default_rng(20240607)
+
+
+def r(*shape):
+    """Random float64 values; distinct almost surely (``np.sort`` needs no ties)."""
+    return _rng.standard_normal(shape)
+
+
+def case(primitive, *args, _argnums=None, **kwargs):
+    """One call ``primitive(*args, **kwargs)``; ``_argnums`` as in ``check_rule``."""
+    return pytest.param(primitive, args, kwargs, _argnums, id=_name(primitive))
+
+
+def _name(primitive):
+    owner = getattr(primitive, "__objclass__", None)
+    name = getattr(primitive, "__name__", repr(primitive))
+    return f"{owner.__name__}.{name}" if owner else name
+
+
+x234 = r(2, 3, 4)
+
+CASES = [
+    # Reshaping
+    case(np.reshape, x234, (4, 6)),
+    case(np.reshape, x234, (-1,)),
+    case(np.reshape, x234, (3, 8), order="F"),
+    case(np.reshape, r(6), shape=(2, 3)),
+    case(np.reshape, 1.5, (1, 1)),
+    case(np.ndarray.reshape, x234, 3, 8),
+    case(np.ndarray.reshape, x234, (6, 4)),
+    case(np.ndarray.reshape, x234, -1, order="F"),
+    case(np.expand_dims, r(2, 3), 0),
+    case(np.expand_dims, r(2, 3), (0, -1)),
+    case(np.squeeze, r(1, 3, 1, 2)),
+    case(np.squeeze, r(1, 3, 1, 2), 2),
+    case(np.squeeze, r(1, 3, 1, 2), axis=(0, 2)),
+    case(np.ndarray.squeeze, r(1, 3, 1)),
+    case(np.ndarray.squeeze, r(1, 3, 1), axis=0),
+    case(np.atleast_1d, np.array(2.0)),
+    case(np.atleast_1d, r(3)),
+    case(np.atleast_2d, r(3)),
+    case(np.atleast_2d, np.array(2.0)),
+    case(np.atleast_3d, r(3)),
+    case(np.atleast_3d, r(2, 3)),
+    case(np.atleast_3d, r(2, 3, 2)),
+    case(np.ravel, x234),
+    case(np.ravel, x234, "F"),
+    case(np.ravel, x234, order="A"),
+    case(np.ravel, x234, order="K"),
+    case(np.ndarray.ravel, x234),
+    case(np.ndarray.ravel, x234, "F"),
+    case(np.ndarray.flatten, r(3, 2)),
+    case(np.ndarray.flatten, r(3, 2), order="F"),
+    # Permuting axes
+    case(np.transpose, x234),
+    case(np.transpose, x234, (1, 0, 2)),
+    case(np.transpose, x234, (-1, 0, 1)),
+    case(np.transpose, r(3, 4), axes=(1, 0)),
+    case(np.ndarray.transpose, x234),
+    case(np.ndarray.transpose, x234, None),
+    case(np.ndarray.transpose, x234, 1, 2, 0),
+    case(np.ndarray.transpose, x234, (2, 0, 1)),
+    case(np.swapaxes, x234, 0, 2),
+    case(np.swapaxes, x234, -1, 1),
+    case(np.ndarray.swapaxes, x234, 0, 1),
+    case(np.moveaxis, x234, 0, -1),
+    case(np.moveaxis, x234, (0, 1), (2, 0)),
+    # Reordering elements
+    case(np.flip, x234),
+    case(np.flip, x234, 1),
+    case(np.flip, x234, axis=(0, 2)),
+    case(np.fliplr, r(3, 4)),
+    case(np.fliplr, x234),
+    case(np.flipud, r(4)),
+    case(np.flipud, r(3, 2)),
+    case(np.roll, r(5), 2),
+    case(np.roll, x234, 3),
+    case(np.roll, x234, (1, -2), axis=(0, 2)),
+    case(np.roll, x234, -1, axis=1),
+    case(np.rot90, r(3, 4)),
+    case(np.rot90, r(3, 4), 2),
+    case(np.rot90, r(3, 4), -1),
+    case(np.rot90, x234, 3, (1, 2)),
+    case(np.sort, r(5)),
+    case(np.sort, r(3, 4), 0),
+    case(np.sort, x234, axis=-1),
+    case(np.sort, x234, axis=1),
+    case(np.sort, r(3, 4), axis=None),
+    # Copying elements
+    case(np.broadcast_to, r(3, 1), (2, 3, 4)),
+    case(np.broadcast_to, r(4), (3, 4)),
+    case(np.broadcast_to, 1.5, (2, 2)),
+    case(np.tile, r(2, 3), 2),
+    case(np.tile, r(2, 3), (2, 1, 2)),
+    case(np.tile, r(3), (2, 2)),
+    case(np.tile, x234, (2,)),
+    case(np.tile, 1.5, 3),
+    case(np.repeat, r(2, 3), 2),
+    case(np.repeat, r(2, 3), 2, axis=1),
+    case(np.repeat, r(2, 3), np.array([1, 0, 2]), axis=1),
+    case(np.repeat, r(2, 3), np.array([2, 1]), 0),
+    case(np.repeat, r(2, 3), np.array([1, 0, 2, 3, 1, 1])),
+    case(np.repeat, x234, 3, axis=-1),
+    case(np.repeat, 1.5, 3),
+    case(np.ndarray.repeat, r(2, 3), 2, 0),
+    case(np.ndarray.repeat, r(2, 3), np.array([1, 3]), axis=0),
+    case(np.copy, r(2, 3)),
+    case(np.ndarray.copy, r(2, 3)),
+    case(np.ndarray.astype, r(2, 3), np.float64),
+    case(np.ndarray.astype, r(4), "f8"),
+    case(np.full, (2, 3), r(3)),
+    case(np.full, (2, 3), 1.5),
+    case(np.full, 4, r(1)),
+    case(np.full_like, np.zeros((2, 3)), r(2, 1), _argnums=[1]),
+    case(np.full_like, np.zeros(3), 1.5, _argnums=[1]),
+    # Joining
+    case(np.concatenate, [r(2, 3), r(4, 3)]),
+    case(np.concatenate, [r(2, 3), r(2, 1), r(2, 2)], axis=1),
+    case(np.concatenate, [r(2, 3), r(2, 2)], -1),
+    case(np.concatenate, [r(2, 2), r(3), np.array(1.5)], axis=None),
+    case(np.concatenate, r(3, 2, 2), axis=1),
+    case(np.stack, r(3, 2), axis=1),
+    case(np.vstack, r(2, 3)),
+    case(np.stack, [r(2, 3), r(2, 3)]),
+    case(np.stack, [r(2, 3), r(2, 3), r(2, 3)], axis=1),
+    case(np.stack, [r(3), r(3)], axis=-1),
+    case(np.stack, [1.5, 2.5]),
+    case(np.hstack, [r(2), r(3)]),
+    case(np.hstack, [r(2, 1), r(2, 3)]),
+    case(np.hstack, [np.array(1.5), r(2)]),
+    case(np.hstack, [r(2, 2, 1), r(2, 1, 1)]),
+    case(np.vstack, [r(3), r(3)]),
+    case(np.vstack, [r(2, 3), r(1, 3)]),
+    case(np.vstack, [r(3), r(2, 3)]),
+    case(np.vstack, [np.array(1.5), r(1)]),
+    case(np.dstack, [r(3), r(3)]),
+    case(np.dstack, [r(2, 3), r(2, 3)]),
+    case(np.dstack, [r(2, 3, 1), r(2, 3, 2)]),
+    case(np.array, [r(3), r(3)]),
+    case(np.array, [1.5, 2.5, -0.5]),
+    case(np.array, [np.array(1.5), 2.5]),
+    case(np.array, r(2, 3)),
+    case(np.array, r(3), ndmin=3),
+    case(np.array, [r(2), r(2)], ndmin=4),
+    case(np.array, [r(2), r(2)], np.float64),
+    case(np.asarray, [r(2, 2), r(2, 2)]),
+    case(np.asarray, r(2, 3)),
+    case(np.asarray, r(3), dtype=np.float64),
+    # Selecting elements
+    case(operator.getitem, r(5), 2),
+    case(operator.getitem, r(5), -1),
+    case(operator.getitem, r(4, 5), (1, slice(None, None, -2))),
+    case(operator.getitem, r(6), slice(4, 0, -1)),
+    case(operator.getitem, x234, (Ellipsis, None, 1)),
+    case(operator.getitem, x234, (None, Ellipsis, slice(-1, None, -1))),
+    case(operator.getitem, x234, Ellipsis),
+    case(operator.getitem, r(6), np.array([0, 2, 2, 5, 0, 2])),
+    case(operator.getitem, r(3, 4), np.array([[0, 1], [1, 1]])),
+    case(operator.getitem, r(6), [1, 1, 0], _argnums=[0]),
+    case(operator.getitem, r(3, 4), r(3, 4) > 0),
+    case(operator.getitem, r(3, 4), (np.array([True, False, True]), slice(1, 3))),
+    case(operator.getitem, x234, (slice(None), np.array([0, 0, 2]), slice(None, None, -1))),
+    case(operator.getitem, x234, (np.array([0, 1, 1]), slice(None), np.array([[1], [3]]))),
+    case(operator.getitem, x234, (1, np.array([2, 2]), Ellipsis)),
+    case(operator.getitem, x234, (np.array([True, False]), np.array([0, 2, 2]))),
+    case(operator.getitem, r(3, 4), ()),
+    case(np.take, r(3, 4), [0, 5, 5, 11], _argnums=[0]),
+    case(np.take, r(3, 4), np.array([2, 0, 2]), axis=1),
+    case(np.take, r(3, 4), np.array([[1, 1], [0, 2]]), 0),
+    case(np.take, r(3, 4), 2, axis=1),
+    case(np.take, r(3, 4), np.array([-1, 4, 5]), axis=1, mode="wrap"),
+    case(np.take, r(5), np.array([-3, 1, 9]), mode="clip"),
+    case(np.ndarray.take, r(3, 4), [3, 3, 1], _argnums=[0]),
+    case(np.ndarray.take, r(3, 4), np.array([1, 0, 1]), axis=0),
+    case(np.diag, r(3)),
+    case(np.diag, r(3), 1),
+    case(np.diag, r(2), k=-2),
+    case(np.diag, r(3, 3)),
+    case(np.diag, r(3, 4), 1),
+    case(np.diag, r(4, 3), k=-1),
+    case(np.diagonal, r(3, 4)),
+    case(np.diagonal, r(3, 4), 1),
+    case(np.diagonal, r(4, 3), -2),
+    case(np.diagonal, x234, 1, 1, 2),
+    case(np.diagonal, x234, offset=-1, axis1=2, axis2=0),
+    case(np.ndarray.diagonal, r(3, 3)),
+    case(np.ndarray.diagonal, x234, 0, 2, 1),
+    case(np.triu, r(3, 4)),
+    case(np.triu, r(3, 4), 1),
+    case(np.triu, r(4, 3), k=-1),
+    case(np.triu, r(3)),
+    case(np.triu, r(2, 3, 3)),
+    case(np.tril, r(3, 4)),
+    case(np.tril, r(3, 4), -1),
+    case(np.tril, r(3), k=1),
+    case(np.tril, r(2, 3, 3), 1),
+    case(np.pad, r(2, 3), 1),
+    case(np.pad, r(3), (1, 2)),
+    case(np.pad, r(2, 3), ((1, 0), (2, 1))),
+    case(np.pad, r(2, 3), ((2, 1),)),
+    case(np.pad, r(2, 3), {1: (1, 2)}),
+    case(np.pad, r(2, 3), 1, constant_values=5.0),
+    case(np.pad, r(2, 3), ((1, 2), (2, 0)), "edge"),
+    case(np.pad, r(3, 4), ((2, 1), (3, 2)), mode="reflect"),
+    case(np.pad, r(3, 4), ((2, 3), (1, 4)), mode="symmetric"),
+    case(np.pad, r(2, 3), ((3, 1), (4, 2)), mode="wrap"),
+    case(np.where, r(3, 4) > 0, r(3, 4), r(3, 4)),
+    case(np.where, r(3, 1) > 0, r(4), 1.5),
+    case(np.where, r(2, 1, 3) > 0, r(4, 1), r(3)),
+    case(np.where, np.array([True, False, True]), r(2, 3), r(2, 1)),
+    # Bounds sit at +-0.5 and values are random normals, far from the kinks at this step.
+    case(np.clip, r(3, 4), -0.5, 0.5),
+    case(np.clip, r(3, 4), None, 0.3),
+    case(np.clip, r(3, 4), -0.3, None),
+    case(np.clip, r(3, 4), r(4) - 0.5, r(3, 1) + 0.5),
+    case(np.clip, r(3, 4), 0.4, -0.4),
+    case(np.clip, r(3, 4), min=-0.5, max=0.5),
+    case(np.clip, r(3, 4), a_min=-0.5, a_max=0.5),
+    case(np.ndarray.clip, r(3, 4), -0.5, 0.5),
+    case(np.ndarray.clip, r(3, 4), None, r(3, 1)),
+    case(np.ndarray.clip, r(3, 4), min=r(4)),
+]
+
+
+@pytest.mark.parametrize(("primitive", "args", "kwargs", "argnums"), CASES)
+def test_rule(primitive, args, kwargs, argnums):
+    check_rule(primitive, *args, argnums=argnums, kwargs=kwargs)
+
+
+# Helpers of s2sgrad.runtime.shapes are linear in their first argument; the others only
+# give shapes and positions.
+HELPER_CASES = [
+    case(index_cotangent, r(3), r(6), np.array([0, 2, 2])),
+    case(index_cotangent, r(2, 2), r(3, 4), (slice(1, None), slice(None, None, -2))),
+    case(index_cotangent, r(2, 4), r(3, 4), np.array([True, False, True])),
+    case(join_like, [r(2, 3), r(1, 3)], np.zeros((3, 3)), [np.zeros((2, 3)), np.zeros((1, 3))]),
+    case(join_like, [r(2), r(1, 2)], np.zeros(4), [np.zeros(2), np.zeros((1, 2))], None),
+    case(join_like, [r(3), r(3)], np.zeros((3, 2)), [np.zeros(3), np.zeros(3)], -1),
+    case(pack_like, [r(2), r(2)], np.zeros((2, 2)), [np.zeros(2), np.zeros(2)]),
+    case(pack_like, [r(), r()], np.zeros((1, 2)), [1.0, 2.0]),
+    case(pack_like, r(2, 3), np.zeros((2, 3)), np.zeros((2, 3))),
+    case(untile, r(4, 6), np.zeros((2, 3)), (2, 2)),
+    case(untile, r(2, 6), np.zeros(3), (2, 2)),
+    case(unrepeat, r(6), np.zeros(3), 2),
+    case(unrepeat, r(2, 4), np.zeros((2, 3)), [2, 0, 2], 1),
+    case(undiagonal, r(3), np.zeros((3, 4))),
+    case(undiagonal, r(2, 3), np.zeros((2, 4, 3)), 1, 2, 1),
+    case(untake, r(3), np.zeros(4), [1, 1, 3]),
+    case(untake, r(3, 2), np.zeros((3, 4)), [-1, 6], 1, "wrap"),
+    case(unpad, r(4, 5), np.zeros((2, 3)), 1),
+    case(unpad, r(4, 5), np.zeros((2, 3)), ((1, 1), (2, 0)), "edge"),
+    case(unpad, r(5, 6), np.zeros((3, 4)), 1, "reflect"),
+]
+
+
+@pytest.mark.parametrize(("primitive", "args", "kwargs", "argnums"), HELPER_CASES)
+def test_helper_rule(primitive, args, kwargs, argnums):
+    check_rule(primitive, *args, argnums=[0], kwargs=kwargs)
+
+
+# ---------------------------------------------------------------------------------------
+# Primitives whose output is a list, and attributes: checked through a function of them.
+
+
+def _leaves(tree):
+    if isinstance(tree, (list, tuple)):
+        return [leaf for item in tree for leaf in _leaves(item)]
+    return [tree]
+
+
+def _flat(tree):
+    return np.concatenate([np.ravel(np.asarray(leaf, dtype=np.float64)) for leaf in _leaves(tree)])
+
+
+def _random_tree(tree, rng, none_at=()):
+    """Random values shaped like ``tree``; the top-level entries in ``none_at`` are None."""
+    if isinstance(tree, (list, tuple)):
+        items = [_random_tree(item, rng) for item in tree]
+        return [None if i in none_at else item for i, item in enumerate(items)]
+    return rng.standard_normal(np.shape(tree))
+
+
+def _zero_filled(tree, like):
+    if isinstance(like, (list, tuple)):
+        tree = tree if tree is not None else [None] * len(like)
+        return [_zero_filled(t, item) for t, item in zip(tree, like)]
+    return np.zeros(np.shape(like)) if tree is None else tree
+
+
+def check_structured(key, function, *args, argnums, none_at=(), seed=0):
+    """``check_rule`` for the primitive ``key`` whose call is ``function(*args)``.
+
+    The output may be a (nested) list of arrays; its cotangent is a list of the same
+    structure whose top-level entries in ``none_at`` are None (an output nobody used).
+    """
+    rng = np.random.default_rng(seed)
+    rule = get_rule(key)
+    ans = function(*args)
+    g = _random_tree(ans, rng, none_at) if isinstance(ans, (list, tuple)) else r(*np.shape(ans))
+    g_flat = _flat(_zero_filled(g, ans))
+    cotangents = per_argument(rule.vjp(g, ans, *args), len(args))
+    flat_function = lambda *a: _flat(function(*a))  # noqa: E731
+    for i in argnums:
+        expected = _numeric_vjp(flat_function, list(args), {}, i, g_flat)
+        _allclose(cotangents[i], expected, 1e-5, 1e-6, f"VJP of {key} wrt {i}")
+        t = _random_like(args[i], rng)
+        tangent = per_argument(rule.jvp(t, ans, *args), len(args))[i]
+        up, down = list(args), list(args)
+        up[i], down[i] = args[i] + STEP * t, args[i] - STEP * t
+        expected = (flat_function(*up) - flat_function(*down)) / (2 * STEP)
+        _allclose(_flat(tangent), expected, 1e-5, 1e-6, f"JVP of {key} wrt {i}")
+        args32 = list(args)
+        args32[i] = np.asarray(args[i], dtype=np.float32)
+        ans32 = function(*args32)
+        g32 = _random_tree(ans32, rng, none_at) if isinstance(ans32, list) else g
+        g32 = _as32(g32)
+        cotangent32 = per_argument(rule.vjp(g32, ans32, *args32), len(args))[i]
+        assert {np.result_type(leaf) for leaf in _leaves(cotangent32)} == {np.dtype(np.float32)}
+
+
+def _as32(tree):
+    if isinstance(tree, list):
+        return [_as32(item) for item in tree]
+    return None if tree is None else np.asarray(tree, dtype=np.float32)
+
+
+STRUCTURED_CASES = [
+    pytest.param(np.ndarray.T, lambda x: x.T, (x234,), (), id="ndarray.T"),
+    pytest.param(np.ndarray.T, lambda x: x.T, (r(3),), (), id="ndarray.T-1d"),
+    pytest.param(np.split, np.split, (r(6, 2), 3), (), id="split-sections"),
+    pytest.param(np.split, np.split, (r(2, 5), [1, 3], 1), (1,), id="split-indices"),
+    pytest.param(np.split, np.split, (r(3, 4), [2, 2], -1), (0, 2), id="split-empty-piece"),
+    pytest.param(np.array_split, np.array_split, (r(7), 3), (), id="array_split-uneven"),
+    pytest.param(np.array_split, np.array_split, (r(2, 5), 3, 1), (2,), id="array_split-axis"),
+    pytest.param(split_like, split_like, (r(5), [np.zeros(2), np.zeros(3)]), (0,), id="split_like"),
+    pytest.param(
+        split_like,
+        split_like,
+        (r(3, 2), [np.zeros(3), np.zeros((3, 1))], 1),
+        (),
+        id="split_like-reshape",
+    ),
+    pytest.param(
+        split_like, split_like, (r(5), [np.zeros((2, 1)), 1.0, np.zeros(2)], None), (), id="flat"
+    ),
+    pytest.param(unpack_like, unpack_like, (r(2, 3), [r(3), r(3)]), (), id="unpack_like"),
+    pytest.param(
+        unpack_like, unpack_like, (r(2, 2), [[1.0, r()], (r(), 2.0)]), (1,), id="unpack-nested"
+    ),
+    pytest.param(unpack_like, unpack_like, (r(1, 1, 2), [1.0, 2.0]), (), id="unpack-ndmin"),
+]
+
+
+@pytest.mark.parametrize(("key", "function", "args", "none_at"), STRUCTURED_CASES)
+def test_structured_rule(key, function, args, none_at):
+    check_structured(key, function, *args, argnums=[0], none_at=none_at)
+
+
+def test_split_cotangent_of_unused_pieces_is_zero():
+    pieces = np.split(np.arange(6.0), 3)
+    g = [None, np.ones(2, np.float32), None]
+    cotangent = get_rule(np.split).vjp(g, pieces, np.arange(6.0), 3)
+    np.testing.assert_array_equal(cotangent, [0, 0, 1, 1, 0, 0])
+    assert cotangent.dtype == np.float32
+
+
+def test_split_jvp_gives_one_tangent_per_piece():
+    tangents = get_rule(np.split).jvp(np.arange(4.0), None, np.zeros(4), 2)
+    assert isinstance(tangents, tuple) and len(tangents) == 3
+    np.testing.assert_array_equal(tangents[0][1], [2.0, 3.0])
+
+
+# ---------------------------------------------------------------------------------------
+# Structure of cotangents
+
+
+def test_nested_array_list_cotangent_mirrors_the_list():
+    g = r(2, 2, 3)
+    cotangent = get_rule(np.array).vjp(g, None, [[r(3), np.ones(3)], (r(3), r(3))])[0]
+    assert isinstance(cotangent, list) and isinstance(cotangent[1], tuple)
+    np.testing.assert_array_equal(cotangent[0][1], g[0, 1])
+    np.testing.assert_array_equal(cotangent[1][0], g[1, 0])
+    scalars = get_rule(np.array).vjp(g[0], None, [[1.0, 2.0, 3.0], [r(), r(), 4.0]])[0]
+    assert np.shape(scalars[1][0]) == () and scalars[1][0] == g[0, 1, 0]
+
+
+def test_array_of_a_tuple_gives_a_tuple_cotangent_for_the_first_argument():
+    entries = per_argument(get_rule(np.array).vjp(np.ones(2), None, (1.0, 2.0)), 2)
+    assert isinstance(entries[0], tuple) and entries[1] is None
+
+
+def test_getitem_of_dict_gives_dict_with_zeros_elsewhere():
+    params = {"w": r(2, 3), "b": r(3), "scale": 2.0}
+    g = r(3).astype(np.float32)
+    cotangent = get_rule(operator.getitem).vjp(g, params["b"], params, "b")[0]
+    assert set(cotangent) == set(params)
+    assert cotangent["b"] is g
+    np.testing.assert_array_equal(cotangent["w"], np.zeros((2, 3)))
+    assert cotangent["scale"] == 0.0
+    tangent = get_rule(operator.getitem).jvp({"w": 0, "b": g, "scale": 0}, None, params, "b")[0]
+    assert tangent is g
+
+
+def test_getitem_of_list_and_tuple_keep_their_type():
+    layers = [r(2), {"w": r(2, 2)}, r(3)]
+    g = {"w": r(2, 2)}
+    cotangent = index_cotangent(g, layers, 1)
+    assert isinstance(cotangent, list) and cotangent[1] is g
+    np.testing.assert_array_equal(cotangent[0], np.zeros(2))
+    assert cotangent[2].shape == (3,)
+    pair = (r(2), r(3), r(1))
+    cotangent = index_cotangent([np.ones(3), np.ones(1)], pair, slice(1, None))
+    assert isinstance(cotangent, tuple) and len(cotangent) == 3
+    np.testing.assert_array_equal(cotangent[0], np.zeros(2))
+    np.testing.assert_array_equal(cotangent[2], np.ones(1))
+    reversed_ = index_cotangent([np.ones(1), 2 * np.ones(3)], pair, slice(None, 0, -1))
+    np.testing.assert_array_equal(reversed_[1], 2 * np.ones(3))
+
+
+def test_repeated_integer_indices_accumulate():
+    x = np.zeros(4, dtype=np.float32)
+    g = np.ones(5, dtype=np.float32)
+    cotangent = get_rule(operator.getitem).vjp(g, None, x, np.array([3, 3, 0, 3, -1]))[0]
+    np.testing.assert_array_equal(cotangent, [1, 0, 0, 4])
+    assert cotangent.dtype == np.float32
+
+
+def test_clip_with_crossed_bounds_sends_everything_to_a_max():
+    x = r(5)
+    _, below, above = per_argument(get_rule(np.clip).vjp(np.ones(5), None, x, 1.0, -1.0), 3)
+    assert below == 0.0 and above == 5.0
+
+
+def test_astype_cotangent_has_the_input_dtype():
+    x = r(3).astype(np.float32)
+    cotangent = get_rule(np.ndarray.astype).vjp(np.ones(3), x.astype(np.float64), x, np.float64)
+    assert cotangent.dtype == np.float32
+
+
+def test_float32_transpose_method():
+    x = r(2, 3).astype(np.float32)
+    cotangent = get_rule(np.ndarray.transpose).vjp(np.ones((3, 2), np.float32), x.T, x, 1, 0)
+    assert cotangent.dtype == np.float32 and cotangent.shape == (2, 3)
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: a,
+        lambda a: a.T,
+        lambda a: a[:, ::-1],
+        lambda a: a[::-1, :, ::2],
+        lambda a: a.transpose(1, 0, 2),
+        lambda a: np.asfortranarray(a),
+        lambda a: np.asfortranarray(a)[:, 1:],
+    ],
+    ids=["c", "T", "reversed", "strided", "permuted", "fortran", "fortran-slice"],
+)
+def test_ravel_follows_the_memory_layout(view, order):
+    # ravel is linear: <g, ravel(x)> = <vjp(g), x> for every x with the same layout.
+    x = view(r(2, 3, 4))
+    g = r(x.size)
+    for primitive in (np.ravel, np.ndarray.ravel, np.ndarray.flatten):
+        rule = get_rule(primitive)
+        cotangent = rule.vjp(g, None, x, order)
+        assert cotangent.shape == x.shape
+        np.testing.assert_allclose(np.sum(cotangent * x), g @ np.ravel(x, order))
+        tangent = rule.jvp(np.ascontiguousarray(x), None, x, order)
+        np.testing.assert_array_equal(tangent, np.ravel(x, order))
+
+
+def test_ravel_positions():
+    np.testing.assert_array_equal(ravel_positions(np.zeros((2, 2)), "F"), [0, 2, 1, 3])
+    np.testing.assert_array_equal(ravel_positions(np.zeros((2, 2)).T, "K"), [0, 2, 1, 3])
+
+
+@pytest.mark.parametrize(("mode", "options"), [("mean", {}), ("reflect", {"reflect_type": "odd"})])
+def test_pad_modes_without_a_rule_raise(mode, options):
+    with pytest.raises(NotImplementedError, match=mode):
+        get_rule(np.pad).vjp(np.ones(5), None, np.ones(3), 1, mode, **options)
+
+
+NONDIFFERENTIABLE = [
+    np.shape,
+    np.ndim,
+    np.size,
+    len,
+    np.zeros,
+    np.ones,
+    np.empty,
+    np.eye,
+    np.identity,
+    np.arange,
+    np.linspace,
+    np.zeros_like,
+    np.ones_like,
+    np.empty_like,
+    np.nonzero,
+    np.flatnonzero,
+    np.argwhere,
+    np.meshgrid,
+    np.indices,
+    np.tri,
+    range,
+    isinstance,
+    np.ndarray.shape,
+    np.ndarray.ndim,
+    np.ndarray.size,
+    np.ndarray.dtype,
+    np.ndarray.nonzero,
+    np.result_type,
+    np.issubdtype,
+    ravel_positions,
+]
+
+
+@pytest.mark.parametrize("primitive", NONDIFFERENTIABLE, ids=_name)
+def test_declared_nondifferentiable(primitive):
+    rule = get_rule(primitive)
+    assert rule is not None and not rule.differentiable and rule.vjp is None
+
+
+def test_in_place_sort_method_has_no_rule():
+    assert get_rule(np.ndarray.sort) is None
+
+
+def test_every_rule_is_tested():
+    ours = [
+        primitive
+        for primitive in registered_primitives()
+        if (rule := get_rule(primitive)).differentiable
+        and rule.vjp is not None
+        and rule.vjp.__module__ in RULE_MODULES
+    ]
+    tested = {p.values[0] for p in CASES + HELPER_CASES + STRUCTURED_CASES}
+    untested = [_name(primitive) for primitive in ours if primitive not in tested]
+    assert not untested, f"rules without a test case: {untested}"
+    for primitive in ours:
+        assert get_rule(primitive).jvp is not None, f"{_name(primitive)} has no JVP rule"
