@@ -53,7 +53,7 @@ def to_source(node: gast.FunctionDef) -> str:
         match = _STRING_STATEMENT.match(line)
         if match and COMMENT_MARK in line:
             text_value = ast.literal_eval(match.group(2))
-            lines.append(f"{match.group(1)}# {text_value[len(COMMENT_MARK):]}")
+            lines.append(f"{match.group(1)}# {text_value[len(COMMENT_MARK) :]}")
         else:
             lines.append(line)
     return "\n".join(lines) + "\n"

@@ -13,6 +13,7 @@ import ast
 import functools
 import inspect
 import textwrap
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +75,7 @@ class _ParsedRule:
     globals: dict
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parse_rule(rule) -> _ParsedRule | None:
     try:
         source = textwrap.dedent(inspect.getsource(rule))
@@ -84,9 +85,7 @@ def _parse_rule(rule) -> _ParsedRule | None:
     if not isinstance(node, gast.FunctionDef):
         return None
     parameters = list(inspect.signature(rule).parameters.values())[2:]
-    positional = [
-        p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
     keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
     body = node.body
@@ -228,6 +227,9 @@ def constant_truth(test: gast.expr) -> bool | None:
             return None
     try:
         tree = gast.gast_to_ast(gast.Expression(body=clone(test)))
-        return bool(eval(compile(ast.fix_missing_locations(tree), "<fold>", "eval"), {}, {}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # `-1 is None` warns, and is still foldable
+            code = compile(ast.fix_missing_locations(tree), "<fold>", "eval")
+            return bool(eval(code, {}, {}))
     except Exception:
         return None

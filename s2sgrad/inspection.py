@@ -87,8 +87,13 @@ def _wants_colour(stream) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-_COLOURS = {"keyword": "\033[1;34m", "comment": "\033[2;32m", "string": "\033[33m",
-            "number": "\033[36m", "definition": "\033[1;35m"}
+_COLOURS = {
+    "keyword": "\033[1;34m",
+    "comment": "\033[2;32m",
+    "string": "\033[33m",
+    "number": "\033[36m",
+    "definition": "\033[1;35m",
+}
 _RESET = "\033[0m"
 
 
@@ -137,8 +142,9 @@ def _between(lines, start, end) -> str:
     return "".join(parts)
 
 
-def export(f: Callable, path: str | os.PathLike, wrt: int | str | tuple = 0,
-           name: str | None = None) -> Path:
+def export(
+    f: Callable, path: str | os.PathLike, wrt: int | str | tuple = 0, name: str | None = None
+) -> Path:
     """Write ``f``'s gradient as a standalone module importing only NumPy and the runtime.
 
     The module's public function is ``name`` (default ``"d" + f.__name__``) and takes

@@ -51,7 +51,8 @@ class Operation:
     ``kind`` is one of: ``copy`` (a name), ``constant``, ``primitive`` (a registered rule
     or a declared non-differentiable function), ``call`` (a user function to differentiate
     in turn), ``pack`` (a tuple or list literal), ``comparison``, ``unknown`` (anything the
-    transformer cannot see through).
+    transformer cannot see through), ``no rule`` (a library function with no derivative
+    rule).
     """
 
     kind: str
@@ -123,6 +124,10 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation("unknown", description=f"the undefined name {_dotted(func)}")
         if get_rule(target) is not None:
             return _primitive(target, node.args, keywords)
+        if _is_library(target):
+            return Operation(
+                "no rule", target, list(node.args), keywords, f"{_dotted(func)} (from NumPy)"
+            )
         if callable(target) and hasattr(target, "__code__"):
             return Operation("call", target, list(node.args), keywords, _dotted(func))
         return Operation("unknown", target, list(node.args), keywords, _dotted(func))
@@ -132,6 +137,11 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return _primitive(method, [func.value, *node.args], keywords)
         return Operation("unknown", None, [], keywords, f"the method .{func.attr}()")
     return Operation("unknown", None, list(node.args), keywords, "a call of a computed function")
+
+
+def _is_library(target) -> bool:
+    module = getattr(target, "__module__", None) or ""
+    return isinstance(target, np.ufunc) or module.split(".")[0] == "numpy"
 
 
 def index_expression(index: gast.expr) -> gast.expr:

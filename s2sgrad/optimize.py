@@ -141,6 +141,8 @@ class _Optimizer:
     def merge_accumulations(self, body):
         result = list(body)
         for index, statement in enumerate(result):
+            if statement is None:
+                continue
             target = _simple_assignment(statement)
             value = getattr(statement, "value", None)
             if not (
@@ -154,8 +156,10 @@ class _Optimizer:
                 continue
             for earlier_index in range(index - 1, -1, -1):
                 earlier = result[earlier_index]
+                if earlier is None:
+                    continue
                 if _simple_assignment(earlier) == target:
-                    between = result[earlier_index + 1 : index]
+                    between = [s for s in result[earlier_index + 1 : index] if s is not None]
                     inputs = names_read(earlier.value)
                     if all(
                         target not in names_read(s) and not (names_written(s) & inputs)
@@ -244,9 +248,9 @@ def _rename_reads(statement, old, new):
 def _top_level_reads(statement, name) -> bool:
     """The read of ``name`` is not inside a lambda or comprehension (own scope)."""
     for node in gast.walk(statement):
-        if isinstance(node, (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)):
-            if name in names_read(node):
-                return False
+        scoped = (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)
+        if isinstance(node, scoped) and name in names_read(node):
+            return False
     return True
 
 

@@ -18,7 +18,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
 from s2sgrad.operations import Operation, classify, index_expression
@@ -168,6 +168,12 @@ class _Reverse:
                 operation = classify(statement.value, self.parsed, self.local_names)
                 if operation.kind == "call":
                     return [self.forward_call(statement, operation)]
+                if operation.kind == "no rule":
+                    raise NonDifferentiableError(
+                        f"{self.parsed.location(statement)}: {operation.description} has no "
+                        "derivative rule; give it one with @s2sgrad.derivative(of=...), or "
+                        "wrap the value in s2sgrad.stop_gradient if it needs none"
+                    )
                 if operation.kind == "unknown":
                     raise UnsupportedError(
                         f"{self.parsed.location(statement)}: cannot differentiate through "
@@ -281,7 +287,9 @@ class _Reverse:
             cotangent: gast.expr = load(self.adjoint(target.id))
         else:
             cotangent = gast.Tuple(
-                elts=[load(self.adjoint(t)) if t in self.defined else constant(None) for t in targets],
+                elts=[
+                    load(self.adjoint(t)) if t in self.defined else constant(None) for t in targets
+                ],
                 ctx=gast.Load(),
             )
         answer: gast.expr = clone(target)
@@ -318,10 +326,11 @@ class _Reverse:
 
     def backward_primitive(self, statement, operation, cotangent, answer) -> list[gast.stmt]:
         rule = operation.rule
-        if rule.vjp is None:
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: {operation.primitive!r} has no derivative "
-                "rule; register one with @s2sgrad.derivative"
+        if rule is None or rule.vjp is None:
+            raise NonDifferentiableError(
+                f"{self.parsed.location(statement)}: {_describe(operation.primitive)} has no "
+                "derivative rule; register one with @s2sgrad.derivative(of=...), or wrap "
+                "the value in s2sgrad.stop_gradient if it needs none"
             )
         args = [self.numpy_names(a) for a in operation.args]
         wanted = {
@@ -345,7 +354,9 @@ class _Reverse:
             )
         block: list[gast.stmt] = []
         if inlined is None:
-            primitive = load(self.namespace.bind(_primitive_name(operation.primitive), operation.primitive))
+            primitive = load(
+                self.namespace.bind(_primitive_name(operation.primitive), operation.primitive)
+            )
             result = self.names.fresh("cotangents")
             block.append(
                 assign(
@@ -391,7 +402,9 @@ class _Reverse:
                 if isinstance(value, (gast.Tuple, gast.List)):
                     part = value.elts[index]
                 else:
-                    part = gast.Subscript(value=clone(value), slice=constant(index), ctx=gast.Load())
+                    part = gast.Subscript(
+                        value=clone(value), slice=constant(index), ctx=gast.Load()
+                    )
                 block.extend(self.distribute(element, part, like))
             return block
         return []
@@ -418,7 +431,9 @@ class _Reverse:
                 block.extend(self.distribute(value.node, load(result), statement))
             elif isinstance(value, tuple):  # *args: the pullback returns a tuple for them
                 for index, item in enumerate(value):
-                    part = gast.Subscript(value=load(result), slice=constant(index), ctx=gast.Load())
+                    part = gast.Subscript(
+                        value=load(result), slice=constant(index), ctx=gast.Load()
+                    )
                     block.extend(self.distribute(item.node, part, statement))
         return block
 
@@ -460,6 +475,14 @@ def _locate_all(statement: gast.stmt, like: gast.AST) -> gast.stmt:
             node.end_lineno = like.lineno
             node.end_col_offset = 0
     return statement
+
+
+def _describe(primitive) -> str:
+    name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    module = getattr(primitive, "__module__", None)
+    if name and module == "_operator":
+        return f"the operator {name}"
+    return f"{module}.{name}" if name and module else repr(primitive)
 
 
 def _primitive_name(primitive) -> str:

@@ -161,7 +161,9 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
     helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
     is_pure = _purity(namespace)
     output = sweeps.output
-    differentiated = output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
+    differentiated = (
+        output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
+    )
     cotangents = [
         load(sweeps.adjoints[w]) if sweeps.adjoints[w] else constant(None) for w in request.wrt
     ]
@@ -207,9 +209,14 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         gradients = [
             call(helper("as_gradient"), [c, load(w)]) for c, w in zip(cotangents, request.wrt)
         ]
-        gradient = gradients[0] if len(gradients) == 1 else gast.Tuple(elts=gradients, ctx=gast.Load())
+        gradient = (
+            gradients[0] if len(gradients) == 1 else gast.Tuple(elts=gradients, ctx=gast.Load())
+        )
         if request.kind == "value_and_grad":
             gradient = gast.Tuple(elts=[clone(output), gradient], ctx=gast.Load())
+        elif request.has_aux and isinstance(output, gast.Tuple):
+            aux = output.elts[1] if len(output.elts) == 2 else gast.Tuple(elts=output.elts[1:])
+            gradient = gast.Tuple(elts=[gradient, clone(aux)], ctx=gast.Load())
         body.append(gast.Return(value=gradient))
         body = optimize(body, is_pure)
         name = names.claim(("d" if request.kind == "grad" else "value_and_d") + node.name)
@@ -256,7 +263,10 @@ _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "t
 
 
 def _pure_object(obj) -> bool:
-    if obj is np.random or getattr(obj, "__module__", "") in ("numpy.random", "numpy.random.mtrand"):
+    if obj is np.random or getattr(obj, "__module__", "") in (
+        "numpy.random",
+        "numpy.random.mtrand",
+    ):
         return False
     module = getattr(obj, "__module__", None) or ""
     if isinstance(obj, np.ufunc) or module.startswith("numpy"):

@@ -89,9 +89,7 @@ def _assign(statement: gast.Assign, names: NameGenerator) -> list[gast.stmt]:
             return [statement]
         temps = [names.fresh("t") for _ in target.elts]
         first = [
-            _located(
-                gast.Assign(targets=[store(t)], value=value, type_comment=None), statement
-            )
+            _located(gast.Assign(targets=[store(t)], value=value, type_comment=None), statement)
             for t, value in zip(temps, statement.value.elts)
         ]
         second = [

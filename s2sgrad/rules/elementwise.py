@@ -449,3 +449,13 @@ nondifferentiable(
     np.gcd,
     np.lcm,
 )
+
+
+@vjp_rule(sum)
+def _builtin_sum(g, ans, iterable, start=0):
+    return [unbroadcast(g, item) for item in iterable], unbroadcast(g, start)
+
+
+@jvp_rule(sum)
+def _builtin_sum_jvp(t, ans, iterable, start=0):
+    return sum(t), t
