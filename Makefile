@@ -1,0 +1,67 @@
+# Development commands for s2sgrad.
+#
+#   make demo    create .venv, install the package, run examples/quickstart.py
+#   make test    create .venv, install the package with the test extra, run ruff and pytest
+#   make lint    ruff check and ruff format --check
+#   make bench   install the benchmark frameworks where possible, run benchmarks/run.py
+#   make clean   remove .venv and caches
+#
+# pip runs only when pyproject.toml changed: each install leaves a stamp file in .venv whose
+# name carries a hash of pyproject.toml.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check
+
+PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:12])")
+STAMP_BASE := $(VENV)/.s2sgrad-installed-$(PYPROJECT_HASH)
+STAMP_TEST := $(VENV)/.s2sgrad-installed-test-$(PYPROJECT_HASH)
+REMOVE_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.s2sgrad-installed-*' \
+	! -name '*-$(PYPROJECT_HASH)' -delete
+
+# Installed by `make bench` when missing, never failing the target: autograd and jax from the
+# index, torch pinned to a CPU build.
+BENCH_PACKAGES := autograd:autograd jax:jax torch:torch==2.13.0
+
+.PHONY: demo test lint bench clean
+
+demo: $(STAMP_BASE)
+	$(PY) examples/quickstart.py
+
+test: $(STAMP_TEST)
+	$(PY) -m ruff check .
+	$(PY) -m pytest
+
+lint: $(STAMP_TEST)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+bench: $(STAMP_BASE)
+	@for entry in $(BENCH_PACKAGES); do \
+		module=$${entry%%:*}; requirement=$${entry#*:}; \
+		if ! $(PY) -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$$module') is None)"; then \
+			echo "installing $$requirement (optional, for comparison)"; \
+			$(PIP_INSTALL) "$$requirement" || echo "could not install $$requirement; its column is left out"; \
+		fi; \
+	done
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps of an older pyproject.toml are removed, so that going back to it installs again.
+$(STAMP_BASE): | $(PY)
+	$(PIP_INSTALL) -e .
+	$(REMOVE_OLD_STAMPS)
+	touch $@
+
+# The test extra includes the base install, so it leaves both stamps.
+$(STAMP_TEST): | $(PY)
+	$(PIP_INSTALL) -e '.[test]'
+	$(REMOVE_OLD_STAMPS)
+	touch $@ $(STAMP_BASE)

@@ -1,0 +1,420 @@
+"""Time s2sgrad's generated gradients against hand-written NumPy gradients, side by side.
+
+    python benchmarks/run.py                 # everything (about a minute)
+    python benchmarks/run.py --quick         # fewer rounds
+    python benchmarks/run.py --only rnn,d    # some workloads, by name or key letter
+    python benchmarks/run.py --no-frameworks # leave out autograd, JAX and PyTorch
+
+For each workload in workloads.py it first checks that ``s2sgrad.grad`` agrees with the
+hand-written gradient, then times both in this one process, interleaved: several rounds of
+[hand-written, s2sgrad], keeping each one's fastest per-call time; autograd, JAX and
+PyTorch, where installed, are timed after them, each on its own. It also times the
+first-call transformation of a 30-line function (thirty_lines.py). See README.md in this
+folder for what the columns mean. Exits with status 1 if a gradient disagrees with the
+hand-written one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import importlib.util
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import timeit
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from frameworks import Framework, available
+from workloads import WORKLOADS, Workload, rnn_saved_bytes
+
+HERE = Path(__file__).resolve().parent
+TRANSFORM_TARGET_MS = 50.0
+
+
+def load_s2sgrad():
+    """The s2sgrad module, from the installed package or else from this checkout."""
+    try:
+        import s2sgrad
+    except ImportError:
+        sys.path.insert(0, str(HERE.parent))
+        import s2sgrad
+    return s2sgrad
+
+
+sg = load_s2sgrad()
+
+
+def s2sgrad_grad(fn: Callable, wrt: tuple, mode: str) -> Callable:
+    """``s2sgrad.grad(fn, wrt=wrt, mode=mode)``: the function under test."""
+    return sg.grad(fn, wrt=wrt, mode=mode)
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+
+
+def fix_allocator() -> str:
+    """Keep glibc's malloc from returning large blocks to the OS between calls.
+
+    By default glibc serves large blocks (NumPy temporaries of a few hundred KiB and up) with
+    mmap or trims them off the heap when freed, and adjusts those thresholds as the process
+    runs; the page faults this costs depend on what the process did before, and can double
+    or halve a gradient's time. Fixed thresholds make the timings reproducible.
+    """
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    try:
+        libc = ctypes.CDLL(None)
+        ok = libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 30)
+    except (OSError, AttributeError):
+        ok = False
+    if ok:
+        return "glibc malloc with fixed thresholds (mmap 32 MiB, trim 1 GiB)"
+    return "the default allocator (mallopt not available)"
+
+
+def calls_per_measurement(fn: Callable[[], object], seconds: float) -> int:
+    """How many calls of ``fn`` take about ``seconds`` (at least one)."""
+    number = 1
+    while True:
+        elapsed = timeit.Timer(fn).timeit(number)
+        if elapsed >= seconds / 4 or number >= 1_000_000:
+            return max(1, round(number * seconds / max(elapsed, 1e-9)))
+        number *= 4
+
+
+def interleaved_minimum(
+    calls: dict[str, Callable[[], object]], rounds: int, seconds: float
+) -> dict[str, float]:
+    """Fastest per-call time in seconds of each callable, timed in alternating rounds.
+
+    Each round times every callable once (``seconds`` each), so slow drifts of the machine
+    (frequency, other processes) touch all of them alike.
+
+    Example:
+        >>> best = interleaved_minimum({"sum": lambda: sum(range(9))}, rounds=2, seconds=1e-3)
+        >>> best["sum"] < 1e-3
+        True
+    """
+    numbers = {name: calls_per_measurement(fn, seconds) for name, fn in calls.items()}
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            per_call = timeit.Timer(fn).timeit(numbers[name]) / numbers[name]
+            best[name] = min(best[name], per_call)
+    return best
+
+
+def peak_bytes(fn: Callable[[], object]) -> int:
+    """Peak memory allocated during one call of ``fn`` (tracemalloc, NumPy arrays included)."""
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+# --------------------------------------------------------------------------------------------
+# Checking
+
+
+def disagreement(got, want) -> str | None:
+    """Why the gradients ``got`` differ from ``want`` (tuples, one per wrt), or None."""
+    if not isinstance(got, tuple) or len(got) != len(want):
+        return f"expected a tuple of {len(want)} gradients, got {type(got).__name__}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if np.shape(g) != np.shape(w):
+            return f"gradient {i}: shape {np.shape(g)}, expected {np.shape(w)}"
+        if not np.allclose(g, w, rtol=1e-6, atol=1e-9):
+            error = np.max(np.abs(np.asarray(g, dtype=np.float64) - w))
+            return f"gradient {i}: max abs difference {error:.3g}"
+    return None
+
+
+def shout(message: str) -> None:
+    bar = "!" * 78
+    print(f"\n{bar}\n!!! {message}\n{bar}\n", flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# One workload
+
+
+@dataclass
+class Result:
+    workload: Workload
+    times: dict[str, float] = field(default_factory=dict)  # seconds per call
+    notes: list[str] = field(default_factory=list)
+    skipped: str | None = None  # why s2sgrad was not timed
+    wrong: bool = False
+    peaks: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        if "s2sgrad" not in self.times:
+            return None
+        return self.times["s2sgrad"] / self.times["hand"]
+
+    @property
+    def verdict(self) -> str:
+        if self.wrong:
+            return "WRONG"
+        if self.ratio is None:
+            return "SKIP"
+        return "PASS" if self.ratio <= self.workload.target else "MISS"
+
+
+def first_s2sgrad_call(w: Workload, args: tuple, mode: str):
+    """The s2sgrad gradient function for ``w`` and its first result; warnings are printed."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dfn = s2sgrad_grad(w.fn, w.wrt, mode)
+        got = dfn(*args)
+    for warning in caught:
+        print(f"  warning from s2sgrad on {w.name}: {warning.message}")
+    return dfn, got
+
+
+def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
+    print(f"[{w.key}] {w.name}: {w.sizes_text}", flush=True)
+    result = Result(w)
+    args = w.make_args(np.random.default_rng(0), **w.full)
+    want = w.hand_grad(*args)
+    calls: dict[str, Callable[[], object]] = {"hand": lambda: w.hand_grad(*args)}
+
+    try:
+        dfn, got = first_s2sgrad_call(w, args, options.mode)
+    except Exception as error:  # any failure is reported, not fatal
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+        if w.loops:
+            reason = f"needs loops in the source transformer; {reason}"
+        result.skipped = reason
+        print(f"  s2sgrad skipped: {reason}")
+    else:
+        problem = disagreement(tuple(got) if isinstance(got, list) else got, want)
+        if problem:
+            result.wrong = True
+            shout(f"s2sgrad's gradient of {w.name} disagrees with the hand-written one: {problem}")
+        else:
+            calls["s2sgrad"] = lambda: dfn(*args)
+
+    for framework in frameworks:
+        try:
+            for column in framework.gradients(w, args):
+                problem = disagreement(column.to_numpy(column.call()), want)
+                if problem:
+                    result.notes.append(f"{column.title} disagrees ({problem}); not timed")
+                else:
+                    calls[column.title] = column.call
+        except Exception as error:  # a framework that fails is left out
+            result.notes.append(f"{framework.name} failed: {type(error).__name__}: {error}")
+    for note in result.notes:
+        print(f"  note: {note}")
+
+    # Hand-written and s2sgrad are interleaved with each other only: PyTorch's and JAX's
+    # worker threads keep spinning for a while after a call and would slow whichever column
+    # came next. The other frameworks are timed afterwards, each on its own.
+    time.sleep(0.3)
+    main = {name: call for name, call in calls.items() if name in ("hand", "s2sgrad")}
+    result.times = interleaved_minimum(main, options.rounds, options.seconds)
+    for title, call in calls.items():
+        if title not in main:
+            result.times |= interleaved_minimum({title: call}, options.rounds, options.seconds)
+    for name, call in main.items():
+        result.peaks[name] = peak_bytes(call)
+    if w.name == "rnn":
+        result.peaks["hand saved"] = rnn_saved_bytes(*args)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# First-call transformation time
+
+
+def fresh_copy(source: Path, directory: Path, index: int):
+    """Import ``source`` again under a new module name: new code objects, a cold cache."""
+    path = directory / f"thirty_lines_copy{index}.py"
+    path.write_text(source.read_text())
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure_transform(mode: str, copies: int = 6) -> None:
+    print("\nFirst-call transformation of a 30-line function (benchmarks/thirty_lines.py)")
+    source = HERE / "thirty_lines.py"
+    rows = []
+    with tempfile.TemporaryDirectory() as directory:
+        for index in range(copies):
+            module = fresh_copy(source, Path(directory), index)
+            args = module.make_args(np.random.default_rng(0))
+            fn, wrt = module.layer_norm_classifier, module.WRT
+
+            def call(fn=fn, wrt=wrt, args=args):
+                return s2sgrad_grad(fn, wrt, mode)(*args)
+
+            try:
+                first = time_call(call)
+            except Exception as error:  # reported, the rest of the run goes on
+                print(f"  skipped: s2sgrad failed on it: {type(error).__name__}: {error}")
+                return
+            later = min(time_call(call) for _ in range(20))
+            rows.append((first, later))
+    transforms = [(first - later) * 1e3 for first, later in rows]
+    cache_hits = all(later < 0.5 * first for first, later in rows)
+    median = statistics.median(transforms[1:])
+
+    def verdict(ms):
+        return "PASS" if ms < TRANSFORM_TARGET_MS else "MISS"
+
+    first, later = rows[0]
+    print(
+        f"  first function in this process: first call {first * 1e3:7.1f} ms, "
+        f"later call {later * 1e3:6.2f} ms, transformation {transforms[0]:6.1f} ms "
+        f"(target < {TRANSFORM_TARGET_MS:.0f} ms) {verdict(transforms[0])}"
+    )
+    print(
+        f"  median of {len(transforms) - 1} fresh copies after it:    "
+        f"        transformation {median:6.1f} ms "
+        f"(target < {TRANSFORM_TARGET_MS:.0f} ms) {verdict(median)}"
+    )
+    print(
+        f"  later calls hit the cache: {'yes' if cache_hits else 'NO'} "
+        "(a later sg.grad(f)(*args) takes under half the first call's time)"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def microseconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    us = seconds * 1e6
+    return f"{us:,.1f}" if us < 100 else f"{us:,.0f}"
+
+
+def print_table(results: list[Result], extra: list[str]) -> None:
+    header = ["workload", "hand µs", "s2sgrad µs", "ratio", "target", "result"]
+    header += [f"{title} µs" for title in extra]
+    rows = []
+    for r in results:
+        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
+        row = [f"{r.workload.key} {r.workload.name}", microseconds(r.times["hand"])]
+        row += [microseconds(r.times.get("s2sgrad")), ratio, f"{r.workload.target:.1f}x"]
+        row += [r.verdict] + [microseconds(r.times.get(title)) for title in extra]
+        rows.append(row)
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    lines = [header, ["-" * w for w in widths], *rows]
+    print()
+    for line in lines:
+        cells = [line[0].ljust(widths[0])]
+        cells += [str(cell).rjust(width) for cell, width in zip(line[1:], widths[1:])]
+        print("  ".join(cells))
+
+
+def print_memory(results: list[Result]) -> None:
+    print("\nPeak memory of one gradient call (tracemalloc; includes the returned gradients)")
+    for r in results:
+        parts = [f"{name} {size / 1024:,.0f} KiB" for name, size in r.peaks.items()]
+        print(f"  {r.workload.key} {r.workload.name:<12} " + ", ".join(parts))
+
+
+def print_machine(frameworks: list[Framework]) -> None:
+    try:
+        blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]["name"]
+    except Exception:  # older NumPy has no mode="dicts"
+        blas = "BLAS unknown"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    print(
+        f"Python {platform.python_version()}, NumPy {np.__version__} ({blas}), "
+        f"s2sgrad {getattr(sg, '__version__', '?')}"
+    )
+    print(f"Machine: {platform.machine()} {cpu_model()}, {cores} cores, {platform.system()}")
+    if frameworks:
+        print("Also timed: " + ", ".join(f"{fw.name} {fw.version}" for fw in frameworks))
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5 short rounds instead of 15")
+    parser.add_argument("--only", help="comma-separated workload names or key letters")
+    parser.add_argument("--no-frameworks", action="store_true", help="skip autograd/JAX/torch")
+    parser.add_argument(
+        "--default-malloc", action="store_true", help="leave glibc's malloc thresholds alone"
+    )
+    parser.add_argument("--mode", default="s2s", help="s2sgrad mode (default s2s: no tape)")
+    options = parser.parse_args(argv)
+    # Many short rounds: on a shared machine, bursts of load are less likely to touch every
+    # round of a column, and each column keeps its fastest round.
+    options.rounds = 5 if options.quick else 15
+    options.seconds = 0.01 if options.quick else 0.025
+    return options
+
+
+def main(argv=None) -> int:
+    options = parse_args(argv)
+    allocator = "the default allocator" if options.default_malloc else fix_allocator()
+    frameworks = [] if options.no_frameworks else available()
+    print_machine(frameworks)
+    print(f"Memory: {allocator}")
+    chosen = WORKLOADS
+    if options.only:
+        names = options.only.split(",")
+        chosen = [w for w in WORKLOADS if w.name in names or w.key in names]
+
+    if hasattr(sg, "grad"):
+        measure_transform(options.mode)
+    else:
+        print("\ns2sgrad.grad does not exist yet: only the other columns are timed")
+    print()
+    results = [run_workload(w, frameworks, options) for w in chosen]
+    extra = [
+        t for t in ("autograd", "jax", "jax.jit", "torch") if any(t in r.times for r in results)
+    ]
+    print_table(results, extra)
+    print_memory(results)
+
+    verdicts = [r.verdict for r in results]
+    print("\n" + ", ".join(f"{verdicts.count(v)} {v}" for v in ("PASS", "MISS", "SKIP", "WRONG")))
+    for r in results:
+        if r.skipped:
+            print(f"  {r.workload.name} skipped: {r.skipped}")
+    if "WRONG" in verdicts:
+        shout("some s2sgrad gradients disagree with the hand-written ones (see above)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

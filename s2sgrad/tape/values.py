@@ -1,0 +1,697 @@
+"""Tape values: NumPy values that record what is done to them while a tape watches.
+
+A :class:`TapeValue` holds a plain value (an ndarray, a NumPy scalar or a Python float) and
+the serial numbers of the tapes tracking it. Python operators, NumPy functions and ufuncs
+(through NumPy's ``__array_function__`` and ``__array_ufunc__`` protocols), indexing and the
+array methods all end in :func:`apply_rule`: it computes the plain result, and if a
+recording tape tracks an argument it appends ``(rule, args, kwargs, out)`` to that tape.
+
+Example::
+
+    x = TapeValue(np.ones(3))
+    y = np.sin(x) * 2.0     # a TapeValue; recorded if a tape tracks x
+"""
+
+from __future__ import annotations
+
+import inspect
+import operator
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+import s2sgrad
+from s2sgrad.errors import NonDifferentiableError, where
+from s2sgrad.rules.registry import Rule, get_rule
+from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
+
+__all__ = ["TapeValue", "apply", "apply_rule", "is_tape_value", "value_of", "user_location"]
+
+
+class TapeValue:
+    """A value the tapes can track; behaves like the NumPy value it wraps.
+
+    Example::
+
+        x = TapeValue(np.arange(3.0))
+        (x * x).sum()   # TapeValue(5.0)
+    """
+
+    __slots__ = ("_value", "_tapes")
+    __hash__ = None  # ``==`` is element-wise, as for ndarrays
+
+    def __init__(self, value: Any, tapes: tuple = ()) -> None:
+        self._value = value
+        self._tapes = tapes
+
+    # The plain value ---------------------------------------------------------------------
+
+    def numpy(self) -> Any:
+        """The plain value (a copy for arrays); no derivative flows through it.
+
+        Example::
+
+            TapeValue(np.ones(2)).numpy()  # array([1., 1.])
+        """
+        value = self._value
+        return value.copy() if isinstance(value, np.ndarray) else value
+
+    def item(self, *args: Any) -> Any:
+        """The element as a Python number, like ``ndarray.item``; no derivative flows through it."""
+        return np.asarray(self._value).item(*args)
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists, like ``ndarray.tolist``."""
+        return np.asarray(self._value).tolist()
+
+    @property
+    def shape(self) -> tuple:
+        return np.shape(self._value)
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._value)
+
+    @property
+    def size(self) -> int:
+        return np.size(self._value)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.result_type(self._value)
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __iter__(self):
+        for i in range(len(self._value)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._value!r})"
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __format__(self, spec: str) -> str:
+        return format(self._value, spec)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __index__(self) -> int:
+        return operator.index(self._value)
+
+    def __int__(self) -> int:
+        return int(self._value)
+
+    def __float__(self) -> float:
+        self._refuse_plain("float()")
+        return float(self._value)
+
+    def __complex__(self) -> complex:
+        self._refuse_plain("complex()")
+        return complex(self._value)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        self._refuse_plain("np.asarray() / np.array()")
+        if copy:
+            return np.array(self._value, dtype=dtype, copy=True)
+        return np.asarray(self._value, dtype=dtype)
+
+    def _refuse_plain(self, what: str) -> None:
+        """Converting a value that is being differentiated to a plain one would drop its
+        derivative without a word; say so instead."""
+        if live_serials(self._tapes):
+            raise NonDifferentiableError(
+                f"{user_location()}: {what} of a value being differentiated on the tape would "
+                "drop its derivative. Keep it a NumPy computation (for a list of values "
+                "use np.stack([...]) rather than np.array([...])), or take the plain value on "
+                "purpose with .numpy() or s2sgrad.stop_gradient(...)."
+            )
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise TypeError(
+            f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
+            "build the new array with np.where, np.concatenate or np.stack instead."
+        )
+
+    # NumPy's override protocols --------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        primitive = ufunc if method == "__call__" else getattr(ufunc, method)
+        if "out" in kwargs:
+            return _call_with_out(primitive, inputs, kwargs)
+        return apply_rule(primitive, primitive, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
+        for t in types:
+            if not issubclass(t, (TapeValue, np.ndarray)):
+                return NotImplemented
+        if kwargs.get("out") is not None:
+            return _call_with_out(func, args, kwargs)
+        return apply_rule(func, func, args, kwargs)
+
+    # Python operators ------------------------------------------------------------------
+
+    def __add__(self, other):
+        return apply_binary(operator.add, self, other)
+
+    def __radd__(self, other):
+        return apply_binary(operator.add, other, self)
+
+    def __sub__(self, other):
+        return apply_binary(operator.sub, self, other)
+
+    def __rsub__(self, other):
+        return apply_binary(operator.sub, other, self)
+
+    def __mul__(self, other):
+        return apply_binary(operator.mul, self, other)
+
+    def __rmul__(self, other):
+        return apply_binary(operator.mul, other, self)
+
+    def __truediv__(self, other):
+        return apply_binary(operator.truediv, self, other)
+
+    def __rtruediv__(self, other):
+        return apply_binary(operator.truediv, other, self)
+
+    def __floordiv__(self, other):
+        return apply_binary(operator.floordiv, self, other)
+
+    def __rfloordiv__(self, other):
+        return apply_binary(operator.floordiv, other, self)
+
+    def __mod__(self, other):
+        return apply_binary(operator.mod, self, other)
+
+    def __rmod__(self, other):
+        return apply_binary(operator.mod, other, self)
+
+    def __pow__(self, other):
+        return apply_binary(operator.pow, self, other)
+
+    def __rpow__(self, other):
+        return apply_binary(operator.pow, other, self)
+
+    def __matmul__(self, other):
+        return apply_binary(operator.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return apply_binary(operator.matmul, other, self)
+
+    def __neg__(self):
+        return apply_rule(operator.neg, operator.neg, (self,))
+
+    def __pos__(self):
+        return apply_rule(operator.pos, operator.pos, (self,))
+
+    def __abs__(self):
+        return apply_rule(operator.abs, operator.abs, (self,))
+
+    def __getitem__(self, index):
+        return apply_rule(operator.getitem, operator.getitem, (self, value_of(index)))
+
+    # Comparisons have no derivative: they return plain boolean arrays.
+
+    def __eq__(self, other):
+        return self._value == value_of(other)
+
+    def __ne__(self, other):
+        return self._value != value_of(other)
+
+    def __lt__(self, other):
+        return self._value < value_of(other)
+
+    def __le__(self, other):
+        return self._value <= value_of(other)
+
+    def __gt__(self, other):
+        return self._value > value_of(other)
+
+    def __ge__(self, other):
+        return self._value >= value_of(other)
+
+    # Attributes with a derivative --------------------------------------------------------
+
+    @property
+    def T(self):
+        return apply_attribute(np.ndarray.T, "T", np.transpose, self)
+
+    @property
+    def real(self):
+        return apply_attribute(np.ndarray.real, "real", np.real, self)
+
+    @property
+    def imag(self):
+        return apply_attribute(np.ndarray.imag, "imag", np.imag, self)
+
+
+# Array methods: each dispatches to the rule registered for ``np.ndarray.<name>``, else to
+# the rule of the NumPy function of the same name (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``).
+_METHODS = [
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "astype",
+    "clip",
+    "conj",
+    "conjugate",
+    "copy",
+    "cumprod",
+    "cumsum",
+    "diagonal",
+    "dot",
+    "max",
+    "mean",
+    "min",
+    "nonzero",
+    "prod",
+    "ravel",
+    "repeat",
+    "reshape",
+    "round",
+    "squeeze",
+    "std",
+    "sum",
+    "swapaxes",
+    "take",
+    "trace",
+    "transpose",
+    "var",
+    "flatten",
+]
+
+# Methods with no NumPy function of the same name, or whose varargs that function packs.
+_METHOD_FUNCTIONS = {"flatten": np.ravel}
+_PACKED_VARARGS = {"reshape", "transpose"}
+
+
+def _method(name: str):
+    descriptor = getattr(np.ndarray, name)
+    function = _METHOD_FUNCTIONS.get(name, getattr(np, name, None))
+
+    def method(self, *args, **kwargs):
+        return apply_method(descriptor, name, function, self, args, kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"Like ``ndarray.{name}``; recorded through its derivative rule."
+    return method
+
+
+for _name in _METHODS:
+    setattr(TapeValue, _name, _method(_name))
+
+
+def is_tape_value(x: Any) -> bool:
+    """Whether ``x`` is a tape value (or a Variable).
+
+    Example::
+
+        is_tape_value(np.ones(2))  # False
+    """
+    return isinstance(x, TapeValue)
+
+
+def value_of(x: Any) -> Any:
+    """The plain value of a tape value; containers are unwrapped element by element.
+
+    Example::
+
+        value_of([TapeValue(1.0), 2.0])  # [1.0, 2.0]
+    """
+    if isinstance(x, TapeValue):
+        return x._value
+    if type(x) in (list, tuple):
+        return type(x)(value_of(a) for a in x)
+    if isinstance(x, dict):
+        return {k: value_of(v) for k, v in x.items()}
+    return x
+
+
+# Looking rules up --------------------------------------------------------------------------
+
+_RULES: dict[Any, Rule] = {}
+
+# A Python operator without a rule of its own uses the rule of the matching ufunc.
+_OPERATOR_UFUNCS = {
+    operator.add: np.add,
+    operator.sub: np.subtract,
+    operator.mul: np.multiply,
+    operator.truediv: np.true_divide,
+    operator.floordiv: np.floor_divide,
+    operator.mod: np.remainder,
+    operator.pow: np.power,
+    operator.matmul: np.matmul,
+    operator.neg: np.negative,
+    operator.pos: np.positive,
+    operator.abs: np.absolute,
+}
+
+
+def _rule(primitive: Any) -> Rule | None:
+    """The registered rule of ``primitive`` (cached: rule objects are updated in place)."""
+    try:
+        return _RULES[primitive]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable callables have no rule
+        return None
+    rule = get_rule(primitive)
+    if rule is None and primitive in _OPERATOR_UFUNCS:
+        rule = get_rule(_OPERATOR_UFUNCS[primitive])
+    if rule is not None:
+        _RULES[primitive] = rule
+    return rule
+
+
+# Applying a primitive ------------------------------------------------------------------
+
+
+def apply(primitive: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call ``primitive`` on arguments that may be tape values, recording its registered rule.
+
+    For functions NumPy does not dispatch to tape values by itself (a runtime helper, a
+    function with a custom derivative).
+
+    Example::
+
+        apply(np.sin, x)  # the same as np.sin(x) for a tape value x
+    """
+    return apply_rule(primitive, primitive, args, kwargs)
+
+
+def apply_binary(op: Any, a: Any, b: Any) -> Any:
+    """``op(a, b)`` for a Python operator; the fast path of :func:`apply_rule`."""
+    if type(a) is TapeValue:
+        a_value, a_tapes = a._value, a._tapes
+    elif isinstance(a, TapeValue):
+        a, a_value, a_tapes = a._read()
+    else:
+        a_value, a_tapes = a, ()
+    if type(b) is TapeValue:
+        b_value, b_tapes = b._value, b._tapes
+    elif isinstance(b, TapeValue):
+        b, b_value, b_tapes = b._read()
+    else:
+        b_value, b_tapes = b, ()
+    out = op(a_value, b_value)
+    if a_tapes is b_tapes or not b_tapes:
+        serials = live_serials(a_tapes)
+    elif not a_tapes:
+        serials = live_serials(b_tapes)
+    else:
+        serials = live_serials(_merge(a_tapes, b_tapes))
+    return _finish(op, (a, b), None, out, serials)
+
+
+def apply_rule(
+    key: Any, compute: Any, args: tuple, kwargs: dict | None = None, rule: Rule | None = None
+) -> Any:
+    """Compute ``compute(*args, **kwargs)`` on plain values and record the rule of ``key``.
+
+    ``compute`` and ``key`` differ for array methods (the method runs; the rule of
+    ``np.ndarray.sum`` or ``np.sum`` is recorded). ``rule`` overrides the registry (custom
+    derivatives). Returns a tape value (or a tuple/list of them) for a differentiable
+    primitive, the plain result for a non-differentiable one.
+
+    Example::
+
+        apply_rule(np.sum, np.sum, (x,), {"axis": 0})
+    """
+    if kwargs and _any_tracked(kwargs.values()):
+        return _apply_with_tracked_keywords(key, compute, args, kwargs, rule)
+    args, raw_args, tapes = _scan(args)
+    if kwargs:
+        kwargs = {k: value_of(v) for k, v in kwargs.items()}
+        out = compute(*raw_args, **kwargs)
+    else:
+        kwargs = None
+        out = compute(*raw_args)
+    return _finish(key, args, kwargs, out, live_serials(tapes), rule)
+
+
+def _apply_with_tracked_keywords(key, compute, args, kwargs, rule):
+    """A differentiated value passed by keyword: record the call with it in its position.
+
+    Rules return cotangents for positional arguments only, so the arguments are bound to the
+    rule's own parameters (which mirror the primitive's), with the rule's defaults filling
+    any gap: ``np.clip(x, a_max=m)`` is recorded as ``(x, None, m)``.
+    """
+    rule = rule or _rule(key)
+    out = compute(*value_of(args), **value_of(kwargs))
+    if rule is None or rule.vjp is None:  # _finish returns a plain value or explains the error
+        _, _, tapes = _scan((*args, *kwargs.values()))
+        return _finish(key, args, kwargs, out, live_serials(tapes), rule)
+    bound = _rule_parameters(rule.vjp).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if _any_tracked(bound.kwargs.values()):
+        raise NonDifferentiableError(
+            f"{user_location()}: {describe(key)} got a value being differentiated as a "
+            "keyword-only argument, which its derivative rule cannot return a cotangent for; "
+            "pass it positionally."
+        )
+    recorded, _, tapes = _scan(bound.args)
+    return _finish(key, recorded, value_of(bound.kwargs), out, live_serials(tapes), rule)
+
+
+def apply_method(descriptor: Any, name: str, function: Any, self: Any, args: tuple, kwargs: dict):
+    """``self.<name>(*args, **kwargs)`` under the rule of ``np.ndarray.<name>`` or ``np.<name>``."""
+    compute = _method_caller(name)
+    if _rule(descriptor) is None and function is not None and _rule(function) is not None:
+        if name in _PACKED_VARARGS and len(args) > 1:
+            args = (args,)
+        return apply_rule(function, compute, (self, *args), kwargs)
+    return apply_rule(descriptor, compute, (self, *args), kwargs)
+
+
+def apply_attribute(descriptor: Any, name: str, function: Any, self: Any) -> Any:
+    """An attribute such as ``x.T`` under the rule of its descriptor (or of ``function``)."""
+    key = descriptor if _rule(descriptor) is not None or _rule(function) is None else function
+    return apply_rule(key, _attribute_getter(name, function), (self,))
+
+
+def _method_caller(name: str):
+    def call(self, *args, **kwargs):
+        if not isinstance(self, (np.ndarray, np.generic)):
+            self = np.asarray(self)
+        return getattr(self, name)(*args, **kwargs)
+
+    return call
+
+
+def _attribute_getter(name: str, function: Any):
+    def get(self):
+        if isinstance(self, (np.ndarray, np.generic)):
+            return getattr(self, name)
+        return function(self)
+
+    return get
+
+
+def _finish(key, args, kwargs, out, serials, rule=None):
+    """Wrap and record a computed result (see :func:`apply_rule`)."""
+    if rule is None:
+        rule = _rule(key)
+    if rule is not None and not rule.differentiable:
+        return out
+    if not serials:
+        return out if rule is None else _wrap(out, ())
+    if rule is None:
+        if _has_no_derivative(out):
+            return out
+        raise _no_rule_error(key)
+    if rule.vjp is None:
+        raise _no_rule_error(key, "has a forward-mode (JVP) rule but no reverse-mode (VJP) rule")
+    out = _wrap(out, serials)
+    entry = (rule, args, kwargs, out)
+    for serial in serials:
+        RECORDING[serial]._entries.append(entry)
+    return out
+
+
+def record_copy(x: Any) -> TapeValue:
+    """A new tape value equal to ``x``, linked to it on every recording tape that tracks it.
+
+    Used where one value must become two distinct sources (an argument passed twice).
+
+    Example::
+
+        y = record_copy(x)  # y is not x, and gradients reaching y flow on to x
+    """
+    return apply_rule(record_copy, _same, (x,), None, IDENTITY)
+
+
+def _same(x: Any) -> Any:
+    return x
+
+
+_NUMERIC = (np.ndarray, np.generic, float, int, complex)
+
+
+def _wrap(out: Any, serials: tuple) -> Any:
+    """Tape values for the numbers and arrays in a result (containers element by element)."""
+    if isinstance(out, _NUMERIC):
+        return TapeValue(out, serials)
+    if isinstance(out, tuple):
+        items = [_wrap(o, serials) for o in out]
+        return tuple(items) if type(out) is tuple else type(out)(*items)
+    if isinstance(out, list):
+        return [_wrap(o, serials) for o in out]
+    if isinstance(out, dict):
+        return {k: _wrap(v, serials) for k, v in out.items()}
+    return out
+
+
+def _has_no_derivative(out: Any) -> bool:
+    """Boolean and integer results have no derivative even without a rule saying so."""
+    if isinstance(out, (tuple, list)):
+        return all(_has_no_derivative(o) for o in out)
+    if isinstance(out, (np.ndarray, np.generic)):
+        return out.dtype.kind in "biu"
+    return isinstance(out, int)
+
+
+def _merge(a: tuple, b: tuple) -> tuple:
+    return a + tuple(s for s in b if s not in a)
+
+
+def _scan(args: tuple) -> tuple[tuple, list, tuple]:
+    """Split arguments into (as recorded, plain values, serials of the tapes tracking any).
+
+    Variables are read here: on a recording tape a read is a copy of the Variable's value at
+    this moment (so a later ``assign`` does not change what was recorded).
+    """
+    raw = []
+    tapes: tuple = ()
+    recorded = None
+    for i, a in enumerate(args):
+        t = type(a)
+        if t is TapeValue:
+            raw.append(a._value)
+            s = a._tapes
+        elif isinstance(a, TapeValue):  # a Variable
+            read, value, s = a._read()
+            raw.append(value)
+            recorded = recorded or list(args)
+            recorded[i] = read
+        elif (t is list or t is tuple) and _contains_tape_value(a):
+            inner, inner_raw, s = _scan(a)
+            raw.append(t(inner_raw))
+            recorded = recorded or list(args)
+            recorded[i] = t(inner)
+        else:
+            raw.append(a)
+            continue
+        if s and s is not tapes:
+            tapes = _merge(tapes, s) if tapes else s
+    return (args if recorded is None else tuple(recorded)), raw, tapes
+
+
+def _contains_tape_value(items) -> bool:
+    for a in items:
+        if isinstance(a, TapeValue) or (type(a) in (list, tuple) and _contains_tape_value(a)):
+            return True
+    return False
+
+
+def _any_tracked(values) -> bool:
+    """Whether a recording tape tracks one of ``values`` (a Variable counts while any tape
+    records, since reading it may start the watching)."""
+    for v in values:
+        if isinstance(v, TapeValue):
+            if live_serials(v._tapes) or (type(v) is not TapeValue and RECORDING):
+                return True
+        elif type(v) in (list, tuple) and _any_tracked(v):
+            return True
+    return False
+
+
+_SIGNATURES: dict[Any, inspect.Signature] = {}
+
+
+def _rule_parameters(vjp: Any) -> inspect.Signature:
+    """The signature of a VJP rule without ``g`` and ``ans``: the primitive's parameters."""
+    signature = _SIGNATURES.get(vjp)
+    if signature is None:
+        full = inspect.signature(vjp)
+        parameters = list(full.parameters.values())[2:]
+        signature = _SIGNATURES[vjp] = full.replace(parameters=parameters)
+    return signature
+
+
+def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
+    """``out=`` writes into an existing array: allowed only when nothing is differentiated."""
+    if _any_tracked(args) or _any_tracked(kwargs.values()):
+        raise NonDifferentiableError(
+            f"{user_location()}: {describe(primitive)}(..., out=...) writes in place, which "
+            "cannot be differentiated; drop out= and use the returned value."
+        )
+    if _contains_tape_value(kwargs.get("out") or ()):
+        raise TypeError(f"{user_location()}: tape values are immutable; out= cannot be one.")
+    return primitive(*value_of(args), **value_of(kwargs))
+
+
+# Error messages ----------------------------------------------------------------------------
+
+_SKIPPED_DIRS = (
+    os.path.dirname(s2sgrad.__file__) + os.sep,
+    os.path.dirname(np.__file__) + os.sep,
+    os.path.dirname(inspect.__file__) + os.sep + "contextlib.py",
+)
+
+
+def user_location() -> str:
+    """``file:line`` of the innermost stack frame outside s2sgrad and NumPy.
+
+    Example::
+
+        user_location()  # 'model.py:12'
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_SKIPPED_DIRS):
+            return where(filename, frame.f_lineno)
+        frame = frame.f_back
+    return where(None, None)
+
+
+def describe(primitive: Any) -> str:
+    """A readable name for a primitive: ``np.sin``, ``np.linalg.norm``, ``np.ndarray.sum``.
+
+    Example::
+
+        describe(np.linalg.norm)  # 'np.linalg.norm'
+    """
+    if isinstance(primitive, np.ufunc):
+        return f"np.{primitive.__name__}"
+    owner = getattr(primitive, "__objclass__", None) or getattr(primitive, "__self__", None)
+    name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    if owner is np.ndarray:
+        return f"np.ndarray.{primitive.__name__}"
+    if isinstance(owner, np.ufunc):
+        return f"np.{owner.__name__}.{primitive.__name__}"
+    module = getattr(primitive, "__module__", None) or ""
+    if module == "numpy" or module.startswith("numpy."):
+        public = module.replace("numpy", "np", 1).replace("._core", "").replace(".core", "")
+        parts = [p for p in public.split(".") if not p.startswith("_")]
+        return ".".join([*parts, name])
+    if module in ("_operator", "operator"):
+        return f"operator.{name}"
+    return f"{module}.{name}" if module else repr(primitive)
+
+
+def _no_rule_error(primitive: Any, problem: str = "has no derivative rule") -> Exception:
+    name = describe(primitive)
+    return NonDifferentiableError(
+        f"{user_location()}: {name} {problem}, so the tape cannot differentiate through it. "
+        f"Register one with @s2sgrad.derivative(of={name}), or wrap its input in "
+        "s2sgrad.stop_gradient(...) if no derivative should flow through this call."
+    )

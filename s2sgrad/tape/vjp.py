@@ -1,0 +1,104 @@
+"""``tape_vjp``: the tape behind the function transforms (``grad(f, mode="tape")``, fallback)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
+from s2sgrad.tape.recording import Backward, is_traced
+from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
+from s2sgrad.tape.values import TapeValue, record_copy, user_location
+
+__all__ = ["tape_vjp"]
+
+
+def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tuple[Any, Callable]:
+    """Run ``f(*args, **kwargs)`` on the tape; return its output and a pullback.
+
+    Every floating leaf of the positional arguments listed in ``wrt`` (arrays, floats, inside
+    dicts, lists and tuples) is watched. ``pullback(cotangent)`` (``cotangent`` shaped like
+    the output; ``None`` leaves count as zero) returns one cotangent per ``wrt`` argument, with
+    that argument's structure, shapes and floating dtypes (zeros where unconnected). It may be
+    called several times. Inside a recording tape the values flowing in and out may be tape
+    values, and everything is recorded there too, so ``tape_vjp`` composes (grad of grad).
+
+    Example::
+
+        out, pullback = tape_vjp(lambda w, x: np.sum(w * x), (w, x), {}, (0,))
+        (dw,) = pullback(1.0)  # dw == x
+    """
+    tape = GradientTape(persistent=True, watch_accessed_variables=False)
+    args = list(args)
+    rebuilds = [flatten(args[i])[1] for i in wrt]
+    with tape:
+        for i in wrt:
+            args[i] = map_leaves(lambda leaf: _watched(tape, leaf), args[i])
+        out = f(*args, **kwargs)
+    out_leaves, rebuild_out = flatten(out)
+    sources = [flatten(args[i])[0] for i in wrt]
+    flat_sources = [s for leaves in sources for s in leaves]
+    backward = Backward(tape._entries, flat_sources, tape._tracks)
+
+    def pullback(cotangent: Any) -> tuple:
+        seeds = list(zip(out_leaves, _cotangent_leaves(cotangent, out)))
+        grads = [_gradient_leaf(g, leaf) for g, leaf in zip(backward.run(seeds), flat_sources)]
+        grads = iter(separate(grads, [seed for _, seed in seeds]))
+        return tuple(
+            rebuild([next(grads) for _ in leaves]) for rebuild, leaves in zip(rebuilds, sources)
+        )
+
+    return rebuild_out([_plain(leaf) for leaf in out_leaves]), pullback
+
+
+def _watched(tape: GradientTape, leaf: Any) -> Any:
+    """A fresh tape value for a floating leaf, watched by ``tape``; other leaves as they are.
+
+    Fresh, so that one array passed as two arguments gives two separate gradients.
+    """
+    if isinstance(leaf, TapeValue):
+        if not _is_floating(leaf._value):
+            return leaf
+        copy = record_copy(leaf)
+    elif isinstance(leaf, (float, complex, np.ndarray, np.inexact)) and _is_floating(leaf):
+        copy = TapeValue(leaf)
+    else:
+        return leaf
+    tape.watch(copy)
+    return copy
+
+
+def _is_floating(value: Any) -> bool:
+    return np.result_type(value).kind in "fc"
+
+
+def _plain(leaf: Any) -> Any:
+    if isinstance(leaf, TapeValue) and not is_traced(leaf):
+        return leaf._value
+    return leaf
+
+
+def _cotangent_leaves(cotangent: Any, out: Any) -> list:
+    try:
+        leaves = flatten_like(cotangent, out)
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        raise ValueError(
+            f"{user_location()}: the cotangent must have the structure of the function's "
+            f"output ({error}); use None for a part whose cotangent is zero."
+        ) from None
+    return [_unwrap_untraced(c) for c in leaves]
+
+
+def _unwrap_untraced(c: Any) -> Any:
+    return c._value if isinstance(c, TapeValue) and not is_traced(c) else c
+
+
+def _gradient_leaf(g: Any, leaf: Any) -> Any:
+    value = leaf._value if isinstance(leaf, TapeValue) else leaf
+    if not isinstance(value, (int, float, complex, np.ndarray, np.generic)):
+        return None  # a leaf that is not a number (a name, a callable) has no gradient
+    if g is not None and is_traced(g):
+        return match_traced(g, value)
+    return plain_gradient(_unwrap_untraced(g), value)
