@@ -15,6 +15,7 @@ Example::
 from s2sgrad.api import grad, value_and_grad, vjp
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
 from s2sgrad.inspection import export, show, source
+from s2sgrad.tape import GradientTape, Variable, constant
 
 __all__ = [
     "grad",
@@ -23,6 +24,9 @@ __all__ = [
     "source",
     "show",
     "export",
+    "GradientTape",
+    "Variable",
+    "constant",
     "S2SGradError",
     "UnsupportedError",
     "NonDifferentiableError",

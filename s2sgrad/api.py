@@ -141,7 +141,7 @@ class _Transform:
         ]
         self.generated: dict[frozenset, Any] = {}
         self.use_tape = mode == "tape"
-        functools.update_wrapper(self, f)
+        functools.update_wrapper(self, f, updated=())
 
     def _parameter(self, wrt, shift) -> str:
         if isinstance(wrt, str):
@@ -282,6 +282,10 @@ def _is_differentiable(value) -> bool:
 
 
 def _leaf_kind(value) -> str:
+    from s2sgrad.tape import is_tape_value, value_of
+
+    if is_tape_value(value):
+        value = value_of(value)
     if isinstance(value, bool):
         return "bool"
     if isinstance(value, (int, np.integer)):

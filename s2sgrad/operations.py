@@ -52,7 +52,7 @@ class Operation:
     or a declared non-differentiable function), ``call`` (a user function to differentiate
     in turn), ``pack`` (a tuple or list literal), ``comparison``, ``unknown`` (anything the
     transformer cannot see through), ``no rule`` (a library function with no derivative
-    rule).
+    rule), ``list pop`` (``items.pop()`` on a list used as working storage).
     """
 
     kind: str
@@ -67,7 +67,7 @@ class Operation:
 
     @property
     def differentiable(self) -> bool:
-        if self.kind in ("copy", "pack", "call", "unknown"):
+        if self.kind in ("copy", "pack", "call", "unknown", "list pop"):
             return True
         rule = self.rule
         return rule is None or rule.differentiable  # no rule: an error when differentiated
@@ -132,6 +132,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation("call", target, list(node.args), keywords, _dotted(func))
         return Operation("unknown", target, list(node.args), keywords, _dotted(func))
     if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+        if func.attr == "pop" and not node.args and not keywords:
+            return Operation("list pop", None, [func.value], {}, "list.pop()")
         method = getattr(np.ndarray, func.attr, None)
         if method is not None and get_rule(method) is not None:
             return _primitive(method, [func.value, *node.args], keywords)

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import gast
 
-from s2sgrad.syntax import COMMENT_MARK, clone, names_read, names_written
+from s2sgrad.syntax import COMMENT_MARK, clone, names_modified, names_read, names_written
 
 __all__ = ["optimize"]
 
@@ -84,7 +84,7 @@ class _Optimizer:
             if copy and isinstance(statement.value, gast.Name):
                 target, source = copy, statement.value.id
                 later = result[index + 1 :]
-                source_rewritten = any(source in names_written(s) for s in later)
+                source_rewritten = any(source in names_modified(s) for s in later)
                 if writes[target] == 1 and not source_rewritten and target != source:
                     for s in later:
                         _rename_reads(s, target, source)
@@ -129,7 +129,7 @@ class _Optimizer:
                         del result[index]
                         changed = True
                         break
-                    if names_written(later) & inputs or not self.pure_statement(later):
+                    if names_modified(later) & inputs or not self.pure_statement(later):
                         break
                 if changed:
                     break
@@ -162,7 +162,7 @@ class _Optimizer:
                     between = [s for s in result[earlier_index + 1 : index] if s is not None]
                     inputs = names_read(earlier.value)
                     if all(
-                        target not in names_read(s) and not (names_written(s) & inputs)
+                        target not in names_read(s) and not (names_modified(s) & inputs)
                         for s in between
                     ) and not any(_is_compound(s) for s in between):
                         value.left = earlier.value

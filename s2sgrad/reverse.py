@@ -1,15 +1,19 @@
 """Reverse mode: the forward sweep and the backward sweep of a normalised function.
 
-The forward sweep is the primal code (calls to other user functions replaced by calls
-to their own generated VJPs). The backward sweep visits the active statements in
-reverse and, for each, inlines the derivative rule of what it computes: the cotangent
-of its target flows into the cotangents of its operands. The first contribution to a
-cotangent is assigned, later ones are added.
+The forward sweep is the primal code, with calls to other user functions replaced by
+calls to their own generated VJPs, and with a value pushed on a stack just before a
+statement overwrites it, when the backward sweep will need it again. The backward sweep
+visits the active statements in reverse and, for each, inlines the derivative rule of
+what it computes, then pops what the statement overwrote. Branches are replayed with
+the same test; loops run their ``range`` backwards (or, for ``while`` loops and loops
+that ``break``, as many times as the forward sweep counted). The first contribution to
+a cotangent is assigned, later ones are added.
 """
 
 from __future__ import annotations
 
-import operator
+import inspect
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,15 +30,35 @@ from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     assign,
+    attribute,
     call,
     clone,
     comment,
     constant,
     load,
+    names_read,
+    names_written,
     store,
 )
 
 __all__ = ["ReverseSweeps", "reverse_sweeps"]
+
+FRESH_CONSTRUCTORS = {
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "copy",
+    "array",
+    "eye",
+    "identity",
+    "arange",
+    "linspace",
+}
 
 
 @dataclass
@@ -75,6 +99,17 @@ def reverse_sweeps(
     return sweeps.run(body)
 
 
+@dataclass
+class _Save:
+    """A value the forward sweep may push before overwriting it, and restore later."""
+
+    key: int
+    target: str  # the variable whose value is overwritten
+    index: gast.expr | None = None  # for y[index] = v: the element(s) overwritten
+    kind: str = "assign"  # assign | item | append | pop
+    used: bool = False
+
+
 class _Reverse:
     def __init__(
         self, parsed, wrt, activity, names, namespace, local_names, callee_vjp, containers, aux
@@ -90,7 +125,11 @@ class _Reverse:
         self.aux = aux
         self.adjoint_names: dict[str, str] = {}
         self.defined: set[str] = set()
+        self.owned: set[str] = set()  # cotangents known to be private, writable buffers
         self.np = namespace.bind("np", np)
+        self.saves: dict[int, _Save] = {}
+        self.stack = None
+        self.parameters = _parameters(parsed.node)
 
     # names ------------------------------------------------------------------------------
     def adjoint(self, variable: str) -> str:
@@ -101,6 +140,12 @@ class _Reverse:
     def helper(self, name: str) -> gast.Name:
         return load(self.namespace.bind(name, getattr(runtime, name)))
 
+    def active(self, name: str) -> bool:
+        return self.activity.is_active(name)
+
+    def is_active_expression(self, node: gast.expr) -> bool:
+        return any(isinstance(n, gast.Name) and self.active(n.id) for n in gast.walk(node))
+
     # driver -----------------------------------------------------------------------------
     def run(self, body: list[gast.stmt]) -> ReverseSweeps:
         *statements, final = body
@@ -109,188 +154,409 @@ class _Reverse:
                 f"{self.parsed.location(final)}: the function must end with a 'return' of "
                 "the value to differentiate"
             )
-        forward: list[gast.stmt] = []
-        for statement in statements:
-            forward.extend(self.forward_statement(statement))
+        self.writes = Counter(n for s in statements for n in names_written(s))
+        self.in_loops = _names_written_in_loops(statements)
+        self.mutated = _mutated_names(statements)
+        self.lists = _list_names(statements)
+        self.check_mutations(statements)
+        forward = self.forward_block(statements, in_loop=False)
         output = final.value
-        out_name = self.names.claim("dout") if True else ""
-        self.adjoint_names_output = out_name
-        blocks: list[list[gast.stmt]] = []
-        self.seed_output(output, out_name, blocks, final)
-        for statement in reversed(statements):
-            block = self.backward_statement(statement)
-            if block:
-                blocks.append(block)
-        backward = self.with_comments(blocks)
+        out_name = self.names.claim("dout")
+        seed = self.seed_output(output, out_name, final)
+        backward = seed + self.backward_block(statements, later_reads=names_read(final))
+        forward, backward = self.place_saves(forward, backward)
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
         return ReverseSweeps(forward, backward, output, out_name, adjoints)
+
+    def seed_output(self, output, out_name, final) -> list[gast.stmt]:
+        if isinstance(output, gast.Tuple):
+            elements = output.elts[:1] if self.aux else output.elts
+            block: list[gast.stmt] = []
+            for index, element in enumerate(elements):
+                if isinstance(element, gast.Name) and self.active(element.id):
+                    source = load(out_name)
+                    if not self.aux:
+                        source = gast.Subscript(
+                            value=source, slice=constant(index), ctx=gast.Load()
+                        )
+                    block.extend(self.contribute(element.id, source, final))
+            return block
+        if isinstance(output, gast.Name) and self.active(output.id):
+            self.adjoint_names[output.id] = out_name
+            self.defined.add(output.id)
+        return []
+
+    # checks -----------------------------------------------------------------------------
+    def check_mutations(self, statements: list[gast.stmt]) -> None:
+        """In-place updates must target arrays or lists the function created itself."""
+        fresh = _fresh_names(statements, self.parsed, self.local_names)
+        for statement in _walk(statements):
+            base = _mutated_base(statement)
+            if base is None:
+                continue
+            if base in self.parameters:
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: this changes the argument '{base}' in "
+                    f"place, and inputs are never mutated; copy it first ('{base} = "
+                    f"{base}.copy()') and update the copy"
+                )
+            if base not in fresh and (base in self.activity.varied or self.active(base)):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: '{base}' is updated in place but "
+                    "may share memory with another array; create it with np.zeros/np.copy/"
+                    f"x.copy() (e.g. '{base} = {base}.copy()') before updating it"
+                )
+
+    # forward ----------------------------------------------------------------------------
+    def forward_block(self, statements, in_loop: bool) -> list[gast.stmt]:
+        result: list[gast.stmt] = []
+        for statement in statements:
+            result.extend(self.forward_statement(statement, in_loop))
+        return result
+
+    def forward_statement(self, statement: gast.stmt, in_loop: bool) -> list[gast.stmt]:
+        if isinstance(statement, gast.If):
+            statement.body = self.forward_block(statement.body, in_loop) or [gast.Pass()]
+            statement.orelse = self.forward_block(statement.orelse, in_loop)
+            return [statement]
+        if isinstance(statement, (gast.For, gast.While)):
+            return self.forward_loop(statement, in_loop)
+        if isinstance(statement, gast.Assign):
+            return self.forward_assign(statement)
+        if isinstance(statement, gast.Expr):
+            return self.forward_expression(statement)
+        if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert)):
+            return [statement]
+        if names_written(statement) & self.activity.active:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
+                "statements that compute differentiated values cannot be transformed; "
+                "use mode='tape'"
+            )
+        return [statement]
+
+    def forward_assign(self, statement: gast.Assign) -> list[gast.stmt]:
+        target = statement.targets[0]
+        if isinstance(target, gast.Subscript):
+            base = target.value.id
+            if not (self.active(base) or base in self.activity.varied):
+                return [statement]
+            save = self.new_save(statement, base, "item", index=clone(target.slice))
+            return [self.save_marker(save), statement]
+        targets = _target_names(target)
+        result: list[gast.stmt] = []
+        if any(self.active(t) for t in targets):
+            operation = classify(statement.value, self.parsed, self.local_names)
+            if operation.kind == "call":
+                statement = self.forward_call(statement, operation)
+            elif operation.kind == "no rule":
+                raise NonDifferentiableError(
+                    f"{self.parsed.location(statement)}: {operation.description} has no "
+                    "derivative rule; give it one with @s2sgrad.derivative(of=...), or "
+                    "wrap the value in s2sgrad.stop_gradient if it needs none"
+                )
+            elif operation.kind == "unknown":
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: cannot differentiate through "
+                    f"{operation.description}; register a rule with "
+                    "@s2sgrad.derivative, or use mode='tape'"
+                )
+            elif operation.kind == "list pop":
+                owner = operation.args[0].id
+                popped = load(targets[0])
+                result.append(self.save_marker(self.new_save(statement, owner, "pop", popped)))
+        if not getattr(statement, "s2s_counter", False):
+            for name in targets:
+                if self.overwritten(name):
+                    result.append(self.save_marker(self.new_save(statement, name, "assign")))
+        result.append(statement)
+        return result
+
+    def forward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
+        value = statement.value
+        if _is_list_method(value, "append"):
+            owner = value.func.value.id
+            if self.active(owner) or owner in self.activity.varied:
+                return [self.save_marker(self.new_save(statement, owner, "append")), statement]
+            return [statement]
+        if _is_list_method(value, "pop") and self.active(value.func.value.id):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: a list of differentiated values is popped "
+                "without keeping the value; write 'value = items.pop()' instead"
+            )
+        return [statement]
+
+    def forward_loop(self, loop, in_loop: bool) -> list[gast.stmt]:
+        prefix: list[gast.stmt] = []
+        if isinstance(loop, gast.While) or _breaks(loop.body):
+            counter = self.names.fresh("iterations")
+            if in_loop:
+                self.in_loops.add(counter)
+            loop._s2s_counter = counter
+            start = assign(counter, constant(0), like=loop)
+            increment = assign(
+                counter, gast.BinOp(left=load(counter), op=gast.Add(), right=constant(1))
+            )
+            increment.s2s_counter = True
+            prefix.extend(self.forward_assign(start))
+            loop.body = [increment, *loop.body]
+        elif not getattr(loop, "s2s_range", False) and self.loop_is_active(loop):
+            raise UnsupportedError(
+                f"{self.parsed.location(loop)}: this loop iterates over something the "
+                "transformer cannot replay backwards; iterate over range(...), an array, "
+                "a list, enumerate or zip, or use mode='tape'"
+            )
+        loop.body = self.forward_block(loop.body, in_loop=True) or [gast.Pass()]
+        if loop.orelse:
+            raise UnsupportedError(
+                f"{self.parsed.location(loop)}: 'else' clauses on loops are not supported; "
+                "use a flag variable instead"
+            )
+        return [*prefix, loop]
+
+    def loop_is_active(self, loop) -> bool:
+        return bool(set().union(*(names_written(s) for s in loop.body)) & self.activity.active)
+
+    def overwritten(self, name: str) -> bool:
+        return self.writes[name] > 1 or name in self.in_loops or name in self.parameters
+
+    # saving values ------------------------------------------------------------------------
+    def new_save(self, statement, target: str, kind: str, index=None) -> _Save:
+        save = _Save(key=len(self.saves), target=target, index=index, kind=kind)
+        self.saves[save.key] = save
+        statement._s2s_saves = [*getattr(statement, "_s2s_saves", []), save]
+        return save
+
+    def save_marker(self, save: _Save) -> gast.stmt:
+        marker = gast.Expr(value=constant(f"__s2s_push__:{save.key}"))
+        return marker
+
+    def restore_marker(self, save: _Save) -> gast.stmt:
+        return gast.Expr(value=constant(f"__s2s_pop__:{save.key}"))
+
+    def place_saves(self, forward, backward):
+        """Turn save markers into pushes/pops for values the backward sweep reads."""
+        needed = names_read_outside_markers(backward) - set(self.adjoint_names.values())
+        changed = True
+        while changed:
+            changed = False
+            for save in self.saves.values():
+                if not save.used and save.target in needed:
+                    save.used = changed = True
+                    if save.index is not None:
+                        needed |= names_read(save.index)
+        prologue = []
+        if any(s.used for s in self.saves.values()):
+            self.stack = self.names.claim("stack")
+            prologue.append(assign(self.stack, gast.List(elts=[], ctx=gast.Load())))
+            pushed = {
+                s.target
+                for s in self.saves.values()
+                if s.used and s.kind == "assign" and s.target not in self.parameters
+            }
+            prologue.extend(assign(name, constant(None)) for name in sorted(pushed))
+        forward = self.expand_markers(forward, "__s2s_push__:", self.push_code)
+        backward = self.expand_markers(backward, "__s2s_pop__:", self.pop_code)
+        return prologue + forward, backward
+
+    def expand_markers(self, statements, prefix, code):
+        result = []
+        for statement in statements:
+            key = _marker_key(statement, prefix)
+            if key is not None:
+                save = self.saves[key]
+                generated = code(save) if save.used else None
+                if generated is not None:
+                    result.append(generated)
+                continue
+            for field in ("body", "orelse"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                    expanded = self.expand_markers(inner, prefix, code)
+                    if field == "body":
+                        expanded = expanded or [gast.Pass()]
+                    setattr(statement, field, expanded)
+            result.append(statement)
+        return result
+
+    def push_code(self, save: _Save) -> gast.stmt | None:
+        stack = load(self.stack)
+        if save.kind == "item":
+            value: gast.expr = call(
+                self.helper("snapshot"),
+                [gast.Subscript(value=load(save.target), slice=clone(save.index), ctx=gast.Load())],
+            )
+        elif save.kind in ("append", "pop"):
+            return None  # the list itself records what the backward sweep undoes
+        else:
+            value = load(save.target)
+        return gast.Expr(value=call(attribute(stack, "append"), [value]))
+
+    def pop_code(self, save: _Save) -> gast.stmt:
+        popped = call(attribute(load(self.stack), "pop"))
+        if save.kind == "item":
+            target = gast.Subscript(
+                value=load(save.target), slice=clone(save.index), ctx=gast.Store()
+            )
+            return gast.Assign(targets=[target], value=popped, type_comment=None)
+        if save.kind == "append":
+            return gast.Expr(value=call(attribute(load(save.target), "pop")))
+        if save.kind == "pop":  # v = L.pop(): put v back
+            return gast.Expr(value=call(attribute(load(save.target), "append"), [clone(save.index)]))
+        return assign(save.target, popped)
+
+    # backward: blocks ---------------------------------------------------------------------
+    def backward_block(self, statements, later_reads: set[str]) -> list[gast.stmt]:
+        blocks: list[list[gast.stmt]] = []
+        reads_after = set(later_reads)
+        after_sets = []
+        for statement in reversed(statements):
+            after_sets.append(set(reads_after))
+            reads_after |= names_read(statement)
+        for statement, after in zip(reversed(statements), after_sets):
+            block = self.backward_statement(statement, after)
+            for save in getattr(statement, "_s2s_saves", []):
+                block.append(self.restore_marker(save))
+            if block:
+                blocks.append(block)
+        return self.with_comments(blocks)
 
     def with_comments(self, blocks: list[list[gast.stmt]]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
         last_line = None
         for block in blocks:
-            line = getattr(block[0], "lineno", None)
-            if line is not None and line != last_line:
-                text = self.parsed.source_line(block[0])
+            first = block[0]
+            line = getattr(first, "lineno", None)
+            if line is not None and line != last_line and not _is_marker(first):
+                text = self.parsed.source_line(first)
                 if text:
                     result.append(comment(f"grad of: {text}"))
                 last_line = line
             result.extend(block)
         return result
 
-    def seed_output(self, output, out_name, blocks, final) -> None:
-        if isinstance(output, gast.Tuple):
-            elements = output.elts[:1] if self.aux else output.elts
-            block = []
-            for index, element in enumerate(elements):
-                if isinstance(element, gast.Name) and self.activity.is_active(element.id):
-                    source = (
-                        load(out_name)
-                        if self.aux
-                        else gast.Subscript(
-                            value=load(out_name), slice=constant(index), ctx=gast.Load()
-                        )
-                    )
-                    block.extend(self.contribute(element.id, source, final))
-            if block:
-                blocks.append(block)
-        elif isinstance(output, gast.Name) and self.activity.is_active(output.id):
-            self.adjoint_names[output.id] = out_name
-            self.defined.add(output.id)
-
-    # forward ----------------------------------------------------------------------------
-    def forward_statement(self, statement: gast.stmt) -> list[gast.stmt]:
-        if isinstance(statement, gast.Assign) and isinstance(
-            statement.targets[0], (gast.Name, gast.Tuple, gast.List)
-        ):
-            targets = _target_names(statement.targets[0])
-            if any(self.activity.is_active(t) for t in targets):
-                operation = classify(statement.value, self.parsed, self.local_names)
-                if operation.kind == "call":
-                    return [self.forward_call(statement, operation)]
-                if operation.kind == "no rule":
-                    raise NonDifferentiableError(
-                        f"{self.parsed.location(statement)}: {operation.description} has no "
-                        "derivative rule; give it one with @s2sgrad.derivative(of=...), or "
-                        "wrap the value in s2sgrad.stop_gradient if it needs none"
-                    )
-                if operation.kind == "unknown":
-                    raise UnsupportedError(
-                        f"{self.parsed.location(statement)}: cannot differentiate through "
-                        f"{operation.description}; register a rule with "
-                        "@s2sgrad.derivative, or use mode='tape'"
-                    )
-            return [statement]
-        if isinstance(statement, (gast.Expr, gast.Pass, gast.Assert)):
-            return [statement]
-        if isinstance(statement, gast.Assign):
-            return self.forbid_mutation(statement)
-        written = _written(statement)
-        if written & self.activity.active:
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
-                "statements that compute differentiated values are not supported yet; "
-                "use mode='tape'"
-            )
-        return [statement]
-
-    def forbid_mutation(self, statement: gast.Assign) -> list[gast.stmt]:
+    def backward_statement(self, statement: gast.stmt, later_reads: set[str]) -> list[gast.stmt]:
+        if isinstance(statement, gast.If):
+            return self.backward_if(statement, later_reads)
+        if isinstance(statement, (gast.For, gast.While)):
+            return self.backward_loop(statement, later_reads)
+        if isinstance(statement, gast.Expr):
+            return self.backward_expression(statement)
+        if not isinstance(statement, gast.Assign):
+            return []
         target = statement.targets[0]
-        base = target
-        while isinstance(base, (gast.Subscript, gast.Attribute)):
-            base = base.value
-        if isinstance(base, gast.Name) and base.id in self.parsed_parameters():
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: this assignment changes the argument "
-                f"'{base.id}' in place, and inputs are never mutated; copy it first "
-                f"('{base.id} = {base.id}.copy()') and update the copy"
-            )
-        if isinstance(base, gast.Name) and (
-            base.id in self.activity.varied or self.activity.is_active(base.id)
-        ):
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: in-place updates of differentiated "
-                "arrays are not supported yet; build the array with np.where / "
-                "np.concatenate, or use mode='tape'"
-            )
-        return [statement]
+        if isinstance(target, gast.Subscript):
+            return self.backward_item_assignment(statement)
+        return self.backward_assign(statement)
 
-    def parsed_parameters(self) -> set[str]:
-        args = self.parsed.node.args
-        return {a.id for a in args.args + args.kwonlyargs}
+    def backward_if(self, statement: gast.If, later_reads) -> list[gast.stmt]:
+        touched = set().union(*(names_written(s) for s in statement.body + statement.orelse))
+        if not (touched & self.activity.active):
+            return []
+        entry_defined, entry_owned = set(self.defined), set(self.owned)
+        body = self.backward_block(statement.body, later_reads)
+        body_defined, body_owned = self.defined, self.owned
+        self.defined, self.owned = set(entry_defined), set(entry_owned)
+        orelse = self.backward_block(statement.orelse, later_reads)
+        else_defined, else_owned = self.defined, self.owned
+        union = body_defined | else_defined
+        body += self.zeros_for(union - body_defined)
+        orelse += self.zeros_for(union - else_defined)
+        self.defined = union
+        self.owned = (body_owned | (union - body_defined)) & (else_owned | (union - else_defined))
+        self.owned = {n for n in self.owned if n in {self.adjoint(v) for v in union}}
+        if not _has_code(body) and not _has_code(orelse):
+            return [s for s in body + orelse if _is_marker(s)]
+        test = clone(statement.test)
+        if not _has_code(body):
+            body, orelse = orelse, []
+            test = gast.UnaryOp(op=gast.Not(), operand=test)
+        return [gast.copy_location(gast.If(test=test, body=body, orelse=orelse), statement)]
 
-    def forward_call(self, statement: gast.Assign, operation: Operation) -> gast.stmt:
-        function = operation.primitive
-        active = self.active_parameters(function, operation, statement)
-        vjp_function = self.callee_vjp(function, active, statement)
-        vjp_name = self.namespace.bind(f"{function.__name__}_vjp", vjp_function)
-        targets = _target_names(statement.targets[0])
-        pullback = self.names.claim(f"{targets[0]}_pullback" if len(targets) == 1 else "pullback")
-        statement._s2s_pullback = (pullback, active, operation)
-        new_value = call(load(vjp_name), operation.args, operation.keywords)
-        target = gast.Tuple(elts=[clone(statement.targets[0]), store(pullback)], ctx=gast.Store())
-        for node in gast.walk(target):
-            if isinstance(node, gast.Name):
-                node.ctx = gast.Store()
-        result = assign(target, new_value, like=statement)
-        result._s2s_pullback = statement._s2s_pullback
-        statement._s2s_forward = result
+    def zeros_for(self, variables) -> list[gast.stmt]:
+        result = []
+        for variable in sorted(variables):
+            name = self.adjoint(variable)
+            result.append(assign(name, call(self.helper("zeros_like_value"), [load(variable)])))
+            self.owned.add(name)
         return result
 
-    def active_parameters(self, function, operation: Operation, node) -> tuple[str, ...]:
-        import inspect
+    def backward_loop(self, loop, later_reads) -> list[gast.stmt]:
+        written = set().union(*(names_written(s) for s in loop.body))
+        read = set().union(*(names_read(s) for s in loop.body))
+        if not (written & self.activity.active):
+            return []
+        local = _iteration_local(loop.body) - self.defined
+        carried = {v for v in (read - local) | (written & self.defined) if self.active(v)}
+        carried |= {v for v in written & later_reads if self.active(v) and v in self.defined}
+        before = self.zeros_for(carried - self.defined)
+        for variable in sorted(carried & self.mutated):
+            name = self.adjoint(variable)
+            if name not in self.owned:
+                before.append(assign(name, call(self.helper("owned"), [load(name)])))
+                self.owned.add(name)
+        self.defined |= carried
+        outside = set(self.defined)
+        reads_inside = later_reads | read
+        body = self.backward_block(loop.body, reads_inside)
+        body += self.zeros_for(carried - self.defined)
+        self.defined = outside
+        counter = getattr(loop, "_s2s_counter", None)
+        if isinstance(loop, gast.While):
+            header = gast.For(
+                target=store(self.names.claim("_")),
+                iter=call(load("range"), [load(counter)]),
+                body=body or [gast.Pass()],
+                orelse=[],
+                type_comment=None,
+            )
+        else:
+            sequence: gast.expr = clone(loop.iter)
+            if counter is not None:
+                sequence = gast.Subscript(
+                    value=sequence,
+                    slice=gast.Slice(lower=None, upper=load(counter), step=None),
+                    ctx=gast.Load(),
+                )
+            header = gast.For(
+                target=clone(loop.target),
+                iter=call(load("reversed"), [sequence]),
+                body=body or [gast.Pass()],
+                orelse=[],
+                type_comment=None,
+            )
+        return [*before, gast.copy_location(header, loop)]
 
-        signature = inspect.signature(function)
-        placeholders = [_Placeholder(a) for a in operation.args]
-        keywords = {k: _Placeholder(v) for k, v in operation.keywords.items()}
-        try:
-            bound = signature.bind(*placeholders, **keywords)
-        except TypeError as error:
-            raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
-        active = []
-        for name, value in bound.arguments.items():
-            values = value if isinstance(value, (tuple, dict)) else [value]
-            values = values.values() if isinstance(values, dict) else values
-            if any(
-                isinstance(v, _Placeholder) and self.is_active_expression(v.node) for v in values
-            ):
-                active.append(name)
-        return tuple(active)
-
-    def is_active_expression(self, node: gast.expr) -> bool:
-        return any(
-            isinstance(n, gast.Name) and self.activity.is_active(n.id) for n in gast.walk(node)
-        )
-
-    # backward ---------------------------------------------------------------------------
+    # backward: statements -----------------------------------------------------------------
     def contribute(self, variable: str, value: gast.expr, like: gast.AST) -> list[gast.stmt]:
         name = self.adjoint(variable)
         if variable not in self.defined:
             self.defined.add(variable)
+            self.owned.discard(name)
+            if isinstance(value, gast.Name):
+                self.owned.discard(value.id)
             return [assign(name, value, like=like)]
-        if variable in self.containers:
+        if variable in self.containers or variable in self.lists:
             total = call(self.helper("add_cotangents"), [load(name), value])
         else:
             total = gast.BinOp(left=load(name), op=gast.Add(), right=value)
+            self.owned.add(name)
         return [assign(name, total, like=like)]
 
-    def backward_statement(self, statement: gast.stmt) -> list[gast.stmt]:
-        if not isinstance(statement, gast.Assign):
-            return []
-        target = statement.targets[0]
-        if not isinstance(target, (gast.Name, gast.Tuple, gast.List)):
-            return []
+    def backward_assign(self, statement: gast.Assign) -> list[gast.stmt]:
+        target = getattr(statement, "_s2s_original_target", statement.targets[0])
         targets = _target_names(target)
-        if not any(t in self.defined and self.activity.is_active(t) for t in targets):
+        if getattr(statement, "s2s_counter", False):
+            return []
+        if not any(t in self.defined and self.active(t) for t in targets):
+            for t in targets:
+                self.defined.discard(t)
             return []
         if isinstance(target, gast.Name):
             cotangent: gast.expr = load(self.adjoint(target.id))
         else:
             cotangent = gast.Tuple(
-                elts=[
-                    load(self.adjoint(t)) if t in self.defined else constant(None) for t in targets
-                ],
-                ctx=gast.Load(),
+                elts=[self.tuple_entry(t, statement) for t in targets], ctx=gast.Load()
             )
         answer: gast.expr = clone(target)
         for node in gast.walk(answer):
@@ -299,11 +565,12 @@ class _Reverse:
         block: list[gast.stmt] = []
         for t in targets:
             self.defined.discard(t)  # earlier values of t have cotangents of their own
-        if any(_reads(arg, t) for arg in [statement.value] for t in targets):
+            self.owned.discard(self.adjoint(t))
+        if any(_reads(statement.value, t) for t in targets):
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)
-        pullback = getattr(getattr(statement, "_s2s_forward", None), "_s2s_pullback", None)
+        pullback = getattr(statement, "_s2s_pullback", None)
         if pullback is not None:
             block.extend(self.backward_call(statement, cotangent, pullback))
             return block
@@ -312,17 +579,82 @@ class _Reverse:
             block.extend(self.contribute(operation.args[0].id, cotangent, statement))
         elif operation.kind == "pack":
             for index, element in enumerate(operation.args):
-                if isinstance(element, gast.Name) and self.activity.is_active(element.id):
+                if isinstance(element, gast.Name) and self.active(element.id):
                     part = gast.Subscript(value=cotangent, slice=constant(index), ctx=gast.Load())
                     block.extend(self.contribute(element.id, part, statement))
+        elif operation.kind == "list pop":
+            owner = operation.args[0].id
+            if self.active(owner):
+                block.extend(self.ensure_defined(owner))
+                block.append(
+                    gast.Expr(value=call(attribute(load(self.adjoint(owner)), "append"), [cotangent]))
+                )
         elif operation.kind == "primitive" and operation.differentiable:
             block.extend(self.backward_primitive(statement, operation, cotangent, answer))
-        elif operation.kind in ("unknown",):
+        elif operation.kind == "unknown":
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: cannot differentiate through "
                 f"{operation.description}; use mode='tape'"
             )
         return block
+
+    def tuple_entry(self, variable: str, statement) -> gast.expr:
+        if variable in self.defined:
+            return load(self.adjoint(variable))
+        if getattr(statement, "_s2s_pullback", None) is not None:
+            return call(self.helper("zeros_like_value"), [load(variable)])
+        return constant(None)
+
+    def ensure_defined(self, variable: str) -> list[gast.stmt]:
+        if variable in self.defined:
+            return []
+        self.defined.add(variable)
+        return self.zeros_for([variable])
+
+    def ensure_owned(self, variable: str) -> list[gast.stmt]:
+        block = self.ensure_defined(variable)
+        name = self.adjoint(variable)
+        if name not in self.owned:
+            block.append(assign(name, call(self.helper("owned"), [load(name)])))
+            self.owned.add(name)
+        return block
+
+    def backward_item_assignment(self, statement: gast.Assign) -> list[gast.stmt]:
+        """``y[index] = v``: v receives dy[index]; dy[index] is then zero."""
+        target = statement.targets[0]
+        base = target.value.id
+        if base not in self.defined or not self.active(base):
+            return []
+        index = index_expression(clone(target.slice))
+        self.numpy_names(index)
+        adjoint = self.adjoint(base)
+        block: list[gast.stmt] = []
+        value = statement.value
+        part = gast.Subscript(value=load(adjoint), slice=clone(target.slice), ctx=gast.Load())
+        part = call(self.helper("snapshot"), [part])  # the buffer is zeroed in place next
+        if isinstance(value, gast.Name) and self.active(value.id):
+            contribution = call(self.helper("unbroadcast"), [part, load(value.id)])
+            block.extend(self.contribute(value.id, contribution, statement))
+        block.extend(self.ensure_owned(base))
+        zero = gast.Subscript(value=load(adjoint), slice=clone(target.slice), ctx=gast.Store())
+        block.append(gast.Assign(targets=[zero], value=constant(0.0), type_comment=None))
+        return [_locate_all(s, statement) for s in block]
+
+    def backward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
+        value = statement.value
+        if not _is_list_method(value, "append"):
+            return []
+        owner = value.func.value.id
+        element = value.args[0] if value.args else None
+        if owner not in self.defined or not self.active(owner):
+            return []
+        popped = call(attribute(load(self.adjoint(owner)), "pop"))
+        block = self.ensure_owned(owner)
+        if isinstance(element, gast.Name) and self.active(element.id):
+            block.extend(self.contribute(element.id, popped, statement))
+        else:
+            block.append(gast.Expr(value=popped))
+        return [_locate_all(s, statement) for s in block]
 
     def backward_primitive(self, statement, operation, cotangent, answer) -> list[gast.stmt]:
         rule = operation.rule
@@ -354,42 +686,30 @@ class _Reverse:
             )
         block: list[gast.stmt] = []
         if inlined is None:
-            primitive = load(
-                self.namespace.bind(_primitive_name(operation.primitive), operation.primitive)
+            primitive_name = self.namespace.bind(
+                _primitive_name(operation.primitive), operation.primitive
             )
             result = self.names.fresh("cotangents")
-            block.append(
-                assign(
-                    result,
-                    call(
-                        self.helper("vjp_call"),
-                        [primitive, cotangent, answer, *args],
-                        operation.keywords,
-                    ),
-                    like=statement,
-                )
-            )
+            arguments = [load(primitive_name), cotangent, answer, *args]
+            rule_call = call(self.helper("vjp_call"), arguments, operation.keywords)
+            block.append(assign(result, rule_call, like=statement))
             entries = [
                 gast.Subscript(value=load(result), slice=constant(i), ctx=gast.Load())
                 for i in range(len(args))
             ]
         else:
-            for s in inlined.statements:
-                block.append(_locate_all(s, statement))
+            block.extend(_locate_all(s, statement) for s in inlined.statements)
             entries = inlined.entries
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
-            if entry is None:
-                continue
-            block.extend(self.distribute(args[index], entry, statement))
+            if entry is not None:
+                block.extend(self.distribute(args[index], entry, statement))
         return block
 
     def distribute(self, argument: gast.expr, value: gast.expr, like) -> list[gast.stmt]:
         """Send ``value`` to the cotangents of the active names inside ``argument``."""
         if isinstance(argument, gast.Name):
-            if self.activity.is_active(argument.id):
-                return self.contribute(argument.id, value, like)
-            return []
+            return self.contribute(argument.id, value, like) if self.active(argument.id) else []
         if isinstance(argument, (gast.Tuple, gast.List)):
             block = []
             if not isinstance(value, (gast.Tuple, gast.List, gast.Name)):
@@ -409,17 +729,50 @@ class _Reverse:
             return block
         return []
 
+    # calls to user functions --------------------------------------------------------------
+    def forward_call(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
+        function = operation.primitive
+        active = self.active_parameters(function, operation, statement)
+        vjp_function = self.callee_vjp(function, active, statement)
+        vjp_name = self.namespace.bind(vjp_function.__name__, vjp_function)
+        targets = _target_names(statement.targets[0])
+        stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
+        pullback = self.names.claim(stem)
+        target = gast.Tuple(elts=[clone(statement.targets[0]), store(pullback)], ctx=gast.Store())
+        for node in gast.walk(target):
+            if isinstance(node, gast.Name):
+                node.ctx = gast.Store()
+        statement._s2s_original_target = statement.targets[0]
+        statement.targets = [target]
+        statement.value = call(load(vjp_name), operation.args, operation.keywords)
+        statement._s2s_pullback = (pullback, active, operation)
+        return statement
+
+    def active_parameters(self, function, operation: Operation, node) -> tuple[str, ...]:
+        bound = self.bind(function, operation, node)
+        active = []
+        for name, value in bound.arguments.items():
+            values = value.values() if isinstance(value, dict) else value
+            values = values if isinstance(value, (tuple, dict)) else [value]
+            if any(
+                isinstance(v, _Placeholder) and self.is_active_expression(v.node) for v in values
+            ):
+                active.append(name)
+        return tuple(active)
+
+    def bind(self, function, operation, node):
+        placeholders = [_Placeholder(a) for a in operation.args]
+        keywords = {k: _Placeholder(v) for k, v in operation.keywords.items()}
+        try:
+            return inspect.signature(function).bind(*placeholders, **keywords)
+        except TypeError as error:
+            raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
+
     def backward_call(self, statement, cotangent, pullback_info) -> list[gast.stmt]:
         pullback, active, operation = pullback_info
-        import inspect
-
-        signature = inspect.signature(operation.primitive)
-        bound = signature.bind(
-            *[_Placeholder(a) for a in operation.args],
-            **{k: _Placeholder(v) for k, v in operation.keywords.items()},
-        )
+        bound = self.bind(operation.primitive, operation, statement)
         block: list[gast.stmt] = []
-        results = [self.names.fresh("d_" + name) for name in active]
+        results = [self.names.claim("d" + name) for name in active]
         if len(results) == 1:
             target: gast.expr = store(results[0])
         else:
@@ -431,9 +784,7 @@ class _Reverse:
                 block.extend(self.distribute(value.node, load(result), statement))
             elif isinstance(value, tuple):  # *args: the pullback returns a tuple for them
                 for index, item in enumerate(value):
-                    part = gast.Subscript(
-                        value=load(result), slice=constant(index), ctx=gast.Load()
-                    )
+                    part = gast.Subscript(value=load(result), slice=constant(index), ctx=gast.Load())
                     block.extend(self.distribute(item.node, part, statement))
         return block
 
@@ -451,23 +802,171 @@ class _Placeholder:
         self.node = node
 
 
+# helpers ----------------------------------------------------------------------------------
+def _parameters(node: gast.FunctionDef) -> set[str]:
+    args = node.args
+    return {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+
+
 def _target_names(target: gast.expr) -> list[str]:
     if isinstance(target, gast.Name):
         return [target.id]
     return [e.id for e in target.elts if isinstance(e, gast.Name)]
 
 
-def _written(statement: gast.stmt) -> set[str]:
-    from s2sgrad.syntax import names_written
+def _walk(statements):
+    for statement in statements:
+        yield statement
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                yield from _walk(inner)
 
-    return names_written(statement)
+
+def _names_written_in_loops(statements) -> set[str]:
+    result = set()
+    for statement in _walk(statements):
+        if isinstance(statement, (gast.For, gast.While)):
+            for inner in statement.body:
+                result |= names_written(inner)
+            result |= names_written(statement.target) if isinstance(statement, gast.For) else set()
+    return result
+
+
+def _mutated_base(statement) -> str | None:
+    if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Subscript):
+        base = statement.targets[0].value
+        return base.id if isinstance(base, gast.Name) else None
+    if isinstance(statement, gast.Expr) and (
+        _is_list_method(statement.value, "append") or _is_list_method(statement.value, "pop")
+    ):
+        return statement.value.func.value.id
+    return None
+
+
+def _mutated_names(statements) -> set[str]:
+    return {b for s in _walk(statements) if (b := _mutated_base(s)) is not None}
+
+
+def _fresh_names(statements, parsed, local_names) -> set[str]:
+    """Names every assignment of which creates a new array or list."""
+    verdict: dict[str, bool] = {}
+    for statement in _walk(statements):
+        if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
+            continue
+        name = statement.targets[0].id
+        verdict[name] = verdict.get(name, True) and _creates_new(statement.value, parsed, local_names)
+    return {n for n, fresh in verdict.items() if fresh}
+
+
+def _creates_new(value: gast.expr, parsed, local_names) -> bool:
+    if isinstance(value, (gast.List, gast.BinOp, gast.UnaryOp)):
+        return True
+    if isinstance(value, gast.Call):
+        func = value.func
+        if isinstance(func, gast.Attribute) and func.attr == "copy":
+            return True
+        if isinstance(func, gast.Name) and func.id == "list":
+            return True
+        target = parsed.resolve(func) if not (
+            isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+            and func.value.id in local_names
+        ) else None
+        name = getattr(target, "__name__", "")
+        module = getattr(target, "__module__", "") or ""
+        return name in FRESH_CONSTRUCTORS and module.startswith("numpy")
+    return False
+
+
+def _list_names(statements) -> set[str]:
+    """Variables that hold Python lists (their cotangents are lists too)."""
+    result = set()
+    for statement in _walk(statements):
+        if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name):
+            value = statement.value
+            is_list = isinstance(value, gast.List) or (
+                isinstance(value, gast.Call)
+                and isinstance(value.func, gast.Name)
+                and value.func.id == "list"
+            )
+            if is_list:
+                result.add(statement.targets[0].id)
+    return result
+
+
+def _is_list_method(value, method: str) -> bool:
+    return (
+        isinstance(value, gast.Call)
+        and isinstance(value.func, gast.Attribute)
+        and value.func.attr == method
+        and isinstance(value.func.value, gast.Name)
+    )
+
+
+def _iteration_local(body: list[gast.stmt]) -> set[str]:
+    """Variables each iteration assigns (unconditionally) before it reads them."""
+    seen_reads: set[str] = set()
+    local: set[str] = set()
+    for statement in body:
+        if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], (gast.Name, gast.Tuple)):
+            seen_reads |= names_read(statement.value)
+            for name in names_written(statement.targets[0]):
+                if name not in seen_reads:
+                    local.add(name)
+        else:
+            seen_reads |= names_read(statement)
+            seen_reads |= names_written(statement)  # conditional writes are not definite
+    return local
+
+
+def _breaks(body) -> bool:
+    for statement in body:
+        if isinstance(statement, gast.Break):
+            return True
+        if isinstance(statement, (gast.For, gast.While, gast.FunctionDef)):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and _breaks(inner):
+                return True
+    return False
 
 
 def _reads(node: gast.AST, name: str) -> bool:
     return any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node))
 
 
+def _marker_key(statement, prefix: str) -> int | None:
+    if (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Constant)
+        and isinstance(statement.value.value, str)
+        and statement.value.value.startswith(prefix)
+    ):
+        return int(statement.value.value[len(prefix) :])
+    return None
+
+
+def _is_marker(statement) -> bool:
+    return (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Constant)
+        and isinstance(statement.value.value, str)
+        and statement.value.value.startswith(("__s2s_pop__:", "__s2s_push__:"))
+    )
+
+
+def _has_code(statements) -> bool:
+    return any(not _is_marker(s) and not isinstance(s, gast.Pass) for s in statements)
+
+
+def names_read_outside_markers(statements) -> set[str]:
+    return set().union(*(names_read(s) for s in statements)) if statements else set()
+
+
 def _locate_all(statement: gast.stmt, like: gast.AST) -> gast.stmt:
+    if getattr(like, "lineno", None) is None:
+        return statement
     for node in gast.walk(statement):
         if "lineno" in getattr(node, "_attributes", ()):
             node.lineno = like.lineno
@@ -488,6 +987,3 @@ def _describe(primitive) -> str:
 def _primitive_name(primitive) -> str:
     name = getattr(primitive, "__name__", None) or "primitive"
     return name if name.isidentifier() else "primitive"
-
-
-_ = (operator, index_expression)

@@ -19,6 +19,7 @@ __all__ = [
     "located",
     "names_read",
     "names_written",
+    "names_modified",
     "is_atom",
     "COMMENT_MARK",
     "comment",
@@ -98,6 +99,27 @@ def names_written(node: gast.AST) -> set[str]:
                 found.add(current.name)
             continue
         stack.extend(gast.iter_child_nodes(current))
+    return found
+
+
+def names_modified(node: gast.AST) -> set[str]:
+    """Names a statement rebinds or changes in place (``y[i] = v``, ``items.append(v)``)."""
+    found = names_written(node)
+    for child in gast.walk(node):
+        if isinstance(child, (gast.Subscript, gast.Attribute)) and isinstance(
+            child.ctx, gast.Store
+        ):
+            base = child.value
+            while isinstance(base, (gast.Subscript, gast.Attribute)):
+                base = base.value
+            if isinstance(base, gast.Name):
+                found.add(base.id)
+        if (
+            isinstance(child, gast.Call)
+            and isinstance(child.func, gast.Attribute)
+            and isinstance(child.func.value, gast.Name)
+        ):
+            found.add(child.func.value.id)  # a method may change its receiver
     return found
 
 

@@ -13,6 +13,7 @@ and options.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import threading
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from s2sgrad.optimize import optimize
 from s2sgrad.passes.activity import analyse_activity
 from s2sgrad.passes.anf import to_anf
 from s2sgrad.passes.desugar import desugar
+from s2sgrad.passes.jumps import structure_jumps
+from s2sgrad.passes.loops import normalise_loops
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.passes.rename import rename_reassignments
 from s2sgrad.reverse import ReverseSweeps, reverse_sweeps
@@ -42,6 +45,7 @@ from s2sgrad.syntax import (
     constant,
     load,
     names_read,
+    names_modified,
     names_written,
     store,
 )
@@ -112,6 +116,9 @@ def _build(request: _Request) -> GeneratedFunction:
     names = NameGenerator(_all_names(node))
     desugar(node, names)
     parameters = _parameter_names(node)
+    local_names = parameters | names_written_in(node)
+    normalise_loops(node, names, lambda name: parsed.resolve_name(name) is getattr(builtins, name))
+    structure_jumps(node, names)
     local_names = parameters | names_written_in(node)
     to_anf(node, names, local_names)
     rename_reassignments(node, names)
@@ -186,11 +193,7 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
             type_comment=None,
             type_params=[],
         )
-        reassigned = names_written_in(pullback) & set(
-            n for s in sweeps.forward for n in names_written(s)
-        )
-        if reassigned:
-            pullback.body.insert(0, gast.Nonlocal(names=sorted(reassigned)))
+        _private_state(pullback, sweeps.forward, names, helper)
         result = gast.Tuple(elts=[clone(output), load(pullback_name)], ctx=gast.Load())
         body = [*sweeps.forward, pullback, gast.Return(value=result)]
         body = optimize(body, is_pure)
@@ -230,6 +233,21 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         type_params=[],
     )
     return generated
+
+
+def _private_state(pullback: gast.FunctionDef, forward, names, helper) -> None:
+    """Let the pullback restore values into copies, so it can be called again."""
+    forward_names = {n for s in forward for n in names_written(s)}
+    changed = set()
+    for statement in pullback.body:
+        changed |= names_modified(statement)
+    changed &= forward_names
+    renames = {name: names.claim(f"{name}_") for name in sorted(changed)}
+    for node in gast.walk(gast.Module(body=pullback.body, type_ignores=[])):
+        if isinstance(node, gast.Name) and node.id in renames:
+            node.id = renames[node.id]
+    copies = [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
+    pullback.body[:0] = copies
 
 
 def _purity(namespace: Namespace):

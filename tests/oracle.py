@@ -22,18 +22,16 @@ def numeric_grad(f, args, index, kwargs=None, step=STEP):
 
 def _grad_of(evaluate, x, step):
     if isinstance(x, dict):
-        return {
-            k: _grad_of(lambda v, k=k: evaluate({**x, k: v}), x[k], step) for k in x
-        }
+        return {k: _grad_of(lambda v, k=k: evaluate({**x, k: v}), x[k], step) for k in x}
     if isinstance(x, (list, tuple)):
+
         def replace(i, v):
             items = list(x)
             items[i] = v
             return type(x)(items)
 
         return type(x)(
-            _grad_of(lambda v, i=i: evaluate(replace(i, v)), item, step)
-            for i, item in enumerate(x)
+            _grad_of(lambda v, i=i: evaluate(replace(i, v)), item, step) for i, item in enumerate(x)
         )
     if isinstance(x, float):
         return (evaluate(x + step) - evaluate(x - step)) / (2 * step)

@@ -6,6 +6,7 @@ fails for a rule added without a test.
 """
 
 import ast
+import builtins
 import inspect
 import operator
 import textwrap
@@ -165,7 +166,7 @@ BINARY_SHAPES = [
 SCALAR_BINARY_SHAPES = [(NUMBER, NUMBER), ((), ()), (NUMBER, ())]
 
 # Checked by the dedicated tests at the end of this file.
-SPECIAL = [cast_like]
+SPECIAL = [cast_like, sum]
 
 TESTED = [p for p, _ in UNARY + BINARY + SCALAR_UNARY + SCALAR_BINARY] + SPECIAL
 
@@ -356,7 +357,7 @@ def _rule_functions():
 
 @pytest.mark.parametrize("rule", _rule_functions(), ids=lambda f: f.__name__)
 def test_rule_is_inlinable(rule):
-    """Assignments then one return; free names only ``np`` and runtime helpers."""
+    """Assignments then one return; free names only ``np``, builtins and runtime helpers."""
     function = ast.parse(textwrap.dedent(inspect.getsource(rule))).body[0]
     *statements, last = function.body
     assert isinstance(last, ast.Return)
@@ -365,7 +366,7 @@ def test_rule_is_inlinable(rule):
     parameters = {a.arg for a in function.args.args}
     assigned = {n.id for n in names if isinstance(n.ctx, ast.Store)}
     used = {n.id for n in names if isinstance(n.ctx, ast.Load)}
-    allowed = parameters | assigned | {"np"} | set(s2sgrad.runtime.__all__)
+    allowed = parameters | assigned | {"np", *dir(builtins)} | set(s2sgrad.runtime.__all__)
     assert used <= allowed, f"free names {used - allowed}"
 
 
@@ -484,3 +485,10 @@ def test_cast_like_rules(shape):
     value = real(rng_for("cast_like", shape), shape)
     check_rule(cast_like, value, np.zeros(shape), argnums=[0])
     check_jvp_shapes(cast_like, value, np.zeros(shape))
+
+
+@pytest.mark.parametrize("shapes", [[(3,), (3,)], [(2, 3), (3,), ()]])
+def test_builtin_sum_of_a_list(shapes):
+    rng = np.random.default_rng(5)
+    items = [rng.standard_normal(shape) for shape in shapes]
+    check_rule(sum, items, 0.5, argnums=[0])

@@ -103,4 +103,13 @@ def _assignment(statement: gast.stmt) -> tuple[set[str], gast.expr | None]:
         return names_written(target), statement.value
     if isinstance(statement, gast.For):
         return names_written(statement.target), statement.iter
+    if (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Call)
+        and isinstance(statement.value.func, gast.Attribute)
+        and statement.value.func.attr == "append"
+        and isinstance(statement.value.func.value, gast.Name)
+        and statement.value.args
+    ):  # items.append(v): the list now holds v
+        return {statement.value.func.value.id}, statement.value.args[0]
     return set(), None

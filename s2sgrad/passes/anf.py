@@ -25,7 +25,6 @@ _OPAQUE = (
     gast.JoinedStr,
     gast.Dict,
     gast.Set,
-    gast.IfExp,
     gast.Await,
     gast.Yield,
     gast.YieldFrom,
@@ -82,6 +81,13 @@ class _Flattener:
                 value.elts = [self.atom(e, out) for e in value.elts]
             else:
                 statement.value = self.atom(value, out)
+        elif (
+            isinstance(statement, gast.Expr)
+            and isinstance(statement.value, gast.Call)
+            and isinstance(statement.value.func, gast.Attribute)
+            and statement.value.func.attr == "append"
+        ):  # items.append(v): the appended value gets a name of its own
+            statement.value.args = [self.atom(a, out) for a in statement.value.args]
         elif isinstance(statement, gast.If):
             statement.test = self.atom(statement.test, out)
             self.block(statement.body)
@@ -112,6 +118,10 @@ class _Flattener:
         """``node`` as one operation on atoms (its operands flattened into ``out``)."""
         if is_atom(node) or isinstance(node, _OPAQUE):
             return node
+        if isinstance(node, gast.IfExp):
+            return self.branch(node, out)
+        if isinstance(node, gast.BoolOp) and not all(map(_is_boolean, node.values)):
+            return self.branch(_as_conditional(node), out)
         if isinstance(node, gast.BinOp):
             node.left = self.atom(node.left, out)
             node.right = self.atom(node.right, out)
@@ -139,6 +149,22 @@ class _Flattener:
         elif isinstance(node, gast.Starred):
             node.value = self.atom(node.value, out)
         return node
+
+    def branch(self, node: gast.IfExp, out: list[gast.stmt]) -> gast.expr:
+        """``a if c else b`` → an ``if`` statement assigning a temporary in each branch."""
+        test = self.atom(node.test, out)
+        name = self.names.fresh("t")
+        branches = []
+        for value in (node.body, node.orelse):
+            block: list[gast.stmt] = []
+            block.append(assign(name, self.simple(value, block), like=self.current))
+            branches.append(block)
+        out.append(
+            gast.copy_location(
+                gast.If(test=test, body=branches[0], orelse=branches[1]), self.current
+            )
+        )
+        return load(name)
 
     def function(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
         if is_function_reference(node, self.local_names):
@@ -173,6 +199,24 @@ class _Flattener:
         if is_function_reference(node, self.local_names) and isinstance(node, gast.Attribute):
             return node  # np.newaxis
         return self.atom(node, out)
+
+
+def _is_boolean(node: gast.expr) -> bool:
+    """An operand of ``and``/``or`` whose value is a truth value, not an array to keep."""
+    if isinstance(node, (gast.Compare, gast.Constant)):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
+        return True
+    return isinstance(node, gast.BoolOp) and all(map(_is_boolean, node.values))
+
+
+def _as_conditional(node: gast.BoolOp) -> gast.IfExp:
+    """``a or b`` → ``a if a else b``; ``a and b`` → ``b if a else a`` (``a`` evaluated once)."""
+    first, *rest = node.values
+    second = rest[0] if len(rest) == 1 else gast.BoolOp(op=node.op, values=rest)
+    if isinstance(node.op, gast.Or):
+        return gast.IfExp(test=first, body=first, orelse=second)
+    return gast.IfExp(test=first, body=second, orelse=first)
 
 
 def _has_name(node: gast.AST) -> bool:

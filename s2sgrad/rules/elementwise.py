@@ -453,9 +453,9 @@ nondifferentiable(
 
 @vjp_rule(sum)
 def _builtin_sum(g, ans, iterable, start=0):
-    return [unbroadcast(g, item) for item in iterable], unbroadcast(g, start)
+    return [unbroadcast(g, item) for item in iterable]
 
 
 @jvp_rule(sum)
 def _builtin_sum_jvp(t, ans, iterable, start=0):
-    return sum(t), t
+    return sum(t)

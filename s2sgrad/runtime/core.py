@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 
 __all__ = [
     "unbroadcast",
@@ -16,6 +16,9 @@ __all__ = [
     "vjp_call",
     "jvp_call",
     "seed_cotangent",
+    "zeros_like_value",
+    "owned",
+    "snapshot",
 ]
 
 
@@ -164,6 +167,8 @@ def seed_cotangent(out: Any) -> Any:
     """
     if type(out) is float:
         return 1.0
+    if hasattr(out, "__array_function__") and not isinstance(out, (np.ndarray, np.generic)):
+        out = np.asarray(getattr(out, "value", out))  # a tape value recorded by an outer tape
     if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
         import sys
 
@@ -177,3 +182,52 @@ def seed_cotangent(out: Any) -> Any:
             "for the full Jacobian"
         )
     return np.ones_like(out, dtype=np.result_type(out, np.float32))
+
+
+def zeros_like_value(x: Any) -> Any:
+    """A zero cotangent for ``x``: zeros of its shape, ``0.0`` for numbers and ``None``.
+
+    Example::
+
+        zeros_like_value(np.ones(2, np.float32))  # array([0., 0.], dtype=float32)
+    """
+    if x is None or isinstance(x, (float, int)):
+        return 0.0
+    return zeros_like_structure(x)
+
+
+def owned(g: Any) -> Any:
+    """A private, writable copy of a cotangent, which generated code may update in place.
+
+    Example::
+
+        owned(np.broadcast_to(1.0, (3,)))  # array([1., 1., 1.]) that can be written
+    """
+    if isinstance(g, list):
+        return list(g)
+    if isinstance(g, np.ndarray) or np.ndim(g):
+        return np.array(g, copy=True)
+    return g
+
+
+def snapshot(value: Any) -> Any:
+    """A copy of ``value`` that later in-place updates cannot change (views are copied).
+
+    Example::
+
+        saved = snapshot(y[0:2])  # y[0:2] = 0 later leaves `saved` as it was
+    """
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+@vjp_rule(owned, snapshot)
+def _copy_vjp(g, ans, value):
+    return g
+
+
+@jvp_rule(owned, snapshot)
+def _copy_jvp(t, ans, value):
+    return t
+
+
+nondifferentiable(zeros_like_value)

@@ -1,0 +1,223 @@
+"""Structure the jumps: one ``return`` at the end, ``break``/``continue`` as branches.
+
+The reverse sweep replays the forward sweep's path backwards, and a path is easy to
+replay when every statement either runs or is skipped by an ``if``:
+
+* statements after ``if c: return/break/continue`` move into the ``else`` branch;
+* a ``return v`` before the end becomes ``result = v`` (inside a loop also
+  ``returned = True`` and ``break``), and what follows the loop runs under
+  ``if not returned``; the function ends with ``return result``;
+* a ``break``/``continue`` nested deeper sets a flag that guards the rest of the body.
+
+``break`` statements stay in the forward sweep (loops still stop early); the reverse
+sweep counts the iterations that ran.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import gast
+
+from s2sgrad.passes.names import NameGenerator
+from s2sgrad.syntax import assign, constant, load
+
+__all__ = ["structure_jumps"]
+
+
+def structure_jumps(node: gast.FunctionDef, names: NameGenerator) -> None:
+    """Rewrite ``node``'s body so that it has exactly one ``return``, at the end.
+
+    Example::
+
+        # if c: return a      becomes      if c: result = a
+        # return b                         else: result = b
+        #                                  return result
+    """
+    lowering = _Jumps(names)
+    if _only_final_return(node.body):
+        *body, final = node.body
+        node.body = [*lowering.block(body, loop=None), final]
+        return
+    body = lowering.block(node.body, loop=None)
+    prologue = [assign(lowering.result, constant(None))]
+    if lowering.returned_flag_used:
+        prologue.append(assign(lowering.returned, constant(False)))
+    node.body = [*prologue, *body, gast.Return(value=load(lowering.result))]
+
+
+def _only_final_return(body: list[gast.stmt]) -> bool:
+    returns = [n for s in body for n in _walk_local(s) if isinstance(n, gast.Return)]
+    return len(returns) == 1 and isinstance(body[-1], gast.Return) and returns[0] is body[-1]
+
+
+def _walk_local(node: gast.AST):
+    """Like gast.walk, without entering nested functions, lambdas or classes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in gast.iter_child_nodes(current):
+            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
+                stack.append(child)
+
+
+def _contains(statements: list[gast.stmt], kinds, through_loops: bool) -> bool:
+    for statement in statements:
+        if isinstance(statement, kinds):
+            return True
+        if isinstance(statement, (gast.For, gast.While)) and not through_loops:
+            if _contains(statement.orelse, kinds, through_loops):
+                return True
+            continue
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and _contains(inner, kinds, through_loops):
+                return True
+    return False
+
+
+def _always_jumps(statements: list[gast.stmt]) -> bool:
+    if not statements:
+        return False
+    last = statements[-1]
+    if isinstance(last, (gast.Return, gast.Break, gast.Continue)):
+        return True
+    if isinstance(last, gast.If):
+        return _always_jumps(last.body) and _always_jumps(last.orelse)
+    return False
+
+
+class _Jumps:
+    def __init__(self, names: NameGenerator):
+        self.names = names
+        self.returned_flag_used = False
+
+    @functools.cached_property
+    def result(self) -> str:
+        return self.names.claim("result")
+
+    @functools.cached_property
+    def returned(self) -> str:
+        return self.names.claim("returned")
+
+    def block(self, statements: list[gast.stmt], loop: dict | None) -> list[gast.stmt]:
+        result: list[gast.stmt] = []
+        for index, statement in enumerate(statements):
+            rest = statements[index + 1 :]
+            if isinstance(statement, gast.Return):
+                value = statement.value if statement.value is not None else constant(None)
+                result.append(assign(self.result, value, like=statement))
+                if loop is not None:
+                    self.returned_flag_used = True
+                    result.append(assign(self.returned, constant(True), like=statement))
+                    result.append(gast.Break())
+                return result
+            if isinstance(statement, (gast.Break, gast.Continue)):
+                result.append(statement)
+                return result
+            if isinstance(statement, gast.If):
+                jumps_in_body = _always_jumps(statement.body)
+                jumps_in_else = _always_jumps(statement.orelse)
+                if jumps_in_body and not jumps_in_else:
+                    statement.orelse = statement.orelse + rest
+                    rest = []
+                elif jumps_in_else and not jumps_in_body:
+                    statement.body = statement.body + rest
+                    rest = []
+                statement.body = self.block(statement.body, loop) or [gast.Pass()]
+                statement.orelse = self.block(statement.orelse, loop)
+                result.append(statement)
+                if not rest:
+                    return result
+                if jumps_in_body and jumps_in_else:
+                    return result  # what follows can never run
+                if self.may_jump(statement, loop):
+                    result.append(self.guard(statement, rest, loop))
+                    return result
+                continue
+            if isinstance(statement, (gast.For, gast.While)):
+                returns_inside = _contains(statement.body, gast.Return, through_loops=True)
+                inner_loop = {"flag": None}
+                statement.body = self.block(statement.body, inner_loop) or [gast.Pass()]
+                if inner_loop["flag"] is not None:
+                    statement.body.insert(0, assign(inner_loop["flag"], constant(False)))
+                statement.orelse = self.block(statement.orelse, loop)
+                result.append(statement)
+                if returns_inside:
+                    self.returned_flag_used = True
+                    if loop is not None:
+                        leave = gast.If(test=load(self.returned), body=[gast.Break()], orelse=[])
+                        result.append(leave)
+                    if rest:
+                        result.append(self.not_returned(self.block(rest, loop)))
+                    return result
+                continue
+            result.append(statement)
+        return result
+
+    def may_jump(self, statement: gast.If, loop: dict | None) -> bool:
+        kinds = (gast.Return, gast.Break, gast.Continue) if loop is not None else (gast.Return,)
+        return _contains([statement], kinds, through_loops=False)
+
+    def guard(self, statement: gast.If, rest: list[gast.stmt], loop: dict | None) -> gast.stmt:
+        """Run ``rest`` only when ``statement`` did not jump away."""
+        if loop is None:  # only a return can leave a function-level block
+            self.returned_flag_used = True
+            self._flag_returns([statement], self.returned)
+            return self.not_returned(self.block(rest, loop))
+        if loop["flag"] is None:
+            loop["flag"] = self.names.claim("jumped")
+        flag = loop["flag"]
+        self._flag_jumps([statement], flag)
+        return gast.If(
+            test=gast.UnaryOp(op=gast.Not(), operand=load(flag)),
+            body=self.block(rest, loop) or [gast.Pass()],
+            orelse=[],
+        )
+
+    def not_returned(self, tail: list[gast.stmt]) -> gast.stmt:
+        return gast.If(
+            test=gast.UnaryOp(op=gast.Not(), operand=load(self.returned)),
+            body=tail or [gast.Pass()],
+            orelse=[],
+        )
+
+    def _flag_returns(self, statements, flag) -> None:
+        for statement in statements:
+            for field in ("body", "orelse"):
+                inner = getattr(statement, field, None)
+                if not isinstance(inner, list) or isinstance(statement, gast.FunctionDef):
+                    continue
+                for position, child in enumerate(list(inner)):
+                    if _is_result_assignment(child, self.result):
+                        inner.insert(position + 1, assign(flag, constant(True)))
+                        break
+                self._flag_returns(inner, flag)
+
+    def _flag_jumps(self, statements, flag) -> None:
+        for statement in statements:
+            if isinstance(statement, (gast.For, gast.While, gast.FunctionDef)):
+                continue
+            for field in ("body", "orelse"):
+                inner = getattr(statement, field, None)
+                if not isinstance(inner, list):
+                    continue
+                position = 0
+                while position < len(inner):
+                    child = inner[position]
+                    if isinstance(child, (gast.Break, gast.Continue)):
+                        inner.insert(position, assign(flag, constant(True)))
+                        position += 1
+                    position += 1
+                self._flag_jumps(inner, flag)
+
+
+def _is_result_assignment(statement: gast.stmt, result: str) -> bool:
+    return (
+        isinstance(statement, gast.Assign)
+        and isinstance(statement.targets[0], gast.Name)
+        and statement.targets[0].id == result
+    )

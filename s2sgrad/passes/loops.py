@@ -1,0 +1,192 @@
+"""Give every ``for`` loop one shape: ``for i in range(...)`` with explicit element reads.
+
+``for row in X`` becomes ``for i in range(len(X)): row = X[i]``; ``enumerate``, ``zip``
+and ``reversed`` become index arithmetic the same way. The reverse sweep can then run any
+loop backwards by running its ``range`` backwards, storing nothing per iteration for the
+loop variable. Comprehensions that build lists become loops that append.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.passes.names import NameGenerator
+from s2sgrad.syntax import assign, attribute, call, clone, constant, load, located, store
+
+__all__ = ["normalise_loops"]
+
+
+def normalise_loops(node: gast.FunctionDef, names: NameGenerator, is_builtin) -> None:
+    """Rewrite the loops and list comprehensions of ``node`` in place.
+
+    ``is_builtin(name, obj)`` tells whether the name ``range``/``enumerate``/… in the code
+    really is that builtin (a user may shadow it).
+
+    Example::
+
+        # for i, v in enumerate(xs): ...   becomes
+        # for i in range(len(xs)): v = xs[i]; ...
+    """
+    node.body = _Loops(names, is_builtin).block(node.body)
+
+
+class _Loops:
+    def __init__(self, names: NameGenerator, is_builtin):
+        self.names = names
+        self.is_builtin = is_builtin
+
+    def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
+        result: list[gast.stmt] = []
+        for statement in statements:
+            prefix: list[gast.stmt] = []
+            _Comprehensions(self, prefix, statement).visit(statement)
+            result.extend(prefix)
+            if isinstance(statement, gast.For):
+                result.extend(self.for_loop(statement))
+                continue
+            for field in ("body", "orelse"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                    setattr(statement, field, self.block(inner))
+            result.append(statement)
+        return result
+
+    def builtin_call(self, node: gast.expr, name: str) -> bool:
+        return (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Name)
+            and node.func.id == name
+            and self.is_builtin(name)
+            and not node.keywords
+        )
+
+    def for_loop(self, loop: gast.For) -> list[gast.stmt]:
+        loop.body = self.block(loop.body)
+        loop.orelse = self.block(loop.orelse)
+        iterator = loop.iter
+        loop.s2s_range = False  # set once the loop runs over a plain range
+        if self.builtin_call(iterator, "range") and isinstance(loop.target, gast.Name):
+            loop.s2s_range = True
+            return [loop]
+        prefix: list[gast.stmt] = []
+        reads: list[tuple[gast.expr, gast.expr]] = []  # (target, sequence) pairs
+        index_target: gast.expr | None = None
+        backwards = False
+        flipped: set[int] = set()  # zip arguments given as reversed(sequence)
+        if self.builtin_call(iterator, "reversed") and len(iterator.args) == 1:
+            backwards = True
+            iterator = iterator.args[0]
+        if self.builtin_call(iterator, "enumerate") and len(iterator.args) == 1:
+            if not (isinstance(loop.target, gast.Tuple) and len(loop.target.elts) == 2):
+                return [loop]
+            index_target, element = loop.target.elts
+            sequences = [self.named(iterator.args[0], prefix, loop)]
+            targets = [element]
+        elif self.builtin_call(iterator, "zip") and iterator.args:
+            if not (
+                isinstance(loop.target, gast.Tuple) and len(loop.target.elts) == len(iterator.args)
+            ):
+                return [loop]
+            arguments = list(iterator.args)
+            for position, argument in enumerate(arguments):
+                if self.builtin_call(argument, "reversed") and len(argument.args) == 1:
+                    arguments[position] = argument.args[0]
+                    flipped.add(position)
+            sequences = [self.named(a, prefix, loop) for a in arguments]
+            targets = list(loop.target.elts)
+        elif self.builtin_call(iterator, "range"):
+            return [loop]
+        else:
+            sequences = [self.named(iterator, prefix, loop)]
+            targets = [loop.target]
+        length: gast.expr = call(load("len"), [load(sequences[0].id)])
+        if len(sequences) > 1:
+            length = call(load("min"), [call(load("len"), [load(s.id)]) for s in sequences])
+        index = (
+            index_target.id
+            if isinstance(index_target, gast.Name) and not backwards
+            else self.names.fresh("i")
+        )
+        for position, (target, sequence) in enumerate(zip(targets, sequences)):
+            where: gast.expr = load(index)
+            if position in flipped:  # reversed(s)[i] is s[len(s) - 1 - i]
+                last = gast.BinOp(
+                    left=call(load("len"), [load(sequence.id)]), op=gast.Sub(), right=constant(1)
+                )
+                where = gast.BinOp(left=last, op=gast.Sub(), right=load(index))
+            element = gast.Subscript(value=load(sequence.id), slice=where, ctx=gast.Load())
+            reads.append((target, element))
+        if backwards:
+            bounds = [
+                gast.BinOp(left=length, op=gast.Sub(), right=constant(1)),
+                constant(-1),
+                constant(-1),
+            ]
+        else:
+            bounds = [length]
+        header = [assign(clone(t), e, like=loop) for t, e in reads]
+        if index_target is not None and (backwards or not isinstance(index_target, gast.Name)):
+            position: gast.expr = load(index)
+            if backwards:  # enumerate(reversed(x)) counts up while the index counts down
+                position = gast.BinOp(
+                    left=gast.BinOp(left=clone(length), op=gast.Sub(), right=constant(1)),
+                    op=gast.Sub(),
+                    right=load(index),
+                )
+            header.insert(0, assign(clone(index_target), position, like=loop))
+        loop.target = store(index)
+        loop.iter = call(load("range"), bounds)
+        loop.s2s_range = True
+        loop.body = header + loop.body
+        return [*prefix, loop]
+
+    def named(self, node: gast.expr, prefix: list[gast.stmt], like) -> gast.Name:
+        if isinstance(node, gast.Name):
+            return node
+        name = self.names.fresh("seq")
+        prefix.append(assign(name, node, like=like))
+        return load(name)
+
+
+class _Comprehensions(gast.NodeTransformer):
+    """``[e for v in xs]`` (and generator arguments) → a list built by a loop beforehand."""
+
+    def __init__(self, loops: _Loops, prefix: list[gast.stmt], statement: gast.stmt):
+        self.loops = loops
+        self.prefix = prefix
+        self.statement = statement
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    def visit_Lambda(self, node):
+        return node
+
+    def visit_ListComp(self, node):
+        return self.lower(node)
+
+    def visit_GeneratorExp(self, node):
+        return self.lower(node)
+
+    def lower(self, node):
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            return node
+        generator = node.generators[0]
+        result = self.loops.names.fresh("items")
+        append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))
+        body: list[gast.stmt] = [located(append, self.statement)]
+        for condition in reversed(generator.ifs):
+            body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
+        loop = gast.For(
+            target=generator.target,
+            iter=generator.iter,
+            body=body,
+            orelse=[],
+            type_comment=None,
+        )
+        located(loop, self.statement)
+        self.prefix.append(
+            assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement)
+        )
+        self.prefix.extend(self.loops.for_loop(loop))
+        return load(result)

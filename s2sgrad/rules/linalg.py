@@ -1,0 +1,387 @@
+"""Derivative rules for products and linear algebra: ``dot``, ``matmul`` (``@``), ``vdot``,
+``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron`` and ``np.linalg``'s ``inv``,
+``det``, ``slogdet``, ``solve``, ``cholesky``, ``eigh`` and ``pinv``.
+
+Matrix functions work on stacks of matrices (the last two axes), as NumPy's do.
+
+Symmetric inputs: ``cholesky`` and ``eigh`` read one triangle of their input, so as
+functions of all its entries they are not what the user means. Their rules treat the input
+as symmetric: the VJP returns a symmetric cotangent, and the JVP uses the symmetric part of
+the tangent. ``eigh`` assumes distinct eigenvalues; ``pinv`` assumes full rank.
+
+Multi-output functions: ``slogdet`` returns ``(sign, logabsdet)`` and ``eigh``
+``(eigenvalues, eigenvectors)``. Their VJP's ``g`` holds one cotangent per output (``None``
+for an unused one), and their JVP's entry is a tuple with one tangent per output.
+"""
+
+from __future__ import annotations
+
+import operator
+import string
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.runtime import (
+    dot_cotangent_a,
+    dot_cotangent_b,
+    matmul_cotangent_a,
+    matmul_cotangent_b,
+    rhs_as_matrix,
+    unbroadcast,
+)
+
+# ---------------------------------------------------------------------------------------
+# Products
+
+
+@vjp_rule(np.matmul, operator.matmul)
+def _matmul(g, ans, a, b):
+    return matmul_cotangent_a(g, a, b), matmul_cotangent_b(g, a, b)
+
+
+@jvp_rule(np.matmul, operator.matmul)
+def _matmul_jvp(t, ans, a, b):
+    return np.matmul(t, b), np.matmul(a, t)
+
+
+@vjp_rule(np.dot, np.ndarray.dot)
+def _dot(g, ans, a, b, out=None):
+    return dot_cotangent_a(g, a, b), dot_cotangent_b(g, a, b)
+
+
+@jvp_rule(np.dot, np.ndarray.dot)
+def _dot_jvp(t, ans, a, b, out=None):
+    return np.dot(t, b), np.dot(a, t)
+
+
+@vjp_rule(np.vdot)
+def _vdot(g, ans, a, b):
+    return g * np.reshape(b, np.shape(a)), g * np.reshape(a, np.shape(b))
+
+
+@jvp_rule(np.vdot)
+def _vdot_jvp(t, ans, a, b):
+    return np.vdot(t, b), np.vdot(a, t)
+
+
+@vjp_rule(np.outer)
+def _outer(g, ans, a, b, out=None):
+    da = np.reshape(np.dot(g, np.ravel(b)), np.shape(a))
+    return da, np.reshape(np.dot(np.ravel(a), g), np.shape(b))
+
+
+@jvp_rule(np.outer)
+def _outer_jvp(t, ans, a, b, out=None):
+    return np.outer(t, b), np.outer(a, t)
+
+
+# inner(a, b)[A..., B...] = sum_k a[A..., k] * b[B..., k]; a scalar operand multiplies.
+
+
+@vjp_rule(np.inner, inline=False)
+def _inner(g, ans, a, b):
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a), unbroadcast(g * a, b)
+    leading = list(range(np.ndim(a) - 1))
+    return np.tensordot(g, b, np.ndim(b) - 1), np.tensordot(g, a, (leading, leading))
+
+
+@jvp_rule(np.inner)
+def _inner_jvp(t, ans, a, b):
+    return np.inner(t, b), np.inner(a, t)
+
+
+@vjp_rule(np.tensordot, inline=False)
+def _tensordot(g, ans, a, b, axes=2):
+    axes_a, axes_b = _tensordot_axes(axes, np.ndim(a), np.ndim(b))
+    free_a = [i for i in range(np.ndim(a)) if i not in axes_a]
+    free_b = [i for i in range(np.ndim(b)) if i not in axes_b]
+    # g's axes are a's free axes, then b's.
+    g_free_a = list(range(len(free_a)))
+    g_free_b = list(range(len(free_a), len(free_a) + len(free_b)))
+    # Contracting g with the other operand leaves the free axes of g, then the contracted
+    # axes of the other operand in increasing order; those stand for their partners.
+    da = np.tensordot(g, b, (g_free_b, free_b))
+    da_axes = free_a + [axes_a[axes_b.index(j)] for j in sorted(axes_b)]
+    db = np.tensordot(a, g, (free_a, g_free_a))
+    db_axes = [axes_b[axes_a.index(i)] for i in sorted(axes_a)] + free_b
+    return np.transpose(da, _inverse(da_axes)), np.transpose(db, _inverse(db_axes))
+
+
+@jvp_rule(np.tensordot)
+def _tensordot_jvp(t, ans, a, b, axes=2):
+    return np.tensordot(t, b, axes), np.tensordot(a, t, axes)
+
+
+def _tensordot_axes(axes, ndim_a: int, ndim_b: int) -> tuple[list[int], list[int]]:
+    """``np.tensordot``'s ``axes`` as two lists of non-negative axes, paired in order."""
+    if isinstance(axes, (int, np.integer)):
+        return list(range(ndim_a - axes, ndim_a)), list(range(axes))
+    axes_a, axes_b = axes
+    axes_a = [axes_a] if isinstance(axes_a, (int, np.integer)) else list(axes_a)
+    axes_b = [axes_b] if isinstance(axes_b, (int, np.integer)) else list(axes_b)
+    return [int(i) % ndim_a for i in axes_a], [int(i) % ndim_b for i in axes_b]
+
+
+def _inverse(permutation: list[int]) -> list[int]:
+    inverse = [0] * len(permutation)
+    for position, axis in enumerate(permutation):
+        inverse[axis] = position
+    return inverse
+
+
+# kron(a, b) with both padded to the same rank n has shape (p0 * q0, ..., pn * qn); seen
+# with shape (p0, q0, p1, q1, ...) it is the outer product of a and b, axes interleaved.
+
+
+@vjp_rule(np.kron, inline=False)
+def _kron(g, ans, a, b):
+    rank = max(np.ndim(a), np.ndim(b))
+    shape_a = (1,) * (rank - np.ndim(a)) + np.shape(a)
+    shape_b = (1,) * (rank - np.ndim(b)) + np.shape(b)
+    blocks = np.reshape(g, [n for pair in zip(shape_a, shape_b) for n in pair])
+    a_axes, b_axes = list(range(0, 2 * rank, 2)), list(range(1, 2 * rank, 2))
+    da = np.tensordot(blocks, np.reshape(b, shape_b), (b_axes, list(range(rank))))
+    db = np.tensordot(np.reshape(a, shape_a), blocks, (list(range(rank)), a_axes))
+    return np.reshape(da, np.shape(a)), np.reshape(db, np.shape(b))
+
+
+@jvp_rule(np.kron)
+def _kron_jvp(t, ans, a, b):
+    return np.kron(t, b), np.kron(a, t)
+
+
+# ---------------------------------------------------------------------------------------
+# einsum: the cotangent of operand k is another einsum, of g and the other operands, into
+# operand k's subscripts. A letter repeated in operand k (a diagonal) gets a fresh letter
+# tied to it by an identity matrix; a letter summed in operand k alone gets a vector of
+# ones; size-1 dimensions that broadcasting stretched are summed back.
+
+
+@vjp_rule(np.einsum, inline=False)
+def _einsum(g, ans, subscripts, *operands, out=None, optimize=False, **kwargs):
+    terms, output = _einsum_terms(subscripts, operands)
+    cotangents = [
+        _einsum_cotangent(g, terms, output, operands, k, optimize) for k in range(len(operands))
+    ]
+    return (None, *cotangents)
+
+
+@jvp_rule(np.einsum, inline=False)
+def _einsum_jvp(t, ans, subscripts, *operands, out=None, optimize=False, **kwargs):
+    entries = [None]
+    for k, operand in enumerate(operands):
+        if np.shape(operand) != np.shape(t):  # t cannot be the tangent of this operand
+            entries.append(None)
+            continue
+        changed = (*operands[:k], t, *operands[k + 1 :])
+        entries.append(np.einsum(subscripts, *changed, optimize=optimize))
+    return tuple(entries)
+
+
+def _einsum_terms(subscripts, operands) -> tuple[list[str], str]:
+    """The input subscripts and the output subscript, with every ``...`` spelled in letters."""
+    if not isinstance(subscripts, str):
+        raise NotImplementedError(
+            "s2sgrad differentiates np.einsum with a subscripts string only, "
+            "not the (operand, sublist, ...) form"
+        )
+    spec = subscripts.replace(" ", "")
+    inputs, arrow, output = spec.partition("->")
+    terms = inputs.split(",")
+    # An operand's "..." stands for its last few broadcast axes.
+    ranks = [
+        np.ndim(op) - len(term) + 3 if "..." in term else 0 for term, op in zip(terms, operands)
+    ]
+    spare = [c for c in string.ascii_letters if c not in spec]
+    broadcast = "".join(spare[: max(ranks, default=0)])
+    if not arrow:  # implicit output: the broadcast axes, then the letters used once, sorted
+        letters = "".join(terms).replace("...", "")
+        once = sorted(c for c in letters if letters.count(c) == 1)
+        output = "..." * ("..." in inputs) + "".join(once)
+    spelled = [
+        term.replace("...", broadcast[len(broadcast) - rank :]) for term, rank in zip(terms, ranks)
+    ]
+    return spelled, output.replace("...", broadcast)
+
+
+def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
+    shape = np.shape(operands[k])
+    inputs = [output] + [term for j, term in enumerate(terms) if j != k]
+    arrays = [g] + [op for j, op in enumerate(operands) if j != k]
+    present = set("".join(inputs))
+    dtype = np.result_type(g, *operands)
+    fresh = iter(c for c in string.ascii_letters if c not in "".join(terms) + output)
+    target = ""
+    for letter, size in zip(terms[k], shape):
+        if letter in target:
+            tied = next(fresh)
+            inputs.append(letter + tied)
+            arrays.append(np.eye(size, dtype=dtype))
+            target += tied
+            continue
+        if letter not in present:
+            inputs.append(letter)
+            arrays.append(np.ones(size, dtype=dtype))
+        target += letter
+    cotangent = np.einsum(",".join(inputs) + "->" + target, *arrays, optimize=optimize)
+    stretched = tuple(
+        i for i, (n, m) in enumerate(zip(shape, np.shape(cotangent))) if n == 1 and m != 1
+    )
+    return np.sum(cotangent, axis=stretched, keepdims=True) if stretched else cotangent
+
+
+# ---------------------------------------------------------------------------------------
+# Inverse, determinants, solves
+
+
+@vjp_rule(np.linalg.inv)
+def _inv(g, ans, a):
+    ans_t = np.swapaxes(ans, -1, -2)
+    return -np.matmul(ans_t, np.matmul(g, ans_t))
+
+
+@jvp_rule(np.linalg.inv)
+def _inv_jvp(t, ans, a):
+    return -np.matmul(ans, np.matmul(t, ans))
+
+
+@vjp_rule(np.linalg.det)
+def _det(g, ans, a):
+    return np.expand_dims(g * ans, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+@jvp_rule(np.linalg.det)
+def _det_jvp(t, ans, a):
+    return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+
+
+# The sign is locally constant: only the log-determinant's cotangent matters.
+
+
+@vjp_rule(np.linalg.slogdet)
+def _slogdet(g, ans, a):
+    if g[1] is None:
+        ga = np.zeros_like(a)
+    else:
+        ga = np.expand_dims(g[1], (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+    return ga
+
+
+@jvp_rule(np.linalg.slogdet)
+def _slogdet_jvp(t, ans, a):
+    d_logdet = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    return ((np.zeros_like(ans[0]), d_logdet),)
+
+
+# x = solve(a, b): db = solve(a.T, g) and da = -db @ x.T, with b and x as matrices.
+
+
+@vjp_rule(np.linalg.solve)
+def _solve(g, ans, a, b):
+    gb = np.linalg.solve(np.swapaxes(a, -1, -2), rhs_as_matrix(g, b))
+    ga = -np.matmul(gb, np.swapaxes(rhs_as_matrix(ans, b), -1, -2))
+    return unbroadcast(ga, a), unbroadcast(np.reshape(gb, np.shape(ans)), b)
+
+
+@jvp_rule(np.linalg.solve)
+def _solve_jvp(t, ans, a, b):
+    from_a = np.linalg.solve(a, -np.matmul(t, rhs_as_matrix(ans, b)))
+    return np.reshape(from_a, np.shape(ans)), np.linalg.solve(a, t)
+
+
+# ---------------------------------------------------------------------------------------
+# Factorisations of symmetric matrices
+#
+# Cholesky, a = L L^T: L^-1 da L^-T = X + X^T with X = L^-1 dL lower triangular, so
+# dL = L phi(L^-1 da L^-T), where phi keeps the lower triangle and halves the diagonal;
+# phi is self-adjoint, so the cotangent is L^-T phi(L^T g) L^-1 (then symmetrised).
+
+
+@vjp_rule(np.linalg.cholesky)
+def _cholesky(g, ans, a, *, upper=False):
+    lower = ans
+    g_lower = g
+    if upper:
+        lower = np.swapaxes(ans, -1, -2)
+        g_lower = np.swapaxes(g, -1, -2)
+    lower_t = np.swapaxes(lower, -1, -2)
+    inner = np.matmul(lower_t, g_lower)
+    phi = (np.tril(inner) + np.tril(inner, -1)) / 2.0
+    left = np.linalg.solve(lower_t, phi)
+    ga = np.swapaxes(np.linalg.solve(lower_t, np.swapaxes(left, -1, -2)), -1, -2)
+    return (ga + np.swapaxes(ga, -1, -2)) / 2.0
+
+
+@jvp_rule(np.linalg.cholesky)
+def _cholesky_jvp(t, ans, a, *, upper=False):
+    lower = ans
+    if upper:
+        lower = np.swapaxes(ans, -1, -2)
+    left = np.linalg.solve(lower, (t + np.swapaxes(t, -1, -2)) / 2.0)
+    middle = np.swapaxes(np.linalg.solve(lower, np.swapaxes(left, -1, -2)), -1, -2)
+    d_lower = np.matmul(lower, (np.tril(middle) + np.tril(middle, -1)) / 2.0)
+    if upper:
+        d_lower = np.swapaxes(d_lower, -1, -2)
+    return d_lower
+
+
+# eigh, a = V diag(w) V^T: with M = V^T da V, dw = diag(M) and dV = V (F * M), where
+# F[i, j] = 1 / (w[j] - w[i]) off the diagonal and 0 on it.
+
+
+@vjp_rule(np.linalg.eigh)
+def _eigh(g, ans, a, UPLO="L"):
+    w = ans[0]
+    v = ans[1]
+    v_t = np.swapaxes(v, -1, -2)
+    eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
+    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+    inverse_gaps = (1.0 - eye) / (gaps + eye)
+    if g[0] is None:
+        middle = inverse_gaps * np.matmul(v_t, g[1])
+    elif g[1] is None:
+        middle = np.expand_dims(g[0], -1) * eye
+    else:
+        middle = np.expand_dims(g[0], -1) * eye + inverse_gaps * np.matmul(v_t, g[1])
+    ga = np.matmul(v, np.matmul(middle, v_t))
+    return (ga + np.swapaxes(ga, -1, -2)) / 2.0
+
+
+@jvp_rule(np.linalg.eigh)
+def _eigh_jvp(t, ans, a, UPLO="L"):
+    w = ans[0]
+    v = ans[1]
+    eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
+    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
+    inverse_gaps = (1.0 - eye) / (gaps + eye)
+    m = np.matmul(np.swapaxes(v, -1, -2), np.matmul((t + np.swapaxes(t, -1, -2)) / 2.0, v))
+    return ((np.diagonal(m, axis1=-2, axis2=-1), np.matmul(v, inverse_gaps * m)),)
+
+
+# pinv of a full-rank a (P = pinv(a)):
+# dP = -P da P + P P^T da^T (I - a P) + (I - P a) da^T P^T P.
+
+
+@vjp_rule(np.linalg.pinv)
+def _pinv(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
+    ans_t = np.swapaxes(ans, -1, -2)
+    g_t = np.swapaxes(g, -1, -2)
+    through_p = -np.matmul(ans_t, np.matmul(g, ans_t))
+    left_null = np.matmul(g_t - np.matmul(a, np.matmul(ans, g_t)), np.matmul(ans, ans_t))
+    right_null = np.matmul(np.matmul(ans_t, ans), g_t - np.matmul(np.matmul(g_t, ans), a))
+    return through_p + left_null + right_null
+
+
+@jvp_rule(np.linalg.pinv)
+def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None):
+    ans_t = np.swapaxes(ans, -1, -2)
+    t_t = np.swapaxes(t, -1, -2)
+    through_p = -np.matmul(ans, np.matmul(t, ans))
+    left_null = np.matmul(np.matmul(ans, ans_t), t_t - np.matmul(np.matmul(t_t, a), ans))
+    right_null = np.matmul(t_t - np.matmul(np.matmul(ans, a), t_t), np.matmul(ans_t, ans))
+    return through_p + left_null + right_null
+
+
+nondifferentiable(np.linalg.matrix_rank)

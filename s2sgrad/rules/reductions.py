@@ -1,0 +1,356 @@
+"""Derivative rules for reductions: sums, means, products, extrema, moments, cumulative sums
+and products, traces and norms.
+
+A reduction over ``axis`` without ``keepdims`` drops the reduced axes. Each VJP first puts
+them back as length-1 axes with ``np.expand_dims(g, axis)`` (which takes negative and tuple
+axes as they are, because the restored array has the input's number of dimensions), then
+lets broadcasting spread ``g`` over the reduced elements. With ``axis=None`` or
+``keepdims=True`` ``g`` broadcasts already and the transformer folds the step away, so the
+gradient of ``np.sum(x)`` reads ``dx = np.broadcast_to(dy, np.shape(x))``.
+
+Ties: ``max``, ``min`` and the ``inf``-norms split the cotangent equally among all the
+elements equal to the extremum, so ``np.max([1.0, 1.0])`` has gradient ``[0.5, 0.5]``.
+
+Products never divide by the input (see :func:`s2sgrad.runtime.prod_of_others`), so zeros
+are fine in ``prod`` and ``cumprod``.
+
+Only the parameters listed in a rule's signature are supported; ``where=`` masks and the
+``initial=`` of ``prod``, ``max`` and ``min`` are not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.runtime import (
+    exclusive_cumprod,
+    linear_recurrence,
+    norm_direction,
+    prod_of_others,
+    shift_along,
+    unbroadcast,
+)
+
+# ---------------------------------------------------------------------------------------
+# Sums and means
+
+
+@vjp_rule(np.sum, np.ndarray.sum)
+def _sum(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    g_kept = g
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+    return np.broadcast_to(g_kept, np.shape(a))
+
+
+@jvp_rule(np.sum, np.ndarray.sum)
+def _sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    return np.sum(t, axis=axis, keepdims=keepdims)
+
+
+@vjp_rule(np.mean, np.ndarray.mean)
+def _mean(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    g_kept = g
+    count = np.size(a)
+    if axis is not None:
+        count = np.size(a) // np.size(ans)
+        if not keepdims:
+            g_kept = np.expand_dims(g, axis)
+    return np.broadcast_to(g_kept / count, np.shape(a))
+
+
+@jvp_rule(np.mean, np.ndarray.mean)
+def _mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.mean(t, axis=axis, keepdims=keepdims)
+
+
+@vjp_rule(np.nansum)
+def _nansum(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    g_kept = g
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+    return np.where(np.isnan(a), 0.0, g_kept)
+
+
+@jvp_rule(np.nansum)
+def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    return np.sum(np.where(np.isnan(a), 0.0, t), axis=axis, keepdims=keepdims)
+
+
+@vjp_rule(np.nanmean)
+def _nanmean(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    g_kept = g
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+    present = np.logical_not(np.isnan(a))
+    count = np.sum(present, axis=axis, keepdims=True, dtype=ans.dtype)
+    return np.where(present, g_kept / count, 0.0)
+
+
+@jvp_rule(np.nanmean)
+def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.nanmean(np.where(np.isnan(a), np.nan, t), axis=axis, keepdims=keepdims)
+
+
+# ``np.average`` has optional weights (of ``a``'s shape, or 1-D along an int ``axis``) and,
+# with ``returned=True``, a second output (the sum of the weights): plain Python handles
+# the cases, so its rules are called rather than inlined.
+
+
+@vjp_rule(np.average, inline=False)
+def _average(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    g_average, g_total = g if returned else (g, None)
+    average = ans[0] if returned else ans
+    if weights is None:  # the mean; the count returned with it is a constant
+        if g_average is None:
+            return None
+        return _mean(g_average, average, a, axis, keepdims=keepdims)
+    w = np.broadcast_to(_weights_along(weights, a, axis), np.shape(a))
+    total = np.sum(w, axis, keepdims=True)
+    da = dw = None
+    if g_average is not None:
+        g_kept = _kept(g_average, axis, keepdims)
+        da = g_kept * w / total
+        dw = g_kept * (a - _kept(average, axis, keepdims)) / total
+    if g_total is not None:
+        from_total = np.broadcast_to(_kept(g_total, axis, keepdims), np.shape(a))
+        dw = from_total if dw is None else dw + from_total
+    if dw is not None:
+        dw = np.reshape(unbroadcast(dw, _weights_along(weights, a, axis)), np.shape(weights))
+    return da, None, dw
+
+
+@jvp_rule(np.average, inline=False)
+def _average_jvp(t, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
+    # An entry whose argument has another shape than t is not asked for: it is None.
+    average = ans[0] if returned else ans
+    from_a = from_weights = None
+    if np.shape(t) == np.shape(a):
+        from_a = np.average(t, axis, weights, keepdims=keepdims)
+        if returned:  # one tangent per output: (average, sum of the weights)
+            from_a = (from_a, np.zeros_like(ans[1]))
+    if weights is not None and np.shape(t) == np.shape(weights):
+        w = np.broadcast_to(_weights_along(weights, a, axis), np.shape(a))
+        tw = np.broadcast_to(_weights_along(t, a, axis), np.shape(a))
+        centered = a - _kept(average, axis, keepdims)
+        weighted = np.sum(tw * centered, axis, keepdims=True) / np.sum(w, axis, keepdims=True)
+        from_weights = np.reshape(weighted, np.shape(average))
+        if returned:
+            total = np.reshape(np.sum(tw, axis, keepdims=True), np.shape(ans[1]))
+            from_weights = (from_weights, total)
+    return from_a, None, from_weights
+
+
+def _weights_along(weights, a, axis):
+    """``np.average``'s weights shaped to broadcast against ``a``."""
+    if np.shape(weights) == np.shape(a):
+        return weights
+    shape = [1] * np.ndim(a)
+    shape[axis] = np.size(weights)
+    return np.reshape(weights, shape)
+
+
+def _kept(value, axis, keepdims):
+    """A reduction's result with the reduced axes restored as length-1 axes."""
+    if axis is None or keepdims:
+        return value
+    return np.expand_dims(value, axis)
+
+
+# ---------------------------------------------------------------------------------------
+# Products and extrema
+
+
+@vjp_rule(np.prod, np.ndarray.prod)
+def _prod(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    g_kept = g
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+    return g_kept * prod_of_others(a, axis)
+
+
+@jvp_rule(np.prod, np.ndarray.prod)
+def _prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    return np.sum(t * prod_of_others(a, axis), axis=axis, keepdims=keepdims)
+
+
+@vjp_rule(np.max, np.amax, np.min, np.amin, np.ndarray.max, np.ndarray.min)
+def _extremum(g, ans, a, axis=None, out=None, keepdims=False):
+    g_kept = g
+    ans_kept = ans
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+        ans_kept = np.expand_dims(ans, axis)
+    hits = np.equal(a, ans_kept)
+    return g_kept * hits / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
+
+
+@jvp_rule(np.max, np.amax, np.min, np.amin, np.ndarray.max, np.ndarray.min)
+def _extremum_jvp(t, ans, a, axis=None, out=None, keepdims=False):
+    ans_kept = ans
+    if axis is not None and not keepdims:
+        ans_kept = np.expand_dims(ans, axis)
+    hits = np.equal(a, ans_kept)
+    share = hits / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
+    return np.sum(t * share, axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------------------------------
+# Variance and standard deviation (``count - ddof`` is NumPy's divisor)
+
+
+@vjp_rule(np.var, np.ndarray.var)
+def _var(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    g_kept = g
+    count = np.size(a)
+    if axis is not None:
+        count = np.size(a) // np.size(ans)
+        if not keepdims:
+            g_kept = np.expand_dims(g, axis)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return g_kept * centered * (2.0 / (count - ddof))
+
+
+@jvp_rule(np.var, np.ndarray.var)
+def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    count = np.size(a)
+    if axis is not None:
+        count = np.size(a) // np.size(ans)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return np.sum(t * centered, axis=axis, keepdims=keepdims) * (2.0 / (count - ddof))
+
+
+@vjp_rule(np.std, np.ndarray.std)
+def _std(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    g_kept = g
+    ans_kept = ans
+    count = np.size(a)
+    if axis is not None:
+        count = np.size(a) // np.size(ans)
+        if not keepdims:
+            g_kept = np.expand_dims(g, axis)
+            ans_kept = np.expand_dims(ans, axis)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return g_kept * centered / (ans_kept * (count - ddof))
+
+
+@jvp_rule(np.std, np.ndarray.std)
+def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    count = np.size(a)
+    if axis is not None:
+        count = np.size(a) // np.size(ans)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
+    return np.sum(t * centered, axis=axis, keepdims=keepdims) / (ans * (count - ddof))
+
+
+# ---------------------------------------------------------------------------------------
+# Cumulative sums and products (``axis=None`` works on the flattened input)
+
+
+@vjp_rule(np.cumsum, np.ndarray.cumsum)
+def _cumsum(g, ans, a, axis=None, dtype=None, out=None):
+    if axis is None:
+        ga = np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(a))
+    else:
+        ga = np.flip(np.cumsum(np.flip(g, axis), axis), axis)
+    return ga
+
+
+@jvp_rule(np.cumsum, np.ndarray.cumsum)
+def _cumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    return np.cumsum(t, axis)
+
+
+# y[i] = a[i] * y[i - 1]: the tangent satisfies dy[i] = a[i] * dy[i - 1] + y[i - 1] * t[i],
+# and the cotangent runs that recurrence backwards. y[i - 1] is the exclusive product.
+
+
+@vjp_rule(np.cumprod, np.ndarray.cumprod)
+def _cumprod(g, ans, a, axis=None, dtype=None, out=None):
+    if axis is None:
+        flat = np.ravel(a)
+        after = linear_recurrence(shift_along(flat, 0, True), g, 0, True)
+        ga = np.reshape(after * exclusive_cumprod(flat, 0), np.shape(a))
+    else:
+        after = linear_recurrence(shift_along(a, axis, True), g, axis, True)
+        ga = after * exclusive_cumprod(a, axis)
+    return ga
+
+
+@jvp_rule(np.cumprod, np.ndarray.cumprod)
+def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
+    if axis is None:
+        flat = np.ravel(a)
+        ta = linear_recurrence(flat, exclusive_cumprod(flat, 0) * np.ravel(t), 0)
+    else:
+        ta = linear_recurrence(a, exclusive_cumprod(a, axis) * t, axis)
+    return ta
+
+
+# ---------------------------------------------------------------------------------------
+# Trace: the cotangent lies on the chosen diagonal of the (axis1, axis2) planes.
+
+
+@vjp_rule(np.trace, np.ndarray.trace)
+def _trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    shape = np.shape(a)
+    diagonal = np.eye(shape[axis1], shape[axis2], offset, dtype=np.result_type(ans))
+    planes = np.expand_dims(g, (-2, -1)) * diagonal
+    return np.moveaxis(planes, (-2, -1), (axis1, axis2))
+
+
+@jvp_rule(np.trace, np.ndarray.trace)
+def _trace_jvp(t, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return np.trace(t, offset, axis1, axis2)
+
+
+# ---------------------------------------------------------------------------------------
+# Norms: the 2-norm and the Frobenius norm have direction x / norm; the others go through
+# norm_direction (which also splits ties for the inf-norms and matrix 1-norms).
+
+
+@vjp_rule(np.linalg.norm)
+def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
+    g_kept = g
+    norm = ans
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+        norm = np.expand_dims(ans, axis)
+    direction = x / norm
+    if ord is not None and ord != "fro":
+        direction = norm_direction(x, norm, ord, axis)
+    return g_kept * direction
+
+
+@jvp_rule(np.linalg.norm)
+def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
+    norm = ans
+    if axis is not None and not keepdims:
+        norm = np.expand_dims(ans, axis)
+    direction = x / norm
+    if ord is not None and ord != "fro":
+        direction = norm_direction(x, norm, ord, axis)
+    return np.sum(t * direction, axis=axis, keepdims=keepdims)
+
+
+# ---------------------------------------------------------------------------------------
+# Reductions whose results do not depend continuously on the values
+
+nondifferentiable(
+    np.argmax,
+    np.argmin,
+    np.nanargmax,
+    np.nanargmin,
+    np.argsort,
+    np.argpartition,
+    np.count_nonzero,
+    np.all,
+    np.any,
+    np.ndarray.argmax,
+    np.ndarray.argmin,
+    np.ndarray.argsort,
+    np.ndarray.argpartition,
+    np.ndarray.all,
+    np.ndarray.any,
+)

@@ -1,0 +1,175 @@
+"""Helpers for the derivatives of matrix products and linear solves.
+
+``np.matmul`` and ``np.dot`` treat 1-D operands, scalars and stacks differently, so the
+cotangent of each operand is a helper that looks at the operands' dimensions:
+``matmul_cotangent_a(g, a, b)`` is the cotangent of ``a`` when ``g`` is that of ``a @ b``.
+
+A product is bilinear, so its cotangent helpers are linear in ``g`` and in the *other*
+operand and only read the shape of their own one. Their derivatives are therefore the
+product itself and the other helper (for example the adjoint of ``g -> g @ b.T`` is
+``h -> h @ b``), and the generated code that calls them can be differentiated again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.runtime.core import unbroadcast
+
+__all__ = [
+    "matmul_cotangent_a",
+    "matmul_cotangent_b",
+    "dot_cotangent_a",
+    "dot_cotangent_b",
+    "rhs_as_matrix",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# np.matmul (and the @ operator): 1-D operands are promoted and stacks broadcast.
+
+
+def matmul_cotangent_a(g: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``a`` when ``g`` is the cotangent of ``np.matmul(a, b)``.
+
+    Batch dimensions that broadcasting added are summed away.
+
+    Example::
+
+        a, b = np.ones((2, 3)), np.ones((3, 4))
+        matmul_cotangent_a(np.ones((2, 4)), a, b)  # g @ b.T, shape (2, 3)
+    """
+    if np.ndim(b) == 1:
+        return np.expand_dims(g, -1) * b
+    b_t = np.swapaxes(b, -1, -2)
+    if np.ndim(a) == 1:
+        return unbroadcast(np.matmul(np.expand_dims(g, -2), b_t)[..., 0, :], a)
+    return unbroadcast(np.matmul(g, b_t), a)
+
+
+def matmul_cotangent_b(g: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``b`` when ``g`` is the cotangent of ``np.matmul(a, b)``.
+
+    Example::
+
+        a, b = np.ones((2, 3)), np.ones((3, 4))
+        matmul_cotangent_b(np.ones((2, 4)), a, b)  # a.T @ g, shape (3, 4)
+    """
+    if np.ndim(a) == 1:
+        if np.ndim(b) == 1:
+            return g * a
+        return np.expand_dims(a, -1) * np.expand_dims(g, -2)
+    if np.ndim(b) == 1:
+        return unbroadcast(np.matmul(np.expand_dims(g, -2), a)[..., 0, :], b)
+    return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
+
+
+# <h, matmul_cotangent_a(g, a, b)> = <g, h @ b>, and <h, matmul_cotangent_b(g, a, b)> =
+# <g, a @ h>: differentiating those right-hand sides gives the rules.
+
+
+@vjp_rule(matmul_cotangent_a)
+def _matmul_cotangent_a_vjp(h, ans, g, a, b):
+    return np.matmul(h, b), None, matmul_cotangent_b(g, h, b)
+
+
+@jvp_rule(matmul_cotangent_a)
+def _matmul_cotangent_a_jvp(t, ans, g, a, b):
+    return matmul_cotangent_a(t, a, b), None, matmul_cotangent_a(g, a, t)
+
+
+@vjp_rule(matmul_cotangent_b)
+def _matmul_cotangent_b_vjp(h, ans, g, a, b):
+    return np.matmul(a, h), matmul_cotangent_a(g, a, h), None
+
+
+@jvp_rule(matmul_cotangent_b)
+def _matmul_cotangent_b_jvp(t, ans, g, a, b):
+    return matmul_cotangent_b(t, a, b), matmul_cotangent_b(g, t, b), None
+
+
+# ---------------------------------------------------------------------------------------
+# np.dot: a scalar operand multiplies; otherwise the last axis of a is contracted with the
+# last axis of a 1-D b or the second-to-last of an N-D b (no broadcasting).
+
+
+def dot_cotangent_a(g: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``a`` when ``g`` is the cotangent of ``np.dot(a, b)``.
+
+    Example::
+
+        a, b = np.ones((2, 3)), np.ones((5, 3, 4))
+        dot_cotangent_a(np.ones((2, 5, 4)), a, b).shape  # (2, 3)
+    """
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * b, a)
+    if np.ndim(b) == 1:
+        return np.expand_dims(g, -1) * b
+    return np.tensordot(g, np.swapaxes(b, -1, -2), np.ndim(b) - 1)
+
+
+def dot_cotangent_b(g: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``b`` when ``g`` is the cotangent of ``np.dot(a, b)``.
+
+    Example::
+
+        a, b = np.ones((2, 3)), np.ones((5, 3, 4))
+        dot_cotangent_b(np.ones((2, 5, 4)), a, b).shape  # (5, 3, 4)
+    """
+    if np.ndim(a) == 0 or np.ndim(b) == 0:
+        return unbroadcast(g * a, b)
+    if np.ndim(b) == 1:
+        return np.tensordot(g, a, np.ndim(g))
+    contracted = np.tensordot(np.moveaxis(a, -1, 0), g, np.ndim(a) - 1)
+    return np.moveaxis(contracted, 0, -2)
+
+
+@vjp_rule(dot_cotangent_a)
+def _dot_cotangent_a_vjp(h, ans, g, a, b):
+    return np.dot(h, b), None, dot_cotangent_b(g, h, b)
+
+
+@jvp_rule(dot_cotangent_a)
+def _dot_cotangent_a_jvp(t, ans, g, a, b):
+    return dot_cotangent_a(t, a, b), None, dot_cotangent_a(g, a, t)
+
+
+@vjp_rule(dot_cotangent_b)
+def _dot_cotangent_b_vjp(h, ans, g, a, b):
+    return np.dot(a, h), dot_cotangent_a(g, a, h), None
+
+
+@jvp_rule(dot_cotangent_b)
+def _dot_cotangent_b_jvp(t, ans, g, a, b):
+    return dot_cotangent_b(t, a, b), dot_cotangent_b(g, t, b), None
+
+
+# ---------------------------------------------------------------------------------------
+# np.linalg.solve(a, b) treats a 1-D b as one vector and anything else as a stack of
+# matrices (NumPy 2). Working with matrices throughout makes the rules uniform.
+
+
+def rhs_as_matrix(v: Any, b: Any) -> Any:
+    """``v`` (shaped like ``solve``'s ``b`` or its result) as a matrix: a column if ``b`` is 1-D.
+
+    Example::
+
+        rhs_as_matrix(np.ones((4, 3)), np.ones(3)).shape     # (4, 3, 1)
+        rhs_as_matrix(np.ones((3, 2)), np.ones((3, 2))).shape  # (3, 2)
+    """
+    if np.ndim(b) == 1:
+        return np.expand_dims(v, -1)
+    return v
+
+
+@vjp_rule(rhs_as_matrix)
+def _rhs_as_matrix_vjp(g, ans, v, b):
+    return np.reshape(g, np.shape(v)), None
+
+
+@jvp_rule(rhs_as_matrix)
+def _rhs_as_matrix_jvp(t, ans, v, b):
+    return rhs_as_matrix(t, b), None

@@ -1,0 +1,265 @@
+"""Branches, loops, jumps, in-place updates and lists, against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import assert_close, numeric_grad
+
+import s2sgrad as sg
+
+
+def branches(x, y):
+    if np.sum(x) > 0:
+        z = x * y
+    elif np.sum(y) > 0:
+        z = np.sin(x) + y
+        w = z * 2.0
+        z = w - x
+    else:
+        z = x**2
+    return np.sum(z * y)
+
+
+def conditional_expression(x, y):
+    z = np.tanh(x) if np.sum(x) > 0 and np.sum(y) > -1 else x * y
+    return np.sum(z)
+
+
+def range_loop(x, y):
+    total = 0.0
+    for i in range(len(x)):
+        total = total + np.sin(x[i] * y[i % len(y)])
+    return total
+
+
+def overwriting_loop(x, y):
+    for _ in range(3):
+        x = np.sin(x) * y + 0.5 * x
+    return np.sum(x)
+
+
+def rows_enumerate_zip(x, y):
+    total = 0.0
+    for row in x:
+        total = total + np.sum(row**2)
+    for i, row in enumerate(x):
+        total = total + i * np.sum(row * y)
+    for a, b in zip(x, reversed(x)):
+        total = total + np.sum(a * b)
+    for row in reversed(x):
+        total = total * 0.5 + np.sum(np.cos(row))
+    return total
+
+
+def nested_loops(x, y):
+    acc = x * 1.0
+    for i in range(2):
+        for j in range(3):
+            acc = acc * np.cos(y) + j * x
+            if np.sum(acc) > 5.0:
+                acc = acc * 0.1
+    return np.sum(acc)
+
+
+def while_loop(x, y):
+    z = x * y
+    while np.sum(z**2) < 50.0:
+        z = z * 1.5 + x
+    return np.sum(z)
+
+
+def break_in_while(x, y):
+    z = x
+    count = 0
+    while True:
+        z = np.sin(z) + y
+        count = count + 1
+        if count >= 4 or np.sum(z) > 100.0:
+            break
+    return np.sum(z**2)
+
+
+def continue_and_break(x, y):
+    total = 0.0
+    for i in range(6):
+        if i == 1:
+            continue
+        total = total + np.sum(np.exp(x * i * 0.1) * y)
+        if i >= 4:
+            break
+    return total
+
+
+def early_return_from_nested_loop(x, y):
+    z = x
+    for i in range(4):
+        for j in range(3):
+            z = z * np.cos(y) + 0.1
+            if np.sum(z) > 2.0 + i:
+                return np.sum(z * x)
+    return np.sum(z)
+
+
+def several_returns(x, y):
+    if np.sum(x) > 1.0:
+        return np.sum(x**3)
+    if np.sum(y) > 0.0:
+        return np.sum(x * y)
+    return np.sum(np.exp(y))
+
+
+def loop_in_branch_in_loop(x, y):
+    z = x
+    for i in range(3):
+        if i % 2 == 0:
+            for _ in range(2):
+                z = z * y + np.sin(z)
+        else:
+            z = z - 0.1 * y
+    return np.sum(z)
+
+
+def in_place_updates(x, y):
+    out = np.zeros((len(x), 2))
+    out[:, 0] = x * y[0]
+    out[:, 1] += np.sin(x)
+    mask = x > 0
+    out[mask] = out[mask] * 2.0
+    for i in range(len(x)):
+        out[i, 1] = out[i, 1] * y[1] + out[i, 0]
+    return np.sum(out**2)
+
+
+def copy_then_update(x, y):
+    z = x.copy()
+    z[0] = z[0] * y[0]
+    z[1:] = np.cos(z[1:])
+    return np.sum(z * y)
+
+
+def list_storage(x, y):
+    states = []
+    h = x
+    for i in range(3):
+        h = np.tanh(h * y + i)
+        states.append(h)
+    last = states.pop()
+    return np.sum(np.stack(states)) + np.sum(last * y) + np.sum(np.array(states) ** 2)
+
+
+def comprehensions(x, y):
+    squares = [x[i] ** 2 * y[i] for i in range(len(x))]
+    return sum(squares) + np.sum(np.stack([np.sin(r) for r in x])) + sum(v * 2.0 for v in y)
+
+
+def list_item_assignment(x, y):
+    items = [x * 1.0, y * 2.0, x * y]
+    items[1] = items[0] * items[2]
+    return np.sum(items[1]) + np.sum(items[2])
+
+
+CONSTRUCTS = [
+    branches,
+    conditional_expression,
+    range_loop,
+    overwriting_loop,
+    rows_enumerate_zip,
+    nested_loops,
+    while_loop,
+    break_in_while,
+    continue_and_break,
+    early_return_from_nested_loop,
+    several_returns,
+    loop_in_branch_in_loop,
+    in_place_updates,
+    copy_then_update,
+    list_storage,
+    comprehensions,
+    list_item_assignment,
+]
+
+POINTS = [
+    # both sides of every branch: positive, negative and mixed inputs
+    (np.array([0.3, 0.8, 0.5]), np.array([0.9, -0.4, 0.7])),
+    (np.array([-0.6, -0.2, -0.9]), np.array([0.5, 0.6, -0.1])),
+    (np.array([-0.6, -0.2, -0.9]), np.array([-0.5, -0.6, -0.1])),
+    (np.array([1.2, -0.7, 0.9]), np.array([1.1, 0.4, 0.2])),
+]
+
+
+@pytest.mark.parametrize("function", CONSTRUCTS, ids=[f.__name__ for f in CONSTRUCTS])
+@pytest.mark.parametrize("point", range(len(POINTS)))
+def test_construct_matches_finite_differences(function, point):
+    x, y = (a.copy() for a in POINTS[point])
+    gradients = sg.grad(function, wrt=(0, 1), mode="s2s")(x, y)
+    for index in range(2):
+        expected = numeric_grad(function, [x, y], index)
+        assert_close(gradients[index], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(x, POINTS[point][0])
+
+
+def doubling(a):
+    b = 2 * a
+    while np.linalg.norm(b) < 1000:
+        b = 2 * b
+    if np.sum(b) > 0:
+        c = b
+    else:
+        c = 100 * b
+    return c
+
+
+def test_documented_doubling_example():
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        a = rng.standard_normal(3)
+        c = doubling(a)
+        _, pullback = sg.vjp(doubling, a, mode="s2s")
+        jacobian = np.stack([pullback(e)[0] for e in np.eye(3)])
+        np.testing.assert_allclose(np.diag(jacobian), c / a)
+        gradient = sg.grad(lambda a: np.sum(doubling(a)), mode="s2s")(a)
+        np.testing.assert_allclose(gradient, c / a)
+
+
+def test_range_loop_pushes_nothing_per_iteration_for_its_counter():
+    def f(x, a):
+        for _ in range(50):
+            x = x * a
+        return x
+
+    text = sg.source(sg.grad(f, wrt=(0, 1)))
+    assert "reversed(" in text and text.count(".append(") == 1  # only x is saved
+
+
+def test_values_never_overwritten_are_not_pushed():
+    def f(x, y):
+        s = np.sin(x * y)
+        total = 0.0
+        for i in range(4):
+            total = total + s * i
+        return np.sum(total)
+
+    text = sg.source(sg.grad(f, wrt=(0, 1)))
+    for name in ("s", "x", "y", "i"):
+        assert f"append({name})" not in text
+
+
+def test_mutating_an_argument_suggests_a_copy():
+    def f(x):
+        x[0] = 2.0
+        return np.sum(x)
+
+    with pytest.raises(sg.UnsupportedError, match=r"x = x\.copy\(\)"):
+        sg.grad(f, mode="s2s")(np.ones(3))
+
+
+def test_updating_a_view_is_refused():
+    def f(x):
+        y = x * 2.0
+        view = y[1:]
+        view[0] = 3.0
+        return np.sum(y)
+
+    with pytest.raises(sg.UnsupportedError, match="share memory"):
+        sg.grad(f, mode="s2s")(np.ones(3))
