@@ -20,7 +20,8 @@ import numpy as np
 
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.runtime import as_gradient
-from s2sgrad.transform import derivative
+from s2sgrad.specialize import signature
+from s2sgrad.transform import derivative, specialised
 
 __all__ = ["grad", "value_and_grad", "vjp"]
 
@@ -139,7 +140,8 @@ class _Transform:
         self.indices = [
             self.all_parameters.index(w) if w in self.parameters else None for w in self.wrt
         ]
-        self.generated: dict[frozenset, Any] = {}
+        self.generated: dict[tuple, Any] = {}  # argument signature → compiled function
+        self.latest = None  # the GeneratedFunction that ran last (for sg.source)
         self.use_tape = mode == "tape"
         functools.update_wrapper(self, f, updated=())
 
@@ -161,32 +163,41 @@ class _Transform:
     def __call__(self, *args, **kwargs):
         if isinstance(self.f, types.MethodType):
             args = (self.f.__self__, *args)
+        if not self.use_tape:
+            key = signature(args, kwargs)
+            function = self.generated.get(key)
+            if function is not None:
+                return self._shape_result(function(*args, **kwargs))
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             _check_differentiable(name, value, self.f)
         containers = frozenset(n for n, v in zip(self.wrt, values) if _is_container(v))
         if not self.use_tape:
-            function = self.generated.get(containers)
-            if function is None:
-                function = self._transform(containers)
-            if function is not None:
-                result = function(*args, **kwargs)
-                return self._shape_result(result)
+            generated = self._transform(containers)
+            if generated is not None:
+                return self._shape_result(self._first_call(key, generated, args, kwargs))
         return self._tape_call(args, kwargs, values)
 
     def _transform(self, containers):
         try:
-            generated = derivative(
-                self.function, self.wrt, self.kind, self.has_aux, containers
-            ).function
+            return derivative(self.function, self.wrt, self.kind, self.has_aux, containers)
         except S2SGradError as error:
             if self.mode == "s2s":
                 raise
             _warn_fallback(self.function, error)
             self.use_tape = True
             return None
-        self.generated[containers] = generated
-        return generated
+
+    def _first_call(self, key, generated, args, kwargs):
+        """Call a new signature's code once, specialising it to these shapes if safe."""
+        if not generated.shapes_follow_arguments or _has_tape_values(args, kwargs):
+            self.generated[key] = generated.function
+            self.latest = generated
+            return generated.function(*args, **kwargs)
+        result, fast = specialised(generated, args, kwargs)
+        self.generated[key] = fast.function
+        self.latest = fast
+        return result
 
     def _shape_result(self, result):
         if self.single or len(self.wrt) != 1:
@@ -233,6 +244,12 @@ class _Transform:
         if self.kind == "value_and_grad":
             return value, gradients
         return (gradients, aux) if self.has_aux else gradients
+
+
+def _has_tape_values(args, kwargs) -> bool:
+    from s2sgrad.tape import is_tape_value
+
+    return any(is_tape_value(leaf) for v in (*args, *kwargs.values()) for leaf in _leaves(v))
 
 
 def _first_of(function):

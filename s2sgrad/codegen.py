@@ -33,6 +33,8 @@ class GeneratedFunction:
     source: str
     filename: str
     namespace: dict[str, Any]
+    node: Any = None  # the gast FunctionDef it was compiled from
+    shapes_follow_arguments: bool = False  # safe to specialise on argument shapes
 
 
 registry: dict[Any, GeneratedFunction] = {}  # compiled function → how it was generated
@@ -99,6 +101,8 @@ def compile_function(
     module_globals.update(namespace)
     code = compile(source, filename, "exec")
     exec(code, module_globals)
-    generated = GeneratedFunction(module_globals[node.name], source, filename, namespace)
+    generated = GeneratedFunction(
+        module_globals[node.name], source, filename, namespace, node=node
+    )
     registry[generated.function] = generated
     return generated

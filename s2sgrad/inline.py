@@ -124,8 +124,9 @@ def inline_rule(
         bound[parsed.varargs] = gast.Tuple(elts=list(extra), ctx=gast.Load())
     by_name = {p.name: p for p in parsed.positional + parsed.keyword_only}
     for key, value in keywords.items():
-        if key in by_name and key not in bound:
-            bound[key] = value
+        if key not in by_name or key in bound:
+            return None  # a keyword the rule does not know: calling it raises a clear error
+        bound[key] = value
     for parameter in parsed.positional + parsed.keyword_only:
         if parameter.name in bound:
             continue

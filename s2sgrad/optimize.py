@@ -81,6 +81,11 @@ class _Optimizer:
         while index < len(result):
             statement = result[index]
             copy = _simple_assignment(statement)
+            if copy and writes[copy] == 1 and _number(statement.value) is not None:
+                for s in result[index + 1 :]:
+                    _replace_read(s, copy, statement.value)
+                del result[index]
+                continue
             if copy and isinstance(statement.value, gast.Name):
                 target, source = copy, statement.value.id
                 later = result[index + 1 :]
@@ -121,6 +126,7 @@ class _Optimizer:
                     if target in names_read(later):
                         if (
                             _is_compound(later)
+                            or isinstance(later, gast.Return)
                             or getattr(later, "keep_apart", False)
                             or not _top_level_reads(later, target)
                         ):
@@ -316,6 +322,32 @@ class _ConstantFolder(gast.NodeTransformer):
             return node.left
         if op is gast.Mult and left == 1 and type(left) is int:
             return node.right
+        return node
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        index = node.slice
+        if (
+            isinstance(node.value, gast.Tuple)
+            and isinstance(index, gast.Constant)
+            and type(index.value) is int
+            and -len(node.value.elts) <= index.value < len(node.value.elts)
+            and isinstance(node.ctx, gast.Load)
+        ):
+            return node.value.elts[index.value]
+        return node
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if (
+            len(node.ops) == 1
+            and isinstance(node.ops[0], (gast.Is, gast.IsNot))
+            and isinstance(node.left, gast.Constant)
+            and isinstance(node.comparators[0], gast.Constant)
+            and node.comparators[0].value is None
+        ):
+            same = node.left.value is None
+            return gast.Constant(value=same if isinstance(node.ops[0], gast.Is) else not same, kind=None)
         return node
 
     def visit_If(self, node):

@@ -161,7 +161,8 @@ class _Reverse:
         self.check_mutations(statements)
         forward = self.forward_block(statements, in_loop=False)
         output = final.value
-        out_name = self.names.claim("dout")
+        single = isinstance(output, gast.Name) and self.active(output.id)
+        out_name = self.adjoint(output.id) if single else self.names.claim("dout")
         seed = self.seed_output(output, out_name, final)
         backward = seed + self.backward_block(statements, later_reads=names_read(final))
         forward, backward = self.place_saves(forward, backward)

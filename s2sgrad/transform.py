@@ -38,6 +38,7 @@ from s2sgrad.passes.names import NameGenerator
 from s2sgrad.passes.rename import rename_reassignments
 from s2sgrad.reverse import ReverseSweeps, reverse_sweeps
 from s2sgrad.rules import get_rule
+from s2sgrad.specialize import probe_and_specialise, shapes_follow_arguments, signature
 from s2sgrad.syntax import (
     assign,
     call,
@@ -50,7 +51,7 @@ from s2sgrad.syntax import (
     store,
 )
 
-__all__ = ["derivative", "KINDS", "clear_cache"]
+__all__ = ["derivative", "specialised", "KINDS", "clear_cache"]
 
 KINDS = ("grad", "value_and_grad", "vjp")
 
@@ -160,7 +161,34 @@ def _build(request: _Request) -> GeneratedFunction:
         aux=request.has_aux,
     )
     assembled = _assemble(request, parsed, node, sweeps, names, namespace)
-    return compile_function(assembled, namespace.objects, parsed.location())
+    generated = compile_function(assembled, namespace.objects, parsed.location())
+    generated.shapes_follow_arguments = request.kind != "vjp" and shapes_follow_arguments(
+        node.body, parsed.resolve
+    )
+    generated.origin = parsed.location()
+    return generated
+
+
+def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
+    """Run ``generated`` once on ``args`` while specialising it to their shapes.
+
+    Returns ``(result, specialised GeneratedFunction)``; the result is what
+    ``generated.function(*args, **kwargs)`` returns.
+
+    Example::
+
+        value, fast = specialised(derivative(f, ("x",)), (x,), {})
+    """
+
+    def compile_probe(node, namespace):
+        return compile_function(node, namespace, generated.origin).function
+
+    namespace = dict(generated.namespace)
+    result, node = probe_and_specialise(generated.node, namespace, args, kwargs, compile_probe)
+    node.body = optimize(node.body, _purity_of(namespace))
+    fast = compile_function(node, namespace, generated.origin)
+    fast.specialised_for = signature(args, kwargs)
+    return result, fast
 
 
 # assembly --------------------------------------------------------------------------------
@@ -251,10 +279,14 @@ def _private_state(pullback: gast.FunctionDef, forward, names, helper) -> None:
 
 
 def _purity(namespace: Namespace):
+    return _purity_of(namespace.objects)
+
+
+def _purity_of(objects: dict):
     def is_pure(node: gast.Call) -> bool:
         func = node.func
         if isinstance(func, gast.Name):
-            obj = namespace.objects.get(func.id, NOT_FOUND)
+            obj = objects.get(func.id, NOT_FOUND)
             if obj is NOT_FOUND:
                 return func.id.endswith("pullback") or func.id in _PURE_BUILTINS
             return _pure_object(obj)
@@ -266,7 +298,7 @@ def _purity(namespace: Namespace):
                 base = base.value
             if not isinstance(base, gast.Name):
                 return False
-            obj = namespace.objects.get(base.id, NOT_FOUND)
+            obj = objects.get(base.id, NOT_FOUND)
             if obj is NOT_FOUND:  # a method on a local value
                 return func.attr not in _IMPURE_METHODS and hasattr(np.ndarray, func.attr)
             for attr in reversed(chain):

@@ -149,6 +149,8 @@ CASES = [
     case(np.tensordot, r(2, 3, 4), r(3, 5, 2), ([1, 0], [0, 2])),
     case(np.tensordot, r(2, 3, 4), r(4, 5), (2, 0)),
     case(np.tensordot, r(2, 3, 4), r(4, 3), axes=([-1, 1], [0, -1])),
+    case(np.tensordot, r(2, 3, 4), r(2, 5), ([0], [0])),
+    case(np.tensordot, r(2, 3, 4), r(5, 6, 4), ([2], [2])),
     case(np.kron, r(2, 3), r(4, 5)),
     case(np.kron, r(3), r(2, 2)),
     case(np.kron, r(2), r(3)),

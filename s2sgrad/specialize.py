@@ -1,0 +1,374 @@
+"""Specialise a generated gradient to the argument shapes of its first call.
+
+Generic generated code cannot know shapes, so it calls helpers such as
+``unbroadcast(g, x)`` that look at shapes at run time. When the shapes of every
+intermediate follow from the shapes of the arguments, one run tells them all: the first
+call with a new shape signature runs a *probe* copy of the code in which each such call
+records what it saw, and the specialised copy replaces each call by what it amounts to
+for those shapes (``g`` itself, ``np.sum(g, axis=0)``, ``g @ b.T``, a constant shape).
+The result is both faster and closer to what a person would write.
+
+A function is only specialised when its shapes cannot depend on values: no branch or
+loop test that reads array values, no subscript by a computed index (boolean masks),
+and none of the functions whose output size depends on values (``np.nonzero`` …).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+import numpy as np
+
+from s2sgrad import runtime
+from s2sgrad.syntax import attribute, call, clone, constant, load, names_read
+
+__all__ = ["shapes_follow_arguments", "probe_and_specialise", "signature"]
+
+_VALUE_SIZED = {
+    np.nonzero,
+    np.flatnonzero,
+    np.argwhere,
+    np.unique,
+    np.extract,
+    np.compress,
+    np.trim_zeros,
+    np.where,
+}
+_SHAPE_QUERIES = {"len", "range", "int", "min", "max", "abs", "shape", "ndim", "size"}
+
+
+def signature(args: tuple, kwargs: dict) -> tuple:
+    """A hashable description of argument shapes, dtypes and structure.
+
+    Example::
+
+        signature((np.ones((2, 3)), 1.0), {})  # (((2, 3), 'd'), <class 'float'>)
+    """
+    parts = tuple(_describe(a) for a in args)
+    if kwargs:
+        parts += tuple((k, _describe(v)) for k, v in sorted(kwargs.items()))
+    return parts
+
+
+def _describe(value: Any):
+    if type(value) is np.ndarray:
+        return (value.shape, value.dtype.char)
+    if isinstance(value, dict):
+        return ("dict", tuple((k, _describe(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_describe(v) for v in value))
+    if isinstance(value, np.generic):
+        return ((), value.dtype.char, "scalar")
+    return type(value)
+
+
+# static criterion ------------------------------------------------------------------------
+def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr], Any]) -> bool:
+    """Whether every intermediate shape of ``body`` is fixed by the argument shapes.
+
+    ``body`` is in A-normal form; ``resolve`` maps a function reference to its object.
+    """
+    shape_only = _shape_only_names(body)
+    for node in _walk(body):
+        if isinstance(node, (gast.If, gast.While)):
+            if not _is_shape_only(node.test, shape_only):
+                return False
+        elif isinstance(node, gast.For) and not _is_shape_only(node.iter, shape_only):
+            return False
+        elif isinstance(node, gast.Subscript):
+            index_names = names_read(node.slice)
+            if not index_names <= shape_only:
+                return False
+        elif isinstance(node, gast.Call):
+            try:
+                target = resolve(node.func)
+            except Exception:
+                target = None
+            if any(target is f for f in _VALUE_SIZED):
+                return False
+    return True
+
+
+def _walk(body):
+    for statement in body:
+        yield from gast.walk(statement)
+
+
+def _shape_only_names(body: list[gast.stmt]) -> set[str]:
+    """Names whose values depend only on shapes and constants (never on array values)."""
+    candidates: dict[str, list[gast.expr]] = {}
+    loop_targets: dict[str, gast.expr] = {}
+    for node in _walk(body):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            candidates.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, gast.Assign):
+            for target in gast.walk(node.targets[0]):
+                if isinstance(target, gast.Name) and isinstance(target.ctx, gast.Store):
+                    candidates.setdefault(target.id, []).append(gast.Constant(value=None, kind=None))
+                    candidates[target.id].append(node.value)
+        elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
+            loop_targets[node.target.id] = node.iter
+    known: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in candidates.items():
+            if name not in known and all(_is_shape_only(v, known) for v in values):
+                known.add(name)
+                changed = True
+        for name, iterable in loop_targets.items():
+            if name not in known and _is_shape_only(iterable, known):
+                if name not in candidates:
+                    known.add(name)
+                    changed = True
+    return known
+
+
+def _is_shape_only(node: gast.expr, known: set[str]) -> bool:
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, gast.Name):
+        return node.id in known
+    if isinstance(node, gast.Attribute):
+        return node.attr in ("shape", "ndim", "size") or _is_shape_only(node.value, known)
+    if isinstance(node, (gast.BinOp,)):
+        return _is_shape_only(node.left, known) and _is_shape_only(node.right, known)
+    if isinstance(node, gast.UnaryOp):
+        return _is_shape_only(node.operand, known)
+    if isinstance(node, gast.Compare):
+        return all(_is_shape_only(n, known) for n in [node.left, *node.comparators])
+    if isinstance(node, gast.BoolOp):
+        return all(_is_shape_only(v, known) for v in node.values)
+    if isinstance(node, (gast.Tuple, gast.List)):
+        return all(_is_shape_only(e, known) for e in node.elts)
+    if isinstance(node, gast.Subscript):
+        return _is_shape_only(node.value, known) and _is_shape_only(node.slice, known)
+    if isinstance(node, gast.Slice):
+        return all(p is None or _is_shape_only(p, known) for p in (node.lower, node.upper, node.step))
+    if isinstance(node, gast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "")
+        if name in ("len", "shape", "ndim", "size"):
+            return True
+        return name in _SHAPE_QUERIES and all(_is_shape_only(a, known) for a in node.args)
+    return False
+
+
+# probing ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Seen:
+    """What one argument or result of a probed call looked like."""
+
+    kind: str  # array | float | int | tuple | other
+    shape: tuple | None = None
+    dtype: str | None = None
+    value: Any = None
+
+    @staticmethod
+    def of(value: Any) -> Seen:
+        if type(value) is np.ndarray:
+            return Seen("array", value.shape, value.dtype.char)
+        if isinstance(value, np.generic):
+            return Seen("scalar", (), value.dtype.char)
+        if type(value) is float:
+            return Seen("float", ())
+        if type(value) is int:
+            return Seen("int", (), value=value)
+        if isinstance(value, tuple) and all(type(v) is int for v in value):
+            return Seen("tuple", value=value)
+        return Seen("other")
+
+
+class _Probe:
+    def __init__(self):
+        self.sites: dict[int, set] = {}
+
+    def __call__(self, site: int, function, *args, **kwargs):
+        result = function(*args, **kwargs)
+        record = (tuple(Seen.of(a) for a in args), Seen.of(result))
+        self.sites.setdefault(site, set()).add(record)
+        return result
+
+
+def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, kwargs: dict, compile_function):
+    """Run ``node`` once with a probe on every specialisable call; return (result, specialised node).
+
+    ``compile_function(node, namespace)`` compiles a gast function and returns it.
+    """
+    specialisers = _specialisers()
+    sites: dict[int, gast.Call] = {}
+    probed = clone(node)
+    probe = _Probe()
+    probe_name = "__s2sgrad_probe__"
+
+    class Instrument(gast.NodeTransformer):
+        def visit_FunctionDef(self, inner):
+            if inner is probed:
+                self.generic_visit(inner)
+            return inner
+
+        def visit_Call(self, call_node):
+            self.generic_visit(call_node)
+            target = _resolve(call_node.func, namespace)
+            if target is None or id(target) not in specialisers:
+                return call_node
+            if any(isinstance(a, gast.Starred) for a in call_node.args) or call_node.keywords:
+                return call_node
+            site = len(sites)
+            sites[site] = call_node
+            return gast.Call(
+                func=load(probe_name),
+                args=[constant(site), call_node.func, *call_node.args],
+                keywords=[],
+            )
+
+    Instrument().visit(probed)
+    function = compile_function(probed, {**namespace, probe_name: probe})
+    result = function(*args, **kwargs)
+
+    specialised = clone(node)
+    originals = {}
+    counter = iter(range(len(sites)))
+
+    class Replace(gast.NodeTransformer):
+        def visit_FunctionDef(self, inner):
+            if inner is specialised:
+                self.generic_visit(inner)
+            return inner
+
+        def visit_Call(self, call_node):
+            self.generic_visit(call_node)
+            target = _resolve(call_node.func, namespace)
+            if target is None or id(target) not in specialisers:
+                return call_node
+            if any(isinstance(a, gast.Starred) for a in call_node.args) or call_node.keywords:
+                return call_node
+            site = next(counter)
+            originals[site] = call_node
+            records = probe.sites.get(site)
+            if not records or len(records) != 1:
+                return call_node  # never ran, or saw several shapes: stay generic
+            (arg_info, result_info), = records
+            replacement = specialisers[id(target)](call_node, arg_info, result_info, namespace)
+            return call_node if replacement is None else replacement
+
+    Replace().visit(specialised)
+    return result, specialised
+
+
+def _resolve(func: gast.expr, namespace: dict):
+    if isinstance(func, gast.Name):
+        return namespace.get(func.id)
+    if isinstance(func, gast.Attribute):
+        base = _resolve(func.value, namespace)
+        return getattr(base, func.attr, None) if base is not None else None
+    return None
+
+
+# specialisers ----------------------------------------------------------------------------
+def _numpy_name(namespace: dict) -> str:
+    for name, value in namespace.items():
+        if value is np:
+            return name
+    namespace["np"] = np
+    return "np"
+
+
+def _unbroadcast(node, args, result, namespace):
+    g, x = args
+    if g.kind not in ("array", "scalar") or x.shape is None:
+        return None
+    if g.shape == x.shape and (x.kind in ("array", "scalar") or g.kind == "scalar"):
+        return node.args[0]
+    if x.kind not in ("array",):
+        return None
+    extra = len(g.shape) - len(x.shape)
+    if extra < 0:
+        return None
+    leading = tuple(range(extra))
+    inner = tuple(
+        i for i, n in enumerate(x.shape) if n == 1 and g.shape[extra + i] != 1
+    )
+    npn = _numpy_name(namespace)
+    value = node.args[0]
+    if leading:
+        value = call(attribute(load(npn), "sum"), [value], {"axis": _axis(leading)})
+    if inner:
+        value = call(
+            attribute(load(npn), "sum"), [value], {"axis": _axis(inner), "keepdims": constant(True)}
+        )
+    return value
+
+
+def _axis(axes: tuple) -> gast.expr:
+    if len(axes) == 1:
+        return constant(axes[0])
+    return gast.Tuple(elts=[constant(a) for a in axes], ctx=gast.Load())
+
+
+def _transposed(node: gast.expr) -> gast.expr:
+    return attribute(node, "T")
+
+
+def _matmul(left, right):
+    return gast.BinOp(left=left, op=gast.MatMult(), right=right)
+
+
+def _matmul_cotangent_a(node, args, result, namespace):
+    g, a, b = args
+    if a.kind == b.kind == "array" and len(a.shape) == 2 and len(b.shape) == 2:
+        return _matmul(node.args[0], _transposed(node.args[2]))
+    return None
+
+
+def _matmul_cotangent_b(node, args, result, namespace):
+    g, a, b = args
+    if a.kind == b.kind == "array" and len(a.shape) == 2 and len(b.shape) == 2:
+        return _matmul(_transposed(node.args[1]), node.args[0])
+    return None
+
+
+def _seed(node, args, result, namespace):
+    (out,) = args
+    if out.kind == "float" or (out.kind in ("scalar", "array") and out.dtype == "d"):
+        return constant(1.0)
+    return None
+
+
+def _broadcast_to(node, args, result, namespace):
+    g, shape = args
+    if g.kind in ("array", "scalar", "float") and shape.kind == "tuple" and g.shape == shape.value:
+        return node.args[0]
+    return None
+
+
+def _shape(node, args, result, namespace):
+    if result.kind == "tuple":
+        return gast.Tuple(elts=[constant(n) for n in result.value], ctx=gast.Load())
+    return None
+
+
+def _number(node, args, result, namespace):
+    return constant(result.value) if result.kind == "int" else None
+
+
+def _specialisers() -> dict[int, Callable]:
+    table = {
+        runtime.unbroadcast: _unbroadcast,
+        runtime.seed_cotangent: _seed,
+        np.broadcast_to: _broadcast_to,
+        np.shape: _shape,
+        np.size: _number,
+        np.ndim: _number,
+    }
+    if hasattr(runtime, "matmul_cotangent_a"):
+        table[runtime.matmul_cotangent_a] = _matmul_cotangent_a
+        table[runtime.matmul_cotangent_b] = _matmul_cotangent_b
+    return {id(k): v for k, v in table.items()}
+
+
+_ = operator
