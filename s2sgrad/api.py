@@ -143,6 +143,8 @@ class _Transform:
         self.generated: dict[tuple, Any] = {}  # argument signature → compiled function
         self.latest = None  # the GeneratedFunction that ran last (for sg.source)
         self.use_tape = mode == "tape"
+        self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
+        self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
         functools.update_wrapper(self, f, updated=())
 
     def _parameter(self, wrt, shift) -> str:
@@ -161,13 +163,14 @@ class _Transform:
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
     def __call__(self, *args, **kwargs):
-        if isinstance(self.f, types.MethodType):
-            args = (self.f.__self__, *args)
+        if self.bound_self is not None:
+            args = (self.bound_self, *args)
         if not self.use_tape:
             key = signature(args, kwargs)
             function = self.generated.get(key)
             if function is not None:
-                return self._shape_result(function(*args, **kwargs))
+                result = function(*args, **kwargs)
+                return (result,) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             _check_differentiable(name, value, self.f)

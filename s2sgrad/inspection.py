@@ -28,6 +28,8 @@ def _generated(transformed: Any, wrt=0) -> GeneratedFunction:
 
     if not isinstance(transformed, _Transform):
         transformed = grad(transformed, wrt=wrt, mode="s2s")
+    if transformed.latest is not None:
+        return transformed.latest  # the code that ran last, specialised to its shapes
     return derivative(
         transformed.function, transformed.wrt, transformed.kind, transformed.has_aux, frozenset()
     )
@@ -56,6 +58,10 @@ def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
 
 def source(transformed: Callable, wrt: int | str | tuple = 0) -> str:
     """The generated source of a transformed function (with the callees it uses).
+
+    Once the transformed function has been called, this is the code that ran last:
+    specialised to the shapes of its arguments where that was safe. Before any call it
+    is the generic code, which works for any shapes.
 
     Example::
 

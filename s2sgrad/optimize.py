@@ -57,6 +57,7 @@ class _Optimizer:
         return True
 
     def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
+        body = _fold_constant_branches(body)
         for statement in body:
             for field in ("body", "orelse"):
                 inner = getattr(statement, field, None)
@@ -199,6 +200,19 @@ class _Optimizer:
             result.append(statement)
         result.reverse()
         return _drop_orphan_comments(result)
+
+
+def _fold_constant_branches(body):
+    result = []
+    for statement in body:
+        if isinstance(statement, gast.If):
+            _ConstantFolder().visit(statement.test)
+            if isinstance(statement.test, gast.Constant):
+                branch = statement.body if statement.test.value else statement.orelse
+                result.extend(s for s in branch if not isinstance(s, gast.Pass))
+                continue
+        result.append(statement)
+    return result
 
 
 def _drop_orphan_comments(body):

@@ -26,7 +26,7 @@ import numpy as np
 from s2sgrad import runtime
 from s2sgrad.syntax import attribute, call, clone, constant, load, names_read
 
-__all__ = ["shapes_follow_arguments", "probe_and_specialise", "signature"]
+__all__ = ["shapes_follow_arguments", "probe_and_specialise", "signature", "strip_broadcasts_in"]
 
 _VALUE_SIZED = {
     np.nonzero,
@@ -48,7 +48,9 @@ def signature(args: tuple, kwargs: dict) -> tuple:
 
         signature((np.ones((2, 3)), 1.0), {})  # (((2, 3), 'd'), <class 'float'>)
     """
-    parts = tuple(_describe(a) for a in args)
+    parts = tuple(
+        [(a.shape, a.dtype) if type(a) is np.ndarray else _describe(a) for a in args]
+    )
     if kwargs:
         parts += tuple((k, _describe(v)) for k, v in sorted(kwargs.items()))
     return parts
@@ -56,7 +58,7 @@ def signature(args: tuple, kwargs: dict) -> tuple:
 
 def _describe(value: Any):
     if type(value) is np.ndarray:
-        return (value.shape, value.dtype.char)
+        return (value.shape, value.dtype)
     if isinstance(value, dict):
         return ("dict", tuple((k, _describe(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
@@ -226,8 +228,24 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
                 keywords=[],
             )
 
+        def visit_BinOp(self, binop):
+            self.generic_visit(binop)
+            if type(binop.op) not in _ARITHMETIC:
+                return binop
+            site = len(sites)
+            sites[site] = binop
+            return gast.Call(
+                func=load(probe_name),
+                args=[constant(site), load(operator_name), constant(_ARITHMETIC[type(binop.op)]),
+                      binop.left, binop.right],
+                keywords=[],
+            )
+
+    operator_name = "__s2sgrad_operator__"
     Instrument().visit(probed)
-    function = compile_function(probed, {**namespace, probe_name: probe})
+    function = compile_function(
+        probed, {**namespace, probe_name: probe, operator_name: _apply_operator}
+    )
     result = function(*args, **kwargs)
 
     specialised = clone(node)
@@ -256,8 +274,67 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
             replacement = specialisers[id(target)](call_node, arg_info, result_info, namespace)
             return call_node if replacement is None else replacement
 
+        def visit_BinOp(self, binop):
+            self.generic_visit(binop)
+            if type(binop.op) not in _ARITHMETIC:
+                return binop
+            records = probe.sites.get(next(counter))
+            if not records or len(records) != 1:
+                return binop
+            ((_, left, right), result), = records
+            return _without_broadcasts(binop, left, right, result)
+
     Replace().visit(specialised)
     return result, specialised
+
+
+_ARITHMETIC = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _apply_operator(symbol, left, right):
+    return _OPERATORS[symbol](left, right)
+
+
+def _without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen) -> gast.BinOp:
+    """``np.broadcast_to(c, S) * e`` is ``c * e`` when ``e`` already has the shape ``S``."""
+    sides = [
+        side
+        for side, other in (("left", right), ("right", left))
+        if other.kind == "array" and other.shape == result.shape
+    ]
+    binop.s2s_broadcast_free = sides  # kept so that later folding can strip again
+    return strip_broadcasts_in(binop)
+
+
+def strip_broadcasts_in(node: gast.AST) -> gast.AST:
+    """Apply the broadcast stripping recorded on BinOps inside ``node``, in place."""
+    for binop in gast.walk(node):
+        for side in getattr(binop, "s2s_broadcast_free", ()):
+            setattr(binop, side, _strip_broadcasts(getattr(binop, side)))
+    return node
+
+
+def _strip_broadcasts(node: gast.expr) -> gast.expr:
+    """Drop broadcast_to calls inside an elementwise expression that broadcasting restores."""
+    if _is_broadcast_call(node):
+        return _strip_broadcasts(node.args[0])
+    if isinstance(node, gast.BinOp) and type(node.op) in _ARITHMETIC:
+        node.left = _strip_broadcasts(node.left)
+        node.right = _strip_broadcasts(node.right)
+    elif isinstance(node, gast.UnaryOp):
+        node.operand = _strip_broadcasts(node.operand)
+    return node
+
+
+def _is_broadcast_call(node) -> bool:
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr == "broadcast_to"
+        and len(node.args) == 2
+        and not node.keywords
+    )
 
 
 def _resolve(func: gast.expr, namespace: dict):
@@ -293,14 +370,11 @@ def _unbroadcast(node, args, result, namespace):
     inner = tuple(
         i for i, n in enumerate(x.shape) if n == 1 and g.shape[extra + i] != 1
     )
-    npn = _numpy_name(namespace)
     value = node.args[0]
     if leading:
-        value = call(attribute(load(npn), "sum"), [value], {"axis": _axis(leading)})
+        value = call(attribute(value, "sum"), [], {"axis": _axis(leading)})
     if inner:
-        value = call(
-            attribute(load(npn), "sum"), [value], {"axis": _axis(inner), "keepdims": constant(True)}
-        )
+        value = call(attribute(value, "sum"), [], {"axis": _axis(inner), "keepdims": constant(True)})
     return value
 
 

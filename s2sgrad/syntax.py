@@ -27,6 +27,13 @@ __all__ = [
 
 COMMENT_MARK = "__s2sgrad_comment__:"
 
+# methods of lists, dicts and arrays that change the object they are called on
+MUTATING_METHODS = {
+    "append", "extend", "insert", "pop", "remove", "clear", "reverse", "update",
+    "setdefault", "popitem", "sort", "fill", "put", "resize", "itemset", "partition",
+    "setflags", "add", "discard",
+}
+
 
 def load(name: str) -> gast.Name:
     return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
@@ -118,8 +125,9 @@ def names_modified(node: gast.AST) -> set[str]:
             isinstance(child, gast.Call)
             and isinstance(child.func, gast.Attribute)
             and isinstance(child.func.value, gast.Name)
+            and child.func.attr in MUTATING_METHODS
         ):
-            found.add(child.func.value.id)  # a method may change its receiver
+            found.add(child.func.value.id)
     return found
 
 

@@ -38,7 +38,12 @@ from s2sgrad.passes.names import NameGenerator
 from s2sgrad.passes.rename import rename_reassignments
 from s2sgrad.reverse import ReverseSweeps, reverse_sweeps
 from s2sgrad.rules import get_rule
-from s2sgrad.specialize import probe_and_specialise, shapes_follow_arguments, signature
+from s2sgrad.specialize import (
+    probe_and_specialise,
+    shapes_follow_arguments,
+    signature,
+    strip_broadcasts_in,
+)
 from s2sgrad.syntax import (
     assign,
     call,
@@ -185,6 +190,8 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
 
     namespace = dict(generated.namespace)
     result, node = probe_and_specialise(generated.node, namespace, args, kwargs, compile_probe)
+    node.body = optimize(node.body, _purity_of(namespace))
+    strip_broadcasts_in(node)  # folding may have brought broadcasts next to full arrays
     node.body = optimize(node.body, _purity_of(namespace))
     fast = compile_function(node, namespace, generated.origin)
     fast.specialised_for = signature(args, kwargs)

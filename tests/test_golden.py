@@ -43,19 +43,36 @@ def softmax_cross_entropy(logits, labels):
     return -np.mean(np.sum(labels * log_probs, axis=1))
 
 
+RNG = np.random.default_rng(0)
+
+
+def _args(*shapes):
+    return tuple(RNG.standard_normal(shape) for shape in shapes)
+
+
+# name: (function, wrt, example arguments or None for the generic, shape-independent code)
 CASES = {
-    "mlp_loss": (mlp_loss, ("W1", "b1", "W2", "b2")),
-    "rosenbrock": (rosenbrock, 0),
-    "logistic": (logistic, "w"),
-    "scalar": (scalar, (0, 1)),
-    "softmax_cross_entropy": (softmax_cross_entropy, 0),
+    "mlp_loss": (mlp_loss, ("W1", "b1", "W2", "b2"), None),
+    "mlp_loss_specialised": (
+        mlp_loss,
+        ("W1", "b1", "W2", "b2"),
+        _args((16, 4), (4, 8), (8,), (8, 1), (1,), (16, 1)),
+    ),
+    "rosenbrock": (rosenbrock, 0, None),
+    "rosenbrock_specialised": (rosenbrock, 0, _args((10,))),
+    "logistic_specialised": (logistic, "w", _args((3,), (5, 3), (5,))),
+    "scalar": (scalar, (0, 1), None),
+    "softmax_cross_entropy_specialised": (softmax_cross_entropy, 0, _args((4, 3), (4, 3))),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_code_matches_golden(name):
-    function, wrt = CASES[name]
-    text = sg.source(sg.grad(function, wrt=wrt))
+    function, wrt, example = CASES[name]
+    transformed = sg.grad(function, wrt=wrt)
+    if example is not None:
+        transformed(*example)
+    text = sg.source(transformed)
     path = GOLDEN / f"{name}.py"
     if os.environ.get("S2SGRAD_UPDATE_GOLDEN"):
         path.write_text(text)

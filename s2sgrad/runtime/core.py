@@ -101,7 +101,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         as_gradient(np.float32(2), np.ones((), np.float32))  # array(2., dtype=float32)
     """
     if type(g) is np.ndarray and type(x) is np.ndarray:
-        if g.shape == x.shape and g.dtype == x.dtype and g.flags.owndata and g.flags.writeable:
+        # an array that owns its memory was computed by the gradient and is the caller's now
+        if g.base is None and g.shape == x.shape and g.dtype == x.dtype and g.flags.writeable:
             return g
     if g is None:
         return zeros_like_structure(x)
@@ -177,7 +178,12 @@ def seed_cotangent(out: Any) -> Any:
 
         from s2sgrad.codegen import ORIGINS
 
-        origin = ORIGINS.get(sys._getframe(1).f_code.co_filename, "the differentiated function")
+        frame, origin = sys._getframe(1), "the differentiated function"
+        while frame is not None:
+            if frame.f_code.co_filename in ORIGINS:
+                origin = ORIGINS[frame.f_code.co_filename]
+                break
+            frame = frame.f_back
         shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
         raise ValueError(
             f"{origin}: grad needs a function with a single-element output, but it returned "

@@ -1,0 +1,13 @@
+def dmlp_loss(x, W1, b1, W2, b2, y):
+    t2 = x @ W1 + b1
+    h = np.maximum(t2, 0.0)
+    # grad of: return np.mean((h @ W2 + b2 - y) ** 2)
+    dt4 = 0.125 * (h @ W2 + b2 - y)
+    db2 = dt4.sum(axis=0)
+    dh = dt4 @ W2.T
+    dW2 = h.T @ dt4
+    # grad of: h = np.maximum(x @ W1 + b1, 0.0)
+    dt2 = np.where(t2 == 0.0, 0.5 * dh, dh * (t2 == h))
+    db1 = dt2.sum(axis=0)
+    dW1 = x.T @ dt2
+    return (as_gradient(dW1, W1), as_gradient(db1, b1), as_gradient(dW2, W2), as_gradient(db2, b2))
