@@ -25,6 +25,128 @@ __all__ = ["optimize"]
 MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
 
 
+def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
+    """Remove stack pushes and pops of variables that nothing reads once restored.
+
+    The reverse transformer saves a value when backward code reads it; after
+    specialisation some of those reads (shape queries) are gone.
+    """
+    stacks = _stacks(body)
+    if not stacks:
+        return body
+    statements = list(_walk_with_loops(body, ()))
+    removable = set()
+    for stack in stacks:
+        saved = {
+            _pushed_name(s, stack) for s, _ in statements if _pushed_name(s, stack) is not None
+        }
+        for name in saved:
+            if not _read_after_restore(statements, stack, name):
+                removable.add((stack, name))
+    if not removable:
+        return body
+    body = _without_saves(body, removable)
+    still_pushed = {
+        _pushed_name(s, stack) for s, _ in _walk_with_loops(body, ()) for stack in stacks
+    }
+    return [
+        s
+        for s in body
+        if not (getattr(s, "s2s_save_init", False) and s.targets[0].id not in still_pushed)
+    ]
+
+
+def _stacks(body) -> set[str]:
+    """The stacks the reverse transformer created (marked where they are made)."""
+    return {
+        s.targets[0].id
+        for s in body
+        if isinstance(s, gast.Assign) and getattr(s, "s2s_stack", False)
+    }
+
+
+def _walk_with_loops(statements, loops):
+    for statement in statements:
+        yield statement, loops
+        inner_loops = loops + (statement,) if isinstance(statement, (gast.For, gast.While)) else loops
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                yield from _walk_with_loops(inner, inner_loops)
+
+
+def _pushed_name(statement, stack) -> str | None:
+    if (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Call)
+        and isinstance(statement.value.func, gast.Attribute)
+        and statement.value.func.attr == "append"
+        and isinstance(statement.value.func.value, gast.Name)
+        and statement.value.func.value.id == stack
+        and len(statement.value.args) == 1
+        and isinstance(statement.value.args[0], gast.Name)
+    ):
+        return statement.value.args[0].id
+    return None
+
+
+def _popped_name(statement, stack) -> str | None:
+    if (
+        isinstance(statement, gast.Assign)
+        and isinstance(statement.targets[0], gast.Name)
+        and isinstance(statement.value, gast.Call)
+        and isinstance(statement.value.func, gast.Attribute)
+        and statement.value.func.attr == "pop"
+        and isinstance(statement.value.func.value, gast.Name)
+        and statement.value.func.value.id == stack
+    ):
+        return statement.targets[0].id
+    return None
+
+
+def _read_after_restore(statements, stack, name) -> bool:
+    """Whether ``name`` is read after a pop restored it (or in a loop that restores it)."""
+    popped = False
+    restoring_loops = {
+        id(loop) for s, loops in statements if _popped_name(s, stack) == name for loop in loops
+    }
+    for statement, loops in statements:
+        if _popped_name(statement, stack) == name:
+            popped = True
+            continue
+        if _pushed_name(statement, stack) == name:
+            continue
+        if name in _reads_of_statement_itself(statement):
+            if popped or any(id(loop) in restoring_loops for loop in loops):
+                return True
+    return False
+
+
+def _reads_of_statement_itself(statement) -> set[str]:
+    """Names a statement reads, not counting the statements nested in its body."""
+    if isinstance(statement, (gast.If, gast.While)):
+        return names_read(statement.test)
+    if isinstance(statement, gast.For):
+        return names_read(statement.iter)
+    return names_read(statement)
+
+
+def _without_saves(statements, removable):
+    result = []
+    for statement in statements:
+        if any(
+            _pushed_name(statement, stack) == name or _popped_name(statement, stack) == name
+            for stack, name in removable
+        ):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                setattr(statement, field, _without_saves(inner, removable) or ([gast.Pass()] if field == "body" else []))
+        result.append(statement)
+    return result
+
+
 def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
     """Optimise a function body; ``is_pure_call`` says which calls may be moved or dropped.
 
@@ -34,7 +156,8 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
     """
     for _ in range(20):
         before = _dump(body)
-        body = _Optimizer(is_pure_call).block(body, live_after=set(), top=True)
+        optimizer = _Optimizer(is_pure_call, body)
+        body = optimizer.block(body, live_after=set(), top=True)
         if _dump(body) == before:
             break
     return body
@@ -45,8 +168,37 @@ def _dump(body):
 
 
 class _Optimizer:
-    def __init__(self, is_pure_call):
+    def __init__(self, is_pure_call, function_body):
         self.is_pure_call = is_pure_call
+        self.function_body = function_body
+
+    def counts(self, statements):
+        reads, writes = Counter(), Counter()
+        for statement in statements:
+            for node in gast.walk(statement):
+                if isinstance(node, gast.Name):
+                    (writes if isinstance(node.ctx, gast.Store) else reads)[node.id] += 1
+        return reads, writes
+
+    def block_local(self, body) -> set[str]:
+        """Names a loop or branch body assigns before any use and nobody outside it uses."""
+        all_reads, all_writes = self.counts(self.function_body)
+        reads, writes = self.counts(body)
+        first_seen: dict[str, bool] = {}
+        for statement in body:
+            top_writes = names_written(statement) if isinstance(statement, gast.Assign) else set()
+            value = statement.value if isinstance(statement, gast.Assign) else statement
+            for name in names_read(value) | (names_written(statement) - top_writes):
+                first_seen.setdefault(name, False)
+            for name in top_writes:
+                first_seen.setdefault(name, True)
+        return {
+            name
+            for name, written_first in first_seen.items()
+            if written_first
+            and reads[name] == all_reads[name]
+            and writes[name] == all_writes[name]
+        }
 
     def pure(self, node: gast.AST) -> bool:
         for child in gast.walk(node):
@@ -67,27 +219,47 @@ class _Optimizer:
                         statement.orelse = []
             _ConstantFolder().visit(statement)
         if not top:
-            return body
+            local = self.block_local(body)
+            body = self.propagate_copies(body, allowed=local)
+            body = self.fold_single_uses(body, allowed=local)
+            return self.eliminate_unread(body)
         body = self.propagate_copies(body)
         body = self.fold_single_uses(body)
         body = self.merge_accumulations(body)
         body = self.eliminate_dead(body, live_after)
         return body
 
+    def eliminate_unread(self, body):
+        """Drop side-effect-free assignments to names the whole function never reads."""
+        reads, _ = self.counts(self.function_body)
+        return [
+            s
+            for s in body
+            if not (
+                _simple_assignment(s)
+                and reads[_simple_assignment(s)] == 0
+                and self.pure(s.value)
+            )
+        ] or [gast.Pass()]
+
     # ---------------------------------------------------------------------------------------
-    def propagate_copies(self, body):
+    def propagate_copies(self, body, allowed=None):
         writes = Counter(n for s in body for n in names_written(s))
         result = list(body)
         index = 0
         while index < len(result):
             statement = result[index]
             copy = _simple_assignment(statement)
+            if allowed is not None and copy not in allowed:
+                index += 1
+                continue
             if copy and writes[copy] == 1 and _number(statement.value) is not None:
                 for s in result[index + 1 :]:
                     _replace_read(s, copy, statement.value)
                 del result[index]
                 continue
             if copy and isinstance(statement.value, gast.Name):
+                _drop_copies_back(result, index, copy, statement.value.id)
                 target, source = copy, statement.value.id
                 later = result[index + 1 :]
                 source_rewritten = any(source in names_modified(s) for s in later)
@@ -99,7 +271,7 @@ class _Optimizer:
             index += 1
         return result
 
-    def fold_single_uses(self, body):
+    def fold_single_uses(self, body, allowed=None):
         result = list(body)
         writes = Counter(n for s in result for n in names_written(s))
         changed = True
@@ -113,6 +285,8 @@ class _Optimizer:
             for index, statement in enumerate(result):
                 target = _simple_assignment(statement)
                 if not target or writes[target] != 1 or reads[target] != 1:
+                    continue
+                if allowed is not None and target not in allowed:
                     continue
                 if getattr(statement, "keep_apart", False):
                     continue
@@ -213,6 +387,21 @@ def _fold_constant_branches(body):
                 continue
         result.append(statement)
     return result
+
+
+def _drop_copies_back(statements, index, target, source) -> None:
+    """After ``a = b``, a later ``b = a`` (with neither changed in between) does nothing."""
+    position = index + 1
+    while position < len(statements):
+        later = statements[position]
+        if _simple_assignment(later) == source and isinstance(later.value, gast.Name) and (
+            later.value.id == target
+        ):
+            del statements[position]
+            return
+        if _is_compound(later) or names_modified(later) & {target, source}:
+            return
+        position += 1
 
 
 def _drop_orphan_comments(body):
@@ -318,7 +507,26 @@ def _number_node(value):
     return node
 
 
+def _negated(node):
+    """The expression ``-node`` without a double negation, or None if that is not simpler."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        return node.operand
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+        left = _negated(node.left)
+        if left is not None:
+            return gast.BinOp(left=left, op=node.op, right=node.right)
+    return None
+
+
 class _ConstantFolder(gast.NodeTransformer):
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, gast.USub):
+            simpler = _negated(node.operand)
+            if simpler is not None:
+                return simpler
+        return node
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         left, right = _number(node.left), _number(node.right)
@@ -330,6 +538,10 @@ class _ConstantFolder(gast.NodeTransformer):
                 return node
             if isinstance(value, (int, float)) and abs(value) < 1e15:
                 return _number_node(value)
+        if op is gast.Add:
+            negated = _negated(node.right)
+            if negated is not None:  # a + -b → a - b
+                return gast.BinOp(left=node.left, op=gast.Sub(), right=negated)
         if op is gast.Pow and right == 1 and type(right) is int:
             return node.left
         if op is gast.Mult and right == 1 and type(right) is int:

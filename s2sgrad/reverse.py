@@ -349,13 +349,18 @@ class _Reverse:
         prologue = []
         if any(s.used for s in self.saves.values()):
             self.stack = self.names.claim("stack")
-            prologue.append(assign(self.stack, gast.List(elts=[], ctx=gast.Load())))
+            creation = assign(self.stack, gast.List(elts=[], ctx=gast.Load()))
+            creation.s2s_stack = True  # lets the optimizer drop saves nobody reads
+            prologue.append(creation)
             pushed = {
                 s.target
                 for s in self.saves.values()
                 if s.used and s.kind == "assign" and s.target not in self.parameters
             }
-            prologue.extend(assign(name, constant(None)) for name in sorted(pushed))
+            for name in sorted(pushed):
+                initial = assign(name, constant(None))
+                initial.s2s_save_init = True  # only there so the first push has a value
+                prologue.append(initial)
         forward = self.expand_markers(forward, "__s2s_push__:", self.push_code)
         backward = self.expand_markers(backward, "__s2s_pop__:", self.pop_code)
         return prologue + forward, backward
@@ -487,7 +492,7 @@ class _Reverse:
         read = set().union(*(names_read(s) for s in loop.body))
         if not (written & self.activity.active):
             return []
-        local = _iteration_local(loop.body) - self.defined
+        local = _iteration_local(loop.body, frozenset(later_reads)) - self.defined
         carried = {v for v in (read - local) | (written & self.defined) if self.active(v)}
         carried |= {v for v in written & later_reads if self.active(v) and v in self.defined}
         before = self.zeros_for(carried - self.defined)
@@ -904,16 +909,29 @@ def _is_list_method(value, method: str) -> bool:
     )
 
 
-def _iteration_local(body: list[gast.stmt]) -> set[str]:
-    """Variables each iteration assigns (unconditionally) before it reads them."""
+def _iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozenset()) -> set[str]:
+    """Variables one pass over ``body`` assigns before it reads them, used nowhere else.
+
+    Inside an ``if``, a variable is local to a branch when that branch assigns it before
+    reading it and nothing outside the branch reads it.
+    """
     seen_reads: set[str] = set()
     local: set[str] = set()
-    for statement in body:
-        if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], (gast.Name, gast.Tuple)):
+    for index, statement in enumerate(body):
+        if isinstance(statement, gast.Assign) and isinstance(
+            statement.targets[0], (gast.Name, gast.Tuple)
+        ):
             seen_reads |= names_read(statement.value)
             for name in names_written(statement.targets[0]):
-                if name not in seen_reads:
+                if name not in seen_reads and name not in read_elsewhere:
                     local.add(name)
+        elif isinstance(statement, gast.If):
+            rest = body[:index] + body[index + 1 :]
+            outside = set(read_elsewhere).union(*(names_read(s) for s in rest))
+            for branch, other in ((statement.body, statement.orelse), (statement.orelse, statement.body)):
+                elsewhere = frozenset(outside.union(*(names_read(s) for s in other)) | names_read(statement.test))
+                local |= _iteration_local(branch, elsewhere) - seen_reads
+            seen_reads |= names_read(statement)
         else:
             seen_reads |= names_read(statement)
             seen_reads |= names_written(statement)  # conditional writes are not definite

@@ -285,6 +285,7 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
             return _without_broadcasts(binop, left, right, result)
 
     Replace().visit(specialised)
+    _strip_broadcast_definitions(specialised)
     return result, specialised
 
 
@@ -325,6 +326,32 @@ def _strip_broadcasts(node: gast.expr) -> gast.expr:
     elif isinstance(node, gast.UnaryOp):
         node.operand = _strip_broadcasts(node.operand)
     return node
+
+
+def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
+    """``d = np.broadcast_to(e, S)`` becomes ``d = e`` when every use broadcasts ``d`` back."""
+    reads: dict[str, int] = {}
+    free: dict[str, int] = {}
+    for node in gast.walk(function):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+            reads[node.id] = reads.get(node.id, 0) + 1
+        for side in getattr(node, "s2s_broadcast_free", ()):
+            operand = getattr(node, side)
+            if isinstance(operand, gast.Name):
+                free[operand.id] = free.get(operand.id, 0) + 1
+    writes: dict[str, int] = {}
+    for node in gast.walk(function):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            writes[node.id] = writes.get(node.id, 0) + 1
+    for statement in gast.walk(function):
+        if (
+            isinstance(statement, gast.Assign)
+            and isinstance(statement.targets[0], gast.Name)
+            and _is_broadcast_call(statement.value)
+        ):
+            name = statement.targets[0].id
+            if writes.get(name) == 1 and reads.get(name, 0) == free.get(name, -1):
+                statement.value = statement.value.args[0]
 
 
 def _is_broadcast_call(node) -> bool:
@@ -392,17 +419,33 @@ def _matmul(left, right):
     return gast.BinOp(left=left, op=gast.MatMult(), right=right)
 
 
+def _ranks(a: Seen, b: Seen) -> tuple[int, int] | None:
+    if a.kind == b.kind == "array":
+        return len(a.shape), len(b.shape)
+    return None
+
+
 def _matmul_cotangent_a(node, args, result, namespace):
-    g, a, b = args
-    if a.kind == b.kind == "array" and len(a.shape) == 2 and len(b.shape) == 2:
-        return _matmul(node.args[0], _transposed(node.args[2]))
+    g_node, a_node, b_node = node.args
+    ranks = _ranks(args[1], args[2])
+    if ranks == (2, 2):
+        return _matmul(g_node, _transposed(b_node))  # g @ b.T
+    if ranks == (1, 2):
+        return _matmul(b_node, g_node)  # b @ g
+    if ranks == (2, 1):
+        return call(attribute(load(_numpy_name(namespace)), "outer"), [g_node, b_node])
     return None
 
 
 def _matmul_cotangent_b(node, args, result, namespace):
-    g, a, b = args
-    if a.kind == b.kind == "array" and len(a.shape) == 2 and len(b.shape) == 2:
-        return _matmul(_transposed(node.args[1]), node.args[0])
+    g_node, a_node, b_node = node.args
+    ranks = _ranks(args[1], args[2])
+    if ranks == (2, 2):
+        return _matmul(_transposed(a_node), g_node)  # a.T @ g
+    if ranks == (2, 1):
+        return _matmul(g_node, a_node)  # g @ a
+    if ranks == (1, 2):
+        return call(attribute(load(_numpy_name(namespace)), "outer"), [a_node, g_node])
     return None
 
 

@@ -28,7 +28,7 @@ from s2sgrad.errors import UnsupportedError
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
 from s2sgrad.operations import classify
-from s2sgrad.optimize import optimize
+from s2sgrad.optimize import drop_unneeded_saves, optimize
 from s2sgrad.passes.activity import analyse_activity
 from s2sgrad.passes.anf import to_anf
 from s2sgrad.passes.desugar import desugar
@@ -192,6 +192,7 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
     result, node = probe_and_specialise(generated.node, namespace, args, kwargs, compile_probe)
     node.body = optimize(node.body, _purity_of(namespace))
     strip_broadcasts_in(node)  # folding may have brought broadcasts next to full arrays
+    node.body = drop_unneeded_saves(node.body)  # shape-only reads are gone
     node.body = optimize(node.body, _purity_of(namespace))
     fast = compile_function(node, namespace, generated.origin)
     fast.specialised_for = signature(args, kwargs)

@@ -63,3 +63,28 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-7):
     else:
         assert np.shape(actual) == np.shape(expected), (np.shape(actual), np.shape(expected))
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+def call_twice(transformed, *args, **kwargs):
+    """Call a transformed function twice and check both calls agree.
+
+    The first call with new argument shapes runs the generic code (while specialising it);
+    the second runs the code specialised to those shapes. Both must give the same result.
+    """
+    first = transformed(*args, **kwargs)
+    second = transformed(*args, **kwargs)
+    _assert_same(first, second)
+    return second
+
+
+def _assert_same(a, b):
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for k in a:
+            _assert_same(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for u, v in zip(a, b):
+            _assert_same(u, v)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
