@@ -182,7 +182,17 @@ class Seen:
             return Seen("int", (), value=value)
         if isinstance(value, tuple) and all(type(v) is int for v in value):
             return Seen("tuple", value=value)
+        if _is_basic_index(value):
+            return Seen("basic index")
         return Seen("other")
+
+
+def _is_basic_index(index) -> bool:
+    """Integers, slices, None and Ellipsis: indexing that never repeats an element."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return all(
+        isinstance(p, (int, np.integer, slice)) or p is None or p is Ellipsis for p in parts
+    ) and not any(isinstance(p, bool) for p in parts)
 
 
 class _Probe:
@@ -286,6 +296,7 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
 
     Replace().visit(specialised)
     _strip_broadcast_definitions(specialised)
+    _scatter_sums(specialised, namespace)
     return result, specialised
 
 
@@ -329,29 +340,56 @@ def _strip_broadcasts(node: gast.expr) -> gast.expr:
 
 
 def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
-    """``d = np.broadcast_to(e, S)`` becomes ``d = e`` when every use broadcasts ``d`` back."""
+    """``d = np.broadcast_to(e, S)`` becomes ``d = e`` when every use broadcasts ``d`` back.
+
+    A use is broadcast back when it is reached through elementwise arithmetic from an
+    operand whose partner has the full shape, directly or through names that are
+    themselves only used that way.
+    """
     reads: dict[str, int] = {}
-    free: dict[str, int] = {}
-    for node in gast.walk(function):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-            reads[node.id] = reads.get(node.id, 0) + 1
-        for side in getattr(node, "s2s_broadcast_free", ()):
-            operand = getattr(node, side)
-            if isinstance(operand, gast.Name):
-                free[operand.id] = free.get(operand.id, 0) + 1
     writes: dict[str, int] = {}
+    direct: dict[str, int] = {}
+    definitions: dict[str, gast.Assign] = {}
     for node in gast.walk(function):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
-            writes[node.id] = writes.get(node.id, 0) + 1
-    for statement in gast.walk(function):
-        if (
-            isinstance(statement, gast.Assign)
-            and isinstance(statement.targets[0], gast.Name)
-            and _is_broadcast_call(statement.value)
-        ):
-            name = statement.targets[0].id
-            if writes.get(name) == 1 and reads.get(name, 0) == free.get(name, -1):
-                statement.value = statement.value.args[0]
+        if isinstance(node, gast.Name):
+            table = writes if isinstance(node.ctx, gast.Store) else reads
+            table[node.id] = table.get(node.id, 0) + 1
+        for side in getattr(node, "s2s_broadcast_free", ()):
+            for name in _elementwise_leaves(getattr(node, side)):
+                direct[name] = direct.get(name, 0) + 1
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            definitions[node.targets[0].id] = node
+    free = dict(direct)
+    settled: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, count in list(free.items()):
+            if name in settled or count != reads.get(name, 0) or writes.get(name) != 1:
+                continue
+            settled.add(name)
+            changed = True
+            definition = definitions.get(name)
+            if definition is not None:
+                value = definition.value
+                value = value.args[0] if _is_broadcast_call(value) else value
+                for leaf in _elementwise_leaves(value):
+                    free[leaf] = free.get(leaf, 0) + 1
+    for name in settled:
+        definition = definitions.get(name)
+        if definition is not None and _is_broadcast_call(definition.value):
+            definition.value = definition.value.args[0]
+
+
+def _elementwise_leaves(node) -> list[str]:
+    """Names reached from ``node`` through elementwise arithmetic only."""
+    if isinstance(node, gast.Name):
+        return [node.id]
+    if isinstance(node, gast.BinOp) and type(node.op) in _ARITHMETIC:
+        return _elementwise_leaves(node.left) + _elementwise_leaves(node.right)
+    if isinstance(node, gast.UnaryOp):
+        return _elementwise_leaves(node.operand)
+    return []
 
 
 def _is_broadcast_call(node) -> bool:
@@ -473,6 +511,92 @@ def _number(node, args, result, namespace):
     return constant(result.value) if result.kind == "int" else None
 
 
+def _index_cotangent(node, args, result, namespace):
+    g, x, index = args
+    if x.kind == "array" and index.kind in ("basic index", "int") and result.kind == "array":
+        node.s2s_scatter = result.dtype == x.dtype  # may become an in-place add
+    return None
+
+
+def _scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
+    """``d = index_cotangent(a, x, i) + index_cotangent(b, x, j) + e`` → one buffer.
+
+    Becomes ``d = np.zeros_like(x); d[i] += a; d[j] += b; d = d + e``: one array instead
+    of one per term, as a person would write it.
+    """
+    npn = _numpy_name(namespace)
+
+    def rewrite(statements):
+        result = []
+        for statement in statements:
+            for field in ("body", "orelse"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                    setattr(statement, field, rewrite(inner))
+            result.extend(_scatter_statement(statement, npn) or [statement])
+        return result
+
+    function.body = rewrite(function.body)
+
+
+def _scatter_statement(statement, npn):
+    if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
+        return None
+    terms = _sum_terms(statement.value)
+    scatters = [t for t in terms if getattr(t, "s2s_scatter", False)]
+    if not scatters:
+        return None
+    base = scatters[0].args[1]
+    if not isinstance(base, gast.Name):
+        return None
+    scatters = [t for t in scatters if isinstance(t.args[1], gast.Name) and t.args[1].id == base.id]
+    rest = [t for t in terms if all(t is not u for u in scatters)]
+    target = statement.targets[0].id
+    if any(target in names_read(t) for t in terms):
+        return None
+    created = gast.Assign(
+        targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
+        value=call(attribute(load(npn), "zeros_like"), [clone(base)]),
+        type_comment=None,
+    )
+    lines = [created]
+    for term in scatters:
+        index = _index_syntax(term.args[2])
+        place = gast.Subscript(value=load(target), slice=index, ctx=gast.Store())
+        lines.append(gast.AugAssign(target=place, op=gast.Add(), value=term.args[0]))
+    if rest:
+        total = load(target)
+        for term in rest:
+            total = gast.BinOp(left=total, op=gast.Add(), right=term)
+        lines.append(
+            gast.Assign(
+                targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
+                value=total,
+                type_comment=None,
+            )
+        )
+    for line in lines:
+        gast.copy_location(line, statement)
+    return lines
+
+
+def _sum_terms(node):
+    if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
+        return _sum_terms(node.left) + _sum_terms(node.right)
+    return [node]
+
+
+def _index_syntax(index: gast.expr) -> gast.expr:
+    """``np.s_[1:]`` back to the subscript ``1:`` it was written as."""
+    if (
+        isinstance(index, gast.Subscript)
+        and isinstance(index.value, gast.Attribute)
+        and index.value.attr == "s_"
+    ):
+        return index.slice
+    return index
+
+
 def _specialisers() -> dict[int, Callable]:
     table = {
         runtime.unbroadcast: _unbroadcast,
@@ -482,6 +606,8 @@ def _specialisers() -> dict[int, Callable]:
         np.size: _number,
         np.ndim: _number,
     }
+    if hasattr(runtime, "index_cotangent"):
+        table[runtime.index_cotangent] = _index_cotangent
     if hasattr(runtime, "matmul_cotangent_a"):
         table[runtime.matmul_cotangent_a] = _matmul_cotangent_a
         table[runtime.matmul_cotangent_b] = _matmul_cotangent_b

@@ -44,18 +44,17 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
 
     For an array, zeros of ``x``'s shape (and ``g``'s dtype) with ``g`` added in at
     ``index``; an element picked twice by an integer array gets both contributions. For a
-    dict, list or tuple (a model's parameters), the same container with ``g`` at
-    ``index`` and zeros everywhere else.
+    list or tuple, the same container with ``g`` at ``index`` and zeros everywhere else;
+    for a dict (a model's parameters), ``{index: g}``: the missing entries are zero, which
+    ``add_cotangents`` and ``as_gradient`` understand.
 
     Example::
 
         index_cotangent(np.ones(2), np.zeros(3), [0, 0])  # array([2., 0., 0.])
-        index_cotangent(1.0, {"w": 2.0, "b": 3.0}, "w")   # {'w': 1.0, 'b': 0.0}
+        index_cotangent(1.0, {"w": 2.0, "b": 3.0}, "w")   # {'w': 1.0}
     """
-    if isinstance(x, dict):
-        cotangent = {key: zeros_like_structure(value) for key, value in x.items()}
-        cotangent[index] = g
-        return cotangent
+    if isinstance(x, dict):  # sparse: the other entries are zero (see as_gradient)
+        return {index: g}
     if isinstance(x, (list, tuple)):
         return _sequence_cotangent(g, x, index)
     index = _normalize_index(index)
