@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 import types
 import warnings
 from collections.abc import Callable
@@ -141,6 +142,7 @@ class _Transform:
             self.all_parameters.index(w) if w in self.parameters else None for w in self.wrt
         ]
         self.generated: dict[tuple, Any] = {}  # argument signature → compiled function
+        self.fast: dict[tuple, Any] = {}  # (shape, dtype) of each array argument → function
         self.latest = None  # the GeneratedFunction that ran last (for sg.source)
         self.use_tape = mode == "tape"
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
@@ -163,14 +165,23 @@ class _Transform:
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
     def __call__(self, *args, **kwargs):
+        if not (kwargs or self.use_tape or self.bound_self is not None):
+            try:  # the hot path: arrays of shapes seen before
+                function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
+            except (KeyError, AttributeError, TypeError):
+                pass
+            else:
+                return function(*args)
+        return self._call(args, kwargs)
+
+    def _call(self, args, kwargs):
         if self.bound_self is not None:
             args = (self.bound_self, *args)
         if not self.use_tape:
             key = signature(args, kwargs)
             function = self.generated.get(key)
             if function is not None:
-                result = function(*args, **kwargs)
-                return (result,) if self.wrap_single else result
+                return function(*args, **kwargs)
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             _check_differentiable(name, value, self.f)
@@ -178,7 +189,7 @@ class _Transform:
         if not self.use_tape:
             generated = self._transform(containers)
             if generated is not None:
-                return self._shape_result(self._first_call(key, generated, args, kwargs))
+                return self._first_call(key, generated, args, kwargs)
         return self._tape_call(args, kwargs, values)
 
     def _transform(self, containers):
@@ -194,13 +205,17 @@ class _Transform:
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
         if not generated.shapes_follow_arguments or _has_tape_values(args, kwargs):
-            self.generated[key] = generated.function
-            self.latest = generated
-            return generated.function(*args, **kwargs)
-        result, fast = specialised(generated, args, kwargs)
-        self.generated[key] = fast.function
-        self.latest = fast
-        return result
+            result = generated.function(*args, **kwargs)
+        else:
+            result, generated = specialised(generated, args, kwargs)
+        self.latest = generated
+        function = generated.function
+        if self.wrap_single:
+            function = _one_tuple(function)
+        self.generated[key] = function
+        if self.bound_self is None and not kwargs and all(type(a) is np.ndarray for a in args):
+            self.fast[tuple(map(_SHAPE_AND_DTYPE, args))] = function
+        return self._shape_result(result)
 
     def _shape_result(self, result):
         if self.single or len(self.wrt) != 1:
@@ -247,6 +262,18 @@ class _Transform:
         if self.kind == "value_and_grad":
             return value, gradients
         return (gradients, aux) if self.has_aux else gradients
+
+
+_SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
+
+
+def _one_tuple(function):
+    """``grad(f, wrt=(0,))`` returns a 1-tuple around the generated gradient."""
+
+    def gradient(*args, **kwargs):
+        return (function(*args, **kwargs),)
+
+    return gradient
 
 
 def _has_tape_values(args, kwargs) -> bool:

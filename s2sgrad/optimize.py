@@ -519,12 +519,34 @@ def _negated(node):
 
 
 class _ConstantFolder(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if (
+            isinstance(func, gast.Attribute)
+            and func.attr == "sum"
+            and isinstance(func.value, gast.UnaryOp)
+            and isinstance(func.value.op, gast.USub)
+        ):  # (-e).sum(...) → -e.sum(...): negate the smaller array
+            func.value = func.value.operand
+            return gast.UnaryOp(op=gast.USub(), operand=node)
+        return node
+
     def visit_UnaryOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, gast.USub):
             simpler = _negated(node.operand)
             if simpler is not None:
                 return simpler
+            operand = node.operand
+            if (
+                isinstance(operand, gast.BinOp)
+                and isinstance(operand.op, (gast.Mult, gast.Div))
+                and _number(operand.left) is not None
+            ):  # -(2 * e) → -2 * e
+                return gast.BinOp(
+                    left=_number_node(-_number(operand.left)), op=operand.op, right=operand.right
+                )
         return node
 
     def visit_BinOp(self, node):
@@ -538,6 +560,16 @@ class _ConstantFolder(gast.NodeTransformer):
                 return node
             if isinstance(value, (int, float)) and abs(value) < 1e15:
                 return _number_node(value)
+        if op in (gast.Mult, gast.Div):
+            # move a negation into a constant factor: (-a) * 2 → a * -2
+            if right is not None and isinstance(node.left, gast.UnaryOp) and isinstance(
+                node.left.op, gast.USub
+            ):
+                return gast.BinOp(left=node.left.operand, op=node.op, right=_number_node(-right))
+            if left is not None and op is gast.Mult:
+                negated = _negated(node.right)
+                if negated is not None:
+                    return gast.BinOp(left=_number_node(-left), op=node.op, right=negated)
         if op is gast.Add:
             negated = _negated(node.right)
             if negated is not None:  # a + -b → a - b

@@ -198,11 +198,19 @@ def _is_basic_index(index) -> bool:
 class _Probe:
     def __init__(self):
         self.sites: dict[int, set] = {}
+        self.gradients: dict[int, int] = {}  # id of an as_gradient result → its site
+        self.aliased: set[int] = set()
 
     def __call__(self, site: int, function, *args, **kwargs):
         result = function(*args, **kwargs)
-        record = (tuple(Seen.of(a) for a in args), Seen.of(result))
-        self.sites.setdefault(site, set()).add(record)
+        seen = Seen.of(result)
+        if function is runtime.as_gradient:
+            if result is args[0] and seen.kind == "array":
+                seen = Seen("unchanged", seen.shape, seen.dtype)
+            other = self.gradients.setdefault(id(result), site)
+            if other != site:  # two gradients would be one array: keep the copies
+                self.aliased |= {site, other}
+        self.sites.setdefault(site, set()).add((tuple(Seen.of(a) for a in args), seen))
         return result
 
 
@@ -278,7 +286,7 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
             site = next(counter)
             originals[site] = call_node
             records = probe.sites.get(site)
-            if not records or len(records) != 1:
+            if not records or len(records) != 1 or site in probe.aliased:
                 return call_node  # never ran, or saw several shapes: stay generic
             (arg_info, result_info), = records
             replacement = specialisers[id(target)](call_node, arg_info, result_info, namespace)
@@ -560,10 +568,15 @@ def _scatter_statement(statement, npn):
         type_comment=None,
     )
     lines = [created]
-    for term in scatters:
+    for position, term in enumerate(scatters):
         index = _index_syntax(term.args[2])
         place = gast.Subscript(value=load(target), slice=index, ctx=gast.Store())
-        lines.append(gast.AugAssign(target=place, op=gast.Add(), value=term.args[0]))
+        if position == 0:  # the buffer is all zeros: the first part can simply be written
+            lines.append(
+                gast.Assign(targets=[place], value=term.args[0], type_comment=None)
+            )
+        else:
+            lines.append(gast.AugAssign(target=place, op=gast.Add(), value=term.args[0]))
     if rest:
         total = load(target)
         for term in rest:
@@ -597,8 +610,14 @@ def _index_syntax(index: gast.expr) -> gast.expr:
     return index
 
 
+def _as_gradient(node, args, result, namespace):
+    """The gradient array is already fresh, of the right shape and dtype: return it."""
+    return node.args[0] if result.kind == "unchanged" else None
+
+
 def _specialisers() -> dict[int, Callable]:
     table = {
+        runtime.as_gradient: _as_gradient,
         runtime.unbroadcast: _unbroadcast,
         runtime.seed_cotangent: _seed,
         np.broadcast_to: _broadcast_to,

@@ -243,7 +243,8 @@ def _multiply_jvp(t, ans, x1, x2):
 
 @vjp_rule(np.divide, operator.truediv)
 def _divide(g, ans, x1, x2):
-    return unbroadcast(g / x2, x1), unbroadcast(-g * ans / x2, x2)
+    # x2 is constant along the axes unbroadcast sums, so divide after summing
+    return unbroadcast(g / x2, x1), -unbroadcast(g * ans, x2) / x2
 
 
 @jvp_rule(np.divide, operator.truediv)

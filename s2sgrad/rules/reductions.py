@@ -183,7 +183,7 @@ def _extremum(g, ans, a, axis=None, out=None, keepdims=False):
         g_kept = np.expand_dims(g, axis)
         ans_kept = np.expand_dims(ans, axis)
     hits = np.equal(a, ans_kept)
-    return g_kept * hits / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
+    return hits * (g_kept / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype))
 
 
 @jvp_rule(np.max, np.amax, np.min, np.amin, np.ndarray.max, np.ndarray.min)
