@@ -155,22 +155,52 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
         optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
     """
     for _ in range(20):
-        before = _dump(body)
         optimizer = _Optimizer(is_pure_call, body)
         body = optimizer.block(body, live_after=set(), top=True)
-        if _dump(body) == before:
+        if not optimizer.changed:
             break
     return body
 
 
-def _dump(body):
-    return [gast.dump(s) for s in body]
+class _Facts:
+    """Names each statement reads, writes and changes, computed once per statement."""
+
+    def __init__(self):
+        self.table: dict[int, tuple[set, set, set]] = {}
+
+    def of(self, statement):
+        key = id(statement)
+        facts = self.table.get(key)
+        if facts is None or facts[3] is not statement:
+            facts = (
+                names_read(statement),
+                names_written(statement),
+                names_modified(statement),
+                statement,
+            )
+            self.table[key] = facts
+        return facts
+
+    def reads(self, statement) -> set[str]:
+        return self.of(statement)[0]
+
+    def writes(self, statement) -> set[str]:
+        return self.of(statement)[1]
+
+    def modified(self, statement) -> set[str]:
+        return self.of(statement)[2]
+
+    def forget(self, statement) -> None:
+        self.table.pop(id(statement), None)
 
 
 class _Optimizer:
     def __init__(self, is_pure_call, function_body):
         self.is_pure_call = is_pure_call
         self.function_body = function_body
+        self.facts = _Facts()
+        self.changed = False
+        self._purity: dict[int, tuple[bool, gast.AST]] = {}
 
     def counts(self, statements):
         reads, writes = Counter(), Counter()
@@ -201,15 +231,25 @@ class _Optimizer:
         }
 
     def pure(self, node: gast.AST) -> bool:
+        known = self._purity.get(id(node))
+        if known is not None and known[1] is node:
+            return known[0]
+        verdict = True
         for child in gast.walk(node):
             if isinstance(child, gast.Call) and not self.is_pure_call(child):
-                return False
+                verdict = False
+                break
             if isinstance(child, (gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr)):
-                return False
-        return True
+                verdict = False
+                break
+        self._purity[id(node)] = (verdict, node)
+        return verdict
 
     def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
-        body = _fold_constant_branches(body)
+        folded = _fold_constant_branches(body)
+        if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
+            self.changed = True
+        body = folded
         for statement in body:
             for field in ("body", "orelse"):
                 inner = getattr(statement, field, None)
@@ -217,7 +257,11 @@ class _Optimizer:
                     setattr(statement, field, self.block(inner, set(), top=False) or [gast.Pass()])
                     if field == "orelse" and all(isinstance(s, gast.Pass) for s in inner):
                         statement.orelse = []
-            _ConstantFolder().visit(statement)
+            folder = _ConstantFolder()
+            folder.visit(statement)
+            if folder.changed:
+                self.changed = True
+                self.facts.forget(statement)
         if not top:
             local = self.block_local(body)
             body = self.propagate_copies(body, allowed=local)
@@ -232,7 +276,7 @@ class _Optimizer:
     def eliminate_unread(self, body):
         """Drop side-effect-free assignments to names the whole function never reads."""
         reads, _ = self.counts(self.function_body)
-        return [
+        kept = [
             s
             for s in body
             if not (
@@ -240,11 +284,15 @@ class _Optimizer:
                 and reads[_simple_assignment(s)] == 0
                 and self.pure(s.value)
             )
-        ] or [gast.Pass()]
+        ]
+        if len(kept) != len(body):
+            self.changed = True
+        return kept or [gast.Pass()]
 
     # ---------------------------------------------------------------------------------------
     def propagate_copies(self, body, allowed=None):
-        writes = Counter(n for s in body for n in names_written(s))
+        facts = self.facts
+        writes = Counter(n for s in body for n in facts.writes(s))
         result = list(body)
         index = 0
         while index < len(result):
@@ -255,66 +303,75 @@ class _Optimizer:
                 continue
             if copy and writes[copy] == 1 and _number(statement.value) is not None:
                 for s in result[index + 1 :]:
-                    _replace_read(s, copy, statement.value)
+                    if copy in facts.reads(s):
+                        _replace_read(s, copy, statement.value)
+                        facts.forget(s)
                 del result[index]
+                self.changed = True
                 continue
             if copy and isinstance(statement.value, gast.Name):
-                _drop_copies_back(result, index, copy, statement.value.id)
-                target, source = copy, statement.value.id
+                source = statement.value.id
+                if _drop_copies_back(result, index, copy, source, facts):
+                    self.changed = True
                 later = result[index + 1 :]
-                source_rewritten = any(source in names_modified(s) for s in later)
-                if writes[target] == 1 and not source_rewritten and target != source:
+                source_rewritten = any(source in facts.modified(s) for s in later)
+                if writes[copy] == 1 and not source_rewritten and copy != source:
                     for s in later:
-                        _rename_reads(s, target, source)
+                        if copy in facts.reads(s):
+                            _rename_reads(s, copy, source)
+                            facts.forget(s)
                     del result[index]
+                    self.changed = True
                     continue
             index += 1
         return result
 
     def fold_single_uses(self, body, allowed=None):
+        """Fold a temporary read exactly once into the statement that reads it."""
+        facts = self.facts
         result = list(body)
-        writes = Counter(n for s in result for n in names_written(s))
-        changed = True
-        while changed:
-            changed = False
-            reads = Counter()
-            for s in result:
-                for n in gast.walk(s):
-                    if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-                        reads[n.id] += 1
-            for index, statement in enumerate(result):
-                target = _simple_assignment(statement)
-                if not target or writes[target] != 1 or reads[target] != 1:
+        writes: Counter = Counter()
+        reads: Counter = Counter()
+        for s in result:
+            writes.update(facts.writes(s))
+            for n in gast.walk(s):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
+                    reads[n.id] += 1
+        removed = [False] * len(result)
+        for index, statement in enumerate(result):
+            target = _simple_assignment(statement)
+            if not target or writes[target] != 1 or reads[target] != 1:
+                continue
+            if (allowed is not None and target not in allowed) or getattr(
+                statement, "keep_apart", False
+            ):
+                continue
+            value = statement.value
+            if not self.pure(value) or _size(value) > MAX_FOLDED_SIZE:
+                continue
+            inputs = facts.reads(statement)
+            for later_index in range(index + 1, len(result)):
+                if removed[later_index]:
                     continue
-                if allowed is not None and target not in allowed:
+                later = result[later_index]
+                if _is_comment(later):
                     continue
-                if getattr(statement, "keep_apart", False):
-                    continue
-                value = statement.value
-                if not self.pure(value) or _size(value) > MAX_FOLDED_SIZE:
-                    continue
-                inputs = names_read(value)
-                for later_index in range(index + 1, len(result)):
-                    later = result[later_index]
-                    if _is_comment(later):
-                        continue
-                    if target in names_read(later):
-                        if (
-                            _is_compound(later)
-                            or isinstance(later, gast.Return)
-                            or getattr(later, "keep_apart", False)
-                            or not _top_level_reads(later, target)
-                        ):
-                            break
-                        _replace_read(later, target, value)
-                        del result[index]
-                        changed = True
+                if target in facts.reads(later):
+                    if (
+                        _is_compound(later)
+                        or isinstance(later, gast.Return)
+                        or getattr(later, "keep_apart", False)
+                        or not _top_level_reads(later, target)
+                    ):
                         break
-                    if names_modified(later) & inputs or not self.pure_statement(later):
-                        break
-                if changed:
+                    _replace_read(later, target, value)
+                    facts.forget(later)
+                    removed[index] = True
+                    self.changed = True
                     break
-        return result
+                if facts.modified(later) & inputs or not self.pure_statement(later):
+                    break
+        return [s for s, gone in zip(result, removed) if not gone]
 
     def pure_statement(self, statement):
         return isinstance(statement, gast.Assign) and self.pure(statement.value)
@@ -343,13 +400,16 @@ class _Optimizer:
                     between = [s for s in result[earlier_index + 1 : index] if s is not None]
                     inputs = names_read(earlier.value)
                     if all(
-                        target not in names_read(s) and not (names_modified(s) & inputs)
+                        target not in self.facts.reads(s)
+                        and not (self.facts.modified(s) & inputs)
                         for s in between
                     ) and not any(_is_compound(s) for s in between):
                         value.left = earlier.value
+                        self.facts.forget(statement)
                         result[earlier_index] = None
+                        self.changed = True
                     break
-                if target in names_read(earlier) or target in names_written(earlier):
+                if target in self.facts.reads(earlier) or target in self.facts.writes(earlier):
                     break
         return [s for s in result if s is not None]
 
@@ -365,12 +425,13 @@ class _Optimizer:
             ):
                 targets = {t.id for t in _flat_targets(statement.targets[0])}
                 if not targets & live and self.pure(statement.value):
+                    self.changed = True
                     continue
                 live -= targets
                 live |= names_read(statement.value)
                 result.append(statement)
                 continue
-            live |= names_read(statement)
+            live |= self.facts.reads(statement)
             result.append(statement)
         result.reverse()
         return _drop_orphan_comments(result)
@@ -389,7 +450,7 @@ def _fold_constant_branches(body):
     return result
 
 
-def _drop_copies_back(statements, index, target, source) -> None:
+def _drop_copies_back(statements, index, target, source, facts) -> bool:
     """After ``a = b``, a later ``b = a`` (with neither changed in between) does nothing."""
     position = index + 1
     while position < len(statements):
@@ -398,10 +459,11 @@ def _drop_copies_back(statements, index, target, source) -> None:
             later.value.id == target
         ):
             del statements[position]
-            return
-        if _is_compound(later) or names_modified(later) & {target, source}:
-            return
+            return True
+        if _is_compound(later) or facts.modified(later) & {target, source}:
+            return False
         position += 1
+    return False
 
 
 def _drop_orphan_comments(body):
@@ -519,6 +581,15 @@ def _negated(node):
 
 
 class _ConstantFolder(gast.NodeTransformer):
+    def __init__(self):
+        self.changed = False
+
+    def visit(self, node):
+        result = super().visit(node)
+        if result is not node:
+            self.changed = True
+        return result
+
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
