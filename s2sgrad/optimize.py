@@ -154,8 +154,9 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 
         optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
     """
+    facts = _Facts()
     for _ in range(20):
-        optimizer = _Optimizer(is_pure_call, body)
+        optimizer = _Optimizer(is_pure_call, body, facts)
         body = optimizer.block(body, live_after=set(), top=True)
         if not optimizer.changed:
             break
@@ -195,10 +196,10 @@ class _Facts:
 
 
 class _Optimizer:
-    def __init__(self, is_pure_call, function_body):
+    def __init__(self, is_pure_call, function_body, facts):
         self.is_pure_call = is_pure_call
         self.function_body = function_body
-        self.facts = _Facts()
+        self.facts = facts
         self.changed = False
         self._purity: dict[int, tuple[bool, gast.AST]] = {}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable
 
 import gast
@@ -72,7 +71,22 @@ def parse_expression(text: str) -> gast.expr:
 
 
 def clone(node):
-    return copy.deepcopy(node)
+    """A deep copy of a syntax tree (much faster than ``copy.deepcopy``).
+
+    Extra attributes passes attach to nodes are copied along, shallowly.
+    """
+    if isinstance(node, list):
+        return [clone(item) for item in node]
+    if not isinstance(node, gast.AST):
+        return node
+    new = node.__class__.__new__(node.__class__)
+    new.__dict__.update(
+        {
+            key: clone(value) if isinstance(value, (list, gast.AST)) else value
+            for key, value in node.__dict__.items()
+        }
+    )
+    return new
 
 
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
