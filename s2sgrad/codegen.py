@@ -8,33 +8,76 @@ registered with :mod:`linecache`, so tracebacks and ``pdb`` show the generated l
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import linecache
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import gast
 
 from s2sgrad.syntax import COMMENT_MARK
 
-__all__ = ["GeneratedFunction", "compile_function", "to_source", "ORIGINS", "registry"]
+__all__ = [
+    "GeneratedFunction",
+    "compile_function",
+    "compile_ast",
+    "to_source",
+    "ORIGINS",
+    "registry",
+]
 
 _counter = itertools.count()
 
 ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
 
 
-@dataclass
 class GeneratedFunction:
-    """A compiled generated function with its source and the objects it refers to."""
+    """A generated function: its syntax tree, and (compiled on first use) its code.
 
-    function: Any
-    source: str
-    filename: str
-    namespace: dict[str, Any]
-    node: Any = None  # the gast FunctionDef it was compiled from
-    shapes_follow_arguments: bool = False  # safe to specialise on argument shapes
+    ``source`` and ``function`` are computed when first asked for, so code that is only
+    ever specialised is never compiled in its generic form.
+    """
+
+    def __init__(
+        self,
+        node: gast.FunctionDef,
+        namespace: dict[str, Any],
+        origin: str,
+        finish: Callable[[gast.FunctionDef], gast.FunctionDef] | None = None,
+    ):
+        used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+        self.raw_node = node
+        self.finish = finish  # the optimisation still owed, done when the code is needed
+        self.namespace = {name: obj for name, obj in namespace.items() if name in used}
+        self.origin = origin
+        self.shapes_follow_arguments = False  # safe to specialise on argument shapes
+        self.specialised_for = None  # the argument signature it was specialised to
+
+    @functools.cached_property
+    def node(self) -> gast.FunctionDef:
+        return self.finish(self.raw_node) if self.finish else self.raw_node
+
+    @functools.cached_property
+    def source(self) -> str:
+        return to_source(self.node)
+
+    @functools.cached_property
+    def filename(self) -> str:
+        return f"<s2sgrad {self.node.name} #{next(_counter)}>"
+
+    @functools.cached_property
+    def function(self) -> Any:
+        source, filename = self.source, self.filename
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        ORIGINS[filename] = self.origin
+        module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
+        module_globals.update(self.namespace)
+        exec(compile(source, filename, "exec"), module_globals)
+        function = module_globals[self.node.name]
+        registry[function] = self
+        return function
 
 
 registry: dict[Any, GeneratedFunction] = {}  # compiled function → how it was generated
@@ -82,27 +125,33 @@ def unique_name(stem: str) -> str:
     return name
 
 
+def compile_ast(node: gast.FunctionDef, namespace: dict[str, Any], origin: str) -> Any:
+    """Compile ``node`` straight from its syntax tree, without printing it.
+
+    Quicker than :class:`GeneratedFunction`, for code that runs once (the specialisation
+    probe); tracebacks through it show no source lines.
+    """
+    filename = f"<s2sgrad {node.name} #{next(_counter)}>"
+    ORIGINS[filename] = origin
+    module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(body=[node], type_ignores=[])))
+    module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
+    module_globals.update(namespace)
+    exec(compile(module, filename, "exec"), module_globals)
+    return module_globals[node.name]
+
+
 def compile_function(
-    node: gast.FunctionDef, namespace: dict[str, Any], origin: str
+    node: gast.FunctionDef,
+    namespace: dict[str, Any],
+    origin: str,
+    finish: Callable[[gast.FunctionDef], gast.FunctionDef] | None = None,
 ) -> GeneratedFunction:
-    """Compile ``node`` in a fresh module namespace; ``origin`` is the user's file:line.
+    """A generated function for ``node``, compiled in a fresh module namespace when used.
+
+    ``origin`` is the user's file:line, for error messages.
 
     Example::
 
         compile_function(node, {"np": numpy}, "model.py:3").function(2.0)
     """
-    used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-    namespace = {name: obj for name, obj in namespace.items() if name in used}
-    source = to_source(node)
-    filename = f"<s2sgrad {node.name} #{next(_counter)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    ORIGINS[filename] = origin
-    module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
-    module_globals.update(namespace)
-    code = compile(source, filename, "exec")
-    exec(code, module_globals)
-    generated = GeneratedFunction(
-        module_globals[node.name], source, filename, namespace, node=node
-    )
-    registry[generated.function] = generated
-    return generated
+    return GeneratedFunction(node, namespace, origin, finish)

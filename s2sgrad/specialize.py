@@ -324,21 +324,49 @@ def _without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen
         if other.kind == "array" and other.shape == result.shape
     ]
     binop.s2s_broadcast_free = sides  # kept so that later folding can strip again
-    return strip_broadcasts_in(binop)
+    strip_broadcasts_in(binop)
+    return binop
 
 
-def strip_broadcasts_in(node: gast.AST) -> gast.AST:
-    """Apply the broadcast stripping recorded on BinOps inside ``node``, in place."""
+def strip_broadcasts_in(node: gast.AST) -> bool:
+    """Apply the broadcast stripping recorded on BinOps inside ``node``, in place.
+
+    Returns whether any ``broadcast_to`` call was removed.
+    """
+    changed = False
     for binop in gast.walk(node):
         for side in getattr(binop, "s2s_broadcast_free", ()):
-            setattr(binop, side, _strip_broadcasts(getattr(binop, side)))
-    return node
+            before = getattr(binop, side)
+            after = _strip_broadcasts(before)
+            changed |= after is not before or _contains_broadcast(before) != _contains_broadcast(after)
+            setattr(binop, side, after)
+    return changed
+
+
+def _is_number(node) -> bool:
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        node = node.operand
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
+
+
+def _contains_broadcast(node) -> int:
+    return sum(1 for n in gast.walk(node) if _is_broadcast_call(n))
 
 
 def _strip_broadcasts(node: gast.expr) -> gast.expr:
     """Drop broadcast_to calls inside an elementwise expression that broadcasting restores."""
     if _is_broadcast_call(node):
         return _strip_broadcasts(node.args[0])
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr == "expand_dims"
+        and node.args
+    ):  # expand_dims of a number is the number, as far as broadcasting is concerned
+        inner = _strip_broadcasts(node.args[0])
+        if _is_number(inner):
+            return inner
+        node.args[0] = inner
     if isinstance(node, gast.BinOp) and type(node.op) in _ARITHMETIC:
         node.left = _strip_broadcasts(node.left)
         node.right = _strip_broadcasts(node.right)
@@ -536,21 +564,38 @@ def _scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
 
     def rewrite(statements):
         result = []
+        buffers: set[str] = set()  # names holding a private zeros buffer, not read since
         for statement in statements:
             for field in ("body", "orelse"):
                 inner = getattr(statement, field, None)
                 if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
                     setattr(statement, field, rewrite(inner))
-            result.extend(_scatter_statement(statement, npn) or [statement])
+            lines = _scatter_statement(statement, npn, buffers)
+            if lines is None:
+                buffers -= names_read(statement) | _written(statement)
+                lines = [statement]
+            result.extend(lines)
         return result
 
     function.body = rewrite(function.body)
 
 
-def _scatter_statement(statement, npn):
+def _written(statement) -> set[str]:
+    from s2sgrad.syntax import names_modified
+
+    return names_modified(statement)
+
+
+def _scatter_statement(statement, npn, buffers: set[str]):
     if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
         return None
+    target = statement.targets[0].id
     terms = _sum_terms(statement.value)
+    existing = bool(terms) and isinstance(terms[0], gast.Name) and terms[0].id == target
+    if existing:
+        if target not in buffers:
+            return None
+        terms = terms[1:]
     scatters = [t for t in terms if getattr(t, "s2s_scatter", False)]
     if not scatters:
         return None
@@ -559,19 +604,21 @@ def _scatter_statement(statement, npn):
         return None
     scatters = [t for t in scatters if isinstance(t.args[1], gast.Name) and t.args[1].id == base.id]
     rest = [t for t in terms if all(t is not u for u in scatters)]
-    target = statement.targets[0].id
     if any(target in names_read(t) for t in terms):
         return None
-    created = gast.Assign(
-        targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
-        value=call(attribute(load(npn), "zeros_like"), [clone(base)]),
-        type_comment=None,
-    )
-    lines = [created]
+    lines = []
+    if not existing:
+        lines.append(
+            gast.Assign(
+                targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
+                value=call(attribute(load(npn), "zeros_like"), [clone(base)]),
+                type_comment=None,
+            )
+        )
     for position, term in enumerate(scatters):
         index = _index_syntax(term.args[2])
         place = gast.Subscript(value=load(target), slice=index, ctx=gast.Store())
-        if position == 0:  # the buffer is all zeros: the first part can simply be written
+        if position == 0 and not existing:  # an all-zeros buffer: the first part is written
             lines.append(
                 gast.Assign(targets=[place], value=term.args[0], type_comment=None)
             )
@@ -590,6 +637,10 @@ def _scatter_statement(statement, npn):
         )
     for line in lines:
         gast.copy_location(line, statement)
+    if rest:
+        buffers.discard(target)  # d = d + e made a new array
+    else:
+        buffers.add(target)
     return lines
 
 

@@ -100,43 +100,54 @@ def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     return new
 
 
+def _nodes(node: gast.AST, into_functions: bool = True):
+    """Every node below ``node`` (a faster ``gast.walk``), optionally not entering functions."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if not into_functions and current is not node and type(current) in _SCOPES:
+            continue
+        for field in current._fields:
+            value = getattr(current, field, None)
+            if type(value) is list:
+                stack.extend(v for v in value if isinstance(v, gast.AST))
+            elif isinstance(value, gast.AST):
+                stack.append(value)
+
+
+_SCOPES = (gast.FunctionDef, gast.Lambda)
+
+
 def names_read(node: gast.AST) -> set[str]:
     """Names loaded anywhere inside ``node``."""
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    return {n.id for n in _nodes(node) if type(n) is gast.Name and type(n.ctx) is gast.Load}
 
 
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
     found = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, gast.Name) and isinstance(current.ctx, gast.Store):
+    for current in _nodes(node, into_functions=False):
+        if type(current) is gast.Name and type(current.ctx) is gast.Store:
             found.add(current.id)
-        if current is not node and isinstance(current, (gast.FunctionDef, gast.Lambda)):
-            if isinstance(current, gast.FunctionDef):
-                found.add(current.name)
-            continue
-        stack.extend(gast.iter_child_nodes(current))
+        elif current is not node and type(current) is gast.FunctionDef:
+            found.add(current.name)
     return found
 
 
 def names_modified(node: gast.AST) -> set[str]:
     """Names a statement rebinds or changes in place (``y[i] = v``, ``items.append(v)``)."""
     found = names_written(node)
-    for child in gast.walk(node):
-        if isinstance(child, (gast.Subscript, gast.Attribute)) and isinstance(
-            child.ctx, gast.Store
-        ):
+    for child in _nodes(node):
+        kind = type(child)
+        if kind in (gast.Subscript, gast.Attribute) and type(child.ctx) is gast.Store:
             base = child.value
             while isinstance(base, (gast.Subscript, gast.Attribute)):
                 base = base.value
             if isinstance(base, gast.Name):
                 found.add(base.id)
-        if (
-            isinstance(child, gast.Call)
+        elif (
+            kind is gast.Call
             and isinstance(child.func, gast.Attribute)
             and isinstance(child.func.value, gast.Name)
             and child.func.attr in MUTATING_METHODS

@@ -23,7 +23,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.codegen import GeneratedFunction, compile_function, unique_name
+from s2sgrad.codegen import GeneratedFunction, compile_ast, compile_function, unique_name
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
@@ -166,11 +166,17 @@ def _build(request: _Request) -> GeneratedFunction:
         aux=request.has_aux,
     )
     assembled = _assemble(request, parsed, node, sweeps, names, namespace)
-    generated = compile_function(assembled, namespace.objects, parsed.location())
+    is_pure = _purity(namespace)
+
+    def finish(function: gast.FunctionDef) -> gast.FunctionDef:
+        done = clone(function)
+        done.body = optimize(done.body, is_pure)
+        return done
+
+    generated = compile_function(assembled, namespace.objects, parsed.location(), finish)
     generated.shapes_follow_arguments = request.kind != "vjp" and shapes_follow_arguments(
         node.body, parsed.resolve
     )
-    generated.origin = parsed.location()
     return generated
 
 
@@ -186,14 +192,20 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
     """
 
     def compile_probe(node, namespace):
-        return compile_function(node, namespace, generated.origin).function
+        return compile_ast(node, namespace, generated.origin)
 
     namespace = dict(generated.namespace)
-    result, node = probe_and_specialise(generated.node, namespace, args, kwargs, compile_probe)
-    node.body = optimize(node.body, _purity_of(namespace))
-    strip_broadcasts_in(node)  # folding may have brought broadcasts next to full arrays
-    node.body = drop_unneeded_saves(node.body)  # shape-only reads are gone
-    node.body = optimize(node.body, _purity_of(namespace))
+    try:
+        result, node = probe_and_specialise(
+            generated.raw_node, namespace, args, kwargs, compile_probe
+        )
+    except Exception:
+        generated.function(*args, **kwargs)  # the same error, with readable source lines
+        raise
+    is_pure = _purity_of(namespace)
+    node.body = drop_unneeded_saves(optimize(node.body, is_pure))  # shape-only reads are gone
+    if strip_broadcasts_in(node):  # folding brought broadcasts next to full arrays
+        node.body = optimize(node.body, is_pure)
     fast = compile_function(node, namespace, generated.origin)
     fast.specialised_for = signature(args, kwargs)
     return result, fast
@@ -257,7 +269,6 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
             aux = output.elts[1] if len(output.elts) == 2 else gast.Tuple(elts=output.elts[1:])
             gradient = gast.Tuple(elts=[gradient, clone(aux)], ctx=gast.Load())
         body.append(gast.Return(value=gradient))
-        body = optimize(body, is_pure)
         name = names.claim(("d" if request.kind == "grad" else "value_and_d") + node.name)
     generated = gast.FunctionDef(
         name=name,

@@ -2,7 +2,7 @@ def dsoftmax_cross_entropy(logits, labels):
     t1 = np.max(logits, axis=1, keepdims=True)
     t2 = np.exp(logits - t1)
     # grad of: return -np.mean(np.sum(labels * log_probs, axis=1))
-    dlog_probs = np.expand_dims(np.broadcast_to(-0.25, (4,)), 1) * labels
+    dlog_probs = -0.25 * labels
     # grad of: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     dt2 = np.broadcast_to(-dlog_probs.sum(axis=1, keepdims=True) / np.sum(t2, axis=1, keepdims=True), (4, 3))
     dshifted = dlog_probs + dt2 * t2
