@@ -17,7 +17,7 @@ from typing import Any
 
 import gast
 
-from s2sgrad.syntax import COMMENT_MARK
+from s2sgrad.syntax import COMMENT_MARK, walk
 
 __all__ = [
     "GeneratedFunction",
@@ -47,7 +47,7 @@ class GeneratedFunction:
         origin: str,
         finish: Callable[[gast.FunctionDef], gast.FunctionDef] | None = None,
     ):
-        used = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+        used = {n.id for n in walk(node) if isinstance(n, gast.Name)}
         self.raw_node = node
         self.finish = finish  # the optimisation still owed, done when the code is needed
         self.namespace = {name: obj for name, obj in namespace.items() if name in used}

@@ -18,6 +18,7 @@ from typing import Any
 import gast
 
 from s2sgrad.errors import S2SGradError, where
+from s2sgrad.syntax import walk
 
 __all__ = ["ParsedFunction", "parse_function", "NOT_FOUND"]
 
@@ -152,7 +153,7 @@ def _lambda_node(source, code, filename, first_line) -> gast.FunctionDef:
     line = code.co_firstlineno - first_line + 1
     candidates = [
         node
-        for node in gast.walk(module)
+        for node in walk(module)
         if isinstance(node, gast.Lambda)
         and node.lineno == line
         and [a.id for a in node.args.args] == params

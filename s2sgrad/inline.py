@@ -20,7 +20,7 @@ from typing import Any
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, clone, constant, names_written
+from s2sgrad.syntax import assign, clone, constant, names_written, walk
 
 __all__ = ["Inlined", "inline_rule", "Namespace"]
 
@@ -148,7 +148,7 @@ def inline_rule(
     if body is None or not body or not isinstance(body[-1], gast.Return):
         return None
     *statements, final = body
-    if any(isinstance(n, gast.Return) for s in statements for n in gast.walk(s)):
+    if any(isinstance(n, gast.Return) for s in statements for n in walk(s)):
         return None
     value = final.value
     if isinstance(value, gast.Tuple):
@@ -223,7 +223,7 @@ def constant_truth(test: gast.expr) -> bool | None:
 
         constant_truth(parse_expression("None is None"))  # True
     """
-    for node in gast.walk(test):
+    for node in walk(test):
         if isinstance(node, (gast.Name, gast.Call, gast.Attribute, gast.Subscript, gast.Lambda)):
             return None
     try:

@@ -17,7 +17,7 @@ import numpy as np
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.passes.anf import is_function_reference
 from s2sgrad.rules import get_rule
-from s2sgrad.syntax import attribute, load
+from s2sgrad.syntax import attribute, load, walk
 
 __all__ = ["Operation", "classify", "index_expression"]
 
@@ -148,7 +148,7 @@ def _is_library(target) -> bool:
 
 def index_expression(index: gast.expr) -> gast.expr:
     """An index as an ordinary expression: slices become ``np.s_[...]``."""
-    if any(isinstance(n, gast.Slice) for n in gast.walk(index)):
+    if any(isinstance(n, gast.Slice) for n in walk(index)):
         return gast.Subscript(value=attribute(load("np"), "s_"), slice=index, ctx=gast.Load())
     return index
 

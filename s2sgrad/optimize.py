@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import gast
 
-from s2sgrad.syntax import COMMENT_MARK, clone, names_modified, names_read, names_written
+from s2sgrad.syntax import COMMENT_MARK, clone, names_modified, names_read, names_written, walk
 
 __all__ = ["optimize"]
 
@@ -68,7 +68,9 @@ def _stacks(body) -> set[str]:
 def _walk_with_loops(statements, loops):
     for statement in statements:
         yield statement, loops
-        inner_loops = loops + (statement,) if isinstance(statement, (gast.For, gast.While)) else loops
+        inner_loops = (
+            loops + (statement,) if isinstance(statement, (gast.For, gast.While)) else loops
+        )
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
@@ -116,9 +118,9 @@ def _read_after_restore(statements, stack, name) -> bool:
             continue
         if _pushed_name(statement, stack) == name:
             continue
-        if name in _reads_of_statement_itself(statement):
-            if popped or any(id(loop) in restoring_loops for loop in loops):
-                return True
+        restored = popped or any(id(loop) in restoring_loops for loop in loops)
+        if restored and name in _reads_of_statement_itself(statement):
+            return True
     return False
 
 
@@ -142,7 +144,11 @@ def _without_saves(statements, removable):
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                setattr(statement, field, _without_saves(inner, removable) or ([gast.Pass()] if field == "body" else []))
+                setattr(
+                    statement,
+                    field,
+                    _without_saves(inner, removable) or ([gast.Pass()] if field == "body" else []),
+                )
         result.append(statement)
     return result
 
@@ -206,7 +212,7 @@ class _Optimizer:
     def counts(self, statements):
         reads, writes = Counter(), Counter()
         for statement in statements:
-            for node in gast.walk(statement):
+            for node in walk(statement):
                 if isinstance(node, gast.Name):
                     (writes if isinstance(node.ctx, gast.Store) else reads)[node.id] += 1
         return reads, writes
@@ -226,9 +232,7 @@ class _Optimizer:
         return {
             name
             for name, written_first in first_seen.items()
-            if written_first
-            and reads[name] == all_reads[name]
-            and writes[name] == all_writes[name]
+            if written_first and reads[name] == all_reads[name] and writes[name] == all_writes[name]
         }
 
     def pure(self, node: gast.AST) -> bool:
@@ -236,7 +240,7 @@ class _Optimizer:
         if known is not None and known[1] is node:
             return known[0]
         verdict = True
-        for child in gast.walk(node):
+        for child in walk(node):
             if isinstance(child, gast.Call) and not self.is_pure_call(child):
                 verdict = False
                 break
@@ -281,9 +285,7 @@ class _Optimizer:
             s
             for s in body
             if not (
-                _simple_assignment(s)
-                and reads[_simple_assignment(s)] == 0
-                and self.pure(s.value)
+                _simple_assignment(s) and reads[_simple_assignment(s)] == 0 and self.pure(s.value)
             )
         ]
         if len(kept) != len(body):
@@ -335,7 +337,7 @@ class _Optimizer:
         reads: Counter = Counter()
         for s in result:
             writes.update(facts.writes(s))
-            for n in gast.walk(s):
+            for n in walk(s):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                     reads[n.id] += 1
         removed = [False] * len(result)
@@ -401,8 +403,7 @@ class _Optimizer:
                     between = [s for s in result[earlier_index + 1 : index] if s is not None]
                     inputs = names_read(earlier.value)
                     if all(
-                        target not in self.facts.reads(s)
-                        and not (self.facts.modified(s) & inputs)
+                        target not in self.facts.reads(s) and not (self.facts.modified(s) & inputs)
                         for s in between
                     ) and not any(_is_compound(s) for s in between):
                         value.left = earlier.value
@@ -456,8 +457,10 @@ def _drop_copies_back(statements, index, target, source, facts) -> bool:
     position = index + 1
     while position < len(statements):
         later = statements[position]
-        if _simple_assignment(later) == source and isinstance(later.value, gast.Name) and (
-            later.value.id == target
+        if (
+            _simple_assignment(later) == source
+            and isinstance(later.value, gast.Name)
+            and (later.value.id == target)
         ):
             del statements[position]
             return True
@@ -508,18 +511,18 @@ def _simple_assignment(statement) -> str | None:
 
 
 def _size(node) -> int:
-    return sum(1 for _ in gast.walk(node))
+    return sum(1 for _ in walk(node))
 
 
 def _rename_reads(statement, old, new):
-    for node in gast.walk(statement):
+    for node in walk(statement):
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and node.id == old:
             node.id = new
 
 
 def _top_level_reads(statement, name) -> bool:
     """The read of ``name`` is not inside a lambda or comprehension (own scope)."""
-    for node in gast.walk(statement):
+    for node in walk(statement):
         scoped = (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)
         if isinstance(node, scoped) and name in names_read(node):
             return False
@@ -634,8 +637,10 @@ class _ConstantFolder(gast.NodeTransformer):
                 return _number_node(value)
         if op in (gast.Mult, gast.Div):
             # move a negation into a constant factor: (-a) * 2 → a * -2
-            if right is not None and isinstance(node.left, gast.UnaryOp) and isinstance(
-                node.left.op, gast.USub
+            if (
+                right is not None
+                and isinstance(node.left, gast.UnaryOp)
+                and isinstance(node.left.op, gast.USub)
             ):
                 return gast.BinOp(left=node.left.operand, op=node.op, right=_number_node(-right))
             if left is not None and op is gast.Mult:
@@ -677,7 +682,9 @@ class _ConstantFolder(gast.NodeTransformer):
             and node.comparators[0].value is None
         ):
             same = node.left.value is None
-            return gast.Constant(value=same if isinstance(node.ops[0], gast.Is) else not same, kind=None)
+            return gast.Constant(
+                value=same if isinstance(node.ops[0], gast.Is) else not same, kind=None
+            )
         return node
 
     def visit_If(self, node):

@@ -12,10 +12,11 @@ a cotangent is assigned, later ones are added.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import gast
@@ -39,6 +40,7 @@ from s2sgrad.syntax import (
     names_read,
     names_written,
     store,
+    walk,
 )
 
 __all__ = ["ReverseSweeps", "reverse_sweeps"]
@@ -70,7 +72,7 @@ class ReverseSweeps:
     output: gast.expr  # the returned value(s) as atoms
     output_cotangent: str  # name the backward sweep reads the output's cotangent from
     adjoints: dict[str, str | None]  # wrt parameter → its cotangent's name (None: no path)
-    seed_targets: list[tuple[str, int | None]] = field(default_factory=list)
+    seed_targets: list[tuple[str, int | None]] = dataclasses.field(default_factory=list)
 
 
 CalleeVJP = Callable[[Any, tuple[str, ...], gast.AST], Any]
@@ -144,7 +146,7 @@ class _Reverse:
         return self.activity.is_active(name)
 
     def is_active_expression(self, node: gast.expr) -> bool:
-        return any(isinstance(n, gast.Name) and self.active(n.id) for n in gast.walk(node))
+        return any(isinstance(n, gast.Name) and self.active(n.id) for n in walk(node))
 
     # driver -----------------------------------------------------------------------------
     def run(self, body: list[gast.stmt]) -> ReverseSweeps:
@@ -408,7 +410,9 @@ class _Reverse:
         if save.kind == "append":
             return gast.Expr(value=call(attribute(load(save.target), "pop")))
         if save.kind == "pop":  # v = L.pop(): put v back
-            return gast.Expr(value=call(attribute(load(save.target), "append"), [clone(save.index)]))
+            return gast.Expr(
+                value=call(attribute(load(save.target), "append"), [clone(save.index)])
+            )
         return assign(save.target, popped)
 
     # backward: blocks ---------------------------------------------------------------------
@@ -565,7 +569,7 @@ class _Reverse:
                 elts=[self.tuple_entry(t, statement) for t in targets], ctx=gast.Load()
             )
         answer: gast.expr = clone(target)
-        for node in gast.walk(answer):
+        for node in walk(answer):
             if isinstance(node, gast.Name):
                 node.ctx = gast.Load()
         block: list[gast.stmt] = []
@@ -593,7 +597,9 @@ class _Reverse:
             if self.active(owner):
                 block.extend(self.ensure_defined(owner))
                 block.append(
-                    gast.Expr(value=call(attribute(load(self.adjoint(owner)), "append"), [cotangent]))
+                    gast.Expr(
+                        value=call(attribute(load(self.adjoint(owner)), "append"), [cotangent])
+                    )
                 )
         elif operation.kind == "primitive" and operation.differentiable:
             block.extend(self.backward_primitive(statement, operation, cotangent, answer))
@@ -745,7 +751,7 @@ class _Reverse:
         stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
         pullback = self.names.claim(stem)
         target = gast.Tuple(elts=[clone(statement.targets[0]), store(pullback)], ctx=gast.Store())
-        for node in gast.walk(target):
+        for node in walk(target):
             if isinstance(node, gast.Name):
                 node.ctx = gast.Store()
         statement._s2s_original_target = statement.targets[0]
@@ -790,14 +796,16 @@ class _Reverse:
                 block.extend(self.distribute(value.node, load(result), statement))
             elif isinstance(value, tuple):  # *args: the pullback returns a tuple for them
                 for index, item in enumerate(value):
-                    part = gast.Subscript(value=load(result), slice=constant(index), ctx=gast.Load())
+                    part = gast.Subscript(
+                        value=load(result), slice=constant(index), ctx=gast.Load()
+                    )
                     block.extend(self.distribute(item.node, part, statement))
         return block
 
     def numpy_names(self, node: gast.expr) -> gast.expr:
         """Rewrite the ``np`` of ``np.s_[...]`` index expressions to this module's name."""
         if self.np != "np":
-            for child in gast.walk(node):
+            for child in walk(node):
                 if isinstance(child, gast.Attribute) and child.attr == "s_":
                     child.value = load(self.np)
         return node
@@ -861,7 +869,9 @@ def _fresh_names(statements, parsed, local_names) -> set[str]:
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
         name = statement.targets[0].id
-        verdict[name] = verdict.get(name, True) and _creates_new(statement.value, parsed, local_names)
+        verdict[name] = verdict.get(name, True) and _creates_new(
+            statement.value, parsed, local_names
+        )
     return {n for n, fresh in verdict.items() if fresh}
 
 
@@ -874,10 +884,15 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
             return True
         if isinstance(func, gast.Name) and func.id == "list":
             return True
-        target = parsed.resolve(func) if not (
-            isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
-            and func.value.id in local_names
-        ) else None
+        target = (
+            parsed.resolve(func)
+            if not (
+                isinstance(func, gast.Attribute)
+                and isinstance(func.value, gast.Name)
+                and func.value.id in local_names
+            )
+            else None
+        )
         name = getattr(target, "__name__", "")
         module = getattr(target, "__module__", "") or ""
         return name in FRESH_CONSTRUCTORS and module.startswith("numpy")
@@ -928,8 +943,13 @@ def _iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozense
         elif isinstance(statement, gast.If):
             rest = body[:index] + body[index + 1 :]
             outside = set(read_elsewhere).union(*(names_read(s) for s in rest))
-            for branch, other in ((statement.body, statement.orelse), (statement.orelse, statement.body)):
-                elsewhere = frozenset(outside.union(*(names_read(s) for s in other)) | names_read(statement.test))
+            for branch, other in (
+                (statement.body, statement.orelse),
+                (statement.orelse, statement.body),
+            ):
+                elsewhere = frozenset(
+                    outside.union(*(names_read(s) for s in other)) | names_read(statement.test)
+                )
                 local |= _iteration_local(branch, elsewhere) - seen_reads
             seen_reads |= names_read(statement)
         else:
@@ -952,7 +972,7 @@ def _breaks(body) -> bool:
 
 
 def _reads(node: gast.AST, name: str) -> bool:
-    return any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(node))
+    return any(isinstance(n, gast.Name) and n.id == name for n in walk(node))
 
 
 def _marker_key(statement, prefix: str) -> int | None:
@@ -986,7 +1006,7 @@ def names_read_outside_markers(statements) -> set[str]:
 def _locate_all(statement: gast.stmt, like: gast.AST) -> gast.stmt:
     if getattr(like, "lineno", None) is None:
         return statement
-    for node in gast.walk(statement):
+    for node in walk(statement):
         if "lineno" in getattr(node, "_attributes", ()):
             node.lineno = like.lineno
             node.col_offset = 0

@@ -24,7 +24,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.syntax import attribute, call, clone, constant, load, names_read
+from s2sgrad.syntax import attribute, call, clone, constant, load, names_read, walk
 
 __all__ = ["shapes_follow_arguments", "probe_and_specialise", "signature", "strip_broadcasts_in"]
 
@@ -48,9 +48,7 @@ def signature(args: tuple, kwargs: dict) -> tuple:
 
         signature((np.ones((2, 3)), 1.0), {})  # (((2, 3), 'd'), <class 'float'>)
     """
-    parts = tuple(
-        [(a.shape, a.dtype) if type(a) is np.ndarray else _describe(a) for a in args]
-    )
+    parts = tuple([(a.shape, a.dtype) if type(a) is np.ndarray else _describe(a) for a in args])
     if kwargs:
         parts += tuple((k, _describe(v)) for k, v in sorted(kwargs.items()))
     return parts
@@ -97,7 +95,7 @@ def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr]
 
 def _walk(body):
     for statement in body:
-        yield from gast.walk(statement)
+        yield from walk(statement)
 
 
 def _shape_only_names(body: list[gast.stmt]) -> set[str]:
@@ -108,9 +106,11 @@ def _shape_only_names(body: list[gast.stmt]) -> set[str]:
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             candidates.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, gast.Assign):
-            for target in gast.walk(node.targets[0]):
+            for target in walk(node.targets[0]):
                 if isinstance(target, gast.Name) and isinstance(target.ctx, gast.Store):
-                    candidates.setdefault(target.id, []).append(gast.Constant(value=None, kind=None))
+                    candidates.setdefault(target.id, []).append(
+                        gast.Constant(value=None, kind=None)
+                    )
                     candidates[target.id].append(node.value)
         elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
             loop_targets[node.target.id] = node.iter
@@ -123,10 +123,9 @@ def _shape_only_names(body: list[gast.stmt]) -> set[str]:
                 known.add(name)
                 changed = True
         for name, iterable in loop_targets.items():
-            if name not in known and _is_shape_only(iterable, known):
-                if name not in candidates:
-                    known.add(name)
-                    changed = True
+            if name not in known and name not in candidates and _is_shape_only(iterable, known):
+                known.add(name)
+                changed = True
     return known
 
 
@@ -150,7 +149,9 @@ def _is_shape_only(node: gast.expr, known: set[str]) -> bool:
     if isinstance(node, gast.Subscript):
         return _is_shape_only(node.value, known) and _is_shape_only(node.slice, known)
     if isinstance(node, gast.Slice):
-        return all(p is None or _is_shape_only(p, known) for p in (node.lower, node.upper, node.step))
+        return all(
+            p is None or _is_shape_only(p, known) for p in (node.lower, node.upper, node.step)
+        )
     if isinstance(node, gast.Call):
         func = node.func
         name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "")
@@ -214,10 +215,16 @@ class _Probe:
         return result
 
 
-def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, kwargs: dict, compile_function):
-    """Run ``node`` once with a probe on every specialisable call; return (result, specialised node).
+def probe_and_specialise(
+    node: gast.FunctionDef, namespace: dict, args: tuple, kwargs: dict, compile_function
+):
+    """Run ``node`` once, probing every specialisable call; return (result, specialised node).
 
     ``compile_function(node, namespace)`` compiles a gast function and returns it.
+
+    Example::
+
+        result, fast = probe_and_specialise(node, namespace, (x,), {}, compile_ast_function)
     """
     specialisers = _specialisers()
     sites: dict[int, gast.Call] = {}
@@ -254,8 +261,13 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
             sites[site] = binop
             return gast.Call(
                 func=load(probe_name),
-                args=[constant(site), load(operator_name), constant(_ARITHMETIC[type(binop.op)]),
-                      binop.left, binop.right],
+                args=[
+                    constant(site),
+                    load(operator_name),
+                    constant(_ARITHMETIC[type(binop.op)]),
+                    binop.left,
+                    binop.right,
+                ],
                 keywords=[],
             )
 
@@ -288,7 +300,7 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
             records = probe.sites.get(site)
             if not records or len(records) != 1 or site in probe.aliased:
                 return call_node  # never ran, or saw several shapes: stay generic
-            (arg_info, result_info), = records
+            ((arg_info, result_info),) = records
             replacement = specialisers[id(target)](call_node, arg_info, result_info, namespace)
             return call_node if replacement is None else replacement
 
@@ -299,7 +311,7 @@ def probe_and_specialise(node: gast.FunctionDef, namespace: dict, args: tuple, k
             records = probe.sites.get(next(counter))
             if not records or len(records) != 1:
                 return binop
-            ((_, left, right), result), = records
+            (((_, left, right), result),) = records
             return _without_broadcasts(binop, left, right, result)
 
     Replace().visit(specialised)
@@ -334,11 +346,13 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     Returns whether any ``broadcast_to`` call was removed.
     """
     changed = False
-    for binop in gast.walk(node):
+    for binop in walk(node):
         for side in getattr(binop, "s2s_broadcast_free", ()):
             before = getattr(binop, side)
             after = _strip_broadcasts(before)
-            changed |= after is not before or _contains_broadcast(before) != _contains_broadcast(after)
+            changed |= after is not before or _contains_broadcast(before) != _contains_broadcast(
+                after
+            )
             setattr(binop, side, after)
     return changed
 
@@ -350,7 +364,7 @@ def _is_number(node) -> bool:
 
 
 def _contains_broadcast(node) -> int:
-    return sum(1 for n in gast.walk(node) if _is_broadcast_call(n))
+    return sum(1 for n in walk(node) if _is_broadcast_call(n))
 
 
 def _strip_broadcasts(node: gast.expr) -> gast.expr:
@@ -386,7 +400,7 @@ def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     writes: dict[str, int] = {}
     direct: dict[str, int] = {}
     definitions: dict[str, gast.Assign] = {}
-    for node in gast.walk(function):
+    for node in walk(function):
         if isinstance(node, gast.Name):
             table = writes if isinstance(node.ctx, gast.Store) else reads
             table[node.id] = table.get(node.id, 0) + 1
@@ -468,14 +482,14 @@ def _unbroadcast(node, args, result, namespace):
     if extra < 0:
         return None
     leading = tuple(range(extra))
-    inner = tuple(
-        i for i, n in enumerate(x.shape) if n == 1 and g.shape[extra + i] != 1
-    )
+    inner = tuple(i for i, n in enumerate(x.shape) if n == 1 and g.shape[extra + i] != 1)
     value = node.args[0]
     if leading:
         value = call(attribute(value, "sum"), [], {"axis": _axis(leading)})
     if inner:
-        value = call(attribute(value, "sum"), [], {"axis": _axis(inner), "keepdims": constant(True)})
+        value = call(
+            attribute(value, "sum"), [], {"axis": _axis(inner), "keepdims": constant(True)}
+        )
     return value
 
 
@@ -610,7 +624,9 @@ def _scatter_statement(statement, npn, buffers: set[str]):
     if not existing:
         lines.append(
             gast.Assign(
-                targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
+                targets=[
+                    gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)
+                ],
                 value=call(attribute(load(npn), "zeros_like"), [clone(base)]),
                 type_comment=None,
             )
@@ -619,9 +635,7 @@ def _scatter_statement(statement, npn, buffers: set[str]):
         index = _index_syntax(term.args[2])
         place = gast.Subscript(value=load(target), slice=index, ctx=gast.Store())
         if position == 0 and not existing:  # an all-zeros buffer: the first part is written
-            lines.append(
-                gast.Assign(targets=[place], value=term.args[0], type_comment=None)
-            )
+            lines.append(gast.Assign(targets=[place], value=term.args[0], type_comment=None))
         else:
             lines.append(gast.AugAssign(target=place, op=gast.Add(), value=term.args[0]))
     if rest:
@@ -630,7 +644,9 @@ def _scatter_statement(statement, npn, buffers: set[str]):
             total = gast.BinOp(left=total, op=gast.Add(), right=term)
         lines.append(
             gast.Assign(
-                targets=[gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)],
+                targets=[
+                    gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)
+                ],
                 value=total,
                 type_comment=None,
             )

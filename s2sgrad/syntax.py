@@ -17,6 +17,7 @@ __all__ = [
     "clone",
     "located",
     "names_read",
+    "walk",
     "names_written",
     "names_modified",
     "is_atom",
@@ -28,9 +29,25 @@ COMMENT_MARK = "__s2sgrad_comment__:"
 
 # methods of lists, dicts and arrays that change the object they are called on
 MUTATING_METHODS = {
-    "append", "extend", "insert", "pop", "remove", "clear", "reverse", "update",
-    "setdefault", "popitem", "sort", "fill", "put", "resize", "itemset", "partition",
-    "setflags", "add", "discard",
+    "append",
+    "extend",
+    "insert",
+    "pop",
+    "remove",
+    "clear",
+    "reverse",
+    "update",
+    "setdefault",
+    "popitem",
+    "sort",
+    "fill",
+    "put",
+    "resize",
+    "itemset",
+    "partition",
+    "setflags",
+    "add",
+    "discard",
 }
 
 
@@ -98,6 +115,11 @@ def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
                 child.end_lineno = getattr(old, "end_lineno", old.lineno)
                 child.end_col_offset = getattr(old, "end_col_offset", 0)
     return new
+
+
+def walk(node: gast.AST):
+    """Every node below ``node``, in no particular order (a faster ``gast.walk``)."""
+    return _nodes(node)
 
 
 def _nodes(node: gast.AST, into_functions: bool = True):

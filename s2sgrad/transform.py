@@ -50,10 +50,11 @@ from s2sgrad.syntax import (
     clone,
     constant,
     load,
-    names_read,
     names_modified,
+    names_read,
     names_written,
     store,
+    walk,
 )
 
 __all__ = ["derivative", "specialised", "KINDS", "clear_cache"]
@@ -290,7 +291,7 @@ def _private_state(pullback: gast.FunctionDef, forward, names, helper) -> None:
         changed |= names_modified(statement)
     changed &= forward_names
     renames = {name: names.claim(f"{name}_") for name in sorted(changed)}
-    for node in gast.walk(gast.Module(body=pullback.body, type_ignores=[])):
+    for node in walk(gast.Module(body=pullback.body, type_ignores=[])):
         if isinstance(node, gast.Name) and node.id in renames:
             node.id = renames[node.id]
     copies = [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
@@ -347,8 +348,8 @@ def _pure_object(obj) -> bool:
 
 # helpers ---------------------------------------------------------------------------------
 def _all_names(node: gast.AST) -> set[str]:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)} | {
-        n.name for n in gast.walk(node) if isinstance(n, gast.FunctionDef)
+    return {n.id for n in walk(node) if isinstance(n, gast.Name)} | {
+        n.name for n in walk(node) if isinstance(n, gast.FunctionDef)
     }
 
 

@@ -54,7 +54,7 @@ def rows_enumerate_zip(x, y):
 
 def nested_loops(x, y):
     acc = x * 1.0
-    for i in range(2):
+    for _ in range(2):
         for j in range(3):
             acc = acc * np.cos(y) + j * x
             if np.sum(acc) > 5.0:
@@ -94,7 +94,7 @@ def continue_and_break(x, y):
 def early_return_from_nested_loop(x, y):
     z = x
     for i in range(4):
-        for j in range(3):
+        for _ in range(3):
             z = z * np.cos(y) + 0.1
             if np.sum(z) > 2.0 + i:
                 return np.sum(z * x)
@@ -203,7 +203,7 @@ def doubling(a):
     b = 2 * a
     while np.linalg.norm(b) < 1000:
         b = 2 * b
-    if np.sum(b) > 0:
+    if np.sum(b) > 0:  # noqa: SIM108  (the documented example is written with if/else)
         c = b
     else:
         c = 100 * b

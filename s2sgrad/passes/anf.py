@@ -12,7 +12,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, is_atom, load
+from s2sgrad.syntax import assign, is_atom, load, walk
 
 __all__ = ["to_anf", "is_function_reference"]
 
@@ -220,4 +220,4 @@ def _as_conditional(node: gast.BoolOp) -> gast.IfExp:
 
 
 def _has_name(node: gast.AST) -> bool:
-    return any(isinstance(n, gast.Name) for n in gast.walk(node))
+    return any(isinstance(n, gast.Name) for n in walk(node))

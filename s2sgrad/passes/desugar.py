@@ -12,7 +12,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import clone, load, store
+from s2sgrad.syntax import clone, load, store, walk
 
 __all__ = ["desugar"]
 
@@ -118,7 +118,7 @@ class _ChainedComparisons(gast.NodeTransformer):
 
 def _as_load(target: gast.expr) -> gast.expr:
     copy = clone(target)
-    for node in gast.walk(copy):
+    for node in walk(copy):
         if isinstance(getattr(node, "ctx", None), gast.Store):
             node.ctx = gast.Load()
     return copy

@@ -185,8 +185,6 @@ class _Comprehensions(gast.NodeTransformer):
             type_comment=None,
         )
         located(loop, self.statement)
-        self.prefix.append(
-            assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement)
-        )
+        self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement))
         self.prefix.extend(self.loops.for_loop(loop))
         return load(result)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import names_written
+from s2sgrad.syntax import names_written, walk
 
 __all__ = ["rename_reassignments"]
 
@@ -37,7 +37,7 @@ def rename_reassignments(node: gast.FunctionDef, names: NameGenerator) -> None:
         _rename_reads(statement, current)
         if not isinstance(statement, gast.Assign):
             continue
-        for target in gast.walk(statement.targets[0]):
+        for target in walk(statement.targets[0]):
             if not (isinstance(target, gast.Name) and isinstance(target.ctx, gast.Store)):
                 continue
             original = target.id
@@ -50,6 +50,6 @@ def rename_reassignments(node: gast.FunctionDef, names: NameGenerator) -> None:
 def _rename_reads(statement: gast.stmt, current: dict[str, str]) -> None:
     if not current:
         return
-    for child in gast.walk(statement):
+    for child in walk(statement):
         if isinstance(child, gast.Name) and isinstance(child.ctx, gast.Load):
             child.id = current.get(child.id, child.id)

@@ -100,10 +100,16 @@ def as_gradient(g: Any, x: Any) -> Any:
 
         as_gradient(np.float32(2), np.ones((), np.float32))  # array(2., dtype=float32)
     """
-    if type(g) is np.ndarray and type(x) is np.ndarray:
-        # an array that owns its memory was computed by the gradient and is the caller's now
-        if g.base is None and g.shape == x.shape and g.dtype == x.dtype and g.flags.writeable:
-            return g
+    # an array that owns its memory was computed by the gradient and is the caller's now
+    if (
+        type(g) is np.ndarray
+        and type(x) is np.ndarray
+        and g.base is None
+        and g.shape == x.shape
+        and g.dtype == x.dtype
+        and g.flags.writeable
+    ):
+        return g
     if g is None:
         return zeros_like_structure(x)
     if isinstance(x, dict):
