@@ -122,7 +122,10 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         target = parsed.resolve(func)
         if target is NOT_FOUND:
             return Operation("unknown", description=f"the undefined name {_dotted(func)}")
-        if get_rule(target) is not None:
+        rule = get_rule(target)
+        if rule is not None and rule.custom is not None:
+            return Operation("call", target, list(node.args), keywords, _dotted(func))
+        if rule is not None:
             return _primitive(target, node.args, keywords)
         if _is_library(target):
             return Operation(

@@ -152,6 +152,9 @@ def _build(request: _Request) -> GeneratedFunction:
     activity = analyse_activity(node.body, set(request.wrt), output_names, blocks_derivative)
 
     def callee_vjp(function, active, call_node):
+        rule = get_rule(function)
+        if rule is not None and rule.custom is not None:
+            return runtime.custom_vjp(function, _positions(function, active))
         return derivative(function, active, "vjp").function
 
     sweeps = reverse_sweeps(
@@ -296,6 +299,11 @@ def _private_state(pullback: gast.FunctionDef, forward, names, helper) -> None:
             node.id = renames[node.id]
     copies = [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
     pullback.body[:0] = copies
+
+
+def _positions(function, names: tuple[str, ...]) -> tuple[int, ...]:
+    parameters = list(inspect.signature(function).parameters)
+    return tuple(parameters.index(name) for name in names)
 
 
 def _purity(namespace: Namespace):

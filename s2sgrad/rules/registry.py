@@ -34,6 +34,7 @@ __all__ = [
     "is_registered",
     "registered_primitives",
     "per_argument",
+    "custom_derivative",
 ]
 
 
@@ -48,6 +49,10 @@ class Rule:
     inline_vjp: bool = True
     inline_jvp: bool = True
     aliases: list = field(default_factory=list)
+    # a user's derivative of the whole function: ``custom(*args, **kwargs)`` returns
+    # ``(value, pullback)``; ``pullback(g)`` gives one cotangent per argument (or just one)
+    custom: Callable | None = None
+    custom_jvp: Callable | None = None
 
 
 _RULES: dict[Any, Rule] = {}
@@ -107,6 +112,26 @@ def jvp_rule(*primitives: Any, inline: bool = True) -> Callable[[Callable], Call
         return function
 
     return register
+
+
+def custom_derivative(primitive: Any, derivative: Callable, jvp: Callable | None = None) -> None:
+    """Register ``derivative(*args) -> (value, pullback)`` as the derivative of ``primitive``.
+
+    Both engines call it instead of differentiating ``primitive``: the value is computed
+    once and the pullback reuses what the forward computation kept.
+
+    Example::
+
+        def exp_derivative(x):
+            y = np.exp(x)
+            return y, lambda g: g * y
+
+        custom_derivative(my_exp, exp_derivative)
+    """
+    rule = _entry(primitive)
+    rule.custom = derivative
+    rule.custom_jvp = jvp
+    rule.differentiable = True
 
 
 def nondifferentiable(*primitives: Any) -> None:

@@ -19,6 +19,7 @@ __all__ = [
     "zeros_like_value",
     "owned",
     "snapshot",
+    "custom_vjp",
 ]
 
 
@@ -246,3 +247,45 @@ def _copy_jvp(t, ans, value):
 
 
 nondifferentiable(zeros_like_value)
+
+
+class custom_vjp:  # noqa: N801  (reads as a function in generated code)
+    """The user's derivative of ``function``, shaped like a generated VJP.
+
+    Calling it returns ``(value, pullback)`` where ``pullback(g)`` returns the cotangents of
+    the arguments at ``positions`` (one value for one position, else a tuple).
+
+    Example::
+
+        exp_vjp = custom_vjp(my_exp, (0,))
+        value, pullback = exp_vjp(3.0)
+    """
+
+    def __init__(self, function: Any, positions: tuple[int, ...]):
+        from s2sgrad.rules.registry import get_rule
+
+        self.function = function
+        self.positions = tuple(positions)
+        self.derivative = get_rule(function).custom
+        self.__name__ = f"{getattr(function, '__name__', 'custom')}_vjp"
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        value, pullback = self.derivative(*args, **kwargs)
+        positions = self.positions
+        count = len(args)
+
+        def selected(g: Any) -> Any:
+            cotangents = pullback(g)
+            if not isinstance(cotangents, tuple):
+                cotangents = (cotangents,)
+            cotangents = cotangents + (None,) * (count - len(cotangents))
+            chosen = tuple(
+                zeros_like_value(args[i]) if cotangents[i] is None else cotangents[i]
+                for i in positions
+            )
+            return chosen[0] if len(chosen) == 1 else chosen
+
+        return value, selected
+
+    def __repr__(self) -> str:
+        return f"custom_vjp({self.function.__qualname__}, {self.positions})"
