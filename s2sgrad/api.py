@@ -105,7 +105,13 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
 def _vjp_engine(function, primals, wrt, mode):
     if mode != "tape":
         try:
-            generated = derivative(function, wrt, "vjp", containers=_containers(primals, function))
+            generated = derivative(
+                function,
+                wrt,
+                "vjp",
+                containers=_containers(primals, function),
+                dynamic=mode == "auto",
+            )
             return generated.function(*primals)
         except S2SGradError as error:
             if mode == "s2s":
@@ -194,7 +200,14 @@ class _Transform:
 
     def _transform(self, containers):
         try:
-            return derivative(self.function, self.wrt, self.kind, self.has_aux, containers)
+            return derivative(
+                self.function,
+                self.wrt,
+                self.kind,
+                self.has_aux,
+                containers,
+                dynamic=self.mode == "auto",
+            )
         except S2SGradError as error:
             if self.mode == "s2s":
                 raise

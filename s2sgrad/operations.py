@@ -60,6 +60,7 @@ class Operation:
     args: list[gast.expr] = field(default_factory=list)
     keywords: dict[str, gast.expr] = field(default_factory=dict)
     description: str = ""
+    callee: gast.expr | None = None  # for calls: the expression that names the function
 
     @property
     def rule(self):
@@ -123,25 +124,28 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         if target is NOT_FOUND:
             return Operation("unknown", description=f"the undefined name {_dotted(func)}")
         rule = get_rule(target)
+        args = list(node.args)
         if rule is not None and rule.custom is not None:
-            return Operation("call", target, list(node.args), keywords, _dotted(func))
+            return Operation("call", target, args, keywords, _dotted(func), func)
         if rule is not None:
             return _primitive(target, node.args, keywords)
         if _is_library(target):
-            return Operation(
-                "no rule", target, list(node.args), keywords, f"{_dotted(func)} (from NumPy)"
-            )
+            return Operation("no rule", target, args, keywords, f"{_dotted(func)} (from NumPy)")
         if callable(target) and hasattr(target, "__code__"):
-            return Operation("call", target, list(node.args), keywords, _dotted(func))
-        return Operation("unknown", target, list(node.args), keywords, _dotted(func))
+            return Operation("call", target, args, keywords, _dotted(func), func)
+        return Operation("unknown", target, args, keywords, _dotted(func), func)
     if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
         if func.attr == "pop" and not node.args and not keywords:
             return Operation("list pop", None, [func.value], {}, "list.pop()")
         method = getattr(np.ndarray, func.attr, None)
         if method is not None and get_rule(method) is not None:
             return _primitive(method, [func.value, *node.args], keywords)
-        return Operation("unknown", None, [], keywords, f"the method .{func.attr}()")
-    return Operation("unknown", None, list(node.args), keywords, "a call of a computed function")
+        return Operation(
+            "unknown", None, list(node.args), keywords, f"the method .{func.attr}()", func
+        )
+    return Operation(
+        "unknown", None, list(node.args), keywords, "a call of a computed function", func
+    )
 
 
 def _is_library(target) -> bool:

@@ -23,7 +23,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.errors import NonDifferentiableError, UnsupportedError
+from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
 from s2sgrad.operations import Operation, classify, index_expression
@@ -89,6 +89,7 @@ def reverse_sweeps(
     callee_vjp: CalleeVJP,
     containers: set[str] = frozenset(),
     aux: bool = False,
+    dynamic: bool = True,
 ) -> ReverseSweeps:
     """Build the forward and backward sweeps of ``body`` differentiated wrt ``wrt``.
 
@@ -98,6 +99,7 @@ def reverse_sweeps(
     sweeps = _Reverse(
         parsed, wrt, activity, names, namespace, local_names, callee_vjp, containers, aux
     )
+    sweeps.dynamic = dynamic
     return sweeps.run(body)
 
 
@@ -251,7 +253,14 @@ class _Reverse:
         if any(self.active(t) for t in targets):
             operation = classify(statement.value, self.parsed, self.local_names)
             if operation.kind == "call":
-                statement = self.forward_call(statement, operation)
+                try:
+                    statement = self.forward_call(statement, operation)
+                except S2SGradError:
+                    if not self.dynamic:
+                        raise
+                    statement = self.forward_dynamic(statement, operation)
+            elif operation.kind == "unknown" and operation.callee is not None:
+                statement = self.forward_dynamic(statement, operation)
             elif operation.kind == "no rule":
                 raise NonDifferentiableError(
                     f"{self.parsed.location(statement)}: {operation.description} has no "
@@ -584,6 +593,10 @@ class _Reverse:
         if pullback is not None:
             block.extend(self.backward_call(statement, cotangent, pullback))
             return block
+        dynamic = getattr(statement, "_s2s_dynamic", None)
+        if dynamic is not None:
+            block.extend(self.backward_dynamic(statement, cotangent, dynamic))
+            return block
         operation = classify(statement.value, self.parsed, self.local_names)
         if operation.kind == "copy":
             block.extend(self.contribute(operation.args[0].id, cotangent, statement))
@@ -613,7 +626,7 @@ class _Reverse:
     def tuple_entry(self, variable: str, statement) -> gast.expr:
         if variable in self.defined:
             return load(self.adjoint(variable))
-        if getattr(statement, "_s2s_pullback", None) is not None:
+        if hasattr(statement, "_s2s_pullback") or hasattr(statement, "_s2s_dynamic"):
             return call(self.helper("zeros_like_value"), [load(variable)])
         return constant(None)
 
@@ -759,6 +772,41 @@ class _Reverse:
         statement.value = call(load(vjp_name), operation.args, operation.keywords)
         statement._s2s_pullback = (pullback, active, operation)
         return statement
+
+    def forward_dynamic(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
+        """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``."""
+        for name, value in operation.keywords.items():
+            if self.is_active_expression(value):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: pass differentiated values to "
+                    f"{operation.description} positionally, not as '{name}='"
+                )
+        targets = _target_names(statement.targets[0])
+        stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
+        pullback = self.names.claim(stem)
+        target = gast.Tuple(elts=[clone(statement.targets[0]), store(pullback)], ctx=gast.Store())
+        for node in gast.walk(target):
+            if isinstance(node, gast.Name):
+                node.ctx = gast.Store()
+        statement._s2s_original_target = statement.targets[0]
+        statement.targets = [target]
+        statement.value = call(
+            self.helper("dynamic_vjp"),
+            [clone(operation.callee), *operation.args],
+            operation.keywords,
+        )
+        statement._s2s_dynamic = (pullback, operation.args)
+        return statement
+
+    def backward_dynamic(self, statement, cotangent, dynamic) -> list[gast.stmt]:
+        pullback, args = dynamic
+        holder = self.names.fresh("cotangents")
+        block = [assign(holder, call(load(pullback), [cotangent]), like=statement)]
+        for index, argument in enumerate(args):
+            if self.is_active_expression(argument):
+                part = gast.Subscript(value=load(holder), slice=constant(index), ctx=gast.Load())
+                block.extend(self.distribute(argument, part, statement))
+        return block
 
     def active_parameters(self, function, operation: Operation, node) -> tuple[str, ...]:
         bound = self.bind(function, operation, node)

@@ -152,7 +152,7 @@ def names_written(node: gast.AST) -> set[str]:
     for current in _nodes(node, into_functions=False):
         if type(current) is gast.Name and type(current.ctx) is gast.Store:
             found.add(current.id)
-        elif current is not node and type(current) is gast.FunctionDef:
+        elif type(current) in (gast.FunctionDef, gast.ClassDef):
             found.add(current.name)
     return found
 

@@ -75,6 +75,7 @@ class _Request:
     kind: str
     has_aux: bool
     containers: frozenset
+    dynamic: bool  # calls unknown at transform time are dispatched when they happen
 
 
 def clear_cache() -> None:
@@ -89,6 +90,7 @@ def derivative(
     kind: str = "grad",
     has_aux: bool = False,
     containers: frozenset = frozenset(),
+    dynamic: bool = True,
 ) -> GeneratedFunction:
     """The generated derivative of ``function`` wrt the named parameters (cached).
 
@@ -97,7 +99,7 @@ def derivative(
         derivative(f, ("x",)).function(2.0)  # f'(2.0)
         print(derivative(f, ("x",)).source)
     """
-    key = (function, wrt, kind, has_aux, containers)
+    key = (function, wrt, kind, has_aux, containers, dynamic)
     with _lock:
         generated = _cache.get(key)
         if generated is not None:
@@ -109,7 +111,7 @@ def derivative(
             )
         _in_progress.add(key)
         try:
-            generated = _build(_Request(function, wrt, kind, has_aux, containers))
+            generated = _build(_Request(function, wrt, kind, has_aux, containers, dynamic))
         finally:
             _in_progress.discard(key)
         _cache[key] = generated
@@ -155,7 +157,7 @@ def _build(request: _Request) -> GeneratedFunction:
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             return runtime.custom_vjp(function, _positions(function, active))
-        return derivative(function, active, "vjp").function
+        return derivative(function, active, "vjp", dynamic=request.dynamic).function
 
     sweeps = reverse_sweeps(
         parsed,
@@ -168,6 +170,7 @@ def _build(request: _Request) -> GeneratedFunction:
         callee_vjp,
         containers=set(request.containers),
         aux=request.has_aux,
+        dynamic=request.dynamic,
     )
     assembled = _assemble(request, parsed, node, sweeps, names, namespace)
     is_pure = _purity(namespace)

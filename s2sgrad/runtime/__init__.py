@@ -9,7 +9,7 @@ from s2sgrad.runtime.core import __all__ as _core_all
 
 __all__ = list(_core_all)
 
-for _module_name in ("elementwise", "reductions", "linalg", "shapes", "stack"):
+for _module_name in ("elementwise", "reductions", "linalg", "shapes", "dispatch"):
     try:
         _module = __import__(f"s2sgrad.runtime.{_module_name}", fromlist=["__all__"])
     except ModuleNotFoundError as error:  # a submodule not written yet

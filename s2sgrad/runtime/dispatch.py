@@ -1,0 +1,156 @@
+"""Calls whose target is only known at run time: differentiate them when they happen.
+
+Generated code calls ``dynamic_vjp(f, *args)`` for a method on an object, an element of a
+list of layers, a function passed in as an argument, a recursive call, or a function
+without source. It picks, in order: a registered rule for ``f``, ``f``'s own generated
+derivative (transformed on first use and cached), or the runtime tape.
+"""
+
+from __future__ import annotations
+
+import types
+import warnings
+from typing import Any
+
+from s2sgrad.runtime.core import zeros_like_value
+
+__all__ = ["dynamic_vjp", "transformed_vjp"]
+
+_TAPE_ONLY: dict[Any, str] = {}  # functions the transformer could not handle, and why
+
+
+def transformed_vjp(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """Like :func:`dynamic_vjp`, but never uses the tape (``mode="s2s"``).
+
+    Raises ``UnsupportedError`` when the function can only be differentiated on the tape.
+
+    Example::
+
+        value, pullback = transformed_vjp(activation, x)
+    """
+    return _dispatch(function, args, kwargs, tape=False)
+
+
+def dynamic_vjp(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """``(function(*args, **kwargs), pullback)``; ``pullback(g)`` returns one cotangent per
+    positional argument (zeros for floating arguments nothing flowed into, ``None`` for the
+    rest).
+
+    Example::
+
+        value, pullback = dynamic_vjp(layer.forward, x)
+        (dx,) = pullback(np.ones_like(value))
+    """
+    return _dispatch(function, args, kwargs, tape=True)
+
+
+def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    from s2sgrad.rules.registry import get_rule, per_argument
+
+    rule = get_rule(function)
+    if rule is not None and rule.custom is not None:
+        positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
+        value, pullback = rule.custom(*args, **kwargs)
+        return value, _spread(lambda g: pullback(g), positions, args, tuple_result=None)
+    if rule is not None and rule.vjp is not None:
+        value = function(*args, **kwargs)
+        return value, lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))
+    if rule is not None:  # declared non-differentiable
+        value = function(*args, **kwargs)
+        return value, lambda g: tuple(None for _ in args)
+    bound_self = ()
+    target = function
+    if isinstance(function, types.MethodType):
+        bound_self, target = (function.__self__,), function.__func__
+    elif not isinstance(function, types.FunctionType) and hasattr(function, "__call__"):
+        call = type(function).__call__
+        if isinstance(call, types.FunctionType):  # a layer object: differentiate its __call__
+            bound_self, target = (function,), call
+    full_args = bound_self + args
+    positions = tuple(i for i, a in enumerate(full_args) if _differentiable(a))
+    if not positions:
+        value = function(*args, **kwargs)
+        return value, lambda g: tuple(None for _ in args)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    if vjp is not None:
+        value, pullback = vjp(*full_args, **kwargs)
+        spread = _spread(pullback, positions, full_args, tuple_result=len(positions) > 1)
+        return value, lambda g: spread(g)[len(bound_self) :]
+    if not tape:
+        from s2sgrad.errors import UnsupportedError
+
+        reason = _TAPE_ONLY.get((target, positions), "it has no source to transform")
+        raise UnsupportedError(f"{reason}; use mode='auto' or mode='tape' to differentiate it")
+    from s2sgrad.tape import tape_vjp
+
+    value, pullback = tape_vjp(target, full_args, kwargs, positions)
+    spread = _spread(pullback, positions, full_args, tuple_result=True)
+    return value, lambda g: spread(g)[len(bound_self) :]
+
+
+def _generated_vjp(target, full_args, positions, warn):
+    from s2sgrad.errors import S2SGradError
+    from s2sgrad.transform import derivative
+
+    key = (target, positions)
+    if key in _TAPE_ONLY or not isinstance(target, types.FunctionType):
+        return None
+    try:
+        import inspect
+
+        names = list(inspect.signature(target).parameters)
+        wrt = tuple(names[i] for i in positions)
+        containers = frozenset(
+            names[i] for i in positions if isinstance(full_args[i], (dict, list, tuple))
+        )
+        return derivative(target, wrt, "vjp", containers=containers, dynamic=warn).function
+    except (S2SGradError, ValueError, TypeError) as error:
+        _TAPE_ONLY[key] = str(error)
+        if not warn:
+            return None
+        warnings.warn(
+            f"{error} -- differentiating {getattr(target, '__qualname__', target)} with the "
+            "tape when it is called",
+            stacklevel=3,
+        )
+        return None
+
+
+def _spread(pullback, positions, args, tuple_result):
+    """Turn a pullback over some arguments into one over every positional argument."""
+
+    def spread(g):
+        cotangents = pullback(g)
+        if tuple_result is False or (tuple_result is None and not isinstance(cotangents, tuple)):
+            cotangents = (cotangents,)
+        cotangents = tuple(cotangents)
+        if tuple_result is None:  # a user's pullback: one entry per argument
+            cotangents = cotangents + (None,) * (len(args) - len(cotangents))
+            chosen = dict(enumerate(cotangents))
+        else:
+            chosen = dict(zip(positions, cotangents))
+        return tuple(
+            (zeros_like_value(a) if chosen.get(i) is None else chosen[i])
+            if _differentiable(a)
+            else None
+            for i, a in enumerate(args)
+        )
+
+    return spread
+
+
+def _differentiable(value: Any) -> bool:
+    import numpy as np
+
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (float, np.floating)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fc"
+    if isinstance(value, (dict, list, tuple)):
+        items = value.values() if isinstance(value, dict) else value
+        return bool(items) and all(_differentiable(v) for v in items)
+    from s2sgrad.tape import is_tape_value
+
+    return is_tape_value(value)
