@@ -227,7 +227,7 @@ class _Reverse:
         if isinstance(statement, (gast.For, gast.While)):
             return self.forward_loop(statement, in_loop)
         if isinstance(statement, gast.Assign):
-            return self.forward_assign(statement)
+            return self.forward_assign(statement, in_loop)
         if isinstance(statement, gast.Expr):
             return self.forward_expression(statement)
         if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert)):
@@ -240,7 +240,7 @@ class _Reverse:
             )
         return [statement]
 
-    def forward_assign(self, statement: gast.Assign) -> list[gast.stmt]:
+    def forward_assign(self, statement: gast.Assign, in_loop: bool = False) -> list[gast.stmt]:
         target = statement.targets[0]
         if isinstance(target, gast.Subscript):
             base = target.value.id
@@ -277,6 +277,12 @@ class _Reverse:
                 owner = operation.args[0].id
                 popped = load(targets[0])
                 result.append(self.save_marker(self.new_save(statement, owner, "pop", popped)))
+        pullback = getattr(statement, "_s2s_pullback", None) or getattr(
+            statement, "_s2s_dynamic", None
+        )
+        if pullback is not None and in_loop:  # each iteration's pullback is needed later
+            self.in_loops.add(pullback[0])
+            targets = [*targets, pullback[0]]
         if not getattr(statement, "s2s_counter", False):
             for name in targets:
                 if self.overwritten(name):
@@ -434,7 +440,7 @@ class _Reverse:
             reads_after |= names_read(statement)
         for statement, after in zip(reversed(statements), after_sets):
             block = self.backward_statement(statement, after)
-            for save in getattr(statement, "_s2s_saves", []):
+            for save in reversed(getattr(statement, "_s2s_saves", [])):  # last pushed first
                 block.append(self.restore_marker(save))
             if block:
                 blocks.append(block)
@@ -775,6 +781,12 @@ class _Reverse:
 
     def forward_dynamic(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
         """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``."""
+        if any(n in self.activity.varied for n in names_read(operation.callee)):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: {operation.description} is a function "
+                "that captures differentiated values, which the transformer cannot follow; "
+                "pass those values to it as arguments, or use mode='tape'"
+            )
         for name, value in operation.keywords.items():
             if self.is_active_expression(value):
                 raise UnsupportedError(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.syntax import names_read, names_written
+from s2sgrad.syntax import load, names_read, names_written
 
 __all__ = ["Activity", "analyse_activity"]
 
@@ -103,6 +103,10 @@ def _assignment(statement: gast.stmt) -> tuple[set[str], gast.expr | None]:
         return names_written(target), statement.value
     if isinstance(statement, gast.For):
         return names_written(statement.target), statement.iter
+    if isinstance(statement, gast.FunctionDef):  # a closure carries what it reads
+        return {statement.name}, gast.Tuple(
+            elts=[load(n) for n in sorted(names_read(statement))], ctx=gast.Load()
+        )
     if (
         isinstance(statement, gast.Expr)
         and isinstance(statement.value, gast.Call)

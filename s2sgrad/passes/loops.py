@@ -77,7 +77,11 @@ class _Loops:
             backwards = True
             iterator = iterator.args[0]
         if self.builtin_call(iterator, "enumerate") and len(iterator.args) == 1:
-            if not (isinstance(loop.target, gast.Tuple) and len(loop.target.elts) == 2):
+            if not (
+                isinstance(loop.target, gast.Tuple)
+                and len(loop.target.elts) == 2
+                and _indexable(iterator.args[0])
+            ):
                 return [loop]
             index_target, element = loop.target.elts
             sequences = [self.named(iterator.args[0], prefix, loop)]
@@ -88,6 +92,8 @@ class _Loops:
             ):
                 return [loop]
             arguments = list(iterator.args)
+            if not all(map(_indexable, arguments)):
+                return [loop]
             for position, argument in enumerate(arguments):
                 if self.builtin_call(argument, "reversed") and len(argument.args) == 1:
                     arguments[position] = argument.args[0]
@@ -96,6 +102,8 @@ class _Loops:
             targets = list(loop.target.elts)
         elif self.builtin_call(iterator, "range"):
             return [loop]
+        elif not _indexable(iterator):
+            return [loop]  # e.g. a generator: only the tape can follow it
         else:
             sequences = [self.named(iterator, prefix, loop)]
             targets = [loop.target]
@@ -146,6 +154,15 @@ class _Loops:
         name = self.names.fresh("seq")
         prefix.append(assign(name, node, like=like))
         return load(name)
+
+
+def _indexable(node: gast.expr) -> bool:
+    """Whether the loop runs over something with ``len`` and indexing (not a generator)."""
+    if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript, gast.List, gast.Tuple)):
+        return True
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
+        return node.func.id in ("list", "tuple", "sorted")
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
 
 
 class _Comprehensions(gast.NodeTransformer):

@@ -62,7 +62,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     target = function
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
-    elif not isinstance(function, types.FunctionType) and hasattr(function, "__call__"):
+    elif not isinstance(function, types.FunctionType) and callable(function):
         call = type(function).__call__
         if isinstance(call, types.FunctionType):  # a layer object: differentiate its __call__
             bound_self, target = (function,), call

@@ -25,6 +25,7 @@ import numpy as np
 import s2sgrad
 from s2sgrad.errors import NonDifferentiableError, where
 from s2sgrad.rules.registry import Rule, get_rule
+from s2sgrad.tape.custom import call_custom
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 
 __all__ = ["TapeValue", "apply", "apply_rule", "is_tape_value", "value_of", "user_location"]
@@ -428,6 +429,10 @@ def apply_rule(
     if kwargs and _any_tracked(kwargs.values()):
         return _apply_with_tracked_keywords(key, compute, args, kwargs, rule)
     args, raw_args, tapes = _scan(args)
+    if tapes and live_serials(tapes):
+        rule = rule or _rule(key)
+        if rule is not None and rule.custom is not None:  # the user's derivative replaces it
+            return call_custom(key, rule, args, kwargs)
     if kwargs:
         kwargs = {k: value_of(v) for k, v in kwargs.items()}
         out = compute(*raw_args, **kwargs)
@@ -445,6 +450,8 @@ def _apply_with_tracked_keywords(key, compute, args, kwargs, rule):
     any gap: ``np.clip(x, a_max=m)`` is recorded as ``(x, None, m)``.
     """
     rule = rule or _rule(key)
+    if rule is not None and rule.custom is not None:
+        return call_custom(key, rule, args, kwargs)
     out = compute(*value_of(args), **value_of(kwargs))
     if rule is None or rule.vjp is None:  # _finish returns a plain value or explains the error
         _, _, tapes = _scan((*args, *kwargs.values()))

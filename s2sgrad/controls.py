@@ -1,0 +1,386 @@
+"""Derivative controls: say what a derivative should be, watch it, and trade memory for time.
+
+Every control is an entry in the rule registry, so the source transformer and the tape
+honour it alike:
+
+* :func:`stop_gradient` (alias :func:`without_derivative`) is declared non-differentiable;
+* :func:`with_derivative` has a VJP rule (called at run time with the hook as an argument);
+* :func:`derivative`, :func:`custom_gradient` and :func:`checkpoint` register a custom
+  derivative ``df(*args) -> (value, pullback)`` for a function
+  (:func:`s2sgrad.rules.registry.custom_derivative`). Generated code calls it through
+  ``s2sgrad.runtime.custom_vjp``; the tape calls it when a recording tape tracks an
+  argument and records the pullback (:mod:`s2sgrad.tape.custom`).
+
+Example::
+
+    @sg.custom_gradient
+    def clip_gradient(x):
+        return x, lambda g: np.clip(g, -1.0, 1.0)
+
+    sg.grad(lambda x: clip_gradient(x * x))(3.0)  # 6.0 from the rule, clipped: 1.0 * 3.0 * 2
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondifferentiable
+from s2sgrad.rules.registry import vjp_rule as _vjp_rule
+from s2sgrad.tape.custom import call_custom, is_recorded
+from s2sgrad.tape.values import apply_rule, value_of
+
+__all__ = [
+    "stop_gradient",
+    "without_derivative",
+    "derivative",
+    "custom_gradient",
+    "with_derivative",
+    "checkpoint",
+    "Checkpointed",
+]
+
+F = TypeVar("F", bound=Callable)
+
+
+# stop_gradient ---------------------------------------------------------------------------
+
+
+def stop_gradient(x: Any) -> Any:
+    """The value of ``x``, through which no derivative flows.
+
+    The transformer treats the result as a constant (no derivative code is written for
+    what depends only on it); on the tape it is the plain value. Containers are handled
+    leaf by leaf.
+
+    Example::
+
+        def f(x):
+            return x * stop_gradient(x)   # derivative: stop_gradient(x), not 2 * x
+
+        sg.grad(f)(3.0)  # 3.0
+    """
+    return value_of(x)
+
+
+#: Swift's name for :func:`stop_gradient` (the same function).
+without_derivative = stop_gradient
+
+nondifferentiable(stop_gradient)
+
+
+# with_derivative --------------------------------------------------------------------------
+
+
+def with_derivative(x: Any, hook: Callable[[Any], Any]) -> Any:
+    """The value of ``x``; in the backward pass ``hook(g)`` sees the cotangent ``g`` of ``x``.
+
+    If ``hook`` returns something other than ``None``, that replaces the cotangent which
+    flows on to what ``x`` was computed from.
+
+    Example::
+
+        def f(x):
+            a = with_derivative(np.sin(x), lambda g: print("d/da:", g))
+            b = np.log(with_derivative(x, lambda g: 0.5))   # d/dx through log: now 0.5
+            return a + b
+
+        sg.grad(f)(30.0)  # prints "d/da: 1.0"; returns cos(30) + 0.5
+    """
+    if is_recorded((x,)):
+        return apply_rule(with_derivative, _value, (x, hook))
+    return x
+
+
+def _value(x: Any, hook: Any) -> Any:
+    return x
+
+
+@_vjp_rule(with_derivative, inline=False)
+def _with_derivative_vjp(g, ans, x, hook):
+    replacement = hook(g)
+    return (g if replacement is None else replacement), None
+
+
+@jvp_rule(with_derivative)
+def _with_derivative_jvp(t, ans, x, hook):
+    return t, None
+
+
+# custom derivatives -------------------------------------------------------------------------
+
+
+def derivative(*, of: Callable, jvp: Callable | None = None) -> Callable[[F], F]:
+    """Register the decorated ``df(*args) -> (value, pullback)`` as the derivative of ``of``.
+
+    Wherever ``of`` is called in differentiated code (by either engine), ``df`` runs
+    instead: it computes the value once, and ``pullback(g)`` returns the cotangents of
+    ``of``'s arguments (one value for one argument, else a tuple; ``None`` for an argument
+    with none). ``of`` may be a user function or a library function (a NumPy ufunc or
+    function, or any Python function). ``jvp(primals, tangents) -> (value, tangent)``
+    optionally serves forward mode. Returns ``df`` unchanged.
+
+    For a Python function ``of``, the tape needs to see its calls: ``of``'s code is
+    replaced by a small dispatcher that calls the original code unless a recording tape
+    tracks an argument (``inspect.signature`` and ``inspect.getsource`` still describe the
+    original). Callables the tape cannot see into (builtins such as ``math.exp``, callable
+    objects, bound methods) get their custom derivative in transformed code only.
+
+    Example::
+
+        def my_exp(x):
+            return np.exp(x)
+
+        @derivative(of=my_exp)
+        def my_exp_derivative(x):
+            y = my_exp(x)
+            return y, lambda g: g * y
+
+        sg.grad(lambda x: my_exp(x) * 2.0)(3.0)  # 40.17…
+    """
+    if not callable(of):
+        raise TypeError(f"derivative(of=...) needs a function, not {of!r}")
+
+    def register(df: F) -> F:
+        custom_derivative(of, df, jvp)
+        if isinstance(of, types.FunctionType):
+            _dispatch_calls(of)
+        _forget_generated_code()  # code generated before used the old derivative
+        return df
+
+    return register
+
+
+def custom_gradient(f: Callable) -> Callable:
+    """Make ``f``, which returns ``(value, grad_fn)``, a function with derivative ``grad_fn``.
+
+    Calling the result returns just the value; differentiating through it calls
+    ``grad_fn(g)``, which returns the cotangents of the arguments (one value for one
+    argument, else a tuple).
+
+    Example::
+
+        @custom_gradient
+        def clip_gradient(y):
+            def grad_fn(g):
+                return g * 0.5 / max(np.linalg.norm(g), 0.5)   # clip_by_norm(g, 0.5)
+            return y, grad_fn
+
+        sg.grad(lambda v: clip_gradient(v * v))(2.0)  # 2.0 (not 4.0)
+    """
+
+    def value_only(*args: Any, **kwargs: Any) -> Any:
+        return f(*args, **kwargs)[0]
+
+    return _custom_function(f, value_only, f)
+
+
+def checkpoint(f: F) -> F:
+    """``f``, but differentiated code does not keep its intermediates: they are recomputed.
+
+    Calling the result calls ``f``. In differentiated code, the forward pass computes
+    ``f(*args)`` without recording anything inside it, and the backward pass runs ``f``
+    again (with ``s2sgrad.vjp``) when it reaches the call, so only ``f``'s arguments are
+    kept in between. Works on functions and on layer objects (any callable; the result of
+    checkpointing an object is a :class:`Checkpointed` wrapper).
+
+    Example::
+
+        @checkpoint
+        def block(w, x):
+            return np.tanh(x @ w)
+
+        def loss(w, x):
+            for _ in range(50):
+                x = block(w, x)          # 50 blocks; one block's intermediates at a time
+            return np.sum(x)
+    """
+    if isinstance(f, (types.FunctionType, types.MethodType)):
+        return _custom_function(f, f, _recomputing_derivative(f))
+    return Checkpointed(f)
+
+
+class Checkpointed:
+    """A layer object whose activations are discarded and recomputed in the backward pass.
+
+    Calls go to the wrapped layer; attributes are the layer's. Made by :func:`checkpoint`.
+
+    Example::
+
+        layer = Checkpointed(Conv2D(...))    # or checkpoint(Conv2D(...))
+        y = layer(w, x)
+    """
+
+    def __init__(self, layer: Callable) -> None:
+        if not callable(layer):
+            raise TypeError(f"checkpoint needs a function or a callable layer, not {layer!r}")
+        self.layer = layer
+        self.__signature__ = _signature(layer)
+        self.__name__ = getattr(layer, "__name__", type(layer).__name__)
+        self.__qualname__ = getattr(layer, "__qualname__", type(layer).__qualname__)
+        custom_derivative(self, _recomputing_derivative(_callable_function(layer)))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if is_recorded(args, kwargs):
+            return call_custom(self, get_rule(self), args, kwargs)
+        return self.layer(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "layer":  # not set yet (copying, unpickling)
+            raise AttributeError(name)
+        return getattr(self.layer, name)
+
+    def __repr__(self) -> str:
+        return f"Checkpointed({self.layer!r})"
+
+
+# how the controls work ---------------------------------------------------------------------
+
+
+def _custom_function(f: Callable, plain: Callable, derivative_of: Callable) -> Callable:
+    """A function that calls ``plain`` and whose registered derivative is ``derivative_of``.
+
+    It has ``f``'s name, module, docstring and signature (so exports can import it by
+    name and the transformer binds arguments to ``f``'s parameters), but no
+    ``__wrapped__``: the transformer must not read ``f``'s source in its place.
+    """
+
+    def function(*args: Any, **kwargs: Any) -> Any:
+        if is_recorded(args, kwargs):
+            return call_custom(function, get_rule(function), args, kwargs)
+        return plain(*args, **kwargs)
+
+    functools.update_wrapper(function, f)
+    del function.__wrapped__
+    function.__signature__ = _signature(f)
+    custom_derivative(function, derivative_of)
+    return function
+
+
+def _recomputing_derivative(f: Callable) -> Callable:
+    """The custom derivative of a checkpointed ``f``: compute plainly, recompute to pull back."""
+    parameters = _positional_parameters(f)
+
+    def recomputing_derivative(*args: Any, **kwargs: Any):
+        value = f(*args, **kwargs)
+        if kwargs:  # s2sgrad.vjp takes positional primals
+            args = _as_positional(f, parameters, args, kwargs)
+
+        def pullback(g: Any) -> tuple:
+            from s2sgrad.api import vjp
+
+            _, recomputed_pullback = vjp(f, *args)
+            return recomputed_pullback(g)
+
+        return value, pullback
+
+    return recomputing_derivative
+
+
+def _callable_function(layer: Callable) -> Callable:
+    """What ``s2sgrad.vjp`` differentiates for ``layer``: a function, or its bound ``__call__``."""
+    if isinstance(layer, (types.FunctionType, types.MethodType)):
+        return layer
+    return layer.__call__
+
+
+def _as_positional(f: Callable, parameters: list[str], args: tuple, kwargs: dict) -> tuple:
+    bound = inspect.signature(f).bind(*args, **kwargs)
+    bound.apply_defaults()
+    if any(name not in parameters for name in kwargs):
+        raise TypeError(
+            f"checkpoint({getattr(f, '__qualname__', f)!r}): keyword-only arguments "
+            f"({', '.join(sorted(kwargs))}) cannot be differentiated; pass them positionally"
+        )
+    return tuple(bound.arguments[name] for name in parameters)
+
+
+def _positional_parameters(f: Callable) -> list[str]:
+    signature = _signature(f)
+    if signature is None:
+        return []
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def _signature(f: Callable) -> inspect.Signature | None:
+    try:
+        return inspect.signature(f)
+    except (TypeError, ValueError):
+        return None
+
+
+# letting the tape see calls of a Python function ------------------------------------------------
+
+_DISPATCH_PARAMETER = "__s2sgrad_dispatch__"
+
+
+def _dispatch_calls(f: types.FunctionType) -> None:
+    """Replace ``f``'s code by a dispatcher, so every call of ``f`` can reach the tape.
+
+    The dispatcher calls a copy of ``f`` with the original code, unless a recording tape
+    tracks an argument: then it calls ``f``'s custom derivative and records its pullback.
+    Replacing the code (rather than returning a new function) reaches every reference to
+    ``f`` that already exists (``from module import f`` elsewhere, lists of callbacks).
+    ``__signature__`` and ``__wrapped__`` keep ``inspect.signature`` and
+    ``inspect.getsource`` describing the original.
+    """
+    if _DISPATCH_PARAMETER in (f.__kwdefaults__ or {}):
+        return  # already dispatching: the registry is read at each call
+    original = types.FunctionType(
+        f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__
+    )
+    original.__kwdefaults__ = f.__kwdefaults__
+    original.__qualname__ = f.__qualname__
+    original.__module__ = f.__module__
+    original.__doc__ = f.__doc__
+    signature = inspect.signature(f)
+
+    def dispatch(args: tuple, kwargs: dict) -> Any:
+        if is_recorded(args, kwargs):
+            rule = get_rule(f)
+            if rule is not None and rule.custom is not None:
+                return call_custom(f, rule, args, kwargs)
+        return original(*args, **kwargs)
+
+    f.__code__ = _dispatcher_code(f.__code__)
+    f.__defaults__ = None
+    f.__kwdefaults__ = {_DISPATCH_PARAMETER: dispatch}
+    f.__signature__ = signature
+    f.__wrapped__ = original
+
+
+def _dispatcher_code(code: types.CodeType) -> types.CodeType:
+    """Code for ``def f(*args, __s2sgrad_dispatch__, **kwargs)`` that returns
+    ``__s2sgrad_dispatch__(args, kwargs)``, with ``code``'s free variables (a function's
+    closure must match its code) and its name, file and first line."""
+    free = code.co_freevars
+    cells = "".join(f"    {name} = None\n" for name in free)
+    never = f" if True else ({', '.join(free)},)" if free else ""
+    source = (
+        "def make():\n"
+        f"{cells}"
+        f"    def dispatcher(*args, {_DISPATCH_PARAMETER}, **kwargs):\n"
+        f"        return {_DISPATCH_PARAMETER}(args, kwargs){never}\n"
+        "    return dispatcher\n"
+    )
+    namespace: dict = {}
+    exec(compile(source, code.co_filename, "exec"), namespace)
+    made = namespace["make"]().__code__
+    assert made.co_freevars == free, (made.co_freevars, free)
+    names = {"co_name": code.co_name, "co_firstlineno": code.co_firstlineno}
+    if hasattr(code, "co_qualname"):  # Python 3.11+
+        names["co_qualname"] = code.co_qualname
+    return made.replace(**names)
+
+
+def _forget_generated_code() -> None:
+    from s2sgrad.transform import clear_cache
+
+    clear_cache()

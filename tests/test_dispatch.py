@@ -1,0 +1,148 @@
+"""Calls resolved only at run time: methods, lists of layers, functions as arguments,
+lambdas, recursion and functions without source, in both engines."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad
+
+import s2sgrad as sg
+
+RNG = np.random.default_rng(7)
+
+
+class Dense:
+    def __init__(self, n_in, n_out, seed):
+        rng = np.random.default_rng(seed)
+        self.w = rng.standard_normal((n_in, n_out)) / np.sqrt(n_in)
+        self.b = rng.standard_normal(n_out) * 0.1
+
+    def __call__(self, x):
+        return np.tanh(x @ self.w + self.b)
+
+    def forward(self, x):
+        return self(x) * 2.0
+
+
+LAYERS = [Dense(3, 4, 0), Dense(4, 4, 1), Dense(4, 2, 2)]
+
+
+def method_on_layer(x, scale):
+    return np.sum(LAYERS[0].forward(x) * scale)
+
+
+def list_of_layers(x, scale):
+    h = x
+    for layer in LAYERS:
+        h = layer(h)
+    return np.sum(h**2) * scale
+
+
+def function_as_argument(x, scale, activation=np.tanh):
+    return np.sum(activation(x * scale))
+
+
+def apply_twice(f, x, scale):
+    return np.sum(f(f(x)) * scale)
+
+
+def with_lambda(x, scale):
+    square = lambda v: v * v * scale  # noqa: E731
+    return np.sum(square(np.sin(x)))
+
+
+def power(x, n):
+    if n == 0:
+        return np.ones_like(x)
+    return x * power(x, n - 1)
+
+
+def recursive(x, scale):
+    return np.sum(power(x, 3)) * scale
+
+
+def with_try(x, scale):
+    try:
+        y = np.log(x * x + 1.0)
+    except FloatingPointError:
+        y = x
+    return np.sum(y) * scale
+
+
+def generator_sum(x, scale):
+    def terms():
+        for i in range(3):
+            yield np.sin(x * (i + 1))
+
+    total = 0.0
+    for term in terms():
+        total = total + np.sum(term)
+    return total * scale
+
+
+_namespace = {"np": np}
+exec("def no_source(v):\n    return np.exp(v) * 3.0\n", _namespace)
+NO_SOURCE = _namespace["no_source"]
+
+
+def calls_no_source(x, scale):
+    return np.sum(NO_SOURCE(x)) * scale
+
+
+CASES = [
+    method_on_layer,
+    list_of_layers,
+    function_as_argument,
+    with_lambda,
+    recursive,
+    with_try,
+    generator_sum,
+    calls_no_source,
+]
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+@pytest.mark.parametrize("function", CASES, ids=[f.__name__ for f in CASES])
+def test_dynamic_calls_match_finite_differences(function, mode):
+    x = RNG.uniform(0.2, 1.0, size=(2, 3))
+    scale = 1.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # auto mode may say it used the tape
+        gradient = call_twice(sg.grad(function, wrt=(0, 1), mode=mode), x, scale)
+    assert_close(gradient[0], numeric_grad(function, [x, scale], 0), rtol=1e-5, atol=1e-7)
+    assert gradient[1] == pytest.approx(numeric_grad(function, [x, scale], 1), rel=1e-5)
+
+
+def test_function_passed_as_argument_is_dispatched_statically_in_s2s_mode():
+    x = RNG.uniform(0.2, 1.0, size=3)
+
+    def cube(v):
+        return v**3
+
+    gradient = sg.grad(apply_twice, wrt=1, mode="s2s")(cube, x, 2.0)
+    np.testing.assert_allclose(gradient, 2.0 * 9.0 * x**8)
+
+
+def test_s2s_mode_refuses_what_only_the_tape_can_do():
+    x = RNG.uniform(0.2, 1.0, size=3)
+    with pytest.raises(sg.S2SGradError, match="no source"):
+        sg.grad(calls_no_source, mode="s2s")(x, 1.0)
+
+
+def test_auto_mode_warns_once_and_names_the_construct():
+    def guarded(x, scale):
+        try:
+            y = np.sqrt(x)
+        except ValueError:
+            y = x
+        return np.sum(y) * scale
+
+    x = RNG.uniform(0.2, 1.0, size=3)
+    with pytest.warns(UserWarning, match=r"test_dispatch.py:\d+.*'try'") as record:
+        df = sg.grad(guarded)
+        df(x, 1.0)
+        df(x, 1.0)
+    assert len([w for w in record if "try" in str(w.message)]) == 1
