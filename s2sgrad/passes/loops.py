@@ -92,12 +92,12 @@ class _Loops:
             ):
                 return [loop]
             arguments = list(iterator.args)
-            if not all(map(_indexable, arguments)):
-                return [loop]
             for position, argument in enumerate(arguments):
                 if self.builtin_call(argument, "reversed") and len(argument.args) == 1:
                     arguments[position] = argument.args[0]
                     flipped.add(position)
+            if not all(map(_indexable, arguments)):
+                return [loop]
             sequences = [self.named(a, prefix, loop) for a in arguments]
             targets = list(loop.target.elts)
         elif self.builtin_call(iterator, "range"):
