@@ -12,7 +12,15 @@ Example::
     print(sg.source(dloss))   # the generated gradient, as Python source
 """
 
-from s2sgrad.api import grad, value_and_grad, vjp
+from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
+from s2sgrad.controls import (
+    checkpoint,
+    custom_gradient,
+    derivative,
+    stop_gradient,
+    with_derivative,
+    without_derivative,
+)
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
 from s2sgrad.inspection import export, show, source
 from s2sgrad.tape import GradientTape, Variable, constant
@@ -21,6 +29,17 @@ __all__ = [
     "grad",
     "value_and_grad",
     "vjp",
+    "jvp",
+    "jacobian",
+    "jacfwd",
+    "hessian",
+    "hvp",
+    "stop_gradient",
+    "without_derivative",
+    "derivative",
+    "custom_gradient",
+    "with_derivative",
+    "checkpoint",
     "source",
     "show",
     "export",

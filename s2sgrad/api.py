@@ -24,7 +24,7 @@ from s2sgrad.runtime import as_gradient
 from s2sgrad.specialize import signature
 from s2sgrad.transform import derivative, specialised
 
-__all__ = ["grad", "value_and_grad", "vjp"]
+__all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "hvp"]
 
 MODES = ("auto", "s2s", "tape")
 
@@ -154,6 +154,24 @@ class _Transform:
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
         functools.update_wrapper(self, f, updated=())
+
+    def generic_function(self):
+        """The generated code of this transform for any shapes (for differentiating it again)."""
+        if self.mode == "tape":
+            from s2sgrad.errors import UnsupportedError
+
+            raise UnsupportedError(
+                f"{_name(self.f)} is differentiated with mode='tape'; its derivative is "
+                "differentiated on the tape too"
+            )
+        return derivative(
+            self.function,
+            self.wrt,
+            self.kind,
+            self.has_aux,
+            frozenset(),
+            dynamic=self.mode == "auto",
+        ).function
 
     def _parameter(self, wrt, shift) -> str:
         if isinstance(wrt, str):
@@ -400,3 +418,139 @@ def _name(f) -> str:
 
 
 _ = UnsupportedError
+
+
+# forward mode and derivative matrices ---------------------------------------------------
+def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str = "auto"):
+    """``(f(*primals), J·tangents)``: a Jacobian-vector product by forward mode.
+
+    Example::
+
+        value, tangent = sg.jvp(np.sin, (np.zeros(2),), (np.ones(2),))  # tangent = cos(0) = 1
+    """
+    _check_mode(mode)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError("jvp needs one tangent per primal")
+    function, primals = _bind_self(f, primals)
+    offset = len(primals) - len(tangents)
+    tangents = (None,) * offset + tangents
+    parameters = _positional_parameters(function)
+    positions = tuple(
+        i for i, p in enumerate(primals) if _is_differentiable(p) and tangents[i] is not None
+    )
+    if mode != "tape":
+        try:
+            generated = derivative(
+                function,
+                tuple(parameters[i] for i in positions),
+                "jvp",
+                containers=_containers(primals, function),
+                dynamic=mode == "auto",
+            )
+            keywords = {generated.tangent_names[parameters[i]]: tangents[i] for i in positions}
+            return generated.function(*primals, **keywords)
+        except S2SGradError as error:
+            if mode == "s2s":
+                raise
+            _warn_fallback(function, error)
+    from s2sgrad.runtime.dispatch import _tape_jvp
+
+    return _tape_jvp(function, primals, tangents, positions, {})
+
+
+def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
+    """The Jacobian of ``f`` wrt one argument, shape ``out.shape + arg.shape`` (reverse mode).
+
+    Example::
+
+        sg.jacobian(np.sin)(np.zeros(3))  # the 3x3 identity
+    """
+    _check_mode(mode)
+
+    def jacobian_function(*args, **kwargs):
+        index = _argument_index(f, wrt)
+        out, pullback = vjp(_with_keywords(f, kwargs), *args, mode=mode)
+        basis = np.eye(np.size(out), dtype=np.result_type(out, np.float32))
+        rows = [pullback(row.reshape(np.shape(out)))[index] for row in basis]
+        return _stack_like(rows, np.shape(out), args[index])
+
+    return functools.update_wrapper(jacobian_function, f, updated=())
+
+
+def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
+    """The same Jacobian as :func:`jacobian`, built one input direction at a time (forward).
+
+    Example::
+
+        sg.jacfwd(lambda x: x ** 2)(np.arange(3.0))  # diag([0, 2, 4])
+    """
+    _check_mode(mode)
+
+    def jacobian_function(*args, **kwargs):
+        index = _argument_index(f, wrt)
+        x = args[index]
+        columns = []
+        out = None
+        for direction in np.eye(np.size(x), dtype=np.result_type(x, np.float32)):
+            tangents = [_zeros_like(a) for a in args]
+            tangents[index] = direction.reshape(np.shape(x)) if np.ndim(x) else float(direction[0])
+            out, column = jvp(_with_keywords(f, kwargs), args, tangents, mode=mode)
+            columns.append(np.asarray(column))
+        out_shape = np.shape(out)
+        matrix = np.stack(columns, axis=-1) if columns else np.zeros(out_shape + (0,))
+        return matrix.reshape(out_shape + np.shape(x))
+
+    return functools.update_wrapper(jacobian_function, f, updated=())
+
+
+def hessian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
+    """The Hessian of a scalar ``f`` wrt one argument (forward over reverse).
+
+    Example::
+
+        sg.hessian(lambda x: np.sum(x ** 3))(np.ones(2))  # diag([6, 6])
+    """
+    return jacfwd(grad(f, wrt=wrt, mode=mode), wrt=wrt, mode=mode)
+
+
+def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str = "auto"):
+    """Hessian-vector products of a scalar ``f`` without forming the Hessian.
+
+    Returns one product per primal (forward mode over the reverse-mode gradient).
+
+    Example::
+
+        sg.hvp(lambda x: np.sum(x ** 3), (np.ones(2),), (np.ones(2),))  # (array([6., 6.]),)
+    """
+    primals = tuple(primals)
+    if len(primals) == 1:
+        _, product = jvp(grad(f, wrt=0, mode=mode), primals, tuple(vectors), mode=mode)
+        return (product,)
+    gradient = grad(f, wrt=tuple(range(len(primals))), mode=mode)
+    _, products = jvp(gradient, primals, tuple(vectors), mode=mode)
+    return tuple(products)
+
+
+def _argument_index(f, wrt) -> int:
+    if isinstance(wrt, str):
+        return _positional_parameters(f.__func__ if isinstance(f, types.MethodType) else f).index(
+            wrt
+        )
+    return int(wrt)
+
+
+def _with_keywords(f, kwargs):
+    return f if not kwargs else functools.partial(f, **kwargs)
+
+
+def _zeros_like(value):
+    from s2sgrad.runtime import zeros_like_value
+
+    return zeros_like_value(value) if _is_differentiable(value) else None
+
+
+def _stack_like(rows, out_shape, x):
+    x_shape = np.shape(x)
+    matrix = np.stack([np.asarray(r) for r in rows]) if rows else np.zeros((0,) + x_shape)
+    return matrix.reshape(tuple(out_shape) + x_shape)

@@ -72,9 +72,16 @@ class ParsedFunction:
 
 
 def unwrap(function: Any) -> Any:
-    """The plain Python function behind methods, partials of none, and ``functools.wraps``."""
-    if isinstance(function, (types.MethodType,)):
+    """The plain Python function behind a method, or behind a transform (its generated code).
+
+    Transforms such as ``grad(f)`` hand over the generic code they generated, so that
+    differentiating them again is source transformation of generated source.
+    """
+    if isinstance(function, types.MethodType):
         return function.__func__
+    generic = getattr(function, "generic_function", None)
+    if callable(generic):
+        return generic()
     return function
 
 

@@ -24,7 +24,8 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.codegen import GeneratedFunction, compile_ast, compile_function, unique_name
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError
+from s2sgrad.forward import forward_sweep
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
 from s2sgrad.operations import classify
@@ -59,7 +60,7 @@ from s2sgrad.syntax import (
 
 __all__ = ["derivative", "specialised", "KINDS", "clear_cache"]
 
-KINDS = ("grad", "value_and_grad", "vjp")
+KINDS = ("grad", "value_and_grad", "vjp", "jvp")
 
 _cache: dict[tuple, GeneratedFunction] = {}
 _in_progress: set[tuple] = set()
@@ -153,6 +154,9 @@ def _build(request: _Request) -> GeneratedFunction:
 
     activity = analyse_activity(node.body, set(request.wrt), output_names, blocks_derivative)
 
+    if request.kind == "jvp":
+        return _build_jvp(request, parsed, node, activity, names, namespace, local_names)
+
     def callee_vjp(function, active, call_node):
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
@@ -184,6 +188,58 @@ def _build(request: _Request) -> GeneratedFunction:
     generated.shapes_follow_arguments = request.kind != "vjp" and shapes_follow_arguments(
         node.body, parsed.resolve
     )
+    return generated
+
+
+def _build_jvp(request, parsed, node, activity, names, namespace, local_names):
+    """Forward mode: ``f_jvp(*args, **tangents) -> (value, tangent)``."""
+
+    def callee_jvp(function, active):
+        rule = get_rule(function)
+        if rule is not None and rule.custom is not None:
+            if rule.custom_jvp is None:
+                raise NonDifferentiableError(
+                    f"{parsed.location()}: {function.__qualname__} has a custom derivative "
+                    "for reverse mode only; give @s2sgrad.derivative a jvp= companion to use "
+                    "it in forward mode"
+                )
+            return runtime.custom_jvp_call(function, _positions(function, active))
+        generated = derivative(function, active, "jvp", dynamic=request.dynamic)
+        function_object = generated.function
+        function_object.tangent_names = generated.tangent_names
+        return function_object
+
+    sweep = forward_sweep(
+        parsed, node.body, list(request.wrt), activity, names, namespace, local_names, callee_jvp
+    )
+    arguments = _signature_with_defaults(parsed, node, namespace)
+    for tangent in sweep.tangents.values():
+        arguments.kwonlyargs.append(store_param(tangent))
+        arguments.kw_defaults.append(None)
+    body = [
+        *sweep.body,
+        gast.Return(
+            value=gast.Tuple(elts=[clone(sweep.output), sweep.output_tangent], ctx=gast.Load())
+        ),
+    ]
+    function = gast.FunctionDef(
+        name=names.claim(unique_name(f"{node.name}_jvp")),
+        args=arguments,
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    is_pure = _purity(namespace)
+
+    def finish(unfinished: gast.FunctionDef) -> gast.FunctionDef:
+        done = clone(unfinished)
+        done.body = optimize(done.body, is_pure)
+        return done
+
+    generated = compile_function(function, namespace.objects, parsed.location(), finish)
+    generated.tangent_names = sweep.tangents
     return generated
 
 

@@ -20,6 +20,8 @@ __all__ = [
     "owned",
     "snapshot",
     "custom_vjp",
+    "custom_jvp_call",
+    "jvp_entry",
 ]
 
 
@@ -289,3 +291,73 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
 
     def __repr__(self) -> str:
         return f"custom_vjp({self.function.__qualname__}, {self.positions})"
+
+
+class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
+    """A user's forward-mode derivative of ``function``, shaped like a generated JVP.
+
+    ``custom_jvp_call(f, positions)(*args, **tangents)`` returns ``(value, tangent)``;
+    the tangents of the parameters at ``positions`` are passed as keywords named
+    ``d<parameter>`` (see ``tangent_names``).
+
+    Example::
+
+        value, tangent = custom_jvp_call(my_exp, (0,))(3.0, dx=1.0)
+    """
+
+    def __init__(self, function: Any, positions: tuple[int, ...]):
+        import inspect
+
+        from s2sgrad.rules.registry import get_rule
+
+        self.function = function
+        self.positions = tuple(positions)
+        self.jvp = get_rule(function).custom_jvp
+        parameters = list(inspect.signature(function).parameters)
+        self.tangent_names = {parameters[i]: f"d{parameters[i]}" for i in self.positions}
+        self.__name__ = f"{getattr(function, '__name__', 'custom')}_jvp"
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        tangents_by_name = {
+            name: kwargs.pop(keyword)
+            for name, keyword in self.tangent_names.items()
+            if keyword in kwargs
+        }
+        names = list(self.tangent_names)
+        tangents = tuple(
+            tangents_by_name.get(names[self.positions.index(i)]) if i in self.positions else None
+            for i in range(len(args))
+        )
+        tangents = tuple(zeros_like_value(a) if t is None else t for a, t in zip(args, tangents))
+        return self.jvp(args, tangents)
+
+    def __repr__(self) -> str:
+        return f"custom_jvp_call({self.function.__qualname__}, {self.positions})"
+
+
+@vjp_rule(as_gradient)
+def _as_gradient_vjp(g, ans, g_in, x):
+    return unbroadcast(g, g_in), None
+
+
+@jvp_rule(as_gradient)
+def _as_gradient_jvp(t, ans, g_in, x):
+    return as_gradient(t, x), None
+
+
+nondifferentiable(seed_cotangent, zeros_like_structure)
+
+
+def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:
+    """The output tangent the argument at ``index`` contributes when its tangent is ``t``.
+
+    Zero when ``primitive`` is not differentiable in that argument.
+
+    Example::
+
+        jvp_entry(np.einsum, 1, ta, ans, "ij,jk", a, b)
+    """
+    from s2sgrad.rules.registry import get_rule, per_argument
+
+    entry = per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))[index]
+    return zeros_like_value(ans) if entry is None else entry

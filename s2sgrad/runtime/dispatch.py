@@ -14,7 +14,7 @@ from typing import Any
 
 from s2sgrad.runtime.core import zeros_like_value
 
-__all__ = ["dynamic_vjp", "transformed_vjp"]
+__all__ = ["dynamic_vjp", "transformed_vjp", "dynamic_jvp"]
 
 _TAPE_ONLY: dict[Any, str] = {}  # functions the transformer could not handle, and why
 
@@ -154,3 +154,78 @@ def _differentiable(value: Any) -> bool:
     from s2sgrad.tape import is_tape_value
 
     return is_tape_value(value)
+
+
+def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """Forward mode for a call resolved at run time: ``(value, tangent)``.
+
+    ``tangents`` has one entry per positional argument (zeros for constants).
+
+    Example::
+
+        value, tangent = dynamic_jvp(layer, (dx,), x)
+    """
+    from s2sgrad.rules.registry import get_rule, per_argument
+
+    rule = get_rule(function)
+    if rule is not None and rule.custom is not None:
+        if rule.custom_jvp is None:
+            from s2sgrad.errors import NonDifferentiableError
+
+            raise NonDifferentiableError(
+                f"{getattr(function, '__qualname__', function)} has a custom derivative for "
+                "reverse mode only; give @s2sgrad.derivative a jvp= companion"
+            )
+        return rule.custom_jvp(args, tangents)
+    if rule is not None and rule.jvp is not None:
+        value = function(*args, **kwargs)
+        total = None
+        for index, (argument, tangent) in enumerate(zip(args, tangents)):
+            if not _differentiable(argument):
+                continue
+            entry = per_argument(rule.jvp(tangent, value, *args, **kwargs), len(args))[index]
+            if entry is not None:
+                total = entry if total is None else total + entry
+        return value, zeros_like_value(value) if total is None else total
+    if rule is not None:
+        value = function(*args, **kwargs)
+        return value, zeros_like_value(value)
+    bound_self, target = (), function
+    if isinstance(function, types.MethodType):
+        bound_self, target = (function.__self__,), function.__func__
+    full_args = bound_self + args
+    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    positions = tuple(i for i, a in enumerate(full_args) if _differentiable(a))
+    if not positions:
+        value = function(*args, **kwargs)
+        return value, zeros_like_value(value)
+    from s2sgrad.errors import S2SGradError
+    from s2sgrad.transform import derivative
+
+    try:
+        import inspect
+
+        names = list(inspect.signature(target).parameters)
+        generated = derivative(target, tuple(names[i] for i in positions), "jvp")
+    except (S2SGradError, ValueError, TypeError):
+        return _tape_jvp(target, full_args, full_tangents, positions, kwargs)
+    keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
+    return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _tape_jvp(target, args, tangents, positions, kwargs):
+    """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>."""
+    import numpy as np
+
+    from s2sgrad.tape import tape_vjp
+
+    value, pullback = tape_vjp(target, args, kwargs, positions)
+
+    def paired(g):
+        total = 0.0
+        for cotangent, i in zip(pullback(g), positions):
+            total = total + np.sum(cotangent * tangents[i])
+        return total
+
+    _, transpose = tape_vjp(paired, (zeros_like_value(value),), {}, (0,))
+    return value, transpose(1.0)[0]

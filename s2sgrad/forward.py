@@ -1,0 +1,372 @@
+"""Forward mode: tangent statements interleaved with the primal ones (a JVP).
+
+Every active statement ``y = op(a, b)`` is followed by ``dy = …``, the sum over its
+active operands of the JVP rule's entry for that operand with ``t`` bound to the
+operand's tangent. Branches and loops keep their shape (nothing needs saving: tangents
+flow in the same order as values), in-place updates update the tangent in place too,
+and calls to other user functions call their own generated JVPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gast
+import numpy as np
+
+from s2sgrad import runtime
+from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
+from s2sgrad.frontend import ParsedFunction
+from s2sgrad.inline import Namespace, inline_rule
+from s2sgrad.operations import Operation, classify
+from s2sgrad.passes.activity import Activity
+from s2sgrad.passes.names import NameGenerator
+from s2sgrad.syntax import (
+    assign,
+    attribute,
+    call,
+    clone,
+    comment,
+    constant,
+    load,
+    names_read,
+    store,
+    walk,
+)
+
+__all__ = ["ForwardSweep", "forward_sweep"]
+
+
+@dataclass
+class ForwardSweep:
+    """The body of a JVP function and the tangent of what it returns."""
+
+    body: list[gast.stmt]
+    output: gast.expr
+    output_tangent: gast.expr
+    tangents: dict[str, str]  # differentiated parameter → its tangent parameter's name
+
+
+def forward_sweep(
+    parsed: ParsedFunction,
+    body: list[gast.stmt],
+    wrt: list[str],
+    activity: Activity,
+    names: NameGenerator,
+    namespace: Namespace,
+    local_names: set[str],
+    callee_jvp,
+) -> ForwardSweep:
+    """Interleave tangent statements with ``body`` (normalised, with one final return).
+
+    ``callee_jvp(function, active_parameters)`` returns a generated JVP of a user function
+    (a callable ``f_jvp(*args, **tangents) -> (value, tangent)``, with the tangent
+    parameter names in its ``tangent_names`` attribute).
+    """
+    return _Forward(parsed, wrt, activity, names, namespace, local_names, callee_jvp).run(body)
+
+
+class _Forward:
+    def __init__(self, parsed, wrt, activity, names, namespace, local_names, callee_jvp):
+        self.parsed = parsed
+        self.wrt = wrt
+        self.activity = activity
+        self.names = names
+        self.namespace = namespace
+        self.local_names = local_names
+        self.callee_jvp = callee_jvp
+        self.tangent_names: dict[str, str] = {}
+        self.np = namespace.bind("np", np)
+
+    def tangent(self, variable: str) -> str:
+        if variable not in self.tangent_names:
+            self.tangent_names[variable] = self.names.adjoint(variable)
+        return self.tangent_names[variable]
+
+    def active(self, name: str) -> bool:
+        return name in self.activity.varied
+
+    def helper(self, name: str) -> gast.Name:
+        return load(self.namespace.bind(name, getattr(runtime, name)))
+
+    def tangent_of(self, node: gast.expr) -> gast.expr:
+        """The tangent of an operand: its tangent's name, or zeros for a constant list entry."""
+        if isinstance(node, gast.Name) and self.active(node.id):
+            return load(self.tangent(node.id))
+        if isinstance(node, (gast.List, gast.Tuple)):
+            return type(node)(elts=[self.tangent_of(e) for e in node.elts], ctx=gast.Load())
+        return call(self.helper("zeros_like_value"), [clone(node)])
+
+    def is_active_expression(self, node: gast.expr) -> bool:
+        return any(isinstance(n, gast.Name) and self.active(n.id) for n in walk(node))
+
+    # driver -----------------------------------------------------------------------------
+    def run(self, body: list[gast.stmt]) -> ForwardSweep:
+        *statements, final = body
+        if not isinstance(final, gast.Return) or final.value is None:
+            raise UnsupportedError(
+                f"{self.parsed.location(final)}: the function must end with a 'return'"
+            )
+        tangents = {w: self.tangent(w) for w in self.wrt}
+        result = self.block(statements)
+        output = final.value
+        if isinstance(output, gast.Tuple):
+            output_tangent: gast.expr = gast.Tuple(
+                elts=[self.tangent_of(e) for e in output.elts], ctx=gast.Load()
+            )
+        else:
+            output_tangent = self.tangent_of(output)
+        return ForwardSweep(result, output, output_tangent, tangents)
+
+    def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
+        result: list[gast.stmt] = []
+        last_line = None
+        for statement in statements:
+            lines = self.statement(statement)
+            tangent_lines = [s for s in lines if s is not statement]
+            line = getattr(statement, "lineno", None)
+            if tangent_lines and line is not None and line != last_line:
+                text = self.parsed.source_line(statement)
+                if text and not isinstance(statement, (gast.If, gast.For, gast.While)):
+                    result.append(comment(f"tangent of: {text}"))
+                last_line = line
+            result.extend(lines)
+        return result
+
+    def statement(self, statement: gast.stmt) -> list[gast.stmt]:
+        if isinstance(statement, gast.If):
+            statement.body = self.block(statement.body) or [gast.Pass()]
+            statement.orelse = self.block(statement.orelse)
+            return [statement]
+        if isinstance(statement, (gast.For, gast.While)):
+            if isinstance(statement, gast.For) and self.is_active_expression(statement.iter):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: forward mode cannot loop over "
+                    "differentiated values directly; loop over range(len(...))"
+                )
+            statement.body = self.block(statement.body) or [gast.Pass()]
+            statement.orelse = self.block(statement.orelse)
+            return [statement]
+        if isinstance(statement, gast.Assign):
+            return self.assignment(statement)
+        if isinstance(statement, gast.Expr):
+            return self.expression(statement)
+        if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert)):
+            return [statement]
+        if isinstance(statement, gast.FunctionDef):
+            if self.active(statement.name):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: a function defined here captures "
+                    "differentiated values; pass them as arguments instead"
+                )
+            return [statement]
+        raise UnsupportedError(
+            f"{self.parsed.location(statement)}: forward mode cannot differentiate a "
+            f"'{type(statement).__name__.lower()}' statement; use mode='tape'"
+        )
+
+    def expression(self, statement: gast.Expr) -> list[gast.stmt]:
+        value = statement.value
+        if (
+            isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "append"
+            and isinstance(value.func.value, gast.Name)
+            and self.active(value.func.value.id)
+        ):
+            owner = value.func.value.id
+            tangent = self.tangent_of(value.args[0])
+            line = gast.Expr(value=call(attribute(load(self.tangent(owner)), "append"), [tangent]))
+            return [statement, gast.copy_location(line, statement)]
+        return [statement]
+
+    # assignments ------------------------------------------------------------------------
+    def assignment(self, statement: gast.Assign) -> list[gast.stmt]:
+        target = statement.targets[0]
+        if isinstance(target, gast.Subscript):
+            return self.item_assignment(statement)
+        names = (
+            [target.id]
+            if isinstance(target, gast.Name)
+            else [e.id for e in target.elts if isinstance(e, gast.Name)]
+        )
+        if not any(self.active(n) for n in names):
+            return [statement]
+        operation = classify(statement.value, self.parsed, self.local_names)
+        if (
+            not self.is_active_expression(statement.value)
+            or operation.kind
+            in (
+                "comparison",
+                "constant",
+            )
+            or (operation.kind == "primitive" and not operation.differentiable)
+        ):
+            zeros = [
+                assign(self.tangent(n), call(self.helper("zeros_like_value"), [load(n)]))
+                for n in names
+                if self.active(n)
+            ]
+            return [statement, *[gast.copy_location(z, statement) for z in zeros]]
+        if operation.kind == "call":
+            return [self.call(statement, operation, names)]
+        if operation.kind == "unknown" and operation.callee is not None:
+            return [self.dynamic_call(statement, operation, names)]
+        if operation.kind in ("unknown", "no rule"):
+            error = NonDifferentiableError if operation.kind == "no rule" else UnsupportedError
+            raise error(
+                f"{self.parsed.location(statement)}: forward mode cannot differentiate "
+                f"{operation.description}; give it a derivative with @s2sgrad.derivative"
+            )
+        overwritten = set(names) & names_read(statement.value)
+        if overwritten:  # z = z ** 2: keep the old z until its tangent is computed
+            fresh = self.names.fresh("t")
+            final = assign(clone(target), load(fresh), like=statement)
+            statement = assign(fresh, statement.value, like=statement)
+            target = statement.targets[0]
+            names = [fresh] if isinstance(final.targets[0], gast.Name) else names
+        self.pending: list[gast.stmt] = []  # statements an inlined rule needs first
+        tangent = self.tangent_expression(statement, operation)
+        if overwritten:
+            original = final.targets[0]
+            tangent_target = self.tangent(original.id) if isinstance(original, gast.Name) else None
+            lines = [statement, *self.pending]
+            if tangent_target is not None:
+                lines.append(assign(tangent_target, tangent, like=statement))
+                lines.append(final)
+                return lines
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: forward mode cannot unpack into "
+                "variables the same statement reads; use new names"
+            )
+        lines = [statement, *self.pending]
+        if isinstance(target, gast.Name):
+            lines.append(assign(self.tangent(target.id), tangent, like=statement))
+        else:
+            unpacked = gast.Tuple(elts=[store(self.tangent(n)) for n in names], ctx=gast.Store())
+            lines.append(assign(unpacked, tangent, like=statement))
+        return lines
+
+    def tangent_expression(self, statement, operation: Operation) -> gast.expr:
+        if operation.kind == "copy":
+            return self.tangent_of(operation.args[0])
+        if operation.kind == "pack":
+            return (
+                gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
+                if isinstance(statement.value, gast.Tuple)
+                else gast.List(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
+            )
+        if operation.kind == "list pop":
+            owner = operation.args[0].id
+            return call(attribute(load(self.tangent(owner)), "pop"))
+        rule = operation.rule
+        if rule is None or rule.jvp is None:
+            raise NonDifferentiableError(
+                f"{self.parsed.location(statement)}: {operation.primitive!r} has no JVP rule "
+                "for forward mode; register one with @s2sgrad.rules.jvp_rule"
+            )
+        answer = clone(statement.targets[0])
+        for node in walk(answer):
+            if isinstance(node, gast.Name):
+                node.ctx = gast.Load()
+        contributions = []
+        for index, argument in enumerate(operation.args):
+            if not self.is_active_expression(argument) or isinstance(argument, gast.Constant):
+                continue
+            tangent = self.tangent_of(argument)
+            inlined = None
+            if rule.inline_jvp:
+                inlined = inline_rule(
+                    rule.jvp,
+                    tangent,
+                    answer,
+                    list(operation.args),
+                    operation.keywords,
+                    {index},
+                    self.names,
+                    self.namespace,
+                )
+            if inlined is not None:
+                if inlined.entries[index] is not None:  # None: not differentiable in it
+                    self.pending.extend(inlined.statements)
+                    contributions.append(inlined.entries[index])
+            else:
+                primitive = load(
+                    self.namespace.bind(_name(operation.primitive), operation.primitive)
+                )
+                contributions.append(
+                    call(
+                        self.helper("jvp_entry"),
+                        [primitive, constant(index), tangent, answer, *operation.args],
+                        operation.keywords,
+                    )
+                )
+        if not contributions:
+            return call(self.helper("zeros_like_value"), [answer])
+        total = contributions[0]
+        for contribution in contributions[1:]:
+            total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
+        return total
+
+    def item_assignment(self, statement: gast.Assign) -> list[gast.stmt]:
+        """``y[i] = v``: ``dy[i] = dv`` (zeros where v is constant)."""
+        target = statement.targets[0]
+        base = target.value.id
+        if not self.active(base):
+            return [statement]
+        place = gast.Subscript(
+            value=load(self.tangent(base)), slice=clone(target.slice), ctx=gast.Store()
+        )
+        value = statement.value
+        tangent = self.tangent_of(value) if self.is_active_expression(value) else constant(0.0)
+        return [statement, assign(place, tangent, like=statement)]
+
+    # calls --------------------------------------------------------------------------------
+    def call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
+        import inspect
+
+        function = operation.primitive
+        try:
+            bound = inspect.signature(function).bind(*operation.args, **operation.keywords)
+        except TypeError as error:
+            raise UnsupportedError(f"{self.parsed.location(statement)}: {error}") from None
+        active = tuple(
+            name
+            for name, value in bound.arguments.items()
+            if isinstance(value, gast.AST) and self.is_active_expression(value)
+        )
+        try:
+            jvp_function = self.callee_jvp(function, active)
+        except S2SGradError:
+            return self.dynamic_call(statement, operation, names)
+        jvp_name = self.namespace.bind(jvp_function.__name__, jvp_function)
+        keywords = dict(operation.keywords)
+        for name in active:
+            keywords[jvp_function.tangent_names[name]] = self.tangent_of(bound.arguments[name])
+        return self.call_returning_tangents(
+            statement, call(load(jvp_name), operation.args, keywords), names
+        )
+
+    def dynamic_call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
+        tangents = gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
+        value = call(
+            self.helper("dynamic_jvp"),
+            [clone(operation.callee), tangents, *operation.args],
+            operation.keywords,
+        )
+        return self.call_returning_tangents(statement, value, names)
+
+    def call_returning_tangents(self, statement, value, names) -> gast.stmt:
+        target = statement.targets[0]
+        primal = clone(target)
+        if isinstance(target, gast.Name):
+            tangent: gast.expr = store(self.tangent(target.id))
+        else:
+            tangent = gast.Tuple(elts=[store(self.tangent(n)) for n in names], ctx=gast.Store())
+        new = assign(gast.Tuple(elts=[primal, tangent], ctx=gast.Store()), value, like=statement)
+        return new
+
+
+def _name(primitive) -> str:
+    name = getattr(primitive, "__name__", None) or "primitive"
+    return name if name.isidentifier() else "primitive"
