@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondifferentiable
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
-from s2sgrad.tape.custom import call_custom, is_recorded
+from s2sgrad.tape.custom import call_custom, called_by_tape, is_recorded
 from s2sgrad.tape.values import apply_rule, value_of
 
 __all__ = [
@@ -199,7 +199,7 @@ def checkpoint(f: F) -> F:
             return np.sum(x)
     """
     if isinstance(f, (types.FunctionType, types.MethodType)):
-        return _custom_function(f, f, _recomputing_derivative(f))
+        return _custom_function(f, f, _recomputing_derivative(f), _forward_derivative(f))
     return Checkpointed(f)
 
 
@@ -221,7 +221,7 @@ class Checkpointed:
         self.__signature__ = _signature(layer)
         self.__name__ = getattr(layer, "__name__", type(layer).__name__)
         self.__qualname__ = getattr(layer, "__qualname__", type(layer).__qualname__)
-        custom_derivative(self, _recomputing_derivative(_callable_function(layer)))
+        custom_derivative(self, _recomputing_derivative(layer), _forward_derivative(layer))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if is_recorded(args, kwargs):
@@ -240,8 +240,11 @@ class Checkpointed:
 # how the controls work ---------------------------------------------------------------------
 
 
-def _custom_function(f: Callable, plain: Callable, derivative_of: Callable) -> Callable:
-    """A function that calls ``plain`` and whose registered derivative is ``derivative_of``.
+def _custom_function(
+    f: Callable, plain: Callable, derivative_of: Callable, jvp: Callable | None = None
+) -> Callable:
+    """A function that calls ``plain`` and whose registered derivative is ``derivative_of``
+    (and ``jvp`` in forward mode).
 
     It has ``f``'s name, module, docstring and signature (so exports can import it by
     name and the transformer binds arguments to ``f``'s parameters), but no
@@ -256,35 +259,66 @@ def _custom_function(f: Callable, plain: Callable, derivative_of: Callable) -> C
     functools.update_wrapper(function, f)
     del function.__wrapped__
     function.__signature__ = _signature(f)
-    custom_derivative(function, derivative_of)
+    custom_derivative(function, derivative_of, jvp)
     return function
 
 
 def _recomputing_derivative(f: Callable) -> Callable:
     """The custom derivative of a checkpointed ``f``: compute plainly, recompute to pull back."""
     parameters = _positional_parameters(f)
+    function, bound = _unbound(f)
 
     def recomputing_derivative(*args: Any, **kwargs: Any):
+        mode = "tape" if called_by_tape() else "auto"  # recompute on the calling engine
         value = f(*args, **kwargs)
         if kwargs:  # s2sgrad.vjp takes positional primals
             args = _as_positional(f, parameters, args, kwargs)
 
         def pullback(g: Any) -> tuple:
-            from s2sgrad.api import vjp
-
-            _, recomputed_pullback = vjp(f, *args)
-            return recomputed_pullback(g)
+            cotangents = _recomputed_pullback(function, (*bound, *args), mode)(g)
+            return tuple(cotangents[len(bound) :])
 
         return value, pullback
 
     return recomputing_derivative
 
 
-def _callable_function(layer: Callable) -> Callable:
-    """What ``s2sgrad.vjp`` differentiates for ``layer``: a function, or its bound ``__call__``."""
-    if isinstance(layer, (types.FunctionType, types.MethodType)):
-        return layer
-    return layer.__call__
+def _forward_derivative(f: Callable) -> Callable:
+    """Forward mode of a checkpointed ``f``: its JVP (forward mode keeps no intermediates)."""
+    function = f if isinstance(f, (types.FunctionType, types.MethodType)) else f.__call__
+
+    def forward_derivative(primals: tuple, tangents: tuple):
+        from s2sgrad.api import jvp
+
+        return jvp(function, primals, tangents)
+
+    return forward_derivative
+
+
+def _recomputed_pullback(function: Callable, args: tuple, mode: str) -> Callable:
+    """Run ``function(*args)`` again, keeping what its pullback needs; return that pullback."""
+    if mode == "tape":  # straight to the tape: its values may be recorded by an outer tape
+        from s2sgrad.tape import tape_vjp
+
+        _, pullback = tape_vjp(function, args, {}, tuple(range(len(args))))
+        return pullback
+    from s2sgrad.api import vjp
+
+    _, pullback = vjp(function, *args, mode=mode)
+    return pullback
+
+
+def _unbound(f: Callable) -> tuple[Callable, tuple]:
+    """A plain function behind ``f`` and the arguments bound before the caller's.
+
+    ``layer`` becomes ``(type(layer).__call__, (layer,))``; a bound method ``obj.m`` becomes
+    ``(type(obj).m, (obj,))``; a function stays itself.
+    """
+    if isinstance(f, types.FunctionType):
+        return f, ()
+    if isinstance(f, types.MethodType):
+        return f.__func__, (f.__self__,)
+    return type(f).__call__, (f,)
 
 
 def _as_positional(f: Callable, parameters: list[str], args: tuple, kwargs: dict) -> tuple:

@@ -110,7 +110,13 @@ def parse_function(function: Any) -> ParsedFunction:
     filename = code.co_filename
     source = textwrap.dedent("".join(lines))
     if function.__name__ == "<lambda>":
-        node = _lambda_node(source, code, filename, first_line)
+        first = lines[0]
+        indent = (
+            len(first)
+            - len(first.lstrip())
+            - (len(source.splitlines()[0]) - len(source.splitlines()[0].lstrip()))
+        )
+        node = _lambda_node(source, code, filename, first_line, indent)
     else:
         node = _function_node(source, function, filename, first_line)
     closure = {}
@@ -148,9 +154,12 @@ def _function_node(source, function, filename, first_line) -> gast.FunctionDef:
     return node
 
 
-def _lambda_node(source, code, filename, first_line) -> gast.FunctionDef:
-    """Find the lambda whose code object is ``code`` in its source lines."""
-    module = _parse_fragment(source)
+def _lambda_node(source, code, filename, first_line, indent) -> gast.FunctionDef:
+    """Find the lambda whose code object is ``code`` in its source lines.
+
+    ``indent`` is how much indentation dedenting removed, to compare columns.
+    """
+    module, wrapped = _parse_fragment(source)
     if module is None:
         raise S2SGradError(
             f"{where(filename, first_line)}: could not isolate the lambda's source; "
@@ -165,9 +174,12 @@ def _lambda_node(source, code, filename, first_line) -> gast.FunctionDef:
         and node.lineno == line
         and [a.id for a in node.args.args] == params
     ]
-    if len(candidates) > 1:
+    if len(candidates) > 1:  # several lambdas on one line: match the columns of `code`
         columns = {pos[2] for pos in code.co_positions() if pos[2] is not None}
-        candidates = [c for c in candidates if c.body.col_offset in columns] or candidates[:1]
+        shift = indent - (1 if wrapped else 0)
+        candidates = [c for c in candidates if c.body.col_offset + shift in columns] or (
+            candidates[:1]
+        )
     if not candidates:
         raise S2SGradError(
             f"{where(filename, code.co_firstlineno)}: could not find the lambda in its source "
@@ -188,17 +200,22 @@ def _lambda_node(source, code, filename, first_line) -> gast.FunctionDef:
     return gast.copy_location(node, lam)
 
 
-def _parse_fragment(source: str) -> gast.Module | None:
+def _parse_fragment(source: str) -> tuple[gast.Module | None, bool]:
     """Parse a source fragment that may be cut mid-expression (lambdas inside calls)."""
     lines = source.splitlines()
     for end in range(len(lines), 0, -1):
         text = "\n".join(lines[:end])
-        for attempt in (text, text.rstrip().rstrip(",") + ")", "(" + text.strip() + "\n)"):
+        for attempt in (text, text.rstrip().rstrip(",") + ")"):
             try:
-                return gast.parse(attempt)
+                return gast.parse(attempt), False
             except SyntaxError:
                 continue
-    return None
+        try:  # "(" + the first line, stripped: columns move by the stripped amount, less one
+            stripped = text.lstrip()
+            return gast.parse("(" + stripped + "\n)"), len(text) - len(stripped) != 0
+        except SyntaxError:
+            continue
+    return None, False
 
 
 def _describe(function: Any) -> str:

@@ -79,12 +79,25 @@ def show(f: Callable, wrt: int | str | tuple = 0, forward: bool = False, file=No
         sg.show(loss, wrt="w")
     """
     if forward:
-        raise S2SGradError("forward-mode code is not available yet (see the forward-mode issue)")
-    text = source(f, wrt)
+        text = _jvp_source(f, wrt)
+    else:
+        text = source(f, wrt)
     stream = file or sys.stdout
     if _wants_colour(stream):
         text = highlight(text)
     print(text, end="", file=stream)
+
+
+def _jvp_source(f: Callable, wrt) -> str:
+    import inspect
+
+    function = f.__func__ if hasattr(f, "__func__") else f
+    parameters = list(inspect.signature(function).parameters)
+    chosen = wrt if isinstance(wrt, tuple) else (wrt,)
+    names = tuple(parameters[w] if isinstance(w, int) else w for w in chosen)
+    generated = derivative(function, names, "jvp")
+    parts = _with_dependencies(generated)
+    return "\n\n".join(part.source.rstrip() + "\n" for part in parts)
 
 
 def _wants_colour(stream) -> bool:

@@ -273,10 +273,7 @@ class _Reverse:
                     f"{operation.description}; register a rule with "
                     "@s2sgrad.derivative, or use mode='tape'"
                 )
-            elif operation.kind == "list pop":
-                owner = operation.args[0].id
-                popped = load(targets[0])
-                result.append(self.save_marker(self.new_save(statement, owner, "pop", popped)))
+
         pullback = getattr(statement, "_s2s_pullback", None) or getattr(
             statement, "_s2s_dynamic", None
         )
@@ -287,6 +284,14 @@ class _Reverse:
             for name in targets:
                 if self.overwritten(name):
                     result.append(self.save_marker(self.new_save(statement, name, "assign")))
+        operation = classify(statement.value, self.parsed, self.local_names)
+        if operation.kind == "list pop" and len(targets) == 1:
+            owner = operation.args[0].id
+            if self.active(owner) or owner in self.activity.varied:  # the list changes
+                # saved last, so restored first: the popped value goes back before the
+                # variable it was popped into gets its earlier value back
+                popped = load(targets[0])
+                result.append(self.save_marker(self.new_save(statement, owner, "pop", popped)))
         result.append(statement)
         return result
 
@@ -573,6 +578,9 @@ class _Reverse:
         targets = _target_names(target)
         if getattr(statement, "s2s_counter", False):
             return []
+        popped_from = _popped_list(statement)
+        if popped_from is not None and self.active(popped_from) and len(targets) == 1:
+            return self.backward_list_pop(statement, targets[0], popped_from)
         if not any(t in self.defined and self.active(t) for t in targets):
             for t in targets:
                 self.defined.discard(t)
@@ -611,15 +619,7 @@ class _Reverse:
                 if isinstance(element, gast.Name) and self.active(element.id):
                     part = gast.Subscript(value=cotangent, slice=constant(index), ctx=gast.Load())
                     block.extend(self.contribute(element.id, part, statement))
-        elif operation.kind == "list pop":
-            owner = operation.args[0].id
-            if self.active(owner):
-                block.extend(self.ensure_defined(owner))
-                block.append(
-                    gast.Expr(
-                        value=call(attribute(load(self.adjoint(owner)), "append"), [cotangent])
-                    )
-                )
+
         elif operation.kind == "primitive" and operation.differentiable:
             block.extend(self.backward_primitive(statement, operation, cotangent, answer))
         elif operation.kind == "unknown":
@@ -628,6 +628,21 @@ class _Reverse:
                 f"{operation.description}; use mode='tape'"
             )
         return block
+
+    def backward_list_pop(self, statement, target: str, owner: str) -> list[gast.stmt]:
+        """``v = items.pop()``: dv goes back on d(items), zeros if nothing flowed into v.
+
+        Always pushing keeps the cotangent list as long as the list it mirrors.
+        """
+        if target in self.defined:
+            cotangent: gast.expr = load(self.adjoint(target))
+        else:
+            cotangent = call(self.helper("zeros_like_value"), [load(target)])
+        self.defined.discard(target)
+        block = self.ensure_owned(owner)
+        append = call(attribute(load(self.adjoint(owner)), "append"), [cotangent])
+        block.append(gast.Expr(value=append))
+        return [_locate_all(s, statement) for s in block]
 
     def tuple_entry(self, variable: str, statement) -> gast.expr:
         if variable in self.defined:
@@ -955,6 +970,8 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
         )
         name = getattr(target, "__name__", "")
         module = getattr(target, "__module__", "") or ""
+        if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
+            return name in ("owned", "zeros_like_value", "zeros_like_structure", "snapshot")
         return name in FRESH_CONSTRUCTORS and module.startswith("numpy")
     return False
 
@@ -973,6 +990,14 @@ def _list_names(statements) -> set[str]:
             if is_list:
                 result.add(statement.targets[0].id)
     return result
+
+
+def _popped_list(statement) -> str | None:
+    """The list ``v = items.pop()`` pops from, or None."""
+    value = statement.value
+    if _is_list_method(value, "pop") and not value.args:
+        return value.func.value.id
+    return None
 
 
 def _is_list_method(value, method: str) -> bool:

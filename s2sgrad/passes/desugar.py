@@ -4,6 +4,7 @@
 * ``a < b < c`` becomes ``a < b and b < c``;
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
+* ``items.pop()`` becomes ``popped = items.pop()``;
 * docstrings and ``pass`` disappear.
 """
 
@@ -62,6 +63,17 @@ def _statement(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
         return _statement(_located(assign, statement), names)
     if isinstance(statement, gast.Assign):
         return _assign(statement, names)
+    if (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Call)
+        and isinstance(statement.value.func, gast.Attribute)
+        and statement.value.func.attr == "pop"
+        and not statement.value.args
+    ):  # items.pop() → popped = items.pop(): the reverse sweep puts the value back
+        popped = gast.Assign(
+            targets=[store(names.fresh("popped"))], value=statement.value, type_comment=None
+        )
+        return [_located(popped, statement)]
     for field in ("body", "orelse", "finalbody"):
         if isinstance(getattr(statement, field, None), list):
             setattr(statement, field, _block(getattr(statement, field), names))

@@ -20,13 +20,29 @@ Example::
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 from typing import Any
 
 from s2sgrad.rules.registry import Rule
 from s2sgrad.tape.recording import RECORDING, is_traced, live_serials
 
-__all__ = ["CustomCall", "CUSTOM", "call_custom", "is_recorded"]
+__all__ = ["CustomCall", "CUSTOM", "call_custom", "is_recorded", "called_by_tape"]
+
+_CALLED_BY_TAPE = contextvars.ContextVar("s2sgrad_called_by_tape", default=False)
+
+
+def called_by_tape() -> bool:
+    """Whether the custom derivative running now was called by the tape (not generated code).
+
+    A custom derivative that differentiates something itself (``checkpoint`` recomputing
+    in its pullback) uses it to stay on the engine that called it.
+
+    Example::
+
+        mode = "tape" if called_by_tape() else "auto"
+    """
+    return _CALLED_BY_TAPE.get()
 
 
 class CustomCall:
@@ -46,7 +62,11 @@ class CustomCall:
         """One cotangent per argument (``None`` for none), for the output cotangent ``g``."""
         pullback = self.pullback
         if any(is_traced(a) for a in args):  # a higher derivative: redo it where it is seen
-            _, pullback = self.rule.custom(*args, **self.kwargs)
+            token = _CALLED_BY_TAPE.set(True)
+            try:
+                _, pullback = self.rule.custom(*args, **self.kwargs)
+            finally:
+                _CALLED_BY_TAPE.reset(token)
         result = pullback(g)
         if not isinstance(result, tuple):
             result = (result,)
@@ -97,7 +117,11 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
         args, kwargs = _positional(primitive, args, kwargs)
     recorded, raw, tapes = _scan(tuple(args))
     plain_kwargs = value_of(kwargs)
-    value, pullback = rule.custom(*raw, **plain_kwargs)
+    token = _CALLED_BY_TAPE.set(True)
+    try:
+        value, pullback = rule.custom(*raw, **plain_kwargs)
+    finally:
+        _CALLED_BY_TAPE.reset(token)
     serials = live_serials(tapes)
     if not serials:
         return value
@@ -109,7 +133,7 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
 
 
 def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """Bind ``args`` and ``kwargs`` to ``primitive``'s parameters; as many positionally as can be."""
+    """Bind ``args`` and ``kwargs`` to ``primitive``'s parameters, positionally where possible."""
     try:
         bound = inspect.signature(primitive).bind(*args, **kwargs)
     except (TypeError, ValueError) as error:

@@ -1,0 +1,214 @@
+"""Forward mode, Jacobians, Hessians and derivatives of any order, against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import numeric_grad
+
+import s2sgrad as sg
+
+RNG = np.random.default_rng(11)
+
+
+def helper(u, v):
+    return np.tanh(u) * v
+
+
+def straight(x, y):
+    return np.sin(x * y) + np.exp(-(x**2)) * y
+
+
+def branches(x, y):
+    if np.sum(x) > 0:
+        return x * y
+    return np.cos(x) - y
+
+
+def loops(x, y):
+    z = x
+    for i in range(3):
+        z = np.sin(z) * y + 0.1 * i
+    while np.sum(z**2) < 20.0:
+        z = z * 1.5 + y
+        if np.sum(z) > 100.0:
+            break
+    return z
+
+
+def in_place(x, y):
+    out = np.zeros((2, len(x)))
+    out[0] = x * y
+    out[1, :] = np.cos(x)
+    out[:, 0] += y[0]
+    return out
+
+
+def calls(x, y):
+    return helper(x, y) + helper(y, x) * 2.0
+
+
+FUNCTIONS = [straight, branches, loops, in_place, calls]
+
+
+def numeric_jvp(f, args, tangents, step=1e-6):
+    up = f(*[a + step * t for a, t in zip(args, tangents)])
+    down = f(*[a - step * t for a, t in zip(args, tangents)])
+    return (np.asarray(up) - np.asarray(down)) / (2 * step)
+
+
+@pytest.mark.parametrize("function", FUNCTIONS, ids=[f.__name__ for f in FUNCTIONS])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_jvp_matches_finite_differences_and_vjp(function, sign):
+    x = sign * RNG.uniform(0.2, 0.9, size=3)
+    y = RNG.uniform(0.2, 0.9, size=3)
+    tx, ty = RNG.standard_normal(3), RNG.standard_normal(3)
+    out, tangent = sg.jvp(function, (x, y), (tx, ty), mode="s2s")
+    np.testing.assert_allclose(out, function(x, y))
+    np.testing.assert_allclose(
+        tangent, numeric_jvp(function, (x, y), (tx, ty)), rtol=1e-5, atol=1e-7
+    )
+    u = RNG.standard_normal(np.shape(out))
+    _, pullback = sg.vjp(function, x, y, mode="s2s")
+    cx, cy = pullback(u)
+    np.testing.assert_allclose(np.sum(u * tangent), np.sum(cx * tx) + np.sum(cy * ty), rtol=1e-9)
+
+
+def test_show_forward_prints_tangent_code(capsys):
+    sg.show(straight, forward=True)
+    text = capsys.readouterr().out
+    assert "def straight_jvp" in text and "# tangent of:" in text
+
+
+@pytest.mark.parametrize(
+    "f, x, derivatives",
+    [
+        (lambda x: x**5, 1.3, lambda x: (5 * x**4, 20 * x**3, 60 * x**2)),
+        (lambda x: np.sin(x), 0.7, lambda x: (np.cos(x), -np.sin(x), -np.cos(x))),
+    ],
+)
+def test_derivatives_of_any_order(f, x, derivatives):
+    first, second, third = sg.grad(f), sg.grad(sg.grad(f)), sg.grad(sg.grad(sg.grad(f)))
+    expected = derivatives(x)
+    for transform, value in zip((first, second, third), expected):
+        assert transform(x) == pytest.approx(value, rel=1e-10)
+        assert transform(x) == pytest.approx(value, rel=1e-10)  # specialised second call
+
+
+def small_loop(x):
+    y = x
+    for _ in range(3):
+        y = np.sin(y) * x
+    return y
+
+
+def test_third_derivative_through_a_loop():
+    x = 0.8
+    third = sg.grad(sg.grad(sg.grad(small_loop)))
+    second = sg.grad(sg.grad(small_loop))
+    step = 1e-4
+    expected = (second(x + step) - second(x - step)) / (2 * step)
+    assert third(x) == pytest.approx(expected, rel=1e-6)
+
+
+def test_second_derivatives_through_branches_and_calls():
+    def f(x):
+        y = helper(x, x) if x > 0 else x**3
+        return y * np.exp(x)
+
+    for x in (0.6, -0.6):
+        second = sg.grad(sg.grad(f))(x)
+        step = 1e-4
+        first = sg.grad(f)
+        assert second == pytest.approx((first(x + step) - first(x - step)) / (2 * step), rel=1e-6)
+
+
+def two_layer_loss(W1, W2, x, y):
+    h = np.tanh(x @ W1)
+    return np.mean((h @ W2 - y) ** 2)
+
+
+def test_hessian_equals_jacobian_of_gradient_and_newton_step_lowers_loss():
+    W1, W2 = RNG.standard_normal((3, 4)) * 0.5, RNG.standard_normal((4, 2)) * 0.5
+    x, y = RNG.standard_normal((16, 3)), RNG.standard_normal((16, 2))
+    H = sg.hessian(two_layer_loss)(W1, W2, x, y)
+    assert H.shape == (3, 4, 3, 4)
+    J = sg.jacobian(sg.grad(two_layer_loss))(W1, W2, x, y)
+    np.testing.assert_allclose(H, J, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(H, H.transpose(2, 3, 0, 1), atol=1e-10)
+    v = RNG.standard_normal(W1.shape)
+    (product,) = sg.hvp(lambda W: two_layer_loss(W, W2, x, y), (W1,), (v,))
+    np.testing.assert_allclose(product, np.tensordot(H, v, axes=2), rtol=1e-8, atol=1e-10)
+    g = sg.grad(two_layer_loss)(W1, W2, x, y)
+    matrix = H.reshape(12, 12) + 1e-3 * np.eye(12)
+    step = np.linalg.solve(matrix, g.ravel()).reshape(W1.shape)
+    assert two_layer_loss(W1 - step, W2, x, y) < two_layer_loss(W1, W2, x, y)
+
+
+def test_jacobian_and_jacfwd_agree_with_finite_differences():
+    def f(x, W):
+        return np.tanh(W @ x) * x[:2]
+
+    x, W = RNG.standard_normal(3), RNG.standard_normal((2, 3))
+    reverse = sg.jacobian(f)(x, W)
+    forward = sg.jacfwd(f)(x, W)
+    assert reverse.shape == forward.shape == (2, 3)
+    np.testing.assert_allclose(reverse, forward, rtol=1e-10)
+    step = 1e-6
+    numeric = np.stack(
+        [(f(x + step * e, W) - f(x - step * e, W)) / (2 * step) for e in np.eye(3)], axis=-1
+    )
+    np.testing.assert_allclose(reverse, numeric, rtol=1e-6, atol=1e-8)
+    wrt_matrix = sg.jacobian(f, wrt=1)(x, W)
+    assert wrt_matrix.shape == (2, 2, 3)
+
+
+def test_input_gradient_regularisation_with_grad_of_grad():
+    def loss(W, x):
+        return np.sum(np.tanh(x @ W) ** 2)
+
+    def penalty(W, x):
+        input_gradient = sg.grad(loss, wrt=1)(W, x)
+        return np.sum(input_gradient**2)
+
+    W, x = RNG.standard_normal((3, 2)) * 0.7, RNG.standard_normal((4, 3))
+    gradient = sg.grad(penalty)(W, x)
+    np.testing.assert_allclose(gradient, numeric_grad(penalty, [W, x], 0), rtol=1e-5, atol=1e-8)
+
+
+def test_custom_derivative_in_forward_mode_needs_a_jvp():
+    def softplus(x):
+        return np.log1p(np.exp(x))
+
+    @sg.derivative(of=softplus)
+    def softplus_vjp(x):
+        value = softplus(x)
+        return value, lambda g: g / (1.0 + np.exp(-x))
+
+    def f(x):
+        return softplus(x) * 2.0
+
+    x = np.array([0.3, -0.2])
+    with pytest.raises(sg.NonDifferentiableError, match="softplus"):
+        sg.jvp(f, (x,), (np.ones(2),), mode="s2s")
+
+    def logistic(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    @sg.derivative(
+        of=logistic,
+        jvp=lambda primals, tangents: (
+            logistic(primals[0]),
+            tangents[0] * logistic(primals[0]) * (1 - logistic(primals[0])),
+        ),
+    )
+    def logistic_vjp(x):
+        value = logistic(x)
+        return value, lambda g: g * value * (1 - value)
+
+    def h(x):
+        return logistic(x) * 3.0
+
+    _, tangent = sg.jvp(h, (x,), (np.ones(2),), mode="s2s")
+    s = 1 / (1 + np.exp(-x))
+    np.testing.assert_allclose(tangent, 3.0 * s * (1 - s))
