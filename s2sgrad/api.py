@@ -112,7 +112,9 @@ def _vjp_engine(function, primals, wrt, mode):
                 containers=_containers(primals, function),
                 dynamic=mode == "auto",
             )
-            return generated.function(*primals)
+            forward = generated.function
+            value, saved = forward(*primals)
+            return value, functools.partial(forward.backward, saved)
         except S2SGradError as error:
             if mode == "s2s":
                 raise
@@ -311,6 +313,13 @@ def _has_tape_values(args, kwargs) -> bool:
     from s2sgrad.tape import is_tape_value
 
     return any(is_tape_value(leaf) for v in (*args, *kwargs.values()) for leaf in _leaves(v))
+
+
+def _register_transforms_as_constructors() -> None:
+    """Calling ``grad(f)`` inside differentiated code makes a function, not a value."""
+    from s2sgrad.rules.registry import nondifferentiable
+
+    nondifferentiable(grad, value_and_grad, jacobian, jacfwd, hessian)
 
 
 def _first_of(function):
@@ -554,3 +563,6 @@ def _stack_like(rows, out_shape, x):
     x_shape = np.shape(x)
     matrix = np.stack([np.asarray(r) for r in rows]) if rows else np.zeros((0,) + x_shape)
     return matrix.reshape(tuple(out_shape) + x_shape)
+
+
+_register_transforms_as_constructors()

@@ -54,6 +54,7 @@ class GeneratedFunction:
         self.origin = origin
         self.shapes_follow_arguments = False  # safe to specialise on argument shapes
         self.specialised_for = None  # the argument signature it was specialised to
+        self.companion: GeneratedFunction | None = None  # a VJP's backward function
 
     @functools.cached_property
     def node(self) -> gast.FunctionDef:
@@ -76,6 +77,8 @@ class GeneratedFunction:
         module_globals.update(self.namespace)
         exec(compile(source, filename, "exec"), module_globals)
         function = module_globals[self.node.name]
+        if self.companion is not None:
+            function.backward = self.companion.function
         registry[function] = self
         return function
 

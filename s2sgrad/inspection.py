@@ -50,6 +50,9 @@ def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
             dependency = registry.get(obj) if callable(obj) else None
             if dependency is not None:
                 visit(dependency)
+        if item.companion is not None:
+            item.function  # noqa: B018  (compiling links the backward function to it)
+            visit(item.companion)
         ordered.append(item)
 
     visit(generated)
@@ -201,7 +204,13 @@ def export(
     ]
     bodies = [part.source.rstrip() for part in parts]
     main_name = parts[-1].function.__name__
-    footer = [f"{public} = {main_name}"] if public != main_name else []
+    footer = [
+        f"{part.function.__name__}.backward = {part.companion.function.__name__}"
+        for part in parts
+        if part.companion is not None
+    ]
+    if public != main_name:
+        footer.append(f"{public} = {main_name}")
     text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(bodies) + "\n"
     if footer:
         text += "\n\n" + "\n".join(footer) + "\n"

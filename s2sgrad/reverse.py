@@ -170,6 +170,7 @@ class _Reverse:
         seed = self.seed_output(output, out_name, final)
         backward = seed + self.backward_block(statements, later_reads=names_read(final))
         forward, backward = self.place_saves(forward, backward)
+        forward = self.initial_values(statements, backward) + forward
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
         return ReverseSweeps(forward, backward, output, out_name, adjoints)
 
@@ -356,6 +357,22 @@ class _Reverse:
 
     def restore_marker(self, save: _Save) -> gast.stmt:
         return gast.Expr(value=constant(f"__s2s_pop__:{save.key}"))
+
+    def initial_values(self, statements, backward) -> list[gast.stmt]:
+        """``v = None`` for values only some branches compute that the backward sweep reads.
+
+        The backward sweep may make a zero cotangent for ``v`` on a path where ``v`` was
+        never assigned; starting it at None (a zero) keeps that path well defined.
+        """
+        top_level = {n for s in statements if isinstance(s, gast.Assign) for n in names_written(s)}
+        inside = set()
+        for statement in statements:
+            if isinstance(statement, (gast.If, gast.For, gast.While)):
+                inside |= names_written(statement)
+        read_back = names_read_outside_markers(backward)
+        pushed = {s.target for s in self.saves.values() if s.used and s.kind == "assign"}
+        names = sorted((inside & read_back) - top_level - self.parameters - pushed)
+        return [assign(name, constant(None)) for name in names]
 
     def place_saves(self, forward, backward):
         """Turn save markers into pushes/pops for values the backward sweep reads."""
@@ -782,16 +799,16 @@ class _Reverse:
         vjp_function = self.callee_vjp(function, active, statement)
         vjp_name = self.namespace.bind(vjp_function.__name__, vjp_function)
         targets = _target_names(statement.targets[0])
-        stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
-        pullback = self.names.claim(stem)
-        target = gast.Tuple(elts=[clone(statement.targets[0]), store(pullback)], ctx=gast.Store())
+        stem = f"{targets[0]}_saved" if len(targets) == 1 else "saved"
+        saved = self.names.claim(stem)
+        target = gast.Tuple(elts=[clone(statement.targets[0]), store(saved)], ctx=gast.Store())
         for node in walk(target):
             if isinstance(node, gast.Name):
                 node.ctx = gast.Store()
         statement._s2s_original_target = statement.targets[0]
         statement.targets = [target]
         statement.value = call(load(vjp_name), operation.args, operation.keywords)
-        statement._s2s_pullback = (pullback, active, operation)
+        statement._s2s_pullback = (saved, active, operation, vjp_name)
         return statement
 
     def forward_dynamic(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
@@ -856,7 +873,7 @@ class _Reverse:
             raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
 
     def backward_call(self, statement, cotangent, pullback_info) -> list[gast.stmt]:
-        pullback, active, operation = pullback_info
+        saved, active, operation, vjp_name = pullback_info
         bound = self.bind(operation.primitive, operation, statement)
         block: list[gast.stmt] = []
         results = [self.names.claim("d" + name) for name in active]
@@ -864,7 +881,8 @@ class _Reverse:
             target: gast.expr = store(results[0])
         else:
             target = gast.Tuple(elts=[store(r) for r in results], ctx=gast.Store())
-        block.append(assign(target, call(load(pullback), [cotangent]), like=statement))
+        backward = call(attribute(load(vjp_name), "backward"), [load(saved), cotangent])
+        block.append(assign(target, backward, like=statement))
         for name, result in zip(active, results):
             value = bound.arguments[name]
             if isinstance(value, _Placeholder):

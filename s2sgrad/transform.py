@@ -184,6 +184,13 @@ def _build(request: _Request) -> GeneratedFunction:
         done.body = optimize(done.body, is_pure)
         return done
 
+    if request.kind == "vjp":
+        forward_function, backward_function = assembled
+        generated = compile_function(forward_function, namespace.objects, parsed.location(), finish)
+        generated.companion = compile_function(
+            backward_function, namespace.objects, parsed.location()
+        )
+        return generated
     generated = compile_function(assembled, namespace.objects, parsed.location(), finish)
     generated.shapes_follow_arguments = request.kind != "vjp" and shapes_follow_arguments(
         node.body, parsed.resolve
@@ -289,29 +296,7 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         load(sweeps.adjoints[w]) if sweeps.adjoints[w] else constant(None) for w in request.wrt
     ]
     if request.kind == "vjp":
-        backward = list(sweeps.backward)
-        raw = [
-            c if isinstance(c, gast.Name) else call(helper("zeros_like_structure"), [load(w)])
-            for c, w in zip(cotangents, request.wrt)
-        ]
-        returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
-        backward.append(gast.Return(value=returned))
-        backward = optimize(backward, is_pure)
-        pullback_name = names.claim("pullback")
-        pullback = gast.FunctionDef(
-            name=pullback_name,
-            args=_arguments([sweeps.output_cotangent]),
-            body=backward,
-            decorator_list=[],
-            returns=None,
-            type_comment=None,
-            type_params=[],
-        )
-        _private_state(pullback, sweeps.forward, names, helper)
-        result = gast.Tuple(elts=[clone(output), load(pullback_name)], ctx=gast.Load())
-        body = [*sweeps.forward, pullback, gast.Return(value=result)]
-        body = optimize(body, is_pure)
-        name = names.claim(unique_name(f"{node.name}_vjp"))
+        return _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents)
     else:
         body = list(sweeps.forward)
         if any(sweeps.adjoints.values()):
@@ -348,19 +333,68 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
     return generated
 
 
-def _private_state(pullback: gast.FunctionDef, forward, names, helper) -> None:
-    """Let the pullback restore values into copies, so it can be called again."""
-    forward_names = {n for s in forward for n in names_written(s)}
+def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
+    """Two plain functions, no closures, so that both can be differentiated again.
+
+    ``f_vjp(*args) -> (value, saved)`` runs the forward sweep and returns what the
+    backward sweep reads; ``f_vjp_backward(saved, g)`` returns the cotangents.
+    """
+    helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
+    is_pure = _purity(namespace)
+    backward = list(sweeps.backward)
+    raw = [
+        c if isinstance(c, gast.Name) else call(helper("zeros_like_structure"), [load(w)])
+        for c, w in zip(cotangents, request.wrt)
+    ]
+    returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
+    backward.append(gast.Return(value=returned))
+    backward = optimize(backward, is_pure)
+    known = {n for s in sweeps.forward for n in names_written(s)} | _parameter_names(node)
+    read_back = set().union(*(names_read(s) for s in backward)) if backward else set()
+    saved = sorted((read_back - {sweeps.output_cotangent}) & known)
+    saved_name = names.claim("saved")
+    unpack = assign(gast.Tuple(elts=[store(n) for n in saved], ctx=gast.Store()), load(saved_name))
+    body = [unpack, *_private_copies(backward, set(saved), names, helper), *backward]
+    name = names.claim(unique_name(f"{node.name}_vjp"))
+    backward_function = gast.FunctionDef(
+        name=names.claim(unique_name(f"{name}_backward")),
+        args=_arguments([saved_name, sweeps.output_cotangent]),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    keep = gast.Tuple(elts=[load(n) for n in saved], ctx=gast.Load())
+    result = gast.Tuple(elts=[clone(sweeps.output), keep], ctx=gast.Load())
+    always = _parameter_names(node) | {
+        n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
+    }
+    # a value only some branches compute is saved as None when they do not run
+    maybe_unset = [assign(n, constant(None)) for n in saved if n not in always]
+    forward_function = gast.FunctionDef(
+        name=name,
+        args=_signature_with_defaults(parsed, node, namespace),
+        body=[*maybe_unset, *sweeps.forward, gast.Return(value=result)],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    return forward_function, backward_function
+
+
+def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:
+    """Copy what the backward sweep restores in place, so it can be called again."""
     changed = set()
-    for statement in pullback.body:
+    for statement in backward:
         changed |= names_modified(statement)
-    changed &= forward_names
+    changed &= saved
     renames = {name: names.claim(f"{name}_") for name in sorted(changed)}
-    for node in walk(gast.Module(body=pullback.body, type_ignores=[])):
+    for node in walk(gast.Module(body=backward, type_ignores=[])):
         if isinstance(node, gast.Name) and node.id in renames:
             node.id = renames[node.id]
-    copies = [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
-    pullback.body[:0] = copies
+    return [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
 
 
 def _positions(function, names: tuple[str, ...]) -> tuple[int, ...]:

@@ -134,6 +134,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         return g
     if np.shape(g) != shape:
         g = unbroadcast(g, x) if np.ndim(g) >= len(shape) else np.broadcast_to(g, shape)
+    if not isinstance(g, (np.ndarray, np.generic, int, float)):  # recorded by an outer tape
+        return g
     return np.array(g, dtype=dtype, copy=True)
 
 
@@ -254,13 +256,14 @@ nondifferentiable(zeros_like_value)
 class custom_vjp:  # noqa: N801  (reads as a function in generated code)
     """The user's derivative of ``function``, shaped like a generated VJP.
 
-    Calling it returns ``(value, pullback)`` where ``pullback(g)`` returns the cotangents of
+    Calling it returns ``(value, saved)``; ``backward(saved, g)`` returns the cotangents of
     the arguments at ``positions`` (one value for one position, else a tuple).
 
     Example::
 
         exp_vjp = custom_vjp(my_exp, (0,))
-        value, pullback = exp_vjp(3.0)
+        value, saved = exp_vjp(3.0)
+        exp_vjp.backward(saved, 1.0)
     """
 
     def __init__(self, function: Any, positions: tuple[int, ...]):
@@ -273,21 +276,20 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
 
     def __call__(self, *args: Any, **kwargs: Any):
         value, pullback = self.derivative(*args, **kwargs)
-        positions = self.positions
-        count = len(args)
+        return value, (pullback, args)
 
-        def selected(g: Any) -> Any:
-            cotangents = pullback(g)
-            if not isinstance(cotangents, tuple):
-                cotangents = (cotangents,)
-            cotangents = cotangents + (None,) * (count - len(cotangents))
-            chosen = tuple(
-                zeros_like_value(args[i]) if cotangents[i] is None else cotangents[i]
-                for i in positions
-            )
-            return chosen[0] if len(chosen) == 1 else chosen
-
-        return value, selected
+    def backward(self, saved: tuple, g: Any) -> Any:
+        """The cotangents of the chosen arguments, from what ``__call__`` saved."""
+        pullback, args = saved
+        cotangents = pullback(g)
+        if not isinstance(cotangents, tuple):
+            cotangents = (cotangents,)
+        cotangents = cotangents + (None,) * (len(args) - len(cotangents))
+        chosen = tuple(
+            zeros_like_value(args[i]) if cotangents[i] is None else cotangents[i]
+            for i in self.positions
+        )
+        return chosen[0] if len(chosen) == 1 else chosen
 
     def __repr__(self) -> str:
         return f"custom_vjp({self.function.__qualname__}, {self.positions})"

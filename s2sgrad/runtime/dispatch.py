@@ -8,6 +8,7 @@ derivative (transformed on first use and cached), or the runtime tape.
 
 from __future__ import annotations
 
+import functools
 import types
 import warnings
 from typing import Any
@@ -60,6 +61,9 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return value, lambda g: tuple(None for _ in args)
     bound_self = ()
     target = function
+    generic = getattr(function, "generic_function", None)
+    if callable(generic) and getattr(function, "mode", None) != "tape":
+        target = function = generic()  # a transform: differentiate the code it generated
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
     elif not isinstance(function, types.FunctionType) and callable(function):
@@ -73,7 +77,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return value, lambda g: tuple(None for _ in args)
     vjp = _generated_vjp(target, full_args, positions, warn=tape)
     if vjp is not None:
-        value, pullback = vjp(*full_args, **kwargs)
+        value, saved = vjp(*full_args, **kwargs)
+        pullback = functools.partial(vjp.backward, saved)
         spread = _spread(pullback, positions, full_args, tuple_result=len(positions) > 1)
         return value, lambda g: spread(g)[len(bound_self) :]
     if not tape:
