@@ -81,10 +81,7 @@ def show(f: Callable, wrt: int | str | tuple = 0, forward: bool = False, file=No
 
         sg.show(loss, wrt="w")
     """
-    if forward:
-        text = _jvp_source(f, wrt)
-    else:
-        text = source(f, wrt)
+    text = _jvp_source(f, wrt) if forward else source(f, wrt)
     stream = file or sys.stdout
     if _wants_colour(stream):
         text = highlight(text)

@@ -287,7 +287,6 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
 # assembly --------------------------------------------------------------------------------
 def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
     helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
-    is_pure = _purity(namespace)
     output = sweeps.output
     differentiated = (
         output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
