@@ -214,3 +214,19 @@ def test_custom_derivative_in_forward_mode_needs_a_jvp():
     _, tangent = sg.jvp(h, (x,), (np.ones(2),), mode="s2s")
     s = 1 / (1 + np.exp(-x))
     np.testing.assert_allclose(tangent, 3.0 * s * (1 - s))
+
+
+def test_grad_of_a_function_that_calls_vjp_and_jvp():
+    def uses_vjp(x):
+        _, pullback = sg.vjp(np.sin, x)
+        (g,) = pullback(np.ones_like(x))
+        return np.sum(g * x)
+
+    def uses_jvp(x):
+        _, tangent = sg.jvp(lambda v: v**3, (x,), (np.ones_like(x),))
+        return np.sum(tangent)
+
+    x = RNG.uniform(0.2, 1.0, size=3)
+    with pytest.warns(UserWarning):  # both run on the tape, and say so once
+        np.testing.assert_allclose(sg.grad(uses_vjp)(x), np.cos(x) - x * np.sin(x))
+        np.testing.assert_allclose(sg.grad(uses_jvp)(x), 6 * x)
