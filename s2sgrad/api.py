@@ -192,12 +192,13 @@ class _Transform:
 
     def __call__(self, *args, **kwargs):
         if not (kwargs or self.use_tape or self.bound_self is not None):
-            try:  # the hot path: arrays of shapes seen before
+            try:  # the hot path: floating arrays of shapes seen before
                 function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
             except (KeyError, AttributeError, TypeError):
                 pass
             else:
-                return function(*args)
+                if all(map(_is_float_array, args)):
+                    return function(*args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -237,16 +238,22 @@ class _Transform:
 
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
-        if not generated.shapes_follow_arguments or _has_tape_values(args, kwargs):
+        known = _SPECIALISED.get((id(generated), key))
+        if known is not None and known[0] is generated:
+            generated = known[1]
+            result = generated.function(*args, **kwargs)
+        elif not generated.shapes_follow_arguments or _has_tape_values(args, kwargs):
             result = generated.function(*args, **kwargs)
         else:
+            original = generated
             result, generated = specialised(generated, args, kwargs)
+            _SPECIALISED[(id(original), key)] = (original, generated)
         self.latest = generated
         function = generated.function
         if self.wrap_single:
             function = _one_tuple(function)
         self.generated[key] = function
-        if self.bound_self is None and not kwargs and all(type(a) is np.ndarray for a in args):
+        if self.bound_self is None and not kwargs and all(map(_is_float_array, args)):
             self.fast[tuple(map(_SHAPE_AND_DTYPE, args))] = function
         return self._shape_result(result)
 
@@ -298,6 +305,13 @@ class _Transform:
 
 
 _SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
+
+# (generated code, argument signature) → its specialisation, shared by every transform of f
+_SPECIALISED: dict[tuple, tuple] = {}
+
+
+def _is_float_array(value) -> bool:
+    return type(value) is np.ndarray and value.dtype.kind == "f"
 
 
 def _one_tuple(function):

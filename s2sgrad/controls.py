@@ -17,7 +17,7 @@ Example::
     def clip_gradient(x):
         return x, lambda g: np.clip(g, -1.0, 1.0)
 
-    sg.grad(lambda x: clip_gradient(x * x))(3.0)  # 6.0 from the rule, clipped: 1.0 * 3.0 * 2
+    sg.grad(lambda x: clip_gradient(x) * 5.0)(3.0)  # 1.0: the cotangent 5.0, clipped
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondifferentiable
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.tape.custom import call_custom, called_by_tape, is_recorded
-from s2sgrad.tape.values import apply_rule, value_of
+from s2sgrad.tape.values import apply_rule, is_tape_value, value_of
 
 __all__ = [
     "stop_gradient",
@@ -269,13 +269,15 @@ def _recomputing_derivative(f: Callable) -> Callable:
     function, bound = _unbound(f)
 
     def recomputing_derivative(*args: Any, **kwargs: Any):
-        mode = "tape" if called_by_tape() else "auto"  # recompute on the calling engine
         value = f(*args, **kwargs)
+        on_tape = called_by_tape() or any(is_tape_value(a) for a in args)
         if kwargs:  # s2sgrad.vjp takes positional primals
-            args = _as_positional(f, parameters, args, kwargs)
+            args, kwargs = _as_positional(f, parameters, args, kwargs)
+        # recompute on the engine that called; keyword-only arguments need the tape
+        mode = "tape" if on_tape or kwargs else "auto"
 
         def pullback(g: Any) -> tuple:
-            cotangents = _recomputed_pullback(function, (*bound, *args), mode)(g)
+            cotangents = _recomputed_pullback(function, (*bound, *args), kwargs, mode)(g)
             return tuple(cotangents[len(bound) :])
 
         return value, pullback
@@ -295,12 +297,13 @@ def _forward_derivative(f: Callable) -> Callable:
     return forward_derivative
 
 
-def _recomputed_pullback(function: Callable, args: tuple, mode: str) -> Callable:
-    """Run ``function(*args)`` again, keeping what its pullback needs; return that pullback."""
+def _recomputed_pullback(function: Callable, args: tuple, kwargs: dict, mode: str) -> Callable:
+    """Run ``function(*args, **kwargs)`` again, keeping what its pullback needs; return the
+    pullback (cotangents of the positional arguments)."""
     if mode == "tape":  # straight to the tape: its values may be recorded by an outer tape
         from s2sgrad.tape import tape_vjp
 
-        _, pullback = tape_vjp(function, args, {}, tuple(range(len(args))))
+        _, pullback = tape_vjp(function, args, kwargs, tuple(range(len(args))))
         return pullback
     from s2sgrad.api import vjp
 
@@ -321,15 +324,14 @@ def _unbound(f: Callable) -> tuple[Callable, tuple]:
     return type(f).__call__, (f,)
 
 
-def _as_positional(f: Callable, parameters: list[str], args: tuple, kwargs: dict) -> tuple:
+def _as_positional(
+    f: Callable, parameters: list[str], args: tuple, kwargs: dict
+) -> tuple[tuple, dict]:
+    """``(args, kwargs)`` with every argument that can be passed positionally moved there."""
     bound = inspect.signature(f).bind(*args, **kwargs)
     bound.apply_defaults()
-    if any(name not in parameters for name in kwargs):
-        raise TypeError(
-            f"checkpoint({getattr(f, '__qualname__', f)!r}): keyword-only arguments "
-            f"({', '.join(sorted(kwargs))}) cannot be differentiated; pass them positionally"
-        )
-    return tuple(bound.arguments[name] for name in parameters)
+    positional = tuple(bound.arguments[name] for name in parameters if name in bound.arguments)
+    return positional, {k: v for k, v in bound.arguments.items() if k not in parameters}
 
 
 def _positional_parameters(f: Callable) -> list[str]:

@@ -23,12 +23,12 @@ from s2sgrad.transform import derivative
 __all__ = ["source", "show", "export"]
 
 
-def _generated(transformed: Any, wrt=0) -> GeneratedFunction:
+def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunction:
     from s2sgrad.api import _Transform, grad
 
     if not isinstance(transformed, _Transform):
         transformed = grad(transformed, wrt=wrt, mode="s2s")
-    if transformed.latest is not None:
+    if latest and transformed.latest is not None:
         return transformed.latest  # the code that ran last, specialised to its shapes
     return derivative(
         transformed.function, transformed.wrt, transformed.kind, transformed.has_aux, frozenset()
@@ -176,7 +176,7 @@ def export(
     from s2sgrad.api import _Transform
 
     function = f.function if isinstance(f, _Transform) else f
-    generated = _generated(f, wrt)
+    generated = _generated(f, wrt, latest=False)  # the generic code works for any shapes
     parts = _with_dependencies(generated)
     public = name or "d" + function.__name__
     imports: dict[str, str] = {}

@@ -56,13 +56,17 @@ def signature(args: tuple, kwargs: dict) -> tuple:
 
 def _describe(value: Any):
     if type(value) is np.ndarray:
+        if value.ndim == 0 and value.dtype.kind in "iub":
+            return ((), value.dtype, value.item())  # an integer may set a shape
         return (value.shape, value.dtype)
+    if isinstance(value, (bool, int, np.integer, str)) or value is None:
+        return (type(value), value)  # integers may set shapes, so their values count
     if isinstance(value, dict):
         return ("dict", tuple((k, _describe(v)) for k, v in value.items()))
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(_describe(v) for v in value))
     if isinstance(value, np.generic):
-        return ((), value.dtype.char, "scalar")
+        return ((), value.dtype, "scalar")
     return type(value)
 
 
@@ -476,6 +480,8 @@ def _unbroadcast(node, args, result, namespace):
         return None
     if g.shape == x.shape and (x.kind in ("array", "scalar") or g.kind == "scalar"):
         return node.args[0]
+    if x.kind == "float" and g.kind == "array" and g.shape:  # everything sums into a number
+        return call(attribute(load(_numpy_name(namespace)), "sum"), [node.args[0]])
     if x.kind not in ("array",):
         return None
     extra = len(g.shape) - len(x.shape)

@@ -24,6 +24,7 @@ import contextvars
 import inspect
 from typing import Any
 
+from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import Rule
 from s2sgrad.tape.recording import RECORDING, is_traced, live_serials
 
@@ -110,11 +111,17 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
 
         y = call_custom(my_exp, get_rule(my_exp), (x,), {})
     """
-    from s2sgrad.tape.values import _any_tracked, _scan, _wrap, value_of
+    from s2sgrad.tape.values import _any_tracked, _scan, _wrap, user_location, value_of
 
     kwargs = dict(kwargs or {})
     if kwargs and _any_tracked(kwargs.values()):
         args, kwargs = _positional(primitive, args, kwargs)
+        if _any_tracked(kwargs.values()):
+            raise NonDifferentiableError(
+                f"{user_location()}: {getattr(primitive, '__qualname__', primitive)} got a "
+                "value being differentiated as a keyword-only argument, which its custom "
+                "derivative cannot return a cotangent for; pass it positionally."
+            )
     recorded, raw, tapes = _scan(tuple(args))
     plain_kwargs = value_of(kwargs)
     token = _CALLED_BY_TAPE.set(True)
