@@ -116,7 +116,7 @@ def _vjp_engine(function, primals, wrt, mode):
             value, saved = forward(*primals)
             return value, functools.partial(forward.backward, saved)
         except S2SGradError as error:
-            if mode == "s2s":
+            if mode == "s2s" or getattr(error, "tape_cannot_either", False):
                 raise
             _warn_fallback(function, error)
     from s2sgrad.tape import tape_vjp
@@ -230,7 +230,7 @@ class _Transform:
                 dynamic=self.mode == "auto",
             )
         except S2SGradError as error:
-            if self.mode == "s2s":
+            if self.mode == "s2s" or getattr(error, "tape_cannot_either", False):
                 raise
             _warn_fallback(self.function, error)
             self.use_tape = True

@@ -201,17 +201,22 @@ class _Reverse:
             if base is None:
                 continue
             if base in self.parameters:
-                raise UnsupportedError(
+                error = UnsupportedError(
                     f"{self.parsed.location(statement)}: this changes the argument '{base}' in "
                     f"place, and inputs are never mutated; copy it first ('{base} = "
                     f"{base}.copy()') and update the copy"
                 )
+                error.tape_cannot_either = True
+                raise error
             if base not in fresh and (base in self.activity.varied or self.active(base)):
-                raise UnsupportedError(
+                error = UnsupportedError(
                     f"{self.parsed.location(statement)}: '{base}' is updated in place but "
-                    "may share memory with another array; create it with np.zeros/np.copy/"
-                    f"x.copy() (e.g. '{base} = {base}.copy()') before updating it"
+                    "may share memory with another array (a view such as y[0], or an alias); "
+                    "update the array it comes from (y[0, 1] = ...), or make it a new array "
+                    "first (np.zeros, np.copy, x.copy(), a list)"
                 )
+                error.tape_cannot_either = True
+                raise error
 
     # forward ----------------------------------------------------------------------------
     def forward_block(self, statements, in_loop: bool) -> list[gast.stmt]:
@@ -876,7 +881,9 @@ class _Reverse:
         saved, active, operation, vjp_name = pullback_info
         bound = self.bind(operation.primitive, operation, statement)
         block: list[gast.stmt] = []
-        results = [self.names.claim("d" + name) for name in active]
+        results = [
+            self.names.claim("d" + _argument_stem(bound.arguments[name], name)) for name in active
+        ]
         if len(results) == 1:
             target: gast.expr = store(results[0])
         else:
@@ -1008,6 +1015,12 @@ def _list_names(statements) -> set[str]:
             if is_list:
                 result.add(statement.targets[0].id)
     return result
+
+
+def _argument_stem(value, parameter: str) -> str:
+    """Name a callee's cotangent after the caller's argument when it is a plain name."""
+    node = getattr(value, "node", None)
+    return node.id if isinstance(node, gast.Name) else parameter
 
 
 def _popped_list(statement) -> str | None:

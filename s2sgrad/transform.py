@@ -124,7 +124,7 @@ def _build(request: _Request) -> GeneratedFunction:
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
     names = NameGenerator(_all_names(node))
-    desugar(node, names)
+    desugar(node, names, parsed.location)
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
     normalise_loops(node, names, lambda name: parsed.resolve_name(name) is getattr(builtins, name))

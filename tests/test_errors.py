@@ -40,10 +40,11 @@ def test_integer_argument_is_a_type_error():
         sg.grad(lambda x: x * 2.0)(True)
 
 
-def test_mutating_an_argument_is_refused_with_a_fix():
+@pytest.mark.parametrize("mode", ["s2s", "auto"])  # the tape could not do it either
+def test_mutating_an_argument_is_refused_with_a_fix(mode):
     x = np.ones(3)
     with pytest.raises(sg.UnsupportedError) as error:
-        sg.grad(mutates_argument, mode="s2s")(x)
+        sg.grad(mutates_argument, mode=mode)(x)
     message = str(error.value)
     assert f"{HERE}:" in message and "x = x.copy()" in message
     np.testing.assert_array_equal(x, np.ones(3))
@@ -70,3 +71,16 @@ def test_bad_wrt():
         sg.grad(vector_output, wrt=3)
     with pytest.raises(ValueError, match="mode"):
         sg.grad(vector_output, mode="fast")
+
+
+def walrus(x):
+    if (s := np.sum(x)) > 0:
+        return s * 2.0
+    return s
+
+
+def test_hidden_assignments_are_named_not_ignored():
+    with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+: an assignment expression"):
+        sg.grad(walrus, mode="s2s")(np.ones(3))
+    with pytest.warns(UserWarning, match="assignment expression"):
+        np.testing.assert_allclose(sg.grad(walrus)(np.ones(3)), 2.0 * np.ones(3))

@@ -12,24 +12,43 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.errors import UnsupportedError
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import clone, load, store, walk
 
 __all__ = ["desugar"]
 
 
-def desugar(node: gast.FunctionDef, names: NameGenerator) -> gast.FunctionDef:
+def desugar(
+    node: gast.FunctionDef, names: NameGenerator, locate=lambda node: "<source>"
+) -> gast.FunctionDef:
     """Desugar ``node``'s body in place and return it.
 
     Example::
 
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
     """
+    _refuse_hidden_assignments(node, locate)
     body = node.body
     if body and _is_docstring(body[0]):
         body = body[1:]
     node.body = _block(body, names) or [gast.Pass()]
     return node
+
+
+def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
+    """Assignments the transformer would not see: ``:=`` and starred unpacking."""
+    for child in walk(node):
+        if isinstance(child, gast.NamedExpr):
+            construct = "an assignment expression (:=)"
+        elif isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
+            construct = "starred unpacking (a, *rest = ...)"
+        else:
+            continue
+        raise UnsupportedError(
+            f"{locate(child)}: {construct} cannot be transformed; assign with a plain "
+            "statement, or use mode='tape'"
+        )
 
 
 def _is_docstring(statement: gast.stmt) -> bool:
