@@ -8,11 +8,15 @@ registered with :mod:`linecache`, so tracebacks and ``pdb`` show the generated l
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import itertools
 import linecache
 import re
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gast
@@ -66,7 +70,7 @@ class GeneratedFunction:
 
     @functools.cached_property
     def filename(self) -> str:
-        return f"<s2sgrad {self.node.name} #{next(_counter)}>"
+        return _source_file(self.node.name, self.source)
 
     @functools.cached_property
     def function(self) -> Any:
@@ -108,6 +112,28 @@ def to_source(node: gast.FunctionDef) -> str:
 
 
 _STRING_STATEMENT = re.compile(r"^(\s*)((?:'.*')|(?:\".*\"))$")
+
+
+_SOURCE_DIRECTORY: Path | None = None
+
+
+def _source_file(name: str, source: str) -> str:
+    """Write generated source to a file of this process's own, and return its path.
+
+    Python's own traceback printer (before 3.13) and debuggers read source lines from
+    files, so generated code gets one; ``linecache`` is filled as well.
+    """
+    global _SOURCE_DIRECTORY
+    path = f"<s2sgrad {name} #{next(_counter)}>"
+    try:
+        if _SOURCE_DIRECTORY is None:
+            _SOURCE_DIRECTORY = Path(tempfile.mkdtemp(prefix="s2sgrad-"))
+            atexit.register(shutil.rmtree, _SOURCE_DIRECTORY, ignore_errors=True)
+        file = _SOURCE_DIRECTORY / f"{name}_{path.rsplit('#', 1)[1][:-1]}.py"
+        file.write_text(source)
+        return str(file)
+    except OSError:  # no writable temporary directory: linecache alone still serves pdb
+        return path
 
 
 _generated_names: set[str] = set()

@@ -273,8 +273,11 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
             generated.raw_node, namespace, args, kwargs, compile_probe
         )
     except Exception:
-        generated.function(*args, **kwargs)  # the same error, with readable source lines
-        raise
+        failed = True
+    else:
+        failed = False
+    if failed:  # the same error again, outside the handler, with readable source lines
+        return generated.function(*args, **kwargs), generated
     is_pure = _purity_of(namespace)
     node.body = drop_unneeded_saves(optimize(node.body, is_pure))  # shape-only reads are gone
     if strip_broadcasts_in(node):  # folding brought broadcasts next to full arrays
