@@ -21,10 +21,14 @@ def main() -> None:
     y = np.tanh(x @ true_w + 0.1)
 
     dloss = sg.grad(loss, wrt=("w", "b"))
-    print("The gradient s2sgrad wrote for loss(w, b, x, y):\n")
+    print("The gradient s2sgrad writes for loss(w, b, x, y), for any shapes:\n")
     sg.show(dloss)
 
     w, b = np.zeros(3), 0.0
+    dloss(w, b, x, y)  # the first call specialises the code to these shapes
+    print("\n... and after the first call, specialised to the shapes of w, b, x and y:\n")
+    sg.show(dloss)
+
     print("\nGradient descent:")
     for step in range(201):
         dw, db = dloss(w, b, x, y)

@@ -87,7 +87,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     if len(primals) > len(parameters):
         raise TypeError(f"{_name(f)} takes {len(parameters)} positional arguments")
     differentiable = [i for i, p in enumerate(primals) if _is_differentiable(p)]
-    offset = len(primals) - len(_bind_self(f, ())[1]) if isinstance(f, types.MethodType) else 0
+    offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
     wrt = tuple(parameters[i] for i in differentiable)
     engine_out, raw_pullback = _vjp_engine(function, primals, wrt, mode)
 

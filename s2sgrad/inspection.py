@@ -224,6 +224,9 @@ def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | 
         return None if generated_name == bound else f"{bound} = {generated_name}"
     if isinstance(obj, runtime.custom_vjp):  # a user's derivative: import it, then wrap it
         function = _import_line(obj.function.__name__, obj.function, parts)
+        registrar = _registering_module(obj)
+        if registrar is not None:  # e.g. a derivative of np.i0 registered in the user's module
+            function = f"import {registrar}  # registers the derivative used below\n{function}"
         return f"{function}\n{bound} = custom_vjp({obj.function.__name__}, {obj.positions!r})"
     if obj is np:
         return f"import numpy as {bound}" if bound != "numpy" else "import numpy"
@@ -249,6 +252,20 @@ def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | 
         f"cannot export the value of {bound!r} ({type(obj).__name__}); the generated code "
         "refers to it, so make it a module-level function or a number"
     )
+
+
+def _registering_module(obj: Any) -> str | None:
+    """The module to import so that ``obj.function``'s custom derivative is registered, when
+    importing the function itself does not do it (a library function)."""
+    module = getattr(obj.derivative, "__module__", None) or ""
+    if module.startswith("s2sgrad") or module == getattr(obj.function, "__module__", None):
+        return None
+    if module == "__main__" or not module:
+        raise S2SGradError(
+            f"cannot export the custom derivative of {obj.function.__name__}: it is defined "
+            "in the main script; define it in a module the exported code can import"
+        )
+    return module
 
 
 def _numpy_path(obj: Any) -> tuple[str, str] | None:

@@ -24,7 +24,7 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.codegen import GeneratedFunction, compile_ast, compile_function, unique_name
-from s2sgrad.errors import NonDifferentiableError, UnsupportedError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
 from s2sgrad.forward import forward_sweep
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
@@ -120,6 +120,9 @@ def derivative(
 
 
 def _build(request: _Request) -> GeneratedFunction:
+    rule = get_rule(request.function)
+    if rule is not None and rule.custom is not None and request.kind != "jvp":
+        return _build_custom(request)
     parsed = parse_function(request.function)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
@@ -397,6 +400,75 @@ def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]
         if isinstance(node, gast.Name) and node.id in renames:
             node.id = renames[node.id]
     return [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
+
+
+def _build_custom(request: _Request) -> GeneratedFunction:
+    """The derivative of a function with a user's derivative (``@derivative(of=f)``,
+    ``custom_gradient``, ``checkpoint``): a call of it, not a transformation of its body.
+
+    For ``square`` differentiated wrt ``x`` this writes::
+
+        def dsquare(x):
+            value, saved = square_vjp(x)
+            dx = square_vjp.backward(saved, seed_cotangent(value))
+            return as_gradient(dx, x)
+    """
+    function = request.function
+    name = getattr(function, "__name__", "custom")
+    if not name.isidentifier():
+        name = "custom"
+    code = getattr(function, "__code__", None)
+    origin = where(code.co_filename, code.co_firstlineno) if code else repr(function)
+    if request.has_aux:
+        raise UnsupportedError(
+            f"{origin}: {name} has a custom derivative, which cannot return auxiliary "
+            "values (has_aux=True); differentiate a function that calls it instead"
+        )
+    parameters = list(inspect.signature(function).parameters.values())
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters):
+        raise UnsupportedError(
+            f"{origin}: {name} has a custom derivative and *args, **kwargs or keyword-only "
+            "parameters; differentiate a function that calls it, or use mode='tape'"
+        )
+    namespace = {
+        f"{name}_vjp": runtime.custom_vjp(function, _positions(function, request.wrt)),
+        "seed_cotangent": runtime.seed_cotangent,
+        "as_gradient": runtime.as_gradient,
+    }
+
+    def _compiled(function_name, parameters, body):
+        source = f"def {function_name}({', '.join(parameters)}):\n" + "".join(
+            f"    {line}\n" for line in body
+        )
+        return compile_function(gast.parse(source).body[0], namespace, origin)
+
+    signature = []
+    for p in parameters:
+        if p.default is inspect.Parameter.empty:
+            signature.append(p.name)
+        else:
+            namespace[f"{p.name}_default"] = p.default
+            signature.append(f"{p.name}={p.name}_default")
+    arguments = ", ".join(p.name for p in parameters)
+    cotangents = ", ".join(f"d{w}" for w in request.wrt)
+    gradients = ", ".join(f"as_gradient(d{w}, {w})" for w in request.wrt)
+    if len(request.wrt) > 1:
+        gradients = f"({gradients})"
+    if request.kind == "vjp":
+        function_name = unique_name(f"{name}_custom_vjp")
+        generated = _compiled(function_name, signature, [f"return {name}_vjp({arguments})"])
+        generated.companion = _compiled(
+            f"{function_name}_backward", ["saved", "g"], [f"return {name}_vjp.backward(saved, g)"]
+        )
+        return generated
+    returned = f"value, {gradients}" if request.kind == "value_and_grad" else gradients
+    body = [
+        f"value, saved = {name}_vjp({arguments})",
+        f"{cotangents} = {name}_vjp.backward(saved, seed_cotangent(value))",
+        f"return {returned}",
+    ]
+    function_name = ("d" if request.kind == "grad" else "value_and_d") + name
+    return _compiled(function_name, signature, body)
 
 
 def _positions(function, names: tuple[str, ...]) -> tuple[int, ...]:

@@ -422,8 +422,8 @@ def test_checkpoint_of_a_layer_object(mode):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
-def block_with_keywords(w, x, power=2):
-    return np.sum(np.tanh(x * w) ** power)
+def block_with_keywords(w, x, power=2, *, shift=0.0):
+    return np.sum(np.tanh(x * w + shift) ** power)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -431,15 +431,21 @@ def test_checkpoint_with_keyword_arguments(mode):
     checkpointed = sg.checkpoint(block_with_keywords)
 
     def f(w, x):
-        return checkpointed(w, x=x, power=3)
+        return checkpointed(w, x=x, power=3, shift=0.25)
 
     def plain(w, x):
-        return block_with_keywords(w, x=x, power=3)
+        return block_with_keywords(w, x=x, power=3, shift=0.25)
 
     w, x = np.array([0.5, -0.3]), np.array([1.0, 2.0])
     expected = sg.grad(plain, wrt=(0, 1), mode="tape")(w, x)
     for got, want in zip(twice(sg.grad(f, wrt=(0, 1), mode=mode), w, x), expected):
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_a_differentiated_keyword_only_argument_is_refused_on_the_tape():
+    checkpointed = sg.checkpoint(block_with_keywords)
+    with pytest.raises(sg.NonDifferentiableError, match="keyword-only"):
+        sg.grad(lambda s: checkpointed(0.5, 1.0, shift=s), mode="tape")(0.25)
 
 
 def test_checkpoint_has_second_derivatives_on_nested_tapes():
@@ -608,15 +614,7 @@ def test_forward_mode_through_checkpoints(mode, capsys):
 
 # differentiating a function with a custom derivative directly ----------------------------------
 
-DIRECT = [
-    pytest.param(
-        "s2s",
-        marks=pytest.mark.xfail(
-            strict=True, reason="needs the transform.py change in /work/briefs/controls.patch"
-        ),
-    ),
-    "tape",
-]
+DIRECT = MODES
 
 
 @pytest.mark.parametrize("mode", DIRECT)
@@ -625,3 +623,55 @@ def test_differentiating_a_function_with_a_custom_derivative_directly(mode):
     assert twice(sg.grad(clip_gradient, mode=mode), 3.0) == 0.5
     dx, dy = twice(sg.grad(product_with_swapped_gradient, wrt=(0, 1), mode=mode), 2.0, 5.0)
     assert (dx, dy) == (2.0, 5.0)
+
+
+LIBRARY_USER_MODULE = """
+import math
+
+import numpy as np
+
+import s2sgrad as sg
+
+
+def bessel_i1(x):
+    f = math.factorial
+    return sum((x / 2) ** (2 * k + 1) / (f(k) * f(k + 1)) for k in range(30))
+
+
+@sg.derivative(of=np.i0)
+def i0_derivative(x):
+    return np.i0(x), lambda g: g * bessel_i1(x)
+
+
+def loss(x):
+    return np.sum(np.i0(x) * x)
+"""
+
+
+def test_export_keeps_a_library_functions_custom_derivative(tmp_path, monkeypatch):
+    from s2sgrad.tape import values
+
+    (tmp_path / "library_user.py").write_text(LIBRARY_USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import library_user
+
+        expected = sg.grad(library_user.loss, mode="s2s")(np.array([0.3, 1.2]))
+        sg.export(library_user.loss, tmp_path / "dlibrary.py")
+    finally:  # the import registered a derivative for np.i0: undo it
+        registry._RULES.pop(np.i0, None)
+        values._RULES.pop(np.i0, None)
+        clear_cache()
+        sys.modules.pop("library_user", None)
+    program = (
+        "import sys\nsys.path.insert(0, sys.argv[1])\nimport numpy as np\n"
+        "from dlibrary import dloss\nprint(repr(dloss(np.array([0.3, 1.2])).tolist()))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", program, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(sg.__file__).parents[1],
+    )
+    np.testing.assert_allclose(eval(run.stdout), expected, rtol=1e-12)
