@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import operator
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -133,6 +134,7 @@ class _Reverse:
         self.np = namespace.bind("np", np)
         self.saves: dict[int, _Save] = {}
         self.stack = None
+        self.counters: set[str] = set()  # variables of the enclosing `for … in range` loops
         self.parameters = _parameters(parsed.node)
 
     # names ------------------------------------------------------------------------------
@@ -542,7 +544,8 @@ class _Reverse:
         carried = {v for v in (read - local) | (written & self.defined) if self.active(v)}
         carried |= {v for v in written & later_reads if self.active(v) and v in self.defined}
         before = self.zeros_for(carried - self.defined)
-        for variable in sorted(carried & self.mutated):
+        indexed = _indexed_by_counters(loop.body, self.counters | _range_targets(loop))
+        for variable in sorted(carried & (self.mutated | indexed)):
             name = self.adjoint(variable)
             if name not in self.owned:
                 before.append(assign(name, call(self.helper("owned"), [load(name)])))
@@ -550,7 +553,10 @@ class _Reverse:
         self.defined |= carried
         outside = set(self.defined)
         reads_inside = later_reads | read
+        counters = self.counters
+        self.counters = counters | _range_targets(loop)
         body = self.backward_block(loop.body, reads_inside)
+        self.counters = counters
         body += self.zeros_for(carried - self.defined)
         self.defined = outside
         counter = getattr(loop, "_s2s_counter", None)
@@ -733,6 +739,9 @@ class _Reverse:
                 "the value in s2sgrad.stop_gradient if it needs none"
             )
         args = [self.numpy_names(a) for a in operation.args]
+        in_place = self.accumulate_item(statement, operation, cotangent)
+        if in_place is not None:
+            return in_place
         wanted = {
             i
             for i, a in enumerate(args)
@@ -773,6 +782,27 @@ class _Reverse:
             if entry is not None:
                 block.extend(self.distribute(args[index], entry, statement))
         return block
+
+    def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:
+        """``v = x[i]`` in a loop: ``dx[i] += dv`` into x's private cotangent buffer.
+
+        Only for indices that cannot repeat an element (integers, loop counters, slices),
+        and only where the buffer is known to be private: then each iteration costs the
+        size of ``x[i]``, not of ``x``.
+        """
+        if operation.primitive is not operator.getitem:
+            return None
+        base, index = statement.value.value, statement.value.slice
+        if not isinstance(base, gast.Name) or not self.active(base.id):
+            return None
+        name = self.adjoint(base.id)
+        if base.id not in self.defined or name not in self.owned:
+            return None
+        if not _basic_index(index, self.counters):
+            return None
+        place = gast.Subscript(value=load(name), slice=clone(index), ctx=gast.Store())
+        update = gast.AugAssign(target=place, op=gast.Add(), value=cotangent)
+        return [_locate_all(update, statement)]
 
     def distribute(self, argument: gast.expr, value: gast.expr, like) -> list[gast.stmt]:
         """Send ``value`` to the cotangents of the active names inside ``argument``."""
@@ -1015,6 +1045,41 @@ def _list_names(statements) -> set[str]:
             if is_list:
                 result.add(statement.targets[0].id)
     return result
+
+
+def _range_targets(loop) -> set[str]:
+    if isinstance(loop, gast.For) and getattr(loop, "s2s_range", False):
+        return set(names_written(loop.target))
+    return set()
+
+
+def _basic_index(index: gast.expr, counters: set[str]) -> bool:
+    """An index made of integer literals, loop counters, slices, None and ``...`` only."""
+    if isinstance(index, gast.Tuple):
+        return all(_basic_index(e, counters) for e in index.elts)
+    if isinstance(index, gast.Slice):
+        return all(
+            p is None or _basic_index(p, counters) for p in (index.lower, index.upper, index.step)
+        )
+    if isinstance(index, gast.Constant):
+        return type(index.value) is int or index.value is None or index.value is Ellipsis
+    if isinstance(index, gast.UnaryOp) and isinstance(index.operand, gast.Constant):
+        return type(index.operand.value) is int
+    return isinstance(index, gast.Name) and index.id in counters
+
+
+def _indexed_by_counters(body, counters: set[str]) -> set[str]:
+    """Arrays a loop body reads at basic indices (candidates for in-place accumulation)."""
+    found = set()
+    for node in _walk(body):
+        if (
+            isinstance(node, gast.Assign)
+            and isinstance(node.value, gast.Subscript)
+            and isinstance(node.value.value, gast.Name)
+            and _basic_index(node.value.slice, counters)
+        ):
+            found.add(node.value.value.id)
+    return found
 
 
 def _argument_stem(value, parameter: str) -> str:
