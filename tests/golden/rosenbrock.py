@@ -16,5 +16,6 @@ def drosenbrock(x):
     dt8 = unbroadcast(unbroadcast(dt10, t9) * 2 * t8, t8)
     dt4 = unbroadcast(unbroadcast(unbroadcast(dt10, t6) * 100.0, t5) * 2 * t4, t4)
     dt2 = unbroadcast(unbroadcast(-dt4, t3) * 2 * t2, t2)
-    dx = index_cotangent(unbroadcast(-dt8, t7), x, np.s_[:-1]) + index_cotangent(dt2, x, np.s_[:-1]) + index_cotangent(unbroadcast(dt4, t1), x, np.s_[1:])
+    dx = index_cotangent(unbroadcast(-dt8, t7), x, np.s_[:-1]) + index_cotangent(dt2, x, np.s_[:-1])
+    dx[1:] += unbroadcast(dt4, t1)
     return as_gradient(dx, x)
