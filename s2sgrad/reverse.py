@@ -711,7 +711,11 @@ class _Reverse:
             block.extend(self.contribute(value.id, contribution, statement))
         block.extend(self.ensure_owned(base))
         zero = gast.Subscript(value=load(adjoint), slice=clone(target.slice), ctx=gast.Store())
-        block.append(gast.Assign(targets=[zero], value=constant(0.0), type_comment=None))
+        nothing: gast.expr = constant(0.0)
+        if base in self.lists:  # a list element is replaced by zeros of its own shape
+            element = gast.Subscript(value=load(base), slice=clone(target.slice), ctx=gast.Load())
+            nothing = call(self.helper("zeros_like_value"), [element])
+        block.append(gast.Assign(targets=[zero], value=nothing, type_comment=None))
         return [_locate_all(s, statement) for s in block]
 
     def backward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
@@ -795,6 +799,8 @@ class _Reverse:
         base, index = statement.value.value, statement.value.slice
         if not isinstance(base, gast.Name) or not self.active(base.id):
             return None
+        if base.id in self.lists or base.id in self.containers:
+            return None  # list cotangents are lists: their elements are replaced, not updated
         name = self.adjoint(base.id)
         if base.id not in self.defined or name not in self.owned:
             return None
