@@ -6,6 +6,7 @@ import argparse
 import importlib
 import sys
 
+from s2sgrad.errors import S2SGradError
 from s2sgrad.inspection import show
 
 
@@ -26,11 +27,19 @@ def main(argv: list[str] | None = None) -> int:
     if not function_name:
         parser.error("the target must look like module:function")
     sys.path.insert(0, "")
-    function = importlib.import_module(module_name)
-    for part in function_name.split("."):
-        function = getattr(function, part)
+    try:
+        function = importlib.import_module(module_name)
+        for part in function_name.split("."):
+            function = getattr(function, part)
+    except (ImportError, AttributeError) as error:
+        print(f"python -m s2sgrad: cannot find {arguments.target}: {error}", file=sys.stderr)
+        return 2
     wrt = tuple(int(w) if w.strip().isdigit() else w.strip() for w in arguments.wrt.split(","))
-    show(function, wrt=wrt[0] if len(wrt) == 1 else wrt)
+    try:
+        show(function, wrt=wrt[0] if len(wrt) == 1 else wrt)
+    except (S2SGradError, ValueError, TypeError) as error:
+        print(f"python -m s2sgrad: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

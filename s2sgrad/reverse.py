@@ -250,6 +250,16 @@ class _Reverse:
 
     def forward_assign(self, statement: gast.Assign, in_loop: bool = False) -> list[gast.stmt]:
         target = statement.targets[0]
+        if isinstance(target, gast.Attribute) or (
+            isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
+        ):
+            if self.is_active_expression(statement.value):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: storing a differentiated value in an "
+                    "attribute or a nested container cannot be transformed; keep it in a "
+                    "variable, or use mode='tape'"
+                )
+            return [statement]
         if isinstance(target, gast.Subscript):
             base = target.value.id
             if not (self.active(base) or base in self.activity.varied):
