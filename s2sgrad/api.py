@@ -157,8 +157,11 @@ class _Transform:
         self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
         functools.update_wrapper(self, f, updated=())
 
-    def generic_function(self):
-        """The generated code of this transform for any shapes (for differentiating it again)."""
+    def generic_function(self, containers: frozenset = frozenset()):
+        """The generated code of this transform for any shapes (for differentiating it again).
+
+        ``containers`` names the parameters that hold dicts, lists or tuples.
+        """
         if self.mode == "tape":
             from s2sgrad.errors import UnsupportedError
 
@@ -171,7 +174,7 @@ class _Transform:
             self.wrt,
             self.kind,
             self.has_aux,
-            frozenset(),
+            frozenset(containers) & set(self.wrt),
             dynamic=self.mode == "auto",
         ).function
 
@@ -485,6 +488,9 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
 def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
     """The Jacobian of ``f`` wrt one argument, shape ``out.shape + arg.shape`` (reverse mode).
 
+    For containers (a dict of parameters, say) the result nests: for each leaf of the
+    output, the argument's structure with arrays of shape ``out_leaf.shape + leaf.shape``.
+
     Example::
 
         sg.jacobian(np.sin)(np.zeros(3))  # the 3x3 identity
@@ -494,9 +500,12 @@ def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable
     def jacobian_function(*args, **kwargs):
         index = _argument_index(f, wrt)
         out, pullback = vjp(_with_keywords(f, kwargs), *args, mode=mode)
-        basis = np.eye(np.size(out), dtype=np.result_type(out, np.float32))
-        rows = [pullback(row.reshape(np.shape(out)))[index] for row in basis]
-        return _stack_like(rows, np.shape(out), args[index])
+        rows = {}  # output leaf path → list of cotangents of the argument, one per element
+        for path, leaf in _leaf_paths(out):
+            for direction in _basis(leaf):
+                cotangent = _replace_leaf(_zeros_structure(out), path, direction)
+                rows.setdefault(path, []).append(pullback(cotangent)[index])
+        return _assemble_matrix(out, args[index], rows, stack_axis=0)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
@@ -513,18 +522,88 @@ def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
     def jacobian_function(*args, **kwargs):
         index = _argument_index(f, wrt)
         x = args[index]
-        columns = []
+        columns = {}  # argument leaf path → list of output tangents, one per element
         out = None
-        for direction in np.eye(np.size(x), dtype=np.result_type(x, np.float32)):
-            tangents = [_zeros_like(a) for a in args]
-            tangents[index] = direction.reshape(np.shape(x)) if np.ndim(x) else float(direction[0])
-            out, column = jvp(_with_keywords(f, kwargs), args, tangents, mode=mode)
-            columns.append(np.asarray(column))
-        out_shape = np.shape(out)
-        matrix = np.stack(columns, axis=-1) if columns else np.zeros(out_shape + (0,))
-        return matrix.reshape(out_shape + np.shape(x))
+        for path, leaf in _leaf_paths(x):
+            for direction in _basis(leaf):
+                tangents = [_zeros_like(a) for a in args]
+                tangents[index] = _replace_leaf(_zeros_structure(x), path, direction)
+                out, column = jvp(_with_keywords(f, kwargs), args, tangents, mode=mode)
+                columns.setdefault(path, []).append(column)
+        return _assemble_matrix(out, x, columns, stack_axis=-1)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
+
+
+def _leaf_paths(value, path=()):
+    """(path, leaf) for every array or number in a nested dict/list/tuple."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaf_paths(item, (*path, key))
+    elif isinstance(value, (list, tuple)):
+        for key, item in enumerate(value):
+            yield from _leaf_paths(item, (*path, key))
+    else:
+        yield path, value
+
+
+def _leaf_at(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _replace_leaf(structure, path, leaf):
+    if not path:
+        return leaf
+    key, rest = path[0], path[1:]
+    if isinstance(structure, dict):
+        return {**structure, key: _replace_leaf(structure[key], rest, leaf)}
+    items = list(structure)
+    items[key] = _replace_leaf(items[key], rest, leaf)
+    return type(structure)(items)
+
+
+def _zeros_structure(value):
+    from s2sgrad.runtime import zeros_like_structure
+
+    return zeros_like_structure(value)
+
+
+def _basis(leaf):
+    """One-hot arrays (or floats) of ``leaf``'s shape and floating dtype, one per element."""
+    dtype = np.result_type(leaf, np.float32)
+    for row in np.eye(max(np.size(leaf), 0), dtype=dtype):
+        yield row.reshape(np.shape(leaf)) if np.ndim(leaf) else float(row[0])
+
+
+def _assemble_matrix(out, x, parts, stack_axis):
+    """Stack per-element derivatives into ``out_leaf.shape + x_leaf.shape`` blocks, nested
+    as the output's structure of the argument's structure (plain arrays stay plain)."""
+
+    def block(out_path, x_path):
+        out_leaf, x_leaf = _leaf_at(out, out_path), _leaf_at(x, x_path)
+        shape = np.shape(out_leaf) + np.shape(x_leaf)
+        if stack_axis == 0:  # rows: one argument cotangent per output element
+            pieces = [np.asarray(_leaf_at(r, x_path)) for r in parts[out_path]]
+            matrix = np.stack(pieces) if pieces else np.zeros((0,) + np.shape(x_leaf))
+        else:  # columns: one output tangent per argument element
+            pieces = [np.asarray(_leaf_at(c, out_path)) for c in parts[x_path]]
+            matrix = np.stack(pieces, axis=-1) if pieces else np.zeros(np.shape(out_leaf) + (0,))
+        return matrix.reshape(shape)
+
+    def over_x(out_path):
+        blocks = {x_path: block(out_path, x_path) for x_path, _ in _leaf_paths(x)}
+        return _rebuild(x, blocks)
+
+    return _rebuild(out, {out_path: over_x(out_path) for out_path, _ in _leaf_paths(out)})
+
+
+def _rebuild(structure, leaves: dict):
+    result = structure
+    for path, value in leaves.items():
+        result = _replace_leaf(result, path, value)
+    return result
 
 
 def hessian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
@@ -571,12 +650,6 @@ def _zeros_like(value):
     from s2sgrad.runtime import zeros_like_value
 
     return zeros_like_value(value) if _is_differentiable(value) else None
-
-
-def _stack_like(rows, out_shape, x):
-    x_shape = np.shape(x)
-    matrix = np.stack([np.asarray(r) for r in rows]) if rows else np.zeros((0,) + x_shape)
-    return matrix.reshape(tuple(out_shape) + x_shape)
 
 
 _register_transforms_as_constructors()

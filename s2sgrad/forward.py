@@ -259,6 +259,8 @@ class _Forward:
         if operation.kind == "list pop":
             owner = operation.args[0].id
             return call(attribute(load(self.tangent(owner)), "pop"))
+        if operation.primitive is runtime.add_cotangents:  # containers add leaf by leaf
+            return call(self.helper("add_cotangents"), [self.tangent_of(a) for a in operation.args])
         rule = operation.rule
         if rule is None or rule.jvp is None:
             raise NonDifferentiableError(

@@ -71,7 +71,7 @@ class ParsedFunction:
         return getattr(builtins, name, NOT_FOUND)
 
 
-def unwrap(function: Any) -> Any:
+def unwrap(function: Any, containers: frozenset = frozenset()) -> Any:
     """The plain Python function behind a method, or behind a transform (its generated code).
 
     Transforms such as ``grad(f)`` hand over the generic code they generated, so that
@@ -81,11 +81,11 @@ def unwrap(function: Any) -> Any:
         return function.__func__
     generic = getattr(function, "generic_function", None)
     if callable(generic):
-        return generic()
+        return generic(containers)
     return function
 
 
-def parse_function(function: Any) -> ParsedFunction:
+def parse_function(function: Any, containers: frozenset = frozenset()) -> ParsedFunction:
     """Parse ``function``'s source into a gast FunctionDef (lambdas become functions).
 
     Example::
@@ -93,7 +93,7 @@ def parse_function(function: Any) -> ParsedFunction:
         parsed = parse_function(lambda x: x * 2)
         parsed.node.name  # '<lambda>' turned into a def named 'lambda_'
     """
-    function = unwrap(function)
+    function = unwrap(function, containers)
     code = getattr(function, "__code__", None)
     if code is None:
         raise S2SGradError(

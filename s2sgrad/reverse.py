@@ -847,6 +847,14 @@ class _Reverse:
     def forward_call(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
         function = operation.primitive
         active = self.active_parameters(function, operation, statement)
+        bound = self.bind(function, operation, statement)
+        statement._s2s_containers = frozenset(
+            name
+            for name in active
+            if isinstance(bound.arguments.get(name), _Placeholder)
+            and isinstance(bound.arguments[name].node, gast.Name)
+            and bound.arguments[name].node.id in self.containers
+        )
         vjp_function = self.callee_vjp(function, active, statement)
         vjp_name = self.namespace.bind(vjp_function.__name__, vjp_function)
         targets = _target_names(statement.targets[0])

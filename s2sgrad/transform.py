@@ -123,7 +123,7 @@ def _build(request: _Request) -> GeneratedFunction:
     rule = get_rule(request.function)
     if rule is not None and rule.custom is not None and request.kind != "jvp":
         return _build_custom(request)
-    parsed = parse_function(request.function)
+    parsed = parse_function(request.function, request.containers)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
     names = NameGenerator(_all_names(node))
@@ -164,7 +164,10 @@ def _build(request: _Request) -> GeneratedFunction:
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             return runtime.custom_vjp(function, _positions(function, active))
-        return derivative(function, active, "vjp", dynamic=request.dynamic).function
+        containers = getattr(call_node, "_s2s_containers", frozenset())
+        return derivative(
+            function, active, "vjp", containers=containers, dynamic=request.dynamic
+        ).function
 
     sweeps = reverse_sweeps(
         parsed,

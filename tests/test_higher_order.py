@@ -230,3 +230,31 @@ def test_grad_of_a_function_that_calls_vjp_and_jvp():
     with pytest.warns(UserWarning):  # both run on the tape, and say so once
         np.testing.assert_allclose(sg.grad(uses_vjp)(x), np.cos(x) - x * np.sin(x))
         np.testing.assert_allclose(sg.grad(uses_jvp)(x), 6 * x)
+
+
+def test_jacobians_and_hessians_over_containers_of_arrays():
+    def f(params, x):
+        return np.tanh(x @ params["w"] + params["b"])
+
+    def loss(params, x):
+        return np.sum(f(params, x) ** 2)
+
+    params = {"w": RNG.standard_normal((3, 2)), "b": RNG.standard_normal(2)}
+    x = RNG.standard_normal((4, 3))
+    reverse = sg.jacobian(f)(params, x)
+    forward = sg.jacfwd(f)(params, x)
+    assert reverse["w"].shape == (4, 2, 3, 2) and reverse["b"].shape == (4, 2, 2)
+    for key in params:
+        np.testing.assert_allclose(reverse[key], forward[key], rtol=1e-10, atol=1e-12)
+    step = 1e-6
+    for index in np.ndindex(params["w"].shape):
+        bump = np.zeros_like(params["w"])
+        bump[index] = step
+        up = f({**params, "w": params["w"] + bump}, x)
+        down = f({**params, "w": params["w"] - bump}, x)
+        np.testing.assert_allclose(
+            reverse["w"][(...,) + index], (up - down) / (2 * step), rtol=1e-6, atol=1e-8
+        )
+    H = sg.hessian(loss)(params, x)
+    assert H["w"]["w"].shape == (3, 2, 3, 2) and H["w"]["b"].shape == (3, 2, 2)
+    np.testing.assert_allclose(H["w"]["b"], H["b"]["w"].transpose(1, 2, 0), rtol=1e-8, atol=1e-10)

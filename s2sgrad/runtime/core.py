@@ -363,3 +363,13 @@ def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs
 
     entry = per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))[index]
     return zeros_like_value(ans) if entry is None else entry
+
+
+@vjp_rule(add_cotangents)
+def _add_cotangents_vjp(g, ans, a, b):
+    return g, g
+
+
+@jvp_rule(add_cotangents)
+def _add_cotangents_jvp(t, ans, a, b):
+    return t, t
