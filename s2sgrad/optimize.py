@@ -22,7 +22,7 @@ from s2sgrad.syntax import COMMENT_MARK, clone, names_modified, names_read, name
 
 __all__ = ["optimize"]
 
-MAX_FOLDED_SIZE = 18  # nodes in an expression folded into its single use
+MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
 
 
 def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:

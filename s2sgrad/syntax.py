@@ -123,22 +123,40 @@ def walk(node: gast.AST):
 
 
 def _nodes(node: gast.AST, into_functions: bool = True):
-    """Every node below ``node`` (a faster ``gast.walk``), optionally not entering functions."""
+    """Every node below ``node`` (a faster ``gast.walk``), optionally not entering functions.
+
+    Expression contexts (``Load``/``Store``) are not visited: no pass needs them as nodes.
+    """
     stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
     while stack:
-        current = stack.pop()
+        current = pop()
+        if current is None or isinstance(current, _LEAVES):
+            continue  # None and literals in lists (e.g. the defaults of keyword-only params)
         yield current
-        if not into_functions and current is not node and type(current) in _SCOPES:
+        kind = type(current)
+        if not into_functions and current is not node and kind in _SCOPES:
             continue
-        for field in current._fields:
+        for field in _child_fields(kind):
             value = getattr(current, field, None)
             if type(value) is list:
-                stack.extend(v for v in value if isinstance(v, gast.AST))
-            elif isinstance(value, gast.AST):
-                stack.append(value)
+                extend(value)
+            elif value is not None and not isinstance(value, _LEAVES):
+                push(value)
 
 
 _SCOPES = (gast.FunctionDef, gast.Lambda)
+_LEAVES = (str, int, float, complex, bytes, bool, type(Ellipsis), gast.expr_context)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        fields = _FIELDS[kind] = tuple(
+            f for f in kind._fields if f not in ("ctx", "type_comment", "kind")
+        )
+    return fields
 
 
 def names_read(node: gast.AST) -> set[str]:
