@@ -479,8 +479,10 @@ class _Reverse:
             reads_after |= names_read(statement)
         for statement, after in zip(reversed(statements), after_sets):
             block = self.backward_statement(statement, after)
+            early = getattr(statement, "_s2s_restored_early", [])
             for save in reversed(getattr(statement, "_s2s_saves", [])):  # last pushed first
-                block.append(self.restore_marker(save))
+                if save not in early:
+                    block.append(self.restore_marker(save))
             if block:
                 blocks.append(block)
         return self.with_comments(blocks)
@@ -637,10 +639,29 @@ class _Reverse:
         for t in targets:
             self.defined.discard(t)  # earlier values of t have cotangents of their own
             self.owned.discard(self.adjoint(t))
-        if any(_reads(statement.value, t) for t in targets):
+        overlap = [t for t in targets if _reads(statement.value, t)]
+        calls = hasattr(statement, "_s2s_pullback") or hasattr(statement, "_s2s_dynamic")
+        if overlap and calls:
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)
+        if overlap and not calls:  # y = f(y): the rule needs the old y, maybe the new as ans
+            saved = self.names.fresh("g")
+            block.append(assign(saved, cotangent, like=statement))
+            cotangent = load(saved)
+            if isinstance(answer, gast.Name):
+                new_value = self.names.fresh(f"{answer.id}_new")
+                block.append(assign(new_value, answer, like=statement))
+                answer = load(new_value)
+            saves = getattr(statement, "_s2s_saves", [])
+            early = (
+                saves  # all of them, so that they still come off the stack in order
+                if all(save.kind == "assign" and save.target in overlap for save in saves)
+                else []
+            )
+            for save in reversed(early):  # the old value back before the rule reads it
+                block.append(self.restore_marker(save))
+            statement._s2s_restored_early = early
         pullback = getattr(statement, "_s2s_pullback", None)
         if pullback is not None:
             block.extend(self.backward_call(statement, cotangent, pullback))

@@ -264,3 +264,30 @@ def test_updating_a_view_is_refused():
     for mode in ("s2s", "auto"):
         with pytest.raises(sg.UnsupportedError, match="share memory"):
             sg.grad(f, mode=mode)(np.ones(3))
+
+
+def power_loop(x, y):
+    z = x * 1.0
+    for _ in range(3):
+        z = z * y  # one statement that reads the variable it assigns
+    return np.sum(z)
+
+
+def sine_loop(x, y):
+    z = x
+    for _ in range(3):
+        z = np.sin(z)
+    if np.sum(y) > -10.0:
+        z = z**2
+    while np.sum(z**2) < 5.0:
+        z = z @ np.eye(len(x)) * 1.5 + 0.1 * y
+    return np.sum(z * y)
+
+
+@pytest.mark.parametrize("function", [power_loop, sine_loop])
+@pytest.mark.parametrize("point", range(len(POINTS)))
+def test_statements_that_read_what_they_assign(function, point):
+    x, y = POINTS[point]
+    gradients = call_twice(sg.grad(function, wrt=(0, 1), mode="s2s"), x, y)
+    for index in range(2):
+        assert_close(gradients[index], numeric_grad(function, [x, y], index), rtol=1e-5, atol=1e-6)
