@@ -285,9 +285,9 @@ class _Transform:
         from s2sgrad.tape import tape_vjp
 
         bound = inspect.signature(self.function).bind(*args, **kwargs)
-        bound.apply_defaults()
-        positional = tuple(bound.arguments[p] for p in self.parameters)
-        indices = tuple(self.parameters.index(w) for w in self.wrt)
+        given = [p for p in self.parameters if p in bound.arguments]
+        positional = tuple(bound.arguments[p] for p in given)  # defaults stay the callee's
+        indices = tuple(given.index(w) for w in self.wrt)
         extra = {k: v for k, v in bound.arguments.items() if k not in self.parameters}
         target = self.function
         if self.has_aux:

@@ -328,6 +328,8 @@ class _Forward:
         import inspect
 
         function = operation.primitive
+        if any(isinstance(a, gast.Starred) for a in operation.args):
+            return self.dynamic_call(statement, operation, names)  # f(x, *rest)
         try:
             bound = inspect.signature(function).bind(*operation.args, **operation.keywords)
         except TypeError as error:

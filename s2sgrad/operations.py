@@ -123,6 +123,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         target = parsed.resolve(func)
         if target is NOT_FOUND:
             return Operation("unknown", description=f"the undefined name {_dotted(func)}")
+        if _is_custom_derivative_code(target):
+            return Operation("higher-order custom", target, [], keywords, _dotted(func), func)
         rule = get_rule(target)
         args = list(node.args)
         if rule is not None and rule.custom is not None:
@@ -146,6 +148,14 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
     return Operation(
         "unknown", None, list(node.args), keywords, "a call of a computed function", func
     )
+
+
+def _is_custom_derivative_code(target) -> bool:
+    """A user's derivative, as generated code calls it (differentiating it again)."""
+    from s2sgrad import runtime
+
+    owner = getattr(target, "__self__", target)
+    return isinstance(owner, (runtime.custom_vjp, runtime.custom_jvp_call))
 
 
 def _is_library(target) -> bool:

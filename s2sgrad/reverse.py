@@ -279,6 +279,15 @@ class _Reverse:
                     statement = self.forward_dynamic(statement, operation)
             elif operation.kind == "unknown" and operation.callee is not None:
                 statement = self.forward_dynamic(statement, operation)
+            elif operation.kind == "higher-order custom":
+                error = NonDifferentiableError(
+                    f"{self.parsed.location(statement)}: this derivative uses a custom "
+                    f"derivative ({operation.description}), whose pullback cannot be "
+                    "differentiated again; derivatives of higher order need the function "
+                    "itself, without @s2sgrad.derivative"
+                )
+                error.tape_cannot_either = True
+                raise error
             elif operation.kind == "no rule":
                 raise NonDifferentiableError(
                     f"{self.parsed.location(statement)}: {operation.description} has no "

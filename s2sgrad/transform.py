@@ -100,6 +100,9 @@ def derivative(
         derivative(f, ("x",)).function(2.0)  # f'(2.0)
         print(derivative(f, ("x",)).source)
     """
+    generic = getattr(function, "generic_function", None)
+    if callable(generic):  # a transform: what is differentiated is the code it generated
+        function = generic(containers)
     key = (function, wrt, kind, has_aux, containers, dynamic)
     with _lock:
         generated = _cache.get(key)

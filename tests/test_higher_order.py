@@ -258,3 +258,38 @@ def test_jacobians_and_hessians_over_containers_of_arrays():
     H = sg.hessian(loss)(params, x)
     assert H["w"]["w"].shape == (3, 2, 3, 2) and H["w"]["b"].shape == (3, 2, 2)
     np.testing.assert_allclose(H["w"]["b"], H["b"]["w"].transpose(1, 2, 0), rtol=1e-8, atol=1e-10)
+
+
+def test_repeated_hvp_reuses_generated_code():
+    from s2sgrad import transform
+
+    def f(x):
+        return np.sum(np.sin(x) * x**2)
+
+    x = RNG.standard_normal(3)
+    sg.hvp(f, (x,), (x,))
+    size = len(transform._cache)
+    for _ in range(3):
+        sg.hvp(f, (x,), (x,))
+    assert len(transform._cache) == size
+
+
+def test_second_derivative_through_a_custom_derivative_is_refused_not_zero():
+    def logistic(x):
+        return 1.0 / (1.0 + np.exp(-x))
+
+    @sg.derivative(of=logistic)
+    def logistic_derivative(x):
+        value = logistic(x)
+        return value, lambda g: g * value * (1 - value)
+
+    with pytest.raises(sg.NonDifferentiableError, match="custom derivative"):
+        sg.grad(sg.grad(logistic))(0.3)
+
+
+def test_tape_over_tape_through_function_transforms():
+    def f(x):
+        return np.sin(x) * x
+
+    second = sg.grad(sg.grad(f, mode="tape"), mode="tape")
+    assert second(0.3) == pytest.approx(-np.sin(0.3) * 0.3 + 2 * np.cos(0.3))
