@@ -199,9 +199,8 @@ class _Transform:
                 function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
             except (KeyError, AttributeError, TypeError):
                 pass
-            else:
-                if all(map(_is_float_array, args)):
-                    return function(*args)
+            else:  # stored keys come from floating arrays, and the key holds the dtype
+                return function(*args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):

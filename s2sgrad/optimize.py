@@ -275,6 +275,7 @@ class _Optimizer:
         body = self.propagate_copies(body)
         body = self.fold_single_uses(body)
         body = self.merge_accumulations(body)
+        body = self.merge_item_updates(body)
         body = self.eliminate_dead(body, live_after)
         return body
 
@@ -415,6 +416,44 @@ class _Optimizer:
                     break
         return [s for s in result if s is not None]
 
+    def merge_item_updates(self, body):
+        """``d[i] = a … d[i] += b`` → ``d[i] = a + b`` when nothing in between touches d."""
+        result = list(body)
+        for index, statement in enumerate(result):
+            if not (isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add)):
+                continue
+            target = statement.target
+            if not (isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name)):
+                continue
+            name, place = target.value.id, gast.dump(target.slice)
+            for earlier_index in range(index - 1, -1, -1):
+                earlier = result[earlier_index]
+                if earlier is None or _is_comment(earlier):
+                    continue
+                earlier_target = _item_target(earlier)
+                if earlier_target is not None and earlier_target[0] == name:
+                    if earlier_target[1] != place:
+                        break
+                    value = earlier.value
+                    between = [s for s in result[earlier_index + 1 : index] if s is not None]
+                    if any(
+                        _is_compound(s) or self.facts.modified(s) & self.facts.reads(earlier)
+                        for s in between
+                    ) or name in names_read(statement.value):
+                        break
+                    combined = gast.BinOp(left=value, op=gast.Add(), right=statement.value)
+                    if isinstance(earlier, gast.Assign):
+                        merged = gast.Assign(targets=[target], value=combined, type_comment=None)
+                    else:
+                        merged = gast.AugAssign(target=target, op=gast.Add(), value=combined)
+                    result[index] = gast.copy_location(merged, statement)
+                    result[earlier_index] = None
+                    self.changed = True
+                    break
+                if name in self.facts.reads(earlier) or name in self.facts.modified(earlier):
+                    break
+        return [s for s in result if s is not None]
+
     def eliminate_dead(self, body, live_after):
         live = set(live_after)
         result = []
@@ -437,6 +476,19 @@ class _Optimizer:
             result.append(statement)
         result.reverse()
         return _drop_orphan_comments(result)
+
+
+def _item_target(statement):
+    """(name, dumped index) of ``d[i] = …`` or ``d[i] += …``, else None."""
+    if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+    elif isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add):
+        target = statement.target
+    else:
+        return None
+    if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+        return target.value.id, gast.dump(target.slice)
+    return None
 
 
 def _fold_constant_branches(body):
