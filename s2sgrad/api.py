@@ -216,9 +216,12 @@ class _Transform:
             _check_differentiable(name, value, self.f)
         containers = frozenset(n for n, v in zip(self.wrt, values) if _is_container(v))
         if not self.use_tape:
-            generated = self._transform(containers)
-            if generated is not None:
-                return self._first_call(key, generated, args, kwargs)
+            from s2sgrad.transform import without_garbage_collection
+
+            with without_garbage_collection():
+                generated = self._transform(containers)
+                if generated is not None:
+                    return self._first_call(key, generated, args, kwargs)
         return self._tape_call(args, kwargs, values)
 
     def _transform(self, containers):
