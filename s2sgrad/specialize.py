@@ -231,94 +231,35 @@ def probe_and_specialise(
         result, fast = probe_and_specialise(node, namespace, (x,), {}, compile_ast_function)
     """
     specialisers = _specialisers()
-    sites: dict[int, gast.Call] = {}
     probed = clone(node)
     probe = _Probe()
     probe_name = "__s2sgrad_probe__"
-
-    class Instrument(gast.NodeTransformer):
-        def visit_FunctionDef(self, inner):
-            if inner is probed:
-                self.generic_visit(inner)
-            return inner
-
-        def visit_Call(self, call_node):
-            self.generic_visit(call_node)
-            target = _resolve(call_node.func, namespace)
-            if target is None or id(target) not in specialisers:
-                return call_node
-            if any(isinstance(a, gast.Starred) for a in call_node.args) or call_node.keywords:
-                return call_node
-            site = len(sites)
-            sites[site] = call_node
-            return gast.Call(
-                func=load(probe_name),
-                args=[constant(site), call_node.func, *call_node.args],
-                keywords=[],
-            )
-
-        def visit_BinOp(self, binop):
-            self.generic_visit(binop)
-            if type(binop.op) not in _ARITHMETIC:
-                return binop
-            site = len(sites)
-            sites[site] = binop
-            return gast.Call(
-                func=load(probe_name),
-                args=[
-                    constant(site),
-                    load(operator_name),
-                    constant(_ARITHMETIC[type(binop.op)]),
-                    binop.left,
-                    binop.right,
-                ],
-                keywords=[],
-            )
-
     operator_name = "__s2sgrad_operator__"
-    Instrument().visit(probed)
+
+    def instrument(site, site_node, target):
+        if target is None:  # arithmetic: __s2sgrad_operator__("+", left, right)
+            operands = [constant(_ARITHMETIC[type(site_node.op)]), site_node.left, site_node.right]
+            return call(load(probe_name), [constant(site), load(operator_name), *operands])
+        return call(load(probe_name), [constant(site), site_node.func, *site_node.args])
+
+    _EachSite(probed, namespace, specialisers, instrument).visit(probed)
     function = compile_function(
         probed, {**namespace, probe_name: probe, operator_name: _apply_operator}
     )
     result = function(*args, **kwargs)
 
+    def specialise(site, site_node, target):
+        records = probe.sites.get(site)
+        if not records or len(records) != 1 or site in probe.aliased:
+            return site_node  # never ran, or saw several shapes: stay generic
+        ((arg_info, result_info),) = records
+        if target is None:  # arithmetic: the arguments were (symbol, left, right)
+            return _without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
+        replacement = specialisers[id(target)](site_node, arg_info, result_info, namespace)
+        return site_node if replacement is None else replacement
+
     specialised = clone(node)
-    originals = {}
-    counter = iter(range(len(sites)))
-
-    class Replace(gast.NodeTransformer):
-        def visit_FunctionDef(self, inner):
-            if inner is specialised:
-                self.generic_visit(inner)
-            return inner
-
-        def visit_Call(self, call_node):
-            self.generic_visit(call_node)
-            target = _resolve(call_node.func, namespace)
-            if target is None or id(target) not in specialisers:
-                return call_node
-            if any(isinstance(a, gast.Starred) for a in call_node.args) or call_node.keywords:
-                return call_node
-            site = next(counter)
-            originals[site] = call_node
-            records = probe.sites.get(site)
-            if not records or len(records) != 1 or site in probe.aliased:
-                return call_node  # never ran, or saw several shapes: stay generic
-            ((arg_info, result_info),) = records
-            replacement = specialisers[id(target)](call_node, arg_info, result_info, namespace)
-            return call_node if replacement is None else replacement
-
-        def visit_BinOp(self, binop):
-            self.generic_visit(binop)
-            if type(binop.op) not in _ARITHMETIC:
-                return binop
-            records = probe.sites.get(next(counter))
-            if not records or len(records) != 1:
-                return binop
-            (((_, left, right), result),) = records
-            return _without_broadcasts(binop, left, right, result)
-
-    Replace().visit(specialised)
+    _EachSite(specialised, namespace, specialisers, specialise).visit(specialised)
     _strip_broadcast_definitions(specialised)
     _scatter_sums(specialised, namespace)
     return result, specialised
@@ -454,6 +395,43 @@ def _is_broadcast_call(node) -> bool:
         and len(node.args) == 2
         and not node.keywords
     )
+
+
+class _EachSite(gast.NodeTransformer):
+    """Visit the probed sites of a function (specialisable calls, arithmetic) in a fixed
+    order, numbering them, and replace each by what ``handle(site, node, target)`` returns.
+
+    The probe and the specialisation walk the same tree shape, so the numbers agree.
+    """
+
+    def __init__(self, root, namespace, specialisers, handle):
+        self.root = root
+        self.namespace = namespace
+        self.specialisers = specialisers
+        self.handle = handle
+        self.count = 0
+
+    def visit_FunctionDef(self, inner):
+        if inner is self.root:
+            self.generic_visit(inner)
+        return inner
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        target = _resolve(node.func, self.namespace)
+        if target is None or id(target) not in self.specialisers:
+            return node
+        if any(isinstance(a, gast.Starred) for a in node.args) or node.keywords:
+            return node
+        return self.next(node, target)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        return self.next(node, None) if type(node.op) in _ARITHMETIC else node
+
+    def next(self, node, target):
+        site, self.count = self.count, self.count + 1
+        return self.handle(site, node, target)
 
 
 def _resolve(func: gast.expr, namespace: dict):
