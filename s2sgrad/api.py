@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.errors import S2SGradError
 from s2sgrad.runtime import as_gradient
 from s2sgrad.specialize import signature
 from s2sgrad.transform import derivative, specialised
@@ -443,9 +443,6 @@ def _check_mode(mode: str) -> None:
 
 def _name(f) -> str:
     return getattr(f, "__qualname__", None) or repr(f)
-
-
-_ = UnsupportedError
 
 
 # forward mode and derivative matrices ---------------------------------------------------

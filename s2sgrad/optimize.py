@@ -11,7 +11,6 @@ Passes, run to a fixed point on each straight-line block:
 
 from __future__ import annotations
 
-import ast
 import operator
 from collections import Counter
 from collections.abc import Callable
@@ -742,6 +741,3 @@ class _ConstantFolder(gast.NodeTransformer):
     def visit_If(self, node):
         self.generic_visit(node)
         return node
-
-
-_ = ast

@@ -12,7 +12,6 @@ a cotangent is assigned, later ones are added.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import operator
 from collections import Counter
@@ -73,7 +72,6 @@ class ReverseSweeps:
     output: gast.expr  # the returned value(s) as atoms
     output_cotangent: str  # name the backward sweep reads the output's cotangent from
     adjoints: dict[str, str | None]  # wrt parameter → its cotangent's name (None: no path)
-    seed_targets: list[tuple[str, int | None]] = dataclasses.field(default_factory=list)
 
 
 CalleeVJP = Callable[[Any, tuple[str, ...], gast.AST], Any]

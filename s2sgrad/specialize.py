@@ -682,6 +682,3 @@ def _specialisers() -> dict[int, Callable]:
         table[runtime.matmul_cotangent_a] = _matmul_cotangent_a
         table[runtime.matmul_cotangent_b] = _matmul_cotangent_b
     return {id(k): v for k, v in table.items()}
-
-
-_ = operator

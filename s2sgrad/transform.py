@@ -631,6 +631,3 @@ def _signature_with_defaults(parsed, node, namespace: Namespace) -> gast.argumen
     args.defaults = defaults
     args.kw_defaults = kw_defaults
     return args
-
-
-_ = (store,)
