@@ -345,8 +345,10 @@ class _Optimizer:
             target = _simple_assignment(statement)
             if not target or writes[target] != 1 or reads[target] != 1:
                 continue
-            if (allowed is not None and target not in allowed) or getattr(
-                statement, "keep_apart", False
+            if (
+                (allowed is not None and target not in allowed)
+                or getattr(statement, "keep_apart", False)
+                or getattr(statement, "keep_name", False)
             ):
                 continue
             value = statement.value

@@ -134,6 +134,7 @@ class _Reverse:
         self.stack = None
         self.counters: set[str] = set()  # variables of the enclosing `for … in range` loops
         self.parameters = _parameters(parsed.node)
+        self.user_names = names_written(parsed.node) | self.parameters
 
     # names ------------------------------------------------------------------------------
     def adjoint(self, variable: str) -> str:
@@ -612,7 +613,9 @@ class _Reverse:
             self.owned.discard(name)
             if isinstance(value, gast.Name):
                 self.owned.discard(value.id)
-            return [assign(name, value, like=like)]
+            first = assign(name, value, like=like)
+            first.keep_name = variable in self.user_names  # d<your variable> stays visible
+            return [first]
         if variable in self.containers or variable in self.lists:
             total = call(self.helper("add_cotangents"), [load(name), value])
         else:
