@@ -78,7 +78,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
 
     Example::
 
-        out, pullback = sg.vjp(np.sin, np.zeros(2))  # works on any function with source
+        out, pullback = sg.vjp(lambda x: np.sin(x), np.zeros(2))
         pullback(np.ones(2))  # (array([1., 1.]),)
     """
     _check_mode(mode)
@@ -451,7 +451,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
 
     Example::
 
-        value, tangent = sg.jvp(np.sin, (np.zeros(2),), (np.ones(2),))  # tangent = cos(0) = 1
+        value, tangent = sg.jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))  # cos(0) = 1
     """
     _check_mode(mode)
     primals, tangents = tuple(primals), tuple(tangents)
@@ -492,7 +492,7 @@ def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable
 
     Example::
 
-        sg.jacobian(np.sin)(np.zeros(3))  # the 3x3 identity
+        sg.jacobian(lambda x: np.sin(x))(np.zeros(3))  # the 3x3 identity
     """
     _check_mode(mode)
 
