@@ -272,3 +272,11 @@ def test_inactive_output_gives_zero_gradient():
         return np.sum(np.sign(x)) + 1.0
 
     np.testing.assert_array_equal(sg.grad(f)(np.ones(3)), np.zeros(3))
+
+
+def test_numpy_scalars_give_numpy_scalars():
+    def f(x):
+        return x**3 * 0.5
+
+    gradient = call_twice(sg.grad(f), np.float32(2.0))
+    assert type(gradient) is np.float32 and gradient == pytest.approx(6.0)

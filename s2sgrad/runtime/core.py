@@ -122,6 +122,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         return type(x)(as_gradient(u, v) for u, v in zip(parts, x))
     if isinstance(x, (float, int)) and not isinstance(x, bool):
         return float(np.sum(g)) if np.ndim(g) else float(g)
+    if isinstance(x, np.generic) and isinstance(g, (np.ndarray, np.generic, float, int)):
+        return _float_dtype(x).type(np.sum(g))  # a NumPy scalar for a NumPy scalar
     dtype = _float_dtype(x)
     shape = np.shape(x)
     if (
