@@ -394,6 +394,8 @@ class _Reverse:
         for statement in statements:
             if isinstance(statement, (gast.If, gast.For, gast.While)):
                 inside |= names_written(statement)
+        for loop in _walk(statements):  # the backward loop sets its own counter
+            inside -= _range_targets(loop)
         read_back = names_read_outside_markers(backward)
         pushed = {s.target for s in self.saves.values() if s.used and s.kind == "assign"}
         names = sorted((inside & read_back) - top_level - self.parameters - pushed)
