@@ -29,6 +29,7 @@ from s2sgrad.syntax import (
     comment,
     constant,
     load,
+    method_receiver,
     names_read,
     store,
     walk,
@@ -167,14 +168,8 @@ class _Forward:
 
     def expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
-        if (
-            isinstance(value, gast.Call)
-            and isinstance(value.func, gast.Attribute)
-            and value.func.attr == "append"
-            and isinstance(value.func.value, gast.Name)
-            and self.active(value.func.value.id)
-        ):
-            owner = value.func.value.id
+        owner = method_receiver(value, "append")
+        if owner is not None and self.active(owner):
             tangent = self.tangent_of(value.args[0])
             line = gast.Expr(value=call(attribute(load(self.tangent(owner)), "append"), [tangent]))
             return [statement, gast.copy_location(line, statement)]

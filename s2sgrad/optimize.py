@@ -17,7 +17,16 @@ from collections.abc import Callable
 
 import gast
 
-from s2sgrad.syntax import COMMENT_MARK, clone, names_modified, names_read, names_written, walk
+from s2sgrad.syntax import (
+    COMMENT_MARK,
+    clone,
+    method_receiver,
+    names_modified,
+    names_read,
+    names_written,
+    string_statement,
+    walk,
+)
 
 __all__ = ["optimize"]
 
@@ -77,29 +86,20 @@ def _walk_with_loops(statements, loops):
 
 
 def _pushed_name(statement, stack) -> str | None:
-    if (
-        isinstance(statement, gast.Expr)
-        and isinstance(statement.value, gast.Call)
-        and isinstance(statement.value.func, gast.Attribute)
-        and statement.value.func.attr == "append"
-        and isinstance(statement.value.func.value, gast.Name)
-        and statement.value.func.value.id == stack
-        and len(statement.value.args) == 1
-        and isinstance(statement.value.args[0], gast.Name)
-    ):
-        return statement.value.args[0].id
+    """``name`` for the statement ``stack.append(name)``."""
+    if isinstance(statement, gast.Expr) and method_receiver(statement.value, "append") == stack:
+        args = statement.value.args
+        if len(args) == 1 and isinstance(args[0], gast.Name):
+            return args[0].id
     return None
 
 
 def _popped_name(statement, stack) -> str | None:
+    """``name`` for the statement ``name = stack.pop()``."""
     if (
         isinstance(statement, gast.Assign)
         and isinstance(statement.targets[0], gast.Name)
-        and isinstance(statement.value, gast.Call)
-        and isinstance(statement.value.func, gast.Attribute)
-        and statement.value.func.attr == "pop"
-        and isinstance(statement.value.func.value, gast.Name)
-        and statement.value.func.value.id == stack
+        and method_receiver(statement.value, "pop") == stack
     ):
         return statement.targets[0].id
     return None
@@ -535,12 +535,8 @@ def _drop_orphan_comments(body):
 
 
 def _is_comment(statement) -> bool:
-    return (
-        isinstance(statement, gast.Expr)
-        and isinstance(statement.value, gast.Constant)
-        and isinstance(statement.value.value, str)
-        and statement.value.value.startswith(COMMENT_MARK)
-    )
+    text = string_statement(statement)
+    return text is not None and text.startswith(COMMENT_MARK)
 
 
 def _is_compound(statement) -> bool:

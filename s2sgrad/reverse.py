@@ -37,9 +37,12 @@ from s2sgrad.syntax import (
     comment,
     constant,
     load,
+    method_receiver,
     names_read,
     names_written,
+    nested_statements,
     store,
+    string_statement,
     walk,
 )
 
@@ -197,7 +200,7 @@ class _Reverse:
     def check_mutations(self, statements: list[gast.stmt]) -> None:
         """In-place updates must target arrays or lists the function created itself."""
         fresh = _fresh_names(statements, self.parsed, self.local_names)
-        for statement in _walk(statements):
+        for statement in nested_statements(statements):
             base = _mutated_base(statement)
             if base is None:
                 continue
@@ -323,12 +326,12 @@ class _Reverse:
 
     def forward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
-        if _is_list_method(value, "append"):
+        if method_receiver(value, "append") is not None:
             owner = value.func.value.id
             if self.active(owner) or owner in self.activity.varied:
                 return [self.save_marker(self.new_save(statement, owner, "append")), statement]
             return [statement]
-        if _is_list_method(value, "pop") and self.active(value.func.value.id):
+        if method_receiver(value, "pop") is not None and self.active(value.func.value.id):
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: a list of differentiated values is popped "
                 "without keeping the value; write 'value = items.pop()' instead"
@@ -394,7 +397,7 @@ class _Reverse:
         for statement in statements:
             if isinstance(statement, (gast.If, gast.For, gast.While)):
                 inside |= names_written(statement)
-        for loop in _walk(statements):  # the backward loop sets its own counter
+        for loop in nested_statements(statements):  # the backward loop sets its own counter
             inside -= _range_targets(loop)
         read_back = names_read_outside_markers(backward)
         pushed = {s.target for s in self.saves.values() if s.used and s.kind == "assign"}
@@ -763,7 +766,7 @@ class _Reverse:
 
     def backward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
-        if not _is_list_method(value, "append"):
+        if not method_receiver(value, "append") is not None:
             return []
         owner = value.func.value.id
         element = value.args[0] if value.args else None
@@ -1015,18 +1018,9 @@ def _target_names(target: gast.expr) -> list[str]:
     return [e.id for e in target.elts if isinstance(e, gast.Name)]
 
 
-def _walk(statements):
-    for statement in statements:
-        yield statement
-        for field in ("body", "orelse"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                yield from _walk(inner)
-
-
 def _names_written_in_loops(statements) -> set[str]:
     result = set()
-    for statement in _walk(statements):
+    for statement in nested_statements(statements):
         if isinstance(statement, (gast.For, gast.While)):
             for inner in statement.body:
                 result |= names_written(inner)
@@ -1038,21 +1032,19 @@ def _mutated_base(statement) -> str | None:
     if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Subscript):
         base = statement.targets[0].value
         return base.id if isinstance(base, gast.Name) else None
-    if isinstance(statement, gast.Expr) and (
-        _is_list_method(statement.value, "append") or _is_list_method(statement.value, "pop")
-    ):
-        return statement.value.func.value.id
+    if isinstance(statement, gast.Expr):
+        return method_receiver(statement.value, "append") or method_receiver(statement.value, "pop")
     return None
 
 
 def _mutated_names(statements) -> set[str]:
-    return {b for s in _walk(statements) if (b := _mutated_base(s)) is not None}
+    return {b for s in nested_statements(statements) if (b := _mutated_base(s)) is not None}
 
 
 def _fresh_names(statements, parsed, local_names) -> set[str]:
     """Names every assignment of which creates a new array or list."""
     verdict: dict[str, bool] = {}
-    for statement in _walk(statements):
+    for statement in nested_statements(statements):
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
         name = statement.targets[0].id
@@ -1091,7 +1083,7 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
 def _list_names(statements) -> set[str]:
     """Variables that hold Python lists (their cotangents are lists too)."""
     result = set()
-    for statement in _walk(statements):
+    for statement in nested_statements(statements):
         if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name):
             value = statement.value
             is_list = isinstance(value, gast.List) or (
@@ -1128,7 +1120,7 @@ def _basic_index(index: gast.expr, counters: set[str]) -> bool:
 def _indexed_by_counters(body, counters: set[str]) -> set[str]:
     """Arrays a loop body reads at basic indices (candidates for in-place accumulation)."""
     found = set()
-    for node in _walk(body):
+    for node in nested_statements(body):
         if (
             isinstance(node, gast.Assign)
             and isinstance(node.value, gast.Subscript)
@@ -1148,18 +1140,9 @@ def _argument_stem(value, parameter: str) -> str:
 def _popped_list(statement) -> str | None:
     """The list ``v = items.pop()`` pops from, or None."""
     value = statement.value
-    if _is_list_method(value, "pop") and not value.args:
+    if method_receiver(value, "pop") is not None and not value.args:
         return value.func.value.id
     return None
-
-
-def _is_list_method(value, method: str) -> bool:
-    return (
-        isinstance(value, gast.Call)
-        and isinstance(value.func, gast.Attribute)
-        and value.func.attr == method
-        and isinstance(value.func.value, gast.Name)
-    )
 
 
 def _iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozenset()) -> set[str]:
@@ -1214,23 +1197,15 @@ def _reads(node: gast.AST, name: str) -> bool:
 
 
 def _marker_key(statement, prefix: str) -> int | None:
-    if (
-        isinstance(statement, gast.Expr)
-        and isinstance(statement.value, gast.Constant)
-        and isinstance(statement.value.value, str)
-        and statement.value.value.startswith(prefix)
-    ):
-        return int(statement.value.value[len(prefix) :])
+    text = string_statement(statement)
+    if text is not None and text.startswith(prefix):
+        return int(text[len(prefix) :])
     return None
 
 
 def _is_marker(statement) -> bool:
-    return (
-        isinstance(statement, gast.Expr)
-        and isinstance(statement.value, gast.Constant)
-        and isinstance(statement.value.value, str)
-        and statement.value.value.startswith(("__s2s_pop__:", "__s2s_push__:"))
-    )
+    text = string_statement(statement)
+    return text is not None and text.startswith(("__s2s_pop__:", "__s2s_push__:"))
 
 
 def _has_code(statements) -> bool:

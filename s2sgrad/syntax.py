@@ -20,6 +20,9 @@ __all__ = [
     "walk",
     "names_written",
     "names_modified",
+    "nested_statements",
+    "method_receiver",
+    "string_statement",
     "is_atom",
     "COMMENT_MARK",
     "comment",
@@ -194,6 +197,41 @@ def names_modified(node: gast.AST) -> set[str]:
         ):
             found.add(child.func.value.id)
     return found
+
+
+def nested_statements(body: list[gast.stmt]):
+    """Every statement of ``body`` and of the blocks nested in it, not entering functions."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                yield from nested_statements(inner)
+
+
+def method_receiver(value: gast.AST, method: str) -> str | None:
+    """``name`` when ``value`` is the call ``name.method(...)``, else None."""
+    if (
+        isinstance(value, gast.Call)
+        and isinstance(value.func, gast.Attribute)
+        and value.func.attr == method
+        and isinstance(value.func.value, gast.Name)
+    ):
+        return value.func.value.id
+    return None
+
+
+def string_statement(statement: gast.stmt) -> str | None:
+    """The text of a bare string statement (how comments and markers travel), else None."""
+    if (
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Constant)
+        and isinstance(statement.value.value, str)
+    ):
+        return statement.value.value
+    return None
 
 
 def is_atom(node: gast.AST) -> bool:

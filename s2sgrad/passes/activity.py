@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.syntax import load, names_read, names_written
+from s2sgrad.syntax import load, method_receiver, names_read, names_written, nested_statements
 
 __all__ = ["Activity", "analyse_activity"]
 
@@ -51,7 +51,7 @@ def analyse_activity(
     changed = True
     while changed:  # loops feed values back: iterate to a fixed point
         changed = False
-        for statement in _walk_statements(body):
+        for statement in nested_statements(body):
             targets, value = _assignment(statement)
             if value is None or blocks_derivative(value):
                 continue
@@ -62,7 +62,7 @@ def analyse_activity(
     changed = True
     while changed:
         changed = False
-        for statement in reversed(list(_walk_statements(body))):
+        for statement in reversed(list(nested_statements(body))):
             if isinstance(statement, gast.Return) and statement.value is not None:
                 new = output_names(statement) - useful
             else:
@@ -78,15 +78,6 @@ def analyse_activity(
                 useful |= new
                 changed = True
     return Activity(varied=varied, useful=useful)
-
-
-def _walk_statements(body: list[gast.stmt]):
-    for statement in body:
-        yield statement
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                yield from _walk_statements(inner)
 
 
 def _assignment(statement: gast.stmt) -> tuple[set[str], gast.expr | None]:
@@ -107,13 +98,7 @@ def _assignment(statement: gast.stmt) -> tuple[set[str], gast.expr | None]:
         return {statement.name}, gast.Tuple(
             elts=[load(n) for n in sorted(names_read(statement))], ctx=gast.Load()
         )
-    if (
-        isinstance(statement, gast.Expr)
-        and isinstance(statement.value, gast.Call)
-        and isinstance(statement.value.func, gast.Attribute)
-        and statement.value.func.attr == "append"
-        and isinstance(statement.value.func.value, gast.Name)
-        and statement.value.args
-    ):  # items.append(v): the list now holds v
-        return {statement.value.func.value.id}, statement.value.args[0]
+    owner = method_receiver(getattr(statement, "value", None), "append")
+    if isinstance(statement, gast.Expr) and owner is not None and statement.value.args:
+        return {owner}, statement.value.args[0]  # items.append(v): the list now holds v
     return set(), None

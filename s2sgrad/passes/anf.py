@@ -12,7 +12,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, is_atom, load, walk
+from s2sgrad.syntax import assign, is_atom, load, method_receiver, walk
 
 __all__ = ["to_anf", "is_function_reference"]
 
@@ -83,9 +83,7 @@ class _Flattener:
                 statement.value = self.atom(value, out)
         elif (
             isinstance(statement, gast.Expr)
-            and isinstance(statement.value, gast.Call)
-            and isinstance(statement.value.func, gast.Attribute)
-            and statement.value.func.attr == "append"
+            and method_receiver(statement.value, "append") is not None
         ):  # items.append(v): the appended value gets a name of its own
             statement.value.args = [self.atom(a, out) for a in statement.value.args]
         elif isinstance(statement, gast.If):
