@@ -21,6 +21,7 @@ from typing import Any
 
 import gast
 
+from s2sgrad.python_ast import to_python_ast
 from s2sgrad.syntax import COMMENT_MARK, walk
 
 __all__ = [
@@ -97,9 +98,7 @@ def to_source(node: gast.FunctionDef) -> str:
 
         to_source(gast.parse("def f(x):\\n    return x").body[0])  # 'def f(x):\\n    return x\\n'
     """
-    tree = gast.gast_to_ast(node)
-    ast.fix_missing_locations(tree)
-    text = ast.unparse(tree)
+    text = ast.unparse(to_python_ast(node))
     lines = []
     for line in text.splitlines():
         match = _STRING_STATEMENT.match(line)
@@ -162,7 +161,7 @@ def compile_ast(node: gast.FunctionDef, namespace: dict[str, Any], origin: str) 
     """
     filename = f"<s2sgrad {node.name} #{next(_counter)}>"
     ORIGINS[filename] = origin
-    module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module(body=[node], type_ignores=[])))
+    module = ast.Module(body=[to_python_ast(node)], type_ignores=[])
     module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
     module_globals.update(namespace)
     exec(compile(module, filename, "exec"), module_globals)

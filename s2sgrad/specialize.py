@@ -24,7 +24,16 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.syntax import attribute, call, clone, constant, load, names_read, walk
+from s2sgrad.syntax import (
+    attribute,
+    call,
+    clone,
+    clone_rewriting,
+    constant,
+    load,
+    names_read,
+    walk,
+)
 
 __all__ = ["shapes_follow_arguments", "probe_and_specialise", "signature", "strip_broadcasts_in"]
 
@@ -231,7 +240,6 @@ def probe_and_specialise(
         result, fast = probe_and_specialise(node, namespace, (x,), {}, compile_ast_function)
     """
     specialisers = _specialisers()
-    probed = clone(node)
     probe = _Probe()
     probe_name = "__s2sgrad_probe__"
     operator_name = "__s2sgrad_operator__"
@@ -242,7 +250,7 @@ def probe_and_specialise(
             return call(load(probe_name), [constant(site), load(operator_name), *operands])
         return call(load(probe_name), [constant(site), site_node.func, *site_node.args])
 
-    _EachSite(probed, namespace, specialisers, instrument).visit(probed)
+    probed = clone_rewriting(node, _each_site(namespace, specialisers, instrument))
     function = compile_function(
         probed, {**namespace, probe_name: probe, operator_name: _apply_operator}
     )
@@ -258,11 +266,35 @@ def probe_and_specialise(
         replacement = specialisers[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
-    specialised = clone(node)
-    _EachSite(specialised, namespace, specialisers, specialise).visit(specialised)
+    specialised = clone_rewriting(node, _each_site(namespace, specialisers, specialise))
     _strip_broadcast_definitions(specialised)
     _scatter_sums(specialised, namespace)
     return result, specialised
+
+
+def _each_site(namespace: dict, specialisers: dict, handle) -> Callable[[gast.AST], gast.AST]:
+    """A rewriter for :func:`clone_rewriting` that numbers the probed sites (specialisable
+    calls, arithmetic) and replaces each by ``handle(site, node, target)``.
+
+    The probe and the specialisation copy the same tree in one order, so the numbers agree.
+    """
+    count = iter(range(1 << 62))
+
+    def rewrite(node: gast.AST) -> gast.AST:
+        kind = type(node)
+        if kind is gast.BinOp:
+            if type(node.op) in _ARITHMETIC:
+                return handle(next(count), node, None)
+        elif kind is gast.Call:
+            target = _resolve(node.func, namespace)
+            if target is None or id(target) not in specialisers or node.keywords:
+                return node
+            if any(type(a) is gast.Starred for a in node.args):
+                return node
+            return handle(next(count), node, target)
+        return node
+
+    return rewrite
 
 
 _ARITHMETIC = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
@@ -395,43 +427,6 @@ def _is_broadcast_call(node) -> bool:
         and len(node.args) == 2
         and not node.keywords
     )
-
-
-class _EachSite(gast.NodeTransformer):
-    """Visit the probed sites of a function (specialisable calls, arithmetic) in a fixed
-    order, numbering them, and replace each by what ``handle(site, node, target)`` returns.
-
-    The probe and the specialisation walk the same tree shape, so the numbers agree.
-    """
-
-    def __init__(self, root, namespace, specialisers, handle):
-        self.root = root
-        self.namespace = namespace
-        self.specialisers = specialisers
-        self.handle = handle
-        self.count = 0
-
-    def visit_FunctionDef(self, inner):
-        if inner is self.root:
-            self.generic_visit(inner)
-        return inner
-
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        target = _resolve(node.func, self.namespace)
-        if target is None or id(target) not in self.specialisers:
-            return node
-        if any(isinstance(a, gast.Starred) for a in node.args) or node.keywords:
-            return node
-        return self.next(node, target)
-
-    def visit_BinOp(self, node):
-        self.generic_visit(node)
-        return self.next(node, None) if type(node.op) in _ARITHMETIC else node
-
-    def next(self, node, target):
-        site, self.count = self.count, self.count + 1
-        return self.handle(site, node, target)
 
 
 def _resolve(func: gast.expr, namespace: dict):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import gast
 
@@ -109,6 +109,41 @@ def clone(node):
     return new
 
 
+def clone_rewriting(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> gast.AST:
+    """A deep copy of ``node`` in which ``replace`` rewrites each copied node.
+
+    ``replace(copy)`` sees every node outside nested functions after its children, in
+    the order :func:`s2sgrad.python_ast.to_python_ast` sees them, and returns the node
+    to use instead (or the copy itself).
+
+    Example::
+
+        clone_rewriting(tree, lambda n: constant(1) if isinstance(n, gast.Name) else n)
+    """
+
+    def copy(current, root, nested):
+        kind = type(current)
+        new = kind.__new__(kind)
+        state = new.__dict__
+        state.update(current.__dict__)
+        inner = nested or (kind in SCOPES and current is not root)
+        for field in child_fields(kind):
+            value = state.get(field)
+            if type(value) is list:
+                state[field] = [
+                    copy(item, root, inner) if isinstance(item, gast.AST) else item
+                    for item in value
+                ]
+            elif isinstance(value, gast.AST) and not isinstance(value, gast.expr_context):
+                state[field] = copy(value, root, inner)
+        for key, value in state.items():
+            if key not in _FIELDS[kind] and isinstance(value, (list, gast.AST)):
+                state[key] = clone(value)
+        return new if nested else replace(new)
+
+    return copy(node, node, False)
+
+
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     if old is not None and getattr(old, "lineno", None) is not None:
         for child in gast.walk(new):
@@ -138,9 +173,9 @@ def _nodes(node: gast.AST, into_functions: bool = True):
             continue  # None and literals in lists (e.g. the defaults of keyword-only params)
         yield current
         kind = type(current)
-        if not into_functions and current is not node and kind in _SCOPES:
+        if not into_functions and current is not node and kind in SCOPES:
             continue
-        for field in _child_fields(kind):
+        for field in child_fields(kind):
             value = getattr(current, field, None)
             if type(value) is list:
                 extend(value)
@@ -148,12 +183,13 @@ def _nodes(node: gast.AST, into_functions: bool = True):
                 push(value)
 
 
-_SCOPES = (gast.FunctionDef, gast.Lambda)
+SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 _LEAVES = (str, int, float, complex, bytes, bool, type(Ellipsis), gast.expr_context)
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _child_fields(kind: type) -> tuple[str, ...]:
+def child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node class that hold child nodes, in the order walkers visit them."""
     fields = _FIELDS.get(kind)
     if fields is None:
         fields = _FIELDS[kind] = tuple(

@@ -1,0 +1,135 @@
+"""Convert gast trees into the standard library's ``ast`` trees, quickly.
+
+``gast.gast_to_ast`` followed by ``ast.fix_missing_locations`` walks the tree twice
+through generic visitors; generated code is converted on every transformation (to print
+it, or to compile the specialisation probe), so this does both in one direct pass.
+Missing locations are inherited from the enclosing node, as ``fix_missing_locations``
+does.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import gast
+
+from s2sgrad.syntax import child_fields
+
+__all__ = ["to_python_ast"]
+
+_CONTEXTS = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
+_SINGLETONS = {  # operators carry nothing, so one instance serves every node (as in CPython)
+    kind: getattr(ast, kind.__name__)()
+    for base in (gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
+    for kind in base.__subclasses__()
+}
+_START = (1, 0, 1, 0)
+_PLANS: dict[type, tuple[type, tuple[str, ...], tuple[str, ...], bool]] = {}
+
+
+def to_python_ast(node: gast.AST) -> ast.AST:
+    """The ``ast`` tree for a gast tree, with every location filled in.
+
+    Example::
+
+        tree = to_python_ast(gast.parse("def f(x):\\n    return x"))
+        exec(compile(tree, "<f>", "exec"))
+    """
+    return _convert(node, _START)
+
+
+def _location(node, outer):
+    d = node.__dict__
+    lineno, col_offset, end_lineno, end_col_offset = outer
+    value = d.get("lineno")
+    if value is not None:
+        lineno = value
+    value = d.get("col_offset")
+    if value is not None:
+        col_offset = value
+    value = d.get("end_lineno")
+    if value is not None:
+        end_lineno = value
+    value = d.get("end_col_offset")
+    if value is not None:
+        end_col_offset = value
+    return lineno, col_offset, end_lineno, end_col_offset
+
+
+def _convert(node, outer):
+    kind = type(node)
+    plan = _PLANS.get(kind) or _plan(kind)
+    target, children, others, located = plan
+    location = _location(node, outer) if located else outer
+    if kind is gast.Name:
+        new = ast.Name(node.id, _CONTEXTS[type(node.ctx)])
+    elif kind is gast.Constant:
+        new = ast.Constant(node.value, node.kind)
+    elif kind is gast.arguments:
+        new = _arguments(node, location)
+    elif kind is gast.ExceptHandler:
+        new = ast.ExceptHandler(
+            type=_value(node.type, location),
+            name=node.name.id if node.name is not None else None,
+            body=_value(node.body, location),
+        )
+    else:
+        new = target.__new__(target)
+        state = node.__dict__
+        for field in children:
+            value = state.get(field)
+            if type(value) is list:
+                value = [
+                    _convert(item, location) if isinstance(item, gast.AST) else item
+                    for item in value
+                ]
+            elif isinstance(value, gast.AST):
+                value = _SINGLETONS.get(type(value)) or _convert(value, location)
+            setattr(new, field, value)
+        for field in others:
+            value = state.get(field)
+            setattr(new, field, _CONTEXTS.get(type(value), value))
+    if located:
+        new.lineno, new.col_offset, new.end_lineno, new.end_col_offset = location
+    return new
+
+
+def _value(value, location):
+    if type(value) is list:
+        return [_value(item, location) for item in value]
+    if isinstance(value, gast.AST):
+        return _convert(value, location)
+    return value
+
+
+def _arguments(node, location):
+    def parameter(name):
+        if name is None:
+            return None
+        new = ast.arg(
+            arg=name.id,
+            annotation=_value(name.annotation, location),
+            type_comment=name.type_comment,
+        )
+        new.lineno, new.col_offset, new.end_lineno, new.end_col_offset = _location(name, location)
+        return new
+
+    return ast.arguments(
+        posonlyargs=[parameter(n) for n in node.posonlyargs],
+        args=[parameter(n) for n in node.args],
+        vararg=parameter(node.vararg),
+        kwonlyargs=[parameter(n) for n in node.kwonlyargs],
+        kw_defaults=_value(node.kw_defaults, location),
+        kwarg=parameter(node.kwarg),
+        defaults=_value(node.defaults, location),
+    )
+
+
+def _plan(kind: type) -> tuple[type, tuple[str, ...], tuple[str, ...], bool]:
+    """The ``ast`` class for a gast class, its child fields, its other fields, and whether
+    it has a location."""
+    target = getattr(ast, kind.__name__)
+    children = tuple(f for f in child_fields(kind) if f in target._fields)
+    others = tuple(f for f in target._fields if f not in children)
+    plan = _PLANS[kind] = (target, children, others, "lineno" in target._attributes)
+    return plan
