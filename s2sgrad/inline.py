@@ -9,9 +9,9 @@ free names of the rule (``np``, runtime helpers) are bound in the generated name
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
+import operator
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -20,7 +20,7 @@ from typing import Any
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, clone, constant, names_written, walk
+from s2sgrad.syntax import assign, clone, clone_rewriting, constant, names_written, walk
 
 __all__ = ["Inlined", "inline_rule", "Namespace"]
 
@@ -73,6 +73,9 @@ class _ParsedRule:
     keyword_only: list[inspect.Parameter]
     body: list[gast.stmt]
     globals: dict
+    written: frozenset[str]  # the rule's local variables
+    first: str  # the name of the cotangent (or tangent) parameter
+    ans: str  # the name of the primal output parameter
 
 
 @functools.cache
@@ -91,7 +94,11 @@ def _parse_rule(rule) -> _ParsedRule | None:
     body = node.body
     if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
         body = body[1:]
-    return _ParsedRule(positional, varargs, keyword_only, body, rule.__globals__)
+    written = frozenset().union(*(names_written(s) for s in body))
+    first, ans = list(inspect.signature(rule).parameters)[:2]
+    return _ParsedRule(
+        positional, varargs, keyword_only, body, rule.__globals__, written, first, ans
+    )
 
 
 def inline_rule(
@@ -133,23 +140,30 @@ def inline_rule(
         if parameter.default is inspect.Parameter.empty or not _is_literal(parameter.default):
             return None
         bound[parameter.name] = constant(parameter.default)
-    first_name, ans_name = list(inspect.signature(rule).parameters)[:2]
-    bound[first_name] = first
-    bound[ans_name] = ans
+    bound[parsed.first] = first
+    bound[parsed.ans] = ans
 
-    body = [clone(s) for s in parsed.body]
-    written = set().union(*(names_written(s) for s in body)) if body else set()
-    renames = {name: names.claim(name) for name in written}
+    literals = _literal_bindings(bound, parsed.written)
+    template = _folded_template(rule, parsed, literals)
+    if template is None:
+        return None
+    renames = {name: names.claim(name) for name in parsed.written}
     prologue = [
-        assign(renames[name], clone(value)) for name, value in bound.items() if name in written
+        assign(renames[name], clone(value)) for name, value in bound.items() if name in renames
     ]
-    _Substitute(bound, renames, parsed.globals, namespace).visit_block(body)
-    body = _fold(body)
-    if body is None or not body or not isinstance(body[-1], gast.Return):
-        return None
-    *statements, final = body
-    if any(isinstance(n, gast.Return) for s in statements for n in walk(s)):
-        return None
+
+    def substitute(node: gast.AST) -> gast.AST:
+        if type(node) is not gast.Name:
+            return node
+        if node.id in renames:
+            node.id = renames[node.id]
+        elif node.id in bound:
+            return clone(bound[node.id])
+        elif node.id in parsed.globals:
+            node.id = namespace.bind(node.id, parsed.globals[node.id])
+        return node  # a builtin
+
+    *statements, final = [clone_rewriting(statement, substitute) for statement in template]
     value = final.value
     if isinstance(value, gast.Tuple):
         if any(isinstance(e, gast.Starred) for e in value.elts):
@@ -165,33 +179,54 @@ def inline_rule(
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
 
 
+def _literal_bindings(bound: dict[str, gast.expr], written: frozenset[str]) -> tuple:
+    """``(name, repr(value), node)`` for parameters bound to literals (``axis=-1``)."""
+    found = []
+    for name, node in bound.items():
+        if name in written:
+            continue
+        try:
+            value = _literal_value(node)
+        except _NotLiteral:
+            continue
+        found.append((name, repr(value), node))
+    return tuple(found)
+
+
+_TEMPLATES: dict[tuple, list[gast.stmt] | None] = {}
+
+
+def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.stmt] | None:
+    """The rule's body with its literal parameters substituted and ``if``s on them folded.
+
+    Cached per rule and literal values, so ``np.sum(x, axis=1)`` folds its rule once.
+    ``None`` when the folded body is not statements followed by one final ``return``.
+    """
+    key = (rule, tuple((name, text) for name, text, _ in literals))
+    if key in _TEMPLATES:
+        return _TEMPLATES[key]
+    nodes = {name: node for name, _, node in literals}
+
+    def substitute(node: gast.AST) -> gast.AST:
+        if type(node) is gast.Name and node.id in nodes:
+            return clone(nodes[node.id])
+        return node
+
+    body = _fold([clone_rewriting(statement, substitute) for statement in parsed.body])
+    if (
+        not body
+        or not isinstance(body[-1], gast.Return)
+        or any(isinstance(n, gast.Return) for s in body[:-1] for n in walk(s))
+    ):
+        body = None
+    _TEMPLATES[key] = body
+    return body
+
+
 def _is_literal(value: Any) -> bool:
     if value is None or isinstance(value, (bool, int, float, str)):
         return True
     return isinstance(value, tuple) and all(_is_literal(v) for v in value)
-
-
-class _Substitute(gast.NodeTransformer):
-    def __init__(self, bound, renames, rule_globals, namespace: Namespace):
-        self.bound = bound
-        self.renames = renames
-        self.rule_globals = rule_globals
-        self.namespace = namespace
-
-    def visit_block(self, statements: list[gast.stmt]) -> None:
-        for index, statement in enumerate(statements):
-            statements[index] = self.visit(statement)
-
-    def visit_Name(self, node: gast.Name) -> gast.expr:
-        if node.id in self.renames:
-            node.id = self.renames[node.id]
-            return node
-        if node.id in self.bound:
-            return clone(self.bound[node.id])
-        if node.id in self.rule_globals:
-            node.id = self.namespace.bind(node.id, self.rule_globals[node.id])
-            return node
-        return node  # a builtin
 
 
 def _fold(statements: list[gast.stmt]) -> list[gast.stmt] | None:
@@ -223,14 +258,61 @@ def constant_truth(test: gast.expr) -> bool | None:
 
         constant_truth(parse_expression("None is None"))  # True
     """
-    for node in walk(test):
-        if isinstance(node, (gast.Name, gast.Call, gast.Attribute, gast.Subscript, gast.Lambda)):
-            return None
     try:
-        tree = gast.gast_to_ast(gast.Expression(body=clone(test)))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # `-1 is None` warns, and is still foldable
-            code = compile(ast.fix_missing_locations(tree), "<fold>", "eval")
-            return bool(eval(code, {}, {}))
-    except Exception:
+            return bool(_literal_value(test))
+    except _NotLiteral:
         return None
+    except Exception:  # a literal expression that raises (1 / 0) is left to run time
+        return None
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+_COMPARISONS = {
+    gast.Eq: operator.eq,
+    gast.NotEq: operator.ne,
+    gast.Lt: operator.lt,
+    gast.LtE: operator.le,
+    gast.Gt: operator.gt,
+    gast.GtE: operator.ge,
+    gast.Is: operator.is_,
+    gast.IsNot: operator.is_not,
+    gast.In: lambda a, b: a in b,
+    gast.NotIn: lambda a, b: a not in b,
+}
+_UNARY = {gast.Not: operator.not_, gast.USub: operator.neg, gast.UAdd: operator.pos}
+_BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
+
+
+def _literal_value(node: gast.expr):
+    """The value of an expression of literals, comparisons and boolean logic."""
+    kind = type(node)
+    if kind is gast.Constant:
+        return node.value
+    if kind in (gast.Tuple, gast.List):
+        values = [_literal_value(e) for e in node.elts]
+        return tuple(values) if kind is gast.Tuple else values
+    if kind is gast.UnaryOp and type(node.op) in _UNARY:
+        return _UNARY[type(node.op)](_literal_value(node.operand))
+    if kind is gast.BinOp and type(node.op) in _BINARY:
+        return _BINARY[type(node.op)](_literal_value(node.left), _literal_value(node.right))
+    if kind is gast.BoolOp:
+        is_and = type(node.op) is gast.And
+        for value_node in node.values:
+            value = _literal_value(value_node)
+            if bool(value) != is_and:
+                return value
+        return value
+    if kind is gast.Compare:
+        left = _literal_value(node.left)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _literal_value(right_node)
+            if not _COMPARISONS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    raise _NotLiteral

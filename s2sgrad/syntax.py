@@ -146,7 +146,7 @@ def clone_rewriting(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> 
 
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     if old is not None and getattr(old, "lineno", None) is not None:
-        for child in gast.walk(new):
+        for child in _nodes(new):
             if getattr(child, "lineno", None) is None and "lineno" in child._attributes:
                 child.lineno = old.lineno
                 child.col_offset = getattr(old, "col_offset", 0)
