@@ -93,55 +93,57 @@ def parse_expression(text: str) -> gast.expr:
 def clone(node):
     """A deep copy of a syntax tree (much faster than ``copy.deepcopy``).
 
-    Extra attributes passes attach to nodes are copied along, shallowly.
+    Extra attributes passes attach to nodes are copied along (lists and nodes deeply).
+    Expression contexts (``Load``, ``Store``) carry nothing and are shared.
     """
-    if isinstance(node, list):
+    if type(node) is list:
         return [clone(item) for item in node]
-    if not isinstance(node, gast.AST):
+    if not isinstance(node, gast.AST) or type(node) in _CONTEXTS:
         return node
-    new = node.__class__.__new__(node.__class__)
-    new.__dict__.update(
-        {
-            key: clone(value) if isinstance(value, (list, gast.AST)) else value
-            for key, value in node.__dict__.items()
-        }
-    )
-    return new
+    return _copy(node, None, False)
 
 
 def clone_rewriting(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> gast.AST:
     """A deep copy of ``node`` in which ``replace`` rewrites each copied node.
 
-    ``replace(copy)`` sees every node outside nested functions after its children, in
-    the order :func:`s2sgrad.python_ast.to_python_ast` sees them, and returns the node
-    to use instead (or the copy itself).
+    ``replace(copy)`` sees every node outside nested functions after its children and
+    returns the node to use instead (or the copy itself). Two copies of one tree see
+    their nodes in the same order.
 
     Example::
 
         clone_rewriting(tree, lambda n: constant(1) if isinstance(n, gast.Name) else n)
     """
+    return _copy(node, replace, False, node)
 
-    def copy(current, root, nested):
-        kind = type(current)
-        new = kind.__new__(kind)
-        state = new.__dict__
-        state.update(current.__dict__)
-        inner = nested or (kind in SCOPES and current is not root)
-        for field in child_fields(kind):
-            value = state.get(field)
-            if type(value) is list:
-                state[field] = [
-                    copy(item, root, inner) if isinstance(item, gast.AST) else item
-                    for item in value
-                ]
-            elif isinstance(value, gast.AST) and not isinstance(value, gast.expr_context):
-                state[field] = copy(value, root, inner)
-        for key, value in state.items():
-            if key not in _FIELDS[kind] and isinstance(value, (list, gast.AST)):
+
+def _copy(node, replace, nested, root=None):
+    kind = type(node)
+    new = kind.__new__(kind)
+    state = node.__dict__.copy()
+    if replace is not None and not nested and kind in SCOPES and node is not root:
+        nested = True
+    fields = None if replace is None else (_FIELDS.get(kind) or child_fields(kind))
+    for key, value in state.items():
+        if fields is not None and key not in fields:  # attached by a pass: copied as is
+            if isinstance(value, (list, gast.AST)):
                 state[key] = clone(value)
-        return new if nested else replace(new)
+        elif type(value) is list:
+            state[key] = [
+                item
+                if type(item) in _CONTEXTS or not isinstance(item, (gast.AST, list))
+                else clone(item)
+                if type(item) is list
+                else _copy(item, replace, nested, root)
+                for item in value
+            ]
+        elif isinstance(value, gast.AST) and type(value) not in _CONTEXTS:
+            state[key] = _copy(value, replace, nested, root)
+    new.__dict__ = state
+    return new if replace is None or nested else replace(new)
 
-    return copy(node, node, False)
+
+_CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del})
 
 
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
