@@ -52,7 +52,14 @@ class GeneratedFunction:
         origin: str,
         finish: Callable[[gast.FunctionDef], gast.FunctionDef] | None = None,
     ):
-        used = {n.id for n in walk(node) if isinstance(n, gast.Name)}
+        used = set()
+        self.defines_functions = False  # has functions or lambdas inside
+        for child in walk(node):
+            kind = type(child)
+            if kind is gast.Name:
+                used.add(child.id)
+            elif kind in (gast.FunctionDef, gast.Lambda) and child is not node:
+                self.defines_functions = True
         self.raw_node = node
         self.finish = finish  # the optimisation still owed, done when the code is needed
         self.namespace = {name: obj for name, obj in namespace.items() if name in used}

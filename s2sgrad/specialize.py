@@ -313,7 +313,7 @@ def _without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen
         if other.kind == "array" and other.shape == result.shape
     ]
     binop.s2s_broadcast_free = sides  # kept so that later folding can strip again
-    strip_broadcasts_in(binop)
+    _strip_sides(binop)
     return binop
 
 
@@ -324,14 +324,18 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     """
     changed = False
     for binop in walk(node):
-        for side in getattr(binop, "s2s_broadcast_free", ()):
-            before = getattr(binop, side)
-            after = _strip_broadcasts(before)
-            changed |= after is not before or _contains_broadcast(before) != _contains_broadcast(
-                after
-            )
-            setattr(binop, side, after)
+        if getattr(binop, "s2s_broadcast_free", None):
+            changed |= _strip_sides(binop)
     return changed
+
+
+def _strip_sides(binop: gast.BinOp) -> bool:
+    removed = False
+    for side in binop.s2s_broadcast_free:
+        stripped, removed_here = _strip_broadcasts(getattr(binop, side))
+        setattr(binop, side, stripped)
+        removed |= removed_here
+    return removed
 
 
 def _is_number(node) -> bool:
@@ -340,30 +344,31 @@ def _is_number(node) -> bool:
     return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
-def _contains_broadcast(node) -> int:
-    return sum(1 for n in walk(node) if _is_broadcast_call(n))
+def _strip_broadcasts(node: gast.expr) -> tuple[gast.expr, bool]:
+    """Drop broadcast_to calls inside an elementwise expression that broadcasting restores.
 
-
-def _strip_broadcasts(node: gast.expr) -> gast.expr:
-    """Drop broadcast_to calls inside an elementwise expression that broadcasting restores."""
+    Returns the expression and whether a ``broadcast_to`` call was removed.
+    """
     if _is_broadcast_call(node):
-        return _strip_broadcasts(node.args[0])
+        return _strip_broadcasts(node.args[0])[0], True
+    removed = False
     if (
         isinstance(node, gast.Call)
         and isinstance(node.func, gast.Attribute)
         and node.func.attr == "expand_dims"
         and node.args
     ):  # expand_dims of a number is the number, as far as broadcasting is concerned
-        inner = _strip_broadcasts(node.args[0])
+        inner, removed = _strip_broadcasts(node.args[0])
         if _is_number(inner):
-            return inner
+            return inner, True
         node.args[0] = inner
     if isinstance(node, gast.BinOp) and type(node.op) in _ARITHMETIC:
-        node.left = _strip_broadcasts(node.left)
-        node.right = _strip_broadcasts(node.right)
+        node.left, removed_left = _strip_broadcasts(node.left)
+        node.right, removed_right = _strip_broadcasts(node.right)
+        removed = removed_left or removed_right
     elif isinstance(node, gast.UnaryOp):
-        node.operand = _strip_broadcasts(node.operand)
-    return node
+        node.operand, removed = _strip_broadcasts(node.operand)
+    return node, removed
 
 
 def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
@@ -565,7 +570,8 @@ def _scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
                     setattr(statement, field, rewrite(inner))
             lines = _scatter_statement(statement, npn, buffers)
             if lines is None:
-                buffers -= names_read(statement) | _written(statement)
+                if buffers:
+                    buffers -= names_read(statement) | _written(statement)
                 lines = [statement]
             result.extend(lines)
         return result

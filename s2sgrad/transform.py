@@ -287,7 +287,7 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
     """
 
     def compile_probe(node, namespace):
-        if any(isinstance(n, (gast.FunctionDef, gast.Lambda)) for n in walk(node) if n is not node):
+        if generated.defines_functions:
             # functions defined inside need readable source to be differentiated in turn
             return compile_function(node, namespace, generated.origin).function
         return compile_ast(node, namespace, generated.origin)
