@@ -148,7 +148,7 @@ _CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del})
 
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     if old is not None and getattr(old, "lineno", None) is not None:
-        for child in _nodes(new):
+        for child in _nodes(new, True, True):
             if getattr(child, "lineno", None) is None and "lineno" in child._attributes:
                 child.lineno = old.lineno
                 child.col_offset = getattr(old, "col_offset", 0)
@@ -157,37 +157,55 @@ def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     return new
 
 
-def walk(node: gast.AST):
-    """Every node below ``node``, in no particular order (a faster ``gast.walk``)."""
-    return _nodes(node)
+def walk(node: gast.AST) -> list[gast.AST]:
+    """Every node below ``node`` and itself, in no particular order (a faster ``gast.walk``).
 
-
-def _nodes(node: gast.AST, into_functions: bool = True):
-    """Every node below ``node`` (a faster ``gast.walk``), optionally not entering functions.
-
-    Expression contexts (``Load``/``Store``) are not visited: no pass needs them as nodes.
+    Expression contexts (``Load``/``Store``) are not included: no pass needs them as nodes.
     """
+    return _nodes(node, True, False)
+
+
+def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[gast.AST]:
+    found = []
     stack = [node]
-    pop, push, extend = stack.pop, stack.append, stack.extend
+    pop, push, extend, add = stack.pop, stack.append, stack.extend, found.append
+    plans = _OPERATOR_FREE if skip_operators else _NODE_FIELDS
     while stack:
         current = pop()
-        if current is None or isinstance(current, _LEAVES):
-            continue  # None and literals in lists (e.g. the defaults of keyword-only params)
-        yield current
         kind = type(current)
-        if not into_functions and current is not node and kind in SCOPES:
+        add(current)
+        if not into_functions and kind in SCOPES and current is not node:
             continue
-        for field in child_fields(kind):
-            value = getattr(current, field, None)
+        state = current.__dict__
+        for field in plans.get(kind) or _node_fields(kind, skip_operators):
+            value = state.get(field)
             if type(value) is list:
-                extend(value)
-            elif value is not None and not isinstance(value, _LEAVES):
+                extend([item for item in value if item is not None and type(item) not in _LEAVES])
+            elif value is not None and type(value) not in _LEAVES:
                 push(value)
+    return found
 
 
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
-_LEAVES = (str, int, float, complex, bytes, bool, type(Ellipsis), gast.expr_context)
+_LEAVES = frozenset({str, int, float, complex, bytes, bool, type(Ellipsis), *_CONTEXTS})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_NODE_FIELDS: dict[type, tuple[str, ...]] = {}
+_OPERATOR_FREE: dict[type, tuple[str, ...]] = {}
+_SCALAR_FIELDS = {  # fields that hold names or literals, never nodes
+    gast.Name: {"id"},
+    gast.Attribute: {"attr"},
+    gast.FunctionDef: {"name"},
+    gast.AsyncFunctionDef: {"name"},
+    gast.ClassDef: {"name"},
+    gast.keyword: {"arg"},
+    gast.alias: {"name", "asname"},
+    gast.ImportFrom: {"module", "level"},
+    gast.Global: {"names"},
+    gast.Nonlocal: {"names"},
+    gast.Constant: {"value"},
+    gast.comprehension: {"is_async"},
+    gast.FormattedValue: {"conversion"},
+}
 
 
 def child_fields(kind: type) -> tuple[str, ...]:
@@ -200,18 +218,30 @@ def child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
+def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
+    scalar = _SCALAR_FIELDS.get(kind, set())
+    fields = tuple(f for f in child_fields(kind) if f not in scalar)
+    _NODE_FIELDS[kind] = fields
+    _OPERATOR_FREE[kind] = tuple(f for f in fields if f not in ("op", "ops"))
+    return _OPERATOR_FREE[kind] if skip_operators else fields
+
+
 def names_read(node: gast.AST) -> set[str]:
     """Names loaded anywhere inside ``node``."""
-    return {n.id for n in _nodes(node) if type(n) is gast.Name and type(n.ctx) is gast.Load}
+    return {
+        n.id for n in _nodes(node, True, True) if type(n) is gast.Name and type(n.ctx) is gast.Load
+    }
 
 
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
     found = set()
-    for current in _nodes(node, into_functions=False):
-        if type(current) is gast.Name and type(current.ctx) is gast.Store:
-            found.add(current.id)
-        elif type(current) in (gast.FunctionDef, gast.ClassDef):
+    for current in _nodes(node, False, True):
+        kind = type(current)
+        if kind is gast.Name:
+            if type(current.ctx) is gast.Store:
+                found.add(current.id)
+        elif kind in (gast.FunctionDef, gast.ClassDef):
             found.add(current.name)
     return found
 
@@ -219,7 +249,7 @@ def names_written(node: gast.AST) -> set[str]:
 def names_modified(node: gast.AST) -> set[str]:
     """Names a statement rebinds or changes in place (``y[i] = v``, ``items.append(v)``)."""
     found = names_written(node)
-    for child in _nodes(node):
+    for child in _nodes(node, True, True):
         kind = type(child)
         if kind in (gast.Subscript, gast.Attribute) and type(child.ctx) is gast.Store:
             base = child.value
