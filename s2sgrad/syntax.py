@@ -176,8 +176,11 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
         add(current)
         if not into_functions and kind in SCOPES and current is not node:
             continue
+        fields = plans.get(kind)
+        if fields is None:
+            fields = _node_fields(kind, skip_operators)
         state = current.__dict__
-        for field in plans.get(kind) or _node_fields(kind, skip_operators):
+        for field in fields:
             value = state.get(field)
             if type(value) is list:
                 extend([item for item in value if item is not None and type(item) not in _LEAVES])
