@@ -197,8 +197,14 @@ class Seen:
         if isinstance(value, tuple) and all(type(v) is int for v in value):
             return Seen("tuple", value=value)
         if _is_basic_index(value):
-            return Seen("basic index")
+            return Seen("basic index", value=_hashable_index(value))
         return Seen("other")
+
+
+def _hashable_index(index) -> tuple:
+    """A basic index as a hashable tuple (slices are not hashable before Python 3.12)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    return tuple(("slice", p.start, p.stop, p.step) if isinstance(p, slice) else p for p in parts)
 
 
 def _is_basic_index(index) -> bool:
@@ -549,7 +555,41 @@ def _index_cotangent(node, args, result, namespace):
     g, x, index = args
     if x.kind == "array" and index.kind in ("basic index", "int") and result.kind == "array":
         node.s2s_scatter = result.dtype == x.dtype  # may become an in-place add
+        if index.kind == "basic index":
+            node.s2s_uncovered = _uncovered(index.value, x.shape)
     return None
+
+
+def _uncovered(index: tuple, shape: tuple) -> list[gast.expr] | None:
+    """The slices of an array of ``shape`` that ``a[index] = v`` leaves untouched, as
+    subscripts (``[:1]``, ``[-1:]``); None unless ``index`` is one contiguous slice of the
+    first axis (``1:``, ``:-1``, ``2:5, :``).
+
+    Example::
+
+        _uncovered((("slice", None, -1, None),), (10,))  # the subscript -1:
+    """
+    first, *rest = index
+    if not shape or not (isinstance(first, tuple) and first[3] in (None, 1)):
+        return None
+    if any(part not in (("slice", None, None, None), Ellipsis) for part in rest):
+        return None
+    length = shape[0]
+    start, stop, _ = slice(first[1], first[2]).indices(length)
+    if stop <= start:
+        return None
+    parts = []
+    if start > 0:
+        parts.append(gast.Slice(lower=None, upper=constant(start), step=None))
+    if stop < length:
+        parts.append(gast.Slice(lower=_integer(stop - length), upper=None, step=None))
+    return parts
+
+
+def _integer(value: int) -> gast.expr:
+    if value < 0:
+        return gast.UnaryOp(op=gast.USub(), operand=constant(-value))
+    return constant(value)
 
 
 def _scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
@@ -606,20 +646,29 @@ def _scatter_statement(statement, npn, buffers: set[str]):
     if any(target in names_read(t) for t in terms):
         return None
     lines = []
+    # where the first part does not write, a fresh buffer needs zeros: all of it, or just
+    # the rest of the first axis when the first part is one slice of it
+    uncovered = None if existing else getattr(scatters[0], "s2s_uncovered", None)
     if not existing:
+        create = "zeros_like" if uncovered is None else "empty_like"
         lines.append(
             gast.Assign(
                 targets=[
                     gast.Name(id=target, ctx=gast.Store(), annotation=None, type_comment=None)
                 ],
-                value=call(attribute(load(npn), "zeros_like"), [clone(base)]),
+                value=call(attribute(load(npn), create), [clone(base)]),
                 type_comment=None,
             )
         )
+        for part in uncovered or ():
+            rest_of_axis = gast.Subscript(value=load(target), slice=part, ctx=gast.Store())
+            lines.append(
+                gast.Assign(targets=[rest_of_axis], value=constant(0.0), type_comment=None)
+            )
     for position, term in enumerate(scatters):
         index = _index_syntax(term.args[2])
         place = gast.Subscript(value=load(target), slice=index, ctx=gast.Store())
-        if position == 0 and not existing:  # an all-zeros buffer: the first part is written
+        if position == 0 and not existing:  # a fresh buffer: the first part is written
             lines.append(gast.Assign(targets=[place], value=term.args[0], type_comment=None))
         else:
             lines.append(gast.AugAssign(target=place, op=gast.Add(), value=term.args[0]))
