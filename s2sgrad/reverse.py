@@ -173,8 +173,9 @@ class _Reverse:
         out_name = self.adjoint(output.id) if single else self.names.claim("dout")
         seed = self.seed_output(output, out_name, final)
         backward = seed + self.backward_block(statements, later_reads=names_read(final))
-        forward, backward = self.place_saves(forward, backward)
-        forward = self.initial_values(statements, backward) + forward
+        read_back = names_read_outside_markers(backward)
+        forward, backward = self.place_saves(forward, backward, read_back)
+        forward = self.initial_values(statements, read_back) + forward
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
         return ReverseSweeps(forward, backward, output, out_name, adjoints)
 
@@ -386,7 +387,7 @@ class _Reverse:
     def restore_marker(self, save: _Save) -> gast.stmt:
         return gast.Expr(value=constant(f"__s2s_pop__:{save.key}"))
 
-    def initial_values(self, statements, backward) -> list[gast.stmt]:
+    def initial_values(self, statements, read_back: set[str]) -> list[gast.stmt]:
         """``v = None`` for values only some branches compute that the backward sweep reads.
 
         The backward sweep may make a zero cotangent for ``v`` on a path where ``v`` was
@@ -399,14 +400,14 @@ class _Reverse:
                 inside |= names_written(statement)
         for loop in nested_statements(statements):  # the backward loop sets its own counter
             inside -= _range_targets(loop)
-        read_back = names_read_outside_markers(backward)
         pushed = {s.target for s in self.saves.values() if s.used and s.kind == "assign"}
         names = sorted((inside & read_back) - top_level - self.parameters - pushed)
         return [assign(name, constant(None)) for name in names]
 
-    def place_saves(self, forward, backward):
-        """Turn save markers into pushes/pops for values the backward sweep reads."""
-        needed = names_read_outside_markers(backward) - set(self.adjoint_names.values())
+    def place_saves(self, forward, backward, read_back: set[str]):
+        """Turn save markers into pushes/pops for values the backward sweep reads
+        (``read_back``: the names it reads, markers aside)."""
+        needed = read_back - set(self.adjoint_names.values())
         changed = True
         while changed:
             changed = False

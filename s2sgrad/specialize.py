@@ -32,6 +32,7 @@ from s2sgrad.syntax import (
     constant,
     load,
     names_read,
+    rewrite,
     walk,
 )
 
@@ -249,8 +250,10 @@ def probe_and_specialise(
     probe = _Probe()
     probe_name = "__s2sgrad_probe__"
     operator_name = "__s2sgrad_operator__"
+    sites: dict[int, tuple[gast.AST, Any]] = {}
 
     def instrument(site, site_node, target):
+        sites[site] = (site_node, target)
         if target is None:  # arithmetic: __s2sgrad_operator__("+", left, right)
             operands = [constant(_ARITHMETIC[type(site_node.op)]), site_node.left, site_node.right]
             return call(load(probe_name), [constant(site), load(operator_name), *operands])
@@ -262,7 +265,20 @@ def probe_and_specialise(
     )
     result = function(*args, **kwargs)
 
-    def specialise(site, site_node, target):
+    def specialise(instrumented: gast.AST) -> gast.AST:
+        """The probed call, back as the site it wraps, and specialised if it can be."""
+        if not (
+            type(instrumented) is gast.Call
+            and type(instrumented.func) is gast.Name
+            and instrumented.func.id == probe_name
+        ):
+            return instrumented
+        site = instrumented.args[0].value
+        site_node, target = sites[site]
+        if target is None:
+            site_node.left, site_node.right = instrumented.args[3:]
+        else:
+            site_node.func, *site_node.args = instrumented.args[1:]
         records = probe.sites.get(site)
         if not records or len(records) != 1 or site in probe.aliased:
             return site_node  # never ran, or saw several shapes: stay generic
@@ -272,7 +288,7 @@ def probe_and_specialise(
         replacement = specialisers[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
-    specialised = clone_rewriting(node, _each_site(namespace, specialisers, specialise))
+    specialised = rewrite(probed, specialise)
     _strip_broadcast_definitions(specialised)
     _scatter_sums(specialised, namespace)
     return result, specialised
