@@ -47,29 +47,33 @@ def analyse_activity(
 
         analyse_activity(body, {"x"}, lambda r: names_read(r), lambda e: False).active
     """
+    statements = list(nested_statements(body))
+    facts = []  # (statement, names it writes, names its value reads), computed once
+    for statement in statements:
+        targets, value = _assignment(statement)
+        facts.append((statement, targets, value, names_read(value) if value else set()))
     varied = set(wrt)
+    carriers = [
+        (t, reads) for _, t, value, reads in facts if value and not blocks_derivative(value)
+    ]
     changed = True
     while changed:  # loops feed values back: iterate to a fixed point
         changed = False
-        for statement in nested_statements(body):
-            targets, value = _assignment(statement)
-            if value is None or blocks_derivative(value):
-                continue
-            if names_read(value) & varied and not targets <= varied:
+        for targets, reads in carriers:
+            if not reads.isdisjoint(varied) and not targets <= varied:
                 varied |= targets
                 changed = True
     useful: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for statement in reversed(list(nested_statements(body))):
+        for statement, targets, value, reads in reversed(facts):
             if isinstance(statement, gast.Return) and statement.value is not None:
                 new = output_names(statement) - useful
             else:
-                targets, value = _assignment(statement)
-                if value is None or not targets & useful:
+                if value is None or targets.isdisjoint(useful):
                     continue
-                new = names_read(value) - useful
+                new = reads - useful
                 if isinstance(statement, gast.Assign) and not isinstance(
                     statement.targets[0], (gast.Name, gast.Tuple, gast.List)
                 ):
