@@ -7,6 +7,7 @@ closure cells and builtins before any code is written.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import inspect
 import linecache
@@ -18,6 +19,7 @@ from typing import Any
 import gast
 
 from s2sgrad.errors import S2SGradError, where
+from s2sgrad.python_ast import to_gast
 from s2sgrad.syntax import walk
 
 __all__ = ["ParsedFunction", "parse_function", "NOT_FOUND"]
@@ -101,7 +103,7 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
             "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
         )
     try:
-        lines, first_line = inspect.getsourcelines(function)
+        lines, first_line = _source_lines(function)
     except (OSError, TypeError) as error:
         raise S2SGradError(
             f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
@@ -136,9 +138,43 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
     )
 
 
+def _source_lines(function) -> tuple[list[str], int]:
+    """The lines of ``function``'s definition (decorators included) and the first one's number.
+
+    Like ``inspect.getsourcelines``, without tokenizing: a ``def`` ends on the last line
+    its code (or any code nested in it) has a position on; trailing lines without code
+    (comments, a final ``pass``) do not change what the function does.
+    """
+    code = function.__code__
+    if function.__name__ != "<lambda>":
+        lines = linecache.getlines(code.co_filename, function.__globals__)
+        last = _last_line(code)
+        first = code.co_firstlineno
+        if lines and last is not None and first <= last <= len(lines):
+            chunk = lines[first - 1 : last]
+            try:
+                ast.parse(textwrap.dedent("".join(chunk)))
+            except SyntaxError:
+                pass
+            else:
+                return chunk, first
+    return inspect.getsourcelines(function)
+
+
+def _last_line(code: types.CodeType) -> int | None:
+    if hasattr(code, "co_positions"):
+        ends = [end for _, end, _, _ in code.co_positions() if end is not None]
+    else:  # Python 3.10: start lines only; a cut statement fails to parse, and inspect reads it
+        ends = [line for _, _, line in code.co_lines() if line is not None]
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            ends.append(_last_line(constant) or 0)
+    return max(ends, default=None)
+
+
 def _function_node(source, function, filename, first_line) -> gast.FunctionDef:
     try:
-        module = gast.parse(source)
+        module = to_gast(ast.parse(source))
     except SyntaxError as error:
         raise S2SGradError(
             f"{where(filename, first_line)}: could not parse the source of "

@@ -1,10 +1,11 @@
-"""Convert gast trees into the standard library's ``ast`` trees, quickly.
+"""Convert between gast trees and the standard library's ``ast`` trees, quickly.
 
 ``gast.gast_to_ast`` followed by ``ast.fix_missing_locations`` walks the tree twice
 through generic visitors; generated code is converted on every transformation (to print
-it, or to compile the specialisation probe), so this does both in one direct pass.
-Missing locations are inherited from the enclosing node, as ``fix_missing_locations``
-does.
+it, or to compile the specialisation probe), so :func:`to_python_ast` does both in one
+direct pass. Missing locations are inherited from the enclosing node, as
+``fix_missing_locations`` does. :func:`to_gast` is the other way, for parsing the user's
+functions.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import gast
 
 from s2sgrad.syntax import child_fields
 
-__all__ = ["to_python_ast"]
+__all__ = ["to_python_ast", "to_gast"]
 
 _CONTEXTS = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
 _SINGLETONS = {  # operators carry nothing, so one instance serves every node (as in CPython)
@@ -133,3 +134,71 @@ def _plan(kind: type) -> tuple[type, tuple[str, ...], tuple[str, ...], bool]:
     others = tuple(f for f in target._fields if f not in children)
     plan = _PLANS[kind] = (target, children, others, "lineno" in target._attributes)
     return plan
+
+
+def to_gast(node: ast.AST) -> gast.AST:
+    """The gast tree for an ``ast`` tree (what ``gast.ast_to_gast`` gives, faster).
+
+    Example::
+
+        function = to_gast(ast.parse("def f(x):\n    return x")).body[0]
+    """
+    kind = type(node)
+    if kind is ast.Name:
+        new = gast.Name(node.id, _GAST_CONTEXTS[type(node.ctx)], None, None)
+    elif kind is ast.arg:
+        new = gast.Name(node.arg, gast.Param(), _to_gast_value(node.annotation), node.type_comment)
+    elif kind is ast.Constant:
+        new = gast.Constant(node.value, node.kind)
+    elif kind is ast.ExceptHandler:
+        name = node.name
+        if name is not None:
+            name = gast.Name(name, gast.Store(), None, None)
+        new = gast.ExceptHandler(_to_gast_value(node.type), name, _to_gast_value(node.body))
+    elif kind in _GAST_CONTEXTS:
+        return _GAST_CONTEXTS[kind]
+    else:
+        target = _GAST_CLASSES.get(kind)
+        if target is None:
+            target = _GAST_CLASSES[kind] = getattr(gast, kind.__name__)
+        new = target.__new__(target)
+        converted = new.__dict__
+        for field, value in node.__dict__.items():
+            if type(value) is list:
+                converted[field] = [
+                    to_gast(item) if isinstance(item, ast.AST) else item for item in value
+                ]
+            elif isinstance(value, ast.AST):
+                converted[field] = to_gast(value)
+            else:  # locations, names and literals
+                converted[field] = value
+        for field in _MISSING.get(target, ()):  # fields gast has and this Python's ast has not
+            converted.setdefault(field, [] if field == "type_params" else None)
+        return new
+    _copy_location(new, node)
+    return new
+
+
+def _to_gast_value(value):
+    if type(value) is list:
+        return [_to_gast_value(item) for item in value]
+    if isinstance(value, ast.AST):
+        return to_gast(value)
+    return value
+
+
+def _copy_location(new: gast.AST, old: ast.AST) -> None:
+    state = old.__dict__
+    for attribute in new._attributes:
+        if attribute in state:
+            setattr(new, attribute, state[attribute])
+
+
+_GAST_CONTEXTS = {ast.Load: gast.Load(), ast.Store: gast.Store(), ast.Del: gast.Del()}
+_GAST_CLASSES: dict[type, type] = {}
+_MISSING = {
+    kind: missing
+    for kind in (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.TypeVar)
+    if hasattr(kind, "_fields")
+    and (missing := tuple(set(kind._fields) - set(getattr(ast, kind.__name__, kind)._fields)))
+}
