@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import functools
 import itertools
 import linecache
+import os
 import re
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,7 @@ __all__ = [
     "compile_ast",
     "to_source",
     "ORIGINS",
-    "registry",
+    "generated_of",
 ]
 
 _counter = itertools.count()
@@ -91,11 +94,29 @@ class GeneratedFunction:
         function = module_globals[self.node.name]
         if self.companion is not None:
             function.backward = self.companion.function
-        registry[function] = self
+        function.__s2sgrad_generated__ = self
+        weakref.finalize(function, _forget_source, filename)
         return function
 
 
-registry: dict[Any, GeneratedFunction] = {}  # compiled function → how it was generated
+def generated_of(obj: Any) -> GeneratedFunction | None:
+    """The :class:`GeneratedFunction` a compiled function came from, or None.
+
+    Example::
+
+        generated_of(derivative(f, ("x",)).function).source
+    """
+    generated = getattr(obj, "__s2sgrad_generated__", None)
+    return generated if isinstance(generated, GeneratedFunction) else None
+
+
+def _forget_source(filename: str) -> None:
+    """Drop a collected function's source lines, origin and file."""
+    linecache.cache.pop(filename, None)
+    ORIGINS.pop(filename, None)
+    if not filename.startswith("<"):
+        with contextlib.suppress(OSError):
+            os.remove(filename)
 
 
 def to_source(node: gast.FunctionDef) -> str:

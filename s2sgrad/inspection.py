@@ -37,7 +37,7 @@ def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunctio
 
 def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
     """``generated`` and every generated function it calls, callees first."""
-    from s2sgrad.codegen import registry
+    from s2sgrad.codegen import generated_of
 
     ordered: list[GeneratedFunction] = []
     seen: set[int] = set()
@@ -47,7 +47,7 @@ def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
             return
         seen.add(id(item))
         for obj in item.namespace.values():
-            dependency = registry.get(obj) if callable(obj) else None
+            dependency = generated_of(obj) if callable(obj) else None
             if dependency is not None:
                 visit(dependency)
         if item.companion is not None:
@@ -217,9 +217,9 @@ def export(
 
 
 def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | None:
-    from s2sgrad.codegen import registry
+    from s2sgrad.codegen import generated_of
 
-    if callable(obj) and registry.get(obj) in parts:
+    if callable(obj) and generated_of(obj) in parts:
         generated_name = obj.__name__
         return None if generated_name == bound else f"{bound} = {generated_name}"
     if isinstance(obj, runtime.custom_vjp):  # a user's derivative: import it, then wrap it

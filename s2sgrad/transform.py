@@ -18,6 +18,7 @@ import contextlib
 import gc
 import inspect
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +65,43 @@ __all__ = ["derivative", "specialised", "KINDS", "clear_cache"]
 
 KINDS = ("grad", "value_and_grad", "vjp", "jvp")
 
-_cache: dict[tuple, GeneratedFunction] = {}
+
+
+class _Cache:
+    """Generated functions by (function, options); forgotten when the function is."""
+
+    def __init__(self):
+        self._by_function: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._lasting: dict = {}  # functions that cannot be weakly referenced
+
+    def _table(self, function, create: bool) -> dict | None:
+        try:
+            table = self._by_function.get(function)
+            if table is None and create:
+                table = self._by_function[function] = {}
+        except TypeError:
+            table = self._lasting.get(function)
+            if table is None and create:
+                table = self._lasting[function] = {}
+        return table
+
+    def get(self, function, options: tuple) -> GeneratedFunction | None:
+        table = self._table(function, create=False)
+        return None if table is None else table.get(options)
+
+    def put(self, function, options: tuple, generated: GeneratedFunction) -> None:
+        self._table(function, create=True)[options] = generated
+
+    def clear(self) -> None:
+        self._by_function.clear()
+        self._lasting.clear()
+
+    def __len__(self) -> int:
+        tables = [*self._by_function.values(), *self._lasting.values()]
+        return sum(len(table) for table in tables)
+
+
+_cache = _Cache()
 _in_progress: set[tuple] = set()
 _lock = threading.RLock()
 
@@ -119,8 +156,9 @@ def derivative(
     if callable(generic):  # a transform: what is differentiated is the code it generated
         function = generic(containers)
     key = (function, wrt, kind, has_aux, containers, dynamic)
+    options = key[1:]
     with _lock:
-        generated = _cache.get(key)
+        generated = _cache.get(function, options)
         if generated is not None:
             return generated
         if key in _in_progress:
@@ -134,7 +172,7 @@ def derivative(
                 generated = _build(_Request(function, wrt, kind, has_aux, containers, dynamic))
         finally:
             _in_progress.discard(key)
-        _cache[key] = generated
+        _cache.put(function, options, generated)
         return generated
 
 
