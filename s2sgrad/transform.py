@@ -66,7 +66,6 @@ __all__ = ["derivative", "specialised", "KINDS", "clear_cache"]
 KINDS = ("grad", "value_and_grad", "vjp", "jvp")
 
 
-
 class _Cache:
     """Generated functions by (function, options); forgotten when the function is."""
 
