@@ -489,6 +489,8 @@ def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable
 
     For containers (a dict of parameters, say) the result nests: for each leaf of the
     output, the argument's structure with arrays of shape ``out_leaf.shape + leaf.shape``.
+    The rows of an output leaf come from one backward pass over a batch of cotangents
+    where the generated code allows it, else from one backward pass per element.
 
     Example::
 
@@ -497,20 +499,21 @@ def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable
     _check_mode(mode)
 
     def jacobian_function(*args, **kwargs):
+        from s2sgrad.batching import reverse_jacobian
+
         index = _argument_index(f, wrt)
-        out, pullback = vjp(_with_keywords(f, kwargs), *args, mode=mode)
-        rows = {}  # output leaf path → list of cotangents of the argument, one per element
-        for path, leaf in _leaf_paths(out):
-            for direction in _basis(leaf):
-                cotangent = _replace_leaf(_zeros_structure(out), path, direction)
-                rows.setdefault(path, []).append(pullback(cotangent)[index])
-        return _assemble_matrix(out, args[index], rows, stack_axis=0)
+        if isinstance(f, types.MethodType) and isinstance(wrt, str):
+            index -= 1  # _argument_index counts the bound self
+        return reverse_jacobian(f, args, kwargs, index, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
 
 def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
-    """The same Jacobian as :func:`jacobian`, built one input direction at a time (forward).
+    """The same Jacobian as :func:`jacobian`, built from input directions (forward mode).
+
+    The columns of an argument leaf come from one forward pass over a batch of tangents
+    where the generated code allows it, else from one forward pass per element.
 
     Example::
 
@@ -519,90 +522,14 @@ def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
     _check_mode(mode)
 
     def jacobian_function(*args, **kwargs):
+        from s2sgrad.batching import forward_jacobian
+
         index = _argument_index(f, wrt)
-        x = args[index]
-        columns = {}  # argument leaf path → list of output tangents, one per element
-        out = None
-        for path, leaf in _leaf_paths(x):
-            for direction in _basis(leaf):
-                tangents = [_zeros_like(a) for a in args]
-                tangents[index] = _replace_leaf(_zeros_structure(x), path, direction)
-                out, column = jvp(_with_keywords(f, kwargs), args, tangents, mode=mode)
-                columns.setdefault(path, []).append(column)
-        return _assemble_matrix(out, x, columns, stack_axis=-1)
+        if isinstance(f, types.MethodType) and isinstance(wrt, str):
+            index -= 1  # _argument_index counts the bound self
+        return forward_jacobian(f, args, kwargs, index, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
-
-
-def _leaf_paths(value, path=()):
-    """(path, leaf) for every array or number in a nested dict/list/tuple."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaf_paths(item, (*path, key))
-    elif isinstance(value, (list, tuple)):
-        for key, item in enumerate(value):
-            yield from _leaf_paths(item, (*path, key))
-    else:
-        yield path, value
-
-
-def _leaf_at(value, path):
-    for key in path:
-        value = value[key]
-    return value
-
-
-def _replace_leaf(structure, path, leaf):
-    if not path:
-        return leaf
-    key, rest = path[0], path[1:]
-    if isinstance(structure, dict):
-        return {**structure, key: _replace_leaf(structure[key], rest, leaf)}
-    items = list(structure)
-    items[key] = _replace_leaf(items[key], rest, leaf)
-    return type(structure)(items)
-
-
-def _zeros_structure(value):
-    from s2sgrad.runtime import zeros_like_structure
-
-    return zeros_like_structure(value)
-
-
-def _basis(leaf):
-    """One-hot arrays (or floats) of ``leaf``'s shape and floating dtype, one per element."""
-    dtype = np.result_type(leaf, np.float32)
-    for row in np.eye(max(np.size(leaf), 0), dtype=dtype):
-        yield row.reshape(np.shape(leaf)) if np.ndim(leaf) else float(row[0])
-
-
-def _assemble_matrix(out, x, parts, stack_axis):
-    """Stack per-element derivatives into ``out_leaf.shape + x_leaf.shape`` blocks, nested
-    as the output's structure of the argument's structure (plain arrays stay plain)."""
-
-    def block(out_path, x_path):
-        out_leaf, x_leaf = _leaf_at(out, out_path), _leaf_at(x, x_path)
-        shape = np.shape(out_leaf) + np.shape(x_leaf)
-        if stack_axis == 0:  # rows: one argument cotangent per output element
-            pieces = [np.asarray(_leaf_at(r, x_path)) for r in parts[out_path]]
-            matrix = np.stack(pieces) if pieces else np.zeros((0,) + np.shape(x_leaf))
-        else:  # columns: one output tangent per argument element
-            pieces = [np.asarray(_leaf_at(c, out_path)) for c in parts[x_path]]
-            matrix = np.stack(pieces, axis=-1) if pieces else np.zeros(np.shape(out_leaf) + (0,))
-        return matrix.reshape(shape)
-
-    def over_x(out_path):
-        blocks = {x_path: block(out_path, x_path) for x_path, _ in _leaf_paths(x)}
-        return _rebuild(x, blocks)
-
-    return _rebuild(out, {out_path: over_x(out_path) for out_path, _ in _leaf_paths(out)})
-
-
-def _rebuild(structure, leaves: dict):
-    result = structure
-    for path, value in leaves.items():
-        result = _replace_leaf(result, path, value)
-    return result
 
 
 def hessian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
@@ -639,10 +566,6 @@ def _argument_index(f, wrt) -> int:
             wrt
         )
     return int(wrt)
-
-
-def _with_keywords(f, kwargs):
-    return f if not kwargs else functools.partial(f, **kwargs)
 
 
 def _zeros_like(value):
