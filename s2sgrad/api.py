@@ -22,7 +22,7 @@ import numpy as np
 from s2sgrad.errors import S2SGradError
 from s2sgrad.runtime import as_gradient
 from s2sgrad.specialize import signature
-from s2sgrad.transform import derivative, specialised
+from s2sgrad.transform import call_specialised, derivative
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "hvp"]
 
@@ -243,16 +243,7 @@ class _Transform:
 
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
-        known = _SPECIALISED.get((id(generated), key))
-        if known is not None and known[0] is generated:
-            generated = known[1]
-            result = generated.function(*args, **kwargs)
-        elif not generated.shapes_follow_arguments or _has_tape_values(args, kwargs):
-            result = generated.function(*args, **kwargs)
-        else:
-            original = generated
-            result, generated = specialised(generated, args, kwargs)
-            _SPECIALISED[(id(original), key)] = (original, generated)
+        result, generated = call_specialised(generated, args, kwargs, key)
         self.latest = generated
         function = generated.function
         if self.wrap_single:
@@ -311,9 +302,6 @@ class _Transform:
 
 _SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
 
-# (generated code, argument signature) → its specialisation, shared by every transform of f
-_SPECIALISED: dict[tuple, tuple] = {}
-
 
 def _is_float_array(value) -> bool:
     return type(value) is np.ndarray and value.dtype.kind == "f"
@@ -326,12 +314,6 @@ def _one_tuple(function):
         return (function(*args, **kwargs),)
 
     return gradient
-
-
-def _has_tape_values(args, kwargs) -> bool:
-    from s2sgrad.tape import is_tape_value
-
-    return any(is_tape_value(leaf) for v in (*args, *kwargs.values()) for leaf in _leaves(v))
 
 
 def _register_transforms_as_constructors() -> None:
@@ -474,7 +456,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
                 dynamic=mode == "auto",
             )
             keywords = {generated.tangent_names[parameters[i]]: tangents[i] for i in positions}
-            return generated.function(*primals, **keywords)
+            return call_specialised(generated, primals, keywords)[0]
         except S2SGradError as error:
             if mode == "s2s":
                 raise

@@ -69,6 +69,7 @@ class GeneratedFunction:
         self.origin = origin
         self.shapes_follow_arguments = False  # safe to specialise on argument shapes
         self.specialised_for = None  # the argument signature it was specialised to
+        self.specialisations: dict[tuple, GeneratedFunction] = {}  # signature → its code
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
 
     @functools.cached_property

@@ -61,7 +61,7 @@ from s2sgrad.syntax import (
     walk,
 )
 
-__all__ = ["derivative", "specialised", "KINDS", "clear_cache"]
+__all__ = ["derivative", "call_specialised", "specialised", "KINDS", "clear_cache"]
 
 KINDS = ("grad", "value_and_grad", "vjp", "jvp")
 
@@ -309,7 +309,41 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names):
 
     generated = compile_function(function, namespace.objects, parsed.location(), finish)
     generated.tangent_names = sweep.tangents
+    generated.shapes_follow_arguments = shapes_follow_arguments(node.body, parsed.resolve)
     return generated
+
+
+def call_specialised(
+    generated: GeneratedFunction, args: tuple, kwargs: dict, key: tuple | None = None
+) -> tuple[Any, GeneratedFunction]:
+    """Call ``generated``'s code on ``args`` through its specialisation to their shapes.
+
+    The first call with a new signature (``key``, computed when not given) specialises;
+    code whose shapes may depend on values, and tape values, run the generic code.
+    Returns ``(result, the GeneratedFunction that ran)``.
+
+    Example::
+
+        value, ran = call_specialised(derivative(f, ("x",)), (x,), {})
+    """
+    if not generated.shapes_follow_arguments:
+        return generated.function(*args, **kwargs), generated
+    key = signature(args, kwargs) if key is None else key
+    fast = generated.specialisations.get(key)
+    if fast is not None:
+        return fast.function(*args, **kwargs), fast
+    if _has_tape_values(args, kwargs):
+        return generated.function(*args, **kwargs), generated
+    result, fast = specialised(generated, args, kwargs)
+    generated.specialisations[key] = fast
+    return result, fast
+
+
+def _has_tape_values(args, kwargs) -> bool:
+    from s2sgrad.tape import is_tape_value
+    from s2sgrad.tape.structures import flatten
+
+    return any(is_tape_value(leaf) for leaf in flatten((args, kwargs))[0])
 
 
 def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
