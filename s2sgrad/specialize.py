@@ -102,9 +102,15 @@ def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr]
                 target = resolve(node.func)
             except Exception:
                 target = None
-            if any(target is f for f in _VALUE_SIZED):
+            if any(target is f for f in _VALUE_SIZED) and not _selects(target, node):
                 return False
     return True
+
+
+def _selects(target: Any, call: gast.Call) -> bool:
+    """``np.where(condition, a, b)`` picks elements; only ``np.where(condition)`` has a
+    value-dependent size."""
+    return target is np.where and len(call.args) == 3
 
 
 def _walk(body):
