@@ -12,18 +12,23 @@ Passes, run to a fixed point on each straight-line block:
 from __future__ import annotations
 
 import operator
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 
 import gast
 
+from s2sgrad.optimize_facts import (
+    FactsCache,
+    rename_reads,
+    replace_reads,
+    simple_assignment,
+)
 from s2sgrad.syntax import (
     COMMENT_MARK,
-    clone,
+    child_fields,
     method_receiver,
-    names_modified,
     names_read,
-    names_written,
+    node_fields,
     string_statement,
     walk,
 )
@@ -159,7 +164,8 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 
         optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
     """
-    facts = _Facts()
+    facts = FactsCache()
+    facts.prime(body)
     for _ in range(20):
         optimizer = _Optimizer(is_pure_call, body, facts)
         body = optimizer.block(body, live_after=set(), top=True)
@@ -168,53 +174,39 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
     return body
 
 
-class _Facts:
-    """Names each statement reads, writes and changes, computed once per statement."""
-
-    def __init__(self):
-        self.table: dict[int, tuple[set, set, set]] = {}
-
-    def of(self, statement):
-        key = id(statement)
-        facts = self.table.get(key)
-        if facts is None or facts[3] is not statement:
-            facts = (
-                names_read(statement),
-                names_written(statement),
-                names_modified(statement),
-                statement,
-            )
-            self.table[key] = facts
-        return facts
-
-    def reads(self, statement) -> set[str]:
-        return self.of(statement)[0]
-
-    def writes(self, statement) -> set[str]:
-        return self.of(statement)[1]
-
-    def modified(self, statement) -> set[str]:
-        return self.of(statement)[2]
-
-    def forget(self, statement) -> None:
-        self.table.pop(id(statement), None)
-
-
 class _Optimizer:
-    def __init__(self, is_pure_call, function_body, facts):
+    """One pass over a function body; ``changed`` tells whether another pass may help."""
+
+    def __init__(self, is_pure_call, function_body, facts: FactsCache):
         self.is_pure_call = is_pure_call
         self.function_body = function_body
         self.facts = facts
         self.changed = False
+        # A value is judged when first asked about in a pass, and the verdict stays for the
+        # pass even when folding later grows the value (the generated code depends on it).
         self._purity: dict[int, tuple[bool, gast.AST]] = {}
 
-    def counts(self, statements):
-        reads, writes = Counter(), Counter()
+    def counts(self, statements) -> tuple[Counter, Counter]:
+        """How often each name is read (or deleted) and written in ``statements``."""
+        reads: list[str] = []
+        writes: list[str] = []
+        self._collect_counts(statements, reads, writes)
+        return Counter(reads), Counter(writes)
+
+    def _collect_counts(self, statements, reads, writes):
         for statement in statements:
-            for node in walk(statement):
-                if isinstance(node, gast.Name):
-                    (writes if isinstance(node.ctx, gast.Store) else reads)[node.id] += 1
-        return reads, writes
+            if _has_blocks(statement):  # its blocks may be changing: no facts kept for it
+                for field in child_fields(type(statement)):
+                    value = getattr(statement, field, None)
+                    if field in ("body", "orelse") and type(value) is list:
+                        self._collect_counts(value, reads, writes)
+                    elif value is not None:
+                        _count_names(value, reads, writes)
+            else:
+                facts = self.facts.of(statement)
+                reads += facts.loads
+                reads += facts.others
+                writes += facts.stores
 
     def block_local(self, body) -> set[str]:
         """Names a loop or branch body assigns before any use and nobody outside it uses."""
@@ -222,9 +214,14 @@ class _Optimizer:
         reads, writes = self.counts(body)
         first_seen: dict[str, bool] = {}
         for statement in body:
-            top_writes = names_written(statement) if isinstance(statement, gast.Assign) else set()
-            value = statement.value if isinstance(statement, gast.Assign) else statement
-            for name in names_read(value) | (names_written(statement) - top_writes):
+            facts = self.facts.of(statement)
+            if isinstance(statement, gast.Assign):
+                top_writes = facts.writes
+                read = _value_reads(statement, facts)
+            else:
+                top_writes = set()
+                read = facts.reads | facts.writes
+            for name in read:
                 first_seen.setdefault(name, False)
             for name in top_writes:
                 first_seen.setdefault(name, True)
@@ -234,38 +231,58 @@ class _Optimizer:
             if written_first and reads[name] == all_reads[name] and writes[name] == all_writes[name]
         }
 
-    def pure(self, node: gast.AST) -> bool:
+    def pure_value(self, statement: gast.Assign) -> bool:
+        """Whether ``statement.value`` is free of side effects (so it may move or go)."""
+        node = statement.value
         known = self._purity.get(id(node))
         if known is not None and known[1] is node:
             return known[0]
-        verdict = True
-        for child in walk(node):
-            if isinstance(child, gast.Call) and not self.is_pure_call(child):
-                verdict = False
-                break
-            if isinstance(child, (gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr)):
-                verdict = False
-                break
+        facts = self.facts.of(statement)
+        verdict = facts.pure_value
+        if verdict is None:
+            verdict = facts.pure_value = self._pure(node)
         self._purity[id(node)] = (verdict, node)
         return verdict
 
+    def value_size(self, statement: gast.Assign) -> int:
+        facts = self.facts.of(statement)
+        if facts.value_size is None:
+            facts.value_size = _size(statement.value)
+        return facts.value_size
+
+    def _pure(self, node: gast.AST) -> bool:
+        for child in walk(node):
+            if isinstance(child, gast.Call) and not self.is_pure_call(child):
+                return False
+            if isinstance(child, (gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr)):
+                return False
+        return True
+
     def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
-        folded = _fold_constant_branches(body)
+        folded = self.fold_constant_branches(body)
         if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
             self.changed = True
         body = folded
         for statement in body:
-            for field in ("body", "orelse"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                    setattr(statement, field, self.block(inner, set(), top=False) or [gast.Pass()])
-                    if field == "orelse" and all(isinstance(s, gast.Pass) for s in inner):
-                        statement.orelse = []
-            folder = _ConstantFolder()
+            if _has_blocks(statement):
+                for field in ("body", "orelse"):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list):
+                        setattr(
+                            statement, field, self.block(inner, set(), top=False) or [gast.Pass()]
+                        )
+                        if field == "orelse" and all(isinstance(s, gast.Pass) for s in inner):
+                            statement.orelse = []
+                self.facts.forget(statement)
+            elif self.facts.of(statement).folded:
+                continue
+            folder = _ConstantFolder(self.facts)
             folder.visit(statement)
             if folder.changed:
                 self.changed = True
                 self.facts.forget(statement)
+            else:
+                self.facts.of(statement).folded = True
         if not top:
             local = self.block_local(body)
             body = self.propagate_copies(body, allowed=local)
@@ -278,6 +295,22 @@ class _Optimizer:
         body = self.eliminate_dead(body, live_after)
         return body
 
+    def fold_constant_branches(self, body):
+        """Replace ``if`` statements whose test folds to a constant by the branch taken."""
+        result = []
+        for statement in body:
+            if isinstance(statement, gast.If):
+                folder = _ConstantFolder(self.facts)
+                folder.visit(statement.test)  # changes inside the test; a new test is dropped
+                if folder.changed:
+                    self.facts.forget(statement)
+                if isinstance(statement.test, gast.Constant):
+                    branch = statement.body if statement.test.value else statement.orelse
+                    result.extend(s for s in branch if not isinstance(s, gast.Pass))
+                    continue
+            result.append(statement)
+        return result
+
     def eliminate_unread(self, body):
         """Drop side-effect-free assignments to names the whole function never reads."""
         reads, _ = self.counts(self.function_body)
@@ -285,7 +318,7 @@ class _Optimizer:
             s
             for s in body
             if not (
-                _simple_assignment(s) and reads[_simple_assignment(s)] == 0 and self.pure(s.value)
+                _simple_assignment(s) and reads[_simple_assignment(s)] == 0 and self.pure_value(s)
             )
         ]
         if len(kept) != len(body):
@@ -294,52 +327,43 @@ class _Optimizer:
 
     # ---------------------------------------------------------------------------------------
     def propagate_copies(self, body, allowed=None):
-        facts = self.facts
-        writes = Counter(n for s in body for n in facts.writes(s))
-        result = list(body)
-        index = 0
-        while index < len(result):
-            statement = result[index]
-            copy = _simple_assignment(statement)
-            if allowed is not None and copy not in allowed:
-                index += 1
+        """Replace reads of ``a`` after ``a = b`` (or ``a = 2``) by ``b`` and drop the copy."""
+        cache = self.facts
+        block = _IndexedBlock(body, cache)
+        writes = Counter(n for f in block.facts for n in f.writes)
+        for index, statement in enumerate(block.statements):
+            if not block.alive[index]:
                 continue
-            if copy and writes[copy] == 1 and _number(statement.value) is not None:
-                for s in result[index + 1 :]:
-                    if copy in facts.reads(s):
-                        _replace_read(s, copy, statement.value)
-                        facts.forget(s)
-                del result[index]
+            copy = block.facts[index].assigned
+            if copy is None or (allowed is not None and copy not in allowed):
+                continue
+            value = statement.value
+            if writes[copy] == 1 and _number(value) is not None:
+                for position in block.after(block.readers, copy, index):
+                    block.rewrite(position, replace_reads, copy, value)
+                block.remove(index)
                 self.changed = True
                 continue
-            if copy and isinstance(statement.value, gast.Name):
-                source = statement.value.id
-                if _drop_copies_back(result, index, copy, source, facts):
+            if type(value) is gast.Name:
+                source = value.id
+                if _drop_copy_back(block, index, copy, source):
                     self.changed = True
-                later = result[index + 1 :]
-                source_rewritten = any(source in facts.modified(s) for s in later)
+                source_rewritten = bool(block.after(block.modifiers, source, index))
                 if writes[copy] == 1 and not source_rewritten and copy != source:
-                    for s in later:
-                        if copy in facts.reads(s):
-                            _rename_reads(s, copy, source)
-                            facts.forget(s)
-                    del result[index]
+                    for position in block.after(block.readers, copy, index):
+                        block.rewrite(position, rename_reads, copy, source)
+                    block.remove(index)
                     self.changed = True
-                    continue
-            index += 1
-        return result
+        return block.remaining()
 
     def fold_single_uses(self, body, allowed=None):
         """Fold a temporary read exactly once into the statement that reads it."""
-        facts = self.facts
+        cache = self.facts
         result = list(body)
-        writes: Counter = Counter()
-        reads: Counter = Counter()
-        for s in result:
-            writes.update(facts.writes(s))
-            for n in walk(s):
-                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
-                    reads[n.id] += 1
+        facts_at = [cache.of(s) for s in result]  # None once rewritten, until asked again
+        writes = Counter(n for f in facts_at for n in f.writes)
+        reads = Counter(n for s in result for n in cache.of(s).loads)
+        comments = [_is_comment(s) for s in result]
         removed = [False] * len(result)
         for index, statement in enumerate(result):
             target = _simple_assignment(statement)
@@ -352,73 +376,92 @@ class _Optimizer:
             ):
                 continue
             value = statement.value
-            if not self.pure(value) or _size(value) > MAX_FOLDED_SIZE:
+            if not self.pure_value(statement) or self.value_size(statement) > MAX_FOLDED_SIZE:
                 continue
-            inputs = facts.reads(statement)
+            facts = facts_at[index] or cache.of(statement)
+            facts_at[index] = facts
+            inputs = facts.reads
             for later_index in range(index + 1, len(result)):
-                if removed[later_index]:
+                if removed[later_index] or comments[later_index]:
                     continue
                 later = result[later_index]
-                if _is_comment(later):
-                    continue
-                if target in facts.reads(later):
+                later_facts = facts_at[later_index] or cache.of(later)
+                facts_at[later_index] = later_facts
+                if target in later_facts.reads:
                     if (
                         _is_compound(later)
                         or isinstance(later, gast.Return)
                         or getattr(later, "keep_apart", False)
-                        or not _top_level_reads(later, target)
+                        or (cache.of(later).own_scope and not _top_level_reads(later, target))
                     ):
                         break
-                    _replace_read(later, target, value)
-                    facts.forget(later)
+                    # The value moves rather than being copied. The dropped statement keeps
+                    # it too, but only counts() still looks there, through the facts kept
+                    # from before the move (so not when the cache is off).
+                    replace_reads(later, target, value, cache, move=cache.enabled)
+                    self._purity.pop(id(value), None)  # judged afresh where it now is
+                    cache.forget(later)
+                    facts_at[later_index] = None
                     removed[index] = True
                     self.changed = True
                     break
-                if facts.modified(later) & inputs or not self.pure_statement(later):
+                if not later_facts.modified.isdisjoint(inputs) or not (
+                    type(later) is gast.Assign and self.pure_value(later)
+                ):
                     break
         return [s for s, gone in zip(result, removed) if not gone]
 
-    def pure_statement(self, statement):
-        return isinstance(statement, gast.Assign) and self.pure(statement.value)
-
     def merge_accumulations(self, body):
+        """``d = e1 … d = d + e2`` → ``d = e1 + e2`` when nothing in between reads ``d``."""
+        cache = self.facts
         result = list(body)
+        assigned = [_simple_assignment(s) for s in result]
+        facts_at = [cache.of(s) for s in result]
         for index, statement in enumerate(result):
-            if statement is None:
+            target = assigned[index]
+            if statement is None or target is None:
                 continue
-            target = _simple_assignment(statement)
-            value = getattr(statement, "value", None)
+            value = statement.value
             if not (
-                target
-                and isinstance(value, gast.BinOp)
+                isinstance(value, gast.BinOp)
                 and isinstance(value.op, gast.Add)
                 and isinstance(value.left, gast.Name)
                 and value.left.id == target
-                and target not in names_read(value.right)
+                and type(value.left.ctx) is gast.Load
+                and cache.of(statement).loads.count(target) == 1  # not read on the right
             ):
                 continue
-            for earlier_index in range(index - 1, -1, -1):
-                earlier = result[earlier_index]
-                if earlier is None:
-                    continue
-                if _simple_assignment(earlier) == target:
-                    between = [s for s in result[earlier_index + 1 : index] if s is not None]
-                    inputs = names_read(earlier.value)
-                    if all(
-                        target not in self.facts.reads(s) and not (self.facts.modified(s) & inputs)
-                        for s in between
-                    ) and not any(_is_compound(s) for s in between):
-                        value.left = earlier.value
-                        self.facts.forget(statement)
-                        result[earlier_index] = None
-                        self.changed = True
-                    break
-                if target in self.facts.reads(earlier) or target in self.facts.writes(earlier):
-                    break
+            # the nearest statement before that reads or writes the target
+            earlier_index = index - 1
+            while earlier_index >= 0 and (
+                result[earlier_index] is None
+                or (
+                    target not in facts_at[earlier_index].reads
+                    and target not in facts_at[earlier_index].writes
+                )
+            ):
+                earlier_index -= 1
+            if earlier_index < 0 or assigned[earlier_index] != target:
+                continue
+            earlier = result[earlier_index]
+            between = [
+                facts_at[p] for p in range(earlier_index + 1, index) if result[p] is not None
+            ]
+            inputs = _value_reads(earlier, cache.of(earlier))
+            if all(
+                target not in f.reads and f.modified.isdisjoint(inputs) for f in between
+            ) and not any(_is_compound(f.statement) for f in between):
+                value.left = earlier.value
+                cache.forget(statement)
+                cache.forget(statement)
+                facts_at[index] = cache.of(statement)
+                result[earlier_index] = None
+                self.changed = True
         return [s for s in result if s is not None]
 
     def merge_item_updates(self, body):
         """``d[i] = a … d[i] += b`` → ``d[i] = a + b`` when nothing in between touches d."""
+        cache = self.facts
         result = list(body)
         for index, statement in enumerate(result):
             if not (isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add)):
@@ -437,9 +480,9 @@ class _Optimizer:
                         break
                     value = earlier.value
                     between = [s for s in result[earlier_index + 1 : index] if s is not None]
+                    earlier_reads = cache.of(earlier).reads
                     if any(
-                        _is_compound(s) or self.facts.modified(s) & self.facts.reads(earlier)
-                        for s in between
+                        _is_compound(s) or cache.of(s).modified & earlier_reads for s in between
                     ) or name in names_read(statement.value):
                         break
                     combined = gast.BinOp(left=value, op=gast.Add(), right=statement.value)
@@ -451,11 +494,13 @@ class _Optimizer:
                     result[earlier_index] = None
                     self.changed = True
                     break
-                if name in self.facts.reads(earlier) or name in self.facts.modified(earlier):
+                earlier_facts = cache.of(earlier)
+                if name in earlier_facts.reads or name in earlier_facts.modified:
                     break
         return [s for s in result if s is not None]
 
     def eliminate_dead(self, body, live_after):
+        """Drop side-effect-free assignments nothing later reads."""
         live = set(live_after)
         result = []
         for statement in reversed(body):
@@ -466,17 +511,42 @@ class _Optimizer:
                 isinstance(t, gast.Name) for t in _flat_targets(statement.targets[0])
             ):
                 targets = {t.id for t in _flat_targets(statement.targets[0])}
-                if not targets & live and self.pure(statement.value):
+                if not targets & live and self.pure_value(statement):
                     self.changed = True
                     continue
                 live -= targets
-                live |= names_read(statement.value)
+                live |= _value_reads(statement, self.facts.of(statement))
                 result.append(statement)
                 continue
-            live |= self.facts.reads(statement)
+            live |= self.facts.of(statement).reads
             result.append(statement)
         result.reverse()
         return _drop_orphan_comments(result)
+
+
+def _has_blocks(statement) -> bool:
+    """Whether the optimiser treats ``statement``'s ``body``/``orelse`` as blocks of its own."""
+    return not isinstance(statement, gast.FunctionDef) and (
+        type(getattr(statement, "body", None)) is list
+        or type(getattr(statement, "orelse", None)) is list
+    )
+
+
+def _count_names(node, reads: list[str], writes: list[str]) -> None:
+    """Add the names ``node`` stores to ``writes`` and the others it names to ``reads``."""
+    for child in walk(node) if isinstance(node, gast.AST) else ():
+        if type(child) is gast.Name:
+            (writes if isinstance(child.ctx, gast.Store) else reads).append(child.id)
+    if type(node) is list:
+        for item in node:
+            _count_names(item, reads, writes)
+
+
+def _value_reads(statement: gast.Assign, facts) -> set[str]:
+    """``names_read(statement.value)``, from the statement's facts when that is the same."""
+    if len(statement.targets) == 1 and type(statement.targets[0]) is gast.Name:
+        return facts.reads
+    return names_read(statement.value)
 
 
 def _item_target(statement):
@@ -492,34 +562,75 @@ def _item_target(statement):
     return None
 
 
-def _fold_constant_branches(body):
-    result = []
-    for statement in body:
-        if isinstance(statement, gast.If):
-            _ConstantFolder().visit(statement.test)
-            if isinstance(statement.test, gast.Constant):
-                branch = statement.body if statement.test.value else statement.orelse
-                result.extend(s for s in branch if not isinstance(s, gast.Pass))
-                continue
-        result.append(statement)
-    return result
+class _IndexedBlock:
+    """A block's statements with, for each name, the positions that read or modify it.
 
+    Statements are rewritten through :meth:`rewrite` (which keeps the index right) and
+    removed by marking them dead, so positions stay put.
+    """
 
-def _drop_copies_back(statements, index, target, source, facts) -> bool:
-    """After ``a = b``, a later ``b = a`` (with neither changed in between) does nothing."""
-    position = index + 1
-    while position < len(statements):
-        later = statements[position]
-        if (
-            _simple_assignment(later) == source
-            and isinstance(later.value, gast.Name)
-            and (later.value.id == target)
+    def __init__(self, statements, cache: FactsCache):
+        self.statements = list(statements)
+        self.cache = cache
+        self.facts = [cache.of(s) for s in self.statements]
+        self.alive = [True] * len(self.statements)
+        self.readers: defaultdict[str, set[int]] = defaultdict(set)
+        self.modifiers: defaultdict[str, set[int]] = defaultdict(set)
+        for position, facts in enumerate(self.facts):
+            for name in facts.reads:
+                self.readers[name].add(position)
+            for name in facts.modified:
+                self.modifiers[name].add(position)
+        self.compounds = [p for p, s in enumerate(self.statements) if _is_compound(s)]
+
+    def after(self, index: dict[str, set[int]], name: str, position: int) -> list[int]:
+        """The live positions after ``position`` in ``index[name]``, in order."""
+        alive = self.alive
+        return sorted(p for p in index.get(name, ()) if p > position and alive[p])
+
+    def rewrite(self, position: int, change, *args) -> None:
+        """``change(statement, *args, cache)`` on the statement at ``position``."""
+        statement = self.statements[position]
+        old = self.facts[position]
+        change(statement, *args, self.cache)
+        self.cache.forget(statement)
+        new = self.facts[position] = self.cache.of(statement)
+        for index, before, now in (
+            (self.readers, old.reads, new.reads),
+            (self.modifiers, old.modified, new.modified),
         ):
-            del statements[position]
-            return True
-        if _is_compound(later) or facts.modified(later) & {target, source}:
-            return False
-        position += 1
+            for name in before - now:
+                index[name].discard(position)
+            for name in now - before:
+                index[name].add(position)
+
+    def remove(self, position: int) -> None:
+        self.alive[position] = False
+
+    def remaining(self) -> list[gast.stmt]:
+        return [s for s, alive in zip(self.statements, self.alive) if alive]
+
+
+def _drop_copy_back(block: _IndexedBlock, index, target, source) -> bool:
+    """After ``a = b``, a later ``b = a`` (with neither changed in between) does nothing."""
+    alive = block.alive
+    stops = [
+        p
+        for p in (*block.modifiers.get(target, ()), *block.modifiers.get(source, ()))
+        if p > index and alive[p]
+    ]
+    stops += (p for p in block.compounds if p > index and alive[p])
+    if not stops:
+        return False
+    position = min(stops)  # the first statement that changes a or b, or is compound
+    later = block.statements[position]
+    if (
+        block.facts[position].assigned == source
+        and isinstance(later.value, gast.Name)
+        and later.value.id == target
+    ):
+        block.remove(position)
+        return True
     return False
 
 
@@ -549,24 +660,11 @@ def _flat_targets(target):
     return [target]
 
 
-def _simple_assignment(statement) -> str | None:
-    if (
-        isinstance(statement, gast.Assign)
-        and len(statement.targets) == 1
-        and isinstance(statement.targets[0], gast.Name)
-    ):
-        return statement.targets[0].id
-    return None
+_simple_assignment = simple_assignment
 
 
 def _size(node) -> int:
     return sum(1 for _ in walk(node))
-
-
-def _rename_reads(statement, old, new):
-    for node in walk(statement):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) and node.id == old:
-            node.id = new
 
 
 def _top_level_reads(statement, name) -> bool:
@@ -576,21 +674,6 @@ def _top_level_reads(statement, name) -> bool:
         if isinstance(node, scoped) and name in names_read(node):
             return False
     return True
-
-
-class _Replace(gast.NodeTransformer):
-    def __init__(self, name, value):
-        self.name = name
-        self.value = value
-
-    def visit_Name(self, node):
-        if node.id == self.name and isinstance(node.ctx, gast.Load):
-            return clone(self.value)
-        return node
-
-
-def _replace_read(statement, name, value):
-    _Replace(name, value).visit(statement)
 
 
 _FOLDABLE = {
@@ -633,18 +716,61 @@ def _negated(node):
     return None
 
 
-class _ConstantFolder(gast.NodeTransformer):
-    def __init__(self):
+class _ConstantFolder:
+    """Simplifies constant arithmetic bottom-up, in place, like a ``gast.NodeTransformer``.
+
+    ``visit(node)`` returns the node to use instead of ``node``; ``changed`` tells whether
+    anything changed. Statements it changes are forgotten by ``facts``; a statement whose
+    facts say it was folded with nothing to do (and not changed since) is skipped.
+    """
+
+    def __init__(self, facts: FactsCache):
+        self.facts = facts
         self.changed = False
+        self.edits = 0
 
     def visit(self, node):
-        result = super().visit(node)
+        kind = type(node)
+        handler = _FOLD_HANDLERS.get(kind)
+        if handler is None:
+            handler = _FOLD_HANDLERS[kind] = _handler_for(kind)
+        result = handler(self, node)
         if result is not node:
             self.changed = True
+            self.edits += 1
         return result
 
+    def visit_children(self, node):
+        state = node.__dict__
+        for field in node_fields(type(node)):
+            value = state.get(field)
+            if type(value) is list:
+                for position, item in enumerate(value):
+                    if _needs_visit(item):
+                        new = self.visit(item)
+                        if new is not item:
+                            value[position] = new
+            elif _needs_visit(value):
+                new = self.visit(value)
+                if new is not value:
+                    setattr(node, field, new)
+        return node
+
+    def visit_statement(self, node):
+        known = self.facts.known(node)
+        if known is not None and known.folded:
+            return node
+        edits = self.edits
+        self.visit_children(node)
+        if self.edits != edits:
+            self.facts.forget(node)
+        return node
+
+    def visit_Name(self, node):
+        return node if node.annotation is None else self.visit_children(node)
+
     def visit_Call(self, node):
-        self.generic_visit(node)
+        self.visit_children(node)
         func = node.func
         if (
             isinstance(func, gast.Attribute)
@@ -657,7 +783,7 @@ class _ConstantFolder(gast.NodeTransformer):
         return node
 
     def visit_UnaryOp(self, node):
-        self.generic_visit(node)
+        self.visit_children(node)
         if isinstance(node.op, gast.USub):
             simpler = _negated(node.operand)
             if simpler is not None:
@@ -674,7 +800,7 @@ class _ConstantFolder(gast.NodeTransformer):
         return node
 
     def visit_BinOp(self, node):
-        self.generic_visit(node)
+        self.visit_children(node)
         left, right = _number(node.left), _number(node.right)
         op = type(node.op)
         if left is not None and right is not None and op in _FOLDABLE:
@@ -709,7 +835,7 @@ class _ConstantFolder(gast.NodeTransformer):
         return node
 
     def visit_Subscript(self, node):
-        self.generic_visit(node)
+        self.visit_children(node)
         index = node.slice
         if (
             isinstance(node.value, gast.Tuple)
@@ -722,7 +848,7 @@ class _ConstantFolder(gast.NodeTransformer):
         return node
 
     def visit_Compare(self, node):
-        self.generic_visit(node)
+        self.visit_children(node)
         if (
             len(node.ops) == 1
             and isinstance(node.ops[0], (gast.Is, gast.IsNot))
@@ -736,6 +862,19 @@ class _ConstantFolder(gast.NodeTransformer):
             )
         return node
 
-    def visit_If(self, node):
-        self.generic_visit(node)
-        return node
+
+def _needs_visit(node) -> bool:
+    """Whether folding could change ``node`` (names and literals stay as they are)."""
+    kind = type(node)
+    if kind is gast.Name:
+        return node.annotation is not None
+    return kind is not gast.Constant and isinstance(node, gast.AST)
+
+
+def _handler_for(kind: type):
+    if issubclass(kind, gast.stmt):
+        return _ConstantFolder.visit_statement
+    return getattr(_ConstantFolder, f"visit_{kind.__name__}", _ConstantFolder.visit_children)
+
+
+_FOLD_HANDLERS: dict[type, Callable] = {}

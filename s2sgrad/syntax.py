@@ -15,6 +15,10 @@ __all__ = [
     "attribute",
     "parse_expression",
     "clone",
+    "clone_rewriting",
+    "rewrite",
+    "child_fields",
+    "node_fields",
     "located",
     "names_read",
     "walk",
@@ -251,7 +255,20 @@ def child_fields(kind: type) -> tuple[str, ...]:
     return fields
 
 
+def node_fields(kind: type) -> tuple[str, ...]:
+    """The fields of ``kind`` that can hold nodes other than operators (none for non-nodes).
+
+    Operators (``Add``, ``USub``, ``Eq`` …) are never changed in place and hold no names,
+    so walkers that look for names skip them.
+    """
+    fields = _OPERATOR_FREE.get(kind)
+    return _node_fields(kind, skip_operators=True) if fields is None else fields
+
+
 def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
+    if not issubclass(kind, gast.AST):
+        _NODE_FIELDS[kind] = _OPERATOR_FREE[kind] = ()
+        return ()
     scalar = _SCALAR_FIELDS.get(kind, set())
     fields = tuple(f for f in child_fields(kind) if f not in scalar)
     _NODE_FIELDS[kind] = fields
