@@ -55,22 +55,26 @@ class GeneratedFunction:
         origin: str,
         finish: Callable[[gast.FunctionDef], gast.FunctionDef] | None = None,
     ):
-        used = set()
-        self.defines_functions = False  # has functions or lambdas inside
-        for child in walk(node):
-            kind = type(child)
-            if kind is gast.Name:
-                used.add(child.id)
-            elif kind in (gast.FunctionDef, gast.Lambda) and child is not node:
-                self.defines_functions = True
         self.raw_node = node
         self.finish = finish  # the optimisation still owed, done when the code is needed
-        self.namespace = {name: obj for name, obj in namespace.items() if name in used}
+        self.given_namespace = namespace  # what the code may use; see ``namespace``
         self.origin = origin
         self.shapes_follow_arguments = False  # safe to specialise on argument shapes
         self.specialised_for = None  # the argument signature it was specialised to
         self.specialisations: dict[tuple, GeneratedFunction] = {}  # signature → its code
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
+
+    @functools.cached_property
+    def namespace(self) -> dict[str, Any]:
+        """The global names the code uses, and their objects."""
+        used = {n.id for n in walk(self.node) if type(n) is gast.Name}
+        return {name: obj for name, obj in self.given_namespace.items() if name in used}
+
+    @functools.cached_property
+    def defines_functions(self) -> bool:
+        """Whether the code has functions or lambdas inside."""
+        node = self.raw_node
+        return any(type(n) in (gast.FunctionDef, gast.Lambda) and n is not node for n in walk(node))
 
     @functools.cached_property
     def node(self) -> gast.FunctionDef:

@@ -22,7 +22,7 @@ from s2sgrad.errors import S2SGradError, where
 from s2sgrad.python_ast import to_gast
 from s2sgrad.syntax import walk
 
-__all__ = ["ParsedFunction", "parse_function", "NOT_FOUND"]
+__all__ = ["ParsedFunction", "parse_function", "source_lines", "NOT_FOUND"]
 
 NOT_FOUND = object()
 
@@ -103,7 +103,7 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
             "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
         )
     try:
-        lines, first_line = _source_lines(function)
+        lines, first_line = source_lines(function)
     except (OSError, TypeError) as error:
         raise S2SGradError(
             f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
@@ -138,14 +138,21 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
     )
 
 
-def _source_lines(function) -> tuple[list[str], int]:
+def source_lines(function) -> tuple[list[str], int]:
     """The lines of ``function``'s definition (decorators included) and the first one's number.
 
-    Like ``inspect.getsourcelines``, without tokenizing: a ``def`` ends on the last line
-    its code (or any code nested in it) has a position on; trailing lines without code
-    (comments, a final ``pass``) do not change what the function does.
+    Like ``inspect.getsourcelines`` (and raising what it raises), without tokenizing: a
+    ``def`` ends on the last line its code (or any code nested in it) has a position on;
+    trailing lines without code (comments, a final ``pass``) do not change what the
+    function does.
+
+    Example::
+
+        lines, first = source_lines(source_lines)
     """
-    code = function.__code__
+    code = getattr(function, "__code__", None)
+    if code is None:
+        raise TypeError(f"{function!r} is not a Python function")
     if function.__name__ != "<lambda>":
         lines = linecache.getlines(code.co_filename, function.__globals__)
         last = _last_line(code)

@@ -9,6 +9,7 @@ free names of the rule (``np``, runtime helpers) are bound in the generated name
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import operator
@@ -19,7 +20,9 @@ from typing import Any
 
 import gast
 
+from s2sgrad.frontend import source_lines
 from s2sgrad.passes.names import NameGenerator
+from s2sgrad.python_ast import to_gast
 from s2sgrad.syntax import assign, clone, clone_rewriting, constant, names_written, walk
 
 __all__ = ["Inlined", "inline_rule", "Namespace"]
@@ -81,10 +84,10 @@ class _ParsedRule:
 @functools.cache
 def _parse_rule(rule) -> _ParsedRule | None:
     try:
-        source = textwrap.dedent(inspect.getsource(rule))
+        lines, _ = source_lines(rule)
     except (OSError, TypeError):
         return None
-    node = gast.parse(source).body[0]
+    node = to_gast(ast.parse(textwrap.dedent("".join(lines)))).body[0]
     if not isinstance(node, gast.FunctionDef):
         return None
     parameters = list(inspect.signature(rule).parameters.values())[2:]

@@ -257,6 +257,10 @@ def _build(request: _Request) -> GeneratedFunction:
     generated.shapes_follow_arguments = request.kind != "vjp" and shapes_follow_arguments(
         node.body, parsed.resolve
     )
+    # the derivative defines functions where the user's function does (no closures else)
+    generated.defines_functions = any(
+        type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
+    )
     return generated
 
 
@@ -363,7 +367,7 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
             return compile_function(node, namespace, generated.origin).function
         return compile_ast(node, namespace, generated.origin)
 
-    namespace = dict(generated.namespace)
+    namespace = dict(generated.given_namespace)
     try:
         with without_garbage_collection():
             result, node = probe_and_specialise(
