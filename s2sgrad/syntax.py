@@ -154,29 +154,41 @@ def rewrite(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> gast.AST
 def _copy(node, replace, nested, root=None):
     kind = type(node)
     new = kind.__new__(kind)
-    state = node.__dict__.copy()
+    state = new.__dict__ = node.__dict__.copy()  # names, literals, operators: shared
     if replace is not None and not nested and kind in SCOPES and node is not root:
         nested = True
-    fields = None if replace is None else (_FIELDS.get(kind) or child_fields(kind))
-    for key, value in state.items():
-        if fields is not None and key not in fields:  # attached by a pass: copied as is
-            if isinstance(value, (list, gast.AST)):
-                state[key] = clone(value)
-        elif type(value) is list:
-            state[key] = [
-                item
-                if type(item) in _CONTEXTS or not isinstance(item, (gast.AST, list))
-                else clone(item)
-                if type(item) is list
-                else _copy(item, replace, nested, root)
+    fields = _OPERATOR_FREE.get(kind)
+    if fields is None:
+        fields = node_fields(kind)
+    for field in fields:
+        value = state.get(field)
+        if type(value) is list:
+            state[field] = [
+                _copy(item, replace, nested, root) if isinstance(item, gast.AST) else item
                 for item in value
             ]
-        elif isinstance(value, gast.AST) and type(value) not in _CONTEXTS:
-            state[key] = _copy(value, replace, nested, root)
-    new.__dict__ = state
+        elif isinstance(value, gast.AST):
+            state[field] = _copy(value, replace, nested, root)
+    if len(state) > _PLAIN_SIZE.get(kind, 0):  # attributes a pass attached: copied as well
+        _copy_attached(state, kind)
     return new if replace is None or nested else replace(new)
 
 
+def _copy_attached(state: dict, kind: type) -> None:
+    if kind not in _PLAIN_SIZE:
+        _PLAIN_SIZE[kind] = len(kind._fields) + len(kind._attributes)
+        if len(state) <= _PLAIN_SIZE[kind]:
+            return
+    plain = _PLAIN_KEYS.get(kind)
+    if plain is None:
+        plain = _PLAIN_KEYS[kind] = frozenset(kind._fields) | frozenset(kind._attributes)
+    for key, value in state.items():
+        if key not in plain and isinstance(value, (list, gast.AST)):
+            state[key] = clone(value)
+
+
+_PLAIN_SIZE: dict[type, int] = {}
+_PLAIN_KEYS: dict[type, frozenset] = {}
 _CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del})
 
 
