@@ -408,24 +408,23 @@ def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     """
     reads: dict[str, int] = {}
     writes: dict[str, int] = {}
-    direct: dict[str, int] = {}
+    restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
     definitions: dict[str, gast.Assign] = {}
     for node in walk(function):
-        if isinstance(node, gast.Name):
-            table = writes if isinstance(node.ctx, gast.Store) else reads
+        if type(node) is gast.Name:
+            table = writes if type(node.ctx) is gast.Store else reads
             table[node.id] = table.get(node.id, 0) + 1
         for side in getattr(node, "s2s_broadcast_free", ()):
-            for name in _elementwise_leaves(getattr(node, side)):
-                direct[name] = direct.get(name, 0) + 1
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            for leaf in _elementwise_leaves(getattr(node, side)):
+                restored.setdefault(leaf.id, set()).add(id(leaf))
+        if type(node) is gast.Assign and type(node.targets[0]) is gast.Name:
             definitions[node.targets[0].id] = node
-    free = dict(direct)
     settled: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for name, count in list(free.items()):
-            if name in settled or count != reads.get(name, 0) or writes.get(name) != 1:
+        for name, uses in list(restored.items()):
+            if name in settled or len(uses) != reads.get(name, 0) or writes.get(name) != 1:
                 continue
             settled.add(name)
             changed = True
@@ -434,20 +433,20 @@ def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
                 value = definition.value
                 value = value.args[0] if _is_broadcast_call(value) else value
                 for leaf in _elementwise_leaves(value):
-                    free[leaf] = free.get(leaf, 0) + 1
+                    restored.setdefault(leaf.id, set()).add(id(leaf))
     for name in settled:
         definition = definitions.get(name)
         if definition is not None and _is_broadcast_call(definition.value):
             definition.value = definition.value.args[0]
 
 
-def _elementwise_leaves(node) -> list[str]:
-    """Names reached from ``node`` through elementwise arithmetic only."""
-    if isinstance(node, gast.Name):
-        return [node.id]
-    if isinstance(node, gast.BinOp) and type(node.op) in _ARITHMETIC:
+def _elementwise_leaves(node) -> list[gast.Name]:
+    """The names reached from ``node`` through elementwise arithmetic only."""
+    if type(node) is gast.Name:
+        return [node]
+    if type(node) is gast.BinOp and type(node.op) in _ARITHMETIC:
         return _elementwise_leaves(node.left) + _elementwise_leaves(node.right)
-    if isinstance(node, gast.UnaryOp):
+    if type(node) is gast.UnaryOp:
         return _elementwise_leaves(node.operand)
     return []
 
