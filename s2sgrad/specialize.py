@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import gast
 import numpy as np
@@ -182,11 +181,10 @@ def _is_shape_only(node: gast.expr, known: set[str]) -> bool:
 
 
 # probing ---------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Seen:
-    """What one argument or result of a probed call looked like."""
+class Seen(NamedTuple):
+    """What one argument or result of a probed call looked like (a tuple: quick to make)."""
 
-    kind: str  # array | float | int | tuple | other
+    kind: str  # array | scalar | float | int | tuple | basic index | unchanged | other
     shape: tuple | None = None
     dtype: str | None = None
     value: Any = None
