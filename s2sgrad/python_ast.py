@@ -40,21 +40,19 @@ def to_python_ast(node: gast.AST) -> ast.AST:
 
 
 def _location(node, outer):
-    d = node.__dict__
-    lineno, col_offset, end_lineno, end_col_offset = outer
-    value = d.get("lineno")
-    if value is not None:
-        lineno = value
-    value = d.get("col_offset")
-    if value is not None:
-        col_offset = value
-    value = d.get("end_lineno")
-    if value is not None:
-        end_lineno = value
-    value = d.get("end_col_offset")
-    if value is not None:
-        end_col_offset = value
-    return lineno, col_offset, end_lineno, end_col_offset
+    state = node.__dict__
+    lineno = state.get("lineno")
+    if lineno is None:  # generated code: the enclosing statement's place
+        return outer
+    col_offset = state.get("col_offset")
+    end_lineno = state.get("end_lineno")
+    end_col_offset = state.get("end_col_offset")
+    return (
+        lineno,
+        outer[1] if col_offset is None else col_offset,
+        outer[2] if end_lineno is None else end_lineno,
+        outer[3] if end_col_offset is None else end_col_offset,
+    )
 
 
 def _convert(node, outer):
