@@ -263,7 +263,8 @@ def probe_and_specialise(
             return call(load(probe_name), [constant(site), load(operator_name), *operands])
         return call(load(probe_name), [constant(site), site_node.func, *site_node.args])
 
-    probed = clone_rewriting(node, _each_site(namespace, specialisers, instrument))
+    _mark_near_broadcasts(node, namespace)
+    probed = clone_rewriting(node, _each_site(namespace, specialisers, instrument, _near_broadcast))
     function = compile_function(
         probed, {**namespace, probe_name: probe, operator_name: _apply_operator}
     )
@@ -298,18 +299,18 @@ def probe_and_specialise(
     return result, specialised
 
 
-def _each_site(namespace: dict, specialisers: dict, handle) -> Callable[[gast.AST], gast.AST]:
+def _each_site(
+    namespace: dict, specialisers: dict, handle, arithmetic: Callable[[gast.BinOp], bool]
+) -> Callable[[gast.AST], gast.AST]:
     """A rewriter for :func:`clone_rewriting` that numbers the probed sites (specialisable
-    calls, arithmetic) and replaces each by ``handle(site, node, target)``.
-
-    The probe and the specialisation copy the same tree in one order, so the numbers agree.
-    """
+    calls, and arithmetic for which ``arithmetic(node)`` holds) and replaces each by
+    ``handle(site, node, target)``."""
     count = iter(range(1 << 62))
 
     def rewrite(node: gast.AST) -> gast.AST:
         kind = type(node)
         if kind is gast.BinOp:
-            if type(node.op) in _ARITHMETIC:
+            if type(node.op) in _ARITHMETIC and arithmetic(node):
                 return handle(next(count), node, None)
         elif kind is gast.Call:
             target = _resolve(node.func, namespace)
@@ -321,6 +322,59 @@ def _each_site(namespace: dict, specialisers: dict, handle) -> Callable[[gast.AS
         return node
 
     return rewrite
+
+
+def _mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
+    """Mark (``s2s_near_broadcast``) the arithmetic that broadcast stripping could concern.
+
+    It could where a ``broadcast_to``/``expand_dims`` call, or a name whose value may be
+    one, is reached through elementwise arithmetic or through helpers that specialisation
+    may turn into their first argument (``unbroadcast``); the primal's arithmetic, and
+    most of the rest, never needs probing.
+    """
+    definitions: dict[str, list[gast.expr]] = {}
+    arithmetic: list[gast.BinOp] = []
+    for node in walk(function):
+        if type(node) is gast.Assign and type(node.targets[0]) is gast.Name:
+            definitions.setdefault(node.targets[0].id, []).append(node.value)
+        elif type(node) is gast.BinOp and type(node.op) in _ARITHMETIC:
+            arithmetic.append(node)
+    near: set[str] = set()
+
+    def reaches(expression: gast.expr) -> bool:
+        kind = type(expression)
+        if kind is gast.Name:
+            return expression.id in near
+        if kind is gast.BinOp:
+            return reaches(expression.left) or reaches(expression.right)
+        if kind is gast.UnaryOp:
+            return reaches(expression.operand)
+        if kind is not gast.Call:
+            return False
+        func = expression.func
+        if type(func) is gast.Attribute and func.attr in ("broadcast_to", "expand_dims"):
+            return True
+        target = _resolve(func, namespace)
+        passes_through = any(target is helper for helper in _PASS_THROUGH)
+        return passes_through and bool(expression.args) and reaches(expression.args[0])
+
+    changed = True
+    while changed:
+        changed = False
+        for name, values in definitions.items():
+            if name not in near and any(reaches(value) for value in values):
+                near.add(name)
+                changed = True
+    for node in arithmetic:
+        node.s2s_near_broadcast = reaches(node)
+
+
+# helpers that specialisation may replace by their first argument
+_PASS_THROUGH = (runtime.unbroadcast, runtime.as_gradient, runtime.owned)
+
+
+def _near_broadcast(node: gast.BinOp) -> bool:
+    return node.__dict__.get("s2s_near_broadcast", True)
 
 
 _ARITHMETIC = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
