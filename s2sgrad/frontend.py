@@ -22,7 +22,7 @@ from s2sgrad.errors import S2SGradError, where
 from s2sgrad.python_ast import to_gast
 from s2sgrad.syntax import walk
 
-__all__ = ["ParsedFunction", "parse_function", "source_lines", "NOT_FOUND"]
+__all__ = ["ParsedFunction", "parse_function", "read_definition", "NOT_FOUND"]
 
 NOT_FOUND = object()
 
@@ -103,7 +103,7 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
             "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
         )
     try:
-        lines, first_line = source_lines(function)
+        lines, first_line, tree = read_definition(function)
     except (OSError, TypeError) as error:
         raise S2SGradError(
             f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
@@ -120,7 +120,7 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         )
         node = _lambda_node(source, code, filename, first_line, indent)
     else:
-        node = _function_node(source, function, filename, first_line)
+        node = _function_node(source, tree, function, filename, first_line)
     closure = {}
     if function.__closure__:
         for name, cell in zip(code.co_freevars, function.__closure__):
@@ -138,8 +138,9 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
     )
 
 
-def source_lines(function) -> tuple[list[str], int]:
-    """The lines of ``function``'s definition (decorators included) and the first one's number.
+def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
+    """The lines of ``function``'s definition (decorators included), the first one's
+    number, and the dedented definition parsed (None if it was not parsed here).
 
     Like ``inspect.getsourcelines`` (and raising what it raises), without tokenizing: a
     ``def`` ends on the last line its code (or any code nested in it) has a position on;
@@ -148,7 +149,7 @@ def source_lines(function) -> tuple[list[str], int]:
 
     Example::
 
-        lines, first = source_lines(source_lines)
+        lines, first, tree = read_definition(read_definition)
     """
     code = getattr(function, "__code__", None)
     if code is None:
@@ -160,12 +161,10 @@ def source_lines(function) -> tuple[list[str], int]:
         if lines and last is not None and first <= last <= len(lines):
             chunk = lines[first - 1 : last]
             try:
-                ast.parse(textwrap.dedent("".join(chunk)))
+                return chunk, first, ast.parse(textwrap.dedent("".join(chunk)))
             except SyntaxError:
                 pass
-            else:
-                return chunk, first
-    return inspect.getsourcelines(function)
+    return (*inspect.getsourcelines(function), None)
 
 
 def _last_line(code: types.CodeType) -> int | None:
@@ -179,9 +178,9 @@ def _last_line(code: types.CodeType) -> int | None:
     return max(ends, default=None)
 
 
-def _function_node(source, function, filename, first_line) -> gast.FunctionDef:
+def _function_node(source, tree, function, filename, first_line) -> gast.FunctionDef:
     try:
-        module = to_gast(ast.parse(source))
+        module = to_gast(tree if tree is not None else ast.parse(source))
     except SyntaxError as error:
         raise S2SGradError(
             f"{where(filename, first_line)}: could not parse the source of "

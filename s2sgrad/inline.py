@@ -20,7 +20,7 @@ from typing import Any
 
 import gast
 
-from s2sgrad.frontend import source_lines
+from s2sgrad.frontend import read_definition
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.python_ast import to_gast
 from s2sgrad.syntax import assign, clone, clone_rewriting, constant, names_written, walk
@@ -84,10 +84,11 @@ class _ParsedRule:
 @functools.cache
 def _parse_rule(rule) -> _ParsedRule | None:
     try:
-        lines, _ = source_lines(rule)
-    except (OSError, TypeError):
+        lines, _, tree = read_definition(rule)
+        tree = tree if tree is not None else ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
         return None
-    node = to_gast(ast.parse(textwrap.dedent("".join(lines)))).body[0]
+    node = to_gast(tree).body[0]
     if not isinstance(node, gast.FunctionDef):
         return None
     parameters = list(inspect.signature(rule).parameters.values())[2:]
