@@ -31,7 +31,6 @@ from s2sgrad.syntax import (
     constant,
     load,
     names_read,
-    rewrite,
     walk,
 )
 
@@ -254,14 +253,16 @@ def probe_and_specialise(
     probe = _Probe()
     probe_name = "__s2sgrad_probe__"
     operator_name = "__s2sgrad_operator__"
-    sites: dict[int, tuple[gast.AST, Any]] = {}
+    sites: list[tuple[gast.Call, gast.AST, Any]] = []  # (probe call, site, target), inner first
 
     def instrument(site, site_node, target):
-        sites[site] = (site_node, target)
         if target is None:  # arithmetic: __s2sgrad_operator__("+", left, right)
             operands = [constant(_ARITHMETIC[type(site_node.op)]), site_node.left, site_node.right]
-            return call(load(probe_name), [constant(site), load(operator_name), *operands])
-        return call(load(probe_name), [constant(site), site_node.func, *site_node.args])
+            probe_call = call(load(probe_name), [constant(site), load(operator_name), *operands])
+        else:
+            probe_call = call(load(probe_name), [constant(site), site_node.func, *site_node.args])
+        sites.append((probe_call, site_node, target))
+        return probe_call
 
     _mark_near_broadcasts(node, namespace)
     probed = clone_rewriting(node, _each_site(namespace, specialisers, instrument, _near_broadcast))
@@ -270,20 +271,7 @@ def probe_and_specialise(
     )
     result = function(*args, **kwargs)
 
-    def specialise(instrumented: gast.AST) -> gast.AST:
-        """The probed call, back as the site it wraps, and specialised if it can be."""
-        if not (
-            type(instrumented) is gast.Call
-            and type(instrumented.func) is gast.Name
-            and instrumented.func.id == probe_name
-        ):
-            return instrumented
-        site = instrumented.args[0].value
-        site_node, target = sites[site]
-        if target is None:
-            site_node.left, site_node.right = instrumented.args[3:]
-        else:
-            site_node.func, *site_node.args = instrumented.args[1:]
+    def specialise(site, site_node, target):
         records = probe.sites.get(site)
         if not records or len(records) != 1 or site in probe.aliased:
             return site_node  # never ran, or saw several shapes: stay generic
@@ -293,10 +281,23 @@ def probe_and_specialise(
         replacement = specialisers[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
-    specialised = rewrite(probed, specialise)
-    _strip_broadcast_definitions(specialised)
-    _scatter_sums(specialised, namespace)
-    return result, specialised
+    # Each probe call turns back into its site, specialised, in place: inner sites first,
+    # so an outer site's operands are already final when it is specialised.
+    for site, (probe_call, site_node, target) in enumerate(sites):
+        if target is None:
+            site_node.left, site_node.right = probe_call.args[3:]
+        else:
+            site_node.func, *site_node.args = probe_call.args[1:]
+        _become(probe_call, specialise(site, site_node, target))
+    _strip_broadcast_definitions(probed)
+    _scatter_sums(probed, namespace)
+    return result, probed
+
+
+def _become(node: gast.AST, replacement: gast.AST) -> None:
+    """Make ``node`` the node ``replacement`` is, where it stands in its tree (no walk)."""
+    node.__class__ = replacement.__class__
+    node.__dict__ = dict(replacement.__dict__)
 
 
 def _each_site(

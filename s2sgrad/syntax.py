@@ -16,7 +16,6 @@ __all__ = [
     "parse_expression",
     "clone",
     "clone_rewriting",
-    "rewrite",
     "child_fields",
     "node_fields",
     "located",
@@ -111,44 +110,13 @@ def clone_rewriting(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> 
     """A deep copy of ``node`` in which ``replace`` rewrites each copied node.
 
     ``replace(copy)`` sees every node outside nested functions after its children and
-    returns the node to use instead (or the copy itself). Two copies of one tree see
-    their nodes in the same order.
+    returns the node to use instead (or the copy itself).
 
     Example::
 
         clone_rewriting(tree, lambda n: constant(1) if isinstance(n, gast.Name) else n)
     """
     return _copy(node, replace, False, node)
-
-
-def rewrite(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> gast.AST:
-    """Rewrite ``node`` in place: ``replace`` sees every node outside nested functions after
-    its children, as in :func:`clone_rewriting`, and returns the node to use instead.
-
-    Example::
-
-        rewrite(tree, lambda n: constant(1) if isinstance(n, gast.Name) else n)
-    """
-
-    def visit(current):
-        kind = type(current)
-        if kind in SCOPES and current is not node:
-            return replace(current)
-        state = current.__dict__
-        for field in child_fields(kind):
-            value = state.get(field)
-            if type(value) is list:
-                value[:] = [
-                    visit(item)
-                    if isinstance(item, gast.AST) and type(item) not in _CONTEXTS
-                    else item
-                    for item in value
-                ]
-            elif isinstance(value, gast.AST) and type(value) not in _CONTEXTS:
-                state[field] = visit(value)
-        return replace(current)
-
-    return visit(node)
 
 
 def _copy(node, replace, nested, root=None):
