@@ -101,6 +101,9 @@ class GeneratedFunction:
             function.backward = self.companion.function
         function.__s2sgrad_generated__ = self
         weakref.finalize(function, _forget_source, filename)
+        if self.specialised_for is not None:  # final code: its text is all that is read again
+            self.raw_node = self.finish = None
+            self.__dict__.pop("node", None)
         return function
 
 
