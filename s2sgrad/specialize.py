@@ -333,41 +333,53 @@ def _mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
     may turn into their first argument (``unbroadcast``); the primal's arithmetic, and
     most of the rest, never needs probing.
     """
-    definitions: dict[str, list[gast.expr]] = {}
     arithmetic: list[gast.BinOp] = []
+    near: set[str] = set()  # names whose value may be a broadcast
+    users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
     for node in walk(function):
         if type(node) is gast.Assign and type(node.targets[0]) is gast.Name:
-            definitions.setdefault(node.targets[0].id, []).append(node.value)
+            target = node.targets[0].id
+            broadcast, names = _elementwise_reach(node.value, namespace)
+            if broadcast:
+                near.add(target)
+            for name in names:
+                users.setdefault(name, set()).add(target)
         elif type(node) is gast.BinOp and type(node.op) in _ARITHMETIC:
             arithmetic.append(node)
-    near: set[str] = set()
-
-    def reaches(expression: gast.expr) -> bool:
-        kind = type(expression)
-        if kind is gast.Name:
-            return expression.id in near
-        if kind is gast.BinOp:
-            return reaches(expression.left) or reaches(expression.right)
-        if kind is gast.UnaryOp:
-            return reaches(expression.operand)
-        if kind is not gast.Call:
-            return False
-        func = expression.func
-        if type(func) is gast.Attribute and func.attr in ("broadcast_to", "expand_dims"):
-            return True
-        target = _resolve(func, namespace)
-        passes_through = any(target is helper for helper in _PASS_THROUGH)
-        return passes_through and bool(expression.args) and reaches(expression.args[0])
-
-    changed = True
-    while changed:
-        changed = False
-        for name, values in definitions.items():
-            if name not in near and any(reaches(value) for value in values):
-                near.add(name)
-                changed = True
+    pending = list(near)
+    while pending:
+        for user in users.get(pending.pop(), ()):
+            if user not in near:
+                near.add(user)
+                pending.append(user)
     for node in arithmetic:
-        node.s2s_near_broadcast = reaches(node)
+        broadcast, names = _elementwise_reach(node, namespace)
+        node.s2s_near_broadcast = broadcast or not names.isdisjoint(near)
+
+
+def _elementwise_reach(expression: gast.expr, namespace: dict) -> tuple[bool, set[str]]:
+    """Whether ``expression`` reaches a ``broadcast_to``/``expand_dims`` call through
+    elementwise arithmetic (and helpers that may become their first argument), and the
+    names it reaches that way."""
+    names: set[str] = set()
+    broadcast = False
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is gast.Name:
+            names.add(node.id)
+        elif kind is gast.BinOp:
+            pending += (node.left, node.right)
+        elif kind is gast.UnaryOp:
+            pending.append(node.operand)
+        elif kind is gast.Call:
+            func = node.func
+            if type(func) is gast.Attribute and func.attr in ("broadcast_to", "expand_dims"):
+                broadcast = True
+            elif node.args and any(_resolve(func, namespace) is h for h in _PASS_THROUGH):
+                pending.append(node.args[0])
+    return broadcast, names
 
 
 # helpers that specialisation may replace by their first argument
