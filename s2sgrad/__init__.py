@@ -52,3 +52,13 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+def _register_rules() -> None:
+    """Import the rule modules now rather than on the first transformation."""
+    from s2sgrad.rules.registry import registered_primitives
+
+    registered_primitives()
+
+
+_register_rules()
