@@ -160,8 +160,9 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
         first = code.co_firstlineno
         if lines and last is not None and first <= last <= len(lines):
             chunk = lines[first - 1 : last]
+            text = "".join(chunk)
             try:
-                return chunk, first, ast.parse(textwrap.dedent("".join(chunk)))
+                return chunk, first, ast.parse(text if text[:1] > " " else textwrap.dedent(text))
             except SyntaxError:
                 pass
     return (*inspect.getsourcelines(function), None)

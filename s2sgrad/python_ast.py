@@ -142,12 +142,18 @@ def to_gast(node: ast.AST) -> gast.AST:
         function = to_gast(ast.parse("def f(x):\n    return x")).body[0]
     """
     kind = type(node)
-    if kind is ast.Name:
-        new = gast.Name(node.id, _GAST_CONTEXTS[type(node.ctx)], None, None)
-    elif kind is ast.arg:
+    if kind is ast.Name:  # the commonest nodes, made without gast's keyword constructor
+        new = _GAST_NAME.__new__(_GAST_NAME)
+        new.__dict__.update(node.__dict__)
+        new.ctx = _GAST_CONTEXTS[type(node.ctx)]
+        new.annotation = new.type_comment = None
+        return new
+    if kind is ast.Constant:
+        new = _GAST_CONSTANT.__new__(_GAST_CONSTANT)
+        new.__dict__.update(node.__dict__)
+        return new
+    if kind is ast.arg:
         new = gast.Name(node.arg, gast.Param(), _to_gast_value(node.annotation), node.type_comment)
-    elif kind is ast.Constant:
-        new = gast.Constant(node.value, node.kind)
     elif kind is ast.ExceptHandler:
         name = node.name
         if name is not None:
@@ -194,6 +200,7 @@ def _copy_location(new: gast.AST, old: ast.AST) -> None:
 
 _GAST_CONTEXTS = {ast.Load: gast.Load(), ast.Store: gast.Store(), ast.Del: gast.Del()}
 _GAST_CLASSES: dict[type, type] = {}
+_GAST_NAME, _GAST_CONSTANT = gast.Name, gast.Constant
 _MISSING = {
     kind: missing
     for kind in (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef, gast.TypeVar)
