@@ -1214,7 +1214,7 @@ def _has_code(statements) -> bool:
 
 
 def names_read_outside_markers(statements) -> set[str]:
-    return set().union(*(names_read(s) for s in statements)) if statements else set()
+    return names_read(gast.Module(body=statements, type_ignores=[]))
 
 
 def _locate_all(statement: gast.stmt, like: gast.AST) -> gast.stmt:

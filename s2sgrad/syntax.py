@@ -161,13 +161,32 @@ _CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del})
 
 
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
-    if old is not None and getattr(old, "lineno", None) is not None:
-        for child in _nodes(new, True, True):
-            if getattr(child, "lineno", None) is None and "lineno" in child._attributes:
-                child.lineno = old.lineno
-                child.col_offset = getattr(old, "col_offset", 0)
-                child.end_lineno = getattr(old, "end_lineno", old.lineno)
-                child.end_col_offset = getattr(old, "end_col_offset", 0)
+    """``new``, with ``old``'s location on it and on the nodes below it that have none.
+
+    A node that has a location already keeps it, and so does everything below it.
+    """
+    if old is None or getattr(old, "lineno", None) is None:
+        return new
+    place = {
+        "lineno": old.lineno,
+        "col_offset": getattr(old, "col_offset", 0),
+        "end_lineno": getattr(old, "end_lineno", old.lineno),
+        "end_col_offset": getattr(old, "end_col_offset", 0),
+    }
+    pending = [new]
+    while pending:
+        node = pending.pop()
+        state = node.__dict__
+        if state.get("lineno") is not None:
+            continue
+        if "lineno" in node._attributes:
+            state.update(place)
+        for field in node_fields(type(node)):
+            value = state.get(field)
+            if type(value) is list:
+                pending += [item for item in value if isinstance(item, gast.AST)]
+            elif isinstance(value, gast.AST):
+                pending.append(value)
     return new
 
 
