@@ -88,18 +88,24 @@ def _parse_rule(rule) -> _ParsedRule | None:
         tree = tree if tree is not None else ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
         return None
-    node = to_gast(tree).body[0]
-    if not isinstance(node, gast.FunctionDef):
+    definition = tree.body[0]
+    if not isinstance(definition, ast.FunctionDef):
         return None
-    parameters = list(inspect.signature(rule).parameters.values())[2:]
+    statements = definition.body
+    if (
+        statements
+        and isinstance(statements[0], ast.Expr)
+        and isinstance(statements[0].value, ast.Constant)
+    ):
+        statements = statements[1:]  # the docstring
+    # the rule file's line numbers mean nothing where the body is inlined
+    body = [_without_locations(to_gast(statement)) for statement in statements]
+    (first, _), (ans, _), *rest = inspect.signature(rule).parameters.items()
+    parameters = [parameter for _, parameter in rest]
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
     keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
-    body = node.body
-    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
-        body = body[1:]
     written = frozenset().union(*(names_written(s) for s in body))
-    first, ans = list(inspect.signature(rule).parameters)[:2]
     return _ParsedRule(
         positional, varargs, keyword_only, body, rule.__globals__, written, first, ans
     )
@@ -198,6 +204,14 @@ def _literal_bindings(bound: dict[str, gast.expr], written: frozenset[str]) -> t
 
 
 _TEMPLATES: dict[tuple, list[gast.stmt] | None] = {}
+
+
+def _without_locations(statement: gast.stmt) -> gast.stmt:
+    for node in walk(statement):
+        state = node.__dict__
+        for key in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+            state.pop(key, None)
+    return statement
 
 
 def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.stmt] | None:
