@@ -33,7 +33,7 @@ from s2sgrad.syntax import (
     walk,
 )
 
-__all__ = ["optimize"]
+__all__ = ["optimize", "fold_constants"]
 
 MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
 
@@ -714,6 +714,18 @@ def _negated(node):
         if left is not None:
             return gast.BinOp(left=left, op=node.op, right=node.right)
     return None
+
+
+def fold_constants(body: list[gast.stmt]) -> None:
+    """Fold constant arithmetic in ``body``, in place (after a rewrite that exposed some).
+
+    Example::
+
+        fold_constants(parse("y = x * 1.0 * 2.0").body)  # y = x * 2.0
+    """
+    folder = _ConstantFolder(FactsCache(enabled=False))
+    for statement in body:
+        folder.visit(statement)
 
 
 class _ConstantFolder:

@@ -32,7 +32,7 @@ from s2sgrad.forward import forward_sweep
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
 from s2sgrad.operations import classify
-from s2sgrad.optimize import drop_unneeded_saves, optimize
+from s2sgrad.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.passes.activity import analyse_activity
 from s2sgrad.passes.anf import to_anf
 from s2sgrad.passes.desugar import desugar
@@ -382,7 +382,7 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
     is_pure = _purity_of(namespace)
     node.body = drop_unneeded_saves(optimize(node.body, is_pure))  # shape-only reads are gone
     if strip_broadcasts_in(node):  # folding brought broadcasts next to full arrays
-        node.body = optimize(node.body, is_pure)
+        fold_constants(node.body)
     fast = compile_function(node, namespace, generated.origin)
     fast.specialised_for = signature(args, kwargs)
     return result, fast
