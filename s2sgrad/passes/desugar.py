@@ -67,7 +67,8 @@ def _block(statements: list[gast.stmt], names: NameGenerator) -> list[gast.stmt]
 
 
 def _statement(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
-    _ChainedComparisons().visit(statement)
+    if any(type(n) is gast.Compare and len(n.ops) > 1 for n in walk(statement)):
+        _ChainedComparisons().visit(statement)
     if isinstance(statement, gast.Pass):
         return []
     if isinstance(statement, gast.AugAssign):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, attribute, call, clone, constant, load, located, store
+from s2sgrad.syntax import assign, attribute, call, clone, constant, load, located, store, walk
 
 __all__ = ["normalise_loops"]
 
@@ -39,7 +39,8 @@ class _Loops:
         result: list[gast.stmt] = []
         for statement in statements:
             prefix: list[gast.stmt] = []
-            _Comprehensions(self, prefix, statement).visit(statement)
+            if any(type(n) in _COMPREHENSIONS for n in walk(statement)):
+                _Comprehensions(self, prefix, statement).visit(statement)
             result.extend(prefix)
             if isinstance(statement, gast.For):
                 result.extend(self.for_loop(statement))
@@ -163,6 +164,9 @@ def _indexable(node: gast.expr) -> bool:
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
         return node.func.id in ("list", "tuple", "sorted")
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+
+
+_COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 
 
 class _Comprehensions(gast.NodeTransformer):
