@@ -173,7 +173,9 @@ def inline_rule(
             node.id = namespace.bind(node.id, parsed.globals[node.id])
         return node  # a builtin
 
-    *statements, final = [clone_rewriting(statement, substitute) for statement in template]
+    *statements, final = [
+        clone_rewriting(statement, substitute, kinds=(gast.Name,)) for statement in template
+    ]
     value = final.value
     if isinstance(value, gast.Tuple):
         if any(isinstance(e, gast.Starred) for e in value.elts):
@@ -230,7 +232,9 @@ def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.st
             return clone(nodes[node.id])
         return node
 
-    body = _fold([clone_rewriting(statement, substitute) for statement in parsed.body])
+    body = _fold(
+        [clone_rewriting(statement, substitute, kinds=(gast.Name,)) for statement in parsed.body]
+    )
     if (
         not body
         or not isinstance(body[-1], gast.Return)

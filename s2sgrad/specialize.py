@@ -265,7 +265,11 @@ def probe_and_specialise(
         return probe_call
 
     _mark_near_broadcasts(node, namespace)
-    probed = clone_rewriting(node, _each_site(namespace, specialisers, instrument, _near_broadcast))
+    probed = clone_rewriting(
+        node,
+        _each_site(namespace, specialisers, instrument, _near_broadcast),
+        kinds=(gast.BinOp, gast.Call),
+    )
     function = compile_function(
         probed, {**namespace, probe_name: probe, operator_name: _apply_operator}
     )
@@ -476,13 +480,15 @@ def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
     definitions: dict[str, gast.Assign] = {}
     for node in walk(function):
-        if type(node) is gast.Name:
+        kind = type(node)
+        if kind is gast.Name:
             table = writes if type(node.ctx) is gast.Store else reads
             table[node.id] = table.get(node.id, 0) + 1
-        for side in getattr(node, "s2s_broadcast_free", ()):
-            for leaf in _elementwise_leaves(getattr(node, side)):
-                restored.setdefault(leaf.id, set()).add(id(leaf))
-        if type(node) is gast.Assign and type(node.targets[0]) is gast.Name:
+        elif kind is gast.BinOp:
+            for side in node.__dict__.get("s2s_broadcast_free", ()):
+                for leaf in _elementwise_leaves(getattr(node, side)):
+                    restored.setdefault(leaf.id, set()).add(id(leaf))
+        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
             definitions[node.targets[0].id] = node
     settled: set[str] = set()
     changed = True

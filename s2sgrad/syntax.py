@@ -106,20 +106,23 @@ def clone(node):
     return _copy(node, None, False)
 
 
-def clone_rewriting(node: gast.AST, replace: Callable[[gast.AST], gast.AST]) -> gast.AST:
+def clone_rewriting(
+    node: gast.AST, replace: Callable[[gast.AST], gast.AST], kinds: tuple[type, ...] = ()
+) -> gast.AST:
     """A deep copy of ``node`` in which ``replace`` rewrites each copied node.
 
-    ``replace(copy)`` sees every node outside nested functions after its children and
-    returns the node to use instead (or the copy itself).
+    ``replace(copy)`` sees every node outside nested functions (only those of the given
+    ``kinds``, if any) after its children, and returns the node to use instead (or the
+    copy itself).
 
     Example::
 
-        clone_rewriting(tree, lambda n: constant(1) if isinstance(n, gast.Name) else n)
+        clone_rewriting(tree, lambda n: constant(1), kinds=(gast.Name,))
     """
-    return _copy(node, replace, False, node)
+    return _copy(node, replace, False, node, frozenset(kinds))
 
 
-def _copy(node, replace, nested, root=None):
+def _copy(node, replace, nested, root=None, kinds=frozenset()):
     kind = type(node)
     new = kind.__new__(kind)
     state = new.__dict__ = node.__dict__.copy()  # names, literals, operators: shared
@@ -132,14 +135,16 @@ def _copy(node, replace, nested, root=None):
         value = state.get(field)
         if type(value) is list:
             state[field] = [
-                _copy(item, replace, nested, root) if isinstance(item, gast.AST) else item
+                _copy(item, replace, nested, root, kinds) if isinstance(item, gast.AST) else item
                 for item in value
             ]
         elif isinstance(value, gast.AST):
-            state[field] = _copy(value, replace, nested, root)
+            state[field] = _copy(value, replace, nested, root, kinds)
     if len(state) > _PLAIN_SIZE.get(kind, 0):  # attributes a pass attached: copied as well
         _copy_attached(state, kind)
-    return new if replace is None or nested else replace(new)
+    if replace is None or nested or (kinds and kind not in kinds):
+        return new
+    return replace(new)
 
 
 def _copy_attached(state: dict, kind: type) -> None:
