@@ -205,12 +205,7 @@ def _untake(g: Any, x: Any, indices: Any, axis: Any = None, mode: str = "raise")
     shape = np.shape(x)
     if axis is None:
         return np.reshape(_untake(g, np.ravel(x), indices, 0, mode), shape)
-    axis = axis % len(shape)
-    indices = np.asarray(indices, dtype=np.intp)
-    if mode == "wrap":
-        indices = np.mod(indices, shape[axis])
-    elif mode == "clip":
-        indices = np.clip(indices, 0, shape[axis] - 1)
+    axis, indices = runtime_shapes._taken_positions(shape, indices, axis, mode)
     cotangent = np.zeros((g.batch_size, *shape), dtype=_float(g.dtype))
     np.add.at(cotangent, (slice(None),) * (axis + 1) + (indices,), g.array)
     return BatchedValue(cotangent)

@@ -73,12 +73,8 @@ def reverse_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
 
         reverse_jacobian(np.sin, (np.zeros(3),), {}, 0, "auto")  # the 3x3 identity
     """
-    f, args = _positional(f, tuple(args), kwargs)
-    function, primals = api._bind_self(f, args)
-    position = index + len(primals) - len(args)
-    name = _parameter_names(function)[position]
+    f, args, function, primals, name = _differentiated(f, args, kwargs, index)
     x = args[index]
-    api._check_differentiable(name, x, f)
     out, pullback = api._vjp_engine(function, primals, (name,), mode)
     batchable = _batchable_backward(pullback, primals) if BATCHING else None
     rows = {}
@@ -135,12 +131,8 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
 
         forward_jacobian(lambda x: x**2, (np.arange(3.0),), {}, 0, "auto")  # diag([0, 2, 4])
     """
-    f, args = _positional(f, tuple(args), kwargs)
-    function, primals = api._bind_self(f, args)
-    position = index + len(primals) - len(args)
-    name = _parameter_names(function)[position]
+    f, args, function, primals, name = _differentiated(f, args, kwargs, index)
     x = args[index]
-    api._check_differentiable(name, x, f)
     pushforward = _generated_jvp(function, primals, name, mode)
     if pushforward is None:
         return _jvp_loop(f, args, index, mode)
@@ -216,6 +208,17 @@ def _jvp_loop(f, args, index, mode):
 
 
 # Shared pieces ----------------------------------------------------------------------------
+
+
+def _differentiated(f: Any, args: tuple, kwargs: dict, index: int) -> tuple:
+    """``(f, args, function, primals, name)`` with keywords moved into position, a bound
+    ``self`` among the primals, and ``name`` the parameter ``args[index]`` is given for
+    (checked to be differentiable)."""
+    f, args = _positional(f, tuple(args), kwargs)
+    function, primals = api._bind_self(f, args)
+    name = _parameter_names(function)[index + len(primals) - len(args)]
+    api._check_differentiable(name, args[index], f)
+    return f, args, function, primals, name
 
 
 def _positional(f: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple]:

@@ -347,15 +347,21 @@ def untake(g: Any, x: Any, indices: Any, axis: int | None = None, mode: str = "r
     shape = np.shape(x)
     if axis is None:
         return np.reshape(untake(g, np.ravel(x), indices, 0, mode), shape)
+    axis, indices = _taken_positions(shape, indices, axis, mode)
+    cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
+    np.add.at(cotangent, (slice(None),) * axis + (indices,), g)
+    return cotangent
+
+
+def _taken_positions(shape: tuple, indices: Any, axis: int, mode: str) -> tuple[int, np.ndarray]:
+    """The axis ``np.take`` took along (non-negative) and the positions it read there."""
     axis = axis % len(shape)
     indices = np.asarray(indices, dtype=np.intp)
     if mode == "wrap":
         indices = np.mod(indices, shape[axis])
     elif mode == "clip":
         indices = np.clip(indices, 0, shape[axis] - 1)
-    cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
-    np.add.at(cotangent, (slice(None),) * axis + (indices,), g)
-    return cotangent
+    return axis, indices
 
 
 def ravel_positions(x: Any, order: str = "C") -> np.ndarray:
