@@ -1,0 +1,123 @@
+"""Reading a function's definition without tokenizing gives what ``inspect`` gives."""
+
+import ast
+import functools
+import inspect
+import textwrap
+
+import pytest
+
+from s2sgrad.frontend import read_definition
+
+
+def plain(x):
+    return x * 2
+
+
+def with_docstring(x):
+    """Docs."""
+    return x
+
+
+def trailing_comment(x):
+    y = x + 1
+    return y
+    # a comment after the return
+
+
+def trailing_pass(x):
+    if x > 0:
+        y = 1
+    else:
+        pass
+    return x + y
+
+
+def multiline_end(x):
+    return (x +
+            1)  # fmt: skip
+
+
+def nested_at_end(x):
+    def inner(y):
+        return y * 3
+
+    return inner
+
+
+def ends_with_nested(x):
+    def inner(y):
+        z = y + 1
+        return z
+
+
+@functools.lru_cache(maxsize=16)
+def decorated(x):
+    return x
+
+
+def one_liner(x): return x + 1  # fmt: skip
+
+
+class Holder:
+    def method(self, x):
+        return x * self.scale
+
+    @staticmethod
+    def static(x):
+        return x
+
+
+def string_end(x):
+    s = """a
+multi-line
+string"""
+    return s
+
+
+def loop_else(x):
+    for i in range(3):
+        x = x + i
+    else:
+        x = x * 2
+    return x
+
+
+CASES = [
+    plain,
+    with_docstring,
+    trailing_comment,
+    trailing_pass,
+    multiline_end,
+    nested_at_end,
+    ends_with_nested,
+    decorated.__wrapped__,
+    one_liner,
+    Holder.method,
+    Holder.static,
+    string_end,
+    loop_else,
+    lambda x: x + 1,
+]
+
+
+@pytest.mark.parametrize("function", CASES, ids=lambda f: f.__qualname__)
+def test_definition_parses_as_inspect_reads_it(function):
+    lines, first, tree = read_definition(function)
+    expected_lines, expected_first = inspect.getsourcelines(function)
+    assert first == expected_first
+    if function.__name__ == "<lambda>":
+        assert lines == expected_lines and tree is None
+        return
+    assert tree is not None  # the fast way applied
+    expected = ast.parse(textwrap.dedent("".join(expected_lines)))
+    assert ast.dump(tree) == ast.dump(expected)
+
+
+def test_functions_without_source_raise_as_inspect_does():
+    namespace = {}
+    exec("def made(x):\n    return x\n", namespace)
+    with pytest.raises(OSError):
+        read_definition(namespace["made"])
+    with pytest.raises(TypeError):
+        read_definition(len)
