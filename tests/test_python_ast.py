@@ -1,0 +1,49 @@
+"""The direct converters between gast and ast give what gast's own converters give."""
+
+import ast
+from pathlib import Path
+
+import gast
+import pytest
+
+from s2sgrad.python_ast import to_gast, to_python_ast
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = [
+    "s2sgrad/reverse.py",
+    "s2sgrad/api.py",
+    "s2sgrad/tape/values.py",
+    "tests/test_control_flow.py",
+    "examples/checkpointed_cnn.py",
+]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_to_gast_matches_gast(name):
+    tree = ast.parse((ROOT / name).read_text())
+    expected = gast.dump(gast.ast_to_gast(tree), include_attributes=True)
+    assert gast.dump(to_gast(tree), include_attributes=True) == expected
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_to_python_ast_matches_gast_with_locations_filled_in(name):
+    tree = gast.parse((ROOT / name).read_text())
+    expected = ast.dump(ast.fix_missing_locations(gast.gast_to_ast(tree)), include_attributes=True)
+    converted = to_python_ast(tree)
+    assert ast.dump(converted, include_attributes=True) == expected
+    compile(converted, name, "exec")
+
+
+def test_nodes_without_a_location_take_their_statement_s():
+    function = gast.parse("def f(x):\n    return x").body[0]
+    call = gast.Call(
+        func=gast.Name(id="g", ctx=gast.Load(), annotation=None, type_comment=None),
+        args=[],
+        keywords=[],
+    )
+    function.body.append(gast.Expr(value=call))
+    expected = ast.fix_missing_locations(gast.gast_to_ast(function))
+    converted = to_python_ast(function)
+    assert ast.dump(converted, include_attributes=True) == ast.dump(
+        expected, include_attributes=True
+    )
