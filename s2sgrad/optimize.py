@@ -681,8 +681,27 @@ _FOLDABLE = {
     gast.Sub: operator.sub,
     gast.Mult: operator.mul,
     gast.Div: operator.truediv,
+    gast.FloorDiv: operator.floordiv,
+    gast.Mod: operator.mod,
     gast.Pow: operator.pow,
 }
+
+
+def _doubled(term: gast.expr) -> gast.expr | None:
+    """``term + term`` as ``2 * term`` (exact in floating point), for call-free terms."""
+    if any(type(n) is gast.Call for n in walk(term)):
+        return None
+    if type(term) is gast.BinOp and type(term.op) is gast.Mult:  # 2 * a * b: 2 * a folds
+        return gast.BinOp(
+            left=gast.BinOp(left=_number_node(2), op=gast.Mult(), right=term.left),
+            op=gast.Mult(),
+            right=term.right,
+        )
+    return gast.BinOp(left=_number_node(2), op=gast.Mult(), right=term)
+
+
+def _same(a: gast.expr, b: gast.expr) -> bool:
+    return type(a) is type(b) and gast.dump(a) == gast.dump(b)
 
 
 def _number(node):
@@ -838,6 +857,14 @@ class _ConstantFolder:
             negated = _negated(node.right)
             if negated is not None:  # a + -b → a - b
                 return gast.BinOp(left=node.left, op=gast.Sub(), right=negated)
+            if _same(node.left, node.right):  # a * x + a * x → 2 * a * x
+                doubled = _doubled(node.left)
+                if doubled is not None:
+                    return self.visit(doubled)
+        if op is gast.Sub:
+            negated = _negated(node.right)
+            if negated is not None:  # a - -b → a + b
+                return gast.BinOp(left=node.left, op=gast.Add(), right=negated)
         if op is gast.Pow and right == 1 and type(right) is int:
             return node.left
         if op is gast.Mult and right == 1 and type(right) is int:

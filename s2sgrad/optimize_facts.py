@@ -91,7 +91,10 @@ class Facts:
             node = pop()
             kind = type(node)
             if kind is gast.BinOp:
-                foldable = foldable or type(node.left) is Constant or type(node.right) is Constant
+                left, right = type(node.left), type(node.right)
+                foldable = foldable or left is Constant or right is Constant
+                # x + x, which may become 2 * x
+                foldable = foldable or (left is right and type(node.op) is gast.Add)
             elif kind is gast.UnaryOp:
                 foldable = foldable or type(node.op) is gast.USub
             elif kind is gast.Subscript or kind is gast.Attribute:
@@ -153,7 +156,7 @@ class Facts:
         self.own_scope = own_scope
         # The constant folder has nothing to do in this version: set when it found nothing,
         # and from the start when nothing it simplifies is there (a negation, arithmetic
-        # with a literal, a tuple indexed, a literal compared).
+        # with a literal, a sum of two alike terms, a tuple indexed, a literal compared).
         self.folded = not foldable
         self.pure_value = None  # whether the assigned value is free of side effects
         self.value_size = None  # how many nodes the assigned value has

@@ -1,7 +1,7 @@
 """Tests of the optimiser (s2sgrad/optimize.py) and the facts it keeps (optimize_facts.py).
 
-The expected code below is what the optimiser wrote before it kept facts between passes;
-the faster one must write exactly the same.
+Most of the expected code below is what the optimiser wrote before it kept facts between
+passes; the faster one must write exactly the same.
 """
 
 from __future__ import annotations
@@ -38,6 +38,72 @@ def optimized(source: str) -> str:
 
 
 CASES = {
+    # x + x is exactly 2 * x in floating point; a constant factor then folds
+    "doubled_terms": (
+        """
+        def f(W, g, h):
+            t1 = 0.0001 * W
+            t2 = 0.0001 * W
+            dW = t1 + t2 + g @ h
+            return dW
+        """,
+        """\
+def f(W, g, h):
+    dW = 0.0002 * W + g @ h
+    return dW
+""",
+    ),
+    "doubled_products_of_names": (
+        """
+        def f(a, x):
+            y = a * x + a * x
+            return y
+        """,
+        """\
+def f(a, x):
+    y = 2 * a * x
+    return y
+""",
+    ),
+    # a call may differ each time it runs: f(x) + f(x) is not 2 * f(x)
+    "calls_are_not_doubled": (
+        """
+        def f(x):
+            y = noise(x) + noise(x)
+            return y
+        """,
+        """\
+def f(x):
+    y = noise(x) + noise(x)
+    return y
+""",
+    ),
+    "subtracting_a_negation": (
+        """
+        def f(a, b, c):
+            t1 = -b
+            y = a - t1 * c
+            return y
+        """,
+        """\
+def f(a, b, c):
+    y = a + b * c
+    return y
+""",
+    ),
+    "integer_division_of_constants": (
+        """
+        def f(x):
+            count = 24 // 3
+            y = x / (count - 0) + x % 1 + 7 % 4
+            return y
+        """,
+        """\
+def f(x):
+    y = x / 8 + x % 1 + 3
+    return y
+""",
+    ),
     "straight_line": (
         """
         def f(x, W, b):
