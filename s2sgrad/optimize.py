@@ -688,16 +688,19 @@ _FOLDABLE = {
 
 
 def _doubled(term: gast.expr) -> gast.expr | None:
-    """``term + term`` as ``2 * term`` (exact in floating point), for call-free terms."""
-    if any(type(n) is gast.Call for n in walk(term)):
+    """``c * x + c * x`` as ``(2 * c) * x`` for a float ``c`` and a call-free ``x``.
+
+    Exact in floating point (doubling is), and the float keeps the types as they were; with
+    no float in it, ``x + x`` of boolean arrays would be ``or``, not ``2 * x``.
+    """
+    if not (
+        type(term) is gast.BinOp
+        and type(term.op) is gast.Mult
+        and type(_number(term.left)) is float
+        and not any(type(n) is gast.Call for n in walk(term.right))
+    ):
         return None
-    if type(term) is gast.BinOp and type(term.op) is gast.Mult:  # 2 * a * b: 2 * a folds
-        return gast.BinOp(
-            left=gast.BinOp(left=_number_node(2), op=gast.Mult(), right=term.left),
-            op=gast.Mult(),
-            right=term.right,
-        )
-    return gast.BinOp(left=_number_node(2), op=gast.Mult(), right=term)
+    return gast.BinOp(left=_number_node(2 * _number(term.left)), op=gast.Mult(), right=term.right)
 
 
 def _same(a: gast.expr, b: gast.expr) -> bool:
@@ -854,13 +857,12 @@ class _ConstantFolder:
                 if negated is not None:
                     return gast.BinOp(left=_number_node(-left), op=node.op, right=negated)
         if op is gast.Add:
+            doubled = _doubled(node.left)  # 0.5 * x + 0.5 * x → 1.0 * x
+            if doubled is not None and _same(node.left, node.right):
+                return doubled
             negated = _negated(node.right)
             if negated is not None:  # a + -b → a - b
                 return gast.BinOp(left=node.left, op=gast.Sub(), right=negated)
-            if _same(node.left, node.right):  # a * x + a * x → 2 * a * x
-                doubled = _doubled(node.left)
-                if doubled is not None:
-                    return self.visit(doubled)
         if op is gast.Sub:
             negated = _negated(node.right)
             if negated is not None:  # a - -b → a + b

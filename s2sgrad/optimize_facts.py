@@ -93,7 +93,7 @@ class Facts:
             if kind is gast.BinOp:
                 left, right = type(node.left), type(node.right)
                 foldable = foldable or left is Constant or right is Constant
-                # x + x, which may become 2 * x
+                # c * x + c * x, which may become (2 * c) * x
                 foldable = foldable or (left is right and type(node.op) is gast.Add)
             elif kind is gast.UnaryOp:
                 foldable = foldable or type(node.op) is gast.USub

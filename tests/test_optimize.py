@@ -38,7 +38,7 @@ def optimized(source: str) -> str:
 
 
 CASES = {
-    # x + x is exactly 2 * x in floating point; a constant factor then folds
+    # c * x + c * x is exactly (2 * c) * x in floating point
     "doubled_terms": (
         """
         def f(W, g, h):
@@ -53,7 +53,20 @@ def f(W, g, h):
     return dW
 """,
     ),
-    "doubled_products_of_names": (
+    # without a float factor, x + x may be a logical or of boolean arrays: left alone
+    "doubled_negative_factor": (
+        """
+        def f(x):
+            y = -0.25 * x + -0.25 * x
+            return y
+        """,
+        """\
+def f(x):
+    y = -0.5 * x
+    return y
+""",
+    ),
+    "sums_of_alike_names_stay": (
         """
         def f(a, x):
             y = a * x + a * x
@@ -61,7 +74,7 @@ def f(W, g, h):
         """,
         """\
 def f(a, x):
-    y = 2 * a * x
+    y = a * x + a * x
     return y
 """,
     ),
@@ -69,12 +82,12 @@ def f(a, x):
     "calls_are_not_doubled": (
         """
         def f(x):
-            y = noise(x) + noise(x)
+            y = 0.5 * noise(x) + 0.5 * noise(x)
             return y
         """,
         """\
 def f(x):
-    y = noise(x) + noise(x)
+    y = 0.5 * noise(x) + 0.5 * noise(x)
     return y
 """,
     ),
