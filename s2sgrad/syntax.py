@@ -166,10 +166,9 @@ _CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del})
 
 
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
-    """``new``, with ``old``'s location on it and on the nodes below it that have none.
-
-    A node that has a location already keeps it, and so does everything below it.
-    """
+    """``new``, placed at ``old``'s location: it and the statements inside it that have no
+    location get ``old``'s; expressions without one take their statement's when the code
+    is compiled (:mod:`s2sgrad.python_ast`)."""
     if old is None or getattr(old, "lineno", None) is None:
         return new
     place = {
@@ -181,17 +180,12 @@ def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     pending = [new]
     while pending:
         node = pending.pop()
-        state = node.__dict__
-        if state.get("lineno") is not None:
-            continue
-        if "lineno" in node._attributes:
-            state.update(place)
-        for field in node_fields(type(node)):
-            value = state.get(field)
-            if type(value) is list:
-                pending += [item for item in value if isinstance(item, gast.AST)]
-            elif isinstance(value, gast.AST):
-                pending.append(value)
+        if node.__dict__.get("lineno") is None and "lineno" in node._attributes:
+            node.__dict__.update(place)
+        for field in ("body", "orelse", "finalbody"):
+            inner = node.__dict__.get(field)
+            if type(inner) is list:
+                pending += [item for item in inner if isinstance(item, gast.stmt)]
     return new
 
 
