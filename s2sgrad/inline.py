@@ -99,7 +99,7 @@ def _parse_rule(rule) -> _ParsedRule | None:
     ):
         statements = statements[1:]  # the docstring
     # the rule file's line numbers mean nothing where the body is inlined
-    body = [_without_locations(to_gast(statement)) for statement in statements]
+    body = [to_gast(statement, locations=False) for statement in statements]
     (first, _), (ans, _), *rest = inspect.signature(rule).parameters.items()
     parameters = [parameter for _, parameter in rest]
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -208,14 +208,6 @@ def _literal_bindings(bound: dict[str, gast.expr], written: frozenset[str]) -> t
 _TEMPLATES: dict[tuple, list[gast.stmt] | None] = {}
 
 
-def _without_locations(statement: gast.stmt) -> gast.stmt:
-    for node in walk(statement):
-        state = node.__dict__
-        for key in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-            state.pop(key, None)
-    return statement
-
-
 def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.stmt] | None:
     """The rule's body with its literal parameters substituted and ``if``s on them folded.
 
@@ -232,9 +224,15 @@ def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.st
             return clone(nodes[node.id])
         return node
 
-    body = _fold(
-        [clone_rewriting(statement, substitute, kinds=(gast.Name,)) for statement in parsed.body]
-    )
+    if nodes or any(type(n) is gast.If for s in parsed.body for n in walk(s)):
+        body = _fold(
+            [
+                clone_rewriting(statement, substitute, kinds=(gast.Name,))
+                for statement in parsed.body
+            ]
+        )
+    else:  # nothing to substitute or fold: the parsed body serves (call sites copy it)
+        body = parsed.body
     if (
         not body
         or not isinstance(body[-1], gast.Return)

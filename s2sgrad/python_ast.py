@@ -134,31 +134,42 @@ def _plan(kind: type) -> tuple[type, tuple[str, ...], tuple[str, ...], bool]:
     return plan
 
 
-def to_gast(node: ast.AST) -> gast.AST:
-    """The gast tree for an ``ast`` tree (what ``gast.ast_to_gast`` gives, faster).
+def to_gast(node: ast.AST, locations: bool = True) -> gast.AST:
+    """The gast tree for an ``ast`` tree (what ``gast.ast_to_gast`` gives, faster);
+    without ``locations``, no node has one.
 
     Example::
 
         function = to_gast(ast.parse("def f(x):\n    return x")).body[0]
     """
+    return _to_gast(node, _LOCATION_KEYS if not locations else frozenset())
+
+
+def _to_gast(node: ast.AST, dropped: frozenset) -> gast.AST:
     kind = type(node)
+    state = node.__dict__
     if kind is ast.Name:  # the commonest nodes, made without gast's keyword constructor
         new = _GAST_NAME.__new__(_GAST_NAME)
-        new.__dict__.update(node.__dict__)
-        new.ctx = _GAST_CONTEXTS[type(node.ctx)]
-        new.annotation = new.type_comment = None
-        return new
-    if kind is ast.Constant:
+        converted = new.__dict__
+        converted.update(state)
+        converted["ctx"] = _GAST_CONTEXTS[type(node.ctx)]
+        converted["annotation"] = converted["type_comment"] = None
+    elif kind is ast.Constant:
         new = _GAST_CONSTANT.__new__(_GAST_CONSTANT)
-        new.__dict__.update(node.__dict__)
-        return new
-    if kind is ast.arg:
-        new = gast.Name(node.arg, gast.Param(), _to_gast_value(node.annotation), node.type_comment)
+        new.__dict__.update(state)
+    elif kind is ast.arg:
+        new = gast.Name(
+            node.arg, gast.Param(), _to_gast_value(node.annotation, dropped), node.type_comment
+        )
+        _copy_location(new, node)
     elif kind is ast.ExceptHandler:
         name = node.name
         if name is not None:
             name = gast.Name(name, gast.Store(), None, None)
-        new = gast.ExceptHandler(_to_gast_value(node.type), name, _to_gast_value(node.body))
+        new = gast.ExceptHandler(
+            _to_gast_value(node.type, dropped), name, _to_gast_value(node.body, dropped)
+        )
+        _copy_location(new, node)
     elif kind in _GAST_CONTEXTS:
         return _GAST_CONTEXTS[kind]
     else:
@@ -167,27 +178,28 @@ def to_gast(node: ast.AST) -> gast.AST:
             target = _GAST_CLASSES[kind] = getattr(gast, kind.__name__)
         new = target.__new__(target)
         converted = new.__dict__
-        for field, value in node.__dict__.items():
+        for field, value in state.items():
             if type(value) is list:
                 converted[field] = [
-                    to_gast(item) if isinstance(item, ast.AST) else item for item in value
+                    _to_gast(item, dropped) if isinstance(item, ast.AST) else item for item in value
                 ]
             elif isinstance(value, ast.AST):
-                converted[field] = to_gast(value)
+                converted[field] = _to_gast(value, dropped)
             else:  # locations, names and literals
                 converted[field] = value
         for field in _MISSING.get(target, ()):  # fields gast has and this Python's ast has not
             converted.setdefault(field, [] if field == "type_params" else None)
-        return new
-    _copy_location(new, node)
+    if dropped:
+        for key in dropped:
+            new.__dict__.pop(key, None)
     return new
 
 
-def _to_gast_value(value):
+def _to_gast_value(value, dropped: frozenset):
     if type(value) is list:
-        return [_to_gast_value(item) for item in value]
+        return [_to_gast_value(item, dropped) for item in value]
     if isinstance(value, ast.AST):
-        return to_gast(value)
+        return _to_gast(value, dropped)
     return value
 
 
@@ -199,6 +211,7 @@ def _copy_location(new: gast.AST, old: ast.AST) -> None:
 
 
 _GAST_CONTEXTS = {ast.Load: gast.Load(), ast.Store: gast.Store(), ast.Del: gast.Del()}
+_LOCATION_KEYS = frozenset({"lineno", "col_offset", "end_lineno", "end_col_offset"})
 _GAST_CLASSES: dict[type, type] = {}
 _GAST_NAME, _GAST_CONSTANT = gast.Name, gast.Constant
 _MISSING = {

@@ -84,8 +84,9 @@ def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr]
 
     ``body`` is in A-normal form; ``resolve`` maps a function reference to its object.
     """
-    shape_only = _shape_only_names(body)
-    for node in _walk(body):
+    nodes = [node for statement in body for node in walk(statement)]
+    shape_only = _shape_only_names(nodes)
+    for node in nodes:
         if isinstance(node, (gast.If, gast.While)):
             if not _is_shape_only(node.test, shape_only):
                 return False
@@ -111,16 +112,12 @@ def _selects(target: Any, call: gast.Call) -> bool:
     return target is np.where and len(call.args) == 3
 
 
-def _walk(body):
-    for statement in body:
-        yield from walk(statement)
-
-
-def _shape_only_names(body: list[gast.stmt]) -> set[str]:
-    """Names whose values depend only on shapes and constants (never on array values)."""
+def _shape_only_names(nodes: list[gast.AST]) -> set[str]:
+    """Names whose values depend only on shapes and constants (never on array values),
+    given every node of a function body."""
     candidates: dict[str, list[gast.expr]] = {}
     loop_targets: dict[str, gast.expr] = {}
-    for node in _walk(body):
+    for node in nodes:
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             candidates.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, gast.Assign):
