@@ -624,9 +624,14 @@ def _pure_object(obj) -> bool:
 
 # helpers ---------------------------------------------------------------------------------
 def _all_names(node: gast.AST) -> set[str]:
-    return {n.id for n in walk(node) if isinstance(n, gast.Name)} | {
-        n.name for n in walk(node) if isinstance(n, gast.FunctionDef)
-    }
+    names = set()
+    for child in walk(node):
+        kind = type(child)
+        if kind is gast.Name:
+            names.add(child.id)
+        elif kind is gast.FunctionDef:
+            names.add(child.name)
+    return names
 
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:
