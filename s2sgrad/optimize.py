@@ -289,11 +289,25 @@ class _Optimizer:
             body = self.fold_single_uses(body, allowed=local)
             return self.eliminate_unread(body)
         body = self.propagate_copies(body)
+        self.fold_simple_statements(body)  # what propagation brought together, in this round
         body = self.fold_single_uses(body)
         body = self.merge_accumulations(body)
         body = self.merge_item_updates(body)
         body = self.eliminate_dead(body, live_after)
         return body
+
+    def fold_simple_statements(self, body):
+        """Fold constants in the statements (outside loops and branches) that changed."""
+        for statement in body:
+            if _has_blocks(statement) or self.facts.of(statement).folded:
+                continue
+            folder = _ConstantFolder(self.facts)
+            folder.visit(statement)
+            if folder.changed:
+                self.changed = True
+                self.facts.forget(statement)
+            else:
+                self.facts.of(statement).folded = True
 
     def fold_constant_branches(self, body):
         """Replace ``if`` statements whose test folds to a constant by the branch taken."""
