@@ -276,13 +276,7 @@ class _Optimizer:
                 self.facts.forget(statement)
             elif self.facts.of(statement).folded:
                 continue
-            folder = _ConstantFolder(self.facts)
-            folder.visit(statement)
-            if folder.changed:
-                self.changed = True
-                self.facts.forget(statement)
-            else:
-                self.facts.of(statement).folded = True
+            self.fold_statement(statement)
         if not top:
             local = self.block_local(body)
             body = self.propagate_copies(body, allowed=local)
@@ -299,15 +293,17 @@ class _Optimizer:
     def fold_simple_statements(self, body):
         """Fold constants in the statements (outside loops and branches) that changed."""
         for statement in body:
-            if _has_blocks(statement) or self.facts.of(statement).folded:
-                continue
-            folder = _ConstantFolder(self.facts)
-            folder.visit(statement)
-            if folder.changed:
-                self.changed = True
-                self.facts.forget(statement)
-            else:
-                self.facts.of(statement).folded = True
+            if not _has_blocks(statement) and not self.facts.of(statement).folded:
+                self.fold_statement(statement)
+
+    def fold_statement(self, statement):
+        folder = _ConstantFolder(self.facts)
+        folder.visit(statement)
+        if folder.changed:
+            self.changed = True
+            self.facts.forget(statement)
+        else:
+            self.facts.of(statement).folded = True
 
     def fold_constant_branches(self, body):
         """Replace ``if`` statements whose test folds to a constant by the branch taken."""
