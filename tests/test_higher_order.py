@@ -165,6 +165,29 @@ def test_jacobian_and_jacfwd_agree_with_finite_differences():
     assert wrt_matrix.shape == (2, 2, 3)
 
 
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_jacfwd_of_a_dict_of_parameters_in_either_engine(mode):
+    def layer(params, x):
+        return np.tanh(x @ params["w"] + params["b"])
+
+    params = {"w": RNG.standard_normal((3, 2)) * 0.5, "b": RNG.standard_normal(2)}
+    x = RNG.standard_normal((4, 3))
+    forward = sg.jacfwd(layer, mode=mode)(params, x)
+    reverse = sg.jacobian(layer, mode=mode)(params, x)
+    step = 1e-6
+    for key, value in params.items():
+        assert forward[key].shape == (4, 2) + value.shape
+        np.testing.assert_allclose(forward[key], reverse[key], rtol=1e-9, atol=1e-12)
+        numeric = np.zeros((4, 2) + value.shape)
+        for position in np.ndindex(value.shape):
+            nudge = np.zeros_like(value)
+            nudge[position] = step
+            plus = layer({**params, key: value + nudge}, x)
+            minus = layer({**params, key: value - nudge}, x)
+            numeric[(..., *position)] = (plus - minus) / (2 * step)
+        np.testing.assert_allclose(forward[key], numeric, rtol=1e-6, atol=1e-8)
+
+
 def test_input_gradient_regularisation_with_grad_of_grad():
     def loss(W, x):
         return np.sum(np.tanh(x @ W) ** 2)

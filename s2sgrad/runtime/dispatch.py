@@ -220,7 +220,6 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 
 def _tape_jvp(target, args, tangents, positions, kwargs):
     """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>."""
-    import numpy as np
 
     from s2sgrad.tape import tape_vjp
 
@@ -229,8 +228,22 @@ def _tape_jvp(target, args, tangents, positions, kwargs):
     def paired(g):
         total = 0.0
         for cotangent, i in zip(pullback(g), positions):
-            total = total + np.sum(cotangent * tangents[i])
+            total = total + _inner(cotangent, tangents[i])
         return total
 
     _, transpose = tape_vjp(paired, (zeros_like_value(value),), {}, (0,))
     return value, transpose(1.0)[0]
+
+
+def _inner(cotangent, tangent):
+    """The sum of elementwise products of two values of one structure (dicts, lists and
+    tuples of arrays); a missing or ``None`` part counts as zero."""
+    import numpy as np
+
+    if cotangent is None or tangent is None:
+        return 0.0
+    if isinstance(cotangent, dict):
+        return sum((_inner(value, tangent.get(key)) for key, value in cotangent.items()), 0.0)
+    if isinstance(cotangent, (list, tuple)):
+        return sum((_inner(c, t) for c, t in zip(cotangent, tangent)), 0.0)
+    return np.sum(cotangent * tangent)
