@@ -246,11 +246,12 @@ class _Forward:
         if operation.kind == "copy":
             return self.tangent_of(operation.args[0])
         if operation.kind == "pack":
-            return (
-                gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
-                if isinstance(statement.value, gast.Tuple)
-                else gast.List(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
-            )
+            tangents = [self.tangent_of(a) for a in operation.args]
+            if operation.keys is not None:
+                return gast.Dict(keys=[constant(k) for k in operation.keys], values=tangents)
+            if isinstance(statement.value, gast.Tuple):
+                return gast.Tuple(elts=tangents, ctx=gast.Load())
+            return gast.List(elts=tangents, ctx=gast.Load())
         if operation.kind == "list pop":
             owner = operation.args[0].id
             return call(attribute(load(self.tangent(owner)), "pop"))

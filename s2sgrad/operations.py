@@ -17,7 +17,7 @@ import numpy as np
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.passes.anf import is_function_reference
 from s2sgrad.rules import get_rule
-from s2sgrad.syntax import attribute, load, walk
+from s2sgrad.syntax import attribute, literal_keys, load, walk
 
 __all__ = ["Operation", "classify", "index_expression"]
 
@@ -50,7 +50,7 @@ class Operation:
 
     ``kind`` is one of: ``copy`` (a name), ``constant``, ``primitive`` (a registered rule
     or a declared non-differentiable function), ``call`` (a user function to differentiate
-    in turn), ``pack`` (a tuple or list literal), ``comparison``, ``unknown`` (anything the
+    in turn), ``pack`` (a tuple, list or dict literal), ``comparison``, ``unknown`` (anything the
     transformer cannot see through), ``no rule`` (a library function with no derivative
     rule), ``list pop`` (``items.pop()`` on a list used as working storage).
     """
@@ -61,6 +61,7 @@ class Operation:
     keywords: dict[str, gast.expr] = field(default_factory=dict)
     description: str = ""
     callee: gast.expr | None = None  # for calls: the expression that names the function
+    keys: list | None = None  # for a dict literal: its keys, one per argument
 
     @property
     def rule(self):
@@ -96,6 +97,8 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
         return Operation("comparison")
     if isinstance(value, (gast.Tuple, gast.List)):
         return Operation("pack", args=list(value.elts))
+    if isinstance(value, gast.Dict) and literal_keys(value):
+        return Operation("pack", args=list(value.values), keys=[k.value for k in value.keys])
     if isinstance(value, gast.Subscript):
         return _primitive(operator.getitem, [value.value, index_expression(value.slice)])
     if isinstance(value, gast.Attribute):

@@ -692,7 +692,13 @@ class _Reverse:
         elif operation.kind == "pack":
             for index, element in enumerate(operation.args):
                 if isinstance(element, gast.Name) and self.active(element.id):
-                    part = gast.Subscript(value=cotangent, slice=constant(index), ctx=gast.Load())
+                    if operation.keys is None:
+                        part = gast.Subscript(
+                            value=cotangent, slice=constant(index), ctx=gast.Load()
+                        )
+                    else:  # a dict's cotangent may lack entries nothing flowed into
+                        key = constant(operation.keys[index])
+                        part = call(self.helper("dict_entry"), [cotangent, key, load(element.id)])
                     block.extend(self.contribute(element.id, part, statement))
 
         elif operation.kind == "primitive" and operation.differentiable:

@@ -27,6 +27,7 @@ __all__ = [
     "method_receiver",
     "string_statement",
     "is_atom",
+    "literal_keys",
     "COMMENT_MARK",
     "comment",
 ]
@@ -348,6 +349,16 @@ def string_statement(statement: gast.stmt) -> str | None:
     ):
         return statement.value.value
     return None
+
+
+def literal_keys(node: gast.Dict) -> bool:
+    """Whether every key of a dict literal is a literal (no ``**other``).
+
+    Example::
+
+        literal_keys(parse_expression("{'w': w, 'b': b}"))  # True
+    """
+    return all(isinstance(k, gast.Constant) for k in node.keys)
 
 
 def is_atom(node: gast.AST) -> bool:

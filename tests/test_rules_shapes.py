@@ -16,6 +16,8 @@ import s2sgrad.runtime
 from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import (
+    as_gradient,
+    dict_entry,
     index_cotangent,
     join_like,
     pack_like,
@@ -435,7 +437,7 @@ def test_getitem_of_dict_gives_sparse_dict_meaning_zeros_elsewhere():
     assert tangent is g
 
 
-def test_getitem_of_list_and_tuple_keep_their_type():
+def test_getitem_of_list_and_tuple_give_their_type_back():
     layers = [r(2), {"w": r(2, 2)}, r(3)]
     g = {"w": r(2, 2)}
     cotangent = index_cotangent(g, layers, 1)
@@ -444,7 +446,8 @@ def test_getitem_of_list_and_tuple_keep_their_type():
     assert cotangent[2].shape == (3,)
     pair = (r(2), r(3), r(1))
     cotangent = index_cotangent([np.ones(3), np.ones(1)], pair, slice(1, None))
-    assert isinstance(cotangent, tuple) and len(cotangent) == 3
+    assert len(cotangent) == 3
+    assert isinstance(as_gradient(cotangent, pair), tuple)
     np.testing.assert_array_equal(cotangent[0], np.zeros(2))
     np.testing.assert_array_equal(cotangent[2], np.ones(1))
     reversed_ = index_cotangent([np.ones(1), 2 * np.ones(3)], pair, slice(None, 0, -1))
@@ -559,6 +562,39 @@ def test_in_place_sort_method_has_no_rule():
     assert get_rule(np.ndarray.sort) is None
 
 
+def test_cotangents_of_containers_add_entry_by_entry():
+    """``+`` on the cotangents of a tuple or dict read twice adds, it does not concatenate."""
+    pair = (r(2), r(3))
+    first, second = index_cotangent(r(2), pair, 0), index_cotangent(r(3), pair, 1)
+    total = first + second
+    assert len(total) == 2
+    np.testing.assert_array_equal(total[0], first[0])
+    np.testing.assert_array_equal(total[1], second[1])
+    params = {"w": r(2), "b": r(3)}
+    total = index_cotangent(r(2), params, "w") + index_cotangent(r(3), params, "b")
+    assert set(total) == {"w", "b"}
+    total["w"] += r(2)  # an in-place update of an entry
+    missing = index_cotangent(r(2), params, "w")
+    missing["b"] += np.ones(3)  # an entry nothing flowed into is zero
+    np.testing.assert_array_equal(missing["b"], np.ones(3))
+
+
+def test_dict_entry_rules():
+    rng = np.random.default_rng(5)
+    g = {"a": rng.standard_normal(3), "b": rng.standard_normal(2)}
+    value = np.zeros(3)
+    np.testing.assert_array_equal(dict_entry(g, "a", value), g["a"])
+    np.testing.assert_array_equal(dict_entry({"b": g["b"]}, "a", value), np.zeros(3))
+    rule = get_rule(dict_entry)
+    h = rng.standard_normal(3)
+    cotangent = rule.vjp(h, g["a"], g, "a", value)[0]  # linear: <h, entry(g)> = <vjp(h), g>
+    assert np.sum(h * dict_entry(g, "a", value)) == pytest.approx(
+        sum(np.sum(cotangent.get(k, 0.0) * g[k]) for k in g)
+    )
+    t = {"a": rng.standard_normal(3)}
+    np.testing.assert_array_equal(rule.jvp(t, g["a"], g, "a", value)[0], t["a"])
+
+
 def test_every_rule_is_tested():
     ours = [
         primitive
@@ -568,6 +604,7 @@ def test_every_rule_is_tested():
         and rule.vjp.__module__ in RULE_MODULES
     ]
     tested = {p.values[0] for p in CASES + HELPER_CASES + STRUCTURED_CASES}
+    tested.add(dict_entry)  # test_dict_entry_rules: its argument is a dict
     untested = [_name(primitive) for primitive in ours if primitive not in tested]
     assert not untested, f"rules without a test case: {untested}"
     for primitive in ours:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, is_atom, load, method_receiver, walk
+from s2sgrad.syntax import assign, is_atom, literal_keys, load, method_receiver, walk
 
 __all__ = ["to_anf", "is_function_reference"]
 
@@ -114,6 +114,9 @@ class _Flattener:
 
     def simple(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
         """``node`` as one operation on atoms (its operands flattened into ``out``)."""
+        if isinstance(node, gast.Dict) and literal_keys(node):  # a dict of values: a pack
+            node.values = [self.atom(v, out) for v in node.values]
+            return node
         if is_atom(node) or isinstance(node, _OPAQUE):
             return node
         if isinstance(node, gast.IfExp):

@@ -87,10 +87,53 @@ def add_cotangents(a: Any, b: Any) -> Any:
     if b is None:
         return a
     if isinstance(a, dict):
-        return {k: add_cotangents(a.get(k), b.get(k)) for k in {**a, **b}}
+        total = {k: add_cotangents(a.get(k), b.get(k)) for k in {**a, **b}}
+        return CotangentDict(total) if isinstance(a, CotangentDict) else total
     if isinstance(a, (list, tuple)):
         return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
     return a + b
+
+
+class CotangentList(list):
+    """The cotangent of a tuple or list built inside differentiated code (``t[0]`` read).
+
+    Generated code adds cotangents with ``+``; for these, ``+`` adds entry by entry
+    instead of concatenating. ``as_gradient`` turns one back into its primal's type.
+
+    Example::
+
+        CotangentList([1.0, 0.0]) + CotangentList([0.0, 2.0])  # [1.0, 2.0]
+    """
+
+    def __add__(self, other):
+        if not isinstance(other, (list, tuple)):
+            return NotImplemented
+        return CotangentList(add_cotangents(u, v) for u, v in zip(self, other))
+
+    __radd__ = __add__
+
+    def __iadd__(self, other):
+        return self.__add__(other)
+
+
+class CotangentDict(dict):
+    """The cotangent of a dict built inside differentiated code: only the entries something
+    flowed into (the rest are zero), added key by key with ``+``.
+
+    Example::
+
+        CotangentDict(a=1.0) + CotangentDict(b=2.0)  # {'a': 1.0, 'b': 2.0}
+    """
+
+    def __add__(self, other):
+        if not isinstance(other, dict):
+            return NotImplemented
+        return add_cotangents(self, other)
+
+    __radd__ = __add__
+
+    def __missing__(self, key):  # an entry nothing flowed into: zero
+        return 0.0
 
 
 def as_gradient(g: Any, x: Any) -> Any:

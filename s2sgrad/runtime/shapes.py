@@ -17,10 +17,16 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
-from s2sgrad.runtime.core import zeros_like_structure
+from s2sgrad.runtime.core import (
+    CotangentDict,
+    CotangentList,
+    zeros_like_structure,
+    zeros_like_value,
+)
 
 __all__ = [
     "index_cotangent",
+    "dict_entry",
     "split_like",
     "join_like",
     "unpack_like",
@@ -54,7 +60,7 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
         index_cotangent(1.0, {"w": 2.0, "b": 3.0}, "w")   # {'w': 1.0}
     """
     if isinstance(x, dict):  # sparse: the other entries are zero (see as_gradient)
-        return {index: g}
+        return CotangentDict({index: g})
     if isinstance(x, (list, tuple)):
         return _sequence_cotangent(g, x, index)
     index = _normalize_index(index)
@@ -66,14 +72,27 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
     return cotangent
 
 
-def _sequence_cotangent(g: Any, x: list | tuple, index: Any) -> list | tuple:
-    cotangent = [zeros_like_structure(item) for item in x]
+def dict_entry(g: Any, key: Any, value: Any) -> Any:
+    """The cotangent of ``value`` when it was stored at ``key`` of a dict literal whose
+    cotangent is ``g``: ``g[key]``, or a zero like ``value`` where ``g`` has none (a dict's
+    cotangent holds only the entries something flowed into).
+
+    Example::
+
+        dict_entry({"a": 2.0}, "b", np.ones(2))  # array([0., 0.])
+    """
+    part = g.get(key) if isinstance(g, dict) else None
+    return zeros_like_value(value) if part is None else part
+
+
+def _sequence_cotangent(g: Any, x: list | tuple, index: Any) -> CotangentList:
+    cotangent = CotangentList(zeros_like_structure(item) for item in x)
     if isinstance(index, slice):
         for position, piece in zip(range(len(x))[index], g):
             cotangent[position] = piece
     else:
         cotangent[index] = g
-    return tuple(cotangent) if isinstance(x, tuple) else cotangent
+    return cotangent
 
 
 def _normalize_index(index: Any) -> Any:
@@ -422,6 +441,16 @@ def _index_cotangent_vjp(g, ans, g_in, x, index):
 @jvp_rule(index_cotangent)
 def _index_cotangent_jvp(t, ans, g_in, x, index):
     return index_cotangent(t, x, index), None, None
+
+
+@vjp_rule(dict_entry)
+def _dict_entry_vjp(g, ans, g_in, key, value):
+    return index_cotangent(g, g_in, key), None, None
+
+
+@jvp_rule(dict_entry)
+def _dict_entry_jvp(t, ans, g_in, key, value):
+    return dict_entry(t, key, value), None, None
 
 
 @vjp_rule(split_like)
