@@ -97,7 +97,9 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
         return Operation("comparison")
     if isinstance(value, (gast.Tuple, gast.List)):
         return Operation("pack", args=list(value.elts))
-    if isinstance(value, gast.Dict) and literal_keys(value):
+    if isinstance(value, gast.Dict):
+        if not literal_keys(value):
+            return Operation("unknown", description="a dict whose keys are not distinct literals")
         return Operation("pack", args=list(value.values), keys=[k.value for k in value.keys])
     if isinstance(value, gast.Subscript):
         return _primitive(operator.getitem, [value.value, index_expression(value.slice)])

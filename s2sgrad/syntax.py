@@ -352,13 +352,15 @@ def string_statement(statement: gast.stmt) -> str | None:
 
 
 def literal_keys(node: gast.Dict) -> bool:
-    """Whether every key of a dict literal is a literal (no ``**other``).
+    """Whether the keys of a dict literal are distinct literals (no ``**other``).
 
     Example::
 
         literal_keys(parse_expression("{'w': w, 'b': b}"))  # True
     """
-    return all(isinstance(k, gast.Constant) for k in node.keys)
+    if not all(isinstance(k, gast.Constant) for k in node.keys):
+        return False
+    return len({k.value for k in node.keys}) == len(node.keys)
 
 
 def is_atom(node: gast.AST) -> bool:

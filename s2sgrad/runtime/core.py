@@ -108,7 +108,7 @@ class CotangentList(list):
     def __add__(self, other):
         if not isinstance(other, (list, tuple)):
             return NotImplemented
-        return CotangentList(add_cotangents(u, v) for u, v in zip(self, other))
+        return CotangentList(add_cotangents(u, v) for u, v in zip(self, other, strict=True))
 
     __radd__ = __add__
 
