@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import operator
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -23,7 +22,17 @@ import gast
 from s2sgrad.frontend import read_definition
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.python_ast import to_gast
-from s2sgrad.syntax import assign, clone, clone_rewriting, constant, names_written, walk
+from s2sgrad.syntax import (
+    BINARY_OPERATORS,
+    COMPARISON_OPERATORS,
+    UNARY_OPERATORS,
+    assign,
+    clone,
+    clone_rewriting,
+    constant,
+    names_written,
+    walk,
+)
 
 __all__ = ["Inlined", "inline_rule", "Namespace"]
 
@@ -292,20 +301,8 @@ class _NotLiteral(Exception):
     pass
 
 
-_COMPARISONS = {
-    gast.Eq: operator.eq,
-    gast.NotEq: operator.ne,
-    gast.Lt: operator.lt,
-    gast.LtE: operator.le,
-    gast.Gt: operator.gt,
-    gast.GtE: operator.ge,
-    gast.Is: operator.is_,
-    gast.IsNot: operator.is_not,
-    gast.In: lambda a, b: a in b,
-    gast.NotIn: lambda a, b: a not in b,
-}
-_UNARY = {gast.Not: operator.not_, gast.USub: operator.neg, gast.UAdd: operator.pos}
-_BINARY = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
+# arithmetic a literal test may do (no powers or shifts: 10 ** 10 ** 10 would not finish)
+_ARITHMETIC = {kind: BINARY_OPERATORS[kind] for kind in (gast.Add, gast.Sub, gast.Mult)}
 
 
 def _literal_value(node: gast.expr):
@@ -316,10 +313,10 @@ def _literal_value(node: gast.expr):
     if kind in (gast.Tuple, gast.List):
         values = [_literal_value(e) for e in node.elts]
         return tuple(values) if kind is gast.Tuple else values
-    if kind is gast.UnaryOp and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_literal_value(node.operand))
-    if kind is gast.BinOp and type(node.op) in _BINARY:
-        return _BINARY[type(node.op)](_literal_value(node.left), _literal_value(node.right))
+    if kind is gast.UnaryOp and type(node.op) in UNARY_OPERATORS:
+        return UNARY_OPERATORS[type(node.op)](_literal_value(node.operand))
+    if kind is gast.BinOp and type(node.op) in _ARITHMETIC:
+        return _ARITHMETIC[type(node.op)](_literal_value(node.left), _literal_value(node.right))
     if kind is gast.BoolOp:
         is_and = type(node.op) is gast.And
         for value_node in node.values:
@@ -331,7 +328,7 @@ def _literal_value(node: gast.expr):
         left = _literal_value(node.left)
         for op, right_node in zip(node.ops, node.comparators):
             right = _literal_value(right_node)
-            if not _COMPARISONS[type(op)](left, right):
+            if not COMPARISON_OPERATORS[type(op)](left, right):
                 return False
             left = right
         return True

@@ -17,31 +17,16 @@ import numpy as np
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.passes.anf import is_function_reference
 from s2sgrad.rules import get_rule
-from s2sgrad.syntax import attribute, literal_keys, load, walk
+from s2sgrad.syntax import (
+    BINARY_OPERATORS,
+    UNARY_OPERATORS,
+    attribute,
+    literal_keys,
+    load,
+    walk,
+)
 
 __all__ = ["Operation", "classify", "index_expression"]
-
-BINARY = {
-    gast.Add: operator.add,
-    gast.Sub: operator.sub,
-    gast.Mult: operator.mul,
-    gast.Div: operator.truediv,
-    gast.FloorDiv: operator.floordiv,
-    gast.Mod: operator.mod,
-    gast.Pow: operator.pow,
-    gast.MatMult: operator.matmul,
-    gast.BitAnd: operator.and_,
-    gast.BitOr: operator.or_,
-    gast.BitXor: operator.xor,
-    gast.LShift: operator.lshift,
-    gast.RShift: operator.rshift,
-}
-UNARY = {
-    gast.USub: operator.neg,
-    gast.UAdd: operator.pos,
-    gast.Not: operator.not_,
-    gast.Invert: operator.invert,
-}
 
 
 @dataclass
@@ -90,9 +75,9 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
     ):
         return Operation("constant")
     if isinstance(value, gast.BinOp):
-        return _primitive(BINARY[type(value.op)], [value.left, value.right])
+        return _primitive(BINARY_OPERATORS[type(value.op)], [value.left, value.right])
     if isinstance(value, gast.UnaryOp):
-        return _primitive(UNARY[type(value.op)], [value.operand])
+        return _primitive(UNARY_OPERATORS[type(value.op)], [value.operand])
     if isinstance(value, (gast.Compare, gast.BoolOp)):
         return Operation("comparison")
     if isinstance(value, (gast.Tuple, gast.List)):

@@ -11,7 +11,6 @@ Passes, run to a fixed point on each straight-line block:
 
 from __future__ import annotations
 
-import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
@@ -24,6 +23,7 @@ from s2sgrad.optimize_facts import (
     simple_assignment,
 )
 from s2sgrad.syntax import (
+    BINARY_OPERATORS,
     COMMENT_MARK,
     child_fields,
     method_receiver,
@@ -686,14 +686,9 @@ def _top_level_reads(statement, name) -> bool:
     return True
 
 
-_FOLDABLE = {
-    gast.Add: operator.add,
-    gast.Sub: operator.sub,
-    gast.Mult: operator.mul,
-    gast.Div: operator.truediv,
-    gast.FloorDiv: operator.floordiv,
-    gast.Mod: operator.mod,
-    gast.Pow: operator.pow,
+_FOLDABLE = {  # arithmetic on two numbers that folds to a number
+    kind: BINARY_OPERATORS[kind]
+    for kind in (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable
 
 import gast
@@ -33,6 +34,41 @@ __all__ = [
 ]
 
 COMMENT_MARK = "__s2sgrad_comment__:"
+
+# the function each operator node applies
+BINARY_OPERATORS = {
+    gast.Add: operator.add,
+    gast.Sub: operator.sub,
+    gast.Mult: operator.mul,
+    gast.Div: operator.truediv,
+    gast.FloorDiv: operator.floordiv,
+    gast.Mod: operator.mod,
+    gast.Pow: operator.pow,
+    gast.MatMult: operator.matmul,
+    gast.BitAnd: operator.and_,
+    gast.BitOr: operator.or_,
+    gast.BitXor: operator.xor,
+    gast.LShift: operator.lshift,
+    gast.RShift: operator.rshift,
+}
+UNARY_OPERATORS = {
+    gast.USub: operator.neg,
+    gast.UAdd: operator.pos,
+    gast.Not: operator.not_,
+    gast.Invert: operator.invert,
+}
+COMPARISON_OPERATORS = {
+    gast.Eq: operator.eq,
+    gast.NotEq: operator.ne,
+    gast.Lt: operator.lt,
+    gast.LtE: operator.le,
+    gast.Gt: operator.gt,
+    gast.GtE: operator.ge,
+    gast.Is: operator.is_,
+    gast.IsNot: operator.is_not,
+    gast.In: lambda a, b: a in b,
+    gast.NotIn: lambda a, b: a not in b,
+}
 
 # methods of lists, dicts and arrays that change the object they are called on
 MUTATING_METHODS = {
