@@ -483,10 +483,7 @@ def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import reverse_jacobian
 
-        index = _argument_index(f, wrt)
-        if isinstance(f, types.MethodType) and isinstance(wrt, str):
-            index -= 1  # _argument_index counts the bound self
-        return reverse_jacobian(f, args, kwargs, index, mode)
+        return reverse_jacobian(f, args, kwargs, _argument_index(f, wrt), mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
@@ -506,10 +503,7 @@ def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import forward_jacobian
 
-        index = _argument_index(f, wrt)
-        if isinstance(f, types.MethodType) and isinstance(wrt, str):
-            index -= 1  # _argument_index counts the bound self
-        return forward_jacobian(f, args, kwargs, index, mode)
+        return forward_jacobian(f, args, kwargs, _argument_index(f, wrt), mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
@@ -543,10 +537,11 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
 
 
 def _argument_index(f, wrt) -> int:
+    """The position among the arguments a caller passes (a bound ``self`` not counted)."""
     if isinstance(wrt, str):
-        return _positional_parameters(f.__func__ if isinstance(f, types.MethodType) else f).index(
-            wrt
-        )
+        if isinstance(f, types.MethodType):
+            return _positional_parameters(f.__func__).index(wrt) - 1
+        return _positional_parameters(f).index(wrt)
     return int(wrt)
 
 
