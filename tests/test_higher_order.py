@@ -316,3 +316,22 @@ def test_tape_over_tape_through_function_transforms():
 
     second = sg.grad(sg.grad(f, mode="tape"), mode="tape")
     assert second(0.3) == pytest.approx(-np.sin(0.3) * 0.3 + 2 * np.cos(0.3))
+
+
+class _Scaled:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def apply(self, x, w):
+        return np.tanh(w @ x) * self.scale
+
+
+@pytest.mark.parametrize("jacobian", [sg.jacobian, sg.jacfwd])
+def test_jacobian_of_a_method_by_parameter_name(jacobian):
+    model = _Scaled(2.0)
+    x, w = RNG.standard_normal(3), RNG.standard_normal((2, 3))
+    by_name = jacobian(model.apply, wrt="w")(x, w)
+    by_index = jacobian(model.apply, wrt=1)(x, w)
+    assert by_name.shape == (2, 2, 3)
+    np.testing.assert_allclose(by_name, by_index)
+    np.testing.assert_allclose(jacobian(model.apply, wrt="x")(x, w), jacobian(model.apply)(x, w))
