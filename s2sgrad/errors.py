@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["S2SGradError", "UnsupportedError", "NonDifferentiableError", "where"]
+__all__ = [
+    "S2SGradError",
+    "UnsupportedError",
+    "NonDifferentiableError",
+    "where",
+    "no_forward_derivative",
+]
 
 
 class S2SGradError(Exception):
@@ -27,3 +33,18 @@ def where(filename: str | None, line: int | None) -> str:
     if not filename:
         return "<unknown location>"
     return f"{filename}:{line}" if line else filename
+
+
+def no_forward_derivative(function, location: str | None = None) -> NonDifferentiableError:
+    """The error for forward mode meeting a custom derivative that has no ``jvp=``.
+
+    Example::
+
+        raise no_forward_derivative(softplus, "model.py:12")
+    """
+    name = getattr(function, "__qualname__", function)
+    start = f"{location}: " if location else ""
+    return NonDifferentiableError(
+        f"{start}{name} has a custom derivative for reverse mode only; give "
+        "@s2sgrad.derivative a jvp= companion to use it in forward mode"
+    )

@@ -27,7 +27,11 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.codegen import GeneratedFunction, compile_ast, compile_function, unique_name
-from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
+from s2sgrad.errors import (
+    UnsupportedError,
+    no_forward_derivative,
+    where,
+)
 from s2sgrad.forward import forward_sweep
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
@@ -271,11 +275,7 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names):
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             if rule.custom_jvp is None:
-                raise NonDifferentiableError(
-                    f"{parsed.location()}: {function.__qualname__} has a custom derivative "
-                    "for reverse mode only; give @s2sgrad.derivative a jvp= companion to use "
-                    "it in forward mode"
-                )
+                raise no_forward_derivative(function, parsed.location())
             return runtime.custom_jvp_call(function, _positions(function, active))
         generated = derivative(function, active, "jvp", dynamic=request.dynamic)
         function_object = generated.function

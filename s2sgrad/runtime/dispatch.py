@@ -175,12 +175,9 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         if rule.custom_jvp is None:
-            from s2sgrad.errors import NonDifferentiableError
+            from s2sgrad.errors import no_forward_derivative
 
-            raise NonDifferentiableError(
-                f"{getattr(function, '__qualname__', function)} has a custom derivative for "
-                "reverse mode only; give @s2sgrad.derivative a jvp= companion"
-            )
+            raise no_forward_derivative(function)
         return rule.custom_jvp(args, tangents)
     if rule is not None and rule.jvp is not None:
         value = function(*args, **kwargs)
