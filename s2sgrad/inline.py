@@ -30,6 +30,7 @@ from s2sgrad.syntax import (
     clone,
     clone_rewriting,
     constant,
+    names_read,
     names_written,
     walk,
 )
@@ -88,6 +89,7 @@ class _ParsedRule:
     written: frozenset[str]  # the rule's local variables
     first: str  # the name of the cotangent (or tangent) parameter
     ans: str  # the name of the primal output parameter
+    tested: frozenset[str]  # names an ``if`` of the body tests: literals there fold it
 
 
 @functools.cache
@@ -115,8 +117,11 @@ def _parse_rule(rule) -> _ParsedRule | None:
     varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
     keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
     written = frozenset().union(*(names_written(s) for s in body))
+    tested = frozenset().union(
+        *(names_read(n.test) for s in body for n in walk(s) if type(n) is gast.If)
+    )
     return _ParsedRule(
-        positional, varargs, keyword_only, body, rule.__globals__, written, first, ans
+        positional, varargs, keyword_only, body, rule.__globals__, written, first, ans, tested
     )
 
 
@@ -162,7 +167,7 @@ def inline_rule(
     bound[parsed.first] = first
     bound[parsed.ans] = ans
 
-    literals = _literal_bindings(bound, parsed.written)
+    literals = _literal_bindings(bound, parsed.written, parsed.tested)
     template = _folded_template(rule, parsed, literals)
     if template is None:
         return None
@@ -200,11 +205,14 @@ def inline_rule(
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
 
 
-def _literal_bindings(bound: dict[str, gast.expr], written: frozenset[str]) -> tuple:
-    """``(name, repr(value), node)`` for parameters bound to literals (``axis=-1``)."""
+def _literal_bindings(
+    bound: dict[str, gast.expr], written: frozenset[str], tested: frozenset[str]
+) -> tuple:
+    """``(name, repr(value), node)`` for parameters bound to literals (``axis=-1``) that an
+    ``if`` of the rule tests; other parameters are substituted where the rule is inlined."""
     found = []
     for name, node in bound.items():
-        if name in written:
+        if name in written or name not in tested:
             continue
         try:
             value = _literal_value(node)
