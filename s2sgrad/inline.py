@@ -19,6 +19,7 @@ from typing import Any
 
 import gast
 
+from s2sgrad import parse_cache
 from s2sgrad.frontend import read_definition
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.python_ast import to_gast
@@ -94,6 +95,32 @@ class _ParsedRule:
 
 @functools.cache
 def _parse_rule(rule) -> _ParsedRule | None:
+    code = getattr(rule, "__code__", None)
+    if code is None:
+        return None  # a builtin or a callable object: called, not inlined
+    key = (rule.__qualname__, code.co_firstlineno)
+    parsed = parse_cache.load(code.co_filename, key)
+    if parsed is None:
+        parsed = _read_rule(rule)
+        if parsed is None:
+            return None
+        parse_cache.store(code.co_filename, key, parsed)
+    body, written = parsed
+    (first, _), (ans, _), *rest = inspect.signature(rule).parameters.items()
+    parameters = [parameter for _, parameter in rest]
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
+    keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
+    tested = frozenset().union(
+        *(names_read(n.test) for s in body for n in walk(s) if type(n) is gast.If)
+    )
+    return _ParsedRule(
+        positional, varargs, keyword_only, body, rule.__globals__, written, first, ans, tested
+    )
+
+
+def _read_rule(rule) -> tuple[list[gast.stmt], frozenset[str]] | None:
+    """A rule's body (without its docstring) parsed, and the names it assigns."""
     try:
         lines, _, tree = read_definition(rule)
         tree = tree if tree is not None else ast.parse(textwrap.dedent("".join(lines)))
@@ -111,18 +138,7 @@ def _parse_rule(rule) -> _ParsedRule | None:
         statements = statements[1:]  # the docstring
     # the rule file's line numbers mean nothing where the body is inlined
     body = [to_gast(statement, locations=False) for statement in statements]
-    (first, _), (ans, _), *rest = inspect.signature(rule).parameters.items()
-    parameters = [parameter for _, parameter in rest]
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
-    keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
-    written = frozenset().union(*(names_written(s) for s in body))
-    tested = frozenset().union(
-        *(names_read(n.test) for s in body for n in walk(s) if type(n) is gast.If)
-    )
-    return _ParsedRule(
-        positional, varargs, keyword_only, body, rule.__globals__, written, first, ans, tested
-    )
+    return body, frozenset().union(*(names_written(s) for s in body))
 
 
 def inline_rule(
