@@ -91,6 +91,7 @@ class _ParsedRule:
     first: str  # the name of the cotangent (or tangent) parameter
     ans: str  # the name of the primal output parameter
     tested: frozenset[str]  # names an ``if`` of the body tests: literals there fold it
+    has_if: bool
 
 
 @functools.cache
@@ -106,17 +107,50 @@ def _parse_rule(rule) -> _ParsedRule | None:
             return None
         parse_cache.store(code.co_filename, key, parsed)
     body, written = parsed
-    (first, _), (ans, _), *rest = inspect.signature(rule).parameters.items()
-    parameters = [parameter for _, parameter in rest]
+    first, ans, *parameters = _parameters(rule)
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
     keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
-    tested = frozenset().union(
-        *(names_read(n.test) for s in body for n in walk(s) if type(n) is gast.If)
-    )
+    tests = [n.test for s in body for n in walk(s) if type(n) is gast.If]
     return _ParsedRule(
-        positional, varargs, keyword_only, body, rule.__globals__, written, first, ans, tested
+        positional,
+        varargs,
+        keyword_only,
+        body,
+        rule.__globals__,
+        written,
+        first.name,
+        ans.name,
+        frozenset().union(*map(names_read, tests)),
+        bool(tests),
     )
+
+
+def _parameters(rule) -> list[inspect.Parameter]:
+    """The parameters of a plain function, read from its code (``inspect.signature`` is
+    slower, and would follow ``__wrapped__`` away from the code that is inlined)."""
+    code = rule.__code__
+    names = code.co_varnames
+    Parameter = inspect.Parameter
+    count, keyword_count = code.co_argcount, code.co_kwonlyargcount
+    defaults = rule.__defaults__ or ()
+    keyword_defaults = rule.__kwdefaults__ or {}
+    parameters = []
+    for index, name in enumerate(names[:count]):
+        kind = (
+            Parameter.POSITIONAL_ONLY
+            if index < code.co_posonlyargcount
+            else Parameter.POSITIONAL_OR_KEYWORD
+        )
+        default_index = index - (count - len(defaults))
+        default = defaults[default_index] if default_index >= 0 else Parameter.empty
+        parameters.append(Parameter(name, kind, default=default))
+    if code.co_flags & inspect.CO_VARARGS:
+        parameters.append(Parameter(names[count + keyword_count], Parameter.VAR_POSITIONAL))
+    for name in names[count : count + keyword_count]:
+        default = keyword_defaults.get(name, Parameter.empty)
+        parameters.append(Parameter(name, Parameter.KEYWORD_ONLY, default=default))
+    return parameters
 
 
 def _read_rule(rule) -> tuple[list[gast.stmt], frozenset[str]] | None:
@@ -257,7 +291,7 @@ def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.st
             return clone(nodes[node.id])
         return node
 
-    if nodes or any(type(n) is gast.If for s in parsed.body for n in walk(s)):
+    if nodes or parsed.has_if:
         body = _fold(
             [
                 clone_rewriting(statement, substitute, kinds=(gast.Name,))

@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import hashlib
+import copyreg
+import io
 import os
 import pickle
 import sys
 import tempfile
-from pathlib import Path
+import zlib
 from typing import Any
 
 import gast
 
 __all__ = ["load", "store", "write", "directory", "forget_loaded"]
 
-_FORMAT = 1  # raise when what is stored changes shape
+_FORMAT = 2  # raise when what is stored changes shape
 
 
 class _Table:
@@ -41,7 +42,7 @@ class _Table:
 
     __slots__ = ("path", "stamp", "entries", "changed")
 
-    def __init__(self, path: Path | None, stamp: tuple | None, entries: dict):
+    def __init__(self, path: str | None, stamp: tuple | None, entries: dict):
         self.path = path
         self.stamp = stamp
         self.entries = entries
@@ -52,18 +53,18 @@ _tables: dict[str, _Table] = {}
 _write_registered = False
 
 
-def directory() -> Path | None:
+def directory() -> str | None:
     """Where the cache files are, or None when the cache is turned off.
 
     Example::
 
-        directory()  # PosixPath('/home/me/.cache/s2sgrad')
+        directory()  # '/home/me/.cache/s2sgrad'
     """
     configured = os.environ.get("S2SGRAD_CACHE_DIR")
     if configured is not None:
-        return Path(configured) if configured else None
+        return configured or None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "s2sgrad"
+    return os.path.join(base, "s2sgrad")
 
 
 def load(filename: str, key: tuple) -> Any:
@@ -99,10 +100,12 @@ def store(filename: str, key: tuple, value: Any) -> None:
         table = _tables[filename] = _open(filename)
     if table.path is None:
         return
+    buffer = io.BytesIO()
     try:
-        table.entries[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        _NodePickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
     except Exception:  # something in it cannot be pickled: it is parsed in each process
         return
+    table.entries[key] = buffer.getvalue()
     table.changed = True
     if not _write_registered:
         _write_registered = True
@@ -121,9 +124,10 @@ def write() -> None:
             continue
         table.changed = False
         contents = {"stamp": table.stamp, "entries": table.entries}
+        folder = os.path.dirname(table.path)
         with contextlib.suppress(OSError, pickle.PicklingError):
-            table.path.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(dir=table.path.parent, suffix=".tmp")
+            os.makedirs(folder, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(dir=folder, suffix=".tmp")
             try:
                 with os.fdopen(handle, "wb") as file:
                     pickle.dump(contents, file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -151,17 +155,18 @@ def _open(filename: str) -> _Table:
         return _Table(None, None, {})
     if root is None:
         return _Table(None, None, {})
+    source = os.path.abspath(filename)
     stamp = (
         _FORMAT,
+        source,  # two sources whose names hash alike do not share entries
         _version(),
         sys.version_info[:2],
         getattr(gast, "__version__", None),
         status.st_mtime_ns,
         status.st_size,
     )
-    name = Path(filename).stem
-    digest = hashlib.sha256(os.path.abspath(filename).encode()).hexdigest()[:20]
-    path = root / f"{name}-{digest}.pickle"
+    name = os.path.splitext(os.path.basename(source))[0]
+    path = os.path.join(root, f"{name}-{zlib.crc32(source.encode()):08x}.pickle")
     entries: dict = {}
     try:
         with open(path, "rb") as file:
@@ -171,6 +176,15 @@ def _open(filename: str) -> _Table:
     except Exception:  # missing, unreadable or from another version: start afresh
         pass
     return _Table(path, stamp, entries)
+
+
+class _NodePickler(pickle.Pickler):
+    """Pickles syntax nodes as their class and fields: loading them skips ``__init__``."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, gast.AST):
+            return copyreg.__newobj__, (type(obj),), obj.__dict__
+        return NotImplemented
 
 
 def _version() -> str:

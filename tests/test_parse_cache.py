@@ -183,3 +183,18 @@ def test_gradients_agree_whether_rules_come_from_the_cache_or_not(cache_dir):
         shift[index] = step
         expected = (f(x + shift) - f(x - shift)) / (2 * step)
         assert from_cache[index] == pytest.approx(expected, rel=1e-6, abs=1e-8)
+
+
+def test_rule_parameters_read_from_code_match_inspect():
+    import inspect
+
+    rules = _inlined_rules()
+
+    def keyword_rule(g, ans, x, /, y=2, *rest, axis=None, keepdims):
+        return g
+
+    for rule in [*rules, keyword_rule]:
+        expected = [
+            p for p in inspect.signature(rule).parameters.values() if p.kind != p.VAR_KEYWORD
+        ]
+        assert inline._parameters(rule) == expected, rule.__qualname__
