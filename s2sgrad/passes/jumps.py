@@ -47,19 +47,31 @@ def structure_jumps(node: gast.FunctionDef, names: NameGenerator) -> None:
 
 
 def _only_final_return(body: list[gast.stmt]) -> bool:
-    returns = [n for s in body for n in _walk_local(s) if isinstance(n, gast.Return)]
+    returns = _returns(body)
     return len(returns) == 1 and isinstance(body[-1], gast.Return) and returns[0] is body[-1]
 
 
-def _walk_local(node: gast.AST):
-    """Like gast.walk, without entering nested functions, lambdas or classes."""
-    stack = [node]
+def _returns(body: list[gast.stmt]) -> list[gast.Return]:
+    """The ``return`` statements in ``body`` and its blocks, not in nested functions.
+
+    A ``return`` is a statement, so only lists of statements (and of ``except`` and
+    ``case`` clauses, which hold statements) are searched, never expressions.
+    """
+    found = []
+    stack = list(body)
     while stack:
-        current = stack.pop()
-        yield current
-        for child in gast.iter_child_nodes(current):
-            if not isinstance(child, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
-                stack.append(child)
+        node = stack.pop()
+        if type(node) is gast.Return:
+            found.append(node)
+        elif not isinstance(node, _SCOPES):
+            for value in node.__dict__.values():
+                if type(value) is list and value and isinstance(value[0], _HOLDS_STATEMENTS):
+                    stack.extend(value)
+    return found
+
+
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
+_HOLDS_STATEMENTS = (gast.stmt, gast.excepthandler, gast.match_case)
 
 
 def _contains(statements: list[gast.stmt], kinds, through_loops: bool) -> bool:
