@@ -173,7 +173,9 @@ class _Reverse:
         out_name = self.adjoint(output.id) if single else self.names.claim("dout")
         seed = self.seed_output(output, out_name, final)
         backward = seed + self.backward_block(statements, later_reads=names_read(final))
-        read_back = names_read_outside_markers(backward)
+        # what the backward sweep reads matters for saves and for values set in blocks
+        compound = any(isinstance(s, (gast.If, gast.For, gast.While)) for s in statements)
+        read_back = names_read_outside_markers(backward) if self.saves or compound else set()
         forward, backward = self.place_saves(forward, backward, read_back)
         forward = self.initial_values(statements, read_back) + forward
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
@@ -393,11 +395,13 @@ class _Reverse:
         The backward sweep may make a zero cotangent for ``v`` on a path where ``v`` was
         never assigned; starting it at None (a zero) keeps that path well defined.
         """
-        top_level = {n for s in statements if isinstance(s, gast.Assign) for n in names_written(s)}
         inside = set()
         for statement in statements:
             if isinstance(statement, (gast.If, gast.For, gast.While)):
                 inside |= names_written(statement)
+        if not inside:
+            return []
+        top_level = {n for s in statements if isinstance(s, gast.Assign) for n in names_written(s)}
         for loop in nested_statements(statements):  # the backward loop sets its own counter
             inside -= _range_targets(loop)
         pushed = {s.target for s in self.saves.values() if s.used and s.kind == "assign"}
