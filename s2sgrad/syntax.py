@@ -95,11 +95,14 @@ MUTATING_METHODS = {
 
 
 def load(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+    return gast.Name(id=name, ctx=_LOAD, annotation=None, type_comment=None)
 
 
 def store(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None)
+    return gast.Name(id=name, ctx=_STORE, annotation=None, type_comment=None)
+
+
+_LOAD, _STORE = gast.Load(), gast.Store()  # contexts carry nothing: one of each serves all
 
 
 def constant(value) -> gast.Constant:
