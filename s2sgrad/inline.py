@@ -187,6 +187,9 @@ def inline_rule(
 ) -> Inlined | None:
     """Inline ``rule(first, ans, *args, **keywords)``; ``None`` when it cannot be inlined.
 
+    Only the entries of the rule's result at the ``wanted`` argument positions are given
+    (the others are None).
+
     Example::
 
         inlined = inline_rule(_sin, load("dy"), load("y"), [load("t1")], {}, {0}, names, space)
@@ -237,16 +240,19 @@ def inline_rule(
             node.id = namespace.bind(node.id, parsed.globals[node.id])
         return node  # a builtin
 
-    *statements, final = [
-        clone_rewriting(statement, substitute, kinds=(gast.Name,)) for statement in template
-    ]
+    def instantiate(node: gast.AST) -> gast.AST:
+        return clone_rewriting(node, substitute, kinds=(gast.Name,))
+
+    *statements, final = template
     value = final.value
+    if isinstance(value, gast.Tuple) and any(isinstance(e, gast.Starred) for e in value.elts):
+        return None
+    statements = [instantiate(statement) for statement in statements]
     if isinstance(value, gast.Tuple):
-        if any(isinstance(e, gast.Starred) for e in value.elts):
-            return None
-        entries = list(value.elts)
+        # only the entries the caller asked for are copied; the rest are never read
+        entries = [instantiate(e) if i in wanted else None for i, e in enumerate(value.elts)]
     else:
-        entries = [value]
+        entries = [instantiate(value)]
     entries += [None] * (len(args) - len(entries))
     entries = [
         None if (e is None or (isinstance(e, gast.Constant) and e.value is None)) else e
