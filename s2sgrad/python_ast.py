@@ -24,7 +24,7 @@ _SINGLETONS = {  # operators carry nothing, so one instance serves every node (a
     for base in (gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
     for kind in base.__subclasses__()
 }
-_START = (1, 0, 1, 0)
+_START = {"lineno": 1, "col_offset": 0, "end_lineno": 1, "end_col_offset": 0}
 _PLANS: dict[type, tuple[type, tuple[str, ...], tuple[str, ...], bool]] = {}
 
 
@@ -39,58 +39,163 @@ def to_python_ast(node: gast.AST) -> ast.AST:
     return _convert(node, _START)
 
 
-def _location(node, outer):
-    state = node.__dict__
+# Each new node is made with ``__new__`` and gets its attributes as one dict: much quicker
+# than ``ast``'s keyword constructors. The commonest kinds have converters of their own.
+
+
+def _location(state: dict, outer: dict) -> dict:
+    """The location of a node (given its ``__dict__``), missing parts from ``outer``."""
     lineno = state.get("lineno")
     if lineno is None:  # generated code: the enclosing statement's place
         return outer
     col_offset = state.get("col_offset")
     end_lineno = state.get("end_lineno")
     end_col_offset = state.get("end_col_offset")
-    return (
-        lineno,
-        outer[1] if col_offset is None else col_offset,
-        outer[2] if end_lineno is None else end_lineno,
-        outer[3] if end_col_offset is None else end_col_offset,
-    )
+    return {
+        "lineno": lineno,
+        "col_offset": outer["col_offset"] if col_offset is None else col_offset,
+        "end_lineno": outer["end_lineno"] if end_lineno is None else end_lineno,
+        "end_col_offset": outer["end_col_offset"] if end_col_offset is None else end_col_offset,
+    }
 
 
-def _convert(node, outer):
+def _convert(node, outer: dict):
+    return (_CONVERTERS.get(type(node)) or _convert_any)(node, outer)
+
+
+def _convert_name(node, outer):
+    state = node.__dict__
+    new = _new(ast.Name)
+    new.__dict__ = attributes = outer.copy() if "lineno" not in state else _located(state, outer)
+    attributes["id"] = state["id"]
+    attributes["ctx"] = _CONTEXTS[type(state["ctx"])]
+    return new
+
+
+def _convert_constant(node, outer):
+    state = node.__dict__
+    new = _new(ast.Constant)
+    new.__dict__ = attributes = outer.copy() if "lineno" not in state else _located(state, outer)
+    attributes["value"] = state["value"]
+    attributes["kind"] = state["kind"]
+    return new
+
+
+def _convert_binop(node, outer):
+    state = node.__dict__
+    location = _location(state, outer)
+    left, right = state["left"], state["right"]
+    new = _new(ast.BinOp)
+    new.__dict__ = attributes = location.copy()
+    attributes["left"] = (_CONVERTERS.get(type(left)) or _convert_any)(left, location)
+    attributes["op"] = _SINGLETONS[type(state["op"])]
+    attributes["right"] = (_CONVERTERS.get(type(right)) or _convert_any)(right, location)
+    return new
+
+
+def _convert_call(node, outer):
+    state = node.__dict__
+    location = _location(state, outer)
+    func = state["func"]
+    new = _new(ast.Call)
+    new.__dict__ = attributes = location.copy()
+    attributes["func"] = (_CONVERTERS.get(type(func)) or _convert_any)(func, location)
+    attributes["args"] = [
+        (_CONVERTERS.get(type(item)) or _convert_any)(item, location) for item in state["args"]
+    ]
+    attributes["keywords"] = [_convert_keyword(item, location) for item in state["keywords"]]
+    return new
+
+
+def _convert_keyword(node, outer):
+    state = node.__dict__
+    location = _location(state, outer)
+    value = state["value"]
+    new = _new(ast.keyword)
+    new.__dict__ = attributes = location.copy()
+    attributes["arg"] = state["arg"]
+    attributes["value"] = (_CONVERTERS.get(type(value)) or _convert_any)(value, location)
+    return new
+
+
+def _convert_assign(node, outer):
+    state = node.__dict__
+    location = _location(state, outer)
+    value = state["value"]
+    new = _new(ast.Assign)
+    new.__dict__ = attributes = location.copy()
+    attributes["targets"] = [
+        (_CONVERTERS.get(type(item)) or _convert_any)(item, location) for item in state["targets"]
+    ]
+    attributes["value"] = (_CONVERTERS.get(type(value)) or _convert_any)(value, location)
+    attributes["type_comment"] = state.get("type_comment")
+    return new
+
+
+def _convert_attribute(node, outer):
+    state = node.__dict__
+    location = _location(state, outer)
+    value = state["value"]
+    new = _new(ast.Attribute)
+    new.__dict__ = attributes = location.copy()
+    attributes["value"] = (_CONVERTERS.get(type(value)) or _convert_any)(value, location)
+    attributes["attr"] = state["attr"]
+    attributes["ctx"] = _CONTEXTS[type(state["ctx"])]
+    return new
+
+
+def _located(state: dict, outer: dict) -> dict:
+    location = _location(state, outer)
+    return location.copy() if location is outer else location
+
+
+def _convert_any(node, outer):
     kind = type(node)
     plan = _PLANS.get(kind) or _plan(kind)
     target, children, others, located = plan
-    location = _location(node, outer) if located else outer
-    if kind is gast.Name:
-        new = ast.Name(node.id, _CONTEXTS[type(node.ctx)])
-    elif kind is gast.Constant:
-        new = ast.Constant(node.value, node.kind)
-    elif kind is gast.arguments:
-        new = _arguments(node, location)
-    elif kind is gast.ExceptHandler:
+    state = node.__dict__
+    location = _location(state, outer) if located else outer
+    if kind is gast.arguments:
+        return _arguments(node, location)
+    if kind is gast.ExceptHandler:
         new = ast.ExceptHandler(
             type=_value(node.type, location),
             name=node.name.id if node.name is not None else None,
             body=_value(node.body, location),
         )
-    else:
-        new = target.__new__(target)
-        state = node.__dict__
-        for field in children:
-            value = state.get(field)
-            if type(value) is list:
-                value = [
-                    _convert(item, location) if isinstance(item, gast.AST) else item
-                    for item in value
-                ]
-            elif isinstance(value, gast.AST):
-                value = _SINGLETONS.get(type(value)) or _convert(value, location)
-            setattr(new, field, value)
-        for field in others:
-            value = state.get(field)
-            setattr(new, field, _CONTEXTS.get(type(value), value))
-    if located:
-        new.lineno, new.col_offset, new.end_lineno, new.end_col_offset = location
+        new.__dict__.update(location)
+        return new
+    attributes = location.copy() if located else {}
+    for field in children:
+        value = state.get(field)
+        if type(value) is list:
+            value = [
+                _convert(item, location) if isinstance(item, gast.AST) else item for item in value
+            ]
+        elif isinstance(value, gast.AST):
+            value = _SINGLETONS.get(type(value)) or _convert(value, location)
+        attributes[field] = value
+    for field in others:
+        value = state.get(field)
+        attributes[field] = _CONTEXTS.get(type(value), value)
+    new = target.__new__(target)
+    new.__dict__ = attributes
     return new
+
+
+def _new(kind: type) -> ast.AST:
+    return kind.__new__(kind)
+
+
+_CONVERTERS = {
+    gast.Name: _convert_name,
+    gast.Constant: _convert_constant,
+    gast.BinOp: _convert_binop,
+    gast.Call: _convert_call,
+    gast.keyword: _convert_keyword,
+    gast.Assign: _convert_assign,
+    gast.Attribute: _convert_attribute,
+}
 
 
 def _value(value, location):
@@ -110,7 +215,7 @@ def _arguments(node, location):
             annotation=_value(name.annotation, location),
             type_comment=name.type_comment,
         )
-        new.lineno, new.col_offset, new.end_lineno, new.end_col_offset = _location(name, location)
+        new.__dict__.update(_location(name.__dict__, location))
         return new
 
     return ast.arguments(
