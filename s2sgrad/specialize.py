@@ -31,6 +31,7 @@ from s2sgrad.syntax import (
     constant,
     load,
     names_read,
+    node_fields,
     walk,
 )
 
@@ -187,19 +188,25 @@ class Seen(NamedTuple):
 
     @staticmethod
     def of(value: Any) -> Seen:
-        if type(value) is np.ndarray:
-            return Seen("array", value.shape, value.dtype.char)
-        if isinstance(value, np.generic):
-            return Seen("scalar", (), value.dtype.char)
-        if type(value) is float:
-            return Seen("float", ())
-        if type(value) is int:
-            return Seen("int", (), value=value)
-        if isinstance(value, tuple) and all(type(v) is int for v in value):
-            return Seen("tuple", value=value)
-        if _is_basic_index(value):
-            return Seen("basic index", value=_hashable_index(value))
-        return Seen("other")
+        return Seen._make(_observed(value))
+
+
+def _observed(value: Any) -> tuple:
+    """The fields of ``Seen.of(value)`` as a plain tuple (equal to it, and quicker to make:
+    the probe makes one per argument of every probed call)."""
+    if type(value) is np.ndarray:
+        return ("array", value.shape, value.dtype.char, None)
+    if isinstance(value, np.generic):
+        return ("scalar", (), value.dtype.char, None)
+    if type(value) is float:
+        return ("float", (), None, None)
+    if type(value) is int:
+        return ("int", (), None, value)
+    if isinstance(value, tuple) and all(type(v) is int for v in value):
+        return ("tuple", None, None, value)
+    if _is_basic_index(value):
+        return ("basic index", None, None, _hashable_index(value))
+    return ("other", None, None, None)
 
 
 def _hashable_index(index) -> tuple:
@@ -223,16 +230,29 @@ class _Probe:
         self.aliased: set[int] = set()
 
     def __call__(self, site: int, function, *args, **kwargs):
+        # records are plain tuples, made Seen when read (see ``seen``)
         result = function(*args, **kwargs)
-        seen = Seen.of(result)
+        seen = _observed(result)
         if function is runtime.as_gradient:
-            if result is args[0] and seen.kind == "array":
-                seen = Seen("unchanged", seen.shape, seen.dtype)
+            if result is args[0] and seen[0] == "array":
+                seen = ("unchanged", seen[1], seen[2], None)
             other = self.gradients.setdefault(id(result), site)
             if other != site:  # two gradients would be one array: keep the copies
                 self.aliased |= {site, other}
-        self.sites.setdefault(site, set()).add((tuple(Seen.of(a) for a in args), seen))
+        records = self.sites.get(site)
+        if records is None:
+            records = self.sites[site] = set()
+        records.add((tuple([_observed(a) for a in args]), seen))
         return result
+
+    def seen(self, site: int) -> tuple[tuple[Seen, ...], Seen] | None:
+        """What the only run of ``site`` saw, as (arguments, result); None unless the site
+        ran, always on values that looked alike, and may be specialised."""
+        records = self.sites.get(site)
+        if not records or len(records) != 1 or site in self.aliased:
+            return None
+        ((arguments, result),) = records
+        return tuple([Seen._make(a) for a in arguments]), Seen._make(result)
 
 
 def probe_and_specialise(
@@ -273,10 +293,10 @@ def probe_and_specialise(
     result = function(*args, **kwargs)
 
     def specialise(site, site_node, target):
-        records = probe.sites.get(site)
-        if not records or len(records) != 1 or site in probe.aliased:
+        seen = probe.seen(site)
+        if seen is None:
             return site_node  # never ran, or saw several shapes: stay generic
-        ((arg_info, result_info),) = records
+        arg_info, result_info = seen
         if target is None:  # arithmetic: the arguments were (symbol, left, right)
             return _without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
         replacement = specialisers[id(target)](site_node, arg_info, result_info, namespace)
@@ -334,19 +354,16 @@ def _mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
     may turn into their first argument (``unbroadcast``); the primal's arithmetic, and
     most of the rest, never needs probing.
     """
-    arithmetic: list[gast.BinOp] = []
     near: set[str] = set()  # names whose value may be a broadcast
     users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
-    for node in walk(function):
-        if type(node) is gast.Assign and type(node.targets[0]) is gast.Name:
-            target = node.targets[0].id
-            broadcast, names = _elementwise_reach(node.value, namespace)
-            if broadcast:
-                near.add(target)
-            for name in names:
-                users.setdefault(name, set()).add(target)
-        elif type(node) is gast.BinOp and type(node.op) in _ARITHMETIC:
-            arithmetic.append(node)
+    assignments, arithmetic = _assignments_and_arithmetic(function)
+    for node in assignments:
+        target = node.targets[0].id
+        broadcast, names = _elementwise_reach(node.value, namespace)
+        if broadcast:
+            near.add(target)
+        for name in names:
+            users.setdefault(name, set()).add(target)
     pending = list(near)
     while pending:
         for user in users.get(pending.pop(), ()):
@@ -356,6 +373,33 @@ def _mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
     for node in arithmetic:
         broadcast, names = _elementwise_reach(node, namespace)
         node.s2s_near_broadcast = broadcast or not names.isdisjoint(near)
+
+
+def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], list[gast.BinOp]]:
+    """The assignments to a name and the ``+ - * /`` operations in ``function``, found by a
+    walk that skips names and literals (only parameters' names hold more: annotations)."""
+    assignments, arithmetic = [], []
+    pending = [function]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is gast.Assign and type(node.targets[0]) is gast.Name:
+            assignments.append(node)
+        elif kind is gast.BinOp and type(node.op) in _ARITHMETIC:
+            arithmetic.append(node)
+        skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
+        state = node.__dict__
+        for field in node_fields(kind):
+            value = state.get(field)
+            if type(value) is list:
+                pending += [item for item in value if type(item) not in skipped]
+            elif type(value) not in skipped:
+                pending.append(value)
+    return assignments, arithmetic
+
+
+_LITERALS = frozenset({type(None), str, bytes, int, float, bool, complex, type(Ellipsis)})
+_NAMES_AND_LITERALS = _LITERALS | {gast.Name, gast.Constant}
 
 
 def _elementwise_reach(expression: gast.expr, namespace: dict) -> tuple[bool, set[str]]:
@@ -378,13 +422,13 @@ def _elementwise_reach(expression: gast.expr, namespace: dict) -> tuple[bool, se
             func = node.func
             if type(func) is gast.Attribute and func.attr in ("broadcast_to", "expand_dims"):
                 broadcast = True
-            elif node.args and any(_resolve(func, namespace) is h for h in _PASS_THROUGH):
+            elif node.args and id(_resolve(func, namespace)) in _PASS_THROUGH:
                 pending.append(node.args[0])
     return broadcast, names
 
 
 # helpers that specialisation may replace by their first argument
-_PASS_THROUGH = (runtime.unbroadcast, runtime.as_gradient, runtime.owned)
+_PASS_THROUGH = frozenset(map(id, (runtime.unbroadcast, runtime.as_gradient, runtime.owned)))
 
 
 def _near_broadcast(node: gast.BinOp) -> bool:
@@ -476,17 +520,27 @@ def _strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     writes: dict[str, int] = {}
     restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
     definitions: dict[str, gast.Assign] = {}
-    for node in walk(function):
+    pending: list[gast.AST] = [function]  # a walk that counts names as it meets them
+    while pending:
+        node = pending.pop()
         kind = type(node)
-        if kind is gast.Name:
-            table = writes if type(node.ctx) is gast.Store else reads
-            table[node.id] = table.get(node.id, 0) + 1
-        elif kind is gast.BinOp:
+        if kind is gast.BinOp:
             for side in node.__dict__.get("s2s_broadcast_free", ()):
                 for leaf in _elementwise_leaves(getattr(node, side)):
                     restored.setdefault(leaf.id, set()).add(id(leaf))
         elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
             definitions[node.targets[0].id] = node
+        state = node.__dict__
+        for field in node_fields(kind):
+            value = state.get(field)
+            for item in value if type(value) is list else (value,):
+                if type(item) is gast.Name:
+                    table = writes if type(item.ctx) is gast.Store else reads
+                    table[item.id] = table.get(item.id, 0) + 1
+                    if item.annotation is not None:
+                        pending.append(item.annotation)
+                elif type(item) not in _LITERALS:
+                    pending.append(item)
     settled: set[str] = set()
     changed = True
     while changed:
