@@ -18,6 +18,11 @@ import gast
 
 from s2sgrad.optimize_facts import (
     FactsCache,
+    facts_after_folding,
+    facts_after_merging,
+    facts_after_rename,
+    facts_after_replacing_by_literal,
+    literal_number,
     rename_reads,
     replace_reads,
     simple_assignment,
@@ -240,7 +245,12 @@ class _Optimizer:
         facts = self.facts.of(statement)
         verdict = facts.pure_value
         if verdict is None:
-            verdict = facts.pure_value = self._pure(node)
+            if facts.assigned is not None and not facts.annotated:
+                # ``name = value``: every call and effect the walk found is in the value
+                verdict = not facts.effects and all(map(self.is_pure_call, facts.calls))
+            else:
+                verdict = self._pure(node)
+            facts.pure_value = verdict
         self._purity[id(node)] = (verdict, node)
         return verdict
 
@@ -338,6 +348,8 @@ class _Optimizer:
     # ---------------------------------------------------------------------------------------
     def propagate_copies(self, body, allowed=None):
         """Replace reads of ``a`` after ``a = b`` (or ``a = 2``) by ``b`` and drop the copy."""
+        if not _has_copies(body, allowed):  # nothing below would happen
+            return list(body)
         cache = self.facts
         block = _IndexedBlock(body, cache)
         writes = Counter(n for f in block.facts for n in f.writes)
@@ -350,7 +362,7 @@ class _Optimizer:
             value = statement.value
             if writes[copy] == 1 and _number(value) is not None:
                 for position in block.after(block.readers, copy, index):
-                    block.rewrite(position, replace_reads, copy, value)
+                    block.replace_by_literal(position, copy, value)
                 block.remove(index)
                 self.changed = True
                 continue
@@ -361,7 +373,7 @@ class _Optimizer:
                 source_rewritten = bool(block.after(block.modifiers, source, index))
                 if writes[copy] == 1 and not source_rewritten and copy != source:
                     for position in block.after(block.readers, copy, index):
-                        block.rewrite(position, rename_reads, copy, source)
+                        block.rename(position, copy, source)
                     block.remove(index)
                     self.changed = True
         return block.remaining()
@@ -372,11 +384,12 @@ class _Optimizer:
         result = list(body)
         facts_at = [cache.of(s) for s in result]  # None once rewritten, until asked again
         writes = Counter(n for f in facts_at for n in f.writes)
-        reads = Counter(n for s in result for n in cache.of(s).loads)
-        comments = [_is_comment(s) for s in result]
+        reads = Counter(n for f in facts_at for n in f.loads)
+        comments = [f.comment for f in facts_at]
+        assigned = [f.assigned for f in facts_at]  # rewriting reads leaves these alone
         removed = [False] * len(result)
         for index, statement in enumerate(result):
-            target = _simple_assignment(statement)
+            target = assigned[index]
             if not target or writes[target] != 1 or reads[target] != 1:
                 continue
             if (
@@ -410,8 +423,13 @@ class _Optimizer:
                     # from before the move (so not when the cache is off).
                     replace_reads(later, target, value, cache, move=cache.enabled)
                     self._purity.pop(id(value), None)  # judged afresh where it now is
-                    cache.forget(later)
-                    facts_at[later_index] = None
+                    told = facts_after_folding(later_facts, facts, value)
+                    if told is None or not cache.enabled:
+                        cache.forget(later)
+                        facts_at[later_index] = None
+                    else:
+                        cache.keep(told)
+                        facts_at[later_index] = told
                     removed[index] = True
                     self.changed = True
                     break
@@ -423,6 +441,8 @@ class _Optimizer:
 
     def merge_accumulations(self, body):
         """``d = e1 … d = d + e2`` → ``d = e1 + e2`` when nothing in between reads ``d``."""
+        if not any(_accumulation(s) for s in body):  # nothing below would happen
+            return list(body)
         cache = self.facts
         result = list(body)
         assigned = [_simple_assignment(s) for s in result]
@@ -462,9 +482,13 @@ class _Optimizer:
                 target not in f.reads and f.modified.isdisjoint(inputs) for f in between
             ) and not any(_is_compound(f.statement) for f in between):
                 value.left = earlier.value
-                cache.forget(statement)
-                cache.forget(statement)
-                facts_at[index] = cache.of(statement)
+                told = facts_after_merging(facts_at[index], facts_at[earlier_index], value)
+                if told is None or not cache.enabled:
+                    cache.forget(statement)
+                    facts_at[index] = cache.of(statement)
+                else:
+                    cache.keep(told)
+                    facts_at[index] = told
                 result[earlier_index] = None
                 self.changed = True
         return [s for s in result if s is not None]
@@ -513,25 +537,34 @@ class _Optimizer:
         """Drop side-effect-free assignments nothing later reads."""
         live = set(live_after)
         result = []
+        comments = []
         for statement in reversed(body):
-            if _is_comment(statement):
+            facts = self.facts.of(statement)
+            if facts.comment:
                 result.append(statement)
+                comments.append(True)
                 continue
-            if isinstance(statement, gast.Assign) and all(
+            if facts.assigned is not None:
+                targets = {facts.assigned}
+            elif isinstance(statement, gast.Assign) and all(
                 isinstance(t, gast.Name) for t in _flat_targets(statement.targets[0])
             ):
                 targets = {t.id for t in _flat_targets(statement.targets[0])}
-                if not targets & live and self.pure_value(statement):
-                    self.changed = True
-                    continue
-                live -= targets
-                live |= _value_reads(statement, self.facts.of(statement))
+            else:
+                live |= facts.reads
                 result.append(statement)
+                comments.append(False)
                 continue
-            live |= self.facts.of(statement).reads
+            if not targets & live and self.pure_value(statement):
+                self.changed = True
+                continue
+            live -= targets
+            live |= _value_reads(statement, facts)
             result.append(statement)
+            comments.append(False)
         result.reverse()
-        return _drop_orphan_comments(result)
+        comments.reverse()
+        return _drop_orphan_comments(result, comments)
 
 
 def _has_blocks(statement) -> bool:
@@ -591,20 +624,42 @@ class _IndexedBlock:
                 self.readers[name].add(position)
             for name in facts.modified:
                 self.modifiers[name].add(position)
-        self.compounds = [p for p, s in enumerate(self.statements) if _is_compound(s)]
+        self._compounds: list[int] | None = None
+
+    @property
+    def compounds(self) -> list[int]:
+        """Positions of the loops and branches (found when first asked)."""
+        if self._compounds is None:
+            self._compounds = [p for p, s in enumerate(self.statements) if _is_compound(s)]
+        return self._compounds
 
     def after(self, index: dict[str, set[int]], name: str, position: int) -> list[int]:
         """The live positions after ``position`` in ``index[name]``, in order."""
         alive = self.alive
         return sorted(p for p in index.get(name, ()) if p > position and alive[p])
 
-    def rewrite(self, position: int, change, *args) -> None:
-        """``change(statement, *args, cache)`` on the statement at ``position``."""
-        statement = self.statements[position]
+    def rename(self, position: int, old_name: str, new_name: str) -> None:
+        """Make the statement at ``position`` read ``new_name`` where it reads ``old_name``."""
         old = self.facts[position]
-        change(statement, *args, self.cache)
-        self.cache.forget(statement)
-        new = self.facts[position] = self.cache.of(statement)
+        rename_reads(old.statement, old_name, new_name, self.cache)
+        self._update(position, old, facts_after_rename(old, old_name, new_name))
+
+    def replace_by_literal(self, position: int, name: str, literal: gast.expr) -> None:
+        """Put a copy of the number ``literal`` where the statement at ``position`` reads
+        ``name``."""
+        old = self.facts[position]
+        replace_reads(old.statement, name, literal, self.cache)
+        self._update(position, old, facts_after_replacing_by_literal(old, name, _size(literal)))
+
+    def _update(self, position: int, old, new) -> None:
+        """The statement at ``position`` changed: ``new`` is its facts, if they are known."""
+        statement = old.statement
+        if new is None or not self.cache.enabled:
+            self.cache.forget(statement)
+            new = self.cache.of(statement)
+        else:
+            self.cache.keep(new)
+        self.facts[position] = new
         for index, before, now in (
             (self.readers, old.reads, new.reads),
             (self.modifiers, old.modified, new.modified),
@@ -619,6 +674,34 @@ class _IndexedBlock:
 
     def remaining(self) -> list[gast.stmt]:
         return [s for s, alive in zip(self.statements, self.alive) if alive]
+
+
+def _accumulation(statement) -> bool:
+    """Whether ``statement`` reads ``d = d + e`` (what merge_accumulations starts from)."""
+    target = _simple_assignment(statement)
+    if target is None:
+        return False
+    value = statement.value
+    return (
+        isinstance(value, gast.BinOp)
+        and isinstance(value.op, gast.Add)
+        and isinstance(value.left, gast.Name)
+        and value.left.id == target
+    )
+
+
+def _has_copies(body, allowed) -> bool:
+    """Whether ``body`` has an ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
+
+    Propagation only starts from one: without, it changes nothing.
+    """
+    for statement in body:
+        target = _simple_assignment(statement)
+        if target is not None and (allowed is None or target in allowed):
+            value = statement.value
+            if type(value) is gast.Name or _number(value) is not None:
+                return True
+    return False
 
 
 def _drop_copy_back(block: _IndexedBlock, index, target, source) -> bool:
@@ -644,13 +727,13 @@ def _drop_copy_back(block: _IndexedBlock, index, target, source) -> bool:
     return False
 
 
-def _drop_orphan_comments(body):
+def _drop_orphan_comments(body, comments):
+    """``body`` without the comments (``comments[i]`` tells) that no statement follows."""
     result = []
+    last = len(body) - 1
     for index, statement in enumerate(body):
-        if _is_comment(statement):
-            following = body[index + 1] if index + 1 < len(body) else None
-            if following is None or _is_comment(following):
-                continue
+        if comments[index] and (index == last or comments[index + 1]):
+            continue
         result.append(statement)
     return result
 
@@ -660,8 +743,11 @@ def _is_comment(statement) -> bool:
     return text is not None and text.startswith(COMMENT_MARK)
 
 
+_COMPOUNDS = (gast.If, gast.For, gast.While, gast.With, gast.Try)
+
+
 def _is_compound(statement) -> bool:
-    return isinstance(statement, (gast.If, gast.For, gast.While, gast.With, gast.Try))
+    return isinstance(statement, _COMPOUNDS)
 
 
 def _flat_targets(target):
@@ -712,17 +798,7 @@ def _same(a: gast.expr, b: gast.expr) -> bool:
     return type(a) is type(b) and gast.dump(a) == gast.dump(b)
 
 
-def _number(node):
-    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
-        return node.value
-    if (
-        isinstance(node, gast.UnaryOp)
-        and isinstance(node.op, gast.USub)
-        and isinstance(node.operand, gast.Constant)
-        and type(node.operand.value) in (int, float)
-    ):
-        return -node.operand.value
-    return None
+_number = literal_number
 
 
 def _number_node(value):
@@ -781,16 +857,27 @@ class _ConstantFolder:
 
     def visit_children(self, node):
         state = node.__dict__
-        for field in node_fields(type(node)):
+        kind = type(node)
+        plan = _FOLD_PLANS.get(kind)
+        if plan is None:
+            plan = _FOLD_PLANS[kind] = node_fields(kind)
+        visit = self.visit
+        for field in plan:
             value = state.get(field)
-            if type(value) is list:
+            kind = type(value)
+            if kind is list:
                 for position, item in enumerate(value):
                     if _needs_visit(item):
-                        new = self.visit(item)
+                        new = visit(item)
                         if new is not item:
                             value[position] = new
-            elif _needs_visit(value):
-                new = self.visit(value)
+            # as _needs_visit(value), written out: most children are names or literals
+            elif (
+                value.annotation is not None
+                if kind is gast.Name
+                else kind is not gast.Constant and value is not None and isinstance(value, gast.AST)
+            ):
+                new = visit(value)
                 if new is not value:
                     setattr(node, field, new)
         return node
@@ -924,3 +1011,4 @@ def _handler_for(kind: type):
 
 
 _FOLD_HANDLERS: dict[type, Callable] = {}
+_FOLD_PLANS: dict[type, tuple[str, ...]] = {}  # node_fields, kept here as well (faster)

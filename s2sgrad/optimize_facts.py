@@ -32,6 +32,12 @@ from s2sgrad.syntax import (
 __all__ = [
     "Facts",
     "FactsCache",
+    "facts_after_folding",
+    "facts_after_merging",
+    "facts_after_rename",
+    "facts_after_replacing_by_literal",
+    "literal_number",
+    "negatable",
     "rename_reads",
     "replace_reads",
     "simple_assignment",
@@ -73,6 +79,11 @@ class Facts:
         "comment",
         "own_scope",
         "folded",
+        "foldable",
+        "has_scope",
+        "calls",
+        "effects",
+        "annotated",
         "pure_value",
         "value_size",
     )
@@ -82,46 +93,59 @@ class Facts:
         loads: list[str] = []
         stores: list[str] = []
         others: list[str] = []
+        calls: list[gast.Call] = []
         modified: set[str] = set()
-        has_scope = own_scope = foldable = False
+        has_scope = own_scope = foldable = effects = annotated = False
+        size = 0  # nodes, as s2sgrad.syntax.walk counts them (operators too)
         Name, Load, Store, Constant = gast.Name, gast.Load, gast.Store, gast.Constant
+        plans, roles = _PLANS, _ROLES
         stack = [statement]
         pop, push = stack.pop, stack.append
         while stack:
             node = pop()
+            size += 1
             kind = type(node)
-            if kind is gast.BinOp:
-                left, right = type(node.left), type(node.right)
-                foldable = foldable or left is Constant or right is Constant
-                # c * x + c * x, which may become (2 * c) * x
-                foldable = foldable or (left is right and type(node.op) is gast.Add)
-            elif kind is gast.UnaryOp:
-                foldable = foldable or type(node.op) is gast.USub
-            elif kind is gast.Subscript or kind is gast.Attribute:
-                if kind is gast.Subscript and type(node.value) is gast.Tuple:
-                    foldable = True
+            role = roles.get(kind)
+            if role is None:
+                pass
+            elif role is _BINOP:
+                size += 1
+                foldable = foldable or _binop_folds(node)
+            elif role is _CALL:
+                calls.append(node)
+                func = node.func
+                if isinstance(func, gast.Attribute):
+                    if isinstance(func.value, Name) and func.attr in MUTATING_METHODS:
+                        modified.add(func.value.id)
+                    # (-e).sum(...), which becomes -e.sum(...)
+                    foldable = foldable or (func.attr == "sum" and _is_negation(func.value))
+            elif role is _ACCESS:
+                if kind is gast.Subscript and not foldable:
+                    foldable = _subscript_folds(node)
                 if type(node.ctx) is Store:
                     base = node.value
                     while isinstance(base, (gast.Subscript, gast.Attribute)):
                         base = base.value
                     if isinstance(base, Name):
                         modified.add(base.id)
-            elif kind is gast.Call:
-                func = node.func
-                if (
-                    isinstance(func, gast.Attribute)
-                    and isinstance(func.value, Name)
-                    and func.attr in MUTATING_METHODS
-                ):
-                    modified.add(func.value.id)
-            elif kind is gast.Compare:
-                foldable = foldable or type(node.left) is Constant
-            elif kind in SCOPES:
+            elif role is _UNARYOP:
+                size += 1
+                foldable = foldable or _unaryop_folds(node)
+            elif role is _COMPARE:
+                size += len(node.ops)
+                foldable = foldable or _compare_folds(node)
+            elif role is _BOOLOP:
+                size += 1
+            elif role is _SCOPE:
                 has_scope = has_scope or node is not statement
                 own_scope = own_scope or kind is gast.Lambda
-            elif kind in _OWN_SCOPE:
+            elif role is _OWN:
                 own_scope = True
-            plan = node_fields(kind)
+            else:  # _EFFECT
+                effects = True
+            plan = plans.get(kind)
+            if plan is None:
+                plan = plans[kind] = node_fields(kind)
             if not plan:
                 continue  # a literal in a list, or a node without children
             if trail is not None:
@@ -129,19 +153,38 @@ class Facts:
             state = node.__dict__
             for field in plan:
                 value = state.get(field)
-                for child in value if type(value) is list else (value,):
-                    # names and literals are handled here rather than pushed: most nodes are
+                kind = type(value)
+                if kind is list:
+                    children = value
+                elif kind is Name:
+                    children = (value,)
+                elif kind is Constant:
+                    size += 1
+                    continue
+                elif value is None:
+                    continue
+                else:
+                    push(value)
+                    continue
+                # names and literals are handled here rather than pushed: most nodes are
+                for child in children:
                     kind = type(child)
                     if kind is Name:
                         ctx = type(child.ctx)
-                        (loads if ctx is Load else stores if ctx is Store else others).append(
-                            child.id
-                        )
+                        if ctx is Load:
+                            loads.append(child.id)
+                        elif ctx is Store:
+                            stores.append(child.id)
+                        else:
+                            others.append(child.id)
                         if trail is not None:
                             trail.append(child)
                         if child.annotation is not None:
+                            annotated = True
                             push(child.annotation)
-                    elif kind is not Constant and child is not None:
+                    elif kind is Constant:
+                        size += 1
+                    elif child is not None:
                         push(child)
         self.loads, self.stores, self.others = loads, stores, others
         self.reads = set(loads)
@@ -155,11 +198,139 @@ class Facts:
         self.comment = _is_comment(statement)
         self.own_scope = own_scope
         # The constant folder has nothing to do in this version: set when it found nothing,
-        # and from the start when nothing it simplifies is there (a negation, arithmetic
-        # with a literal, a sum of two alike terms, a tuple indexed, a literal compared).
+        # and from the start when no node is one the folder would simplify as it is (the
+        # folder works bottom-up, so if it changes nothing below a node, it sees the node
+        # as it is here).
         self.folded = not foldable
+        self.foldable = foldable
+        self.has_scope = has_scope  # a function, lambda or class is defined inside
+        self.calls = calls  # every call in the statement, nested functions included
+        self.effects = effects  # a yield, an await or an assignment expression is there
+        self.annotated = annotated  # a name carries an annotation (which the walk included)
         self.pure_value = None  # whether the assigned value is free of side effects
         self.value_size = None  # how many nodes the assigned value has
+        if self.assigned is not None and not annotated:
+            # all but the assignment and its target: names are not pushed, so not counted
+            self.value_size = size + len(loads) + len(stores) + len(others) - 2
+
+
+# Whether the constant folder (s2sgrad.optimize._ConstantFolder) simplifies a node as it is,
+# its children left as they are. Each mirrors the conditions of the folder's visit_ method
+# for the kind (some a little wider): a node none of them accepts is left alone by it.
+def literal_number(node) -> int | float | None:
+    """The number a literal ``2``, ``0.5`` or ``-2`` stands for, else None.
+
+    Example::
+
+        literal_number(parse_expression("-2"))  # -2
+    """
+    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
+        return node.value
+    if (
+        isinstance(node, gast.UnaryOp)
+        and isinstance(node.op, gast.USub)
+        and isinstance(node.operand, gast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
+        return -node.operand.value
+    return None
+
+
+def negatable(node) -> bool:
+    """Whether ``-node`` can be written without a negation (``-a`` → ``a``, ``(-a) * b`` →
+    ``a * b``): whether ``s2sgrad.optimize._negated(node)`` is not None."""
+    while isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+        node = node.left
+    return isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
+
+
+def _is_negation(node) -> bool:
+    return isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
+
+
+_FOLDER_LOOKS_FOR = (gast.Constant, gast.UnaryOp, gast.BinOp)
+_FOLDABLE_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
+
+
+def _binop_folds(node: gast.BinOp) -> bool:
+    if not (isinstance(node.left, _FOLDER_LOOKS_FOR) or isinstance(node.right, _FOLDER_LOOKS_FOR)):
+        return False  # every condition below wants a literal, a negation or a product there
+    op = type(node.op)
+    left, right = literal_number(node.left), literal_number(node.right)
+    if left is not None and right is not None and op in _FOLDABLE_OPERATORS:
+        return True  # two numbers (unless the arithmetic fails)
+    if op is gast.Mult or op is gast.Div:
+        if right is not None and _is_negation(node.left):
+            return True  # (-a) * 2
+        if left is not None and op is gast.Mult and negatable(node.right):
+            return True  # 2 * -a
+    if op is gast.Add:
+        term = node.left
+        other = node.right
+        if (  # c * x + c * x (without looking whether the x are alike)
+            type(term) is gast.BinOp
+            and type(term.op) is gast.Mult
+            and type(literal_number(term.left)) is float
+            and type(other) is gast.BinOp
+            and type(other.op) is gast.Mult
+            and literal_number(other.left) == literal_number(term.left)
+        ):
+            return True
+        if negatable(node.right):
+            return True  # a + -b
+    if op is gast.Sub and negatable(node.right):
+        return True  # a - -b
+    if (op is gast.Pow or op is gast.Mult) and right == 1 and type(right) is int:
+        return True  # x ** 1, x * 1
+    return op is gast.Mult and left == 1 and type(left) is int  # 1 * x
+
+
+def _unaryop_folds(node: gast.UnaryOp) -> bool:
+    if not isinstance(node.op, gast.USub):
+        return False
+    operand = node.operand
+    if negatable(operand):
+        return True  # -(-a)
+    return (  # -(2 * e)
+        isinstance(operand, gast.BinOp)
+        and isinstance(operand.op, (gast.Mult, gast.Div))
+        and literal_number(operand.left) is not None
+    )
+
+
+def _subscript_folds(node: gast.Subscript) -> bool:
+    return isinstance(node.value, gast.Tuple)  # (a, b)[0]
+
+
+def _compare_folds(node: gast.Compare) -> bool:
+    return isinstance(node.left, gast.Constant)  # None is None
+
+
+# What the walk in Facts looks at in a node of each kind (other kinds: only the children).
+_BINOP, _CALL, _ACCESS, _UNARYOP, _COMPARE, _BOOLOP, _SCOPE, _OWN, _EFFECT = (
+    "binop",
+    "call",
+    "access",
+    "unaryop",
+    "compare",
+    "boolop",
+    "scope",
+    "own",
+    "effect",
+)
+_ROLES: dict[type, str] = {
+    gast.BinOp: _BINOP,
+    gast.Call: _CALL,
+    gast.Subscript: _ACCESS,
+    gast.Attribute: _ACCESS,
+    gast.UnaryOp: _UNARYOP,
+    gast.Compare: _COMPARE,
+    gast.BoolOp: _BOOLOP,
+    **dict.fromkeys(_OWN_SCOPE, _OWN),
+    **dict.fromkeys(SCOPES, _SCOPE),  # a lambda is both: this comes second
+    **dict.fromkeys((gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr), _EFFECT),
+}
+_PLANS: dict[type, tuple[str, ...]] = {}  # node_fields, kept here as well (a dict is faster)
 
 
 class FactsCache:
@@ -197,9 +368,162 @@ class FactsCache:
         facts = self.table.get(id(statement))
         return facts if facts is not None and facts.statement is statement else None
 
+    def keep(self, facts: Facts) -> None:
+        """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
+        if self.enabled:
+            self.table[id(facts.statement)] = facts
+
     def forget(self, statement: gast.stmt) -> None:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.table.pop(id(statement), None)
+
+
+def facts_after_rename(facts: Facts, old: str, new: str) -> Facts | None:
+    """The facts of ``facts.statement`` once :func:`rename_reads` made reads of ``old`` read
+    ``new``, told without a walk; None when they cannot be (``old`` is modified there).
+
+    Renaming loads changes neither the nodes' kinds nor the stores, so only the loads change.
+    """
+    if old in facts.modified:  # a name changed in place is a load too: the walk would tell
+        return None
+    result = _copied(facts)
+    result.loads = [new if name == old else name for name in facts.loads]
+    result.reads = set(result.loads)
+    result.folded = not facts.foldable
+    result.pure_value = None  # a call's function may have been renamed
+    return result
+
+
+def facts_after_replacing_by_literal(facts: Facts, name: str, literal_size: int) -> Facts | None:
+    """The facts of ``facts.statement`` once :func:`replace_reads` put a number literal (or
+    its negation) in place of every read of ``name``, told without a walk; None when they
+    cannot be (an annotation, which that leaves alone, or ``name`` modified in place).
+
+    The folder may find something to do where a literal arrived: ``folded`` is false.
+    """
+    if facts.annotated or name in facts.modified:
+        return None
+    result = _copied(facts)
+    result.loads = [load for load in facts.loads if load != name]
+    result.reads = facts.reads - {name}
+    result.foldable = True
+    result.folded = False
+    result.pure_value = None
+    result.value_size = _grown(facts.value_size, facts.loads.count(name), literal_size)
+    return result
+
+
+def facts_after_folding(reader: Facts, dropped: Facts, value: gast.expr) -> Facts | None:
+    """The facts of ``reader.statement`` once :func:`replace_reads` moved ``value``, the value
+    of the single-use assignment ``dropped.statement``, where it reads the target; told without
+    a walk, or None when they cannot be.
+
+    They can be when the target is read once, no function is defined in either statement, no
+    annotation is there, the target is not modified in place, and ``value`` is of a kind that
+    none of the folder's conditions looks for in a child (so whether the folder has work
+    there is what it was in either statement).
+    """
+    target = dropped.assigned
+    if (
+        target is None
+        or reader.loads.count(target) != 1
+        or reader.has_scope
+        or dropped.has_scope
+        or reader.annotated
+        or dropped.annotated
+        or target in reader.modified
+        or isinstance(reader.statement, (gast.FunctionDef, gast.ClassDef))
+        or _seen_by_folder_conditions(value)
+    ):
+        return None
+    result = _copied(reader)
+    result.loads = [name for name in reader.loads if name != target] + dropped.loads
+    stores = list(dropped.stores)
+    stores.remove(target)
+    result.stores = reader.stores + stores
+    result.others = reader.others + dropped.others
+    result.reads = set(result.loads)
+    result.writes = set(result.stores)
+    result.modified = reader.modified | (dropped.modified - {target}) | result.writes
+    result.own_scope = reader.own_scope or dropped.own_scope
+    result.effects = reader.effects or dropped.effects
+    result.calls = reader.calls + dropped.calls
+    result.foldable = reader.foldable or dropped.foldable
+    result.folded = not result.foldable
+    result.pure_value = None
+    result.value_size = _grown(reader.value_size, 1, dropped.value_size)
+    return result
+
+
+def facts_after_merging(later: Facts, earlier: Facts, value: gast.BinOp) -> Facts | None:
+    """The facts of ``later.statement``, ``d = d + e2``, once the ``d`` on the left of
+    ``value`` (its value) became the value of ``earlier.statement``, ``d = e1``; told
+    without a walk, or None when they cannot be (a function defined, an annotation).
+    """
+    target = later.assigned
+    if (
+        target is None
+        or earlier.assigned != target
+        or later.loads.count(target) != 1
+        or later.has_scope
+        or earlier.has_scope
+        or later.annotated
+        or earlier.annotated
+    ):
+        return None
+    result = _copied(later)
+    result.loads = [name for name in later.loads if name != target] + earlier.loads
+    stores = list(earlier.stores)
+    stores.remove(target)
+    result.stores = later.stores + stores
+    result.others = later.others + earlier.others
+    result.reads = set(result.loads)
+    result.writes = set(result.stores)
+    result.modified = later.modified | earlier.modified
+    result.own_scope = later.own_scope or earlier.own_scope
+    result.effects = later.effects or earlier.effects
+    result.calls = later.calls + earlier.calls
+    # the sum itself is the only node whose children changed
+    result.foldable = later.foldable or earlier.foldable or _binop_folds(value)
+    result.folded = not result.foldable
+    result.pure_value = None
+    result.value_size = _grown(later.value_size, 1, earlier.value_size)
+    return result
+
+
+def _seen_by_folder_conditions(node) -> bool:
+    """Whether a condition of the folder's could hold of ``node`` where a name was before.
+
+    They look for literals, negations, tuples, and products whose left factor is a literal
+    or (down the left factors) a negation.
+    """
+    if isinstance(node, (gast.Constant, gast.Tuple)):
+        return True
+    if isinstance(node, gast.UnaryOp):
+        return isinstance(node.op, gast.USub)
+    if isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
+        return literal_number(node.left) is not None or negatable(node)
+    return False
+
+
+def _grown(size: int | None, names: int, size_of_each: int | None) -> int | None:
+    """A value's size once ``names`` names in it became expressions of ``size_of_each``."""
+    if size is None or size_of_each is None:
+        return None
+    return size + names * (size_of_each - 1)
+
+
+def _copied(facts: Facts) -> Facts:
+    result = Facts.__new__(Facts)
+    result.statement = facts.statement
+    result.loads, result.stores, result.others = facts.loads, facts.stores, facts.others
+    result.reads, result.writes, result.modified = facts.reads, facts.writes, facts.modified
+    result.assigned, result.comment = facts.assigned, facts.comment
+    result.own_scope, result.has_scope = facts.own_scope, facts.has_scope
+    result.folded, result.foldable = facts.folded, facts.foldable
+    result.calls, result.effects, result.annotated = facts.calls, facts.effects, facts.annotated
+    result.pure_value, result.value_size = facts.pure_value, facts.value_size
+    return result
 
 
 def _is_comment(statement) -> bool:

@@ -14,8 +14,17 @@ import numpy as np
 import pytest
 
 from s2sgrad.codegen import to_source
-from s2sgrad.optimize import _ConstantFolder, optimize
-from s2sgrad.optimize_facts import Facts, FactsCache, rename_reads, replace_reads
+from s2sgrad.optimize import _ConstantFolder, _size, optimize
+from s2sgrad.optimize_facts import (
+    Facts,
+    FactsCache,
+    facts_after_folding,
+    facts_after_merging,
+    facts_after_rename,
+    facts_after_replacing_by_literal,
+    rename_reads,
+    replace_reads,
+)
 from s2sgrad.syntax import clone, names_modified, names_read, names_written, parse_expression
 
 
@@ -295,6 +304,8 @@ STATEMENTS = [
     "class C:\n    attribute = value",
     "y = (walrus := x + 1)",
     "return (a, b)",
+    "y = not (a < b < c) and -f(x, *rest, key=k) or {1: u, **others}[0]",
+    "y = f'{a!r:>{width}}' if (b is None) else [*c, ~d]",
 ]
 
 
@@ -310,6 +321,11 @@ def test_facts_agree_with_the_syntax_queries(source):
         for n in gast.walk(statement)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
     )
+    calls = [n for n in gast.walk(statement) if isinstance(n, gast.Call)]
+    assert sorted(map(id, facts.calls)) == sorted(map(id, calls))
+    assert facts.effects == any(isinstance(n, gast.NamedExpr) for n in gast.walk(statement))
+    if facts.assigned is not None:
+        assert facts.value_size == _size(statement.value)
 
 
 def _random_expression(rng: random.Random, depth: int = 0) -> str:
@@ -319,6 +335,10 @@ def _random_expression(rng: random.Random, depth: int = 0) -> str:
     return rng.choice(
         [
             f"({left} {rng.choice('+-*/')} {right})",
+            f"(0.5 * {left} + 0.5 * {left})",
+            f"({left} * 1)",
+            f"(1 * {left})",
+            f"-(2 * {left})",
             f"({left} ** {right})",
             f"-({left})",
             f"({left}).sum(axis=0)",
@@ -386,3 +406,79 @@ def test_optimising_again_changes_nothing():
         function.body = optimize(function.body, is_pure)
         function.body = optimize(clone(function.body), is_pure)
         assert to_source(function) == expected
+
+
+def _same_facts(told: Facts, walked: Facts) -> None:
+    """``told`` (made without a walk) says what a walk says (``folded`` may be the more
+    cautious, and a purity verdict is made again)."""
+    for field in ("loads", "stores", "others"):
+        assert sorted(getattr(told, field)) == sorted(getattr(walked, field)), field
+    for field in ("reads", "writes", "modified", "assigned", "comment", "own_scope"):
+        assert getattr(told, field) == getattr(walked, field), field
+    for field in ("has_scope", "effects", "annotated"):
+        assert getattr(told, field) == getattr(walked, field), field
+    assert sorted(map(id, told.calls)) == sorted(map(id, walked.calls))
+    assert told.foldable >= walked.foldable
+    assert told.folded <= walked.folded
+    assert told.value_size in (None, walked.value_size)
+    assert told.pure_value is None
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["y = f(a) + a * b", "y = -a", "a.b[c] = a + g(a)", "y = [a for i in r] + a.T"],
+)
+def test_facts_told_after_a_rename_are_what_a_walk_finds(source):
+    statement = gast.parse(source).body[0]
+    facts = Facts(statement)
+    told = facts_after_rename(facts, "a", "z")
+    rename_reads(statement, "a", "z", FactsCache())
+    if told is None:  # a is changed in place there
+        assert "a" in facts.modified
+    else:
+        _same_facts(told, Facts(statement))
+
+
+@pytest.mark.parametrize("literal", ["2", "-0.5"])
+@pytest.mark.parametrize("source", ["y = f(a) + a * b", "y = a", "y = a[0] + a.T", "a.x = a"])
+def test_facts_told_after_a_literal_arrived_are_what_a_walk_finds(source, literal):
+    statement = gast.parse(source).body[0]
+    facts = Facts(statement)
+    value = parse_expression(literal)
+    told = facts_after_replacing_by_literal(facts, "a", _size(value))
+    replace_reads(statement, "a", value, FactsCache())
+    if told is None:
+        assert "a" in facts.modified
+    else:
+        _same_facts(told, Facts(statement))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["f(p) @ q", "p.T", "p[i] + g(q)", "[v for v in p]", "-p", "2.0 * p", "(-p) / q", "p * q"],
+)
+@pytest.mark.parametrize("reader", ["y = t * 2.0", "y = h(t, k=b)", "y = -t.sum()", "y += t"])
+def test_facts_told_after_folding_a_value_in_are_what_a_walk_finds(reader, value):
+    dropped = gast.parse(f"t = {value}").body[0]
+    later = gast.parse(reader).body[0]
+    dropped_facts, later_facts = Facts(dropped), Facts(later)
+    replace_reads(later, "t", dropped.value, FactsCache(), move=True)
+    told = facts_after_folding(later_facts, dropped_facts, dropped.value)
+    walked = Facts(later)
+    if told is None:  # the folder may look for what arrived
+        assert value in ("-p", "2.0 * p", "(-p) / q")
+    else:
+        _same_facts(told, walked)
+        assert told.folded == walked.folded
+
+
+@pytest.mark.parametrize("earlier", ["d = f(x)", "d = 0.5 * x", "d = [v for v in x]", "d = -x"])
+@pytest.mark.parametrize("later", ["d = d + g(y)", "d = d + 0.5 * x", "d = d + -y"])
+def test_facts_told_after_merging_are_what_a_walk_finds(earlier, later):
+    first, second = gast.parse(earlier).body[0], gast.parse(later).body[0]
+    first_facts, second_facts = Facts(first), Facts(second)
+    second.value.left = first.value
+    told = facts_after_merging(second_facts, first_facts, second.value)
+    walked = Facts(second)
+    _same_facts(told, walked)
+    assert told.folded == walked.folded
