@@ -14,7 +14,7 @@ import ast
 
 import gast
 
-from s2sgrad.syntax import child_fields
+from s2sgrad.syntax import node_fields
 
 __all__ = ["to_python_ast", "to_gast"]
 
@@ -25,7 +25,8 @@ _SINGLETONS = {  # operators carry nothing, so one instance serves every node (a
     for kind in base.__subclasses__()
 }
 _START = {"lineno": 1, "col_offset": 0, "end_lineno": 1, "end_col_offset": 0}
-_PLANS: dict[type, tuple[type, tuple[str, ...], tuple[str, ...], bool]] = {}
+_PLANS: dict[type, tuple] = {}
+_NAME, _CONSTANT = ast.Name, ast.Constant
 
 
 def to_python_ast(node: gast.AST) -> ast.AST:
@@ -40,7 +41,7 @@ def to_python_ast(node: gast.AST) -> ast.AST:
 
 
 # Each new node is made with ``__new__`` and gets its attributes as one dict: much quicker
-# than ``ast``'s keyword constructors. The commonest kinds have converters of their own.
+# than ``ast``'s keyword constructors or a ``setattr`` per field.
 
 
 def _location(state: dict, outer: dict) -> dict:
@@ -60,142 +61,50 @@ def _location(state: dict, outer: dict) -> dict:
 
 
 def _convert(node, outer: dict):
-    return (_CONVERTERS.get(type(node)) or _convert_any)(node, outer)
-
-
-def _convert_name(node, outer):
-    state = node.__dict__
-    new = _new(ast.Name)
-    new.__dict__ = attributes = outer.copy() if "lineno" not in state else _located(state, outer)
-    attributes["id"] = state["id"]
-    attributes["ctx"] = _CONTEXTS[type(state["ctx"])]
-    return new
-
-
-def _convert_constant(node, outer):
-    state = node.__dict__
-    new = _new(ast.Constant)
-    new.__dict__ = attributes = outer.copy() if "lineno" not in state else _located(state, outer)
-    attributes["value"] = state["value"]
-    attributes["kind"] = state["kind"]
-    return new
-
-
-def _convert_binop(node, outer):
-    state = node.__dict__
-    location = _location(state, outer)
-    left, right = state["left"], state["right"]
-    new = _new(ast.BinOp)
-    new.__dict__ = attributes = location.copy()
-    attributes["left"] = (_CONVERTERS.get(type(left)) or _convert_any)(left, location)
-    attributes["op"] = _SINGLETONS[type(state["op"])]
-    attributes["right"] = (_CONVERTERS.get(type(right)) or _convert_any)(right, location)
-    return new
-
-
-def _convert_call(node, outer):
-    state = node.__dict__
-    location = _location(state, outer)
-    func = state["func"]
-    new = _new(ast.Call)
-    new.__dict__ = attributes = location.copy()
-    attributes["func"] = (_CONVERTERS.get(type(func)) or _convert_any)(func, location)
-    attributes["args"] = [
-        (_CONVERTERS.get(type(item)) or _convert_any)(item, location) for item in state["args"]
-    ]
-    attributes["keywords"] = [_convert_keyword(item, location) for item in state["keywords"]]
-    return new
-
-
-def _convert_keyword(node, outer):
-    state = node.__dict__
-    location = _location(state, outer)
-    value = state["value"]
-    new = _new(ast.keyword)
-    new.__dict__ = attributes = location.copy()
-    attributes["arg"] = state["arg"]
-    attributes["value"] = (_CONVERTERS.get(type(value)) or _convert_any)(value, location)
-    return new
-
-
-def _convert_assign(node, outer):
-    state = node.__dict__
-    location = _location(state, outer)
-    value = state["value"]
-    new = _new(ast.Assign)
-    new.__dict__ = attributes = location.copy()
-    attributes["targets"] = [
-        (_CONVERTERS.get(type(item)) or _convert_any)(item, location) for item in state["targets"]
-    ]
-    attributes["value"] = (_CONVERTERS.get(type(value)) or _convert_any)(value, location)
-    attributes["type_comment"] = state.get("type_comment")
-    return new
-
-
-def _convert_attribute(node, outer):
-    state = node.__dict__
-    location = _location(state, outer)
-    value = state["value"]
-    new = _new(ast.Attribute)
-    new.__dict__ = attributes = location.copy()
-    attributes["value"] = (_CONVERTERS.get(type(value)) or _convert_any)(value, location)
-    attributes["attr"] = state["attr"]
-    attributes["ctx"] = _CONTEXTS[type(state["ctx"])]
-    return new
-
-
-def _located(state: dict, outer: dict) -> dict:
-    location = _location(state, outer)
-    return location.copy() if location is outer else location
-
-
-def _convert_any(node, outer):
     kind = type(node)
-    plan = _PLANS.get(kind) or _plan(kind)
-    target, children, others, located = plan
-    state = node.__dict__
-    location = _location(state, outer) if located else outer
-    if kind is gast.arguments:
-        return _arguments(node, location)
-    if kind is gast.ExceptHandler:
-        new = ast.ExceptHandler(
-            type=_value(node.type, location),
-            name=node.name.id if node.name is not None else None,
-            body=_value(node.body, location),
-        )
-        new.__dict__.update(location)
+    if kind is gast.Name or kind is gast.Constant:  # most nodes: the leaves, made directly
+        state = node.__dict__
+        if kind is gast.Name:
+            new = _NAME.__new__(_NAME)
+            new.__dict__ = attributes = _location(state, outer).copy()
+            attributes["id"] = state["id"]
+            attributes["ctx"] = _CONTEXTS[type(state["ctx"])]
+        else:
+            new = _CONSTANT.__new__(_CONSTANT)
+            new.__dict__ = attributes = _location(state, outer).copy()
+            attributes["value"] = state["value"]
+            attributes["kind"] = state["kind"]
         return new
-    attributes = location.copy() if located else {}
+    plan = _PLANS.get(kind) or _plan(kind)
+    target, located, children, operators, contexts, scalars = plan
+    state = node.__dict__
+    if not located:
+        if target is None:  # arguments, except clauses: their own shapes
+            return _SPECIAL[kind](node, outer)
+        location, attributes = outer, {}
+    else:
+        location = _location(state, outer)
+        attributes = location.copy()
     for field in children:
-        value = state.get(field)
+        value = state[field]
         if type(value) is list:
-            value = [
-                _convert(item, location) if isinstance(item, gast.AST) else item for item in value
+            attributes[field] = [
+                _SINGLETONS.get(type(item)) or _convert(item, location)
+                if isinstance(item, gast.AST)
+                else item
+                for item in value
             ]
-        elif isinstance(value, gast.AST):
-            value = _SINGLETONS.get(type(value)) or _convert(value, location)
-        attributes[field] = value
-    for field in others:
-        value = state.get(field)
-        attributes[field] = _CONTEXTS.get(type(value), value)
+        else:
+            attributes[field] = _convert(value, location) if isinstance(value, gast.AST) else value
+    for field in operators:
+        attributes[field] = _SINGLETONS[type(state[field])]
+    for field in contexts:
+        attributes[field] = _CONTEXTS[type(state[field])]
+    for field in scalars:
+        attributes[field] = state.get(field)
     new = target.__new__(target)
     new.__dict__ = attributes
     return new
-
-
-def _new(kind: type) -> ast.AST:
-    return kind.__new__(kind)
-
-
-_CONVERTERS = {
-    gast.Name: _convert_name,
-    gast.Constant: _convert_constant,
-    gast.BinOp: _convert_binop,
-    gast.Call: _convert_call,
-    gast.keyword: _convert_keyword,
-    gast.Assign: _convert_assign,
-    gast.Attribute: _convert_attribute,
-}
 
 
 def _value(value, location):
@@ -229,13 +138,38 @@ def _arguments(node, location):
     )
 
 
-def _plan(kind: type) -> tuple[type, tuple[str, ...], tuple[str, ...], bool]:
-    """The ``ast`` class for a gast class, its child fields, its other fields, and whether
-    it has a location."""
-    target = getattr(ast, kind.__name__)
-    children = tuple(f for f in child_fields(kind) if f in target._fields)
-    others = tuple(f for f in target._fields if f not in children)
-    plan = _PLANS[kind] = (target, children, others, "lineno" in target._attributes)
+def _except_handler(node, outer):
+    location = _location(node.__dict__, outer)
+    new = ast.ExceptHandler(
+        type=_value(node.type, location),
+        name=node.name.id if node.name is not None else None,
+        body=_value(node.body, location),
+    )
+    new.__dict__.update(location)
+    return new
+
+
+_SPECIAL = {gast.arguments: _arguments, gast.ExceptHandler: _except_handler}
+
+
+def _plan(kind: type) -> tuple:
+    """How to convert a node of a gast class: the ``ast`` class, whether it has a location,
+    and its fields by what they hold: nodes (a node, a list or None), an operator, a
+    context, or a name or literal."""
+    if kind in _SPECIAL:
+        plan = (None, False, (), (), (), ())
+    else:
+        target = getattr(ast, kind.__name__)
+        fields = target._fields
+        children = tuple(f for f in node_fields(kind) if f in fields) + (
+            ("ops",) if "ops" in fields else ()
+        )
+        operators = ("op",) if "op" in fields else ()
+        contexts = ("ctx",) if "ctx" in fields else ()
+        used = children + operators + contexts
+        scalars = tuple(f for f in fields if f not in used)
+        plan = (target, "lineno" in target._attributes, children, operators, contexts, scalars)
+    _PLANS[kind] = plan
     return plan
 
 
