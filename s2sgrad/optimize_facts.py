@@ -436,23 +436,7 @@ def facts_after_folding(reader: Facts, dropped: Facts, value: gast.expr) -> Fact
         or _seen_by_folder_conditions(value)
     ):
         return None
-    result = _copied(reader)
-    result.loads = [name for name in reader.loads if name != target] + dropped.loads
-    stores = list(dropped.stores)
-    stores.remove(target)
-    result.stores = reader.stores + stores
-    result.others = reader.others + dropped.others
-    result.reads = set(result.loads)
-    result.writes = set(result.stores)
-    result.modified = reader.modified | (dropped.modified - {target}) | result.writes
-    result.own_scope = reader.own_scope or dropped.own_scope
-    result.effects = reader.effects or dropped.effects
-    result.calls = reader.calls + dropped.calls
-    result.foldable = reader.foldable or dropped.foldable
-    result.folded = not result.foldable
-    result.pure_value = None
-    result.value_size = _grown(reader.value_size, 1, dropped.value_size)
-    return result
+    return _with_value_of(reader, dropped, target)
 
 
 def facts_after_merging(later: Facts, earlier: Facts, value: gast.BinOp) -> Facts | None:
@@ -471,23 +455,32 @@ def facts_after_merging(later: Facts, earlier: Facts, value: gast.BinOp) -> Fact
         or earlier.annotated
     ):
         return None
-    result = _copied(later)
-    result.loads = [name for name in later.loads if name != target] + earlier.loads
-    stores = list(earlier.stores)
+    result = _with_value_of(later, earlier, target)
+    # the sum itself is the only node whose children changed
+    result.foldable = result.foldable or _binop_folds(value)
+    result.folded = not result.foldable
+    return result
+
+
+def _with_value_of(outer: Facts, inner: Facts, target: str) -> Facts:
+    """The facts of ``outer.statement`` once its one read of ``target`` became the value of
+    ``inner.statement`` (``target = value``)."""
+    result = _copied(outer)
+    result.loads = [name for name in outer.loads if name != target] + inner.loads
+    stores = list(inner.stores)
     stores.remove(target)
-    result.stores = later.stores + stores
-    result.others = later.others + earlier.others
+    result.stores = outer.stores + stores
+    result.others = outer.others + inner.others
     result.reads = set(result.loads)
     result.writes = set(result.stores)
-    result.modified = later.modified | earlier.modified
-    result.own_scope = later.own_scope or earlier.own_scope
-    result.effects = later.effects or earlier.effects
-    result.calls = later.calls + earlier.calls
-    # the sum itself is the only node whose children changed
-    result.foldable = later.foldable or earlier.foldable or _binop_folds(value)
+    result.modified = outer.modified | (inner.modified - {target}) | result.writes
+    result.own_scope = outer.own_scope or inner.own_scope
+    result.effects = outer.effects or inner.effects
+    result.calls = outer.calls + inner.calls
+    result.foldable = outer.foldable or inner.foldable
     result.folded = not result.foldable
     result.pure_value = None
-    result.value_size = _grown(later.value_size, 1, earlier.value_size)
+    result.value_size = _grown(outer.value_size, 1, inner.value_size)
     return result
 
 
