@@ -1,13 +1,13 @@
 """A cache on disk of what was parsed from source files, so a new process parses less.
 
 The first time a process inlines a derivative rule, it reads the rule's source and parses
-it (about 200 µs a rule); loading the parsed body back from this cache takes about 30 µs.
-Entries are kept per source file, in one pickle file each, under ``$S2SGRAD_CACHE_DIR``
+it (about 200 µs a rule); loading the parsed body back from this cache takes about 50 µs.
+Entries are kept per source text, in one pickle file each, under ``$S2SGRAD_CACHE_DIR``
 (default ``$XDG_CACHE_HOME/s2sgrad``, else ``~/.cache/s2sgrad``; set the variable to an
-empty string to turn the cache off). A file's entries count only while the file's size and
-modification time, s2sgrad's, Python's and gast's versions are what they were when the
-entries were written, as for ``.pyc`` files; anything unreadable is ignored. New entries are
-written when the process exits.
+empty string to turn the cache off). A file's entries count only for the same source text
+(its CRC-32 and size) and the same versions of s2sgrad, Python and gast; anything
+unreadable is ignored. New entries are written when the process exits, and the oldest
+files go once there are more than ``KEPT_FILES``.
 
 Example::
 
@@ -34,7 +34,8 @@ import gast
 
 __all__ = ["load", "store", "write", "directory", "forget_loaded"]
 
-_FORMAT = 2  # raise when what is stored changes shape
+_FORMAT = 3  # raise when what is stored changes shape
+KEPT_FILES = 64  # more than a few checkouts' worth of rule modules
 
 
 class _Table:
@@ -135,6 +136,7 @@ def write() -> None:
             except BaseException:
                 os.unlink(temporary)
                 raise
+            _prune(folder)
 
 
 def forget_loaded() -> None:
@@ -149,24 +151,18 @@ def forget_loaded() -> None:
 
 def _open(filename: str) -> _Table:
     root = directory()
-    try:
-        status = os.stat(filename)
-    except (OSError, ValueError):  # "<string>", a file since removed …
-        return _Table(None, None, {})
     if root is None:
         return _Table(None, None, {})
-    source = os.path.abspath(filename)
-    stamp = (
-        _FORMAT,
-        source,  # two sources whose names hash alike do not share entries
-        _version(),
-        sys.version_info[:2],
-        getattr(gast, "__version__", None),
-        status.st_mtime_ns,
-        status.st_size,
-    )
-    name = os.path.splitext(os.path.basename(source))[0]
-    path = os.path.join(root, f"{name}-{zlib.crc32(source.encode()):08x}.pickle")
+    try:
+        with open(filename, "rb") as file:
+            text = file.read()
+    except (OSError, ValueError):  # "<string>", a file since removed …
+        return _Table(None, None, {})
+    checksum = zlib.crc32(text)
+    stamp = (_FORMAT, _version(), sys.version_info[:2], getattr(gast, "__version__", None))
+    stamp += (checksum, len(text))
+    name = os.path.splitext(os.path.basename(filename))[0]
+    path = os.path.join(root, f"{name}-{checksum:08x}-{len(text):x}.pickle")
     entries: dict = {}
     try:
         with open(path, "rb") as file:
@@ -176,6 +172,15 @@ def _open(filename: str) -> _Table:
     except Exception:  # missing, unreadable or from another version: start afresh
         pass
     return _Table(path, stamp, entries)
+
+
+def _prune(folder: str) -> None:
+    """Remove the least recently written cache files beyond the newest ``KEPT_FILES``."""
+    with os.scandir(folder) as found:
+        files = [(e.stat().st_mtime, e.path) for e in found if e.name.endswith(".pickle")]
+    for _, path in sorted(files, reverse=True)[KEPT_FILES:]:
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 class _NodePickler(pickle.Pickler):

@@ -75,10 +75,36 @@ def test_an_edited_source_file_is_parsed_again(cache_dir, tmp_path):
     parse_cache.forget_loaded()
     assert parse_cache.load(str(path), key) == "parsed before the edit"
 
-    _rule_file(tmp_path, "return g * 3.0 + 0")  # another size, another modification time
-    os.utime(path, ns=(1, 1))
+    os.utime(path, ns=(1, 1))  # touched, the same text: still good
+    parse_cache.forget_loaded()
+    assert parse_cache.load(str(path), key) == "parsed before the edit"
+
+    _rule_file(tmp_path, "return g * 3.0")  # the same size, another text
     parse_cache.forget_loaded()
     assert parse_cache.load(str(path), key) is None
+
+
+def test_copies_of_a_source_share_entries(cache_dir, tmp_path):
+    first = _rule_file(tmp_path, "return g")
+    (tmp_path / "clone").mkdir()
+    second = _rule_file(tmp_path / "clone", "return g")
+    parse_cache.store(str(first), ("my_rule", 1), "parsed once")
+    parse_cache.write()
+    parse_cache.forget_loaded()
+    assert parse_cache.load(str(second), ("my_rule", 1)) == "parsed once"
+
+
+def test_only_the_newest_cache_files_are_kept(cache_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(parse_cache, "KEPT_FILES", 3)
+    for index in range(5):
+        path = tmp_path / f"rules_{index}.py"
+        path.write_text(f"def my_rule(g, ans, x):\n    return g * {index}\n")
+        parse_cache.store(str(path), ("my_rule", 1), index)
+        parse_cache.write()
+        (written,) = cache_dir.glob(f"rules_{index}-*.pickle")
+        os.utime(written, ns=(index * 10**9, index * 10**9))  # written in this order
+    kept = sorted(p.name.split("-")[0] for p in cache_dir.glob("*.pickle"))
+    assert kept == ["rules_2", "rules_3", "rules_4"]
 
 
 def test_a_damaged_cache_file_is_ignored_and_replaced(cache_dir, tmp_path):
