@@ -450,6 +450,12 @@ def _without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen
         for side, other in (("left", right), ("right", left))
         if other.kind == "array" and other.shape == result.shape
     ]
+    if len(sides) == 2:  # each side restores the other's shape, so only one may lose it
+        sides = (
+            ["right"]
+            if _reaches_broadcast(binop.right) and not _reaches_broadcast(binop.left)
+            else ["left"]
+        )
     binop.s2s_broadcast_free = sides  # kept so that later folding can strip again
     _strip_sides(binop)
     return binop
@@ -571,6 +577,18 @@ def _elementwise_leaves(node) -> list[gast.Name]:
     if type(node) is gast.UnaryOp:
         return _elementwise_leaves(node.operand)
     return []
+
+
+def _reaches_broadcast(node) -> bool:
+    """Whether a ``broadcast_to`` call is reached from ``node`` through elementwise
+    arithmetic (what stripping that side would remove)."""
+    if _is_broadcast_call(node):
+        return True
+    if type(node) is gast.BinOp and type(node.op) in _ARITHMETIC:
+        return _reaches_broadcast(node.left) or _reaches_broadcast(node.right)
+    if type(node) is gast.UnaryOp:
+        return _reaches_broadcast(node.operand)
+    return False
 
 
 def _is_broadcast_call(node) -> bool:

@@ -1,0 +1,207 @@
+"""Random NumPy programs, differentiated by both engines and checked by finite differences.
+
+Hypothesis writes small functions out of assignments, augmented assignments, tuple
+unpacking, branches on shapes, loops, lists and calls to a helper, over arguments whose
+shapes broadcast against each other. Each function is written to a module (the source
+transformer reads source), and its gradient is checked against central differences in
+float64: the first call (which runs the specialisation probe), the second call (which
+runs the code specialised to these shapes), and the tape.
+"""
+
+import importlib.util
+import itertools
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import s2sgrad as sg
+
+SHAPES = [
+    ((3,), (3,)),
+    ((2, 3), (3,)),
+    ((2, 1), (1, 3)),
+    ((2, 3), ()),
+    ((), (4,)),
+    ((2, 3), (2, 3)),
+    ((3, 1, 2), (4, 1)),
+]
+
+# smooth everywhere on the values these programs make (no kinks, no poles)
+UNARY = [
+    "np.sin({a})",
+    "np.tanh({a})",
+    "np.exp(np.tanh({a}))",
+    "{a} ** 2",
+    "np.sqrt(1.0 + {a} ** 2)",
+    "-{a}",
+    "np.log1p({a} ** 2)",
+    "np.cos({a}) * 0.5",
+    "np.square({a}) - {a}",
+    "helper({a}, 0.5)",
+    "np.sum({a}, axis=-1, keepdims=True)",
+    "np.mean({a})",
+    "np.sum({a} * {a}) / 4",
+    "np.exp(-np.tanh({a}) ** 2)",
+]
+BINARY = [
+    "{a} + {b}",
+    "{a} - {b}",
+    "{a} * {b}",
+    "{a} / (1.5 + np.tanh({b}))",
+    "np.hypot(1.0 + {a} ** 2, {b})",
+    "np.arctan2({a}, 2.0 + {b} ** 2)",
+    "2.0 * {a} - {b} * 0.25",
+    "helper({a}, {b})",
+    "np.where({b} > 0, {a} * {b}, {a})",
+]
+HELPER = """
+def helper(a, b):
+    return a * np.sin(b) + 0.5 * a
+"""
+
+
+@st.composite
+def programs(draw):
+    """The source of ``f(x, y)`` and the shapes of ``x`` and ``y``."""
+    shapes = draw(st.sampled_from(SHAPES))
+    names = ["x", "y"]
+    lines = []
+    counter = itertools.count()
+
+    def operand():
+        return draw(st.sampled_from(names))
+
+    def expression():
+        if draw(st.booleans()):
+            return draw(st.sampled_from(UNARY)).format(a=operand())
+        return draw(st.sampled_from(BINARY)).format(a=operand(), b=operand())
+
+    def new_name():
+        return f"v{next(counter)}"
+
+    for _ in range(draw(st.integers(2, 7))):
+        kind = draw(
+            st.sampled_from(
+                ["assign", "assign", "assign", "augment", "unpack", "if", "loop", "list"]
+            )
+        )
+        if kind == "assign":
+            name = new_name()
+            lines.append(f"{name} = {expression()}")
+            names.append(name)
+        elif kind == "augment" and len(names) > 2:
+            target = draw(st.sampled_from(names[2:]))
+            operator = draw(st.sampled_from(["+=", "-=", "*="]))
+            lines.append(f"{target} {operator} np.tanh({operand()})")
+        elif kind == "unpack":
+            first, second = new_name(), new_name()
+            lines.append(f"{first}, {second} = {expression()}, {expression()}")
+            names += [first, second]
+        elif kind == "if":
+            name = new_name()
+            lines += [
+                f"if {operand()}.ndim > 1:",
+                f"    {name} = {expression()}",
+                "else:",
+                f"    {name} = {expression()}",
+            ]
+            names.append(name)
+        elif kind == "loop":
+            name = new_name()
+            source = operand()
+            lines += [
+                f"{name} = {source} * 1.0",
+                f"for i in range({draw(st.integers(1, 3))}):",
+                f"    {name} = {name} * 0.5 + np.sin({operand()}) * (i + 1)",
+            ]
+            names.append(name)
+        elif kind == "list":
+            name = new_name()
+            lines += [
+                f"parts = [{expression()}, {expression()}]",
+                f"{name} = parts[0] * parts[1] + parts[0]",
+            ]
+            names.append(name)
+    used = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))
+    total = " + ".join(f"np.sum(np.sin({n}) * {i + 1.0})" for i, n in enumerate(used))
+    lines.append(f"return {total} + 0.01 * np.sum(x) * np.sum(y)")
+    body = textwrap.indent("\n".join(lines), "    ")
+    return f"import numpy as np\n{HELPER}\n\ndef f(x, y):\n{body}\n", shapes
+
+
+_MODULE_NUMBERS = itertools.count()
+
+
+def _load(source: str, directory):
+    path = directory / f"random_program_{next(_MODULE_NUMBERS)}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def _central_differences(f, x, y, step):
+    gradients = []
+    for position, value in enumerate((x, y)):
+        gradient = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            shifted = [np.array(x, copy=True), np.array(y, copy=True)]
+            shifted[position][index] += step
+            up = f(*shifted)
+            shifted[position][index] -= 2 * step
+            down = f(*shifted)
+            gradient[index] = (up - down) / (2 * step)
+        gradients.append(gradient)
+    return gradients
+
+
+def _oracle(f, x, y, step=1e-5):
+    """Richardson-extrapolated central differences, and an estimate of their error (these
+    programs can grow fast enough for plain differences to be off in the fifth digit)."""
+    coarse = _central_differences(f, x, y, step)
+    fine = _central_differences(f, x, y, step / 2)
+    return [((4 * b - a) / 3, np.abs(b - a)) for a, b in zip(coarse, fine)]
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory):
+    return tmp_path_factory.mktemp("random_programs")
+
+
+@settings(
+    max_examples=int(__import__("os").environ.get("RANDOM_PROGRAMS", 60)),
+    deadline=None,
+    derandomize="RANDOM_PROGRAMS" not in __import__("os").environ,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(program=programs(), seed=st.integers(0, 2**16))
+def test_gradients_of_random_programs_match_finite_differences(program, seed, directory):
+    source, (x_shape, y_shape) = program
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.5, 1.5, size=x_shape)
+    y = rng.uniform(-1.5, 1.5, size=y_shape)
+    f = _load(source, directory)
+    try:
+        value = f(x, y)
+    except ValueError:  # shapes that do not broadcast (an in-place update, say)
+        assume(False)
+    assume(np.ndim(value) == 0 and np.isfinite(value))
+    expected = _oracle(f, x, y)
+    x_before, y_before = x.copy(), y.copy()
+    for mode, call in itertools.product(("s2s", "tape"), ("first", "second")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no quiet fallback from s2s to the tape
+            gradients = sg.grad(f, wrt=(0, 1), mode=mode)(x, y)
+        for got, (want, error), name in zip(gradients, expected, "xy"):
+            assert np.shape(got) == np.shape(want), (mode, call, name, source)
+            tolerance = 1e-6 + 1e-6 * np.abs(want) + 10 * error
+            assert np.all(np.abs(got - want) <= tolerance), (
+                f"{mode} {call} d{name}: {got} against {want}\n{source}"
+            )
+    np.testing.assert_array_equal(x, x_before)  # inputs are never changed
+    np.testing.assert_array_equal(y, y_before)
