@@ -116,7 +116,7 @@ def _vjp_engine(function, primals, wrt, mode):
             value, saved = forward(*primals)
             return value, functools.partial(forward.backward, saved)
         except S2SGradError as error:
-            if mode == "s2s" or getattr(error, "tape_cannot_either", False):
+            if not _may_fall_back(mode, error):
                 raise
             _warn_fallback(function, error)
     from s2sgrad.tape import tape_vjp
@@ -235,7 +235,7 @@ class _Transform:
                 dynamic=self.mode == "auto",
             )
         except S2SGradError as error:
-            if self.mode == "s2s" or getattr(error, "tape_cannot_either", False):
+            if not _may_fall_back(self.mode, error):
                 raise
             _warn_fallback(self.function, error)
             self.use_tape = True
@@ -406,6 +406,12 @@ def _containers(primals, function) -> frozenset:
 _warned: set = set()
 
 
+def _may_fall_back(mode: str, error: Exception) -> bool:
+    """Whether the tape may take over after the source transformer's ``error``: not in
+    mode "s2s", and not for code the tape would get wrong as well."""
+    return mode != "s2s" and not getattr(error, "tape_cannot_either", False)
+
+
 def _warn_fallback(function, error: Exception) -> None:
     key = getattr(function, "__code__", function)
     if key in _warned:
@@ -458,7 +464,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             keywords = {generated.tangent_names[parameters[i]]: tangents[i] for i in positions}
             return call_specialised(generated, primals, keywords)[0]
         except S2SGradError as error:
-            if mode == "s2s":
+            if not _may_fall_back(mode, error):
                 raise
             _warn_fallback(function, error)
     from s2sgrad.runtime.dispatch import _tape_jvp

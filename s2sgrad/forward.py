@@ -152,7 +152,7 @@ class _Forward:
             return self.assignment(statement)
         if isinstance(statement, gast.Expr):
             return self.expression(statement)
-        if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert)):
+        if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert, gast.Raise)):
             return [statement]
         if isinstance(statement, gast.FunctionDef):
             if self.active(statement.name):

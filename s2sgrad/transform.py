@@ -187,7 +187,10 @@ def _build(request: _Request) -> GeneratedFunction:
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
     names = NameGenerator(_all_names(node))
-    desugar(node, names, parsed.location)
+    desugar(node, names, parsed.location, parsed.resolve)
+    refusal = getattr(node, "s2s_refusal", None)
+    if refusal is not None:  # desugar's check of x op= v on shared arrays: a name it sees
+        parsed.closure[refusal] = runtime.refuse_if_array
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
     normalise_loops(node, names, lambda name: parsed.resolve_name(name) is getattr(builtins, name))

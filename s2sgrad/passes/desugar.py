@@ -1,6 +1,7 @@
 """Rewrite sugar into the few statement forms the transformer knows.
 
-* ``x op= v`` becomes ``x = x op v``;
+* ``x op= v`` becomes ``x = x op v`` (refused where another name shares ``x``'s array:
+  see :mod:`s2sgrad.passes.aliases`);
 * ``a < b < c`` becomes ``a < b and b < c``;
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
@@ -13,14 +14,15 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.passes.aliases import shared_in_place_updates
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import clone, load, store, walk
+from s2sgrad.syntax import call, clone, constant, load, nested_statements, store, walk
 
 __all__ = ["desugar"]
 
 
 def desugar(
-    node: gast.FunctionDef, names: NameGenerator, locate=lambda node: "<source>"
+    node: gast.FunctionDef, names: NameGenerator, locate=lambda node: "<source>", resolve=None
 ) -> gast.FunctionDef:
     """Desugar ``node``'s body in place and return it.
 
@@ -29,10 +31,18 @@ def desugar(
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
     """
     _refuse_hidden_assignments(node, locate)
+    shared = shared_in_place_updates(node, locate, resolve)
+    for statement in nested_statements(node.body):
+        if id(statement) in shared and type(statement) is gast.Assign:  # x[i] = v
+            error = UnsupportedError(shared[id(statement)])
+            error.tape_cannot_either = True  # the tape would be as wrong
+            raise error
+    if shared:  # the name of the run-time check (runtime.refuse_if_array) for x op= v
+        node.s2s_refusal = names.claim("refuse_if_array")
     body = node.body
     if body and _is_docstring(body[0]):
         body = body[1:]
-    node.body = _block(body, names) or [gast.Pass()]
+    node.body = _block(body, names, shared, getattr(node, "s2s_refusal", None)) or [gast.Pass()]
     return node
 
 
@@ -51,6 +61,13 @@ def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
         )
 
 
+def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
+    """``refuse_if_array(x, message)``: ``x += v`` must not change an array in place here."""
+    return _located(
+        gast.Expr(value=call(load(refusal), [load(target.id), constant(message)])), like
+    )
+
+
 def _is_docstring(statement: gast.stmt) -> bool:
     return (
         isinstance(statement, gast.Expr)
@@ -59,14 +76,14 @@ def _is_docstring(statement: gast.stmt) -> bool:
     )
 
 
-def _block(statements: list[gast.stmt], names: NameGenerator) -> list[gast.stmt]:
+def _block(statements: list[gast.stmt], names: NameGenerator, shared: dict, refusal=None):
     result = []
     for statement in statements:
-        result.extend(_statement(statement, names))
+        result.extend(_statement(statement, names, shared, refusal))
     return result
 
 
-def _statement(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
+def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal=None):
     if any(type(n) is gast.Compare and len(n.ops) > 1 for n in walk(statement)):
         _ChainedComparisons().visit(statement)
     if isinstance(statement, gast.Pass):
@@ -75,12 +92,15 @@ def _statement(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
         target_load = _as_load(statement.target)
         value = gast.BinOp(left=target_load, op=statement.op, right=statement.value)
         assign = gast.Assign(targets=[statement.target], value=value, type_comment=None)
+        if id(statement) in shared:  # in place, where other names see it, if an array
+            guard = _in_place_guard(statement.target, shared[id(statement)], refusal, statement)
+            return [guard, _located(assign, statement)]
         return [_located(assign, statement)]
     if isinstance(statement, gast.AnnAssign):
         if statement.value is None:
             return []
         assign = gast.Assign(targets=[statement.target], value=statement.value, type_comment=None)
-        return _statement(_located(assign, statement), names)
+        return _statement(_located(assign, statement), names, shared, refusal)
     if isinstance(statement, gast.Assign):
         return _assign(statement, names)
     if (
@@ -96,7 +116,7 @@ def _statement(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
         return [_located(popped, statement)]
     for field in ("body", "orelse", "finalbody"):
         if isinstance(getattr(statement, field, None), list):
-            setattr(statement, field, _block(getattr(statement, field), names))
+            setattr(statement, field, _block(getattr(statement, field), names, shared, refusal))
     return [statement]
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "custom_vjp",
     "custom_jvp_call",
     "jvp_entry",
+    "refuse_if_array",
 ]
 
 
@@ -395,6 +396,30 @@ def _as_gradient_jvp(t, ans, g_in, x):
 
 
 nondifferentiable(seed_cotangent, zeros_like_structure)
+
+
+def refuse_if_array(value: Any, message: str) -> None:
+    """Raise ``UnsupportedError(message)`` if ``value`` is an array whose memory ``+=``
+    would change in place (numbers and NumPy scalars are left alone).
+
+    Generated code calls it before ``x = x + v`` written as ``x += v`` where another name
+    may share ``x``'s memory (see :mod:`s2sgrad.passes.aliases`).
+
+    Example::
+
+        refuse_if_array(2.0, "never raised for a number")
+    """
+    from s2sgrad.errors import UnsupportedError
+    from s2sgrad.tape.values import value_of
+
+    value = value_of(value)
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        error = UnsupportedError(message)
+        error.tape_cannot_either = True  # the tape rebinds x too: it would be as wrong
+        raise error
+
+
+nondifferentiable(refuse_if_array)
 
 
 def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,297 @@
+"""Which names may share an array's memory, and the in-place updates that sharing forbids.
+
+``x += v`` changes an array in place, while the ``x = x + v`` that the transformer works
+with makes a new one. The two differ only when another name sees the same memory (``w =
+x``, a view such as ``x[0]``, ``x.T`` or ``np.flip(x)``, a list holding ``x``) and is read
+after the update: NumPy's answer then depends on the sharing, and neither engine records
+it. Such code is refused with a message that says how to write it, rather than
+differentiated wrongly: an item update at once (only arrays and lists have items), and
+``x op= v`` when it runs with an array in ``x`` (with a number it means ``x = x op v``).
+
+The analysis is deliberately simple and errs on the side of refusing: names are linked
+when one may be made from the other without copying, regardless of the order of
+statements, and unknown functions are taken to return their arguments.
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+from collections.abc import Callable
+from typing import Any
+
+import gast
+import numpy as np
+
+from s2sgrad.frontend import NOT_FOUND
+from s2sgrad.syntax import nested_statements, walk
+
+__all__ = ["shared_in_place_updates"]
+
+# NumPy functions and array methods that may return a view of (or the very) argument
+_VIEW_FUNCTIONS = {
+    "asarray",
+    "asanyarray",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "broadcast_to",
+    "diagonal",
+    "expand_dims",
+    "flip",
+    "fliplr",
+    "flipud",
+    "imag",
+    "moveaxis",
+    "ravel",
+    "real",
+    "reshape",
+    "rollaxis",
+    "rot90",
+    "squeeze",
+    "swapaxes",
+    "transpose",
+    "view",
+}
+_SHARING_BUILTINS = {"max", "min", "list", "tuple", "sorted", "reversed", "iter", "next"}
+_ELEMENT_METHODS = {"pop", "get", "values", "items"}  # containers give their elements back
+
+
+def shared_in_place_updates(
+    function: gast.FunctionDef, locate: Callable[[gast.AST], str], resolve=None
+) -> dict[int, str]:
+    """The in-place updates (``x op= v``, ``x[i] = v``) of ``function`` after which a name
+    that may share ``x``'s memory is read, by ``id`` of the statement, each with the message
+    that explains it (see the module docstring).
+
+    ``resolve`` maps a function reference to its object (None: judge by name alone).
+
+    Example::
+
+        # w = x; x += 1.0; return np.sum(w)   ->  {id(x += 1.0): "...: 'x += ...' ..."}
+    """
+    statements = list(nested_statements(function.body))
+    updates = [(i, s, name) for i, s in enumerate(statements) if (name := _updated(s))]
+    if not updates:
+        return {}
+    containers = _containers(statements)
+    groups = _Groups()
+    for statement in statements:
+        for name, sources in _links(statement, resolve, containers):
+            for source in sources:
+                groups.join(name, source)
+    loops = _loop_spans(statements)
+    found = {}
+    for index, update, updated in updates:
+        sharing = groups.members(updated) - {updated}
+        read, later = next(
+            (
+                (read, later)
+                for later in _run_after(index, statements, loops)
+                if (read := _first_read(statements[later], sharing)) is not None
+            ),
+            (None, None),
+        )
+        if read is None:
+            continue
+        if type(update) is gast.AugAssign:
+            symbol = _SYMBOLS.get(type(update.op), "?=")
+            what = f"'{updated} {symbol} ...' changes the array {updated} in place"
+            instead = (
+                f"Write '{updated} = {updated} {symbol[:-1]} ...' to make a new array "
+                f"(what the code means if {updated} is a number)"
+            )
+        else:
+            what = f"'{updated}[...] = ...' changes {updated} in place"
+            instead = f"Make the changed {updated} a new array (np.where, np.concatenate)"
+        found[id(update)] = (
+            f"{locate(update)}: {what}, and '{read}', read afterwards "
+            f"({locate(statements[later])}), may share memory with it, so the result depends "
+            f"on that sharing. {instead}, or give '{read}' a copy (.copy())"
+        )
+    return found
+
+
+def _updated(statement: gast.stmt) -> str | None:
+    """The name whose value ``statement`` changes in place (``x += v``, ``x[i] = v``)."""
+    if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
+        return statement.target.id
+    if type(statement) is gast.Assign and len(statement.targets) == 1:
+        target = statement.targets[0]
+        if type(target) is gast.Subscript and type(_base(target)) is gast.Name:
+            return _base(target).id
+    return None
+
+
+def _containers(statements: list[gast.stmt]) -> set[str]:
+    """Names made as lists or dicts: storing into them keeps a reference (into an array,
+    a copy of the values)."""
+    found = set()
+    for statement in statements:
+        if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
+            value = statement.value
+            if type(value) in (gast.List, gast.Dict, gast.ListComp, gast.DictComp) or (
+                type(value) is gast.Call
+                and type(value.func) is gast.Name
+                and value.func.id in ("list", "dict")
+            ):
+                found.add(statement.targets[0].id)
+    return found
+
+
+_SYMBOLS = {
+    gast.Add: "+=",
+    gast.Sub: "-=",
+    gast.Mult: "*=",
+    gast.Div: "/=",
+    gast.FloorDiv: "//=",
+    gast.Mod: "%=",
+    gast.Pow: "**=",
+    gast.MatMult: "@=",
+}
+
+
+class _Groups:
+    """Names that may share memory, as groups (union-find)."""
+
+    def __init__(self):
+        self.parent: dict[str, str] = {}
+
+    def find(self, name: str) -> str:
+        parent = self.parent.setdefault(name, name)
+        if parent != name:
+            parent = self.parent[name] = self.find(parent)
+        return parent
+
+    def join(self, a: str, b: str) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def members(self, name: str) -> set[str]:
+        root = self.find(name)
+        return {n for n in self.parent if self.find(n) == root}
+
+
+def _links(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[str, set[str]]]:
+    """``(name, names it may share memory with)`` for what ``statement`` binds or stores."""
+    kind = type(statement)
+    if kind is gast.Assign:
+        sources = _sources(statement.value, resolve)
+        links = []
+        for target in statement.targets:
+            if type(target) is gast.Subscript:  # items[i] = x: a list holds x itself
+                base = _base(target)
+                if type(base) is gast.Name and base.id in containers:
+                    links.append((base.id, sources))
+                continue
+            links += [(n.id, sources) for n in walk(target) if type(n) is gast.Name]
+        return links
+    if kind is gast.For:  # for row in X: each row is a view of X
+        sources = _sources(statement.iter, resolve)
+        return [(n.id, sources) for n in walk(statement.target) if type(n) is gast.Name]
+    if kind is gast.Expr and type(statement.value) is gast.Call:  # items.append(x)
+        func = statement.value.func
+        if type(func) is gast.Attribute and type(_base(func.value)) is gast.Name:
+            sources = set().union(*(_sources(a, resolve) for a in statement.value.args))
+            return [(_base(func.value).id, sources)]
+    return []
+
+
+def _base(node: gast.expr) -> gast.expr:
+    while type(node) in (gast.Subscript, gast.Attribute):
+        node = node.value
+    return node
+
+
+def _sources(node: gast.expr | None, resolve) -> set[str]:
+    """The names whose memory the value of ``node`` may share."""
+    kind = type(node)
+    if kind is gast.Name:
+        return {node.id}
+    if kind in (gast.Subscript, gast.Attribute, gast.Starred):
+        return _sources(node.value, resolve)
+    if kind in (gast.Tuple, gast.List, gast.Set):
+        return set().union(*(_sources(e, resolve) for e in node.elts))
+    if kind is gast.Dict:
+        return set().union(*(_sources(v, resolve) for v in node.values))
+    if kind is gast.IfExp:
+        return _sources(node.body, resolve) | _sources(node.orelse, resolve)
+    if kind is gast.BoolOp:
+        return set().union(*(_sources(v, resolve) for v in node.values))
+    if kind in (gast.ListComp, gast.GeneratorExp, gast.SetComp, gast.DictComp):
+        return set().union(*(_sources(g.iter, resolve) for g in node.generators))
+    if kind is gast.Call:
+        return _call_sources(node, resolve)
+    return set()  # arithmetic, comparisons, literals: new values
+
+
+def _call_sources(call: gast.Call, resolve) -> set[str]:
+    func = call.func
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    every = set().union(*(_sources(a, resolve) for a in arguments))
+    target = _resolved(func, resolve)
+    if isinstance(target, np.ufunc):
+        return set()
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", None)
+    if target is not None and module.startswith("numpy"):
+        return every if name in _VIEW_FUNCTIONS else set()
+    if target is not None and getattr(builtins, name or "", None) is target:
+        return every if name in _SHARING_BUILTINS else set()
+    if type(func) is gast.Attribute and target is None:  # a method of a local value
+        if func.attr in _VIEW_FUNCTIONS or func.attr in _ELEMENT_METHODS:
+            return _sources(func.value, resolve)
+        if func.attr in ("copy", "astype", "tolist", "item"):
+            return set()
+        if type(_base(func.value)) is gast.Name and not _is_module(func.value, resolve):
+            return set()  # x.sum(), x.dot(w): array methods make new arrays
+    return every  # a function of the user's: it may return what it was given
+
+
+def _resolved(func: gast.expr, resolve) -> Any:
+    if resolve is None:
+        return None
+    try:
+        target = resolve(func)
+    except Exception:
+        return None
+    return None if target is NOT_FOUND else target
+
+
+def _is_module(node: gast.expr, resolve) -> bool:
+    return isinstance(_resolved(node, resolve), types.ModuleType)
+
+
+def _loop_spans(statements: list[gast.stmt]) -> list[tuple[int, int]]:
+    """``(first, last)`` positions in ``statements`` of each loop and what it contains."""
+    position = {id(s): i for i, s in enumerate(statements)}
+    spans = []
+    for statement in statements:
+        if type(statement) in (gast.For, gast.While):
+            inside = [position[id(s)] for s in nested_statements([statement])]
+            spans.append((min(inside), max(inside)))
+    return spans
+
+
+def _run_after(index: int, statements: list, loops: list[tuple[int, int]]) -> list[int]:
+    """Positions of the statements that may run after the one at ``index``: those after it,
+    and everything in a loop around it (the next iteration)."""
+    after = set(range(index + 1, len(statements)))
+    for first, last in loops:
+        if first <= index <= last:
+            after |= set(range(first, last + 1))
+    after.discard(index)
+    return sorted(after)
+
+
+def _first_read(statement: gast.stmt, names: set[str]) -> str | None:
+    """A name of ``names`` that ``statement`` itself reads (for a loop or branch, its
+    header: the statements inside are looked at on their own)."""
+    kind = type(statement)
+    own = statement.iter if kind is gast.For else statement.test if kind in _BLOCKS else statement
+    for node in walk(own):
+        if type(node) is gast.Name and type(node.ctx) is gast.Load and node.id in names:
+            return node.id
+    return None
+
+
+_BLOCKS = (gast.If, gast.While)

@@ -1,0 +1,160 @@
+"""In-place updates of an array that another name shares: refused, never differentiated wrongly.
+
+``v += e`` and ``v[i] = e`` change an array in place; the transformer's ``v = v + e`` and
+recorded item updates do not reach other names that see the same memory. Where such a
+name is read after the update the code is refused (in every mode: the tape would be as
+wrong); where it is not, or where only numbers are involved, the gradient is checked.
+"""
+
+import numpy as np
+import pytest
+from oracle import numeric_grad
+
+import s2sgrad as sg
+
+
+def plain_alias(x):
+    v = x * 2.0
+    w = v
+    v += 1.0
+    return np.sum(w * x)
+
+
+def view_of_it(x):
+    v = x + x
+    flipped = np.flip(v)
+    v *= np.tanh(x)
+    return np.sum(np.sin(flipped))
+
+
+def list_holding_it(x):
+    out = []
+    v = x * 2.0
+    out.append(v)
+    v -= 1.0
+    return np.sum(out[0] * x)
+
+
+def item_update_seen_by_alias(x):
+    buffer = np.zeros(3)
+    seen = buffer
+    buffer[0] = np.sum(x**2)
+    return np.sum(seen * x)
+
+
+def item_update_seen_by_row_view(x):
+    buffer = np.zeros((2, 3))
+    row = buffer[0]
+    buffer[0] = x
+    return np.sum(row * x)
+
+
+def alias_read_in_the_next_iteration(x):
+    v = x * 1.0
+    total = 0.0
+    for _ in range(3):
+        previous = v
+        total = total + np.sum(previous * x)
+        v += x
+    return total
+
+
+@pytest.mark.parametrize(
+    "function, alias, line",
+    [
+        (plain_alias, "w", "plain_alias"),
+        (view_of_it, "flipped", "view_of_it"),
+        (list_holding_it, "out", "list_holding_it"),
+        (item_update_seen_by_alias, "seen", "item_update_seen_by_alias"),
+        (item_update_seen_by_row_view, "row", "item_update_seen_by_row_view"),
+        (alias_read_in_the_next_iteration, "previous", "alias_read"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_updates_of_shared_arrays_are_refused(function, alias, line, mode):
+    with pytest.raises(sg.UnsupportedError) as refused:
+        sg.grad(function, mode=mode)(np.array([0.3, -0.2, 0.5]))
+    message = str(refused.value)
+    assert "test_aliases.py:" in message
+    assert f"'{alias}'" in message and "share memory" in message
+    assert "in place" in message
+
+
+def alias_read_only_before(x):
+    v = x * 2.0
+    before = v
+    total = np.sum(before * x)
+    v += np.sin(x)
+    return total + np.sum(v * v)
+
+
+def copied_first(x):
+    v = x * 2.0
+    kept = v.copy()
+    v += 1.0
+    return np.sum(kept * v * x)
+
+
+def numbers_only(x, y):
+    total = x * 1.0
+    previous = total
+    total += y
+    return previous * total
+
+
+def rows_copied_into_a_buffer(x):
+    buffer = np.zeros((2, 3))
+    for i in range(2):
+        buffer[i] = x[i] * (i + 1.0)
+    return np.sum(np.tanh(buffer) * x)
+
+
+def arithmetic_of_it(x):
+    v = x * 2.0
+    doubled = v * 2.0
+    summed = v.sum()
+    v += 1.0
+    return np.sum(doubled * v) + summed
+
+
+VECTOR = (np.array([0.3, -0.2, 0.5]),)
+
+
+@pytest.mark.parametrize(
+    "function, args, modes",
+    [
+        (alias_read_only_before, VECTOR, ("s2s", "tape")),
+        (copied_first, VECTOR, ("s2s", "tape")),
+        (numbers_only, (0.7, -1.3), ("s2s", "tape")),
+        (arithmetic_of_it, VECTOR, ("s2s", "tape")),
+        # tape values cannot be written into a NumPy buffer
+        (rows_copied_into_a_buffer, (np.array([[0.3, -0.2, 0.5], [0.1, 0.9, -0.4]]),), ("s2s",)),
+    ],
+)
+def test_updates_nobody_else_sees_are_differentiated(function, args, modes):
+    for mode in modes:
+        gradient = sg.grad(function, mode=mode)(*args)
+        expected = numeric_grad(function, args, 0)
+        np.testing.assert_allclose(gradient, expected, rtol=1e-6, atol=1e-8, err_msg=mode)
+
+
+def test_a_number_updated_while_shared_is_differentiated_to_any_order():
+    # total is a number here, so total += y means total = total + y, as the code says
+    x, y = 0.7, -1.3
+    assert sg.grad(numbers_only)(x, y) == pytest.approx(2 * x + y)
+    assert sg.hessian(numbers_only)(x, y) == pytest.approx(2.0)
+    assert sg.jvp(numbers_only, (x, y), (1.0, 0.0))[1] == pytest.approx(2 * x + y)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        lambda: sg.jvp(plain_alias, VECTOR, (np.ones(3),)),
+        lambda: sg.jacobian(plain_alias)(*VECTOR),
+        lambda: sg.hvp(plain_alias, VECTOR, (np.ones(3),)),
+        lambda: sg.vjp(plain_alias, *VECTOR),
+    ],
+)
+def test_no_transform_falls_back_to_the_tape_for_a_shared_update(transform):
+    with pytest.raises(sg.UnsupportedError, match="'w', read afterwards"):
+        transform()
