@@ -283,6 +283,11 @@ class _Optimizer:
                         )
                         if field == "orelse" and all(isinstance(s, gast.Pass) for s in inner):
                             statement.orelse = []
+                if type(statement) is gast.If and _only_passes(statement.body) and statement.orelse:
+                    # if c: pass / else: ...  reads better as  if not c: ...
+                    statement.test = gast.UnaryOp(op=gast.Not(), operand=statement.test)
+                    statement.body, statement.orelse = statement.orelse, []
+                    self.changed = True
                 self.facts.forget(statement)
             elif self.facts.of(statement).folded:
                 continue
@@ -343,6 +348,8 @@ class _Optimizer:
         ]
         if len(kept) != len(body):
             self.changed = True
+        # a block of comments alone would print as no statement at all
+        kept = _drop_orphan_comments(kept, [self.facts.of(s).comment for s in kept])
         return kept or [gast.Pass()]
 
     # ---------------------------------------------------------------------------------------
@@ -565,6 +572,10 @@ class _Optimizer:
         result.reverse()
         comments.reverse()
         return _drop_orphan_comments(result, comments)
+
+
+def _only_passes(statements) -> bool:
+    return all(type(s) is gast.Pass for s in statements)
 
 
 def _has_blocks(statement) -> bool:

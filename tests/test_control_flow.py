@@ -291,3 +291,30 @@ def test_statements_that_read_what_they_assign(function, point):
     gradients = call_twice(sg.grad(function, wrt=(0, 1), mode="s2s"), x, y)
     for index in range(2):
         assert_close(gradients[index], numeric_grad(function, [x, y], index), rtol=1e-5, atol=1e-6)
+
+
+def branch_feeding_only_y(x, y):
+    if x.ndim > 1:  # noqa: SIM108 (a branch statement is what is tested)
+        v = np.flip(y, axis=-1) if np.ndim(y) else y
+    else:
+        v = x + x
+    return np.sum(np.sin(v)) + 0.5 * np.sum(x * y)
+
+
+@pytest.mark.parametrize("x_shape", [(3,), (2, 3)])
+def test_a_branch_left_with_comments_only_still_compiles(x_shape):
+    # wrt x alone, one branch's adjoint code is all for y: only its comment was left
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=x_shape), rng.normal(size=3)
+    gradient = sg.grad(branch_feeding_only_y, wrt=0, mode="s2s")
+    np.testing.assert_allclose(
+        gradient(x, y), numeric_grad(branch_feeding_only_y, (x, y), 0), rtol=1e-6, atol=1e-8
+    )
+    assert "pass" not in sg.source(gradient)
+    hessian = sg.hessian(branch_feeding_only_y, wrt=0, mode="s2s")(x, y)
+    columns = [
+        numeric_grad(lambda x, y, index=index: gradient(x, y)[index], (x, y), 0)
+        for index in np.ndindex(x.shape)
+    ]
+    expected = np.array(columns).reshape(x.shape + x.shape)
+    np.testing.assert_allclose(hessian, expected, rtol=1e-5, atol=1e-7)

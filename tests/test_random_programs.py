@@ -10,6 +10,7 @@ runs the code specialised to these shapes), and the tape.
 
 import importlib.util
 import itertools
+import os
 import textwrap
 import warnings
 
@@ -226,9 +227,9 @@ def directory(tmp_path_factory):
 
 
 @settings(
-    max_examples=int(__import__("os").environ.get("RANDOM_PROGRAMS", 60)),
+    max_examples=int(os.environ.get("RANDOM_PROGRAMS", 60)),
     deadline=None,
-    derandomize="RANDOM_PROGRAMS" not in __import__("os").environ,
+    derandomize="RANDOM_PROGRAMS" not in os.environ,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(program=programs(), seed=st.integers(0, 2**16))
@@ -261,3 +262,52 @@ def test_gradients_of_random_programs_match_finite_differences(program, seed, di
             )
     np.testing.assert_array_equal(x, x_before)  # inputs are never changed
     np.testing.assert_array_equal(y, y_before)
+
+
+@settings(
+    max_examples=int(os.environ.get("RANDOM_PROGRAMS", 60)) // 3,
+    deadline=None,
+    derandomize="RANDOM_PROGRAMS" not in os.environ,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(program=programs(), seed=st.integers(0, 2**16))
+def test_second_derivatives_of_random_programs_match_differences_of_gradients(
+    program, seed, directory
+):
+    """Forward mode over the generated gradient (hvp) and the batched Hessian, against
+    central differences of the gradient (itself checked by the test above)."""
+    source, (x_shape, y_shape) = program
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1.5, 1.5, size=x_shape)
+    y = rng.uniform(-1.5, 1.5, size=y_shape)
+    f = _load(source, directory)
+    try:
+        value = f(x, y)
+        gradient = sg.grad(f, wrt=(0, 1), mode="s2s")
+        gradient(x, y)
+    except (ValueError, IndexError):
+        assume(False)
+    except sg.UnsupportedError as error:
+        assume("share memory" not in str(error))
+        raise
+    assume(np.ndim(value) == 0 and np.isfinite(value))
+    along = (rng.normal(size=x_shape), rng.normal(size=y_shape))
+
+    def directional(step):
+        up = gradient(x + step * along[0], y + step * along[1])
+        down = gradient(x - step * along[0], y - step * along[1])
+        return [(u - d) / (2 * step) for u, d in zip(up, down)]
+
+    coarse, fine = directional(1e-5), directional(5e-6)
+    expected = [((4 * b - a) / 3, np.abs(b - a)) for a, b in zip(coarse, fine)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        products = sg.hvp(f, (x, y), along, mode="s2s")
+        hessian_xx = sg.hessian(f, wrt=0, mode="s2s")(x, y)
+    for got, (want, error), name in zip(products, expected, "xy"):
+        tolerance = 1e-5 + 1e-5 * np.abs(want) + 10 * error
+        assert np.all(np.abs(got - want) <= tolerance), f"hvp d{name}: {got} vs {want}\n{source}"
+    # the x block of the Hessian, applied to the x part of the direction alone
+    only_x = sg.hvp(f, (x, y), (along[0], np.zeros(y_shape)), mode="s2s")[0]
+    contracted = np.tensordot(hessian_xx, along[0], axes=np.ndim(along[0]))
+    np.testing.assert_allclose(contracted, only_x, rtol=1e-6, atol=1e-6, err_msg=source)
