@@ -419,7 +419,8 @@ class _Optimizer:
                 facts_at[later_index] = later_facts
                 if target in later_facts.reads:
                     if (
-                        _is_compound(later)
+                        target in later_facts.modified  # t[0] = v writes into t itself
+                        or _is_compound(later)
                         or isinstance(later, gast.Return)
                         or getattr(later, "keep_apart", False)
                         or (cache.of(later).own_scope and not _top_level_reads(later, target))

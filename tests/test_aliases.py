@@ -146,6 +146,28 @@ def test_a_number_updated_while_shared_is_differentiated_to_any_order():
     assert sg.jvp(numbers_only, (x, y), (1.0, 0.0))[1] == pytest.approx(2 * x + y)
 
 
+def first_element_written(x):
+    v = np.zeros_like(x * 1.0)
+    v[0] = np.sum(x**2)
+    v = v + x
+    return np.sum(np.sin(v))
+
+
+def test_generated_code_updating_its_own_arrays_is_differentiated_again():
+    # the gradient restores v[0] after reading dv, which unbroadcast(dv_1, v) made: the
+    # helpers' results share only their cotangent argument, so this is not refused
+    (x,) = VECTOR
+    along = np.array([1.0, -2.0, 0.5])
+    (product,) = sg.hvp(first_element_written, (x,), (along,))
+    gradient = sg.grad(first_element_written)
+    step = 1e-5
+    expected = (gradient(x + step * along) - gradient(x - step * along)) / (2 * step)
+    np.testing.assert_allclose(product, expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        sg.hessian(first_element_written)(x) @ along, expected, rtol=1e-6, atol=1e-8
+    )
+
+
 @pytest.mark.parametrize(
     "transform",
     [

@@ -244,6 +244,18 @@ def test_unknown_function_inside_f_names_the_line():
         tape_vjp(f, (np.ones(4),), {}, (0,))
 
 
+@pytest.mark.parametrize("shape", [(3,), (2, 3)])
+def test_storing_a_tape_value_into_a_plain_array_is_refused_on_its_line(shape):
+    def f(x):
+        buffer = np.zeros(shape)
+        buffer[0] = np.sum(x**2)  # NumPy wraps the refusal in a ValueError for 1-d buffers
+        return np.sum(buffer * x)
+
+    line = f.__code__.co_firstlineno + 2
+    with pytest.raises(NonDifferentiableError, match=rf"test_tape_vjp\.py:{line}: writing a"):
+        tape_vjp(f, (np.ones(shape),), {}, (0,))
+
+
 def test_pullback_inside_an_unrelated_recording_tape_returns_plain_values():
     with GradientTape() as tape:
         _, pullback = tape_vjp(lambda x: np.sin(x) * 2.0, (np.ones(2),), {}, (0,))

@@ -53,6 +53,18 @@ _VIEW_FUNCTIONS = {
     "transpose",
     "view",
 }
+# s2sgrad's run-time helpers in generated code: the arguments their result may share
+_HELPER_RESULTS = {
+    "unbroadcast": (0,),
+    "as_gradient": (0,),
+    "cast_like": (0,),
+    "add_cotangents": (0, 1),
+    "owned": (),
+    "snapshot": (),
+    "seed_cotangent": (),
+    "zeros_like_value": (),
+    "zeros_like_structure": (),
+}
 _SHARING_BUILTINS = {"max", "min", "list", "tuple", "sorted", "reversed", "iter", "next"}
 _ELEMENT_METHODS = {"pop", "get", "values", "items"}  # containers give their elements back
 
@@ -75,14 +87,17 @@ def shared_in_place_updates(
     if not updates:
         return {}
     containers = _containers(statements)
-    groups = _Groups()
-    for statement in statements:
-        for name, sources in _links(statement, resolve, containers):
-            for source in sources:
-                groups.join(name, source)
+    everywhere = _grouped(statements, resolve, containers)
+    position = {id(s): i for i, s in enumerate(statements)}
+    blocks = {id(s): block for block in _blocks(function.body) for s in block}
     loops = _loop_spans(statements)
     found = {}
     for index, update, updated in updates:
+        fresh = _fresh_binding(update, updated, blocks[id(update)], resolve)
+        if fresh is None:
+            groups = everywhere
+        else:  # only what was made from the new array since can share it
+            groups = _grouped(statements[position[id(fresh)] + 1 : index], resolve, containers)
         sharing = groups.members(updated) - {updated}
         read, later = next(
             (
@@ -120,6 +135,45 @@ def _updated(statement: gast.stmt) -> str | None:
         target = statement.targets[0]
         if type(target) is gast.Subscript and type(_base(target)) is gast.Name:
             return _base(target).id
+    return None
+
+
+def _grouped(statements: list[gast.stmt], resolve, containers: set[str]) -> _Groups:
+    """The names that the bindings and stores of ``statements`` may make share memory."""
+    groups = _Groups()
+    for statement in statements:
+        for name, sources in _links(statement, resolve, containers):
+            for source in sources:
+                groups.join(name, source)
+    return groups
+
+
+def _blocks(body: list[gast.stmt]):
+    """``body`` and every statement list nested in it, not entering functions."""
+    yield body
+    for statement in nested_statements(body):
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                yield inner
+
+
+def _fresh_binding(update: gast.stmt, updated: str, block: list[gast.stmt], resolve):
+    """The statement before ``update`` in its block that last bound ``updated``, if it made
+    a new array (``v = np.zeros(3)``, ``g = owned(g)``): ``update`` always runs after it."""
+    at = next(i for i, s in enumerate(block) if s is update)
+    for statement in reversed(block[:at]):
+        if not any(
+            type(n) is gast.Name and type(n.ctx) is gast.Store and n.id == updated
+            for n in walk(statement)
+        ):
+            continue
+        single = type(statement) is gast.Assign and len(statement.targets) == 1
+        if single and type(statement.targets[0]) is gast.Name:
+            return None if _sources(statement.value, resolve) else statement
+        return None
     return None
 
 
@@ -233,6 +287,9 @@ def _call_sources(call: gast.Call, resolve) -> set[str]:
         return set()
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__name__", None)
+    if target is not None and module.startswith("s2sgrad.runtime") and name in _HELPER_RESULTS:
+        shared = [call.args[i] for i in _HELPER_RESULTS[name] if i < len(call.args)]
+        return set().union(*(_sources(a, resolve) for a in shared))
     if target is not None and module.startswith("numpy"):
         return every if name in _VIEW_FUNCTIONS else set()
     if target is not None and getattr(builtins, name or "", None) is target:

@@ -293,9 +293,14 @@ def _copy_vjp(g, ans, value):
     return g
 
 
-@jvp_rule(owned, snapshot)
-def _copy_jvp(t, ans, value):
-    return t
+@jvp_rule(owned)
+def _owned_jvp(t, ans, value):
+    return owned(t)  # the code updates the copy in place, and the tangent alongside it
+
+
+@jvp_rule(snapshot)
+def _snapshot_jvp(t, ans, value):
+    return snapshot(t)
 
 
 nondifferentiable(zeros_like_value)

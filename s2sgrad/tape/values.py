@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import dis
 import inspect
 import operator
 import os
@@ -125,13 +126,23 @@ class TapeValue:
     def _refuse_plain(self, what: str) -> None:
         """Converting a value that is being differentiated to a plain one would drop its
         derivative without a word; say so instead."""
-        if live_serials(self._tapes):
+        if not live_serials(self._tapes):
+            return
+        frame = _user_frame()
+        if _is_storing_an_item(frame):
             raise NonDifferentiableError(
-                f"{user_location()}: {what} of a value being differentiated on the tape would "
-                "drop its derivative. Keep it a NumPy computation (for a list of values "
-                "use np.stack([...]) rather than np.array([...])), or take the plain value on "
-                "purpose with .numpy() or s2sgrad.stop_gradient(...)."
+                f"{where(*_position(frame))}: writing a value being differentiated into an "
+                "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
+                "records operations on values, and this changes an array in place. Build the "
+                "array with np.stack, np.concatenate or np.where instead, or differentiate the "
+                "function by source transformation (mode='s2s'), which handles item assignment."
             )
+        raise NonDifferentiableError(
+            f"{where(*_position(frame))}: {what} of a value being differentiated on the tape "
+            "would drop its derivative. Keep it a NumPy computation (for a list of values "
+            "use np.stack([...]) rather than np.array([...])), or take the plain value on "
+            "purpose with .numpy() or s2sgrad.stop_gradient(...)."
+        )
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
@@ -661,13 +672,30 @@ def user_location() -> str:
 
         user_location()  # 'model.py:12'
     """
+    return where(*_position(_user_frame()))
+
+
+def _user_frame() -> Any:
+    """The innermost stack frame outside s2sgrad and NumPy, or None."""
     frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_SKIPPED_DIRS):
-            return where(filename, frame.f_lineno)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
         frame = frame.f_back
-    return where(None, None)
+    return frame
+
+
+def _position(frame: Any) -> tuple:
+    """``(filename, line)`` of a frame, or ``(None, None)``."""
+    return (None, None) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+
+
+_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+
+
+def _is_storing_an_item(frame: Any) -> bool:
+    """Whether the frame is running ``a[i] = value`` (NumPy converts the value to store it)."""
+    if frame is None or frame.f_lasti < 0:
+        return False
+    return frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR
 
 
 def describe(primitive: Any) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.recording import Backward, is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
@@ -36,7 +37,12 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
     with tape:
         for i in wrt:
             args[i] = map_leaves(lambda leaf: _watched(tape, leaf), args[i])
-        out = f(*args, **kwargs)
+        try:
+            out = f(*args, **kwargs)
+        except ValueError as error:  # NumPy wraps a refusal to store a value into an array
+            if isinstance(error.__cause__, NonDifferentiableError):
+                raise error.__cause__.with_traceback(error.__traceback__) from None
+            raise
     out_leaves, rebuild_out = flatten(out)
     sources = [flatten(args[i])[0] for i in wrt]
     flat_sources = [s for leaves in sources for s in leaves]
