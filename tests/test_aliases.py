@@ -80,6 +80,37 @@ def test_updates_of_shared_arrays_are_refused(function, alias, line, mode):
     assert "in place" in message
 
 
+@pytest.mark.parametrize(
+    "function, alias",
+    [
+        (plain_alias, "w"),
+        (view_of_it, "flipped"),
+        (list_holding_it, "out"),
+        (alias_read_in_the_next_iteration, "previous"),
+    ],
+)
+def test_the_tape_refuses_the_same_updates(function, alias):
+    # a tape value's v += e makes a new value: names sharing the old one would not see it
+    refusal = rf"test_aliases\.py:\d+: '\w+ .= \.\.\.' .*'{alias}', read afterwards"
+    with pytest.raises(sg.UnsupportedError, match=refusal):
+        sg.grad(function, mode="tape")(*VECTOR)
+
+
+def test_a_gradient_tape_used_directly_keeps_rebinding_updates():
+    # documented: tape values are immutable and v += e rebinds v, as in TensorFlow
+    x = sg.constant(VECTOR[0])
+    with sg.GradientTape() as tape:
+        tape.watch(x)
+        total = plain_alias(x)
+    np.testing.assert_allclose(tape.gradient(total, x), 4 * VECTOR[0])
+
+
+@pytest.mark.parametrize("function", [item_update_seen_by_alias, item_update_seen_by_row_view])
+def test_the_tape_refuses_item_updates_of_plain_arrays(function):
+    with pytest.raises(sg.NonDifferentiableError, match="element of a plain array"):
+        sg.grad(function, mode="tape")(*VECTOR)
+
+
 def alias_read_only_before(x):
     v = x * 2.0
     before = v

@@ -27,6 +27,7 @@ import s2sgrad
 from s2sgrad.errors import NonDifferentiableError, where
 from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
+from s2sgrad.tape.in_place import numpy_semantics_apply, refuse_shared_update
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 
 __all__ = ["TapeValue", "apply", "apply_rule", "is_tape_value", "value_of", "user_location"]
@@ -149,6 +150,17 @@ class TapeValue:
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
             "build the new array with np.where, np.concatenate or np.stack instead."
         )
+
+    def _in_place(self, other: Any) -> Any:
+        """``x op= v``: a new value, as ``x = x op v`` (Python falls back to ``x op v``);
+        refused, under a function transform, where NumPy would change an array that a name
+        read later shares (see :mod:`s2sgrad.tape.in_place`)."""
+        if isinstance(self._value, np.ndarray) and numpy_semantics_apply():
+            refuse_shared_update(_user_frame())
+        return NotImplemented
+
+    __iadd__ = __isub__ = __imul__ = __itruediv__ = _in_place
+    __ifloordiv__ = __imod__ = __ipow__ = __imatmul__ = _in_place
 
     # NumPy's override protocols --------------------------------------------------------
 

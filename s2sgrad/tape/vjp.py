@@ -9,6 +9,7 @@ import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
+from s2sgrad.tape.in_place import numpy_semantics
 from s2sgrad.tape.recording import Backward, is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
@@ -38,7 +39,8 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
         for i in wrt:
             args[i] = map_leaves(lambda leaf: _watched(tape, leaf), args[i])
         try:
-            out = f(*args, **kwargs)
+            with numpy_semantics():
+                out = f(*args, **kwargs)
         except ValueError as error:  # NumPy wraps a refusal to store a value into an array
             if isinstance(error.__cause__, NonDifferentiableError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None

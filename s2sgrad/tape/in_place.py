@@ -1,0 +1,107 @@
+"""``x op= v`` on the tape, where plain NumPy would change an array that another name shares.
+
+A tape value has no in-place operators, so ``x += v`` makes a new value and rebinds ``x``
+(as ``x = x + v``). Plain NumPy changes the array itself, and every name sharing it (``w =
+x``, a view such as ``x.T``, a list holding ``x``) sees the change. Where such a name is
+read afterwards the two differ, and the tape would record a function other than the one
+the code computes. The source transformer refuses that code (see
+:mod:`s2sgrad.passes.aliases`). The function transforms promise NumPy's meaning, so while
+they run a function on the tape (:func:`numpy_semantics`) the tape asks the same analysis
+about the function running the update, and refuses it too. A ``GradientTape`` used
+directly keeps its documented meaning: tape values are immutable, and ``x += v`` rebinds.
+
+Example::
+
+    def f(x):
+        v = x * 2.0
+        w = v
+        v += 1.0            # refused on the tape: w is read below
+        return np.sum(w)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import types
+import weakref
+from typing import Any
+
+import gast
+
+from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.frontend import parse_function
+from s2sgrad.passes.aliases import shared_in_place_updates
+from s2sgrad.syntax import nested_statements
+
+__all__ = ["numpy_semantics", "numpy_semantics_apply", "refuse_shared_update"]
+
+# code object -> {line: why its update is refused}
+_REFUSED_LINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_numpy_semantics = threading.local()
+
+
+@contextlib.contextmanager
+def numpy_semantics():
+    """Inside: ``x op= v`` on an array-valued tape value is checked by
+    :func:`refuse_shared_update`.
+
+    Example::
+
+        with numpy_semantics():
+            out = f(*watched_args)
+    """
+    depth = getattr(_numpy_semantics, "depth", 0)
+    _numpy_semantics.depth = depth + 1
+    try:
+        yield
+    finally:
+        _numpy_semantics.depth = depth
+
+
+def numpy_semantics_apply() -> bool:
+    """Whether a function transform is running code on the tape in this thread."""
+    return getattr(_numpy_semantics, "depth", 0) > 0
+
+
+def refuse_shared_update(frame: Any) -> None:
+    """Raise ``UnsupportedError`` if the line ``frame`` runs is an ``x op= v`` after which a
+    name that may share ``x``'s memory is read (the frame is the user's, running it).
+
+    Example::
+
+        refuse_shared_update(sys._getframe())  # a no-op outside such an update
+    """
+    if frame is None:
+        return
+    code = frame.f_code
+    refused = _REFUSED_LINES.get(code)
+    if refused is None:
+        refused = _REFUSED_LINES[code] = _shared_updates_by_line(frame)
+    message = refused.get(frame.f_lineno)
+    if message is not None:
+        error = UnsupportedError(message)
+        error.tape_cannot_either = True
+        raise error
+
+
+def _shared_updates_by_line(frame: Any) -> dict[int, str]:
+    code = frame.f_code
+    if code.co_name.startswith("<") and code.co_name != "<lambda>":  # a module, comprehension
+        return {}
+    cells = tuple(_cell(frame.f_locals, name) for name in code.co_freevars)
+    running = types.FunctionType(code, frame.f_globals, code.co_name, None, cells)
+    try:
+        parsed = parse_function(running)
+    except S2SGradError:  # no source: nothing to tell by
+        return {}
+    found = shared_in_place_updates(parsed.node, parsed.location, parsed.resolve)
+    return {
+        parsed.line_offset + statement.lineno: found[id(statement)]
+        for statement in nested_statements(parsed.node.body)
+        if id(statement) in found and type(statement) is gast.AugAssign
+    }
+
+
+def _cell(names: dict, name: str) -> types.CellType:
+    return types.CellType(names[name]) if name in names else types.CellType()
