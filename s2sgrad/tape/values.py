@@ -148,7 +148,9 @@ class TapeValue:
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
-            "build the new array with np.where, np.concatenate or np.stack instead."
+            "build the new array with np.where, np.concatenate or np.stack instead, or "
+            "differentiate the function by source transformation (mode='s2s'), which handles "
+            "item assignment."
         )
 
     def _in_place(self, other: Any) -> Any:
