@@ -166,6 +166,7 @@ class _Reverse:
         self.in_loops = _names_written_in_loops(statements)
         self.mutated = _mutated_names(statements)
         self.lists = _list_names(statements)
+        self.entries_read = _entries_read(body)
         self.check_mutations(statements)
         forward = self.forward_block(statements, in_loop=False)
         output = final.value
@@ -694,7 +695,11 @@ class _Reverse:
         if operation.kind == "copy":
             block.extend(self.contribute(operation.args[0].id, cotangent, statement))
         elif operation.kind == "pack":
+            read = self.entries_read.get(target.id) if isinstance(target, gast.Name) else None
             for index, element in enumerate(operation.args):
+                key = index if operation.keys is None else operation.keys[index]
+                if read is not None and key not in read:
+                    continue  # an entry nobody reads: no cotangent flows into it
                 if isinstance(element, gast.Name) and self.active(element.id):
                     if operation.keys is None:
                         part = gast.Subscript(
@@ -1105,6 +1110,32 @@ def _list_names(statements) -> set[str]:
             if is_list:
                 result.add(statement.targets[0].id)
     return result
+
+
+def _entries_read(body: list[gast.stmt]) -> dict[str, set]:
+    """For each name read only as ``name[literal]`` (a tuple, list or dict built here, say),
+    the literals; names read any other way (passed on, iterated, updated) are left out."""
+    nodes = [n for statement in body for n in walk(statement)]
+    entries = {}
+    for node in nodes:
+        if (
+            type(node) is gast.Subscript
+            and type(node.ctx) is gast.Load
+            and type(node.value) is gast.Name
+            and type(node.slice) is gast.Constant
+            and type(node.slice.value) in (int, str)
+            and (type(node.slice.value) is str or node.slice.value >= 0)
+        ):
+            entries[id(node.value)] = node.slice.value
+    read: dict[str, set] = {}
+    other_uses = set()
+    for node in nodes:
+        if type(node) is gast.Name and type(node.ctx) is not gast.Store:
+            if id(node) in entries:
+                read.setdefault(node.id, set()).add(entries[id(node)])
+            else:
+                other_uses.add(node.id)
+    return {name: keys for name, keys in read.items() if name not in other_uses}
 
 
 def _range_targets(loop) -> set[str]:

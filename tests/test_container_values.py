@@ -23,6 +23,11 @@ def tuple_literal(x):
     return np.sum(t[0]) + np.sum(t[1] * t[0])
 
 
+def tuple_with_an_unread_entry(x):
+    t = (x**2, np.cos(x), np.exp(x))
+    return np.sum(t[0] * t[1])
+
+
 def slogdet_used_twice(a):
     s = np.linalg.slogdet(a)
     return s[0] * s[1] + s[1] ** 2
@@ -45,6 +50,7 @@ CASES = [
     (tuple_read_twice, (4,)),
     (tuple_literal, (3, 2)),
     (dict_literal, (5,)),
+    (tuple_with_an_unread_entry, (2, 3)),
     (dict_in_a_loop, (3,)),
 ]
 
@@ -86,3 +92,15 @@ def test_second_derivative_through_a_dict():
     x = 0.7
     second = sg.grad(sg.grad(f, mode="s2s"), mode="s2s")(x)
     assert second == pytest.approx(6 * x + 24 * x**2)  # f = x**3 + 2 x**4
+
+
+@pytest.mark.parametrize(
+    "function, read, unread",
+    [
+        (dict_literal, "dict_entry(dparts, 'sine'", "dict_entry(dparts, 'unused'"),
+        (tuple_with_an_unread_entry, "dt[1]", "dt[2]"),
+    ],
+)
+def test_entries_nobody_reads_get_no_derivative_code(function, read, unread):
+    source = sg.source(sg.grad(function, mode="s2s"))
+    assert read in source and unread not in source, source
