@@ -111,7 +111,7 @@ STATEMENTS = {
     "item": [  # writing into an array made here
         "{name} = np.zeros_like({o1} * 1.0)",
         "if np.ndim({name}) > 0:",
-        "    {name}[0] = np.sum({o2} ** 2)",
+        "    {name}[0] = np.tanh(np.sum({o2} ** 2))",
         "{name} = {name} + {o1}",
     ],
     "slice": [
@@ -279,6 +279,8 @@ def _differentiated(transform):
 def test_gradients_of_random_programs_match_finite_differences(program, seed, directory):
     source, f, x, y, _ = _instance(program, seed, directory)
     expected = _oracle(f, x, y)
+    # differences with a step of 1e-5 cannot judge a gradient this steep (sin of 1e5, say)
+    assume(all(np.all(np.abs(want) < 1e4) for want, _ in expected))
     x_before, y_before = x.copy(), y.copy()
     for mode, call in itertools.product(("s2s", "tape"), ("first", "second")):
         with warnings.catch_warnings():

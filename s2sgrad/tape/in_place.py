@@ -34,7 +34,7 @@ from s2sgrad.frontend import parse_function
 from s2sgrad.passes.aliases import shared_in_place_updates
 from s2sgrad.syntax import nested_statements
 
-__all__ = ["numpy_semantics", "numpy_semantics_apply", "refuse_shared_update"]
+__all__ = ["numpy_semantics", "under_numpy_semantics", "refuse_shared_update"]
 
 # code object -> {line: why its update is refused}
 _REFUSED_LINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -59,7 +59,7 @@ def numpy_semantics():
         _numpy_semantics.depth = depth
 
 
-def numpy_semantics_apply() -> bool:
+def under_numpy_semantics() -> bool:
     """Whether a function transform is running code on the tape in this thread."""
     return getattr(_numpy_semantics, "depth", 0) > 0
 

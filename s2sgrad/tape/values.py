@@ -27,7 +27,7 @@ import s2sgrad
 from s2sgrad.errors import NonDifferentiableError, where
 from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
-from s2sgrad.tape.in_place import numpy_semantics_apply, refuse_shared_update
+from s2sgrad.tape.in_place import refuse_shared_update, under_numpy_semantics
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 
 __all__ = ["TapeValue", "apply", "apply_rule", "is_tape_value", "value_of", "user_location"]
@@ -157,7 +157,7 @@ class TapeValue:
         """``x op= v``: a new value, as ``x = x op v`` (Python falls back to ``x op v``);
         refused, under a function transform, where NumPy would change an array that a name
         read later shares (see :mod:`s2sgrad.tape.in_place`)."""
-        if isinstance(self._value, np.ndarray) and numpy_semantics_apply():
+        if isinstance(self._value, np.ndarray) and under_numpy_semantics():
             refuse_shared_update(_user_frame())
         return NotImplemented
 
