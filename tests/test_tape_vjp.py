@@ -256,6 +256,18 @@ def test_storing_a_tape_value_into_a_plain_array_is_refused_on_its_line(shape):
         tape_vjp(f, (np.ones(shape),), {}, (0,))
 
 
+def test_updating_a_plain_array_with_a_tape_value_is_refused_on_its_line():
+    def f(x):
+        total = np.ones(3)
+        total *= x
+        return np.sum(total)
+
+    line = f.__code__.co_firstlineno + 2
+    refusal = rf"test_tape_vjp\.py:{line}: 'a \*= \.\.\.' .* Write 'a = a \* \.\.\.'"
+    with pytest.raises(NonDifferentiableError, match=refusal):
+        tape_vjp(f, (np.ones(3),), {}, (0,))
+
+
 def test_pullback_inside_an_unrelated_recording_tape_returns_plain_values():
     with GradientTape() as tape:
         _, pullback = tape_vjp(lambda x: np.sin(x) * 2.0, (np.ones(2),), {}, (0,))

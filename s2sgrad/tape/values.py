@@ -661,6 +661,15 @@ def _rule_parameters(vjp: Any) -> inspect.Signature:
 def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
     """``out=`` writes into an existing array: allowed only when nothing is differentiated."""
     if _any_tracked(args) or _any_tracked(kwargs.values()):
+        frame = _user_frame()
+        symbol = _in_place_operator(frame)
+        if symbol is not None:  # a plain array updated with a value being differentiated
+            raise NonDifferentiableError(
+                f"{where(*_position(frame))}: 'a {symbol} ...' updates a plain array in place "
+                "with a value being differentiated, which the tape cannot record. Write "
+                f"'a = a {symbol[:-1]} ...' to make a new array, or differentiate the function "
+                "by source transformation (mode='s2s'), which handles the update."
+            )
         raise NonDifferentiableError(
             f"{user_location()}: {describe(primitive)}(..., out=...) writes in place, which "
             "cannot be differentiated; drop out= and use the returned value."
@@ -702,14 +711,41 @@ def _position(frame: Any) -> tuple:
     return (None, None) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
-_STORE_SUBSCR = dis.opmap["STORE_SUBSCR"]
+def _instruction(frame: Any) -> tuple[str, int]:
+    """The name and argument of the bytecode instruction ``frame`` is running."""
+    if frame is None or frame.f_lasti < 0:
+        return "", 0
+    code = frame.f_code.co_code
+    return dis.opname[code[frame.f_lasti]], code[frame.f_lasti + 1]
 
 
 def _is_storing_an_item(frame: Any) -> bool:
     """Whether the frame is running ``a[i] = value`` (NumPy converts the value to store it)."""
-    if frame is None or frame.f_lasti < 0:
-        return False
-    return frame.f_code.co_code[frame.f_lasti] == _STORE_SUBSCR
+    return _instruction(frame)[0] == "STORE_SUBSCR"
+
+
+def _in_place_operator(frame: Any) -> str | None:
+    """``"+="`` (or another in-place operator) if the frame is running one, else None."""
+    name, argument = _instruction(frame)
+    if name.startswith("INPLACE_"):  # Python 3.10
+        return _SYMBOL_OF_OPERATOR.get(name[len("INPLACE_") :], "op=")
+    operators = getattr(dis, "_nb_ops", None)  # Python 3.11 and later: BINARY_OP's argument
+    if name == "BINARY_OP" and operators and argument < len(operators):
+        symbol = operators[argument][1]
+        return symbol if symbol.endswith("=") else None
+    return None
+
+
+_SYMBOL_OF_OPERATOR = {
+    "ADD": "+=",
+    "SUBTRACT": "-=",
+    "MULTIPLY": "*=",
+    "TRUE_DIVIDE": "/=",
+    "FLOOR_DIVIDE": "//=",
+    "MODULO": "%=",
+    "POWER": "**=",
+    "MATRIX_MULTIPLY": "@=",
+}
 
 
 def describe(primitive: Any) -> str:
