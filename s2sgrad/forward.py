@@ -31,6 +31,7 @@ from s2sgrad.syntax import (
     load,
     method_receiver,
     names_read,
+    nested_statements,
     store,
     walk,
 )
@@ -78,6 +79,8 @@ class _Forward:
         self.callee_jvp = callee_jvp
         self.tangent_names: dict[str, str] = {}
         self.np = namespace.bind("np", np)
+        # variables whose tangent is known to be a private, writable copy (dv[i] = ... is safe)
+        self.owned: set[str] = set()
 
     def tangent(self, variable: str) -> str:
         if variable not in self.tangent_names:
@@ -136,8 +139,11 @@ class _Forward:
 
     def statement(self, statement: gast.stmt) -> list[gast.stmt]:
         if isinstance(statement, gast.If):
+            before = set(self.owned)
             statement.body = self.block(statement.body) or [gast.Pass()]
+            after_body, self.owned = self.owned, before
             statement.orelse = self.block(statement.orelse)
+            self.owned &= after_body  # owned after the branch only if owned on both paths
             return [statement]
         if isinstance(statement, (gast.For, gast.While)):
             if isinstance(statement, gast.For) and self.is_active_expression(statement.iter):
@@ -145,9 +151,20 @@ class _Forward:
                     f"{self.parsed.location(statement)}: forward mode cannot loop over "
                     "differentiated values directly; loop over range(len(...))"
                 )
+            # a tangent the loop writes into is copied once, before it, not every iteration
+            rebound = _bound_names([statement])
+            copies = sorted(
+                base
+                for base in _item_written([statement]) - rebound - self.owned
+                if self.active(base)
+            )
+            lines = [self.own_tangent(base, statement) for base in copies]
+            self.owned = (self.owned | set(copies)) - rebound
+            entry = set(self.owned)
             statement.body = self.block(statement.body) or [gast.Pass()]
             statement.orelse = self.block(statement.orelse)
-            return [statement]
+            self.owned = entry
+            return [*lines, statement]
         if isinstance(statement, gast.Assign):
             return self.assignment(statement)
         if isinstance(statement, gast.Expr):
@@ -185,6 +202,7 @@ class _Forward:
             if isinstance(target, gast.Name)
             else [e.id for e in target.elts if isinstance(e, gast.Name)]
         )
+        self.owned.difference_update(names)
         if not any(self.active(n) for n in names):
             return [statement]
         operation = classify(statement.value, self.parsed, self.local_names)
@@ -202,6 +220,7 @@ class _Forward:
                 for n in names
                 if self.active(n)
             ]
+            self.owned.update(n for n in names if self.active(n))  # new zeros of their own
             return [statement, *[gast.copy_location(z, statement) for z in zeros]]
         if operation.kind == "call":
             return [self.call(statement, operation, names)]
@@ -229,6 +248,8 @@ class _Forward:
             if tangent_target is not None:
                 lines.append(assign(tangent_target, tangent, like=statement))
                 lines.append(final)
+                if operation.primitive is runtime.owned:  # g = owned(g): its tangent is a copy
+                    self.owned.add(original.id)
                 return lines
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: forward mode cannot unpack into "
@@ -237,6 +258,8 @@ class _Forward:
         lines = [statement, *self.pending]
         if isinstance(target, gast.Name):
             lines.append(assign(self.tangent(target.id), tangent, like=statement))
+            if operation.primitive is runtime.owned:  # its tangent is a copy too
+                self.owned.add(target.id)
         else:
             unpacked = gast.Tuple(elts=[store(self.tangent(n)) for n in names], ctx=gast.Store())
             lines.append(assign(unpacked, tangent, like=statement))
@@ -317,7 +340,16 @@ class _Forward:
         )
         value = statement.value
         tangent = self.tangent_of(value) if self.is_active_expression(value) else constant(0.0)
-        return [statement, assign(place, tangent, like=statement)]
+        lines = [statement]
+        if base not in self.owned:  # the tangent may be a broadcast view, or another's tangent
+            lines.append(self.own_tangent(base, statement))
+            self.owned.add(base)
+        return [*lines, assign(place, tangent, like=statement)]
+
+    def own_tangent(self, variable: str, statement: gast.stmt) -> gast.stmt:
+        """``dv = owned(dv)``: a private, writable copy of ``v``'s tangent."""
+        tangent = self.tangent(variable)
+        return assign(tangent, call(self.helper("owned"), [load(tangent)]), like=statement)
 
     # calls --------------------------------------------------------------------------------
     def call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
@@ -370,3 +402,24 @@ class _Forward:
 def _name(primitive) -> str:
     name = getattr(primitive, "__name__", None) or "primitive"
     return name if name.isidentifier() else "primitive"
+
+
+def _bound_names(statements: list[gast.stmt]) -> set[str]:
+    """The names that ``statements`` (and the blocks in them) bind."""
+    return {
+        node.id
+        for statement in statements
+        for node in walk(statement)
+        if type(node) is gast.Name and type(node.ctx) is gast.Store
+    }
+
+
+def _item_written(statements: list[gast.stmt]) -> set[str]:
+    """The variables that ``statements`` (and the blocks in them) write items of."""
+    return {
+        statement.targets[0].value.id
+        for statement in nested_statements(statements)
+        if type(statement) is gast.Assign
+        and type(statement.targets[0]) is gast.Subscript
+        and type(statement.targets[0].value) is gast.Name
+    }

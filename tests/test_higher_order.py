@@ -48,7 +48,28 @@ def calls(x, y):
     return helper(x, y) + helper(y, x) * 2.0
 
 
-FUNCTIONS = [straight, branches, loops, in_place, calls]
+def writes_into_a_broadcast(x, y):
+    out = np.ones((2, 1)) * x  # its tangent is a broadcast of dx: read-only
+    out[..., :1] = np.tanh(out[..., -1:]) * y[0]
+    return out
+
+
+def writes_into_a_copy(x, y):
+    out = x + 0.0  # its tangent may be the caller's tangent of x itself
+    for i in range(2):
+        out[i] = out[i] * y[i]
+    return out
+
+
+FUNCTIONS = [
+    straight,
+    branches,
+    loops,
+    in_place,
+    calls,
+    writes_into_a_broadcast,
+    writes_into_a_copy,
+]
 
 
 def numeric_jvp(f, args, tangents, step=1e-6):
@@ -63,7 +84,10 @@ def test_jvp_matches_finite_differences_and_vjp(function, sign):
     x = sign * RNG.uniform(0.2, 0.9, size=3)
     y = RNG.uniform(0.2, 0.9, size=3)
     tx, ty = RNG.standard_normal(3), RNG.standard_normal(3)
+    tx_before, ty_before = tx.copy(), ty.copy()
     out, tangent = sg.jvp(function, (x, y), (tx, ty), mode="s2s")
+    np.testing.assert_array_equal(tx, tx_before)  # the caller's tangents are never changed
+    np.testing.assert_array_equal(ty, ty_before)
     np.testing.assert_allclose(out, function(x, y))
     np.testing.assert_allclose(
         tangent, numeric_jvp(function, (x, y), (tx, ty)), rtol=1e-5, atol=1e-7
@@ -335,3 +359,22 @@ def test_jacobian_of_a_method_by_parameter_name(jacobian):
     assert by_name.shape == (2, 2, 3)
     np.testing.assert_allclose(by_name, by_index)
     np.testing.assert_allclose(jacobian(model.apply, wrt="x")(x, w), jacobian(model.apply)(x, w))
+
+
+def test_hessian_through_a_slice_write_of_a_broadcast():
+    # the gradient restores v[..., :1] in place; its JVP writes into the tangent of v, which
+    # began as a read-only broadcast
+    def f(x, y):
+        v = np.ones_like(y) * x - y
+        v[..., :1] = np.tanh(v[..., -1:]) * 2.0
+        return np.sum(np.sin(v))
+
+    x, y = RNG.uniform(-1.5, 1.5, size=(3, 1, 2)), RNG.uniform(-1.5, 1.5, size=(4, 1))
+    hessian = sg.hessian(f, mode="s2s")(x, y)
+    gradient = sg.grad(f, mode="s2s")
+    step = 1e-5
+    for index in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[index] = step
+        column = (gradient(x + e, y) - gradient(x - e, y)) / (2 * step)
+        np.testing.assert_allclose(hessian[(...,) + index], column, rtol=1e-5, atol=1e-7)
