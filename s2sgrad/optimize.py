@@ -11,6 +11,7 @@ Passes, run to a fixed point on each straight-line block:
 
 from __future__ import annotations
 
+import operator
 from collections import Counter, defaultdict
 from collections.abc import Callable
 
@@ -367,7 +368,7 @@ class _Optimizer:
             if copy is None or (allowed is not None and copy not in allowed):
                 continue
             value = statement.value
-            if writes[copy] == 1 and _number(value) is not None:
+            if writes[copy] == 1 and _literal(value):
                 for position in block.after(block.readers, copy, index):
                     block.replace_by_literal(position, copy, value)
                 block.remove(index)
@@ -657,7 +658,7 @@ class _IndexedBlock:
         self._update(position, old, facts_after_rename(old, old_name, new_name))
 
     def replace_by_literal(self, position: int, name: str, literal: gast.expr) -> None:
-        """Put a copy of the number ``literal`` where the statement at ``position`` reads
+        """Put a copy of the number or boolean ``literal`` where the statement at ``position`` reads
         ``name``."""
         old = self.facts[position]
         replace_reads(old.statement, name, literal, self.cache)
@@ -702,6 +703,13 @@ def _accumulation(statement) -> bool:
     )
 
 
+def _literal(value: gast.expr) -> bool:
+    """Whether ``value`` is a number or ``True``/``False`` (which propagate like names)."""
+    return _number(value) is not None or (
+        type(value) is gast.Constant and type(value.value) is bool
+    )
+
+
 def _has_copies(body, allowed) -> bool:
     """Whether ``body`` has an ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
 
@@ -711,7 +719,7 @@ def _has_copies(body, allowed) -> bool:
         target = _simple_assignment(statement)
         if target is not None and (allowed is None or target in allowed):
             value = statement.value
-            if type(value) is gast.Name or _number(value) is not None:
+            if type(value) is gast.Name or _literal(value):
                 return True
     return False
 
@@ -1005,7 +1013,26 @@ class _ConstantFolder:
             return gast.Constant(
                 value=same if isinstance(node.ops[0], gast.Is) else not same, kind=None
             )
+        values = [node.left, *node.comparators]
+        if all(type(v) is gast.Constant and type(v.value) in (int, float) for v in values) and all(
+            type(op) in _ORDER_TESTS for op in node.ops
+        ):  # 3 > 0, once ndim is known
+            numbers = [v.value for v in values]
+            holds = all(
+                _ORDER_TESTS[type(op)](a, b) for op, a, b in zip(node.ops, numbers, numbers[1:])
+            )
+            return gast.Constant(value=holds, kind=None)
         return node
+
+
+_ORDER_TESTS = {
+    gast.Lt: operator.lt,
+    gast.LtE: operator.le,
+    gast.Gt: operator.gt,
+    gast.GtE: operator.ge,
+    gast.Eq: operator.eq,
+    gast.NotEq: operator.ne,
+}
 
 
 def _needs_visit(node) -> bool:

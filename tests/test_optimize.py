@@ -226,6 +226,31 @@ def f(x):
     return (1, x)
 """,
     ),
+    # np.ndim(v) > 0 once specialisation knows the rank: the test folds, the flag made of
+    # it propagates into both sweeps' branches, and they fold away
+    "branches_on_a_known_rank": (
+        """
+        def f(x, v):
+            t2 = 3 > 0
+            if t2:
+                v = v * x
+            dv = v * 2.0
+            if t2:
+                dx = dv * v
+            else:
+                dx = 0.0 * x
+            t5 = 2 <= 2.0 != 2
+            if t5:
+                dx = dx + 1.0
+            return dx
+        """,
+        """\
+def f(x, v):
+    v = v * x
+    dx = v * 2.0 * v
+    return dx
+""",
+    ),
     # t16's value is judged pure (a method of a name) before t15 is folded into it; the
     # verdict holds for the pass, so t16 is folded in turn.
     "purity_judged_once_a_pass": (

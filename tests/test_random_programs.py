@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import s2sgrad as sg
@@ -253,6 +253,7 @@ def _instance(program, seed: int, directory):
     """``(source, f, x, y, rng)`` for a generated program; programs whose shapes do not go
     together, or whose value is not a finite number, are skipped."""
     source, (x_shape, y_shape) = program
+    note(source)  # shown with any failure, the flaky ones included
     rng = np.random.default_rng(seed)
     x = rng.uniform(-1.5, 1.5, size=x_shape)
     y = rng.uniform(-1.5, 1.5, size=y_shape)
