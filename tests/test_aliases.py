@@ -184,19 +184,36 @@ def first_element_written(x):
     return np.sum(np.sin(v))
 
 
-def test_generated_code_updating_its_own_arrays_is_differentiated_again():
-    # the gradient restores v[0] after reading dv, which unbroadcast(dv_1, v) made: the
-    # helpers' results share only their cotangent argument, so this is not refused
+def scaled(a, b):
+    return a * np.sin(b)
+
+
+def pair(a):
+    return a * 2.0, np.sin(a)
+
+
+def written_in_a_branch_then_passed_on(x):
+    v = x * 2.0 + x
+    if np.ndim(v) > 0:
+        v[..., :1] = np.tanh(v[..., -1:]) * 2.0
+    w = scaled(b=x, a=x + x) + pair(a=v)[0]
+    return np.sum(np.sin(w))
+
+
+@pytest.mark.parametrize("function", [first_element_written, written_in_a_branch_then_passed_on])
+def test_generated_code_updating_its_own_arrays_is_differentiated_again(function):
+    # The gradient restores v[0] after reading dv, which unbroadcast(dv_1, v) made: the
+    # helpers' results share only their cotangent argument. In the second, the user
+    # functions' VJPs (taken to return what they are given) link x and v, but only after
+    # v was made anew, before the branch that writes into it.
     (x,) = VECTOR
     along = np.array([1.0, -2.0, 0.5])
-    (product,) = sg.hvp(first_element_written, (x,), (along,))
-    gradient = sg.grad(first_element_written)
+    (product,) = sg.hvp(function, (x,), (along,))
+    gradient = sg.grad(function)
     step = 1e-5
     expected = (gradient(x + step * along) - gradient(x - step * along)) / (2 * step)
     np.testing.assert_allclose(product, expected, rtol=1e-6, atol=1e-8)
-    np.testing.assert_allclose(
-        sg.hessian(first_element_written)(x) @ along, expected, rtol=1e-6, atol=1e-8
-    )
+    np.testing.assert_allclose(sg.hessian(function)(x) @ along, expected, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize(

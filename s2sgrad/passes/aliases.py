@@ -88,16 +88,15 @@ def shared_in_place_updates(
         return {}
     containers = _containers(statements)
     everywhere = _grouped(statements, resolve, containers)
-    position = {id(s): i for i, s in enumerate(statements)}
-    blocks = {id(s): block for block in _blocks(function.body) for s in block}
+    layout = _Layout(function.body, statements)
     loops = _loop_spans(statements)
     found = {}
     for index, update, updated in updates:
-        fresh = _fresh_binding(update, updated, blocks[id(update)], resolve)
-        if fresh is None:
+        since = layout.made_since(update, updated, index, resolve)
+        if since is None:
             groups = everywhere
         else:  # only what was made from the new array since can share it
-            groups = _grouped(statements[position[id(fresh)] + 1 : index], resolve, containers)
+            groups = _grouped(statements[since[0] : since[1]], resolve, containers)
         sharing = groups.members(updated) - {updated}
         read, later = next(
             (
@@ -148,33 +147,60 @@ def _grouped(statements: list[gast.stmt], resolve, containers: set[str]) -> _Gro
     return groups
 
 
-def _blocks(body: list[gast.stmt]):
-    """``body`` and every statement list nested in it, not entering functions."""
-    yield body
-    for statement in nested_statements(body):
-        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list):
-                yield inner
+class _Layout:
+    """Where each statement sits: its position in the flattened statements, the block (list)
+    holding it, and the compound statement and block around each block."""
+
+    def __init__(self, body: list[gast.stmt], statements: list[gast.stmt]):
+        self.position = {id(s): i for i, s in enumerate(statements)}
+        self.block_of: dict[int, list] = {}
+        self.owner: dict[int, tuple[gast.stmt, list]] = {}  # id(block) -> (statement, block)
+        self._enter(body)
+
+    def _enter(self, block: list[gast.stmt]) -> None:
+        for statement in block:
+            self.block_of[id(statement)] = block
+            if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list):
+                    self.owner[id(inner)] = (statement, block)
+                    self._enter(inner)
+
+    def made_since(self, update: gast.stmt, updated: str, index: int, resolve):
+        """``(first, end)``: the positions of the statements that can make a name share the
+        array ``updated`` holds at ``update`` (at ``index``), when the binding that made it
+        is known to run before ``update`` and to make a new array (``v = np.zeros(3)``, ``g =
+        owned(g)``); else None. A loop around ``update`` that the binding is outside of
+        runs ``update`` again after all of the loop's statements."""
+        statement, block, end = update, self.block_of[id(update)], index
+        while True:
+            at = next(i for i, s in enumerate(block) if s is statement)
+            for earlier in reversed(block[:at]):
+                if _binds(earlier, updated):
+                    single = type(earlier) is gast.Assign and len(earlier.targets) == 1
+                    if single and type(earlier.targets[0]) is gast.Name:
+                        fresh = not _sources(earlier.value, resolve)
+                        return (self.position[id(earlier)] + 1, end) if fresh else None
+                    return None
+            if id(block) not in self.owner:
+                return None
+            statement, block = self.owner[id(block)]
+            if isinstance(statement, (gast.For, gast.While)):
+                if isinstance(statement, gast.For) and _binds(statement.target, updated):
+                    return None
+                end = max(end, self._end_of(statement))
+
+    def _end_of(self, statement: gast.stmt) -> int:
+        """The position just after ``statement`` and everything nested in it."""
+        return max(self.position[id(s)] for s in nested_statements([statement])) + 1
 
 
-def _fresh_binding(update: gast.stmt, updated: str, block: list[gast.stmt], resolve):
-    """The statement before ``update`` in its block that last bound ``updated``, if it made
-    a new array (``v = np.zeros(3)``, ``g = owned(g)``): ``update`` always runs after it."""
-    at = next(i for i, s in enumerate(block) if s is update)
-    for statement in reversed(block[:at]):
-        if not any(
-            type(n) is gast.Name and type(n.ctx) is gast.Store and n.id == updated
-            for n in walk(statement)
-        ):
-            continue
-        single = type(statement) is gast.Assign and len(statement.targets) == 1
-        if single and type(statement.targets[0]) is gast.Name:
-            return None if _sources(statement.value, resolve) else statement
-        return None
-    return None
+def _binds(node: gast.AST, name: str) -> bool:
+    return any(
+        type(n) is gast.Name and type(n.ctx) is gast.Store and n.id == name for n in walk(node)
+    )
 
 
 def _containers(statements: list[gast.stmt]) -> set[str]:
