@@ -457,6 +457,10 @@ class _Reverse:
                     if field == "body":
                         expanded = expanded or [gast.Pass()]
                     setattr(statement, field, expanded)
+            if getattr(statement, "s2s_restores_only", False) and not _has_code(
+                statement.body + statement.orelse
+            ):
+                continue  # none of its restores is needed
             result.append(statement)
         return result
 
@@ -536,8 +540,12 @@ class _Reverse:
 
     def backward_if(self, statement: gast.If, later_reads) -> list[gast.stmt]:
         touched = set().union(*(names_written(s) for s in statement.body + statement.orelse))
-        if not (touched & self.activity.active):
-            return []
+        if not (touched & self.activity.active):  # only values it overwrote to restore
+            body = self.backward_block(statement.body, later_reads)
+            orelse = self.backward_block(statement.orelse, later_reads)
+            return self.restoring(
+                statement, gast.If(test=clone(statement.test), body=body, orelse=orelse)
+            )
         entry_defined, entry_owned = set(self.defined), set(self.owned)
         body = self.backward_block(statement.body, later_reads)
         body_defined, body_owned = self.defined, self.owned
@@ -551,7 +559,8 @@ class _Reverse:
         self.owned = (body_owned | (union - body_defined)) & (else_owned | (union - else_defined))
         self.owned = {n for n in self.owned if n in {self.adjoint(v) for v in union}}
         if not _has_code(body) and not _has_code(orelse):
-            return [s for s in body + orelse if _is_marker(s)]
+            restores = gast.If(test=clone(statement.test), body=body, orelse=orelse)
+            return self.restoring(statement, restores)
         test = clone(statement.test)
         if not _has_code(body):
             body, orelse = orelse, []
@@ -566,11 +575,25 @@ class _Reverse:
             self.owned.add(name)
         return result
 
+    def restoring(self, statement, block: gast.stmt) -> list[gast.stmt]:
+        """``block`` (an ``if`` or loop of the backward sweep) if it restores values that
+        ``statement``'s branches or iterations overwrote, else nothing. The restores must
+        run on the path, and as often as, the forward sweep saved them; ``block`` goes
+        when none of them turns out to be needed."""
+        if not any(_is_marker(s) for s in nested_statements([block])):
+            return []
+        for field in ("body", "orelse"):
+            inner = [s for s in getattr(block, field) if _is_marker(s)]
+            setattr(block, field, inner or ([gast.Pass()] if field == "body" else []))
+        block.s2s_restores_only = True
+        return [gast.copy_location(block, statement)]
+
     def backward_loop(self, loop, later_reads) -> list[gast.stmt]:
         written = set().union(*(names_written(s) for s in loop.body))
         read = set().union(*(names_read(s) for s in loop.body))
-        if not (written & self.activity.active):
-            return []
+        if not (written & self.activity.active):  # only values it overwrote to restore
+            body = self.backward_block(loop.body, later_reads | read)
+            return self.restoring(loop, self.reversed_loop(loop, body))
         local = _iteration_local(loop.body, frozenset(later_reads)) - self.defined
         carried = {v for v in (read - local) | (written & self.defined) if self.active(v)}
         carried |= {v for v in written & later_reads if self.active(v) and v in self.defined}
@@ -590,6 +613,10 @@ class _Reverse:
         self.counters = counters
         body += self.zeros_for(carried - self.defined)
         self.defined = outside
+        return [*before, self.reversed_loop(loop, body)]
+
+    def reversed_loop(self, loop, body: list[gast.stmt]) -> gast.For:
+        """The backward sweep's loop over ``loop``'s iterations, last first."""
         counter = getattr(loop, "_s2s_counter", None)
         if isinstance(loop, gast.While):
             header = gast.For(
@@ -614,7 +641,7 @@ class _Reverse:
                 orelse=[],
                 type_comment=None,
             )
-        return [*before, gast.copy_location(header, loop)]
+        return gast.copy_location(header, loop)
 
     # backward: statements -----------------------------------------------------------------
     def contribute(self, variable: str, value: gast.expr, like: gast.AST) -> list[gast.stmt]:

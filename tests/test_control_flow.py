@@ -159,7 +159,30 @@ def list_item_assignment(x, y):
     return np.sum(items[1]) + np.sum(items[2])
 
 
+def comprehension_variable_named_like_another(x, y):
+    k = 10.0  # the comprehension's k is its own, in Python 3
+    total = sum([x * k for k in range(3)])
+    return np.sum(total * y) * k
+
+
+def constant_work_after_a_loop(x, y):
+    # the later loop and branch only overwrite k, which the first loop's backward reads:
+    # they differentiate to nothing, but k must be restored on the same paths
+    k = 0.0
+    h = x * 1.0
+    while k < 3:
+        h = np.tanh(h) + y * k
+        k += 1
+    while k < 5:
+        k += 1
+    if np.sum(x) > 0:
+        k = -1.0
+    return np.sum(h * y)
+
+
 CONSTRUCTS = [
+    comprehension_variable_named_like_another,
+    constant_work_after_a_loop,
     branches,
     conditional_expression,
     range_loop,

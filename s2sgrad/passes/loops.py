@@ -8,6 +8,8 @@ loop variable. Comprehensions that build lists become loops that append.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import gast
 
 from s2sgrad.passes.names import NameGenerator
@@ -27,13 +29,15 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, is_builtin) ->
         # for i, v in enumerate(xs): ...   becomes
         # for i in range(len(xs)): v = xs[i]; ...
     """
-    node.body = _Loops(names, is_builtin).block(node.body)
+    uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
+    node.body = _Loops(names, is_builtin, uses).block(node.body)
 
 
 class _Loops:
-    def __init__(self, names: NameGenerator, is_builtin):
+    def __init__(self, names: NameGenerator, is_builtin, uses: Counter):
         self.names = names
         self.is_builtin = is_builtin
+        self.uses = uses  # how often each name occurs in the function
 
     def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
@@ -193,6 +197,7 @@ class _Comprehensions(gast.NodeTransformer):
         if len(node.generators) != 1 or node.generators[0].is_async:
             return node
         generator = node.generators[0]
+        self.keep_variables_apart(node)
         result = self.loops.names.fresh("items")
         append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))
         body: list[gast.stmt] = [located(append, self.statement)]
@@ -209,3 +214,17 @@ class _Comprehensions(gast.NodeTransformer):
         self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement))
         self.prefix.extend(self.loops.for_loop(loop))
         return load(result)
+
+    def keep_variables_apart(self, node) -> None:
+        """Rename the comprehension's variables that the function also uses elsewhere: in
+        Python they are the comprehension's own, and the loop it becomes must not change
+        (or read) the function's variable of that name."""
+        inside = Counter(n.id for n in walk(node) if type(n) is gast.Name)
+        generator = node.generators[0]
+        for variable in {n.id for n in walk(generator.target) if type(n) is gast.Name}:
+            if self.loops.uses[variable] > inside[variable]:
+                new = self.loops.names.claim(variable)
+                for part in (generator.target, node.elt, *generator.ifs):
+                    for name in walk(part):
+                        if type(name) is gast.Name and name.id == variable:
+                            name.id = new
