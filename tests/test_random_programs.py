@@ -59,6 +59,10 @@ UNARY = [
     "np.linalg.norm({a} + 3.0)",
     "np.prod(1.0 + 0.1 * {a})",
     "np.clip({a}, -10.0, 10.0)",
+    "{a}.T.T * 1.5",
+    "np.reshape({a}, np.shape({a})) ** 2",
+    "{a}.ravel().sum() + {a}",
+    "np.abs({a} + 2.0) ** 0.5",
 ]
 BINARY = [
     "{a} + {b}",
