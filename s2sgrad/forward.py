@@ -31,6 +31,7 @@ from s2sgrad.syntax import (
     load,
     method_receiver,
     names_read,
+    names_written,
     nested_statements,
     store,
     walk,
@@ -152,7 +153,7 @@ class _Forward:
                     "differentiated values directly; loop over range(len(...))"
                 )
             # a tangent the loop writes into is copied once, before it, not every iteration
-            rebound = _bound_names([statement])
+            rebound = names_written(statement)
             copies = sorted(
                 base
                 for base in _item_written([statement]) - rebound - self.owned
@@ -402,16 +403,6 @@ class _Forward:
 def _name(primitive) -> str:
     name = getattr(primitive, "__name__", None) or "primitive"
     return name if name.isidentifier() else "primitive"
-
-
-def _bound_names(statements: list[gast.stmt]) -> set[str]:
-    """The names that ``statements`` (and the blocks in them) bind."""
-    return {
-        node.id
-        for statement in statements
-        for node in walk(statement)
-        if type(node) is gast.Name and type(node.ctx) is gast.Store
-    }
 
 
 def _item_written(statements: list[gast.stmt]) -> set[str]:

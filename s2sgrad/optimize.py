@@ -658,8 +658,8 @@ class _IndexedBlock:
         self._update(position, old, facts_after_rename(old, old_name, new_name))
 
     def replace_by_literal(self, position: int, name: str, literal: gast.expr) -> None:
-        """Put a copy of the number or boolean ``literal`` where the statement at ``position`` reads
-        ``name``."""
+        """Put a copy of the number or boolean ``literal`` where the statement at
+        ``position`` reads ``name``."""
         old = self.facts[position]
         replace_reads(old.statement, name, literal, self.cache)
         self._update(position, old, facts_after_replacing_by_literal(old, name, _size(literal)))

@@ -24,7 +24,7 @@ import gast
 import numpy as np
 
 from s2sgrad.frontend import NOT_FOUND
-from s2sgrad.syntax import nested_statements, walk
+from s2sgrad.syntax import names_written, nested_statements, walk
 
 __all__ = ["shared_in_place_updates"]
 
@@ -178,7 +178,7 @@ class _Layout:
         while True:
             at = next(i for i, s in enumerate(block) if s is statement)
             for earlier in reversed(block[:at]):
-                if _binds(earlier, updated):
+                if updated in names_written(earlier):
                     single = type(earlier) is gast.Assign and len(earlier.targets) == 1
                     if single and type(earlier.targets[0]) is gast.Name:
                         fresh = not _sources(earlier.value, resolve)
@@ -188,19 +188,13 @@ class _Layout:
                 return None
             statement, block = self.owner[id(block)]
             if isinstance(statement, (gast.For, gast.While)):
-                if isinstance(statement, gast.For) and _binds(statement.target, updated):
+                if isinstance(statement, gast.For) and updated in names_written(statement.target):
                     return None
                 end = max(end, self._end_of(statement))
 
     def _end_of(self, statement: gast.stmt) -> int:
         """The position just after ``statement`` and everything nested in it."""
         return max(self.position[id(s)] for s in nested_statements([statement])) + 1
-
-
-def _binds(node: gast.AST, name: str) -> bool:
-    return any(
-        type(n) is gast.Name and type(n.ctx) is gast.Store and n.id == name for n in walk(node)
-    )
 
 
 def _containers(statements: list[gast.stmt]) -> set[str]:
