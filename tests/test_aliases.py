@@ -111,6 +111,29 @@ def test_the_tape_refuses_item_updates_of_plain_arrays(function):
         sg.grad(function, mode="tape")(*VECTOR)
 
 
+def given_together_then_updated(x):
+    v = x * 2.0
+    w = scaled(x, v)
+    v[0] = 1.0
+    return np.sum(x * v) + np.sum(w[1:])
+
+
+def test_a_function_given_two_arrays_does_not_make_them_share():
+    # w may be x or v, so reading w after v[0] = ... is refused; reading x is not
+    (x,) = VECTOR
+    with pytest.raises(sg.UnsupportedError, match="'w', read afterwards"):
+        sg.grad(given_together_then_updated, mode="s2s")(x)
+
+    def reads_x_and_v(x):
+        v = x * 2.0
+        _ = scaled(x, v)
+        v[0] = 1.0
+        return np.sum(x * v)
+
+    gradient = sg.grad(reads_x_and_v, mode="s2s")(x)
+    np.testing.assert_allclose(gradient, numeric_grad(reads_x_and_v, (x,), 0), rtol=1e-6)
+
+
 def alias_read_only_before(x):
     v = x * 2.0
     before = v
@@ -200,7 +223,18 @@ def written_in_a_branch_then_passed_on(x):
     return np.sum(np.sin(w))
 
 
-@pytest.mark.parametrize("function", [first_element_written, written_in_a_branch_then_passed_on])
+def passed_on_after_the_branch(x):
+    v = np.ones_like(x) * x + x
+    if np.ndim(v) > 0:
+        v[..., :1] = np.tanh(v[..., -1:]) * 2.0
+    _ = scaled(x, v)  # may return x or v; it does not make x and v one array
+    return np.sum(np.sin(v)) + 0.01 * np.sum(x)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [first_element_written, written_in_a_branch_then_passed_on, passed_on_after_the_branch],
+)
 def test_generated_code_updating_its_own_arrays_is_differentiated_again(function):
     # The gradient restores v[0] after reading dv, which unbroadcast(dv_1, v) made: the
     # helpers' results share only their cotangent argument. In the second, the user

@@ -8,9 +8,13 @@ it. Such code is refused with a message that says how to write it, rather than
 differentiated wrongly: an item update at once (only arrays and lists have items), and
 ``x op= v`` when it runs with an array in ``x`` (with a number it means ``x = x op v``).
 
-The analysis is deliberately simple and errs on the side of refusing: names are linked
-when one may be made from the other without copying, regardless of the order of
-statements, and unknown functions are taken to return their arguments.
+The analysis is deliberately simple and errs on the side of refusing. Each name gets the
+*origins* its value may have (the arrays the code makes, and values from outside), through
+every binding that may pass a value on without copying, regardless of the order of
+statements; unknown functions are taken to return any of their arguments. Two names may
+share memory when their origins meet. Only when the updated array was made anew earlier
+in the same or an enclosing block (``v = np.zeros(3)``) is order used: then only what
+was made from it since can share it.
 """
 
 from __future__ import annotations
@@ -87,17 +91,17 @@ def shared_in_place_updates(
     if not updates:
         return {}
     containers = _containers(statements)
-    everywhere = _grouped(statements, resolve, containers)
+    everywhere = _Sharing(statements, resolve, containers, _parameters(function))
     layout = _Layout(function.body, statements)
     loops = _loop_spans(statements)
     found = {}
     for index, update, updated in updates:
         since = layout.made_since(update, updated, index, resolve)
         if since is None:
-            groups = everywhere
+            sharing = everywhere.with_(updated)
         else:  # only what was made from the new array since can share it
-            groups = _grouped(statements[since[0] : since[1]], resolve, containers)
-        sharing = groups.members(updated) - {updated}
+            made = statements[since[0] : since[1]]
+            sharing = _Sharing(made, resolve, containers, {updated}).with_(updated)
         read, later = next(
             (
                 (read, later)
@@ -135,16 +139,6 @@ def _updated(statement: gast.stmt) -> str | None:
         if type(target) is gast.Subscript and type(_base(target)) is gast.Name:
             return _base(target).id
     return None
-
-
-def _grouped(statements: list[gast.stmt], resolve, containers: set[str]) -> _Groups:
-    """The names that the bindings and stores of ``statements`` may make share memory."""
-    groups = _Groups()
-    for statement in statements:
-        for name, sources in _links(statement, resolve, containers):
-            for source in sources:
-                groups.join(name, source)
-    return groups
 
 
 class _Layout:
@@ -225,24 +219,50 @@ _SYMBOLS = {
 }
 
 
-class _Groups:
-    """Names that may share memory, as groups (union-find)."""
+class _Sharing:
+    """Which names may share memory: each name's possible *origins* (the arrays the code
+    makes, named after the variable they are first bound to, and the values that come from
+    outside: parameters, globals), from the bindings and stores of ``statements`` in any
+    order. ``w = f(x, v)`` gives ``w`` the origins of both, without making ``x`` and ``v``
+    share: the analysis follows where values come from, not which names met.
 
-    def __init__(self):
-        self.parent: dict[str, str] = {}
+    Example::
 
-    def find(self, name: str) -> str:
-        parent = self.parent.setdefault(name, name)
-        if parent != name:
-            parent = self.parent[name] = self.find(parent)
-        return parent
+        _Sharing(statements, None, set(), {"x"}).with_("v")  # {"w"} after w = v
+    """
 
-    def join(self, a: str, b: str) -> None:
-        self.parent[self.find(a)] = self.find(b)
+    def __init__(self, statements, resolve, containers: set[str], outside: set[str]):
+        links = [link for s in statements for link in _links(s, resolve, containers)]
+        self.origins = {name: {name} for name in outside}
+        for name, _ in links:
+            self.origins.setdefault(name, set())
+        names = set(self.origins) | {source for _, sources in links for source in sources}
+        self.names = names
+        changed = True
+        while changed:
+            changed = False
+            for name, sources in links:
+                new = set().union(*map(self.of, sources)) if sources else {name}
+                if not new <= self.origins[name]:
+                    self.origins[name] |= new
+                    changed = True
 
-    def members(self, name: str) -> set[str]:
-        root = self.find(name)
-        return {n for n in self.parent if self.find(n) == root}
+    def of(self, name: str) -> set[str]:
+        """The origins of ``name``'s values (a name nothing here binds is its own)."""
+        origins = self.origins.get(name)
+        return {name} if origins is None else origins
+
+    def with_(self, name: str) -> set[str]:
+        """The other names whose values may share memory with ``name``'s."""
+        mine = self.of(name)
+        return {n for n in self.names if n != name and not self.of(n).isdisjoint(mine)}
+
+
+def _parameters(function: gast.FunctionDef) -> set[str]:
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return {a.id for a in every if type(a) is gast.Name}
 
 
 def _links(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[str, set[str]]]:
