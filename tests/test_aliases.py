@@ -111,27 +111,40 @@ def test_the_tape_refuses_item_updates_of_plain_arrays(function):
         sg.grad(function, mode="tape")(*VECTOR)
 
 
+def either_of(a, b):
+    return a if np.sum(a) > np.sum(b) else b
+
+
 def given_together_then_updated(x):
     v = x * 2.0
-    w = scaled(x, v)
+    w = either_of(x, v)
     v[0] = 1.0
     return np.sum(x * v) + np.sum(w[1:])
 
 
-def test_a_function_given_two_arrays_does_not_make_them_share():
-    # w may be x or v, so reading w after v[0] = ... is refused; reading x is not
+def given_together_read_apart(x):
+    v = x * 2.0
+    _ = either_of(x, v)
+    v[0] = 1.0
+    return np.sum(x * v)
+
+
+def made_new_by_a_function(x):
+    v = x * 2.0
+    w = scaled(x, v)  # its source shows a new array: w shares neither
+    v[0] = 1.0
+    return np.sum(x * v) + np.sum(w)
+
+
+def test_what_a_function_returns_is_read_from_its_source():
+    # either_of may return x or v, so reading w after v[0] = ... is refused; it does not
+    # make x and v share, so reading x is not; scaled returns a new array
     (x,) = VECTOR
     with pytest.raises(sg.UnsupportedError, match="'w', read afterwards"):
         sg.grad(given_together_then_updated, mode="s2s")(x)
-
-    def reads_x_and_v(x):
-        v = x * 2.0
-        _ = scaled(x, v)
-        v[0] = 1.0
-        return np.sum(x * v)
-
-    gradient = sg.grad(reads_x_and_v, mode="s2s")(x)
-    np.testing.assert_allclose(gradient, numeric_grad(reads_x_and_v, (x,), 0), rtol=1e-6)
+    for function in (given_together_read_apart, made_new_by_a_function):
+        gradient = sg.grad(function, mode="s2s")(x)
+        np.testing.assert_allclose(gradient, numeric_grad(function, (x,), 0), rtol=1e-6)
 
 
 def alias_read_only_before(x):

@@ -11,23 +11,26 @@ differentiated wrongly: an item update at once (only arrays and lists have items
 The analysis is deliberately simple and errs on the side of refusing. Each name gets the
 *origins* its value may have (the arrays the code makes, and values from outside), through
 every binding that may pass a value on without copying, regardless of the order of
-statements; unknown functions are taken to return any of their arguments. Two names may
-share memory when their origins meet. Only when the updated array was made anew earlier
-in the same or an enclosing block (``v = np.zeros(3)``) is order used: then only what
-was made from it since can share it.
+statements. A Python function called is read (the same analysis on its source) for the
+arguments its result may share; one without source is taken to return any of them. Two
+names may share memory when their origins meet. Only when the updated array was made
+anew earlier in the same or an enclosing block (``v = np.zeros(3)``) is order used: then
+only what was made from it since can share it.
 """
 
 from __future__ import annotations
 
 import builtins
+import inspect
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import gast
 import numpy as np
 
-from s2sgrad.frontend import NOT_FOUND
+from s2sgrad.frontend import NOT_FOUND, parse_function
 from s2sgrad.syntax import names_written, nested_statements, walk
 
 __all__ = ["shared_in_place_updates"]
@@ -341,7 +344,72 @@ def _call_sources(call: gast.Call, resolve) -> set[str]:
             return set()
         if type(_base(func.value)) is gast.Name and not _is_module(func.value, resolve):
             return set()  # x.sum(), x.dot(w): array methods make new arrays
-    return every  # a function of the user's: it may return what it was given
+    if isinstance(target, types.FunctionType):  # a function of the user's, or generated
+        returned = _returned_parameters(target)
+        if returned is not None:
+            chosen = _arguments_for(call, target, returned)
+            return set().union(*(_sources(a, resolve) for a in chosen))
+    return every  # it may return what it was given
+
+
+# code object -> the parameters whose values the function's result may share (None: unknown)
+_SUMMARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SUMMARISING: set = set()
+
+
+def _returned_parameters(function: types.FunctionType) -> frozenset[str] | None:
+    """The parameters of ``function`` whose values its result may share, from the same
+    analysis run on its source; None when that cannot be told (no source, ``*args``,
+    a generator, a function that calls itself).
+
+    Example::
+
+        def helper(a, b):
+            return a * np.sin(b), (a,)
+
+        _returned_parameters(helper)  # frozenset({'a'})
+    """
+    code = function.__code__
+    if code in _SUMMARIES:
+        return _SUMMARIES[code]
+    if code in _SUMMARISING:
+        return None
+    _SUMMARISING.add(code)
+    try:
+        summary = _summary(function)
+    finally:
+        _SUMMARISING.discard(code)
+    _SUMMARIES[code] = summary
+    return summary
+
+
+def _summary(function: types.FunctionType) -> frozenset[str] | None:
+    flags = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR
+    if function.__code__.co_flags & flags:
+        return None
+    try:
+        parsed = parse_function(function)
+    except Exception:  # no source, or source the transformer cannot read
+        return None
+    statements = list(nested_statements(parsed.node.body))
+    parameters = _parameters(parsed.node)
+    sharing = _Sharing(statements, parsed.resolve, _containers(statements), parameters)
+    returned: set[str] = set()
+    for statement in statements:
+        if type(statement) is gast.Return and statement.value is not None:
+            for name in _sources(statement.value, parsed.resolve):
+                returned |= sharing.of(name)
+    return frozenset(returned & parameters)
+
+
+def _arguments_for(call: gast.Call, function: types.FunctionType, parameters) -> list:
+    """The arguments of ``call`` that go to ``parameters`` of ``function`` (all of them
+    where ``*`` or ``**`` hides which is which)."""
+    if any(type(a) is gast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+        return [*call.args, *(k.value for k in call.keywords)]
+    positional = function.__code__.co_varnames[: function.__code__.co_argcount]
+    chosen = [a for a, p in zip(call.args, positional) if p in parameters]
+    return chosen + [k.value for k in call.keywords if k.arg in parameters]
 
 
 def _resolved(func: gast.expr, resolve) -> Any:
