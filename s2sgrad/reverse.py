@@ -583,7 +583,7 @@ class _Reverse:
         if not any(_is_marker(s) for s in nested_statements([block])):
             return []
         for field in ("body", "orelse"):
-            inner = [s for s in getattr(block, field) if _is_marker(s)]
+            inner = [s for s in getattr(block, field) if _restores(s)]
             setattr(block, field, inner or ([gast.Pass()] if field == "body" else []))
         block.s2s_restores_only = True
         return [gast.copy_location(block, statement)]
@@ -1275,6 +1275,11 @@ def _marker_key(statement, prefix: str) -> int | None:
 def _is_marker(statement) -> bool:
     text = string_statement(statement)
     return text is not None and text.startswith(("__s2s_pop__:", "__s2s_push__:"))
+
+
+def _restores(statement) -> bool:
+    """Whether ``statement`` is a restore, or a branch or loop made to run restores."""
+    return _is_marker(statement) or getattr(statement, "s2s_restores_only", False)
 
 
 def _has_code(statements) -> bool:

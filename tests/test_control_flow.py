@@ -180,6 +180,28 @@ def constant_work_after_a_loop(x, y):
     return np.sum(h * y)
 
 
+def constant_in_x_loop_with_a_branch(x, y):
+    # with respect to x alone, the second loop and its branch differentiate to nothing,
+    # but they overwrite w, which the backward sweep reads: the pops keep their shape
+    h = x * 1.0
+    for i in range(1):
+        h = h * 0.5 + np.sin(x) * (i + 1)
+    w = np.sin(y) * 1.0
+    for i in range(2):
+        if i % 2 == 1:
+            continue
+        w = np.sin(w) * y
+    return np.sum(np.sin(h * w))
+
+
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_a_loop_constant_in_the_argument_still_restores_what_it_overwrote(wrt):
+    x, y = POINTS[0]
+    gradient = call_twice(sg.grad(constant_in_x_loop_with_a_branch, wrt=wrt, mode="s2s"), x, y)
+    expected = numeric_grad(constant_in_x_loop_with_a_branch, [x, y], wrt)
+    assert_close(gradient, expected, rtol=1e-5, atol=1e-6)
+
+
 CONSTRUCTS = [
     comprehension_variable_named_like_another,
     constant_work_after_a_loop,
