@@ -28,6 +28,7 @@ from s2sgrad.syntax import (
     clone,
     comment,
     constant,
+    item_target_base,
     load,
     method_receiver,
     names_read,
@@ -407,10 +408,4 @@ def _name(primitive) -> str:
 
 def _item_written(statements: list[gast.stmt]) -> set[str]:
     """The variables that ``statements`` (and the blocks in them) write items of."""
-    return {
-        statement.targets[0].value.id
-        for statement in nested_statements(statements)
-        if type(statement) is gast.Assign
-        and type(statement.targets[0]) is gast.Subscript
-        and type(statement.targets[0].value) is gast.Name
-    }
+    return {b for s in nested_statements(statements) if (b := item_target_base(s)) is not None}

@@ -36,6 +36,7 @@ from s2sgrad.syntax import (
     clone,
     comment,
     constant,
+    item_target_base,
     load,
     method_receiver,
     names_read,
@@ -1072,9 +1073,8 @@ def _names_written_in_loops(statements) -> set[str]:
 
 
 def _mutated_base(statement) -> str | None:
-    if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Subscript):
-        base = statement.targets[0].value
-        return base.id if isinstance(base, gast.Name) else None
+    if isinstance(statement, gast.Assign):
+        return item_target_base(statement)
     if isinstance(statement, gast.Expr):
         return method_receiver(statement.value, "append") or method_receiver(statement.value, "pop")
     return None

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 import gast
 
 __all__ = [
+    "item_target_base",
     "load",
     "store",
     "constant",
@@ -365,6 +366,14 @@ def nested_statements(body: list[gast.stmt]):
             inner = getattr(statement, field, None)
             if isinstance(inner, list):
                 yield from nested_statements(inner)
+
+
+def item_target_base(statement: gast.stmt) -> str | None:
+    """``name`` when ``statement`` is the item assignment ``name[index] = value``."""
+    if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Subscript:
+        base = statement.targets[0].value
+        return base.id if type(base) is gast.Name else None
+    return None
 
 
 def method_receiver(value: gast.AST, method: str) -> str | None:
