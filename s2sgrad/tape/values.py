@@ -135,8 +135,7 @@ class TapeValue:
                 f"{where(*_position(frame))}: writing a value being differentiated into an "
                 "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
                 "records operations on values, and this changes an array in place. Build the "
-                "array with np.stack, np.concatenate or np.where instead, or differentiate the "
-                "function by source transformation (mode='s2s'), which handles item assignment."
+                f"array with np.stack, np.concatenate or np.where instead, or {_USE_S2S}."
             )
         raise NonDifferentiableError(
             f"{where(*_position(frame))}: {what} of a value being differentiated on the tape "
@@ -148,9 +147,7 @@ class TapeValue:
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
-            "build the new array with np.where, np.concatenate or np.stack instead, or "
-            "differentiate the function by source transformation (mode='s2s'), which handles "
-            "item assignment."
+            f"build the new array with np.where, np.concatenate or np.stack instead, or {_USE_S2S}."
         )
 
     def _in_place(self, other: Any) -> Any:
@@ -667,12 +664,11 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
             raise NonDifferentiableError(
                 f"{where(*_position(frame))}: 'a {symbol} ...' updates a plain array in place "
                 "with a value being differentiated, which the tape cannot record. Write "
-                f"'a = a {symbol[:-1]} ...' to make a new array, or differentiate the function "
-                "by source transformation (mode='s2s'), which handles the update."
+                f"'a = a {symbol[:-1]} ...' to make a new array, or {_USE_S2S}."
             )
         raise NonDifferentiableError(
-            f"{user_location()}: {describe(primitive)}(..., out=...) writes in place, which "
-            "cannot be differentiated; drop out= and use the returned value."
+            f"{where(*_position(frame))}: {describe(primitive)}(..., out=...) writes in place, "
+            "which cannot be differentiated; drop out= and use the returned value."
         )
     if _contains_tape_value(kwargs.get("out") or ()):
         raise TypeError(f"{user_location()}: tape values are immutable; out= cannot be one.")
@@ -680,6 +676,9 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
 
 
 # Error messages ----------------------------------------------------------------------------
+
+# what to do instead of an in-place write the tape cannot record
+_USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
 
 _SKIPPED_DIRS = (
     os.path.dirname(s2sgrad.__file__) + os.sep,
