@@ -240,7 +240,7 @@ def passed_on_after_the_branch(x):
     v = np.ones_like(x) * x + x
     if np.ndim(v) > 0:
         v[..., :1] = np.tanh(v[..., -1:]) * 2.0
-    _ = scaled(x, v)  # may return x or v; it does not make x and v one array
+    _ = scaled(x, v)  # a new array, as its source shows; x and v stay apart either way
     return np.sum(np.sin(v)) + 0.01 * np.sum(x)
 
 
@@ -250,9 +250,9 @@ def passed_on_after_the_branch(x):
 )
 def test_generated_code_updating_its_own_arrays_is_differentiated_again(function):
     # The gradient restores v[0] after reading dv, which unbroadcast(dv_1, v) made: the
-    # helpers' results share only their cotangent argument. In the second, the user
-    # functions' VJPs (taken to return what they are given) link x and v, but only after
-    # v was made anew, before the branch that writes into it.
+    # helpers' results share only their cotangent argument. In the others v is made anew
+    # outside the branch that writes into it, and the user functions' VJPs, read from
+    # their source, return new arrays: neither x nor a cotangent shares v's memory.
     (x,) = VECTOR
     along = np.array([1.0, -2.0, 0.5])
     (product,) = sg.hvp(function, (x,), (along,))
