@@ -13,6 +13,7 @@ Example::
 """
 
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
+from s2sgrad.checking import check_grads
 from s2sgrad.controls import (
     checkpoint,
     custom_gradient,
@@ -34,6 +35,7 @@ __all__ = [
     "jacfwd",
     "hessian",
     "hvp",
+    "check_grads",
     "stop_gradient",
     "without_derivative",
     "derivative",

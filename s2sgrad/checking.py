@@ -1,0 +1,216 @@
+"""Check a function's derivatives against central finite differences.
+
+``check_grads`` is the oracle the project's own tests use, and users can run it on their
+code: reverse mode (``vjp``) and forward mode (``jvp``) are compared entry by entry with
+central differences in float64, and ``order=2`` checks the derivative functions again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import linecache
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.api import grad, jvp, vjp
+from s2sgrad.tape.structures import flatten
+
+__all__ = ["check_grads"]
+
+MODES = ("rev", "fwd")
+
+
+def check_grads(
+    f: Callable,
+    *args: Any,
+    modes: Sequence[str] = MODES,
+    order: int = 2,
+    mode: str = "auto",
+    step: float = 1e-6,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    seed: int = 0,
+) -> None:
+    """Check ``f``'s derivatives at ``args`` against central differences.
+
+    ``modes`` picks reverse mode (``"rev"``: a vector-Jacobian product with a random
+    cotangent) and forward mode (``"fwd"``: a Jacobian-vector product with random
+    tangents); ``order=2`` also checks the derivatives of the gradient. ``mode`` is the
+    engine (``"auto"``, ``"s2s"`` or ``"tape"``). Arguments holding integers or booleans
+    are held fixed. Raises ``AssertionError`` naming the worst entry.
+
+    Example::
+
+        sg.check_grads(lambda x: np.sum(np.sin(x) ** 2), np.linspace(0, 1, 4))
+    """
+    for kind in modes:
+        if kind not in MODES:
+            raise ValueError(f"modes must be taken from {MODES}, not {kind!r}")
+    if order < 1:
+        raise ValueError(f"order must be 1 or more, not {order}")
+    rng = np.random.default_rng(seed)
+    positions = [i for i, a in enumerate(args) if _is_float_structure(a)]
+    if not positions:
+        raise TypeError("check_grads needs at least one argument holding floats")
+    if "rev" in modes:
+        _check_reverse(f, args, positions, mode, step, rtol, atol, rng)
+    if "fwd" in modes:
+        _check_forward(f, args, positions, mode, step, rtol, atol, rng)
+    if order > 1:
+        cotangent = _random_like(f(*args), rng)
+        first = grad(_projected(f, cotangent, len(args)), wrt=tuple(positions), mode=mode)
+        check_grads(
+            first,
+            *args,
+            modes=modes,
+            order=order - 1,
+            mode=mode,
+            step=step,
+            rtol=rtol,
+            atol=atol,
+            seed=seed + 1,
+        )
+
+
+def _check_reverse(f, args, positions, mode, step, rtol, atol, rng) -> None:
+    out, pullback = vjp(f, *args, mode=mode)
+    cotangent = _random_like(out, rng)
+    analytic = pullback(cotangent)
+    for position in positions:
+        numeric = _numeric_gradient(
+            lambda value, p=position: _inner(cotangent, f(*_replaced(args, p, value))),
+            args[position],
+            step,
+        )
+        _compare(analytic[position], numeric, f"reverse mode, argument {position}", rtol, atol)
+
+
+def _check_forward(f, args, positions, mode, step, rtol, atol, rng) -> None:
+    tangents = [_random_like(a, rng) if i in positions else None for i, a in enumerate(args)]
+    _, analytic = jvp(f, args, tangents, mode=mode)
+
+    def moved(scale):
+        return f(*[_axpy(scale, t, a) if t is not None else a for a, t in zip(args, tangents)])
+
+    up, down = _float_leaves(moved(step)), _float_leaves(moved(-step))
+    numeric = [(u - d) / (2 * step) for u, d in zip(up, down)]
+    _compare(analytic, numeric, "forward mode, output", rtol, atol)
+
+
+def _numeric_gradient(evaluate: Callable[[Any], float], x: Any, step: float) -> list:
+    """Central differences of a scalar function of the structure ``x``, one array per leaf."""
+    leaves, rebuild = flatten(x)
+    gradients = []
+    for index, leaf in enumerate(leaves):
+        base = np.array(leaf, dtype=np.float64)
+        gradient = np.zeros_like(base)
+        for entry in np.ndindex(base.shape):
+            values = []
+            for sign in (1, -1):
+                moved = base.copy()
+                moved[entry] += sign * step
+                trial = list(leaves)
+                trial[index] = moved if np.ndim(leaf) else float(moved)
+                values.append(evaluate(rebuild(trial)))
+            gradient[entry] = (values[0] - values[1]) / (2 * step)
+        gradients.append(gradient)
+    return gradients
+
+
+def _compare(analytic: Any, numeric: list, what: str, rtol: float, atol: float) -> None:
+    analytic_leaves = _float_leaves(analytic)
+    if len(analytic_leaves) != len(numeric):
+        raise AssertionError(
+            f"{what}: the derivative has {len(analytic_leaves)} parts, expected {len(numeric)}"
+        )
+    for leaf, (a, n) in enumerate(zip(analytic_leaves, numeric)):
+        a = np.asarray(a, dtype=np.float64)
+        if a.shape != n.shape:
+            raise AssertionError(f"{what}, leaf {leaf}: shape {a.shape}, expected {n.shape}")
+        error = np.abs(a - n) - (atol + rtol * np.abs(n))
+        if error.size and np.nanmax(np.where(np.isnan(a), np.inf, error)) > 0:
+            worst = np.unravel_index(np.argmax(np.where(np.isnan(a), np.inf, error)), a.shape)
+            raise AssertionError(
+                f"{what}, leaf {leaf}, entry {tuple(int(i) for i in worst)}: derivative "
+                f"{float(a[worst])!r}, central differences {float(n[worst])!r}"
+            )
+
+
+def _projected(f: Callable, cotangent: Any, arity: int) -> Callable:
+    """``lambda *xs: <cotangent, f(*xs)>``, written as plain source so it can be transformed.
+
+    Its parameters are named, and each output leaf is read by its path, because the
+    transformer reads the function's source.
+    """
+    parameters = ", ".join(f"x{i}" for i in range(arity))
+    paths = _leaf_paths(cotangent)
+    terms = " + ".join(f"np.sum(cotangent{path} * out{path})" for path in paths) or "0.0"
+    filename = f"<s2sgrad check_grads projection {next(_projections)}>"
+    source = f"def projected({parameters}):\n    out = f({parameters})\n    return {terms}\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {"np": np, "f": f, "cotangent": cotangent}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace["projected"]
+
+
+_projections = itertools.count()
+
+
+def _leaf_paths(tree: Any, prefix: str = "") -> list[str]:
+    if isinstance(tree, dict):
+        return [p for k in tree for p in _leaf_paths(tree[k], f"{prefix}[{k!r}]")]
+    if isinstance(tree, (list, tuple)):
+        return [p for i, v in enumerate(tree) for p in _leaf_paths(v, f"{prefix}[{i}]")]
+    return [prefix] if _is_float_leaf(tree) else []
+
+
+def _inner(cotangent: Any, out: Any) -> float:
+    return float(
+        sum(np.sum(np.multiply(c, o)) for c, o in zip(_float_leaves(cotangent), _float_leaves(out)))
+    )
+
+
+def _random_like(tree: Any, rng: np.random.Generator) -> Any:
+    leaves, rebuild = flatten(tree)
+    return rebuild([_random_leaf(leaf, rng) for leaf in leaves])
+
+
+def _random_leaf(leaf: Any, rng: np.random.Generator) -> Any:
+    if not _is_float_leaf(leaf):
+        return None
+    if np.ndim(leaf) == 0 and not isinstance(leaf, np.ndarray):
+        return float(rng.normal())
+    return rng.normal(size=np.shape(leaf)).astype(np.result_type(leaf))
+
+
+def _axpy(scale: float, tangent: Any, value: Any) -> Any:
+    t_leaves, _ = flatten(tangent)
+    v_leaves, rebuild = flatten(value)
+    return rebuild([v if t is None else v + scale * t for t, v in zip(t_leaves, v_leaves)])
+
+
+def _replaced(args: tuple, position: int, value: Any) -> list:
+    trial = list(args)
+    trial[position] = value
+    return trial
+
+
+def _float_leaves(tree: Any) -> list[np.ndarray]:
+    leaves, _ = flatten(tree)
+    return [np.asarray(leaf, dtype=np.float64) for leaf in leaves if _is_float_leaf(leaf)]
+
+
+def _is_float_leaf(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and dtype.kind == "f"
+
+
+def _is_float_structure(value: Any) -> bool:
+    leaves, _ = flatten(value)
+    return bool(leaves) and all(_is_float_leaf(leaf) for leaf in leaves)

@@ -1,0 +1,84 @@
+"""sg.check_grads: it passes right derivatives and catches wrong ones, in every engine."""
+
+import numpy as np
+import pytest
+
+import s2sgrad as sg
+
+rng = np.random.default_rng(7)
+
+
+def layer(x, W):
+    return np.tanh(x @ W)
+
+
+def weighted(params, power):
+    return np.sum(params["a"] ** power) + params["b"][0] * params["b"][1]
+
+
+def sine_energy(x):
+    return np.sum(np.sin(x) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize(
+    "function, args",
+    [
+        (layer, (rng.normal(size=(2, 3)), rng.normal(size=(3, 4)))),
+        (sine_energy, (0.3,)),
+        (sine_energy, (rng.normal(size=(2, 1, 3)),)),
+        (weighted, ({"a": rng.normal(size=3), "b": [1.0, 2.0]}, 3)),
+    ],
+)
+def test_right_derivatives_pass_to_first_order(mode, function, args):
+    sg.check_grads(function, *args, order=1, mode=mode)
+
+
+@pytest.mark.parametrize(
+    "mode",
+    [
+        pytest.param(
+            "s2s",
+            marks=pytest.mark.xfail(
+                strict=True, raises=TypeError, reason="grad of grad through a called helper"
+            ),
+        ),
+        "tape",
+    ],
+)
+def test_right_derivatives_pass_to_second_order(mode):
+    sg.check_grads(layer, rng.normal(size=(2, 3)), rng.normal(size=(3, 2)), order=2, mode=mode)
+    sg.check_grads(sine_energy, rng.normal(size=4), order=2, mode=mode)
+
+
+@sg.custom_gradient
+def sine_with_wrong_derivative(x):
+    return np.sin(x), lambda g: g * 2.0
+
+
+def uses_wrong_derivative(x):
+    return np.sum(sine_with_wrong_derivative(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_a_wrong_derivative_is_caught_with_its_worst_entry(mode):
+    with pytest.raises(AssertionError, match=r"entry \(\d*,?\): derivative"):
+        sg.check_grads(
+            uses_wrong_derivative, np.array([0.5, -0.2, 1.0]), modes=("rev",), order=1, mode=mode
+        )
+
+
+def test_integer_arguments_are_held_fixed():
+    sg.check_grads(weighted, {"a": np.array([0.3, 1.2]), "b": [0.5, 2.0]}, 4, order=1)
+
+
+def test_a_custom_derivative_without_forward_rule_is_refused_in_forward_mode():
+    with pytest.raises(sg.NonDifferentiableError, match="jvp="):
+        sg.check_grads(uses_wrong_derivative, np.ones(2), modes=("fwd",), order=1, mode="s2s")
+
+
+def test_needs_a_float_argument_and_known_modes():
+    with pytest.raises(TypeError, match="floats"):
+        sg.check_grads(lambda n: n * 2, 3)
+    with pytest.raises(ValueError, match="modes"):
+        sg.check_grads(sine_energy, 0.3, modes=("backward",))
