@@ -167,6 +167,7 @@ class _Reverse:
         self.in_loops = _names_written_in_loops(statements)
         self.mutated = _mutated_names(statements)
         self.lists = _list_names(statements)
+        self.integers = _integer_names(statements)
         self.entries_read = _entries_read(body)
         self.check_mutations(statements)
         forward = self.forward_block(statements, in_loop=False)
@@ -784,7 +785,8 @@ class _Reverse:
         return block
 
     def backward_item_assignment(self, statement: gast.Assign) -> list[gast.stmt]:
-        """``y[index] = v``: v receives dy[index]; dy[index] is then zero."""
+        """``y[index] = v``: v receives dy[index] (where an index repeats an element, only
+        at its last write, the one NumPy keeps); dy[index] is then zero."""
         target = statement.targets[0]
         base = target.value.id
         if base not in self.defined or not self.active(base):
@@ -794,8 +796,11 @@ class _Reverse:
         adjoint = self.adjoint(base)
         block: list[gast.stmt] = []
         value = statement.value
-        part = gast.Subscript(value=load(adjoint), slice=clone(target.slice), ctx=gast.Load())
-        part = call(self.helper("snapshot"), [part])  # the buffer is zeroed in place next
+        if base in self.lists or _basic_index(target.slice, self.counters | self.integers):
+            part = gast.Subscript(value=load(adjoint), slice=clone(target.slice), ctx=gast.Load())
+            part = call(self.helper("snapshot"), [part])  # the buffer is zeroed in place next
+        else:  # an integer array may write an element twice: only the last write counts
+            part = call(self.helper("assigned_cotangent"), [load(adjoint), index])
         if isinstance(value, gast.Name) and self.active(value.id):
             contribution = call(self.helper("unbroadcast"), [part, load(value.id)])
             block.extend(self.contribute(value.id, contribution, statement))
@@ -1163,6 +1168,49 @@ def _entries_read(body: list[gast.stmt]) -> dict[str, set]:
             else:
                 other_uses.add(node.id)
     return {name: keys for name, keys in read.items() if name not in other_uses}
+
+
+def _integer_names(statements) -> set[str]:
+    """Variables that only ever hold Python integers: ``range`` loop counters, and integer
+    arithmetic of them and of literals (``t = i + 1``) that is their only binding."""
+    bindings: dict[str, list] = {}
+    for statement in nested_statements(statements):
+        kind = type(statement)
+        if kind is gast.Assign and len(statement.targets) == 1:
+            if type(statement.targets[0]) is gast.Name:
+                bindings.setdefault(statement.targets[0].id, []).append(statement.value)
+        elif kind is gast.For and _range_targets(statement) and type(statement.target) is gast.Name:
+            bindings.setdefault(statement.target.id, []).append(None)  # None: a counter
+    stores = Counter(
+        n.id
+        for statement in statements
+        for n in walk(statement)
+        if type(n) is gast.Name and type(n.ctx) is gast.Store
+    )
+    candidates = {n: values for n, values in bindings.items() if stores[n] == len(values)}
+    found: set[str] = set()
+    while True:
+        more = {
+            n
+            for n, values in candidates.items()
+            if n not in found and all(v is None or _integer_arithmetic(v, found) for v in values)
+        }
+        if not more:
+            return found
+        found |= more
+
+
+def _integer_arithmetic(node: gast.expr, integers: set[str]) -> bool:
+    kind = type(node)
+    if kind is gast.Constant:
+        return type(node.value) is int
+    if kind is gast.Name:
+        return node.id in integers
+    if kind is gast.UnaryOp and type(node.op) in (gast.USub, gast.UAdd):
+        return _integer_arithmetic(node.operand, integers)
+    if kind is gast.BinOp and type(node.op) in (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv):
+        return all(_integer_arithmetic(side, integers) for side in (node.left, node.right))
+    return False
 
 
 def _range_targets(loop) -> set[str]:

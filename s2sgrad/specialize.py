@@ -721,6 +721,24 @@ def _index_cotangent(node, args, result, namespace):
     return None
 
 
+def _assigned_cotangent(node, args, result, namespace):
+    """A basic index writes each element once: the cotangent is ``snapshot(g[index])``."""
+    g, index = args
+    if g.kind != "array" or index.kind not in ("basic index", "int"):
+        return None
+    part = gast.Subscript(value=node.args[0], slice=node.args[1], ctx=gast.Load())
+    return call(load(_helper_name(namespace, runtime.snapshot)), [part])
+
+
+def _helper_name(namespace: dict, helper) -> str:
+    for name, value in namespace.items():
+        if value is helper:
+            return name
+    name = f"_{helper.__name__}"
+    namespace[name] = helper
+    return name
+
+
 def _uncovered(index: tuple, shape: tuple) -> list[gast.expr] | None:
     """The slices of an array of ``shape`` that ``a[index] = v`` leaves untouched, as
     subscripts (``[:1]``, ``[-1:]``); None unless ``index`` is one contiguous slice of the
@@ -889,6 +907,7 @@ def _specialisers() -> dict[int, Callable]:
     }
     if hasattr(runtime, "index_cotangent"):
         table[runtime.index_cotangent] = _index_cotangent
+        table[runtime.assigned_cotangent] = _assigned_cotangent
     if hasattr(runtime, "matmul_cotangent_a"):
         table[runtime.matmul_cotangent_a] = _matmul_cotangent_a
         table[runtime.matmul_cotangent_b] = _matmul_cotangent_b

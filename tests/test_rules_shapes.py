@@ -17,9 +17,11 @@ from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import (
     as_gradient,
+    assigned_cotangent,
     dict_entry,
     index_cotangent,
     join_like,
+    only_last_writes,
     pack_like,
     ravel_positions,
     split_like,
@@ -268,6 +270,11 @@ HELPER_CASES = [
     case(index_cotangent, r(3), r(6), np.array([0, 2, 2])),
     case(index_cotangent, r(2, 2), r(3, 4), (slice(1, None), slice(None, None, -2))),
     case(index_cotangent, r(2, 4), r(3, 4), np.array([True, False, True])),
+    case(assigned_cotangent, r(5), np.array([0, 2, 2, -5])),
+    case(assigned_cotangent, r(3, 4), (slice(None), [1, 1])),
+    case(assigned_cotangent, r(3, 4), (slice(1, None), 2)),
+    case(only_last_writes, r(4), (5,), [0, 2, 2, -5]),
+    case(only_last_writes, r(2, 3), (3, 4), ([[0], [0]], [1, 1, 3])),
     case(join_like, [r(2, 3), r(1, 3)], np.zeros((3, 3)), [np.zeros((2, 3)), np.zeros((1, 3))]),
     case(join_like, [r(2), r(1, 2)], np.zeros(4), [np.zeros(2), np.zeros((1, 2))], None),
     case(join_like, [r(3), r(3)], np.zeros((3, 2)), [np.zeros(3), np.zeros(3)], -1),

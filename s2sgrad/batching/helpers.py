@@ -133,6 +133,27 @@ def _index_cotangent(g: Any, x: Any, index: Any) -> Any:
     return BatchedValue(cotangent)
 
 
+@_rule_for(runtime.assigned_cotangent)
+def _assigned_cotangent(g: Any, index: Any) -> Any:
+    """``assigned_cotangent``: every example's ``g[index]``, copied, kept at the last writes."""
+    if contains_batched(index):
+        raise NotBatchable("assigned_cotangent of a batched index")
+    if not is_batched(g):
+        return runtime.assigned_cotangent(g, index)
+    part = g.array[batched_index(index, g.ndim)].copy()
+    return BatchedValue(runtime.only_last_writes(part, g.shape, index))
+
+
+@_rule_for(runtime.only_last_writes)
+def _only_last_writes(part: Any, shape: Any, index: Any) -> Any:
+    """``only_last_writes``: one mask, the same for every example (the trailing axes)."""
+    if contains_batched(shape) or contains_batched(index):
+        raise NotBatchable("only_last_writes of a batched index")
+    if not is_batched(part):
+        return runtime.only_last_writes(part, shape, index)
+    return BatchedValue(runtime.only_last_writes(part.array, shape, index))
+
+
 @_rule_for(runtime.split_like)
 def _split_like(g: Any, parts: Any, axis: Any = 0) -> Any:
     """``split_like``: cut every example into the pieces of ``parts``."""

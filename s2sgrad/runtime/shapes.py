@@ -20,12 +20,15 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
+    snapshot,
     zeros_like_structure,
     zeros_like_value,
 )
 
 __all__ = [
     "index_cotangent",
+    "assigned_cotangent",
+    "only_last_writes",
     "dict_entry",
     "split_like",
     "join_like",
@@ -70,6 +73,88 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
     else:
         cotangent[index] = g
     return cotangent
+
+
+def assigned_cotangent(g: Any, index: Any) -> Any:
+    """The cotangent of ``v`` in ``y[index] = v``, when ``g`` is the cotangent of ``y``
+    after it: a copy of ``g[index]``, zero where a later position of ``index`` writes the
+    same element of ``y`` (NumPy keeps the last value written to an element, so the
+    earlier ones reach nothing).
+
+    Example::
+
+        assigned_cotangent(np.array([1.0, 2.0]), [0, 0])  # array([0., 1.])
+    """
+    return only_last_writes(snapshot(g[index]), np.shape(g), index)
+
+
+def only_last_writes(part: Any, shape: tuple, index: Any) -> Any:
+    """``part`` (shaped like ``y[index]`` for an array ``y`` of ``shape``) with zeros where a
+    later position of ``index``, in C order, selects the same element of ``y``; ``part``
+    itself when no element is selected twice (always so without integer arrays).
+
+    Example::
+
+        only_last_writes(np.array([5.0, 6.0, 7.0]), (4,), [1, 2, -3])  # array([0., 6., 7.])
+    """
+    if not _may_repeat(shape, index):
+        return part
+    # Ask NumPy itself which write wins: write each position's number, read back the winner.
+    selected = np.shape(np.empty(shape, dtype=np.bool_)[index])
+    order = np.arange(math.prod(selected), dtype=np.intp).reshape(selected)
+    winner = np.full(shape, -1, dtype=np.intp)
+    winner[index] = order
+    kept = winner[index] == order
+    return np.where(kept, part, np.zeros((), dtype=np.result_type(part)))
+
+
+def _may_repeat(shape: tuple, index: Any) -> bool:
+    """Whether ``y[index]``, for an array ``y`` of ``shape``, may select an element twice:
+    only integer arrays can, and then only if two positions of their broadcast, wrapped
+    into range, are equal."""
+    parts = _normalize_index(index)
+    parts = parts if isinstance(parts, tuple) else (parts,)
+    if not _has_integer_array(parts):
+        return False
+    coordinates = _advanced_coordinates(shape, parts)
+    if coordinates is None:
+        return True  # an index this does not follow: let NumPy decide
+    arrays, sizes = coordinates
+    if 0 in sizes:
+        return False
+    keys = np.ravel_multi_index(np.broadcast_arrays(*arrays), sizes, mode="wrap").ravel()
+    return np.unique(keys).size < keys.size
+
+
+def _advanced_coordinates(shape: tuple, parts: tuple) -> tuple[list, list] | None:
+    """The integer coordinates the array parts of an index select (a boolean mask as the
+    coordinates of its True elements), and the sizes of the axes they select along; None
+    for an index with parts other than integers, slices, None, ``...`` and arrays."""
+    taken = 0
+    for part in parts:
+        if isinstance(part, np.ndarray) and part.dtype == np.bool_:
+            taken += part.ndim
+        elif part is not None and part is not Ellipsis:
+            taken += 1
+    axis, arrays, sizes = 0, [], []
+    for part in parts:
+        if part is None:
+            continue
+        if part is Ellipsis:
+            axis += len(shape) - taken
+        elif isinstance(part, np.ndarray) and part.dtype == np.bool_:
+            arrays.extend(np.nonzero(part))
+            sizes.extend(shape[axis : axis + part.ndim])
+            axis += part.ndim
+        elif isinstance(part, np.ndarray) and part.dtype.kind in "iu":
+            arrays.append(part)
+            sizes.append(shape[axis])
+            axis += 1
+        elif isinstance(part, (int, np.integer, slice)) and not isinstance(part, bool):
+            axis += 1
+        else:
+            return None
+    return arrays, sizes
 
 
 def dict_entry(g: Any, key: Any, value: Any) -> Any:
@@ -441,6 +526,26 @@ def _index_cotangent_vjp(g, ans, g_in, x, index):
 @jvp_rule(index_cotangent)
 def _index_cotangent_jvp(t, ans, g_in, x, index):
     return index_cotangent(t, x, index), None, None
+
+
+@vjp_rule(assigned_cotangent)
+def _assigned_cotangent_vjp(g, ans, g_in, index):
+    return index_cotangent(only_last_writes(g, np.shape(g_in), index), g_in, index), None
+
+
+@jvp_rule(assigned_cotangent)
+def _assigned_cotangent_jvp(t, ans, g_in, index):
+    return assigned_cotangent(t, index), None
+
+
+@vjp_rule(only_last_writes)
+def _only_last_writes_vjp(g, ans, part, shape, index):
+    return only_last_writes(g, shape, index), None, None
+
+
+@jvp_rule(only_last_writes)
+def _only_last_writes_jvp(t, ans, part, shape, index):
+    return only_last_writes(t, shape, index), None, None
 
 
 @vjp_rule(dict_entry)

@@ -1,0 +1,237 @@
+"""Item writes whose index selects an element more than once: NumPy's meaning, differentiated.
+
+``t[index] = v`` keeps, for each element of ``t``, the value of the LAST position of the
+index (in C order) that writes it; the earlier ones reach nothing. ``t[index] += v`` means
+``t[index] = t[index] + v``, so a repeated element is updated once, not once per
+repetition. The gradients here are checked against central differences, in every mode,
+on the first (generic) and second (specialised) call, and in forward mode.
+"""
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad
+
+import s2sgrad as sg
+from s2sgrad.runtime import assigned_cotangent, only_last_writes
+
+
+def repeated_update(s):
+    t = np.zeros(4)
+    t[[0, 0]] += s
+    return np.sum(t**2)
+
+
+def last_write_wins(a, b):
+    t = np.zeros(4)
+    t[[0, 0]] = np.stack([a, b])
+    return np.sum(t**2) + a * 0.25
+
+
+def negative_alias(a, b):
+    t = np.ones(4) * a
+    t[[0, -4]] = np.stack([a * b, b])
+    return np.sum(t**2)
+
+
+def repeated_in_two_axes(s, T):
+    T = T * 1.0
+    T[[0, 0], [1, 1]] += s * T[2, 2]
+    T[[2, 0, 2], [0, 1, 0]] = np.sin(T[1, :])
+    return np.sum(T**3)
+
+
+def repeated_columns(T):
+    T = T * 1.0
+    T[:, [0, 0, 2]] = T[:, :3] ** 2
+    return np.sum(np.sin(T))
+
+
+def broadcast_into_repeats(s, x):
+    t = x * 1.0
+    t[[1, 1, 3, 1]] = s
+    return np.sum(t**2 * x)
+
+
+def masked(x):
+    t = x * 1.0
+    t[t > 0] = t[t > 0] ** 2
+    return np.sum(t**2)
+
+
+def given_indices(x, index):
+    t = x * 1.0
+    t[index] += x[index] * 3.0
+    return np.sum(t**2)
+
+
+def given_indices_written(x, index):
+    t = x * 2.0
+    t[index] = np.cos(x[: len(index)])
+    return np.sum(t**2 * x)
+
+
+def repeated_in_a_loop(x, index):
+    t = np.zeros(5)
+    for i in range(3):
+        t[index] = t[index] * 0.5 + x[i : i + len(index)]
+    return np.sum(t**2)
+
+
+RNG = np.random.default_rng(12)
+VECTOR = RNG.uniform(-1.5, 1.5, size=5)
+MATRIX = RNG.uniform(-1.5, 1.5, size=(3, 3))
+CASES = [
+    (repeated_update, (0.7,), 0),
+    (last_write_wins, (0.7, -0.4), 0),
+    (last_write_wins, (0.7, -0.4), 1),
+    (negative_alias, (0.7, -0.4), 0),
+    (negative_alias, (0.7, -0.4), 1),
+    (repeated_in_two_axes, (0.6, MATRIX), 0),
+    (repeated_in_two_axes, (0.6, MATRIX), 1),
+    (repeated_columns, (MATRIX,), 0),
+    (broadcast_into_repeats, (0.6, VECTOR), 0),
+    (broadcast_into_repeats, (0.6, VECTOR), 1),
+    (masked, (VECTOR,), 0),
+    (given_indices, (VECTOR, np.array([1, 3, 1, -4])), 0),
+    (given_indices, (VECTOR, np.array([0, 2])), 0),
+    (given_indices_written, (VECTOR, np.array([2, 2, -3, 4])), 0),
+    (given_indices_written, (VECTOR, [0, 1, 2]), 0),
+    (repeated_in_a_loop, (VECTOR, np.array([1, 1, 0])), 0),
+]
+IDS = [f"{c[0].__name__}-wrt{c[2]}" for c in CASES]
+
+
+@pytest.mark.parametrize("function, args, wrt", CASES, ids=IDS)
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_gradients_follow_numpy_on_repeated_elements(function, args, wrt, mode):
+    gradient = call_twice(sg.grad(function, wrt=wrt, mode=mode), *args)
+    assert_close(gradient, numeric_grad(function, args, wrt), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("function, args, wrt", CASES, ids=IDS)
+def test_the_tape_is_right_or_refuses(function, args, wrt):
+    # item writes of plain arrays are the tape's to record (or refuse), never to get wrong
+    try:
+        gradient = sg.grad(function, wrt=wrt, mode="tape")(*args)
+    except (sg.S2SGradError, TypeError) as refused:
+        assert "test_item_writes.py:" in str(refused)
+        assert "instead" in str(refused) or "mode=" in str(refused)
+        return
+    assert_close(gradient, numeric_grad(function, args, wrt), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("function, args, wrt", CASES, ids=IDS)
+def test_forward_mode_follows_numpy_on_repeated_elements(function, args, wrt):
+    direction = RNG.uniform(-1.0, 1.0, size=np.shape(args[wrt]))
+    direction = float(direction) if isinstance(args[wrt], float) else direction
+    tangents = [direction if i == wrt else _zero_tangent(a) for i, a in enumerate(args)]
+    _, tangent = sg.jvp(function, args, tuple(tangents))
+    expected = np.sum(numeric_grad(function, args, wrt) * direction)
+    np.testing.assert_allclose(tangent, expected, rtol=1e-6, atol=1e-8)
+
+
+def _zero_tangent(value):
+    if isinstance(value, float):
+        return 0.0
+    return np.zeros(np.shape(value)) if np.asarray(value).dtype.kind == "f" else None
+
+
+def rows_of_repeats(x):
+    t = np.zeros((3, 2))
+    t[[0, 2, 0]] = np.stack([x, x**2, np.sin(x)])
+    return t
+
+
+def test_jacobian_of_repeated_writes():
+    # the batched backward sweep masks every seed the same way
+    x = VECTOR[:2]
+    jacobian = sg.jacobian(rows_of_repeats, mode="s2s")(x)
+    expected = np.stack(
+        [numeric_grad(lambda v, k=k: rows_of_repeats(v).ravel()[k], (x,), 0) for k in range(6)]
+    ).reshape(3, 2, 2)
+    np.testing.assert_allclose(jacobian, expected, rtol=1e-6, atol=1e-8)
+
+
+def numpy_keeps(shape, index):
+    """Which positions of ``index`` NumPy keeps when writing distinct values (the oracle)."""
+    target = np.full(shape, np.nan)
+    selected = target[index].shape
+    values = np.arange(1.0, 1.0 + np.prod(selected)).reshape(selected)
+    target[index] = values
+    return target[index] == values
+
+
+INDICES = [
+    ((5,), [0, 0, 3]),
+    ((5,), np.array([[4, -1], [2, 4]])),
+    ((5,), slice(1, 4)),
+    ((5,), np.array([True, False, True, True, False])),
+    ((3, 4), ([0, 0, 2], [1, 1, -3])),
+    ((3, 4), (slice(None), [3, -1, 0])),
+    ((3, 4), ([[0], [0]], [2, 2, 3])),
+    ((3, 4), (np.array([True, False, True]), [1, 1])),
+    ((3, 4), (Ellipsis, [0, 0])),
+    ((3, 4), (None, [1, 2, 1], slice(0, 2))),
+    ((2, 3, 4), ([1, 1], slice(None), [0, 0])),  # advanced axes apart: they move first
+    ((3, 4), np.array([[True, False, True, True]] * 3)),
+]
+
+
+@pytest.mark.parametrize("shape, index", INDICES)
+def test_only_last_writes_keeps_what_numpy_keeps(shape, index):
+    selected = np.zeros(shape)[index].shape
+    kept = only_last_writes(np.ones(selected), shape, index)
+    np.testing.assert_array_equal(kept == 1.0, numpy_keeps(shape, index))
+
+
+@pytest.mark.parametrize("shape, index", INDICES)
+def test_assigned_cotangent_rules_are_its_adjoint(shape, index):
+    # a linear map and its VJP: <h, A g> == <A^T h, g>; its JVP is the map itself
+    rng = np.random.default_rng(5)
+    g = rng.normal(size=shape)
+    h = rng.normal(size=np.zeros(shape)[index].shape)
+    rule = sg.rules.registry.get_rule(assigned_cotangent)
+    forward = assigned_cotangent(g, index)
+    backward, _ = rule.vjp(h, forward, g, index)
+    assert np.sum(h * forward) == pytest.approx(np.sum(backward * g))
+    tangent, _ = rule.jvp(g, forward, g, index)
+    np.testing.assert_array_equal(tangent, forward)
+
+
+def test_assigned_cotangent_is_a_copy():
+    # the backward sweep zeroes dy[index] right after reading it
+    g = np.arange(4.0)
+    part = assigned_cotangent(g, slice(1, 3))
+    g[1:3] = 0.0
+    np.testing.assert_array_equal(part, [1.0, 2.0])
+
+
+def shifted(x):
+    t = np.zeros(5)
+    for i in range(4):
+        t[i + 1] = t[i] * 0.5 + x[i]
+    return np.sum(t**2)
+
+
+def written_at(x):
+    k = x.shape[0] - 2
+    t = x * 1.0
+    t[k] = np.sin(x[0])
+    return np.sum(t**2)
+
+
+def test_integer_indices_need_no_mask():
+    # i + 1 of a loop counter is an integer: a plain copy of dt[i + 1] is its cotangent
+    x = VECTOR[:4]
+    gradient = sg.grad(shifted, mode="s2s")
+    assert "assigned_cotangent" not in sg.source(shifted)
+    assert_close(call_twice(gradient, x), numeric_grad(shifted, (x,), 0), rtol=1e-6)
+
+
+def test_an_index_seen_to_be_an_integer_is_specialised_to_a_plain_copy():
+    gradient = sg.grad(written_at, mode="s2s")
+    assert "assigned_cotangent" in sg.source(written_at)  # k might be an array
+    for x in (VECTOR, VECTOR[:3]):
+        expected = numeric_grad(written_at, (x,), 0)
+        assert_close(call_twice(gradient, x), expected, rtol=1e-6)
+        assert "assigned_cotangent" not in sg.source(gradient)
