@@ -28,6 +28,7 @@ from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
 from s2sgrad.operations import Operation, classify, index_expression
 from s2sgrad.passes.activity import Activity
+from s2sgrad.passes.aliases import fresh_result
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     assign,
@@ -48,23 +49,6 @@ from s2sgrad.syntax import (
 )
 
 __all__ = ["ReverseSweeps", "reverse_sweeps"]
-
-FRESH_CONSTRUCTORS = {
-    "zeros",
-    "ones",
-    "empty",
-    "full",
-    "zeros_like",
-    "ones_like",
-    "empty_like",
-    "full_like",
-    "copy",
-    "array",
-    "eye",
-    "identity",
-    "arange",
-    "linspace",
-}
 
 
 @dataclass
@@ -1124,7 +1108,7 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
         module = getattr(target, "__module__", "") or ""
         if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
             return name in ("owned", "zeros_like_value", "zeros_like_structure", "snapshot")
-        return name in FRESH_CONSTRUCTORS and module.startswith("numpy")
+        return fresh_result(target, value)
     return False
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -33,33 +34,292 @@ import numpy as np
 from s2sgrad.frontend import NOT_FOUND, parse_function
 from s2sgrad.syntax import names_written, nested_statements, walk
 
-__all__ = ["shared_in_place_updates"]
+__all__ = ["shared_in_place_updates", "fresh_result"]
 
-# NumPy functions and array methods that may return a view of (or the very) argument
-_VIEW_FUNCTIONS = {
-    "asarray",
-    "asanyarray",
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "broadcast_to",
-    "diagonal",
-    "expand_dims",
-    "flip",
-    "fliplr",
-    "flipud",
-    "imag",
-    "moveaxis",
-    "ravel",
-    "real",
-    "reshape",
-    "rollaxis",
-    "rot90",
-    "squeeze",
-    "swapaxes",
-    "transpose",
-    "view",
+# The world is closed: a call may return (a view of) any of its arguments unless it is
+# positively known to return a new array. NumPy functions that do, by module and name
+# (not among them: asarray, ascontiguousarray, require, reshape, ravel, squeeze, transpose,
+# matrix_transpose, atleast_*d, broadcast_to, expand_dims, flip, rot90, split and its
+# kin, unstack, einsum ('ij->ji' is a view), diag and diagonal, real, imag,
+# real_if_close, linalg.matrix_power (a power of 1 is the argument itself) ...).
+_FRESH_NUMPY = {
+    "numpy": frozenset(
+        {
+            "zeros",
+            "ones",
+            "empty",
+            "full",
+            "zeros_like",
+            "ones_like",
+            "empty_like",
+            "full_like",
+            "arange",
+            "linspace",
+            "logspace",
+            "geomspace",
+            "eye",
+            "identity",
+            "tri",
+            "tril",
+            "triu",
+            "copy",
+            "array",
+            "indices",
+            "fromfunction",
+            "fromiter",
+            "meshgrid",
+            "concatenate",
+            "concat",
+            "stack",
+            "vstack",
+            "hstack",
+            "dstack",
+            "column_stack",
+            "block",
+            "append",
+            "insert",
+            "delete",
+            "tile",
+            "repeat",
+            "pad",
+            "roll",
+            "resize",
+            "sort",
+            "argsort",
+            "argmax",
+            "argmin",
+            "nonzero",
+            "argwhere",
+            "flatnonzero",
+            "where",
+            "searchsorted",
+            "unique",
+            "unique_values",
+            "partition",
+            "argpartition",
+            "lexsort",
+            "count_nonzero",
+            "sort_complex",
+            "extract",
+            "select",
+            "piecewise",
+            "choose",
+            "compress",
+            "take",
+            "take_along_axis",
+            "histogram",
+            "histogram2d",
+            "bincount",
+            "digitize",
+            "isin",
+            "intersect1d",
+            "union1d",
+            "setdiff1d",
+            "setxor1d",
+            "sum",
+            "prod",
+            "mean",
+            "std",
+            "var",
+            "average",
+            "median",
+            "percentile",
+            "quantile",
+            "nansum",
+            "nanprod",
+            "nanmean",
+            "nanstd",
+            "nanvar",
+            "nanmax",
+            "nanmin",
+            "nanmedian",
+            "nanpercentile",
+            "nanquantile",
+            "nanargmax",
+            "nanargmin",
+            "nancumsum",
+            "nancumprod",
+            "max",
+            "min",
+            "amax",
+            "amin",
+            "ptp",
+            "cumsum",
+            "cumprod",
+            "cumulative_sum",
+            "cumulative_prod",
+            "diff",
+            "ediff1d",
+            "gradient",
+            "trapezoid",
+            "cross",
+            "dot",
+            "vdot",
+            "inner",
+            "outer",
+            "tensordot",
+            "kron",
+            "trace",
+            "clip",
+            "round",
+            "around",
+            "convolve",
+            "correlate",
+            "interp",
+            "polyval",
+            "polyfit",
+            "all",
+            "any",
+            "allclose",
+            "isclose",
+            "array_equal",
+            "cov",
+            "corrcoef",
+            "angle",
+            "unwrap",
+            "sinc",
+            "i0",
+            "nan_to_num",
+            "shape",
+            "ndim",
+            "size",
+            "result_type",
+            "broadcast_shapes",
+            "iscomplexobj",
+            "isrealobj",
+            "isscalar",
+        }
+    ),
+    "numpy.linalg": frozenset(
+        {
+            "inv",
+            "pinv",
+            "solve",
+            "lstsq",
+            "det",
+            "slogdet",
+            "eig",
+            "eigh",
+            "eigvals",
+            "eigvalsh",
+            "svd",
+            "svdvals",
+            "qr",
+            "cholesky",
+            "norm",
+            "vector_norm",
+            "matrix_norm",
+            "matrix_rank",
+            "cond",
+            "tensorsolve",
+            "tensorinv",
+            "multi_dot",
+            "cross",
+            "outer",
+            "vecdot",
+            "matmul",
+            "trace",
+        }
+    ),
+    "numpy.fft": frozenset(
+        {
+            "fft",
+            "ifft",
+            "rfft",
+            "irfft",
+            "fft2",
+            "ifft2",
+            "rfft2",
+            "irfft2",
+            "fftn",
+            "ifftn",
+            "rfftn",
+            "irfftn",
+            "hfft",
+            "ihfft",
+            "fftfreq",
+            "rfftfreq",
+            "fftshift",
+            "ifftshift",
+        }
+    ),
 }
+# ... unless given a parameter that can make them return an argument: (name, position)
+_FRESH_UNLESS = {
+    "array": ("copy", 2),
+    "diff": ("n", 1),
+    "nan_to_num": ("copy", 1),
+    "meshgrid": ("copy", None),
+}
+# Methods of local values (arrays, lists, dicts) that return a new array or a number
+_FRESH_METHODS = frozenset(
+    {
+        "sum",
+        "mean",
+        "prod",
+        "std",
+        "var",
+        "max",
+        "min",
+        "ptp",
+        "argmax",
+        "argmin",
+        "argsort",
+        "all",
+        "any",
+        "cumsum",
+        "cumprod",
+        "dot",
+        "copy",
+        "astype",
+        "tolist",
+        "item",
+        "tobytes",
+        "flatten",
+        "round",
+        "clip",
+        "trace",
+        "nonzero",
+        "take",
+        "repeat",
+        "searchsorted",
+        "count",
+        "index",
+        "sort",
+    }
+)
+# Attributes that are numbers or tuples of numbers, never arrays
+_NUMBER_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes"})
+_FRESH_BUILTINS = frozenset(
+    {
+        "len",
+        "abs",
+        "float",
+        "int",
+        "bool",
+        "complex",
+        "round",
+        "range",
+        "isinstance",
+        "issubclass",
+        "hasattr",
+        "callable",
+        "id",
+        "hash",
+        "type",
+        "print",
+        "str",
+        "repr",
+        "format",
+        "any",
+        "all",
+        "sum",
+        "divmod",
+        "pow",
+        "ord",
+        "chr",
+    }
+)
 # s2sgrad's run-time helpers in generated code: the arguments their result may share
 _HELPER_RESULTS = {
     "unbroadcast": (0,),
@@ -72,8 +332,6 @@ _HELPER_RESULTS = {
     "zeros_like_value": (),
     "zeros_like_structure": (),
 }
-_SHARING_BUILTINS = {"max", "min", "list", "tuple", "sorted", "reversed", "iter", "next"}
-_ELEMENT_METHODS = {"pop", "get", "values", "items"}  # containers give their elements back
 
 
 def shared_in_place_updates(
@@ -115,7 +373,11 @@ def shared_in_place_updates(
         )
         if read is None:
             continue
-        if type(update) is gast.AugAssign:
+        if type(update) is gast.AugAssign and type(update.target) is gast.Subscript:
+            symbol = _SYMBOLS.get(type(update.op), "?=")
+            what = f"'{updated}[...] {symbol} ...' changes {updated} (or the array in it) in place"
+            instead = f"Make the changed {updated} a new array (np.where, np.concatenate)"
+        elif type(update) is gast.AugAssign:
             symbol = _SYMBOLS.get(type(update.op), "?=")
             what = f"'{updated} {symbol} ...' changes the array {updated} in place"
             instead = (
@@ -134,9 +396,13 @@ def shared_in_place_updates(
 
 
 def _updated(statement: gast.stmt) -> str | None:
-    """The name whose value ``statement`` changes in place (``x += v``, ``x[i] = v``)."""
+    """The name whose value ``statement`` changes in place (``x += v``, ``x[i] = v``, and
+    ``x[i] += v``, which changes x, or the array x[i] of a list x, in place)."""
     if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
         return statement.target.id
+    if type(statement) is gast.AugAssign and type(statement.target) is gast.Subscript:
+        base = _base(statement.target)
+        return base.id if type(base) is gast.Name else None
     if type(statement) is gast.Assign and len(statement.targets) == 1:
         target = statement.targets[0]
         if type(target) is gast.Subscript and type(_base(target)) is gast.Name:
@@ -304,6 +570,8 @@ def _sources(node: gast.expr | None, resolve) -> set[str]:
     kind = type(node)
     if kind is gast.Name:
         return {node.id}
+    if kind is gast.Attribute and node.attr in _NUMBER_ATTRIBUTES:
+        return set()
     if kind in (gast.Subscript, gast.Attribute, gast.Starred):
         return _sources(node.value, resolve)
     if kind in (gast.Tuple, gast.List, gast.Set):
@@ -326,30 +594,70 @@ def _call_sources(call: gast.Call, resolve) -> set[str]:
     arguments = [*call.args, *(k.value for k in call.keywords)]
     every = set().union(*(_sources(a, resolve) for a in arguments))
     target = _resolved(func, resolve)
-    if isinstance(target, np.ufunc):
+    if fresh_result(target, call):
         return set()
     module = getattr(target, "__module__", None) or ""
     name = getattr(target, "__name__", None)
     if target is not None and module.startswith("s2sgrad.runtime") and name in _HELPER_RESULTS:
         shared = [call.args[i] for i in _HELPER_RESULTS[name] if i < len(call.args)]
         return set().union(*(_sources(a, resolve) for a in shared))
-    if target is not None and module.startswith("numpy"):
-        return every if name in _VIEW_FUNCTIONS else set()
-    if target is not None and getattr(builtins, name or "", None) is target:
-        return every if name in _SHARING_BUILTINS else set()
-    if type(func) is gast.Attribute and target is None:  # a method of a local value
-        if func.attr in _VIEW_FUNCTIONS or func.attr in _ELEMENT_METHODS:
-            return _sources(func.value, resolve)
-        if func.attr in ("copy", "astype", "tolist", "item"):
+    if type(func) is gast.Attribute and (target is None or _is_array_method(target)):
+        receiver = _sources(func.value, resolve)
+        if func.attr in _FRESH_METHODS and not _keeps_memory(call, func.attr):
             return set()
-        if type(_base(func.value)) is gast.Name and not _is_module(func.value, resolve):
-            return set()  # x.sum(), x.dot(w): array methods make new arrays
+        return receiver | every  # a method may return its receiver, a view, an argument
     if isinstance(target, types.FunctionType):  # a function of the user's, or generated
         returned = _returned_parameters(target)
         if returned is not None:
             chosen = _arguments_for(call, target, returned)
             return set().union(*(_sources(a, resolve) for a in chosen))
     return every  # it may return what it was given
+
+
+def fresh_result(target: Any, call: gast.Call) -> bool:
+    """Whether ``call``, a call of ``target``, is known to return a new array (or a number,
+    or a tuple of new arrays) that shares no memory with anything: the NumPy functions
+    listed above, ufuncs and the builtins that compute, without ``out=``.
+
+    Example::
+
+        fresh_result(np.concatenate, call)  # True;  np.split, np.asarray: False
+    """
+    if target is None or _keeps_memory(call, getattr(target, "__name__", None)):
+        return False
+    if isinstance(target, np.ufunc):
+        return True
+    name = getattr(target, "__name__", None)
+    if getattr(builtins, name or "", None) is target:
+        return name in _FRESH_BUILTINS
+    names = _FRESH_NUMPY.get(getattr(target, "__module__", None) or "")
+    return names is not None and name in names and getattr(_module_of(target), name) is target
+
+
+def _keeps_memory(call: gast.Call, name: str | None) -> bool:
+    """Whether ``call`` passes ``out=`` or a parameter that can make ``name`` return an
+    argument itself (``np.array(x, copy=False)``, ``x.astype(t, copy=False)``)."""
+    keywords = {k.arg for k in call.keywords}
+    if "out" in keywords or None in keywords:
+        return True
+    copy = next((k.value for k in call.keywords if k.arg == "copy"), None)
+    if copy is not None and not (type(copy) is gast.Constant and copy.value is True):
+        return True
+    if any(type(a) is gast.Starred for a in call.args):
+        return True
+    parameter = _FRESH_UNLESS.get(name or "")
+    if parameter is None:
+        return False
+    keyword, position = parameter
+    return keyword in keywords or (position is not None and len(call.args) > position)
+
+
+def _module_of(target: Any) -> types.ModuleType | None:
+    return sys.modules.get(getattr(target, "__module__", None) or "")
+
+
+def _is_array_method(target: Any) -> bool:
+    return isinstance(getattr(target, "__self__", None), np.ndarray)
 
 
 # code object -> the parameters whose values the function's result may share (None: unknown)
@@ -420,10 +728,6 @@ def _resolved(func: gast.expr, resolve) -> Any:
     except Exception:
         return None
     return None if target is NOT_FOUND else target
-
-
-def _is_module(node: gast.expr, resolve) -> bool:
-    return isinstance(_resolved(node, resolve), types.ModuleType)
 
 
 def _loop_spans(statements: list[gast.stmt]) -> list[tuple[int, int]]:

@@ -33,7 +33,7 @@ def desugar(
     _refuse_hidden_assignments(node, locate)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
-        if id(statement) in shared and type(statement) is gast.Assign:  # x[i] = v
+        if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             error = UnsupportedError(shared[id(statement)])
             error.tape_cannot_either = True  # the tape would be as wrong
             raise error
@@ -44,6 +44,12 @@ def desugar(
         body = body[1:]
     node.body = _block(body, names, shared, getattr(node, "s2s_refusal", None)) or [gast.Pass()]
     return node
+
+
+def _is_item_update(statement: gast.stmt) -> bool:
+    if type(statement) is gast.AugAssign:
+        return type(statement.target) is gast.Subscript
+    return type(statement) is gast.Assign
 
 
 def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:

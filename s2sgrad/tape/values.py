@@ -144,6 +144,27 @@ class TapeValue:
             "purpose with .numpy() or s2sgrad.stop_gradient(...)."
         )
 
+    def view(self, dtype: Any = None, type: Any = None) -> TapeValue:
+        """``x.view()``: ``x`` itself, since a tape value never changes (an update of a view
+        that a name sharing it would see is refused, see :mod:`s2sgrad.tape.in_place`).
+        A view as another dtype reinterprets the bytes, which has no derivative.
+
+        Example::
+
+            x.view() is x  # True
+        """
+        try:
+            same = dtype is None or np.dtype(dtype) == self.dtype
+        except TypeError:  # an array subclass given as the dtype
+            same = False
+        if same and type in (None, np.ndarray):
+            return self
+        raise NonDifferentiableError(
+            f"{user_location()}: .view({dtype!r}) reinterprets the memory of a value being "
+            "differentiated, which has no derivative; convert it with .astype(...) instead, "
+            "or take the plain value on purpose with .numpy() or s2sgrad.stop_gradient(...)"
+        )
+
     def __setitem__(self, index: Any, value: Any) -> None:
         raise TypeError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
