@@ -1,5 +1,8 @@
 """Gradients of slice reads, whose cotangents specialisation writes into one buffer.
 
+Indices that select an element twice stay ``index_cotangent`` (every read adds) and
+``assigned_cotangent`` (only the last write counts) in specialised code.
+
 When the first slice written is one contiguous run of the first axis, the buffer starts
 as ``np.empty_like`` and only the rest of that axis is zeroed; every other element must
 still come out right, whatever the memory held before.
@@ -40,6 +43,18 @@ def full_cover(x):
     return np.sum(x[:] ** 2) + np.sum(x[1:] * 0.5)
 
 
+def repeated_reads(x):
+    return np.sum(x[1:] ** 2) + np.sum(np.sin(x[[0, 0, 3]]))
+
+
+def repeated_writes(x):
+    # the buffer of dx mixes slices with an index that repeats elements, read and written
+    t = x[:-1] * 2.0
+    t[[0, 0, 2]] = x[1:4] ** 2
+    t[[1, -1]] += x[[0, 0]]
+    return np.sum(np.sin(t)) + np.sum(x[2:] * x[:-2])
+
+
 CASES = [
     (head_and_tail, (12,)),
     (middle_then_all, (11,)),
@@ -48,6 +63,8 @@ CASES = [
     (stepped, (10,)),
     (stepped_first, (10,)),
     (full_cover, (7,)),
+    (repeated_reads, (8,)),
+    (repeated_writes, (9,)),
 ]
 
 
