@@ -410,6 +410,22 @@ def reshaped_method_updated(x):
     return np.sum(y**2)
 
 
+def rows_of_a_comprehension_updated(x):
+    y = x * 1.0
+    rows = [y[i] for i in range(2)]
+    first = rows[0]
+    first *= 3.0
+    return np.sum(y**2)
+
+
+def rows_of_joined_lists_updated(x):
+    y = x * 1.0
+    rows = [y[0]] + [y[1]]
+    first = rows[0]
+    first *= 3.0
+    return np.sum(y**2)
+
+
 def base_updated_view_read(x):
     y = x * 1.0
     a, b = np.split(y, [1])
@@ -443,6 +459,8 @@ VIEW_CASES = [
     (transposed_updated, "y"),
     (real_part_updated, "y"),
     (reshaped_method_updated, "y"),
+    (rows_of_a_comprehension_updated, "y"),
+    (rows_of_joined_lists_updated, "y"),
     (base_updated_view_read, "a"),
     (item_of_base_updated_view_read, "below"),
 ]

@@ -583,10 +583,20 @@ def _sources(node: gast.expr | None, resolve) -> set[str]:
     if kind is gast.BoolOp:
         return set().union(*(_sources(v, resolve) for v in node.values))
     if kind in (gast.ListComp, gast.GeneratorExp, gast.SetComp, gast.DictComp):
-        return set().union(*(_sources(g.iter, resolve) for g in node.generators))
+        # the elements, and what they are taken from: [y[i] for i in ...], [r for r in y]
+        parts = [node.key, node.value] if kind is gast.DictComp else [node.elt]
+        parts += [g.iter for g in node.generators]
+        return set().union(*(_sources(p, resolve) for p in parts))
     if kind is gast.Call:
         return _call_sources(node, resolve)
+    if kind is gast.BinOp and (_is_sequence(node.left) or _is_sequence(node.right)):
+        return _sources(node.left, resolve) | _sources(node.right, resolve)  # [a] + rest
     return set()  # arithmetic, comparisons, literals: new values
+
+
+def _is_sequence(node: gast.expr) -> bool:
+    """A list or tuple written out: ``+`` and ``*`` of it make a sequence of the same items."""
+    return type(node) in (gast.List, gast.Tuple, gast.ListComp)
 
 
 def _call_sources(call: gast.Call, resolve) -> set[str]:
