@@ -426,6 +426,15 @@ def rows_of_joined_lists_updated(x):
     return np.sum(y**2)
 
 
+def copied_list_updated(x):
+    y = x * 1.0
+    rows = [y]
+    again = rows.copy()
+    first = again[0]
+    first *= 3.0
+    return np.sum(y**2)
+
+
 def base_updated_view_read(x):
     y = x * 1.0
     a, b = np.split(y, [1])
@@ -461,6 +470,7 @@ VIEW_CASES = [
     (reshaped_method_updated, "y"),
     (rows_of_a_comprehension_updated, "y"),
     (rows_of_joined_lists_updated, "y"),
+    (copied_list_updated, "y"),
     (base_updated_view_read, "a"),
     (item_of_base_updated_view_read, "below"),
 ]

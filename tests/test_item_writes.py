@@ -235,3 +235,31 @@ def test_an_index_seen_to_be_an_integer_is_specialised_to_a_plain_copy():
         expected = numeric_grad(written_at, (x,), 0)
         assert_close(call_twice(gradient, x), expected, rtol=1e-6)
         assert "assigned_cotangent" not in sg.source(gradient)
+
+
+def scattered_rows(x):
+    T = np.zeros((3, 2))
+    T[[2, 0, 2]] = np.stack([x, x**2, np.sin(x)])
+    return np.sum(T**3)
+
+
+SECOND_ORDER = [
+    (given_indices_written, (VECTOR, np.array([2, 2, -3, 4]))),
+    (scattered_rows, (VECTOR[:2],)),
+]
+
+
+@pytest.mark.parametrize("function, args", SECOND_ORDER, ids=[c[0].__name__ for c in SECOND_ORDER])
+def test_second_order_through_repeated_writes(function, args):
+    # the generated gradient calls assigned_cotangent: its own rules differentiate it
+    x, rest = args[0], args[1:]
+    along = RNG.uniform(-1.0, 1.0, size=x.shape)
+    gradient = sg.grad(function, mode="s2s")
+    step = 1e-5
+    expected = (gradient(x + step * along, *rest) - gradient(x - step * along, *rest)) / (2 * step)
+    (product, *_) = sg.hvp(function, args, (along, *(_zero_tangent(a) for a in rest)))
+    np.testing.assert_allclose(product, expected, rtol=1e-6, atol=1e-7)
+    hessian = sg.hessian(function, mode="s2s")(*args)
+    np.testing.assert_allclose(
+        np.tensordot(hessian, along, axes=along.ndim), expected, rtol=1e-6, atol=1e-7
+    )

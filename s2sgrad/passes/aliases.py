@@ -539,6 +539,9 @@ def _links(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[st
     kind = type(statement)
     if kind is gast.Assign:
         sources = _sources(statement.value, resolve)
+        copied = _copied_container(statement.value, containers)
+        if copied is not None:  # a new list holding the same arrays
+            sources = {copied}
         links = []
         for target in statement.targets:
             if type(target) is gast.Subscript:  # items[i] = x: a list holds x itself
@@ -557,6 +560,14 @@ def _links(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[st
             sources = set().union(*(_sources(a, resolve) for a in statement.value.args))
             return [(_base(func.value).id, sources)]
     return []
+
+
+def _copied_container(value: gast.expr, containers: set[str]) -> str | None:
+    """``items`` for ``items.copy()`` of a list or dict made here."""
+    func = value.func if type(value) is gast.Call else None
+    if type(func) is gast.Attribute and func.attr == "copy" and type(func.value) is gast.Name:
+        return func.value.id if func.value.id in containers else None
+    return None
 
 
 def _base(node: gast.expr) -> gast.expr:
