@@ -11,8 +11,11 @@ differentiated wrongly: an item update at once (only arrays and lists have items
 The analysis is deliberately simple and errs on the side of refusing. Each name gets the
 *origins* its value may have (the arrays the code makes, and values from outside), through
 every binding that may pass a value on without copying, regardless of the order of
-statements. A Python function called is read (the same analysis on its source) for the
-arguments its result may share; one without source is taken to return any of them. Two
+statements. The world is closed: a call makes a new value only when it is known to (the
+NumPy functions, array methods and builtins listed below, ufuncs, without ``out=``); any
+other call may return its arguments or views of them. A Python function called is read
+(the same analysis on its source) for the arguments its result may share; one without
+source is taken to return any of them. Two
 names may share memory when their origins meet. Only when the updated array was made
 anew earlier in the same or an enclosing block (``v = np.zeros(3)``) is order used: then
 only what was made from it since can share it.
@@ -44,204 +47,38 @@ __all__ = ["shared_in_place_updates", "fresh_result"]
 # real_if_close, linalg.matrix_power (a power of 1 is the argument itself) ...).
 _FRESH_NUMPY = {
     "numpy": frozenset(
-        {
-            "zeros",
-            "ones",
-            "empty",
-            "full",
-            "zeros_like",
-            "ones_like",
-            "empty_like",
-            "full_like",
-            "arange",
-            "linspace",
-            "logspace",
-            "geomspace",
-            "eye",
-            "identity",
-            "tri",
-            "tril",
-            "triu",
-            "copy",
-            "array",
-            "indices",
-            "fromfunction",
-            "fromiter",
-            "meshgrid",
-            "concatenate",
-            "concat",
-            "stack",
-            "vstack",
-            "hstack",
-            "dstack",
-            "column_stack",
-            "block",
-            "append",
-            "insert",
-            "delete",
-            "tile",
-            "repeat",
-            "pad",
-            "roll",
-            "resize",
-            "sort",
-            "argsort",
-            "argmax",
-            "argmin",
-            "nonzero",
-            "argwhere",
-            "flatnonzero",
-            "where",
-            "searchsorted",
-            "unique",
-            "unique_values",
-            "partition",
-            "argpartition",
-            "lexsort",
-            "count_nonzero",
-            "sort_complex",
-            "extract",
-            "select",
-            "piecewise",
-            "choose",
-            "compress",
-            "take",
-            "take_along_axis",
-            "histogram",
-            "histogram2d",
-            "bincount",
-            "digitize",
-            "isin",
-            "intersect1d",
-            "union1d",
-            "setdiff1d",
-            "setxor1d",
-            "sum",
-            "prod",
-            "mean",
-            "std",
-            "var",
-            "average",
-            "median",
-            "percentile",
-            "quantile",
-            "nansum",
-            "nanprod",
-            "nanmean",
-            "nanstd",
-            "nanvar",
-            "nanmax",
-            "nanmin",
-            "nanmedian",
-            "nanpercentile",
-            "nanquantile",
-            "nanargmax",
-            "nanargmin",
-            "nancumsum",
-            "nancumprod",
-            "max",
-            "min",
-            "amax",
-            "amin",
-            "ptp",
-            "cumsum",
-            "cumprod",
-            "cumulative_sum",
-            "cumulative_prod",
-            "diff",
-            "ediff1d",
-            "gradient",
-            "trapezoid",
-            "cross",
-            "dot",
-            "vdot",
-            "inner",
-            "outer",
-            "tensordot",
-            "kron",
-            "trace",
-            "clip",
-            "round",
-            "around",
-            "convolve",
-            "correlate",
-            "interp",
-            "polyval",
-            "polyfit",
-            "all",
-            "any",
-            "allclose",
-            "isclose",
-            "array_equal",
-            "cov",
-            "corrcoef",
-            "angle",
-            "unwrap",
-            "sinc",
-            "i0",
-            "nan_to_num",
-            "shape",
-            "ndim",
-            "size",
-            "result_type",
-            "broadcast_shapes",
-            "iscomplexobj",
-            "isrealobj",
-            "isscalar",
-        }
+        """
+        zeros ones empty full zeros_like ones_like empty_like full_like arange
+        linspace logspace geomspace eye identity tri tril triu copy array
+        indices fromfunction fromiter meshgrid concatenate concat stack vstack
+        hstack dstack column_stack block append insert delete tile repeat pad
+        roll resize sort argsort argmax argmin nonzero argwhere flatnonzero
+        where searchsorted unique unique_values partition argpartition lexsort
+        count_nonzero sort_complex extract select piecewise choose compress take
+        take_along_axis histogram histogram2d bincount digitize isin intersect1d
+        union1d setdiff1d setxor1d sum prod mean std var average median
+        percentile quantile nansum nanprod nanmean nanstd nanvar nanmax nanmin
+        nanmedian nanpercentile nanquantile nanargmax nanargmin nancumsum
+        nancumprod max min amax amin ptp cumsum cumprod cumulative_sum
+        cumulative_prod diff ediff1d gradient trapezoid cross dot vdot inner
+        outer tensordot kron trace clip round around convolve correlate interp
+        polyval polyfit all any allclose isclose array_equal cov corrcoef angle
+        unwrap sinc i0 nan_to_num shape ndim size result_type broadcast_shapes
+        iscomplexobj isrealobj isscalar
+        """.split()  # noqa: SIM905
     ),
     "numpy.linalg": frozenset(
-        {
-            "inv",
-            "pinv",
-            "solve",
-            "lstsq",
-            "det",
-            "slogdet",
-            "eig",
-            "eigh",
-            "eigvals",
-            "eigvalsh",
-            "svd",
-            "svdvals",
-            "qr",
-            "cholesky",
-            "norm",
-            "vector_norm",
-            "matrix_norm",
-            "matrix_rank",
-            "cond",
-            "tensorsolve",
-            "tensorinv",
-            "multi_dot",
-            "cross",
-            "outer",
-            "vecdot",
-            "matmul",
-            "trace",
-        }
+        """
+        inv pinv solve lstsq det slogdet eig eigh eigvals eigvalsh svd svdvals
+        qr cholesky norm vector_norm matrix_norm matrix_rank cond tensorsolve
+        tensorinv multi_dot cross outer vecdot matmul trace
+        """.split()  # noqa: SIM905
     ),
     "numpy.fft": frozenset(
-        {
-            "fft",
-            "ifft",
-            "rfft",
-            "irfft",
-            "fft2",
-            "ifft2",
-            "rfft2",
-            "irfft2",
-            "fftn",
-            "ifftn",
-            "rfftn",
-            "irfftn",
-            "hfft",
-            "ihfft",
-            "fftfreq",
-            "rfftfreq",
-            "fftshift",
-            "ifftshift",
-        }
+        """
+        fft ifft rfft irfft fft2 ifft2 rfft2 irfft2 fftn ifftn rfftn irfftn hfft
+        ihfft fftfreq rfftfreq fftshift ifftshift
+        """.split()  # noqa: SIM905
     ),
 }
 # ... unless given a parameter that can make them return an argument: (name, position)
@@ -251,74 +88,21 @@ _FRESH_UNLESS = {
     "nan_to_num": ("copy", 1),
     "meshgrid": ("copy", None),
 }
-# Methods of local values (arrays, lists, dicts) that return a new array or a number
+# Methods that return a new array or a number when called on an array (or list, dict)
 _FRESH_METHODS = frozenset(
-    {
-        "sum",
-        "mean",
-        "prod",
-        "std",
-        "var",
-        "max",
-        "min",
-        "ptp",
-        "argmax",
-        "argmin",
-        "argsort",
-        "all",
-        "any",
-        "cumsum",
-        "cumprod",
-        "dot",
-        "copy",
-        "astype",
-        "tolist",
-        "item",
-        "tobytes",
-        "flatten",
-        "round",
-        "clip",
-        "trace",
-        "nonzero",
-        "take",
-        "repeat",
-        "searchsorted",
-        "count",
-        "index",
-        "sort",
-    }
+    """
+    sum mean prod std var max min ptp argmax argmin argsort all any cumsum cumprod
+    dot copy astype tolist item tobytes flatten round clip trace nonzero take repeat
+    searchsorted count index sort
+    """.split()  # noqa: SIM905
 )
 # Attributes that are numbers or tuples of numbers, never arrays
 _NUMBER_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes"})
 _FRESH_BUILTINS = frozenset(
-    {
-        "len",
-        "abs",
-        "float",
-        "int",
-        "bool",
-        "complex",
-        "round",
-        "range",
-        "isinstance",
-        "issubclass",
-        "hasattr",
-        "callable",
-        "id",
-        "hash",
-        "type",
-        "print",
-        "str",
-        "repr",
-        "format",
-        "any",
-        "all",
-        "sum",
-        "divmod",
-        "pow",
-        "ord",
-        "chr",
-    }
+    """
+    len abs float int bool complex round range isinstance issubclass hasattr
+    callable id hash type print str repr format any all sum divmod pow ord chr
+    """.split()  # noqa: SIM905
 )
 # s2sgrad's run-time helpers in generated code: the arguments their result may share
 _HELPER_RESULTS = {
