@@ -410,6 +410,20 @@ def reshaped_method_updated(x):
     return np.sum(y**2)
 
 
+def broadcast_updated(x):
+    y = x[0] * 1.0
+    c = np.broadcast_to(y, (2, 4))  # read-only: NumPy itself would raise
+    c += 1.0
+    return np.sum(y**2)
+
+
+def diagonal_updated(x):
+    y = x * 1.0
+    c = np.diagonal(y)  # read-only: NumPy itself would raise
+    c += 1.0
+    return np.sum(y**2)
+
+
 def rows_of_a_comprehension_updated(x):
     y = x * 1.0
     rows = [y[i] for i in range(2)]
@@ -468,6 +482,8 @@ VIEW_CASES = [
     (transposed_updated, "y"),
     (real_part_updated, "y"),
     (reshaped_method_updated, "y"),
+    (broadcast_updated, "y"),
+    (diagonal_updated, "y"),
     (rows_of_a_comprehension_updated, "y"),
     (rows_of_joined_lists_updated, "y"),
     (copied_list_updated, "y"),

@@ -404,8 +404,9 @@ nondifferentiable(seed_cotangent, zeros_like_structure)
 
 
 def refuse_if_array(value: Any, message: str) -> None:
-    """Raise ``UnsupportedError(message)`` if ``value`` is an array whose memory ``+=``
-    would change in place (numbers and NumPy scalars are left alone).
+    """Raise ``UnsupportedError(message)`` if ``value`` is an array, whose memory ``+=``
+    changes in place (or, read-only, where NumPy raises); numbers and NumPy scalars are
+    left alone.
 
     Generated code calls it before ``x = x + v`` written as ``x += v`` where another name
     may share ``x``'s memory (see :mod:`s2sgrad.passes.aliases`).
@@ -418,7 +419,7 @@ def refuse_if_array(value: Any, message: str) -> None:
     from s2sgrad.tape.values import value_of
 
     value = value_of(value)
-    if isinstance(value, np.ndarray) and value.flags.writeable:
+    if isinstance(value, np.ndarray):
         error = UnsupportedError(message)
         error.tape_cannot_either = True  # the tape rebinds x too: it would be as wrong
         raise error
