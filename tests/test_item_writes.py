@@ -174,6 +174,8 @@ INDICES = [
     ((3, 4), (None, [1, 2, 1], slice(0, 2))),
     ((2, 3, 4), ([1, 1], slice(None), [0, 0])),  # advanced axes apart: they move first
     ((3, 4), np.array([[True, False, True, True]] * 3)),
+    ((3, 4), (np.array(1), [2, 2])),
+    ((3, 4), (np.array(True), [2, 2], slice(None))),
 ]
 
 

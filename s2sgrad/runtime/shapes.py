@@ -110,11 +110,11 @@ def only_last_writes(part: Any, shape: tuple, index: Any) -> Any:
 
 def _may_repeat(shape: tuple, index: Any) -> bool:
     """Whether ``y[index]``, for an array ``y`` of ``shape``, may select an element twice:
-    only integer arrays can, and then only if two positions of their broadcast, wrapped
-    into range, are equal."""
+    only integer arrays (or what this does not know) can, and then only if two positions
+    of their broadcast, wrapped into range, are equal."""
     parts = _normalize_index(index)
     parts = parts if isinstance(parts, tuple) else (parts,)
-    if not _has_integer_array(parts):
+    if all(_selects_once(part) for part in parts):
         return False
     coordinates = _advanced_coordinates(shape, parts)
     if coordinates is None:
@@ -124,6 +124,13 @@ def _may_repeat(shape: tuple, index: Any) -> bool:
         return False
     keys = np.ravel_multi_index(np.broadcast_arrays(*arrays), sizes, mode="wrap").ravel()
     return np.unique(keys).size < keys.size
+
+
+def _selects_once(part: Any) -> bool:
+    """Integers, slices, None, ``...`` and boolean masks never select an element twice."""
+    if part is None or part is Ellipsis or isinstance(part, (int, np.integer, slice)):
+        return True
+    return isinstance(part, np.ndarray) and part.dtype == np.bool_
 
 
 def _advanced_coordinates(shape: tuple, parts: tuple) -> tuple[list, list] | None:
@@ -142,7 +149,7 @@ def _advanced_coordinates(shape: tuple, parts: tuple) -> tuple[list, list] | Non
             continue
         if part is Ellipsis:
             axis += len(shape) - taken
-        elif isinstance(part, np.ndarray) and part.dtype == np.bool_:
+        elif isinstance(part, np.ndarray) and part.dtype == np.bool_ and part.ndim:
             arrays.extend(np.nonzero(part))
             sizes.extend(shape[axis : axis + part.ndim])
             axis += part.ndim
