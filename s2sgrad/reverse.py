@@ -40,6 +40,7 @@ from s2sgrad.syntax import (
     item_target_base,
     load,
     method_receiver,
+    names_modified,
     names_read,
     names_written,
     nested_statements,
@@ -525,7 +526,8 @@ class _Reverse:
         return self.backward_assign(statement)
 
     def backward_if(self, statement: gast.If, later_reads) -> list[gast.stmt]:
-        touched = set().union(*(names_written(s) for s in statement.body + statement.orelse))
+        # (an item write of a constant into an active array still zeroes its cotangent)
+        touched = set().union(*(names_modified(s) for s in statement.body + statement.orelse))
         if not (touched & self.activity.active):  # only values it overwrote to restore
             body = self.backward_block(statement.body, later_reads)
             orelse = self.backward_block(statement.orelse, later_reads)
@@ -577,7 +579,8 @@ class _Reverse:
     def backward_loop(self, loop, later_reads) -> list[gast.stmt]:
         written = set().union(*(names_written(s) for s in loop.body))
         read = set().union(*(names_read(s) for s in loop.body))
-        if not (written & self.activity.active):  # only values it overwrote to restore
+        modified = set().union(*(names_modified(s) for s in loop.body))
+        if not (modified & self.activity.active):  # only values it overwrote to restore
             body = self.backward_block(loop.body, later_reads | read)
             return self.restoring(loop, self.reversed_loop(loop, body))
         local = _iteration_local(loop.body, frozenset(later_reads)) - self.defined

@@ -77,6 +77,21 @@ def repeated_in_a_loop(x, index):
     return np.sum(t**2)
 
 
+def constant_written_in_a_branch(x, y):
+    # the branch differentiates to nothing, but must still zero dt where it wrote
+    t = np.ones_like(x) * np.sin(x)
+    if np.ndim(t) > 0:
+        t[[0, -1, 0]] = np.tanh(np.sum(y))
+    return np.sum(np.sin(t))
+
+
+def constants_written_in_a_loop(x, y):
+    t = np.sin(x)
+    for i in range(2):
+        t[i] = y[i] * 2.0
+    return np.sum(np.sin(t))
+
+
 RNG = np.random.default_rng(12)
 VECTOR = RNG.uniform(-1.5, 1.5, size=5)
 MATRIX = RNG.uniform(-1.5, 1.5, size=(3, 3))
@@ -97,6 +112,9 @@ CASES = [
     (given_indices_written, (VECTOR, np.array([2, 2, -3, 4])), 0),
     (given_indices_written, (VECTOR, [0, 1, 2]), 0),
     (repeated_in_a_loop, (VECTOR, np.array([1, 1, 0])), 0),
+    (constant_written_in_a_branch, (VECTOR, VECTOR[::-1]), 0),
+    (constant_written_in_a_branch, (VECTOR, VECTOR[::-1]), 1),
+    (constants_written_in_a_loop, (VECTOR, VECTOR[::-1]), 0),
 ]
 IDS = [f"{c[0].__name__}-wrt{c[2]}" for c in CASES]
 

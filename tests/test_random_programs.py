@@ -134,6 +134,11 @@ STATEMENTS = {
         "if np.ndim({name}) > 0:",
         "    {name}[..., :1] = np.tanh({name}[..., -1:]) * 2.0",
     ],
+    "repeats": [  # an index that writes an element twice: NumPy keeps the last write
+        "{name} = np.ones_like({o1}) * {e1}",
+        "if np.ndim({name}) > 0:",
+        "    {name}[[0, -1, 0]] = np.tanh(np.sum({o2}))",
+    ],
     "rows": [  # a for loop over an array's first axis
         "{name} = 0.0",
         "for row in np.atleast_1d({e1}):",
