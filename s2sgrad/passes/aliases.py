@@ -112,6 +112,8 @@ _HELPER_RESULTS = {
     "add_cotangents": (0, 1),
     "owned": (),
     "snapshot": (),
+    "assigned_cotangent": (),
+    "only_last_writes": (0,),
     "seed_cotangent": (),
     "zeros_like_value": (),
     "zeros_like_structure": (),
