@@ -92,6 +92,16 @@ def constants_written_in_a_loop(x, y):
     return np.sum(np.sin(t))
 
 
+def index_rebound(x):
+    # k is an integer, then an array that writes an element twice
+    t = np.zeros(4)
+    k = 1
+    t[k] = x[0]
+    k = np.array([2, 2])
+    t[k] = x[1:3] ** 2
+    return np.sum(t**2)
+
+
 RNG = np.random.default_rng(12)
 VECTOR = RNG.uniform(-1.5, 1.5, size=5)
 MATRIX = RNG.uniform(-1.5, 1.5, size=(3, 3))
@@ -115,6 +125,7 @@ CASES = [
     (constant_written_in_a_branch, (VECTOR, VECTOR[::-1]), 0),
     (constant_written_in_a_branch, (VECTOR, VECTOR[::-1]), 1),
     (constants_written_in_a_loop, (VECTOR, VECTOR[::-1]), 0),
+    (index_rebound, (VECTOR,), 0),
 ]
 IDS = [f"{c[0].__name__}-wrt{c[2]}" for c in CASES]
 
@@ -246,6 +257,10 @@ def test_integer_indices_need_no_mask():
     gradient = sg.grad(shifted, mode="s2s")
     assert "assigned_cotangent" not in sg.source(shifted)
     assert_close(call_twice(gradient, x), numeric_grad(shifted, (x,), 0), rtol=1e-6)
+
+
+def test_a_name_that_is_not_always_an_integer_keeps_the_mask():
+    assert "assigned_cotangent" in sg.source(index_rebound)
 
 
 def test_an_index_seen_to_be_an_integer_is_specialised_to_a_plain_copy():
