@@ -524,10 +524,16 @@ def made_by_fresh_functions(x):
     rows = np.outer(v[0], v[1])
     total = np.sum(v)
     sorted_ = np.sort(v, axis=0)
+    product = np.einsum("ij,kj->ik", v, x)  # of one operand it may be a view; of two, new
     size = v.shape
     v += np.tanh(x)
     rows[0, 1] = np.sum(x**2)
-    return np.sum(joined[:3] * v) + total * np.sum(rows) + np.sum(sorted_**2) * size[0]
+    return (
+        np.sum(joined[:3] * v)
+        + total * np.sum(rows)
+        + np.sum(sorted_**2) * size[0]
+        + np.sum(product * np.sum(v))
+    )
 
 
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
@@ -597,3 +603,13 @@ def test_a_view_only_read_is_differentiated(mode):
         warnings.simplefilter("ignore")
         gradient = sg.grad(viewed_then_read, mode=mode)(*MATRIX)
     np.testing.assert_allclose(gradient, numeric_grad(viewed_then_read, MATRIX, 0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("subscripts", ["ij,jk->ik", "ij,ij->ij", "ij,->ij", "ij,kj->ik"])
+def test_einsum_of_two_operands_shares_no_memory(subscripts):
+    # the claim behind calling np.einsum with two operands fresh ('ij->ji' is a view)
+    a = MATRIX[0][:, :3]
+    b = np.array(2.0) if ",->" in subscripts else a.T.copy() if "jk" in subscripts else a
+    for optimize in (False, True):
+        result = np.einsum(subscripts, a, b, optimize=optimize)
+        assert not np.shares_memory(result, a) and not np.shares_memory(result, b)

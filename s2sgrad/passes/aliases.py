@@ -437,6 +437,10 @@ def fresh_result(target: Any, call: gast.Call) -> bool:
     name = getattr(target, "__name__", None)
     if getattr(builtins, name or "", None) is target:
         return name in _FRESH_BUILTINS
+    if target is np.einsum:  # of one operand it may be a view ('ij->ji'), of more a product
+        subscripts = call.args[0] if call.args else None
+        written = type(subscripts) is gast.Constant and isinstance(subscripts.value, str)
+        return written and len(call.args) >= 3
     names = _FRESH_NUMPY.get(getattr(target, "__module__", None) or "")
     return names is not None and name in names and getattr(_module_of(target), name) is target
 
