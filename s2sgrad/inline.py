@@ -19,7 +19,6 @@ from typing import Any
 
 import gast
 
-from s2sgrad import parse_cache
 from s2sgrad.frontend import read_definition
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.python_ast import to_gast
@@ -99,13 +98,9 @@ def _parse_rule(rule) -> _ParsedRule | None:
     code = getattr(rule, "__code__", None)
     if code is None:
         return None  # a builtin or a callable object: called, not inlined
-    key = (rule.__qualname__, code.co_firstlineno)
-    parsed = parse_cache.load(code.co_filename, key)
+    parsed = _read_rule(rule)
     if parsed is None:
-        parsed = _read_rule(rule)
-        if parsed is None:
-            return None
-        parse_cache.store(code.co_filename, key, parsed)
+        return None
     body, written = parsed
     first, ans, *parameters = _parameters(rule)
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
