@@ -162,23 +162,33 @@ def _between(lines, start, end) -> str:
 
 
 def export(
-    f: Callable, path: str | os.PathLike, wrt: int | str | tuple = 0, name: str | None = None
+    f: Callable,
+    path: str | os.PathLike,
+    wrt: int | str | tuple = 0,
+    name: str | None = None,
+    *,
+    overwrite: bool = False,
 ) -> Path:
     """Write ``f``'s gradient as a standalone module importing only NumPy and the runtime.
 
     The module's public function is ``name`` (default ``"d" + f.__name__``) and takes
-    ``f``'s parameters.
+    ``f``'s parameters. ``name`` must be an identifier, not a keyword, and not a name the
+    module uses otherwise (``ValueError``). An existing file at ``path`` is replaced only
+    with ``overwrite=True`` (else ``FileExistsError``).
 
     Example::
 
         sg.export(loss, "dloss.py")   # then: from dloss import dloss
+        sg.export(loss, "dloss.py", name="loss_gradient", overwrite=True)
     """
     from s2sgrad.api import _Transform
 
     function = f.function if isinstance(f, _Transform) else f
+    target = Path(path)
+    if target.exists() and not overwrite:
+        raise FileExistsError(f"{target} exists; pass overwrite=True to replace it")
     generated = _generated(f, wrt, latest=False)  # the generic code works for any shapes
     parts = _with_dependencies(generated)
-    public = name or "d" + function.__name__
     imports: dict[str, str] = {}
     assignments: list[str] = []
     for part in parts:
@@ -206,14 +216,57 @@ def export(
         for part in parts
         if part.companion is not None
     ]
-    if public != main_name:
-        footer.append(f"{public} = {main_name}")
     text = "\n".join(header) + "\n\n\n" + "\n\n\n".join(bodies) + "\n"
     if footer:
         text += "\n\n" + "\n".join(footer) + "\n"
-    target = Path(path)
-    target.write_text(text)
+    public = _public_name(name, function, main_name, text)
+    if public != main_name:
+        text += f"\n{public} = {main_name}\n"
+    with open(target, "w" if overwrite else "x") as file:
+        file.write(text)
     return target
+
+
+def _public_name(name: str | None, function: Callable, main_name: str, text: str) -> str:
+    """``name`` if the module can bind its gradient to it without changing anything else."""
+    public = name
+    if name is None:
+        public = "d" + function.__name__
+        if not public.isidentifier():  # a lambda's gradient keeps its generated name
+            return main_name
+    if not isinstance(public, str):
+        raise TypeError(f"export: name must be a string, not {type(public).__name__}")
+    given = "name" if name is not None else f"the default name {public!r} (pass name=...)"
+    if not public.isidentifier() or keyword.iskeyword(public):
+        raise ValueError(
+            f"export: {given} must be a Python identifier that is not a keyword, "
+            f"not {public!r}; pass e.g. name='dloss'"
+        )
+    if public == main_name:
+        return public
+    if (public.startswith("__") and public.endswith("__")) or public in _names_used(text):
+        raise ValueError(
+            f"export: {given}={public!r} is a name the exported module already uses; "
+            f"choose another (the gradient function itself is {main_name!r})"
+        )
+    return public
+
+
+def _names_used(text: str) -> set[str]:
+    """Every name a module's source binds or reads."""
+    import ast
+
+    used = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            used.add(node.name)
+        elif isinstance(node, ast.arg):
+            used.add(node.arg)
+        elif isinstance(node, ast.alias):
+            used.add(node.asname or node.name.split(".")[0])
+    return used
 
 
 def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | None:
