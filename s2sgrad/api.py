@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import numbers
 import operator
 import types
 import warnings
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import S2SGradError
+from s2sgrad.errors import S2SGradError, where
 from s2sgrad.runtime import as_gradient
 from s2sgrad.specialize import signature
 from s2sgrad.transform import call_specialised, derivative
@@ -86,6 +87,8 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     parameters = _positional_parameters(function)
     if len(primals) > len(parameters):
         raise TypeError(f"{_name(f)} takes {len(parameters)} positional arguments")
+    for name, primal in zip(parameters, primals):
+        _refuse_not_understood(name, primal, f)
     differentiable = [i for i, p in enumerate(primals) if _is_differentiable(p)]
     offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
     wrt = tuple(parameters[i] for i in differentiable)
@@ -214,6 +217,7 @@ class _Transform:
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             _check_differentiable(name, value, self.f)
+        _refuse_unknown_constants(self.f, self.all_parameters, args, kwargs)
         containers = frozenset(n for n, v in zip(self.wrt, values) if _is_container(v))
         if not self.use_tape:
             from s2sgrad.transform import without_garbage_collection
@@ -370,32 +374,120 @@ def _is_differentiable(value) -> bool:
 
 
 def _leaf_kind(value) -> str:
+    """``"float"`` for what s2sgrad differentiates: Python floats, NumPy floating scalars
+    and exact ``np.ndarray``s of a floating dtype (or tape values holding them).
+
+    Otherwise ``"int"``, ``"bool"``, ``"complex"``; ``"unknown"`` for an array or number
+    of a type s2sgrad does not understand (an ndarray subclass such as ``np.matrix`` or a
+    masked array, a duck array, an object array, a ``Fraction``); ``"other"`` for values
+    that are not numbers (strings, functions, ``None``, objects).
+    """
     from s2sgrad.tape import is_tape_value, value_of
 
-    if is_tape_value(value):
+    while is_tape_value(value):
         value = value_of(value)
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, np.integer)):
-        return "int"
-    if isinstance(value, (float, np.floating)):
+    from s2sgrad.batching.values import BatchedValue
+
+    if isinstance(value, BatchedValue):
+        value = value.array  # a batch of seeds in a Jacobian: the batch holds their dtype
+    kind = type(value)
+    if kind is float:
         return "float"
-    dtype = getattr(value, "dtype", None)
-    if dtype is not None:
-        return "float" if np.issubdtype(dtype, np.inexact) else dtype.kind
-    return type(value).__name__
+    if kind is bool:
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if kind is np.ndarray or isinstance(value, np.generic):
+        return _DTYPE_KINDS.get(value.dtype.kind, "unknown")
+    if isinstance(value, complex):
+        return "complex"
+    if isinstance(value, (numbers.Number, np.ndarray)) or any(
+        hasattr(value, protocol) for protocol in _ARRAY_PROTOCOLS
+    ):
+        return "unknown"
+    return "other"
+
+
+_DTYPE_KINDS = {"f": "float", "c": "complex", "b": "bool", "i": "int", "u": "int"}
+_ARRAY_PROTOCOLS = (
+    "__array__",
+    "__array_ufunc__",
+    "__array_function__",
+    "__array_interface__",
+    "__array_namespace__",
+    "dtype",
+)
 
 
 def _check_differentiable(name, value, f) -> None:
+    """Refuse to differentiate wrt ``value`` unless every leaf of it is a float."""
     for leaf in _leaves(value):
         kind = _leaf_kind(leaf)
         if kind != "float":
-            raise TypeError(
-                f"{_name(f)}: cannot differentiate with respect to {name!r}, which holds "
-                f"{'a boolean' if kind in ('bool', 'b') else 'an integer' if kind in ('int', 'i', 'u') else 'a ' + kind} "  # noqa: E501
-                f"value ({leaf!r:.40}); pass a float (e.g. {name}=3.0 or "
-                "np.asarray(x, dtype=float))"
-            )
+            raise TypeError(_not_differentiable_message(name, leaf, kind, f))
+
+
+def _refuse_not_understood(name, value, f, kinds=("complex", "unknown")) -> None:
+    """Refuse complex numbers and arrays or numbers of types s2sgrad does not understand
+    (integers, booleans and non-numbers are left alone: they are not differentiated)."""
+    for leaf in _leaves(value):
+        kind = _leaf_kind(leaf)
+        if kind in kinds:
+            raise TypeError(_not_differentiable_message(name, leaf, kind, f))
+
+
+def _refuse_unknown_constants(f, parameters, args, kwargs) -> None:
+    """Arrays of types s2sgrad does not understand give wrong derivatives as constants too
+    (``x * m`` is a matrix product for an ``np.matrix`` m, a masked array hides elements)."""
+    for index, value in enumerate(args):
+        name = parameters[index] if index < len(parameters) else f"argument {index}"
+        _refuse_not_understood(name, value, f, ("unknown",))
+    for name, value in kwargs.items():
+        _refuse_not_understood(name, value, f, ("unknown",))
+
+
+def _not_differentiable_message(name, leaf, kind, f) -> str:
+    start = f"{_located_name(f)}: cannot differentiate with respect to {name!r}, which holds"
+    if kind == "unknown":
+        start = f"{_located_name(f)}: cannot differentiate with {name!r} holding"
+    if kind in ("bool", "int", "other"):
+        what = {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
+        return (
+            f"{start} {what} value ({leaf!r:.40}); pass a float (e.g. {name}=3.0 or "
+            "np.asarray(x, dtype=float))"
+        )
+    if kind == "complex":
+        return (
+            f"{start} a complex value ({leaf!r:.40}); complex numbers are not supported yet: "
+            "differentiate with respect to the real and imaginary parts as two float "
+            "arguments (np.real(z), np.imag(z)) and build z = x + 1j * y inside"
+        )
+    kind_name = f"{type(leaf).__module__}.{type(leaf).__qualname__}"
+    if isinstance(leaf, np.matrix):
+        meaning = "whose * and ** are matrix products s2sgrad would not differentiate right"
+        advice = f"pass np.asarray({name}) and write @ for matrix products"
+    elif isinstance(leaf, np.ma.MaskedArray):
+        meaning = "whose masked elements s2sgrad would not tell apart"
+        advice = f"pass {name}.filled(...) or np.asarray({name}) and apply the mask with np.where"
+    elif isinstance(leaf, np.ndarray):
+        meaning = "an array type s2sgrad does not differentiate" + (
+            f" (dtype {leaf.dtype})" if type(leaf) is np.ndarray else ""
+        )
+        advice = f"pass np.asarray({name}, dtype=float)"
+    else:
+        meaning = "a type s2sgrad does not understand: it differentiates floats and NumPy arrays"
+        advice = f"pass np.asarray({name}, dtype=float)"
+    return f"{start} a {kind_name} ({meaning}); {advice}"
+
+
+def _located_name(f) -> str:
+    """``file:line: name`` of the user's function, as far as it is known."""
+    function = getattr(f, "__func__", f)
+    function = getattr(function, "function", function)  # a transform: the function inside
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return _name(f)
+    return f"{where(code.co_filename, code.co_firstlineno)}: {_name(f)}"
 
 
 def _containers(primals, function) -> frozenset:
@@ -449,6 +541,10 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
     offset = len(primals) - len(tangents)
     tangents = (None,) * offset + tangents
     parameters = _positional_parameters(function)
+    for name, primal, tangent in zip(parameters, primals, tangents):
+        if tangent is not None:
+            _refuse_not_understood(name, primal, f)
+    _refuse_unknown_constants(f, parameters, primals, {})
     positions = tuple(
         i for i, p in enumerate(primals) if _is_differentiable(p) and tangents[i] is not None
     )

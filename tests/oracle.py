@@ -25,13 +25,19 @@ def _grad_of(evaluate, x, step):
         return {k: _grad_of(lambda v, k=k: evaluate({**x, k: v}), x[k], step) for k in x}
     if isinstance(x, (list, tuple)):
 
+        def rebuilt(items):
+            return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+
         def replace(i, v):
             items = list(x)
             items[i] = v
-            return type(x)(items)
+            return rebuilt(items)
 
-        return type(x)(
-            _grad_of(lambda v, i=i: evaluate(replace(i, v)), item, step) for i, item in enumerate(x)
+        return rebuilt(
+            [
+                _grad_of(lambda v, i=i: evaluate(replace(i, v)), item, step)
+                for i, item in enumerate(x)
+            ]
         )
     if isinstance(x, float):
         return (evaluate(x + step) - evaluate(x - step)) / (2 * step)

@@ -39,6 +39,7 @@ from s2sgrad.batching.values import (
     materialize,
 )
 from s2sgrad.runtime import shapes as runtime_shapes
+from s2sgrad.runtime.core import rebuild_sequence
 
 __all__ = ["batched_twin", "is_generated", "COMPOSABLE", "HELPER_RULES"]
 
@@ -105,7 +106,7 @@ def _as_gradient(g: Any, x: Any) -> Any:
         return {k: _as_gradient(g.get(k) if isinstance(g, dict) else None, v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         parts = g if isinstance(g, (list, tuple)) else [None] * len(x)
-        return type(x)(_as_gradient(u, v) for u, v in zip(parts, x))
+        return rebuild_sequence(x, [_as_gradient(u, v) for u, v in zip(parts, x)])
     if not is_batched(g):  # the same for every example
         return runtime.as_gradient(g, x)
     dtype = _float(np.result_type(x))

@@ -31,6 +31,7 @@ from s2sgrad.batching.helpers import HELPER_RULES, batched_twin, is_generated
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.errors import S2SGradError
 from s2sgrad.runtime import as_gradient, zeros_like_structure
+from s2sgrad.runtime.core import rebuild_sequence
 from s2sgrad.tape import is_tape_value
 from s2sgrad.transform import derivative
 
@@ -218,6 +219,7 @@ def _differentiated(f: Any, args: tuple, kwargs: dict, index: int) -> tuple:
     function, primals = api._bind_self(f, args)
     name = _parameter_names(function)[index + len(primals) - len(args)]
     api._check_differentiable(name, args[index], f)
+    api._refuse_unknown_constants(f, _parameter_names(function), primals, {})
     return f, args, function, primals, name
 
 
@@ -419,7 +421,7 @@ def replace_leaf(structure: Any, path: tuple, leaf: Any) -> Any:
         return {**structure, key: replace_leaf(structure[key], rest, leaf)}
     items = list(structure)
     items[key] = replace_leaf(items[key], rest, leaf)
-    return type(structure)(items)
+    return rebuild_sequence(structure, items)
 
 
 def _rebuild(structure: Any, leaves: dict) -> Any:

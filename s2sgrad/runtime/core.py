@@ -60,6 +60,18 @@ def _unbroadcast_jvp(t, ans, g_in, x):
     return unbroadcast(t, x), None
 
 
+def rebuild_sequence(like: list | tuple, items: list) -> list | tuple:
+    """``items`` in a sequence of ``like``'s type (a named tuple takes them one by one).
+
+    Example::
+
+        rebuild_sequence(Point(1.0, 2.0), [0.0, 0.0])  # Point(x=0.0, y=0.0)
+    """
+    if hasattr(like, "_fields"):
+        return type(like)(*items)
+    return type(like)(items)
+
+
 def zeros_like_structure(x: Any) -> Any:
     """Zeros with the structure, shapes and floating dtypes of ``x``.
 
@@ -70,7 +82,7 @@ def zeros_like_structure(x: Any) -> Any:
     if isinstance(x, dict):
         return {k: zeros_like_structure(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return type(x)(zeros_like_structure(v) for v in x)
+        return rebuild_sequence(x, [zeros_like_structure(v) for v in x])
     if isinstance(x, (float, int, bool)):
         return 0.0
     return np.zeros(np.shape(x), dtype=_float_dtype(x))
@@ -91,7 +103,7 @@ def add_cotangents(a: Any, b: Any) -> Any:
         total = {k: add_cotangents(a.get(k), b.get(k)) for k in {**a, **b}}
         return CotangentDict(total) if isinstance(a, CotangentDict) else total
     if isinstance(a, (list, tuple)):
-        return type(a)(add_cotangents(u, v) for u, v in zip(a, b))
+        return rebuild_sequence(a, [add_cotangents(u, v) for u, v in zip(a, b)])
     return a + b
 
 
@@ -163,7 +175,7 @@ def as_gradient(g: Any, x: Any) -> Any:
         return {k: as_gradient(g.get(k) if isinstance(g, dict) else None, v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         parts = g if isinstance(g, (list, tuple)) else [None] * len(x)
-        return type(x)(as_gradient(u, v) for u, v in zip(parts, x))
+        return rebuild_sequence(x, [as_gradient(u, v) for u, v in zip(parts, x)])
     if isinstance(x, (float, int)) and not isinstance(x, bool):
         return float(np.sum(g)) if np.ndim(g) else float(g)
     if isinstance(x, np.generic) and isinstance(g, (np.ndarray, np.generic, float, int)):
