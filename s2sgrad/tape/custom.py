@@ -62,7 +62,7 @@ class CustomCall:
     def cotangents(self, g: Any, args: tuple) -> tuple:
         """One cotangent per argument (``None`` for none), for the output cotangent ``g``."""
         pullback = self.pullback
-        if any(is_traced(a) for a in args):  # a higher derivative: redo it where it is seen
+        if _any_traced(args):  # a higher derivative: redo it where it is seen
             token = _CALLED_BY_TAPE.set(True)
             try:
                 _, pullback = self.rule.custom(*args, **self.kwargs)
@@ -75,6 +75,20 @@ class CustomCall:
 
     def __repr__(self) -> str:
         return f"CustomCall({getattr(self.rule.primitive, '__name__', self.rule.primitive)!r})"
+
+
+def _any_traced(values) -> bool:
+    """Whether a recording tape tracks one of ``values`` or a value inside them."""
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            if _any_traced(value):
+                return True
+        elif isinstance(value, dict):
+            if _any_traced(value.values()):
+                return True
+        elif is_traced(value):
+            return True
+    return False
 
 
 def _custom_vjp(g, ans, call, *args):

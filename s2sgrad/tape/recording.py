@@ -137,6 +137,18 @@ def _tape_value_type():
     return TapeValue
 
 
+def _is_named_tuple(a: Any) -> bool:
+    return isinstance(a, tuple) and hasattr(a, "_fields")
+
+
+def _children(a: Any):
+    """The elements of a list, tuple, named tuple or dict argument; None for other values."""
+    t = type(a)
+    if t is list or t is tuple or _is_named_tuple(a):
+        return a
+    return a.values() if t is dict else None
+
+
 class Backward:
     """One tape's recording, prepared to pull cotangents from its targets back to ``sources``.
 
@@ -166,7 +178,7 @@ class Backward:
         kept = []
         for rule, args, kwargs, out in entries:
             needed = tuple(
-                id(a) in reach or (type(a) in (list, tuple) and self._touches(a, reach))
+                id(a) in reach or (_children(a) is not None and self._touches(a, reach))
                 for a in args
             )
             if any(needed):
@@ -176,10 +188,10 @@ class Backward:
         return kept
 
     def _touches(self, args, reach) -> bool:
-        for a in args:
+        for a in _children(args):
             if id(a) in reach:
                 return True
-            if type(a) in (list, tuple) and self._touches(a, reach):
+            if _children(a) is not None and self._touches(a, reach):
                 return True
         return False
 
@@ -256,10 +268,14 @@ class Backward:
         return grads.get(key) if key in self.source_ids else grads.pop(key, None)
 
     def _accumulate(self, grads, arg, cotangent) -> None:
-        if type(arg) in (list, tuple):  # one cotangent per element (a list, or an array's rows)
+        if type(arg) in (list, tuple) or _is_named_tuple(arg):  # a cotangent per element
             for a, c in zip(arg, cotangent):
                 if c is not None:
                     self._accumulate(grads, a, c)
+        elif type(arg) is dict and isinstance(cotangent, dict):  # a dict argument (checkpoint)
+            for key, a in arg.items():
+                if cotangent.get(key) is not None:
+                    self._accumulate(grads, a, cotangent[key])
         elif id(arg) in self.reach:
             self._add(grads, id(arg), cotangent)
 

@@ -631,11 +631,11 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
             raw.append(value)
             recorded = recorded or list(args)
             recorded[i] = read
-        elif (t is list or t is tuple) and _contains_tape_value(a):
-            inner, inner_raw, s = _scan(a)
-            raw.append(t(inner_raw))
+        elif _is_container(a) and _contains_tape_value(_items(a)):
+            inner, inner_raw, s = _scan(tuple(_items(a)))
+            raw.append(_rebuilt(a, inner_raw))
             recorded = recorded or list(args)
-            recorded[i] = t(inner)
+            recorded[i] = _rebuilt(a, inner)
         else:
             raw.append(a)
             continue
@@ -646,9 +646,25 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
 
 def _contains_tape_value(items) -> bool:
     for a in items:
-        if isinstance(a, TapeValue) or (type(a) in (list, tuple) and _contains_tape_value(a)):
+        if isinstance(a, TapeValue) or (_is_container(a) and _contains_tape_value(_items(a))):
             return True
     return False
+
+
+def _is_container(a: Any) -> bool:
+    """A list, tuple, named tuple or dict of arguments (whose tape values are recorded)."""
+    t = type(a)
+    return t is list or t is tuple or t is dict or (isinstance(a, tuple) and hasattr(a, "_fields"))
+
+
+def _items(container: Any):
+    return container.values() if type(container) is dict else container
+
+
+def _rebuilt(like: Any, items: list) -> Any:
+    if type(like) is dict:
+        return dict(zip(like, items))
+    return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 
 def _any_tracked(values) -> bool:
@@ -658,7 +674,7 @@ def _any_tracked(values) -> bool:
         if isinstance(v, TapeValue):
             if live_serials(v._tapes) or (type(v) is not TapeValue and RECORDING):
                 return True
-        elif type(v) in (list, tuple) and _any_tracked(v):
+        elif _is_container(v) and _any_tracked(_items(v)):
             return True
     return False
 
