@@ -191,6 +191,7 @@ def _build(request: _Request) -> GeneratedFunction:
     refusal = getattr(node, "s2s_refusal", None)
     if refusal is not None:  # desugar's check of x op= v on shared arrays: a name it sees
         parsed.closure[refusal] = runtime.refuse_if_array
+    parsed.closure.update(getattr(node, "s2s_bindings", {}))  # match's collections.abc tests
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
     normalise_loops(node, names, lambda name: parsed.resolve_name(name) is getattr(builtins, name))

@@ -6,17 +6,34 @@
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
 * ``items.pop()`` becomes ``popped = items.pop()``;
-* docstrings and ``pass`` disappear.
+* docstrings and ``pass`` disappear;
+* ``match`` statements become ``if``/``elif`` chains on the subject (value, singleton,
+  capture, wildcard, or-, sequence, mapping and class patterns, guards); the patterns
+  left (``*rest``, ``**rest``, or-patterns that bind names, positional sub-patterns of a
+  class without ``__match_args__``) are refused.
 """
 
 from __future__ import annotations
+
+import builtins
+import collections.abc
 
 import gast
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.passes.aliases import shared_in_place_updates
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import call, clone, constant, load, nested_statements, store, walk
+from s2sgrad.syntax import (
+    call,
+    clone,
+    constant,
+    load,
+    located,
+    names_written,
+    nested_statements,
+    store,
+    walk,
+)
 
 __all__ = ["desugar"]
 
@@ -31,6 +48,7 @@ def desugar(
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
     """
     _refuse_hidden_assignments(node, locate)
+    node.body = _MatchDesugarer(node, names, locate, resolve).block(node.body)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
@@ -184,3 +202,245 @@ def _as_load(target: gast.expr) -> gast.expr:
 
 def _located(new: gast.AST, old: gast.AST) -> gast.AST:
     return gast.copy_location(new, old)
+
+
+# match statements -----------------------------------------------------------------------
+# Built-in classes whose one positional sub-pattern matches the subject itself.
+_SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
+_BUILTINS_USED = ("isinstance", "len", "hasattr", "str", "bytes", "bytearray")
+
+
+class _MatchDesugarer:
+    """``match`` statements as ``if``/``elif`` chains with the same tests, in the same order.
+
+    ``match p:`` / ``case [a, b] if a > 0: body`` becomes::
+
+        if isinstance(p, Sequence) and not isinstance(p, (str, bytes, bytearray)) and \\
+                len(p) == 2 and p[0] > 0:
+            a = p[0]
+            b = p[1]
+            body
+
+    A pattern's captures are bound at the start of its case; its guard reads the
+    subject's parts in their place. ``Sequence`` and ``Mapping`` (from
+    ``collections.abc``, as ``match`` uses them) are bound in ``node.s2s_bindings``.
+    """
+
+    def __init__(self, node: gast.FunctionDef, names: NameGenerator, locate, resolve):
+        self.node = node
+        self.names = names
+        self.locate = locate
+        self.resolve = resolve
+
+    def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
+        result = []
+        for statement in statements:
+            if isinstance(statement, gast.Match):
+                result.extend(self.block(self.match(statement)))
+                continue
+            if not isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list):
+                        setattr(statement, field, self.block(inner))
+                for handler in getattr(statement, "handlers", None) or []:
+                    handler.body = self.block(handler.body)
+            result.append(statement)
+        return result
+
+    def match(self, statement: gast.Match) -> list[gast.stmt]:
+        self._check_builtins(statement)
+        prelude = []
+        subject = statement.subject
+        if not isinstance(subject, gast.Name):  # evaluated once, as match does
+            name = self.names.fresh("subject")
+            prelude.append(located(assign_to(name, subject), statement))
+            subject = load(name)
+        chain: list[gast.stmt] = []
+        for case in reversed(statement.cases):
+            tests, captures = self.pattern(case.pattern, subject)
+            if case.guard is not None:
+                tests.append(self._guard(case.guard, dict(captures)))
+            body = [located(assign_to(n, clone(v)), case.pattern) for n, v in captures]
+            body.extend(case.body)
+            if not tests:  # irrefutable: the cases after it cannot run
+                chain = body
+            else:
+                test = tests[0] if len(tests) == 1 else gast.BoolOp(op=gast.And(), values=tests)
+                chain = [located(gast.If(test=test, body=body, orelse=chain), case.pattern)]
+        return prelude + chain
+
+    def pattern(self, pattern, subject: gast.expr) -> tuple[list[gast.expr], list]:
+        """The tests ``subject`` must pass, and the ``(name, value)`` captures it binds."""
+        kind = type(pattern)
+        if kind is gast.MatchValue:
+            return [_compare(subject, gast.Eq(), pattern.value)], []
+        if kind is gast.MatchSingleton:
+            return [_compare(subject, gast.Is(), constant(pattern.value))], []
+        if kind is gast.MatchAs:
+            tests, captures = (
+                ([], []) if pattern.pattern is None else self.pattern(pattern.pattern, subject)
+            )
+            if pattern.name is not None:
+                captures = [*captures, (pattern.name, subject)]
+            return tests, captures
+        if kind is gast.MatchOr:
+            return self._or(pattern, subject)
+        if kind is gast.MatchSequence:
+            return self._sequence(pattern, subject)
+        if kind is gast.MatchMapping:
+            return self._mapping(pattern, subject)
+        if kind is gast.MatchClass:
+            return self._class(pattern, subject)
+        raise self._refusal(pattern, f"a {kind.__name__} pattern", "an if statement")
+
+    def _or(self, pattern, subject):
+        """Alternatives may bind names when each binds them to the same part of the subject
+        (``float(v) | np.floating(v)``)."""
+        alternatives, bound = [], None
+        for alternative in pattern.patterns:
+            tests, captures = self.pattern(alternative, subject)
+            key = sorted((name, gast.dump(value)) for name, value in captures)
+            if bound is not None and key != bound[0]:
+                raise self._refusal(
+                    pattern,
+                    "an or-pattern whose alternatives bind names to different parts",
+                    "one case per alternative",
+                )
+            bound = bound or (key, captures)
+            if not tests:
+                return [], captures
+            alternatives.append(_all(tests))
+        return [gast.BoolOp(op=gast.Or(), values=alternatives)], bound[1]
+
+    def _sequence(self, pattern, subject):
+        items = pattern.patterns
+        if any(isinstance(p, gast.MatchStar) for p in items):
+            raise self._refusal(pattern, "a starred sub-pattern (*rest)", "len() and slices")
+        is_sequence = call(load("isinstance"), [subject, load(self._bound("Sequence"))])
+        text = gast.Tuple(elts=[load("str"), load("bytes"), load("bytearray")], ctx=gast.Load())
+        not_text = gast.UnaryOp(op=gast.Not(), operand=call(load("isinstance"), [subject, text]))
+        length = _compare(call(load("len"), [subject]), gast.Eq(), constant(len(items)))
+        tests, captures = [is_sequence, not_text, length], []
+        for index, item in enumerate(items):
+            part = gast.Subscript(value=subject, slice=constant(index), ctx=gast.Load())
+            self._add(tests, captures, self.pattern(item, part))
+        return tests, captures
+
+    def _mapping(self, pattern, subject):
+        if pattern.rest is not None:
+            raise self._refusal(pattern, "a **rest sub-pattern", "the keys it needs")
+        tests = [call(load("isinstance"), [subject, load(self._bound("Mapping"))])]
+        captures: list = []
+        for key, item in zip(pattern.keys, pattern.patterns):
+            tests.append(_compare(key, gast.In(), subject))
+            part = gast.Subscript(value=subject, slice=key, ctx=gast.Load())
+            self._add(tests, captures, self.pattern(item, part))
+        return tests, captures
+
+    def _class(self, pattern, subject):
+        tests = [call(load(self._bound("matches_class")), [subject, pattern.cls])]
+        captures: list = []
+        positional = getattr(pattern, "patterns", None) or []
+        attributes = list(getattr(pattern, "kwd_attrs", None) or [])
+        sub_patterns = list(getattr(pattern, "kwd_patterns", None) or [])
+        if positional:
+            cls = self.resolve(pattern.cls) if self.resolve is not None else None
+            names = getattr(cls, "__match_args__", None)
+            self_matching = isinstance(cls, type) and issubclass(cls, _SELF_MATCHING)
+            if names is None and self_matching and len(positional) == 1:
+                self._add(tests, captures, self.pattern(positional[0], subject))
+            else:
+                if not (isinstance(names, tuple) and len(names) >= len(positional)):
+                    raise self._refusal(
+                        pattern,
+                        "a class pattern with positional sub-patterns and no __match_args__",
+                        "keyword sub-patterns (C(x=...))",
+                    )
+                attributes = [*names[: len(positional)], *attributes]
+                sub_patterns = [*positional, *sub_patterns]
+        for attribute, item in zip(attributes, sub_patterns):
+            tests.append(call(load("hasattr"), [subject, constant(attribute)]))
+            part = gast.Attribute(value=subject, attr=attribute, ctx=gast.Load())
+            self._add(tests, captures, self.pattern(item, part))
+        return tests, captures
+
+    @staticmethod
+    def _add(tests: list, captures: list, found: tuple) -> None:
+        tests.extend(found[0])
+        captures.extend(found[1])
+
+    def _guard(self, guard: gast.expr, captures: dict) -> gast.expr:
+        """The guard, reading each captured name's value where the name stands."""
+        guard = clone(guard)
+        scopes = (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
+        if captures and any(isinstance(n, scopes) for n in walk(guard)):
+            raise self._refusal(
+                guard, "a guard with a lambda or comprehension", "an if inside the case"
+            )
+        if isinstance(guard, gast.Name) and guard.id in captures:
+            return clone(captures[guard.id])
+        for node in walk(guard):
+            for field, value in gast.iter_fields(node):
+                if isinstance(value, gast.Name) and value.id in captures:
+                    setattr(node, field, clone(captures[value.id]))
+                elif isinstance(value, list):
+                    value[:] = [
+                        clone(captures[v.id])
+                        if isinstance(v, gast.Name) and v.id in captures
+                        else v
+                        for v in value
+                    ]
+        return guard
+
+    def _bound(self, name: str) -> str:
+        """A name for ``collections.abc.<name>`` (or a runtime helper) in the generated code."""
+        from s2sgrad import runtime
+
+        obj = getattr(runtime, name, None) or getattr(collections.abc, name)
+        bindings = self.node.__dict__.setdefault("s2s_bindings", {})
+        for bound, known in bindings.items():
+            if known is obj:
+                return bound
+        bound = self.names.claim(name)
+        bindings[bound] = obj
+        return bound
+
+    def _check_builtins(self, statement: gast.Match) -> None:
+        """The tests call builtins: refuse if the function's names hide one."""
+        local = set()
+        for inner in nested_statements(self.node.body):
+            local |= names_written(inner)
+        args = self.node.args
+        local |= {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+        for name in _BUILTINS_USED:
+            hidden = name in local or (
+                self.resolve is not None
+                and self.resolve(
+                    gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+                )
+                is not getattr(builtins, name)
+            )
+            if hidden:
+                raise self._refusal(
+                    statement,
+                    f"a match statement where {name!r} is not the builtin",
+                    "another name for your " + name,
+                )
+
+    def _refusal(self, node, what: str, instead: str) -> UnsupportedError:
+        return UnsupportedError(
+            f"{self.locate(node)}: {what} cannot be transformed; use {instead}, or mode='tape'"
+        )
+
+
+def assign_to(name: str, value: gast.expr) -> gast.Assign:
+    return gast.Assign(targets=[store(name)], value=value, type_comment=None)
+
+
+def _compare(left: gast.expr, op: gast.cmpop, right: gast.expr) -> gast.Compare:
+    return gast.Compare(left=clone(left), ops=[op], comparators=[clone(right)])
+
+
+def _all(tests: list[gast.expr]) -> gast.expr:
+    return tests[0] if len(tests) == 1 else gast.BoolOp(op=gast.And(), values=tests)

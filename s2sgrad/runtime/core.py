@@ -23,6 +23,7 @@ __all__ = [
     "custom_jvp_call",
     "jvp_entry",
     "refuse_if_array",
+    "matches_class",
 ]
 
 
@@ -463,3 +464,21 @@ def _add_cotangents_vjp(g, ans, a, b):
 @jvp_rule(add_cotangents)
 def _add_cotangents_jvp(t, ans, a, b):
     return t, t
+
+
+def matches_class(value: Any, cls: Any) -> bool:
+    """``isinstance(value, cls)`` for a ``match`` class pattern, seeing through tape values
+    (the generated code runs on them when a tape differentiates it again).
+
+    Example::
+
+        matches_class(2.0, float)  # True
+    """
+    from s2sgrad.tape.values import TapeValue
+
+    while isinstance(value, TapeValue):
+        value = value._value
+    return isinstance(value, cls)
+
+
+nondifferentiable(matches_class)

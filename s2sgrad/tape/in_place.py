@@ -22,19 +22,27 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import dis
+import numbers
 import threading
 import types
 import weakref
 from typing import Any
 
 import gast
+import numpy as np
 
 from s2sgrad.errors import S2SGradError, UnsupportedError
-from s2sgrad.frontend import parse_function
+from s2sgrad.frontend import NOT_FOUND, parse_function
 from s2sgrad.passes.aliases import shared_in_place_updates
 from s2sgrad.syntax import nested_statements
 
-__all__ = ["numpy_semantics", "under_numpy_semantics", "refuse_shared_update"]
+__all__ = [
+    "numpy_semantics",
+    "under_numpy_semantics",
+    "refuse_shared_update",
+    "refuse_value_class_patterns",
+]
 
 # code object -> {line: why its update is refused}
 _REFUSED_LINES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -105,3 +113,53 @@ def _shared_updates_by_line(frame: Any) -> dict[int, str]:
 
 def _cell(names: dict, name: str) -> types.CellType:
     return types.CellType(names[name]) if name in names else types.CellType()
+
+
+# code object -> why a match statement in it is refused on the tape ("" for none)
+_CLASS_PATTERNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_VALUE_TYPES = (numbers.Number, np.ndarray, np.generic)
+
+
+def refuse_value_class_patterns(function: Any) -> None:
+    """Raise ``UnsupportedError`` if ``function`` has a ``match`` class pattern such as
+    ``case float():`` or ``case np.ndarray():``: on the tape its subject may be a tape
+    value, which is neither, so the match would take another case than NumPy's values do.
+
+    Example::
+
+        refuse_value_class_patterns(f)  # before running f on tape values
+    """
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return
+    message = _CLASS_PATTERNS.get(code)
+    if message is None:
+        message = _CLASS_PATTERNS[code] = (
+            _value_class_pattern(function) if _matches_class(code) else ""
+        )
+    if message:
+        raise UnsupportedError(message)
+
+
+def _matches_class(code: Any) -> bool:
+    """Whether ``code`` or a function defined in it tests a class pattern (cheap: bytecode)."""
+    if any(i.opname == "MATCH_CLASS" for i in dis.get_instructions(code)):
+        return True
+    return any(_matches_class(c) for c in code.co_consts if hasattr(c, "co_code"))
+
+
+def _value_class_pattern(function: Any) -> str:
+    try:
+        parsed = parse_function(function)
+    except S2SGradError:  # no source: nothing to tell by
+        return ""
+    for node in gast.walk(parsed.node):
+        if isinstance(node, gast.MatchClass):
+            cls = parsed.resolve(node.cls)
+            if cls is NOT_FOUND or (isinstance(cls, type) and issubclass(cls, _VALUE_TYPES)):
+                return (
+                    f"{parsed.location(node)}: a class pattern in a match statement would see "
+                    "the tape's value, not the number or array it stands for; differentiate "
+                    "with mode='s2s' (which tests the values themselves)"
+                )
+    return ""

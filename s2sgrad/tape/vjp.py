@@ -9,7 +9,7 @@ import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
-from s2sgrad.tape.in_place import numpy_semantics
+from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
 from s2sgrad.tape.recording import Backward, is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
@@ -32,6 +32,7 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
         out, pullback = tape_vjp(lambda w, x: np.sum(w * x), (w, x), {}, (0,))
         (dw,) = pullback(1.0)  # dw == x
     """
+    refuse_value_class_patterns(f)
     tape = GradientTape(persistent=True, watch_accessed_variables=False)
     args = list(args)
     rebuilds = [flatten(args[i])[1] for i in wrt]
