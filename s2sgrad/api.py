@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import S2SGradError, where
-from s2sgrad.runtime import as_gradient
+from s2sgrad.runtime import as_gradient, is_foreign_array
 from s2sgrad.specialize import signature
 from s2sgrad.transform import call_specialised, derivative
 
@@ -401,22 +401,12 @@ def _leaf_kind(value) -> str:
         return _DTYPE_KINDS.get(value.dtype.kind, "unknown")
     if isinstance(value, complex):
         return "complex"
-    if isinstance(value, (numbers.Number, np.ndarray)) or any(
-        hasattr(value, protocol) for protocol in _ARRAY_PROTOCOLS
-    ):
+    if isinstance(value, numbers.Number) or is_foreign_array(value) or hasattr(value, "dtype"):
         return "unknown"
     return "other"
 
 
 _DTYPE_KINDS = {"f": "float", "c": "complex", "b": "bool", "i": "int", "u": "int"}
-_ARRAY_PROTOCOLS = (
-    "__array__",
-    "__array_ufunc__",
-    "__array_function__",
-    "__array_interface__",
-    "__array_namespace__",
-    "dtype",
-)
 
 
 def _check_differentiable(name, value, f) -> None:

@@ -207,6 +207,7 @@ def _build(request: _Request) -> GeneratedFunction:
         if obj is NOT_FOUND:
             continue
         if name in parsed.globals or name in parsed.closure:
+            _refuse_foreign_array(parsed, node, name, obj)
             namespace.bind_existing(name, obj)
 
     def output_names(statement: gast.Return) -> set[str]:
@@ -270,6 +271,22 @@ def _build(request: _Request) -> GeneratedFunction:
         type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
     )
     return generated
+
+
+def _refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> None:
+    """A global or closure array of a type s2sgrad does not understand (``np.matrix``, a
+    masked array, a duck array) would be differentiated with the rules of plain arrays."""
+    if not runtime.is_foreign_array(obj):
+        return
+    read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
+    kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    error = UnsupportedError(
+        f"{parsed.location(read)}: {name!r} is a {kind}, an array type s2sgrad does not "
+        "differentiate (np.matrix's * is a matrix product, a masked array hides elements); "
+        f"use np.asarray({name}) (and apply a mask with np.where)"
+    )
+    error.tape_cannot_either = True  # the tape refuses it as well
+    raise error
 
 
 def _build_jvp(request, parsed, node, activity, names, namespace, local_names):

@@ -201,3 +201,58 @@ def test_second_order_still_works_for_arrays(mode):
     assert_close(hessian, expected, rtol=1e-7, atol=1e-9)
     (product,) = sg.hvp(lambda v: np.sum(np.sin(v) * v), (x,), (np.ones(3),), mode=mode)
     assert_close(product, expected @ np.ones(3), rtol=1e-7, atol=1e-9)
+
+
+GLOBAL_MATRIX = _MATRIX
+GLOBAL_MASKED = _MASKED
+GLOBAL_DUCK = DuckArray([3.0, 4.0])
+
+
+def times_global_matrix(x):
+    return np.sum(x * GLOBAL_MATRIX)
+
+
+def times_global_masked(x):
+    return np.sum(x * GLOBAL_MASKED)
+
+
+def times_global_duck(x):
+    return np.sum(x * GLOBAL_DUCK)
+
+
+def _closing_over(constant):
+    def times_closure(x):
+        return np.sum(x * constant)
+
+    return times_closure
+
+
+FOREIGN_CONSTANTS = {
+    "global matrix": (times_global_matrix, np.ones((2, 2)), "numpy.matrix"),
+    "global masked": (times_global_masked, np.ones(3), "MaskedArray"),
+    "global duck": (times_global_duck, np.ones(2), "DuckArray"),
+    "closure matrix": (_closing_over(_MATRIX), np.ones((2, 2)), "numpy.matrix"),
+    "closure masked": (_closing_over(_MASKED), np.ones(3), "MaskedArray"),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", FOREIGN_CONSTANTS)
+def test_a_global_or_closure_array_of_a_type_not_understood_is_refused(case, mode):
+    """Not arguments, so not checked at the call: the transformer checks the values it
+    binds, the tape each operation a value being differentiated takes part in."""
+    function, x, kind = FOREIGN_CONSTANTS[case]
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(function, mode=mode)(x)
+    message = str(error.value)
+    line = inspect.getsourcelines(function)[1] + 1  # the line that reads it
+    assert f"{HERE}:{line}" in message, message
+    assert kind in message and "np.asarray" in message, message
+
+
+def test_a_gradient_tape_refuses_an_operation_with_a_foreign_array():
+    x = sg.constant(np.ones((2, 2)))
+    with sg.GradientTape() as tape:
+        tape.watch(x)
+        with pytest.raises(sg.UnsupportedError, match=f"{HERE}:.*numpy.matrix"):
+            x * GLOBAL_MATRIX

@@ -24,6 +24,7 @@ __all__ = [
     "jvp_entry",
     "refuse_if_array",
     "matches_class",
+    "is_foreign_array",
 ]
 
 
@@ -482,3 +483,32 @@ def matches_class(value: Any, cls: Any) -> bool:
 
 
 nondifferentiable(matches_class)
+
+
+_PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, np.float64, np.float32})
+_ARRAY_PROTOCOLS = ("__array_ufunc__", "__array_function__", "__array__", "__array_interface__")
+
+
+def is_foreign_array(value: Any) -> bool:
+    """Whether ``value`` is an array of a type s2sgrad does not differentiate: an ndarray
+    subclass (``np.matrix``, a masked array) or another object taking part in NumPy's
+    dispatch (a Dask or xarray array). Tape values and batches of them are s2sgrad's own.
+
+    Example::
+
+        is_foreign_array(np.ma.array([1.0]))  # True
+    """
+    kind = type(value)
+    if kind in _PLAIN_TYPES or isinstance(value, np.generic):
+        return False
+    if isinstance(value, np.ndarray):
+        return True
+    if not any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS):
+        return False
+    from s2sgrad.batching.values import BatchedValue
+    from s2sgrad.tape.values import TapeValue
+
+    return not isinstance(value, (TapeValue, BatchedValue))
+
+
+nondifferentiable(is_foreign_array)

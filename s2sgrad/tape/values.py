@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 import s2sgrad
-from s2sgrad.errors import NonDifferentiableError, where
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
 from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
 from s2sgrad.tape.in_place import refuse_shared_update, under_numpy_semantics
@@ -559,11 +559,38 @@ def _finish(key, args, kwargs, out, serials, rule=None):
         raise _no_rule_error(key)
     if rule.vjp is None:
         raise _no_rule_error(key, "has a forward-mode (JVP) rule but no reverse-mode (VJP) rule")
+    if type(out) not in _PLAIN:  # a foreign array among the arguments gives a foreign result
+        _refuse_foreign_arrays(key, args, out)
     out = _wrap(out, serials)
     entry = (rule, args, kwargs, out)
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
+
+
+def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
+    """A recorded operation that meets an array of a type s2sgrad does not understand
+    (``np.matrix``, a masked array, a duck array) would be differentiated with the rule of
+    plain arrays: wrong. Refuse it where the user's code does it."""
+    for value in (out, *args):
+        if type(value) in _PLAIN:
+            continue
+        from s2sgrad.runtime.core import is_foreign_array
+
+        if not is_foreign_array(value):
+            continue
+        kind = f"{type(value).__module__}.{type(value).__qualname__}"
+        error = UnsupportedError(
+            f"{user_location()}: {describe(key)} of a value being differentiated meets a "
+            f"{kind}, an array type s2sgrad does not differentiate (np.matrix's * is a "
+            "matrix product, a masked array hides elements); convert it with np.asarray "
+            "first (and apply a mask with np.where)"
+        )
+        error.tape_cannot_either = True
+        raise error
+
+
+_PLAIN = frozenset({np.ndarray, float, int, np.float64, np.float32, tuple, list, TapeValue})
 
 
 def record_copy(x: Any) -> TapeValue:
@@ -631,7 +658,10 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
             raw.append(value)
             recorded = recorded or list(args)
             recorded[i] = read
-        elif _is_container(a) and _contains_tape_value(_items(a)):
+        elif t in _CONTAINERS or (isinstance(a, tuple) and hasattr(a, "_fields")):
+            if not _contains_tape_value(_items(a)):
+                raw.append(a)
+                continue
             inner, inner_raw, s = _scan(tuple(_items(a)))
             raw.append(_rebuilt(a, inner_raw))
             recorded = recorded or list(args)
@@ -649,6 +679,9 @@ def _contains_tape_value(items) -> bool:
         if isinstance(a, TapeValue) or (_is_container(a) and _contains_tape_value(_items(a))):
             return True
     return False
+
+
+_CONTAINERS = frozenset({list, tuple, dict})
 
 
 def _is_container(a: Any) -> bool:
