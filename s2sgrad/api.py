@@ -428,17 +428,18 @@ def _refuse_not_understood(name, value, f, kinds=("complex", "unknown")) -> None
 
 def _refuse_unknown_constants(f, parameters, args, kwargs) -> None:
     """Arrays of types s2sgrad does not understand give wrong derivatives as constants too
-    (``x * m`` is a matrix product for an ``np.matrix`` m, a masked array hides elements)."""
+    (``x * m`` is a matrix product for an ``np.matrix`` m, a masked array hides elements;
+    ``abs(x * z)`` with a complex ``z`` had a wrong derivative)."""
     for index, value in enumerate(args):
         name = parameters[index] if index < len(parameters) else f"argument {index}"
-        _refuse_not_understood(name, value, f, ("unknown",))
+        _refuse_not_understood(name, value, f)
     for name, value in kwargs.items():
-        _refuse_not_understood(name, value, f, ("unknown",))
+        _refuse_not_understood(name, value, f)
 
 
 def _not_differentiable_message(name, leaf, kind, f) -> str:
     start = f"{_located_name(f)}: cannot differentiate with respect to {name!r}, which holds"
-    if kind == "unknown":
+    if kind in ("unknown", "complex"):
         start = f"{_located_name(f)}: cannot differentiate with {name!r} holding"
     if kind in ("bool", "int", "other"):
         what = {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
@@ -449,8 +450,8 @@ def _not_differentiable_message(name, leaf, kind, f) -> str:
     if kind == "complex":
         return (
             f"{start} a complex value ({leaf!r:.40}); complex numbers are not supported yet: "
-            "differentiate with respect to the real and imaginary parts as two float "
-            "arguments (np.real(z), np.imag(z)) and build z = x + 1j * y inside"
+            "pass the real and imaginary parts as two float arguments (np.real(z), "
+            "np.imag(z)) and write the computation with real arithmetic"
         )
     kind_name = f"{type(leaf).__module__}.{type(leaf).__qualname__}"
     if isinstance(leaf, np.matrix):

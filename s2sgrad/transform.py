@@ -186,6 +186,7 @@ def _build(request: _Request) -> GeneratedFunction:
     parsed = parse_function(request.function, request.containers)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
+    _refuse_complex_literals(parsed, node)
     names = NameGenerator(_all_names(node))
     desugar(node, names, parsed.location, parsed.resolve)
     refusal = getattr(node, "s2s_refusal", None)
@@ -275,7 +276,11 @@ def _build(request: _Request) -> GeneratedFunction:
 
 def _refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> None:
     """A global or closure array of a type s2sgrad does not understand (``np.matrix``, a
-    masked array, a duck array) would be differentiated with the rules of plain arrays."""
+    masked array, a duck array) would be differentiated with the rules of plain arrays;
+    complex numbers are not differentiated yet."""
+    if runtime.is_complex(obj):
+        read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
+        raise _complex_refusal(parsed, read, f"{name!r} holds a complex value")
     if not runtime.is_foreign_array(obj):
         return
     read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
@@ -287,6 +292,21 @@ def _refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> 
     )
     error.tape_cannot_either = True  # the tape refuses it as well
     raise error
+
+
+def _refuse_complex_literals(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
+    for child in walk(node):
+        if type(child) is gast.Constant and isinstance(child.value, complex):
+            raise _complex_refusal(parsed, child, f"the literal {child.value!r} is complex")
+
+
+def _complex_refusal(parsed: ParsedFunction, where_node, what: str) -> UnsupportedError:
+    error = UnsupportedError(
+        f"{parsed.location(where_node)}: {what}, and complex numbers are not differentiated "
+        "yet; write the computation with real and imaginary parts as separate float arrays"
+    )
+    error.tape_cannot_either = True  # the tape refuses complex values as well
+    return error
 
 
 def _build_jvp(request, parsed, node, activity, names, namespace, local_names):

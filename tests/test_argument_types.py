@@ -256,3 +256,39 @@ def test_a_gradient_tape_refuses_an_operation_with_a_foreign_array():
         tape.watch(x)
         with pytest.raises(sg.UnsupportedError, match=f"{HERE}:.*numpy.matrix"):
             x * GLOBAL_MATRIX
+
+
+def abs_squared_through_complex(x):
+    return np.sum(np.abs(x * (1.0 + 2.0j)) ** 2)  # 5 x**2: its gradient came out as -6 x
+
+
+def times_constant(x, z):
+    return np.sum(np.abs(x * z) ** 2)
+
+
+GLOBAL_COMPLEX = np.array([1.0 + 2.0j, 3.0 - 1.0j])
+
+
+def times_global_complex(x):
+    return np.sum(np.abs(x * GLOBAL_COMPLEX) ** 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "function",
+    [abs_squared_through_complex, times_global_complex],
+)
+def test_complex_values_inside_the_computation_are_refused(function, mode):
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(function, mode=mode)(np.array([1.0, 2.0]))
+    message = str(error.value)
+    line = inspect.getsourcelines(function)[1] + 1
+    assert f"{HERE}:{line}" in message and "complex" in message, message
+    assert "real and imaginary parts" in message
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_complex_constant_argument_is_refused(mode):
+    with pytest.raises(TypeError) as error:
+        sg.grad(times_constant, mode=mode)(np.array([1.0, 2.0]), GLOBAL_COMPLEX)
+    _assert_refusal(error, times_constant, "np.real(z), np.imag(z)")

@@ -25,6 +25,7 @@ __all__ = [
     "refuse_if_array",
     "matches_class",
     "is_foreign_array",
+    "is_complex",
 ]
 
 
@@ -512,3 +513,19 @@ def is_foreign_array(value: Any) -> bool:
 
 
 nondifferentiable(is_foreign_array)
+
+
+def is_complex(value: Any) -> bool:
+    """Whether ``value`` is a complex number or array (not differentiated yet: refused).
+
+    Example::
+
+        is_complex(np.ones(2) * 1j)  # True
+    """
+    if isinstance(value, complex):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return isinstance(dtype, np.dtype) and dtype.kind == "c"
+
+
+nondifferentiable(is_complex)

@@ -559,8 +559,9 @@ def _finish(key, args, kwargs, out, serials, rule=None):
         raise _no_rule_error(key)
     if rule.vjp is None:
         raise _no_rule_error(key, "has a forward-mode (JVP) rule but no reverse-mode (VJP) rule")
-    if type(out) not in _PLAIN:  # a foreign array among the arguments gives a foreign result
-        _refuse_foreign_arrays(key, args, out)
+    kind = type(out)
+    if kind not in _PLAIN or (kind is np.ndarray and out.dtype.kind == "c"):
+        _refuse_foreign_arrays(key, args, out)  # a foreign argument gives a foreign result
     out = _wrap(out, serials)
     entry = (rule, args, kwargs, out)
     for serial in serials:
@@ -572,6 +573,16 @@ def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
     """A recorded operation that meets an array of a type s2sgrad does not understand
     (``np.matrix``, a masked array, a duck array) would be differentiated with the rule of
     plain arrays: wrong. Refuse it where the user's code does it."""
+    from s2sgrad.runtime.core import is_complex
+
+    if is_complex(out):
+        error = UnsupportedError(
+            f"{user_location()}: {describe(key)} of a value being differentiated gives a "
+            "complex value, and complex numbers are not differentiated yet; write the "
+            "computation with real and imaginary parts as separate float arrays"
+        )
+        error.tape_cannot_either = True
+        raise error
     for value in (out, *args):
         if type(value) in _PLAIN:
             continue
