@@ -208,3 +208,21 @@ def hides_len(x, k):
 def test_a_function_hiding_a_builtin_the_tests_call_is_refused():
     with pytest.raises(sg.UnsupportedError, match="'len' is not the builtin"):
         sg.grad(hides_len, mode="s2s")(1.0, [2.0])
+
+
+def shared_update_in_a_case(x, k):
+    v = x * 2.0
+    w = v
+    match k:
+        case 1:
+            v += 1.0  # changes w too
+    return np.sum(w * x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_in_place_update_of_a_shared_array_inside_a_case_is_refused(mode):
+    """The tape's check of ``x op= v`` reads the function: it must see inside cases."""
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(shared_update_in_a_case, mode=mode)(np.ones(2), 1)
+    line = inspect.getsourcelines(shared_update_in_a_case)[1] + 5
+    assert f"{HERE}:{line}" in str(error.value) and "'w'" in str(error.value)

@@ -35,7 +35,7 @@ from s2sgrad.syntax import (
     walk,
 )
 
-__all__ = ["desugar"]
+__all__ = ["desugar", "desugar_matches"]
 
 
 def desugar(
@@ -48,7 +48,7 @@ def desugar(
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
     """
     _refuse_hidden_assignments(node, locate)
-    node.body = _MatchDesugarer(node, names, locate, resolve).block(node.body)
+    desugar_matches(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
@@ -68,6 +68,17 @@ def _is_item_update(statement: gast.stmt) -> bool:
     if type(statement) is gast.AugAssign:
         return type(statement.target) is gast.Subscript
     return type(statement) is gast.Assign
+
+
+def desugar_matches(node: gast.FunctionDef, names: NameGenerator, locate, resolve=None) -> None:
+    """Rewrite the ``match`` statements of ``node``'s body into ``if`` chains, in place
+    (for analyses that read statements, such as the tape's check of in-place updates).
+
+    Example::
+
+        desugar_matches(parsed.node, NameGenerator(), parsed.location, parsed.resolve)
+    """
+    node.body = _MatchDesugarer(node, names, locate, resolve).block(node.body)
 
 
 def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:

@@ -103,12 +103,29 @@ def _shared_updates_by_line(frame: Any) -> dict[int, str]:
         parsed = parse_function(running)
     except S2SGradError:  # no source: nothing to tell by
         return {}
-    found = shared_in_place_updates(parsed.node, parsed.location, parsed.resolve)
+    node = _with_matches_desugared(parsed)
+    found = shared_in_place_updates(node, parsed.location, parsed.resolve)
     return {
         parsed.line_offset + statement.lineno: found[id(statement)]
-        for statement in nested_statements(parsed.node.body)
+        for statement in nested_statements(node.body)
         if id(statement) in found and type(statement) is gast.AugAssign
     }
+
+
+def _with_matches_desugared(parsed: Any) -> gast.FunctionDef:
+    """The function with ``match`` statements as ``if`` chains, so that updates in their
+    cases are seen (statements keep their lines)."""
+    from s2sgrad.passes.desugar import desugar_matches
+    from s2sgrad.passes.names import NameGenerator
+    from s2sgrad.syntax import clone
+
+    node = clone(parsed.node)
+    taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    try:
+        desugar_matches(node, NameGenerator(taken), parsed.location, parsed.resolve)
+    except UnsupportedError:  # a pattern it cannot rewrite: look at the rest
+        return parsed.node
+    return node
 
 
 def _cell(names: dict, name: str) -> types.CellType:
