@@ -362,6 +362,10 @@ def nested_statements(body: list[gast.stmt]):
         yield statement
         if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
             continue
+        if isinstance(statement, gast.Match):  # read before desugaring (a callee's source)
+            for case in statement.cases:
+                yield from nested_statements(case.body)
+            continue
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list):

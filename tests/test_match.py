@@ -226,3 +226,27 @@ def test_an_in_place_update_of_a_shared_array_inside_a_case_is_refused(mode):
         sg.grad(shared_update_in_a_case, mode=mode)(np.ones(2), 1)
     line = inspect.getsourcelines(shared_update_in_a_case)[1] + 5
     assert f"{HERE}:{line}" in str(error.value) and "'w'" in str(error.value)
+
+
+def pick_by_match(a, k):
+    match k:
+        case 1:
+            return a  # the caller's array itself
+    return a * 1.0
+
+
+def update_after_a_call_that_may_return_its_argument(x, k):
+    v = x * 2.0
+    w = pick_by_match(v, k)
+    v += 1.0  # changes w too when k == 1
+    return np.sum(w * x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_callee_returning_its_argument_from_a_case_is_seen_to_share_it(mode):
+    """The alias analysis reads a callee's returns: it must see those inside cases."""
+    function = update_after_a_call_that_may_return_its_argument
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(function, mode=mode)(np.ones(2), 1)
+    line = inspect.getsourcelines(function)[1] + 3
+    assert f"{HERE}:{line}" in str(error.value) and "'w'" in str(error.value)
