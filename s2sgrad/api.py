@@ -95,6 +95,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     engine_out, raw_pullback = _vjp_engine(function, primals, wrt, mode)
 
     def pullback(cotangent: Any) -> tuple:
+        _refuse_not_understood("the cotangent", cotangent, f)
         raw = raw_pullback(cotangent)
         raw = raw if len(wrt) != 1 else (raw,)
         result: list[Any] = [None] * len(primals)
@@ -438,9 +439,12 @@ def _refuse_unknown_constants(f, parameters, args, kwargs) -> None:
 
 
 def _not_differentiable_message(name, leaf, kind, f) -> str:
-    start = f"{_located_name(f)}: cannot differentiate with respect to {name!r}, which holds"
+    shown = name if name.startswith("the ") else repr(name)  # "the tangent of 'x'"
+    start = f"{_located_name(f)}: cannot differentiate with respect to {shown}, which holds"
     if kind in ("unknown", "complex"):
-        start = f"{_located_name(f)}: cannot differentiate with {name!r} holding"
+        start = f"{_located_name(f)}: cannot differentiate with {shown} holding"
+    if not name.isidentifier():
+        name = "x"
     if kind in ("bool", "int", "other"):
         what = {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
         return (
@@ -535,6 +539,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
     for name, primal, tangent in zip(parameters, primals, tangents):
         if tangent is not None:
             _refuse_not_understood(name, primal, f)
+            _refuse_not_understood(f"the tangent of {name!r}", tangent, f)
     _refuse_unknown_constants(f, parameters, primals, {})
     positions = tuple(
         i for i, p in enumerate(primals) if _is_differentiable(p) and tangents[i] is not None

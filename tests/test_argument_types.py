@@ -292,3 +292,15 @@ def test_a_complex_constant_argument_is_refused(mode):
     with pytest.raises(TypeError) as error:
         sg.grad(times_constant, mode=mode)(np.array([1.0, 2.0]), GLOBAL_COMPLEX)
     _assert_refusal(error, times_constant, "np.real(z), np.imag(z)")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", ["matrix", "complex array"])
+def test_tangents_and_cotangents_of_a_type_not_understood_are_refused(case, mode):
+    value, _ = NOT_UNDERSTOOD[case]
+    x = np.ones(np.shape(value))
+    with pytest.raises(TypeError, match="the tangent of 'x'"):
+        sg.jvp(elementwise, (x,), (value,), mode=mode)
+    _, pullback = sg.vjp(elementwise, x, mode=mode)
+    with pytest.raises(TypeError, match="the cotangent"):
+        pullback(value)
