@@ -13,6 +13,7 @@ import functools
 import inspect
 import numbers
 import operator
+import sys
 import types
 import warnings
 from collections.abc import Callable
@@ -387,9 +388,8 @@ def _leaf_kind(value) -> str:
 
     while is_tape_value(value):
         value = value_of(value)
-    from s2sgrad.batching.values import BatchedValue
-
-    if isinstance(value, BatchedValue):
+    batching = sys.modules.get("s2sgrad.batching.values")  # none made unless imported
+    if batching is not None and isinstance(value, batching.BatchedValue):
         value = value.array  # a batch of seeds in a Jacobian: the batch holds their dtype
     kind = type(value)
     if kind is float:
