@@ -250,3 +250,17 @@ def test_a_callee_returning_its_argument_from_a_case_is_seen_to_share_it(mode):
         sg.grad(function, mode=mode)(np.ones(2), 1)
     line = inspect.getsourcelines(function)[1] + 3
     assert f"{HERE}:{line}" in str(error.value) and "'w'" in str(error.value)
+
+
+def rebinds_its_subject(p):
+    match p:
+        case [p, q]:  # p is the subject, then its first element
+            return p * np.cos(q)
+    return 0.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_capture_with_the_subject_s_name(mode):
+    p = [0.6, -0.9]
+    got = call_twice(sg.grad(rebinds_its_subject, mode=mode), p)
+    assert_close(got, numeric_grad(rebinds_its_subject, (p,), 0))

@@ -234,7 +234,8 @@ class _MatchDesugarer:
 
     A pattern's captures are bound at the start of its case; its guard reads the
     subject's parts in their place. ``Sequence`` and ``Mapping`` (from
-    ``collections.abc``, as ``match`` uses them) are bound in ``node.s2s_bindings``.
+    ``collections.abc``, as ``match`` uses them) and the runtime's ``matches_class`` are
+    bound in ``node.s2s_bindings``.
     """
 
     def __init__(self, node: gast.FunctionDef, names: NameGenerator, locate, resolve):
@@ -263,7 +264,14 @@ class _MatchDesugarer:
         self._check_builtins(statement)
         prelude = []
         subject = statement.subject
-        if not isinstance(subject, gast.Name):  # evaluated once, as match does
+        captured = {
+            n.name
+            for case in statement.cases
+            for n in walk(case.pattern)
+            if type(n) in (gast.MatchAs, gast.MatchStar) and n.name
+        }
+        # evaluated once, as match does, and kept apart from the names the cases bind
+        if not isinstance(subject, gast.Name) or subject.id in captured:
             name = self.names.fresh("subject")
             prelude.append(located(assign_to(name, subject), statement))
             subject = load(name)
