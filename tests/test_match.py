@@ -153,13 +153,6 @@ def test_forward_mode_through_a_match():
         assert tangent == pytest.approx(np.sum(3.0 * np.cos(x) * direction))
 
 
-def starred(p):
-    match p:
-        case [first, *rest]:
-            return first * len(rest)
-    return 0.0
-
-
 def mapping_rest(p):
     match p:
         case {"w": w, **others}:
@@ -177,7 +170,6 @@ def or_with_names(p):
 @pytest.mark.parametrize(
     "function, argument, construct",
     [
-        (starred, [1.5, 2.0, 3.0], "*rest"),
         (mapping_rest, {"w": 1.5, "v": 2.0}, "**rest"),
         (or_with_names, [1.5, 2.0], "or-pattern whose alternatives bind names"),
     ],
@@ -264,3 +256,26 @@ def test_a_capture_with_the_subject_s_name(mode):
     p = [0.6, -0.9]
     got = call_twice(sg.grad(rebinds_its_subject, mode=mode), p)
     assert_close(got, numeric_grad(rebinds_its_subject, (p,), 0))
+
+
+def starred(p):
+    match p:
+        case [only]:
+            return only**2
+        case [first, *middle, last] if len(middle) > 1:
+            total = 0.0
+            for value in middle:
+                total = total + value * value
+            return first * total + np.sin(last)
+        case [first, *_]:
+            return first * 3.0
+    return 0.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "p", [[0.5], [1.5, 2.0], [1.5, 2.0, 3.0], [1.5, -2.0, 3.0, 0.25], (0.3, 0.2, 0.1, 0.9, 0.4)]
+)
+def test_starred_sub_patterns(mode, p):
+    got = call_twice(sg.grad(starred, mode=mode), p)
+    assert_close(got, numeric_grad(starred, (p,), 0))

@@ -8,9 +8,9 @@
 * ``items.pop()`` becomes ``popped = items.pop()``;
 * docstrings and ``pass`` disappear;
 * ``match`` statements become ``if``/``elif`` chains on the subject (value, singleton,
-  capture, wildcard, or-, sequence, mapping and class patterns, guards); the patterns
-  left (``*rest``, ``**rest``, or-patterns that bind names, positional sub-patterns of a
-  class without ``__match_args__``) are refused.
+  capture, wildcard, or-, sequence (with ``*rest``), mapping and class patterns, guards);
+  the patterns left (``**rest``, or-patterns binding a name to different parts, positional
+  sub-patterns of a class without ``__match_args__``) are refused.
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def _located(new: gast.AST, old: gast.AST) -> gast.AST:
 # match statements -----------------------------------------------------------------------
 # Built-in classes whose one positional sub-pattern matches the subject itself.
 _SELF_MATCHING = (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str, tuple)
-_BUILTINS_USED = ("isinstance", "len", "hasattr", "str", "bytes", "bytearray")
+_BUILTINS_USED = ("isinstance", "len", "hasattr", "list", "str", "bytes", "bytearray")
 
 
 class _MatchDesugarer:
@@ -334,15 +334,28 @@ class _MatchDesugarer:
 
     def _sequence(self, pattern, subject):
         items = pattern.patterns
-        if any(isinstance(p, gast.MatchStar) for p in items):
-            raise self._refusal(pattern, "a starred sub-pattern (*rest)", "len() and slices")
+        stars = [i for i, p in enumerate(items) if isinstance(p, gast.MatchStar)]
         is_sequence = call(load("isinstance"), [subject, load(self._bound("Sequence"))])
         text = gast.Tuple(elts=[load("str"), load("bytes"), load("bytearray")], ctx=gast.Load())
         not_text = gast.UnaryOp(op=gast.Not(), operand=call(load("isinstance"), [subject, text]))
-        length = _compare(call(load("len"), [subject]), gast.Eq(), constant(len(items)))
+        size = call(load("len"), [subject])
+        if stars:  # [first, *rest, last]: at least the others, rest a list of the middle
+            star, after = stars[0], len(items) - stars[0] - 1
+            length = _compare(size, gast.GtE(), constant(len(items) - 1))
+        else:
+            star, after = None, 0
+            length = _compare(size, gast.Eq(), constant(len(items)))
         tests, captures = [is_sequence, not_text, length], []
         for index, item in enumerate(items):
-            part = gast.Subscript(value=subject, slice=constant(index), ctx=gast.Load())
+            if index == star:
+                if item.name is not None:
+                    end = gast.BinOp(left=clone(size), op=gast.Sub(), right=constant(after))
+                    middle = gast.Slice(lower=constant(index), upper=end, step=None)
+                    part = gast.Subscript(value=subject, slice=middle, ctx=gast.Load())
+                    captures.append((item.name, call(load("list"), [part])))
+                continue
+            position = index if star is None or index < star else index - len(items)
+            part = gast.Subscript(value=subject, slice=constant(position), ctx=gast.Load())
             self._add(tests, captures, self.pattern(item, part))
         return tests, captures
 
