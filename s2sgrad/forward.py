@@ -328,7 +328,10 @@ class _Forward:
             return call(self.helper("zeros_like_value"), [answer])
         total = contributions[0]
         for contribution in contributions[1:]:
-            total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
+            if rule.inline_jvp:
+                total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
+            else:  # a called rule may give one tangent per output: add them entry by entry
+                total = call(self.helper("add_cotangents"), [total, contribution])
         return total
 
     def item_assignment(self, statement: gast.Assign) -> list[gast.stmt]:

@@ -71,6 +71,21 @@ def away_from_jumps(rng, shape1, shape2):
             return x1, x2
 
 
+def integer_step(rng, shape1, shape2):
+    """A pair for heaviside: an integer step argument (zeros included), a real value at 0.
+
+    Only the value at 0 is differentiable; the step is piecewise constant in x1.
+    """
+    x1 = rng.integers(-1, 2, None if shape1 == NUMBER else shape1)
+    return int(x1) if shape1 == NUMBER else x1, sample(real, shape2, rng)
+
+
+def integer_direction(rng, shape1, shape2):
+    """A pair for nextafter: a real value and an integer direction (piecewise constant)."""
+    x2 = rng.integers(-3, 4, None if shape2 == NUMBER else shape2)
+    return sample(real, shape1, rng), int(x2) if shape2 == NUMBER else x2
+
+
 def integer_exponent(rng, shape1, shape2):
     """A pair for ldexp: a float mantissa and an integer exponent."""
     x2 = rng.integers(-2, 3, None if shape2 == NUMBER else shape2)
@@ -144,6 +159,8 @@ BINARY = [
     (np.fmax, (real, real)),
     (np.fmin, (real, real)),
     (np.ldexp, integer_exponent),
+    (np.heaviside, integer_step),
+    (np.nextafter, integer_direction),
 ]
 
 # Builtins defined only on numbers and 0-d arrays.
@@ -317,9 +334,7 @@ NONDIFFERENTIABLE = [
     bool,
     np.floor_divide,
     operator.floordiv,
-    np.heaviside,
     np.spacing,
-    np.nextafter,
     np.gcd,
     np.lcm,
 ]

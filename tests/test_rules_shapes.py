@@ -31,6 +31,7 @@ from s2sgrad.runtime import (
     unrepeat,
     untake,
     untile,
+    zero_if_integer,
 )
 
 RULE_MODULES = ("s2sgrad.rules.shapes", "s2sgrad.runtime.shapes")
@@ -150,6 +151,17 @@ CASES = [
     case(np.full, 4, r(1)),
     case(np.full_like, np.zeros((2, 3)), r(2, 1), _argnums=[1]),
     case(np.full_like, np.zeros(3), 1.5, _argnums=[1]),
+    # casting to an integer dtype is piecewise constant: no derivative flows
+    case(np.ndarray.astype, r(2, 3) * 5, int),
+    case(np.full, (2, 3), r(3) * 5, dtype=int),
+    case(np.full_like, np.zeros(3, int), r(1) * 5, _argnums=[1]),
+    # Ranges
+    case(np.linspace, r(3), r(3), 5),
+    case(np.linspace, r(2, 1), r(3), 4, endpoint=False, axis=1),
+    case(np.linspace, 0.3, r(2), 3, axis=-1),
+    case(np.linspace, r(2), 1.7, 1),
+    case(np.arange, 0.3, 2.9, 0.45, _argnums=[0, 2]),
+    case(np.arange, -1.3, 2.0, _argnums=[0]),
     # Joining
     case(np.concatenate, [r(2, 3), r(4, 3)]),
     case(np.concatenate, [r(2, 3), r(2, 1), r(2, 2)], axis=1),
@@ -267,6 +279,8 @@ def test_rule(primitive, args, kwargs, argnums):
 # Helpers of s2sgrad.runtime.shapes are linear in their first argument; the others only
 # give shapes and positions.
 HELPER_CASES = [
+    case(zero_if_integer, r(3), r(3), _argnums=[0]),
+    case(zero_if_integer, r(3), np.arange(3), _argnums=[0]),
     case(index_cotangent, r(3), r(6), np.array([0, 2, 2])),
     case(index_cotangent, r(2, 2), r(3, 4), (slice(1, None), slice(None, None, -2))),
     case(index_cotangent, r(2, 4), r(3, 4), np.array([True, False, True])),
@@ -390,7 +404,42 @@ STRUCTURED_CASES = [
         unpack_like, unpack_like, (r(2, 2), [[1.0, r()], (r(), 2.0)]), (1,), id="unpack-nested"
     ),
     pytest.param(unpack_like, unpack_like, (r(1, 1, 2), [1.0, 2.0]), (), id="unpack-ndmin"),
+    pytest.param(np.meshgrid, np.meshgrid, (r(3), r(2)), (), id="meshgrid"),
 ]
+
+
+@pytest.mark.parametrize(
+    ("args", "options"),
+    [
+        ((r(3), r(2)), {}),
+        ((r(3), r(2), r(4)), {"indexing": "ij"}),
+        ((r(3), r(2, 2), r(2)), {"sparse": True}),
+        ((r(3), r(2), r(4)), {"indexing": "xy"}),
+        ((r(4),), {}),
+    ],
+)
+def test_meshgrid_rules_for_every_input(args, options):
+    rule = get_rule(np.meshgrid)
+    ans = np.meshgrid(*args, **options)
+    g = [r(*np.shape(a)) for a in ans]
+    g[-1] = None  # an output nobody used
+
+    def flat(*xi):
+        grids = np.meshgrid(*xi, **options)
+        return np.concatenate([np.ravel(grids[k]) for k in range(len(grids) - 1)])
+
+    g_flat = np.concatenate([np.ravel(piece) for piece in g[:-1]]) if len(g) > 1 else 0.0
+    cotangents = per_argument(rule.vjp(g, ans, *args, **options), len(args))
+    for i, x in enumerate(args):
+        expected = _numeric_vjp(flat, list(args), {}, i, g_flat) if len(g) > 1 else 0 * x
+        _allclose(cotangents[i] if cotangents[i] is not None else 0 * x, expected, 1e-5, 1e-6, i)
+        t = r(*np.shape(x))
+        tangents = rule.jvp(t, ans, *args, **options)[i]
+        up, down = list(args), list(args)
+        up[i], down[i] = x + STEP * t, x - STEP * t
+        for k in range(len(ans)):
+            change = (np.meshgrid(*up, **options)[k] - np.meshgrid(*down, **options)[k]) / STEP
+            _allclose(tangents[k], change / 2, 1e-5, 1e-6, (i, k))
 
 
 @pytest.mark.parametrize(("key", "function", "args", "none_at"), STRUCTURED_CASES)
@@ -535,15 +584,12 @@ NONDIFFERENTIABLE = [
     np.empty,
     np.eye,
     np.identity,
-    np.arange,
-    np.linspace,
     np.zeros_like,
     np.ones_like,
     np.empty_like,
     np.nonzero,
     np.flatnonzero,
     np.argwhere,
-    np.meshgrid,
     np.indices,
     np.tri,
     range,

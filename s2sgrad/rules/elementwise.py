@@ -387,6 +387,30 @@ def _ldexp_jvp(t, ans, x1, x2):
     return np.ldexp(t, x2)
 
 
+# ``np.heaviside(x, h)`` is ``h`` where ``x == 0``, else 0 or 1; ``np.nextafter(x, y)`` moves
+# ``x`` by one unit in the last place, towards ``y``.
+
+
+@vjp_rule(np.heaviside)
+def _heaviside(g, ans, x1, x2):
+    return None, unbroadcast(g * (x1 == 0), x2)
+
+
+@jvp_rule(np.heaviside)
+def _heaviside_jvp(t, ans, x1, x2):
+    return None, np.broadcast_to(t * (x1 == 0), np.shape(ans))
+
+
+@vjp_rule(np.nextafter)
+def _nextafter(g, ans, x1, x2):
+    return unbroadcast(g, x1), None
+
+
+@jvp_rule(np.nextafter)
+def _nextafter_jvp(t, ans, x1, x2):
+    return np.broadcast_to(t, np.shape(ans)), None
+
+
 # ---------------------------------------------------------------------------- no derivative
 
 nondifferentiable(
@@ -444,9 +468,7 @@ nondifferentiable(
     bool,
     np.floor_divide,
     operator.floordiv,
-    np.heaviside,
     np.spacing,
-    np.nextafter,
     np.gcd,
     np.lcm,
 )

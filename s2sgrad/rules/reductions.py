@@ -232,7 +232,9 @@ def _std(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
             g_kept = np.expand_dims(g, axis)
             ans_kept = np.expand_dims(ans, axis)
     centered = a - np.mean(a, axis=axis, keepdims=True)
-    return g_kept * centered / (ans_kept * (count - ddof))
+    # where the deviation is 0, every centred value is 0 too: the gradient is 0, not 0/0
+    divisor = np.where(ans_kept == 0, 1.0, ans_kept)
+    return g_kept * centered / (divisor * (count - ddof))
 
 
 @jvp_rule(np.std, np.ndarray.std)
@@ -241,7 +243,8 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False)
     if axis is not None:
         count = np.size(a) // np.size(ans)
     centered = a - np.mean(a, axis=axis, keepdims=True)
-    return np.sum(t * centered, axis=axis, keepdims=keepdims) / (ans * (count - ddof))
+    divisor = np.where(ans == 0, 1.0, ans)
+    return np.sum(t * centered, axis=axis, keepdims=keepdims) / (divisor * (count - ddof))
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +310,9 @@ def _trace_jvp(t, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 # ---------------------------------------------------------------------------------------
 # Norms: the 2-norm and the Frobenius norm have direction x / norm; the others go through
-# norm_direction (which also splits ties for the inf-norms and matrix 1-norms).
+# norm_direction (which also splits ties for the inf-norms and matrix 1-norms). At a zero
+# vector, where a norm has no derivative, the direction is 0 (a subgradient, as for
+# np.abs at 0; PyTorch does the same; JAX gives NaN).
 
 
 @vjp_rule(np.linalg.norm)
@@ -317,7 +322,7 @@ def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
         norm = np.expand_dims(ans, axis)
-    direction = x / norm
+    direction = x / np.where(norm == 0, 1.0, norm)
     if ord is not None and ord != "fro":
         direction = norm_direction(x, norm, ord, axis)
     return g_kept * direction
@@ -328,7 +333,7 @@ def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     norm = ans
     if axis is not None and not keepdims:
         norm = np.expand_dims(ans, axis)
-    direction = x / norm
+    direction = x / np.where(norm == 0, 1.0, norm)
     if ord is not None and ord != "fro":
         direction = norm_direction(x, norm, ord, axis)
     return np.sum(t * direction, axis=axis, keepdims=keepdims)

@@ -28,6 +28,7 @@ from s2sgrad.runtime import (
     unrepeat,
     untake,
     untile,
+    zero_if_integer,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -366,12 +367,12 @@ def _copy_method_jvp(t, ans, self, order="C"):
 
 @vjp_rule(np.ndarray.astype)
 def _astype(g, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-    return np.asarray(g, dtype=self.dtype)
+    return np.asarray(zero_if_integer(g, ans), dtype=self.dtype)
 
 
 @jvp_rule(np.ndarray.astype)
 def _astype_jvp(t, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-    return np.asarray(t, dtype=dtype)
+    return np.asarray(zero_if_integer(t, ans), dtype=dtype)
 
 
 # ``np.full(shape, x)`` broadcasts ``x`` to ``shape``; the derivative wrt ``x`` is real.
@@ -379,26 +380,32 @@ def _astype_jvp(t, ans, self, dtype, order="K", casting="unsafe", subok=True, co
 
 @vjp_rule(np.full)
 def _full(g, ans, shape, fill_value, dtype=None, order="C", *, device=None, like=None):
-    return None, unbroadcast(g, fill_value)
+    g_fill = g
+    if dtype is not None:
+        g_fill = zero_if_integer(g, ans)
+    return None, unbroadcast(g_fill, fill_value)
 
 
 @jvp_rule(np.full)
 def _full_jvp(t, ans, shape, fill_value, dtype=None, order="C", *, device=None, like=None):
-    return None, np.broadcast_to(t, np.shape(ans))
+    t_fill = t
+    if dtype is not None:
+        t_fill = zero_if_integer(t, ans)
+    return None, np.broadcast_to(t_fill, np.shape(ans))
 
 
 @vjp_rule(np.full_like)
 def _full_like(
     g, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None
 ):
-    return None, unbroadcast(g, fill_value)
+    return None, unbroadcast(zero_if_integer(g, ans), fill_value)
 
 
 @jvp_rule(np.full_like)
 def _full_like_jvp(
     t, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None
 ):
-    return None, np.broadcast_to(t, np.shape(ans))
+    return None, np.broadcast_to(zero_if_integer(t, ans), np.shape(ans))
 
 
 # ---------------------------------------------------------------------------------------
@@ -700,6 +707,120 @@ def _clip_method_jvp(t, ans, self, min=None, max=None, out=None):
 
 
 # ---------------------------------------------------------------------------------------
+# Ranges and grids. ``np.linspace(a, b, n)[i] = a + (b - a) * w[i]`` with the weights
+# ``w = np.linspace(0, 1, n)``; ``np.arange(a, b, s)[i] = a + i * s`` (its length, set by
+# ``b``, is piecewise constant); ``np.meshgrid`` copies each input along the other axes.
+# An integer dtype makes any of them piecewise constant: no derivative.
+
+
+def _real_valued(ans) -> bool:
+    return np.issubdtype(np.result_type(ans), np.inexact)
+
+
+def _linspace_weights(samples, num, endpoint, axis):
+    """``w`` shaped to broadcast against the samples: ``num`` along ``axis``, 1 elsewhere."""
+    shape = [1] * np.ndim(samples)
+    shape[axis] = num
+    weights = np.linspace(0.0, 1.0, num, endpoint=endpoint, dtype=np.result_type(samples))
+    return np.reshape(weights, shape)
+
+
+@vjp_rule(np.linspace, inline=False)
+def _linspace(
+    g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None
+):
+    g_samples, g_step = g if retstep else (g, None)
+    samples = ans[0] if retstep else ans
+    if not _real_valued(samples):
+        return None, None
+    to_start = to_stop = 0.0
+    if g_samples is not None:
+        weights = _linspace_weights(samples, num, endpoint, axis)
+        to_start = np.sum(g_samples * (1.0 - weights), axis=axis)
+        to_stop = np.sum(g_samples * weights, axis=axis)
+    divisor = num - 1 if endpoint else num
+    if g_step is not None and divisor > 0:
+        to_start = to_start - g_step / divisor
+        to_stop = to_stop + g_step / divisor
+    return unbroadcast(to_start, start), unbroadcast(to_stop, stop)
+
+
+@jvp_rule(np.linspace, inline=False)
+def _linspace_jvp(
+    t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None
+):
+    samples = ans[0] if retstep else ans
+    if not _real_valued(samples):
+        return None, None
+    weights = _linspace_weights(samples, num, endpoint, axis)
+    divisor = num - 1 if endpoint else num
+    # the tangent of one endpoint, spread over the samples along ``axis``
+    t_along = np.expand_dims(
+        np.broadcast_to(t, np.broadcast_shapes(np.shape(start), np.shape(stop))), axis
+    )
+    from_start = t_along * (1.0 - weights)
+    from_stop = t_along * weights
+    if retstep:
+        step_share = 1.0 / divisor if divisor > 0 else np.nan
+        return (from_start, -t * step_share), (from_stop, t * step_share)
+    return from_start, from_stop
+
+
+@vjp_rule(np.arange, inline=False)
+def _arange(g, ans, start, stop=None, step=None, dtype=None, *, device=None, like=None):
+    if stop is None or not _real_valued(ans):  # np.arange(stop) counts 0, 1, 2, ...
+        return None
+    positions = np.arange(np.size(ans), dtype=np.result_type(ans))
+    to_step = None if step is None else np.sum(g * positions)
+    return np.sum(g), None, to_step
+
+
+@jvp_rule(np.arange, inline=False)
+def _arange_jvp(t, ans, start, stop=None, step=None, dtype=None, *, device=None, like=None):
+    if stop is None or not _real_valued(ans):
+        return None
+    positions = np.arange(np.size(ans), dtype=np.result_type(ans))
+    from_step = None if step is None else t * positions
+    return t * np.ones_like(ans), None, from_step
+
+
+def _grid_axis(index, count, ndim, indexing):
+    """The axis of meshgrid's outputs along which input ``index`` varies."""
+    if indexing == "xy" and count > 1 and index < 2:
+        return 1 - index
+    return index if ndim > 1 or count > 1 else 0
+
+
+@vjp_rule(np.meshgrid, inline=False)
+def _meshgrid(g, ans, *xi, copy=True, sparse=False, indexing="xy"):
+    cotangents = []
+    for index, x in enumerate(xi):
+        piece = g[index]
+        if piece is None or not _real_valued(ans[index]):
+            cotangents.append(None)
+            continue
+        keep = _grid_axis(index, len(xi), np.ndim(piece), indexing)
+        others = tuple(a for a in range(np.ndim(piece)) if a != keep)
+        cotangents.append(np.reshape(np.sum(piece, axis=others), np.shape(x)))
+    return tuple(cotangents)
+
+
+@jvp_rule(np.meshgrid, inline=False)
+def _meshgrid_jvp(t, ans, *xi, copy=True, sparse=False, indexing="xy"):
+    # entry i: the tangents of every output when input i moves by t (t has input i's shape;
+    # an entry for an input of another shape is not asked for)
+    entries = []
+    for index, x in enumerate(xi):
+        if np.shape(x) != np.shape(t):
+            entries.append(None)
+            continue
+        inputs = [t if k == index else np.zeros_like(other) for k, other in enumerate(xi)]
+        tangents = np.meshgrid(*inputs, copy=True, sparse=sparse, indexing=indexing)
+        entries.append(list(tangents))
+    return tuple(entries)
+
+
+# ---------------------------------------------------------------------------------------
 # Functions whose outputs do not depend on their inputs' values.
 
 nondifferentiable(
@@ -712,15 +833,12 @@ nondifferentiable(
     np.empty,
     np.eye,
     np.identity,
-    np.arange,
-    np.linspace,
     np.zeros_like,
     np.ones_like,
     np.empty_like,
     np.nonzero,
     np.flatnonzero,
     np.argwhere,
-    np.meshgrid,
     np.indices,
     np.tri,
     range,

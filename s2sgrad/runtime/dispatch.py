@@ -207,7 +207,10 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
     try:
         import inspect
 
-        names = list(inspect.signature(target).parameters)
+        parameters = inspect.signature(target).parameters.values()
+        if any(p.kind is p.VAR_POSITIONAL for p in parameters):  # *args: no name per position
+            raise TypeError("arguments without parameter names")
+        names = [p.name for p in parameters]
         generated = derivative(target, tuple(names[i] for i in positions), "jvp")
     except (S2SGradError, ValueError, TypeError):
         return _tape_jvp(target, full_args, full_tangents, positions, kwargs)

@@ -262,8 +262,8 @@ def norm_direction(x: Any, norm: Any, ord: Any, axis: Any = None) -> Any:
     if len(axes) == 2 and ord in _SPECTRAL:
         return _spectral_direction(x, ord, axes)
     power = _smooth_power(ord, axes)
-    if power is not None:
-        return np.sign(x) * (np.abs(x) / norm) ** (power - 1)
+    if power is not None:  # a zero vector's norm is 0: its direction is 0, not 0/0
+        return np.sign(x) * (np.abs(x) / np.where(norm == 0, 1.0, norm)) ** (power - 1)
     if len(axes) == 1:
         return _vector_norm_direction(x, ord, axes[0])
     return _matrix_norm_direction(x, ord, axes)

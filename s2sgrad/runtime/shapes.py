@@ -41,7 +41,23 @@ __all__ = [
     "unpad",
     "ravel_positions",
     "clip_regions",
+    "zero_if_integer",
 ]
+
+
+def zero_if_integer(g: Any, ans: Any) -> Any:
+    """``g``, or zeros where the value it is the derivative of has an integer or bool dtype.
+
+    Casting to an integer dtype (``x.astype(int)``, ``np.full_like(counts, x)``) makes a
+    function piecewise constant, so no derivative flows through it.
+
+    Example::
+
+        zero_if_integer(np.ones(2), np.array([1, 2]))  # array([0., 0.])
+    """
+    if np.issubdtype(np.result_type(ans), np.inexact):
+        return g
+    return np.zeros_like(g)
 
 
 # ---------------------------------------------------------------------------------------
@@ -655,6 +671,16 @@ def _untake_vjp(g, ans, g_in, x, indices, axis=None, mode="raise"):
 @jvp_rule(untake)
 def _untake_jvp(t, ans, g_in, x, indices, axis=None, mode="raise"):
     return untake(t, x, indices, axis, mode), None, None
+
+
+@vjp_rule(zero_if_integer)
+def _zero_if_integer_vjp(g, ans, g_in, like):
+    return zero_if_integer(g, like), None
+
+
+@jvp_rule(zero_if_integer)
+def _zero_if_integer_jvp(t, ans, g_in, like):
+    return zero_if_integer(t, like), None
 
 
 nondifferentiable(ravel_positions, clip_regions)

@@ -553,9 +553,9 @@ def _finish(key, args, kwargs, out, serials, rule=None):
         return out
     if not serials:
         return out if rule is None else _wrap(out, ())
+    if _has_no_derivative(out):  # integer and boolean results are piecewise constant
+        return out
     if rule is None:
-        if _has_no_derivative(out):
-            return out
         raise _no_rule_error(key)
     if rule.vjp is None:
         raise _no_rule_error(key, "has a forward-mode (JVP) rule but no reverse-mode (VJP) rule")

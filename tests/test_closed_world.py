@@ -1,0 +1,373 @@
+"""The closed world: every call on a differentiated value is understood, or refused.
+
+Three groups of checks:
+
+* functions that were declared non-differentiable but are not (``np.linspace``,
+  ``np.arange`` with a float start, ``np.meshgrid``, ``np.heaviside``'s value at 0, a cast to
+  an integer dtype) now have rules, checked end to end against finite differences;
+* every declaration that remains is proved: at random points the declared function is
+  integer or boolean valued, or exactly constant under small changes of its float arguments;
+* derivatives at points where a formula would divide 0 by 0 (the deviation of one element,
+  the norm of a zero vector) are 0, a subgradient, not NaN.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad
+
+import s2sgrad as sg
+from s2sgrad.rules import get_rule, registered_primitives
+
+MODES = ["s2s", "tape", "auto"]
+
+_rng = np.random.default_rng(20261125)
+
+
+def r(*shape):
+    return _rng.standard_normal(shape)
+
+
+def check_gradient(f, x, second_order=True, modes=MODES):
+    """Gradient of ``f`` in every mode, first and second call, against finite differences;
+    and its Hessian-vector product against differences of the gradient."""
+    expected = numeric_grad(f, (x,), 0)
+    for mode in modes:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            actual = call_twice(sg.grad(f, mode=mode), x)
+        assert_close(actual, expected, rtol=1e-5, atol=1e-6)
+    if second_order:
+        check_second_order(f, x, modes)
+
+
+def check_second_order(f, x, modes, step=1e-5):
+    v = r(*np.shape(x))
+    gradient = sg.grad(f, mode="s2s")
+    expected = (gradient(x + step * v) - gradient(x - step * v)) / (2 * step)
+    for mode in [m for m in modes if m != "auto"]:
+        (actual,) = sg.hvp(f, (x,), (v,), mode=mode)
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-6, err_msg=mode)
+
+
+# ---------------------------------------------------------------------------------------
+# Ranges and grids
+
+
+def linspace_of_endpoints(x):
+    return np.sum(np.sin(np.linspace(x[0], x[1], 7)) * np.arange(7.0))
+
+
+def linspace_open_interval(x):
+    return np.sum(np.linspace(x[0], x[1], 4, endpoint=False) ** 3)
+
+
+def linspace_with_step(x):
+    samples, step = np.linspace(x[0], x[1], 5, retstep=True)
+    return np.sum(samples**2) + step**3
+
+
+def linspace_of_arrays_along_an_axis(x):
+    grid = np.linspace(x[:2], x[1:], 3, axis=1)
+    return np.sum(np.cos(grid) * np.arange(3.0))
+
+
+def arange_from_a_float_start(x):
+    return np.sum(np.exp(np.arange(x[0], 2.5, 0.5)))
+
+
+def arange_with_a_float_step(x):
+    steps = np.arange(0.25, 3.0, x[1] * x[1] + 0.5)
+    return np.sum(np.sin(steps))
+
+
+def meshgrid_of_two_vectors(x):
+    a, b = np.meshgrid(x, x[:2] ** 2)
+    return np.sum(np.sin(a) * b)
+
+
+def meshgrid_ij_sparse(x):
+    a, b = np.meshgrid(x[:2], x, indexing="ij", sparse=True)
+    return np.sum(a * b**2)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        linspace_of_endpoints,
+        linspace_open_interval,
+        linspace_with_step,
+        linspace_of_arrays_along_an_axis,
+        meshgrid_of_two_vectors,
+        meshgrid_ij_sparse,
+    ],
+)
+def test_ranges_and_grids_are_differentiable(f):
+    check_gradient(f, np.array([0.3, -0.7, 1.2]) + 0.05 * r(3))
+
+
+@pytest.mark.parametrize("f", [arange_from_a_float_start, arange_with_a_float_step])
+def test_arange_is_differentiable_in_its_start_and_step(f):
+    x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
+    check_gradient(f, x, modes=["s2s", "auto"])
+    # NumPy's arange does not let tape values in: the tape refuses, naming the line
+    with pytest.raises(sg.NonDifferentiableError, match=r"test_closed_world\.py:\d+"):
+        sg.grad(f, mode="tape")(x)
+
+
+def heaviside_value_at_zero(x):
+    return np.sum(np.heaviside(np.array([0.0, 1.0, -2.0]), x) * x)
+
+
+def next_float(x):
+    return np.sum(np.nextafter(x, 10.0) ** 2)
+
+
+def cast_to_integers(x):
+    return np.sum(x.astype(int) * x) + np.sum(x.astype(bool) * x)
+
+
+def fill_an_integer_array(x):
+    return np.sum(np.full_like(np.arange(3), x[0]) * x) + np.sum(np.full(3, x[1], int) * x)
+
+
+@pytest.mark.parametrize("f", [heaviside_value_at_zero, next_float, cast_to_integers])
+def test_functions_once_declared_constant(f):
+    check_gradient(f, np.array([1.3, -0.7, 2.2]) + 0.05 * r(3))
+
+
+def test_filling_an_integer_array_has_no_derivative_through_the_fill():
+    x = np.array([1.3, -0.7, 2.2]) + 0.05 * r(3)
+    check_gradient(fill_an_integer_array, x, modes=["s2s", "auto"])
+
+
+# ---------------------------------------------------------------------------------------
+# Every remaining declaration of non-differentiability is a claim proved here: at random
+# points the function's value is integer/boolean (or not a number at all), or it does not
+# change when its float arguments move by a tiny amount.
+
+
+def _floats(*shape):
+    return _rng.uniform(-3.0, 3.0, shape)
+
+
+PROOFS = {
+    operator.lt: [(_floats(4), _floats(4))],
+    operator.le: [(_floats(4), _floats(4))],
+    operator.eq: [(_floats(4), _floats(4))],
+    operator.ne: [(_floats(4), _floats(4))],
+    operator.gt: [(_floats(4), _floats(4))],
+    operator.ge: [(_floats(4), _floats(4))],
+    np.less: [(_floats(4), _floats(4))],
+    np.less_equal: [(_floats(4), _floats(4))],
+    np.equal: [(_floats(4), _floats(4))],
+    np.not_equal: [(_floats(4), _floats(4))],
+    np.greater: [(_floats(4), _floats(4))],
+    np.greater_equal: [(_floats(4), _floats(4))],
+    np.isclose: [(_floats(4), _floats(4))],
+    np.logical_and: [(_floats(4), _floats(4))],
+    np.logical_or: [(_floats(4), _floats(4))],
+    np.logical_not: [(_floats(4),)],
+    np.logical_xor: [(_floats(4), _floats(4))],
+    operator.not_: [(1.5,)],
+    operator.truth: [(1.5,)],
+    # bitwise operations take integers and booleans only
+    operator.and_: [(np.arange(4), 3)],
+    operator.or_: [(np.arange(4), 3)],
+    operator.xor: [(np.arange(4), 3)],
+    operator.invert: [(np.arange(4),)],
+    operator.inv: [(np.arange(4),)],
+    operator.lshift: [(np.arange(4), 2)],
+    operator.rshift: [(np.arange(4), 1)],
+    np.bitwise_and: [(np.arange(4), 3)],
+    np.bitwise_or: [(np.arange(4), 3)],
+    np.bitwise_xor: [(np.arange(4), 3)],
+    np.invert: [(np.arange(4),)],
+    np.left_shift: [(np.arange(4), 2)],
+    np.right_shift: [(np.arange(4), 1)],
+    np.isfinite: [(_floats(4),)],
+    np.isnan: [(_floats(4),)],
+    np.isinf: [(_floats(4),)],
+    np.isposinf: [(_floats(4),)],
+    np.isneginf: [(_floats(4),)],
+    np.signbit: [(_floats(4),)],
+    np.floor: [(_floats(4),)],
+    np.ceil: [(_floats(4),)],
+    np.round: [(_floats(4),), (_floats(4), 2)],
+    np.around: [(_floats(4),), (_floats(4), 1)],
+    np.rint: [(_floats(4),)],
+    np.trunc: [(_floats(4),)],
+    np.fix: [(_floats(4),)],
+    round: [(1.2345,), (1.2345, 2)],
+    int: [(2.7,)],
+    bool: [(2.7,)],
+    np.floor_divide: [(_floats(4), _floats(4))],
+    operator.floordiv: [(_floats(4), _floats(4))],
+    np.spacing: [(_floats(4),)],
+    np.gcd: [(np.arange(4), 6)],
+    np.lcm: [(np.arange(4), 6)],
+    np.argmax: [(_floats(5),)],
+    np.argmin: [(_floats(5),)],
+    np.nanargmax: [(_floats(5),)],
+    np.nanargmin: [(_floats(5),)],
+    np.argsort: [(_floats(5),)],
+    np.argpartition: [(_floats(5), 2)],
+    np.count_nonzero: [(_floats(5),)],
+    np.all: [(_floats(5),)],
+    np.any: [(_floats(5),)],
+    np.ndarray.argmax: [(_floats(5),)],
+    np.ndarray.argmin: [(_floats(5),)],
+    np.ndarray.argsort: [(_floats(5),)],
+    np.ndarray.argpartition: [(_floats(5), 2)],
+    np.ndarray.all: [(_floats(5),)],
+    np.ndarray.any: [(_floats(5),)],
+    np.linalg.matrix_rank: [(_floats(3, 3),)],
+    np.shape: [(_floats(2, 3),)],
+    np.ndim: [(_floats(2, 3),)],
+    np.size: [(_floats(2, 3),)],
+    len: [(_floats(2, 3),)],
+    # constructors: the values never depend on the (integer) arguments' values
+    np.zeros: [(3,)],
+    np.ones: [(3,)],
+    np.empty: [(0,)],
+    np.eye: [(3, 4, 1)],
+    np.identity: [(3,)],
+    np.zeros_like: [(_floats(3),)],
+    np.ones_like: [(_floats(3),)],
+    np.empty_like: [(_floats(0),)],
+    np.nonzero: [(_floats(4),)],
+    np.flatnonzero: [(_floats(4),)],
+    np.argwhere: [(_floats(4),)],
+    np.indices: [((2, 3),)],
+    np.tri: [(3, 4, -1)],
+    range: [(4,)],
+    isinstance: [(_floats(2), np.ndarray)],
+    np.ndarray.shape: [(_floats(2, 3),)],
+    np.ndarray.ndim: [(_floats(2, 3),)],
+    np.ndarray.size: [(_floats(2, 3),)],
+    np.ndarray.dtype: [(_floats(2, 3),)],
+    np.ndarray.nonzero: [(_floats(4),)],
+    np.result_type: [(_floats(2), 1.5)],
+    np.issubdtype: [(np.float64, np.floating)],
+}
+
+# Declarations that are design decisions, not claims about a function's values.
+BY_DESIGN = {
+    "stop_gradient": "its purpose: the value with no derivative",
+    "grad": "makes a function, not a value",
+    "value_and_grad": "makes a function, not a value",
+    "jacobian": "makes a function, not a value",
+    "jacfwd": "makes a function, not a value",
+    "hessian": "makes a function, not a value",
+    "zeros_like_value": "generated code's zero cotangents",
+    "seed_cotangent": "generated code's output seed",
+    "zeros_like_structure": "generated code's zero cotangents",
+    "refuse_if_array": "a check that raises or returns None",
+    "ravel_positions": "integer positions",
+    "clip_regions": "boolean masks",
+}
+
+
+def _declared():
+    return [p for p in registered_primitives() if not get_rule(p).differentiable]
+
+
+def _label(primitive):
+    owner = getattr(primitive, "__objclass__", None)
+    name = getattr(primitive, "__name__", repr(primitive))
+    return f"{owner.__name__}.{name}" if owner else name
+
+
+def _call(primitive, args):
+    if hasattr(primitive, "__get__") and not callable(primitive):  # ndarray.shape and kin
+        return primitive.__get__(args[0])
+    return primitive(*args)
+
+
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    if isinstance(value, range):
+        return [np.asarray(value)]
+    return [value]
+
+
+def _is_real_valued(value) -> bool:
+    if isinstance(value, (bool, int, np.dtype, type)):
+        return False
+    return isinstance(value, float) or np.issubdtype(np.result_type(value), np.inexact)
+
+
+def test_every_declaration_has_a_proof():
+    unproved = [
+        _label(p)
+        for p in _declared()
+        if p not in PROOFS and getattr(p, "__name__", None) not in BY_DESIGN
+    ]
+    assert not unproved, f"declared non-differentiable without a proof: {unproved}"
+
+
+@pytest.mark.parametrize(
+    ("primitive", "args"),
+    [pytest.param(p, a, id=_label(p)) for p, calls in PROOFS.items() for a in calls],
+)
+def test_declared_nondifferentiable_is_piecewise_constant(primitive, args):
+    rule = get_rule(primitive)
+    assert rule is not None and not rule.differentiable
+    out = _call(primitive, args)
+    if not any(_is_real_valued(leaf) for leaf in _leaves(out)):
+        return  # integer, boolean, shapes, dtypes: no derivative by type
+    for index, arg in enumerate(args):
+        if not _is_real_valued(arg):
+            continue
+        for sign in (1.0, -1.0):
+            moved = list(args)
+            moved[index] = arg + sign * 1e-7 * _rng.uniform(0.5, 1.0, np.shape(arg))
+            for a, b in zip(_leaves(out), _leaves(_call(primitive, moved))):
+                np.testing.assert_array_equal(a, b, err_msg=f"argument {index} moved")
+
+
+# ---------------------------------------------------------------------------------------
+# 0/0 points: the derivative is 0, a subgradient, where the formula would divide 0 by 0
+
+
+def deviation_of_one_element(x):
+    return np.std(x[:1]) + np.var(x[:1]) + np.sum(x)
+
+
+def deviation_of_equal_values(x):
+    return np.std(np.stack([x[0], x[0]])) + np.sum(np.std(np.ones((2, 3)) * x[1], axis=0))
+
+
+def norm_of_a_zero_vector(x):
+    return np.linalg.norm(x * 0.0) + np.linalg.norm(x[:2] * 0.0, ord=3) + x[2]
+
+
+def norm_along_an_axis_with_a_zero_row(x):
+    rows = np.stack([x, x * 0.0])
+    return np.sum(np.linalg.norm(rows, axis=1))
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        deviation_of_one_element,
+        deviation_of_equal_values,
+        norm_of_a_zero_vector,
+        norm_along_an_axis_with_a_zero_row,
+    ],
+)
+def test_zero_deviation_and_zero_norm_have_zero_derivative(f):
+    x = np.array([0.4, -1.1, 0.8])
+    expected = numeric_grad(f, (x,), 0)
+    for mode in MODES:
+        gradient = call_twice(sg.grad(f, mode=mode), x)
+        assert np.all(np.isfinite(gradient)), mode
+        assert_close(gradient, expected)
+    direction = r(3)
+    _, tangent = sg.jvp(f, (x,), (direction,))
+    np.testing.assert_allclose(tangent, expected @ direction, atol=1e-6)
