@@ -35,7 +35,7 @@ from s2sgrad.errors import (
 from s2sgrad.forward import forward_sweep
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
-from s2sgrad.operations import classify
+from s2sgrad.operations import classify, refuse_untracked_writes
 from s2sgrad.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.passes.activity import analyse_activity
 from s2sgrad.passes.anf import to_anf
@@ -193,6 +193,9 @@ def _build(request: _Request) -> GeneratedFunction:
     if refusal is not None:  # desugar's check of x op= v on shared arrays: a name it sees
         parsed.closure[refusal] = runtime.refuse_if_array
     parsed.closure.update(getattr(node, "s2s_bindings", {}))  # match's collections.abc tests
+    scatter = getattr(node, "s2s_added_at", None)
+    if scatter is not None:  # desugar wrote np.add.at(t, i, v) as t[...] = added_at(t, i, v)
+        parsed.closure[scatter] = runtime.added_at
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
     normalise_loops(node, names, lambda name: parsed.resolve_name(name) is getattr(builtins, name))
@@ -222,6 +225,7 @@ def _build(request: _Request) -> GeneratedFunction:
         return operation.kind in ("comparison", "constant") or not operation.differentiable
 
     activity = analyse_activity(node.body, set(request.wrt), output_names, blocks_derivative)
+    refuse_untracked_writes(node.body, parsed, local_names, activity)
 
     if request.kind == "jvp":
         return _build_jvp(request, parsed, node, activity, names, namespace, local_names)

@@ -13,6 +13,7 @@ Three groups of checks:
 
 from __future__ import annotations
 
+import inspect
 import operator
 import warnings
 
@@ -371,3 +372,285 @@ def test_zero_deviation_and_zero_norm_have_zero_derivative(f):
     direction = r(3)
     _, tangent = sg.jvp(f, (x,), (direction,))
     np.testing.assert_allclose(tangent, expected @ direction, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# np.r_ and np.c_ are concatenations
+
+
+def r_of_vectors_and_numbers(x):
+    joined = np.r_[x, np.sin(x[:2]), 2.0, x[0] * x[1]]
+    return np.sum(joined**2 * np.arange(1.0, 8.0))
+
+
+def r_with_a_range(x):
+    return np.sum(np.r_[0:3, x, -2:0] * np.r_[x, x, x[:2]])
+
+
+def r_of_matrices(x):
+    rows = np.r_[np.outer(x, x), x[None, :] * 2.0]
+    return np.sum(np.tanh(rows) * np.arange(12.0).reshape(4, 3))
+
+
+def c_of_columns(x):
+    columns = np.c_[x, x**2, np.cos(x)]
+    return np.sum(columns @ np.array([1.0, -2.0, 0.5]) ** 2)
+
+
+@pytest.mark.parametrize(
+    "f", [r_of_vectors_and_numbers, r_with_a_range, r_of_matrices, c_of_columns]
+)
+def test_r_and_c_are_concatenations(f):
+    x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
+    check_gradient(f, x, modes=["s2s", "auto"])
+    # np.r_ converts its items with np.asarray, which the tape cannot follow: it says so
+    with pytest.raises(sg.NonDifferentiableError) as error:
+        sg.grad(f, mode="tape")(x)
+    assert f"test_closed_world.py:{_line_of(f, '_[')}" in str(error.value)
+    assert "np.concatenate" in str(error.value)
+
+
+def r_with_a_directive(x):
+    return np.sum(np.r_["0,2", x, x])
+
+
+def r_with_a_computed_range(x):
+    n = len(x)
+    return np.sum(np.r_[0:n, x])
+
+
+def mgrid_of_a_value(x):
+    return np.sum(np.mgrid[0.0 : x[0] : 5j])
+
+
+@pytest.mark.parametrize("f", [r_with_a_directive, r_with_a_computed_range, mgrid_of_a_value])
+def test_exotic_index_tricks_are_refused(f):
+    x = np.array([0.3, -0.7, 1.2])
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(f, mode="s2s")(x)
+    assert f"test_closed_world.py:{_line_of(f, 'np.')}" in str(error.value)
+    assert "np.concatenate" in str(error.value)
+    # auto: the tape takes over, and is right (np.mgrid calls np.linspace) or refuses
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            actual = sg.grad(f, mode="auto")(x)
+    except sg.S2SGradError as refusal:
+        assert f"test_closed_world.py:{_line_of(f, 'np.')}" in str(refusal)
+    else:
+        assert_close(actual, numeric_grad(f, (x,), 0))
+
+
+# ---------------------------------------------------------------------------------------
+# Writes into an argument through a call: np.add.at is differentiated, the others refused
+
+
+def _line_of(f, text):
+    lines, first = inspect.getsourcelines(f)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+def scatter_add(x):
+    t = np.zeros(3)
+    np.add.at(t, [0, 0, 2], x * x[1])
+    return np.sum(np.sin(t) * np.arange(1.0, 4.0))
+
+
+def scatter_subtract_in_a_loop(x):
+    t = np.ones((2, 3)) * x[2]
+    for i in range(2):
+        np.subtract.at(t, (np.array([i, i]), np.array([0, 2])), x[:2] * x[i])
+    return np.sum(np.sin(t))
+
+
+def scatter_counts_then_use(x):
+    counts = np.zeros(3)
+    np.add.at(counts, [0, 0, 2], 1.0)
+    return np.sum(np.exp(x) * counts)
+
+
+def fill_before_use(x):
+    t = np.ones(3)
+    t.fill(2.0)
+    np.copyto(t, t * 3.0)
+    return np.sum(x * t)
+
+
+@pytest.mark.parametrize(
+    "f", [scatter_add, scatter_subtract_in_a_loop, scatter_counts_then_use, fill_before_use]
+)
+def test_in_place_writes_that_are_understood(f):
+    x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
+    tape_works = f in (scatter_counts_then_use, fill_before_use)
+    check_gradient(f, x, modes=MODES if tape_works else ["s2s", "auto"])
+
+
+def test_scatter_add_on_the_tape_says_to_use_source_transformation():
+    with pytest.raises(sg.NonDifferentiableError) as error:
+        sg.grad(scatter_add, mode="tape")(np.ones(3))
+    message = str(error.value)
+    assert f"test_closed_world.py:{_line_of(scatter_add, 'add.at')}" in message
+    assert "mode='s2s'" in message
+
+
+def sine_into_a_buffer(x):
+    t = np.zeros(3)
+    np.sin(x, out=t)
+    return np.sum(t)
+
+
+def sine_into_a_buffer_by_position(x):
+    t = np.zeros(3)
+    np.sin(x, t)
+    return np.sum(t)
+
+
+def product_into_a_buffer(x):
+    t = np.zeros(3)
+    y = np.multiply(x, 2.0, out=t)
+    return np.sum(y * t)
+
+
+def multiply_at(x):
+    t = np.ones(3)
+    np.multiply.at(t, [0, 0], x[:2])
+    return np.sum(t)
+
+
+def copy_into(x):
+    t = np.zeros(3)
+    np.copyto(t, x)
+    return np.sum(t**2)
+
+
+def put_into(x):
+    t = np.zeros(3)
+    np.put(t, [0, 2], x[:2])
+    return np.sum(t**2)
+
+
+def put_where(x):
+    t = np.zeros(3)
+    np.putmask(t, x > 0, x)
+    return np.sum(t**2)
+
+
+def place_into(x):
+    t = np.zeros(3)
+    np.place(t, x > 0, x)
+    return np.sum(t**2)
+
+
+def fill_diagonal_of(x):
+    t = np.zeros((2, 2))
+    np.fill_diagonal(t, x[0])
+    return np.sum(t**2)
+
+
+def fill_with(x):
+    t = np.zeros(3)
+    t.fill(x[0])
+    return np.sum(t**2)
+
+
+def sort_in_place(x):
+    t = x * 1.0
+    t.sort()
+    return t[0] * 2.0 + t[2]
+
+
+def put_method(x):
+    t = np.zeros(3)
+    t.put([0], x[0])
+    return np.sum(t**2)
+
+
+def flat_assignment(x):
+    t = np.zeros(3)
+    t.flat = x
+    return np.sum(t**2)
+
+
+def extend_a_list(x):
+    items = [x[0]]
+    items.extend([x[1], x[2]])
+    return items[0] * items[1] * items[2]
+
+
+def sort_a_list(x):
+    items = [x[0], x[1], x[2]]
+    items.sort()
+    return items[0] * 2.0 + items[2]
+
+
+def update_a_dict(x):
+    d = {"a": x[0]}
+    d.update({"a": x[1]})
+    return d["a"] * 3.0
+
+
+REFUSED = [
+    (sine_into_a_buffer, "out="),
+    (sine_into_a_buffer_by_position, "np.sin(x, t)"),
+    (product_into_a_buffer, "out="),
+    (multiply_at, "multiply.at"),
+    (copy_into, "copyto"),
+    (put_into, "np.put("),
+    (put_where, "putmask"),
+    (place_into, "np.place"),
+    (fill_diagonal_of, "np.fill_diagonal"),
+    (fill_with, ".fill("),
+    (sort_in_place, ".sort()"),
+    (put_method, ".put("),
+    (flat_assignment, ".flat"),
+    (extend_a_list, ".extend("),
+    (sort_a_list, ".sort()"),
+    (update_a_dict, ".update("),
+]
+
+
+@pytest.mark.parametrize(("f", "text"), REFUSED, ids=[f.__name__ for f, _ in REFUSED])
+def test_writes_into_a_differentiated_array_are_refused(f, text):
+    x = np.array([0.3, -0.7, 1.2])
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(f, mode="s2s")(x)
+    message = str(error.value)
+    assert f"test_closed_world.py:{_line_of(f, text)}" in message
+    assert "in place" in message and "use " in message
+    # auto: the tape takes over; it differentiates the lists and dicts, and refuses the rest
+    expected = numeric_grad(f, (x,), 0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            actual = sg.grad(f, mode="auto")(x)
+    except (sg.S2SGradError, TypeError) as refusal:
+        assert "test_closed_world.py:" in str(refusal)
+    else:
+        assert_close(actual, expected)
+
+
+def read_then_fill(x):
+    t = np.ones(3)
+    y = x * t
+    t.fill(2.0)
+    return np.sum(y * y)
+
+
+def read_then_copy_in_a_loop(x):
+    t = np.ones(3)
+    total = 0.0
+    for _ in range(2):
+        np.copyto(t, t * 3.0)
+        total = total + np.sum(x * t)
+    return total
+
+
+@pytest.mark.parametrize(
+    ("f", "text"), [(read_then_fill, ".fill"), (read_then_copy_in_a_loop, "copyto")]
+)
+def test_changing_a_constant_a_derivative_still_needs_is_refused(f, text):
+    # the derivative of x * t needs t as it was; the tape would read the changed array too
+    for mode in ("s2s", "auto"):
+        with pytest.raises(sg.UnsupportedError) as error:
+            sg.grad(f, mode=mode)(np.array([0.3, -0.7, 1.2]))
+        assert f"test_closed_world.py:{_line_of(f, text)}" in str(error.value)

@@ -16,6 +16,7 @@ import s2sgrad.runtime
 from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import (
+    added_at,
     as_gradient,
     assigned_cotangent,
     dict_entry,
@@ -279,6 +280,9 @@ def test_rule(primitive, args, kwargs, argnums):
 # Helpers of s2sgrad.runtime.shapes are linear in their first argument; the others only
 # give shapes and positions.
 HELPER_CASES = [
+    case(added_at, r(4), np.array([0, 2, 0]), r(3)),
+    case(added_at, r(2, 3), (np.array([1, 1]), np.array([0, 2])), r(1)),
+    case(added_at, r(3, 2), np.s_[1:], r(2)),
     case(zero_if_integer, r(3), r(3), _argnums=[0]),
     case(zero_if_integer, r(3), np.arange(3), _argnums=[0]),
     case(index_cotangent, r(3), r(6), np.array([0, 2, 2])),
@@ -405,6 +409,11 @@ STRUCTURED_CASES = [
     ),
     pytest.param(unpack_like, unpack_like, (r(1, 1, 2), [1.0, 2.0]), (), id="unpack-ndmin"),
     pytest.param(np.meshgrid, np.meshgrid, (r(3), r(2)), (), id="meshgrid"),
+    pytest.param(np.r_, lambda *items: np.r_[items], (r(3), r(2), 1.5), (), id="r_"),
+    pytest.param(np.r_, lambda *items: np.r_[items], (r(2, 3), r(1, 3)), (), id="r_-2d"),
+    pytest.param(np.r_, lambda *items: np.r_[items], (r(2), slice(0, 3)), (), id="r_-range"),
+    pytest.param(np.c_, lambda *items: np.c_[items], (r(3), r(3)), (), id="c_"),
+    pytest.param(np.c_, lambda *items: np.c_[items], (r(2, 2), r(2)), (), id="c_-2d"),
 ]
 
 

@@ -143,7 +143,8 @@ class _Flattener:
                 return node
             node.value = self.atom(node.value, out)
         elif isinstance(node, gast.Subscript):
-            node.value = self.atom(node.value, out)
+            if not _builds_an_array(node.value, self.local_names):
+                node.value = self.atom(node.value, out)
             node.slice = self.index(node.slice, out)
         elif isinstance(node, (gast.Tuple, gast.List)):
             node.elts = [self.argument(e, out) for e in node.elts]
@@ -200,6 +201,18 @@ class _Flattener:
         if is_function_reference(node, self.local_names) and isinstance(node, gast.Attribute):
             return node  # np.newaxis
         return self.atom(node, out)
+
+
+# NumPy objects indexed to build an array (np.r_[a, b]); the transformer reads them as calls
+_INDEXED_BUILDERS = {"r_", "c_", "mgrid", "ogrid", "s_", "index_exp"}
+
+
+def _builds_an_array(node: gast.expr, local_names: set[str]) -> bool:
+    return (
+        isinstance(node, gast.Attribute)
+        and node.attr in _INDEXED_BUILDERS
+        and is_function_reference(node, local_names)
+    )
 
 
 def _is_boolean(node: gast.expr) -> bool:

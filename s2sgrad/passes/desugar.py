@@ -6,6 +6,8 @@
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
 * ``items.pop()`` becomes ``popped = items.pop()``;
+* ``np.add.at(t, i, v)`` becomes ``t[...] = added_at(t, i, v)`` (``np.subtract.at``: ``-v``),
+  an item assignment the transformer differentiates;
 * docstrings and ``pass`` disappear;
 * ``match`` statements become ``if``/``elif`` chains on the subject (value, singleton,
   capture, wildcard, or-, sequence (with ``*rest``), mapping and class patterns, guards);
@@ -19,6 +21,7 @@ import builtins
 import collections.abc
 
 import gast
+import numpy as np
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.passes.aliases import shared_in_place_updates
@@ -49,6 +52,8 @@ def desugar(
     """
     _refuse_hidden_assignments(node, locate)
     desugar_matches(node, names, locate, resolve)
+    if resolve is not None:
+        _scatter_adds(node, node.body, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
@@ -94,6 +99,47 @@ def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
             f"{locate(child)}: {construct} cannot be transformed; assign with a plain "
             "statement, or use mode='tape'"
         )
+
+
+def _scatter_adds(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:
+    """``np.add.at(t, i, v)`` → ``t[...] = added_at(t, i, v)``, in ``body`` and its blocks.
+
+    The name of :func:`s2sgrad.runtime.added_at` is left on ``node.s2s_added_at``.
+    """
+    for position, statement in enumerate(body):
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                _scatter_adds(node, inner, names, resolve)
+        sign = _scatter_sign(statement, resolve)
+        if sign is None:
+            continue
+        if getattr(node, "s2s_added_at", None) is None:
+            node.s2s_added_at = names.claim("added_at")
+        array, index, values = statement.value.args
+        if sign < 0:
+            values = gast.UnaryOp(op=gast.USub(), operand=values)
+        updated = call(load(node.s2s_added_at), [load(array.id), index, values])
+        place = gast.Subscript(value=load(array.id), slice=constant(...), ctx=gast.Store())
+        assign = gast.Assign(targets=[place], value=updated, type_comment=None)
+        body[position] = _located(assign, statement)
+
+
+def _scatter_sign(statement: gast.stmt, resolve) -> int | None:
+    """1 for ``np.add.at(t, i, v)``, -1 for ``np.subtract.at``, None for anything else."""
+    value = getattr(statement, "value", None)
+    if not (
+        isinstance(statement, gast.Expr)
+        and isinstance(value, gast.Call)
+        and isinstance(value.func, gast.Attribute)
+        and value.func.attr == "at"
+        and len(value.args) == 3
+        and not value.keywords
+        and isinstance(value.args[0], gast.Name)
+    ):
+        return None
+    owner = getattr(resolve(value.func), "__self__", None)
+    return {id(np.add): 1, id(np.subtract): -1}.get(id(owner))
 
 
 def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:

@@ -466,6 +466,65 @@ def _dstack_jvp(t, ans, tup):
     return np.dstack(t)
 
 
+# ``np.r_[a, b]`` joins its items along the first axis, ``np.c_[a, b]`` along the last (as
+# columns); a slice item (``np.r_[0:3, a]``) is a range of constants. The cotangent is cut
+# into one piece per item, each as long as the item is along that axis.
+
+
+def _index_extents(concatenator, items, axis):
+    """How far each item of ``concatenator[items]`` reaches along ``axis``."""
+    extents = []
+    for item in items:
+        alone = item if isinstance(item, slice) else np.zeros(np.shape(item))
+        extents.append(np.shape(concatenator[alone])[axis])
+    return extents
+
+
+def _index_join_vjp(g, concatenator, items, axis):
+    extents = _index_extents(concatenator, items, axis)
+    pieces = np.split(g, np.cumsum(extents)[:-1], axis=axis)
+    return tuple(
+        None if isinstance(item, slice) else np.reshape(piece, np.shape(item))
+        for item, piece in zip(items, pieces)
+    )
+
+
+def _index_join_jvp(t, concatenator, items):
+    entries = []
+    for index, item in enumerate(items):
+        if isinstance(item, slice) or np.shape(item) != np.shape(t):
+            entries.append(None)  # an entry for an argument of another shape is not asked for
+            continue
+        moved = [
+            np.zeros_like(concatenator[other], dtype=np.result_type(t))
+            if isinstance(other, slice)
+            else (t if k == index else np.zeros_like(t, shape=np.shape(other)))
+            for k, other in enumerate(items)
+        ]
+        entries.append(concatenator[tuple(moved)])
+    return tuple(entries)
+
+
+@vjp_rule(np.r_, inline=False)
+def _r_(g, ans, *items):
+    return _index_join_vjp(g, np.r_, items, 0)
+
+
+@jvp_rule(np.r_, inline=False)
+def _r_jvp(t, ans, *items):
+    return _index_join_jvp(t, np.r_, items)
+
+
+@vjp_rule(np.c_, inline=False)
+def _c_(g, ans, *items):
+    return _index_join_vjp(g, np.c_, items, -1)
+
+
+@jvp_rule(np.c_, inline=False)
+def _c_jvp(t, ans, *items):
+    return _index_join_jvp(t, np.c_, items)
+
+
 # ``np.split`` has one output per piece: ``g`` is the list of their cotangents (``None``
 # for a piece nobody used), and the JVP's entry for ``ary`` is the list of their tangents.
 

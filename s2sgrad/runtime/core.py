@@ -277,7 +277,9 @@ def zeros_like_value(x: Any) -> Any:
     """
     if x is None or isinstance(x, (float, int)):
         return 0.0
-    if callable(x) or isinstance(x, str):  # a function or a spec passed along: no tangent
+    if not isinstance(x, (np.ndarray, np.generic, list, tuple, dict)) and not (
+        hasattr(x, "__array_function__") or hasattr(x, "__array__")
+    ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate
         return None
     return zeros_like_structure(x)
 

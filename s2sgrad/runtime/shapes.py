@@ -21,6 +21,7 @@ from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
     snapshot,
+    unbroadcast,
     zeros_like_structure,
     zeros_like_value,
 )
@@ -42,7 +43,21 @@ __all__ = [
     "ravel_positions",
     "clip_regions",
     "zero_if_integer",
+    "added_at",
 ]
+
+
+def added_at(a: Any, indices: Any, values: Any) -> Any:
+    """A new array: ``a`` with ``values`` added at ``indices``, repeated indices adding up.
+
+    What ``np.add.at(a, indices, values)`` leaves in ``a``; the transformer writes
+    ``np.add.at(t, i, v)`` as ``t[...] = added_at(t, i, v)``.
+
+    Example::
+
+        added_at(np.zeros(3), [0, 0, 2], 1.0)  # array([2., 0., 1.])
+    """
+    return a + index_cotangent(np.broadcast_to(values, np.shape(a[indices])), a, indices)
 
 
 def zero_if_integer(g: Any, ans: Any) -> Any:
@@ -681,6 +696,22 @@ def _zero_if_integer_vjp(g, ans, g_in, like):
 @jvp_rule(zero_if_integer)
 def _zero_if_integer_jvp(t, ans, g_in, like):
     return zero_if_integer(t, like), None
+
+
+@vjp_rule(added_at)
+def _added_at_vjp(g, ans, a, indices, values):
+    return g, None, unbroadcast(g[indices], values)
+
+
+@jvp_rule(added_at, inline=False)
+def _added_at_jvp(t, ans, a, indices, values):
+    # t is the tangent of a or of values; an entry for an argument of another shape is not
+    # asked for
+    from_a = t if np.shape(t) == np.shape(a) else None
+    from_values = None
+    if np.shape(t) == np.shape(values):
+        from_values = added_at(np.zeros_like(ans), indices, t)
+    return from_a, None, from_values
 
 
 nondifferentiable(ravel_positions, clip_regions)

@@ -130,6 +130,13 @@ class TapeValue:
         if not live_serials(self._tapes):
             return
         frame = _user_frame()
+        if _inside_index_concatenation():
+            raise NonDifferentiableError(
+                f"{where(*_position(frame))}: np.r_[...] / np.c_[...] convert their items to "
+                "plain arrays, which would drop the derivative of a value being differentiated "
+                "on the tape. Write np.concatenate([...]) or np.column_stack([...]) instead, "
+                f"or {_USE_S2S}."
+            )
         if _is_storing_an_item(frame):
             raise NonDifferentiableError(
                 f"{where(*_position(frame))}: writing a value being differentiated into an "
@@ -171,6 +178,16 @@ class TapeValue:
             f"build the new array with np.where, np.concatenate or np.stack instead, or {_USE_S2S}."
         )
 
+    def _immutable(self, *args: Any, **kwargs: Any) -> None:
+        """Array methods that change the array in place (``x.sort()``, ``x.fill(v)``, ...)."""
+        raise TypeError(
+            f"{user_location()}: tape values are immutable, so methods that change an array in "
+            "place (sort, fill, put, resize, partition, setfield) do not apply to them; use the "
+            "NumPy function that returns a new array (np.sort, np.full_like, np.where, ...)."
+        )
+
+    sort = fill = put = resize = partition = setfield = _immutable
+
     def _in_place(self, other: Any) -> Any:
         """``x op= v``: a new value, as ``x = x op v`` (Python falls back to ``x op v``);
         refused, under a function transform, where NumPy would change an array that a name
@@ -188,6 +205,8 @@ class TapeValue:
         primitive = ufunc if method == "__call__" else getattr(ufunc, method)
         if "out" in kwargs:
             return _call_with_out(primitive, inputs, kwargs)
+        if method == "at":  # ufunc.at(a, indices, b) updates a in place
+            return _call_at(primitive, inputs)
         return apply_rule(primitive, primitive, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -756,6 +775,23 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
     return primitive(*value_of(args), **value_of(kwargs))
 
 
+def _call_at(primitive: Any, inputs: tuple) -> Any:
+    """``ufunc.at(a, indices, b)`` writes into ``a``: allowed only when nothing is
+    differentiated."""
+    if _any_tracked(inputs):
+        raise NonDifferentiableError(
+            f"{user_location()}: {describe(primitive)} writes into its first argument in place, "
+            f"which the tape cannot record; {_USE_S2S} (np.add.at and np.subtract.at are "
+            "differentiated there), or build a new array."
+        )
+    if isinstance(inputs[0], TapeValue):
+        raise TypeError(
+            f"{user_location()}: tape values are immutable; {describe(primitive)} "
+            "cannot write into one."
+        )
+    return primitive(*value_of(inputs))
+
+
 # Error messages ----------------------------------------------------------------------------
 
 # what to do instead of an in-place write the tape cannot record
@@ -776,6 +812,17 @@ def user_location() -> str:
         user_location()  # 'model.py:12'
     """
     return where(*_position(_user_frame()))
+
+
+def _inside_index_concatenation() -> bool:
+    """Whether NumPy's ``np.r_[...]`` / ``np.c_[...]`` is running below the user's code."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
+        code = frame.f_code
+        if code.co_name == "__getitem__" and code.co_filename.endswith("index_tricks_impl.py"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _user_frame() -> Any:
