@@ -7,6 +7,7 @@ registered primitive with a list of operand expressions.
 
 from __future__ import annotations
 
+import inspect
 import operator
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,7 +128,7 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         if rule is not None and rule.custom is not None:
             return Operation("call", target, args, keywords, _dotted(func), func)
         if rule is not None:
-            return _primitive(target, node.args, keywords)
+            return _primitive(target, *_keywords_in_position(rule, list(node.args), keywords))
         if _is_library(target):
             return Operation("no rule", target, args, keywords, f"{_dotted(func)} (from NumPy)")
         if callable(target) and hasattr(target, "__code__"):
@@ -186,6 +187,43 @@ def _is_literal(node: gast.expr) -> bool:
     if isinstance(node, gast.UnaryOp):
         node = node.operand
     return isinstance(node, gast.Constant)
+
+
+def _keywords_in_position(rule, args: list, keywords: dict) -> tuple[list, dict]:
+    """Computed values passed by keyword (``np.full(shape=3, fill_value=v)``), moved to
+    their positions: a rule returns cotangents for positional arguments only.
+
+    The gaps take the rule's defaults; a value the rule has no position for stays a keyword.
+    """
+    computed = [k for k, v in keywords.items() if not isinstance(v, gast.Constant)]
+    function = rule.vjp or rule.jvp
+    if not computed or function is None:
+        return args, keywords
+    try:
+        parameters = list(inspect.signature(function).parameters.values())[2:]
+    except (TypeError, ValueError):
+        return args, keywords
+    positional = []
+    for parameter in parameters:
+        if parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
+            break
+        positional.append(parameter)
+    last = max((i for i, p in enumerate(positional) if p.name in computed), default=-1)
+    if last < len(args):
+        return args, keywords
+    moved, left = list(args), dict(keywords)
+    for parameter in positional[len(args) : last + 1]:
+        if parameter.name in left:
+            moved.append(left.pop(parameter.name))
+        elif parameter.default is not parameter.empty and _is_plain(parameter.default):
+            moved.append(gast.Constant(value=parameter.default, kind=None))
+        else:  # a gap with no default to write: leave the call as it is
+            return args, keywords
+    return moved, left
+
+
+def _is_plain(value) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def _is_custom_derivative_code(target) -> bool:

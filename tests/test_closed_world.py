@@ -654,3 +654,25 @@ def test_changing_a_constant_a_derivative_still_needs_is_refused(f, text):
         with pytest.raises(sg.UnsupportedError) as error:
             sg.grad(f, mode=mode)(np.array([0.3, -0.7, 1.2]))
         assert f"test_closed_world.py:{_line_of(f, text)}" in str(error.value)
+
+
+# ---------------------------------------------------------------------------------------
+# A differentiated value passed by keyword reaches the rule like a positional one
+
+
+def fill_by_keyword(x):
+    return np.sum(np.full(shape=3, fill_value=x[0]) ** 2) + x[1]
+
+
+def take_by_keyword(x):
+    return np.sum(np.take(a=x * 2.0, indices=[0, 0, 2]) ** 3)
+
+
+def linspace_by_keyword(x):
+    return np.sum(np.linspace(start=x[0], stop=x[1], num=4) ** 2)
+
+
+@pytest.mark.parametrize("f", [fill_by_keyword, take_by_keyword, linspace_by_keyword])
+def test_differentiated_keyword_arguments(f):
+    x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
+    check_gradient(f, x, modes=["s2s", "auto"])
