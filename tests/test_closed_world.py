@@ -132,18 +132,32 @@ def cast_to_integers(x):
     return np.sum(x.astype(int) * x) + np.sum(x.astype(bool) * x)
 
 
+def reduce_into_integers(x):
+    scaled = x * 3.0
+    total = np.sum(scaled, dtype=int) * x[0] + np.sum(np.cumsum(scaled, dtype=int) * x)
+    return total + np.mean(scaled, dtype=int) * x[1]
+
+
+def array_of_integers(x):
+    return np.sum(np.array(x * 3.0, dtype=int) * x) + np.sum(np.asarray(x, dtype=bool) * x)
+
+
 def fill_an_integer_array(x):
     return np.sum(np.full_like(np.arange(3), x[0]) * x) + np.sum(np.full(3, x[1], int) * x)
 
 
-@pytest.mark.parametrize("f", [heaviside_value_at_zero, next_float, cast_to_integers])
+@pytest.mark.parametrize(
+    "f", [heaviside_value_at_zero, next_float, cast_to_integers, reduce_into_integers]
+)
 def test_functions_once_declared_constant(f):
     check_gradient(f, np.array([1.3, -0.7, 2.2]) + 0.05 * r(3))
 
 
-def test_filling_an_integer_array_has_no_derivative_through_the_fill():
+@pytest.mark.parametrize("f", [fill_an_integer_array, array_of_integers])
+def test_integer_arrays_made_from_values_have_no_derivative(f):
+    # NumPy's np.full and np.array do not let tape values in: only source transformation
     x = np.array([1.3, -0.7, 2.2]) + 0.05 * r(3)
-    check_gradient(fill_an_integer_array, x, modes=["s2s", "auto"])
+    check_gradient(f, x, modes=["s2s", "auto"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -676,3 +690,24 @@ def linspace_by_keyword(x):
 def test_differentiated_keyword_arguments(f):
     x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
     check_gradient(f, x, modes=["s2s", "auto"])
+
+
+def item_of_a_value(x):
+    v = x[0].item()
+    return v * v + x[1]
+
+
+def list_of_a_value(x):
+    v = x.tolist()
+    return v[0] * v[1]
+
+
+@pytest.mark.parametrize("f", [item_of_a_value, list_of_a_value])
+def test_plain_numbers_taken_from_a_value_are_refused(f):
+    # the number carries no derivative: the gradient would silently miss its path
+    for mode in MODES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(sg.S2SGradError) as error:
+                sg.grad(f, mode=mode)(np.array([0.3, -0.7, 1.2]))
+        assert f"test_closed_world.py:{_line_of(f, 'v = ')}" in str(error.value)

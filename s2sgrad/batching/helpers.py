@@ -96,6 +96,14 @@ def _unbroadcast(g: Any, x: Any) -> Any:
     return BatchedValue(summed.reshape((g.batch_size, *shape)))
 
 
+@_rule_for(runtime.zero_if_integer)
+def _zero_if_integer(g: Any, ans: Any) -> Any:
+    """``zero_if_integer``: the answer's dtype is one for every example."""
+    if contains_batched(ans):
+        raise NotBatchable("zero_if_integer of a batched answer")
+    return g if np.issubdtype(np.result_type(ans), np.inexact) else np.zeros_like(g)
+
+
 @_rule_for(runtime.as_gradient)
 def _as_gradient(g: Any, x: Any) -> Any:
     """``as_gradient``: each example shaped and typed like ``x`` (not copied: the batched

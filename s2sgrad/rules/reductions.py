@@ -30,6 +30,7 @@ from s2sgrad.runtime import (
     prod_of_others,
     shift_along,
     unbroadcast,
+    zero_if_integer,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -37,7 +38,10 @@ from s2sgrad.runtime import (
 
 
 @vjp_rule(np.sum, np.ndarray.sum)
-def _sum(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _sum(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
@@ -45,12 +49,18 @@ def _sum(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=Non
 
 
 @jvp_rule(np.sum, np.ndarray.sum)
-def _sum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _sum_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.sum(t, axis=axis, keepdims=keepdims)
 
 
 @vjp_rule(np.mean, np.ndarray.mean)
-def _mean(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _mean(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     count = np.size(a)
     if axis is not None:
@@ -61,12 +71,18 @@ def _mean(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 @jvp_rule(np.mean, np.ndarray.mean)
-def _mean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _mean_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.mean(t, axis=axis, keepdims=keepdims)
 
 
 @vjp_rule(np.nansum)
-def _nansum(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _nansum(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
@@ -74,12 +90,18 @@ def _nansum(g, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=
 
 
 @jvp_rule(np.nansum)
-def _nansum_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _nansum_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.sum(np.where(np.isnan(a), 0.0, t), axis=axis, keepdims=keepdims)
 
 
 @vjp_rule(np.nanmean)
-def _nanmean(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _nanmean(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
@@ -89,7 +111,10 @@ def _nanmean(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 @jvp_rule(np.nanmean)
-def _nanmean_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _nanmean_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.nanmean(np.where(np.isnan(a), np.nan, t), axis=axis, keepdims=keepdims)
 
 
@@ -163,7 +188,10 @@ def _kept(value, axis, keepdims):
 
 
 @vjp_rule(np.prod, np.ndarray.prod)
-def _prod(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _prod(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
@@ -171,7 +199,10 @@ def _prod(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
 
 
 @jvp_rule(np.prod, np.ndarray.prod)
-def _prod_jvp(t, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _prod_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.sum(t * prod_of_others(a, axis), axis=axis, keepdims=keepdims)
 
 
@@ -201,7 +232,10 @@ def _extremum_jvp(t, ans, a, axis=None, out=None, keepdims=False):
 
 
 @vjp_rule(np.var, np.ndarray.var)
-def _var(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _var(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     count = np.size(a)
     if axis is not None:
@@ -213,7 +247,10 @@ def _var(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 
 @jvp_rule(np.var, np.ndarray.var)
-def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _var_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     count = np.size(a)
     if axis is not None:
         count = np.size(a) // np.size(ans)
@@ -222,7 +259,10 @@ def _var_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False)
 
 
 @vjp_rule(np.std, np.ndarray.std)
-def _std(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _std(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     g_kept = g
     ans_kept = ans
     count = np.size(a)
@@ -238,7 +278,10 @@ def _std(g, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 
 @jvp_rule(np.std, np.ndarray.std)
-def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _std_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     count = np.size(a)
     if axis is not None:
         count = np.size(a) // np.size(ans)
@@ -252,7 +295,10 @@ def _std_jvp(t, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False)
 
 
 @vjp_rule(np.cumsum, np.ndarray.cumsum)
-def _cumsum(g, ans, a, axis=None, dtype=None, out=None):
+def _cumsum(cotangent, ans, a, axis=None, dtype=None, out=None):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     if axis is None:
         ga = np.reshape(np.flip(np.cumsum(np.flip(g))), np.shape(a))
     else:
@@ -261,7 +307,10 @@ def _cumsum(g, ans, a, axis=None, dtype=None, out=None):
 
 
 @jvp_rule(np.cumsum, np.ndarray.cumsum)
-def _cumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
+def _cumsum_jvp(tangent, ans, a, axis=None, dtype=None, out=None):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.cumsum(t, axis)
 
 
@@ -270,7 +319,10 @@ def _cumsum_jvp(t, ans, a, axis=None, dtype=None, out=None):
 
 
 @vjp_rule(np.cumprod, np.ndarray.cumprod)
-def _cumprod(g, ans, a, axis=None, dtype=None, out=None):
+def _cumprod(cotangent, ans, a, axis=None, dtype=None, out=None):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     if axis is None:
         flat = np.ravel(a)
         after = linear_recurrence(shift_along(flat, 0, True), g, 0, True)
@@ -282,7 +334,10 @@ def _cumprod(g, ans, a, axis=None, dtype=None, out=None):
 
 
 @jvp_rule(np.cumprod, np.ndarray.cumprod)
-def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
+def _cumprod_jvp(tangent, ans, a, axis=None, dtype=None, out=None):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     if axis is None:
         flat = np.ravel(a)
         ta = linear_recurrence(flat, exclusive_cumprod(flat, 0) * np.ravel(t), 0)
@@ -296,7 +351,10 @@ def _cumprod_jvp(t, ans, a, axis=None, dtype=None, out=None):
 
 
 @vjp_rule(np.trace, np.ndarray.trace)
-def _trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def _trace(cotangent, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    g = cotangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        g = zero_if_integer(cotangent, ans)
     shape = np.shape(a)
     diagonal = np.eye(shape[axis1], shape[axis2], offset, dtype=np.result_type(ans))
     planes = np.expand_dims(g, (-2, -1)) * diagonal
@@ -304,7 +362,10 @@ def _trace(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
 
 
 @jvp_rule(np.trace, np.ndarray.trace)
-def _trace_jvp(t, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+def _trace_jvp(tangent, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    t = tangent
+    if dtype is not None:  # an integer dtype makes the result piecewise constant
+        t = zero_if_integer(tangent, ans)
     return np.trace(t, offset, axis1, axis2)
 
 

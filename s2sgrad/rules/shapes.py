@@ -556,24 +556,36 @@ def _array_split_jvp(t, ans, ary, indices_or_sections, axis=0):
 def _array(
     g, ans, object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None
 ):
-    return unpack_like(g, object), None
+    g_real = g
+    if dtype is not None:  # an integer dtype makes it piecewise constant
+        g_real = zero_if_integer(g, ans)
+    return unpack_like(g_real, object), None
 
 
 @jvp_rule(np.array)
 def _array_jvp(
     t, ans, object, dtype=None, *, copy=True, order="K", subok=False, ndmin=0, ndmax=0, like=None
 ):
-    return np.array(t, dtype=dtype, ndmin=ndmin), None
+    t_out = np.array(t, dtype=dtype, ndmin=ndmin)
+    if dtype is not None:  # an integer dtype makes it piecewise constant
+        t_out = zero_if_integer(t_out, ans)
+    return t_out, None
 
 
 @vjp_rule(np.asarray)
 def _asarray(g, ans, a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    return unpack_like(g, a), None
+    g_real = g
+    if dtype is not None:
+        g_real = zero_if_integer(g, ans)
+    return unpack_like(g_real, a), None
 
 
 @jvp_rule(np.asarray)
 def _asarray_jvp(t, ans, a, dtype=None, order=None, *, device=None, copy=None, like=None):
-    return np.asarray(t, dtype=dtype), None
+    t_out = np.asarray(t, dtype=dtype)
+    if dtype is not None:
+        t_out = zero_if_integer(t_out, ans)
+    return t_out, None
 
 
 # ---------------------------------------------------------------------------------------

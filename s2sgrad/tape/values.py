@@ -62,11 +62,15 @@ class TapeValue:
         return value.copy() if isinstance(value, np.ndarray) else value
 
     def item(self, *args: Any) -> Any:
-        """The element as a Python number, like ``ndarray.item``; no derivative flows through it."""
+        """The element as a Python number, like ``ndarray.item``; refused while the value is
+        being differentiated (the number would carry no derivative)."""
+        self._refuse_plain(".item()")
         return np.asarray(self._value).item(*args)
 
     def tolist(self) -> Any:
-        """The value as nested Python lists, like ``ndarray.tolist``."""
+        """The value as nested Python lists, like ``ndarray.tolist``; refused while the value
+        is being differentiated."""
+        self._refuse_plain(".tolist()")
         return np.asarray(self._value).tolist()
 
     @property
