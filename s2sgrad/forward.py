@@ -18,7 +18,7 @@ from s2sgrad import runtime
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
-from s2sgrad.operations import Operation, classify
+from s2sgrad.operations import Operation, classify, refuse_differentiated_keywords
 from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
@@ -292,6 +292,9 @@ class _Forward:
         for node in walk(answer):
             if isinstance(node, gast.Name):
                 node.ctx = gast.Load()
+        refuse_differentiated_keywords(
+            operation, self.is_active_expression, self.parsed.location(statement)
+        )
         contributions = []
         for index, argument in enumerate(operation.args):
             if not self.is_active_expression(argument) or isinstance(argument, gast.Constant):

@@ -31,7 +31,15 @@ from s2sgrad.syntax import (
     walk,
 )
 
-__all__ = ["Operation", "classify", "index_expression", "InPlaceWrite", "in_place_write"]
+__all__ = [
+    "Operation",
+    "classify",
+    "index_expression",
+    "InPlaceWrite",
+    "in_place_write",
+    "refuse_untracked_writes",
+    "refuse_differentiated_keywords",
+]
 
 
 @dataclass
@@ -139,7 +147,10 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation("list pop", None, [func.value], {}, "list.pop()")
         method = getattr(np.ndarray, func.attr, None)
         if method is not None and get_rule(method) is not None:
-            return _primitive(method, [func.value, *node.args], keywords)
+            receiver_and_args = [func.value, *node.args]
+            return _primitive(
+                method, *_keywords_in_position(get_rule(method), receiver_and_args, keywords)
+            )
         return Operation(
             "unknown", None, list(node.args), keywords, f"the method .{func.attr}()", func
         )
@@ -220,6 +231,22 @@ def _keywords_in_position(rule, args: list, keywords: dict) -> tuple[list, dict]
         else:  # a gap with no default to write: leave the call as it is
             return args, keywords
     return moved, left
+
+
+def refuse_differentiated_keywords(operation: Operation, is_active, location: str) -> None:
+    """A differentiated value left as a keyword argument (keyword-only, or with no position
+    in the rule) would get no derivative: refuse it.
+
+    Example::
+
+        refuse_differentiated_keywords(operation, sweeps.is_active_expression, "f.py:3")
+    """
+    for name, value in operation.keywords.items():
+        if is_active(value):
+            raise UnsupportedError(
+                f"{location}: the differentiated value passed as '{name}=' has no derivative "
+                "rule in that position; pass it by position, or use mode='tape'"
+            )
 
 
 def _is_plain(value) -> bool:

@@ -26,7 +26,12 @@ from s2sgrad import runtime
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
-from s2sgrad.operations import Operation, classify, index_expression
+from s2sgrad.operations import (
+    Operation,
+    classify,
+    index_expression,
+    refuse_differentiated_keywords,
+)
 from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.aliases import fresh_result
 from s2sgrad.passes.names import NameGenerator
@@ -833,6 +838,9 @@ class _Reverse:
             for i, a in enumerate(args)
             if self.is_active_expression(a) and not isinstance(a, gast.Constant)
         }
+        refuse_differentiated_keywords(
+            operation, self.is_active_expression, self.parsed.location(statement)
+        )
         if not wanted:
             return []
         inlined = None

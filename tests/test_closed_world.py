@@ -686,7 +686,13 @@ def linspace_by_keyword(x):
     return np.sum(np.linspace(start=x[0], stop=x[1], num=4) ** 2)
 
 
-@pytest.mark.parametrize("f", [fill_by_keyword, take_by_keyword, linspace_by_keyword])
+def clip_method_by_keyword(x):
+    return np.sum(x.clip(min=x[0] * 0.5) ** 2)
+
+
+@pytest.mark.parametrize(
+    "f", [fill_by_keyword, take_by_keyword, linspace_by_keyword, clip_method_by_keyword]
+)
 def test_differentiated_keyword_arguments(f):
     x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
     check_gradient(f, x, modes=["s2s", "auto"])
