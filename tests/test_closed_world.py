@@ -698,6 +698,19 @@ def test_differentiated_keyword_arguments(f):
     check_gradient(f, x, modes=["s2s", "auto"])
 
 
+def sum_with_an_initial_value(x):
+    return np.sum(np.sum(np.outer(x, x), axis=1, initial=x[2] ** 2) ** 2)
+
+
+def test_the_initial_value_of_a_sum_is_differentiated():
+    x = np.array([0.3, -0.7, 1.2]) + 0.05 * r(3)
+    check_gradient(sum_with_an_initial_value, x)
+    direction = r(3)
+    _, tangent = sg.jvp(sum_with_an_initial_value, (x,), (direction,))
+    expected = numeric_grad(sum_with_an_initial_value, (x,), 0) @ direction
+    np.testing.assert_allclose(tangent, expected, rtol=1e-5)
+
+
 def item_of_a_value(x):
     v = x[0].item()
     return v * v + x[1]

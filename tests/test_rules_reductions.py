@@ -99,6 +99,7 @@ OTHER_CASES = [
     case(np.prod, np.array(3.0)),
     case(np.prod, r(3), axis=()),
     case(np.sum, 2.5),
+    case(np.sum, r(3, 4), 1, None, None, False, 0.7, _jvp=False),  # JVP: test_closed_world
     case(np.mean, r(3, 4), 1, None, None, True),
     # Cumulative sums and products
     *[
@@ -273,8 +274,16 @@ def test_spectral_norm_has_no_second_derivative():
 
 def test_sum_gradient_is_a_broadcast_view():
     x = r(3, 4)
-    g = get_rule(np.sum).vjp(2.0, np.sum(x), x)
+    g = get_rule(np.sum).vjp(2.0, np.sum(x), x)[0]
     assert g.shape == (3, 4) and np.all(g == 2.0)
+
+
+def test_sum_initial_gets_the_summed_cotangent():
+    x = r(3, 4)
+    cotangents = get_rule(np.sum).vjp(
+        np.ones(4), np.sum(x, 0, initial=1.5), x, 0, None, None, False, 1.5
+    )
+    np.testing.assert_allclose(cotangents[5], 4.0)
 
 
 # ---------------------------------------------------------------------------- coverage

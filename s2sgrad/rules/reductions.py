@@ -45,7 +45,8 @@ def _sum(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, ini
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
-    return np.broadcast_to(g_kept, np.shape(a))
+    # initial= (a number) is added to every sum
+    return np.broadcast_to(g_kept, np.shape(a)), None, None, None, None, np.sum(g)
 
 
 @jvp_rule(np.sum, np.ndarray.sum)
@@ -53,7 +54,10 @@ def _sum_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, i
     t = tangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         t = zero_if_integer(tangent, ans)
-    return np.sum(t, axis=axis, keepdims=keepdims)
+    from_initial = None
+    if initial is not None:  # initial= (a number) is added to every sum
+        from_initial = np.broadcast_to(np.sum(t), np.shape(ans))
+    return np.sum(t, axis=axis, keepdims=keepdims), None, None, None, None, from_initial
 
 
 @vjp_rule(np.mean, np.ndarray.mean)
