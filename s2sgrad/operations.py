@@ -488,9 +488,9 @@ def _check_statement(statement, parsed, local_names, activity, bases, read_on_pa
         write = _array_attribute_write(statement.targets[0], local_names)
     if write is None:
         return
-    written = {bases.get(n, n) for n in written_names(write)} | written_names(write)
+    roots = {bases.get(n, n) for n in written_names(write)}  # t for a view t2 = t[0]
+    written = roots | written_names(write)
     arguments = names_read(statement.value)
-    changed = sorted(written)
     if (arguments | written) & activity.varied:
         reason = "which cannot be differentiated"
         tape_too = False
@@ -504,10 +504,14 @@ def _check_statement(statement, parsed, local_names, activity, bases, read_on_pa
         return
     error = UnsupportedError(
         f"{parsed.location(statement)}: {write.description} writes into "
-        f"'{changed[0] if changed else '?'}' in place, {reason}; use {write.instead}"
+        f"{_quoted(roots)} in place, {reason}; use {write.instead}"
     )
     error.tape_cannot_either = tape_too
     raise error
+
+
+def _quoted(names: set[str]) -> str:
+    return " and ".join(f"'{n}'" for n in sorted(names)) or "an array"
 
 
 def _read_on_path(statements, activity) -> set[str]:
