@@ -730,3 +730,10 @@ def test_plain_numbers_taken_from_a_value_are_refused(f):
             with pytest.raises(sg.S2SGradError) as error:
                 sg.grad(f, mode=mode)(np.array([0.3, -0.7, 1.2]))
         assert f"test_closed_world.py:{_line_of(f, 'v = ')}" in str(error.value)
+
+
+@pytest.mark.parametrize("f", [sine_into_a_buffer, copy_into, fill_with, multiply_at])
+def test_forward_mode_refuses_the_same_writes(f):
+    x = np.array([0.3, -0.7, 1.2])
+    with pytest.raises(sg.UnsupportedError, match=r"test_closed_world\.py:\d+: .* in place"):
+        sg.jvp(f, (x,), (np.ones(3),), mode="s2s")
