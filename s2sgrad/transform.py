@@ -299,8 +299,14 @@ def _refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> 
 
 
 def _refuse_complex_literals(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
+    """Refuse complex literals, except as a slice's step (``np.mgrid[0:1:5j]`` counts points)."""
+    steps = {id(s.step) for s in walk(node) if type(s) is gast.Slice and s.step is not None}
     for child in walk(node):
-        if type(child) is gast.Constant and isinstance(child.value, complex):
+        if (
+            type(child) is gast.Constant
+            and isinstance(child.value, complex)
+            and id(child) not in steps
+        ):
             raise _complex_refusal(parsed, child, f"the literal {child.value!r} is complex")
 
 

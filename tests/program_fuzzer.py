@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-HELPERS = '''
+HELPERS = """
 def scale(a, b):
     return a * np.tanh(b) + 0.5 * a
 
@@ -47,7 +47,7 @@ def settle(a, b):
     if np.sum(b) > 0.0:
         out = out * 0.5 + b
     return out
-'''
+"""
 
 UNARY = [
     "np.sin({a})",
@@ -199,8 +199,10 @@ class _Writer:
 
     def _jump(self, depth):
         word = self.rng.choice(["break", "continue"])
-        return [f"if np.sum({self.operand()}) > {self.rng.choice(['0.5', '1.0', '-0.5'])}:",
-                f"    {word}"]
+        return [
+            f"if np.sum({self.operand()}) > {self.rng.choice(['0.5', '1.0', '-0.5'])}:",
+            f"    {word}",
+        ]
 
 
 def _indent(lines: list[str]) -> list[str]:

@@ -23,6 +23,7 @@ from oracle import assert_close, call_twice, numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.runtime.core import is_complex, is_foreign_array, matches_class
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -268,6 +269,10 @@ PROOFS = {
     np.ndarray.nonzero: [(_floats(4),)],
     np.result_type: [(_floats(2), 1.5)],
     np.issubdtype: [(np.float64, np.floating)],
+    # type tests the generated code makes (match class patterns, refused argument types)
+    matches_class: [(_floats(2), np.ndarray), (1.5, float)],
+    is_foreign_array: [(_floats(2),), (np.ma.masked_array(_floats(2)),)],
+    is_complex: [(_floats(2),), (1.5,)],
 }
 
 # Declarations that are design decisions, not claims about a function's values.
@@ -435,6 +440,18 @@ def r_with_a_computed_range(x):
 
 def mgrid_of_a_value(x):
     return np.sum(np.mgrid[0.0 : x[0] : 5j])
+
+
+def constant_mgrid(x):
+    return np.sum(np.mgrid[0.0:1.0:5j] * x[0])
+
+
+def test_a_complex_step_counts_points_and_is_no_complex_number():
+    x = np.array([0.3, -0.7, 1.2])
+    for mode in ("s2s", "tape"):
+        assert_close(
+            call_twice(sg.grad(constant_mgrid, mode=mode), x), numeric_grad(constant_mgrid, (x,), 0)
+        )
 
 
 @pytest.mark.parametrize("f", [r_with_a_directive, r_with_a_computed_range, mgrid_of_a_value])
