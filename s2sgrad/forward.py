@@ -199,11 +199,7 @@ class _Forward:
         target = statement.targets[0]
         if isinstance(target, gast.Subscript):
             return self.item_assignment(statement)
-        names = (
-            [target.id]
-            if isinstance(target, gast.Name)
-            else [e.id for e in target.elts if isinstance(e, gast.Name)]
-        )
+        names = _flat_names(target)
         self.owned.difference_update(names)
         if not any(self.active(n) for n in names):
             return [statement]
@@ -399,12 +395,25 @@ class _Forward:
     def call_returning_tangents(self, statement, value, names) -> gast.stmt:
         target = statement.targets[0]
         primal = clone(target)
-        if isinstance(target, gast.Name):
-            tangent: gast.expr = store(self.tangent(target.id))
-        else:
-            tangent = gast.Tuple(elts=[store(self.tangent(n)) for n in names], ctx=gast.Store())
+        tangent = self.tangent_target(target)
         new = assign(gast.Tuple(elts=[primal, tangent], ctx=gast.Store()), value, like=statement)
         return new
+
+    def tangent_target(self, target: gast.expr) -> gast.expr:
+        """``(da, db), dc`` for the target ``(a, b), c``: a call's tangents have the
+        structure of its value."""
+        if isinstance(target, gast.Name):
+            return store(self.tangent(target.id))
+        return gast.Tuple(elts=[self.tangent_target(e) for e in target.elts], ctx=gast.Store())
+
+
+def _flat_names(target: gast.expr) -> list[str]:
+    """The names a target binds, nested tuples included, in order."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return [n for e in target.elts for n in _flat_names(e)]
+    return []
 
 
 def _name(primitive) -> str:

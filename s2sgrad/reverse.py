@@ -170,6 +170,7 @@ class _Reverse:
         compound = any(isinstance(s, (gast.If, gast.For, gast.While)) for s in statements)
         read_back = names_read_outside_markers(backward) if self.saves or compound else set()
         forward, backward = self.place_saves(forward, backward, read_back)
+        forward = _unnested(forward, self.names)
         forward = self.initial_values(statements, read_back) + forward
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
         return ReverseSweeps(forward, backward, output, out_name, adjoints)
@@ -760,6 +761,10 @@ class _Reverse:
             return load(self.adjoint(variable))
         if hasattr(statement, "_s2s_pullback") or hasattr(statement, "_s2s_dynamic"):
             return call(self.helper("zeros_like_value"), [load(variable)])
+        source = statement.value
+        if isinstance(source, gast.Name) and source.id in self.parameters:
+            # the cotangent leaves the function: its caller reads every entry
+            return call(self.helper("zeros_like_value"), [load(variable)])
         return constant(None)
 
     def ensure_defined(self, variable: str) -> list[gast.stmt]:
@@ -940,12 +945,7 @@ class _Reverse:
         targets = _target_names(statement.targets[0])
         stem = f"{targets[0]}_saved" if len(targets) == 1 else "saved"
         saved = self.names.claim(stem)
-        target = gast.Tuple(elts=[clone(statement.targets[0]), store(saved)], ctx=gast.Store())
-        for node in walk(target):
-            if isinstance(node, gast.Name):
-                node.ctx = gast.Store()
-        statement._s2s_original_target = statement.targets[0]
-        statement.targets = [target]
+        self.retarget(statement, saved)
         statement.value = call(load(vjp_name), operation.args, operation.keywords)
         statement._s2s_pullback = (saved, active, operation, vjp_name)
         return statement
@@ -967,12 +967,7 @@ class _Reverse:
         targets = _target_names(statement.targets[0])
         stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
         pullback = self.names.claim(stem)
-        target = gast.Tuple(elts=[clone(statement.targets[0]), store(pullback)], ctx=gast.Store())
-        for node in gast.walk(target):
-            if isinstance(node, gast.Name):
-                node.ctx = gast.Store()
-        statement._s2s_original_target = statement.targets[0]
-        statement.targets = [target]
+        self.retarget(statement, pullback)
         statement.value = call(
             self.helper("dynamic_vjp"),
             [clone(operation.callee), *operation.args],
@@ -980,6 +975,16 @@ class _Reverse:
         )
         statement._s2s_dynamic = (pullback, operation.args)
         return statement
+
+    def retarget(self, statement: gast.Assign, extra: str) -> None:
+        """``y = f(x)`` becomes ``y, extra = ...`` (see :func:`_unnested` for tuples)."""
+        original = statement.targets[0]
+        target = gast.Tuple(elts=[clone(original), store(extra)], ctx=gast.Store())
+        for node in walk(target):
+            if isinstance(node, gast.Name):
+                node.ctx = gast.Store()
+        statement._s2s_original_target = original
+        statement.targets = [target]
 
     def backward_dynamic(self, statement, cotangent, dynamic) -> list[gast.stmt]:
         pullback, args = dynamic
@@ -1060,6 +1065,26 @@ def _target_names(target: gast.expr) -> list[str]:
     if isinstance(target, gast.Name):
         return [target.id]
     return [e.id for e in target.elts if isinstance(e, gast.Name)]
+
+
+def _unnested(statements: list[gast.stmt], names: NameGenerator) -> list[gast.stmt]:
+    """``(a, b), saved = f_vjp(x)`` → ``value, saved = f_vjp(x)``; ``a, b = value``: code
+    that is differentiated again then unpacks one level at a time."""
+    result = []
+    for statement in statements:
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                setattr(statement, field, _unnested(inner, names))
+        original = getattr(statement, "_s2s_original_target", None)
+        if isinstance(statement, gast.Assign) and isinstance(original, gast.Tuple):
+            value = names.fresh("value")
+            statement.targets[0].elts[0] = store(value)
+            result.append(statement)
+            result.append(assign(clone(original), load(value), like=statement))
+            continue
+        result.append(statement)
+    return result
 
 
 def _names_written_in_loops(statements) -> set[str]:

@@ -89,7 +89,13 @@ def zeros_like_structure(x: Any) -> Any:
         return rebuild_sequence(x, [zeros_like_structure(v) for v in x])
     if isinstance(x, (float, int, bool)):
         return 0.0
+    if not _numeric(x):  # a function, a range, a string: nothing flows into it
+        return None
     return np.zeros(np.shape(x), dtype=_float_dtype(x))
+
+
+def _numeric(x: Any) -> bool:
+    return x is None or isinstance(x, (complex, np.generic)) or hasattr(x, "__array_function__")
 
 
 def add_cotangents(a: Any, b: Any) -> Any:
@@ -293,7 +299,7 @@ def owned(g: Any) -> Any:
     """
     if isinstance(g, list):
         return list(g)
-    if isinstance(g, np.ndarray) or np.ndim(g):
+    if isinstance(g, np.ndarray):
         return np.array(g, copy=True)
     return g
 

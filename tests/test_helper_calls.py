@@ -1,0 +1,117 @@
+"""Calling user functions (helpers): in loops, through functools.partial and map, helpers
+that update their arguments in place, helpers returning functions, methods and layer
+objects, in both engines, against finite differences."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from oracle import assert_close, numeric_grad
+
+import s2sgrad as sg
+
+RNG = np.random.default_rng(19)
+MODES = ("s2s", "auto", "tape")
+
+
+def check_gradient(f, args, wrt=0, modes=MODES):
+    """The gradient of ``f`` in every mode, on the first and the second call, matches
+    central differences; in mode="auto" the source transformer handles it (no fallback)."""
+    expected = numeric_grad(f, args, wrt)
+    for mode in modes:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # no fallback to the tape
+            gradient = sg.grad(f, wrt=wrt, mode=mode)
+            for _ in range(2):  # the first call specialises, the second runs that code
+                assert_close(gradient(*args), expected, rtol=1e-5, atol=1e-6)
+
+
+def check_second_order(f, args, modes=("s2s", "tape")):
+    """The Hessian-vector product of ``f`` wrt its first argument, against differences of
+    the (already checked) gradient."""
+    vector = RNG.standard_normal(np.shape(args[0]))
+    gradient = sg.grad(f, mode="tape")  # checked against differences by check_gradient
+    expected = numeric_grad(lambda v, *rest: np.sum(gradient(v, *rest) * vector), args, 0)
+    for mode in modes:
+        primals = tuple(args)
+        vectors = (vector, *(np.zeros_like(a) for a in args[1:]))
+        actual = sg.hvp(f, primals, vectors, mode=mode)[0]
+        assert_close(actual, expected, rtol=1e-4, atol=1e-6)
+
+
+# 1. helpers called in loops: the callee's saved values are kept per iteration ---------------
+def center(a):
+    return a - np.mean(a)
+
+
+def predict(ws, x):
+    for w in ws:
+        out = center(x * w)
+        x = np.tanh(out)
+    return out
+
+
+def loss_through_loop(ws, x):
+    return np.sum(predict(ws, x) ** 2)
+
+
+def test_helper_called_in_a_loop_inside_a_helper():
+    args = (RNG.standard_normal(3), RNG.standard_normal(4))
+    check_gradient(loss_through_loop, args, wrt=0)
+    check_gradient(loss_through_loop, args, wrt=1)
+    check_second_order(loss_through_loop, args)
+
+
+def scaled(v, s):
+    return v * s, s
+
+
+def saved_values_of_one_shape(x):
+    total = 0.0
+    for i in range(3):  # the helper's saved tuple holds arrays of one shape and an int
+        y, s = scaled(x, x * (i + 1))
+        total = total + np.sum(np.sin(y) * s)
+    return total
+
+
+def test_saved_values_of_one_shape_are_not_stacked_into_an_array():
+    check_gradient(saved_values_of_one_shape, (RNG.standard_normal(3),))
+    check_second_order(saved_values_of_one_shape, (RNG.standard_normal(3),))
+
+
+# 4. helpers returning functions --------------------------------------------------------------
+def flatten(parts):
+    flat = np.concatenate([parts[0], parts[1]])
+    size = len(parts[0])
+
+    def unflatten(v):
+        return [v[:size], v[size:]]
+
+    return flat, unflatten
+
+
+def uses_flatten(x):
+    flat, unflatten = flatten([x, x * 2.0])
+    return np.sum(flat**2)
+
+
+def test_helper_returning_a_function_in_a_tuple():
+    check_gradient(uses_flatten, (RNG.standard_normal(2),))
+    check_second_order(uses_flatten, (RNG.standard_normal(2),))
+
+
+def first_of(pair):
+    a, b = pair
+    return a * 2.0
+
+
+def tuple_argument(x):
+    pair = (x, x * 3.0)
+    return np.sum(first_of(pair)) + np.sum(np.cos(x))
+
+
+def test_helper_that_reads_one_entry_of_a_tuple_argument():
+    # the callee's cotangent of the tuple has an entry nothing flowed into
+    check_gradient(tuple_argument, (RNG.standard_normal(3),))
+    check_second_order(tuple_argument, (RNG.standard_normal(3),))
