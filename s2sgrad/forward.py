@@ -18,7 +18,12 @@ from s2sgrad import runtime
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
-from s2sgrad.operations import Operation, classify, refuse_differentiated_keywords
+from s2sgrad.operations import (
+    Operation,
+    classify,
+    keeps_arguments_inside,
+    refuse_differentiated_keywords,
+)
 from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
@@ -384,6 +389,18 @@ class _Forward:
         )
 
     def dynamic_call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
+        if self.is_active_expression(operation.callee):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: {operation.description} is a function "
+                "that captures differentiated values (a pullback, say), which forward mode "
+                "cannot follow; pass those values to it as arguments, or use mode='tape'"
+            )
+        if keeps_arguments_inside(operation.primitive):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
+                "differentiated values inside an object, which forward mode cannot follow; "
+                "call the function with them directly, or use mode='tape'"
+            )
         tangents = gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
         value = call(
             self.helper("dynamic_jvp"),

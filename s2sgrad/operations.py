@@ -7,8 +7,11 @@ registered primitive with a list of operand expressions.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import inspect
 import operator
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,7 @@ __all__ = [
     "in_place_write",
     "refuse_untracked_writes",
     "refuse_differentiated_keywords",
+    "keeps_arguments_inside",
 ]
 
 
@@ -139,6 +143,11 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return _primitive(target, *_keywords_in_position(rule, list(node.args), keywords))
         if _is_library(target):
             return Operation("no rule", target, args, keywords, f"{_dotted(func)} (from NumPy)")
+        if isinstance(target, types.MethodType) and isinstance(func, gast.Attribute):
+            # obj.method(x) is method(obj, x): the receiver is read where the call is
+            method = target.__func__
+            receiver = func.value
+            return Operation("call", method, [receiver, *args], keywords, _dotted(func), func)
         if callable(target) and hasattr(target, "__code__"):
             return Operation("call", target, args, keywords, _dotted(func), func)
         return Operation("unknown", target, args, keywords, _dotted(func), func)
@@ -251,6 +260,22 @@ def refuse_differentiated_keywords(operation: Operation, is_active, location: st
 
 def _is_plain(value) -> bool:
     return value is None or isinstance(value, (bool, int, float, str))
+
+
+def keeps_arguments_inside(target: Any) -> bool:
+    """Whether calling ``target`` makes an object that holds on to its arguments rather
+    than data: ``functools.partial``, a lazy ``map``/``filter``, an instance of a class
+    that is not a tuple, list, dict or dataclass. Cotangents cannot flow back through it.
+
+    Example::
+
+        keeps_arguments_inside(functools.partial)  # True
+    """
+    if target in (functools.partial, map, filter):
+        return True
+    if not isinstance(target, type) or target.__module__ in ("builtins", "numpy"):
+        return False
+    return not (issubclass(target, (tuple, list, dict)) or dataclasses.is_dataclass(target))
 
 
 def _is_custom_derivative_code(target) -> bool:

@@ -30,6 +30,7 @@ from s2sgrad.operations import (
     Operation,
     classify,
     index_expression,
+    keeps_arguments_inside,
     refuse_differentiated_keywords,
 )
 from s2sgrad.passes.activity import Activity
@@ -964,14 +965,20 @@ class _Reverse:
                     f"{self.parsed.location(statement)}: pass differentiated values to "
                     f"{operation.description} positionally, not as '{name}='"
                 )
+        if keeps_arguments_inside(operation.primitive):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
+                "differentiated values inside an object, which the transformer cannot follow; "
+                "call the function with them directly (g(x, d), or map(partial(g, x), items) "
+                "passed straight to sum/list/a loop), or use mode='tape'"
+            )
         targets = _target_names(statement.targets[0])
         stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
         pullback = self.names.claim(stem)
         self.retarget(statement, pullback)
+        dispatch = "dynamic_vjp" if self.dynamic else "transformed_vjp"  # s2s: no tape
         statement.value = call(
-            self.helper("dynamic_vjp"),
-            [clone(operation.callee), *operation.args],
-            operation.keywords,
+            self.helper(dispatch), [clone(operation.callee), *operation.args], operation.keywords
         )
         statement._s2s_dynamic = (pullback, operation.args)
         return statement

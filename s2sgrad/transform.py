@@ -13,7 +13,6 @@ and options.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import gc
 import inspect
@@ -198,7 +197,7 @@ def _build(request: _Request) -> GeneratedFunction:
         parsed.closure[scatter] = runtime.added_at
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
-    normalise_loops(node, names, lambda name: parsed.resolve_name(name) is getattr(builtins, name))
+    normalise_loops(node, names, parsed.resolve)
     structure_jumps(node, names)
     local_names = parameters | names_written_in(node)
     to_anf(node, names, local_names)

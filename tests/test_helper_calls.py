@@ -5,8 +5,10 @@ objects, in both engines, against finite differences."""
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import numpy as np
+import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
@@ -115,3 +117,113 @@ def test_helper_that_reads_one_entry_of_a_tuple_argument():
     # the callee's cotangent of the tuple has an entry nothing flowed into
     check_gradient(tuple_argument, (RNG.standard_normal(3),))
     check_second_order(tuple_argument, (RNG.standard_normal(3),))
+
+
+# 2. every way of calling a user function carries cotangents ---------------------------------
+def inner_product(x, d):
+    return np.sum(x * d)
+
+
+def square(t):
+    return t**2
+
+
+class Scale:
+    def __init__(self, s):
+        self.s = s
+
+    def run(self, v):
+        return v * self.s
+
+    def __call__(self, v):
+        return np.sin(v) * self.s
+
+
+SCALE = Scale(1.5)
+FUNCTIONS = [np.tanh, square, SCALE]
+
+
+def through_partial_and_map(x, data):
+    return sum(map(partial(inner_product, x), data))
+
+
+def through_map_of_a_lambda(x, data):
+    return sum(map(lambda t: t**2 * data[0][0], x))
+
+
+def through_map_of_two_sequences(x, data):
+    return sum(map(inner_product, [x, x * 2.0], data))
+
+
+def looping_over_a_map(x, data):
+    total = 0.0
+    for y in map(partial(inner_product, x), data):
+        total = total + y * y
+    return total
+
+
+def map_of_a_function(x, data):
+    return np.sum(sum(map(square, data)) * x)
+
+
+def calling_a_partial(x, data):
+    return partial(inner_product, x)(data[0]) + partial(inner_product, d=data[1])(x)
+
+
+def list_of_functions(x, data):
+    for function in FUNCTIONS:
+        x = function(x)
+    return np.sum(x * data[0])
+
+
+def method_of_a_module_level_object(x, data):
+    return np.sum(SCALE.run(x) * data[1])
+
+
+CALLS = [
+    through_partial_and_map,
+    through_map_of_a_lambda,
+    through_map_of_two_sequences,
+    looping_over_a_map,
+    map_of_a_function,
+    calling_a_partial,
+    list_of_functions,
+    method_of_a_module_level_object,
+]
+
+
+def data_pair():
+    return [RNG.standard_normal(3), RNG.standard_normal(3)]
+
+
+@pytest.mark.parametrize("f", CALLS, ids=lambda f: f.__name__)
+def test_ways_of_calling_a_user_function(f):
+    args = (RNG.standard_normal(3), data_pair())
+    check_gradient(f, args)
+    if f is list_of_functions:  # calls resolved at run time: second order on the tape
+        check_second_order(f, args, modes=("tape",))
+        with pytest.raises(sg.UnsupportedError, match="mode='tape'"):
+            check_second_order(f, args, modes=("s2s",))
+    else:
+        check_second_order(f, args)
+
+
+def apply(function, v):
+    return function(v)
+
+
+def partial_passed_on(x, data):
+    return np.sum(apply(partial(inner_product, x), data[0]))
+
+
+def test_a_partial_of_a_differentiated_value_passed_on_is_refused_in_s2s():
+    args = (RNG.standard_normal(3), data_pair())
+    with pytest.raises(sg.UnsupportedError) as caught:
+        sg.grad(partial_passed_on, mode="s2s")(*args)
+    message = str(caught.value)
+    line = partial_passed_on.__code__.co_firstlineno + 1
+    assert f"test_helper_calls.py:{line}" in message
+    assert "call the function with them directly" in message and "mode='tape'" in message
+    with pytest.warns(UserWarning, match="test_helper_calls.py"):
+        gradient = sg.grad(partial_passed_on)(*args)  # auto: the tape, right
+    assert_close(gradient, numeric_grad(partial_passed_on, args, 0), rtol=1e-5, atol=1e-6)

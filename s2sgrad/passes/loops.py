@@ -8,6 +8,8 @@ loop variable. Comprehensions that build lists become loops that append.
 
 from __future__ import annotations
 
+import builtins
+import functools
 from collections import Counter
 
 import gast
@@ -18,11 +20,14 @@ from s2sgrad.syntax import assign, attribute, call, clone, constant, load, locat
 __all__ = ["normalise_loops"]
 
 
-def normalise_loops(node: gast.FunctionDef, names: NameGenerator, is_builtin) -> None:
+def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
     """Rewrite the loops and list comprehensions of ``node`` in place.
 
-    ``is_builtin(name, obj)`` tells whether the name ``range``/``enumerate``/… in the code
-    really is that builtin (a user may shadow it).
+    ``resolve(node)`` is the object a free name or attribute chain refers to, which tells
+    whether ``range``/``enumerate``/``map``/``partial`` in the code really are those (a
+    user may shadow them). ``map(f, xs)`` passed on or iterated becomes the list
+    ``[f(x) for x in xs]``, and ``partial(g, a)(b)`` the call ``g(a, b)``, so that the
+    calls they make are differentiated like any other.
 
     Example::
 
@@ -30,20 +35,41 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, is_builtin) ->
         # for i in range(len(xs)): v = xs[i]; ...
     """
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
-    node.body = _Loops(names, is_builtin, uses).block(node.body)
+    node.body = _Loops(names, resolve, uses).block(node.body)
 
 
 class _Loops:
-    def __init__(self, names: NameGenerator, is_builtin, uses: Counter):
+    def __init__(self, names: NameGenerator, resolve, uses: Counter):
         self.names = names
-        self.is_builtin = is_builtin
+        self.resolve = resolve
         self.uses = uses  # how often each name occurs in the function
+
+    def is_builtin(self, name: str) -> bool:
+        return self.resolve(load(name)) is getattr(builtins, name)
+
+    def is_partial(self, node: gast.expr) -> bool:
+        """``partial(g, ...)`` with functools' partial and positional arguments only."""
+        return (
+            isinstance(node, gast.Call)
+            and self.resolve(node.func) is functools.partial
+            and bool(node.args)
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+            and all(k.arg is not None for k in node.keywords)
+        )
+
+    def lowers(self, node: gast.AST) -> bool:
+        """Whether ``node`` is rewritten by :class:`_Comprehensions`."""
+        if type(node) in _COMPREHENSIONS:
+            return True
+        return type(node) is gast.Call and (
+            self.builtin_call(node, "map") or self.is_partial(node.func)
+        )
 
     def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
         for statement in statements:
             prefix: list[gast.stmt] = []
-            if any(type(n) in _COMPREHENSIONS for n in walk(statement)):
+            if any(self.lowers(n) for n in walk(statement)):
                 _Comprehensions(self, prefix, statement).visit(statement)
             result.extend(prefix)
             if isinstance(statement, gast.For):
@@ -192,6 +218,71 @@ class _Comprehensions(gast.NodeTransformer):
 
     def visit_GeneratorExp(self, node):
         return self.lower(node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        loops = self.loops
+        if loops.is_partial(node.func):  # partial(g, a, k=v)(b) is g(a, b, k=v)
+            inner = node.func
+            node.func = inner.args[0]
+            node.args = [*inner.args[1:], *node.args]
+            node.keywords = [*inner.keywords, *node.keywords]
+            return node
+        if not loops.builtin_call(node, "map") or len(node.args) < 2:
+            return node
+        if any(isinstance(a, gast.Starred) for a in node.args):
+            return node
+        if isinstance(self.statement, gast.Assign) and self.statement.value is node:
+            return node  # m = map(...): a lazy iterator kept for later, left as it is
+        function, *sequences = node.args
+        items = [loops.names.fresh("item") for _ in sequences]
+        element = self.applied(function, [load(i) for i in items])
+        if element is None:
+            return node
+        if len(sequences) == 1:
+            target: gast.expr = store(items[0])
+            source = sequences[0]
+        else:
+            target = gast.Tuple(elts=[store(i) for i in items], ctx=gast.Store())
+            source = call(load("zip"), sequences)
+        generator = gast.comprehension(target=target, iter=source, ifs=[], is_async=0)
+        return self.lower(gast.ListComp(elt=element, generators=[generator]))
+
+    def applied(self, function: gast.expr, items: list[gast.expr]) -> gast.expr | None:
+        """``function(*items)`` as an expression the transformer can follow: a lambda's
+        body with its parameters replaced, ``g(a, *items)`` for ``partial(g, a)``."""
+        if isinstance(function, gast.Lambda):
+            arguments = function.args
+            parameters = arguments.posonlyargs + arguments.args
+            plain = not (
+                arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.defaults
+            )
+            nested = any(type(n) in (*_COMPREHENSIONS, gast.Lambda) for n in walk(function.body))
+            if not plain or nested or len(parameters) != len(items):
+                return None
+            replacements = {p.id: item.id for p, item in zip(parameters, items)}
+            body = clone(function.body)
+            for name in walk(body):
+                if type(name) is gast.Name and name.id in replacements:
+                    name.id = replacements[name.id]
+            return body
+        if self.loops.is_partial(function):
+            fixed = [self.once(a) for a in function.args[1:]]
+            keywords = {k.arg: self.once(k.value) for k in function.keywords}
+            return call(self.once(function.args[0]), [*fixed, *items], keywords)
+        return call(self.once(function), items)
+
+    def once(self, node: gast.expr) -> gast.expr:
+        """``node`` evaluated once, before the loop: a name for anything but names,
+        constants and attribute chains on names."""
+        base = node
+        while isinstance(base, gast.Attribute):
+            base = base.value
+        if isinstance(base, (gast.Name, gast.Constant)):
+            return node
+        name = self.loops.names.fresh("t")
+        self.prefix.append(assign(name, node, like=self.statement))
+        return load(name)
 
     def lower(self, node):
         if len(node.generators) != 1 or node.generators[0].is_async:
