@@ -25,6 +25,7 @@ from s2sgrad.operations import (
     refuse_differentiated_keywords,
 )
 from s2sgrad.passes.activity import Activity
+from s2sgrad.passes.aliases import refuse_mutating_calls
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     assign,
@@ -118,6 +119,7 @@ class _Forward:
             raise UnsupportedError(
                 f"{self.parsed.location(final)}: the function must end with a 'return'"
             )
+        refuse_mutating_calls(statements, self.parsed, _parameters(self.parsed.node), self.activity)
         tangents = {w: self.tangent(w) for w in self.wrt}
         result = self.block(statements)
         output = final.value
@@ -441,3 +443,8 @@ def _name(primitive) -> str:
 def _item_written(statements: list[gast.stmt]) -> set[str]:
     """The variables that ``statements`` (and the blocks in them) write items of."""
     return {b for s in nested_statements(statements) if (b := item_target_base(s)) is not None}
+
+
+def _parameters(node: gast.FunctionDef) -> set[str]:
+    args = node.args
+    return {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}

@@ -34,7 +34,7 @@ from s2sgrad.operations import (
     refuse_differentiated_keywords,
 )
 from s2sgrad.passes.activity import Activity
-from s2sgrad.passes.aliases import fresh_result
+from s2sgrad.passes.aliases import fresh_result, refuse_mutating_calls
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     assign,
@@ -198,6 +198,7 @@ class _Reverse:
     def check_mutations(self, statements: list[gast.stmt]) -> None:
         """In-place updates must target arrays or lists the function created itself."""
         fresh = _fresh_names(statements, self.parsed, self.local_names)
+        refuse_mutating_calls(statements, self.parsed, self.parameters, self.activity)
         for statement in nested_statements(statements):
             base = _mutated_base(statement)
             if base is None:

@@ -177,6 +177,8 @@ class TapeValue:
         )
 
     def __setitem__(self, index: Any, value: Any) -> None:
+        if under_numpy_semantics():
+            _refuse_changing_an_argument(self, _user_frame())
         raise TypeError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
             f"build the new array with np.where, np.concatenate or np.stack instead, or {_USE_S2S}."
@@ -197,7 +199,9 @@ class TapeValue:
         refused, under a function transform, where NumPy would change an array that a name
         read later shares (see :mod:`s2sgrad.tape.in_place`)."""
         if isinstance(self._value, np.ndarray) and under_numpy_semantics():
-            refuse_shared_update(_user_frame())
+            frame = _user_frame()
+            _refuse_changing_an_argument(self, frame)
+            refuse_shared_update(frame)
         return NotImplemented
 
     __iadd__ = __isub__ = __imul__ = __itruediv__ = _in_place
@@ -823,10 +827,31 @@ def _inside_index_concatenation() -> bool:
     frame = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
         code = frame.f_code
-        if code.co_name == "__getitem__" and code.co_filename.endswith("index_tricks_impl.py"):
+        if code.co_name == "__getitem__" and "index_tricks" in code.co_filename:
             return True
         frame = frame.f_back
     return False
+
+
+def _refuse_changing_an_argument(value: Any, frame: Any) -> None:
+    """Raise ``UnsupportedError`` when ``value`` is an argument of the function ``frame``
+    runs and that function was called by the user's code: NumPy would change the caller's
+    array, while the tape makes a new value, which the caller never sees."""
+    if frame is None or frame.f_back is None:
+        return
+    if frame.f_back.f_code.co_filename.startswith(_SKIPPED_DIRS):
+        return  # the differentiated function itself: its inputs are copies
+    code = frame.f_code
+    held = [n for n, v in frame.f_back.f_locals.items() if v is value]
+    if not held:
+        return  # an array the function made, which its caller does not see
+    error = UnsupportedError(
+        f"{where(*_position(frame))}: {code.co_name} changes in place the array its caller "
+        f"calls '{held[0]}' ({where(*_position(frame.f_back))}), and neither engine can "
+        f"follow that change; have {code.co_name} build and return a new array instead"
+    )
+    error.tape_cannot_either = True
+    raise error
 
 
 def _user_frame() -> Any:
