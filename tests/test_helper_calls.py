@@ -306,3 +306,49 @@ def test_helpers_changing_an_argument_in_place_are_refused(f, call):
 def test_a_helper_that_changes_its_own_copy_is_differentiated():
     # the tape has no item writes at all (it says so, and points at mode='s2s')
     check_gradient(calls_halved_copy, (RNG.standard_normal(3),), modes=("s2s", "auto"))
+
+
+# 5. and 6. layer objects: s2s never uses the tape; the tape leaves objects plain --------------
+class BatchNorm:
+    def __init__(self, n):
+        self.gamma = np.linspace(0.5, 1.5, n)
+        self.beta = np.zeros(n)
+        self.moving_mean = np.zeros(n)
+        self.history = []
+
+    def __call__(self, X):
+        mean = X.mean(axis=0)
+        var = ((X - mean) ** 2).mean(axis=0)
+        self.moving_mean = 0.9 * self.moving_mean + 0.1 * mean
+        self.history.append({"mean": mean})
+        return self.gamma * (X - mean) / np.sqrt(var + 1e-5) + self.beta
+
+
+NORM = BatchNorm(3)
+
+
+def through_batch_norm(X):
+    return np.sum(np.tanh(NORM(X)) ** 2)
+
+
+def test_a_layer_that_cannot_be_transformed_is_refused_in_s2s():
+    X = RNG.standard_normal((5, 3))
+    with pytest.raises(sg.UnsupportedError) as caught:
+        sg.grad(through_batch_norm, mode="s2s")(X)
+    line = refusal_line(BatchNorm.__call__, "self.moving_mean = ")
+    assert line in str(caught.value) and "mode='tape'" in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_state_stored_on_objects_stays_plain_arrays(mode):
+    X = RNG.standard_normal((5, 3))
+    expected = numeric_grad(through_batch_norm, (X,), 0)
+    NORM.__init__(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # auto: BatchNorm.__call__ runs on the tape
+        gradient = sg.grad(through_batch_norm, mode=mode)
+        for _ in range(2):  # two updates of the running mean
+            assert_close(gradient(X), expected, atol=1e-6)
+    assert type(NORM.moving_mean) is np.ndarray
+    assert all(type(entry["mean"]) is np.ndarray for entry in NORM.history)
+    assert_close(NORM.moving_mean, 0.1 * X.mean(axis=0) * (1 + 0.9), atol=1e-12)

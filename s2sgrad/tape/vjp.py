@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -14,7 +15,7 @@ from s2sgrad.tape.recording import Backward, is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
 
-__all__ = ["tape_vjp"]
+__all__ = ["tape_vjp", "unwrap_stored_values"]
 
 
 def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tuple[Any, Callable]:
@@ -46,6 +47,9 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
             if isinstance(error.__cause__, NonDifferentiableError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
             raise
+        finally:  # the watched arguments hold the tape's own values: not theirs to keep
+            kept = tuple(a for i, a in enumerate(args) if i not in wrt)
+            unwrap_stored_values(f, kept, kwargs)
     out_leaves, rebuild_out = flatten(out)
     sources = [flatten(args[i])[0] for i in wrt]
     flat_sources = [s for leaves in sources for s in leaves]
@@ -111,3 +115,82 @@ def _gradient_leaf(g: Any, leaf: Any) -> Any:
     if g is not None and is_traced(g):
         return match_traced(g, value)
     return plain_gradient(_unwrap_untraced(g), value)
+
+
+def unwrap_stored_values(f: Callable, args: Any, kwargs: dict, depth: int = 4) -> None:
+    """Replace the tape values that running ``f`` stored on the objects it can reach (its
+    arguments, closure cells, the globals its code names, the object of a bound method or
+    callable) by their plain values: state a differentiated function keeps (a batch norm's
+    running mean, a history list) must stay ordinary arrays after the call.
+
+    Example::
+
+        unwrap_stored_values(loss, (x,), {})  # bn.moving_mean is an ndarray again
+    """
+    roots = [args, kwargs, getattr(f, "__self__", None)]
+    if not isinstance(f, types.FunctionType | types.MethodType):
+        roots.append(f)  # a callable object: its own attributes
+    function = getattr(f, "__func__", f)
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        roots += [cell.cell_contents for cell in function.__closure__ or () if _filled(cell)]
+        names = _names_used(code)
+        scope = getattr(function, "__globals__", {})
+        roots += [scope[name] for name in names if name in scope]
+    seen: set[int] = set()
+    for root in roots:
+        _unwrap_inside(root, depth, seen)
+
+
+def _filled(cell: types.CellType) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
+
+
+def _names_used(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names_used(constant)
+    return names
+
+
+_OPAQUE_TYPES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+
+
+def _unwrap_inside(value: Any, depth: int, seen: set[int]) -> None:
+    """Unwrap tape values held in ``value``'s attributes and in its lists and dicts."""
+    if depth == 0 or id(value) in seen or isinstance(value, (*_OPAQUE_TYPES, TapeValue)):
+        return
+    seen.add(id(value))
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if isinstance(item, TapeValue):
+                value[index] = _plain_value(item)
+            else:
+                _unwrap_inside(item, depth - 1, seen)
+    elif isinstance(value, dict):
+        for key, item in list(value.items()):
+            if isinstance(item, TapeValue):
+                value[key] = _plain_value(item)
+            else:
+                _unwrap_inside(item, depth - 1, seen)
+    elif isinstance(value, tuple):
+        for item in value:
+            _unwrap_inside(item, depth - 1, seen)
+    elif type(value).__module__ not in ("builtins", "numpy") and hasattr(value, "__dict__"):
+        attributes = vars(value)
+        for name, item in list(attributes.items()):
+            if isinstance(item, TapeValue):
+                attributes[name] = _plain_value(item)
+            else:
+                _unwrap_inside(item, depth - 1, seen)
+
+
+def _plain_value(value: TapeValue) -> Any:
+    while isinstance(value, TapeValue):
+        value = value._value
+    return value
