@@ -27,6 +27,7 @@ from s2sgrad.operations import (
 from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.aliases import refuse_mutating_calls
 from s2sgrad.passes.names import NameGenerator
+from s2sgrad.reverse import not_at_run_time
 from s2sgrad.syntax import (
     assign,
     attribute,
@@ -380,7 +381,9 @@ class _Forward:
         )
         try:
             jvp_function = self.callee_jvp(function, active)
-        except S2SGradError:
+        except S2SGradError as error:
+            if getattr(error, "not_at_run_time", False):
+                raise
             return self.dynamic_call(statement, operation, names)
         jvp_name = self.namespace.bind(jvp_function.__name__, jvp_function)
         keywords = dict(operation.keywords)
@@ -392,16 +395,21 @@ class _Forward:
 
     def dynamic_call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
         if self.is_active_expression(operation.callee):
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: {operation.description} is a function "
-                "that captures differentiated values (a pullback, say), which forward mode "
-                "cannot follow; pass those values to it as arguments, or use mode='tape'"
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description} is a "
+                    "function that captures differentiated values (a pullback, say), which "
+                    "forward mode cannot follow; pass those values to it as arguments, or use "
+                    "mode='tape'"
+                )
             )
         if keeps_arguments_inside(operation.primitive):
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
-                "differentiated values inside an object, which forward mode cannot follow; "
-                "call the function with them directly, or use mode='tape'"
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
+                    "differentiated values inside an object, which forward mode cannot "
+                    "follow; call the function with them directly, or use mode='tape'"
+                )
             )
         tangents = gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
         value = call(

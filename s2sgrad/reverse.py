@@ -274,8 +274,8 @@ class _Reverse:
             if operation.kind == "call":
                 try:
                     statement = self.forward_call(statement, operation)
-                except S2SGradError:
-                    if not self.dynamic:
+                except S2SGradError as error:
+                    if not self.dynamic or _not_at_run_time(error):
                         raise
                     statement = self.forward_dynamic(statement, operation)
             elif operation.kind == "unknown" and operation.callee is not None:
@@ -955,10 +955,12 @@ class _Reverse:
     def forward_dynamic(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
         """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``."""
         if any(n in self.activity.varied for n in names_read(operation.callee)):
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: {operation.description} is a function "
-                "that captures differentiated values, which the transformer cannot follow; "
-                "pass those values to it as arguments, or use mode='tape'"
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description} is a "
+                    "function that captures differentiated values, which the transformer "
+                    "cannot follow; pass those values to it as arguments, or use mode='tape'"
+                )
             )
         for name, value in operation.keywords.items():
             if self.is_active_expression(value):
@@ -967,11 +969,13 @@ class _Reverse:
                     f"{operation.description} positionally, not as '{name}='"
                 )
         if keeps_arguments_inside(operation.primitive):
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
-                "differentiated values inside an object, which the transformer cannot follow; "
-                "call the function with them directly (g(x, d), or map(partial(g, x), items) "
-                "passed straight to sum/list/a loop), or use mode='tape'"
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
+                    "differentiated values inside an object, which the transformer cannot "
+                    "follow; call the function with them directly (g(x, d), or map(partial("
+                    "g, x), items) passed straight to sum/list/a loop), or use mode='tape'"
+                )
             )
         targets = _target_names(statement.targets[0])
         stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
@@ -1064,6 +1068,18 @@ class _Placeholder:
 
 
 # helpers ----------------------------------------------------------------------------------
+def not_at_run_time(error: S2SGradError) -> S2SGradError:
+    """Mark ``error`` as one that dispatching the call at run time would not avoid: the
+    callee would be given a function or object whose differentiated values it cannot see,
+    and would take them for constants."""
+    error.not_at_run_time = True
+    return error
+
+
+def _not_at_run_time(error: S2SGradError) -> bool:
+    return getattr(error, "not_at_run_time", False) or getattr(error, "tape_cannot_either", False)
+
+
 def _parameters(node: gast.FunctionDef) -> set[str]:
     args = node.args
     return {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}

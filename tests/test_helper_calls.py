@@ -37,9 +37,17 @@ def check_second_order(f, args, modes=("s2s", "tape")):
     expected = numeric_grad(lambda v, *rest: np.sum(gradient(v, *rest) * vector), args, 0)
     for mode in modes:
         primals = tuple(args)
-        vectors = (vector, *(np.zeros_like(a) for a in args[1:]))
+        vectors = (vector, *(zeros_like_tree(a) for a in args[1:]))
         actual = sg.hvp(f, primals, vectors, mode=mode)[0]
         assert_close(actual, expected, rtol=1e-4, atol=1e-6)
+
+
+def zeros_like_tree(value):
+    if isinstance(value, dict):
+        return {k: zeros_like_tree(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(zeros_like_tree(v) for v in value)
+    return np.zeros_like(value)
 
 
 # 1. helpers called in loops: the callee's saved values are kept per iteration ---------------

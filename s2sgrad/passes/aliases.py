@@ -26,6 +26,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import sys
+import sysconfig
 import types
 import weakref
 from collections.abc import Callable
@@ -585,6 +586,10 @@ def _first_read(statement: gast.stmt, names: set[str]) -> str | None:
 _BLOCKS = (gast.If, gast.While)
 
 
+_LIBRARY_DIRECTORIES = tuple(
+    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
 # code object -> the parameters whose arrays the function may change in place
 _MUTATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MUTATING: set = set()
@@ -617,9 +622,10 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
         parameters = _parameters(parsed.node)
         sharing = _Sharing(statements, parsed.resolve, _containers(statements), parameters)
         layout = _Layout(parsed.node.body, statements)
+        own = _own_containers(statements) - parameters
         changed = set()
         for index, statement in enumerate(statements):
-            for name in _changed_by(statement, parsed.resolve):
+            for name in _changed_by(statement, parsed.resolve) - own:
                 if layout.made_since(statement, name, index, parsed.resolve) is None:
                     changed.add(name)  # else an array made anew before: not an argument
         summary = frozenset(set().union(*map(sharing.of, changed)) & parameters)
@@ -627,6 +633,28 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
         _MUTATING.discard(code)
     _MUTATIONS[code] = summary
     return summary
+
+
+def _own_containers(statements: list[gast.stmt]) -> set[str]:
+    """Names every binding of which makes a new list or dict: changing one (``items.append(
+    x)``, ``items[0] = x``) changes no argument, even when it holds one."""
+    made = _containers(statements)
+    for statement in statements:
+        for name in names_written(statement) & made:
+            fresh = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
+            if fresh and not _makes_container(statement.value):
+                made.discard(name)
+            elif not fresh and _updated(statement) != name:
+                made.discard(name)  # bound by a loop, an unpacking ...
+    return made
+
+
+def _makes_container(value: gast.expr) -> bool:
+    return type(value) in (gast.List, gast.Dict, gast.ListComp, gast.DictComp) or (
+        type(value) is gast.Call
+        and type(value.func) is gast.Name
+        and value.func.id in ("list", "dict")
+    )
 
 
 def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str]]:
@@ -681,6 +709,8 @@ def _mutating_arguments(call: gast.Call, resolve) -> list[tuple[Any, str, gast.e
     module = getattr(target, "__module__", None) or ""
     if module.split(".")[0] in ("s2sgrad", "numpy") or get_rule(target) is not None:
         return []  # primitives of the engines, and NumPy's own Python functions
+    if target.__code__.co_filename.startswith(_LIBRARY_DIRECTORIES):
+        return []  # the standard library and installed packages: not the user's code
     mutated = mutated_parameters(target)
     if not mutated:
         return []

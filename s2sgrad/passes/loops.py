@@ -213,6 +213,24 @@ class _Comprehensions(gast.NodeTransformer):
     def visit_Lambda(self, node):
         return node
 
+    def visit_For(self, node):  # only the header: the body's statements are lowered in it
+        node.iter = self.visit(node.iter)
+        return node
+
+    def visit_If(self, node):
+        node.test = self.visit(node.test)
+        return node
+
+    def visit_While(self, node):  # its test runs again each time round: left as it is
+        return node
+
+    def visit_With(self, node):
+        node.items = [self.visit(item) for item in node.items]
+        return node
+
+    def visit_Try(self, node):
+        return node
+
     def visit_ListComp(self, node):
         return self.lower(node)
 
