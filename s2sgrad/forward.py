@@ -67,6 +67,7 @@ def forward_sweep(
     namespace: Namespace,
     local_names: set[str],
     callee_jvp,
+    dynamic: bool = True,
 ) -> ForwardSweep:
     """Interleave tangent statements with ``body`` (normalised, with one final return).
 
@@ -74,7 +75,9 @@ def forward_sweep(
     (a callable ``f_jvp(*args, **tangents) -> (value, tangent)``, with the tangent
     parameter names in its ``tangent_names`` attribute).
     """
-    return _Forward(parsed, wrt, activity, names, namespace, local_names, callee_jvp).run(body)
+    sweep = _Forward(parsed, wrt, activity, names, namespace, local_names, callee_jvp)
+    sweep.dynamic = dynamic  # False (mode="s2s"): calls resolved at run time never use the tape
+    return sweep.run(body)
 
 
 class _Forward:
@@ -413,7 +416,7 @@ class _Forward:
             )
         tangents = gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
         value = call(
-            self.helper("dynamic_jvp"),
+            self.helper("dynamic_jvp" if self.dynamic else "transformed_jvp"),
             [clone(operation.callee), tangents, *operation.args],
             operation.keywords,
         )

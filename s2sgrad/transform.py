@@ -333,7 +333,15 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names):
         return function_object
 
     sweep = forward_sweep(
-        parsed, node.body, list(request.wrt), activity, names, namespace, local_names, callee_jvp
+        parsed,
+        node.body,
+        list(request.wrt),
+        activity,
+        names,
+        namespace,
+        local_names,
+        callee_jvp,
+        dynamic=request.dynamic,
     )
     arguments = _signature_with_defaults(parsed, node, namespace)
     for tangent in sweep.tangents.values():

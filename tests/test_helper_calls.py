@@ -360,3 +360,18 @@ def test_state_stored_on_objects_stays_plain_arrays(mode):
     assert type(NORM.moving_mean) is np.ndarray
     assert all(type(entry["mean"]) is np.ndarray for entry in NORM.history)
     assert_close(NORM.moving_mean, 0.1 * X.mean(axis=0) * (1 + 0.9), atol=1e-12)
+
+
+def test_forward_mode_through_layer_objects_never_uses_the_tape_in_s2s():
+    x, data = RNG.standard_normal(3), data_pair()
+    v = RNG.standard_normal(3)
+    zeros = [np.zeros(3), np.zeros(3)]
+    expected = np.sum(numeric_grad(list_of_functions, (x, data), 0) * v)
+    for mode in MODES:
+        _, tangent = sg.jvp(list_of_functions, (x, data), (v, zeros), mode=mode)
+        assert_close(float(tangent), float(expected), atol=1e-6)
+    X, V = RNG.standard_normal((5, 3)), RNG.standard_normal((5, 3))
+    expected = np.sum(numeric_grad(through_batch_norm, (X,), 0) * V)
+    _, tangent = sg.jvp(through_batch_norm, (X,), (V,), mode="s2s")  # by source: it stores
+    assert_close(float(tangent), float(expected), atol=1e-6)  # plain values on NORM
+    assert type(NORM.moving_mean) is np.ndarray

@@ -15,7 +15,7 @@ from typing import Any
 
 from s2sgrad.runtime.core import zeros_like_value
 
-__all__ = ["dynamic_vjp", "transformed_vjp", "dynamic_jvp"]
+__all__ = ["dynamic_vjp", "transformed_vjp", "dynamic_jvp", "transformed_jvp"]
 
 _TAPE_ONLY: dict[Any, str] = {}  # functions the transformer could not handle, and why
 
@@ -161,6 +161,16 @@ def _differentiable(value: Any) -> bool:
     return is_tape_value(value)
 
 
+def transformed_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any):
+    """Like :func:`dynamic_jvp`, but never uses the tape (``mode="s2s"``).
+
+    Example::
+
+        value, tangent = transformed_jvp(layer, (dx,), x)
+    """
+    return _dispatch_jvp(function, tangents, args, kwargs, tape=False)
+
+
 def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     """Forward mode for a call resolved at run time: ``(value, tangent)``.
 
@@ -170,6 +180,10 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 
         value, tangent = dynamic_jvp(layer, (dx,), x)
     """
+    return _dispatch_jvp(function, tangents, args, kwargs, tape=True)
+
+
+def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     from s2sgrad.rules.registry import get_rule, per_argument
 
     rule = get_rule(function)
@@ -195,6 +209,10 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
     bound_self, target = (), function
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
+    elif not isinstance(function, types.FunctionType) and callable(function):
+        call = type(function).__call__
+        if isinstance(call, types.FunctionType):  # a layer object: its __call__
+            bound_self, target = (function,), call
     full_args = bound_self + args
     full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
     positions = tuple(i for i, a in enumerate(full_args) if _differentiable(a))
@@ -212,7 +230,13 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
             raise TypeError("arguments without parameter names")
         names = [p.name for p in parameters]
         generated = derivative(target, tuple(names[i] for i in positions), "jvp")
-    except (S2SGradError, ValueError, TypeError):
+    except (S2SGradError, ValueError, TypeError) as error:
+        if not tape:
+            from s2sgrad.errors import UnsupportedError
+
+            raise UnsupportedError(
+                f"{error}; use mode='auto' or mode='tape' to differentiate it"
+            ) from None
         return _tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
