@@ -375,3 +375,23 @@ def test_forward_mode_through_layer_objects_never_uses_the_tape_in_s2s():
     _, tangent = sg.jvp(through_batch_norm, (X,), (V,), mode="s2s")  # by source: it stores
     assert_close(float(tangent), float(expected), atol=1e-6)  # plain values on NORM
     assert type(NORM.moving_mean) is np.ndarray
+
+
+def dense_from_spec(x, spec):
+    w, name = spec
+    return np.tanh(x * w) if name == "tanh" else x * w
+
+
+SPEC_LAYERS = [dense_from_spec, dense_from_spec]
+
+
+def layers_given_a_tuple_with_a_name(w, x):
+    for layer in SPEC_LAYERS:  # resolved at run time, given (array, string)
+        x = layer(x, (w, "tanh"))
+    return np.sum(x**2)
+
+
+def test_a_call_resolved_at_run_time_with_a_tuple_holding_a_name():
+    check_gradient(
+        layers_given_a_tuple_with_a_name, (RNG.standard_normal(3), RNG.standard_normal(3))
+    )

@@ -155,7 +155,7 @@ def _differentiable(value: Any) -> bool:
         return value.dtype.kind in "fc"
     if isinstance(value, (dict, list, tuple)):
         items = value.values() if isinstance(value, dict) else value
-        return bool(items) and all(_differentiable(v) for v in items)
+        return any(_differentiable(v) for v in items)  # a cotangent for what can carry one
     from s2sgrad.tape import is_tape_value
 
     return is_tape_value(value)
