@@ -45,7 +45,11 @@ class ParsedFunction:
     def location(self, node: gast.AST | None = None) -> str:
         """``file:line`` of ``node`` (or of the function) in the user's file."""
         line = getattr(node, "lineno", None) if node is not None else None
-        return where(self.filename, self.line_offset + (line or 1))
+        here = where(self.filename, self.line_offset + (line or 1))
+        from s2sgrad.codegen import ORIGINS  # generated code differentiated again
+
+        origin = ORIGINS.get(self.filename)
+        return here if origin is None else f"{origin} (in its derivative, {here})"
 
     def source_line(self, node: gast.AST) -> str:
         """The user's source line that ``node`` came from, stripped."""
