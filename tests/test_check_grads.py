@@ -34,18 +34,7 @@ def test_right_derivatives_pass_to_first_order(mode, function, args):
     sg.check_grads(function, *args, order=1, mode=mode)
 
 
-@pytest.mark.parametrize(
-    "mode",
-    [
-        pytest.param(
-            "s2s",
-            marks=pytest.mark.xfail(
-                strict=True, raises=TypeError, reason="grad of grad through a called helper"
-            ),
-        ),
-        "tape",
-    ],
-)
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
 def test_right_derivatives_pass_to_second_order(mode):
     sg.check_grads(layer, rng.normal(size=(2, 3)), rng.normal(size=(3, 2)), order=2, mode=mode)
     sg.check_grads(sine_energy, rng.normal(size=4), order=2, mode=mode)
