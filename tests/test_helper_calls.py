@@ -188,7 +188,26 @@ def method_of_a_module_level_object(x, data):
     return np.sum(SCALE.run(x) * data[1])
 
 
+def calling_a_lambda_that_captures(x, data):
+    square = lambda v: v * x  # noqa: E731
+    y = square(data[0]) + square(x * 2.0)
+    x = x * 3.0  # Python reads x when the lambda runs: the call below sees the new x
+    return np.sum(square(y) ** 2)
+
+
+def calling_a_nested_function_in_a_loop(x, data):
+    def activation(v, s):
+        return np.tanh(v * s) * x
+
+    total = 0.0
+    for i in range(3):
+        total = total + np.sum(activation(data[1], i + 1.0))
+    return total
+
+
 CALLS = [
+    calling_a_lambda_that_captures,
+    calling_a_nested_function_in_a_loop,
     through_partial_and_map,
     through_map_of_a_lambda,
     through_map_of_two_sequences,

@@ -15,7 +15,19 @@ from collections import Counter
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, attribute, call, clone, constant, load, located, store, walk
+from s2sgrad.syntax import (
+    assign,
+    attribute,
+    call,
+    clone,
+    constant,
+    load,
+    located,
+    names_written,
+    nested_statements,
+    store,
+    walk,
+)
 
 __all__ = ["normalise_loops"]
 
@@ -34,8 +46,150 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> No
         # for i, v in enumerate(xs): ...   becomes
         # for i in range(len(xs)): v = xs[i]; ...
     """
+    _inline_local_functions(node, names)
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
     node.body = _Loops(names, resolve, uses).block(node.body)
+
+
+def _inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> None:
+    """``square = lambda v: v * w`` (or a nested ``def`` that only returns), bound once and
+    only ever called plainly, is inlined at its calls: ``square(a)`` becomes ``a * w``.
+    Python reads ``w`` when the call runs, and so does the inlined expression; the values
+    it captures are then differentiated like any other.
+    """
+    statements = list(nested_statements(node.body))
+    for name, binding, parameters, body in _local_functions(statements):
+        calls = _plain_calls(statements, name, len(parameters))
+        every = [n for n in walk(node) if type(n) is gast.Name and n.id == name]
+        if calls is None or len(calls) != sum(type(n.ctx) is gast.Load for n in every):
+            continue  # used some other way somewhere (an except clause, a with header ...)
+        for statement, call_node in calls:
+            prefix = []
+            renames = {}
+            for parameter, argument in zip(parameters, call_node.args):
+                if isinstance(argument, (gast.Name, gast.Constant)):
+                    renames[parameter] = argument
+                else:
+                    temporary = names.fresh(parameter)
+                    prefix.append(assign(temporary, argument, like=statement))
+                    renames[parameter] = load(temporary)
+            inlined = clone(body)
+            inlined = _substituted(inlined, renames)
+            statement.s2s_before = [*getattr(statement, "s2s_before", []), *prefix]
+            call_node.s2s_inlined = inlined
+        node.body = _replace_inlined(node.body, binding)
+
+
+def _local_functions(statements):
+    """``(name, binding statement, parameters, returned expression)`` of each function the
+    body defines once, as a lambda or a ``def`` whose body is one ``return``."""
+    bindings = Counter(n for s in statements for n in names_written(s))
+    for statement in statements:
+        if isinstance(statement, gast.Assign) and isinstance(statement.value, gast.Lambda):
+            target = statement.targets[0]
+            if len(statement.targets) != 1 or not isinstance(target, gast.Name):
+                continue
+            name, arguments, body = target.id, statement.value.args, statement.value.body
+        elif isinstance(statement, gast.FunctionDef) and not statement.decorator_list:
+            only = statement.body[0] if len(statement.body) == 1 else None
+            if not isinstance(only, gast.Return) or only.value is None:
+                continue
+            name, arguments, body = statement.name, statement.args, only.value
+        else:
+            continue
+        plain = not (
+            arguments.vararg
+            or arguments.kwarg
+            or arguments.kwonlyargs
+            or arguments.defaults
+            or arguments.posonlyargs
+        )
+        inner = (*_COMPREHENSIONS, gast.Lambda, gast.NamedExpr)
+        nested = any(type(n) in inner for n in walk(body))
+        recursive = any(type(n) is gast.Name and n.id == name for n in walk(body))
+        if plain and not nested and not recursive and bindings[name] == 1:
+            yield name, statement, [a.id for a in arguments.args], body
+
+
+def _plain_calls(statements, name: str, arity: int):
+    """The ``name(...)`` calls, with their statements, when every use of ``name`` is such a
+    call (positional arguments only) in a plain statement, outside any lambda, comprehension
+    or short-circuit operator; else None."""
+    calls = []
+    uses = 0
+    for statement in statements:
+        if isinstance(statement, gast.FunctionDef):
+            if any(type(n) is gast.Name and n.id == name for n in walk(statement)):
+                return None  # read inside a nested function (or itself)
+            continue
+        own = statement
+        if isinstance(statement, (gast.For, gast.While, gast.If, gast.With, gast.Try)):
+            own = [getattr(statement, f, None) for f in ("iter", "test", "target")]
+            own = gast.Tuple(elts=[o for o in own if isinstance(o, gast.AST)], ctx=gast.Load())
+        nodes = walk(own)
+        read = [n for n in nodes if type(n) is gast.Name and n.id == name]
+        read = [n for n in read if type(n.ctx) is gast.Load]
+        uses += len(read)
+        if not isinstance(statement, (gast.Assign, gast.Expr, gast.Return)):
+            if read:
+                return None
+            continue
+        guarded = {
+            id(inner)
+            for n in nodes
+            if type(n) in (*_COMPREHENSIONS, gast.Lambda, gast.IfExp, gast.BoolOp)
+            for inner in walk(n)
+        }
+        for n in nodes:
+            if (
+                type(n) is gast.Call
+                and type(n.func) is gast.Name
+                and n.func.id == name
+                and id(n) not in guarded
+                and len(n.args) == arity
+                and not n.keywords
+                and not any(isinstance(a, gast.Starred) for a in n.args)
+            ):
+                calls.append((statement, n))
+    return calls if calls and len(calls) == uses else None
+
+
+def _substituted(body: gast.expr, renames: dict) -> gast.expr:
+    if type(body) is gast.Name and body.id in renames:
+        return clone(renames[body.id])
+    for node in walk(body):
+        for field, value in gast.iter_fields(node):
+            if type(value) is gast.Name and value.id in renames:
+                setattr(node, field, clone(renames[value.id]))
+            elif isinstance(value, list):
+                value[:] = [
+                    clone(renames[v.id]) if type(v) is gast.Name and v.id in renames else v
+                    for v in value
+                ]
+    return body
+
+
+class _Inliner(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        return getattr(node, "s2s_inlined", node)
+
+
+def _replace_inlined(block: list[gast.stmt], binding: gast.stmt) -> list[gast.stmt]:
+    """``block`` with the binding gone, and the inlined calls in place (their arguments
+    first)."""
+    result = []
+    for statement in block:
+        if statement is binding:
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                setattr(statement, field, _replace_inlined(inner, binding))
+        result.extend(getattr(statement, "s2s_before", []))
+        statement.s2s_before = []
+        result.append(_Inliner().visit(statement))
+    return result
 
 
 class _Loops:
