@@ -35,8 +35,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("rk4", "s2s"): "unpacking an array argument; a helper passed as an argument",
     ("rk4", "tape"): "np.array of a list of values being differentiated",
     ("rk4", "auto"): "unpacking an array argument; a helper passed as an argument",
-    ("rnn_nested_cell", "s2s"): "a nested def computing differentiated values",
-    ("rnn_nested_cell", "auto"): "a nested def computing differentiated values",
     ("transformer_block", "s2s"): "starred call arguments",
     ("transformer_block", "auto"): "starred call arguments",
 }

@@ -748,7 +748,8 @@ def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) ->
                 f"{parsed.location(statement)}: {callee} may change its argument "
                 f"'{parameter}' in place ({where(code.co_filename, code.co_firstlineno)}), "
                 f"here '{name}', and neither engine can follow that change; have {callee} "
-                f"build and return a new array instead ('{name} = {callee}({name})')"
+                f"leave '{parameter}' as it is and return new arrays instead (g = g * s "
+                "rather than g[:] *= s)"
             )
             error.tape_cannot_either = True
             raise error

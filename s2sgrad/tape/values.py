@@ -842,16 +842,26 @@ def _refuse_changing_an_argument(value: Any, frame: Any) -> None:
     if frame.f_back.f_code.co_filename.startswith(_SKIPPED_DIRS):
         return  # the differentiated function itself: its inputs are copies
     code = frame.f_code
-    held = [n for n, v in frame.f_back.f_locals.items() if v is value]
+    held = [n for n, v in frame.f_back.f_locals.items() if v is value or _holds(v, value)]
     if not held:
         return  # an array the function made, which its caller does not see
     error = UnsupportedError(
         f"{where(*_position(frame))}: {code.co_name} changes in place the array its caller "
         f"calls '{held[0]}' ({where(*_position(frame.f_back))}), and neither engine can "
-        f"follow that change; have {code.co_name} build and return a new array instead"
+        f"follow that change; have {code.co_name} leave it as it is and return new arrays "
+        "instead (g = g * s rather than g[:] *= s)"
     )
     error.tape_cannot_either = True
     raise error
+
+
+def _holds(container: Any, value: Any) -> bool:
+    """Whether ``value`` is an entry of the list, tuple or dict ``container``."""
+    if isinstance(container, dict):
+        container = container.values()
+    elif not isinstance(container, (list, tuple)):
+        return False
+    return any(entry is value for entry in container)
 
 
 def _user_frame() -> Any:
