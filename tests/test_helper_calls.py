@@ -205,7 +205,14 @@ def calling_a_nested_function_in_a_loop(x, data):
     return total
 
 
+def calling_a_named_partial(x, data):
+    dot = partial(inner_product, x)
+    x = x * 3.0  # partial read x when it was made: dot keeps the earlier x
+    return dot(data[0]) * dot(x) + np.sum(x)
+
+
 CALLS = [
+    calling_a_named_partial,
     calling_a_lambda_that_captures,
     calling_a_nested_function_in_a_loop,
     through_partial_and_map,

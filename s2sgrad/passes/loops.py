@@ -47,6 +47,7 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> No
         # for i in range(len(xs)): v = xs[i]; ...
     """
     _inline_local_functions(node, names)
+    _inline_local_partials(node, names, resolve)
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
     node.body = _Loops(names, resolve, uses).block(node.body)
 
@@ -78,6 +79,45 @@ def _inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> Non
             statement.s2s_before = [*getattr(statement, "s2s_before", []), *prefix]
             call_node.s2s_inlined = inlined
         node.body = _replace_inlined(node.body, binding)
+
+
+def _inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
+    """``h = partial(g, a)``, bound once and only ever called plainly: ``a`` is kept in a
+    temporary where ``h`` is bound (partial reads it then), and ``h(b)`` becomes
+    ``g(temporary, b)``, a call the transformer follows."""
+    statements = list(nested_statements(node.body))
+    bindings = Counter(n for s in statements for n in names_written(s))
+    for binding in statements:
+        if not (
+            isinstance(binding, gast.Assign)
+            and len(binding.targets) == 1
+            and isinstance(binding.targets[0], gast.Name)
+            and bindings[binding.targets[0].id] == 1
+            and isinstance(binding.value, gast.Call)
+            and resolve(binding.value.func) is functools.partial
+            and binding.value.args
+            and isinstance(binding.value.args[0], (gast.Name, gast.Attribute))
+            and not any(isinstance(a, gast.Starred) for a in binding.value.args)
+            and all(k.arg is not None for k in binding.value.keywords)
+        ):
+            continue
+        name = binding.targets[0].id
+        calls = _plain_calls(statements, name, None)
+        every = [n for n in walk(node) if type(n) is gast.Name and n.id == name]
+        if calls is None or len(calls) != sum(type(n.ctx) is gast.Load for n in every):
+            continue
+        function, *fixed = binding.value.args
+        kept = []
+        for value in [*fixed, *(k.value for k in binding.value.keywords)]:
+            temporary = names.fresh("bound")
+            kept.append(assign(temporary, value, like=binding))
+        held = [load(k.targets[0].id) for k in kept]
+        keywords = {k.arg: h for k, h in zip(binding.value.keywords, held[len(fixed) :])}
+        for _, call_node in calls:
+            arguments = [clone(h) for h in held[: len(fixed)]] + list(call_node.args)
+            inlined = call(clone(function), arguments, {k: clone(v) for k, v in keywords.items()})
+            call_node.s2s_inlined = inlined
+        node.body = _replace_inlined(node.body, binding, kept)
 
 
 def _local_functions(statements):
@@ -146,7 +186,7 @@ def _plain_calls(statements, name: str, arity: int):
                 and type(n.func) is gast.Name
                 and n.func.id == name
                 and id(n) not in guarded
-                and len(n.args) == arity
+                and (arity is None or len(n.args) == arity)
                 and not n.keywords
                 and not any(isinstance(a, gast.Starred) for a in n.args)
             ):
@@ -175,17 +215,18 @@ class _Inliner(gast.NodeTransformer):
         return getattr(node, "s2s_inlined", node)
 
 
-def _replace_inlined(block: list[gast.stmt], binding: gast.stmt) -> list[gast.stmt]:
-    """``block`` with the binding gone, and the inlined calls in place (their arguments
-    first)."""
+def _replace_inlined(block: list[gast.stmt], binding: gast.stmt, instead=()) -> list[gast.stmt]:
+    """``block`` with the binding replaced by ``instead``, and the inlined calls in place
+    (their arguments first)."""
     result = []
     for statement in block:
         if statement is binding:
+            result.extend(instead)
             continue
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                setattr(statement, field, _replace_inlined(inner, binding))
+                setattr(statement, field, _replace_inlined(inner, binding, instead))
         result.extend(getattr(statement, "s2s_before", []))
         statement.s2s_before = []
         result.append(_Inliner().visit(statement))
