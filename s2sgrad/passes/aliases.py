@@ -727,6 +727,9 @@ def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) ->
     """Refuse a call of a Python function that may change in place an array it is given
     (``halve(y)`` with ``a[:] *= 0.5`` inside), when the array is an input, is being
     differentiated, or is read by a derivative: neither engine sees the change."""
+    calls = [n for s in statements for n in walk(s) if type(n) is gast.Call]
+    if not any(_mutating_arguments(c, parsed.resolve) for c in calls):
+        return  # the common case: no call of a function that changes an argument
     read_by_derivatives = set()
     for statement in nested_statements(statements):
         if isinstance(statement, gast.Assign) and names_written(statement) & activity.active:

@@ -58,6 +58,8 @@ def _inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> Non
     Python reads ``w`` when the call runs, and so does the inlined expression; the values
     it captures are then differentiated like any other.
     """
+    if not any(type(n) in (gast.Lambda, gast.FunctionDef) and n is not node for n in walk(node)):
+        return
     statements = list(nested_statements(node.body))
     for name, binding, parameters, body in _local_functions(statements):
         calls = _plain_calls(statements, name, len(parameters))
@@ -86,8 +88,17 @@ def _inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve
     temporary where ``h`` is bound (partial reads it then), and ``h(b)`` becomes
     ``g(temporary, b)``, a call the transformer follows."""
     statements = list(nested_statements(node.body))
+    candidates = [
+        s
+        for s in statements
+        if type(s) is gast.Assign
+        and type(s.value) is gast.Call
+        and resolve(s.value.func) is functools.partial
+    ]
+    if not candidates:
+        return
     bindings = Counter(n for s in statements for n in names_written(s))
-    for binding in statements:
+    for binding in candidates:
         if not (
             isinstance(binding, gast.Assign)
             and len(binding.targets) == 1
@@ -256,9 +267,12 @@ class _Loops:
         """Whether ``node`` is rewritten by :class:`_Comprehensions`."""
         if type(node) in _COMPREHENSIONS:
             return True
-        return type(node) is gast.Call and (
-            self.builtin_call(node, "map") or self.is_partial(node.func)
-        )
+        if type(node) is not gast.Call:
+            return False
+        func = node.func  # names first: resolving every call would cost the first call
+        if type(func) is gast.Name:
+            return func.id == "map" and self.builtin_call(node, "map")
+        return type(func) is gast.Call and self.is_partial(func)
 
     def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
