@@ -27,7 +27,7 @@ from s2sgrad.operations import (
 from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.aliases import refuse_mutating_calls
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.reverse import not_at_run_time
+from s2sgrad.reverse import not_at_run_time, refuse_calls_kept_for_effect
 from s2sgrad.syntax import (
     assign,
     attribute,
@@ -198,6 +198,7 @@ class _Forward:
 
     def expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
+        refuse_calls_kept_for_effect(statement, self.parsed, self.local_names, self.activity)
         owner = method_receiver(value, "append")
         if owner is not None and self.active(owner):
             tangent = self.tangent_of(value.args[0])

@@ -325,6 +325,7 @@ class _Reverse:
 
     def forward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
+        refuse_calls_kept_for_effect(statement, self.parsed, self.local_names, self.activity)
         if method_receiver(value, "append") is not None:
             owner = value.func.value.id
             if self.active(owner) or owner in self.activity.varied:
@@ -1068,6 +1069,53 @@ class _Placeholder:
 
 
 # helpers ----------------------------------------------------------------------------------
+def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, activity) -> None:
+    """``obj.store(x)``, its result unused, with ``x`` differentiated: the call can only
+    matter by what it changes (an attribute, a container), which neither sweep follows.
+    Refused unless the callee is known to change nothing: a function with a derivative
+    rule, ``print``, or a Python function of the user's that stores no attribute and
+    changes no argument (calls that change arguments are refused on their own)."""
+    value = statement.value
+    if not isinstance(value, gast.Call) or method_receiver(value, "append") is not None:
+        return
+    arguments = [*value.args, *(k.value for k in value.keywords)]
+    differentiated = [
+        n.id for a in arguments for n in walk(a) if type(n) is gast.Name and n.id in activity.varied
+    ]
+    if not differentiated:
+        return
+    operation = classify(value, parsed, local_names)
+    target = operation.primitive
+    if operation.kind == "primitive" or target is print:
+        return
+    if operation.kind == "call" and not _stores_attributes(target):
+        return
+    raise UnsupportedError(
+        f"{parsed.location(statement)}: the result of {operation.description or 'this call'}"
+        f" is not used, so it can only matter by what it changes or stores, and neither "
+        f"sweep follows a differentiated value ('{differentiated[0]}') there; return the "
+        "value and use it, or use mode='tape'"
+    )
+
+
+def _stores_attributes(function) -> bool:
+    """Whether ``function``'s source assigns to an attribute (``self.v = x``)."""
+    from s2sgrad.frontend import parse_function
+
+    function = getattr(function, "__func__", function)
+    try:
+        node = parse_function(function).node
+    except Exception:  # no source: it may do anything
+        return True
+    return any(
+        type(n) in (gast.Assign, gast.AugAssign)
+        and any(
+            type(t) is gast.Attribute for t in getattr(n, "targets", [getattr(n, "target", None)])
+        )
+        for n in walk(node)
+    )
+
+
 def not_at_run_time(error: S2SGradError) -> S2SGradError:
     """Mark ``error`` as one that dispatching the call at run time would not avoid: the
     callee would be given a function or object whose differentiated values it cannot see,

@@ -397,10 +397,34 @@ def test_forward_mode_through_layer_objects_never_uses_the_tape_in_s2s():
         _, tangent = sg.jvp(list_of_functions, (x, data), (v, zeros), mode=mode)
         assert_close(float(tangent), float(expected), atol=1e-6)
     X, V = RNG.standard_normal((5, 3)), RNG.standard_normal((5, 3))
-    expected = np.sum(numeric_grad(through_batch_norm, (X,), 0) * V)
-    _, tangent = sg.jvp(through_batch_norm, (X,), (V,), mode="s2s")  # by source: it stores
-    assert_close(float(tangent), float(expected), atol=1e-6)  # plain values on NORM
-    assert type(NORM.moving_mean) is np.ndarray
+    with pytest.raises(sg.UnsupportedError) as caught:  # it keeps a differentiated value
+        sg.jvp(through_batch_norm, (X,), (V,), mode="s2s")
+    message = str(caught.value)
+    assert refusal_line(BatchNorm.__call__, "self.history.append") in message
+    assert "mode='tape'" in message
+
+
+class Box:
+    def keep(self, v):
+        self.v = v
+
+
+def stores_through_a_method(x, data):
+    box = Box()
+    box.keep(x * data[0])  # its result unused: it matters only by what it stores
+    return np.sum(box.v**2)
+
+
+def test_a_call_kept_only_for_what_it_stores_is_refused_not_ignored():
+    args = (RNG.standard_normal(3), data_pair())
+    for mode in ("s2s",):
+        with pytest.raises(sg.UnsupportedError, match="is not used") as caught:
+            sg.grad(stores_through_a_method, mode=mode)(*args)
+        assert refusal_line(stores_through_a_method, "box.keep(") in str(caught.value)
+    expected = numeric_grad(stores_through_a_method, args, 0)
+    assert_close(sg.grad(stores_through_a_method, mode="tape")(*args), expected, atol=1e-6)
+    with pytest.warns(UserWarning, match="is not used"):  # auto: the tape, right
+        assert_close(sg.grad(stores_through_a_method)(*args), expected, atol=1e-6)
 
 
 def dense_from_spec(x, spec):
