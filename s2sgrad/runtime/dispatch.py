@@ -81,7 +81,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         pullback = functools.partial(vjp.backward, saved)
         spread = _spread(pullback, positions, full_args, tuple_result=len(positions) > 1)
         return value, lambda g: spread(g)[len(bound_self) :]
-    if not tape:
+    if not tape and not _is_builtin(target):  # list(xs), sorted(xs): the tape only copies
         from s2sgrad.errors import UnsupportedError
 
         reason = _TAPE_ONLY.get((target, positions), "it has no source to transform")
@@ -91,6 +91,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     value, pullback = tape_vjp(target, full_args, kwargs, positions)
     spread = _spread(pullback, positions, full_args, tuple_result=True)
     return value, lambda g: spread(g)[len(bound_self) :]
+
+
+def _is_builtin(function: Any) -> bool:
+    import builtins
+
+    name = getattr(function, "__name__", None)
+    return name is not None and getattr(builtins, name, None) is function
 
 
 def _generated_vjp(target, full_args, positions, warn):
