@@ -13,7 +13,7 @@ import types
 import warnings
 from typing import Any
 
-from s2sgrad.runtime.core import zeros_like_value
+from s2sgrad.runtime.core import vjp_call, zeros_like_value
 
 __all__ = ["dynamic_vjp", "transformed_vjp", "dynamic_jvp", "transformed_jvp"]
 
@@ -193,6 +193,15 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     from s2sgrad.rules.registry import get_rule, per_argument
 
+    if function is vjp_call:
+        # A rule called, not inlined: differentiate the rule's own code. The tape may take
+        # over for a rule with *args (np.meshgrid's): it is s2sgrad's code, not the user's.
+        primitive, *rest = args
+        value, tangent = _dispatch_jvp(
+            get_rule(primitive).vjp, tangents[1:], tuple(rest), kwargs, tape=True
+        )
+        count = len(rest) - 2  # the primitive's arguments, after g and ans
+        return per_argument(value, count), per_argument(tangent, count)
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         if rule.custom_jvp is None:
