@@ -6,19 +6,24 @@ closure cells and builtins before any code is written.
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import builtins
+import dis
 import inspect
 import linecache
+import re
 import textwrap
+import tokenize
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
 import gast
 
-from s2sgrad.errors import S2SGradError, where
+from s2sgrad.errors import S2SGradError, UnsupportedError, where
 from s2sgrad.python_ast import to_gast
 from s2sgrad.syntax import walk
 
@@ -106,25 +111,8 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
             f"{_describe(function)}: s2sgrad can only read the source of Python functions; "
             "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
         )
-    try:
-        lines, first_line, tree = read_definition(function)
-    except (OSError, TypeError) as error:
-        raise S2SGradError(
-            f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
-            f"{function.__qualname__} ({error}); define it in a file, or use mode='tape'"
-        ) from None
+    node, first_line = _checked_node(function, code)
     filename = code.co_filename
-    source = textwrap.dedent("".join(lines))
-    if function.__name__ == "<lambda>":
-        first = lines[0]
-        indent = (
-            len(first)
-            - len(first.lstrip())
-            - (len(source.splitlines()[0]) - len(source.splitlines()[0].lstrip()))
-        )
-        node = _lambda_node(source, code, filename, first_line, indent)
-    else:
-        node = _function_node(source, tree, function, filename, first_line)
     closure = {}
     if function.__closure__:
         for name, cell in zip(code.co_freevars, function.__closure__):
@@ -140,6 +128,234 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         globals=function.__globals__,
         closure=closure,
     )
+
+
+def _checked_node(function: Any, code: types.CodeType) -> tuple[gast.FunctionDef, int]:
+    """``function``'s syntax tree and first line, from source that compiles to the code it
+    runs: source edited after the function was defined is refused, not differentiated.
+
+    ``linecache`` may still hold the lines the function was compiled from, which are the
+    right ones; only when they do not match is the file read again.
+    """
+    generated = getattr(function, "__s2sgrad_generated__", None) is not None
+    for reread in (False, True):
+        if reread:
+            linecache.checkcache(code.co_filename)
+        try:
+            lines, first_line, tree = read_definition(function)
+        except (OSError, TypeError) as error:
+            raise S2SGradError(
+                f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
+                f"{function.__qualname__} ({error}); define it in a file, or use mode='tape'"
+            ) from None
+        except (SyntaxError, IndexError, ValueError, tokenize.TokenError):
+            continue  # the lines at the code's position are not a whole definition
+        try:
+            node, definition = _definition_node(function, code, lines, first_line, tree)
+        except S2SGradError as error:
+            if reread and _names_the_function(lines, code):
+                raise error from None  # the function's own source, which cannot be read
+            continue
+        if generated or _runs_as(definition, "".join(lines), function, code):
+            return node, first_line
+    raise UnsupportedError(
+        f"{where(code.co_filename, code.co_firstlineno)}: the source of "
+        f"{function.__qualname__} on disk no longer matches the code that runs (the file "
+        "was edited after it was imported); reload the module (importlib.reload) or "
+        "restart, or use mode='tape'"
+    )
+
+
+def _definition_node(function, code, lines, first_line, tree):
+    """The gast FunctionDef the transformer works on, and the ``ast`` definition (a
+    FunctionDef, or a Lambda) it came from, to compile and compare with ``code``."""
+    filename = code.co_filename
+    source = textwrap.dedent("".join(lines))
+    if function.__name__ == "<lambda>":
+        first = lines[0]
+        indent = (
+            len(first)
+            - len(first.lstrip())
+            - (len(source.splitlines()[0]) - len(source.splitlines()[0].lstrip()))
+        )
+        node, lam = _lambda_node(source, code, filename, first_line, indent)
+        return node, gast.gast_to_ast(lam)
+    if tree is None:
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as error:
+            raise S2SGradError(
+                f"{where(filename, first_line)}: could not parse the source of "
+                f"{function.__qualname__}: {error.msg}"
+            ) from None
+    return _function_node(tree, function, filename, first_line), tree.body[0]
+
+
+def _names_the_function(lines: list[str], code: types.CodeType) -> bool:
+    """Whether ``lines`` still begin the function's definition (so that a failure to read
+    them is the transformer's limit, not an edited file)."""
+    if code.co_name == "<lambda>":
+        return bool(lines) and "lambda" in lines[0]
+    heading = next((line.strip() for line in lines if not line.lstrip().startswith("@")), "")
+    pattern = rf"(async\s+)?def\s+{re.escape(code.co_name)}\b"
+    return bool(lines) and lines[0].lstrip()[:1] in ("@", "d", "a") and bool(
+        re.match(pattern, heading)
+    )
+
+
+# the code a definition compiles to, compared with the code a function runs ---------------
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+_FUTURE_FLAGS &= ~inspect.CO_NESTED  # nested_scopes shares CO_NESTED's bit
+_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # code → its source
+
+
+def _runs_as(definition: ast.AST, text: str, function: Any, code: types.CodeType) -> bool:
+    """Whether ``definition`` compiles, in a scope like ``function``'s, to ``code``.
+
+    Compiling checks what no comparison of names or lines can (``x + y`` edited into
+    ``x - y``). The definition is wrapped in functions and classes named after the
+    qualified name, so that free variables, ``super()`` and private names compile as they
+    did.
+    """
+    if _CHECKED.get(code) == text:
+        return True
+    qualname = getattr(code, "co_qualname", None) or function.__qualname__
+    module = ast.Module(body=[_in_scope(definition, code, qualname)], type_ignores=[])
+    try:
+        compiled = compile(
+            ast.fix_missing_locations(module),
+            code.co_filename,
+            "exec",
+            flags=code.co_flags & _FUTURE_FLAGS,
+            dont_inherit=True,
+        )
+    except (SyntaxError, ValueError, TypeError):
+        return False
+    candidate = _find_code(compiled, code.co_name)
+    if candidate is None or not _same_code(candidate, code):
+        return False
+    _CHECKED[code] = text
+    return True
+
+
+def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.stmt:
+    statement = definition if isinstance(definition, ast.stmt) else ast.Expr(value=definition)
+    scopes = []  # (is_function, name), outermost first
+    parts = qualname.split(".")[:-1]
+    index = 0
+    while index < len(parts):
+        is_function = index + 1 < len(parts) and parts[index + 1] == "<locals>"
+        scopes.append((is_function, parts[index]))
+        index += 2 if is_function else 1
+    has_class = any(not is_function for is_function, _ in scopes)
+    free = [n for n in code.co_freevars if not (n == "__class__" and has_class)]
+    if free and not any(is_function for is_function, _ in scopes):
+        scopes.insert(0, (True, "_scope"))
+    innermost = max((i for i, (is_function, _) in enumerate(scopes) if is_function), default=-1)
+    for index in reversed(range(len(scopes))):
+        is_function, name = scopes[index]
+        body = [statement]
+        if index == innermost:
+            body = [_assign_none(free), *body]
+        if is_function:
+            statement = ast.FunctionDef(
+                name=name,
+                args=ast.arguments(
+                    posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]
+                ),
+                body=body,
+                decorator_list=[],
+                returns=None,
+                type_params=[],
+            )
+        else:
+            statement = ast.ClassDef(
+                name=name, bases=[], keywords=[], body=body, decorator_list=[], type_params=[]
+            )
+    return statement
+
+
+def _assign_none(names: list[str]) -> ast.stmt:
+    if not names:
+        return ast.Pass()
+    targets = [ast.Name(id=name, ctx=ast.Store()) for name in names]
+    return ast.Assign(targets=targets, value=ast.Constant(value=None))
+
+
+def _find_code(code: types.CodeType, name: str) -> types.CodeType | None:
+    """The outermost code object named ``name`` inside ``code`` (breadth first)."""
+    queue = [code]
+    while queue:
+        inner = [c for item in queue for c in item.co_consts if isinstance(c, types.CodeType)]
+        for candidate in inner:
+            if candidate.co_name == name:
+                return candidate
+        queue = inner
+    return None
+
+
+def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
+    return (
+        (a.co_code == b.co_code or _instructions(a) == _instructions(b))
+        and a.co_names == b.co_names
+        and a.co_varnames == b.co_varnames
+        and a.co_freevars == b.co_freevars
+        and a.co_cellvars == b.co_cellvars
+        and a.co_argcount == b.co_argcount
+        and a.co_posonlyargcount == b.co_posonlyargcount
+        and a.co_kwonlyargcount == b.co_kwonlyargcount
+        and not (a.co_flags ^ b.co_flags) & ~inspect.CO_NESTED
+        and len(a.co_consts) == len(b.co_consts)
+        and all(map(_same_constant, a.co_consts, b.co_consts))
+    )
+
+
+_BY_INDEX = frozenset(("LOAD_CONST", "RETURN_CONST", "KW_NAMES"))
+_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+
+
+def _instructions(code: types.CodeType) -> list[tuple]:
+    """``code``'s instructions, without what the compiler chooses by the module around it.
+
+    CPython 3.11 calls ``np.sin(x)`` with LOAD_ATTR (and a PUSH_NULL) instead of
+    LOAD_METHOD when ``np`` was imported in the module, which a definition compiled on
+    its own cannot know. Jumps are compared by the instruction they reach, constants by
+    their index (``co_consts`` is compared on its own).
+    """
+    kept, after = [], {}  # after: offset → how many kept instructions start there or later
+    for instruction in reversed(list(dis.get_instructions(code))):
+        if instruction.opname not in ("PUSH_NULL", "EXTENDED_ARG", "CACHE", "NOP"):
+            kept.append(instruction)
+        after[instruction.offset] = len(kept)  # a jump to a dropped one reaches the next
+    kept.reverse()
+    position = {offset: len(kept) - count for offset, count in after.items()}
+    result = []
+    for instruction in kept:
+        name = "LOAD_ATTR" if instruction.opname == "LOAD_METHOD" else instruction.opname
+        if instruction.opcode in _JUMPS:
+            argument = position.get(instruction.argval)
+        elif instruction.opname in _BY_INDEX:
+            argument = instruction.arg
+        else:
+            argument = instruction.argval
+        result.append((name, argument))
+    return result
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, types.CodeType):
+        return _same_code(a, b)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(map(_same_constant, a, b))
+    if isinstance(a, str) and "<locals>" in a and "<locals>" in b:
+        return a.rsplit(".", 1)[-1] == b.rsplit(".", 1)[-1]  # 3.10: a nested def's qualname
+    if isinstance(a, (float, complex)):
+        return repr(a) == repr(b)  # 0.0 and -0.0 differ
+    return a == b
 
 
 def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
@@ -183,15 +399,8 @@ def _last_line(code: types.CodeType) -> int | None:
     return max(ends, default=None)
 
 
-def _function_node(source, tree, function, filename, first_line) -> gast.FunctionDef:
-    try:
-        module = to_gast(tree if tree is not None else ast.parse(source))
-    except SyntaxError as error:
-        raise S2SGradError(
-            f"{where(filename, first_line)}: could not parse the source of "
-            f"{function.__qualname__}: {error.msg}"
-        ) from None
-    node = module.body[0]
+def _function_node(tree, function, filename, first_line) -> gast.FunctionDef:
+    node = to_gast(tree).body[0] if tree.body else None
     if not isinstance(node, gast.FunctionDef):
         raise S2SGradError(
             f"{where(filename, first_line)}: {function.__qualname__} is not defined by a plain "
@@ -201,8 +410,11 @@ def _function_node(source, tree, function, filename, first_line) -> gast.Functio
     return node
 
 
-def _lambda_node(source, code, filename, first_line, indent) -> gast.FunctionDef:
-    """Find the lambda whose code object is ``code`` in its source lines.
+def _lambda_node(
+    source, code, filename, first_line, indent
+) -> tuple[gast.FunctionDef, gast.Lambda]:
+    """Find the lambda whose code object is ``code`` in its source lines: the function made
+    of it, and the lambda itself.
 
     ``indent`` is how much indentation dedenting removed, to compare columns.
     """
@@ -244,7 +456,7 @@ def _lambda_node(source, code, filename, first_line, indent) -> gast.FunctionDef
         type_comment=None,
         type_params=[],
     )
-    return gast.copy_location(node, lam)
+    return gast.copy_location(node, lam), lam
 
 
 def _parse_fragment(source: str) -> tuple[gast.Module | None, bool]:
