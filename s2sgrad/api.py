@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import S2SGradError, where
+from s2sgrad.freshness import Assumptions
 from s2sgrad.runtime import as_gradient, is_foreign_array
 from s2sgrad.specialize import signature
 from s2sgrad.transform import call_specialised, derivative
@@ -157,6 +158,7 @@ class _Transform:
         self.generated: dict[tuple, Any] = {}  # argument signature → compiled function
         self.fast: dict[tuple, Any] = {}  # (shape, dtype) of each array argument → function
         self.latest = None  # the GeneratedFunction that ran last (for sg.source)
+        self.assumptions = Assumptions()  # what the generated code above depends on
         self.use_tape = mode == "tape"
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
@@ -205,12 +207,15 @@ class _Transform:
             except (KeyError, AttributeError, TypeError):
                 pass
             else:  # stored keys come from floating arrays, and the key holds the dtype
-                return function(*args)
+                if self.assumptions.hold():  # the names f reads hold what they held
+                    return function(*args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
         if self.bound_self is not None:
             args = (self.bound_self, *args)
+        if not self.use_tape and not self.assumptions.current():
+            self._forget()
         if not self.use_tape:
             key = signature(args, kwargs)
             function = self.generated.get(key)
@@ -247,9 +252,17 @@ class _Transform:
             self.use_tape = True
             return None
 
+    def _forget(self) -> None:
+        """Drop generated code that a rebound name made stale; the next call builds anew."""
+        self.generated.clear()
+        self.fast.clear()
+        self.assumptions = Assumptions()
+        self.latest = None
+
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
         result, generated = call_specialised(generated, args, kwargs, key)
+        self.assumptions.include(generated.assumptions)
         self.latest = generated
         function = generated.function
         if self.wrap_single:

@@ -24,6 +24,7 @@ from typing import Any
 
 import gast
 
+from s2sgrad.freshness import Assumptions
 from s2sgrad.python_ast import to_python_ast
 from s2sgrad.syntax import COMMENT_MARK, walk
 
@@ -63,6 +64,11 @@ class GeneratedFunction:
         self.specialised_for = None  # the argument signature it was specialised to
         self.specialisations: dict[tuple, GeneratedFunction] = {}  # signature → its code
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
+        # the user's free names the code reads (entries of s2sgrad.freshness): ``live``
+        # maps the data ones to their entries, copied into the code's globals as they change;
+        # ``assumptions`` holds every entry the code depends on, its callees' included
+        self.live: dict[str, Any] = {}
+        self.assumptions = Assumptions()
 
     @functools.cached_property
     def namespace(self) -> dict[str, Any]:
@@ -97,6 +103,9 @@ class GeneratedFunction:
         module_globals.update(self.namespace)
         exec(compile(source, filename, "exec"), module_globals)
         function = module_globals[self.node.name]
+        for name, entry in self.live.items():
+            if name in module_globals:
+                entry.mirror(function)
         if self.companion is not None:
             function.backward = self.companion.function
         function.__s2sgrad_generated__ = self

@@ -198,9 +198,7 @@ def _names_the_function(lines: list[str], code: types.CodeType) -> bool:
         return bool(lines) and "lambda" in lines[0]
     heading = next((line.strip() for line in lines if not line.lstrip().startswith("@")), "")
     pattern = rf"(async\s+)?def\s+{re.escape(code.co_name)}\b"
-    return bool(lines) and lines[0].lstrip()[:1] in ("@", "d", "a") and bool(
-        re.match(pattern, heading)
-    )
+    return re.match(pattern, heading) is not None
 
 
 # the code a definition compiles to, compared with the code a function runs ---------------

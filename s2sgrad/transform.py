@@ -25,13 +25,20 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.codegen import GeneratedFunction, compile_ast, compile_function, unique_name
+from s2sgrad.codegen import (
+    GeneratedFunction,
+    compile_ast,
+    compile_function,
+    generated_of,
+    unique_name,
+)
 from s2sgrad.errors import (
     UnsupportedError,
     no_forward_derivative,
     where,
 )
 from s2sgrad.forward import forward_sweep
+from s2sgrad.freshness import Assumptions, entry_for, is_data
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
 from s2sgrad.operations import classify, refuse_untracked_writes
@@ -161,8 +168,8 @@ def derivative(
     options = key[1:]
     with _lock:
         generated = _cache.get(function, options)
-        if generated is not None:
-            return generated
+        if generated is not None and generated.assumptions.current():
+            return generated  # else a name it read now holds something else: build anew
         if key in _in_progress:
             raise UnsupportedError(
                 f"{parse_function(function).location()}: {function.__qualname__} calls itself; "
@@ -205,13 +212,15 @@ def _build(request: _Request) -> GeneratedFunction:
     local_names = parameters | names_written_in(node)
 
     namespace = Namespace(names)
-    for name in sorted(names_read_in(node) - local_names):
+    free_names = sorted(names_read_in(node) - local_names)
+    for name in free_names:
         obj = parsed.resolve_name(name)
         if obj is NOT_FOUND:
             continue
         if name in parsed.globals or name in parsed.closure:
             _refuse_foreign_array(parsed, node, name, obj)
             namespace.bind_existing(name, obj)
+    live, assumptions = _free_name_entries(parsed, free_names)
 
     def output_names(statement: gast.Return) -> set[str]:
         value = statement.value
@@ -227,16 +236,19 @@ def _build(request: _Request) -> GeneratedFunction:
     refuse_untracked_writes(node.body, parsed, local_names, activity)
 
     if request.kind == "jvp":
-        return _build_jvp(request, parsed, node, activity, names, namespace, local_names)
+        generated = _build_jvp(
+            request, parsed, node, activity, names, namespace, local_names, assumptions
+        )
+        return _depending(generated, live, assumptions)
 
     def callee_vjp(function, active, call_node):
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             return runtime.custom_vjp(function, _positions(function, active))
         containers = getattr(call_node, "_s2s_containers", frozenset())
-        return derivative(
-            function, active, "vjp", containers=containers, dynamic=request.dynamic
-        ).function
+        callee = derivative(function, active, "vjp", containers=containers, dynamic=request.dynamic)
+        assumptions.include(callee.assumptions)
+        return callee.function
 
     sweeps = reverse_sweeps(
         parsed,
@@ -265,7 +277,8 @@ def _build(request: _Request) -> GeneratedFunction:
         generated.companion = compile_function(
             backward_function, namespace.objects, parsed.location()
         )
-        return generated
+        _depending(generated.companion, live, assumptions)
+        return _depending(generated, live, assumptions)
     generated = compile_function(assembled, namespace.objects, parsed.location(), finish)
     generated.shapes_follow_arguments = request.kind != "vjp" and shapes_follow_arguments(
         node.body, parsed.resolve
@@ -274,6 +287,40 @@ def _build(request: _Request) -> GeneratedFunction:
     generated.defines_functions = any(
         type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
     )
+    return _depending(generated, live, assumptions)
+
+
+def _free_name_entries(parsed: ParsedFunction, free_names: list[str]):
+    """The entries (s2sgrad.freshness) of the globals and closure variables the code reads:
+    the data ones by name, and all of them, with what the code it was made from assumed
+    when that is generated code itself (a derivative differentiated again)."""
+    function = parsed.function
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+    inner = generated_of(function)
+    live: dict = {}
+    assumptions = Assumptions(inner.assumptions if inner is not None else ())
+    for name in free_names:
+        if inner is not None:  # its globals are its own: helpers, and copies of user data
+            if name in inner.live:
+                live[name] = inner.live[name]
+            continue
+        if name in cells:
+            entry = entry_for(cells[name], name)
+        elif name in parsed.closure:
+            continue  # a name the passes gave a helper of their own
+        elif name in parsed.globals or not hasattr(builtins, name):
+            entry = entry_for(parsed.globals, name)
+        else:
+            continue  # a builtin
+        assumptions.include([entry])
+        if is_data(entry.expected):
+            live[name] = entry
+    return live, assumptions
+
+
+def _depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions):
+    generated.live = live
+    generated.assumptions = assumptions
     return generated
 
 
@@ -318,7 +365,7 @@ def _complex_refusal(parsed: ParsedFunction, where_node, what: str) -> Unsupport
     return error
 
 
-def _build_jvp(request, parsed, node, activity, names, namespace, local_names):
+def _build_jvp(request, parsed, node, activity, names, namespace, local_names, assumptions):
     """Forward mode: ``f_jvp(*args, **tangents) -> (value, tangent)``."""
 
     def callee_jvp(function, active):
@@ -328,6 +375,7 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names):
                 raise no_forward_derivative(function, parsed.location())
             return runtime.custom_jvp_call(function, _positions(function, active))
         generated = derivative(function, active, "jvp", dynamic=request.dynamic)
+        assumptions.include(generated.assumptions)
         function_object = generated.function
         function_object.tangent_names = generated.tangent_names
         return function_object
@@ -426,6 +474,7 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
         return compile_ast(node, namespace, generated.origin)
 
     namespace = dict(generated.given_namespace)
+    namespace.update((name, entry.expected) for name, entry in generated.live.items())
     try:
         with without_garbage_collection():
             result, node = probe_and_specialise(
@@ -443,7 +492,7 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
         fold_constants(node.body)
     fast = compile_function(node, namespace, generated.origin)
     fast.specialised_for = signature(args, kwargs)
-    return result, fast
+    return result, _depending(fast, generated.live, generated.assumptions)
 
 
 # assembly --------------------------------------------------------------------------------

@@ -421,6 +421,10 @@ def batched_twin(function: types.FunctionType) -> types.FunctionType:
     namespace.update(
         {name: _replacement(obj, runtime_objects) for name, obj in function.__globals__.items()}
     )
+    live = getattr(getattr(function, "__s2sgrad_generated__", None), "live", {})
+    for name, entry in live.items():
+        if name in namespace:  # the user's data, which the twin reads as it changes too
+            entry.mirror(twin)
     return twin
 
 
