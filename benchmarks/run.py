@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import importlib.util
+import operator
 import os
 import platform
 import statistics
@@ -38,6 +39,7 @@ from workloads import WORKLOADS, Workload, rnn_saved_bytes
 
 HERE = Path(__file__).resolve().parent
 TRANSFORM_TARGET_MS = 50.0
+FRESHNESS_TARGET_PERCENT = 3.0
 
 
 def load_s2sgrad():
@@ -157,6 +159,7 @@ class Result:
     skipped: str | None = None  # why s2sgrad was not timed
     wrong: bool = False
     peaks: dict[str, int] = field(default_factory=dict)
+    freshness: dict[str, float] = field(default_factory=dict)  # see freshness_cost
 
     @property
     def ratio(self) -> float | None:
@@ -231,9 +234,43 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
             result.times |= interleaved_minimum({title: call}, options.rounds, options.seconds)
     for name, call in main.items():
         result.peaks[name] = peak_bytes(call)
+    if "s2sgrad" in calls and hasattr(dfn, "assumptions"):
+        result.freshness = freshness_cost(dfn, args, options)
     if w.name == "rnn":
         result.peaks["hand saved"] = rnn_saved_bytes(*args)
     return result
+
+
+def without_freshness_checks(dfn) -> Callable:
+    """``dfn``'s call as it was before it checked the names f reads: the same dictionary
+    lookup of the compiled function for these shapes, then the call."""
+    fast, shape_and_dtype = dfn.fast, operator.attrgetter("shape", "dtype")
+
+    def call(*args, **kwargs):
+        if not (kwargs or dfn.use_tape or dfn.bound_self is not None):
+            try:
+                function = fast[tuple(map(shape_and_dtype, args))]
+            except (KeyError, AttributeError, TypeError):
+                pass
+            else:
+                return function(*args)
+        return dfn._call(args, kwargs)
+
+    return call
+
+
+def freshness_cost(dfn, args: tuple, options) -> dict[str, float]:
+    """Seconds per call of s2sgrad's gradient, of the same call without the freshness
+    checks, and of the checks alone, timed in alternating rounds."""
+    unchecked = without_freshness_checks(dfn)
+    calls = {
+        "with": lambda: dfn(*args),
+        "without": lambda: unchecked(*args),
+        "check": dfn.assumptions.hold,
+    }
+    times = interleaved_minimum(calls, options.rounds, options.seconds)
+    times["names"] = len(dfn.assumptions.entries)
+    return times
 
 
 # --------------------------------------------------------------------------------------------
@@ -330,6 +367,24 @@ def print_table(results: list[Result], extra: list[str]) -> None:
         print("  ".join(cells))
 
 
+def print_freshness(results: list[Result]) -> None:
+    print(
+        "\nCost of the freshness checks (each call checks that the globals and closure "
+        f"variables f reads hold what they held; target < {FRESHNESS_TARGET_PERCENT:.0f} %)"
+    )
+    for r in results:
+        times = r.freshness
+        if not times:
+            continue
+        added = (times["with"] - times["without"]) / times["without"] * 100
+        alone = times["check"] / times["with"] * 100
+        print(
+            f"  {r.workload.key} {r.workload.name:<12} with checks {microseconds(times['with'])} "
+            f"µs, without {microseconds(times['without'])} µs: {added:+.1f} %; the check "
+            f"alone {times['check'] * 1e9:.0f} ns ({alone:.1f} %, {times['names']} names)"
+        )
+
+
 def print_memory(results: list[Result]) -> None:
     print("\nPeak memory of one gradient call (tracemalloc; includes the returned gradients)")
     for r in results:
@@ -403,6 +458,7 @@ def main(argv=None) -> int:
         t for t in ("autograd", "jax", "jax.jit", "torch") if any(t in r.times for r in results)
     ]
     print_table(results, extra)
+    print_freshness(results)
     print_memory(results)
 
     verdicts = [r.verdict for r in results]

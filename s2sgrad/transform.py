@@ -17,6 +17,7 @@ import contextlib
 import gc
 import inspect
 import threading
+import types
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -193,6 +194,7 @@ def _build(request: _Request) -> GeneratedFunction:
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
     _refuse_complex_literals(parsed, node)
+    _check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
     desugar(node, names, parsed.location, parsed.resolve)
     refusal = getattr(node, "s2s_refusal", None)
@@ -221,6 +223,7 @@ def _build(request: _Request) -> GeneratedFunction:
             _refuse_foreign_array(parsed, node, name, obj)
             namespace.bind_existing(name, obj)
     live, assumptions = _free_name_entries(parsed, free_names)
+    assumptions.include(_module_function_entries(parsed, node))
 
     def output_names(statement: gast.Return) -> set[str]:
         value = statement.value
@@ -316,6 +319,23 @@ def _free_name_entries(parsed: ParsedFunction, free_names: list[str]):
         if is_data(entry.expected):
             live[name] = entry
     return live, assumptions
+
+
+def _module_function_entries(parsed: ParsedFunction, node: gast.FunctionDef) -> list:
+    """Entries for functions called through a module of the user's (``layers.dense(x)``),
+    which a reload or a patch may replace without rebinding any name the code reads."""
+    entries = []
+    for call_node in walk(node):
+        if type(call_node) is not gast.Call or type(call_node.func) is not gast.Attribute:
+            continue
+        module = parsed.resolve(call_node.func.value)
+        if not isinstance(module, types.ModuleType):
+            continue
+        if module.__name__.partition(".")[0] in ("numpy", "s2sgrad", "builtins", "math"):
+            continue
+        if isinstance(getattr(module, call_node.func.attr, None), types.FunctionType):
+            entries.append(entry_for(module.__dict__, call_node.func.attr))
+    return entries
 
 
 def _depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions):
@@ -776,6 +796,21 @@ def _check_signature(parsed: ParsedFunction, node, wrt) -> None:
     for name in wrt:
         if name not in known:
             raise ValueError(f"{parsed.location()}: {parsed.name} has no parameter {name!r}")
+
+
+def _check_no_outer_writes(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
+    """Refuse ``global x`` and ``nonlocal x`` of a name outside the function: generated
+    code lives in a module of its own, and would write somewhere else."""
+    outer = set(parsed.function.__code__.co_freevars)
+    for statement in walk(node):
+        kind = type(statement)
+        if kind is gast.Global or (kind is gast.Nonlocal and outer & set(statement.names)):
+            word = "global" if kind is gast.Global else "nonlocal"
+            raise UnsupportedError(
+                f"{parsed.location(statement)}: {parsed.function.__qualname__} assigns the "
+                f"{word} name {', '.join(statement.names)}, which generated code cannot write "
+                "back; pass the value in and return the new one, or use mode='tape'"
+            )
 
 
 def _arguments(names: list[str]) -> gast.arguments:

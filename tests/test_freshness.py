@@ -335,3 +335,60 @@ def test_unedited_source_is_accepted_in_every_kind_of_scope(tmp_path):
         call_twice(sg.grad(module.outer(), mode="s2s"), x), numeric_grad(module.outer(), (x,), 0)
     )
     assert_close(call_twice(sg.grad(module.decorated, mode="s2s"), x), 8.0 * x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_helper_replaced_in_its_module_is_differentiated(model, mode):
+    def f(w):
+        return np.sum(model.helper(w) * w)
+
+    gradient = sg.grad(f, mode=mode)
+    w = np.array([0.3, 1.1, -0.7])
+    call_twice(gradient, w)
+    model.helper = cosine_helper  # what a reload or a patch does: no name f reads changes
+    assert_close(call_twice(gradient, w), numeric_grad(f, (w,), 0))
+
+
+calls = 0
+
+
+def counts_its_calls(w):
+    global calls
+    calls = calls + 1
+    return np.sum(w**2)
+
+
+def make_counting():
+    count = 0
+
+    def counting(w):
+        nonlocal count
+        count = count + 1
+        return np.sum(w**3)
+
+    return counting, lambda: count
+
+
+def test_writes_to_globals_and_closures_are_refused_by_s2s():
+    counting, _ = make_counting()
+    for function, word, line in (
+        (counts_its_calls, "global", counts_its_calls.__code__.co_firstlineno + 1),
+        (counting, "nonlocal", counting.__code__.co_firstlineno + 1),
+    ):
+        with pytest.raises(sg.UnsupportedError) as error:
+            sg.grad(function, mode="s2s")(np.ones(2))
+        message = str(error.value)
+        assert f"{__file__}:{line}" in message
+        assert f"the {word} name" in message and "mode='tape'" in message
+
+
+def test_writes_to_globals_and_closures_are_left_to_the_tape_in_auto():
+    global calls
+    counting, count = make_counting()
+    x = np.array([1.0, -2.0])
+    before = calls
+    with pytest.warns(UserWarning, match="global name calls"):
+        assert_close(sg.grad(counts_its_calls)(x), 2.0 * x)
+    with pytest.warns(UserWarning, match="nonlocal name count"):
+        assert_close(sg.grad(counting)(x), 3.0 * x**2)
+    assert calls == before + 1 and count() == 1  # each ran once, as the user wrote it
