@@ -228,14 +228,27 @@ def edited_module(tmp_path, edit):
     return module, path, tag
 
 
-@pytest.mark.parametrize("edit", EDITS)
-def test_source_edited_after_import_is_refused_in_s2s(tmp_path, edit):
-    module, path, _ = edited_module(tmp_path, edit)
-    with pytest.raises(sg.UnsupportedError) as error:
-        sg.grad(module.f, mode="s2s")(np.ones(2))
-    message = str(error.value)
+# f itself is unchanged, only moved: reading it where it now is would be right as well
+MOVED = ("def inserted above", "lines shifted", "one line shifted")
+
+
+def assert_refusal(error, path):
+    message = str(error)
     assert f"{path}:4" in message  # the def the running code came from
     assert "no longer matches" in message and "reload the module" in message
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_source_edited_after_import_is_refused_in_s2s(tmp_path, edit):
+    module, path, tag = edited_module(tmp_path, edit)
+    x = np.array([0.5, -1.5])
+    try:
+        gradient = call_twice(sg.grad(module.f, mode="s2s"), x)
+    except sg.UnsupportedError as error:
+        assert_refusal(error, path)
+    else:  # Python 3.13's inspect finds a def moved down by blank lines
+        assert edit in MOVED
+        assert_close(gradient, 2.0 * tag * x)
 
 
 @pytest.mark.parametrize("edit", EDITS)
@@ -244,12 +257,13 @@ def test_source_edited_after_import_leaves_the_tape_to_differentiate(tmp_path, e
     module, path, tag = edited_module(tmp_path, edit)
     x = np.array([0.5, -1.5])
     gradient = sg.grad(module.f, mode=mode)
-    if mode == "auto":
-        with pytest.warns(UserWarning, match="no longer matches") as caught:
-            first = gradient(x)
-        assert len(caught) == 1 and f"{path}:4" in str(caught[0].message)
-    else:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         first = gradient(x)
+    if mode == "auto" and edit not in MOVED:
+        assert len(caught) == 1
+    for warning in caught:
+        assert_refusal(warning.message, path)
     assert_close(first, 2.0 * tag * x)  # the code that runs, not the file
     assert_close(gradient(x), 2.0 * tag * x)
 
