@@ -193,6 +193,8 @@ def export(
     assignments: list[str] = []
     for part in parts:
         for bound, obj in part.namespace.items():
+            if bound in part.live:  # the user's data as it is now
+                obj = part.live[bound].expected
             text = _import_line(bound, obj, parts)
             if text is None:
                 continue

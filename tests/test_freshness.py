@@ -39,6 +39,10 @@ def twice_loss(w):
     return 2.0 * loss(w)
 
 
+def scaled(w):
+    return np.sum(w**2) * scale
+
+
 def helper(v):
     return np.sin(v)
 
@@ -199,6 +203,17 @@ def test_unchanged_names_keep_the_generated_code(model):
     model.y = np.zeros(5)
     call_twice(gradient, w)
     assert gradient.latest is not ran
+
+
+def test_export_writes_the_values_globals_hold_now(model, tmp_path):
+    w = np.array([1.0, -2.0])
+    sg.grad(model.scaled, mode="s2s")(w)
+    model.scale = 5.0
+    path = sg.export(model.scaled, tmp_path / "dscaled.py")
+    spec = importlib.util.spec_from_file_location("dscaled", path)
+    exported = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(exported)
+    assert_close(exported.dscaled(w), 10.0 * w)
 
 
 # source edited on disk after import -----------------------------------------------------
