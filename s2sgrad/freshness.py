@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Entry", "Assumptions", "entry_for", "is_data", "MISSING"]
+__all__ = ["Entry", "Assumptions", "entry_for", "is_data", "is_frozen", "MISSING"]
 
 
 class _Missing:
@@ -155,6 +155,25 @@ def is_data(value: Any) -> bool:
     """Whether generated code may simply read a new value of this name: not a module, not
     something called, and of a kind :func:`kind_of` can compare."""
     return kind_of(value) is not None
+
+
+def is_frozen(value: Any) -> bool:
+    """Whether shapes read through ``value`` can only change by rebinding its name, which
+    the entries see: an array, a number, a tuple of them, a module (its attributes have
+    entries of their own) or a function. Code reading a list, a dict or another object
+    (whose items or attributes may be replaced in place) is not specialised to shapes.
+
+    Example::
+
+        is_frozen({"W": np.ones(2)})  # False: params["W"] = ... changes it in place
+    """
+    if isinstance(value, (np.ndarray, *_NUMBERS, *_EXACT, types.ModuleType, _Missing)):
+        return not isinstance(value, _Missing)
+    if type(value) is tuple:
+        return all(map(is_frozen, value))
+    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        return True
+    return callable(value) and type(value).__module__.startswith("numpy")
 
 
 _NUMBERS = (float, complex, np.floating, np.complexfloating)

@@ -39,7 +39,7 @@ from s2sgrad.errors import (
     where,
 )
 from s2sgrad.forward import forward_sweep
-from s2sgrad.freshness import Assumptions, entry_for, is_data
+from s2sgrad.freshness import Assumptions, entry_for, is_data, is_frozen
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, _is_literal
 from s2sgrad.operations import classify, refuse_untracked_writes
@@ -223,7 +223,7 @@ def _build(request: _Request) -> GeneratedFunction:
             _refuse_foreign_array(parsed, node, name, obj)
             namespace.bind_existing(name, obj)
     live, assumptions = _free_name_entries(parsed, free_names)
-    assumptions.include(_module_function_entries(parsed, node))
+    assumptions.include(_module_attribute_entries(parsed, node))
 
     def output_names(statement: gast.Return) -> set[str]:
         value = statement.value
@@ -321,26 +321,28 @@ def _free_name_entries(parsed: ParsedFunction, free_names: list[str]):
     return live, assumptions
 
 
-def _module_function_entries(parsed: ParsedFunction, node: gast.FunctionDef) -> list:
-    """Entries for functions called through a module of the user's (``layers.dense(x)``),
-    which a reload or a patch may replace without rebinding any name the code reads."""
+def _module_attribute_entries(parsed: ParsedFunction, node: gast.FunctionDef) -> list:
+    """Entries for what the code reads from a module of the user's (``layers.dense(x)``,
+    ``config.scale``), which a reload or a patch may replace without rebinding any name
+    the code reads."""
     entries = []
-    for call_node in walk(node):
-        if type(call_node) is not gast.Call or type(call_node.func) is not gast.Attribute:
+    for attribute in walk(node):
+        if type(attribute) is not gast.Attribute or type(attribute.ctx) is not gast.Load:
             continue
-        module = parsed.resolve(call_node.func.value)
+        module = parsed.resolve(attribute.value)
         if not isinstance(module, types.ModuleType):
             continue
         if module.__name__.partition(".")[0] in ("numpy", "s2sgrad", "builtins", "math"):
             continue
-        if isinstance(getattr(module, call_node.func.attr, None), types.FunctionType):
-            entries.append(entry_for(module.__dict__, call_node.func.attr))
+        entries.append(entry_for(module.__dict__, attribute.attr))
     return entries
 
 
 def _depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions):
     generated.live = live
     generated.assumptions = assumptions
+    if not all(is_frozen(entry.expected) for entry in assumptions.entries):
+        generated.shapes_follow_arguments = False  # an item replaced in place can reshape
     return generated
 
 

@@ -29,6 +29,8 @@ X = np.ones((4, 3))
 y = np.zeros(4)
 scale = 2.0
 rng = np.random.default_rng(0)
+vec = np.arange(3.0)
+params = {"b": np.arange(3.0)}
 
 
 def loss(w):
@@ -41,6 +43,10 @@ def twice_loss(w):
 
 def scaled(w):
     return np.sum(w**2) * scale
+
+
+def with_params(w):
+    return np.sum((w + params["b"]) ** 2)
 
 
 def helper(v):
@@ -203,6 +209,21 @@ def test_unchanged_names_keep_the_generated_code(model):
     model.y = np.zeros(5)
     call_twice(gradient, w)
     assert gradient.latest is not ran
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_items_replaced_in_place_with_another_shape(model, mode):
+    def through_module(w):
+        return np.sum((w * model.vec) ** 2)
+
+    w = np.array([0.5, -1.0, 2.0])
+    for function in (model.with_params, through_module):
+        gradient = sg.grad(function, mode=mode)
+        call_twice(gradient, w)
+        model.params["b"] = np.arange(6.0).reshape(2, 3)  # the same dict, a new shape
+        model.vec = np.arange(6.0).reshape(2, 3)  # the same module, a new shape
+        assert_close(call_twice(gradient, w), numeric_grad(function, (w,), 0))
+        model.params["b"], model.vec = np.arange(3.0), np.arange(3.0)
 
 
 def test_export_writes_the_values_globals_hold_now(model, tmp_path):
