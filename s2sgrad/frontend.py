@@ -220,10 +220,11 @@ def _runs_as(definition: ast.AST, text: str, function: Any, code: types.CodeType
     if _CHECKED.get(code) == text:
         return True
     qualname = getattr(code, "co_qualname", None) or function.__qualname__
-    module = ast.Module(body=[_in_scope(definition, code, qualname)], type_ignores=[])
+    body = [*_imports(function, code), _in_scope(definition, code, qualname)]
+    module = ast.Module(body=body, type_ignores=[])
     try:
         compiled = compile(
-            ast.fix_missing_locations(module),
+            module,
             code.co_filename,
             "exec",
             flags=code.co_flags & _FUTURE_FLAGS,
@@ -238,8 +239,28 @@ def _runs_as(definition: ast.AST, text: str, function: Any, code: types.CodeType
     return True
 
 
+def _imports(function: Any, code: types.CodeType) -> list[ast.stmt]:
+    """``import np`` for each global the code reads that holds a module: CPython 3.11+
+    compiles ``np.sin(x)`` differently when ``np`` was bound by an import (never run)."""
+    names, stack = set(), [code]
+    while stack:
+        item = stack.pop()
+        names.update(item.co_names)
+        stack.extend(c for c in item.co_consts if isinstance(c, types.CodeType))
+    modules = sorted(n for n in names if isinstance(function.__globals__.get(n), types.ModuleType))
+    imports = [ast.Import(names=[ast.alias(name=name)]) for name in modules]
+    return [ast.fix_missing_locations(statement) for statement in imports]
+
+
 def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.stmt:
-    statement = definition if isinstance(definition, ast.stmt) else ast.Expr(value=definition)
+    """``definition`` inside functions and classes named after ``qualname``, with the
+    code's free variables assigned in the innermost function."""
+    if isinstance(definition, ast.stmt):
+        statement = definition
+    else:  # a lambda: small, and perhaps without locations of its own
+        statement = ast.fix_missing_locations(ast.Expr(value=definition))
+    definition_statement = statement
+    statement = ast.Pass()  # stands for the definition while the wrappers get locations
     scopes = []  # (is_function, name), outermost first
     parts = qualname.split(".")[:-1]
     index = 0
@@ -272,6 +293,12 @@ def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.s
             statement = ast.ClassDef(
                 name=name, bases=[], keywords=[], body=body, decorator_list=[], type_params=[]
             )
+        if index == len(scopes) - 1:
+            wrapping = statement  # the innermost wrapper: its last statement is the Pass
+    if not scopes:
+        return definition_statement
+    ast.fix_missing_locations(statement)  # the wrappers only: the definition has its own
+    wrapping.body[-1] = definition_statement
     return statement
 
 
