@@ -45,6 +45,10 @@ def scaled(w):
     return np.sum(w**2) * scale
 
 
+def scaled_cube(x):
+    return scale * x**3
+
+
 def with_params(w):
     return np.sum((w + params["b"]) ** 2)
 
@@ -183,6 +187,15 @@ def test_second_order_follows_rebound_globals(model, mode):
         assert_close(quiet(hessian, w), expected)
         (product,) = sg.hvp(model.loss, (w,), (v,), mode=mode)
         assert_close(product, expected @ v)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grad_of_grad_follows_a_rebound_global(model, mode):
+    second = sg.grad(sg.grad(model.scaled_cube, mode=mode), mode=mode)
+    call_twice(second, 1.5)
+    for scale in (5.0, -3.0):
+        model.scale = scale
+        assert_close(call_twice(second, 1.5), 6.0 * scale * 1.5)  # d²/dx² scale·x³
 
 
 def test_vjp_and_jvp_follow_rebound_globals(model):
