@@ -383,6 +383,11 @@ as_lambda = lambda x: np.sum(np.cos(x) - 0.0)  # noqa: E731
 """
 
 
+def checks_its_argument(x):
+    assert x.shape == (2,), "pytest rewrites this assert before compiling the module"
+    return np.sum(np.sin(x))
+
+
 def test_unedited_source_is_accepted_in_every_kind_of_scope(tmp_path):
     module = load(tmp_path, SCOPES)
     for function in (
@@ -398,6 +403,7 @@ def test_unedited_source_is_accepted_in_every_kind_of_scope(tmp_path):
         call_twice(sg.grad(module.outer(), mode="s2s"), x), numeric_grad(module.outer(), (x,), 0)
     )
     assert_close(call_twice(sg.grad(module.decorated, mode="s2s"), x), 8.0 * x)
+    assert_close(call_twice(sg.grad(checks_its_argument, mode="s2s"), x), np.cos(x))
 
 
 @pytest.mark.parametrize("mode", MODES)
