@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import S2SGradError, where
-from s2sgrad.freshness import Assumptions
+from s2sgrad.freshness import MISSING, Assumptions
 from s2sgrad.runtime import as_gradient, is_foreign_array
 from s2sgrad.specialize import signature
 from s2sgrad.transform import call_specialised, derivative
@@ -207,7 +207,10 @@ class _Transform:
             except (KeyError, AttributeError, TypeError):
                 pass
             else:  # stored keys come from floating arrays, and the key holds the dtype
-                if self.assumptions.hold():  # the names f reads hold what they held
+                for entry in self.assumptions.entries:  # Assumptions.hold, inlined
+                    if entry.holder.get(entry.name, MISSING) is not entry.expected:
+                        break  # a name f reads holds something else now
+                else:
                     return function(*args)
         return self._call(args, kwargs)
 

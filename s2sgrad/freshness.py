@@ -44,16 +44,33 @@ MISSING = _Missing()  # what an unbound name or an empty cell holds
 _lock = threading.RLock()
 
 
+class _Cell:
+    """A closure cell read like a dictionary, so that every entry is checked alike."""
+
+    __slots__ = ("cell",)
+
+    def __init__(self, cell: types.CellType):
+        self.cell = cell
+
+    def get(self, name: str, default: Any) -> Any:
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # an emptied cell
+            return default
+
+
 class Entry:
     """One free name of the user's code: where it lives, what it held, and its kind.
 
-    ``holder`` is the module's globals dict (with ``name``) or a closure cell.
+    ``holder`` is the module's globals dict (with ``name``) or a closure cell, both read
+    with ``holder.get(name, MISSING)``.
     """
 
-    __slots__ = ("holder", "name", "expected", "kind", "stale", "mirrors", "__weakref__")
+    __slots__ = ("holder", "name", "expected", "kind", "stale", "mirrors", "key", "__weakref__")
 
     def __init__(self, holder: dict | types.CellType, name: str, value: Any):
-        self.holder = holder
+        self.key = (id(holder), name)
+        self.holder = holder if type(holder) is dict else _Cell(holder)
         self.name = name
         self.expected = value
         self.kind = kind_of(value)
@@ -61,13 +78,7 @@ class Entry:
         self.mirrors: weakref.WeakSet = weakref.WeakSet()  # functions whose globals copy it
 
     def read(self) -> Any:
-        holder = self.holder
-        if type(holder) is dict:
-            return holder.get(self.name, MISSING)
-        try:
-            return holder.cell_contents
-        except ValueError:  # an emptied cell
-            return MISSING
+        return self.holder.get(self.name, MISSING)
 
     def refresh(self) -> bool:
         """Take the name's current value if it is of the same kind; False if stale."""
@@ -91,9 +102,8 @@ class Entry:
 
     def retire(self) -> None:
         self.stale = True
-        key = (id(self.holder), self.name)
-        if _ENTRIES.get(key) is self:
-            del _ENTRIES[key]
+        if _ENTRIES.get(self.key) is self:
+            del _ENTRIES[self.key]
 
 
 _ENTRIES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
@@ -134,11 +144,7 @@ class Assumptions:
         """Whether every name still holds what the generated code last saw (the check
         each call makes; a few dictionary reads)."""
         for entry in self.entries:
-            holder = entry.holder
-            if type(holder) is dict:
-                if holder.get(entry.name, MISSING) is not entry.expected:
-                    return False
-            elif entry.read() is not entry.expected:
+            if entry.holder.get(entry.name, MISSING) is not entry.expected:
                 return False
         return True
 
