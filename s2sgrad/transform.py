@@ -13,6 +13,7 @@ and options.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import gc
 import inspect
