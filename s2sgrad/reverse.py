@@ -673,10 +673,8 @@ class _Reverse:
             return []
         if isinstance(target, gast.Name):
             cotangent: gast.expr = load(self.adjoint(target.id))
-        else:
-            cotangent = gast.Tuple(
-                elts=[self.tuple_entry(t, statement) for t in targets], ctx=gast.Load()
-            )
+        else:  # a, b = v (A-normal form): v's cotangent has v's structure
+            return self.backward_unpacking(statement, target, targets)
         answer: gast.expr = clone(target)
         for node in walk(answer):
             if isinstance(node, gast.Name):
@@ -743,6 +741,22 @@ class _Reverse:
                 f"{operation.description}; use mode='tape'"
             )
         return block
+
+    def backward_unpacking(self, statement, target, targets: list[str]) -> list[gast.stmt]:
+        """``a, *rest = v``: ``dv = unpack_cotangent((da, drest), v, star=1)``, an array for
+        an array, a list for a list or tuple."""
+        parts = gast.Tuple(elts=[self.tuple_entry(t, statement) for t in targets], ctx=gast.Load())
+        for t in targets:
+            self.defined.discard(t)  # earlier values of t have cotangents of their own
+            self.owned.discard(self.adjoint(t))
+        value = statement.value
+        if not (isinstance(value, gast.Name) and self.active(value.id)):
+            return []
+        arguments = [parts, load(value.id)]
+        star = _star_position(target)
+        keywords = {} if star is None else {"star": constant(star)}
+        cotangent = call(self.helper("unpack_cotangent"), arguments, keywords)
+        return self.contribute(value.id, cotangent, statement)
 
     def backward_list_pop(self, statement, target: str, owner: str) -> list[gast.stmt]:
         """``v = items.pop()``: dv goes back on d(items), zeros if nothing flowed into v.
@@ -1134,9 +1148,19 @@ def _parameters(node: gast.FunctionDef) -> set[str]:
 
 
 def _target_names(target: gast.expr) -> list[str]:
+    """The names a target binds: one, or (A-normal form) a flat tuple of them, one maybe
+    starred."""
     if isinstance(target, gast.Name):
         return [target.id]
-    return [e.id for e in target.elts if isinstance(e, gast.Name)]
+    elements = [e.value if isinstance(e, gast.Starred) else e for e in target.elts]
+    return [e.id for e in elements if isinstance(e, gast.Name)]
+
+
+def _star_position(target: gast.expr) -> int | None:
+    for position, element in enumerate(getattr(target, "elts", ())):
+        if isinstance(element, gast.Starred):
+            return position
+    return None
 
 
 def _unnested(statements: list[gast.stmt], names: NameGenerator) -> list[gast.stmt]:

@@ -12,7 +12,16 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, is_atom, literal_keys, load, method_receiver, walk
+from s2sgrad.syntax import (
+    assign,
+    is_atom,
+    literal_keys,
+    load,
+    method_receiver,
+    names_written,
+    store,
+    walk,
+)
 
 __all__ = ["to_anf", "is_function_reference"]
 
@@ -66,11 +75,10 @@ class _Flattener:
         self.current = statement
         if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
-            if isinstance(target, gast.Name) or (
-                isinstance(target, (gast.Tuple, gast.List))
-                and all(isinstance(e, gast.Name) for e in target.elts)
-            ):
+            if isinstance(target, gast.Name):
                 statement.value = self.simple(statement.value, out)
+            elif isinstance(target, (gast.Tuple, gast.List)):
+                return self.unpacking(statement, out)
             elif isinstance(target, gast.Subscript):
                 target.value = self.atom(target.value, out)
                 target.slice = self.index(target.slice, out)
@@ -100,6 +108,34 @@ class _Flattener:
                 if isinstance(getattr(statement, field, None), list):
                     self.block(getattr(statement, field))
         out.append(statement)
+        return out
+
+    def unpacking(self, statement: gast.Assign, out: list[gast.stmt]) -> list[gast.stmt]:
+        """``(a, b), obj.c = f(x)`` → ``t1 = f(x); t2, t3 = t1; a, b = t2; obj.c = t3``.
+
+        An unpacking reads one name and binds names only (one of them maybe starred), so
+        the reverse sweep can give the value one cotangent of its own structure.
+        """
+        statement.value = self.atom(statement.value, out)
+        target = statement.targets[0]
+        if isinstance(statement.value, gast.Name) and statement.value.id in names_written(target):
+            copy = self.names.fresh("t")  # v, w = v: the backward sweep reads the old v
+            out.append(assign(copy, statement.value, like=statement))
+            statement.value = load(copy)
+        later: list[gast.stmt] = []
+        elements = []
+        for element in target.elts:
+            starred = isinstance(element, gast.Starred)
+            inner = element.value if starred else element
+            if not isinstance(inner, gast.Name):
+                name = self.names.fresh("t")
+                later.append(assign(inner, load(name), like=statement))
+                inner = store(name)
+            elements.append(gast.Starred(value=inner, ctx=gast.Store()) if starred else inner)
+        statement.targets = [gast.Tuple(elts=elements, ctx=gast.Store())]
+        out.append(statement)
+        for assignment in later:
+            out.extend(self.statement(assignment))
         return out
 
     def atom(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:

@@ -87,18 +87,13 @@ def desugar_matches(node: gast.FunctionDef, names: NameGenerator, locate, resolv
 
 
 def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
-    """Assignments the transformer would not see: ``:=`` and starred unpacking."""
+    """Assignments the transformer would not see: ``:=``."""
     for child in walk(node):
         if isinstance(child, gast.NamedExpr):
-            construct = "an assignment expression (:=)"
-        elif isinstance(child, gast.Starred) and isinstance(child.ctx, gast.Store):
-            construct = "starred unpacking (a, *rest = ...)"
-        else:
-            continue
-        raise UnsupportedError(
-            f"{locate(child)}: {construct} cannot be transformed; assign with a plain "
-            "statement, or use mode='tape'"
-        )
+            raise UnsupportedError(
+                f"{locate(child)}: an assignment expression (:=) cannot be transformed; "
+                "assign with a plain statement, or use mode='tape'"
+            )
 
 
 def _scatter_adds(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:

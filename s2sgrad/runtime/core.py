@@ -18,6 +18,7 @@ __all__ = [
     "jvp_call",
     "seed_cotangent",
     "zeros_like_value",
+    "unpack_cotangent",
     "owned",
     "snapshot",
     "custom_vjp",
@@ -283,11 +284,69 @@ def zeros_like_value(x: Any) -> Any:
     """
     if x is None or isinstance(x, (float, int)):
         return 0.0
+    if isinstance(x, dict):  # containers' cotangents add entry by entry with +
+        return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})
+    if isinstance(x, (list, tuple)):
+        return CotangentList(zeros_like_value(v) for v in x)
     if not isinstance(x, (np.ndarray, np.generic, list, tuple, dict)) and not (
         hasattr(x, "__array_function__") or hasattr(x, "__array__")
     ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate
         return None
     return zeros_like_structure(x)
+
+
+def unpack_cotangent(parts: tuple, value: Any, star: int | None = None) -> Any:
+    """The cotangent of ``value`` when ``a, b = value`` bound names whose cotangents are
+    ``parts`` (``None`` for a zero).
+
+    ``star`` is the position of a starred name (``first, *rest = value``): its cotangent
+    covers as many entries as it took. An array gets one array of its shape, a list or
+    tuple a :class:`CotangentList`; a dict (unpacking gives its keys) gets none.
+
+    Example::
+
+        unpack_cotangent((np.ones(2), None), np.zeros((2, 2)))  # array([[1., 1.], [0., 0.]])
+    """
+    if isinstance(value, dict):
+        return None
+    parts = _expanded_parts(parts, len(value), star)
+    if isinstance(value, (list, tuple)):
+        return CotangentList(
+            zeros_like_value(item) if part is None else part for part, item in zip(parts, value)
+        )
+    row = np.shape(value)[1:]
+    pieces = [
+        np.zeros(row, dtype=_float_dtype(value)) if part is None else _shaped(part, row)
+        for part in parts
+    ]
+    return np.stack(pieces)
+
+
+def _expanded_parts(parts: tuple, length: int, star: int | None) -> list:
+    if star is None:
+        return list(parts)
+    taken = length - (len(parts) - 1)
+    middle = parts[star]
+    middle = [None] * taken if middle is None else list(middle)
+    return [*parts[:star], *middle, *parts[star + 1 :]]
+
+
+def _unpacked_parts(g: Any, count: int, star: int | None) -> tuple:
+    """The parts of ``g`` (a cotangent or tangent of an unpacked value) that ``count``
+    names bound, the starred one at ``star`` taking a list of the rest."""
+    if star is None:
+        return tuple(g[i] for i in range(count))
+    after = count - 1 - star
+    middle = list(g[star : len(g) - after])
+    return (*(g[i] for i in range(star)), middle, *(g[len(g) - after + i] for i in range(after)))
+
+
+def _shaped(part: Any, shape: tuple) -> Any:
+    if np.shape(part) == shape:
+        return part
+    if np.ndim(part) > len(shape):
+        return unbroadcast(part, np.zeros(shape))
+    return np.broadcast_to(part, shape)
 
 
 def owned(g: Any) -> Any:
@@ -297,9 +356,11 @@ def owned(g: Any) -> Any:
 
         owned(np.broadcast_to(1.0, (3,)))  # array([1., 1., 1.]) that can be written
     """
-    if isinstance(g, list):
-        return list(g)
-    if isinstance(g, np.ndarray):
+    if isinstance(g, (list, tuple)):  # entries may be updated in place too: copy them
+        return (CotangentList if isinstance(g, CotangentList | tuple) else list)(map(owned, g))
+    if isinstance(g, dict):
+        return type(g)({k: owned(v) for k, v in g.items()})
+    if isinstance(g, np.ndarray) or np.ndim(g):
         return np.array(g, copy=True)
     return g
 
@@ -330,6 +391,16 @@ def _snapshot_jvp(t, ans, value):
 
 
 nondifferentiable(zeros_like_value)
+
+
+@vjp_rule(unpack_cotangent)
+def _unpack_cotangent_vjp(g, ans, parts, value, star=None):
+    return _unpacked_parts(g, len(parts), star), None, None
+
+
+@jvp_rule(unpack_cotangent)
+def _unpack_cotangent_jvp(t, ans, parts, value, star=None):
+    return unpack_cotangent(t, value, star), None, None
 
 
 class custom_vjp:  # noqa: N801  (reads as a function in generated code)
