@@ -111,6 +111,8 @@ class _Forward:
             return load(self.tangent(node.id))
         if isinstance(node, (gast.List, gast.Tuple)):
             return type(node)(elts=[self.tangent_of(e) for e in node.elts], ctx=gast.Load())
+        if isinstance(node, gast.Starred):  # f(*v): the entries of v's tangent
+            return gast.Starred(value=self.tangent_of(node.value), ctx=gast.Load())
         return call(self.helper("zeros_like_value"), [clone(node)])
 
     def is_active_expression(self, node: gast.expr) -> bool:
@@ -232,6 +234,11 @@ class _Forward:
             ]
             self.owned.update(n for n in names if self.active(n))  # new zeros of their own
             return [statement, *[gast.copy_location(z, statement) for z in zeros]]
+        if operation.kind == "primitive" and any(
+            isinstance(a, gast.Starred) for a in operation.args
+        ):  # np.add(*xs): which parameters the arguments fill is known when it runs
+            operation.callee = statement.value.func
+            return [self.dynamic_call(statement, operation, names)]
         if operation.kind == "call":
             return [self.call(statement, operation, names)]
         if operation.kind == "unknown" and operation.callee is not None:

@@ -271,7 +271,11 @@ class _Reverse:
         result: list[gast.stmt] = []
         if any(self.active(t) for t in targets):
             operation = classify(statement.value, self.parsed, self.local_names)
-            if operation.kind == "call":
+            if _has_starred(operation) and operation.kind in ("call", "primitive"):
+                # f(x, *rest): which parameters the arguments fill is known when it runs
+                operation.callee = statement.value.func
+                statement = self.forward_dynamic(statement, operation, spread=True)
+            elif operation.kind == "call":
                 try:
                     statement = self.forward_call(statement, operation)
                 except S2SGradError as error:
@@ -967,8 +971,14 @@ class _Reverse:
         statement._s2s_pullback = (saved, active, operation, vjp_name)
         return statement
 
-    def forward_dynamic(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
-        """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``."""
+    def forward_dynamic(
+        self, statement: gast.Assign, operation: Operation, spread: bool = False
+    ) -> gast.Assign:
+        """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``.
+
+        ``spread``: a call with starred arguments, which mode='s2s' (``self.dynamic``
+        false) differentiates with ``transformed_vjp``, never with the tape.
+        """
         if any(n in self.activity.varied for n in names_read(operation.callee)):
             raise not_at_run_time(
                 UnsupportedError(
@@ -1017,10 +1027,25 @@ class _Reverse:
         pullback, args = dynamic
         holder = self.names.fresh("cotangents")
         block = [assign(holder, call(load(pullback), [cotangent]), like=statement)]
-        for index, argument in enumerate(args):
+        position: gast.expr = constant(0)  # where the argument's cotangents start
+        for argument in args:
+            if isinstance(argument, gast.Starred):  # *v: len(v) cotangents, one v's worth
+                value = argument.value
+                end = gast.BinOp(left=position, op=gast.Add(), right=call(load("len"), [value]))
+                if self.is_active_expression(value):
+                    parts = gast.Subscript(
+                        value=load(holder),
+                        slice=gast.Slice(lower=clone(position), upper=clone(end), step=None),
+                        ctx=gast.Load(),
+                    )
+                    part = call(self.helper("unpack_cotangent"), [parts, clone(value)])
+                    block.extend(self.distribute(value, part, statement))
+                position = end
+                continue
             if self.is_active_expression(argument):
-                part = gast.Subscript(value=load(holder), slice=constant(index), ctx=gast.Load())
+                part = gast.Subscript(value=load(holder), slice=clone(position), ctx=gast.Load())
                 block.extend(self.distribute(argument, part, statement))
+            position = _plus_one(position)
         return block
 
     def active_parameters(self, function, operation: Operation, node) -> tuple[str, ...]:
@@ -1154,6 +1179,16 @@ def _target_names(target: gast.expr) -> list[str]:
         return [target.id]
     elements = [e.value if isinstance(e, gast.Starred) else e for e in target.elts]
     return [e.id for e in elements if isinstance(e, gast.Name)]
+
+
+def _has_starred(operation: Operation) -> bool:
+    return any(isinstance(a, gast.Starred) for a in operation.args)
+
+
+def _plus_one(position: gast.expr) -> gast.expr:
+    if isinstance(position, gast.Constant):
+        return constant(position.value + 1)
+    return gast.BinOp(left=position, op=gast.Add(), right=constant(1))
 
 
 def _star_position(target: gast.expr) -> int | None:

@@ -210,7 +210,7 @@ def _build(request: _Request) -> GeneratedFunction:
     normalise_loops(node, names, parsed.resolve)
     structure_jumps(node, names)
     local_names = parameters | names_written_in(node)
-    to_anf(node, names, local_names)
+    to_anf(node, names, local_names, parsed.resolve)
     rename_reassignments(node, names)
     local_names = parameters | names_written_in(node)
 

@@ -29,8 +29,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("heat", "tape"): "buffers swapped between time steps",
     ("heat", "auto"): "buffers swapped between time steps",
     ("rk4", "tape"): "np.array of a list of values being differentiated",
-    ("transformer_block", "s2s"): "starred call arguments",
-    ("transformer_block", "auto"): "starred call arguments",
 }
 
 

@@ -9,7 +9,11 @@ treats as opaque (lambdas, comprehensions, f-strings …) are left whole.
 
 from __future__ import annotations
 
+import inspect
+import types
+
 import gast
+import numpy as np
 
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
@@ -48,21 +52,28 @@ def is_function_reference(node: gast.expr, local_names: set[str]) -> bool:
     return isinstance(node, gast.Name) and node.id not in local_names
 
 
-def to_anf(node: gast.FunctionDef, names: NameGenerator, local_names: set[str]) -> None:
+def to_anf(
+    node: gast.FunctionDef, names: NameGenerator, local_names: set[str], resolve=None
+) -> None:
     """Rewrite ``node``'s body into A-normal form, in place.
+
+    ``resolve(node)`` gives the object a function reference names (or NOT_FOUND): a call
+    ``f(a, *v)`` of a function whose parameters fix how many values ``v`` holds becomes an
+    unpacking of ``v`` and an ordinary call.
 
     Example::
 
         # def f(x): return np.sin(x * 2)   becomes
         # def f(x): t1 = x * 2; t2 = np.sin(t1); return t2
     """
-    _Flattener(names, local_names).block(node.body)
+    _Flattener(names, local_names, resolve).block(node.body)
 
 
 class _Flattener:
-    def __init__(self, names: NameGenerator, local_names: set[str]):
+    def __init__(self, names: NameGenerator, local_names: set[str], resolve=None):
         self.names = names
         self.local_names = local_names
+        self.resolve = resolve
 
     def block(self, statements: list[gast.stmt]) -> None:
         result: list[gast.stmt] = []
@@ -174,6 +185,7 @@ class _Flattener:
             node.args = [self.argument(a, out) for a in node.args]
             for keyword in node.keywords:
                 keyword.value = self.argument(keyword.value, out)
+            self.spread(node, out)
         elif isinstance(node, gast.Attribute):
             if is_function_reference(node, self.local_names):
                 return node
@@ -187,6 +199,24 @@ class _Flattener:
         elif isinstance(node, gast.Starred):
             node.value = self.atom(node.value, out)
         return node
+
+    def spread(self, node: gast.Call, out: list[gast.stmt]) -> None:
+        """``f(a, *v)`` → ``t1, t2 = v; f(a, t1, t2)`` when ``f``'s parameters say that
+        ``v`` must hold two values (a ufunc's inputs, a function's positional parameters
+        without defaults)."""
+        starred = [i for i, a in enumerate(node.args) if isinstance(a, gast.Starred)]
+        if len(starred) != 1 or self.resolve is None or node.keywords:
+            return
+        if not is_function_reference(node.func, self.local_names):
+            return
+        count = _positional_count(self.resolve(node.func)) - (len(node.args) - 1)
+        if count < 1:
+            return
+        position = starred[0]
+        parts = [self.names.fresh("t") for _ in range(count)]
+        target = gast.Tuple(elts=[store(p) for p in parts], ctx=gast.Store())
+        out.append(assign(target, node.args[position].value, like=self.current))
+        node.args[position : position + 1] = [load(p) for p in parts]
 
     def branch(self, node: gast.IfExp, out: list[gast.stmt]) -> gast.expr:
         """``a if c else b`` → an ``if`` statement assigning a temporary in each branch."""
@@ -249,6 +279,24 @@ def _builds_an_array(node: gast.expr, local_names: set[str]) -> bool:
         and node.attr in _INDEXED_BUILDERS
         and is_function_reference(node, local_names)
     )
+
+
+def _positional_count(function) -> int:
+    """How many positional arguments every call of ``function`` passes (0: not fixed)."""
+    if isinstance(function, np.ufunc):
+        return function.nin
+    if not isinstance(function, types.FunctionType):
+        return 0
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    count = 0
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind == inspect.Parameter.VAR_POSITIONAL:
+            return 0
+        if parameter.kind in kinds:
+            if parameter.default is not inspect.Parameter.empty:
+                return 0
+            count += 1
+    return count
 
 
 def _is_boolean(node: gast.expr) -> bool:
