@@ -146,6 +146,14 @@ class _Reverse:
     def is_active_expression(self, node: gast.expr) -> bool:
         return any(isinstance(n, gast.Name) and self.active(n.id) for n in walk(node))
 
+    def is_varied_expression(self, node: gast.expr) -> bool:
+        """Whether ``node`` depends on a differentiated argument (useful to the output or
+        not: what reads it back from an attribute is out of sight)."""
+        return any(
+            isinstance(n, gast.Name) and (self.active(n.id) or n.id in self.activity.varied)
+            for n in walk(node)
+        )
+
     # driver -----------------------------------------------------------------------------
     def run(self, body: list[gast.stmt]) -> ReverseSweeps:
         *statements, final = body
@@ -254,7 +262,7 @@ class _Reverse:
         if isinstance(target, gast.Attribute) or (
             isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
         ):
-            if self.is_active_expression(statement.value):
+            if self.is_varied_expression(statement.value):
                 raise UnsupportedError(
                     f"{self.parsed.location(statement)}: storing a differentiated value in an "
                     "attribute or a nested container cannot be transformed; keep it in a "
@@ -534,6 +542,10 @@ class _Reverse:
         if not isinstance(statement, gast.Assign):
             return []
         target = statement.targets[0]
+        if isinstance(target, gast.Attribute) or (
+            isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
+        ):
+            return []  # a constant stored out of sight (forward_assign refuses the rest)
         if isinstance(target, gast.Subscript):
             return self.backward_item_assignment(statement)
         return self.backward_assign(statement)

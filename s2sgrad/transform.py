@@ -46,7 +46,7 @@ from s2sgrad.inline import Namespace, _is_literal
 from s2sgrad.operations import classify, refuse_untracked_writes
 from s2sgrad.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.passes.activity import analyse_activity
-from s2sgrad.passes.anf import to_anf
+from s2sgrad.passes.anf import join_sequences, to_anf
 from s2sgrad.passes.desugar import desugar
 from s2sgrad.passes.jumps import structure_jumps
 from s2sgrad.passes.loops import normalise_loops
@@ -207,12 +207,20 @@ def _build(request: _Request) -> GeneratedFunction:
         parsed.closure[scatter] = runtime.added_at
     parameters = _parameter_names(node)
     local_names = parameters | names_written_in(node)
-    normalise_loops(node, names, parsed.resolve)
+
+    def is_builtin(name: str) -> bool:
+        return parsed.resolve_name(name) is getattr(builtins, name)
+
+    for name, helper in normalise_loops(node, names, parsed.resolve).items():
+        parsed.closure[name] = getattr(runtime, helper)  # for_items, dict_keys
     structure_jumps(node, names)
     local_names = parameters | names_written_in(node)
     to_anf(node, names, local_names, parsed.resolve)
     rename_reassignments(node, names)
     local_names = parameters | names_written_in(node)
+    joining = join_sequences(node, set(request.containers), is_builtin, names)
+    if joining is not None:  # a name the code now calls, as desugar's refusal above
+        parsed.closure[joining] = runtime.concatenated
 
     namespace = Namespace(names)
     free_names = sorted(names_read_in(node) - local_names)

@@ -20,8 +20,6 @@ MODES = ("s2s", "tape", "auto")
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("attention", "tape"): "the tape refuses item writes into arrays the function made",
     ("lenet", "tape"): "the tape refuses item writes into arrays the function made",
-    ("batch_norm_module", "s2s"): "attribute targets in tuple assignment",
-    ("batch_norm_module", "auto"): "attribute targets in tuple assignment",
     ("grad_clipping", "s2s"): "a helper that scales its argument in place",
     ("grad_clipping", "tape"): "a helper that scales its argument in place",
     ("grad_clipping", "auto"): "a helper that scales its argument in place",

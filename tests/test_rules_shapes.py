@@ -19,12 +19,17 @@ from s2sgrad.runtime import (
     added_at,
     as_gradient,
     assigned_cotangent,
+    concatenated,
     dict_entry,
+    dict_keys,
+    for_items,
     index_cotangent,
+    items_cotangent,
     join_like,
     only_last_writes,
     pack_like,
     ravel_positions,
+    sequence_part,
     split_like,
     undiagonal,
     unpack_like,
@@ -34,6 +39,7 @@ from s2sgrad.runtime import (
     untile,
     zero_if_integer,
 )
+from s2sgrad.runtime.core import CotangentList
 
 RULE_MODULES = ("s2sgrad.rules.shapes", "s2sgrad.runtime.shapes")
 
@@ -657,6 +663,64 @@ def test_dict_entry_rules():
     np.testing.assert_array_equal(rule.jvp(t, g["a"], g, "a", value)[0], t["a"])
 
 
+def _inner(a, b):
+    """<a, b> over nested lists, tuples and dicts of arrays (a missing entry is zero)."""
+    if isinstance(a, dict):
+        return sum(_inner(v, b.get(k, 0.0)) for k, v in a.items())
+    if isinstance(a, (list, tuple)):
+        return sum(_inner(u, v) for u, v in zip(a, b, strict=True))
+    return float(np.sum(np.asarray(a) * np.asarray(b)))
+
+
+def _rng_pairs(rng, count):
+    return [(rng.standard_normal(3), rng.standard_normal(2)) for _ in range(count)]
+
+
+def test_concatenation_rules_are_adjoint():
+    """concatenated(a, b) joins; its VJP splits g at len(a), its JVP joins tangents."""
+    rng = np.random.default_rng(6)
+    a, b = tuple(_rng_pairs(rng, 2)), tuple(_rng_pairs(rng, 1))
+    assert concatenated(a, b) == a + b
+    rule = get_rule(concatenated)
+    h = CotangentList(_rng_pairs(rng, 3))
+    da, db = rule.vjp(h, a + b, a, b)
+    ta, tb = CotangentList(_rng_pairs(rng, 2)), CotangentList(_rng_pairs(rng, 1))
+    # <h, d(a + b)> = <da, ta> + <db, tb>, and the JVP entries add up to the joined tangent
+    assert _inner(h, concatenated(ta, tb)) == pytest.approx(_inner(da, ta) + _inner(db, tb))
+    entry_a, entry_b = rule.jvp(ta, a + b, a, b)[0], rule.jvp(tb, a + b, a, b)[1]
+    joined = entry_a + entry_b  # CotangentLists: added entry by entry
+    assert _inner(h, joined) == pytest.approx(_inner(h, concatenated(ta, tb)))
+
+
+def test_sequence_part_rules_are_adjoint():
+    rng = np.random.default_rng(7)
+    g = CotangentList(_rng_pairs(rng, 4))
+    part = sequence_part(g, 1, 3)
+    assert isinstance(part, CotangentList) and len(part) == 2
+    rule = get_rule(sequence_part)
+    h = CotangentList(_rng_pairs(rng, 2))
+    (adjoint, _, _) = rule.vjp(h, part, g, 1, 3)
+    assert _inner(h, sequence_part(g, 1, 3)) == pytest.approx(_inner(adjoint, g))
+    t = CotangentList(_rng_pairs(rng, 4))
+    assert _inner(h, rule.jvp(t, part, g, 1, 3)[0]) == pytest.approx(_inner(h, t[1:3]))
+
+
+def test_loop_item_rules():
+    """for_items passes sequences and arrays through; a dict's keys carry no derivative."""
+    rng = np.random.default_rng(8)
+    x, g = rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    d = {"w": rng.standard_normal(2), "b": 1.0}
+    assert for_items(x) is x and for_items(d) == ["w", "b"]
+    for helper in (for_items, items_cotangent):
+        rule = get_rule(helper)
+        extra = () if helper is for_items else (x,)
+        np.testing.assert_array_equal(per_argument(rule.vjp(g, x, x, *extra), 1)[0], g)
+        np.testing.assert_array_equal(per_argument(rule.jvp(g, x, x, *extra), 1)[0], g)
+    zero = items_cotangent(CotangentList([0.0, 0.0]), d)
+    assert _inner(zero, d) == 0.0 and set(zero) == set(d)
+    assert get_rule(dict_keys).differentiable is False  # keys are labels, not values
+
+
 def test_every_rule_is_tested():
     ours = [
         primitive
@@ -667,6 +731,8 @@ def test_every_rule_is_tested():
     ]
     tested = {p.values[0] for p in CASES + HELPER_CASES + STRUCTURED_CASES}
     tested.add(dict_entry)  # test_dict_entry_rules: its argument is a dict
+    tested |= {concatenated, sequence_part}  # test_concatenation_rules_are_adjoint, …
+    tested |= {for_items, items_cotangent}  # test_loop_item_rules
     untested = [_name(primitive) for primitive in ours if primitive not in tested]
     assert not untested, f"rules without a test case: {untested}"
     for primitive in ours:

@@ -18,16 +18,18 @@ import numpy as np
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     assign,
+    call,
     is_atom,
     literal_keys,
     load,
     method_receiver,
     names_written,
+    nested_statements,
     store,
     walk,
 )
 
-__all__ = ["to_anf", "is_function_reference"]
+__all__ = ["to_anf", "is_function_reference", "join_sequences"]
 
 _OPAQUE = (
     gast.Lambda,
@@ -279,6 +281,87 @@ def _builds_an_array(node: gast.expr, local_names: set[str]) -> bool:
         and node.attr in _INDEXED_BUILDERS
         and is_function_reference(node, local_names)
     )
+
+
+def join_sequences(
+    node: gast.FunctionDef, containers: set[str], is_builtin, names: NameGenerator
+) -> str | None:
+    """Make ``v = a + b`` a call ``concatenated(a, b)`` where ``a`` or ``b`` surely holds a
+    list or tuple (``+`` adds arrays, but joins sequences, whose derivative splits).
+
+    ``containers`` are the parameters known to hold dicts, lists or tuples; returns the
+    name the calls use (for the caller to bind to ``runtime.concatenated``), or None.
+
+    Example::
+
+        # layers = params[:1] + params[2:]   becomes   layers = concatenated(t1, t2)
+    """
+    sequences = _sequence_names(node, containers, is_builtin)
+    joins = [
+        s
+        for s in nested_statements(node.body)
+        if type(s) is gast.Assign
+        and type(s.value) is gast.BinOp
+        and type(s.value.op) is gast.Add
+        and any(_is_name_in(operand, sequences) for operand in (s.value.left, s.value.right))
+    ]
+    if not joins:
+        return None
+    helper = names.claim("concatenated")
+    for statement in joins:
+        statement.value = call(load(helper), [statement.value.left, statement.value.right])
+    return helper
+
+
+def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) -> set[str]:
+    """The variables every assignment of which gives a list or tuple (a greatest fixed
+    point, so that ``items = items + [v]`` in a loop counts)."""
+    values: dict[str, list] = {}
+    unknown = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+    unknown -= set(containers)
+    for statement in nested_statements(node.body):
+        if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
+            values.setdefault(statement.targets[0].id, []).append(statement.value)
+            continue
+        starred = {
+            e.value.id
+            for e in walk(statement)
+            if type(e) is gast.Starred and type(e.value) is gast.Name
+        }
+        for name in names_written(statement):
+            if name in starred and type(statement) is gast.Assign:
+                values.setdefault(name, []).append(gast.List(elts=[], ctx=gast.Load()))
+            else:
+                unknown.add(name)
+    sequences = (set(values) | set(containers)) - unknown
+    while True:
+        kept = {
+            name
+            for name in sequences
+            if all(_makes_sequence(v, sequences, is_builtin) for v in values.get(name, []))
+        }
+        if kept == sequences:
+            return sequences
+        sequences = kept
+
+
+def _makes_sequence(value: gast.expr, sequences: set[str], is_builtin) -> bool:
+    if type(value) in (gast.List, gast.Tuple):
+        return True
+    if type(value) is gast.Name:
+        return value.id in sequences
+    if type(value) is gast.Subscript:
+        return type(value.slice) is gast.Slice and _is_name_in(value.value, sequences)
+    if type(value) is gast.BinOp and type(value.op) is gast.Add:
+        return _is_name_in(value.left, sequences) or _is_name_in(value.right, sequences)
+    if type(value) is gast.Call and type(value.func) is gast.Name:
+        name = value.func.id
+        return name in ("list", "tuple", "sorted") and is_builtin(name)
+    return False
+
+
+def _is_name_in(node: gast.expr, names: set[str]) -> bool:
+    return type(node) is gast.Name and node.id in names
 
 
 def _positional_count(function) -> int:

@@ -32,7 +32,7 @@ from s2sgrad.syntax import (
 __all__ = ["normalise_loops"]
 
 
-def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
+def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> dict[str, str]:
     """Rewrite the loops and list comprehensions of ``node`` in place.
 
     ``resolve(node)`` is the object a free name or attribute chain refers to, which tells
@@ -45,11 +45,17 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> No
 
         # for i, v in enumerate(xs): ...   becomes
         # for i in range(len(xs)): v = xs[i]; ...
+
+    Returns the names the new code calls runtime helpers by (name → helper's name in
+    :mod:`s2sgrad.runtime`), for the caller to bind: ``for k in d`` visits
+    ``for_items(d)`` (a dict's keys), and ``for k, v in d.items()`` ``dict_keys(d)``.
     """
     _inline_local_functions(node, names)
     _inline_local_partials(node, names, resolve)
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
-    node.body = _Loops(names, resolve, uses).block(node.body)
+    loops = _Loops(names, resolve, uses)
+    node.body = loops.block(node.body)
+    return {name: helper for helper, name in loops.helpers.items()}
 
 
 def _inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> None:
@@ -249,6 +255,12 @@ class _Loops:
         self.names = names
         self.resolve = resolve
         self.uses = uses  # how often each name occurs in the function
+        self.helpers: dict[str, str] = {}  # runtime helper → the name the code calls it by
+
+    def helper(self, name: str) -> gast.Name:
+        if name not in self.helpers:
+            self.helpers[name] = self.names.claim(name)
+        return load(self.helpers[name])
 
     def is_builtin(self, name: str) -> bool:
         return self.resolve(load(name)) is getattr(builtins, name)
@@ -313,6 +325,8 @@ class _Loops:
         index_target: gast.expr | None = None
         backwards = False
         flipped: set[int] = set()  # zip arguments given as reversed(sequence)
+        if _dict_view(iterator) is not None:
+            return self.dict_loop(loop, *_dict_view(iterator))
         if self.builtin_call(iterator, "reversed") and len(iterator.args) == 1:
             backwards = True
             iterator = iterator.args[0]
@@ -324,7 +338,7 @@ class _Loops:
             ):
                 return [loop]
             index_target, element = loop.target.elts
-            sequences = [self.named(iterator.args[0], prefix, loop)]
+            sequences = [self.items(iterator.args[0], prefix, loop)]
             targets = [element]
         elif self.builtin_call(iterator, "zip") and iterator.args:
             if not (
@@ -338,14 +352,14 @@ class _Loops:
                     flipped.add(position)
             if not all(map(_indexable, arguments)):
                 return [loop]
-            sequences = [self.named(a, prefix, loop) for a in arguments]
+            sequences = [self.items(a, prefix, loop) for a in arguments]
             targets = list(loop.target.elts)
         elif self.builtin_call(iterator, "range"):
             return [loop]
         elif not _indexable(iterator):
             return [loop]  # e.g. a generator: only the tape can follow it
         else:
-            sequences = [self.named(iterator, prefix, loop)]
+            sequences = [self.items(iterator, prefix, loop)]
             targets = [loop.target]
         length: gast.expr = call(load("len"), [load(sequences[0].id)])
         if len(sequences) > 1:
@@ -388,6 +402,48 @@ class _Loops:
         loop.body = header + loop.body
         return [*prefix, loop]
 
+    def items(self, node: gast.expr, prefix: list[gast.stmt], like) -> gast.Name:
+        """What a loop visits, as a name to index: ``for_items(x)`` where ``x`` may be a
+        dict (whose keys a loop visits, where indexing would read its values)."""
+        if _sequence_or_array(node, self.is_builtin):
+            return self.named(node, prefix, like)
+        name = self.names.fresh("seq")
+        prefix.append(assign(name, call(self.helper("for_items"), [node]), like=like))
+        return load(name)
+
+    def dict_loop(self, loop: gast.For, view: str, owner: gast.expr) -> list[gast.stmt]:
+        """``for k, v in d.items()`` → ``keys = dict_keys(d)``, then ``for i in
+        range(len(keys)): k = keys[i]; v = d[k]`` (``.keys()``, ``.values()`` alike)."""
+        prefix: list[gast.stmt] = []
+        owner = self.named(owner, prefix, loop)
+        keys = self.names.fresh("keys")
+        prefix.append(assign(keys, call(self.helper("dict_keys"), [owner]), like=loop))
+        index = self.names.fresh("i")
+        key_read = gast.Subscript(value=load(keys), slice=load(index), ctx=gast.Load())
+        target = loop.target
+        if view == "keys":
+            header = [assign(target, key_read, like=loop)]
+        else:
+            pair = view == "items" and isinstance(target, gast.Tuple) and len(target.elts) == 2
+            named_key = pair and isinstance(target.elts[0], gast.Name)
+            key = target.elts[0].id if named_key else self.names.fresh("key")
+            header = [assign(key, key_read, like=loop)]
+            value = gast.Subscript(value=load(owner.id), slice=load(key), ctx=gast.Load())
+            if view == "values":
+                header.append(assign(target, value, like=loop))
+            elif pair:
+                if not named_key:
+                    header.append(assign(target.elts[0], load(key), like=loop))
+                header.append(assign(target.elts[1], value, like=loop))
+            else:
+                both = gast.Tuple(elts=[load(key), value], ctx=gast.Load())
+                header.append(assign(target, both, like=loop))
+        loop.target = store(index)
+        loop.iter = call(load("range"), [call(load("len"), [load(keys)])])
+        loop.s2s_range = True
+        loop.body = header + loop.body
+        return [*prefix, loop]
+
     def named(self, node: gast.expr, prefix: list[gast.stmt], like) -> gast.Name:
         if isinstance(node, gast.Name):
             return node
@@ -398,11 +454,38 @@ class _Loops:
 
 def _indexable(node: gast.expr) -> bool:
     """Whether the loop runs over something with ``len`` and indexing (not a generator)."""
-    if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript, gast.List, gast.Tuple)):
+    if isinstance(
+        node, (gast.Name, gast.Attribute, gast.Subscript, gast.List, gast.Tuple, gast.BinOp)
+    ):
         return True
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
         return node.func.id in ("list", "tuple", "sorted")
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+
+
+def _dict_view(node: gast.expr) -> tuple[str, gast.expr] | None:
+    """``("items", d)`` for ``d.items()`` (and ``.keys()``, ``.values()``), else None."""
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr in ("items", "keys", "values")
+        and not node.args
+        and not node.keywords
+    ):
+        return node.func.attr, node.func.value
+    return None
+
+
+def _sequence_or_array(node: gast.expr, is_builtin) -> bool:
+    """Whether ``node`` surely is no dict (a loop over it may index it directly)."""
+    if isinstance(node, (gast.List, gast.Tuple, gast.BinOp)):
+        return True
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id in ("list", "tuple", "sorted")
+        and is_builtin(node.func.id)
+    )
 
 
 _COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)

@@ -282,7 +282,7 @@ def zeros_like_value(x: Any) -> Any:
 
         zeros_like_value(np.ones(2, np.float32))  # array([0., 0.], dtype=float32)
     """
-    if x is None or isinstance(x, (float, int)):
+    if x is None or isinstance(x, (float, int, str, bytes)):  # str: a dict key, say
         return 0.0
     if isinstance(x, dict):  # containers' cotangents add entry by entry with +
         return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})

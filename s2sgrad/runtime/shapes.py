@@ -30,6 +30,11 @@ __all__ = [
     "index_cotangent",
     "assigned_cotangent",
     "only_last_writes",
+    "concatenated",
+    "sequence_part",
+    "for_items",
+    "items_cotangent",
+    "dict_keys",
     "dict_entry",
     "split_like",
     "join_like",
@@ -216,6 +221,61 @@ def _sequence_cotangent(g: Any, x: list | tuple, index: Any) -> CotangentList:
     else:
         cotangent[index] = g
     return cotangent
+
+
+def concatenated(a: Any, b: Any) -> Any:
+    r"""``a + b`` for lists or tuples: generated code calls it where ``+`` joins sequences.
+
+    Tangents and cotangents of sequences are :class:`CotangentList`\ s, whose ``+`` adds
+    entry by entry; this joins them instead.
+
+    Example::
+
+        concatenated([1.0], [2.0, 3.0])  # [1.0, 2.0, 3.0]
+    """
+    if isinstance(a, CotangentList) or isinstance(b, CotangentList):
+        return CotangentList([*a, *b])
+    return a + b
+
+
+def sequence_part(g: Any, start: int, stop: int) -> CotangentList:
+    """Entries ``start`` to ``stop`` of a sequence's cotangent ``g``, as a cotangent.
+
+    Example::
+
+        sequence_part(CotangentList([1.0, 2.0, 3.0]), 1, 3)  # [2.0, 3.0]
+    """
+    return CotangentList(g[i] for i in range(start, stop))
+
+
+def for_items(x: Any) -> Any:
+    """What ``for v in x`` visits, as something to index: ``x``, or a dict's keys in a list.
+
+    Example::
+
+        for_items({"w": 1.0, "b": 2.0})  # ['w', 'b']
+    """
+    return list(x) if isinstance(x, dict) else x
+
+
+def items_cotangent(g: Any, x: Any) -> Any:
+    """The cotangent of ``x`` when ``g`` is that of ``for_items(x)`` (keys have none).
+
+    Example::
+
+        items_cotangent(np.ones(2), np.zeros(2))  # array([1., 1.])
+    """
+    return zeros_like_value(x) if isinstance(x, dict) else g
+
+
+def dict_keys(d: dict) -> list:
+    """The keys of ``d`` in a list: ``for k, v in d.items()`` loops over them.
+
+    Example::
+
+        dict_keys({"w": 1.0, "b": 2.0})  # ['w', 'b']
+    """
+    return list(d)
 
 
 def _normalize_index(index: Any) -> Any:
@@ -586,6 +646,46 @@ def _only_last_writes_jvp(t, ans, part, shape, index):
     return only_last_writes(t, shape, index), None, None
 
 
+@vjp_rule(for_items)
+def _for_items_vjp(g, ans, x):
+    return items_cotangent(g, x)
+
+
+@jvp_rule(for_items)
+def _for_items_jvp(t, ans, x):
+    return items_cotangent(t, x)  # a dict's keys: zeros nobody reads
+
+
+@vjp_rule(items_cotangent)
+def _items_cotangent_vjp(g, ans, g_in, x):
+    return items_cotangent(g, x), None
+
+
+@jvp_rule(items_cotangent)
+def _items_cotangent_jvp(t, ans, g_in, x):
+    return items_cotangent(t, x), None
+
+
+@vjp_rule(concatenated)
+def _concatenated_vjp(g, ans, a, b):
+    return sequence_part(g, 0, len(a)), sequence_part(g, len(a), len(ans))
+
+
+@jvp_rule(concatenated)
+def _concatenated_jvp(t, ans, a, b):
+    return concatenated(t, zeros_like_value(b)), concatenated(zeros_like_value(a), t)
+
+
+@vjp_rule(sequence_part)
+def _sequence_part_vjp(g, ans, g_in, start, stop):
+    return index_cotangent(g, g_in, slice(start, stop)), None, None
+
+
+@jvp_rule(sequence_part)
+def _sequence_part_jvp(t, ans, g_in, start, stop):
+    return sequence_part(t, start, stop), None, None
+
+
 @vjp_rule(dict_entry)
 def _dict_entry_vjp(g, ans, g_in, key, value):
     return index_cotangent(g, g_in, key), None, None
@@ -714,4 +814,4 @@ def _added_at_jvp(t, ans, a, indices, values):
     return from_a, None, from_values
 
 
-nondifferentiable(ravel_positions, clip_regions)
+nondifferentiable(ravel_positions, clip_regions, dict_keys)
