@@ -277,10 +277,17 @@ class _Forward:
             lines.append(assign(self.tangent(target.id), tangent, like=statement))
             if operation.primitive is runtime.owned:  # its tangent is a copy too
                 self.owned.add(target.id)
-        else:
-            unpacked = gast.Tuple(elts=[store(self.tangent(n)) for n in names], ctx=gast.Store())
+        else:  # a, *rest = v (A-normal form: names only): da, *drest = dv
+            unpacked = gast.Tuple(
+                elts=[self.tangent_target(e) for e in target.elts], ctx=gast.Store()
+            )
             lines.append(assign(unpacked, tangent, like=statement))
         return lines
+
+    def tangent_target(self, element: gast.expr) -> gast.expr:
+        if isinstance(element, gast.Starred):
+            return gast.Starred(value=store(self.tangent(element.value.id)), ctx=gast.Store())
+        return store(self.tangent(element.id))
 
     def tangent_expression(self, statement, operation: Operation) -> gast.expr:
         if operation.kind == "copy":
@@ -449,9 +456,15 @@ def _flat_names(target: gast.expr) -> list[str]:
     """The names a target binds, nested tuples included, in order."""
     if isinstance(target, gast.Name):
         return [target.id]
+    if isinstance(target, gast.Starred):
+        return _flat_names(target.value)
     if isinstance(target, (gast.Tuple, gast.List)):
         return [n for e in target.elts for n in _flat_names(e)]
     return []
+
+
+def _unstarred(element: gast.expr) -> gast.expr:
+    return element.value if isinstance(element, gast.Starred) else element
 
 
 def _name(primitive) -> str:

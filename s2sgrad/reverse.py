@@ -167,6 +167,9 @@ class _Reverse:
         self.mutated = _mutated_names(statements)
         self.lists = _list_names(statements)
         self.integers = _integer_names(statements)
+        self.structured = _maybe_structured(
+            statements, self.containers | self.lists, self.parsed, self.local_names
+        )
         self.entries_read = _entries_read(body)
         self.check_mutations(statements)
         forward = self.forward_block(statements, in_loop=False)
@@ -668,7 +671,7 @@ class _Reverse:
             first = assign(name, value, like=like)
             first.keep_name = variable in self.user_names  # d<your variable> stays visible
             return [first]
-        if variable in self.containers or variable in self.lists:
+        if variable in self.structured:  # + of two cotangents must stay differentiable
             total = call(self.helper("add_cotangents"), [load(name), value])
         else:
             total = gast.BinOp(left=load(name), op=gast.Add(), right=value)
@@ -927,7 +930,7 @@ class _Reverse:
         base, index = statement.value.value, statement.value.slice
         if not isinstance(base, gast.Name) or not self.active(base.id):
             return None
-        if base.id in self.lists or base.id in self.containers:
+        if base.id in self.structured:
             return None  # list cotangents are lists: their elements are replaced, not updated
         name = self.adjoint(base.id)
         if base.id not in self.defined or name not in self.owned:
@@ -1305,6 +1308,61 @@ def _list_names(statements) -> set[str]:
             if is_list:
                 result.add(statement.targets[0].id)
     return result
+
+
+_STRUCTURED_RESULTS = frozenset(
+    map(id, (runtime.for_items, runtime.concatenated, list, tuple, runtime.dict_keys))
+)
+
+
+def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[str]:
+    """Variables that may hold lists, tuples or dicts (``known`` do): their cotangents are
+    added with ``add_cotangents`` (``+`` on them is not differentiable again), never
+    updated in place. Too many is safe: ``add_cotangents`` of arrays is ``+``.
+
+    Besides ``known``: literals, slices and entries of such variables, what ``for_items``,
+    ``list``, ``tuple`` and ``concatenated`` return (``for_items`` of an array argument
+    aside), and every unpacked value.
+    """
+    result = set(known)
+    assignments = [
+        s
+        for s in nested_statements(statements)
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
+    ]
+    arrays = _parameters(parsed.node) - known  # the other differentiated arguments
+    changed = True
+    while changed:
+        changed = False
+        for statement in assignments:
+            target, value = statement.targets[0], statement.value
+            if isinstance(target, gast.Tuple):
+                found = {value.id} if isinstance(value, gast.Name) else set()
+            elif _structured_value(value, result, arrays, parsed, local_names):
+                found = {target.id}
+            else:
+                found = set()
+            if found - result:
+                result |= found
+                changed = True
+    return result
+
+
+def _structured_value(value, structured, arrays, parsed, local_names) -> bool:
+    if isinstance(value, (gast.List, gast.Tuple, gast.Dict)):
+        return True
+    if isinstance(value, gast.Name):
+        return value.id in structured
+    if isinstance(value, gast.Subscript):
+        return isinstance(value.value, gast.Name) and value.value.id in structured
+    if isinstance(value, gast.Call):
+        operation = classify(value, parsed, local_names)
+        if id(operation.primitive) not in _STRUCTURED_RESULTS:
+            return False
+        argument = operation.args[0] if operation.args else None
+        over_array = isinstance(argument, gast.Name) and argument.id in arrays
+        return not (operation.primitive is runtime.for_items and over_array)
+    return False
 
 
 def _entries_read(body: list[gast.stmt]) -> dict[str, set]:

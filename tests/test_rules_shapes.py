@@ -391,6 +391,8 @@ def _as32(tree):
 
 
 STRUCTURED_CASES = [
+    pytest.param(list, list, (r(3, 2),), (), id="list-of-rows"),
+    pytest.param(tuple, tuple, (r(2, 3),), (), id="tuple-of-rows"),
     pytest.param(np.ndarray.T, lambda x: x.T, (x234,), (), id="ndarray.T"),
     pytest.param(np.ndarray.T, lambda x: x.T, (r(3),), (), id="ndarray.T-1d"),
     pytest.param(np.split, np.split, (r(6, 2), 3), (), id="split-sections"),

@@ -9,6 +9,7 @@ treats as opaque (lambdas, comprehensions, f-strings …) are left whole.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import types
 
@@ -197,10 +198,42 @@ class _Flattener:
                 node.value = self.atom(node.value, out)
             node.slice = self.index(node.slice, out)
         elif isinstance(node, (gast.Tuple, gast.List)):
+            if any(isinstance(e, gast.Starred) for e in node.elts):
+                return self.joined(node, out)
             node.elts = [self.argument(e, out) for e in node.elts]
         elif isinstance(node, gast.Starred):
             node.value = self.atom(node.value, out)
         return node
+
+    def joined(self, node: gast.Tuple | gast.List, out: list[gast.stmt]) -> gast.expr:
+        """``[a, *v, b]`` → ``[a] + list(v) + [b]`` (``tuple`` for a tuple), whose pieces the
+        reverse sweep can split again."""
+        kind, convert = (
+            (gast.List, "list") if isinstance(node, gast.List) else (gast.Tuple, "tuple")
+        )
+        if self.resolve is not None and self.resolve(load(convert)) is not getattr(
+            builtins, convert
+        ):
+            node.elts = [self.argument(e, out) for e in node.elts]
+            return node  # list or tuple named something else here: left to the tape
+        pieces: list[gast.expr] = []
+        plain: list[gast.expr] = []
+        for element in node.elts:
+            if isinstance(element, gast.Starred):
+                if plain:
+                    pieces.append(kind(elts=plain, ctx=gast.Load()))
+                    plain = []
+                pieces.append(call(load(convert), [element.value]))
+            else:
+                plain.append(element)
+        if plain:
+            pieces.append(kind(elts=plain, ctx=gast.Load()))
+        total = self.atom(pieces[0], out)
+        for piece in pieces[1:]:
+            total = self.atom(
+                gast.BinOp(left=total, op=gast.Add(), right=self.atom(piece, out)), out
+            )
+        return total
 
     def spread(self, node: gast.Call, out: list[gast.stmt]) -> None:
         """``f(a, *v)`` → ``t1, t2 = v; f(a, t1, t2)`` when ``f``'s parameters say that
@@ -247,6 +280,8 @@ class _Flattener:
     def argument(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
         """Call arguments keep literal tuples/lists (shapes, lists of arrays) visible."""
         if isinstance(node, (gast.Tuple, gast.List)):
+            if any(isinstance(e, gast.Starred) for e in node.elts):
+                return self.atom(node, out)
             node.elts = [self.argument(e, out) for e in node.elts]
             return node
         if isinstance(node, gast.Starred):

@@ -20,9 +20,11 @@ from s2sgrad.runtime import (
     index_cotangent,
     join_like,
     ravel_positions,
+    sequence_part,
     split_like,
     unbroadcast,
     undiagonal,
+    unpack_cotangent,
     unpack_like,
     unpad,
     unrepeat,
@@ -586,6 +588,19 @@ def _asarray_jvp(t, ans, a, dtype=None, order=None, *, device=None, copy=None, l
     if dtype is not None:
         t_out = zero_if_integer(t_out, ans)
     return t_out, None
+
+
+# ``list(x)`` and ``tuple(x)`` read the entries of x (rows of an array) into a sequence.
+
+
+@vjp_rule(list, tuple)
+def _sequence(g, ans, x):
+    return unpack_cotangent(tuple(g), x)
+
+
+@jvp_rule(list, tuple)
+def _sequence_jvp(t, ans, x):
+    return sequence_part(t, 0, len(ans))
 
 
 # ---------------------------------------------------------------------------------------
