@@ -930,15 +930,20 @@ class _Reverse:
         base, index = statement.value.value, statement.value.slice
         if not isinstance(base, gast.Name) or not self.active(base.id):
             return None
-        if base.id in self.structured:
-            return None  # list cotangents are lists: their elements are replaced, not updated
         name = self.adjoint(base.id)
         if base.id not in self.defined or name not in self.owned:
             return None
         if not _basic_index(index, self.counters):
             return None
         place = gast.Subscript(value=load(name), slice=clone(index), ctx=gast.Store())
-        update = gast.AugAssign(target=place, op=gast.Add(), value=cotangent)
+        if base.id in self.structured:  # an entry of a list's cotangent is replaced
+            if isinstance(index, gast.Slice):
+                return None
+            current = gast.Subscript(value=load(name), slice=clone(index), ctx=gast.Load())
+            total = call(self.helper("add_cotangents"), [current, cotangent])
+            update: gast.stmt = gast.Assign(targets=[place], value=total, type_comment=None)
+        else:
+            update = gast.AugAssign(target=place, op=gast.Add(), value=cotangent)
         return [_locate_all(update, statement)]
 
     def distribute(self, argument: gast.expr, value: gast.expr, like) -> list[gast.stmt]:
