@@ -570,14 +570,24 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
                 dynamic=mode == "auto",
             )
             keywords = {generated.tangent_names[parameters[i]]: tangents[i] for i in positions}
-            return call_specialised(generated, primals, keywords)[0]
+            return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
         except S2SGradError as error:
             if not _may_fall_back(mode, error):
                 raise
             _warn_fallback(function, error)
     from s2sgrad.runtime.dispatch import _tape_jvp
 
-    return _tape_jvp(function, primals, tangents, positions, {})
+    return _shaped_like_output(*_tape_jvp(function, primals, tangents, positions, {}))
+
+
+def _shaped_like_output(out, tangent):
+    """A container output's tangent as the same containers (lists, not the CotangentLists
+    generated code adds entry by entry)."""
+    if isinstance(out, (dict, list, tuple)):
+        from s2sgrad.runtime import as_gradient
+
+        tangent = as_gradient(tangent, out)
+    return out, tangent
 
 
 def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
