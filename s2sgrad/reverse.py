@@ -742,15 +742,15 @@ class _Reverse:
                 key = index if operation.keys is None else operation.keys[index]
                 if read is not None and key not in read:
                     continue  # an entry nobody reads: no cotangent flows into it
-                if isinstance(element, gast.Name) and self.active(element.id):
+                if self.is_active_expression(element):  # a name, or a literal of them
                     if operation.keys is None:
                         part = gast.Subscript(
                             value=cotangent, slice=constant(index), ctx=gast.Load()
                         )
                     else:  # a dict's cotangent may lack entries nothing flowed into
                         key = constant(operation.keys[index])
-                        part = call(self.helper("dict_entry"), [cotangent, key, load(element.id)])
-                    block.extend(self.contribute(element.id, part, statement))
+                        part = call(self.helper("dict_entry"), [cotangent, key, clone(element)])
+                    block.extend(self.distribute(element, part, statement))
 
         elif operation.kind == "primitive" and operation.differentiable:
             block.extend(self.backward_primitive(statement, operation, cotangent, answer))
@@ -1327,7 +1327,7 @@ def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[s
 
     Besides ``known``: literals, slices and entries of such variables, what ``for_items``,
     ``list``, ``tuple`` and ``concatenated`` return (``for_items`` of an array argument
-    aside), and every unpacked value.
+    aside), every unpacked value, and starred targets.
     """
     result = set(known)
     assignments = [
@@ -1341,8 +1341,9 @@ def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[s
         changed = False
         for statement in assignments:
             target, value = statement.targets[0], statement.value
-            if isinstance(target, gast.Tuple):
+            if isinstance(target, gast.Tuple):  # the value, and a starred name (a list)
                 found = {value.id} if isinstance(value, gast.Name) else set()
+                found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
             elif _structured_value(value, result, arrays, parsed, local_names):
                 found = {target.id}
             else:

@@ -3,8 +3,10 @@
 Hypothesis writes small functions out of assignments, augmented assignments, tuple
 unpacking, branches (on shapes and on values, with ``elif``), ``for`` loops (over ranges
 and over arrays, with ``break`` and ``continue``), ``while`` loops, lists, dicts,
-comprehensions, writes into an array made in the function, and calls to helpers (with
-keywords), over arguments whose shapes broadcast against each other. Each function is
+comprehensions, writes into an array made in the function, calls to helpers (with
+keywords and starred arguments), and lists of layer tuples read through slices, ``zip``,
+``reversed``, concatenation, nested and starred unpacking and ``dict.items()``, over
+arguments whose shapes broadcast against each other. Each function is
 written to a module (the source transformer reads source), and its gradient is checked
 against central differences in float64: the first call (which runs the specialisation
 probe), the second call (which runs the code specialised to these shapes), and the tape
@@ -162,6 +164,45 @@ STATEMENTS = {
         "    {name} = np.sin({name}) * {o2}",
     ],
     "keywords": ["{name} = helper(b={o1}, a={e1}) + twice(a={o2})[0]"],
+    # parameters read out of lists of layer tuples, unpacked, and spread into calls
+    "layers": [
+        "layers = [({e1}, {o1} * 0.5), ({e2}, {o2} * 1.0), ({o1} * 0.25, {o2})]",
+        "{name} = {o1} * 1.0",
+        "for w, b in layers[:-1]:",
+        "    {name} = np.tanh({name} * w + b)",
+        "w, b = layers[-1]",
+        "{name} = {name} * w + b",
+    ],
+    "layer_pairs": [
+        "layers = [({e1}, {o1}), ({e2}, {o2} * 0.5), ({o2} * 0.5, {o1} * 0.25)]",
+        "{name} = {o2} * 1.0",
+        "for (w1, b1), (w2, b2) in zip(layers[:-1], layers[1:]):",
+        "    {name} = np.sin({name} * w1 + b2) * 0.5 + w2 * b1",
+    ],
+    "reversed_layers": [
+        "layers = [({e1}, {o1}), ({e2}, {o2})]",
+        "{name} = {o1} * 1.0",
+        "for i, (w, b) in enumerate(reversed(layers)):",
+        "    {name} = np.tanh({name} * w) + b * (i + 1.0)",
+    ],
+    "joined_layers": [
+        "more = [({e1}, {o1})] + [({e2}, {o2})]",
+        "{name} = {o1} * 0.5",
+        "for w, b in more[1:] + more[:1]:",
+        "    {name} = {name} + np.sin(w) * b",
+    ],
+    "nested": ["nest = (({e1}, {o1} * 2.0), {e2})", "(p, q), s = nest", "{name} = p * q + s"],
+    "starred": ["group = [{e1}, {o2} * 0.5]", "{name} = helper(*group) + np.add(*group)"],
+    "star_target": [
+        "first, *others = [{e1}, {o1} * 0.5, {o2} + 1.0]",
+        "{name} = first * np.sum(others[0]) + others[-1]",
+    ],
+    "dict_items": [
+        "table = {{'u': {e1}, 'v': {o2} * 2.0}}",
+        "{name} = {o1} * 0.0",
+        "for key, value in table.items():",
+        "    {name} = {name} + np.cos(value) * len(key)",
+    ],
     "elif": [
         "if np.sum({o1}) > 1.0:",
         "    {name} = {e1}",

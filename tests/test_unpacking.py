@@ -214,6 +214,20 @@ def starred_in_a_list(xs, x):
     return np.sum(np.stack([*xs, x]) ** 2)
 
 
+def enumerated_backwards(layers, x):
+    for i, (w, b) in enumerate(reversed(layers)):
+        x = np.tanh(x * w) + b * (i + 1.0)
+    return np.sum(x)
+
+
+def nested_literal(x):  # entries of a list of tuples built here
+    layers = [(x * 2.0, x * 0.5), (x + x, x)]
+    y = x * 1.0
+    for w, b in layers[:-1]:
+        y = np.tanh(y * w + b)
+    return np.sum(y * layers[1][0] * layers[1][1])
+
+
 def item_target(x):
     out = np.zeros((2,) + np.shape(x))
     y, out[0] = pair(x)
@@ -238,6 +252,8 @@ CASES = [
     (zip_of_slices, lambda: (pairs(), r(3))),
     (reversed_layers, lambda: (pairs(), r(3))),
     (enumerated_layers, lambda: (pairs(), r(3))),
+    (enumerated_backwards, lambda: (pairs(), r(3))),
+    (nested_literal, lambda: (r(3),)),
     (layer_entries, lambda: (pairs(), r(3))),
     (nested_unpacking, lambda: (((r(2), r(2)), r(2)), r(2))),
     (three_layers, lambda: (tuple((r(3, 3), r(3)) for _ in range(3)), r(3))),

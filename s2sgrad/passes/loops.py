@@ -331,6 +331,10 @@ class _Loops:
             backwards = True
             iterator = iterator.args[0]
         if self.builtin_call(iterator, "enumerate") and len(iterator.args) == 1:
+            inner = iterator.args[0]
+            if self.builtin_call(inner, "reversed") and len(inner.args) == 1 and not backwards:
+                backwards = True  # enumerate(reversed(x)): counts up, runs over x downwards
+                iterator = gast.Call(func=iterator.func, args=inner.args, keywords=[])
             if not (
                 isinstance(loop.target, gast.Tuple)
                 and len(loop.target.elts) == 2
