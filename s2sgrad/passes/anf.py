@@ -5,6 +5,11 @@ the reverse sweep can refer to every intermediate value by name. References to
 functions (``np.sin``, ``np.linalg.norm``) stay as they are; a method's receiver becomes
 a name (``(a + b).sum()`` → ``t1 = a + b; t1.sum()``). Expressions the transformer
 treats as opaque (lambdas, comprehensions, f-strings …) are left whole.
+
+Unpacking reads a name into a flat tuple of names (``(a, b), c = f(x)`` → ``t1 = f(x);
+t2, c = t1; a, b = t2``), starred arguments and literals are spelled out where their
+length is known or joined with ``+`` where not, and :func:`join_sequences` marks the
+``+`` that join lists or tuples.
 """
 
 from __future__ import annotations
