@@ -999,6 +999,14 @@ class _Reverse:
         ``spread``: a call with starred arguments, which mode='s2s' (``self.dynamic``
         false) differentiates with ``transformed_vjp``, never with the tape.
         """
+        callee = operation.callee
+        captures = any(n in self.activity.varied for n in names_read(callee))
+        if captures and isinstance(callee, gast.Attribute) and callee.attr in _DICT_VIEWS:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: .{callee.attr}() of a dict of "
+                "differentiated values can only be looped over ('for k, v in "
+                "d.items():'); read entries by key (d[k]) elsewhere, or use mode='tape'"
+            )
         if any(n in self.activity.varied for n in names_read(operation.callee)):
             raise not_at_run_time(
                 UnsupportedError(
@@ -1315,6 +1323,7 @@ def _list_names(statements) -> set[str]:
     return result
 
 
+_DICT_VIEWS = ("items", "values", "keys")
 _STRUCTURED_RESULTS = frozenset(
     map(id, (runtime.for_items, runtime.concatenated, list, tuple, runtime.dict_keys))
 )

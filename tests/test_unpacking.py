@@ -228,6 +228,28 @@ def nested_literal(x):  # entries of a list of tuples built here
     return np.sum(y * layers[1][0] * layers[1][1])
 
 
+def layer(p, x):
+    W, b = p
+    return np.tanh(x @ W + b)
+
+
+def layers_through_a_helper(params, x):
+    for p in params[:-1]:
+        x = layer(p, x)
+    return np.sum(layer(params[-1], x))
+
+
+def layers_in_a_dict(params, x):
+    for w, b in params["layers"][1:]:
+        x = np.sin(x * w + b)
+    return np.sum(x * params["scale"])
+
+
+def unpacked_slice(t, x):
+    a, b = t[1:]
+    return np.sum(a * b * x)
+
+
 def item_target(x):
     out = np.zeros((2,) + np.shape(x))
     y, out[0] = pair(x)
@@ -254,6 +276,9 @@ CASES = [
     (enumerated_layers, lambda: (pairs(), r(3))),
     (enumerated_backwards, lambda: (pairs(), r(3))),
     (nested_literal, lambda: (r(3),)),
+    (layers_through_a_helper, lambda: ([(r(3, 3), r(3)) for _ in range(3)], r(3))),
+    (layers_in_a_dict, lambda: ({"layers": pairs(), "scale": r(3)}, r(3))),
+    (unpacked_slice, lambda: ((r(3), r(3), r(3)), r(3))),
     (layer_entries, lambda: (pairs(), r(3))),
     (nested_unpacking, lambda: (((r(2), r(2)), r(2)), r(2))),
     (three_layers, lambda: (tuple((r(3, 3), r(3)) for _ in range(3)), r(3))),
@@ -377,6 +402,15 @@ def test_hessian_vector_product(function, make, mode):
         np.testing.assert_allclose(actual, wanted, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_hessian_of_an_unpacked_array(mode):
+    """a * b * b with a, b = theta: the Hessian is [[0, 2b], [2b, 2a]]."""
+    theta = r(2)
+    a, b = theta
+    expected = np.array([[0.0, 2 * b], [2 * b, 2 * a]])
+    np.testing.assert_allclose(sg.hessian(unpacked_array, mode=mode)(theta), expected)
+
+
 def loop_over_a_constant_dict(x):
     total = 0.0
     for k in SCALES:
@@ -416,3 +450,17 @@ def test_unpacking_reads_one_cotangent_of_the_value():
     df(((r(2), r(2)), r(2)), r(2))
     text = sg.source(df)
     assert text.count("unpack_cotangent(") == 2
+
+
+def unpacked_dict_values(d, x):
+    a, b = d.values()
+    return np.sum(a * x + b)
+
+
+def test_dict_views_outside_loops_are_refused_or_taped():
+    d, x = {"a": r(3), "b": r(3)}, r(3)
+    with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+: .values\(\) .* mode='tape'"):
+        sg.grad(unpacked_dict_values, mode="s2s")(d, x)
+    with pytest.warns(UserWarning, match="values"):
+        gradient = sg.grad(unpacked_dict_values)(d, x)
+    assert_close(gradient, numeric_grad(unpacked_dict_values, [d, x], 0), rtol=1e-5, atol=1e-6)
