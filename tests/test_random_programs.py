@@ -164,9 +164,11 @@ STATEMENTS = {
         "    {name} = np.sin({name}) * {o2}",
     ],
     "keywords": ["{name} = helper(b={o1}, a={e1}) + twice(a={o2})[0]"],
-    # parameters read out of lists of layer tuples, unpacked, and spread into calls
+    # parameters read out of lists of layer tuples, unpacked, and spread into calls (new
+    # arrays in the lists: an array written in place and kept in a list makes the alias
+    # analysis refuse the hvp of the generated gradient)
     "layers": [
-        "layers = [({e1}, {o1} * 0.5), ({e2}, {o2} * 1.0), ({o1} * 0.25, {o2})]",
+        "layers = [({e1}, {o1} * 0.5), ({e2}, {o2} * 1.0), ({o1} * 0.25, {o2} * 1.5)]",
         "{name} = {o1} * 1.0",
         "for w, b in layers[:-1]:",
         "    {name} = np.tanh({name} * w + b)",
@@ -174,19 +176,19 @@ STATEMENTS = {
         "{name} = {name} * w + b",
     ],
     "layer_pairs": [
-        "layers = [({e1}, {o1}), ({e2}, {o2} * 0.5), ({o2} * 0.5, {o1} * 0.25)]",
+        "layers = [({e1}, {o1} * 1.5), ({e2}, {o2} * 0.5), ({o2} * 0.5, {o1} * 0.25)]",
         "{name} = {o2} * 1.0",
         "for (w1, b1), (w2, b2) in zip(layers[:-1], layers[1:]):",
         "    {name} = np.sin({name} * w1 + b2) * 0.5 + w2 * b1",
     ],
     "reversed_layers": [
-        "layers = [({e1}, {o1}), ({e2}, {o2})]",
+        "layers = [({e1}, {o1} * 1.5), ({e2}, {o2} * 0.5)]",
         "{name} = {o1} * 1.0",
         "for i, (w, b) in enumerate(reversed(layers)):",
         "    {name} = np.tanh({name} * w) + b * (i + 1.0)",
     ],
     "joined_layers": [
-        "more = [({e1}, {o1})] + [({e2}, {o2})]",
+        "more = [({e1}, {o1} * 1.5)] + [({e2}, {o2} * 0.5)]",
         "{name} = {o1} * 0.5",
         "for w, b in more[1:] + more[:1]:",
         "    {name} = {name} + np.sin(w) * b",
