@@ -284,11 +284,6 @@ class _Forward:
             lines.append(assign(unpacked, tangent, like=statement))
         return lines
 
-    def tangent_target(self, element: gast.expr) -> gast.expr:
-        if isinstance(element, gast.Starred):
-            return gast.Starred(value=store(self.tangent(element.value.id)), ctx=gast.Store())
-        return store(self.tangent(element.id))
-
     def tangent_expression(self, statement, operation: Operation) -> gast.expr:
         if operation.kind == "copy":
             return self.tangent_of(operation.args[0])
@@ -449,6 +444,8 @@ class _Forward:
         structure of its value."""
         if isinstance(target, gast.Name):
             return store(self.tangent(target.id))
+        if isinstance(target, gast.Starred):
+            return gast.Starred(value=self.tangent_target(target.value), ctx=gast.Store())
         return gast.Tuple(elts=[self.tangent_target(e) for e in target.elts], ctx=gast.Store())
 
 

@@ -289,6 +289,7 @@ BY_DESIGN = {
     "refuse_if_array": "a check that raises or returns None",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",
+    "dict_keys": "a dict's keys, never its values",
 }
 
 

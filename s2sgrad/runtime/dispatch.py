@@ -201,7 +201,14 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
             get_rule(primitive).vjp, tangents[1:], tuple(rest), kwargs, tape=True
         )
         count = len(rest) - 2  # the primitive's arguments, after g and ans
-        return per_argument(value, count), per_argument(tangent, count)
+        if isinstance(value, tuple) and isinstance(tangent, list):
+            tangent = tuple(tangent)  # the tangent of a tuple comes back as a list
+        value, tangent = per_argument(value, count), per_argument(tangent, count)
+        tangent = tuple(
+            zeros_like_value(v) if t is None and v is not None else t
+            for v, t in zip(value, tangent)
+        )
+        return value, tangent
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         if rule.custom_jvp is None:
