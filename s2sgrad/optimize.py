@@ -154,13 +154,24 @@ def _without_saves(statements, removable):
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                setattr(
-                    statement,
-                    field,
-                    _without_saves(inner, removable) or ([gast.Pass()] if field == "body" else []),
-                )
+                inner = _without_saves(inner, removable)
+                if all(_is_comment(s) or type(s) is gast.Pass for s in inner):
+                    inner = []  # comments alone would print as an empty block
+                setattr(statement, field, inner or ([gast.Pass()] if field == "body" else []))
+        if _empty_replay(statement):
+            continue
         result.append(statement)
-    return result
+    return _drop_orphan_comments(result, [_is_comment(s) for s in result])
+
+
+def _empty_replay(statement) -> bool:
+    """Whether ``statement`` is a backward ``if`` or loop (it has no effect of its own)
+    left with nothing to do."""
+    return (
+        getattr(statement, "s2s_replay", False)
+        and _only_passes(statement.body)
+        and _only_passes(statement.orelse)
+    )
 
 
 def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
@@ -293,6 +304,9 @@ class _Optimizer:
             elif self.facts.of(statement).folded:
                 continue
             self.fold_statement(statement)
+        if any(_empty_replay(s) for s in body):
+            body = [s for s in body if not _empty_replay(s)]
+            self.changed = True
         if not top:
             local = self.block_local(body)
             body = self.propagate_copies(body, allowed=local)

@@ -37,6 +37,7 @@ from s2sgrad.passes.activity import Activity
 from s2sgrad.passes.aliases import fresh_result, refuse_mutating_calls
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
+    COMMENT_MARK,
     assign,
     attribute,
     call,
@@ -126,6 +127,8 @@ class _Reverse:
         self.owned: set[str] = set()  # cotangents known to be private, writable buffers
         self.np = namespace.bind("np", np)
         self.saves: dict[int, _Save] = {}
+        # id of a backward if or loop → (it, the forward statement it replays)
+        self.replays: dict[int, tuple[gast.stmt, gast.stmt]] = {}
         self.stack = None
         self.counters: set[str] = set()  # variables of the enclosing `for … in range` loops
         self.parameters = _parameters(parsed.node)
@@ -178,10 +181,10 @@ class _Reverse:
         out_name = self.adjoint(output.id) if single else self.names.claim("dout")
         seed = self.seed_output(output, out_name, final)
         backward = seed + self.backward_block(statements, later_reads=names_read(final))
+        self.check_restores_mirror_saves(forward, backward)
         # what the backward sweep reads matters for saves and for values set in blocks
-        compound = any(isinstance(s, (gast.If, gast.For, gast.While)) for s in statements)
-        read_back = names_read_outside_markers(backward) if self.saves or compound else set()
-        forward, backward = self.place_saves(forward, backward, read_back)
+        read_back = self.mark_used_saves(backward)
+        forward, backward = self.place_saves(forward, backward)
         forward = _unnested(forward, self.names)
         forward = self.initial_values(statements, read_back) + forward
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
@@ -420,18 +423,84 @@ class _Reverse:
         names = sorted((inside & read_back) - top_level - self.parameters - pushed)
         return [assign(name, constant(None)) for name in names]
 
-    def place_saves(self, forward, backward, read_back: set[str]):
-        """Turn save markers into pushes/pops for values the backward sweep reads
-        (``read_back``: the names it reads, markers aside)."""
-        needed = read_back - set(self.adjoint_names.values())
-        changed = True
-        while changed:
-            changed = False
-            for save in self.saves.values():
-                if not save.used and save.target in needed:
-                    save.used = changed = True
-                    if save.index is not None:
-                        needed |= names_read(save.index)
+    def check_restores_mirror_saves(self, forward, backward) -> None:
+        """Every save must be restored where the backward sweep replays the place it was
+        made, in the opposite order: the stack is then right on every path. A gradient
+        from a stack out of step would be wrong, so a mismatch is refused (and in
+        mode='auto' the tape takes over)."""
+        saves = _marker_tree(forward, "__s2s_push__:", id)
+        restores = _marker_tree(backward, "__s2s_pop__:", self.replayed)
+        if _reversed_tree(saves) != restores:
+            raise UnsupportedError(
+                f"{self.parsed.location()}: internal error: the backward sweep would not "
+                "restore the values the forward sweep saves in the same order; use "
+                "mode='tape', and please report this function"
+            )
+
+    def replayed(self, statement) -> int | None:
+        """The id of the forward statement a backward ``if`` or loop replays, else None."""
+        pair = self.replays.get(id(statement))
+        return id(pair[1]) if pair is not None and pair[0] is statement else None
+
+    def mark_used_saves(self, backward) -> set[str]:
+        """Mark the saves whose values the backward sweep reads; return the names it reads.
+
+        A replay (a backward ``if`` or loop) that would do nothing, since it holds no code
+        and none of its restores is needed, goes (``expand_markers``), so what its test or
+        range reads does not count; restoring one value can make another one needed.
+        """
+        adjoints = set(self.adjoint_names.values())
+        while True:
+            read, indices = self.kept_reads(backward)
+            needed = (read | indices) - adjoints
+            newly = [s for s in self.saves.values() if not s.used and s.target in needed]
+            if not newly:
+                return read
+            for save in newly:
+                save.used = True
+
+    def kept_reads(self, statements) -> tuple[set[str], set[str]]:
+        """The names ``statements`` read outside restores and replays that do nothing, and
+        the names the restores needed so far read (their indices)."""
+        read: set[str] = set()
+        indices: set[str] = set()
+        for statement in statements:
+            key = _marker_key(statement, "__s2s_pop__:")
+            if key is not None:
+                save = self.saves[key]
+                if save.used and save.index is not None:
+                    indices |= names_read(save.index)
+                continue
+            if not getattr(statement, "s2s_replay", False):
+                read |= names_read(statement)
+                continue
+            if not self.replay_kept(statement):
+                continue
+            header = statement.test if isinstance(statement, gast.If) else statement.iter
+            read |= names_read(header)
+            for inner in (statement.body, statement.orelse):
+                inner_read, inner_indices = self.kept_reads(inner)
+                read |= inner_read
+                indices |= inner_indices
+        return read, indices
+
+    def replay_kept(self, replay) -> bool:
+        """Whether a backward ``if`` or loop does something: code, or a needed restore."""
+        for statement in replay.body + replay.orelse:
+            key = _marker_key(statement, "__s2s_pop__:")
+            if key is not None:
+                if self.saves[key].used:
+                    return True
+            elif getattr(statement, "s2s_replay", False):
+                if self.replay_kept(statement):
+                    return True
+            elif _has_code([statement]):
+                return True
+        return False
+
+    def place_saves(self, forward, backward):
+        """Turn the markers of the saves ``mark_used_saves`` found needed into pushes and
+        pops, and drop the others."""
         prologue = []
         if any(s.used for s in self.saves.values()):
             self.stack = self.names.claim("stack")
@@ -468,12 +537,12 @@ class _Reverse:
                     if field == "body":
                         expanded = expanded or [gast.Pass()]
                     setattr(statement, field, expanded)
-            if getattr(statement, "s2s_restores_only", False) and not _has_code(
+            if getattr(statement, "s2s_replay", False) and not _has_code(
                 statement.body + statement.orelse
             ):
-                continue  # none of its restores is needed
+                continue  # nothing to differentiate, and none of its restores is needed
             result.append(statement)
-        return result
+        return _without_orphan_comments(result)
 
     def push_code(self, save: _Save) -> gast.stmt | None:
         stack = load(self.stack)
@@ -554,14 +623,6 @@ class _Reverse:
         return self.backward_assign(statement)
 
     def backward_if(self, statement: gast.If, later_reads) -> list[gast.stmt]:
-        # (an item write of a constant into an active array still zeroes its cotangent)
-        touched = set().union(*(names_modified(s) for s in statement.body + statement.orelse))
-        if not (touched & self.activity.active):  # only values it overwrote to restore
-            body = self.backward_block(statement.body, later_reads)
-            orelse = self.backward_block(statement.orelse, later_reads)
-            return self.restoring(
-                statement, gast.If(test=clone(statement.test), body=body, orelse=orelse)
-            )
         entry_defined, entry_owned = set(self.defined), set(self.owned)
         body = self.backward_block(statement.body, later_reads)
         body_defined, body_owned = self.defined, self.owned
@@ -574,14 +635,8 @@ class _Reverse:
         self.defined = union
         self.owned = (body_owned | (union - body_defined)) & (else_owned | (union - else_defined))
         self.owned = {n for n in self.owned if n in {self.adjoint(v) for v in union}}
-        if not _has_code(body) and not _has_code(orelse):
-            restores = gast.If(test=clone(statement.test), body=body, orelse=orelse)
-            return self.restoring(statement, restores)
-        test = clone(statement.test)
-        if not _has_code(body):
-            body, orelse = orelse, []
-            test = gast.UnaryOp(op=gast.Not(), operand=test)
-        return [gast.copy_location(gast.If(test=test, body=body, orelse=orelse), statement)]
+        replay = gast.If(test=clone(statement.test), body=body or [gast.Pass()], orelse=orelse)
+        return [self.replaying(statement, replay)]
 
     def zeros_for(self, variables) -> list[gast.stmt]:
         result = []
@@ -591,18 +646,17 @@ class _Reverse:
             self.owned.add(name)
         return result
 
-    def restoring(self, statement, block: gast.stmt) -> list[gast.stmt]:
-        """``block`` (an ``if`` or loop of the backward sweep) if it restores values that
-        ``statement``'s branches or iterations overwrote, else nothing. The restores must
-        run on the path, and as often as, the forward sweep saved them; ``block`` goes
-        when none of them turns out to be needed."""
-        if not any(_is_marker(s) for s in nested_statements([block])):
-            return []
-        for field in ("body", "orelse"):
-            inner = [s for s in getattr(block, field) if _restores(s)]
-            setattr(block, field, inner or ([gast.Pass()] if field == "body" else []))
-        block.s2s_restores_only = True
-        return [gast.copy_location(block, statement)]
+    def replaying(self, statement, block: gast.stmt) -> gast.stmt:
+        """``block``, the backward sweep's ``if`` or loop for ``statement``, marked as such.
+
+        It has the same arms as ``statement`` whatever they hold, so that every restore
+        runs on the path, and as often as, the forward sweep saved the value; only once
+        the restores are placed (``expand_markers``) and the code tidied (``optimize``)
+        does a replay whose arms are all empty go.
+        """
+        block.s2s_replay = True
+        self.replays[id(block)] = (block, statement)
+        return gast.copy_location(block, statement)
 
     def backward_loop(self, loop, later_reads) -> list[gast.stmt]:
         written = set().union(*(names_written(s) for s in loop.body))
@@ -610,7 +664,7 @@ class _Reverse:
         modified = set().union(*(names_modified(s) for s in loop.body))
         if not (modified & self.activity.active):  # only values it overwrote to restore
             body = self.backward_block(loop.body, later_reads | read)
-            return self.restoring(loop, self.reversed_loop(loop, body))
+            return [self.reversed_loop(loop, body)]
         local = _iteration_local(loop.body, frozenset(later_reads)) - self.defined
         carried = {v for v in (read - local) | (written & self.defined) if self.active(v)}
         carried |= {v for v in written & later_reads if self.active(v) and v in self.defined}
@@ -658,7 +712,7 @@ class _Reverse:
                 orelse=[],
                 type_comment=None,
             )
-        return gast.copy_location(header, loop)
+        return self.replaying(loop, header)
 
     # backward: statements -----------------------------------------------------------------
     def contribute(self, variable: str, value: gast.expr, like: gast.AST) -> list[gast.stmt]:
@@ -1556,22 +1610,62 @@ def _marker_key(statement, prefix: str) -> int | None:
     return None
 
 
+def _marker_tree(statements, prefix: str, origin: Callable) -> list:
+    """The keys of the markers in ``statements`` in order and, in their place, for each
+    statement holding some, ``(origin(statement), [(field, its tree), ...])``."""
+    tree: list = []
+    for statement in statements:
+        key = _marker_key(statement, prefix)
+        if key is not None:
+            tree.append(key)
+            continue
+        if isinstance(statement, gast.FunctionDef):
+            continue
+        arms = []
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                inner_tree = _marker_tree(inner, prefix, origin)
+                if inner_tree:
+                    arms.append((field, inner_tree))
+        if arms:
+            tree.append((origin(statement), arms))
+    return tree
+
+
+def _reversed_tree(tree: list) -> list:
+    """``tree`` in the order the backward sweep must restore it."""
+    return [
+        item if isinstance(item, int) else (item[0], [(f, _reversed_tree(t)) for f, t in item[1]])
+        for item in reversed(tree)
+    ]
+
+
+def _without_orphan_comments(statements: list[gast.stmt]) -> list[gast.stmt]:
+    """``statements`` without the ``# grad of:`` comments whose code went."""
+    kept = []
+    for index, statement in enumerate(statements):
+        if _is_comment(statement):
+            following = statements[index + 1] if index + 1 < len(statements) else None
+            if following is None or _is_comment(following):
+                continue
+        kept.append(statement)
+    return kept
+
+
+def _is_comment(statement) -> bool:
+    text = string_statement(statement)
+    return text is not None and text.startswith(COMMENT_MARK)
+
+
 def _is_marker(statement) -> bool:
     text = string_statement(statement)
     return text is not None and text.startswith(("__s2s_pop__:", "__s2s_push__:"))
 
 
-def _restores(statement) -> bool:
-    """Whether ``statement`` is a restore, or a branch or loop made to run restores."""
-    return _is_marker(statement) or getattr(statement, "s2s_restores_only", False)
-
-
 def _has_code(statements) -> bool:
-    return any(not _is_marker(s) and not isinstance(s, gast.Pass) for s in statements)
-
-
-def names_read_outside_markers(statements) -> set[str]:
-    return names_read(gast.Module(body=statements, type_ignores=[]))
+    """Whether ``statements`` do anything: not only ``pass``, comments and markers."""
+    return any(not isinstance(s, gast.Pass) and string_statement(s) is None for s in statements)
 
 
 def _locate_all(statement: gast.stmt, like: gast.AST) -> gast.stmt:
