@@ -8,6 +8,8 @@ __all__ = [
     "NonDifferentiableError",
     "where",
     "no_forward_derivative",
+    "iterator_error",
+    "generator_error",
 ]
 
 
@@ -48,3 +50,37 @@ def no_forward_derivative(function, location: str | None = None) -> NonDifferent
         f"{start}{name} has a custom derivative for reverse mode only; give "
         "@s2sgrad.derivative a jvp= companion to use it in forward mode"
     )
+
+
+def iterator_error(location: str, description: str) -> UnsupportedError:
+    """The error for an iterator (``map``, ``zip``, ``iter``…) of values being differentiated,
+    kept or read bit by bit: it is used up once read, so the backward sweep cannot read it
+    again.
+
+    Example::
+
+        raise iterator_error("model.py:12", "map(...)")
+    """
+    return UnsupportedError(
+        f"{location}: {description} makes an iterator, which is used up as it is read and "
+        "cannot be read again backwards; build a list instead ([f(v) for v in xs], "
+        "list(zip(xs, ys))), or read it whole where it is made (sum(map(f, xs))), "
+        "or use mode='tape'"
+    )
+
+
+def generator_error(location: str, name: str) -> UnsupportedError:
+    """The error for differentiating a generator function (one that ``yield``s): the tape
+    cannot follow it either.
+
+    Example::
+
+        raise generator_error("model.py:12", "layers")
+    """
+    error = UnsupportedError(
+        f"{location}: generator functions cannot be differentiated: {name} yields its "
+        "values one at a time, to be computed only when they are read; return them "
+        "instead (a list, or np.stack of them)"
+    )
+    error.tape_cannot_either = True
+    return error

@@ -15,7 +15,12 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
+from s2sgrad.errors import (
+    NonDifferentiableError,
+    S2SGradError,
+    UnsupportedError,
+    iterator_error,
+)
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
 from s2sgrad.operations import (
@@ -243,6 +248,8 @@ class _Forward:
             return [self.call(statement, operation, names)]
         if operation.kind == "unknown" and operation.callee is not None:
             return [self.dynamic_call(statement, operation, names)]
+        if operation.kind == "iterator":
+            raise iterator_error(self.parsed.location(statement), operation.description)
         if operation.kind in ("unknown", "no rule"):
             error = NonDifferentiableError if operation.kind == "no rule" else UnsupportedError
             raise error(

@@ -54,7 +54,8 @@ class Operation:
     or a declared non-differentiable function), ``call`` (a user function to differentiate
     in turn), ``pack`` (a tuple, list or dict literal), ``comparison``, ``unknown`` (anything the
     transformer cannot see through), ``no rule`` (a library function with no derivative
-    rule), ``list pop`` (``items.pop()`` on a list used as working storage).
+    rule), ``list pop`` (``items.pop()`` on a list used as working storage), ``iterator``
+    (``map``, ``zip``, ``iter``, ``next``…: values made only as they are read).
     """
 
     kind: str
@@ -71,7 +72,7 @@ class Operation:
 
     @property
     def differentiable(self) -> bool:
-        if self.kind in ("copy", "pack", "call", "unknown", "list pop"):
+        if self.kind in ("copy", "pack", "call", "unknown", "list pop", "iterator"):
             return True
         rule = self.rule
         return rule is None or rule.differentiable  # no rule: an error when differentiated
@@ -120,6 +121,11 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
     return Operation("unknown", description=type(value).__name__)
 
 
+# builtins whose values are made as they are read: a loop or comprehension over them is
+# rewritten first (passes/loops.py), and what is left cannot be replayed backwards
+_ITERATORS = (map, filter, zip, enumerate, reversed, iter, next)
+
+
 def _primitive(primitive, args, keywords=None) -> Operation:
     return Operation("primitive", primitive, list(args), dict(keywords or {}))
 
@@ -137,6 +143,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation("higher-order custom", target, [], keywords, _dotted(func), func)
         rule = get_rule(target)
         args = list(node.args)
+        if any(target is lazy for lazy in _ITERATORS):
+            return Operation("iterator", target, args, keywords, f"{_dotted(func)}(...)")
         if rule is not None and rule.custom is not None:
             return Operation("call", target, args, keywords, _dotted(func), func)
         if rule is not None:

@@ -23,7 +23,12 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
+from s2sgrad.errors import (
+    NonDifferentiableError,
+    S2SGradError,
+    UnsupportedError,
+    iterator_error,
+)
 from s2sgrad.frontend import ParsedFunction
 from s2sgrad.inline import Namespace, inline_rule
 from s2sgrad.operations import (
@@ -307,6 +312,8 @@ class _Reverse:
                 )
                 error.tape_cannot_either = True
                 raise error
+            elif operation.kind == "iterator":
+                raise iterator_error(self.parsed.location(statement), operation.description)
             elif operation.kind == "no rule":
                 raise NonDifferentiableError(
                     f"{self.parsed.location(statement)}: {operation.description} has no "
@@ -385,7 +392,12 @@ class _Reverse:
         return [*prefix, loop]
 
     def loop_is_active(self, loop) -> bool:
-        return bool(set().union(*(names_written(s) for s in loop.body)) & self.activity.active)
+        """Whether the loop sets a differentiated value: its variable, a name, a list it
+        appends to or an array it writes into."""
+        changed = set().union(*(names_written(s) for s in loop.body)) | _mutated_names(loop.body)
+        if isinstance(loop, gast.For):
+            changed |= names_written(loop.target)
+        return bool(changed & self.activity.active)
 
     def overwritten(self, name: str) -> bool:
         return self.writes[name] > 1 or name in self.in_loops or name in self.parameters
@@ -1362,18 +1374,29 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
 
 
 def _list_names(statements) -> set[str]:
-    """Variables that hold Python lists (their cotangents are lists too)."""
+    """Variables that hold Python lists or tuples made here, or copies of them (their
+    cotangents are lists too)."""
     result = set()
+    copies = []
     for statement in nested_statements(statements):
         if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name):
             value = statement.value
             is_list = isinstance(value, gast.List) or (
                 isinstance(value, gast.Call)
                 and isinstance(value.func, gast.Name)
-                and value.func.id == "list"
+                and value.func.id in ("list", "tuple")
             )
             if is_list:
                 result.add(statement.targets[0].id)
+            elif isinstance(value, gast.Name):
+                copies.append((statement.targets[0].id, value.id))
+    grown = True
+    while grown:
+        grown = False
+        for copy, source in copies:
+            if source in result and copy not in result:
+                result.add(copy)
+                grown = True
     return result
 
 

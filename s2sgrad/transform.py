@@ -36,6 +36,7 @@ from s2sgrad.codegen import (
 )
 from s2sgrad.errors import (
     UnsupportedError,
+    generator_error,
     no_forward_derivative,
     where,
 )
@@ -192,6 +193,9 @@ def _build(request: _Request) -> GeneratedFunction:
     if rule is not None and rule.custom is not None and request.kind != "jvp":
         return _build_custom(request)
     parsed = parse_function(request.function, request.containers)
+    if inspect.isgeneratorfunction(request.function):
+        yielding = _first_yield(parsed.node) or parsed.node
+        raise generator_error(parsed.location(yielding), request.function.__qualname__)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
     _refuse_complex_literals(parsed, node)
@@ -394,6 +398,18 @@ def _complex_refusal(parsed: ParsedFunction, where_node, what: str) -> Unsupport
     )
     error.tape_cannot_either = True  # the tape refuses complex values as well
     return error
+
+
+def _first_yield(node: gast.AST) -> gast.AST | None:
+    """The first ``yield`` of a function, not counting the functions defined inside it."""
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, (gast.Yield, gast.YieldFrom)):
+            return child
+        if not isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            found = _first_yield(child)
+            if found is not None:
+                return found
+    return None
 
 
 def _build_jvp(request, parsed, node, activity, names, namespace, local_names, assumptions):

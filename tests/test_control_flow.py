@@ -555,3 +555,172 @@ def test_restores_out_of_step_with_their_saves_are_refused(monkeypatch):
     with pytest.warns(UserWarning, match="internal error"):
         gradient = sg.grad(overwrites_in_a_branch)(x, y)  # the tape takes over
     assert_close(gradient, numeric_grad(overwrites_in_a_branch, [x, y], 0))
+
+
+# Iterators (map, filter, zip, enumerate, reversed) read whole where they are made become
+# list comprehensions, whose values the backward sweep can read again.
+def map_of_a_lambda(x, y):
+    return sum(map(lambda t: t**2 * y[0], x))
+
+
+def map_of_two_sequences(x, y):
+    return sum(map(lambda a, b: np.sin(a) * b, x, y))
+
+
+def map_of_a_function(x, y):
+    return np.sum(np.stack(list(map(np.tanh, x * y))))
+
+
+def filter_of_a_lambda(x, y):
+    return sum(filter(lambda t: t > 0, x * y)) + sum(filter(None, np.round(x * 0.9) * y))
+
+
+def zip_enumerate_reversed_in_lists(x, y):
+    pairs = list(zip(x, np.sin(y)))
+    numbered = list(enumerate(x * y))
+    backwards = list(reversed(x**2))
+    return sum([a * b for a, b in pairs]) + sum([i * v for i, v in numbered]) + backwards[0]
+
+
+def loop_over_a_map(x, y):
+    total = 0.0
+    for v in map(lambda t: t**3, x):
+        total = total * y[1] + v
+    return total
+
+
+ITERATORS = [
+    map_of_a_lambda,
+    map_of_two_sequences,
+    map_of_a_function,
+    filter_of_a_lambda,
+    zip_enumerate_reversed_in_lists,
+    loop_over_a_map,
+]
+
+
+@pytest.mark.parametrize("function", ITERATORS, ids=[f.__name__ for f in ITERATORS])
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+@pytest.mark.parametrize("point", [0, 1])
+def test_iterators_read_whole_where_they_are_made(function, mode, point):
+    x, y = POINTS[point]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradients = call_twice(sg.grad(function, wrt=(0, 1), mode=mode), x, y)
+    for index in range(2):
+        assert_close(gradients[index], numeric_grad(function, [x, y], index), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("function", ITERATORS, ids=[f.__name__ for f in ITERATORS])
+def test_iterators_read_whole_differentiate_twice(function):
+    x, y = POINTS[3]
+    along = np.array([0.4, -1.0, 0.7])
+    product = sg.hvp(function, (x, y), (along, np.zeros(3)), mode="s2s")[0]
+    gradient = sg.grad(function, wrt=0, mode="tape")
+    expected = numeric_grad(lambda x: np.sum(gradient(x, y) * along), [x], 0)
+    assert_close(product, expected, rtol=1e-5, atol=1e-6)
+
+
+def kept_map(x):
+    squares = map(np.sin, x)
+    return sum(squares)
+
+
+def read_bit_by_bit(x):
+    items = iter(x)
+    first = next(items)
+    return np.sum(first * x)
+
+
+@pytest.mark.parametrize("function", [kept_map, read_bit_by_bit])
+def test_iterators_kept_or_read_bit_by_bit_are_refused(function):
+    x = POINTS[0][0]
+    with pytest.raises(sg.UnsupportedError, match=r"build a list instead") as caught:
+        sg.grad(function, mode="s2s")(x)
+    line = function.__code__.co_firstlineno + 1  # the line that makes the iterator
+    assert f"{__file__}:{line}:" in str(caught.value)
+    with pytest.warns(UserWarning, match="makes an iterator"):  # the tape takes over
+        gradient = sg.grad(function)(x)
+    assert_close(gradient, numeric_grad(function, [x], 0))
+
+
+def squares_one_at_a_time(x):
+    for v in x:
+        yield v**2
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_generator_functions_are_refused(mode):
+    first = squares_one_at_a_time.__code__.co_firstlineno
+    lines = {first, first + 2}  # the def (tape) or the yield (source)
+    with pytest.raises(sg.UnsupportedError, match="generator functions cannot be differentiated"):
+        sg.grad(squares_one_at_a_time, mode=mode)(np.ones(3))
+    try:
+        sg.grad(squares_one_at_a_time, mode=mode)(np.ones(3))
+    except sg.UnsupportedError as error:
+        assert any(f"{__file__}:{line}:" in str(error) for line in lines), str(error)
+        assert "return them instead" in str(error)
+
+
+# a comprehension is computed where it stands: inside the loop or branch that holds it
+def comprehension_in_a_loop(x, y):
+    total = 0.0
+    for _ in range(3):
+        x = x * 1.1 + y
+        total = total + sum([t * 2.0 for t in x])
+    return total
+
+
+def comprehension_in_a_branch(x, y):
+    total = 0.0
+    if np.sum(y) > 0:
+        x = x * np.sin(y)
+        total = total + sum([t**2 for t in x])
+    else:
+        total = sum([t * 3.0 for t in x])
+    return total
+
+
+def comprehension_in_a_while_test(x, y):
+    k = 0
+    while sum([t * 1.0 for t in x]) < 3.0 and k < 6:
+        x = x * 1.5 + y**2
+        k += 1
+    return np.sum(x * y)
+
+
+def comprehension_filtering_an_expression(x, y):
+    return sum([t for t in np.round(x * 0.9) * y if t])  # an arithmetic result, iterated
+
+
+COMPUTED_IN_PLACE = [
+    comprehension_in_a_loop,
+    comprehension_in_a_branch,
+    comprehension_in_a_while_test,
+    comprehension_filtering_an_expression,
+]
+
+
+@pytest.mark.parametrize("function", COMPUTED_IN_PLACE, ids=[f.__name__ for f in COMPUTED_IN_PLACE])
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+@pytest.mark.parametrize("point", range(len(POINTS)))
+def test_comprehensions_are_computed_where_they_stand(function, mode, point):
+    x, y = POINTS[point]
+    gradients = call_twice(sg.grad(function, wrt=(0, 1), mode=mode), x, y)
+    for index in range(2):
+        assert_close(gradients[index], numeric_grad(function, [x, y], index), rtol=1e-5, atol=1e-6)
+
+
+def pairs_in_a_tuple(x, y):
+    # tuple(...) is called at run time on (index, value) pairs: integers beside the values
+    pairs = tuple([(i, v * y[i]) for i, v in enumerate(x)])
+    same = pairs
+    return sum([i * v for i, v in same])
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_a_tuple_of_index_and_value_pairs(mode):
+    x, y = POINTS[1]
+    gradients = call_twice(sg.grad(pairs_in_a_tuple, wrt=(0, 1), mode=mode), x, y)
+    for index in range(2):
+        assert_close(gradients[index], numeric_grad(pairs_in_a_tuple, [x, y], index))

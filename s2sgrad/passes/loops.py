@@ -602,6 +602,7 @@ class _Comprehensions(gast.NodeTransformer):
         if len(node.generators) != 1 or node.generators[0].is_async:
             return node
         generator = node.generators[0]
+        generator.iter = self.visit(generator.iter)  # computed once, before the loop
         self.keep_variables_apart(node)
         result = self.loops.names.fresh("items")
         append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))

@@ -160,7 +160,7 @@ def _differentiable(value: Any) -> bool:
         return True
     if isinstance(value, np.ndarray):
         return value.dtype.kind in "fc"
-    if isinstance(value, (dict, list, tuple)):
+    if isinstance(value, (dict, list, tuple)):  # (index, value) pairs count, say
         items = value.values() if isinstance(value, dict) else value
         return any(_differentiable(v) for v in items)  # a cotangent for what can carry one
     from s2sgrad.tape import is_tape_value

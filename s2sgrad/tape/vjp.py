@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import NonDifferentiableError
+from s2sgrad.errors import NonDifferentiableError, generator_error, where
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
 from s2sgrad.tape.recording import Backward, is_traced
@@ -34,6 +35,7 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
         (dw,) = pullback(1.0)  # dw == x
     """
     refuse_value_class_patterns(f)
+    _refuse_generators(f)
     tape = GradientTape(persistent=True, watch_accessed_variables=False)
     args = list(args)
     rebuilds = [flatten(args[i])[1] for i in wrt]
@@ -64,6 +66,15 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
         )
 
     return rebuild_out([_plain(leaf) for leaf in out_leaves]), pullback
+
+
+def _refuse_generators(f: Callable) -> None:
+    """What a generator function yields is computed only when read, after recording."""
+    function = getattr(f, "__func__", f)
+    if inspect.isgeneratorfunction(function):
+        code = function.__code__
+        location = where(code.co_filename, code.co_firstlineno)
+        raise generator_error(location, function.__qualname__)
 
 
 def _watched(tape: GradientTape, leaf: Any) -> Any:
