@@ -132,7 +132,7 @@ class _Forward:
             )
         refuse_mutating_calls(statements, self.parsed, _parameters(self.parsed.node), self.activity)
         tangents = {w: self.tangent(w) for w in self.wrt}
-        result = self.block(statements)
+        result = self.constant_parameters() + self.block(statements)
         output = final.value
         if isinstance(output, gast.Tuple):
             output_tangent: gast.expr = gast.Tuple(
@@ -141,6 +141,18 @@ class _Forward:
         else:
             output_tangent = self.tangent_of(output)
         return ForwardSweep(result, output, output_tangent, tangents)
+
+    def constant_parameters(self) -> list[gast.stmt]:
+        """Zero tangents for the parameters not differentiated that the code later sets to
+        differentiated values (``y = y + x`` in a branch): on the other path they stay
+        constants, and their tangents are read all the same."""
+        arguments = self.parsed.node.args
+        parameters = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+        return [
+            assign(self.tangent(p), call(self.helper("zeros_like_value"), [load(p)]))
+            for p in parameters
+            if p not in self.wrt and self.active(p)
+        ]
 
     def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
         result: list[gast.stmt] = []

@@ -724,3 +724,32 @@ def test_a_tuple_of_index_and_value_pairs(mode):
     gradients = call_twice(sg.grad(pairs_in_a_tuple, wrt=(0, 1), mode=mode), x, y)
     for index in range(2):
         assert_close(gradients[index], numeric_grad(pairs_in_a_tuple, [x, y], index))
+
+
+def argument_overwritten_in_a_branch(x, y):
+    v = np.exp(np.tanh(y)) * x - y
+    if np.sum(y) < 0.5:
+        y = y + x * 0.5  # y, a constant wrt x, becomes a differentiated value on this path
+    else:
+        k = 0
+        while k < 3:
+            k += 1
+    return np.sum(np.sin(v)) + 0.1 * np.sum(x) * np.sum(y**2)
+
+
+@pytest.mark.parametrize("point", [0, 2])  # both paths
+def test_forward_mode_wrt_one_argument_when_another_is_overwritten(point):
+    # found by random programs: the Hessian wrt x alone read y's tangent, never set when
+    # y is not differentiated, after the branch that overwrites y (an internal NameError)
+    x, y = POINTS[point]
+    hessian = sg.hessian(argument_overwritten_in_a_branch, wrt=0, mode="s2s")(x, y)
+    gradient = sg.grad(argument_overwritten_in_a_branch, wrt=0, mode="tape")
+    columns = [
+        numeric_grad(lambda x, index=index: gradient(x, y)[index], [x], 0)
+        for index in np.ndindex(x.shape)
+    ]
+    assert_close(hessian, np.array(columns), rtol=1e-5, atol=1e-6)
+    along = np.array([0.4, -1.0, 0.7])
+    _, tangent = sg.jvp(lambda x: argument_overwritten_in_a_branch(x, y), (x,), (along,))
+    expected = numeric_grad(lambda x: argument_overwritten_in_a_branch(x, y), [x], 0) @ along
+    assert_close(float(tangent), float(expected), rtol=1e-5, atol=1e-6)
