@@ -490,6 +490,27 @@ def restore_beside_a_loop_in_an_elif(x, y):
     return t2
 
 
+def issue_12_program(b, x):
+    t1 = x
+    t2 = np.sum(t1**2)
+    if b > 0.0:
+        t1 = b * x
+    else:
+        for _ in range(3):
+            t5 = np.tanh(t1[1])  # noqa: F841
+    return t2
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+@pytest.mark.parametrize("b", [0.3, -0.3])
+def test_the_reported_program_differentiates_to_twice_x(mode, b):
+    x = np.array([0.3, -1.2, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradient = call_twice(sg.grad(issue_12_program, wrt=1, mode=mode), b, x)
+    assert_close(gradient, 2 * x)  # analytic: t2 = sum(x ** 2) whatever the branch does
+
+
 RESTORING = [
     restore_beside_a_loop,
     loop_beside_a_restore,
