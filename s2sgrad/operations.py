@@ -143,7 +143,7 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation("higher-order custom", target, [], keywords, _dotted(func), func)
         rule = get_rule(target)
         args = list(node.args)
-        if any(target is lazy for lazy in _ITERATORS):
+        if any(target is lazy for lazy in _ITERATORS) or inspect.isgeneratorfunction(target):
             return Operation("iterator", target, args, keywords, f"{_dotted(func)}(...)")
         if rule is not None and rule.custom is not None:
             return Operation("call", target, args, keywords, _dotted(func), func)

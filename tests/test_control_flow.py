@@ -683,6 +683,22 @@ def test_generator_functions_are_refused(mode):
         assert "return them instead" in str(error)
 
 
+def sum_of_a_generator(x):
+    return sum(squares_one_at_a_time(x))
+
+
+def test_a_call_of_a_generator_function_goes_to_the_tape():
+    # what the generator yields is read whole inside the function: the tape follows it
+    x = POINTS[0][0]
+    line = sum_of_a_generator.__code__.co_firstlineno + 1
+    with pytest.raises(sg.UnsupportedError, match="makes an iterator") as caught:
+        sg.grad(sum_of_a_generator, mode="s2s")(x)
+    assert f"{__file__}:{line}:" in str(caught.value)
+    with pytest.warns(UserWarning, match="makes an iterator"):
+        gradient = sg.grad(sum_of_a_generator)(x)
+    assert_close(gradient, 2 * x)
+
+
 # a comprehension is computed where it stands: inside the loop or branch that holds it
 def comprehension_in_a_loop(x, y):
     total = 0.0
