@@ -802,3 +802,78 @@ def test_forward_mode_wrt_one_argument_when_another_is_overwritten(point):
     _, tangent = sg.jvp(lambda x: argument_overwritten_in_a_branch(x, y), (x,), (along,))
     expected = numeric_grad(lambda x: argument_overwritten_in_a_branch(x, y), [x], 0) @ along
     assert_close(float(tangent), float(expected), rtol=1e-5, atol=1e-6)
+
+
+# A random program whose Hessian-vector product crashed (None indexed in the generated
+# forward-over-reverse code) before backward branches mirrored forward ones.
+
+
+def layers_then_loops_then_branches(x, y):
+    v0 = -x
+    if v0.ndim > 1:  # noqa: SIM108 (kept as the generator wrote it)
+        v1 = y**2
+    else:
+        v1 = np.flip(x, axis=-1) if np.ndim(x) else x
+    layers = [(x + v1, x * 1.5), (np.sum(y, axis=-1, keepdims=True), v0 * 0.5)]
+    v2 = x * 1.0
+    for i, (w, b) in enumerate(reversed(layers)):
+        v2 = np.tanh(v2 * w) + b * (i + 1.0)
+    v3 = x * 1.0
+    k = 0
+    while k < 1:
+        v3 = v3 * np.tanh(x) + v1
+        if k % 2 == 1:
+            x = x * 0.75
+        else:
+            for i in range(3):
+                if i == 1:
+                    continue
+                w = x * i
+        k += 1
+    v4 = v0 * 1.0
+    k = 0
+    while k < 2:
+        v4 = v4 * np.tanh(v0) + x
+        if k % 2 == 1:
+            v0 = v0 * 0.75
+        else:
+            for i in range(3):
+                if i == 1:
+                    continue
+                w = v0 * i
+        k += 1
+    if np.sum(v0) > 1.0:
+        v5 = np.maximum(x, v0 + 0.25)  # noqa: F841
+    elif np.sum(v0) > -1.0:
+        v5 = np.sin(v3) * v4  # noqa: F841
+    else:
+        v5 = v4 * 1.0  # noqa: F841
+    v6 = np.square(v0) - v0 * v4
+    if np.sum(v4) > -1.0:
+        if np.sum(v0) > 0.0:
+            v0 = np.sin(v0) + 0.5
+        else:
+            k = 0
+            while True:
+                k += 1
+                if k >= 1:
+                    break
+    else:
+        v0 = v0 * 2.0
+    return np.sum(np.sin(v6) * 1.0) + np.sum(np.sin(v3) * 2.0) + 0.01 * np.sum(x) * np.sum(y)
+
+
+def test_hvp_through_layers_loops_and_nested_branches():
+    rng = np.random.default_rng(5)
+    x, y = rng.uniform(-1.5, 1.5, (2, 3)), rng.uniform(-1.5, 1.5, (2, 3))
+    along = (rng.normal(size=(2, 3)), rng.normal(size=(2, 3)))
+    products = sg.hvp(layers_then_loops_then_branches, (x, y), along, mode="s2s")
+    gradient = sg.grad(layers_then_loops_then_branches, wrt=(0, 1), mode="tape")
+
+    def directional(step):
+        up = gradient(x + step * along[0], y + step * along[1])
+        down = gradient(x - step * along[0], y - step * along[1])
+        return [(u - d) / (2 * step) for u, d in zip(up, down)]
+
+    for got, want in zip(products, directional(1e-5)):
+        assert_close(got, want, rtol=1e-4, atol=1e-5)
