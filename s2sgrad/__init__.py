@@ -22,7 +22,12 @@ from s2sgrad.controls import (
     with_derivative,
     without_derivative,
 )
-from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError
+from s2sgrad.errors import (
+    NonDifferentiableError,
+    S2SGradError,
+    S2SGradWarning,
+    UnsupportedError,
+)
 from s2sgrad.inspection import export, show, source
 from s2sgrad.tape import GradientTape, Variable, constant
 
@@ -51,6 +56,7 @@ __all__ = [
     "S2SGradError",
     "UnsupportedError",
     "NonDifferentiableError",
+    "S2SGradWarning",
 ]
 
 __version__ = "0.1.0"

@@ -15,13 +15,12 @@ import numbers
 import operator
 import sys
 import types
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import S2SGradError, where
+from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller, where
 from s2sgrad.freshness import MISSING, Assumptions
 from s2sgrad.runtime import as_gradient, is_foreign_array
 from s2sgrad.specialize import signature
@@ -87,13 +86,13 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     _check_mode(mode)
     function, primals = _bind_self(f, primals)
     parameters = _positional_parameters(function)
-    if len(primals) > len(parameters):
+    if len(primals) > len(parameters) and _vararg(function) is None:
         raise TypeError(f"{_name(f)} takes {len(parameters)} positional arguments")
     for name, primal in zip(parameters, primals):
         _refuse_not_understood(name, primal, f)
     differentiable = [i for i, p in enumerate(primals) if _is_differentiable(p)]
     offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
-    wrt = tuple(parameters[i] for i in differentiable)
+    wrt = tuple(_positional_name(function, i) for i in differentiable)
     engine_out, raw_pullback = _vjp_engine(function, primals, wrt, mode)
 
     def pullback(cotangent: Any) -> tuple:
@@ -127,7 +126,7 @@ def _vjp_engine(function, primals, wrt, mode):
             _warn_fallback(function, error)
     from s2sgrad.tape import tape_vjp
 
-    indices = tuple(_positional_parameters(function).index(w) for w in wrt)
+    indices = tuple(_position_of(function, w) for w in wrt)
     out, pullback = tape_vjp(function, tuple(primals), {}, indices)
 
     def raw_pullback(cotangent):
@@ -152,9 +151,7 @@ class _Transform:
         self.all_parameters = list(inspect.signature(self.function).parameters)
         shift = 1 if isinstance(f, types.MethodType) else 0
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
-        self.indices = [
-            self.all_parameters.index(w) if w in self.parameters else None for w in self.wrt
-        ]
+        self.indices = [_position_of(self.function, w) for w in self.wrt]
         self.generated: dict[tuple, Any] = {}  # argument signature → compiled function
         self.fast: dict[tuple, Any] = {}  # (shape, dtype) of each array argument → function
         self.latest = None  # the GeneratedFunction that ran last (for sg.source)
@@ -192,12 +189,12 @@ class _Transform:
             return wrt
         if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool):
             index = int(wrt) + shift
-            if not 0 <= index < len(self.parameters):
-                raise ValueError(
-                    f"wrt={wrt} is out of range: {_name(self.f)} has "
-                    f"{len(self.parameters) - shift} positional parameters"
-                )
-            return self.parameters[index]
+            if 0 <= index < len(self.parameters) or (index >= 0 and _vararg(self.function)):
+                return _positional_name(self.function, index)
+            raise ValueError(
+                f"wrt={wrt} is out of range: {_name(self.f)} has "
+                f"{len(self.parameters) - shift} positional parameters"
+            )
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
     def __call__(self, *args, **kwargs):
@@ -290,7 +287,8 @@ class _Transform:
             elif name in kwargs:
                 values.append(kwargs[name])
             else:
-                default = inspect.signature(self.function).parameters[name].default
+                parameter = inspect.signature(self.function).parameters.get(name)
+                default = inspect.Parameter.empty if parameter is None else parameter.default
                 if default is inspect.Parameter.empty:
                     raise TypeError(f"{_name(self.f)}() missing required argument {name!r}")
                 values.append(default)
@@ -298,16 +296,16 @@ class _Transform:
 
     def _tape_call(self, args, kwargs, values):
         from s2sgrad.tape import tape_vjp
+        from s2sgrad.tape.in_place import refuse_value_class_patterns
 
-        bound = inspect.signature(self.function).bind(*args, **kwargs)
-        given = [p for p in self.parameters if p in bound.arguments]
-        positional = tuple(bound.arguments[p] for p in given)  # defaults stay the callee's
-        indices = tuple(given.index(w) for w in self.wrt)
-        extra = {k: v for k, v in bound.arguments.items() if k not in self.parameters}
+        refuse_value_class_patterns(self.function)  # tape_vjp sees only the adapter below
+
         target = self.function
         if self.has_aux:
             target = _first_of(self.function)
-        out, pullback = tape_vjp(target, positional, extra, indices)
+        inspect.signature(self.function).bind(*args, **kwargs)  # the call's own TypeError
+        call = _calling_with(target, self.function, args, kwargs, self.wrt, self.indices)
+        out, pullback = tape_vjp(call, tuple(values), {}, tuple(range(len(values))))
         from s2sgrad.runtime import seed_cotangent
 
         cotangents = pullback(seed_cotangent(out))
@@ -343,6 +341,61 @@ def _register_transforms_as_constructors() -> None:
     from s2sgrad.rules.registry import nondifferentiable
 
     nondifferentiable(grad, value_and_grad, jacobian, jacfwd, hessian)
+
+
+def _calling_with(target, function, args, kwargs, wrt, indices):
+    """``target(*args, **kwargs)`` as a function of the ``wrt`` arguments alone, passed
+    positionally (the tape watches positional arguments); the others stay as given.
+
+    ``indices`` are the positions of the ``wrt`` arguments (None: keyword-only).
+    """
+    parameters = list(inspect.signature(function).parameters.values())
+
+    def call(*values):
+        positional, keywords = list(args), dict(kwargs)
+        for name, index, value in zip(wrt, indices, values):
+            if index is None or (index >= len(positional) and name in kwargs):
+                keywords[name] = value
+            elif index < len(positional):
+                positional[index] = value
+            elif parameters[index].kind is inspect.Parameter.POSITIONAL_ONLY:
+                while len(positional) < index:  # the defaults of those before it
+                    positional.append(parameters[len(positional)].default)
+                positional.append(value)
+            else:
+                keywords[name] = value
+        return target(*positional, **keywords)
+
+    return call
+
+
+def _vararg(function) -> str | None:
+    """The name of ``function``'s ``*args`` parameter, if it has one."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+
+
+def _positional_name(function, index: int) -> str:
+    """The name ``wrt`` uses for positional argument ``index``: its parameter's name, or
+    ``"args[2]"`` for one that ``*args`` takes (not an identifier, so no parameter's)."""
+    parameters = _positional_parameters(function)
+    if index < len(parameters):
+        return parameters[index]
+    return f"{_vararg(function)}[{index - len(parameters)}]"
+
+
+def _position_of(function, name: str) -> int | None:
+    """The position of the argument ``wrt`` names (None for a keyword-only parameter)."""
+    parameters = _positional_parameters(function)
+    if name in parameters:
+        return parameters.index(name)
+    vararg = _vararg(function)
+    if vararg is not None and name.startswith(f"{vararg}[") and name.endswith("]"):
+        return len(parameters) + int(name[len(vararg) + 1 : -1])
+    return None
 
 
 def _first_of(function):
@@ -516,14 +569,16 @@ def _may_fall_back(mode: str, error: Exception) -> bool:
 
 
 def _warn_fallback(function, error: Exception) -> None:
+    if isinstance(function, _Transform):  # its function fell back: one warning says it
+        function = function.function
     key = getattr(function, "__code__", function)
     if key in _warned:
         return
     _warned.add(key)
-    warnings.warn(
+    warn_at_caller(
         f"{error} -- differentiating {_name(function)} with the tape instead "
         "(pass mode='tape' to silence this, or mode='s2s' to make it an error)",
-        stacklevel=4,
+        FallbackWarning,
     )
 
 
@@ -590,8 +645,9 @@ def _shaped_like_output(out, tangent):
     return out, tangent
 
 
-def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
-    """The Jacobian of ``f`` wrt one argument, shape ``out.shape + arg.shape`` (reverse mode).
+def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Callable:
+    """The Jacobian of ``f`` wrt one argument, shape ``out.shape + arg.shape`` (reverse mode);
+    a tuple ``wrt`` gives a tuple of Jacobians, one per argument it names.
 
     For containers (a dict of parameters, say) the result nests: for each leaf of the
     output, the argument's structure with arrays of shape ``out_leaf.shape + leaf.shape``.
@@ -607,12 +663,12 @@ def jacobian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import reverse_jacobian
 
-        return reverse_jacobian(f, args, kwargs, _argument_index(f, wrt), mode)
+        return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
 
-def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
+def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Callable:
     """The same Jacobian as :func:`jacobian`, built from input directions (forward mode).
 
     The columns of an argument leaf come from one forward pass over a batch of tangents
@@ -627,12 +683,12 @@ def jacfwd(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import forward_jacobian
 
-        return forward_jacobian(f, args, kwargs, _argument_index(f, wrt), mode)
+        return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
 
-def hessian(f: Callable, wrt: int | str = 0, *, mode: str = "auto") -> Callable:
+def hessian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Callable:
     """The Hessian of a scalar ``f`` wrt one argument (forward over reverse).
 
     Example::
@@ -658,6 +714,13 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
     gradient = grad(f, wrt=tuple(range(len(primals))), mode=mode)
     _, products = jvp(gradient, primals, tuple(vectors), mode=mode)
     return tuple(products)
+
+
+def _per_argument(matrix, f, args, kwargs, wrt, mode):
+    """``matrix(f, args, kwargs, index, mode)`` for one ``wrt``, a tuple of them for a tuple."""
+    if isinstance(wrt, (tuple, list)):
+        return tuple(matrix(f, args, kwargs, _argument_index(f, w), mode) for w in wrt)
+    return matrix(f, args, kwargs, _argument_index(f, wrt), mode)
 
 
 def _argument_index(f, wrt) -> int:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 __all__ = [
     "S2SGradError",
     "UnsupportedError",
     "NonDifferentiableError",
+    "S2SGradWarning",
+    "FallbackWarning",
+    "warn_at_caller",
     "where",
     "no_forward_derivative",
     "iterator_error",
@@ -23,6 +29,47 @@ class UnsupportedError(S2SGradError):
 
 class NonDifferentiableError(S2SGradError):
     """A call with no derivative rule and no source to transform."""
+
+
+class S2SGradWarning(UserWarning):
+    """Base class of every warning s2sgrad gives about the user's code."""
+
+
+class FallbackWarning(S2SGradWarning):
+    """mode="auto" differentiates a function with the tape, since it cannot transform it."""
+
+
+# frames of these modules are not the user's: s2sgrad itself (its generated code runs in a
+# module named "s2sgrad.generated"), NumPy, and the standard library's wrappers
+_NOT_THE_CALLER = ("s2sgrad", "numpy", "functools", "contextlib")
+
+
+def warn_at_caller(message: str, category: type[Warning] = S2SGradWarning) -> None:
+    """Warn, attributing the warning to the innermost frame outside s2sgrad and NumPy
+    (the user's call), so it shows the user's file:line and their filters apply.
+
+    Example::
+
+        warn_at_caller("differentiating f with the tape", FallbackWarning)
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module.split(".", 1)[0] not in _NOT_THE_CALLER:
+            break
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    warnings.warn_explicit(
+        message,
+        category,
+        frame.f_code.co_filename,
+        frame.f_lineno,
+        module=frame.f_globals.get("__name__"),
+        registry=frame.f_globals.setdefault("__warningregistry__", {}),
+        module_globals=frame.f_globals,
+    )
 
 
 def where(filename: str | None, line: int | None) -> str:

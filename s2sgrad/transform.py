@@ -35,6 +35,7 @@ from s2sgrad.codegen import (
     unique_name,
 )
 from s2sgrad.errors import (
+    S2SGradError,
     UnsupportedError,
     generator_error,
     no_forward_derivative,
@@ -181,11 +182,46 @@ def derivative(
         _in_progress.add(key)
         try:
             with without_garbage_collection():
-                generated = _build(_Request(function, wrt, kind, has_aux, containers, dynamic))
+                generated = _build_or_refuse(
+                    _Request(function, wrt, kind, has_aux, containers, dynamic)
+                )
         finally:
             _in_progress.discard(key)
         _cache.put(function, options, generated)
         return generated
+
+
+def _build_or_refuse(request: _Request) -> GeneratedFunction:
+    """``_build``, with a failure of the transformer itself turned into an
+    ``UnsupportedError`` (so that mode="auto" falls back to the tape) that says it is a bug.
+
+    The transformer does not run the user's code, so any other exception here is ours.
+    """
+    try:
+        return _build(request)
+    except S2SGradError:
+        raise
+    except (Exception, RecursionError) as error:
+        raise internal_error(request.function, error) from error
+
+
+def internal_error(function, error: BaseException) -> UnsupportedError:
+    """The refusal standing for an internal error of the transformer on ``function``.
+
+    Example::
+
+        raise internal_error(f, KeyError("x"))  # 'model.py:3: internal error ... (a bug ...)'
+    """
+    code = getattr(function, "__code__", None)
+    origin = where(code.co_filename, code.co_firstlineno) if code else repr(function)
+    name = getattr(function, "__qualname__", None) or repr(function)
+    problem = f"{type(error).__name__}: {error}"
+    refusal = UnsupportedError(
+        f"{origin}: internal error of the source transformer on {name} ({problem:.200}); "
+        "this is a bug in s2sgrad, please report it; meanwhile use mode='tape'"
+    )
+    refusal.internal = True
+    return refusal
 
 
 def _build(request: _Request) -> GeneratedFunction:

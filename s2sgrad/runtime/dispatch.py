@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import types
-import warnings
 from typing import Any
 
 from s2sgrad.runtime.core import vjp_call, zeros_like_value
@@ -101,7 +100,7 @@ def _is_builtin(function: Any) -> bool:
 
 
 def _generated_vjp(target, full_args, positions, warn):
-    from s2sgrad.errors import S2SGradError
+    from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
     from s2sgrad.transform import derivative
 
     key = (target, positions)
@@ -110,7 +109,12 @@ def _generated_vjp(target, full_args, positions, warn):
     try:
         import inspect
 
-        names = list(inspect.signature(target).parameters)
+        parameters = inspect.signature(target).parameters.values()
+        names = [
+            p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if positions[-1] >= len(names):  # an argument *args takes: the tape's
+            return None
         wrt = tuple(names[i] for i in positions)
         containers = frozenset(
             names[i] for i in positions if isinstance(full_args[i], (dict, list, tuple))
@@ -120,10 +124,10 @@ def _generated_vjp(target, full_args, positions, warn):
         _TAPE_ONLY[key] = str(error)
         if not warn:
             return None
-        warnings.warn(
+        warn_at_caller(
             f"{error} -- differentiating {getattr(target, '__qualname__', target)} with the "
             "tape when it is called",
-            stacklevel=3,
+            FallbackWarning,
         )
         return None
 
@@ -193,6 +197,8 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     from s2sgrad.rules.registry import get_rule, per_argument
 
+    if function is dynamic_vjp or function is transformed_vjp:
+        raise _no_forward_over_dispatch()
     if function is vjp_call:
         # A rule called, not inlined: differentiate the rule's own code. The tape may take
         # over for a rule with *args (np.meshgrid's): it is s2sgrad's code, not the user's.
@@ -263,6 +269,29 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
         return _tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _no_forward_over_dispatch():
+    """Forward mode over a reverse-mode call dispatched at run time would differentiate its
+    pullback wrt the cotangent only, missing how the pullback depends on the arguments."""
+    import sys
+
+    from s2sgrad.codegen import ORIGINS
+    from s2sgrad.errors import UnsupportedError
+
+    frame, origin = sys._getframe(1), "<unknown location>"
+    while frame is not None:  # the user's function the generated code came from
+        if frame.f_code.co_filename in ORIGINS:
+            origin = ORIGINS[frame.f_code.co_filename]
+            break
+        frame = frame.f_back
+    while origin.rsplit(":", 1)[0] in ORIGINS:  # generated from generated code
+        origin = ORIGINS[origin.rsplit(":", 1)[0]]
+    return UnsupportedError(
+        f"{origin}: forward mode (jvp, hvp, hessian) over the gradient of a call resolved "
+        "at run time (a method, a function from a list or an argument) is not supported; "
+        "use mode='tape', or call the function by its name"
+    )
 
 
 def _tape_jvp(target, args, tangents, positions, kwargs):

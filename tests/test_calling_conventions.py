@@ -1,0 +1,137 @@
+"""Functions of every calling convention are differentiated: ``*args`` (what wrappers look
+like), ``**kwargs``, keyword-only and defaulted parameters, NamedTuple parameters, and
+Jacobians wrt several arguments."""
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad
+
+import s2sgrad as sg
+
+MODES = ["auto", "s2s", "tape"]
+RNG = np.random.default_rng(12)
+
+
+@pytest.fixture(autouse=True)
+def _quiet_fallbacks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        yield
+
+
+def star_args(*args):
+    return np.sum(np.tanh(args[0]) * args[1])
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_wrt_counts_the_arguments_star_args_takes(mode):
+    x, y = RNG.normal(size=3), RNG.normal(size=3)
+    for wrt in (0, 1):
+        gradient = call_twice(sg.grad(star_args, wrt=wrt, mode=mode), x, y)
+        assert_close(gradient, numeric_grad(star_args, (x, y), wrt))
+    both = sg.grad(star_args, wrt=(0, 1), mode=mode)(x, y)
+    assert_close(both, (numeric_grad(star_args, (x, y), 0), numeric_grad(star_args, (x, y), 1)))
+    out, pullback = sg.vjp(star_args, x, y, mode=mode)
+    assert_close(pullback(1.0), both)
+    (product,) = sg.hvp(lambda x: star_args(x, y), (x,), (y,), mode=mode)
+    assert_close(product, numeric_grad(lambda x: np.sum(sg.grad(star_args)(x, y) * y), (x,), 0))
+
+
+def test_star_args_in_mode_s2s_is_refused_with_what_to_do():
+    with pytest.raises(sg.UnsupportedError, match=r"test_calling_conventions.py:\d+.*mode='tape'"):
+        sg.grad(star_args, mode="s2s")(np.ones(2), np.ones(2))
+
+
+def test_wrt_past_the_star_args_passed_is_a_type_error():
+    with pytest.raises(TypeError, match="missing"):
+        sg.grad(star_args, wrt=2, mode="tape")(np.ones(2), np.ones(2))
+
+
+def with_options(x, **options):
+    return np.sum(x**2) * options.get("scale", 1.0) + options["shift"] * np.sum(x)
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_keyword_arguments_reach_a_function_taking_star_star_kwargs(mode):
+    x = RNG.normal(size=3)
+    kwargs = {"scale": 3.0, "shift": 2.0}
+    gradient = call_twice(sg.grad(with_options, mode=mode), x, **kwargs)
+    assert_close(gradient, numeric_grad(with_options, (x,), 0, kwargs))
+    assert_close(sg.grad(with_options, mode=mode)(x, shift=1.0), 2 * x + 1.0)
+
+
+def keyword_only(x, *, scale=2.0, shift):
+    return np.sum(np.sin(x) * scale) + shift**2
+
+
+def defaulted(x, scale=2.0):
+    return np.sum(np.sin(x) * scale**3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wrt_a_keyword_only_parameter(mode):
+    x = RNG.normal(size=3)
+    scale = call_twice(sg.grad(keyword_only, wrt="scale", mode=mode), x, scale=1.5, shift=0.5)
+    assert_close(scale, np.sum(np.sin(x)))
+    shift = sg.grad(keyword_only, wrt="shift", mode=mode)(x, shift=0.5)
+    assert_close(shift, 1.0)
+    both = sg.grad(keyword_only, wrt=("x", "shift"), mode=mode)(x, shift=0.25)
+    assert_close(both, (2.0 * np.cos(x), 0.5))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wrt_a_defaulted_parameter_not_passed(mode):
+    x = RNG.normal(size=3)
+    gradient = call_twice(sg.grad(defaulted, wrt="scale", mode=mode), x)
+    assert_close(gradient, 3 * 2.0**2 * np.sum(np.sin(x)))
+    assert_close(sg.grad(defaulted, wrt=1, mode=mode)(x), gradient)
+
+
+class Params(NamedTuple):
+    w: np.ndarray
+    b: float
+
+
+def indexes_a_named_tuple(p, x):
+    return np.sum(np.sin(p[0] * x + p[1]))
+
+
+def unpacks_a_named_tuple(p, x):
+    w, b = p
+    return np.sum(np.sin(w * x + b))
+
+
+@pytest.mark.parametrize("f", [indexes_a_named_tuple, unpacks_a_named_tuple])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_gradient_wrt_a_named_tuple_is_that_named_tuple(mode, f):
+    p, x = Params(RNG.normal(size=3), 0.3), RNG.normal(size=3)
+    gradient = call_twice(sg.grad(f, mode=mode), p, x)
+    assert type(gradient) is Params
+    assert_close(tuple(gradient), tuple(numeric_grad(f, (tuple(p), x), 0)))
+    (product,) = sg.hvp(lambda p: f(p, x), (p,), (Params(np.ones(3), 1.0),), mode=mode)
+    assert type(product) is Params
+
+
+def two_inputs(x, y):
+    return np.sin(x) * y[:, None]
+
+
+@pytest.mark.parametrize("jacobian", [sg.jacobian, sg.jacfwd])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_jacobian_wrt_a_tuple_is_a_tuple_of_jacobians(mode, jacobian):
+    x, y = RNG.normal(size=2), RNG.normal(size=3)
+    jx, jy = jacobian(two_inputs, wrt=(0, 1), mode=mode)(x, y)
+    assert_close(jx, jacobian(two_inputs, wrt=0, mode=mode)(x, y))
+    assert_close(jy, jacobian(two_inputs, wrt="y", mode=mode)(x, y))
+    assert jx.shape == (3, 2, 2) and jy.shape == (3, 2, 3)
+    for row in range(3):
+        for column in range(2):
+
+            def entry(x, y, row=row, column=column):
+                return two_inputs(x, y)[row, column]
+
+            assert_close(jx[row, column], numeric_grad(entry, (x, y), 0))
+            assert_close(jy[row, column], numeric_grad(entry, (x, y), 1))
