@@ -19,6 +19,7 @@ import textwrap
 import tokenize
 import types
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -427,6 +428,155 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
     return (*inspect.getsourcelines(function), None)
 
 
+# Expressions deeper than this are split into statements (the passes recurse into
+# expressions; a sum of 1,000 terms is a left-nested tree 1,000 deep).
+DEEPEST = 48
+# statements whose expressions are evaluated once, before anything else they do
+_SPLIT_STATEMENTS = (
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Return,
+    ast.Expr,
+    ast.If,
+    ast.For,
+)
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def split_deep_expressions(tree: ast.AST, location: Callable[[int], str]) -> None:
+    """Bind the parts of expressions nested deeper than ``DEEPEST`` to names first, in
+    the order Python evaluates them, so that no pass recurses with a function's size.
+
+    ``a + b + c + …`` (1,000 terms) becomes ``t = a + b + … (48 terms)``,
+    ``t = t + …``: the same operations in the same order. An expression that cannot be
+    split that way (its deep part inside a loop condition, a lambda, a comprehension, or
+    after a call it must not run before) is refused, naming ``location(line)``.
+
+    Example::
+
+        split_deep_expressions(ast.parse(source), lambda line: f"model.py:{line}")
+    """
+    heights = _heights(tree)
+    if max(heights.values(), default=0) <= DEEPEST:
+        return
+    counter = iter(range(1 << 30))
+    blocks = [n for n in ast.walk(tree) if isinstance(n, _BLOCKS)]
+    for owner in blocks:
+        for block in ("body", "orelse", "finalbody"):
+            statements = getattr(owner, block, None)
+            if not isinstance(statements, list):
+                continue
+            split: list[ast.stmt] = []
+            for statement in statements:
+                split.extend(_split_statement(statement, heights, counter, location))
+            statements[:] = split
+    ast.fix_missing_locations(tree)
+
+
+def _heights(tree: ast.AST) -> dict[int, int]:
+    """The height of every expression node (by id), computed without recursion."""
+    order = list(ast.walk(tree))
+    heights: dict[int, int] = {}
+    for node in reversed(order):  # children come after their parents in ast.walk
+        children = [heights.get(id(c), 0) for c in ast.iter_child_nodes(node)]
+        heights[id(node)] = 1 + max(children, default=0) if isinstance(node, ast.expr) else 0
+    return heights
+
+
+def _split_statement(statement, heights, counter, location) -> list[ast.stmt]:
+    deep = [c for c in ast.iter_child_nodes(statement) if heights.get(id(c), 0) > DEEPEST]
+    if not deep:
+        return [statement]
+    if not isinstance(statement, _SPLIT_STATEMENTS):
+        raise _too_deep(statement, location)
+    before: list[ast.stmt] = []
+    for root in deep:
+        while heights[id(root)] > DEEPEST:
+            try:
+                path = _path_to_height(root, heights, DEEPEST // 2)
+            except _Unsplittable:
+                raise _too_deep(statement, location) from None
+            part = path[-1]
+            name = f"_s2s_part{next(counter)}"
+            before.append(
+                ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], part), statement)
+            )
+            parent, field, index = path[-2]
+            replacement = ast.copy_location(ast.Name(name, ast.Load()), part)
+            if index is None:
+                setattr(parent, field, replacement)
+            else:
+                getattr(parent, field)[index] = replacement
+            heights[id(replacement)] = 1
+            for node, _, _ in reversed(path[:-1]):  # the heights above it shrink
+                heights[id(node)] = 1 + max(
+                    (heights.get(id(c), 0) for c in ast.iter_child_nodes(node)), default=0
+                )
+    return [*before, statement]
+
+
+def _path_to_height(root, heights, height) -> list:
+    """From ``root`` down its deepest branch to a node of ``height``: ``[(node, field,
+    index), …, part]``, refusing a branch Python would not evaluate first."""
+    path: list = []
+    node = root
+    while heights[id(node)] > height:
+        child, field, index = _deepest_child(node, heights)
+        path.append((node, field, index))
+        node = child
+    return [*path, node]
+
+
+def _deepest_child(node, heights):
+    """The deepest child of ``node``, if computing it first is safe: it is evaluated
+    first, or only names and constants are evaluated before it, and always."""
+    evaluated_before_are_plain = True
+    best = None
+    for name, value in ast.iter_fields(node):
+        items = value if isinstance(value, list) else [value]
+        for index, child in enumerate(items):
+            if not isinstance(child, ast.AST):
+                continue
+            if best is None or heights.get(id(child), 0) > heights[id(best[0])]:
+                best = (child, name, index if isinstance(value, list) else None)
+                safe = evaluated_before_are_plain
+            if not _plain(child):
+                evaluated_before_are_plain = False
+    child, field, index = best
+    conditional = (
+        (isinstance(node, ast.BoolOp) and index != 0)
+        or (isinstance(node, ast.IfExp) and field != "test")
+        or (isinstance(node, ast.Compare) and field == "comparators" and index != 0)
+    )
+    if not safe or conditional or isinstance(node, _OWN_SCOPES):
+        raise _Unsplittable
+    return child, field, index
+
+
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _plain(node: ast.AST) -> bool:
+    """A name, a constant, an attribute of a name (``np.sum``), or an operator."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, (ast.Name, ast.Constant, ast.operator, ast.cmpop))
+
+
+class _Unsplittable(Exception):
+    pass
+
+
+def _too_deep(node, location) -> UnsupportedError:
+    return UnsupportedError(
+        f"{location(node.lineno)}: an expression nested more than {DEEPEST} deep that "
+        "cannot be split into statements without changing what runs first; bind its parts to "
+        "names, or use "
+        "mode='tape'"
+    )
+
+
 def _last_line(code: types.CodeType) -> int | None:
     if hasattr(code, "co_positions"):
         ends = [end for _, end, _, _ in code.co_positions() if end is not None]
@@ -439,6 +589,7 @@ def _last_line(code: types.CodeType) -> int | None:
 
 
 def _function_node(tree, function, filename, first_line) -> gast.FunctionDef:
+    split_deep_expressions(tree, lambda line: where(filename, first_line + line - 1))
     node = to_gast(tree).body[0] if tree.body else None
     if not isinstance(node, gast.FunctionDef):
         raise S2SGradError(

@@ -42,6 +42,7 @@ from s2sgrad.syntax import (
 __all__ = ["optimize", "fold_constants"]
 
 MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
+MAX_MERGED_TERMS = 24  # terms of a sum that accumulation merging builds (code is recursed)
 
 
 def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
@@ -497,6 +498,8 @@ class _Optimizer:
             if earlier_index < 0 or assigned[earlier_index] != target:
                 continue
             earlier = result[earlier_index]
+            if _sum_length(earlier.value) >= MAX_MERGED_TERMS:  # keep expressions shallow
+                continue
             between = [
                 facts_at[p] for p in range(earlier_index + 1, index) if result[p] is not None
             ]
@@ -588,6 +591,14 @@ class _Optimizer:
         result.reverse()
         comments.reverse()
         return _drop_orphan_comments(result, comments)
+
+
+def _sum_length(value: gast.expr) -> int:
+    """How many terms ``a + b + …`` adds (1 for anything else)."""
+    length = 1
+    while isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
+        value, length = value.left, length + 1
+    return length
 
 
 def _only_passes(statements) -> bool:
