@@ -378,3 +378,30 @@ def test_hessian_through_a_slice_write_of_a_broadcast():
         e[index] = step
         column = (gradient(x + e, y) - gradient(x - e, y)) / (2 * step)
         np.testing.assert_allclose(hessian[(...,) + index], column, rtol=1e-5, atol=1e-7)
+
+
+def two_argument_helper(a, b):
+    return a * b + np.sin(a)
+
+
+def calls_a_two_argument_helper(x):
+    return np.sum(two_argument_helper(x, 2.0) * x)
+
+
+def calls_it_with_two_active_arguments(x):
+    return np.sum(two_argument_helper(x, np.cos(x)) * x)
+
+
+@pytest.mark.parametrize("f", [calls_a_two_argument_helper, calls_it_with_two_active_arguments])
+@pytest.mark.parametrize("mode", ["auto", "s2s", "tape"])
+def test_grad_of_grad_through_a_helper_of_two_arguments(mode, f):
+    # the helper's saved values got None cotangents, which its second derivative added
+    x = RNG.normal(size=3)
+    outer = sg.grad(lambda x: np.sum(sg.grad(f, mode=mode)(x)), mode=mode)
+    expected = numeric_grad(lambda x: np.sum(sg.grad(f, mode="tape")(x)), (x,), 0)
+    np.testing.assert_allclose(outer(x), expected, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(outer(x), expected, rtol=1e-5, atol=1e-7)
+    y = RNG.normal()
+    second = sg.grad(sg.grad(lambda y: f(y * np.ones(3)), mode=mode), mode=mode)
+    expected = numeric_grad(sg.grad(lambda y: f(y * np.ones(3)), mode="tape"), (y,), 0)
+    np.testing.assert_allclose(second(y), expected, rtol=1e-5, atol=1e-7)
