@@ -230,6 +230,14 @@ class _Forward:
         target = statement.targets[0]
         if isinstance(target, gast.Subscript):
             return self.item_assignment(statement)
+        if isinstance(target, gast.Attribute):
+            touched = names_read(statement.value) | names_read(target)
+            if touched & self.activity.varied:  # read back through the object, or in place
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: storing a differentiated value in an "
+                    "attribute cannot be transformed; keep it in a variable, or use mode='tape'"
+                )
+            return [statement]
         names = _flat_names(target)
         self.owned.difference_update(names)
         if not any(self.active(n) for n in names):

@@ -273,7 +273,11 @@ class _Reverse:
         if isinstance(target, gast.Attribute) or (
             isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
         ):
-            if self.is_varied_expression(statement.value):
+            # what is stored may be read back through the object; storing into a
+            # differentiated array (t.flat = v) changes it in place
+            if self.is_varied_expression(statement.value) or (
+                names_read(target) & self.activity.varied
+            ):
                 raise UnsupportedError(
                     f"{self.parsed.location(statement)}: storing a differentiated value in an "
                     "attribute or a nested container cannot be transformed; keep it in a "
@@ -1271,6 +1275,8 @@ def _target_names(target: gast.expr) -> list[str]:
     starred."""
     if isinstance(target, gast.Name):
         return [target.id]
+    if not isinstance(target, (gast.Tuple, gast.List)):  # an attribute or an item
+        return []
     elements = [e.value if isinstance(e, gast.Starred) else e for e in target.elts]
     return [e.id for e in elements if isinstance(e, gast.Name)]
 

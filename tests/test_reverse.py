@@ -280,3 +280,21 @@ def test_numpy_scalars_give_numpy_scalars():
 
     gradient = call_twice(sg.grad(f), np.float32(2.0))
     assert type(gradient) is np.float32 and gradient == pytest.approx(6.0)
+
+
+def deletes_a_name(x):
+    y = np.sin(x) * 2.0
+    z = y * x
+    del y
+    y = z * 3.0
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_del_of_a_name(mode):
+    # the backward sweep read y after the del had unbound it
+    x = RNG.normal(size=3)
+    gradient = call_twice(sg.grad(deletes_a_name, mode=mode), x)
+    assert_close(gradient, numeric_grad(deletes_a_name, (x,), 0))
+    (product,) = sg.hvp(deletes_a_name, (x,), (np.ones(3),), mode=mode)
+    assert_close(product, numeric_grad(lambda x: np.sum(sg.grad(deletes_a_name)(x)), (x,), 0))

@@ -8,7 +8,7 @@
 * ``items.pop()`` becomes ``popped = items.pop()``;
 * ``np.add.at(t, i, v)`` becomes ``t[...] = added_at(t, i, v)`` (``np.subtract.at``: ``-v``),
   an item assignment the transformer differentiates;
-* docstrings and ``pass`` disappear;
+* docstrings, ``pass`` and ``del name`` disappear (``del d[k]`` is refused);
 * ``match`` statements become ``if``/``elif`` chains on the subject (value, singleton,
   capture, wildcard, or-, sequence (with ``*rest``), mapping and class patterns, guards);
   the patterns left (``**rest``, or-patterns binding a name to different parts, positional
@@ -51,6 +51,7 @@ def desugar(
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
     """
     _refuse_hidden_assignments(node, locate)
+    _refuse_deleting_parts(node, locate)
     desugar_matches(node, names, locate, resolve)
     if resolve is not None:
         _scatter_adds(node, node.body, names, resolve)
@@ -137,6 +138,19 @@ def _scatter_sign(statement: gast.stmt, resolve) -> int | None:
     return {id(np.add): 1, id(np.subtract): -1}.get(id(owner))
 
 
+def _refuse_deleting_parts(node: gast.FunctionDef, locate) -> None:
+    """``del d[k]`` and ``del obj.a`` change a value in place; ``del x`` only unbinds a
+    name (which code that ran without error does not read again), and is dropped."""
+    for child in walk(node):
+        if isinstance(child, gast.Delete) and not all(
+            isinstance(t, gast.Name) for t in child.targets
+        ):
+            raise UnsupportedError(
+                f"{locate(child)}: deleting an item or an attribute (del d[k]) cannot be "
+                "transformed; build a new container without it, or use mode='tape'"
+            )
+
+
 def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
     """``refuse_if_array(x, message)``: ``x += v`` must not change an array in place here."""
     return _located(
@@ -162,7 +176,7 @@ def _block(statements: list[gast.stmt], names: NameGenerator, shared: dict, refu
 def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal=None):
     if any(type(n) is gast.Compare and len(n.ops) > 1 for n in walk(statement)):
         _ChainedComparisons().visit(statement)
-    if isinstance(statement, gast.Pass):
+    if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_deleting_parts
         return []
     if isinstance(statement, gast.AugAssign):
         target_load = _as_load(statement.target)
