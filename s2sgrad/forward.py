@@ -272,10 +272,13 @@ class _Forward:
             raise iterator_error(self.parsed.location(statement), operation.description)
         if operation.kind in ("unknown", "no rule"):
             error = NonDifferentiableError if operation.kind == "no rule" else UnsupportedError
-            raise error(
+            refusal = error(
                 f"{self.parsed.location(statement)}: forward mode cannot differentiate "
-                f"{operation.description}; give it a derivative with @s2sgrad.derivative"
+                f"{operation.description}; "
+                + (operation.advice or "give it a derivative with @s2sgrad.derivative")
             )
+            refusal.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+            raise refusal
         overwritten = set(names) & names_read(statement.value)
         if overwritten:  # z = z ** 2: keep the old z until its tangent is computed
             fresh = self.names.fresh("t")

@@ -65,6 +65,7 @@ class Operation:
     description: str = ""
     callee: gast.expr | None = None  # for calls: the expression that names the function
     keys: list | None = None  # for a dict literal: its keys, one per argument
+    advice: str = ""  # for "no rule": what to do instead, where better than a custom rule
 
     @property
     def rule(self):
@@ -151,6 +152,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return _primitive(target, *_keywords_in_position(rule, list(node.args), keywords))
         if _is_library(target):
             return Operation("no rule", target, args, keywords, f"{_dotted(func)} (from NumPy)")
+        if getattr(target, "__module__", None) in ("math", "cmath"):
+            return _scalar_math(target, args, keywords, func)
         if isinstance(target, types.MethodType) and isinstance(func, gast.Attribute):
             # obj.method(x) is method(obj, x): the receiver is read where the call is
             method = target.__func__
@@ -286,6 +289,15 @@ def keeps_arguments_inside(target: Any) -> bool:
     if not isinstance(target, type) or target.__module__ in ("builtins", "numpy"):
         return False
     return not (issubclass(target, (tuple, list, dict)) or dataclasses.is_dataclass(target))
+
+
+def _scalar_math(target, args, keywords, func) -> Operation:
+    """``math.sin(x)``: Python's math module works on floats, and drops the derivative."""
+    name = getattr(target, "__name__", "")
+    twin = getattr(np, name, None)
+    instead = f"use np.{name}, which is differentiated" if callable(twin) else "use NumPy"
+    description = f"{_dotted(func)} (Python's {target.__module__} module, for plain floats)"
+    return Operation("no rule", target, args, keywords, description, func, advice=instead)
 
 
 def _is_custom_derivative_code(target) -> bool:

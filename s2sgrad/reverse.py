@@ -319,11 +319,17 @@ class _Reverse:
             elif operation.kind == "iterator":
                 raise iterator_error(self.parsed.location(statement), operation.description)
             elif operation.kind == "no rule":
-                raise NonDifferentiableError(
+                error = NonDifferentiableError(
                     f"{self.parsed.location(statement)}: {operation.description} has no "
-                    "derivative rule; give it one with @s2sgrad.derivative(of=...), or "
-                    "wrap the value in s2sgrad.stop_gradient if it needs none"
+                    "derivative rule; "
+                    + (
+                        operation.advice
+                        or "give it one with @s2sgrad.derivative(of=...), or wrap the "
+                        "value in s2sgrad.stop_gradient if it needs none"
+                    )
                 )
+                error.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+                raise error
             elif operation.kind == "unknown":
                 raise UnsupportedError(
                     f"{self.parsed.location(statement)}: cannot differentiate through "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -150,3 +152,17 @@ def test_deleting_an_item_is_refused():
     with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+: deleting an item"):
         sg.grad(deletes_an_item, mode="s2s")(np.ones(2))
     np.testing.assert_allclose(sg.grad(deletes_an_item, mode="tape")(np.ones(2)), 2.0)
+
+
+def uses_math_sin(x):
+    y = x * 2.0
+    return math.sin(y)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_math_functions_name_the_line_and_their_numpy_twin(mode):
+    # the message named a generated file and talked about the tape
+    line = uses_math_sin.__code__.co_firstlineno + 2
+    for transform in (sg.grad, lambda f, mode: lambda x: sg.jvp(f, (x,), (1.0,), mode=mode)):
+        with pytest.raises(sg.NonDifferentiableError, match=rf"{HERE}:{line}: .*use np\.sin"):
+            transform(uses_math_sin, mode=mode)(0.5)
