@@ -619,7 +619,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         try:
             generated = derivative(
                 function,
-                tuple(parameters[i] for i in positions),
+                tuple(_positional_name(function, i) for i in positions),
                 "jvp",
                 containers=_containers(primals, function),
                 dynamic=mode == "auto",

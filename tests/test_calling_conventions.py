@@ -135,3 +135,23 @@ def test_a_jacobian_wrt_a_tuple_is_a_tuple_of_jacobians(mode, jacobian):
 
             assert_close(jx[row, column], numeric_grad(entry, (x, y), 0))
             assert_close(jy[row, column], numeric_grad(entry, (x, y), 1))
+
+
+def star_args_vector(*args):
+    return np.tanh(args[0]) * args[1]
+
+
+@pytest.mark.parametrize("jacobian", [sg.jacobian, sg.jacfwd])
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_jacobians_of_a_star_args_function(mode, jacobian):
+    x, y = RNG.normal(size=2), RNG.normal(size=2)
+    jx, jy = jacobian(star_args_vector, wrt=(0, 1), mode=mode)(x, y)
+    for row in range(2):
+
+        def entry(x, y, row=row):
+            return star_args_vector(x, y)[row]
+
+        assert_close(jx[row], numeric_grad(entry, (x, y), 0))
+        assert_close(jy[row], numeric_grad(entry, (x, y), 1))
+    _, tangent = sg.jvp(star_args_vector, (x, y), (np.ones(2), np.zeros(2)), mode=mode)
+    assert_close(tangent, jx @ np.ones(2))

@@ -217,7 +217,9 @@ def _differentiated(f: Any, args: tuple, kwargs: dict, index: int) -> tuple:
     (checked to be differentiable)."""
     f, args = _positional(f, tuple(args), kwargs)
     function, primals = api._bind_self(f, args)
-    name = _parameter_names(function)[index + len(primals) - len(args)]
+    position = index + len(primals) - len(args)
+    names = _parameter_names(function)
+    name = names[position] if position < len(names) else api._positional_name(function, position)
     api._check_differentiable(name, args[index], f)
     api._refuse_unknown_constants(f, _parameter_names(function), primals, {})
     return f, args, function, primals, name
