@@ -480,7 +480,7 @@ def _heights(tree: ast.AST) -> dict[int, int]:
     heights: dict[int, int] = {}
     for node in reversed(order):  # children come after their parents in ast.walk
         children = [heights.get(id(c), 0) for c in ast.iter_child_nodes(node)]
-        heights[id(node)] = 1 + max(children, default=0) if isinstance(node, ast.expr) else 0
+        heights[id(node)] = 0 if isinstance(node, ast.stmt) else 1 + max(children, default=0)
     return heights
 
 
@@ -491,7 +491,7 @@ def _split_statement(statement, heights, counter, location) -> list[ast.stmt]:
     if not isinstance(statement, _SPLIT_STATEMENTS):
         raise _too_deep(statement, location)
     before: list[ast.stmt] = []
-    for root in deep:
+    for root in deep:  # each turn replaces a subtree DEEPEST // 2 high by a name: it ends
         while heights[id(root)] > DEEPEST:
             try:
                 path = _path_to_height(root, heights, DEEPEST // 2)
@@ -558,10 +558,22 @@ _OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.Generato
 
 
 def _plain(node: ast.AST) -> bool:
-    """A name, a constant, an attribute of a name (``np.sum``), or an operator."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, (ast.Name, ast.Constant, ast.operator, ast.cmpop))
+    """Names, constants, attributes of names (``np.sum``) and arithmetic on them: what
+    may be evaluated after a later part of an expression without a visible difference."""
+    return all(isinstance(n, _PLAIN_NODES) for n in ast.walk(node))
+
+
+_PLAIN_NODES = (
+    ast.Name,
+    ast.Constant,
+    ast.Attribute,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.operator,
+    ast.unaryop,
+    ast.cmpop,
+    ast.expr_context,
+)
 
 
 class _Unsplittable(Exception):

@@ -53,3 +53,17 @@ def test_a_deep_expression_split_in_evaluation_order(tmp_path):
     f, path = _load(tmp_path, "ordered", f"def ordered(x):\n    return g(x) * ({terms})\n")
     with pytest.raises(sg.UnsupportedError, match=f"{path}:4: .*bind its parts to names"):
         sg.grad(f, mode="s2s")(1.0)
+
+
+def test_deep_parts_side_by_side_and_in_keyword_arguments(tmp_path):
+    terms = " + ".join(["x"] * 150)
+    source = (
+        f"def wide(x):\n    return np.sum(({terms}) * ({terms}) + np.add(x, {terms}))\n\n\n"
+        f"def keyword(x):\n    return np.sum(scale(x, k=({terms})))\n\n\n"
+        "def scale(x, k):\n    return x * k\n"
+    )
+    wide, _ = _load(tmp_path, "wide", source)
+    keyword = wide.__globals__["keyword"]
+    x = np.array([0.3, -0.2])
+    for f in (wide, keyword):
+        assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, (x,), 0), rtol=1e-4)
