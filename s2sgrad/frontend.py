@@ -12,6 +12,7 @@ import ast
 import builtins
 import dis
 import inspect
+import itertools
 import linecache
 import re
 import sys
@@ -457,30 +458,65 @@ def split_deep_expressions(tree: ast.AST, location: Callable[[int], str]) -> Non
 
         split_deep_expressions(ast.parse(source), lambda line: f"model.py:{line}")
     """
-    heights = _heights(tree)
-    if max(heights.values(), default=0) <= DEEPEST:
-        return
-    counter = iter(range(1 << 30))
-    blocks = [n for n in ast.walk(tree) if isinstance(n, _BLOCKS)]
-    for owner in blocks:
-        for block in ("body", "orelse", "finalbody"):
-            statements = getattr(owner, block, None)
-            if not isinstance(statements, list):
-                continue
-            split: list[ast.stmt] = []
-            for statement in statements:
+    counter = itertools.count()
+    for statements in _statement_lists(tree):
+        if not any(map(_may_be_deep, statements)):
+            continue
+        split: list[ast.stmt] = []
+        for statement in statements:
+            if _may_be_deep(statement):
+                heights = _heights(statement)
                 split.extend(_split_statement(statement, heights, counter, location))
-            statements[:] = split
-    ast.fix_missing_locations(tree)
+            else:
+                split.append(statement)
+        statements[:] = split
+    if next(counter):  # parts were bound to names
+        ast.fix_missing_locations(tree)
 
 
-def _heights(tree: ast.AST) -> dict[int, int]:
-    """The height of every expression node (by id), computed without recursion."""
-    order = list(ast.walk(tree))
+def _statement_lists(tree: ast.AST) -> list[list[ast.stmt]]:
+    """Every list of statements in ``tree`` (bodies, else and finally blocks, handlers and
+    cases), found without recursion and without visiting expressions."""
+    found, owners = [], [tree]
+    while owners:
+        owner = owners.pop()
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            items = getattr(owner, name, None)
+            if not isinstance(items, list):
+                continue
+            owners.extend(i for i in items if isinstance(i, _BLOCKS))
+            if name not in ("handlers", "cases"):
+                found.append(items)
+    return found
+
+
+def _may_be_deep(statement: ast.stmt) -> bool:
+    """Whether an expression of ``statement`` may be too deep: each level of nesting takes
+    a character at least, and the passes cope with twice ``DEEPEST``, so an expression on
+    one line that is shorter than that is not looked at (most are, and it is quicker)."""
+    for child in ast.iter_child_nodes(statement):
+        if isinstance(child, _BLOCKS) or getattr(child, "end_lineno", None) is None:
+            continue
+        if (
+            child.end_lineno != child.lineno
+            or child.end_col_offset - child.col_offset > 2 * DEEPEST
+        ):
+            return True
+    return False
+
+
+def _heights(statement: ast.stmt) -> dict[int, int]:
+    """The height of every node of ``statement``'s expressions (by id), without recursion."""
+    order: list[ast.AST] = []
+    stack = [c for c in ast.iter_child_nodes(statement) if not isinstance(c, _BLOCKS)]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(ast.iter_child_nodes(node))
     heights: dict[int, int] = {}
-    for node in reversed(order):  # children come after their parents in ast.walk
-        children = [heights.get(id(c), 0) for c in ast.iter_child_nodes(node)]
-        heights[id(node)] = 0 if isinstance(node, ast.stmt) else 1 + max(children, default=0)
+    for node in reversed(order):  # children come after their parents in order
+        children = [heights[id(c)] for c in ast.iter_child_nodes(node)]
+        heights[id(node)] = 1 + max(children, default=0)
     return heights
 
 
