@@ -304,8 +304,11 @@ class _Transform:
         if self.has_aux:
             target = _first_of(self.function)
         inspect.signature(self.function).bind(*args, **kwargs)  # the call's own TypeError
-        call = _calling_with(target, self.function, args, kwargs, self.wrt, self.indices)
-        out, pullback = tape_vjp(call, tuple(values), {}, tuple(range(len(values))))
+        if all(i is not None and i < len(args) for i in self.indices):  # all passed by position
+            out, pullback = tape_vjp(target, tuple(args), kwargs, tuple(self.indices))
+        else:
+            call = _calling_with(target, self.function, args, kwargs, self.wrt, self.indices)
+            out, pullback = tape_vjp(call, tuple(values), {}, tuple(range(len(values))))
         from s2sgrad.runtime import seed_cotangent
 
         cotangents = pullback(seed_cotangent(out))

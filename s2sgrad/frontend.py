@@ -191,7 +191,10 @@ def _definition_node(function, code, lines, first_line, tree):
                 f"{where(filename, first_line)}: could not parse the source of "
                 f"{function.__qualname__}: {error.msg}"
             ) from None
-    return _function_node(tree, function, filename, first_line), tree.body[0]
+    work = tree
+    if any(_may_be_deep(s) for block in _statement_lists(tree) for s in block):
+        work = ast.parse(source)  # splitting changes it; the original is compared with code
+    return _function_node(work, function, filename, first_line), tree.body[0]
 
 
 def _names_the_function(lines: list[str], code: types.CodeType) -> bool:
