@@ -68,7 +68,6 @@ def warn_at_caller(message: str, category: type[Warning] = S2SGradWarning) -> No
         frame.f_lineno,
         module=frame.f_globals.get("__name__"),
         registry=frame.f_globals.setdefault("__warningregistry__", {}),
-        module_globals=frame.f_globals,
     )
 
 

@@ -3,7 +3,10 @@ source transformer cannot handle a function, a failure of the transformer itself
 the user's own exceptions propagate unchanged in every mode."""
 
 import itertools
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -119,3 +122,25 @@ def test_the_fallback_warning_of_a_dispatched_call_points_at_the_users_call():
         gradient = sg.grad(f)(x)
     assert {w.filename for w in record} == {__file__}
     assert_close(gradient, numeric_grad(f, (x,), 0))
+
+
+def test_the_fallback_warning_works_from_python_dash_c(tmp_path):
+    """A caller in ``__main__`` without a source file (``python -c``) gets the warning,
+    not an ImportError from the warnings machinery looking for its source."""
+    (tmp_path / "tries.py").write_text(
+        "import numpy as np\n"
+        "def f(x):\n"
+        "    try:\n"
+        "        return np.sum(x ** 2)\n"
+        "    except ValueError:\n"
+        "        return 0.0\n"
+    )
+    code = "import numpy as np, s2sgrad as sg, tries; print(sg.grad(tries.f)(np.ones(2)))"
+    root = str(Path(__file__).resolve().parents[1])
+    env = {"PYTHONPATH": f"{tmp_path}:{root}", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "[2. 2.]" in done.stdout
+    assert "FallbackWarning" in done.stderr and "tries.py:3" in done.stderr
