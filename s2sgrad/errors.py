@@ -115,6 +115,23 @@ def iterator_error(location: str, description: str) -> UnsupportedError:
     )
 
 
+def asynchronous_error(location: str, name: str) -> UnsupportedError:
+    """The error for differentiating an ``async def`` function: calling it returns a
+    coroutine, computed only when awaited; neither engine can follow it.
+
+    Example::
+
+        raise asynchronous_error("model.py:12", "fetch_and_score")
+    """
+    error = UnsupportedError(
+        f"{location}: async functions cannot be differentiated: calling {name} returns a "
+        "coroutine, computed only when awaited; differentiate a plain function that it "
+        "awaits, or make it a plain def"
+    )
+    error.tape_cannot_either = True
+    return error
+
+
 def generator_error(location: str, name: str) -> UnsupportedError:
     """The error for differentiating a generator function (one that ``yield``s): the tape
     cannot follow it either.

@@ -37,6 +37,7 @@ from s2sgrad.codegen import (
 from s2sgrad.errors import (
     S2SGradError,
     UnsupportedError,
+    asynchronous_error,
     generator_error,
     no_forward_derivative,
     where,
@@ -232,6 +233,10 @@ def _build(request: _Request) -> GeneratedFunction:
     if inspect.isgeneratorfunction(request.function):
         yielding = _first_yield(parsed.node) or parsed.node
         raise generator_error(parsed.location(yielding), request.function.__qualname__)
+    if inspect.iscoroutinefunction(request.function) or inspect.isasyncgenfunction(
+        request.function
+    ):
+        raise asynchronous_error(parsed.location(parsed.node), request.function.__qualname__)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
     _refuse_complex_literals(parsed, node)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import NonDifferentiableError, generator_error, where
+from s2sgrad.errors import NonDifferentiableError, asynchronous_error, generator_error, where
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
 from s2sgrad.tape.recording import Backward, is_traced
@@ -71,10 +71,12 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
 def _refuse_generators(f: Callable) -> None:
     """What a generator function yields is computed only when read, after recording."""
     function = getattr(f, "__func__", f)
-    if inspect.isgeneratorfunction(function):
+    asynchronous = inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+    if asynchronous or inspect.isgeneratorfunction(function):
         code = function.__code__
         location = where(code.co_filename, code.co_firstlineno)
-        raise generator_error(location, function.__qualname__)
+        refusal = asynchronous_error if asynchronous else generator_error
+        raise refusal(location, function.__qualname__)
 
 
 def _watched(tape: GradientTape, leaf: Any) -> Any:
