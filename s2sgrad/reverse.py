@@ -286,8 +286,8 @@ class _Reverse:
             return [statement]
         if isinstance(target, gast.Subscript):
             base = target.value.id
-            if not (self.active(base) or base in self.activity.varied):
-                return [statement]
+            # a constant array is saved too: the backward sweep may read it (z = x * t;
+            # t[:] = 0.5 leaves dz's rule reading t), and unread saves are dropped
             save = self.new_save(statement, base, "item", index=clone(target.slice))
             return [self.save_marker(save), statement]
         targets = _target_names(target)

@@ -298,3 +298,18 @@ def test_second_order_through_repeated_writes(function, args):
     np.testing.assert_allclose(
         np.tensordot(hessian, along, axes=along.ndim), expected, rtol=1e-6, atol=1e-7
     )
+
+
+def scaled_then_scale_changed(x):
+    scale = np.ones(3)
+    z = x * scale
+    scale[:] = 0.5
+    return np.sum(z * z)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_constant_array_changed_after_a_derivative_used_it_is_restored(mode):
+    x = np.array([0.3, -0.2, 0.5])
+    gradient = sg.grad(scaled_then_scale_changed, mode=mode)
+    for _ in range(2):
+        np.testing.assert_allclose(gradient(x), 2 * x)  # z = x: d sum(z^2)/dx = 2x
