@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
+from oracle import richardson, richardson_gradients
 
 import s2sgrad as sg
 
@@ -268,34 +269,6 @@ def _load(source: str, directory):
     return module.f
 
 
-def _central_differences(f, x, y, step):
-    gradients = []
-    for position, value in enumerate((x, y)):
-        gradient = np.zeros_like(value)
-        for index in np.ndindex(value.shape):
-            shifted = [np.array(x, copy=True), np.array(y, copy=True)]
-            shifted[position][index] += step
-            up = f(*shifted)
-            shifted[position][index] -= 2 * step
-            down = f(*shifted)
-            gradient[index] = (up - down) / (2 * step)
-        gradients.append(gradient)
-    return gradients
-
-
-def _oracle(f, x, y, step=1e-5):
-    """Richardson-extrapolated central differences, and an estimate of their error (these
-    programs can grow fast enough for plain differences to be off in the fifth digit)."""
-    return _extrapolated(
-        _central_differences(f, x, y, step), _central_differences(f, x, y, step / 2)
-    )
-
-
-def _extrapolated(coarse: list, fine: list) -> list:
-    """Richardson's extrapolation of differences with steps h and h/2, with their error."""
-    return [((4 * b - a) / 3, np.abs(b - a)) for a, b in zip(coarse, fine)]
-
-
 @pytest.fixture(scope="module")
 def directory(tmp_path_factory):
     return tmp_path_factory.mktemp("random_programs")
@@ -342,7 +315,7 @@ def _differentiated(transform):
 @given(program=programs(), seed=st.integers(0, 2**16))
 def test_gradients_of_random_programs_match_finite_differences(program, seed, directory):
     source, f, x, y, _ = _instance(program, seed, directory)
-    expected = _oracle(f, x, y)
+    expected = richardson_gradients(f, x, y)
     # differences with a step of 1e-5 cannot judge a gradient this steep (sin of 1e5, say)
     assume(all(np.all(np.abs(want) < 1e4) for want, _ in expected))
     x_before, y_before = x.copy(), y.copy()
@@ -384,7 +357,7 @@ def test_second_derivatives_of_random_programs_match_differences_of_gradients(
         down = gradient(x - step * along[0], y - step * along[1])
         return [(u - d) / (2 * step) for u, d in zip(up, down)]
 
-    expected = _extrapolated(directional(1e-5), directional(5e-6))
+    expected = richardson(directional(1e-5), directional(5e-6))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         products = sg.hvp(f, (x, y), along, mode="s2s")
