@@ -287,3 +287,11 @@ def test_model_split_in_two_tapes_chained_by_output_gradients(rng):
 
     for got, want in zip(grads1 + grads2, expected):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("plain", ["abc", 3, [1.0, 2.0], np.ones(2)])
+def test_watching_a_plain_value_raises_valueerror_as_tensorflow_does(plain):
+    with GradientTape() as tape, pytest.raises(ValueError) as raised:
+        tape.watch(plain)
+    assert "test_tape_tensorflow_examples.py" in str(raised.value)
+    assert "s2sgrad.constant" in str(raised.value)

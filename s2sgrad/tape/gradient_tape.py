@@ -132,7 +132,7 @@ class GradientTape:
         """
         for leaf in flatten(tensor)[0]:
             if not isinstance(leaf, TapeValue):
-                raise TypeError(
+                raise ValueError(  # the type TensorFlow raises here
                     f"{user_location()}: GradientTape.watch takes tape values and Variables, "
                     f"not {type(leaf).__name__}; wrap plain values with s2sgrad.constant(...)."
                 )
