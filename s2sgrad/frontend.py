@@ -468,8 +468,7 @@ def split_deep_expressions(tree: ast.AST, location: Callable[[int], str]) -> Non
         split: list[ast.stmt] = []
         for statement in statements:
             if _may_be_deep(statement):
-                heights = _heights(statement)
-                split.extend(_split_statement(statement, heights, counter, location))
+                split.extend(_split_statement(statement, counter, location))
             else:
                 split.append(statement)
         statements[:] = split
@@ -508,8 +507,9 @@ def _may_be_deep(statement: ast.stmt) -> bool:
     return False
 
 
-def _heights(statement: ast.stmt) -> dict[int, int]:
-    """The height of every node of ``statement``'s expressions (by id), without recursion."""
+def _heights(statement: ast.stmt) -> tuple[dict[int, int], dict[int, bool]]:
+    """The height of every node of ``statement``'s expressions, and whether it is plain
+    (names, constants, attributes and arithmetic only), both by id, without recursion."""
     order: list[ast.AST] = []
     stack = [c for c in ast.iter_child_nodes(statement) if not isinstance(c, _BLOCKS)]
     while stack:
@@ -517,13 +517,21 @@ def _heights(statement: ast.stmt) -> dict[int, int]:
         order.append(node)
         stack.extend(ast.iter_child_nodes(node))
     heights: dict[int, int] = {}
+    plain: dict[int, bool] = {}
     for node in reversed(order):  # children come after their parents in order
-        children = [heights[id(c)] for c in ast.iter_child_nodes(node)]
-        heights[id(node)] = 1 + max(children, default=0)
-    return heights
+        _measure(node, heights, plain)
+    return heights, plain
 
 
-def _split_statement(statement, heights, counter, location) -> list[ast.stmt]:
+def _measure(node: ast.AST, heights: dict[int, int], plain: dict[int, bool]) -> None:
+    """Set ``node``'s height and plainness from its children's."""
+    children = list(ast.iter_child_nodes(node))
+    heights[id(node)] = 1 + max((heights.get(id(c), 0) for c in children), default=0)
+    plain[id(node)] = isinstance(node, _PLAIN_NODES) and all(plain.get(id(c)) for c in children)
+
+
+def _split_statement(statement, counter, location) -> list[ast.stmt]:
+    heights, plain = _heights(statement)
     deep = [c for c in ast.iter_child_nodes(statement) if heights.get(id(c), 0) > DEEPEST]
     if not deep:
         return [statement]
@@ -533,7 +541,7 @@ def _split_statement(statement, heights, counter, location) -> list[ast.stmt]:
     for root in deep:  # each turn replaces a subtree DEEPEST // 2 high by a name: it ends
         while heights[id(root)] > DEEPEST:
             try:
-                path = _path_to_height(root, heights, DEEPEST // 2)
+                path = _path_to_height(root, heights, plain, DEEPEST // 2)
             except _Unsplittable:
                 raise _too_deep(statement, location) from None
             part = path[-1]
@@ -547,27 +555,25 @@ def _split_statement(statement, heights, counter, location) -> list[ast.stmt]:
                 setattr(parent, field, replacement)
             else:
                 getattr(parent, field)[index] = replacement
-            heights[id(replacement)] = 1
+            heights[id(replacement)], plain[id(replacement)] = 1, True
             for node, _, _ in reversed(path[:-1]):  # the heights above it shrink
-                heights[id(node)] = 1 + max(
-                    (heights.get(id(c), 0) for c in ast.iter_child_nodes(node)), default=0
-                )
+                _measure(node, heights, plain)
     return [*before, statement]
 
 
-def _path_to_height(root, heights, height) -> list:
+def _path_to_height(root, heights, plain, height) -> list:
     """From ``root`` down its deepest branch to a node of ``height``: ``[(node, field,
     index), …, part]``, refusing a branch Python would not evaluate first."""
     path: list = []
     node = root
     while heights[id(node)] > height:
-        child, field, index = _deepest_child(node, heights)
+        child, field, index = _deepest_child(node, heights, plain)
         path.append((node, field, index))
         node = child
     return [*path, node]
 
 
-def _deepest_child(node, heights):
+def _deepest_child(node, heights, plain):
     """The deepest child of ``node``, if computing it first is safe: it is evaluated
     first, or only names and constants are evaluated before it, and always."""
     evaluated_before_are_plain = True
@@ -580,7 +586,7 @@ def _deepest_child(node, heights):
             if best is None or heights.get(id(child), 0) > heights[id(best[0])]:
                 best = (child, name, index if isinstance(value, list) else None)
                 safe = evaluated_before_are_plain
-            if not _plain(child):
+            if not plain.get(id(child), _is_plain_leaf(child)):
                 evaluated_before_are_plain = False
     child, field, index = best
     conditional = (
@@ -596,11 +602,13 @@ def _deepest_child(node, heights):
 _OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
-def _plain(node: ast.AST) -> bool:
-    """Names, constants, attributes of names (``np.sum``) and arithmetic on them: what
-    may be evaluated after a later part of an expression without a visible difference."""
-    return all(isinstance(n, _PLAIN_NODES) for n in ast.walk(node))
+def _is_plain_leaf(node: ast.AST) -> bool:
+    """Whether a node without recorded plainness (an operator, a context) is plain."""
+    return isinstance(node, _PLAIN_NODES)
 
+
+# Names, constants, attributes of names (``np.sum``) and arithmetic on them: what may be
+# evaluated after a later part of an expression without a visible difference.
 
 _PLAIN_NODES = (
     ast.Name,
