@@ -30,6 +30,7 @@ from s2sgrad.errors import (
 )
 from s2sgrad.inspection import export, show, source
 from s2sgrad.tape import GradientTape, Variable, constant
+from s2sgrad.tracing import trace
 
 __all__ = [
     "grad",
@@ -50,6 +51,7 @@ __all__ = [
     "source",
     "show",
     "export",
+    "trace",
     "GradientTape",
     "Variable",
     "constant",

@@ -24,6 +24,7 @@ from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller, where
 from s2sgrad.freshness import MISSING, Assumptions
 from s2sgrad.runtime import as_gradient, is_foreign_array
 from s2sgrad.specialize import signature
+from s2sgrad.tracing import tracing
 from s2sgrad.transform import call_specialised, derivative
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "hvp"]
@@ -262,6 +263,8 @@ class _Transform:
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
         result, generated = call_specialised(generated, args, kwargs, key)
+        if tracing():  # the generic code ran, for its lines; the next call specialises
+            return self._shape_result(result)
         self.assumptions.include(generated.assumptions)
         self.latest = generated
         function = generated.function

@@ -75,6 +75,7 @@ from s2sgrad.syntax import (
     store,
     walk,
 )
+from s2sgrad.tracing import tracing
 
 __all__ = ["derivative", "call_specialised", "specialised", "KINDS", "clear_cache"]
 
@@ -524,7 +525,7 @@ def call_specialised(
 
         value, ran = call_specialised(derivative(f, ("x",)), (x,), {})
     """
-    if not generated.shapes_follow_arguments:
+    if not generated.shapes_follow_arguments or tracing():
         return generated.function(*args, **kwargs), generated
     key = signature(args, kwargs) if key is None else key
     fast = generated.specialisations.get(key)

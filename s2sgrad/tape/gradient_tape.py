@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.runtime import as_gradient, unbroadcast, zeros_like_structure
+from s2sgrad.tape.display import describe_recording
 from s2sgrad.tape.recording import RECORDING, Backward, is_traced, new_serial
 from s2sgrad.tape.structures import flatten, flatten_like
 from s2sgrad.tape.values import TapeValue, user_location, value_of
@@ -51,6 +53,21 @@ class GradientTape:
     def __repr__(self) -> str:
         state = "recording" if self._recording else "not recording"
         return f"<GradientTape {state}, {len(self._entries)} operations recorded>"
+
+    def show(self, file: Any = None) -> None:
+        """Print the recorded operations in the order they ran.
+
+        Example::
+
+            with GradientTape() as tape:
+                tape.watch(x)
+                y = np.sum(x * x)
+            tape.show()
+            # GradientTape: 2 operations
+            #   v2 = multiply(v1, v1)  # shape (3,)
+            #   v3 = sum(v2)           # shape ()
+        """
+        print(describe_recording(self._entries, "GradientTape"), file=file or sys.stdout)
 
     # Recording -------------------------------------------------------------------------
 
