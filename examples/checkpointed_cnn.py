@@ -12,6 +12,7 @@ Run it with ``python examples/checkpointed_cnn.py [s2s|tape]``.
 
 from __future__ import annotations
 
+import os
 import sys
 import tracemalloc
 
@@ -102,6 +103,8 @@ def train(params, images, labels, steps: int = 5, rate: float = 0.05, mode: str 
 
 # memory: a deep chain of blocks ---------------------------------------------------------
 
+BLOCKS = int(os.environ.get("CHECKPOINTED_CNN_BLOCKS", 20))  # the tests use fewer
+
 
 def block(w, x):
     """Four tanh layers sharing one weight matrix: eight intermediates per block."""
@@ -115,15 +118,15 @@ checkpointed_block = checkpoint(block)
 
 
 def chain(w, x):
-    """Twenty blocks in a row."""
-    for _ in range(20):
+    """``BLOCKS`` (twenty) blocks in a row."""
+    for _ in range(BLOCKS):
         x = block(w, x)
     return np.sum(x * x)
 
 
 def checkpointed_chain(w, x):
-    """The same twenty blocks, each checkpointed."""
-    for _ in range(20):
+    """The same blocks, each checkpointed."""
+    for _ in range(BLOCKS):
         x = checkpointed_block(w, x)
     return np.sum(x * x)
 
@@ -158,7 +161,7 @@ def main(mode: str = "s2s") -> None:
     kept = peak_memory(chain, w, x, mode=mode)
     recomputed = peak_memory(checkpointed_chain, w, x, mode=mode)
     print(
-        f"peak memory of a gradient step over 20 blocks: {kept / 2**20:.1f} MiB kept, "
+        f"peak memory of a gradient step over {BLOCKS} blocks: {kept / 2**20:.1f} MiB kept, "
         f"{recomputed / 2**20:.1f} MiB checkpointed"
     )
 
