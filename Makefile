@@ -1,6 +1,8 @@
 # Development commands for s2sgrad.
 #
 #   make demo    create .venv, install the package, run examples/quickstart.py
+#   make examples  create .venv with the examples extra, run every script in examples/
+#                  (files go to examples/output/, or to $S2SGRAD_EXAMPLES_OUTPUT)
 #   make test    create .venv, install the package with the test extra, run ruff and pytest
 #   make lint    ruff check and ruff format --check
 #   make bench   install the benchmark frameworks where possible, run benchmarks/run.py
@@ -18,6 +20,7 @@ PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check
 PYPROJECT_HASH := $(shell $(PYTHON) -c "import hashlib; print(hashlib.sha256(open('pyproject.toml', 'rb').read()).hexdigest()[:12])")
 STAMP_BASE := $(VENV)/.s2sgrad-installed-$(PYPROJECT_HASH)
 STAMP_TEST := $(VENV)/.s2sgrad-installed-test-$(PYPROJECT_HASH)
+STAMP_EXAMPLES := $(VENV)/.s2sgrad-installed-examples-$(PYPROJECT_HASH)
 REMOVE_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.s2sgrad-installed-*' \
 	! -name '*-$(PYPROJECT_HASH)' -delete
 
@@ -25,10 +28,19 @@ REMOVE_OLD_STAMPS := find $(VENV) -maxdepth 1 -name '.s2sgrad-installed-*' \
 # index, torch pinned to a CPU build.
 BENCH_PACKAGES := autograd:autograd jax:jax torch:torch==2.13.0
 
-.PHONY: demo test lint bench clean
+# Every example script (helpers starting with _ are imported by them, not run).
+EXAMPLE_SCRIPTS := $(filter-out examples/_%,$(sort $(wildcard examples/*.py)))
+
+.PHONY: demo examples test lint bench clean
 
 demo: $(STAMP_BASE)
 	$(PY) examples/quickstart.py
+
+examples: $(STAMP_EXAMPLES)
+	@for script in $(EXAMPLE_SCRIPTS); do \
+		echo "=== $$script"; \
+		$(PY) $$script || exit 1; \
+	done
 
 test: $(STAMP_TEST)
 	$(PY) -m ruff check .
@@ -60,8 +72,13 @@ $(STAMP_BASE): | $(PY)
 	$(REMOVE_OLD_STAMPS)
 	touch $@
 
-# The test extra includes the base install, so it leaves both stamps.
+$(STAMP_EXAMPLES): | $(PY)
+	$(PIP_INSTALL) -e '.[examples]'
+	$(REMOVE_OLD_STAMPS)
+	touch $@ $(STAMP_BASE)
+
+# The test extra includes the base install and the examples extra, so it leaves all three stamps.
 $(STAMP_TEST): | $(PY)
 	$(PIP_INSTALL) -e '.[test]'
 	$(REMOVE_OLD_STAMPS)
-	touch $@ $(STAMP_BASE)
+	touch $@ $(STAMP_BASE) $(STAMP_EXAMPLES)
