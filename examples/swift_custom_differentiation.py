@@ -8,7 +8,8 @@
   printed in the order Swift prints them (the hook on ``x`` inside ``log`` first, then the
   one on ``sin(x)``); the gradient is ``cos(30) + 0.5 = 0.65425146``.
 - An MLP trained on XOR, with hooks printing the cotangents of its hidden layer and of
-  its prediction at every step, as in the tutorial.
+  its prediction at every step, as in the tutorial; then trained further, quietly, until
+  it predicts XOR.
 - ``makeRecomputedInGradient``: ``sg.checkpoint`` recomputes a function in the backward
   pass, so "Computing square..." is printed twice.
 
@@ -82,12 +83,17 @@ def relu(x):
     return np.maximum(x, 0.0)
 
 
+verbose = True  # the hooks and the loss print while this is true
+
+
 def show_hidden_cotangent(g):
-    print("∂L/∂layer1 =", np.round(g, 4).tolist())
+    if verbose:
+        print("∂L/∂layer1 =", np.round(g, 4).tolist())
 
 
 def show_prediction_cotangent(g):
-    print("∂L/∂ŷ =", np.round(g, 4).tolist())
+    if verbose:
+        print("∂L/∂ŷ =", np.round(g, 4).tolist())
 
 
 def mlp(params, x):
@@ -99,11 +105,14 @@ def mlp(params, x):
 def xor_loss(params, x, y):
     prediction = sg.with_derivative(mlp(params, x)[:, 0], show_prediction_cotangent)
     loss = np.mean((prediction - y) ** 2)
-    print("Loss:", sg.without_derivative(loss))
+    if verbose:
+        print("Loss:", sg.without_derivative(loss))
     return loss
 
 
-def xor_mlp(steps: int) -> None:
+def xor_mlp(steps: int, more_steps: int) -> None:
+    """``steps`` steps as in the tutorial (printing), then ``more_steps`` quiet ones."""
+    global verbose
     rng = np.random.default_rng(1)
     params = {
         "w1": rng.uniform(-0.6, 0.6, size=(2, 10)),
@@ -117,6 +126,15 @@ def xor_mlp(steps: int) -> None:
     for _ in range(steps):
         grads = dloss(params, x, y)
         params = {k: params[k] - 0.02 * grads[k] for k in params}
+
+    verbose = False  # the generated code reads the global at each call
+    for _ in range(more_steps):
+        grads = dloss(params, x, y)
+        params = {k: params[k] - 0.1 * grads[k] for k in params}
+    prediction = mlp(params, x)[:, 0]
+    loss = np.mean((prediction - y) ** 2)
+    print(f"after {more_steps} more steps: loss {loss:.6f}, predictions {np.round(prediction, 3)}")
+    verbose = True
 
 
 # makeRecomputedInGradient ------------------------------------------------------------------
@@ -144,7 +162,7 @@ def main() -> None:
     custom_derivative()
     without_derivative()
     with_derivative()
-    xor_mlp(int(os.environ.get("XOR_STEPS", 10)))
+    xor_mlp(int(os.environ.get("XOR_STEPS", 10)), int(os.environ.get("XOR_MORE_STEPS", 1000)))
     recomputed_in_gradient()
 
 

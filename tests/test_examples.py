@@ -207,7 +207,9 @@ def test_d2l_autograd(tmp_path):
 
 
 def test_swift_custom_differentiation_prints_in_swifts_order(tmp_path):
-    stdout = run_example("swift_custom_differentiation", tmp_path, XOR_STEPS="3")
+    stdout = run_example(
+        "swift_custom_differentiation", tmp_path, XOR_STEPS="3", XOR_MORE_STEPS="1000"
+    )
     lines = stdout.splitlines()
     taking = "Taking e(2.718281828459045) to the power of 3.0!"
     assert lines[:4] == [taking, lines[1], taking, lines[3]]  # sillyExp runs once per line
@@ -235,14 +237,18 @@ def test_swift_custom_differentiation_prints_in_swifts_order(tmp_path):
         assert numbers(loss)[0] == pytest.approx(np.mean((predicted - targets) ** 2), abs=1e-3)
         assert len(numbers(hidden.split("=")[1])) == 4 * 10
 
-    assert lines[17:] == [
+    trained = numbers(lines[17].split("steps:")[1])  # the loss, then the four predictions
+    assert lines[17].startswith("after 1000 more steps:") and trained[0] < 1e-3
+    np.testing.assert_allclose(trained[1:], targets, atol=0.05)
+
+    assert lines[18:] == [
         "Running original computation...",
         "  Computing square...",
         "Running backpropagation...",
         "  Computing square...",
-        lines[21],
+        lines[22],
     ]
-    assert numbers(lines[21]) == [pytest.approx(-2 * math.cos(10.0) * math.sin(10.0), rel=1e-14)]
+    assert numbers(lines[22]) == [pytest.approx(-2 * math.cos(10.0) * math.sin(10.0), rel=1e-14)]
 
 
 def digits_sizes():
