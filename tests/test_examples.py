@@ -157,7 +157,7 @@ def test_jacobians_and_the_hessian(tmp_path):
     assert numbers(line(stdout, "  sum of the jacobian vs the gradient:"))[0] < 1e-12
     assert numbers(line(stdout, "tensor source:")) == [7, 10, 5, 10, 7, 10, 5, 10]
     assert numbers(line(stdout, "batch jacobian: full")) == [7, 6, 7, 5, 7, 6, 5]
-    assert numbers(line(stdout, "  batch jacobian vs diagonal blocks:")) == [0.0]
+    assert numbers(line(stdout, "  batch jacobian vs diagonal blocks:"))[0] < 1e-12
     assert numbers(line(stdout, "batch norm:"))[-1] > 0.1  # examples interact
     assert numbers(line(stdout, "  so batch_jacobian is not the diagonal blocks:"))[-1] > 0.1
     assert numbers(line(stdout, "hessian:")) == [5, 8, 5, 8, 5, 8]
