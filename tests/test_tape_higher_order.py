@@ -6,10 +6,13 @@ compares it with central differences of the first-order gradient.
 """
 
 import operator
+import warnings
 
 import numpy as np
 import pytest
+from oracle import assert_close, numeric_grad
 
+import s2sgrad as sg
 from s2sgrad.tape import GradientTape, constant
 
 RNG = np.random.default_rng(7)
@@ -122,3 +125,24 @@ def test_third_derivative_with_three_nested_tapes():
     d3 = t3.gradient(d2, x)
     # y = x e^{2x}: y''' = (8x + 12) e^{2x}
     assert d3 == pytest.approx((8 * 0.4 + 12) * np.exp(0.8))
+
+
+def _energy(x, p):
+    return np.sum((x * p["w"]) ** 2)
+
+
+@pytest.mark.parametrize("inner", ["tape", "auto"])
+@pytest.mark.parametrize("outer", ["tape", "auto"])
+def test_an_inner_gradient_given_a_dict_of_the_outer_values_keeps_them_tracked(outer, inner):
+    # the inner tape restores what the function stored on its arguments; the dict the
+    # outer gradient passed in holds the outer tape's values, which are not the inner's
+    def gradient_norm(p, x):
+        return np.sum(sg.grad(_energy, wrt=0, mode=inner)(x, p) ** 2)
+
+    rng = np.random.default_rng(3)
+    p, x = {"w": rng.normal(size=3)}, rng.normal(size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.grad(gradient_norm, mode=outer)(p, x)
+    assert_close(got, numeric_grad(gradient_norm, (p, x), 0), rtol=1e-5)
+    assert type(p["w"]) is np.ndarray  # the caller's dict is left as it was

@@ -42,6 +42,7 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
     with tape:
         for i in wrt:
             args[i] = map_leaves(lambda leaf: _watched(tape, leaf), args[i])
+        sources = [flatten(args[i])[0] for i in wrt]
         try:
             with numpy_semantics():
                 out = f(*args, **kwargs)
@@ -51,9 +52,8 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
             raise
         finally:  # the watched arguments hold the tape's own values: not theirs to keep
             kept = tuple(a for i, a in enumerate(args) if i not in wrt)
-            unwrap_stored_values(f, kept, kwargs)
+            unwrap_stored_values(f, kept, kwargs, recorded_by=tape)
     out_leaves, rebuild_out = flatten(out)
-    sources = [flatten(args[i])[0] for i in wrt]
     flat_sources = [s for leaves in sources for s in leaves]
     backward = Backward(tape._entries, flat_sources, tape._tracks)
 
@@ -130,11 +130,15 @@ def _gradient_leaf(g: Any, leaf: Any) -> Any:
     return plain_gradient(_unwrap_untraced(g), value)
 
 
-def unwrap_stored_values(f: Callable, args: Any, kwargs: dict, depth: int = 4) -> None:
+def unwrap_stored_values(
+    f: Callable, args: Any, kwargs: dict, depth: int = 4, recorded_by: Any = None
+) -> None:
     """Replace the tape values that running ``f`` stored on the objects it can reach (its
     arguments, closure cells, the globals its code names, the object of a bound method or
     callable) by their plain values: state a differentiated function keeps (a batch norm's
-    running mean, a history list) must stay ordinary arrays after the call.
+    running mean, a history list) must stay ordinary arrays after the call. With
+    ``recorded_by``, only values that tape tracks: an outer tape's values that the caller
+    passed in (a gradient of a gradient) are the caller's, and stay.
 
     Example::
 
@@ -151,8 +155,9 @@ def unwrap_stored_values(f: Callable, args: Any, kwargs: dict, depth: int = 4) -
         scope = getattr(function, "__globals__", {})
         roots += [scope[name] for name in names if name in scope]
     seen: set[int] = set()
+    serial = None if recorded_by is None else recorded_by._serial
     for root in roots:
-        _unwrap_inside(root, depth, seen)
+        _unwrap_inside(root, depth, seen, serial)
 
 
 def _filled(cell: types.CellType) -> bool:
@@ -174,33 +179,30 @@ def _names_used(code: types.CodeType) -> set[str]:
 _OPAQUE_TYPES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
 
 
-def _unwrap_inside(value: Any, depth: int, seen: set[int]) -> None:
-    """Unwrap tape values held in ``value``'s attributes and in its lists and dicts."""
+def _unwrap_inside(value: Any, depth: int, seen: set[int], serial: int | None) -> None:
+    """Unwrap tape values held in ``value``'s attributes and in its lists and dicts (those
+    tracked by tape ``serial``, when given)."""
     if depth == 0 or id(value) in seen or isinstance(value, (*_OPAQUE_TYPES, TapeValue)):
         return
     seen.add(id(value))
     if isinstance(value, list):
-        for index, item in enumerate(value):
-            if isinstance(item, TapeValue):
-                value[index] = _plain_value(item)
-            else:
-                _unwrap_inside(item, depth - 1, seen)
+        items = enumerate(value)
     elif isinstance(value, dict):
-        for key, item in list(value.items()):
-            if isinstance(item, TapeValue):
-                value[key] = _plain_value(item)
-            else:
-                _unwrap_inside(item, depth - 1, seen)
+        items = list(value.items())
     elif isinstance(value, tuple):
         for item in value:
-            _unwrap_inside(item, depth - 1, seen)
+            _unwrap_inside(item, depth - 1, seen, serial)
+        return
     elif type(value).__module__ not in ("builtins", "numpy") and hasattr(value, "__dict__"):
-        attributes = vars(value)
-        for name, item in list(attributes.items()):
-            if isinstance(item, TapeValue):
-                attributes[name] = _plain_value(item)
-            else:
-                _unwrap_inside(item, depth - 1, seen)
+        value = vars(value)
+        items = list(value.items())
+    else:
+        return
+    for key, item in items:
+        if not isinstance(item, TapeValue):
+            _unwrap_inside(item, depth - 1, seen, serial)
+        elif serial is None or serial in item._tapes:
+            value[key] = _plain_value(item)
 
 
 def _plain_value(value: TapeValue) -> Any:
