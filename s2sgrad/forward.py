@@ -440,10 +440,11 @@ class _Forward:
         if self.is_active_expression(operation.callee):
             raise not_at_run_time(
                 UnsupportedError(
-                    f"{self.parsed.location(statement)}: {operation.description} is a "
-                    "function that captures differentiated values (a pullback, say), which "
-                    "forward mode cannot follow; pass those values to it as arguments, or use "
-                    "mode='tape'"
+                    f"{self.parsed.location(statement)}: forward mode (jvp, hvp, hessian) "
+                    f"cannot follow {operation.description}, whose function depends on the "
+                    "values being differentiated (the pullback of a call resolved at run time, "
+                    "such as a function passed as an argument); call the function by its "
+                    "name, or use mode='auto' or mode='tape'"
                 )
             )
         if keeps_arguments_inside(operation.primitive):

@@ -300,6 +300,13 @@ def _build(request: _Request) -> GeneratedFunction:
         return _depending(generated, live, assumptions)
 
     def callee_vjp(function, active, call_node):
+        if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
+            raise UnsupportedError(
+                f"{parsed.location(call_node)}: a derivative of the gradient of a call "
+                "resolved at run time (a method, a function from a list or an argument) is "
+                "not supported by source transformation; use mode='auto' or mode='tape', or "
+                "call the function by its name"
+            )
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             return runtime.custom_vjp(function, _positions(function, active))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -166,3 +167,53 @@ def test_math_functions_name_the_line_and_their_numpy_twin(mode):
     for transform in (sg.grad, lambda f, mode: lambda x: sg.jvp(f, (x,), (1.0,), mode=mode)):
         with pytest.raises(sg.NonDifferentiableError, match=rf"{HERE}:{line}: .*use np\.sin"):
             transform(uses_math_sin, mode=mode)(0.5)
+
+
+def _dense(x, k, activation):
+    return activation(x @ k)
+
+
+def _dense_loss(k, x):
+    return np.sum(_dense(x, k, np.tanh) ** 2)
+
+
+def _energy(x, p):
+    return np.sum((x * p["w"]) ** 2)
+
+
+def _tape_gradient_norm(p, x):
+    return np.sum(sg.grad(_energy, wrt=0, mode="tape")(x, p))
+
+
+@pytest.mark.parametrize(
+    "transform, line_of",
+    [
+        (lambda: sg.hessian(_dense_loss, mode="s2s"), _dense),
+        (lambda: sg.jacobian(sg.grad(_dense_loss, mode="s2s"), mode="s2s"), _dense),
+    ],
+    ids=["hessian", "jacobian_of_grad"],
+)
+def test_second_derivatives_through_a_function_argument_name_the_users_line(transform, line_of):
+    k, x = np.full((3, 2), 0.1), np.ones((4, 3))
+    with pytest.raises(sg.UnsupportedError) as raised:
+        transform()(k, x)
+    message = str(raised.value)
+    assert f"test_errors.py:{line_of.__code__.co_firstlineno}" in message
+    assert "s2sgrad/runtime" not in message and "mode='auto'" in message
+    with warnings.catch_warnings():  # auto: the tape takes over (warning once), and is right
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.hessian(_dense_loss)(k, x)
+    step = 1e-5
+    column = np.zeros_like(k)
+    column[0, 1] = step
+    gradient = sg.grad(_dense_loss, mode="tape")
+    expected = (gradient(k + column, x) - gradient(k - column, x)) / (2 * step)
+    np.testing.assert_allclose(got[:, :, 0, 1], expected, rtol=1e-5, atol=1e-8)
+
+
+def test_a_tape_gradient_called_inside_a_source_transformed_one_names_the_users_line():
+    with pytest.raises(sg.UnsupportedError) as raised:
+        sg.grad(_tape_gradient_norm, mode="s2s")({"w": np.array([1.5])}, np.array([2.0]))
+    message = str(raised.value)
+    line = _tape_gradient_norm.__code__.co_firstlineno
+    assert f"test_errors.py:{line}" in message and "mode='tape'" in message

@@ -58,6 +58,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if rule is not None:  # declared non-differentiable
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
+    if not tape and (function is dynamic_vjp or function is transformed_vjp):
+        raise _no_derivative_over_dispatch("a derivative of the gradient")
     bound_self = ()
     target = function
     generic = getattr(function, "generic_function", None)
@@ -83,8 +85,14 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if not tape and not _is_builtin(target):  # list(xs), sorted(xs): the tape only copies
         from s2sgrad.errors import UnsupportedError
 
-        reason = _TAPE_ONLY.get((target, positions), "it has no source to transform")
-        raise UnsupportedError(f"{reason}; use mode='auto' or mode='tape' to differentiate it")
+        if callable(generic):  # a transform made with mode="tape"
+            name = "a derivative made with mode='tape'"
+        else:
+            name = getattr(target, "__qualname__", type(target).__name__)
+        reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
+        raise UnsupportedError(
+            f"{_user_origin()}: {reason}; use mode='auto' or mode='tape' to differentiate it"
+        )
     from s2sgrad.tape import tape_vjp
 
     value, pullback = tape_vjp(target, full_args, kwargs, positions)
@@ -198,7 +206,7 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     from s2sgrad.rules.registry import get_rule, per_argument
 
     if function is dynamic_vjp or function is transformed_vjp:
-        raise _no_forward_over_dispatch()
+        raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:
         # A rule called, not inlined: differentiate the rule's own code. The tape may take
         # over for a rule with *args (np.meshgrid's): it is s2sgrad's code, not the user's.
@@ -271,13 +279,23 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     return generated.function(*full_args, **kwargs, **keywords)
 
 
-def _no_forward_over_dispatch():
-    """Forward mode over a reverse-mode call dispatched at run time would differentiate its
+def _no_derivative_over_dispatch(what: str):
+    """A derivative of a reverse-mode call dispatched at run time would differentiate its
     pullback wrt the cotangent only, missing how the pullback depends on the arguments."""
+    from s2sgrad.errors import UnsupportedError
+
+    return UnsupportedError(
+        f"{_user_origin()}: {what} of a call resolved at run time (a method, a function from "
+        "a list or an argument) is not supported by source transformation; use mode='auto' "
+        "or mode='tape', or call the function by its name"
+    )
+
+
+def _user_origin() -> str:
+    """The user's file:line of the function whose generated code is running now."""
     import sys
 
     from s2sgrad.codegen import ORIGINS
-    from s2sgrad.errors import UnsupportedError
 
     frame, origin = sys._getframe(1), "<unknown location>"
     while frame is not None:  # the user's function the generated code came from
@@ -287,11 +305,7 @@ def _no_forward_over_dispatch():
         frame = frame.f_back
     while origin.rsplit(":", 1)[0] in ORIGINS:  # generated from generated code
         origin = ORIGINS[origin.rsplit(":", 1)[0]]
-    return UnsupportedError(
-        f"{origin}: forward mode (jvp, hvp, hessian) over the gradient of a call resolved "
-        "at run time (a method, a function from a list or an argument) is not supported; "
-        "use mode='tape', or call the function by its name"
-    )
+    return origin
 
 
 def _tape_jvp(target, args, tangents, positions, kwargs):
