@@ -606,6 +606,12 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         value, tangent = sg.jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))  # cos(0) = 1
     """
     _check_mode(mode)
+    for what, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, (tuple, list)):
+            raise TypeError(
+                f"jvp takes its {what} as a tuple with one entry per argument, as in "
+                f"sg.jvp(f, (x,), (v,)); got {type(given).__name__}"
+            )
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise ValueError("jvp needs one tangent per primal")

@@ -343,8 +343,12 @@ class _Forward:
             operation, self.is_active_expression, self.parsed.location(statement)
         )
         contributions = []
+        differentiated = tuple(
+            self.is_active_expression(a) and not isinstance(a, gast.Constant)
+            for a in operation.args
+        )
         for index, argument in enumerate(operation.args):
-            if not self.is_active_expression(argument) or isinstance(argument, gast.Constant):
+            if not differentiated[index]:
                 continue
             tangent = self.tangent_of(argument)
             inlined = None
@@ -358,6 +362,7 @@ class _Forward:
                     {index},
                     self.names,
                     self.namespace,
+                    differentiated,
                 )
             if inlined is not None:
                 if inlined.entries[index] is not None:  # None: not differentiable in it

@@ -179,11 +179,13 @@ def inline_rule(
     wanted: set[int],
     names: NameGenerator,
     namespace: Namespace,
+    differentiated: tuple[bool, ...] | None = None,
 ) -> Inlined | None:
     """Inline ``rule(first, ans, *args, **keywords)``; ``None`` when it cannot be inlined.
 
     Only the entries of the rule's result at the ``wanted`` argument positions are given
-    (the others are None).
+    (the others are None). A rule with a keyword-only ``differentiated`` parameter is told
+    which arguments are differentiated (``differentiated``, or else ``wanted``).
 
     Example::
 
@@ -206,6 +208,10 @@ def inline_rule(
         if key not in by_name or key in bound:
             return None  # a keyword the rule does not know: calling it raises a clear error
         bound[key] = value
+    if "differentiated" in by_name and "differentiated" not in keywords:
+        if differentiated is None:
+            differentiated = tuple(i in wanted for i in range(len(args)))
+        bound["differentiated"] = constant(differentiated)
     for parameter in parsed.positional + parsed.keyword_only:
         if parameter.name in bound:
             continue

@@ -378,7 +378,7 @@ def test_rule_is_inlinable(rule):
     assert isinstance(last, ast.Return)
     assert all(isinstance(s, (ast.Assign, ast.If)) for s in statements)
     names = [n for s in function.body for n in ast.walk(s) if isinstance(n, ast.Name)]
-    parameters = {a.arg for a in function.args.args}
+    parameters = {a.arg for a in function.args.args + function.args.kwonlyargs}
     assigned = {n.id for n in names if isinstance(n.ctx, ast.Store)}
     used = {n.id for n in names if isinstance(n.ctx, ast.Load)}
     allowed = parameters | assigned | {"np", *dir(builtins)} | set(s2sgrad.runtime.__all__)

@@ -11,7 +11,9 @@ where a tangent passes through unchanged, as in ``x + y`` with ``x`` smaller tha
 Points where the derivative does not exist get these values:
 
 * ``maximum``, ``minimum``, ``fmax``, ``fmin`` and builtin ``max``/``min`` of two values:
-  at a tie the derivative is split equally, half to each argument;
+  at a tie between two differentiated arguments the derivative is split equally, half to
+  each; at a tie with a constant it goes to the constant (``np.maximum(z, 0)`` at ``z == 0``
+  has derivative 0 in ``z``, as ReLU has in TensorFlow, PyTorch and JAX);
 * ``abs`` and ``fabs``: 0 at 0;
 * ``x ** y`` with respect to ``y`` at ``x == 0``: 0 (``0 ** y`` is constant for ``y > 0``).
 
@@ -358,11 +360,16 @@ def _logaddexp2_jvp(t, ans, x1, x2):
     return t * np.exp2(x1 - ans), t * np.exp2(x2 - ans)
 
 
-# The argument equal to the result gets the derivative; at a tie each argument gets half.
-# Comparing with the result (not with the other argument) also covers fmax/fmin, which
-# return the argument that is not NaN.
+# The argument equal to the result gets the derivative. At a tie between two differentiated
+# arguments each gets half; at a tie with a constant (relu written np.maximum(z, 0)) the
+# constant takes it, and z gets 0. Comparing with the result (not with the other argument)
+# also covers fmax/fmin, which return the argument that is not NaN.
 @vjp_rule(np.maximum, np.minimum, np.fmax, np.fmin, max, min)
-def _select(g, ans, x1, x2):
+def _select(g, ans, x1, x2, *, differentiated=(True, True)):
+    if differentiated == (True, False):
+        return unbroadcast(g * ((x1 == ans) & (x1 != x2)), x1)
+    if differentiated == (False, True):
+        return None, unbroadcast(g * ((x2 == ans) & (x1 != x2)), x2)
     return (
         unbroadcast(np.where(x1 == x2, 0.5 * g, g * (x1 == ans)), x1),
         unbroadcast(np.where(x1 == x2, 0.5 * g, g * (x2 == ans)), x2),
@@ -370,7 +377,11 @@ def _select(g, ans, x1, x2):
 
 
 @jvp_rule(np.maximum, np.minimum, np.fmax, np.fmin, max, min)
-def _select_jvp(t, ans, x1, x2):
+def _select_jvp(t, ans, x1, x2, *, differentiated=(True, True)):
+    if differentiated == (True, False):
+        return t * ((x1 == ans) & (x1 != x2))
+    if differentiated == (False, True):
+        return None, t * ((x2 == ans) & (x1 != x2))
     return (
         np.where(x1 == x2, 0.5 * t, t * (x1 == ans)),
         np.where(x1 == x2, 0.5 * t, t * (x2 == ans)),

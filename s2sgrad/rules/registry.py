@@ -192,6 +192,23 @@ def _load_rule_modules() -> None:
                     raise
 
 
+def differentiated_keyword(rule_function: Any, flags: tuple) -> dict:
+    """``{"differentiated": flags}`` for a rule that asks which of its positional arguments
+    are being differentiated (a keyword-only ``differentiated`` parameter), else ``{}``.
+
+    A rule that asks is told by the caller: the transformer from its activity analysis,
+    the tape from what depends on the sources. ``np.maximum(z, 0)`` uses it to send the
+    derivative at a tie to the constant.
+
+    Example::
+
+        rule.vjp(g, ans, x, 0.0, **differentiated_keyword(rule.vjp, (True, False)))
+    """
+    if "differentiated" in (getattr(rule_function, "__kwdefaults__", None) or {}):
+        return {"differentiated": flags}
+    return {}
+
+
 def per_argument(result: Any, count: int) -> tuple:
     """Normalise a rule's result to one entry per positional argument (``None`` = none).
 

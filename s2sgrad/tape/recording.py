@@ -20,7 +20,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from s2sgrad.rules.registry import Rule, per_argument
+from s2sgrad.rules.registry import Rule, differentiated_keyword, per_argument
 from s2sgrad.tape.specialize import specialized
 
 __all__ = ["RECORDING", "new_serial", "live_serials", "Backward", "IDENTITY", "is_traced"]
@@ -182,6 +182,8 @@ class Backward:
                 for a in args
             )
             if any(needed):
+                told = differentiated_keyword(rule.vjp, needed)  # see rules.registry
+                kwargs = {**kwargs, **told} if told and kwargs else told or kwargs
                 kept.append((specialized(rule.vjp, needed), args, kwargs, out))
                 self._add_outputs(out, reach)
         self.reach = reach

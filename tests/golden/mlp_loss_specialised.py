@@ -7,7 +7,7 @@ def dmlp_loss(x, W1, b1, W2, b2, y):
     dh = dt5 @ W2.T
     dW2 = h.T @ dt5
     # grad of: h = np.maximum(x @ W1 + b1, 0.0)
-    dt2 = np.where(t2 == 0.0, 0.5 * dh, dh * (t2 == h))
+    dt2 = dh * ((t2 == h) & (t2 != 0.0))
     db1 = dt2.sum(axis=0)
     dW1 = x.T @ dt2
     return (dW1, db1, dW2, db2)
