@@ -217,3 +217,8 @@ def test_a_tape_gradient_called_inside_a_source_transformed_one_names_the_users_
     message = str(raised.value)
     line = _tape_gradient_norm.__code__.co_firstlineno
     assert f"test_errors.py:{line}" in message and "mode='tape'" in message
+
+
+def test_jvp_wants_a_tuple_of_primals_not_an_array():
+    with pytest.raises(TypeError, match=r"sg.jvp\(f, \(x,\), \(v,\)\)"):
+        sg.jvp(np.sin, np.zeros(3), np.ones(3))
