@@ -1347,16 +1347,26 @@ def _mutated_names(statements) -> set[str]:
 
 
 def _fresh_names(statements, parsed, local_names) -> set[str]:
-    """Names every assignment of which creates a new array or list."""
+    """Names every assignment of which creates a new array or list, or passes on the value
+    of another such name (``t = new; u = t``: buffers swapped between time steps)."""
     verdict: dict[str, bool] = {}
+    copies: dict[str, set[str]] = {}
     for statement in nested_statements(statements):
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
-        name = statement.targets[0].id
-        verdict[name] = verdict.get(name, True) and _creates_new(
-            statement.value, parsed, local_names
-        )
-    return {n for n, fresh in verdict.items() if fresh}
+        name, value = statement.targets[0].id, statement.value
+        if isinstance(value, gast.Name):
+            copies.setdefault(name, set()).add(value.id)
+            verdict.setdefault(name, True)
+            continue
+        verdict[name] = verdict.get(name, True) and _creates_new(value, parsed, local_names)
+    fresh = {n for n, made in verdict.items() if made}
+    changed = True
+    while changed:  # a copy of a name that is not always new is not always new
+        spoiled = {n for n in fresh if not copies.get(n, set()) <= fresh}
+        fresh -= spoiled
+        changed = bool(spoiled)
+    return fresh
 
 
 def _creates_new(value: gast.expr, parsed, local_names) -> bool:

@@ -150,6 +150,7 @@ def shared_in_place_updates(
     everywhere = _Sharing(statements, resolve, containers, _parameters(function))
     layout = _Layout(function.body, statements)
     loops = _loop_spans(statements)
+    buffers = _swapped_buffers(function, statements, resolve)
     found = {}
     for index, update, updated in updates:
         since = layout.made_since(update, updated, index, resolve)
@@ -158,6 +159,7 @@ def shared_in_place_updates(
         else:  # only what was made from the new array since can share it
             made = statements[since[0] : since[1]]
             sharing = _Sharing(made, resolve, containers, {updated}).with_(updated)
+        sharing -= buffers.get(updated, frozenset())  # each holds an array of its own
         read, later = next(
             (
                 (read, later)
@@ -188,6 +190,56 @@ def shared_in_place_updates(
             f"on that sharing. {instead}, or give '{read}' a copy (.copy())"
         )
     return found
+
+
+def _swapped_buffers(function: gast.FunctionDef, statements, resolve) -> dict[str, set[str]]:
+    """Names that only ever hold arrays made anew and trade them among themselves
+    (``u, new = new, u``), each mapped to the others of its group: at any moment each holds
+    an array none of the others holds, so updating one in place changes none of the others.
+
+    Example::
+
+        # u = x.copy(); new = np.empty_like(u); ...; u, new = new, u  ->  {"u": {"new"}, ...}
+    """
+    swaps = {id(s): names for s in statements if (names := _swapped(s)) is not None}
+    if not swaps or any(type(n) is gast.Nonlocal for n in walk(function)):
+        return {}
+    groups: dict[str, set[str]] = {}
+    for names in swaps.values():
+        merged = set(names).union(*(groups.get(n, set()) for n in names))
+        for name in merged:
+            groups[name] = merged
+    spoiled = _parameters(function)  # bound otherwise than to a new array or by a swap
+    for statement in statements:
+        kind = type(statement)
+        if id(statement) in swaps or kind in (gast.If, gast.While):
+            continue
+        single = kind is gast.Assign and len(statement.targets) == 1
+        if single and type(statement.targets[0]) is gast.Name:
+            if not _sources(statement.value, resolve):
+                continue  # a new array (or number)
+            spoiled.add(statement.targets[0].id)
+        elif kind is gast.For:
+            spoiled |= names_written(statement.target)
+        else:
+            spoiled |= names_written(statement)
+    return {n: group - {n} for n, group in groups.items() if not group & spoiled}
+
+
+def _swapped(statement: gast.stmt) -> list[str] | None:
+    """The names ``a, b = b, a`` (any permutation of distinct names) trades."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return None
+    target, value = statement.targets[0], statement.value
+    if type(target) is not gast.Tuple or type(value) is not gast.Tuple:
+        return None
+    if not all(type(e) is gast.Name for e in [*target.elts, *value.elts]):
+        return None
+    stored = [e.id for e in target.elts]
+    loaded = [e.id for e in value.elts]
+    if len(set(stored)) != len(stored) or sorted(stored) != sorted(loaded):
+        return None
+    return stored
 
 
 def _updated(statement: gast.stmt) -> str | None:
