@@ -22,7 +22,7 @@ import numpy as np
 
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller, where
 from s2sgrad.freshness import MISSING, Assumptions
-from s2sgrad.runtime import as_gradient, is_foreign_array
+from s2sgrad.runtime import as_gradient, begin_call, is_foreign_array
 from s2sgrad.specialize import signature
 from s2sgrad.tracing import tracing
 from s2sgrad.transform import call_specialised, derivative
@@ -94,6 +94,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     differentiable = [i for i, p in enumerate(primals) if _is_differentiable(p)]
     offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
     wrt = tuple(_positional_name(function, i) for i in differentiable)
+    begin_call()
     engine_out, raw_pullback = _vjp_engine(function, primals, wrt, mode)
 
     def pullback(cotangent: Any) -> tuple:
@@ -199,6 +200,7 @@ class _Transform:
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
     def __call__(self, *args, **kwargs):
+        begin_call()
         if not (kwargs or self.use_tape or self.bound_self is not None):
             try:  # the hot path: floating arrays of shapes seen before
                 function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
@@ -627,6 +629,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
     positions = tuple(
         i for i, p in enumerate(primals) if _is_differentiable(p) and tangents[i] is not None
     )
+    begin_call()
     if mode != "tape":
         try:
             generated = derivative(

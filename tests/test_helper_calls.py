@@ -369,7 +369,9 @@ def test_a_layer_that_cannot_be_transformed_is_refused_in_s2s():
     X = RNG.standard_normal((5, 3))
     with pytest.raises(sg.UnsupportedError) as caught:
         sg.grad(through_batch_norm, mode="s2s")(X)
-    line = refusal_line(BatchNorm.__call__, "self.moving_mean = ")
+    # the running mean is stored as a plain value; a list on the object holding a
+    # differentiated dict is not followed
+    line = refusal_line(BatchNorm.__call__, "self.history.append")
     assert line in str(caught.value) and "mode='tape'" in str(caught.value)
 
 

@@ -113,3 +113,170 @@ def test_swapped_buffers_that_share_memory_are_refused(function, text):
             sg.grad(function, mode=mode)(np.arange(1.0, 5.0), 0.3)
         assert line_of(function, text) in str(caught.value)
         assert "copy" in str(caught.value)
+
+
+# -- methods and layer objects ---------------------------------------------------------------
+
+
+class Dense:
+    def __init__(self, rng):
+        self.w = rng.normal(size=(3, 2))
+        self.b = rng.normal(size=2)
+
+    def __call__(self, x):
+        return np.tanh(x @ self.w + self.b)
+
+    def energy(self, x):
+        return np.sum(self.__call__(x) ** 2) * self.scale()
+
+    def scale(self):
+        return 0.5
+
+
+DENSE = Dense(np.random.default_rng(5))
+
+
+def through_layer(x):
+    return np.sum(DENSE(x) * np.sin(x[:, :2])) + DENSE.energy(x)
+
+
+def test_methods_read_their_attributes_live():
+    x = np.random.default_rng(6).normal(size=(4, 3))
+    # not to second order in s2s: a method call's pullback is a closure forward mode refuses
+    check_gradient(through_layer, (x,), hessian=False)
+    old = DENSE.w
+    try:
+        DENSE.w = DENSE.w * 2.0  # read live: the next call sees the new weights
+        check_gradient(through_layer, (x,), hessian=False)
+    finally:
+        DENSE.w = old
+
+
+class RunningNorm:
+    def __init__(self, n):
+        self.moving_mean = np.zeros(n)
+        self.calls = 0
+
+    def __call__(self, X):
+        mean = X.mean(axis=0)
+        var = ((X - mean) ** 2).mean(axis=0)
+        self.moving_mean = 0.9 * self.moving_mean + 0.1 * mean
+        self.calls = self.calls + 1
+        return (X - mean) / np.sqrt(var + 1e-5)
+
+
+NORM = RunningNorm(3)
+
+
+def through_norm(X):
+    return np.sum(np.tanh(NORM(X)) ** 2)
+
+
+def test_state_stored_on_a_layer_is_the_plain_value_the_code_stores():
+    X = np.random.default_rng(7).normal(size=(5, 3))
+    for mode in ("s2s", "auto"):
+        NORM.__init__(3)
+        expected = numeric_grad(through_norm, (X,), 0)
+        NORM.__init__(3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            gradient = sg.grad(through_norm, mode=mode)
+            for step in (1, 2):  # the second call reads what the first stored: a constant
+                assert_close(gradient(X), expected, rtol=1e-5, atol=1e-7)
+                assert type(NORM.moving_mean) is np.ndarray
+                assert_close(NORM.moving_mean, (1 - 0.9**step) * X.mean(axis=0))
+                assert NORM.calls == step
+
+
+class Box:
+    pass
+
+
+BOX = Box()
+
+
+def pair(x):
+    return np.sin(x), 2.0 * x
+
+
+def into_attribute(x):
+    y, BOX.r = pair(x)
+    return np.sum(y)
+
+
+def into_item(x):
+    out = np.zeros(3)
+    y, out[0] = pair(x[0])
+    return y + np.sum(out * x)
+
+
+def test_unpacking_into_an_attribute_or_an_item():
+    x = np.random.default_rng(8).normal(size=3)
+    check_gradient(into_attribute, (x,))
+    assert_close(BOX.r, 2.0 * x)
+    check_gradient(into_item, (x,))
+
+
+def stored_and_read_back(x):
+    BOX.h = 2.0 * x
+    return np.sum(BOX.h * x)
+
+
+def test_state_read_back_in_the_same_function_is_refused():
+    x = np.random.default_rng(9).normal(size=3)
+    with pytest.raises(sg.UnsupportedError) as caught:
+        sg.grad(stored_and_read_back, mode="s2s")(x)
+    message = str(caught.value)
+    assert line_of(stored_and_read_back, "BOX.h = ") in message
+    assert "keep the value in a variable" in message
+    with pytest.warns(sg.S2SGradWarning):  # auto: the tape, right
+        gradient = sg.grad(stored_and_read_back)(x)
+    assert_close(gradient, numeric_grad(stored_and_read_back, [x], 0))
+
+
+class Cell:
+    def __init__(self):
+        self.h = np.zeros(3)
+
+    def __call__(self, x):
+        h = np.tanh(x + 0.5 * self.h)
+        self.h = h
+        return h
+
+
+CELL = Cell()
+
+
+def cell_twice(x):
+    a = CELL(x)
+    b = CELL(2.0 * x)  # reads the state the first call stored
+    return np.sum(a * b)
+
+
+def stores_then_caller_reads(x):
+    y = CELL(x)
+    return np.sum(y) + np.sum(CELL.h)
+
+
+@pytest.mark.parametrize("function", [cell_twice, stores_then_caller_reads])
+def test_state_read_back_in_the_same_call_is_refused(function):
+    x = np.random.default_rng(10).normal(size=3)
+    for mode in ("s2s", "auto"):
+        CELL.__init__()
+        with pytest.raises(sg.UnsupportedError, match="read back") as caught:
+            sg.grad(function, mode=mode)(x)
+        assert HERE in str(caught.value) and "return the value" in str(caught.value)
+
+
+def test_state_a_call_stored_is_a_constant_to_the_next():
+    x = np.random.default_rng(11).normal(size=3)
+    CELL.__init__()
+
+    def once(x):
+        return np.sum(CELL(x) ** 2)
+
+    gradient = sg.grad(once, mode="s2s")
+    for _ in range(3):
+        state = CELL.h.copy()
+        expected = (1 - np.tanh(x + 0.5 * state) ** 2) * 2 * np.tanh(x + 0.5 * state)
+        assert_close(gradient(x), expected)

@@ -23,7 +23,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("grad_clipping", "s2s"): "a helper that scales its argument in place",
     ("grad_clipping", "tape"): "a helper that scales its argument in place",
     ("grad_clipping", "auto"): "a helper that scales its argument in place",
-    ("batch_norm_module", "s2s"): "a layer storing differentiated state on itself is refused",
     ("heat", "tape"): "the tape refuses item writes into arrays the function made",
     ("rk4", "tape"): "np.array of a list of values being differentiated",
 }
