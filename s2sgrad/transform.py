@@ -45,7 +45,7 @@ from s2sgrad.errors import (
 from s2sgrad.forward import forward_sweep
 from s2sgrad.freshness import Assumptions, entry_for, is_data, is_frozen
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
-from s2sgrad.inline import Namespace, _is_literal
+from s2sgrad.inline import Namespace, _is_literal, inline_updating_helpers
 from s2sgrad.operations import classify, refuse_untracked_writes
 from s2sgrad.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.passes.activity import analyse_activity
@@ -243,6 +243,7 @@ def _build(request: _Request) -> GeneratedFunction:
     _refuse_complex_literals(parsed, node)
     _check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
+    inlined = inline_updating_helpers(node, parsed, names)
     desugar(node, names, parsed.location, parsed.resolve)
     refusal = getattr(node, "s2s_refusal", None)
     if refusal is not None:  # desugar's check of x op= v on shared arrays: a name it sees
@@ -269,7 +270,7 @@ def _build(request: _Request) -> GeneratedFunction:
         parsed.closure[joining] = runtime.concatenated
 
     namespace = Namespace(names)
-    free_names = sorted(names_read_in(node) - local_names)
+    free_names = sorted((names_read_in(node) - local_names) | inlined)
     for name in free_names:
         obj = parsed.resolve_name(name)
         if obj is NOT_FOUND:

@@ -280,3 +280,86 @@ def test_state_a_call_stored_is_a_constant_to_the_next():
         state = CELL.h.copy()
         expected = (1 - np.tanh(x + 0.5 * state) ** 2) * 2 * np.tanh(x + 0.5 * state)
         assert_close(gradient(x), expected)
+
+
+# -- helpers that update their arguments in place ------------------------------------------
+
+
+def halve(a):
+    a[:] *= 0.5
+
+
+def halves_a_copy(x):
+    y = x.copy()
+    halve(y)
+    return np.sum(y * x)
+
+
+def write_tail(out, v, factor=2.0):
+    """Writes into out and returns it."""
+    out[1:] = v[1:] * factor
+    return out
+
+
+def fills_a_buffer(x):
+    y = np.zeros(3)
+    z = write_tail(y, np.sin(x), factor=3.0)  # z is y itself
+    return np.sum(y * x) + np.sum(z**2)
+
+
+def fills_in_a_loop(x):
+    y = np.ones(3)
+    for k in range(2):
+        write_tail(y, y * x + k)
+    return np.sum(np.tanh(y) * x)
+
+
+def test_a_helper_updating_the_callers_array_is_differentiated():
+    rng = np.random.default_rng(12)
+    x = np.array([1.0, 2.0, 3.0])
+    assert_close(sg.grad(halves_a_copy, mode="s2s")(x), x)  # the issue's example: [1, 2, 3]
+    for function in (halves_a_copy, fills_a_buffer, fills_in_a_loop):
+        check_gradient(function, (rng.normal(size=3),), hessian=False)
+        tangent = rng.normal(size=3)
+        point = rng.normal(size=3)
+        _, actual = sg.jvp(function, (point,), (tangent,), mode="s2s")
+        assert_close(actual, np.sum(numeric_grad(function, (point,), 0) * tangent))
+
+
+def test_an_inlined_helper_redefined_is_followed():
+    x = np.array([1.0, 2.0, 3.0])
+    gradient = sg.grad(halves_a_copy, mode="s2s")
+    assert_close(gradient(x), x)  # d/dx of 0.5 * sum(x**2)
+    global halve
+    original = halve
+    try:
+
+        def halve(a):
+            a[:] *= 0.75
+
+        assert_close(gradient(x), 1.5 * x)
+    finally:
+        halve = original
+
+
+def clip(grads, theta):
+    norm = np.sqrt(sum(np.sum(g**2) for g in grads))
+    if norm > theta:
+        for g in grads:
+            g[:] *= theta / norm
+    return grads
+
+
+def clipped(w):
+    grads = [np.sin(w), np.cos(w)]
+    grads = clip(grads, 0.5)
+    return np.sum(grads[0] * w) + np.sum(grads[1])
+
+
+def test_arrays_of_a_list_updated_in_place_are_refused():
+    # each array of the list is changed through the loop variable: not followed yet
+    for mode in ("s2s", "auto"):
+        with pytest.raises(sg.UnsupportedError, match="in place") as caught:
+            sg.grad(clipped, mode=mode)(np.array([0.3, -0.2, 0.9]))
+        assert line_of(clipped, "grads = clip(grads") in str(caught.value)
+        assert "copy" in str(caught.value)
