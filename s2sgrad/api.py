@@ -678,6 +678,7 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import reverse_jacobian
 
+        begin_call()
         return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
@@ -698,6 +699,7 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import forward_jacobian
 
+        begin_call()
         return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())

@@ -1507,6 +1507,9 @@ def _fresh_names(statements, parsed, local_names) -> set[str]:
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
         name, value = statement.targets[0].id, statement.value
+        if getattr(statement, "s2s_synced", None):
+            verdict.setdefault(name, True)  # an entry of a list of new arrays, stored back
+            continue
         if isinstance(value, gast.Name):
             copies.setdefault(name, set()).add(value.id)
             verdict.setdefault(name, True)

@@ -20,9 +20,7 @@ MODES = ("s2s", "tape", "auto")
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("attention", "tape"): "the tape refuses item writes into arrays the function made",
     ("lenet", "tape"): "the tape refuses item writes into arrays the function made",
-    ("grad_clipping", "s2s"): "the arrays of a list scaled in place through the loop variable",
     ("grad_clipping", "tape"): "a helper that scales its argument in place",
-    ("grad_clipping", "auto"): "the arrays of a list scaled in place through the loop variable",
     ("heat", "tape"): "the tape refuses item writes into arrays the function made",
     ("rk4", "tape"): "np.array of a list of values being differentiated",
 }

@@ -42,6 +42,7 @@ from s2sgrad.syntax import MUTATING_METHODS, names_read, names_written, nested_s
 
 __all__ = [
     "shared_in_place_updates",
+    "index_list_loops",
     "fresh_result",
     "mutated_parameters",
     "calls_that_mutate",
@@ -151,8 +152,15 @@ def shared_in_place_updates(
     layout = _Layout(function.body, statements)
     loops = _loop_spans(statements)
     buffers = _swapped_buffers(function, statements, resolve)
+    synced = {
+        s.targets[0].id: s.s2s_synced
+        for s in statements
+        if getattr(s, "s2s_synced", None) and type(s.targets[0]) is gast.Name
+    }
     found = {}
     for index, update, updated in updates:
+        if getattr(update, "s2s_synced", None):
+            continue  # items[i] = g: the list gets back the array it holds
         since = layout.made_since(update, updated, index, resolve)
         if since is None:
             sharing = everywhere.with_(updated)
@@ -160,6 +168,7 @@ def shared_in_place_updates(
             made = statements[since[0] : since[1]]
             sharing = _Sharing(made, resolve, containers, {updated}).with_(updated)
         sharing -= buffers.get(updated, frozenset())  # each holds an array of its own
+        sharing.discard(synced.get(updated))  # the list's entry, stored back after the loop body
         read, later = next(
             (
                 (read, later)
@@ -190,6 +199,110 @@ def shared_in_place_updates(
             f"on that sharing. {instead}, or give '{read}' a copy (.copy())"
         )
     return found
+
+
+def index_list_loops(function: gast.FunctionDef, names, resolve) -> None:
+    """Rewrite, in place, ``for g in items:`` whose body updates ``g`` in place (``g[:] *=
+    s``, the book's gradient clipping) into ``for i in range(len(items)): g = items[i]; ...;
+    items[i] = g``, when ``items`` is a list of distinct new arrays that nothing else holds:
+    then the update changes the list's entry, which the store makes plain to both engines
+    (at run time it stores the same array). Both statements are marked ``s2s_synced``.
+
+    Example::
+
+        # for g in grads: g[:] *= 0.5  ->  for i in range(len(grads)): g = grads[i]; ...
+    """
+    statements = list(nested_statements(function.body))
+    for loop in statements:
+        if not _updates_its_entries(loop):
+            continue
+        items, entry = loop.iter.id, loop.target.id
+        if not _owns_distinct_arrays(function, statements, items, loop, resolve):
+            continue
+        index = names.fresh("index")
+        length = gast.Call(func=_load("len"), args=[_load(items)], keywords=[])
+        loop.iter = gast.Call(func=_load("range"), args=[length], keywords=[])
+        loop.target = gast.Name(id=index, ctx=gast.Store(), annotation=None, type_comment=None)
+        read = gast.Assign(
+            targets=[gast.Name(id=entry, ctx=gast.Store(), annotation=None, type_comment=None)],
+            value=gast.Subscript(value=_load(items), slice=_load(index), ctx=gast.Load()),
+            type_comment=None,
+        )
+        place = gast.Subscript(value=_load(items), slice=_load(index), ctx=gast.Store())
+        back = gast.Assign(targets=[place], value=_load(entry), type_comment=None)
+        for statement in (read, back):
+            gast.copy_location(statement, loop)
+            statement.s2s_synced = items
+        loop.body = [read, *loop.body, back]
+
+
+def _load(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def _updates_its_entries(loop: gast.stmt) -> bool:
+    """``for g in items:`` (no ``else``, ``break`` or ``continue``) whose body updates ``g``
+    by item and never rebinds it."""
+    if type(loop) is not gast.For or loop.orelse:
+        return False
+    if type(loop.target) is not gast.Name or type(loop.iter) is not gast.Name:
+        return False
+    entry = loop.target.id
+    inner = list(nested_statements(loop.body))
+    if any(type(n) in (gast.Break, gast.Continue) for s in loop.body for n in walk(s)):
+        return False
+    if any(
+        entry in names_written(s.target if type(s) is gast.For else s)
+        for s in inner
+        if type(s) not in (gast.If, gast.While)
+    ):
+        return False
+    return any(_updated(s) == entry and type(_base(_target_of(s))) is gast.Name for s in inner)
+
+
+def _target_of(statement: gast.stmt) -> gast.expr:
+    return statement.target if type(statement) is gast.AugAssign else statement.targets[0]
+
+
+def _owns_distinct_arrays(function, statements, items: str, loop, resolve) -> bool:
+    """Whether every value ``items`` holds is a list, written out, of new arrays (each its
+    own), and no name but ``loop``'s variable takes them out of it: no other loop over it,
+    no alias, entry read into a name, store, or call given the list."""
+    if items in _parameters(function) or {"len", "range"} & names_written(function):
+        return False
+    for statement in statements:
+        if statement is loop:
+            continue
+        kind = type(statement)
+        if kind is gast.Assign and items in names_written(statement):
+            value = statement.value
+            copy = type(value) is gast.Name and value.id == items
+            written = type(value) is gast.List and not any(_sources(e, resolve) for e in value.elts)
+            if not (copy or written) or len(statement.targets) != 1:
+                return False
+        else:
+            header = statement.target if kind is gast.For else statement
+            if (kind is gast.For or kind not in _PLAIN) and items in names_written(header):
+                return False  # bound by a loop, a with, an unpacking ...
+        copy = kind is gast.Assign and type(statement.value) is gast.Name
+        for target, sources in _links(statement, resolve, {items}):
+            if items in sources and target != items:
+                return False  # an entry taken out of the list, or the list into another
+            if target == items and sources and not copy:
+                return False  # an array put in that may be held elsewhere, or twice
+        if any(_given(node, items) for node in walk(statement)):
+            return False
+    return True
+
+
+_PLAIN = (gast.If, gast.For, gast.While, gast.Assign, gast.Expr, gast.Return)
+
+
+def _given(node: gast.AST, items: str) -> bool:
+    """Whether ``node`` is a call, other than ``len``, given the list ``items``."""
+    if type(node) is not gast.Call or (type(node.func) is gast.Name and node.func.id == "len"):
+        return False
+    return any(type(a) is gast.Name and a.id == items for a in node.args)
 
 
 def _swapped_buffers(function: gast.FunctionDef, statements, resolve) -> dict[str, set[str]]:

@@ -24,7 +24,7 @@ import gast
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError
-from s2sgrad.passes.aliases import shared_in_place_updates
+from s2sgrad.passes.aliases import index_list_loops, shared_in_place_updates
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     call,
@@ -55,6 +55,7 @@ def desugar(
     desugar_matches(node, names, locate, resolve)
     if resolve is not None:
         _scatter_adds(node, node.body, names, resolve)
+    index_list_loops(node, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
