@@ -525,11 +525,11 @@ def _inlined_call(statement, call_node, helper, parsed, names, local) -> list | 
                 return None  # only a name the caller holds can be updated in its place
             renames[parameter] = argument.id
             continue
-        fresh = names.claim(f"{helper.__name__}_{parameter}")
+        fresh = names.claim(parameter)
         renames[parameter] = fresh
         prologue.append(assign(fresh, clone(argument)))
     for name in written - set(bound):
-        renames[name] = names.claim(f"{helper.__name__}_{name}")
+        renames[name] = names.claim(name)
 
     def rename(current: gast.AST) -> gast.AST:
         if type(current) is gast.Name and current.id in renames:
