@@ -22,7 +22,7 @@ import numpy as np
 
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller, where
 from s2sgrad.freshness import MISSING, Assumptions
-from s2sgrad.runtime import as_gradient, begin_call, is_foreign_array
+from s2sgrad.runtime import as_gradient, is_foreign_array
 from s2sgrad.specialize import signature
 from s2sgrad.tracing import tracing
 from s2sgrad.transform import call_specialised, derivative
@@ -94,7 +94,6 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     differentiable = [i for i, p in enumerate(primals) if _is_differentiable(p)]
     offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
     wrt = tuple(_positional_name(function, i) for i in differentiable)
-    begin_call()
     engine_out, raw_pullback = _vjp_engine(function, primals, wrt, mode)
 
     def pullback(cotangent: Any) -> tuple:
@@ -200,7 +199,6 @@ class _Transform:
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
     def __call__(self, *args, **kwargs):
-        begin_call()
         if not (kwargs or self.use_tape or self.bound_self is not None):
             try:  # the hot path: floating arrays of shapes seen before
                 function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
@@ -629,7 +627,6 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
     positions = tuple(
         i for i, p in enumerate(primals) if _is_differentiable(p) and tangents[i] is not None
     )
-    begin_call()
     if mode != "tape":
         try:
             generated = derivative(
@@ -678,7 +675,6 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import reverse_jacobian
 
-        begin_call()
         return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
@@ -699,7 +695,6 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
     def jacobian_function(*args, **kwargs):
         from s2sgrad.batching import forward_jacobian
 
-        begin_call()
         return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())

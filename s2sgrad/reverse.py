@@ -12,8 +12,11 @@ a cotangent is assigned, later ones are added.
 
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 import operator
+import textwrap
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -165,7 +168,6 @@ class _Reverse:
 
     # driver -----------------------------------------------------------------------------
     def run(self, body: list[gast.stmt]) -> ReverseSweeps:
-        body = self.guard_object_reads(body)
         *statements, final = body
         if not isinstance(final, gast.Return) or final.value is None:
             raise UnsupportedError(
@@ -181,7 +183,6 @@ class _Reverse:
             statements, self.containers | self.lists, self.parsed, self.local_names
         )
         self.entries_read = _entries_read(body)
-        self.parsed_body = body
         self.check_mutations(statements)
         forward = self.forward_block(statements, in_loop=False)
         output = final.value
@@ -281,8 +282,6 @@ class _Reverse:
             if self.is_varied_expression(statement.value) or (
                 names_read(target) & self.activity.varied
             ):
-                if self.is_object_state(target):
-                    return [self.stored_state(statement)]
                 raise UnsupportedError(
                     f"{self.parsed.location(statement)}: storing a differentiated value in an "
                     "attribute or a nested container cannot be transformed; keep it in a "
@@ -362,115 +361,6 @@ class _Reverse:
                 result.append(self.save_marker(self.new_save(statement, owner, "pop", popped)))
         result.append(statement)
         return result
-
-    # state kept on objects --------------------------------------------------------------
-    def is_object_state(self, target: gast.expr) -> bool:
-        """``owner.name = v`` on an object from outside, which keeps the plain value (a
-        layer's running mean); refused when this function reads it back afterwards."""
-        if not (type(target) is gast.Attribute and type(target.value) is gast.Name):
-            return False
-        owner = target.value.id
-        if owner in self.activity.varied:
-            return False
-        if owner not in self.local_names and isinstance(
-            self.parsed.resolve(target.value), types.ModuleType
-        ):
-            return False  # a module's global
-        if self.state_read_back(owner, target.attr):
-            raise UnsupportedError(
-                f"{self.parsed.location(target)}: a value being differentiated is stored in "
-                f"'{owner}.{target.attr}' and read back from it later in the same function, "
-                "and an attribute cannot carry its derivative; keep the value in a variable "
-                "and read that, or use mode='tape'"
-            )
-        return True
-
-    def state_read_back(self, owner: str, attribute: str) -> bool:
-        stores = reads = 0
-        for statement in nested_statements(self.parsed_body):
-            looped = isinstance(statement, (gast.For, gast.While))
-            stored = looped and _stores_attribute(statement, owner, attribute)
-            if stored and _reads_attribute(statement, owner, attribute):
-                return True  # the next iteration reads what this one stored
-            if isinstance(statement, (gast.If, gast.For, gast.While)):
-                continue
-            if _stores_attribute(statement, owner, attribute):
-                stores += 1
-            elif stores and _reads_attribute(statement, owner, attribute):
-                reads += 1
-        return reads > 0
-
-    def stored_state(self, statement: gast.Assign) -> gast.stmt:
-        target = statement.targets[0]
-        arguments = [load(target.value.id), constant(target.attr), statement.value]
-        line = gast.Expr(value=call(self.helper("store_state"), arguments))
-        return gast.copy_location(line, statement)
-
-    def guard_object_reads(self, block: list[gast.stmt]) -> list[gast.stmt]:
-        """Read attributes of objects (``self.w``, ``layer.h``) that the output depends on
-        through :func:`runtime.read_state`, each into a name of its own: the value may be
-        one a derivative stored earlier in the same call, and the backward sweep must see
-        the value the forward one read."""
-        result: list[gast.stmt] = []
-        for statement in block:
-            for field in ("body", "orelse"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list) and isinstance(
-                    statement, (gast.If, gast.For, gast.While)
-                ):
-                    setattr(statement, field, self.guard_object_reads(inner))
-            if self.reads_for_output(statement):
-                hoisted: list[gast.stmt] = []
-                statement.value = self.guarded(statement.value, hoisted, top=True)
-                result.extend(gast.copy_location(h, statement) for h in hoisted)
-            result.append(statement)
-        return result
-
-    def reads_for_output(self, statement: gast.stmt) -> bool:
-        if not isinstance(statement, gast.Assign):
-            return False
-        target = statement.targets[0]
-        return isinstance(target, (gast.Name, gast.Tuple)) and bool(
-            names_written(target) & self.activity.useful
-        )
-
-    def guarded(self, node: gast.expr, hoisted: list, top: bool = False) -> gast.expr:
-        if type(node) is gast.Attribute and self.is_object_read(node):
-            read = call(self.helper("read_state"), [load(node.value.id), constant(node.attr)])
-            if top:
-                return read
-            name = self.names.fresh("state")
-            hoisted.append(assign(name, read))
-            return load(name)
-        if type(node) in (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.DictComp):
-            return node
-        for field in node._fields:
-            value = getattr(node, field)
-            if field == "func" and type(node) is gast.Call:
-                continue  # a method called, not a value read
-            if isinstance(value, gast.expr):
-                setattr(node, field, self.guarded(value, hoisted))
-            elif isinstance(value, list):
-                setattr(
-                    node,
-                    field,
-                    [self.guarded(v, hoisted) if isinstance(v, gast.expr) else v for v in value],
-                )
-        return node
-
-    def is_object_read(self, node: gast.Attribute) -> bool:
-        """An attribute of an object (not a module, an array or a method) read as a value."""
-        if type(node.value) is not gast.Name or type(node.ctx) is not gast.Load:
-            return False
-        owner = node.value.id
-        if owner in self.activity.varied or hasattr(np.ndarray, node.attr):
-            return False
-        if owner in self.local_names:
-            return True  # self.w: read from whatever object the code is given
-        obj = self.parsed.resolve(node.value)
-        if isinstance(obj, (types.ModuleType, np.ndarray, type)) or obj is NOT_FOUND:
-            return False
-        return not callable(getattr(obj, node.attr, None))
 
     def forward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
@@ -1211,6 +1101,15 @@ class _Reverse:
                     f"{self.parsed.location(statement)}: pass differentiated values to "
                     f"{operation.description} positionally, not as '{name}='"
                 )
+        stores = _stores_on_itself(self.parsed.resolve(operation.callee))
+        if stores is not None:  # nor can the tape for this call alone: the caller may read it
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {stores}: state kept on an object "
+                    "cannot carry a derivative from this call to a later read of it, so "
+                    "source transformation cannot differentiate the calls; use mode='tape'"
+                )
+            )
         if keeps_arguments_inside(operation.primitive):
             raise not_at_run_time(
                 UnsupportedError(
@@ -1355,44 +1254,6 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
     )
 
 
-def _stores_attribute(statement, owner: str, attribute: str) -> bool:
-    return any(
-        type(n) is gast.Attribute
-        and type(n.ctx) is gast.Store
-        and n.attr == attribute
-        and type(n.value) is gast.Name
-        and n.value.id == owner
-        for n in walk(statement)
-    )
-
-
-def _is_state_read(node) -> bool:
-    return (
-        type(node) is gast.Call
-        and type(node.func) is gast.Name
-        and node.func.id.startswith("read_state")
-        and len(node.args) == 2
-        and type(node.args[1]) is gast.Constant
-    )
-
-
-def _reads_attribute(statement, owner: str, attribute: str) -> bool:
-    """Whether ``statement`` reads ``owner.attribute``, itself or as ``read_state(owner,
-    'attribute')``."""
-    for n in walk(statement):
-        if _is_state_read(n):
-            n = gast.Attribute(value=n.args[0], attr=n.args[1].value, ctx=gast.Load())
-        if (
-            type(n) is gast.Attribute
-            and type(n.ctx) is gast.Load
-            and n.attr == attribute
-            and type(n.value) is gast.Name
-            and n.value.id == owner
-        ):
-            return True
-    return False
-
-
 def _stores_attributes(function) -> bool:
     """Whether ``function``'s source assigns to an attribute (``self.v = x``)."""
     from s2sgrad.frontend import parse_function
@@ -1409,6 +1270,54 @@ def _stores_attributes(function) -> bool:
         )
         for n in walk(node)
     )
+
+
+def _stores_on_itself(obj: Any) -> str | None:
+    """``"Cell.__call__ stores self.h"`` when calling ``obj`` (a bound method, or an object
+    whose class defines ``__call__`` in Python) assigns to an attribute of the object; else
+    None. What a call stores there, a later call or read may use in the same computation."""
+    if isinstance(obj, types.MethodType):
+        function, owner = obj.__func__, obj.__self__
+    elif obj is not NOT_FOUND and not isinstance(obj, (type, types.FunctionType)):
+        calls = (vars(k)["__call__"] for k in type(obj).__mro__ if "__call__" in vars(k))
+        function, owner = next(calls, None), obj
+    else:
+        return None
+    if not isinstance(function, types.FunctionType) or isinstance(owner, types.ModuleType):
+        return None
+    stored = _attributes_stored_on_first_parameter(function)
+    if not stored:
+        return None
+    return f"{function.__qualname__} stores self.{stored}"
+
+
+@functools.lru_cache(maxsize=256)
+def _attributes_stored_on_first_parameter(function: types.FunctionType) -> str | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    definition = tree.body[0]
+    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    parameters = definition.args.posonlyargs + definition.args.args
+    if not parameters:
+        return None
+    owner = parameters[0].arg
+    for node in ast.walk(definition):
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:
+            for part in ast.walk(target):
+                if (
+                    isinstance(part, ast.Attribute)
+                    and isinstance(part.value, ast.Name)
+                    and part.value.id == owner
+                    and isinstance(part.ctx, ast.Store)
+                ):
+                    return part.attr
+    return None
 
 
 def not_at_run_time(error: S2SGradError) -> S2SGradError:

@@ -287,9 +287,6 @@ BY_DESIGN = {
     "seed_cotangent": "generated code's output seed",
     "zeros_like_structure": "generated code's zero cotangents",
     "refuse_if_array": "a check that raises or returns None",
-    "store_state": "stores a value on an object and returns None",
-    "read_state": "an object's attribute, a constant of the call (refused if the call stored "
-    "a value being differentiated in it)",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",
     "dict_keys": "a dict's keys, never its values",

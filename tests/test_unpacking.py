@@ -437,9 +437,7 @@ def attribute_target(x):
 
 def test_an_attribute_in_an_unpacking_is_refused_or_taped():
     x = r(3)
-    with pytest.raises(
-        sg.UnsupportedError, match=rf"{HERE}:\d+: .*stored in 'box.r' and read back.* mode='tape'"
-    ):
+    with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+: storing .* mode='tape'"):
         sg.grad(attribute_target, mode="s2s")(x)
     with pytest.warns(UserWarning, match="attribute"):
         gradient = sg.grad(attribute_target)(x)

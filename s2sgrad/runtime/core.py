@@ -25,9 +25,6 @@ __all__ = [
     "custom_jvp_call",
     "jvp_entry",
     "refuse_if_array",
-    "store_state",
-    "read_state",
-    "begin_call",
     "matches_class",
     "is_foreign_array",
     "is_complex",
@@ -252,8 +249,6 @@ def seed_cotangent(out: Any) -> Any:
 
         seed_cotangent(np.float32(2.0))  # array(1., dtype=float32)
     """
-    if _STORED_STATE:  # the forward sweep of this call is over
-        _STORED_STATE.clear()
     if type(out) is float:
         return 1.0
     if hasattr(out, "__array_function__") and not isinstance(out, (np.ndarray, np.generic)):
@@ -528,72 +523,6 @@ def refuse_if_array(value: Any, message: str) -> None:
 
 
 nondifferentiable(refuse_if_array)
-
-
-# Values a derivative's forward sweep stored on objects in the current call (id -> value):
-# read back through an attribute, they would be taken for constants.
-_STORED_STATE: dict[int, Any] = {}
-
-
-def store_state(owner: Any, name: str, value: Any) -> None:
-    """``owner.name = value`` for a value being differentiated: the object keeps the plain
-    value the user's code stores (a layer's running mean), and reading it back in the same
-    call is refused by :func:`read_state`.
-
-    Example::
-
-        store_state(layer, "moving_mean", 0.9 * moving_mean + 0.1 * mean)
-    """
-    setattr(owner, name, value)
-    _STORED_STATE[id(value)] = value
-
-
-def read_state(owner: Any, name: str) -> Any:
-    """``owner.name``, unless it holds a value stored, being differentiated, earlier in the
-    same call (:func:`store_state`), whose derivative an attribute cannot carry.
-
-    Example::
-
-        read_state(layer, "w")  # layer.w
-    """
-    value = getattr(owner, name)
-    if _STORED_STATE and _STORED_STATE.get(id(value)) is value:
-        from s2sgrad.errors import UnsupportedError
-
-        raise UnsupportedError(
-            f"{_generated_origin()}: '.{name}' is read back after a value being "
-            "differentiated was stored in it in the same call, and an attribute cannot "
-            "carry its derivative; return the value and pass it on instead of keeping it "
-            "on the object, or use mode='tape'"
-        )
-    return value
-
-
-def begin_call() -> None:
-    """Forget what earlier calls stored (:func:`store_state`): to a new call of a
-    derivative, it is a constant.
-
-    Example::
-
-        begin_call()
-    """
-    _STORED_STATE.clear()
-
-
-def _generated_origin() -> str:
-    """The user's function whose generated code is running (its file and line)."""
-    from s2sgrad.codegen import ORIGINS
-
-    frame = sys._getframe(1)
-    while frame is not None:
-        if frame.f_code.co_filename in ORIGINS:
-            return ORIGINS[frame.f_code.co_filename]
-        frame = frame.f_back
-    return "the differentiated function"
-
-
-nondifferentiable(store_state)
-nondifferentiable(read_state)
 
 
 def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:

@@ -90,12 +90,20 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         else:
             name = getattr(target, "__qualname__", type(target).__name__)
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
+        located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
+        where = "" if located else f"{_user_origin()}: "
         raise UnsupportedError(
-            f"{_user_origin()}: {reason}; use mode='auto' or mode='tape' to differentiate it"
+            f"{where}{reason}; use mode='auto' or mode='tape' to differentiate it"
         )
     from s2sgrad.tape import tape_vjp
 
-    value, pullback = tape_vjp(target, full_args, kwargs, positions)
+    name = getattr(target, "__qualname__", type(target).__name__)
+    refusal = (
+        f"{_user_origin()}: {name}, differentiated on the tape as it was called, stored a "
+        "value being differentiated on an object, which the rest of this function (source "
+        "transformed) would read as a constant; use mode='tape' for the whole function"
+    )
+    value, pullback = tape_vjp(target, full_args, kwargs, positions, refuse_stored_state=refusal)
     spread = _spread(pullback, positions, full_args, tuple_result=True)
     return value, lambda g: spread(g)[len(bound_self) :]
 

@@ -9,7 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import NonDifferentiableError, asynchronous_error, generator_error, where
+from s2sgrad.errors import (
+    NonDifferentiableError,
+    UnsupportedError,
+    asynchronous_error,
+    generator_error,
+    where,
+)
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
 from s2sgrad.tape.recording import Backward, is_traced
@@ -19,8 +25,18 @@ from s2sgrad.tape.values import TapeValue, record_copy, user_location
 __all__ = ["tape_vjp", "unwrap_stored_values"]
 
 
-def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tuple[Any, Callable]:
+def tape_vjp(
+    f: Callable,
+    args: tuple,
+    kwargs: dict,
+    wrt: tuple[int, ...],
+    refuse_stored_state: str | None = None,
+) -> tuple[Any, Callable]:
     """Run ``f(*args, **kwargs)`` on the tape; return its output and a pullback.
+
+    ``refuse_stored_state``: the message of an ``UnsupportedError`` to raise if ``f`` stored
+    a value being differentiated on an object it reaches (a caller that is not on this tape
+    would read it back as a constant).
 
     Every floating leaf of the positional arguments listed in ``wrt`` (arrays, floats, inside
     dicts, lists and tuples) is watched. ``pullback(cotangent)`` (``cotangent`` shaped like
@@ -52,7 +68,9 @@ def tape_vjp(f: Callable, args: tuple, kwargs: dict, wrt: tuple[int, ...]) -> tu
             raise
         finally:  # the watched arguments hold the tape's own values: not theirs to keep
             kept = tuple(a for i, a in enumerate(args) if i not in wrt)
-            unwrap_stored_values(f, kept, kwargs, recorded_by=tape)
+            stored = unwrap_stored_values(f, kept, kwargs, recorded_by=tape)
+            if stored and refuse_stored_state is not None:
+                raise UnsupportedError(refuse_stored_state)
     out_leaves, rebuild_out = flatten(out)
     flat_sources = [s for leaves in sources for s in leaves]
     backward = Backward(tape._entries, flat_sources, tape._tracks)
@@ -132,13 +150,14 @@ def _gradient_leaf(g: Any, leaf: Any) -> Any:
 
 def unwrap_stored_values(
     f: Callable, args: Any, kwargs: dict, depth: int = 4, recorded_by: Any = None
-) -> None:
+) -> int:
     """Replace the tape values that running ``f`` stored on the objects it can reach (its
     arguments, closure cells, the globals its code names, the object of a bound method or
     callable) by their plain values: state a differentiated function keeps (a batch norm's
     running mean, a history list) must stay ordinary arrays after the call. With
     ``recorded_by``, only values that tape tracks: an outer tape's values that the caller
-    passed in (a gradient of a gradient) are the caller's, and stay.
+    passed in (a gradient of a gradient) are the caller's, and stay. Returns how many values
+    it replaced.
 
     Example::
 
@@ -156,8 +175,7 @@ def unwrap_stored_values(
         roots += [scope[name] for name in names if name in scope]
     seen: set[int] = set()
     serial = None if recorded_by is None else recorded_by._serial
-    for root in roots:
-        _unwrap_inside(root, depth, seen, serial)
+    return sum(_unwrap_inside(root, depth, seen, serial) for root in roots)
 
 
 def _filled(cell: types.CellType) -> bool:
@@ -179,30 +197,31 @@ def _names_used(code: types.CodeType) -> set[str]:
 _OPAQUE_TYPES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
 
 
-def _unwrap_inside(value: Any, depth: int, seen: set[int], serial: int | None) -> None:
+def _unwrap_inside(value: Any, depth: int, seen: set[int], serial: int | None) -> int:
     """Unwrap tape values held in ``value``'s attributes and in its lists and dicts (those
-    tracked by tape ``serial``, when given)."""
+    tracked by tape ``serial``, when given); return how many."""
     if depth == 0 or id(value) in seen or isinstance(value, (*_OPAQUE_TYPES, TapeValue)):
-        return
+        return 0
     seen.add(id(value))
+    count = 0
     if isinstance(value, list):
         items = enumerate(value)
     elif isinstance(value, dict):
         items = list(value.items())
     elif isinstance(value, tuple):
-        for item in value:
-            _unwrap_inside(item, depth - 1, seen, serial)
-        return
+        return sum(_unwrap_inside(item, depth - 1, seen, serial) for item in value)
     elif type(value).__module__ not in ("builtins", "numpy") and hasattr(value, "__dict__"):
         value = vars(value)
         items = list(value.items())
     else:
-        return
+        return 0
     for key, item in items:
         if not isinstance(item, TapeValue):
-            _unwrap_inside(item, depth - 1, seen, serial)
+            count += _unwrap_inside(item, depth - 1, seen, serial)
         elif serial is None or serial in item._tapes:
             value[key] = _plain_value(item)
+            count += 1
+    return count
 
 
 def _plain_value(value: TapeValue) -> Any:
