@@ -157,6 +157,11 @@ CASES = [
     case(np.kron, r(2, 1, 3), r(2, 2)),
     *[case(np.einsum, spec, *[r(*s) for s in shapes]) for spec, *shapes in EINSUMS],
     case(np.einsum, "ij,jk->ik", r(2, 3), r(3, 4), optimize=True),
+    # the sublist form: einsum(a, [0, 1], b, [1, 2], [0, 2]) is einsum("ab,bc->ac", a, b)
+    case(np.einsum, r(3, 4), [0, 1], r(3, 4), [0, 1], [0], _argnums=[0, 2]),
+    case(np.einsum, r(2, 3), [0, 1], r(3, 4), [1, 2], _argnums=[0, 2]),
+    case(np.einsum, r(3, 3), [5, 5], [5], _argnums=[0]),
+    case(np.einsum, r(2, 2, 3), [Ellipsis, 30], r(3), [30], [Ellipsis], _argnums=[0, 2]),
     case(np.linalg.inv, well_conditioned(3, 3)),
     case(np.linalg.inv, well_conditioned(2, 3, 3)),
     case(np.linalg.det, well_conditioned(3, 3)),

@@ -161,32 +161,48 @@ def _kron_jvp(t, ans, a, b):
 
 @vjp_rule(np.einsum, inline=False)
 def _einsum(g, ans, subscripts, *operands, out=None, optimize=False, **kwargs):
-    terms, output = _einsum_terms(subscripts, operands)
-    cotangents = [
-        _einsum_cotangent(g, terms, output, operands, k, optimize) for k in range(len(operands))
-    ]
-    return (None, *cotangents)
+    spec, arrays, positions = _einsum_call(subscripts, operands)
+    terms, output = _einsum_terms(spec, arrays)
+    entries = [None] * (1 + len(operands))
+    for k, position in enumerate(positions):
+        entries[position] = _einsum_cotangent(g, terms, output, arrays, k, optimize)
+    return tuple(entries)
 
 
 @jvp_rule(np.einsum, inline=False)
 def _einsum_jvp(t, ans, subscripts, *operands, out=None, optimize=False, **kwargs):
-    entries = [None]
-    for k, operand in enumerate(operands):
-        if np.shape(operand) != np.shape(t):  # t cannot be the tangent of this operand
-            entries.append(None)
+    spec, arrays, positions = _einsum_call(subscripts, operands)
+    entries = [None] * (1 + len(operands))
+    for k, position in enumerate(positions):
+        if np.shape(arrays[k]) != np.shape(t):  # t cannot be the tangent of this operand
             continue
-        changed = (*operands[:k], t, *operands[k + 1 :])
-        entries.append(np.einsum(subscripts, *changed, optimize=optimize))
+        changed = (*arrays[:k], t, *arrays[k + 1 :])
+        entries[position] = np.einsum(spec, *changed, optimize=optimize)
     return tuple(entries)
+
+
+def _einsum_call(subscripts, operands) -> tuple[str, list, list[int]]:
+    """An einsum call as ``(subscripts string, operands, their positions among the call's
+    positional arguments)``; the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` is
+    spelled as ``"ab,bc->ac"`` (each integer a letter, ``Ellipsis`` as ``...``)."""
+    if isinstance(subscripts, str):
+        return subscripts, list(operands), list(range(1, len(operands) + 1))
+    arguments = (subscripts, *operands)
+    pairs = len(arguments) // 2
+    arrays = [arguments[2 * k] for k in range(pairs)]
+    terms = [_sublist_letters(arguments[2 * k + 1]) for k in range(pairs)]
+    spec = ",".join(terms)
+    if len(arguments) % 2:  # an output sublist follows the pairs
+        spec += "->" + _sublist_letters(arguments[-1])
+    return spec, arrays, [2 * k for k in range(pairs)]
+
+
+def _sublist_letters(sublist) -> str:
+    return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sublist)
 
 
 def _einsum_terms(subscripts, operands) -> tuple[list[str], str]:
     """The input subscripts and the output subscript, with every ``...`` spelled in letters."""
-    if not isinstance(subscripts, str):
-        raise NotImplementedError(
-            "s2sgrad differentiates np.einsum with a subscripts string only, "
-            "not the (operand, sublist, ...) form"
-        )
     spec = subscripts.replace(" ", "")
     inputs, arrow, output = spec.partition("->")
     terms = inputs.split(",")
