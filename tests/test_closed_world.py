@@ -24,6 +24,7 @@ from oracle import assert_close, call_twice, numeric_grad
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.runtime.core import is_complex, is_foreign_array, matches_class
+from s2sgrad.runtime.shapes import rollaxis_destination
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -273,6 +274,7 @@ PROOFS = {
     matches_class: [(_floats(2), np.ndarray), (1.5, float)],
     is_foreign_array: [(_floats(2),), (np.ma.masked_array(_floats(2)),)],
     is_complex: [(_floats(2),), (1.5,)],
+    rollaxis_destination: [(3, 2, 0), (4, -1, 1)],  # an axis number
 }
 
 # Declarations that are design decisions, not claims about a function's values.

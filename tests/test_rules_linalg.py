@@ -173,6 +173,11 @@ CASES = [
     case(np.linalg.solve, well_conditioned(2, 3, 3), r(3)),
     case(np.linalg.solve, well_conditioned(3, 3), r(2, 3, 2)),
     case(np.linalg.solve, well_conditioned(2, 3, 3), r(3, 1)),
+    case(np.linalg.matrix_power, well_conditioned(3, 3), 3),
+    case(np.linalg.matrix_power, well_conditioned(3, 3), 1),
+    case(np.linalg.matrix_power, well_conditioned(3, 3), 0),
+    case(np.linalg.matrix_power, well_conditioned(3, 3), -2),
+    case(np.linalg.matrix_power, r(2, 3, 3), 2),
     case(np.linalg.pinv, well_conditioned(3, 3)),
     case(np.linalg.pinv, r(4, 2)),
     case(np.linalg.pinv, r(2, 4)),
@@ -309,6 +314,12 @@ def test_eigh(shape):
     )
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigvalsh(shape, uplo):
+    check_structured(np.linalg.eigvalsh, r(*shape), symmetric=True, UPLO=uplo)
+
+
 def test_eigh_cotangent_is_symmetric():
     x = sym(r(4, 4))
     ans = np.linalg.eigh(x)
@@ -319,6 +330,7 @@ def test_eigh_cotangent_is_symmetric():
 # ---------------------------------------------------------------------------- coverage
 
 TESTED = {c.values[0] for c in CASES} | {np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh}
+TESTED |= {np.linalg.eigvalsh}
 
 
 def test_every_rule_is_tested():

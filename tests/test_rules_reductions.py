@@ -72,7 +72,7 @@ def with_nan(*shape):
     return x
 
 
-REDUCTIONS = every_axis([np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin])
+REDUCTIONS = every_axis([np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.ptp])
 METHODS = every_axis([np.ndarray.sum, np.ndarray.mean, np.ndarray.prod])
 METHODS += every_axis([np.ndarray.max, np.ndarray.min])
 MOMENTS = [

@@ -376,6 +376,58 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
     return ((np.diagonal(m, axis1=-2, axis2=-1), np.matmul(v, inverse_gaps * m)),)
 
 
+# eigvalsh: the eigenvalues of eigh, dw = diag(V^T da V); the cotangent V diag(g) V^T.
+
+
+@vjp_rule(np.linalg.eigvalsh)
+def _eigvalsh(g, ans, a, UPLO="L"):
+    v = np.linalg.eigh(a, UPLO)[1]
+    return np.matmul(v * np.expand_dims(g, -2), np.swapaxes(v, -1, -2))
+
+
+@jvp_rule(np.linalg.eigvalsh)
+def _eigvalsh_jvp(t, ans, a, UPLO="L"):
+    v = np.linalg.eigh(a, UPLO)[1]
+    m = np.matmul(np.swapaxes(v, -1, -2), np.matmul((t + np.swapaxes(t, -1, -2)) / 2.0, v))
+    return np.diagonal(m, axis1=-2, axis2=-1)
+
+
+# matrix_power(a, n) for n >= 0: d(a^n) = sum_k a^k da a^(n-1-k); a negative n is a power
+# of inv(a), whose rules give the rest.
+
+
+@vjp_rule(np.linalg.matrix_power, inline=False)
+def _matrix_power(g, ans, a, n):
+    if n < 0:
+        inverse = np.linalg.inv(a)
+        g_inverse = _matrix_power(g, ans, inverse, -n)
+        inverse_t = np.swapaxes(inverse, -1, -2)
+        return -np.matmul(inverse_t, np.matmul(g_inverse, inverse_t))
+    a_t = np.swapaxes(a, -1, -2)
+    powers = [np.broadcast_to(np.eye(np.shape(a)[-1], dtype=np.result_type(a)), np.shape(a))]
+    for _ in range(n - 1):
+        powers.append(np.matmul(powers[-1], a_t))
+    total = np.zeros_like(g)
+    for k in range(n):
+        total = total + np.matmul(powers[k], np.matmul(g, powers[n - 1 - k]))
+    return total
+
+
+@jvp_rule(np.linalg.matrix_power, inline=False)
+def _matrix_power_jvp(t, ans, a, n):
+    if n < 0:
+        inverse = np.linalg.inv(a)
+        t_inverse = -np.matmul(inverse, np.matmul(t, inverse))
+        return _matrix_power_jvp(t_inverse, ans, inverse, -n)
+    powers = [np.broadcast_to(np.eye(np.shape(a)[-1], dtype=np.result_type(a)), np.shape(a))]
+    for _ in range(n - 1):
+        powers.append(np.matmul(powers[-1], a))
+    total = np.zeros_like(ans)
+    for k in range(n):
+        total = total + np.matmul(powers[k], np.matmul(t, powers[n - 1 - k]))
+    return total
+
+
 # pinv of a full-rank a (P = pinv(a)):
 # dP = -P da P + P P^T da^T (I - a P) + (I - P a) da^T P^T P.
 

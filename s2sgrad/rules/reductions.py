@@ -231,6 +231,30 @@ def _extremum_jvp(t, ans, a, axis=None, out=None, keepdims=False):
     return np.sum(t * share, axis=axis, keepdims=keepdims)
 
 
+# ``np.ptp`` is max - min: the cotangent goes to the maxima and, negated, to the minima.
+
+
+@vjp_rule(np.ptp)
+def _ptp(g, ans, a, axis=None, out=None, keepdims=False):
+    g_kept = g
+    if axis is not None and not keepdims:
+        g_kept = np.expand_dims(g, axis)
+    tops = np.equal(a, np.max(a, axis=axis, keepdims=True))
+    bottoms = np.equal(a, np.min(a, axis=axis, keepdims=True))
+    top_share = tops / np.sum(tops, axis=axis, keepdims=True, dtype=ans.dtype)
+    bottom_share = bottoms / np.sum(bottoms, axis=axis, keepdims=True, dtype=ans.dtype)
+    return g_kept * (top_share - bottom_share)
+
+
+@jvp_rule(np.ptp)
+def _ptp_jvp(t, ans, a, axis=None, out=None, keepdims=False):
+    tops = np.equal(a, np.max(a, axis=axis, keepdims=True))
+    bottoms = np.equal(a, np.min(a, axis=axis, keepdims=True))
+    top_share = tops / np.sum(tops, axis=axis, keepdims=True, dtype=ans.dtype)
+    bottom_share = bottoms / np.sum(bottoms, axis=axis, keepdims=True, dtype=ans.dtype)
+    return np.sum(t * (top_share - bottom_share), axis=axis, keepdims=keepdims)
+
+
 # ---------------------------------------------------------------------------------------
 # Variance and standard deviation (``count - ddof`` is NumPy's divisor)
 

@@ -20,15 +20,18 @@ from s2sgrad.runtime import (
     index_cotangent,
     join_like,
     ravel_positions,
+    rollaxis_destination,
     sequence_part,
     split_like,
     unbroadcast,
     undiagonal,
+    undiff,
     unpack_cotangent,
     unpack_like,
     unpad,
     unrepeat,
     untake,
+    untake_along_axis,
     untile,
     zero_if_integer,
 )
@@ -228,6 +231,16 @@ def _moveaxis_jvp(t, ans, a, source, destination):
     return np.moveaxis(t, source, destination)
 
 
+@vjp_rule(np.rollaxis)
+def _rollaxis(g, ans, a, axis, start=0):
+    return np.moveaxis(g, rollaxis_destination(np.ndim(a), axis, start), axis)
+
+
+@jvp_rule(np.rollaxis)
+def _rollaxis_jvp(t, ans, a, axis, start=0):
+    return np.rollaxis(t, axis, start)
+
+
 # ---------------------------------------------------------------------------------------
 # Reordering elements: flips, rolls and rotations are undone by their inverses.
 
@@ -303,6 +316,20 @@ def _sort_jvp(t, ans, a, axis=-1, kind=None, order=None, *, stable=None):
     return np.take_along_axis(t, np.argsort(a, axis=axis), axis=axis)
 
 
+# ``np.partition`` moves each element where ``np.argpartition`` says (which settles ties the
+# same way): the cotangent goes back through that permutation.
+
+
+@vjp_rule(np.partition)
+def _partition(g, ans, a, kth, axis=-1, kind="introselect", order=None):
+    return untake_along_axis(g, a, np.argpartition(a, kth, axis=axis), axis)
+
+
+@jvp_rule(np.partition)
+def _partition_jvp(t, ans, a, kth, axis=-1, kind="introselect", order=None):
+    return np.take_along_axis(t, np.argpartition(a, kth, axis=axis), axis=axis)
+
+
 # ---------------------------------------------------------------------------------------
 # Copying elements: the copies' cotangents are summed.
 
@@ -375,6 +402,17 @@ def _astype(g, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=T
 @jvp_rule(np.ndarray.astype)
 def _astype_jvp(t, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
     return np.asarray(zero_if_integer(t, ans), dtype=dtype)
+
+
+if hasattr(np, "astype"):  # NumPy 2
+
+    @vjp_rule(np.astype)
+    def _astype_function(g, ans, x, dtype, *, copy=True, device=None):
+        return np.asarray(zero_if_integer(g, ans), dtype=np.result_type(x))
+
+    @jvp_rule(np.astype)
+    def _astype_function_jvp(t, ans, x, dtype, *, copy=True, device=None):
+        return np.asarray(zero_if_integer(t, ans), dtype=dtype)
 
 
 # ``np.full(shape, x)`` broadcasts ``x`` to ``shape``; the derivative wrt ``x`` is real.
@@ -468,6 +506,39 @@ def _dstack_jvp(t, ans, tup):
     return np.dstack(t)
 
 
+# ``np.column_stack`` joins along axis 1, a 1-D input as one column.
+
+
+@vjp_rule(np.column_stack)
+def _column_stack(g, ans, tup):
+    return split_like(g, tup, 1)
+
+
+@jvp_rule(np.column_stack)
+def _column_stack_jvp(t, ans, tup):
+    return np.column_stack(t)
+
+
+# ``np.append(arr, values)`` joins the two flattened; with an axis, along that axis.
+
+
+@vjp_rule(np.append)
+def _append(g, ans, arr, values, axis=None):
+    if axis is None:
+        head = np.reshape(g[: np.size(arr)], np.shape(arr))
+        return head, np.reshape(g[np.size(arr) :], np.shape(values))
+    pieces = np.split(g, [np.shape(arr)[axis]], axis=axis)
+    return pieces[0], pieces[1]
+
+
+@jvp_rule(np.append)
+def _append_jvp(t, ans, arr, values, axis=None):
+    # entry i is asked for only when t is the tangent of argument i, so has its shape
+    from_arr = np.append(t, np.zeros_like(values, dtype=np.result_type(t)), axis=axis)
+    from_values = np.append(np.zeros_like(arr, dtype=np.result_type(t)), t, axis=axis)
+    return from_arr, from_values
+
+
 # ``np.r_[a, b]`` joins its items along the first axis, ``np.c_[a, b]`` along the last (as
 # columns); a slice item (``np.r_[0:3, a]``) is a range of constants. The cotangent is cut
 # into one piece per item, each as long as the item is along that axis.
@@ -549,6 +620,40 @@ def _array_split(g, ans, ary, indices_or_sections, axis=0):
 @jvp_rule(np.array_split)
 def _array_split_jvp(t, ans, ary, indices_or_sections, axis=0):
     return np.array_split(t, indices_or_sections, axis=axis), None, None
+
+
+@vjp_rule(np.hsplit)
+def _hsplit(g, ans, ary, indices_or_sections):
+    # a 1-D array is split along axis 0, anything else along axis 1
+    axis = 1
+    if np.ndim(ary) == 1:
+        axis = 0
+    return join_like(g, ary, ans, axis)
+
+
+@jvp_rule(np.hsplit)
+def _hsplit_jvp(t, ans, ary, indices_or_sections):
+    return np.hsplit(t, indices_or_sections), None
+
+
+@vjp_rule(np.vsplit)
+def _vsplit(g, ans, ary, indices_or_sections):
+    return join_like(g, ary, ans, 0)
+
+
+@jvp_rule(np.vsplit)
+def _vsplit_jvp(t, ans, ary, indices_or_sections):
+    return np.vsplit(t, indices_or_sections), None
+
+
+@vjp_rule(np.dsplit)
+def _dsplit(g, ans, ary, indices_or_sections):
+    return join_like(g, ary, ans, 2)
+
+
+@jvp_rule(np.dsplit)
+def _dsplit_jvp(t, ans, ary, indices_or_sections):
+    return np.dsplit(t, indices_or_sections), None
 
 
 # ``np.array([x, y])`` joins a nested list; its cotangent is a list mirroring the input.
@@ -635,6 +740,100 @@ def _take_method(g, ans, self, indices, axis=None, out=None, mode="raise"):
 @jvp_rule(np.ndarray.take)
 def _take_method_jvp(t, ans, self, indices, axis=None, out=None, mode="raise"):
     return np.take(t, indices, axis=axis, mode=mode), None
+
+
+@vjp_rule(np.take_along_axis)
+def _take_along_axis(g, ans, arr, indices, axis=-1):
+    return untake_along_axis(g, arr, indices, axis), None
+
+
+@jvp_rule(np.take_along_axis)
+def _take_along_axis_jvp(t, ans, arr, indices, axis=-1):
+    return np.take_along_axis(t, indices, axis=axis), None
+
+
+# ``compress(condition, a, axis)`` takes the positions where ``condition`` holds (a shorter
+# condition leaves the rest out).
+
+
+@vjp_rule(np.compress)
+def _compress(g, ans, condition, a, axis=None, out=None):
+    return None, untake(g, a, np.flatnonzero(condition), axis)
+
+
+@jvp_rule(np.compress)
+def _compress_jvp(t, ans, condition, a, axis=None, out=None):
+    return None, np.compress(condition, t, axis=axis)
+
+
+@vjp_rule(np.ndarray.compress)
+def _compress_method(g, ans, self, condition, axis=None, out=None):
+    return untake(g, self, np.flatnonzero(condition), axis)
+
+
+@jvp_rule(np.ndarray.compress)
+def _compress_method_jvp(t, ans, self, condition, axis=None, out=None):
+    return np.compress(condition, t, axis=axis)
+
+
+# ``np.diff`` is linear in the array it differences: ``a`` with ``prepend`` and ``append``
+# joined to it along ``axis`` (a scalar one broadcast to a slice of ``a``).
+
+
+@vjp_rule(np.diff)
+def _diff(g, ans, a, n=1, axis=-1, prepend=None, append=None):
+    joined = undiff(g, n, axis)
+    if prepend is None and append is None:
+        return joined
+    before = 0
+    if prepend is not None:
+        before = 1  # a scalar stands for one slice
+        if np.ndim(prepend) > 0:
+            before = np.shape(prepend)[axis]
+    pieces = np.split(joined, [before, before + np.shape(a)[axis]], axis=axis)
+    to_prepend = None
+    to_append = None
+    if prepend is not None:
+        to_prepend = unbroadcast(pieces[0], prepend)
+    if append is not None:
+        to_append = unbroadcast(pieces[2], append)
+    return pieces[1], None, None, to_prepend, to_append
+
+
+@jvp_rule(np.diff, inline=False)
+def _diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
+    # entry i is asked for only when t is the tangent of argument i (so has its shape)
+    ends = {"prepend": prepend, "append": append}
+    given = {k: v for k, v in ends.items() if v is not None}
+    ends = {k: np.zeros_like(v, dtype=np.result_type(t)) for k, v in given.items()}
+    entries = [None] * 5
+    if np.shape(t) == np.shape(a):
+        entries[0] = np.diff(t, n, axis, **ends)
+    for position, name in ((3, "prepend"), (4, "append")):
+        if name in ends and np.shape(t) == np.shape(given[name]):
+            moved = dict(ends)
+            moved[name] = t
+            entries[position] = np.diff(np.zeros_like(a, dtype=np.result_type(t)), n, axis, **moved)
+    return tuple(entries)
+
+
+# ``np.select`` gives each element the first choice whose condition holds, else the default.
+
+
+@vjp_rule(np.select)
+def _select(g, ans, condlist, choicelist, default=0):
+    chosen = np.select(condlist, np.arange(len(choicelist)), len(choicelist))
+    to_choices = [unbroadcast(np.where(chosen == k, g, 0), c) for k, c in enumerate(choicelist)]
+    return None, to_choices, unbroadcast(np.where(chosen == len(choicelist), g, 0), default)
+
+
+@jvp_rule(np.select, inline=False)
+def _select_jvp(t, ans, condlist, choicelist, default=0):
+    chosen = np.select(condlist, np.arange(len(choicelist)), len(choicelist))
+    if isinstance(t, (list, tuple)):  # the tangents of the choices
+        zero = np.zeros_like(ans)
+        return None, np.select(condlist, [zero + tk for tk in t], zero), None
+    return None, None, np.where(chosen == len(choicelist), t, 0)
 
 
 @vjp_rule(np.diag)

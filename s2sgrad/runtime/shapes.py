@@ -44,6 +44,9 @@ __all__ = [
     "unrepeat",
     "undiagonal",
     "untake",
+    "untake_along_axis",
+    "undiff",
+    "rollaxis_destination",
     "unpad",
     "ravel_positions",
     "clip_regions",
@@ -555,6 +558,65 @@ def untake(g: Any, x: Any, indices: Any, axis: int | None = None, mode: str = "r
     return cotangent
 
 
+def untake_along_axis(g: Any, x: Any, indices: Any, axis: int | None = -1) -> Any:
+    """The cotangent of ``x`` when ``g`` is that of ``np.take_along_axis(x, indices, axis)``.
+
+    Elements taken more than once get the sum of their cotangents; where ``x`` was
+    broadcast against ``indices`` (a length-1 axis), the copies' cotangents are summed.
+
+    Example::
+
+        untake_along_axis(np.ones((1, 2)), np.zeros((1, 3)), np.array([[2, 2]]), 1)
+        # array([[0., 0., 2.]])
+    """
+    shape = np.shape(x)
+    if axis is None:
+        return np.reshape(untake_along_axis(g, np.ravel(x), indices, 0), shape)
+    axis = axis % len(shape)
+    indices = np.asarray(indices, dtype=np.intp)
+    out_shape = np.shape(g)
+    positions = []
+    for d, n in enumerate(out_shape):
+        if d == axis:
+            positions.append(indices)
+            continue
+        along = np.arange(n) if shape[d] != 1 else np.zeros(n, dtype=np.intp)
+        positions.append(np.reshape(along, (1,) * d + (n,) + (1,) * (len(out_shape) - d - 1)))
+    cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
+    np.add.at(cotangent, tuple(positions), g)
+    return cotangent
+
+
+def undiff(g: Any, n: int = 1, axis: int = -1) -> Any:
+    """The adjoint of ``np.diff(., n, axis)``: the cotangent of the array ``np.diff`` read,
+    when ``g`` is that of its result (one element longer along ``axis`` per difference).
+
+    Example::
+
+        undiff(np.ones(2))  # array([-1.,  0.,  1.])
+    """
+    widths_before = [(0, 0)] * np.ndim(g)
+    widths_after = [(0, 0)] * np.ndim(g)
+    widths_before[axis] = (1, 0)
+    widths_after[axis] = (0, 1)
+    for _ in range(n):
+        g = np.pad(g, widths_before) - np.pad(g, widths_after)
+    return g
+
+
+def rollaxis_destination(ndim: int, axis: int, start: int = 0) -> int:
+    """Where ``np.rollaxis(a, axis, start)`` puts ``axis`` of an ``ndim``-dimensional ``a``.
+
+    Example::
+
+        rollaxis_destination(3, 2, 0)  # 0; rollaxis_destination(3, 0, 3) is 2
+    """
+    axis = axis % ndim
+    if start < 0:
+        start += ndim
+    return start - 1 if axis < start else start
+
+
 def _taken_positions(shape: tuple, indices: Any, axis: int, mode: str) -> tuple[int, np.ndarray]:
     """The axis ``np.take`` took along (non-negative) and the positions it read there."""
     axis = axis % len(shape)
@@ -814,4 +876,24 @@ def _added_at_jvp(t, ans, a, indices, values):
     return from_a, None, from_values
 
 
-nondifferentiable(ravel_positions, clip_regions, dict_keys)
+@vjp_rule(untake_along_axis)
+def _untake_along_axis_vjp(g, ans, g_in, x, indices, axis=-1):
+    return np.take_along_axis(g, indices, axis=axis), None, None
+
+
+@jvp_rule(untake_along_axis)
+def _untake_along_axis_jvp(t, ans, g_in, x, indices, axis=-1):
+    return untake_along_axis(t, x, indices, axis), None, None
+
+
+@vjp_rule(undiff)
+def _undiff_vjp(g, ans, g_in, n=1, axis=-1):
+    return np.diff(g, n, axis)
+
+
+@jvp_rule(undiff)
+def _undiff_jvp(t, ans, g_in, n=1, axis=-1):
+    return undiff(t, n, axis)
+
+
+nondifferentiable(ravel_positions, clip_regions, dict_keys, rollaxis_destination)
