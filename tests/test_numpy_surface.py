@@ -78,6 +78,11 @@ def compress(x):
     return np.sum(kept * x[:6]) + np.sum(np.sin(rows))
 
 
+def compress_method(x):
+    # on the tape this was an AttributeError from inside s2sgrad
+    return np.sum(x.compress([True, False] * 6) ** 2 * x[:6])
+
+
 def select(x):
     return np.sum(np.select([x > 0.5, x < -0.2], [x**2, x * 3], default=np.sin(x)) * x)
 
@@ -111,6 +116,7 @@ CALLED_RULES |= {matrix_power, diff}  # diff: its JVP rule is called
         (moves, (RNG.standard_normal(12),)),
         (partition, (RNG.standard_normal(12),)),
         (compress, (RNG.standard_normal(12),)),
+        (compress_method, (RNG.standard_normal(12),)),
         (select, (RNG.standard_normal(12),)),
         (ptp, (RNG.standard_normal(12),)),
         (matrix_power, (RNG.standard_normal(12),)),

@@ -332,6 +332,7 @@ _METHODS = [
     "argsort",
     "astype",
     "clip",
+    "compress",
     "conj",
     "conjugate",
     "copy",
