@@ -24,7 +24,7 @@ from oracle import assert_close, call_twice, numeric_grad
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.runtime.core import is_complex, is_foreign_array, matches_class
-from s2sgrad.runtime.shapes import rollaxis_destination
+from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -275,6 +275,7 @@ PROOFS = {
     is_foreign_array: [(_floats(2),), (np.ma.masked_array(_floats(2)),)],
     is_complex: [(_floats(2),), (1.5,)],
     rollaxis_destination: [(3, 2, 0), (4, -1, 1)],  # an axis number
+    item_mask: [(_floats(4), (2,)), (_floats(2, 2), (1, -1))],  # a boolean mask
 }
 
 # Declarations that are design decisions, not claims about a function's values.
@@ -741,7 +742,17 @@ def list_of_a_value(x):
     return v[0] * v[1]
 
 
-@pytest.mark.parametrize("f", [item_of_a_value, list_of_a_value])
+def test_item_of_a_value_differentiates_by_source_and_is_refused_on_the_tape():
+    # x.item() has a rule: source transformation follows the number; the tape cannot
+    x = np.array([0.3, -0.7, 1.2])
+    for mode in ("s2s", "auto"):
+        assert_close(sg.grad(item_of_a_value, mode=mode)(x), numeric_grad(item_of_a_value, [x], 0))
+    with pytest.raises(sg.NonDifferentiableError) as error:
+        sg.grad(item_of_a_value, mode="tape")(x)
+    assert f"test_closed_world.py:{_line_of(item_of_a_value, 'v = ')}" in str(error.value)
+
+
+@pytest.mark.parametrize("f", [list_of_a_value])
 def test_plain_numbers_taken_from_a_value_are_refused(f):
     # the number carries no derivative: the gradient would silently miss its path
     for mode in MODES:

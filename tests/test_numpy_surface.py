@@ -46,6 +46,14 @@ CALLED_RULES |= {einsum_sublists, einsum_sublists_product}
 W = RNG.standard_normal((3, 4))
 
 
+def cross(x):
+    vectors = np.reshape(x, (4, 3))
+    return np.sum(np.cross(vectors[:2], vectors[2:]) ** 2) + np.sum(np.cross(x[:3], W[:, :3]))
+
+
+CALLED_RULES |= {cross}
+
+
 def diff(x):
     return np.sum(np.diff(x, n=2) ** 2) + np.sum(np.diff(x, prepend=x[0] ** 2, append=1.0) ** 3)
 
@@ -110,6 +118,7 @@ CALLED_RULES |= {matrix_power, diff}  # diff: its JVP rule is called
     [
         (einsum_sublists, (RNG.standard_normal(12),)),
         (einsum_sublists_product, (RNG.standard_normal((2, 3)), RNG.standard_normal((3, 2)))),
+        (cross, (RNG.standard_normal(12),)),
         (diff, (RNG.standard_normal(12),)),
         (splits, (RNG.standard_normal(12),)),
         (joins, (RNG.standard_normal(12),)),
@@ -144,3 +153,23 @@ def test_astype_function():
     with pytest.raises(sg.NonDifferentiableError) as caught:
         sg.check_grads(astype, x, mode="tape", modes=("fwd",), order=1)
     assert f"{__file__}:" in str(caught.value) and "stop_gradient" in str(caught.value)
+
+
+def item(x):
+    return x.item(2) * x[3] + np.sin(np.reshape(x, (3, 4)).item(1, -1)) ** 2
+
+
+def test_item_differentiates_by_source():
+    x = RNG.standard_normal(12)
+    for mode in ("s2s", "auto"):
+        for _ in range(2):
+            sg.check_grads(item, x, mode=mode)
+
+
+def test_item_on_the_tape_is_refused():
+    # the tape cannot make a Python float carry a derivative: refused, naming the line
+    with pytest.raises(sg.NonDifferentiableError) as caught:
+        sg.grad(item, mode="tape")(RNG.standard_normal(12))
+    message = str(caught.value)
+    assert f"{__file__}:{item.__code__.co_firstlineno + 1}" in message
+    assert ".item()" in message and "stop_gradient" in message

@@ -173,6 +173,12 @@ CASES = [
     case(np.linalg.solve, well_conditioned(2, 3, 3), r(3)),
     case(np.linalg.solve, well_conditioned(3, 3), r(2, 3, 2)),
     case(np.linalg.solve, well_conditioned(2, 3, 3), r(3, 1)),
+    case(np.cross, r(3), r(3)),
+    case(np.cross, r(4, 3), r(3)),
+    case(np.cross, r(2, 1, 3), r(4, 3)),
+    case(np.cross, r(3, 4), r(4, 3), axisa=0),
+    case(np.cross, r(3, 2), r(3, 2), axis=0),
+    case(np.cross, r(2, 3), r(3, 2), 1, 0, 0),
     case(np.linalg.matrix_power, well_conditioned(3, 3), 3),
     case(np.linalg.matrix_power, well_conditioned(3, 3), 1),
     case(np.linalg.matrix_power, well_conditioned(3, 3), 0),
@@ -318,6 +324,12 @@ def test_eigh(shape):
 @pytest.mark.parametrize("uplo", ["L", "U"])
 def test_eigvalsh(shape, uplo):
     check_structured(np.linalg.eigvalsh, r(*shape), symmetric=True, UPLO=uplo)
+
+
+@pytest.mark.filterwarnings("ignore:Arrays of 2-dimensional vectors:DeprecationWarning")
+@pytest.mark.parametrize("shape_a, shape_b", [((2,), (2,)), ((4, 2), (3,)), ((3,), (2, 2))])
+def test_cross_of_2_vectors(shape_a, shape_b):
+    check_rule(np.cross, r(*shape_a), r(*shape_b), jvp=shape_a == shape_b)
 
 
 def test_eigh_cotangent_is_symmetric():

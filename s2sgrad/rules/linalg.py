@@ -131,6 +131,50 @@ def _inverse(permutation: list[int]) -> list[int]:
     return inverse
 
 
+# cross(a, b): g . (a x b) = a . (b x g) = b . (g x a). The rules move the vector axes
+# last; a 2-vector is a 3-vector with no z component, and the cross product of two
+# 2-vectors is the z component alone.
+
+
+@vjp_rule(np.cross, inline=False)
+def _cross(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    axisa, axisb, axisc = _cross_axes(axisa, axisb, axisc, axis)
+    a_last = np.moveaxis(a, axisa, -1)
+    b_last = np.moveaxis(b, axisb, -1)
+    if np.shape(a_last)[-1] == 2 and np.shape(b_last)[-1] == 2:
+        g_last = np.stack([np.zeros_like(g), np.zeros_like(g), g], axis=-1)
+    else:
+        g_last = np.moveaxis(g, axisc, -1)
+    da = np.cross(_as_3_vectors(b_last), g_last)[..., : np.shape(a_last)[-1]]
+    db = np.cross(g_last, _as_3_vectors(a_last))[..., : np.shape(b_last)[-1]]
+    da = np.moveaxis(unbroadcast(da, a_last), -1, axisa)
+    return da, np.moveaxis(unbroadcast(db, b_last), -1, axisb)
+
+
+@jvp_rule(np.cross, inline=False)
+def _cross_jvp(t, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    # entry i is asked for only when t is the tangent of argument i, so has its shape
+    from_a = from_b = None
+    if np.shape(t) == np.shape(a):
+        from_a = np.cross(t, b, axisa, axisb, axisc, axis)
+    if np.shape(t) == np.shape(b):
+        from_b = np.cross(a, t, axisa, axisb, axisc, axis)
+    return from_a, from_b
+
+
+def _cross_axes(axisa, axisb, axisc, axis):
+    if axis is not None:
+        return axis, axis, axis
+    return axisa, axisb, axisc
+
+
+def _as_3_vectors(v):
+    """Vectors along the last axis with a zero z component added to 2-vectors."""
+    if np.shape(v)[-1] == 2:
+        return np.concatenate([v, np.zeros_like(v[..., :1])], axis=-1)
+    return v
+
+
 # kron(a, b) with both padded to the same rank n has shape (p0 * q0, ..., pn * qn); seen
 # with shape (p0, q0, p1, q1, ...) it is the outer product of a and b, axes interleaved.
 

@@ -18,6 +18,7 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
     clip_regions,
     index_cotangent,
+    item_mask,
     join_like,
     ravel_positions,
     rollaxis_destination,
@@ -740,6 +741,19 @@ def _take_method(g, ans, self, indices, axis=None, out=None, mode="raise"):
 @jvp_rule(np.ndarray.take)
 def _take_method_jvp(t, ans, self, indices, axis=None, out=None, mode="raise"):
     return np.take(t, indices, axis=axis, mode=mode), None
+
+
+# ``x.item(*args)`` is one element of ``x`` as a Python number.
+
+
+@vjp_rule(np.ndarray.item)
+def _item(g, ans, self, *args):
+    return np.where(item_mask(self, args), g, np.zeros_like(self))
+
+
+@jvp_rule(np.ndarray.item)
+def _item_jvp(t, ans, self, *args):
+    return np.sum(np.where(item_mask(self, args), t, np.zeros_like(t)))
 
 
 @vjp_rule(np.take_along_axis)

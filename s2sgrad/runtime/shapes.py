@@ -47,6 +47,7 @@ __all__ = [
     "untake_along_axis",
     "undiff",
     "rollaxis_destination",
+    "item_mask",
     "unpad",
     "ravel_positions",
     "clip_regions",
@@ -617,6 +618,28 @@ def rollaxis_destination(ndim: int, axis: int, start: int = 0) -> int:
     return start - 1 if axis < start else start
 
 
+def item_mask(x: Any, args: tuple = ()) -> np.ndarray:
+    """Where in ``x`` the element ``x.item(*args)`` is: a boolean array of ``x``'s shape.
+
+    ``args`` is empty (``x`` has one element), one flat index, or one index per axis.
+
+    Example::
+
+        item_mask(np.zeros((2, 2)), (1, 0))  # array([[False, False], [ True, False]])
+    """
+    shape = np.shape(x)
+    size = math.prod(shape)
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]
+    if not args:
+        position = 0
+    elif len(args) == 1:
+        position = int(args[0]) % size
+    else:
+        position = int(np.ravel_multi_index(tuple(int(i) % n for i, n in zip(args, shape)), shape))
+    return np.reshape(np.arange(size) == position, shape)
+
+
 def _taken_positions(shape: tuple, indices: Any, axis: int, mode: str) -> tuple[int, np.ndarray]:
     """The axis ``np.take`` took along (non-negative) and the positions it read there."""
     axis = axis % len(shape)
@@ -896,4 +919,4 @@ def _undiff_jvp(t, ans, g_in, n=1, axis=-1):
     return undiff(t, n, axis)
 
 
-nondifferentiable(ravel_positions, clip_regions, dict_keys, rollaxis_destination)
+nondifferentiable(ravel_positions, clip_regions, dict_keys, rollaxis_destination, item_mask)
