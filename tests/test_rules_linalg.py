@@ -332,6 +332,38 @@ def test_cross_of_2_vectors(shape_a, shape_b):
     check_rule(np.cross, r(*shape_a), r(*shape_b), jvp=shape_a == shape_b)
 
 
+def singular_vector_signs(values, reference):
+    """Multiply U's columns and Vh's rows by the signs that make each column of the
+    reference U have a positive largest entry (locally constant and linear, like
+    ``eigenvector_signs``); the singular values are left alone."""
+    u = reference[0]
+    k = np.shape(reference[1])[-1]
+    biggest = np.take_along_axis(u, np.argmax(np.abs(u), axis=-2)[..., None, :], -2)
+    signs = np.sign(biggest)[..., :k]
+    u_part = None if values[0] is None else values[0][..., :k] * signs
+    vh_part = None if values[2] is None else values[2][..., :k, :] * np.swapaxes(signs, -1, -2)
+    return (u_part, values[1], vh_part)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4, 3), (3, 3), (2, 3, 4)])
+def test_svd(shape):
+    x = r(*shape)
+    k = min(shape[-2:])
+    gu, gs, gvh = r(*shape[:-1], k), r(*shape[:-2], k), r(*shape[:-2], k, shape[-1])
+    check_structured(
+        np.linalg.svd,
+        x,
+        gauge=singular_vector_signs,
+        cotangents=[(gu, gs, gvh), (None, gs, None), (gu, None, None), (None, None, gvh)],
+        full_matrices=False,
+    )
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (4, 3), (2, 3, 3)])
+def test_singular_values(shape):
+    check_structured(np.linalg.svd, r(*shape), compute_uv=False)
+
+
 def test_eigh_cotangent_is_symmetric():
     x = sym(r(4, 4))
     ans = np.linalg.eigh(x)
@@ -342,7 +374,7 @@ def test_eigh_cotangent_is_symmetric():
 # ---------------------------------------------------------------------------- coverage
 
 TESTED = {c.values[0] for c in CASES} | {np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh}
-TESTED |= {np.linalg.eigvalsh}
+TESTED |= {np.linalg.eigvalsh, np.linalg.svd}
 
 
 def test_every_rule_is_tested():

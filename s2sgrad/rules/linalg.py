@@ -21,6 +21,7 @@ import string
 
 import numpy as np
 
+from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
     dot_cotangent_a,
@@ -470,6 +471,97 @@ def _matrix_power_jvp(t, ans, a, n):
     for k in range(n):
         total = total + np.matmul(powers[k], np.matmul(t, powers[n - 1 - k]))
     return total
+
+
+# svd, a = U diag(s) Vh with k = min(m, n) singular values, assumed distinct and nonzero.
+# With F[i, j] = 1 / (s[j]^2 - s[i]^2) off the diagonal (0 on it), J = F * (U^T gU - gU^T U)
+# and K = F * (Vh gVh^T - gVh Vh^T), the cotangent is
+#   U (J S + diag(gs) + S K) Vh + (I - U U^T) gU S^-1 Vh + U S^-1 gVh (I - Vh^T Vh).
+# With full_matrices, the columns of U (rows of Vh) past k span the rest of the space in a
+# way NumPy does not define: only cotangents that leave them out have a meaning.
+
+
+@vjp_rule(np.linalg.svd, inline=False)
+def _svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    if not compute_uv:
+        u, _, vh = np.linalg.svd(a, full_matrices=False)
+        return np.matmul(u * np.expand_dims(g, -2), vh)
+    u, s, vh = _reduced_svd(ans, a)
+    k = np.shape(s)[-1]
+    eye = np.eye(k, dtype=s.dtype)
+    g_u, g_s, g_vh = _svd_cotangents(g, u, s, vh, full_matrices)
+    u_t, v = np.swapaxes(u, -1, -2), np.swapaxes(vh, -1, -2)
+    gaps = np.expand_dims(s**2, -2) - np.expand_dims(s**2, -1)
+    inverse_gaps = (1.0 - eye) / (gaps + eye)
+    j = inverse_gaps * (np.matmul(u_t, g_u) - np.matmul(np.swapaxes(g_u, -1, -2), u))
+    kk = inverse_gaps * (np.matmul(vh, np.swapaxes(g_vh, -1, -2)) - np.matmul(g_vh, v))
+    middle = j * np.expand_dims(s, -2) + eye * np.expand_dims(g_s, -2) + np.expand_dims(s, -1) * kk
+    ga = np.matmul(u, np.matmul(middle, vh))
+    off_u = g_u - np.matmul(u, np.matmul(u_t, g_u))
+    ga = ga + np.matmul(off_u / np.expand_dims(s, -2), vh)
+    off_vh = g_vh - np.matmul(np.matmul(g_vh, v), vh)
+    return ga + np.matmul(u, off_vh / np.expand_dims(s, -1))
+
+
+@jvp_rule(np.linalg.svd, inline=False)
+def _svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
+    if not compute_uv:
+        u, _, vh = np.linalg.svd(a, full_matrices=False)
+        return np.diagonal(
+            np.matmul(np.swapaxes(u, -1, -2), np.matmul(t, np.swapaxes(vh, -1, -2))),
+            axis1=-2,
+            axis2=-1,
+        )
+    m, n = np.shape(a)[-2:]
+    if full_matrices and m != n:
+        raise NonDifferentiableError(_SVD_FULL_MATRICES)
+    u, s, vh = _reduced_svd(ans, a)
+    k = np.shape(s)[-1]
+    eye = np.eye(k, dtype=s.dtype)
+    u_t, v = np.swapaxes(u, -1, -2), np.swapaxes(vh, -1, -2)
+    gaps = np.expand_dims(s**2, -2) - np.expand_dims(s**2, -1)
+    inverse_gaps = (1.0 - eye) / (gaps + eye)
+    p = np.matmul(u_t, np.matmul(t, v))
+    p_t = np.swapaxes(p, -1, -2)
+    s_row, s_column = np.expand_dims(s, -2), np.expand_dims(s, -1)
+    d_u = np.matmul(u, inverse_gaps * (p * s_row + s_column * p_t))
+    d_u = d_u + (np.matmul(t, v) - np.matmul(u, p)) / s_row
+    d_v = np.matmul(v, inverse_gaps * (s_column * p + p_t * s_row))
+    t_t = np.swapaxes(t, -1, -2)
+    d_v = d_v + (np.matmul(t_t, u) - np.matmul(v, p_t)) / s_row
+    return ((d_u, np.diagonal(p, axis1=-2, axis2=-1), np.swapaxes(d_v, -1, -2)),)
+
+
+_SVD_FULL_MATRICES = (
+    "np.linalg.svd(a) of a non-square a with full_matrices=True returns columns of U (rows "
+    "of Vh) past min(m, n) that NumPy does not define as functions of a, so they have no "
+    "derivative; pass full_matrices=False, or use only the first min(m, n) of them"
+)
+
+
+def _reduced_svd(ans, a):
+    """``(U, s, Vh)`` of ``svd``'s result with U's and Vh's first min(m, n) columns and rows."""
+    k = min(np.shape(a)[-2:])
+    return ans[0][..., :, :k], ans[1], ans[2][..., :k, :]
+
+
+def _svd_cotangents(g, u, s, vh, full_matrices):
+    """The cotangents of the reduced U, s and Vh (zeros for outputs nobody used); refused
+    where a cotangent reaches the columns of U or rows of Vh that full_matrices added."""
+    k = np.shape(s)[-1]
+    g_u, g_s, g_vh = g
+    if g_u is not None and np.shape(g_u)[-1] != k:
+        if np.any(g_u[..., :, k:] != 0):
+            raise NonDifferentiableError(_SVD_FULL_MATRICES)
+        g_u = g_u[..., :, :k]
+    if g_vh is not None and np.shape(g_vh)[-2] != k:
+        if np.any(g_vh[..., k:, :] != 0):
+            raise NonDifferentiableError(_SVD_FULL_MATRICES)
+        g_vh = g_vh[..., :k, :]
+    g_u = np.zeros_like(u) if g_u is None else g_u
+    g_s = np.zeros_like(s) if g_s is None else g_s
+    g_vh = np.zeros_like(vh) if g_vh is None else g_vh
+    return g_u, g_s, g_vh
 
 
 # pinv of a full-rank a (P = pinv(a)):
