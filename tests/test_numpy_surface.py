@@ -127,7 +127,15 @@ def svd_full_first_rows(x):
 
 
 CALLED_RULES |= {matrix_power, diff}  # diff: its JVP rule is called
-CALLED_RULES |= {singular_values, svd_reduced}
+
+
+def qr(x):
+    q, r = np.linalg.qr(np.reshape(x, (4, 3)))
+    # squares and absolute values do not depend on the signs of Q's columns and R's rows
+    return np.sum(r**2) + np.sum(np.abs(q[:, 0])) + np.sum((q * r[:, 0]) ** 2)
+
+
+CALLED_RULES |= {singular_values, svd_reduced, qr}
 
 
 @pytest.mark.parametrize(
@@ -149,6 +157,7 @@ CALLED_RULES |= {singular_values, svd_reduced}
         (eigvalsh, (RNG.standard_normal(12),)),
         (singular_values, (RNG.standard_normal(12),)),
         (svd_reduced, (RNG.standard_normal(12),)),
+        (qr, (RNG.standard_normal(12),)),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )
@@ -214,3 +223,14 @@ def test_svd_extra_rows_are_refused():
     for mode in MODES:
         with pytest.raises(sg.NonDifferentiableError, match="full_matrices=False"):
             sg.grad(svd_full_extra_row, mode=mode)(RNG.standard_normal(12))
+
+
+def qr_of_a_wide_matrix(x):
+    q, r = np.linalg.qr(np.reshape(x, (3, 4)))
+    return np.sum(r**2)
+
+
+def test_qr_of_a_wide_matrix_is_refused():
+    for mode in MODES:
+        with pytest.raises(sg.NonDifferentiableError, match="mode='reduced'"):
+            sg.grad(qr_of_a_wide_matrix, mode=mode)(RNG.standard_normal(12))

@@ -364,6 +364,22 @@ def test_singular_values(shape):
     check_structured(np.linalg.svd, r(*shape), compute_uv=False)
 
 
+def diagonal_signs(values, reference):
+    """Multiply Q's columns and R's rows by the signs of R's diagonal (QR's sign freedom)."""
+    signs = np.sign(np.diagonal(reference[1], axis1=-2, axis2=-1))
+    q = None if values[0] is None else values[0] * np.expand_dims(signs, -2)
+    r_part = None if values[1] is None else values[1] * np.expand_dims(signs, -1)
+    return (q, r_part)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 5, 2)])
+def test_qr(shape):
+    x = r(*shape)
+    gq, gr = r(*shape), r(*shape[:-2], shape[-1], shape[-1])
+    cotangents = [(gq, gr), (None, gr), (gq, None)]
+    check_structured(np.linalg.qr, x, gauge=diagonal_signs, cotangents=cotangents)
+
+
 def test_eigh_cotangent_is_symmetric():
     x = sym(r(4, 4))
     ans = np.linalg.eigh(x)
@@ -374,7 +390,7 @@ def test_eigh_cotangent_is_symmetric():
 # ---------------------------------------------------------------------------- coverage
 
 TESTED = {c.values[0] for c in CASES} | {np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh}
-TESTED |= {np.linalg.eigvalsh, np.linalg.svd}
+TESTED |= {np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr}
 
 
 def test_every_rule_is_tested():

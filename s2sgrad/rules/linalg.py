@@ -564,6 +564,46 @@ def _svd_cotangents(g, u, s, vh, full_matrices):
     return g_u, g_s, g_vh
 
 
+# qr (reduced, a m x n with m >= n and full rank), a = Q R: with M = R gR^T - gQ^T Q and
+# copyltu(M) = tril(M) + tril(M, -1)^T, the cotangent is (gQ + Q copyltu(M)) R^-T. Forward:
+# C = Q^T da R^-1 and its skew part W = tril(C, -1) - tril(C, -1)^T give dR = (C - W) R and
+# dQ = da R^-1 - Q (C - W).
+
+
+@vjp_rule(np.linalg.qr, inline=False)
+def _qr(g, ans, a, mode="reduced"):
+    _refuse_qr(a, mode)
+    q, r = ans
+    g_q, g_r = g
+    g_q = np.zeros_like(q) if g_q is None else g_q
+    g_r = np.zeros_like(r) if g_r is None else g_r
+    m = np.matmul(r, np.swapaxes(g_r, -1, -2)) - np.matmul(np.swapaxes(g_q, -1, -2), q)
+    copied = np.tril(m) + np.swapaxes(np.tril(m, -1), -1, -2)
+    left = g_q + np.matmul(q, copied)
+    return np.swapaxes(np.linalg.solve(r, np.swapaxes(left, -1, -2)), -1, -2)
+
+
+@jvp_rule(np.linalg.qr, inline=False)
+def _qr_jvp(t, ans, a, mode="reduced"):
+    _refuse_qr(a, mode)
+    q, r = ans
+    t_over_r = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(t, -1, -2)), -1, -2)
+    c = np.matmul(np.swapaxes(q, -1, -2), t_over_r)
+    below = np.tril(c, -1)
+    upper = c - (below - np.swapaxes(below, -1, -2))
+    return ((t_over_r - np.matmul(q, upper), np.matmul(upper, r)),)
+
+
+def _refuse_qr(a, mode):
+    m, n = np.shape(a)[-2:]
+    if mode != "reduced" or m < n:
+        raise NonDifferentiableError(
+            f"s2sgrad differentiates np.linalg.qr in mode='reduced' of matrices with at least "
+            f"as many rows as columns, not mode={mode!r} of a {m} x {n} matrix; for a wide "
+            "matrix, differentiate the QR of its first columns, or np.linalg.qr(a.T)"
+        )
+
+
 # pinv of a full-rank a (P = pinv(a)):
 # dP = -P da P + P P^T da^T (I - a P) + (I - P a) da^T P^T P.
 
