@@ -138,6 +138,15 @@ def qr(x):
 CALLED_RULES |= {singular_values, svd_reduced, qr}
 
 
+def gradient(x, h):
+    rows, columns = np.gradient(np.reshape(x, (3, 4)), h, 0.5)
+    along = np.gradient(np.reshape(x, (3, 4)), h, axis=(0, 1), edge_order=2)
+    return np.sum(rows**2 * columns) + np.sum(along[1] ** 3) + np.sum(np.gradient(x) * x)
+
+
+CALLED_RULES |= {gradient}
+
+
 @pytest.mark.parametrize(
     "f, args",
     [
@@ -158,6 +167,7 @@ CALLED_RULES |= {singular_values, svd_reduced, qr}
         (singular_values, (RNG.standard_normal(12),)),
         (svd_reduced, (RNG.standard_normal(12),)),
         (qr, (RNG.standard_normal(12),)),
+        (gradient, (RNG.standard_normal(12), 0.7)),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )

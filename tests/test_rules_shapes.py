@@ -13,6 +13,7 @@ import pytest
 from rulecheck import STEP, _allclose, _numeric_vjp, _random_like, check_rule
 
 import s2sgrad.runtime
+from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import (
@@ -281,6 +282,12 @@ CASES = [
     case(np.ndarray.item, r(2, 3), 1, -1),
     case(np.ndarray.item, r(2, 2), (1, 0)),
     case(np.ndarray.item, r(1, 1)),
+    case(np.gradient, r(6)),
+    case(np.gradient, r(6), 0.5),
+    case(np.gradient, r(5), edge_order=2),
+    case(np.gradient, r(3, 4), axis=1),
+    case(np.gradient, r(3, 4), 0.3, axis=-1, edge_order=2),
+    case(np.gradient, r(4, 3, 2), 0.7, axis=(1,)),
     case(np.rollaxis, x234, 2),
     case(np.rollaxis, x234, 0, 3),
     case(np.rollaxis, x234, -1, 1),
@@ -451,6 +458,8 @@ STRUCTURED_CASES = [
     pytest.param(np.split, np.split, (r(2, 5), [1, 3], 1), (1,), id="split-indices"),
     pytest.param(np.split, np.split, (r(3, 4), [2, 2], -1), (0, 2), id="split-empty-piece"),
     pytest.param(np.array_split, np.array_split, (r(7), 3), (), id="array_split-uneven"),
+    pytest.param(np.gradient, np.gradient, (r(3, 4),), (1,), id="gradient-2d"),
+    pytest.param(np.gradient, np.gradient, (r(3, 4), 0.5, 2.0), (), id="gradient-spacings"),
     pytest.param(np.hsplit, np.hsplit, (r(2, 6), 3), (), id="hsplit"),
     pytest.param(np.hsplit, np.hsplit, (r(6), [2]), (1,), id="hsplit-1d"),
     pytest.param(np.vsplit, np.vsplit, (r(4, 3), 2), (0,), id="vsplit"),
@@ -639,6 +648,13 @@ def test_ravel_follows_the_memory_layout(view, order):
 def test_ravel_positions():
     np.testing.assert_array_equal(ravel_positions(np.zeros((2, 2)), "F"), [0, 2, 1, 3])
     np.testing.assert_array_equal(ravel_positions(np.zeros((2, 2)).T, "K"), [0, 2, 1, 3])
+
+
+def test_gradient_with_coordinates_is_refused():
+    x = np.cumsum(np.abs(r(5))) + 0.1
+    f = r(5)
+    with pytest.raises(NonDifferentiableError, match="np.diff"):
+        get_rule(np.gradient).vjp(r(5), np.gradient(f, x), f, x)
 
 
 @pytest.mark.parametrize(("mode", "options"), [("mean", {}), ("reflect", {"reflect_type": "odd"})])

@@ -14,6 +14,7 @@ import operator
 
 import numpy as np
 
+from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
     clip_regions,
@@ -829,6 +830,79 @@ def _diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
             moved[name] = t
             entries[position] = np.diff(np.zeros_like(a, dtype=np.result_type(t)), n, axis, **moved)
     return tuple(entries)
+
+
+# ``np.gradient(f, h0, h1, ..., axis=..., edge_order=...)`` is, along each axis k, a matrix
+# D_k / h_k applied to f, with D_k = np.gradient(I, axis=0) for unit spacing: the cotangent
+# of f is the sum of D_k^T g_k / h_k and that of a scalar spacing h_k is -<g_k, out_k> / h_k.
+# Spacings given as coordinate arrays are refused.
+
+
+@vjp_rule(np.gradient, inline=False)
+def _gradient(g, ans, f, *varargs, axis=None, edge_order=1):
+    axes, spacings = _gradient_setup(f, varargs, axis)
+    pieces = list(g) if len(axes) > 1 else [g]
+    outputs = list(ans) if len(axes) > 1 else [ans]
+    to_f = np.zeros_like(f)
+    to_spacings = []
+    for along, spacing, piece, out in zip(axes, spacings, pieces, outputs):
+        if piece is None:
+            to_spacings.append(None)
+            continue
+        matrix = _unit_gradient_matrix(f, along, edge_order) / spacing
+        to_f = to_f + np.moveaxis(np.tensordot(piece, matrix, axes=([along], [0])), -1, along)
+        to_spacings.append(-np.sum(piece * out) / spacing)
+    return (to_f, *_per_spacing_argument(to_spacings, varargs))
+
+
+@jvp_rule(np.gradient, inline=False)
+def _gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
+    axes, spacings = _gradient_setup(f, varargs, axis)
+    outputs = tuple(ans) if len(axes) > 1 else (ans,)
+    entries = [None] * (1 + len(varargs))
+    if np.shape(t) == np.shape(f):
+        entries[0] = np.gradient(t, *varargs, axis=axis, edge_order=edge_order)
+    if np.ndim(t) == 0 and varargs:
+        shares = [-t * out / spacing for out, spacing in zip(outputs, spacings)]
+        if len(varargs) == 1:  # one spacing for every axis
+            entries[1] = tuple(shares) if len(axes) > 1 else shares[0]
+        else:
+            for k in range(len(varargs)):
+                moved = [
+                    shares[j] if j == k else np.zeros_like(out) for j, out in enumerate(outputs)
+                ]
+                entries[1 + k] = tuple(moved) if len(axes) > 1 else moved[0]
+    return tuple(entries)
+
+
+def _gradient_setup(f, varargs, axis):
+    """The axes ``np.gradient`` differentiates along and the spacing along each."""
+    ndim = np.ndim(f)
+    if axis is None:
+        axes = list(range(ndim))
+    else:
+        axes = [a % ndim for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+    spacings = list(varargs) if len(varargs) > 1 else list(varargs) * len(axes) or [1.0] * len(axes)
+    if any(np.ndim(spacing) > 0 for spacing in spacings):
+        raise NonDifferentiableError(
+            "s2sgrad differentiates np.gradient with scalar spacings only, not coordinate "
+            "arrays; write the differences with np.diff (for example np.diff(f) / np.diff(x) "
+            "for a first-order estimate), which differentiate"
+        )
+    return axes, spacings
+
+
+def _unit_gradient_matrix(f, axis, edge_order):
+    """D with ``np.gradient(f, axis=axis)`` equal to D applied along ``axis`` of ``f``."""
+    size = np.shape(f)[axis]
+    return np.gradient(np.eye(size, dtype=np.result_type(f, 1.0)), axis=0, edge_order=edge_order)
+
+
+def _per_spacing_argument(to_spacings, varargs):
+    if len(varargs) == 1:  # one spacing shared by every axis
+        used = [c for c in to_spacings if c is not None]
+        return [sum(used[1:], used[0]) if used else None]
+    return to_spacings[: len(varargs)]
 
 
 # ``np.select`` gives each element the first choice whose condition holds, else the default.
