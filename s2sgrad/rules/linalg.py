@@ -1,13 +1,16 @@
 """Derivative rules for products and linear algebra: ``dot``, ``matmul`` (``@``), ``vdot``,
-``inner``, ``outer``, ``tensordot``, ``einsum``, ``kron`` and ``np.linalg``'s ``inv``,
-``det``, ``slogdet``, ``solve``, ``cholesky``, ``eigh`` and ``pinv``.
+``inner``, ``outer``, ``tensordot``, ``einsum`` (with subscripts or sublists), ``kron``,
+``cross`` and ``np.linalg``'s ``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
+``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power`` and ``pinv``.
 
 Matrix functions work on stacks of matrices (the last two axes), as NumPy's do.
 
 Symmetric inputs: ``cholesky`` and ``eigh`` read one triangle of their input, so as
 functions of all its entries they are not what the user means. Their rules treat the input
 as symmetric: the VJP returns a symmetric cotangent, and the JVP uses the symmetric part of
-the tangent. ``eigh`` assumes distinct eigenvalues; ``pinv`` assumes full rank.
+the tangent (``eigvalsh`` too). ``eigh`` assumes distinct eigenvalues; ``pinv`` assumes full
+rank; ``svd`` assumes distinct nonzero singular values; ``qr`` assumes full rank and
+differentiates ``mode="reduced"`` of matrices with at least as many rows as columns.
 
 Multi-output functions: ``slogdet`` returns ``(sign, logabsdet)`` and ``eigh``
 ``(eigenvalues, eigenvectors)``. Their VJP's ``g`` holds one cotangent per output (``None``
