@@ -17,6 +17,7 @@ import numpy as np
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
+    as_gradient,
     clip_regions,
     index_cotangent,
     item_mask,
@@ -398,23 +399,23 @@ def _copy_method_jvp(t, ans, self, order="C"):
 
 @vjp_rule(np.ndarray.astype)
 def _astype(g, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-    return np.asarray(zero_if_integer(g, ans), dtype=self.dtype)
+    return as_gradient(zero_if_integer(g, ans), self)
 
 
 @jvp_rule(np.ndarray.astype)
 def _astype_jvp(t, ans, self, dtype, order="K", casting="unsafe", subok=True, copy=True):
-    return np.asarray(zero_if_integer(t, ans), dtype=dtype)
+    return as_gradient(zero_if_integer(t, ans), ans)
 
 
 if hasattr(np, "astype"):  # NumPy 2
 
     @vjp_rule(np.astype)
     def _astype_function(g, ans, x, dtype, *, copy=True, device=None):
-        return np.asarray(zero_if_integer(g, ans), dtype=np.result_type(x))
+        return as_gradient(zero_if_integer(g, ans), x)
 
     @jvp_rule(np.astype)
     def _astype_function_jvp(t, ans, x, dtype, *, copy=True, device=None):
-        return np.asarray(zero_if_integer(t, ans), dtype=dtype)
+        return as_gradient(zero_if_integer(t, ans), ans)
 
 
 # ``np.full(shape, x)`` broadcasts ``x`` to ``shape``; the derivative wrt ``x`` is real.
