@@ -636,7 +636,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
                 containers=_containers(primals, function),
                 dynamic=mode == "auto",
             )
-            keywords = {generated.tangent_names[parameters[i]]: tangents[i] for i in positions}
+            keywords = _tangent_keywords(generated.tangent_names, function, primals, tangents)
             return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
         except S2SGradError as error:
             if not _may_fall_back(mode, error):
@@ -645,6 +645,17 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
     from s2sgrad.runtime.dispatch import _tape_jvp
 
     return _shaped_like_output(*_tape_jvp(function, primals, tangents, positions, {}))
+
+
+def _tangent_keywords(tangent_names, function, primals, tangents) -> dict:
+    """The generated JVP's tangent parameters, by keyword: one per argument differentiated
+    (an entry of ``*args`` too)."""
+    keywords = {}
+    for index, (primal, tangent) in enumerate(zip(primals, tangents)):
+        name = _positional_name(function, index)
+        if name in tangent_names and tangent is not None and _is_differentiable(primal):
+            keywords[tangent_names[name]] = tangent
+    return keywords
 
 
 def _shaped_like_output(out, tangent):

@@ -422,6 +422,18 @@ class _Forward:
             bound = inspect.signature(function).bind(*operation.args, **operation.keywords)
         except TypeError as error:
             raise UnsupportedError(f"{self.parsed.location(statement)}: {error}") from None
+        for name, value in bound.arguments.items():
+            if isinstance(value, dict) and any(map(self.is_active_expression, value.values())):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: differentiated values passed to "
+                    f"**{name} of {getattr(function, '__qualname__', function)}; pass them "
+                    "to named parameters, or use mode='tape'"
+                )
+        bound.arguments.update(  # what *args takes: one tuple, with one tangent per entry
+            (name, gast.Tuple(elts=list(value), ctx=gast.Load()))
+            for name, value in bound.arguments.items()
+            if isinstance(value, tuple)
+        )
         active = tuple(
             name
             for name, value in bound.arguments.items()

@@ -134,6 +134,15 @@ def _primitive(primitive, args, keywords=None) -> Operation:
 def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Operation:
     keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
     if any(k.arg is None for k in node.keywords):
+        if sum(k.arg is None for k in node.keywords) == 1 and node.keywords[-1].arg is None:
+            # f(*args, **kwargs), a wrapper's call: which parameters the keywords fill is
+            # known when it runs, so it is dispatched then (keywords must be constant)
+            keywords[None] = node.keywords[-1].value
+            target = (
+                parsed.resolve(node.func) if is_function_reference(node.func, local_names) else None
+            )
+            description = f"{_dotted(node.func)}(..., **...)"
+            return Operation("unknown", target, list(node.args), keywords, description, node.func)
         return Operation("unknown", description="a call with **keyword arguments")
     func = node.func
     if is_function_reference(func, local_names):

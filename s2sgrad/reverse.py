@@ -1099,7 +1099,8 @@ class _Reverse:
             if self.is_active_expression(value):
                 raise UnsupportedError(
                     f"{self.parsed.location(statement)}: pass differentiated values to "
-                    f"{operation.description} positionally, not as '{name}='"
+                    f"{operation.description} positionally, not as "
+                    + (f"'{name}='" if name is not None else "**keywords")
                 )
         stores = _stores_on_itself(self.parsed.resolve(operation.callee))
         if stores is not None:  # nor can the tape for this call alone: the caller may read it

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import gc
 import inspect
 import threading
@@ -240,6 +241,12 @@ def _build(request: _Request) -> GeneratedFunction:
         raise asynchronous_error(parsed.location(parsed.node), request.function.__qualname__)
     node = clone(parsed.node)
     _check_signature(parsed, node, request.wrt)
+    # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
+    differentiated = tuple(dict.fromkeys(_wrt_base(w) for w in request.wrt))
+    if node.args.vararg is not None and node.args.vararg.id in differentiated:
+        request = dataclasses.replace(
+            request, containers=request.containers | {node.args.vararg.id}
+        )
     _refuse_complex_literals(parsed, node)
     _check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
@@ -291,7 +298,7 @@ def _build(request: _Request) -> GeneratedFunction:
         operation = classify(value, parsed, local_names)
         return operation.kind in ("comparison", "constant") or not operation.differentiable
 
-    activity = analyse_activity(node.body, set(request.wrt), output_names, blocks_derivative)
+    activity = analyse_activity(node.body, set(differentiated), output_names, blocks_derivative)
     refuse_untracked_writes(node.body, parsed, local_names, activity)
 
     if request.kind == "jvp":
@@ -319,7 +326,7 @@ def _build(request: _Request) -> GeneratedFunction:
     sweeps = reverse_sweeps(
         parsed,
         node.body,
-        list(request.wrt),
+        list(differentiated),
         activity,
         names,
         namespace,
@@ -480,7 +487,7 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names, a
     sweep = forward_sweep(
         parsed,
         node.body,
-        list(request.wrt),
+        list(dict.fromkeys(_wrt_base(w) for w in request.wrt)),
         activity,
         names,
         namespace,
@@ -489,10 +496,12 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names, a
         dynamic=request.dynamic,
     )
     arguments = _signature_with_defaults(parsed, node, namespace)
-    for tangent in sweep.tangents.values():
+    tangents, prologue = _entry_tangents(request.wrt, sweep.tangents, names, namespace)
+    for tangent in tangents.values():
         arguments.kwonlyargs.append(store_param(tangent))
         arguments.kw_defaults.append(None)
     body = [
+        *prologue,
         *sweep.body,
         gast.Return(
             value=gast.Tuple(elts=[clone(sweep.output), sweep.output_tangent], ctx=gast.Load())
@@ -515,7 +524,7 @@ def _build_jvp(request, parsed, node, activity, names, namespace, local_names, a
         return done
 
     generated = compile_function(function, namespace.objects, parsed.location(), finish)
-    generated.tangent_names = sweep.tangents
+    generated.tangent_names = tangents
     generated.shapes_follow_arguments = shapes_follow_arguments(node.body, parsed.resolve)
     return generated
 
@@ -600,7 +609,8 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
     )
     cotangents = [
-        load(sweeps.adjoints[w]) if sweeps.adjoints[w] else constant(None) for w in request.wrt
+        load(sweeps.adjoints[_wrt_base(w)]) if sweeps.adjoints[_wrt_base(w)] else constant(None)
+        for w in request.wrt
     ]
     if request.kind == "vjp":
         return _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents)
@@ -616,7 +626,8 @@ def _assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
             body.append(gast.Expr(value=call(helper("seed_cotangent"), [clone(differentiated)])))
         body.extend(sweeps.backward)
         gradients = [
-            call(helper("as_gradient"), [c, load(w)]) for c, w in zip(cotangents, request.wrt)
+            _entry(call(helper("as_gradient"), [c, load(_wrt_base(w))]), w)
+            for c, w in zip(cotangents, request.wrt)
         ]
         gradient = (
             gradients[0] if len(gradients) == 1 else gast.Tuple(elts=gradients, ctx=gast.Load())
@@ -650,7 +661,11 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     is_pure = _purity(namespace)
     backward = list(sweeps.backward)
     raw = [
-        c if isinstance(c, gast.Name) else call(helper("zeros_like_structure"), [load(w)])
+        _entry(call(helper("as_gradient"), [c, load(_wrt_base(w))]), w)
+        if _wrt_base(w) != w
+        else c
+        if isinstance(c, gast.Name)
+        else call(helper("zeros_like_structure"), [load(w)])
         for c, w in zip(cotangents, request.wrt)
     ]
     returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
@@ -862,17 +877,53 @@ def _parameter_names(node: gast.FunctionDef) -> set[str]:
     return result
 
 
+def _entry_tangents(wrt, tangents: dict, names, namespace) -> tuple[dict, list]:
+    """The tangent parameters of a JVP: one per entry of ``*args`` that ``wrt`` names
+    (``"args[1]"``), from which the code builds the tangent of the tuple ``args``."""
+    entries = [w for w in wrt if _wrt_base(w) != w]
+    if not entries:
+        return dict(tangents), []
+    tangents = dict(tangents)
+    base = _wrt_base(entries[0])
+    whole = tangents.pop(base, None)
+    given = {}
+    for name in entries:
+        index = int(name[len(base) + 1 : -1])
+        tangents[name] = given[index] = names.claim(f"d{base}_{index}")
+    if whole is None:
+        return tangents, []
+    table = gast.Dict(keys=[constant(i) for i in given], values=[load(p) for p in given.values()])
+    helper = load(namespace.bind("star_tangents", runtime.star_tangents))
+    return tangents, [assign(whole, call(helper, [load(base), table]))]
+
+
 def _check_signature(parsed: ParsedFunction, node, wrt) -> None:
     args = node.args
-    if args.vararg or args.kwarg:
-        raise UnsupportedError(
-            f"{parsed.location()}: {parsed.function.__qualname__} takes *args or **kwargs; "
-            "name its parameters, or use mode='tape'"
-        )
     known = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     for name in wrt:
+        if args.vararg is not None and _wrt_base(name) == args.vararg.id:
+            continue  # what *args takes: all of it (a call's), or one argument ("args[1]")
+        if args.kwarg is not None and name == args.kwarg.id:
+            raise UnsupportedError(
+                f"{parsed.location()}: {parsed.function.__qualname__} takes differentiated "
+                f"values through **{name}; name their parameters, or use mode='tape'"
+            )
         if name not in known:
             raise ValueError(f"{parsed.location()}: {parsed.name} has no parameter {name!r}")
+
+
+def _wrt_base(name: str) -> str:
+    """The parameter ``wrt`` differentiates: ``args`` for ``"args[1]"`` (what ``*args``
+    takes at position 1), else ``name`` itself."""
+    return name.partition("[")[0]
+
+
+def _entry(node: gast.expr, name: str) -> gast.expr:
+    """``node[1]`` for ``"args[1]"``, else ``node``."""
+    if _wrt_base(name) == name:
+        return node
+    index = int(name[len(_wrt_base(name)) + 1 : -1])
+    return gast.Subscript(value=node, slice=constant(index), ctx=gast.Load())
 
 
 def _check_no_outer_writes(parsed: ParsedFunction, node: gast.FunctionDef) -> None:

@@ -4,7 +4,8 @@ The textbook's from-scratch models (D2L: linear and softmax regression, MLP with
 weight decay, LeNet-style convolution and pooling with loops, batch norm as a function and
 as a module, RNN, GRU, LSTM, gradient clipping, attention with a masked softmax, a
 Transformer block), and the programs of real AD example collections and of scientists
-(an MLP over a list of layers, a VAE, a Gaussian-process marginal likelihood, a mixture
+(an MLP over a list of layers, an RNN and an LSTM whose cell is a nested def, a VAE, and
+one built from closures, a Gaussian-process marginal likelihood, a mixture
 model's log-likelihood, RK4 with a right-hand-side helper, an explicit heat equation, a
 Kalman filter). Each ``case_*`` function returns ``(loss, args, wrt)``: the loss function,
 a tuple of small random arguments, and the positions to differentiate.
@@ -417,6 +418,123 @@ def case_rnn_nested_cell(rng):
         "v": rng.normal(size=3),
     }
     return rnn_with_cell_loss, (params, rng.normal(size=(4, 2))), (0,)
+
+
+def rnn_statement_cell_loss(params, inputs):
+    def cell(h, x):
+        pre = x @ params["W_x"] + h @ params["W_h"]
+        for _ in range(2):  # two refinement steps, a loop inside the cell
+            pre = pre + 0.1 * np.sin(pre)
+        h = np.tanh(pre + params["b"])
+        return h
+
+    h = np.zeros(3)
+    outputs = []
+    for x in inputs:
+        h = cell(h, x)
+        outputs.append(h)
+    return sum(np.sum(o * params["v"]) for o in outputs)
+
+
+def case_rnn_statement_cell(rng):
+    params = {
+        "W_x": rng.normal(size=(2, 3)) * 0.5,
+        "W_h": rng.normal(size=(3, 3)) * 0.5,
+        "b": rng.normal(size=3) * 0.1,
+        "v": rng.normal(size=3),
+    }
+    return rnn_statement_cell_loss, (params, rng.normal(size=(4, 2))), (0,)
+
+
+def lstm_nested_cell_loss(params, inputs):
+    W, U, b = params
+
+    def sigmoid(z):
+        return 0.5 * (np.tanh(z / 2) + 1.0)
+
+    def update_lstm(hiddens, cells, x):
+        change = x @ W + hiddens @ U + b
+        n = hiddens.shape[-1]
+        ingate = sigmoid(change[:, :n])
+        forget = sigmoid(change[:, n : 2 * n])
+        outgate = sigmoid(change[:, 2 * n : 3 * n])
+        candidate = np.tanh(change[:, 3 * n :])
+        cells = cells * forget + ingate * candidate
+        hiddens = outgate * np.tanh(cells)
+        return hiddens, cells
+
+    hiddens = np.zeros((inputs.shape[1], U.shape[0]))
+    cells = np.zeros_like(hiddens)
+    for x in inputs:
+        hiddens, cells = update_lstm(hiddens, cells, x)
+    return np.sum(hiddens**2) + 0.5 * np.sum(cells)
+
+
+def case_lstm_nested_cell(rng):
+    params = [
+        rng.normal(size=(2, 12)) * 0.5,
+        rng.normal(size=(3, 12)) * 0.5,
+        rng.normal(size=12) * 0.1,
+    ]
+    return lstm_nested_cell_loss, (params, rng.normal(size=(3, 2, 2))), (0,)
+
+
+def vae_closures_loss(params, x, noise):
+    def encode(inputs):
+        h = np.tanh(inputs @ params["enc_W"] + params["enc_b"])
+        return h @ params["mu_W"], h @ params["logvar_W"]
+
+    def decode(z):
+        h = z @ params["dec_W"] + params["dec_b"]
+        return np.tanh(h)
+
+    def sample(mu, logvar):
+        std = np.exp(0.5 * logvar)
+        return mu + std * noise
+
+    mu, logvar = encode(x)
+    recon = decode(sample(mu, logvar))
+    kl = -0.5 * np.sum(1 + logvar - mu**2 - np.exp(logvar))
+    return np.sum((recon - x) ** 2) + kl
+
+
+def case_vae_closures(rng):
+    _, args, wrt = case_vae(rng)
+    return vae_closures_loss, args, wrt
+
+
+def make_vae_objective(x, noise, beta):
+    """A variational objective built inside its factory, then differentiated."""
+
+    def unpack(flat):
+        shapes = [(4, 3), (3, 2), (3, 2), (2, 4)]
+        parts = []
+        start = 0
+        for shape in shapes:
+            stop = start + shape[0] * shape[1]
+            parts.append(flat[start:stop].reshape(shape))
+            start = stop
+        return parts
+
+    def objective(flat):
+        enc, mu_W, logvar_W, dec = unpack(flat)
+
+        def encode(inputs):
+            h = np.tanh(inputs @ enc)
+            return h @ mu_W, h @ logvar_W
+
+        mu, logvar = encode(x)
+        z = mu + np.exp(0.5 * logvar) * noise
+        recon = np.tanh(z @ dec)
+        kl = -0.5 * np.sum(1 + logvar - mu**2 - np.exp(logvar))
+        return np.sum((recon - x) ** 2) + beta * kl
+
+    return objective
+
+
+def case_vae_factory(rng):
+    objective = make_vae_objective(rng.normal(size=(3, 4)), rng.normal(size=(3, 2)), 0.5)
+    return objective, (rng.normal(size=12 + 6 + 6 + 8) * 0.5,), (0,)
 
 
 def vae_encode(params, x):

@@ -26,7 +26,7 @@ def star_args(*args):
     return np.sum(np.tanh(args[0]) * args[1])
 
 
-@pytest.mark.parametrize("mode", ["auto", "tape"])
+@pytest.mark.parametrize("mode", MODES)
 def test_wrt_counts_the_arguments_star_args_takes(mode):
     x, y = RNG.normal(size=3), RNG.normal(size=3)
     for wrt in (0, 1):
@@ -40,9 +40,32 @@ def test_wrt_counts_the_arguments_star_args_takes(mode):
     assert_close(product, numeric_grad(lambda x: np.sum(sg.grad(star_args)(x, y) * y), (x,), 0))
 
 
-def test_star_args_in_mode_s2s_is_refused_with_what_to_do():
-    with pytest.raises(sg.UnsupportedError, match=r"test_calling_conventions.py:\d+.*mode='tape'"):
-        sg.grad(star_args, mode="s2s")(np.ones(2), np.ones(2))
+def test_star_args_are_transformed_by_source_without_falling_back():
+    x, y = RNG.normal(size=3), RNG.normal(size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.S2SGradWarning)
+        gradient = sg.grad(star_args, wrt=1, mode="auto")
+        assert_close(call_twice(gradient, x, y), numeric_grad(star_args, (x, y), 1))
+    assert "args" in sg.source(gradient)  # generated code, shown
+    hessian = sg.hessian(star_args, wrt=0, mode="s2s")(x, y)
+    expected = np.diag(-2 * np.tanh(x) * (1 - np.tanh(x) ** 2) * y)
+    assert_close(hessian, expected)
+
+
+def wrapper_of(function):
+    def wrapped(*args, scale=1.0, **kwargs):
+        return function(*args, **kwargs) * scale
+
+    return wrapped
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_wrapper_taking_star_args_and_star_star_kwargs(mode):
+    x, y = RNG.normal(size=3), RNG.normal(size=3)
+    wrapped = wrapper_of(star_args)
+    for wrt in (0, 1):
+        gradient = call_twice(sg.grad(wrapped, wrt=wrt, mode=mode), x, y, scale=2.0)
+        assert_close(gradient, 2.0 * numeric_grad(star_args, (x, y), wrt))
 
 
 def test_wrt_past_the_star_args_passed_is_a_type_error():
@@ -54,7 +77,7 @@ def with_options(x, **options):
     return np.sum(x**2) * options.get("scale", 1.0) + options["shift"] * np.sum(x)
 
 
-@pytest.mark.parametrize("mode", ["auto", "tape"])
+@pytest.mark.parametrize("mode", MODES)
 def test_keyword_arguments_reach_a_function_taking_star_star_kwargs(mode):
     x = RNG.normal(size=3)
     kwargs = {"scale": 3.0, "shift": 2.0}
@@ -142,7 +165,7 @@ def star_args_vector(*args):
 
 
 @pytest.mark.parametrize("jacobian", [sg.jacobian, sg.jacfwd])
-@pytest.mark.parametrize("mode", ["auto", "tape"])
+@pytest.mark.parametrize("mode", MODES)
 def test_jacobians_of_a_star_args_function(mode, jacobian):
     x, y = RNG.normal(size=2), RNG.normal(size=2)
     jx, jy = jacobian(star_args_vector, wrt=(0, 1), mode=mode)(x, y)

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import builtins
 import functools
+import itertools
 from collections import Counter
 
 import gast
 
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
+    SCOPES,
     assign,
     attribute,
     call,
     clone,
+    clone_rewriting,
     constant,
     load,
     located,
+    names_modified,
+    names_read,
     names_written,
     nested_statements,
     store,
@@ -55,38 +60,235 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
     loops = _Loops(names, resolve, uses)
     node.body = loops.block(node.body)
+    _inline_local_functions(node, names)  # map(f, xs) is now a loop that calls f plainly
     return {name: helper for helper, name in loops.helpers.items()}
 
 
-def _inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> None:
-    """``square = lambda v: v * w`` (or a nested ``def`` that only returns), bound once and
-    only ever called plainly, is inlined at its calls: ``square(a)`` becomes ``a * w``.
-    Python reads ``w`` when the call runs, and so does the inlined expression; the values
-    it captures are then differentiated like any other.
+def _inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> bool:
+    """``square = lambda v: v * w`` (or a nested ``def``), bound once and only ever called
+    plainly, is inlined at its calls: ``square(a)`` becomes ``a * w``, and a ``def`` of
+    several statements becomes its statements (its variables renamed, each ``return`` an
+    assignment of the call's value) before the statement that calls it. Python reads ``w``
+    when the call runs, and so does the inlined code; the values it captures are then
+    differentiated like any other. A function called by another local function is inlined
+    into it first, when it reads none of that function's own variables. Returns whether
+    any function was inlined.
     """
     if not any(type(n) in (gast.Lambda, gast.FunctionDef) and n is not node for n in walk(node)):
-        return
+        return False
+    _forward_aliases(node)
+    done: set[int] = set()
+    while _inline_one_function(node, names, done):
+        pass
+    return bool(done)
+
+
+def _forward_aliases(node: gast.FunctionDef) -> None:
+    """``net = t1`` (as desugaring writes ``net, loss = lambda x: ..., other``), of a local
+    function bound once, both in the function's own block: later reads of ``net`` read
+    ``t1``, so the function's only uses are calls."""
+    statements = list(nested_statements(node.body))
+    bindings = Counter(n for s in statements for n in names_written(s))
+    functions = {
+        s.name if isinstance(s, gast.FunctionDef) else s.targets[0].id
+        for s in node.body
+        if isinstance(s, gast.FunctionDef)
+        or (
+            isinstance(s, gast.Assign)
+            and isinstance(s.value, gast.Lambda)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], gast.Name)
+        )
+    }
+    for index, statement in enumerate(node.body):
+        if not (
+            isinstance(statement, gast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], gast.Name)
+            and isinstance(statement.value, gast.Name)
+            and statement.value.id in functions
+            and bindings[statement.value.id] == 1
+            and bindings[statement.targets[0].id] == 1
+        ):
+            continue
+        alias, original = statement.targets[0].id, statement.value.id
+        earlier = node.body[:index]
+        if any(type(n) is gast.Name and n.id == alias for s in earlier for n in walk(s)):
+            continue  # read before it is bound
+        reads = [
+            n
+            for later in node.body[index + 1 :]
+            for n in walk(later)
+            if type(n) is gast.Name and n.id == alias
+        ]
+        if any(type(n.ctx) is not gast.Load for n in reads):
+            continue  # a nested function's own variable of that name
+        for n in reads:
+            n.id = original
+        node.body = node.body[:index] + [gast.Pass()] + node.body[index + 1 :]
+
+
+def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set) -> bool:
+    """Inline the first local function not yet inlined whose uses are all plain calls."""
     statements = list(nested_statements(node.body))
     for name, binding, parameters, body in _local_functions(statements):
-        calls = _plain_calls(statements, name, len(parameters))
+        if id(binding) in done:
+            continue
+        if isinstance(body, list):
+            free = _free_names(body, [p.lstrip("*") for p in parameters])
+        else:
+            free = names_read(body) - {p.lstrip("*") for p in parameters}
+        calls = _plain_calls(statements, name, parameters, free | {name})
         every = [n for n in walk(node) if type(n) is gast.Name and n.id == name]
         if calls is None or len(calls) != sum(type(n.ctx) is gast.Load for n in every):
             continue  # used some other way somewhere (an except clause, a with header ...)
         for statement, call_node in calls:
-            prefix = []
-            renames = {}
-            for parameter, argument in zip(parameters, call_node.args):
-                if isinstance(argument, (gast.Name, gast.Constant)):
-                    renames[parameter] = argument
-                else:
-                    temporary = names.fresh(parameter)
-                    prefix.append(assign(temporary, argument, like=statement))
-                    renames[parameter] = load(temporary)
-            inlined = clone(body)
-            inlined = _substituted(inlined, renames)
+            if isinstance(body, list):
+                prefix, result = _inlined_statements(body, parameters, call_node, names, statement)
+                inlined = load(result)
+            else:
+                prefix, inlined = _inlined_expression(body, parameters, call_node, names, statement)
             statement.s2s_before = [*getattr(statement, "s2s_before", []), *prefix]
             call_node.s2s_inlined = inlined
+        done.add(id(binding))
         node.body = _replace_inlined(node.body, binding)
+        return True
+    return False
+
+
+def _inlined_expression(body, parameters, call_node, names, statement):
+    """The returned expression of a one-line function, with the call's arguments in it
+    (those ``*a`` takes as the tuple ``(x, y)``, whose ``a[0]`` and ``*a`` are read)."""
+    prefix = []
+    renames = {}
+    star = parameters[-1][1:] if parameters and parameters[-1].startswith("*") else None
+    for parameter, argument in _bound_arguments(parameters, call_node):
+        if parameter == star:  # *a: its entries one by one
+            elements = []
+            for element in argument.elts:
+                if not isinstance(element, (gast.Name, gast.Constant)):
+                    temporary = names.fresh("arg")
+                    prefix.append(assign(temporary, element, like=statement))
+                    element = load(temporary)
+                elements.append(element)
+            renames[parameter] = gast.Tuple(elts=elements, ctx=gast.Load())
+            continue
+        if not isinstance(argument, (gast.Name, gast.Constant)):
+            temporary = names.fresh(parameter)
+            prefix.append(assign(temporary, argument, like=statement))
+            argument = load(temporary)
+        renames[parameter] = argument
+    return prefix, _read_tuples(_substituted(clone(body), renames))
+
+
+def _bound_arguments(parameters: list[str], call_node: gast.Call):
+    """``(parameter, argument)`` pairs in the order Python evaluates the arguments
+    (positional ones, then keywords), ``*a`` bound to the tuple of the rest."""
+    named = [p for p in parameters if not p.startswith("*")]
+    pairs = list(zip(named, call_node.args))
+    if len(named) != len(parameters):
+        rest = gast.Tuple(elts=list(call_node.args[len(named) :]), ctx=gast.Load())
+        pairs.append((parameters[-1][1:], rest))
+    pairs += [(k.arg, k.value) for k in call_node.keywords]
+    return pairs
+
+
+def _read_tuples(node: gast.expr) -> gast.expr:
+    """``(x, y)[0]`` as ``x``, and ``f(*(x, y))`` as ``f(x, y)``."""
+
+    def simplify(current):
+        if (
+            type(current) is gast.Subscript
+            and type(current.value) is gast.Tuple
+            and type(current.slice) is gast.Constant
+            and type(current.slice.value) is int
+            and -len(current.value.elts) <= current.slice.value < len(current.value.elts)
+        ):
+            return current.value.elts[current.slice.value]
+        if type(current) is gast.Call:
+            arguments = []
+            for argument in current.args:
+                if type(argument) is gast.Starred and type(argument.value) is gast.Tuple:
+                    arguments.extend(argument.value.elts)
+                else:
+                    arguments.append(argument)
+            current.args = arguments
+        return current
+
+    return clone_rewriting(node, simplify, kinds=(gast.Subscript, gast.Call))
+
+
+def _inlined_statements(body, parameters, call_node, names, statement):
+    """A copy of a function's body (its returns already assignments of ``_RESULT``) with
+    every variable renamed apart, after its parameters bound to the call's arguments."""
+    bare = [p.lstrip("*") for p in parameters]
+    local = sorted(set(bare) | set().union(*(names_written(s) for s in body)))
+    renames = {name: names.fresh(name.strip("_") or "v") for name in local}
+    copied = [clone(s) for s in body]
+    for current in walk(gast.Module(body=copied, type_ignores=[])):
+        if type(current) is gast.Name and current.id in renames:
+            current.id = renames[current.id]
+    prefix = [
+        assign(renames[parameter], argument, like=statement)
+        for parameter, argument in _bound_arguments(parameters, call_node)
+    ]
+    return prefix + copied, renames[_RESULT]
+
+
+_RESULT = "__result__"  # the variable a function's returns assign, before renaming
+
+
+def _free_names(body: list[gast.stmt], parameters) -> set[str]:
+    local = set(parameters).union(*(names_written(s) for s in body))
+    return set().union(*(names_read(s) for s in body)) - local
+
+
+def _single_exit(body: list[gast.stmt]) -> list[gast.stmt] | None:
+    """``body`` with each ``return v`` made ``__result__ = v`` and what follows it moved
+    into the other arm of the ``if`` it is in; None when a ``return`` sits in a loop,
+    ``with`` or ``try``, or in an ``if`` arm that does not always return."""
+    converted = _exits(body)
+    if converted is None:
+        return None
+    statements, returns = converted
+    if not returns:
+        statements.append(assign(_RESULT, constant(None), like=body[-1] if body else None))
+    return statements
+
+
+def _exits(body: list[gast.stmt]) -> tuple[list[gast.stmt], bool] | None:
+    result: list[gast.stmt] = []
+    for index, statement in enumerate(body):
+        if isinstance(statement, gast.Return):
+            value = statement.value if statement.value is not None else constant(None)
+            result.append(assign(_RESULT, value, like=statement))
+            return result, True
+        if not any(isinstance(n, gast.Return) for n in walk(statement)):
+            result.append(statement)
+            continue
+        if not isinstance(statement, gast.If):
+            return None
+        arms = _exits(statement.body), _exits(statement.orelse)
+        if arms[0] is None or arms[1] is None:
+            return None
+        (then, then_returns), (orelse, orelse_returns) = arms
+        rest = body[index + 1 :]
+        if not (then_returns or orelse_returns):
+            return None  # a return nested deeper, in an arm that may fall through
+        if not (then_returns and orelse_returns):
+            after = _exits(rest)
+            if after is None or not after[1]:
+                if after is None:
+                    return None
+                after = (after[0] + [assign(_RESULT, constant(None), like=statement)], True)
+            if then_returns:
+                orelse = orelse + after[0]
+            else:
+                then = then + after[0]
+        statement.body, statement.orelse = then or [gast.Pass()], orelse
+        result.append(statement)
+        return result, True
+    return result, False
 
 
 def _inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
@@ -138,8 +340,9 @@ def _inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve
 
 
 def _local_functions(statements):
-    """``(name, binding statement, parameters, returned expression)`` of each function the
-    body defines once, as a lambda or a ``def`` whose body is one ``return``."""
+    """``(name, binding statement, parameters, body)`` of each function the body defines
+    once, as a lambda or a ``def``: ``body`` is the returned expression of a lambda or of a
+    ``def`` whose body is one ``return``, else the ``def``'s statements with one exit."""
     bindings = Counter(n for s in statements for n in names_written(s))
     for statement in statements:
         if isinstance(statement, gast.Assign) and isinstance(statement.value, gast.Lambda):
@@ -149,35 +352,134 @@ def _local_functions(statements):
             name, arguments, body = target.id, statement.value.args, statement.value.body
         elif isinstance(statement, gast.FunctionDef) and not statement.decorator_list:
             only = statement.body[0] if len(statement.body) == 1 else None
-            if not isinstance(only, gast.Return) or only.value is None:
-                continue
-            name, arguments, body = statement.name, statement.args, only.value
+            if isinstance(only, gast.Return) and only.value is not None:
+                name, arguments, body = statement.name, statement.args, only.value
+            else:
+                name, arguments, body = statement.name, statement.args, _body_to_inline(statement)
+                if body is None:
+                    continue
         else:
             continue
         plain = not (
-            arguments.vararg
-            or arguments.kwarg
-            or arguments.kwonlyargs
-            or arguments.defaults
-            or arguments.posonlyargs
+            arguments.kwarg or arguments.kwonlyargs or arguments.defaults or arguments.posonlyargs
         )
-        inner = (*_COMPREHENSIONS, gast.Lambda, gast.NamedExpr)
-        nested = any(type(n) in inner for n in walk(body))
-        recursive = any(type(n) is gast.Name and n.id == name for n in walk(body))
+        if isinstance(body, list):
+            nested = False  # checked by _body_to_inline
+            recursive = any(type(n) is gast.Name and n.id == name for s in body for n in walk(s))
+        else:
+            inner = (*_COMPREHENSIONS, gast.Lambda, gast.NamedExpr)
+            nested = any(type(n) in inner for n in walk(body))
+            recursive = any(type(n) is gast.Name and n.id == name for n in walk(body))
         if plain and not nested and not recursive and bindings[name] == 1:
-            yield name, statement, [a.id for a in arguments.args], body
+            star = [f"*{arguments.vararg.id}"] if arguments.vararg is not None else []
+            yield name, statement, [a.id for a in arguments.args] + star, body
 
 
-def _plain_calls(statements, name: str, arity: int):
+# statements a nested def's body may hold to be inlined: what it defines or declares is not
+# (a function of its own, a class, global or nonlocal names), nor what suspends it
+_NOT_INLINED = (
+    gast.FunctionDef,
+    gast.AsyncFunctionDef,
+    gast.ClassDef,
+    gast.Lambda,
+    gast.Global,
+    gast.Nonlocal,
+    gast.Yield,
+    gast.YieldFrom,
+    gast.Await,
+    gast.NamedExpr,
+    gast.Try,
+    gast.With,
+    gast.Match,
+)
+
+
+def _body_to_inline(definition: gast.FunctionDef) -> list[gast.stmt] | None:
+    """A nested def's statements with one exit (see ``_single_exit``), or None when they
+    hold something that is not inlined, or a comprehension whose variable the body also
+    reads outside it (renaming the body's variables apart would rename both)."""
+    body = [clone(s) for s in definition.body]
+    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
+        body = body[1:]  # the docstring
+    if not body:
+        return None
+    nodes = [n for s in body for n in walk(s)]
+    if any(isinstance(n, _NOT_INLINED) for n in nodes):
+        return None
+    inside = set()
+    for n in nodes:
+        if type(n) in _COMPREHENSIONS:
+            for generator in n.generators:
+                inside |= {t.id for t in walk(generator.target) if type(t) is gast.Name}
+    bare = [_without_comprehensions(s) for s in body]
+    written = set().union(*(names_written(s) for s in bare))
+    used = {n.id for s in bare for n in walk(s) if type(n) is gast.Name}
+    if (inside - written) & used:
+        return None
+    return _single_exit(body)
+
+
+def _without_comprehensions(statement: gast.stmt) -> gast.stmt:
+    def drop(node):
+        return constant(None) if type(node) in _COMPREHENSIONS else node
+
+    return clone_rewriting(statement, drop, kinds=_COMPREHENSIONS)
+
+
+def _plain_calls(statements, name: str, parameters, free: set[str] = frozenset()):
     """The ``name(...)`` calls, with their statements, when every use of ``name`` is such a
-    call (positional arguments only) in a plain statement, outside any lambda, comprehension
-    or short-circuit operator; else None."""
+    call (that fills ``parameters``, named ``*a`` for the rest, by position or keyword; any
+    number of positional arguments when None) in a plain statement, outside any lambda,
+    comprehension or short-circuit operator; else None.
+
+    Calls inside another nested ``def`` count when it binds none of the ``free`` names
+    (those the called function reads from the enclosing function, and its own name)."""
+    found = _calls_and_uses(statements, name, parameters, free)
+    if found is None:
+        return None
+    calls, uses = found
+    return calls if calls and len(calls) == uses else None
+
+
+def _fills(parameters: list[str] | None, node: gast.Call) -> bool:
+    """Whether the call gives each parameter one value, without ``*`` or ``**``."""
+    if any(isinstance(a, gast.Starred) for a in node.args):
+        return False
+    if parameters is None:
+        return not node.keywords
+    named = [p for p in parameters if not p.startswith("*")]
+    if len(node.args) > len(named) and len(named) == len(parameters):
+        return False
+    keys = [k.arg for k in node.keywords]
+    filled = named[: len(node.args)]
+    if None in keys or len(set(keys)) != len(keys) or set(keys) & set(filled):
+        return False
+    return set(keys) <= set(named) and set(filled) | set(keys) == set(named)
+
+
+def _calls_and_uses(statements, name: str, parameters, free: set[str]):
     calls = []
     uses = 0
     for statement in statements:
         if isinstance(statement, gast.FunctionDef):
-            if any(type(n) is gast.Name and n.id == name for n in walk(statement)):
-                return None  # read inside a nested function (or itself)
+            if not any(type(n) is gast.Name and n.id == name for n in walk(statement)):
+                continue
+            arguments = statement.args
+            own = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+            bound = {p.id for p in own} | {
+                a.id for a in (arguments.vararg, arguments.kwarg) if a is not None
+            }
+            bound |= set().union(*(names_written(s) for s in statement.body))
+            if statement.decorator_list or not free or bound & free:
+                return None  # read inside a nested function that could see another value
+            if any(type(n) is gast.Name and n.id == name for n in walk(arguments)):
+                return None  # in a default
+            body = list(nested_statements(statement.body))
+            inner = _calls_and_uses(body, name, parameters, free)
+            if inner is None:
+                return None
+            calls += inner[0]
+            uses += inner[1]
             continue
         own = statement
         if isinstance(statement, (gast.For, gast.While, gast.If, gast.With, gast.Try)):
@@ -197,18 +499,27 @@ def _plain_calls(statements, name: str, arity: int):
             if type(n) in (*_COMPREHENSIONS, gast.Lambda, gast.IfExp, gast.BoolOp)
             for inner in walk(n)
         }
-        for n in nodes:
+        for n in _in_evaluation_order(own):
             if (
                 type(n) is gast.Call
                 and type(n.func) is gast.Name
                 and n.func.id == name
                 and id(n) not in guarded
-                and (arity is None or len(n.args) == arity)
-                and not n.keywords
-                and not any(isinstance(a, gast.Starred) for a in n.args)
+                and _fills(parameters, n)
             ):
                 calls.append((statement, n))
-    return calls if calls and len(calls) == uses else None
+    return calls, uses
+
+
+def _in_evaluation_order(node: gast.AST) -> list[gast.AST]:
+    """The nodes below ``node`` with each one after its children, left to right (so the
+    calls in a call's arguments come before it)."""
+    found = []
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, SCOPES):
+            found.extend(_in_evaluation_order(child))
+    found.append(node)
+    return found
 
 
 def _substituted(body: gast.expr, renames: dict) -> gast.expr:
@@ -242,9 +553,9 @@ def _replace_inlined(block: list[gast.stmt], binding: gast.stmt, instead=()) -> 
             continue
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+            if isinstance(inner, list):  # a nested def's too: another may be inlined there
                 setattr(statement, field, _replace_inlined(inner, binding, instead))
-        result.extend(getattr(statement, "s2s_before", []))
+        result.extend(_Inliner().visit(s) for s in getattr(statement, "s2s_before", []))
         statement.s2s_before = []
         result.append(_Inliner().visit(statement))
     return result
@@ -321,6 +632,13 @@ class _Loops:
             loop.s2s_range = True
             return [loop]
         prefix: list[gast.stmt] = []
+        iterator = loop.iter = self.listed(iterator, loop)
+        if self.builtin_call(iterator, "zip") or self.builtin_call(iterator, "enumerate"):
+            iterator.args = [self.listed(a, loop) for a in iterator.args]
+            if any(self.is_iterator(a) for a in iterator.args):
+                return [loop]  # zip(xs, count()): no len to loop by
+        if self.is_iterator(iterator):
+            return [loop]
         reads: list[tuple[gast.expr, gast.expr]] = []  # (target, sequence) pairs
         index_target: gast.expr | None = None
         backwards = False
@@ -406,6 +724,28 @@ class _Loops:
         loop.body = header + loop.body
         return [*prefix, loop]
 
+    def listed(self, node: gast.expr, loop: gast.For) -> gast.expr:
+        """``list(node)`` for an iterator of itertools (``product``, ``pairwise`` …) or
+        ``filter``, which has no ``len`` to loop over by index: read whole before the loop,
+        when the loop changes nothing it reads (it would read the changes as it goes)."""
+        if not (type(node) is gast.Call and self.is_builtin("list")):
+            return node
+        maker = self.resolve(node.func)
+        if not any(maker is m for m in _LISTED) and not self.builtin_call(node, "filter"):
+            return node
+        changed = set().union(*(names_modified(s) for s in loop.body + loop.orelse))
+        if names_read(node) & changed:
+            return node
+        return located(call(load("list"), [node]), node)
+
+    def is_iterator(self, node: gast.expr) -> bool:
+        """Whether ``node`` makes an itertools iterator (``count()``, ``cycle(xs)`` …), which
+        has no ``len``: a loop over it is left as it is, for the reverse sweep to refuse."""
+        if type(node) is not gast.Call:
+            return False
+        maker = self.resolve(node.func)
+        return getattr(maker, "__module__", None) == "itertools"
+
     def items(self, node: gast.expr, prefix: list[gast.stmt], like) -> gast.Name:
         """What a loop visits, as a name to index: ``for_items(x)`` where ``x`` may be a
         dict (whose keys a loop visits, where indexing would read its values)."""
@@ -454,6 +794,29 @@ class _Loops:
         name = self.names.fresh("seq")
         prefix.append(assign(name, node, like=like))
         return load(name)
+
+
+# iterators a loop reads whole beforehand (what they make is decided by their arguments)
+_LISTED = tuple(
+    getattr(itertools, name)
+    for name in (
+        "product",
+        "pairwise",
+        "combinations",
+        "combinations_with_replacement",
+        "permutations",
+        "chain",
+        "islice",
+        "accumulate",
+        "starmap",
+        "zip_longest",
+        "compress",
+        "takewhile",
+        "dropwhile",
+        "filterfalse",
+    )
+    if hasattr(itertools, name)
+)
 
 
 def _indexable(node: gast.expr) -> bool:

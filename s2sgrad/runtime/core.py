@@ -18,6 +18,7 @@ __all__ = [
     "jvp_call",
     "seed_cotangent",
     "zeros_like_value",
+    "star_tangents",
     "unpack_cotangent",
     "owned",
     "snapshot",
@@ -273,6 +274,17 @@ def seed_cotangent(out: Any) -> Any:
             "for the full Jacobian"
         )
     return np.ones_like(out, dtype=np.result_type(out, np.float32))
+
+
+def star_tangents(values: tuple, given: dict) -> tuple:
+    """The tangent of the tuple ``*args`` takes, from those ``given`` for some of its
+    entries (by position); zeros for the others.
+
+    Example::
+
+        star_tangents((x, y), {1: dy})  # (zeros of x, dy)
+    """
+    return tuple(given[i] if i in given else zeros_like_value(v) for i, v in enumerate(values))
 
 
 def zeros_like_value(x: Any) -> Any:

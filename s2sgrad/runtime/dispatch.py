@@ -129,11 +129,17 @@ def _generated_vjp(target, full_args, positions, warn):
         names = [
             p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
-        if positions[-1] >= len(names):  # an argument *args takes: the tape's
+        vararg = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+        if positions[-1] >= len(names) and vararg is None:
             return None
-        wrt = tuple(names[i] for i in positions)
+        # an argument *args takes is differentiated as "args[1]"
+        wrt = tuple(
+            names[i] if i < len(names) else f"{vararg}[{i - len(names)}]" for i in positions
+        )
         containers = frozenset(
-            names[i] for i in positions if isinstance(full_args[i], (dict, list, tuple))
+            names[i]
+            for i in positions
+            if i < len(names) and isinstance(full_args[i], (dict, list, tuple))
         )
         return derivative(target, wrt, "vjp", containers=containers, dynamic=warn).function
     except (S2SGradError, ValueError, TypeError) as error:
@@ -271,9 +277,14 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
         import inspect
 
         parameters = inspect.signature(target).parameters.values()
-        if any(p.kind is p.VAR_POSITIONAL for p in parameters):  # *args: no name per position
-            raise TypeError("arguments without parameter names")
-        names = [p.name for p in parameters]
+        vararg = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+        names = [
+            p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if positions[-1] >= len(names) and vararg is None:
+            raise TypeError(f"{len(full_args)} arguments for {len(names)} parameters")
+        # an argument *args takes is differentiated as "args[1]"
+        names += [f"{vararg}[{i}]" for i in range(len(full_args) - len(names))]
         generated = derivative(target, tuple(names[i] for i in positions), "jvp")
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape:
