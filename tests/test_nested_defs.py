@@ -135,6 +135,17 @@ def mapped_over_a_list(w, xs):
     return sum(map(cell, xs))
 
 
+def mapped_with_loops_inside(w, xs):
+    def cell(x):
+        total = 0.0
+        for row in x:  # lowered to an index loop once the body is inlined in map's loop
+            total = total + np.sum(np.sin(row * w))
+        parts = [np.cos(r * w) for r in x]
+        return total + np.sum(parts[0])
+
+    return sum(map(cell, xs))
+
+
 def comprehension_inside(w, x):
     def f(v):
         parts = [np.sin(v * k) for k in range(3)]
@@ -171,6 +182,10 @@ NESTED = [
     (appends_instead_of_returning, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (a_parameter_named_like_a_captured_value, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (mapped_over_a_list, lambda: (RNG.normal(size=3), [RNG.normal(size=3) for _ in range(2)])),
+    (
+        mapped_with_loops_inside,
+        lambda: (RNG.normal(size=3), [RNG.normal(size=(2, 3)) for _ in range(2)]),
+    ),
     (comprehension_inside, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (keyword_calls, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (a_tuple_argument, lambda: (RNG.normal(size=3), RNG.normal(size=3))),

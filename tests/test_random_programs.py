@@ -4,7 +4,8 @@ Hypothesis writes small functions out of assignments, augmented assignments, tup
 unpacking, branches (on shapes and on values, with ``elif``), ``for`` loops (over ranges
 and over arrays, with ``break`` and ``continue``), ``while`` loops, lists, dicts,
 comprehensions, writes into an array made in the function, calls to helpers (with
-keywords and starred arguments), and lists of layer tuples read through slices, ``zip``,
+keywords and starred arguments), nested ``def``s and lambdas, loops over ``itertools``
+iterators and generators, and lists of layer tuples read through slices, ``zip``,
 ``reversed``, concatenation, nested and starred unpacking and ``dict.items()``, over
 arguments whose shapes broadcast against each other. Each function is
 written to a module (the source transformer reads source), and its gradient is checked
@@ -206,6 +207,28 @@ STATEMENTS = {
         "for key, value in table.items():",
         "    {name} = {name} + np.cos(value) * len(key)",
     ],
+    "nested_def": [
+        "def cell_{name}(h, s):",
+        "    out = np.tanh(h * s) + {o2} * 0.5",
+        "    for _ in range({n}):",
+        "        out = out * 0.5 + np.sin(out)",
+        "    if np.sum(out) > 100.0:",
+        "        return out",
+        "    return out * 2.0",
+        "{name} = cell_{name}({o1} * 1.0, 0.5)",
+        "{name} = cell_{name}({name}, s={e1})",
+    ],
+    "lambda": [
+        "scale_{name} = lambda a, *rest: a * rest[0] + {o2}",
+        "{name} = scale_{name}({e1}, 0.5) + scale_{name}({o1}, {o2})",
+    ],
+    "iterators": [
+        "{name} = {o1} * 0.5",
+        "for i, j in itertools.product(range({n}), range(2)):",
+        "    {name} = {name} + np.sin({e1} * (i - j))",
+        "for part in (np.cos({o2} * k) for k in range({n})):",
+        "    {name} = {name} + part",
+    ],
     "elif": [
         "if np.sum({o1}) > 1.0:",
         "    {name} = {e1}",
@@ -254,7 +277,7 @@ def programs(draw):
     total = " + ".join(f"np.sum(np.sin({n}) * {i + 1.0})" for i, n in enumerate(used))
     lines.append(f"return {total} + 0.01 * np.sum(x) * np.sum(y)")
     body = textwrap.indent("\n".join(lines), "    ")
-    return f"import numpy as np\n{HELPER}\n\ndef f(x, y):\n{body}\n", shapes
+    return f"import itertools\n\nimport numpy as np\n{HELPER}\n\ndef f(x, y):\n{body}\n", shapes
 
 
 _MODULE_NUMBERS = itertools.count()

@@ -60,7 +60,8 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
     loops = _Loops(names, resolve, uses)
     node.body = loops.block(node.body)
-    _inline_local_functions(node, names)  # map(f, xs) is now a loop that calls f plainly
+    if _inline_local_functions(node, names):  # map(f, xs) is now a loop calling f plainly
+        node.body = loops.block(node.body)  # the loops the inlined statements hold
     return {name: helper for helper, name in loops.helpers.items()}
 
 
