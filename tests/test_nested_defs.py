@@ -168,6 +168,17 @@ def keyword_calls(w, x):
     return np.sum(h) + np.sum(one(s=w, v=x))
 
 
+def with_defaults(w, x):
+    scale = 3.0
+
+    def cell(h, s=0.5, act=np.tanh, shift=scale * w):
+        y = act(h * s) + shift
+        return y
+
+    scale = 100.0  # the default was computed where cell was made
+    return np.sum(cell(x) * cell(x, 2.0) + cell(x, act=np.sin)) + scale
+
+
 def a_tuple_argument(w, x):
     f = lambda t: t[0] * t[1] * w  # noqa: E731
     return np.sum(f((x, np.sin(x))))
@@ -189,6 +200,7 @@ NESTED = [
     (comprehension_inside, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (keyword_calls, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (a_tuple_argument, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
+    (with_defaults, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
 ]
 
 

@@ -9,9 +9,11 @@ loop variable. Comprehensions that build lists become loops that append.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import itertools
 from collections import Counter
+from dataclasses import dataclass
 
 import gast
 
@@ -132,39 +134,63 @@ def _forward_aliases(node: gast.FunctionDef) -> None:
 def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set) -> bool:
     """Inline the first local function not yet inlined whose uses are all plain calls."""
     statements = list(nested_statements(node.body))
-    for name, binding, parameters, body in _local_functions(statements):
+    for name, binding, signature, body in _local_functions(statements):
         if id(binding) in done:
             continue
         if isinstance(body, list):
-            free = _free_names(body, [p.lstrip("*") for p in parameters])
+            free = _free_names(body, signature.all)
         else:
-            free = names_read(body) - {p.lstrip("*") for p in parameters}
-        calls = _plain_calls(statements, name, parameters, free | {name})
+            free = names_read(body) - set(signature.all)
+        calls = _plain_calls(statements, name, signature, free | {name})
         every = [n for n in walk(node) if type(n) is gast.Name and n.id == name]
         if calls is None or len(calls) != sum(type(n.ctx) is gast.Load for n in every):
             continue  # used some other way somewhere (an except clause, a with header ...)
+        kept = signature.keep_defaults(names, binding)
         for statement, call_node in calls:
             if isinstance(body, list):
-                prefix, result = _inlined_statements(body, parameters, call_node, names, statement)
+                prefix, result = _inlined_statements(body, signature, call_node, names, statement)
                 inlined = load(result)
             else:
-                prefix, inlined = _inlined_expression(body, parameters, call_node, names, statement)
+                prefix, inlined = _inlined_expression(body, signature, call_node, names, statement)
             statement.s2s_before = [*getattr(statement, "s2s_before", []), *prefix]
             call_node.s2s_inlined = inlined
         done.add(id(binding))
-        node.body = _replace_inlined(node.body, binding)
+        node.body = _replace_inlined(node.body, binding, kept)
         return True
     return False
 
 
-def _inlined_expression(body, parameters, call_node, names, statement):
+@dataclass
+class _Signature:
+    """A local function's parameters: the named ones, ``*star``, and the defaults."""
+
+    named: list[str]
+    star: str | None = None
+    defaults: dict[str, gast.expr] = dataclasses.field(default_factory=dict)
+
+    @property
+    def all(self) -> list[str]:
+        return self.named + ([self.star] if self.star else [])
+
+    def keep_defaults(self, names: NameGenerator, binding: gast.stmt) -> list[gast.stmt]:
+        """Python computes defaults where the function is made: what is not a literal is
+        kept in a variable there (the statements, to put in the function's place)."""
+        kept = []
+        for parameter, value in list(self.defaults.items()):
+            if not isinstance(value, gast.Constant):
+                temporary = names.fresh(f"{parameter}_default")
+                kept.append(assign(temporary, value, like=binding))
+                self.defaults[parameter] = load(temporary)
+        return kept
+
+
+def _inlined_expression(body, signature, call_node, names, statement):
     """The returned expression of a one-line function, with the call's arguments in it
     (those ``*a`` takes as the tuple ``(x, y)``, whose ``a[0]`` and ``*a`` are read)."""
     prefix = []
     renames = {}
-    star = parameters[-1][1:] if parameters and parameters[-1].startswith("*") else None
-    for parameter, argument in _bound_arguments(parameters, call_node):
-        if parameter == star:  # *a: its entries one by one
+    for parameter, argument in _bound_arguments(signature, call_node):
+        if parameter == signature.star:  # *a: its entries one by one
             elements = []
             for element in argument.elts:
                 if not isinstance(element, (gast.Name, gast.Constant)):
@@ -182,15 +208,18 @@ def _inlined_expression(body, parameters, call_node, names, statement):
     return prefix, _read_tuples(_substituted(clone(body), renames))
 
 
-def _bound_arguments(parameters: list[str], call_node: gast.Call):
+def _bound_arguments(signature: _Signature, call_node: gast.Call):
     """``(parameter, argument)`` pairs in the order Python evaluates the arguments
-    (positional ones, then keywords), ``*a`` bound to the tuple of the rest."""
-    named = [p for p in parameters if not p.startswith("*")]
+    (positional ones, then keywords), ``*a`` bound to the tuple of the rest, and then the
+    defaults of the parameters the call does not give."""
+    named = signature.named
     pairs = list(zip(named, call_node.args))
-    if len(named) != len(parameters):
+    if signature.star is not None:
         rest = gast.Tuple(elts=list(call_node.args[len(named) :]), ctx=gast.Load())
-        pairs.append((parameters[-1][1:], rest))
+        pairs.append((signature.star, rest))
     pairs += [(k.arg, k.value) for k in call_node.keywords]
+    given = {parameter for parameter, _ in pairs}
+    pairs += [(p, clone(v)) for p, v in signature.defaults.items() if p not in given]
     return pairs
 
 
@@ -219,11 +248,10 @@ def _read_tuples(node: gast.expr) -> gast.expr:
     return clone_rewriting(node, simplify, kinds=(gast.Subscript, gast.Call))
 
 
-def _inlined_statements(body, parameters, call_node, names, statement):
+def _inlined_statements(body, signature, call_node, names, statement):
     """A copy of a function's body (its returns already assignments of ``_RESULT``) with
     every variable renamed apart, after its parameters bound to the call's arguments."""
-    bare = [p.lstrip("*") for p in parameters]
-    local = sorted(set(bare) | set().union(*(names_written(s) for s in body)))
+    local = sorted(set(signature.all) | set().union(*(names_written(s) for s in body)))
     renames = {name: names.fresh(name.strip("_") or "v") for name in local}
     copied = [clone(s) for s in body]
     for current in walk(gast.Module(body=copied, type_ignores=[])):
@@ -231,7 +259,7 @@ def _inlined_statements(body, parameters, call_node, names, statement):
             current.id = renames[current.id]
     prefix = [
         assign(renames[parameter], argument, like=statement)
-        for parameter, argument in _bound_arguments(parameters, call_node)
+        for parameter, argument in _bound_arguments(signature, call_node)
     ]
     return prefix + copied, renames[_RESULT]
 
@@ -341,7 +369,7 @@ def _inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve
 
 
 def _local_functions(statements):
-    """``(name, binding statement, parameters, body)`` of each function the body defines
+    """``(name, binding statement, signature, body)`` of each function the body defines
     once, as a lambda or a ``def``: ``body`` is the returned expression of a lambda or of a
     ``def`` whose body is one ``return``, else the ``def``'s statements with one exit."""
     bindings = Counter(n for s in statements for n in names_written(s))
@@ -361,9 +389,7 @@ def _local_functions(statements):
                     continue
         else:
             continue
-        plain = not (
-            arguments.kwarg or arguments.kwonlyargs or arguments.defaults or arguments.posonlyargs
-        )
+        plain = not (arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs)
         if isinstance(body, list):
             nested = False  # checked by _body_to_inline
             recursive = any(type(n) is gast.Name and n.id == name for s in body for n in walk(s))
@@ -372,8 +398,10 @@ def _local_functions(statements):
             nested = any(type(n) in inner for n in walk(body))
             recursive = any(type(n) is gast.Name and n.id == name for n in walk(body))
         if plain and not nested and not recursive and bindings[name] == 1:
-            star = [f"*{arguments.vararg.id}"] if arguments.vararg is not None else []
-            yield name, statement, [a.id for a in arguments.args] + star, body
+            named = [a.id for a in arguments.args]
+            star = arguments.vararg.id if arguments.vararg is not None else None
+            defaults = dict(zip(named[len(named) - len(arguments.defaults) :], arguments.defaults))
+            yield name, statement, _Signature(named, star, defaults), body
 
 
 # statements a nested def's body may hold to be inlined: what it defines or declares is not
@@ -427,38 +455,40 @@ def _without_comprehensions(statement: gast.stmt) -> gast.stmt:
     return clone_rewriting(statement, drop, kinds=_COMPREHENSIONS)
 
 
-def _plain_calls(statements, name: str, parameters, free: set[str] = frozenset()):
+def _plain_calls(statements, name: str, signature, free: set[str] = frozenset()):
     """The ``name(...)`` calls, with their statements, when every use of ``name`` is such a
-    call (that fills ``parameters``, named ``*a`` for the rest, by position or keyword; any
-    number of positional arguments when None) in a plain statement, outside any lambda,
+    call (that fills the parameters of ``signature`` by position or keyword; any number of
+    positional arguments when None) in a plain statement, outside any lambda,
     comprehension or short-circuit operator; else None.
 
     Calls inside another nested ``def`` count when it binds none of the ``free`` names
     (those the called function reads from the enclosing function, and its own name)."""
-    found = _calls_and_uses(statements, name, parameters, free)
+    found = _calls_and_uses(statements, name, signature, free)
     if found is None:
         return None
     calls, uses = found
     return calls if calls and len(calls) == uses else None
 
 
-def _fills(parameters: list[str] | None, node: gast.Call) -> bool:
-    """Whether the call gives each parameter one value, without ``*`` or ``**``."""
+def _fills(signature: _Signature | None, node: gast.Call) -> bool:
+    """Whether the call gives each parameter one value (or leaves it its default),
+    without ``*`` or ``**``."""
     if any(isinstance(a, gast.Starred) for a in node.args):
         return False
-    if parameters is None:
+    if signature is None:
         return not node.keywords
-    named = [p for p in parameters if not p.startswith("*")]
-    if len(node.args) > len(named) and len(named) == len(parameters):
+    named = signature.named
+    if len(node.args) > len(named) and signature.star is None:
         return False
     keys = [k.arg for k in node.keywords]
     filled = named[: len(node.args)]
     if None in keys or len(set(keys)) != len(keys) or set(keys) & set(filled):
         return False
-    return set(keys) <= set(named) and set(filled) | set(keys) == set(named)
+    given = set(filled) | set(keys)
+    return set(keys) <= set(named) and set(named) - given <= set(signature.defaults)
 
 
-def _calls_and_uses(statements, name: str, parameters, free: set[str]):
+def _calls_and_uses(statements, name: str, signature, free: set[str]):
     calls = []
     uses = 0
     for statement in statements:
@@ -476,7 +506,7 @@ def _calls_and_uses(statements, name: str, parameters, free: set[str]):
             if any(type(n) is gast.Name and n.id == name for n in walk(arguments)):
                 return None  # in a default
             body = list(nested_statements(statement.body))
-            inner = _calls_and_uses(body, name, parameters, free)
+            inner = _calls_and_uses(body, name, signature, free)
             if inner is None:
                 return None
             calls += inner[0]
@@ -506,7 +536,7 @@ def _calls_and_uses(statements, name: str, parameters, free: set[str]):
                 and type(n.func) is gast.Name
                 and n.func.id == name
                 and id(n) not in guarded
-                and _fills(parameters, n)
+                and _fills(signature, n)
             ):
                 calls.append((statement, n))
     return calls, uses
