@@ -219,6 +219,18 @@ def test_second_order_through_nested_defs(f, make):
     check_hvp(lambda w: f(w, x), w, RNG.normal(size=w.shape))
 
 
+SINGLE = [(f, make) for f, make in NESTED if not isinstance(make()[1], list)]
+
+
+@pytest.mark.parametrize("f, make", SINGLE, ids=[f.__name__ for f, _ in SINGLE])
+def test_forward_mode_through_nested_defs(f, make):
+    w, x = make()
+    along = RNG.normal(size=np.shape(w))
+    _, tangent = sg.jvp(lambda w: f(w, x), (w,), (along,), mode="s2s")
+    expected = numeric_grad(f, (w, x), 0)
+    np.testing.assert_allclose(tangent, np.sum(expected * along), rtol=1e-5, atol=1e-7)
+
+
 def test_the_generated_code_shows_the_nested_def_inlined():
     w, xs = RNG.normal(size=(5, 3)), RNG.normal(size=(4, 2))
     gradient = sg.grad(rnn_loss, mode="s2s")
