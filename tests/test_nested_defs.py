@@ -402,6 +402,56 @@ def test_iterators_without_a_length_are_refused_when_transformed():
     assert_close(gradient, numeric_grad(zipped_with_a_counter, (x, [x, 2 * x]), 0))
 
 
+def filter_reading_what_the_loop_changes(x, ks):
+    limit = 0.0
+
+    def keep(k):
+        return k > limit
+
+    total = 0.0
+    for k in filter(keep, ks):  # filter calls keep as the loop runs: it sees the new limit
+        total = total + np.sum(np.sin(x * k))
+        limit = limit + 1.5
+    return total
+
+
+def map_reading_what_the_loop_changes(x, ks):
+    scale = 1.0
+    total = 0.0
+    for v in map(lambda k: k * scale, ks):
+        total = total + np.sum(np.sin(x * v))
+        scale = scale * 2.0
+    return total
+
+
+def generator_reading_what_the_loop_changes(x, ks):
+    scale = 1.0
+    total = 0.0
+    for v in (k * scale for k in ks):
+        total = total + np.sum(np.sin(x * v))
+        scale = scale * 2.0
+    return total
+
+
+LAZY = [
+    filter_reading_what_the_loop_changes,
+    map_reading_what_the_loop_changes,
+    generator_reading_what_the_loop_changes,
+]
+
+
+@pytest.mark.parametrize("f", LAZY)
+def test_an_iterator_reading_what_the_loop_changes_is_not_read_beforehand(f):
+    """Read whole before the loop, these gave a silently wrong gradient (the values made
+    with the old scale); they are refused, and the tape follows them."""
+    x, ks = RNG.normal(size=2), [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(sg.UnsupportedError, match=r"test_nested_defs.py:\d+.*mode='tape'"):
+        sg.grad(f, mode="s2s")(x, ks)
+    with pytest.warns(FallbackWarning):
+        gradient = sg.grad(f, mode="auto")(x, ks)
+    assert_close(gradient, numeric_grad(f, (x, ks), 0))
+
+
 def test_an_iterator_of_differentiated_values_is_refused_when_transformed():
     ws = [RNG.normal(size=2), RNG.normal(size=2)]
     with pytest.raises(sg.UnsupportedError, match=r"test_nested_defs.py:\d+.*mode='tape'"):

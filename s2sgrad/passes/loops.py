@@ -61,6 +61,19 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     _inline_local_partials(node, names, resolve)
     uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
     loops = _Loops(names, resolve, uses)
+    loops.local_functions = {  # what each local function reads when it is called
+        n.name if type(n) is gast.FunctionDef else n.targets[0].id: names_read(n)
+        for n in walk(node)
+        if n is not node
+        and (
+            type(n) is gast.FunctionDef
+            or (
+                type(n) is gast.Assign
+                and type(n.value) is gast.Lambda
+                and type(n.targets[0]) is gast.Name
+            )
+        )
+    }
     node.body = loops.block(node.body)
     if _inline_local_functions(node, names):  # map(f, xs) is now a loop calling f plainly
         node.body = loops.block(node.body)  # the loops the inlined statements hold
@@ -597,6 +610,7 @@ class _Loops:
         self.names = names
         self.resolve = resolve
         self.uses = uses  # how often each name occurs in the function
+        self.local_functions: dict[str, set[str]] = {}
         self.helpers: dict[str, str] = {}  # runtime helper → the name the code calls it by
 
     def helper(self, name: str) -> gast.Name:
@@ -764,10 +778,19 @@ class _Loops:
         maker = self.resolve(node.func)
         if not any(maker is m for m in _LISTED) and not self.builtin_call(node, "filter"):
             return node
-        changed = set().union(*(names_modified(s) for s in loop.body + loop.orelse))
-        if names_read(node) & changed:
+        if self.sees_changes(node, loop):
             return node
         return located(call(load("list"), [node]), node)
+
+    def sees_changes(self, iterable: gast.expr, loop: gast.For) -> bool:
+        """Whether ``iterable``, made lazily as the loop runs, reads a name the loop's body
+        changes (also through a local function it calls: ``filter(keep, xs)``), so that
+        reading it whole beforehand would give other values."""
+        changed = set().union(*(names_modified(s) for s in loop.body + loop.orelse))
+        reads = names_read(iterable)
+        for name in reads & self.local_functions.keys():
+            reads = reads | self.local_functions[name]
+        return bool(reads & changed)
 
     def is_iterator(self, node: gast.expr) -> bool:
         """Whether ``node`` makes an itertools iterator (``count()``, ``cycle(xs)`` …), which
@@ -904,6 +927,12 @@ class _Comprehensions(gast.NodeTransformer):
         return node
 
     def visit_For(self, node):  # only the header: the body's statements are lowered in it
+        lazy = any(
+            type(n) is gast.GeneratorExp or self.loops.builtin_call(n, "map")
+            for n in walk(node.iter)
+        )
+        if lazy and self.loops.sees_changes(node.iter, node):
+            return node  # made as the loop runs, from what it changes: left for the tape
         node.iter = self.visit(node.iter)
         return node
 
