@@ -65,6 +65,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     generic = getattr(function, "generic_function", None)
     if callable(generic) and getattr(function, "mode", None) != "tape":
         target = function = generic()  # a transform: differentiate the code it generated
+    elif callable(generic) and not tape:  # made with mode="tape": it has no generated code
+        from s2sgrad.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"{_user_origin()}: a derivative made with mode='tape' is called here, and has "
+            "no source to transform; use mode='auto' or mode='tape' to differentiate it"
+        )
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
     elif not isinstance(function, types.FunctionType) and callable(function):
