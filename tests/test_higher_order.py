@@ -405,3 +405,23 @@ def test_grad_of_grad_through_a_helper_of_two_arguments(mode, f):
     second = sg.grad(sg.grad(lambda y: f(y * np.ones(3)), mode=mode), mode=mode)
     expected = numeric_grad(sg.grad(lambda y: f(y * np.ones(3)), mode="tape"), (y,), 0)
     np.testing.assert_allclose(second(y), expected, rtol=1e-5, atol=1e-7)
+
+
+def _decaying_sum(w, x):
+    total = x
+    for k in range(3):
+        total = total + np.exp(-x * w * k)
+    return np.sum(total)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_hvp_through_a_lambda_over_a_helper_with_a_loop(mode):
+    # forward mode over the helper's backward sweep reads the loop's range from the saved
+    # values: its elements are integers, with zero tangents
+    rng = np.random.default_rng(4)
+    x, w, v = rng.normal(size=2), rng.normal(size=2), rng.normal(size=2)
+    (product,) = sg.hvp(lambda w: _decaying_sum(w, x), (w,), (v,), mode=mode)
+    gradient = sg.grad(_decaying_sum, mode="tape")
+    step = 1e-6
+    expected = (gradient(w + step * v, x) - gradient(w - step * v, x)) / (2 * step)
+    np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-8)

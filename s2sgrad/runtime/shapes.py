@@ -269,7 +269,11 @@ def items_cotangent(g: Any, x: Any) -> Any:
 
         items_cotangent(np.ones(2), np.zeros(2))  # array([1., 1.])
     """
-    return zeros_like_value(x) if isinstance(x, dict) else g
+    if isinstance(x, dict):
+        return zeros_like_value(x)
+    if g is None and isinstance(x, range):  # integers: zero for each element read from it
+        return np.zeros(len(x))
+    return g
 
 
 def dict_keys(d: dict) -> list:
