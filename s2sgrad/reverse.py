@@ -221,6 +221,13 @@ class _Reverse:
     def check_mutations(self, statements: list[gast.stmt]) -> None:
         """In-place updates must target arrays or lists the function created itself."""
         fresh = _fresh_names(statements, self.parsed, self.local_names)
+        dicts = {
+            s.targets[0].id
+            for s in nested_statements(statements)
+            if isinstance(s, gast.Assign)
+            and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Dict)
+        }
         refuse_mutating_calls(statements, self.parsed, self.parameters, self.activity)
         for statement in nested_statements(statements):
             base = _mutated_base(statement)
@@ -234,6 +241,13 @@ class _Reverse:
                 )
                 error.tape_cannot_either = True
                 raise error
+            if base in dicts and (base in self.activity.varied or self.active(base)):
+                raise UnsupportedError(  # the tape can: auto falls back to it
+                    f"{self.parsed.location(statement)}: writing entries of the dict "
+                    f"'{base}' that hold values being differentiated is not transformed by "
+                    "source; build the dict in one expression ({k: ... for k in ...} or "
+                    "dict(zip(...))), or use mode='tape'"
+                )
             if base not in fresh and (base in self.activity.varied or self.active(base)):
                 error = UnsupportedError(
                     f"{self.parsed.location(statement)}: '{base}' is updated in place but "

@@ -1,5 +1,7 @@
 """Tuples and dicts made inside a differentiated function, read more than once."""
 
+import warnings
+
 import numpy as np
 import pytest
 from oracle import assert_close, call_twice, numeric_grad
@@ -104,3 +106,30 @@ def test_second_derivative_through_a_dict():
 def test_entries_nobody_reads_get_no_derivative_code(function, read, unread):
     source = sg.source(sg.grad(function, mode="s2s"))
     assert read in source and unread not in source, source
+
+
+def _unflatten(flat):
+    sizes = [("a", (2, 2)), ("b", (2,))]
+    parts = {}
+    start = 0
+    for name, shape in sizes:
+        stop = start + int(np.prod(shape))
+        parts[name] = flat[start:stop].reshape(shape)
+        start = stop
+    return parts
+
+
+def _loss_of_flat_parameters(flat):
+    p = _unflatten(flat)
+    return np.sum(p["a"] @ p["b"])
+
+
+def test_a_dict_filled_entry_by_entry_is_refused_by_source_and_right_in_auto():
+    flat = np.random.default_rng(2).normal(size=6)
+    with pytest.raises(sg.UnsupportedError, match="dict 'parts'") as caught:
+        sg.grad(_loss_of_flat_parameters, mode="s2s")(flat)
+    assert "test_container_values.py" in str(caught.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.grad(_loss_of_flat_parameters)(flat)
+    np.testing.assert_allclose(got, numeric_grad(_loss_of_flat_parameters, (flat,), 0), rtol=1e-6)

@@ -106,6 +106,9 @@ _FRESH_METHODS = frozenset(
     searchsorted count index sort
     """.split()  # noqa: SIM905
 )
+# Methods whose result is the receiver, a view of it or a new array, never one of their
+# arguments (a shape, axes, a dtype)
+_RECEIVER_VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze", "view"})
 # Attributes that are numbers or tuples of numbers, never arrays
 _NUMBER_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes"})
 _FRESH_BUILTINS = frozenset(
@@ -586,6 +589,8 @@ def _call_sources(call: gast.Call, resolve) -> set[str]:
         receiver = _sources(func.value, resolve)
         if func.attr in _FRESH_METHODS and not _keeps_memory(call, func.attr):
             return set()
+        if func.attr in _RECEIVER_VIEW_METHODS:
+            return receiver
         return receiver | every  # a method may return its receiver, a view, an argument
     if isinstance(target, types.FunctionType):  # a function of the user's, or generated
         returned = _returned_parameters(target)
