@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.codegen import GeneratedFunction
+from s2sgrad.codegen import GeneratedFunction, to_source
 from s2sgrad.errors import S2SGradError
 from s2sgrad.transform import derivative
 
@@ -59,29 +59,44 @@ def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
     return ordered
 
 
-def source(transformed: Callable, wrt: int | str | tuple = 0) -> str:
+def source(transformed: Callable, wrt: int | str | tuple = 0, optimize: bool = True) -> str:
     """The generated source of a transformed function (with the callees it uses).
 
     Once the transformed function has been called, this is the code that ran last:
     specialised to the shapes of its arguments where that was safe. Before any call it
-    is the generic code, which works for any shapes.
+    is the generic code, which works for any shapes. ``optimize=False`` gives the generic
+    code before it is tidied: one statement per rule applied, each ``# grad of:`` comment
+    naming the rules of its block.
 
     Example::
 
         print(sg.source(sg.grad(f)))
+        print(sg.source(sg.grad(f), optimize=False))
     """
-    parts = _with_dependencies(_generated(transformed, wrt))
-    return "\n\n".join(part.source.rstrip() + "\n" for part in parts)
+    if optimize:
+        parts = _with_dependencies(_generated(transformed, wrt))
+        return "\n\n".join(part.source.rstrip() + "\n" for part in parts)
+    parts = _with_dependencies(_generated(transformed, wrt, latest=False))
+    texts = [part.source if part.raw_node is None else to_source(part.raw_node) for part in parts]
+    return "\n\n".join(text.rstrip() + "\n" for text in texts)
 
 
-def show(f: Callable, wrt: int | str | tuple = 0, forward: bool = False, file=None) -> None:
-    """Print the gradient code of ``f`` (syntax-highlighted in a colour terminal).
+def show(
+    f: Callable,
+    wrt: int | str | tuple = 0,
+    forward: bool = False,
+    file=None,
+    optimize: bool = True,
+) -> None:
+    """Print the gradient code of ``f`` (syntax-highlighted in a colour terminal);
+    ``optimize=False`` prints it before tidying, naming the rule applied to each primitive.
 
     Example::
 
         sg.show(loss, wrt="w")
+        sg.show(loss, wrt="w", optimize=False)
     """
-    text = _jvp_source(f, wrt) if forward else source(f, wrt)
+    text = _jvp_source(f, wrt) if forward else source(f, wrt, optimize)
     stream = file or sys.stdout
     if _wants_colour(stream):
         text = highlight(text)

@@ -32,6 +32,7 @@ from s2sgrad.syntax import (
     BINARY_OPERATORS,
     COMMENT_MARK,
     child_fields,
+    drop_rule_names,
     method_receiver,
     names_read,
     node_fields,
@@ -182,6 +183,7 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 
         optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
     """
+    drop_rule_names(body)  # they are for the unoptimised code (sg.show(..., optimize=False))
     facts = FactsCache()
     facts.prime(body)
     for _ in range(20):

@@ -47,6 +47,7 @@ from s2sgrad.passes.aliases import fresh_result, refuse_mutating_calls
 from s2sgrad.passes.names import NameGenerator
 from s2sgrad.syntax import (
     COMMENT_MARK,
+    add_rule_names,
     assign,
     attribute,
     call,
@@ -142,6 +143,7 @@ class _Reverse:
         self.counters: set[str] = set()  # variables of the enclosing `for … in range` loops
         self.parameters = _parameters(parsed.node)
         self.user_names = names_written(parsed.node) | self.parameters
+        self.rules_applied: list[str] = []  # for the statement whose adjoint is being built
 
     # names ------------------------------------------------------------------------------
     def adjoint(self, variable: str) -> str:
@@ -620,27 +622,39 @@ class _Reverse:
         for statement in reversed(statements):
             after_sets.append(set(reads_after))
             reads_after |= names_read(statement)
+        rules: list[list[str]] = []
         for statement, after in zip(reversed(statements), after_sets):
+            outer_rules, self.rules_applied = self.rules_applied, []
             block = self.backward_statement(statement, after)
+            block_rules, self.rules_applied = self.rules_applied, outer_rules
             early = getattr(statement, "_s2s_restored_early", [])
             for save in reversed(getattr(statement, "_s2s_saves", [])):  # last pushed first
                 if save not in early:
                     block.append(self.restore_marker(save))
             if block:
                 blocks.append(block)
-        return self.with_comments(blocks)
+                rules.append(block_rules)
+        return self.with_comments(blocks, rules)
 
-    def with_comments(self, blocks: list[list[gast.stmt]]) -> list[gast.stmt]:
+    def with_comments(
+        self, blocks: list[list[gast.stmt]], rules: list[list[str]]
+    ) -> list[gast.stmt]:
+        """The blocks, each group of one source line under a ``# grad of:`` comment that
+        also names the rules applied (shown in unoptimised code, see optimize.py)."""
         result: list[gast.stmt] = []
-        last_line = None
-        for block in blocks:
+        last_line, last_comment = None, None
+        for block, block_rules in zip(blocks, rules):
             first = block[0]
             line = getattr(first, "lineno", None)
             if line is not None and line != last_line and not _is_marker(first):
                 text = self.parsed.source_line(first)
+                last_comment = None
                 if text:
-                    result.append(comment(f"grad of: {text}"))
+                    last_comment = comment(f"grad of: {text}")
+                    result.append(last_comment)
                 last_line = line
+            if block_rules and last_comment is not None:
+                add_rule_names(last_comment, block_rules)
             result.extend(block)
         return result
 
@@ -990,6 +1004,7 @@ class _Reverse:
                 self.names,
                 self.namespace,
             )
+        self.rules_applied.append(rule_label(rule.vjp if inlined is not None else None, operation))
         block: list[gast.stmt] = []
         if inlined is None:
             primitive_name = self.namespace.bind(
@@ -1333,6 +1348,15 @@ def _attributes_stored_on_first_parameter(function: types.FunctionType) -> str |
                 ):
                     return part.attr
     return None
+
+
+def rule_label(rule_function: Any, operation: Operation) -> str:
+    """How a ``# grad of:`` comment names the rule applied to ``operation``: the inlined
+    rule's function and module, or the primitive whose rule the generated code calls."""
+    if rule_function is None:
+        return f"{_describe(operation.primitive)} (rule called)"
+    module = getattr(rule_function, "__module__", "") or ""
+    return f"{rule_function.__qualname__} in {module}"
 
 
 def not_at_run_time(error: S2SGradError) -> S2SGradError:

@@ -32,6 +32,9 @@ __all__ = [
     "literal_keys",
     "COMMENT_MARK",
     "comment",
+    "add_rule_names",
+    "drop_rule_names",
+    "RULES_MARK",
 ]
 
 COMMENT_MARK = "__s2sgrad_comment__:"
@@ -427,3 +430,35 @@ def is_atom(node: gast.AST) -> bool:
 def comment(text: str) -> gast.Expr:
     """A statement that codegen prints as ``# text``."""
     return gast.Expr(value=constant(COMMENT_MARK + text))
+
+
+#: separates a ``# grad of:`` comment from the rules it names; optimised code drops them
+RULES_MARK = "    rules: "
+
+
+def add_rule_names(statement: gast.Expr, rules: list[str]) -> None:
+    """Name ``rules`` in the comment ``statement`` (once each, in order).
+
+    Example::
+
+        add_rule_names(comment("grad of: y = np.sin(x)"), ["_sin in s2sgrad.rules.elementwise"])
+    """
+    text, _, named = statement.value.value.partition(RULES_MARK)
+    known = named.split("; ") if named else []
+    known += [r for r in rules if r not in known]
+    statement.value.value = text + RULES_MARK + "; ".join(known)
+
+
+def drop_rule_names(statements: list[gast.stmt]) -> None:
+    """Drop the rule names of every ``# grad of:`` comment in ``statements`` (nested blocks
+    too), in place: optimised code keeps the comment's first part only.
+
+    Example::
+
+        drop_rule_names(body)  # "# grad of: y = f(x)    rules: _f in m" → "# grad of: y = f(x)"
+    """
+    for statement in statements:
+        for node in walk(statement):
+            text = getattr(node, "value", None) if type(node) is gast.Constant else None
+            if isinstance(text, str) and RULES_MARK in text and text.startswith(COMMENT_MARK):
+                node.value = text.partition(RULES_MARK)[0]
