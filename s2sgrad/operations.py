@@ -555,7 +555,7 @@ def _check_statement(statement, parsed, local_names, activity, bases, read_on_pa
             "after a differentiated computation used it, whose derivative needs the value "
             "it had then"
         )
-        tape_too = True
+        tape_too = False  # the tape keeps a copy of each plain array a recorded step read
     else:
         return
     error = UnsupportedError(

@@ -591,7 +591,7 @@ def _finish(key, args, kwargs, out, serials, rule=None):
     if kind not in _PLAIN or (kind is np.ndarray and out.dtype.kind == "c"):
         _refuse_foreign_arrays(key, args, out)  # a foreign argument gives a foreign result
     out = _wrap(out, serials)
-    entry = (rule, args, kwargs, out)
+    entry = (rule, _held(args), _held_keywords(kwargs), out)
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
@@ -630,6 +630,38 @@ def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
 
 
 _PLAIN = frozenset({np.ndarray, float, int, np.float64, np.float32, tuple, list, TapeValue})
+
+
+def _held(args: tuple) -> tuple:
+    """The arguments as a recorded operation keeps them for the backward pass: plain arrays
+    copied, since the code may change them in place afterwards (``t[:] = 0``, ``t.fill(2)``,
+    ``np.copyto(t, v)``, ``t *= 2``, a view of ``t`` written), while the derivative needs the
+    value this operation saw. Tape values are kept as they are: their arrays never change.
+
+    Example::
+
+        _held((x, t))  # (x, a copy of t) for a tape value x and an ndarray t
+    """
+    for a in args:
+        kind = type(a)
+        if kind is np.ndarray or kind is list or kind is tuple:
+            return tuple(_held_value(a) for a in args)
+    return args
+
+
+def _held_value(a: Any) -> Any:
+    kind = type(a)
+    if kind is np.ndarray:
+        return a.copy()
+    if (kind is list or kind is tuple) and any(type(b) in (np.ndarray, list, tuple) for b in a):
+        return kind(_held_value(b) for b in a)
+    return a
+
+
+def _held_keywords(kwargs: dict | None) -> dict | None:
+    if not kwargs:
+        return kwargs
+    return {k: _held_value(v) for k, v in kwargs.items()}
 
 
 def record_copy(x: Any) -> TapeValue:
