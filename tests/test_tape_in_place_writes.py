@@ -10,6 +10,8 @@ second order (a gradient of a gradient) on the tape.
 import numpy as np
 import pytest
 from oracle import assert_close, call_twice, numeric_grad
+from test_item_writes import CASES as ITEM_WRITES
+from test_item_writes import IDS as ITEM_WRITE_IDS
 
 import s2sgrad as sg
 
@@ -160,3 +162,182 @@ def test_an_argument_changed_after_use_keeps_its_old_value(mode):
         assert mode != "tape" and __file__ in str(error), error
         return
     assert_close(gradient, expected, rtol=1e-12, atol=1e-12)
+
+
+# 2. Item writes recorded as new versions of an array -------------------------------------
+
+
+def second_order_of(f, args, wrt, v, mode):
+    def along(*args):
+        return np.sum(sg.grad(f, wrt=wrt, mode=mode)(*args) * v)
+
+    return sg.grad(along, wrt=wrt, mode=mode)(*args)
+
+
+def numeric_second_order_of(f, args, wrt, v):
+    def along(*args):
+        return float(np.sum(numeric_grad(f, args, wrt) * v))
+
+    return numeric_grad(along, args, wrt, step=1e-4)
+
+
+@pytest.mark.parametrize("function, args, wrt", ITEM_WRITES, ids=ITEM_WRITE_IDS)
+def test_item_writes_follow_numpy_on_the_tape(function, args, wrt):
+    try:
+        gradient = call_twice(sg.grad(function, wrt=wrt, mode="tape"), *args)
+    except sg.NonDifferentiableError as error:  # a write into a plain array (np.zeros(n))
+        assert "test_item_writes.py:" in str(error) and "np.zeros_like" in str(error)
+        return
+    assert_close(gradient, numeric_grad(function, args, wrt), rtol=1e-6, atol=1e-8)
+    v = np.cos(np.arange(np.size(args[wrt]), dtype=float)).reshape(np.shape(args[wrt]))
+    v = float(v) if isinstance(args[wrt], float) else v
+    expected = numeric_second_order_of(function, args, wrt, v)
+    assert_close(second_order_of(function, args, wrt, v, "tape"), expected, rtol=1e-4, atol=1e-5)
+
+
+def copied_then_masked(x):
+    y = x.copy()
+    y[x > 0.5] = -3.0
+    return np.sum(np.tanh(y) * x)
+
+
+def buffer_of_two(x):
+    buf = np.zeros_like(x, shape=2)
+    buf[0] = np.sum(x)
+    buf[1] = 2.0 * np.sum(x * x)
+    return np.sum(buf**2)
+
+
+def rows_written_in_a_loop(x):
+    out = np.empty_like(x, shape=(3, x.size))
+    for i in range(3):
+        out[i] = np.sin(x * (i + 1))
+    return np.sum(out @ x)
+
+
+def written_twice_and_read_between(x):
+    y = x * 2.0
+    first = np.sum(y**2)  # reads y before the writes
+    y[1] = np.cos(x[0])
+    middle = np.sum(y**3)
+    y[1:] = y[:-1] * x[1:]  # reads the version before this write
+    return first + middle + np.sum(np.exp(y))
+
+
+def written_with_itself(x):
+    y = np.sin(x)
+    y[...] = y
+    y[::-1] = y
+    return np.sum(y * np.arange(1.0, 4.0))
+
+
+def repeated_index_last_write_wins(x):
+    y = np.zeros_like(x)
+    y[[0, 2, 0]] = x * np.array([1.0, 2.0, 3.0])
+    return np.sum(np.sin(y))
+
+
+def repeated_index_updated_once(x):
+    y = x**2
+    y[[1, 1, 2]] += x
+    return np.sum(y**2)
+
+
+def argument_written(x):
+    x[0] = 2.0 * x[1]  # the function's own input: the tape's copy, as in s2s (refused there)
+    return np.sum(x**2)
+
+
+TAPE_WRITES = [
+    copied_then_masked,
+    buffer_of_two,
+    rows_written_in_a_loop,
+    written_twice_and_read_between,
+    written_with_itself,
+    repeated_index_last_write_wins,
+    repeated_index_updated_once,
+    argument_written,
+]
+
+
+# Known wrong answers of the source transformer, each a bug to fix (strict xfails).
+KNOWN_WRONG = {
+    ("written_with_itself", "s2s"): "y[::-1] = y: the transformer gives a zero gradient",
+    ("written_with_itself", "auto"): "y[::-1] = y: the transformer gives a zero gradient",
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", TAPE_WRITES, ids=lambda f: f.__name__)
+def test_item_writes_into_arrays_the_function_made(f, mode, request):
+    reason = KNOWN_WRONG.get((f.__name__, mode))
+    if reason is not None:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    x = np.random.default_rng(len(f.__name__)).uniform(0.2, 0.9, size=3)
+    gradient_or_refusal(f, x, mode)
+
+
+def test_a_write_into_a_plain_array_is_refused_with_what_to_do():
+    def write_into_zeros(x):
+        y = np.zeros(3)
+        y[0] = np.sum(x)
+        return np.sum(y)
+
+    with pytest.raises(sg.NonDifferentiableError) as error:
+        sg.grad(write_into_zeros, mode="tape")(np.ones(3))
+    line = write_into_zeros.__code__.co_firstlineno + 2
+    assert f"{__file__}:{line}" in str(error.value)
+    assert "np.zeros_like(x, shape=...)" in str(error.value)
+
+
+def scale_in_place(g):
+    g[:] = g * 0.5
+    return g
+
+
+def calls_a_helper_that_scales_its_argument(x):
+    y = np.sin(x)
+    scale_in_place(y)
+    return np.sum(y)
+
+
+def writes_an_array_a_view_shares(x):
+    y = np.sin(x)
+    view = y[1:]
+    y[1] = 0.0
+    return np.sum(view)
+
+
+@pytest.mark.parametrize(
+    "f, text",
+    [
+        (calls_a_helper_that_scales_its_argument, "g[:] = g * 0.5"),
+        (writes_an_array_a_view_shares, "y[1] = 0.0"),
+    ],
+)
+def test_a_write_another_name_would_see_is_refused(f, text):
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(f, mode="tape")(np.array([0.3, 0.5, 0.7]))
+    message = str(error.value)
+    assert f"{__file__}:{_line_of(text)}" in message, message
+    assert "instead" in message or "copy" in message, message
+
+
+def _line_of(text):
+    with open(__file__) as source:
+        return next(n for n, line in enumerate(source, 1) if line.strip() == text)
+
+
+def test_a_gradient_tape_keeps_its_values_immutable():
+    x = sg.constant(np.ones(3))
+    with sg.GradientTape() as tape:
+        tape.watch(x)
+        y = x * 2.0
+        with pytest.raises(TypeError, match="immutable"):
+            y[0] = 1.0
+
+
+def test_the_tape_leaves_the_input_as_it_was():
+    x = np.array([0.3, 0.5, 0.7])
+    sg.grad(argument_written, mode="tape")(x)
+    np.testing.assert_array_equal(x, [0.3, 0.5, 0.7])

@@ -108,7 +108,7 @@ def _shared_updates_by_line(frame: Any) -> dict[int, str]:
     return {
         parsed.line_offset + statement.lineno: found[id(statement)]
         for statement in nested_statements(node.body)
-        if id(statement) in found and type(statement) is gast.AugAssign
+        if id(statement) in found and type(statement) in (gast.AugAssign, gast.Assign)
     }
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from s2sgrad.rules.registry import Rule, differentiated_keyword, per_argument
 from s2sgrad.tape.specialize import specialized
+from s2sgrad.tape.writes import versions_apart
 
 __all__ = ["RECORDING", "new_serial", "live_serials", "Backward", "IDENTITY", "is_traced"]
 
@@ -164,6 +165,7 @@ class Backward:
 
     def __init__(self, entries: list, sources: list, tracked) -> None:
         self.tape_value = _tape_value_type()
+        entries, sources = versions_apart(entries, sources, self.tape_value)
         self.sources = sources
         self.source_ids = {id(s) for s in sources if s is not None and tracked(s)}
         self.entries = self._relevant(list(entries))

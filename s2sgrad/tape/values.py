@@ -29,6 +29,7 @@ from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
 from s2sgrad.tape.in_place import refuse_shared_update, under_numpy_semantics
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
+from s2sgrad.tape.writes import with_item
 
 __all__ = ["TapeValue", "apply", "apply_rule", "is_tape_value", "value_of", "user_location"]
 
@@ -145,8 +146,10 @@ class TapeValue:
             raise NonDifferentiableError(
                 f"{where(*_position(frame))}: writing a value being differentiated into an "
                 "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
-                "records operations on values, and this changes an array in place. Build the "
-                f"array with np.stack, np.concatenate or np.where instead, or {_USE_S2S}."
+                "follows writes only into arrays made from values it records. Make the array "
+                "with np.zeros_like(x, shape=...) (or np.empty_like, x.copy()) from a value x "
+                "being differentiated, build it with np.stack, np.concatenate or np.where, "
+                f"or {_USE_S2S}."
             )
         raise NonDifferentiableError(
             f"{where(*_position(frame))}: {what} of a value being differentiated on the tape "
@@ -177,8 +180,15 @@ class TapeValue:
         )
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if under_numpy_semantics():
-            _refuse_changing_an_argument(self, _user_frame())
+        """``x[index] = value``: under a function transform, NumPy's meaning, recorded as a
+        new version of ``x`` (see :mod:`s2sgrad.tape.writes`); refused where NumPy would
+        change an array the caller holds, or one that a name read later shares."""
+        if under_numpy_semantics() and type(self) is TapeValue:
+            frame = _user_frame()
+            _refuse_changing_an_argument(self, frame)
+            refuse_shared_update(frame)
+            _write_item(self, index, value)
+            return
         raise TypeError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
             f"build the new array with np.where, np.concatenate or np.stack instead, or {_USE_S2S}."
@@ -578,7 +588,7 @@ def _finish(key, args, kwargs, out, serials, rule=None):
     if rule is None:
         rule = _rule(key)
     if rule is not None and not rule.differentiable:
-        return out
+        return _blank(out) if key in _BLANK_LIKE else out
     if not serials:
         return out if rule is None else _wrap(out, ())
     if _has_no_derivative(out):  # integer and boolean results are piecewise constant
@@ -662,6 +672,44 @@ def _held_keywords(kwargs: dict | None) -> dict | None:
     if not kwargs:
         return kwargs
     return {k: _held_value(v) for k, v in kwargs.items()}
+
+
+def _write_item(target: TapeValue, index: Any, value: Any) -> None:
+    """Record ``target[index] = value`` as ``target = with_item(old, index, value)``, where
+    ``old`` is a new tape value holding what ``target`` held; ``target`` stays the object
+    later steps refer to (:func:`s2sgrad.tape.writes.versions_apart` tells them apart)."""
+    old = TapeValue(target._value, target._tapes)
+    if value is target:  # t[...] = t reads the value before the write
+        value = old
+    new = apply_rule(with_item, with_item, (old, value_of(index), value))
+    if type(new) is not TapeValue:  # an integer array: no derivative to record
+        target._value, target._tapes = new, ()
+        return
+    for serial in live_serials(new._tapes):
+        entries = RECORDING[serial]._entries
+        if entries and entries[-1][3] is new:
+            rule, args, kwargs, _ = entries[-1]
+            entries[-1] = (rule, args, kwargs, target)
+    target._value, target._tapes = new._value, new._tapes
+
+
+# Functions that make an array of the shape of their argument without reading its values:
+# on the tape, under a function transform, they return a tape value tracked by no tape, so
+# that items written into it later are recorded (``new = np.empty_like(u); new[0] = u[0]``).
+_BLANK_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like})
+
+
+def _blank(out: Any) -> Any:
+    """A result of one of ``_BLANK_LIKE``: a tape value where the user's code may write into
+    it, else the plain array."""
+    if type(out) is not np.ndarray or not under_numpy_semantics():
+        return out
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_TAPE_OR_NUMPY):
+        frame = frame.f_back
+    if frame is None or frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
+        return out  # a rule or helper of s2sgrad's: it writes plain arrays
+    return TapeValue(out, ())
 
 
 def record_copy(x: Any) -> TapeValue:
@@ -805,7 +853,9 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
             raise NonDifferentiableError(
                 f"{where(*_position(frame))}: 'a {symbol} ...' updates a plain array in place "
                 "with a value being differentiated, which the tape cannot record. Write "
-                f"'a = a {symbol[:-1]} ...' to make a new array, or {_USE_S2S}."
+                f"'a = a {symbol[:-1]} ...' to make a new array, make the array with "
+                "np.zeros_like(x, shape=...) from a value x being differentiated (the tape "
+                f"follows writes into it), or {_USE_S2S}."
             )
         raise NonDifferentiableError(
             f"{where(*_position(frame))}: {describe(primitive)}(..., out=...) writes in place, "
@@ -838,6 +888,7 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
 # what to do instead of an in-place write the tape cannot record
 _USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
 
+_TAPE_OR_NUMPY = (os.path.dirname(__file__) + os.sep, os.path.dirname(np.__file__) + os.sep)
 _SKIPPED_DIRS = (
     os.path.dirname(s2sgrad.__file__) + os.sep,
     os.path.dirname(np.__file__) + os.sep,
