@@ -511,10 +511,7 @@ def _gradient_or_error(f, mode, x):
 
 
 # Known wrong answers, each a bug to fix (strict: the test fails once it is fixed).
-KNOWN_WRONG = {
-    ("isinstance_checks", "tape"): "a tape value is not an np.ndarray, so the function's "
-    "type check takes the other branch and the tape differentiates other code",
-}
+KNOWN_WRONG: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("mode", MODES)

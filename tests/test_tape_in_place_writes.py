@@ -341,3 +341,45 @@ def test_the_tape_leaves_the_input_as_it_was():
     x = np.array([0.3, 0.5, 0.7])
     sg.grad(argument_written, mode="tape")(x)
     np.testing.assert_array_equal(x, [0.3, 0.5, 0.7])
+
+
+# 3. Type tests see the value a tape value stands for -------------------------------------
+
+
+def as_matrix(v):
+    return v if isinstance(v, np.ndarray) and v.ndim == 2 else v.reshape(1, -1)
+
+
+def branches_on_isinstance(x):
+    total = np.sum(x)
+    if isinstance(x, np.ndarray) and isinstance(total, float):
+        return np.sum(as_matrix(x) ** 3) * total
+    return total
+
+
+def test_isinstance_takes_numpys_branch_on_the_tape():
+    x = np.array([0.3, 0.5, 0.7])
+    for mode in ("tape", "s2s", "auto"):
+        check_gradient(branches_on_isinstance, x, mode)
+
+
+def compares_type(x):
+    if type(x) is np.ndarray:
+        return np.sum(x**2)
+    return np.sum(x)
+
+
+def test_a_type_comparison_is_refused_on_the_tape():
+    x = np.array([0.3, 0.5, 0.7])
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(compares_type, mode="tape")(x)
+    line = compares_type.__code__.co_firstlineno + 1
+    assert f"{__file__}:{line}" in str(error.value) and "isinstance" in str(error.value)
+    assert_close(sg.grad(compares_type, mode="auto")(x), 2 * x)  # s2s tests the value
+
+
+def test_a_gradient_tape_shows_its_own_class():
+    x = sg.constant(np.ones(3))
+    with sg.GradientTape() as tape:
+        tape.watch(x)
+        assert not isinstance(x * 2.0, np.ndarray)

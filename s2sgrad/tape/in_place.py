@@ -139,8 +139,9 @@ _VALUE_TYPES = (numbers.Number, np.ndarray, np.generic)
 
 def refuse_value_class_patterns(function: Any) -> None:
     """Raise ``UnsupportedError`` if ``function`` has a ``match`` class pattern such as
-    ``case float():`` or ``case np.ndarray():``: on the tape its subject may be a tape
-    value, which is neither, so the match would take another case than NumPy's values do.
+    ``case float():`` or ``case np.ndarray():``, or compares ``type(x)``: on the tape ``x``
+    may be a tape value, which is neither, so the code would take another branch than it
+    does with NumPy's values.
 
     Example::
 
@@ -159,8 +160,11 @@ def refuse_value_class_patterns(function: Any) -> None:
 
 
 def _matches_class(code: Any) -> bool:
-    """Whether ``code`` or a function defined in it tests a class pattern (cheap: bytecode)."""
-    if any(i.opname == "MATCH_CLASS" for i in dis.get_instructions(code)):
+    """Whether ``code`` or a function defined in it may test a class pattern or compare a
+    ``type(...)`` (cheap: bytecode)."""
+    if "type" in code.co_names or any(
+        i.opname == "MATCH_CLASS" for i in dis.get_instructions(code)
+    ):
         return True
     return any(_matches_class(c) for c in code.co_consts if hasattr(c, "co_code"))
 
@@ -171,6 +175,15 @@ def _value_class_pattern(function: Any) -> str:
     except S2SGradError:  # no source: nothing to tell by
         return ""
     for node in gast.walk(parsed.node):
+        if isinstance(node, gast.Compare) and any(
+            _is_type_call(part, parsed.resolve) for part in (node.left, *node.comparators)
+        ):
+            return (
+                f"{parsed.location(node)}: type(...) of a value being differentiated on the "
+                "tape is the tape's own class, not NumPy's, so this comparison would take "
+                "another branch than the plain program; test isinstance(...) instead (which "
+                "the tape answers as NumPy would), or differentiate with mode='s2s'"
+            )
         if isinstance(node, gast.MatchClass):
             cls = parsed.resolve(node.cls)
             if cls is NOT_FOUND or (isinstance(cls, type) and issubclass(cls, _VALUE_TYPES)):
@@ -180,3 +193,13 @@ def _value_class_pattern(function: Any) -> str:
                     "with mode='s2s' (which tests the values themselves)"
                 )
     return ""
+
+
+def _is_type_call(node: gast.expr, resolve: Any) -> bool:
+    """Whether ``node`` is ``type(value)``, the builtin with one argument."""
+    return (
+        isinstance(node, gast.Call)
+        and len(node.args) == 1
+        and not node.keywords
+        and resolve(node.func) is type
+    )

@@ -75,6 +75,19 @@ class TapeValue:
         return np.asarray(self._value).tolist()
 
     @property
+    def __class__(self) -> type:
+        """What ``isinstance`` asks when the type does not match: for the user's code under a
+        function transform, the class of the value this stands for, so that
+        ``isinstance(x, np.ndarray)`` or ``isinstance(x, float)`` takes the branch NumPy's
+        values take (``type(x)`` cannot be changed: :mod:`s2sgrad.tape.in_place` refuses
+        functions that compare it). Everywhere else, the tape value's own class."""
+        if under_numpy_semantics() and isinstance(self._value, _NUMERIC):
+            caller = sys._getframe(1).f_code.co_filename
+            if not caller.startswith(_SKIPPED_DIRS):
+                return type(self._value)
+        return type(self)
+
+    @property
     def shape(self) -> tuple:
         return np.shape(self._value)
 
