@@ -383,3 +383,43 @@ def test_a_gradient_tape_shows_its_own_class():
     with sg.GradientTape() as tape:
         tape.watch(x)
         assert not isinstance(x * 2.0, np.ndarray)
+
+
+# 4. np.full with a fill value being differentiated ----------------------------------------
+
+
+def filled_with_a_sum(x):
+    return np.sum(np.full(3, np.sum(x)) * x)
+
+
+def filled_as_float(x):
+    return np.sum(np.full((2, 3), x[0] * x[1], dtype=float) * x)
+
+
+@pytest.mark.parametrize("f", [filled_with_a_sum, filled_as_float], ids=lambda f: f.__name__)
+def test_np_full_of_a_differentiated_value_is_refused_on_the_tape_with_what_to_do(f):
+    x = np.array([0.3, 0.5, 0.7])
+    with pytest.raises(sg.NonDifferentiableError) as error:
+        sg.grad(f, mode="tape")(x)
+    message = str(error.value)
+    assert f"{__file__}:{f.__code__.co_firstlineno + 1}" in message
+    assert "np.full(shape, c)" in message and "c * np.ones(shape)" in message
+    check_gradient(f, x, "s2s")  # the transformer differentiates it
+    check_gradient(f, x, "auto")
+
+
+def ones_times_a_sum(x):
+    return np.sum(np.sum(x) * np.ones(3) * x) + np.sum(np.broadcast_to(x[0], (2, 3)) ** 2)
+
+
+def copied_into_a_buffer(x):
+    y = np.zeros_like(x)
+    np.copyto(y, np.sin(x))
+    return np.sum(y**2 * x)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [ones_times_a_sum, copied_into_a_buffer], ids=lambda f: f.__name__)
+def test_what_the_refusal_advises_works(f, mode):
+    x = np.random.default_rng(7).uniform(0.2, 0.9, size=3)
+    gradient_or_refusal(f, x, mode)

@@ -155,6 +155,13 @@ class TapeValue:
                 "on the tape. Write np.concatenate([...]) or np.column_stack([...]) instead, "
                 f"or {_USE_S2S}."
             )
+        if _inside_numpy_full():
+            raise NonDifferentiableError(
+                f"{where(*_position(frame))}: np.full(shape, c) makes a plain array out of "
+                "c, so the derivative of a c being differentiated would be lost on the tape "
+                "(NumPy does not let the tape make that array). Write c * np.ones(shape) or "
+                f"np.broadcast_to(c, shape) instead, or {_USE_S2S}."
+            )
         if _is_storing_an_item(frame):
             raise NonDifferentiableError(
                 f"{where(*_position(frame))}: writing a value being differentiated into an "
@@ -246,6 +253,8 @@ class TapeValue:
                 return NotImplemented
         if kwargs.get("out") is not None:
             return _call_with_out(func, args, kwargs)
+        if func is np.copyto:
+            return _copy_into(*args, **kwargs)
         return apply_rule(func, func, args, kwargs)
 
     # Python operators ------------------------------------------------------------------
@@ -879,6 +888,32 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
     return primitive(*value_of(args), **value_of(kwargs))
 
 
+def _copy_into(dst: Any, src: Any, casting: str = "same_kind", *mask: Any, **keywords) -> None:
+    """``np.copyto(dst, src)``: into a tape value, the item write ``dst[...] = src``; into a
+    plain array, allowed only when nothing is differentiated."""
+    selected = keywords.get("where", mask[0] if mask else True)
+    if type(dst) is TapeValue and selected is True and under_numpy_semantics():
+        dst[...] = src
+        return
+    if not _any_tracked((dst, src, selected)):
+        np.copyto(value_of(dst), value_of(src), casting=casting, where=value_of(selected))
+        return
+    frame = _user_frame()
+    if _inside_numpy_full():
+        what = (
+            "np.full(shape, c) makes a plain array out of c, so the derivative of a c being "
+            "differentiated would be lost on the tape (NumPy does not let the tape make that "
+            "array). Write c * np.ones(shape) or np.broadcast_to(c, shape) instead"
+        )
+    else:
+        what = (
+            "np.copyto writes a value being differentiated into a plain array, which the "
+            "tape cannot follow. Write 'a[...] = v' into an array made from a value being "
+            "differentiated (np.zeros_like(x, shape=...)), or build a new array"
+        )
+    raise NonDifferentiableError(f"{where(*_position(frame))}: {what}, or {_USE_S2S}.")
+
+
 def _call_at(primitive: Any, inputs: tuple) -> Any:
     """``ufunc.at(a, indices, b)`` writes into ``a``: allowed only when nothing is
     differentiated."""
@@ -901,6 +936,7 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
 # what to do instead of an in-place write the tape cannot record
 _USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
 
+_NUMPY = os.path.dirname(np.__file__) + os.sep
 _TAPE_OR_NUMPY = (os.path.dirname(__file__) + os.sep, os.path.dirname(np.__file__) + os.sep)
 _SKIPPED_DIRS = (
     os.path.dirname(s2sgrad.__file__) + os.sep,
@@ -925,6 +961,17 @@ def _inside_index_concatenation() -> bool:
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
         code = frame.f_code
         if code.co_name == "__getitem__" and "index_tricks" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _inside_numpy_full() -> bool:
+    """Whether NumPy's ``np.full`` (or ``np.full_like``) is converting its fill value."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
+        code = frame.f_code
+        if code.co_name in ("full", "full_like") and code.co_filename.startswith(_NUMPY):
             return True
         frame = frame.f_back
     return False
