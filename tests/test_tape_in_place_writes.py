@@ -7,6 +7,8 @@ checked against central differences in every mode, on the first and second call,
 second order (a gradient of a gradient) on the tape.
 """
 
+import copy
+
 import numpy as np
 import pytest
 from oracle import assert_close, call_twice, numeric_grad
@@ -423,3 +425,19 @@ def copied_into_a_buffer(x):
 def test_what_the_refusal_advises_works(f, mode):
     x = np.random.default_rng(7).uniform(0.2, 0.9, size=3)
     gradient_or_refusal(f, x, mode)
+
+
+# copy.copy and copy.deepcopy of a tape value are recorded copies ----------------------------
+
+
+def copies_with_the_copy_module(x):
+    y = copy.copy(x * 2.0)
+    z = copy.deepcopy(np.sin(y))
+    z[0] = y[1]  # a write into the copy leaves y as it was
+    return np.sum(z * y)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_copy_module_copies_carry_the_derivative(mode):
+    x = np.random.default_rng(5).uniform(0.2, 0.9, size=3)
+    gradient_or_refusal(copies_with_the_copy_module, x, mode)

@@ -178,6 +178,19 @@ class TapeValue:
             "purpose with .numpy() or s2sgrad.stop_gradient(...)."
         )
 
+    def __copy__(self) -> TapeValue:
+        """``copy.copy(x)``: a new tape value recorded as a copy of ``x`` (gradients reaching
+        it flow on to ``x``), as ``x.copy()`` is.
+
+        Example::
+
+            copy.copy(x) is x  # False
+        """
+        return record_copy(self)
+
+    def __deepcopy__(self, memo: dict) -> TapeValue:
+        return record_copy(self)
+
     def view(self, dtype: Any = None, type: Any = None) -> TapeValue:
         """``x.view()``: ``x`` itself, since a tape value never changes (an update of a view
         that a name sharing it would see is refused, see :mod:`s2sgrad.tape.in_place`).

@@ -60,6 +60,9 @@ class Variable(TapeValue):
         w.assign_sub(0.1 * tape.gradient(loss, w))   # w is now [0.8, 0.8, 0.8]
     """
 
+    # copy.copy and copy.deepcopy copy the Variable itself, not a recorded read of it
+    __copy__ = __deepcopy__ = None
+
     __slots__ = ("trainable", "name")
 
     def __init__(self, value: Any, trainable: bool = True, name: str | None = None) -> None:
