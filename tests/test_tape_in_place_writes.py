@@ -46,6 +46,9 @@ def check_gradient(f, x, mode, second=True):
         v = np.linspace(0.5, -0.7, x.size).reshape(x.shape)
         expected = numeric_second_order(f, x, v)
         assert_close(second_order(f, x, v, mode), expected, rtol=1e-4, atol=1e-5)
+        if mode == "tape":  # forward over reverse as well
+            (product,) = sg.hvp(f, (x,), (v,), mode=mode)
+            assert_close(product, expected, rtol=1e-4, atol=1e-5)
 
 
 def gradient_or_refusal(f, x, mode):
