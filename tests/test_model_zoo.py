@@ -22,7 +22,6 @@ KNOWN_FAILURES: dict[tuple[str, str], str] = {
     ("grad_clipping", "tape"): "a helper that scales its argument in place",
     ("batch_norm_module", "s2s"): "a layer storing differentiated state on itself is refused",
     ("batch_norm_module", "auto"): "a layer storing state on itself: the tape takes over",
-    ("heat", "tape"): "the tape refuses item writes into arrays the function made",
     ("rk4", "tape"): "np.array of a list of values being differentiated",
 }
 
