@@ -245,15 +245,30 @@ def test_unknown_function_inside_f_names_the_line():
 
 
 @pytest.mark.parametrize("shape", [(3,), (2, 3)])
-def test_storing_a_tape_value_into_a_plain_array_is_refused_on_its_line(shape):
+def test_storing_a_tape_value_into_a_plain_array_the_function_made_is_recorded(shape):
     def f(x):
         buffer = np.zeros(shape)
-        buffer[0] = np.sum(x**2)  # NumPy wraps the refusal in a ValueError for 1-d buffers
+        buffer[0] = np.sum(x**2)  # the tape takes the buffer over as a tape value
         return np.sum(buffer * x)
 
-    line = f.__code__.co_firstlineno + 2
+    x = np.random.default_rng(2).uniform(0.5, 1.5, size=shape)
+    _, pullback = tape_vjp(f, (x,), {}, (0,))
+    (gradient,) = pullback(1.0)
+    written = np.zeros(shape)
+    written[0] = np.sum(x**2)  # d/dx of sum(buffer * x) through buffer * x, at the buffer
+    np.testing.assert_allclose(gradient, 2 * x * np.sum(x[0]) + written, rtol=1e-12)
+
+
+def test_storing_a_tape_value_into_a_given_plain_array_is_refused_on_its_line():
+    buffer = np.zeros(3)
+
+    def f(x):
+        buffer[0] = np.sum(x**2)  # NumPy wraps the refusal in a ValueError
+        return np.sum(buffer * x)
+
+    line = f.__code__.co_firstlineno + 1
     with pytest.raises(NonDifferentiableError, match=rf"test_tape_vjp\.py:{line}: writing a"):
-        tape_vjp(f, (np.ones(shape),), {}, (0,))
+        tape_vjp(f, (np.ones(3),), {}, (0,))
 
 
 def test_updating_a_plain_array_with_a_tape_value_is_refused_on_its_line():

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import dis
 import numbers
@@ -38,6 +39,7 @@ from s2sgrad.passes.aliases import shared_in_place_updates
 from s2sgrad.syntax import nested_statements
 
 __all__ = [
+    "plain_array_write",
     "numpy_semantics",
     "under_numpy_semantics",
     "refuse_shared_update",
@@ -203,3 +205,139 @@ def _is_type_call(node: gast.expr, resolve: Any) -> bool:
         and not node.keywords
         and resolve(node.func) is type
     )
+
+
+# ``y[index] = v`` into a plain array the function made, with ``v`` being differentiated ----
+
+# code object -> {line: (name, compiled index) of a write the tape may take over, or None}
+_PLAIN_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PURE_INDEX = (
+    gast.Name,
+    gast.Constant,
+    gast.Attribute,
+    gast.Subscript,
+    gast.Tuple,
+    gast.Slice,
+    gast.BinOp,
+    gast.UnaryOp,
+    gast.Compare,
+    gast.expr_context,
+    gast.operator,
+    gast.unaryop,
+    gast.cmpop,
+)
+
+
+def plain_array_write(frame: Any) -> tuple[str, Any] | None:
+    """``(name, index)`` when ``frame`` runs ``name[index] = v`` on a plain array that the
+    function itself made (its only binding is ``name = np.zeros(...)`` or another call
+    known to return a new array), whose index has no calls (so it may be evaluated again),
+    and after which no name sharing the array is read; else None. The tape then takes the
+    array over as a tape value (see ``TapeValue._refuse_plain``).
+
+    Example::
+
+        plain_array_write(frame)  # ('Y', (0, 1)) while running Y[i, j] = total
+    """
+    code = frame.f_code
+    writes = _PLAIN_WRITES.get(code)
+    if writes is None:
+        writes = _PLAIN_WRITES[code] = _plain_writes_by_line(frame)
+    found = writes.get(frame.f_lineno)
+    if found is None or found[0] in code.co_cellvars or found[0] not in frame.f_locals:
+        return None
+    refuse_shared_update(frame)
+    name, index = found
+    scope = {**frame.f_locals, "__s2sgrad_slice": slice}
+    return name, eval(index, frame.f_globals, scope)  # noqa: S307 (the user's own index)
+
+
+def _plain_writes_by_line(frame: Any) -> dict[int, Any]:
+    code = frame.f_code
+    if code.co_name.startswith("<"):  # a module, lambda or comprehension
+        return {}
+    cells = tuple(_cell(frame.f_locals, name) for name in code.co_freevars)
+    running = types.FunctionType(code, frame.f_globals, code.co_name, None, cells)
+    try:
+        parsed = parse_function(running)
+    except S2SGradError:
+        return {}
+    statements = list(nested_statements(parsed.node.body))
+    made = _made_once_anew(parsed, statements)
+    writes: dict[int, Any] = {}
+    for statement in statements:
+        line = parsed.line_offset + getattr(statement, "lineno", 0)
+        target = statement.targets[0] if type(statement) is gast.Assign else None
+        if target is None or len(statement.targets) != 1 or type(target) is not gast.Subscript:
+            continue
+        name = target.value.id if type(target.value) is gast.Name else None
+        pure = all(isinstance(n, _PURE_INDEX) for n in gast.walk(target.slice))
+        fits = name in made and pure
+        writes[line] = (
+            (name, _compiled_index(target.slice)) if fits and line not in writes else None
+        )
+    return writes
+
+
+def _made_once_anew(parsed: Any, statements: list) -> set[str]:
+    """The local names bound once only, by a call known to return a new array."""
+    from s2sgrad.passes.aliases import fresh_result
+    from s2sgrad.syntax import names_written
+
+    counts: dict[str, int] = {}
+    for statement in statements:
+        for name in names_written(statement) if not _is_compound(statement) else ():
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(statement, (gast.For, gast.With, gast.Try)):  # loop targets and the like
+            for name in _header_names(statement):
+                counts[name] = counts.get(name, 0) + 2
+    arguments = parsed.node.args
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    taken = {a.id for a in parameters if type(a) is gast.Name}
+    made = set()
+    for statement in statements:
+        if type(statement) is not gast.Assign or len(statement.targets) != 1:
+            continue
+        target, value = statement.targets[0], statement.value
+        if type(target) is not gast.Name or type(value) is not gast.Call:
+            continue
+        once = counts.get(target.id) == 1 and target.id not in taken
+        if once and fresh_result(parsed.resolve(value.func), value):
+            made.add(target.id)
+    return made
+
+
+def _is_compound(statement: gast.stmt) -> bool:
+    return isinstance(statement, (gast.For, gast.While, gast.If, gast.With, gast.Try))
+
+
+def _header_names(statement: gast.stmt) -> set[str]:
+    from s2sgrad.syntax import names_written
+
+    if isinstance(statement, gast.For):
+        return names_written(statement.target)
+    found: set[str] = set()
+    for item in getattr(statement, "items", ()):
+        if item.optional_vars is not None:
+            found |= names_written(item.optional_vars)
+    for handler in getattr(statement, "handlers", ()):
+        if handler.name is not None:
+            found |= names_written(handler.name)
+    return found
+
+
+class _SlicesAsCalls(ast.NodeTransformer):
+    def visit_Slice(self, node: ast.Slice) -> ast.Call:
+        self.generic_visit(node)
+        parts = [
+            p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)
+        ]
+        return ast.Call(ast.Name("__s2sgrad_slice", ast.Load()), parts, [])
+
+
+def _compiled_index(index: gast.expr) -> Any:
+    """Code that evaluates an index expression (``i:i + h, j``) in the user's frame."""
+    expression = _SlicesAsCalls().visit(gast.gast_to_ast(index))
+    tree = ast.fix_missing_locations(ast.Expression(expression))
+    return compile(tree, "<s2sgrad index>", "eval")

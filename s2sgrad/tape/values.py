@@ -27,7 +27,11 @@ import s2sgrad
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
 from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
-from s2sgrad.tape.in_place import refuse_shared_update, under_numpy_semantics
+from s2sgrad.tape.in_place import (
+    plain_array_write,
+    refuse_shared_update,
+    under_numpy_semantics,
+)
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 from s2sgrad.tape.writes import with_item
 
@@ -163,6 +167,8 @@ class TapeValue:
                 f"np.broadcast_to(c, shape) instead, or {_USE_S2S}."
             )
         if _is_storing_an_item(frame):
+            if under_numpy_semantics() and _take_over_written_array(frame, self):
+                return
             raise NonDifferentiableError(
                 f"{where(*_position(frame))}: writing a value being differentiated into an "
                 "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
@@ -977,6 +983,44 @@ def _inside_index_concatenation() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+# (frame, instruction) of the last item store whose array the tape took over -> its value
+_TAKEN_OVER: dict[tuple[int, int], Any] = {}
+
+
+def _take_over_written_array(frame: Any, value: TapeValue) -> bool:
+    """``y[index] = value`` running in ``frame`` into a plain array the function made (see
+    :func:`s2sgrad.tape.in_place.plain_array_write`): bind ``y`` to a tape value holding the
+    array's items with the write recorded, and let NumPy finish writing the plain array,
+    which nothing reads any more. False where the write does not qualify."""
+    found = plain_array_write(frame)
+    if found is None:
+        return False
+    name, index = found
+    array = frame.f_locals[name]
+    key = (id(frame), frame.f_lasti)
+    if array is _TAKEN_OVER.get(key):  # NumPy converting the value once more
+        return True
+    if type(array) is not np.ndarray:
+        return False
+    taken = TapeValue(array.copy(), ())
+    _write_item(taken, index, value)
+    _bind_local(frame, name, taken)
+    _TAKEN_OVER.clear()
+    _TAKEN_OVER[key] = taken
+    return True
+
+
+def _bind_local(frame: Any, name: str, value: Any) -> None:
+    """Bind the local variable ``name`` of a running frame to ``value``."""
+    if sys.version_info >= (3, 13):  # frame.f_locals writes through (PEP 667)
+        frame.f_locals[name] = value
+        return
+    import ctypes
+
+    frame.f_locals[name] = value
+    ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
 
 
 def _inside_numpy_full() -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import (
-    NonDifferentiableError,
+    S2SGradError,
     UnsupportedError,
     asynchronous_error,
     generator_error,
@@ -63,7 +63,7 @@ def tape_vjp(
             with numpy_semantics():
                 out = f(*args, **kwargs)
         except ValueError as error:  # NumPy wraps a refusal to store a value into an array
-            if isinstance(error.__cause__, NonDifferentiableError):
+            if isinstance(error.__cause__, S2SGradError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
             raise
         finally:  # the watched arguments hold the tape's own values: not theirs to keep
