@@ -217,6 +217,7 @@ _PURE_INDEX = (
     gast.Attribute,
     gast.Subscript,
     gast.Tuple,
+    gast.List,
     gast.Slice,
     gast.BinOp,
     gast.UnaryOp,
@@ -230,10 +231,10 @@ _PURE_INDEX = (
 
 def plain_array_write(frame: Any) -> tuple[str, Any] | None:
     """``(name, index)`` when ``frame`` runs ``name[index] = v`` on a plain array that the
-    function itself made (its only binding is ``name = np.zeros(...)`` or another call
-    known to return a new array), whose index has no calls (so it may be evaluated again),
-    and after which no name sharing the array is read; else None. The tape then takes the
-    array over as a tape value (see ``TapeValue._refuse_plain``).
+    function itself made (its only binding is ``name = np.zeros(...)``, another call known
+    to return a new array, or arithmetic), whose index has no calls (so it may be evaluated
+    again), and after which no name sharing the array is read; else None. The tape then
+    takes the array over as a tape value (see ``TapeValue._refuse_plain``).
 
     Example::
 
@@ -280,7 +281,8 @@ def _plain_writes_by_line(frame: Any) -> dict[int, Any]:
 
 
 def _made_once_anew(parsed: Any, statements: list) -> set[str]:
-    """The local names bound once only, by a call known to return a new array."""
+    """The local names bound once only, by arithmetic or a call known to return a new
+    array."""
     from s2sgrad.passes.aliases import fresh_result
     from s2sgrad.syntax import names_written
 
@@ -300,10 +302,11 @@ def _made_once_anew(parsed: Any, statements: list) -> set[str]:
         if type(statement) is not gast.Assign or len(statement.targets) != 1:
             continue
         target, value = statement.targets[0], statement.value
-        if type(target) is not gast.Name or type(value) is not gast.Call:
+        if type(target) is not gast.Name or counts.get(target.id) != 1 or target.id in taken:
             continue
-        once = counts.get(target.id) == 1 and target.id not in taken
-        if once and fresh_result(parsed.resolve(value.func), value):
+        if type(value) in (gast.BinOp, gast.UnaryOp) or (  # arithmetic makes a new array
+            type(value) is gast.Call and fresh_result(parsed.resolve(value.func), value)
+        ):
             made.add(target.id)
     return made
 
