@@ -942,9 +942,15 @@ class _Reverse:
             part = call(self.helper("snapshot"), [part])  # the buffer is zeroed in place next
         else:  # an integer array may write an element twice: only the last write counts
             part = call(self.helper("assigned_cotangent"), [load(adjoint), index])
+        later: list[gast.stmt] = []
         if isinstance(value, gast.Name) and self.active(value.id):
+            if value.id == base:  # y[i] = y: the old y gets dy[i] after dy[i] is zeroed
+                kept = self.names.fresh("g")
+                block.append(assign(kept, part))
+                part = load(kept)
             contribution = call(self.helper("unbroadcast"), [part, load(value.id)])
-            block.extend(self.contribute(value.id, contribution, statement))
+            added = self.contribute(value.id, contribution, statement)
+            (later if value.id == base else block).extend(added)
         block.extend(self.ensure_owned(base))
         zero = gast.Subscript(value=load(adjoint), slice=clone(target.slice), ctx=gast.Store())
         nothing: gast.expr = constant(0.0)
@@ -952,6 +958,7 @@ class _Reverse:
             element = gast.Subscript(value=load(base), slice=clone(target.slice), ctx=gast.Load())
             nothing = call(self.helper("zeros_like_value"), [element])
         block.append(gast.Assign(targets=[zero], value=nothing, type_comment=None))
+        block.extend(later)
         return [_locate_all(s, statement) for s in block]
 
     def backward_expression(self, statement: gast.Expr) -> list[gast.stmt]:

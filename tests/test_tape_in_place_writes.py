@@ -265,19 +265,9 @@ TAPE_WRITES = [
 ]
 
 
-# Known wrong answers of the source transformer, each a bug to fix (strict xfails).
-KNOWN_WRONG = {
-    ("written_with_itself", "s2s"): "y[::-1] = y: the transformer gives a zero gradient",
-    ("written_with_itself", "auto"): "y[::-1] = y: the transformer gives a zero gradient",
-}
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("f", TAPE_WRITES, ids=lambda f: f.__name__)
-def test_item_writes_into_arrays_the_function_made(f, mode, request):
-    reason = KNOWN_WRONG.get((f.__name__, mode))
-    if reason is not None:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+def test_item_writes_into_arrays_the_function_made(f, mode):
     x = np.random.default_rng(len(f.__name__)).uniform(0.2, 0.9, size=3)
     gradient_or_refusal(f, x, mode)
 
