@@ -425,3 +425,26 @@ def test_hvp_through_a_lambda_over_a_helper_with_a_loop(mode):
     step = 1e-6
     expected = (gradient(w + step * v, x) - gradient(w - step * v, x)) / (2 * step)
     np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-8)
+
+
+def _filled_after_use(x):
+    t = np.ones(3)
+    y = np.sum(np.sin(x) * t)
+    t.fill(2.0)  # the transformer refuses this; the tape differentiates it
+    return y + np.sum(np.sin(x) * t)
+
+
+def test_an_inner_auto_gradient_that_needs_the_tape_takes_it_inside_an_outer_auto_one():
+    import warnings
+
+    v = np.array([1.0, 0.5, -0.3])
+
+    def outer(x):
+        return np.sum(sg.grad(_filled_after_use, mode="auto")(x) * v)
+
+    x = np.array([0.3, -0.2, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.grad(outer, mode="auto")(x)
+        expected = numeric_grad(outer, (x,), 0)
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)

@@ -64,7 +64,14 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     target = function
     generic = getattr(function, "generic_function", None)
     if callable(generic) and getattr(function, "mode", None) != "tape":
-        target = function = generic()  # a transform: differentiate the code it generated
+        from s2sgrad.errors import S2SGradError
+
+        try:
+            target = function = generic()  # a transform: differentiate the code it generated
+        except S2SGradError:
+            if not tape:
+                raise
+            return _tape_call(function, args, kwargs)  # mode="auto" inside: the tape's turn
     elif callable(generic) and not tape:  # made with mode="tape": it has no generated code
         from s2sgrad.errors import UnsupportedError
 
@@ -113,6 +120,15 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     value, pullback = tape_vjp(target, full_args, kwargs, positions, refuse_stored_state=refusal)
     spread = _spread(pullback, positions, full_args, tuple_result=True)
     return value, lambda g: spread(g)[len(bound_self) :]
+
+
+def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """``function(*args, **kwargs)`` and its pullback, all on the tape."""
+    from s2sgrad.tape import tape_vjp
+
+    positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
+    value, pullback = tape_vjp(function, args, kwargs, positions)
+    return value, _spread(pullback, positions, args, tuple_result=True)
 
 
 def _is_builtin(function: Any) -> bool:
