@@ -92,3 +92,12 @@ def save_predictions(images, labels, predicted, path, count: int = 12) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=80)
     plt.close(figure)
+
+
+def report(losses, predicted, test_images, test_labels, directory, stem: str, title: str) -> None:
+    """Print the losses and the test accuracy; save the loss curve and some predictions."""
+    print("training loss per epoch:", " ".join(f"{value:.4f}" for value in losses))
+    print(f"test accuracy: {np.mean(predicted == test_labels):.4f}")
+    save_loss_curve(losses, directory / f"{stem}_loss.png", title)
+    save_predictions(test_images, test_labels, predicted, directory / f"{stem}_predictions.png")
+    print("plots written to", directory)

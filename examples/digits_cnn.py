@@ -13,13 +13,7 @@ number of epochs (default 8).
 """
 
 import numpy as np
-from _digits import (
-    load_digits_split,
-    save_loss_curve,
-    save_predictions,
-    softmax_cross_entropy,
-    train,
-)
+from _digits import load_digits_split, report, softmax_cross_entropy, train
 from _shared import env_int, output_directory
 from checkpointed_cnn import conv2d, max_pool
 
@@ -76,13 +70,9 @@ def main() -> None:
     params, losses = train(
         sg.value_and_grad(loss), params, train_images, train_labels, epochs, rate=0.3
     )
-    print("training loss per epoch:", " ".join(f"{value:.4f}" for value in losses))
-
     predicted = np.argmax(logits(params, test_images), axis=1)
-    print(f"test accuracy: {np.mean(predicted == test_labels):.4f}")
-    save_loss_curve(losses, directory / "digits_cnn_loss.png", "CNN on digits (checkpointed conv)")
-    save_predictions(test_images, test_labels, predicted, directory / "digits_cnn_predictions.png")
-    print("plots written to", directory)
+    title = "CNN on digits (checkpointed conv)"
+    report(losses, predicted, test_images, test_labels, directory, "digits_cnn", title)
 
 
 if __name__ == "__main__":

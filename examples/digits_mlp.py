@@ -10,13 +10,7 @@ number of epochs (default 15).
 """
 
 import numpy as np
-from _digits import (
-    load_digits_split,
-    save_loss_curve,
-    save_predictions,
-    softmax_cross_entropy,
-    train,
-)
+from _digits import load_digits_split, report, softmax_cross_entropy, train
 from _shared import env_int, output_directory
 
 import s2sgrad as sg
@@ -51,13 +45,8 @@ def main() -> None:
     params, losses = train(
         sg.value_and_grad(loss), init(), train_images, train_labels, epochs, rate=0.3
     )
-    print("training loss per epoch:", " ".join(f"{value:.4f}" for value in losses))
-
     predicted = np.argmax(logits(params, test_images), axis=1)
-    print(f"test accuracy: {np.mean(predicted == test_labels):.4f}")
-    save_loss_curve(losses, directory / "digits_mlp_loss.png", "MLP on digits")
-    save_predictions(test_images, test_labels, predicted, directory / "digits_mlp_predictions.png")
-    print("plots written to", directory)
+    report(losses, predicted, test_images, test_labels, directory, "digits_mlp", "MLP on digits")
 
 
 if __name__ == "__main__":
