@@ -295,3 +295,15 @@ def test_watching_a_plain_value_raises_valueerror_as_tensorflow_does(plain):
         tape.watch(plain)
     assert "test_tape_tensorflow_examples.py" in str(raised.value)
     assert "s2sgrad.constant" in str(raised.value)
+
+
+def test_a_variable_as_the_target_raises_valueerror_as_tensorflow_does():
+    v = Variable(2.0)
+    with GradientTape() as tape:
+        y = v * v
+    with pytest.raises(ValueError, match=r"v\.value\(\)") as raised:
+        tape.gradient(v, v)
+    assert "test_tape_tensorflow_examples.py" in str(raised.value)
+    with GradientTape() as tape:
+        read = v.value()
+    assert tape.gradient(read, v) == 1.0 and y == 4.0

@@ -344,6 +344,11 @@ def _seeds(target: Any, output_gradients: Any) -> list:
         ) from None
     seeds = []
     for target, g in zip(targets, cotangents):
+        if isinstance(target, Variable):
+            raise ValueError(  # as TensorFlow: a Variable is a source, not a result
+                f"{user_location()}: the target of the gradient is a Variable; differentiate "
+                "a value computed from it (v.value(), or an expression such as v * 1.0)"
+            )
         if not isinstance(target, TapeValue):
             continue
         if g is None:
