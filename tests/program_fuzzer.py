@@ -193,10 +193,13 @@ class _Writer:
 
     def _while(self, depth):
         n = self.rng.randint(1, 3)
+        # a counter per loop depth: a nested loop that reset its enclosing loop's counter
+        # would never end
+        k = f"k{self.loop_depth}" if self.loop_depth else "k"
         self.loop_depth += 1
         body = self.block(depth + 1, self.rng.randint(1, 2))
         self.loop_depth -= 1
-        return ["k = 0", f"while k < {n}:", "    k += 1"] + _indent(body)
+        return [f"{k} = 0", f"while {k} < {n}:", f"    {k} += 1"] + _indent(body)
 
     def _jump(self, depth):
         word = self.rng.choice(["break", "continue"])

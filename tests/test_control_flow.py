@@ -511,7 +511,34 @@ def test_the_reported_program_differentiates_to_twice_x(mode, b):
     assert_close(gradient, 2 * x)  # analytic: t2 = sum(x ** 2) whatever the branch does
 
 
+# Found by tests/program_fuzzer.py (seed 21): the test of the guard that follows a jump
+# was pushed after the jump, so an iteration that jumped pushed nothing and the backward
+# sweep, replaying every iteration whole, popped one value too many.
+def restore_after_a_break_in_a_branch(x, y):
+    t4 = x * 1.0
+    for i in range(3):
+        if i == 1:  # noqa: SIM102 - the jump nested in a branch is the point
+            if np.sum(y) > -1.0:
+                break
+        if np.sum(x) > -1.5:
+            t4 = np.log1p(x**2) * t4
+    return np.sum(np.sin(t4) * y)
+
+
+def restore_after_a_continue_in_a_branch(x, y):
+    t4 = x * 1.0
+    for i in range(3):
+        if i % 2 == 0:  # noqa: SIM102 - the jump nested in a branch is the point
+            if np.sum(y) > -1.0:
+                continue
+        if np.sum(x) > -1.5:
+            t4 = np.log1p(x**2) * t4 + y
+    return np.sum(np.sin(t4) * 3.0)
+
+
 RESTORING = [
+    restore_after_a_break_in_a_branch,
+    restore_after_a_continue_in_a_branch,
     restore_beside_a_loop,
     loop_beside_a_restore,
     restore_beside_a_while,

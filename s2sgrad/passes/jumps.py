@@ -9,8 +9,12 @@ replay when every statement either runs or is skipped by an ``if``:
   ``if not returned``; the function ends with ``return result``;
 * a ``break``/``continue`` nested deeper sets a flag that guards the rest of the body.
 
-``break`` statements stay in the forward sweep (loops still stop early); the reverse
-sweep counts the iterations that ran.
+Once a loop's body is structured, its jumps wait for the end of the iteration: a
+``continue`` goes (what follows it is guarded already) and a ``break`` sets a flag that
+``if broke: break`` at the end of the body reads. So every iteration runs the body to its
+end, and the values the forward sweep pushes there (a guard's test among them) are pushed
+on every iteration the backward sweep replays. Loops still stop early; the reverse sweep
+counts the iterations that ran.
 """
 
 from __future__ import annotations
@@ -156,6 +160,7 @@ class _Jumps:
                 statement.body = self.block(statement.body, inner_loop) or [gast.Pass()]
                 if inner_loop["flag"] is not None:
                     statement.body.insert(0, assign(inner_loop["flag"], constant(False)))
+                self.defer_jumps(statement)
                 statement.orelse = self.block(statement.orelse, loop)
                 result.append(statement)
                 if returns_inside:
@@ -169,6 +174,24 @@ class _Jumps:
                 continue
             result.append(statement)
         return result
+
+    def defer_jumps(self, loop: gast.For | gast.While) -> None:
+        """Drop the ``continue``s of ``loop``'s structured body and move its ``break``s to
+        the end of the body, behind a flag.
+
+        Example::
+
+            # for i in r:                 becomes      for i in r:
+            #     if c: break                              broke = False
+            #     else: a = g(a)                           if c: broke = True
+            #                                              else: a = g(a)
+            #                                              if broke: break
+        """
+        flag = self.names.claim("broke") if _contains(loop.body, gast.Break, False) else None
+        loop.body = _without_jumps(loop.body, flag) or [gast.Pass()]
+        if flag is not None:
+            loop.body.insert(0, assign(flag, constant(False)))
+            loop.body.append(gast.If(test=load(flag), body=[gast.Break()], orelse=[]))
 
     def may_jump(self, statement: gast.If, loop: dict | None) -> bool:
         kinds = (gast.Return, gast.Break, gast.Continue) if loop is not None else (gast.Return,)
@@ -225,6 +248,23 @@ class _Jumps:
                         position += 1
                     position += 1
                 self._flag_jumps(inner, flag)
+
+
+def _without_jumps(statements: list[gast.stmt], flag: str | None) -> list[gast.stmt]:
+    """``statements`` with each ``continue`` dropped and each ``break`` replaced by
+    ``flag = True``, not looking into nested loops (their jumps are their own)."""
+    result = []
+    for statement in statements:
+        if isinstance(statement, gast.Continue):
+            continue
+        if isinstance(statement, gast.Break):
+            result.append(assign(flag, constant(True), like=statement))
+            continue
+        if isinstance(statement, gast.If):
+            statement.body = _without_jumps(statement.body, flag) or [gast.Pass()]
+            statement.orelse = _without_jumps(statement.orelse, flag)
+        result.append(statement)
+    return result
 
 
 def _is_result_assignment(statement: gast.stmt, result: str) -> bool:
