@@ -464,3 +464,52 @@ def test_dict_views_outside_loops_are_refused_or_taped():
     with pytest.warns(UserWarning, match="values"):
         gradient = sg.grad(unpacked_dict_values)(d, x)
     assert_close(gradient, numeric_grad(unpacked_dict_values, [d, x], 0), rtol=1e-5, atol=1e-6)
+
+
+def summary(a):
+    return np.mean(a), a.shape, "summary", np.sum
+
+
+def starred_rest_of_non_arrays(x):
+    m, *rest = summary(np.sin(x))
+    return np.sum(np.sin(m * x * len(rest)))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_hessian_through_a_starred_rest_that_holds_no_arrays(mode):
+    """Forward mode over the gradient once failed here: the rest's cotangent is None, its
+    tangent 0.0, which the unpacking's cotangent took for a list (found by
+    tests/program_families.py, seed 39)."""
+    x, along = r(3), r(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradient = call_twice(sg.grad(starred_rest_of_non_arrays, mode=mode), x)
+        (product,) = sg.hvp(starred_rest_of_non_arrays, (x,), (along,), mode=mode)
+    assert_close(gradient, numeric_grad(starred_rest_of_non_arrays, [x], 0), rtol=1e-5, atol=1e-6)
+    tape_gradient = sg.grad(starred_rest_of_non_arrays, mode="tape")
+    expected = numeric_grad(lambda x: np.sum(tape_gradient(x) * along), [x], 0)
+    assert_close(product, expected, rtol=1e-4, atol=1e-6)
+
+
+def product_and_sine(a, b):
+    return a * b, np.sin(a) + b
+
+
+def unpacked_in_a_loop_one_part_unused(x, y):
+    t = x * 0.5
+    for _ in range(2):
+        t, unused = product_and_sine(t, x)  # noqa: F841
+    return np.sum(np.sin(t)) * y
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_hessian_through_an_unpacking_whose_other_part_is_unused(mode):
+    """The unused part's cotangent is None and its tangent 0.0, which once reached
+    ``unbroadcast`` against an array and failed (tests/program_fuzzer.py, seed 65)."""
+    x, y, along = r(3), 0.7, r(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (product, _) = sg.hvp(unpacked_in_a_loop_one_part_unused, (x, y), (along, 0.0), mode=mode)
+    tape_gradient = sg.grad(unpacked_in_a_loop_one_part_unused, mode="tape")
+    expected = numeric_grad(lambda x: np.sum(tape_gradient(x, y) * along), [x], 0)
+    assert_close(product, expected, rtol=1e-4, atol=1e-6)

@@ -324,14 +324,20 @@ def unpack_cotangent(parts: tuple, value: Any, star: int | None = None) -> Any:
     parts = _expanded_parts(parts, len(value), star)
     if isinstance(value, (list, tuple)):
         return CotangentList(
-            zeros_like_value(item) if part is None else part for part, item in zip(parts, value)
+            zeros_like_value(item) if _is_zero(part) else part for part, item in zip(parts, value)
         )
     row = np.shape(value)[1:]
     pieces = [
-        np.zeros(row, dtype=_float_dtype(value)) if part is None else _shaped(part, row)
+        np.zeros(row, dtype=_float_dtype(value)) if _is_zero(part) else _shaped(part, row)
         for part in parts
     ]
     return np.stack(pieces)
+
+
+def _is_zero(part: Any) -> bool:
+    """``None``, or the ``0.0`` forward mode makes the tangent of a ``None`` cotangent: a zero
+    that must take its entry's shape (``unbroadcast`` cannot widen a number)."""
+    return part is None or (type(part) is float and part == 0.0)
 
 
 def _expanded_parts(parts: tuple, length: int, star: int | None) -> list:
@@ -339,7 +345,7 @@ def _expanded_parts(parts: tuple, length: int, star: int | None) -> list:
         return list(parts)
     taken = length - (len(parts) - 1)
     middle = parts[star]
-    middle = [None] * taken if middle is None else list(middle)
+    middle = [None] * taken if _is_zero(middle) else list(middle)
     return [*parts[:star], *middle, *parts[star + 1 :]]
 
 
