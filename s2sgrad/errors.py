@@ -9,6 +9,7 @@ __all__ = [
     "S2SGradError",
     "UnsupportedError",
     "NonDifferentiableError",
+    "ImmutableValueError",
     "S2SGradWarning",
     "FallbackWarning",
     "warn_at_caller",
@@ -29,6 +30,12 @@ class UnsupportedError(S2SGradError):
 
 class NonDifferentiableError(S2SGradError):
     """A call with no derivative rule and no source to transform."""
+
+
+class ImmutableValueError(UnsupportedError, TypeError):
+    """An in-place change of a tape value (``t.sort()``, ``t[i] = v``), which the tape cannot
+    record. A ``TypeError``, as TensorFlow raises for tensors, and an ``S2SGradError``, as
+    every refusal of the user's code is."""
 
 
 class S2SGradWarning(UserWarning):

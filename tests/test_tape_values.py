@@ -356,3 +356,26 @@ def test_gradients_of_a_sum_are_separate_arrays():
     ga, gb = tape.gradient(y, [a, b], output_gradients=weights)
     assert ga is not gb and ga is not weights and gb is not weights
     np.testing.assert_allclose(ga, weights)
+
+
+def sorts_a_copy_in_place(x):
+    t = x * 1.0
+    t.sort()
+    return np.sum(t * x)
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_an_in_place_method_on_a_tape_value_is_refused_as_every_refusal_is(mode):
+    """A TypeError, as TensorFlow raises, and an S2SGradError naming the line and what to
+    use instead (the random families once met a bare TypeError in mode='auto')."""
+    import warnings
+
+    import s2sgrad as sg
+
+    line = sorts_a_copy_in_place.__code__.co_firstlineno + 2
+    with warnings.catch_warnings(), pytest.raises(sg.S2SGradError) as caught:
+        warnings.simplefilter("ignore")
+        sg.grad(sorts_a_copy_in_place, mode=mode)(np.array([0.3, -0.2, 0.5]))
+    assert isinstance(caught.value, TypeError)
+    assert f"{__file__}:{line}:" in str(caught.value)
+    assert "np.sort" in str(caught.value)

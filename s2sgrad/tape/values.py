@@ -24,7 +24,12 @@ from typing import Any
 import numpy as np
 
 import s2sgrad
-from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
+from s2sgrad.errors import (
+    ImmutableValueError,
+    NonDifferentiableError,
+    UnsupportedError,
+    where,
+)
 from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
 from s2sgrad.tape.in_place import (
@@ -228,14 +233,14 @@ class TapeValue:
             refuse_shared_update(frame)
             _write_item(self, index, value)
             return
-        raise TypeError(
+        raise ImmutableValueError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
             f"build the new array with np.where, np.concatenate or np.stack instead, or {_USE_S2S}."
         )
 
     def _immutable(self, *args: Any, **kwargs: Any) -> None:
         """Array methods that change the array in place (``x.sort()``, ``x.fill(v)``, ...)."""
-        raise TypeError(
+        raise ImmutableValueError(
             f"{user_location()}: tape values are immutable, so methods that change an array in "
             "place (sort, fill, put, resize, partition, setfield) do not apply to them; use the "
             "NumPy function that returns a new array (np.sort, np.full_like, np.where, ...)."
@@ -903,7 +908,9 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
             "which cannot be differentiated; drop out= and use the returned value."
         )
     if _contains_tape_value(kwargs.get("out") or ()):
-        raise TypeError(f"{user_location()}: tape values are immutable; out= cannot be one.")
+        raise ImmutableValueError(
+            f"{user_location()}: tape values are immutable; out= cannot be one."
+        )
     return primitive(*value_of(args), **value_of(kwargs))
 
 
@@ -943,7 +950,7 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
             "differentiated there), or build a new array."
         )
     if isinstance(inputs[0], TapeValue):
-        raise TypeError(
+        raise ImmutableValueError(
             f"{user_location()}: tape values are immutable; {describe(primitive)} "
             "cannot write into one."
         )
