@@ -32,10 +32,10 @@ class NonDifferentiableError(S2SGradError):
     """A call with no derivative rule and no source to transform."""
 
 
-class ImmutableValueError(UnsupportedError, TypeError):
+class ImmutableValueError(NonDifferentiableError, TypeError):
     """An in-place change of a tape value (``t.sort()``, ``t[i] = v``), which the tape cannot
-    record. A ``TypeError``, as TensorFlow raises for tensors, and an ``S2SGradError``, as
-    every refusal of the user's code is."""
+    record: a ``TypeError``, as TensorFlow raises for tensors, and a refusal of the user's
+    code like the tape's other refusals of in-place writes."""
 
 
 class S2SGradWarning(UserWarning):
