@@ -904,3 +904,27 @@ def test_hvp_through_layers_loops_and_nested_branches():
 
     for got, want in zip(products, directional(1e-5)):
         assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def list_built_by_an_inner_range_loop(x, y):
+    for _ in range(2):
+        parts = []
+        for j in range(2):
+            parts.append(np.sin(x * y) * (j + 1.0))
+        x = sum(parts) * 0.5 + x
+    return np.sum(np.sin(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_hvp_through_an_inner_range_loop_in_a_loop(mode):
+    """The inner loop's range is rebound on each outer iteration, so forward mode reads its
+    items through its tangent, which for a range was None (tests/program_families.py,
+    seed 5037)."""
+    x, y = POINTS[0]
+    along = np.array([0.4, -1.0, 0.7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        product = sg.hvp(list_built_by_an_inner_range_loop, (x, y), (along, 0.0 * y), mode=mode)[0]
+    gradient = sg.grad(list_built_by_an_inner_range_loop, wrt=0, mode="tape")
+    expected = numeric_grad(lambda x: np.sum(gradient(x, y) * along), [x], 0)
+    assert_close(product, expected, rtol=1e-5, atol=1e-6)
