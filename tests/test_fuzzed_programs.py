@@ -24,12 +24,13 @@ START = int(os.environ.get("FUZZ_START", 0))
 # 11: nested while loops once shared their counter (a program that never ended);
 # 21: a jump's guard was pushed after the jump
 NESTED = range(START, START + int(COUNT)) if COUNT else [*range(12), 21]
-# one of each family (the seed picks the family); 39: a starred rest of non-arrays, and
-# 65, 153 (nested blocks): a None cotangent's tangent in an unpacking, under hvp
+# one of each family (the seed picks the family); 39: a starred rest of non-arrays; 65,
+# 153 (nested blocks): a None cotangent's tangent in an unpacking, under hvp; 5037: the
+# items of a range rebound in a loop, under hvp
 FAMILIES = (
     range(START, START + int(COUNT))
     if COUNT
-    else [*range(len(program_families.NAMES)), 39, 65, 153]
+    else [*range(len(program_families.NAMES)), 39, 65, 153, 5037]
 )
 
 
