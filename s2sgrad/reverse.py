@@ -176,7 +176,7 @@ class _Reverse:
                 f"{self.parsed.location(final)}: the function must end with a 'return' of "
                 "the value to differentiate"
             )
-        self.writes = Counter(n for s in statements for n in names_written(s))
+        self.writes = _write_counts(statements)
         self.in_loops = _names_written_in_loops(statements)
         self.mutated = _mutated_names(statements)
         self.lists = _list_names(statements)
@@ -1739,6 +1739,26 @@ def _iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozense
             seen_reads |= names_read(statement)
             seen_reads |= names_written(statement)  # conditional writes are not definite
     return local
+
+
+def _write_counts(statements) -> Counter:
+    """How many times a path through ``statements`` may bind each name: two bindings in
+    one arm of a branch overwrite as much as two side by side (``parts = []`` twice in an
+    ``if`` lost the first list, whose items the backward sweep reads); the two arms of a
+    branch count as one path each."""
+    counts: Counter = Counter()
+    for statement in statements:
+        if isinstance(statement, gast.If):
+            counts.update(names_written(statement.test))
+            counts.update(_write_counts(statement.body) | _write_counts(statement.orelse))
+        elif isinstance(statement, (gast.For, gast.While)):
+            header = statement.target if isinstance(statement, gast.For) else statement.test
+            counts.update(names_written(header))
+            counts.update(_write_counts(statement.body))
+            counts.update(_write_counts(statement.orelse))
+        else:
+            counts.update(names_written(statement))
+    return counts
 
 
 def _breaks(body) -> bool:

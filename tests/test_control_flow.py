@@ -928,3 +928,32 @@ def test_hvp_through_an_inner_range_loop_in_a_loop(mode):
     gradient = sg.grad(list_built_by_an_inner_range_loop, wrt=0, mode="tape")
     expected = numeric_grad(lambda x: np.sum(gradient(x, y) * along), [x], 0)
     assert_close(product, expected, rtol=1e-5, atol=1e-6)
+
+
+def list_rebuilt_twice_in_a_branch(x, y):
+    total = x * 1.0
+    if np.sum(y) < 0.3:
+        parts = []
+        for j in range(3):
+            parts.append(np.sin(x) * (j + 1.0))
+        total = sum(parts)
+        parts = []
+        for j in range(2):
+            parts.append(np.sin(total * y) * (j + 1.0))
+        total = total + sum(parts)
+    return np.sum(np.sin(total))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("point", range(len(POINTS)))
+def test_a_list_bound_twice_in_one_branch_is_restored(mode, point):
+    """Bindings were counted once per top-level statement, so the second 'parts = []' in
+    the branch did not save the first list and the backward sweep popped an empty one
+    (tests/program_families.py, seed 11549)."""
+    x, y = POINTS[point]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradients = call_twice(sg.grad(list_rebuilt_twice_in_a_branch, wrt=(0, 1), mode=mode), x, y)
+    for index in range(2):
+        expected = numeric_grad(list_rebuilt_twice_in_a_branch, [x, y], index)
+        assert_close(gradients[index], expected, rtol=1e-5, atol=1e-6)
