@@ -20,6 +20,7 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.naming import library_name
 from s2sgrad.passes.anf import is_function_reference
 from s2sgrad.rules import get_rule
 from s2sgrad.syntax import (
@@ -160,7 +161,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         if rule is not None:
             return _primitive(target, *_keywords_in_position(rule, list(node.args), keywords))
         if _is_library(target):
-            return Operation("no rule", target, args, keywords, f"{_dotted(func)} (from NumPy)")
+            named = library_name(target) or f"{_dotted(func)} (from NumPy)"
+            return Operation("no rule", target, args, keywords, named)
         if getattr(target, "__module__", None) in ("math", "cmath"):
             return _scalar_math(target, args, keywords, func)
         if isinstance(target, types.MethodType) and isinstance(func, gast.Attribute):

@@ -222,3 +222,16 @@ def test_a_tape_gradient_called_inside_a_source_transformed_one_names_the_users_
 def test_jvp_wants_a_tuple_of_primals_not_an_array():
     with pytest.raises(TypeError, match=r"sg.jvp\(f, \(x,\), \(v,\)\)"):
         sg.jvp(np.sin, np.zeros(3), np.ones(3))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_a_library_function_without_a_rule_is_named_by_its_own_module(mode):
+    special = pytest.importorskip("scipy.special")
+
+    def f(x):
+        return np.sum(special.gammaln(x))
+
+    with pytest.raises(sg.NonDifferentiableError) as caught:
+        sg.grad(f, mode=mode)(np.array([1.5, 2.5]))
+    assert "scipy.special.gammaln" in str(caught.value)
+    assert "np.gammaln" not in str(caught.value) and "from NumPy" not in str(caught.value)

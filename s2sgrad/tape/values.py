@@ -30,6 +30,7 @@ from s2sgrad.errors import (
     UnsupportedError,
     where,
 )
+from s2sgrad.naming import library_name
 from s2sgrad.rules.registry import Rule, get_rule
 from s2sgrad.tape.custom import call_custom
 from s2sgrad.tape.in_place import (
@@ -1130,7 +1131,7 @@ def describe(primitive: Any) -> str:
         describe(np.linalg.norm)  # 'np.linalg.norm'
     """
     if isinstance(primitive, np.ufunc):
-        return f"np.{primitive.__name__}"
+        return library_name(primitive) or f"the ufunc {primitive.__name__}"
     owner = getattr(primitive, "__objclass__", None) or getattr(primitive, "__self__", None)
     name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
     if owner is np.ndarray:
