@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sgrad import numpy_signatures
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller, where
 from s2sgrad.freshness import MISSING, Assumptions
 from s2sgrad.runtime import as_gradient, is_foreign_array
@@ -149,7 +150,7 @@ class _Transform:
         self.mode = mode
         self.single = not isinstance(wrt, (tuple, list))
         self.parameters = _positional_parameters(self.function)
-        self.all_parameters = list(inspect.signature(self.function).parameters)
+        self.all_parameters = list(numpy_signatures.signature(self.function).parameters)
         shift = 1 if isinstance(f, types.MethodType) else 0
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
         self.indices = [_position_of(self.function, w) for w in self.wrt]
@@ -290,7 +291,7 @@ class _Transform:
             elif name in kwargs:
                 values.append(kwargs[name])
             else:
-                parameter = inspect.signature(self.function).parameters.get(name)
+                parameter = numpy_signatures.signature(self.function).parameters.get(name)
                 default = inspect.Parameter.empty if parameter is None else parameter.default
                 if default is inspect.Parameter.empty:
                     raise TypeError(f"{_name(self.f)}() missing required argument {name!r}")
@@ -306,7 +307,7 @@ class _Transform:
         target = self.function
         if self.has_aux:
             target = _first_of(self.function)
-        inspect.signature(self.function).bind(*args, **kwargs)  # the call's own TypeError
+        numpy_signatures.signature(self.function).bind(*args, **kwargs)  # the call's own TypeError
         if all(i is not None and i < len(args) for i in self.indices):  # all passed by position
             out, pullback = tape_vjp(target, tuple(args), kwargs, tuple(self.indices))
         else:
@@ -355,7 +356,7 @@ def _calling_with(target, function, args, kwargs, wrt, indices):
 
     ``indices`` are the positions of the ``wrt`` arguments (None: keyword-only).
     """
-    parameters = list(inspect.signature(function).parameters.values())
+    parameters = list(numpy_signatures.signature(function).parameters.values())
 
     def call(*values):
         positional, keywords = list(args), dict(kwargs)
@@ -378,7 +379,7 @@ def _calling_with(target, function, args, kwargs, wrt, indices):
 def _vararg(function) -> str | None:
     """The name of ``function``'s ``*args`` parameter, if it has one."""
     try:
-        parameters = inspect.signature(function).parameters.values()
+        parameters = numpy_signatures.signature(function).parameters.values()
     except (TypeError, ValueError):
         return None
     return next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
@@ -421,7 +422,7 @@ def _bind_self(f, primals):
 
 def _positional_parameters(function) -> list[str]:
     try:
-        signature = inspect.signature(function)
+        signature = numpy_signatures.signature(function)
     except (TypeError, ValueError):
         return []
     return [

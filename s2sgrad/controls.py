@@ -28,6 +28,7 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from s2sgrad import numpy_signatures
 from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondifferentiable
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.tape.custom import call_custom, called_by_tape, is_recorded
@@ -347,7 +348,7 @@ def _positional_parameters(f: Callable) -> list[str]:
 
 def _signature(f: Callable) -> inspect.Signature | None:
     try:
-        return inspect.signature(f)
+        return numpy_signatures.signature(f)
     except (TypeError, ValueError):
         return None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
-from s2sgrad import runtime
+from s2sgrad import numpy_signatures, runtime
 from s2sgrad.errors import (
     NonDifferentiableError,
     S2SGradError,
@@ -413,13 +413,11 @@ class _Forward:
 
     # calls --------------------------------------------------------------------------------
     def call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
-        import inspect
-
         function = operation.primitive
         if any(isinstance(a, gast.Starred) for a in operation.args):
             return self.dynamic_call(statement, operation, names)  # f(x, *rest)
         try:
-            bound = inspect.signature(function).bind(*operation.args, **operation.keywords)
+            bound = numpy_signatures.signature(function).bind(*operation.args, **operation.keywords)
         except TypeError as error:
             raise UnsupportedError(f"{self.parsed.location(statement)}: {error}") from None
         for name, value in bound.arguments.items():

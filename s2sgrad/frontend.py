@@ -181,7 +181,11 @@ def _definition_node(function, code, lines, first_line, tree):
             - len(first.lstrip())
             - (len(source.splitlines()[0]) - len(source.splitlines()[0].lstrip()))
         )
-        node, lam = _lambda_node(source, code, filename, first_line, indent)
+
+        def runs_as_code(lam: gast.Lambda) -> bool:
+            return _compiles_to(gast.gast_to_ast(lam), "".join(lines), function, code)
+
+        node, lam = _lambda_node(source, code, filename, first_line, indent, runs_as_code)
         return node, gast.gast_to_ast(lam)
     if tree is None:
         try:
@@ -225,6 +229,15 @@ def _runs_as(definition: ast.AST, text: str, function: Any, code: types.CodeType
     """
     if _CHECKED.get(code) == text:
         return True
+    if not _compiles_to(definition, text, function, code):
+        return False
+    _CHECKED[code] = text
+    return True
+
+
+def _compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeType) -> bool:
+    """Whether ``definition`` (read from ``text``) compiles, in a scope like ``function``'s,
+    to ``code``; uncached."""
     qualname = getattr(code, "co_qualname", None) or function.__qualname__
     body = [*_imports(function, code), _in_scope(definition, code, qualname)]
     module = ast.Module(body=body, type_ignores=[])
@@ -240,10 +253,7 @@ def _runs_as(definition: ast.AST, text: str, function: Any, code: types.CodeType
     except (SyntaxError, ValueError, TypeError):
         return False
     candidate = _find_code(compiled, code.co_name)
-    if candidate is None or not _same_code(candidate, code):
-        return False
-    _CHECKED[code] = text
-    return True
+    return candidate is not None and _same_code(candidate, code)
 
 
 def _rewrite_asserts_as_pytest_did(module: ast.Module, text: str, function: Any) -> None:
@@ -660,7 +670,7 @@ def _function_node(tree, function, filename, first_line) -> gast.FunctionDef:
 
 
 def _lambda_node(
-    source, code, filename, first_line, indent
+    source, code, filename, first_line, indent, runs_as_code
 ) -> tuple[gast.FunctionDef, gast.Lambda]:
     """Find the lambda whose code object is ``code`` in its source lines: the function made
     of it, and the lambda itself.
@@ -682,12 +692,15 @@ def _lambda_node(
         and node.lineno == line
         and [a.id for a in node.args.args] == params
     ]
-    if len(candidates) > 1:  # several lambdas on one line: match the columns of `code`
+    if len(candidates) > 1 and hasattr(code, "co_positions"):
+        # several lambdas on one line: match the columns of `code`
         columns = {pos[2] for pos in code.co_positions() if pos[2] is not None}
         shift = indent - (1 if wrapped else 0)
         candidates = [c for c in candidates if c.body.col_offset + shift in columns] or (
             candidates[:1]
         )
+    elif len(candidates) > 1:  # Python 3.10 has no columns: the one that compiles to `code`
+        candidates = [c for c in candidates if runs_as_code(c)] or candidates[:1]
     if not candidates:
         raise S2SGradError(
             f"{where(filename, code.co_firstlineno)}: could not find the lambda in its source "

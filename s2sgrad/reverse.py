@@ -26,7 +26,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad import runtime
+from s2sgrad import numpy_signatures, runtime
 from s2sgrad.errors import (
     NonDifferentiableError,
     S2SGradError,
@@ -1218,7 +1218,7 @@ class _Reverse:
         placeholders = [_Placeholder(a) for a in operation.args]
         keywords = {k: _Placeholder(v) for k, v in operation.keywords.items()}
         try:
-            return inspect.signature(function).bind(*placeholders, **keywords)
+            return numpy_signatures.signature(function).bind(*placeholders, **keywords)
         except TypeError as error:
             raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
 

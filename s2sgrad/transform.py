@@ -27,7 +27,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad import runtime
+from s2sgrad import numpy_signatures, runtime
 from s2sgrad.codegen import (
     GeneratedFunction,
     compile_ast,
@@ -741,7 +741,7 @@ def _build_custom(request: _Request) -> GeneratedFunction:
             f"{origin}: {name} has a custom derivative, which cannot return auxiliary "
             "values (has_aux=True); differentiate a function that calls it instead"
         )
-    parameters = list(inspect.signature(function).parameters.values())
+    parameters = list(numpy_signatures.signature(function).parameters.values())
     if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters):
         raise UnsupportedError(
             f"{origin}: {name} has a custom derivative and *args, **kwargs or keyword-only "
@@ -789,7 +789,7 @@ def _build_custom(request: _Request) -> GeneratedFunction:
 
 
 def _positions(function, names: tuple[str, ...]) -> tuple[int, ...]:
-    parameters = list(inspect.signature(function).parameters)
+    parameters = list(numpy_signatures.signature(function).parameters)
     return tuple(parameters.index(name) for name in names)
 
 

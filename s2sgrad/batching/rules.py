@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sgrad import numpy_signatures
 from s2sgrad.batching.values import (
     BatchedValue,
     NotBatchable,
@@ -77,7 +78,7 @@ _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_O
 
 @functools.cache
 def _parameters(function: Any) -> tuple[inspect.Parameter, ...]:
-    return tuple(inspect.signature(function).parameters.values())
+    return tuple(numpy_signatures.signature(function).parameters.values())
 
 
 class Bound:
@@ -131,7 +132,7 @@ class Bound:
     def kwargs(self) -> dict:
         values: dict = {}
         for p in self.parameters:
-            if p.kind is p.KEYWORD_ONLY:
+            if p.kind is p.KEYWORD_ONLY and self.arguments[p.name] is not p.default:
                 values[p.name] = self.arguments[p.name]
             elif p.kind is p.VAR_KEYWORD:
                 values.update(self.arguments[p.name])

@@ -476,14 +476,13 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
     """
 
     def __init__(self, function: Any, positions: tuple[int, ...]):
-        import inspect
-
+        from s2sgrad.numpy_signatures import signature
         from s2sgrad.rules.registry import get_rule
 
         self.function = function
         self.positions = tuple(positions)
         self.jvp = get_rule(function).custom_jvp
-        parameters = list(inspect.signature(function).parameters)
+        parameters = list(signature(function).parameters)
         self.tangent_names = {parameters[i]: f"d{parameters[i]}" for i in self.positions}
         self.__name__ = f"{getattr(function, '__name__', 'custom')}_jvp"
 

@@ -21,9 +21,9 @@ Example::
 from __future__ import annotations
 
 import contextvars
-import inspect
 from typing import Any
 
+from s2sgrad import numpy_signatures
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import Rule
 from s2sgrad.tape.recording import RECORDING, is_traced, live_serials
@@ -156,7 +156,7 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
 def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """Bind ``args`` and ``kwargs`` to ``primitive``'s parameters, positionally where possible."""
     try:
-        bound = inspect.signature(primitive).bind(*args, **kwargs)
+        bound = numpy_signatures.signature(primitive).bind(*args, **kwargs)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{getattr(primitive, '__name__', primitive)}: {error}") from None
     return bound.args, bound.kwargs
