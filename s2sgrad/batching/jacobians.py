@@ -299,9 +299,15 @@ def _largest(*values: Any) -> int:
     return largest
 
 
+def _seed_dtype(leaf: Any) -> np.dtype:
+    """``leaf``'s floating dtype (float64 for integers); by dtypes alone, since NumPy 1.x
+    would give a float64 scalar and ``np.float32`` float32."""
+    return np.promote_types(np.result_type(leaf), np.float32)
+
+
 def _one_hot(leaf: Any, start: int, stop: int) -> np.ndarray:
     """Rows ``start:stop`` of the identity over ``leaf``'s elements, each shaped like ``leaf``."""
-    dtype = np.result_type(leaf, np.float32)
+    dtype = _seed_dtype(leaf)
     count = stop - start
     seeds = np.zeros((count, np.size(leaf)), dtype=dtype)
     seeds[np.arange(count), np.arange(start, stop)] = 1
@@ -311,7 +317,7 @@ def _one_hot(leaf: Any, start: int, stop: int) -> np.ndarray:
 def _seeds(structure: Any, path: tuple) -> Iterator[Any]:
     """One-hot structures for each element of the leaf at ``path`` (zeros elsewhere)."""
     leaf = leaf_at(structure, path)
-    for row in np.eye(np.size(leaf), dtype=np.result_type(leaf, np.float32)):
+    for row in np.eye(np.size(leaf), dtype=_seed_dtype(leaf)):
         seed = row.reshape(np.shape(leaf)) if np.ndim(leaf) else float(row[0])
         yield replace_leaf(zeros_like_structure(structure), path, seed)
 

@@ -273,7 +273,9 @@ def seed_cotangent(out: Any) -> Any:
             f"{shape}; use s2sgrad.vjp for a vector-Jacobian product or s2sgrad.jacobian "
             "for the full Jacobian"
         )
-    return np.ones_like(out, dtype=np.result_type(out, np.float32))
+    # promote_types, not result_type(out, np.float32): NumPy 1.x's value-based casting would
+    # make a float64 scalar's cotangent float32
+    return np.ones_like(out, dtype=np.promote_types(np.result_type(out), np.float32))
 
 
 def star_tangents(values: tuple, given: dict) -> tuple:
