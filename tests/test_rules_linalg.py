@@ -12,6 +12,7 @@ handles the two outputs of ``slogdet`` and ``eigh`` (with ``None`` cotangents) a
 freedom of eigenvectors. ``test_every_rule_is_tested`` fails for a rule added without a test.
 """
 
+import inspect
 import operator
 
 import numpy as np
@@ -53,7 +54,7 @@ def sym(x):
     return (x + np.swapaxes(x, -1, -2)) / 2
 
 
-def case(primitive, *args, _argnums=None, _jvp=None, **kwargs):
+def case(primitive, *args, _argnums=None, _jvp=None, _marks=(), **kwargs):
     """One call ``primitive(*args, **kwargs)``.
 
     The JVP is checked (unless ``_jvp`` says otherwise) when every array argument has one
@@ -62,7 +63,18 @@ def case(primitive, *args, _argnums=None, _jvp=None, **kwargs):
     if _jvp is None:
         shapes = {np.shape(a) for a in args if isinstance(a, np.ndarray)}
         _jvp = len(shapes) <= 1
-    return pytest.param(primitive, args, kwargs, _argnums, _jvp, id=_name(primitive))
+    return pytest.param(primitive, args, kwargs, _argnums, _jvp, id=_name(primitive), marks=_marks)
+
+
+# NumPy 2.0 changed solve(a, b): b is a vector only when 1-D; NumPy 1.x took b as stacked
+# vectors whenever it has one dimension fewer than a
+SOLVE_STACKS_VECTORS = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+numpy2_solve = pytest.mark.skipif(
+    SOLVE_STACKS_VECTORS, reason="NumPy 1.x's solve reads this b as stacked vectors"
+)
+numpy1_solve = pytest.mark.skipif(
+    not SOLVE_STACKS_VECTORS, reason="NumPy 2's solve reads this b as a matrix"
+)
 
 
 def _name(primitive):
@@ -170,9 +182,11 @@ CASES = [
     case(np.linalg.solve, well_conditioned(3, 3), r(3, 3)),
     case(np.linalg.solve, well_conditioned(3, 3), r(3, 2)),
     case(np.linalg.solve, well_conditioned(2, 3, 3), r(2, 3, 2)),
-    case(np.linalg.solve, well_conditioned(2, 3, 3), r(3)),
+    case(np.linalg.solve, well_conditioned(2, 3, 3), r(3), _marks=numpy2_solve),
     case(np.linalg.solve, well_conditioned(3, 3), r(2, 3, 2)),
-    case(np.linalg.solve, well_conditioned(2, 3, 3), r(3, 1)),
+    case(np.linalg.solve, well_conditioned(2, 3, 3), r(3, 1), _marks=numpy2_solve),
+    case(np.linalg.solve, well_conditioned(2, 3, 3), r(2, 3), _marks=numpy1_solve),
+    case(np.linalg.solve, well_conditioned(2, 2, 3, 3), r(2, 2, 3), _marks=numpy1_solve),
     case(np.cross, r(3), r(3)),
     case(np.cross, r(4, 3), r(3)),
     case(np.cross, r(2, 1, 3), r(4, 3)),
@@ -301,10 +315,25 @@ def test_slogdet(shape):
     np.testing.assert_array_equal(only_sign, np.zeros(shape))
 
 
+CHOLESKY_HAS_UPPER = "upper" in inspect.signature(np.linalg.cholesky).parameters
+
+
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])
-@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize(
+    "upper",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.skipif(
+                not CHOLESKY_HAS_UPPER, reason="np.linalg.cholesky takes upper= from NumPy 2.0"
+            ),
+        ),
+    ],
+)
 def test_cholesky(shape, upper):
-    check_structured(np.linalg.cholesky, spd(*shape), symmetric=True, upper=upper)
+    keywords = {"upper": upper} if upper else {}
+    check_structured(np.linalg.cholesky, spd(*shape), symmetric=True, **keywords)
 
 
 @pytest.mark.parametrize("shape", [(3, 3), (2, 4, 4)])

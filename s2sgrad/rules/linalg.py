@@ -344,14 +344,14 @@ def _slogdet_jvp(t, ans, a):
 
 @vjp_rule(np.linalg.solve)
 def _solve(g, ans, a, b):
-    gb = np.linalg.solve(np.swapaxes(a, -1, -2), rhs_as_matrix(g, b))
-    ga = -np.matmul(gb, np.swapaxes(rhs_as_matrix(ans, b), -1, -2))
+    gb = np.linalg.solve(np.swapaxes(a, -1, -2), rhs_as_matrix(g, b, a))
+    ga = -np.matmul(gb, np.swapaxes(rhs_as_matrix(ans, b, a), -1, -2))
     return unbroadcast(ga, a), unbroadcast(np.reshape(gb, np.shape(ans)), b)
 
 
 @jvp_rule(np.linalg.solve)
 def _solve_jvp(t, ans, a, b):
-    from_a = np.linalg.solve(a, -np.matmul(t, rhs_as_matrix(ans, b)))
+    from_a = np.linalg.solve(a, -np.matmul(t, rhs_as_matrix(ans, b, a)))
     return np.reshape(from_a, np.shape(ans)), np.linalg.solve(a, t)
 
 

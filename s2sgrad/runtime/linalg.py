@@ -152,24 +152,33 @@ def _dot_cotangent_b_jvp(t, ans, g, a, b):
 # matrices (NumPy 2). Working with matrices throughout makes the rules uniform.
 
 
-def rhs_as_matrix(v: Any, b: Any) -> Any:
-    """``v`` (shaped like ``solve``'s ``b`` or its result) as a matrix: a column if ``b`` is 1-D.
+# NumPy 1.x's solve(a, b) takes b as (stacked) vectors when b has one dimension fewer than a;
+# NumPy 2.0 only when b is 1-D.
+_SOLVE_STACKS_VECTORS = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
+def rhs_as_matrix(v: Any, b: Any, a: Any = None) -> Any:
+    """``v`` (shaped like ``solve(a, b)``'s ``b`` or its result) as a matrix: a column if
+    ``solve`` takes ``b`` as vectors (1-D ``b``; on NumPy 1.x, ``b`` one dimension short of
+    ``a``).
 
     Example::
 
         rhs_as_matrix(np.ones((4, 3)), np.ones(3)).shape     # (4, 3, 1)
         rhs_as_matrix(np.ones((3, 2)), np.ones((3, 2))).shape  # (3, 2)
     """
-    if np.ndim(b) == 1:
+    if np.ndim(b) == 1 or (
+        _SOLVE_STACKS_VECTORS and a is not None and np.ndim(b) == np.ndim(a) - 1
+    ):
         return np.expand_dims(v, -1)
     return v
 
 
 @vjp_rule(rhs_as_matrix)
-def _rhs_as_matrix_vjp(g, ans, v, b):
-    return np.reshape(g, np.shape(v)), None
+def _rhs_as_matrix_vjp(g, ans, v, b, a=None):
+    return np.reshape(g, np.shape(v)), None, None
 
 
 @jvp_rule(rhs_as_matrix)
-def _rhs_as_matrix_jvp(t, ans, v, b):
-    return rhs_as_matrix(t, b), None
+def _rhs_as_matrix_jvp(t, ans, v, b, a=None):
+    return rhs_as_matrix(t, b, a), None, None
