@@ -492,9 +492,23 @@ VIEW_CASES = [
     (item_of_base_updated_view_read, "below"),
 ]
 MATRIX = (np.array([[0.3, -0.2, 0.5, 0.1], [0.9, -0.4, 0.7, 0.2], [-0.6, 0.8, 0.25, -0.1]]),)
+# the NumPy function a case calls that NumPy 1.26 does not have (both are new in 2.x)
+_NEWER_NUMPY = {unstacked_row_updated: "unstack", matrix_transpose_updated: "matrix_transpose"}
+VIEW_PARAMS = [
+    pytest.param(
+        function,
+        alias,
+        id=function.__name__,
+        marks=pytest.mark.skipif(
+            not hasattr(np, _NEWER_NUMPY.get(function, "sum")),
+            reason=f"np.{_NEWER_NUMPY.get(function)} is not in this NumPy (new in 2.x)",
+        ),
+    )
+    for function, alias in VIEW_CASES
+]
 
 
-@pytest.mark.parametrize("function, alias", VIEW_CASES, ids=[c[0].__name__ for c in VIEW_CASES])
+@pytest.mark.parametrize("function, alias", VIEW_PARAMS)
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
 def test_updates_through_views_are_refused(function, alias, mode):
     # NumPy changes the viewed array too; the transformer would not, and the tape (where
@@ -507,7 +521,7 @@ def test_updates_through_views_are_refused(function, alias, mode):
     assert ".copy()" in message
 
 
-@pytest.mark.parametrize("function, alias", VIEW_CASES, ids=[c[0].__name__ for c in VIEW_CASES])
+@pytest.mark.parametrize("function, alias", VIEW_PARAMS)
 def test_the_tape_refuses_updates_through_views(function, alias):
     # the same refusal where the tape records the view; else the view itself is refused
     # (no rule for np.hsplit on the tape, tape values cannot be written into)
@@ -564,7 +578,9 @@ def test_what_the_whitelist_calls_fresh_shares_no_memory():
     for module_name, names in _FRESH_NUMPY.items():
         module = importlib.import_module(module_name)
         for name in sorted(names):
-            function = getattr(module, name)
+            function = getattr(module, name, None)
+            if function is None:  # newer than this NumPy (np.concat, np.unstack ...)
+                continue
             assert function.__module__ == module_name, name
             for args in _calls_to_try(function):
                 try:

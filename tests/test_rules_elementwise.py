@@ -445,7 +445,7 @@ def _numpy_sinc_underflows_at_a_float32_zero() -> bool:
     sine underflows in float32 (numpy/numpy#27784 changed it); that is NumPy's primal."""
     with np.errstate(under="raise"):
         try:
-            np.sinc(np.float32(0.0))
+            np.sinc(np.zeros(1, np.float32))
         except FloatingPointError:
             return True
     return False

@@ -212,7 +212,8 @@ class BatchedValue:
         """Like ``ndarray.reshape``, per example."""
         if len(shape) == 1:
             shape = shape[0]
-        return np.reshape(self, shape, order=order, copy=copy)
+        keywords = {} if copy is None else {"copy": copy}  # np.reshape takes copy= from 2.1
+        return np.reshape(self, shape, order=order, **keywords)
 
     def transpose(self, *axes: Any) -> BatchedValue:
         """Like ``ndarray.transpose``, per example."""
