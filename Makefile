@@ -4,6 +4,8 @@
 #   make examples  create .venv with the examples extra, run every script in examples/
 #                  (files go to examples/output/, or to $S2SGRAD_EXAMPLES_OUTPUT)
 #   make test    create .venv, install the package with the test extra, run ruff and pytest
+#   make test-matrix  the same under each supported Python and NumPy pair (.ci/matrix: venvs
+#                from pyenv's interpreters in /tmp/s2sgrad-matrix), printing a table
 #   make lint    ruff check and ruff format --check
 #   make bench   install the benchmark frameworks where possible, run benchmarks/run.py
 #   make clean   remove .venv and caches
@@ -31,7 +33,7 @@ BENCH_PACKAGES := autograd:autograd jax:jax torch:torch==2.13.0
 # Every example script (helpers starting with _ are imported by them, not run).
 EXAMPLE_SCRIPTS := $(filter-out examples/_%,$(sort $(wildcard examples/*.py)))
 
-.PHONY: demo examples test lint bench clean
+.PHONY: demo examples test test-matrix lint bench clean
 
 demo: $(STAMP_BASE)
 	$(PY) examples/quickstart.py
@@ -45,6 +47,9 @@ examples: $(STAMP_EXAMPLES)
 test: $(STAMP_TEST)
 	$(PY) -m ruff check .
 	$(PY) -m pytest
+
+test-matrix:
+	.ci/matrix
 
 lint: $(STAMP_TEST)
 	$(PY) -m ruff check .

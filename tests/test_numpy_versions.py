@@ -32,7 +32,7 @@ def test_the_seed_has_the_outputs_floating_dtype(output, dtype):
 
 
 def product_of_sum_and_norm(x):
-    return np.sum(np.sin(x)) * np.linalg.norm(x)
+    return np.sum(np.sin(x) * np.linalg.norm(x))  # the seed is broadcast to an array
 
 
 @pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])

@@ -121,3 +121,40 @@ def test_functions_without_source_raise_as_inspect_does():
         read_definition(namespace["made"])
     with pytest.raises(TypeError):
         read_definition(len)
+
+
+class _WithoutColumns:
+    """A code object as Python 3.10 has it: no ``co_positions``."""
+
+    def __init__(self, code):
+        self._code = code
+
+    def __getattr__(self, name):
+        if name == "co_positions":
+            raise AttributeError(name)
+        return getattr(self._code, name)
+
+
+def test_of_two_lambdas_on_a_line_the_one_that_compiles_to_the_code_without_columns(
+    monkeypatch,
+):
+    import numpy as np
+
+    import s2sgrad as sg
+    from s2sgrad import frontend
+
+    original, calls = frontend._lambda_node, []
+
+    def without_columns(source, code, *rest):
+        calls.append(code)
+        return original(source, _WithoutColumns(code), *rest)
+
+    monkeypatch.setattr(frontend, "_lambda_node", without_columns)
+    pair = (lambda x: x**3, lambda x: np.sin(x) * 2.0)
+    derivatives = (lambda x: 3 * x**2, lambda x: 2.0 * np.cos(x))
+    for function, derivative in zip(pair, derivatives):
+        for mode in ("s2s", "auto"):
+            gradient = sg.grad(function, mode=mode)
+            for _ in range(2):
+                assert gradient(0.7) == pytest.approx(derivative(0.7), rel=1e-12)
+    assert calls  # the lambdas were found without columns
