@@ -16,6 +16,7 @@ import linecache
 import os
 import re
 import shutil
+import sys
 import tempfile
 import weakref
 from collections.abc import Callable
@@ -143,7 +144,7 @@ def to_source(node: gast.FunctionDef) -> str:
 
         to_source(gast.parse("def f(x):\\n    return x").body[0])  # 'def f(x):\\n    return x\\n'
     """
-    text = ast.unparse(to_python_ast(node))
+    text = _unparse(to_python_ast(node))
     lines = []
     for line in text.splitlines():
         match = _STRING_STATEMENT.match(line)
@@ -156,6 +157,40 @@ def to_source(node: gast.FunctionDef) -> str:
 
 
 _STRING_STATEMENT = re.compile(r"^(\s*)((?:'.*')|(?:\".*\"))$")
+
+
+def _unparse(tree: ast.AST) -> str:
+    """``ast.unparse``, printing the same on every supported Python."""
+    if sys.version_info >= (3, 11):
+        return ast.unparse(tree)
+    return _Python310Unparser(tree).visit(tree)
+
+
+if sys.version_info < (3, 11):
+
+    class _Python310Unparser(ast._Unparser):
+        """Python 3.10's printer with 3.11's bare tuple targets: ``a, b = f(x)`` and
+        ``for i, v in z``, not ``(a, b) = f(x)``, so generated code reads the same."""
+
+        def __init__(self, tree: ast.AST):
+            super().__init__()
+            self._bare = {id(target) for target in _tuple_targets(tree) if target.elts}
+
+        def visit_Tuple(self, node):
+            if id(node) in self._bare:
+                self.items_view(self.traverse, node.elts)
+            else:
+                super().visit_Tuple(node)
+
+    def _tuple_targets(tree: ast.AST):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                targets = [node.target]
+            else:
+                continue
+            yield from (t for t in targets if isinstance(t, ast.Tuple))
 
 
 _SOURCE_DIRECTORY: Path | None = None

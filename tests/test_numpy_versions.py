@@ -1,4 +1,4 @@
-"""Behaviour that NumPy 1.x and 2.x differ on, pinned where s2sgrad depends on it.
+"""Behaviour that NumPy (1.x and 2.x) and Python versions differ on, where s2sgrad meets it.
 
 NumPy 1.x promotes by value: ``np.result_type(np.float64(2.0), np.float32)`` is float32
 there (float64 from NumPy 2.0, NEP 50), which once seeded ``grad`` in float32.
@@ -71,3 +71,13 @@ def test_solve_with_stacked_vectors_on_numpy_1(mode):
     gradients = call_twice(sg.grad(solved_sines, wrt=(0, 1), mode=mode), a, b)
     for index in range(2):
         assert_close(gradients[index], numeric_grad(solved_sines, (a, b), index), rtol=1e-6)
+
+
+def test_generated_code_prints_tuple_targets_bare_on_every_python():
+    # Python 3.10's ast.unparse writes (a, b) = f(x); 3.11 and later a, b = f(x)
+    import gast
+
+    from s2sgrad.codegen import to_source
+
+    text = "def f(x):\n    a, b = g(x)\n    for i, v in z:\n        pass\n    return (a, b)\n"
+    assert to_source(gast.parse(text).body[0]) == text
