@@ -451,14 +451,7 @@ def _matrix_power(g, ans, a, n):
         g_inverse = _matrix_power(g, ans, inverse, -n)
         inverse_t = np.swapaxes(inverse, -1, -2)
         return -np.matmul(inverse_t, np.matmul(g_inverse, inverse_t))
-    a_t = np.swapaxes(a, -1, -2)
-    powers = [np.broadcast_to(np.eye(np.shape(a)[-1], dtype=np.result_type(a)), np.shape(a))]
-    for _ in range(n - 1):
-        powers.append(np.matmul(powers[-1], a_t))
-    total = np.zeros_like(g)
-    for k in range(n):
-        total = total + np.matmul(powers[k], np.matmul(g, powers[n - 1 - k]))
-    return total
+    return _sum_of_power_products(np.swapaxes(a, -1, -2), g, n)
 
 
 @jvp_rule(np.linalg.matrix_power, inline=False)
@@ -467,12 +460,17 @@ def _matrix_power_jvp(t, ans, a, n):
         inverse = np.linalg.inv(a)
         t_inverse = -np.matmul(inverse, np.matmul(t, inverse))
         return _matrix_power_jvp(t_inverse, ans, inverse, -n)
+    return _sum_of_power_products(a, t, n)
+
+
+def _sum_of_power_products(a, middle, n):
+    """sum over k < n of a^k @ middle @ a^(n-1-k), for stacks of square matrices."""
     powers = [np.broadcast_to(np.eye(np.shape(a)[-1], dtype=np.result_type(a)), np.shape(a))]
     for _ in range(n - 1):
         powers.append(np.matmul(powers[-1], a))
-    total = np.zeros_like(ans)
+    total = np.zeros_like(middle)
     for k in range(n):
-        total = total + np.matmul(powers[k], np.matmul(t, powers[n - 1 - k]))
+        total = total + np.matmul(powers[k], np.matmul(middle, powers[n - 1 - k]))
     return total
 
 
