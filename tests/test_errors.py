@@ -235,3 +235,22 @@ def test_a_library_function_without_a_rule_is_named_by_its_own_module(mode):
         sg.grad(f, mode=mode)(np.array([1.5, 2.5]))
     assert "scipy.special.gammaln" in str(caught.value)
     assert "np.gammaln" not in str(caught.value) and "from NumPy" not in str(caught.value)
+
+
+def _einsum_square(a):
+    return np.sum(np.einsum("ij,jk->ik", a, a) ** 2)
+
+
+def test_second_order_through_a_called_rule_says_nothing_of_s2sgrads_own_code():
+    # einsum's rule is called, not inlined; its own code is differentiated at run time (on
+    # the tape where the transformer cannot): the user's code did not fall back
+    a = np.random.default_rng(5).normal(size=(2, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.S2SGradWarning)
+        hessian = sg.hessian(_einsum_square)(a)
+    gradient = sg.grad(_einsum_square, mode="tape")
+    step = 1e-6
+    column = np.zeros_like(a)
+    column[1, 0] = step
+    expected = (gradient(a + column) - gradient(a - column)) / (2 * step)
+    np.testing.assert_allclose(hessian[:, :, 1, 0], expected, rtol=1e-5, atol=1e-8)
