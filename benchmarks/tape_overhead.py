@@ -83,8 +83,9 @@ def main() -> int:
         ratio = tape_seconds / other_seconds if other_seconds else float("nan")
         worst = max(worst, ratio if other_seconds else 0.0)
         other_text = f"{other_seconds * 1e6:12,.0f}" if other_seconds else f"{'-':>12s}"
+        ratio_text = f"{ratio:7.2f}x" if other_seconds else f"{'-':>8s}"
         print(
-            f"{name:32s} {tape_seconds * 1e6:10,.0f} {other_text} {ratio:7.2f}x"
+            f"{name:32s} {tape_seconds * 1e6:10,.0f} {other_text} {ratio_text}"
             f"  {tape_seconds / operations * 1e6:6.1f} µs"
         )
     if autograd is not None:
