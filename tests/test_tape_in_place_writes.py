@@ -296,10 +296,7 @@ def rows_into_np_empty(x):
 @pytest.mark.parametrize(
     "f", [convolved, buffer_from_np_zeros, rows_into_np_empty], ids=lambda f: f.__name__
 )
-def test_item_writes_into_plain_arrays_the_function_made(f, mode, request):
-    if (f, mode) == (convolved, "s2s"):
-        reason = "s2s: the gradient of corr2d's gradient raises IndexError in generated code"
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason, raises=IndexError))
+def test_item_writes_into_plain_arrays_the_function_made(f, mode):
     x = np.random.default_rng(len(f.__name__)).uniform(0.2, 0.9, size=3)
     gradient_or_refusal(f, x, mode)
 

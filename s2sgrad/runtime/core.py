@@ -302,6 +302,8 @@ def zeros_like_value(x: Any) -> Any:
         return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})
     if isinstance(x, (list, tuple)):
         return CotangentList(zeros_like_value(v) for v in x)
+    if isinstance(x, range):  # integers read item by item: a zero for each
+        return CotangentList(0.0 for _ in x)
     if not isinstance(x, (np.ndarray, np.generic, list, tuple, dict)) and not (
         hasattr(x, "__array_function__") or hasattr(x, "__array__")
     ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate
@@ -376,6 +378,8 @@ def owned(g: Any) -> Any:
 
         owned(np.broadcast_to(1.0, (3,)))  # array([1., 1., 1.]) that can be written
     """
+    if isinstance(g, tuple) and any(type(e) is slice or e is Ellipsis for e in g):
+        return g  # an index (np.s_[i:j, k]), kept for a backward sweep: nothing to write
     if isinstance(g, (list, tuple)):  # entries may be updated in place too: copy them
         return (CotangentList if isinstance(g, CotangentList | tuple) else list)(map(owned, g))
     if isinstance(g, dict):
