@@ -257,16 +257,9 @@ def seed_cotangent(out: Any) -> Any:
 
         out = value_of(out)
     if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
-        import sys
+        from s2sgrad.codegen import running_origin
 
-        from s2sgrad.codegen import ORIGINS
-
-        frame, origin = sys._getframe(1), "the differentiated function"
-        while frame is not None:
-            if frame.f_code.co_filename in ORIGINS:
-                origin = ORIGINS[frame.f_code.co_filename]
-                break
-            frame = frame.f_back
+        origin = running_origin("the differentiated function")
         shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
         raise ValueError(
             f"{origin}: grad needs a function with a single-element output, but it returned "

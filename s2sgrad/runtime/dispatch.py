@@ -335,19 +335,9 @@ def _no_derivative_over_dispatch(what: str):
 
 def _user_origin() -> str:
     """The user's file:line of the function whose generated code is running now."""
-    import sys
+    from s2sgrad.codegen import running_origin
 
-    from s2sgrad.codegen import ORIGINS
-
-    frame, origin = sys._getframe(1), "<unknown location>"
-    while frame is not None:  # the user's function the generated code came from
-        if frame.f_code.co_filename in ORIGINS:
-            origin = ORIGINS[frame.f_code.co_filename]
-            break
-        frame = frame.f_back
-    while origin.rsplit(":", 1)[0] in ORIGINS:  # generated from generated code
-        origin = ORIGINS[origin.rsplit(":", 1)[0]]
-    return origin
+    return running_origin()
 
 
 def _tape_jvp(target, args, tangents, positions, kwargs):
