@@ -12,11 +12,8 @@ a cotangent is assigned, later ones are added.
 
 from __future__ import annotations
 
-import ast
 import functools
-import inspect
 import operator
-import textwrap
 import types
 from collections import Counter
 from collections.abc import Callable
@@ -33,7 +30,7 @@ from s2sgrad.errors import (
     UnsupportedError,
     iterator_error,
 )
-from s2sgrad.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.inline import Namespace, inline_rule
 from s2sgrad.operations import (
     Operation,
@@ -1331,29 +1328,21 @@ def _stores_on_itself(obj: Any) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _attributes_stored_on_first_parameter(function: types.FunctionType) -> str | None:
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError):
+        node = parse_function(function).node
+    except S2SGradError:
         return None
-    definition = tree.body[0]
-    if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return None
-    parameters = definition.args.posonlyargs + definition.args.args
+    parameters = node.args.posonlyargs + node.args.args
     if not parameters:
         return None
-    owner = parameters[0].arg
-    for node in ast.walk(definition):
-        targets = node.targets if isinstance(node, ast.Assign) else []
-        if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for target in targets:
-            for part in ast.walk(target):
-                if (
-                    isinstance(part, ast.Attribute)
-                    and isinstance(part.value, ast.Name)
-                    and part.value.id == owner
-                    and isinstance(part.ctx, ast.Store)
-                ):
-                    return part.attr
+    owner = parameters[0].id
+    for part in walk(node):
+        if (
+            type(part) is gast.Attribute
+            and type(part.ctx) is gast.Store
+            and type(part.value) is gast.Name
+            and part.value.id == owner
+        ):
+            return part.attr
     return None
 
 
