@@ -185,7 +185,8 @@ class Backward:
             )
             if any(needed):
                 told = differentiated_keyword(rule.vjp, needed)  # see rules.registry
-                kwargs = {**kwargs, **told} if told and kwargs else told or kwargs
+                if told:
+                    kwargs = {**(kwargs or {}), **told}
                 kept.append((specialized(rule.vjp, needed), args, kwargs, out))
                 self._add_outputs(out, reach)
         self.reach = reach
