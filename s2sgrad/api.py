@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import numpy_signatures
+from s2sgrad.compiler.freshness import MISSING, Assumptions
+from s2sgrad.compiler.pipeline import call_specialised, derivative
+from s2sgrad.compiler.specialize import signature
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller, where
-from s2sgrad.freshness import MISSING, Assumptions
 from s2sgrad.runtime import as_gradient, is_foreign_array
-from s2sgrad.specialize import signature
 from s2sgrad.tracing import tracing
-from s2sgrad.transform import call_specialised, derivative
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "hvp"]
 
@@ -229,7 +229,7 @@ class _Transform:
         _refuse_unknown_constants(self.f, self.all_parameters, args, kwargs)
         containers = frozenset(n for n, v in zip(self.wrt, values) if _is_container(v))
         if not self.use_tape:
-            from s2sgrad.transform import without_garbage_collection
+            from s2sgrad.compiler.pipeline import without_garbage_collection
 
             with without_garbage_collection():
                 generated = self._transform(containers)

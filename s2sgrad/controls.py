@@ -418,6 +418,6 @@ def _dispatcher_code(code: types.CodeType) -> types.CodeType:
 
 
 def _forget_generated_code() -> None:
-    from s2sgrad.transform import clear_cache
+    from s2sgrad.compiler.pipeline import clear_cache
 
     clear_cache()

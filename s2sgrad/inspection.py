@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.codegen import GeneratedFunction, to_source
+from s2sgrad.compiler.codegen import GeneratedFunction, to_source
+from s2sgrad.compiler.pipeline import derivative
 from s2sgrad.errors import S2SGradError
-from s2sgrad.transform import derivative
 
 __all__ = ["source", "show", "export"]
 
@@ -37,7 +37,7 @@ def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunctio
 
 def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
     """``generated`` and every generated function it calls, callees first."""
-    from s2sgrad.codegen import generated_of
+    from s2sgrad.compiler.codegen import generated_of
 
     ordered: list[GeneratedFunction] = []
     seen: set[int] = set()
@@ -287,7 +287,7 @@ def _names_used(text: str) -> set[str]:
 
 
 def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | None:
-    from s2sgrad.codegen import generated_of
+    from s2sgrad.compiler.codegen import generated_of
 
     if callable(obj) and generated_of(obj) in parts:
         generated_name = obj.__name__

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from s2sgrad.codegen import ORIGINS
+from s2sgrad.compiler.codegen import ORIGINS
 
 __all__ = ["trace", "tracing"]
 

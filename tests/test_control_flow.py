@@ -577,7 +577,7 @@ def test_a_branch_beside_a_loop_differentiates_twice(function, point):
 def test_restores_out_of_step_with_their_saves_are_refused(monkeypatch):
     # what the backward sweep of a branch once did: its taken arm, holding only restores,
     # was replaced by the other one; the check that pops mirror pushes now catches that
-    from s2sgrad import reverse
+    from s2sgrad.compiler import reverse
 
     replay = reverse._Reverse.backward_if
 

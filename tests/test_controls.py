@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import s2sgrad as sg
+from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.rules import registry
-from s2sgrad.transform import clear_cache
 
 MODES = ["s2s", "tape"]
 

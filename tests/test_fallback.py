@@ -13,7 +13,7 @@ import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
-import s2sgrad.transform
+import s2sgrad.compiler.pipeline
 from s2sgrad.errors import FallbackWarning
 
 MODES = ["auto", "s2s", "tape"]
@@ -30,10 +30,10 @@ def _broken_pass(*args, **kwargs):
 @pytest.fixture
 def broken_transformer(monkeypatch):
     """The transformer fails inside a pass, as a bug in it would."""
-    s2sgrad.transform.clear_cache()
-    monkeypatch.setattr(s2sgrad.transform, "desugar", _broken_pass)
+    s2sgrad.compiler.pipeline.clear_cache()
+    monkeypatch.setattr(s2sgrad.compiler.pipeline, "desugar", _broken_pass)
     yield
-    s2sgrad.transform.clear_cache()
+    s2sgrad.compiler.pipeline.clear_cache()
 
 
 def test_an_internal_error_of_the_transformer_falls_back_to_the_tape(broken_transformer):

@@ -17,7 +17,7 @@ import pytest
 from oracle import assert_close, call_twice, numeric_grad
 
 import s2sgrad as sg
-from s2sgrad.frontend import parse_function
+from s2sgrad.compiler.frontend import parse_function
 
 MODES = ("s2s", "tape", "auto")
 _modules = itertools.count()

@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 import s2sgrad as sg
-from s2sgrad import transform
+from s2sgrad.compiler import pipeline as transform
 
 
 def make_function(scale):

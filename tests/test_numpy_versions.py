@@ -77,7 +77,7 @@ def test_generated_code_prints_tuple_targets_bare_on_every_python():
     # Python 3.10's ast.unparse writes (a, b) = f(x); 3.11 and later a, b = f(x)
     import gast
 
-    from s2sgrad.codegen import to_source
+    from s2sgrad.compiler.codegen import to_source
 
     text = "def f(x):\n    a, b = g(x)\n    for i, v in z:\n        pass\n    return (a, b)\n"
     assert to_source(gast.parse(text).body[0]) == text

@@ -1,4 +1,4 @@
-"""Tests of the optimiser (s2sgrad/optimize.py) and the facts it keeps (optimize_facts.py).
+"""Tests of the optimiser (s2sgrad/compiler/optimize.py) and the facts it keeps (optimize_facts.py).
 
 Most of the expected code below is what the optimiser wrote before it kept facts between
 passes; the faster one must write exactly the same.
@@ -13,9 +13,9 @@ import gast
 import numpy as np
 import pytest
 
-from s2sgrad.codegen import to_source
-from s2sgrad.optimize import _ConstantFolder, _size, optimize
-from s2sgrad.optimize_facts import (
+from s2sgrad.compiler.codegen import to_source
+from s2sgrad.compiler.optimize import _ConstantFolder, _size, optimize
+from s2sgrad.compiler.optimize_facts import (
     Facts,
     FactsCache,
     facts_after_folding,
@@ -25,7 +25,13 @@ from s2sgrad.optimize_facts import (
     rename_reads,
     replace_reads,
 )
-from s2sgrad.syntax import clone, names_modified, names_read, names_written, parse_expression
+from s2sgrad.compiler.syntax import (
+    clone,
+    names_modified,
+    names_read,
+    names_written,
+    parse_expression,
+)
 
 
 def is_pure(call: gast.Call) -> bool:

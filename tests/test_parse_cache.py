@@ -12,7 +12,7 @@ import zlib
 from pathlib import Path
 
 import s2sgrad as sg
-from s2sgrad import inline
+from s2sgrad.compiler import inline
 from s2sgrad.rules.registry import _RULES
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 import gast
 import pytest
 
-from s2sgrad.python_ast import to_gast, to_python_ast
+from s2sgrad.compiler.python_ast import to_gast, to_python_ast
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [
-    "s2sgrad/reverse.py",
+    "s2sgrad/compiler/reverse.py",
     "s2sgrad/api.py",
     "s2sgrad/tape/values.py",
     "tests/test_control_flow.py",

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from s2sgrad.frontend import read_definition
+from s2sgrad.compiler.frontend import read_definition
 
 
 def plain(x):
@@ -141,7 +141,7 @@ def test_of_two_lambdas_on_a_line_the_one_that_compiles_to_the_code_without_colu
     import numpy as np
 
     import s2sgrad as sg
-    from s2sgrad import frontend
+    from s2sgrad.compiler import frontend
 
     original, calls = frontend._lambda_node, []
 

@@ -29,11 +29,11 @@ import numpy as np
 from s2sgrad import api
 from s2sgrad.batching.helpers import HELPER_RULES, batched_twin, is_generated
 from s2sgrad.batching.values import BatchedValue, NotBatchable
+from s2sgrad.compiler.pipeline import derivative
 from s2sgrad.errors import S2SGradError
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
 from s2sgrad.tape import is_tape_value
-from s2sgrad.transform import derivative
 
 __all__ = [
     "reverse_jacobian",

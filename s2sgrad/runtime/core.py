@@ -257,7 +257,7 @@ def seed_cotangent(out: Any) -> Any:
 
         out = value_of(out)
     if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
-        from s2sgrad.codegen import running_origin
+        from s2sgrad.compiler.codegen import running_origin
 
         origin = running_origin("the differentiated function")
         shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
@@ -522,7 +522,7 @@ def refuse_if_array(value: Any, message: str) -> None:
     left alone.
 
     Generated code calls it before ``x = x + v`` written as ``x += v`` where another name
-    may share ``x``'s memory (see :mod:`s2sgrad.passes.aliases`).
+    may share ``x``'s memory (see :mod:`s2sgrad.compiler.passes.aliases`).
 
     Example::
 

@@ -139,8 +139,8 @@ def _is_builtin(function: Any) -> bool:
 
 
 def _generated_vjp(target, full_args, positions, warn):
+    from s2sgrad.compiler.pipeline import derivative
     from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
-    from s2sgrad.transform import derivative
 
     key = (target, positions)
     if key in _TAPE_ONLY or not isinstance(target, types.FunctionType):
@@ -293,8 +293,8 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     if not positions:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
+    from s2sgrad.compiler.pipeline import derivative
     from s2sgrad.errors import S2SGradError
-    from s2sgrad.transform import derivative
 
     try:
         import inspect
@@ -335,7 +335,7 @@ def _no_derivative_over_dispatch(what: str):
 
 def _user_origin() -> str:
     """The user's file:line of the function whose generated code is running now."""
-    from s2sgrad.codegen import running_origin
+    from s2sgrad.compiler.codegen import running_origin
 
     return running_origin()
 

@@ -5,7 +5,7 @@ A tape value has no in-place operators, so ``x += v`` makes a new value and rebi
 x``, a view such as ``x.T``, a list holding ``x``) sees the change. Where such a name is
 read afterwards the two differ, and the tape would record a function other than the one
 the code computes. The source transformer refuses that code (see
-:mod:`s2sgrad.passes.aliases`). The function transforms promise NumPy's meaning, so while
+:mod:`s2sgrad.compiler.passes.aliases`). The function transforms promise NumPy's meaning, so while
 they run a function on the tape (:func:`numpy_semantics`) the tape asks the same analysis
 about the function running the update, and refuses it too. A ``GradientTape`` used
 directly keeps its documented meaning: tape values are immutable, and ``x += v`` rebinds.
@@ -33,10 +33,10 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.passes.aliases import shared_in_place_updates
+from s2sgrad.compiler.syntax import nested_statements
 from s2sgrad.errors import S2SGradError, UnsupportedError
-from s2sgrad.frontend import NOT_FOUND, parse_function
-from s2sgrad.passes.aliases import shared_in_place_updates
-from s2sgrad.syntax import nested_statements
 
 __all__ = [
     "plain_array_write",
@@ -117,9 +117,9 @@ def _shared_updates_by_line(frame: Any) -> dict[int, str]:
 def _with_matches_desugared(parsed: Any) -> gast.FunctionDef:
     """The function with ``match`` statements as ``if`` chains, so that updates in their
     cases are seen (statements keep their lines)."""
-    from s2sgrad.passes.desugar import desugar_matches
-    from s2sgrad.passes.names import NameGenerator
-    from s2sgrad.syntax import clone
+    from s2sgrad.compiler.passes.desugar import desugar_matches
+    from s2sgrad.compiler.passes.names import NameGenerator
+    from s2sgrad.compiler.syntax import clone
 
     node = clone(parsed.node)
     taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
@@ -283,8 +283,8 @@ def _plain_writes_by_line(frame: Any) -> dict[int, Any]:
 def _made_once_anew(parsed: Any, statements: list) -> set[str]:
     """The local names bound once only, by arithmetic or a call known to return a new
     array."""
-    from s2sgrad.passes.aliases import fresh_result
-    from s2sgrad.syntax import names_written
+    from s2sgrad.compiler.passes.aliases import fresh_result
+    from s2sgrad.compiler.syntax import names_written
 
     counts: dict[str, int] = {}
     for statement in statements:
@@ -316,7 +316,7 @@ def _is_compound(statement: gast.stmt) -> bool:
 
 
 def _header_names(statement: gast.stmt) -> set[str]:
-    from s2sgrad.syntax import names_written
+    from s2sgrad.compiler.syntax import names_written
 
     if isinstance(statement, gast.For):
         return names_written(statement.target)

@@ -23,8 +23,8 @@ import functools
 
 import gast
 
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import assign, constant, load
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import assign, constant, load
 
 __all__ = ["structure_jumps"]
 

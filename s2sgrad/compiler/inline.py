@@ -20,10 +20,10 @@ from typing import Any
 
 import gast
 
-from s2sgrad.frontend import read_definition
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.python_ast import to_gast
-from s2sgrad.syntax import (
+from s2sgrad.compiler.frontend import read_definition
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.python_ast import to_gast
+from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
     COMPARISON_OPERATORS,
     UNARY_OPERATORS,
@@ -416,8 +416,8 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
 
         inline_updating_helpers(node, parsed, names)  # {'halve'}: y[:] = y[:] * 0.5
     """
-    from s2sgrad.passes.aliases import mutated_parameters
-    from s2sgrad.syntax import nested_statements
+    from s2sgrad.compiler.passes.aliases import mutated_parameters
+    from s2sgrad.compiler.syntax import nested_statements
 
     local = names_written(node) | _parameter_names(node)
     inlined: set[str] = set()
@@ -488,8 +488,8 @@ _NOT_INLINED = (
 def _inlined_call(statement, call_node, helper, parsed, names, local) -> list | None:
     """The statements that do what ``statement``, a call of ``helper``, does; None when the
     helper cannot be inlined as it is written."""
-    from s2sgrad.frontend import parse_function
-    from s2sgrad.passes.aliases import mutated_parameters
+    from s2sgrad.compiler.frontend import parse_function
+    from s2sgrad.compiler.passes.aliases import mutated_parameters
 
     if helper.__closure__ or any(isinstance(a, gast.Starred) for a in call_node.args):
         return None

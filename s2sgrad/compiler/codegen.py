@@ -25,9 +25,9 @@ from typing import Any
 
 import gast
 
-from s2sgrad.freshness import Assumptions
-from s2sgrad.python_ast import to_python_ast
-from s2sgrad.syntax import COMMENT_MARK, walk
+from s2sgrad.compiler.freshness import Assumptions
+from s2sgrad.compiler.python_ast import to_python_ast
+from s2sgrad.compiler.syntax import COMMENT_MARK, walk
 
 __all__ = [
     "GeneratedFunction",
@@ -86,7 +86,7 @@ class GeneratedFunction:
         self.specialised_for = None  # the argument signature it was specialised to
         self.specialisations: dict[tuple, GeneratedFunction] = {}  # signature → its code
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
-        # the user's free names the code reads (entries of s2sgrad.freshness): ``live``
+        # the user's free names the code reads (entries of s2sgrad.compiler.freshness): ``live``
         # maps the data ones to their entries, copied into the code's globals as they change;
         # ``assumptions`` holds every entry the code depends on, its callees' included
         self.live: dict[str, Any] = {}

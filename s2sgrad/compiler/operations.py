@@ -18,12 +18,9 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad.errors import UnsupportedError
-from s2sgrad.frontend import NOT_FOUND, ParsedFunction
-from s2sgrad.naming import library_name
-from s2sgrad.passes.anf import is_function_reference
-from s2sgrad.rules import get_rule
-from s2sgrad.syntax import (
+from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.compiler.passes.anf import is_function_reference
+from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
     UNARY_OPERATORS,
     attribute,
@@ -34,6 +31,9 @@ from s2sgrad.syntax import (
     nested_statements,
     walk,
 )
+from s2sgrad.errors import UnsupportedError
+from s2sgrad.naming import library_name
+from s2sgrad.rules import get_rule
 
 __all__ = [
     "Operation",

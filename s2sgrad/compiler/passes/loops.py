@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import (
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import (
     SCOPES,
     assign,
     attribute,

@@ -15,25 +15,19 @@ import gast
 import numpy as np
 
 from s2sgrad import numpy_signatures, runtime
-from s2sgrad.errors import (
-    NonDifferentiableError,
-    S2SGradError,
-    UnsupportedError,
-    iterator_error,
-)
-from s2sgrad.frontend import ParsedFunction
-from s2sgrad.inline import Namespace, inline_rule
-from s2sgrad.operations import (
+from s2sgrad.compiler.frontend import ParsedFunction
+from s2sgrad.compiler.inline import Namespace, inline_rule
+from s2sgrad.compiler.operations import (
     Operation,
     classify,
     keeps_arguments_inside,
     refuse_differentiated_keywords,
 )
-from s2sgrad.passes.activity import Activity
-from s2sgrad.passes.aliases import refuse_mutating_calls
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.reverse import not_at_run_time, refuse_calls_kept_for_effect
-from s2sgrad.syntax import (
+from s2sgrad.compiler.passes.activity import Activity
+from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.reverse import not_at_run_time, refuse_calls_kept_for_effect
+from s2sgrad.compiler.syntax import (
     assign,
     attribute,
     call,
@@ -48,6 +42,12 @@ from s2sgrad.syntax import (
     nested_statements,
     store,
     walk,
+)
+from s2sgrad.errors import (
+    NonDifferentiableError,
+    S2SGradError,
+    UnsupportedError,
+    iterator_error,
 )
 
 __all__ = ["ForwardSweep", "forward_sweep"]

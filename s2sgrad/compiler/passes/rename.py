@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import names_written, walk
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import names_written, walk
 
 __all__ = ["rename_reassignments"]
 

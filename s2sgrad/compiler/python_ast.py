@@ -14,7 +14,7 @@ import ast
 
 import gast
 
-from s2sgrad.syntax import node_fields
+from s2sgrad.compiler.syntax import node_fields
 
 __all__ = ["to_python_ast", "to_gast"]
 

@@ -35,10 +35,16 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.syntax import (
+    MUTATING_METHODS,
+    names_read,
+    names_written,
+    nested_statements,
+    walk,
+)
 from s2sgrad.errors import UnsupportedError, where
-from s2sgrad.frontend import NOT_FOUND, parse_function
 from s2sgrad.rules import get_rule
-from s2sgrad.syntax import MUTATING_METHODS, names_read, names_written, nested_statements, walk
 
 __all__ = [
     "shared_in_place_updates",

@@ -12,7 +12,13 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.syntax import load, method_receiver, names_read, names_written, nested_statements
+from s2sgrad.compiler.syntax import (
+    load,
+    method_receiver,
+    names_read,
+    names_written,
+    nested_statements,
+)
 
 __all__ = ["Activity", "analyse_activity"]
 

@@ -23,7 +23,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.syntax import (
+from s2sgrad.compiler.syntax import (
     attribute,
     call,
     clone,
@@ -799,7 +799,7 @@ def _scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
 
 
 def _written(statement) -> set[str]:
-    from s2sgrad.syntax import names_modified
+    from s2sgrad.compiler.syntax import names_modified
 
     return names_modified(statement)
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import gast
 
-from s2sgrad.optimize_facts import (
+from s2sgrad.compiler.optimize_facts import (
     FactsCache,
     facts_after_folding,
     facts_after_merging,
@@ -28,7 +28,7 @@ from s2sgrad.optimize_facts import (
     replace_reads,
     simple_assignment,
 )
-from s2sgrad.syntax import (
+from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
     COMMENT_MARK,
     child_fields,

@@ -24,25 +24,19 @@ import gast
 import numpy as np
 
 from s2sgrad import numpy_signatures, runtime
-from s2sgrad.errors import (
-    NonDifferentiableError,
-    S2SGradError,
-    UnsupportedError,
-    iterator_error,
-)
-from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
-from s2sgrad.inline import Namespace, inline_rule
-from s2sgrad.operations import (
+from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
+from s2sgrad.compiler.inline import Namespace, inline_rule
+from s2sgrad.compiler.operations import (
     Operation,
     classify,
     index_expression,
     keeps_arguments_inside,
     refuse_differentiated_keywords,
 )
-from s2sgrad.passes.activity import Activity
-from s2sgrad.passes.aliases import fresh_result, refuse_mutating_calls
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import (
+from s2sgrad.compiler.passes.activity import Activity
+from s2sgrad.compiler.passes.aliases import fresh_result, refuse_mutating_calls
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     add_rule_names,
     assign,
@@ -61,6 +55,12 @@ from s2sgrad.syntax import (
     store,
     string_statement,
     walk,
+)
+from s2sgrad.errors import (
+    NonDifferentiableError,
+    S2SGradError,
+    UnsupportedError,
+    iterator_error,
 )
 
 __all__ = ["ReverseSweeps", "reverse_sweeps"]
@@ -1290,7 +1290,7 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
 
 def _stores_attributes(function) -> bool:
     """Whether ``function``'s source assigns to an attribute (``self.v = x``)."""
-    from s2sgrad.frontend import parse_function
+    from s2sgrad.compiler.frontend import parse_function
 
     function = getattr(function, "__func__", function)
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.syntax import (
+from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     MUTATING_METHODS,
     SCOPES,
@@ -62,7 +62,7 @@ class Facts:
 
     ``loads``, ``stores`` and ``others`` list every ``Name`` by context (``others`` holds
     ``Del`` and ``Param``), with repeats, nested functions included; ``reads``,
-    ``writes`` and ``modified`` are what :func:`s2sgrad.syntax.names_read`,
+    ``writes`` and ``modified`` are what :func:`s2sgrad.compiler.syntax.names_read`,
     ``names_written`` and ``names_modified`` return for the statement. ``trail``, when
     given, receives every node walked that could be changed in place.
     """
@@ -96,7 +96,7 @@ class Facts:
         calls: list[gast.Call] = []
         modified: set[str] = set()
         has_scope = own_scope = foldable = effects = annotated = False
-        size = 0  # nodes, as s2sgrad.syntax.walk counts them (operators too)
+        size = 0  # nodes, as s2sgrad.compiler.syntax.walk counts them (operators too)
         Name, Load, Store, Constant = gast.Name, gast.Load, gast.Store, gast.Constant
         plans, roles = _PLANS, _ROLES
         stack = [statement]
@@ -214,7 +214,7 @@ class Facts:
             self.value_size = size + len(loads) + len(stores) + len(others) - 2
 
 
-# Whether the constant folder (s2sgrad.optimize._ConstantFolder) simplifies a node as it is,
+# Whether the constant folder (optimize._ConstantFolder) simplifies a node as it is,
 # its children left as they are. Each mirrors the conditions of the folder's visit_ method
 # for the kind (some a little wider): a node none of them accepts is left alone by it.
 def literal_number(node) -> int | float | None:
@@ -238,7 +238,7 @@ def literal_number(node) -> int | float | None:
 
 def negatable(node) -> bool:
     """Whether ``-node`` can be written without a negation (``-a`` → ``a``, ``(-a) * b`` →
-    ``a * b``): whether ``s2sgrad.optimize._negated(node)`` is not None."""
+    ``a * b``): whether ``s2sgrad.compiler.optimize._negated(node)`` is not None."""
     while isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
         node = node.left
     return isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)

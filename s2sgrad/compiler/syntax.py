@@ -212,7 +212,7 @@ _CONTEXTS = frozenset({gast.Load, gast.Store, gast.Del})
 def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
     """``new``, placed at ``old``'s location: it and the statements inside it that have no
     location get ``old``'s; expressions without one take their statement's when the code
-    is compiled (:mod:`s2sgrad.python_ast`)."""
+    is compiled (:mod:`s2sgrad.compiler.python_ast`)."""
     if old is None or getattr(old, "lineno", None) is None:
         return new
     place = {

@@ -28,43 +28,34 @@ import gast
 import numpy as np
 
 from s2sgrad import numpy_signatures, runtime
-from s2sgrad.codegen import (
+from s2sgrad.compiler.codegen import (
     GeneratedFunction,
     compile_ast,
     compile_function,
     generated_of,
     unique_name,
 )
-from s2sgrad.errors import (
-    S2SGradError,
-    UnsupportedError,
-    asynchronous_error,
-    generator_error,
-    no_forward_derivative,
-    where,
-)
-from s2sgrad.forward import forward_sweep
-from s2sgrad.freshness import Assumptions, entry_for, is_data, is_frozen
-from s2sgrad.frontend import NOT_FOUND, ParsedFunction, parse_function
-from s2sgrad.inline import Namespace, _is_literal, inline_updating_helpers
-from s2sgrad.operations import classify, refuse_untracked_writes
-from s2sgrad.optimize import drop_unneeded_saves, fold_constants, optimize
-from s2sgrad.passes.activity import analyse_activity
-from s2sgrad.passes.anf import join_sequences, to_anf
-from s2sgrad.passes.desugar import desugar
-from s2sgrad.passes.jumps import structure_jumps
-from s2sgrad.passes.loops import normalise_loops
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.passes.rename import rename_reassignments
-from s2sgrad.reverse import ReverseSweeps, reverse_sweeps
-from s2sgrad.rules import get_rule
-from s2sgrad.specialize import (
+from s2sgrad.compiler.forward import forward_sweep
+from s2sgrad.compiler.freshness import Assumptions, entry_for, is_data, is_frozen
+from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
+from s2sgrad.compiler.inline import Namespace, _is_literal, inline_updating_helpers
+from s2sgrad.compiler.operations import classify, refuse_untracked_writes
+from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
+from s2sgrad.compiler.passes.activity import analyse_activity
+from s2sgrad.compiler.passes.anf import join_sequences, to_anf
+from s2sgrad.compiler.passes.desugar import desugar
+from s2sgrad.compiler.passes.jumps import structure_jumps
+from s2sgrad.compiler.passes.loops import normalise_loops
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.rename import rename_reassignments
+from s2sgrad.compiler.reverse import ReverseSweeps, reverse_sweeps
+from s2sgrad.compiler.specialize import (
     probe_and_specialise,
     shapes_follow_arguments,
     signature,
     strip_broadcasts_in,
 )
-from s2sgrad.syntax import (
+from s2sgrad.compiler.syntax import (
     assign,
     call,
     clone,
@@ -76,6 +67,15 @@ from s2sgrad.syntax import (
     store,
     walk,
 )
+from s2sgrad.errors import (
+    S2SGradError,
+    UnsupportedError,
+    asynchronous_error,
+    generator_error,
+    no_forward_derivative,
+    where,
+)
+from s2sgrad.rules import get_rule
 from s2sgrad.tracing import tracing
 
 __all__ = ["derivative", "call_specialised", "specialised", "KINDS", "clear_cache"]
@@ -364,7 +364,7 @@ def _build(request: _Request) -> GeneratedFunction:
 
 
 def _free_name_entries(parsed: ParsedFunction, free_names: list[str]):
-    """The entries (s2sgrad.freshness) of the globals and closure variables the code reads:
+    """The entries (s2sgrad.compiler.freshness) of the globals and closure variables the code reads:
     the data ones by name, and all of them, with what the code it was made from assumed
     when that is generated code itself (a derivative differentiated again)."""
     function = parsed.function

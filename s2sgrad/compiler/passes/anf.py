@@ -21,8 +21,8 @@ import types
 import gast
 import numpy as np
 
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import (
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import (
     assign,
     call,
     is_atom,

@@ -1,7 +1,7 @@
 """Rewrite sugar into the few statement forms the transformer knows.
 
 * ``x op= v`` becomes ``x = x op v`` (refused where another name shares ``x``'s array:
-  see :mod:`s2sgrad.passes.aliases`);
+  see :mod:`s2sgrad.compiler.passes.aliases`);
 * ``a < b < c`` becomes ``a < b and b < c``;
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
@@ -23,10 +23,9 @@ import collections.abc
 import gast
 import numpy as np
 
-from s2sgrad.errors import UnsupportedError
-from s2sgrad.passes.aliases import index_list_loops, shared_in_place_updates
-from s2sgrad.passes.names import NameGenerator
-from s2sgrad.syntax import (
+from s2sgrad.compiler.passes.aliases import index_list_loops, shared_in_place_updates
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import (
     call,
     clone,
     constant,
@@ -37,6 +36,7 @@ from s2sgrad.syntax import (
     store,
     walk,
 )
+from s2sgrad.errors import UnsupportedError
 
 __all__ = ["desugar", "desugar_matches"]
 
