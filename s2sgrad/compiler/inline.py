@@ -33,6 +33,7 @@ from s2sgrad.compiler.syntax import (
     constant,
     names_read,
     names_written,
+    parameter_names,
     walk,
 )
 
@@ -419,7 +420,7 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
     from s2sgrad.compiler.passes.aliases import mutated_parameters
     from s2sgrad.compiler.syntax import nested_statements
 
-    local = names_written(node) | _parameter_names(node)
+    local = names_written(node) | parameter_names(node)
     inlined: set[str] = set()
     for _ in range(8):  # helpers that call helpers that change their arguments
         found = False
@@ -459,13 +460,6 @@ def _statement_call(statement: gast.stmt) -> gast.Call | None:
         if isinstance(value, gast.Call) and isinstance(value.func, gast.Name):
             return value
     return None
-
-
-def _parameter_names(node: gast.FunctionDef) -> set[str]:
-    arguments = node.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-    return {a.id for a in every if isinstance(a, gast.Name)}
 
 
 _NOT_INLINED = (

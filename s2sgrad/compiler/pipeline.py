@@ -64,6 +64,7 @@ from s2sgrad.compiler.syntax import (
     names_modified,
     names_read,
     names_written,
+    parameter_names,
     store,
     walk,
 )
@@ -259,7 +260,7 @@ def _build(request: _Request) -> GeneratedFunction:
     scatter = getattr(node, "s2s_added_at", None)
     if scatter is not None:  # desugar wrote np.add.at(t, i, v) as t[...] = added_at(t, i, v)
         parsed.closure[scatter] = runtime.added_at
-    parameters = _parameter_names(node)
+    parameters = parameter_names(node)
     local_names = parameters | names_written_in(node)
 
     def is_builtin(name: str) -> bool:
@@ -671,7 +672,7 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
     backward.append(gast.Return(value=returned))
     backward = optimize(backward, is_pure)
-    known = {n for s in sweeps.forward for n in names_written(s)} | _parameter_names(node)
+    known = {n for s in sweeps.forward for n in names_written(s)} | parameter_names(node)
     read_back = set().union(*(names_read(s) for s in backward)) if backward else set()
     saved = sorted((read_back - {sweeps.output_cotangent}) & known)
     saved_name = names.claim("saved")
@@ -689,7 +690,7 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     )
     keep = gast.Tuple(elts=[load(n) for n in saved], ctx=gast.Load())
     result = gast.Tuple(elts=[clone(sweeps.output), keep], ctx=gast.Load())
-    always = _parameter_names(node) | {
+    always = parameter_names(node) | {
         n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
     }
     # a value only some branches compute is saved as None when they do not run
@@ -864,16 +865,6 @@ def names_read_in(node: gast.FunctionDef) -> set[str]:
     result = set()
     for statement in node.body:
         result |= names_read(statement)
-    return result
-
-
-def _parameter_names(node: gast.FunctionDef) -> set[str]:
-    args = node.args
-    result = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
-    if args.vararg:
-        result.add(args.vararg.id)
-    if args.kwarg:
-        result.add(args.kwarg.id)
     return result
 
 

@@ -9,6 +9,7 @@ import gast
 
 __all__ = [
     "item_target_base",
+    "parameter_names",
     "load",
     "store",
     "constant",
@@ -381,6 +382,20 @@ def item_target_base(statement: gast.stmt) -> str | None:
         base = statement.targets[0].value
         return base.id if type(base) is gast.Name else None
     return None
+
+
+def parameter_names(function: gast.FunctionDef | gast.Lambda) -> set[str]:
+    """Every name a function's parameters bind, ``*args`` and ``**kwargs`` included.
+
+    Example::
+
+        parameter_names(parse_expression("lambda a, *rest, b=1, **options: 0"))
+        # {"a", "rest", "b", "options"}
+    """
+    arguments = function.args
+    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    return {a.id for a in every if type(a) is gast.Name}
 
 
 def method_receiver(value: gast.AST, method: str) -> str | None:

@@ -41,6 +41,7 @@ from s2sgrad.compiler.syntax import (
     names_read,
     names_written,
     nested_statements,
+    parameter_names,
     walk,
 )
 from s2sgrad.errors import UnsupportedError, where
@@ -157,7 +158,7 @@ def shared_in_place_updates(
     if not updates:
         return {}
     containers = _containers(statements)
-    everywhere = _Sharing(statements, resolve, containers, _parameters(function))
+    everywhere = _Sharing(statements, resolve, containers, parameter_names(function))
     layout = _Layout(function.body, statements)
     loops = _loop_spans(statements)
     buffers = _swapped_buffers(function, statements, resolve)
@@ -277,7 +278,7 @@ def _owns_distinct_arrays(function, statements, items: str, loop, resolve) -> bo
     """Whether every value ``items`` holds is a list, written out, of new arrays (each its
     own), and no name but ``loop``'s variable takes them out of it: no other loop over it,
     no alias, entry read into a name, store, or call given the list."""
-    if items in _parameters(function) or {"len", "range"} & names_written(function):
+    if items in parameter_names(function) or {"len", "range"} & names_written(function):
         return False
     for statement in statements:
         if statement is loop:
@@ -331,7 +332,7 @@ def _swapped_buffers(function: gast.FunctionDef, statements, resolve) -> dict[st
         merged = set(names).union(*(groups.get(n, set()) for n in names))
         for name in merged:
             groups[name] = merged
-    spoiled = _parameters(function)  # bound otherwise than to a new array or by a swap
+    spoiled = parameter_names(function)  # bound otherwise than to a new array or by a swap
     for statement in statements:
         kind = type(statement)
         if id(statement) in swaps or kind in (gast.If, gast.While):
@@ -494,13 +495,6 @@ class _Sharing:
         """The other names whose values may share memory with ``name``'s."""
         mine = self.of(name)
         return {n for n in self.names if n != name and not self.of(n).isdisjoint(mine)}
-
-
-def _parameters(function: gast.FunctionDef) -> set[str]:
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-    return {a.id for a in every if type(a) is gast.Name}
 
 
 def _links(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[str, set[str]]]:
@@ -696,7 +690,7 @@ def _summary(function: types.FunctionType) -> frozenset[str] | None:
     except Exception:  # no source, or source the transformer cannot read
         return None
     statements = list(nested_statements(parsed.node.body))
-    parameters = _parameters(parsed.node)
+    parameters = parameter_names(parsed.node)
     sharing = _Sharing(statements, parsed.resolve, _containers(statements), parameters)
     returned: set[str] = set()
     for statement in statements:
@@ -795,7 +789,7 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
         summary = frozenset()
     else:
         statements = list(nested_statements(parsed.node.body))
-        parameters = _parameters(parsed.node)
+        parameters = parameter_names(parsed.node)
         sharing = _Sharing(statements, parsed.resolve, _containers(statements), parameters)
         layout = _Layout(parsed.node.body, statements)
         own = _own_containers(statements) - parameters

@@ -1,0 +1,67 @@
+"""Facts one pass leaves on a syntax node for a later pass: every one is declared here.
+
+Passes hand most of their results on explicitly (the reverse sweep's step records, the
+facts cache of the optimizer). What must travel *with a node* — through cloning, renaming
+and inlining, which copy a node's extra attributes along (``syntax.clone``) — is an
+annotation, read and written only through this module::
+
+    annotate(loop, RANGE_LOOP)              # passes/loops: this loop runs over a range
+    if annotation(loop, RANGE_LOOP): ...    # reverse: its counter is the range's index
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+
+__all__ = ["annotate", "annotation", "ANNOTATIONS"]
+
+# Normal form (passes/)
+SYNCED = "s2s_synced"  # aliases: an in-place update and the store that keeps a copy in step
+REFUSAL = "s2s_refusal"  # desugar: name of the guard that refuses an array where one is not allowed
+ADDED_AT = "s2s_added_at"  # desugar: name of the helper that records where a list grew
+BINDINGS = "s2s_bindings"  # desugar: names a desugared ``match`` reads (collections.abc tests)
+BEFORE = "s2s_before"  # loops: statements an inlined call needs before its statement
+INLINED = "s2s_inlined"  # loops: a call replaced by an inlined function's value
+RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its index is the counter)
+
+# Derivative code (reverse/)
+COUNTER = "s2s_counter"  # the increment of a loop's iteration counter
+REPLAY = "s2s_replay"  # a block the backward sweep runs again to restore values
+STACK = "s2s_stack"  # the creation of a stack of saved values (dropped when nobody reads it)
+SAVE_INIT = "s2s_save_init"  # a value bound only so the first push has one
+KEEP_NAME = "keep_name"  # an adjoint named after the user's variable: keep it visible
+KEEP_APART = "keep_apart"  # a statement that reads best on a line of its own (the seed)
+
+# Specialisation (specialize.py)
+NEAR_BROADCAST = "s2s_near_broadcast"  # an operation beside a broadcast specialisation removed
+BROADCAST_FREE = "s2s_broadcast_free"  # sides of a binary operation whose broadcasts were stripped
+SCATTER = "s2s_scatter"  # an index cotangent that may become an in-place add
+UNCOVERED = "s2s_uncovered"  # the part of an array an index cotangent's first write leaves
+
+ANNOTATIONS = frozenset(
+    value for name, value in dict(globals()).items() if name.isupper() and name != "ANNOTATIONS"
+)
+
+
+def annotate(node: gast.AST, name: str, value: Any = True) -> None:
+    """Leave the fact ``name`` (one of this module's constants) on ``node``.
+
+    Example::
+
+        annotate(loop, RANGE_LOOP)
+    """
+    assert name in ANNOTATIONS, f"undeclared annotation {name!r}: declare it in annotations.py"
+    setattr(node, name, value)
+
+
+def annotation(node: gast.AST, name: str, default: Any = None) -> Any:
+    """The fact ``name`` left on ``node``, or ``default`` when no pass left it.
+
+    Example::
+
+        if annotation(loop, RANGE_LOOP, False): ...
+    """
+    assert name in ANNOTATIONS, f"undeclared annotation {name!r}: declare it in annotations.py"
+    return getattr(node, name, default)
