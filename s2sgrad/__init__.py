@@ -29,6 +29,7 @@ from s2sgrad.errors import (
     UnsupportedError,
 )
 from s2sgrad.inspection import export, show, source
+from s2sgrad.pytrees import register_pytree, tree_flatten, tree_leaves, tree_map, tree_unflatten
 from s2sgrad.tape import GradientTape, Variable, constant
 from s2sgrad.tracing import trace
 
@@ -52,6 +53,11 @@ __all__ = [
     "show",
     "export",
     "trace",
+    "register_pytree",
+    "tree_flatten",
+    "tree_unflatten",
+    "tree_leaves",
+    "tree_map",
     "GradientTape",
     "Variable",
     "constant",
