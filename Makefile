@@ -7,6 +7,7 @@
 #   make test-matrix  the same under each supported Python and NumPy pair (.ci/matrix: venvs
 #                from pyenv's interpreters in /tmp/s2sgrad-matrix), printing a table
 #   make lint    ruff check and ruff format --check
+#   make docs    build the documentation site (guide pages and API reference) into site/
 #   make bench   install the benchmark frameworks where possible, run benchmarks/run.py
 #   make clean   remove .venv and caches
 #
@@ -33,7 +34,7 @@ BENCH_PACKAGES := autograd:autograd jax:jax torch:torch==2.13.0
 # Every example script (helpers starting with _ are imported by them, not run).
 EXAMPLE_SCRIPTS := $(filter-out examples/_%,$(sort $(wildcard examples/*.py)))
 
-.PHONY: demo examples test test-matrix lint bench clean
+.PHONY: demo examples test test-matrix lint docs bench clean
 
 demo: $(STAMP_BASE)
 	$(PY) examples/quickstart.py
@@ -55,6 +56,9 @@ lint: $(STAMP_TEST)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+docs: $(STAMP_TEST)
+	$(PY) -m mkdocs build --strict
+
 bench: $(STAMP_BASE)
 	@for entry in $(BENCH_PACKAGES); do \
 		module=$${entry%%:*}; requirement=$${entry#*:}; \
@@ -66,7 +70,7 @@ bench: $(STAMP_BASE)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .ruff_cache .hypothesis
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
