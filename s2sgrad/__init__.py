@@ -13,6 +13,7 @@ Example::
 """
 
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
+from s2sgrad.batching.vmap import vmap
 from s2sgrad.checking import check_grads
 from s2sgrad.controls import (
     checkpoint,
@@ -42,6 +43,7 @@ __all__ = [
     "jacfwd",
     "hessian",
     "hvp",
+    "vmap",
     "check_grads",
     "stop_gradient",
     "without_derivative",

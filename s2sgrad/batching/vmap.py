@@ -1,0 +1,286 @@
+"""``vmap``: a function of one example applied to a whole batch of examples.
+
+The batched run calls the function once with :class:`BatchedValue` arguments, so every
+NumPy operation in it applies to all examples at once (the batching rules of
+``batching/rules.py``). Where that is impossible — Python control flow on a value, a
+function without a batching rule, ``float(x)`` — the function runs once per example
+instead, and ``vmap`` says so once with a :class:`S2SGradWarning`. The first batched run of
+each argument signature is checked against the first example computed alone, so a
+function that treats a batch differently from an example (``isinstance(x, np.ndarray)``)
+is run per example rather than answered wrongly.
+
+Example::
+
+    def loss(w, x, y):
+        return np.sum((x @ w - y) ** 2)
+
+    per_example = vmap(sg.grad(loss), in_axes=(None, 0, 0))
+    per_example(w, xs, ys)  # one gradient wrt w per row of xs, stacked on axis 0
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.batching.values import BatchedValue, NotBatchable
+from s2sgrad.errors import S2SGradWarning, warn_at_caller
+from s2sgrad.pytrees import tree_flatten, tree_unflatten
+
+__all__ = ["vmap"]
+
+Axes = int | None | tuple[Any, ...]
+
+
+def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callable[..., Any]:
+    """``f`` mapped over a batch axis of its arguments, the results stacked on ``out_axes``.
+
+    ``in_axes`` is an int (every argument's batch axis), ``None`` (not batched: every
+    example sees the same value) or a tuple with one such entry per positional argument;
+    an argument that is a pytree (a list, dict, dataclass ...) has every leaf batched on
+    its entry's axis. ``out_axes`` says where the batch axis goes in each result leaf (an
+    int, or a tuple with one entry per element of a tuple result). Composes with the
+    transforms: ``vmap(sg.grad(loss), in_axes=(None, 0, 0))`` gives per-example gradients.
+
+    Example::
+
+        vmap(np.dot, in_axes=(0, None))(np.ones((5, 3)), np.arange(3.0))  # shape (5,)
+    """
+    if not callable(f):
+        raise TypeError(f"vmap takes a function, not {f!r}")
+    _check_axes_spec(in_axes, "in_axes")
+    _check_axes_spec(out_axes, "out_axes")
+    return _Vectorized(f, in_axes, out_axes)
+
+
+def _check_axes_spec(spec: Axes, what: str) -> None:
+    entries = spec if isinstance(spec, tuple) else (spec,)
+    for entry in entries:
+        if entry is not None and not isinstance(entry, (int, np.integer)):
+            raise TypeError(f"vmap: {what} takes ints, None, or a tuple of them, not {entry!r}")
+
+
+class _Vectorized:
+    """The function ``vmap`` returns: tries one batched call, else one call per example."""
+
+    def __init__(self, f: Callable[..., Any], in_axes: Axes, out_axes: Axes) -> None:
+        functools.update_wrapper(self, f, updated=())
+        self.f, self.in_axes, self.out_axes = f, in_axes, out_axes
+        self.warned = False
+        self.checked: set[tuple] = set()  # argument signatures whose batched run was checked
+        self.per_example_reason: str | None = None  # why it runs one example at a time
+        if type(f).__module__.startswith("s2sgrad."):
+            # A transform checks its arguments' types and its output's size: it runs on
+            # one example's arrays.
+            self.per_example_reason = "an s2sgrad transform runs on one example at a time"
+
+    def __call__(self, *args: Any) -> Any:
+        axes = self._argument_axes(len(args))
+        size = _batch_size(args, axes)
+        if self.per_example_reason is not None and not self.warned:
+            self._run_per_example(self.per_example_reason)
+        if self.per_example_reason is None:
+            try:
+                return self._batched(args, axes, size)
+            except NotBatchable as error:
+                self._run_per_example(str(error))
+            except Exception as error:  # noqa: BLE001 - the per-example run is the answer
+                self._run_per_example(f"{type(error).__name__}: {error}")
+        return self._per_example(args, axes, size)
+
+    def __repr__(self) -> str:
+        return f"vmap({getattr(self.f, '__qualname__', self.f)!r}, in_axes={self.in_axes!r})"
+
+    def _argument_axes(self, count: int) -> tuple:
+        if not isinstance(self.in_axes, tuple):
+            return (self.in_axes,) * count
+        if len(self.in_axes) != count:
+            raise ValueError(
+                f"vmap: in_axes has {len(self.in_axes)} entries, but the function was called "
+                f"with {count} positional arguments; give one entry per argument"
+            )
+        return self.in_axes
+
+    def _run_per_example(self, reason: str) -> None:
+        self.per_example_reason, self.warned = reason, True
+        warn_at_caller(
+            f"vmap({getattr(self.f, '__qualname__', self.f)}) runs the function once per "
+            f"example: it cannot run on the whole batch at once ({reason})",
+            S2SGradWarning,
+        )
+
+    def _batched(self, args: tuple, axes: tuple, size: int) -> Any:
+        batched = tuple(_batch(arg, axis) for arg, axis in zip(args, axes))
+        result = self.f(*batched)
+        stacked = _unbatch(result, self.out_axes, size)
+        signature = _signature(args, axes)
+        if signature not in self.checked:
+            alone = self.f(*_example(args, axes, 0))
+            expected = _unbatch_single(alone)
+            if not _agree(_first_example(stacked, self.out_axes), expected):
+                raise NotBatchable("its batched result differs from its first example's")
+            self.checked.add(signature)
+        return stacked
+
+    def _per_example(self, args: tuple, axes: tuple, size: int) -> Any:
+        results = [self.f(*_example(args, axes, i)) for i in range(size)]
+        leaves_per_example = [tree_flatten(result) for result in results]
+        structure = leaves_per_example[0][1]
+        for _, other in leaves_per_example[1:]:
+            if other != structure:
+                raise ValueError(
+                    "vmap: the function returned results of different structures for "
+                    f"different examples ({structure!r} and {other!r})"
+                )
+        out_axes = _leaf_out_axes(self.out_axes, results[0])
+        stacked = [
+            _stack([leaves[k] for leaves, _ in leaves_per_example], axis)
+            for k, axis in enumerate(out_axes)
+        ]
+        return tree_unflatten(structure, stacked)
+
+
+def _batch_size(args: tuple, axes: tuple) -> int:
+    sizes = {}
+    for position, (arg, axis) in enumerate(zip(args, axes)):
+        if axis is None:
+            continue
+        for leaf in tree_flatten(arg)[0]:
+            shape = np.shape(leaf)
+            if not -len(shape) <= axis < len(shape):
+                raise ValueError(
+                    f"vmap: argument {position} has a leaf of shape {shape}, which has no "
+                    f"axis {axis} to map over; pass in_axes=None for it, or another axis"
+                )
+            sizes.setdefault(shape[axis], position)
+    if not sizes:
+        raise ValueError("vmap: no argument is mapped over (every in_axes entry is None)")
+    if len(sizes) > 1:
+        raise ValueError(
+            f"vmap: the mapped axes have different lengths {sorted(sizes)}; every mapped "
+            "argument needs one entry per example"
+        )
+    (size,) = sizes
+    if size == 0:
+        raise ValueError("vmap: the mapped axis is empty; there is no example to run")
+    return size
+
+
+def _batch(arg: Any, axis: Any) -> Any:
+    if axis is None:
+        return arg
+    leaves, structure = tree_flatten(arg)
+    for leaf in leaves:
+        if not isinstance(leaf, (np.ndarray, np.generic, float, int, complex)):
+            raise NotBatchable(f"an argument holds a {type(leaf).__name__}")
+    return tree_unflatten(
+        structure, [BatchedValue(np.moveaxis(np.asarray(leaf), axis, 0)) for leaf in leaves]
+    )
+
+
+def _example(args: tuple, axes: tuple, index: int) -> tuple:
+    def take(arg, axis):
+        if axis is None:
+            return arg
+        leaves, structure = tree_flatten(arg)
+        return tree_unflatten(structure, [np.take(leaf, index, axis=axis) for leaf in leaves])
+
+    return tuple(take(arg, axis) for arg, axis in zip(args, axes))
+
+
+def _leaf_out_axes(out_axes: Axes, result: Any) -> list:
+    """The batch axis of each leaf of ``result``."""
+    if not isinstance(out_axes, tuple):
+        return [out_axes] * len(tree_flatten(result)[0])
+    if not isinstance(result, tuple) or len(result) != len(out_axes):
+        raise ValueError(
+            f"vmap: out_axes has {len(out_axes)} entries, but the function returned "
+            f"{_describe(result)}; give one entry per element of a tuple result"
+        )
+    axes = []
+    for entry, part in zip(out_axes, result):
+        axes += [entry] * len(tree_flatten(part)[0])
+    return axes
+
+
+def _describe(result: Any) -> str:
+    if isinstance(result, tuple):
+        return f"a tuple of {len(result)}"
+    return f"a {type(result).__name__}"
+
+
+def _unbatch(result: Any, out_axes: Axes, size: int) -> Any:
+    leaves, structure = tree_flatten(result)
+    axes = _leaf_out_axes(out_axes, result)
+    stacked = []
+    for leaf, axis in zip(leaves, axes):
+        if isinstance(leaf, BatchedValue):
+            if axis is None:
+                raise ValueError("vmap: out_axes=None for a result that differs between examples")
+            stacked.append(np.moveaxis(leaf.array, 0, axis))
+        elif axis is None:
+            stacked.append(leaf)
+        else:  # the same for every example
+            array = np.asarray(leaf)
+            stacked.append(np.moveaxis(np.broadcast_to(array, (size,) + array.shape), 0, axis))
+    return tree_unflatten(structure, stacked)
+
+
+def _unbatch_single(result: Any) -> list:
+    return [np.asarray(leaf) for leaf in tree_flatten(result)[0]]
+
+
+def _first_example(stacked: Any, out_axes: Axes) -> list:
+    leaves = tree_flatten(stacked)[0]
+    axes = _leaf_out_axes(out_axes, stacked)
+    return [
+        leaf if axis is None else np.take(leaf, 0, axis=axis) for leaf, axis in zip(leaves, axes)
+    ]
+
+
+def _agree(got: list, expected: list) -> bool:
+    if len(got) != len(expected):
+        return False
+    for a, b in zip(got, expected):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if np.issubdtype(b.dtype, np.inexact):
+            tolerance = 1e3 * np.finfo(b.dtype).eps
+            if not np.allclose(
+                a, b, rtol=tolerance, atol=tolerance * max(1.0, np.abs(b).max(initial=0))
+            ):
+                return False
+        elif not np.array_equal(a, b):
+            return False
+    return True
+
+
+def _stack(leaves: list, axis: Any) -> Any:
+    if axis is None:
+        first = leaves[0]
+        if not all(np.array_equal(first, leaf) for leaf in leaves[1:]):
+            raise ValueError("vmap: out_axes=None for a result that differs between examples")
+        return first
+    return np.stack(leaves, axis=axis)  # dispatched: tape values stay on the tape
+
+
+def _signature(args: tuple, axes: tuple) -> tuple:
+    parts = []
+    for arg, axis in zip(args, axes):
+        leaves, structure = tree_flatten(arg)
+        parts.append((axis, repr(structure), tuple(_leaf_signature(leaf) for leaf in leaves)))
+    return tuple(parts)
+
+
+def _leaf_signature(leaf: Any) -> Any:
+    """What may change how a function treats a leaf: an array's shape and dtype, an integer's
+    or a flag's value (it may set a shape or a loop's length), else the leaf's type."""
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return (leaf.shape, leaf.dtype.str)
+    if isinstance(leaf, (bool, int)):
+        return (type(leaf).__name__, leaf)
+    return type(leaf).__qualname__
