@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle import numeric_grad
 
 import s2sgrad as sg
-from oracle import numeric_grad
 
 
 def loop(f, in_axes, args, out_axis=0):
