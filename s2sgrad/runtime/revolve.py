@@ -1,0 +1,201 @@
+"""Binomial checkpointing (Griewank's Revolve): reverse a long loop keeping few snapshots.
+
+Reverse mode needs each step's values in reverse order. Keeping all of them costs memory in
+proportion to the number of steps. With ``s`` snapshots of the loop state, the backward
+sweep instead restores the nearest snapshot and runs the loop forward again to the step it
+needs. Splitting the steps at the points below makes the total number of steps run again
+the least possible for ``s`` snapshots (Griewank, 1992; Griewank and Walther, 2000):
+with ``t`` the least number such that ``β(s, t) = C(s + t, s) ≥ n``, reversing ``n`` steps
+runs ``t·n − C(s + t, s + 1)`` steps forward in all.
+
+:class:`CheckpointedLoop` does this for a loop given as functions of its state::
+
+    loop = CheckpointedLoop(step, step_vjp, step_backward, steps=10_000, snapshots=100)
+    final = loop.forward(state)        # runs every step once, keeping at most 100 snapshots
+    d_state = loop.backward(d_final)   # cotangent of the state before the first step
+
+``step(state, t)`` returns the state after step ``t``; ``step_vjp(state, t)`` returns it with
+what the step's backward needs, ``(new_state, saved)``; ``step_backward(saved, d_new)``
+returns the cotangent of the state before the step. Values the loop only reads (weights)
+belong in the state too: carried unchanged, their cotangents add up step by step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CheckpointedLoop",
+    "default_snapshots",
+    "optimal_split",
+    "recomputed_steps",
+]
+
+
+def _beta(snapshots: int, repetitions: int) -> int:
+    """How many steps ``snapshots`` snapshots reverse when no step runs forward more than
+    ``repetitions`` extra times: C(s + t, s)."""
+    if repetitions < 0:
+        return 0
+    return math.comb(snapshots + repetitions, snapshots)
+
+
+def _repetitions(steps: int, snapshots: int) -> int:
+    repetitions = 0
+    while _beta(snapshots, repetitions) < steps:
+        repetitions += 1
+    return repetitions
+
+
+def recomputed_steps(steps: int, snapshots: int) -> int:
+    """The least number of forward steps that reversing ``steps`` steps takes with
+    ``snapshots`` snapshots (the one of the starting state included), advances to place
+    the snapshots included.
+
+    Example::
+
+        recomputed_steps(10, 1)  # 45: each step run again from the start
+    """
+    if steps <= 1:
+        return 0
+    t = _repetitions(steps, snapshots)
+    return t * steps - _beta(snapshots + 1, t - 1)
+
+
+def optimal_split(steps: int, snapshots: int) -> int:
+    """Where to put the next snapshot when reversing ``steps`` steps from a snapshot at
+    step 0 with ``snapshots`` snapshots (at least 2): the smallest split that keeps the
+    total number of recomputed steps the least possible.
+
+    Every ``m`` in ``[max(β(s, t−2), n − β(s−1, t)), min(β(s, t−1), n − β(s−1, t−1))]`` is
+    optimal; tests/test_revolve.py checks this against an exhaustive search.
+
+    Example::
+
+        optimal_split(10, 3)  # 4
+    """
+    t = _repetitions(steps, snapshots)
+    lowest = max(1, _beta(snapshots, t - 2), steps - _beta(snapshots - 1, t))
+    highest = min(steps - 1, _beta(snapshots, t - 1), steps - _beta(snapshots - 1, t - 1))
+    assert lowest <= highest, (steps, snapshots)
+    return lowest
+
+
+def default_snapshots(steps: int) -> int:
+    """About √steps snapshots: memory and recomputation both grow like √steps.
+
+    Example::
+
+        default_snapshots(10_000)  # 100
+    """
+    return max(1, math.isqrt(max(steps, 1)))
+
+
+def _copy_state(state: Any) -> Any:
+    """A snapshot that later in-place writes by the loop body cannot change."""
+    if isinstance(state, np.ndarray):
+        return state.copy()
+    if isinstance(state, tuple):
+        return tuple(_copy_state(item) for item in state)
+    if isinstance(state, list):
+        return [_copy_state(item) for item in state]
+    if isinstance(state, dict):
+        return {key: _copy_state(value) for key, value in state.items()}
+    return state
+
+
+class CheckpointedLoop:
+    """One run of a loop of ``steps`` steps, reversed with at most ``snapshots`` snapshots.
+
+    ``snapshots=None`` takes :func:`default_snapshots`. ``stats`` counts the calls made:
+    ``forward`` (steps run without saving, the first pass included), ``taped`` (steps run
+    to be reversed: exactly ``steps``) and ``most_snapshots`` (the most kept at once).
+
+    Example::
+
+        loop = CheckpointedLoop(step, step_vjp, step_backward, steps=100, snapshots=10)
+        d_start = loop.backward(d_end) if loop.forward(start) is not None else None
+    """
+
+    def __init__(
+        self,
+        step: Callable[[Any, int], Any],
+        step_vjp: Callable[[Any, int], tuple[Any, Any]],
+        step_backward: Callable[[Any, Any], Any],
+        steps: int,
+        snapshots: int | None = None,
+        copy_state: Callable[[Any], Any] = _copy_state,
+    ) -> None:
+        if snapshots is None:
+            snapshots = default_snapshots(steps)
+        if not isinstance(snapshots, (int, np.integer)) or snapshots < 1:
+            raise ValueError(f"snapshots must be a whole number of at least 1, not {snapshots!r}")
+        self.step, self.step_vjp, self.step_backward = step, step_vjp, step_backward
+        self.steps, self.snapshots, self.copy_state = int(steps), int(snapshots), copy_state
+        self.stored: dict[int, Any] = {}
+        self.stats = {"forward": 0, "taped": 0, "most_snapshots": 0}
+
+    def forward(self, state: Any) -> Any:
+        """Run every step once, keeping the snapshots the backward sweep starts from."""
+        chain = set(self.first_chain())
+        self._store(0, state)
+        for t in range(self.steps):
+            if t in chain:
+                self._store(t, state)
+            state = self._advance_one(state, t)
+        return state
+
+    def backward(self, cotangent: Any) -> Any:
+        """The cotangent of the state before the first step, given that of the last."""
+        if self.steps == 0:
+            return cotangent
+        result = self._reverse(0, self.steps, self.snapshots, cotangent)
+        self.stored.clear()
+        return result
+
+    def first_chain(self) -> list[int]:
+        """The snapshots the backward sweep places first, on its way to the last step:
+        the forward pass passes them anyway."""
+        chain, start, length, snapshots = [], 0, self.steps, self.snapshots
+        while length > 1 and snapshots > 1:
+            split = optimal_split(length, snapshots)
+            start, length, snapshots = start + split, length - split, snapshots - 1
+            chain.append(start)
+        return chain
+
+    def _store(self, position: int, state: Any) -> None:
+        self.stored[position] = self.copy_state(state)
+        self.stats["most_snapshots"] = max(self.stats["most_snapshots"], len(self.stored))
+
+    def _advance_one(self, state: Any, t: int) -> Any:
+        self.stats["forward"] += 1
+        return self.step(state, t)
+
+    def _advance(self, start: int, stop: int) -> Any:
+        state = self.copy_state(self.stored[start])
+        for t in range(start, stop):
+            state = self._advance_one(state, t)
+        return state
+
+    def _reverse_step(self, state: Any, t: int, cotangent: Any) -> Any:
+        self.stats["taped"] += 1
+        _, saved = self.step_vjp(state, t)
+        return self.step_backward(saved, cotangent)
+
+    def _reverse(self, start: int, stop: int, snapshots: int, cotangent: Any) -> Any:
+        """Reverse steps ``start .. stop - 1`` from the snapshot at ``start``."""
+        while stop - start > 1 and snapshots > 1:
+            split = start + optimal_split(stop - start, snapshots)
+            if split not in self.stored:
+                self._store(split, self._advance(start, split))
+            cotangent = self._reverse(split, stop, snapshots - 1, cotangent)
+            del self.stored[split]
+            stop = split
+        for t in range(stop - 1, start - 1, -1):  # one snapshot: run forward from it each time
+            state = self._advance(start, t) if t > start else self.copy_state(self.stored[start])
+            cotangent = self._reverse_step(state, t, cotangent)
+        return cotangent
