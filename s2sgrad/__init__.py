@@ -72,6 +72,20 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+def __getattr__(name: str):
+    """``sg.optimizers`` without importing it first (it is not needed to differentiate)."""
+    if name == "optimizers":
+        import importlib
+
+        return importlib.import_module("s2sgrad.optimizers")
+    raise AttributeError(f"module 's2sgrad' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API only: the modules s2sgrad is built from are not part of it."""
+    return sorted([*__all__, "optimizers", "pytrees", "__version__"])
+
+
 def _register_rules() -> None:
     """Import the rule modules now rather than on the first transformation."""
     from s2sgrad.rules.registry import registered_primitives

@@ -102,3 +102,11 @@ def test_register_pytree_refuses_what_is_not_a_new_class():
         register_pytree(Layer(1, 2, "x"), None, None)
     with pytest.raises(ValueError, match="already"):
         register_pytree(tuple, None, None)
+
+
+def test_dir_of_the_package_lists_the_public_api_only():
+    import s2sgrad
+
+    names = dir(s2sgrad)
+    assert {"grad", "vmap", "tree_map", "optimizers", "GradientTape"} <= set(names)
+    assert not {"api", "compiler", "runtime", "tape", "errors"} & set(names)
