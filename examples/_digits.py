@@ -46,25 +46,45 @@ def train(
     rate: float = 0.1,
     seed: int = 0,
 ):
-    """Minibatch SGD with a tqdm bar per epoch; returns the parameters and the epoch losses."""
-    from tqdm import tqdm
-
+    """Minibatch SGD (``s2sgrad.optimizers.sgd``) with a tqdm bar per epoch; returns the
+    parameters and the epoch losses."""
     rng = np.random.default_rng(seed)
     targets = one_hot(labels)
     losses = []
     for epoch in range(epochs):
         order = rng.permutation(len(labels))
-        batches = range(0, len(labels) - batch_size + 1, batch_size)  # whole batches only
-        total = 0.0
-        with tqdm(batches, desc=f"epoch {epoch + 1}/{epochs}", unit="batch") as bar:
-            for start in bar:
-                chosen = order[start : start + batch_size]
-                value, grads = value_and_grad(params, images[chosen], targets[chosen])
-                params = {name: params[name] - rate * grads[name] for name in params}
-                total += float(value)
-                bar.set_postfix(loss=f"{float(value):.4f}", refresh=False)
-        losses.append(total / len(batches))
+        description = f"epoch {epoch + 1}/{epochs}"
+        batches = [
+            order[start : start + batch_size]  # whole batches only
+            for start in range(0, len(labels) - batch_size + 1, batch_size)
+        ]
+        params, loss = _epoch(value_and_grad, params, images, targets, batches, rate, description)
+        losses.append(loss)
     return params, losses
+
+
+def _epoch(value_and_grad, params, images, targets, batches, rate, description):
+    """One pass over ``batches``; returns the parameters and the mean loss."""
+    from tqdm import tqdm
+
+    from s2sgrad.optimizers import sgd
+
+    values = []
+
+    def gradient(params, step):
+        chosen = batches[step]
+        value, grads = value_and_grad(params, images[chosen], targets[chosen])
+        values.append(float(value))
+        return grads
+
+    with tqdm(total=len(batches), desc=description, unit="batch") as bar:
+
+        def progress(params, step, grads):
+            bar.set_postfix(loss=f"{values[-1]:.4f}", refresh=False)
+            bar.update()
+
+        params = sgd(gradient, params, len(batches), rate, callback=progress)
+    return params, sum(values) / len(values)
 
 
 def save_loss_curve(losses, path, title: str) -> None:
