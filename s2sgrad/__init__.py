@@ -12,6 +12,12 @@ Example::
     print(sg.source(dloss))   # the generated gradient, as Python source
 """
 
+# Every rule module registers its rules when imported: all of them before anything asks.
+from s2sgrad.rules import elementwise as _elementwise  # noqa: F401, I001
+from s2sgrad.rules import linalg as _linalg  # noqa: F401
+from s2sgrad.rules import reductions as _reductions  # noqa: F401
+from s2sgrad.rules import shapes as _shapes  # noqa: F401
+
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
 from s2sgrad.batching.vmap import vmap
 from s2sgrad.checking import check_grads
@@ -84,13 +90,3 @@ def __getattr__(name: str):
 def __dir__() -> list[str]:
     """The public API only: the modules s2sgrad is built from are not part of it."""
     return sorted([*__all__, "optimizers", "pytrees", "__version__"])
-
-
-def _register_rules() -> None:
-    """Import the rule modules now rather than on the first transformation."""
-    from s2sgrad.rules.registry import registered_primitives
-
-    registered_primitives()
-
-
-_register_rules()

@@ -9,7 +9,7 @@ honour it alike:
   derivative ``df(*args) -> (value, pullback)`` for a function
   (:func:`s2sgrad.rules.registry.custom_derivative`). Generated code calls it through
   ``s2sgrad.runtime.custom_vjp``; the tape calls it when a recording tape tracks an
-  argument and records the pullback (:mod:`s2sgrad.tape.custom`).
+  argument and records the pullback (``s2sgrad.tape.values.call_custom``).
 
 Example::
 
@@ -29,10 +29,14 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from s2sgrad import numpy_signatures
+from s2sgrad.api import jvp, vjp
+from s2sgrad.compiler.pipeline import clear_cache
+from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondifferentiable
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
-from s2sgrad.tape.custom import call_custom, called_by_tape, is_recorded
-from s2sgrad.tape.values import apply_rule, is_tape_value, value_of
+from s2sgrad.tape import tape_vjp
+from s2sgrad.tape.custom import called_by_tape
+from s2sgrad.tape.values import apply_rule, call_custom, is_recorded, is_tape_value, value_of
 
 __all__ = [
     "stop_gradient",
@@ -266,7 +270,7 @@ def _custom_function(
 
 def _recomputing_derivative(f: Callable) -> Callable:
     """The custom derivative of a checkpointed ``f``: compute plainly, recompute to pull back."""
-    parameters = _positional_parameters(f)
+    parameters = positional_parameters(f)
     function, bound = _unbound(f)
 
     def recomputing_derivative(*args: Any, **kwargs: Any):
@@ -291,8 +295,6 @@ def _forward_derivative(f: Callable) -> Callable:
     function = f if isinstance(f, (types.FunctionType, types.MethodType)) else f.__call__
 
     def forward_derivative(primals: tuple, tangents: tuple):
-        from s2sgrad.api import jvp
-
         return jvp(function, primals, tangents)
 
     return forward_derivative
@@ -302,12 +304,8 @@ def _recomputed_pullback(function: Callable, args: tuple, kwargs: dict, mode: st
     """Run ``function(*args, **kwargs)`` again, keeping what its pullback needs; return the
     pullback (cotangents of the positional arguments)."""
     if mode == "tape":  # straight to the tape: its values may be recorded by an outer tape
-        from s2sgrad.tape import tape_vjp
-
         _, pullback = tape_vjp(function, args, kwargs, tuple(range(len(args))))
         return pullback
-    from s2sgrad.api import vjp
-
     _, pullback = vjp(function, *args, mode=mode)
     return pullback
 
@@ -333,17 +331,6 @@ def _as_positional(
     bound.apply_defaults()
     positional = tuple(bound.arguments[name] for name in parameters if name in bound.arguments)
     return positional, {k: v for k, v in bound.arguments.items() if k not in parameters}
-
-
-def _positional_parameters(f: Callable) -> list[str]:
-    signature = _signature(f)
-    if signature is None:
-        return []
-    return [
-        p.name
-        for p in signature.parameters.values()
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
 
 
 def _signature(f: Callable) -> inspect.Signature | None:
@@ -418,6 +405,4 @@ def _dispatcher_code(code: types.CodeType) -> types.CodeType:
 
 
 def _forget_generated_code() -> None:
-    from s2sgrad.compiler.pipeline import clear_cache
-
     clear_cache()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import io
 import keyword
 import os
@@ -16,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.compiler.codegen import GeneratedFunction, to_source
+from s2sgrad.api import _Transform, grad
+from s2sgrad.compiler.codegen import GeneratedFunction, generated_of, to_source
 from s2sgrad.compiler.pipeline import derivative
 from s2sgrad.errors import S2SGradError
 
@@ -24,8 +27,6 @@ __all__ = ["source", "show", "export"]
 
 
 def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunction:
-    from s2sgrad.api import _Transform, grad
-
     if not isinstance(transformed, _Transform):
         transformed = grad(transformed, wrt=wrt, mode="s2s")
     if latest and transformed.latest is not None:
@@ -37,8 +38,6 @@ def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunctio
 
 def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
     """``generated`` and every generated function it calls, callees first."""
-    from s2sgrad.compiler.codegen import generated_of
-
     ordered: list[GeneratedFunction] = []
     seen: set[int] = set()
 
@@ -104,8 +103,6 @@ def show(
 
 
 def _jvp_source(f: Callable, wrt) -> str:
-    import inspect
-
     function = f.__func__ if hasattr(f, "__func__") else f
     parameters = list(inspect.signature(function).parameters)
     chosen = wrt if isinstance(wrt, tuple) else (wrt,)
@@ -196,8 +193,6 @@ def export(
         sg.export(loss, "dloss.py")   # then: from dloss import dloss
         sg.export(loss, "dloss.py", name="loss_gradient", overwrite=True)
     """
-    from s2sgrad.api import _Transform
-
     function = f.function if isinstance(f, _Transform) else f
     target = Path(path)
     if target.exists() and not overwrite:
@@ -271,8 +266,6 @@ def _public_name(name: str | None, function: Callable, main_name: str, text: str
 
 def _names_used(text: str) -> set[str]:
     """Every name a module's source binds or reads."""
-    import ast
-
     used = set()
     for node in ast.walk(ast.parse(text)):
         if isinstance(node, ast.Name):
@@ -287,8 +280,6 @@ def _names_used(text: str) -> set[str]:
 
 
 def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | None:
-    from s2sgrad.compiler.codegen import generated_of
-
     if callable(obj) and generated_of(obj) in parts:
         generated_name = obj.__name__
         return None if generated_name == bound else f"{bound} = {generated_name}"

@@ -92,6 +92,36 @@ def signature(function: Any) -> inspect.Signature:
         return known
 
 
+def positional_parameters(function: Any) -> list[str]:
+    """The names of ``function``'s positional parameters, in order (``[]`` when it has no
+    signature to read): the one place s2sgrad reads a callable's parameter names (for a
+    parsed function's syntax tree, ``compiler.syntax.parameter_names``).
+
+    Example::
+
+        positional_parameters(lambda x, /, y=1, *rest, z: x)  # ['x', 'y']
+    """
+    try:
+        parameters = signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def vararg_name(function: Any) -> str | None:
+    """The name of ``function``'s ``*args`` parameter, if it has one.
+
+    Example::
+
+        vararg_name(lambda x, *rest: x)  # 'rest'
+    """
+    try:
+        parameters = signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    return next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+
+
 def numpy_signature(function: Any) -> inspect.Signature | None:
     """NumPy 2.4's signature of a ufunc or a C-implemented NumPy callable, or None.
 

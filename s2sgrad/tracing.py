@@ -9,7 +9,6 @@ trace follows calls from one generated function into another (the VJPs of helper
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import linecache
 import sys
@@ -18,24 +17,11 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from s2sgrad.compiler.codegen import ORIGINS
+from s2sgrad.running import ORIGINS, TRACING, tracing
 
 __all__ = ["trace", "tracing"]
 
 _GRAD_OF = "# grad of:"
-_TRACING = contextvars.ContextVar("s2sgrad_tracing", default=False)
-
-
-def tracing() -> bool:
-    """Whether a :func:`trace` is running: the generic code then runs on a first call, in
-    place of the specialisation probe (which has no source lines to show), and nothing is
-    specialised or cached for later calls.
-
-    Example::
-
-        tracing()  # False, outside sg.trace
-    """
-    return _TRACING.get()
 
 
 def trace(transformed: Callable, file: TextIO | None = None) -> Callable:
@@ -56,13 +42,13 @@ def trace(transformed: Callable, file: TextIO | None = None) -> Callable:
     def traced(*args: Any, **kwargs: Any) -> Any:
         printer = _Printer(file or sys.stdout)
         previous = sys.gettrace()
-        token = _TRACING.set(True)
+        token = TRACING.set(True)
         sys.settrace(printer.global_event)
         try:
             return transformed(*args, **kwargs)
         finally:
             sys.settrace(previous)
-            _TRACING.reset(token)
+            TRACING.reset(token)
             printer.finish()
 
     return traced

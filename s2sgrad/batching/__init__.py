@@ -13,6 +13,8 @@ Example::
     sg.jacobian(lambda w: np.tanh(x @ w))(w)  # every row from one backward pass
 """
 
+# the batching rules register themselves with BatchedValue when imported
+from s2sgrad.batching import rules as _rules  # noqa: F401
 from s2sgrad.batching.jacobians import forward_jacobian, refused, reverse_jacobian, stats
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 

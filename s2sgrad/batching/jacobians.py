@@ -26,11 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad import api
 from s2sgrad.batching.helpers import HELPER_RULES, batched_twin, is_generated
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.compiler.pipeline import derivative
+from s2sgrad.engines import products
+from s2sgrad.engines.arguments import (
+    bind_self,
+    check_differentiable,
+    containers_of,
+    positional_name,
+    refuse_unknown_constants,
+    zeros_for,
+)
+from s2sgrad.engines.products import vjp_engine
 from s2sgrad.errors import S2SGradError
+from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
 from s2sgrad.tape import is_tape_value
@@ -76,7 +86,7 @@ def reverse_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
     """
     f, args, function, primals, name = _differentiated(f, args, kwargs, index)
     x = args[index]
-    out, pullback = api._vjp_engine(function, primals, (name,), mode)
+    out, pullback = vjp_engine(function, primals, (name,), mode)
     batchable = _batchable_backward(pullback, primals) if BATCHING else None
     rows = {}
     for path, leaf in leaf_paths(out):
@@ -169,7 +179,7 @@ def _generated_jvp(function, primals, name, mode) -> tuple | None:
             function,
             (name,),
             "jvp",
-            containers=api._containers(primals, function),
+            containers=containers_of(primals, function),
             dynamic=mode == "auto",
         )
         return generated.function, generated.tangent_names[name]
@@ -198,9 +208,9 @@ def _jvp_loop(f, args, index, mode):
         stats["forward_loop"] += 1
         blocks = []
         for seed in _seeds(x, path):
-            tangents = [api._zeros_like(a) for a in args]
+            tangents = [zeros_for(a) for a in args]
             tangents[index] = seed
-            out, tangent = api.jvp(f, args, tangents, mode=mode)
+            out, tangent = products.jvp(f, args, tangents, mode=mode)
             blocks.append(_as_column(tangent, out))
         columns[path] = blocks
     if out is None:
@@ -216,12 +226,11 @@ def _differentiated(f: Any, args: tuple, kwargs: dict, index: int) -> tuple:
     ``self`` among the primals, and ``name`` the parameter ``args[index]`` is given for
     (checked to be differentiable)."""
     f, args = _positional(f, tuple(args), kwargs)
-    function, primals = api._bind_self(f, args)
+    function, primals = bind_self(f, args)
     position = index + len(primals) - len(args)
-    names = _parameter_names(function)
-    name = names[position] if position < len(names) else api._positional_name(function, position)
-    api._check_differentiable(name, args[index], f)
-    api._refuse_unknown_constants(f, _parameter_names(function), primals, {})
+    name = positional_name(function, position)
+    check_differentiable(name, args[index], f)
+    refuse_unknown_constants(f, positional_parameters(function), primals, {})
     return f, args, function, primals, name
 
 
@@ -261,19 +270,6 @@ def _try(function: Any, blocks: Any, *args: Any) -> list | None:
         refused[function] = f"{type(error).__name__}: {error}"
     stats["refused"] += 1
     return None
-
-
-_PARAMETER_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _parameter_names(function: Any) -> list[str]:
-    """The positional parameters of ``function`` (remembered for plain functions)."""
-    if type(function) is not types.FunctionType:
-        return api._positional_parameters(function)
-    names = _PARAMETER_NAMES.get(function)
-    if names is None:
-        names = _PARAMETER_NAMES[function] = api._positional_parameters(function)
-    return names
 
 
 def _chunks(count: int, largest: int) -> Iterator[tuple[int, int]]:

@@ -33,6 +33,7 @@ from s2sgrad.batching.values import (
     lift,
     materialize,
     rank,
+    use_batching_rules,
     wrap,
 )
 
@@ -876,3 +877,6 @@ def _solve(function, bound):
         column = column.reshape(column.shape[:1] + (1,) * (rank_a - 2) + column.shape[1:])
         return BatchedValue(np.linalg.solve(a, column)[..., 0])
     return BatchedValue(np.linalg.solve(a, lift(b, rank_a)))
+
+
+use_batching_rules(apply_ufunc, apply_function)

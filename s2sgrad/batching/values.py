@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -43,6 +45,7 @@ __all__ = [
     "example_axis",
     "example_axes",
     "batched_index",
+    "use_batching_rules",
 ]
 
 
@@ -57,6 +60,21 @@ class NotBatchable(Exception):
 
         float(BatchedValue(np.ones(2)))  # raises NotBatchable
     """
+
+
+# What NumPy's override protocols hand a batch to: the batching rules, which build on this
+# module (s2sgrad.batching.rules) and register themselves when imported (by s2sgrad.batching).
+_RULES = SimpleNamespace(apply_ufunc=None, apply_function=None)
+
+
+def use_batching_rules(apply_ufunc: Callable, apply_function: Callable) -> None:
+    """Register the functions that apply a ufunc or an array function to batched values.
+
+    Example::
+
+        use_batching_rules(apply_ufunc, apply_function)  # in s2sgrad.batching.rules
+    """
+    _RULES.apply_ufunc, _RULES.apply_function = apply_ufunc, apply_function
 
 
 # Types that may meet a batched value in an operation: plain NumPy values and numbers.
@@ -166,17 +184,13 @@ class BatchedValue:
     # NumPy's override protocols ------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        from s2sgrad.batching.rules import apply_ufunc
-
-        return apply_ufunc(ufunc, method, inputs, kwargs)
+        return _RULES.apply_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
-        from s2sgrad.batching.rules import apply_function
-
         for t in types:
             if not (t is BatchedValue or t is np.ndarray):
                 raise NotBatchable(f"{t.__name__} values cannot be mixed with batched ones")
-        return apply_function(func, args, kwargs)
+        return _RULES.apply_function(func, args, kwargs)
 
     # Indexing ---------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ import gast
 from s2sgrad.compiler.freshness import Assumptions
 from s2sgrad.compiler.python_ast import to_python_ast
 from s2sgrad.compiler.syntax import COMMENT_MARK, walk
+from s2sgrad.running import ORIGINS, running_origin
 
 __all__ = [
     "GeneratedFunction",
@@ -40,28 +41,6 @@ __all__ = [
 ]
 
 _counter = itertools.count()
-
-ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
-
-
-def running_origin(default: str = "<unknown location>") -> str:
-    """The user's ``file:line`` of the function whose generated code is running now (the
-    innermost generated frame on the stack), followed back through code generated from
-    generated code; ``default`` when no generated code is running.
-
-    Example::
-
-        raise ValueError(f"{running_origin()}: ...")  # called from generated code
-    """
-    frame, origin = sys._getframe(1), default
-    while frame is not None:
-        if frame.f_code.co_filename in ORIGINS:
-            origin = ORIGINS[frame.f_code.co_filename]
-            break
-        frame = frame.f_back
-    while origin.rsplit(":", 1)[0] in ORIGINS:
-        origin = ORIGINS[origin.rsplit(":", 1)[0]]
-    return origin
 
 
 class GeneratedFunction:

@@ -29,6 +29,7 @@ import gast
 from s2sgrad.compiler.python_ast import to_gast
 from s2sgrad.compiler.syntax import walk
 from s2sgrad.errors import S2SGradError, UnsupportedError, where
+from s2sgrad.running import ORIGINS
 
 __all__ = ["ParsedFunction", "parse_function", "read_definition", "NOT_FOUND"]
 
@@ -54,9 +55,7 @@ class ParsedFunction:
         """``file:line`` of ``node`` (or of the function) in the user's file."""
         line = getattr(node, "lineno", None) if node is not None else None
         here = where(self.filename, self.line_offset + (line or 1))
-        from s2sgrad.compiler.codegen import ORIGINS  # generated code differentiated again
-
-        origin = ORIGINS.get(self.filename)
+        origin = ORIGINS.get(self.filename)  # generated code differentiated again
         return here if origin is None else f"{origin} (in its derivative, {here})"
 
     def source_line(self, node: gast.AST) -> str:

@@ -20,7 +20,8 @@ from typing import Any
 
 import gast
 
-from s2sgrad.compiler.frontend import read_definition
+from s2sgrad.compiler.frontend import parse_function, read_definition
+from s2sgrad.compiler.passes.aliases import mutated_parameters
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.python_ast import to_gast
 from s2sgrad.compiler.syntax import (
@@ -33,6 +34,7 @@ from s2sgrad.compiler.syntax import (
     constant,
     names_read,
     names_written,
+    nested_statements,
     parameter_names,
     walk,
 )
@@ -417,9 +419,6 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
 
         inline_updating_helpers(node, parsed, names)  # {'halve'}: y[:] = y[:] * 0.5
     """
-    from s2sgrad.compiler.passes.aliases import mutated_parameters
-    from s2sgrad.compiler.syntax import nested_statements
-
     local = names_written(node) | parameter_names(node)
     inlined: set[str] = set()
     for _ in range(8):  # helpers that call helpers that change their arguments
@@ -482,9 +481,6 @@ _NOT_INLINED = (
 def _inlined_call(statement, call_node, helper, parsed, names, local) -> list | None:
     """The statements that do what ``statement``, a call of ``helper``, does; None when the
     helper cannot be inlined as it is written."""
-    from s2sgrad.compiler.frontend import parse_function
-    from s2sgrad.compiler.passes.aliases import mutated_parameters
-
     if helper.__closure__ or any(isinstance(a, gast.Starred) for a in call_node.args):
         return None
     if any(k.arg is None for k in call_node.keywords):

@@ -18,6 +18,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad import runtime
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.passes.anf import is_function_reference
 from s2sgrad.compiler.syntax import (
@@ -313,8 +314,6 @@ def _scalar_math(target, args, keywords, func) -> Operation:
 
 def _is_custom_derivative_code(target) -> bool:
     """A user's derivative, as generated code calls it (differentiating it again)."""
-    from s2sgrad import runtime
-
     owner = getattr(target, "__self__", target)
     return isinstance(owner, (runtime.custom_vjp, runtime.custom_jvp_call))
 

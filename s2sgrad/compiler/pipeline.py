@@ -77,7 +77,8 @@ from s2sgrad.errors import (
     where,
 )
 from s2sgrad.rules import get_rule
-from s2sgrad.tracing import tracing
+from s2sgrad.running import tracing
+from s2sgrad.runtime import hooks
 
 __all__ = ["derivative", "call_specialised", "specialised", "KINDS", "clear_cache"]
 
@@ -172,6 +173,8 @@ def derivative(
     generic = getattr(function, "generic_function", None)
     if callable(generic):  # a transform: what is differentiated is the code it generated
         function = generic(containers)
+    if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
+        raise _runtime_refusal(function)
     key = (function, wrt, kind, has_aux, containers, dynamic)
     options = key[1:]
     with _lock:
@@ -193,6 +196,18 @@ def derivative(
             _in_progress.discard(key)
         _cache.put(function, options, generated)
         return generated
+
+
+def _runtime_refusal(function) -> UnsupportedError:
+    """The runtime's dispatch (``dynamic_vjp``, ``vjp_call`` ...) is differentiated when it
+    runs, never by transforming its source."""
+    code = getattr(function, "__code__", None)
+    origin = where(code.co_filename, code.co_firstlineno) if code else repr(function)
+    name = getattr(function, "__qualname__", None) or repr(function)
+    return UnsupportedError(
+        f"{origin}: {name} is s2sgrad's run-time dispatch, differentiated when it runs; "
+        "use mode='tape'"
+    )
 
 
 def _build_or_refuse(request: _Request) -> GeneratedFunction:
@@ -972,3 +987,7 @@ def _signature_with_defaults(parsed, node, namespace: Namespace) -> gast.argumen
     args.defaults = defaults
     args.kw_defaults = kw_defaults
     return args
+
+
+# run-time dispatch (in the runtime, below the compiler) transforms the callees it meets
+hooks.register_transformer(derivative)

@@ -30,6 +30,7 @@ from s2sgrad.compiler.syntax import (
     clone_rewriting,
     constant,
     load,
+    names_modified,
     names_read,
     node_fields,
     walk,
@@ -799,8 +800,6 @@ def _scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
 
 
 def _written(statement) -> set[str]:
-    from s2sgrad.compiler.syntax import names_modified
-
     return names_modified(statement)
 
 

@@ -1,7 +1,9 @@
 """Derivative rules, one registry for both engines.
 
-The rule modules register their rules when imported; the registry imports them all the
-first time a rule is looked up (``get_rule``), after :mod:`s2sgrad.runtime` is ready.
+The registry (:mod:`s2sgrad.rules.registry`) is below the runtime, whose helpers register
+their own rules; the rule bodies (``elementwise``, ``reductions``, ``linalg``, ``shapes``)
+are written with those helpers, so they are above it. Each rule module registers its
+rules when imported, and ``import s2sgrad`` imports them all before anything else.
 """
 
 from s2sgrad.rules.registry import (  # noqa: F401
@@ -13,5 +15,3 @@ from s2sgrad.rules.registry import (  # noqa: F401
     registered_primitives,
     vjp_rule,
 )
-
-RULE_MODULES = ("elementwise", "reductions", "linalg", "shapes")

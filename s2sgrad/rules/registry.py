@@ -154,7 +154,6 @@ def get_rule(primitive: Any) -> Rule | None:
 
         get_rule(np.sin).vjp  # the function registered with @vjp_rule(np.sin)
     """
-    _load_rule_modules()
     try:
         return _RULES.get(_key(primitive))
     except TypeError:  # unhashable callables have no rule
@@ -167,29 +166,9 @@ def is_registered(primitive: Any) -> bool:
 
 
 def registered_primitives() -> list[Any]:
-    """Every primitive with a rule, for documentation and coverage tests."""
-    _load_rule_modules()
+    """Every primitive with a rule, for documentation and coverage tests (``import s2sgrad``
+    has imported every module that registers rules)."""
     return list(_RULES)
-
-
-_loaded = False
-
-
-def _load_rule_modules() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import importlib
-
-        import s2sgrad.runtime  # noqa: F401  (runtime helpers register their own rules)
-        from s2sgrad.rules import RULE_MODULES
-
-        for name in RULE_MODULES:
-            try:
-                importlib.import_module(f"s2sgrad.rules.{name}")
-            except ModuleNotFoundError as error:  # a rule module not written yet
-                if error.name != f"s2sgrad.rules.{name}":
-                    raise
 
 
 def differentiated_keyword(rule_function: Any, flags: tuple) -> dict:

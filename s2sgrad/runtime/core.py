@@ -7,7 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.errors import UnsupportedError
+from s2sgrad.numpy_signatures import signature
+from s2sgrad.rules.registry import get_rule, jvp_rule, nondifferentiable, per_argument, vjp_rule
+from s2sgrad.running import running_origin
+from s2sgrad.runtime import hooks
 
 __all__ = [
     "unbroadcast",
@@ -223,8 +227,6 @@ def vjp_call(primitive: Any, g: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
 
         vjp_call(np.einsum, g, ans, "ij,jk", a, b)  # (None, da, db)
     """
-    from s2sgrad.rules.registry import get_rule, per_argument
-
     return per_argument(get_rule(primitive).vjp(g, ans, *args, **kwargs), len(args))
 
 
@@ -235,8 +237,6 @@ def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
 
         jvp_call(np.einsum, t, ans, "ij,jk", a, b)
     """
-    from s2sgrad.rules.registry import get_rule, per_argument
-
     return per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))
 
 
@@ -253,12 +253,8 @@ def seed_cotangent(out: Any) -> Any:
     if type(out) is float:
         return 1.0
     if hasattr(out, "__array_function__") and not isinstance(out, (np.ndarray, np.generic)):
-        from s2sgrad.tape import value_of  # a tape value recorded by an outer tape
-
-        out = value_of(out)
+        out = hooks.value_of(out)  # a tape value recorded by an outer tape
     if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
-        from s2sgrad.compiler.codegen import running_origin
-
         origin = running_origin("the differentiated function")
         shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
         raise ValueError(
@@ -434,8 +430,6 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
     """
 
     def __init__(self, function: Any, positions: tuple[int, ...]):
-        from s2sgrad.rules.registry import get_rule
-
         self.function = function
         self.positions = tuple(positions)
         self.derivative = get_rule(function).custom
@@ -475,9 +469,6 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
     """
 
     def __init__(self, function: Any, positions: tuple[int, ...]):
-        from s2sgrad.numpy_signatures import signature
-        from s2sgrad.rules.registry import get_rule
-
         self.function = function
         self.positions = tuple(positions)
         self.jvp = get_rule(function).custom_jvp
@@ -528,10 +519,7 @@ def refuse_if_array(value: Any, message: str) -> None:
 
         refuse_if_array(2.0, "never raised for a number")
     """
-    from s2sgrad.errors import UnsupportedError
-    from s2sgrad.tape.values import value_of
-
-    value = value_of(value)
+    value = hooks.value_of(value)
     if isinstance(value, np.ndarray):
         error = UnsupportedError(message)
         error.tape_cannot_either = True  # the tape rebinds x too: it would be as wrong
@@ -550,8 +538,6 @@ def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs
 
         jvp_entry(np.einsum, 1, ta, ans, "ij,jk", a, b)
     """
-    from s2sgrad.rules.registry import get_rule, per_argument
-
     entry = per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))[index]
     return zeros_like_value(ans) if entry is None else entry
 
@@ -574,10 +560,8 @@ def matches_class(value: Any, cls: Any) -> bool:
 
         matches_class(2.0, float)  # True
     """
-    from s2sgrad.tape.values import TapeValue
-
-    while isinstance(value, TapeValue):
-        value = value._value
+    while isinstance(value, hooks.TapeValue):
+        value = hooks.value_of(value)
     return isinstance(value, cls)
 
 
@@ -604,12 +588,10 @@ def is_foreign_array(value: Any) -> bool:
         return True
     if not any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS):
         return False
-    from s2sgrad.tape.values import TapeValue
-
     batching = sys.modules.get("s2sgrad.batching.values")  # none made unless imported
     if batching is not None and isinstance(value, batching.BatchedValue):
         return False
-    return not isinstance(value, TapeValue)
+    return not isinstance(value, hooks.TapeValue)
 
 
 nondifferentiable(is_foreign_array)

@@ -8,11 +8,25 @@ derivative (transformed on first use and cached), or the runtime tape.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import types
 from typing import Any
 
-from s2sgrad.runtime.core import vjp_call, zeros_like_value
+import numpy as np
+
+from s2sgrad.errors import (
+    FallbackWarning,
+    S2SGradError,
+    UnsupportedError,
+    no_forward_derivative,
+    warn_at_caller,
+)
+from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.rules.registry import get_rule, per_argument
+from s2sgrad.running import running_origin
+from s2sgrad.runtime import hooks
+from s2sgrad.runtime.core import jvp_call, jvp_entry, vjp_call, zeros_like_value
 
 __all__ = ["dynamic_vjp", "transformed_vjp", "dynamic_jvp", "transformed_jvp"]
 
@@ -45,8 +59,6 @@ def dynamic_vjp(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
 
 
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
-    from s2sgrad.rules.registry import get_rule, per_argument
-
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
@@ -64,8 +76,6 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     target = function
     generic = getattr(function, "generic_function", None)
     if callable(generic) and getattr(function, "mode", None) != "tape":
-        from s2sgrad.errors import S2SGradError
-
         try:
             target = function = generic()  # a transform: differentiate the code it generated
         except S2SGradError:
@@ -73,8 +83,6 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
                 raise
             return _tape_call(function, args, kwargs)  # mode="auto" inside: the tape's turn
     elif callable(generic) and not tape:  # made with mode="tape": it has no generated code
-        from s2sgrad.errors import UnsupportedError
-
         raise UnsupportedError(
             f"{_user_origin()}: a derivative made with mode='tape' is called here, and has "
             "no source to transform; use mode='auto' or mode='tape' to differentiate it"
@@ -97,8 +105,6 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         spread = _spread(pullback, positions, full_args, tuple_result=len(positions) > 1)
         return value, lambda g: spread(g)[len(bound_self) :]
     if not tape and not _is_builtin(target):  # list(xs), sorted(xs): the tape only copies
-        from s2sgrad.errors import UnsupportedError
-
         if callable(generic):  # a transform made with mode="tape"
             name = "a derivative made with mode='tape'"
         else:
@@ -109,50 +115,37 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         raise UnsupportedError(
             f"{where}{reason}; use mode='auto' or mode='tape' to differentiate it"
         )
-    from s2sgrad.tape import tape_vjp
-
     name = getattr(target, "__qualname__", type(target).__name__)
     refusal = (
         f"{_user_origin()}: {name}, differentiated on the tape as it was called, stored a "
         "value being differentiated on an object, which the rest of this function (source "
         "transformed) would read as a constant; use mode='tape' for the whole function"
     )
-    value, pullback = tape_vjp(target, full_args, kwargs, positions, refuse_stored_state=refusal)
+    value, pullback = hooks.tape_vjp(
+        target, full_args, kwargs, positions, refuse_stored_state=refusal
+    )
     spread = _spread(pullback, positions, full_args, tuple_result=True)
     return value, lambda g: spread(g)[len(bound_self) :]
 
 
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """``function(*args, **kwargs)`` and its pullback, all on the tape."""
-    from s2sgrad.tape import tape_vjp
-
     positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
-    value, pullback = tape_vjp(function, args, kwargs, positions)
+    value, pullback = hooks.tape_vjp(function, args, kwargs, positions)
     return value, _spread(pullback, positions, args, tuple_result=True)
 
 
 def _is_builtin(function: Any) -> bool:
-    import builtins
-
     name = getattr(function, "__name__", None)
     return name is not None and getattr(builtins, name, None) is function
 
 
 def _generated_vjp(target, full_args, positions, warn):
-    from s2sgrad.compiler.pipeline import derivative
-    from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
-
     key = (target, positions)
     if key in _TAPE_ONLY or not isinstance(target, types.FunctionType):
         return None
     try:
-        import inspect
-
-        parameters = inspect.signature(target).parameters.values()
-        names = [
-            p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        vararg = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+        names, vararg = positional_parameters(target), vararg_name(target)
         if positions[-1] >= len(names) and vararg is None:
             return None
         # an argument *args takes is differentiated as "args[1]"
@@ -164,7 +157,7 @@ def _generated_vjp(target, full_args, positions, warn):
             for i in positions
             if i < len(names) and isinstance(full_args[i], (dict, list, tuple))
         )
-        return derivative(target, wrt, "vjp", containers=containers, dynamic=warn).function
+        return hooks.derivative(target, wrt, "vjp", containers=containers, dynamic=warn).function
     except (S2SGradError, ValueError, TypeError) as error:
         _TAPE_ONLY[key] = str(error)
         if not warn or (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
@@ -201,8 +194,6 @@ def _spread(pullback, positions, args, tuple_result):
 
 
 def _differentiable(value: Any) -> bool:
-    import numpy as np
-
     if isinstance(value, bool):
         return False
     if isinstance(value, (float, np.floating)):
@@ -212,9 +203,7 @@ def _differentiable(value: Any) -> bool:
     if isinstance(value, (dict, list, tuple)):  # (index, value) pairs count, say
         items = value.values() if isinstance(value, dict) else value
         return any(_differentiable(v) for v in items)  # a cotangent for what can carry one
-    from s2sgrad.tape import is_tape_value
-
-    return is_tape_value(value)
+    return isinstance(value, hooks.TapeValue)
 
 
 def transformed_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any):
@@ -240,8 +229,6 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 
 
 def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
-    from s2sgrad.rules.registry import get_rule, per_argument
-
     if function is dynamic_vjp or function is transformed_vjp:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:
@@ -263,8 +250,6 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         if rule.custom_jvp is None:
-            from s2sgrad.errors import no_forward_derivative
-
             raise no_forward_derivative(function)
         return rule.custom_jvp(args, tangents)
     if rule is not None and rule.jvp is not None:
@@ -293,30 +278,19 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     if not positions:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
-    from s2sgrad.compiler.pipeline import derivative
-    from s2sgrad.errors import S2SGradError
-
     try:
-        import inspect
-
-        parameters = inspect.signature(target).parameters.values()
-        vararg = next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
-        names = [
-            p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
+        names, vararg = positional_parameters(target), vararg_name(target)
         if positions[-1] >= len(names) and vararg is None:
             raise TypeError(f"{len(full_args)} arguments for {len(names)} parameters")
         # an argument *args takes is differentiated as "args[1]"
         names += [f"{vararg}[{i}]" for i in range(len(full_args) - len(names))]
-        generated = derivative(target, tuple(names[i] for i in positions), "jvp")
+        generated = hooks.derivative(target, tuple(names[i] for i in positions), "jvp")
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape:
-            from s2sgrad.errors import UnsupportedError
-
             raise UnsupportedError(
                 f"{error}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
-        return _tape_jvp(target, full_args, full_tangents, positions, kwargs)
+        return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
 
@@ -324,8 +298,6 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
 def _no_derivative_over_dispatch(what: str):
     """A derivative of a reverse-mode call dispatched at run time would differentiate its
     pullback wrt the cotangent only, missing how the pullback depends on the arguments."""
-    from s2sgrad.errors import UnsupportedError
-
     return UnsupportedError(
         f"{_user_origin()}: {what} of a call resolved at run time (a method, a function from "
         "a list or an argument) is not supported by source transformation; use mode='auto' "
@@ -335,17 +307,13 @@ def _no_derivative_over_dispatch(what: str):
 
 def _user_origin() -> str:
     """The user's file:line of the function whose generated code is running now."""
-    from s2sgrad.compiler.codegen import running_origin
-
     return running_origin()
 
 
-def _tape_jvp(target, args, tangents, positions, kwargs):
+def tape_jvp(target, args, tangents, positions, kwargs):
     """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>."""
 
-    from s2sgrad.tape import tape_vjp
-
-    value, pullback = tape_vjp(target, args, kwargs, positions)
+    value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
 
     def paired(g):
         total = 0.0
@@ -353,15 +321,13 @@ def _tape_jvp(target, args, tangents, positions, kwargs):
             total = total + _inner(cotangent, tangents[i])
         return total
 
-    _, transpose = tape_vjp(paired, (zeros_like_value(value),), {}, (0,))
+    _, transpose = hooks.tape_vjp(paired, (zeros_like_value(value),), {}, (0,))
     return value, transpose(1.0)[0]
 
 
 def _inner(cotangent, tangent):
     """The sum of elementwise products of two values of one structure (dicts, lists and
     tuples of arrays); a missing or ``None`` part counts as zero."""
-    import numpy as np
-
     if cotangent is None or tangent is None:
         return 0.0
     if isinstance(cotangent, dict):
@@ -369,3 +335,10 @@ def _inner(cotangent, tangent):
     if isinstance(cotangent, (list, tuple)):
         return sum((_inner(c, t) for c, t in zip(cotangent, tangent)), 0.0)
     return np.sum(cotangent * tangent)
+
+
+#: Calls of rules and of callees resolved at run time: differentiated when they run (see
+#: ``_dispatch_jvp``), never by transforming their source, which the compiler refuses.
+RUN_TIME_CALLS = frozenset(
+    {vjp_call, jvp_call, jvp_entry, dynamic_vjp, transformed_vjp, dynamic_jvp, transformed_jvp}
+)

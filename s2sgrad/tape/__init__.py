@@ -17,6 +17,7 @@ Example::
     tape.gradient(y, x)  # array([1.38177329, 0.07700375])
 """
 
+from s2sgrad.runtime import hooks
 from s2sgrad.tape.gradient_tape import GradientTape
 from s2sgrad.tape.values import TapeValue, apply, is_tape_value, value_of
 from s2sgrad.tape.variables import Variable, constant
@@ -32,3 +33,6 @@ __all__ = [
     "tape_vjp",
     "value_of",
 ]
+
+# generated code running on tape values (grad of grad, dynamic dispatch) asks the runtime
+hooks.register_tape(TapeValue, value_of, tape_vjp)

@@ -5,8 +5,9 @@ A primitive registered with :func:`s2sgrad.rules.registry.custom_derivative` has
 arguments, the tape calls ``rule.custom`` on the plain values (so the value is computed
 once and nothing inside it is recorded) and records one entry whose VJP is the returned
 pullback. Functions NumPy dispatches to tape values (ufuncs, array functions) reach this
-through :func:`s2sgrad.tape.values.apply_rule`; Python functions call :func:`call_custom`
-themselves (see :mod:`s2sgrad.controls`).
+through :func:`s2sgrad.tape.values.apply_rule`; Python functions call
+:func:`s2sgrad.tape.values.call_custom` themselves (see :mod:`s2sgrad.controls`). This
+module holds what such an entry records.
 
 For a derivative of a derivative (an outer tape tracks the arguments while the backward
 pass runs), the recorded pullback only knows plain values, so the entry calls
@@ -15,7 +16,7 @@ computation and the pullback, and differentiates through both.
 
 Example::
 
-    out = call_custom(my_exp, get_rule(my_exp), (x,), {})  # recorded with my_exp's pullback
+    entry = (CUSTOM, (CustomCall(rule, pullback, {}), x), None, out)  # what call_custom records
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from __future__ import annotations
 import contextvars
 from typing import Any
 
-from s2sgrad import numpy_signatures
-from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import Rule
-from s2sgrad.tape.recording import RECORDING, is_traced, live_serials
+from s2sgrad.tape.recording import is_traced
 
-__all__ = ["CustomCall", "CUSTOM", "call_custom", "is_recorded", "called_by_tape"]
+__all__ = ["CustomCall", "CUSTOM", "CALLED_BY_TAPE", "called_by_tape"]
 
-_CALLED_BY_TAPE = contextvars.ContextVar("s2sgrad_called_by_tape", default=False)
+# set while the tape calls a custom derivative (see ``called_by_tape``)
+CALLED_BY_TAPE = contextvars.ContextVar("s2sgrad_called_by_tape", default=False)
 
 
 def called_by_tape() -> bool:
@@ -43,7 +43,7 @@ def called_by_tape() -> bool:
 
         mode = "tape" if called_by_tape() else "auto"
     """
-    return _CALLED_BY_TAPE.get()
+    return CALLED_BY_TAPE.get()
 
 
 class CustomCall:
@@ -63,11 +63,11 @@ class CustomCall:
         """One cotangent per argument (``None`` for none), for the output cotangent ``g``."""
         pullback = self.pullback
         if _any_traced(args):  # a higher derivative: redo it where it is seen
-            token = _CALLED_BY_TAPE.set(True)
+            token = CALLED_BY_TAPE.set(True)
             try:
                 _, pullback = self.rule.custom(*args, **self.kwargs)
             finally:
-                _CALLED_BY_TAPE.reset(token)
+                CALLED_BY_TAPE.reset(token)
         result = pullback(g)
         if not isinstance(result, tuple):
             result = (result,)
@@ -97,66 +97,3 @@ def _custom_vjp(g, ans, call, *args):
 
 #: The rule every custom-derivative entry is recorded with; its first argument is a CustomCall.
 CUSTOM = Rule("custom derivative", vjp=_custom_vjp, inline_vjp=False)
-
-
-def is_recorded(args: tuple, kwargs: dict | None = None) -> bool:
-    """Whether a recording tape tracks a value among ``args`` and ``kwargs`` (or inside them).
-
-    A Variable counts while any tape records, since reading it may start the watching.
-
-    Example::
-
-        is_recorded((np.ones(2),))  # False
-    """
-    if not RECORDING:
-        return False
-    from s2sgrad.tape.values import _any_tracked
-
-    return _any_tracked(args) or bool(kwargs) and _any_tracked(kwargs.values())
-
-
-def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = None) -> Any:
-    """Call ``primitive`` through its custom derivative and record the pullback.
-
-    Tape values passed by keyword are moved to their positions first (the pullback
-    returns cotangents for positional arguments).
-
-    Example::
-
-        y = call_custom(my_exp, get_rule(my_exp), (x,), {})
-    """
-    from s2sgrad.tape.values import _any_tracked, _scan, _wrap, user_location, value_of
-
-    kwargs = dict(kwargs or {})
-    if kwargs and _any_tracked(kwargs.values()):
-        args, kwargs = _positional(primitive, args, kwargs)
-        if _any_tracked(kwargs.values()):
-            raise NonDifferentiableError(
-                f"{user_location()}: {getattr(primitive, '__qualname__', primitive)} got a "
-                "value being differentiated as a keyword-only argument, which its custom "
-                "derivative cannot return a cotangent for; pass it positionally."
-            )
-    recorded, raw, tapes = _scan(tuple(args))
-    plain_kwargs = value_of(kwargs)
-    token = _CALLED_BY_TAPE.set(True)
-    try:
-        value, pullback = rule.custom(*raw, **plain_kwargs)
-    finally:
-        _CALLED_BY_TAPE.reset(token)
-    serials = live_serials(tapes)
-    if not serials:
-        return value
-    out = _wrap(value, serials)
-    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs), *recorded), None, out)
-    for serial in serials:
-        RECORDING[serial]._entries.append(entry)
-    return out
-
-
-def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-    """Bind ``args`` and ``kwargs`` to ``primitive``'s parameters, positionally where possible."""
-    try:
-        bound = numpy_signatures.signature(primitive).bind(*args, **kwargs)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{getattr(primitive, '__name__', primitive)}: {error}") from None
-    return bound.args, bound.kwargs

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.runtime import as_gradient, unbroadcast, zeros_like_structure
+from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.display import describe_recording
-from s2sgrad.tape.recording import RECORDING, Backward, is_traced, new_serial
+from s2sgrad.tape.recording import RECORDING, is_traced, new_serial
 from s2sgrad.tape.structures import flatten, flatten_like
 from s2sgrad.tape.values import TapeValue, user_location, value_of
 from s2sgrad.tape.variables import Variable

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-import s2sgrad
+from s2sgrad import numpy_signatures
 from s2sgrad.errors import (
     ImmutableValueError,
     NonDifferentiableError,
@@ -32,7 +32,8 @@ from s2sgrad.errors import (
 )
 from s2sgrad.naming import library_name
 from s2sgrad.rules.registry import Rule, get_rule
-from s2sgrad.tape.custom import call_custom
+from s2sgrad.runtime.core import is_complex, is_foreign_array
+from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.in_place import (
     plain_array_write,
     refuse_shared_update,
@@ -41,7 +42,16 @@ from s2sgrad.tape.in_place import (
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 from s2sgrad.tape.writes import with_item
 
-__all__ = ["TapeValue", "apply", "apply_rule", "is_tape_value", "value_of", "user_location"]
+__all__ = [
+    "TapeValue",
+    "apply",
+    "apply_rule",
+    "call_custom",
+    "is_recorded",
+    "is_tape_value",
+    "value_of",
+    "user_location",
+]
 
 
 class TapeValue:
@@ -658,8 +668,6 @@ def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
     """A recorded operation that meets an array of a type s2sgrad does not understand
     (``np.matrix``, a masked array, a duck array) would be differentiated with the rule of
     plain arrays: wrong. Refuse it where the user's code does it."""
-    from s2sgrad.runtime.core import is_complex
-
     if is_complex(out):
         error = UnsupportedError(
             f"{user_location()}: {describe(key)} of a value being differentiated gives a "
@@ -671,8 +679,6 @@ def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
     for value in (out, *args):
         if type(value) in _PLAIN:
             continue
-        from s2sgrad.runtime.core import is_foreign_array
-
         if not is_foreign_array(value):
             continue
         kind = f"{type(value).__module__}.{type(value).__qualname__}"
@@ -958,6 +964,68 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
     return primitive(*value_of(inputs))
 
 
+# calls with a custom derivative ----------------------------------------------------------
+
+
+def is_recorded(args: tuple, kwargs: dict | None = None) -> bool:
+    """Whether a recording tape tracks a value among ``args`` and ``kwargs`` (or inside them).
+
+    A Variable counts while any tape records, since reading it may start the watching.
+
+    Example::
+
+        is_recorded((np.ones(2),))  # False
+    """
+    if not RECORDING:
+        return False
+    return _any_tracked(args) or bool(kwargs) and _any_tracked(kwargs.values())
+
+
+def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = None) -> Any:
+    """Call ``primitive`` through its custom derivative and record the pullback.
+
+    Tape values passed by keyword are moved to their positions first (the pullback
+    returns cotangents for positional arguments).
+
+    Example::
+
+        y = call_custom(my_exp, get_rule(my_exp), (x,), {})
+    """
+    kwargs = dict(kwargs or {})
+    if kwargs and _any_tracked(kwargs.values()):
+        args, kwargs = _positional(primitive, args, kwargs)
+        if _any_tracked(kwargs.values()):
+            raise NonDifferentiableError(
+                f"{user_location()}: {getattr(primitive, '__qualname__', primitive)} got a "
+                "value being differentiated as a keyword-only argument, which its custom "
+                "derivative cannot return a cotangent for; pass it positionally."
+            )
+    recorded, raw, tapes = _scan(tuple(args))
+    plain_kwargs = value_of(kwargs)
+    token = CALLED_BY_TAPE.set(True)
+    try:
+        value, pullback = rule.custom(*raw, **plain_kwargs)
+    finally:
+        CALLED_BY_TAPE.reset(token)
+    serials = live_serials(tapes)
+    if not serials:
+        return value
+    out = _wrap(value, serials)
+    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs), *recorded), None, out)
+    for serial in serials:
+        RECORDING[serial]._entries.append(entry)
+    return out
+
+
+def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Bind ``args`` and ``kwargs`` to ``primitive``'s parameters, positionally where possible."""
+    try:
+        bound = numpy_signatures.signature(primitive).bind(*args, **kwargs)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{getattr(primitive, '__name__', primitive)}: {error}") from None
+    return bound.args, bound.kwargs
+
+
 # Error messages ----------------------------------------------------------------------------
 
 # what to do instead of an in-place write the tape cannot record
@@ -966,7 +1034,7 @@ _USE_S2S = "differentiate the function by source transformation (mode='s2s'), wh
 _NUMPY = os.path.dirname(np.__file__) + os.sep
 _TAPE_OR_NUMPY = (os.path.dirname(__file__) + os.sep, os.path.dirname(np.__file__) + os.sep)
 _SKIPPED_DIRS = (
-    os.path.dirname(s2sgrad.__file__) + os.sep,
+    os.path.dirname(os.path.dirname(__file__)) + os.sep,  # s2sgrad's own files
     os.path.dirname(np.__file__) + os.sep,
     os.path.dirname(inspect.__file__) + os.sep + "contextlib.py",
 )
@@ -1025,7 +1093,7 @@ def _bind_local(frame: Any, name: str, value: Any) -> None:
     if sys.version_info >= (3, 13):  # frame.f_locals writes through (PEP 667)
         frame.f_locals[name] = value
         return
-    import ctypes
+    import ctypes  # only here: before 3.13, and only for a write the tape takes over
 
     frame.f_locals[name] = value
     ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))

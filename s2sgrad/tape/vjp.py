@@ -16,9 +16,10 @@ from s2sgrad.errors import (
     generator_error,
     where,
 )
+from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
-from s2sgrad.tape.recording import Backward, is_traced
+from s2sgrad.tape.recording import is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
 

@@ -23,6 +23,7 @@ import collections.abc
 import gast
 import numpy as np
 
+from s2sgrad import runtime
 from s2sgrad.compiler.passes.aliases import index_list_loops, shared_in_place_updates
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
@@ -483,8 +484,6 @@ class _MatchDesugarer:
 
     def _bound(self, name: str) -> str:
         """A name for ``collections.abc.<name>`` (or a runtime helper) in the generated code."""
-        from s2sgrad import runtime
-
         obj = getattr(runtime, name, None) or getattr(collections.abc, name)
         bindings = self.node.__dict__.setdefault("s2s_bindings", {})
         for bound, known in bindings.items():

@@ -1,0 +1,229 @@
+"""What the tape asks of the source analysis about the function it is running.
+
+Under a function transform the tape promises NumPy's meaning (see
+:mod:`s2sgrad.tape.in_place`), and for that it needs facts only the source tells: which
+in-place updates a name sharing the array reads afterwards (the alias analysis), whether a
+``match`` class pattern or a ``type(x)`` comparison would see a tape value, and which item
+writes go into a plain array the function made itself. The tape is below the compiler, so
+it does not import this module: this module registers these three functions with it when
+imported (:func:`s2sgrad.tape.in_place.use_source_facts`).
+
+Example::
+
+    shared_updates_by_line(f)  # {line: why the update there is refused}
+"""
+
+from __future__ import annotations
+
+import ast
+import numbers
+from typing import Any
+
+import gast
+import numpy as np
+
+from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.passes.aliases import fresh_result, shared_in_place_updates
+from s2sgrad.compiler.passes.desugar import desugar_matches
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import clone, names_written, nested_statements
+from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.tape.in_place import SLICE, use_source_facts
+
+__all__ = ["shared_updates_by_line", "value_class_pattern", "plain_writes_by_line"]
+
+_VALUE_TYPES = (numbers.Number, np.ndarray, np.generic)
+
+
+def shared_updates_by_line(function: Any) -> dict[int, str]:
+    """``{line: why}`` for each ``x op= v`` (or item update) in ``function`` after which a
+    name that may share ``x``'s memory is read (the alias analysis of
+    :mod:`s2sgrad.compiler.passes.aliases`, which refuses the same code when transforming).
+
+    Example::
+
+        shared_updates_by_line(f)  # {12: "f.py:12: 'v' is updated in place, but 'w' ..."}
+    """
+    try:
+        parsed = parse_function(function)
+    except S2SGradError:  # no source: nothing to tell by
+        return {}
+    node = _with_matches_desugared(parsed)
+    found = shared_in_place_updates(node, parsed.location, parsed.resolve)
+    return {
+        parsed.line_offset + statement.lineno: found[id(statement)]
+        for statement in nested_statements(node.body)
+        if id(statement) in found and type(statement) in (gast.AugAssign, gast.Assign)
+    }
+
+
+def _with_matches_desugared(parsed: Any) -> gast.FunctionDef:
+    """The function with ``match`` statements as ``if`` chains, so that updates in their
+    cases are seen (statements keep their lines)."""
+    node = clone(parsed.node)
+    taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    try:
+        desugar_matches(node, NameGenerator(taken), parsed.location, parsed.resolve)
+    except UnsupportedError:  # a pattern it cannot rewrite: look at the rest
+        return parsed.node
+    return node
+
+
+def value_class_pattern(function: Any) -> str:
+    """Why ``function`` cannot run on tape values: a ``match`` class pattern of a number or
+    array type, or a comparison of ``type(x)``; ``""`` when it has neither.
+
+    Example::
+
+        value_class_pattern(f)  # "f.py:3: a class pattern in a match statement would see ..."
+    """
+    try:
+        parsed = parse_function(function)
+    except S2SGradError:  # no source: nothing to tell by
+        return ""
+    for node in gast.walk(parsed.node):
+        if isinstance(node, gast.Compare) and any(
+            _is_type_call(part, parsed.resolve) for part in (node.left, *node.comparators)
+        ):
+            return (
+                f"{parsed.location(node)}: type(...) of a value being differentiated on the "
+                "tape is the tape's own class, not NumPy's, so this comparison would take "
+                "another branch than the plain program; test isinstance(...) instead (which "
+                "the tape answers as NumPy would), or differentiate with mode='s2s'"
+            )
+        if isinstance(node, gast.MatchClass):
+            cls = parsed.resolve(node.cls)
+            if cls is NOT_FOUND or (isinstance(cls, type) and issubclass(cls, _VALUE_TYPES)):
+                return (
+                    f"{parsed.location(node)}: a class pattern in a match statement would see "
+                    "the tape's value, not the number or array it stands for; differentiate "
+                    "with mode='s2s' (which tests the values themselves)"
+                )
+    return ""
+
+
+def _is_type_call(node: gast.expr, resolve: Any) -> bool:
+    """Whether ``node`` is ``type(value)``, the builtin with one argument."""
+    return (
+        isinstance(node, gast.Call)
+        and len(node.args) == 1
+        and not node.keywords
+        and resolve(node.func) is type
+    )
+
+
+_PURE_INDEX = (
+    gast.Name,
+    gast.Constant,
+    gast.Attribute,
+    gast.Subscript,
+    gast.Tuple,
+    gast.List,
+    gast.Slice,
+    gast.BinOp,
+    gast.UnaryOp,
+    gast.Compare,
+    gast.expr_context,
+    gast.operator,
+    gast.unaryop,
+    gast.cmpop,
+)
+
+
+def plain_writes_by_line(function: Any) -> dict[int, Any]:
+    """``{line: (name, compiled index) or None}`` for each ``name[index] = v`` in
+    ``function``: the pair when ``name`` is a local bound once only, by arithmetic or a call
+    known to return a new array, and the index has no calls (it is evaluated again in the
+    running frame, with :data:`s2sgrad.tape.in_place.SLICE` for slices); else None.
+
+    Example::
+
+        plain_writes_by_line(f)  # {5: ('Y', <code object <module>>)}
+    """
+    try:
+        parsed = parse_function(function)
+    except S2SGradError:
+        return {}
+    statements = list(nested_statements(parsed.node.body))
+    made = _made_once_anew(parsed, statements)
+    writes: dict[int, Any] = {}
+    for statement in statements:
+        line = parsed.line_offset + getattr(statement, "lineno", 0)
+        target = statement.targets[0] if type(statement) is gast.Assign else None
+        if target is None or len(statement.targets) != 1 or type(target) is not gast.Subscript:
+            continue
+        name = target.value.id if type(target.value) is gast.Name else None
+        pure = all(isinstance(n, _PURE_INDEX) for n in gast.walk(target.slice))
+        fits = name in made and pure
+        writes[line] = (
+            (name, _compiled_index(target.slice)) if fits and line not in writes else None
+        )
+    return writes
+
+
+def _made_once_anew(parsed: Any, statements: list) -> set[str]:
+    """The local names bound once only, by arithmetic or a call known to return a new
+    array."""
+    counts: dict[str, int] = {}
+    for statement in statements:
+        for name in names_written(statement) if not _is_compound(statement) else ():
+            counts[name] = counts.get(name, 0) + 1
+        if isinstance(statement, (gast.For, gast.With, gast.Try)):  # loop targets and the like
+            for name in _header_names(statement):
+                counts[name] = counts.get(name, 0) + 2
+    arguments = parsed.node.args
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    taken = {a.id for a in parameters if type(a) is gast.Name}
+    made = set()
+    for statement in statements:
+        if type(statement) is not gast.Assign or len(statement.targets) != 1:
+            continue
+        target, value = statement.targets[0], statement.value
+        if type(target) is not gast.Name or counts.get(target.id) != 1 or target.id in taken:
+            continue
+        if type(value) in (gast.BinOp, gast.UnaryOp) or (  # arithmetic makes a new array
+            type(value) is gast.Call and fresh_result(parsed.resolve(value.func), value)
+        ):
+            made.add(target.id)
+    return made
+
+
+def _is_compound(statement: gast.stmt) -> bool:
+    return isinstance(statement, (gast.For, gast.While, gast.If, gast.With, gast.Try))
+
+
+def _header_names(statement: gast.stmt) -> set[str]:
+    if isinstance(statement, gast.For):
+        return names_written(statement.target)
+    found: set[str] = set()
+    for item in getattr(statement, "items", ()):
+        if item.optional_vars is not None:
+            found |= names_written(item.optional_vars)
+    for handler in getattr(statement, "handlers", ()):
+        if handler.name is not None:
+            found |= names_written(handler.name)
+    return found
+
+
+class _SlicesAsCalls(ast.NodeTransformer):
+    def visit_Slice(self, node: ast.Slice) -> ast.Call:
+        self.generic_visit(node)
+        parts = [
+            p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)
+        ]
+        return ast.Call(ast.Name(SLICE, ast.Load()), parts, [])
+
+
+def _compiled_index(index: gast.expr) -> Any:
+    """Code that evaluates an index expression (``i:i + h, j``) in the user's frame."""
+    expression = _SlicesAsCalls().visit(gast.gast_to_ast(index))
+    tree = ast.fix_missing_locations(ast.Expression(expression))
+    return compile(tree, "<s2sgrad index>", "eval")
+
+
+use_source_facts(
+    shared_updates=shared_updates_by_line,
+    class_pattern=value_class_pattern,
+    plain_writes=plain_writes_by_line,
+)

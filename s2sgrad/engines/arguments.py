@@ -1,0 +1,249 @@
+"""The arguments of a transformed function: what may be differentiated, and which
+parameter each argument is.
+
+Every transform (``api``), the Jacobians (``batching``) and the custom derivatives
+(``controls``) check their arguments here before either engine runs. Argument types form
+a closed list: what is differentiated must be a float, a NumPy floating scalar or an exact
+float ``np.ndarray``, alone or in dicts, lists, tuples and named tuples (:func:`leaf_kind`);
+arrays and numbers of types s2sgrad does not understand are refused even as constants.
+``wrt`` names an argument by its parameter, or ``"args[1]"`` for one that ``*args`` takes.
+
+Example::
+
+    check_differentiable("x", np.arange(3), f)  # TypeError: ... holds an integer value ...
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+import sys
+import types
+
+import numpy as np
+
+from s2sgrad import numpy_signatures
+from s2sgrad.errors import where
+from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.runtime import is_foreign_array, zeros_like_value
+from s2sgrad.tape import is_tape_value, value_of
+
+__all__ = [
+    "bind_self",
+    "calling_with",
+    "check_differentiable",
+    "containers_of",
+    "first_of",
+    "is_container",
+    "is_differentiable",
+    "leaf_kind",
+    "leaves",
+    "name_of",
+    "position_of",
+    "positional_name",
+    "refuse_not_understood",
+    "refuse_unknown_constants",
+    "zeros_for",
+]
+
+
+def calling_with(target, function, args, kwargs, wrt, indices):
+    """``target(*args, **kwargs)`` as a function of the ``wrt`` arguments alone, passed
+    positionally (the tape watches positional arguments); the others stay as given.
+
+    ``indices`` are the positions of the ``wrt`` arguments (None: keyword-only).
+    """
+    parameters = list(numpy_signatures.signature(function).parameters.values())
+
+    def call(*values):
+        positional, keywords = list(args), dict(kwargs)
+        for name, index, value in zip(wrt, indices, values):
+            if index is None or (index >= len(positional) and name in kwargs):
+                keywords[name] = value
+            elif index < len(positional):
+                positional[index] = value
+            elif parameters[index].kind is inspect.Parameter.POSITIONAL_ONLY:
+                while len(positional) < index:  # the defaults of those before it
+                    positional.append(parameters[len(positional)].default)
+                positional.append(value)
+            else:
+                keywords[name] = value
+        return target(*positional, **keywords)
+
+    return call
+
+
+def positional_name(function, index: int) -> str:
+    """The name ``wrt`` uses for positional argument ``index``: its parameter's name, or
+    ``"args[2]"`` for one that ``*args`` takes (not an identifier, so no parameter's)."""
+    parameters = positional_parameters(function)
+    if index < len(parameters):
+        return parameters[index]
+    return f"{vararg_name(function)}[{index - len(parameters)}]"
+
+
+def position_of(function, name: str) -> int | None:
+    """The position of the argument ``wrt`` names (None for a keyword-only parameter)."""
+    parameters = positional_parameters(function)
+    if name in parameters:
+        return parameters.index(name)
+    star = vararg_name(function)
+    if star is not None and name.startswith(f"{star}[") and name.endswith("]"):
+        return len(parameters) + int(name[len(star) + 1 : -1])
+    return None
+
+
+def first_of(function):
+    def first(*args, **kwargs):
+        out, aux = function(*args, **kwargs)
+        first.aux = aux
+        return out
+
+    return first
+
+
+def bind_self(f, primals):
+    if isinstance(f, types.MethodType):
+        return f.__func__, (f.__self__, *primals)
+    return f, primals
+
+
+def is_container(value) -> bool:
+    return isinstance(value, (dict, list, tuple))
+
+
+def leaves(value):
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from leaves(v)
+    else:
+        yield value
+
+
+def is_differentiable(value) -> bool:
+    return all(leaf_kind(leaf) == "float" for leaf in leaves(value))
+
+
+def leaf_kind(value) -> str:
+    """``"float"`` for what s2sgrad differentiates: Python floats, NumPy floating scalars
+    and exact ``np.ndarray``s of a floating dtype (or tape values holding them).
+
+    Otherwise ``"int"``, ``"bool"``, ``"complex"``; ``"unknown"`` for an array or number
+    of a type s2sgrad does not understand (an ndarray subclass such as ``np.matrix`` or a
+    masked array, a duck array, an object array, a ``Fraction``); ``"other"`` for values
+    that are not numbers (strings, functions, ``None``, objects).
+    """
+    while is_tape_value(value):
+        value = value_of(value)
+    batching = sys.modules.get("s2sgrad.batching.values")  # none made unless imported
+    if batching is not None and isinstance(value, batching.BatchedValue):
+        value = value.array  # a batch of seeds in a Jacobian: the batch holds their dtype
+    kind = type(value)
+    if kind is float:
+        return "float"
+    if kind is bool:
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if kind is np.ndarray or isinstance(value, np.generic):
+        return _DTYPE_KINDS.get(value.dtype.kind, "unknown")
+    if isinstance(value, complex):
+        return "complex"
+    if isinstance(value, numbers.Number) or is_foreign_array(value) or hasattr(value, "dtype"):
+        return "unknown"
+    return "other"
+
+
+_DTYPE_KINDS = {"f": "float", "c": "complex", "b": "bool", "i": "int", "u": "int"}
+
+
+def check_differentiable(name, value, f) -> None:
+    """Refuse to differentiate wrt ``value`` unless every leaf of it is a float."""
+    for leaf in leaves(value):
+        kind = leaf_kind(leaf)
+        if kind != "float":
+            raise TypeError(_not_differentiable_message(name, leaf, kind, f))
+
+
+def refuse_not_understood(name, value, f, kinds=("complex", "unknown")) -> None:
+    """Refuse complex numbers and arrays or numbers of types s2sgrad does not understand
+    (integers, booleans and non-numbers are left alone: they are not differentiated)."""
+    for leaf in leaves(value):
+        kind = leaf_kind(leaf)
+        if kind in kinds:
+            raise TypeError(_not_differentiable_message(name, leaf, kind, f))
+
+
+def refuse_unknown_constants(f, parameters, args, kwargs) -> None:
+    """Arrays of types s2sgrad does not understand give wrong derivatives as constants too
+    (``x * m`` is a matrix product for an ``np.matrix`` m, a masked array hides elements;
+    ``abs(x * z)`` with a complex ``z`` had a wrong derivative)."""
+    for index, value in enumerate(args):
+        name = parameters[index] if index < len(parameters) else f"argument {index}"
+        refuse_not_understood(name, value, f)
+    for name, value in kwargs.items():
+        refuse_not_understood(name, value, f)
+
+
+def _not_differentiable_message(name, leaf, kind, f) -> str:
+    shown = name if name.startswith("the ") else repr(name)  # "the tangent of 'x'"
+    start = f"{_located_name(f)}: cannot differentiate with respect to {shown}, which holds"
+    if kind in ("unknown", "complex"):
+        start = f"{_located_name(f)}: cannot differentiate with {shown} holding"
+    if not name.isidentifier():
+        name = "x"
+    if kind in ("bool", "int", "other"):
+        what = {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
+        return (
+            f"{start} {what} value ({leaf!r:.40}); pass a float (e.g. {name}=3.0 or "
+            "np.asarray(x, dtype=float))"
+        )
+    if kind == "complex":
+        return (
+            f"{start} a complex value ({leaf!r:.40}); complex numbers are not supported yet: "
+            "pass the real and imaginary parts as two float arguments (np.real(z), "
+            "np.imag(z)) and write the computation with real arithmetic"
+        )
+    kind_name = f"{type(leaf).__module__}.{type(leaf).__qualname__}"
+    if isinstance(leaf, np.matrix):
+        meaning = "whose * and ** are matrix products s2sgrad would not differentiate right"
+        advice = f"pass np.asarray({name}) and write @ for matrix products"
+    elif isinstance(leaf, np.ma.MaskedArray):
+        meaning = "whose masked elements s2sgrad would not tell apart"
+        advice = f"pass {name}.filled(...) or np.asarray({name}) and apply the mask with np.where"
+    elif isinstance(leaf, np.ndarray):
+        meaning = "an array type s2sgrad does not differentiate" + (
+            f" (dtype {leaf.dtype})" if type(leaf) is np.ndarray else ""
+        )
+        advice = f"pass np.asarray({name}, dtype=float)"
+    else:
+        meaning = "a type s2sgrad does not understand: it differentiates floats and NumPy arrays"
+        advice = f"pass np.asarray({name}, dtype=float)"
+    return f"{start} a {kind_name} ({meaning}); {advice}"
+
+
+def _located_name(f) -> str:
+    """``file:line: name`` of the user's function, as far as it is known."""
+    function = getattr(f, "__func__", f)
+    function = getattr(function, "function", function)  # a transform: the function inside
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return name_of(f)
+    return f"{where(code.co_filename, code.co_firstlineno)}: {name_of(f)}"
+
+
+def containers_of(primals, function) -> frozenset:
+    names = positional_parameters(function)
+    return frozenset(n for n, v in zip(names, primals) if is_container(v))
+
+
+def zeros_for(value):
+    """Zeros like ``value`` if it is differentiated, else ``None`` (a tangent per argument)."""
+    return zeros_like_value(value) if is_differentiable(value) else None
+
+
+def name_of(f) -> str:
+    return getattr(f, "__qualname__", None) or repr(f)

@@ -1,0 +1,204 @@
+"""The two engines behind the transforms: source transformation, or the tape.
+
+``mode`` picks: ``"s2s"`` (source transformation only), ``"tape"`` (the runtime tape only) or
+``"auto"`` (source transformation, falling back to the tape with one warning per function
+where the source cannot be transformed). :func:`vjp` and :func:`jvp` are ``sg.vjp`` and
+``sg.jvp``; :func:`vjp_engine` is the pullback both ``sg.vjp`` and the batched Jacobians
+(``batching``) start from. ``grad`` and ``value_and_grad`` (``api._Transform``) keep
+generated code per call signature on top of the same choice.
+
+Example::
+
+    value, pullback = vjp_engine(f, (x,), ("x",), "auto")
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections.abc import Callable
+from typing import Any
+
+# registers the alias analysis with the tape, which asks it under the function transforms
+import s2sgrad.compiler.tape_facts  # noqa: F401
+from s2sgrad.compiler.pipeline import call_specialised, derivative
+from s2sgrad.engines.arguments import (
+    bind_self,
+    containers_of,
+    is_differentiable,
+    name_of,
+    position_of,
+    positional_name,
+    refuse_not_understood,
+    refuse_unknown_constants,
+)
+from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
+from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.runtime import as_gradient
+from s2sgrad.runtime.dispatch import tape_jvp
+from s2sgrad.tape import tape_vjp
+
+__all__ = ["MODES", "check_mode", "may_fall_back", "warn_fallback", "vjp", "vjp_engine", "jvp"]
+
+MODES = ("auto", "s2s", "tape")
+
+_warned: set = set()
+
+
+def may_fall_back(mode: str, error: Exception) -> bool:
+    """Whether the tape may take over after the source transformer's ``error``: not in
+    mode "s2s", and not for code the tape would get wrong as well."""
+    return mode != "s2s" and not getattr(error, "tape_cannot_either", False)
+
+
+def warn_fallback(function, error: Exception) -> None:
+    """Warn once per function that the tape differentiates it instead, and why."""
+    if callable(getattr(function, "generic_function", None)):  # a transform: its function
+        function = function.function  # fell back, and one warning says it
+    key = getattr(function, "__code__", function)
+    if key in _warned:
+        return
+    _warned.add(key)
+    warn_at_caller(
+        f"{error} -- differentiating {name_of(function)} with the tape instead "
+        "(pass mode='tape' to silence this, or mode='s2s' to make it an error)",
+        FallbackWarning,
+    )
+
+
+def check_mode(mode: str) -> None:
+    """Raise ``ValueError`` unless ``mode`` is one of :data:`MODES`."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+
+
+def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
+    """``sg.vjp``: ``(f(*primals), pullback)``, one cotangent per primal from the pullback.
+
+    Example::
+
+        out, pullback = vjp(lambda x: np.sin(x), np.zeros(2))
+    """
+    check_mode(mode)
+    function, primals = bind_self(f, primals)
+    parameters = positional_parameters(function)
+    if len(primals) > len(parameters) and vararg_name(function) is None:
+        raise TypeError(f"{name_of(f)} takes {len(parameters)} positional arguments")
+    for name, primal in zip(parameters, primals):
+        refuse_not_understood(name, primal, f)
+    differentiable = [i for i, p in enumerate(primals) if is_differentiable(p)]
+    offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
+    wrt = tuple(positional_name(function, i) for i in differentiable)
+    engine_out, raw_pullback = vjp_engine(function, primals, wrt, mode)
+
+    def pullback(cotangent: Any) -> tuple:
+        refuse_not_understood("the cotangent", cotangent, f)
+        raw = raw_pullback(cotangent)
+        raw = raw if len(wrt) != 1 else (raw,)
+        result: list[Any] = [None] * len(primals)
+        for index, value in zip(differentiable, raw):
+            result[index] = as_gradient(value, primals[index])
+        return tuple(result[offset:])
+
+    return engine_out, pullback
+
+
+def vjp_engine(function, primals, wrt, mode):
+    """``(value, raw pullback)`` of ``function`` at ``primals`` wrt the parameters named
+    ``wrt``, by the engine ``mode`` picks; the raw pullback returns one cotangent per
+    ``wrt`` entry (the entry itself for one).
+
+    Example::
+
+        value, pullback = vjp_engine(f, (x, y), ("x",), "auto")
+    """
+    if mode != "tape":
+        try:
+            generated = derivative(
+                function,
+                wrt,
+                "vjp",
+                containers=containers_of(primals, function),
+                dynamic=mode == "auto",
+            )
+            forward = generated.function
+            value, saved = forward(*primals)
+            return value, functools.partial(forward.backward, saved)
+        except S2SGradError as error:
+            if not may_fall_back(mode, error):
+                raise
+            warn_fallback(function, error)
+    indices = tuple(position_of(function, w) for w in wrt)
+    out, pullback = tape_vjp(function, tuple(primals), {}, indices)
+
+    def raw_pullback(cotangent):
+        values = pullback(cotangent)
+        return values if len(values) != 1 else values[0]
+
+    return out, raw_pullback
+
+
+def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str = "auto"):
+    """``sg.jvp``: ``(f(*primals), J·tangents)`` by forward mode.
+
+    Example::
+
+        value, tangent = jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))
+    """
+    check_mode(mode)
+    for what, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, (tuple, list)):
+            raise TypeError(
+                f"jvp takes its {what} as a tuple with one entry per argument, as in "
+                f"sg.jvp(f, (x,), (v,)); got {type(given).__name__}"
+            )
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ValueError("jvp needs one tangent per primal")
+    function, primals = bind_self(f, primals)
+    offset = len(primals) - len(tangents)
+    tangents = (None,) * offset + tangents
+    parameters = positional_parameters(function)
+    for name, primal, tangent in zip(parameters, primals, tangents):
+        if tangent is not None:
+            refuse_not_understood(name, primal, f)
+            refuse_not_understood(f"the tangent of {name!r}", tangent, f)
+    refuse_unknown_constants(f, parameters, primals, {})
+    positions = tuple(
+        i for i, p in enumerate(primals) if is_differentiable(p) and tangents[i] is not None
+    )
+    if mode != "tape":
+        try:
+            generated = derivative(
+                function,
+                tuple(positional_name(function, i) for i in positions),
+                "jvp",
+                containers=containers_of(primals, function),
+                dynamic=mode == "auto",
+            )
+            keywords = _tangent_keywords(generated.tangent_names, function, primals, tangents)
+            return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
+        except S2SGradError as error:
+            if not may_fall_back(mode, error):
+                raise
+            warn_fallback(function, error)
+    return _shaped_like_output(*tape_jvp(function, primals, tangents, positions, {}))
+
+
+def _tangent_keywords(tangent_names, function, primals, tangents) -> dict:
+    """The generated JVP's tangent parameters, by keyword: one per argument differentiated
+    (an entry of ``*args`` too)."""
+    keywords = {}
+    for index, (primal, tangent) in enumerate(zip(primals, tangents)):
+        name = positional_name(function, index)
+        if name in tangent_names and tangent is not None and is_differentiable(primal):
+            keywords[tangent_names[name]] = tangent
+    return keywords
+
+
+def _shaped_like_output(out, tangent):
+    """A container output's tangent as the same containers (lists, not the CotangentLists
+    generated code adds entry by entry)."""
+    if isinstance(out, (dict, list, tuple)):
+        tangent = as_gradient(tangent, out)
+    return out, tangent

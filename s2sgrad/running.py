@@ -1,0 +1,57 @@
+"""What any layer may ask about generated code while it runs: where it came from, and
+whether a trace is watching it.
+
+``codegen`` records, for each file of generated code, the user's ``file:line`` it was made
+from (:data:`ORIGINS`); the runtime's error messages, the frontend (code generated from
+generated code) and ``trace`` read it. :func:`tracing` is set by ``sg.trace`` and read by
+the transforms and the pipeline. Both sit here, below every layer, so that none of them
+has to import the compiler or the public layer to ask.
+
+Example::
+
+    raise ValueError(f"{running_origin()}: ...")  # called from generated code
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+
+__all__ = ["ORIGINS", "running_origin", "tracing", "TRACING"]
+
+ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
+
+# set by ``s2sgrad.tracing.trace`` while it runs a transform
+TRACING = contextvars.ContextVar("s2sgrad_tracing", default=False)
+
+
+def running_origin(default: str = "<unknown location>") -> str:
+    """The user's ``file:line`` of the function whose generated code is running now (the
+    innermost generated frame on the stack), followed back through code generated from
+    generated code; ``default`` when no generated code is running.
+
+    Example::
+
+        raise ValueError(f"{running_origin()}: ...")  # called from generated code
+    """
+    frame, origin = sys._getframe(1), default
+    while frame is not None:
+        if frame.f_code.co_filename in ORIGINS:
+            origin = ORIGINS[frame.f_code.co_filename]
+            break
+        frame = frame.f_back
+    while origin.rsplit(":", 1)[0] in ORIGINS:
+        origin = ORIGINS[origin.rsplit(":", 1)[0]]
+    return origin
+
+
+def tracing() -> bool:
+    """Whether a ``sg.trace`` is running: the generic code then runs on a first call, in
+    place of the specialisation probe (which has no source lines to show), and nothing is
+    specialised or cached for later calls.
+
+    Example::
+
+        tracing()  # False, outside sg.trace
+    """
+    return TRACING.get()
