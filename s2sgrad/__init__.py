@@ -12,12 +12,15 @@ Example::
     print(sg.source(dloss))   # the generated gradient, as Python source
 """
 
+import importlib
+
 # Every rule module registers its rules when imported: all of them before anything asks.
-from s2sgrad.rules import elementwise as _elementwise  # noqa: F401, I001
+from s2sgrad.rules import elementwise as _elementwise  # noqa: F401
 from s2sgrad.rules import linalg as _linalg  # noqa: F401
 from s2sgrad.rules import reductions as _reductions  # noqa: F401
 from s2sgrad.rules import shapes as _shapes  # noqa: F401
 
+# isort: split
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
 from s2sgrad.batching.vmap import vmap
 from s2sgrad.checking import check_grads
@@ -81,8 +84,6 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     """``sg.optimizers`` without importing it first (it is not needed to differentiate)."""
     if name == "optimizers":
-        import importlib
-
         return importlib.import_module("s2sgrad.optimizers")
     raise AttributeError(f"module 's2sgrad' has no attribute {name!r}")
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import numpy_signatures
+from s2sgrad.batching import forward_jacobian, reverse_jacobian
 from s2sgrad.compiler.freshness import MISSING, Assumptions
 from s2sgrad.compiler.pipeline import call_specialised, derivative, without_garbage_collection
 from s2sgrad.compiler.specialize import signature
@@ -340,8 +341,6 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
     check_mode(mode)
 
     def jacobian_function(*args, **kwargs):
-        from s2sgrad.batching import reverse_jacobian  # loaded by the first Jacobian only
-
         return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
@@ -360,8 +359,6 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
     check_mode(mode)
 
     def jacobian_function(*args, **kwargs):
-        from s2sgrad.batching import forward_jacobian  # loaded by the first Jacobian only
-
         return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())

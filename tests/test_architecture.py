@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import s2sgrad
 
@@ -201,3 +203,23 @@ def test_the_check_finds_a_cycle_and_an_upward_import():
     assert _layer_of("s2sgrad.runtime.core") < _layer_of("s2sgrad.compiler.pipeline")
     assert _layer_of("s2sgrad.rules.registry") < _layer_of("s2sgrad.runtime")
     assert _layer_of("s2sgrad.runtime") < _layer_of("s2sgrad.rules.linalg")
+
+
+def test_importing_any_module_first_wires_the_layers():
+    """Whatever a user imports first, the registrations the lower layers rely on are made
+    (the package's __init__ runs first and imports every provider)."""
+    check = (
+        "import sys; import {module}; "
+        "from s2sgrad.runtime import hooks; from s2sgrad.tape import TapeValue, in_place; "
+        "from s2sgrad.compiler.pipeline import derivative; from s2sgrad.batching import values; "
+        "assert hooks.TapeValue is TapeValue and hooks.derivative is derivative; "
+        "assert in_place._facts is not None and values._RULES.apply_ufunc is not None; "
+        "assert all(f's2sgrad.rules.{{m}}' in sys.modules "
+        "for m in ('elementwise', 'reductions', 'linalg', 'shapes'))"
+    )
+    for module in ("s2sgrad.runtime", "s2sgrad.tape", "s2sgrad.rules.registry", "s2sgrad"):
+        subprocess.run(
+            [sys.executable, "-c", check.format(module=module)],
+            cwd=PACKAGE.parent,
+            check=True,
+        )

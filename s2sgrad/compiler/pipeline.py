@@ -79,6 +79,8 @@ from s2sgrad.errors import (
 from s2sgrad.rules import get_rule
 from s2sgrad.running import tracing
 from s2sgrad.runtime import hooks
+from s2sgrad.tape import is_tape_value
+from s2sgrad.tape.structures import flatten
 
 __all__ = ["derivative", "call_specialised", "specialised", "KINDS", "clear_cache"]
 
@@ -572,9 +574,6 @@ def call_specialised(
 
 
 def _has_tape_values(args, kwargs) -> bool:
-    from s2sgrad.tape import is_tape_value
-    from s2sgrad.tape.structures import flatten
-
     return any(is_tape_value(leaf) for leaf in flatten((args, kwargs))[0])
 
 
