@@ -19,6 +19,8 @@ import inspect
 import numbers
 import sys
 import types
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -73,17 +75,27 @@ def calling_with(target, function, args, kwargs, wrt, indices):
     return call
 
 
-def positional_name(function, index: int) -> str:
+def positional_name(function: Callable, index: int) -> str:
     """The name ``wrt`` uses for positional argument ``index``: its parameter's name, or
-    ``"args[2]"`` for one that ``*args`` takes (not an identifier, so no parameter's)."""
+    ``"args[2]"`` for one that ``*args`` takes (not an identifier, so no parameter's).
+
+    Example::
+
+        positional_name(lambda x, *args: x, 3)  # 'args[2]'
+    """
     parameters = positional_parameters(function)
     if index < len(parameters):
         return parameters[index]
     return f"{vararg_name(function)}[{index - len(parameters)}]"
 
 
-def position_of(function, name: str) -> int | None:
-    """The position of the argument ``wrt`` names (None for a keyword-only parameter)."""
+def position_of(function: Callable, name: str) -> int | None:
+    """The position of the argument ``wrt`` names (None for a keyword-only parameter).
+
+    Example::
+
+        position_of(lambda x, *args: x, "args[2]")  # 3
+    """
     parameters = positional_parameters(function)
     if name in parameters:
         return parameters.index(name)
@@ -93,7 +105,16 @@ def position_of(function, name: str) -> int | None:
     return None
 
 
-def first_of(function):
+def first_of(function: Callable) -> Callable:
+    """``function`` returning ``(out, aux)``, as a function returning ``out`` that keeps
+    the last ``aux`` as its attribute ``aux`` (``has_aux=True`` on the tape).
+
+    Example::
+
+        first = first_of(lambda x: (x * 2, "note"))
+        first(1.0)  # 2.0, and first.aux == "note"
+    """
+
     def first(*args, **kwargs):
         out, aux = function(*args, **kwargs)
         first.aux = aux
@@ -102,17 +123,35 @@ def first_of(function):
     return first
 
 
-def bind_self(f, primals):
+def bind_self(f: Callable, primals: tuple) -> tuple[Callable, tuple]:
+    """A bound method as its function and ``self`` followed by the primals.
+
+    Example::
+
+        bind_self(layer.forward, (x,))  # (Layer.forward, (layer, x))
+    """
     if isinstance(f, types.MethodType):
         return f.__func__, (f.__self__, *primals)
     return f, primals
 
 
-def is_container(value) -> bool:
+def is_container(value: Any) -> bool:
+    """Whether ``value`` is a dict, list or tuple (differentiated entry by entry).
+
+    Example::
+
+        is_container({"w": w})  # True
+    """
     return isinstance(value, (dict, list, tuple))
 
 
-def leaves(value):
+def leaves(value: Any) -> Iterator[Any]:
+    """The values inside dicts, lists and tuples, recursively.
+
+    Example::
+
+        list(leaves({"a": [1.0, 2.0]}))  # [1.0, 2.0]
+    """
     if isinstance(value, dict):
         for v in value.values():
             yield from leaves(v)
@@ -123,7 +162,13 @@ def leaves(value):
         yield value
 
 
-def is_differentiable(value) -> bool:
+def is_differentiable(value: Any) -> bool:
+    """Whether every leaf of ``value`` is a float s2sgrad differentiates (:func:`leaf_kind`).
+
+    Example::
+
+        is_differentiable([1.0, np.ones(2)])  # True
+    """
     return all(leaf_kind(leaf) == "float" for leaf in leaves(value))
 
 
@@ -235,15 +280,33 @@ def _located_name(f) -> str:
     return f"{where(code.co_filename, code.co_firstlineno)}: {name_of(f)}"
 
 
-def containers_of(primals, function) -> frozenset:
+def containers_of(primals: tuple, function: Callable) -> frozenset:
+    """The names of the positional parameters given a dict, list or tuple.
+
+    Example::
+
+        def loss(params, x): ...
+        containers_of(({"w": w}, x), loss)  # frozenset({'params'})
+    """
     names = positional_parameters(function)
     return frozenset(n for n, v in zip(names, primals) if is_container(v))
 
 
-def zeros_for(value):
-    """Zeros like ``value`` if it is differentiated, else ``None`` (a tangent per argument)."""
+def zeros_for(value: Any) -> Any:
+    """Zeros like ``value`` if it is differentiated, else ``None`` (a tangent per argument).
+
+    Example::
+
+        zeros_for(3)  # None
+    """
     return zeros_like_value(value) if is_differentiable(value) else None
 
 
-def name_of(f) -> str:
+def name_of(f: Any) -> str:
+    """The name messages use for ``f``.
+
+    Example::
+
+        name_of(np.sin)  # 'sin'
+    """
     return getattr(f, "__qualname__", None) or repr(f)

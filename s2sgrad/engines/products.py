@@ -47,12 +47,22 @@ _warned: set = set()
 
 def may_fall_back(mode: str, error: Exception) -> bool:
     """Whether the tape may take over after the source transformer's ``error``: not in
-    mode "s2s", and not for code the tape would get wrong as well."""
+    mode "s2s", and not for code the tape would get wrong as well.
+
+    Example::
+
+        may_fall_back("auto", UnsupportedError("..."))  # True
+    """
     return mode != "s2s" and not getattr(error, "tape_cannot_either", False)
 
 
-def warn_fallback(function, error: Exception) -> None:
-    """Warn once per function that the tape differentiates it instead, and why."""
+def warn_fallback(function: Callable, error: Exception) -> None:
+    """Warn once per function that the tape differentiates it instead, and why.
+
+    Example::
+
+        warn_fallback(f, error)  # FallbackWarning: "... -- differentiating f with the tape ..."
+    """
     if callable(getattr(function, "generic_function", None)):  # a transform: its function
         function = function.function  # fell back, and one warning says it
     key = getattr(function, "__code__", function)
@@ -67,7 +77,12 @@ def warn_fallback(function, error: Exception) -> None:
 
 
 def check_mode(mode: str) -> None:
-    """Raise ``ValueError`` unless ``mode`` is one of :data:`MODES`."""
+    """Raise ``ValueError`` unless ``mode`` is one of :data:`MODES`.
+
+    Example::
+
+        check_mode("s2s")  # fine; check_mode("fast") raises
+    """
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
 
@@ -103,7 +118,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     return engine_out, pullback
 
 
-def vjp_engine(function, primals, wrt, mode):
+def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tuple:
     """``(value, raw pullback)`` of ``function`` at ``primals`` wrt the parameters named
     ``wrt``, by the engine ``mode`` picks; the raw pullback returns one cotangent per
     ``wrt`` entry (the entry itself for one).
