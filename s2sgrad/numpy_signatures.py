@@ -92,6 +92,16 @@ def signature(function: Any) -> inspect.Signature:
         return known
 
 
+def parameters(function: Any) -> tuple[inspect.Parameter, ...]:
+    """``function``'s parameters, in order; raises as :func:`signature` does.
+
+    Example::
+
+        [p.name for p in parameters(np.where)]  # ['condition', 'x', 'y']
+    """
+    return tuple(signature(function).parameters.values())
+
+
 def positional_parameters(function: Any) -> list[str]:
     """The names of ``function``'s positional parameters, in order (``[]`` when it has no
     signature to read): the one place s2sgrad reads a callable's parameter names (for a
@@ -102,10 +112,10 @@ def positional_parameters(function: Any) -> list[str]:
         positional_parameters(lambda x, /, y=1, *rest, z: x)  # ['x', 'y']
     """
     try:
-        parameters = signature(function).parameters.values()
+        found = parameters(function)
     except (TypeError, ValueError):
         return []
-    return [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [p.name for p in found if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
 
 
 def vararg_name(function: Any) -> str | None:
@@ -116,10 +126,10 @@ def vararg_name(function: Any) -> str | None:
         vararg_name(lambda x, *rest: x)  # 'rest'
     """
     try:
-        parameters = signature(function).parameters.values()
+        found = parameters(function)
     except (TypeError, ValueError):
         return None
-    return next((p.name for p in parameters if p.kind is p.VAR_POSITIONAL), None)
+    return next((p.name for p in found if p.kind is p.VAR_POSITIONAL), None)
 
 
 def numpy_signature(function: Any) -> inspect.Signature | None:

@@ -223,3 +223,11 @@ def test_importing_any_module_first_wires_the_layers():
             cwd=PACKAGE.parent,
             check=True,
         )
+
+
+def test_the_design_page_draws_these_layers():
+    """docs/design.md's picture names the layers of LAYERS, lowest at the bottom."""
+    text = (PACKAGE.parent / "docs" / "design.md").read_text()
+    picture = text.split("## Layers", 1)[1].split("```", 2)[1]
+    drawn = [line.split()[0] for line in picture.splitlines() if line and not line[0].isspace()]
+    assert drawn[::-1] == [name for name, _ in LAYERS]

@@ -77,9 +77,8 @@ def apply_function(function: Any, args: tuple, kwargs: dict) -> Any:
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-@functools.cache
-def _parameters(function: Any) -> tuple[inspect.Parameter, ...]:
-    return tuple(numpy_signatures.signature(function).parameters.values())
+# the parameters of NumPy's callables, read on every batched call
+_parameters = functools.cache(numpy_signatures.parameters)
 
 
 class Bound:
