@@ -31,8 +31,10 @@ import numpy as np
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
 from s2sgrad.compiler.freshness import MISSING, Assumptions
+from s2sgrad.compiler.listing import listing
 from s2sgrad.compiler.pipeline import call_specialised, derivative, without_garbage_collection
 from s2sgrad.compiler.specialize import signature
+from s2sgrad.display import NotebookDisplay
 from s2sgrad.engines import products as engines
 from s2sgrad.engines.arguments import (
     calling_with,
@@ -113,8 +115,12 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     return engines.vjp(f, *primals, mode=mode)
 
 
-class _Transform:
-    """The callable ``grad``/``value_and_grad`` return."""
+class _Transform(NotebookDisplay):
+    """The callable ``grad``/``value_and_grad`` return.
+
+    It pickles by reference (the function and the options, never generated code), so
+    ``multiprocessing`` can send it to workers, and a notebook shows its generated code.
+    """
 
     def __init__(self, f, wrt, has_aux, mode, kind):
         check_mode(mode)
@@ -137,6 +143,26 @@ class _Transform:
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
         functools.update_wrapper(self, f, updated=())
+
+    def __reduce__(self):
+        wrt = self.wrt[0] if self.single else self.wrt
+        return (_Transform, (self.f, wrt, self.has_aux, self.mode, self.kind))
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.wrt)
+        return f"<s2sgrad {self.kind} of {name_of(self.f)} wrt {names} (mode={self.mode!r})>"
+
+    def _listing(self) -> str | None:
+        """The generated code that ran last, else the generic code; ``None`` on the tape."""
+        if self.use_tape:
+            return None
+        try:
+            generated = self.latest or derivative(
+                self.function, self.wrt, self.kind, self.has_aux, frozenset()
+            )
+            return listing(generated)
+        except S2SGradError:
+            return None
 
     def generic_function(self, containers: frozenset = frozenset()):
         """The generated code of this transform for any shapes (for differentiating it again).

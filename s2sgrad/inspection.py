@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import ast
 import inspect
-import io
 import keyword
 import os
 import sys
-import token
-import tokenize
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +16,10 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.api import _Transform, grad
-from s2sgrad.compiler.codegen import GeneratedFunction, generated_of, to_source
+from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
+from s2sgrad.compiler.listing import listing, with_dependencies
 from s2sgrad.compiler.pipeline import derivative
+from s2sgrad.display import highlight, in_notebook, show_in_notebook
 from s2sgrad.errors import S2SGradError
 
 __all__ = ["source", "show", "export"]
@@ -34,28 +33,6 @@ def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunctio
     return derivative(
         transformed.function, transformed.wrt, transformed.kind, transformed.has_aux, frozenset()
     )
-
-
-def _with_dependencies(generated: GeneratedFunction) -> list[GeneratedFunction]:
-    """``generated`` and every generated function it calls, callees first."""
-    ordered: list[GeneratedFunction] = []
-    seen: set[int] = set()
-
-    def visit(item: GeneratedFunction) -> None:
-        if id(item) in seen:
-            return
-        seen.add(id(item))
-        for obj in item.namespace.values():
-            dependency = generated_of(obj) if callable(obj) else None
-            if dependency is not None:
-                visit(dependency)
-        if item.companion is not None:
-            item.function  # noqa: B018  (compiling links the backward function to it)
-            visit(item.companion)
-        ordered.append(item)
-
-    visit(generated)
-    return ordered
 
 
 def source(transformed: Callable, wrt: int | str | tuple = 0, optimize: bool = True) -> str:
@@ -72,12 +49,7 @@ def source(transformed: Callable, wrt: int | str | tuple = 0, optimize: bool = T
         print(sg.source(sg.grad(f)))
         print(sg.source(sg.grad(f), optimize=False))
     """
-    if optimize:
-        parts = _with_dependencies(_generated(transformed, wrt))
-        return "\n\n".join(part.source.rstrip() + "\n" for part in parts)
-    parts = _with_dependencies(_generated(transformed, wrt, latest=False))
-    texts = [part.source if part.raw_node is None else to_source(part.raw_node) for part in parts]
-    return "\n\n".join(text.rstrip() + "\n" for text in texts)
+    return listing(_generated(transformed, wrt, latest=optimize), optimize)
 
 
 def show(
@@ -97,6 +69,9 @@ def show(
     """
     text = _jvp_source(f, wrt) if forward else source(f, wrt, optimize)
     stream = file or sys.stdout
+    if file is None and in_notebook():
+        show_in_notebook(text)
+        return
     if _wants_colour(stream):
         text = highlight(text)
     print(text, end="", file=stream)
@@ -107,70 +82,13 @@ def _jvp_source(f: Callable, wrt) -> str:
     parameters = list(inspect.signature(function).parameters)
     chosen = wrt if isinstance(wrt, tuple) else (wrt,)
     names = tuple(parameters[w] if isinstance(w, int) else w for w in chosen)
-    generated = derivative(function, names, "jvp")
-    parts = _with_dependencies(generated)
-    return "\n\n".join(part.source.rstrip() + "\n" for part in parts)
+    return listing(derivative(function, names, "jvp"))
 
 
 def _wants_colour(stream) -> bool:
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
     return bool(getattr(stream, "isatty", lambda: False)())
-
-
-_COLOURS = {
-    "keyword": "\033[1;34m",
-    "comment": "\033[2;32m",
-    "string": "\033[33m",
-    "number": "\033[36m",
-    "definition": "\033[1;35m",
-}
-_RESET = "\033[0m"
-
-
-def highlight(text: str) -> str:
-    """Colour Python source with ANSI escapes (keywords, comments, strings, numbers).
-
-    Example::
-
-        print(highlight("def f(x):\\n    return x  # done\\n"))
-    """
-    result = []
-    position = (1, 0)
-    lines = text.splitlines(True)
-    previous = None
-    for item in tokenize.generate_tokens(io.StringIO(text).readline):
-        if item.type == token.ENDMARKER:
-            break
-        result.append(_between(lines, position, item.start))
-        kind = None
-        if item.type == token.NAME and keyword.iskeyword(item.string):
-            kind = "keyword"
-        elif item.type == token.NAME and previous == "def":
-            kind = "definition"
-        elif item.type == tokenize.COMMENT:
-            kind = "comment"
-        elif item.type == token.STRING:
-            kind = "string"
-        elif item.type == token.NUMBER:
-            kind = "number"
-        result.append(f"{_COLOURS[kind]}{item.string}{_RESET}" if kind else item.string)
-        position = item.end
-        if item.type == token.NAME:
-            previous = item.string
-    result.append(_between(lines, position, (len(lines) + 1, 0)))
-    return "".join(result)
-
-
-def _between(lines, start, end) -> str:
-    (start_row, start_col), (end_row, end_col) = start, end
-    if start_row == end_row:
-        return lines[start_row - 1][start_col:end_col] if start_row <= len(lines) else ""
-    parts = [lines[start_row - 1][start_col:]] if start_row <= len(lines) else []
-    parts += lines[start_row : end_row - 1]
-    if end_row <= len(lines):
-        parts.append(lines[end_row - 1][:end_col])
-    return "".join(parts)
 
 
 def export(
@@ -198,7 +116,7 @@ def export(
     if target.exists() and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True to replace it")
     generated = _generated(f, wrt, latest=False)  # the generic code works for any shapes
-    parts = _with_dependencies(generated)
+    parts = with_dependencies(generated)
     imports: dict[str, str] = {}
     assignments: list[str] = []
     for part in parts:

@@ -65,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.checking",
             "s2sgrad.tracing",
             "s2sgrad.optimizers",
+            "s2sgrad.display",
         ),
     ),
     ("package", ("s2sgrad", "s2sgrad.__main__")),
