@@ -204,7 +204,7 @@ class _Transform(NotebookDisplay):
                 function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
             except (KeyError, AttributeError, TypeError):
                 pass
-            else:  # stored keys come from floating arrays, and the key holds the dtype
+            else:  # stored keys come from floating ndarrays; the key holds dtype and class
                 for entry in self.assumptions.entries:  # Assumptions.hold, inlined
                     if entry.holder.get(entry.name, MISSING) is not entry.expected:
                         break  # a name f reads holds something else now
@@ -319,7 +319,7 @@ class _Transform(NotebookDisplay):
         return (gradients, aux) if self.has_aux else gradients
 
 
-_SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
+_SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")  # a Dask array differs
 
 
 def _is_float_array(value) -> bool:

@@ -23,7 +23,7 @@ from oracle import assert_close, call_twice, numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
-from s2sgrad.runtime.core import is_complex, is_foreign_array, matches_class
+from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
 MODES = ["s2s", "tape", "auto"]
@@ -273,6 +273,7 @@ PROOFS = {
     # type tests the generated code makes (match class patterns, refused argument types)
     matches_class: [(_floats(2), np.ndarray), (1.5, float)],
     is_foreign_array: [(_floats(2),), (np.ma.masked_array(_floats(2)),)],
+    is_dask_array: [(_floats(2),), (1.5,)],
     is_complex: [(_floats(2),), (1.5,)],
     rollaxis_destination: [(3, 2, 0), (4, -1, 1)],  # an axis number
     item_mask: [(_floats(4), (2,)), (_floats(2, 2), (1, -1))],  # a boolean mask

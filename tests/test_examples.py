@@ -271,3 +271,20 @@ def test_digits_examples_train_and_save_their_pictures(tmp_path, name):
         assert numbers(line(stdout, "checkpointed vs plain gradient"))[-1] < 1e-12
     for picture in ("loss", "predictions"):
         assert (tmp_path / f"{name}_{picture}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_dask_logistic_regression_descends_as_numpy_does(tmp_path):
+    pytest.importorskip("dask.distributed")
+    stdout = run_example(
+        "dask_logistic_regression", tmp_path, DASK_EXAMPLE_ROWS="4000", DASK_EXAMPLE_STEPS="5"
+    )
+    assert numbers(line(stdout, "4000 rows in ")) == [10.0, 2.0]
+    X, y = (np.asarray(part) for part in example_module("dask_logistic_regression").dataset(4000))
+    w, losses = np.zeros(X.shape[1]), []
+    for _ in range(5):  # the same descent with the analytic gradient, in NumPy
+        z = X @ w
+        losses.append(np.mean(np.logaddexp(0.0, z) - y * z))
+        w = w - 2.0 * X.T @ (1.0 / (1.0 + np.exp(-z)) - y) / len(y)
+    assert numbers(line(stdout, "step   1: loss"))[0] == pytest.approx(math.log(2.0), abs=1e-6)
+    assert numbers(line(stdout, "step   5: loss"))[0] == pytest.approx(losses[4], abs=1e-6)
+    np.testing.assert_allclose(numbers(line(stdout, "learned w =")), w, atol=1e-4)

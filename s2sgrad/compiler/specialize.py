@@ -77,6 +77,9 @@ def _describe(value: Any):
         return (type(value).__name__, tuple(_describe(v) for v in value))
     if isinstance(value, np.generic):
         return ((), value.dtype, "scalar")
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple):  # a duck array (a Dask array): its shape sets the code's
+        return (type(value), shape, getattr(value, "dtype", None))
     return type(value)
 
 

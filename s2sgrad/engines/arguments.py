@@ -27,7 +27,8 @@ import numpy as np
 from s2sgrad import numpy_signatures
 from s2sgrad.errors import where
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
-from s2sgrad.runtime import is_foreign_array, zeros_like_value
+from s2sgrad.runtime import is_dask_array, is_foreign_array, zeros_like_value
+from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.tape import is_tape_value, value_of
 
 __all__ = [
@@ -194,6 +195,9 @@ def leaf_kind(value) -> str:
     if isinstance(value, int):
         return "int"
     if kind is np.ndarray or isinstance(value, np.generic):
+        return _DTYPE_KINDS.get(value.dtype.kind, "unknown")
+    if is_dask_array(value):  # generated code runs on it lazily; the tape refuses it
+        teach_dask()
         return _DTYPE_KINDS.get(value.dtype.kind, "unknown")
     if isinstance(value, complex):
         return "complex"

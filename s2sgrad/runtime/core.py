@@ -14,6 +14,7 @@ from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 
 __all__ = [
+    "is_dask_array",
     "unbroadcast",
     "as_gradient",
     "add_cotangents",
@@ -252,6 +253,8 @@ def seed_cotangent(out: Any) -> Any:
     """
     if type(out) is float:
         return 1.0
+    if is_dask_array(out) and out.size == 1:  # lazy: ones of its dtype, computed with it
+        return np.ones_like(out, dtype=np.promote_types(out.dtype, np.float32))
     if hasattr(out, "__array_function__") and not isinstance(out, (np.ndarray, np.generic)):
         out = hooks.value_of(out)  # a tape value recorded by an outer tape
     if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
@@ -570,6 +573,24 @@ nondifferentiable(matches_class)
 
 _PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, np.float64, np.float32})
 _ARRAY_PROTOCOLS = ("__array_ufunc__", "__array_function__", "__array__", "__array_interface__")
+
+
+def is_dask_array(value: Any) -> bool:
+    """Whether ``value`` is a Dask array (recognised without importing Dask).
+
+    Dask arrays implement NumPy's functions and ufuncs lazily through NumPy's dispatch
+    protocols, so generated code, made of NumPy calls, runs on them unchanged and builds
+    a task graph.
+
+    Example::
+
+        is_dask_array(np.ones(2))  # False
+    """
+    kind = type(value)
+    return kind.__name__ == "Array" and kind.__module__ == "dask.array.core"
+
+
+nondifferentiable(is_dask_array)
 
 
 def is_foreign_array(value: Any) -> bool:

@@ -16,6 +16,7 @@ from s2sgrad.errors import (
     generator_error,
     where,
 )
+from s2sgrad.runtime.core import is_foreign_array
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
@@ -53,6 +54,7 @@ def tape_vjp(
     """
     refuse_value_class_patterns(f)
     _refuse_generators(f)
+    _refuse_foreign_arrays(f, [*args, *kwargs.values()], "is given")
     tape = GradientTape(persistent=True, watch_accessed_variables=False)
     args = list(args)
     rebuilds = [flatten(args[i])[1] for i in wrt]
@@ -73,6 +75,7 @@ def tape_vjp(
             if stored and refuse_stored_state is not None:
                 raise UnsupportedError(refuse_stored_state)
     out_leaves, rebuild_out = flatten(out)
+    _refuse_foreign_arrays(f, out_leaves, "returns")
     flat_sources = [s for leaves in sources for s in leaves]
     backward = Backward(tape._entries, flat_sources, tape._tracks)
 
@@ -85,6 +88,26 @@ def tape_vjp(
         )
 
     return rebuild_out([_plain(leaf) for leaf in out_leaves]), pullback
+
+
+def _refuse_foreign_arrays(f: Callable, values: list, verb: str) -> None:
+    """A Dask array (or another array type taking part in NumPy's dispatch) does the
+    arithmetic with the tape's values itself, so the tape sees none of it: refuse."""
+    for value in values:
+        for leaf in flatten(value)[0]:
+            if not is_foreign_array(leaf):
+                continue
+            function = getattr(f, "__func__", f)
+            code = getattr(function, "__code__", None)
+            location = where(code.co_filename, code.co_firstlineno) if code else repr(f)
+            kind = f"{type(leaf).__module__}.{type(leaf).__qualname__}"
+            error = UnsupportedError(
+                f"{location}: {getattr(function, '__qualname__', function)} {verb} a {kind}, "
+                "which the tape cannot record (it follows NumPy arrays); pass np.asarray(...) "
+                "of it, or use mode='s2s': the generated code runs on Dask arrays, lazily"
+            )
+            error.tape_cannot_either = True
+            raise error
 
 
 def _refuse_generators(f: Callable) -> None:
