@@ -325,7 +325,7 @@ def _build(request: _Request) -> GeneratedFunction:
         )
         return _depending(generated, live, assumptions)
 
-    def callee_vjp(function, active, call_node):
+    def callee_vjp(function, active, call_node, containers):
         if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
             raise UnsupportedError(
                 f"{parsed.location(call_node)}: a derivative of the gradient of a call "
@@ -336,7 +336,6 @@ def _build(request: _Request) -> GeneratedFunction:
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             return runtime.custom_vjp(function, _positions(function, active))
-        containers = getattr(call_node, "_s2s_containers", frozenset())
         callee = derivative(function, active, "vjp", containers=containers, dynamic=request.dynamic)
         assumptions.include(callee.assumptions)
         return callee.function

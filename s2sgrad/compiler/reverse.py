@@ -24,6 +24,16 @@ import gast
 import numpy as np
 
 from s2sgrad import numpy_signatures, runtime
+from s2sgrad.compiler.annotations import (
+    KEEP_NAME,
+    RANGE_LOOP,
+    REPLAY,
+    SAVE_INIT,
+    STACK,
+    SYNCED,
+    annotate,
+    annotation,
+)
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.inline import Namespace, inline_rule
 from s2sgrad.compiler.operations import (
@@ -36,6 +46,7 @@ from s2sgrad.compiler.operations import (
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import fresh_result, refuse_mutating_calls
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.steps import Operations, Pullback, Step, StepKind
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     add_rule_names,
@@ -62,13 +73,14 @@ from s2sgrad.errors import (
     UnsupportedError,
     iterator_error,
 )
+from s2sgrad.rules import get_rule
 
 __all__ = ["ReverseSweeps", "reverse_sweeps"]
 
 
 @dataclass
 class ReverseSweeps:
-    """The pieces codegen assembles into a gradient or VJP function."""
+    """The pieces the pipeline assembles into a gradient or VJP function."""
 
     forward: list[gast.stmt]
     backward: list[gast.stmt]
@@ -77,7 +89,8 @@ class ReverseSweeps:
     adjoints: dict[str, str | None]  # wrt parameter → its cotangent's name (None: no path)
 
 
-CalleeVJP = Callable[[Any, tuple[str, ...], gast.AST], Any]
+# (function, its differentiated parameters, the call, those of them given containers)
+CalleeVJP = Callable[[Any, tuple[str, ...], gast.AST, frozenset], Any]
 
 
 def reverse_sweeps(
@@ -95,8 +108,10 @@ def reverse_sweeps(
 ) -> ReverseSweeps:
     """Build the forward and backward sweeps of ``body`` differentiated wrt ``wrt``.
 
-    ``callee_vjp(function, active_parameters, call_node)`` returns the compiled VJP
-    (``value, pullback``) of a user function called with those parameters active.
+    ``callee_vjp(function, active_parameters, call_node, containers)`` returns the compiled
+    VJP of a user function called with those parameters active (``containers``: those
+    given a list, tuple or dict): ``f_vjp(*args)`` returns ``(value, saved)`` and
+    ``f_vjp.backward(saved, g)`` the cotangents.
     """
     sweeps = _Reverse(
         parsed, wrt, activity, names, namespace, local_names, callee_vjp, containers, aux
@@ -137,6 +152,7 @@ class _Reverse:
         # id of a backward if or loop → (it, the forward statement it replays)
         self.replays: dict[int, tuple[gast.stmt, gast.stmt]] = {}
         self.stack = None
+        self.operations = Operations(parsed, local_names)  # each statement classified once
         self.counters: set[str] = set()  # variables of the enclosing `for … in range` loops
         self.parameters = _parameters(parsed.node)
         self.user_names = names_written(parsed.node) | self.parameters
@@ -179,21 +195,25 @@ class _Reverse:
         self.lists = _list_names(statements)
         self.integers = _integer_names(statements)
         self.structured = _maybe_structured(
-            statements, self.containers | self.lists, self.parsed, self.local_names
+            statements, self.containers | self.lists, self.parameters, self.operations
         )
         self.entries_read = _entries_read(body)
         self.check_mutations(statements)
-        forward = self.forward_block(statements, in_loop=False)
+        steps: list[Step] = []
+        forward = self.forward_block(statements, in_loop=False, steps=steps)
         output = final.value
         single = isinstance(output, gast.Name) and self.active(output.id)
         out_name = self.adjoint(output.id) if single else self.names.claim("dout")
         seed = self.seed_output(output, out_name, final)
-        backward = seed + self.backward_block(statements, later_reads=names_read(final))
+        backward = seed + self.backward_block(steps, later_reads=names_read(final))
         self.check_restores_mirror_saves(forward, backward)
         # what the backward sweep reads matters for saves and for values set in blocks
         read_back = self.mark_used_saves(backward)
         forward, backward = self.place_saves(forward, backward)
-        forward = _unnested(forward, self.names)
+        retargeted = {
+            id(step.statement): step.target for top in steps for step in top.walk() if step.calls
+        }
+        forward = _unnested(forward, retargeted, self.names)
         forward = self.initial_values(statements, read_back) + forward
         adjoints = {w: (self.adjoint_names[w] if w in self.defined else None) for w in self.wrt}
         return ReverseSweeps(forward, backward, output, out_name, adjoints)
@@ -258,34 +278,40 @@ class _Reverse:
                 raise error
 
     # forward ----------------------------------------------------------------------------
-    def forward_block(self, statements, in_loop: bool) -> list[gast.stmt]:
+    def forward_block(self, statements, in_loop: bool, steps: list[Step]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
         for statement in statements:
-            result.extend(self.forward_statement(statement, in_loop))
+            result.extend(self.forward_statement(statement, in_loop, steps))
         return result
 
-    def forward_statement(self, statement: gast.stmt, in_loop: bool) -> list[gast.stmt]:
+    def forward_statement(
+        self, statement: gast.stmt, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
         if isinstance(statement, gast.If):
-            statement.body = self.forward_block(statement.body, in_loop) or [gast.Pass()]
-            statement.orelse = self.forward_block(statement.orelse, in_loop)
+            step = Step(statement, StepKind.BRANCH)
+            statement.body = self.forward_block(statement.body, in_loop, step.body) or [gast.Pass()]
+            statement.orelse = self.forward_block(statement.orelse, in_loop, step.orelse)
+            steps.append(step)
             return [statement]
         if isinstance(statement, (gast.For, gast.While)):
-            return self.forward_loop(statement, in_loop)
+            return self.forward_loop(statement, in_loop, steps)
         if isinstance(statement, gast.Assign):
-            return self.forward_assign(statement, in_loop)
+            return self.forward_assign(statement, in_loop, steps)
         if isinstance(statement, gast.Expr):
-            return self.forward_expression(statement)
-        if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert)):
-            return [statement]
-        if names_written(statement) & self.activity.active:
+            return self.forward_expression(statement, steps)
+        plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
+        if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
                 "statements that compute differentiated values cannot be transformed; "
                 "use mode='tape'"
             )
+        steps.append(Step(statement, StepKind.OTHER))
         return [statement]
 
-    def forward_assign(self, statement: gast.Assign, in_loop: bool = False) -> list[gast.stmt]:
+    def forward_assign(
+        self, statement: gast.Assign, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
         target = statement.targets[0]
         if isinstance(target, gast.Attribute) or (
             isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
@@ -300,88 +326,72 @@ class _Reverse:
                     "attribute or a nested container cannot be transformed; keep it in a "
                     "variable, or use mode='tape'"
                 )
+            steps.append(Step(statement, StepKind.STORE, target=target))
             return [statement]
         if isinstance(target, gast.Subscript):
-            base = target.value.id
+            step = Step(statement, StepKind.ITEM_WRITE, target=target)
+            steps.append(step)
             # a constant array is saved too: the backward sweep may read it (z = x * t;
             # t[:] = 0.5 leaves dz's rule reading t), and unread saves are dropped
-            save = self.new_save(statement, base, "item", index=clone(target.slice))
+            save = self.new_save(step, target.value.id, "item", index=clone(target.slice))
             return [self.save_marker(save), statement]
+        step = Step(statement, StepKind.ASSIGN, target=target)
         targets = _target_names(target)
-        result: list[gast.stmt] = []
         if any(self.active(t) for t in targets):
-            operation = classify(statement.value, self.parsed, self.local_names)
-            if _has_starred(operation) and operation.kind in ("call", "primitive"):
-                # f(x, *rest): which parameters the arguments fill is known when it runs
-                operation.callee = statement.value.func
-                statement = self.forward_dynamic(statement, operation, spread=True)
-            elif operation.kind == "call":
-                try:
-                    statement = self.forward_call(statement, operation)
-                except S2SGradError as error:
-                    if not self.dynamic or _not_at_run_time(error):
-                        raise
-                    statement = self.forward_dynamic(statement, operation)
-            elif operation.kind == "unknown" and operation.callee is not None:
-                statement = self.forward_dynamic(statement, operation)
-            elif operation.kind == "higher-order custom":
-                error = NonDifferentiableError(
-                    f"{self.parsed.location(statement)}: this derivative uses a custom "
-                    f"derivative ({operation.description}), whose pullback cannot be "
-                    "differentiated again; derivatives of higher order need the function "
-                    "itself, without @s2sgrad.derivative"
-                )
-                error.tape_cannot_either = True
-                raise error
-            elif operation.kind == "iterator":
-                raise iterator_error(self.parsed.location(statement), operation.description)
-            elif operation.kind == "no rule":
-                error = NonDifferentiableError(
-                    f"{self.parsed.location(statement)}: {operation.description} has no "
-                    "derivative rule; "
-                    + (
-                        operation.advice
-                        or "give it one with @s2sgrad.derivative(of=...), or wrap the "
-                        "value in s2sgrad.stop_gradient if it needs none"
-                    )
-                )
-                error.tape_cannot_either = bool(operation.advice)  # the advice is the fix
-                raise error
-            elif operation.kind == "unknown":
-                raise UnsupportedError(
-                    f"{self.parsed.location(statement)}: cannot differentiate through "
-                    f"{operation.description}; register a rule with "
-                    "@s2sgrad.derivative, or use mode='tape'"
-                )
-
-        pullback = getattr(statement, "_s2s_pullback", None) or getattr(
-            statement, "_s2s_dynamic", None
-        )
-        if pullback is not None and in_loop:  # each iteration's pullback is needed later
-            self.in_loops.add(pullback[0])
-            targets = [*targets, pullback[0]]
-        if not getattr(statement, "s2s_counter", False):
-            for name in targets:
-                if self.overwritten(name):
-                    result.append(self.save_marker(self.new_save(statement, name, "assign")))
-        operation = classify(statement.value, self.parsed, self.local_names)
+            step.operation = self.operations.of(statement)
+            self.forward_pullback(step)
+        steps.append(step)
+        result: list[gast.stmt] = []
+        if step.calls and in_loop:  # each iteration's pullback is needed later
+            self.in_loops.add(step.extra)
+            targets = [*targets, step.extra]
+        for name in targets:
+            if self.overwritten(name):
+                result.append(self.save_marker(self.new_save(step, name, "assign")))
+        operation = self.operations.of(statement)
         if operation.kind == "list pop" and len(targets) == 1:
             owner = operation.args[0].id
             if self.active(owner) or owner in self.activity.varied:  # the list changes
                 # saved last, so restored first: the popped value goes back before the
                 # variable it was popped into gets its earlier value back
                 popped = load(targets[0])
-                result.append(self.save_marker(self.new_save(statement, owner, "pop", popped)))
-        result.append(statement)
+                result.append(self.save_marker(self.new_save(step, owner, "pop", popped)))
+        result.append(step.statement)
         return result
 
-    def forward_expression(self, statement: gast.Expr) -> list[gast.stmt]:
+    def forward_pullback(self, step: Step) -> None:
+        """Decide how ``step``'s value is pulled back, refusing what cannot be; a call is
+        rewritten to call a derivative (``forward_call``, ``forward_dynamic``)."""
+        operation, statement = step.operation, step.statement
+        if _has_starred(operation) and operation.kind in ("call", "primitive"):
+            # f(x, *rest): which parameters the arguments fill is known when it runs
+            operation.callee = statement.value.func
+            self.forward_dynamic(step, spread=True)
+        elif operation.kind == "call":
+            try:
+                self.forward_call(step)
+            except S2SGradError as error:
+                if not self.dynamic or _not_at_run_time(error):
+                    raise
+                self.forward_dynamic(step)
+        elif operation.kind == "unknown" and operation.callee is not None:
+            self.forward_dynamic(step)
+        elif operation.kind in ("copy", "pack"):
+            step.pullback = Pullback.ROUTED
+        elif operation.kind == "primitive" and operation.differentiable:
+            step.pullback = Pullback.RULE
+        else:
+            refuse_operation(operation, self.parsed.location(statement))
+
+    def forward_expression(self, statement: gast.Expr, steps: list[Step]) -> list[gast.stmt]:
         value = statement.value
         refuse_calls_kept_for_effect(statement, self.parsed, self.local_names, self.activity)
+        step = Step(statement, StepKind.EXPRESSION)
+        steps.append(step)
         if method_receiver(value, "append") is not None:
             owner = value.func.value.id
             if self.active(owner) or owner in self.activity.varied:
-                return [self.save_marker(self.new_save(statement, owner, "append")), statement]
+                return [self.save_marker(self.new_save(step, owner, "append")), statement]
             return [statement]
         if method_receiver(value, "pop") is not None and self.active(value.func.value.id):
             raise UnsupportedError(
@@ -390,32 +400,37 @@ class _Reverse:
             )
         return [statement]
 
-    def forward_loop(self, loop, in_loop: bool) -> list[gast.stmt]:
+    def forward_loop(self, loop, in_loop: bool, steps: list[Step]) -> list[gast.stmt]:
         prefix: list[gast.stmt] = []
+        step = Step(loop, StepKind.LOOP)
+        increment = None
         if isinstance(loop, gast.While) or _breaks(loop.body):
             counter = self.names.fresh("iterations")
             if in_loop:
                 self.in_loops.add(counter)
-            loop._s2s_counter = counter
+            step.counter = counter
             start = assign(counter, constant(0), like=loop)
             increment = assign(
                 counter, gast.BinOp(left=load(counter), op=gast.Add(), right=constant(1))
             )
-            increment.s2s_counter = True
-            prefix.extend(self.forward_assign(start))
-            loop.body = [increment, *loop.body]
-        elif not getattr(loop, "s2s_range", False) and self.loop_is_active(loop):
+            prefix.extend(self.forward_assign(start, False, steps))
+        elif not annotation(loop, RANGE_LOOP, False) and self.loop_is_active(loop):
             raise UnsupportedError(
                 f"{self.parsed.location(loop)}: this loop iterates over something the "
                 "transformer cannot replay backwards; iterate over range(...), an array, "
                 "a list, enumerate or zip, or use mode='tape'"
             )
-        loop.body = self.forward_block(loop.body, in_loop=True) or [gast.Pass()]
+        body = self.forward_block(loop.body, in_loop=True, steps=step.body)
+        if increment is not None:
+            body.insert(0, increment)
+            step.body.insert(0, Step(increment, StepKind.COUNTER))
+        loop.body = body or [gast.Pass()]
         if loop.orelse:
             raise UnsupportedError(
                 f"{self.parsed.location(loop)}: 'else' clauses on loops are not supported; "
                 "use a flag variable instead"
             )
+        steps.append(step)
         return [*prefix, loop]
 
     def loop_is_active(self, loop) -> bool:
@@ -430,10 +445,10 @@ class _Reverse:
         return self.writes[name] > 1 or name in self.in_loops or name in self.parameters
 
     # saving values ------------------------------------------------------------------------
-    def new_save(self, statement, target: str, kind: str, index=None) -> _Save:
+    def new_save(self, step: Step, target: str, kind: str, index=None) -> _Save:
         save = _Save(key=len(self.saves), target=target, index=index, kind=kind)
         self.saves[save.key] = save
-        statement._s2s_saves = [*getattr(statement, "_s2s_saves", []), save]
+        step.saves.append(save)
         return save
 
     def save_marker(self, save: _Save) -> gast.stmt:
@@ -510,7 +525,7 @@ class _Reverse:
                 if save.used and save.index is not None:
                     indices |= names_read(save.index)
                 continue
-            if not getattr(statement, "s2s_replay", False):
+            if not annotation(statement, REPLAY, False):
                 read |= names_read(statement)
                 continue
             if not self.replay_kept(statement):
@@ -530,7 +545,7 @@ class _Reverse:
             if key is not None:
                 if self.saves[key].used:
                     return True
-            elif getattr(statement, "s2s_replay", False):
+            elif annotation(statement, REPLAY, False):
                 if self.replay_kept(statement):
                     return True
             elif _has_code([statement]):
@@ -544,7 +559,7 @@ class _Reverse:
         if any(s.used for s in self.saves.values()):
             self.stack = self.names.claim("stack")
             creation = assign(self.stack, gast.List(elts=[], ctx=gast.Load()))
-            creation.s2s_stack = True  # lets the optimizer drop saves nobody reads
+            annotate(creation, STACK)  # lets the optimizer drop saves nobody reads
             prologue.append(creation)
             pushed = {
                 s.target
@@ -553,7 +568,7 @@ class _Reverse:
             }
             for name in sorted(pushed):
                 initial = assign(name, constant(None))
-                initial.s2s_save_init = True  # only there so the first push has a value
+                annotate(initial, SAVE_INIT)  # only there so the first push has a value
                 prologue.append(initial)
         forward = self.expand_markers(forward, "__s2s_push__:", self.push_code)
         backward = self.expand_markers(backward, "__s2s_pop__:", self.pop_code)
@@ -576,7 +591,7 @@ class _Reverse:
                     if field == "body":
                         expanded = expanded or [gast.Pass()]
                     setattr(statement, field, expanded)
-            if getattr(statement, "s2s_replay", False) and not _has_code(
+            if annotation(statement, REPLAY, False) and not _has_code(
                 statement.body + statement.orelse
             ):
                 continue  # nothing to differentiate, and none of its restores is needed
@@ -612,20 +627,19 @@ class _Reverse:
         return assign(save.target, popped)
 
     # backward: blocks ---------------------------------------------------------------------
-    def backward_block(self, statements, later_reads: set[str]) -> list[gast.stmt]:
+    def backward_block(self, steps: list[Step], later_reads: set[str]) -> list[gast.stmt]:
         blocks: list[list[gast.stmt]] = []
         reads_after = set(later_reads)
         after_sets = []
-        for statement in reversed(statements):
+        for step in reversed(steps):
             after_sets.append(set(reads_after))
-            reads_after |= names_read(statement)
+            reads_after |= names_read(step.statement)
         rules: list[list[str]] = []
-        for statement, after in zip(reversed(statements), after_sets):
+        for step, after in zip(reversed(steps), after_sets):
             outer_rules, self.rules_applied = self.rules_applied, []
-            block = self.backward_statement(statement, after)
+            block, early = self.backward_step(step, after)
             block_rules, self.rules_applied = self.rules_applied, outer_rules
-            early = getattr(statement, "_s2s_restored_early", [])
-            for save in reversed(getattr(statement, "_s2s_saves", [])):  # last pushed first
+            for save in reversed(step.saves):  # last pushed first
                 if save not in early:
                     block.append(self.restore_marker(save))
             if block:
@@ -655,30 +669,27 @@ class _Reverse:
             result.extend(block)
         return result
 
-    def backward_statement(self, statement: gast.stmt, later_reads: set[str]) -> list[gast.stmt]:
-        if isinstance(statement, gast.If):
-            return self.backward_if(statement, later_reads)
-        if isinstance(statement, (gast.For, gast.While)):
-            return self.backward_loop(statement, later_reads)
-        if isinstance(statement, gast.Expr):
-            return self.backward_expression(statement)
-        if not isinstance(statement, gast.Assign):
-            return []
-        target = statement.targets[0]
-        if isinstance(target, gast.Attribute) or (
-            isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
-        ):
-            return []  # a constant stored out of sight (forward_assign refuses the rest)
-        if isinstance(target, gast.Subscript):
-            return self.backward_item_assignment(statement)
-        return self.backward_assign(statement)
+    def backward_step(self, step: Step, later_reads: set[str]) -> tuple[list[gast.stmt], list]:
+        """The adjoint block of ``step``, and the saves it restored itself (early)."""
+        if step.kind is StepKind.ASSIGN:
+            return self.backward_assign(step)
+        if step.kind is StepKind.BRANCH:
+            return self.backward_if(step, later_reads), []
+        if step.kind is StepKind.LOOP:
+            return self.backward_loop(step, later_reads), []
+        if step.kind is StepKind.EXPRESSION:
+            return self.backward_expression(step.statement), []
+        if step.kind is StepKind.ITEM_WRITE:
+            return self.backward_item_assignment(step.statement), []
+        return [], []  # a constant stored out of sight (forward_assign refuses the rest)
 
-    def backward_if(self, statement: gast.If, later_reads) -> list[gast.stmt]:
+    def backward_if(self, step: Step, later_reads) -> list[gast.stmt]:
+        statement = step.statement
         entry_defined, entry_owned = set(self.defined), set(self.owned)
-        body = self.backward_block(statement.body, later_reads)
+        body = self.backward_block(step.body, later_reads)
         body_defined, body_owned = self.defined, self.owned
         self.defined, self.owned = set(entry_defined), set(entry_owned)
-        orelse = self.backward_block(statement.orelse, later_reads)
+        orelse = self.backward_block(step.orelse, later_reads)
         else_defined, else_owned = self.defined, self.owned
         union = body_defined | else_defined
         body += self.zeros_for(union - body_defined)
@@ -705,17 +716,18 @@ class _Reverse:
         the restores are placed (``expand_markers``) and the code tidied (``optimize``)
         does a replay whose arms are all empty go.
         """
-        block.s2s_replay = True
+        annotate(block, REPLAY)
         self.replays[id(block)] = (block, statement)
         return gast.copy_location(block, statement)
 
-    def backward_loop(self, loop, later_reads) -> list[gast.stmt]:
+    def backward_loop(self, step: Step, later_reads) -> list[gast.stmt]:
+        loop = step.statement
         written = set().union(*(names_written(s) for s in loop.body))
         read = set().union(*(names_read(s) for s in loop.body))
         modified = set().union(*(names_modified(s) for s in loop.body))
         if not (modified & self.activity.active):  # only values it overwrote to restore
-            body = self.backward_block(loop.body, later_reads | read)
-            return [self.reversed_loop(loop, body)]
+            body = self.backward_block(step.body, later_reads | read)
+            return [self.reversed_loop(step, body)]
         local = _iteration_local(loop.body, frozenset(later_reads)) - self.defined
         carried = {v for v in (read - local) | (written & self.defined) if self.active(v)}
         carried |= {v for v in written & later_reads if self.active(v) and v in self.defined}
@@ -731,15 +743,15 @@ class _Reverse:
         reads_inside = later_reads | read
         counters = self.counters
         self.counters = counters | _range_targets(loop)
-        body = self.backward_block(loop.body, reads_inside)
+        body = self.backward_block(step.body, reads_inside)
         self.counters = counters
         body += self.zeros_for(carried - self.defined)
         self.defined = outside
-        return [*before, self.reversed_loop(loop, body)]
+        return [*before, self.reversed_loop(step, body)]
 
-    def reversed_loop(self, loop, body: list[gast.stmt]) -> gast.For:
-        """The backward sweep's loop over ``loop``'s iterations, last first."""
-        counter = getattr(loop, "_s2s_counter", None)
+    def reversed_loop(self, step: Step, body: list[gast.stmt]) -> gast.For:
+        """The backward sweep's loop over the loop's iterations, last first."""
+        loop, counter = step.statement, step.counter
         if isinstance(loop, gast.While):
             header = gast.For(
                 target=store(self.names.claim("_")),
@@ -774,7 +786,7 @@ class _Reverse:
             if isinstance(value, gast.Name):
                 self.owned.discard(value.id)
             first = assign(name, value, like=like)
-            first.keep_name = variable in self.user_names  # d<your variable> stays visible
+            annotate(first, KEEP_NAME, variable in self.user_names)  # d<variable> stays visible
             return [first]
         if variable in self.structured:  # + of two cotangents must stay differentiable
             total = call(self.helper("add_cotangents"), [load(name), value])
@@ -783,93 +795,78 @@ class _Reverse:
             self.owned.add(name)
         return [assign(name, total, like=like)]
 
-    def backward_assign(self, statement: gast.Assign) -> list[gast.stmt]:
-        target = getattr(statement, "_s2s_original_target", statement.targets[0])
+    def backward_assign(self, step: Step) -> tuple[list[gast.stmt], list]:
+        """The adjoint of ``y = value`` (or ``a, b = value``), and the saves it restored
+        before the rule reads them (``y = f(y)``)."""
+        statement, target = step.statement, step.target
         targets = _target_names(target)
-        if getattr(statement, "s2s_counter", False):
-            return []
         popped_from = _popped_list(statement)
         if popped_from is not None and self.active(popped_from) and len(targets) == 1:
-            return self.backward_list_pop(statement, targets[0], popped_from)
+            return self.backward_list_pop(statement, targets[0], popped_from), []
         if not any(t in self.defined and self.active(t) for t in targets):
             for t in targets:
                 self.defined.discard(t)
-            return []
-        if isinstance(target, gast.Name):
-            cotangent: gast.expr = load(self.adjoint(target.id))
-        else:  # a, b = v (A-normal form): v's cotangent has v's structure
-            return self.backward_unpacking(statement, target, targets)
+            return [], []
+        if not isinstance(target, gast.Name):  # a, b = v (A-normal form): v's structure
+            return self.backward_unpacking(step, target, targets), []
+        cotangent: gast.expr = load(self.adjoint(target.id))
         answer: gast.expr = clone(target)
-        for node in walk(answer):
-            if isinstance(node, gast.Name):
-                node.ctx = gast.Load()
+        answer.ctx = gast.Load()
         block: list[gast.stmt] = []
         for t in targets:
             self.defined.discard(t)  # earlier values of t have cotangents of their own
             self.owned.discard(self.adjoint(t))
-        overlap = [t for t in targets if _reads(statement.value, t)]
-        calls = hasattr(statement, "_s2s_pullback") or hasattr(statement, "_s2s_dynamic")
-        if overlap and calls:
+        early: list = []
+        if _reads(statement.value, target.id):  # y = f(y)
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)
-        if overlap and not calls:  # y = f(y): the rule needs the old y, maybe the new as ans
-            saved = self.names.fresh("g")
-            block.append(assign(saved, cotangent, like=statement))
-            cotangent = load(saved)
-            if isinstance(answer, gast.Name):
-                new_value = self.names.fresh(f"{answer.id}_new")
+            if not step.calls:  # the rule needs the old y, and maybe the new one as ans
+                new_value = self.names.fresh(f"{target.id}_new")
                 block.append(assign(new_value, answer, like=statement))
                 answer = load(new_value)
-            saves = getattr(statement, "_s2s_saves", [])
-            early = (
-                saves  # all of them, so that they still come off the stack in order
-                if all(save.kind == "assign" and save.target in overlap for save in saves)
-                else []
-            )
-            for save in reversed(early):  # the old value back before the rule reads it
-                block.append(self.restore_marker(save))
-            statement._s2s_restored_early = early
-        pullback = getattr(statement, "_s2s_pullback", None)
-        if pullback is not None:
-            block.extend(self.backward_call(statement, cotangent, pullback))
-            return block
-        dynamic = getattr(statement, "_s2s_dynamic", None)
-        if dynamic is not None:
-            block.extend(self.backward_dynamic(statement, cotangent, dynamic))
-            return block
-        operation = classify(statement.value, self.parsed, self.local_names)
-        if operation.kind == "copy":
-            block.extend(self.contribute(operation.args[0].id, cotangent, statement))
-        elif operation.kind == "pack":
-            read = self.entries_read.get(target.id) if isinstance(target, gast.Name) else None
-            for index, element in enumerate(operation.args):
-                key = index if operation.keys is None else operation.keys[index]
-                if read is not None and key not in read:
-                    continue  # an entry nobody reads: no cotangent flows into it
-                if self.is_active_expression(element):  # a name, or a literal of them
-                    if operation.keys is None:
-                        part = gast.Subscript(
-                            value=cotangent, slice=constant(index), ctx=gast.Load()
-                        )
-                    else:  # a dict's cotangent may lack entries nothing flowed into
-                        key = constant(operation.keys[index])
-                        part = call(self.helper("dict_entry"), [cotangent, key, clone(element)])
-                    block.extend(self.distribute(element, part, statement))
+                early = step.saves  # all of them, so that they still come off in order
+                if not all(s.kind == "assign" and s.target == target.id for s in early):
+                    early = []
+                for save in reversed(early):  # the old value back before the rule reads it
+                    block.append(self.restore_marker(save))
+        block.extend(self.pullback(step, cotangent, answer))
+        return block, early
 
-        elif operation.kind == "primitive" and operation.differentiable:
-            block.extend(self.backward_primitive(statement, operation, cotangent, answer))
-        elif operation.kind == "unknown":
-            raise UnsupportedError(
-                f"{self.parsed.location(statement)}: cannot differentiate through "
-                f"{operation.description}; use mode='tape'"
-            )
+    def pullback(self, step: Step, cotangent: gast.expr, answer: gast.expr) -> list[gast.stmt]:
+        """Send ``cotangent``, of the value ``answer`` that ``step`` computed, back to what
+        the value was computed from, the way the forward sweep decided."""
+        statement, operation = step.statement, step.operation
+        if step.pullback in (Pullback.GENERATED, Pullback.CUSTOM):
+            return self.backward_call(step, cotangent)
+        if step.pullback is Pullback.DISPATCH:
+            return self.backward_dynamic(step, cotangent)
+        if step.pullback is Pullback.RULE:
+            return self.backward_primitive(statement, operation, cotangent, answer)
+        if step.pullback is not Pullback.ROUTED:
+            return []
+        if operation.kind == "copy":
+            return self.contribute(operation.args[0].id, cotangent, statement)
+        block: list[gast.stmt] = []  # a literal: each entry gets its part
+        read = self.entries_read.get(step.target.id)
+        for index, element in enumerate(operation.args):
+            key = index if operation.keys is None else operation.keys[index]
+            if read is not None and key not in read:
+                continue  # an entry nobody reads: no cotangent flows into it
+            if self.is_active_expression(element):  # a name, or a literal of them
+                if operation.keys is None:
+                    part = gast.Subscript(value=cotangent, slice=constant(index), ctx=gast.Load())
+                else:  # a dict's cotangent may lack entries nothing flowed into
+                    key = constant(operation.keys[index])
+                    part = call(self.helper("dict_entry"), [cotangent, key, clone(element)])
+                block.extend(self.distribute(element, part, statement))
         return block
 
-    def backward_unpacking(self, statement, target, targets: list[str]) -> list[gast.stmt]:
+    def backward_unpacking(self, step: Step, target, targets: list[str]) -> list[gast.stmt]:
         """``a, *rest = v``: ``dv = unpack_cotangent((da, drest), v, star=1)``, an array for
         an array, a list for a list or tuple."""
-        parts = gast.Tuple(elts=[self.tuple_entry(t, statement) for t in targets], ctx=gast.Load())
+        statement = step.statement
+        parts = gast.Tuple(elts=[self.tuple_entry(t, step) for t in targets], ctx=gast.Load())
         for t in targets:
             self.defined.discard(t)  # earlier values of t have cotangents of their own
             self.owned.discard(self.adjoint(t))
@@ -897,12 +894,12 @@ class _Reverse:
         block.append(gast.Expr(value=append))
         return [_locate_all(s, statement) for s in block]
 
-    def tuple_entry(self, variable: str, statement) -> gast.expr:
+    def tuple_entry(self, variable: str, step: Step) -> gast.expr:
         if variable in self.defined:
             return load(self.adjoint(variable))
-        if hasattr(statement, "_s2s_pullback") or hasattr(statement, "_s2s_dynamic"):
+        if step.calls:
             return call(self.helper("zeros_like_value"), [load(variable)])
-        source = statement.value
+        source = step.statement.value
         if isinstance(source, gast.Name) and source.id in self.parameters:
             # the cotangent leaves the function: its caller reads every entry
             return call(self.helper("zeros_like_value"), [load(variable)])
@@ -1083,35 +1080,38 @@ class _Reverse:
         return []
 
     # calls to user functions --------------------------------------------------------------
-    def forward_call(self, statement: gast.Assign, operation: Operation) -> gast.Assign:
+    def forward_call(self, step: Step) -> None:
+        """``y = f(x)`` becomes ``y, y_saved = f_vjp(x)``: the callee's own derivative."""
+        statement, operation = step.statement, step.operation
         function = operation.primitive
         active = self.active_parameters(function, operation, statement)
         bound = self.bind(function, operation, statement)
-        statement._s2s_containers = frozenset(
+        containers = frozenset(
             name
             for name in active
             if isinstance(bound.arguments.get(name), _Placeholder)
             and isinstance(bound.arguments[name].node, gast.Name)
             and bound.arguments[name].node.id in self.containers
         )
-        vjp_function = self.callee_vjp(function, active, statement)
+        vjp_function = self.callee_vjp(function, active, statement, containers)
         vjp_name = self.namespace.bind(vjp_function.__name__, vjp_function)
         targets = _target_names(statement.targets[0])
         stem = f"{targets[0]}_saved" if len(targets) == 1 else "saved"
         saved = self.names.claim(stem)
         self.retarget(statement, saved)
         statement.value = call(load(vjp_name), operation.args, operation.keywords)
-        statement._s2s_pullback = (saved, active, operation, vjp_name)
-        return statement
+        rule = get_rule(function)
+        custom = rule is not None and rule.custom is not None
+        step.pullback = Pullback.CUSTOM if custom else Pullback.GENERATED
+        step.extra, step.active, step.derivative = saved, active, vjp_name
 
-    def forward_dynamic(
-        self, statement: gast.Assign, operation: Operation, spread: bool = False
-    ) -> gast.Assign:
+    def forward_dynamic(self, step: Step, spread: bool = False) -> None:
         """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``.
 
         ``spread``: a call with starred arguments, which mode='s2s' (``self.dynamic``
         false) differentiates with ``transformed_vjp``, never with the tape.
         """
+        statement, operation = step.statement, step.operation
         callee = operation.callee
         captures = any(n in self.activity.varied for n in names_read(callee))
         if captures and isinstance(callee, gast.Attribute) and callee.attr in _DICT_VIEWS:
@@ -1161,8 +1161,7 @@ class _Reverse:
         statement.value = call(
             self.helper(dispatch), [clone(operation.callee), *operation.args], operation.keywords
         )
-        statement._s2s_dynamic = (pullback, operation.args)
-        return statement
+        step.pullback, step.extra = Pullback.DISPATCH, pullback
 
     def retarget(self, statement: gast.Assign, extra: str) -> None:
         """``y = f(x)`` becomes ``y, extra = ...`` (see :func:`_unnested` for tuples)."""
@@ -1171,11 +1170,10 @@ class _Reverse:
         for node in walk(target):
             if isinstance(node, gast.Name):
                 node.ctx = gast.Store()
-        statement._s2s_original_target = original
         statement.targets = [target]
 
-    def backward_dynamic(self, statement, cotangent, dynamic) -> list[gast.stmt]:
-        pullback, args = dynamic
+    def backward_dynamic(self, step: Step, cotangent) -> list[gast.stmt]:
+        statement, pullback, args = step.statement, step.extra, step.operation.args
         holder = self.names.fresh("cotangents")
         block = [assign(holder, call(load(pullback), [cotangent]), like=statement)]
         position: gast.expr = constant(0)  # where the argument's cotangents start
@@ -1219,8 +1217,9 @@ class _Reverse:
         except TypeError as error:
             raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
 
-    def backward_call(self, statement, cotangent, pullback_info) -> list[gast.stmt]:
-        saved, active, operation, vjp_name = pullback_info
+    def backward_call(self, step: Step, cotangent) -> list[gast.stmt]:
+        statement, operation = step.statement, step.operation
+        saved, active, vjp_name = step.extra, step.active, step.derivative
         bound = self.bind(operation.primitive, operation, statement)
         block: list[gast.stmt] = []
         results = [
@@ -1383,6 +1382,39 @@ def _target_names(target: gast.expr) -> list[str]:
     return [e.id for e in elements if isinstance(e, gast.Name)]
 
 
+def refuse_operation(operation: Operation, location: str) -> None:
+    """Raise the error for a differentiated value computed by what has no derivative
+    (a custom derivative differentiated again, an iterator, a library function without a
+    rule, what the transformer cannot see through); other operations pass."""
+    if operation.kind == "higher-order custom":
+        error = NonDifferentiableError(
+            f"{location}: this derivative uses a custom derivative "
+            f"({operation.description}), whose pullback cannot be differentiated again; "
+            "derivatives of higher order need the function itself, without "
+            "@s2sgrad.derivative"
+        )
+        error.tape_cannot_either = True
+        raise error
+    if operation.kind == "iterator":
+        raise iterator_error(location, operation.description)
+    if operation.kind == "no rule":
+        error = NonDifferentiableError(
+            f"{location}: {operation.description} has no derivative rule; "
+            + (
+                operation.advice
+                or "give it one with @s2sgrad.derivative(of=...), or wrap the "
+                "value in s2sgrad.stop_gradient if it needs none"
+            )
+        )
+        error.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+        raise error
+    if operation.kind == "unknown":
+        raise UnsupportedError(
+            f"{location}: cannot differentiate through {operation.description}; register a "
+            "rule with @s2sgrad.derivative, or use mode='tape'"
+        )
+
+
 def _has_starred(operation: Operation) -> bool:
     return any(isinstance(a, gast.Starred) for a in operation.args)
 
@@ -1400,7 +1432,7 @@ def _star_position(target: gast.expr) -> int | None:
     return None
 
 
-def _unnested(statements: list[gast.stmt], names: NameGenerator) -> list[gast.stmt]:
+def _unnested(statements: list[gast.stmt], retargeted: dict, names) -> list[gast.stmt]:
     """``(a, b), saved = f_vjp(x)`` → ``value, saved = f_vjp(x)``; ``a, b = value``: code
     that is differentiated again then unpacks one level at a time."""
     result = []
@@ -1408,8 +1440,8 @@ def _unnested(statements: list[gast.stmt], names: NameGenerator) -> list[gast.st
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                setattr(statement, field, _unnested(inner, names))
-        original = getattr(statement, "_s2s_original_target", None)
+                setattr(statement, field, _unnested(inner, retargeted, names))
+        original = retargeted.get(id(statement))
         if isinstance(statement, gast.Assign) and isinstance(original, gast.Tuple):
             value = names.fresh("value")
             statement.targets[0].elts[0] = store(value)
@@ -1451,7 +1483,7 @@ def _fresh_names(statements, parsed, local_names) -> set[str]:
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
         name, value = statement.targets[0].id, statement.value
-        if getattr(statement, "s2s_synced", None):
+        if annotation(statement, SYNCED):
             verdict.setdefault(name, True)  # an entry of a list of new arrays, stored back
             continue
         if isinstance(value, gast.Name):
@@ -1527,7 +1559,7 @@ _STRUCTURED_RESULTS = frozenset(
 )
 
 
-def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[str]:
+def _maybe_structured(statements, known: set[str], parameters, operations) -> set[str]:
     """Variables that may hold lists, tuples or dicts (``known`` do): their cotangents are
     added with ``add_cotangents`` (``+`` on them is not differentiable again), never
     updated in place. Too many is safe: ``add_cotangents`` of arrays is ``+``.
@@ -1542,7 +1574,7 @@ def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[s
         for s in nested_statements(statements)
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
     ]
-    arrays = _parameters(parsed.node) - known  # the other differentiated arguments
+    arrays = parameters - known  # the other differentiated arguments
     changed = True
     while changed:
         changed = False
@@ -1551,7 +1583,7 @@ def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[s
             if isinstance(target, gast.Tuple):  # the value, and a starred name (a list)
                 found = {value.id} if isinstance(value, gast.Name) else set()
                 found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
-            elif _structured_value(value, result, arrays, parsed, local_names):
+            elif _structured_value(statement, result, arrays, operations):
                 found = {target.id}
             else:
                 found = set()
@@ -1561,7 +1593,8 @@ def _maybe_structured(statements, known: set[str], parsed, local_names) -> set[s
     return result
 
 
-def _structured_value(value, structured, arrays, parsed, local_names) -> bool:
+def _structured_value(statement, structured, arrays, operations) -> bool:
+    value = statement.value
     if isinstance(value, (gast.List, gast.Tuple, gast.Dict)):
         return True
     if isinstance(value, gast.Name):
@@ -1569,7 +1602,7 @@ def _structured_value(value, structured, arrays, parsed, local_names) -> bool:
     if isinstance(value, gast.Subscript):
         return isinstance(value.value, gast.Name) and value.value.id in structured
     if isinstance(value, gast.Call):
-        operation = classify(value, parsed, local_names)
+        operation = operations.of(statement)
         if id(operation.primitive) not in _STRUCTURED_RESULTS:
             return False
         argument = operation.args[0] if operation.args else None
@@ -1648,7 +1681,7 @@ def _integer_arithmetic(node: gast.expr, integers: set[str]) -> bool:
 
 
 def _range_targets(loop) -> set[str]:
-    if isinstance(loop, gast.For) and getattr(loop, "s2s_range", False):
+    if isinstance(loop, gast.For) and annotation(loop, RANGE_LOOP, False):
         return set(names_written(loop.target))
     return set()
 

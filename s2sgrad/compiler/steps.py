@@ -1,0 +1,113 @@
+"""The record a derivative sweep keeps of each statement: what it is and how it is differentiated.
+
+Reverse mode's forward sweep turns each statement of the normal form into a :class:`Step`
+(nested for branches and loops) and the backward sweep reads those steps in reverse: the
+hand-off between the two sweeps is this list, not facts left on syntax nodes. Forward mode
+records the same kind of step for each assignment it differentiates. Each statement's
+right-hand side is classified once (:class:`Operations`)::
+
+    step = Step(statement, StepKind.ASSIGN, operation=operations.of(statement))
+    step.pullback = Pullback.RULE   # the backward sweep inlines the primitive's rule
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import gast
+
+from s2sgrad.compiler.frontend import ParsedFunction
+from s2sgrad.compiler.operations import Operation, classify
+
+__all__ = ["Step", "StepKind", "Pullback", "CALLS", "Operations"]
+
+
+class StepKind(Enum):
+    """What a statement is, as the sweeps see it."""
+
+    ASSIGN = "assign"  # names (one, or an A-normal-form tuple) bound to a value
+    ITEM_WRITE = "item write"  # y[index] = v
+    STORE = "store"  # a constant stored out of sight (an attribute, a nested container)
+    EXPRESSION = "expression"  # a call for its effect: items.append(v), print(x)
+    BRANCH = "branch"  # if
+    LOOP = "loop"  # for, while
+    COUNTER = "counter"  # the increment of a loop's iteration counter, added by the sweep
+    OTHER = "other"  # pass, break, continue, assert, and statements without a derivative
+
+
+class Pullback(Enum):
+    """How the derivative of a step's value is taken."""
+
+    NONE = "none"  # nothing flows back through it (constant, or no differentiated value)
+    ROUTED = "routed"  # a copy or a literal: the cotangent is passed on, no rule needed
+    RULE = "rule"  # a primitive's registered rule, inlined (or called)
+    GENERATED = "generated"  # the generated derivative of a user function it calls
+    CUSTOM = "custom"  # the user's own derivative (@s2sgrad.derivative) of what it calls
+    DISPATCH = "dispatch"  # a call resolved when it runs (dynamic_vjp / transformed_vjp)
+
+
+CALLS = frozenset({Pullback.GENERATED, Pullback.CUSTOM, Pullback.DISPATCH})
+
+
+@dataclass(eq=False)
+class Step:
+    """One statement as the forward sweep emitted it, and what the backward sweep needs.
+
+    ``target`` is the target as the user's code binds it: the forward sweep adds a second
+    one to a call's (``y, y_saved = f_vjp(x)``), named ``extra`` here.
+    """
+
+    statement: gast.stmt
+    kind: StepKind
+    operation: Operation | None = None  # what the right-hand side computes
+    pullback: Pullback = Pullback.NONE
+    target: gast.expr | None = None
+    extra: str | None = None  # GENERATED/CUSTOM: the saved values; DISPATCH: the pullback
+    derivative: str | None = None  # GENERATED/CUSTOM: the name of the callee's VJP
+    active: tuple[str, ...] = ()  # GENERATED/CUSTOM: the callee's differentiated parameters
+    saves: list[Any] = field(default_factory=list)  # values pushed before it overwrites them
+    body: list[Step] = field(default_factory=list)  # BRANCH, LOOP: the steps inside
+    orelse: list[Step] = field(default_factory=list)  # BRANCH: the other arm's
+    counter: str | None = None  # LOOP: the variable that counts its iterations, if any
+
+    @property
+    def line(self) -> int | None:
+        """The user's source line the statement comes from."""
+        return getattr(self.statement, "lineno", None)
+
+    @property
+    def calls(self) -> bool:
+        """Whether the statement calls a derivative (the callee's, or one found at run time)."""
+        return self.pullback in CALLS
+
+    def walk(self):
+        """This step and every step nested in it, in order."""
+        yield self
+        for inner in (*self.body, *self.orelse):
+            yield from inner.walk()
+
+
+class Operations:
+    """What each statement's right-hand side computes, classified once per statement.
+
+    Example::
+
+        operations = Operations(parsed, local_names)
+        operations.of(statement).kind  # OperationKind.PRIMITIVE
+    """
+
+    def __init__(self, parsed: ParsedFunction, local_names: set[str]):
+        self.parsed = parsed
+        self.local_names = local_names
+        self.known: dict[int, tuple[gast.stmt, Operation]] = {}
+
+    def of(self, statement: gast.stmt) -> Operation:
+        """The operation of ``statement.value`` as it was when first asked."""
+        known = self.known.get(id(statement))
+        if known is not None:
+            return known[1]
+        operation = classify(statement.value, self.parsed, self.local_names)
+        self.known[id(statement)] = (statement, operation)  # the statement kept: ids stay unique
+        return operation
