@@ -577,16 +577,16 @@ def test_a_branch_beside_a_loop_differentiates_twice(function, point):
 def test_restores_out_of_step_with_their_saves_are_refused(monkeypatch):
     # what the backward sweep of a branch once did: its taken arm, holding only restores,
     # was replaced by the other one; the check that pops mirror pushes now catches that
-    from s2sgrad.compiler import reverse
+    from s2sgrad.compiler.reverse.backward_sweep import BackwardSweep
 
-    replay = reverse._Reverse.backward_if
+    replay = BackwardSweep.backward_if
 
     def losing_an_arm(self, statement, later_reads):
         (block,) = replay(self, statement, later_reads)
         block.body, block.orelse = block.orelse or [gast.Pass()], []
         return [block]
 
-    monkeypatch.setattr(reverse._Reverse, "backward_if", losing_an_arm)
+    monkeypatch.setattr(BackwardSweep, "backward_if", losing_an_arm)
 
     def overwrites_in_a_branch(x, y):
         t1 = x * 1.0

@@ -10,7 +10,7 @@ from s2sgrad.compiler.python_ast import to_gast, to_python_ast
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [
-    "s2sgrad/compiler/reverse.py",
+    "s2sgrad/compiler/reverse/forward_sweep.py",
     "s2sgrad/api.py",
     "s2sgrad/tape/values.py",
     "tests/test_control_flow.py",

@@ -47,8 +47,9 @@ class Namespace:
 
     Example::
 
-        space = Namespace(reserved={"x"})
+        space = Namespace(NameGenerator({"x"}))  # the names the function uses
         space.bind("np", numpy)  # 'np'
+        space.bind("x", other)  # 'x_1': 'x' is taken
     """
 
     def __init__(self, names: NameGenerator):
@@ -199,29 +200,9 @@ def inline_rule(
     parsed = _parse_rule(rule)
     if parsed is None or any(isinstance(a, gast.Starred) for a in args):
         return None
-    bound: dict[str, gast.expr] = {}
-    if len(args) > len(parsed.positional) and parsed.varargs is None:
+    bound = _bind_rule(parsed, args, keywords, wanted, differentiated)
+    if bound is None:
         return None
-    for parameter, argument in zip(parsed.positional, args):
-        bound[parameter.name] = argument
-    if parsed.varargs is not None:
-        extra = args[len(parsed.positional) :]
-        bound[parsed.varargs] = gast.Tuple(elts=list(extra), ctx=gast.Load())
-    by_name = {p.name: p for p in parsed.positional + parsed.keyword_only}
-    for key, value in keywords.items():
-        if key not in by_name or key in bound:
-            return None  # a keyword the rule does not know: calling it raises a clear error
-        bound[key] = value
-    if "differentiated" in by_name and "differentiated" not in keywords:
-        if differentiated is None:
-            differentiated = tuple(i in wanted for i in range(len(args)))
-        bound["differentiated"] = constant(differentiated)
-    for parameter in parsed.positional + parsed.keyword_only:
-        if parameter.name in bound:
-            continue
-        if parameter.default is inspect.Parameter.empty or not _is_literal(parameter.default):
-            return None
-        bound[parameter.name] = constant(parameter.default)
     bound[parsed.first] = first
     bound[parsed.ans] = ans
 
@@ -264,6 +245,41 @@ def inline_rule(
         for e in entries
     ]
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
+
+
+def _bind_rule(
+    parsed: _ParsedRule,
+    args: list[gast.expr],
+    keywords: dict[str, gast.expr],
+    wanted: set[int],
+    differentiated: tuple[bool, ...] | None,
+) -> dict[str, gast.expr] | None:
+    """The rule's parameters (after the cotangent and ``ans``) → the call's arguments, or
+    their literal defaults; None when the call does not fit the rule plainly."""
+    bound: dict[str, gast.expr] = {}
+    if len(args) > len(parsed.positional) and parsed.varargs is None:
+        return None
+    for parameter, argument in zip(parsed.positional, args):
+        bound[parameter.name] = argument
+    if parsed.varargs is not None:
+        extra = args[len(parsed.positional) :]
+        bound[parsed.varargs] = gast.Tuple(elts=list(extra), ctx=gast.Load())
+    by_name = {p.name: p for p in parsed.positional + parsed.keyword_only}
+    for key, value in keywords.items():
+        if key not in by_name or key in bound:
+            return None  # a keyword the rule does not know: calling it raises a clear error
+        bound[key] = value
+    if "differentiated" in by_name and "differentiated" not in keywords:
+        if differentiated is None:
+            differentiated = tuple(i in wanted for i in range(len(args)))
+        bound["differentiated"] = constant(differentiated)
+    for parameter in parsed.positional + parsed.keyword_only:
+        if parameter.name in bound:
+            continue
+        if parameter.default is inspect.Parameter.empty or not _is_literal(parameter.default):
+            return None
+        bound[parameter.name] = constant(parameter.default)
+    return bound
 
 
 def _literal_bindings(

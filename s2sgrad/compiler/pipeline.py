@@ -7,8 +7,8 @@ and options.
 
 * ``grad``: ``df(*args) -> gradients`` (flat: forward sweep, then backward sweep);
 * ``value_and_grad``: ``df(*args) -> (value, gradients)``;
-* ``vjp``: ``f_vjp(*args) -> (value, pullback)`` with ``pullback(cotangent)`` returning
-  the raw cotangents; this is what calls between user functions use.
+* ``vjp``: ``f_vjp(*args) -> (value, saved)`` with ``f_vjp.backward(saved, cotangent)``
+  returning the raw cotangents; this is what calls between user functions use.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from s2sgrad.compiler.codegen import (
 from s2sgrad.compiler.forward import forward_sweep
 from s2sgrad.compiler.freshness import Assumptions, entry_for, is_data, is_frozen
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
+from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace, _is_literal, inline_updating_helpers
-from s2sgrad.compiler.operations import classify, refuse_untracked_writes
+from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import join_sequences, to_anf
@@ -314,7 +315,10 @@ def _build(request: _Request) -> GeneratedFunction:
 
     def blocks_derivative(value: gast.expr) -> bool:
         operation = classify(value, parsed, local_names)
-        return operation.kind in ("comparison", "constant") or not operation.differentiable
+        return (
+            operation.kind in (OperationKind.COMPARISON, OperationKind.CONSTANT)
+            or not operation.differentiable
+        )
 
     activity = analyse_activity(node.body, set(differentiated), output_names, blocks_derivative)
     refuse_untracked_writes(node.body, parsed, local_names, activity)

@@ -7,7 +7,7 @@ records the same kind of step for each assignment it differentiates. Each statem
 right-hand side is classified once (:class:`Operations`)::
 
     step = Step(statement, StepKind.ASSIGN, operation=operations.of(statement))
-    step.pullback = Pullback.RULE   # the backward sweep inlines the primitive's rule
+    step.derivative = Derivative.RULE   # the backward sweep inlines the primitive's rule
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import gast
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.operations import Operation, classify
 
-__all__ = ["Step", "StepKind", "Pullback", "CALLS", "Operations"]
+__all__ = ["Step", "StepKind", "Derivative", "CALLS", "Operations"]
 
 
 class StepKind(Enum):
@@ -37,18 +37,18 @@ class StepKind(Enum):
     OTHER = "other"  # pass, break, continue, assert, and statements without a derivative
 
 
-class Pullback(Enum):
-    """How the derivative of a step's value is taken."""
+class Derivative(Enum):
+    """How the derivative of a step's value is taken (a pullback, or a tangent)."""
 
-    NONE = "none"  # nothing flows back through it (constant, or no differentiated value)
-    ROUTED = "routed"  # a copy or a literal: the cotangent is passed on, no rule needed
-    RULE = "rule"  # a primitive's registered rule, inlined (or called)
+    NONE = "none"  # nothing flows through it (a constant, or no differentiated value)
+    ROUTED = "routed"  # a copy, a literal, a pop: the derivative is passed on, no rule needed
+    RULE = "rule"  # a primitive's registered rule (VJP or JVP), inlined or called
     GENERATED = "generated"  # the generated derivative of a user function it calls
     CUSTOM = "custom"  # the user's own derivative (@s2sgrad.derivative) of what it calls
     DISPATCH = "dispatch"  # a call resolved when it runs (dynamic_vjp / transformed_vjp)
 
 
-CALLS = frozenset({Pullback.GENERATED, Pullback.CUSTOM, Pullback.DISPATCH})
+CALLS = frozenset({Derivative.GENERATED, Derivative.CUSTOM, Derivative.DISPATCH})
 
 
 @dataclass(eq=False)
@@ -62,10 +62,10 @@ class Step:
     statement: gast.stmt
     kind: StepKind
     operation: Operation | None = None  # what the right-hand side computes
-    pullback: Pullback = Pullback.NONE
+    derivative: Derivative = Derivative.NONE
     target: gast.expr | None = None
     extra: str | None = None  # GENERATED/CUSTOM: the saved values; DISPATCH: the pullback
-    derivative: str | None = None  # GENERATED/CUSTOM: the name of the callee's VJP
+    vjp_name: str | None = None  # GENERATED/CUSTOM: the name of the callee's VJP
     active: tuple[str, ...] = ()  # GENERATED/CUSTOM: the callee's differentiated parameters
     saves: list[Any] = field(default_factory=list)  # values pushed before it overwrites them
     body: list[Step] = field(default_factory=list)  # BRANCH, LOOP: the steps inside
@@ -80,7 +80,7 @@ class Step:
     @property
     def calls(self) -> bool:
         """Whether the statement calls a derivative (the callee's, or one found at run time)."""
-        return self.pullback in CALLS
+        return self.derivative in CALLS
 
     def walk(self):
         """This step and every step nested in it, in order."""

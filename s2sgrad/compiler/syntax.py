@@ -384,17 +384,22 @@ def item_target_base(statement: gast.stmt) -> str | None:
     return None
 
 
-def parameter_names(function: gast.FunctionDef | gast.Lambda) -> set[str]:
-    """Every name a function's parameters bind, ``*args`` and ``**kwargs`` included.
+def parameter_names(function: gast.FunctionDef | gast.Lambda, starred: bool = True) -> set[str]:
+    """Every name a function's parameters bind, ``*args`` and ``**kwargs`` included unless
+    ``starred`` is false (then: the parameters a caller fills by name or position, whose
+    values come from outside; ``args`` of ``*args`` is a tuple made at each call).
 
     Example::
 
         parameter_names(parse_expression("lambda a, *rest, b=1, **options: 0"))
         # {"a", "rest", "b", "options"}
+        parameter_names(parse_expression("lambda a, *rest, b=1, **options: 0"), starred=False)
+        # {"a", "b"}
     """
     arguments = function.args
     every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    if starred:
+        every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
     return {a.id for a in every if type(a) is gast.Name}
 
 

@@ -1,10 +1,11 @@
-"""Forward mode: tangent statements interleaved with the primal ones (a JVP).
+"""Forward mode's sweep: tangent statements interleaved with the primal ones (a JVP).
 
-Every active statement ``y = op(a, b)`` is followed by ``dy = …``, the sum over its
-active operands of the JVP rule's entry for that operand with ``t`` bound to the
-operand's tangent. Branches and loops keep their shape (nothing needs saving: tangents
-flow in the same order as values), in-place updates update the tangent in place too,
-and calls to other user functions call their own generated JVPs.
+Every active statement ``y = op(a, b)`` is followed by ``dy = …``. Each assignment to a
+differentiated name gets a :class:`~s2sgrad.compiler.steps.Step` first (its right-hand
+side classified once, how its tangent is taken decided, what cannot be refused); the
+tangent is then written from the rule (``tangents``) or by calling a derivative
+(``calls``). Branches and loops keep their shape (nothing needs saving: tangents flow in
+the same order as values), and in-place updates update the tangent in place too.
 """
 
 from __future__ import annotations
@@ -14,19 +15,17 @@ from dataclasses import dataclass
 import gast
 import numpy as np
 
-from s2sgrad import numpy_signatures, runtime
+from s2sgrad import runtime
+from s2sgrad.compiler.effects import refuse_calls_kept_for_effect
+from s2sgrad.compiler.forward.calls import dynamic_call, generated_call
+from s2sgrad.compiler.forward.tangents import rule_tangent
 from s2sgrad.compiler.frontend import ParsedFunction
-from s2sgrad.compiler.inline import Namespace, inline_rule
-from s2sgrad.compiler.operations import (
-    Operation,
-    classify,
-    keeps_arguments_inside,
-    refuse_differentiated_keywords,
-)
+from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.operations import Operation, OperationKind, classify
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.reverse import not_at_run_time, refuse_calls_kept_for_effect
+from s2sgrad.compiler.steps import Derivative, Step, StepKind
 from s2sgrad.compiler.syntax import (
     assign,
     attribute,
@@ -40,15 +39,12 @@ from s2sgrad.compiler.syntax import (
     names_read,
     names_written,
     nested_statements,
+    parameter_names,
     store,
     walk,
 )
-from s2sgrad.errors import (
-    NonDifferentiableError,
-    S2SGradError,
-    UnsupportedError,
-    iterator_error,
-)
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError, iterator_error
+from s2sgrad.rules import get_rule
 
 __all__ = ["ForwardSweep", "forward_sweep"]
 
@@ -130,7 +126,8 @@ class _Forward:
             raise UnsupportedError(
                 f"{self.parsed.location(final)}: the function must end with a 'return'"
             )
-        refuse_mutating_calls(statements, self.parsed, _parameters(self.parsed.node), self.activity)
+        parameters = parameter_names(self.parsed.node, starred=False)
+        refuse_mutating_calls(statements, self.parsed, parameters, self.activity)
         tangents = {w: self.tangent(w) for w in self.wrt}
         result = self.constant_parameters() + self.block(statements)
         output = final.value
@@ -242,16 +239,8 @@ class _Forward:
         self.owned.difference_update(names)
         if not any(self.active(n) for n in names):
             return [statement]
-        operation = classify(statement.value, self.parsed, self.local_names)
-        if (
-            not self.is_active_expression(statement.value)
-            or operation.kind
-            in (
-                "comparison",
-                "constant",
-            )
-            or (operation.kind == "primitive" and not operation.differentiable)
-        ):
+        step = self.step(statement)
+        if step.derivative is Derivative.NONE:
             zeros = [
                 assign(self.tangent(n), call(self.helper("zeros_like_value"), [load(n)]))
                 for n in names
@@ -259,26 +248,45 @@ class _Forward:
             ]
             self.owned.update(n for n in names if self.active(n))  # new zeros of their own
             return [statement, *[gast.copy_location(z, statement) for z in zeros]]
-        if operation.kind == "primitive" and any(
+        if step.derivative is Derivative.DISPATCH:
+            return [dynamic_call(self, statement, step.operation, names)]
+        if step.calls:
+            return [generated_call(self, statement, step.operation, names)]
+        return self.rule_assignment(statement, step.operation, names)
+
+    def step(self, statement: gast.Assign) -> Step:
+        """The step of an assignment to differentiated names: how its tangent is taken
+        (the statement classified once); refused when it cannot be."""
+        operation = classify(statement.value, self.parsed, self.local_names)
+        step = Step(statement, StepKind.ASSIGN, operation, target=statement.targets[0])
+        kind = operation.kind
+        if (
+            not self.is_active_expression(statement.value)
+            or kind in (OperationKind.COMPARISON, OperationKind.CONSTANT)
+            or (kind is OperationKind.PRIMITIVE and not operation.differentiable)
+        ):
+            step.derivative = Derivative.NONE
+        elif kind is OperationKind.PRIMITIVE and any(
             isinstance(a, gast.Starred) for a in operation.args
         ):  # np.add(*xs): which parameters the arguments fill is known when it runs
             operation.callee = statement.value.func
-            return [self.dynamic_call(statement, operation, names)]
-        if operation.kind == "call":
-            return [self.call(statement, operation, names)]
-        if operation.kind == "unknown" and operation.callee is not None:
-            return [self.dynamic_call(statement, operation, names)]
-        if operation.kind == "iterator":
-            raise iterator_error(self.parsed.location(statement), operation.description)
-        if operation.kind in ("unknown", "no rule"):
-            error = NonDifferentiableError if operation.kind == "no rule" else UnsupportedError
-            refusal = error(
-                f"{self.parsed.location(statement)}: forward mode cannot differentiate "
-                f"{operation.description}; "
-                + (operation.advice or "give it a derivative with @s2sgrad.derivative")
-            )
-            refusal.tape_cannot_either = bool(operation.advice)  # the advice is the fix
-            raise refusal
+            step.derivative = Derivative.DISPATCH
+        elif kind is OperationKind.CALL:
+            rule = get_rule(operation.primitive)
+            custom = rule is not None and rule.custom is not None
+            step.derivative = Derivative.CUSTOM if custom else Derivative.GENERATED
+        elif kind is OperationKind.UNKNOWN and operation.callee is not None:
+            step.derivative = Derivative.DISPATCH
+        elif kind in (OperationKind.COPY, OperationKind.PACK, OperationKind.LIST_POP):
+            step.derivative = Derivative.ROUTED
+        else:
+            _refuse(operation, self.parsed.location(statement))
+            step.derivative = Derivative.RULE
+        return step
+
+    def rule_assignment(self, statement, operation: Operation, names) -> list[gast.stmt]:
+        """``y = op(a, b)`` followed by ``dy = …``, the tangent written from op's rule."""
+        target = statement.targets[0]
         overwritten = set(names) & names_read(statement.value)
         if overwritten:  # z = z ** 2: keep the old z until its tangent is computed
             fresh = self.names.fresh("t")
@@ -287,7 +295,7 @@ class _Forward:
             target = statement.targets[0]
             names = [fresh] if isinstance(final.targets[0], gast.Name) else names
         self.pending: list[gast.stmt] = []  # statements an inlined rule needs first
-        tangent = self.tangent_expression(statement, operation)
+        tangent = rule_tangent(self, statement, operation)
         if overwritten:
             original = final.targets[0]
             tangent_target = self.tangent(original.id) if isinstance(original, gast.Name) else None
@@ -314,81 +322,6 @@ class _Forward:
             lines.append(assign(unpacked, tangent, like=statement))
         return lines
 
-    def tangent_expression(self, statement, operation: Operation) -> gast.expr:
-        if operation.kind == "copy":
-            return self.tangent_of(operation.args[0])
-        if operation.kind == "pack":
-            tangents = [self.tangent_of(a) for a in operation.args]
-            if operation.keys is not None:
-                return gast.Dict(keys=[constant(k) for k in operation.keys], values=tangents)
-            if isinstance(statement.value, gast.Tuple):
-                return gast.Tuple(elts=tangents, ctx=gast.Load())
-            return gast.List(elts=tangents, ctx=gast.Load())
-        if operation.kind == "list pop":
-            owner = operation.args[0].id
-            return call(attribute(load(self.tangent(owner)), "pop"))
-        if operation.primitive is runtime.add_cotangents:  # containers add leaf by leaf
-            return call(self.helper("add_cotangents"), [self.tangent_of(a) for a in operation.args])
-        rule = operation.rule
-        if rule is None or rule.jvp is None:
-            raise NonDifferentiableError(
-                f"{self.parsed.location(statement)}: {operation.primitive!r} has no JVP rule "
-                "for forward mode; register one with @s2sgrad.rules.jvp_rule"
-            )
-        answer = clone(statement.targets[0])
-        for node in walk(answer):
-            if isinstance(node, gast.Name):
-                node.ctx = gast.Load()
-        refuse_differentiated_keywords(
-            operation, self.is_active_expression, self.parsed.location(statement)
-        )
-        contributions = []
-        differentiated = tuple(
-            self.is_active_expression(a) and not isinstance(a, gast.Constant)
-            for a in operation.args
-        )
-        for index, argument in enumerate(operation.args):
-            if not differentiated[index]:
-                continue
-            tangent = self.tangent_of(argument)
-            inlined = None
-            if rule.inline_jvp:
-                inlined = inline_rule(
-                    rule.jvp,
-                    tangent,
-                    answer,
-                    list(operation.args),
-                    operation.keywords,
-                    {index},
-                    self.names,
-                    self.namespace,
-                    differentiated,
-                )
-            if inlined is not None:
-                if inlined.entries[index] is not None:  # None: not differentiable in it
-                    self.pending.extend(inlined.statements)
-                    contributions.append(inlined.entries[index])
-            else:
-                primitive = load(
-                    self.namespace.bind(_name(operation.primitive), operation.primitive)
-                )
-                contributions.append(
-                    call(
-                        self.helper("jvp_entry"),
-                        [primitive, constant(index), tangent, answer, *operation.args],
-                        operation.keywords,
-                    )
-                )
-        if not contributions:
-            return call(self.helper("zeros_like_value"), [answer])
-        total = contributions[0]
-        for contribution in contributions[1:]:
-            if rule.inline_jvp:
-                total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
-            else:  # a called rule may give one tangent per output: add them entry by entry
-                total = call(self.helper("add_cotangents"), [total, contribution])
-        return total
-
     def item_assignment(self, statement: gast.Assign) -> list[gast.stmt]:
         """``y[i] = v``: ``dy[i] = dv`` (zeros where v is constant)."""
         target = statement.targets[0]
@@ -411,80 +344,6 @@ class _Forward:
         tangent = self.tangent(variable)
         return assign(tangent, call(self.helper("owned"), [load(tangent)]), like=statement)
 
-    # calls --------------------------------------------------------------------------------
-    def call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
-        function = operation.primitive
-        if any(isinstance(a, gast.Starred) for a in operation.args):
-            return self.dynamic_call(statement, operation, names)  # f(x, *rest)
-        try:
-            bound = numpy_signatures.signature(function).bind(*operation.args, **operation.keywords)
-        except TypeError as error:
-            raise UnsupportedError(f"{self.parsed.location(statement)}: {error}") from None
-        for name, value in bound.arguments.items():
-            if isinstance(value, dict) and any(map(self.is_active_expression, value.values())):
-                raise UnsupportedError(
-                    f"{self.parsed.location(statement)}: differentiated values passed to "
-                    f"**{name} of {getattr(function, '__qualname__', function)}; pass them "
-                    "to named parameters, or use mode='tape'"
-                )
-        bound.arguments.update(  # what *args takes: one tuple, with one tangent per entry
-            (name, gast.Tuple(elts=list(value), ctx=gast.Load()))
-            for name, value in bound.arguments.items()
-            if isinstance(value, tuple)
-        )
-        active = tuple(
-            name
-            for name, value in bound.arguments.items()
-            if isinstance(value, gast.AST) and self.is_active_expression(value)
-        )
-        try:
-            jvp_function = self.callee_jvp(function, active)
-        except S2SGradError as error:
-            if getattr(error, "not_at_run_time", False):
-                raise
-            return self.dynamic_call(statement, operation, names)
-        jvp_name = self.namespace.bind(jvp_function.__name__, jvp_function)
-        keywords = dict(operation.keywords)
-        for name in active:
-            keywords[jvp_function.tangent_names[name]] = self.tangent_of(bound.arguments[name])
-        return self.call_returning_tangents(
-            statement, call(load(jvp_name), operation.args, keywords), names
-        )
-
-    def dynamic_call(self, statement, operation: Operation, names: list[str]) -> gast.stmt:
-        if self.is_active_expression(operation.callee):
-            raise not_at_run_time(
-                UnsupportedError(
-                    f"{self.parsed.location(statement)}: forward mode (jvp, hvp, hessian) "
-                    f"cannot follow {operation.description}, whose function depends on the "
-                    "values being differentiated (the pullback of a call resolved at run time, "
-                    "such as a function passed as an argument); call the function by its "
-                    "name, or use mode='auto' or mode='tape'"
-                )
-            )
-        if keeps_arguments_inside(operation.primitive):
-            raise not_at_run_time(
-                UnsupportedError(
-                    f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
-                    "differentiated values inside an object, which forward mode cannot "
-                    "follow; call the function with them directly, or use mode='tape'"
-                )
-            )
-        tangents = gast.Tuple(elts=[self.tangent_of(a) for a in operation.args], ctx=gast.Load())
-        value = call(
-            self.helper("dynamic_jvp" if self.dynamic else "transformed_jvp"),
-            [clone(operation.callee), tangents, *operation.args],
-            operation.keywords,
-        )
-        return self.call_returning_tangents(statement, value, names)
-
-    def call_returning_tangents(self, statement, value, names) -> gast.stmt:
-        target = statement.targets[0]
-        primal = clone(target)
-        tangent = self.tangent_target(target)
-        new = assign(gast.Tuple(elts=[primal, tangent], ctx=gast.Store()), value, like=statement)
-        return new
-
     def tangent_target(self, target: gast.expr) -> gast.expr:
         """``(da, db), dc`` for the target ``(a, b), c``: a call's tangents have the
         structure of its value."""
@@ -506,20 +365,22 @@ def _flat_names(target: gast.expr) -> list[str]:
     return []
 
 
-def _unstarred(element: gast.expr) -> gast.expr:
-    return element.value if isinstance(element, gast.Starred) else element
-
-
-def _name(primitive) -> str:
-    name = getattr(primitive, "__name__", None) or "primitive"
-    return name if name.isidentifier() else "primitive"
-
-
 def _item_written(statements: list[gast.stmt]) -> set[str]:
     """The variables that ``statements`` (and the blocks in them) write items of."""
     return {b for s in nested_statements(statements) if (b := item_target_base(s)) is not None}
 
 
-def _parameters(node: gast.FunctionDef) -> set[str]:
-    args = node.args
-    return {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+def _refuse(operation: Operation, location: str) -> None:
+    """Raise the error for a tangent of what forward mode cannot differentiate: an
+    iterator, a library function without a rule, what it cannot see through."""
+    if operation.kind is OperationKind.ITERATOR:
+        raise iterator_error(location, operation.description)
+    if operation.kind in (OperationKind.UNKNOWN, OperationKind.NO_RULE):
+        no_rule = operation.kind is OperationKind.NO_RULE
+        error = NonDifferentiableError if no_rule else UnsupportedError
+        refusal = error(
+            f"{location}: forward mode cannot differentiate {operation.description}; "
+            + (operation.advice or "give it a derivative with @s2sgrad.derivative")
+        )
+        refusal.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+        raise refusal

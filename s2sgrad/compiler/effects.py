@@ -1,0 +1,125 @@
+"""Calls whose effects neither derivative sweep follows, refused where they matter.
+
+A call kept only for what it does (``obj.store(x)``, its result unused), a call of an
+object or method that stores on itself, a call dispatched at run time that would be handed
+differentiated values out of sight: both reverse and forward mode ask this module.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+import gast
+
+from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.operations import OperationKind, classify
+from s2sgrad.compiler.syntax import method_receiver, walk
+from s2sgrad.errors import S2SGradError, UnsupportedError
+
+__all__ = [
+    "refuse_calls_kept_for_effect",
+    "stores_on_itself",
+    "not_at_run_time",
+    "is_not_at_run_time",
+]
+
+
+def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, activity) -> None:
+    """``obj.store(x)``, its result unused, with ``x`` differentiated: the call can only
+    matter by what it changes (an attribute, a container), which neither sweep follows.
+    Refused unless the callee is known to change nothing: a function with a derivative
+    rule, ``print``, or a Python function of the user's that stores no attribute and
+    changes no argument (calls that change arguments are refused on their own)."""
+    value = statement.value
+    if not isinstance(value, gast.Call) or method_receiver(value, "append") is not None:
+        return
+    arguments = [*value.args, *(k.value for k in value.keywords)]
+    differentiated = [
+        n.id for a in arguments for n in walk(a) if type(n) is gast.Name and n.id in activity.varied
+    ]
+    if not differentiated:
+        return
+    operation = classify(value, parsed, local_names)
+    target = operation.primitive
+    if operation.kind is OperationKind.PRIMITIVE or target is print:
+        return
+    if operation.kind is OperationKind.CALL and not _stores_attributes(target):
+        return
+    raise UnsupportedError(
+        f"{parsed.location(statement)}: the result of {operation.description or 'this call'}"
+        f" is not used, so it can only matter by what it changes or stores, and neither "
+        f"sweep follows a differentiated value ('{differentiated[0]}') there; return the "
+        "value and use it, or use mode='tape'"
+    )
+
+
+def _stores_attributes(function) -> bool:
+    """Whether ``function``'s source assigns to an attribute (``self.v = x``)."""
+    from s2sgrad.compiler.frontend import parse_function
+
+    function = getattr(function, "__func__", function)
+    try:
+        node = parse_function(function).node
+    except Exception:  # no source: it may do anything
+        return True
+    return any(
+        type(n) in (gast.Assign, gast.AugAssign)
+        and any(
+            type(t) is gast.Attribute for t in getattr(n, "targets", [getattr(n, "target", None)])
+        )
+        for n in walk(node)
+    )
+
+
+def stores_on_itself(obj: Any) -> str | None:
+    """``"Cell.__call__ stores self.h"`` when calling ``obj`` (a bound method, or an object
+    whose class defines ``__call__`` in Python) assigns to an attribute of the object; else
+    None. What a call stores there, a later call or read may use in the same computation."""
+    if isinstance(obj, types.MethodType):
+        function, owner = obj.__func__, obj.__self__
+    elif obj is not NOT_FOUND and not isinstance(obj, (type, types.FunctionType)):
+        calls = (vars(k)["__call__"] for k in type(obj).__mro__ if "__call__" in vars(k))
+        function, owner = next(calls, None), obj
+    else:
+        return None
+    if not isinstance(function, types.FunctionType) or isinstance(owner, types.ModuleType):
+        return None
+    stored = _attributes_stored_on_first_parameter(function)
+    if not stored:
+        return None
+    return f"{function.__qualname__} stores self.{stored}"
+
+
+@functools.lru_cache(maxsize=256)
+def _attributes_stored_on_first_parameter(function: types.FunctionType) -> str | None:
+    try:
+        node = parse_function(function).node
+    except S2SGradError:
+        return None
+    parameters = node.args.posonlyargs + node.args.args
+    if not parameters:
+        return None
+    owner = parameters[0].id
+    for part in walk(node):
+        if (
+            type(part) is gast.Attribute
+            and type(part.ctx) is gast.Store
+            and type(part.value) is gast.Name
+            and part.value.id == owner
+        ):
+            return part.attr
+    return None
+
+
+def not_at_run_time(error: S2SGradError) -> S2SGradError:
+    """Mark ``error`` as one that dispatching the call at run time would not avoid: the
+    callee would be given a function or object whose differentiated values it cannot see,
+    and would take them for constants."""
+    error.not_at_run_time = True
+    return error
+
+
+def is_not_at_run_time(error: S2SGradError) -> bool:
+    return getattr(error, "not_at_run_time", False) or getattr(error, "tape_cannot_either", False)

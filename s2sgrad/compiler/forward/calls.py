@@ -1,0 +1,96 @@
+"""Tangents of calls: a user function's generated JVP, or a dispatch when the call runs.
+
+``y = f(x)`` becomes ``y, dy = f_jvp(x, dx=dx)``; a call the transformer cannot resolve
+(a method, a function passed as an argument) becomes ``y, dy = dynamic_jvp(f, (dx,), x)``.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad import numpy_signatures
+from s2sgrad.compiler.effects import not_at_run_time
+from s2sgrad.compiler.operations import Operation, keeps_arguments_inside
+from s2sgrad.compiler.syntax import assign, call, clone, load
+from s2sgrad.errors import S2SGradError, UnsupportedError
+
+__all__ = ["generated_call", "dynamic_call"]
+
+
+def generated_call(sweep, statement, operation: Operation, names: list[str]) -> gast.stmt:
+    """``y, dy = f_jvp(x, dx=dx)``: the callee's own generated JVP (dispatched when the
+    call runs if that cannot be made)."""
+    function = operation.primitive
+    if any(isinstance(a, gast.Starred) for a in operation.args):
+        return dynamic_call(sweep, statement, operation, names)  # f(x, *rest)
+    try:
+        bound = numpy_signatures.signature(function).bind(*operation.args, **operation.keywords)
+    except TypeError as error:
+        raise UnsupportedError(f"{sweep.parsed.location(statement)}: {error}") from None
+    for name, value in bound.arguments.items():
+        if isinstance(value, dict) and any(map(sweep.is_active_expression, value.values())):
+            raise UnsupportedError(
+                f"{sweep.parsed.location(statement)}: differentiated values passed to "
+                f"**{name} of {getattr(function, '__qualname__', function)}; pass them "
+                "to named parameters, or use mode='tape'"
+            )
+    bound.arguments.update(  # what *args takes: one tuple, with one tangent per entry
+        (name, gast.Tuple(elts=list(value), ctx=gast.Load()))
+        for name, value in bound.arguments.items()
+        if isinstance(value, tuple)
+    )
+    active = tuple(
+        name
+        for name, value in bound.arguments.items()
+        if isinstance(value, gast.AST) and sweep.is_active_expression(value)
+    )
+    try:
+        jvp_function = sweep.callee_jvp(function, active)
+    except S2SGradError as error:
+        if getattr(error, "not_at_run_time", False):
+            raise
+        return dynamic_call(sweep, statement, operation, names)
+    jvp_name = sweep.namespace.bind(jvp_function.__name__, jvp_function)
+    keywords = dict(operation.keywords)
+    for name in active:
+        keywords[jvp_function.tangent_names[name]] = sweep.tangent_of(bound.arguments[name])
+    return _returning_tangents(
+        sweep, statement, call(load(jvp_name), operation.args, keywords), names
+    )
+
+
+def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> gast.stmt:
+    """``y, dy = dynamic_jvp(f, (dx,), x)``: the derivative found when the call runs."""
+    if sweep.is_active_expression(operation.callee):
+        raise not_at_run_time(
+            UnsupportedError(
+                f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) "
+                f"cannot follow {operation.description}, whose function depends on the "
+                "values being differentiated (the pullback of a call resolved at run time, "
+                "such as a function passed as an argument); call the function by its "
+                "name, or use mode='auto' or mode='tape'"
+            )
+        )
+    if keeps_arguments_inside(operation.primitive):
+        raise not_at_run_time(
+            UnsupportedError(
+                f"{sweep.parsed.location(statement)}: {operation.description}(...) keeps "
+                "differentiated values inside an object, which forward mode cannot "
+                "follow; call the function with them directly, or use mode='tape'"
+            )
+        )
+    tangents = gast.Tuple(elts=[sweep.tangent_of(a) for a in operation.args], ctx=gast.Load())
+    value = call(
+        sweep.helper("dynamic_jvp" if sweep.dynamic else "transformed_jvp"),
+        [clone(operation.callee), tangents, *operation.args],
+        operation.keywords,
+    )
+    return _returning_tangents(sweep, statement, value, names)
+
+
+def _returning_tangents(sweep, statement, value, names) -> gast.stmt:
+    target = statement.targets[0]
+    primal = clone(target)
+    tangent = sweep.tangent_target(target)
+    new = assign(gast.Tuple(elts=[primal, tangent], ctx=gast.Store()), value, like=statement)
+    return new

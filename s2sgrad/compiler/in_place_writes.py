@@ -1,0 +1,279 @@
+"""Calls that write into one of their arguments (``out=``, ``np.copyto``, ``t.sort()``).
+
+The derivative sees an in-place write only as an item assignment; one made through a
+call is refused where it would matter: the written values or array differentiated, or
+the array already read by a derivative that needs its earlier value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gast
+import numpy as np
+
+from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.compiler.operations import dotted_name
+from s2sgrad.compiler.passes.anf import is_function_reference
+from s2sgrad.compiler.syntax import names_read, names_written, nested_statements
+from s2sgrad.errors import UnsupportedError
+
+__all__ = ["InPlaceWrite", "in_place_write", "refuse_untracked_writes"]
+
+
+@dataclass
+class InPlaceWrite:
+    """A call that changes an array (or list, dict) it was given, rather than making one."""
+
+    written: gast.expr  # the expression naming what is written into
+    description: str  # how the user wrote it: "np.copyto", ".sort()", "np.sin(..., out=...)"
+    instead: str  # the functional form to suggest
+
+
+# Methods that change their receiver: arrays', then lists', dicts' and sets'.
+_MUTATING_METHODS = {
+    "sort": "t = np.sort(t) (or sorted(items) for a list)",
+    "fill": "t = np.full_like(t, value)",
+    "put": "an item assignment t[indices] = values",
+    "resize": "t = np.resize(t, shape)",
+    "itemset": "an item assignment t[index] = value",
+    "setfield": "a new array",
+    "partition": "t = np.partition(t, k)",
+    "byteswap": "t = t.byteswap()",
+    "extend": "items = items + more",
+    "insert": "items = items[:i] + [value] + items[i:]",
+    "remove": "a new list without the element",
+    "clear": "a new, empty container",
+    "reverse": "items = items[::-1]",
+    "update": "a new dict ({**d, **more})",
+    "setdefault": "a new dict",
+    "popitem": "a new dict",
+    "pop": "value = items[i] and a new list without it",
+    "add": "a new set",
+    "discard": "a new set",
+}
+
+_ARRAY_MUTATORS = ("sort", "fill", "put", "resize", "setfield", "partition")
+
+_WHERE_INSTEAD = (
+    "an item assignment t[indices] = values (which is differentiated), or a new array "
+    "built with np.where"
+)
+
+
+def _in_place_functions() -> dict:
+    functions = {
+        np.copyto: "t = np.broadcast_to(values, t.shape).copy(), or " + _WHERE_INSTEAD,
+        np.put: _WHERE_INSTEAD,
+        np.place: _WHERE_INSTEAD,
+        np.putmask: "t = np.where(mask, values, t)",
+        np.fill_diagonal: _WHERE_INSTEAD,
+        np.put_along_axis: _WHERE_INSTEAD,
+        np.random.shuffle: "t = np.random.permutation(t)",
+    }
+    for name in _ARRAY_MUTATORS:
+        functions[getattr(np.ndarray, name)] = _MUTATING_METHODS[name]
+    return functions
+
+
+_IN_PLACE_FUNCTIONS = _in_place_functions()
+
+
+def in_place_write(
+    value: gast.expr, parsed: ParsedFunction, local_names: set[str]
+) -> InPlaceWrite | None:
+    """What the call ``value`` writes into in place, or None for a call that does not.
+
+    Example::
+
+        in_place_write(parse_expression("np.sin(x, out=t)"), parsed, {"x", "t"}).written  # t
+    """
+    if not isinstance(value, gast.Call):
+        return None
+    func = value.func
+    if (
+        isinstance(func, gast.Attribute)
+        and isinstance(func.value, gast.Name)
+        and func.value.id in local_names
+        and func.attr in _MUTATING_METHODS
+    ):
+        if func.attr == "pop" and not value.args:
+            return None  # items.pop(): the reverse sweep puts the value back
+        if func.attr == "byteswap" and not _keyword_is_true(value, "inplace"):
+            return None
+        return InPlaceWrite(func.value, f".{func.attr}()", _MUTATING_METHODS[func.attr])
+    if not is_function_reference(func, local_names):
+        return None
+    target = parsed.resolve(func)
+    if target is NOT_FOUND:
+        return None
+    name = dotted_name(func)
+    out = _out_argument(value, target)
+    if out is not None:
+        return InPlaceWrite(out, f"{name}(..., out=...)", f"t = {name}(...) without out=")
+    try:
+        instead = _IN_PLACE_FUNCTIONS.get(target)
+    except TypeError:  # unhashable
+        instead = None
+    if instead is None and _is_ufunc_method(target, "at"):
+        instead = "np.add.at or np.subtract.at (which are differentiated), or " + _WHERE_INSTEAD
+    if instead is not None and value.args:
+        return InPlaceWrite(value.args[0], name, instead)
+    return None
+
+
+# Attributes through which an assignment changes an array: ``t.flat = v``, ``t.shape = s``.
+_ARRAY_ATTRIBUTES = {"flat", "real", "imag", "shape", "dtype", "strides", "data"}
+
+
+def _array_attribute_write(target: gast.expr, local_names: set[str]) -> InPlaceWrite | None:
+    """``t.flat = v``, ``t.flat[i] = v``, ``t.real[...] = v``: writes into ``t``."""
+    node = target
+    while isinstance(node, gast.Subscript):
+        node = node.value
+    if not (
+        isinstance(node, gast.Attribute)
+        and node.attr in _ARRAY_ATTRIBUTES
+        and isinstance(node.value, gast.Name)
+        and node.value.id in local_names
+    ):
+        return None
+    return InPlaceWrite(
+        node.value,
+        f"'{node.value.id}.{node.attr} = ...'",
+        f"an item assignment {node.value.id}[...] = values, which is differentiated",
+    )
+
+
+def _keyword_is_true(node: gast.Call, keyword: str) -> bool:
+    for k in node.keywords:
+        if k.arg == keyword:
+            return not (isinstance(k.value, gast.Constant) and not k.value.value)
+    return False
+
+
+def _out_argument(node: gast.Call, target) -> gast.expr | None:
+    """The ``out=`` argument of a call, by keyword or (for a ufunc) by position."""
+    for k in node.keywords:
+        if k.arg == "out":
+            if isinstance(k.value, gast.Constant) and k.value.value is None:
+                return None
+            return k.value
+    if isinstance(target, np.ufunc) and len(node.args) > target.nin:
+        return gast.Tuple(elts=list(node.args[target.nin :]), ctx=gast.Load())
+    return None
+
+
+def _is_ufunc_method(target, name: str) -> bool:
+    return getattr(target, "__name__", None) == name and isinstance(
+        getattr(target, "__self__", None), np.ufunc
+    )
+
+
+def written_names(write: InPlaceWrite) -> set[str]:
+    """The variables whose values an in-place write changes (``t`` for ``out=t[0]``)."""
+    written = write.written
+    nodes = written.elts if isinstance(written, gast.Tuple) else [written]
+    names = set()
+    for node in nodes:
+        while isinstance(node, (gast.Subscript, gast.Attribute)):
+            node = node.value
+        if isinstance(node, gast.Name):
+            names.add(node.id)
+    return names
+
+
+def refuse_untracked_writes(
+    body: list[gast.stmt], parsed: ParsedFunction, local_names: set[str], activity
+) -> None:
+    """Refuse in-place writes through calls (``out=``, ``np.copyto``, ``t.sort()``, ...)
+    that the derivative would not see: where the written values or the written array
+    depend on a differentiated argument, or where the array was already read (or, in a
+    loop, is read) on a differentiated path, whose derivative needs its earlier value.
+
+    Example::
+
+        refuse_untracked_writes(node.body, parsed, local_names, activity)  # raises or not
+    """
+    bases = _view_bases(body)
+    _check_block(body, parsed, local_names, activity, bases, set())
+
+
+def _check_block(statements, parsed, local_names, activity, bases, read_on_path) -> None:
+    for statement in statements:
+        if isinstance(statement, (gast.For, gast.While)):
+            # a later iteration's write comes after this iteration's reads
+            inner = read_on_path | _read_on_path(statement.body, activity)
+            _check_block(statement.body, parsed, local_names, activity, bases, inner)
+            _check_block(statement.orelse, parsed, local_names, activity, bases, inner)
+            read_on_path |= inner
+            continue
+        if isinstance(statement, gast.If):
+            for block in (statement.body, statement.orelse):
+                _check_block(block, parsed, local_names, activity, bases, read_on_path)
+            continue
+        _check_statement(statement, parsed, local_names, activity, bases, read_on_path)
+        read_on_path |= _read_on_path([statement], activity)
+
+
+def _check_statement(statement, parsed, local_names, activity, bases, read_on_path) -> None:
+    write = None
+    if isinstance(statement, (gast.Assign, gast.Expr)):
+        write = in_place_write(statement.value, parsed, local_names)
+    if write is None and isinstance(statement, gast.Assign):
+        write = _array_attribute_write(statement.targets[0], local_names)
+    if write is None:
+        return
+    roots = {bases.get(n, n) for n in written_names(write)}  # t for a view t2 = t[0]
+    written = roots | written_names(write)
+    arguments = names_read(statement.value)
+    if (arguments | written) & activity.varied:
+        reason = "which cannot be differentiated"
+        tape_too = False
+    elif written & read_on_path:
+        reason = (
+            "after a differentiated computation used it, whose derivative needs the value "
+            "it had then"
+        )
+        tape_too = False  # the tape keeps a copy of each plain array a recorded step read
+    else:
+        return
+    error = UnsupportedError(
+        f"{parsed.location(statement)}: {write.description} writes into "
+        f"{_quoted(roots)} in place, {reason}; use {write.instead}"
+    )
+    error.tape_cannot_either = tape_too
+    raise error
+
+
+def _quoted(names: set[str]) -> str:
+    return " and ".join(f"'{n}'" for n in sorted(names)) or "an array"
+
+
+def _read_on_path(statements, activity) -> set[str]:
+    """Names read by the statements (nested too) that compute differentiated values."""
+    read = set()
+    for statement in nested_statements(statements):
+        if isinstance(statement, gast.Return):
+            read |= names_read(statement) & activity.useful
+        elif isinstance(statement, gast.Assign):
+            target = statement.targets[0]
+            while isinstance(target, (gast.Subscript, gast.Attribute)):
+                target = target.value
+            if names_written(target) & activity.active:
+                read |= names_read(statement.value) | names_read(statement.targets[0])
+    return read
+
+
+def _view_bases(body: list[gast.stmt]) -> dict[str, str]:
+    """``{t2: t}`` for names bound to a part of another (``t2 = t[0]``, ``t2 = t.real``)."""
+    bases: dict[str, str] = {}
+    for statement in nested_statements(body):
+        if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
+            continue
+        value = statement.value
+        while isinstance(value, (gast.Subscript, gast.Attribute)):
+            value = value.value
+        if isinstance(value, gast.Name) and value is not statement.value:
+            bases[statement.targets[0].id] = bases.get(value.id, value.id)
+    return bases

@@ -1,0 +1,199 @@
+"""The backward sweep: the forward sweep's steps in reverse, each with its adjoint block.
+
+Blocks are read last statement first; a branch is replayed with the same test and a loop
+runs its ``range`` backwards (a ``while`` loop, or one that ``break``s, as many times as
+the forward sweep counted). The adjoint of each statement is ``adjoints``'s; after it come
+the restores of what the statement overwrote. Each source line's blocks go under a
+``# grad of:`` comment naming the rules applied.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.compiler.reverse.adjoints import Adjoints
+from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.cotangents import Cotangents
+from s2sgrad.compiler.reverse.facts import (
+    indexed_by_counters,
+    iteration_local,
+    range_targets,
+)
+from s2sgrad.compiler.reverse.rules import RuleAdjoints
+from s2sgrad.compiler.reverse.saves import Saves, is_marker
+from s2sgrad.compiler.steps import Step, StepKind
+from s2sgrad.compiler.syntax import (
+    add_rule_names,
+    assign,
+    call,
+    clone,
+    comment,
+    load,
+    names_modified,
+    names_read,
+    names_written,
+    store,
+)
+
+__all__ = ["BackwardSweep"]
+
+
+class BackwardSweep:
+    """Write the backward sweep of a list of steps.
+
+    Example::
+
+        backward = BackwardSweep(context, cotangents, saves, adjoints).backward_block(
+            steps, later_reads={"y"}
+        )
+    """
+
+    def __init__(self, context: Context, cotangents: Cotangents, saves: Saves, adjoints: Adjoints):
+        self.context = context
+        self.parsed = context.parsed
+        self.activity = context.activity
+        self.names = context.names
+        self.helper = context.helper
+        self.active = context.active
+        self.cotangents = cotangents
+        self.saves = saves
+        self.adjoints = adjoints
+        self.rules: RuleAdjoints = adjoints.rules
+
+    def backward_block(self, steps: list[Step], later_reads: set[str]) -> list[gast.stmt]:
+        blocks: list[list[gast.stmt]] = []
+        reads_after = set(later_reads)
+        after_sets = []
+        for step in reversed(steps):
+            after_sets.append(set(reads_after))
+            reads_after |= names_read(step.statement)
+        rules: list[list[str]] = []
+        for step, after in zip(reversed(steps), after_sets):
+            outer_rules, self.rules.applied = self.rules.applied, []
+            block, early = self.backward_step(step, after)
+            block_rules, self.rules.applied = self.rules.applied, outer_rules
+            for save in reversed(step.saves):  # last pushed first
+                if save not in early:
+                    block.append(self.saves.restore_marker(save))
+            if block:
+                blocks.append(block)
+                rules.append(block_rules)
+        return self.with_comments(blocks, rules)
+
+    def with_comments(
+        self, blocks: list[list[gast.stmt]], rules: list[list[str]]
+    ) -> list[gast.stmt]:
+        """The blocks, each group of one source line under a ``# grad of:`` comment that
+        also names the rules applied (shown in unoptimised code, see optimize.py)."""
+        result: list[gast.stmt] = []
+        last_line, last_comment = None, None
+        for block, block_rules in zip(blocks, rules):
+            first = block[0]
+            line = getattr(first, "lineno", None)
+            if line is not None and line != last_line and not is_marker(first):
+                text = self.parsed.source_line(first)
+                last_comment = None
+                if text:
+                    last_comment = comment(f"grad of: {text}")
+                    result.append(last_comment)
+                last_line = line
+            if block_rules and last_comment is not None:
+                add_rule_names(last_comment, block_rules)
+            result.extend(block)
+        return result
+
+    def backward_step(self, step: Step, later_reads: set[str]) -> tuple[list[gast.stmt], list]:
+        """The adjoint block of ``step``, and the saves it restored itself (early)."""
+        if step.kind is StepKind.ASSIGN:
+            return self.adjoints.backward_assign(step)
+        if step.kind is StepKind.BRANCH:
+            return self.backward_if(step, later_reads), []
+        if step.kind is StepKind.LOOP:
+            return self.backward_loop(step, later_reads), []
+        if step.kind is StepKind.EXPRESSION:
+            return self.adjoints.backward_expression(step.statement), []
+        if step.kind is StepKind.ITEM_WRITE:
+            return self.adjoints.backward_item_assignment(step.statement), []
+        return [], []  # a constant stored out of sight (forward_assign refuses the rest)
+
+    def backward_if(self, step: Step, later_reads) -> list[gast.stmt]:
+        statement = step.statement
+        entry_defined, entry_owned = set(self.cotangents.defined), set(self.cotangents.owned)
+        body = self.backward_block(step.body, later_reads)
+        body_defined, body_owned = self.cotangents.defined, self.cotangents.owned
+        self.cotangents.defined, self.cotangents.owned = set(entry_defined), set(entry_owned)
+        orelse = self.backward_block(step.orelse, later_reads)
+        else_defined, else_owned = self.cotangents.defined, self.cotangents.owned
+        union = body_defined | else_defined
+        body += self.cotangents.zeros_for(union - body_defined)
+        orelse += self.cotangents.zeros_for(union - else_defined)
+        self.cotangents.defined = union
+        self.cotangents.owned = (body_owned | (union - body_defined)) & (
+            else_owned | (union - else_defined)
+        )
+        self.cotangents.owned = {
+            n for n in self.cotangents.owned if n in {self.cotangents.adjoint(v) for v in union}
+        }
+        replay = gast.If(test=clone(statement.test), body=body or [gast.Pass()], orelse=orelse)
+        return [self.saves.replaying(statement, replay)]
+
+    def backward_loop(self, step: Step, later_reads) -> list[gast.stmt]:
+        loop = step.statement
+        written = set().union(*(names_written(s) for s in loop.body))
+        read = set().union(*(names_read(s) for s in loop.body))
+        modified = set().union(*(names_modified(s) for s in loop.body))
+        if not (modified & self.activity.active):  # only values it overwrote to restore
+            body = self.backward_block(step.body, later_reads | read)
+            return [self.reversed_loop(step, body)]
+        local = iteration_local(loop.body, frozenset(later_reads)) - self.cotangents.defined
+        carried = {
+            v for v in (read - local) | (written & self.cotangents.defined) if self.active(v)
+        }
+        carried |= {
+            v for v in written & later_reads if self.active(v) and v in self.cotangents.defined
+        }
+        before = self.cotangents.zeros_for(carried - self.cotangents.defined)
+        indexed = indexed_by_counters(loop.body, self.cotangents.counters | range_targets(loop))
+        for variable in sorted(carried & (self.context.mutated | indexed)):
+            name = self.cotangents.adjoint(variable)
+            if name not in self.cotangents.owned:
+                before.append(assign(name, call(self.helper("owned"), [load(name)])))
+                self.cotangents.owned.add(name)
+        self.cotangents.defined |= carried
+        outside = set(self.cotangents.defined)
+        reads_inside = later_reads | read
+        counters = self.cotangents.counters
+        self.cotangents.counters = counters | range_targets(loop)
+        body = self.backward_block(step.body, reads_inside)
+        self.cotangents.counters = counters
+        body += self.cotangents.zeros_for(carried - self.cotangents.defined)
+        self.cotangents.defined = outside
+        return [*before, self.reversed_loop(step, body)]
+
+    def reversed_loop(self, step: Step, body: list[gast.stmt]) -> gast.For:
+        """The backward sweep's loop over the loop's iterations, last first."""
+        loop, counter = step.statement, step.counter
+        if isinstance(loop, gast.While):
+            header = gast.For(
+                target=store(self.names.claim("_")),
+                iter=call(load("range"), [load(counter)]),
+                body=body or [gast.Pass()],
+                orelse=[],
+                type_comment=None,
+            )
+        else:
+            sequence: gast.expr = clone(loop.iter)
+            if counter is not None:
+                sequence = gast.Subscript(
+                    value=sequence,
+                    slice=gast.Slice(lower=None, upper=load(counter), step=None),
+                    ctx=gast.Load(),
+                )
+            header = gast.For(
+                target=clone(loop.target),
+                iter=call(load("reversed"), [sequence]),
+                body=body or [gast.Pass()],
+                orelse=[],
+                type_comment=None,
+            )
+        return self.saves.replaying(loop, header)

@@ -1,0 +1,265 @@
+"""Calls of other functions: differentiated by the callee's derivative, not by a rule.
+
+A user function (or one with a custom derivative) is called through its VJP in the
+forward sweep, ``y, y_saved = f_vjp(x)``, and its ``backward`` in the backward sweep,
+``dx = f_vjp.backward(y_saved, dy)``. A call the transformer cannot resolve (a method, a
+function passed as an argument) is dispatched when it runs: ``y, y_pullback =
+dynamic_vjp(f, x)`` … ``cotangents = y_pullback(dy)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gast
+
+from s2sgrad import numpy_signatures
+from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
+from s2sgrad.compiler.operations import Operation, keeps_arguments_inside
+from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.cotangents import Cotangents
+from s2sgrad.compiler.reverse.facts import target_names
+from s2sgrad.compiler.steps import Derivative, Step
+from s2sgrad.compiler.syntax import (
+    assign,
+    attribute,
+    call,
+    clone,
+    constant,
+    load,
+    names_read,
+    store,
+    walk,
+)
+from s2sgrad.errors import UnsupportedError
+from s2sgrad.rules import get_rule
+
+__all__ = ["Calls", "CalleeVJP", "unnested"]
+
+# (function, its differentiated parameters, the call, those of them given containers)
+# → the callee's VJP: f_vjp(*args) returns (value, saved), f_vjp.backward(saved, g) cotangents
+CalleeVJP = Callable[[Any, tuple[str, ...], gast.AST, frozenset], Any]
+
+_DICT_VIEWS = ("items", "values", "keys")
+
+
+class Calls:
+    """The two halves of a call's derivative, one for each sweep.
+
+    Example::
+
+        calls.forward_call(step)  # y = f(x) → y, y_saved = f_vjp(x)
+        calls.backward_call(step, load("dy"))  # [dx = f_vjp.backward(y_saved, dy)]
+    """
+
+    def __init__(self, context: Context, cotangents: Cotangents, callee_vjp: CalleeVJP):
+        self.context = context
+        self.parsed = context.parsed
+        self.activity = context.activity
+        self.names = context.names
+        self.namespace = context.namespace
+        self.helper = context.helper
+        self.is_active_expression = context.is_active_expression
+        self.cotangents = cotangents
+        self.callee_vjp = callee_vjp
+
+    def forward_call(self, step: Step) -> None:
+        """``y = f(x)`` becomes ``y, y_saved = f_vjp(x)``: the callee's own derivative."""
+        statement, operation = step.statement, step.operation
+        function = operation.primitive
+        active = self.active_parameters(function, operation, statement)
+        bound = self.bind(function, operation, statement)
+        containers = frozenset(
+            name
+            for name in active
+            if isinstance(bound.arguments.get(name), _Placeholder)
+            and isinstance(bound.arguments[name].node, gast.Name)
+            and bound.arguments[name].node.id in self.context.containers
+        )
+        vjp_function = self.callee_vjp(function, active, statement, containers)
+        vjp_name = self.namespace.bind(vjp_function.__name__, vjp_function)
+        targets = target_names(statement.targets[0])
+        stem = f"{targets[0]}_saved" if len(targets) == 1 else "saved"
+        saved = self.names.claim(stem)
+        self.retarget(statement, saved)
+        statement.value = call(load(vjp_name), operation.args, operation.keywords)
+        rule = get_rule(function)
+        custom = rule is not None and rule.custom is not None
+        step.derivative = Derivative.CUSTOM if custom else Derivative.GENERATED
+        step.extra, step.active, step.vjp_name = saved, active, vjp_name
+
+    def forward_dynamic(self, step: Step, spread: bool = False) -> None:
+        """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``.
+
+        ``spread``: a call with starred arguments, which mode='s2s' (``self.context.dynamic``
+        false) differentiates with ``transformed_vjp``, never with the tape.
+        """
+        statement, operation = step.statement, step.operation
+        callee = operation.callee
+        captures = any(n in self.activity.varied for n in names_read(callee))
+        if captures and isinstance(callee, gast.Attribute) and callee.attr in _DICT_VIEWS:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: .{callee.attr}() of a dict of "
+                "differentiated values can only be looped over ('for k, v in "
+                "d.items():'); read entries by key (d[k]) elsewhere, or use mode='tape'"
+            )
+        if any(n in self.activity.varied for n in names_read(operation.callee)):
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description} is a "
+                    "function that captures differentiated values, which the transformer "
+                    "cannot follow; pass those values to it as arguments, or use mode='tape'"
+                )
+            )
+        for name, value in operation.keywords.items():
+            if self.is_active_expression(value):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: pass differentiated values to "
+                    f"{operation.description} positionally, not as "
+                    + (f"'{name}='" if name is not None else "**keywords")
+                )
+        stores = stores_on_itself(self.parsed.resolve(operation.callee))
+        if stores is not None:  # nor can the tape for this call alone: the caller may read it
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {stores}: state kept on an object "
+                    "cannot carry a derivative from this call to a later read of it, so "
+                    "source transformation cannot differentiate the calls; use mode='tape'"
+                )
+            )
+        if keeps_arguments_inside(operation.primitive):
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description}(...) keeps "
+                    "differentiated values inside an object, which the transformer cannot "
+                    "follow; call the function with them directly (g(x, d), or map(partial("
+                    "g, x), items) passed straight to sum/list/a loop), or use mode='tape'"
+                )
+            )
+        targets = target_names(statement.targets[0])
+        stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
+        pullback = self.names.claim(stem)
+        self.retarget(statement, pullback)
+        dispatch = "dynamic_vjp" if self.context.dynamic else "transformed_vjp"  # s2s: no tape
+        statement.value = call(
+            self.helper(dispatch), [clone(operation.callee), *operation.args], operation.keywords
+        )
+        step.derivative, step.extra = Derivative.DISPATCH, pullback
+
+    def retarget(self, statement: gast.Assign, extra: str) -> None:
+        """``y = f(x)`` becomes ``y, extra = ...`` (see :func:`unnested` for tuples)."""
+        original = statement.targets[0]
+        target = gast.Tuple(elts=[clone(original), store(extra)], ctx=gast.Store())
+        for node in walk(target):
+            if isinstance(node, gast.Name):
+                node.ctx = gast.Store()
+        statement.targets = [target]
+
+    def active_parameters(self, function, operation: Operation, node) -> tuple[str, ...]:
+        bound = self.bind(function, operation, node)
+        active = []
+        for name, value in bound.arguments.items():
+            values = value.values() if isinstance(value, dict) else value
+            values = values if isinstance(value, (tuple, dict)) else [value]
+            if any(
+                isinstance(v, _Placeholder) and self.is_active_expression(v.node) for v in values
+            ):
+                active.append(name)
+        return tuple(active)
+
+    def bind(self, function, operation, node):
+        placeholders = [_Placeholder(a) for a in operation.args]
+        keywords = {k: _Placeholder(v) for k, v in operation.keywords.items()}
+        try:
+            return numpy_signatures.signature(function).bind(*placeholders, **keywords)
+        except TypeError as error:
+            raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
+
+    def backward_call(self, step: Step, cotangent) -> list[gast.stmt]:
+        statement, operation = step.statement, step.operation
+        saved, active, vjp_name = step.extra, step.active, step.vjp_name
+        bound = self.bind(operation.primitive, operation, statement)
+        block: list[gast.stmt] = []
+        results = [
+            self.names.claim("d" + _argument_stem(bound.arguments[name], name)) for name in active
+        ]
+        if len(results) == 1:
+            target: gast.expr = store(results[0])
+        else:
+            target = gast.Tuple(elts=[store(r) for r in results], ctx=gast.Store())
+        backward = call(attribute(load(vjp_name), "backward"), [load(saved), cotangent])
+        block.append(assign(target, backward, like=statement))
+        for name, result in zip(active, results):
+            value = bound.arguments[name]
+            if isinstance(value, _Placeholder):
+                block.extend(self.cotangents.distribute(value.node, load(result), statement))
+            elif isinstance(value, tuple):  # *args: the pullback returns a tuple for them
+                for index, item in enumerate(value):
+                    part = gast.Subscript(
+                        value=load(result), slice=constant(index), ctx=gast.Load()
+                    )
+                    block.extend(self.cotangents.distribute(item.node, part, statement))
+        return block
+
+    def backward_dynamic(self, step: Step, cotangent) -> list[gast.stmt]:
+        statement, pullback, args = step.statement, step.extra, step.operation.args
+        holder = self.names.fresh("cotangents")
+        block = [assign(holder, call(load(pullback), [cotangent]), like=statement)]
+        position: gast.expr = constant(0)  # where the argument's cotangents start
+        for argument in args:
+            if isinstance(argument, gast.Starred):  # *v: len(v) cotangents, one v's worth
+                value = argument.value
+                end = gast.BinOp(left=position, op=gast.Add(), right=call(load("len"), [value]))
+                if self.is_active_expression(value):
+                    parts = gast.Subscript(
+                        value=load(holder),
+                        slice=gast.Slice(lower=clone(position), upper=clone(end), step=None),
+                        ctx=gast.Load(),
+                    )
+                    part = call(self.helper("unpack_cotangent"), [parts, clone(value)])
+                    block.extend(self.cotangents.distribute(value, part, statement))
+                position = end
+                continue
+            if self.is_active_expression(argument):
+                part = gast.Subscript(value=load(holder), slice=clone(position), ctx=gast.Load())
+                block.extend(self.cotangents.distribute(argument, part, statement))
+            position = _plus_one(position)
+        return block
+
+
+class _Placeholder:
+    def __init__(self, node):
+        self.node = node
+
+
+def _argument_stem(value, parameter: str) -> str:
+    """Name a callee's cotangent after the caller's argument when it is a plain name."""
+    node = getattr(value, "node", None)
+    return node.id if isinstance(node, gast.Name) else parameter
+
+
+def _plus_one(position: gast.expr) -> gast.expr:
+    if isinstance(position, gast.Constant):
+        return constant(position.value + 1)
+    return gast.BinOp(left=position, op=gast.Add(), right=constant(1))
+
+
+def unnested(statements: list[gast.stmt], retargeted: dict, names) -> list[gast.stmt]:
+    """``(a, b), saved = f_vjp(x)`` → ``value, saved = f_vjp(x)``; ``a, b = value``: code
+    that is differentiated again then unpacks one level at a time."""
+    result = []
+    for statement in statements:
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                setattr(statement, field, unnested(inner, retargeted, names))
+        original = retargeted.get(id(statement))
+        if isinstance(statement, gast.Assign) and isinstance(original, gast.Tuple):
+            value = names.fresh("value")
+            statement.targets[0].elts[0] = store(value)
+            result.append(statement)
+            result.append(assign(clone(original), load(value), like=statement))
+            continue
+        result.append(statement)
+    return result

@@ -1,0 +1,103 @@
+"""What every part of reverse mode reads: the function, its activity, its names, the facts.
+
+One :class:`Context` is made per function; the sweeps (``forward_sweep``,
+``backward_sweep``) and the code they share (``saves``, ``cotangents``, ``calls``,
+``adjoints``, ``rules``) read it and write no state into it, except the loop counters and
+names the forward sweep adds (``in_loops``).
+"""
+
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from s2sgrad import runtime
+from s2sgrad.compiler.frontend import ParsedFunction
+from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.passes.activity import Activity
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.reverse import facts
+from s2sgrad.compiler.steps import Operations
+from s2sgrad.compiler.syntax import load, names_written, parameter_names, walk
+
+__all__ = ["Context", "located"]
+
+
+class Context:
+    """The function being differentiated and what is known about it.
+
+    Example::
+
+        context = Context(parsed, ["x"], activity, names, namespace, local_names)
+        context.study(statements, body)
+        context.active("t1")  # True: t1 depends on x and the output on t1
+    """
+
+    def __init__(
+        self,
+        parsed: ParsedFunction,
+        wrt: list[str],
+        activity: Activity,
+        names: NameGenerator,
+        namespace: Namespace,
+        local_names: set[str],
+        containers=frozenset(),
+        aux: bool = False,
+        dynamic: bool = True,
+    ):
+        self.parsed = parsed
+        self.wrt = wrt
+        self.activity = activity
+        self.names = names
+        self.namespace = namespace
+        self.local_names = local_names
+        self.containers = set(containers)  # parameters that hold lists, tuples or dicts
+        self.aux = aux  # the function returns (value, auxiliary data)
+        self.dynamic = dynamic  # False (mode="s2s"): calls resolved at run time never use the tape
+        self.np = namespace.bind("np", np)
+        self.operations = Operations(parsed, local_names)  # each statement classified once
+        self.parameters = parameter_names(parsed.node, starred=False)  # what callers pass
+        self.user_names = names_written(parsed.node) | self.parameters
+
+    def study(self, statements: list[gast.stmt], body: list[gast.stmt]) -> None:
+        """Read the facts the sweeps consult off ``statements`` (``body`` without its return)."""
+        self.writes = facts.write_counts(statements)
+        self.in_loops = facts.names_written_in_loops(statements)
+        self.mutated = facts.mutated_names(statements)
+        self.lists = facts.list_names(statements)
+        self.integers = facts.integer_names(statements)
+        self.structured = facts.maybe_structured(
+            statements, self.containers | self.lists, self.parameters, self.operations
+        )
+        self.entries_read = facts.entries_read(body)
+
+    def helper(self, name: str) -> gast.Name:
+        """A runtime helper, bound in the generated module's namespace."""
+        return load(self.namespace.bind(name, getattr(runtime, name)))
+
+    def active(self, name: str) -> bool:
+        return self.activity.is_active(name)
+
+    def is_active_expression(self, node: gast.expr) -> bool:
+        return any(isinstance(n, gast.Name) and self.active(n.id) for n in walk(node))
+
+    def is_varied_expression(self, node: gast.expr) -> bool:
+        """Whether ``node`` depends on a differentiated argument (useful to the output or
+        not: what reads it back from an attribute is out of sight)."""
+        return any(
+            isinstance(n, gast.Name) and (self.active(n.id) or n.id in self.activity.varied)
+            for n in walk(node)
+        )
+
+
+def located(statement: gast.stmt, like: gast.AST) -> gast.stmt:
+    """``statement`` with every node on ``like``'s line: generated code under the user's."""
+    if getattr(like, "lineno", None) is None:
+        return statement
+    for node in walk(statement):
+        if "lineno" in getattr(node, "_attributes", ()):
+            node.lineno = like.lineno
+            node.col_offset = 0
+            node.end_lineno = like.lineno
+            node.end_col_offset = 0
+    return statement

@@ -1,0 +1,398 @@
+"""What reverse mode reads off the normal form before it writes anything.
+
+Plain functions of the statements: how often a name is bound on one path, which names
+loops write, which lists and arrays are changed in place, which variables hold Python
+lists, integers or containers, which entries of a literal are read, which indices cannot
+repeat an element. The sweeps consult these facts (kept on :class:`Context`); none of them
+writes code.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.annotations import RANGE_LOOP, SYNCED, annotation
+from s2sgrad.compiler.passes.aliases import fresh_result
+from s2sgrad.compiler.syntax import (
+    item_target_base,
+    method_receiver,
+    names_read,
+    names_written,
+    nested_statements,
+    walk,
+)
+
+__all__ = [
+    "write_counts",
+    "names_written_in_loops",
+    "mutated_base",
+    "mutated_names",
+    "fresh_names",
+    "list_names",
+    "maybe_structured",
+    "entries_read",
+    "integer_names",
+    "range_targets",
+    "basic_index",
+    "indexed_by_counters",
+    "iteration_local",
+    "breaks",
+    "target_names",
+    "popped_list",
+    "reads",
+]
+
+
+def target_names(target: gast.expr) -> list[str]:
+    """The names a target binds: one, or (A-normal form) a flat tuple of them, one maybe
+    starred."""
+    if isinstance(target, gast.Name):
+        return [target.id]
+    if not isinstance(target, (gast.Tuple, gast.List)):  # an attribute or an item
+        return []
+    elements = [e.value if isinstance(e, gast.Starred) else e for e in target.elts]
+    return [e.id for e in elements if isinstance(e, gast.Name)]
+
+
+def write_counts(statements) -> Counter:
+    """How many times a path through ``statements`` may bind each name: two bindings in
+    one arm of a branch overwrite as much as two side by side (``parts = []`` twice in an
+    ``if`` lost the first list, whose items the backward sweep reads); the two arms of a
+    branch count as one path each."""
+    counts: Counter = Counter()
+    for statement in statements:
+        if isinstance(statement, gast.If):
+            counts.update(names_written(statement.test))
+            counts.update(write_counts(statement.body) | write_counts(statement.orelse))
+        elif isinstance(statement, (gast.For, gast.While)):
+            header = statement.target if isinstance(statement, gast.For) else statement.test
+            counts.update(names_written(header))
+            counts.update(write_counts(statement.body))
+            counts.update(write_counts(statement.orelse))
+        else:
+            counts.update(names_written(statement))
+    return counts
+
+
+def names_written_in_loops(statements) -> set[str]:
+    result = set()
+    for statement in nested_statements(statements):
+        if isinstance(statement, (gast.For, gast.While)):
+            for inner in statement.body:
+                result |= names_written(inner)
+            result |= names_written(statement.target) if isinstance(statement, gast.For) else set()
+    return result
+
+
+def mutated_base(statement) -> str | None:
+    if isinstance(statement, gast.Assign):
+        return item_target_base(statement)
+    if isinstance(statement, gast.Expr):
+        return method_receiver(statement.value, "append") or method_receiver(statement.value, "pop")
+    return None
+
+
+def mutated_names(statements) -> set[str]:
+    return {b for s in nested_statements(statements) if (b := mutated_base(s)) is not None}
+
+
+def fresh_names(statements, parsed, local_names) -> set[str]:
+    """Names every assignment of which creates a new array or list, or passes on the value
+    of another such name (``t = new; u = t``: buffers swapped between time steps)."""
+    verdict: dict[str, bool] = {}
+    copies: dict[str, set[str]] = {}
+    for statement in nested_statements(statements):
+        if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
+            continue
+        name, value = statement.targets[0].id, statement.value
+        if annotation(statement, SYNCED):
+            verdict.setdefault(name, True)  # an entry of a list of new arrays, stored back
+            continue
+        if isinstance(value, gast.Name):
+            copies.setdefault(name, set()).add(value.id)
+            verdict.setdefault(name, True)
+            continue
+        verdict[name] = verdict.get(name, True) and _creates_new(value, parsed, local_names)
+    fresh = {n for n, made in verdict.items() if made}
+    changed = True
+    while changed:  # a copy of a name that is not always new is not always new
+        spoiled = {n for n in fresh if not copies.get(n, set()) <= fresh}
+        fresh -= spoiled
+        changed = bool(spoiled)
+    return fresh
+
+
+def _creates_new(value: gast.expr, parsed, local_names) -> bool:
+    if isinstance(value, (gast.List, gast.BinOp, gast.UnaryOp)):
+        return True
+    if isinstance(value, gast.Call):
+        func = value.func
+        if isinstance(func, gast.Attribute) and func.attr == "copy":
+            return True
+        if isinstance(func, gast.Name) and func.id == "list":
+            return True
+        target = (
+            parsed.resolve(func)
+            if not (
+                isinstance(func, gast.Attribute)
+                and isinstance(func.value, gast.Name)
+                and func.value.id in local_names
+            )
+            else None
+        )
+        name = getattr(target, "__name__", "")
+        module = getattr(target, "__module__", "") or ""
+        if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
+            return name in ("owned", "zeros_like_value", "zeros_like_structure", "snapshot")
+        return fresh_result(target, value)
+    return False
+
+
+def list_names(statements) -> set[str]:
+    """Variables that hold Python lists or tuples made here, or copies of them (their
+    cotangents are lists too)."""
+    result = set()
+    copies = []
+    for statement in nested_statements(statements):
+        if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name):
+            value = statement.value
+            is_list = isinstance(value, gast.List) or (
+                isinstance(value, gast.Call)
+                and isinstance(value.func, gast.Name)
+                and value.func.id in ("list", "tuple")
+            )
+            if is_list:
+                result.add(statement.targets[0].id)
+            elif isinstance(value, gast.Name):
+                copies.append((statement.targets[0].id, value.id))
+    grown = True
+    while grown:
+        grown = False
+        for copy, source in copies:
+            if source in result and copy not in result:
+                result.add(copy)
+                grown = True
+    return result
+
+
+_STRUCTURED_RESULTS = frozenset(
+    map(id, (runtime.for_items, runtime.concatenated, list, tuple, runtime.dict_keys))
+)
+
+
+def maybe_structured(statements, known: set[str], parameters, operations) -> set[str]:
+    """Variables that may hold lists, tuples or dicts (``known`` do): their cotangents are
+    added with ``add_cotangents`` (``+`` on them is not differentiable again), never
+    updated in place. Too many is safe: ``add_cotangents`` of arrays is ``+``.
+
+    Besides ``known``: literals, slices and entries of such variables, what ``for_items``,
+    ``list``, ``tuple`` and ``concatenated`` return (``for_items`` of an array argument
+    aside), every unpacked value, and starred targets.
+    """
+    result = set(known)
+    assignments = [
+        s
+        for s in nested_statements(statements)
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
+    ]
+    arrays = parameters - known  # the other differentiated arguments
+    changed = True
+    while changed:
+        changed = False
+        for statement in assignments:
+            target, value = statement.targets[0], statement.value
+            if isinstance(target, gast.Tuple):  # the value, and a starred name (a list)
+                found = {value.id} if isinstance(value, gast.Name) else set()
+                found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
+            elif _structured_value(statement, result, arrays, operations):
+                found = {target.id}
+            else:
+                found = set()
+            if found - result:
+                result |= found
+                changed = True
+    return result
+
+
+def _structured_value(statement, structured, arrays, operations) -> bool:
+    value = statement.value
+    if isinstance(value, (gast.List, gast.Tuple, gast.Dict)):
+        return True
+    if isinstance(value, gast.Name):
+        return value.id in structured
+    if isinstance(value, gast.Subscript):
+        return isinstance(value.value, gast.Name) and value.value.id in structured
+    if isinstance(value, gast.Call):
+        operation = operations.of(statement)
+        if id(operation.primitive) not in _STRUCTURED_RESULTS:
+            return False
+        argument = operation.args[0] if operation.args else None
+        over_array = isinstance(argument, gast.Name) and argument.id in arrays
+        return not (operation.primitive is runtime.for_items and over_array)
+    return False
+
+
+def entries_read(body: list[gast.stmt]) -> dict[str, set]:
+    """For each name read only as ``name[literal]`` (a tuple, list or dict built here, say),
+    the literals; names read any other way (passed on, iterated, updated) are left out."""
+    nodes = [n for statement in body for n in walk(statement)]
+    entries = {}
+    for node in nodes:
+        if (
+            type(node) is gast.Subscript
+            and type(node.ctx) is gast.Load
+            and type(node.value) is gast.Name
+            and type(node.slice) is gast.Constant
+            and type(node.slice.value) in (int, str)
+            and (type(node.slice.value) is str or node.slice.value >= 0)
+        ):
+            entries[id(node.value)] = node.slice.value
+    read: dict[str, set] = {}
+    other_uses = set()
+    for node in nodes:
+        if type(node) is gast.Name and type(node.ctx) is not gast.Store:
+            if id(node) in entries:
+                read.setdefault(node.id, set()).add(entries[id(node)])
+            else:
+                other_uses.add(node.id)
+    return {name: keys for name, keys in read.items() if name not in other_uses}
+
+
+def integer_names(statements) -> set[str]:
+    """Variables that only ever hold Python integers: ``range`` loop counters, and integer
+    arithmetic of them and of literals (``t = i + 1``) that is their only binding."""
+    bindings: dict[str, list] = {}
+    for statement in nested_statements(statements):
+        kind = type(statement)
+        if kind is gast.Assign and len(statement.targets) == 1:
+            if type(statement.targets[0]) is gast.Name:
+                bindings.setdefault(statement.targets[0].id, []).append(statement.value)
+        elif kind is gast.For and range_targets(statement) and type(statement.target) is gast.Name:
+            bindings.setdefault(statement.target.id, []).append(None)  # None: a counter
+    stores = Counter(
+        n.id
+        for statement in statements
+        for n in walk(statement)
+        if type(n) is gast.Name and type(n.ctx) is gast.Store
+    )
+    candidates = {n: values for n, values in bindings.items() if stores[n] == len(values)}
+    found: set[str] = set()
+    while True:
+        more = {
+            n
+            for n, values in candidates.items()
+            if n not in found and all(v is None or _integer_arithmetic(v, found) for v in values)
+        }
+        if not more:
+            return found
+        found |= more
+
+
+def _integer_arithmetic(node: gast.expr, integers: set[str]) -> bool:
+    kind = type(node)
+    if kind is gast.Constant:
+        return type(node.value) is int
+    if kind is gast.Name:
+        return node.id in integers
+    if kind is gast.UnaryOp and type(node.op) in (gast.USub, gast.UAdd):
+        return _integer_arithmetic(node.operand, integers)
+    if kind is gast.BinOp and type(node.op) in (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv):
+        return all(_integer_arithmetic(side, integers) for side in (node.left, node.right))
+    return False
+
+
+def range_targets(loop) -> set[str]:
+    if isinstance(loop, gast.For) and annotation(loop, RANGE_LOOP, False):
+        return set(names_written(loop.target))
+    return set()
+
+
+def basic_index(index: gast.expr, counters: set[str]) -> bool:
+    """An index made of integer literals, loop counters, slices, None and ``...`` only."""
+    if isinstance(index, gast.Tuple):
+        return all(basic_index(e, counters) for e in index.elts)
+    if isinstance(index, gast.Slice):
+        return all(
+            p is None or basic_index(p, counters) for p in (index.lower, index.upper, index.step)
+        )
+    if isinstance(index, gast.Constant):
+        return type(index.value) is int or index.value is None or index.value is Ellipsis
+    if isinstance(index, gast.UnaryOp) and isinstance(index.operand, gast.Constant):
+        return type(index.operand.value) is int
+    return isinstance(index, gast.Name) and index.id in counters
+
+
+def indexed_by_counters(body, counters: set[str]) -> set[str]:
+    """Arrays a loop body reads at basic indices (candidates for in-place accumulation)."""
+    found = set()
+    for node in nested_statements(body):
+        if (
+            isinstance(node, gast.Assign)
+            and isinstance(node.value, gast.Subscript)
+            and isinstance(node.value.value, gast.Name)
+            and basic_index(node.value.slice, counters)
+        ):
+            found.add(node.value.value.id)
+    return found
+
+
+def popped_list(statement) -> str | None:
+    """The list ``v = items.pop()`` pops from, or None."""
+    value = statement.value
+    if method_receiver(value, "pop") is not None and not value.args:
+        return value.func.value.id
+    return None
+
+
+def iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozenset()) -> set[str]:
+    """Variables one pass over ``body`` assigns before it reads them, used nowhere else.
+
+    Inside an ``if``, a variable is local to a branch when that branch assigns it before
+    reading it and nothing outside the branch reads it.
+    """
+    seen_reads: set[str] = set()
+    local: set[str] = set()
+    for index, statement in enumerate(body):
+        if isinstance(statement, gast.Assign) and isinstance(
+            statement.targets[0], (gast.Name, gast.Tuple)
+        ):
+            seen_reads |= names_read(statement.value)
+            for name in names_written(statement.targets[0]):
+                if name not in seen_reads and name not in read_elsewhere:
+                    local.add(name)
+        elif isinstance(statement, gast.If):
+            rest = body[:index] + body[index + 1 :]
+            outside = set(read_elsewhere).union(*(names_read(s) for s in rest))
+            for branch, other in (
+                (statement.body, statement.orelse),
+                (statement.orelse, statement.body),
+            ):
+                elsewhere = frozenset(
+                    outside.union(*(names_read(s) for s in other)) | names_read(statement.test)
+                )
+                local |= iteration_local(branch, elsewhere) - seen_reads
+            seen_reads |= names_read(statement)
+        else:
+            seen_reads |= names_read(statement)
+            seen_reads |= names_written(statement)  # conditional writes are not definite
+    return local
+
+
+def breaks(body) -> bool:
+    for statement in body:
+        if isinstance(statement, gast.Break):
+            return True
+        if isinstance(statement, (gast.For, gast.While, gast.FunctionDef)):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and breaks(inner):
+                return True
+    return False
+
+
+def reads(node: gast.AST, name: str) -> bool:
+    return any(isinstance(n, gast.Name) and n.id == name for n in walk(node))

@@ -1,0 +1,318 @@
+"""The forward sweep: the primal code, and a :class:`Step` for each statement.
+
+Each statement is classified once and given its step: how its value is pulled back (a
+primitive's rule, the generated or custom derivative of a function it calls, a dispatch
+at run time), what it saves before it overwrites it, and, for a loop that ``break``s or a
+``while`` loop, the variable that counts its iterations. Calls are rewritten to call a
+derivative (``calls``); what cannot be differentiated is refused here, before any
+backward code is written.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
+from s2sgrad.compiler.effects import is_not_at_run_time, refuse_calls_kept_for_effect
+from s2sgrad.compiler.operations import Operation, OperationKind
+from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
+from s2sgrad.compiler.reverse.calls import Calls
+from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.facts import (
+    breaks,
+    fresh_names,
+    mutated_base,
+    mutated_names,
+    target_names,
+)
+from s2sgrad.compiler.reverse.saves import Saves
+from s2sgrad.compiler.steps import Derivative, Step, StepKind
+from s2sgrad.compiler.syntax import (
+    assign,
+    clone,
+    constant,
+    load,
+    method_receiver,
+    names_read,
+    names_written,
+    nested_statements,
+)
+from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
+
+__all__ = ["ForwardSweep", "refuse_operation"]
+
+
+class ForwardSweep:
+    """Emit the forward sweep of a block and record its steps.
+
+    Example::
+
+        steps = []
+        forward = ForwardSweep(context, saves, calls).forward_block(statements, False, steps)
+    """
+
+    def __init__(self, context: Context, saves: Saves, calls: Calls):
+        self.context = context
+        self.parsed = context.parsed
+        self.activity = context.activity
+        self.names = context.names
+        self.active = context.active
+        self.saves = saves
+        self.calls = calls
+
+    def check_mutations(self, statements: list[gast.stmt]) -> None:
+        """In-place updates must target arrays or lists the function created itself."""
+        fresh = fresh_names(statements, self.parsed, self.context.local_names)
+        dicts = {
+            s.targets[0].id
+            for s in nested_statements(statements)
+            if isinstance(s, gast.Assign)
+            and isinstance(s.targets[0], gast.Name)
+            and isinstance(s.value, gast.Dict)
+        }
+        refuse_mutating_calls(statements, self.parsed, self.context.parameters, self.activity)
+        for statement in nested_statements(statements):
+            base = mutated_base(statement)
+            if base is None:
+                continue
+            if base in self.context.parameters:
+                error = UnsupportedError(
+                    f"{self.parsed.location(statement)}: this changes the argument '{base}' in "
+                    f"place, and inputs are never mutated; copy it first ('{base} = "
+                    f"{base}.copy()') and update the copy"
+                )
+                error.tape_cannot_either = True
+                raise error
+            if base in dicts and (base in self.activity.varied or self.active(base)):
+                raise UnsupportedError(  # the tape can: auto falls back to it
+                    f"{self.parsed.location(statement)}: writing entries of the dict "
+                    f"'{base}' that hold values being differentiated is not transformed by "
+                    "source; build the dict in one expression ({k: ... for k in ...} or "
+                    "dict(zip(...))), or use mode='tape'"
+                )
+            if base not in fresh and (base in self.activity.varied or self.active(base)):
+                error = UnsupportedError(
+                    f"{self.parsed.location(statement)}: '{base}' is updated in place but "
+                    "may share memory with another array (a view such as y[0], or an alias); "
+                    "update the array it comes from (y[0, 1] = ...), or make it a new array "
+                    "first (np.zeros, np.copy, x.copy(), a list)"
+                )
+                error.tape_cannot_either = True
+                raise error
+
+    def forward_block(self, statements, in_loop: bool, steps: list[Step]) -> list[gast.stmt]:
+        result: list[gast.stmt] = []
+        for statement in statements:
+            result.extend(self.forward_statement(statement, in_loop, steps))
+        return result
+
+    def forward_statement(
+        self, statement: gast.stmt, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
+        if isinstance(statement, gast.If):
+            step = Step(statement, StepKind.BRANCH)
+            statement.body = self.forward_block(statement.body, in_loop, step.body) or [gast.Pass()]
+            statement.orelse = self.forward_block(statement.orelse, in_loop, step.orelse)
+            steps.append(step)
+            return [statement]
+        if isinstance(statement, (gast.For, gast.While)):
+            return self.forward_loop(statement, in_loop, steps)
+        if isinstance(statement, gast.Assign):
+            return self.forward_assign(statement, in_loop, steps)
+        if isinstance(statement, gast.Expr):
+            return self.forward_expression(statement, steps)
+        plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
+        if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
+                "statements that compute differentiated values cannot be transformed; "
+                "use mode='tape'"
+            )
+        steps.append(Step(statement, StepKind.OTHER))
+        return [statement]
+
+    def forward_assign(
+        self, statement: gast.Assign, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
+        target = statement.targets[0]
+        if isinstance(target, gast.Attribute) or (
+            isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
+        ):
+            # what is stored may be read back through the object; storing into a
+            # differentiated array (t.flat = v) changes it in place
+            if self.context.is_varied_expression(statement.value) or (
+                names_read(target) & self.activity.varied
+            ):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: storing a differentiated value in an "
+                    "attribute or a nested container cannot be transformed; keep it in a "
+                    "variable, or use mode='tape'"
+                )
+            steps.append(Step(statement, StepKind.STORE, target=target))
+            return [statement]
+        if isinstance(target, gast.Subscript):
+            step = Step(statement, StepKind.ITEM_WRITE, target=target)
+            steps.append(step)
+            # a constant array is saved too: the backward sweep may read it (z = x * t;
+            # t[:] = 0.5 leaves dz's rule reading t), and unread saves are dropped
+            save = self.saves.new_save(step, target.value.id, "item", index=clone(target.slice))
+            return [self.saves.save_marker(save), statement]
+        step = Step(statement, StepKind.ASSIGN, target=target)
+        targets = target_names(target)
+        if any(self.active(t) for t in targets):
+            step.operation = self.context.operations.of(statement)
+            self.choose_derivative(step)
+        steps.append(step)
+        result: list[gast.stmt] = []
+        if step.calls and in_loop:  # each iteration's pullback is needed later
+            self.context.in_loops.add(step.extra)
+            targets = [*targets, step.extra]
+        for name in targets:
+            if self.overwritten(name):
+                result.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
+        operation = self.context.operations.of(statement)
+        if operation.kind is OperationKind.LIST_POP and len(targets) == 1:
+            owner = operation.args[0].id
+            if self.active(owner) or owner in self.activity.varied:  # the list changes
+                # saved last, so restored first: the popped value goes back before the
+                # variable it was popped into gets its earlier value back
+                popped = load(targets[0])
+                result.append(
+                    self.saves.save_marker(self.saves.new_save(step, owner, "pop", popped))
+                )
+        result.append(step.statement)
+        return result
+
+    def choose_derivative(self, step: Step) -> None:
+        """Decide how ``step``'s value is pulled back, refusing what cannot be; a call is
+        rewritten to call a derivative (``forward_call``, ``forward_dynamic``)."""
+        operation, statement = step.operation, step.statement
+        if has_starred(operation) and operation.kind in (
+            OperationKind.CALL,
+            OperationKind.PRIMITIVE,
+        ):
+            # f(x, *rest): which parameters the arguments fill is known when it runs
+            operation.callee = statement.value.func
+            self.calls.forward_dynamic(step, spread=True)
+        elif operation.kind is OperationKind.CALL:
+            try:
+                self.calls.forward_call(step)
+            except S2SGradError as error:
+                if not self.context.dynamic or is_not_at_run_time(error):
+                    raise
+                self.calls.forward_dynamic(step)
+        elif operation.kind is OperationKind.UNKNOWN and operation.callee is not None:
+            self.calls.forward_dynamic(step)
+        elif operation.kind in (OperationKind.COPY, OperationKind.PACK):
+            step.derivative = Derivative.ROUTED
+        elif operation.kind is OperationKind.PRIMITIVE and operation.differentiable:
+            step.derivative = Derivative.RULE
+        else:
+            refuse_operation(operation, self.parsed.location(statement))
+
+    def forward_expression(self, statement: gast.Expr, steps: list[Step]) -> list[gast.stmt]:
+        value = statement.value
+        refuse_calls_kept_for_effect(
+            statement, self.parsed, self.context.local_names, self.activity
+        )
+        step = Step(statement, StepKind.EXPRESSION)
+        steps.append(step)
+        if method_receiver(value, "append") is not None:
+            owner = value.func.value.id
+            if self.active(owner) or owner in self.activity.varied:
+                return [
+                    self.saves.save_marker(self.saves.new_save(step, owner, "append")),
+                    statement,
+                ]
+            return [statement]
+        if method_receiver(value, "pop") is not None and self.active(value.func.value.id):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: a list of differentiated values is popped "
+                "without keeping the value; write 'value = items.pop()' instead"
+            )
+        return [statement]
+
+    def forward_loop(self, loop, in_loop: bool, steps: list[Step]) -> list[gast.stmt]:
+        prefix: list[gast.stmt] = []
+        step = Step(loop, StepKind.LOOP)
+        increment = None
+        if isinstance(loop, gast.While) or breaks(loop.body):
+            counter = self.names.fresh("iterations")
+            if in_loop:
+                self.context.in_loops.add(counter)
+            step.counter = counter
+            start = assign(counter, constant(0), like=loop)
+            increment = assign(
+                counter, gast.BinOp(left=load(counter), op=gast.Add(), right=constant(1))
+            )
+            prefix.extend(self.forward_assign(start, False, steps))
+        elif not annotation(loop, RANGE_LOOP, False) and self.loop_is_active(loop):
+            raise UnsupportedError(
+                f"{self.parsed.location(loop)}: this loop iterates over something the "
+                "transformer cannot replay backwards; iterate over range(...), an array, "
+                "a list, enumerate or zip, or use mode='tape'"
+            )
+        body = self.forward_block(loop.body, in_loop=True, steps=step.body)
+        if increment is not None:
+            body.insert(0, increment)
+            step.body.insert(0, Step(increment, StepKind.COUNTER))
+        loop.body = body or [gast.Pass()]
+        if loop.orelse:
+            raise UnsupportedError(
+                f"{self.parsed.location(loop)}: 'else' clauses on loops are not supported; "
+                "use a flag variable instead"
+            )
+        steps.append(step)
+        return [*prefix, loop]
+
+    def loop_is_active(self, loop) -> bool:
+        """Whether the loop sets a differentiated value: its variable, a name, a list it
+        appends to or an array it writes into."""
+        changed = set().union(*(names_written(s) for s in loop.body)) | mutated_names(loop.body)
+        if isinstance(loop, gast.For):
+            changed |= names_written(loop.target)
+        return bool(changed & self.activity.active)
+
+    def overwritten(self, name: str) -> bool:
+        return (
+            self.context.writes[name] > 1
+            or name in self.context.in_loops
+            or name in self.context.parameters
+        )
+
+
+def refuse_operation(operation: Operation, location: str) -> None:
+    """Raise the error for a differentiated value computed by what has no derivative
+    (a custom derivative differentiated again, an iterator, a library function without a
+    rule, what the transformer cannot see through); other operations pass."""
+    if operation.kind is OperationKind.HIGHER_ORDER_CUSTOM:
+        error = NonDifferentiableError(
+            f"{location}: this derivative uses a custom derivative "
+            f"({operation.description}), whose pullback cannot be differentiated again; "
+            "derivatives of higher order need the function itself, without "
+            "@s2sgrad.derivative"
+        )
+        error.tape_cannot_either = True
+        raise error
+    if operation.kind is OperationKind.ITERATOR:
+        raise iterator_error(location, operation.description)
+    if operation.kind is OperationKind.NO_RULE:
+        error = NonDifferentiableError(
+            f"{location}: {operation.description} has no derivative rule; "
+            + (
+                operation.advice
+                or "give it one with @s2sgrad.derivative(of=...), or wrap the "
+                "value in s2sgrad.stop_gradient if it needs none"
+            )
+        )
+        error.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+        raise error
+    if operation.kind is OperationKind.UNKNOWN:
+        raise UnsupportedError(
+            f"{location}: cannot differentiate through {operation.description}; register a "
+            "rule with @s2sgrad.derivative, or use mode='tape'"
+        )
+
+
+def has_starred(operation: Operation) -> bool:
+    return any(isinstance(a, gast.Starred) for a in operation.args)

@@ -1,0 +1,162 @@
+"""The adjoint of a primitive: its registered rule's body, inlined with the call's names.
+
+``y = np.sin(t1)`` gets ``dt1 = dy * np.cos(t1)``: the rule (s2sgrad/rules/) is parsed
+once and inlined (``compiler/inline.py``), or called through ``vjp_call`` where it cannot
+be. ``v = x[i]`` in a loop accumulates into x's private cotangent in place.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import gast
+
+from s2sgrad.compiler.inline import inline_rule
+from s2sgrad.compiler.operations import Operation, refuse_differentiated_keywords
+from s2sgrad.compiler.reverse.context import Context, located
+from s2sgrad.compiler.reverse.cotangents import Cotangents
+from s2sgrad.compiler.reverse.facts import basic_index
+from s2sgrad.compiler.syntax import assign, call, clone, constant, load, walk
+from s2sgrad.errors import NonDifferentiableError
+
+__all__ = ["RuleAdjoints", "rule_label"]
+
+
+class RuleAdjoints:
+    """Adjoints of statements that compute a primitive, and the labels of the rules used.
+
+    ``applied``: the rules applied for the statement being differentiated, which its
+    ``# grad of:`` comment names.
+
+    Example::
+
+        rules.backward_primitive(statement, operation, load("dy"), load("y"))
+        # [dt1 = dy * np.cos(t1)]
+    """
+
+    def __init__(self, context: Context, cotangents: Cotangents):
+        self.context = context
+        self.parsed = context.parsed
+        self.names = context.names
+        self.namespace = context.namespace
+        self.helper = context.helper
+        self.active = context.active
+        self.is_active_expression = context.is_active_expression
+        self.cotangents = cotangents
+        self.applied: list[str] = []
+
+    def backward_primitive(self, statement, operation, cotangent, answer) -> list[gast.stmt]:
+        rule = operation.rule
+        if rule is None or rule.vjp is None:
+            raise NonDifferentiableError(
+                f"{self.parsed.location(statement)}: {_describe(operation.primitive)} has no "
+                "derivative rule; register one with @s2sgrad.derivative(of=...), or wrap "
+                "the value in s2sgrad.stop_gradient if it needs none"
+            )
+        args = [self.numpy_names(a) for a in operation.args]
+        in_place = self.accumulate_item(statement, operation, cotangent)
+        if in_place is not None:
+            return in_place
+        wanted = {
+            i
+            for i, a in enumerate(args)
+            if self.is_active_expression(a) and not isinstance(a, gast.Constant)
+        }
+        refuse_differentiated_keywords(
+            operation, self.is_active_expression, self.parsed.location(statement)
+        )
+        if not wanted:
+            return []
+        inlined = None
+        if rule.inline_vjp:
+            inlined = inline_rule(
+                rule.vjp,
+                cotangent,
+                answer,
+                args,
+                operation.keywords,
+                wanted,
+                self.names,
+                self.namespace,
+            )
+        self.applied.append(rule_label(rule.vjp if inlined is not None else None, operation))
+        block: list[gast.stmt] = []
+        if inlined is None:
+            primitive_name = self.namespace.bind(
+                _primitive_name(operation.primitive), operation.primitive
+            )
+            result = self.names.fresh("cotangents")
+            arguments = [load(primitive_name), cotangent, answer, *args]
+            rule_call = call(self.helper("vjp_call"), arguments, operation.keywords)
+            block.append(assign(result, rule_call, like=statement))
+            entries = [
+                gast.Subscript(value=load(result), slice=constant(i), ctx=gast.Load())
+                for i in range(len(args))
+            ]
+        else:
+            block.extend(located(s, statement) for s in inlined.statements)
+            entries = inlined.entries
+        for index in sorted(wanted):
+            entry = entries[index] if index < len(entries) else None
+            if entry is not None:
+                block.extend(self.cotangents.distribute(args[index], entry, statement))
+        return block
+
+    def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:
+        """``v = x[i]`` in a loop: ``dx[i] += dv`` into x's private cotangent buffer.
+
+        Only for indices that cannot repeat an element (integers, loop counters, slices),
+        and only where the buffer is known to be private: then each iteration costs the
+        size of ``x[i]``, not of ``x``.
+        """
+        if operation.primitive is not operator.getitem:
+            return None
+        base, index = statement.value.value, statement.value.slice
+        if not isinstance(base, gast.Name) or not self.active(base.id):
+            return None
+        name = self.cotangents.adjoint(base.id)
+        if base.id not in self.cotangents.defined or name not in self.cotangents.owned:
+            return None
+        if not basic_index(index, self.cotangents.counters):
+            return None
+        place = gast.Subscript(value=load(name), slice=clone(index), ctx=gast.Store())
+        if base.id in self.context.structured:  # an entry of a list's cotangent is replaced
+            if isinstance(index, gast.Slice):
+                return None
+            current = gast.Subscript(value=load(name), slice=clone(index), ctx=gast.Load())
+            total = call(self.helper("add_cotangents"), [current, cotangent])
+            update: gast.stmt = gast.Assign(targets=[place], value=total, type_comment=None)
+        else:
+            update = gast.AugAssign(target=place, op=gast.Add(), value=cotangent)
+        return [located(update, statement)]
+
+    def numpy_names(self, node: gast.expr) -> gast.expr:
+        """Rewrite the ``np`` of ``np.s_[...]`` index expressions to this module's name."""
+        if self.context.np != "np":
+            for child in walk(node):
+                if isinstance(child, gast.Attribute) and child.attr == "s_":
+                    child.value = load(self.context.np)
+        return node
+
+
+def rule_label(rule_function: Any, operation: Operation) -> str:
+    """How a ``# grad of:`` comment names the rule applied to ``operation``: the inlined
+    rule's function and module, or the primitive whose rule the generated code calls."""
+    if rule_function is None:
+        return f"{_describe(operation.primitive)} (rule called)"
+    module = getattr(rule_function, "__module__", "") or ""
+    return f"{rule_function.__qualname__} in {module}"
+
+
+def _describe(primitive) -> str:
+    name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    module = getattr(primitive, "__module__", None)
+    if name and module == "_operator":
+        return f"the operator {name}"
+    return f"{module}.{name}" if name and module else repr(primitive)
+
+
+def _primitive_name(primitive) -> str:
+    name = getattr(primitive, "__name__", None) or "primitive"
+    return name if name.isidentifier() else "primitive"
