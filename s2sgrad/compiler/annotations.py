@@ -27,7 +27,6 @@ INLINED = "s2s_inlined"  # loops: a call replaced by an inlined function's value
 RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its index is the counter)
 
 # Derivative code (reverse/)
-COUNTER = "s2s_counter"  # the increment of a loop's iteration counter
 REPLAY = "s2s_replay"  # a block the backward sweep runs again to restore values
 STACK = "s2s_stack"  # the creation of a stack of saved values (dropped when nobody reads it)
 SAVE_INIT = "s2s_save_init"  # a value bound only so the first push has one

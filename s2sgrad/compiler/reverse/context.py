@@ -16,7 +16,15 @@ from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.reverse import facts
+from s2sgrad.compiler.reverse.facts import (
+    entries_read,
+    integer_names,
+    list_names,
+    maybe_structured,
+    mutated_names,
+    names_written_in_loops,
+    write_counts,
+)
 from s2sgrad.compiler.steps import Operations
 from s2sgrad.compiler.syntax import load, names_written, parameter_names, walk
 
@@ -61,15 +69,15 @@ class Context:
 
     def study(self, statements: list[gast.stmt], body: list[gast.stmt]) -> None:
         """Read the facts the sweeps consult off ``statements`` (``body`` without its return)."""
-        self.writes = facts.write_counts(statements)
-        self.in_loops = facts.names_written_in_loops(statements)
-        self.mutated = facts.mutated_names(statements)
-        self.lists = facts.list_names(statements)
-        self.integers = facts.integer_names(statements)
-        self.structured = facts.maybe_structured(
+        self.writes = write_counts(statements)
+        self.in_loops = names_written_in_loops(statements)
+        self.mutated = mutated_names(statements)
+        self.lists = list_names(statements)
+        self.integers = integer_names(statements)
+        self.structured = maybe_structured(
             statements, self.containers | self.lists, self.parameters, self.operations
         )
-        self.entries_read = facts.entries_read(body)
+        self.entries_read = entries_read(body)
 
     def helper(self, name: str) -> gast.Name:
         """A runtime helper, bound in the generated module's namespace."""
