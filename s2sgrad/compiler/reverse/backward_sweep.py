@@ -114,7 +114,7 @@ class BackwardSweep:
             return self.adjoints.backward_expression(step.statement), []
         if step.kind is StepKind.ITEM_WRITE:
             return self.adjoints.backward_item_assignment(step.statement), []
-        return [], []  # a constant stored out of sight (forward_assign refuses the rest)
+        return [], []  # a constant stored out of sight (the others are refused), a counter
 
     def backward_if(self, step: Step, later_reads) -> list[gast.stmt]:
         statement = step.statement
