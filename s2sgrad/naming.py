@@ -2,12 +2,14 @@
 
 A ufunc does not say which module it belongs to (NumPy's and SciPy's are all ``numpy.ufunc``),
 so it is looked up among the modules imported so far: the shortest public module path that
-holds it by its name.
+holds it by its name. A method of a library object is named after the object
+(``scipy.stats.norm.logpdf``).
 """
 
 from __future__ import annotations
 
 import sys
+import types
 from typing import Any
 
 import numpy as np
@@ -23,12 +25,31 @@ def library_name(obj: Any) -> str | None:
 
         library_name(np.sin)                # 'np.sin'
         library_name(scipy.special.gammaln)  # 'scipy.special.gammaln'
+        library_name(scipy.stats.norm.logpdf)  # 'scipy.stats.norm.logpdf'
     """
     name = getattr(obj, "__name__", None)
     if not isinstance(name, str):
         return None
+    if isinstance(obj, types.MethodType) and not isinstance(obj.__self__, (type, types.ModuleType)):
+        owner = _object_name(obj.__self__)
+        return f"{owner}.{name}" if owner else None
     if getattr(np, name, None) is obj:
         return f"np.{name}"
+    return _held_as(name, obj)
+
+
+def _object_name(obj: Any) -> str | None:
+    """``scipy.stats.norm`` for the object a module holds as ``norm``, found by the object's
+    ``name`` or its class's name without ``_gen`` (SciPy's distributions are named so)."""
+    for name in (getattr(obj, "name", None), type(obj).__name__.removesuffix("_gen")):
+        if isinstance(name, str) and name.isidentifier():
+            held = _held_as(name, obj)
+            if held is not None:
+                return held
+    return None
+
+
+def _held_as(name: str, obj: Any) -> str | None:
     holders = [
         module_name
         for module_name, module in list(sys.modules.items())

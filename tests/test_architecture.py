@@ -45,6 +45,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.reductions",
             "s2sgrad.rules.linalg",
             "s2sgrad.rules.shapes",
+            # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
+            "s2sgrad.rules.scipy_special",
+            "s2sgrad.rules.scipy_stats",
+            "s2sgrad.rules.scipy_stats_multivariate",
+            "s2sgrad.rules.scipy_linalg",
+            "s2sgrad.rules.scipy_signal",
         ),
     ),
     # the runtime tape: records NumPy calls on its values, asks the registry for rules

@@ -229,12 +229,12 @@ def test_a_library_function_without_a_rule_is_named_by_its_own_module(mode):
     special = pytest.importorskip("scipy.special")
 
     def f(x):
-        return np.sum(special.gammaln(x))
+        return np.sum(special.exp1(x))
 
     with pytest.raises(sg.NonDifferentiableError) as caught:
         sg.grad(f, mode=mode)(np.array([1.5, 2.5]))
-    assert "scipy.special.gammaln" in str(caught.value)
-    assert "np.gammaln" not in str(caught.value) and "from NumPy" not in str(caught.value)
+    assert "scipy.special.exp1" in str(caught.value)
+    assert "np.exp1" not in str(caught.value) and "from NumPy" not in str(caught.value)
 
 
 def _einsum_square(a):

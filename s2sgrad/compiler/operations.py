@@ -192,7 +192,9 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         if rule is not None:
             return _primitive(target, *_keywords_in_position(rule, list(node.args), keywords))
         if _is_library(target):
-            named = library_name(target) or f"{dotted_name(func)} (from NumPy)"
+            module = getattr(target, "__module__", None) or ""
+            library = "SciPy" if module.startswith("scipy") else "NumPy"
+            named = library_name(target) or f"{dotted_name(func)} (from {library})"
             return Operation(OperationKind.NO_RULE, target, args, keywords, named)
         if getattr(target, "__module__", None) in ("math", "cmath"):
             return _scalar_math(target, args, keywords, func)
@@ -366,8 +368,9 @@ def _is_custom_derivative_code(target) -> bool:
 
 
 def _is_library(target) -> bool:
+    # SciPy's functions without a rule are refused like NumPy's, not transformed from source
     module = getattr(target, "__module__", None) or ""
-    return isinstance(target, np.ufunc) or module.split(".")[0] == "numpy"
+    return isinstance(target, np.ufunc) or module.split(".")[0] in ("numpy", "scipy")
 
 
 def index_expression(index: gast.expr) -> gast.expr:

@@ -4,6 +4,9 @@ The registry (:mod:`s2sgrad.rules.registry`) is below the runtime, whose helpers
 their own rules; the rule bodies (``elementwise``, ``reductions``, ``linalg``, ``shapes``)
 are written with those helpers, so they are above it. Each rule module registers its
 rules when imported, and ``import s2sgrad`` imports them all before anything else.
+The rule modules of an optional library (``registry.OPTIONAL_RULE_MODULES``: library module
+→ rule module, e.g. ``scipy.special`` → ``scipy_special``) are imported when a lookup misses
+and the process has imported that library, so importing s2sgrad never imports SciPy.
 """
 
 from s2sgrad.rules.registry import (  # noqa: F401

@@ -21,9 +21,13 @@ Rules that the source transformer inlines must be written plainly: assignments a
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from s2sgrad.errors import S2SGradError
 
 __all__ = [
     "Rule",
@@ -155,9 +159,12 @@ def get_rule(primitive: Any) -> Rule | None:
         get_rule(np.sin).vjp  # the function registered with @vjp_rule(np.sin)
     """
     try:
-        return _RULES.get(_key(primitive))
+        rule = _RULES.get(_key(primitive))
     except TypeError:  # unhashable callables have no rule
         return None
+    if rule is None and _load_optional_rule_modules():
+        rule = _RULES.get(_key(primitive))
+    return rule
 
 
 def is_registered(primitive: Any) -> bool:
@@ -167,8 +174,38 @@ def is_registered(primitive: Any) -> bool:
 
 def registered_primitives() -> list[Any]:
     """Every primitive with a rule, for documentation and coverage tests (``import s2sgrad``
-    has imported every module that registers rules)."""
+    has imported every module that registers rules; an optional library's rules are
+    included once the library is imported)."""
+    _load_optional_rule_modules()
     return list(_RULES)
+
+
+# The rule modules of optional libraries: library module -> rule module (s2sgrad/rules/)
+OPTIONAL_RULE_MODULES = {
+    "scipy.special": "scipy_special",
+    "scipy.stats": "scipy_stats",
+    "scipy.linalg": "scipy_linalg",
+    "scipy.signal": "scipy_signal",
+}
+_optional_pending = dict(OPTIONAL_RULE_MODULES)  # those not loaded yet
+
+
+def _load_optional_rule_modules() -> bool:
+    """Load the rule modules of optional libraries (SciPy) that the process has imported
+    since the last look; whether any was loaded. Importing s2sgrad never imports them: a
+    rule of ``scipy.special`` can only be looked up once ``scipy.special`` is imported.
+    """
+    ready = [library for library in _optional_pending if library in sys.modules]
+    for library in ready:
+        try:
+            importlib.import_module(f"s2sgrad.rules.{_optional_pending.pop(library)}")
+        except (ImportError, AttributeError) as error:  # a SciPy older than the rules know
+            raise S2SGradError(
+                f"s2sgrad's derivative rules for {library} do not load with the installed "
+                f"version ({error}); install the version the 'scipy' extra asks for "
+                "(pip install 's2sgrad[scipy]')"
+            ) from error
+    return bool(ready)
 
 
 def differentiated_keyword(rule_function: Any, flags: tuple) -> dict:

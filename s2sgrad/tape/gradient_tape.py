@@ -19,6 +19,7 @@ import numpy as np
 from s2sgrad.runtime import as_gradient, unbroadcast, zeros_like_structure
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.display import describe_recording
+from s2sgrad.tape.library_calls import route_library_calls
 from s2sgrad.tape.recording import RECORDING, is_traced, new_serial
 from s2sgrad.tape.structures import flatten, flatten_like
 from s2sgrad.tape.values import TapeValue, user_location, value_of
@@ -88,6 +89,7 @@ class GradientTape:
         return self._serial in RECORDING
 
     def _start(self) -> None:
+        route_library_calls()  # SciPy's Python functions with rules, once
         RECORDING[self._serial] = self
 
     def _stop(self) -> None:

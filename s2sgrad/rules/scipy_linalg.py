@@ -1,0 +1,143 @@
+"""Derivative rules of ``scipy.linalg``: ``sqrtm``, ``solve_triangular``, ``solve_sylvester``.
+
+* ``X = solve_sylvester(A, B, Q)`` solves ``A X + X B = Q``. Differentiating,
+  ``A dX + dX B = dQ - dA X - X dB``: forward mode solves that; reverse mode solves the
+  adjoint equation ``A^T L + L B^T = G`` and gives ``dQ = L``, ``dA = -L X^T``,
+  ``dB = -X^T L``.
+* ``X = sqrtm(A)`` has ``X X = A``, so ``X dX + dX X = dA``: a Sylvester equation again
+  (reverse mode: ``X^T L + L X^T = G``). Matrices with a real principal square root
+  (e.g. symmetric positive definite ones) are differentiated.
+* ``x = solve_triangular(a, b, trans, lower, unit_diagonal)`` solves ``op(a) x = b`` and
+  reads only one triangle of ``a`` (without the diagonal if ``unit_diagonal``): the
+  cotangent of ``a`` is zero outside it. Reverse mode: ``L = op(a)^-T G``, ``db = L`` and
+  ``d op(a) = -L x^T``.
+
+Each rule is made of functions that have rules (``solve_sylvester`` itself,
+``solve_triangular`` itself, NumPy), so derivatives of any order follow.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.scipy_common import refuse
+
+_DISP = (
+    "scipy.linalg.sqrtm(A, disp=False) returns an error estimate beside the root and is not "
+    "differentiated; call sqrtm(A) (disp=True, the default)"
+)
+_COMPLEX_TRANS = (
+    "scipy.linalg.solve_triangular with trans=2 ('C', the conjugate transpose) is "
+    "differentiated for real matrices as trans=1; pass trans=1 ('T')"
+)
+
+
+@vjp_rule(linalg.solve_sylvester)
+def _solve_sylvester(g, ans, a, b, q):
+    adjoint = linalg.solve_sylvester(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2), g)
+    return (
+        -np.matmul(adjoint, np.swapaxes(ans, -1, -2)),
+        -np.matmul(np.swapaxes(ans, -1, -2), adjoint),
+        adjoint,
+    )
+
+
+@jvp_rule(linalg.solve_sylvester)
+def _solve_sylvester_jvp(t, ans, a, b, q):
+    return (
+        linalg.solve_sylvester(a, b, -np.matmul(t, ans)),
+        linalg.solve_sylvester(a, b, -np.matmul(ans, t)),
+        linalg.solve_sylvester(a, b, t),
+    )
+
+
+@vjp_rule(linalg.sqrtm)
+def _sqrtm(g, ans, A, disp=True, blocksize=64):
+    if disp is False:
+        refuse(_DISP)
+    transposed = np.swapaxes(ans, -1, -2)
+    return linalg.solve_sylvester(transposed, transposed, g)
+
+
+@jvp_rule(linalg.sqrtm)
+def _sqrtm_jvp(t, ans, A, disp=True, blocksize=64):
+    if disp is False:
+        refuse(_DISP)
+    return linalg.solve_sylvester(ans, ans, t)
+
+
+# trans: 0 or "N" solves a x = b, 1 or "T" solves a^T x = b
+@vjp_rule(linalg.solve_triangular)
+def _solve_triangular(
+    g,
+    ans,
+    a,
+    b,
+    trans=0,
+    lower=False,
+    unit_diagonal=False,
+    overwrite_b=False,
+    check_finite=True,
+):
+    if trans in (2, "C"):
+        refuse(_COMPLEX_TRANS)
+    if trans in (0, "N"):  # noqa: SIM108  (folded where the rule is inlined)
+        flipped = 1
+    else:
+        flipped = 0
+    adjoint = linalg.solve_triangular(a, g, trans=flipped, lower=lower, unit_diagonal=unit_diagonal)
+    columns = np.reshape(adjoint, (np.shape(a)[-1], -1))
+    solution = np.reshape(ans, (np.shape(a)[-1], -1))
+    if trans in (0, "N"):  # noqa: SIM108
+        to_op = -np.matmul(columns, solution.T)
+    else:
+        to_op = -np.matmul(solution, columns.T)
+    if unit_diagonal:  # noqa: SIM108
+        above = 1  # the diagonal is not read
+    else:
+        above = 0
+    if lower:  # noqa: SIM108
+        to_a = np.tril(to_op, -above)
+    else:
+        to_a = np.triu(to_op, above)
+    return to_a, adjoint
+
+
+@jvp_rule(linalg.solve_triangular)
+def _solve_triangular_jvp(
+    t,
+    ans,
+    a,
+    b,
+    trans=0,
+    lower=False,
+    unit_diagonal=False,
+    overwrite_b=False,
+    check_finite=True,
+):
+    if trans in (2, "C"):
+        refuse(_COMPLEX_TRANS)
+    if unit_diagonal:  # noqa: SIM108
+        above = 1
+    else:
+        above = 0
+    if lower:  # noqa: SIM108  (the triangle of a that is read)
+        read = np.tril(np.ones_like(a), -above)
+    else:
+        read = np.triu(np.ones_like(a), above)
+    if trans in (0, "N"):  # noqa: SIM108  (np.swapaxes(m, -1, -1) is m)
+        other = -1
+    else:
+        other = -2
+    return (
+        linalg.solve_triangular(
+            a,
+            -np.matmul(np.swapaxes(t * read, -1, other), ans),
+            trans=trans,
+            lower=lower,
+            unit_diagonal=unit_diagonal,
+        ),
+        linalg.solve_triangular(a, t, trans=trans, lower=lower, unit_diagonal=unit_diagonal),
+    )
