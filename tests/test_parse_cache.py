@@ -13,7 +13,11 @@ from pathlib import Path
 
 import s2sgrad as sg
 from s2sgrad.compiler import inline
-from s2sgrad.rules.registry import _RULES
+from s2sgrad.rules import get_rule, registered_primitives
+
+
+def _all_rules():
+    return [get_rule(primitive) for primitive in registered_primitives()]
 
 
 class _Planted:
@@ -30,7 +34,7 @@ def _plant(directory: Path, marker: Path) -> list[Path]:
     """Files where the old cache looked for each rules module, and unrelated pickles."""
     directory.mkdir(parents=True, exist_ok=True)
     planted = []
-    for module in sorted({Path(inspect.getfile(r.vjp)) for r in _RULES.values() if r.vjp}):
+    for module in sorted({Path(inspect.getfile(r.vjp)) for r in _all_rules() if r.vjp}):
         if module.suffix != ".py":
             continue
         text = module.read_bytes()
@@ -85,8 +89,8 @@ def test_planted_cache_files_are_neither_loaded_nor_deleted(tmp_path):
 
 
 def _inlined_rules():
-    rules = {r.vjp for r in _RULES.values() if r.vjp is not None and r.inline_vjp}
-    rules |= {r.jvp for r in _RULES.values() if r.jvp is not None and r.inline_jvp}
+    rules = {r.vjp for r in _all_rules() if r.vjp is not None and r.inline_vjp}
+    rules |= {r.jvp for r in _all_rules() if r.jvp is not None and r.inline_jvp}
     return sorted(
         (r for r in rules if hasattr(r, "__code__")),
         key=lambda r: (r.__code__.co_filename, r.__code__.co_firstlineno),
@@ -103,4 +107,4 @@ def test_rule_parameters_read_from_code_match_inspect():
         expected = [
             p for p in inspect.signature(rule).parameters.values() if p.kind != p.VAR_KEYWORD
         ]
-        assert inline._parameters(rule) == expected, rule.__qualname__
+        assert inline.parameters_of(rule) == expected, rule.__qualname__

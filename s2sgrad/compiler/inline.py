@@ -107,7 +107,7 @@ def _parse_rule(rule) -> _ParsedRule | None:
     if parsed is None:
         return None
     body, written = parsed
-    first, ans, *parameters = _parameters(rule)
+    first, ans, *parameters = parameters_of(rule)
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = next((p.name for p in parameters if p.kind == p.VAR_POSITIONAL), None)
     keyword_only = [p for p in parameters if p.kind == p.KEYWORD_ONLY]
@@ -126,7 +126,7 @@ def _parse_rule(rule) -> _ParsedRule | None:
     )
 
 
-def _parameters(rule) -> list[inspect.Parameter]:
+def parameters_of(rule) -> list[inspect.Parameter]:
     """The parameters of a plain function, read from its code (``inspect.signature`` is
     slower, and would follow ``__wrapped__`` away from the code that is inlined)."""
     code = rule.__code__
