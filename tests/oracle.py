@@ -20,6 +20,105 @@ def numeric_grad(f, args, index, kwargs=None, step=STEP):
     return _grad_of(evaluate, args[index], step)
 
 
+def numeric_vjp(f, args, index, cotangent, kwargs=None, step=STEP):
+    """d <cotangent, f(*args)> / d args[index]: the vector-Jacobian product of any ``f``.
+
+    ``f``'s output may be nested lists and tuples; a ``None`` entry of ``cotangent`` is an
+    output nobody used. Example::
+
+        numeric_vjp(np.sin, [x], 0, g)  # g * np.cos(x)
+    """
+    return numeric_grad(
+        lambda *a, **k: inner(cotangent, f(*a, **k)), args, index, kwargs=kwargs, step=step
+    )
+
+
+def numeric_jvp(f, args, index, tangent, kwargs=None, step=STEP):
+    """The derivative of ``f(*args)`` along ``tangent`` in ``args[index]``, mirroring
+    ``f``'s (nested) output.
+
+    Example::
+
+        numeric_jvp(np.sin, [x], 0, t)  # np.cos(x) * t
+    """
+    kwargs = kwargs or {}
+
+    def along(scale):
+        trial = list(args)
+        trial[index] = shifted(args[index], tangent, scale)
+        return f(*trial, **kwargs)
+
+    return _difference(along(step), along(-step), 2 * step)
+
+
+def numeric_jacobian(f, args, index, step=STEP):
+    """d f(*args) / d args[index] (an array or a float) as one array of shape
+    ``output shape + argument shape``.
+
+    Example::
+
+        numeric_jacobian(sg.grad(f), [x], 0)  # the Hessian of f at x
+    """
+    x = np.asarray(args[index], dtype=np.float64)
+    jacobian = np.zeros(np.shape(f(*args)) + x.shape)
+    for position in np.ndindex(x.shape):
+        unit = np.zeros(x.shape)
+        unit[position] = 1.0
+        direction = unit if np.ndim(args[index]) else 1.0
+        jacobian[(..., *position)] = numeric_jvp(f, args, index, direction, step=step)
+    return jacobian
+
+
+def directional_derivative(f, x, v, step=STEP):
+    """``(f(x + step v) - f(x - step v)) / 2 step``: ``f``'s derivative at ``x`` along ``v``
+    (a Hessian-vector product when ``f`` is a gradient), mirroring ``f``'s output.
+
+    Example::
+
+        directional_derivative(sg.grad(f), x, v)  # the Hessian of f at x, times v
+    """
+    return numeric_jvp(f, [x], 0, v, step=step)
+
+
+def shifted(x, direction, scale):
+    """``x + scale * direction`` entry by entry over nested lists, tuples and dicts, in
+    float64 (a Python float stays one)."""
+    if isinstance(x, dict):
+        return {k: shifted(x[k], direction[k], scale) for k in x}
+    if isinstance(x, (list, tuple)):
+        items = [shifted(a, d, scale) for a, d in zip(x, direction, strict=True)]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    if isinstance(x, float) and np.ndim(direction) == 0:
+        return float(x + scale * direction)
+    return np.asarray(x, dtype=np.float64) + scale * np.asarray(direction, dtype=np.float64)
+
+
+def _difference(up, down, width):
+    if isinstance(up, dict):
+        return {k: _difference(up[k], down[k], width) for k in up}
+    if isinstance(up, (list, tuple)):
+        items = [_difference(u, d, width) for u, d in zip(up, down, strict=True)]
+        return type(up)(*items) if hasattr(up, "_fields") else type(up)(items)
+    return (np.asarray(up, dtype=np.float64) - np.asarray(down, dtype=np.float64)) / width
+
+
+def inner(a, b) -> float:
+    """``<a, b>`` summed over nested lists, tuples and dicts of arrays; a ``None`` entry or
+    a key missing from either side counts as zero.
+
+    Example::
+
+        inner([np.ones(2), None], [np.arange(2.0), np.ones(3)])  # 1.0
+    """
+    if a is None or b is None:
+        return 0.0
+    if isinstance(a, dict):
+        return sum((inner(v, b.get(k)) for k, v in a.items()), 0.0)
+    if isinstance(a, (list, tuple)):
+        return sum((inner(u, v) for u, v in zip(a, b, strict=True)), 0.0)
+    return float(np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)))
+
+
 def _grad_of(evaluate, x, step):
     if isinstance(x, dict):
         return {k: _grad_of(lambda v, k=k: evaluate({**x, k: v}), x[k], step) for k in x}

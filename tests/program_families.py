@@ -32,7 +32,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from oracle import richardson, richardson_gradients
+from oracle import directional_derivative, richardson, richardson_gradients
 from program_fuzzer import HELPERS, program
 
 MORE_HELPERS = """
@@ -646,9 +646,7 @@ def _hvp_outcome(f, x, y, mode, along) -> str:
     gradient = sg.grad(f, wrt=(0, 1), mode=mode)  # checked right at (x, y) above
 
     def directional(step):
-        up = gradient(x + step * along[0], y + step * along[1])
-        down = gradient(x - step * along[0], y - step * along[1])
-        return [(u - d) / (2 * step) for u, d in zip(up, down)]
+        return directional_derivative(lambda xy: gradient(*xy), (x, y), along, step=step)
 
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):

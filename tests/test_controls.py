@@ -16,22 +16,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from oracle import call_twice, directional_derivative, numeric_grad, numeric_jacobian
 
 import s2sgrad as sg
 from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.rules import registry
 
 MODES = ["s2s", "tape"]
-
-
-def twice(gradient, *args):
-    """Call a gradient function twice; both calls must agree. Returns the first result."""
-    first = gradient(*args)
-    second = gradient(*args)
-    pairs = zip(first, second) if isinstance(first, tuple) else [(first, second)]
-    for a, b in pairs:
-        np.testing.assert_allclose(a, b, rtol=1e-13)
-    return first
 
 
 # stop_gradient / without_derivative -----------------------------------------------------------
@@ -43,7 +34,7 @@ def sines_and_stopped_cosines(x, y):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_without_derivative_swift_example(mode):
-    dx, dy = twice(sg.grad(sines_and_stopped_cosines, wrt=(0, 1), mode=mode), 2.0, 3.0)
+    dx, dy = call_twice(sg.grad(sines_and_stopped_cosines, wrt=(0, 1), mode=mode), 2.0, 3.0)
     assert dx == pytest.approx(-0.18009877, abs=1e-8)
     assert dy == 0.0
     assert isinstance(dy, float)
@@ -51,7 +42,7 @@ def test_without_derivative_swift_example(mode):
 
 def test_without_derivative_generates_no_derivative_code_downstream():
     gradient = sg.grad(sines_and_stopped_cosines, wrt=(0, 1), mode="s2s")
-    twice(gradient, 2.0, 3.0)
+    call_twice(gradient, 2.0, 3.0)
     backward = sg.source(gradient).split("# grad of:")[1].split("\n", 1)[1]
     derivative_of_cos = [ln for ln in backward.splitlines() if "np.sin" in ln and "-" in ln]
     assert not derivative_of_cos  # d cos = -sin: none of it for the stopped cosines
@@ -65,7 +56,7 @@ def times_stopped_self(x):
 @pytest.mark.parametrize("mode", MODES)
 def test_stop_gradient_treats_its_value_as_a_constant(mode):
     x = np.array([1.0, -2.0, 3.0])
-    np.testing.assert_allclose(twice(sg.grad(times_stopped_self, mode=mode), x), x)
+    np.testing.assert_allclose(call_twice(sg.grad(times_stopped_self, mode=mode), x), x)
     assert sg.stop_gradient is sg.without_derivative
 
 
@@ -112,14 +103,14 @@ def test_custom_exp_in_a_larger_function(mode, capsys):
         return np.sum(my_exp(x) * x)
 
     x = np.array([0.5, 1.0, -1.0])
-    result = twice(sg.grad(f, mode=mode), x)
+    result = call_twice(sg.grad(f, mode=mode), x)
     np.testing.assert_allclose(result, np.exp(x) * (1.0 + x))
     assert capsys.readouterr().out.count("running my_exp") == 2
 
 
 def test_generated_code_calls_the_custom_derivative():
     gradient = sg.grad(twice_my_exp, mode="s2s")
-    twice(gradient, 3.0)
+    call_twice(gradient, 3.0)
     source = sg.source(gradient)
     assert "my_exp_vjp(x)" in source and ".backward(" in source
     assert "np.exp" not in source
@@ -140,7 +131,7 @@ def test_a_pullback_may_return_none_for_an_argument(mode):
     def f(x, y):
         return scaled_distance(x, y) * 3.0
 
-    dx, dy = twice(sg.grad(f, wrt=(0, 1), mode=mode), 3.0, 4.0)
+    dx, dy = call_twice(sg.grad(f, wrt=(0, 1), mode=mode), 3.0, 4.0)
     assert dx == pytest.approx(3.0 * 3.0 / 5.0)
     assert dy == 0.0
 
@@ -169,7 +160,7 @@ def test_the_dispatcher_keeps_the_function_as_it_was():
     assert "return scale * x + offset + extra" in inspect.getsource(shifted)
     assert shifted.__doc__ == "Docs stay." and shifted.__name__ == "shifted"
     for mode in MODES:
-        assert twice(sg.grad(lambda x: shifted(x, 4.0), mode=mode), 1.0) == 4.0
+        assert call_twice(sg.grad(lambda x: shifted(x, 4.0), mode=mode), 1.0) == 4.0
 
 
 def test_custom_derivative_on_a_gradient_tape_with_variables():
@@ -239,10 +230,8 @@ def test_derivative_of_a_library_function_without_a_rule(mode):
 
     x = np.array([0.3, -1.2, 2.0])
     with derivative_of_library_function(np.i0, i0_derivative):
-        result = twice(sg.grad(f, mode=mode), x)
-    step = 1e-6
-    numeric = [(f(x + step * e) - f(x - step * e)) / (2 * step) for e in np.eye(3)]
-    np.testing.assert_allclose(result, numeric, rtol=1e-7)
+        result = call_twice(sg.grad(f, mode=mode), x)
+    np.testing.assert_allclose(result, numeric_grad(f, [x], 0), rtol=1e-7)
 
 
 def exp_with_doubled_derivative(x):
@@ -257,8 +246,8 @@ def test_derivative_replaces_the_rule_of_a_library_function(mode):
 
     x = np.array([0.0, 1.0])
     with derivative_of_library_function(np.exp, exp_with_doubled_derivative):
-        np.testing.assert_allclose(twice(sg.grad(f, mode=mode), x), 2.0 * np.exp(x))
-    np.testing.assert_allclose(twice(sg.grad(f, mode=mode), x), np.exp(x))  # undone
+        np.testing.assert_allclose(call_twice(sg.grad(f, mode=mode), x), 2.0 * np.exp(x))
+    np.testing.assert_allclose(call_twice(sg.grad(f, mode=mode), x), np.exp(x))  # undone
 
 
 def test_derivative_needs_a_callable():
@@ -278,7 +267,7 @@ def hooked(x, seen):
 @pytest.mark.parametrize("mode", MODES)
 def test_with_derivative_swift_example(mode):
     seen = []
-    result = twice(sg.grad(hooked, mode=mode), 30.0, seen)
+    result = call_twice(sg.grad(hooked, mode=mode), 30.0, seen)
     assert result == pytest.approx(np.cos(30.0) + 0.5)
     assert result == pytest.approx(0.65425146, abs=1e-7)  # Swift's Float
     assert len(seen) == 2 and all(float(g) == 1.0 for g in seen)  # once per gradient call
@@ -292,7 +281,7 @@ def test_with_derivative_hook_sees_array_cotangents_and_none_keeps_them(mode):
         return np.sum(3.0 * sg.with_derivative(x * x, seen.append))
 
     x = np.array([1.0, 2.0])
-    np.testing.assert_allclose(twice(sg.grad(f, mode=mode), x), 6.0 * x)
+    np.testing.assert_allclose(call_twice(sg.grad(f, mode=mode), x), 6.0 * x)
     np.testing.assert_allclose(seen[0], [3.0, 3.0])
 
 
@@ -303,7 +292,7 @@ def test_with_derivative_is_the_identity_outside_differentiation():
 
 def test_with_derivative_shows_in_generated_code():
     gradient = sg.grad(hooked, mode="s2s")
-    twice(gradient, 30.0, [])
+    call_twice(gradient, 30.0, [])
     assert "vjp_call(with_derivative" in sg.source(gradient)
 
 
@@ -325,7 +314,7 @@ def clipped_square(v):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_custom_gradient_clips_by_norm(mode):
-    assert twice(sg.grad(clipped_square, mode=mode), 2.0) == pytest.approx(2.0)
+    assert call_twice(sg.grad(clipped_square, mode=mode), 2.0) == pytest.approx(2.0)
     assert clipped_square(2.0) == 4.0  # a plain call returns just the value
 
 
@@ -335,7 +324,7 @@ def test_custom_gradient_on_arrays(mode):
         return np.sum(clip_gradient(v) * np.array([3.0, 4.0]))
 
     v = np.array([1.0, 1.0])
-    np.testing.assert_allclose(twice(sg.grad(f, mode=mode), v), [0.3, 0.4])
+    np.testing.assert_allclose(call_twice(sg.grad(f, mode=mode), v), [0.3, 0.4])
 
 
 @sg.custom_gradient
@@ -348,7 +337,7 @@ def test_custom_gradient_of_two_arguments(mode):
     def f(x, y):
         return product_with_swapped_gradient(x, y) + x
 
-    dx, dy = twice(sg.grad(f, wrt=(0, 1), mode=mode), 2.0, 5.0)
+    dx, dy = call_twice(sg.grad(f, wrt=(0, 1), mode=mode), 2.0, 5.0)
     assert (dx, dy) == (3.0, 5.0)
 
 
@@ -383,7 +372,7 @@ def test_checkpoint_recomputes_in_the_backward_pass(mode, capsys):
 
 def test_checkpoint_shows_in_generated_code(capsys):
     gradient = sg.grad(square_of_cosine, mode="s2s")
-    twice(gradient, 10.0)
+    call_twice(gradient, 10.0)
     assert "square_vjp(np.cos(x))" in sg.source(gradient)
 
 
@@ -417,7 +406,7 @@ def test_checkpoint_of_a_layer_object(mode):
     w, x = rng.normal(size=(3, 3)), rng.normal(size=(4, 3))
     expected = sg.grad(plain, wrt=(0, 1), mode=mode)(w, x)
     DENSE_CALLS.clear()
-    result = twice(sg.grad(f, wrt=(0, 1), mode=mode), w, x)
+    result = call_twice(sg.grad(f, wrt=(0, 1), mode=mode), w, x)
     assert len(DENSE_CALLS) == 8  # per gradient call: two layers, forward and recomputed
     for got, want in zip(result, expected):
         np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -439,39 +428,12 @@ def test_checkpoint_with_keyword_arguments(mode):
 
     w, x = np.array([0.5, -0.3]), np.array([1.0, 2.0])
     expected = sg.grad(plain, wrt=(0, 1), mode="tape")(w, x)
-    for got, want in zip(twice(sg.grad(f, wrt=(0, 1), mode=mode), w, x), expected):
+    for got, want in zip(call_twice(sg.grad(f, wrt=(0, 1), mode=mode), w, x), expected):
         np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def dict_layer(p, x):
     return np.tanh(x @ p["w"] + p["b"])
-
-
-def _numeric(f, args, index, step=1e-6):
-    """Central differences of a scalar f wrt the leaves of args[index] (a dict or an array)."""
-    if isinstance(args[index], dict):
-        return {
-            key: _numeric(
-                lambda v, *rest, key=key: f(*_replace(args, index, {**args[index], key: v})),
-                (args[index][key],),
-                0,
-                step,
-            )
-            for key in args[index]
-        }
-    x = np.asarray(args[index], dtype=float)
-    result = np.zeros_like(x)
-    for position in np.ndindex(x.shape):
-        shift = np.zeros_like(x)
-        shift[position] = step
-        up = f(*_replace(args, index, x + shift))
-        down = f(*_replace(args, index, x - shift))
-        result[position] = (up - down) / (2 * step)
-    return result
-
-
-def _replace(args, index, value):
-    return (*args[:index], value, *args[index + 1 :])
 
 
 @pytest.mark.parametrize("mode", [*MODES, "auto"])
@@ -487,10 +449,10 @@ def test_checkpoint_passes_on_the_gradient_of_a_dict_argument(mode, wrt):
     rng = np.random.default_rng(4)
     p = {"w": rng.normal(size=(3, 2)), "b": rng.normal(size=2)}
     x = rng.normal(size=(4, 3))
-    got = twice_structured(sg.grad(f, wrt=wrt, mode=mode), p, x)
+    got = call_twice(sg.grad(f, wrt=wrt, mode=mode), p, x)
     got = got if isinstance(wrt, tuple) else (got,)
     for index, gradient in zip(wrt if isinstance(wrt, tuple) else (wrt,), got):
-        expected = _numeric(f, (p, x), index)
+        expected = numeric_grad(f, (p, x), index)
         if index == 0:
             assert set(gradient) == {"w", "b"}
             for key in expected:
@@ -512,43 +474,13 @@ def test_checkpoint_of_a_dict_argument_has_second_derivatives_on_the_tape():
     (product,) = sg.hvp(lambda x: f(p, x), (x,), (v,), mode="tape")
     gradient_x = sg.grad(lambda p, x: f(p, x), wrt=1, mode="tape")
     step = 1e-5
-    expected = (gradient_x(p, x + step * v) - gradient_x(p, x - step * v)) / (2 * step)
+    expected = directional_derivative(lambda x: gradient_x(p, x), x, v, step=step)
     np.testing.assert_allclose(product, expected, rtol=1e-6, atol=1e-8)
     hessian_mixed = sg.jacobian(
         lambda b: sg.grad(f, wrt=1, mode="tape")({**p, "b": b}, x), mode="tape"
     )(p["b"])
-    numeric = np.stack(
-        [
-            (
-                gradient_x({**p, "b": p["b"] + step * e}, x)
-                - gradient_x({**p, "b": p["b"] - step * e}, x)
-            )
-            / (2 * step)
-            for e in np.eye(2)
-        ],
-        axis=-1,
-    )
+    numeric = numeric_jacobian(lambda b: gradient_x({**p, "b": b}, x), [p["b"]], 0, step=step)
     np.testing.assert_allclose(hessian_mixed, numeric, rtol=1e-6, atol=1e-8)
-
-
-def twice_structured(gradient, *args):
-    """Call a gradient function twice (generic, then specialised code); both must agree."""
-    first = gradient(*args)
-    second = gradient(*args)
-    _same(first, second)
-    return first
-
-
-def _same(a, b):
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            _same(a[key], b[key])
-    elif isinstance(a, (list, tuple)):
-        for u, v in zip(a, b):
-            _same(u, v)
-    else:
-        np.testing.assert_allclose(a, b, rtol=1e-13)
 
 
 def test_a_differentiated_keyword_only_argument_is_refused_on_the_tape():
@@ -629,7 +561,7 @@ def test_export_keeps_custom_derivatives_in_a_fresh_interpreter(tmp_path, monkey
         + x  # stop_gradient(x) * x
     )
     for mode in MODES:
-        assert twice(sg.grad(controls_user.loss, mode=mode), x) == pytest.approx(expected)
+        assert call_twice(sg.grad(controls_user.loss, mode=mode), x) == pytest.approx(expected)
     sg.export(controls_user.loss, tmp_path / "dloss.py")
     program = (
         "import sys\nsys.path.insert(0, sys.argv[1])\n"
@@ -664,7 +596,7 @@ def test_checkpointed_layers_called_from_a_list(mode):
     w, x = rng.normal(size=(3, 3)), rng.normal(size=(4, 3))
     expected = sg.grad(plain, mode="tape")(w, x)
     DENSE_CALLS.clear()
-    np.testing.assert_allclose(twice(sg.grad(f, mode=mode), w, x), expected, rtol=1e-12)
+    np.testing.assert_allclose(call_twice(sg.grad(f, mode=mode), w, x), expected, rtol=1e-12)
     assert len(DENSE_CALLS) == 8
 
 
@@ -728,9 +660,9 @@ DIRECT = MODES
 
 @pytest.mark.parametrize("mode", DIRECT)
 def test_differentiating_a_function_with_a_custom_derivative_directly(mode):
-    assert twice(sg.grad(my_exp_silently, mode=mode), 1.0) == pytest.approx(3.0 * np.e)
-    assert twice(sg.grad(clip_gradient, mode=mode), 3.0) == 0.5
-    dx, dy = twice(sg.grad(product_with_swapped_gradient, wrt=(0, 1), mode=mode), 2.0, 5.0)
+    assert call_twice(sg.grad(my_exp_silently, mode=mode), 1.0) == pytest.approx(3.0 * np.e)
+    assert call_twice(sg.grad(clip_gradient, mode=mode), 3.0) == 0.5
+    dx, dy = call_twice(sg.grad(product_with_swapped_gradient, wrt=(0, 1), mode=mode), 2.0, 5.0)
     assert (dx, dy) == (2.0, 5.0)
 
 

@@ -6,7 +6,7 @@ import linecache
 
 import numpy as np
 import pytest
-from oracle import numeric_grad
+from oracle import directional_derivative, numeric_grad, numeric_jacobian
 
 import s2sgrad as sg
 
@@ -74,12 +74,6 @@ FUNCTIONS = [
 ]
 
 
-def numeric_jvp(f, args, tangents, step=1e-6):
-    up = f(*[a + step * t for a, t in zip(args, tangents)])
-    down = f(*[a - step * t for a, t in zip(args, tangents)])
-    return (np.asarray(up) - np.asarray(down)) / (2 * step)
-
-
 @pytest.mark.parametrize("function", FUNCTIONS, ids=[f.__name__ for f in FUNCTIONS])
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_jvp_matches_finite_differences_and_vjp(function, sign):
@@ -92,7 +86,10 @@ def test_jvp_matches_finite_differences_and_vjp(function, sign):
     np.testing.assert_array_equal(ty, ty_before)
     np.testing.assert_allclose(out, function(x, y))
     np.testing.assert_allclose(
-        tangent, numeric_jvp(function, (x, y), (tx, ty)), rtol=1e-5, atol=1e-7
+        tangent,
+        directional_derivative(lambda xy: function(*xy), (x, y), (tx, ty)),
+        rtol=1e-5,
+        atol=1e-7,
     )
     u = RNG.standard_normal(np.shape(out))
     _, pullback = sg.vjp(function, x, y, mode="s2s")
@@ -132,8 +129,7 @@ def test_third_derivative_through_a_loop():
     x = 0.8
     third = sg.grad(sg.grad(sg.grad(small_loop)))
     second = sg.grad(sg.grad(small_loop))
-    step = 1e-4
-    expected = (second(x + step) - second(x - step)) / (2 * step)
+    expected = directional_derivative(second, x, 1.0, step=1e-4)
     assert third(x) == pytest.approx(expected, rel=1e-6)
 
 
@@ -144,9 +140,8 @@ def test_second_derivatives_through_branches_and_calls():
 
     for x in (0.6, -0.6):
         second = sg.grad(sg.grad(f))(x)
-        step = 1e-4
-        first = sg.grad(f)
-        assert second == pytest.approx((first(x + step) - first(x - step)) / (2 * step), rel=1e-6)
+        expected = directional_derivative(sg.grad(f), x, 1.0, step=1e-4)
+        assert second == pytest.approx(expected, rel=1e-6)
 
 
 def two_layer_loss(W1, W2, x, y):
@@ -182,11 +177,7 @@ def test_jacobian_and_jacfwd_agree_with_finite_differences():
     forward = sg.jacfwd(f)(x, W)
     assert reverse.shape == forward.shape == (2, 3)
     np.testing.assert_allclose(reverse, forward, rtol=1e-10)
-    step = 1e-6
-    numeric = np.stack(
-        [(f(x + step * e, W) - f(x - step * e, W)) / (2 * step) for e in np.eye(3)], axis=-1
-    )
-    np.testing.assert_allclose(reverse, numeric, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(reverse, numeric_jacobian(f, (x, W), 0), rtol=1e-6, atol=1e-8)
     wrt_matrix = sg.jacobian(f, wrt=1)(x, W)
     assert wrt_matrix.shape == (2, 2, 3)
 
@@ -200,17 +191,10 @@ def test_jacfwd_of_a_dict_of_parameters_in_either_engine(mode):
     x = RNG.standard_normal((4, 3))
     forward = sg.jacfwd(layer, mode=mode)(params, x)
     reverse = sg.jacobian(layer, mode=mode)(params, x)
-    step = 1e-6
     for key, value in params.items():
         assert forward[key].shape == (4, 2) + value.shape
         np.testing.assert_allclose(forward[key], reverse[key], rtol=1e-9, atol=1e-12)
-        numeric = np.zeros((4, 2) + value.shape)
-        for position in np.ndindex(value.shape):
-            nudge = np.zeros_like(value)
-            nudge[position] = step
-            plus = layer({**params, key: value + nudge}, x)
-            minus = layer({**params, key: value - nudge}, x)
-            numeric[(..., *position)] = (plus - minus) / (2 * step)
+        numeric = numeric_jacobian(lambda v, key=key: layer({**params, key: v}, x), [value], 0)
         np.testing.assert_allclose(forward[key], numeric, rtol=1e-6, atol=1e-8)
 
 
@@ -295,15 +279,8 @@ def test_jacobians_and_hessians_over_containers_of_arrays():
     assert reverse["w"].shape == (4, 2, 3, 2) and reverse["b"].shape == (4, 2, 2)
     for key in params:
         np.testing.assert_allclose(reverse[key], forward[key], rtol=1e-10, atol=1e-12)
-    step = 1e-6
-    for index in np.ndindex(params["w"].shape):
-        bump = np.zeros_like(params["w"])
-        bump[index] = step
-        up = f({**params, "w": params["w"] + bump}, x)
-        down = f({**params, "w": params["w"] - bump}, x)
-        np.testing.assert_allclose(
-            reverse["w"][(...,) + index], (up - down) / (2 * step), rtol=1e-6, atol=1e-8
-        )
+    numeric = numeric_jacobian(lambda w: f({**params, "w": w}, x), [params["w"]], 0)
+    np.testing.assert_allclose(reverse["w"], numeric, rtol=1e-6, atol=1e-8)
     H = sg.hessian(loss)(params, x)
     assert H["w"]["w"].shape == (3, 2, 3, 2) and H["w"]["b"].shape == (3, 2, 2)
     np.testing.assert_allclose(H["w"]["b"], H["b"]["w"].transpose(1, 2, 0), rtol=1e-8, atol=1e-10)
@@ -378,12 +355,8 @@ def test_hessian_through_a_slice_write_of_a_broadcast():
     x, y = RNG.uniform(-1.5, 1.5, size=(3, 1, 2)), RNG.uniform(-1.5, 1.5, size=(4, 1))
     hessian = sg.hessian(f, mode="s2s")(x, y)
     gradient = sg.grad(f, mode="s2s")
-    step = 1e-5
-    for index in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[index] = step
-        column = (gradient(x + e, y) - gradient(x - e, y)) / (2 * step)
-        np.testing.assert_allclose(hessian[(...,) + index], column, rtol=1e-5, atol=1e-7)
+    numeric = numeric_jacobian(gradient, (x, y), 0, step=1e-5)
+    np.testing.assert_allclose(hessian, numeric, rtol=1e-5, atol=1e-7)
 
 
 def two_argument_helper(a, b):
@@ -428,8 +401,7 @@ def test_hvp_through_a_lambda_over_a_helper_with_a_loop(mode):
     x, w, v = rng.normal(size=2), rng.normal(size=2), rng.normal(size=2)
     (product,) = sg.hvp(lambda w: _decaying_sum(w, x), (w,), (v,), mode=mode)
     gradient = sg.grad(_decaying_sum, mode="tape")
-    step = 1e-6
-    expected = (gradient(w + step * v, x) - gradient(w - step * v, x)) / (2 * step)
+    expected = directional_derivative(lambda w: gradient(w, x), w, v)
     np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-8)
 
 

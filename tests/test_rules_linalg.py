@@ -18,9 +18,11 @@ import warnings
 
 import numpy as np
 import pytest
-from rulecheck import STEP, check_rule
+import rulecheck
+from oracle import numeric_jvp, numeric_vjp
+from rulecheck import assert_every_rule_is_tested, check_rule
 
-from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.rules import get_rule
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import (
     dot_cotangent_a,
@@ -55,16 +57,12 @@ def sym(x):
     return (x + np.swapaxes(x, -1, -2)) / 2
 
 
-def case(primitive, *args, _argnums=None, _jvp=None, _marks=(), **kwargs):
-    """One call ``primitive(*args, **kwargs)``.
-
-    The JVP is checked (unless ``_jvp`` says otherwise) when every array argument has one
-    shape, so that each entry of the rule can be evaluated with the tangent drawn.
-    """
+def case(primitive, *args, _jvp=None, **kwargs):
+    """``rulecheck.case``, checking the JVP by default only when every array argument has
+    one shape, so that each entry of the rule can be evaluated with the tangent drawn."""
     if _jvp is None:
-        shapes = {np.shape(a) for a in args if isinstance(a, np.ndarray)}
-        _jvp = len(shapes) <= 1
-    return pytest.param(primitive, args, kwargs, _argnums, _jvp, id=_name(primitive), marks=_marks)
+        _jvp = len({np.shape(a) for a in args if isinstance(a, np.ndarray)}) <= 1
+    return rulecheck.case(primitive, *args, _jvp=_jvp, **kwargs)
 
 
 # NumPy 2.0 changed solve(a, b): b is a vector only when 1-D; NumPy 1.x took b as stacked
@@ -76,12 +74,6 @@ numpy2_solve = pytest.mark.skipif(
 numpy1_solve = pytest.mark.skipif(
     not SOLVE_STACKS_VECTORS, reason="NumPy 2's solve reads this b as a matrix"
 )
-
-
-def _name(primitive):
-    owner = getattr(primitive, "__objclass__", None)
-    name = getattr(primitive, "__name__", repr(primitive))
-    return f"{owner.__name__}.{name}" if owner else name
 
 
 DOT_SHAPES = [
@@ -255,14 +247,14 @@ def check_structured(primitive, x, *, symmetric=False, gauge=None, cotangents=No
     for g in cotangents or [tuple(r(*np.shape(o)) for o in outputs)]:
         raw_g = _raw_cotangent(g, ans, gauge)
         actual = per_argument(rule.vjp(_single(raw_g), ans, prepare(x), **kwargs), 1)[0]
-        expected = _numeric_vjp(f, x, g)
+        expected = numeric_vjp(lambda v: _parts(f(v)), [x], 0, g)
         np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6, err_msg="VJP")
     t = r(*np.shape(x))
     tangent = per_argument(rule.jvp(t, ans, prepare(x), **kwargs), 1)[0]
     tangent = _parts(gauge(tangent, ans) if gauge else tangent)
-    up, down = _parts(f(x + STEP * t)), _parts(f(x - STEP * t))
-    for got, u, d in zip(tangent, up, down):
-        np.testing.assert_allclose(got, (u - d) / (2 * STEP), rtol=1e-5, atol=1e-6, err_msg="JVP")
+    expected = numeric_jvp(lambda v: _parts(f(v)), [x], 0, t)
+    for got, want in zip(tangent, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg="JVP")
     x32 = x.astype(np.float32)
     ans32 = primitive(prepare(x32), **kwargs)
     g32 = tuple(np.ones(np.shape(o), np.float32) for o in _parts(ans32))
@@ -283,18 +275,6 @@ def _raw_cotangent(g, ans, gauge):
     if gauge is None:
         return g
     return gauge(g, ans)
-
-
-def _numeric_vjp(f, x, g):
-    def scalar(v):
-        return sum(np.sum(gk * o) for gk, o in zip(g, _parts(f(v))) if gk is not None)
-
-    grad = np.zeros(x.shape)
-    for index in np.ndindex(x.shape):
-        e = np.zeros(x.shape)
-        e[index] = STEP
-        grad[index] = (scalar(x + e) - scalar(x - e)) / (2 * STEP)
-    return grad
 
 
 def eigenvector_signs(values, reference):
@@ -438,15 +418,7 @@ TESTED |= {np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr}
 
 
 def test_every_rule_is_tested():
-    untested = [
-        _name(p)
-        for p in registered_primitives()
-        if (rule := get_rule(p)).differentiable
-        and rule.vjp is not None
-        and rule.vjp.__module__ in RULE_MODULES
-        and p not in TESTED
-    ]
-    assert not untested, f"rules without a test case: {untested}"
+    assert_every_rule_is_tested(RULE_MODULES, TESTED)
 
 
 def test_matrix_rank_is_not_differentiable():

@@ -9,9 +9,10 @@ cotangent among equal maxima are checked against exact values.
 
 import numpy as np
 import pytest
-from rulecheck import STEP, check_rule
+from oracle import numeric_jvp, numeric_vjp
+from rulecheck import assert_every_rule_is_tested, case, check_rule
 
-from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.rules import get_rule
 from s2sgrad.runtime import (
     exclusive_cumprod,
     group_axes,
@@ -34,18 +35,6 @@ def r(*shape):
 
 def positive(*shape):
     return _rng.uniform(0.5, 2.0, shape)
-
-
-def case(primitive, *args, _argnums=None, _jvp=True, **kwargs):
-    """One call ``primitive(*args, **kwargs)``; ``_argnums`` and ``_jvp`` as in ``check_rule``."""
-    return pytest.param(primitive, args, kwargs, _argnums, _jvp, id=_name(primitive, kwargs))
-
-
-def _name(primitive, kwargs=None):
-    owner = getattr(primitive, "__objclass__", None)
-    name = getattr(primitive, "__name__", repr(primitive))
-    name = f"{owner.__name__}.{name}" if owner else name
-    return name + "".join(f"-{k}={v}" for k, v in (kwargs or {}).items())
 
 
 AXES = {
@@ -234,36 +223,15 @@ def test_average_with_two_outputs():
     for g in [(g_avg, g_total), (g_avg, None), (None, g_total)]:
         da, _, dw = rule.vjp(g, ans, x, 1, w, True)
         for i, got in ((0, da), (1, dw)):
-            expected = _numeric_vjp_two(outputs, (x, w), i, g)
+            expected = numeric_vjp(outputs, (x, w), i, g)
             if got is None:
                 np.testing.assert_allclose(expected, 0, atol=1e-6)
             else:
                 np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     for i, t in ((0, r(3, 4)), (1, r(4))):  # entries 0 and 2: a and weights
         got = rule.jvp(t, ans, x, 1, w, True)[2 * i]
-        up = outputs(*_shifted((x, w), i, STEP * t))
-        down = outputs(*_shifted((x, w), i, -STEP * t))
-        for k in range(2):
-            np.testing.assert_allclose(got[k], (up[k] - down[k]) / (2 * STEP), atol=1e-6)
-
-
-def _shifted(args, i, delta):
-    args = list(args)
-    args[i] = args[i] + delta
-    return args
-
-
-def _numeric_vjp_two(f, args, i, g):
-    def scalar(*a):
-        return sum(np.sum(gk * out) for gk, out in zip(g, f(*a)) if gk is not None)
-
-    x = args[i]
-    grad = np.zeros(x.shape)
-    for index in np.ndindex(x.shape):
-        e = np.zeros(x.shape)
-        e[index] = STEP
-        grad[index] = (scalar(*_shifted(args, i, e)) - scalar(*_shifted(args, i, -e))) / (2 * STEP)
-    return grad
+        for k, want in enumerate(numeric_jvp(outputs, (x, w), i, t)):
+            np.testing.assert_allclose(got[k], want, atol=1e-6)
 
 
 def test_spectral_norm_has_no_second_derivative():
@@ -292,15 +260,7 @@ TESTED = {c.values[0] for c in CASES} | {np.ndarray.max, np.amax}
 
 
 def test_every_rule_is_tested():
-    untested = [
-        _name(p)
-        for p in registered_primitives()
-        if (rule := get_rule(p)).differentiable
-        and rule.vjp is not None
-        and rule.vjp.__module__ in RULE_MODULES
-        and p not in TESTED
-    ]
-    assert not untested, f"rules without a test case: {untested}"
+    assert_every_rule_is_tested(RULE_MODULES, TESTED)
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,19 @@ import operator
 
 import numpy as np
 import pytest
-from rulecheck import STEP, _allclose, _numeric_vjp, _random_like, check_rule
+from oracle import inner, numeric_jvp, numeric_vjp
+from rulecheck import (
+    assert_arrays_close,
+    assert_every_rule_is_tested,
+    case,
+    check_rule,
+    primitive_name,
+    random_like,
+)
 
 import s2sgrad.runtime
 from s2sgrad.errors import NonDifferentiableError
-from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.rules import get_rule
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import (
     added_at,
@@ -55,11 +63,6 @@ def r(*shape):
     return _rng.standard_normal(shape)
 
 
-def case(primitive, *args, _argnums=None, _marks=(), **kwargs):
-    """One call ``primitive(*args, **kwargs)``; ``_argnums`` as in ``check_rule``."""
-    return pytest.param(primitive, args, kwargs, _argnums, id=_name(primitive), marks=_marks)
-
-
 def _pad_takes_a_dict() -> bool:
     try:
         np.pad(np.zeros(1), {0: 1})
@@ -77,12 +80,6 @@ def _needs_keyword(function, name):
     present = name in inspect.signature(function).parameters
     reason = f"np.{function.__name__} takes {name}= from NumPy 2.1 on"
     return pytest.mark.skipif(not present, reason=reason)
-
-
-def _name(primitive):
-    owner = getattr(primitive, "__objclass__", None)
-    name = getattr(primitive, "__name__", repr(primitive))
-    return f"{owner.__name__}.{name}" if owner else name
 
 
 x234 = r(2, 3, 4)
@@ -352,9 +349,9 @@ if hasattr(np, "astype"):  # NumPy 2
     CASES += [case(np.astype, r(3), np.float64), case(np.astype, r(2, 2), np.float64, copy=False)]
 
 
-@pytest.mark.parametrize(("primitive", "args", "kwargs", "argnums"), CASES)
-def test_rule(primitive, args, kwargs, argnums):
-    check_rule(primitive, *args, argnums=argnums, kwargs=kwargs)
+@pytest.mark.parametrize(("primitive", "args", "kwargs", "argnums", "jvp"), CASES)
+def test_rule(primitive, args, kwargs, argnums, jvp):
+    check_rule(primitive, *args, argnums=argnums, kwargs=kwargs, jvp=jvp)
 
 
 # Helpers of s2sgrad.runtime.shapes are linear in their first argument; the others only
@@ -398,9 +395,9 @@ HELPER_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("primitive", "args", "kwargs", "argnums"), HELPER_CASES)
-def test_helper_rule(primitive, args, kwargs, argnums):
-    check_rule(primitive, *args, argnums=[0], kwargs=kwargs)
+@pytest.mark.parametrize(("primitive", "args", "kwargs", "argnums", "jvp"), HELPER_CASES)
+def test_helper_rule(primitive, args, kwargs, argnums, jvp):
+    check_rule(primitive, *args, argnums=[0], kwargs=kwargs, jvp=jvp)
 
 
 # ---------------------------------------------------------------------------------------
@@ -446,14 +443,12 @@ def check_structured(key, function, *args, argnums, none_at=(), seed=0):
     cotangents = per_argument(rule.vjp(g, ans, *args), len(args))
     flat_function = lambda *a: _flat(function(*a))  # noqa: E731
     for i in argnums:
-        expected = _numeric_vjp(flat_function, list(args), {}, i, g_flat)
-        _allclose(cotangents[i], expected, 1e-5, 1e-6, f"VJP of {key} wrt {i}")
-        t = _random_like(args[i], rng)
+        expected = numeric_vjp(flat_function, args, i, g_flat)
+        assert_arrays_close(cotangents[i], expected, 1e-5, 1e-6, f"VJP of {key} wrt {i}")
+        t = random_like(args[i], rng)
         tangent = per_argument(rule.jvp(t, ans, *args), len(args))[i]
-        up, down = list(args), list(args)
-        up[i], down[i] = args[i] + STEP * t, args[i] - STEP * t
-        expected = (flat_function(*up) - flat_function(*down)) / (2 * STEP)
-        _allclose(_flat(tangent), expected, 1e-5, 1e-6, f"JVP of {key} wrt {i}")
+        expected = numeric_jvp(flat_function, args, i, t)
+        assert_arrays_close(_flat(tangent), expected, 1e-5, 1e-6, f"JVP of {key} wrt {i}")
         args32 = list(args)
         args32[i] = np.asarray(args[i], dtype=np.float32)
         ans32 = function(*args32)
@@ -533,15 +528,14 @@ def test_meshgrid_rules_for_every_input(args, options):
     g_flat = np.concatenate([np.ravel(piece) for piece in g[:-1]]) if len(g) > 1 else 0.0
     cotangents = per_argument(rule.vjp(g, ans, *args, **options), len(args))
     for i, x in enumerate(args):
-        expected = _numeric_vjp(flat, list(args), {}, i, g_flat) if len(g) > 1 else 0 * x
-        _allclose(cotangents[i] if cotangents[i] is not None else 0 * x, expected, 1e-5, 1e-6, i)
+        expected = numeric_vjp(flat, args, i, g_flat) if len(g) > 1 else 0 * x
+        got = cotangents[i] if cotangents[i] is not None else 0 * x
+        assert_arrays_close(got, expected, 1e-5, 1e-6, i)
         t = r(*np.shape(x))
         tangents = rule.jvp(t, ans, *args, **options)[i]
-        up, down = list(args), list(args)
-        up[i], down[i] = x + STEP * t, x - STEP * t
-        for k in range(len(ans)):
-            change = (np.meshgrid(*up, **options)[k] - np.meshgrid(*down, **options)[k]) / STEP
-            _allclose(tangents[k], change / 2, 1e-5, 1e-6, (i, k))
+        grids = numeric_jvp(lambda *xi: np.meshgrid(*xi, **options), args, i, t)
+        for k, change in enumerate(grids):
+            assert_arrays_close(tangents[k], change, 1e-5, 1e-6, (i, k))
 
 
 @pytest.mark.parametrize(("key", "function", "args", "none_at"), STRUCTURED_CASES)
@@ -714,7 +708,7 @@ NONDIFFERENTIABLE = [
 ]
 
 
-@pytest.mark.parametrize("primitive", NONDIFFERENTIABLE, ids=_name)
+@pytest.mark.parametrize("primitive", NONDIFFERENTIABLE, ids=primitive_name)
 def test_declared_nondifferentiable(primitive):
     rule = get_rule(primitive)
     assert rule is not None and not rule.differentiable and rule.vjp is None
@@ -757,15 +751,6 @@ def test_dict_entry_rules():
     np.testing.assert_array_equal(rule.jvp(t, g["a"], g, "a", value)[0], t["a"])
 
 
-def _inner(a, b):
-    """<a, b> over nested lists, tuples and dicts of arrays (a missing entry is zero)."""
-    if isinstance(a, dict):
-        return sum(_inner(v, b.get(k, 0.0)) for k, v in a.items())
-    if isinstance(a, (list, tuple)):
-        return sum(_inner(u, v) for u, v in zip(a, b, strict=True))
-    return float(np.sum(np.asarray(a) * np.asarray(b)))
-
-
 def _rng_pairs(rng, count):
     return [(rng.standard_normal(3), rng.standard_normal(2)) for _ in range(count)]
 
@@ -780,10 +765,10 @@ def test_concatenation_rules_are_adjoint():
     da, db = rule.vjp(h, a + b, a, b)
     ta, tb = CotangentList(_rng_pairs(rng, 2)), CotangentList(_rng_pairs(rng, 1))
     # <h, d(a + b)> = <da, ta> + <db, tb>, and the JVP entries add up to the joined tangent
-    assert _inner(h, concatenated(ta, tb)) == pytest.approx(_inner(da, ta) + _inner(db, tb))
+    assert inner(h, concatenated(ta, tb)) == pytest.approx(inner(da, ta) + inner(db, tb))
     entry_a, entry_b = rule.jvp(ta, a + b, a, b)[0], rule.jvp(tb, a + b, a, b)[1]
     joined = entry_a + entry_b  # CotangentLists: added entry by entry
-    assert _inner(h, joined) == pytest.approx(_inner(h, concatenated(ta, tb)))
+    assert inner(h, joined) == pytest.approx(inner(h, concatenated(ta, tb)))
 
 
 def test_sequence_part_rules_are_adjoint():
@@ -794,9 +779,9 @@ def test_sequence_part_rules_are_adjoint():
     rule = get_rule(sequence_part)
     h = CotangentList(_rng_pairs(rng, 2))
     (adjoint, _, _) = rule.vjp(h, part, g, 1, 3)
-    assert _inner(h, sequence_part(g, 1, 3)) == pytest.approx(_inner(adjoint, g))
+    assert inner(h, sequence_part(g, 1, 3)) == pytest.approx(inner(adjoint, g))
     t = CotangentList(_rng_pairs(rng, 4))
-    assert _inner(h, rule.jvp(t, part, g, 1, 3)[0]) == pytest.approx(_inner(h, t[1:3]))
+    assert inner(h, rule.jvp(t, part, g, 1, 3)[0]) == pytest.approx(inner(h, t[1:3]))
 
 
 def test_loop_item_rules():
@@ -811,23 +796,13 @@ def test_loop_item_rules():
         np.testing.assert_array_equal(per_argument(rule.vjp(g, x, x, *extra), 1)[0], g)
         np.testing.assert_array_equal(per_argument(rule.jvp(g, x, x, *extra), 1)[0], g)
     zero = items_cotangent(CotangentList([0.0, 0.0]), d)
-    assert _inner(zero, d) == 0.0 and set(zero) == set(d)
+    assert inner(zero, d) == 0.0 and set(zero) == set(d)
     assert get_rule(dict_keys).differentiable is False  # keys are labels, not values
 
 
 def test_every_rule_is_tested():
-    ours = [
-        primitive
-        for primitive in registered_primitives()
-        if (rule := get_rule(primitive)).differentiable
-        and rule.vjp is not None
-        and rule.vjp.__module__ in RULE_MODULES
-    ]
-    tested = {p.values[0] for p in CASES + HELPER_CASES + STRUCTURED_CASES}
-    tested.add(dict_entry)  # test_dict_entry_rules: its argument is a dict
-    tested |= {concatenated, sequence_part}  # test_concatenation_rules_are_adjoint, …
-    tested |= {for_items, items_cotangent}  # test_loop_item_rules
-    untested = [_name(primitive) for primitive in ours if primitive not in tested]
-    assert not untested, f"rules without a test case: {untested}"
-    for primitive in ours:
-        assert get_rule(primitive).jvp is not None, f"{_name(primitive)} has no JVP rule"
+    tested = [p.values[0] for p in CASES + HELPER_CASES + STRUCTURED_CASES]
+    tested.append(dict_entry)  # test_dict_entry_rules: its argument is a dict
+    tested += [concatenated, sequence_part]  # test_concatenation_rules_are_adjoint, …
+    tested += [for_items, items_cotangent]  # test_loop_item_rules
+    assert_every_rule_is_tested(RULE_MODULES, tested)
