@@ -140,7 +140,13 @@ def primitive_name(primitive, kwargs=None) -> str:
     owner = getattr(primitive, "__objclass__", None)
     name = getattr(primitive, "__name__", repr(primitive))
     name = f"{owner.__name__}.{name}" if owner else name
-    return name + "".join(f"-{k}={v}" for k, v in (kwargs or {}).items())
+    return name + "".join(f"-{k}={_shown(v)}" for k, v in (kwargs or {}).items())
+
+
+def _shown(value) -> str:
+    if isinstance(value, np.ndarray):
+        return "array" + "x".join(map(str, value.shape))
+    return getattr(value, "__name__", None) or str(value)
 
 
 def case(primitive, *args, _argnums=None, _jvp=True, _marks=(), **kwargs):

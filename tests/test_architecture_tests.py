@@ -49,10 +49,10 @@ def _is_module(name: str) -> bool:
         return False
 
 
-def _bound_modules(tree: ast.AST) -> dict[str, str]:
-    """Local names bound to s2sgrad modules by the imports in ``tree``."""
+def _bound_modules(nodes: list[ast.AST]) -> dict[str, str]:
+    """Local names bound to s2sgrad modules by the imports among ``nodes``."""
     bound = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == "s2sgrad":
@@ -83,10 +83,10 @@ def private_uses(source: str) -> set[str]:
 
         private_uses("from s2sgrad.api import _name")  # {"s2sgrad.api._name"}
     """
-    tree = ast.parse(source)
-    bound = _bound_modules(tree)
+    nodes = list(ast.walk(ast.parse(source)))
+    bound = _bound_modules(nodes)
     found = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "s2sgrad":
             found |= {f"{node.module}.{a.name}" for a in node.names}
         elif isinstance(node, ast.Import):
