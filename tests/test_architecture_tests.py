@@ -15,9 +15,14 @@ import pathlib
 
 TESTS = pathlib.Path(__file__).parent
 
-# Private names still read, each with why and who removes it. The test fails when one of
-# these goes away too, so that the list stays true.
+# Private names still read, each with why and who removes it; delete an entry when its use
+# goes (a stale entry does not fail the test, so that the branches named can land in any
+# order).
 PENDING = {
+    # the branch `split-front` moves both, public, to compiler/passes/fresh_results.py
+    # (FRESH_NUMPY) and compiler/frontend/lambdas.py (lambda_node)
+    ("test_aliases.py", "s2sgrad.compiler.passes.aliases._FRESH_NUMPY"),
+    ("test_reading_source.py", "s2sgrad.compiler.frontend._lambda_node"),
     # compiler/optimize is being split by the branch `split-back`, which makes both public
     # (optimize.folding.ConstantFolder, optimize.statements.node_size)
     ("test_optimize.py", "s2sgrad.compiler.optimize._ConstantFolder"),
@@ -138,4 +143,3 @@ def test_no_test_reaches_a_private_s2sgrad_name():
         for name in private_uses(path.read_text(encoding="utf-8"))
     }
     assert found - PENDING == set(), "tests reaching private names; test the public API"
-    assert PENDING - found == set(), "no longer used: remove these from PENDING"

@@ -184,7 +184,7 @@ def _definition_node(function, code, lines, first_line, tree):
         def runs_as_code(lam: gast.Lambda) -> bool:
             return _compiles_to(gast.gast_to_ast(lam), "".join(lines), function, code)
 
-        node, lam = lambda_node(source, code, filename, first_line, indent, runs_as_code)
+        node, lam = _lambda_node(source, code, filename, first_line, indent, runs_as_code)
         return node, gast.gast_to_ast(lam)
     if tree is None:
         try:
@@ -668,7 +668,7 @@ def _function_node(tree, function, filename, first_line) -> gast.FunctionDef:
     return node
 
 
-def lambda_node(
+def _lambda_node(
     source, code, filename, first_line, indent, runs_as_code
 ) -> tuple[gast.FunctionDef, gast.Lambda]:
     """Find the lambda whose code object is ``code`` in its source lines: the function made

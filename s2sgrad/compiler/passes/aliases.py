@@ -62,7 +62,7 @@ __all__ = [
 # matrix_transpose, atleast_*d, broadcast_to, expand_dims, flip, rot90, split and its
 # kin, unstack, einsum ('ij->ji' is a view), diag and diagonal, real, imag,
 # real_if_close, linalg.matrix_power (a power of 1 is the argument itself) ...).
-FRESH_NUMPY = {
+_FRESH_NUMPY = {
     "numpy": frozenset(
         """
         zeros ones empty full zeros_like ones_like empty_like full_like arange
@@ -620,7 +620,7 @@ def fresh_result(target: Any, call: gast.Call) -> bool:
         subscripts = call.args[0] if call.args else None
         written = type(subscripts) is gast.Constant and isinstance(subscripts.value, str)
         return written and len(call.args) >= 3
-    names = FRESH_NUMPY.get(getattr(target, "__module__", None) or "")
+    names = _FRESH_NUMPY.get(getattr(target, "__module__", None) or "")
     return names is not None and name in names and getattr(_module_of(target), name) is target
 
 
