@@ -15,7 +15,8 @@ def numeric_grad(f, args, index, kwargs=None, step=STEP):
     def evaluate(value):
         trial = list(args)
         trial[index] = value
-        return float(np.sum(f(*trial, **kwargs)))
+        value = f(*trial, **kwargs)
+        return value if type(value) is float else float(np.sum(value))
 
     return _grad_of(evaluate, args[index], step)
 
@@ -116,7 +117,7 @@ def inner(a, b) -> float:
         return sum((inner(v, b.get(k)) for k, v in a.items()), 0.0)
     if isinstance(a, (list, tuple)):
         return sum((inner(u, v) for u, v in zip(a, b, strict=True)), 0.0)
-    return float(np.sum(np.asarray(a, dtype=np.float64) * np.asarray(b, dtype=np.float64)))
+    return float(np.multiply(a, b, dtype=np.float64).sum())
 
 
 def _grad_of(evaluate, x, step):
