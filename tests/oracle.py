@@ -15,8 +15,8 @@ def numeric_grad(f, args, index, kwargs=None, step=STEP):
     def evaluate(value):
         trial = list(args)
         trial[index] = value
-        value = f(*trial, **kwargs)
-        return value if type(value) is float else float(np.sum(value))
+        out = f(*trial, **kwargs)
+        return out if type(out) is float else float(np.sum(out))
 
     return _grad_of(evaluate, args[index], step)
 
