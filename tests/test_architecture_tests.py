@@ -27,9 +27,6 @@ PENDING = {
     # (optimize.folding.ConstantFolder, optimize.statements.node_size)
     ("test_optimize.py", "s2sgrad.compiler.optimize._ConstantFolder"),
     ("test_optimize.py", "s2sgrad.compiler.optimize._size"),
-    # breaks the backward sweep of a branch on purpose, to show the check that restores
-    # mirror saves catches it; reverse.py is being rewritten by the branch `reverse-steps`
-    ("test_control_flow.py", "s2sgrad.compiler.reverse._Reverse"),
     # undoing a derivative registered for a NumPy function: there is no public way to
     # forget a registration (the registry and the tape's rule cache are being reworked by
     # the branch `layers`)
