@@ -253,11 +253,11 @@ def without_freshness_checks(dfn) -> Callable:
         def __call__(self, *args, **kwargs):
             if not (kwargs or self.use_tape or self.bound_self is not None):
                 try:
-                    function = self.fast[tuple(map(shape_and_dtype, args))]
+                    function, _ = self.code.calls[tuple(map(shape_and_dtype, args))]
                 except (KeyError, AttributeError, TypeError):
                     pass
                 else:
-                    return function(*args)
+                    return (function(*args),) if self.wrap_single else function(*args)
             return self._call(args, kwargs)
 
     unchecked = copy.copy(dfn)  # shares the compiled functions
@@ -273,15 +273,15 @@ def freshness_cost(dfn, args: tuple, options) -> dict[str, float]:
     unchecked = without_freshness_checks(dfn)
     calls = {"with": lambda: dfn(*args), "without": lambda: unchecked(*args)}
     times = interleaved_minimum(calls, options.rounds, options.seconds)
-    compiled = dict(dfn.fast)  # shared with the unchecked copy
+    compiled = dict(dfn.code.calls)  # shared with the unchecked copy
     try:
-        for key in dfn.fast:
-            dfn.fast[key] = _no_op
+        for key, (_, assumptions) in compiled.items():
+            dfn.code.calls[key] = (_no_op, assumptions)
         paths = interleaved_minimum(calls, options.rounds * 4, options.seconds / 4)
     finally:
-        dfn.fast.update(compiled)
+        dfn.code.calls.update(compiled)
     times["path with"], times["path without"] = paths["with"], paths["without"]
-    times["names"] = len(dfn.assumptions.entries)
+    times["names"] = len(dfn.latest.assumptions.entries)
     return times
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
-from s2sgrad.compiler.freshness import MISSING, Assumptions
+from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
 from s2sgrad.compiler.pipeline import call_specialised, derivative, without_garbage_collection
 from s2sgrad.compiler.specialize import signature
@@ -50,7 +50,6 @@ from s2sgrad.engines.products import check_mode, may_fall_back, warn_fallback
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.rules.registry import nondifferentiable
-from s2sgrad.running import tracing
 from s2sgrad.runtime import seed_cotangent
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
@@ -135,10 +134,7 @@ class _Transform(NotebookDisplay):
         shift = 1 if isinstance(f, types.MethodType) else 0
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
         self.indices = [position_of(self.function, w) for w in self.wrt]
-        self.generated: dict[tuple, Any] = {}  # argument signature → compiled function
-        self.fast: dict[tuple, Any] = {}  # (shape, dtype) of each array argument → function
-        self.latest = None  # the GeneratedFunction that ran last (for sg.source)
-        self.assumptions = Assumptions()  # what the generated code above depends on
+        self.code = None  # the compiler's cache entry holding this transform's code
         self.use_tape = mode == "tape"
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
@@ -163,6 +159,11 @@ class _Transform(NotebookDisplay):
             return listing(generated)
         except S2SGradError:
             return None
+
+    @property
+    def latest(self):
+        """The generated code made last for a call's shapes (for sg.source), or None."""
+        return None if self.code is None else self.code.latest
 
     def generic_function(self, containers: frozenset = frozenset()):
         """The generated code of this transform for any shapes (for differentiating it again).
@@ -200,28 +201,27 @@ class _Transform(NotebookDisplay):
 
     def __call__(self, *args, **kwargs):
         if not (kwargs or self.use_tape or self.bound_self is not None):
-            try:  # the hot path: floating arrays of shapes seen before
-                function = self.fast[tuple(map(_SHAPE_AND_DTYPE, args))]
+            try:  # the hot path: arrays of shapes seen before (their signature)
+                function, assumptions = self.code.calls[tuple(map(_SHAPE_AND_DTYPE, args))]
             except (KeyError, AttributeError, TypeError):
                 pass
-            else:  # stored keys come from floating ndarrays; the key holds dtype and class
-                for entry in self.assumptions.entries:  # Assumptions.hold, inlined
+            else:  # the key is the signature: shape, dtype and class of each array
+                for entry in assumptions.entries:  # Assumptions.hold, inlined
                     if entry.holder.get(entry.name, MISSING) is not entry.expected:
                         break  # a name f reads holds something else now
                 else:
-                    return function(*args)
+                    return (function(*args),) if self.wrap_single else function(*args)
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
         if self.bound_self is not None:
             args = (self.bound_self, *args)
-        if not self.use_tape and not self.assumptions.current():
-            self._forget()
         if not self.use_tape:
             key = signature(args, kwargs)
-            function = self.generated.get(key)
-            if function is not None:
-                return function(*args, **kwargs)
+            found = None if self.code is None else self.code.calls.get(key)
+            if found is not None and found[1].current():  # else built anew below
+                result = found[0](*args, **kwargs)
+                return (result,) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             check_differentiable(name, value, self.f)
@@ -251,26 +251,10 @@ class _Transform(NotebookDisplay):
             self.use_tape = True
             return None
 
-    def _forget(self) -> None:
-        """Drop generated code that a rebound name made stale; the next call builds anew."""
-        self.generated.clear()
-        self.fast.clear()
-        self.assumptions = Assumptions()
-        self.latest = None
-
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
-        result, generated = call_specialised(generated, args, kwargs, key)
-        if tracing():  # the generic code ran, for its lines; the next call specialises
-            return self._shape_result(result)
-        self.assumptions.include(generated.assumptions)
-        self.latest = generated
-        function = generated.function
-        if self.wrap_single:
-            function = _one_tuple(function)
-        self.generated[key] = function
-        if self.bound_self is None and not kwargs and all(map(_is_float_array, args)):
-            self.fast[tuple(map(_SHAPE_AND_DTYPE, args))] = function
+        result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
+        self.code = generated.cached_in
         return self._shape_result(result)
 
     def _shape_result(self, result):
@@ -319,20 +303,8 @@ class _Transform(NotebookDisplay):
         return (gradients, aux) if self.has_aux else gradients
 
 
-_SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")  # a Dask array differs
-
-
-def _is_float_array(value) -> bool:
-    return type(value) is np.ndarray and value.dtype.kind == "f"
-
-
-def _one_tuple(function):
-    """``grad(f, wrt=(0,))`` returns a 1-tuple around the generated gradient."""
-
-    def gradient(*args, **kwargs):
-        return (function(*args, **kwargs),)
-
-    return gradient
+# the signature of arrays (compiler/specialize/criterion.py): a Dask array differs by class
+_SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")
 
 
 def _register_transforms_as_constructors() -> None:

@@ -1,4 +1,4 @@
-"""Tests of the optimiser (s2sgrad/compiler/optimize.py) and the facts it keeps (optimize_facts.py).
+"""Tests of the optimiser (s2sgrad/compiler/optimize/) and the facts it keeps (optimize/facts.py).
 
 Most of the expected code below is what the optimiser wrote before it kept facts between
 passes; the faster one must write exactly the same.
@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from s2sgrad.compiler.codegen import to_source
-from s2sgrad.compiler.optimize import _ConstantFolder, _size, optimize
-from s2sgrad.compiler.optimize_facts import (
+from s2sgrad.compiler.optimize import optimize
+from s2sgrad.compiler.optimize.facts import (
     Facts,
     FactsCache,
     facts_after_folding,
@@ -25,6 +25,8 @@ from s2sgrad.compiler.optimize_facts import (
     rename_reads,
     replace_reads,
 )
+from s2sgrad.compiler.optimize.folding import ConstantFolder
+from s2sgrad.compiler.optimize.statements import node_size
 from s2sgrad.compiler.syntax import (
     clone,
     names_modified,
@@ -356,7 +358,7 @@ def test_facts_agree_with_the_syntax_queries(source):
     assert sorted(map(id, facts.calls)) == sorted(map(id, calls))
     assert facts.effects == any(isinstance(n, gast.NamedExpr) for n in gast.walk(statement))
     if facts.assigned is not None:
-        assert facts.value_size == _size(statement.value)
+        assert facts.value_size == node_size(statement.value)
 
 
 def _random_expression(rng: random.Random, depth: int = 0) -> str:
@@ -392,7 +394,7 @@ def test_statements_without_anything_to_fold_are_left_alone(seed):
             continue
         skipped += 1
         before = gast.dump(statement)
-        folder = _ConstantFolder(FactsCache(enabled=False))
+        folder = ConstantFolder(FactsCache(enabled=False))
         folder.visit(statement)
         assert not folder.changed
         assert gast.dump(statement) == before
@@ -476,7 +478,7 @@ def test_facts_told_after_a_literal_arrived_are_what_a_walk_finds(source, litera
     statement = gast.parse(source).body[0]
     facts = Facts(statement)
     value = parse_expression(literal)
-    told = facts_after_replacing_by_literal(facts, "a", _size(value))
+    told = facts_after_replacing_by_literal(facts, "a", node_size(value))
     replace_reads(statement, "a", value, FactsCache())
     if told is None:
         assert "a" in facts.modified

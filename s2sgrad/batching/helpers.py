@@ -4,10 +4,11 @@ Generated code calls NumPy, which dispatches batched values to their rules by it
 the helpers of :mod:`s2sgrad.runtime`, which are plain Python functions. A *batched twin*
 of a generated function runs the same code object with its helpers replaced:
 
-* helpers with a rule here (``as_gradient``, ``owned``, ``index_cotangent`` …) run the
-  rule when an argument is batched;
+* helpers with a batching rule here (``as_gradient``, ``owned``, ``index_cotangent`` …)
+  run the rule when an argument is batched (``@batching_rule`` records it on the helper's
+  ``Rule``, where the twin reads it);
 * helpers made only of NumPy calls with batching rules, which never look at the type of
-  a batched argument, run unchanged (:data:`COMPOSABLE`);
+  a batched argument, run unchanged (declared beside the helper: ``batches_as_is``);
 * every other runtime helper raises :class:`NotBatchable` when it meets a batched value
   (custom derivatives, dynamic dispatch, the tape …);
 * generated callees (``helper_vjp.backward``, ``helper_jvp``) get batched twins in turn.
@@ -38,10 +39,11 @@ from s2sgrad.batching.values import (
     lift,
     materialize,
 )
+from s2sgrad.rules.registry import AS_IS, declare_batching, get_rule
 from s2sgrad.runtime import shapes as runtime_shapes
 from s2sgrad.runtime.core import rebuild_sequence
 
-__all__ = ["batched_twin", "is_generated", "COMPOSABLE", "HELPER_RULES"]
+__all__ = ["batched_twin", "batching_rule_of", "is_generated"]
 
 
 def is_generated(function: Any) -> bool:
@@ -59,16 +61,28 @@ def is_generated(function: Any) -> bool:
 
 # Rules for helpers --------------------------------------------------------------------------
 
-HELPER_RULES: dict[Any, Any] = {}
-
 
 def _rule_for(*helpers: Any):
+    """Declare the decorated function the batching rule of ``helpers`` (on their ``Rule``)."""
+
     def register(rule):
         for helper in helpers:
-            HELPER_RULES[helper] = rule
+            declare_batching(helper, rule)
         return rule
 
     return register
+
+
+def batching_rule_of(helper: Any) -> Any:
+    """The batching rule declared for a runtime helper, or None.
+
+    Example::
+
+        batching_rule_of(runtime.as_gradient)(values, like)
+    """
+    facts = get_rule(helper)
+    how = None if facts is None else facts.batching
+    return how if callable(how) else _CALLING_RULES.get(helper)
 
 
 @_rule_for(runtime.owned, runtime.snapshot)
@@ -299,9 +313,12 @@ def _called_rule(helper: Any, leading: int):
 
 
 _CALLED_RULES_TABLE = dict.fromkeys(_CALLED_RULES, True)
-HELPER_RULES[runtime.vjp_call] = _called_rule(runtime.vjp_call, 2)  # g, ans
-HELPER_RULES[runtime.jvp_call] = _called_rule(runtime.jvp_call, 2)  # t, ans
-HELPER_RULES[runtime.jvp_entry] = _called_rule(runtime.jvp_entry, 3)  # index, t, ans
+# The helpers that call a rule have no rule of their own to carry theirs.
+_CALLING_RULES = {
+    runtime.vjp_call: _called_rule(runtime.vjp_call, 2),  # g, ans
+    runtime.jvp_call: _called_rule(runtime.jvp_call, 2),  # t, ans
+    runtime.jvp_entry: _called_rule(runtime.jvp_entry, 3),  # index, t, ans
+}
 
 
 # np.array and np.asarray do not dispatch to __array_function__; generated code reaches
@@ -353,37 +370,6 @@ _NUMPY.__dict__.update(np.__dict__)
 _NUMPY.__dict__.update(array=_array, asarray=_asarray, asanyarray=_asarray)
 
 
-# Helpers that are right on batched values as they are: they call NumPy functions (which
-# have batching rules, or refuse) and other helpers of this list, and never branch on the
-# type of a batched argument.
-COMPOSABLE = frozenset(
-    getattr(runtime, name)
-    for name in (
-        "add_cotangents",
-        "zeros_like_structure",
-        "zeros_like_value",
-        "cast_like",
-        "matmul_cotangent_a",
-        "matmul_cotangent_b",
-        "dot_cotangent_a",
-        "dot_cotangent_b",
-        "rhs_as_matrix",
-        "join_like",
-        "untile",
-        "clip_regions",
-        "shift_along",
-        "linear_recurrence",
-        "exclusive_cumprod",
-        "group_axes",
-        "ungroup_axes",
-        "prod_of_others",
-        "norm_direction",
-    )
-    if hasattr(runtime, name)
-)
-
-
-_COMPOSABLE_RULES = dict.fromkeys(COMPOSABLE, True)
 _CUSTOM = (runtime.custom_vjp, runtime.custom_jvp_call)
 
 
@@ -438,10 +424,13 @@ def _replacement(obj: Any, runtime_objects: dict[int, Any]) -> Any:
     known = _REPLACEMENTS.get(id(obj))
     if known is not None and known[0] is obj:
         return known[1]
-    rule = _lookup(HELPER_RULES, obj)
-    if rule is not None:
-        replacement = _with_rule(obj, rule)
-    elif _lookup(_COMPOSABLE_RULES, obj) is not None:
+    facts = get_rule(obj)
+    how = None if facts is None else facts.batching
+    if how is None:
+        how = _lookup(_CALLING_RULES, obj)
+    if callable(how):
+        replacement = _with_rule(obj, how)
+    elif how == AS_IS:
         replacement = obj
     elif id(obj) in runtime_objects or isinstance(obj, _CUSTOM):
         replacement = _Guarded(obj)  # runtime helpers without a rule; custom derivatives

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.batching.helpers import HELPER_RULES, batched_twin, is_generated
+from s2sgrad.batching.helpers import batched_twin, batching_rule_of, is_generated
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.compiler.pipeline import derivative
 from s2sgrad.engines import products
@@ -322,7 +322,7 @@ def _batch_arrays(values: Any, like: Any, count: int, gradient: bool) -> Any:
     """``values`` (batched, plain or None per leaf) as arrays of ``count`` examples, with the
     structure of ``like``; for a gradient, each example shaped and typed like ``like``."""
     if gradient:
-        values = HELPER_RULES[as_gradient](values, like)
+        values = batching_rule_of(as_gradient)(values, like)
     blocks = {}
     for path, leaf in leaf_paths(like):
         value = _leaf_or_none(values, path)

@@ -33,7 +33,7 @@ SAVE_INIT = "s2s_save_init"  # a value bound only so the first push has one
 KEEP_NAME = "keep_name"  # an adjoint named after the user's variable: keep it visible
 KEEP_APART = "keep_apart"  # a statement that reads best on a line of its own (the seed)
 
-# Specialisation (specialize.py)
+# Specialisation (specialize/)
 NEAR_BROADCAST = "s2s_near_broadcast"  # an operation beside a broadcast specialisation removed
 BROADCAST_FREE = "s2s_broadcast_free"  # sides of a binary operation whose broadcasts were stripped
 SCATTER = "s2s_scatter"  # an index cotangent that may become an in-place add

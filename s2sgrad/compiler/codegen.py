@@ -63,7 +63,7 @@ class GeneratedFunction:
         self.origin = origin
         self.shapes_follow_arguments = False  # safe to specialise on argument shapes
         self.specialised_for = None  # the argument signature it was specialised to
-        self.specialisations: dict[tuple, GeneratedFunction] = {}  # signature → its code
+        self.cached_in = None  # the cache entry (compiler/cache.py) it and its calls are kept in
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
         # the user's free names the code reads (entries of s2sgrad.compiler.freshness): ``live``
         # maps the data ones to their entries, copied into the code's globals as they change;

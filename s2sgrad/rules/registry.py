@@ -39,6 +39,11 @@ __all__ = [
     "registered_primitives",
     "per_argument",
     "custom_derivative",
+    "AS_IS",
+    "batches_as_is",
+    "declare_batching",
+    "declare_specialiser",
+    "specialisers_by_id",
 ]
 
 
@@ -57,22 +62,26 @@ class Rule:
     # ``(value, pullback)``; ``pullback(g)`` gives one cotangent per argument (or just one)
     custom: Callable | None = None
     custom_jvp: Callable | None = None
+    # Facts of a function generated code calls (a runtime helper, or NumPy's), each declared
+    # once beside the code it names: ``specialiser(node, args, result, namespace)`` rewrites
+    # a call once the probe saw its shapes (compiler/specialize/rewrites.py); ``batching``
+    # says how a batched twin calls it: ``AS_IS`` (right on batched values as it is, declared
+    # beside the helper with ``batches_as_is``), a rule run when an argument is batched
+    # (batching/helpers.py), or None (a runtime helper without one refuses batched values).
+    specialiser: Callable | None = None
+    batching: Any = None
 
+
+AS_IS = "as is"  # Rule.batching of a helper that is right on batched values as it is
 
 _RULES: dict[Any, Rule] = {}
-
-
-def _key(primitive: Any) -> Any:
-    # Bound builtin methods (e.g. ``np.random.rand``) are not hashable by identity in a
-    # useful way; functions, ufuncs and method descriptors are.
-    return primitive
+_SPECIALISERS: dict[int, Callable] = {}  # id(primitive) → its specialiser, for the probe
 
 
 def _entry(primitive: Any) -> Rule:
-    key = _key(primitive)
-    rule = _RULES.get(key)
+    rule = _RULES.get(primitive)
     if rule is None:
-        rule = _RULES[key] = Rule(primitive)
+        rule = _RULES[primitive] = Rule(primitive)
     return rule
 
 
@@ -159,11 +168,11 @@ def get_rule(primitive: Any) -> Rule | None:
         get_rule(np.sin).vjp  # the function registered with @vjp_rule(np.sin)
     """
     try:
-        rule = _RULES.get(_key(primitive))
+        rule = _RULES.get(primitive)
     except TypeError:  # unhashable callables have no rule
         return None
     if rule is None and _load_optional_rule_modules():
-        rule = _RULES.get(_key(primitive))
+        rule = _RULES.get(primitive)
     return rule
 
 
@@ -206,6 +215,40 @@ def _load_optional_rule_modules() -> bool:
                 "(pip install 's2sgrad[scipy]')"
             ) from error
     return bool(ready)
+
+
+def declare_specialiser(primitive: Any, specialiser: Callable) -> None:
+    """Record how the probe rewrites calls of ``primitive`` once it saw their shapes.
+
+    Example::
+
+        declare_specialiser(runtime.unbroadcast, _unbroadcast)  # g, or g.sum(axis=0)
+    """
+    _entry(primitive).specialiser = specialiser
+    _SPECIALISERS[id(primitive)] = specialiser
+
+
+def specialisers_by_id() -> dict[int, Callable]:
+    """Every declared specialiser, by ``id`` of the function whose calls it rewrites."""
+    return _SPECIALISERS
+
+
+def batches_as_is(*helpers: Any) -> None:
+    """Declare runtime helpers right on batched values as they are: they call NumPy
+    functions (which have batching rules, or refuse) and other such helpers, and never
+    branch on the type of a batched argument.
+
+    Example::
+
+        batches_as_is(matmul_cotangent_a, matmul_cotangent_b)
+    """
+    for helper in helpers:
+        _entry(helper).batching = AS_IS
+
+
+def declare_batching(helper: Any, rule: Callable) -> None:
+    """Record the rule a batched twin runs for ``helper`` when an argument is batched."""
+    _entry(helper).batching = rule
 
 
 def differentiated_keyword(rule_function: Any, flags: tuple) -> dict:

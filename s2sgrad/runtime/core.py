@@ -9,7 +9,14 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.numpy_signatures import signature
-from s2sgrad.rules.registry import get_rule, jvp_rule, nondifferentiable, per_argument, vjp_rule
+from s2sgrad.rules.registry import (
+    batches_as_is,
+    get_rule,
+    jvp_rule,
+    nondifferentiable,
+    per_argument,
+    vjp_rule,
+)
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 
@@ -101,6 +108,9 @@ def zeros_like_structure(x: Any) -> Any:
     return np.zeros(np.shape(x), dtype=_float_dtype(x))
 
 
+batches_as_is(zeros_like_structure)  # right on batched values as it is
+
+
 def _numeric(x: Any) -> bool:
     return x is None or isinstance(x, (complex, np.generic)) or hasattr(x, "__array_function__")
 
@@ -122,6 +132,9 @@ def add_cotangents(a: Any, b: Any) -> Any:
     if isinstance(a, (list, tuple)):
         return rebuild_sequence(a, [add_cotangents(u, v) for u, v in zip(a, b)])
     return a + b
+
+
+batches_as_is(add_cotangents)  # right on batched values as it is
 
 
 class CotangentList(list):
@@ -301,6 +314,9 @@ def zeros_like_value(x: Any) -> Any:
     ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate
         return None
     return zeros_like_structure(x)
+
+
+batches_as_is(zeros_like_value)  # right on batched values as it is
 
 
 def unpack_cotangent(parts: tuple, value: Any, star: int | None = None) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
 
 __all__ = ["LN2", "LN10", "cast_like"]
 
@@ -37,6 +37,9 @@ def cast_like(value: Any, like: Any) -> Any:
     if np.result_type(value) == dtype:
         return value
     return value.astype(dtype) if hasattr(value, "astype") else dtype.type(value)
+
+
+batches_as_is(cast_like)  # right on batched values as it is
 
 
 @vjp_rule(cast_like)

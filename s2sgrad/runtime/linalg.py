@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
 from s2sgrad.runtime.core import unbroadcast
 
 __all__ = [
@@ -50,6 +50,9 @@ def matmul_cotangent_a(g: Any, a: Any, b: Any) -> Any:
     return unbroadcast(np.matmul(g, b_t), a)
 
 
+batches_as_is(matmul_cotangent_a)  # right on batched values as it is
+
+
 def matmul_cotangent_b(g: Any, a: Any, b: Any) -> Any:
     """The cotangent of ``b`` when ``g`` is the cotangent of ``np.matmul(a, b)``.
 
@@ -65,6 +68,9 @@ def matmul_cotangent_b(g: Any, a: Any, b: Any) -> Any:
     if np.ndim(b) == 1:
         return unbroadcast(np.matmul(np.expand_dims(g, -2), a)[..., 0, :], b)
     return unbroadcast(np.matmul(np.swapaxes(a, -1, -2), g), b)
+
+
+batches_as_is(matmul_cotangent_b)  # right on batched values as it is
 
 
 # <h, matmul_cotangent_a(g, a, b)> = <g, h @ b>, and <h, matmul_cotangent_b(g, a, b)> =
@@ -111,6 +117,9 @@ def dot_cotangent_a(g: Any, a: Any, b: Any) -> Any:
     return np.tensordot(g, np.swapaxes(b, -1, -2), np.ndim(b) - 1)
 
 
+batches_as_is(dot_cotangent_a)  # right on batched values as it is
+
+
 def dot_cotangent_b(g: Any, a: Any, b: Any) -> Any:
     """The cotangent of ``b`` when ``g`` is the cotangent of ``np.dot(a, b)``.
 
@@ -125,6 +134,9 @@ def dot_cotangent_b(g: Any, a: Any, b: Any) -> Any:
         return np.tensordot(g, a, np.ndim(g))
     contracted = np.tensordot(np.moveaxis(a, -1, 0), g, np.ndim(a) - 1)
     return np.moveaxis(contracted, 0, -2)
+
+
+batches_as_is(dot_cotangent_b)  # right on batched values as it is
 
 
 @vjp_rule(dot_cotangent_a)
@@ -172,6 +184,9 @@ def rhs_as_matrix(v: Any, b: Any, a: Any = None) -> Any:
     ):
         return np.expand_dims(v, -1)
     return v
+
+
+batches_as_is(rhs_as_matrix)  # right on batched values as it is
 
 
 @vjp_rule(rhs_as_matrix)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
 from s2sgrad.runtime.core import unbroadcast
 
 __all__ = [
@@ -53,6 +53,9 @@ def shift_along(x: Any, axis: int = -1, reverse: bool = False, fill: float = 0.0
     else:
         shifted = np.concatenate([edge, moved[..., :-1]], axis=-1)
     return np.moveaxis(shifted, -1, axis)
+
+
+batches_as_is(shift_along)  # right on batched values as it is
 
 
 @vjp_rule(shift_along)
@@ -95,6 +98,9 @@ def linear_recurrence(a: Any, b: Any, axis: int = -1, reverse: bool = False) -> 
     return np.moveaxis(total, -1, axis)
 
 
+batches_as_is(linear_recurrence)  # right on batched values as it is
+
+
 # h is linear in b, h = M(a) b, and M(a)^T runs the recurrence the other way with the
 # coefficients shifted by one; a's tangent enters as an extra b-term ``da * h[i - 1]``.
 
@@ -124,6 +130,9 @@ def exclusive_cumprod(x: Any, axis: int = -1, reverse: bool = False) -> Any:
     else:
         inclusive = np.cumprod(x, axis)
     return shift_along(inclusive, axis, reverse, fill=1.0)
+
+
+batches_as_is(exclusive_cumprod)  # right on batched values as it is
 
 
 @vjp_rule(exclusive_cumprod)
@@ -166,6 +175,9 @@ def group_axes(x: Any, axis: Any = None) -> Any:
     return np.reshape(moved, np.shape(moved)[: np.ndim(x) - len(axes)] + (-1,))
 
 
+batches_as_is(group_axes)  # right on batched values as it is
+
+
 def ungroup_axes(y: Any, x: Any, axis: Any = None) -> Any:
     """Undo :func:`group_axes`: ``y`` (shaped like ``group_axes(x, axis)``) in ``x``'s shape.
 
@@ -179,6 +191,9 @@ def ungroup_axes(y: Any, x: Any, axis: Any = None) -> Any:
     kept = tuple(n for i, n in enumerate(shape) if i not in axes)
     moved = np.reshape(y, kept + tuple(shape[i] for i in axes))
     return np.moveaxis(moved, tuple(range(-len(axes), 0)), axes)
+
+
+batches_as_is(ungroup_axes)  # right on batched values as it is
 
 
 @vjp_rule(group_axes)
@@ -214,6 +229,9 @@ def prod_of_others(x: Any, axis: Any = None) -> Any:
     grouped = group_axes(x, axis)
     others = exclusive_cumprod(grouped) * exclusive_cumprod(grouped, reverse=True)
     return ungroup_axes(others, x, axis)
+
+
+batches_as_is(prod_of_others)  # right on batched values as it is
 
 
 # The Jacobian of prod_of_others is the Hessian of prod, which is symmetric: one function
@@ -267,6 +285,9 @@ def norm_direction(x: Any, norm: Any, ord: Any, axis: Any = None) -> Any:
     if len(axes) == 1:
         return _vector_norm_direction(x, ord, axes[0])
     return _matrix_norm_direction(x, ord, axes)
+
+
+batches_as_is(norm_direction)  # right on batched values as it is
 
 
 def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:

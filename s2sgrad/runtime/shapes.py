@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
@@ -367,6 +367,9 @@ def join_like(pieces: Any, whole: Any, parts: Any, axis: int | None = 0) -> np.n
     return np.reshape(joined, np.shape(whole)) if flat else joined
 
 
+batches_as_is(join_like)  # right on batched values as it is
+
+
 def _extents(shape: tuple, parts: Any, axis: int) -> list[int]:
     """How far along ``axis`` of an array of ``shape`` each of ``parts`` reaches."""
     axis = axis % len(shape)
@@ -459,6 +462,9 @@ def untile(g: Any, x: Any, reps: Any) -> Any:
     interleaved = tuple(n for pair in zip(reps, base) for n in pair)
     summed = np.sum(np.reshape(g, interleaved), axis=tuple(range(0, 2 * ndim, 2)))
     return np.reshape(summed, shape)
+
+
+batches_as_is(untile)  # right on batched values as it is
 
 
 def unrepeat(g: Any, x: Any, repeats: Any, axis: int | None = None) -> Any:
@@ -699,6 +705,9 @@ def clip_regions(a: Any, a_min: Any, a_max: Any) -> tuple[Any, Any, Any]:
     # ``np.clip`` is ``minimum(maximum(a, a_min), a_max)``: a_max wins when bounds cross.
     above = (a > a_max) if a_min is None else (np.maximum(a, a_min) > a_max)
     return inside & ~above, below & ~above, above
+
+
+batches_as_is(clip_regions)  # right on batched values as it is
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,6 +19,15 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.optimize.foldable import (
+    binop_folds,
+    compare_folds,
+    is_negation,
+    literal_number,
+    negatable,
+    subscript_folds,
+    unaryop_folds,
+)
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     MUTATING_METHODS,
@@ -36,8 +45,6 @@ __all__ = [
     "facts_after_merging",
     "facts_after_rename",
     "facts_after_replacing_by_literal",
-    "literal_number",
-    "negatable",
     "rename_reads",
     "replace_reads",
     "simple_assignment",
@@ -90,13 +97,71 @@ class Facts:
 
     def __init__(self, statement: gast.stmt, trail: list | None = None):
         self.statement = statement
-        loads: list[str] = []
-        stores: list[str] = []
-        others: list[str] = []
-        calls: list[gast.Call] = []
-        modified: set[str] = set()
-        has_scope = own_scope = foldable = effects = annotated = False
-        size = 0  # nodes, as s2sgrad.compiler.syntax.walk counts them (operators too)
+        walked = _Walk(statement, trail)
+        loads, stores, others = walked.loads, walked.stores, walked.others
+        has_scope, annotated = walked.has_scope, walked.annotated
+        self.loads, self.stores, self.others = loads, stores, others
+        self.reads = set(loads)
+        # stores inside nested functions are not the statement's own: walk again to tell
+        writes = names_written(statement) if has_scope else set(stores)
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)) and not has_scope:
+            writes.add(statement.name)
+        self.writes = writes
+        self.modified = walked.modified | writes
+        self.assigned = simple_assignment(statement)
+        self.comment = _is_comment(statement)
+        self.own_scope = walked.own_scope
+        # The constant folder has nothing to do in this version: set when it found nothing,
+        # and from the start when no node is one the folder would simplify as it is (the
+        # folder works bottom-up, so if it changes nothing below a node, it sees the node
+        # as it is here).
+        self.folded = not walked.foldable
+        self.foldable = walked.foldable
+        self.has_scope = has_scope  # a function, lambda or class is defined inside
+        self.calls = walked.calls  # every call in the statement, nested functions included
+        self.effects = walked.effects  # a yield, an await or an assignment expression is there
+        self.annotated = annotated  # a name carries an annotation (which the walk included)
+        self.pure_value = None  # whether the assigned value is free of side effects
+        self.value_size = None  # how many nodes the assigned value has
+        if self.assigned is not None and not annotated:
+            # all but the assignment and its target: names are not pushed, so not counted
+            self.value_size = walked.size + len(loads) + len(stores) + len(others) - 2
+
+
+class _Walk:
+    """One walk of a statement, gathering what :class:`Facts` records (``trail``, when
+    given, receives every node walked that could be changed in place)."""
+
+    __slots__ = (
+        "statement",
+        "loads",
+        "stores",
+        "others",
+        "calls",
+        "modified",
+        "has_scope",
+        "own_scope",
+        "foldable",
+        "effects",
+        "annotated",
+        "size",
+    )
+
+    def __init__(self, statement: gast.stmt, trail: list | None):
+        self.statement = statement
+        self.loads: list[str] = []
+        self.stores: list[str] = []
+        self.others: list[str] = []
+        self.calls: list[gast.Call] = []
+        self.modified: set[str] = set()
+        self.has_scope = self.own_scope = self.foldable = self.effects = False
+        self.annotated = False
+        self.size = 0  # nodes, as s2sgrad.compiler.syntax.walk counts them (operators too)
+        self._walk(statement, trail)
+
+    def _walk(self, statement: gast.stmt, trail: list | None) -> None:
+        loads, stores, others = self.loads, self.stores, self.others
+        size = 0
         Name, Load, Store, Constant = gast.Name, gast.Load, gast.Store, gast.Constant
         plans, roles = _PLANS, _ROLES
         stack = [statement]
@@ -106,43 +171,8 @@ class Facts:
             size += 1
             kind = type(node)
             role = roles.get(kind)
-            if role is None:
-                pass
-            elif role is _BINOP:
-                size += 1
-                foldable = foldable or _binop_folds(node)
-            elif role is _CALL:
-                calls.append(node)
-                func = node.func
-                if isinstance(func, gast.Attribute):
-                    if isinstance(func.value, Name) and func.attr in MUTATING_METHODS:
-                        modified.add(func.value.id)
-                    # (-e).sum(...), which becomes -e.sum(...)
-                    foldable = foldable or (func.attr == "sum" and _is_negation(func.value))
-            elif role is _ACCESS:
-                if kind is gast.Subscript and not foldable:
-                    foldable = _subscript_folds(node)
-                if type(node.ctx) is Store:
-                    base = node.value
-                    while isinstance(base, (gast.Subscript, gast.Attribute)):
-                        base = base.value
-                    if isinstance(base, Name):
-                        modified.add(base.id)
-            elif role is _UNARYOP:
-                size += 1
-                foldable = foldable or _unaryop_folds(node)
-            elif role is _COMPARE:
-                size += len(node.ops)
-                foldable = foldable or _compare_folds(node)
-            elif role is _BOOLOP:
-                size += 1
-            elif role is _SCOPE:
-                has_scope = has_scope or node is not statement
-                own_scope = own_scope or kind is gast.Lambda
-            elif role is _OWN:
-                own_scope = True
-            else:  # _EFFECT
-                effects = True
+            if role is not None:
+                size += self._notice(node, kind, role)
             plan = plans.get(kind)
             if plan is None:
                 plan = plans[kind] = node_fields(kind)
@@ -180,130 +210,52 @@ class Facts:
                         if trail is not None:
                             trail.append(child)
                         if child.annotation is not None:
-                            annotated = True
+                            self.annotated = True
                             push(child.annotation)
                     elif kind is Constant:
                         size += 1
                     elif child is not None:
                         push(child)
-        self.loads, self.stores, self.others = loads, stores, others
-        self.reads = set(loads)
-        # stores inside nested functions are not the statement's own: walk again to tell
-        writes = names_written(statement) if has_scope else set(stores)
-        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)) and not has_scope:
-            writes.add(statement.name)
-        self.writes = writes
-        self.modified = modified | writes
-        self.assigned = simple_assignment(statement)
-        self.comment = _is_comment(statement)
-        self.own_scope = own_scope
-        # The constant folder has nothing to do in this version: set when it found nothing,
-        # and from the start when no node is one the folder would simplify as it is (the
-        # folder works bottom-up, so if it changes nothing below a node, it sees the node
-        # as it is here).
-        self.folded = not foldable
-        self.foldable = foldable
-        self.has_scope = has_scope  # a function, lambda or class is defined inside
-        self.calls = calls  # every call in the statement, nested functions included
-        self.effects = effects  # a yield, an await or an assignment expression is there
-        self.annotated = annotated  # a name carries an annotation (which the walk included)
-        self.pure_value = None  # whether the assigned value is free of side effects
-        self.value_size = None  # how many nodes the assigned value has
-        if self.assigned is not None and not annotated:
-            # all but the assignment and its target: names are not pushed, so not counted
-            self.value_size = size + len(loads) + len(stores) + len(others) - 2
+        self.size += size
 
-
-# Whether the constant folder (optimize._ConstantFolder) simplifies a node as it is,
-# its children left as they are. Each mirrors the conditions of the folder's visit_ method
-# for the kind (some a little wider): a node none of them accepts is left alone by it.
-def literal_number(node) -> int | float | None:
-    """The number a literal ``2``, ``0.5`` or ``-2`` stands for, else None.
-
-    Example::
-
-        literal_number(parse_expression("-2"))  # -2
-    """
-    if isinstance(node, gast.Constant) and type(node.value) in (int, float):
-        return node.value
-    if (
-        isinstance(node, gast.UnaryOp)
-        and isinstance(node.op, gast.USub)
-        and isinstance(node.operand, gast.Constant)
-        and type(node.operand.value) in (int, float)
-    ):
-        return -node.operand.value
-    return None
-
-
-def negatable(node) -> bool:
-    """Whether ``-node`` can be written without a negation (``-a`` → ``a``, ``(-a) * b`` →
-    ``a * b``): whether ``s2sgrad.compiler.optimize._negated(node)`` is not None."""
-    while isinstance(node, gast.BinOp) and isinstance(node.op, (gast.Mult, gast.Div)):
-        node = node.left
-    return isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
-
-
-def _is_negation(node) -> bool:
-    return isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
-
-
-_FOLDER_LOOKS_FOR = (gast.Constant, gast.UnaryOp, gast.BinOp)
-_FOLDABLE_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
-
-
-def _binop_folds(node: gast.BinOp) -> bool:
-    if not (isinstance(node.left, _FOLDER_LOOKS_FOR) or isinstance(node.right, _FOLDER_LOOKS_FOR)):
-        return False  # every condition below wants a literal, a negation or a product there
-    op = type(node.op)
-    left, right = literal_number(node.left), literal_number(node.right)
-    if left is not None and right is not None and op in _FOLDABLE_OPERATORS:
-        return True  # two numbers (unless the arithmetic fails)
-    if op is gast.Mult or op is gast.Div:
-        if right is not None and _is_negation(node.left):
-            return True  # (-a) * 2
-        if left is not None and op is gast.Mult and negatable(node.right):
-            return True  # 2 * -a
-    if op is gast.Add:
-        term = node.left
-        other = node.right
-        if (  # c * x + c * x (without looking whether the x are alike)
-            type(term) is gast.BinOp
-            and type(term.op) is gast.Mult
-            and type(literal_number(term.left)) is float
-            and type(other) is gast.BinOp
-            and type(other.op) is gast.Mult
-            and literal_number(other.left) == literal_number(term.left)
-        ):
-            return True
-        if negatable(node.right):
-            return True  # a + -b
-    if op is gast.Sub and negatable(node.right):
-        return True  # a - -b
-    if (op is gast.Pow or op is gast.Mult) and right == 1 and type(right) is int:
-        return True  # x ** 1, x * 1
-    return op is gast.Mult and left == 1 and type(left) is int  # 1 * x
-
-
-def _unaryop_folds(node: gast.UnaryOp) -> bool:
-    if not isinstance(node.op, gast.USub):
-        return False
-    operand = node.operand
-    if negatable(operand):
-        return True  # -(-a)
-    return (  # -(2 * e)
-        isinstance(operand, gast.BinOp)
-        and isinstance(operand.op, (gast.Mult, gast.Div))
-        and literal_number(operand.left) is not None
-    )
-
-
-def _subscript_folds(node: gast.Subscript) -> bool:
-    return isinstance(node.value, gast.Tuple)  # (a, b)[0]
-
-
-def _compare_folds(node: gast.Compare) -> bool:
-    return isinstance(node.left, gast.Constant)  # None is None
+    def _notice(self, node: gast.AST, kind: type, role: str) -> int:
+        """Record what a node of a kind with a role tells; return the operators it counts."""
+        if role is _BINOP:
+            self.foldable = self.foldable or binop_folds(node)
+            return 1
+        if role is _CALL:
+            self.calls.append(node)
+            func = node.func
+            if isinstance(func, gast.Attribute):
+                if isinstance(func.value, gast.Name) and func.attr in MUTATING_METHODS:
+                    self.modified.add(func.value.id)
+                # (-e).sum(...), which becomes -e.sum(...)
+                self.foldable = self.foldable or (func.attr == "sum" and is_negation(func.value))
+        elif role is _ACCESS:
+            if kind is gast.Subscript and not self.foldable:
+                self.foldable = subscript_folds(node)
+            if type(node.ctx) is gast.Store:
+                base = node.value
+                while isinstance(base, (gast.Subscript, gast.Attribute)):
+                    base = base.value
+                if isinstance(base, gast.Name):
+                    self.modified.add(base.id)
+        elif role is _UNARYOP:
+            self.foldable = self.foldable or unaryop_folds(node)
+            return 1
+        elif role is _COMPARE:
+            self.foldable = self.foldable or compare_folds(node)
+            return len(node.ops)
+        elif role is _BOOLOP:
+            return 1
+        elif role is _SCOPE:
+            self.has_scope = self.has_scope or node is not self.statement
+            self.own_scope = self.own_scope or kind is gast.Lambda
+        elif role is _OWN:
+            self.own_scope = True
+        else:  # _EFFECT
+            self.effects = True
+        return 0
 
 
 # What the walk in Facts looks at in a node of each kind (other kinds: only the children).
@@ -457,7 +409,7 @@ def facts_after_merging(later: Facts, earlier: Facts, value: gast.BinOp) -> Fact
         return None
     result = _with_value_of(later, earlier, target)
     # the sum itself is the only node whose children changed
-    result.foldable = result.foldable or _binop_folds(value)
+    result.foldable = result.foldable or binop_folds(value)
     result.folded = not result.foldable
     return result
 

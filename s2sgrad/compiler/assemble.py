@@ -1,0 +1,232 @@
+"""The three shapes of a reverse-mode derivative, put together from the two sweeps.
+
+* ``grad``: ``df(*args) -> gradients`` (the forward sweep, the seed, the backward sweep);
+* ``value_and_grad``: ``df(*args) -> (value, gradients)``;
+* ``vjp``: two plain functions, ``f_vjp(*args) -> (value, saved)`` and
+  ``f_vjp.backward(saved, g) -> cotangents``, which calls between user functions use.
+
+And the pieces a JVP's signature shares with them (defaults, the tangents of ``*args``).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.annotations import KEEP_APART, annotate
+from s2sgrad.compiler.codegen import unique_name
+from s2sgrad.compiler.finishing import tidy
+from s2sgrad.compiler.inline import Namespace, _is_literal
+from s2sgrad.compiler.purity import purity
+from s2sgrad.compiler.reverse import ReverseSweeps
+from s2sgrad.compiler.syntax import (
+    assign,
+    call,
+    clone,
+    constant,
+    load,
+    names_modified,
+    names_read,
+    names_written,
+    parameter_names,
+    store,
+    walk,
+)
+
+__all__ = ["assemble", "entry_tangents", "signature_with_defaults", "store_param", "wrt_base"]
+
+
+# assembly --------------------------------------------------------------------------------
+def assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
+    helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
+    output = sweeps.output
+    differentiated = (
+        output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
+    )
+    cotangents = [
+        load(sweeps.adjoints[wrt_base(w)]) if sweeps.adjoints[wrt_base(w)] else constant(None)
+        for w in request.wrt
+    ]
+    if request.kind == "vjp":
+        return _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents)
+    else:
+        body = list(sweeps.forward)
+        if any(sweeps.adjoints.values()):
+            seed = assign(
+                sweeps.output_cotangent, call(helper("seed_cotangent"), [clone(differentiated)])
+            )
+            annotate(seed, KEEP_APART)  # the seed reads best on a line of its own
+            body.append(seed)
+        else:
+            body.append(gast.Expr(value=call(helper("seed_cotangent"), [clone(differentiated)])))
+        body.extend(sweeps.backward)
+        gradients = [
+            entry(call(helper("as_gradient"), [c, load(wrt_base(w))]), w)
+            for c, w in zip(cotangents, request.wrt)
+        ]
+        gradient = (
+            gradients[0] if len(gradients) == 1 else gast.Tuple(elts=gradients, ctx=gast.Load())
+        )
+        if request.kind == "value_and_grad":
+            gradient = gast.Tuple(elts=[clone(output), gradient], ctx=gast.Load())
+        elif request.has_aux and isinstance(output, gast.Tuple):
+            aux = output.elts[1] if len(output.elts) == 2 else gast.Tuple(elts=output.elts[1:])
+            gradient = gast.Tuple(elts=[gradient, clone(aux)], ctx=gast.Load())
+        body.append(gast.Return(value=gradient))
+        name = names.claim(("d" if request.kind == "grad" else "value_and_d") + node.name)
+    generated = gast.FunctionDef(
+        name=name,
+        args=signature_with_defaults(parsed, node, namespace),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    return generated
+
+
+def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
+    """Two plain functions, no closures, so that both can be differentiated again.
+
+    ``f_vjp(*args) -> (value, saved)`` runs the forward sweep and returns what the
+    backward sweep reads; ``f_vjp_backward(saved, g)`` returns the cotangents.
+    """
+    helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
+    is_pure = purity(namespace)
+    backward = list(sweeps.backward)
+    raw = [
+        entry(call(helper("as_gradient"), [c, load(wrt_base(w))]), w)
+        if wrt_base(w) != w
+        else c
+        if isinstance(c, gast.Name)
+        else call(helper("zeros_like_structure"), [load(w)])
+        for c, w in zip(cotangents, request.wrt)
+    ]
+    returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
+    backward.append(gast.Return(value=returned))
+    backward = tidy(backward, is_pure)
+    known = {n for s in sweeps.forward for n in names_written(s)} | parameter_names(node)
+    read_back = set().union(*(names_read(s) for s in backward)) if backward else set()
+    saved = sorted((read_back - {sweeps.output_cotangent}) & known)
+    saved_name = names.claim("saved")
+    unpack = assign(gast.Tuple(elts=[store(n) for n in saved], ctx=gast.Store()), load(saved_name))
+    body = [unpack, *_private_copies(backward, set(saved), names, helper), *backward]
+    name = names.claim(unique_name(f"{node.name}_vjp"))
+    backward_function = gast.FunctionDef(
+        name=names.claim(unique_name(f"{name}_backward")),
+        args=arguments([saved_name, sweeps.output_cotangent]),
+        body=body,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    keep = gast.Tuple(elts=[load(n) for n in saved], ctx=gast.Load())
+    result = gast.Tuple(elts=[clone(sweeps.output), keep], ctx=gast.Load())
+    always = parameter_names(node) | {
+        n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
+    }
+    # a value only some branches compute is saved as None when they do not run
+    maybe_unset = [assign(n, constant(None)) for n in saved if n not in always]
+    forward_function = gast.FunctionDef(
+        name=name,
+        args=signature_with_defaults(parsed, node, namespace),
+        body=[*maybe_unset, *sweeps.forward, gast.Return(value=result)],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    return forward_function, backward_function
+
+
+def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:
+    """Copy what the backward sweep restores in place, so it can be called again."""
+    changed = set()
+    for statement in backward:
+        changed |= names_modified(statement)
+    changed &= saved
+    renames = {name: names.claim(f"{name}_") for name in sorted(changed)}
+    for node in walk(gast.Module(body=backward, type_ignores=[])):
+        if isinstance(node, gast.Name) and node.id in renames:
+            node.id = renames[node.id]
+    return [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
+
+
+def entry_tangents(wrt, tangents: dict, names, namespace) -> tuple[dict, list]:
+    """The tangent parameters of a JVP: one per entry of ``*args`` that ``wrt`` names
+    (``"args[1]"``), from which the code builds the tangent of the tuple ``args``."""
+    entries = [w for w in wrt if wrt_base(w) != w]
+    if not entries:
+        return dict(tangents), []
+    tangents = dict(tangents)
+    base = wrt_base(entries[0])
+    whole = tangents.pop(base, None)
+    given = {}
+    for name in entries:
+        index = int(name[len(base) + 1 : -1])
+        tangents[name] = given[index] = names.claim(f"d{base}_{index}")
+    if whole is None:
+        return tangents, []
+    table = gast.Dict(keys=[constant(i) for i in given], values=[load(p) for p in given.values()])
+    helper = load(namespace.bind("star_tangents", runtime.star_tangents))
+    return tangents, [assign(whole, call(helper, [load(base), table]))]
+
+
+def wrt_base(name: str) -> str:
+    """The parameter ``wrt`` differentiates: ``args`` for ``"args[1]"`` (what ``*args``
+    takes at position 1), else ``name`` itself."""
+    return name.partition("[")[0]
+
+
+def entry(node: gast.expr, name: str) -> gast.expr:
+    """``node[1]`` for ``"args[1]"``, else ``node``."""
+    if wrt_base(name) == name:
+        return node
+    index = int(name[len(wrt_base(name)) + 1 : -1])
+    return gast.Subscript(value=node, slice=constant(index), ctx=gast.Load())
+
+
+def arguments(names: list[str]) -> gast.arguments:
+    return gast.arguments(
+        args=[store_param(n) for n in names],
+        posonlyargs=[],
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=[],
+    )
+
+
+def store_param(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Param(), annotation=None, type_comment=None)
+
+
+def signature_with_defaults(parsed, node, namespace: Namespace) -> gast.arguments:
+    args = clone(node.args)
+    for arg in args.posonlyargs + args.args + args.kwonlyargs:
+        arg.annotation = None
+    signature = inspect.signature(parsed.function)
+    defaults = []
+    kw_defaults = []
+    for parameter in signature.parameters.values():
+        if parameter.default is inspect.Parameter.empty:
+            if parameter.kind == parameter.KEYWORD_ONLY:
+                kw_defaults.append(None)
+            continue
+        value = parameter.default
+        if _is_literal(value):
+            expression = constant(value)
+        else:
+            expression = load(namespace.bind(f"{parameter.name}_default", value))
+        if parameter.kind == parameter.KEYWORD_ONLY:
+            kw_defaults.append(expression)
+        else:
+            defaults.append(expression)
+    args.defaults = defaults
+    args.kw_defaults = kw_defaults
+    return args

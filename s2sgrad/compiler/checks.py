@@ -1,0 +1,107 @@
+"""Refusals made before any code is built: what the transformer does not differentiate
+(generators, ``global`` names, complex numbers, foreign array types, ``**kwargs`` wrt),
+each naming the user's line and what to do instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.assemble import wrt_base
+from s2sgrad.compiler.frontend import ParsedFunction
+from s2sgrad.compiler.syntax import walk
+from s2sgrad.errors import UnsupportedError
+
+__all__ = [
+    "check_no_outer_writes",
+    "check_signature",
+    "first_yield",
+    "refuse_complex_literals",
+    "refuse_foreign_array",
+]
+
+
+def check_signature(parsed: ParsedFunction, node, wrt) -> None:
+    args = node.args
+    known = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+    for name in wrt:
+        if args.vararg is not None and wrt_base(name) == args.vararg.id:
+            continue  # what *args takes: all of it (a call's), or one argument ("args[1]")
+        if args.kwarg is not None and name == args.kwarg.id:
+            raise UnsupportedError(
+                f"{parsed.location()}: {parsed.function.__qualname__} takes differentiated "
+                f"values through **{name}; name their parameters, or use mode='tape'"
+            )
+        if name not in known:
+            raise ValueError(f"{parsed.location()}: {parsed.name} has no parameter {name!r}")
+
+
+def check_no_outer_writes(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
+    """Refuse ``global x`` and ``nonlocal x`` of a name outside the function: generated
+    code lives in a module of its own, and would write somewhere else."""
+    outer = set(parsed.function.__code__.co_freevars)
+    for statement in walk(node):
+        kind = type(statement)
+        if kind is gast.Global or (kind is gast.Nonlocal and outer & set(statement.names)):
+            word = "global" if kind is gast.Global else "nonlocal"
+            raise UnsupportedError(
+                f"{parsed.location(statement)}: {parsed.function.__qualname__} assigns the "
+                f"{word} name {', '.join(statement.names)}, which generated code cannot write "
+                "back; pass the value in and return the new one, or use mode='tape'"
+            )
+
+
+def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> None:
+    """A global or closure array of a type s2sgrad does not understand (``np.matrix``, a
+    masked array, a duck array) would be differentiated with the rules of plain arrays;
+    complex numbers are not differentiated yet."""
+    if runtime.is_complex(obj):
+        read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
+        raise _complex_refusal(parsed, read, f"{name!r} holds a complex value")
+    if not runtime.is_foreign_array(obj):
+        return
+    read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
+    kind = f"{type(obj).__module__}.{type(obj).__qualname__}"
+    error = UnsupportedError(
+        f"{parsed.location(read)}: {name!r} is a {kind}, an array type s2sgrad does not "
+        "differentiate (np.matrix's * is a matrix product, a masked array hides elements); "
+        f"use np.asarray({name}) (and apply a mask with np.where)"
+    )
+    error.tape_cannot_either = True  # the tape refuses it as well
+    raise error
+
+
+def refuse_complex_literals(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
+    """Refuse complex literals, except as a slice's step (``np.mgrid[0:1:5j]`` counts points)."""
+    steps = {id(s.step) for s in walk(node) if type(s) is gast.Slice and s.step is not None}
+    for child in walk(node):
+        if (
+            type(child) is gast.Constant
+            and isinstance(child.value, complex)
+            and id(child) not in steps
+        ):
+            raise _complex_refusal(parsed, child, f"the literal {child.value!r} is complex")
+
+
+def _complex_refusal(parsed: ParsedFunction, where_node, what: str) -> UnsupportedError:
+    error = UnsupportedError(
+        f"{parsed.location(where_node)}: {what}, and complex numbers are not differentiated "
+        "yet; write the computation with real and imaginary parts as separate float arrays"
+    )
+    error.tape_cannot_either = True  # the tape refuses complex values as well
+    return error
+
+
+def first_yield(node: gast.AST) -> gast.AST | None:
+    """The first ``yield`` of a function, not counting the functions defined inside it."""
+    for child in gast.iter_child_nodes(node):
+        if isinstance(child, (gast.Yield, gast.YieldFrom)):
+            return child
+        if not isinstance(child, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
+            found = first_yield(child)
+            if found is not None:
+                return found
+    return None

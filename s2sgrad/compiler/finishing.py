@@ -1,0 +1,215 @@
+"""From raw derivative code to the code that runs: one ordered list of passes, run once.
+
+The sweeps and assembly write *raw* code. It is finished in one of two ways, by the same
+list of passes run in order by one loop (:func:`finish`):
+
+* *generic* code (any shapes; what is differentiated again, and what ``source`` shows
+  before a call) runs only the passes that do not need the arguments: the optimiser;
+* code *specialised* to the shapes of a call runs all of them::
+
+    instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
+      ─► optimise ─► drop saves only shape queries read ─► strip broadcasts ─► fold constants
+
+The first five are the probe's (``compiler/specialize/``): if one fails, the call runs the
+generic code instead. Stripping broadcasts again, and folding after it, are for what the
+optimiser brought together (a broadcast next to a full array).
+
+Example::
+
+    node = finish(clone(raw), Finishing(is_pure))  # the generic code
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+
+from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_function
+from s2sgrad.compiler.free_names import depending
+from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
+from s2sgrad.compiler.purity import purity_of
+from s2sgrad.compiler.specialize import probe, signature
+from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
+from s2sgrad.compiler.specialize.probe import Probing
+from s2sgrad.compiler.specialize.scatter import scatter_sums
+
+__all__ = [
+    "Finishing",
+    "PASSES",
+    "ProbeFailed",
+    "finish",
+    "specialised",
+    "tidy",
+    "without_garbage_collection",
+]
+
+
+@dataclass
+class Finishing:
+    """What the passes share while finishing one function: which calls are pure, and,
+    when specialising, the probe's state."""
+
+    is_pure: Callable[[gast.Call], bool]
+    probing: Probing | None = None
+    broadcasts_removed: bool = False  # by the last stripping, so folding has work again
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One named step: ``run(node, finishing)`` returns the node to carry on with."""
+
+    name: str
+    run: Callable[[Any, Finishing], Any]
+    specialising: bool = False  # needs the arguments: runs only when specialising
+    probing: bool = False  # part of the probe: its failure leaves the generic code to run
+
+
+class ProbeFailed(Exception):
+    """A probing pass failed (the user's code raised, or the probe could not be built)."""
+
+
+def _instrument(node, finishing):
+    return probe.instrument(node, finishing.probing)
+
+
+def _probe(node, finishing):
+    return probe.run(node, finishing.probing)
+
+
+def _specialise_sites(node, finishing):
+    return probe.specialise_sites(node, finishing.probing)
+
+
+def _strip_broadcast_definitions(node, finishing):
+    strip_broadcast_definitions(node)
+    return node
+
+
+def _scatter_sums(node, finishing):
+    scatter_sums(node, finishing.probing.namespace)
+    return node
+
+
+def _optimise(node, finishing):
+    node.body = optimize(node.body, finishing.is_pure)
+    return node
+
+
+def _drop_unneeded_saves(node, finishing):
+    node.body = drop_unneeded_saves(node.body)  # the shape queries that read them are gone
+    return node
+
+
+def _strip_broadcasts(node, finishing):
+    finishing.broadcasts_removed = strip_broadcasts_in(node)
+    return node
+
+
+def _fold_constants(node, finishing):
+    if finishing.broadcasts_removed:  # else the optimiser left nothing to fold
+        fold_constants(node.body)
+    return node
+
+
+PASSES = (
+    Pass("instrument the probe", _instrument, specialising=True, probing=True),
+    Pass("run the probe", _probe, specialising=True, probing=True),
+    Pass("specialise the probed sites", _specialise_sites, specialising=True, probing=True),
+    Pass(
+        "strip broadcast definitions",
+        _strip_broadcast_definitions,
+        specialising=True,
+        probing=True,
+    ),
+    Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
+    Pass("optimise", _optimise),
+    Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
+    Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
+    Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+)
+
+
+def finish(node: gast.AST, finishing: Finishing) -> gast.AST:
+    """Run :data:`PASSES` on ``node`` in order (the specialising ones only when
+    ``finishing.probing`` is set); raise :class:`ProbeFailed` if a probing pass fails.
+
+    Example::
+
+        specialised = finish(raw, Finishing(is_pure, Probing(namespace, args, {}, compile)))
+    """
+    specialising = finishing.probing is not None
+    for step in PASSES:
+        if step.specialising and not specialising:
+            continue
+        if not step.probing:
+            node = step.run(node, finishing)
+            continue
+        try:
+            node = step.run(node, finishing)
+        except Exception as error:
+            raise ProbeFailed(step.name) from error
+    return node
+
+
+def tidy(body: list[gast.stmt], is_pure: Callable[[gast.Call], bool]) -> list[gast.stmt]:
+    """``body`` finished as generic code (a VJP's backward function, which assembly must
+    see optimised to know what the forward function saves for it).
+
+    Example::
+
+        backward = tidy(backward, is_pure)
+    """
+    return finish(gast.Module(body=body, type_ignores=[]), Finishing(is_pure)).body
+
+
+def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
+    """Run ``generated`` once on ``args`` while specialising it to their shapes.
+
+    Returns ``(result, specialised GeneratedFunction)``; the result is what
+    ``generated.function(*args, **kwargs)`` returns (when the probe fails, that is what
+    runs, and the generic code is returned as the code that ran).
+
+    Example::
+
+        value, fast = specialised(derivative(f, ("x",)), (x,), {})
+    """
+
+    def compile_probe(node, namespace):
+        if generated.defines_functions:
+            # functions defined inside need readable source to be differentiated in turn
+            return compile_function(node, namespace, generated.origin).function
+        return compile_ast(node, namespace, generated.origin)
+
+    namespace = dict(generated.given_namespace)
+    namespace.update((name, entry.expected) for name, entry in generated.live.items())
+    probing = Probing(namespace, args, kwargs, compile_probe)
+    try:
+        with without_garbage_collection():
+            node = finish(generated.raw_node, Finishing(purity_of(namespace), probing))
+    except ProbeFailed:
+        failed = True
+    else:
+        failed = False
+    if failed:  # the same error again, outside the handler, with readable source lines
+        return generated.function(*args, **kwargs), generated
+    fast = compile_function(node, namespace, generated.origin)
+    fast.specialised_for = signature(args, kwargs)
+    return probing.result, depending(fast, generated.live, generated.assumptions)
+
+
+@contextlib.contextmanager
+def without_garbage_collection():
+    """Building code allocates many short-lived tree nodes and no cycles worth collecting;
+    pausing the cyclic collector meanwhile saves most of its cost in a large process."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

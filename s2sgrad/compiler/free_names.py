@@ -1,0 +1,75 @@
+"""The freshness entries (``compiler/freshness.py``) of what a function's code reads: its
+globals and closure variables, and the attributes it reads from the user's modules.
+
+Example::
+
+    live, assumptions = free_name_entries(parsed, ["X", "np"])
+    generated = depending(generated, live, assumptions)
+"""
+
+from __future__ import annotations
+
+import builtins
+import types
+
+import gast
+
+from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
+from s2sgrad.compiler.freshness import Assumptions, entry_for, is_data, is_frozen
+from s2sgrad.compiler.frontend import ParsedFunction
+from s2sgrad.compiler.syntax import walk
+
+__all__ = ["depending", "free_name_entries", "module_attribute_entries"]
+
+
+def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
+    """The entries (s2sgrad.compiler.freshness) of the globals and closure variables the code reads:
+    the data ones by name, and all of them, with what the code it was made from assumed
+    when that is generated code itself (a derivative differentiated again)."""
+    function = parsed.function
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+    inner = generated_of(function)
+    live: dict = {}
+    assumptions = Assumptions(inner.assumptions if inner is not None else ())
+    for name in free_names:
+        if inner is not None:  # its globals are its own: helpers, and copies of user data
+            if name in inner.live:
+                live[name] = inner.live[name]
+            continue
+        if name in cells:
+            entry = entry_for(cells[name], name)
+        elif name in parsed.closure:
+            continue  # a name the passes gave a helper of their own
+        elif name in parsed.globals or not hasattr(builtins, name):
+            entry = entry_for(parsed.globals, name)
+        else:
+            continue  # a builtin
+        assumptions.include([entry])
+        if is_data(entry.expected):
+            live[name] = entry
+    return live, assumptions
+
+
+def module_attribute_entries(parsed: ParsedFunction, node: gast.FunctionDef) -> list:
+    """Entries for what the code reads from a module of the user's (``layers.dense(x)``,
+    ``config.scale``), which a reload or a patch may replace without rebinding any name
+    the code reads."""
+    entries = []
+    for attribute in walk(node):
+        if type(attribute) is not gast.Attribute or type(attribute.ctx) is not gast.Load:
+            continue
+        module = parsed.resolve(attribute.value)
+        if not isinstance(module, types.ModuleType):
+            continue
+        if module.__name__.partition(".")[0] in ("numpy", "s2sgrad", "builtins", "math"):
+            continue
+        entries.append(entry_for(module.__dict__, attribute.attr))
+    return entries
+
+
+def depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions):
+    generated.live = live
+    generated.assumptions = assumptions
+    if not all(is_frozen(entry.expected) for entry in assumptions.entries):
+        generated.shapes_follow_arguments = False  # an item replaced in place can reshape
+    return generated

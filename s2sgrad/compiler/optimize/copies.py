@@ -1,0 +1,224 @@
+"""Copy propagation and folding of single-use temporaries, on one straight-line block.
+
+* ``a = b`` (or ``a = 2``): later reads of ``a`` become reads of ``b`` and the copy goes;
+* a temporary read exactly once is folded into the one expression that reads it.
+
+Each takes the running optimiser (its facts cache, purity verdicts and ``changed`` flag).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import gast
+
+from s2sgrad.compiler.annotations import KEEP_APART, KEEP_NAME, annotation
+from s2sgrad.compiler.optimize.facts import (
+    FactsCache,
+    facts_after_folding,
+    facts_after_rename,
+    facts_after_replacing_by_literal,
+    rename_reads,
+    replace_reads,
+)
+from s2sgrad.compiler.optimize.statements import (
+    has_copies,
+    is_compound,
+    is_literal,
+    node_size,
+    top_level_reads,
+)
+
+__all__ = ["propagate_copies", "fold_single_uses", "MAX_FOLDED_SIZE"]
+
+MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
+
+
+def propagate_copies(optimizer, body, allowed=None):
+    """Replace reads of ``a`` after ``a = b`` (or ``a = 2``) by ``b`` and drop the copy."""
+    if not has_copies(body, allowed):  # nothing below would happen
+        return list(body)
+    cache = optimizer.facts
+    block = _IndexedBlock(body, cache)
+    writes = Counter(n for f in block.facts for n in f.writes)
+    for index, statement in enumerate(block.statements):
+        if not block.alive[index]:
+            continue
+        copy = block.facts[index].assigned
+        if copy is None or (allowed is not None and copy not in allowed):
+            continue
+        value = statement.value
+        if writes[copy] == 1 and is_literal(value):
+            for position in block.after(block.readers, copy, index):
+                block.replace_by_literal(position, copy, value)
+            block.remove(index)
+            optimizer.changed = True
+            continue
+        if type(value) is gast.Name:
+            source = value.id
+            if _drop_copy_back(block, index, copy, source):
+                optimizer.changed = True
+            source_rewritten = bool(block.after(block.modifiers, source, index))
+            if writes[copy] == 1 and not source_rewritten and copy != source:
+                for position in block.after(block.readers, copy, index):
+                    block.rename(position, copy, source)
+                block.remove(index)
+                optimizer.changed = True
+    return block.remaining()
+
+
+def fold_single_uses(optimizer, body, allowed=None):
+    """Fold a temporary read exactly once into the statement that reads it."""
+    cache = optimizer.facts
+    result = list(body)
+    facts_at = [cache.of(s) for s in result]  # None once rewritten, until asked again
+    writes = Counter(n for f in facts_at for n in f.writes)
+    reads = Counter(n for f in facts_at for n in f.loads)
+    comments = [f.comment for f in facts_at]
+    assigned = [f.assigned for f in facts_at]  # rewriting reads leaves these alone
+    removed = [False] * len(result)
+    for index, statement in enumerate(result):
+        target = assigned[index]
+        if not target or writes[target] != 1 or reads[target] != 1:
+            continue
+        if (
+            (allowed is not None and target not in allowed)
+            or annotation(statement, KEEP_APART, False)
+            or annotation(statement, KEEP_NAME, False)
+        ):
+            continue
+        value = statement.value
+        if not optimizer.pure_value(statement) or optimizer.value_size(statement) > MAX_FOLDED_SIZE:
+            continue
+        facts = facts_at[index] or cache.of(statement)
+        facts_at[index] = facts
+        inputs = facts.reads
+        for later_index in range(index + 1, len(result)):
+            if removed[later_index] or comments[later_index]:
+                continue
+            later = result[later_index]
+            later_facts = facts_at[later_index] or cache.of(later)
+            facts_at[later_index] = later_facts
+            if target in later_facts.reads:
+                if (
+                    target in later_facts.modified  # t[0] = v writes into t itself
+                    or is_compound(later)
+                    or isinstance(later, gast.Return)
+                    or annotation(later, KEEP_APART, False)
+                    or (cache.of(later).own_scope and not top_level_reads(later, target))
+                ):
+                    break
+                # The value moves rather than being copied. The dropped statement keeps
+                # it too, but only counts() still looks there, through the facts kept
+                # from before the move (so not when the cache is off).
+                replace_reads(later, target, value, cache, move=cache.enabled)
+                optimizer._purity.pop(id(value), None)  # judged afresh where it now is
+                told = facts_after_folding(later_facts, facts, value)
+                if told is None or not cache.enabled:
+                    cache.forget(later)
+                    facts_at[later_index] = None
+                else:
+                    cache.keep(told)
+                    facts_at[later_index] = told
+                removed[index] = True
+                optimizer.changed = True
+                break
+            if not later_facts.modified.isdisjoint(inputs) or not (
+                type(later) is gast.Assign and optimizer.pure_value(later)
+            ):
+                break
+    return [s for s, gone in zip(result, removed) if not gone]
+
+
+class _IndexedBlock:
+    """A block's statements with, for each name, the positions that read or modify it.
+
+    Statements are rewritten through :meth:`rewrite` (which keeps the index right) and
+    removed by marking them dead, so positions stay put.
+    """
+
+    def __init__(self, statements, cache: FactsCache):
+        self.statements = list(statements)
+        self.cache = cache
+        self.facts = [cache.of(s) for s in self.statements]
+        self.alive = [True] * len(self.statements)
+        self.readers: defaultdict[str, set[int]] = defaultdict(set)
+        self.modifiers: defaultdict[str, set[int]] = defaultdict(set)
+        for position, facts in enumerate(self.facts):
+            for name in facts.reads:
+                self.readers[name].add(position)
+            for name in facts.modified:
+                self.modifiers[name].add(position)
+        self._compounds: list[int] | None = None
+
+    @property
+    def compounds(self) -> list[int]:
+        """Positions of the loops and branches (found when first asked)."""
+        if self._compounds is None:
+            self._compounds = [p for p, s in enumerate(self.statements) if is_compound(s)]
+        return self._compounds
+
+    def after(self, index: dict[str, set[int]], name: str, position: int) -> list[int]:
+        """The live positions after ``position`` in ``index[name]``, in order."""
+        alive = self.alive
+        return sorted(p for p in index.get(name, ()) if p > position and alive[p])
+
+    def rename(self, position: int, old_name: str, new_name: str) -> None:
+        """Make the statement at ``position`` read ``new_name`` where it reads ``old_name``."""
+        old = self.facts[position]
+        rename_reads(old.statement, old_name, new_name, self.cache)
+        self._update(position, old, facts_after_rename(old, old_name, new_name))
+
+    def replace_by_literal(self, position: int, name: str, literal: gast.expr) -> None:
+        """Put a copy of the number or boolean ``literal`` where the statement at
+        ``position`` reads ``name``."""
+        old = self.facts[position]
+        replace_reads(old.statement, name, literal, self.cache)
+        self._update(position, old, facts_after_replacing_by_literal(old, name, node_size(literal)))
+
+    def _update(self, position: int, old, new) -> None:
+        """The statement at ``position`` changed: ``new`` is its facts, if they are known."""
+        statement = old.statement
+        if new is None or not self.cache.enabled:
+            self.cache.forget(statement)
+            new = self.cache.of(statement)
+        else:
+            self.cache.keep(new)
+        self.facts[position] = new
+        for index, before, now in (
+            (self.readers, old.reads, new.reads),
+            (self.modifiers, old.modified, new.modified),
+        ):
+            for name in before - now:
+                index[name].discard(position)
+            for name in now - before:
+                index[name].add(position)
+
+    def remove(self, position: int) -> None:
+        self.alive[position] = False
+
+    def remaining(self) -> list[gast.stmt]:
+        return [s for s, alive in zip(self.statements, self.alive) if alive]
+
+
+def _drop_copy_back(block: _IndexedBlock, index, target, source) -> bool:
+    """After ``a = b``, a later ``b = a`` (with neither changed in between) does nothing."""
+    alive = block.alive
+    stops = [
+        p
+        for p in (*block.modifiers.get(target, ()), *block.modifiers.get(source, ()))
+        if p > index and alive[p]
+    ]
+    stops += (p for p in block.compounds if p > index and alive[p])
+    if not stops:
+        return False
+    position = min(stops)  # the first statement that changes a or b, or is compound
+    later = block.statements[position]
+    if (
+        block.facts[position].assigned == source
+        and isinstance(later.value, gast.Name)
+        and later.value.id == target
+    ):
+        block.remove(position)
+        return True
+    return False

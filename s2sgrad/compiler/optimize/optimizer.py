@@ -1,0 +1,265 @@
+"""The optimiser's loop: passes over a function body, each block in turn, until a pass
+changes nothing (at most 20).
+
+On each straight-line block, in order: constant folding of what changed, copy
+propagation, folding single-use temporaries, accumulation merging, dead-code
+elimination; the blocks of loops and branches first, with only the names local to them.
+
+Example::
+
+    optimize(parse("t = a * 1\nreturn t").body, lambda c: True)  # [return a]
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import gast
+
+from s2sgrad.compiler.optimize.accumulation import merge_accumulations, merge_item_updates
+from s2sgrad.compiler.optimize.copies import fold_single_uses, propagate_copies
+from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.folding import ConstantFolder
+from s2sgrad.compiler.optimize.saves import empty_replay
+from s2sgrad.compiler.optimize.statements import (
+    count_names,
+    drop_orphan_comments,
+    flat_targets,
+    has_blocks,
+    node_size,
+    only_passes,
+    simple_assignment,
+    value_reads,
+)
+from s2sgrad.compiler.syntax import child_fields, drop_rule_names, walk
+
+__all__ = ["optimize"]
+
+
+def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
+    """Optimise a function body; ``is_pure_call`` says which calls may be moved or dropped.
+
+    Example::
+
+        optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
+    """
+    drop_rule_names(body)  # they are for the unoptimised code (sg.show(..., optimize=False))
+    facts = FactsCache()
+    facts.prime(body)
+    for _ in range(20):
+        optimizer = _Optimizer(is_pure_call, body, facts)
+        body = optimizer.block(body, live_after=set(), top=True)
+        if not optimizer.changed:
+            break
+    return body
+
+
+class _Optimizer:
+    """One pass over a function body; ``changed`` tells whether another pass may help."""
+
+    def __init__(self, is_pure_call, function_body, facts: FactsCache):
+        self.is_pure_call = is_pure_call
+        self.function_body = function_body
+        self.facts = facts
+        self.changed = False
+        # A value is judged when first asked about in a pass, and the verdict stays for the
+        # pass even when folding later grows the value (the generated code depends on it).
+        self._purity: dict[int, tuple[bool, gast.AST]] = {}
+
+    def counts(self, statements) -> tuple[Counter, Counter]:
+        """How often each name is read (or deleted) and written in ``statements``."""
+        reads: list[str] = []
+        writes: list[str] = []
+        self._collect_counts(statements, reads, writes)
+        return Counter(reads), Counter(writes)
+
+    def _collect_counts(self, statements, reads, writes):
+        for statement in statements:
+            if has_blocks(statement):  # its blocks may be changing: no facts kept for it
+                for field in child_fields(type(statement)):
+                    value = getattr(statement, field, None)
+                    if field in ("body", "orelse") and type(value) is list:
+                        self._collect_counts(value, reads, writes)
+                    elif value is not None:
+                        count_names(value, reads, writes)
+            else:
+                facts = self.facts.of(statement)
+                reads += facts.loads
+                reads += facts.others
+                writes += facts.stores
+
+    def block_local(self, body) -> set[str]:
+        """Names a loop or branch body assigns before any use and nobody outside it uses."""
+        all_reads, all_writes = self.counts(self.function_body)
+        reads, writes = self.counts(body)
+        first_seen: dict[str, bool] = {}
+        for statement in body:
+            facts = self.facts.of(statement)
+            if isinstance(statement, gast.Assign):
+                top_writes = facts.writes
+                read = value_reads(statement, facts)
+            else:
+                top_writes = set()
+                read = facts.reads | facts.writes
+            for name in read:
+                first_seen.setdefault(name, False)
+            for name in top_writes:
+                first_seen.setdefault(name, True)
+        return {
+            name
+            for name, written_first in first_seen.items()
+            if written_first and reads[name] == all_reads[name] and writes[name] == all_writes[name]
+        }
+
+    def pure_value(self, statement: gast.Assign) -> bool:
+        """Whether ``statement.value`` is free of side effects (so it may move or go)."""
+        node = statement.value
+        known = self._purity.get(id(node))
+        if known is not None and known[1] is node:
+            return known[0]
+        facts = self.facts.of(statement)
+        verdict = facts.pure_value
+        if verdict is None:
+            if facts.assigned is not None and not facts.annotated:
+                # ``name = value``: every call and effect the walk found is in the value
+                verdict = not facts.effects and all(map(self.is_pure_call, facts.calls))
+            else:
+                verdict = self._pure(node)
+            facts.pure_value = verdict
+        self._purity[id(node)] = (verdict, node)
+        return verdict
+
+    def value_size(self, statement: gast.Assign) -> int:
+        facts = self.facts.of(statement)
+        if facts.value_size is None:
+            facts.value_size = node_size(statement.value)
+        return facts.value_size
+
+    def _pure(self, node: gast.AST) -> bool:
+        for child in walk(node):
+            if isinstance(child, gast.Call) and not self.is_pure_call(child):
+                return False
+            if isinstance(child, (gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr)):
+                return False
+        return True
+
+    def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
+        folded = self.fold_constant_branches(body)
+        if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
+            self.changed = True
+        body = folded
+        for statement in body:
+            if has_blocks(statement):
+                for field in ("body", "orelse"):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list):
+                        setattr(
+                            statement, field, self.block(inner, set(), top=False) or [gast.Pass()]
+                        )
+                        if field == "orelse" and all(isinstance(s, gast.Pass) for s in inner):
+                            statement.orelse = []
+                if type(statement) is gast.If and only_passes(statement.body) and statement.orelse:
+                    # if c: pass / else: ...  reads better as  if not c: ...
+                    statement.test = gast.UnaryOp(op=gast.Not(), operand=statement.test)
+                    statement.body, statement.orelse = statement.orelse, []
+                    self.changed = True
+                self.facts.forget(statement)
+            elif self.facts.of(statement).folded:
+                continue
+            self.fold_statement(statement)
+        if any(empty_replay(s) for s in body):
+            body = [s for s in body if not empty_replay(s)]
+            self.changed = True
+        if not top:
+            local = self.block_local(body)
+            body = propagate_copies(self, body, allowed=local)
+            body = fold_single_uses(self, body, allowed=local)
+            return self.eliminate_unread(body)
+        body = propagate_copies(self, body)
+        self.fold_simple_statements(body)  # what propagation brought together, in this round
+        body = fold_single_uses(self, body)
+        body = merge_accumulations(self, body)
+        body = merge_item_updates(self, body)
+        body = self.eliminate_dead(body, live_after)
+        return body
+
+    def fold_simple_statements(self, body):
+        """Fold constants in the statements (outside loops and branches) that changed."""
+        for statement in body:
+            if not has_blocks(statement) and not self.facts.of(statement).folded:
+                self.fold_statement(statement)
+
+    def fold_statement(self, statement):
+        folder = ConstantFolder(self.facts)
+        folder.visit(statement)
+        if folder.changed:
+            self.changed = True
+            self.facts.forget(statement)
+        else:
+            self.facts.of(statement).folded = True
+
+    def fold_constant_branches(self, body):
+        """Replace ``if`` statements whose test folds to a constant by the branch taken."""
+        result = []
+        for statement in body:
+            if isinstance(statement, gast.If):
+                folder = ConstantFolder(self.facts)
+                folder.visit(statement.test)  # changes inside the test; a new test is dropped
+                if folder.changed:
+                    self.facts.forget(statement)
+                if isinstance(statement.test, gast.Constant):
+                    branch = statement.body if statement.test.value else statement.orelse
+                    result.extend(s for s in branch if not isinstance(s, gast.Pass))
+                    continue
+            result.append(statement)
+        return result
+
+    def eliminate_unread(self, body):
+        """Drop side-effect-free assignments to names the whole function never reads."""
+        reads, _ = self.counts(self.function_body)
+        kept = [
+            s
+            for s in body
+            if not (
+                simple_assignment(s) and reads[simple_assignment(s)] == 0 and self.pure_value(s)
+            )
+        ]
+        if len(kept) != len(body):
+            self.changed = True
+        # a block of comments alone would print as no statement at all
+        kept = drop_orphan_comments(kept, [self.facts.of(s).comment for s in kept])
+        return kept or [gast.Pass()]
+
+    def eliminate_dead(self, body, live_after):
+        """Drop side-effect-free assignments nothing later reads."""
+        live = set(live_after)
+        result = []
+        comments = []
+        for statement in reversed(body):
+            facts = self.facts.of(statement)
+            if facts.comment:
+                result.append(statement)
+                comments.append(True)
+                continue
+            if facts.assigned is not None:
+                targets = {facts.assigned}
+            elif isinstance(statement, gast.Assign) and all(
+                isinstance(t, gast.Name) for t in flat_targets(statement.targets[0])
+            ):
+                targets = {t.id for t in flat_targets(statement.targets[0])}
+            else:
+                live |= facts.reads
+                result.append(statement)
+                comments.append(False)
+                continue
+            if not targets & live and self.pure_value(statement):
+                self.changed = True
+                continue
+            live -= targets
+            live |= value_reads(statement, facts)
+            result.append(statement)
+            comments.append(False)
+        result.reverse()
+        comments.reverse()
+        return drop_orphan_comments(result, comments)

@@ -1,0 +1,147 @@
+"""Saves nobody reads: stack pushes and pops of values no statement reads once restored.
+
+The reverse sweep saves a value when backward code reads it; after specialisation some of
+those reads (shape queries) are gone, and so are the saves they needed.
+
+Example::
+
+    body = drop_unneeded_saves(body)  # x_stack.append(x) … x = x_stack.pop(), x unread: gone
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.compiler.annotations import REPLAY, SAVE_INIT, STACK, annotation
+from s2sgrad.compiler.optimize.statements import drop_orphan_comments, is_comment, only_passes
+from s2sgrad.compiler.syntax import method_receiver, names_read
+
+__all__ = ["drop_unneeded_saves", "empty_replay"]
+
+
+def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
+    """Remove stack pushes and pops of variables that nothing reads once restored.
+
+    The reverse transformer saves a value when backward code reads it; after
+    specialisation some of those reads (shape queries) are gone.
+    """
+    stacks = _stacks(body)
+    if not stacks:
+        return body
+    statements = list(_walk_with_loops(body, ()))
+    removable = set()
+    for stack in stacks:
+        saved = {
+            _pushed_name(s, stack) for s, _ in statements if _pushed_name(s, stack) is not None
+        }
+        for name in saved:
+            if not _read_after_restore(statements, stack, name):
+                removable.add((stack, name))
+    if not removable:
+        return body
+    body = _without_saves(body, removable)
+    still_pushed = {
+        _pushed_name(s, stack) for s, _ in _walk_with_loops(body, ()) for stack in stacks
+    }
+    return [
+        s
+        for s in body
+        if not (annotation(s, SAVE_INIT, False) and s.targets[0].id not in still_pushed)
+    ]
+
+
+def _stacks(body) -> set[str]:
+    """The stacks the reverse transformer created (marked where they are made)."""
+    return {
+        s.targets[0].id for s in body if isinstance(s, gast.Assign) and annotation(s, STACK, False)
+    }
+
+
+def _walk_with_loops(statements, loops):
+    for statement in statements:
+        yield statement, loops
+        inner_loops = (
+            loops + (statement,) if isinstance(statement, (gast.For, gast.While)) else loops
+        )
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                yield from _walk_with_loops(inner, inner_loops)
+
+
+def _pushed_name(statement, stack) -> str | None:
+    """``name`` for the statement ``stack.append(name)``."""
+    if isinstance(statement, gast.Expr) and method_receiver(statement.value, "append") == stack:
+        args = statement.value.args
+        if len(args) == 1 and isinstance(args[0], gast.Name):
+            return args[0].id
+    return None
+
+
+def _popped_name(statement, stack) -> str | None:
+    """``name`` for the statement ``name = stack.pop()``."""
+    if (
+        isinstance(statement, gast.Assign)
+        and isinstance(statement.targets[0], gast.Name)
+        and method_receiver(statement.value, "pop") == stack
+    ):
+        return statement.targets[0].id
+    return None
+
+
+def _read_after_restore(statements, stack, name) -> bool:
+    """Whether ``name`` is read after a pop restored it (or in a loop that restores it)."""
+    popped = False
+    restoring_loops = {
+        id(loop) for s, loops in statements if _popped_name(s, stack) == name for loop in loops
+    }
+    for statement, loops in statements:
+        if _popped_name(statement, stack) == name:
+            popped = True
+            continue
+        if _pushed_name(statement, stack) == name:
+            continue
+        restored = popped or any(id(loop) in restoring_loops for loop in loops)
+        if restored and name in _reads_of_statement_itself(statement):
+            return True
+    return False
+
+
+def _reads_of_statement_itself(statement) -> set[str]:
+    """Names a statement reads, not counting the statements nested in its body."""
+    if isinstance(statement, (gast.If, gast.While)):
+        return names_read(statement.test)
+    if isinstance(statement, gast.For):
+        return names_read(statement.iter)
+    return names_read(statement)
+
+
+def _without_saves(statements, removable):
+    result = []
+    for statement in statements:
+        if any(
+            _pushed_name(statement, stack) == name or _popped_name(statement, stack) == name
+            for stack, name in removable
+        ):
+            continue
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                inner = _without_saves(inner, removable)
+                if all(is_comment(s) or type(s) is gast.Pass for s in inner):
+                    inner = []  # comments alone would print as an empty block
+                setattr(statement, field, inner or ([gast.Pass()] if field == "body" else []))
+        if empty_replay(statement):
+            continue
+        result.append(statement)
+    return drop_orphan_comments(result, [is_comment(s) for s in result])
+
+
+def empty_replay(statement) -> bool:
+    """Whether ``statement`` is a backward ``if`` or loop (it has no effect of its own)
+    left with nothing to do."""
+    return (
+        annotation(statement, REPLAY, False)
+        and only_passes(statement.body)
+        and only_passes(statement.orelse)
+    )

@@ -1,0 +1,141 @@
+"""Small questions the optimiser's rewrites ask about statements and expressions.
+
+Example::
+
+    is_compound(parse("if c:\n    pass").body[0])  # True
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.compiler.optimize.facts import simple_assignment
+from s2sgrad.compiler.optimize.foldable import literal_number
+from s2sgrad.compiler.syntax import COMMENT_MARK, names_read, string_statement, walk
+
+
+def sum_length(value: gast.expr) -> int:
+    """How many terms ``a + b + …`` adds (1 for anything else)."""
+    length = 1
+    while isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
+        value, length = value.left, length + 1
+    return length
+
+
+def only_passes(statements) -> bool:
+    return all(type(s) is gast.Pass for s in statements)
+
+
+def has_blocks(statement) -> bool:
+    """Whether the optimiser treats ``statement``'s ``body``/``orelse`` as blocks of its own."""
+    return not isinstance(statement, gast.FunctionDef) and (
+        type(getattr(statement, "body", None)) is list
+        or type(getattr(statement, "orelse", None)) is list
+    )
+
+
+def count_names(node, reads: list[str], writes: list[str]) -> None:
+    """Add the names ``node`` stores to ``writes`` and the others it names to ``reads``."""
+    for child in walk(node) if isinstance(node, gast.AST) else ():
+        if type(child) is gast.Name:
+            (writes if isinstance(child.ctx, gast.Store) else reads).append(child.id)
+    if type(node) is list:
+        for item in node:
+            count_names(item, reads, writes)
+
+
+def value_reads(statement: gast.Assign, facts) -> set[str]:
+    """``names_read(statement.value)``, from the statement's facts when that is the same."""
+    if len(statement.targets) == 1 and type(statement.targets[0]) is gast.Name:
+        return facts.reads
+    return names_read(statement.value)
+
+
+def item_target(statement):
+    """(name, dumped index) of ``d[i] = …`` or ``d[i] += …``, else None."""
+    if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
+        target = statement.targets[0]
+    elif isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add):
+        target = statement.target
+    else:
+        return None
+    if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+        return target.value.id, gast.dump(target.slice)
+    return None
+
+
+def is_accumulation(statement) -> bool:
+    """Whether ``statement`` reads ``d = d + e`` (what merge_accumulations starts from)."""
+    target = simple_assignment(statement)
+    if target is None:
+        return False
+    value = statement.value
+    return (
+        isinstance(value, gast.BinOp)
+        and isinstance(value.op, gast.Add)
+        and isinstance(value.left, gast.Name)
+        and value.left.id == target
+    )
+
+
+def is_literal(value: gast.expr) -> bool:
+    """Whether ``value`` is a number or ``True``/``False`` (which propagate like names)."""
+    return literal_number(value) is not None or (
+        type(value) is gast.Constant and type(value.value) is bool
+    )
+
+
+def has_copies(body, allowed) -> bool:
+    """Whether ``body`` has an ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
+
+    Propagation only starts from one: without, it changes nothing.
+    """
+    for statement in body:
+        target = simple_assignment(statement)
+        if target is not None and (allowed is None or target in allowed):
+            value = statement.value
+            if type(value) is gast.Name or is_literal(value):
+                return True
+    return False
+
+
+def drop_orphan_comments(body, comments):
+    """``body`` without the comments (``comments[i]`` tells) that no statement follows."""
+    result = []
+    last = len(body) - 1
+    for index, statement in enumerate(body):
+        if comments[index] and (index == last or comments[index + 1]):
+            continue
+        result.append(statement)
+    return result
+
+
+def is_comment(statement) -> bool:
+    text = string_statement(statement)
+    return text is not None and text.startswith(COMMENT_MARK)
+
+
+_COMPOUNDS = (gast.If, gast.For, gast.While, gast.With, gast.Try)
+
+
+def is_compound(statement) -> bool:
+    return isinstance(statement, _COMPOUNDS)
+
+
+def flat_targets(target):
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return [e for t in target.elts for e in flat_targets(t)]
+    return [target]
+
+
+def node_size(node) -> int:
+    return sum(1 for _ in walk(node))
+
+
+def top_level_reads(statement, name) -> bool:
+    """The read of ``name`` is not inside a lambda or comprehension (own scope)."""
+    for node in walk(statement):
+        scoped = (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)
+        if isinstance(node, scoped) and name in names_read(node):
+            return False
+    return True

@@ -1,0 +1,69 @@
+"""Which calls generated code may move or drop: those without side effects (NumPy's,
+s2sgrad's runtime helpers, a few builtins, array methods that change nothing).
+
+Example::
+
+    is_pure = purity_of({"np": numpy})
+    is_pure(parse_expression("np.sin(x)"))  # True
+"""
+
+from __future__ import annotations
+
+import gast
+import numpy as np
+
+from s2sgrad.compiler.frontend import NOT_FOUND
+from s2sgrad.compiler.inline import Namespace
+from s2sgrad.rules import get_rule
+
+__all__ = ["purity", "purity_of"]
+
+_IMPURE_METHODS = {"sort", "fill", "resize", "put", "itemset", "setfield", "partition", "setflags"}
+
+
+def purity(namespace: Namespace):
+    return purity_of(namespace.objects)
+
+
+def purity_of(objects: dict):
+    def is_pure(node: gast.Call) -> bool:
+        func = node.func
+        if isinstance(func, gast.Name):
+            obj = objects.get(func.id, NOT_FOUND)
+            if obj is NOT_FOUND:
+                return func.id.endswith("pullback") or func.id in _PURE_BUILTINS
+            return _pure_object(obj)
+        if isinstance(func, gast.Attribute):
+            chain = []
+            base = func
+            while isinstance(base, gast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if not isinstance(base, gast.Name):
+                return False
+            obj = objects.get(base.id, NOT_FOUND)
+            if obj is NOT_FOUND:  # a method on a local value
+                return func.attr not in _IMPURE_METHODS and hasattr(np.ndarray, func.attr)
+            for attr in reversed(chain):
+                obj = getattr(obj, attr, NOT_FOUND)
+            return obj is not NOT_FOUND and _pure_object(obj)
+        return False
+
+    return is_pure
+
+
+_PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}
+
+
+def _pure_object(obj) -> bool:
+    if obj is np.random or getattr(obj, "__module__", "") in (
+        "numpy.random",
+        "numpy.random.mtrand",
+    ):
+        return False
+    module = getattr(obj, "__module__", None) or ""
+    if isinstance(obj, np.ufunc) or module.startswith("numpy"):
+        return True
+    if module.startswith("s2sgrad.runtime") or module == "s2sgrad.controls":
+        return getattr(obj, "__name__", "") != "with_derivative"  # hooks may print
+    return get_rule(obj) is not None and module.startswith("numpy")

@@ -1,0 +1,287 @@
+"""Broadcasts that broadcasting restores: ``np.broadcast_to(c, S) * e`` is ``c * e`` when
+``e`` already has the shape ``S``, and ``d = np.broadcast_to(e, S)`` is ``d = e`` when every
+use of ``d`` broadcasts it back.
+
+The probe looks only at the arithmetic :func:`mark_near_broadcasts` marks; what it saw
+is kept on each operation (``BROADCAST_FREE``) so that stripping can run again after
+folding brings broadcasts next to full arrays (:func:`strip_broadcasts_in`).
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.annotations import BROADCAST_FREE, NEAR_BROADCAST, annotate, annotation
+from s2sgrad.compiler.specialize.seen import Seen
+from s2sgrad.compiler.syntax import node_fields, walk
+
+__all__ = [
+    "ARITHMETIC",
+    "mark_near_broadcasts",
+    "near_broadcast",
+    "resolve",
+    "strip_broadcast_definitions",
+    "strip_broadcasts_in",
+    "without_broadcasts",
+]
+
+ARITHMETIC = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
+
+
+def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
+    """Mark (``NEAR_BROADCAST``) the arithmetic that broadcast stripping could concern.
+
+    It could where a ``broadcast_to``/``expand_dims`` call, or a name whose value may be
+    one, is reached through elementwise arithmetic or through helpers that specialisation
+    may turn into their first argument (``unbroadcast``); the primal's arithmetic, and
+    most of the rest, never needs probing.
+    """
+    near: set[str] = set()  # names whose value may be a broadcast
+    users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
+    assignments, arithmetic = _assignments_and_arithmetic(function)
+    for node in assignments:
+        target = node.targets[0].id
+        broadcast, names = _elementwise_reach(node.value, namespace)
+        if broadcast:
+            near.add(target)
+        for name in names:
+            users.setdefault(name, set()).add(target)
+    pending = list(near)
+    while pending:
+        for user in users.get(pending.pop(), ()):
+            if user not in near:
+                near.add(user)
+                pending.append(user)
+    for node in arithmetic:
+        broadcast, names = _elementwise_reach(node, namespace)
+        annotate(node, NEAR_BROADCAST, broadcast or not names.isdisjoint(near))
+
+
+def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], list[gast.BinOp]]:
+    """The assignments to a name and the ``+ - * /`` operations in ``function``, found by a
+    walk that skips names and literals (only parameters' names hold more: annotations)."""
+    assignments, arithmetic = [], []
+    pending = [function]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is gast.Assign and type(node.targets[0]) is gast.Name:
+            assignments.append(node)
+        elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
+            arithmetic.append(node)
+        skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
+        state = node.__dict__
+        for field in node_fields(kind):
+            value = state.get(field)
+            if type(value) is list:
+                pending += [item for item in value if type(item) not in skipped]
+            elif type(value) not in skipped:
+                pending.append(value)
+    return assignments, arithmetic
+
+
+_LITERALS = frozenset({type(None), str, bytes, int, float, bool, complex, type(Ellipsis)})
+
+
+_NAMES_AND_LITERALS = _LITERALS | {gast.Name, gast.Constant}
+
+
+def _elementwise_reach(expression: gast.expr, namespace: dict) -> tuple[bool, set[str]]:
+    """Whether ``expression`` reaches a ``broadcast_to``/``expand_dims`` call through
+    elementwise arithmetic (and helpers that may become their first argument), and the
+    names it reaches that way."""
+    names: set[str] = set()
+    broadcast = False
+    pending = [expression]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is gast.Name:
+            names.add(node.id)
+        elif kind is gast.BinOp:
+            pending += (node.left, node.right)
+        elif kind is gast.UnaryOp:
+            pending.append(node.operand)
+        elif kind is gast.Call:
+            func = node.func
+            if type(func) is gast.Attribute and func.attr in ("broadcast_to", "expand_dims"):
+                broadcast = True
+            elif node.args and id(resolve(func, namespace)) in _PASS_THROUGH:
+                pending.append(node.args[0])
+    return broadcast, names
+
+
+# helpers that specialisation may replace by their first argument
+_PASS_THROUGH = frozenset(map(id, (runtime.unbroadcast, runtime.as_gradient, runtime.owned)))
+
+
+def near_broadcast(node: gast.BinOp) -> bool:
+    return annotation(node, NEAR_BROADCAST, True)
+
+
+def without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen) -> gast.BinOp:
+    """``np.broadcast_to(c, S) * e`` is ``c * e`` when ``e`` already has the shape ``S``."""
+    sides = [
+        side
+        for side, other in (("left", right), ("right", left))
+        if other.kind == "array" and other.shape == result.shape
+    ]
+    if len(sides) == 2:  # each side restores the other's shape, so only one may lose it
+        sides = (
+            ["right"]
+            if _reaches_broadcast(binop.right) and not _reaches_broadcast(binop.left)
+            else ["left"]
+        )
+    annotate(binop, BROADCAST_FREE, sides)  # kept so that later folding can strip again
+    _strip_sides(binop)
+    return binop
+
+
+def strip_broadcasts_in(node: gast.AST) -> bool:
+    """Apply the broadcast stripping recorded on BinOps inside ``node``, in place.
+
+    Returns whether any ``broadcast_to`` call was removed.
+    """
+    changed = False
+    for binop in walk(node):
+        if annotation(binop, BROADCAST_FREE):
+            changed |= _strip_sides(binop)
+    return changed
+
+
+def _strip_sides(binop: gast.BinOp) -> bool:
+    removed = False
+    for side in annotation(binop, BROADCAST_FREE):
+        stripped, removed_here = _strip_broadcasts(getattr(binop, side))
+        setattr(binop, side, stripped)
+        removed |= removed_here
+    return removed
+
+
+def _is_number(node) -> bool:
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        node = node.operand
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
+
+
+def _strip_broadcasts(node: gast.expr) -> tuple[gast.expr, bool]:
+    """Drop broadcast_to calls inside an elementwise expression that broadcasting restores.
+
+    Returns the expression and whether a ``broadcast_to`` call was removed.
+    """
+    if _is_broadcast_call(node):
+        return _strip_broadcasts(node.args[0])[0], True
+    removed = False
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr == "expand_dims"
+        and node.args
+    ):  # expand_dims of a number is the number, as far as broadcasting is concerned
+        inner, removed = _strip_broadcasts(node.args[0])
+        if _is_number(inner):
+            return inner, True
+        node.args[0] = inner
+    if isinstance(node, gast.BinOp) and type(node.op) in ARITHMETIC:
+        node.left, removed_left = _strip_broadcasts(node.left)
+        node.right, removed_right = _strip_broadcasts(node.right)
+        removed = removed_left or removed_right
+    elif isinstance(node, gast.UnaryOp):
+        node.operand, removed = _strip_broadcasts(node.operand)
+    return node, removed
+
+
+def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
+    """``d = np.broadcast_to(e, S)`` becomes ``d = e`` when every use broadcasts ``d`` back.
+
+    A use is broadcast back when it is reached through elementwise arithmetic from an
+    operand whose partner has the full shape, directly or through names that are
+    themselves only used that way.
+    """
+    reads: dict[str, int] = {}
+    writes: dict[str, int] = {}
+    restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
+    definitions: dict[str, gast.Assign] = {}
+    pending: list[gast.AST] = [function]  # a walk that counts names as it meets them
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        if kind is gast.BinOp:
+            for side in annotation(node, BROADCAST_FREE, ()):
+                for leaf in _elementwise_leaves(getattr(node, side)):
+                    restored.setdefault(leaf.id, set()).add(id(leaf))
+        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
+            definitions[node.targets[0].id] = node
+        state = node.__dict__
+        for field in node_fields(kind):
+            value = state.get(field)
+            for item in value if type(value) is list else (value,):
+                if type(item) is gast.Name:
+                    table = writes if type(item.ctx) is gast.Store else reads
+                    table[item.id] = table.get(item.id, 0) + 1
+                    if item.annotation is not None:
+                        pending.append(item.annotation)
+                elif type(item) not in _LITERALS:
+                    pending.append(item)
+    settled: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, uses in list(restored.items()):
+            if name in settled or len(uses) != reads.get(name, 0) or writes.get(name) != 1:
+                continue
+            settled.add(name)
+            changed = True
+            definition = definitions.get(name)
+            if definition is not None:
+                value = definition.value
+                value = value.args[0] if _is_broadcast_call(value) else value
+                for leaf in _elementwise_leaves(value):
+                    restored.setdefault(leaf.id, set()).add(id(leaf))
+    for name in settled:
+        definition = definitions.get(name)
+        if definition is not None and _is_broadcast_call(definition.value):
+            definition.value = definition.value.args[0]
+
+
+def _elementwise_leaves(node) -> list[gast.Name]:
+    """The names reached from ``node`` through elementwise arithmetic only."""
+    if type(node) is gast.Name:
+        return [node]
+    if type(node) is gast.BinOp and type(node.op) in ARITHMETIC:
+        return _elementwise_leaves(node.left) + _elementwise_leaves(node.right)
+    if type(node) is gast.UnaryOp:
+        return _elementwise_leaves(node.operand)
+    return []
+
+
+def _reaches_broadcast(node) -> bool:
+    """Whether a ``broadcast_to`` call is reached from ``node`` through elementwise
+    arithmetic (what stripping that side would remove)."""
+    if _is_broadcast_call(node):
+        return True
+    if type(node) is gast.BinOp and type(node.op) in ARITHMETIC:
+        return _reaches_broadcast(node.left) or _reaches_broadcast(node.right)
+    if type(node) is gast.UnaryOp:
+        return _reaches_broadcast(node.operand)
+    return False
+
+
+def _is_broadcast_call(node) -> bool:
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr == "broadcast_to"
+        and len(node.args) == 2
+        and not node.keywords
+    )
+
+
+def resolve(func: gast.expr, namespace: dict):
+    if isinstance(func, gast.Name):
+        return namespace.get(func.id)
+    if isinstance(func, gast.Attribute):
+        base = resolve(func.value, namespace)
+        return getattr(base, func.attr, None) if base is not None else None
+    return None

@@ -1,0 +1,174 @@
+"""The probe: a copy of the raw code in which each specialisable call, and the arithmetic
+near a broadcast, records the shapes it sees when the copy runs once on the arguments.
+
+Three passes (``compiler/finishing.py`` runs them in order): :func:`instrument` makes the
+copy, :func:`run` runs it (its result is the call's result, so nothing runs twice), and
+:func:`specialise_sites` turns each probe call back into its site, rewritten by the
+specialiser its rule declares (``specialize/rewrites.py``) for what it saw.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.specialize.broadcasts import (
+    ARITHMETIC,
+    mark_near_broadcasts,
+    near_broadcast,
+    resolve,
+    without_broadcasts,
+)
+from s2sgrad.compiler.specialize.rewrites import specialisers
+from s2sgrad.compiler.specialize.seen import Seen, observed
+from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
+
+__all__ = ["Probing", "instrument", "run", "specialise_sites"]
+
+_PROBE = "__s2sgrad_probe__"
+_OPERATOR = "__s2sgrad_operator__"
+
+
+class _Probe:
+    def __init__(self):
+        self.sites: dict[int, set] = {}
+        self.gradients: dict[int, int] = {}  # id of an as_gradient result → its site
+        self.aliased: set[int] = set()
+
+    def __call__(self, site: int, function, *args, **kwargs):
+        # records are plain tuples, made Seen when read (see ``seen``)
+        result = function(*args, **kwargs)
+        seen = observed(result)
+        if function is runtime.as_gradient:
+            if result is args[0] and seen[0] == "array":
+                seen = ("unchanged", seen[1], seen[2], None)
+            other = self.gradients.setdefault(id(result), site)
+            if other != site:  # two gradients would be one array: keep the copies
+                self.aliased |= {site, other}
+        records = self.sites.get(site)
+        if records is None:
+            records = self.sites[site] = set()
+        records.add((tuple([observed(a) for a in args]), seen))
+        return result
+
+    def seen(self, site: int) -> tuple[tuple[Seen, ...], Seen] | None:
+        """What the only run of ``site`` saw, as (arguments, result); None unless the site
+        ran, always on values that looked alike, and may be specialised."""
+        records = self.sites.get(site)
+        if not records or len(records) != 1 or site in self.aliased:
+            return None
+        ((arguments, result),) = records
+        return tuple([Seen._make(a) for a in arguments]), Seen._make(result)
+
+
+@dataclass
+class Probing:
+    """What the probing passes share: the arguments of the call being specialised, the
+    code's namespace (specialisers may add to it), how to compile the probe, and what the
+    probe saw and returned."""
+
+    namespace: dict
+    args: tuple
+    kwargs: dict
+    compile_probe: Callable[[gast.FunctionDef, dict], Callable]
+    probe: _Probe = field(default_factory=lambda: _Probe())
+    sites: list = field(default_factory=list)  # (probe call, site, target), inner first
+    result: Any = None
+
+
+def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
+    """A copy of ``node`` in which each specialisable call and each arithmetic operation
+    near a broadcast is a call of the probe (``__s2sgrad_probe__(site, f, *args)``)."""
+    table = specialisers()
+    sites = probing.sites
+
+    def instrumented(site, site_node, target):
+        if target is None:  # arithmetic: __s2sgrad_operator__("+", left, right)
+            operands = [constant(ARITHMETIC[type(site_node.op)]), site_node.left, site_node.right]
+            probe_call = call(load(_PROBE), [constant(site), load(_OPERATOR), *operands])
+        else:
+            probe_call = call(load(_PROBE), [constant(site), site_node.func, *site_node.args])
+        sites.append((probe_call, site_node, target))
+        return probe_call
+
+    mark_near_broadcasts(node, probing.namespace)
+    return clone_rewriting(
+        node,
+        _each_site(probing.namespace, table, instrumented, near_broadcast),
+        kinds=(gast.BinOp, gast.Call),
+    )
+
+
+def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
+    """Run the probe once on the arguments; its result is the call's."""
+    namespace = {**probing.namespace, _PROBE: probing.probe, _OPERATOR: _apply_operator}
+    function = probing.compile_probe(probed, namespace)
+    probing.result = function(*probing.args, **probing.kwargs)
+    return probed
+
+
+def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
+    """Turn each probe call back into its site, specialised to what the probe saw, in
+    place: inner sites first, so an outer site's operands are final when it is rewritten."""
+    table, probe, namespace = specialisers(), probing.probe, probing.namespace
+
+    def specialise(site, site_node, target):
+        seen = probe.seen(site)
+        if seen is None:
+            return site_node  # never ran, or saw several shapes: stay generic
+        arg_info, result_info = seen
+        if target is None:  # arithmetic: the arguments were (symbol, left, right)
+            return without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
+        replacement = table[id(target)](site_node, arg_info, result_info, namespace)
+        return site_node if replacement is None else replacement
+
+    for site, (probe_call, site_node, target) in enumerate(probing.sites):
+        if target is None:
+            site_node.left, site_node.right = probe_call.args[3:]
+        else:
+            site_node.func, *site_node.args = probe_call.args[1:]
+        _become(probe_call, specialise(site, site_node, target))
+    return probed
+
+
+def _become(node: gast.AST, replacement: gast.AST) -> None:
+    """Make ``node`` the node ``replacement`` is, where it stands in its tree (no walk)."""
+    node.__class__ = replacement.__class__
+    node.__dict__ = dict(replacement.__dict__)
+
+
+def _each_site(
+    namespace: dict, table: dict, handle, arithmetic: Callable[[gast.BinOp], bool]
+) -> Callable[[gast.AST], gast.AST]:
+    """A rewriter for :func:`clone_rewriting` that numbers the probed sites (specialisable
+    calls, and arithmetic for which ``arithmetic(node)`` holds) and replaces each by
+    ``handle(site, node, target)``."""
+    count = iter(range(1 << 62))
+
+    def rewrite(node: gast.AST) -> gast.AST:
+        kind = type(node)
+        if kind is gast.BinOp:
+            if type(node.op) in ARITHMETIC and arithmetic(node):
+                return handle(next(count), node, None)
+        elif kind is gast.Call:
+            target = resolve(node.func, namespace)
+            if target is None or id(target) not in table or node.keywords:
+                return node
+            if any(type(a) is gast.Starred for a in node.args):
+                return node
+            return handle(next(count), node, target)
+        return node
+
+    return rewrite
+
+
+_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _apply_operator(symbol, left, right):
+    return _OPERATORS[symbol](left, right)

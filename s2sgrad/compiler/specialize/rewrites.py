@@ -1,0 +1,221 @@
+"""What a call amounts to once the probe saw its arguments: the specialisers.
+
+Each is declared with :func:`specialises` beside its body, which records it on the rule of
+the helper or NumPy function it rewrites (``get_rule(runtime.unbroadcast).specialiser``);
+the probe looks there. A specialiser takes the call's node, what each argument and the
+result looked like (``Seen``), and the namespace of the code (to which it may add a name),
+and returns the replacing expression, or None to leave the call as it is.
+
+Example::
+
+    @specialises(runtime.unbroadcast)
+    def _unbroadcast(node, args, result, namespace):
+        ...  # g, or g.sum(axis=0), for the shapes seen
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gast
+import numpy as np
+
+from s2sgrad import runtime
+from s2sgrad.compiler.annotations import SCATTER, UNCOVERED, annotate
+from s2sgrad.compiler.specialize.seen import Seen
+from s2sgrad.compiler.syntax import attribute, call, constant, load
+from s2sgrad.rules.registry import declare_specialiser, specialisers_by_id
+
+__all__ = ["specialises", "specialisers", "numpy_name"]
+
+
+def specialises(*targets) -> Callable[[Callable], Callable]:
+    """Declare the decorated function the specialiser of calls of ``targets``."""
+
+    def declare(specialiser: Callable) -> Callable:
+        for target in targets:
+            declare_specialiser(target, specialiser)
+        return specialiser
+
+    return declare
+
+
+def specialisers() -> dict[int, Callable]:
+    """The declared specialisers, by ``id`` of the function whose calls they rewrite."""
+    return specialisers_by_id()
+
+
+# specialisers ----------------------------------------------------------------------------
+def numpy_name(namespace: dict) -> str:
+    for name, value in namespace.items():
+        if value is np:
+            return name
+    namespace["np"] = np
+    return "np"
+
+
+@specialises(runtime.as_gradient)
+def _as_gradient(node, args, result, namespace):
+    """The gradient array is already fresh, of the right shape and dtype: return it."""
+    return node.args[0] if result.kind == "unchanged" else None
+
+
+@specialises(runtime.unbroadcast)
+def _unbroadcast(node, args, result, namespace):
+    g, x = args
+    if g.kind not in ("array", "scalar") or x.shape is None:
+        return None
+    if g.shape == x.shape and (x.kind in ("array", "scalar") or g.kind == "scalar"):
+        return node.args[0]
+    if x.kind == "float" and g.kind == "array" and g.shape:  # everything sums into a number
+        return call(attribute(load(numpy_name(namespace)), "sum"), [node.args[0]])
+    if x.kind not in ("array",):
+        return None
+    extra = len(g.shape) - len(x.shape)
+    if extra < 0:
+        return None
+    leading = tuple(range(extra))
+    inner = tuple(i for i, n in enumerate(x.shape) if n == 1 and g.shape[extra + i] != 1)
+    value = node.args[0]
+    if leading:
+        value = call(attribute(value, "sum"), [], {"axis": _axis(leading)})
+    if inner:
+        value = call(
+            attribute(value, "sum"), [], {"axis": _axis(inner), "keepdims": constant(True)}
+        )
+    return value
+
+
+def _axis(axes: tuple) -> gast.expr:
+    if len(axes) == 1:
+        return constant(axes[0])
+    return gast.Tuple(elts=[constant(a) for a in axes], ctx=gast.Load())
+
+
+def _transposed(node: gast.expr) -> gast.expr:
+    return attribute(node, "T")
+
+
+def _matmul(left, right):
+    return gast.BinOp(left=left, op=gast.MatMult(), right=right)
+
+
+def _ranks(a: Seen, b: Seen) -> tuple[int, int] | None:
+    if a.kind == b.kind == "array":
+        return len(a.shape), len(b.shape)
+    return None
+
+
+@specialises(runtime.matmul_cotangent_a)
+def _matmul_cotangent_a(node, args, result, namespace):
+    g_node, a_node, b_node = node.args
+    ranks = _ranks(args[1], args[2])
+    if ranks == (2, 2):
+        return _matmul(g_node, _transposed(b_node))  # g @ b.T
+    if ranks == (1, 2):
+        return _matmul(b_node, g_node)  # b @ g
+    if ranks == (2, 1):
+        return call(attribute(load(numpy_name(namespace)), "outer"), [g_node, b_node])
+    return None
+
+
+@specialises(runtime.matmul_cotangent_b)
+def _matmul_cotangent_b(node, args, result, namespace):
+    g_node, a_node, b_node = node.args
+    ranks = _ranks(args[1], args[2])
+    if ranks == (2, 2):
+        return _matmul(_transposed(a_node), g_node)  # a.T @ g
+    if ranks == (2, 1):
+        return _matmul(g_node, a_node)  # g @ a
+    if ranks == (1, 2):
+        return call(attribute(load(numpy_name(namespace)), "outer"), [a_node, g_node])
+    return None
+
+
+@specialises(runtime.seed_cotangent)
+def _seed(node, args, result, namespace):
+    (out,) = args
+    if out.kind == "float" or (out.kind in ("scalar", "array") and out.dtype == "d"):
+        return constant(1.0)
+    return None
+
+
+@specialises(np.broadcast_to)
+def _broadcast_to(node, args, result, namespace):
+    g, shape = args
+    if g.kind in ("array", "scalar", "float") and shape.kind == "tuple" and g.shape == shape.value:
+        return node.args[0]
+    return None
+
+
+@specialises(np.shape)
+def _shape(node, args, result, namespace):
+    if result.kind == "tuple":
+        return gast.Tuple(elts=[constant(n) for n in result.value], ctx=gast.Load())
+    return None
+
+
+@specialises(np.size, np.ndim)
+def _number(node, args, result, namespace):
+    return constant(result.value) if result.kind == "int" else None
+
+
+@specialises(runtime.index_cotangent)
+def _index_cotangent(node, args, result, namespace):
+    g, x, index = args
+    if x.kind == "array" and index.kind in ("basic index", "int") and result.kind == "array":
+        annotate(node, SCATTER, result.dtype == x.dtype)  # may become an in-place add
+        if index.kind == "basic index":
+            annotate(node, UNCOVERED, _uncovered(index.value, x.shape))
+    return None
+
+
+@specialises(runtime.assigned_cotangent)
+def _assigned_cotangent(node, args, result, namespace):
+    """A basic index writes each element once: the cotangent is ``snapshot(g[index])``."""
+    g, index = args
+    if g.kind != "array" or index.kind not in ("basic index", "int"):
+        return None
+    part = gast.Subscript(value=node.args[0], slice=node.args[1], ctx=gast.Load())
+    return call(load(_helper_name(namespace, runtime.snapshot)), [part])
+
+
+def _helper_name(namespace: dict, helper) -> str:
+    for name, value in namespace.items():
+        if value is helper:
+            return name
+    name = f"_{helper.__name__}"
+    namespace[name] = helper
+    return name
+
+
+def _uncovered(index: tuple, shape: tuple) -> list[gast.expr] | None:
+    """The slices of an array of ``shape`` that ``a[index] = v`` leaves untouched, as
+    subscripts (``[:1]``, ``[-1:]``); None unless ``index`` is one contiguous slice of the
+    first axis (``1:``, ``:-1``, ``2:5, :``).
+
+    Example::
+
+        _uncovered((("slice", None, -1, None),), (10,))  # the subscript -1:
+    """
+    first, *rest = index
+    if not shape or not (isinstance(first, tuple) and first[3] in (None, 1)):
+        return None
+    if any(part not in (("slice", None, None, None), Ellipsis) for part in rest):
+        return None
+    length = shape[0]
+    start, stop, _ = slice(first[1], first[2]).indices(length)
+    if stop <= start:
+        return None
+    parts = []
+    if start > 0:
+        parts.append(gast.Slice(lower=None, upper=constant(start), step=None))
+    if stop < length:
+        parts.append(gast.Slice(lower=_integer(stop - length), upper=None, step=None))
+    return parts
+
+
+def _integer(value: int) -> gast.expr:
+    if value < 0:
+        return gast.UnaryOp(op=gast.USub(), operand=constant(-value))
+    return constant(value)
