@@ -125,4 +125,3 @@ def test_a_helper_batches_as_its_rule_says():
     assert rule.batching == AS_IS and rule.specialiser is not None
     assert callable(batching_rule_of(runtime.as_gradient))
     assert batching_rule_of(runtime.matmul_cotangent_a) is None
-
