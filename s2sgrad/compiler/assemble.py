@@ -40,6 +40,13 @@ __all__ = ["assemble", "entry_tangents", "signature_with_defaults", "store_param
 
 # assembly --------------------------------------------------------------------------------
 def assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
+    """The reverse-mode function of ``request.kind`` from the two sweeps: one gast function,
+    or for a VJP the pair (forward function, backward function).
+
+    Example::
+
+        df = assemble(request, parsed, node, sweeps, names, namespace)  # def df(x): ...
+    """
     helper = lambda name: load(namespace.bind(name, getattr(runtime, name)))  # noqa: E731
     output = sweeps.output
     differentiated = (
@@ -191,6 +198,7 @@ def entry(node: gast.expr, name: str) -> gast.expr:
 
 
 def arguments(names: list[str]) -> gast.arguments:
+    """Plain positional parameters ``names`` (a backward function's ``saved, g``)."""
     return gast.arguments(
         args=[store_param(n) for n in names],
         posonlyargs=[],
@@ -203,10 +211,18 @@ def arguments(names: list[str]) -> gast.arguments:
 
 
 def store_param(name: str) -> gast.Name:
+    """A parameter named ``name``."""
     return gast.Name(id=name, ctx=gast.Param(), annotation=None, type_comment=None)
 
 
 def signature_with_defaults(parsed, node, namespace: Namespace) -> gast.arguments:
+    """``node``'s parameters without annotations, with the defaults of the user's function
+    (literals written out, other values bound in ``namespace`` as ``<name>_default``).
+
+    Example::
+
+        args = signature_with_defaults(parsed, node, namespace)  # (x, scale=2.0)
+    """
     args = clone(node.args)
     for arg in args.posonlyargs + args.args + args.kwonlyargs:
         arg.annotation = None

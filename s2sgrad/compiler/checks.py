@@ -25,6 +25,13 @@ __all__ = [
 
 
 def check_signature(parsed: ParsedFunction, node, wrt) -> None:
+    """Refuse a ``wrt`` the function cannot differentiate: a name it has no parameter for
+    (``ValueError``), or its ``**kwargs``.
+
+    Example::
+
+        check_signature(parsed, node, ("x",))
+    """
     args = node.args
     known = {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
     for name in wrt:

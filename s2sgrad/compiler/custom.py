@@ -86,5 +86,11 @@ def build_custom(
 
 
 def positions(function, names: tuple[str, ...]) -> tuple[int, ...]:
+    """The positions of the parameters ``names`` among ``function``'s parameters.
+
+    Example::
+
+        positions(lambda x, y: x * y, ("y",))  # (1,)
+    """
     parameters = list(numpy_signatures.signature(function).parameters)
     return tuple(parameters.index(name) for name in names)

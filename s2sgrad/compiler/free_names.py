@@ -68,6 +68,14 @@ def module_attribute_entries(parsed: ParsedFunction, node: gast.FunctionDef) -> 
 
 
 def depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions):
+    """``generated``, told the names it reads (``live``: copied into its globals as they
+    change) and every entry it depends on; not specialised to shapes when one of them
+    may change shape in place (a list, a dict, an object).
+
+    Example::
+
+        return depending(generated, live, assumptions)
+    """
     generated.live = live
     generated.assumptions = assumptions
     if not all(is_frozen(entry.expected) for entry in assumptions.entries):

@@ -468,6 +468,7 @@ def _all_names(node: gast.AST) -> set[str]:
 
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:
+    """Every name the function body binds at its top level or in its blocks."""
     result = set()
     for statement in node.body:
         result |= names_written(statement)
@@ -475,6 +476,7 @@ def names_written_in(node: gast.FunctionDef) -> set[str]:
 
 
 def names_read_in(node: gast.FunctionDef) -> set[str]:
+    """Every name the function body reads."""
     result = set()
     for statement in node.body:
         result |= names_read(statement)

@@ -53,6 +53,7 @@ def negatable(node) -> bool:
 
 
 def is_negation(node) -> bool:
+    """Whether ``node`` is ``-e``."""
     return isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
 
 
@@ -61,6 +62,7 @@ _FOLDABLE_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, g
 
 
 def binop_folds(node: gast.BinOp) -> bool:
+    """Whether the folder simplifies this binary operation as it is."""
     if not (isinstance(node.left, _FOLDER_LOOKS_FOR) or isinstance(node.right, _FOLDER_LOOKS_FOR)):
         return False  # every condition below wants a literal, a negation or a product there
     op = type(node.op)
@@ -94,6 +96,7 @@ def binop_folds(node: gast.BinOp) -> bool:
 
 
 def unaryop_folds(node: gast.UnaryOp) -> bool:
+    """Whether the folder simplifies this unary operation as it is."""
     if not isinstance(node.op, gast.USub):
         return False
     operand = node.operand
@@ -107,8 +110,10 @@ def unaryop_folds(node: gast.UnaryOp) -> bool:
 
 
 def subscript_folds(node: gast.Subscript) -> bool:
+    """Whether the folder simplifies this subscript as it is: ``(a, b)[0]``."""
     return isinstance(node.value, gast.Tuple)  # (a, b)[0]
 
 
 def compare_folds(node: gast.Compare) -> bool:
+    """Whether the folder may simplify this comparison: ``None is None``, ``3 > 0``."""
     return isinstance(node.left, gast.Constant)  # None is None

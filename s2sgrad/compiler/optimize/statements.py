@@ -23,6 +23,7 @@ def sum_length(value: gast.expr) -> int:
 
 
 def only_passes(statements) -> bool:
+    """Whether ``statements`` are all ``pass``."""
     return all(type(s) is gast.Pass for s in statements)
 
 
@@ -111,6 +112,7 @@ def drop_orphan_comments(body, comments):
 
 
 def is_comment(statement) -> bool:
+    """Whether ``statement`` is a ``# grad of:`` comment marker."""
     text = string_statement(statement)
     return text is not None and text.startswith(COMMENT_MARK)
 
@@ -119,16 +121,19 @@ _COMPOUNDS = (gast.If, gast.For, gast.While, gast.With, gast.Try)
 
 
 def is_compound(statement) -> bool:
+    """Whether ``statement`` is a loop, a branch, a ``with`` or a ``try``."""
     return isinstance(statement, _COMPOUNDS)
 
 
 def flat_targets(target):
+    """The targets of an assignment, tuples and lists unpacked."""
     if isinstance(target, (gast.Tuple, gast.List)):
         return [e for t in target.elts for e in flat_targets(t)]
     return [target]
 
 
 def node_size(node) -> int:
+    """How many nodes ``node`` has, as ``syntax.walk`` counts them."""
     return sum(1 for _ in walk(node))
 
 

@@ -117,6 +117,8 @@ _PASS_THROUGH = frozenset(map(id, (runtime.unbroadcast, runtime.as_gradient, run
 
 
 def near_broadcast(node: gast.BinOp) -> bool:
+    """Whether the probe should look at this arithmetic (marked by
+    :func:`mark_near_broadcasts`; unmarked code is probed everywhere)."""
     return annotation(node, NEAR_BROADCAST, True)
 
 
@@ -279,6 +281,8 @@ def _is_broadcast_call(node) -> bool:
 
 
 def resolve(func: gast.expr, namespace: dict):
+    """The object a function reference names in ``namespace`` (``np.sum`` → ``numpy.sum``),
+    or None."""
     if isinstance(func, gast.Name):
         return namespace.get(func.id)
     if isinstance(func, gast.Attribute):

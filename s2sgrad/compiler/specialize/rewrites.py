@@ -47,6 +47,7 @@ def specialisers() -> dict[int, Callable]:
 
 # specialisers ----------------------------------------------------------------------------
 def numpy_name(namespace: dict) -> str:
+    """The name the code calls NumPy by (``np`` bound in ``namespace`` if none)."""
     for name, value in namespace.items():
         if value is np:
             return name
