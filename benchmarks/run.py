@@ -235,7 +235,7 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
             result.times |= interleaved_minimum({title: call}, options.rounds, options.seconds)
     for name, call in main.items():
         result.peaks[name] = peak_bytes(call)
-    if "s2sgrad" in calls and hasattr(dfn, "assumptions"):
+    if "s2sgrad" in calls and getattr(dfn, "code", None) is not None:
         result.freshness = freshness_cost(dfn, args, options)
     if w.name == "rnn":
         result.peaks["hand saved"] = rnn_saved_bytes(*args)
@@ -253,7 +253,7 @@ def without_freshness_checks(dfn) -> Callable:
         def __call__(self, *args, **kwargs):
             if not (kwargs or self.use_tape or self.bound_self is not None):
                 try:
-                    function, _ = self.code.calls[tuple(map(shape_and_dtype, args))]
+                    function, _, _ = self.calls[tuple(map(shape_and_dtype, args))]
                 except (KeyError, AttributeError, TypeError):
                     pass
                 else:
@@ -275,8 +275,8 @@ def freshness_cost(dfn, args: tuple, options) -> dict[str, float]:
     times = interleaved_minimum(calls, options.rounds, options.seconds)
     compiled = dict(dfn.code.calls)  # shared with the unchecked copy
     try:
-        for key, (_, assumptions) in compiled.items():
-            dfn.code.calls[key] = (_no_op, assumptions)
+        for key, (_, entries, assumptions) in compiled.items():
+            dfn.code.calls[key] = (_no_op, entries, assumptions)
         paths = interleaved_minimum(calls, options.rounds * 4, options.seconds / 4)
     finally:
         dfn.code.calls.update(compiled)

@@ -135,6 +135,7 @@ class _Transform(NotebookDisplay):
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
         self.indices = [position_of(self.function, w) for w in self.wrt]
         self.code = None  # the compiler's cache entry holding this transform's code
+        self.calls = None  # its table of code by signature (self.code.calls, read per call)
         self.use_tape = mode == "tape"
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
@@ -202,11 +203,11 @@ class _Transform(NotebookDisplay):
     def __call__(self, *args, **kwargs):
         if not (kwargs or self.use_tape or self.bound_self is not None):
             try:  # the hot path: arrays of shapes seen before (their signature)
-                function, assumptions = self.code.calls[tuple(map(_SHAPE_AND_DTYPE, args))]
+                function, entries, _ = self.calls[tuple(map(_SHAPE_AND_DTYPE, args))]
             except (KeyError, AttributeError, TypeError):
                 pass
             else:  # the key is the signature: shape, dtype and class of each array
-                for entry in assumptions.entries:  # Assumptions.hold, inlined
+                for entry in entries:  # Assumptions.hold, inlined
                     if entry.holder.get(entry.name, MISSING) is not entry.expected:
                         break  # a name f reads holds something else now
                 else:
@@ -218,8 +219,8 @@ class _Transform(NotebookDisplay):
             args = (self.bound_self, *args)
         if not self.use_tape:
             key = signature(args, kwargs)
-            found = None if self.code is None else self.code.calls.get(key)
-            if found is not None and found[1].current():  # else built anew below
+            found = None if self.calls is None else self.calls.get(key)
+            if found is not None and found[2].current():  # else built anew below
                 result = found[0](*args, **kwargs)
                 return (result,) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)
@@ -255,6 +256,7 @@ class _Transform(NotebookDisplay):
         """Call a new signature's code once, specialising it to these shapes if safe."""
         result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
         self.code = generated.cached_in
+        self.calls = None if self.code is None else self.code.calls
         return self._shape_result(result)
 
     def _shape_result(self, result):

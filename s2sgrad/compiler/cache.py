@@ -8,7 +8,7 @@ For each user function (held weakly: the code dies with it) and each set of opti
 * ``calls``: per argument signature, the code a call with that signature runs — its
   specialisation to those shapes, or the generic code where shapes may depend on values —
   with the freshness assumptions it depends on (``compiler/freshness.py``), which every
-  call checks;
+  call checks (their entries are kept beside them, for the check of the hot path);
 * ``latest``: the code made last for a signature (what ``sg.source`` shows).
 
 When a generic derivative is found stale (a name it read holds something else), it is
@@ -17,7 +17,7 @@ built anew and every entry of ``calls`` and ``latest`` goes with it.
 Example::
 
     derivatives = CACHE.entry(f, (("x",), "grad", False, True))
-    function, assumptions = derivatives.calls[signature((x,), {})]
+    function, entries, assumptions = derivatives.calls[signature((x,), {})]
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ class Derivatives:
 
     def __init__(self) -> None:
         self.generic: dict[frozenset, GeneratedFunction] = {}  # containers → generic code
-        self.calls: dict[tuple, tuple[Callable, Assumptions]] = {}  # signature → code
+        # signature → (function, its assumptions' entries, its assumptions): what runs
+        self.calls: dict[tuple, tuple[Callable, list, Assumptions]] = {}
         self.latest: GeneratedFunction | None = None
 
     def keep_call(self, key: tuple, ran: GeneratedFunction) -> None:
         """Remember that calls with signature ``key`` run ``ran``."""
-        self.calls[key] = (ran.function, ran.assumptions)
+        self.calls[key] = (ran.function, ran.assumptions.entries, ran.assumptions)
         self.latest = ran
 
     def forget_calls(self) -> None:

@@ -184,7 +184,7 @@ def call_specialised(
     key = signature(args, kwargs) if key is None else key
     derivatives = generated.cached_in
     found = None if derivatives is None else derivatives.calls.get(key)
-    if found is not None and found[1] is generated.assumptions:
+    if found is not None and found[2] is generated.assumptions:
         return found[0](*args, **kwargs), generated_of(found[0])
     if generated.shapes_follow_arguments and not _has_tape_values(args, kwargs):
         result, ran = specialised(generated, args, kwargs)
