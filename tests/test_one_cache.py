@@ -125,3 +125,34 @@ def test_a_helper_batches_as_its_rule_says():
     assert rule.batching == AS_IS and rule.specialiser is not None
     assert callable(batching_rule_of(runtime.as_gradient))
     assert batching_rule_of(runtime.matmul_cotangent_a) is None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_derivative_registered_later_reaches_a_transform_made_before(mode):
+    """Registering a derivative forgets the code generated before (``clear_cache``), and a
+    transform keeps none of its own, so its next call uses the new derivative."""
+
+    def inner(x):
+        return np.sin(x)
+
+    def outer(x):
+        return np.sum(inner(x) * x)
+
+    gradient = sg.grad(outer, mode=mode)
+    x = RNG.standard_normal(4)
+    expected = np.sin(x) + x * np.cos(x)
+    assert_close(call_twice(gradient, x), expected)
+    pullbacks = []
+
+    @sg.derivative(of=inner)
+    def inner_derivative(x):
+        y = np.sin(x)
+
+        def pullback(g):
+            pullbacks.append(g)
+            return g * np.cos(x)
+
+        return y, pullback
+
+    assert_close(call_twice(gradient, x), expected)
+    assert len(pullbacks) == 2  # both calls ran the registered derivative
