@@ -247,7 +247,7 @@ def without_freshness_checks(dfn) -> Callable:
     the names f reads: the same dictionary lookup of the compiled function for these
     shapes, then the call (a method of the same kind of object, so that only the check
     differs)."""
-    shape_and_dtype = operator.attrgetter("shape", "dtype")
+    shape_and_dtype = operator.attrgetter("shape", "dtype", "__class__")
 
     class Unchecked(type(dfn)):
         def __call__(self, *args, **kwargs):
