@@ -18,7 +18,10 @@ import importlib
 from s2sgrad.rules import elementwise as _elementwise  # noqa: F401
 from s2sgrad.rules import linalg as _linalg  # noqa: F401
 from s2sgrad.rules import reductions as _reductions  # noqa: F401
+from s2sgrad.rules import scientific as _scientific  # noqa: F401
 from s2sgrad.rules import shapes as _shapes  # noqa: F401
+from s2sgrad.rules import statistics as _statistics  # noqa: F401
+from s2sgrad.rules import ufunc_methods as _ufunc_methods  # noqa: F401
 
 # isort: split
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
