@@ -30,6 +30,9 @@ def library_name(obj: Any) -> str | None:
     name = getattr(obj, "__name__", None)
     if not isinstance(name, str):
         return None
+    owner = getattr(obj, "__self__", None)
+    if isinstance(owner, np.ufunc) and getattr(np, owner.__name__, None) is owner:
+        return f"np.{owner.__name__}.{name}"  # a ufunc's method: np.add.reduce
     if isinstance(obj, types.MethodType) and not isinstance(obj.__self__, (type, types.ModuleType)):
         owner = _object_name(obj.__self__)
         return f"{owner}.{name}" if owner else None

@@ -23,6 +23,7 @@ from oracle import assert_close, call_twice, directional_derivative, numeric_gra
 
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.runtime import scientific
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
@@ -277,6 +278,25 @@ PROOFS = {
     is_complex: [(_floats(2),), (1.5,)],
     rollaxis_destination: [(3, 2, 0), (4, -1, 1)],  # an axis number
     item_mask: [(_floats(4), (2,)), (_floats(2, 2), (1, -1))],  # a boolean mask
+    # helpers of the scientific rules: shapes, counts, interpolation cells and weights
+    scientific.axis_shape: [(3, 1)],
+    scientific.unit_spacing: [(_floats(2, 4), 1)],
+    scientific.quantile_cells: [
+        (5, 0.3),
+        (4, _rng.uniform(0.05, 0.95, 3)),
+        (6, 42.0),
+    ],
+    scientific.interp_cells: [
+        (_floats(5), np.array([-3.5, -1.0, 0.5, 3.5])),
+        (_floats(3), np.array([-1.0, 1.0]), 0.5, 2.0),
+    ],
+    scientific.polyfit_degree: [(2,)],
+    scientific.cov_row_count: [(_floats(5, 2), False)],
+    scientific.cov_divisor: [(_floats(2, 5),), (_floats(2, 5), True), (_floats(2, 5), False, 2)],
+    scientific.outer_shape: [(_floats(3), _floats(2, 4))],
+    scientific.first_positive: [(_floats(3, 4), 1)],
+    scientific.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
+    scientific.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
 }
 
 # Declarations that are design decisions, not claims about a function's values.
@@ -291,6 +311,7 @@ BY_DESIGN = {
     "seed_cotangent": "generated code's output seed",
     "zeros_like_structure": "generated code's zero cotangents",
     "refuse_if_array": "a check that raises or returns None",
+    "refuse_derivative": "a check that raises or returns None",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",
     "dict_keys": "a dict's keys, never its values",
@@ -577,12 +598,6 @@ def place_into(x):
     return np.sum(t**2)
 
 
-def fill_diagonal_of(x):
-    t = np.zeros((2, 2))
-    np.fill_diagonal(t, x[0])
-    return np.sum(t**2)
-
-
 def fill_with(x):
     t = np.zeros(3)
     t.fill(x[0])
@@ -634,7 +649,6 @@ REFUSED = [
     (put_into, "np.put("),
     (put_where, "putmask"),
     (place_into, "np.place"),
-    (fill_diagonal_of, "np.fill_diagonal"),
     (fill_with, ".fill("),
     (sort_in_place, ".sort()"),
     (put_method, ".put("),

@@ -82,14 +82,24 @@ if hasattr(np, "trapz"):
 
 _knots = increasing(6)
 INTERPOLATION = [
-    case(np.interp, _rng.uniform(_knots[0] - 0.5, _knots[-1] + 0.5, 9), _knots, r(6), _argnums=[0, 2]),
+    case(
+        np.interp, _rng.uniform(_knots[0] - 0.5, _knots[-1] + 0.5, 9), _knots, r(6), _argnums=[0, 2]
+    ),
     case(np.interp, _rng.uniform(_knots[0], _knots[-1], (2, 3)), _knots, r(6), _argnums=[0, 2]),
-    case(np.interp, np.array([_knots[0] - 1.0, 1.7, _knots[-1] + 1.0]), _knots, r(6), 0.3, -0.2, _argnums=[0, 2, 3, 4]),
+    case(
+        np.interp,
+        np.array([_knots[0] - 1.0, 1.7, _knots[-1] + 1.0]),
+        _knots,
+        r(6),
+        0.3,
+        -0.2,
+        _argnums=[0, 2, 3, 4],
+    ),
 ]
 
-FILTERS = [
-    case(np.convolve, r(5), r(3), mode=mode) for mode in ("full", "same", "valid")
-] + [case(np.convolve, r(2), r(4), mode=mode) for mode in ("full", "same", "valid")]
+FILTERS = [case(np.convolve, r(5), r(3), mode=mode) for mode in ("full", "same", "valid")] + [
+    case(np.convolve, r(2), r(4), mode=mode) for mode in ("full", "same", "valid")
+]
 FILTERS += [case(np.correlate, r(5), r(3), mode=mode) for mode in ("full", "same", "valid")]
 FILTERS += [case(np.correlate, r(3), r(4), mode=mode) for mode in ("full", "same", "valid")]
 
@@ -123,21 +133,39 @@ REDUCE_UFUNCS = [np.add, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin]
 REDUCE_UFUNCS += [np.logaddexp, np.logaddexp2, np.hypot]
 UFUNC_METHODS = []
 for u in REDUCE_UFUNCS:
-    for shape, axis, keepdims in [((5,), 0, False), ((3, 4), 0, False), ((3, 4), 1, True),
-                                  ((3, 4), None, False), ((2, 3, 4), (0, 2), False),
-                                  ((2, 3, 4), -1, True)]:
+    for shape, axis, keepdims in [
+        ((5,), 0, False),
+        ((3, 4), 0, False),
+        ((3, 4), 1, True),
+        ((3, 4), None, False),
+        ((2, 3, 4), (0, 2), False),
+        ((2, 3, 4), -1, True),
+    ]:
         UFUNC_METHODS.append(case(u.reduce, r(*shape), axis=axis, keepdims=keepdims))
 UFUNC_METHODS += [case(np.subtract.reduce, r(5)), case(np.subtract.reduce, r(3, 4), axis=1)]
 UFUNC_METHODS += [case(np.subtract.reduce, r(3, 4), axis=0, keepdims=True)]
-for u in [np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax, np.fmin,
-          np.logaddexp, np.logaddexp2, np.hypot]:
+for u in [
+    np.add,
+    np.subtract,
+    np.multiply,
+    np.maximum,
+    np.minimum,
+    np.fmax,
+    np.fmin,
+    np.logaddexp,
+    np.logaddexp2,
+    np.hypot,
+]:
     for shape, axis in [((6,), 0), ((3, 4), 0), ((3, 4), 1), ((2, 3, 4), -1)]:
         UFUNC_METHODS.append(case(u.accumulate, r(*shape), axis=axis))
 OUTER_UFUNCS = [np.add, np.subtract, np.multiply, np.divide, np.hypot, np.arctan2]
 OUTER_UFUNCS += [np.logaddexp, np.logaddexp2, np.maximum, np.minimum, np.fmax, np.fmin]
 for u in OUTER_UFUNCS:
     UFUNC_METHODS += [case(u.outer, r(3), r(4)), case(u.outer, r(2, 3), r(2))]
-UFUNC_METHODS += [case(np.power.outer, positive(3), r(4)), case(np.power.outer, positive(2, 2), r(3))]
+UFUNC_METHODS += [
+    case(np.power.outer, positive(3), r(4)),
+    case(np.power.outer, positive(2, 2), r(3)),
+]
 
 HELPERS = []  # the runtime helpers' own rules, checked directly
 from s2sgrad.runtime import (  # noqa: E402
@@ -191,7 +219,9 @@ def _whole_jvp_runs(args, kwargs):
 @pytest.mark.parametrize("primitive, args, kwargs, argnums", ALL)
 def test_rule(primitive, args, kwargs, argnums):
     floats = [
-        i for i, a in enumerate(args) if isinstance(a, float) or getattr(a, "dtype", None) == float
+        i
+        for i, a in enumerate(args)
+        if isinstance(a, float) or (isinstance(a, np.ndarray) and a.dtype.kind == "f")
     ]
     argnums = floats if argnums is None else argnums
     check_rule(
@@ -290,6 +320,18 @@ def interp_wrt_x(x):
     return np.sum(np.interp(x, KNOTS, FP) ** 2)
 
 
+MIDPOINTS = (KNOTS[:-1] + KNOTS[1:]) / 2
+
+
+def interp_mixed(v):
+    """x and fp both depend on v: the mixed second derivative goes through the weights."""
+    return np.sum(np.interp(MIDPOINTS + 0.02 * v[:5], KNOTS, v**2) ** 2)
+
+
+def interp_left_right(v):
+    return np.sum(np.interp(SAMPLES, KNOTS, v, left=v[0] * 2.0, right=v[1] ** 2) ** 2)
+
+
 def convolve_program(a):
     return np.sum(np.convolve(a, W3, "same") ** 2) + np.sum(np.convolve(a, a) * 0.1)
 
@@ -341,6 +383,20 @@ def outer_program(x):
     )
 
 
+def fill_diagonal_program(x):
+    k = np.outer(x, x) * 1.0
+    np.fill_diagonal(k, x**2 + 1.0)
+    return np.sum(np.sin(k) * W33)
+
+
+def fill_diagonal_wrapped(x):
+    k = x * x
+    np.fill_diagonal(k, 0.3, wrap=True)
+    return np.sum(k**3)
+
+
+W33 = r(3, 3)
+
 PROGRAMS = [
     (vander_program, lambda: r(3)),
     (polyval_program, lambda: r(4)),
@@ -354,6 +410,8 @@ PROGRAMS = [
     (trapezoid_2d, lambda: r(3, 4)),
     (interp_wrt_fp, lambda: r(6)),
     (interp_wrt_x, lambda: SAMPLES + 0.01),
+    (interp_mixed, lambda: r(6)),
+    (interp_left_right, lambda: r(6)),
     (convolve_program, lambda: r(5)),
     (correlate_program, lambda: r(5)),
     (cov_program, lambda: r(3, 5)),
@@ -363,6 +421,8 @@ PROGRAMS = [
     (reduce_program, lambda: positive(3, 4)),
     (accumulate_program, lambda: r(3, 4)),
     (outer_program, lambda: r(3)),
+    (fill_diagonal_program, lambda: r(3)),
+    (fill_diagonal_wrapped, lambda: r(5, 2)),
 ]
 
 
@@ -397,3 +457,123 @@ def test_program(program, make, mode):
         np.testing.assert_allclose(
             hessian_v, np.tensordot(expected, v, np.ndim(v)), rtol=1e-4, atol=1e-5
         )
+
+
+def fill_diagonal_of_zeros(x):
+    t = np.zeros((2, 2))
+    np.fill_diagonal(t, x[0])
+    return np.sum(t**2) + x[1]
+
+
+def test_fill_diagonal_into_a_constant_array():
+    """The transformer differentiates the write into an array of zeros; the tape cannot
+    record a write into a plain NumPy array, and says so naming the line."""
+    x = r(3)
+    for mode in ("s2s", "auto"):
+        gradient = call_twice(sg.grad(fill_diagonal_of_zeros, mode=mode), x)
+        assert_close(gradient, numeric_grad(fill_diagonal_of_zeros, [x], 0))
+    line = fill_diagonal_of_zeros.__code__.co_firstlineno + 2
+    with pytest.raises(NonDifferentiableError, match=rf"scientific.py:{line}: "):
+        sg.grad(fill_diagonal_of_zeros, mode="tape")(x)
+
+
+def fill_diagonal_of_an_argument(x):
+    np.fill_diagonal(x, 0.0)
+    return np.sum(x)
+
+
+def item_write_of_an_argument(x):
+    x[np.arange(3), np.arange(3)] = 0.0
+    return np.sum(x)
+
+
+def test_fill_diagonal_of_an_argument_is_an_item_write():
+    """As for x[i, i] = 0: the transformer refuses to change the caller's array, the tape
+    writes into its own value and leaves the caller's alone."""
+    x = r(3, 3)
+    with pytest.raises(UnsupportedError, match="changes the argument 'x' in place"):
+        sg.grad(fill_diagonal_of_an_argument, mode="s2s")(x)
+    gradient = sg.grad(fill_diagonal_of_an_argument, mode="tape")(x)
+    assert_close(gradient, sg.grad(item_write_of_an_argument, mode="tape")(x.copy()))
+    assert_close(gradient, 1.0 - np.eye(3))
+
+
+# ---------------------------------------------------------------------------------------
+# Refusals: clear errors naming the user's file, in every mode
+
+
+def nearest_quantile(a):
+    return np.quantile(a, 0.3, method="nearest")
+
+
+def interp_wrt_xp(xp):
+    return np.sum(np.interp(np.array([0.5, 1.5]), xp, np.array([1.0, 2.0, 0.0])))
+
+
+def interp_with_period(x):
+    return np.sum(np.interp(x, KNOTS, FP, period=10.0))
+
+
+def weighted_polyfit(x):
+    return np.sum(np.polyfit(x, x**2, 1, w=np.ones(3)))
+
+
+def rank_deficient_lstsq(a):
+    return np.sum(np.linalg.lstsq(a, np.ones(3))[0])
+
+
+def weighted_cov(m):
+    return np.sum(np.cov(m, aweights=np.ones(4)))
+
+
+def reduce_with_initial(x):
+    return np.sum(np.add.reduce(x, axis=0, initial=1.0))
+
+
+REFUSED = [
+    (nearest_quantile, lambda: r(3, 4), "method='linear'"),
+    (interp_wrt_xp, lambda: np.array([0.0, 1.0, 2.0]), "not the sample points xp"),
+    (interp_with_period, lambda: SAMPLES, "without period="),
+    (weighted_polyfit, lambda: np.array([0.0, 1.0, 2.0]), "without full=, w= and cov="),
+    (rank_deficient_lstsq, lambda: np.ones((3, 2)), "rank-deficient"),
+    (weighted_cov, lambda: r(3, 4), "without fweights= and aweights="),
+    (reduce_with_initial, lambda: r(3, 4), "without initial= and where="),
+]
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("program, make, says", REFUSED, ids=[p[0].__name__ for p in REFUSED])
+def test_refused(program, make, says, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with pytest.raises(NonDifferentiableError, match=says) as caught:
+            sg.grad(program, mode=mode)(make())
+    assert __file__.rsplit("/", 1)[-1] in str(caught.value)
+
+
+def fmod_outer(x):
+    return np.sum(np.fmod.outer(x, x + 3.0))
+
+
+def power_reduce(x):
+    return np.sum(np.power.reduce(x, axis=0))
+
+
+@pytest.mark.parametrize("program", [fmod_outer, power_reduce])
+def test_ufunc_method_without_rule_is_refused_at_transform_time(program):
+    """In mode="s2s" nothing reaches the tape: a ufunc method with no rule is refused when
+    the function is transformed, naming the line of the call."""
+    line = program.__code__.co_firstlineno + 1
+    with pytest.raises(
+        S2SGradError, match=rf"test_rules_scientific.py:{line}: .* no derivative rule"
+    ):
+        sg.grad(program, mode="s2s")(positive(3))
+    with pytest.raises(NonDifferentiableError, match="no derivative rule"):
+        sg.grad(program, mode="tape")(positive(3))
+
+
+def test_s2s_gradient_calls_no_dispatch():
+    """The generated code inlines the rules: no dynamic dispatch, no tape."""
+    for program in (reduce_program, accumulate_program, outer_program, percentile_program):
+        source = sg.source(sg.grad(program, mode="s2s"))
+        assert "dynamic_vjp" not in source and "vjp_call" not in source, source

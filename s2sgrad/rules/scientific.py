@@ -222,55 +222,36 @@ def _trapezoid_jvp(t, ans, y, x=None, dx=1.0, axis=-1):
 
 
 @vjp_rule(np.interp)
-def _interp(
-    g,
-    ans,
-    x,
-    xp,
-    fp,
-    left=None,
-    right=None,
-    period=None,
-    *,
-    differentiated=(True, False, True, True, True),
-):
+def _interp(g, ans, x, xp, fp, left=None, right=None, period=None, *, differentiated=()):
     cells = interp_cells(x, xp, left, right, period)
-    slope = (np.take(fp, cells[1]) - np.take(fp, cells[0])) * cast_like(cells[4], fp)
-    weighted_lower = g * cast_like(cells[2], fp)
-    weighted_upper = g * cast_like(cells[3], fp)
-    gfp = untake(weighted_lower, fp, cells[0]) + untake(weighted_upper, fp, cells[1])
-    g_left = np.sum(g * cells[5])
-    g_right = np.sum(g * cells[6])
+    start = np.take(xp, cells[0])
+    scale = cast_like(cells[2] / (np.take(xp, cells[1]) - start + (1.0 - cells[2])), fp)
+    fraction = (x - start) * scale + cast_like(cells[3], fp)
+    keep = cast_like(cells[4], fp)
+    slope = (np.take(fp, cells[1]) - np.take(fp, cells[0])) * scale
+    to_lower = untake(g * (keep * (1.0 - fraction)), fp, cells[0])
+    gfp = to_lower + untake(g * (keep * fraction), fp, cells[1])
     return (
         unbroadcast(g * slope, x),
-        refuse_derivative("interp xp", differentiated[1]),
+        refuse_derivative("interp xp", differentiated[1:2] == (True,)),
         gfp,
-        g_left,
-        g_right,
+        np.sum(g * cells[5]),
+        np.sum(g * cells[6]),
     )
 
 
 @jvp_rule(np.interp)
-def _interp_jvp(
-    t,
-    ans,
-    x,
-    xp,
-    fp,
-    left=None,
-    right=None,
-    period=None,
-    *,
-    differentiated=(True, False, True, True, True),
-):
+def _interp_jvp(t, ans, x, xp, fp, left=None, right=None, period=None, *, differentiated=()):
     cells = interp_cells(x, xp, left, right, period)
-    slope = (np.take(fp, cells[1]) - np.take(fp, cells[0])) * cast_like(cells[4], fp)
-    lower = cast_like(cells[2], fp)
-    upper = cast_like(cells[3], fp)
+    start = np.take(xp, cells[0])
+    scale = cast_like(cells[2] / (np.take(xp, cells[1]) - start + (1.0 - cells[2])), fp)
+    fraction = (x - start) * scale + cast_like(cells[3], fp)
+    keep = cast_like(cells[4], fp)
+    slope = (np.take(fp, cells[1]) - np.take(fp, cells[0])) * scale
     return (
         t * slope,
-        refuse_derivative("interp xp", differentiated[1]),
-        lower * np.take(t, cells[0]) + upper * np.take(t, cells[1]),
+        refuse_derivative("interp xp", differentiated[1:2] == (True,)),
+        keep * ((1.0 - fraction) * np.take(t, cells[0]) + fraction * np.take(t, cells[1])),
         t * cells[5],
         t * cells[6],
     )

@@ -6,10 +6,10 @@
   changes nothing.
 * ``np.corrcoef`` is ``R = C / (d d^T)`` with ``d = sqrt(diag(C))``, for any scale of ``C``.
 * ``np.median`` and ``np.quantile``/``np.percentile`` with ``method="linear"`` are
-  ``W @ sort(a)`` along the reduced axes (grouped into one), with ``W`` the piecewise
-  constant interpolation weights of :func:`s2sgrad.runtime.quantile_weights`; other methods
-  are refused. ``q`` is differentiated too: ``dW/dq`` is the slope between the two sorted
-  values the result interpolates between.
+  ``W @ sort(a)`` along the reduced axes (grouped into one), where the interpolation
+  weights ``W`` mix the two sorted values the result lies between
+  (:func:`s2sgrad.runtime.quantile_cells`) by a fraction linear in ``q``; other methods are
+  refused. ``q`` is differentiated too (``dW/dq`` is constant between samples).
 """
 
 from __future__ import annotations
@@ -27,8 +27,7 @@ from s2sgrad.runtime import (
     cov_rows_part,
     cov_tangent,
     group_axes,
-    quantile_slopes,
-    quantile_weights,
+    quantile_cells,
     ungroup_axes,
 )
 
@@ -114,7 +113,8 @@ def _corrcoef_jvp(t, ans, x, y=None, rowvar=True, bias=None, ddof=None, *, dtype
 def _median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
-    mix = cast_like(quantile_weights(count, 0.5), a)
+    cells = quantile_cells(count, 0.5)
+    mix = cast_like(cells[0] + (0.5 * (count - 1) - cells[2]) * (cells[1] - cells[0]), a)
     ranks = np.argsort(np.argsort(grouped, axis=-1), axis=-1)
     spread = np.reshape(g, np.shape(grouped)[:-1] + (1,)) * mix
     return ungroup_axes(np.take_along_axis(spread, ranks, axis=-1), a, axis)
@@ -124,7 +124,8 @@ def _median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=Fals
 def _median_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
-    mix = cast_like(quantile_weights(count, 0.5), a)
+    cells = quantile_cells(count, 0.5)
+    mix = cast_like(cells[0] + (0.5 * (count - 1) - cells[2]) * (cells[1] - cells[0]), a)
     order = np.argsort(grouped, axis=-1)
     ordered = np.take_along_axis(group_axes(t, axis), order, axis=-1)
     return np.reshape(np.sum(ordered * mix, axis=-1), np.shape(ans))
@@ -147,12 +148,14 @@ def _quantile(
 ):
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
-    levels = np.reshape(cast_like(quantile_weights(count, q, method, weights), a), (-1, count))
+    cells = quantile_cells(count, q, method, weights)
+    fraction = np.expand_dims(np.multiply(q, count - 1.0) - cells[2], -1)
+    levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
     ranks = np.argsort(order, axis=-1)
     g_levels = np.moveaxis(np.reshape(g, (np.shape(levels)[0],) + np.shape(grouped)[:-1]), 0, -1)
     ga = ungroup_axes(np.take_along_axis(np.matmul(g_levels, levels), ranks, axis=-1), a, axis)
-    slopes = np.reshape(cast_like(quantile_slopes(count, q), a), (-1, count))
+    slopes = np.reshape(cast_like((count - 1.0) * (cells[1] - cells[0]), a), (-1, count))
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     gq = np.sum(np.reshape(g_levels * rates, (-1, np.shape(slopes)[0])), axis=0)
     return ga, np.reshape(gq, np.shape(q))
@@ -175,9 +178,11 @@ def _quantile_jvp(
 ):
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
-    levels = np.reshape(cast_like(quantile_weights(count, q, method, weights), a), (-1, count))
+    cells = quantile_cells(count, q, method, weights)
+    fraction = np.expand_dims(np.multiply(q, count - 1.0) - cells[2], -1)
+    levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
-    slopes = np.reshape(cast_like(quantile_slopes(count, q), a), (-1, count))
+    slopes = np.reshape(cast_like((count - 1.0) * (cells[1] - cells[0]), a), (-1, count))
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     return (
         np.reshape(
@@ -215,14 +220,14 @@ def _percentile(
 ):
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
-    levels = np.reshape(
-        cast_like(quantile_weights(count, q, method, weights, 0.01), a), (-1, count)
-    )
+    cells = quantile_cells(count, q, method, weights, 0.01)
+    fraction = np.expand_dims(np.multiply(q, (count - 1.0) * 0.01) - cells[2], -1)
+    levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
     ranks = np.argsort(order, axis=-1)
     g_levels = np.moveaxis(np.reshape(g, (np.shape(levels)[0],) + np.shape(grouped)[:-1]), 0, -1)
     ga = ungroup_axes(np.take_along_axis(np.matmul(g_levels, levels), ranks, axis=-1), a, axis)
-    slopes = np.reshape(cast_like(quantile_slopes(count, q, 0.01), a), (-1, count))
+    slopes = np.reshape(cast_like((count - 1.0) * 0.01 * (cells[1] - cells[0]), a), (-1, count))
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     gq = np.sum(np.reshape(g_levels * rates, (-1, np.shape(slopes)[0])), axis=0)
     return ga, np.reshape(gq, np.shape(q))
@@ -245,11 +250,11 @@ def _percentile_jvp(
 ):
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
-    levels = np.reshape(
-        cast_like(quantile_weights(count, q, method, weights, 0.01), a), (-1, count)
-    )
+    cells = quantile_cells(count, q, method, weights, 0.01)
+    fraction = np.expand_dims(np.multiply(q, (count - 1.0) * 0.01) - cells[2], -1)
+    levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
-    slopes = np.reshape(cast_like(quantile_slopes(count, q, 0.01), a), (-1, count))
+    slopes = np.reshape(cast_like((count - 1.0) * 0.01 * (cells[1] - cells[0]), a), (-1, count))
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     return (
         np.reshape(

@@ -278,14 +278,24 @@ def _multiply_accumulate_jvp(t, ans, array, axis=0, dtype=None, out=None):
 
 
 # Each running maximum is one of the elements: running_source says which.
-@vjp_rule(np.maximum.accumulate, np.minimum.accumulate, np.fmax.accumulate, np.fmin.accumulate)
-def _extremum_accumulate(g, ans, array, axis=0, dtype=None, out=None):
-    return untake_along_axis(g, array, running_source(array, ans, axis), axis)
+@vjp_rule(np.maximum.accumulate, np.fmax.accumulate)
+def _maximum_accumulate(g, ans, array, axis=0, dtype=None, out=None):
+    return untake_along_axis(g, array, running_source(array, axis, "maximum"), axis)
 
 
-@jvp_rule(np.maximum.accumulate, np.minimum.accumulate, np.fmax.accumulate, np.fmin.accumulate)
-def _extremum_accumulate_jvp(t, ans, array, axis=0, dtype=None, out=None):
-    return np.take_along_axis(t, running_source(array, ans, axis), axis)
+@jvp_rule(np.maximum.accumulate, np.fmax.accumulate)
+def _maximum_accumulate_jvp(t, ans, array, axis=0, dtype=None, out=None):
+    return np.take_along_axis(t, running_source(array, axis, "maximum"), axis)
+
+
+@vjp_rule(np.minimum.accumulate, np.fmin.accumulate)
+def _minimum_accumulate(g, ans, array, axis=0, dtype=None, out=None):
+    return untake_along_axis(g, array, running_source(array, axis, "minimum"), axis)
+
+
+@jvp_rule(np.minimum.accumulate, np.fmin.accumulate)
+def _minimum_accumulate_jvp(t, ans, array, axis=0, dtype=None, out=None):
+    return np.take_along_axis(t, running_source(array, axis, "minimum"), axis)
 
 
 # out_i = log(sum_{j <= i} exp(x_j)): d out_i / d x_j = exp(x_j - out_i), scaled by the

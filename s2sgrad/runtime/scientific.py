@@ -17,6 +17,20 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.elementwise import cast_like
 from s2sgrad.runtime.shapes import undiff
 
+
+def _refusal(message: str) -> NonDifferentiableError:
+    """The error for a derivative refused while a gradient runs, naming the user's line:
+    the differentiated function's (generated code) or the call's (the tape)."""
+    from s2sgrad.compiler.codegen import running_origin
+
+    origin = running_origin("")
+    if not origin:
+        from s2sgrad.tape.values import user_location
+
+        origin = user_location()
+    return NonDifferentiableError(f"{origin}: {message}")
+
+
 __all__ = [
     "axis_shape",
     "unit_spacing",
@@ -24,8 +38,7 @@ __all__ = [
     "pair_means",
     "full_convolution",
     "convolution_mode",
-    "quantile_weights",
-    "quantile_slopes",
+    "quantile_cells",
     "interp_cells",
     "full_rank",
     "refuse_derivative",
@@ -45,6 +58,7 @@ __all__ = [
     "corrcoef_tangent",
     "trapezoid_spacing",
     "undo_spacing",
+    "diagonal_index",
 ]
 
 
@@ -192,46 +206,32 @@ def _convolution_mode_jvp(t, ans, c, n, m, mode="full"):
 # Quantiles with linear interpolation: a fixed mix of the sorted values
 
 
-def _positions(n: int, q: Any, scale: float) -> tuple[Any, Any, Any]:
-    position = (n - 1) * scale * np.asarray(q, dtype=np.float64)
-    lower = np.clip(np.floor(position), 0, n - 1).astype(np.intp)
-    upper = np.minimum(lower + 1, n - 1)
-    return position - lower, lower, upper
-
-
-def quantile_weights(
+def quantile_cells(
     n: int, q: Any, method: str = "linear", weights: Any = None, scale: float = 1.0
-) -> Any:
-    """The matrix ``W`` (``np.shape(q) + (n,)``) with ``np.quantile(a, q * scale) == W @
-    np.sort(a)`` for ``n`` values and ``method="linear"``; other methods are refused
-    (``scale=0.01`` for ``np.percentile``).
+) -> tuple:
+    """For ``np.quantile(a, q * scale)`` of ``n`` values with ``method="linear"`` (other
+    methods are refused): ``(lower, upper, position)``, where ``lower`` and ``upper``
+    (``np.shape(q) + (n,)``) pick the two sorted values the result lies between and
+    ``position`` is the lower one's index. With ``f = (n - 1) * scale * q - position`` the
+    result is ``(lower + f * (upper - lower)) @ np.sort(a)``; everything here changes only
+    where ``q`` crosses a sample, so ``f`` carries the derivative in ``q``.
 
     Example::
 
-        quantile_weights(3, 0.25)  # array([0.5, 0.5, 0. ])
+        quantile_cells(3, 0.25)  # (array([1., 0., 0.]), array([0., 1., 0.]), 0.0)
     """
     _refuse_method(method, weights)
-    fraction, lower, upper = _positions(n, q, scale)
+    position = (n - 1) * scale * np.asarray(q, dtype=np.float64)
+    lower = np.clip(np.floor(position), 0, max(n - 2, 0)).astype(np.intp)
+    upper = np.minimum(lower + 1, n - 1)
     basis = np.eye(n)
-    return (1.0 - fraction)[..., None] * basis[lower] + fraction[..., None] * basis[upper]
-
-
-def quantile_slopes(n: int, q: Any, scale: float = 1.0) -> Any:
-    """``dW/dq`` for :func:`quantile_weights`: ``(n - 1) * scale * (e[upper] - e[lower])``.
-
-    Example::
-
-        quantile_slopes(3, 0.25)  # array([-2.,  2.,  0.])
-    """
-    _, lower, upper = _positions(n, q, scale)
-    basis = np.eye(n)
-    return (n - 1) * scale * (basis[upper] - basis[lower])
+    return basis[lower], basis[upper], lower.astype(np.float64)
 
 
 def _refuse_method(method: str, weights: Any) -> None:
     if method != "linear" or weights is not None:
         what = f"method={method!r}" if method != "linear" else "weights="
-        raise NonDifferentiableError(
+        raise _refusal(
             f"s2sgrad differentiates np.quantile, np.percentile and np.median with "
             f"method='linear' (the default) and no weights, not {what}; the other methods "
             "pick or round to sample values, so use method='linear', or wrap the call in "
@@ -239,7 +239,7 @@ def _refuse_method(method: str, weights: Any) -> None:
         )
 
 
-nondifferentiable(quantile_weights, quantile_slopes)
+nondifferentiable(quantile_cells)
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,19 +247,21 @@ nondifferentiable(quantile_weights, quantile_slopes)
 
 
 def interp_cells(x: Any, xp: Any, left: Any = None, right: Any = None, period: Any = None):
-    """For ``np.interp(x, xp, fp, left, right)``: ``(lower, upper, w_lower, w_upper,
-    slope_scale, below, above)``, arrays shaped like ``x``.
+    """For ``np.interp(x, xp, fp, left, right)``: ``(lower, upper, inside, above_end, keep,
+    left_used, right_used)``, arrays shaped like ``x`` that change only where ``x`` crosses
+    a sample point.
 
-    The value is ``w_lower * fp[lower] + w_upper * fp[upper]`` (plus ``left`` where
-    ``below`` and ``right`` where ``above``, when given); its derivative in ``x`` is
-    ``(fp[upper] - fp[lower]) * slope_scale``, zero outside ``xp``'s range.
+    Inside ``xp``'s range the value mixes ``fp[lower]`` and ``fp[upper]`` by the fraction
+    ``(x - xp[lower]) / (xp[upper] - xp[lower])``; outside it is ``fp[0]`` or ``fp[-1]``
+    (``above_end`` is 1 past the right end) times ``keep``, or ``left``/``right`` where
+    given (``left_used``, ``right_used``).
 
     Example::
 
-        interp_cells(np.array([0.5]), np.array([0.0, 1.0]))[2]  # array([0.5])
+        interp_cells(np.array([0.5]), np.array([0.0, 1.0]))[:3]  # ([0], [1], [1.])
     """
     if period is not None:
-        raise NonDifferentiableError(
+        raise _refusal(
             "s2sgrad differentiates np.interp without period=; map x into one period "
             "yourself (x % period, with xp and fp extended by one sample at each end)"
         )
@@ -268,18 +270,12 @@ def interp_cells(x: Any, xp: Any, left: Any = None, right: Any = None, period: A
     n = np.shape(xp)[0]
     lower = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, max(n - 2, 0))
     upper = np.minimum(lower + 1, n - 1)
-    width = xp[upper] - xp[lower]
     below, above = x < xp[0], x > xp[-1]
-    inside = ~below & ~above
-    safe = np.where(width > 0, width, 1.0)
-    fraction = np.where(inside, (x - xp[lower]) / safe, np.where(above, 1.0, 0.0))
-    keep = np.ones(np.shape(x))
-    if left is not None:
-        keep = np.where(below, 0.0, keep)
-    if right is not None:
-        keep = np.where(above, 0.0, keep)
-    scale = np.where(inside & (width > 0), 1.0 / safe, 0.0)
-    return lower, upper, keep * (1.0 - fraction), keep * fraction, scale, below, above
+    inside = (~below & ~above & (upper > lower)).astype(np.float64)
+    left_used = below if left is not None else np.zeros(np.shape(x), dtype=bool)
+    right_used = above if right is not None else np.zeros(np.shape(x), dtype=bool)
+    keep = 1.0 - (left_used | right_used)
+    return lower, upper, inside, above * 1.0, keep, left_used, right_used
 
 
 nondifferentiable(interp_cells)
@@ -297,7 +293,7 @@ def full_rank(a: Any, rank: Any) -> Any:
         full_rank(np.eye(2), 2)  # the identity matrix
     """
     if int(np.max(rank)) < min(np.shape(a)[-2:]):
-        raise NonDifferentiableError(
+        raise _refusal(
             "np.linalg.lstsq of a rank-deficient matrix has no derivative (its solution "
             "jumps as the rank changes); s2sgrad differentiates it for full-rank matrices "
             "only. Regularise the problem (solve (a.T @ a + lam * I) x = a.T @ b with "
@@ -336,7 +332,7 @@ def refuse_derivative(reason: str, when: Any = True) -> None:
         refuse_derivative("interp xp", False)  # None
     """
     if when:
-        raise NonDifferentiableError(_REFUSALS[reason])
+        raise _refusal(_REFUSALS[reason])
     return None
 
 
@@ -351,7 +347,7 @@ def polyfit_degree(deg: int, full: bool = False, w: Any = None, cov: Any = False
         polyfit_degree(2)  # 2
     """
     if full or w is not None or cov is not False:
-        raise NonDifferentiableError(
+        raise _refusal(
             "s2sgrad differentiates np.polyfit(x, y, deg) without full=, w= and cov=; for "
             "weights, fit np.vander(x, deg + 1) * w[:, None] to y * w with np.linalg.lstsq, "
             "which is differentiated"
@@ -476,7 +472,7 @@ def cov_divisor(rows: Any, bias: bool = False, ddof: Any = None, fweights=None, 
         cov_divisor(np.zeros((2, 5)))  # 4
     """
     if fweights is not None or aweights is not None:
-        raise NonDifferentiableError(
+        raise _refusal(
             "s2sgrad differentiates np.cov without fweights= and aweights=; write the "
             "weighted covariance with np.average and a matrix product, which are differentiated"
         )
@@ -513,7 +509,7 @@ def first_positive(x: Any, axis: Any = 0) -> Any:
     """
     if axis is None:
         if np.ndim(x) > 1:
-            raise NonDifferentiableError(
+            raise _refusal(
                 "np.subtract.reduce over every axis of a multi-dimensional array is not "
                 "defined by NumPy; reduce one axis at a time"
             )
@@ -526,17 +522,19 @@ def first_positive(x: Any, axis: Any = 0) -> Any:
     return signs
 
 
-def running_source(x: Any, ans: Any, axis: int = 0) -> Any:
-    """For ``ans = np.maximum.accumulate(x, axis)`` (or minimum, fmax, fmin): at each
-    position, the index along ``axis`` of the element of ``x`` that ``ans`` holds there (the
-    first one to reach it).
+def running_source(x: Any, axis: int = 0, kind: str = "maximum") -> Any:
+    """For ``np.maximum.accumulate(x, axis)`` (``kind="minimum"`` for minimum and fmin): at
+    each position, the index along ``axis`` of the element the running extremum holds
+    there (the first one to reach it).
 
     Example::
 
-        running_source(np.array([1.0, 3.0, 2.0]), np.array([1.0, 3.0, 3.0]))  # [0, 1, 1]
+        running_source(np.array([1.0, 3.0, 2.0]))  # array([0, 1, 1])
     """
+    extremum = np.fmax if kind == "maximum" else np.fmin
+    running = extremum.accumulate(x, axis=axis)
     positions = np.arange(np.shape(x)[axis]).reshape(axis_shape(np.ndim(x), axis))
-    marked = np.where(np.equal(x, ans), positions, 0)
+    marked = np.where(np.equal(x, running), positions, 0)
     return np.maximum.accumulate(marked, axis=axis)
 
 
@@ -549,7 +547,7 @@ def plain_reduction(array: Any, initial: Any = None, where: Any = True) -> Any:
         plain_reduction(np.ones(2))  # array([1., 1.])
     """
     if initial is not None or where is not True:
-        raise NonDifferentiableError(
+        raise _refusal(
             "s2sgrad differentiates ufunc.reduce without initial= and where=; select the "
             "elements first (np.where(mask, x, neutral)) and combine the initial value after"
         )
@@ -682,3 +680,31 @@ def _undo_spacing_vjp(g, ans, spacing_cotangent, x, axis):
 @jvp_rule(undo_spacing)
 def _undo_spacing_jvp(t, ans, spacing_cotangent, x, axis):
     return undo_spacing(t, x, axis)
+
+
+# ---------------------------------------------------------------------------------------
+# np.fill_diagonal(a, v) is the item write a[diagonal_index(a, wrap)] = v
+
+
+def diagonal_index(a: Any, wrap: bool = False) -> tuple:
+    """The index of the elements ``np.fill_diagonal(a, v, wrap)`` writes, as integer arrays:
+    both engines turn the call into the item write ``a[diagonal_index(a, wrap)] = v``.
+
+    Example::
+
+        diagonal_index(np.zeros((3, 2)))  # (array([0, 1]), array([0, 1]))
+    """
+    shape = np.shape(a)
+    if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
+        raise ValueError("np.fill_diagonal needs a 2-d array, or one whose axes are all equal")
+    size = int(np.prod(shape))
+    if len(shape) == 2:
+        step = shape[1] + 1
+        end = size if wrap else min(size, shape[1] * shape[1])
+    else:
+        step = 1 + int(np.sum(np.cumprod(shape[:-1])))
+        end = size
+    return np.unravel_index(np.arange(0, end, step), shape)
+
+
+nondifferentiable(diagonal_index)

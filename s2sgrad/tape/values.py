@@ -290,6 +290,8 @@ class TapeValue:
             return _call_with_out(func, args, kwargs)
         if func is np.copyto:
             return _copy_into(*args, **kwargs)
+        if func is np.fill_diagonal:
+            return _fill_diagonal(*args, **kwargs)
         return apply_rule(func, func, args, kwargs)
 
     # Python operators ------------------------------------------------------------------
@@ -945,6 +947,24 @@ def _copy_into(dst: Any, src: Any, casting: str = "same_kind", *mask: Any, **key
             "differentiated (np.zeros_like(x, shape=...)), or build a new array"
         )
     raise NonDifferentiableError(f"{where(*_position(frame))}: {what}, or {_USE_S2S}.")
+
+
+def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
+    """``np.fill_diagonal(a, v)``: into a tape value, the item write ``a[index] = v`` of
+    the diagonal's index; into a plain array, allowed only when nothing is differentiated."""
+    from s2sgrad.runtime.scientific import diagonal_index
+
+    if type(a) is TapeValue and under_numpy_semantics():
+        a[diagonal_index(a, wrap)] = val
+        return
+    if not _any_tracked((a, val)):
+        np.fill_diagonal(value_of(a), value_of(val), wrap=wrap)
+        return
+    raise NonDifferentiableError(
+        f"{user_location()}: np.fill_diagonal writes a value being differentiated into a "
+        "plain array, which the tape cannot follow. Write into an array made from a value "
+        "being differentiated (np.zeros_like(x)), or build a new array"
+    )
 
 
 def _call_at(primitive: Any, inputs: tuple) -> Any:

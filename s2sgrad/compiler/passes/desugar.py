@@ -56,6 +56,7 @@ def desugar(
     desugar_matches(node, names, locate, resolve)
     if resolve is not None:
         _scatter_adds(node, node.body, names, resolve)
+        _diagonal_fills(node, node.body, names, resolve)
     index_list_loops(node, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
@@ -121,6 +122,47 @@ def _scatter_adds(node: gast.FunctionDef, body: list, names: NameGenerator, reso
         place = gast.Subscript(value=load(array.id), slice=constant(...), ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=updated, type_comment=None)
         body[position] = _located(assign, statement)
+
+
+def _diagonal_fills(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:
+    """``np.fill_diagonal(t, v)`` → ``t[diagonal_index(t, wrap)] = v``, an item write, in
+    ``body`` and its blocks (``wrap`` a literal); the helper's name is bound in
+    ``node.s2s_bindings``. Other calls of ``np.fill_diagonal`` are refused as in-place writes.
+    """
+    for position, statement in enumerate(body):
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                _diagonal_fills(node, inner, names, resolve)
+        value = getattr(statement, "value", None)
+        if not (
+            isinstance(statement, gast.Expr)
+            and isinstance(value, gast.Call)
+            and len(value.args) == 2
+            and isinstance(value.args[0], gast.Name)
+            and all(k.arg == "wrap" and isinstance(k.value, gast.Constant) for k in value.keywords)
+            and _resolves_to(resolve, value.func, np.fill_diagonal)
+        ):
+            continue
+        bindings = node.__dict__.setdefault("s2s_bindings", {})
+        helper = next((n for n, f in bindings.items() if f is runtime.diagonal_index), None)
+        if helper is None:
+            helper = names.claim("diagonal_index")
+            bindings[helper] = runtime.diagonal_index
+        array, values = value.args
+        wrap = value.keywords[0].value if value.keywords else constant(False)
+        index = call(load(helper), [load(array.id), wrap])
+        place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
+        body[position] = _located(
+            gast.Assign(targets=[place], value=values, type_comment=None), statement
+        )
+
+
+def _resolves_to(resolve, node: gast.expr, target) -> bool:
+    try:
+        return resolve(node) is target
+    except Exception:  # a name that does not resolve is not np.fill_diagonal
+        return False
 
 
 def _scatter_sign(statement: gast.stmt, resolve) -> int | None:
