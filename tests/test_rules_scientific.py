@@ -30,6 +30,9 @@ RULE_MODULES = (
 
 _rng = np.random.default_rng(21)
 
+# np.trapz before NumPy 2.0, np.trapezoid from 2.0 (np.trapz removed in 2.4)
+trapezoid = getattr(np, "trapezoid", None) or np.trapz
+
 
 def r(*shape):
     return _rng.standard_normal(shape)
@@ -69,15 +72,15 @@ POLYNOMIALS = [
 ]
 
 INTEGRALS = [
-    case(np.trapezoid, r(6)),
-    case(np.trapezoid, r(6), dx=0.3),
-    case(np.trapezoid, r(6), increasing(6)),
-    case(np.trapezoid, r(3, 5), increasing(5), axis=1),
-    case(np.trapezoid, r(5, 3), increasing(5), axis=0),
-    case(np.trapezoid, r(2, 4, 3), dx=0.7, axis=1),
-    case(np.trapezoid, r(3, 4), r(3, 4), axis=-1),
+    case(trapezoid, r(6)),
+    case(trapezoid, r(6), dx=0.3),
+    case(trapezoid, r(6), increasing(6)),
+    case(trapezoid, r(3, 5), increasing(5), axis=1),
+    case(trapezoid, r(5, 3), increasing(5), axis=0),
+    case(trapezoid, r(2, 4, 3), dx=0.7, axis=1),
+    case(trapezoid, r(3, 4), r(3, 4), axis=-1),
 ]
-if hasattr(np, "trapz"):
+if hasattr(np, "trapz") and hasattr(np, "trapezoid"):
     INTEGRALS.append(case(np.trapz, r(6), increasing(6)))
 
 _knots = increasing(6)
@@ -287,29 +290,29 @@ def polyfit_wrt_x(x):
 
 
 def lstsq_wrt_a(a):
-    x, residuals, rank, s = np.linalg.lstsq(a, B5)
+    x, residuals, rank, s = np.linalg.lstsq(a, B5, rcond=None)
     return np.sum(x * W3) + np.sum(residuals)
 
 
 def lstsq_wrt_b(b):
-    x, residuals, rank, s = np.linalg.lstsq(A53, b)
+    x, residuals, rank, s = np.linalg.lstsq(A53, b, rcond=None)
     return np.sum(x * W3) + 0.5 * np.sum(residuals)
 
 
 def lstsq_singular_values(a):
-    return np.sum(np.linalg.lstsq(a, B5)[3] ** 2)
+    return np.sum(np.linalg.lstsq(a, B5, rcond=None)[3] ** 2)
 
 
 def trapezoid_program(y):
-    return np.trapezoid(y**2, KNOTS) + np.trapezoid(np.sin(y), dx=0.3)
+    return trapezoid(y**2, KNOTS) + trapezoid(np.sin(y), dx=0.3)
 
 
 def trapezoid_wrt_x(x):
-    return np.trapezoid(np.cos(x), x)
+    return trapezoid(np.cos(x), x)
 
 
 def trapezoid_2d(y):
-    return np.sum(np.trapezoid(y * y, KNOTS[:4], axis=1) * W3)
+    return np.sum(trapezoid(y * y, KNOTS[:4], axis=1) * W3)
 
 
 def interp_wrt_fp(fp):
@@ -519,7 +522,7 @@ def weighted_polyfit(x):
 
 
 def rank_deficient_lstsq(a):
-    return np.sum(np.linalg.lstsq(a, np.ones(3))[0])
+    return np.sum(np.linalg.lstsq(a, np.ones(3), rcond=None)[0])
 
 
 def weighted_cov(m):

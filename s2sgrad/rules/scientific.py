@@ -183,10 +183,13 @@ def _lstsq_jvp(t, ans, a, b, rcond=None):
 
 
 # ---------------------------------------------------------------------------------------
-# The trapezoidal rule: sum over intervals of pair_means(y) * spacing
+# The trapezoidal rule: sum over intervals of pair_means(y) * spacing. NumPy 2.0 renamed
+# np.trapz to np.trapezoid (and 2.4 removed np.trapz): both names get the rule where they exist.
+
+_TRAPEZOID = [f for f in (getattr(np, "trapezoid", None), getattr(np, "trapz", None)) if f]
 
 
-@vjp_rule(np.trapezoid, *([np.trapz] if hasattr(np, "trapz") else []))
+@vjp_rule(*_TRAPEZOID)
 def _trapezoid(g, ans, y, x=None, dx=1.0, axis=-1):
     spread = np.expand_dims(g, axis)
     if x is None:
@@ -201,7 +204,7 @@ def _trapezoid(g, ans, y, x=None, dx=1.0, axis=-1):
     return gy, gx, g_dx
 
 
-@jvp_rule(np.trapezoid, *([np.trapz] if hasattr(np, "trapz") else []))
+@jvp_rule(*_TRAPEZOID)
 def _trapezoid_jvp(t, ans, y, x=None, dx=1.0, axis=-1):
     means = pair_means(y, axis)
     if x is None:
