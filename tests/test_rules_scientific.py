@@ -502,6 +502,49 @@ def test_fill_diagonal_of_an_argument_is_an_item_write():
 
 
 # ---------------------------------------------------------------------------------------
+# ufunc.at: an item write in both engines
+
+
+def ufunc_at_program(x):
+    y = x * 1.0
+    np.multiply.at(y, [0, 2], x[1])
+    np.negative.at(y, [1])
+    np.maximum.at(y, np.array([3]), 0.5)
+    np.logaddexp.at(y, (slice(1, 3),), x[3:5])
+    np.add.at(y, [0, 0, 1], x[2:5])
+    np.subtract.at(y, [3], 2.0 * x[0])
+    return np.sum(y**3)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_ufunc_at(mode):
+    """np.u.at(t, i, v) is t[i] = np.u(t[i], v) for indices that pick each element once
+    (np.add.at and np.subtract.at add up repeats). Second order on the tape: the
+    transformer refuses second derivatives of item writes that read the old value."""
+    x = r(5)
+    x[3] = 0.9  # away from np.maximum's kink at 0.5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradient = call_twice(sg.grad(ufunc_at_program, mode=mode), x)
+    assert_close(gradient, numeric_grad(ufunc_at_program, [x], 0))
+    expected = _numeric_jacobian(sg.grad(ufunc_at_program, mode="s2s"), x)
+    hessian = sg.hessian(ufunc_at_program, mode="tape")(x)
+    np.testing.assert_allclose(hessian, expected, rtol=1e-4, atol=1e-5)
+
+
+def repeated_product_at(x):
+    y = x * 1.0
+    np.multiply.at(y, np.array([0, 0]), x[1])  # a literal [0, 0] is refused when transformed
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_ufunc_at_with_repeated_indices_is_refused(mode):
+    with pytest.raises(NonDifferentiableError, match=r"scientific.py:\d+: ufunc.at with an index"):
+        sg.grad(repeated_product_at, mode=mode)(r(3))
+
+
+# ---------------------------------------------------------------------------------------
 # Refusals: clear errors naming the user's file, in every mode
 
 

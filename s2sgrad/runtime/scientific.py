@@ -59,6 +59,7 @@ __all__ = [
     "trapezoid_spacing",
     "undo_spacing",
     "diagonal_index",
+    "unique_index",
 ]
 
 
@@ -708,3 +709,29 @@ def diagonal_index(a: Any, wrap: bool = False) -> tuple:
 
 
 nondifferentiable(diagonal_index)
+
+
+# ---------------------------------------------------------------------------------------
+# ufunc.at(a, i, b) is the item write a[i] = ufunc(a[i], b) when i picks each element once
+
+
+def unique_index(a: Any, index: Any) -> Any:
+    """``index`` itself, when ``a[index]`` picks each element of ``a`` at most once (so
+    ``np.multiply.at(a, index, b)`` is ``a[index] = a[index] * b``); refused otherwise.
+
+    Example::
+
+        unique_index(np.zeros(3), [2, 0])  # [2, 0]
+    """
+    positions = np.arange(np.size(a)).reshape(np.shape(a))[index]
+    if np.unique(positions).size != np.size(positions):
+        raise _refusal(
+            "ufunc.at with an index that picks an element more than once combines the "
+            "repeats one after another, which s2sgrad differentiates only for np.add.at and "
+            "np.subtract.at; combine the repeated values first (for a product, "
+            "np.multiply.at of a copy, or np.prod over groups), then write each element once"
+        )
+    return index
+
+
+nondifferentiable(unique_index)

@@ -968,13 +968,19 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
 
 
 def _call_at(primitive: Any, inputs: tuple) -> Any:
-    """``ufunc.at(a, indices, b)`` writes into ``a``: allowed only when nothing is
-    differentiated."""
+    """``ufunc.at(a, indices, b)`` writes into ``a``. Into a tape value, the item write
+    ``a[...] = added_at(a, indices, ±b)`` for ``np.add``/``np.subtract``, and
+    ``a[indices] = ufunc(a[indices], b)`` for another ufunc with a rule (indices picking each
+    element once); into a plain array, allowed only when nothing is differentiated."""
+    ufunc = primitive.__self__
+    if type(inputs[0]) is TapeValue and under_numpy_semantics() and _written_at(ufunc, inputs):
+        return None
     if _any_tracked(inputs):
         raise NonDifferentiableError(
             f"{user_location()}: {describe(primitive)} writes into its first argument in place, "
-            f"which the tape cannot record; {_USE_S2S} (np.add.at and np.subtract.at are "
-            "differentiated there), or build a new array."
+            "which the tape records only into an array made from a value being differentiated "
+            f"(np.zeros_like(x), x * 1.0) and for a ufunc with a derivative rule; write into "
+            f"such an array, {_USE_S2S}, or build a new array."
         )
     if isinstance(inputs[0], TapeValue):
         raise ImmutableValueError(
@@ -982,6 +988,23 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
             "cannot write into one."
         )
     return primitive(*value_of(inputs))
+
+
+def _written_at(ufunc: np.ufunc, inputs: tuple) -> bool:
+    """Do ``ufunc.at(*inputs)`` on a tape value as an item write; False when it cannot."""
+    from s2sgrad.runtime import added_at
+    from s2sgrad.runtime.scientific import unique_index
+
+    a, index, *rest = inputs
+    if ufunc in (np.add, np.subtract) and len(rest) == 1:
+        values = rest[0] if ufunc is np.add else np.negative(rest[0])
+        a[...] = apply(added_at, a, index, values)
+        return True
+    rule = _rule(ufunc)
+    if rule is None or not rule.differentiable or len(rest) != ufunc.nin - 1:
+        return False
+    a[index] = ufunc(a[apply(unique_index, a, index)], *rest)
+    return True
 
 
 # calls with a custom derivative ----------------------------------------------------------

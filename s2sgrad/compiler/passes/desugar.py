@@ -57,6 +57,7 @@ def desugar(
     if resolve is not None:
         _scatter_adds(node, node.body, names, resolve)
         _diagonal_fills(node, node.body, names, resolve)
+        _ufunc_at_writes(node, node.body, names, resolve)
     index_list_loops(node, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
@@ -156,6 +157,59 @@ def _diagonal_fills(node: gast.FunctionDef, body: list, names: NameGenerator, re
         body[position] = _located(
             gast.Assign(targets=[place], value=values, type_comment=None), statement
         )
+
+
+def _ufunc_at_writes(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:
+    """``np.u.at(t, i, v)`` (``u`` a ufunc with a derivative rule, other than add and subtract,
+    which ``_scatter_adds`` took) → ``t[i] = np.u(t[unique_index(t, i)], v)``: the same for
+    indices that pick each element once, which ``unique_index`` checks when it runs."""
+    from s2sgrad.rules import get_rule
+
+    for position, statement in enumerate(body):
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                _ufunc_at_writes(node, inner, names, resolve)
+        value = getattr(statement, "value", None)
+        if not (
+            isinstance(statement, gast.Expr)
+            and isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "at"
+            and not value.keywords
+            and len(value.args) >= 2
+            and isinstance(value.args[0], gast.Name)
+        ):
+            continue
+        try:
+            ufunc = getattr(resolve(value.func), "__self__", None)
+        except Exception:  # a name that does not resolve is no ufunc
+            continue
+        if not isinstance(ufunc, np.ufunc) or len(value.args) != 1 + ufunc.nin:
+            continue
+        rule = get_rule(ufunc)
+        if rule is None or not rule.differentiable or _repeats_literally(value.args[1]):
+            continue  # refused as an in-place write, when the function is transformed
+        bindings = node.__dict__.setdefault("s2s_bindings", {})
+        helper = next((n for n, f in bindings.items() if f is runtime.unique_index), None)
+        if helper is None:
+            helper = names.claim("unique_index")
+            bindings[helper] = runtime.unique_index
+        array, index, *rest = value.args
+        checked = call(load(helper), [load(array.id), clone(index)])
+        read = gast.Subscript(value=load(array.id), slice=checked, ctx=gast.Load())
+        combined = call(value.func.value, [read, *rest])
+        place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
+        assign = gast.Assign(targets=[place], value=combined, type_comment=None)
+        body[position] = _located(assign, statement)
+
+
+def _repeats_literally(index: gast.expr) -> bool:
+    """Whether ``index`` is a list of integer literals with a repeat (``[0, 0]``)."""
+    if not isinstance(index, (gast.List, gast.Tuple)):
+        return False
+    values = [e.value for e in index.elts if isinstance(e, gast.Constant)]
+    return len(values) == len(index.elts) and len(set(values)) < len(values)
 
 
 def _resolves_to(resolve, node: gast.expr, target) -> bool:
