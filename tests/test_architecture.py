@@ -45,6 +45,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.reductions",
             "s2sgrad.rules.linalg",
             "s2sgrad.rules.shapes",
+            "s2sgrad.rules.scientific",
+            "s2sgrad.rules.statistics",
+            "s2sgrad.rules.ufunc_methods",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_stats",

@@ -8,27 +8,37 @@ They use plain, non-mutating NumPy calls, so the tape can also trace through the
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.running import running_origin
 from s2sgrad.runtime.elementwise import cast_like
 from s2sgrad.runtime.shapes import undiff
 
 
 def _refusal(message: str) -> NonDifferentiableError:
     """The error for a derivative refused while a gradient runs, naming the user's line:
-    the differentiated function's (generated code) or the call's (the tape)."""
-    from s2sgrad.compiler.codegen import running_origin
-
+    the differentiated function's (generated code) or the innermost one outside s2sgrad and
+    NumPy (the tape)."""
     origin = running_origin("")
     if not origin:
-        from s2sgrad.tape.values import user_location
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES):
+            frame = frame.f_back
+        if frame is not None:
+            origin = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return NonDifferentiableError(f"{origin or '<unknown location>'}: {message}")
 
-        origin = user_location()
-    return NonDifferentiableError(f"{origin}: {message}")
+
+_LIBRARIES = (
+    os.path.dirname(np.__file__) + os.sep,
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # s2sgrad's files
+)
 
 
 __all__ = [
