@@ -10,10 +10,11 @@ access), so the transformer finds them when it resolves the call, and the tape w
   (one axis); ``initial=`` and ``where=`` are refused.
 * ``accumulate`` of ``add``, ``subtract``, ``multiply``, ``maximum``, ``minimum``, ``fmax``,
   ``fmin``, ``logaddexp``, ``logaddexp2`` and ``hypot``.
-* ``outer`` of ``add``, ``subtract``, ``multiply``, ``divide``, ``power``, ``hypot``,
-  ``arctan2``, ``logaddexp``, ``logaddexp2``, ``maximum``, ``minimum``, ``fmax``, ``fmin``:
-  ``u.outer(a, b)`` is ``u(a[..., None, ...], b)``, so each rule is the ufunc's own with
-  ``a`` reshaped.
+* ``outer`` of every binary ufunc with a rule (``add``, ``subtract``, ``multiply``,
+  ``divide``, ``power``, ``float_power``, ``remainder``, ``fmod``, ``hypot``, ``arctan2``,
+  ``logaddexp``, ``logaddexp2``, ``maximum``, ``minimum``, ``fmax``, ``fmin``, ``ldexp``,
+  ``heaviside``, ``nextafter``): ``u.outer(a, b)`` is ``u(a[..., None, ...], b)``, so each
+  rule is the ufunc's own with ``a`` reshaped.
 
 The methods of the other ufuncs, and ``ufunc.at`` (except ``np.add.at`` and
 ``np.subtract.at``, which the transformer writes as item assignments), have no rule and are
@@ -27,6 +28,7 @@ import numpy as np
 
 from s2sgrad.rules.registry import jvp_rule, vjp_rule
 from s2sgrad.runtime import (
+    cast_like,
     exclusive_cumprod,
     first_positive,
     linear_recurrence,
@@ -480,3 +482,82 @@ def _select_outer_jvp(t, ans, a, b):
     return np.where(left == b, 0.5 * t_left, t_left * (left == ans)), np.where(
         left == b, 0.5 * t, t * (b == ans)
     )
+
+
+@vjp_rule(np.float_power.outer)
+def _float_power_outer(g, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return np.reshape(
+        cast_like(unbroadcast(g * b * np.float_power(left, b - 1), left), left), np.shape(a)
+    ), cast_like(unbroadcast(g * ans * np.log(np.where(left == 0, 1, left)), b), b)
+
+
+@jvp_rule(np.float_power.outer)
+def _float_power_outer_jvp(t, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    t_left = np.reshape(t, outer_shape(t, b))
+    return t_left * b * np.float_power(left, b - 1), t * ans * np.log(np.where(left == 0, 1, left))
+
+
+@vjp_rule(np.remainder.outer)
+def _remainder_outer(g, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return np.reshape(unbroadcast(g, left), np.shape(a)), unbroadcast(
+        -g * np.floor_divide(left, b), b
+    )
+
+
+@jvp_rule(np.remainder.outer)
+def _remainder_outer_jvp(t, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    t_left = np.reshape(t, outer_shape(t, b))
+    return np.broadcast_to(t_left, np.shape(ans)), -t * np.floor_divide(left, b)
+
+
+@vjp_rule(np.fmod.outer)
+def _fmod_outer(g, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return np.reshape(unbroadcast(g, left), np.shape(a)), unbroadcast(-g * np.trunc(left / b), b)
+
+
+@jvp_rule(np.fmod.outer)
+def _fmod_outer_jvp(t, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    t_left = np.reshape(t, outer_shape(t, b))
+    return np.broadcast_to(t_left, np.shape(ans)), -t * np.trunc(left / b)
+
+
+@vjp_rule(np.ldexp.outer)
+def _ldexp_outer(g, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return np.reshape(unbroadcast(np.ldexp(g, b), left), np.shape(a)), None
+
+
+@jvp_rule(np.ldexp.outer)
+def _ldexp_outer_jvp(t, ans, a, b):
+    t_left = np.reshape(t, outer_shape(t, b))
+    return np.ldexp(t_left, b), None
+
+
+@vjp_rule(np.nextafter.outer)
+def _nextafter_outer(g, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return np.reshape(unbroadcast(g, left), np.shape(a)), None
+
+
+@jvp_rule(np.nextafter.outer)
+def _nextafter_outer_jvp(t, ans, a, b):
+    t_left = np.reshape(t, outer_shape(t, b))
+    return np.broadcast_to(t_left, np.shape(ans)), None
+
+
+@vjp_rule(np.heaviside.outer)
+def _heaviside_outer(g, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return None, unbroadcast(g * (left == 0), b)
+
+
+@jvp_rule(np.heaviside.outer)
+def _heaviside_outer_jvp(t, ans, a, b):
+    left = np.reshape(a, outer_shape(a, b))
+    return None, np.broadcast_to(t * (left == 0), np.shape(ans))
