@@ -684,3 +684,14 @@ def test_s2s_gradient_calls_no_dispatch():
     for program in (reduce_program, accumulate_program, outer_program, percentile_program):
         source = sg.source(sg.grad(program, mode="s2s"))
         assert "dynamic_vjp" not in source and "vjp_call" not in source, source
+
+
+def relu_outer(z):
+    return np.sum(np.maximum.outer(z, np.array([0.0, 1.0])) * np.array([2.0, 3.0]))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_maximum_outer_at_a_tie_with_a_constant(mode):
+    """As for np.maximum: at a tie with a constant the derivative goes to the constant."""
+    z = np.array([0.0, 1.0, -0.5, 2.0])
+    assert_close(sg.grad(relu_outer, mode=mode)(z), np.array([0.0, 2.0, 0.0, 5.0]))

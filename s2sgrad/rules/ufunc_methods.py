@@ -465,22 +465,35 @@ def _logaddexp2_outer_jvp(t, ans, a, b):
     return t_left * np.exp2(left - ans), t * np.exp2(b - ans)
 
 
-# The element equal to the result gets the cotangent (half each at a tie), as for np.maximum.
+# The element equal to the result gets the cotangent: half each at a tie of two
+# differentiated arguments, all of it to a constant one (as for np.maximum).
 @vjp_rule(np.maximum.outer, np.minimum.outer, np.fmax.outer, np.fmin.outer)
-def _select_outer(g, ans, a, b):
+def _select_outer(g, ans, a, b, *, differentiated=(True, True)):
     left = np.reshape(a, outer_shape(a, b))
-    from_a = unbroadcast(np.where(left == b, 0.5 * g, g * (left == ans)), left)
-    return np.reshape(from_a, np.shape(a)), unbroadcast(
-        np.where(left == b, 0.5 * g, g * (b == ans)), b
-    )
+    if differentiated == (True, False):
+        from_a = np.reshape(unbroadcast(g * ((left == ans) & (left != b)), left), np.shape(a))
+        from_b = None
+    elif differentiated == (False, True):
+        from_a = None
+        from_b = unbroadcast(g * ((b == ans) & (left != b)), b)
+    else:
+        from_a_outer = unbroadcast(np.where(left == b, 0.5 * g, g * (left == ans)), left)
+        from_a = np.reshape(from_a_outer, np.shape(a))
+        from_b = unbroadcast(np.where(left == b, 0.5 * g, g * (b == ans)), b)
+    return from_a, from_b
 
 
 @jvp_rule(np.maximum.outer, np.minimum.outer, np.fmax.outer, np.fmin.outer)
-def _select_outer_jvp(t, ans, a, b):
+def _select_outer_jvp(t, ans, a, b, *, differentiated=(True, True)):
     left = np.reshape(a, outer_shape(a, b))
     t_left = np.reshape(t, outer_shape(t, b))
-    return np.where(left == b, 0.5 * t_left, t_left * (left == ans)), np.where(
-        left == b, 0.5 * t, t * (b == ans)
+    if differentiated == (True, True):  # noqa: SIM108 (a rule body: statements)
+        share = 0.5
+    else:
+        share = 0.0
+    return (
+        np.where(left == b, share * t_left, t_left * (left == ans)),
+        np.where(left == b, share * t, t * (b == ans)),
     )
 
 
