@@ -371,15 +371,8 @@ def _is_library(target) -> bool:
     # SciPy's functions without a rule are refused like NumPy's, not transformed from source
     module = getattr(target, "__module__", None) or ""
     method_of_ufunc = isinstance(getattr(target, "__self__", None), np.ufunc)  # np.add.reduce
-    return (
-        isinstance(target, np.ufunc)
-        or method_of_ufunc
-        or module.split(".")[0]
-        in (
-            "numpy",
-            "scipy",
-        )
-    )
+    library = module.split(".")[0] in ("numpy", "scipy")
+    return isinstance(target, np.ufunc) or method_of_ufunc or library
 
 
 def index_expression(index: gast.expr) -> gast.expr:
