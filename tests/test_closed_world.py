@@ -23,7 +23,7 @@ from oracle import assert_close, call_twice, directional_derivative, numeric_gra
 
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
-from s2sgrad.runtime import scientific
+from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
@@ -293,11 +293,11 @@ PROOFS = {
     scientific.polyfit_degree: [(2,)],
     scientific.cov_row_count: [(_floats(5, 2), False)],
     scientific.cov_divisor: [(_floats(2, 5),), (_floats(2, 5), True), (_floats(2, 5), False, 2)],
-    scientific.outer_shape: [(_floats(3), _floats(2, 4))],
-    scientific.first_positive: [(_floats(3, 4), 1)],
-    scientific.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
-    scientific.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
-    scientific.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
+    ufunc_methods.outer_shape: [(_floats(3), _floats(2, 4))],
+    ufunc_methods.first_positive: [(_floats(3, 4), 1)],
+    ufunc_methods.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
+    ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
+    ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
 }
 
 # Declarations that are design decisions, not claims about a function's values.

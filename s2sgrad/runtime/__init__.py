@@ -5,13 +5,21 @@ derivative rule uses lives in one of the submodules re-exported here. (:mod:`hoo
 re-exported: it is how the layers above hand the runtime what it asks of them.)
 """
 
-from s2sgrad.runtime import dispatch, elementwise, linalg, reductions, scientific, shapes
+from s2sgrad.runtime import (
+    dispatch,
+    elementwise,
+    linalg,
+    reductions,
+    scientific,
+    shapes,
+    ufunc_methods,
+)
 from s2sgrad.runtime.core import *  # noqa: F403
 from s2sgrad.runtime.core import __all__ as _core_all
 
 __all__ = list(_core_all)
 
-for _module in (elementwise, reductions, linalg, shapes, scientific, dispatch):
+for _module in (elementwise, reductions, linalg, shapes, scientific, ufunc_methods, dispatch):
     for _name in _module.__all__:
         globals()[_name] = getattr(_module, _name)
         __all__.append(_name)

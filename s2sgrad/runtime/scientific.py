@@ -1,4 +1,5 @@
-"""Helpers for the derivatives of the functions scientists call (rules/scientific.py).
+"""Helpers for the derivatives of the functions scientists call (rules/scientific.py and
+rules/statistics.py).
 
 Each helper is either piecewise constant (the interpolation and quantile weights, shapes),
 and declared non-differentiable, or linear in its array argument with VJP and JVP rules
@@ -21,7 +22,7 @@ from s2sgrad.runtime.elementwise import cast_like
 from s2sgrad.runtime.shapes import undiff
 
 
-def _refusal(message: str) -> NonDifferentiableError:
+def located_refusal(message: str) -> NonDifferentiableError:
     """The error for a derivative refused while a gradient runs, naming the user's line:
     the differentiated function's (generated code) or the innermost one outside s2sgrad and
     NumPy (the tape)."""
@@ -58,18 +59,12 @@ __all__ = [
     "cov_rows_embed",
     "cov_divisor",
     "cov_row_count",
-    "outer_shape",
-    "first_positive",
-    "running_source",
-    "plain_reduction",
     "pinv_tangent",
     "vander_tangent",
     "cov_tangent",
     "corrcoef_tangent",
     "trapezoid_spacing",
     "undo_spacing",
-    "diagonal_index",
-    "unique_index",
 ]
 
 
@@ -242,7 +237,7 @@ def quantile_cells(
 def _refuse_method(method: str, weights: Any) -> None:
     if method != "linear" or weights is not None:
         what = f"method={method!r}" if method != "linear" else "weights="
-        raise _refusal(
+        raise located_refusal(
             f"s2sgrad differentiates np.quantile, np.percentile and np.median with "
             f"method='linear' (the default) and no weights, not {what}; the other methods "
             "pick or round to sample values, so use method='linear', or wrap the call in "
@@ -272,7 +267,7 @@ def interp_cells(x: Any, xp: Any, left: Any = None, right: Any = None, period: A
         interp_cells(np.array([0.5]), np.array([0.0, 1.0]))[:3]  # ([0], [1], [1.])
     """
     if period is not None:
-        raise _refusal(
+        raise located_refusal(
             "s2sgrad differentiates np.interp without period=; map x into one period "
             "yourself (x % period, with xp and fp extended by one sample at each end)"
         )
@@ -304,7 +299,7 @@ def full_rank(a: Any, rank: Any) -> Any:
         full_rank(np.eye(2), 2)  # the identity matrix
     """
     if int(np.max(rank)) < min(np.shape(a)[-2:]):
-        raise _refusal(
+        raise located_refusal(
             "np.linalg.lstsq of a rank-deficient matrix has no derivative (its solution "
             "jumps as the rank changes); s2sgrad differentiates it for full-rank matrices "
             "only. Regularise the problem (solve (a.T @ a + lam * I) x = a.T @ b with "
@@ -343,7 +338,7 @@ def refuse_derivative(reason: str, when: Any = True) -> None:
         refuse_derivative("interp xp", False)  # None
     """
     if when:
-        raise _refusal(_REFUSALS[reason])
+        raise located_refusal(_REFUSALS[reason])
     return None
 
 
@@ -358,7 +353,7 @@ def polyfit_degree(deg: int, full: bool = False, w: Any = None, cov: Any = False
         polyfit_degree(2)  # 2
     """
     if full or w is not None or cov is not False:
-        raise _refusal(
+        raise located_refusal(
             "s2sgrad differentiates np.polyfit(x, y, deg) without full=, w= and cov=; for "
             "weights, fit np.vander(x, deg + 1) * w[:, None] to y * w with np.linalg.lstsq, "
             "which is differentiated"
@@ -483,7 +478,7 @@ def cov_divisor(rows: Any, bias: bool = False, ddof: Any = None, fweights=None, 
         cov_divisor(np.zeros((2, 5)))  # 4
     """
     if fweights is not None or aweights is not None:
-        raise _refusal(
+        raise located_refusal(
             "s2sgrad differentiates np.cov without fweights= and aweights=; write the "
             "weighted covariance with np.average and a matrix product, which are differentiated"
         )
@@ -493,89 +488,6 @@ def cov_divisor(rows: Any, bias: bool = False, ddof: Any = None, fweights=None, 
 
 
 nondifferentiable(cov_divisor)
-
-
-# ---------------------------------------------------------------------------------------
-# ufunc methods (rules/ufunc_methods.py)
-
-
-def outer_shape(a: Any, b: Any) -> tuple:
-    """``a``'s shape followed by a 1 for each axis of ``b``: ``u.outer(a, b)`` is
-    ``u(np.reshape(a, outer_shape(a, b)), b)``.
-
-    Example::
-
-        outer_shape(np.zeros(3), np.zeros((2, 4)))  # (3, 1, 1)
-    """
-    return tuple(np.shape(a)) + (1,) * np.ndim(b)
-
-
-def first_positive(x: Any, axis: Any = 0) -> Any:
-    """Ones shaped like ``x`` with -1 everywhere along ``axis`` but at its first position:
-    the signs of ``x``'s elements in ``np.subtract.reduce`` and ``np.subtract.accumulate``.
-
-    Example::
-
-        first_positive(np.zeros(3))  # array([ 1., -1., -1.])
-    """
-    if axis is None:
-        if np.ndim(x) > 1:
-            raise _refusal(
-                "np.subtract.reduce over every axis of a multi-dimensional array is not "
-                "defined by NumPy; reduce one axis at a time"
-            )
-        axis = 0
-    dtype = np.result_type(x, 1.0)
-    signs = -np.ones(np.shape(x), dtype=dtype)
-    index = [slice(None)] * np.ndim(x)
-    index[axis] = 0
-    signs[tuple(index)] = 1.0
-    return signs
-
-
-def running_source(x: Any, axis: int = 0, kind: str = "maximum") -> Any:
-    """For ``np.maximum.accumulate(x, axis)`` (``kind="minimum"`` for minimum and fmin): at
-    each position, the index along ``axis`` of the element the running extremum holds
-    there (the first one to reach it).
-
-    Example::
-
-        running_source(np.array([1.0, 3.0, 2.0]))  # array([0, 1, 1])
-    """
-    extremum = np.fmax if kind == "maximum" else np.fmin
-    running = extremum.accumulate(x, axis=axis)
-    positions = np.arange(np.shape(x)[axis]).reshape(axis_shape(np.ndim(x), axis))
-    marked = np.where(np.equal(x, running), positions, 0)
-    return np.maximum.accumulate(marked, axis=axis)
-
-
-def plain_reduction(array: Any, initial: Any = None, where: Any = True) -> Any:
-    """``array`` itself, for a ufunc reduction called without ``initial=`` and ``where=``;
-    refused otherwise.
-
-    Example::
-
-        plain_reduction(np.ones(2))  # array([1., 1.])
-    """
-    if initial is not None or where is not True:
-        raise _refusal(
-            "s2sgrad differentiates ufunc.reduce without initial= and where=; select the "
-            "elements first (np.where(mask, x, neutral)) and combine the initial value after"
-        )
-    return array
-
-
-nondifferentiable(outer_shape, first_positive, running_source)
-
-
-@vjp_rule(plain_reduction)
-def _plain_reduction_vjp(g, ans, array, initial=None, where=True):
-    return g
-
-
-@jvp_rule(plain_reduction)
-def _plain_reduction_jvp(t, ans, array, initial=None, where=True):
-    return t
 
 
 # ---------------------------------------------------------------------------------------
@@ -691,57 +603,3 @@ def _undo_spacing_vjp(g, ans, spacing_cotangent, x, axis):
 @jvp_rule(undo_spacing)
 def _undo_spacing_jvp(t, ans, spacing_cotangent, x, axis):
     return undo_spacing(t, x, axis)
-
-
-# ---------------------------------------------------------------------------------------
-# np.fill_diagonal(a, v) is the item write a[diagonal_index(a, wrap)] = v
-
-
-def diagonal_index(a: Any, wrap: bool = False) -> tuple:
-    """The index of the elements ``np.fill_diagonal(a, v, wrap)`` writes, as integer arrays:
-    both engines turn the call into the item write ``a[diagonal_index(a, wrap)] = v``.
-
-    Example::
-
-        diagonal_index(np.zeros((3, 2)))  # (array([0, 1]), array([0, 1]))
-    """
-    shape = np.shape(a)
-    if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) != 1):
-        raise ValueError("np.fill_diagonal needs a 2-d array, or one whose axes are all equal")
-    size = int(np.prod(shape))
-    if len(shape) == 2:
-        step = shape[1] + 1
-        end = size if wrap else min(size, shape[1] * shape[1])
-    else:
-        step = 1 + int(np.sum(np.cumprod(shape[:-1])))
-        end = size
-    return np.unravel_index(np.arange(0, end, step), shape)
-
-
-nondifferentiable(diagonal_index)
-
-
-# ---------------------------------------------------------------------------------------
-# ufunc.at(a, i, b) is the item write a[i] = ufunc(a[i], b) when i picks each element once
-
-
-def unique_index(a: Any, index: Any) -> Any:
-    """``index`` itself, when ``a[index]`` picks each element of ``a`` at most once (so
-    ``np.multiply.at(a, index, b)`` is ``a[index] = a[index] * b``); refused otherwise.
-
-    Example::
-
-        unique_index(np.zeros(3), [2, 0])  # [2, 0]
-    """
-    positions = np.arange(np.size(a)).reshape(np.shape(a))[index]
-    if np.unique(positions).size != np.size(positions):
-        raise _refusal(
-            "ufunc.at with an index that picks an element more than once combines the "
-            "repeats one after another, which s2sgrad differentiates only for np.add.at and "
-            "np.subtract.at; combine the repeated values first (for a product, "
-            "np.multiply.at of a copy, or np.prod over groups), then write each element once"
-        )
-    return index
-
-
-nondifferentiable(unique_index)

@@ -952,7 +952,7 @@ def _copy_into(dst: Any, src: Any, casting: str = "same_kind", *mask: Any, **key
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     """``np.fill_diagonal(a, v)``: into a tape value, the item write ``a[index] = v`` of
     the diagonal's index; into a plain array, allowed only when nothing is differentiated."""
-    from s2sgrad.runtime.scientific import diagonal_index
+    from s2sgrad.runtime.ufunc_methods import diagonal_index
 
     if type(a) is TapeValue and under_numpy_semantics():
         a[diagonal_index(a, wrap)] = val
@@ -993,7 +993,7 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
 def _written_at(ufunc: np.ufunc, inputs: tuple) -> bool:
     """Do ``ufunc.at(*inputs)`` on a tape value as an item write; False when it cannot."""
     from s2sgrad.runtime import added_at
-    from s2sgrad.runtime.scientific import unique_index
+    from s2sgrad.runtime.ufunc_methods import unique_index
 
     a, index, *rest = inputs
     if ufunc in (np.add, np.subtract) and len(rest) == 1:
