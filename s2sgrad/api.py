@@ -138,7 +138,7 @@ class _Transform(NotebookDisplay):
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
         self.use_tape = mode == "tape"
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
-        self.wrap_single = not self.single and len(self.wrt) == 1 and kind == "grad"
+        self.wrap_single = not self.single and len(self.wrt) == 1  # wrt=(0,): 1-tuples
         functools.update_wrapper(self, f, updated=())
 
     def __reduce__(self):
@@ -211,7 +211,9 @@ class _Transform(NotebookDisplay):
                     if entry.holder.get(entry.name, MISSING) is not entry.expected:
                         break  # a name f reads holds something else now
                 else:
-                    return (function(*args),) if self.wrap_single else function(*args)
+                    return (
+                        self._shape_result(function(*args)) if self.wrap_single else function(*args)
+                    )
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
@@ -222,7 +224,7 @@ class _Transform(NotebookDisplay):
             found = None if self.calls is None else self.calls.get(key)
             if found is not None and found[2].current():  # else built anew below
                 result = found[0](*args, **kwargs)
-                return (result,) if self.wrap_single else result
+                return self._shape_result(result) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             check_differentiable(name, value, self.f)

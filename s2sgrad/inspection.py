@@ -27,12 +27,30 @@ __all__ = ["source", "show", "export"]
 
 def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunction:
     if not isinstance(transformed, _Transform):
+        _refuse_other_transforms(transformed)
         transformed = grad(transformed, wrt=wrt, mode="s2s")
     if latest and transformed.latest is not None:
         return transformed.latest  # the code that ran last, specialised to its shapes
     return derivative(
         transformed.function, transformed.wrt, transformed.kind, transformed.has_aux, frozenset()
     )
+
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _refuse_other_transforms(f: Any) -> None:
+    """``jacobian``, ``hessian`` and ``vmap`` return functions that run generated code (of
+    ``grad``/``jvp``) on batches: their own code is s2sgrad's, not something to transform."""
+    code = getattr(f, "__code__", None)
+    made_here = code is not None and Path(code.co_filename).is_relative_to(_PACKAGE)
+    if made_here or type(f).__module__.startswith("s2sgrad."):
+        name = getattr(f, "__qualname__", type(f).__qualname__)
+        raise S2SGradError(
+            f"{name}: this is a Jacobian, Hessian or vmap made by s2sgrad, which runs the code "
+            "generated for a gradient or a JVP; show that code instead: "
+            "sg.show(sg.grad(f)) or sg.show(sg.grad(f), forward=True)"
+        )
 
 
 def source(transformed: Callable, wrt: int | str | tuple = 0, optimize: bool = True) -> str:

@@ -178,3 +178,22 @@ def test_jacobians_of_a_star_args_function(mode, jacobian):
         assert_close(jy[row], numeric_grad(entry, (x, y), 1))
     _, tangent = sg.jvp(star_args_vector, (x, y), (np.ones(2), np.zeros(2)), mode=mode)
     assert_close(tangent, jx @ np.ones(2))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("wrt", [(0,), ("x",)])
+def test_a_one_entry_wrt_tuple_gives_one_tuples_on_every_call(mode, wrt):
+    def cubes(x):
+        return np.sum(x**3)
+
+    x = np.linspace(-1.0, 1.0, 4)
+    for _ in range(3):  # the first call, then the cached code, then the hot path
+        value, gradients = sg.value_and_grad(cubes, wrt=wrt, mode=mode)(x)
+        assert np.isclose(value, np.sum(x**3))
+        assert isinstance(gradients, tuple) and len(gradients) == 1
+        assert np.allclose(gradients[0], 3 * x**2)
+    transformed = sg.value_and_grad(cubes, wrt=wrt, mode=mode)
+    results = [transformed(x) for _ in range(3)]
+    assert all(isinstance(r[1], tuple) and np.allclose(r[1][0], 3 * x**2) for r in results)
+    gradient = sg.grad(cubes, wrt=wrt, mode=mode)
+    assert all(isinstance(gradient(x), tuple) for _ in range(3))

@@ -87,3 +87,18 @@ def test_a_lambda_keeps_its_generated_name(tmp_path):
     made = runpy.run_path(str(target))  # a valid module: '<lambda>' is no Python name
     (gradient,) = [f for f in made.values() if getattr(f, "__module__", "") == "<run_path>"]
     assert gradient.__name__.isidentifier() and gradient(0.7) == pytest.approx(1.4)
+
+
+@pytest.mark.parametrize(
+    "made",
+    [sg.hessian, sg.jacobian, sg.jacfwd, lambda f: sg.vmap(f)],
+    ids=["hessian", "jacobian", "jacfwd", "vmap"],
+)
+def test_source_of_a_jacobian_or_hessian_points_at_the_code_it_runs(made):
+    def g(x):
+        return np.sum(np.sin(x) ** 2)
+
+    with pytest.raises(
+        sg.S2SGradError, match=r"Jacobian, Hessian or vmap .*sg\.show\(sg\.grad\(f\)"
+    ):
+        sg.source(made(g))

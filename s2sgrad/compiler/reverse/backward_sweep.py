@@ -84,7 +84,7 @@ class BackwardSweep:
         self, blocks: list[list[gast.stmt]], rules: list[list[str]]
     ) -> list[gast.stmt]:
         """The blocks, each group of one source line under a ``# grad of:`` comment that
-        also names the rules applied (shown in unoptimised code, see optimize.py)."""
+        also names the rules applied (shown in unoptimised code, see compiler/optimize/)."""
         result: list[gast.stmt] = []
         last_line, last_comment = None, None
         for block, block_rules in zip(blocks, rules):
