@@ -36,6 +36,7 @@ from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondif
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.custom import called_by_tape
+from s2sgrad.tape.rerouting import reroute
 from s2sgrad.tape.values import apply_rule, call_custom, is_recorded, is_tape_value, value_of
 
 __all__ = [
@@ -346,62 +347,23 @@ _DISPATCH_PARAMETER = "__s2sgrad_dispatch__"
 
 
 def _dispatch_calls(f: types.FunctionType) -> None:
-    """Replace ``f``'s code by a dispatcher, so every call of ``f`` can reach the tape.
-
-    The dispatcher calls a copy of ``f`` with the original code, unless a recording tape
-    tracks an argument: then it calls ``f``'s custom derivative and records its pullback.
-    Replacing the code (rather than returning a new function) reaches every reference to
-    ``f`` that already exists (``from module import f`` elsewhere, lists of callbacks).
-    ``__signature__`` and ``__wrapped__`` keep ``inspect.signature`` and
-    ``inspect.getsource`` describing the original.
+    """Replace ``f``'s code by a dispatcher (``tape/rerouting.py``), so every call of ``f``
+    can reach the tape: it calls a copy of ``f`` with the original code, unless a recording
+    tape tracks an argument: then it calls ``f``'s custom derivative and records its
+    pullback. The registry is read at each call.
     """
-    if _DISPATCH_PARAMETER in (f.__kwdefaults__ or {}):
-        return  # already dispatching: the registry is read at each call
-    original = types.FunctionType(
-        f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__
-    )
-    original.__kwdefaults__ = f.__kwdefaults__
-    original.__qualname__ = f.__qualname__
-    original.__module__ = f.__module__
-    original.__doc__ = f.__doc__
-    signature = inspect.signature(f)
 
-    def dispatch(args: tuple, kwargs: dict) -> Any:
-        if is_recorded(args, kwargs):
-            rule = get_rule(f)
-            if rule is not None and rule.custom is not None:
-                return call_custom(f, rule, args, kwargs)
-        return original(*args, **kwargs)
+    def dispatcher(original: types.FunctionType):
+        def dispatch(args: tuple, kwargs: dict) -> Any:
+            if is_recorded(args, kwargs):
+                rule = get_rule(f)
+                if rule is not None and rule.custom is not None:
+                    return call_custom(f, rule, args, kwargs)
+            return original(*args, **kwargs)
 
-    f.__code__ = _dispatcher_code(f.__code__)
-    f.__defaults__ = None
-    f.__kwdefaults__ = {_DISPATCH_PARAMETER: dispatch}
-    f.__signature__ = signature
-    f.__wrapped__ = original
+        return dispatch
 
-
-def _dispatcher_code(code: types.CodeType) -> types.CodeType:
-    """Code for ``def f(*args, __s2sgrad_dispatch__, **kwargs)`` that returns
-    ``__s2sgrad_dispatch__(args, kwargs)``, with ``code``'s free variables (a function's
-    closure must match its code) and its name, file and first line."""
-    free = code.co_freevars
-    cells = "".join(f"    {name} = None\n" for name in free)
-    never = f" if True else ({', '.join(free)},)" if free else ""
-    source = (
-        "def make():\n"
-        f"{cells}"
-        f"    def dispatcher(*args, {_DISPATCH_PARAMETER}, **kwargs):\n"
-        f"        return {_DISPATCH_PARAMETER}(args, kwargs){never}\n"
-        "    return dispatcher\n"
-    )
-    namespace: dict = {}
-    exec(compile(source, code.co_filename, "exec"), namespace)
-    made = namespace["make"]().__code__
-    assert made.co_freevars == free, (made.co_freevars, free)
-    names = {"co_name": code.co_name, "co_firstlineno": code.co_firstlineno}
-    if hasattr(code, "co_qualname"):  # Python 3.11+
-        names["co_qualname"] = code.co_qualname
-    return made.replace(**names)
+    reroute(f, dispatcher, _DISPATCH_PARAMETER)
 
 
 def _forget_generated_code() -> None:

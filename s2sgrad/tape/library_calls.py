@@ -32,6 +32,7 @@ from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.naming import library_name
 from s2sgrad.rules.registry import OPTIONAL_RULE_MODULES, get_rule, registered_primitives
 from s2sgrad.rules.scipy_common import users_location
+from s2sgrad.tape.rerouting import reroute
 from s2sgrad.tape.values import apply_rule, is_recorded
 
 __all__ = ["route_library_calls"]
@@ -102,50 +103,5 @@ def _method_router(function: Callable, original: Callable) -> Callable:
 
 def _route(function: types.FunctionType, router: Callable) -> None:
     """Replace ``function``'s code by a call of ``router(function, original)(args, kwargs)``,
-    where ``original`` runs the code ``function`` had; ``inspect.signature`` and
-    ``inspect.getsource`` still describe the original (``__wrapped__``)."""
-    if _ROUTE_PARAMETER in (function.__kwdefaults__ or {}):
-        return
-    import inspect
-
-    original = types.FunctionType(
-        function.__code__,
-        function.__globals__,
-        function.__name__,
-        function.__defaults__,
-        function.__closure__,
-    )
-    original.__kwdefaults__ = function.__kwdefaults__
-    original.__dict__.update(function.__dict__)  # a decorator's __wrapped__, for one
-    original.__qualname__ = function.__qualname__
-    original.__module__ = function.__module__
-    original.__doc__ = function.__doc__
-    signature = inspect.signature(function)
-    function.__code__ = _router_code(function.__code__)
-    function.__defaults__ = None
-    function.__kwdefaults__ = {_ROUTE_PARAMETER: router(function, original)}
-    function.__signature__ = signature
-    function.__wrapped__ = original
-
-
-def _router_code(code: types.CodeType) -> types.CodeType:
-    """Code for ``def f(*args, __s2sgrad_route__, **kwargs)`` returning
-    ``__s2sgrad_route__(args, kwargs)``, with ``code``'s free variables (a function's closure
-    must match its code) and its name, file and first line."""
-    free = code.co_freevars
-    cells = "".join(f"    {name} = None\n" for name in free)
-    never = f" if True else ({', '.join(free)},)" if free else ""
-    source = (
-        "def make():\n"
-        f"{cells}"
-        f"    def router(*args, {_ROUTE_PARAMETER}, **kwargs):\n"
-        f"        return {_ROUTE_PARAMETER}(args, kwargs){never}\n"
-        "    return router\n"
-    )
-    namespace: dict = {}
-    exec(compile(source, code.co_filename, "exec"), namespace)
-    made = namespace["make"]().__code__
-    names = {"co_name": code.co_name, "co_firstlineno": code.co_firstlineno}
-    if hasattr(code, "co_qualname"):  # Python 3.11+
-        names["co_qualname"] = code.co_qualname
-    return made.replace(**names)
+    where ``original`` runs the code ``function`` had (``tape/rerouting.py``)."""
+    reroute(function, lambda original: router(function, original), _ROUTE_PARAMETER)
