@@ -15,13 +15,19 @@ Example::
 import importlib
 
 # Every rule module registers its rules when imported: all of them before anything asks.
+from s2sgrad.rules import eig as _eig  # noqa: F401
 from s2sgrad.rules import elementwise as _elementwise  # noqa: F401
+from s2sgrad.rules import fft as _fft  # noqa: F401
 from s2sgrad.rules import linalg as _linalg  # noqa: F401
 from s2sgrad.rules import reductions as _reductions  # noqa: F401
 from s2sgrad.rules import scientific as _scientific  # noqa: F401
 from s2sgrad.rules import shapes as _shapes  # noqa: F401
 from s2sgrad.rules import statistics as _statistics  # noqa: F401
 from s2sgrad.rules import ufunc_methods as _ufunc_methods  # noqa: F401
+
+# isort: split
+# which of the rules above are right for complex values: after them all
+from s2sgrad.rules import complex as _complex  # noqa: F401
 
 # isort: split
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp

@@ -45,6 +45,7 @@ from s2sgrad.engines.arguments import (
     position_of,
     positional_name,
     refuse_unknown_constants,
+    require_complex_ready,
 )
 from s2sgrad.engines.products import check_mode, may_fall_back, warn_fallback
 from s2sgrad.errors import S2SGradError, UnsupportedError
@@ -232,14 +233,14 @@ class _Transform(NotebookDisplay):
         containers = frozenset(n for n, v in zip(self.wrt, values) if is_container(v))
         if not self.use_tape:
             with without_garbage_collection():
-                generated = self._transform(containers)
+                generated = self._transform(containers, (args, kwargs))
                 if generated is not None:
                     return self._first_call(key, generated, args, kwargs)
         return self._tape_call(args, kwargs, values)
 
-    def _transform(self, containers):
+    def _transform(self, containers, arguments=()):
         try:
-            return derivative(
+            generated = derivative(
                 self.function,
                 self.wrt,
                 self.kind,
@@ -247,6 +248,8 @@ class _Transform(NotebookDisplay):
                 containers,
                 dynamic=self.mode == "auto",
             )
+            require_complex_ready(generated, arguments, self.f)
+            return generated
         except S2SGradError as error:
             if not may_fall_back(self.mode, error):
                 raise

@@ -221,3 +221,28 @@ def richardson_gradients(f, x, y, step=1e-5):
 def richardson(coarse: list, fine: list) -> list:
     """Richardson's extrapolation of differences with steps h and h/2, with their error."""
     return [((4 * b - a) / 3, np.abs(b - a)) for a, b in zip(coarse, fine)]
+
+
+def numeric_complex_grad(f, args, index, step=STEP):
+    """The gradient of ``real(sum(f(*args)))`` wrt ``args[index]`` in the convention of
+    docs/complex.md: the derivative wrt the real parts minus i times that wrt the
+    imaginary parts, each by central differences; a real argument gets the real one."""
+    args = list(args)
+    x = np.asarray(args[index])
+
+    def evaluate(value):
+        trial = list(args)
+        trial[index] = value
+        return float(np.real(np.sum(f(*trial))))
+
+    grad = np.zeros(x.shape, dtype=np.complex128 if np.iscomplexobj(x) else np.float64)
+    for position in np.ndindex(x.shape):
+        for direction, weight in ((1.0, 1.0), (1j, -1j)):
+            if direction == 1j and not np.iscomplexobj(x):
+                continue
+            up = x.astype(np.complex128 if np.iscomplexobj(x) else np.float64)
+            down = up.copy()
+            up[position] += step * direction
+            down[position] -= step * direction
+            grad[position] += weight * (evaluate(up) - evaluate(down)) / (2 * step)
+    return grad

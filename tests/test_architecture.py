@@ -48,6 +48,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scientific",
             "s2sgrad.rules.statistics",
             "s2sgrad.rules.ufunc_methods",
+            "s2sgrad.rules.eig",
+            "s2sgrad.rules.fft",
+            "s2sgrad.rules.complex",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_stats",

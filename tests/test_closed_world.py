@@ -25,6 +25,7 @@ import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
+from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
 from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
 MODES = ["s2s", "tape", "auto"]
@@ -277,6 +278,11 @@ PROOFS = {
     is_dask_array: [(_floats(2),), (1.5,)],
     is_complex: [(_floats(2),), (1.5,)],
     rollaxis_destination: [(3, 2, 0), (4, -1, 1)],  # an axis number
+    # the fft rules' axes, lengths, norm names and weights: by shape, never by value
+    fft_axes: [(_floats(2, 3), None, None), (_floats(2, 3, 4), (3, 4), None)],
+    fft_lengths: [(_floats(2, 3), None, (0, 1)), (_floats(2, 3), (4,), (1,))],
+    fft_length: [(_floats(2, 3), None, -1), (_floats(2, 3), 5, 0)],
+    half_spectrum_weights: [(4, 0, 1, _floats(3)), (5, 1, 2, _floats(2, 3))],
     item_mask: [(_floats(4), (2,)), (_floats(2, 2), (1, -1))],  # a boolean mask
     # helpers of the scientific rules: shapes, counts, interpolation cells and weights
     scientific.axis_shape: [(3, 1)],
@@ -316,6 +322,7 @@ BY_DESIGN = {
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",
     "dict_keys": "a dict's keys, never its values",
+    "inverse_norm": "the name of an fft normalisation",
 }
 
 

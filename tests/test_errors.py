@@ -24,7 +24,7 @@ def mutates_argument(x):
 
 
 def no_rule(x):
-    return np.sum(np.fft.fft(x).real)
+    return np.sum(np.unwrap(x))
 
 
 def test_non_scalar_output_names_vjp_and_jacobian():
@@ -58,7 +58,7 @@ def test_library_function_without_rule():
     with pytest.raises(sg.NonDifferentiableError) as error:
         sg.grad(no_rule, mode="s2s")(np.ones(3))
     message = str(error.value)
-    assert f"{HERE}:" in message and "np.fft.fft" in message and "derivative" in message
+    assert f"{HERE}:" in message and "np.unwrap" in message and "derivative" in message
 
 
 def test_no_source_in_s2s_mode():

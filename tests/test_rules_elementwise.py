@@ -182,8 +182,10 @@ BINARY_SHAPES = [
 ]
 SCALAR_BINARY_SHAPES = [(NUMBER, NUMBER), ((), ()), (NUMBER, ())]
 
-# Checked by the dedicated tests at the end of this file.
-SPECIAL = [cast_like, sum]
+# Checked by the dedicated tests at the end of this file; the complex ones (taking a complex
+# number apart) by tests/test_complex.py, against differences in the real and imaginary parts.
+SPECIAL = [cast_like, sum, np.imag, np.angle]
+SPECIAL += [np.ndarray.real, np.ndarray.imag, np.ndarray.conj, np.ndarray.conjugate]
 
 TESTED = [p for p, _ in UNARY + BINARY + SCALAR_UNARY + SCALAR_BINARY] + SPECIAL
 

@@ -98,17 +98,17 @@ def test_unregistered_function_names_it_and_the_callers_line():
         tape.watch(x)
         with pytest.raises(NonDifferentiableError) as error:
             line = here()
-            np.fft.fft(x)
+            np.unwrap(x)
     path, number = line.rsplit(":", 1)
     assert str(error.value).startswith(
-        f"{path}:{int(number) + 1}: np.fft.fft has no derivative rule"
+        f"{path}:{int(number) + 1}: np.unwrap has no derivative rule"
     )
     assert "s2sgrad.derivative" in str(error.value) and "stop_gradient" in str(error.value)
 
 
 def test_unregistered_function_on_values_nobody_watches_just_runs():
     x = constant(X)
-    np.testing.assert_allclose(np.fft.fft(x), np.fft.fft(X))
+    np.testing.assert_allclose(np.unwrap(x), np.unwrap(X))
 
 
 def test_np_array_of_a_list_refuses_and_np_stack_works():

@@ -177,9 +177,9 @@ def test_variables_read_inside_f_are_not_watched():
 
 def test_unknown_function_inside_f_names_the_line():
     def f(x):
-        return np.sum(np.fft.fft(x).real)
+        return np.sum(np.unwrap(x))
 
-    with pytest.raises(NonDifferentiableError, match=r"test_tape_vjp\.py:\d+: np\.fft\.fft"):
+    with pytest.raises(NonDifferentiableError, match=r"test_tape_vjp\.py:\d+: np\.unwrap"):
         tape_vjp(f, (np.ones(4),), {}, (0,))
 
 

@@ -135,8 +135,11 @@ def _as_gradient(g: Any, x: Any) -> Any:
     shape = np.shape(x)
     if g.shape != shape:
         g = _unbroadcast(g, x) if g.ndim >= len(shape) else np.broadcast_to(g, shape)
+    array = g.array
+    if array.dtype.kind == "c" and dtype.kind != "c":
+        array = np.real(array)  # the gradient wrt a real value is real (docs/complex.md)
     # No copy: the Jacobian is assembled from these arrays by copying them once.
-    return BatchedValue(np.asarray(g.array, dtype=dtype))
+    return BatchedValue(np.asarray(array, dtype=dtype))
 
 
 @_rule_for(runtime.index_cotangent)

@@ -1,5 +1,5 @@
 """Refusals made before any code is built: what the transformer does not differentiate
-(generators, ``global`` names, complex numbers, foreign array types, ``**kwargs`` wrt),
+(generators, ``global`` names, foreign array types, ``**kwargs`` wrt),
 each naming the user's line and what to do instead.
 """
 
@@ -19,7 +19,6 @@ __all__ = [
     "check_no_outer_writes",
     "check_signature",
     "first_yield",
-    "refuse_complex_literals",
     "refuse_foreign_array",
 ]
 
@@ -63,11 +62,8 @@ def check_no_outer_writes(parsed: ParsedFunction, node: gast.FunctionDef) -> Non
 
 def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> None:
     """A global or closure array of a type s2sgrad does not understand (``np.matrix``, a
-    masked array, a duck array) would be differentiated with the rules of plain arrays;
-    complex numbers are not differentiated yet."""
-    if runtime.is_complex(obj):
-        read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
-        raise _complex_refusal(parsed, read, f"{name!r} holds a complex value")
+    masked array, a duck array) would be differentiated with the rules of plain arrays
+    (a complex value is understood: see complex_values)."""
     if not runtime.is_foreign_array(obj):
         return
     read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
@@ -79,27 +75,6 @@ def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> N
     )
     error.tape_cannot_either = True  # the tape refuses it as well
     raise error
-
-
-def refuse_complex_literals(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
-    """Refuse complex literals, except as a slice's step (``np.mgrid[0:1:5j]`` counts points)."""
-    steps = {id(s.step) for s in walk(node) if type(s) is gast.Slice and s.step is not None}
-    for child in walk(node):
-        if (
-            type(child) is gast.Constant
-            and isinstance(child.value, complex)
-            and id(child) not in steps
-        ):
-            raise _complex_refusal(parsed, child, f"the literal {child.value!r} is complex")
-
-
-def _complex_refusal(parsed: ParsedFunction, where_node, what: str) -> UnsupportedError:
-    error = UnsupportedError(
-        f"{parsed.location(where_node)}: {what}, and complex numbers are not differentiated "
-        "yet; write the computation with real and imaginary parts as separate float arrays"
-    )
-    error.tape_cannot_either = True  # the tape refuses complex values as well
-    return error
 
 
 def first_yield(node: gast.AST) -> gast.AST | None:

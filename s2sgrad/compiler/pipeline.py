@@ -44,7 +44,6 @@ from s2sgrad.compiler.checks import (
     check_no_outer_writes,
     check_signature,
     first_yield,
-    refuse_complex_literals,
     refuse_foreign_array,
 )
 from s2sgrad.compiler.codegen import (
@@ -53,6 +52,7 @@ from s2sgrad.compiler.codegen import (
     generated_of,
     unique_name,
 )
+from s2sgrad.compiler.complex_values import complex_readiness, with_callees
 from s2sgrad.compiler.custom import build_custom, positions
 from s2sgrad.compiler.finishing import Finishing, finish, specialised, without_garbage_collection
 from s2sgrad.compiler.forward import forward_sweep
@@ -258,28 +258,37 @@ def _build(request: Request) -> GeneratedFunction:
         request = dataclasses.replace(
             request, containers=request.containers | {node.args.vararg.id}
         )
-    refuse_complex_literals(parsed, node)
     check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
     inlined = inline_updating_helpers(node, parsed, names)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     free_names = sorted((names_read_in(node) - local_names) | inlined)
+    reads_complex = False
     for name in free_names:
         obj = parsed.resolve_name(name)
         if obj is NOT_FOUND:
             continue
         if name in parsed.globals or name in parsed.closure:
             refuse_foreign_array(parsed, node, name, obj)
+            reads_complex = reads_complex or runtime.is_complex(obj)
             namespace.bind_existing(name, obj)
     live, assumptions = free_name_entries(parsed, free_names)
     assumptions.include(module_attribute_entries(parsed, node))
     activity = _activity(request, parsed, node, differentiated, local_names)
+    complex_facts = complex_readiness(node, parsed, local_names, reads_complex, activity.varied)
+    callees: list = []  # (call node, complex-ready) of each user function's derivative called
     build = _build_jvp if request.kind == "jvp" else _build_reverse
-    generated = build(request, parsed, node, activity, names, namespace, local_names, assumptions)
+    generated = build(
+        request, parsed, node, activity, names, namespace, local_names, assumptions, callees
+    )
+    complex_ready = with_callees(complex_facts, callees, parsed)
     if generated.companion is not None:
         depending(generated.companion, live, assumptions)
-    return depending(generated, live, assumptions)
+        generated.companion.complex_ready = complex_ready
+    generated = depending(generated, live, assumptions)
+    generated.complex_ready = complex_ready  # see complex_values.complex_readiness
+    return generated
 
 
 def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
@@ -356,8 +365,11 @@ def _generic_finish(namespace: Namespace):
     return finish_generic
 
 
-def _build_reverse(request, parsed, node, activity, names, namespace, local_names, assumptions):
-    """Reverse mode: a ``grad``, ``value_and_grad`` or ``vjp`` function."""
+def _build_reverse(
+    request, parsed, node, activity, names, namespace, local_names, assumptions, callees
+):
+    """Reverse mode: a ``grad``, ``value_and_grad`` or ``vjp`` function; ``callees`` gets a
+    ``(call node, complex-ready)`` pair per user function whose derivative it calls."""
 
     def callee_vjp(function, active, call_node, containers):
         if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
@@ -369,8 +381,10 @@ def _build_reverse(request, parsed, node, activity, names, namespace, local_name
             )
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
+            callees.append((call_node, False))
             return runtime.custom_vjp(function, positions(function, active))
         callee = derivative(function, active, "vjp", containers=containers, dynamic=request.dynamic)
+        callees.append((call_node, getattr(callee, "complex_ready", False)))
         assumptions.include(callee.assumptions)
         return callee.function
 
@@ -408,16 +422,21 @@ def _build_reverse(request, parsed, node, activity, names, namespace, local_name
     return generated
 
 
-def _build_jvp(request, parsed, node, activity, names, namespace, local_names, assumptions):
-    """Forward mode: ``f_jvp(*args, **tangents) -> (value, tangent)``."""
+def _build_jvp(
+    request, parsed, node, activity, names, namespace, local_names, assumptions, callees
+):
+    """Forward mode: ``f_jvp(*args, **tangents) -> (value, tangent)``; ``callees`` gets a
+    ``(None, complex-ready)`` pair per user function whose JVP it calls."""
 
     def callee_jvp(function, active):
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             if rule.custom_jvp is None:
                 raise no_forward_derivative(function, parsed.location())
+            callees.append((None, False))
             return runtime.custom_jvp_call(function, positions(function, active))
         generated = derivative(function, active, "jvp", dynamic=request.dynamic)
+        callees.append((None, getattr(generated, "complex_ready", False)))
         assumptions.include(generated.assumptions)
         function_object = generated.function
         function_object.tangent_names = generated.tangent_names

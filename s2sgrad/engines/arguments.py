@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import numpy_signatures
-from s2sgrad.errors import where
+from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.runtime import is_dask_array, is_foreign_array, zeros_like_value
 from s2sgrad.runtime.lazy_arrays import teach_dask
@@ -44,8 +44,10 @@ __all__ = [
     "name_of",
     "position_of",
     "positional_name",
+    "refuse_complex_for_real",
     "refuse_not_understood",
     "refuse_unknown_constants",
+    "require_complex_ready",
     "zeros_for",
 ]
 
@@ -164,13 +166,17 @@ def leaves(value: Any) -> Iterator[Any]:
 
 
 def is_differentiable(value: Any) -> bool:
-    """Whether every leaf of ``value`` is a float s2sgrad differentiates (:func:`leaf_kind`).
+    """Whether every leaf of ``value`` is a float or complex value s2sgrad differentiates
+    (:func:`leaf_kind`).
 
     Example::
 
         is_differentiable([1.0, np.ones(2)])  # True
     """
-    return all(leaf_kind(leaf) == "float" for leaf in leaves(value))
+    return all(leaf_kind(leaf) in _DIFFERENTIATED for leaf in leaves(value))
+
+
+_DIFFERENTIATED = ("float", "complex")  # complex numbers: docs/complex.md
 
 
 def leaf_kind(value) -> str:
@@ -210,20 +216,52 @@ _DTYPE_KINDS = {"f": "float", "c": "complex", "b": "bool", "i": "int", "u": "int
 
 
 def check_differentiable(name, value, f) -> None:
-    """Refuse to differentiate wrt ``value`` unless every leaf of it is a float."""
+    """Refuse to differentiate wrt ``value`` unless every leaf of it is a float or complex."""
     for leaf in leaves(value):
         kind = leaf_kind(leaf)
-        if kind != "float":
+        if kind not in _DIFFERENTIATED:
             raise TypeError(_not_differentiable_message(name, leaf, kind, f))
 
 
-def refuse_not_understood(name, value, f, kinds=("complex", "unknown")) -> None:
-    """Refuse complex numbers and arrays or numbers of types s2sgrad does not understand
+def refuse_not_understood(name, value, f, kinds=("unknown",)) -> None:
+    """Refuse arrays or numbers of types s2sgrad does not understand
     (integers, booleans and non-numbers are left alone: they are not differentiated)."""
     for leaf in leaves(value):
         kind = leaf_kind(leaf)
         if kind in kinds:
             raise TypeError(_not_differentiable_message(name, leaf, kind, f))
+
+
+def refuse_complex_for_real(name, value, given, f) -> None:
+    """A complex tangent of a real argument (or cotangent of a real output) has no meaning.
+
+    Example::
+
+        refuse_complex_for_real("the cotangent", 1.0, 1j, f)  # raises TypeError
+    """
+    if leaf_kind(given) == "complex" and leaf_kind(value) != "complex":
+        raise TypeError(
+            f"{_located_name(f)}: {name} is complex, but the value it goes with is real; "
+            "pass a real one (np.real of it), or make the value complex (docs/complex.md)"
+        )
+
+
+def require_complex_ready(generated, arguments, f) -> None:
+    """Refuse generated code that is not complex-ready (s2sgrad.compiler.complex_values)
+    when an argument holds a complex value: mode="auto" then uses the tape.
+
+    Example::
+
+        require_complex_ready(derivative(f, ("z",)), (z,), f)
+    """
+    if getattr(generated, "complex_ready", False):
+        return
+    if any(leaf_kind(leaf) == "complex" for leaf in leaves(arguments)):
+        raise UnsupportedError(
+            f"{_located_name(f)}: called with a complex value, and a step of it has no rule "
+            "known to be right for complex numbers (docs/complex.md); use mode='tape', or "
+            "pass the real and imaginary parts as float arrays"
+        )
 
 
 def refuse_unknown_constants(f, parameters, args, kwargs) -> None:
@@ -240,7 +278,7 @@ def refuse_unknown_constants(f, parameters, args, kwargs) -> None:
 def _not_differentiable_message(name, leaf, kind, f) -> str:
     shown = name if name.startswith("the ") else repr(name)  # "the tangent of 'x'"
     start = f"{_located_name(f)}: cannot differentiate with respect to {shown}, which holds"
-    if kind in ("unknown", "complex"):
+    if kind == "unknown":
         start = f"{_located_name(f)}: cannot differentiate with {shown} holding"
     if not name.isidentifier():
         name = "x"
@@ -249,12 +287,6 @@ def _not_differentiable_message(name, leaf, kind, f) -> str:
         return (
             f"{start} {what} value ({leaf!r:.40}); pass a float (e.g. {name}=3.0 or "
             "np.asarray(x, dtype=float))"
-        )
-    if kind == "complex":
-        return (
-            f"{start} a complex value ({leaf!r:.40}); complex numbers are not supported yet: "
-            "pass the real and imaginary parts as two float arguments (np.real(z), "
-            "np.imag(z)) and write the computation with real arithmetic"
         )
     kind_name = f"{type(leaf).__module__}.{type(leaf).__qualname__}"
     if isinstance(leaf, np.matrix):

@@ -29,8 +29,10 @@ from s2sgrad.engines.arguments import (
     name_of,
     position_of,
     positional_name,
+    refuse_complex_for_real,
     refuse_not_understood,
     refuse_unknown_constants,
+    require_complex_ready,
 )
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
@@ -108,6 +110,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
 
     def pullback(cotangent: Any) -> tuple:
         refuse_not_understood("the cotangent", cotangent, f)
+        refuse_complex_for_real("the cotangent", engine_out, cotangent, f)
         raw = raw_pullback(cotangent)
         raw = raw if len(wrt) != 1 else (raw,)
         result: list[Any] = [None] * len(primals)
@@ -136,6 +139,7 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
                 containers=containers_of(primals, function),
                 dynamic=mode == "auto",
             )
+            require_complex_ready(generated, primals, function)
             forward = generated.function
             value, saved = forward(*primals)
             return value, functools.partial(forward.backward, saved)
@@ -178,6 +182,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         if tangent is not None:
             refuse_not_understood(name, primal, f)
             refuse_not_understood(f"the tangent of {name!r}", tangent, f)
+            refuse_complex_for_real(f"the tangent of {name!r}", primal, tangent, f)
     refuse_unknown_constants(f, parameters, primals, {})
     positions = tuple(
         i for i, p in enumerate(primals) if is_differentiable(p) and tangents[i] is not None
@@ -191,6 +196,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
                 containers=containers_of(primals, function),
                 dynamic=mode == "auto",
             )
+            require_complex_ready(generated, (primals, tangents), function)
             keywords = _tangent_keywords(generated.tangent_names, function, primals, tangents)
             return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
         except S2SGradError as error:

@@ -54,19 +54,66 @@ def _identity(g, ans, x):
     return g
 
 
-@_unary(np.real)
+# Complex values follow docs/complex.md: a cotangent is the derivative of the real loss
+# wrt the real part minus i times that wrt the imaginary part. Functions with real results
+# take the real part of their cotangent (``np.real(g)``) before using it.
+
+
+@vjp_rule(np.real, np.ndarray.real)
 def _real(g, ans, val):
-    return g
+    return np.real(g)
 
 
-@_unary(np.conjugate)
+@jvp_rule(np.real, np.ndarray.real)
+def _real_jvp(t, ans, val):
+    return np.real(t)
+
+
+@vjp_rule(np.imag, np.ndarray.imag)
+def _imag(g, ans, val):
+    return unbroadcast(-1j * np.real(g), val)
+
+
+@jvp_rule(np.imag, np.ndarray.imag)
+def _imag_jvp(t, ans, val):
+    return np.imag(t)
+
+
+@_unary(np.conjugate, np.ndarray.conj, np.ndarray.conjugate)
 def _conjugate(g, ans, x):
     return np.conj(g)
 
 
-@_unary(np.absolute, np.fabs, abs)
+# |z| has the direction conj(z) / |z| (sign(x) for a real x), and 0 at 0.
+@vjp_rule(np.absolute, np.fabs, abs)
 def _absolute(g, ans, x):
-    return g * np.sign(x)
+    return np.real(g) * np.conj(x) / np.where(ans == 0, 1, ans)
+
+
+@jvp_rule(np.absolute, np.fabs, abs)
+def _absolute_jvp(t, ans, x):
+    return np.real(np.conj(x) * t) / np.where(ans == 0, 1, ans)
+
+
+# angle(z) = arctan2(imag, real): its gradient is -i conj(z) / |z|^2 (0 for a real z).
+@vjp_rule(np.angle)
+def _angle(g, ans, z, deg=False):
+    scale = 1.0
+    if deg:
+        scale = 180 / np.pi
+    squared = np.real(z * np.conj(z))
+    squared = np.where(squared == 0, 1, squared)
+    return unbroadcast(np.real(g) * (-1j * scale) * np.conj(z) / squared, z)
+
+
+@jvp_rule(np.angle)
+def _angle_jvp(t, ans, z, deg=False):
+    scale = 1.0
+    if deg:
+        scale = 180 / np.pi
+    squared = np.real(z * np.conj(z))
+    squared = np.where(squared == 0, 1, squared)
+    return np.imag(np.conj(z) * t) * scale / squared
 
 
 @_unary(np.sign)
@@ -185,8 +232,8 @@ def _arcsinh(g, ans, x):
 
 
 @_unary(np.arccosh)
-def _arccosh(g, ans, x):
-    return g / np.sqrt(x**2 - 1)
+def _arccosh(g, ans, x):  # sqrt(x - 1) sqrt(x + 1): the branch of complex x too
+    return g / (np.sqrt(x - 1) * np.sqrt(x + 1))
 
 
 @_unary(np.arctanh)

@@ -29,6 +29,7 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
     dot_cotangent_a,
     dot_cotangent_b,
+    is_complex,
     matmul_cotangent_a,
     matmul_cotangent_b,
     rhs_as_matrix,
@@ -60,8 +61,8 @@ def _dot_jvp(t, ans, a, b, out=None):
 
 
 @vjp_rule(np.vdot)
-def _vdot(g, ans, a, b):
-    return g * np.reshape(b, np.shape(a)), g * np.reshape(a, np.shape(b))
+def _vdot(g, ans, a, b):  # vdot conjugates a
+    return np.conj(g * np.reshape(b, np.shape(a))), g * np.conj(np.reshape(a, np.shape(b)))
 
 
 @jvp_rule(np.vdot)
@@ -326,17 +327,21 @@ def _det_jvp(t, ans, a):
 
 @vjp_rule(np.linalg.slogdet)
 def _slogdet(g, ans, a):
-    if g[1] is None:
-        ga = np.zeros_like(a)
-    else:
-        ga = np.expand_dims(g[1], (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
-    return ga
+    scale = np.zeros_like(np.real(ans[1]))
+    if g[1] is not None:
+        scale = np.real(g[1])
+    if g[0] is not None and is_complex(a):  # the sign exp(i angle(det)) moves too
+        scale = scale - 1j * np.real(1j * ans[0] * g[0])
+    return np.expand_dims(scale, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
 @jvp_rule(np.linalg.slogdet)
 def _slogdet_jvp(t, ans, a):
-    d_logdet = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
-    return ((np.zeros_like(ans[0]), d_logdet),)
+    d_log = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    d_sign = np.zeros_like(ans[0])
+    if is_complex(a):
+        d_sign = 1j * ans[0] * np.imag(d_log)
+    return ((d_sign, np.real(d_log)),)
 
 
 # x = solve(a, b): db = solve(a.T, g) and da = -db @ x.T, with b and x as matrices.
@@ -368,26 +373,27 @@ def _cholesky(g, ans, a, *, upper=False):
     lower = ans
     g_lower = g
     if upper:
-        lower = np.swapaxes(ans, -1, -2)
-        g_lower = np.swapaxes(g, -1, -2)
+        lower = np.conj(np.swapaxes(ans, -1, -2))
+        g_lower = np.conj(np.swapaxes(g, -1, -2))
     lower_t = np.swapaxes(lower, -1, -2)
     inner = np.matmul(lower_t, g_lower)
     phi = (np.tril(inner) + np.tril(inner, -1)) / 2.0
     left = np.linalg.solve(lower_t, phi)
-    ga = np.swapaxes(np.linalg.solve(lower_t, np.swapaxes(left, -1, -2)), -1, -2)
-    return (ga + np.swapaxes(ga, -1, -2)) / 2.0
+    ga = np.swapaxes(np.linalg.solve(np.conj(lower_t), np.swapaxes(left, -1, -2)), -1, -2)
+    return (ga + np.conj(np.swapaxes(ga, -1, -2))) / 2.0
 
 
 @jvp_rule(np.linalg.cholesky)
 def _cholesky_jvp(t, ans, a, *, upper=False):
     lower = ans
     if upper:
-        lower = np.swapaxes(ans, -1, -2)
-    left = np.linalg.solve(lower, (t + np.swapaxes(t, -1, -2)) / 2.0)
-    middle = np.swapaxes(np.linalg.solve(lower, np.swapaxes(left, -1, -2)), -1, -2)
+        lower = np.conj(np.swapaxes(ans, -1, -2))
+    left = np.linalg.solve(lower, (t + np.conj(np.swapaxes(t, -1, -2))) / 2.0)
+    left_h = np.conj(np.swapaxes(left, -1, -2))
+    middle = np.conj(np.swapaxes(np.linalg.solve(lower, left_h), -1, -2))
     d_lower = np.matmul(lower, (np.tril(middle) + np.tril(middle, -1)) / 2.0)
     if upper:
-        d_lower = np.swapaxes(d_lower, -1, -2)
+        d_lower = np.conj(np.swapaxes(d_lower, -1, -2))
     return d_lower
 
 
@@ -406,11 +412,11 @@ def _eigh(g, ans, a, UPLO="L"):
     if g[0] is None:
         middle = inverse_gaps * np.matmul(v_t, g[1])
     elif g[1] is None:
-        middle = np.expand_dims(g[0], -1) * eye
+        middle = np.expand_dims(np.real(g[0]), -1) * eye
     else:
-        middle = np.expand_dims(g[0], -1) * eye + inverse_gaps * np.matmul(v_t, g[1])
-    ga = np.matmul(v, np.matmul(middle, v_t))
-    return (ga + np.swapaxes(ga, -1, -2)) / 2.0
+        middle = np.expand_dims(np.real(g[0]), -1) * eye + inverse_gaps * np.matmul(v_t, g[1])
+    ga = np.matmul(np.conj(v), np.matmul(middle, v_t))
+    return (ga + np.conj(np.swapaxes(ga, -1, -2))) / 2.0
 
 
 @jvp_rule(np.linalg.eigh)
@@ -420,8 +426,9 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
     eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
     gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
     inverse_gaps = (1.0 - eye) / (gaps + eye)
-    m = np.matmul(np.swapaxes(v, -1, -2), np.matmul((t + np.swapaxes(t, -1, -2)) / 2.0, v))
-    return ((np.diagonal(m, axis1=-2, axis2=-1), np.matmul(v, inverse_gaps * m)),)
+    v_h = np.conj(np.swapaxes(v, -1, -2))
+    m = np.matmul(v_h, np.matmul((t + np.conj(np.swapaxes(t, -1, -2))) / 2.0, v))
+    return ((np.real(np.diagonal(m, axis1=-2, axis2=-1)), np.matmul(v, inverse_gaps * m)),)
 
 
 # eigvalsh: the eigenvalues of eigh, dw = diag(V^T da V); the cotangent V diag(g) V^T.
@@ -430,14 +437,15 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
 @vjp_rule(np.linalg.eigvalsh)
 def _eigvalsh(g, ans, a, UPLO="L"):
     v = np.linalg.eigh(a, UPLO)[1]
-    return np.matmul(v * np.expand_dims(g, -2), np.swapaxes(v, -1, -2))
+    return np.matmul(np.conj(v) * np.expand_dims(np.real(g), -2), np.swapaxes(v, -1, -2))
 
 
 @jvp_rule(np.linalg.eigvalsh)
 def _eigvalsh_jvp(t, ans, a, UPLO="L"):
     v = np.linalg.eigh(a, UPLO)[1]
-    m = np.matmul(np.swapaxes(v, -1, -2), np.matmul((t + np.swapaxes(t, -1, -2)) / 2.0, v))
-    return np.diagonal(m, axis1=-2, axis2=-1)
+    v_h = np.conj(np.swapaxes(v, -1, -2))
+    m = np.matmul(v_h, np.matmul((t + np.conj(np.swapaxes(t, -1, -2))) / 2.0, v))
+    return np.real(np.diagonal(m, axis1=-2, axis2=-1))
 
 
 # matrix_power(a, n) for n >= 0: d(a^n) = sum_k a^k da a^(n-1-k); a negative n is a power

@@ -271,7 +271,7 @@ def _var(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=Fa
         if not keepdims:
             g_kept = np.expand_dims(g, axis)
     centered = a - np.mean(a, axis=axis, keepdims=True)
-    return g_kept * centered * (2.0 / (count - ddof))
+    return np.real(g_kept) * np.conj(centered) * (2.0 / (count - ddof))
 
 
 @jvp_rule(np.var, np.ndarray.var)
@@ -283,7 +283,9 @@ def _var_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=
     if axis is not None:
         count = np.size(a) // np.size(ans)
     centered = a - np.mean(a, axis=axis, keepdims=True)
-    return np.sum(t * centered, axis=axis, keepdims=keepdims) * (2.0 / (count - ddof))
+    return np.real(np.sum(t * np.conj(centered), axis=axis, keepdims=keepdims)) * (
+        2.0 / (count - ddof)
+    )
 
 
 @vjp_rule(np.std, np.ndarray.std)
@@ -302,7 +304,7 @@ def _std(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=Fa
     centered = a - np.mean(a, axis=axis, keepdims=True)
     # where the deviation is 0, every centred value is 0 too: the gradient is 0, not 0/0
     divisor = np.where(ans_kept == 0, 1.0, ans_kept)
-    return g_kept * centered / (divisor * (count - ddof))
+    return np.real(g_kept) * np.conj(centered) / (divisor * (count - ddof))
 
 
 @jvp_rule(np.std, np.ndarray.std)
@@ -315,7 +317,9 @@ def _std_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=
         count = np.size(a) // np.size(ans)
     centered = a - np.mean(a, axis=axis, keepdims=True)
     divisor = np.where(ans == 0, 1.0, ans)
-    return np.sum(t * centered, axis=axis, keepdims=keepdims) / (divisor * (count - ddof))
+    return np.real(np.sum(t * np.conj(centered), axis=axis, keepdims=keepdims)) / (
+        divisor * (count - ddof)
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -411,10 +415,10 @@ def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
         norm = np.expand_dims(ans, axis)
-    direction = x / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(x) / np.where(norm == 0, 1.0, norm)
     if ord is not None and ord != "fro":
         direction = norm_direction(x, norm, ord, axis)
-    return g_kept * direction
+    return np.real(g_kept) * direction
 
 
 @jvp_rule(np.linalg.norm)
@@ -422,10 +426,10 @@ def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     norm = ans
     if axis is not None and not keepdims:
         norm = np.expand_dims(ans, axis)
-    direction = x / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(x) / np.where(norm == 0, 1.0, norm)
     if ord is not None and ord != "fro":
         direction = norm_direction(x, norm, ord, axis)
-    return np.sum(t * direction, axis=axis, keepdims=keepdims)
+    return np.real(np.sum(t * direction, axis=axis, keepdims=keepdims))
 
 
 # ---------------------------------------------------------------------------------------

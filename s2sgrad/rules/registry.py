@@ -44,6 +44,10 @@ __all__ = [
     "declare_batching",
     "declare_specialiser",
     "specialisers_by_id",
+    "complex_ready",
+    "accepts_complex",
+    "makes_complex",
+    "complex_source",
 ]
 
 
@@ -70,6 +74,8 @@ class Rule:
     # (batching/helpers.py), or None (a runtime helper without one refuses batched values).
     specialiser: Callable | None = None
     batching: Any = None
+    # the rules follow the complex convention of docs/complex.md (checked by a test)
+    complex: bool = False
 
 
 AS_IS = "as is"  # Rule.batching of a helper that is right on batched values as it is
@@ -158,6 +164,55 @@ def nondifferentiable(*primitives: Any) -> None:
         rule = _entry(primitive)
         rule.differentiable = False
         rule.vjp = rule.jvp = None
+
+
+def complex_ready(*primitives: Any) -> None:
+    """Declare that the rules of ``primitives`` are right for complex values too (see
+    docs/complex.md); a rule not declared so is refused where it meets a complex value.
+
+    Example::
+
+        complex_ready(np.exp, np.multiply)
+    """
+    for primitive in primitives:
+        _entry(primitive).complex = True
+
+
+def accepts_complex(rule: Rule | None) -> bool:
+    """Whether ``rule`` may meet complex values: its rules follow the complex convention,
+    or its primitive has no derivative at all.
+
+    Example::
+
+        accepts_complex(get_rule(np.exp))  # True
+    """
+    return rule is not None and (rule.complex or not rule.differentiable)
+
+
+_COMPLEX_SOURCES: set = set()
+
+
+def complex_source(*primitives: Any) -> None:
+    """Declare that ``primitives`` may make complex values of real ones (``np.fft.fft``).
+
+    Example::
+
+        complex_source(np.fft.fft, np.fft.ifft)
+    """
+    _COMPLEX_SOURCES.update(primitives)
+
+
+def makes_complex(primitive: Any) -> bool:
+    """Whether ``primitive`` was declared to make complex values of real ones.
+
+    Example::
+
+        makes_complex(np.fft.fft)  # True
+    """
+    try:
+        return primitive in _COMPLEX_SOURCES
+    except TypeError:  # an unhashable callable
+        return False
 
 
 def get_rule(primitive: Any) -> Rule | None:

@@ -8,6 +8,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 from s2sgrad.runtime import (
     dispatch,
     elementwise,
+    fft,
     linalg,
     reductions,
     scientific,
@@ -19,7 +20,7 @@ from s2sgrad.runtime.core import __all__ as _core_all
 
 __all__ = list(_core_all)
 
-for _module in (elementwise, reductions, linalg, shapes, scientific, ufunc_methods, dispatch):
+for _module in (elementwise, reductions, linalg, shapes, fft, scientific, ufunc_methods, dispatch):
     for _name in _module.__all__:
         globals()[_name] = getattr(_module, _name)
         __all__.append(_name)

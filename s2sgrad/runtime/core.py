@@ -45,12 +45,15 @@ __all__ = [
 
 
 def unbroadcast(g: Any, x: Any) -> Any:
-    """Sum ``g`` down to the shape of ``x``, undoing NumPy broadcasting.
+    """Sum ``g`` down to the shape of ``x``, undoing NumPy broadcasting (and keep the real
+    part of a complex ``g`` when ``x`` is real).
 
     Example::
 
         unbroadcast(np.ones((4, 3)), np.zeros(3))  # array([4., 4., 4.])
     """
+    if is_complex(g) and not is_complex(x):
+        g = np.real(g)  # a real value's cotangent is real (docs/complex.md)
     try:
         if g.shape == x.shape:
             return g
@@ -201,6 +204,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         return g
     if g is None:
         return zeros_like_structure(x)
+    if is_complex(g) and not is_complex(x):
+        g = np.real(g)  # the gradient wrt a real value is real (docs/complex.md)
     if isinstance(x, dict):
         return {k: as_gradient(g.get(k) if isinstance(g, dict) else None, v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -635,7 +640,7 @@ nondifferentiable(is_foreign_array)
 
 
 def is_complex(value: Any) -> bool:
-    """Whether ``value`` is a complex number or array (not differentiated yet: refused).
+    """Whether ``value`` is a complex number or array (or a tape value holding one).
 
     Example::
 

@@ -36,6 +36,8 @@ def cast_like(value: Any, like: Any) -> Any:
         dtype = np.dtype(np.float64)
     if np.result_type(value) == dtype:
         return value
+    if dtype.kind != "c" and np.result_type(value).kind == "c":
+        value = np.real(value)  # a real value's cotangent is real (docs/complex.md)
     return value.astype(dtype) if hasattr(value, "astype") else dtype.type(value)
 
 

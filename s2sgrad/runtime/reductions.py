@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
-from s2sgrad.runtime.core import unbroadcast
+from s2sgrad.runtime.core import is_complex, unbroadcast
 
 __all__ = [
     "shift_along",
@@ -276,6 +276,13 @@ def norm_direction(x: Any, norm: Any, ord: Any, axis: Any = None) -> Any:
         norm_direction(x, np.linalg.norm(x, 1), 1)            # [ 1., -1.]
         norm_direction(x, np.linalg.norm(x, np.inf), np.inf)  # [ 0., -1.]
     """
+    if is_complex(x):
+        from s2sgrad.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"np.linalg.norm(..., ord={ord!r}) of complex values has no derivative rule: only "
+            "the 2-norm and the Frobenius norm do (ord=None); write the norm with np.abs"
+        )
     axes = _norm_axes(axis, np.ndim(x))
     if len(axes) == 2 and ord in _SPECTRAL:
         return _spectral_direction(x, ord, axes)
@@ -350,6 +357,13 @@ def _tie_weights(hits: Any, axis: Any, like: Any) -> Any:
 
 def _second_order_power(ord: Any, axis: Any, x: Any) -> Any:
     """:func:`_smooth_power` for the rules of :func:`norm_direction`."""
+    if is_complex(x):
+        from s2sgrad.errors import UnsupportedError
+
+        raise UnsupportedError(
+            f"np.linalg.norm(..., ord={ord!r}) of complex values has no derivative rule: only "
+            "the 2-norm and the Frobenius norm do (ord=None); write the norm with np.abs"
+        )
     axes = _norm_axes(axis, np.ndim(x))
     if len(axes) == 2 and ord in _SPECTRAL:
         raise NotImplementedError(

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.runtime import as_gradient, unbroadcast, zeros_like_structure
+from s2sgrad.runtime import as_gradient, is_complex, unbroadcast, zeros_like_structure
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.display import describe_recording
 from s2sgrad.tape.library_calls import route_library_calls
@@ -441,6 +441,8 @@ def match_traced(g: TapeValue, value: Any) -> Any:
     shape = np.shape(value)
     if np.shape(g) != shape:
         g = unbroadcast(g, value) if np.ndim(g) >= len(shape) else np.broadcast_to(g, shape)
+    if is_complex(g) and not is_complex(value):
+        g = np.real(g)  # the gradient wrt a real value is real (docs/complex.md)
     if not isinstance(value, float) and np.result_type(g._value) != _float_dtype(value):
         g = g.astype(_float_dtype(value))
     return g

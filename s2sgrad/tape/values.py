@@ -657,8 +657,10 @@ def _finish(key, args, kwargs, out, serials, rule=None):
     if rule.vjp is None:
         raise _no_rule_error(key, "has a forward-mode (JVP) rule but no reverse-mode (VJP) rule")
     kind = type(out)
-    if kind not in _PLAIN or (kind is np.ndarray and out.dtype.kind == "c"):
+    if kind not in _PLAIN:
         _refuse_foreign_arrays(key, args, out)  # a foreign argument gives a foreign result
+    if not rule.complex:
+        _refuse_complex(key, args, out)
     out = _wrap(out, serials)
     entry = (rule, _held(args), _held_keywords(kwargs), out)
     for serial in serials:
@@ -670,14 +672,6 @@ def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
     """A recorded operation that meets an array of a type s2sgrad does not understand
     (``np.matrix``, a masked array, a duck array) would be differentiated with the rule of
     plain arrays: wrong. Refuse it where the user's code does it."""
-    if is_complex(out):
-        error = UnsupportedError(
-            f"{user_location()}: {describe(key)} of a value being differentiated gives a "
-            "complex value, and complex numbers are not differentiated yet; write the "
-            "computation with real and imaginary parts as separate float arrays"
-        )
-        error.tape_cannot_either = True
-        raise error
     for value in (out, *args):
         if type(value) in _PLAIN:
             continue
@@ -692,6 +686,22 @@ def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:
         )
         error.tape_cannot_either = True
         raise error
+
+
+def _refuse_complex(key: Any, args: tuple, out: Any) -> None:
+    """Refuse a recorded operation whose rule is not declared right for complex values
+    (docs/complex.md) when a complex value goes in or comes out."""
+    values = (*out, *args) if type(out) is tuple else (out, *args)
+    for value in values:
+        inner = value if type(value) in (list, tuple) else (value,)
+        if any(is_complex(v) for v in inner):
+            error = UnsupportedError(
+                f"{user_location()}: {describe(key)} meets a complex value, and its derivative "
+                "rule is not known to be right for complex numbers; write this step with the "
+                "real and imaginary parts (np.real, np.imag) as float arrays"
+            )
+            error.tape_cannot_either = True
+            raise error
 
 
 _PLAIN = frozenset({np.ndarray, float, int, np.float64, np.float32, tuple, list, TapeValue})

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import get_rule, jvp_rule, vjp_rule
+from s2sgrad.rules.registry import complex_ready, get_rule, jvp_rule, vjp_rule
 from s2sgrad.runtime.core import unbroadcast
 from s2sgrad.runtime.shapes import assigned_cotangent
 
@@ -49,6 +49,8 @@ def _with_item_vjp(g, ans, t, index, v):
 def _with_item_jvp(t_dot, ans, t, index, v):
     return with_item(t_dot, index, 0.0), None, with_item(np.zeros_like(ans), index, t_dot)
 
+
+complex_ready(with_item)  # moves values and cotangents only (docs/complex.md)
 
 #: the rule recorded for an item write (its entries are the ones that make versions)
 WITH_ITEM = get_rule(with_item)

@@ -61,11 +61,16 @@ def _as_gradient(node, args, result, namespace):
     return node.args[0] if result.kind == "unchanged" else None
 
 
+_COMPLEX_CHARS = frozenset("FDG")
+
+
 @specialises(runtime.unbroadcast)
 def _unbroadcast(node, args, result, namespace):
     g, x = args
     if g.kind not in ("array", "scalar") or x.shape is None:
         return None
+    if g.dtype in _COMPLEX_CHARS and x.dtype not in _COMPLEX_CHARS:
+        return None  # unbroadcast also keeps the real part (docs/complex.md)
     if g.shape == x.shape and (x.kind in ("array", "scalar") or g.kind == "scalar"):
         return node.args[0]
     if x.kind == "float" and g.kind == "array" and g.shape:  # everything sums into a number

@@ -1,0 +1,179 @@
+"""Whether a function's derivative may run on complex values (docs/complex.md).
+
+The generated code does not look at dtypes, so the transformer decides before it writes
+any: a function is *complex-ready* when every step it takes has rules declared right for
+complex values (``s2sgrad.rules.complex``). A function that makes complex values itself
+(a complex literal or global, ``np.fft.fft``, ``x.astype(complex)``) must be complex-ready,
+or it is refused here; a function that is not is refused when it is called with a complex
+argument (``s2sgrad.api``), so that mode="auto" uses the tape, which checks every step.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import gast
+import numpy as np
+
+from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.compiler.operations import Operation, OperationKind, classify
+from s2sgrad.compiler.syntax import names_read, walk
+from s2sgrad.errors import UnsupportedError
+from s2sgrad.rules.registry import accepts_complex, makes_complex
+
+__all__ = ["complex_readiness", "with_callees", "ComplexFacts"]
+
+# calls resolved when the code runs (a function passed as an argument, a method) and
+# user-written derivatives: what they run is not checked from here. A call of a user
+# function is checked through its own derivative (``with_callees``).
+_NOT_READY = (OperationKind.UNKNOWN, OperationKind.HIGHER_ORDER_CUSTOM)
+
+
+class ComplexFacts(NamedTuple):
+    """What ``complex_readiness`` found: whether the function's own steps may meet complex
+    values, and whether it makes complex values itself."""
+
+    ready: bool
+    makes: bool
+
+
+def complex_readiness(
+    node: gast.FunctionDef,
+    parsed: ParsedFunction,
+    local_names: set[str],
+    reads_complex: bool,
+    varied: set[str],
+) -> ComplexFacts:
+    """Whether every differentiated step of ``node`` (in A-normal form; one that reads a
+    ``varied`` name) may meet complex values.
+
+    Raises ``UnsupportedError`` naming the first step that may not when the function
+    makes complex values itself (``reads_complex``: a global or closure value it reads is
+    complex).
+
+    Example::
+
+        complex_readiness(node, parsed, {"x", "t1"}, False, {"x", "t1"}).ready  # np.exp(x)
+    """
+    makes = reads_complex or _has_complex_literal(node)
+    refused = None
+    statements = [s for s in walk(node) if type(s) in (gast.Assign, gast.Expr)]
+    assigned = {
+        s.targets[0].id: s.value
+        for s in statements
+        if type(s) is gast.Assign and len(s.targets) == 1 and type(s.targets[0]) is gast.Name
+    }
+    for statement in statements:
+        operation = classify(statement.value, parsed, local_names)
+        makes = makes or _makes_complex(operation, statement.value, parsed, assigned)
+        if refused is None and not _ready(operation) and names_read(statement.value) & varied:
+            refused = (statement, operation)
+    if makes and refused is not None:
+        statement, operation = refused
+        what = operation.description or _name(operation.primitive)
+        error = UnsupportedError(
+            f"{parsed.location(statement)}: this function computes with complex numbers, and "
+            f"the derivative of {what} is not known to be right for complex values "
+            "(docs/complex.md); write this step with the real and imaginary parts "
+            "(np.real, np.imag) as float arrays"
+        )
+        error.tape_cannot_either = operation.kind is OperationKind.PRIMITIVE
+        raise error
+    return ComplexFacts(refused is None, makes)
+
+
+def with_callees(facts: ComplexFacts, callees: list, parsed: ParsedFunction) -> bool:
+    """Whether the derivative may meet complex values, given ``callees``: a ``(call node or
+    None, ready)`` pair for each user function whose derivative it calls. Refuses, at the
+    call, a function that makes complex values and passes them to a callee that is not
+    complex-ready.
+
+    Example::
+
+        with_callees(ComplexFacts(True, False), [(call, True)], parsed)  # True
+    """
+    refused = next(((node, ready) for node, ready in callees if not ready), None)
+    if refused is None:
+        return facts.ready
+    if facts.makes:
+        error = UnsupportedError(
+            f"{parsed.location(refused[0])}: this function computes with complex numbers, and "
+            "a function it calls has a step whose derivative is not known to be right for "
+            "complex values (docs/complex.md); write that step with the real and imaginary "
+            "parts (np.real, np.imag) as float arrays"
+        )
+        raise error
+    return False
+
+
+def _ready(operation: Operation) -> bool:
+    if operation.kind is OperationKind.PRIMITIVE:
+        return accepts_complex(operation.rule)
+    return operation.kind not in _NOT_READY
+
+
+def _name(primitive) -> str:
+    module = getattr(primitive, "__module__", None) or ""
+    name = getattr(primitive, "__qualname__", None) or repr(primitive)
+    return f"np.{name}" if module.startswith("numpy") else name
+
+
+def _has_complex_literal(node: gast.FunctionDef) -> bool:
+    """A complex literal, except as a slice's step (``np.mgrid[0:1:5j]`` counts points)."""
+    steps = {id(s.step) for s in walk(node) if type(s) is gast.Slice and s.step is not None}
+    return any(
+        type(child) is gast.Constant and isinstance(child.value, complex) and id(child) not in steps
+        for child in walk(node)
+    )
+
+
+def _makes_complex(
+    operation: Operation, value: gast.expr, parsed: ParsedFunction, assigned: dict
+) -> bool:
+    """Whether this step may make a complex value of real ones: a function declared so
+    (``np.fft.fft``), or a ``dtype`` that is not known to be real."""
+    if operation.kind is OperationKind.PRIMITIVE and makes_complex(operation.primitive):
+        return True
+    if type(value) is not gast.Call:
+        return False
+    dtypes = [k.value for k in value.keywords if k.arg == "dtype"]
+    if type(value.func) is gast.Attribute and value.func.attr == "astype" and value.args:
+        dtypes.append(value.args[0])
+    return any(not _real_dtype(d, parsed, assigned) for d in dtypes)
+
+
+_OF_VALUES = (np.result_type, np.promote_types)
+
+
+def _of_a_value(node: gast.expr) -> bool:
+    return type(node) is gast.Attribute and node.attr == "dtype"
+
+
+def _real_dtype(node: gast.expr, parsed: ParsedFunction, assigned: dict) -> bool:
+    """Whether ``node`` is statically a real dtype, or one taken from values the function
+    has (``x.dtype``, ``np.result_type(x, y)``), which adds no complex value of its own; a
+    name bound once to ``np.dtype(...)`` is followed; a dtype computed otherwise, or passed
+    in, may be complex."""
+    if type(node) is gast.Name and node.id in assigned:
+        node = assigned[node.id]
+        if type(node) is gast.Call and parsed.resolve(node.func) in _OF_VALUES:
+            return True
+        if type(node) is not gast.Call or len(node.args) != 1:
+            return _of_a_value(node)
+        if parsed.resolve(node.func) is not np.dtype:
+            return False
+        node = node.args[0]
+    if _of_a_value(node):
+        return True
+    if type(node) is gast.Constant:
+        obj = node.value
+    else:
+        obj = parsed.resolve(node)
+        if obj is NOT_FOUND:
+            return False
+    if obj is None:
+        return True
+    try:
+        return np.dtype(obj).kind != "c"
+    except TypeError:
+        return False
