@@ -22,8 +22,6 @@ SYNCED = "s2s_synced"  # aliases: an in-place update and the store that keeps a 
 REFUSAL = "s2s_refusal"  # desugar: name of the guard that refuses an array where one is not allowed
 ADDED_AT = "s2s_added_at"  # desugar: name of the helper that records where a list grew
 BINDINGS = "s2s_bindings"  # desugar: names a desugared ``match`` reads (collections.abc tests)
-BEFORE = "s2s_before"  # loops: statements an inlined call needs before its statement
-INLINED = "s2s_inlined"  # loops: a call replaced by an inlined function's value
 RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its index is the counter)
 
 # Derivative code (reverse/)

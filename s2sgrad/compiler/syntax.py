@@ -36,6 +36,8 @@ __all__ = [
     "add_rule_names",
     "drop_rule_names",
     "RULES_MARK",
+    "SCOPES",
+    "COMPREHENSIONS",
 ]
 
 COMMENT_MARK = "__s2sgrad_comment__:"
@@ -267,6 +269,7 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
 
 
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 _LEAVES = frozenset({str, int, float, complex, bytes, bool, type(Ellipsis), *_CONTEXTS})
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}

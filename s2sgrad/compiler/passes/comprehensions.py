@@ -1,0 +1,178 @@
+"""Lower comprehensions, ``map`` and ``partial(...)(...)`` calls of a statement into loops.
+
+``[e for v in xs]`` (and a generator passed as an argument) becomes a list built by a loop
+that appends, placed before the statement; ``map(f, xs)`` passed on or iterated becomes the
+list ``[f(x) for x in xs]`` so lowered; ``partial(g, a)(b)`` becomes ``g(a, b)``. The loops
+made are normalised by :class:`s2sgrad.compiler.passes.loops.Loops`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+import gast
+
+from s2sgrad.compiler.syntax import (
+    COMPREHENSIONS,
+    assign,
+    attribute,
+    call,
+    clone,
+    load,
+    located,
+    store,
+    walk,
+)
+
+if TYPE_CHECKING:
+    from s2sgrad.compiler.passes.loops import Loops
+
+__all__ = ["Comprehensions"]
+
+
+class Comprehensions(gast.NodeTransformer):
+    """``[e for v in xs]`` (and generator arguments) → a list built by a loop beforehand."""
+
+    def __init__(self, loops: Loops, prefix: list[gast.stmt], statement: gast.stmt):
+        self.loops = loops
+        self.prefix = prefix
+        self.statement = statement
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    def visit_Lambda(self, node):
+        return node
+
+    def visit_For(self, node):  # only the header: the body's statements are lowered in it
+        lazy = any(
+            type(n) is gast.GeneratorExp or self.loops.builtin_call(n, "map")
+            for n in walk(node.iter)
+        )
+        if lazy and self.loops.sees_changes(node.iter, node):
+            return node  # made as the loop runs, from what it changes: left for the tape
+        node.iter = self.visit(node.iter)
+        return node
+
+    def visit_If(self, node):
+        node.test = self.visit(node.test)
+        return node
+
+    def visit_While(self, node):  # its test runs again each time round: left as it is
+        return node
+
+    def visit_With(self, node):
+        node.items = [self.visit(item) for item in node.items]
+        return node
+
+    def visit_Try(self, node):
+        return node
+
+    def visit_ListComp(self, node):
+        return self.lower(node)
+
+    def visit_GeneratorExp(self, node):
+        return self.lower(node)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        loops = self.loops
+        if loops.is_partial(node.func):  # partial(g, a, k=v)(b) is g(a, b, k=v)
+            inner = node.func
+            node.func = inner.args[0]
+            node.args = [*inner.args[1:], *node.args]
+            node.keywords = [*inner.keywords, *node.keywords]
+            return node
+        if not loops.builtin_call(node, "map") or len(node.args) < 2:
+            return node
+        if any(isinstance(a, gast.Starred) for a in node.args):
+            return node
+        if isinstance(self.statement, gast.Assign) and self.statement.value is node:
+            return node  # m = map(...): a lazy iterator kept for later, left as it is
+        function, *sequences = node.args
+        items = [loops.names.fresh("item") for _ in sequences]
+        element = self.applied(function, [load(i) for i in items])
+        if element is None:
+            return node
+        if len(sequences) == 1:
+            target: gast.expr = store(items[0])
+            source = sequences[0]
+        else:
+            target = gast.Tuple(elts=[store(i) for i in items], ctx=gast.Store())
+            source = call(load("zip"), sequences)
+        generator = gast.comprehension(target=target, iter=source, ifs=[], is_async=0)
+        return self.lower(gast.ListComp(elt=element, generators=[generator]))
+
+    def applied(self, function: gast.expr, items: list[gast.expr]) -> gast.expr | None:
+        """``function(*items)`` as an expression the transformer can follow: a lambda's
+        body with its parameters replaced, ``g(a, *items)`` for ``partial(g, a)``."""
+        if isinstance(function, gast.Lambda):
+            arguments = function.args
+            parameters = arguments.posonlyargs + arguments.args
+            plain = not (
+                arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.defaults
+            )
+            nested = any(type(n) in (*COMPREHENSIONS, gast.Lambda) for n in walk(function.body))
+            if not plain or nested or len(parameters) != len(items):
+                return None
+            replacements = {p.id: item.id for p, item in zip(parameters, items)}
+            body = clone(function.body)
+            for name in walk(body):
+                if type(name) is gast.Name and name.id in replacements:
+                    name.id = replacements[name.id]
+            return body
+        if self.loops.is_partial(function):
+            fixed = [self.once(a) for a in function.args[1:]]
+            keywords = {k.arg: self.once(k.value) for k in function.keywords}
+            return call(self.once(function.args[0]), [*fixed, *items], keywords)
+        return call(self.once(function), items)
+
+    def once(self, node: gast.expr) -> gast.expr:
+        """``node`` evaluated once, before the loop: a name for anything but names,
+        constants and attribute chains on names."""
+        base = node
+        while isinstance(base, gast.Attribute):
+            base = base.value
+        if isinstance(base, (gast.Name, gast.Constant)):
+            return node
+        name = self.loops.names.fresh("t")
+        self.prefix.append(assign(name, node, like=self.statement))
+        return load(name)
+
+    def lower(self, node):
+        if len(node.generators) != 1 or node.generators[0].is_async:
+            return node
+        generator = node.generators[0]
+        generator.iter = self.visit(generator.iter)  # computed once, before the loop
+        self.keep_variables_apart(node)
+        result = self.loops.names.fresh("items")
+        append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))
+        body: list[gast.stmt] = [located(append, self.statement)]
+        for condition in reversed(generator.ifs):
+            body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
+        loop = gast.For(
+            target=generator.target,
+            iter=generator.iter,
+            body=body,
+            orelse=[],
+            type_comment=None,
+        )
+        located(loop, self.statement)
+        self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement))
+        self.prefix.extend(self.loops.for_loop(loop))
+        return load(result)
+
+    def keep_variables_apart(self, node) -> None:
+        """Rename the comprehension's variables that the function also uses elsewhere: in
+        Python they are the comprehension's own, and the loop it becomes must not change
+        (or read) the function's variable of that name."""
+        inside = Counter(n.id for n in walk(node) if type(n) is gast.Name)
+        generator = node.generators[0]
+        for variable in {n.id for n in walk(generator.target) if type(n) is gast.Name}:
+            if self.loops.uses[variable] > inside[variable]:
+                new = self.loops.names.claim(variable)
+                for part in (generator.target, node.elt, *generator.ifs):
+                    for name in walk(part):
+                        if type(name) is gast.Name and name.id == variable:
+                            name.id = new
