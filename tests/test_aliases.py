@@ -571,10 +571,10 @@ def test_what_the_whitelist_calls_fresh_shares_no_memory():
     # the claim behind each entry, on the arguments it accepts of a few tried
     import importlib
 
-    from s2sgrad.compiler.passes.aliases import _FRESH_NUMPY
+    from s2sgrad.compiler.passes.fresh_results import FRESH_NUMPY
 
     checked = 0
-    for module_name, names in _FRESH_NUMPY.items():
+    for module_name, names in FRESH_NUMPY.items():
         module = importlib.import_module(module_name)
         for name in sorted(names):
             function = getattr(module, name, None)

@@ -24,7 +24,8 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.compiler.passes.aliases import index_list_loops, shared_in_place_updates
+from s2sgrad.compiler.passes.aliases import shared_in_place_updates
+from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     call,

@@ -1,0 +1,203 @@
+"""Which parameters a Python function may change in place, and refusing such calls.
+
+``mutated_parameters(halve)`` reads ``halve``'s source (and transitively the functions it
+calls): ``a[:] *= 0.5`` changes its parameter ``a``. The caller uses it to inline such
+helpers (``inline.inline_updating_helpers``) or to refuse a call that changes an array
+neither engine could follow (:func:`refuse_mutating_calls`).
+"""
+
+from __future__ import annotations
+
+import sysconfig
+import types
+import weakref
+from typing import Any
+
+import gast
+
+from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.passes.sharing import (
+    Layout,
+    Sharing,
+    base_of,
+    container_names,
+    makes_container,
+    resolved_target,
+    sources_of,
+    updated_name,
+)
+from s2sgrad.compiler.syntax import (
+    MUTATING_METHODS,
+    names_read,
+    names_written,
+    nested_statements,
+    parameter_names,
+    walk,
+)
+from s2sgrad.errors import UnsupportedError, where
+from s2sgrad.rules import get_rule
+
+__all__ = ["mutated_parameters", "calls_that_mutate", "refuse_mutating_calls"]
+
+_LIBRARY_DIRECTORIES = tuple(
+    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+# code object -> the parameters whose arrays the function may change in place
+_MUTATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MUTATING: set = set()
+
+
+def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
+    """The parameters of ``function`` whose values it may change in place (``a[i] = v``,
+    ``a += v``, ``a.append(v)``, ``out=a``), itself or through the functions it calls with
+    them, read from its source (nothing when there is none).
+
+    Example::
+
+        def halve(a):
+            a[:] *= 0.5
+
+        mutated_parameters(halve)  # frozenset({'a'})
+    """
+    code = function.__code__
+    if code in _MUTATIONS:
+        return _MUTATIONS[code]
+    if code in _MUTATING:
+        return frozenset()  # a call to itself: what it changes is found at the first
+    _MUTATING.add(code)
+    try:
+        parsed = parse_function(function)
+    except Exception:  # no source, or source the transformer cannot read
+        summary = frozenset()
+    else:
+        statements = list(nested_statements(parsed.node.body))
+        parameters = parameter_names(parsed.node)
+        sharing = Sharing(statements, parsed.resolve, container_names(statements), parameters)
+        layout = Layout(parsed.node.body, statements)
+        own = _own_containers(statements) - parameters
+        changed = set()
+        for index, statement in enumerate(statements):
+            for name in _changed_by(statement, parsed.resolve) - own:
+                if layout.made_since(statement, name, index, parsed.resolve) is None:
+                    changed.add(name)  # else an array made anew before: not an argument
+        summary = frozenset(set().union(*map(sharing.of, changed)) & parameters)
+    finally:
+        _MUTATING.discard(code)
+    _MUTATIONS[code] = summary
+    return summary
+
+
+def _own_containers(statements: list[gast.stmt]) -> set[str]:
+    """Names every binding of which makes a new list or dict: changing one (``items.append(
+    x)``, ``items[0] = x``) changes no argument, even when it holds one."""
+    made = container_names(statements)
+    for statement in statements:
+        for name in names_written(statement) & made:
+            fresh = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
+            if fresh and not makes_container(statement.value):
+                made.discard(name)
+            elif not fresh and updated_name(statement) != name:
+                made.discard(name)  # bound by a loop, an unpacking ...
+    return made
+
+
+def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str]]:
+    """``(function, parameter, argument name)`` for each argument that a call of a Python
+    function in ``statement`` (a plain name, or the receiver of a method) may change in
+    place.
+
+    Example::
+
+        calls_that_mutate(parse_statement("halve(y)"), resolve)  # [(halve, 'a', 'y')]
+    """
+    found = []
+    for node in walk(statement):
+        if type(node) is not gast.Call:
+            continue
+        for function, parameter, argument in _mutating_arguments(node, resolve):
+            base = base_of(argument)
+            if type(base) is gast.Name:
+                found.append((function, parameter, base.id))
+    return found
+
+
+def _changed_by(statement: gast.stmt, resolve) -> set[str]:
+    """The names whose values ``statement`` changes in place."""
+    changed = set()
+    updated = updated_name(statement)
+    if updated is not None:
+        changed.add(updated)
+    if type(statement) is gast.AugAssign and type(base_of(statement.target)) is gast.Name:
+        changed.add(base_of(statement.target).id)  # a[i] += v
+    for node in walk(statement):
+        if type(node) is not gast.Call:
+            continue
+        func = node.func
+        if type(func) is gast.Attribute and func.attr in MUTATING_METHODS | {"fill", "sort"}:
+            changed |= sources_of(func.value, resolve)
+        for keyword in node.keywords:
+            if keyword.arg == "out":
+                changed |= sources_of(keyword.value, resolve)
+        for _, _, argument in _mutating_arguments(node, resolve):
+            changed |= sources_of(argument, resolve)
+    return changed
+
+
+def _mutating_arguments(call: gast.Call, resolve) -> list[tuple[Any, str, gast.expr]]:
+    target = resolved_target(call.func, resolve)
+    arguments = list(call.args)
+    if isinstance(target, types.MethodType) and type(call.func) is gast.Attribute:
+        target, arguments = target.__func__, [call.func.value, *arguments]
+    if not isinstance(target, types.FunctionType):
+        return []
+    module = getattr(target, "__module__", None) or ""
+    if module.split(".")[0] in ("s2sgrad", "numpy") or get_rule(target) is not None:
+        return []  # primitives of the engines, and NumPy's own Python functions
+    if target.__code__.co_filename.startswith(_LIBRARY_DIRECTORIES):
+        return []  # the standard library and installed packages: not the user's code
+    mutated = mutated_parameters(target)
+    if not mutated:
+        return []
+    if any(type(a) is gast.Starred for a in arguments) or any(k.arg is None for k in call.keywords):
+        every = [*arguments, *(k.value for k in call.keywords)]
+        return [(target, "*", a) for a in every]
+    code = target.__code__
+    positional = code.co_varnames[: code.co_argcount]
+    found = [(target, p, a) for a, p in zip(arguments, positional) if p in mutated]
+    return found + [(target, k.arg, k.value) for k in call.keywords if k.arg in mutated]
+
+
+def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) -> None:
+    """Refuse a call of a Python function that may change in place an array it is given
+    (``halve(y)`` with ``a[:] *= 0.5`` inside), when the array is an input, is being
+    differentiated, or is read by a derivative: neither engine sees the change."""
+    calls = [n for s in statements for n in walk(s) if type(n) is gast.Call]
+    if not any(_mutating_arguments(c, parsed.resolve) for c in calls):
+        return  # the common case: no call of a function that changes an argument
+    read_by_derivatives = set()
+    for statement in nested_statements(statements):
+        if isinstance(statement, gast.Assign) and names_written(statement) & activity.active:
+            read_by_derivatives |= names_read(statement.value)
+    for statement in nested_statements(statements):
+        if isinstance(statement, (gast.If, gast.For, gast.While)):
+            continue  # their blocks are looked at on their own
+        for function, parameter, name in calls_that_mutate(statement, parsed.resolve):
+            if not (
+                name in parameters
+                or name in activity.varied
+                or activity.is_active(name)
+                or name in read_by_derivatives
+            ):
+                continue
+            callee = getattr(function, "__qualname__", "the function")
+            code = function.__code__
+            error = UnsupportedError(
+                f"{parsed.location(statement)}: {callee} may change its argument "
+                f"'{parameter}' in place ({where(code.co_filename, code.co_firstlineno)}), "
+                f"here '{name}', and neither engine can follow that change; have {callee} "
+                f"leave '{parameter}' as it is and return new arrays instead (g = g * s "
+                "rather than g[:] *= s)"
+            )
+            error.tape_cannot_either = True
+            raise error

@@ -1,0 +1,371 @@
+"""Which names may share an array's memory: each name's possible origins.
+
+Each name gets the *origins* its value may have (the arrays the code makes, and values from
+outside), through every binding that may pass a value on without copying, regardless of
+the order of statements. A call makes a new value only when it is known to
+(:mod:`.fresh_results`); any other call may return its arguments or views of them. A
+Python function called is read (the same analysis on its source) for the arguments its
+result may share; one without source is taken to return any of them. Two names may share
+memory when their origins meet. :class:`Layout` adds what order tells: only what was made
+from an array made anew earlier in the same or an enclosing block can share it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+import weakref
+from typing import Any
+
+import gast
+import numpy as np
+
+from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.passes.fresh_results import fresh_result, keeps_memory
+from s2sgrad.compiler.syntax import (
+    names_written,
+    nested_statements,
+    parameter_names,
+    walk,
+)
+
+__all__ = [
+    "Layout",
+    "Sharing",
+    "base_of",
+    "container_names",
+    "links_of",
+    "makes_container",
+    "resolved_target",
+    "sources_of",
+    "updated_name",
+]
+
+# Methods that return a new array or a number when called on an array (or list, dict)
+_FRESH_METHODS = frozenset(
+    """
+    sum mean prod std var max min ptp argmax argmin argsort all any cumsum cumprod
+    dot copy astype tolist item tobytes flatten round clip trace nonzero take repeat
+    searchsorted count index sort
+    """.split()  # noqa: SIM905
+)
+# Methods whose result is the receiver, a view of it or a new array, never one of their
+# arguments (a shape, axes, a dtype)
+_RECEIVER_VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze", "view"})
+# Attributes that are numbers or tuples of numbers, never arrays
+_NUMBER_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes"})
+# s2sgrad's run-time helpers in generated code: the arguments their result may share
+_HELPER_RESULTS = {
+    "unbroadcast": (0,),
+    "as_gradient": (0,),
+    "cast_like": (0,),
+    "add_cotangents": (0, 1),
+    "owned": (),
+    "snapshot": (),
+    "assigned_cotangent": (),
+    "only_last_writes": (0,),
+    "seed_cotangent": (),
+    "zeros_like_value": (),
+    "zeros_like_structure": (),
+}
+
+
+class Sharing:
+    """Which names may share memory: each name's possible *origins* (the arrays the code
+    makes, named after the variable they are first bound to, and the values that come from
+    outside: parameters, globals), from the bindings and stores of ``statements`` in any
+    order. ``w = f(x, v)`` gives ``w`` the origins of both, without making ``x`` and ``v``
+    share: the analysis follows where values come from, not which names met.
+
+    Example::
+
+        Sharing(statements, None, set(), {"x"}).with_("v")  # {"w"} after w = v
+    """
+
+    def __init__(self, statements, resolve, containers: set[str], outside: set[str]):
+        links = [link for s in statements for link in links_of(s, resolve, containers)]
+        self.origins = {name: {name} for name in outside}
+        for name, _ in links:
+            self.origins.setdefault(name, set())
+        names = set(self.origins) | {source for _, sources in links for source in sources}
+        self.names = names
+        changed = True
+        while changed:
+            changed = False
+            for name, sources in links:
+                new = set().union(*map(self.of, sources)) if sources else {name}
+                if not new <= self.origins[name]:
+                    self.origins[name] |= new
+                    changed = True
+
+    def of(self, name: str) -> set[str]:
+        """The origins of ``name``'s values (a name nothing here binds is its own)."""
+        origins = self.origins.get(name)
+        return {name} if origins is None else origins
+
+    def with_(self, name: str) -> set[str]:
+        """The other names whose values may share memory with ``name``'s."""
+        mine = self.of(name)
+        return {n for n in self.names if n != name and not self.of(n).isdisjoint(mine)}
+
+
+def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[str, set[str]]]:
+    """``(name, names it may share memory with)`` for what ``statement`` binds or stores."""
+    kind = type(statement)
+    if kind is gast.Assign:
+        sources = sources_of(statement.value, resolve)
+        copied = _copied_container(statement.value, containers)
+        if copied is not None:  # a new list holding the same arrays
+            sources = {copied}
+        links = []
+        for target in statement.targets:
+            if type(target) is gast.Subscript:  # items[i] = x: a list holds x itself
+                base = base_of(target)
+                if type(base) is gast.Name and base.id in containers:
+                    links.append((base.id, sources))
+                continue
+            links += [(n.id, sources) for n in walk(target) if type(n) is gast.Name]
+        return links
+    if kind is gast.For:  # for row in X: each row is a view of X
+        sources = sources_of(statement.iter, resolve)
+        return [(n.id, sources) for n in walk(statement.target) if type(n) is gast.Name]
+    if kind is gast.Expr and type(statement.value) is gast.Call:  # items.append(x)
+        func = statement.value.func
+        if type(func) is gast.Attribute and type(base_of(func.value)) is gast.Name:
+            sources = set().union(*(sources_of(a, resolve) for a in statement.value.args))
+            return [(base_of(func.value).id, sources)]
+    return []
+
+
+def _copied_container(value: gast.expr, containers: set[str]) -> str | None:
+    """``items`` for ``items.copy()`` of a list or dict made here."""
+    func = value.func if type(value) is gast.Call else None
+    if type(func) is gast.Attribute and func.attr == "copy" and type(func.value) is gast.Name:
+        return func.value.id if func.value.id in containers else None
+    return None
+
+
+def base_of(node: gast.expr) -> gast.expr:
+    while type(node) in (gast.Subscript, gast.Attribute):
+        node = node.value
+    return node
+
+
+def sources_of(node: gast.expr | None, resolve) -> set[str]:
+    """The names whose memory the value of ``node`` may share."""
+    kind = type(node)
+    if kind is gast.Name:
+        return {node.id}
+    if kind is gast.Attribute and node.attr in _NUMBER_ATTRIBUTES:
+        return set()
+    if kind in (gast.Subscript, gast.Attribute, gast.Starred):
+        return sources_of(node.value, resolve)
+    if kind in (gast.Tuple, gast.List, gast.Set):
+        return set().union(*(sources_of(e, resolve) for e in node.elts))
+    if kind is gast.Dict:
+        return set().union(*(sources_of(v, resolve) for v in node.values))
+    if kind is gast.IfExp:
+        return sources_of(node.body, resolve) | sources_of(node.orelse, resolve)
+    if kind is gast.BoolOp:
+        return set().union(*(sources_of(v, resolve) for v in node.values))
+    if kind in (gast.ListComp, gast.GeneratorExp, gast.SetComp, gast.DictComp):
+        # the elements, and what they are taken from: [y[i] for i in ...], [r for r in y]
+        parts = [node.key, node.value] if kind is gast.DictComp else [node.elt]
+        parts += [g.iter for g in node.generators]
+        return set().union(*(sources_of(p, resolve) for p in parts))
+    if kind is gast.Call:
+        return _call_sources(node, resolve)
+    if kind is gast.BinOp and (_is_sequence(node.left) or _is_sequence(node.right)):
+        return sources_of(node.left, resolve) | sources_of(node.right, resolve)  # [a] + rest
+    return set()  # arithmetic, comparisons, literals: new values
+
+
+def _is_sequence(node: gast.expr) -> bool:
+    """A list or tuple written out: ``+`` and ``*`` of it make a sequence of the same items."""
+    return type(node) in (gast.List, gast.Tuple, gast.ListComp)
+
+
+def _call_sources(call: gast.Call, resolve) -> set[str]:
+    func = call.func
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    every = set().union(*(sources_of(a, resolve) for a in arguments))
+    target = resolved_target(func, resolve)
+    if fresh_result(target, call):
+        return set()
+    module = getattr(target, "__module__", None) or ""
+    name = getattr(target, "__name__", None)
+    if target is not None and module.startswith("s2sgrad.runtime") and name in _HELPER_RESULTS:
+        shared = [call.args[i] for i in _HELPER_RESULTS[name] if i < len(call.args)]
+        return set().union(*(sources_of(a, resolve) for a in shared))
+    if type(func) is gast.Attribute and (target is None or _is_array_method(target)):
+        receiver = sources_of(func.value, resolve)
+        if func.attr in _FRESH_METHODS and not keeps_memory(call, func.attr):
+            return set()
+        if func.attr in _RECEIVER_VIEW_METHODS:
+            return receiver
+        return receiver | every  # a method may return its receiver, a view, an argument
+    if isinstance(target, types.FunctionType):  # a function of the user's, or generated
+        returned = _returned_parameters(target)
+        if returned is not None:
+            chosen = _arguments_for(call, target, returned)
+            return set().union(*(sources_of(a, resolve) for a in chosen))
+    return every  # it may return what it was given
+
+
+def updated_name(statement: gast.stmt) -> str | None:
+    """The name whose value ``statement`` changes in place (``x += v``, ``x[i] = v``, and
+    ``x[i] += v``, which changes x, or the array x[i] of a list x, in place)."""
+    if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
+        return statement.target.id
+    if type(statement) is gast.AugAssign and type(statement.target) is gast.Subscript:
+        base = base_of(statement.target)
+        return base.id if type(base) is gast.Name else None
+    if type(statement) is gast.Assign and len(statement.targets) == 1:
+        target = statement.targets[0]
+        if type(target) is gast.Subscript and type(base_of(target)) is gast.Name:
+            return base_of(target).id
+    return None
+
+
+class Layout:
+    """Where each statement sits: its position in the flattened statements, the block (list)
+    holding it, and the compound statement and block around each block."""
+
+    def __init__(self, body: list[gast.stmt], statements: list[gast.stmt]):
+        self.position = {id(s): i for i, s in enumerate(statements)}
+        self.block_of: dict[int, list] = {}
+        self.owner: dict[int, tuple[gast.stmt, list]] = {}  # id(block) -> (statement, block)
+        self._enter(body)
+
+    def _enter(self, block: list[gast.stmt]) -> None:
+        for statement in block:
+            self.block_of[id(statement)] = block
+            if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list):
+                    self.owner[id(inner)] = (statement, block)
+                    self._enter(inner)
+
+    def made_since(self, update: gast.stmt, updated: str, index: int, resolve):
+        """``(first, end)``: the positions of the statements that can make a name share the
+        array ``updated`` holds at ``update`` (at ``index``), when the binding that made it
+        is known to run before ``update`` and to make a new array (``v = np.zeros(3)``, ``g =
+        owned(g)``); else None. A loop around ``update`` that the binding is outside of
+        runs ``update`` again after all of the loop's statements."""
+        statement, block, end = update, self.block_of[id(update)], index
+        while True:
+            at = next(i for i, s in enumerate(block) if s is statement)
+            for earlier in reversed(block[:at]):
+                if updated in names_written(earlier):
+                    single = type(earlier) is gast.Assign and len(earlier.targets) == 1
+                    if single and type(earlier.targets[0]) is gast.Name:
+                        fresh = not sources_of(earlier.value, resolve)
+                        return (self.position[id(earlier)] + 1, end) if fresh else None
+                    return None
+            if id(block) not in self.owner:
+                return None
+            statement, block = self.owner[id(block)]
+            if isinstance(statement, (gast.For, gast.While)):
+                if isinstance(statement, gast.For) and updated in names_written(statement.target):
+                    return None
+                end = max(end, self._end_of(statement))
+
+    def _end_of(self, statement: gast.stmt) -> int:
+        """The position just after ``statement`` and everything nested in it."""
+        return max(self.position[id(s)] for s in nested_statements([statement])) + 1
+
+
+def container_names(statements: list[gast.stmt]) -> set[str]:
+    """Names made as lists or dicts: storing into them keeps a reference (into an array,
+    a copy of the values)."""
+    found = set()
+    for statement in statements:
+        single = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
+        if single and makes_container(statement.value):
+            found.add(statement.targets[0].id)
+    return found
+
+
+def makes_container(value: gast.expr) -> bool:
+    """Whether ``value`` makes a new list or dict (``[...]``, ``dict(...)``, a comprehension)."""
+    return type(value) in (gast.List, gast.Dict, gast.ListComp, gast.DictComp) or (
+        type(value) is gast.Call
+        and type(value.func) is gast.Name
+        and value.func.id in ("list", "dict")
+    )
+
+
+def _is_array_method(target: Any) -> bool:
+    return isinstance(getattr(target, "__self__", None), np.ndarray)
+
+
+# code object -> the parameters whose values the function's result may share (None: unknown)
+_SUMMARIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SUMMARISING: set = set()
+
+
+def _returned_parameters(function: types.FunctionType) -> frozenset[str] | None:
+    """The parameters of ``function`` whose values its result may share, from the same
+    analysis run on its source; None when that cannot be told (no source, ``*args``,
+    a generator, a function that calls itself).
+
+    Example::
+
+        def helper(a, b):
+            return a * np.sin(b), (a,)
+
+        _returned_parameters(helper)  # frozenset({'a'})
+    """
+    code = function.__code__
+    if code in _SUMMARIES:
+        return _SUMMARIES[code]
+    if code in _SUMMARISING:
+        return None
+    _SUMMARISING.add(code)
+    try:
+        summary = _summary(function)
+    finally:
+        _SUMMARISING.discard(code)
+    _SUMMARIES[code] = summary
+    return summary
+
+
+def _summary(function: types.FunctionType) -> frozenset[str] | None:
+    flags = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR
+    if function.__code__.co_flags & flags:
+        return None
+    try:
+        parsed = parse_function(function)
+    except Exception:  # no source, or source the transformer cannot read
+        return None
+    statements = list(nested_statements(parsed.node.body))
+    parameters = parameter_names(parsed.node)
+    sharing = Sharing(statements, parsed.resolve, container_names(statements), parameters)
+    returned: set[str] = set()
+    for statement in statements:
+        if type(statement) is gast.Return and statement.value is not None:
+            for name in sources_of(statement.value, parsed.resolve):
+                returned |= sharing.of(name)
+    return frozenset(returned & parameters)
+
+
+def _arguments_for(call: gast.Call, function: types.FunctionType, parameters) -> list:
+    """The arguments of ``call`` that go to ``parameters`` of ``function`` (all of them
+    where ``*`` or ``**`` hides which is which)."""
+    if any(type(a) is gast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+        return [*call.args, *(k.value for k in call.keywords)]
+    positional = function.__code__.co_varnames[: function.__code__.co_argcount]
+    chosen = [a for a, p in zip(call.args, positional) if p in parameters]
+    return chosen + [k.value for k in call.keywords if k.arg in parameters]
+
+
+def resolved_target(func: gast.expr, resolve) -> Any:
+    if resolve is None:
+        return None
+    try:
+        target = resolve(func)
+    except Exception:
+        return None
+    return None if target is NOT_FOUND else target
