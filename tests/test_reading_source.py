@@ -141,15 +141,15 @@ def test_of_two_lambdas_on_a_line_the_one_that_compiles_to_the_code_without_colu
     import numpy as np
 
     import s2sgrad as sg
-    from s2sgrad.compiler import frontend
+    from s2sgrad.compiler.frontend import lambdas
 
-    original, calls = frontend._lambda_node, []
+    original, calls = lambdas.lambda_node, []
 
     def without_columns(source, code, *rest):
         calls.append(code)
         return original(source, _WithoutColumns(code), *rest)
 
-    monkeypatch.setattr(frontend, "_lambda_node", without_columns)
+    monkeypatch.setattr(lambdas, "lambda_node", without_columns)
     pair = (lambda x: x**3, lambda x: np.sin(x) * 2.0)
     derivatives = (lambda x: 3 * x**2, lambda x: 2.0 * np.cos(x))
     for function, derivative in zip(pair, derivatives):
