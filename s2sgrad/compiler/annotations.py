@@ -19,9 +19,6 @@ __all__ = ["annotate", "annotation", "ANNOTATIONS"]
 
 # Normal form (passes/)
 SYNCED = "s2s_synced"  # aliases: an in-place update and the store that keeps a copy in step
-REFUSAL = "s2s_refusal"  # desugar: name of the guard that refuses an array where one is not allowed
-ADDED_AT = "s2s_added_at"  # desugar: name of the helper that records where a list grew
-BINDINGS = "s2s_bindings"  # desugar: names a desugared ``match`` reads (collections.abc tests)
 RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its index is the counter)
 
 # Derivative code (reverse/)

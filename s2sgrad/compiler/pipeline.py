@@ -31,7 +31,6 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import ADDED_AT, BINDINGS, REFUSAL, annotation
 from s2sgrad.compiler.assemble import (
     assemble,
     entry_tangents,
@@ -307,14 +306,8 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
     """
-    desugar(node, names, parsed.location, parsed.resolve)
-    refusal = annotation(node, REFUSAL)
-    if refusal is not None:  # desugar's check of x op= v on shared arrays: a name it sees
-        parsed.closure[refusal] = runtime.refuse_if_array
-    parsed.closure.update(annotation(node, BINDINGS, {}))  # match's collections.abc tests
-    scatter = annotation(node, ADDED_AT)
-    if scatter is not None:  # desugar wrote np.add.at(t, i, v) as t[...] = added_at(t, i, v)
-        parsed.closure[scatter] = runtime.added_at
+    # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
+    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve))
     parameters = parameter_names(node)
 
     def is_builtin(name: str) -> bool:

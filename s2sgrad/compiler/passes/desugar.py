@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import collections.abc
+from typing import Any
 
 import gast
 import numpy as np
@@ -45,8 +46,12 @@ __all__ = ["desugar", "desugar_matches"]
 
 def desugar(
     node: gast.FunctionDef, names: NameGenerator, locate=lambda node: "<source>", resolve=None
-) -> gast.FunctionDef:
-    """Desugar ``node``'s body in place and return it.
+) -> dict[str, Any]:
+    """Desugar ``node``'s body in place. Returns the names the new code calls helpers by,
+    each with the object to bind it to: ``refuse_if_array`` (the run-time check of ``x op=
+    v`` on an array other names may share), ``added_at`` (for ``np.add.at``) and the tests
+    of a desugared ``match`` (``Sequence``, ``Mapping``, ``matches_class``), ``diagonal_index``
+    (``np.fill_diagonal``) and ``unique_index`` (``np.multiply.at`` and other ufuncs).
 
     Example::
 
@@ -54,11 +59,12 @@ def desugar(
     """
     _refuse_hidden_assignments(node, locate)
     _refuse_deleting_parts(node, locate)
-    desugar_matches(node, names, locate, resolve)
+    bindings = desugar_matches(node, names, locate, resolve)
+    added_at = None
     if resolve is not None:
-        _scatter_adds(node, node.body, names, resolve)
-        _diagonal_fills(node, node.body, names, resolve)
-        _ufunc_at_writes(node, node.body, names, resolve)
+        added_at = _scatter_adds(node.body, names, resolve)
+        _diagonal_fills(node.body, names, resolve, bindings)
+        _ufunc_at_writes(node.body, names, resolve, bindings)
     index_list_loops(node, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
@@ -66,13 +72,17 @@ def desugar(
             error = UnsupportedError(shared[id(statement)])
             error.tape_cannot_either = True  # the tape would be as wrong
             raise error
-    if shared:  # the name of the run-time check (runtime.refuse_if_array) for x op= v
-        node.s2s_refusal = names.claim("refuse_if_array")
+    # the name of the run-time check (runtime.refuse_if_array) for x op= v
+    refusal = names.claim("refuse_if_array") if shared else None
     body = node.body
     if body and _is_docstring(body[0]):
         body = body[1:]
-    node.body = _block(body, names, shared, getattr(node, "s2s_refusal", None)) or [gast.Pass()]
-    return node
+    node.body = _block(body, names, shared, refusal) or [gast.Pass()]
+    helpers = {refusal: runtime.refuse_if_array} if refusal is not None else {}
+    helpers.update(bindings)
+    if added_at is not None:
+        helpers[added_at] = runtime.added_at
+    return helpers
 
 
 def _is_item_update(statement: gast.stmt) -> bool:
@@ -81,15 +91,21 @@ def _is_item_update(statement: gast.stmt) -> bool:
     return type(statement) is gast.Assign
 
 
-def desugar_matches(node: gast.FunctionDef, names: NameGenerator, locate, resolve=None) -> None:
+def desugar_matches(
+    node: gast.FunctionDef, names: NameGenerator, locate, resolve=None
+) -> dict[str, Any]:
     """Rewrite the ``match`` statements of ``node``'s body into ``if`` chains, in place
     (for analyses that read statements, such as the tape's check of in-place updates).
+    Returns the names the tests call (``Sequence``, ``Mapping``, ``matches_class``), each
+    with the object to bind it to.
 
     Example::
 
         desugar_matches(parsed.node, NameGenerator(), parsed.location, parsed.resolve)
     """
-    node.body = _MatchDesugarer(node, names, locate, resolve).block(node.body)
+    desugarer = _MatchDesugarer(node, names, locate, resolve)
+    node.body = desugarer.block(node.body)
+    return desugarer.bindings
 
 
 def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
@@ -102,40 +118,42 @@ def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
             )
 
 
-def _scatter_adds(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:
+def _scatter_adds(body: list, names: NameGenerator, resolve, helper: str | None = None):
     """``np.add.at(t, i, v)`` → ``t[...] = added_at(t, i, v)``, in ``body`` and its blocks.
 
-    The name of :func:`s2sgrad.runtime.added_at` is left on ``node.s2s_added_at``.
+    Returns the name the new code calls :func:`s2sgrad.runtime.added_at` by (``helper``
+    when it was claimed already), or None when there is no such call.
     """
     for position, statement in enumerate(body):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                _scatter_adds(node, inner, names, resolve)
+                helper = _scatter_adds(inner, names, resolve, helper)
         sign = _scatter_sign(statement, resolve)
         if sign is None:
             continue
-        if getattr(node, "s2s_added_at", None) is None:
-            node.s2s_added_at = names.claim("added_at")
+        if helper is None:
+            helper = names.claim("added_at")
         array, index, values = statement.value.args
         if sign < 0:
             values = gast.UnaryOp(op=gast.USub(), operand=values)
-        updated = call(load(node.s2s_added_at), [load(array.id), index, values])
+        updated = call(load(helper), [load(array.id), index, values])
         place = gast.Subscript(value=load(array.id), slice=constant(...), ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=updated, type_comment=None)
         body[position] = _located(assign, statement)
+    return helper
 
 
-def _diagonal_fills(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:
+def _diagonal_fills(body: list, names: NameGenerator, resolve, bindings: dict) -> None:
     """``np.fill_diagonal(t, v)`` → ``t[diagonal_index(t, wrap)] = v``, an item write, in
-    ``body`` and its blocks (``wrap`` a literal); the helper's name is bound in
-    ``node.s2s_bindings``. Other calls of ``np.fill_diagonal`` are refused as in-place writes.
+    ``body`` and its blocks (``wrap`` a literal); the helper's name goes to ``bindings``
+    (name → object). Other calls of ``np.fill_diagonal`` are refused as in-place writes.
     """
     for position, statement in enumerate(body):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                _diagonal_fills(node, inner, names, resolve)
+                _diagonal_fills(inner, names, resolve, bindings)
         value = getattr(statement, "value", None)
         if not (
             isinstance(statement, gast.Expr)
@@ -146,7 +164,6 @@ def _diagonal_fills(node: gast.FunctionDef, body: list, names: NameGenerator, re
             and _resolves_to(resolve, value.func, np.fill_diagonal)
         ):
             continue
-        bindings = node.__dict__.setdefault("s2s_bindings", {})
         helper = next((n for n, f in bindings.items() if f is runtime.diagonal_index), None)
         if helper is None:
             helper = names.claim("diagonal_index")
@@ -160,17 +177,18 @@ def _diagonal_fills(node: gast.FunctionDef, body: list, names: NameGenerator, re
         )
 
 
-def _ufunc_at_writes(node: gast.FunctionDef, body: list, names: NameGenerator, resolve) -> None:
+def _ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -> None:
     """``np.u.at(t, i, v)`` (``u`` a ufunc with a derivative rule, other than add and subtract,
     which ``_scatter_adds`` took) → ``t[i] = np.u(t[unique_index(t, i)], v)``: the same for
-    indices that pick each element once, which ``unique_index`` checks when it runs."""
+    indices that pick each element once, which ``unique_index`` checks when it runs. The
+    helper's name goes to ``bindings`` (name → object)."""
     from s2sgrad.rules import get_rule
 
     for position, statement in enumerate(body):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                _ufunc_at_writes(node, inner, names, resolve)
+                _ufunc_at_writes(inner, names, resolve, bindings)
         value = getattr(statement, "value", None)
         if not (
             isinstance(statement, gast.Expr)
@@ -191,7 +209,6 @@ def _ufunc_at_writes(node: gast.FunctionDef, body: list, names: NameGenerator, r
         rule = get_rule(ufunc)
         if rule is None or not rule.differentiable or _repeats_literally(value.args[1]):
             continue  # refused as an in-place write, when the function is transformed
-        bindings = node.__dict__.setdefault("s2s_bindings", {})
         helper = next((n for n, f in bindings.items() if f is runtime.unique_index), None)
         if helper is None:
             helper = names.claim("unique_index")
@@ -389,7 +406,7 @@ class _MatchDesugarer:
     A pattern's captures are bound at the start of its case; its guard reads the
     subject's parts in their place. ``Sequence`` and ``Mapping`` (from
     ``collections.abc``, as ``match`` uses them) and the runtime's ``matches_class`` are
-    bound in ``node.s2s_bindings``.
+    called by the names in ``bindings`` (name → object), for the caller to bind.
     """
 
     def __init__(self, node: gast.FunctionDef, names: NameGenerator, locate, resolve):
@@ -397,6 +414,7 @@ class _MatchDesugarer:
         self.names = names
         self.locate = locate
         self.resolve = resolve
+        self.bindings: dict[str, Any] = {}
 
     def block(self, statements: list[gast.stmt]) -> list[gast.stmt]:
         result = []
@@ -582,12 +600,11 @@ class _MatchDesugarer:
     def _bound(self, name: str) -> str:
         """A name for ``collections.abc.<name>`` (or a runtime helper) in the generated code."""
         obj = getattr(runtime, name, None) or getattr(collections.abc, name)
-        bindings = self.node.__dict__.setdefault("s2s_bindings", {})
-        for bound, known in bindings.items():
+        for bound, known in self.bindings.items():
             if known is obj:
                 return bound
         bound = self.names.claim(name)
-        bindings[bound] = obj
+        self.bindings[bound] = obj
         return bound
 
     def _check_builtins(self, statement: gast.Match) -> None:

@@ -22,9 +22,6 @@ class NameGenerator:
         self.taken = set(taken)
         self._counters: dict[str, int] = {}
 
-    def reserve(self, names: Iterable[str]) -> None:
-        self.taken.update(names)
-
     def claim(self, name: str) -> str:
         """``name`` itself if free, else ``name_1``, ``name_2`` …"""
         candidate = name
