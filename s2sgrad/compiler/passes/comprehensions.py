@@ -9,7 +9,6 @@ made are normalised by :class:`s2sgrad.compiler.passes.loops.Loops`.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import gast
 
@@ -25,16 +24,16 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-if TYPE_CHECKING:
-    from s2sgrad.compiler.passes.loops import Loops
-
 __all__ = ["Comprehensions"]
 
 
 class Comprehensions(gast.NodeTransformer):
     """``[e for v in xs]`` (and generator arguments) → a list built by a loop beforehand."""
 
-    def __init__(self, loops: Loops, prefix: list[gast.stmt], statement: gast.stmt):
+    def __init__(self, loops, prefix: list[gast.stmt], statement: gast.stmt):
+        """``loops`` is the :class:`~s2sgrad.compiler.passes.loops.Loops` of the function (it
+        lowers the loops made here, and knows its names); what is computed beforehand goes
+        to ``prefix``, before ``statement``."""
         self.loops = loops
         self.prefix = prefix
         self.statement = statement
