@@ -19,10 +19,6 @@ TESTS = pathlib.Path(__file__).parent
 # goes (a stale entry does not fail the test, so that the branches named can land in any
 # order).
 PENDING = {
-    # the branch `split-front` moves both, public, to compiler/passes/fresh_results.py
-    # (FRESH_NUMPY) and compiler/frontend/lambdas.py (lambda_node)
-    ("test_aliases.py", "s2sgrad.compiler.passes.aliases._FRESH_NUMPY"),
-    ("test_reading_source.py", "s2sgrad.compiler.frontend._lambda_node"),
     # compiler/optimize is being split by the branch `split-back`, which makes both public
     # (optimize.folding.ConstantFolder, optimize.statements.node_size)
     ("test_optimize.py", "s2sgrad.compiler.optimize._ConstantFolder"),
