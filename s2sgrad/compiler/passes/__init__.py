@@ -1,7 +1,8 @@
 """The normal form: small rewrites of a parsed function, run in this order by the pipeline.
 
 1. ``desugar`` (desugar.py): augmented assignment, chained comparisons, unpacking,
-   ``match``, ``np.add.at``; in-place updates of arrays other names may share are refused
+   ``match``; ``np.add.at``, ``ufunc.at`` and ``np.fill_diagonal`` as item writes
+   (library_writes.py); in-place updates of arrays other names may share are refused
    (aliases.py, on sharing.py, fresh_results.py and list_entries.py).
 2. ``normalise_loops`` (loops.py): local functions and partials only called are inlined
    (local_functions.py, inline_locals.py), comprehensions and ``map`` become loops

@@ -6,8 +6,9 @@
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
 * ``items.pop()`` becomes ``popped = items.pop()``;
-* ``np.add.at(t, i, v)`` becomes ``t[...] = added_at(t, i, v)`` (``np.subtract.at``: ``-v``),
-  an item assignment the transformer differentiates;
+* NumPy calls that write into an array (``np.add.at``, ``ufunc.at``, ``np.fill_diagonal``)
+  become the item assignments they are, which the transformer differentiates
+  (:mod:`s2sgrad.compiler.passes.library_writes`);
 * docstrings, ``pass`` and ``del name`` disappear (``del d[k]`` is refused);
 * ``match`` statements become ``if``/``elif`` chains on the subject (value, singleton,
   capture, wildcard, or-, sequence (with ``*rest``), mapping and class patterns, guards);
@@ -22,10 +23,10 @@ import collections.abc
 from typing import Any
 
 import gast
-import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
+from s2sgrad.compiler.passes.library_writes import diagonal_fills, scatter_adds, ufunc_at_writes
 from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
@@ -62,9 +63,9 @@ def desugar(
     bindings = desugar_matches(node, names, locate, resolve)
     added_at = None
     if resolve is not None:
-        added_at = _scatter_adds(node.body, names, resolve)
-        _diagonal_fills(node.body, names, resolve, bindings)
-        _ufunc_at_writes(node.body, names, resolve, bindings)
+        added_at = scatter_adds(node.body, names, resolve)
+        diagonal_fills(node.body, names, resolve, bindings)
+        ufunc_at_writes(node.body, names, resolve, bindings)
     index_list_loops(node, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
@@ -116,142 +117,6 @@ def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
                 f"{locate(child)}: an assignment expression (:=) cannot be transformed; "
                 "assign with a plain statement, or use mode='tape'"
             )
-
-
-def _scatter_adds(body: list, names: NameGenerator, resolve, helper: str | None = None):
-    """``np.add.at(t, i, v)`` → ``t[...] = added_at(t, i, v)``, in ``body`` and its blocks.
-
-    Returns the name the new code calls :func:`s2sgrad.runtime.added_at` by (``helper``
-    when it was claimed already), or None when there is no such call.
-    """
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                helper = _scatter_adds(inner, names, resolve, helper)
-        sign = _scatter_sign(statement, resolve)
-        if sign is None:
-            continue
-        if helper is None:
-            helper = names.claim("added_at")
-        array, index, values = statement.value.args
-        if sign < 0:
-            values = gast.UnaryOp(op=gast.USub(), operand=values)
-        updated = call(load(helper), [load(array.id), index, values])
-        place = gast.Subscript(value=load(array.id), slice=constant(...), ctx=gast.Store())
-        assign = gast.Assign(targets=[place], value=updated, type_comment=None)
-        body[position] = _located(assign, statement)
-    return helper
-
-
-def _diagonal_fills(body: list, names: NameGenerator, resolve, bindings: dict) -> None:
-    """``np.fill_diagonal(t, v)`` → ``t[diagonal_index(t, wrap)] = v``, an item write, in
-    ``body`` and its blocks (``wrap`` a literal); the helper's name goes to ``bindings``
-    (name → object). Other calls of ``np.fill_diagonal`` are refused as in-place writes.
-    """
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                _diagonal_fills(inner, names, resolve, bindings)
-        value = getattr(statement, "value", None)
-        if not (
-            isinstance(statement, gast.Expr)
-            and isinstance(value, gast.Call)
-            and len(value.args) == 2
-            and isinstance(value.args[0], gast.Name)
-            and all(k.arg == "wrap" and isinstance(k.value, gast.Constant) for k in value.keywords)
-            and _resolves_to(resolve, value.func, np.fill_diagonal)
-        ):
-            continue
-        helper = next((n for n, f in bindings.items() if f is runtime.diagonal_index), None)
-        if helper is None:
-            helper = names.claim("diagonal_index")
-            bindings[helper] = runtime.diagonal_index
-        array, values = value.args
-        wrap = value.keywords[0].value if value.keywords else constant(False)
-        index = call(load(helper), [load(array.id), wrap])
-        place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
-        body[position] = _located(
-            gast.Assign(targets=[place], value=values, type_comment=None), statement
-        )
-
-
-def _ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -> None:
-    """``np.u.at(t, i, v)`` (``u`` a ufunc with a derivative rule, other than add and subtract,
-    which ``_scatter_adds`` took) → ``t[i] = np.u(t[unique_index(t, i)], v)``: the same for
-    indices that pick each element once, which ``unique_index`` checks when it runs. The
-    helper's name goes to ``bindings`` (name → object)."""
-    from s2sgrad.rules import get_rule
-
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                _ufunc_at_writes(inner, names, resolve, bindings)
-        value = getattr(statement, "value", None)
-        if not (
-            isinstance(statement, gast.Expr)
-            and isinstance(value, gast.Call)
-            and isinstance(value.func, gast.Attribute)
-            and value.func.attr == "at"
-            and not value.keywords
-            and len(value.args) >= 2
-            and isinstance(value.args[0], gast.Name)
-        ):
-            continue
-        try:
-            ufunc = getattr(resolve(value.func), "__self__", None)
-        except Exception:  # a name that does not resolve is no ufunc
-            continue
-        if not isinstance(ufunc, np.ufunc) or len(value.args) != 1 + ufunc.nin:
-            continue
-        rule = get_rule(ufunc)
-        if rule is None or not rule.differentiable or _repeats_literally(value.args[1]):
-            continue  # refused as an in-place write, when the function is transformed
-        helper = next((n for n, f in bindings.items() if f is runtime.unique_index), None)
-        if helper is None:
-            helper = names.claim("unique_index")
-            bindings[helper] = runtime.unique_index
-        array, index, *rest = value.args
-        checked = call(load(helper), [load(array.id), clone(index)])
-        read = gast.Subscript(value=load(array.id), slice=checked, ctx=gast.Load())
-        combined = call(value.func.value, [read, *rest])
-        place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
-        assign = gast.Assign(targets=[place], value=combined, type_comment=None)
-        body[position] = _located(assign, statement)
-
-
-def _repeats_literally(index: gast.expr) -> bool:
-    """Whether ``index`` is a list of integer literals with a repeat (``[0, 0]``)."""
-    if not isinstance(index, (gast.List, gast.Tuple)):
-        return False
-    values = [e.value for e in index.elts if isinstance(e, gast.Constant)]
-    return len(values) == len(index.elts) and len(set(values)) < len(values)
-
-
-def _resolves_to(resolve, node: gast.expr, target) -> bool:
-    try:
-        return resolve(node) is target
-    except Exception:  # a name that does not resolve is not np.fill_diagonal
-        return False
-
-
-def _scatter_sign(statement: gast.stmt, resolve) -> int | None:
-    """1 for ``np.add.at(t, i, v)``, -1 for ``np.subtract.at``, None for anything else."""
-    value = getattr(statement, "value", None)
-    if not (
-        isinstance(statement, gast.Expr)
-        and isinstance(value, gast.Call)
-        and isinstance(value.func, gast.Attribute)
-        and value.func.attr == "at"
-        and len(value.args) == 3
-        and not value.keywords
-        and isinstance(value.args[0], gast.Name)
-    ):
-        return None
-    owner = getattr(resolve(value.func), "__self__", None)
-    return {id(np.add): 1, id(np.subtract): -1}.get(id(owner))
 
 
 def _refuse_deleting_parts(node: gast.FunctionDef, locate) -> None:
