@@ -32,17 +32,24 @@ from s2sgrad import numpy_signatures
 from s2sgrad.api import jvp, vjp
 from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.numpy_signatures import positional_parameters
-from s2sgrad.rules.registry import custom_derivative, get_rule, jvp_rule, nondifferentiable
+from s2sgrad.rules.registry import (
+    custom_derivative,
+    forget_custom_derivative,
+    get_rule,
+    jvp_rule,
+    nondifferentiable,
+)
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.custom import called_by_tape
-from s2sgrad.tape.rerouting import reroute
+from s2sgrad.tape.rerouting import reroute, unroute
 from s2sgrad.tape.values import apply_rule, call_custom, is_recorded, is_tape_value, value_of
 
 __all__ = [
     "stop_gradient",
     "without_derivative",
     "derivative",
+    "forget_derivative",
     "custom_gradient",
     "with_derivative",
     "checkpoint",
@@ -158,6 +165,23 @@ def derivative(*, of: Callable, jvp: Callable | None = None) -> Callable[[F], F]
         return df
 
     return register
+
+
+def forget_derivative(*, of: Callable) -> bool:
+    """Undo every ``@derivative(of=...)`` registered for ``of``: from the next call on, both
+    engines differentiate ``of`` as they did before (by its rule, or its source). Returns
+    whether ``of`` had a custom derivative.
+
+    Example::
+
+        sg.forget_derivative(of=my_exp)  # True
+    """
+    forgotten = forget_custom_derivative(of)
+    if isinstance(of, types.FunctionType):
+        unroute(of, _DISPATCH_PARAMETER)  # its own code again, which its source describes
+    if forgotten:
+        _forget_generated_code()  # code generated since used the custom derivative
+    return forgotten
 
 
 def custom_gradient(f: Callable) -> Callable:

@@ -18,17 +18,7 @@ TESTS = pathlib.Path(__file__).parent
 # Private names still read, each with why and who removes it; delete an entry when its use
 # goes (a stale entry does not fail the test, so that the branches named can land in any
 # order).
-PENDING = {
-    # compiler/optimize is being split by the branch `split-back`, which makes both public
-    # (optimize.folding.ConstantFolder, optimize.statements.node_size)
-    ("test_optimize.py", "s2sgrad.compiler.optimize._ConstantFolder"),
-    ("test_optimize.py", "s2sgrad.compiler.optimize._size"),
-    # undoing a derivative registered for a NumPy function: there is no public way to
-    # forget a registration (the registry and the tape's rule cache are being reworked by
-    # the branch `layers`)
-    ("test_controls.py", "s2sgrad.rules.registry._RULES"),
-    ("test_controls.py", "s2sgrad.tape.values._RULES"),
-}
+PENDING: set[tuple[str, str]] = set()
 
 
 def _private_prefix(name: str) -> str | None:

@@ -19,8 +19,6 @@ import pytest
 from oracle import call_twice, directional_derivative, numeric_grad, numeric_jacobian
 
 import s2sgrad as sg
-from s2sgrad.compiler.pipeline import clear_cache
-from s2sgrad.rules import registry
 
 MODES = ["s2s", "tape"]
 
@@ -208,20 +206,11 @@ def test_custom_derivative_has_second_derivatives_on_nested_tapes():
 @contextlib.contextmanager
 def derivative_of_library_function(primitive, df):
     """Register ``df`` for a NumPy function for the duration of a test, then undo it."""
-    from s2sgrad.tape import values
-
-    rule = registry.get_rule(primitive)
-    saved = None if rule is None else (rule.custom, rule.custom_jvp)
     sg.derivative(of=primitive)(df)
     try:
         yield
     finally:
-        if saved is None:
-            registry._RULES.pop(primitive, None)
-            values._RULES.pop(primitive, None)
-        else:
-            rule.custom, rule.custom_jvp = saved
-        clear_cache()
+        assert sg.forget_derivative(of=primitive)
 
 
 def bessel_i1(x):
@@ -702,7 +691,6 @@ def loss(x):
 
 
 def test_export_keeps_a_library_functions_custom_derivative(tmp_path, monkeypatch):
-    from s2sgrad.tape import values
 
     (tmp_path / "library_user.py").write_text(LIBRARY_USER_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -712,9 +700,7 @@ def test_export_keeps_a_library_functions_custom_derivative(tmp_path, monkeypatc
         expected = sg.grad(library_user.loss, mode="s2s")(np.array([0.3, 1.2]))
         sg.export(library_user.loss, tmp_path / "dlibrary.py")
     finally:  # the import registered a derivative for np.i0: undo it
-        registry._RULES.pop(np.i0, None)
-        values._RULES.pop(np.i0, None)
-        clear_cache()
+        sg.forget_derivative(of=np.i0)
         sys.modules.pop("library_user", None)
     program = (
         "import sys\nsys.path.insert(0, sys.argv[1])\nimport numpy as np\n"
@@ -728,3 +714,37 @@ def test_export_keeps_a_library_functions_custom_derivative(tmp_path, monkeypatc
         cwd=Path(sg.__file__).parents[1],
     )
     np.testing.assert_allclose(eval(run.stdout), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_forget_derivative_restores_the_rule_before_it(mode):
+    def loss(x):
+        return np.sum(np.sin(x) * x)
+
+    x = np.linspace(0.1, 0.9, 3)
+    plain = np.cos(x) * x + np.sin(x)
+    assert np.allclose(sg.grad(loss, mode=mode)(x), plain)
+
+    @sg.derivative(of=np.sin)
+    def doubled_sine(x):
+        return np.sin(x), lambda g: 2.0 * g * np.cos(x)
+
+    assert np.allclose(sg.grad(loss, mode=mode)(x), 2.0 * np.cos(x) * x + np.sin(x))
+    assert sg.forget_derivative(of=np.sin)
+    assert not sg.forget_derivative(of=np.sin)
+    assert np.allclose(sg.grad(loss, mode=mode)(x), plain)  # NumPy's rule again
+    assert np.allclose(sg.hvp(loss, (x,), (np.ones(3),), mode=mode), -np.sin(x) * x + 2 * np.cos(x))
+
+
+def test_forget_derivative_of_a_user_function_goes_back_to_its_source():
+    def cube(x):
+        return x**3
+
+    @sg.derivative(of=cube)
+    def wrong_on_purpose(x):
+        return cube(x), lambda g: 0.0 * g
+
+    assert sg.grad(lambda x: cube(x))(2.0) == 0.0
+    assert sg.forget_derivative(of=cube)
+    for mode in ("s2s", "tape"):
+        assert sg.grad(lambda x: cube(x), mode=mode)(2.0) == pytest.approx(12.0)

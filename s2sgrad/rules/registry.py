@@ -21,6 +21,7 @@ Rules that the source transformer inlines must be written plainly: assignments a
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from collections.abc import Callable
@@ -39,6 +40,8 @@ __all__ = [
     "registered_primitives",
     "per_argument",
     "custom_derivative",
+    "forget_custom_derivative",
+    "when_forgotten",
     "AS_IS",
     "batches_as_is",
     "declare_batching",
@@ -147,10 +150,52 @@ def custom_derivative(primitive: Any, derivative: Callable, jvp: Callable | None
 
         custom_derivative(my_exp, exp_derivative)
     """
+    if primitive not in _BEFORE_CUSTOM:
+        known = _RULES.get(primitive)
+        _BEFORE_CUSTOM[primitive] = None if known is None else dataclasses.replace(known)
     rule = _entry(primitive)
     rule.custom = derivative
     rule.custom_jvp = jvp
     rule.differentiable = True
+
+
+# What a primitive's rule was before its first custom derivative (None: it had none).
+_BEFORE_CUSTOM: dict[Any, Rule | None] = {}
+# Caches of rules kept elsewhere (the tape's lookup cache), told when a rule goes.
+_FORGETTING: list[Callable[[Any], None]] = []
+
+
+def when_forgotten(listener: Callable[[Any], None]) -> Callable[[Any], None]:
+    """Call ``listener(primitive)`` whenever a rule is forgotten (for caches of rules).
+
+    Example::
+
+        when_forgotten(lambda primitive: my_cache.pop(primitive, None))
+    """
+    _FORGETTING.append(listener)
+    return listener
+
+
+def forget_custom_derivative(primitive: Any) -> bool:
+    """Undo :func:`custom_derivative` for ``primitive``: its rule is what it was before
+    (none, if it had none). Returns whether there was a custom derivative to forget.
+
+    Example::
+
+        forget_custom_derivative(my_exp)
+    """
+    if primitive not in _BEFORE_CUSTOM:
+        return False
+    before = _BEFORE_CUSTOM.pop(primitive)
+    if before is None:
+        _RULES.pop(primitive, None)
+    else:
+        rule = _RULES[primitive]
+        for item in dataclasses.fields(Rule):  # in place: others hold this rule object
+            setattr(rule, item.name, getattr(before, item.name))
+    for listener in _FORGETTING:
+        listener(primitive)
+    return True
 
 
 def nondifferentiable(*primitives: Any) -> None:

@@ -18,7 +18,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["reroute"]
+__all__ = ["reroute", "unroute"]
 
 Handler = Callable[[tuple, dict], Any]
 
@@ -54,6 +54,24 @@ def reroute(
     function.__kwdefaults__ = {parameter: make_handler(original)}
     function.__signature__ = signature
     function.__wrapped__ = original
+    return True
+
+
+def unroute(function: types.FunctionType, parameter: str) -> bool:
+    """Give ``function`` back the code :func:`reroute` replaced (``False`` if it was not
+    routed through ``parameter``).
+
+    Example::
+
+        unroute(f, "__route__")
+    """
+    if parameter not in (function.__kwdefaults__ or {}):
+        return False
+    original = function.__wrapped__
+    function.__code__ = original.__code__
+    function.__defaults__ = original.__defaults__
+    function.__kwdefaults__ = original.__kwdefaults__
+    del function.__signature__, function.__wrapped__
     return True
 
 

@@ -31,7 +31,7 @@ from s2sgrad.errors import (
     where,
 )
 from s2sgrad.naming import library_name
-from s2sgrad.rules.registry import Rule, get_rule
+from s2sgrad.rules.registry import Rule, get_rule, when_forgotten
 from s2sgrad.runtime.core import is_complex, is_foreign_array
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.in_place import (
@@ -479,6 +479,7 @@ def value_of(x: Any) -> Any:
 # Looking rules up --------------------------------------------------------------------------
 
 _RULES: dict[Any, Rule] = {}
+when_forgotten(lambda primitive: _RULES.pop(primitive, None))
 
 # A Python operator without a rule of its own uses the rule of the matching ufunc.
 _OPERATOR_UFUNCS = {
