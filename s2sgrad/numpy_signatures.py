@@ -42,6 +42,8 @@ _TABLE = {
     "ndarray.astype": "(self, /, dtype, order='K', casting='unsafe', subok=True, copy=True)",
     "ndarray.clip": "(self, /, min=None, max=None, out=None, **kwargs)",
     "ndarray.compress": "(self, /, condition, axis=None, out=None)",
+    "ndarray.conj": "(self, /)",
+    "ndarray.conjugate": "(self, /)",
     "ndarray.copy": "(self, /, order='C')",
     "ndarray.cumprod": "(self, /, axis=None, dtype=None, out=None)",
     "ndarray.cumsum": "(self, /, axis=None, dtype=None, out=None)",

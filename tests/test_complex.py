@@ -245,11 +245,21 @@ def solves(a):
     )
 
 
-def cholesky_of_hermitian(a):
-    m = a + np.conj(a.T) + 6.0 * np.eye(3)
-    return np.sum(np.real(np.linalg.cholesky(m) * W[:3, :3])) + np.sum(
-        np.abs(np.linalg.cholesky(m, upper=True)) ** 2 * np.abs(W[:3, 1:])
-    )
+if np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # cholesky(upper=) is new in NumPy 2.0
+
+    def cholesky_of_hermitian(a):
+        m = a + np.conj(a.T) + 6.0 * np.eye(3)
+        return np.sum(np.real(np.linalg.cholesky(m) * W[:3, :3])) + np.sum(
+            np.abs(np.linalg.cholesky(m, upper=True)) ** 2 * np.abs(W[:3, 1:])
+        )
+
+else:
+
+    def cholesky_of_hermitian(a):
+        m = a + np.conj(a.T) + 6.0 * np.eye(3)
+        return np.sum(np.real(np.linalg.cholesky(m) * W[:3, :3])) + np.sum(
+            np.abs(np.conj(np.linalg.cholesky(m)).T) ** 2 * np.abs(W[:3, 1:])
+        )
 
 
 def eigh_invariant(a):
@@ -491,7 +501,7 @@ def test_arrays_made_of_complex_values():
 def operators_and_builtins(z):
     a = np.add(z, 1.0) * np.subtract(z, 2j) + np.multiply(z, z) / np.divide(z, 3.0)
     b = pow(z[0], 2) + abs(z[1]) + sum(list(z)) + sum(tuple(z[:2])) + z[2].item() + (+z[0])
-    return np.real(np.sum(np.power(a, 2) + np.astype(z, np.complex128) * b))
+    return np.real(np.sum(np.power(a, 2) + z.astype(np.complex128) * b))
 
 
 def test_operators_and_builtins():
@@ -499,8 +509,9 @@ def test_operators_and_builtins():
     # .item() is refused on the tape, for real values too
 
 
-def _label(primitive):
-    return getattr(primitive, "__qualname__", None) or repr(primitive)
+def _label(primitive):  # NumPy 1.x ufuncs have a __name__ but no __qualname__
+    name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    return name or repr(primitive)
 
 
 # the complex-ready primitives tested above other than through MOVES and HOLOMORPHIC
