@@ -695,3 +695,16 @@ def test_maximum_outer_at_a_tie_with_a_constant(mode):
     """As for np.maximum: at a tie with a constant the derivative goes to the constant."""
     z = np.array([0.0, 1.0, -0.5, 2.0])
     assert_close(sg.grad(relu_outer, mode=mode)(z), np.array([0.0, 2.0, 0.0, 5.0]))
+
+
+def interpolated_from_a_list(c):
+    return np.interp(0.25, [0.0, 1.0], [c, 2.0 * c + 1.0]) * c
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_interp_of_sample_values_written_as_a_list(mode):
+    """fp as a list literal holding differentiated values (cast_like met the list)."""
+    gradient = sg.grad(interpolated_from_a_list, mode=mode)
+    for c in (0.7, -0.4):
+        expected = numeric_grad(interpolated_from_a_list, (c,), 0)
+        assert gradient(c) == pytest.approx(expected, rel=1e-6)

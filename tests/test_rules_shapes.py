@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 import pytest
-from oracle import inner, numeric_jvp, numeric_vjp
+from oracle import inner, numeric_grad, numeric_jvp, numeric_vjp
 from rulecheck import (
     assert_arrays_close,
     assert_every_rule_is_tested,
@@ -21,6 +21,7 @@ from rulecheck import (
     random_like,
 )
 
+import s2sgrad as sg
 import s2sgrad.runtime
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules import get_rule
@@ -806,3 +807,28 @@ def test_every_rule_is_tested():
     tested += [concatenated, sequence_part]  # test_concatenation_rules_are_adjoint, …
     tested += [for_items, items_cotangent]  # test_loop_item_rules
     assert_every_rule_is_tested(RULE_MODULES, tested)
+
+
+def padded_with(c, x):
+    return np.sum(np.pad(x, ((1, 0), (2, 1)), constant_values=c) ** 2 * np.arange(1.0, 7.0))
+
+
+def test_pad_differentiates_its_constant_values():
+    """The border of a constant pad is the constant: its derivative is the border's sum."""
+    x = np.random.default_rng(11).normal(size=(2, 3))
+    for mode in ("s2s", "auto"):
+        gradient = sg.grad(padded_with, mode=mode)
+        for c in (0.7, -1.3):  # the first call, then the specialised code
+            expected = numeric_grad(padded_with, (c, x), 0)
+            assert gradient(c, x) == pytest.approx(expected, rel=1e-6)
+            _, tangent = sg.jvp(padded_with, (c, x), (1.0, np.zeros_like(x)), mode=mode)
+            assert tangent == pytest.approx(expected, rel=1e-6)
+
+
+def padded_per_side(c, x):
+    return np.sum(np.pad(x, 1, constant_values=((c, 0.0), (0.0, c))))
+
+
+def test_pad_refuses_several_differentiated_constant_values():
+    with pytest.raises(sg.NonDifferentiableError, match="constant_values only when it is one"):
+        sg.grad(padded_per_side, mode="s2s")(0.5, np.ones((2, 2)))

@@ -16,6 +16,7 @@ import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     as_gradient,
     clip_regions,
@@ -996,8 +997,23 @@ def _pad(
     reflect_type="even",
 ):
     if mode == "constant":
-        return unpad(g, array, pad_width)
-    return unpad(g, array, pad_width, mode, reflect_type)
+        inner = unpad(g, array, pad_width)
+    else:
+        inner = unpad(g, array, pad_width, mode, reflect_type)
+    border = 1.0 - np.pad(np.ones(np.shape(array)), pad_width)
+    return (
+        inner,
+        None,
+        None,
+        None,
+        np.sum(g * border) if np.ndim(constant_values) == 0 else refuse(_PAD_ONLY_SCALAR),
+    )
+
+
+_PAD_ONLY_SCALAR = (
+    "np.pad is differentiated in constant_values only when it is one number; build a border "
+    "of several values yourself (np.concatenate) to differentiate them"
+)
 
 
 @jvp_rule(np.pad)
@@ -1013,10 +1029,19 @@ def _pad_jvp(
     reflect_type="even",
 ):
     if mode == "constant":
-        return np.pad(t, pad_width)
-    if mode == "edge" or mode == "wrap":
-        return np.pad(t, pad_width, mode=mode)
-    return np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
+        moved = np.pad(t, pad_width)
+    elif mode == "edge" or mode == "wrap":
+        moved = np.pad(t, pad_width, mode=mode)
+    else:
+        moved = np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
+    border = 1.0 - np.pad(np.ones(np.shape(array)), pad_width)
+    return (
+        moved,
+        None,
+        None,
+        None,
+        np.sum(t) * border if np.ndim(constant_values) == 0 else refuse(_PAD_ONLY_SCALAR),
+    )
 
 
 # ``np.where(condition)`` alone returns integer indices, which carry no derivative.

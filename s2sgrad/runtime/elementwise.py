@@ -31,7 +31,10 @@ def cast_like(value: Any, like: Any) -> Any:
 
         cast_like(np.ones(2), np.zeros(2, np.float32))  # array([1., 1.], dtype=float32)
     """
-    dtype = np.result_type(like)
+    if isinstance(like, (list, tuple)):  # result_type would read a list as a dtype spec
+        dtype = np.result_type(*like) if like else np.dtype(np.float64)
+    else:
+        dtype = np.result_type(like)
     if not np.issubdtype(dtype, np.inexact):
         dtype = np.dtype(np.float64)
     if np.result_type(value) == dtype:
