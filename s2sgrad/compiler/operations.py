@@ -40,6 +40,7 @@ __all__ = [
     "classify",
     "index_expression",
     "refuse_differentiated_keywords",
+    "refuse_keyword_without_entry",
     "keeps_arguments_inside",
     "dotted_name",
 ]
@@ -74,6 +75,8 @@ class Operation:
     callee: gast.expr | None = None  # for calls: the expression that names the function
     keys: list | None = None  # for a dict literal: its keys, one per argument
     advice: str = ""  # for NO_RULE: what to do instead, where better than a custom rule
+    # positions in ``args`` filled from keywords the user wrote (index → keyword)
+    keyword_positions: dict[int, str] = field(default_factory=dict)
 
     @property
     def rule(self):
@@ -151,8 +154,14 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
 _ITERATORS = (map, filter, zip, enumerate, reversed, iter, next)
 
 
-def _primitive(primitive, args, keywords=None) -> Operation:
-    return Operation(OperationKind.PRIMITIVE, primitive, list(args), dict(keywords or {}))
+def _primitive(primitive, args, keywords=None, keyword_positions=None) -> Operation:
+    return Operation(
+        OperationKind.PRIMITIVE,
+        primitive,
+        list(args),
+        dict(keywords or {}),
+        keyword_positions=dict(keyword_positions or {}),
+    )
 
 
 def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Operation:
@@ -281,20 +290,21 @@ def _is_literal(node: gast.expr) -> bool:
     return isinstance(node, gast.Constant)
 
 
-def _keywords_in_position(rule, args: list, keywords: dict) -> tuple[list, dict]:
+def _keywords_in_position(rule, args: list, keywords: dict) -> tuple[list, dict, dict]:
     """Computed values passed by keyword (``np.full(shape=3, fill_value=v)``), moved to
-    their positions: a rule returns cotangents for positional arguments only.
+    their positions: a rule returns cotangents for positional arguments only. Also returns
+    which positions came from which keywords.
 
     The gaps take the rule's defaults; a value the rule has no position for stays a keyword.
     """
     computed = [k for k, v in keywords.items() if not isinstance(v, gast.Constant)]
     function = rule.vjp or rule.jvp
     if not computed or function is None:
-        return args, keywords
+        return args, keywords, {}
     try:
         parameters = list(inspect.signature(function).parameters.values())[2:]
     except (TypeError, ValueError):
-        return args, keywords
+        return args, keywords, {}
     positional = []
     for parameter in parameters:
         if parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
@@ -302,16 +312,35 @@ def _keywords_in_position(rule, args: list, keywords: dict) -> tuple[list, dict]
         positional.append(parameter)
     last = max((i for i, p in enumerate(positional) if p.name in computed), default=-1)
     if last < len(args):
-        return args, keywords
-    moved, left = list(args), dict(keywords)
+        return args, keywords, {}
+    moved, left, positions = list(args), dict(keywords), {}
     for parameter in positional[len(args) : last + 1]:
         if parameter.name in left:
+            positions[len(moved)] = parameter.name
             moved.append(left.pop(parameter.name))
         elif parameter.default is not parameter.empty and _is_plain(parameter.default):
             moved.append(gast.Constant(value=parameter.default, kind=None))
         else:  # a gap with no default to write: leave the call as it is
-            return args, keywords
-    return moved, left
+            return args, keywords, {}
+    return moved, left, positions
+
+
+def refuse_keyword_without_entry(operation: Operation, index: int, location: str) -> None:
+    """A differentiated value passed by keyword whose rule gives it no derivative (the rule
+    answers for the other arguments): refuse it rather than give it a zero.
+
+    Example::
+
+        refuse_keyword_without_entry(operation, 2, "f.py:3")
+    """
+    name = operation.keyword_positions.get(index)
+    if name is not None:
+        raise UnsupportedError(
+            f"{location}: {library_name(operation.primitive) or 'the function'} has no "
+            f"derivative in '{name}=', which is given a differentiated value; compute that "
+            "part yourself with functions that have derivatives, or use "
+            "s2sgrad.stop_gradient(...) on the value if it needs none"
+        )
 
 
 def refuse_differentiated_keywords(operation: Operation, is_active, location: str) -> None:

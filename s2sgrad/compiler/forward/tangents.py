@@ -11,7 +11,12 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.inline import inline_rule
-from s2sgrad.compiler.operations import Operation, OperationKind, refuse_differentiated_keywords
+from s2sgrad.compiler.operations import (
+    Operation,
+    OperationKind,
+    refuse_differentiated_keywords,
+    refuse_keyword_without_entry,
+)
 from s2sgrad.compiler.syntax import attribute, call, clone, constant, load, walk
 from s2sgrad.errors import NonDifferentiableError
 
@@ -78,6 +83,8 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
             if inlined.entries[index] is not None:  # None: not differentiable in it
                 sweep.pending.extend(inlined.statements)
                 contributions.append(inlined.entries[index])
+            else:
+                refuse_keyword_without_entry(operation, index, sweep.parsed.location(statement))
         else:
             primitive = load(sweep.namespace.bind(_name(operation.primitive), operation.primitive))
             contributions.append(

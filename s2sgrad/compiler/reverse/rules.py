@@ -13,7 +13,11 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.inline import inline_rule
-from s2sgrad.compiler.operations import Operation, refuse_differentiated_keywords
+from s2sgrad.compiler.operations import (
+    Operation,
+    refuse_differentiated_keywords,
+    refuse_keyword_without_entry,
+)
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import basic_index
@@ -101,6 +105,8 @@ class RuleAdjoints:
             entry = entries[index] if index < len(entries) else None
             if entry is not None:
                 block.extend(self.cotangents.distribute(args[index], entry, statement))
+            else:
+                refuse_keyword_without_entry(operation, index, self.parsed.location(statement))
         return block
 
     def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:
