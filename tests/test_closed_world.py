@@ -800,20 +800,15 @@ def test_forward_mode_refuses_the_same_writes(f):
 X_FOR_KEYWORDS = np.linspace(-2.0, 2.5, 7)
 
 
-def nan_replaced_by(c):
-    return np.sum(np.nan_to_num(np.where(X_FOR_KEYWORDS > 0, np.nan, X_FOR_KEYWORDS), nan=c))
-
-
 def covariance_weighted_by(c):
     return np.sum(np.cov(X_FOR_KEYWORDS, aweights=np.abs(X_FOR_KEYWORDS) + c))
 
 
-@pytest.mark.parametrize(
-    "f, keyword", [(nan_replaced_by, "nan"), (covariance_weighted_by, "aweights")]
-)
+@pytest.mark.parametrize("f, keyword", [(covariance_weighted_by, "aweights")])
 def test_a_differentiated_keyword_the_rule_does_not_answer_for_is_refused(f, keyword):
     """A rule that answers only for some arguments must not give a keyword argument that
-    is being differentiated a zero (np.nan_to_num(x, nan=c) gave 0 instead of 4)."""
+    is being differentiated a zero (np.cov(x, aweights=w) gave 0, and np.nan_to_num's
+    nan= did before its rule answered for it)."""
     for transform in (
         lambda: sg.grad(f, mode="s2s")(0.7),
         lambda: sg.jvp(f, (0.7,), (1.0,), mode="s2s"),

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from rulecheck import assert_every_rule_is_tested, check_rule, rules_defined_in
 
+import s2sgrad as sg
 import s2sgrad.runtime
 from s2sgrad.rules import get_rule
 from s2sgrad.rules.registry import per_argument
@@ -461,8 +462,25 @@ def test_abs_at_zero_is_zero():
 
 def test_nan_to_num_passes_the_derivative_only_where_finite():
     x = np.array([1.0, np.inf, -np.inf, np.nan])
-    dx = get_rule(np.nan_to_num).vjp(np.full(4, 3.0), np.nan_to_num(x), x)
+    dx = get_rule(np.nan_to_num).vjp(np.full(4, 3.0), np.nan_to_num(x), x)[0]
     np.testing.assert_array_equal(dx, [3.0, 0.0, 0.0, 0.0])
+
+
+def replaced(c, x):
+    return np.sum(np.nan_to_num(x, True, c, 2.0 * c, neginf=-c) * np.arange(1.0, 6.0))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_nan_to_num_differentiates_its_replacement_values(mode):
+    """nan, posinf and neginf stand where the array had them (np.nan_to_num(x, True, c)
+    gave 0 for c)."""
+    x = np.array([1.5, np.nan, np.inf, -np.inf, np.nan])
+    expected = 1.0 * 0.0 + (2.0 + 5.0) + 2.0 * 3.0 - 4.0  # d/dc of the replaced entries
+    gradient = sg.grad(replaced, mode=mode)
+    for c in (0.3, -0.8):
+        assert gradient(c, x) == pytest.approx(expected)
+        _, tangent = sg.jvp(replaced, (c, x), (1.0, np.zeros(5)), mode=mode)
+        assert tangent == pytest.approx(expected)
 
 
 def test_float_power_keeps_float32_cotangents():

@@ -121,9 +121,27 @@ def _sign(g, ans, x):
     return np.zeros_like(x)
 
 
-@_unary(np.nan_to_num)
+@vjp_rule(np.nan_to_num)
 def _nan_to_num(g, ans, x, copy=True, nan=0.0, posinf=None, neginf=None):
-    return np.where(np.isfinite(x), g, 0.0)
+    # the replacement values are numbers: each receives the cotangents of what it replaced
+    return (
+        np.where(np.isfinite(x), g, 0.0),
+        None,
+        np.sum(g * np.isnan(x)),
+        np.sum(g * np.isposinf(x)),
+        np.sum(g * np.isneginf(x)),
+    )
+
+
+@jvp_rule(np.nan_to_num)
+def _nan_to_num_jvp(t, ans, x, copy=True, nan=0.0, posinf=None, neginf=None):
+    return (
+        np.where(np.isfinite(x), t, 0.0),
+        None,
+        t * np.isnan(x),
+        t * np.isposinf(x),
+        t * np.isneginf(x),
+    )
 
 
 @_unary(np.exp)
