@@ -19,21 +19,19 @@ from s2sgrad.compiler.syntax import (
     constant,
     load,
 )
+from s2sgrad.rules import get_rule
 
 __all__ = ["scatter_adds", "diagonal_fills", "ufunc_at_writes"]
 
 
-def scatter_adds(body: list, names: NameGenerator, resolve, helper: str | None = None):
+def scatter_adds(body: list, names: NameGenerator, resolve) -> str | None:
     """``np.add.at(t, i, v)`` → ``t[...] = added_at(t, i, v)``, in ``body`` and its blocks.
 
-    Returns the name the new code calls :func:`s2sgrad.runtime.added_at` by (``helper``
-    when it was claimed already), or None when there is no such call.
+    Returns the name the new code calls :func:`s2sgrad.runtime.added_at` by, or None when
+    there is no such call.
     """
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                helper = scatter_adds(inner, names, resolve, helper)
+    helper = None
+    for block, position, statement in _statements(body):
         sign = _scatter_sign(statement, resolve)
         if sign is None:
             continue
@@ -45,7 +43,7 @@ def scatter_adds(body: list, names: NameGenerator, resolve, helper: str | None =
         updated = call(load(helper), [load(array.id), index, values])
         place = gast.Subscript(value=load(array.id), slice=constant(...), ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=updated, type_comment=None)
-        body[position] = gast.copy_location(assign, statement)
+        block[position] = gast.copy_location(assign, statement)
     return helper
 
 
@@ -54,11 +52,7 @@ def diagonal_fills(body: list, names: NameGenerator, resolve, bindings: dict) ->
     ``body`` and its blocks (``wrap`` a literal); the helper's name goes to ``bindings``
     (name → object). Other calls of ``np.fill_diagonal`` are refused as in-place writes.
     """
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                diagonal_fills(inner, names, resolve, bindings)
+    for block, position, statement in _statements(body):
         value = getattr(statement, "value", None)
         if not (
             isinstance(statement, gast.Expr)
@@ -69,15 +63,12 @@ def diagonal_fills(body: list, names: NameGenerator, resolve, bindings: dict) ->
             and _resolves_to(resolve, value.func, np.fill_diagonal)
         ):
             continue
-        helper = next((n for n, f in bindings.items() if f is runtime.diagonal_index), None)
-        if helper is None:
-            helper = names.claim("diagonal_index")
-            bindings[helper] = runtime.diagonal_index
+        helper = _bound(runtime.diagonal_index, "diagonal_index", names, bindings)
         array, values = value.args
         wrap = value.keywords[0].value if value.keywords else constant(False)
         index = call(load(helper), [load(array.id), wrap])
         place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
-        body[position] = gast.copy_location(
+        block[position] = gast.copy_location(
             gast.Assign(targets=[place], value=values, type_comment=None), statement
         )
 
@@ -87,13 +78,7 @@ def ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -
     which ``scatter_adds`` took) → ``t[i] = np.u(t[unique_index(t, i)], v)``: the same for
     indices that pick each element once, which ``unique_index`` checks when it runs. The
     helper's name goes to ``bindings`` (name → object)."""
-    from s2sgrad.rules import get_rule
-
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                ufunc_at_writes(inner, names, resolve, bindings)
+    for block, position, statement in _statements(body):
         value = getattr(statement, "value", None)
         if not (
             isinstance(statement, gast.Expr)
@@ -114,17 +99,35 @@ def ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -
         rule = get_rule(ufunc)
         if rule is None or not rule.differentiable or _repeats_literally(value.args[1]):
             continue  # refused as an in-place write, when the function is transformed
-        helper = next((n for n, f in bindings.items() if f is runtime.unique_index), None)
-        if helper is None:
-            helper = names.claim("unique_index")
-            bindings[helper] = runtime.unique_index
+        helper = _bound(runtime.unique_index, "unique_index", names, bindings)
         array, index, *rest = value.args
         checked = call(load(helper), [load(array.id), clone(index)])
         read = gast.Subscript(value=load(array.id), slice=checked, ctx=gast.Load())
         combined = call(value.func.value, [read, *rest])
         place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=combined, type_comment=None)
-        body[position] = gast.copy_location(assign, statement)
+        block[position] = gast.copy_location(assign, statement)
+
+
+def _statements(body: list):
+    """``(block, position, statement)`` for each statement of ``body`` and of the blocks
+    inside it (not inside nested functions), a block's statements before the one holding
+    it, so that ``block[position]`` can be replaced as the walk goes."""
+    for position, statement in enumerate(body):
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                yield from _statements(inner)
+        yield body, position, statement
+
+
+def _bound(function, stem: str, names: NameGenerator, bindings: dict) -> str:
+    """The name ``bindings`` (name → object) gives ``function``, claimed on first use."""
+    helper = next((n for n, f in bindings.items() if f is function), None)
+    if helper is None:
+        helper = names.claim(stem)
+        bindings[helper] = function
+    return helper
 
 
 def _repeats_literally(index: gast.expr) -> bool:
