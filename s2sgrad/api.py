@@ -30,6 +30,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
+from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
 from s2sgrad.compiler.pipeline import call_specialised, derivative, without_garbage_collection
@@ -155,12 +156,16 @@ class _Transform(NotebookDisplay):
         if self.use_tape:
             return None
         try:
-            generated = self.latest or derivative(
-                self.function, self.wrt, self.kind, self.has_aux, frozenset()
-            )
-            return listing(generated)
+            return listing(self.generated_code())
         except S2SGradError:
             return None
+
+    def generated_code(self, latest: bool = True) -> GeneratedFunction:
+        """The code that ran last, specialised to its shapes (``latest``), else the generic
+        code, which works for any shapes (for ``sg.source``, ``sg.show`` and notebooks)."""
+        if latest and self.latest is not None:
+            return self.latest
+        return derivative(self.function, self.wrt, self.kind, self.has_aux, frozenset())
 
     @property
     def latest(self):

@@ -29,11 +29,7 @@ def _generated(transformed: Any, wrt=0, latest: bool = True) -> GeneratedFunctio
     if not isinstance(transformed, _Transform):
         _refuse_other_transforms(transformed)
         transformed = grad(transformed, wrt=wrt, mode="s2s")
-    if latest and transformed.latest is not None:
-        return transformed.latest  # the code that ran last, specialised to its shapes
-    return derivative(
-        transformed.function, transformed.wrt, transformed.kind, transformed.has_aux, frozenset()
-    )
+    return transformed.generated_code(latest)
 
 
 _PACKAGE = Path(__file__).resolve().parent
