@@ -50,6 +50,7 @@ class TreeDef:
     kind: type | None
     aux: Any = None
     children: tuple[TreeDef, ...] = ()
+    rebuild: Unflatten | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def leaf_count(self) -> int:
@@ -184,9 +185,10 @@ def _flatten_into(tree: Any, leaves: list[Any]) -> TreeDef:
     if node is None:
         leaves.append(tree)
         return _LEAF
-    children, aux = node[0](tree)
+    flatten, unflatten = node
+    children, aux = flatten(tree)
     structures = tuple(_flatten_into(child, leaves) for child in children)
-    return TreeDef(type(tree), aux, structures)
+    return TreeDef(type(tree), aux, structures, unflatten)
 
 
 def tree_unflatten(structure: TreeDef, leaves: Iterable[Any]) -> Any:
@@ -211,21 +213,7 @@ def _build(structure: TreeDef, leaves) -> Any:
     if structure.kind is None:
         return next(leaves)
     children = [_build(child, leaves) for child in structure.children]
-    if structure.kind in _REGISTERED:
-        return _REGISTERED[structure.kind][1](structure.aux, children)
-    return _unflatten_for(structure.kind)(structure.aux, children)
-
-
-def _unflatten_for(kind: type) -> Unflatten:
-    if kind is tuple or kind is list:
-        return _unflatten_sequence
-    if kind is dict or kind is OrderedDict:
-        return _unflatten_mapping
-    if kind is type(None):
-        return _unflatten_none
-    if issubclass(kind, tuple):
-        return _unflatten_named_tuple
-    return _unflatten_dataclass
+    return structure.rebuild(structure.aux, children)
 
 
 def tree_leaves(tree: Any) -> list[Any]:
