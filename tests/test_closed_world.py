@@ -815,3 +815,18 @@ def test_a_differentiated_keyword_the_rule_does_not_answer_for_is_refused(f, key
     ):
         with pytest.raises(sg.S2SGradError, match=rf"test_closed_world\.py:\d+: .*'{keyword}='"):
             transform()
+
+
+def squares_by_vectorize(x):
+    square = np.vectorize(lambda t: t * t)
+    return np.sum(square(x))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_numpy_code_without_a_rule_is_refused_at_the_users_line(mode):
+    """``np.vectorize(f)(x)`` runs NumPy's own Python code, which has no rule: refused naming
+    this file (never numpy's source or generated code), in both engines."""
+    with pytest.raises(sg.NonDifferentiableError) as caught:
+        sg.grad(squares_by_vectorize, mode=mode)(r(3))
+    assert f"{__file__}:" in str(caught.value)
+    assert "generated" not in str(caught.value) and "numpy/lib" not in str(caught.value)

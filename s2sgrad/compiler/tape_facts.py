@@ -30,7 +30,12 @@ from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.tape.in_place import SLICE, use_source_facts
 
-__all__ = ["shared_updates_by_line", "value_class_pattern", "plain_writes_by_line"]
+__all__ = [
+    "shared_updates_by_line",
+    "value_class_pattern",
+    "plain_writes_by_line",
+    "view_writes_by_line",
+]
 
 _VALUE_TYPES = (numbers.Number, np.ndarray, np.generic)
 
@@ -161,6 +166,51 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     return writes
 
 
+def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:
+    """``{line: (why, always)}`` for each item write into an array that an expression makes
+    (``a.T[0] = v``, ``a[1:][0] = v``, ``a.reshape(3)[i] *= v``): on the tape such an
+    expression makes a new value, so a write into it would not reach ``a``. The tape refuses
+    the line ``always`` when the expression is a call or an array attribute (``.T``,
+    ``.real``), else (``L[0][1] = v``, which may be an item of a list) when the array written
+    into is a view of another.
+
+    Example::
+
+        view_writes_by_line(f)  # {7: ("f.py:7: 'a.T[...] = ...' writes into ...", True)}
+    """
+    try:
+        parsed = parse_function(function)
+    except S2SGradError:
+        return {}
+    found = {}
+    for statement in nested_statements(parsed.node.body):
+        if type(statement) is gast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+        elif type(statement) is gast.AugAssign:
+            target = statement.target
+        else:
+            continue
+        if type(target) is not gast.Subscript or type(target.value) is gast.Name:
+            continue
+        written = ast.unparse(gast.gast_to_ast(target.value))
+        always = type(target.value) is gast.Call or (
+            type(target.value) is gast.Attribute and target.value.attr in _VIEW_ATTRIBUTES
+        )
+        found[parsed.line_offset + statement.lineno] = (
+            f"{parsed.location(statement)}: '{written}[...] = ...' writes into a view of "
+            f"another array that the expression '{written}' makes, which the tape cannot "
+            "follow back to that array; write into the array itself with one index "
+            "(a[0, 1] = ..., a[:, 0] = ... instead of a[0][1] = ..., a.T[0] = ...), or "
+            "differentiate with mode='s2s'",
+            always,
+        )
+    return found
+
+
+# the ndarray attributes that are views of the array
+_VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
+
+
 def _made_once_anew(parsed: Any, statements: list) -> set[str]:
     """The local names bound once only, by arithmetic or a call known to return a new
     array."""
@@ -226,4 +276,5 @@ use_source_facts(
     shared_updates=shared_updates_by_line,
     class_pattern=value_class_pattern,
     plain_writes=plain_writes_by_line,
+    view_writes=view_writes_by_line,
 )

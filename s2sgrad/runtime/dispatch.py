@@ -17,6 +17,7 @@ import numpy as np
 
 from s2sgrad.errors import (
     FallbackWarning,
+    NonDifferentiableError,
     S2SGradError,
     UnsupportedError,
     no_forward_derivative,
@@ -98,6 +99,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if not positions:
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
+    _refuse_library_code(target, function)
     vjp = _generated_vjp(target, full_args, positions, warn=tape)
     if vjp is not None:
         value, saved = vjp(*full_args, **kwargs)
@@ -133,6 +135,24 @@ def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
     value, pullback = hooks.tape_vjp(function, args, kwargs, positions)
     return value, _spread(pullback, positions, args, tuple_result=True)
+
+
+# packages whose functions s2sgrad differentiates only by their rules, never by their code
+_RULE_ONLY_PACKAGES = frozenset({"numpy", "scipy"})
+
+
+def _refuse_library_code(target: Any, function: Any) -> None:
+    """Refuse a call of NumPy's or SciPy's code that has no rule (``np.vectorize(f)(x)``):
+    its source is not the user's program, and the tape would fail inside it."""
+    module = getattr(target, "__module__", None) or ""
+    if module.split(".")[0] not in _RULE_ONLY_PACKAGES:
+        return
+    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    raise NonDifferentiableError(
+        f"{_user_origin()}: {name} (from {module}) has no derivative rule, so a value being "
+        "differentiated cannot go through it; write the computation with NumPy array "
+        "functions, or give it a rule with @s2sgrad.derivative(of=...)"
+    )
 
 
 def _is_builtin(function: Any) -> bool:

@@ -39,6 +39,7 @@ __all__ = [
     "refuse_shared_update",
     "refuse_value_class_patterns",
     "use_source_facts",
+    "refuse_view_write",
     "SLICE",
 ]
 
@@ -54,6 +55,9 @@ class SourceFacts:
     class_pattern: Callable[[Any], str]
     # function -> {line: (name, compiled index) of a write the tape may take over, or None}
     plain_writes: Callable[[Any], dict[int, Any]]
+    # function -> {line: (why its write into an array an expression makes is refused,
+    # whether always or only into a view)}
+    view_writes: Callable[[Any], dict[int, tuple[str, bool]]]
 
 
 _facts: SourceFacts | None = None
@@ -66,16 +70,19 @@ def use_source_facts(
     shared_updates: Callable[[Any], dict[int, str]],
     class_pattern: Callable[[Any], str],
     plain_writes: Callable[[Any], dict[int, Any]],
+    view_writes: Callable[[Any], dict[int, tuple[str, bool]]],
 ) -> None:
     """Register the source analysis the tape asks (the compiler, above the tape, does
     when imported).
 
     Example::
 
-        use_source_facts(shared_updates_by_line, value_class_pattern, plain_writes_by_line)
+        use_source_facts(
+            shared_updates_by_line, value_class_pattern, plain_writes_by_line, view_writes_by_line
+        )
     """
     global _facts
-    _facts = SourceFacts(shared_updates, class_pattern, plain_writes)
+    _facts = SourceFacts(shared_updates, class_pattern, plain_writes, view_writes)
 
 
 def _source_facts() -> SourceFacts:
@@ -128,6 +135,32 @@ def refuse_shared_update(frame: Any) -> None:
         refused = _REFUSED_LINES[code] = _updates_by_line(frame)
     message = refused.get(frame.f_lineno)
     if message is not None:
+        error = UnsupportedError(message)
+        error.tape_cannot_either = True
+        raise error
+
+
+# code object -> view_writes of its function
+_VIEW_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def refuse_view_write(frame: Any, is_view: bool) -> None:
+    """Raise ``UnsupportedError`` if the line ``frame`` runs writes into an array that an
+    expression makes (``a.T[0] = v``, ``a[1:][0] = v``), which on the tape is a new value the
+    write would not reach back from; ``is_view``: whether the array written into is a view.
+
+    Example::
+
+        refuse_view_write(sys._getframe(), is_view=True)  # a no-op outside such a write
+    """
+    if frame is None or frame.f_code.co_name.startswith("<"):
+        return
+    code = frame.f_code
+    refused = _VIEW_WRITES.get(code)
+    if refused is None:
+        refused = _VIEW_WRITES[code] = _source_facts().view_writes(_running_function(frame))
+    message, always = refused.get(frame.f_lineno, (None, False))
+    if message is not None and (always or is_view):
         error = UnsupportedError(message)
         error.tape_cannot_either = True
         raise error

@@ -37,6 +37,7 @@ from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.in_place import (
     plain_array_write,
     refuse_shared_update,
+    refuse_view_write,
     under_numpy_semantics,
 )
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
@@ -242,6 +243,7 @@ class TapeValue:
             frame = _user_frame()
             _refuse_changing_an_argument(self, frame)
             refuse_shared_update(frame)
+            refuse_view_write(frame, getattr(self._value, "base", None) is not None)
             _write_item(self, index, value)
             return
         raise ImmutableValueError(
@@ -389,6 +391,11 @@ class TapeValue:
     @property
     def imag(self):
         return apply_attribute(np.ndarray.imag, "imag", np.imag, self)
+
+    @property
+    def flat(self):
+        """``x.flat[i]`` reads as ``x.ravel()[i]`` (writes through it are refused)."""
+        return self.ravel()
 
 
 # Array methods: each dispatches to the rule registered for ``np.ndarray.<name>``, else to

@@ -10,6 +10,8 @@ backward code is written.
 
 from __future__ import annotations
 
+import re
+
 import gast
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
@@ -91,14 +93,26 @@ class ForwardSweep:
                     "dict(zip(...))), or use mode='tape'"
                 )
             if base not in fresh and (base in self.activity.varied or self.active(base)):
-                error = UnsupportedError(
-                    f"{self.parsed.location(statement)}: '{base}' is updated in place but "
-                    "may share memory with another array (a view such as y[0], or an alias); "
-                    "update the array it comes from (y[0, 1] = ...), or make it a new array "
-                    "first (np.zeros, np.copy, x.copy(), a list)"
-                )
+                error = UnsupportedError(self._shared_update_message(statement, base))
                 error.tape_cannot_either = True
                 raise error
+
+    def _shared_update_message(self, statement: gast.stmt, base: str) -> str:
+        """Why an in-place update of ``base``, which may share memory, is refused."""
+        where = self.parsed.location(statement)
+        line = self.parsed.source_line(statement)
+        if not re.search(rf"\b{re.escape(base)}\b", line):  # a temporary the expression made
+            return (
+                f"{where}: '{line}' writes into part of an array that an expression makes "
+                "(such as a.T[0] = ..., a[1:][0] = ..., a[0][1] = ...), which may share memory "
+                "with another array; write into the array itself with one index "
+                "(a[0, 1] = ..., a[:, 0] = ...), or make a new array first (np.copy, .copy())"
+            )
+        return (
+            f"{where}: '{base}' is updated in place but may share memory with another array "
+            "(a view such as y[0], or an alias); update the array it comes from "
+            "(y[0, 1] = ...), or make it a new array first (np.zeros, np.copy, x.copy(), a list)"
+        )
 
     def forward_block(self, statements, in_loop: bool, steps: list[Step]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
