@@ -158,3 +158,19 @@ def test_of_two_lambdas_on_a_line_the_one_that_compiles_to_the_code_without_colu
             for _ in range(2):
                 assert gradient(0.7) == pytest.approx(derivative(0.7), rel=1e-12)
     assert calls  # the lambdas were found without columns
+
+
+def test_a_lambda_inside_a_lambda_is_read_by_source():
+    """The inner lambda's code sits, when compiled again to compare, in a wrapper that is
+    also named ``<lambda>``: it is found by its qualified name, not taken for an edited file."""
+    import warnings
+
+    import numpy as np
+
+    import s2sgrad as sg
+
+    cube_slope = lambda a: sg.grad(lambda v: a * v**3, mode="s2s")(2.0)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isclose(cube_slope(1.5), 1.5 * 3 * 2.0**2)
+        assert np.isclose(cube_slope(-1.0), -12.0)

@@ -60,8 +60,7 @@ def compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeT
         )
     except (SyntaxError, ValueError, TypeError):
         return False
-    candidate = _find_code(compiled, code.co_name)
-    return candidate is not None and _same_code(candidate, code)
+    return any(_same_code(candidate, code) for candidate in _codes_named(compiled, code.co_name))
 
 
 def _rewrite_asserts_as_pytest_did(module: ast.Module, text: str, function: Any) -> None:
@@ -146,16 +145,14 @@ def _assign_none(names: list[str]) -> ast.stmt:
     return ast.Assign(targets=targets, value=ast.Constant(value=None))
 
 
-def _find_code(code: types.CodeType, name: str) -> types.CodeType | None:
-    """The outermost code object named ``name`` inside ``code`` (breadth first)."""
-    queue = [code]
+def _codes_named(code: types.CodeType, name: str) -> list[types.CodeType]:
+    """The code objects named ``name`` inside ``code``, outermost first (a lambda inside a
+    lambda sits, compiled again, in a wrapper also named ``<lambda>``)."""
+    found, queue = [], [code]
     while queue:
-        inner = [c for item in queue for c in item.co_consts if isinstance(c, types.CodeType)]
-        for candidate in inner:
-            if candidate.co_name == name:
-                return candidate
-        queue = inner
-    return None
+        queue = [c for item in queue for c in item.co_consts if isinstance(c, types.CodeType)]
+        found.extend(c for c in queue if c.co_name == name)
+    return found
 
 
 def _same_code(a: types.CodeType, b: types.CodeType) -> bool:
