@@ -918,7 +918,19 @@ def _rule_parameters(vjp: Any) -> inspect.Signature:
 
 
 def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
-    """``out=`` writes into an existing array: allowed only when nothing is differentiated."""
+    """``out=`` writes into an existing array: into a tape value, the item write
+    ``out[...] = primitive(...)``; into a plain array, allowed only when nothing is
+    differentiated."""
+    out = kwargs.get("out")
+    single = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if (
+        type(single) is TapeValue
+        and under_numpy_semantics()
+        and not {"where", "casting", "dtype"} & kwargs.keys()
+    ):
+        rest = {k: v for k, v in kwargs.items() if k != "out"}
+        single[...] = apply_rule(primitive, primitive, args, rest)
+        return out
     if _any_tracked(args) or _any_tracked(kwargs.values()):
         frame = _user_frame()
         symbol = _in_place_operator(frame)

@@ -26,7 +26,12 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
-from s2sgrad.compiler.passes.library_writes import diagonal_fills, scatter_adds, ufunc_at_writes
+from s2sgrad.compiler.passes.library_writes import (
+    diagonal_fills,
+    out_writes,
+    scatter_adds,
+    ufunc_at_writes,
+)
 from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
@@ -66,6 +71,7 @@ def desugar(
         added_at = scatter_adds(node.body, names, resolve)
         diagonal_fills(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)
+        out_writes(node.body, resolve)
     index_list_loops(node, names, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):

@@ -1,5 +1,7 @@
 """NumPy calls that write into an array, rewritten as the item assignments they are.
 
+``np.exp(x, out=t)`` (or ``np.exp(x, t)``) and ``np.copyto(t, v)`` become ``t[...] = np.exp(x)``
+and ``t[...] = v``;
 ``np.add.at(t, i, v)`` becomes ``t[...] = added_at(t, i, v)`` (``np.subtract.at``: ``-v``),
 ``np.fill_diagonal(a, v)`` and ``ufunc.at(t, i, v)`` become item writes of ``a``'s diagonal
 and of ``t[i]``, so the transformer differentiates them like any other item assignment
@@ -21,7 +23,7 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.rules import get_rule
 
-__all__ = ["scatter_adds", "diagonal_fills", "ufunc_at_writes"]
+__all__ = ["scatter_adds", "diagonal_fills", "ufunc_at_writes", "out_writes"]
 
 
 def scatter_adds(body: list, names: NameGenerator, resolve) -> str | None:
@@ -107,6 +109,57 @@ def ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -
         place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=combined, type_comment=None)
         block[position] = gast.copy_location(assign, statement)
+
+
+def out_writes(body: list, resolve) -> None:
+    """``f(..., out=t)`` → ``t[...] = f(...)`` for a NumPy function ``f`` with a derivative
+    rule, ``u(x, t)`` → ``t[...] = u(x)`` for a ufunc ``u``, and ``np.copyto(t, v)`` → ``t[...] =
+    v``, in ``body`` and its blocks: the same values written, by an item assignment the
+    transformer differentiates. A call whose value is used, or with ``where=``, ``casting=``
+    or ``dtype=``, is left alone (and refused as an in-place write if it matters)."""
+    for block, position, statement in _statements(body):
+        value = getattr(statement, "value", None)
+        if not isinstance(statement, gast.Expr) or not isinstance(value, gast.Call):
+            continue
+        found = _written_by_call(value, resolve)
+        if found is None:
+            continue
+        array, written = found
+        place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
+        assign = gast.Assign(targets=[place], value=written, type_comment=None)
+        block[position] = gast.copy_location(assign, statement)
+
+
+def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
+    """``(name of the array written, the value written)`` for a call that only writes its
+    result into an array, else None."""
+    try:
+        function = resolve(value.func)
+    except Exception:  # a name that does not resolve is no NumPy function
+        return None
+    if function is np.copyto:
+        if len(value.args) == 2 and not value.keywords and isinstance(value.args[0], gast.Name):
+            return value.args[0].id, value.args[1]
+        return None
+    rule = get_rule(function) if callable(function) else None
+    if rule is None or not rule.differentiable:
+        return None
+    if any(k.arg in ("where", "casting", "dtype", None) for k in value.keywords):
+        return None
+    out = [k for k in value.keywords if k.arg == "out"]
+    args = list(value.args)
+    if out:
+        target = out[0].value
+        if isinstance(target, gast.Tuple) and len(target.elts) == 1:
+            target = target.elts[0]
+    elif isinstance(function, np.ufunc) and function.nout == 1 and len(args) == function.nin + 1:
+        target = args.pop()
+    else:
+        return None
+    if not isinstance(target, gast.Name):
+        return None
+    keywords = [k for k in value.keywords if k.arg != "out"]
+    return target.id, gast.Call(func=value.func, args=args, keywords=keywords)
 
 
 def _statements(body: list):
