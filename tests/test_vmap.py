@@ -54,18 +54,58 @@ def test_batched_runs_agree_with_a_loop_over_examples(seed):
         assert all(np.allclose(g, e) for g, e in zip(got, expected))
 
 
-def test_per_example_gradients_match_finite_differences():
+def per_example_loss(w, x, y):
+    return np.sum((np.tanh(x @ w) - y) ** 2)
+
+
+def relu_layer_loss(w, v, x, y):
+    h = np.maximum(x @ w, 0.0)
+    return (h @ v - y) ** 2
+
+
+@pytest.mark.parametrize("wrt", [0, 1, (0, 1)])
+def test_per_example_gradients_run_batched_and_match_finite_differences(wrt):
+    """vmap of grad runs the generated gradient once on the whole batch (no per-example
+    warning), for parameters shared by the batch and for mapped arguments."""
     rng = np.random.default_rng(4)
-
-    def loss(w, x, y):
-        return np.sum((np.tanh(x @ w) - y) ** 2)
-
     w, xs, ys = rng.normal(size=3), rng.normal(size=(6, 3)), rng.normal(size=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        mapped = sg.vmap(sg.grad(per_example_loss, wrt=wrt), in_axes=(None, 0, 0))
+        first, second = mapped(w, xs, ys), mapped(w, xs, ys)
+    for got in (first, second):
+        parts = got if isinstance(wrt, tuple) else (got,)
+        for part, position in zip(parts, wrt if isinstance(wrt, tuple) else (wrt,)):
+            assert part.shape == (6, *np.shape((w, xs[0])[position]))
+            for i in range(6):
+                expected = numeric_grad(per_example_loss, (w, xs[i], ys[i]), position)
+                assert np.allclose(part[i], expected, atol=1e-7)
+
+
+def test_per_example_values_and_gradients_of_a_relu_layer_run_batched():
+    rng = np.random.default_rng(5)
+    w, v = rng.normal(size=(3, 8)), rng.normal(size=8)
+    xs, ys = rng.normal(size=(9, 3)), rng.normal(size=9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values, (dw, dv) = sg.vmap(
+            sg.value_and_grad(relu_layer_loss, wrt=(0, 1)), in_axes=(None, None, 0, 0)
+        )(w, v, xs, ys)
+    assert np.allclose(values, [relu_layer_loss(w, v, xs[i], ys[i]) for i in range(9)])
+    for i in range(9):
+        assert np.allclose(dw[i], numeric_grad(relu_layer_loss, (w, v, xs[i], ys[i]), 0))
+        assert np.allclose(dv[i], numeric_grad(relu_layer_loss, (w, v, xs[i], ys[i]), 1))
+
+
+def test_per_example_gradients_of_parameters_in_a_dict_run_per_example_and_say_so():
+    rng = np.random.default_rng(6)
+    params = {"a": rng.normal(size=(3, 4)), "b": rng.normal(size=4), "c": rng.normal(size=4)}
+    xs = rng.normal(size=(4, 3))
     with pytest.warns(sg.S2SGradWarning, match="once per example"):
-        per_example = sg.vmap(sg.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
-    assert per_example.shape == (6, 3)
-    for i in range(6):
-        assert np.allclose(per_example[i], numeric_grad(loss, (w, xs[i], ys[i]), 0), atol=1e-7)
+        grads = sg.vmap(sg.grad(mlp), in_axes=(None, 0))(params, xs)
+    for i in range(4):
+        expected = numeric_grad(mlp, (params, xs[i]), 0)
+        assert all(np.allclose(grads[k][i], expected[k], atol=1e-7) for k in params)
 
 
 def test_gradient_through_vmap_matches_finite_differences():

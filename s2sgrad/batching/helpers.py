@@ -118,12 +118,25 @@ def _zero_if_integer(g: Any, ans: Any) -> Any:
     return g if np.issubdtype(np.result_type(ans), np.inexact) else np.zeros_like(g)
 
 
+@_rule_for(runtime.seed_cotangent)
+def _seed_cotangent(out: Any) -> Any:
+    """``seed_cotangent``: the cotangent 1 of each example's single-element output."""
+    if not is_batched(out):
+        return runtime.seed_cotangent(out)
+    if math.prod(out.shape) != 1:
+        raise NotBatchable("grad of an output with more than one element per example")
+    dtype = np.promote_types(out.array.dtype, np.float32)
+    return BatchedValue(np.ones_like(out.array, dtype=dtype))
+
+
 @_rule_for(runtime.as_gradient)
 def _as_gradient(g: Any, x: Any) -> Any:
     """``as_gradient``: each example shaped and typed like ``x`` (not copied: the batched
     value is taken apart by its caller)."""
+    if is_batched(x):  # a mapped argument (vmap of grad): the gradient of each example
+        return _as_batched_gradient(g, x)
     if contains_batched(x):
-        raise NotBatchable("as_gradient of a batched primal")
+        raise NotBatchable("as_gradient of a container holding batched primals")
     if isinstance(x, dict):
         return {k: _as_gradient(g.get(k) if isinstance(g, dict) else None, v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -140,6 +153,30 @@ def _as_gradient(g: Any, x: Any) -> Any:
         array = np.real(array)  # the gradient wrt a real value is real (docs/complex.md)
     # No copy: the Jacobian is assembled from these arrays by copying them once.
     return BatchedValue(np.asarray(array, dtype=dtype))
+
+
+def _as_batched_gradient(g: Any, x: BatchedValue) -> BatchedValue:
+    """Each example's gradient shaped and typed like that example of ``x``."""
+    dtype = _float(x.array.dtype)
+    if g is None:
+        return BatchedValue(np.zeros(x.array.shape, dtype=dtype))
+    if not is_batched(g):  # the same for every example
+        g = BatchedValue(np.broadcast_to(g, (x.array.shape[0], *np.shape(g))))
+    if g.shape != x.shape:
+        g = (
+            _unbroadcast(g, x)
+            if g.ndim >= x.ndim
+            else BatchedValue(
+                np.broadcast_to(
+                    g.array.reshape(g.array.shape[:1] + (1,) * (x.ndim - g.ndim) + g.shape),
+                    x.array.shape,
+                )
+            )
+        )
+    array = g.array
+    if array.dtype.kind == "c" and dtype.kind != "c":
+        array = np.real(array)
+    return BatchedValue(np.array(array, dtype=dtype))
 
 
 @_rule_for(runtime.index_cotangent)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sgrad.batching.helpers import batched_twin
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.errors import S2SGradWarning, warn_at_caller
 from s2sgrad.pytrees import tree_flatten, tree_unflatten
@@ -72,9 +73,12 @@ class _Vectorized:
         self.warned = False
         self.checked: set[tuple] = set()  # argument signatures whose batched run was checked
         self.per_example_reason: str | None = None  # why it runs one example at a time
-        if type(f).__module__.startswith("s2sgrad."):
-            # A transform checks its arguments' types and its output's size: it runs on
-            # one example's arrays.
+        # a transform of s2sgrad runs the batched twin of its generated code (which checks
+        # no argument types); anything else of s2sgrad's runs on one example at a time
+        self.generated = getattr(f, "generic_function", None)
+        if getattr(f, "mode", None) == "tape" or getattr(f, "kind", None) not in _TWINNED:
+            self.generated = None
+        if type(f).__module__.startswith("s2sgrad.") and self.generated is None:
             self.per_example_reason = "an s2sgrad transform runs on one example at a time"
 
     def __call__(self, *args: Any) -> Any:
@@ -114,7 +118,12 @@ class _Vectorized:
 
     def _batched(self, args: tuple, axes: tuple, size: int) -> Any:
         batched = tuple(_batch(arg, axis) for arg, axis in zip(args, axes))
-        result = self.f(*batched)
+        if self.generated is not None:
+            if any(isinstance(arg, (dict, list, tuple)) for arg in args):
+                raise NotBatchable("a transform's arguments that hold containers")
+            result = batched_twin(self.generated())(*batched)
+        else:
+            result = self.f(*batched)
         stacked = _unbatch(result, self.out_axes, size)
         signature = _signature(args, axes)
         if signature not in self.checked:
@@ -141,6 +150,11 @@ class _Vectorized:
             for k, axis in enumerate(out_axes)
         ]
         return tree_unflatten(structure, stacked)
+
+
+# the transforms whose generated code vmap runs batched: one example's arguments in, one
+# example's derivative out
+_TWINNED = frozenset({"grad", "value_and_grad"})
 
 
 def _batch_size(args: tuple, axes: tuple) -> int:
