@@ -6,6 +6,6 @@
 - ``calls``: tangents of calls of user functions and of calls dispatched at run time.
 """
 
-from s2sgrad.compiler.forward.sweep import ForwardSweep, forward_sweep
+from s2sgrad.compiler.forward.sweep import TangentProgram, forward_sweep
 
-__all__ = ["ForwardSweep", "forward_sweep"]
+__all__ = ["TangentProgram", "forward_sweep"]

@@ -46,11 +46,11 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, iterator_error
 from s2sgrad.rules import get_rule
 
-__all__ = ["ForwardSweep", "forward_sweep"]
+__all__ = ["TangentProgram", "forward_sweep"]
 
 
 @dataclass
-class ForwardSweep:
+class TangentProgram:
     """The body of a JVP function and the tangent of what it returns."""
 
     body: list[gast.stmt]
@@ -69,7 +69,7 @@ def forward_sweep(
     local_names: set[str],
     callee_jvp,
     dynamic: bool = True,
-) -> ForwardSweep:
+) -> TangentProgram:
     """Interleave tangent statements with ``body`` (normalised, with one final return).
 
     ``callee_jvp(function, active_parameters)`` returns a generated JVP of a user function
@@ -120,7 +120,7 @@ class _Forward:
         return any(isinstance(n, gast.Name) and self.active(n.id) for n in walk(node))
 
     # driver -----------------------------------------------------------------------------
-    def run(self, body: list[gast.stmt]) -> ForwardSweep:
+    def run(self, body: list[gast.stmt]) -> TangentProgram:
         *statements, final = body
         if not isinstance(final, gast.Return) or final.value is None:
             raise UnsupportedError(
@@ -137,7 +137,7 @@ class _Forward:
             )
         else:
             output_tangent = self.tangent_of(output)
-        return ForwardSweep(result, output, output_tangent, tangents)
+        return TangentProgram(result, output, output_tangent, tangents)
 
     def constant_parameters(self) -> list[gast.stmt]:
         """Zero tangents for the parameters not differentiated that the code later sets to
