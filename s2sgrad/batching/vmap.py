@@ -5,7 +5,7 @@ NumPy operation in it applies to all examples at once (the batching rules of
 ``batching/rules.py``). Where that is impossible — Python control flow on a value, a
 function without a batching rule, ``float(x)`` — the function runs once per example
 instead, and ``vmap`` says so once with a :class:`S2SGradWarning`. The first batched run of
-each argument signature is checked against the first example computed alone, so a
+each argument signature is checked against its first and last examples computed alone, so a
 function that treats a batch differently from an example (``isinstance(x, np.ndarray)``)
 is run per example rather than answered wrongly.
 
@@ -127,10 +127,10 @@ class _Vectorized:
         stacked = _unbatch(result, self.out_axes, size)
         signature = _signature(args, axes)
         if signature not in self.checked:
-            alone = self.f(*_example(args, axes, 0))
-            expected = _unbatch_single(alone)
-            if not _agree(_first_example(stacked, self.out_axes), expected):
-                raise NotBatchable("its batched result differs from its first example's")
+            for index in sorted({0, size - 1}):  # a batch mixed up shows at one end or the other
+                expected = _unbatch_single(self.f(*_example(args, axes, index)))
+                if not _agree(_one_example(stacked, self.out_axes, index), expected):
+                    raise NotBatchable(f"its batched result differs from example {index}'s")
             self.checked.add(signature)
         return stacked
 
@@ -247,11 +247,12 @@ def _unbatch_single(result: Any) -> list:
     return [np.asarray(leaf) for leaf in tree_flatten(result)[0]]
 
 
-def _first_example(stacked: Any, out_axes: Axes) -> list:
+def _one_example(stacked: Any, out_axes: Axes, index: int) -> list:
     leaves = tree_flatten(stacked)[0]
     axes = _leaf_out_axes(out_axes, stacked)
     return [
-        leaf if axis is None else np.take(leaf, 0, axis=axis) for leaf, axis in zip(leaves, axes)
+        leaf if axis is None else np.take(leaf, index, axis=axis)
+        for leaf, axis in zip(leaves, axes)
     ]
 
 
