@@ -40,6 +40,12 @@ def dict_literal(x):
     return np.sum(parts["square"] * parts["sine"]) + np.sum(parts["sine"])
 
 
+def dict_read_with_a_computed_key(x):
+    parts = {"square": x**2, "sine": np.sin(x), "unused": x * 3.0}
+    key = "sine"
+    return np.sum(parts["square"] * parts[key]) + np.sum(parts["sine"])
+
+
 def dict_in_a_loop(x):
     total = 0.0
     for i in range(3):
@@ -54,6 +60,7 @@ CASES = [
     (dict_literal, (5,)),
     (tuple_with_an_unread_entry, (2, 3)),
     (dict_in_a_loop, (3,)),
+    (dict_read_with_a_computed_key, (4,)),
 ]
 
 
@@ -99,7 +106,7 @@ def test_second_derivative_through_a_dict():
 @pytest.mark.parametrize(
     "function, read, unread",
     [
-        (dict_literal, "dict_entry(dparts, 'sine'", "dict_entry(dparts, 'unused'"),
+        (dict_literal, "dparts_sine", "parts_unused"),  # entries made variables
         (tuple_with_an_unread_entry, "dt[1]", "dt[2]"),
     ],
 )

@@ -33,6 +33,7 @@ from s2sgrad.compiler.passes.library_writes import (
     ufunc_at_writes,
 )
 from s2sgrad.compiler.passes.list_entries import index_list_loops
+from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     call,
@@ -65,6 +66,7 @@ def desugar(
     """
     _refuse_hidden_assignments(node, locate)
     _refuse_deleting_parts(node, locate)
+    scalarize_local_dicts(node, names)
     bindings = desugar_matches(node, names, locate, resolve)
     added_at = None
     if resolve is not None:
