@@ -101,6 +101,8 @@ class Torch(Framework):
     def gradients(self, w: Workload, args: tuple) -> Iterator[Column]:
         import torch
 
+        if w.name not in TORCH_PORTS:
+            return
         fn = TORCH_PORTS[w.name]
         targs = [torch.as_tensor(a, dtype=torch.float64) for a in args]
         params = [targs[i].requires_grad_(True) for i in w.wrt_indices()]

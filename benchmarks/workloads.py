@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -214,10 +215,11 @@ def scalar_loop(a, b, x):
 
 
 def scalar_loop_grad(a, b, x):
+    # On Python floats a person writes math.sin, not np.sin (about 20x cheaper per call).
     xs = []
     sines = []
     for _ in range(200):
-        s = np.sin(x)
+        s = math.sin(x)
         xs.append(x)
         sines.append(s)
         x = s * a + b * x
@@ -227,13 +229,142 @@ def scalar_loop_grad(a, b, x):
     for x, s in zip(reversed(xs), reversed(sines)):
         da += dx * s
         db += dx * x
-        dx = dx * (np.cos(x) * a + b)
+        dx = dx * (math.cos(x) * a + b)
     return da, db
 
 
 def scalar_loop_args(rng):
     # |a cos(x) + b| < 1 keeps the derivative of the 200-step recurrence bounded.
     return float(rng.uniform(0.3, 0.5)), float(rng.uniform(0.2, 0.4)), float(rng.uniform(-1, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# (g) a small CNN whose convolution is a helper function: conv, 2x2 max-pool, dense, softmax
+# cross-entropy with one-hot labels (the network of examples/checkpointed_cnn.py).
+
+
+def conv2d(x, kernel, bias):
+    """A 'valid' convolution of images x (N, H, W, C) with kernel (KH, KW, C, O)."""
+    kh, kw, _, _ = kernel.shape
+    oh = x.shape[1] - kh + 1
+    ow = x.shape[2] - kw + 1
+    out = bias
+    for i in range(kh):
+        for j in range(kw):
+            out = out + x[:, i : i + oh, j : j + ow, :] @ kernel[i, j]
+    return out
+
+
+def cnn(kernel, bias, weights, offsets, images, labels):
+    features = conv2d(images, kernel, bias)
+    n, h, w, c = features.shape
+    pooled = np.max(np.reshape(features, (n, h // 2, 2, w // 2, 2, c)), axis=(2, 4))
+    logits = np.reshape(pooled, (n, -1)) @ weights + offsets
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.mean(np.sum(labels * logp, axis=1))
+
+
+def cnn_grad(kernel, bias, weights, offsets, images, labels):
+    kh, kw, _, _ = kernel.shape
+    features = conv2d(images, kernel, bias)
+    n, h, w, c = features.shape
+    windows = features.reshape(n, h // 2, 2, w // 2, 2, c)
+    pooled = windows.max(axis=(2, 4))
+    flat = pooled.reshape(n, -1)
+    logits = flat @ weights + offsets
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    dlogits = (e / e.sum(axis=1, keepdims=True) - labels) / n
+    dweights = flat.T @ dlogits
+    doffsets = dlogits.sum(axis=0)
+    dpooled = (dlogits @ weights.T).reshape(n, h // 2, 1, w // 2, 1, c)
+    # Random inputs have no ties, so the window's maximum is where it equals the pooled value.
+    dfeatures = ((windows == pooled[:, :, None, :, None, :]) * dpooled).reshape(features.shape)
+    dbias = dfeatures.sum(axis=(0, 1, 2))
+    dkernel = np.empty_like(kernel)
+    for i in range(kh):
+        for j in range(kw):
+            patch = images[:, i : i + h, j : j + w, :]
+            dkernel[i, j] = np.tensordot(patch, dfeatures, axes=([0, 1, 2], [0, 1, 2]))
+    return dkernel, dbias, dweights, doffsets
+
+
+def cnn_args(rng, n, size, channels, k, filters, classes):
+    images = rng.normal(size=(n, size, size, channels))
+    labels = np.eye(classes)[rng.integers(0, classes, size=n)]
+    kernel = rng.normal(size=(k, k, channels, filters)) / np.sqrt(k * k * channels)
+    bias = rng.normal(size=filters) * 0.1
+    flat = ((size - k + 1) // 2) ** 2 * filters
+    weights = rng.normal(size=(flat, classes)) / np.sqrt(flat)
+    offsets = rng.normal(size=classes) * 0.1
+    return kernel, bias, weights, offsets, images, labels
+
+
+# --------------------------------------------------------------------------------------------
+# (h) the MLP of (b) with cross-entropy on integer labels: logp[np.arange(n), y].
+
+
+def mlp_labels(W1, b1, W2, b2, X, y):
+    h = np.maximum(X @ W1 + b1, 0.0)
+    logits = h @ W2 + b2
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    n = X.shape[0]
+    return -np.mean(logp[np.arange(n), y])
+
+
+def mlp_labels_grad(W1, b1, W2, b2, X, y):
+    h = np.maximum(X @ W1 + b1, 0.0)
+    logits = h @ W2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    dlogits = e / e.sum(axis=1, keepdims=True)
+    n = X.shape[0]
+    dlogits[np.arange(n), y] -= 1.0
+    dlogits /= n
+    dW2 = h.T @ dlogits
+    db2 = dlogits.sum(axis=0)
+    dz = dlogits @ W2.T
+    dz *= h > 0.0
+    dW1 = X.T @ dz
+    db1 = dz.sum(axis=0)
+    return dW1, db1, dW2, db2
+
+
+def mlp_labels_args(rng, batch, n_in, n_hidden, n_out):
+    W1, b1, W2, b2, X, _ = mlp_softmax_args(rng, batch, n_in, n_hidden, n_out)
+    return W1, b1, W2, b2, X, rng.integers(0, n_out, size=batch)
+
+
+# --------------------------------------------------------------------------------------------
+# (i) the control-flow example of Dive into Deep Learning (section 2.5): a while loop whose
+# trip count depends on the values, then an if on them.
+
+
+def d2l_control(a):
+    b = a * 2
+    while np.linalg.norm(b) < 1000:
+        b = b * 2
+    if b.sum() > 0:  # noqa: SIM108 (the textbook's if statement is the point)
+        c = b
+    else:
+        c = 100 * b
+    return np.sum(c)
+
+
+def d2l_control_grad(a):
+    # c is a times a constant: 2 for each doubling, times 100 on the else branch.
+    b = a * 2
+    scale = 2.0
+    while np.linalg.norm(b) < 1000:
+        b = b * 2
+        scale *= 2.0
+    if b.sum() <= 0:
+        scale *= 100.0
+    return (np.full_like(a, scale),)
+
+
+def d2l_control_args(rng, n):
+    return (rng.normal(size=n) * 0.1,)
 
 
 # --------------------------------------------------------------------------------------------
@@ -342,9 +473,47 @@ WORKLOADS: list[Workload] = [
         hand_grad=scalar_loop_grad,
         make_args=scalar_loop_args,
         wrt=("a", "b"),
-        target=2.0,
+        target=1.5,
         loops=True,
-        sizes_text="200 iterations, Python floats",
+        sizes_text="200 iterations, Python floats; hand-written with math",
+    ),
+    Workload(
+        key="g",
+        name="cnn",
+        fn=cnn,
+        hand_grad=cnn_grad,
+        make_args=cnn_args,
+        wrt=(0, 1, 2, 3),
+        target=1.1,
+        full={"n": 10, "size": 16, "channels": 3, "k": 5, "filters": 6, "classes": 10},
+        small={"n": 2, "size": 6, "channels": 2, "k": 3, "filters": 2, "classes": 3},
+        loops=True,
+        sizes_text="10 images 16x16x3, conv 5x5x6 (a helper), pool 2x2, dense 216-10",
+    ),
+    Workload(
+        key="h",
+        name="mlp_labels",
+        fn=mlp_labels,
+        hand_grad=mlp_labels_grad,
+        make_args=mlp_labels_args,
+        wrt=(0, 1, 2, 3),
+        target=1.15,
+        full={"batch": 128, "n_in": 784, "n_hidden": 256, "n_out": 10},
+        small={"batch": 5, "n_in": 6, "n_hidden": 4, "n_out": 3},
+        sizes_text="batch 128, 784-256-10, relu, integer labels",
+    ),
+    Workload(
+        key="i",
+        name="d2l_control",
+        fn=d2l_control,
+        hand_grad=d2l_control_grad,
+        make_args=d2l_control_args,
+        wrt=(0,),
+        target=1.3,
+        full={"n": 100},
+        small={"n": 4},
+        loops=True,
+        sizes_text="100 elements, while/if on values",
     ),
 ]
 

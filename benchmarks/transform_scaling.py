@@ -1,0 +1,168 @@
+"""How the source transformation's time grows with the size of the function (see run.py).
+
+Three families of generated functions, each written to a file of its own and imported
+(s2sgrad reads the source), so that every one is transformed from a cold cache:
+
+* straight-line functions of 100, 500 and 2,000 statements;
+* 30, 60 and 90 nested ``if`` statements;
+* a 100,000-iteration loop on Python floats, whose first call is set against a later one.
+
+The transformation's time is the first call's minus a later call's. Targets: 2,000
+statements under 1 s, 90 nested ifs under 0.5 s, the loop's first call at most 2x a later
+call.
+
+    python benchmarks/transform_scaling.py   # this table alone
+
+Example:
+    >>> source = straight_line_source(3)
+    >>> source.count("\\n    t") == 3
+    True
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+STRAIGHT_LINE_SIZES = (100, 500, 2000)
+NESTED_IF_DEPTHS = (30, 60, 90)
+LOOP_ITERATIONS = 100_000
+STRAIGHT_LINE_TARGET_MS = 1000.0  # for the largest size
+NESTED_IF_TARGET_MS = 500.0  # for the deepest
+LOOP_FIRST_CALL_TARGET = 2.0  # first call / later call
+
+_STATEMENTS = (
+    "t{k} = np.sin(t{p}) * 0.5 + t{q}",
+    "t{k} = t{p} * t{q} * 0.25",
+    "t{k} = np.tanh(t{p} - 0.1 * t{q})",
+    "t{k} = t{p} + np.exp(-t{q} * t{q})",
+)
+
+
+def straight_line_source(statements: int) -> str:
+    """A function ``f(x)`` of ``statements`` assignments, each reading the two before it."""
+    lines = ["import numpy as np", "", "", "def f(x):", "    t0 = x", "    t1 = x * 0.5"]
+    for k in range(2, statements):
+        form = _STATEMENTS[k % len(_STATEMENTS)]
+        lines.append("    " + form.format(k=k, p=k - 1, q=k - 2))
+    lines.append(f"    return np.sum(t{statements - 1})")
+    return "\n".join(lines) + "\n"
+
+
+def nested_if_source(depth: int) -> str:
+    """A function ``f(x, s)`` with ``depth`` nested ``if s > k:`` statements."""
+    lines = ["import numpy as np", "", "", "def f(x, s):", "    y = x"]
+    for k in range(depth):
+        indent = "    " * (k + 1)
+        lines.append(f"{indent}if s > {k}:")
+        lines.append(f"{indent}    y = np.sin(y) * 1.01 + 0.1")
+    lines.append("    return np.sum(y)")
+    return "\n".join(lines) + "\n"
+
+
+def loop_source(iterations: int) -> str:
+    """A function ``f(a, b, x)`` running ``iterations`` steps of a scalar recurrence."""
+    return (
+        "import numpy as np\n\n\ndef f(a, b, x):\n"
+        f"    for _ in range({iterations}):\n"
+        "        x = np.sin(x) * a + b * x\n"
+        "    return x\n"
+    )
+
+
+def load(source: str, directory: Path, name: str):
+    """The function ``f`` of ``source``, imported from a new file (new code, cold cache)."""
+    path = directory / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.f
+
+
+def seconds(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def first_and_later(sg, fn, args: tuple, wrt, mode: str, later_calls: int = 3):
+    """Seconds of the first ``sg.grad(fn)(*args)`` and the fastest of a few later calls."""
+
+    def call():
+        return sg.grad(fn, wrt=wrt, mode=mode)(*args)
+
+    first = seconds(call)
+    return first, min(seconds(call) for _ in range(later_calls))
+
+
+def _row(label: str, measure: Callable[[], tuple[float, float]]) -> tuple[float, float] | None:
+    try:
+        first, later = measure()
+    except Exception as error:  # reported in the table, the run goes on
+        print(f"  {label:<28} failed: {type(error).__name__}: {str(error)[:200]}")
+        return None
+    print(
+        f"  {label:<28} first call {first * 1e3:9.1f} ms, later {later * 1e3:8.2f} ms, "
+        f"transformation {(first - later) * 1e3:9.1f} ms"
+    )
+    return first, later
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def measure_scaling(sg, mode: str = "s2s") -> None:
+    """Print the "transform scaling" table: statements (or depth) -> milliseconds."""
+    print("\nTransform scaling (first call - later call = the transformation)")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=8)
+    with tempfile.TemporaryDirectory() as directory:
+        folder = Path(directory)
+        last = None
+        for size in STRAIGHT_LINE_SIZES:
+            fn = load(straight_line_source(size), folder, f"straight_{size}")
+            last = _row(f"{size:,} statements", lambda f=fn: first_and_later(sg, f, (x,), 0, mode))
+        ms = (last[0] - last[1]) * 1e3 if last else float("inf")
+        print(
+            f"    largest: {ms:.0f} ms (target < {STRAIGHT_LINE_TARGET_MS:.0f} ms) "
+            f"{_verdict(ms < STRAIGHT_LINE_TARGET_MS)}"
+        )
+        for depth in NESTED_IF_DEPTHS:
+            fn = load(nested_if_source(depth), folder, f"nested_{depth}")
+            args = (x, float(depth))
+            last = _row(
+                f"{depth} nested ifs", lambda f=fn, a=args: first_and_later(sg, f, a, 0, mode)
+            )
+        ms = (last[0] - last[1]) * 1e3 if last else float("inf")
+        print(
+            f"    deepest: {ms:.0f} ms (target < {NESTED_IF_TARGET_MS:.0f} ms) "
+            f"{_verdict(ms < NESTED_IF_TARGET_MS)}"
+        )
+        fn = load(loop_source(LOOP_ITERATIONS), folder, "long_loop")
+        args = (0.4, 0.3, 0.5)
+        row = _row(
+            f"loop of {LOOP_ITERATIONS:,} iterations",
+            lambda: first_and_later(sg, fn, args, (0, 1), mode, later_calls=2),
+        )
+        plain = min(seconds(lambda: fn(*args)) for _ in range(2))
+        ratio = row[0] / row[1] if row else float("inf")
+        print(
+            f"    f itself {plain * 1e3:.1f} ms; first call / later call {ratio:.2f}x "
+            f"(target <= {LOOP_FIRST_CALL_TARGET:.0f}x) "
+            f"{_verdict(ratio <= LOOP_FIRST_CALL_TARGET)}"
+        )
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import s2sgrad
+
+    measure_scaling(s2sgrad)
