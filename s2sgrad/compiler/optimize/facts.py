@@ -296,6 +296,7 @@ class FactsCache:
     def __init__(self, enabled: bool = True):
         self.table: dict[int, Facts] = {}
         self.enabled = enabled
+        self.rewrites = 0  # how many times a statement was forgotten or told anew
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
@@ -322,11 +323,13 @@ class FactsCache:
 
     def keep(self, facts: Facts) -> None:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
+        self.rewrites += 1
         if self.enabled:
             self.table[id(facts.statement)] = facts
 
     def forget(self, statement: gast.stmt) -> None:
         """``statement`` changed: :meth:`of` must walk it again."""
+        self.rewrites += 1
         self.table.pop(id(statement), None)
 
 

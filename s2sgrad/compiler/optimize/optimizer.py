@@ -48,7 +48,7 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
     facts = FactsCache()
     facts.prime(body)
     for _ in range(20):
-        optimizer = _Optimizer(is_pure_call, body, facts)
+        optimizer = _Optimizer(is_pure_call, facts)
         body = optimizer.block(body, live_after=set(), top=True)
         if not optimizer.changed:
             break
@@ -58,14 +58,17 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 class _Optimizer:
     """One pass over a function body; ``changed`` tells whether another pass may help."""
 
-    def __init__(self, is_pure_call, function_body, facts: FactsCache):
+    def __init__(self, is_pure_call, facts: FactsCache):
         self.is_pure_call = is_pure_call
-        self.function_body = function_body
         self.facts = facts
         self.changed = False
         # A value is judged when first asked about in a pass, and the verdict stays for the
         # pass even when folding later grows the value (the generated code depends on it).
         self._purity: dict[int, tuple[bool, gast.AST]] = {}
+        # For the block being optimised and each block around it, the names counted in the
+        # statements beside it (reads, writes): what lies outside the block does not change
+        # while the block is optimised, so it is counted once, on entering the block.
+        self._outside: list[tuple[Counter, Counter]] = []
 
     def counts(self, statements) -> tuple[Counter, Counter]:
         """How often each name is read (or deleted) and written in ``statements``."""
@@ -75,24 +78,40 @@ class _Optimizer:
         return Counter(reads), Counter(writes)
 
     def _collect_counts(self, statements, reads, writes):
+        # No statement counted here has a block being optimised (see _around), so the facts
+        # of a loop or branch, which cover its blocks, are current.
         for statement in statements:
-            if has_blocks(statement):  # its blocks may be changing: no facts kept for it
-                for field in child_fields(type(statement)):
-                    value = getattr(statement, field, None)
-                    if field in ("body", "orelse") and type(value) is list:
-                        self._collect_counts(value, reads, writes)
-                    elif value is not None:
-                        count_names(value, reads, writes)
-            else:
-                facts = self.facts.of(statement)
-                reads += facts.loads
-                reads += facts.others
-                writes += facts.stores
+            facts = self.facts.of(statement)
+            reads += facts.loads
+            reads += facts.others
+            writes += facts.stores
+
+    def _around(self, body, index: int, field: str) -> tuple[Counter, Counter]:
+        """Names counted beside block ``field`` of ``body[index]``: in the other statements
+        of ``body`` and in the statement's other fields."""
+        reads: list[str] = []
+        writes: list[str] = []
+        self._collect_counts(body[:index], reads, writes)
+        self._collect_counts(body[index + 1 :], reads, writes)
+        statement = body[index]
+        for other in child_fields(type(statement)):
+            value = getattr(statement, other, None)
+            if other in ("body", "orelse") and type(value) is list:
+                if other != field:
+                    self._collect_counts(value, reads, writes)
+            elif value is not None:
+                count_names(value, reads, writes)
+        return Counter(reads), Counter(writes)
+
+    def _used_outside(self, name: str) -> bool:
+        """Whether ``name`` is read or written outside the block at hand."""
+        return any(reads[name] or writes[name] for reads, writes in self._outside)
+
+    def _read_outside(self, name: str) -> bool:
+        return any(reads[name] for reads, _ in self._outside)
 
     def block_local(self, body) -> set[str]:
         """Names a loop or branch body assigns before any use and nobody outside it uses."""
-        all_reads, all_writes = self.counts(self.function_body)
-        reads, writes = self.counts(body)
         first_seen: dict[str, bool] = {}
         for statement in body:
             facts = self.facts.of(statement)
@@ -109,7 +128,7 @@ class _Optimizer:
         return {
             name
             for name, written_first in first_seen.items()
-            if written_first and reads[name] == all_reads[name] and writes[name] == all_writes[name]
+            if written_first and not self._used_outside(name)
         }
 
     def pure_value(self, statement: gast.Assign) -> bool:
@@ -149,22 +168,10 @@ class _Optimizer:
         if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
             self.changed = True
         body = folded
-        for statement in body:
+        for index, statement in enumerate(body):
             if has_blocks(statement):
-                for field in ("body", "orelse"):
-                    inner = getattr(statement, field, None)
-                    if isinstance(inner, list):
-                        setattr(
-                            statement, field, self.block(inner, set(), top=False) or [gast.Pass()]
-                        )
-                        if field == "orelse" and all(isinstance(s, gast.Pass) for s in inner):
-                            statement.orelse = []
-                if type(statement) is gast.If and only_passes(statement.body) and statement.orelse:
-                    # if c: pass / else: ...  reads better as  if not c: ...
-                    statement.test = gast.UnaryOp(op=gast.Not(), operand=statement.test)
-                    statement.body, statement.orelse = statement.orelse, []
-                    self.changed = True
-                self.facts.forget(statement)
+                if self._optimise_blocks(body, index):
+                    self.facts.forget(statement)
             elif self.facts.of(statement).folded:
                 continue
             self.fold_statement(statement)
@@ -183,6 +190,35 @@ class _Optimizer:
         body = merge_item_updates(self, body)
         body = self.eliminate_dead(body, live_after)
         return body
+
+    def _optimise_blocks(self, body, index: int) -> bool:
+        """Optimise the blocks of the loop or branch ``body[index]``; whether it changed.
+
+        Unchanged means: every rewrite inside forgets the facts of what it changes (see
+        ``optimize/facts.py``), none did, and the blocks hold the same statements; then the
+        statement's facts, which cover its blocks, stay (no walk of it again)."""
+        statement = body[index]
+        rewrites = self.facts.rewrites
+        changed = False
+        for field in ("body", "orelse"):
+            inner = getattr(statement, field, None)
+            if not isinstance(inner, list):
+                continue
+            self._outside.append(self._around(body, index, field))
+            try:
+                optimised = self.block(inner, set(), top=False) or [gast.Pass()]
+            finally:
+                self._outside.pop()
+            if field == "orelse" and only_passes(inner):
+                optimised = []
+            changed = changed or not _same_statements(optimised, inner)
+            setattr(statement, field, optimised)
+        if type(statement) is gast.If and only_passes(statement.body) and statement.orelse:
+            # if c: pass / else: ...  reads better as  if not c: ...
+            statement.test = gast.UnaryOp(op=gast.Not(), operand=statement.test)
+            statement.body, statement.orelse = statement.orelse, []
+            self.changed = changed = True
+        return changed or self.facts.rewrites != rewrites
 
     def fold_simple_statements(self, body):
         """Fold constants in the statements (outside loops and branches) that changed."""
@@ -217,14 +253,12 @@ class _Optimizer:
 
     def eliminate_unread(self, body):
         """Drop side-effect-free assignments to names the whole function never reads."""
-        reads, _ = self.counts(self.function_body)
-        kept = [
-            s
-            for s in body
-            if not (
-                simple_assignment(s) and reads[simple_assignment(s)] == 0 and self.pure_value(s)
-            )
-        ]
+        reads, _ = self.counts(body)
+
+        def unread(name):
+            return name is not None and reads[name] == 0 and not self._read_outside(name)
+
+        kept = [s for s in body if not (unread(simple_assignment(s)) and self.pure_value(s))]
         if len(kept) != len(body):
             self.changed = True
         # a block of comments alone would print as no statement at all
@@ -263,3 +297,10 @@ class _Optimizer:
         result.reverse()
         comments.reverse()
         return drop_orphan_comments(result, comments)
+
+
+def _same_statements(new: list[gast.stmt], old: list[gast.stmt]) -> bool:
+    """Whether a block holds the same statements as before (a ``pass`` for a ``pass``)."""
+    return len(new) == len(old) and all(
+        a is b or (type(a) is gast.Pass and type(b) is gast.Pass) for a, b in zip(new, old)
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import gast
 
@@ -25,14 +26,17 @@ __all__ = ["Activity", "analyse_activity"]
 
 @dataclass
 class Activity:
+    """The result of :func:`analyse_activity`; its sets are not changed afterwards."""
+
     varied: set[str]
     useful: set[str]
 
     def is_active(self, name: str) -> bool:
         return name in self.varied and name in self.useful
 
-    @property
+    @cached_property
     def active(self) -> set[str]:
+        # computed once: passes ask for it per statement
         return self.varied & self.useful
 
 

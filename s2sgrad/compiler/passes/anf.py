@@ -359,7 +359,9 @@ def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) ->
     values: dict[str, list] = {}
     unknown = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     unknown -= set(containers)
-    for statement in nested_statements(node.body):
+    # A loop or branch counts whole: every name written inside it is unknown (one walk each
+    # instead of one per nesting level).
+    for statement in node.body:
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
             continue

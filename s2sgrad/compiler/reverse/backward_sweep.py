@@ -38,6 +38,9 @@ from s2sgrad.compiler.syntax import (
 __all__ = ["BackwardSweep"]
 
 
+_NESTED = (StepKind.BRANCH, StepKind.LOOP)  # the steps that hold blocks of steps
+
+
 class BackwardSweep:
     """Write the backward sweep of a list of steps.
 
@@ -63,14 +66,14 @@ class BackwardSweep:
     def backward_block(self, steps: list[Step], later_reads: set[str]) -> list[gast.stmt]:
         blocks: list[list[gast.stmt]] = []
         reads_after = set(later_reads)
-        after_sets = []
-        for step in reversed(steps):
-            after_sets.append(set(reads_after))
-            reads_after |= names_read(step.statement)
         rules: list[list[str]] = []
-        for step, after in zip(reversed(steps), after_sets):
+        for step in reversed(steps):
+            # only loops and branches ask what is read after them: a copy for them alone
+            # (one per statement made straight-line code quadratic)
+            after = set(reads_after) if step.kind in _NESTED else reads_after
             outer_rules, self.rules.applied = self.rules.applied, []
             block, early = self.backward_step(step, after)
+            reads_after |= names_read(step.statement)
             block_rules, self.rules.applied = self.rules.applied, outer_rules
             for save in reversed(step.saves):  # last pushed first
                 if save not in early:
