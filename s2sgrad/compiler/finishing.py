@@ -4,11 +4,14 @@ The sweeps and assembly write *raw* code. It is finished in one of two ways, by 
 list of passes run in order by one loop (:func:`finish`):
 
 * *generic* code (any shapes; what is differentiated again, and what ``source`` shows
-  before a call) runs only the passes that do not need the arguments: the optimiser;
+  before a call) runs only the passes that do not need the arguments: common calls
+  (``optimize/common.py``: a pure call repeated on the same operands is computed once)
+  and the optimiser;
 * code *specialised* to the shapes of a call runs all of them::
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
-      ─► optimise ─► drop saves only shape queries read ─► strip broadcasts ─► fold constants
+      ─► common calls ─► optimise ─► drop saves only shape queries read ─► strip broadcasts
+      ─► fold constants
 
 The first five are the probe's (``compiler/specialize/``): if one fails, the call runs the
 generic code instead. Stripping broadcasts again, and folding after it, are for what the
@@ -32,6 +35,7 @@ import gast
 from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_function
 from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
+from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
@@ -95,6 +99,11 @@ def _scatter_sums(node, finishing):
     return node
 
 
+def _common_calls(node, finishing):
+    node.body = eliminate_common_calls(node.body, finishing.is_pure)
+    return node
+
+
 def _optimise(node, finishing):
     node.body = optimize(node.body, finishing.is_pure)
     return node
@@ -127,6 +136,7 @@ PASSES = (
         probing=True,
     ),
     Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
+    Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),

@@ -1,0 +1,198 @@
+"""Common-subexpression elimination of pure calls: ``t2 = np.exp(z)`` after
+``t1 = np.exp(z)`` becomes ``t2 = t1`` (copy propagation then drops it).
+
+Only what is surely the same value is merged:
+
+* the value is a call that ``is_pure`` proves free of side effects (NumPy's functions and
+  array methods; never ``np.random``), with no ``out=``, of names and literals only;
+* both statements are in one straight-line block, and no statement between them rebinds
+  a name the call reads, rebinds the first target, or may write into any array in place
+  (an item or attribute store, ``+=``, a mutating method, a call whose result is dropped,
+  ``out=``, or any call that is not pure): such a statement empties the table;
+* neither result, nor any value that may share its memory (a copy of the name, a part of
+  it, a view NumPy may return), is ever written in place anywhere in the function: the two
+  names become one array.
+
+Example::
+
+    body = eliminate_common_calls(parse("a = np.exp(z)\\nb = np.exp(z)").body, is_pure)
+    # a = np.exp(z); b = a
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import gast
+
+from s2sgrad.compiler.syntax import (
+    MUTATING_METHODS,
+    names_read,
+    names_written,
+    nested_statements,
+    walk,
+)
+
+__all__ = ["eliminate_common_calls"]
+
+# Calls and operators whose result is a new array (never a view of an operand).
+_FRESH_VALUES = (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)
+_FRESH_METHODS = {"sum", "mean", "prod", "max", "min", "std", "var", "dot", "copy", "cumsum"}
+
+
+def eliminate_common_calls(
+    body: list[gast.stmt], is_pure: Callable[[gast.Call], bool]
+) -> list[gast.stmt]:
+    """Replace repeated pure calls in ``body`` by a copy of the first result, in place.
+
+    Example::
+
+        eliminate_common_calls(node.body, purity_of(namespace))
+    """
+    written_in_place = _written_in_place(body, is_pure)
+    unsafe = _sharing_memory(body, written_in_place)
+    _block(body, is_pure, unsafe)
+    return body
+
+
+def _block(statements: list[gast.stmt], is_pure, unsafe: set[str]) -> None:
+    seen: dict[str, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
+    for index, statement in enumerate(statements):
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                _block(inner, is_pure, unsafe)
+        if _may_write_in_place(statement, is_pure) or not _plain_assignment(statement):
+            seen.clear()
+            continue
+        target = statement.targets[0].id
+        key = _candidate(statement.value, is_pure) if target not in unsafe else None
+        earlier = seen.get(key) if key is not None else None
+        if earlier is not None and earlier[0] != target:
+            statements[index] = _copy_of(statement, earlier[0])
+        for other, (first, reads) in list(seen.items()):  # what the new binding changes
+            if target == first or target in reads:
+                del seen[other]
+        if key is not None and earlier is None and target not in names_read(statement.value):
+            seen[key] = (target, names_read(statement.value))
+
+
+def _plain_assignment(statement: gast.stmt) -> bool:
+    return (
+        type(statement) is gast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+    )
+
+
+def _candidate(value: gast.expr, is_pure) -> str | None:
+    """The key of a call that may be merged with an identical one, or None."""
+    # a function of a module or a method (np.exp, t.sum): not a runtime helper or pullback
+    if type(value) is not gast.Call or type(value.func) is not gast.Attribute:
+        return None
+    if not is_pure(value):
+        return None
+    if any(k.arg == "out" or k.arg is None for k in value.keywords):
+        return None
+    operands = [*value.args, *(k.value for k in value.keywords)]
+    if not all(_simple_operand(a) for a in operands):
+        return None
+    return gast.dump(value)
+
+
+def _simple_operand(node: gast.expr) -> bool:
+    if type(node) in (gast.Name, gast.Constant):
+        return True
+    if type(node) is gast.Tuple:
+        return all(_simple_operand(e) for e in node.elts)
+    return type(node) is gast.UnaryOp and type(node.operand) is gast.Constant
+
+
+def _copy_of(statement: gast.Assign, source: str) -> gast.Assign:
+    value = gast.Name(source, gast.Load(), None, None)
+    copy = gast.Assign(targets=statement.targets, value=value, type_comment=None)
+    return gast.copy_location(copy, statement)
+
+
+def _may_write_in_place(statement: gast.stmt, is_pure) -> bool:
+    """Whether ``statement`` may change an array in place (judged without its blocks)."""
+    if type(statement) in (gast.AugAssign, gast.Expr, gast.Delete):
+        return True
+    if type(statement) is gast.Assign and type(statement.targets[0]) is not gast.Name:
+        return True
+    return bool(_in_place_names(statement, is_pure)) or any(
+        type(n) is gast.Call and not is_pure(n) for n in _own_nodes(statement)
+    )
+
+
+def _own_nodes(statement: gast.stmt):
+    """The nodes of ``statement`` outside its blocks."""
+    for field, value in gast.iter_fields(statement):
+        if field in ("body", "orelse", "finalbody", "handlers"):
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, gast.AST):
+                yield from walk(item)
+
+
+def _in_place_names(statement: gast.stmt, is_pure) -> set[str]:
+    """Names ``statement`` (outside its blocks) may write into in place."""
+    found: set[str] = set()
+    if type(statement) is gast.AugAssign:
+        found |= names_read(statement.target) | names_written(statement.target)
+    for node in _own_nodes(statement):
+        kind = type(node)
+        if kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is gast.Store:
+            found |= names_read(node.value)
+        elif kind is gast.Call:
+            func = node.func
+            mutating = isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS
+            if mutating:
+                found |= names_read(func.value)
+            if mutating or not is_pure(node) or any(k.arg == "out" for k in node.keywords):
+                found |= names_read(node)
+    if type(statement) is gast.Expr:
+        found |= names_read(statement.value)
+    return found
+
+
+def _written_in_place(body: list[gast.stmt], is_pure) -> set[str]:
+    found: set[str] = set()
+    for statement in nested_statements(body):
+        found |= _in_place_names(statement, is_pure)
+    return found
+
+
+def _sharing_memory(body: list[gast.stmt], written: set[str]) -> set[str]:
+    """Names whose value may share memory with a name in ``written`` (those included)."""
+    flows: dict[str, set[str]] = {}  # name → names whose value may share memory with it
+    for statement in nested_statements(body):
+        if type(statement) is gast.Assign:
+            value, targets = statement.value, names_written(statement.targets[0])
+        elif type(statement) is gast.For:
+            value, targets = statement.iter, names_written(statement.target)
+        else:
+            continue
+        if _fresh(value):
+            continue
+        for source in names_read(value):  # both ways: a view's source and its other views
+            flows.setdefault(source, set()).update(targets)
+            for target in targets:
+                flows.setdefault(target, set()).add(source)
+    unsafe = set(written)
+    pending = list(written)
+    while pending:
+        name = pending.pop()
+        for other in flows.get(name, set()) - unsafe:
+            unsafe.add(other)
+            pending.append(other)
+    return unsafe
+
+
+def _fresh(value: gast.expr) -> bool:
+    """Whether ``value`` surely makes a new object, sharing no memory with its operands."""
+    if isinstance(value, _FRESH_VALUES):
+        return True
+    if type(value) is gast.Call and isinstance(value.func, gast.Attribute):
+        return value.func.attr in _FRESH_METHODS and not value.keywords
+    return False
