@@ -429,7 +429,35 @@ def _logaddexp2_jvp(t, ans, x1, x2):
 # arguments each gets half; at a tie with a constant (relu written np.maximum(z, 0)) the
 # constant takes it, and z gets 0. Comparing with the result (not with the other argument)
 # also covers fmax/fmin, which return the argument that is not NaN.
-@vjp_rule(np.maximum, np.minimum, np.fmax, np.fmin, max, min)
+@vjp_rule(np.maximum)
+def _maximum(g, ans, x1, x2, *, differentiated=(True, True)):
+    # Against a constant, the argument got the result where the result exceeds the
+    # constant (NaN compares false either way, like the general rule): a mask of the
+    # result, so the backward keeps the result (as relu written by hand does), not the
+    # argument.
+    if differentiated == (True, False):
+        return unbroadcast(g * (ans > x2), x1)
+    if differentiated == (False, True):
+        return None, unbroadcast(g * (ans > x1), x2)
+    return (
+        unbroadcast(np.where(x1 == x2, 0.5 * g, g * (x1 == ans)), x1),
+        unbroadcast(np.where(x1 == x2, 0.5 * g, g * (x2 == ans)), x2),
+    )
+
+
+@vjp_rule(np.minimum)
+def _minimum(g, ans, x1, x2, *, differentiated=(True, True)):
+    if differentiated == (True, False):
+        return unbroadcast(g * (ans < x2), x1)
+    if differentiated == (False, True):
+        return None, unbroadcast(g * (ans < x1), x2)
+    return (
+        unbroadcast(np.where(x1 == x2, 0.5 * g, g * (x1 == ans)), x1),
+        unbroadcast(np.where(x1 == x2, 0.5 * g, g * (x2 == ans)), x2),
+    )
+
+
+@vjp_rule(np.fmax, np.fmin, max, min)
 def _select(g, ans, x1, x2, *, differentiated=(True, True)):
     if differentiated == (True, False):
         return unbroadcast(g * ((x1 == ans) & (x1 != x2)), x1)

@@ -16,7 +16,7 @@ def dmlp_loss(x, W1, b1, W2, b2, y):
     dh = matmul_cotangent_a(dt3, h, W2)
     dW2 = matmul_cotangent_b(dt3, h, W2)
     # grad of: h = np.maximum(x @ W1 + b1, 0.0)
-    dt2 = unbroadcast(dh * ((t2 == h) & (t2 != 0.0)), t2)
+    dt2 = unbroadcast(dh * (h > 0.0), t2)
     db1 = unbroadcast(dt2, b1)
     dW1 = matmul_cotangent_b(unbroadcast(dt2, t1), x, W1)
     return (as_gradient(dW1, W1), as_gradient(db1, b1), as_gradient(dW2, W2), as_gradient(db2, b2))
