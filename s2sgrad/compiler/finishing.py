@@ -110,7 +110,10 @@ def _optimise(node, finishing):
 
 
 def _drop_unneeded_saves(node, finishing):
-    node.body = drop_unneeded_saves(node.body)  # the shape queries that read them are gone
+    body = drop_unneeded_saves(node.body)  # the shape queries that read them are gone
+    if body is not node.body:  # the temporaries pushed may fold into one statement now
+        body = optimize(body, finishing.is_pure)
+    node.body = body
     return node
 
 

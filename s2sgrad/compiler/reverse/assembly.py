@@ -94,6 +94,7 @@ def reverse_sweeps(
     saves.check_restores_mirror_saves(forward, backward)
     # what the backward sweep reads matters for saves and for values set in blocks
     read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()))
+    read_back -= saves.recompute_in_loops(forward, backward)
     forward, backward = saves.place_saves(forward, backward)
     retargeted = {id(s.statement): s.target for top in steps for s in top.walk() if s.calls}
     forward = unnested(forward, retargeted, names)

@@ -27,10 +27,12 @@ from s2sgrad.compiler.syntax import (
     clone,
     constant,
     load,
+    names_modified,
     names_read,
     names_written,
     nested_statements,
     string_statement,
+    walk,
 )
 from s2sgrad.errors import UnsupportedError
 
@@ -188,6 +190,48 @@ class Saves:
                 return True
         return False
 
+    def recompute_in_loops(self, forward, backward) -> set[str]:
+        """Instead of saving ``v = xs[t]`` every iteration of ``for t in ...``, compute it
+        again at the top of the backward loop's body, where the same ``t`` comes back.
+
+        Only where that is surely the same value: ``v`` is written once in the function
+        and read, forward, only by the loop's later statements and, backward, only inside
+        the backward loop; ``xs`` and the other names of the index are never written; ``t``
+        only by the loop. The forward loop is then the user's code (its temporaries fold
+        into one statement again), as a hand-written loop reads ``xs[t]`` twice. Returns
+        the names the backward sweep no longer reads (it reads the new ones instead).
+        """
+        writes = _write_counts(forward)
+        renamed: set[str] = set()
+        for backward_loop, forward_loop in self.replays.values():
+            if not (type(forward_loop) is gast.For and type(backward_loop) is gast.For):
+                continue
+            if not _same_index(forward_loop, backward_loop, writes):
+                continue
+            body = forward_loop.body
+            for position, statement in enumerate(body[:-1]):
+                key = _marker_key(statement, PUSH)
+                save = self.saves[key] if key is not None else None
+                if save is None or not save.used or save.kind != "assign":
+                    continue
+                value = _recomputable(
+                    body[position + 1], save.target, writes, forward_loop.target.id
+                )
+                target = save.target
+                if value is None or target in _reads_before(body, position + 1):
+                    continue
+                if target in _reads_outside(forward, forward_loop) | _reads_outside(
+                    backward, backward_loop
+                ):
+                    continue
+                save.used = False
+                # a name of its own, so that the forward loop's stays local to it (and folds)
+                again = self.names.claim(target)
+                _rename(backward_loop.body, target, again)
+                backward_loop.body.insert(0, assign(again, clone(value)))
+                renamed.add(target)
+        return renamed
+
     def place_saves(self, forward, backward):
         """Turn the markers of the saves ``mark_used_saves`` found needed into pushes and
         pops, and drop the others."""
@@ -261,6 +305,102 @@ class Saves:
                 value=call(attribute(load(save.target), "append"), [clone(save.index)])
             )
         return assign(save.target, popped)
+
+
+def _write_counts(statements) -> dict[str, int]:
+    """How often each name is rebound or written in place, loop headers included."""
+    counts: dict[str, int] = {}
+    for statement in nested_statements(statements):
+        if isinstance(statement, gast.For):
+            written = names_written(statement.target)
+        elif isinstance(statement, (gast.If, gast.While)):
+            continue
+        else:
+            written = names_modified(statement)
+        for name in written:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def _same_index(forward_loop: gast.For, backward_loop: gast.For, writes) -> bool:
+    """Whether the backward loop runs the forward loop's index (a name only it sets)."""
+    target = forward_loop.target
+    return (
+        type(target) is gast.Name
+        and type(backward_loop.target) is gast.Name
+        and backward_loop.target.id == target.id
+        and writes.get(target.id) == 1
+    )
+
+
+def _recomputable(statement, target: str, writes, index: str) -> gast.expr | None:
+    """The value of ``target = base[...]`` when it can be computed again later: the
+    statement is the only write of ``target``; ``base`` and the names in the brackets
+    other than the loop's ``index`` are never written."""
+    if not (
+        type(statement) is gast.Assign
+        and type(statement.targets[0]) is gast.Name
+        and statement.targets[0].id == target
+        and writes.get(target) == 1
+    ):
+        return None
+    value = statement.value
+    if type(value) is not gast.Subscript or type(value.value) is not gast.Name:
+        return None
+    if not _plain_index(value.slice) or target in names_read(value):
+        return None
+    base = value.value.id
+    if writes.get(base):
+        return None
+    if any(writes.get(name) and name != index for name in names_read(value.slice)):
+        return None
+    return value
+
+
+def _plain_index(node) -> bool:
+    if type(node) in (gast.Name, gast.Constant):
+        return True
+    if type(node) is gast.Tuple:
+        return all(_plain_index(e) for e in node.elts)
+    if type(node) is gast.Slice:
+        return all(p is None or _plain_index(p) for p in (node.lower, node.upper, node.step))
+    return False
+
+
+def _rename(statements, old: str, new: str) -> None:
+    for statement in statements:
+        for node in walk(statement):
+            if type(node) is gast.Name and node.id == old:
+                node.id = new
+
+
+def _reads_before(body, position: int) -> set[str]:
+    read: set[str] = set()
+    for statement in body[:position]:
+        read |= names_read(statement)
+    return read
+
+
+def _reads_outside(statements, skipped) -> set[str]:
+    """Names ``statements`` read, leaving out the statement ``skipped`` (its header too)."""
+    read: set[str] = set()
+    for statement in statements:
+        if statement is skipped:
+            continue
+        blocks = [getattr(statement, f, None) for f in ("body", "orelse", "finalbody")]
+        blocks = [b for b in blocks if isinstance(b, list)]
+        if not blocks or isinstance(statement, gast.FunctionDef):
+            read |= names_read(statement)
+            continue
+        for field, value in gast.iter_fields(statement):
+            if field in ("body", "orelse", "finalbody"):
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, gast.AST):
+                    read |= names_read(item)
+        for block in blocks:
+            read |= _reads_outside(block, skipped)
+    return read
 
 
 def _marker_key(statement, prefix: str) -> int | None:

@@ -1,0 +1,78 @@
+"""A loop's ``v = xs[t]`` is computed again in the backward loop instead of being saved each
+iteration (compiler/reverse/saves.py, ``recompute_in_loops``), only where that is surely
+the same value; gradients against central differences in every mode, first and second
+call, second order, and as a helper's derivative (forward and backward split)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad
+
+import s2sgrad as sg
+
+RNG = np.random.default_rng(57)
+
+
+def rnn(Wx, xs):
+    h = np.zeros((xs.shape[1], Wx.shape[1]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(xs[t] @ Wx + 0.5 * h)
+    return np.sum(h**2)
+
+
+def calls_rnn(Wx, xs):
+    return rnn(Wx, xs) * 2.0
+
+
+def rows_rebound(Wx, xs):
+    h = np.zeros((xs.shape[1], Wx.shape[1]))
+    for t in range(xs.shape[0]):
+        row = xs[t]
+        h = np.tanh(row @ Wx + 0.5 * h)
+        xs = xs * 0.9  # xs changes: row must be the saved one
+    return np.sum(h**2)
+
+
+def read_before_set(Wx, xs):
+    h = np.zeros((xs.shape[1], Wx.shape[1]))
+    row = xs[0]
+    for t in range(xs.shape[0]):
+        h = np.tanh(row @ Wx + 0.5 * h)  # the previous iteration's row
+        row = xs[t] * 1.5
+        row = np.sin(row)
+    return np.sum(h**2)
+
+
+ARGS = (RNG.standard_normal((3, 4)), RNG.standard_normal((5, 2, 3)))
+
+
+@pytest.mark.parametrize("f", [rnn, calls_rnn, rows_rebound, read_before_set])
+@pytest.mark.parametrize("wrt", [0, 1])
+def test_gradient_against_differences(f, wrt):
+    expected = numeric_grad(f, ARGS, wrt)
+    for mode in ("s2s", "auto", "tape"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            actual = call_twice(sg.grad(f, wrt=wrt, mode=mode), *ARGS)
+        assert_close(actual, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_second_order():
+    Wx, xs = ARGS
+    v = RNG.standard_normal(Wx.shape)
+    gradient = sg.grad(rnn, mode="s2s")
+    expected = numeric_grad(lambda w: np.sum(gradient(w, xs) * v), (Wx,), 0)
+    for mode in ("s2s", "tape"):
+        actual = sg.hvp(rnn, (Wx, xs), (v, np.zeros_like(xs)), mode=mode)[0]
+        assert_close(actual, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_the_row_is_not_pushed_each_iteration():
+    gradient = sg.grad(rnn, mode="s2s")
+    gradient(*ARGS)
+    code = sg.source(gradient)
+    pushes = [line.strip() for line in code.splitlines() if ".append(" in line]
+    assert pushes == ["stack.append(h)", "stack.append(h)"]  # h before zeros, h each step
