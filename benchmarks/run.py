@@ -17,15 +17,18 @@ hand-written one.
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import ctypes
 import importlib.util
+import inspect
 import operator
 import os
 import platform
 import statistics
 import sys
 import tempfile
+import textwrap
 import time
 import timeit
 import warnings
@@ -158,6 +161,7 @@ class Result:
     wrong: bool = False
     peaks: dict[str, int] = field(default_factory=dict)
     freshness: dict[str, float] = field(default_factory=dict)  # see freshness_cost
+    statements: tuple[int, int] | None = None  # (generated, hand-written), see count
 
     @property
     def ratio(self) -> float | None:
@@ -240,11 +244,27 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
         result.peaks[name] = peak_bytes(call)
     if "s2sgrad" in calls and getattr(dfn, "code", None) is not None:
         result.freshness = freshness_cost(dfn, args, options)
+        result.statements = (count_statements(sg.source(dfn)), hand_statements(w))
     if "s2sgrad" in calls:
         result.peaks["s2sgrad first call"] = first_call_peak(sg, w.fn, w.wrt, args, options.mode)
     if w.name == "rnn":
         result.peaks["hand saved"] = rnn_saved_bytes(*args)
     return result
+
+
+def count_statements(source: str) -> int:
+    """Statements of the function in ``source`` (its ``def`` and docstring left out;
+    comments are not statements)."""
+    (function,) = ast.parse(textwrap.dedent(source)).body
+    body = function.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return sum(isinstance(node, ast.stmt) for s in body for node in ast.walk(s))
+
+
+def hand_statements(w: Workload) -> int:
+    """Statements of the hand-written gradient (the helpers it calls not counted)."""
+    return count_statements(inspect.getsource(w.hand_grad))
 
 
 def without_freshness_checks(dfn) -> Callable:
@@ -371,6 +391,7 @@ def microseconds(seconds: float | None) -> str:
 
 def print_table(results: list[Result], extra: list[str]) -> None:
     header = ["workload", "hand µs", "s2sgrad µs", "ratio", "target", "result", "memory"]
+    header += ["statements"]
     header += [f"{title} µs" for title in extra]
     rows = []
     for r in results:
@@ -378,7 +399,12 @@ def print_table(results: list[Result], extra: list[str]) -> None:
         row = [f"{r.workload.key} {r.workload.name}", microseconds(r.times["hand"])]
         row += [microseconds(r.times.get("s2sgrad")), ratio, f"{r.workload.target:.1f}x"]
         memory = f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "-"
-        row += [r.verdict, memory] + [microseconds(r.times.get(title)) for title in extra]
+        statements = "-"
+        if r.statements:
+            generated, hand = r.statements
+            statements = f"{generated}/{hand} {generated / hand:.2f}x"
+        row += [r.verdict, memory, statements]
+        row += [microseconds(r.times.get(title)) for title in extra]
         rows.append(row)
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
     lines = [header, ["-" * w for w in widths], *rows]
