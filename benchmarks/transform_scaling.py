@@ -86,31 +86,37 @@ def load(source: str, directory: Path, name: str):
     return module.f
 
 
-def seconds(call: Callable[[], object]) -> float:
-    start = time.perf_counter()
+def seconds(call: Callable[[], object], clock=time.perf_counter) -> float:
+    start = clock()
     call()
-    return time.perf_counter() - start
+    return clock() - start
 
 
 def first_and_later(sg, fn, args: tuple, wrt, mode: str, later_calls: int = 3):
-    """Seconds of the first ``sg.grad(fn)(*args)`` and the fastest of a few later calls."""
+    """Seconds of the first ``sg.grad(fn)(*args)`` and the fastest of a few later calls:
+    wall-clock time, then this process's CPU time (steadier on a shared machine)."""
 
     def call():
         return sg.grad(fn, wrt=wrt, mode=mode)(*args)
 
-    first = seconds(call)
-    return first, min(seconds(call) for _ in range(later_calls))
+    start, cpu = time.perf_counter(), time.process_time()
+    call()
+    first, first_cpu = time.perf_counter() - start, time.process_time() - cpu
+    later = min(seconds(call) for _ in range(later_calls))
+    later_cpu = min(seconds(call, time.process_time) for _ in range(later_calls))
+    return first, later, first_cpu, later_cpu
 
 
-def _row(label: str, measure: Callable[[], tuple[float, float]]) -> tuple[float, float] | None:
+def _row(label: str, measure: Callable[[], tuple]) -> tuple[float, float] | None:
     try:
-        first, later = measure()
+        first, later, first_cpu, later_cpu = measure()
     except Exception as error:  # reported in the table, the run goes on
         print(f"  {label:<28} failed: {type(error).__name__}: {str(error)[:200]}")
         return None
     print(
         f"  {label:<28} first call {first * 1e3:9.1f} ms, later {later * 1e3:8.2f} ms, "
-        f"transformation {(first - later) * 1e3:9.1f} ms"
+        f"transformation {(first - later) * 1e3:9.1f} ms "
+        f"(CPU {(first_cpu - later_cpu) * 1e3:7.1f} ms)"
     )
     return first, later
 
