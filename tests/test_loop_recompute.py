@@ -46,10 +46,51 @@ def read_before_set(Wx, xs):
     return np.sum(h**2)
 
 
+def scaled_rows(Wx, xs):
+    scaled = xs * 0.5  # written once, before the loop: the same in every iteration
+    h = np.zeros((xs.shape[1], Wx.shape[1]))
+    for t in range(xs.shape[0]):
+        h = np.tanh(scaled[t] @ Wx + 0.5 * h)
+    return np.sum(h**2)
+
+
+def calls_scaled_rows(Wx, xs):
+    return scaled_rows(Wx, xs) + np.sum(Wx)
+
+
+def rebound_in_outer_loop(Wx, xs):
+    h = np.zeros((xs.shape[1], Wx.shape[1]))
+    for k in range(2):
+        scaled = xs * (k + 1.0)  # one statement, a new value each outer iteration
+        for t in range(xs.shape[0]):
+            h = np.tanh(scaled[t] @ Wx + 0.5 * h)
+    return np.sum(h**2)
+
+
+def list_rewritten_after(Wx, xs):
+    rows = [xs[0] @ Wx, xs[1] @ Wx]
+    total = 0.0
+    for row in rows:  # row = seq[i] where seq is rows itself
+        total = total + np.sum(np.sin(row) * Wx[0])
+    for t in range(2):
+        rows[t] = rows[t] * 3.0  # the entries change after the loop
+    return total + np.sum(rows[0])
+
+
 ARGS = (RNG.standard_normal((3, 4)), RNG.standard_normal((5, 2, 3)))
+FUNCTIONS = [
+    list_rewritten_after,
+    rnn,
+    calls_rnn,
+    rows_rebound,
+    read_before_set,
+    scaled_rows,
+    calls_scaled_rows,
+    rebound_in_outer_loop,
+]
 
 
-@pytest.mark.parametrize("f", [rnn, calls_rnn, rows_rebound, read_before_set])
+@pytest.mark.parametrize("f", FUNCTIONS)
 @pytest.mark.parametrize("wrt", [0, 1])
 def test_gradient_against_differences(f, wrt):
     expected = numeric_grad(f, ARGS, wrt)

@@ -123,11 +123,28 @@ def fold_single_uses(optimizer, body, allowed=None):
                 removed[index] = True
                 optimizer.changed = True
                 break
-            if not later_facts.modified.isdisjoint(inputs) or not (
-                type(later) is gast.Assign and optimizer.pure_value(later)
+            if not later_facts.modified.isdisjoint(inputs):
+                break
+            if not (type(later) is gast.Assign and optimizer.pure_value(later)) and not (
+                _is_append(later)  # a push onto the stack changes nothing the value reads
             ):
                 break
     return [s for s, gone in zip(result, removed) if not gone]
+
+
+def _is_append(statement) -> bool:
+    """Whether ``statement`` is ``items.append(name)``."""
+    if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+        return False
+    value = statement.value
+    return (
+        type(value.func) is gast.Attribute
+        and value.func.attr == "append"
+        and type(value.func.value) is gast.Name
+        and len(value.args) == 1
+        and not value.keywords
+        and type(value.args[0]) is gast.Name
+    )
 
 
 class _IndexedBlock:

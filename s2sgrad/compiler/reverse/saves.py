@@ -201,7 +201,10 @@ class Saves:
         into one statement again), as a hand-written loop reads ``xs[t]`` twice. Returns
         the names the backward sweep no longer reads (it reads the new ones instead).
         """
+        if _writes_in_place(forward):  # a write through another name (an alias) unseen
+            return set()
         writes = _write_counts(forward)
+        top = {n for s in forward if type(s) is gast.Assign for n in names_written(s)}
         renamed: set[str] = set()
         for backward_loop, forward_loop in self.replays.values():
             if not (type(forward_loop) is gast.For and type(backward_loop) is gast.For):
@@ -215,7 +218,7 @@ class Saves:
                 if save is None or not save.used or save.kind != "assign":
                     continue
                 value = _recomputable(
-                    body[position + 1], save.target, writes, forward_loop.target.id
+                    body[position + 1], save.target, writes, forward_loop.target.id, top
                 )
                 target = save.target
                 if value is None or target in _reads_before(body, position + 1):
@@ -322,6 +325,21 @@ def _write_counts(statements) -> dict[str, int]:
     return counts
 
 
+def _writes_in_place(statements) -> bool:
+    """Whether a statement may change a value in place: an item or attribute store, ``+=``,
+    a mutating method, or a call whose result is dropped (the markers are strings)."""
+    for statement in nested_statements(statements):
+        if isinstance(statement, (gast.AugAssign, gast.Delete)):
+            return True
+        if isinstance(statement, gast.Expr) and string_statement(statement) is None:
+            return True
+        if isinstance(statement, gast.Assign) and names_modified(statement) - names_written(
+            statement
+        ):
+            return True
+    return False
+
+
 def _same_index(forward_loop: gast.For, backward_loop: gast.For, writes) -> bool:
     """Whether the backward loop runs the forward loop's index (a name only it sets)."""
     target = forward_loop.target
@@ -333,10 +351,11 @@ def _same_index(forward_loop: gast.For, backward_loop: gast.For, writes) -> bool
     )
 
 
-def _recomputable(statement, target: str, writes, index: str) -> gast.expr | None:
+def _recomputable(statement, target: str, writes, index: str, top) -> gast.expr | None:
     """The value of ``target = base[...]`` when it can be computed again later: the
     statement is the only write of ``target``; ``base`` and the names in the brackets
-    other than the loop's ``index`` are never written."""
+    other than the loop's ``index`` are never written, or only once, by a statement of the
+    function's own body (in no loop or branch: it holds that value whenever it is read)."""
     if not (
         type(statement) is gast.Assign
         and type(statement.targets[0]) is gast.Name
@@ -349,10 +368,13 @@ def _recomputable(statement, target: str, writes, index: str) -> gast.expr | Non
         return None
     if not _plain_index(value.slice) or target in names_read(value):
         return None
-    base = value.value.id
-    if writes.get(base):
+
+    def fixed(name):
+        return not writes.get(name) or (writes[name] == 1 and name in top)
+
+    if not fixed(value.value.id):
         return None
-    if any(writes.get(name) and name != index for name in names_read(value.slice)):
+    if not all(fixed(name) or name == index for name in names_read(value.slice)):
         return None
     return value
 
