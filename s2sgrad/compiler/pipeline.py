@@ -63,6 +63,7 @@ from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import join_sequences, to_anf
 from s2sgrad.compiler.passes.desugar import desugar
+from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.loops import normalise_loops
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -260,6 +261,7 @@ def _build(request: Request) -> GeneratedFunction:
     check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
     inlined = inline_updating_helpers(node, parsed, names)
+    inlined |= inline_helper_bodies(node, parsed, names)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     free_names = sorted((names_read_in(node) - local_names) | inlined)
