@@ -172,6 +172,9 @@ class Loops:
         if self.builtin_call(iterator, "range") and isinstance(loop.target, gast.Name):
             annotate(loop, RANGE_LOOP, True)
             return [loop]
+        prefix: list[gast.stmt] = []
+        if self.gathered(loop, prefix):
+            return [*prefix, *self.for_loop(loop)]
         iterator = loop.iter = self.listed(iterator, loop)
         if self.builtin_call(iterator, "zip") or self.builtin_call(iterator, "enumerate"):
             iterator.args = [self.listed(a, loop) for a in iterator.args]
@@ -181,7 +184,6 @@ class Loops:
             return [loop]
         if _dict_view(iterator) is not None:
             return self.dict_loop(loop, *_dict_view(iterator))
-        prefix: list[gast.stmt] = []
         visit = self.visit(loop, iterator, prefix)
         if visit is None:
             return [loop]
@@ -279,6 +281,70 @@ class Loops:
         annotate(loop, RANGE_LOOP, True)
         loop.body = header + loop.body
         return loop
+
+    def gathered(self, loop: gast.For, prefix: list[gast.stmt]) -> bool:
+        """``for a, b in product(xs, ys)`` (``combinations``, ``permutations``,
+        ``combinations_with_replacement``, ``pairwise`` alike) as a loop over the index
+        tuples the same function makes of ``range(len(...))``, reading the elements by
+        index: ``for t in list(product(range(len(xs)), range(len(ys)))): a, b = xs[t[0]],
+        ys[t[1]]``, so what the loop reads is differentiated like any element read. The
+        sequences are named in ``prefix``. False (the loop unchanged) when the tuples'
+        length is not a literal or the loop changes what it runs over."""
+        iterator = loop.iter
+        if type(iterator) is not gast.Call or self.sees_changes(iterator, loop):
+            return False
+        maker = self.resolve(iterator.func)
+        kind = next((k for k, m in _GATHERED.items() if m is not None and maker is m), None)
+        sources = iterator.args if kind == "product" else iterator.args[:1]
+        if kind is None or not sources or not all(map(_indexable, sources)):
+            return False
+        if any(isinstance(a, gast.Starred) for a in iterator.args):
+            return False
+        sizes = {k.arg: k.value for k in iterator.keywords}
+        pools = list(sources)
+        if kind == "product":
+            repeat = sizes.pop("repeat", constant(1))
+            width = _literal_int(repeat)
+            if width is None or sizes:
+                return False
+            pools = pools * width
+        elif kind == "pairwise":
+            if len(pools) != 1 or sizes:
+                return False
+            pools = pools * 2
+        else:
+            size = sizes.pop("r", iterator.args[1] if len(iterator.args) == 2 else None)
+            width = _literal_int(size) if size is not None else None
+            if width is None or sizes or len(iterator.args) > 2:
+                return False
+            pools = pools[:1] * width
+        named = [self.items(p, prefix, loop) for p in sources]
+        by_pool = {id(p): n for p, n in zip(sources, named)}
+        ranges = [call(load("range"), [call(load("len"), [load(n.id)])]) for n in named]
+        keywords = {}
+        if kind == "product":
+            keywords = {k.arg: clone(k.value) for k in iterator.keywords}
+        elif kind != "pairwise":
+            ranges.append(constant(width))
+        indices = call(clone(iterator.func), ranges, keywords)
+        index = self.names.fresh("indices")
+        reads = [
+            gast.Subscript(
+                value=load(by_pool[id(pool)].id),
+                slice=gast.Subscript(value=load(index), slice=constant(position), ctx=gast.Load()),
+                ctx=gast.Load(),
+            )
+            for position, pool in enumerate(pools)
+        ]
+        target = loop.target
+        if isinstance(target, gast.Tuple) and len(target.elts) == len(reads):
+            header = [assign(t, r, like=loop) for t, r in zip(target.elts, reads)]
+        else:
+            header = [assign(target, gast.Tuple(elts=reads, ctx=gast.Load()), like=loop)]
+        loop.target = store(index)
+        loop.iter = located(call(load("list"), [indices]), iterator)
+        loop.body = header + loop.body
+        return True
 
     def listed(self, node: gast.expr, loop: gast.For) -> gast.expr:
         """``list(node)`` for an iterator of itertools (``product``, ``pairwise`` …) or
@@ -382,6 +448,25 @@ _LISTED = tuple(
     )
     if hasattr(itertools, name)
 )
+
+
+# iterators of tuples of their arguments' elements, made again of indices by ``gathered``
+_GATHERED = {
+    name: getattr(itertools, name, None)
+    for name in (
+        "product",
+        "pairwise",
+        "combinations",
+        "combinations_with_replacement",
+        "permutations",
+    )
+}
+
+
+def _literal_int(node: gast.expr) -> int | None:
+    if isinstance(node, gast.Constant) and type(node.value) is int and node.value >= 0:
+        return node.value
+    return None
 
 
 def _indexable(node: gast.expr) -> bool:
