@@ -146,7 +146,16 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
         return Operation(OperationKind.UNKNOWN, description=f"attribute .{value.attr}")
     if isinstance(value, gast.Call):
         return _call(value, parsed, local_names)
+    if isinstance(value, gast.Lambda):
+        return Operation(OperationKind.UNKNOWN, description=_LAMBDA)
     return Operation(OperationKind.UNKNOWN, description=type(value).__name__)
+
+
+_LAMBDA = (
+    "a lambda that reads differentiated values and is used as a value (kept in a "
+    "container, passed on, or called where it is made): bind it once to a name and call "
+    "it by that name"
+)
 
 
 # builtins whose values are made as they are read: a loop or comprehension over them is

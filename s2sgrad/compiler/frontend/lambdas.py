@@ -10,7 +10,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.syntax import walk
-from s2sgrad.errors import S2SGradError, where
+from s2sgrad.errors import UnsupportedError, where
 
 __all__ = ["lambda_node"]
 
@@ -23,9 +23,9 @@ def lambda_node(
 
     ``indent`` is how much indentation dedenting removed, to compare columns.
     """
-    module, wrapped = _parse_fragment(source)
+    module, shift = _parse_fragment(source)
     if module is None:
-        raise S2SGradError(
+        raise UnsupportedError(
             f"{where(filename, first_line)}: could not isolate the lambda's source; "
             "define it with 'def' instead"
         )
@@ -41,14 +41,13 @@ def lambda_node(
     if len(candidates) > 1 and hasattr(code, "co_positions"):
         # several lambdas on one line: match the columns of `code`
         columns = {pos[2] for pos in code.co_positions() if pos[2] is not None}
-        shift = indent - (1 if wrapped else 0)
-        candidates = [c for c in candidates if c.body.col_offset + shift in columns] or (
+        candidates = [c for c in candidates if c.body.col_offset + indent + shift in columns] or (
             candidates[:1]
         )
     elif len(candidates) > 1:  # Python 3.10 has no columns: the one that compiles to `code`
         candidates = [c for c in candidates if runs_as_code(c)] or candidates[:1]
     if not candidates:
-        raise S2SGradError(
+        raise UnsupportedError(
             f"{where(filename, code.co_firstlineno)}: could not find the lambda in its source "
             "line; define it with 'def' instead"
         )
@@ -67,19 +66,23 @@ def lambda_node(
     return gast.copy_location(node, lam), lam
 
 
-def _parse_fragment(source: str) -> tuple[gast.Module | None, bool]:
-    """Parse a source fragment that may be cut mid-expression (lambdas inside calls)."""
+def _parse_fragment(source: str) -> tuple[gast.Module | None, int]:
+    """Parse a source fragment that may be cut mid-expression (lambdas inside calls, or in
+    a list or dict whose first line is above): the module, and how far its columns sit
+    left of the fragment's."""
     lines = source.splitlines()
     for end in range(len(lines), 0, -1):
         text = "\n".join(lines[:end])
         for attempt in (text, text.rstrip().rstrip(",") + ")"):
             try:
-                return gast.parse(attempt), False
+                return gast.parse(attempt), 0
             except SyntaxError:
                 continue
-        try:  # "(" + the first line, stripped: columns move by the stripped amount, less one
-            stripped = text.lstrip()
-            return gast.parse("(" + stripped + "\n)"), len(text) - len(stripped) != 0
-        except SyntaxError:
-            continue
-    return None, False
+        stripped = text.lstrip()
+        shift = len(text) - len(stripped) - 1  # the opener replaces the indentation
+        for attempt in ("(" + stripped + "\n)", "(" + stripped, "[" + stripped, "{" + stripped):
+            try:
+                return gast.parse(attempt), shift
+            except SyntaxError:
+                continue
+    return None, 0
