@@ -8,13 +8,16 @@ holds it by its name. A method of a library object is named after the object
 
 from __future__ import annotations
 
+import os
 import sys
+import sysconfig
 import types
+import warnings
 from typing import Any
 
 import numpy as np
 
-__all__ = ["library_name"]
+__all__ = ["library_entry", "library_name"]
 
 
 def library_name(obj: Any) -> str | None:
@@ -53,14 +56,40 @@ def _object_name(obj: Any) -> str | None:
 
 
 def _held_as(name: str, obj: Any) -> str | None:
-    holders = [
-        module_name
-        for module_name, module in list(sys.modules.items())
-        if module is not None
-        and not any(part.startswith("_") for part in module_name.split("."))
-        and getattr(module, name, None) is obj
-    ]
+    with warnings.catch_warnings():  # deprecated modules warn on reading their names
+        warnings.simplefilter("ignore")
+        holders = [
+            module_name
+            for module_name, module in list(sys.modules.items())
+            if module is not None
+            and not any(part.startswith("_") for part in module_name.split("."))
+            and getattr(module, name, None) is obj
+        ]
     if not holders:
         return None
     best = min(holders, key=lambda m: (m.count("."), len(m)))
     return f"{best.replace('numpy', 'np', 1) if best.startswith('numpy') else best}.{name}"
+
+
+_INSTALLED = tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("purelib", "platlib")})
+
+
+def library_entry(frame: Any) -> tuple[str, Any] | None:
+    """When ``frame`` runs inside an installed library's Python code (SciPy's
+    ``special.zeta`` calling its ufunc ``_zeta``): the name of the library function the
+    caller called (``scipy.special.zeta``), and the caller's frame; else None.
+
+    Example::
+
+        library_entry(frame)  # ('scipy.special.zeta', <frame of model.py, line 12>)
+    """
+    entry = None
+    while frame is not None and frame.f_code.co_filename.startswith(_INSTALLED):
+        entry, frame = frame, frame.f_back
+    if entry is None or frame is None:
+        return None
+    code = entry.f_code
+    function = entry.f_globals.get(code.co_name)
+    module = entry.f_globals.get("__name__", "")
+    named = library_name(function) if function is not None else None
+    return named or f"{module}.{code.co_name}", frame

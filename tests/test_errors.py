@@ -237,6 +237,23 @@ def test_a_library_function_without_a_rule_is_named_by_its_own_module(mode):
     assert "np.exp1" not in str(caught.value) and "from NumPy" not in str(caught.value)
 
 
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_a_library_function_calling_its_own_ufunc_is_named_at_the_users_line(mode):
+    # scipy.special.zeta is Python code calling the private ufunc _zeta: the tape sees only
+    # the ufunc, and names the function the user called, at the user's line
+    special = pytest.importorskip("scipy.special")
+
+    def f(x):
+        return np.sum(special.zeta(x, 1.0))
+
+    line = f.__code__.co_firstlineno + 1
+    with pytest.raises(sg.NonDifferentiableError) as caught:
+        sg.grad(f, mode=mode)(np.array([1.5, 2.5]))
+    message = str(caught.value)
+    assert message.startswith(f"{__file__}:{line}: scipy.special.zeta"), message
+    assert "the ufunc" not in message
+
+
 def _einsum_square(a):
     return np.sum(np.einsum("ij,jk->ik", a, a) ** 2)
 

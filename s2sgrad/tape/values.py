@@ -30,7 +30,7 @@ from s2sgrad.errors import (
     UnsupportedError,
     where,
 )
-from s2sgrad.naming import library_name
+from s2sgrad.naming import library_entry, library_name
 from s2sgrad.rules.registry import Rule, get_rule, when_forgotten
 from s2sgrad.runtime.core import is_complex, is_foreign_array
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
@@ -1290,9 +1290,14 @@ def describe(primitive: Any) -> str:
 
 
 def _no_rule_error(primitive: Any, problem: str = "has no derivative rule") -> Exception:
-    name = describe(primitive)
+    name, frame = describe(primitive), _user_frame()
+    target = name
+    entry = library_entry(frame)  # a library's function calling a ufunc of its own
+    if entry is not None:
+        target, frame = entry
+        name = f"{target} (through {name.removeprefix('the ufunc ')})"
     return NonDifferentiableError(
-        f"{user_location()}: {name} {problem}, so the tape cannot differentiate through it. "
-        f"Register one with @s2sgrad.derivative(of={name}), or wrap its input in "
-        "s2sgrad.stop_gradient(...) if no derivative should flow through this call."
+        f"{where(*_position(frame))}: {name} {problem}, so the tape cannot differentiate "
+        f"through it. Register one with @s2sgrad.derivative(of={target}), or wrap its input "
+        "in s2sgrad.stop_gradient(...) if no derivative should flow through this call."
     )
