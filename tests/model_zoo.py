@@ -5,10 +5,12 @@ weight decay, LeNet-style convolution and pooling with loops, batch norm as a fu
 as a module, RNN, GRU, LSTM, gradient clipping, attention with a masked softmax, a
 Transformer block), and the programs of real AD example collections and of scientists
 (an MLP over a list of layers, an RNN and an LSTM whose cell is a nested def, a VAE, and
-one built from closures, a Gaussian-process marginal likelihood, a mixture
-model's log-likelihood, RK4 with a right-hand-side helper, an explicit heat equation, a
-Kalman filter). Each ``case_*`` function returns ``(loss, args, wrt)``: the loss function,
-a tuple of small random arguments, and the positions to differentiate.
+one built from closures, a Gaussian-process marginal likelihood, a mixture model's
+log-likelihood and the same mixture fitted by EM, an MLP over a parameter vector flattened
+by a helper returning ``(flat, unflatten)`` and read by a generator of layers, RK4 with a
+right-hand-side helper, an explicit heat equation, a Kalman filter). Each ``case_*``
+function returns ``(loss, args, wrt)``: the loss function, a tuple of small random
+arguments, and the positions to differentiate.
 """
 
 from __future__ import annotations
@@ -604,6 +606,68 @@ def case_mixture(rng):
         (np.array([-1.0, 0.5, 2.0]), np.zeros(3) - 0.2, np.zeros(3), rng.normal(size=6)),
         (0, 1, 2),
     )
+
+
+def mixture_fitted_by_em(means, data):
+    """A one-dimensional Gaussian mixture fitted by three EM steps from ``means``; the
+    loss is the log-likelihood of the fitted mixture (differentiated through the steps)."""
+    k = means.shape[0]
+    log_weights = np.full(k, -np.log(k))
+    log_scales = np.zeros(k)
+    for _ in range(3):
+        z = (data[:, None] - means[None, :]) / np.exp(log_scales)[None, :]
+        log_joint = -0.5 * z**2 - log_scales + log_weights
+        responsibilities = np.exp(log_joint - log_sum_exp(log_joint, axis=1)[:, None])
+        counts = np.sum(responsibilities, axis=0)
+        log_weights = np.log(counts / data.shape[0])
+        means = responsibilities.T @ data / counts
+        spread = np.sum(responsibilities * (data[:, None] - means[None, :]) ** 2, axis=0)
+        log_scales = 0.5 * np.log(spread / counts + 1e-3)
+    return mixture_log_likelihood(means, log_scales, log_weights, data)
+
+
+def case_mixture_em(rng):
+    data = np.concatenate([rng.normal(-2.0, 0.5, size=4), rng.normal(1.5, 0.7, size=4)])
+    return mixture_fitted_by_em, (np.array([-1.0, 0.5]), data), (0, 1)
+
+
+def flatten_parameters(params):
+    """The flatten idiom: one vector, and the function that rebuilds the list from it."""
+    shapes = [p.shape for p in params]
+    flat = np.concatenate([p.ravel() for p in params])
+
+    def unflatten(vector):
+        out = []
+        start = 0
+        for shape in shapes:
+            size = int(np.prod(shape))
+            out.append(vector[start : start + size].reshape(shape))
+            start = start + size
+        return out
+
+    return flat, unflatten
+
+
+def layer_pairs(params):
+    """The (W, b) pairs of a flat list of parameters, as a generator."""
+    for i in range(0, len(params), 2):
+        yield params[i], params[i + 1]
+
+
+def flattened_mlp_loss(W1, b1, W2, b2, x, y):
+    flat, unflatten = flatten_parameters([W1, b1, W2, b2])
+    params = unflatten(flat * 0.9)  # a shrunk copy, as weight decay would
+    h = x
+    for W, b in layer_pairs(params):
+        h = np.tanh(h @ W + b)
+    return np.mean((h - y) ** 2)
+
+
+def case_flattened_mlp(rng):
+    W1, b1 = rng.normal(size=(3, 4)) * 0.5, rng.normal(size=4) * 0.1
+    W2, b2 = rng.normal(size=(4, 2)) * 0.5, rng.normal(size=2) * 0.1
+    args = (W1, b1, W2, b2, rng.normal(size=(5, 3)), rng.normal(size=(5, 2)))
+    return flattened_mlp_loss, args, (0, 1, 2, 3)
 
 
 def lotka_volterra(state, theta):

@@ -60,6 +60,22 @@ def halve(a):
 
 def smooth_max(a):
     return np.log(np.sum(np.exp(a)))
+
+
+def scaled_by(w):
+    return lambda v: v * w
+
+
+def flat_pair(p):
+    def unflat(v):
+        return v.reshape(p.shape)
+
+    return p.ravel(), unflat
+
+
+def items_of(a, scale=1.0):
+    for i in range(len(a)):
+        yield a[i] * scale
 """
 
 SMOOTH = [
@@ -415,6 +431,17 @@ def _calls_through(d: _Draw):
             ["r = sum(list(map(lambda t: t * y, [{e}, x])))"],
             ["fs = [scale, squash]", "r = x * 0.0", "for fn in fs:", "    r = r + fn({e}, y)"],
             ["r = np.stack(list(map(np.tanh, [{e}, y])))[0]"],
+            # functions made by helpers, generators and itertools iterators read whole
+            ["h = scaled_by({e})", "r = h(y) + h(x * 2.0)"],
+            ["v, unflat = flat_pair({e})", "r = unflat(v * y[0]) * y"],
+            ["h = scaled_by(y)", "g = scaled_by(h({e}))", "r = g(x)"],
+            ["r = x * 0.0", "for v in items_of({e}, 0.5):", "    r = r + v * y"],
+            ["r = y * sum(items_of({e}))"],
+            ["r = np.stack([v * y for v in items_of({e})])[0]"],
+            ["r = x * 0.0", "for i, v in enumerate(items_of({e})):", "    r = r + v * y[i]"],
+            ["r = y * 0.0", "for a, b in itertools.product({e}, y):", "    r = r + a * b"],
+            ["r = y * sum(a * b for a, b in itertools.combinations({e}, 2))"],
+            ["r = y * 0.0", "for a, b in itertools.pairwise({e}):", "    r = r + (b - a) ** 2"],
         ]
     )
     return [line.format(e=d.smooth("x")) for line in lines], "r", ((3,), (3,))
@@ -485,7 +512,7 @@ FAMILIES = {
     "globals rebound": _globals,
     "dicts iterated": _dicts,
     "layer tuples": _layers,
-    "partial/map/function lists": _calls_through,
+    "partial/map/function lists, made functions": _calls_through,
     "tuples with non-arrays": _tuples,
     "nested unpacking": _unpacking,
     "starred calls": _starred,
@@ -507,7 +534,7 @@ def family_program(seed: int) -> tuple[str, str, tuple]:
     body = "\n".join("    " + line for line in lines)
     tail = d.pick(["np.sum(np.sin({r}))", "np.sum({r} ** 2) * 0.5", "np.sum(np.tanh({r}) * x[0])"])
     source = (
-        f"import numpy as np\n{HELPERS}\n{MORE_HELPERS}\n\n"
+        f"import itertools\nimport numpy as np\n{HELPERS}\n{MORE_HELPERS}\n\n"
         f"def f(x, y):\n{body}\n    return {tail.format(r=result)}\n"
     )
     if family == "helpers under grad(grad)":
