@@ -73,6 +73,7 @@ def _forward_aliases(node: gast.FunctionDef) -> None:
             and isinstance(s.targets[0], gast.Name)
         )
     }
+    forwarded = set()
     for index, statement in enumerate(node.body):
         if not (
             isinstance(statement, gast.Assign)
@@ -98,7 +99,8 @@ def _forward_aliases(node: gast.FunctionDef) -> None:
             continue  # a nested function's own variable of that name
         for n in reads:
             n.id = original
-        node.body = node.body[:index] + [gast.Pass()] + node.body[index + 1 :]
+        forwarded.add(id(statement))
+    node.body = [s for s in node.body if id(s) not in forwarded] or [gast.Pass()]
 
 
 def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set) -> bool:
