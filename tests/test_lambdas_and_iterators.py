@@ -115,7 +115,46 @@ def packed_parameters(W, b):
     return np.sum(np.tanh(W2 @ b2 + b2))
 
 
+def called_where_made(x):
+    total = 0.0
+    for w in (1.0, 2.0):
+        total = total + np.sum((lambda v: np.sin(v * w) * x)(x**2))
+    return total
+
+
+def made_in_each_pass(x):
+    total = 0.0
+    for w in (0.5, 1.0, 2.0):
+
+        def scaled(v):
+            return np.tanh(v * w) * x  # noqa: B023  # w as it is when called
+
+        total = total + np.sum(scaled(x))
+    return total
+
+
+def called_a_pass_later(x):
+    total = 0.0
+    h = lambda v: v * 0.0  # noqa: E731
+    for w in (0.5, 1.0, 2.0):
+        total = total + np.sum(h(x) ** 2)  # made the pass before: reads w and x as they are now
+        h = lambda v: np.sin(v * w) * x  # noqa: E731, B023
+    return total
+
+
+def bound_once_called_a_pass_later(x):
+    total = 0.0
+    for i in range(3):
+        if i > 0:
+            total = total + np.sum(np.cos(step(x)))  # noqa: F821  # made the pass before
+        step = lambda v: v * x * (i + 1.0)  # noqa: E731, B023, F841  # reads i when called
+    return total
+
+
 CLOSURES = [
+    (bound_once_called_a_pass_later, lambda: (RNG.normal(size=3),)),
+    (made_in_each_pass, lambda: (RNG.normal(size=3),)),
+    (called_where_made, lambda: (RNG.normal(size=3),)),
     (flatten_idiom, lambda: (RNG.normal(size=(2, 3)),)),
     (returned_def, lambda: (RNG.normal(size=3),)),
     (returned_named_lambda, lambda: (RNG.normal(size=3),)),
@@ -170,7 +209,7 @@ def made_in_a_loop(x):
     return total
 
 
-@pytest.mark.parametrize("f", [kept_in_a_list, passed_on, made_in_a_loop])
+@pytest.mark.parametrize("f", [kept_in_a_list, passed_on, made_in_a_loop, called_a_pass_later])
 def test_functions_used_as_values_are_refused_and_taped(f):
     x = RNG.normal(size=3)
     with pytest.raises(sg.UnsupportedError, match=r"test_lambdas_and_iterators.py:\d+: "):

@@ -11,7 +11,9 @@ Two kinds, both by copying the helper's body into the caller, its variables rena
   ``items.append(e)``, and the statement reads the list. This is sound when nothing the
   generator reads changes while it is read, and it is read to its end: what is checked.
 
-What does not qualify is left as it is, for the checks that refuse it.
+A lambda called where it is made (``(lambda v: v * w)(x)``) is named first, so that it is
+inlined like any other. What does not qualify is left as it is, for the checks that
+refuse it.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def inline_helper_bodies(node: gast.FunctionDef, parsed, names: NameGenerator) -
         # v, unf = flat(x)   becomes
         # p = x; v, unf = p.ravel(), (lambda v: v.reshape(p.shape))
     """
+    _name_called_lambdas(node.body, names)
     inliner = _Inliner(node, parsed, names)
     for _ in range(_ROUNDS):
         changed = inliner.closures(node.body)
@@ -208,6 +211,40 @@ class _Inliner:
         self.local |= set(renames.values())
         self.inlined.add(call_node.func.id)
         return prologue + copied
+
+
+def _name_called_lambdas(block: list[gast.stmt], names: NameGenerator) -> None:
+    """``(lambda v: v * w)(x)`` as ``f = lambda v: v * w`` before the statement and
+    ``f(x)`` in it, a local function :mod:`.inline_locals` inlines (not inside another
+    lambda or a comprehension, whose variables the lambda may read)."""
+    position = 0
+    while position < len(block):
+        statement = block[position]
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, SCOPES):
+                _name_called_lambdas(inner, names)
+        hoisted = []
+        if isinstance(statement, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)):
+            scoped = {
+                id(inner)
+                for n in walk(statement)
+                if type(n) in (*COMPREHENSIONS, gast.Lambda)
+                for inner in walk(n)
+                if inner is not n
+            }
+            for n in walk(statement):
+                if (
+                    type(n) is gast.Call
+                    and type(n.func) is gast.Lambda
+                    and id(n) not in scoped
+                    and not (n.func.args.defaults or n.func.args.kw_defaults)
+                ):
+                    name = names.fresh("called")
+                    hoisted.append(assign(name, n.func, like=statement))
+                    n.func = load(name)
+        block[position:position] = hoisted
+        position += len(hoisted) + 1
 
 
 def _without_docstring(body: list[gast.stmt]) -> list[gast.stmt]:

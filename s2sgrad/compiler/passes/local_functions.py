@@ -37,7 +37,7 @@ def local_functions(statements):
     """``(name, binding statement, signature, body)`` of each function the body defines
     once, as a lambda or a ``def``: ``body`` is the returned expression of a lambda or of a
     ``def`` whose body is one ``return``, else the ``def``'s statements with one exit."""
-    bindings = Counter(n for s in statements for n in names_written(s))
+    bindings = Counter(n for s in statements for n in _bound_by(s))
     for statement in statements:
         if isinstance(statement, gast.Assign) and isinstance(statement.value, gast.Lambda):
             target = statement.targets[0]
@@ -67,6 +67,24 @@ def local_functions(statements):
             star = arguments.vararg.id if arguments.vararg is not None else None
             defaults = dict(zip(named[len(named) - len(arguments.defaults) :], arguments.defaults))
             yield name, statement, Signature(named, star, defaults), body
+
+
+def _bound_by(statement: gast.stmt) -> set[str]:
+    """The names ``statement`` itself binds (a loop its target, not what its body binds:
+    ``statements`` lists those statements too). A function bound once in a loop's body is
+    made anew each time round, and reads what it captures when called, as the inlined
+    body does."""
+    if isinstance(statement, gast.For):
+        return names_written(statement.target)
+    if isinstance(statement, (gast.If, gast.While)):
+        return set()
+    if isinstance(statement, gast.With):
+        return {
+            n for i in statement.items if i.optional_vars for n in names_written(i.optional_vars)
+        }
+    if isinstance(statement, gast.Try):  # its handlers' statements are not listed
+        return set().union(*(names_written(h) for h in statement.handlers))
+    return names_written(statement)
 
 
 # statements a nested def's body may hold to be inlined: what it defines or declares is not
