@@ -316,7 +316,7 @@ def _yields_appended(body: list[gast.stmt], items: str) -> list[gast.stmt] | Non
 def _read_whole(statement: gast.stmt):
     """The places ``(holder, field, index)`` in ``statement`` holding a call a loop or
     builtin reads to its end where the statement runs: a ``for`` loop's iterable (also
-    inside ``enumerate``/``zip``), a comprehension's first iterable, an argument of
+    inside ``enumerate``), a comprehension's first iterable, an argument of
     ``sum``/``list``/…; not under a condition, a lambda or a comprehension's element."""
     if isinstance(statement, gast.For):
         yield from _call_places(statement, "iter")
@@ -345,15 +345,15 @@ def _read_whole(statement: gast.stmt):
 
 
 def _call_places(holder, field: str, index: int | None = None):
-    """``(holder, field, index)`` when it holds a call, and the places of the calls inside
-    the ``enumerate``/``zip``/``reversed`` call it holds."""
+    """``(holder, field, index)`` when it holds a call, and the place of the call inside
+    the ``enumerate`` call it holds (not ``zip``'s: it stops at its shortest argument, and
+    a generator that never ends is fine there)."""
     value = getattr(holder, field) if index is None else getattr(holder, field)[index]
     if not isinstance(value, gast.Call):
         return
     yield holder, field, index
-    if isinstance(value.func, gast.Name) and value.func.id in ("enumerate", "zip"):
-        for position in range(len(value.args)):
-            yield value, "args", position
+    if isinstance(value.func, gast.Name) and value.func.id == "enumerate" and value.args:
+        yield value, "args", 0
 
 
 def _leaves_early(body: list[gast.stmt]) -> bool:
