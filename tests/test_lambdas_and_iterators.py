@@ -452,3 +452,53 @@ LISTED = [
 @pytest.mark.parametrize("position", [1, 2])
 def test_lambdas_on_a_line_that_closes_a_list(position, mode):
     check_gradient(LISTED[position], (RNG.normal(size=3),), mode)
+
+
+# -- fresh: the helpers inlined are read again at each call -----------------------------------
+
+
+def _doubling(p):
+    return p.ravel(), (lambda v: 2.0 * v.reshape(p.shape))
+
+
+def _tripling(p):
+    return p.ravel(), (lambda v: 3.0 * v.reshape(p.shape))
+
+
+def _squares(x):
+    for i in range(len(x)):
+        yield x[i] ** 2
+
+
+def _cubes(x):
+    for i in range(len(x)):
+        yield x[i] ** 3
+
+
+maker = _doubling
+generator = _squares
+
+
+def through_a_global_maker(x):
+    v, unflatten = maker(x)
+    return np.sum(unflatten(v) ** 2)
+
+
+def through_a_global_generator(x):
+    return sum(generator(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_rebound_helper_is_seen(mode):
+    global maker, generator
+    x = RNG.normal(size=3)
+    grad_maker = sg.grad(through_a_global_maker, mode=mode)
+    grad_generator = sg.grad(through_a_global_generator, mode=mode)
+    try:
+        assert_close(grad_maker(x), 8.0 * x)
+        assert_close(grad_generator(x), 2.0 * x)
+        maker, generator = _tripling, _cubes
+        assert_close(grad_maker(x), 18.0 * x)
+        assert_close(grad_generator(x), 3.0 * x**2)
+    finally:
+        maker, generator = _doubling, _squares
