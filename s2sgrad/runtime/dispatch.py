@@ -23,6 +23,7 @@ from s2sgrad.errors import (
     no_forward_derivative,
     warn_at_caller,
 )
+from s2sgrad.naming import library_name
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.rules.registry import get_rule, per_argument
 from s2sgrad.running import running_origin
@@ -147,9 +148,12 @@ def _refuse_library_code(target: Any, function: Any) -> None:
     module = getattr(target, "__module__", None) or ""
     if module.split(".")[0] not in _RULE_ONLY_PACKAGES:
         return
-    name = getattr(function, "__qualname__", None) or type(function).__qualname__
+    name = library_name(function) or library_name(type(function))  # np.vectorize(f) objects
+    if name is None:
+        name = getattr(function, "__qualname__", None) or type(function).__qualname__
+        name = f"{name} (from {module})"
     raise NonDifferentiableError(
-        f"{_user_origin()}: {name} (from {module}) has no derivative rule, so a value being "
+        f"{_user_origin()}: {name} has no derivative rule, so a value being "
         "differentiated cannot go through it; write the computation with NumPy array "
         "functions, or give it a rule with @s2sgrad.derivative(of=...)"
     )
