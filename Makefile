@@ -3,10 +3,10 @@
 #   make demo    create .venv, install the package, run examples/quickstart.py
 #   make examples  create .venv with the examples extra, run every script in examples/
 #                  (files go to examples/output/, or to $S2SGRAD_EXAMPLES_OUTPUT)
-#   make test    create .venv, install the package with the test extra, run ruff and pytest
+#   make test    create .venv, install the package with the test extra, run ruff, mypy, pytest
 #   make test-matrix  the same under each supported Python and NumPy pair (.ci/matrix: venvs
 #                from pyenv's interpreters in /tmp/s2sgrad-matrix), printing a table
-#   make lint    ruff check and ruff format --check
+#   make lint    ruff check, ruff format --check and mypy (configured in pyproject.toml)
 #   make docs    build the documentation site (guide pages and API reference) into site/
 #   make bench   install the benchmark frameworks where possible, run benchmarks/run.py
 #   make clean   remove .venv and caches
@@ -47,6 +47,7 @@ examples: $(STAMP_EXAMPLES)
 
 test: $(STAMP_TEST)
 	$(PY) -m ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 test-matrix:
@@ -55,6 +56,7 @@ test-matrix:
 lint: $(STAMP_TEST)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 docs: $(STAMP_TEST)
 	$(PY) -m mkdocs build --strict

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
 from s2sgrad.errors import S2SGradError
 from s2sgrad.inspection import show
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("the target must look like module:function")
     sys.path.insert(0, "")
     try:
-        function = importlib.import_module(module_name)
+        function: Any = importlib.import_module(module_name)
         for part in function_name.split("."):
             function = getattr(function, part)
     except (ImportError, AttributeError) as error:

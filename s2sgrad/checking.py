@@ -79,8 +79,12 @@ def _check_reverse(f, args, positions, mode, step, rtol, atol, rng) -> None:
     cotangent = _random_like(out, rng)
     analytic = pullback(cotangent)
     for position in positions:
+
+        def along(value: Any, p: int = position) -> Any:
+            return _inner(cotangent, f(*_replaced(args, p, value)))
+
         numeric = _numeric_gradient(
-            lambda value, p=position: _inner(cotangent, f(*_replaced(args, p, value))),
+            along,
             args[position],
             step,
         )

@@ -26,13 +26,14 @@ import functools
 import inspect
 import types
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from s2sgrad import numpy_signatures
 from s2sgrad.api import jvp, vjp
 from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.rules.registry import (
+    Rule,
     custom_derivative,
     forget_custom_derivative,
     get_rule,
@@ -229,8 +230,9 @@ def checkpoint(f: F) -> F:
             return np.sum(x)
     """
     if isinstance(f, (types.FunctionType, types.MethodType)):
-        return _custom_function(f, f, _recomputing_derivative(f), _forward_derivative(f))
-    return Checkpointed(f)
+        checkpointed = _custom_function(f, f, _recomputing_derivative(f), _forward_derivative(f))
+        return cast(F, checkpointed)
+    return cast(F, Checkpointed(f))
 
 
 class Checkpointed:
@@ -255,7 +257,7 @@ class Checkpointed:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if is_recorded(args, kwargs):
-            return call_custom(self, get_rule(self), args, kwargs)
+            return call_custom(self, _rule_of(self), args, kwargs)
         return self.layer(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
@@ -283,14 +285,21 @@ def _custom_function(
 
     def function(*args: Any, **kwargs: Any) -> Any:
         if is_recorded(args, kwargs):
-            return call_custom(function, get_rule(function), args, kwargs)
+            return call_custom(function, _rule_of(function), args, kwargs)
         return plain(*args, **kwargs)
 
     functools.update_wrapper(function, f)
-    del function.__wrapped__
-    function.__signature__ = _signature(f)
+    del function.__dict__["__wrapped__"]
+    function.__dict__["__signature__"] = _signature(f)
     custom_derivative(function, derivative_of, jvp)
     return function
+
+
+def _rule_of(function: Callable) -> Rule:
+    rule = get_rule(function)
+    if rule is None:  # forgotten (s2sgrad.forget_custom_derivative) while in use
+        raise ValueError(f"{function!r} has no derivative registered any more")
+    return rule
 
 
 def _recomputing_derivative(f: Callable) -> Callable:
@@ -315,7 +324,7 @@ def _recomputing_derivative(f: Callable) -> Callable:
     return recomputing_derivative
 
 
-def _forward_derivative(f: Callable) -> Callable:
+def _forward_derivative(f: Any) -> Callable:
     """Forward mode of a checkpointed ``f``: its JVP (forward mode keeps no intermediates)."""
     function = f if isinstance(f, (types.FunctionType, types.MethodType)) else f.__call__
 

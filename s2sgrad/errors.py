@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import types
 import warnings
 
 __all__ = [
@@ -22,6 +23,10 @@ __all__ = [
 
 class S2SGradError(Exception):
     """Base class of every error s2sgrad raises about the user's code."""
+
+    tape_cannot_either: bool = False  # mode="auto" raises it instead of using the tape
+    not_at_run_time: bool = False  # raised only when transforming, not by generated code
+    internal: bool = False  # a bug of s2sgrad's, reported as a refusal
 
 
 class UnsupportedError(S2SGradError):
@@ -59,7 +64,7 @@ def warn_at_caller(message: str, category: type[Warning] = S2SGradWarning) -> No
 
         warn_at_caller("differentiating f with the tape", FallbackWarning)
     """
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
         if module.split(".", 1)[0] not in _NOT_THE_CALLER:

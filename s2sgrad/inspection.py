@@ -236,11 +236,11 @@ def _import_line(bound: str, obj: Any, parts: list[GeneratedFunction]) -> str | 
         return f"from {module} import {attribute}{alias}"
     if isinstance(obj, (int, float, complex, str, bool, type(None))):
         return f"{bound} = {obj!r}"
-    module = getattr(obj, "__module__", None)
+    module_name = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
-    if module and qualname and "." not in qualname and module != "__main__":
+    if module_name and qualname and "." not in qualname and module_name != "__main__":
         alias = "" if qualname == bound else f" as {bound}"
-        return f"from {module} import {qualname}{alias}"
+        return f"from {module_name} import {qualname}{alias}"
     raise S2SGradError(
         f"cannot export the value of {bound!r} ({type(obj).__name__}); the generated code "
         "refers to it, so make it a module-level function or a number"

@@ -34,11 +34,12 @@ def library_name(obj: Any) -> str | None:
     if not isinstance(name, str):
         return None
     owner = getattr(obj, "__self__", None)
-    if isinstance(owner, np.ufunc) and getattr(np, owner.__name__, None) is owner:
-        return f"np.{owner.__name__}.{name}"  # a ufunc's method: np.add.reduce
+    owner_name = str(getattr(owner, "__name__", ""))
+    if isinstance(owner, np.ufunc) and getattr(np, owner_name, None) is owner:
+        return f"np.{owner_name}.{name}"  # a ufunc's method: np.add.reduce
     if isinstance(obj, types.MethodType) and not isinstance(obj.__self__, (type, types.ModuleType)):
-        owner = _object_name(obj.__self__)
-        return f"{owner}.{name}" if owner else None
+        holder = _object_name(obj.__self__)
+        return f"{holder}.{name}" if holder else None
     if getattr(np, name, None) is obj:
         return f"np.{name}"
     return _held_as(name, obj)

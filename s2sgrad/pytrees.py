@@ -213,7 +213,10 @@ def _build(structure: TreeDef, leaves) -> Any:
     if structure.kind is None:
         return next(leaves)
     children = [_build(child, leaves) for child in structure.children]
-    return structure.rebuild(structure.aux, children)
+    rebuild = structure.rebuild
+    if rebuild is None:  # a structure made without flattening an object
+        raise ValueError(f"no function rebuilds {structure!r}")
+    return rebuild(structure.aux, children)
 
 
 def tree_leaves(tree: Any) -> list[Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+from types import FrameType
 
 __all__ = ["ORIGINS", "running_origin", "tracing", "TRACING"]
 
@@ -34,7 +35,8 @@ def running_origin(default: str = "<unknown location>") -> str:
 
         raise ValueError(f"{running_origin()}: ...")  # called from generated code
     """
-    frame, origin = sys._getframe(1), default
+    frame: FrameType | None = sys._getframe(1)
+    origin = default
     while frame is not None:
         if frame.f_code.co_filename in ORIGINS:
             origin = ORIGINS[frame.f_code.co_filename]

@@ -321,9 +321,11 @@ def _unpad(g: Any, x: Any, pad_width: Any, mode: str = "constant", reflect_type:
         return g[tuple(slice(before, before + n) for (before, _), n in zip(pairs, shape))]
     if mode not in ("edge", "wrap", "reflect", "symmetric") or reflect_type != "even":
         raise NotBatchable(f"np.pad with mode={mode!r}")  # one at a time explains the error
-    sources = np.pad(np.reshape(np.arange(math.prod(shape)), shape), pairs, mode=mode)
+    positions: Any = np.reshape(np.arange(math.prod(shape)), shape)
+    sources = np.pad(positions, pairs, mode=mode)  # type: ignore[call-overload]  # checked
     cotangent = np.zeros((g.batch_size, math.prod(shape)), dtype=_float(g.dtype))
-    np.add.at(cotangent, (slice(None), np.ravel(sources)), g.array.reshape(g.batch_size, -1))
+    index: Any = (slice(None), np.ravel(sources))
+    np.add.at(cotangent, index, g.array.reshape(g.batch_size, -1))
     return BatchedValue(cotangent.reshape((g.batch_size, *shape)))
 
 
@@ -496,7 +498,7 @@ def _with_rule(helper: Any, rule: Any) -> Any:
         return helper(*args, **kwargs)
 
     batched.__name__ = batched.__qualname__ = getattr(helper, "__name__", "helper")
-    batched.__wrapped__ = helper
+    batched.__dict__["__wrapped__"] = helper
     return batched
 
 

@@ -28,7 +28,7 @@ import math
 import operator
 from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -47,6 +47,10 @@ __all__ = [
     "batched_index",
     "use_batching_rules",
 ]
+
+# NumPy's functions return what a batched value's __array_function__ makes (a batched
+# value), which NumPy's type stubs, written for ndarrays, cannot say
+_numpy: Any = np
 
 
 class NotBatchable(Exception):
@@ -94,7 +98,7 @@ class BatchedValue:
     """
 
     __slots__ = ("array",)
-    __hash__ = None  # ``==`` is element-wise, as for ndarrays
+    __hash__ = None  # type: ignore[assignment]  # ``==`` is element-wise, as for ndarrays
 
     def __init__(self, array: np.ndarray) -> None:
         self.array = array
@@ -145,7 +149,7 @@ class BatchedValue:
 
     # Conversions that would drop the batch axis -------------------------------------------
 
-    def _refuse(self, what: str):
+    def _refuse(self, what: str) -> NoReturn:
         raise NotBatchable(f"{what} of a batched value would drop its batch axis")
 
     def __array__(self, dtype: Any = None, copy: Any = None):
@@ -208,40 +212,42 @@ class BatchedValue:
 
     @property
     def T(self) -> BatchedValue:
-        return np.transpose(self)
+        return _numpy.transpose(self)
 
     @property
     def mT(self) -> BatchedValue:
-        return np.swapaxes(self, -1, -2)
+        return _numpy.swapaxes(self, -1, -2)
 
     @property
     def real(self) -> BatchedValue:
-        return np.real(self)
+        return _numpy.real(self)
 
     @property
     def imag(self) -> BatchedValue:
-        return np.imag(self)
+        return _numpy.imag(self)
 
     def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> BatchedValue:
         """Like ``ndarray.reshape``, per example."""
         if len(shape) == 1:
             shape = shape[0]
         keywords = {} if copy is None else {"copy": copy}  # np.reshape takes copy= from 2.1
-        return np.reshape(self, shape, order=order, **keywords)
+        return _numpy.reshape(self, shape, order=order, **keywords)
 
     def transpose(self, *axes: Any) -> BatchedValue:
         """Like ``ndarray.transpose``, per example."""
         if len(axes) == 1:
             axes = axes[0]
-        return np.transpose(self, axes or None)
+        return _numpy.transpose(self, axes or None)
 
     def flatten(self, order: str = "C") -> BatchedValue:
         """Like ``ndarray.flatten``: a flat copy of each example."""
-        return np.ravel(self, order=order).copy()
+        return _numpy.ravel(self, order=order).copy()
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", copy: bool = True):
         """Like ``ndarray.astype``."""
-        return BatchedValue(self.array.astype(dtype, order=order, casting=casting, copy=copy))
+        return BatchedValue(
+            _numpy.asarray(self.array).astype(dtype, order=order, casting=casting, copy=copy)
+        )
 
     def copy(self, order: str = "C") -> BatchedValue:
         """A copy of every example, like ``ndarray.copy``."""
@@ -334,6 +340,10 @@ _OPERATORS = {
 }
 
 
+def _unary(ufunc: np.ufunc):
+    return lambda self: ufunc(self)
+
+
 def _operator(ufunc: np.ufunc, reflected: bool):
     if reflected:
         return lambda self, other: ufunc(other, self)
@@ -344,12 +354,9 @@ for _name, _ufunc in _OPERATORS.items():
     setattr(BatchedValue, f"__{_name}__", _operator(_ufunc, False))
     setattr(BatchedValue, f"__r{_name}__", _operator(_ufunc, True))
 # ``&``, ``|`` and ``^`` on boolean masks are the bitwise ufuncs, as for ndarrays.
-BatchedValue.__and__ = _operator(np.bitwise_and, False)
-BatchedValue.__rand__ = _operator(np.bitwise_and, True)
-BatchedValue.__or__ = _operator(np.bitwise_or, False)
-BatchedValue.__ror__ = _operator(np.bitwise_or, True)
-BatchedValue.__xor__ = _operator(np.bitwise_xor, False)
-BatchedValue.__rxor__ = _operator(np.bitwise_xor, True)
+for _name, _ufunc in {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}.items():
+    setattr(BatchedValue, f"__{_name}__", _operator(_ufunc, False))
+    setattr(BatchedValue, f"__r{_name}__", _operator(_ufunc, True))
 
 for _name, _ufunc in {
     "eq": np.equal,
@@ -361,12 +368,15 @@ for _name, _ufunc in {
 }.items():
     setattr(BatchedValue, f"__{_name}__", _operator(_ufunc, False))
 
-BatchedValue.__neg__ = lambda self: np.negative(self)
-BatchedValue.__pos__ = lambda self: np.positive(self)
-BatchedValue.__abs__ = lambda self: np.absolute(self)
-BatchedValue.__invert__ = lambda self: np.invert(self)
-BatchedValue.__divmod__ = lambda self, other: np.divmod(self, other)
-BatchedValue.__rdivmod__ = lambda self, other: np.divmod(other, self)
+for _name, _ufunc in {
+    "neg": np.negative,
+    "pos": np.positive,
+    "abs": np.absolute,
+    "invert": np.invert,
+}.items():
+    setattr(BatchedValue, f"__{_name}__", _unary(_ufunc))
+setattr(BatchedValue, "__divmod__", _operator(np.divmod, False))  # noqa: B010
+setattr(BatchedValue, "__rdivmod__", _operator(np.divmod, True))  # noqa: B010
 
 
 # Helpers the rules share ------------------------------------------------------------------

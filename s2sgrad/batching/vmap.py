@@ -158,7 +158,7 @@ _TWINNED = frozenset({"grad", "value_and_grad"})
 
 
 def _batch_size(args: tuple, axes: tuple) -> int:
-    sizes = {}
+    sizes: dict[int, int] = {}
     for position, (arg, axis) in enumerate(zip(args, axes)):
         if axis is None:
             continue

@@ -53,7 +53,7 @@ def assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         output.elts[0] if request.has_aux and isinstance(output, gast.Tuple) else output
     )
     cotangents = [
-        load(sweeps.adjoints[wrt_base(w)]) if sweeps.adjoints[wrt_base(w)] else constant(None)
+        load(adjoint) if (adjoint := sweeps.adjoints[wrt_base(w)]) else constant(None)
         for w in request.wrt
     ]
     if request.kind == "vjp":
@@ -227,8 +227,8 @@ def signature_with_defaults(parsed, node, namespace: Namespace) -> gast.argument
     for arg in args.posonlyargs + args.args + args.kwonlyargs:
         arg.annotation = None
     signature = inspect.signature(parsed.function)
-    defaults = []
-    kw_defaults = []
+    defaults: list = []
+    kw_defaults: list = []
     for parameter in signature.parameters.values():
         if parameter.default is inspect.Parameter.empty:
             if parameter.kind == parameter.KEYWORD_ONLY:

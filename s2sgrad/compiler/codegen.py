@@ -62,9 +62,12 @@ class GeneratedFunction:
         self.given_namespace = namespace  # what the code may use; see ``namespace``
         self.origin = origin
         self.shapes_follow_arguments = False  # safe to specialise on argument shapes
-        self.specialised_for = None  # the argument signature it was specialised to
-        self.cached_in = None  # the cache entry (compiler/cache.py) it and its calls are kept in
+        self.specialised_for: tuple | None = None  # the argument signature specialised to
+        self.cached_in: Any = (
+            None  # the cache entry (compiler/cache.py) it and its calls are kept in
+        )
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
+        self.tangent_names: dict[str, str] = {}  # a JVP's: parameter -> its tangent's keyword
         # the user's free names the code reads (entries of s2sgrad.compiler.freshness): ``live``
         # maps the data ones to their entries, copied into the code's globals as they change;
         # ``assumptions`` holds every entry the code depends on, its callees' included
@@ -100,7 +103,10 @@ class GeneratedFunction:
         source, filename = self.source, self.filename
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         ORIGINS[filename] = self.origin
-        module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
+        module_globals: dict[str, Any] = {
+            "__name__": "s2sgrad.generated",
+            "__builtins__": __builtins__,
+        }
         module_globals.update(self.namespace)
         exec(compile(source, filename, "exec"), module_globals)
         function = module_globals[self.node.name]
@@ -168,7 +174,7 @@ def _unparse(tree: ast.AST) -> str:
 
 if sys.version_info < (3, 11):
 
-    class _Python310Unparser(ast._Unparser):
+    class _Python310Unparser(ast._Unparser):  # type: ignore[name-defined]  # private, no stub
         """Python 3.10's printer with 3.11's bare tuple targets: ``a, b = f(x)`` and
         ``for i, v in z``, not ``(a, b) = f(x)``, so generated code reads the same."""
 
@@ -241,7 +247,8 @@ def compile_ast(node: gast.FunctionDef, namespace: dict[str, Any], origin: str) 
     """
     filename = f"<s2sgrad {node.name} #{next(_counter)}>"
     ORIGINS[filename] = origin
-    module = ast.Module(body=[to_python_ast(node)], type_ignores=[])
+    statement: Any = to_python_ast(node)
+    module = ast.Module(body=[statement], type_ignores=[])
     module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
     module_globals.update(namespace)
     exec(compile(module, filename, "exec"), module_globals)

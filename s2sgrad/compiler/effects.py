@@ -77,6 +77,7 @@ def stores_on_itself(obj: Any) -> str | None:
     """``"Cell.__call__ stores self.h"`` when calling ``obj`` (a bound method, or an object
     whose class defines ``__call__`` in Python) assigns to an attribute of the object; else
     None. What a call stores there, a later call or read may use in the same computation."""
+    function: Any
     if isinstance(obj, types.MethodType):
         function, owner = obj.__func__, obj.__self__
     elif obj is not NOT_FOUND and not isinstance(obj, (type, types.FunctionType)):

@@ -70,7 +70,7 @@ class Entry:
 
     def __init__(self, holder: dict | types.CellType, name: str, value: Any):
         self.key = (id(holder), name)
-        self.holder = holder if type(holder) is dict else _Cell(holder)
+        self.holder = holder if isinstance(holder, dict) else _Cell(holder)
         self.name = name
         self.expected = value
         self.kind = kind_of(value)

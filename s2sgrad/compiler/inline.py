@@ -453,7 +453,7 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
                 body = None
                 if isinstance(helper, types.FunctionType) and mutated_parameters(helper):
                     body = _inlined_call(statement, call_node, helper, parsed, names, local)
-                if body is None:
+                if body is None or call_node is None:
                     position += 1
                     continue
                 block[position : position + 1] = body

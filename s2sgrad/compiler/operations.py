@@ -229,11 +229,12 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
     if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
         if func.attr == "pop" and not node.args and not keywords:
             return Operation(OperationKind.LIST_POP, None, [func.value], {}, "list.pop()")
-        method = getattr(np.ndarray, func.attr, None)
-        if method is not None and get_rule(method) is not None:
+        ndarray_method = getattr(np.ndarray, func.attr, None)
+        if ndarray_method is not None and get_rule(ndarray_method) is not None:
             receiver_and_args = [func.value, *node.args]
             return _primitive(
-                method, *_keywords_in_position(get_rule(method), receiver_and_args, keywords)
+                ndarray_method,
+                *_keywords_in_position(get_rule(ndarray_method), receiver_and_args, keywords),
             )
         return Operation(
             OperationKind.UNKNOWN,

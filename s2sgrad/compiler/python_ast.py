@@ -11,6 +11,7 @@ functions.
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 import gast
 
@@ -65,7 +66,7 @@ def _convert(node, outer: dict):
     if kind is gast.Name or kind is gast.Constant:  # most nodes: the leaves, made directly
         state = node.__dict__
         if kind is gast.Name:
-            new = _NAME.__new__(_NAME)
+            new: ast.AST = _NAME.__new__(_NAME)
             new.__dict__ = attributes = _location(state, outer).copy()
             attributes["id"] = state["id"]
             attributes["ctx"] = _CONTEXTS[type(state["ctx"])]
@@ -157,7 +158,7 @@ def _plan(kind: type) -> tuple:
     and its fields by what they hold: nodes (a node, a list or None), an operator, a
     context, or a name or literal."""
     if kind in _SPECIAL:
-        plan = (None, False, (), (), (), ())
+        plan: tuple = (None, False, (), (), (), ())
     else:
         target = getattr(ast, kind.__name__)
         fields = target._fields
@@ -184,7 +185,7 @@ def to_gast(node: ast.AST, locations: bool = True) -> gast.AST:
     return _to_gast(node, _LOCATION_KEYS if not locations else frozenset())
 
 
-def _to_gast(node: ast.AST, dropped: frozenset) -> gast.AST:
+def _to_gast(node: Any, dropped: frozenset) -> gast.AST:
     kind = type(node)
     state = node.__dict__
     if kind is ast.Name:  # the commonest nodes, made without gast's keyword constructor
@@ -251,7 +252,7 @@ def _copy_location(new: gast.AST, old: ast.AST) -> None:
 
 _GAST_CONTEXTS = {ast.Load: gast.Load(), ast.Store: gast.Store(), ast.Del: gast.Del()}
 _LOCATION_KEYS = frozenset({"lineno", "col_offset", "end_lineno", "end_col_offset"})
-_GAST_CLASSES: dict[type, type] = {}
+_GAST_CLASSES: dict[type, Any] = {}
 _GAST_NAME, _GAST_CONSTANT = gast.Name, gast.Constant
 _MISSING = {
     kind: missing

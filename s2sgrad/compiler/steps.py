@@ -78,6 +78,13 @@ class Step:
         return getattr(self.statement, "lineno", None)
 
     @property
+    def computed(self) -> Operation:
+        """The operation of an ``ASSIGN`` step, which the forward sweep has classified."""
+        if self.operation is None:
+            raise ValueError("a step without an operation")  # not an ASSIGN step
+        return self.operation
+
+    @property
     def calls(self) -> bool:
         """Whether the statement calls a derivative (the callee's, or one found at run time)."""
         return self.derivative in CALLS

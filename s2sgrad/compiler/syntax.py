@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import gast
 
@@ -58,7 +59,7 @@ BINARY_OPERATORS = {
     gast.LShift: operator.lshift,
     gast.RShift: operator.rshift,
 }
-UNARY_OPERATORS = {
+UNARY_OPERATORS: dict[Any, Callable[[Any], Any]] = {
     gast.USub: operator.neg,
     gast.UAdd: operator.pos,
     gast.Not: operator.not_,
@@ -194,7 +195,7 @@ def _copy(node, replace, nested, root=None, kinds=frozenset()):
     return replace(new)
 
 
-def _copy_attached(state: dict, kind: type) -> None:
+def _copy_attached(state: dict, kind: Any) -> None:
     if kind not in _PLAIN_SIZE:
         _PLAIN_SIZE[kind] = len(kind._fields) + len(kind._attributes)
         if len(state) <= _PLAIN_SIZE[kind]:
@@ -245,7 +246,7 @@ def walk(node: gast.AST) -> list[gast.AST]:
 
 
 def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[gast.AST]:
-    found = []
+    found: list[gast.AST] = []
     stack = [node]
     pop, push, extend, add = stack.pop, stack.append, stack.extend, found.append
     plans = _OPERATOR_FREE if skip_operators else _NODE_FIELDS
@@ -291,7 +292,7 @@ _SCALAR_FIELDS = {  # fields that hold names or literals, never nodes
 }
 
 
-def child_fields(kind: type) -> tuple[str, ...]:
+def child_fields(kind: Any) -> tuple[str, ...]:
     """The fields of a node class that hold child nodes, in the order walkers visit them."""
     fields = _FIELDS.get(kind)
     if fields is None:

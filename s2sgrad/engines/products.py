@@ -66,7 +66,7 @@ def warn_fallback(function: Callable, error: Exception) -> None:
         warn_fallback(f, error)  # FallbackWarning: "... -- differentiating f with the tape ..."
     """
     if callable(getattr(function, "generic_function", None)):  # a transform: its function
-        function = function.function  # fell back, and one warning says it
+        function = getattr(function, "function", function)  # fell back, and one warning says it
     key = getattr(function, "__code__", function)
     if key in _warned:
         return
@@ -148,7 +148,7 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
                 raise
             warn_fallback(function, error)
     indices = tuple(position_of(function, w) for w in wrt)
-    out, pullback = tape_vjp(function, tuple(primals), {}, indices)
+    out, pullback = tape_vjp(function, tuple(primals), {}, indices)  # type: ignore[arg-type]  # positional
 
     def raw_pullback(cotangent):
         values = pullback(cotangent)

@@ -80,6 +80,14 @@ class Rule:
     # the rules follow the complex convention of docs/complex.md (checked by a test)
     complex: bool = False
 
+    def part(self, kind: str) -> Callable:
+        """Its ``kind`` function (``"vjp"``, ``"jvp"``, ``"custom"``, ``"custom_jvp"``),
+        which the caller knows it has."""
+        function = getattr(self, kind)
+        if function is None:
+            raise LookupError(f"{self.primitive!r} has no {kind} rule")
+        return function
+
 
 AS_IS = "as is"  # Rule.batching of a helper that is right on batched values as it is
 
@@ -162,10 +170,10 @@ def custom_derivative(primitive: Any, derivative: Callable, jvp: Callable | None
 # What a primitive's rule was before its first custom derivative (None: it had none).
 _BEFORE_CUSTOM: dict[Any, Rule | None] = {}
 # Caches of rules kept elsewhere (the tape's lookup cache), told when a rule goes.
-_FORGETTING: list[Callable[[Any], None]] = []
+_FORGETTING: list[Callable[[Any], object]] = []
 
 
-def when_forgotten(listener: Callable[[Any], None]) -> Callable[[Any], None]:
+def when_forgotten(listener: Callable[[Any], object]) -> Callable[[Any], object]:
     """Call ``listener(primitive)`` whenever a rule is forgotten (for caches of rules).
 
     Example::
@@ -274,6 +282,20 @@ def get_rule(primitive: Any) -> Rule | None:
     if rule is None and _load_optional_rule_modules():
         rule = _RULES.get(primitive)
     return rule
+
+
+def rule_function(primitive: Any, kind: str) -> Callable:
+    """The ``kind`` function (``"vjp"``, ``"jvp"``, ``"custom"``, ``"custom_jvp"``) of the
+    rule of ``primitive``, which the caller knows it has.
+
+    Example::
+
+        rule_function(np.sin, "vjp")  # the VJP rule of np.sin
+    """
+    rule = get_rule(primitive)
+    if rule is None:
+        raise LookupError(f"{primitive!r} has no rule")
+    return rule.part(kind)
 
 
 def is_registered(primitive: Any) -> bool:

@@ -16,6 +16,7 @@ know the line of the call it differentiates).
 from __future__ import annotations
 
 import sys
+from types import FrameType
 
 from s2sgrad.errors import NonDifferentiableError, where
 
@@ -45,7 +46,7 @@ def users_location() -> str:
 
         users_location()  # 'model.py:12'
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__") or ""
         if module.split(".", 1)[0] not in _NOT_THE_USERS:

@@ -6,6 +6,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 """
 
 from s2sgrad.runtime import (
+    core,
     dispatch,
     elementwise,
     fft,
@@ -16,11 +17,28 @@ from s2sgrad.runtime import (
     ufunc_methods,
 )
 from s2sgrad.runtime.core import *  # noqa: F403
-from s2sgrad.runtime.core import __all__ as _core_all
+from s2sgrad.runtime.dispatch import *  # noqa: F403
+from s2sgrad.runtime.elementwise import *  # noqa: F403
+from s2sgrad.runtime.fft import *  # noqa: F403
+from s2sgrad.runtime.linalg import *  # noqa: F403
+from s2sgrad.runtime.reductions import *  # noqa: F403
+from s2sgrad.runtime.scientific import *  # noqa: F403
+from s2sgrad.runtime.shapes import *  # noqa: F403
+from s2sgrad.runtime.ufunc_methods import *  # noqa: F403
 
-__all__ = list(_core_all)
-
-for _module in (elementwise, reductions, linalg, shapes, fft, scientific, ufunc_methods, dispatch):
-    for _name in _module.__all__:
-        globals()[_name] = getattr(_module, _name)
-        __all__.append(_name)
+# the star imports name them (what a type checker reads); __all__ lists them once each
+__all__ = list(
+    dict.fromkeys(
+        [
+            *core.__all__,
+            *elementwise.__all__,
+            *reductions.__all__,
+            *linalg.__all__,
+            *shapes.__all__,
+            *fft.__all__,
+            *scientific.__all__,
+            *ufunc_methods.__all__,
+            *dispatch.__all__,
+        ]
+    )
+)

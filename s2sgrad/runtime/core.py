@@ -11,10 +11,10 @@ from s2sgrad.errors import UnsupportedError
 from s2sgrad.numpy_signatures import signature
 from s2sgrad.rules.registry import (
     batches_as_is,
-    get_rule,
     jvp_rule,
     nondifferentiable,
     per_argument,
+    rule_function,
     vjp_rule,
 )
 from s2sgrad.running import running_origin
@@ -246,7 +246,7 @@ def vjp_call(primitive: Any, g: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
 
         vjp_call(np.einsum, g, ans, "ij,jk", a, b)  # (None, da, db)
     """
-    return per_argument(get_rule(primitive).vjp(g, ans, *args, **kwargs), len(args))
+    return per_argument(rule_function(primitive, "vjp")(g, ans, *args, **kwargs), len(args))
 
 
 def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tuple:
@@ -256,7 +256,7 @@ def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
 
         jvp_call(np.einsum, t, ans, "ij,jk", a, b)
     """
-    return per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))
+    return per_argument(rule_function(primitive, "jvp")(t, ans, *args, **kwargs), len(args))
 
 
 def seed_cotangent(out: Any) -> Any:
@@ -338,15 +338,16 @@ def unpack_cotangent(parts: tuple, value: Any, star: int | None = None) -> Any:
     """
     if isinstance(value, dict):
         return None
-    parts = _expanded_parts(parts, len(value), star)
+    expanded = _expanded_parts(parts, len(value), star)
     if isinstance(value, (list, tuple)):
         return CotangentList(
-            zeros_like_value(item) if _is_zero(part) else part for part, item in zip(parts, value)
+            zeros_like_value(item) if _is_zero(part) else part
+            for part, item in zip(expanded, value)
         )
     row = np.shape(value)[1:]
     pieces = [
         np.zeros(row, dtype=_float_dtype(value)) if _is_zero(part) else _shaped(part, row)
-        for part in parts
+        for part in expanded
     ]
     return np.stack(pieces)
 
@@ -456,7 +457,7 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
     def __init__(self, function: Any, positions: tuple[int, ...]):
         self.function = function
         self.positions = tuple(positions)
-        self.derivative = get_rule(function).custom
+        self.derivative = rule_function(function, "custom")
         self.__name__ = f"{getattr(function, '__name__', 'custom')}_vjp"
 
     def __call__(self, *args: Any, **kwargs: Any):
@@ -495,7 +496,7 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
     def __init__(self, function: Any, positions: tuple[int, ...]):
         self.function = function
         self.positions = tuple(positions)
-        self.jvp = get_rule(function).custom_jvp
+        self.jvp = rule_function(function, "custom_jvp")
         parameters = list(signature(function).parameters)
         self.tangent_names = {parameters[i]: f"d{parameters[i]}" for i in self.positions}
         self.__name__ = f"{getattr(function, '__name__', 'custom')}_jvp"
@@ -562,7 +563,7 @@ def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs
 
         jvp_entry(np.einsum, 1, ta, ans, "ij,jk", a, b)
     """
-    entry = per_argument(get_rule(primitive).jvp(t, ans, *args, **kwargs), len(args))[index]
+    entry = per_argument(rule_function(primitive, "jvp")(t, ans, *args, **kwargs), len(args))[index]
     return zeros_like_value(ans) if entry is None else entry
 
 

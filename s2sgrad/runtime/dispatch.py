@@ -25,7 +25,7 @@ from s2sgrad.errors import (
 )
 from s2sgrad.naming import library_name
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
-from s2sgrad.rules.registry import get_rule, per_argument
+from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import jvp_call, jvp_entry, vjp_call, zeros_like_value
@@ -74,7 +74,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return value, lambda g: tuple(None for _ in args)
     if not tape and (function is dynamic_vjp or function is transformed_vjp):
         raise _no_derivative_over_dispatch("a derivative of the gradient")
-    bound_self = ()
+    bound_self: tuple = ()
     target = function
     generic = getattr(function, "generic_function", None)
     if callable(generic) and getattr(function, "mode", None) != "tape":
@@ -260,7 +260,7 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
         # over for a rule with *args (np.meshgrid's): it is s2sgrad's code, not the user's.
         primitive, *rest = args
         value, tangent = _dispatch_jvp(
-            get_rule(primitive).vjp, tangents[1:], tuple(rest), kwargs, tape=True
+            rule_function(primitive, "vjp"), tangents[1:], tuple(rest), kwargs, tape=True
         )
         count = len(rest) - 2  # the primitive's arguments, after g and ans
         if isinstance(value, tuple) and isinstance(tangent, list):
@@ -289,7 +289,8 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     if rule is not None:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
-    bound_self, target = (), function
+    bound_self: tuple = ()
+    target = function
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
     elif not isinstance(function, types.FunctionType) and callable(function):

@@ -29,8 +29,14 @@ class _NoTapeValue:
 
 TapeValue: type = _NoTapeValue
 _value_of: Callable[[Any], Any] = lambda x: x  # noqa: E731
-tape_vjp: Callable[..., tuple[Any, Callable]] | None = None
-derivative: Callable[..., Any] | None = None
+
+
+def _unregistered(*args: Any, **kwargs: Any) -> Any:
+    raise RuntimeError("s2sgrad's tape or source transformer is not imported yet")
+
+
+tape_vjp: Callable[..., tuple[Any, Callable]] = _unregistered
+derivative: Callable[..., Any] = _unregistered
 
 
 def register_tape(

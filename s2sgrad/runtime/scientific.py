@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ def located_refusal(message: str) -> NonDifferentiableError:
     NumPy (the tape)."""
     origin = running_origin("")
     if not origin:
-        frame = sys._getframe(1)
+        frame: FrameType | None = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename.startswith(_LIBRARIES):
             frame = frame.f_back
         if frame is not None:

@@ -183,7 +183,9 @@ def _advanced_coordinates(shape: tuple, parts: tuple) -> tuple[list, list] | Non
             taken += part.ndim
         elif part is not None and part is not Ellipsis:
             taken += 1
-    axis, arrays, sizes = 0, [], []
+    axis = 0
+    arrays: list = []
+    sizes: list = []
     for part in parts:
         if part is None:
             continue
@@ -351,7 +353,7 @@ def join_like(pieces: Any, whole: Any, parts: Any, axis: int | None = 0) -> np.n
     """
     shape = np.shape(whole)
     flat = axis is None
-    if flat:
+    if axis is None:
         shape, axis = (math.prod(shape),), 0
     axis = axis % len(shape)
     dtype = _cotangent_dtype(*pieces)
@@ -485,7 +487,8 @@ def unrepeat(g: Any, x: Any, repeats: Any, axis: int | None = None) -> Any:
         return np.sum(np.reshape(g, split), axis=axis + 1)
     owners = np.repeat(np.arange(shape[axis]), repeats)
     cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
-    np.add.at(cotangent, (slice(None),) * axis + (owners,), g)
+    index: Any = (slice(None),) * axis + (owners,)
+    np.add.at(cotangent, index, g)
     return cotangent
 
 
@@ -513,7 +516,8 @@ def unpad(
             + (f" and reflect_type={reflect_type!r}" if reflect_type != "even" else "")
             + "; use mode 'constant', 'edge', 'wrap', 'reflect' or 'symmetric'"
         )
-    sources = np.pad(np.reshape(np.arange(math.prod(shape)), shape), pairs, mode=mode)
+    positions: Any = np.reshape(np.arange(math.prod(shape)), shape)
+    sources = np.pad(positions, pairs, mode=mode)  # type: ignore[call-overload]  # checked
     cotangent = np.zeros(math.prod(shape), dtype=_cotangent_dtype(g))
     np.add.at(cotangent, np.ravel(sources), np.ravel(g))
     return np.reshape(cotangent, shape)

@@ -58,7 +58,7 @@ def first_positive(x: Any, axis: Any = 0) -> Any:
         axis = 0
     dtype = np.result_type(x, 1.0)
     signs = -np.ones(np.shape(x), dtype=dtype)
-    index = [slice(None)] * np.ndim(x)
+    index: list = [slice(None)] * np.ndim(x)
     index[axis] = 0
     signs[tuple(index)] = 1.0
     return signs

@@ -65,7 +65,7 @@ class CustomCall:
         if _any_traced(args):  # a higher derivative: redo it where it is seen
             token = CALLED_BY_TAPE.set(True)
             try:
-                _, pullback = self.rule.custom(*args, **self.kwargs)
+                _, pullback = self.rule.part("custom")(*args, **self.kwargs)
             finally:
                 CALLED_BY_TAPE.reset(token)
         result = pullback(g)

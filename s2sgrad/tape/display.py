@@ -93,8 +93,7 @@ def _operand(value: Any, names: dict[int, str], counter: Iterator[int]) -> str:
 def _new_name(value: Any, names: dict[int, str], counter: Iterator[int]) -> str:
     if not isinstance(value, TapeValue):
         return "_"
-    named = isinstance(value, Variable) and value.name
-    name = value.name if named else f"v{next(counter)}"
+    name = value.name if isinstance(value, Variable) and value.name else f"v{next(counter)}"
     names[id(value)] = name
     return name
 

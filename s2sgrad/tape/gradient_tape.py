@@ -431,7 +431,7 @@ def plain_gradient(g: Any, value: Any) -> Any:
     return as_gradient(g, value)
 
 
-def match_traced(g: TapeValue, value: Any) -> Any:
+def match_traced(g: Any, value: Any) -> Any:
     """Give a recorded cotangent the shape and floating dtype of ``value``, recording the fix.
 
     Example::

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.naming import library_name
@@ -67,7 +67,7 @@ def route_library_calls() -> None:
     _seen = len(primitives)
 
 
-def _is_library_function(function: Any) -> bool:
+def _is_library_function(function: Any) -> TypeGuard[types.FunctionType]:
     module = getattr(function, "__module__", None) or ""
     return isinstance(function, types.FunctionType) and module.split(".")[0] in _LIBRARIES
 

@@ -52,8 +52,8 @@ def reroute(
     function.__code__ = _routing_code(function.__code__, parameter)
     function.__defaults__ = None
     function.__kwdefaults__ = {parameter: make_handler(original)}
-    function.__signature__ = signature
-    function.__wrapped__ = original
+    function.__dict__["__signature__"] = signature
+    function.__dict__["__wrapped__"] = original
     return True
 
 
@@ -67,11 +67,11 @@ def unroute(function: types.FunctionType, parameter: str) -> bool:
     """
     if parameter not in (function.__kwdefaults__ or {}):
         return False
-    original = function.__wrapped__
+    original = function.__dict__["__wrapped__"]
     function.__code__ = original.__code__
     function.__defaults__ = original.__defaults__
     function.__kwdefaults__ = original.__kwdefaults__
-    del function.__signature__, function.__wrapped__
+    del function.__dict__["__signature__"], function.__dict__["__wrapped__"]
     return True
 
 

@@ -47,7 +47,10 @@ def _specialize(function: Callable, needed: tuple[bool, ...]) -> Callable | None
     if definition is None:
         return None
     body = definition.body
-    entries = body[-1].value.elts
+    last = body[-1]
+    if not isinstance(last, ast.Return) or not isinstance(last.value, ast.Tuple):
+        return None
+    entries = last.value.elts
     if all(i < len(needed) and needed[i] for i in range(len(entries))):
         return None  # every entry is needed: the rule as written is the best
     kept = [

@@ -19,6 +19,8 @@ import inspect
 import operator
 import os
 import sys
+from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -65,7 +67,8 @@ class TapeValue:
     """
 
     __slots__ = ("_value", "_tapes")
-    __hash__ = None  # ``==`` is element-wise, as for ndarrays
+    _read: Callable[[], tuple[Any, Any, tuple]]  # a Variable's read of its current value
+    __hash__ = None  # type: ignore[assignment]  # ``==`` is element-wise, as for ndarrays
 
     def __init__(self, value: Any, tapes: tuple = ()) -> None:
         self._value = value
@@ -95,7 +98,7 @@ class TapeValue:
         self._refuse_plain(".tolist()")
         return np.asarray(self._value).tolist()
 
-    @property
+    @property  # type: ignore[misc]  # read-only: isinstance reads it
     def __class__(self) -> type:
         """What ``isinstance`` asks when the type does not match: for the user's code under a
         function transform, the class of the value this stands for, so that
@@ -777,7 +780,7 @@ def _blank(out: Any) -> Any:
     it, else the plain array."""
     if type(out) is not np.ndarray or not under_numpy_semantics():
         return out
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_TAPE_OR_NUMPY):
         frame = frame.f_back
     if frame is None or frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
@@ -886,7 +889,7 @@ def _items(container: Any):
     return container.values() if type(container) is dict else container
 
 
-def _rebuilt(like: Any, items: list) -> Any:
+def _rebuilt(like: Any, items: Sequence) -> Any:
     if type(like) is dict:
         return dict(zip(like, items))
     return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
@@ -953,7 +956,7 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
     return primitive(*value_of(args), **value_of(kwargs))
 
 
-def _copy_into(dst: Any, src: Any, casting: str = "same_kind", *mask: Any, **keywords) -> None:
+def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **keywords) -> None:
     """``np.copyto(dst, src)``: into a tape value, the item write ``dst[...] = src``; into a
     plain array, allowed only when nothing is differentiated."""
     selected = keywords.get("where", mask[0] if mask else True)
@@ -1051,7 +1054,7 @@ def is_recorded(args: tuple, kwargs: dict | None = None) -> bool:
     """
     if not RECORDING:
         return False
-    return _any_tracked(args) or bool(kwargs) and _any_tracked(kwargs.values())
+    return _any_tracked(args) or bool(kwargs) and _any_tracked((kwargs or {}).values())
 
 
 def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = None) -> Any:
@@ -1077,7 +1080,7 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
     plain_kwargs = value_of(kwargs)
     token = CALLED_BY_TAPE.set(True)
     try:
-        value, pullback = rule.custom(*raw, **plain_kwargs)
+        value, pullback = rule.part("custom")(*raw, **plain_kwargs)
     finally:
         CALLED_BY_TAPE.reset(token)
     serials = live_serials(tapes)
@@ -1125,7 +1128,7 @@ def user_location() -> str:
 
 def _inside_index_concatenation() -> bool:
     """Whether NumPy's ``np.r_[...]`` / ``np.c_[...]`` is running below the user's code."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
         code = frame.f_code
         if code.co_name == "__getitem__" and "index_tricks" in code.co_filename:
@@ -1174,7 +1177,7 @@ def _bind_local(frame: Any, name: str, value: Any) -> None:
 
 def _inside_numpy_full() -> bool:
     """Whether NumPy's ``np.full`` (or ``np.full_like``) is converting its fill value."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
         code = frame.f_code
         if code.co_name in ("full", "full_like") and code.co_filename.startswith(_NUMPY):
@@ -1216,7 +1219,7 @@ def _holds(container: Any, value: Any) -> bool:
 
 def _user_frame() -> Any:
     """The innermost stack frame outside s2sgrad and NumPy, or None."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
         frame = frame.f_back
     return frame
@@ -1283,7 +1286,7 @@ def describe(primitive: Any) -> str:
     if module == "numpy" or module.startswith("numpy."):
         public = module.replace("numpy", "np", 1).replace("._core", "").replace(".core", "")
         parts = [p for p in public.split(".") if not p.startswith("_")]
-        return ".".join([*parts, name])
+        return ".".join([*parts, str(name)])
     if module in ("_operator", "operator"):
         return f"operator.{name}"
     return f"{module}.{name}" if module else repr(primitive)

@@ -61,7 +61,7 @@ class Variable(TapeValue):
     """
 
     # copy.copy and copy.deepcopy copy the Variable itself, not a recorded read of it
-    __copy__ = __deepcopy__ = None
+    __copy__ = __deepcopy__ = None  # type: ignore[assignment]
 
     __slots__ = ("trainable", "name")
 

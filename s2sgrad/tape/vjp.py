@@ -56,21 +56,21 @@ def tape_vjp(
     _refuse_generators(f)
     _refuse_foreign_arrays(f, [*args, *kwargs.values()], "is given")
     tape = GradientTape(persistent=True, watch_accessed_variables=False)
-    args = list(args)
-    rebuilds = [flatten(args[i])[1] for i in wrt]
+    arguments = list(args)
+    rebuilds = [flatten(arguments[i])[1] for i in wrt]
     with tape:
         for i in wrt:
-            args[i] = map_leaves(lambda leaf: _watched(tape, leaf), args[i])
-        sources = [flatten(args[i])[0] for i in wrt]
+            arguments[i] = map_leaves(lambda leaf: _watched(tape, leaf), arguments[i])
+        sources = [flatten(arguments[i])[0] for i in wrt]
         try:
             with numpy_semantics():
-                out = f(*args, **kwargs)
+                out = f(*arguments, **kwargs)
         except ValueError as error:  # NumPy wraps a refusal to store a value into an array
             if isinstance(error.__cause__, S2SGradError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
             raise
         finally:  # the watched arguments hold the tape's own values: not theirs to keep
-            kept = tuple(a for i, a in enumerate(args) if i not in wrt)
+            kept = tuple(a for i, a in enumerate(arguments) if i not in wrt)
             stored = unwrap_stored_values(f, kept, kwargs, recorded_by=tape)
             if stored and refuse_stored_state is not None:
                 raise UnsupportedError(refuse_stored_state)
@@ -82,9 +82,9 @@ def tape_vjp(
     def pullback(cotangent: Any) -> tuple:
         seeds = list(zip(out_leaves, _cotangent_leaves(cotangent, out)))
         grads = [_gradient_leaf(g, leaf) for g, leaf in zip(backward.run(seeds), flat_sources)]
-        grads = iter(separate(grads, [seed for _, seed in seeds]))
+        separated = iter(separate(grads, [seed for _, seed in seeds]))
         return tuple(
-            rebuild([next(grads) for _ in leaves]) for rebuild, leaves in zip(rebuilds, sources)
+            rebuild([next(separated) for _ in leaves]) for rebuild, leaves in zip(rebuilds, sources)
         )
 
     return rebuild_out([_plain(leaf) for leaf in out_leaves]), pullback
@@ -229,7 +229,7 @@ def _unwrap_inside(value: Any, depth: int, seen: set[int], serial: int | None) -
     seen.add(id(value))
     count = 0
     if isinstance(value, list):
-        items = enumerate(value)
+        items: Any = enumerate(value)
     elif isinstance(value, dict):
         items = list(value.items())
     elif isinstance(value, tuple):

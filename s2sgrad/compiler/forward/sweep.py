@@ -90,6 +90,7 @@ class _Forward:
         self.namespace = namespace
         self.local_names = local_names
         self.callee_jvp = callee_jvp
+        self.dynamic = True  # False (mode="s2s"): calls resolved at run time never use the tape
         self.tangent_names: dict[str, str] = {}
         self.np = namespace.bind("np", np)
         # variables whose tangent is known to be a private, writable copy (dv[i] = ... is safe)
@@ -249,10 +250,10 @@ class _Forward:
             self.owned.update(n for n in names if self.active(n))  # new zeros of their own
             return [statement, *[gast.copy_location(z, statement) for z in zeros]]
         if step.derivative is Derivative.DISPATCH:
-            return [dynamic_call(self, statement, step.operation, names)]
+            return [dynamic_call(self, statement, step.computed, names)]
         if step.calls:
-            return [generated_call(self, statement, step.operation, names)]
-        return self.rule_assignment(statement, step.operation, names)
+            return [generated_call(self, statement, step.computed, names)]
+        return self.rule_assignment(statement, step.computed, names)
 
     def step(self, statement: gast.Assign) -> Step:
         """The step of an assignment to differentiated names: how its tangent is taken

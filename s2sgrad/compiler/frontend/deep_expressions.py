@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import itertools
 from collections.abc import Callable
+from typing import Any
 
 from s2sgrad.errors import UnsupportedError
 
@@ -78,6 +79,7 @@ def may_be_deep(statement: ast.stmt) -> bool:
     """Whether an expression of ``statement`` may be too deep: each level of nesting takes
     a character at least, and the passes cope with twice ``DEEPEST``, so an expression on
     one line that is shorter than that is not looked at (most are, and it is quicker)."""
+    child: Any  # a node with a location (expressions, keywords)
     for child in ast.iter_child_nodes(statement):
         if isinstance(child, _BLOCKS) or getattr(child, "end_lineno", None) is None:
             continue

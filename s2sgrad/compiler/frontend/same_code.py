@@ -78,7 +78,8 @@ def _rewrite_asserts_as_pytest_did(module: ast.Module, text: str, function: Any)
 def _imports(function: Any, code: types.CodeType) -> list[ast.stmt]:
     """``import np`` for each global the code reads that holds a module: CPython 3.11+
     compiles ``np.sin(x)`` differently when ``np`` was bound by an import (never run)."""
-    names, stack = set(), [code]
+    names: set[str] = set()
+    stack = [code]
     while stack:
         item = stack.pop()
         names.update(item.co_names)
@@ -88,9 +89,10 @@ def _imports(function: Any, code: types.CodeType) -> list[ast.stmt]:
     return [ast.fix_missing_locations(statement) for statement in imports]
 
 
-def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.stmt:
+def _in_scope(definition: Any, code: types.CodeType, qualname: str) -> ast.stmt:
     """``definition`` inside functions and classes named after ``qualname``, with the
     code's free variables assigned in the innermost function."""
+    statement: Any
     if isinstance(definition, ast.stmt):
         statement = definition
     else:  # a lambda: small, and perhaps without locations of its own
@@ -111,7 +113,7 @@ def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.s
     innermost = max((i for i, (is_function, _) in enumerate(scopes) if is_function), default=-1)
     for index in reversed(range(len(scopes))):
         is_function, name = scopes[index]
-        body = [statement]
+        body: list[ast.stmt] = [statement]
         if index == innermost:
             body = [_assign_none(free), *body]
         if is_function:
@@ -123,11 +125,11 @@ def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.s
                 body=body,
                 decorator_list=[],
                 returns=None,
-                type_params=[],
+                **_TYPE_PARAMS,
             )
         else:
             statement = ast.ClassDef(
-                name=name, bases=[], keywords=[], body=body, decorator_list=[], type_params=[]
+                name=name, bases=[], keywords=[], body=body, decorator_list=[], **_TYPE_PARAMS
             )
         if index == len(scopes) - 1:
             wrapping = statement  # the innermost wrapper: its last statement is the Pass
@@ -138,17 +140,22 @@ def _in_scope(definition: ast.AST, code: types.CodeType, qualname: str) -> ast.s
     return statement
 
 
+# Python 3.12's type parameters, none (given as keywords: older Pythons' nodes have no field)
+_TYPE_PARAMS: dict[str, Any] = {"type_params": []}
+
+
 def _assign_none(names: list[str]) -> ast.stmt:
     if not names:
         return ast.Pass()
-    targets = [ast.Name(id=name, ctx=ast.Store()) for name in names]
+    targets: list[ast.expr] = [ast.Name(id=name, ctx=ast.Store()) for name in names]
     return ast.Assign(targets=targets, value=ast.Constant(value=None))
 
 
 def _codes_named(code: types.CodeType, name: str) -> list[types.CodeType]:
     """The code objects named ``name`` inside ``code``, outermost first (a lambda inside a
     lambda sits, compiled again, in a wrapper also named ``<lambda>``)."""
-    found, queue = [], [code]
+    found: list[types.CodeType] = []
+    queue = [code]
     while queue:
         queue = [c for item in queue for c in item.co_consts if isinstance(c, types.CodeType)]
         found.extend(c for c in queue if c.co_name == name)

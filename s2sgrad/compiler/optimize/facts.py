@@ -121,7 +121,7 @@ class Facts:
         self.calls = walked.calls  # every call in the statement, nested functions included
         self.effects = walked.effects  # a yield, an await or an assignment expression is there
         self.annotated = annotated  # a name carries an annotation (which the walk included)
-        self.pure_value = None  # whether the assigned value is free of side effects
+        self.pure_value: bool | None = None  # whether the assigned value is free of side effects
         self.value_size = None  # how many nodes the assigned value has
         if self.assigned is not None and not annotated:
             # all but the assignment and its target: names are not pushed, so not counted

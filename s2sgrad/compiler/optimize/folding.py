@@ -229,7 +229,10 @@ def _doubled(term: gast.expr) -> gast.expr | None:
         and not any(type(n) is gast.Call for n in walk(term.right))
     ):
         return None
-    return gast.BinOp(left=_number_node(2 * _number(term.left)), op=gast.Mult(), right=term.right)
+    factor = _number(term.left)
+    if factor is None:
+        return None
+    return gast.BinOp(left=_number_node(2 * factor), op=gast.Mult(), right=term.right)
 
 
 def _same(a: gast.expr, b: gast.expr) -> bool:

@@ -94,7 +94,7 @@ def shared_in_place_updates(
             ),
             (None, None),
         )
-        if read is None:
+        if read is None or later is None:
             continue
         where = f"{locate(update)}: {_what_changes(update, updated)}"
         found[id(update)] = (

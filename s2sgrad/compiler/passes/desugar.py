@@ -87,7 +87,7 @@ def desugar(
     if body and _is_docstring(body[0]):
         body = body[1:]
     node.body = _block(body, names, shared, refusal) or [gast.Pass()]
-    helpers = {refusal: runtime.refuse_if_array} if refusal is not None else {}
+    helpers: dict[str, Any] = {refusal: runtime.refuse_if_array} if refusal is not None else {}
     helpers.update(bindings)
     if added_at is not None:
         helpers[added_at] = runtime.added_at

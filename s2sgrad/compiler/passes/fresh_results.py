@@ -93,7 +93,7 @@ def fresh_result(target: Any, call: gast.Call) -> bool:
         return name in _FRESH_BUILTINS
     if target is np.einsum:  # of one operand it may be a view ('ij->ji'), of more a product
         subscripts = call.args[0] if call.args else None
-        written = type(subscripts) is gast.Constant and isinstance(subscripts.value, str)
+        written = isinstance(subscripts, gast.Constant) and isinstance(subscripts.value, str)
         return written and len(call.args) >= 3
     names = FRESH_NUMPY.get(getattr(target, "__module__", None) or "")
     return names is not None and name in names and getattr(_module_of(target), name) is target

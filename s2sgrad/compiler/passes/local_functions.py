@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Set
 from dataclasses import dataclass
 
 import gast
@@ -138,7 +139,7 @@ def _without_comprehensions(statement: gast.stmt) -> gast.stmt:
     return clone_rewriting(statement, drop, kinds=COMPREHENSIONS)
 
 
-def plain_calls(statements, name: str, signature, free: set[str] = frozenset()):
+def plain_calls(statements, name: str, signature, free: Set[str] = frozenset()):
     """The ``name(...)`` calls, with their statements, when every use of ``name`` is such a
     call (that fills the parameters of ``signature`` by position or keyword; any number of
     positional arguments when None) in a plain statement, outside any lambda,
@@ -171,7 +172,7 @@ def _fills(signature: Signature | None, node: gast.Call) -> bool:
     return set(keys) <= set(named) and set(named) - given <= set(signature.defaults)
 
 
-def _calls_and_uses(statements, name: str, signature, free: set[str]):
+def _calls_and_uses(statements, name: str, signature, free: Set[str]):
     calls = []
     uses = 0
     for statement in statements:
@@ -294,9 +295,10 @@ def _exits(body: list[gast.stmt]) -> tuple[list[gast.stmt], bool] | None:
         if not isinstance(statement, gast.If):
             return None
         arms = _exits(statement.body), _exits(statement.orelse)
-        if arms[0] is None or arms[1] is None:
+        then_arm, orelse_arm = arms
+        if then_arm is None or orelse_arm is None:
             return None
-        (then, then_returns), (orelse, orelse_returns) = arms
+        (then, then_returns), (orelse, orelse_returns) = then_arm, orelse_arm
         rest = body[index + 1 :]
         if not (then_returns or orelse_returns):
             return None  # a return nested deeper, in an arm that may fall through

@@ -182,8 +182,9 @@ class Loops:
                 return [loop]  # zip(xs, count()): no len to loop by
         if self.is_iterator(iterator):
             return [loop]
-        if _dict_view(iterator) is not None:
-            return self.dict_loop(loop, *_dict_view(iterator))
+        view = _dict_view(iterator)
+        if view is not None:
+            return self.dict_loop(loop, *view)
         visit = self.visit(loop, iterator, prefix)
         if visit is None:
             return [loop]
@@ -268,14 +269,14 @@ class Loops:
             bounds = [length]
         header = [assign(clone(t), e, like=loop) for t, e in reads]
         if index_target is not None and (backwards or not isinstance(index_target, gast.Name)):
-            position: gast.expr = load(index)
+            count: gast.expr = load(index)
             if backwards:  # enumerate(reversed(x)) counts up while the index counts down
-                position = gast.BinOp(
+                count = gast.BinOp(
                     left=gast.BinOp(left=clone(length), op=gast.Sub(), right=constant(1)),
                     op=gast.Sub(),
                     right=load(index),
                 )
-            header.insert(0, assign(clone(index_target), position, like=loop))
+            header.insert(0, assign(clone(index_target), count, like=loop))
         loop.target = store(index)
         loop.iter = call(load("range"), bounds)
         annotate(loop, RANGE_LOOP, True)

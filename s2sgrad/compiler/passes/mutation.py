@@ -69,7 +69,7 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
     try:
         parsed = parse_function(function)
     except Exception:  # no source, or source the transformer cannot read
-        summary = frozenset()
+        summary: frozenset[str] = frozenset()
     else:
         statements = list(nested_statements(parsed.node.body))
         parameters = parameter_names(parsed.node)

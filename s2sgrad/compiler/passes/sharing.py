@@ -140,6 +140,8 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
 def _copied_container(value: gast.expr, containers: set[str]) -> str | None:
     """``items`` for ``items.copy()`` of a list or dict made here."""
     func = value.func if type(value) is gast.Call else None
+    if func is None:
+        return None
     if type(func) is gast.Attribute and func.attr == "copy" and type(func.value) is gast.Name:
         return func.value.id if func.value.id in containers else None
     return None
@@ -153,6 +155,8 @@ def base_of(node: gast.expr) -> gast.expr:
 
 def sources_of(node: gast.expr | None, resolve) -> set[str]:
     """The names whose memory the value of ``node`` may share."""
+    if node is None:
+        return set()
     kind = type(node)
     if kind is gast.Name:
         return {node.id}

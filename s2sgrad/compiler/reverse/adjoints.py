@@ -96,11 +96,12 @@ class Adjoints:
     def send_back(self, step: Step, cotangent: gast.expr, answer: gast.expr) -> list[gast.stmt]:
         """Send ``cotangent``, of the value ``answer`` that ``step`` computed, back to what
         the value was computed from, the way the forward sweep decided."""
-        statement, operation = step.statement, step.operation
+        statement = step.statement
         if step.derivative in (Derivative.GENERATED, Derivative.CUSTOM):
             return self.calls.backward_call(step, cotangent)
         if step.derivative is Derivative.DISPATCH:
             return self.calls.backward_dynamic(step, cotangent)
+        operation = step.computed
         if step.derivative is Derivative.RULE:
             return self.rules.backward_primitive(statement, operation, cotangent, answer)
         if step.derivative is not Derivative.ROUTED:
@@ -108,7 +109,8 @@ class Adjoints:
         if operation.kind is OperationKind.COPY:
             return self.cotangents.contribute(operation.args[0].id, cotangent, statement)
         block: list[gast.stmt] = []  # a literal: each entry gets its part
-        read = self.context.entries_read.get(step.target.id)
+        target = step.target
+        read = self.context.entries_read.get(target.id) if isinstance(target, gast.Name) else None
         for index, element in enumerate(operation.args):
             key = index if operation.keys is None else operation.keys[index]
             if read is not None and key not in read:

@@ -8,6 +8,7 @@ pieces of the derivative function (:class:`ReverseSweeps`).
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
 
 import gast
@@ -51,7 +52,7 @@ def reverse_sweeps(
     namespace: Namespace,
     local_names: set[str],
     callee_vjp: CalleeVJP,
-    containers: set[str] = frozenset(),
+    containers: Set[str] = frozenset(),
     aux: bool = False,
     dynamic: bool = True,
 ) -> ReverseSweeps:

@@ -177,6 +177,8 @@ class BackwardSweep:
         """The backward sweep's loop over the loop's iterations, last first."""
         loop, counter = step.statement, step.counter
         if isinstance(loop, gast.While):
+            if counter is None:
+                raise ValueError("a while loop's step without the counter of its iterations")
             header = gast.For(
                 target=store(self.names.claim("_")),
                 iter=call(load("range"), [load(counter)]),

@@ -66,7 +66,7 @@ class Calls:
 
     def forward_call(self, step: Step) -> None:
         """``y = f(x)`` becomes ``y, y_saved = f_vjp(x)``: the callee's own derivative."""
-        statement, operation = step.statement, step.operation
+        statement, operation = step.statement, step.computed
         function = operation.primitive
         active = self.active_parameters(function, operation, statement)
         bound = self.bind(function, operation, statement)
@@ -95,7 +95,7 @@ class Calls:
         ``spread``: a call with starred arguments, which mode='s2s' (``self.context.dynamic``
         false) differentiates with ``transformed_vjp``, never with the tape.
         """
-        statement, operation = step.statement, step.operation
+        statement, operation = step.statement, step.computed
         callee = operation.callee
         captures = any(n in self.activity.varied for n in names_read(callee))
         if captures and isinstance(callee, gast.Attribute) and callee.attr in _DICT_VIEWS:
@@ -177,8 +177,8 @@ class Calls:
             raise UnsupportedError(f"{self.parsed.location(node)}: {error}") from None
 
     def backward_call(self, step: Step, cotangent) -> list[gast.stmt]:
-        statement, operation = step.statement, step.operation
-        saved, active, vjp_name = step.extra, step.active, step.vjp_name
+        statement, operation = step.statement, step.computed
+        saved, active, vjp_name = _named(step.extra), step.active, _named(step.vjp_name)
         bound = self.bind(operation.primitive, operation, statement)
         block: list[gast.stmt] = []
         results = [
@@ -203,7 +203,7 @@ class Calls:
         return block
 
     def backward_dynamic(self, step: Step, cotangent) -> list[gast.stmt]:
-        statement, pullback, args = step.statement, step.extra, step.operation.args
+        statement, pullback, args = step.statement, _named(step.extra), step.computed.args
         holder = self.names.fresh("cotangents")
         block = [assign(holder, call(load(pullback), [cotangent]), like=statement)]
         position: gast.expr = constant(0)  # where the argument's cotangents start
@@ -263,3 +263,10 @@ def unnested(statements: list[gast.stmt], retargeted: dict, names) -> list[gast.
             continue
         result.append(statement)
     return result
+
+
+def _named(name: str | None) -> str:
+    """A name the forward sweep gave a call's step (its saved values, its pullback)."""
+    if name is None:
+        raise ValueError("a call's step without the names the forward sweep gives it")
+    return name

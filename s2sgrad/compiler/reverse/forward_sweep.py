@@ -178,8 +178,8 @@ class ForwardSweep:
             self.choose_derivative(step)
         steps.append(step)
         result: list[gast.stmt] = []
-        if step.calls and in_loop:  # each iteration's pullback is needed later
-            self.context.in_loops.add(step.extra)
+        if step.calls and in_loop and step.extra is not None:  # each iteration's pullback
+            self.context.in_loops.add(step.extra)  # is needed later
             targets = [*targets, step.extra]
         for name in targets:
             if self.overwritten(name):
@@ -200,7 +200,7 @@ class ForwardSweep:
     def choose_derivative(self, step: Step) -> None:
         """Decide how ``step``'s value is pulled back, refusing what cannot be; a call is
         rewritten to call a derivative (``forward_call``, ``forward_dynamic``)."""
-        operation, statement = step.operation, step.statement
+        operation, statement = step.computed, step.statement
         if has_starred(operation) and operation.kind in (
             OperationKind.CALL,
             OperationKind.PRIMITIVE,

@@ -281,8 +281,15 @@ class Saves:
             result.append(statement)
         return _without_orphan_comments(result)
 
+    @property
+    def stack_name(self) -> str:
+        """The stack's name, claimed when the first save was made."""
+        if self.stack is None:
+            raise ValueError("push and pop code asked for before any save")
+        return self.stack
+
     def push_code(self, save: Save) -> gast.stmt | None:
-        stack = load(self.stack)
+        stack = load(self.stack_name)
         if save.kind == "item":
             value: gast.expr = call(
                 self.helper("snapshot"),
@@ -295,7 +302,7 @@ class Saves:
         return gast.Expr(value=call(attribute(stack, "append"), [value]))
 
     def pop_code(self, save: Save) -> gast.stmt:
-        popped = call(attribute(load(self.stack), "pop"))
+        popped = call(attribute(load(self.stack_name), "pop"))
         if save.kind == "item":
             target = gast.Subscript(
                 value=load(save.target), slice=clone(save.index), ctx=gast.Store()

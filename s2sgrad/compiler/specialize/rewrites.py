@@ -107,7 +107,7 @@ def _matmul(left, right):
 
 
 def _ranks(a: Seen, b: Seen) -> tuple[int, int] | None:
-    if a.kind == b.kind == "array":
+    if a.kind == b.kind == "array" and a.shape is not None and b.shape is not None:
         return len(a.shape), len(b.shape)
     return None
 
