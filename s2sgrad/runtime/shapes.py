@@ -699,6 +699,7 @@ def clip_regions(a: Any, a_min: Any, a_max: Any) -> tuple[Any, Any, Any]:
         clip_regions(np.array([-1.0, 0.5, 2.0]), 0.0, 1.0)
         # (array([False,  True, False]), array([ True, False, False]), array([False, False,  True]))
     """
+    a, a_min, a_max = (np.asarray(v) if type(v) in (list, tuple) else v for v in (a, a_min, a_max))
     inside = np.ones(np.shape(a), dtype=bool)
     below = np.zeros(np.shape(a), dtype=bool)
     if a_min is not None:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.runtime import as_gradient, is_complex, unbroadcast, zeros_like_structure
+from s2sgrad.tape import conversions, runtime_calls
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.display import describe_recording
 from s2sgrad.tape.library_calls import route_library_calls
@@ -90,10 +91,16 @@ class GradientTape:
 
     def _start(self) -> None:
         route_library_calls()  # SciPy's Python functions with rules, once
+        if not RECORDING:  # np.array([a, b]) and runtime helpers record while tapes do
+            conversions.install()
+            runtime_calls.install()
         RECORDING[self._serial] = self
 
     def _stop(self) -> None:
         RECORDING.pop(self._serial, None)
+        if not RECORDING:
+            conversions.uninstall()
+            runtime_calls.uninstall()
 
     @contextlib.contextmanager
     def stop_recording(self) -> Iterator[None]:

@@ -15,12 +15,30 @@ from __future__ import annotations
 
 import inspect
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["reroute", "unroute"]
+__all__ = ["reroute", "unroute", "original_of"]
 
 Handler = Callable[[tuple, dict], Any]
+
+# routed function -> a function running the code it had
+_ORIGINALS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def original_of(function: Any) -> Any:
+    """The function running the code ``function`` had before :func:`reroute`, for an
+    analysis that reads a function's code (``function`` itself if it is not routed).
+
+    Example::
+
+        original_of(index_cotangent).__code__  # the helper's own code, not the router's
+    """
+    try:
+        return _ORIGINALS.get(function, function)
+    except TypeError:  # not weakly referable: never routed
+        return function
 
 
 def reroute(
@@ -54,6 +72,7 @@ def reroute(
     function.__kwdefaults__ = {parameter: make_handler(original)}
     function.__dict__["__signature__"] = signature
     function.__dict__["__wrapped__"] = original
+    _ORIGINALS[function] = original
     return True
 
 
@@ -72,6 +91,7 @@ def unroute(function: types.FunctionType, parameter: str) -> bool:
     function.__defaults__ = original.__defaults__
     function.__kwdefaults__ = original.__kwdefaults__
     del function.__dict__["__signature__"], function.__dict__["__wrapped__"]
+    _ORIGINALS.pop(function, None)
     return True
 
 

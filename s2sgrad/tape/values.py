@@ -36,6 +36,7 @@ from s2sgrad.naming import library_entry, library_name
 from s2sgrad.rules.registry import Rule, get_rule, when_forgotten
 from s2sgrad.runtime.core import is_complex, is_foreign_array
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
+from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
 from s2sgrad.tape.in_place import (
     plain_array_write,
     refuse_shared_update,
@@ -244,8 +245,10 @@ class TapeValue:
         change an array the caller holds, or one that a name read later shares."""
         if under_numpy_semantics() and type(self) is TapeValue:
             frame = _user_frame()
-            _refuse_changing_an_argument(self, frame)
-            refuse_shared_update(frame)
+            if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
+                refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
+            else:
+                refuse_shared_update(frame)
             refuse_view_write(frame, getattr(self._value, "base", None) is not None)
             _write_item(self, index, value)
             return
@@ -264,18 +267,44 @@ class TapeValue:
 
     sort = fill = put = resize = partition = setfield = _immutable
 
-    def _in_place(self, other: Any) -> Any:
+    def _in_place(self, op: Any, other: Any) -> Any:
         """``x op= v``: a new value, as ``x = x op v`` (Python falls back to ``x op v``);
         refused, under a function transform, where NumPy would change an array that a name
-        read later shares (see :mod:`s2sgrad.tape.in_place`)."""
+        read later shares (see :mod:`s2sgrad.tape.in_place`). In a helper, NumPy's meaning:
+        ``x`` itself changes, for its callers too (see :mod:`s2sgrad.tape.helper_writes`)."""
         if isinstance(self._value, np.ndarray) and under_numpy_semantics():
             frame = _user_frame()
-            _refuse_changing_an_argument(self, frame)
+            if type(self) is TapeValue and is_helper_frame(frame, _SKIPPED_DIRS):
+                if is_held(self, frame, _SKIPPED_DIRS):  # not the temporary y[:] of y[:] *= s
+                    refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
+                _write_item(self, Ellipsis, apply_binary(op, self, other))
+                return self
             refuse_shared_update(frame)
         return NotImplemented
 
-    __iadd__ = __isub__ = __imul__ = __itruediv__ = _in_place
-    __ifloordiv__ = __imod__ = __ipow__ = __imatmul__ = _in_place
+    def __iadd__(self, other):
+        return self._in_place(operator.add, other)
+
+    def __isub__(self, other):
+        return self._in_place(operator.sub, other)
+
+    def __imul__(self, other):
+        return self._in_place(operator.mul, other)
+
+    def __itruediv__(self, other):
+        return self._in_place(operator.truediv, other)
+
+    def __ifloordiv__(self, other):
+        return self._in_place(operator.floordiv, other)
+
+    def __imod__(self, other):
+        return self._in_place(operator.mod, other)
+
+    def __ipow__(self, other):
+        return self._in_place(operator.pow, other)
+
+    def __imatmul__(self, other):
+        return self._in_place(operator.matmul, other)
 
     # NumPy's override protocols --------------------------------------------------------
 
@@ -1184,37 +1213,6 @@ def _inside_numpy_full() -> bool:
             return True
         frame = frame.f_back
     return False
-
-
-def _refuse_changing_an_argument(value: Any, frame: Any) -> None:
-    """Raise ``UnsupportedError`` when ``value`` is an argument of the function ``frame``
-    runs and that function was called by the user's code: NumPy would change the caller's
-    array, while the tape makes a new value, which the caller never sees."""
-    if frame is None or frame.f_back is None:
-        return
-    if frame.f_back.f_code.co_filename.startswith(_SKIPPED_DIRS):
-        return  # the differentiated function itself: its inputs are copies
-    code = frame.f_code
-    held = [n for n, v in frame.f_back.f_locals.items() if v is value or _holds(v, value)]
-    if not held:
-        return  # an array the function made, which its caller does not see
-    error = UnsupportedError(
-        f"{where(*_position(frame))}: {code.co_name} changes in place the array its caller "
-        f"calls '{held[0]}' ({where(*_position(frame.f_back))}), and neither engine can "
-        f"follow that change; have {code.co_name} leave it as it is and return new arrays "
-        "instead (g = g * s rather than g[:] *= s)"
-    )
-    error.tape_cannot_either = True
-    raise error
-
-
-def _holds(container: Any, value: Any) -> bool:
-    """Whether ``value`` is an entry of the list, tuple or dict ``container``."""
-    if isinstance(container, dict):
-        container = container.values()
-    elif not isinstance(container, (list, tuple)):
-        return False
-    return any(entry is value for entry in container)
 
 
 def _user_frame() -> Any:

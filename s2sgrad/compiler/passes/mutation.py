@@ -192,12 +192,17 @@ def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) ->
                 continue
             callee = getattr(function, "__qualname__", "the function")
             code = function.__code__
+            # the tape records a helper's update of an array the function made
+            # (tape/helper_writes.py), and refuses one of an input, as here
+            engines = "the source transformer cannot"
+            if name in parameters:
+                engines = "neither engine can"
             error = UnsupportedError(
                 f"{parsed.location(statement)}: {callee} may change its argument "
                 f"'{parameter}' in place ({where(code.co_filename, code.co_firstlineno)}), "
-                f"here '{name}', and neither engine can follow that change; have {callee} "
+                f"here '{name}', and {engines} follow that change; have {callee} "
                 f"leave '{parameter}' as it is and return new arrays instead (g = g * s "
                 "rather than g[:] *= s)"
             )
-            error.tape_cannot_either = True
+            error.tape_cannot_either = name in parameters
             raise error

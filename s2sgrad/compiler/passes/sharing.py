@@ -28,6 +28,7 @@ from s2sgrad.compiler.syntax import (
     parameter_names,
     walk,
 )
+from s2sgrad.tape.rerouting import original_of
 
 __all__ = [
     "Layout",
@@ -322,6 +323,7 @@ def _returned_parameters(function: types.FunctionType) -> frozenset[str] | None:
 
         _returned_parameters(helper)  # frozenset({'a'})
     """
+    function = original_of(function)  # a runtime helper the tape routes: its own code
     code = function.__code__
     if code in _SUMMARIES:
         return _SUMMARIES[code]
