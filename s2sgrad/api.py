@@ -45,6 +45,7 @@ from s2sgrad.engines.arguments import (
     name_of,
     position_of,
     positional_name,
+    refuse_array_attribute_names,
     refuse_unknown_constants,
     require_complex_ready,
 )
@@ -53,6 +54,7 @@ from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.runtime import seed_cotangent
+from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
 
@@ -245,6 +247,8 @@ class _Transform(NotebookDisplay):
 
     def _transform(self, containers, arguments=()):
         try:
+            for name, value in zip(self.wrt, self._wrt_values(*arguments) if arguments else ()):
+                refuse_array_attribute_names(name, value, self.f)
             generated = derivative(
                 self.function,
                 self.wrt,
@@ -404,9 +408,27 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
 
 def _per_argument(matrix, f, args, kwargs, wrt, mode):
     """``matrix(f, args, kwargs, index, mode)`` for one ``wrt``, a tuple of them for a tuple."""
+    for w in wrt if isinstance(wrt, (tuple, list)) else (wrt,):
+        index = _argument_index(f, w)
+        if index < len(args) and any(map(is_object_node, _nodes(args[index]))):
+            raise TypeError(
+                f"{name_of(f)}: a Jacobian or Hessian with respect to a dataclass or another "
+                "object is not supported; use sg.grad or sg.hvp, or pass its arrays as "
+                "arguments (sg.tree_flatten gives them)"
+            )
     if isinstance(wrt, (tuple, list)):
         return tuple(matrix(f, args, kwargs, _argument_index(f, w), mode) for w in wrt)
     return matrix(f, args, kwargs, _argument_index(f, wrt), mode)
+
+
+def _nodes(value):
+    """``value`` and every dict, list and tuple entry inside it."""
+    yield value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _nodes(item)
 
 
 def _argument_index(f, wrt) -> int:

@@ -2,7 +2,9 @@
 
 A pytree is a tuple, list, dict, ``NamedTuple``, dataclass instance, ``None`` (a node
 with no leaves), or an object of a class registered with :func:`register_pytree`; its
-children are pytrees again, and everything else is a leaf (an array, a number)::
+children are pytrees again, and everything else is a leaf (an array, a number). A
+dataclass field marked ``dataclasses.field(metadata={"static": True})`` is part of the
+structure, not a child (a layer's size, its activation function)::
 
     leaves, structure = tree_flatten({"w": np.ones(2), "layers": [1.0, (2.0, None)]})
     # leaves == [1.0, 2.0, array([1., 1.])]    (a dict's children in sorted key order)
@@ -26,6 +28,7 @@ __all__ = [
     "tree_leaves",
     "tree_structure",
     "tree_map",
+    "registered_node",
 ]
 
 Flatten = Callable[[Any], tuple[Iterable[Any], Any]]
@@ -115,6 +118,26 @@ def _node(obj: Any) -> tuple[Flatten, Unflatten] | None:
     return None
 
 
+def registered_node(obj: Any) -> tuple[list[Any], Callable[[list[Any]], Any]] | None:
+    """For a dataclass instance or an object of a registered class (not a dict, list,
+    tuple or named tuple): its children and a function rebuilding such an object from new
+    ones; ``None`` for anything else.
+
+    Example::
+
+        children, rebuild = registered_node(Params(w=1.0, b=2.0))  # [1.0, 2.0]
+        rebuild([0.0, 0.0])  # Params(w=0.0, b=0.0)
+    """
+    if isinstance(obj, (tuple, list, dict)) or obj is None:
+        return None
+    node = _node(obj)
+    if node is None:
+        return None
+    flatten, unflatten = node
+    children, aux = flatten(obj)
+    return list(children), lambda new: unflatten(aux, list(new))
+
+
 def _flatten_sequence(obj):
     return list(obj), type(obj)
 
@@ -154,16 +177,23 @@ def _unflatten_named_tuple(kind, children):
 
 
 def _flatten_dataclass(obj):
-    names = tuple(field.name for field in dataclasses.fields(obj))
-    return [getattr(obj, name) for name in names], (type(obj), names)
+    # a field marked dataclasses.field(metadata={"static": True}) is kept beside the
+    # children (a layer's size, its activation function): not a leaf, not differentiated
+    names, statics = [], []
+    for field in dataclasses.fields(obj):
+        if field.metadata.get("static", False):
+            statics.append((field.name, getattr(obj, field.name)))
+        else:
+            names.append(field.name)
+    return [getattr(obj, name) for name in names], (type(obj), tuple(names), tuple(statics))
 
 
 def _unflatten_dataclass(aux, children):
     # Bypasses __init__ and __post_init__, so frozen classes and derived fields work too:
     # each field takes the value given, as a gradient of the same structure needs.
-    kind, names = aux
+    kind, names, statics = aux
     obj = object.__new__(kind)
-    for name, child in zip(names, children):
+    for name, child in [*zip(names, children), *statics]:
         object.__setattr__(obj, name, child)
     return obj
 

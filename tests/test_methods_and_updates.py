@@ -238,8 +238,6 @@ def read_back_by_another_helper(x):
 
 
 STATE_PROGRAMS = [
-    through_norm,
-    into_attribute,
     stored_and_read_back,
     cell_twice,
     stores_then_caller_reads,
@@ -301,6 +299,22 @@ def test_differentiated_state_stored_on_objects_is_refused_by_source_and_right_o
             got = sg.grad(function, mode=mode)(x)
             assert_close(got, expected, rtol=1e-5, atol=1e-7)
     assert type(NORM.moving_mean) is np.ndarray and type(CELL.h) is np.ndarray
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+@pytest.mark.parametrize("function", [through_norm, into_attribute], ids=lambda f: f.__name__)
+def test_differentiated_state_stored_and_not_read_back_is_transformed(function, mode):
+    # what is stored is the plain value the user's code stores, and nothing in the
+    # computation reads it back: the gradient is that of the output alone
+    x = np.random.default_rng(9).normal(size=(4, 3)) if function is through_norm else None
+    x = np.random.default_rng(9).normal(size=3) if x is None else x
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # auto must not fall back to the tape
+        gradient = sg.grad(function, mode=mode)
+        for _ in ("first", "second"):
+            assert_close(gradient(x), numeric_grad(function, (x,), 0), rtol=1e-5, atol=1e-7)
+    stored = NORM.moving_mean if function is through_norm else BOX.r
+    assert type(stored) is np.ndarray
 
 
 # -- helpers that update their arguments in place ------------------------------------------

@@ -18,8 +18,6 @@ MODES = ("s2s", "tape", "auto")
 # (model, mode) pairs that do not work yet, and why. Strict: each one that starts working
 # fails the suite until it is taken off this list.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("batch_norm_module", "s2s"): "a layer storing differentiated state on itself is refused",
-    ("batch_norm_module", "auto"): "a layer storing state on itself: the tape takes over",
 }
 
 

@@ -140,9 +140,11 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
     if isinstance(value, gast.Attribute):
         if is_function_reference(value, local_names):
             return Operation(OperationKind.CONSTANT)
-        descriptor = getattr(np.ndarray, value.attr, None)
-        if descriptor is not None and get_rule(descriptor) is not None:
+        descriptor = getattr(np.ndarray, value.attr, None)  # x.T, x.real, x.shape
+        if isinstance(descriptor, types.GetSetDescriptorType) and get_rule(descriptor) is not None:
             return _primitive(descriptor, [value.value])
+        if isinstance(value.value, gast.Name):  # p.w of a dataclass, a model object
+            return _primitive(getattr, [value.value, gast.Constant(value=value.attr, kind=None)])
         return Operation(OperationKind.UNKNOWN, description=f"attribute .{value.attr}")
     if isinstance(value, gast.Call):
         return _call(value, parsed, local_names)

@@ -67,6 +67,7 @@ from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.loops import normalise_loops
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
@@ -310,6 +311,7 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     """
     # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
     parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve))
+    name_stored_values(node, names, parsed.resolve)
     parameters = parameter_names(node)
 
     def is_builtin(name: str) -> bool:

@@ -27,8 +27,10 @@ import numpy as np
 from s2sgrad import numpy_signatures
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.pytrees import registered_node
 from s2sgrad.runtime import is_dask_array, is_foreign_array, zeros_like_value
 from s2sgrad.runtime.lazy_arrays import teach_dask
+from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "name_of",
     "position_of",
     "positional_name",
+    "refuse_array_attribute_names",
     "refuse_complex_for_real",
     "refuse_not_understood",
     "refuse_unknown_constants",
@@ -149,7 +152,8 @@ def is_container(value: Any) -> bool:
 
 
 def leaves(value: Any) -> Iterator[Any]:
-    """The values inside dicts, lists and tuples, recursively.
+    """The values inside dicts, lists, tuples, dataclasses and objects of registered
+    pytree classes, recursively.
 
     Example::
 
@@ -160,6 +164,9 @@ def leaves(value: Any) -> Iterator[Any]:
             yield from leaves(v)
     elif isinstance(value, (list, tuple)):
         for v in value:
+            yield from leaves(v)
+    elif registered_node(value) is not None:  # a dataclass, a registered pytree class
+        for v in registered_node(value)[0]:
             yield from leaves(v)
     else:
         yield value
@@ -220,7 +227,58 @@ def check_differentiable(name, value, f) -> None:
     for leaf in leaves(value):
         kind = leaf_kind(leaf)
         if kind not in _DIFFERENTIATED:
-            raise TypeError(_not_differentiable_message(name, leaf, kind, f))
+            message = _not_differentiable_message(name, leaf, kind, f)
+            if any(True for _ in _structures(value)) and not is_instance_object(leaf):
+                message += (
+                    "; a dataclass field that is not a parameter can be marked "
+                    'dataclasses.field(metadata={"static": True})'
+                )
+            raise TypeError(message)
+
+
+def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
+    """Refuse, for source transformation, a differentiated dataclass, named tuple or
+    registered object with an attribute named like a NumPy array's (``.T``, ``.real``,
+    ``.size``): the generated code reads ``p.T`` as an array's transpose.
+
+    Example::
+
+        refuse_array_attribute_names("p", Stats(mean=m, T=t), f)  # UnsupportedError
+    """
+    for node in _structures(value):
+        for attribute in _attribute_names(node):
+            if isinstance(getattr(np.ndarray, attribute, None), types.GetSetDescriptorType):
+                raise UnsupportedError(
+                    f"{_located_name(f)}: {name!r} holds a {type(node).__qualname__} with the "
+                    f"attribute .{attribute}, which source transformation reads as a NumPy "
+                    f"array's .{attribute}; rename the attribute, or use mode='tape'"
+                )
+
+
+def _structures(value: Any) -> Iterator[Any]:
+    """The dataclasses, named tuples and registered objects inside ``value``."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _structures(item)
+        return
+    if isinstance(value, (list, tuple)):
+        if hasattr(type(value), "_fields"):
+            yield value
+        for item in value:
+            yield from _structures(item)
+        return
+    node = registered_node(value)
+    if node is not None:
+        yield value
+        for child in node[0]:
+            yield from _structures(child)
+
+
+def _attribute_names(node: Any) -> list[str]:
+    fields = getattr(type(node), "_fields", None)
+    if isinstance(node, tuple) and fields is not None:
+        return list(fields)
+    return list(getattr(node, "__dataclass_fields__", None) or vars(node))
 
 
 def refuse_not_understood(name, value, f, kinds=("unknown",)) -> None:
@@ -282,6 +340,14 @@ def _not_differentiable_message(name, leaf, kind, f) -> str:
         start = f"{_located_name(f)}: cannot differentiate with {shown} holding"
     if not name.isidentifier():
         name = "x"
+    if kind == "other" and is_instance_object(leaf):
+        cls = type(leaf).__qualname__
+        return (
+            f"{start} a {cls} object; s2sgrad differentiates an object through its "
+            f"attributes when its class says which they are: make {cls} a dataclass, or "
+            f"register it with s2sgrad.register_pytree({cls}, flatten, unflatten) "
+            "(docs/models.md)"
+        )
     if kind in ("bool", "int", "other"):
         what = {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
         return (

@@ -29,6 +29,7 @@ from s2sgrad.engines.arguments import (
     name_of,
     position_of,
     positional_name,
+    refuse_array_attribute_names,
     refuse_complex_for_real,
     refuse_not_understood,
     refuse_unknown_constants,
@@ -132,6 +133,9 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
     """
     if mode != "tape":
         try:
+            for name, primal in zip(positional_parameters(function), primals):
+                if name in wrt:
+                    refuse_array_attribute_names(name, primal, function)
             generated = derivative(
                 function,
                 wrt,
@@ -189,6 +193,8 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
     )
     if mode != "tape":
         try:
+            for i in positions:
+                refuse_array_attribute_names(positional_name(function, i), primals[i], function)
             generated = derivative(
                 function,
                 tuple(positional_name(function, i) for i in positions),

@@ -11,6 +11,7 @@ from s2sgrad.runtime import (
     elementwise,
     fft,
     linalg,
+    objects,
     reductions,
     scientific,
     shapes,
@@ -21,6 +22,7 @@ from s2sgrad.runtime.dispatch import *  # noqa: F403
 from s2sgrad.runtime.elementwise import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
 from s2sgrad.runtime.linalg import *  # noqa: F403
+from s2sgrad.runtime.objects import *  # noqa: F403
 from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.scientific import *  # noqa: F403
 from s2sgrad.runtime.shapes import *  # noqa: F403
@@ -39,6 +41,7 @@ __all__ = list(
             *scientific.__all__,
             *ufunc_methods.__all__,
             *dispatch.__all__,
+            *objects.__all__,
         ]
     )
 )

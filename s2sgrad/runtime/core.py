@@ -19,6 +19,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.object_gradients import is_object_node, object_gradient
 
 __all__ = [
     "is_dask_array",
@@ -202,7 +203,9 @@ def as_gradient(g: Any, x: Any) -> Any:
         and g.flags.writeable
     ):
         return g
-    if g is None:
+    if is_object_node(x):  # a dataclass, a model object: the same class
+        return object_gradient(g, x, as_gradient)
+    if g is None and not isinstance(x, (dict, list, tuple)):  # containers: entry by entry
         return zeros_like_structure(x)
     if is_complex(g) and not is_complex(x):
         g = np.real(g)  # the gradient wrt a real value is real (docs/complex.md)
@@ -310,6 +313,8 @@ def zeros_like_value(x: Any) -> Any:
         return 0.0
     if isinstance(x, dict):  # containers' cotangents add entry by entry with +
         return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})
+    if is_object_node(x):  # a dataclass: by attribute, and no entry is zero
+        return CotangentDict()
     if isinstance(x, (list, tuple)):
         return CotangentList(zeros_like_value(v) for v in x)
     if isinstance(x, range):  # integers read item by item: a zero for each

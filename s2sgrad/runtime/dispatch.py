@@ -25,12 +25,21 @@ from s2sgrad.errors import (
 )
 from s2sgrad.naming import library_name
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
-from s2sgrad.runtime.core import jvp_call, jvp_entry, vjp_call, zeros_like_value
+from s2sgrad.runtime.core import as_gradient, jvp_call, jvp_entry, vjp_call, zeros_like_value
+from s2sgrad.runtime.objects import refuse_stored_state
 
-__all__ = ["dynamic_vjp", "transformed_vjp", "dynamic_jvp", "transformed_jvp"]
+__all__ = [
+    "dynamic_vjp",
+    "transformed_vjp",
+    "dynamic_jvp",
+    "transformed_jvp",
+    "method_vjp",
+    "transformed_method_vjp",
+]
 
 _TAPE_ONLY: dict[Any, str] = {}  # functions the transformer could not handle, and why
 
@@ -60,6 +69,47 @@ def dynamic_vjp(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     return _dispatch(function, args, kwargs, tape=True)
 
 
+def method_vjp(obj: Any, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """``obj.name(*args)`` of an object being differentiated (a dataclass model's
+    ``self.predict(x)``), and a pullback giving the cotangents of ``obj`` and the arguments:
+    a method of the class is differentiated with ``obj`` as its first argument; a callable
+    stored on the object (``self.activation``) is a constant, and ``obj`` gets ``None``.
+
+    Example::
+
+        value, pullback = method_vjp(model, "predict", x)
+        dmodel, dx = pullback(g)
+    """
+    return _method_dispatch(obj, name, args, kwargs, tape=True)
+
+
+def transformed_method_vjp(obj: Any, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+    """Like :func:`method_vjp`, but never uses the tape (``mode="s2s"``).
+
+    Example::
+
+        value, pullback = transformed_method_vjp(model, "predict", x)
+    """
+    return _method_dispatch(obj, name, args, kwargs, tape=False)
+
+
+_REVERSE_DISPATCH = (dynamic_vjp, transformed_vjp, method_vjp, transformed_method_vjp)
+
+
+def _method_dispatch(obj, name, args, kwargs, tape):
+    function = getattr(type(obj), name, None)
+    if isinstance(function, types.FunctionType) and name not in getattr(obj, "__dict__", {}):
+        return _dispatch(function, (obj, *args), kwargs, tape)
+    if name not in getattr(obj, "__dict__", {}):  # not a function the object holds
+        raise UnsupportedError(
+            f"{_user_origin()}: .{name}() of a {type(obj).__qualname__} being differentiated "
+            "is not a method written in Python, so its derivative is unknown; give it a rule "
+            "with @s2sgrad.derivative, or use mode='tape'"
+        )
+    value, pullback = _dispatch(getattr(obj, name), args, kwargs, tape)
+    return value, lambda g: (zeros_like_value(obj), *pullback(g))
+
+
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
@@ -72,7 +122,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if rule is not None:  # declared non-differentiable
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
-    if not tape and (function is dynamic_vjp or function is transformed_vjp):
+    if not tape and function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("a derivative of the gradient")
     bound_self: tuple = ()
     target = function
@@ -95,8 +145,15 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         call = type(function).__call__
         if isinstance(call, types.FunctionType):  # a layer object: differentiate its __call__
             bound_self, target = (function,), call
+    if bound_self:  # a layer called again: it may read what it stored the first time
+        refuse_stored_state(bound_self[0])
     full_args = bound_self + args
-    positions = tuple(i for i, a in enumerate(full_args) if _differentiable(a))
+    positions = tuple(  # the object a method is called on is constant here: when it
+        # holds differentiated values, the caller's transformer refuses the call
+        i
+        for i, a in enumerate(full_args)
+        if i >= len(bound_self) and _differentiable(a)
+    )
     if not positions:
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
@@ -128,7 +185,17 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         target, full_args, kwargs, positions, refuse_stored_state=refusal
     )
     spread = _spread(pullback, positions, full_args, tuple_result=True)
-    return value, lambda g: spread(g)[len(bound_self) :]
+
+    def taped_pullback(g):
+        if isinstance(g, dict) and not isinstance(value, dict):  # by attribute: see objects
+            raise UnsupportedError(
+                f"{_user_origin()}: an attribute is read of the object {name} returned, "
+                "and the tape cannot send its derivative back through the call; use "
+                "mode='tape' for the whole function"
+            )
+        return spread(g)[len(bound_self) :]
+
+    return value, taped_pullback
 
 
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
@@ -227,6 +294,9 @@ def _differentiable(value: Any) -> bool:
     if isinstance(value, (dict, list, tuple)):  # (index, value) pairs count, say
         items = value.values() if isinstance(value, dict) else value
         return any(_differentiable(v) for v in items)  # a cotangent for what can carry one
+    node = registered_node(value)  # a dataclass, a registered pytree class
+    if node is not None:
+        return any(_differentiable(v) for v in node[0])
     return isinstance(value, hooks.TapeValue)
 
 
@@ -253,7 +323,7 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 
 
 def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
-    if function is dynamic_vjp or function is transformed_vjp:
+    if function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:
         # A rule called, not inlined: differentiate the rule's own code. The tape may take
@@ -299,7 +369,12 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
             bound_self, target = (function,), call
     full_args = bound_self + args
     full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
-    positions = tuple(i for i, a in enumerate(full_args) if _differentiable(a))
+    positions = tuple(  # the object a method is called on is constant here: when it
+        # holds differentiated values, the caller's transformer refuses the call
+        i
+        for i, a in enumerate(full_args)
+        if i >= len(bound_self) and _differentiable(a)
+    )
     if not positions:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
@@ -346,7 +421,8 @@ def tape_jvp(target, args, tangents, positions, kwargs):
             total = total + _inner(cotangent, tangents[i])
         return total
 
-    _, transpose = hooks.tape_vjp(paired, (zeros_like_value(value),), {}, (0,))
+    zeros = as_gradient(None, value)  # of the output's structure (a dataclass's too)
+    _, transpose = hooks.tape_vjp(paired, (zeros,), {}, (0,))
     return value, transpose(1.0)[0]
 
 
@@ -359,11 +435,24 @@ def _inner(cotangent, tangent):
         return sum((_inner(value, tangent.get(key)) for key, value in cotangent.items()), 0.0)
     if isinstance(cotangent, (list, tuple)):
         return sum((_inner(c, t) for c, t in zip(cotangent, tangent)), 0.0)
+    node = registered_node(cotangent)  # a dataclass: one of its class
+    if node is not None:
+        return sum((_inner(c, t) for c, t in zip(node[0], registered_node(tangent)[0])), 0.0)
     return np.sum(cotangent * tangent)
 
 
 #: Calls of rules and of callees resolved at run time: differentiated when they run (see
 #: ``_dispatch_jvp``), never by transforming their source, which the compiler refuses.
 RUN_TIME_CALLS = frozenset(
-    {vjp_call, jvp_call, jvp_entry, dynamic_vjp, transformed_vjp, dynamic_jvp, transformed_jvp}
+    {
+        vjp_call,
+        jvp_call,
+        jvp_entry,
+        dynamic_vjp,
+        transformed_vjp,
+        method_vjp,
+        transformed_method_vjp,
+        dynamic_jvp,
+        transformed_jvp,
+    }
 )

@@ -1,9 +1,13 @@
-"""Nested structures (dicts, lists, tuples) flattened to leaves and rebuilt."""
+"""Nested structures (dicts, lists, tuples, dataclasses and registered pytree classes)
+flattened to leaves and rebuilt."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from s2sgrad.pytrees import registered_node
+from s2sgrad.runtime.object_gradients import child_names
 
 __all__ = ["flatten", "flatten_like", "map_leaves"]
 
@@ -38,6 +42,15 @@ def flatten_like(tree: Any, like: Any) -> list:
         return [
             part for i, child in enumerate(like) for part in flatten_like(_child(tree, i), child)
         ]
+    node = registered_node(like)  # a dataclass: tree is one of its class (or None)
+    if node is not None:
+        if tree is None:
+            parts = [None] * len(node[0])
+        elif isinstance(tree, dict):  # sparse, by attribute: what generated code makes
+            parts = [tree.get(name) for name in child_names(like, node[0])]
+        else:
+            parts = registered_node(tree)[0]
+        return [part for t, child in zip(parts, node[0]) for part in flatten_like(t, child)]
     return [tree]
 
 
@@ -61,8 +74,15 @@ def _flatten(tree: Any, leaves: list) -> Any:
         return (type(tree), list(tree), [_flatten(v, leaves) for v in tree.values()])
     if isinstance(tree, (list, tuple)):
         return (type(tree), None, [_flatten(v, leaves) for v in tree])
+    node = registered_node(tree)  # a dataclass, a registered pytree class
+    if node is not None:
+        children, rebuild = node
+        return (_NODE, rebuild, [_flatten(v, leaves) for v in children])
     leaves.append(tree)
     return None
+
+
+_NODE = object()  # the kind of a dataclass or registered node: rebuilt by its function
 
 
 def _rebuild(spec: Any, leaves) -> Any:
@@ -70,6 +90,8 @@ def _rebuild(spec: Any, leaves) -> Any:
         return next(leaves)
     kind, keys, children = spec
     values = [_rebuild(child, leaves) for child in children]
+    if kind is _NODE:
+        return keys(values)
     if keys is not None:
         return kind(zip(keys, values))
     if kind in (list, tuple):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.reverse.adjoints import Adjoints
-from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import (
     indexed_by_counters,
@@ -117,6 +117,9 @@ class BackwardSweep:
             return self.adjoints.backward_expression(step.statement), []
         if step.kind is StepKind.ITEM_WRITE:
             return self.adjoints.backward_item_assignment(step.statement), []
+        if step.kind is StepKind.STORE and step.extra is not None:  # obj.name = v, v noted
+            forget = call(self.context.helper("forget_stored"), [load(step.extra)])
+            return [located(gast.Expr(value=forget), step.statement)], []
         return [], []  # a constant stored out of sight (the others are refused), a counter
 
     def backward_if(self, step: Step, later_reads) -> list[gast.stmt]:

@@ -9,10 +9,12 @@ dynamic_vjp(f, x)`` … ``cotangents = y_pullback(dy)``.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any
 
 import gast
+import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
@@ -32,7 +34,7 @@ from s2sgrad.compiler.syntax import (
     store,
     walk,
 )
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.rules import get_rule
 
 __all__ = ["Calls", "CalleeVJP", "unnested"]
@@ -104,6 +106,9 @@ class Calls:
                 "differentiated values can only be looped over ('for k, v in "
                 "d.items():'); read entries by key (d[k]) elsewhere, or use mode='tape'"
             )
+        if self.is_method_of_varied(callee):  # model.predict(x), model differentiated
+            self.forward_method(step)
+            return
         if any(n in self.activity.varied for n in names_read(operation.callee)):
             raise not_at_run_time(
                 UnsupportedError(
@@ -120,14 +125,8 @@ class Calls:
                     + (f"'{name}='" if name is not None else "**keywords")
                 )
         stores = stores_on_itself(self.parsed.resolve(operation.callee))
-        if stores is not None:  # nor can the tape for this call alone: the caller may read it
-            raise not_at_run_time(
-                UnsupportedError(
-                    f"{self.parsed.location(statement)}: {stores}: state kept on an object "
-                    "cannot carry a derivative from this call to a later read of it, so "
-                    "source transformation cannot differentiate the calls; use mode='tape'"
-                )
-            )
+        if stores is not None:
+            self.require_transformable(step, stores)
         if keeps_arguments_inside(operation.primitive):
             raise not_at_run_time(
                 UnsupportedError(
@@ -145,6 +144,63 @@ class Calls:
         statement.value = call(
             self.helper(dispatch), [clone(operation.callee), *operation.args], operation.keywords
         )
+        step.derivative, step.extra = Derivative.DISPATCH, pullback
+
+    def require_transformable(self, step: Step, stores: str) -> None:
+        """A layer that stores on itself is differentiated by source or not at all: the
+        tape, for this call alone, would leave what it stores for the rest of the
+        function to read as a constant (``mode="auto"`` then tapes the whole function)."""
+        statement, operation = step.statement, step.operation
+        obj = self.parsed.resolve(operation.callee)
+        function = obj.__func__ if isinstance(obj, types.MethodType) else type(obj).__call__
+        if any(isinstance(a, gast.Starred) for a in operation.args):
+            return  # which parameters the arguments fill is known when it runs
+        parameters = numpy_signatures.positional_parameters(function)[1:]
+        active = tuple(
+            name
+            for name, argument in zip(parameters, operation.args)
+            if self.is_active_expression(argument)
+        )
+        try:
+            self.callee_vjp(function, active, statement, frozenset())
+        except S2SGradError as error:
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {stores}, and cannot be "
+                    f"transformed by source ({error}); use mode='tape'"
+                )
+            ) from None
+
+    def is_method_of_varied(self, callee: gast.expr) -> bool:
+        """``obj.name`` of an object being differentiated, named unlike an array's method
+        (``x.view()`` of an array without a rule stays refused, not dispatched)."""
+        return (
+            isinstance(callee, gast.Attribute)
+            and isinstance(callee.value, gast.Name)
+            and callee.value.id in self.activity.varied
+            and not hasattr(np.ndarray, callee.attr)
+        )
+
+    def forward_method(self, step: Step) -> None:
+        """``y = obj.name(x)`` of an object being differentiated: ``y, y_pullback =
+        method_vjp(obj, "name", x)``, whose pullback gives ``obj`` its cotangent first."""
+        statement, operation = step.statement, step.operation
+        for name, value in operation.keywords.items():
+            if self.is_active_expression(value):
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: pass differentiated values to "
+                    f"{operation.description} positionally, not as "
+                    + (f"'{name}='" if name is not None else "**keywords")
+                )
+        owner, name = operation.callee.value, operation.callee.attr
+        targets = target_names(statement.targets[0])
+        stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
+        pullback = self.names.claim(stem)
+        self.retarget(statement, pullback)
+        dispatch = "method_vjp" if self.context.dynamic else "transformed_method_vjp"
+        arguments = [clone(owner), constant(name), *operation.args]
+        statement.value = call(self.helper(dispatch), arguments, operation.keywords)
+        operation.args = [clone(owner), *operation.args]  # the pullback's order
         step.derivative, step.extra = Derivative.DISPATCH, pullback
 
     def retarget(self, statement: gast.Assign, extra: str) -> None:

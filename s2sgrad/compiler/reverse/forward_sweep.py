@@ -11,15 +11,18 @@ backward code is written.
 from __future__ import annotations
 
 import re
+import types
 
 import gast
+import numpy as np
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
 from s2sgrad.compiler.effects import is_not_at_run_time, refuse_calls_kept_for_effect
+from s2sgrad.compiler.frontend import NOT_FOUND
 from s2sgrad.compiler.operations import Operation, OperationKind
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
 from s2sgrad.compiler.reverse.calls import Calls
-from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.facts import (
     breaks,
     fresh_names,
@@ -28,9 +31,11 @@ from s2sgrad.compiler.reverse.facts import (
     target_names,
 )
 from s2sgrad.compiler.reverse.saves import Saves
+from s2sgrad.compiler.reverse.stored_state import StoredState
 from s2sgrad.compiler.steps import Derivative, Step, StepKind
 from s2sgrad.compiler.syntax import (
     assign,
+    call,
     clone,
     constant,
     load,
@@ -40,6 +45,7 @@ from s2sgrad.compiler.syntax import (
     nested_statements,
 )
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
+from s2sgrad.runtime.object_gradients import is_instance_object
 
 __all__ = ["ForwardSweep", "refuse_operation"]
 
@@ -61,6 +67,8 @@ class ForwardSweep:
         self.active = context.active
         self.saves = saves
         self.calls = calls
+        self.stored_state: StoredState | None = None  # made by check_mutations
+        self.made_by_calls: set[str] = set()  # names bound to a new object of a class
 
     def check_mutations(self, statements: list[gast.stmt]) -> None:
         """In-place updates must target arrays or lists the function created itself."""
@@ -73,6 +81,15 @@ class ForwardSweep:
             and isinstance(s.value, gast.Dict)
         }
         refuse_mutating_calls(statements, self.parsed, self.context.parameters, self.activity)
+        self.stored_state = StoredState(self.parsed, statements, self.activity.varied)
+        self.made_by_calls = {
+            name
+            for s in nested_statements(statements)
+            if isinstance(s, gast.Assign)
+            and isinstance(s.value, gast.Call)
+            and isinstance(self.parsed.resolve(s.value.func), type)
+            for name in target_names(s.targets[0])
+        }
         for statement in nested_statements(statements):
             base = mutated_base(statement)
             if base is None:
@@ -149,6 +166,8 @@ class ForwardSweep:
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
         target = statement.targets[0]
+        if is_object_store(target):
+            return self.forward_object_store(statement, steps)
         if isinstance(target, gast.Attribute) or (
             isinstance(target, gast.Subscript) and not isinstance(target.value, gast.Name)
         ):
@@ -173,6 +192,9 @@ class ForwardSweep:
             return [self.saves.save_marker(save), statement]
         step = Step(statement, StepKind.ASSIGN, target=target)
         targets = target_names(target)
+        if self.stored_state is not None:
+            self.stored_state.refuse_read(statement)
+            self.stored_state.refuse_repeated_call(statement, in_loop)
         if any(self.active(t) for t in targets):
             step.operation = self.context.operations.of(statement)
             self.choose_derivative(step)
@@ -194,8 +216,59 @@ class ForwardSweep:
                 result.append(
                     self.saves.save_marker(self.saves.new_save(step, owner, "pop", popped))
                 )
+        statement.value = self.checked_reads(statement.value)
         result.append(step.statement)
         return result
+
+    def checked_reads(self, value: gast.expr) -> gast.expr:
+        """``value`` with each read of an object's attribute that may see state stored in
+        this computation wrapped in ``reads_stored(...)`` (see :meth:`reads_object_state`)."""
+        if self.reads_object_state(value):
+            return call(self.context.helper("reads_stored"), [value])
+        for field in ("args", "elts", "values"):
+            items = getattr(value, field, None)
+            if isinstance(items, list):
+                setattr(value, field, [self.checked_reads(item) for item in items])
+        for field in ("left", "right", "operand", "value"):
+            part = getattr(value, field, None)
+            if isinstance(part, gast.expr) and not isinstance(value, gast.Attribute):
+                setattr(value, field, self.checked_reads(part))
+        return value
+
+    def reads_object_state(self, value: gast.expr) -> bool:
+        """Whether ``value`` reads an attribute of an object others may have stored a
+        differentiated value on in this computation (``reads_stored`` refuses that): any
+        object but a method's own ``self``, whose calls are checked when they run."""
+        if not (isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name)):
+            return False
+        if isinstance(getattr(np.ndarray, value.attr, None), types.GetSetDescriptorType):
+            return False  # x.shape, x.T: an array's own, read as such (operations.classify)
+        base = value.value.id
+        if base in self.context.local_names:
+            arguments = self.parsed.node.args
+            first = (arguments.posonlyargs + arguments.args)[:1]
+            return not (first and first[0].id == base == "self")
+        owner = self.parsed.resolve(value.value)
+        return owner is not NOT_FOUND and is_instance_object(owner)
+
+    def forward_object_store(self, statement: gast.Assign, steps: list[Step]) -> list[gast.stmt]:
+        """``obj.name = v``: the plain value is stored, as the user's code stores it. A
+        value computed from differentiated ones is noted (``note_stored``) until this
+        step's adjoint forgets it: read back as a constant meanwhile, it is refused."""
+        target, value = statement.targets[0], statement.value
+        step = Step(statement, StepKind.STORE, target=target)
+        steps.append(step)
+        if not self.context.is_varied_expression(value):
+            return [statement]
+        if not isinstance(value, gast.Name):
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: storing a differentiated value in an "
+                "attribute cannot be transformed here; assign it to a variable first"
+            )
+        step.extra = value.id  # the backward sweep forgets it
+        owner, name = load(target.value.id), gast.Constant(value=target.attr, kind=None)
+        note = call(self.context.helper("note_stored"), [load(value.id), owner, name])
+        return [statement, located(gast.Expr(value=note), statement)]
 
     def choose_derivative(self, step: Step) -> None:
         """Decide how ``step``'s value is pulled back, refusing what cannot be; a call is
@@ -220,9 +293,24 @@ class ForwardSweep:
         elif operation.kind in (OperationKind.COPY, OperationKind.PACK):
             step.derivative = Derivative.ROUTED
         elif operation.kind is OperationKind.PRIMITIVE and operation.differentiable:
+            self.refuse_attribute_of_made_object(step)
             step.derivative = Derivative.RULE
         else:
             refuse_operation(operation, self.parsed.location(statement))
+
+    def refuse_attribute_of_made_object(self, step: Step) -> None:
+        """``o = Point(x); y = o.value``: the attribute's cotangent would have to go back
+        through the class's ``__init__``, which no derivative follows (the tape can)."""
+        operation = step.operation
+        base = operation.args[0] if operation.args else None
+        made = isinstance(base, gast.Name) and base.id in self.made_by_calls
+        if operation.primitive is getattr and made:
+            raise UnsupportedError(
+                f"{self.parsed.location(step.statement)}: reads an attribute of an object "
+                "made by a call from values being differentiated, which source "
+                "transformation cannot follow back through the call; pass the values "
+                "themselves, or use mode='tape'"
+            )
 
     def forward_expression(self, statement: gast.Expr, steps: list[Step]) -> list[gast.stmt]:
         value = statement.value
@@ -326,6 +414,15 @@ def refuse_operation(operation: Operation, location: str) -> None:
             f"{location}: cannot differentiate through {operation.description}; register a "
             "rule with @s2sgrad.derivative, or use mode='tape'"
         )
+
+
+def is_object_store(target: gast.expr) -> bool:
+    """``obj.name = v``, not an array's own attribute (``x.flat = v`` changes ``x``)."""
+    return (
+        isinstance(target, gast.Attribute)
+        and isinstance(target.value, gast.Name)
+        and not hasattr(getattr(np.ndarray, target.attr, None), "__set__")
+    )
 
 
 def has_starred(operation: Operation) -> bool:

@@ -1,0 +1,163 @@
+"""Attributes stored on objects: each stored value gets a variable, and an object made in
+the function keeps its attributes in variables.
+
+``obj.h = 2.0 * x`` becomes ``obj_h = 2.0 * x; obj.h = obj_h``, so that the sweeps see a
+name stored (``note_stored`` in reverse mode needs it). For an object the function makes
+itself (``o = Layer()``, a class called) and uses only through its attributes, a read of
+``o.h`` after ``o.h`` is first set unconditionally reads the variable instead: the value
+flows to its reader like any other, and is differentiated::
+
+    o = Obj()                 o = Obj()
+    o.h = 2.0 * x      →      o_h = 2.0 * x; o.h = o_h
+    return np.sum(o.h)        return np.sum(o_h)
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import assign, load, located, parameter_names, store, walk
+
+__all__ = ["name_stored_values"]
+
+
+def name_stored_values(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
+    """Rewrite the attribute stores of ``node``'s body in place (see the module's example).
+
+    ``resolve(expression)`` gives the object a name refers to (a class, for a constructor).
+    """
+    variables: dict[tuple[str, str], str] = {}
+    node.body = _named_stores(node.body, names, variables)
+    local = _local_objects(node, resolve)
+    for position, statement in enumerate(node.body):
+        pair = _stored_pair(statement)
+        if pair is None or pair[0] not in local:
+            continue
+        for later in node.body[position + 1 :]:
+            _read_variable(later, pair, variables[pair])
+
+
+def _named_stores(body: list[gast.stmt], names, variables) -> list[gast.stmt]:
+    result: list[gast.stmt] = []
+    for statement in body:
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+                setattr(statement, field, _named_stores(inner, names, variables))
+        if isinstance(statement, gast.Assign) and isinstance(
+            statement.targets[0], (gast.Tuple, gast.List)
+        ):  # y, o.h = pair(x): y, o_h = pair(x); o.h = o_h
+            result.append(statement)
+            result.extend(_unpacked_stores(statement.targets[0], names, variables, statement))
+            continue
+        pair = _stored_pair(statement)
+        if pair is None:
+            result.append(statement)
+            continue
+        if pair not in variables:
+            variables[pair] = names.fresh(f"{pair[0]}_{pair[1]}")
+        variable = variables[pair]
+        result.append(assign(variable, statement.value, like=statement))
+        statement.value = load(variable)
+        result.append(statement)
+    return result
+
+
+def _unpacked_stores(target, names, variables, statement) -> list[gast.stmt]:
+    """Replace the ``o.h`` elements of an unpacking target by variables, in place; return
+    the stores of those variables that follow the unpacking."""
+    stores: list[gast.stmt] = []
+    for index, element in enumerate(target.elts):
+        inner = element.value if isinstance(element, gast.Starred) else element
+        if isinstance(inner, (gast.Tuple, gast.List)):
+            stores.extend(_unpacked_stores(inner, names, variables, statement))
+            continue
+        if not (isinstance(inner, gast.Attribute) and isinstance(inner.value, gast.Name)):
+            continue
+        pair = (inner.value.id, inner.attr)
+        if pair not in variables:
+            variables[pair] = names.fresh(f"{pair[0]}_{pair[1]}")
+        named = store(variables[pair])
+        if isinstance(element, gast.Starred):
+            element.value = named
+        else:
+            target.elts[index] = named
+        inner.ctx = gast.Store()
+        stores.append(
+            located(
+                gast.Assign(targets=[inner], value=load(variables[pair]), type_comment=None),
+                statement,
+            )
+        )
+    return stores
+
+
+def _stored_pair(statement: gast.stmt) -> tuple[str, str] | None:
+    """``("o", "h")`` for ``o.h = value``."""
+    if not (isinstance(statement, gast.Assign) and len(statement.targets) == 1):
+        return None
+    target = statement.targets[0]
+    if isinstance(target, gast.Attribute) and isinstance(target.value, gast.Name):
+        return target.value.id, target.attr
+    return None
+
+
+def _local_objects(node: gast.FunctionDef, resolve) -> set[str]:
+    """The names bound once, at the top, to a new object of a class (``o = Obj()``), that
+    are only ever used through their attributes (not called, passed on, nor aliased)."""
+    made: dict[str, int] = {}
+    for statement in walk(node):
+        if isinstance(statement, gast.Name) and isinstance(statement.ctx, gast.Store):
+            made[statement.id] = made.get(statement.id, 0) + 1
+    candidates = set()
+    for statement in node.body:
+        if (
+            isinstance(statement, gast.Assign)
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], gast.Name)
+            and isinstance(statement.value, gast.Call)
+            and isinstance(resolve(statement.value.func), type)
+            and made.get(statement.targets[0].id) == 1
+        ):
+            candidates.add(statement.targets[0].id)
+    candidates -= parameter_names(node)
+    through_attributes = set()
+    calls = set()
+    for part in walk(node):
+        if isinstance(part, gast.Attribute) and isinstance(part.value, gast.Name):
+            through_attributes.add(id(part.value))
+        if isinstance(part, gast.Call):
+            calls.add(id(part.func))
+    for part in walk(node):
+        if isinstance(part, gast.Attribute) and id(part) in calls:
+            through_attributes.discard(id(part.value))  # o.method(): it may change o
+    for part in walk(node):
+        if (
+            isinstance(part, gast.Name)
+            and isinstance(part.ctx, gast.Load)
+            and id(part) not in through_attributes
+        ):
+            candidates.discard(part.id)
+    return candidates
+
+
+def _read_variable(statement: gast.stmt, pair: tuple[str, str], variable: str) -> None:
+    """Replace every read of ``o.h`` in ``statement`` with ``variable``, in place."""
+    for part in walk(statement):
+        for field, value in gast.iter_fields(part):
+            if _reads(value, pair):
+                setattr(part, field, load(variable))
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    if _reads(item, pair):
+                        value[index] = load(variable)
+
+
+def _reads(node, pair: tuple[str, str]) -> bool:
+    return (
+        isinstance(node, gast.Attribute)
+        and isinstance(node.ctx, gast.Load)
+        and isinstance(node.value, gast.Name)
+        and (node.value.id, node.attr) == pair
+    )

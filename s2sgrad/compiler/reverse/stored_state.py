@@ -1,0 +1,160 @@
+"""State kept on objects: where a read or a call could see a differentiated value that an
+earlier statement of the same computation stored on an object.
+
+The forward sweep stores plain values on objects (a batch norm's running mean) and
+``note_stored`` keeps the generated code from reading one back as a constant. Where the
+source shows such a read-back, it is refused here, before any code runs, so that
+``mode="auto"`` can give the whole function to the tape: a read of an attribute this
+function stores a differentiated value in, a read of an attribute a global object's
+methods store, and a second call of an object whose call stores on itself.
+
+Example::
+
+    StoredState(parsed, statements, varied).refuse_read(statement)
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from collections import Counter
+from typing import Any
+
+import gast
+
+from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
+from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.syntax import names_read, walk
+from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.runtime.object_gradients import is_instance_object
+
+__all__ = ["StoredState"]
+
+
+class StoredState:
+    """What a function stores on objects, and the reads and calls that would see it.
+
+    Example::
+
+        state = StoredState(parsed, statements, activity.varied)
+        state.refuse_read(statement)  # BOX.h read where BOX.h = <differentiated> is stored
+    """
+
+    def __init__(self, parsed, statements: list[gast.stmt], varied: set[str]):
+        self.parsed = parsed
+        self.varied = varied
+        self.order: dict[int, tuple[int, tuple[int, ...]]] = {}  # statement → (place, loops)
+        self.first_store: dict[tuple[str, str], int] = {}
+        self.loop_stores: dict[int, set[tuple[str, str]]] = {}
+        self.calls: Counter = Counter()  # id(object) → how many statements call it
+        self.survey(statements, ())
+
+    def survey(self, statements: list[gast.stmt], loops: tuple[int, ...]) -> None:
+        for statement in statements:
+            self.order[id(statement)] = (len(self.order), loops)
+            if isinstance(statement, (gast.For, gast.While)):
+                self.loop_stores[id(statement)] = set()
+                self.survey(statement.body, (*loops, id(statement)))
+                continue
+            if isinstance(statement, gast.If):
+                self.survey(statement.body, loops)
+                self.survey(statement.orelse, loops)
+                continue
+            if not isinstance(statement, gast.Assign):
+                continue
+            target = statement.targets[0]
+            if (
+                isinstance(target, gast.Attribute)
+                and isinstance(target.value, gast.Name)
+                and names_read(statement.value) & self.varied
+            ):
+                pair = (target.value.id, target.attr)
+                self.first_store.setdefault(pair, len(self.order) - 1)
+                for loop in loops:
+                    self.loop_stores[loop].add(pair)
+            for part in walk(statement.value):
+                if isinstance(part, gast.Call):
+                    self.calls[id(self.parsed.resolve(part.func))] += 1
+
+    def stored_before(self, statement: gast.stmt, pair: tuple[str, str]) -> bool:
+        """Whether ``pair`` may hold a value this function stored when ``statement`` runs."""
+        if pair not in self.first_store or id(statement) not in self.order:
+            return False
+        place, loops = self.order[id(statement)]
+        in_loop = any(pair in self.loop_stores[loop] for loop in loops)
+        return place > self.first_store[pair] or in_loop
+
+    def refuse_read(self, statement: gast.Assign) -> None:
+        """Refuse reading ``obj.name`` where this function stored a differentiated value in
+        ``obj.name`` before, or ``obj`` is a global object whose methods store ``.name``."""
+        for value in walk(statement.value):
+            if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
+                self.refuse_attribute(statement, value)
+
+    def refuse_attribute(self, statement: gast.Assign, value: gast.Attribute) -> None:
+        pair = (value.value.id, value.attr)
+        if self.stored_before(statement, pair):
+            where = f"{pair[0]}.{pair[1]}"
+        else:
+            owner = self.parsed.resolve(value.value)
+            if owner is NOT_FOUND or not is_instance_object(owner):
+                return
+            if value.attr not in _stored_by_methods(type(owner)):
+                return
+            where = f"{pair[0]}.{pair[1]}, which a method of {type(owner).__qualname__} stores,"
+        raise UnsupportedError(
+            f"{self.parsed.location(statement)}: reads {where} where a value being "
+            "differentiated may have been stored in this same computation; a derivative is "
+            "not carried through an object's attributes: return the value and pass it on, "
+            "or use mode='tape'"
+        )
+
+    def refuse_repeated_call(self, statement: gast.Assign, in_loop: bool) -> None:
+        """Refuse a second call (or a call in a loop) of an object whose call stores on
+        itself: the later call may read what the earlier one stored."""
+        value = statement.value
+        if not isinstance(value, gast.Call):
+            return
+        callee = self.parsed.resolve(value.func)
+        if callee is NOT_FOUND or not (in_loop or self.calls[id(callee)] > 1):
+            return
+        stores = stores_on_itself(callee)
+        if stores is not None:
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {stores} and is called more than "
+                    "once here; a later call may read what an earlier one stored from values "
+                    "being differentiated, which an object's attributes do not carry a "
+                    "derivative through; pass the state along as values, or use mode='tape'"
+                )
+            )
+
+
+@functools.lru_cache(maxsize=256)
+def _stored_by_methods(cls: type) -> frozenset[str]:
+    """The attributes the methods of ``cls`` (other than ``__init__``) store on ``self``."""
+    stored: set[str] = set()
+    for klass in cls.__mro__:
+        for name, method in vars(klass).items():
+            if name != "__init__" and isinstance(method, types.FunctionType):
+                stored |= _stored_on_first_parameter(method)
+    return frozenset(stored)
+
+
+def _stored_on_first_parameter(function: Any) -> set[str]:
+    try:
+        node = parse_function(function).node
+    except S2SGradError:
+        return set()
+    parameters = node.args.posonlyargs + node.args.args
+    if not parameters:
+        return set()
+    owner = parameters[0].id
+    return {
+        part.attr
+        for part in walk(node)
+        if isinstance(part, gast.Attribute)
+        and isinstance(part.ctx, gast.Store)
+        and isinstance(part.value, gast.Name)
+        and part.value.id == owner
+    }
