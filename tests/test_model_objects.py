@@ -480,3 +480,29 @@ def test_a_dataclass_holding_complex_arrays(mode):
     assert isinstance(g, Phasor)
     np.testing.assert_allclose(g.z, 2 * p.scale * np.conj(p.z))
     np.testing.assert_allclose(g.scale, np.sum(np.abs(p.z) ** 2))
+
+
+def _scales_in_place(p, x):
+    p.w = p.w * x  # changes the caller's object
+    return np.sum(p.w)
+
+
+def changes_its_argument(p, x):
+    s = _scales_in_place(p, x)
+    return s + np.sum(p.w**2)  # reads what the helper stored
+
+
+def test_a_helper_storing_on_a_differentiated_argument_is_refused_or_taped():
+    x = np.array([0.5, 1.5, 2.0])
+
+    def fresh(w):
+        return changes_its_argument(Affine(w, 0.0), x)
+
+    expected = numeric_grad(fresh, (np.array([1.0, 2.0, 3.0]),), 0)
+    for mode in ("s2s", "auto"):
+        refusal = pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+: .*mode='tape'")
+        with refusal, warnings.catch_warnings():
+            warnings.simplefilter("ignore", sg.S2SGradWarning)
+            sg.grad(changes_its_argument, mode=mode)(Affine(np.array([1.0, 2.0, 3.0]), 0.0), x)
+    g = sg.grad(changes_its_argument, mode="tape")(Affine(np.array([1.0, 2.0, 3.0]), 0.0), x)
+    np.testing.assert_allclose(g.w, expected, rtol=1e-5)

@@ -19,7 +19,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
-from s2sgrad.runtime.object_gradients import is_object_node, object_gradient
+from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
 
 __all__ = [
     "is_dask_array",
@@ -130,6 +130,10 @@ def add_cotangents(a: Any, b: Any) -> Any:
         return b
     if b is None:
         return a
+    if isinstance(a, dict) and is_object_node(b):  # by attribute, as a dataclass's is
+        b = attribute_values(b)
+    if isinstance(b, dict) and is_object_node(a):
+        a = CotangentDict(attribute_values(a))
     if isinstance(a, dict):
         total = {k: add_cotangents(a.get(k), b.get(k)) for k in {**a, **b}}
         return CotangentDict(total) if isinstance(a, CotangentDict) else total
@@ -173,6 +177,8 @@ class CotangentDict(dict):
     """
 
     def __add__(self, other):
+        if is_object_node(other):  # a dataclass's gradient from the tape: by attribute
+            other = attribute_values(other)
         if not isinstance(other, dict):
             return NotImplemented
         return add_cotangents(self, other)

@@ -18,7 +18,13 @@ from s2sgrad.errors import UnsupportedError
 from s2sgrad.pytrees import registered_node
 from s2sgrad.running import running_origin
 
-__all__ = ["is_object_node", "is_instance_object", "object_gradient", "child_names"]
+__all__ = [
+    "is_object_node",
+    "is_instance_object",
+    "object_gradient",
+    "child_names",
+    "attribute_values",
+]
 
 
 def is_object_node(x: Any) -> bool:
@@ -99,3 +105,15 @@ def _stored_attributes(x: Any) -> dict[str, Any]:
         fields = dataclasses.fields(x)
         return {f.name: getattr(x, f.name) for f in fields if not f.metadata.get("static")}
     return dict(getattr(x, "__dict__", {}))
+
+
+def attribute_values(x: Any) -> dict[str, Any]:
+    """The children of a dataclass or registered object by the attribute holding them:
+    how generated code's cotangents of such an object are kept.
+
+    Example::
+
+        attribute_values(Params(w=1.0, b=2.0))  # {'w': 1.0, 'b': 2.0}
+    """
+    children, _ = registered_node(x)
+    return {n: c for n, c in zip(child_names(x, children), children) if n is not None}
