@@ -55,6 +55,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.runtime import seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
+from s2sgrad.runtime.objects import forget_all_stored
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
 
@@ -209,6 +210,13 @@ class _Transform(NotebookDisplay):
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
     def __call__(self, *args, **kwargs):
+        try:
+            return self._call_checked(args, kwargs)
+        except BaseException:  # what it stored on objects is no longer its computation's
+            forget_all_stored()
+            raise
+
+    def _call_checked(self, args, kwargs):
         if not (kwargs or self.use_tape or self.bound_self is not None):
             try:  # the hot path: arrays of shapes seen before (their signature)
                 function, entries, _ = self.calls[tuple(map(_SHAPE_AND_DTYPE, args))]

@@ -506,3 +506,46 @@ def test_a_helper_storing_on_a_differentiated_argument_is_refused_or_taped():
             sg.grad(changes_its_argument, mode=mode)(Affine(np.array([1.0, 2.0, 3.0]), 0.0), x)
     g = sg.grad(changes_its_argument, mode="tape")(Affine(np.array([1.0, 2.0, 3.0]), 0.0), x)
     np.testing.assert_allclose(g.w, expected, rtol=1e-5)
+
+
+class Centred:
+    """Reads back what it just stored on itself, as layers are written."""
+
+    def __init__(self):
+        self.mean = np.zeros(3)
+
+    def __call__(self, X):
+        self.mean = 0.9 * self.mean + 0.1 * X.mean(axis=0)
+        return X - self.mean
+
+
+CENTRED = Centred()
+
+
+def through_centred(X):
+    return np.sum(np.tanh(CENTRED(X)) ** 2)
+
+
+def fails_after_the_layer(X):
+    return np.sum(CENTRED(X) @ np.ones((4, 2)))  # a shape error, after the layer stored
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_layer_reading_back_what_it_stored_on_itself(mode):
+    X = np.random.default_rng(10).normal(size=(4, 3))
+    with pytest.raises(ValueError):
+        sg.grad(fails_after_the_layer, mode=mode)(X)  # leaves nothing behind
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        gradient = sg.grad(through_centred, mode=mode)
+        for _ in ("first", "second"):
+            state = CENTRED.mean.copy()
+
+            def from_the_same_state(Y, state=state):
+                CENTRED.mean = state.copy()
+                return through_centred(Y)
+
+            expected = numeric_grad(from_the_same_state, (X,), 0)
+            CENTRED.mean = state
+            assert_close(gradient(X), expected, rtol=1e-5, atol=1e-7)
+            assert type(CENTRED.mean) is np.ndarray

@@ -39,6 +39,7 @@ __all__ = [
     "forget_stored",
     "reads_stored",
     "refuse_stored_state",
+    "forget_all_stored",
 ]
 
 
@@ -143,6 +144,17 @@ def forget_stored(value: Any) -> None:
         forget_stored(t3)
     """
     _STORED.pop(id(value), None)
+
+
+def forget_all_stored() -> None:
+    """A computation stopped by an exception: its backward sweeps will not forget what it
+    stored, and the next computation must not take those values for its own.
+
+    Example::
+
+        forget_all_stored()
+    """
+    _STORED.clear()
 
 
 def reads_stored(value: Any) -> Any:

@@ -4,7 +4,9 @@ the function keeps its attributes in variables.
 ``obj.h = 2.0 * x`` becomes ``obj_h = 2.0 * x; obj.h = obj_h``, so that the sweeps see a
 name stored (``note_stored`` in reverse mode needs it). For an object the function makes
 itself (``o = Layer()``, a class called) and uses only through its attributes, a read of
-``o.h`` after ``o.h`` is first set unconditionally reads the variable instead: the value
+``o.h`` after ``o.h`` is first set unconditionally reads the variable instead; for any
+other object (a layer's ``self``), so do the reads up to the first statement that calls
+more than NumPy, ``math`` and builtins (code that could change the attribute). The value
 flows to its reader like any other, and is differentiated::
 
     o = Obj()                 o = Obj()
@@ -13,6 +15,9 @@ flows to its reader like any other, and is differentiated::
 """
 
 from __future__ import annotations
+
+import builtins
+import types
 
 import gast
 
@@ -32,10 +37,31 @@ def name_stored_values(node: gast.FunctionDef, names: NameGenerator, resolve) ->
     local = _local_objects(node, resolve)
     for position, statement in enumerate(node.body):
         pair = _stored_pair(statement)
-        if pair is None or pair[0] not in local:
+        if pair is None:
             continue
         for later in node.body[position + 1 :]:
+            if pair[0] not in local and not _keeps_attributes(later, pair[0], resolve):
+                break  # another object's code may change it from here on
             _read_variable(later, pair, variables[pair])
+
+
+def _keeps_attributes(statement: gast.stmt, base: str, resolve) -> bool:
+    """Whether ``statement`` certainly leaves ``base``'s attributes as they are, but for
+    stores of its own: it calls only NumPy, ``math`` and builtins, and binds ``base`` to
+    nothing new (so ``self.mean = m; return x - self.mean`` reads ``m``)."""
+    for part in walk(statement):
+        if isinstance(part, gast.Name) and isinstance(part.ctx, gast.Store) and part.id == base:
+            return False
+        if isinstance(part, gast.Call) and not _library_function(resolve(part.func)):
+            return False
+    return True
+
+
+def _library_function(function) -> bool:
+    module = getattr(function, "__module__", None) or ""
+    if isinstance(function, types.BuiltinFunctionType) or module == "builtins":
+        return getattr(builtins, getattr(function, "__name__", ""), None) is function
+    return module.split(".")[0] in ("numpy", "math") and not isinstance(function, type)
 
 
 def _named_stores(body: list[gast.stmt], names, variables) -> list[gast.stmt]:
