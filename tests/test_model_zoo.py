@@ -17,8 +17,7 @@ MODES = ("s2s", "tape", "auto")
 
 # (model, mode) pairs that do not work yet, and why. Strict: each one that starts working
 # fails the suite until it is taken off this list.
-KNOWN_FAILURES: dict[tuple[str, str], str] = {
-}
+KNOWN_FAILURES: dict[tuple[str, str], str] = {}
 
 
 def _cases():

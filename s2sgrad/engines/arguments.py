@@ -165,8 +165,8 @@ def leaves(value: Any) -> Iterator[Any]:
     elif isinstance(value, (list, tuple)):
         for v in value:
             yield from leaves(v)
-    elif registered_node(value) is not None:  # a dataclass, a registered pytree class
-        for v in registered_node(value)[0]:
+    elif (node := registered_node(value)) is not None:  # a dataclass, a registered class
+        for v in node[0]:
             yield from leaves(v)
     else:
         yield value

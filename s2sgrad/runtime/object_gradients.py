@@ -81,7 +81,9 @@ def object_gradient(g: Any, x: Any, convert) -> Any:
         )
     # sparse, or a gradient object already (a tangent the caller gave)
     parts = (g or {}) if isinstance(g, dict) or g is None else _stored_attributes(g)
-    children, rebuild = registered_node(x)
+    node = registered_node(x)
+    assert node is not None  # the caller checked that x is registered
+    children, rebuild = node
     names = child_names(x, children)
     return rebuild([convert(parts.get(n) if n else None, c) for n, c in zip(names, children)])
 
@@ -115,5 +117,7 @@ def attribute_values(x: Any) -> dict[str, Any]:
 
         attribute_values(Params(w=1.0, b=2.0))  # {'w': 1.0, 'b': 2.0}
     """
-    children, _ = registered_node(x)
+    node = registered_node(x)
+    assert node is not None  # the caller checked that x is registered
+    children, _ = node
     return {n: c for n, c in zip(child_names(x, children), children) if n is not None}

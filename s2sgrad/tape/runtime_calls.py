@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.rules.registry import get_rule
-from s2sgrad.tape.rerouting import reroute
+from s2sgrad.tape.rerouting import original_of, reroute
 from s2sgrad.tape.values import TapeValue, apply_rule, is_recorded, value_of
 
 __all__ = ["install", "uninstall", "routed_helpers"]
@@ -74,9 +75,9 @@ def uninstall() -> None:
 
 def _route_all() -> None:
     for helper in routed_helpers():
-        if not reroute(helper, lambda original, h=helper: _router(h, original), _ROUTE_PARAMETER):
+        if not reroute(helper, functools.partial(_router, helper), _ROUTE_PARAMETER):
             continue
-        original = helper.__wrapped__
+        original = original_of(helper)
         own = (original.__code__, original.__defaults__, original.__kwdefaults__)
         _STATES.append((helper, _state(helper), own))
 

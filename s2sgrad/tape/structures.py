@@ -49,7 +49,9 @@ def flatten_like(tree: Any, like: Any) -> list:
         elif isinstance(tree, dict):  # sparse, by attribute: what generated code makes
             parts = [tree.get(name) for name in child_names(like, node[0])]
         else:
-            parts = registered_node(tree)[0]
+            other = registered_node(tree)
+            assert other is not None  # a gradient of the same class
+            parts = other[0]
         return [part for t, child in zip(parts, node[0]) for part in flatten_like(t, child)]
     return [tree]
 

@@ -150,7 +150,7 @@ class Calls:
         """A layer that stores on itself is differentiated by source or not at all: the
         tape, for this call alone, would leave what it stores for the rest of the
         function to read as a constant (``mode="auto"`` then tapes the whole function)."""
-        statement, operation = step.statement, step.operation
+        statement, operation = step.statement, step.computed
         obj = self.parsed.resolve(operation.callee)
         function = obj.__func__ if isinstance(obj, types.MethodType) else type(obj).__call__
         if any(isinstance(a, gast.Starred) for a in operation.args):
@@ -184,7 +184,7 @@ class Calls:
     def forward_method(self, step: Step) -> None:
         """``y = obj.name(x)`` of an object being differentiated: ``y, y_pullback =
         method_vjp(obj, "name", x)``, whose pullback gives ``obj`` its cotangent first."""
-        statement, operation = step.statement, step.operation
+        statement, operation = step.statement, step.computed
         for name, value in operation.keywords.items():
             if self.is_active_expression(value):
                 raise UnsupportedError(
@@ -192,7 +192,9 @@ class Calls:
                     f"{operation.description} positionally, not as "
                     + (f"'{name}='" if name is not None else "**keywords")
                 )
-        owner, name = operation.callee.value, operation.callee.attr
+        callee = operation.callee
+        assert isinstance(callee, gast.Attribute)  # is_method_of_varied chose this step
+        owner, name = callee.value, callee.attr
         targets = target_names(statement.targets[0])
         stem = f"{targets[0]}_pullback" if len(targets) == 1 else "pullback"
         pullback = self.names.claim(stem)

@@ -301,7 +301,7 @@ class ForwardSweep:
     def refuse_attribute_of_made_object(self, step: Step) -> None:
         """``o = Point(x); y = o.value``: the attribute's cotangent would have to go back
         through the class's ``__init__``, which no derivative follows (the tape can)."""
-        operation = step.operation
+        operation = step.computed
         base = operation.args[0] if operation.args else None
         made = isinstance(base, gast.Name) and base.id in self.made_by_calls
         if operation.primitive is getattr and made:

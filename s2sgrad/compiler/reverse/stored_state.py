@@ -99,7 +99,7 @@ class StoredState:
             owner = self.parsed.resolve(value.value)
             if owner is NOT_FOUND or not is_instance_object(owner):
                 return
-            if value.attr not in _stored_by_methods(type(owner)):
+            if value.attr not in _stored_by_methods(type(owner)):  # type: ignore[arg-type]
                 return
             where = f"{pair[0]}.{pair[1]}, which a method of {type(owner).__qualname__} stores,"
         raise UnsupportedError(
