@@ -11,6 +11,14 @@ import numpy as np
 trapezoid = getattr(np, "trapezoid", None) or np.trapz
 
 
+class _Settings:
+    def __init__(self):
+        self.weights = np.linspace(0.5, 1.5, 6)
+
+
+SETTINGS = _Settings()
+
+
 def slices(x):
     return np.sum(np.sin(x[1:]) * x[:-1])
 
@@ -183,7 +191,12 @@ def looped(x):
     return total
 
 
+def attribute_of_a_module_object(x):
+    return np.sum(np.sin(x) * SETTINGS.weights)
+
+
 CORPUS = [
+    attribute_of_a_module_object,
     slices,
     fancy_index,
     matmul,

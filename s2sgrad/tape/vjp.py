@@ -73,7 +73,7 @@ def tape_vjp(
             kept = tuple(a for i, a in enumerate(arguments) if i not in wrt)
             stored = unwrap_stored_values(f, kept, kwargs, recorded_by=tape)
             # a watched dataclass is a copy: what f stored on it its caller never sees
-            now = flatten([args[i] for i in wrt])[0]
+            now = flatten([arguments[i] for i in wrt])[0]
             watched = [leaf for leaves in sources for leaf in leaves]
             stored += len(now) != len(watched) or any(a is not b for a, b in zip(now, watched))
             if stored and refuse_stored_state is not None:
