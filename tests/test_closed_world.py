@@ -318,6 +318,7 @@ BY_DESIGN = {
     "seed_cotangent": "generated code's output seed",
     "zeros_like_structure": "generated code's zero cotangents",
     "refuse_if_array": "a check that raises or returns None",
+    "refuse_unless_array": "a check that raises or returns None",
     "refuse_derivative": "a check that raises or returns None",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",
