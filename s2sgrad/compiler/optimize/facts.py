@@ -36,6 +36,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     node_fields,
     string_statement,
+    walk,
 )
 
 __all__ = [
@@ -297,21 +298,35 @@ class FactsCache:
         self.table: dict[int, Facts] = {}
         self.enabled = enabled
         self.rewrites = 0  # how many times a statement was forgotten or told anew
+        # name -> the names that may see the same memory (an array and its views): a
+        # statement changing one in place changes them all
+        self.sharing: dict[str, frozenset[str]] = {}
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
         if facts is not None and facts.statement is statement:
             return facts
-        facts = Facts(statement)
+        facts = self._shared(Facts(statement))
         if self.enabled:
             self.table[id(statement)] = facts
         return facts
 
+    def _shared(self, facts: Facts) -> Facts:
+        """``facts`` with what changing an array in place changes: its views too."""
+        if self.sharing and not facts.modified.isdisjoint(self.sharing):
+            modified = set(facts.modified)
+            for name in facts.modified & self.sharing.keys():
+                if name not in facts.writes:  # rebinding a name changes no other
+                    modified |= self.sharing[name]
+            facts.modified = modified
+        return facts
+
     def prime(self, body: list[gast.stmt]) -> None:
         """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node."""
+        self.sharing = views_of_updated_arrays(body)
         trail: list[gast.AST] = []
         for statement in body:
-            self.table[id(statement)] = Facts(statement, trail)
+            self.table[id(statement)] = self._shared(Facts(statement, trail))
         if len(set(map(id, trail))) != len(trail):
             self.enabled = False
             self.table.clear()
@@ -325,12 +340,70 @@ class FactsCache:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
         if self.enabled:
-            self.table[id(facts.statement)] = facts
+            self.table[id(facts.statement)] = self._shared(facts)
 
     def forget(self, statement: gast.stmt) -> None:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.rewrites += 1
         self.table.pop(id(statement), None)
+
+
+# what an array's view is taken with, besides indexing: attributes and methods
+_VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
+_VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze", "view"})
+
+
+def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
+    """For each array ``body`` changes in place (``t[i] = v``), and each name bound to a view
+    of it (``t6 = t[:]``, ``u = t.T``), the other names of that group: the backward sweep
+    restores ``t`` in place, and a read of ``t6`` must not move past that.
+
+    Example::
+
+        views_of_updated_arrays(parse("t6 = t[:]\nt[:] = s").body)  # {t: {t6}, t6: {t}}
+    """
+    updated, links = set(), []
+    for statement in walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(statement, (gast.Assign, gast.AugAssign)):
+            targets = statement.targets if type(statement) is gast.Assign else [statement.target]
+            for target in targets:
+                if type(target) is gast.Subscript:
+                    base = _view_base(target)
+                    if base is not None:
+                        updated.add(base)
+        if type(statement) is gast.Assign and len(statement.targets) == 1:
+            target, base = statement.targets[0], _view_base(statement.value)
+            if type(target) is gast.Name and base is not None:
+                links.append((target.id, base))
+    groups = {name: {name} for name in updated}
+    changed = True
+    while changed:  # views of views
+        changed = False
+        for view, base in links:
+            if (base in groups) == (view in groups) and groups.get(base) is groups.get(view):
+                continue  # neither updated, or already together
+            group = groups.get(base, set()) | groups.get(view, set()) | {base, view}
+            for name in group:
+                groups[name] = group
+            changed = True
+    return {name: frozenset(group - {name}) for name, group in groups.items() if len(group) > 1}
+
+
+def _view_base(node: gast.expr) -> str | None:
+    """``t`` for an expression that may be a view of the array ``t``."""
+    while True:
+        viewed = type(node) is gast.Attribute and node.attr in _VIEW_ATTRIBUTES
+        if type(node) is gast.Subscript or viewed:
+            node = node.value
+        elif (
+            type(node) is gast.Call
+            and type(node.func) is gast.Attribute
+            and node.func.attr in _VIEW_METHODS
+        ):
+            node = node.func.value
+        else:
+            break
+    return node.id if type(node) is gast.Name else None
 
 
 def facts_after_rename(facts: Facts, old: str, new: str) -> Facts | None:
