@@ -31,6 +31,7 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.argument_updates import copy_updated_arguments
 from s2sgrad.compiler.assemble import (
     assemble,
     entry_tangents,
@@ -261,6 +262,7 @@ def _build(request: Request) -> GeneratedFunction:
     check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
     inlined = inline_updating_helpers(node, parsed, names)
+    copy_updated_arguments(node, parsed, names)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     free_names = sorted((names_read_in(node) - local_names) | inlined)

@@ -84,11 +84,14 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
     return summary
 
 
-def changed_in_place(definition: gast.FunctionDef, resolve, local=None) -> frozenset[str]:
+def changed_in_place(
+    definition: gast.FunctionDef, resolve, local=None, rebinding_updates: bool = True
+) -> frozenset[str]:
     """The names from outside ``definition`` (its parameters, and the free names a nested
     ``def`` reads from the function around it) whose values it may change in place,
     itself or through the functions it calls; ``local`` maps the name of a nested ``def``
-    of the same function to ``(its parameters, what it changes)``.
+    of the same function to ``(its parameters, what it changes)``. ``x op= v`` counts only
+    with ``rebinding_updates`` (it changes an array in place, and rebinds a number).
 
     Example::
 
@@ -104,10 +107,19 @@ def changed_in_place(definition: gast.FunctionDef, resolve, local=None) -> froze
     outside = parameters | (set().union(*map(names_read, statements)) - bound)
     changed = set()
     for index, statement in enumerate(statements):
+        if not rebinding_updates and _rebinds(statement):
+            continue
         for name in _changed_by(statement, resolve, local) - own:
             if layout.made_since(statement, name, index, resolve) is None:
                 changed.add(name)  # else an array made anew before: not an argument
     return frozenset(set().union(*map(sharing.of, changed)) & outside)
+
+
+def _rebinds(statement: gast.stmt) -> bool:
+    """``x op= v``, with nothing else in it that could change an array in place."""
+    if type(statement) is not gast.AugAssign or type(statement.target) is not gast.Name:
+        return False
+    return not any(type(n) is gast.Call for n in walk(statement.value))
 
 
 def _own_containers(statements: list[gast.stmt]) -> set[str]:

@@ -1,0 +1,43 @@
+"""Functions that update their arguments in place: differentiated on a copy.
+
+``def f(x): x[0] = x[0] * x[1]; return np.sum(x)`` means, differentiated, the function of
+the values ``x`` holds at the call: the generated code starts with ``x = owned(x)`` (a
+private copy, arrays inside lists and dicts included), and the updates after it are item
+writes into an array the function made, which both sweeps follow. So no transform ever
+changes the caller's array; calling ``f`` itself still does, as NumPy would.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.passes.mutation import changed_in_place
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import assign, call, load
+
+__all__ = ["copy_updated_arguments"]
+
+
+def copy_updated_arguments(node: gast.FunctionDef, parsed, names: NameGenerator) -> set[str]:
+    """Bind each parameter of ``node`` that its body changes in place (an item or slice
+    write, a mutating method, a helper that changes it, ``np.add.at``) to a private copy
+    first, in place; returns the parameters copied. ``x op= v`` alone rebinds ``x`` in the
+    generated code, and needs no copy.
+
+    Example::
+
+        copy_updated_arguments(node, parsed, names)  # {'x'}: x = owned(x) prepended
+    """
+    arguments = node.args
+    plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+    changed = changed_in_place(node, parsed.resolve, rebinding_updates=False)
+    copied = [p for p in plain if p in changed]
+    if not copied:
+        return set()
+    helper = names.claim("owned")
+    parsed.closure[helper] = runtime.owned
+    first = node.body[0] if node.body else None
+    copies = [assign(p, call(load(helper), [load(p)]), like=first) for p in copied]
+    node.body = copies + node.body
+    return set(copied)
