@@ -224,3 +224,36 @@ def test_a_lambda_changing_its_argument_is_inlined_or_refused():
         assert __file__ in str(error)
     else:
         assert_close(gradient, numeric_grad(lambda_called_as_a_statement, (x,), 0))
+
+
+def _halve_every_other(v):
+    w = v[::2]
+    w *= 0.5
+
+
+def through_a_view_in_a_helper(x):
+    t = np.sin(x)
+    _halve_every_other(t)
+    return np.sum((t * 2.0) ** 2)
+
+
+def through_a_view_in_a_closure(x):
+    t = np.sin(x)
+
+    def bump():
+        w = t[::2]
+        w *= x[0]
+
+    bump()
+    return np.sum((t * x) ** 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [through_a_view_in_a_helper, through_a_view_in_a_closure])
+def test_a_helper_changing_its_callers_array_through_a_view_is_refused(f, mode):
+    """NumPy changes the caller's t through w; the tape made w a new value and gave the
+    gradient of the unchanged t (a silent wrong gradient), the transformer refuses it."""
+    x = RNG.uniform(-1.0, 1.0, size=3)
+    with pytest.raises(sg.UnsupportedError) as caught:
+        sg.grad(f, mode=mode)(x)
+    assert __file__ in str(caught.value) and "in place" in str(caught.value)

@@ -1192,7 +1192,11 @@ def _refuse_changing_an_argument(value: Any, frame: Any) -> None:
     if frame.f_back.f_code.co_filename.startswith(_SKIPPED_DIRS):
         return  # the differentiated function itself: its inputs are copies
     code = frame.f_code
-    held = [n for n, v in frame.f_back.f_locals.items() if v is value or _holds(v, value)]
+    held = [
+        n
+        for n, v in frame.f_back.f_locals.items()
+        if v is value or _holds(v, value) or _shares_memory(v, value)
+    ]
     if not held:
         return  # an array the function made, which its caller does not see
     error = UnsupportedError(
@@ -1203,6 +1207,15 @@ def _refuse_changing_an_argument(value: Any, frame: Any) -> None:
     )
     error.tape_cannot_either = True
     raise error
+
+
+def _shares_memory(held: Any, value: Any) -> bool:
+    """Whether ``value`` is a view into the array ``held`` holds (``w = v[::2]`` in a
+    helper given ``v``): changing it in place changes the caller's array."""
+    mine, theirs = getattr(value, "_value", value), getattr(held, "_value", held)
+    if not (isinstance(mine, np.ndarray) and isinstance(theirs, np.ndarray)):
+        return False
+    return mine.base is not None and np.may_share_memory(mine, theirs)
 
 
 def _holds(container: Any, value: Any) -> bool:
