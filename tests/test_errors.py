@@ -253,3 +253,19 @@ def test_second_order_through_a_called_rule_says_nothing_of_s2sgrads_own_code():
     column[1, 0] = 1.0
     expected = directional_derivative(gradient, a, column)
     np.testing.assert_allclose(second[:, :, 1, 0], expected, rtol=1e-5, atol=1e-8)
+
+
+def test_a_missing_rule_is_one_refusal_in_auto_not_a_fallback_that_fails_again():
+    """The tape shares the rule registry: warning and trying it only repeats the error."""
+    import warnings
+
+    for transform in (
+        lambda: sg.grad(no_rule)(np.ones(3)),
+        lambda: sg.jvp(no_rule, (np.ones(3),), (np.ones(3),)),
+    ):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(sg.NonDifferentiableError) as error:
+                transform()
+        assert f"{HERE}:" in str(error.value) and "np.unwrap" in str(error.value)
+        assert not [w for w in caught if issubclass(w.category, sg.FallbackWarning)]

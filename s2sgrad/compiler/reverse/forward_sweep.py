@@ -15,7 +15,11 @@ import re
 import gast
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
-from s2sgrad.compiler.effects import is_not_at_run_time, refuse_calls_kept_for_effect
+from s2sgrad.compiler.effects import (
+    is_not_at_run_time,
+    refuse_calls_kept_for_effect,
+    tape_lacks_the_rule_too,
+)
 from s2sgrad.compiler.operations import Operation, OperationKind
 from s2sgrad.compiler.passes.aliases import copy_where_made, refuse_mutating_calls
 from s2sgrad.compiler.reverse.calls import Calls
@@ -322,7 +326,7 @@ def refuse_operation(operation: Operation, location: str) -> None:
                 "value in s2sgrad.stop_gradient if it needs none"
             )
         )
-        error.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+        error.tape_cannot_either = bool(operation.advice) or tape_lacks_the_rule_too(operation)
         raise error
     if operation.kind is OperationKind.UNKNOWN:
         raise UnsupportedError(
