@@ -148,3 +148,35 @@ def test_calling_the_function_itself_still_changes_the_array():
     x = np.array([2.0, 3.0, 4.0])
     item_write(x)
     np.testing.assert_array_equal(x, [6.0, 3.0, 4.0])
+
+
+def dict_entry_updated(d):
+    d["a"] = d["a"] * 2.0
+    return d["a"] * d["b"]
+
+
+def list_entry_updated(ws):
+    ws[0] = ws[0] * ws[1]
+    return np.sum(ws[0]) + np.sum(ws[1])
+
+
+@pytest.mark.parametrize(
+    "f, arg, expected",
+    [
+        (dict_entry_updated, {"a": 1.5, "b": 2.0}, {"a": 4.0, "b": 3.0}),
+        (list_entry_updated, [np.full(2, 2.0), np.full(2, 3.0)], [np.full(2, 3.0)] * 2),
+    ],
+    ids=["dict", "list"],
+)
+def test_a_container_argument_updated_in_place_is_left_to_the_tape(f, arg, expected):
+    """Source transformation copies arrays, not lists or dicts: it refuses, and auto runs
+    the tape, which updates its own copy."""
+    before = repr(arg)
+    with pytest.raises(sg.UnsupportedError, match="copy it first"):
+        sg.grad(f, mode="s2s")(arg)
+    for mode in ("tape", "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sg.S2SGradWarning)
+            gradient = sg.grad(f, mode=mode)(arg)
+        assert_close(gradient, expected)
+    assert repr(arg) == before  # the caller's container is unchanged

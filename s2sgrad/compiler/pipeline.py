@@ -262,7 +262,7 @@ def _build(request: Request) -> GeneratedFunction:
     check_no_outer_writes(parsed, node)
     names = NameGenerator(_all_names(node))
     inlined = inline_updating_helpers(node, parsed, names)
-    copy_updated_arguments(node, parsed, names)
+    copy_updated_arguments(node, parsed, names, request.containers)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     free_names = sorted((names_read_in(node) - local_names) | inlined)

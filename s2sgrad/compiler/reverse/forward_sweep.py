@@ -83,11 +83,13 @@ class ForwardSweep:
                 continue
             if base in self.context.parameters:
                 error = UnsupportedError(
-                    f"{self.parsed.location(statement)}: this changes the argument '{base}' in "
-                    f"place, and inputs are never mutated; copy it first ('{base} = "
-                    f"{base}.copy()') and update the copy"
+                    f"{self.parsed.location(statement)}: this changes the argument '{base}' "
+                    "(a list, tuple or dict) in place, which source transformation does not "
+                    f"follow; copy it first ('{base} = {base}.copy()') and update the copy, "
+                    "or use mode='tape'"
                 )
-                error.tape_cannot_either = True
+                # the tape updates its own copy of a list or dict; an array is copied above
+                error.tape_cannot_either = base not in self.context.containers
                 raise error
             if base in dicts and (base in self.activity.varied or self.active(base)):
                 raise UnsupportedError(  # the tape can: auto falls back to it
