@@ -16,6 +16,7 @@ and the update would be lost.
 
 from __future__ import annotations
 
+import dataclasses
 import types
 from collections import Counter
 from dataclasses import dataclass
@@ -55,6 +56,9 @@ class _Callee:
     changes: frozenset[str]
     local: bool
     binding: gast.stmt | None = None
+    # its variables no other code of the function uses: the first copy inlined keeps them
+    # (so that a refusal names them as the user wrote them)
+    keep: set[str] = dataclasses.field(default_factory=set)
 
 
 def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator) -> set[str]:
@@ -70,6 +74,7 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
         inline_updating_helpers(node, parsed, names)  # {'halve'}: y[:] = y[:] * 0.5
     """
     local_defs = _local_updating_defs(node, parsed)
+    _names_to_keep(node, local_defs)
     local = names_written(node) | parameter_names(node)
     inlined: set[str] = set()
     for _ in range(8):  # helpers that call helpers that change their arguments
@@ -161,6 +166,15 @@ def _local_updating_defs(node: gast.FunctionDef, parsed) -> dict[str, _Callee]:
         callee.binding = statement
         updating[name] = callee
     return updating
+
+
+def _names_to_keep(node: gast.FunctionDef, local_defs: dict[str, _Callee]) -> None:
+    """Set each nested helper's ``keep``: its variables that nothing else in ``node`` names."""
+    inside = {id(n) for c in local_defs.values() for n in walk(c.binding)}
+    outside = {n.id for n in walk(node) if type(n) is gast.Name and id(n) not in inside}
+    for callee in local_defs.values():
+        own = set().union(*map(names_written, _body(callee.definition)))
+        callee.keep = own - parameter_names(callee.definition) - outside
 
 
 def _as_definition(statement: gast.stmt) -> gast.FunctionDef | None:
@@ -295,8 +309,10 @@ def _inlined_call(statement, call_node, callee: _Callee, parsed, names, local) -
         fresh = names.claim(parameter)
         renames[parameter] = fresh
         prologue.append(assign(fresh, clone(argument)))
-    for name in written - set(bound):
-        renames[name] = names.claim(name)
+    for name in sorted(written - set(bound)):
+        kept = name in callee.keep
+        callee.keep.discard(name)
+        renames[name] = name if kept else names.claim(name)
 
     def rename(current: gast.AST) -> gast.AST:
         if type(current) is gast.Name and current.id in renames:
