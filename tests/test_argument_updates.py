@@ -180,3 +180,18 @@ def test_a_container_argument_updated_in_place_is_left_to_the_tape(f, arg, expec
             gradient = sg.grad(f, mode=mode)(arg)
         assert_close(gradient, expected)
     assert repr(arg) == before  # the caller's container is unchanged
+
+
+def hooked_into_a_list(x, seen):
+    y = sg.with_derivative(np.sin(x), lambda g: seen.append(g))
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_hook_appending_to_a_list_argument_reaches_the_callers_list(mode):
+    """A lambda run by the backward sweep changes the caller's list, as when f runs: only
+    what the function itself writes into arrays is done on a copy."""
+    seen = []
+    x = RNG.uniform(-1.0, 1.0, size=3)
+    assert_close(sg.grad(hooked_into_a_list, mode=mode)(x, seen), np.cos(x))
+    assert len(seen) == 1

@@ -22,12 +22,13 @@ __all__ = ["copy_updated_arguments"]
 def copy_updated_arguments(
     node: gast.FunctionDef, parsed, names: NameGenerator, containers=frozenset()
 ) -> set[str]:
-    """Bind each parameter of ``node`` that its body changes in place (an item or slice
-    write, a mutating method, a helper that changes it, ``np.add.at``) to a private copy
-    first, in place; returns the parameters copied. ``x op= v`` alone rebinds ``x`` in the
-    generated code, and needs no copy. ``containers``: parameters that hold lists, tuples or
-    dicts, left as they are (their updates are refused as before: an entry of a dict is no
-    item of an array).
+    """Bind each parameter of ``node`` that its body writes into (an item or slice write,
+    ``out=``, ``np.add.at``; a helper doing so is inlined before) to a private copy first,
+    in place; returns the parameters copied. ``x op= v`` alone rebinds ``x`` in the
+    generated code, and needs no copy; list and dict methods, and what a lambda does when it
+    is called (a hook appending to a list it was given), keep the caller's object.
+    ``containers``: parameters that hold lists, tuples or dicts, left as they are (their
+    updates are refused as before: an entry of a dict is no item of an array).
 
     Example::
 
@@ -35,7 +36,7 @@ def copy_updated_arguments(
     """
     arguments = node.args
     plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
-    changed = changed_in_place(node, parsed.resolve, rebinding_updates=False)
+    changed = changed_in_place(node, parsed.resolve, arrays_only=True)
     copied = [p for p in plain if p in changed and p not in containers]
     if not copied:
         return set()

@@ -85,13 +85,15 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
 
 
 def changed_in_place(
-    definition: gast.FunctionDef, resolve, local=None, rebinding_updates: bool = True
+    definition: gast.FunctionDef, resolve, local=None, arrays_only: bool = False
 ) -> frozenset[str]:
     """The names from outside ``definition`` (its parameters, and the free names a nested
     ``def`` reads from the function around it) whose values it may change in place,
     itself or through the functions it calls; ``local`` maps the name of a nested ``def``
-    of the same function to ``(its parameters, what it changes)``. ``x op= v`` counts only
-    with ``rebinding_updates`` (it changes an array in place, and rebinds a number).
+    of the same function to ``(its parameters, what it changes)``. With ``arrays_only``,
+    only what the function itself writes into arrays, as it runs: item writes, ``out=``,
+    ``np.add.at`` and the like; not ``x op= v`` (which rebinds a number), list and dict
+    methods, calls of helpers, nor what a lambda or nested ``def`` does when it is called.
 
     Example::
 
@@ -107,9 +109,9 @@ def changed_in_place(
     outside = parameters | (set().union(*map(names_read, statements)) - bound)
     changed = set()
     for index, statement in enumerate(statements):
-        if not rebinding_updates and _rebinds(statement):
+        if arrays_only and _rebinds(statement):
             continue
-        for name in _changed_by(statement, resolve, local) - own:
+        for name in _changed_by(statement, resolve, local, arrays_only) - own:
             if layout.made_since(statement, name, index, resolve) is None:
                 changed.add(name)  # else an array made anew before: not an argument
     return frozenset(set().union(*map(sharing.of, changed)) & outside)
@@ -156,25 +158,31 @@ def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str
     return found
 
 
-def _changed_by(statement: gast.stmt, resolve, local=None) -> set[str]:
-    """The names whose values ``statement`` changes in place (``local``: see
-    :func:`changed_in_place`)."""
+def _changed_by(statement: gast.stmt, resolve, local=None, arrays_only=False) -> set[str]:
+    """The names whose values ``statement`` changes in place (``local``, ``arrays_only``:
+    see :func:`changed_in_place`)."""
     changed = set()
     updated = updated_name(statement)
     if updated is not None:
         changed.add(updated)
     if type(statement) is gast.AugAssign and type(base_of(statement.target)) is gast.Name:
         changed.add(base_of(statement.target).id)  # a[i] += v
+    later = set()  # what lambdas and nested functions run when they are called
+    if arrays_only:
+        scopes = [n for n in walk(statement) if type(n) in (gast.Lambda, gast.FunctionDef)]
+        later = {id(inner) for n in scopes for inner in walk(n)}
     for node in walk(statement):
-        if type(node) is not gast.Call:
+        if type(node) is not gast.Call or id(node) in later:
             continue
         func = node.func
-        if type(func) is gast.Attribute and func.attr in MUTATING_METHODS | {"fill", "sort"}:
-            changed |= sources_of(func.value, resolve)
         for keyword in node.keywords:
             if keyword.arg == "out":
                 changed |= sources_of(keyword.value, resolve)
         changed |= _written_by_numpy(node, resolve)
+        if arrays_only:
+            continue
+        if type(func) is gast.Attribute and func.attr in MUTATING_METHODS | {"fill", "sort"}:
+            changed |= sources_of(func.value, resolve)
         for _, _, argument in _mutating_arguments(node, resolve):
             changed |= sources_of(argument, resolve)
         if local and type(func) is gast.Name and func.id in local:
