@@ -14,7 +14,7 @@ import gast
 
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.optimize.facts import views_of_updated_arrays
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.reverse.adjoints import Adjoints
