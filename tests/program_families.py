@@ -484,14 +484,50 @@ def _starred(d: _Draw):
     return [line.format(e=d.smooth("x")) for line in lines], "r", ((3,), (3,))
 
 
+# in-place writes a helper may make to its parameter v (s: a number or array it is given)
+_HELPER_WRITES = [
+    "v[:] *= {s}",
+    "v[1] = v[1] * {s}",
+    "v[1:] += v[:-1] * {s}",
+    "v *= {s}",
+    "np.add.at(v, [0, 2, 0], {s})",
+    "np.multiply(v, {s}, out=v)",
+    "w = v[::2]\n        w *= {s}",
+]
+
+
 def _mutating_helpers(d: _Draw):
-    lines = d.pick(
-        [
-            ["t = {e}.copy()", "halve(t)", "r = t * y"],
-            ["t = {e} * 1.0", "halve(t)", "r = t * x + y"],
-            ["t = x * 1.0", "r = t * y", "halve(t)", "r = r + t"],
-        ]
-    )
+    """A helper that changes its argument in place, at module level or nested (a ``def``
+    with arguments, a closure writing an array of the caller, one calling another), called
+    as a statement, for its result, in a loop or a branch."""
+    form = d.pick(["module", "nested", "nested", "closure", "chain", "result"])
+    write = d.pick(_HELPER_WRITES)
+    scale = d.pick(["0.5", "s", "x[0]", "np.tanh(y)"])
+    lines = [d.pick(["t = {e}.copy()", "t = {e} * 1.0", "t = np.zeros(3) + {e}"])]
+    if form == "module":
+        lines[-1:] = [lines[-1], "halve(t)"]
+        call = None
+    elif form == "closure":
+        body = write.replace("v", "t").format(s=scale.replace("s", "0.7"))
+        lines += ["def bump():", *("    " + b.strip() for b in body.split("\n")), "bump()"]
+        call = None
+    else:
+        body = write.format(s=scale)
+        lines += ["def h(v, s):", *("    " + b.strip() for b in body.split("\n"))]
+        if form == "result":
+            lines.append("    return v * 2.0")
+        if form == "chain":
+            lines += ["def g(v, s):", "    h(v, s)", "    h(v, 0.5 * s)"]
+        call = ("g" if form == "chain" else "h") + "(t, " + d.pick(["y[1]", "0.5", "x"]) + ")"
+    if call is not None:
+        where = d.pick(["plain", "loop", "branch", "result"] if form == "result" else ["plain"])
+        lines += {
+            "plain": [call],
+            "loop": ["for i in range(2):", "    " + call],
+            "branch": ["if x[0] > 0:", "    " + call],
+            "result": ["u = " + call, "t = t + u"],
+        }[where]
+    lines.append(d.pick(["r = t * y", "r = t * x + y", "r = t * t"]))
     return [line.format(e=d.smooth("x")) for line in lines], "r", ((3,), (3,))
 
 
@@ -718,6 +754,8 @@ def main(count: int, start: int, log: str) -> int:
         sys.path.insert(0, folder)
         for seed in range(start, start + count):
             family = family_program(seed)[0]
+            if os.environ.get("PROGRAM_FAMILIES_ONLY", family) != family:
+                continue  # PROGRAM_FAMILIES_ONLY="helpers writing in place" runs one family
             signal.alarm(120)  # a program that hangs is reported, not waited for
             try:
                 outcomes = check(seed, Path(folder))

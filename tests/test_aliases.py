@@ -629,3 +629,104 @@ def test_einsum_of_two_operands_shares_no_memory(subscripts):
     for optimize in (False, True):
         result = np.einsum(subscripts, a, b, optimize=optimize)
         assert not np.shares_memory(result, a) and not np.shares_memory(result, b)
+
+
+# -- results of the user's helpers, and advice that works -------------------------------
+
+
+def _kernel(x):
+    K = np.exp(-(np.subtract.outer(x, x) ** 2))
+    return K
+
+
+def _window(x):
+    return x[1:]
+
+
+def jittered_kernel(x):
+    K = _kernel(x)
+    K[1, 1] += 0.5
+    K[0] = K[0] * x[2]
+    return np.sum(K * K)
+
+
+def written_window(x):
+    y = np.sin(x)
+    K = _window(y)
+    K[0] = 0.0
+    return np.sum(K * x[1:]) + np.sum(y)
+
+
+def written_window_copied(x):  # what the refusal of written_window advises
+    y = np.sin(x)
+    K = _window(y).copy()
+    K[0] = 0.0
+    return np.sum(K * x[1:]) + np.sum(y)
+
+
+def _energy(x, k, w):
+    return np.sum(k * (x - w) ** 2)
+
+
+_d_energy = sg.grad(_energy)
+
+
+def zeroed_gradient(x, w):
+    g = _d_energy(x, 2.0, w)
+    g[0] = 0.0
+    return np.sum(g * w) + np.sum(x)
+
+
+def zeroed_gradient_copied(x, w):  # what the refusal of zeroed_gradient advises
+    g = _d_energy(x, 2.0, w).copy()
+    g[0] = 0.0
+    return np.sum(g * w) + np.sum(x)
+
+
+def row_written(x):
+    y = x * 2.0
+    row = y[1:]
+    row[0] = 5.0
+    return np.sum(y * row[1])
+
+
+def row_written_copied(x):  # what the refusal of row_written advises
+    y = x * 2.0
+    row = y[1:].copy()
+    row[0] = 5.0
+    return np.sum(y * row[1])
+
+
+def _check_all_modes(f, args):
+    expected = numeric_grad(f, args, 0)
+    for mode in ("s2s", "tape", "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sg.S2SGradWarning)
+            gradient = sg.grad(f, mode=mode)
+            for _ in range(2):  # the generic code, then the specialised one
+                np.testing.assert_allclose(gradient(*args), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_a_helper_returning_an_array_it_made_can_be_updated():
+    """Its result is as new as np.exp's: read from the helper's source."""
+    _check_all_modes(jittered_kernel, (np.array([0.3, -0.5, 0.8]),))
+
+
+@pytest.mark.parametrize(
+    "refused, fixed, advice",
+    [
+        (written_window, written_window_copied, "K = _window(...).copy()"),
+        (zeroed_gradient, zeroed_gradient_copied, "g = _d_energy(...).copy()"),
+        (row_written, row_written_copied, "row = y[1:].copy()"),
+    ],
+    ids=lambda v: getattr(v, "__name__", "advice"),
+)
+def test_the_advice_of_a_refusal_makes_the_code_differentiate(refused, fixed, advice):
+    args = (np.array([0.3, -0.5, 0.8]),)
+    if refused is zeroed_gradient:
+        args += (np.array([1.0, 2.0, 0.5]),)
+    for mode in ("s2s", "auto"):
+        with pytest.raises(sg.UnsupportedError) as caught:
+            sg.grad(refused, mode=mode)(*args)
+        assert advice in str(caught.value) and "test_aliases.py:" in str(caught.value)
+    _check_all_modes(fixed, args)

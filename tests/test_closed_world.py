@@ -321,6 +321,7 @@ BY_DESIGN = {
     "note_stored": "bookkeeping of stored state: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
     "refuse_stored_state": "a check that raises or returns None",
+    "refuse_unless_array": "a check that raises or returns None",
     "refuse_derivative": "a check that raises or returns None",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",

@@ -12,6 +12,7 @@ import types
 from typing import Any
 
 import gast
+import numpy as np
 
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.operations import OperationKind, classify
@@ -19,6 +20,7 @@ from s2sgrad.compiler.syntax import method_receiver, walk
 from s2sgrad.errors import S2SGradError, UnsupportedError
 
 __all__ = [
+    "tape_lacks_the_rule_too",
     "refuse_calls_kept_for_effect",
     "stores_on_itself",
     "not_at_run_time",
@@ -124,3 +126,20 @@ def not_at_run_time(error: S2SGradError) -> S2SGradError:
 
 def is_not_at_run_time(error: S2SGradError) -> bool:
     return getattr(error, "not_at_run_time", False) or getattr(error, "tape_cannot_either", False)
+
+
+def tape_lacks_the_rule_too(operation) -> bool:
+    """Whether a library function the transformer has no rule for fails on the tape the
+    same way (the engines share one registry): a ufunc, or a NumPy function that NumPy
+    dispatches to the tape's values whole. ``mode="auto"`` then reports one refusal instead
+    of warning and failing again on the tape.
+
+    Example::
+
+        tape_lacks_the_rule_too(classify(parse_expression("np.unwrap(x)"), ...))  # True
+    """
+    target = operation.primitive
+    module = getattr(target, "__module__", None) or ""
+    if isinstance(target, np.ufunc):
+        return True
+    return module.split(".")[0] == "numpy" and hasattr(target, "_implementation")

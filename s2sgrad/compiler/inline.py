@@ -13,15 +13,13 @@ import ast
 import functools
 import inspect
 import textwrap
-import types
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
 import gast
 
-from s2sgrad.compiler.frontend import parse_function, read_definition
-from s2sgrad.compiler.passes.aliases import mutated_parameters
+from s2sgrad.compiler.frontend import read_definition
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.python_ast import to_gast
 from s2sgrad.compiler.syntax import (
@@ -34,12 +32,10 @@ from s2sgrad.compiler.syntax import (
     constant,
     names_read,
     names_written,
-    nested_statements,
-    parameter_names,
     walk,
 )
 
-__all__ = ["Inlined", "inline_rule", "Namespace", "inline_updating_helpers"]
+__all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
 
 
 class Namespace:
@@ -420,173 +416,8 @@ def _literal_value(node: gast.expr):
     raise _NotLiteral
 
 
-# -- helpers that update their arguments in place ------------------------------------------
-
-
-def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator) -> set[str]:
-    """Inline, in place, each statement-level call of a helper of the user's that changes an
-    array argument in place (``halve(y)`` with ``a[:] *= 0.5`` inside): its body, with the
-    caller's own name for that argument, becomes part of the caller, where the update is
-    differentiated like any other. Returns the names of the helpers inlined (the generated
-    code depends on them). A call that cannot be inlined is left for the checks that
-    refuse it.
-
-    Example::
-
-        inline_updating_helpers(node, parsed, names)  # {'halve'}: y[:] = y[:] * 0.5
-    """
-    local = names_written(node) | parameter_names(node)
-    inlined: set[str] = set()
-    for _ in range(8):  # helpers that call helpers that change their arguments
-        found = False
-        for block in [node.body] + [
-            getattr(s, f)
-            for s in nested_statements(node.body)
-            for f in ("body", "orelse")
-            if isinstance(s, (gast.If, gast.For, gast.While)) and isinstance(getattr(s, f), list)
-        ]:
-            position = 0
-            while position < len(block):
-                statement = block[position]
-                call_node = _statement_call(statement)
-                helper = None if call_node is None else parsed.resolve(call_node.func)
-                body = None
-                if isinstance(helper, types.FunctionType) and mutated_parameters(helper):
-                    body = _inlined_call(statement, call_node, helper, parsed, names, local)
-                if body is None or call_node is None:
-                    position += 1
-                    continue
-                block[position : position + 1] = body
-                local |= set().union(*map(names_written, body))
-                inlined.add(call_node.func.id)
-                found = True
-                position += len(body)
-        if not found:
-            break
-    return inlined
-
-
-def _statement_call(statement: gast.stmt) -> gast.Call | None:
-    """The call of ``helper(...)`` or ``target = helper(...)`` at statement level."""
-    if isinstance(statement, gast.Expr) or (
-        isinstance(statement, gast.Assign) and len(statement.targets) == 1
-    ):
-        value = statement.value
-        if isinstance(value, gast.Call) and isinstance(value.func, gast.Name):
-            return value
-    return None
-
-
-_NOT_INLINED = (
-    gast.FunctionDef,
-    gast.AsyncFunctionDef,
-    gast.ClassDef,
-    gast.Lambda,
-    gast.Yield,
-    gast.YieldFrom,
-    gast.Await,
-    gast.Global,
-    gast.Nonlocal,
-    gast.Try,
-    gast.With,
-    gast.Match,
-    gast.NamedExpr,
-)
-
-
-def _inlined_call(statement, call_node, helper, parsed, names, local) -> list | None:
-    """The statements that do what ``statement``, a call of ``helper``, does; None when the
-    helper cannot be inlined as it is written."""
-    if helper.__closure__ or any(isinstance(a, gast.Starred) for a in call_node.args):
-        return None
-    if any(k.arg is None for k in call_node.keywords):
-        return None
-    try:
-        callee = parse_function(helper)
-    except Exception:  # no source: the call is refused where it is checked
-        return None
-    definition = callee.node
-    body = list(definition.body)
-    if body and isinstance(body[0], gast.Expr) and isinstance(body[0].value, gast.Constant):
-        body = body[1:]  # the docstring
-    returns = [n for s in body for n in walk(s) if isinstance(n, gast.Return)]
-    if any(isinstance(n, _NOT_INLINED) for s in body for n in walk(s)):
-        return None
-    if returns and (len(returns) > 1 or body[-1] is not returns[0]):
-        return None
-    bound = _bind(definition, call_node)
-    if bound is None:
-        return None
-    helper_locals = names_written(definition) | set(bound)
-    free = set().union(*map(names_read, body)) - helper_locals
-    for name in free:  # the helper's free names must mean the same in the caller
-        if name in local or callee.resolve_name(name) is not parsed.resolve_name(name):
-            return None
-    renames: dict[str, str] = {}
-    prologue = []
-    written = set().union(*map(names_written, body))
-    for parameter, argument in bound.items():
-        if parameter in mutated_parameters(helper):
-            if not isinstance(argument, gast.Name) or parameter in written:
-                return None  # only a name the caller holds can be updated in its place
-            renames[parameter] = argument.id
-            continue
-        fresh = names.claim(parameter)
-        renames[parameter] = fresh
-        prologue.append(assign(fresh, clone(argument)))
-    for name in written - set(bound):
-        renames[name] = names.claim(name)
-
-    def rename(current: gast.AST) -> gast.AST:
-        if type(current) is gast.Name and current.id in renames:
-            current.id = renames[current.id]
-        return current
-
-    inlined = prologue + [clone_rewriting(s, rename, kinds=(gast.Name,)) for s in body]
-    result = (inlined.pop().value if returns else None) or constant(None)
-    if isinstance(statement, gast.Assign):
-        inlined.append(gast.Assign(targets=statement.targets, value=result, type_comment=None))
-    elif not isinstance(result, (gast.Constant, gast.Name)):
-        inlined.append(assign(names.claim(f"{helper.__name__}_result"), result))
-    for inlined_statement in inlined:  # errors name the line of the call
-        for child in walk(inlined_statement):
-            if hasattr(child, "lineno"):
-                gast.copy_location(child, statement)
-    return inlined or [gast.Pass()]
-
-
-def _bind(definition: gast.FunctionDef, call_node: gast.Call) -> dict[str, gast.expr] | None:
-    """Parameter name → argument expression, with literal defaults; None when the call
-    does not fit the signature plainly (``*args``, ``**kwargs``, a default that is not a
-    literal)."""
-    arguments = definition.args
-    if arguments.vararg is not None or arguments.kwarg is not None or arguments.posonlyargs:
-        return None
-    positional = [a.id for a in arguments.args]
-    if len(call_node.args) > len(positional):
-        return None
-    bound = dict(zip(positional, call_node.args))
-    keyword_only = [a.id for a in arguments.kwonlyargs]
-    for keyword in call_node.keywords:
-        if keyword.arg in bound or keyword.arg not in positional + keyword_only:
-            return None
-        bound[keyword.arg] = keyword.value
-    first_default = len(positional) - len(arguments.defaults)
-    defaults = dict(zip(positional[first_default:], arguments.defaults))
-    defaults.update(
-        {a.id: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None}
-    )
-    for name in positional + keyword_only:
-        if name in bound:
-            continue
-        default = defaults.get(name)
-        if default is None or not _is_literal_node(default):
-            return None
-        bound[name] = default
-    return bound
-
-
-def _is_literal_node(node: gast.expr) -> bool:
+def is_literal_node(node: gast.expr) -> bool:
+    """Whether ``node`` is an expression of literals (``2.0``, ``-1``, ``(1, 2)``)."""
     try:
         _literal_value(node)
     except _NotLiteral:

@@ -31,6 +31,7 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.argument_updates import copy_updated_arguments
 from s2sgrad.compiler.assemble import (
     assemble,
     entry_tangents,
@@ -58,7 +59,7 @@ from s2sgrad.compiler.forward import forward_sweep
 from s2sgrad.compiler.free_names import depending, free_name_entries, module_attribute_entries
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
-from s2sgrad.compiler.inline import Namespace, inline_updating_helpers
+from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import join_sequences, to_anf
@@ -73,6 +74,7 @@ from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
 from s2sgrad.compiler.syntax import clone, names_read, names_written, parameter_names, walk
+from s2sgrad.compiler.updating_helpers import inline_updating_helpers
 from s2sgrad.errors import (
     S2SGradError,
     UnsupportedError,
@@ -263,6 +265,7 @@ def _build(request: Request) -> GeneratedFunction:
     names = NameGenerator(_all_names(node))
     inlined = inline_updating_helpers(node, parsed, names)
     inlined |= inline_helper_bodies(node, parsed, names)
+    copy_updated_arguments(node, parsed, names, request.containers)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     free_names = sorted((names_read_in(node) - local_names) | inlined)

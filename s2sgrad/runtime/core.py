@@ -39,6 +39,7 @@ __all__ = [
     "custom_jvp_call",
     "jvp_entry",
     "refuse_if_array",
+    "refuse_unless_array",
     "matches_class",
     "is_foreign_array",
     "is_complex",
@@ -563,6 +564,24 @@ def refuse_if_array(value: Any, message: str) -> None:
 
 
 nondifferentiable(refuse_if_array)
+
+
+def refuse_unless_array(value: Any, message: str) -> None:
+    """Raise ``UnsupportedError(message)`` unless ``value`` is an array or a list, which a
+    helper's ``a op= v`` changes in place (a number it only rebinds in the helper).
+
+    Generated code calls it before the inlined body of a helper that updates its parameter
+    with ``a op= v`` (see :mod:`s2sgrad.compiler.updating_helpers`).
+
+    Example::
+
+        refuse_unless_array(np.ones(2), "never raised for an array")
+    """
+    if not isinstance(hooks.value_of(value), (np.ndarray, list)):
+        raise UnsupportedError(message)
+
+
+nondifferentiable(refuse_unless_array)
 
 
 def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:

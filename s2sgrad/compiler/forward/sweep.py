@@ -16,7 +16,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.compiler.effects import refuse_calls_kept_for_effect
+from s2sgrad.compiler.effects import refuse_calls_kept_for_effect, tape_lacks_the_rule_too
 from s2sgrad.compiler.forward.calls import dynamic_call, generated_call
 from s2sgrad.compiler.forward.tangents import rule_tangent
 from s2sgrad.compiler.frontend import ParsedFunction
@@ -383,5 +383,5 @@ def _refuse(operation: Operation, location: str) -> None:
             f"{location}: forward mode cannot differentiate {operation.description}; "
             + (operation.advice or "give it a derivative with @s2sgrad.derivative")
         )
-        refusal.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+        refusal.tape_cannot_either = bool(operation.advice) or tape_lacks_the_rule_too(operation)
         raise refusal

@@ -28,6 +28,7 @@ from s2sgrad.compiler.optimize.foldable import (
     subscript_folds,
     unaryop_folds,
 )
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     MUTATING_METHODS,
@@ -297,21 +298,35 @@ class FactsCache:
         self.table: dict[int, Facts] = {}
         self.enabled = enabled
         self.rewrites = 0  # how many times a statement was forgotten or told anew
+        # name -> the names that may see the same memory (an array and its views): a
+        # statement changing one in place changes them all
+        self.sharing: dict[str, frozenset[str]] = {}
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
         if facts is not None and facts.statement is statement:
             return facts
-        facts = Facts(statement)
+        facts = self._shared(Facts(statement))
         if self.enabled:
             self.table[id(statement)] = facts
         return facts
 
+    def _shared(self, facts: Facts) -> Facts:
+        """``facts`` with what changing an array in place changes: its views too."""
+        if self.sharing and not facts.modified.isdisjoint(self.sharing):
+            modified = set(facts.modified)
+            for name in facts.modified & self.sharing.keys():
+                if name not in facts.writes:  # rebinding a name changes no other
+                    modified |= self.sharing[name]
+            facts.modified = modified
+        return facts
+
     def prime(self, body: list[gast.stmt]) -> None:
         """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node."""
+        self.sharing = views_of_updated_arrays(body)
         trail: list[gast.AST] = []
         for statement in body:
-            self.table[id(statement)] = Facts(statement, trail)
+            self.table[id(statement)] = self._shared(Facts(statement, trail))
         if len(set(map(id, trail))) != len(trail):
             self.enabled = False
             self.table.clear()
@@ -325,7 +340,7 @@ class FactsCache:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
         if self.enabled:
-            self.table[id(facts.statement)] = facts
+            self.table[id(facts.statement)] = self._shared(facts)
 
     def forget(self, statement: gast.stmt) -> None:
         """``statement`` changed: :meth:`of` must walk it again."""

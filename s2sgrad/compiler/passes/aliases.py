@@ -18,6 +18,7 @@ here as well as from their modules.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 
 import gast
@@ -40,6 +41,7 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = [
+    "copy_where_made",
     "shared_in_place_updates",
     "fresh_result",
     "mutated_parameters",
@@ -100,9 +102,52 @@ def shared_in_place_updates(
         found[id(update)] = (
             f"{where}, and '{read}', read afterwards ({locate(statements[later])}), may share "
             f"memory with it, so the result depends on that sharing. "
-            f"{_instead(update, updated)}, or give '{read}' a copy (.copy())"
+            f"{_instead(update, updated)}, or {_copy_advice(statements, updated, read)}"
         )
     return found
+
+
+def _copy_advice(statements: list[gast.stmt], updated: str, read: str) -> str:
+    """Which copy separates the two: of what ``updated`` is bound to where it is made
+    (``g = dE(x, w).copy()``, ``row = y[0].copy()``) when it is bound once, else of ``read``."""
+    return copy_where_made(statements, updated) or f"give '{read}' a copy (.copy())"
+
+
+def copy_where_made(statements: list[gast.stmt], name: str, calls_only=False) -> str | None:
+    """Advice to copy what ``name`` is bound to where it is made, when ``statements`` bind it
+    once to a call, a name or an item (``copy what dE returns where 'g' is made ('g =
+    dE(...).copy()')``); None otherwise. ``calls_only``: only a call's result (in normal
+    form, where other values are temporaries the user did not write).
+
+    Example::
+
+        copy_where_made(parse("g = dE(x, w)").body, "g")  # "copy what dE returns ..."
+    """
+    bindings = [
+        s
+        for s in nested_statements(statements)
+        if type(s) is gast.Assign
+        and len(s.targets) == 1
+        and type(s.targets[0]) is gast.Name
+        and s.targets[0].id == name
+    ]
+    if len(bindings) != 1 or type(bindings[0].value) not in (gast.Call, gast.Name, gast.Subscript):
+        return None
+    value = bindings[0].value
+    if calls_only and type(value) is not gast.Call:
+        return None
+    if type(value) is gast.Call:
+        shown = f"{_shown(value.func)}(...)"
+        made = f"what {_shown(value.func)} returns"
+    else:
+        shown = made = _shown(value)
+    return f"copy {made} where '{name}' is made ('{name} = {shown}.copy()')"
+
+
+def _shown(node: gast.expr) -> str:
+    """``node`` as the user wrote it (short)."""
+    text = ast.unparse(gast.gast_to_ast(node))
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _what_changes(update: gast.stmt, updated: str) -> str:

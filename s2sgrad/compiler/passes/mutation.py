@@ -14,6 +14,7 @@ import weakref
 from typing import Any
 
 import gast
+import numpy as np
 
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.passes.sharing import (
@@ -37,7 +38,12 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.rules import get_rule
 
-__all__ = ["mutated_parameters", "calls_that_mutate", "refuse_mutating_calls"]
+__all__ = [
+    "changed_in_place",
+    "mutated_parameters",
+    "calls_that_mutate",
+    "refuse_mutating_calls",
+]
 
 _LIBRARY_DIRECTORIES = tuple(
     {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
@@ -71,21 +77,51 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
     except Exception:  # no source, or source the transformer cannot read
         summary: frozenset[str] = frozenset()
     else:
-        statements = list(nested_statements(parsed.node.body))
-        parameters = parameter_names(parsed.node)
-        sharing = Sharing(statements, parsed.resolve, container_names(statements), parameters)
-        layout = Layout(parsed.node.body, statements)
-        own = _own_containers(statements) - parameters
-        changed = set()
-        for index, statement in enumerate(statements):
-            for name in _changed_by(statement, parsed.resolve) - own:
-                if layout.made_since(statement, name, index, parsed.resolve) is None:
-                    changed.add(name)  # else an array made anew before: not an argument
-        summary = frozenset(set().union(*map(sharing.of, changed)) & parameters)
+        summary = changed_in_place(parsed.node, parsed.resolve) & parameter_names(parsed.node)
     finally:
         _MUTATING.discard(code)
     _MUTATIONS[code] = summary
     return summary
+
+
+def changed_in_place(
+    definition: gast.FunctionDef, resolve, local=None, arrays_only: bool = False
+) -> frozenset[str]:
+    """The names from outside ``definition`` (its parameters, and the free names a nested
+    ``def`` reads from the function around it) whose values it may change in place,
+    itself or through the functions it calls; ``local`` maps the name of a nested ``def``
+    of the same function to ``(its parameters, what it changes)``. With ``arrays_only``,
+    only what the function itself writes into arrays, as it runs: item writes, ``out=``,
+    ``np.add.at`` and the like; not ``x op= v`` (which rebinds a number), list and dict
+    methods, calls of helpers, nor what a lambda or nested ``def`` does when it is called.
+
+    Example::
+
+        # def halve(): a[:] *= 0.5      (a nested def, a read from around it)
+        changed_in_place(halve_node, resolve)  # frozenset({'a'})
+    """
+    statements = list(nested_statements(definition.body))
+    parameters = parameter_names(definition)
+    sharing = Sharing(statements, resolve, container_names(statements), parameters)
+    layout = Layout(definition.body, statements)
+    own = _own_containers(statements) - parameters
+    bound = set().union(*map(names_written, statements))
+    outside = parameters | (set().union(*map(names_read, statements)) - bound)
+    changed = set()
+    for index, statement in enumerate(statements):
+        if arrays_only and _rebinds(statement):
+            continue
+        for name in _changed_by(statement, resolve, local, arrays_only) - own:
+            if layout.made_since(statement, name, index, resolve) is None:
+                changed.add(name)  # else an array made anew before: not an argument
+    return frozenset(set().union(*map(sharing.of, changed)) & outside)
+
+
+def _rebinds(statement: gast.stmt) -> bool:
+    """``x op= v``, with nothing else in it that could change an array in place."""
+    if type(statement) is not gast.AugAssign or type(statement.target) is not gast.Name:
+        return False
+    return not any(type(n) is gast.Call for n in walk(statement.value))
 
 
 def _own_containers(statements: list[gast.stmt]) -> set[str]:
@@ -122,26 +158,79 @@ def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str
     return found
 
 
-def _changed_by(statement: gast.stmt, resolve) -> set[str]:
-    """The names whose values ``statement`` changes in place."""
+def _changed_by(statement: gast.stmt, resolve, local=None, arrays_only=False) -> set[str]:
+    """The names whose values ``statement`` changes in place (``local``, ``arrays_only``:
+    see :func:`changed_in_place`)."""
     changed = set()
     updated = updated_name(statement)
     if updated is not None:
         changed.add(updated)
     if type(statement) is gast.AugAssign and type(base_of(statement.target)) is gast.Name:
         changed.add(base_of(statement.target).id)  # a[i] += v
+    later = set()  # what lambdas and nested functions run when they are called
+    if arrays_only:
+        scopes = [n for n in walk(statement) if type(n) in (gast.Lambda, gast.FunctionDef)]
+        later = {id(inner) for n in scopes for inner in walk(n)}
     for node in walk(statement):
-        if type(node) is not gast.Call:
+        if type(node) is not gast.Call or id(node) in later:
             continue
         func = node.func
-        if type(func) is gast.Attribute and func.attr in MUTATING_METHODS | {"fill", "sort"}:
-            changed |= sources_of(func.value, resolve)
         for keyword in node.keywords:
             if keyword.arg == "out":
                 changed |= sources_of(keyword.value, resolve)
+        changed |= _written_by_numpy(node, resolve)
+        if arrays_only:
+            continue
+        if type(func) is gast.Attribute and func.attr in MUTATING_METHODS | {"fill", "sort"}:
+            changed |= sources_of(func.value, resolve)
         for _, _, argument in _mutating_arguments(node, resolve):
             changed |= sources_of(argument, resolve)
+        if local and type(func) is gast.Name and func.id in local:
+            parameters, changes = local[func.id]
+            changed |= _changed_by_local_call(node, parameters, changes, resolve)
     return changed
+
+
+# NumPy functions that write into their first argument
+_WRITING_FUNCTIONS = (
+    np.copyto,
+    np.put,
+    np.place,
+    np.putmask,
+    np.fill_diagonal,
+    np.put_along_axis,
+    np.random.shuffle,
+)
+
+
+def _written_by_numpy(call: gast.Call, resolve) -> set[str]:
+    """What a NumPy call writes into: the first argument of ``np.copyto``, ``np.add.at``
+    and the like, the ``out`` arguments a ufunc is given by position."""
+    target = resolved_target(call.func, resolve)
+    if target is None or not call.args:
+        return set()
+    if any(target is f for f in _WRITING_FUNCTIONS) or (
+        getattr(target, "__name__", None) == "at"
+        and isinstance(getattr(target, "__self__", None), np.ufunc)
+    ):
+        return sources_of(call.args[0], resolve)
+    if isinstance(target, np.ufunc) and len(call.args) > target.nin:
+        return set().union(*(sources_of(a, resolve) for a in call.args[target.nin :]))
+    return set()
+
+
+def _changed_by_local_call(call: gast.Call, parameters, changes, resolve) -> set[str]:
+    """What a call of a nested ``def`` (its ``parameters`` in order, and the parameters
+    and free names it ``changes``) changes in place, in the caller's names."""
+    if not changes:
+        return set()
+    if any(type(a) is gast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
+        every = [*call.args, *(k.value for k in call.keywords)]
+        found = set().union(*(sources_of(a, resolve) for a in every))
+    else:
+        given = list(zip(parameters, call.args)) + [(k.arg, k.value) for k in call.keywords]
+        found = set().union(*(sources_of(a, resolve) for p, a in given if p in changes))
+    return found | (set(changes) - set(parameters))
 
 
 def _mutating_arguments(call: gast.Call, resolve) -> list[tuple[Any, str, gast.expr]]:

@@ -38,6 +38,7 @@ __all__ = [
     "links_of",
     "makes_container",
     "resolved_target",
+    "returns_fresh",
     "sources_of",
     "updated_name",
 ]
@@ -355,6 +356,59 @@ def _summary(function: types.FunctionType) -> frozenset[str] | None:
             for name in sources_of(statement.value, parsed.resolve):
                 returned |= sharing.of(name)
     return frozenset(returned & parameters)
+
+
+# code object -> whether every value the function returns is an array (or list) it made
+_FRESH_RETURNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def returns_fresh(function: Any) -> bool:
+    """Whether ``function``, one of the user's, returns only values it made itself (no
+    parameter, global or captured value, nor a view of one), from its source; False when
+    that cannot be told.
+
+    Example::
+
+        def kernel(x):
+            return np.exp(-np.subtract.outer(x, x) ** 2)
+
+        returns_fresh(kernel)  # True: kernel(x)[1, 1] += 0.5 changes nothing else
+    """
+    if not isinstance(function, types.FunctionType):
+        return False
+    module = getattr(function, "__module__", None) or ""
+    if module.split(".")[0] in ("s2sgrad", "numpy"):
+        return False  # the engines' primitives, NumPy's own: fresh_results' closed list
+    code = function.__code__
+    if code not in _FRESH_RETURNS:
+        _FRESH_RETURNS[code] = False  # a function that calls itself: not known
+        _FRESH_RETURNS[code] = _made_inside(function)
+    return _FRESH_RETURNS[code]
+
+
+def _made_inside(function: types.FunctionType) -> bool:
+    flags = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR
+    if function.__code__.co_flags & flags or function.__closure__:
+        return False
+    try:
+        parsed = parse_function(function)
+    except Exception:  # no source, or source the transformer cannot read
+        return False
+    statements = list(nested_statements(parsed.node.body))
+    parameters = parameter_names(parsed.node)
+    sharing = Sharing(statements, parsed.resolve, container_names(statements), parameters)
+    made = set().union(*map(names_written, statements)) - parameters
+    returns = [s for s in statements if type(s) is gast.Return]
+    if not returns or any(s.value is None for s in returns):
+        return False
+    for statement in returns:
+        if type(statement.value) is not gast.Name:
+            if sources_of(statement.value, parsed.resolve):
+                return False  # a view, or a container holding what came from outside
+            continue
+        if not sharing.of(statement.value.id) <= made:
+            return False
+    return True
 
 
 def _arguments_for(call: gast.Call, function: types.FunctionType, parameters) -> list:

@@ -15,6 +15,7 @@ import gast
 
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.reverse.adjoints import Adjoints
@@ -94,7 +95,8 @@ def reverse_sweeps(
     backward = seed + backward_sweep.backward_block(steps, later_reads=names_read(final))
     saves.check_restores_mirror_saves(forward, backward)
     # what the backward sweep reads matters for saves and for values set in blocks
-    read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()))
+    views = views_of_updated_arrays(forward)
+    read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()), views)
     read_back -= saves.recompute_in_loops(forward, backward)
     forward, backward = saves.place_saves(forward, backward)
     retargeted = {id(s.statement): s.target for top in steps for s in top.walk() if s.calls}

@@ -16,6 +16,7 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import RANGE_LOOP, SYNCED, annotation
 from s2sgrad.compiler.passes.aliases import fresh_result
+from s2sgrad.compiler.passes.sharing import returns_fresh
 from s2sgrad.compiler.syntax import (
     item_target_base,
     method_receiver,
@@ -147,7 +148,7 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
         module = getattr(target, "__module__", "") or ""
         if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
             return name in ("owned", "zeros_like_value", "zeros_like_structure", "snapshot")
-        return fresh_result(target, value)
+        return fresh_result(target, value) or returns_fresh(target)  # a helper's own array
     return False
 
 

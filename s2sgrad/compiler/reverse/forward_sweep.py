@@ -17,10 +17,14 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
-from s2sgrad.compiler.effects import is_not_at_run_time, refuse_calls_kept_for_effect
+from s2sgrad.compiler.effects import (
+    is_not_at_run_time,
+    refuse_calls_kept_for_effect,
+    tape_lacks_the_rule_too,
+)
 from s2sgrad.compiler.frontend import NOT_FOUND
 from s2sgrad.compiler.operations import Operation, OperationKind
-from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
+from s2sgrad.compiler.passes.aliases import copy_where_made, refuse_mutating_calls
 from s2sgrad.compiler.reverse.calls import Calls
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.facts import (
@@ -96,11 +100,13 @@ class ForwardSweep:
                 continue
             if base in self.context.parameters:
                 error = UnsupportedError(
-                    f"{self.parsed.location(statement)}: this changes the argument '{base}' in "
-                    f"place, and inputs are never mutated; copy it first ('{base} = "
-                    f"{base}.copy()') and update the copy"
+                    f"{self.parsed.location(statement)}: this changes the argument '{base}' "
+                    "(a list, tuple or dict) in place, which source transformation does not "
+                    f"follow; copy it first ('{base} = {base}.copy()') and update the copy, "
+                    "or use mode='tape'"
                 )
-                error.tape_cannot_either = True
+                # the tape updates its own copy of a list or dict; an array is copied above
+                error.tape_cannot_either = base not in self.context.containers
                 raise error
             if base in dicts and (base in self.activity.varied or self.active(base)):
                 raise UnsupportedError(  # the tape can: auto falls back to it
@@ -110,11 +116,11 @@ class ForwardSweep:
                     "dict(zip(...))), or use mode='tape'"
                 )
             if base not in fresh and (base in self.activity.varied or self.active(base)):
-                error = UnsupportedError(self._shared_update_message(statement, base))
+                error = UnsupportedError(self._shared_update_message(statement, base, statements))
                 error.tape_cannot_either = True
                 raise error
 
-    def _shared_update_message(self, statement: gast.stmt, base: str) -> str:
+    def _shared_update_message(self, statement: gast.stmt, base: str, statements) -> str:
         """Why an in-place update of ``base``, which may share memory, is refused."""
         where = self.parsed.location(statement)
         line = self.parsed.source_line(statement)
@@ -125,10 +131,13 @@ class ForwardSweep:
                 "with another array; write into the array itself with one index "
                 "(a[0, 1] = ..., a[:, 0] = ...), or make a new array first (np.copy, .copy())"
             )
+        instead = copy_where_made(statements, base, calls_only=True) or (
+            "make it a new array first (np.zeros, np.copy, x.copy(), a list)"
+        )
         return (
             f"{where}: '{base}' is updated in place but may share memory with another array "
-            "(a view such as y[0], or an alias); update the array it comes from "
-            "(y[0, 1] = ...), or make it a new array first (np.zeros, np.copy, x.copy(), a list)"
+            f"(a view such as y[0], or an alias); update the array it comes from "
+            f"(y[0, 1] = ...), or {instead}"
         )
 
     def forward_block(self, statements, in_loop: bool, steps: list[Step]) -> list[gast.stmt]:
@@ -407,7 +416,7 @@ def refuse_operation(operation: Operation, location: str) -> None:
                 "value in s2sgrad.stop_gradient if it needs none"
             )
         )
-        error.tape_cannot_either = bool(operation.advice)  # the advice is the fix
+        error.tape_cannot_either = bool(operation.advice) or tape_lacks_the_rule_too(operation)
         raise error
     if operation.kind is OperationKind.UNKNOWN:
         raise UnsupportedError(

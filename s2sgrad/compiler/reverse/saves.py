@@ -135,16 +135,20 @@ class Saves:
                 "mode='tape', and please report this function"
             )
 
-    def mark_used_saves(self, backward, adjoints: set[str]) -> set[str]:
+    def mark_used_saves(self, backward, adjoints: set[str], views=None) -> set[str]:
         """Mark the saves whose values the backward sweep reads; return the names it reads.
 
         A replay (a backward ``if`` or loop) that would do nothing, since it holds no code
         and none of its restores is needed, goes (``expand_markers``), so what its test or
         range reads does not count; restoring one value can make another one needed.
+        ``views`` maps an array changed in place to the names bound to views of it (and
+        back): reading ``t1 = t[1:]`` after ``t[1:] = v`` needs ``t`` restored.
         """
+        views = views or {}
         while True:
             read, indices = self.kept_reads(backward)
             needed = (read | indices) - adjoints
+            needed |= set().union(*(views.get(n, ()) for n in needed))
             newly = [s for s in self.saves.values() if not s.used and s.target in needed]
             if not newly:
                 return read

@@ -1,0 +1,71 @@
+"""Which names may see the memory of an array the code changes in place: its views.
+
+The normal form reads ``t1 = t[1:]`` before ``t[1:] = t1 * s``; the backward sweep reads
+``t1`` after that write, and restores ``t`` in place. A read of ``t1`` therefore depends on
+``t``'s restores, which the saves and the optimiser must both respect.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from s2sgrad.compiler.syntax import walk
+
+__all__ = ["views_of_updated_arrays"]
+
+# what an array's view is taken with, besides indexing: attributes and methods
+_VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
+_VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze", "view"})
+
+
+def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
+    """For each array ``body`` changes in place (``t[i] = v``), and each name bound to a view
+    of it (``t6 = t[:]``, ``u = t.T``), the other names of that group: the backward sweep
+    restores ``t`` in place, and a read of ``t6`` must not move past that.
+
+    Example::
+
+        views_of_updated_arrays(parse("t6 = t[:]\nt[:] = s").body)  # {t: {t6}, t6: {t}}
+    """
+    updated, links = set(), []
+    for statement in walk(gast.Module(body=body, type_ignores=[])):
+        if isinstance(statement, (gast.Assign, gast.AugAssign)):
+            targets = statement.targets if type(statement) is gast.Assign else [statement.target]
+            for target in targets:
+                if type(target) is gast.Subscript:
+                    base = _view_base(target)
+                    if base is not None:
+                        updated.add(base)
+        if type(statement) is gast.Assign and len(statement.targets) == 1:
+            target, base = statement.targets[0], _view_base(statement.value)
+            if type(target) is gast.Name and base is not None:
+                links.append((target.id, base))
+    groups = {name: {name} for name in updated}
+    changed = True
+    while changed:  # views of views
+        changed = False
+        for view, base in links:
+            if (base in groups) == (view in groups) and groups.get(base) is groups.get(view):
+                continue  # neither updated, or already together
+            group = groups.get(base, set()) | groups.get(view, set()) | {base, view}
+            for name in group:
+                groups[name] = group
+            changed = True
+    return {name: frozenset(group - {name}) for name, group in groups.items() if len(group) > 1}
+
+
+def _view_base(node: gast.expr) -> str | None:
+    """``t`` for an expression that may be a view of the array ``t``."""
+    while True:
+        viewed = type(node) is gast.Attribute and node.attr in _VIEW_ATTRIBUTES
+        if type(node) is gast.Subscript or viewed:
+            node = node.value
+        elif (
+            type(node) is gast.Call
+            and type(node.func) is gast.Attribute
+            and node.func.attr in _VIEW_METHODS
+        ):
+            node = node.func.value
+        else:
+            break
+    return node.id if type(node) is gast.Name else None
