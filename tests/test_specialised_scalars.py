@@ -51,6 +51,10 @@ def fractional_power(x):
     return np.sin(x) ** 1.5
 
 
+def unused_argument(a, b):
+    return np.sin(a) * 2.0
+
+
 def generic_result(f, wrt, args):
     return derivative(f, wrt).function(*args)
 
@@ -145,3 +149,12 @@ def test_second_order_on_numbers():
         curvature = sg.grad(slope, mode=mode)
         for a in (0.4, 0.4, 0.35):
             assert_close(curvature(a), numeric_grad(slope, (a,), 0), rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_argument_the_value_does_not_use(mode):
+    g = sg.grad(unused_argument, wrt=(0, 1), mode=mode)
+    for _ in range(2):
+        da, db = g(0.3, 0.4)
+        assert type(db) is float and db == 0.0
+        assert_close(da, numeric_grad(unused_argument, (0.3, 0.4), 0))

@@ -187,6 +187,8 @@ def _popped_only(backward, saved: set[str]) -> set[str] | None:
         kind = type(node)
         if kind is gast.Assign and _is_pop(node.value):
             popped |= names_written(node)
+        elif kind is gast.AugAssign and type(node.target) is gast.Name:
+            written.add(node.target.id)  # x += v writes into an array
         elif kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is not gast.Load:
             base = node.value
             while isinstance(base, (gast.Subscript, gast.Attribute)):

@@ -59,7 +59,7 @@ _MATH_BY_ID = {id(f): name for f, name in _MATH.items()}
 _HELPERS = {
     id(runtime.unbroadcast): lambda node: node.args[0],  # numbers: g has x's shape
     id(runtime.zeros_like_value): lambda node: constant(0.0),
-    id(runtime.as_gradient): lambda node: call(load("float"), [node.args[0]]),
+    id(runtime.as_gradient): lambda node: _float(node.args[0]),
     id(runtime.seed_cotangent): lambda node: constant(1.0),
 }
 _BUILTINS = {"range", "reversed", "len", "float"}
@@ -233,6 +233,13 @@ def _allowed_call(node, namespace, lists, rewrites) -> bool:
         rewrites[id(node)] = helper
         return True
     return False
+
+
+def _float(gradient: gast.expr) -> gast.expr:
+    """``as_gradient(g, x)`` of a number ``x``: ``float(g)``, and ``0.0`` for no gradient."""
+    if type(gradient) is gast.Constant and gradient.value is None:
+        return constant(0.0)
+    return call(load("float"), [gradient])
 
 
 def _math_pow(node: gast.BinOp) -> gast.expr:
