@@ -10,10 +10,10 @@ list of passes run in order by one loop (:func:`finish`):
 * code *specialised* to the shapes of a call runs all of them::
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
-      ─► common calls ─► optimise ─► drop saves only shape queries read ─► strip broadcasts
-      ─► fold constants
+      ─► Python numbers ─► common calls ─► optimise ─► drop saves only shape queries read
+      ─► strip broadcasts ─► fold constants ─► math errors run the generic code
 
-The first five are the probe's (``compiler/specialize/``): if one fails, the call runs the
+The first six are the probe's (``compiler/specialize/``): if one fails, the call runs the
 generic code instead. Stripping broadcasts again, and folding after it, are for what the
 optimiser brought together (a broadcast next to a full array).
 
@@ -154,8 +154,8 @@ PASSES = (
         probing=True,
     ),
     Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
-    Pass("compute each pure call once", _common_calls),
     Pass("numbers as Python numbers", _scalar_code, specialising=True, probing=True),
+    Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),

@@ -1,5 +1,5 @@
 def golden_conv_vjp_backward(saved, dout):
-    i, kernel, out, stack, t1, t13, t14, t15, t2, t5 = saved
+    i, kernel, out, stack, t1, t13, t15, t2, t5 = saved
     stack_ = list(stack)
     dkernel = zeros_like_value(kernel)
     for i in reversed(t5):
@@ -8,7 +8,6 @@ def golden_conv_vjp_backward(saved, dout):
         dt14 = np.tensordot(t13, dout, axes=((0, 1), (0, 1)))
         t15 = stack_.pop()
         dkernel[i] += dt14
-        t14 = stack_.pop()
         t13 = stack_.pop()
     # grad of: out = x[:, :-1] @ kernel[0]
     dt2 = np.tensordot(t1, dout, axes=((0, 1), (0, 1)))
@@ -22,7 +21,6 @@ def golden_conv_vjp(x, kernel):
     stack = []
     out = None
     t13 = None
-    t14 = None
     t15 = None
     t1 = x[:, :-1]
     t2 = kernel[0]
@@ -33,13 +31,11 @@ def golden_conv_vjp(x, kernel):
         t12 = x.shape[1] - kernel.shape[0] + 1 + i
         stack.append(t13)
         t13 = x[:, i:t12]
-        stack.append(t14)
-        t14 = kernel[i]
         stack.append(t15)
-        t15 = t13 @ t14
+        t15 = t13 @ kernel[i]
         stack.append(out)
         out = out + t15
-    return (out, (i, kernel, out, stack, t1, t13, t14, t15, t2, t5))
+    return (out, (i, kernel, out, stack, t1, t13, t15, t2, t5))
 
 
 def dgolden_conv_loss(kernel, x):
