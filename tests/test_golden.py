@@ -43,6 +43,24 @@ def softmax_cross_entropy(logits, labels):
     return -np.mean(np.sum(labels * log_probs, axis=1))
 
 
+def golden_labels(W, X, y):
+    logits = X @ W
+    shifted = logits - np.max(logits, axis=1, keepdims=True)
+    logp = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.mean(logp[np.arange(X.shape[0]), y])
+
+
+def golden_conv(x, kernel):
+    out = x[:, :-1] @ kernel[0]
+    for i in range(1, kernel.shape[0]):
+        out = out + x[:, i : x.shape[1] - kernel.shape[0] + 1 + i] @ kernel[i]
+    return out
+
+
+def golden_conv_loss(kernel, x):
+    return np.sum(np.tanh(golden_conv(x, kernel)) ** 2)
+
+
 RNG = np.random.default_rng(0)
 
 
@@ -62,6 +80,9 @@ CASES = {
     "rosenbrock_specialised": (rosenbrock, 0, _args((10,))),
     "logistic_specialised": (logistic, "w", _args((3,), (5, 3), (5,))),
     "scalar": (scalar, (0, 1), None),
+    "scalar_specialised": (scalar, (0, 1), (0.5, 1.5)),
+    "labels_specialised": (golden_labels, "W", (*_args((4, 3), (6, 4)), np.arange(6) % 3)),
+    "conv_helper_specialised": (golden_conv_loss, "kernel", _args((2, 3, 2), (4, 5, 3))),
     "softmax_cross_entropy_specialised": (softmax_cross_entropy, 0, _args((4, 3), (4, 3))),
 }
 

@@ -22,6 +22,7 @@ from s2sgrad.compiler.inline import Namespace, _is_literal
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import ReverseSweeps
 from s2sgrad.compiler.syntax import (
+    MUTATING_METHODS,
     assign,
     call,
     clone,
@@ -151,16 +152,65 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
 
 
 def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:
-    """Copy what the backward sweep restores in place, so it can be called again."""
+    """Copy what the backward sweep restores in place, so it can be called again.
+
+    When no saved array is written into (only a stack is popped, and names rebound), the
+    stack's list is copied and nothing else: a name rebound in the backward function does
+    not change the saved tuple it was unpacked from.
+    """
     changed = set()
     for statement in backward:
         changed |= names_modified(statement)
     changed &= saved
+    lists = _popped_only(backward, saved)
+    if lists is not None:
+        copied = sorted(lists & changed)
+        renames = {name: names.claim(f"{name}_") for name in copied}
+        _rename(backward, renames)
+        return [assign(new, call(load("list"), [load(old)])) for old, new in renames.items()]
     renames = {name: names.claim(f"{name}_") for name in sorted(changed)}
+    _rename(backward, renames)
+    return [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
+
+
+def _rename(backward, renames: dict[str, str]) -> None:
     for node in walk(gast.Module(body=backward, type_ignores=[])):
         if isinstance(node, gast.Name) and node.id in renames:
             node.id = renames[node.id]
-    return [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
+
+
+def _popped_only(backward, saved: set[str]) -> set[str] | None:
+    """The saved lists the backward sweep only pops (``stack.pop()``), when nothing it
+    reads from the saved values is changed in place otherwise; else None."""
+    popped, lists, written = set(), set(), set()
+    for node in walk(gast.Module(body=backward, type_ignores=[])):
+        kind = type(node)
+        if kind is gast.Assign and _is_pop(node.value):
+            popped |= names_written(node)
+        elif kind is gast.AugAssign and type(node.target) is gast.Name:
+            written.add(node.target.id)  # x += v writes into an array
+        elif kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is not gast.Load:
+            base = node.value
+            while isinstance(base, (gast.Subscript, gast.Attribute)):
+                base = base.value
+            written.add(getattr(base, "id", None))
+        elif kind is gast.Call and type(node.func) is gast.Attribute:
+            if node.func.attr == "pop" and not node.args and type(node.func.value) is gast.Name:
+                lists.add(node.func.value.id)
+            elif type(node.func.value) is gast.Name and node.func.attr in MUTATING_METHODS:
+                written.add(node.func.value.id)
+    if None in written or written & (saved | popped | lists):
+        return None
+    return lists & saved
+
+
+def _is_pop(value) -> bool:
+    return (
+        type(value) is gast.Call
+        and type(value.func) is gast.Attribute
+        and value.func.attr == "pop"
+        and not value.args
+    )
 
 
 def entry_tangents(wrt, tangents: dict, names, namespace) -> tuple[dict, list]:

@@ -10,10 +10,10 @@ list of passes run in order by one loop (:func:`finish`):
 * code *specialised* to the shapes of a call runs all of them::
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
-      ─► common calls ─► optimise ─► drop saves only shape queries read ─► strip broadcasts
-      ─► fold constants
+      ─► Python numbers ─► common calls ─► optimise ─► drop saves only shape queries read
+      ─► strip broadcasts ─► fold constants ─► math errors run the generic code
 
-The first five are the probe's (``compiler/specialize/``): if one fails, the call runs the
+The first six are the probe's (``compiler/specialize/``): if one fails, the call runs the
 generic code instead. Stripping broadcasts again, and folding after it, are for what the
 optimiser brought together (a broadcast next to a full array).
 
@@ -40,6 +40,7 @@ from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
 from s2sgrad.compiler.specialize.probe import Probing
+from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
 from s2sgrad.compiler.specialize.scatter import scatter_sums
 
 __all__ = [
@@ -61,6 +62,7 @@ class Finishing:
     is_pure: Callable[[gast.Call], bool]
     probing: Probing | None = None
     broadcasts_removed: bool = False  # by the last stripping, so folding has work again
+    scalar: bool = False  # code on Python numbers (``specialize/scalars.py``)
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,19 @@ def _fold_constants(node, finishing):
     return node
 
 
+def _scalar_code(node, finishing):
+    probing = finishing.probing
+    if scalar_arguments(probing.args, probing.kwargs):
+        finishing.scalar = scalar_code(node, probing.namespace)
+    return node
+
+
+def _falling_back(node, finishing):
+    if finishing.scalar:
+        falling_back(node, finishing.probing.namespace, finishing.probing.generic.function)
+    return node
+
+
 PASSES = (
     Pass("instrument the probe", _instrument, specialising=True, probing=True),
     Pass("run the probe", _probe, specialising=True, probing=True),
@@ -139,11 +154,13 @@ PASSES = (
         probing=True,
     ),
     Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
+    Pass("numbers as Python numbers", _scalar_code, specialising=True, probing=True),
     Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+    Pass("math errors run the generic code", _falling_back, specialising=True),
 )
 
 
@@ -200,7 +217,9 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
 
     namespace = dict(generated.given_namespace)
     namespace.update((name, entry.expected) for name, entry in generated.live.items())
-    probing = Probing(namespace, args, kwargs, compile_probe)
+    probing = Probing(
+        namespace, args, kwargs, compile_probe, specialise=specialised, generic=generated
+    )
     try:
         with without_garbage_collection():
             node = finish(generated.raw_node, Finishing(purity_of(namespace), probing))

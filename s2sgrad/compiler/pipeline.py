@@ -412,9 +412,16 @@ def _build_reverse(
         generated.companion = compile_function(
             backward_function, namespace.objects, parsed.location()
         )
+        # specialised with a caller specialised to its shapes (specialize/callees.py)
+        follows = shapes_follow_arguments(
+            node.body, parsed.resolve, parameter_names(node, starred=False)
+        )
+        generated.shapes_follow_arguments = generated.companion.shapes_follow_arguments = follows
         return generated
     generated = compile_function(assembled, namespace.objects, parsed.location(), finish_generic)
-    generated.shapes_follow_arguments = shapes_follow_arguments(node.body, parsed.resolve)
+    generated.shapes_follow_arguments = shapes_follow_arguments(
+        node.body, parsed.resolve, parameter_names(node, starred=False)
+    )
     # the derivative defines functions where the user's function does (no closures else)
     generated.defines_functions = any(
         type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
@@ -471,7 +478,9 @@ def _build_jvp(
     finish_generic = _generic_finish(namespace)
     generated = compile_function(function, namespace.objects, parsed.location(), finish_generic)
     generated.tangent_names = tangents
-    generated.shapes_follow_arguments = shapes_follow_arguments(node.body, parsed.resolve)
+    generated.shapes_follow_arguments = shapes_follow_arguments(
+        node.body, parsed.resolve, parameter_names(node, starred=False)
+    )
     return generated
 
 

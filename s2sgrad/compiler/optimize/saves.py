@@ -25,10 +25,10 @@ def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
     The reverse transformer saves a value when backward code reads it; after
     specialisation some of those reads (shape queries) are gone.
     """
-    stacks = _stacks(body)
+    statements = list(_walk_with_loops(body, ()))
+    stacks = _stacks(body) - _escaping(statements)
     if not stacks:
         return body
-    statements = list(_walk_with_loops(body, ()))
     removable = set()
     for stack in stacks:
         saved = {
@@ -55,6 +55,38 @@ def _stacks(body) -> set[str]:
     return {
         s.targets[0].id for s in body if isinstance(s, gast.Assign) and annotation(s, STACK, False)
     }
+
+
+def _escaping(statements) -> set[str]:
+    """Names read other than to push or pop (a VJP's stack, returned for its backward
+    function, whose pops this body does not see)."""
+    reads: dict[str, int] = {}
+    stack_uses: dict[str, int] = {}
+    for statement, _ in statements:
+        for node in _own_nodes(statement):
+            if type(node) is gast.Name and type(node.ctx) is gast.Load:
+                reads[node.id] = reads.get(node.id, 0) + 1
+            elif type(node) is gast.Call:
+                for method in ("append", "pop"):
+                    receiver = method_receiver(node, method)
+                    if receiver is not None:
+                        stack_uses[receiver] = stack_uses.get(receiver, 0) + 1
+    return {name for name, count in reads.items() if count != stack_uses.get(name, 0)}
+
+
+def _own_nodes(statement):
+    """The nodes of ``statement`` outside the statements nested in its body."""
+    pending = [statement]
+    while pending:
+        node = pending.pop()
+        yield node
+        for field, value in gast.iter_fields(node):
+            if field in ("body", "orelse") and node is statement:
+                continue
+            if isinstance(value, list):
+                pending.extend(v for v in value if isinstance(v, gast.AST))
+            elif isinstance(value, gast.AST):
+                pending.append(value)
 
 
 def _walk_with_loops(statements, loops):

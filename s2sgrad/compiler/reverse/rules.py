@@ -91,8 +91,11 @@ class RuleAdjoints:
                 _primitive_name(operation.primitive), operation.primitive
             )
             result = self.names.fresh("cotangents")
-            arguments = [load(primitive_name), cotangent, answer, *args]
-            rule_call = call(self.helper("vjp_call"), arguments, operation.keywords)
+            # copies: the forward sweep's statement holds these nodes, and a helper's
+            # backward function renames the names it restores (assemble._private_copies)
+            arguments = [load(primitive_name), cotangent, answer, *map(clone, args)]
+            keywords = {k: clone(v) for k, v in (operation.keywords or {}).items()}
+            rule_call = call(self.helper("vjp_call"), arguments, keywords)
             block.append(assign(result, rule_call, like=statement))
             entries = [
                 gast.Subscript(value=load(result), slice=constant(i), ctx=gast.Load())

@@ -14,7 +14,7 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, NEAR_BROADCAST, annotate, annotation
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import node_fields, walk
+from s2sgrad.compiler.syntax import clone, node_fields, walk
 
 __all__ = [
     "ARITHMETIC",
@@ -181,10 +181,11 @@ def _strip_broadcasts(node: gast.expr) -> tuple[gast.expr, bool]:
         and node.func.attr == "expand_dims"
         and node.args
     ):  # expand_dims of a number is the number, as far as broadcasting is concerned
-        inner, removed = _strip_broadcasts(node.args[0])
+        inner, removed = _strip_broadcasts(clone(node.args[0]))
         if _is_number(inner):
             return inner, True
-        node.args[0] = inner
+        # else the broadcast stays: expand_dims needs its rank (of a 0-d array, axis 1 fails)
+        return node, False
     if isinstance(node, gast.BinOp) and type(node.op) in ARITHMETIC:
         node.left, removed_left = _strip_broadcasts(node.left)
         node.right, removed_right = _strip_broadcasts(node.right)

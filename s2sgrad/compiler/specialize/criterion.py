@@ -3,6 +3,9 @@
 A function is only specialised when its shapes cannot depend on values: no branch or
 loop test that reads array values, no subscript by a computed index (boolean masks),
 and none of the functions whose output size depends on values (``np.nonzero`` …).
+An index whose values are integers sets the shape of what it picks by its own shape,
+whatever those values: ``logp[np.arange(n), y]`` may be specialised when ``y`` is a
+parameter, whose dtype the probe checks (``index_parameters``; the signature keeps it).
 
 Example::
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from s2sgrad.compiler.syntax import names_read, walk
 
-__all__ = ["shapes_follow_arguments", "signature"]
+__all__ = ["index_parameters", "integer_index", "shapes_follow_arguments", "signature"]
 
 _VALUE_SIZED = {
     np.nonzero,
@@ -76,13 +79,20 @@ _NDARRAY = np.ndarray
 
 
 # static criterion ------------------------------------------------------------------------
-def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr], Any]) -> bool:
+def shapes_follow_arguments(
+    body: list[gast.stmt],
+    resolve: Callable[[gast.expr], Any],
+    parameters: frozenset[str] | set[str] = frozenset(),
+) -> bool:
     """Whether every intermediate shape of ``body`` is fixed by the argument shapes.
 
-    ``body`` is in A-normal form; ``resolve`` maps a function reference to its object.
+    ``body`` is in A-normal form; ``resolve`` maps a function reference to its object;
+    ``parameters`` may index arrays when the probe finds them integers
+    (:func:`integer_index`).
     """
     nodes = [node for statement in body for node in walk(statement)]
     shape_only = _shape_only_names(nodes)
+    indices = shape_only | _integer_index_names(nodes, shape_only, resolve, parameters)
     for node in nodes:
         if isinstance(node, (gast.If, gast.While)):
             if not _is_shape_only(node.test, shape_only):
@@ -90,8 +100,7 @@ def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr]
         elif isinstance(node, gast.For) and not _is_shape_only(node.iter, shape_only):
             return False
         elif isinstance(node, gast.Subscript):
-            index_names = names_read(node.slice)
-            if not index_names <= shape_only:
+            if not names_read(node.slice) <= indices:
                 return False
         elif isinstance(node, gast.Call):
             try:
@@ -101,6 +110,75 @@ def shapes_follow_arguments(body: list[gast.stmt], resolve: Callable[[gast.expr]
             if any(target is f for f in _VALUE_SIZED) and not _selects(target, node):
                 return False
     return True
+
+
+# integer-valued, shaped by their arguments: as an index, their values never set a shape
+_INTEGER_VALUED = (np.arange, np.argmax, np.argmin, np.argsort)
+
+
+def _integer_index_names(
+    nodes: list[gast.AST], shape_only: set[str], resolve, parameters
+) -> set[str]:
+    """Names that hold integers whatever the values (``np.arange(n)``, ``np.argmax(x,
+    axis=1)``), and the parameters (checked by the probe), never written in ``nodes``."""
+    values: dict[str, list[gast.expr | None]] = {}  # None: written some other way
+    assigned: set[int] = set()
+    for node in nodes:
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            values.setdefault(node.targets[0].id, []).append(node.value)
+            assigned.add(id(node.targets[0]))
+    for node in nodes:
+        if type(node) is gast.Name and type(node.ctx) is not gast.Load and id(node) not in assigned:
+            values.setdefault(node.id, []).append(None)
+    names = {name for name in parameters if name not in values}
+    for name, written in values.items():
+        if all(_integer_valued(v, shape_only, resolve) for v in written):
+            names.add(name)
+    return names
+
+
+def _integer_valued(value, shape_only: set[str], resolve) -> bool:
+    """``np.arange(n)``, ``np.argmax(x, axis=1)``: integers whose number is set by shapes
+    (arguments after the first, and keywords, shape-only)."""
+    if not isinstance(value, gast.Call) or not value.args:
+        return False
+    try:
+        target = resolve(value.func)
+    except Exception:
+        return False
+    if not any(target is f for f in _INTEGER_VALUED):
+        return False
+    settings = [*value.args[1:], *(k.value for k in value.keywords)]
+    if target is np.arange:
+        settings.append(value.args[0])
+    return all(_is_shape_only(s, shape_only) for s in settings)
+
+
+def index_parameters(function: gast.FunctionDef) -> set[str]:
+    """The parameters of ``function`` that index an array (``x[y]``): specialised code is
+    only right for them where :func:`integer_index` holds."""
+    parameters = {a.id for a in function.args.args + function.args.kwonlyargs}
+    used = set()
+    for node in walk(function):
+        if isinstance(node, gast.Subscript):
+            used |= names_read(node.slice) & parameters
+    return used
+
+
+def integer_index(value: Any) -> bool:
+    """Whether ``value``, as an index, picks a number of elements its shape sets: an
+    integer, an integer array, or a list or tuple of integers (not booleans, which mask).
+
+    Example::
+
+        integer_index(np.array([0, 2]))        # True
+        integer_index(np.array([True, False])) # False: a mask's size is its values'
+    """
+    if type(value) is np.ndarray:
+        return value.dtype.kind in "iu"
+    if isinstance(value, (list, tuple)):
+        return all(type(v) is int or isinstance(v, np.integer) for v in value)
+    return type(value) is int or isinstance(value, np.integer)
 
 
 def _selects(target: Any, call: gast.Call) -> bool:

@@ -9,6 +9,7 @@ specialiser its rule declares (``specialize/rewrites.py``) for what it saw.
 
 from __future__ import annotations
 
+import inspect
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,14 +25,20 @@ from s2sgrad.compiler.specialize.broadcasts import (
     resolve,
     without_broadcasts,
 )
+from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
+from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
 from s2sgrad.compiler.specialize.rewrites import specialisers
 from s2sgrad.compiler.specialize.seen import Seen, observed
 from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
 
-__all__ = ["Probing", "instrument", "run", "specialise_sites"]
+__all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites"]
 
 _PROBE = "__s2sgrad_probe__"
 _OPERATOR = "__s2sgrad_operator__"
+
+
+class NotSpecialisable(Exception):
+    """The arguments of this call leave shapes to values: the generic code runs."""
 
 
 class _Probe:
@@ -79,6 +86,11 @@ class Probing:
     probe: _Probe = field(default_factory=lambda: _Probe())
     sites: list = field(default_factory=list)  # (probe call, site, target), inner first
     result: Any = None
+    # how a called helper's derivative is specialised (``finishing.specialised``), and the
+    # helpers the probe called, by name (``callees.py``)
+    specialise: Callable | None = None
+    callees: dict = field(default_factory=dict)
+    generic: Any = None  # the generic code, which scalar code falls back to (``scalars``)
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -105,9 +117,22 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """Run the probe once on the arguments; its result is the call's."""
-    namespace = {**probing.namespace, _PROBE: probing.probe, _OPERATOR: _apply_operator}
+    """Run the probe once on the arguments; its result is the call's. Raises
+    :class:`NotSpecialisable` when a parameter indexes an array with other than integers
+    (a mask: the shapes it sets are its values')."""
+    probing.callees = callee_probes(probing.namespace, probing.specialise)
+    namespace = {
+        **probing.namespace,
+        **probing.callees,
+        _PROBE: probing.probe,
+        _OPERATOR: _apply_operator,
+    }
     function = probing.compile_probe(probed, namespace)
+    indexing = index_parameters(probed)
+    if indexing:
+        bound = inspect.signature(function).bind(*probing.args, **probing.kwargs)
+        if not all(integer_index(bound.arguments.get(n)) for n in indexing):
+            raise NotSpecialisable("a parameter indexes an array with other than integers")
     probing.result = function(*probing.args, **probing.kwargs)
     return probed
 
@@ -116,6 +141,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
     """Turn each probe call back into its site, specialised to what the probe saw, in
     place: inner sites first, so an outer site's operands are final when it is rewritten."""
     table, probe, namespace = specialisers(), probing.probe, probing.namespace
+    namespace.update(specialised_callees(probing.callees))
 
     def specialise(site, site_node, target):
         seen = probe.seen(site)

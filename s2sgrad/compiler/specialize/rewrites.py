@@ -22,6 +22,7 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import SCATTER, UNCOVERED, annotate
+from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import attribute, call, constant, load
 from s2sgrad.rules.registry import declare_specialiser, specialisers_by_id
@@ -42,7 +43,7 @@ def specialises(*targets) -> Callable[[Callable], Callable]:
 
 def specialisers() -> dict[int, Callable]:
     """The declared specialisers, by ``id`` of the function whose calls they rewrite."""
-    return specialisers_by_id()
+    return {**specialisers_by_id(), **_UNREGISTERED}
 
 
 # specialisers ----------------------------------------------------------------------------
@@ -112,11 +113,22 @@ def _ranks(a: Seen, b: Seen) -> tuple[int, int] | None:
     return None
 
 
+def _stacked(args) -> int:
+    """The rank of ``a`` in ``a @ b`` when ``a`` is a stack of matrices (rank 3 and more)
+    and ``b`` one matrix, with ``g`` of the product's shape; else 0."""
+    g, a, b = args
+    if not (g.kind == a.kind == b.kind == "array") or len(b.shape) != 2:
+        return 0
+    if len(a.shape) < 3 or g.shape != a.shape[:-1] + b.shape[1:]:
+        return 0
+    return len(a.shape)
+
+
 @specialises(runtime.matmul_cotangent_a)
 def _matmul_cotangent_a(node, args, result, namespace):
     g_node, a_node, b_node = node.args
     ranks = _ranks(args[1], args[2])
-    if ranks == (2, 2):
+    if ranks == (2, 2) or _stacked(args):
         return _matmul(g_node, _transposed(b_node))  # g @ b.T
     if ranks == (1, 2):
         return _matmul(b_node, g_node)  # b @ g
@@ -131,11 +143,54 @@ def _matmul_cotangent_b(node, args, result, namespace):
     ranks = _ranks(args[1], args[2])
     if ranks == (2, 2):
         return _matmul(_transposed(a_node), g_node)  # a.T @ g
+    stacked = _stacked(args)
+    if stacked:  # the sum of a[i].T @ g[i] over the stack
+        batch = gast.Tuple(elts=[constant(k) for k in range(stacked - 1)], ctx=gast.Load())
+        axes = gast.Tuple(elts=[batch, batch], ctx=gast.Load())
+        tensordot = attribute(load(numpy_name(namespace)), "tensordot")
+        return call(tensordot, [a_node, g_node], {"axes": axes})
     if ranks == (2, 1):
         return _matmul(g_node, a_node)  # g @ a
     if ranks == (1, 2):
         return call(attribute(load(numpy_name(namespace)), "outer"), [a_node, g_node])
     return None
+
+
+def _vjp_call(node, args, result, namespace):
+    """``vjp_call(np.einsum, g, ans, "nchw,kc->nkhw", a, b)``: one einsum per operand,
+    ``np.einsum("nkhw,kc->nchw", g, b)``, where each letter of the operand appears once in
+    it and also in ``g`` or another operand, and no axis was stretched (else the rule)."""
+    primitive, spec = node.args[0], node.args[3] if len(node.args) > 3 else None
+    if resolve(primitive, namespace) is not np.einsum or not isinstance(spec, gast.Constant):
+        return None
+    if not isinstance(spec.value, str) or "..." in spec.value or "->" not in spec.value:
+        return None
+    inputs, output = spec.value.replace(" ", "").split("->")
+    terms = inputs.split(",")
+    operands = args[4:]
+    if len(terms) != len(operands) or any(o.kind != "array" for o in operands + args[1:2]):
+        return None
+    sizes: dict[str, int] = {}
+    for term, operand in zip([output, *terms], [args[1], *operands]):
+        if len(term) != len(operand.shape) or len(set(term)) != len(term):
+            return None
+        for letter, size in zip(term, operand.shape):
+            if sizes.setdefault(letter, size) != size:
+                return None  # a stretched axis: the rule sums it back
+    npn = numpy_name(namespace)
+    entries: list[gast.expr] = [constant(None)]
+    for k, term in enumerate(terms):
+        others = [output] + [t for j, t in enumerate(terms) if j != k]
+        if not set(term) <= set("".join(others)):
+            return None  # a letter summed in this operand alone
+        arrays = [node.args[1]] + [a for j, a in enumerate(node.args[4:]) if j != k]
+        cotangent_spec = constant(",".join(others) + "->" + term)
+        entries.append(call(attribute(load(npn), "einsum"), [cotangent_spec, *arrays]))
+    return gast.Tuple(elts=entries, ctx=gast.Load())
+
+
+# specialisers of helpers that must have no rule (``vjp_call`` is differentiated as it runs)
+_UNREGISTERED = {id(runtime.vjp_call): _vjp_call}
 
 
 @specialises(runtime.seed_cotangent)
