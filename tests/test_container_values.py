@@ -140,3 +140,39 @@ def test_a_dict_filled_entry_by_entry_is_refused_by_source_and_right_in_auto():
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         got = sg.grad(_loss_of_flat_parameters)(flat)
     np.testing.assert_allclose(got, numeric_grad(_loss_of_flat_parameters, (flat,), 0), rtol=1e-6)
+
+
+def sum_of_a_tuple(t):
+    return np.sum(t)
+
+
+def mean_plus_max_of_a_tuple(t):
+    return np.mean(t) + np.max(t) * t[0]
+
+
+def product_of_a_list_of_arrays(t):
+    return np.sum(np.prod(t, axis=0) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+@pytest.mark.parametrize(
+    "function, argument",
+    [
+        (sum_of_a_tuple, (0.7, -1.2, 2.0)),
+        (mean_plus_max_of_a_tuple, (0.7, -1.2, 2.0)),
+        (product_of_a_list_of_arrays, [np.array([0.5, -1.0]), np.array([1.5, 0.3])]),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)
+def test_a_container_argument_that_numpy_reads_as_one_array(function, argument, mode):
+    """np.sum(t) of a tuple argument: the rule's cotangent is one array, which goes back to
+    the entries (it was dropped, and the gradient was zero)."""
+
+    def flat(v):
+        return function(type(argument)(v) if isinstance(argument[0], float) else list(v))
+
+    values = np.array(argument, dtype=float)
+    expected = numeric_grad(flat, (values,), 0)
+    gradient = call_twice(sg.grad(function, mode=mode), argument)
+    assert type(gradient) is type(argument) and len(gradient) == len(argument)
+    assert_close(np.array(gradient, dtype=float), expected)

@@ -120,6 +120,21 @@ def _numeric(x: Any) -> bool:
     return x is None or isinstance(x, (complex, np.generic)) or hasattr(x, "__array_function__")
 
 
+def _entries_of_array_cotangent(g: Any, x: list | tuple) -> list:
+    """The cotangent of each entry of a list or tuple that NumPy read as one array, from
+    the cotangent of that array."""
+    try:
+        shape = np.shape(x)
+        entries = np.broadcast_to(g, shape)
+    except ValueError:
+        raise UnsupportedError(
+            f"{running_origin('the differentiated function')}: the derivative with respect "
+            f"to a {type(x).__name__} of differently shaped entries came back as one array "
+            f"of shape {np.shape(g)}; pass np.stack(...) of the entries instead"
+        ) from None
+    return [entries[i] for i in range(len(x))]
+
+
 def add_cotangents(a: Any, b: Any) -> Any:
     """Add two cotangents that may be containers or ``None`` (meaning zero).
 
@@ -219,6 +234,8 @@ def as_gradient(g: Any, x: Any) -> Any:
     if isinstance(x, dict):
         return {k: as_gradient(g.get(k) if isinstance(g, dict) else None, v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
+        if isinstance(g, (np.ndarray, np.generic)):  # NumPy read x as one array (np.sum(x))
+            g = _entries_of_array_cotangent(g, x)
         parts = g if isinstance(g, (list, tuple)) else [None] * len(x)
         return rebuild_sequence(x, [as_gradient(u, v) for u, v in zip(parts, x)])
     if isinstance(x, (float, int)) and not isinstance(x, bool):
