@@ -152,7 +152,12 @@ def scaled_list(x):
 def test_a_helper_changing_an_array_its_caller_made():
     # s2s over s2s refuses the generated gradient's own writes (aliasing): the tape's hvp
     check_gradient(halved_copy, X, second_order=("tape",))
-    check_gradient(scaled_list, X, modes=["tape", "auto"])  # s2s refuses it
+    # s2s inlines scale() and refuses its update of a list's array; auto says so too (the
+    # refusal comes from the generated code as it runs), where the tape alone follows it
+    check_gradient(scaled_list, X, modes=["tape"])
+    for mode in ("s2s", "auto"):
+        with pytest.raises(sg.UnsupportedError, match="may share memory"):
+            sg.grad(scaled_list, mode=mode)(X)
 
 
 def test_the_helper_example_of_the_issue():
@@ -166,13 +171,17 @@ def scales_the_argument(x):
     return np.sum(x**2)
 
 
-def test_a_helper_changing_the_differentiated_functions_argument_is_refused():
-    """NumPy would change the caller's array, which the gradient call leaves as it is."""
-    for mode in MODES:
-        with pytest.raises(sg.UnsupportedError) as error:
-            sg.grad(scales_the_argument, mode=mode)(X.copy())
-        assert f"{__file__}:" in str(error.value)
-        assert "return new arrays" in str(error.value) or "return a new array" in str(error.value)
+def test_a_helper_changing_the_differentiated_functions_argument():
+    """NumPy would change the caller's array: s2s differentiates the function of the
+    argument's values on a copy (the caller's array is left as it is); the tape refuses."""
+    x = X.copy()
+    for mode in ("s2s", "auto"):
+        check_gradient(scales_the_argument, x, modes=[mode], second_order=())
+        np.testing.assert_array_equal(x, X)
+    with pytest.raises(sg.UnsupportedError) as error:
+        sg.grad(scales_the_argument, mode="tape")(X.copy())
+    assert f"{__file__}:" in str(error.value)
+    assert "return new arrays" in str(error.value) or "return a new array" in str(error.value)
 
 
 def halves_a_view(x):
