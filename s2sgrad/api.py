@@ -58,6 +58,7 @@ from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
+from s2sgrad.tape.vjp import plain_leaves
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "hvp"]
 
@@ -318,7 +319,7 @@ class _Transform(NotebookDisplay):
         cotangents = pullback(seed_cotangent(out))
         gradients = cotangents[0] if self.single else tuple(cotangents)
         if self.has_aux:
-            aux = target.aux
+            aux = plain_leaves(target.aux)  # the tape's values stay inside s2sgrad
             value = (out, aux)
         else:
             value = out

@@ -61,6 +61,8 @@ def assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         return _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents)
     else:
         body = list(sweeps.forward)
+        if request.kind == "value_and_grad" or request.has_aux:
+            output = _kept_before_backward(output, sweeps.backward, body, names, helper)
         if any(sweeps.adjoints.values()):
             seed = assign(
                 sweeps.output_cotangent, call(helper("seed_cotangent"), [clone(differentiated)])
@@ -94,6 +96,35 @@ def assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         type_params=[],
     )
     return generated
+
+
+def _kept_before_backward(output, backward, body, names, helper):
+    """``output``, or a name bound to it at the end of the forward sweep when the backward
+    sweep changes what it reads (restoring a variable the loop overwrote, ``y = stack.pop()``,
+    or an array's items): the value returned is the function's, not the restored one."""
+    rebound, in_place = set(), set()
+    for statement in backward:
+        for sub in walk(statement):
+            if isinstance(sub, gast.Name) and isinstance(sub.ctx, gast.Store):
+                rebound.add(sub.id)
+            elif isinstance(sub, gast.Subscript) and isinstance(sub.ctx, gast.Store):
+                in_place |= names_read(sub.value)
+    read = names_read(output)
+    if not read & (rebound | in_place):
+        return output
+    parts = output.elts if isinstance(output, gast.Tuple) else [output]
+    kept = []
+    for part in parts:
+        if not names_read(part) & (rebound | in_place):
+            kept.append(part)
+            continue
+        name = names.fresh("value")
+        value = (
+            call(helper("snapshot"), [clone(part)]) if names_read(part) & in_place else clone(part)
+        )
+        body.append(assign(name, value))
+        kept.append(load(name))
+    return gast.Tuple(elts=kept, ctx=gast.Load()) if isinstance(output, gast.Tuple) else kept[0]
 
 
 def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):

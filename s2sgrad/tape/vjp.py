@@ -24,7 +24,7 @@ from s2sgrad.tape.recording import is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
 
-__all__ = ["tape_vjp", "unwrap_stored_values"]
+__all__ = ["tape_vjp", "unwrap_stored_values", "plain_leaves"]
 
 
 def tape_vjp(
@@ -144,6 +144,17 @@ def _watched(tape: GradientTape, leaf: Any) -> Any:
 
 def _is_floating(value: Any) -> bool:
     return np.result_type(value).kind in "fc"
+
+
+def plain_leaves(tree: Any) -> Any:
+    """``tree`` (what a function returned beside its output, ``has_aux``) with the values of a
+    finished tape as the plain arrays they stand for; those an outer tape traces stay.
+
+    Example::
+
+        plain_leaves({"last": y})  # {'last': array([...])} for a tape value y
+    """
+    return map_leaves(_plain, tree)
 
 
 def _plain(leaf: Any) -> Any:
