@@ -17,8 +17,9 @@ from s2sgrad.runtime import (
 )
 from s2sgrad.runtime.core import *  # noqa: F403
 from s2sgrad.runtime.core import __all__ as _core_all
+from s2sgrad.runtime.revolve import run_checkpointed
 
-__all__ = list(_core_all)
+__all__ = [*_core_all, "run_checkpointed"]
 
 for _module in (elementwise, reductions, linalg, shapes, fft, scientific, ufunc_methods, dispatch):
     for _name in _module.__all__:
