@@ -295,7 +295,6 @@ def _checkpointed_loop(step, carried, read, iterable, snapshots=None, differenti
     marked = (True,) * len(carried) + (
         (True,) * len(read) if differentiated is None else tuple(differentiated)
     )
-    step_vjp = _step_vjp(step, values, marked)
     count, read_cotangents = len(carried), [None] * len(read)
 
     def advance(state: tuple, i: int) -> tuple:
@@ -313,6 +312,8 @@ def _checkpointed_loop(step, carried, read, iterable, snapshots=None, differenti
 
     loop = CheckpointedLoop(advance, taped, backward, len(items), snapshots)
     final = loop.forward(carried)
+    # a state entry may become floating in the loop (acc = 0, then acc = acc + w * t)
+    step_vjp = _step_vjp(step, values, marked, (*final, *read))
 
     def pullback(g: Any) -> tuple:
         if not loop.stored:  # pulled back again: place the first snapshots again
@@ -371,11 +372,18 @@ def _is_floating(value: Any) -> bool:
     return False
 
 
-def _step_vjp(step: Callable, values: tuple, marked: tuple) -> Callable:
+def _step_vjp(step: Callable, values: tuple, marked: tuple, last: tuple) -> Callable:
     """``vjp(values) -> (new_state, pullback)`` of the loop's step on the engine that
-    called, differentiated with respect to the floating ``values`` ``marked`` true;
-    ``pullback(g)`` returns one cotangent per value (``None`` for the others)."""
-    varied = tuple(i for i, v in enumerate(values) if marked[i] and _is_floating(v))
+    called, differentiated with respect to the ``values`` ``marked`` true that are floating
+    before the first step or after the ``last``; ``pullback(g)`` returns one cotangent per
+    value (``None`` for the others)."""
+    varied = tuple(
+        i
+        for i, (v, w) in enumerate(zip(values, last))
+        if marked[i] and (_is_floating(v) or _is_floating(w))
+    )
+    if not varied:  # nothing the loop reads or carries is differentiated
+        return lambda args: (tuple(step(*args)), lambda g: [None] * len(args))
     on_tape = called_by_tape() or any(is_tape_value(leaf) for leaf in flatten(values)[0])
     if not on_tape:
         try:

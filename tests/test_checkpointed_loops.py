@@ -196,6 +196,13 @@ def appends_outside(y):
     return sum(kept)
 
 
+def reads_the_loop_variable_after(y):
+    t = 0
+    for t in sg.checkpointed(range(5), snapshots=2):  # noqa: B007  (read after the loop)
+        y = y * 2.0
+    return y * t
+
+
 def loops_over_items(y, items):
     for item in sg.checkpointed(items, snapshots=2):
         y = y * item
@@ -217,6 +224,7 @@ def reads_a_body_temporary_after(y):
         (writes_outside, (1.0,), "a write into an array", 2),
         (appends_outside, (1.0,), "a write into an array", 2),
         (loops_over_items, (1.0, [1.0, 2.0]), "range", 1),
+        (reads_the_loop_variable_after, (1.0,), "loop variable 't'", 2),
         (reads_a_body_temporary_after, (1.0,), "'z' first assigned", 1),
     ],
 )
@@ -269,3 +277,39 @@ def test_forward_over_reverse_is_refused_by_source_transformation_alone():
     W, U, h, c, x = problem(4)
     with pytest.raises(UnsupportedError, match="forward mode"):
         sg.hvp(lambda W: rnn(W, U, h, c, x, 2), (W,), (W,), mode="s2s")
+
+
+def counts_steps(w, n):
+    count = 0
+    for t in sg.checkpointed(range(n), snapshots=2):
+        count = count + t
+    return w * count
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_loop_carrying_nothing_differentiated(mode):
+    assert sg.grad(counts_steps, mode=mode)(2.0, 6) == 15.0
+
+
+def becomes_floating(w, n):
+    acc, kept = 0, []
+    for t in sg.checkpointed(range(n), snapshots=2):
+        acc = acc + np.sin(w * t)
+        kept = kept + [acc * w]
+    return acc * w + sum(kept)
+
+
+def becomes_floating_plain(w, n):
+    acc, kept = 0, []
+    for t in range(n):
+        acc = acc + np.sin(w * t)
+        kept = kept + [acc * w]
+    return acc * w + sum(kept)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_state_that_becomes_floating_in_the_loop(mode):
+    got = sg.grad(becomes_floating, mode=mode)(0.7, 6)
+    assert got == pytest.approx(numeric_grad(becomes_floating_plain, (0.7, 6), 0), rel=1e-7)
+    plain = sg.grad(becomes_floating_plain, mode="tape")(0.7, 6)
+    assert got == pytest.approx(plain, rel=1e-12)

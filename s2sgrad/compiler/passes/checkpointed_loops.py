@@ -312,9 +312,12 @@ def _state(node: gast.FunctionDef, loop: gast.For, parsed) -> tuple[list[str], l
                 f"'{name}' first assigned in its body and read after it",
                 f"assign {name} before the loop",
             )
-    if target in outside and target not in before:
+    if target in outside:  # after the loop it would keep the value it had before
         raise _refusal(
-            loop, parsed, "its loop variable read after it", "compute that value after the loop"
+            loop,
+            parsed,
+            f"its loop variable '{target}' also read outside it",
+            "give the loop variable a name of its own",
         )
     local = parameter_names(node)
     for statement in node.body:
