@@ -150,26 +150,26 @@ def parsed_step(function: Any) -> ParsedFunction | None:
 def _marked_loops(body: list[gast.stmt], parsed: ParsedFunction):
     """``(block, index, loop)`` of each outermost checkpointed loop, last first (so that
     replacing one keeps the indices of the others)."""
-    found = []
-
-    def visit(block: list[gast.stmt]) -> None:
-        for index, statement in enumerate(block):
-            if _is_marked(statement, parsed):
-                found.append((block, index, statement))
-                continue
-            if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
-                continue
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list):
-                    visit(inner)
-            for handler in getattr(statement, "handlers", None) or ():
-                visit(handler.body)
-            for case in getattr(statement, "cases", None) or ():
-                visit(case.body)
-
-    visit(body)
+    found: list = []
+    _find_marked(body, parsed, found)  # no recursive closure: it would leave a cycle
     return reversed(found)
+
+
+def _find_marked(block: list[gast.stmt], parsed: ParsedFunction, found: list) -> None:
+    for index, statement in enumerate(block):
+        if _is_marked(statement, parsed):
+            found.append((block, index, statement))
+            continue
+        if not isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            for inner in _inner_blocks(statement):
+                _find_marked(inner, parsed, found)
+
+
+def _inner_blocks(statement: gast.stmt) -> list[list[gast.stmt]]:
+    blocks = [getattr(statement, field, None) for field in ("body", "orelse", "finalbody")]
+    blocks += [h.body for h in getattr(statement, "handlers", None) or ()]
+    blocks += [c.body for c in getattr(statement, "cases", None) or ()]
+    return [block for block in blocks if isinstance(block, list)]
 
 
 def _is_marked(statement: gast.stmt, parsed: ParsedFunction) -> bool:
@@ -330,27 +330,23 @@ def _bound_before(node: gast.FunctionDef, loop: gast.For) -> set[str]:
     """The names that may be bound when ``loop`` starts: parameters, names assigned by the
     statements before it in every enclosing block, and whatever enclosing loops assign."""
     bound = parameter_names(node)
-
-    def visit(block: list[gast.stmt]) -> bool:
-        nonlocal bound
-        for statement in block:
-            if statement is loop:
-                return True
-            inner_blocks = [
-                getattr(statement, field, None) for field in ("body", "orelse", "finalbody")
-            ]
-            inner_blocks += [h.body for h in getattr(statement, "handlers", None) or ()]
-            if not isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
-                for inner in inner_blocks:
-                    if isinstance(inner, list) and visit(inner):
-                        if isinstance(statement, (gast.For, gast.While)):
-                            bound |= names_written(statement)  # from an earlier iteration
-                        return True
-            bound |= names_written(statement)
-        return False
-
-    visit(node.body)
+    _bind_up_to(node.body, loop, bound)
     return bound
+
+
+def _bind_up_to(block: list[gast.stmt], loop: gast.For, bound: set[str]) -> bool:
+    """Add to ``bound`` what ``block`` binds before ``loop``; whether ``loop`` is in it."""
+    for statement in block:
+        if statement is loop:
+            return True
+        if not isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            for inner in _inner_blocks(statement):
+                if _bind_up_to(inner, loop, bound):
+                    if isinstance(statement, (gast.For, gast.While)):
+                        bound |= names_written(statement)  # from an earlier iteration
+                    return True
+        bound |= names_written(statement)
+    return False
 
 
 def _read_outside(node: gast.FunctionDef, loop: gast.For) -> set[str]:
@@ -403,9 +399,11 @@ def _step_function(name: str, loop: gast.For, carried, read, parsed: ParsedFunct
     step = types.FunctionType(step_code, parsed.globals, name)
     step.__qualname__ = f"{parsed.function.__qualname__}.<loop body, line {_line(loop, parsed)}>"
 
+    step_ref = weakref.ref(step)  # held by the step itself: no cycle
+
     def parse_again() -> ParsedFunction:
         return ParsedFunction(
-            function=step,
+            function=step_ref(),
             node=clone(definition),
             filename=parsed.filename,
             line_offset=parsed.line_offset,
