@@ -35,6 +35,7 @@ from s2sgrad.batching.vmap import vmap
 from s2sgrad.checking import check_grads
 from s2sgrad.controls import (
     checkpoint,
+    checkpointed,
     custom_gradient,
     derivative,
     forget_derivative,
@@ -71,6 +72,7 @@ __all__ = [
     "custom_gradient",
     "with_derivative",
     "checkpoint",
+    "checkpointed",
     "source",
     "show",
     "export",

@@ -5,6 +5,8 @@ honour it alike:
 
 * :func:`stop_gradient` (alias :func:`without_derivative`) is declared non-differentiable;
 * :func:`with_derivative` has a VJP rule (called at run time with the hook as an argument);
+* :func:`checkpointed` marks a loop; the transformer makes it a call of
+  ``s2sgrad.runtime.run_checkpointed``, whose custom derivative is registered here;
 * :func:`derivative`, :func:`custom_gradient` and :func:`checkpoint` register a custom
   derivative ``df(*args) -> (value, pullback)`` for a function
   (:func:`s2sgrad.rules.registry.custom_derivative`). Generated code calls it through
@@ -28,9 +30,13 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
+import numpy as np
+
 from s2sgrad import numpy_signatures
 from s2sgrad.api import jvp, vjp
 from s2sgrad.compiler.pipeline import clear_cache
+from s2sgrad.compiler.pipeline import derivative as _generated_derivative
+from s2sgrad.errors import FallbackWarning, UnsupportedError, warn_at_caller
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.rules.registry import (
     Rule,
@@ -41,9 +47,17 @@ from s2sgrad.rules.registry import (
     nondifferentiable,
 )
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
+from s2sgrad.runtime.core import CotangentList, add_cotangents, zeros_like_value
+from s2sgrad.runtime.revolve import (
+    CheckpointedLoop,
+    check_snapshots,
+    checkpointed,
+    run_checkpointed,
+)
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.custom import called_by_tape
 from s2sgrad.tape.rerouting import reroute, unroute
+from s2sgrad.tape.structures import flatten
 from s2sgrad.tape.values import apply_rule, call_custom, is_recorded, is_tape_value, value_of
 
 __all__ = [
@@ -55,6 +69,7 @@ __all__ = [
     "with_derivative",
     "checkpoint",
     "Checkpointed",
+    "checkpointed",
 ]
 
 F = TypeVar("F", bound=Callable)
@@ -269,6 +284,166 @@ class Checkpointed:
         return f"Checkpointed({self.layer!r})"
 
 
+# checkpointed loops ---------------------------------------------------------------------------
+
+
+def _checkpointed_loop(step, carried, read, iterable, snapshots=None, differentiated=None):
+    """The custom derivative of ``run_checkpointed``: run the loop keeping at most
+    ``snapshots`` snapshots of ``carried``; the pullback reverses it with Revolve."""
+    check_snapshots(snapshots)
+    items = iterable if isinstance(iterable, range) else list(iterable)  # a range costs nothing
+    carried, read = tuple(carried), tuple(read)
+    values = (*carried, *read)
+    marked = (True,) * len(carried) + (
+        (True,) * len(read) if differentiated is None else tuple(differentiated)
+    )
+    count, read_cotangents = len(carried), [None] * len(read)
+
+    def advance(state: tuple, i: int) -> tuple:
+        return tuple(step(*state, *read, items[i]))
+
+    def taped(state: tuple, i: int) -> tuple:
+        return step_vjp((*state, *read, items[i]))
+
+    def backward(pullback: Callable, cotangent: tuple) -> tuple:
+        cotangents = pullback(cotangent)
+        for j, c in enumerate(cotangents[count:]):
+            if c is not None:
+                read_cotangents[j] = _accumulated(read_cotangents[j], c)
+        return tuple(cotangents[:count])
+
+    loop = CheckpointedLoop(advance, taped, backward, len(items), snapshots)
+    final = loop.forward(carried)
+    # a state entry may become floating in the loop (acc = 0, then acc = acc + w * t)
+    step_vjp = _step_vjp(step, values, marked, (*final, *read))
+
+    def pullback(g: Any) -> tuple:
+        if not loop.stored:  # pulled back again: place the first snapshots again
+            loop.forward(carried)
+        read_cotangents[:] = [None] * len(read)
+        state = loop.backward(_cotangent_parts(g, final))
+        d_carried = CotangentList(_cotangent_parts(state, carried))
+        d_read = CotangentList(  # none for the data the loop reads (not differentiated)
+            c if c is not None or not marked[count + j] else zeros_like_value(read[j])
+            for j, c in enumerate(read_cotangents)
+        )
+        return None, d_carried, d_read, None, None
+
+    return final, pullback
+
+
+def _accumulated(total: Any, cotangent: Any) -> Any:
+    """``total + cotangent``, adding in place into an array of the loop's own."""
+    if type(cotangent) is np.ndarray and cotangent.dtype.kind == "f":
+        if total is None:
+            return cotangent.copy()  # ours to add into: the step may have returned a view
+        if type(total) is np.ndarray and total.shape == cotangent.shape:
+            total += cotangent
+            return total
+    return cotangent if total is None else add_cotangents(total, cotangent)
+
+
+def _checkpointed_loop_jvp(primals: tuple, tangents: tuple) -> tuple:
+    """Forward mode of a checkpointed loop: the step's JVP at each step (nothing is kept)."""
+    step, carried, read, iterable = primals[:4]
+    d_carried = _cotangent_parts(tangents[1], carried)
+    d_read = _cotangent_parts(tangents[2], read)
+    carried, mode = tuple(carried), "s2s" if getattr(step, "s2s_only", False) else "auto"
+    for t in iterable:
+        carried, d_carried = jvp(
+            step, (*carried, *read, t), (*d_carried, *d_read, zeros_like_value(t)), mode=mode
+        )
+        carried, d_carried = tuple(carried), _cotangent_parts(d_carried, carried)
+    return carried, tuple(d_carried)
+
+
+def _cotangent_parts(g: Any, values: tuple) -> tuple:
+    """``g`` as one cotangent per entry of ``values`` (zeros where it has none)."""
+    if g is None or (np.isscalar(g) and not isinstance(g, np.generic) and g == 0.0):
+        g = [None] * len(values)
+    parts = list(g)
+    return tuple(zeros_like_value(v) if p is None else p for p, v in zip(parts, values))
+
+
+def _is_floating(value: Any) -> bool:
+    for leaf in flatten(value)[0]:
+        if is_tape_value(leaf) or isinstance(leaf, (float, np.floating)):
+            return True
+        if isinstance(leaf, np.ndarray) and np.issubdtype(leaf.dtype, np.floating):
+            return True
+    return False
+
+
+def _step_vjp(step: Callable, values: tuple, marked: tuple, last: tuple) -> Callable:
+    """``vjp(values) -> (new_state, pullback)`` of the loop's step on the engine that
+    called, differentiated with respect to the ``values`` ``marked`` true that are floating
+    before the first step or after the ``last``; ``pullback(g)`` returns one cotangent per
+    value (``None`` for the others)."""
+    varied = tuple(
+        i
+        for i, (v, w) in enumerate(zip(values, last))
+        if marked[i] and (_is_floating(v) or _is_floating(w))
+    )
+    if not varied:  # nothing the loop reads or carries is differentiated
+        return lambda args: (tuple(step(*args)), lambda g: [None] * len(args))
+    on_tape = called_by_tape() or any(is_tape_value(leaf) for leaf in flatten(values)[0])
+    if not on_tape:
+        try:
+            return _generated_step_vjp(step, values, varied)
+        except UnsupportedError as error:
+            if getattr(step, "s2s_only", False):
+                raise
+            warn_at_caller(
+                f"{error} -- the checkpointed loop's body is differentiated with the tape",
+                FallbackWarning,
+            )
+    return _tape_step_vjp(step, values, varied)
+
+
+def _spread(cotangents: tuple, varied: tuple, count: int) -> list:
+    spread = [None] * count
+    for i, c in zip(varied, cotangents):
+        spread[i] = c
+    return spread
+
+
+def _as_tuple(cotangents: Any, varied: tuple) -> tuple:
+    return (cotangents,) if len(varied) == 1 else tuple(cotangents)
+
+
+def _generated_step_vjp(step: Callable, values: tuple, varied: tuple) -> Callable:
+    names = step.__code__.co_varnames[: step.__code__.co_argcount]
+    containers = frozenset(names[i] for i in varied if isinstance(values[i], (tuple, list, dict)))
+    dynamic = not getattr(step, "s2s_only", False)
+    generated = _generated_derivative(
+        step, tuple(names[i] for i in varied), "vjp", containers=containers, dynamic=dynamic
+    )
+    assert generated.companion is not None  # a VJP: the forward and the backward function
+    forward, backward = generated.function, generated.companion.function
+    count = len(names)
+
+    def step_vjp(args: tuple) -> tuple:
+        value, saved = forward(*args)
+        return tuple(value), lambda g: _spread(
+            _as_tuple(backward(saved, CotangentList(g)), varied), varied, count
+        )
+
+    return step_vjp
+
+
+def _tape_step_vjp(step: Callable, values: tuple, varied: tuple) -> Callable:
+    count = len(values) + 1
+
+    def step_vjp(args: tuple) -> tuple:
+        value, pullback = tape_vjp(step, args, {}, varied)
+        return tuple(value), lambda g: _spread(tuple(pullback(tuple(g))), varied, count)
+
+    return step_vjp
+
+
+custom_derivative(run_checkpointed, _checkpointed_loop, _checkpointed_loop_jvp)
+
+
 # how the controls work ---------------------------------------------------------------------
 
 
@@ -401,3 +576,25 @@ def _dispatch_calls(f: types.FunctionType) -> None:
 
 def _forget_generated_code() -> None:
     clear_cache()
+
+
+def _dispatch_loop_calls() -> None:
+    """On the tape, a call of ``run_checkpointed`` records its checkpointed derivative,
+    which differentiates the read values the tape tracks (not the data the loop reads)."""
+
+    def dispatcher(original: types.FunctionType):
+        def dispatch(args: tuple, kwargs: dict) -> Any:
+            if not is_recorded(args, kwargs):
+                return original(*args, **kwargs)
+            read = args[2] if len(args) > 2 else kwargs["read"]
+            marks = {"differentiated": tuple(is_recorded((value,)) for value in read)}
+            rule = get_rule(run_checkpointed)
+            assert rule is not None  # registered below
+            return call_custom(run_checkpointed, rule, args, kwargs | marks)
+
+        return dispatch
+
+    reroute(cast(types.FunctionType, run_checkpointed), dispatcher, _DISPATCH_PARAMETER)
+
+
+_dispatch_loop_calls()

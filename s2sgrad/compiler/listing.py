@@ -50,4 +50,13 @@ def listing(generated: GeneratedFunction, optimize: bool = True) -> str:
         texts = [
             part.source if part.raw_node is None else to_source(part.raw_node) for part in parts
         ]
+    loops = [_loop_bodies(part) for part in parts]  # checkpointed loops' bodies, callees too
+    texts = [text for bodies, text in zip(loops, texts) for text in (*bodies, text)]
     return "\n\n".join(text.rstrip() + "\n" for text in texts)
+
+
+def _loop_bodies(part: GeneratedFunction) -> list[str]:
+    """The step functions of the checkpointed loops ``part`` runs
+    (``passes/checkpointed_loops.py``), as they read."""
+    found = (getattr(obj, "checkpointed_loop_listing", None) for obj in part.namespace.values())
+    return [text for text in found if isinstance(text, str)]

@@ -63,6 +63,10 @@ from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import join_sequences, to_anf
+from s2sgrad.compiler.passes.checkpointed_loops import (
+    mark_differentiated_reads,
+    rewrite_checkpointed_loops,
+)
 from s2sgrad.compiler.passes.desugar import desugar
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
@@ -281,6 +285,7 @@ def _build(request: Request) -> GeneratedFunction:
     live, assumptions = free_name_entries(parsed, free_names)
     assumptions.include(module_attribute_entries(parsed, node))
     activity = _activity(request, parsed, node, differentiated, local_names)
+    mark_differentiated_reads(node, parsed, activity.varied)
     complex_facts = complex_readiness(node, parsed, local_names, reads_complex, activity.varied)
     callees: list = []  # (call node, complex-ready) of each user function's derivative called
     build = _build_jvp if request.kind == "jvp" else _build_reverse
@@ -312,7 +317,11 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
     """
+    checkpointed = rewrite_checkpointed_loops(
+        node, parsed, names, request.kind, not request.dynamic
+    )
     # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
+    parsed.closure.update(checkpointed)
     parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve))
     name_stored_values(node, names, parsed.resolve)
     parameters = parameter_names(node)

@@ -496,6 +496,8 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
     def backward(self, saved: tuple, g: Any) -> Any:
         """The cotangents of the chosen arguments, from what ``__call__`` saved."""
         pullback, args = saved
+        if _holds_tape_values(args):  # differentiated again: redo it where the tape sees it
+            _, pullback = self.derivative(*args)
         cotangents = pullback(g)
         if not isinstance(cotangents, tuple):
             cotangents = (cotangents,)
@@ -508,6 +510,16 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
 
     def __repr__(self) -> str:
         return f"custom_vjp({self.function.__qualname__}, {self.positions})"
+
+
+def _holds_tape_values(value: Any) -> bool:
+    if isinstance(value, hooks.TapeValue):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_tape_values(item) for item in value)
+    if isinstance(value, dict):
+        return any(_holds_tape_values(item) for item in value.values())
+    return False
 
 
 class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)

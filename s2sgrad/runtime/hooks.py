@@ -20,7 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["TapeValue", "register_tape", "register_transformer", "value_of"]
+__all__ = [
+    "TapeValue",
+    "register_tape",
+    "register_tape_primal",
+    "register_transformer",
+    "tape_primal",
+    "value_of",
+]
 
 
 class _NoTapeValue:
@@ -37,6 +44,7 @@ def _unregistered(*args: Any, **kwargs: Any) -> Any:
 
 tape_vjp: Callable[..., tuple[Any, Callable]] = _unregistered
 derivative: Callable[..., Any] = _unregistered
+_tape_primal: Callable[[Any], Any] = lambda f: f  # noqa: E731
 
 
 def register_tape(
@@ -61,6 +69,28 @@ def register_transformer(derive: Callable[..., Any]) -> None:
     """
     global derivative
     derivative = derive
+
+
+def register_tape_primal(rewrite: Callable[[Any], Any]) -> None:
+    """The compiler's rewrite of a function for the tape to run in its place (its
+    checkpointed loops made calls of ``run_checkpointed``).
+
+    Example::
+
+        register_tape_primal(primal_for_tape)  # in s2sgrad.compiler.passes.checkpointed_loops
+    """
+    global _tape_primal
+    _tape_primal = rewrite
+
+
+def tape_primal(f: Any) -> Any:
+    """The function the tape runs for ``f``: ``f`` itself unless the compiler rewrote it.
+
+    Example::
+
+        tape_primal(f)(*args)
+    """
+    return _tape_primal(f)
 
 
 def value_of(x: Any) -> Any:

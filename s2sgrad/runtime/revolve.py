@@ -18,18 +18,26 @@ runs ``t·n − C(s + t, s + 1)`` steps forward in all.
 what the step's backward needs, ``(new_state, saved)``; ``step_backward(saved, d_new)``
 returns the cotangent of the state before the step. Values the loop only reads (weights)
 belong in the state too: carried unchanged, their cotangents add up step by step.
+
+:func:`run_checkpointed` is what a ``for t in sg.checkpointed(range(n), snapshots=k):``
+loop becomes in differentiated code: a call with the loop body as a step function. Run
+plainly it is the loop; its derivative (registered in ``s2sgrad/controls.py``, the same
+for both engines) runs the loop through :class:`CheckpointedLoop`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "CheckpointedLoop",
+    "check_snapshots",
+    "checkpointed",
+    "run_checkpointed",
     "default_snapshots",
     "optimal_split",
     "recomputed_steps",
@@ -115,11 +123,16 @@ class CheckpointedLoop:
     ``forward`` (steps run without saving, the first pass included), ``taped`` (steps run
     to be reversed: exactly ``steps``) and ``most_snapshots`` (the most kept at once).
 
+    ``CheckpointedLoop.latest`` is the loop that ran forward last (what tests and
+    benchmarks read ``stats`` from).
+
     Example::
 
         loop = CheckpointedLoop(step, step_vjp, step_backward, steps=100, snapshots=10)
         d_start = loop.backward(d_end) if loop.forward(start) is not None else None
     """
+
+    latest: CheckpointedLoop | None = None
 
     def __init__(
         self,
@@ -141,6 +154,7 @@ class CheckpointedLoop:
 
     def forward(self, state: Any) -> Any:
         """Run every step once, keeping the snapshots the backward sweep starts from."""
+        CheckpointedLoop.latest = self
         chain = set(self.first_chain())
         self._store(0, state)
         for t in range(self.steps):
@@ -199,3 +213,62 @@ class CheckpointedLoop:
             state = self._advance(start, t) if t > start else self.copy_state(self.stored[start])
             cotangent = self._reverse_step(state, t, cotangent)
         return cotangent
+
+
+def run_checkpointed(
+    step: Callable[..., tuple],
+    carried: tuple,
+    read: tuple,
+    iterable: Any,
+    snapshots: int | None = None,
+    differentiated: tuple[bool, ...] | None = None,
+) -> tuple:
+    """The loop ``for t in iterable: carried = step(*carried, *read, t)``; returns ``carried``.
+
+    ``carried`` is the loop state the body assigns, ``read`` what the body only reads. In
+    differentiated code its derivative reverses the loop keeping at most ``snapshots``
+    snapshots of ``carried`` (``None``: about √n), recomputing the rest, and gives
+    cotangents to the entries of ``read`` that ``differentiated`` marks (``None``: every
+    floating one): data the loop reads is not differentiated at each step.
+
+    Example::
+
+        def body(h, w, t):
+            return (np.tanh(w * h),)
+
+        (h,) = run_checkpointed(body, (h0,), (w,), range(100), snapshots=10)
+    """
+    carried = tuple(carried)
+    for t in iterable:
+        carried = step(*carried, *read, t)
+    return carried
+
+
+def checkpointed(iterable: Iterable, snapshots: int | None = None) -> Iterator:
+    """Mark a loop whose backward sweep keeps at most ``snapshots`` snapshots of its state.
+
+    ``for t in checkpointed(range(n), snapshots=k):`` in a differentiated function: the
+    forward pass keeps at most ``k`` copies of the loop state (the variables the body
+    assigns), and the backward pass recomputes the steps in between from the nearest one,
+    on the binomial (Revolve) schedule, which recomputes the least for ``k`` snapshots.
+    ``snapshots=None`` takes about √n. Anywhere else it is ``iter(iterable)``.
+
+    Example::
+
+        def loss(w, h):
+            for t in checkpointed(range(10_000), snapshots=100):
+                h = np.tanh(w @ h)
+            return np.sum(h)
+    """
+    check_snapshots(snapshots)
+    return iter(iterable)
+
+
+def check_snapshots(snapshots: Any) -> None:
+    """Refuse a number of snapshots that is not ``None`` or a whole number ≥ 1."""
+    whole = isinstance(snapshots, (int, np.integer)) and not isinstance(snapshots, bool)
+    if snapshots is not None and not (whole and snapshots >= 1):
+        raise ValueError(
+            f"checkpointed: snapshots must be None or a whole number of at least 1, "
+            f"not {snapshots!r}"
+        )

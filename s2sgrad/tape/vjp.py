@@ -16,6 +16,7 @@ from s2sgrad.errors import (
     generator_error,
     where,
 )
+from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
@@ -52,6 +53,7 @@ def tape_vjp(
         out, pullback = tape_vjp(lambda w, x: np.sum(w * x), (w, x), {}, (0,))
         (dw,) = pullback(1.0)  # dw == x
     """
+    f = hooks.tape_primal(f)  # checkpointed loops become calls the tape records as one
     refuse_value_class_patterns(f)
     _refuse_generators(f)
     _refuse_foreign_arrays(f, [*args, *kwargs.values()], "is given")

@@ -56,6 +56,9 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         parsed.node.name  # '<lambda>' turned into a def named 'lambda_'
     """
     function = unwrap(function, containers)
+    made = getattr(function, "__s2sgrad_parsed__", None)
+    if made is not None:  # a checkpointed loop's body (passes/checkpointed_loops.py)
+        return made()
     code = getattr(function, "__code__", None)
     if code is None:
         raise S2SGradError(
