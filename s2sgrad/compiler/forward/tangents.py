@@ -96,12 +96,15 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
             )
     if not contributions:
         return call(sweep.helper("zeros_like_value"), [answer])
+    # a rule of several outputs gives one tangent per output: add them entry by entry
+    # (``+`` would join the tuples, np.linalg.lstsq(a, b) losing b's tangent)
+    entrywise = not rule.inline_jvp or any(isinstance(c, gast.Tuple) for c in contributions)
     total = contributions[0]
     for contribution in contributions[1:]:
-        if rule.inline_jvp:
-            total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
-        else:  # a called rule may give one tangent per output: add them entry by entry
+        if entrywise:
             total = call(sweep.helper("add_cotangents"), [total, contribution])
+        else:
+            total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
     return total
 
 
