@@ -467,6 +467,7 @@ MOVES = {
     np.ndarray.std: lambda z: z.std(axis=1),
     np.ndarray.dot: lambda z: z.dot(W.T[:4, :2]),
     np.linalg.matrix_power: lambda z: np.linalg.matrix_power(z[:, :3], 3),
+    np.linalg.pinv: lambda z: np.linalg.pinv(z) * 2.0,
 }
 
 

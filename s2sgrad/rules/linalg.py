@@ -25,7 +25,7 @@ import string
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.runtime import (
     dot_cotangent_a,
     dot_cotangent_b,
@@ -613,27 +613,32 @@ def _refuse_qr(a, mode):
         )
 
 
-# pinv of a full-rank a (P = pinv(a)):
-# dP = -P da P + P P^T da^T (I - a P) + (I - P a) da^T P^T P.
+# pinv of a full-rank a (P = pinv(a)), with ^H the conjugate transpose (^T for real a):
+# dP = -P da P + P P^H da^H (I - a P) + (I - P a) da^H P^H P. The VJP follows
+# docs/complex.md: the conjugate of the adjoint applied to the conjugate of g.
+
+
+zero_by_design(np.linalg.pinv, 1)  # rcond: a cutoff, piecewise constant
 
 
 @vjp_rule(np.linalg.pinv)
 def _pinv(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
     ans_t = np.swapaxes(ans, -1, -2)
-    g_t = np.swapaxes(g, -1, -2)
+    ans_c = np.conj(ans)
+    g_h = np.conj(np.swapaxes(g, -1, -2))
     through_p = -np.matmul(ans_t, np.matmul(g, ans_t))
-    left_null = np.matmul(g_t - np.matmul(a, np.matmul(ans, g_t)), np.matmul(ans, ans_t))
-    right_null = np.matmul(np.matmul(ans_t, ans), g_t - np.matmul(np.matmul(g_t, ans), a))
+    left_null = np.matmul(g_h - np.matmul(np.conj(a), np.matmul(ans_c, g_h)), ans_c @ ans_t)
+    right_null = np.matmul(ans_t @ ans_c, g_h - np.matmul(np.matmul(g_h, ans_c), np.conj(a)))
     return through_p + left_null + right_null
 
 
 @jvp_rule(np.linalg.pinv)
 def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None):
-    ans_t = np.swapaxes(ans, -1, -2)
-    t_t = np.swapaxes(t, -1, -2)
+    ans_h = np.conj(np.swapaxes(ans, -1, -2))
+    t_h = np.conj(np.swapaxes(t, -1, -2))
     through_p = -np.matmul(ans, np.matmul(t, ans))
-    left_null = np.matmul(np.matmul(ans, ans_t), t_t - np.matmul(np.matmul(t_t, a), ans))
-    right_null = np.matmul(t_t - np.matmul(np.matmul(ans, a), t_t), np.matmul(ans_t, ans))
+    left_null = np.matmul(np.matmul(ans, ans_h), t_h - np.matmul(np.matmul(t_h, a), ans))
+    right_null = np.matmul(t_h - np.matmul(np.matmul(ans, a), t_h), np.matmul(ans_h, ans))
     return through_p + left_null + right_null
 
 

@@ -15,7 +15,7 @@ import operator
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     as_gradient,
@@ -450,6 +450,10 @@ def _full_like_jvp(
     t, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None
 ):
     return None, np.broadcast_to(zero_if_integer(t, ans), np.shape(ans))
+
+
+zero_by_design(np.full_like, 0)  # only the shape and dtype of ``a`` count
+zero_by_design(np.arange, 1)  # ``stop`` sets the length, not the values
 
 
 # ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from s2sgrad.compiler.operations import (
     Operation,
     OperationKind,
     refuse_differentiated_keywords,
-    refuse_keyword_without_entry,
+    refuse_missing_entry,
 )
 from s2sgrad.compiler.syntax import attribute, call, clone, constant, load, walk
 from s2sgrad.errors import NonDifferentiableError
@@ -84,7 +84,7 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
                 sweep.pending.extend(inlined.statements)
                 contributions.append(inlined.entries[index])
             else:
-                refuse_keyword_without_entry(operation, index, sweep.parsed.location(statement))
+                refuse_missing_entry(operation, index, sweep.parsed, statement)
         else:
             primitive = load(sweep.namespace.bind(_name(operation.primitive), operation.primitive))
             contributions.append(
