@@ -8,6 +8,7 @@ engines, naming the user's line.
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import numpy as np
@@ -36,6 +37,8 @@ PROOFS = {
     (np.linalg.pinv, 1): (FULL_RANK, 1e-10),
     (np.linalg.lstsq, 2): (FULL_RANK, RNG.standard_normal(4), 1e-10),
 }
+# Declarations for indices: NumPy refuses a float there, so no derivative can be lost
+INDICES = {(operator.getitem, 1): (RNG.standard_normal(4), np.float64(1.0))}
 
 
 def _declarations():
@@ -43,7 +46,7 @@ def _declarations():
 
 
 def test_every_declaration_has_a_proof():
-    unproved = [f"{p}: {i}" for p, i in _declarations() if (p, i) not in PROOFS]
+    unproved = [f"{p}: {i}" for p, i in _declarations() if (p, i) not in {**PROOFS, **INDICES}]
     assert not unproved, f"zero_by_design without a proof here: {unproved}"
 
 
@@ -64,6 +67,32 @@ def test_output_is_constant_in_the_declared_argument(declaration):
             np.testing.assert_array_equal(a, b, err_msg=f"argument {position} moved by {scale}")
     # and the rule gives it no derivative: the declaration is what lets that through
     assert position in positions_without_derivative(get_rule(primitive).vjp)
+
+
+@pytest.mark.parametrize("declaration", list(INDICES), ids=lambda d: f"{d[0]}-{d[1]}")
+def test_a_float_is_refused_by_numpy_where_an_index_is_declared(declaration):
+    primitive, position = declaration
+    assert position in get_rule(primitive).zero_by_design
+    with pytest.raises(IndexError):
+        primitive(*INDICES[declaration])
+
+
+def items_of_a_dict(x):
+    weights = {"a": x[0], "b": x[1] * x[2]}
+    total = 0.0
+    for key in weights:
+        total = total + weights[key] ** 2
+    return total
+
+
+def test_keys_of_a_dict_iterated_are_not_refused():
+    x = RNG.uniform(0.5, 1.5, 3)
+    expected = numeric_grad(items_of_a_dict, (x,), 0)
+    for mode in MODES:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = call_twice(sg.grad(items_of_a_dict, mode=mode), x)
+        assert_close(got, expected, rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------------------------------

@@ -717,7 +717,10 @@ def _sequence_jvp(t, ans, x):
 
 
 # ---------------------------------------------------------------------------------------
-# Selecting elements: the cotangent is scattered back into zeros.
+# Selecting elements: the cotangent is scattered back into zeros. An index is never a
+# float (NumPy refuses one; a dict's key, a loop over its keys, picks discretely).
+
+zero_by_design(operator.getitem, 1)
 
 
 @vjp_rule(operator.getitem)
