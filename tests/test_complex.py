@@ -468,6 +468,7 @@ MOVES = {
     np.ndarray.dot: lambda z: z.dot(W.T[:4, :2]),
     np.linalg.matrix_power: lambda z: np.linalg.matrix_power(z[:, :3], 3),
     np.linalg.pinv: lambda z: np.linalg.pinv(z) * 2.0,
+    np.linalg.qr: lambda z: np.linalg.qr(z.T)[0] * 2.0,
 }
 
 
@@ -523,7 +524,7 @@ TESTED_BY_NAME = {
     "multiply", "divide", "power", "mean", "prod", "var", "std", "cumsum", "trace", "norm",
     "dot", "vdot", "outer", "inner", "tensordot", "kron", "einsum", "inv", "det", "slogdet",
     "solve", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "astype", "full", "array",
-    "asarray",
+    "asarray", "svd",
 }  # fmt: skip
 
 
