@@ -467,6 +467,8 @@ MOVES = {
     np.ndarray.std: lambda z: z.std(axis=1),
     np.ndarray.dot: lambda z: z.dot(W.T[:4, :2]),
     np.linalg.matrix_power: lambda z: np.linalg.matrix_power(z[:, :3], 3),
+    np.linalg.pinv: lambda z: np.linalg.pinv(z) * 2.0,
+    np.linalg.qr: lambda z: np.linalg.qr(z.T)[0] * 2.0,
 }
 
 
@@ -523,6 +525,7 @@ TESTED_BY_NAME = {
     "dot", "vdot", "outer", "inner", "tensordot", "kron", "einsum", "inv", "det", "slogdet",
     "solve", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "astype", "full", "array",
     "asarray",
+    "svd",
     "getattr",  # tests/test_model_objects.py: a dataclass holding complex arrays
 }  # fmt: skip
 

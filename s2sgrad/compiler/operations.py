@@ -21,6 +21,7 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.compiler.frontend.parsed import ORIGINS
 from s2sgrad.compiler.passes.anf import is_function_reference
 from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
@@ -33,6 +34,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.naming import library_name
 from s2sgrad.rules import get_rule
+from s2sgrad.rules.registry import parameter_name, zero_is_right
 
 __all__ = [
     "Operation",
@@ -40,7 +42,7 @@ __all__ = [
     "classify",
     "index_expression",
     "refuse_differentiated_keywords",
-    "refuse_keyword_without_entry",
+    "refuse_missing_entry",
     "keeps_arguments_inside",
     "dotted_name",
 ]
@@ -337,22 +339,39 @@ def _keywords_in_position(rule, args: list, keywords: dict) -> tuple[list, dict,
     return moved, left, positions
 
 
-def refuse_keyword_without_entry(operation: Operation, index: int, location: str) -> None:
-    """A differentiated value passed by keyword whose rule gives it no derivative (the rule
-    answers for the other arguments): refuse it rather than give it a zero.
+def refuse_missing_entry(operation: Operation, index: int, parsed, statement) -> None:
+    """A differentiated value whose rule gives it no derivative (the rule answers for the
+    other arguments): refuse it rather than give it a zero, unless the rule declares the
+    zero right (``zero_by_design``: np.full_like's ``a``). In generated code differentiated
+    again, only keywords are checked: a condition or an index computed there from active
+    values is an integer or a boolean, whose None is right, and the rules' own calls are
+    checked to second order by their tests.
 
     Example::
 
-        refuse_keyword_without_entry(operation, 2, "f.py:3")
+        refuse_missing_entry(operation, 2, parsed, statement)
     """
+    location = parsed.location(statement)
+    function = library_name(operation.primitive) or "the function"
     name = operation.keyword_positions.get(index)
     if name is not None:
         raise UnsupportedError(
-            f"{location}: {library_name(operation.primitive) or 'the function'} has no "
+            f"{location}: {function} has no "
             f"derivative in '{name}=', which is given a differentiated value; compute that "
             "part yourself with functions that have derivatives, or use "
             "s2sgrad.stop_gradient(...) on the value if it needs none"
         )
+    rule = operation.rule
+    if rule is None or zero_is_right(operation.primitive, rule, index):
+        return
+    if parsed.filename in ORIGINS:  # generated code
+        return
+    raise UnsupportedError(
+        f"{location}: {function} has no derivative in its argument "
+        f"'{parameter_name(rule.vjp or rule.jvp, index)}', which is given a differentiated "
+        "value; compute that part yourself with functions that have derivatives, or use "
+        "s2sgrad.stop_gradient(...) on the value if it needs none"
+    )
 
 
 def refuse_differentiated_keywords(operation: Operation, is_active, location: str) -> None:

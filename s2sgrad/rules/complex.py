@@ -44,6 +44,7 @@ complex_ready(
     np.tensordot, np.kron, np.einsum,
     np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.solve, np.linalg.cholesky,
     np.linalg.eigh, np.linalg.eigvalsh, np.linalg.norm, np.linalg.matrix_power,
+    np.linalg.pinv, np.linalg.qr, np.linalg.svd,
 )  # fmt: skip
 
 # moving values around: the derivative moves the cotangent back

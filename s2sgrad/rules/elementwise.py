@@ -26,7 +26,7 @@ import operator
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.runtime import LN2, LN10, cast_like, unbroadcast
 
 
@@ -515,6 +515,10 @@ def _nextafter_jvp(t, ans, x1, x2):
     return np.broadcast_to(t, np.shape(ans)), None
 
 
+zero_by_design(np.heaviside, 0)  # 0 or 1 away from x1 == 0: piecewise constant in x1
+zero_by_design(np.nextafter, 1)  # y only says which way to move: piecewise constant
+
+
 # ---------------------------------------------------------------------------- no derivative
 
 nondifferentiable(
@@ -580,9 +584,9 @@ nondifferentiable(
 
 @vjp_rule(sum)
 def _builtin_sum(g, ans, iterable, start=0):
-    return [unbroadcast(g, item) for item in iterable]
+    return [unbroadcast(g, item) for item in iterable], unbroadcast(g, start)
 
 
 @jvp_rule(sum)
 def _builtin_sum_jvp(t, ans, iterable, start=0):
-    return sum(t)
+    return sum(t), t

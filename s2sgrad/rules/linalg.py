@@ -25,7 +25,7 @@ import string
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.runtime import (
     dot_cotangent_a,
     dot_cotangent_b,
@@ -483,9 +483,14 @@ def _sum_of_power_products(a, middle, n):
 
 
 # svd, a = U diag(s) Vh with k = min(m, n) singular values, assumed distinct and nonzero.
-# With F[i, j] = 1 / (s[j]^2 - s[i]^2) off the diagonal (0 on it), J = F * (U^T gU - gU^T U)
-# and K = F * (Vh gVh^T - gVh Vh^T), the cotangent is
-#   U (J S + diag(gs) + S K) Vh + (I - U U^T) gU S^-1 Vh + U S^-1 gVh (I - Vh^T Vh).
+# With ^H the conjugate transpose (^T for real a), h = conj(g) and F[i, j] =
+# 1 / (s[j]^2 - s[i]^2) off the diagonal (0 on it), J = F * (U^H hU - hU^H U) and
+# K = F * (Vh hV - hV^H Vh^H) (hV = gVh^T), the gradient X of Re tr(X^H da) is
+#   U (J S + diag(gs) + S K + i Im(U^H hU)_jj / s_j) Vh + (I - U U^H) hU S^-1 Vh
+#   + U S^-1 hVh (I - Vh^H Vh),
+# and the VJP is conj(X) (docs/complex.md). A complex singular pair (u_j, v_j) is defined up
+# to a common phase: the derivative is that of functions blind to it (|U|, u_j v_j^H, ...);
+# the JVP turns U's columns by i Im(U^H da V)_jj / s_j and leaves V's phases.
 # With full_matrices, the columns of U (rows of Vh) past k span the rest of the space in a
 # way NumPy does not define: only cotangents that leave them out have a meaning.
 
@@ -494,51 +499,59 @@ def _sum_of_power_products(a, middle, n):
 def _svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         u, _, vh = np.linalg.svd(a, full_matrices=False)
-        return np.matmul(u * np.expand_dims(g, -2), vh)
+        return np.matmul(np.conj(u) * np.expand_dims(g, -2), np.conj(vh))
     u, s, vh = _reduced_svd(ans, a)
     k = np.shape(s)[-1]
     eye = np.eye(k, dtype=s.dtype)
     g_u, g_s, g_vh = _svd_cotangents(g, u, s, vh, full_matrices)
-    u_t, v = np.swapaxes(u, -1, -2), np.swapaxes(vh, -1, -2)
+    # the gradient X of Re tr(X^H da), from h = conj(g); the VJP is conj(X) (docs/complex.md)
+    h_u, g_v = np.conj(g_u), np.swapaxes(g_vh, -1, -2)
+    u_h, v = _h(u), _h(vh)
     gaps = np.expand_dims(s**2, -2) - np.expand_dims(s**2, -1)
     inverse_gaps = (1.0 - eye) / (gaps + eye)
-    j = inverse_gaps * (np.matmul(u_t, g_u) - np.matmul(np.swapaxes(g_u, -1, -2), u))
-    kk = inverse_gaps * (np.matmul(vh, np.swapaxes(g_vh, -1, -2)) - np.matmul(g_vh, v))
-    middle = j * np.expand_dims(s, -2) + eye * np.expand_dims(g_s, -2) + np.expand_dims(s, -1) * kk
-    ga = np.matmul(u, np.matmul(middle, vh))
-    off_u = g_u - np.matmul(u, np.matmul(u_t, g_u))
-    ga = ga + np.matmul(off_u / np.expand_dims(s, -2), vh)
-    off_vh = g_vh - np.matmul(np.matmul(g_vh, v), vh)
-    return ga + np.matmul(u, off_vh / np.expand_dims(s, -1))
+    skew_u = np.matmul(u_h, h_u) - np.matmul(_h(h_u), u)
+    skew_v = np.matmul(vh, g_v) - np.matmul(_h(g_v), v)
+    s_row, s_column = np.expand_dims(s, -2), np.expand_dims(s, -1)
+    middle = inverse_gaps * (skew_u * s_row + s_column * skew_v) + eye * np.expand_dims(g_s, -2)
+    if np.iscomplexobj(skew_u):  # the phases of U's columns: i Im(U^H h_u)_jj / s_j
+        middle = middle + eye * skew_u / (2.0 * s_row)
+    x = np.matmul(u, np.matmul(middle, vh))
+    x = x + np.matmul((h_u - np.matmul(u, np.matmul(u_h, h_u))) / s_row, vh)
+    h_vh = np.conj(g_vh)
+    x = x + np.matmul(u, (h_vh - np.matmul(np.matmul(h_vh, v), vh)) / s_column)
+    return np.conj(x)
 
 
 @jvp_rule(np.linalg.svd, inline=False)
 def _svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         u, _, vh = np.linalg.svd(a, full_matrices=False)
-        return np.diagonal(
-            np.matmul(np.swapaxes(u, -1, -2), np.matmul(t, np.swapaxes(vh, -1, -2))),
-            axis1=-2,
-            axis2=-1,
-        )
+        return np.real(np.diagonal(np.matmul(_h(u), np.matmul(t, _h(vh))), axis1=-2, axis2=-1))
     m, n = np.shape(a)[-2:]
     if full_matrices and m != n:
         raise NonDifferentiableError(_SVD_FULL_MATRICES)
     u, s, vh = _reduced_svd(ans, a)
     k = np.shape(s)[-1]
     eye = np.eye(k, dtype=s.dtype)
-    u_t, v = np.swapaxes(u, -1, -2), np.swapaxes(vh, -1, -2)
+    u_h, v = _h(u), _h(vh)
     gaps = np.expand_dims(s**2, -2) - np.expand_dims(s**2, -1)
     inverse_gaps = (1.0 - eye) / (gaps + eye)
-    p = np.matmul(u_t, np.matmul(t, v))
-    p_t = np.swapaxes(p, -1, -2)
+    p = np.matmul(u_h, np.matmul(t, v))
+    p_h = _h(p)
     s_row, s_column = np.expand_dims(s, -2), np.expand_dims(s, -1)
-    d_u = np.matmul(u, inverse_gaps * (p * s_row + s_column * p_t))
+    d_u = np.matmul(u, inverse_gaps * (p * s_row + s_column * p_h))
     d_u = d_u + (np.matmul(t, v) - np.matmul(u, p)) / s_row
-    d_v = np.matmul(v, inverse_gaps * (s_column * p + p_t * s_row))
-    t_t = np.swapaxes(t, -1, -2)
-    d_v = d_v + (np.matmul(t_t, u) - np.matmul(v, p_t)) / s_row
-    return ((d_u, np.diagonal(p, axis1=-2, axis2=-1), np.swapaxes(d_v, -1, -2)),)
+    diagonal = np.diagonal(p, axis1=-2, axis2=-1)
+    if np.iscomplexobj(p):  # the phases: U's columns turn with Im(p_jj) / s_j, V's do not
+        d_u = d_u + u * (1j * np.imag(np.expand_dims(diagonal, -2)) / s_row)
+    d_v = np.matmul(v, inverse_gaps * (s_column * p + p_h * s_row))
+    d_v = d_v + (np.matmul(_h(t), u) - np.matmul(v, p_h)) / s_row
+    return ((d_u, np.real(diagonal), _h(d_v)),)
+
+
+def _h(x):
+    """The conjugate transpose of the last two axes (the transpose of a real x)."""
+    return np.conj(np.swapaxes(x, -1, -2))
 
 
 _SVD_FULL_MATRICES = (
@@ -573,10 +586,12 @@ def _svd_cotangents(g, u, s, vh, full_matrices):
     return g_u, g_s, g_vh
 
 
-# qr (reduced, a m x n with m >= n and full rank), a = Q R: with M = R gR^T - gQ^T Q and
-# copyltu(M) = tril(M) + tril(M, -1)^T, the cotangent is (gQ + Q copyltu(M)) R^-T. Forward:
-# C = Q^T da R^-1 and its skew part W = tril(C, -1) - tril(C, -1)^T give dR = (C - W) R and
-# dQ = da R^-1 - Q (C - W).
+# qr (reduced, a m x n with m >= n and full rank), a = Q R with R's diagonal real (also
+# for complex a, as LAPACK makes it): with ^H the conjugate transpose (^T for real a),
+# M = R gR^T - gQ^T Q and herm(M) = tril(M, -1) + tril(M, -1)^H + diag(Re M), the
+# cotangent (docs/complex.md) is (gQ + conj(Q herm(M))) R^-T. Forward: C = Q^H da R^-1
+# and its skew-Hermitian part W = tril(C, -1) - tril(C, -1)^H + i diag(Im C) give
+# dR = (C - W) R and dQ = da R^-1 - Q (C - W).
 
 
 @vjp_rule(np.linalg.qr, inline=False)
@@ -587,8 +602,7 @@ def _qr(g, ans, a, mode="reduced"):
     g_q = np.zeros_like(q) if g_q is None else g_q
     g_r = np.zeros_like(r) if g_r is None else g_r
     m = np.matmul(r, np.swapaxes(g_r, -1, -2)) - np.matmul(np.swapaxes(g_q, -1, -2), q)
-    copied = np.tril(m) + np.swapaxes(np.tril(m, -1), -1, -2)
-    left = g_q + np.matmul(q, copied)
+    left = g_q + np.conj(np.matmul(q, _hermitian_from_below(m)))
     return np.swapaxes(np.linalg.solve(r, np.swapaxes(left, -1, -2)), -1, -2)
 
 
@@ -597,10 +611,20 @@ def _qr_jvp(t, ans, a, mode="reduced"):
     _refuse_qr(a, mode)
     q, r = ans
     t_over_r = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(t, -1, -2)), -1, -2)
-    c = np.matmul(np.swapaxes(q, -1, -2), t_over_r)
+    c = np.matmul(np.conj(np.swapaxes(q, -1, -2)), t_over_r)
     below = np.tril(c, -1)
-    upper = c - (below - np.swapaxes(below, -1, -2))
+    skew = below - np.conj(np.swapaxes(below, -1, -2))
+    if np.iscomplexobj(c):  # R's diagonal stays real: Q's phases move with a
+        skew = skew + 1j * np.imag(c) * np.eye(np.shape(c)[-1], dtype=np.imag(c).dtype)
+    upper = c - skew
     return ((t_over_r - np.matmul(q, upper), np.matmul(upper, r)),)
+
+
+def _hermitian_from_below(m):
+    """tril(m, -1) + its conjugate transpose + the real part of m's diagonal."""
+    below = np.tril(m, -1)
+    diagonal = np.real(m) * np.eye(np.shape(m)[-1], dtype=np.real(m).dtype)
+    return below + np.conj(np.swapaxes(below, -1, -2)) + diagonal
 
 
 def _refuse_qr(a, mode):
@@ -613,27 +637,32 @@ def _refuse_qr(a, mode):
         )
 
 
-# pinv of a full-rank a (P = pinv(a)):
-# dP = -P da P + P P^T da^T (I - a P) + (I - P a) da^T P^T P.
+# pinv of a full-rank a (P = pinv(a)), with ^H the conjugate transpose (^T for real a):
+# dP = -P da P + P P^H da^H (I - a P) + (I - P a) da^H P^H P. The VJP follows
+# docs/complex.md: the conjugate of the adjoint applied to the conjugate of g.
+
+
+zero_by_design(np.linalg.pinv, 1)  # rcond: a cutoff, piecewise constant
 
 
 @vjp_rule(np.linalg.pinv)
 def _pinv(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
     ans_t = np.swapaxes(ans, -1, -2)
-    g_t = np.swapaxes(g, -1, -2)
+    ans_c = np.conj(ans)
+    g_h = np.conj(np.swapaxes(g, -1, -2))
     through_p = -np.matmul(ans_t, np.matmul(g, ans_t))
-    left_null = np.matmul(g_t - np.matmul(a, np.matmul(ans, g_t)), np.matmul(ans, ans_t))
-    right_null = np.matmul(np.matmul(ans_t, ans), g_t - np.matmul(np.matmul(g_t, ans), a))
+    left_null = np.matmul(g_h - np.matmul(np.conj(a), np.matmul(ans_c, g_h)), ans_c @ ans_t)
+    right_null = np.matmul(ans_t @ ans_c, g_h - np.matmul(np.matmul(g_h, ans_c), np.conj(a)))
     return through_p + left_null + right_null
 
 
 @jvp_rule(np.linalg.pinv)
 def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None):
-    ans_t = np.swapaxes(ans, -1, -2)
-    t_t = np.swapaxes(t, -1, -2)
+    ans_h = np.conj(np.swapaxes(ans, -1, -2))
+    t_h = np.conj(np.swapaxes(t, -1, -2))
     through_p = -np.matmul(ans, np.matmul(t, ans))
-    left_null = np.matmul(np.matmul(ans, ans_t), t_t - np.matmul(np.matmul(t_t, a), ans))
-    right_null = np.matmul(t_t - np.matmul(np.matmul(ans, a), t_t), np.matmul(ans_t, ans))
+    left_null = np.matmul(np.matmul(ans, ans_h), t_h - np.matmul(np.matmul(t_h, a), ans))
+    right_null = np.matmul(t_h - np.matmul(np.matmul(ans, a), t_h), np.matmul(ans_h, ans))
     return through_p + left_null + right_null
 
 

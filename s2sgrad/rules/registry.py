@@ -21,9 +21,12 @@ Rules that the source transformer inlines must be written plainly: assignments a
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
+import inspect
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +54,11 @@ __all__ = [
     "accepts_complex",
     "makes_complex",
     "complex_source",
+    "zero_by_design",
+    "positions_without_derivative",
+    "silent_zero_positions",
+    "zero_is_right",
+    "parameter_name",
 ]
 
 
@@ -79,6 +87,9 @@ class Rule:
     batching: Any = None
     # the rules follow the complex convention of docs/complex.md (checked by a test)
     complex: bool = False
+    # positional arguments the output does not change with (np.full_like's a: only its
+    # shape and dtype count), where a rule's None is right (tests/test_zero_by_design.py)
+    zero_by_design: frozenset = frozenset()
 
     def part(self, kind: str) -> Callable:
         """Its ``kind`` function (``"vjp"``, ``"jvp"``, ``"custom"``, ``"custom_jvp"``),
@@ -217,6 +228,124 @@ def nondifferentiable(*primitives: Any) -> None:
         rule = _entry(primitive)
         rule.differentiable = False
         rule.vjp = rule.jvp = None
+
+
+def zero_by_design(primitive: Any, *positions: int) -> None:
+    """Declare that ``primitive``'s output does not change with its positional arguments at
+    ``positions``: its rules' ``None`` there is a zero by design. Without the declaration,
+    both engines refuse a differentiated value in a position the rule gives no derivative.
+
+    Example::
+
+        zero_by_design(np.full_like, 0)  # only the shape and dtype of ``a`` count
+    """
+    rule = _entry(primitive)
+    rule.zero_by_design = rule.zero_by_design | frozenset(positions)
+
+
+_WITHOUT: dict[Any, frozenset] = {}
+
+
+def positions_without_derivative(function: Callable) -> frozenset:
+    """The positional arguments (after ``g``/``t`` and ``ans``) that every ``return`` of the
+    rule ``function`` gives no derivative: a literal ``None``, or past the end of the tuple.
+    A return that is not a tuple literal names no position but the first. Empty when the
+    source cannot be read.
+
+    Example::
+
+        positions_without_derivative(get_rule(np.full_like).vjp)  # frozenset({0, 2, ...})
+    """
+    known = _WITHOUT.get(function)
+    if known is None:
+        known = _WITHOUT[function] = _returns_without(function)
+    return known
+
+
+def _returns_without(function: Callable) -> frozenset:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return frozenset()
+    if not isinstance(tree, ast.FunctionDef):
+        return frozenset()
+    count = len(tree.args.args) - 2
+    found: set | None = None
+    for node in _own_returns(tree):
+        value = node.value
+        if isinstance(value, ast.Tuple):
+            elements = value.elts
+            here = {i for i in range(count) if i >= len(elements) or _is_none(elements[i])}
+        elif isinstance(value, ast.Name):  # a tuple built elsewhere: positions unknown
+            here = set()
+        else:
+            here = set(range(1, count))
+        found = here if found is None else found & here
+    return frozenset(found or ())
+
+
+def _own_returns(function) -> list:
+    returns, pending = [], list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Return) and node.value is not None:
+            returns.append(node)
+        elif not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        ):
+            pending.extend(ast.iter_child_nodes(node))
+    return returns
+
+
+def _is_none(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def silent_zero_positions(primitive: Any, rule: Rule) -> frozenset:
+    """The positions where ``rule`` gives no derivative and no declaration says that is
+    right: a differentiated value there is refused. s2sgrad's own helpers (which generated
+    code calls, checked to second order by their tests) are trusted.
+
+    Example::
+
+        silent_zero_positions(np.interp, get_rule(np.interp))  # {5}: its period
+    """
+    if rule.vjp is None or _is_own_helper(primitive):
+        return frozenset()
+    return positions_without_derivative(rule.vjp) - rule.zero_by_design
+
+
+def zero_is_right(primitive: Any, rule: Rule, index: int) -> bool:
+    """Whether no derivative in positional argument ``index`` of ``primitive`` is right:
+    declared with :func:`zero_by_design`, or ``primitive`` is one of s2sgrad's helpers.
+
+    Example::
+
+        zero_is_right(np.full_like, get_rule(np.full_like), 0)  # True
+    """
+    return index in rule.zero_by_design or _is_own_helper(primitive)
+
+
+def parameter_name(function: Callable | None, index: int) -> str:
+    """The name of positional argument ``index`` of a rule (after ``g`` and ``ans``), or
+    ``argument {index + 1}``.
+
+    Example::
+
+        parameter_name(get_rule(np.interp).vjp, 1)  # 'xp'
+    """
+    names: list[str] = []
+    if function is not None:
+        try:
+            names = list(inspect.signature(function).parameters)[2:]
+        except (TypeError, ValueError):
+            names = []
+    return names[index] if index < len(names) else f"argument {index + 1}"
+
+
+def _is_own_helper(primitive: Any) -> bool:
+    module = getattr(primitive, "__module__", None) or ""
+    return module == "s2sgrad" or module.startswith("s2sgrad.")
 
 
 def complex_ready(*primitives: Any) -> None:

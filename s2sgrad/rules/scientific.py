@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, vjp_rule, zero_by_design
 from s2sgrad.runtime import (
     cast_like,
     full_convolution,
@@ -129,6 +129,9 @@ def _polyfit_jvp(t, ans, x, y, deg, rcond=None, full=False, w=None, cov=False):
 # sum((b - a x) ** 2) change with a and b only through r = b - a x (r is orthogonal to
 # a's columns, so x's own change adds nothing); s are the singular values of a, whose
 # derivative is diag(U^T da V) (distinct singular values).
+
+
+zero_by_design(np.linalg.lstsq, 2)  # rcond: a cutoff, piecewise constant
 
 
 @vjp_rule(np.linalg.lstsq)

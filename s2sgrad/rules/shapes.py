@@ -15,7 +15,7 @@ import operator
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     as_gradient,
@@ -452,6 +452,10 @@ def _full_like_jvp(
     return None, np.broadcast_to(zero_if_integer(t, ans), np.shape(ans))
 
 
+zero_by_design(np.full_like, 0)  # only the shape and dtype of ``a`` count
+zero_by_design(np.arange, 1)  # ``stop`` sets the length, not the values
+
+
 # ---------------------------------------------------------------------------------------
 # Joining and splitting. A list argument's cotangent is a list, one entry per element.
 
@@ -713,7 +717,10 @@ def _sequence_jvp(t, ans, x):
 
 
 # ---------------------------------------------------------------------------------------
-# Selecting elements: the cotangent is scattered back into zeros.
+# Selecting elements: the cotangent is scattered back into zeros. An index is never a
+# float (NumPy refuses one; a dict's key, a loop over its keys, picks discretely).
+
+zero_by_design(operator.getitem, 1)
 
 
 @vjp_rule(operator.getitem)

@@ -33,7 +33,13 @@ from s2sgrad.errors import (
     where,
 )
 from s2sgrad.naming import library_entry, library_name
-from s2sgrad.rules.registry import Rule, get_rule, when_forgotten
+from s2sgrad.rules.registry import (
+    Rule,
+    get_rule,
+    parameter_name,
+    silent_zero_positions,
+    when_forgotten,
+)
 from s2sgrad.runtime.core import is_complex, is_foreign_array
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
@@ -701,11 +707,27 @@ def _finish(key, args, kwargs, out, serials, rule=None):
         _refuse_foreign_arrays(key, args, out)  # a foreign argument gives a foreign result
     if not rule.complex:
         _refuse_complex(key, args, out)
+    _refuse_silent_zeros(key, rule, args)
     out = _wrap(out, serials)
     entry = (rule, _held(args), _held_keywords(kwargs), out)
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
+
+
+def _refuse_silent_zeros(key: Any, rule: Rule, args: tuple) -> None:
+    """A value being differentiated in a position its rule gives no derivative, where no
+    ``zero_by_design`` declaration says the zero is right: refuse it where the user's code
+    does it, rather than give it a silent zero."""
+    for index in silent_zero_positions(key, rule):
+        value = args[index] if index < len(args) else None
+        if isinstance(value, TapeValue) and np.result_type(value._value).kind in "fc":
+            raise NonDifferentiableError(
+                f"{user_location()}: {describe(key)} has no derivative in its argument "
+                f"'{parameter_name(rule.vjp, index)}', which is given a value being "
+                "differentiated; compute that part with functions that have derivatives, or "
+                "wrap the value in s2sgrad.stop_gradient(...) if it needs none."
+            )
 
 
 def _refuse_foreign_arrays(key: Any, args: tuple, out: Any) -> None:

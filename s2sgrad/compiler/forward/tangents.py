@@ -15,7 +15,7 @@ from s2sgrad.compiler.operations import (
     Operation,
     OperationKind,
     refuse_differentiated_keywords,
-    refuse_keyword_without_entry,
+    refuse_missing_entry,
 )
 from s2sgrad.compiler.syntax import attribute, call, clone, constant, load, walk
 from s2sgrad.errors import NonDifferentiableError
@@ -84,7 +84,7 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
                 sweep.pending.extend(inlined.statements)
                 contributions.append(inlined.entries[index])
             else:
-                refuse_keyword_without_entry(operation, index, sweep.parsed.location(statement))
+                refuse_missing_entry(operation, index, sweep.parsed, statement)
         else:
             primitive = load(sweep.namespace.bind(_name(operation.primitive), operation.primitive))
             contributions.append(
@@ -96,12 +96,15 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
             )
     if not contributions:
         return call(sweep.helper("zeros_like_value"), [answer])
+    # a rule of several outputs gives one tangent per output: add them entry by entry
+    # (``+`` would join the tuples, np.linalg.lstsq(a, b) losing b's tangent)
+    entrywise = not rule.inline_jvp or any(isinstance(c, gast.Tuple) for c in contributions)
     total = contributions[0]
     for contribution in contributions[1:]:
-        if rule.inline_jvp:
-            total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
-        else:  # a called rule may give one tangent per output: add them entry by entry
+        if entrywise:
             total = call(sweep.helper("add_cotangents"), [total, contribution])
+        else:
+            total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
     return total
 
 

@@ -16,7 +16,7 @@ from s2sgrad.compiler.inline import inline_rule
 from s2sgrad.compiler.operations import (
     Operation,
     refuse_differentiated_keywords,
-    refuse_keyword_without_entry,
+    refuse_missing_entry,
 )
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
@@ -109,7 +109,7 @@ class RuleAdjoints:
             if entry is not None:
                 block.extend(self.cotangents.distribute(args[index], entry, statement))
             else:
-                refuse_keyword_without_entry(operation, index, self.parsed.location(statement))
+                refuse_missing_entry(operation, index, self.parsed, statement)
         return block
 
     def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:

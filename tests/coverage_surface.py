@@ -1,0 +1,203 @@
+"""The public surface the coverage test (tests/test_coverage.py) holds s2sgrad to.
+
+``public_surface()`` enumerates the public callables of ``numpy``, ``numpy.linalg``,
+``numpy.fft`` and, when SciPy is importable, ``scipy.special`` and the methods of the
+``scipy.stats`` distributions issue 13 lists. ``REFUSED`` says, for every one of them that
+has no rule, why: each is refused where it meets a differentiated value. docs/writing-rules.md
+lists the same table (``python tests/coverage_surface.py`` prints it).
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+MODULES = ("numpy", "numpy.linalg", "numpy.fft")
+SCIPY_MODULES = ("scipy.special",)
+DISTRIBUTIONS = (
+    "norm",
+    "t",
+    "beta",
+    "gamma",
+    "chi2",
+    "poisson",
+    "dirichlet",
+    "multivariate_normal",
+)
+METHODS = ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf", "pmf", "logpmf")
+METHODS += ("entropy",)
+
+
+def _public(module) -> dict:
+    names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
+    found = {}
+    for name in sorted(set(names)):
+        value = getattr(module, name, None)
+        if name.startswith("_") or inspect.ismodule(value) or not callable(value):
+            continue
+        found[f"{module.__name__}.{name}"] = value
+    return found
+
+
+def public_surface() -> dict:
+    """Qualified name → callable, for every public callable the coverage test covers.
+
+    Example::
+
+        public_surface()["numpy.sin"] is np.sin  # True
+    """
+    import importlib
+
+    surface = {}
+    for name in MODULES:
+        surface.update(_public(importlib.import_module(name)))
+    try:
+        import scipy.special  # noqa: F401
+        import scipy.stats as stats
+    except ImportError:
+        return surface
+    for name in SCIPY_MODULES:
+        surface.update(_public(importlib.import_module(name)))
+    for distribution in DISTRIBUTIONS:
+        for method in METHODS:
+            bound = getattr(getattr(stats, distribution), method, None)
+            if bound is not None:
+                surface[f"scipy.stats.{distribution}.{method}"] = bound
+    return surface
+
+
+def _names(text: str) -> list:
+    return text.split()
+
+
+# Why a public callable has no rule. Every entry is a claim the coverage test checks: the
+# function is refused (s2sgrad.errors.S2SGradError naming the user's line) where it is
+# applied to a differentiated value.
+_GROUPS = {
+    "a type, a dtype or a scalar class: not a function of values": _names(
+        """bool bool_ byte bytes_ cdouble character clongdouble complex128 complex192
+        complex256 complex64 complexfloating csingle datetime64 double dtype flexible float128
+        float16 float32 float64 float96 floating generic half inexact int16 int32 int64 int8
+        int_ intc integer intp long longdouble longlong number object_ short signedinteger
+        single str_ timedelta64 ubyte uint uint16 uint32 uint64 uint8 uintc uintp ulong
+        ulonglong unsignedinteger ushort void ndarray matrix memmap recarray record flatiter
+        broadcast busdaycalendar ufunc poly1d nditer ndenumerate ndindex errstate
+        printoptions vectorize finfo iinfo linalg.LinAlgError"""
+    ),
+    "input, output, printing or configuration: no numbers to differentiate": _names(
+        """array2string array_repr array_str base_repr binary_repr format_float_positional
+        format_float_scientific load loadtxt save savetxt savez savez_compressed fromfile
+        frombuffer fromregex fromstring genfromtxt fromiter from_dlpack get_include
+        get_printoptions set_printoptions getbufsize setbufsize geterr seterr geterrcall
+        seterrcall info show_config show_runtime test typename datetime_as_string
+        datetime_data busday_count busday_offset is_busday isnat"""
+    ),
+    "a question about types, memory or layout: answered without a derivative": _names(
+        """can_cast common_type isdtype iscomplexobj isrealobj isfortran isscalar iterable
+        may_share_memory shares_memory min_scalar_type mintypecode promote_types
+        broadcast_shapes einsum_path"""
+    ),
+    "integer or boolean results (indices, counts, sets, bits): no derivative to give": _names(
+        """bincount bitwise_count digitize lexsort searchsorted packbits unpackbits
+        ravel_multi_index unravel_index diag_indices diag_indices_from tril_indices
+        tril_indices_from triu_indices triu_indices_from mask_indices ix_ isin iscomplex
+        isreal array_equal array_equiv allclose histogram_bin_edges fft.fftfreq fft.rfftfreq"""
+    ),
+    "values chosen by sorting or set membership, with no rule yet: use np.sort or indexing": (
+        _names(
+            """unique unique_all unique_counts unique_inverse unique_values intersect1d
+            setdiff1d setxor1d union1d trim_zeros sort_complex extract"""
+        )
+    ),
+    "histograms count: piecewise constant in the data, with no rule yet": _names(
+        "histogram histogram2d histogramdd"
+    ),
+    "window functions and grids of a length: write the formula with np.cos / np.arange": _names(
+        "bartlett blackman hamming hanning kaiser geomspace logspace fromfunction"
+    ),
+    "takes a Python function or writes into its argument; write the loop or the update "
+    "with indexing instead": _names(
+        """apply_along_axis apply_over_axes frompyfunc piecewise nested_iters copyto
+        fill_diagonal place put put_along_axis putmask"""
+    ),
+    "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
+    "np.broadcast_to": _names(
+        """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
+        bmat block broadcast_arrays choose delete insert resize diagflat unstack
+        matrix_transpose linalg.matrix_transpose ediff1d row_stack real_if_close"""
+    ),
+    "no rule yet: use the equivalent function that has one (np.matmul, np.tensordot, "
+    "np.trace, np.diagonal, np.cross, np.outer, np.linalg.norm, np.linalg.svd, np.cumsum, "
+    "np.cumprod)": _names(
+        """linalg.matmul linalg.tensordot linalg.trace linalg.diagonal linalg.cross
+        linalg.outer linalg.vecdot linalg.vector_norm linalg.matrix_norm linalg.svdvals
+        linalg.multi_dot vecdot matvec vecmat cumulative_sum cumulative_prod"""
+    ),
+    "no rule yet: the NaN-ignoring forms of max, min, std, var, prod, cumsum, cumprod, "
+    "median, percentile and quantile; select the finite values with np.where first": _names(
+        """nanmax nanmin nanstd nanvar nanprod nancumsum nancumprod nanmedian
+        nanpercentile nanquantile"""
+    ),
+    "no rule yet: frexp, modf and divmod give two results, copysign a sign; i0 is "
+    "scipy.special.i0, which has one": _names("frexp modf divmod copysign i0"),
+    "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
+        "poly polyadd polysub polymul polydiv polyder polyint roots"
+    ),
+    "no rule yet: condition numbers, tensor inverses and solves": _names(
+        "linalg.cond linalg.tensorinv linalg.tensorsolve"
+    ),
+    "no rule yet: Hermitian FFTs (np.fft.fft and np.fft.irfft have rules)": _names(
+        "fft.hfft fft.ihfft"
+    ),
+    "no rule yet: unwrap (a cumulative sum of rounded jumps)": _names("unwrap"),
+}
+
+
+def refused_numpy() -> dict:
+    """Qualified name → why, for every NumPy callable declared refused."""
+    reasons = {}
+    for reason, names in _GROUPS.items():
+        for name in names:
+            reasons[f"numpy.{name}"] = reason
+    return reasons
+
+
+SCIPY_REASON = "no rule yet (scipy.special has rules for the functions issue 13 lists)"
+STATS_REASON = (
+    "no rule yet: inverse distribution functions (ppf, isf), log survival functions, the "
+    "entropies of univariate distributions, Poisson's cdf and sf, the multivariate normal's cdf"
+)
+
+
+def refused_reason(name: str) -> str | None:
+    """Why the callable named ``name`` (qualified) has no rule, or None if not declared."""
+    if name.startswith("scipy.special."):
+        return SCIPY_REASON
+    if name.startswith("scipy.stats."):
+        return STATS_REASON
+    return refused_numpy().get(name)
+
+
+def markdown_table(surface: dict, has_rule) -> str:
+    """The table of functions without a rule, grouped by reason, for docs/writing-rules.md."""
+    by_reason: dict = {}
+    for name, function in surface.items():
+        if not has_rule(function):
+            reason = refused_reason(name) or "UNDECLARED"
+            by_reason.setdefault(reason, []).append(name)
+    lines = ["| why there is no rule | functions |", "|---|---|"]
+    for reason, names in by_reason.items():
+        if names[0].startswith("scipy.special."):
+            shown = f"{len(names)} functions of scipy.special"
+        else:
+            shown = ", ".join(f"`{n.replace('numpy.', 'np.')}`" for n in names)
+        lines.append(f"| {reason} | {shown} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    import s2sgrad  # noqa: F401  (registers the rules)
+    from s2sgrad.rules import get_rule
+
+    print(markdown_table(public_surface(), lambda f: get_rule(f) is not None))
+    sys.exit(0)

@@ -1,0 +1,520 @@
+"""Coverage of NumPy's public surface (and SciPy's special functions and distributions).
+
+Every public callable of ``numpy``, ``numpy.linalg``, ``numpy.fft``, ``scipy.special`` and
+the methods of the ``scipy.stats`` distributions issue 13 lists (tests/coverage_surface.py)
+is exactly one of:
+
+* **a rule**: its sample program below is checked by ``check_grads`` to second order,
+  reverse and forward, in both engines, in float64 over broadcasting shapes; against
+  central differences in complex128 where NumPy accepts complex values and the rule is
+  declared complex-ready; and float32 (complex64) arguments get float32 (complex64)
+  gradients;
+* **declared non-differentiable**: proved piecewise constant or integer/boolean valued by
+  tests/test_closed_world.py (its ``PROOFS``);
+* **refused**: declared in tests/coverage_surface.py with the reason, and checked to raise an
+  S2SGradError naming the line of the call.
+
+A new NumPy function that is none of these fails ``test_every_public_callable_is_covered``.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+from coverage_surface import public_surface, refused_reason
+from oracle import numeric_complex_grad
+from test_closed_world import BY_DESIGN, PROOFS
+
+import s2sgrad as sg
+from s2sgrad.errors import S2SGradError
+from s2sgrad.rules import get_rule
+
+try:
+    import scipy.special as special
+    import scipy.stats as stats
+except ImportError:  # SciPy is optional: its rows are left out
+    special = stats = None
+
+ENGINES = ("s2s", "tape")
+HERE = __file__.rsplit("/", 1)[-1]
+RNG = np.random.default_rng(2026)
+
+
+# Domains where each function is smooth
+def positive(shape):
+    return RNG.uniform(0.5, 2.0, shape)
+
+
+def real(shape):
+    return RNG.uniform(-2.0, 2.0, shape)
+
+
+def unit(shape):
+    return RNG.uniform(-0.8, 0.8, shape)
+
+
+def above_one(shape):
+    return RNG.uniform(1.2, 3.0, shape)
+
+
+def probability(shape):
+    return RNG.uniform(0.1, 0.9, shape)
+
+
+def spd(shape):  # a well-conditioned matrix, symmetric positive definite
+    a = RNG.uniform(-1.0, 1.0, shape)
+    return a @ np.swapaxes(a, -1, -2) / shape[-1] + np.eye(shape[-1])
+
+
+def well_conditioned(shape):
+    return RNG.uniform(-1.0, 1.0, shape) / shape[-1] + 2.0 * np.eye(*shape[-2:])
+
+
+class Sample:
+    """A program that calls one primitive, and the shapes and domains of its arguments."""
+
+    def __init__(self, primitive, program, *shapes, domain=positive, complex_=True):
+        self.primitive = primitive
+        self.program = program
+        self.shapes = shapes
+        self.domains = domain if isinstance(domain, tuple) else (domain,) * len(shapes)
+        self.complex = complex_  # False: NumPy accepts complex values but means other math
+
+    def arguments(self, dtype=np.float64):
+        return tuple(d(s).astype(dtype) for d, s in zip(self.domains, self.shapes))
+
+
+# ---------------------------------------------------------------------------- ufuncs
+
+A, B = (2, 3), (3,)  # broadcasting shapes of binary functions
+UNARY_DOMAINS = {
+    **dict.fromkeys(["arcsin", "arccos", "arctanh", "asin", "acos", "atanh"], unit),
+    **dict.fromkeys(["arccosh", "acosh"], above_one),
+    **dict.fromkeys(["sign", "fabs"], real),
+}
+
+
+def _unary(u):
+    def program(x):
+        return u(x)
+
+    return program
+
+
+def _binary(u):
+    def program(x, y):
+        return u(x, y)
+
+    return program
+
+
+S = Sample
+
+
+def ufunc_sample(u) -> Sample:
+    if u.nin == 1:
+        return Sample(u, _unary(u), A, domain=UNARY_DOMAINS.get(u.__name__, positive))
+    return Sample(u, _binary(u), A, B)
+
+
+def _bigger(shape):
+    return RNG.uniform(2.5, 3.0, shape)
+
+
+W, WR = well_conditioned, (well_conditioned, real)
+PA, QA = (positive, above_one), (probability, above_one)
+UUS = (unit, unit, spd)
+I3 = np.eye(3)
+XP = np.array([0.0, 1.0, 2.0, 3.0])
+MASK = np.array([True, False, True])
+IDX = np.array([2, 0, 2])
+
+
+# fmt: off
+SAMPLES = [
+    S(np.fmod, lambda x, y: np.fmod(x, y), A, B, domain=(positive, _bigger)),
+    S(np.mod, lambda x, y: np.mod(x, y), A, B, domain=(positive, _bigger)),
+    S(np.remainder, lambda x, y: np.remainder(x, y), A, B, domain=(positive, _bigger)),
+    S(np.ldexp, lambda x: np.ldexp(x, np.array([1, -2, 3])), A),
+    S(np.matmul, lambda x, y: np.matmul(x, y), (2, 2, 3), (3, 2), domain=real),
+    S(np.amax, lambda x: np.amax(x, axis=0), (3, 4), domain=real),
+    S(np.amin, lambda x: np.amin(x, axis=1), (3, 4), domain=real),
+    S(np.max, lambda x: np.max(x, axis=0), (3, 4), domain=real),
+    S(np.min, lambda x: np.min(x), (3, 4), domain=real),
+    S(np.angle, lambda x: np.angle(x), A),
+    S(np.append, lambda x, y: np.append(x, y), A, B),
+    S(np.arange, lambda x: np.arange(x[0], 3.2, 0.5), (2,)),
+    S(np.array, lambda x: np.array([x[0], 2.0 * x[1]]), (2, 3)),
+    S(np.array_split, lambda x: np.array_split(x, 3)[1], (7,)),
+    S(np.asarray, lambda x: np.asarray([x[1], x[0]]), (2, 3)),
+    S(np.astype, lambda x: np.astype(x, x.dtype) * x, A),
+    S(np.atleast_1d, lambda x: np.atleast_1d(x[0, 0]), A),
+    S(np.atleast_2d, lambda x: np.atleast_2d(x[0]), A),
+    S(np.atleast_3d, lambda x: np.atleast_3d(x), A),
+    S(np.average, lambda x, w: np.average(x, axis=1, weights=w), A, B),
+    S(np.broadcast_to, lambda x: np.broadcast_to(x, (2, 3)), B),
+    S(np.clip, lambda x: np.clip(x, 0.8, 1.6), (3, 4)),
+    S(np.column_stack, lambda x, y: np.column_stack([x, y]), B, B),
+    S(np.compress, lambda x: np.compress(MASK, x, axis=1), A),
+    S(np.concat, lambda x, y: np.concat([x, y], axis=None), A, B),
+    S(np.concatenate, lambda x, y: np.concatenate([x, y]), A, (1, 3)),
+    S(np.convolve, lambda x, y: np.convolve(x, y), (5,), B),
+    S(np.correlate, lambda x, y: np.correlate(x, y, "full"), (5,), B),
+    S(np.copy, lambda x: np.copy(x), A),
+    S(np.corrcoef, lambda x: np.corrcoef(x), (3, 5), domain=real),
+    S(np.cov, lambda x: np.cov(x), (3, 5), domain=real),
+    S(np.cross, lambda x, y: np.cross(x, y), A, B, domain=real),
+    S(np.cumprod, lambda x: np.cumprod(x, axis=1), A),
+    S(np.cumsum, lambda x: np.cumsum(x), A),
+    S(np.diag, lambda x: np.diag(x), B),
+    S(np.diagonal, lambda x: np.diagonal(x, 1), (3, 3)),
+    S(np.diff, lambda x: np.diff(x, axis=0), (4, 2)),
+    S(np.dot, lambda x, y: np.dot(x, y), A, B),
+    S(np.dsplit, lambda x: np.dsplit(x, 2)[1], (1, 2, 4)),
+    S(np.dstack, lambda x, y: np.dstack([x, y]), A, A),
+    S(np.einsum, lambda x, y: np.einsum("ij,j->i", x, y), A, B),
+    S(np.expand_dims, lambda x: np.expand_dims(x, 1), A),
+    S(np.flip, lambda x: np.flip(x, 1), A),
+    S(np.fliplr, lambda x: np.fliplr(x), A),
+    S(np.flipud, lambda x: np.flipud(x), A),
+    S(np.full, lambda x: np.full((2, 3), x[1]), B),
+    S(np.full_like, lambda x: np.full_like(x, x[0, 1]), A),
+    S(np.gradient, lambda x: np.gradient(x, 0.5), (5,)),
+    S(np.hsplit, lambda x: np.hsplit(x, 2)[1], (2, 4)),
+    S(np.hstack, lambda x, y: np.hstack([x, y]), B, (2,)),
+    S(np.imag, lambda x: np.imag(x) + x, A),
+    S(np.inner, lambda x, y: np.inner(x, y), A, B),
+    S(np.interp, lambda x, fp: np.interp(x, XP, fp), B, (4,), domain=(_bigger, real)),
+    S(np.kron, lambda x, y: np.kron(x, y), (2, 2), (2,)),
+    S(np.linspace, lambda x: np.linspace(x[0], x[1], 5), (2,)),
+    S(np.mean, lambda x: np.mean(x, axis=0), A),
+    S(np.median, lambda x: np.median(x, axis=1), (2, 5)),
+    S(np.meshgrid, lambda x, y: np.stack(np.meshgrid(x, y)), (2,), B),
+    S(np.moveaxis, lambda x: np.moveaxis(x, 0, -1), (2, 3, 1)),
+    S(np.nan_to_num, lambda x: np.nan_to_num(x), A),
+    S(np.nanmean, lambda x: np.nanmean(x, axis=0), A),
+    S(np.nansum, lambda x: np.nansum(x, axis=1), A),
+    S(np.outer, lambda x, y: np.outer(x, y), B, (2,)),
+    S(np.pad, lambda x: np.pad(x, ((1, 0), (0, 2))), A),
+    S(np.partition, lambda x: np.partition(x, 2), (5,), domain=real),
+    S(np.percentile, lambda x: np.percentile(x, 30.0), (5,), domain=real),
+    S(np.permute_dims, lambda x: np.permute_dims(x, (1, 0)), A),
+    S(np.polyfit, lambda x, y: np.polyfit(x, y, 2), (5,), (5,), domain=(real, real)),
+    S(np.polyval, lambda p, x: np.polyval(p, x), B, (4,), domain=(real, real)),
+    S(np.prod, lambda x: np.prod(x, axis=0), A),
+    S(np.ptp, lambda x: np.ptp(x, axis=1), (2, 4), domain=real),
+    S(np.quantile, lambda x: np.quantile(x, 0.6), (5,), domain=real),
+    S(np.ravel, lambda x: np.ravel(x), A),
+    S(np.real, lambda x: np.real(x) * x, A),
+    S(np.repeat, lambda x: np.repeat(x, 2, axis=0), A),
+    S(np.reshape, lambda x: np.reshape(x, (3, 2)), A),
+    S(np.roll, lambda x: np.roll(x, 1), A),
+    S(np.rollaxis, lambda x: np.rollaxis(x, 1), A),
+    S(np.rot90, lambda x: np.rot90(x), A),
+    S(np.select, lambda x, y: np.select([x > 1.2], [x * y], default=y), A, B),
+    S(np.sinc, lambda x: np.sinc(x), A),
+    S(np.sort, lambda x: np.sort(x, axis=0), (3, 2), domain=real),
+    S(np.split, lambda x: np.split(x, 2, axis=1)[0], (2, 4)),
+    S(np.squeeze, lambda x: np.squeeze(x), (1, 3)),
+    S(np.stack, lambda x, y: np.stack([x, y], axis=1), B, B),
+    S(np.std, lambda x: np.std(x, axis=1), A),
+    S(np.sum, lambda x: np.sum(x, axis=0), A),
+    S(np.swapaxes, lambda x: np.swapaxes(x, 0, 1), A),
+    S(np.take, lambda x: np.take(x, IDX, axis=1), A),
+    S(np.take_along_axis, lambda x: np.take_along_axis(x, np.array([[2], [0]]), 1), A),
+    S(np.tensordot, lambda x, y: np.tensordot(x, y, axes=1), A, (3, 2)),
+    S(np.tile, lambda x: np.tile(x, (2, 1)), A),
+    S(np.trace, lambda x: np.trace(x), (3, 3)),
+    S(np.transpose, lambda x: np.transpose(x), A),
+    S(np.trapezoid, lambda y, x: np.trapezoid(y, x), (4,), (4,)),
+    S(np.tril, lambda x: np.tril(x), (3, 3)),
+    S(np.triu, lambda x: np.triu(x, 1), (3, 3)),
+    S(np.vander, lambda x: np.vander(x, 3), B, domain=real),
+    S(np.var, lambda x: np.var(x), A),
+    S(np.vdot, lambda x, y: np.vdot(x, y), A, A),
+    S(np.vsplit, lambda x: np.vsplit(x, 2)[0], (4, 2)),
+    S(np.vstack, lambda x, y: np.vstack([x, y]), A, B),
+    S(np.where, lambda x, y: np.where(x > 1.2, x, y), A, B),
+    # numpy.linalg
+    S(np.linalg.cholesky, lambda a: np.linalg.cholesky(a @ np.conj(a.T) + I3), (3, 3)),
+    S(np.linalg.det, lambda a: np.linalg.det(a), (2, 3, 3), domain=well_conditioned),
+    S(np.linalg.eig, lambda a: np.sum(np.linalg.eig(a)[0] ** 2), (3, 3), domain=spd),
+    S(np.linalg.eigvals, lambda a: np.linalg.eigvals(a) ** 3, (3, 3), domain=spd),
+    S(np.linalg.eigh, lambda a: np.linalg.eigh(a + a.T)[0], (3, 3), domain=spd),
+    S(np.linalg.eigvalsh, lambda a: np.linalg.eigvalsh(a + a.T), (3, 3), domain=spd),
+    S(np.linalg.inv, lambda a: np.linalg.inv(a), (3, 3), domain=well_conditioned),
+    S(np.linalg.lstsq, lambda a, b: np.linalg.lstsq(a, b)[0], (4, 2), (4,), domain=WR),
+    S(np.linalg.matrix_power, lambda a: np.linalg.matrix_power(a, 3), (3, 3), domain=W),
+    S(np.linalg.norm, lambda x: np.linalg.norm(x, axis=1), A),
+    S(np.linalg.pinv, lambda a: np.linalg.pinv(a), (3, 2), domain=well_conditioned),
+    S(np.linalg.qr, lambda a: np.linalg.qr(a)[1] ** 2, (3, 2), domain=well_conditioned),
+    S(np.linalg.slogdet, lambda a: np.linalg.slogdet(a)[1], (3, 3), domain=spd),
+    S(np.linalg.solve, lambda a, b: np.linalg.solve(a, b), (3, 3), (3, 2), domain=WR),
+    S(np.linalg.svd, lambda a: np.linalg.svd(a, compute_uv=False), (3, 2), domain=W),
+    # numpy.fft
+    S(np.fft.fft, lambda x: np.fft.fft(x, axis=0), (3, 2)),
+    S(np.fft.ifft, lambda x: np.fft.ifft(x, n=4), (3,)),
+    S(np.fft.fft2, lambda x: np.fft.fft2(x), A),
+    S(np.fft.ifft2, lambda x: np.fft.ifft2(x, norm="ortho"), A),
+    S(np.fft.fftn, lambda x: np.fft.fftn(x), A),
+    S(np.fft.ifftn, lambda x: np.fft.ifftn(x), A),
+    S(np.fft.rfft, lambda x: np.fft.rfft(x), (5,), complex_=False),
+    S(np.fft.irfft, lambda x: np.fft.irfft(x), (3,)),
+    S(np.fft.rfft2, lambda x: np.fft.rfft2(x), A, complex_=False),
+    S(np.fft.irfft2, lambda x: np.fft.irfft2(x), A),
+    S(np.fft.rfftn, lambda x: np.fft.rfftn(x), A, complex_=False),
+    S(np.fft.irfftn, lambda x: np.fft.irfftn(x), A),
+    S(np.fft.fftshift, lambda x: np.fft.fftshift(x), A),
+    S(np.fft.ifftshift, lambda x: np.fft.ifftshift(x), A),
+]
+# fmt: on
+
+
+def normal_logpdf(x, m, c):
+    return stats.multivariate_normal.logpdf(x, m, c + c.T)
+
+
+def normal_entropy(m, c):
+    return stats.multivariate_normal.entropy(m, c + c.T)
+
+
+# fmt: off
+if special is not None:
+    SAMPLES += [
+        S(special.entr, lambda x: special.entr(x), A),
+        S(special.erfcinv, lambda x: special.erfcinv(x), A, domain=probability),
+        S(special.erfinv, lambda x: special.erfinv(x), A, domain=unit),
+        S(special.logit, lambda x: special.logit(x), A, domain=probability),
+        S(special.ndtri, lambda x: special.ndtri(x), A, domain=probability),
+        S(special.betainc, lambda x: special.betainc(1.5, 2.5, x), A, domain=probability),
+        S(special.gammainc, lambda x: special.gammainc(1.5, x), A),
+        S(special.gammaincc, lambda x: special.gammaincc(2.5, x), A),
+        S(special.iv, lambda x: special.iv(1.5, x), A),
+        S(special.ive, lambda x: special.ive(0.5, x), A),
+        S(special.jv, lambda x: special.jv(1.5, x), A),
+        S(special.jn, lambda x: special.jn(2, x), A),
+        S(special.yn, lambda x: special.yn(1, x), A),
+        S(special.log_softmax, lambda x: special.log_softmax(x, axis=1), A),
+        S(special.softmax, lambda x: special.softmax(x), A),
+        S(special.logsumexp, lambda x: special.logsumexp(x, axis=0), A),
+        S(special.multigammaln, lambda x: special.multigammaln(x[0] + 2.0, 2), A),
+        S(special.polygamma, lambda x: special.polygamma(1, x), A),
+        S(special.sinc, lambda x: special.sinc(x), A),
+        S(stats.norm.pdf, lambda x, m, s: stats.norm.pdf(x, m, s), A, B, B),
+        S(stats.norm.logpdf, lambda x, m, s: stats.norm.logpdf(x, m, s), A, B, B),
+        S(stats.norm.cdf, lambda x, m, s: stats.norm.cdf(x, m, s), A, B, B),
+        S(stats.norm.logcdf, lambda x, m, s: stats.norm.logcdf(x, m, s), A, B, B),
+        S(stats.norm.sf, lambda x, m, s: stats.norm.sf(x, m, s), A, B, B),
+        S(stats.t.pdf, lambda x, d: stats.t.pdf(x, d), A, B),
+        S(stats.t.logpdf, lambda x, d: stats.t.logpdf(x, d), A, B),
+        S(stats.t.cdf, lambda x: stats.t.cdf(x, 2.5), A),
+        S(stats.t.logcdf, lambda x: stats.t.logcdf(x, 2.5), A),
+        S(stats.t.sf, lambda x: stats.t.sf(x, 2.5), A),
+        S(stats.beta.pdf, lambda x, a: stats.beta.pdf(x, a, 2.0), A, B, domain=QA),
+        S(stats.beta.logpdf, lambda x, a: stats.beta.logpdf(x, a, 2.0), A, B, domain=QA),
+        S(stats.beta.cdf, lambda x: stats.beta.cdf(x, 2.0, 3.0), A, domain=probability),
+        S(stats.beta.logcdf, lambda x: stats.beta.logcdf(x, 2.0, 3.0), A, domain=probability),
+        S(stats.beta.sf, lambda x: stats.beta.sf(x, 2.0, 3.0), A, domain=probability),
+        S(stats.gamma.pdf, lambda x, a: stats.gamma.pdf(x, a), A, B),
+        S(stats.gamma.logpdf, lambda x, a: stats.gamma.logpdf(x, a), A, B),
+        S(stats.gamma.cdf, lambda x: stats.gamma.cdf(x, 2.0), A),
+        S(stats.gamma.logcdf, lambda x: stats.gamma.logcdf(x, 2.0), A),
+        S(stats.gamma.sf, lambda x: stats.gamma.sf(x, 2.0), A),
+        S(stats.chi2.pdf, lambda x, d: stats.chi2.pdf(x, d), A, B),
+        S(stats.chi2.logpdf, lambda x, d: stats.chi2.logpdf(x, d), A, B),
+        S(stats.chi2.cdf, lambda x: stats.chi2.cdf(x, 3.0), A),
+        S(stats.chi2.logcdf, lambda x: stats.chi2.logcdf(x, 3.0), A),
+        S(stats.chi2.sf, lambda x: stats.chi2.sf(x, 3.0), A),
+        S(stats.poisson.pmf, lambda mu: stats.poisson.pmf(np.array([0, 2, 3]), mu), B),
+        S(stats.poisson.logpmf, lambda mu: stats.poisson.logpmf(3, mu), A),
+        S(stats.dirichlet.pdf, lambda x, a: stats.dirichlet.pdf(x / np.sum(x), a), B, B, domain=PA),
+        S(stats.dirichlet.logpdf, lambda x, a: stats.dirichlet.logpdf(x / np.sum(x), a), B, B,
+          domain=PA),
+        S(stats.multivariate_normal.pdf, lambda x, m: stats.multivariate_normal.pdf(x, m), A, B,
+          domain=unit),
+        S(stats.multivariate_normal.logpdf, normal_logpdf, A, B, (3, 3), domain=UUS),
+        S(stats.multivariate_normal.entropy, normal_entropy, B, (3, 3), domain=(unit, spd)),
+    ]
+# fmt: on
+
+
+BY_PRIMITIVE = {sample.primitive: sample for sample in SAMPLES}
+
+# ------------------------------------------------------------------------- the surface
+
+
+def _kind(function) -> str:
+    rule = get_rule(function)
+    if rule is None:
+        return "refused"
+    return "rule" if rule.differentiable else "non-differentiable"
+
+
+@functools.cache
+def _surface() -> dict:
+    return public_surface()
+
+
+def _by_kind(kind: str) -> list:
+    seen, names = set(), []
+    for name, function in _surface().items():
+        if _kind(function) == kind and id(function) not in seen:
+            seen.add(id(function))
+            names.append(name)
+    return names
+
+
+def sample_of(function) -> Sample | None:
+    if function in BY_PRIMITIVE:
+        return BY_PRIMITIVE[function]
+    if isinstance(function, np.ufunc):
+        return ufunc_sample(function)
+    return None
+
+
+def test_every_public_callable_is_covered():
+    """Exactly one of: a rule with a sample program, a proved declaration, a refusal with a
+    reason. Prints the counts."""
+    counts = {"rule": 0, "non-differentiable": 0, "refused": 0}
+    problems = []
+    for name, function in _surface().items():
+        kind = _kind(function)
+        counts[kind] += 1
+        if kind == "rule" and sample_of(function) is None:
+            problems.append(f"{name}: a rule without a sample program here")
+        if kind == "rule" and refused_reason(name) and not name.startswith("scipy."):
+            problems.append(f"{name}: has a rule but is declared refused")
+        proved = function in PROOFS or getattr(function, "__name__", None) in BY_DESIGN
+        if kind == "non-differentiable" and not proved:
+            problems.append(f"{name}: declared non-differentiable without a proof")
+        if kind == "refused" and refused_reason(name) is None:
+            problems.append(f"{name}: no rule, no declaration and no reason for refusing it")
+    print(
+        f"\ncoverage: {counts['rule']} rules, {counts['non-differentiable']} "
+        f"non-differentiable, {counts['refused']} refused, of {len(_surface())} callables"
+    )
+    assert not problems, "\n".join(problems)
+
+
+# Functions NumPy does not let a tape value into (it makes a plain array of it): the tape
+# refuses them, naming the line, and tells what to write instead
+TAPE_REFUSES = {np.array, np.asarray, np.full, np.arange}
+
+
+def _order(function, engine) -> int:
+    rule = get_rule(function)
+    inlined = rule.inline_vjp and rule.inline_jvp
+    return 2 if engine == "tape" or inlined else 1  # a called rule is not re-transformed
+
+
+def _real_valued(program, args):
+    """``program``, or its real part plus half its imaginary part if its value is complex
+    (``check_grads`` compares real values)."""
+    if not np.iscomplexobj(program(*args)):
+        return program
+
+    def real_valued(*args):
+        out = program(*args)
+        return np.real(out) + 0.5 * np.imag(out)
+
+    return real_valued
+
+
+@pytest.mark.parametrize("name", _by_kind("rule"))
+def test_rule_to_second_order_in_both_engines(name):
+    function = _surface()[name]
+    sample = sample_of(function)
+    if sample is None:
+        pytest.fail(f"{name} has a rule but no sample program")
+    args = sample.arguments()
+    program = _real_valued(sample.program, args)
+    engines = ENGINES
+    if function in TAPE_REFUSES:
+        with pytest.raises(S2SGradError, match=rf"{HERE}:\d+"):
+            sg.grad(_loss(program), mode="tape")(*args)
+        engines = ("s2s",)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for engine in engines:
+            sg.check_grads(program, *args, order=_order(function, engine), mode=engine)
+    if function in TAPE_REFUSES:
+        return
+    _check_float32(sample, np.float32)
+    if get_rule(function).complex and sample.complex and _accepts_complex(sample):
+        _check_complex(sample)
+        _check_float32(sample, np.complex64)
+
+
+def _loss(program):
+    def loss(*args):
+        out = program(*args)
+        return np.sum(np.real(out) * 0.7 + np.imag(out) * 1.3)
+
+    return loss
+
+
+def _complex_arguments(sample):
+    return tuple(
+        a + 0.3j * RNG.uniform(-1.0, 1.0, np.shape(a)) for a in sample.arguments(np.float64)
+    )
+
+
+def _accepts_complex(sample) -> bool:
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("error", np.exceptions.ComplexWarning)
+            sample.program(*_complex_arguments(sample))
+    except (TypeError, ValueError, np.exceptions.ComplexWarning):
+        return False
+    return True
+
+
+def _check_complex(sample):
+    args = _complex_arguments(sample)
+    loss = _loss(sample.program)
+    for index in range(len(args)):
+        expected = numeric_complex_grad(loss, args, index)
+        for engine in ENGINES:
+            actual = sg.grad(loss, wrt=index, mode=engine)(*args)
+            np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6, err_msg=engine)
+
+
+def _check_float32(sample, dtype):
+    args = sample.arguments(np.float64)
+    if np.dtype(dtype).kind == "c":
+        args = _complex_arguments(sample)
+    args = tuple(a.astype(dtype) for a in args)
+    loss = _loss(sample.program)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            loss(*args)
+        except ValueError:  # the library refuses the rounded values (a simplex's sum)
+            return
+        for engine in ENGINES:
+            gradients = sg.grad(loss, wrt=tuple(range(len(args))), mode=engine)(*args)
+            for gradient in gradients:
+                assert np.result_type(gradient) == dtype, f"{engine}: {np.result_type(gradient)}"
+
+
+# ------------------------------------------------------------------- refused callables
+
+X = np.array([0.3, 0.7, 1.4])
+
+
+def _applied(function):
+    def program(x):
+        return function(x)
+
+    return program
+
+
+@pytest.mark.parametrize("name", _by_kind("refused"))
+def test_refused_where_it_meets_a_differentiated_value(name):
+    """The source transformer refuses every call without a rule on a differentiated value,
+    naming the line of the call."""
+    with pytest.raises(S2SGradError, match=rf"{HERE}:\d+"):
+        sg.grad(_applied(_surface()[name]), mode="s2s")(X)
