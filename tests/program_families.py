@@ -400,7 +400,39 @@ def _dicts(d: _Draw):
         ]
     )
     lines = ["p = {{'w': {a}, 'b': y * 0.5, 'c': {b}}}", "r = x * 0.0", *loop]
-    return [line.format(a=d.smooth("x"), b=d.smooth("y")) for line in lines], "r", ((3,), (3,))
+    lines = [line.format(a=d.smooth("x"), b=d.smooth("y")) for line in lines]
+    if d.rng.random() < 0.5:  # drawn last: the draws above stay what they were
+        lines += _dict_slots(d)
+    return lines, "r", ((3,), (3,))
+
+
+def _dict_slots(d: _Draw) -> list[str]:
+    """A dict used as named slots (``cache["z"] = ...``), written in order, in a loop and in
+    a branch, with augmented updates; read back into ``r``."""
+    lines = [d.pick(["cache = {}", 'cache = {"z": r * 1.0}']), f'cache["z"] = r + {d.smooth("x")}']
+    steps = [
+        'cache["a"] = {e} * cache["z"]',
+        'cache["z"] = {e} + cache["z"] * 0.5',
+        'cache["z"] *= {e}',
+        'cache["a"] = np.tanh(cache["z"]) * y',
+    ]
+    for _ in range(d.rng.randint(1, 3)):
+        step = d.pick(steps).format(e=d.smooth(d.pick(["x", "y"])))
+        shape = d.pick(["plain", "loop", "branch"])
+        if shape == "loop":
+            lines += ["for _ in range(2):", f"    {step}"]
+        elif shape == "branch":
+            lines += [
+                "if np.sum(y) > 0.0:",
+                f"    {step}",
+                "else:",
+                '    cache["z"] = cache["z"] - y',
+            ]
+        else:
+            lines.append(step)
+    if 'cache["a"]' not in "\n".join(lines):
+        lines.append('cache["a"] = cache["z"] * 1.0')
+    return [*lines, 'r = cache["a"] * y + cache["z"]']
 
 
 def _layers(d: _Draw):

@@ -401,7 +401,7 @@ def test_every_public_callable_is_covered():
 
 # Functions NumPy does not let a tape value into (it makes a plain array of it): the tape
 # refuses them, naming the line, and tells what to write instead
-TAPE_REFUSES = {np.array, np.asarray, np.full, np.arange}
+TAPE_REFUSES = {np.arange}  # np.array, np.asarray and np.full of values: tape/conversions.py
 
 
 def _order(function, engine) -> int:

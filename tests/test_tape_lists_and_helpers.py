@@ -279,6 +279,7 @@ NOT_IN_REVERSE_CODE = {
     "attribute_cotangent": "a gradient with respect to an object: test_model_objects.py",
     "attribute_entry": "a gradient with respect to an object: test_model_objects.py",
     "attribute_tangent": "forward mode, with respect to an object: test_model_objects.py",
+    "run_checkpointed": "a checkpointed loop: tests/test_checkpointed_loops.py (hvp on the tape)",
 }
 
 V = np.array([0.4, -0.3, 0.2, 0.9, -0.6, 0.5])
