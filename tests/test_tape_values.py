@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from oracle import numeric_grad
 
+import s2sgrad as sg
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.tape import GradientTape, TapeValue, Variable, constant
 
@@ -374,3 +375,22 @@ def test_an_in_place_method_on_a_tape_value_is_refused_as_every_refusal_is(mode)
     assert isinstance(caught.value, TypeError)
     assert f"{__file__}:{line}:" in str(caught.value)
     assert "np.sort" in str(caught.value)
+
+
+def reads_the_flags(x):
+    if x.flags.writeable:
+        return np.sum(x**2)
+    return np.sum(x)
+
+
+def asks_for_the_flags(x):
+    return np.sum(x**2) if not hasattr(x, "flags") else np.sum(x**3)
+
+
+def test_an_array_attribute_the_tape_lacks_is_a_clear_error_and_missing_to_hasattr():
+    """Library code reading ``x.flags`` of a tape value gets an error naming the line, not
+    an internal AttributeError; ``hasattr`` sees the attribute as missing."""
+    x = np.array([0.5, -1.0, 2.0])
+    with pytest.raises(sg.NonDifferentiableError, match=r"test_tape_values\.py:\d+: \.flags"):
+        sg.grad(reads_the_flags, mode="tape")(x)
+    np.testing.assert_allclose(sg.grad(asks_for_the_flags, mode="tape")(x), 2 * x)

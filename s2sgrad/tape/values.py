@@ -273,6 +273,18 @@ class TapeValue:
 
     sort = fill = put = resize = partition = setfield = _immutable
 
+    def __getattr__(self, name: str) -> Any:
+        """An ndarray attribute the tape does not give (``x.flags``, ``x.ctypes``, ``x.data``):
+        code asking for it, often a library's, wants the plain array; say so."""
+        if name.startswith("__") or not hasattr(np.ndarray, name):
+            raise AttributeError(name)
+        raise TapeAttributeError(
+            f"{user_location()}: .{name} of a value being differentiated is not available on "
+            "the tape (code that reads it wants a plain NumPy array, whose derivative the tape "
+            "would not see); give the function that reads it a rule with "
+            "@s2sgrad.derivative(of=...)."
+        )
+
     def _in_place(self, op: Any, other: Any) -> Any:
         """``x op= v``: a new value, as ``x = x op v`` (Python falls back to ``x op v``);
         refused, under a function transform, where NumPy would change an array that a name
@@ -1155,7 +1167,12 @@ def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]
 
 # Error messages ----------------------------------------------------------------------------
 
+
 # what to do instead of an in-place write the tape cannot record
+class TapeAttributeError(NonDifferentiableError, AttributeError):
+    """An ndarray attribute a tape value does not have (``hasattr`` sees it as missing)."""
+
+
 _USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
 
 _NUMPY = os.path.dirname(np.__file__) + os.sep
