@@ -201,7 +201,32 @@ def _writes(d: _Draw):
     for _ in range(d.rng.randint(1, 3)):
         lines.append(d.pick(writes).format(e=d.smooth(d.pick(["x", "y"]))))
     lines.append("r = t * y")
+    if d.rng.random() < 0.5:  # drawn last: the draws above stay what they were
+        lines += _scientific_writes(d)
     return lines, "r", ((3,), (3,))
+
+
+def _scientific_writes(d: _Draw) -> list[str]:
+    """What simulations write: a buffer swap (``u, un = un, u``), unpacking an array or an
+    argument, and writes into the result of a NumPy call."""
+    e = d.smooth(d.pick(["x", "y"]))
+    return d.pick(
+        [
+            [
+                "u = r * 1.0",
+                "un = np.zeros(3)",
+                "for _ in range(2):",
+                f"    un[1:] = u[1:] * 0.5 + u[:-1] * {e}[1:]",
+                "    un[0] = u[0]",
+                "    u, un = un, u",
+                "r = r + u",
+            ],
+            [f"a0, a1, a2 = {e}", "r = r * a0 + a1 * a2"],
+            ["p0, p1, p2 = x", "r = r + p0 * p1 - p2 * y"],
+            [f"k = np.exp({e})", "k[1] = 0.0", "r = r + k"],
+            [f"k = np.cumsum({e})", "k[0] += 1.0", "r = r * k"],
+        ]
+    )
 
 
 def _views(d: _Draw):

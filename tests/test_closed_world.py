@@ -175,6 +175,9 @@ def _floats(*shape):
 
 
 PROOFS = {
+    np.diag_indices_from: [(_floats(3, 3),)],
+    np.tril_indices_from: [(_floats(3, 3),)],
+    np.triu_indices_from: [(_floats(3, 3),)],
     operator.lt: [(_floats(4), _floats(4))],
     operator.le: [(_floats(4), _floats(4))],
     operator.eq: [(_floats(4), _floats(4))],

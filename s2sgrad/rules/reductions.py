@@ -435,6 +435,10 @@ def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
 # ---------------------------------------------------------------------------------------
 # Reductions whose results do not depend continuously on the values
 
+# the indices of an array's diagonal or triangle depend on its shape only
+# (K[np.diag_indices_from(K)] += jitter)
+nondifferentiable(np.diag_indices_from, np.tril_indices_from, np.triu_indices_from)
+
 nondifferentiable(
     np.argmax,
     np.argmin,
