@@ -23,6 +23,7 @@ from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import ReverseSweeps
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
+    arguments,
     assign,
     call,
     clone,
@@ -36,7 +37,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-__all__ = ["assemble", "entry_tangents", "signature_with_defaults", "store_param", "wrt_base"]
+__all__ = ["assemble", "entry_tangents", "signature_with_defaults", "wrt_base"]
 
 
 # assembly --------------------------------------------------------------------------------
@@ -276,24 +277,6 @@ def entry(node: gast.expr, name: str) -> gast.expr:
         return node
     index = int(name[len(wrt_base(name)) + 1 : -1])
     return gast.Subscript(value=node, slice=constant(index), ctx=gast.Load())
-
-
-def arguments(names: list[str]) -> gast.arguments:
-    """Plain positional parameters ``names`` (a backward function's ``saved, g``)."""
-    return gast.arguments(
-        args=[store_param(n) for n in names],
-        posonlyargs=[],
-        vararg=None,
-        kwonlyargs=[],
-        kw_defaults=[],
-        kwarg=None,
-        defaults=[],
-    )
-
-
-def store_param(name: str) -> gast.Name:
-    """A parameter named ``name``."""
-    return gast.Name(id=name, ctx=gast.Param(), annotation=None, type_comment=None)
 
 
 def signature_with_defaults(parsed, node, namespace: Namespace) -> gast.arguments:

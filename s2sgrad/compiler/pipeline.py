@@ -36,7 +36,6 @@ from s2sgrad.compiler.assemble import (
     assemble,
     entry_tangents,
     signature_with_defaults,
-    store_param,
     wrt_base,
 )
 from s2sgrad.compiler.cache import CACHE as _cache
@@ -77,7 +76,14 @@ from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
-from s2sgrad.compiler.syntax import clone, names_read, names_written, parameter_names, walk
+from s2sgrad.compiler.syntax import (
+    clone,
+    names_read,
+    names_written,
+    parameter_names,
+    store_param,
+    walk,
+)
 from s2sgrad.compiler.updating_helpers import inline_updating_helpers
 from s2sgrad.errors import (
     S2SGradError,

@@ -9,6 +9,8 @@ from typing import Any
 import gast
 
 __all__ = [
+    "arguments",
+    "store_param",
     "item_target_base",
     "parameter_names",
     "load",
@@ -486,3 +488,21 @@ def drop_rule_names(statements: list[gast.stmt]) -> None:
             text = getattr(node, "value", None) if type(node) is gast.Constant else None
             if isinstance(text, str) and RULES_MARK in text and text.startswith(COMMENT_MARK):
                 node.value = text.partition(RULES_MARK)[0]
+
+
+def arguments(names: list[str]) -> gast.arguments:
+    """Plain positional parameters ``names`` (a backward function's ``saved, g``)."""
+    return gast.arguments(
+        args=[store_param(n) for n in names],
+        posonlyargs=[],
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=[],
+    )
+
+
+def store_param(name: str) -> gast.Name:
+    """A parameter named ``name``."""
+    return gast.Name(id=name, ctx=gast.Param(), annotation=None, type_comment=None)

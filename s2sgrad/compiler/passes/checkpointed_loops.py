@@ -44,6 +44,7 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.python_ast import to_python_ast
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
+    arguments,
     call,
     clone,
     constant,
@@ -367,18 +368,7 @@ def _step_definition(name: str, loop: gast.For, carried, read) -> gast.FunctionD
     returned = gast.Return(value=gast.Tuple(elts=[load(n) for n in carried], ctx=gast.Load()))
     definition = gast.FunctionDef(
         name=name,
-        args=gast.arguments(
-            args=[
-                gast.Name(id=p, ctx=gast.Param(), annotation=None, type_comment=None)
-                for p in parameters
-            ],
-            posonlyargs=[],
-            vararg=None,
-            kwonlyargs=[],
-            kw_defaults=[],
-            kwarg=None,
-            defaults=[],
-        ),
+        args=arguments(parameters),
         body=[*clone(loop.body), located(returned, loop)],
         decorator_list=[],
         returns=None,
