@@ -130,7 +130,7 @@ def _compare(analytic: Any, numeric: list, what: str, rtol: float, atol: float) 
             f"{what}: the derivative has {len(analytic_leaves)} parts, expected {len(numeric)}"
         )
     for leaf, (a, n) in enumerate(zip(analytic_leaves, numeric)):
-        a = np.asarray(a, dtype=np.float64)
+        a = np.asarray(a, dtype=np.result_type(a, n, np.float64))
         if a.shape != n.shape:
             raise AssertionError(f"{what}, leaf {leaf}: shape {a.shape}, expected {n.shape}")
         error = np.abs(a - n) - (atol + rtol * np.abs(n))
@@ -138,7 +138,7 @@ def _compare(analytic: Any, numeric: list, what: str, rtol: float, atol: float) 
             worst = np.unravel_index(np.argmax(np.where(np.isnan(a), np.inf, error)), a.shape)
             raise AssertionError(
                 f"{what}, leaf {leaf}, entry {tuple(int(i) for i in worst)}: derivative "
-                f"{float(a[worst])!r}, central differences {float(n[worst])!r}"
+                f"{a[worst].item()!r}, central differences {n[worst].item()!r}"
             )
 
 
@@ -150,7 +150,7 @@ def _projected(f: Callable, cotangent: Any, arity: int) -> Callable:
     """
     parameters = ", ".join(f"x{i}" for i in range(arity))
     paths = _leaf_paths(cotangent)
-    terms = " + ".join(f"np.sum(cotangent{path} * out{path})" for path in paths) or "0.0"
+    terms = " + ".join(f"np.sum(np.real(cotangent{path} * out{path}))" for path in paths) or "0.0"
     filename = f"<s2sgrad check_grads projection {next(_projections)}>"
     source = f"def projected({parameters}):\n    out = f({parameters})\n    return {terms}\n"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
@@ -171,9 +171,9 @@ def _leaf_paths(tree: Any, prefix: str = "") -> list[str]:
 
 
 def _inner(cotangent: Any, out: Any) -> float:
-    return float(
-        sum(np.sum(np.multiply(c, o)) for c, o in zip(_float_leaves(cotangent), _float_leaves(out)))
-    )
+    """``Re <cotangent, out>``: a complex cotangent is ``dL/dRe - i dL/dIm`` (docs/complex.md)."""
+    pairs = zip(_float_leaves(cotangent), _float_leaves(out))
+    return float(sum(np.sum(np.real(np.multiply(c, o))) for c, o in pairs))
 
 
 def _random_like(tree: Any, rng: np.random.Generator) -> Any:
@@ -184,6 +184,9 @@ def _random_like(tree: Any, rng: np.random.Generator) -> Any:
 def _random_leaf(leaf: Any, rng: np.random.Generator) -> Any:
     if not _is_float_leaf(leaf):
         return None
+    if np.iscomplexobj(leaf):
+        shape = np.shape(leaf)
+        return (rng.normal(size=shape) + 1j * rng.normal(size=shape)).astype(np.result_type(leaf))
     if np.ndim(leaf) == 0 and not isinstance(leaf, np.ndarray):
         return float(rng.normal())
     return rng.normal(size=np.shape(leaf)).astype(np.result_type(leaf))
@@ -202,19 +205,30 @@ def _replaced(args: tuple, position: int, value: Any) -> list:
 
 
 def _float_leaves(tree: Any) -> list[np.ndarray]:
+    """The real and complex leaves, in float64 or complex128."""
     leaves, _ = flatten(tree)
-    return [np.asarray(leaf, dtype=np.float64) for leaf in leaves if _is_float_leaf(leaf)]
+    return [
+        np.asarray(leaf, dtype=np.complex128 if np.iscomplexobj(leaf) else np.float64)
+        for leaf in leaves
+        if _is_float_leaf(leaf)
+    ]
 
 
 def _is_float_leaf(value: Any) -> bool:
+    """A real or complex floating leaf: one an output's derivative is checked on."""
     if isinstance(value, bool):
         return False
-    if isinstance(value, float):
+    if isinstance(value, (float, complex)):
         return True
     dtype = getattr(value, "dtype", None)
-    return dtype is not None and dtype.kind == "f"
+    return dtype is not None and dtype.kind in "fc"
+
+
+def _is_real_leaf(value: Any) -> bool:
+    return _is_float_leaf(value) and not np.iscomplexobj(value)
 
 
 def _is_float_structure(value: Any) -> bool:
+    """An argument central differences can move: real floating leaves only."""
     leaves, _ = flatten(value)
-    return bool(leaves) and all(_is_float_leaf(leaf) for leaf in leaves)
+    return bool(leaves) and all(_is_real_leaf(leaf) for leaf in leaves)

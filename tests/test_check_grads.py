@@ -71,3 +71,32 @@ def test_needs_a_float_argument_and_known_modes():
         sg.check_grads(lambda n: n * 2, 3)
     with pytest.raises(ValueError, match="modes"):
         sg.check_grads(sine_energy, 0.3, modes=("backward",))
+
+
+def spectrum(x):
+    return np.fft.fft2(x)
+
+
+def phase_ramp(x):
+    return np.exp(1j * x) * x
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("function", [spectrum, phase_ramp])
+def test_complex_results_are_checked_to_second_order(mode, function):
+    sg.check_grads(function, rng.normal(size=(2, 3)), order=2, mode=mode)
+
+
+@sg.custom_gradient
+def phase_with_conjugated_derivative(x):
+    value = np.exp(1j * x)
+    return value, lambda g: np.real(g * np.conj(1j * value))
+
+
+def uses_conjugated_derivative(x):
+    return phase_with_conjugated_derivative(x) * 2.0
+
+
+def test_a_wrong_derivative_of_a_complex_result_is_caught():
+    with pytest.raises(AssertionError, match="reverse mode"):
+        sg.check_grads(uses_conjugated_derivative, np.array([0.5, -0.2]), order=1, mode="tape")
