@@ -63,7 +63,30 @@ def source(transformed: Callable, wrt: int | str | tuple = 0, optimize: bool = T
         print(sg.source(sg.grad(f)))
         print(sg.source(sg.grad(f), optimize=False))
     """
+    _check_options("source", wrt, {"optimize": optimize})
     return listing(_generated(transformed, wrt, latest=optimize), optimize)
+
+
+def _is_position_or_name(w: Any) -> bool:
+    return isinstance(w, (int, np.integer, str)) and not isinstance(w, bool)
+
+
+def _check_options(caller: str, wrt: Any, flags: dict[str, Any]) -> None:
+    """Refuse arguments meant for the gradient itself (``sg.show(g, p, x)``), saying how to
+    call ``caller``: it takes the function, and which arguments to differentiate by."""
+    usage = (
+        f"sg.{caller}(f, wrt=...) prints the code of f's derivative and is not given the "
+        "arguments f is called with; call the gradient itself for values"
+    )
+    entries = wrt if isinstance(wrt, (tuple, list)) else (wrt,)
+    if not entries or not all(_is_position_or_name(w) for w in entries):
+        raise TypeError(
+            f"{usage}: wrt must be a position (int), a parameter name (str) or a tuple of "
+            f"them, not {type(wrt).__name__}"
+        )
+    for flag, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{usage}: {flag} must be True or False, not {type(value).__name__}")
 
 
 def show(
@@ -81,6 +104,7 @@ def show(
         sg.show(loss, wrt="w")
         sg.show(loss, wrt="w", optimize=False)
     """
+    _check_options("show", wrt, {"forward": forward, "optimize": optimize})
     text = _jvp_source(f, wrt) if forward else source(f, wrt, optimize)
     stream = file or sys.stdout
     if file is None and in_notebook():

@@ -319,8 +319,8 @@ def split_like(g: Any, parts: Any, axis: int | None = 0) -> Any:
     This undoes joining ``parts`` along ``axis`` (``np.concatenate``, ``np.stack``,
     ``np.hstack`` …): a part takes as many elements as it has, and its piece is reshaped
     to the part's own shape (so a 1-D part of ``np.vstack`` gets a 1-D piece back).
-    ``axis=None`` splits the flattened ``g``. The result is a list, or an array when
-    ``parts`` is one array (whose rows were joined).
+    ``axis=None`` splits the flattened ``g``. The result is a ``CotangentList`` (so ``+``
+    adds two entry by entry), or an array when ``parts`` is one array (whose rows were joined).
 
     Example::
 
@@ -336,7 +336,7 @@ def split_like(g: Any, parts: Any, axis: int | None = 0) -> Any:
     pieces = [np.reshape(piece, np.shape(part)) for piece, part in zip(pieces, parts)]
     if isinstance(parts, np.ndarray):  # ``np.concatenate(a)`` joins the rows of an array
         return np.stack(pieces)
-    return pieces
+    return CotangentList(pieces)  # ``+`` of two of them adds, never concatenates
 
 
 def join_like(pieces: Any, whole: Any, parts: Any, axis: int | None = 0) -> np.ndarray:

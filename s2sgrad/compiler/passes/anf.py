@@ -359,11 +359,13 @@ def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) ->
     values: dict[str, list] = {}
     unknown = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     unknown -= set(containers)
-    # A loop or branch counts whole: every name written inside it is unknown (one walk each
-    # instead of one per nesting level).
-    for statement in node.body:
+    for statement in nested_statements(node.body):
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
+            unknown |= names_written(statement.value)  # a walrus inside the value
+            continue
+        if type(statement) is not gast.Match and isinstance(getattr(statement, "body", None), list):
+            unknown |= _header_writes(statement)  # its blocks' statements come in turn
             continue
         starred = {
             e.value.id
@@ -385,6 +387,19 @@ def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) ->
         if kept == sequences:
             return sequences
         sequences = kept
+
+
+def _header_writes(statement: gast.stmt) -> set[str]:
+    """Names a compound statement binds outside its blocks (a loop target, ``as`` names, a
+    walrus in a test); an ``except`` clause counts whole."""
+    found = set()
+    for field, value in gast.iter_fields(statement):
+        if field in ("body", "orelse", "finalbody"):
+            continue
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, gast.AST):
+                found |= names_written(part)
+    return found
 
 
 def _makes_sequence(value: gast.expr, sequences: set[str], is_builtin) -> bool:

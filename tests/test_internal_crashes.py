@@ -1,0 +1,81 @@
+"""Programs that once raised an internal exception (or gave a wrong gradient) at a user.
+
+Each is checked against central differences (sg.check_grads, tests/oracle.py) in every
+engine, first and second call.
+"""
+
+import numpy as np
+import pytest
+from oracle import numeric_grad
+
+import s2sgrad as sg
+
+rng = np.random.default_rng(11)
+
+
+def stacked_grid(x, y):
+    return np.stack(np.meshgrid(x, y))
+
+
+def grid_read_three_ways(x, y):
+    m = np.meshgrid(x, y)
+    return np.sum(np.stack(m) ** 2) + np.sum(np.concatenate(m) ** 3) + np.sum(m[0] * m[1])
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_second_order_through_a_joined_meshgrid(mode):
+    for _ in range(2):
+        sg.check_grads(stacked_grid, rng.random(2), rng.random(3), order=2, mode=mode)
+        sg.check_grads(grid_read_three_ways, rng.random(2), rng.random(3), order=2, mode=mode)
+
+
+def test_two_cotangents_of_a_meshgrid_are_added_not_concatenated():
+    for _ in range(2):
+        sg.check_grads(grid_read_three_ways, rng.random(2), rng.random(3), order=1, mode="s2s")
+
+
+def running_values(w, n):
+    acc, kept = 0, []
+    for t in range(n):
+        acc = acc + np.sin(w * t)
+        kept = kept + [acc * w]
+    return acc * w + sum(kept)
+
+
+def running_values_in_branches(w, n):
+    kept = []
+    for t in range(n):
+        if t % 2:  # noqa: SIM108 (a branch on purpose)
+            kept = kept + [np.cos(w * t)]
+        else:
+            kept = [w * t] + kept
+    return sum(kept) * w
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("function", [running_values, running_values_in_branches])
+def test_a_list_joined_in_a_loop(mode, function):
+    derivative = sg.grad(function, mode=mode)
+    for n in (5, 3):  # a second call, another trip count
+        w = float(rng.normal())
+        expected = numeric_grad(function, [w, n], 0)
+        np.testing.assert_allclose(derivative(w, n), expected, rtol=1e-6, atol=1e-8)
+
+
+def squared_error(p, x, y):
+    return np.sum((p * x - y) ** 2)
+
+
+@pytest.mark.parametrize("show", [sg.show, sg.source])
+def test_show_given_the_gradients_arguments_says_how_to_call_it(show):
+    p, x, y = rng.normal(size=(3, 4))
+    with pytest.raises(TypeError, match=r"wrt must be a position .* not ndarray"):
+        show(sg.grad(squared_error), p, x)
+    with pytest.raises(TypeError, match="must be True or False, not ndarray"):
+        show(sg.grad(squared_error), 0, x)
+
+
+def test_show_with_right_options_still_prints(capsys):
+    sg.show(squared_error, wrt=(0, "x"))
+    sg.show(squared_error, wrt=1, forward=True)
+    assert capsys.readouterr().out.count("def ") >= 2
