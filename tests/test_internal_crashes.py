@@ -8,6 +8,12 @@ import numpy as np
 import pytest
 from oracle import numeric_grad
 
+try:
+    import scipy.linalg
+    import scipy.ndimage
+except ImportError:  # SciPy is optional
+    scipy = None
+
 import s2sgrad as sg
 
 rng = np.random.default_rng(11)
@@ -79,3 +85,66 @@ def test_show_with_right_options_still_prints(capsys):
     sg.show(squared_error, wrt=(0, "x"))
     sg.show(squared_error, wrt=1, forward=True)
     assert capsys.readouterr().out.count("def ") >= 2
+
+
+checkpointed_layer = sg.checkpoint(lambda x, w: np.tanh(x * w))
+
+
+def through_a_checkpointed_lambda(w, x):
+    for _ in range(3):
+        x = checkpointed_layer(x, w)
+    return np.sum(x**2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_a_checkpointed_lambda_called_in_a_loop(mode):
+    derivative = sg.grad(through_a_checkpointed_lambda, mode=mode)
+    for _ in range(2):
+        w, x = rng.normal(size=(2, 3))
+        expected = numeric_grad(through_a_checkpointed_lambda, [w, x], 0)
+        np.testing.assert_allclose(derivative(w, x), expected, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore::s2sgrad.errors.FallbackWarning")
+def test_hvp_through_a_checkpointed_lambda():
+    w, x, v = rng.normal(size=(3, 3))
+    gradient = sg.grad(through_a_checkpointed_lambda, mode="tape")
+    expected = numeric_grad(lambda u: np.dot(gradient(u, x), v), [w], 0)
+    products = sg.hvp(through_a_checkpointed_lambda, (w, x), (v, np.zeros(3)), mode="auto")
+    np.testing.assert_allclose(products[0], expected, rtol=1e-5, atol=1e-7)
+
+
+def exponential_of_outer(x):
+    return np.sum(scipy.linalg.expm(np.outer(x, x) * 0.1))
+
+
+def reads_flags(x):
+    return np.sum(x**2) if x.flags.writeable else np.sum(x)
+
+
+def test_a_library_reading_an_attribute_is_refused_at_the_users_line():
+    if scipy is None:
+        pytest.skip("SciPy is not installed")
+    with pytest.raises(sg.NonDifferentiableError) as refused:
+        sg.grad(exponential_of_outer, mode="tape")(np.array([0.3, 0.7, 1.1]))
+    message = str(refused.value)
+    assert "test_internal_crashes.py:" in message and "scipy.linalg.expm reads .flags" in message
+    assert "_matfuncs" not in message and "derivative(of=scipy.linalg.expm)" in message
+
+
+def test_the_users_own_attribute_read_is_refused_at_its_line():
+    with pytest.raises(sg.NonDifferentiableError, match=r"test_internal_crashes.py:\d+: .flags"):
+        sg.grad(reads_flags, mode="tape")(np.ones(3))
+
+
+def filtered(x):
+    return np.sum(scipy.ndimage.gaussian_filter(x, 1.0))
+
+
+def test_a_tape_refusal_inside_a_library_names_the_users_line():
+    if scipy is None:
+        pytest.skip("SciPy is not installed")
+    with pytest.raises(sg.NonDifferentiableError) as refused:
+        sg.grad(filtered, mode="tape")(np.array([0.3, 0.7, 1.1, 0.4]))
+    location = str(refused.value).split(": ")[0]
+    assert "test_internal_crashes.py:" in location and "scipy" not in location

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
+import keyword
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -53,6 +54,7 @@ class Namespace:
         self.objects: dict[str, Any] = {}
 
     def bind(self, preferred: str, obj: Any) -> str:
+        preferred = _identifier(preferred)
         if self.objects.get(preferred, _UNSET) is obj:
             return preferred
         for name, bound in self.objects.items():
@@ -70,6 +72,15 @@ class Namespace:
 
 
 _UNSET = object()
+
+
+def _identifier(name: str) -> str:
+    """``name`` made a Python identifier: ``<lambda>_vjp`` (a lambda's) is ``lambda_vjp``."""
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return name
+    cleaned = "".join(c if c.isalnum() or c == "_" else "" for c in name)
+    cleaned = cleaned if cleaned.isidentifier() else f"f_{cleaned}"
+    return f"{cleaned}_" if keyword.iskeyword(cleaned) else cleaned
 
 
 @dataclass

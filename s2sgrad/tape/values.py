@@ -181,14 +181,14 @@ class TapeValue:
         frame = _user_frame()
         if _inside_index_concatenation():
             raise NonDifferentiableError(
-                f"{where(*_position(frame))}: np.r_[...] / np.c_[...] convert their items to "
+                f"{where(*_shown_position(frame))}: np.r_[...] / np.c_[...] convert their items to "
                 "plain arrays, which would drop the derivative of a value being differentiated "
                 "on the tape. Write np.concatenate([...]) or np.column_stack([...]) instead, "
                 f"or {_USE_S2S}."
             )
         if _inside_numpy_full():
             raise NonDifferentiableError(
-                f"{where(*_position(frame))}: np.full(shape, c) makes a plain array out of "
+                f"{where(*_shown_position(frame))}: np.full(shape, c) makes a plain array out of "
                 "c, so the derivative of a c being differentiated would be lost on the tape "
                 "(NumPy does not let the tape make that array). Write c * np.ones(shape) or "
                 f"np.broadcast_to(c, shape) instead, or {_USE_S2S}."
@@ -197,7 +197,7 @@ class TapeValue:
             if under_numpy_semantics() and _take_over_written_array(frame, self):
                 return
             raise NonDifferentiableError(
-                f"{where(*_position(frame))}: writing a value being differentiated into an "
+                f"{where(*_shown_position(frame))}: writing a value being differentiated into an "
                 "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
                 "follows writes only into arrays made from values it records. Make the array "
                 "with np.zeros_like(x, shape=...) (or np.empty_like, x.copy()) from a value x "
@@ -205,7 +205,7 @@ class TapeValue:
                 f"or {_USE_S2S}."
             )
         raise NonDifferentiableError(
-            f"{where(*_position(frame))}: {what} of a value being differentiated on the tape "
+            f"{where(*_shown_position(frame))}: {what} of a value being differentiated on the tape "
             "would drop its derivative. Keep it a NumPy computation (for a list of values "
             "use np.stack([...]) rather than np.array([...])), or take the plain value on "
             "purpose with .numpy() or s2sgrad.stop_gradient(...)."
@@ -1002,15 +1002,15 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         symbol = _in_place_operator(frame)
         if symbol is not None:  # a plain array updated with a value being differentiated
             raise NonDifferentiableError(
-                f"{where(*_position(frame))}: 'a {symbol} ...' updates a plain array in place "
-                "with a value being differentiated, which the tape cannot record. Write "
+                f"{where(*_shown_position(frame))}: 'a {symbol} ...' updates a plain array "
+                "in place with a value being differentiated, which the tape cannot record. Write "
                 f"'a = a {symbol[:-1]} ...' to make a new array, make the array with "
                 "np.zeros_like(x, shape=...) from a value x being differentiated (the tape "
                 f"follows writes into it), or {_USE_S2S}."
             )
         raise NonDifferentiableError(
-            f"{where(*_position(frame))}: {describe(primitive)}(..., out=...) writes in place, "
-            "which cannot be differentiated; drop out= and use the returned value."
+            f"{where(*_shown_position(frame))}: {describe(primitive)}(..., out=...) writes in "
+            "place, which cannot be differentiated; drop out= and use the returned value."
         )
     if _contains_tape_value(kwargs.get("out") or ()):
         raise ImmutableValueError(
@@ -1042,7 +1042,7 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
             "tape cannot follow. Write 'a[...] = v' into an array made from a value being "
             "differentiated (np.zeros_like(x, shape=...)), or build a new array"
         )
-    raise NonDifferentiableError(f"{where(*_position(frame))}: {what}, or {_USE_S2S}.")
+    raise NonDifferentiableError(f"{where(*_shown_position(frame))}: {what}, or {_USE_S2S}.")
 
 
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
@@ -1191,7 +1191,7 @@ def user_location() -> str:
 
         user_location()  # 'model.py:12'
     """
-    return where(*_position(_user_frame()))
+    return where(*_shown_position(_user_frame()))
 
 
 def _inside_index_concatenation() -> bool:
@@ -1267,6 +1267,13 @@ def _position(frame: Any) -> tuple:
     return (None, None) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
 
 
+def _shown_position(frame: Any) -> tuple:
+    """``(filename, line)`` to name in a message: where the user's code called into an
+    installed library (SciPy's ``expm``) when ``frame`` runs inside one, else ``frame``'s."""
+    entry = library_entry(frame)
+    return _position(entry[1] if entry is not None else frame)
+
+
 def _instruction(frame: Any) -> tuple[str, int]:
     """The name and argument of the bytecode instruction ``frame`` is running."""
     if frame is None or frame.f_lasti < 0:
@@ -1337,7 +1344,7 @@ def _no_rule_error(primitive: Any, problem: str = "has no derivative rule") -> E
         target, frame = entry
         name = f"{target} (through {name.removeprefix('the ufunc ')})"
     return NonDifferentiableError(
-        f"{where(*_position(frame))}: {name} {problem}, so the tape cannot differentiate "
+        f"{where(*_shown_position(frame))}: {name} {problem}, so the tape cannot differentiate "
         f"through it. Register one with @s2sgrad.derivative(of={target}), or wrap its input "
         "in s2sgrad.stop_gradient(...) if no derivative should flow through this call."
     )

@@ -18,6 +18,7 @@ from s2sgrad.errors import (
 )
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
+from s2sgrad.tape.attribute_reads import attribute_refusal
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
@@ -70,6 +71,11 @@ def tape_vjp(
         except ValueError as error:  # NumPy wraps a refusal to store a value into an array
             if isinstance(error.__cause__, S2SGradError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
+            raise
+        except (AttributeError, TypeError) as error:  # a library reading .flags of a tape value
+            refusal = attribute_refusal(error)
+            if refusal is not None:
+                raise refusal.with_traceback(error.__traceback__) from None
             raise
         finally:  # the watched arguments hold the tape's own values: not theirs to keep
             kept = tuple(a for i, a in enumerate(arguments) if i not in wrt)
