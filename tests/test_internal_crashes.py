@@ -35,6 +35,11 @@ def test_second_order_through_a_joined_meshgrid(mode):
         sg.check_grads(grid_read_three_ways, rng.random(2), rng.random(3), order=2, mode=mode)
 
 
+def test_second_order_s2s_through_a_run_time_rule_names_the_users_line():
+    with pytest.raises(sg.UnsupportedError, match=r"test_internal_crashes.py:\d+ .*mode='tape'"):
+        sg.check_grads(stacked_grid, rng.random(2), rng.random(3), order=2, mode="s2s")
+
+
 def test_two_cotangents_of_a_meshgrid_are_added_not_concatenated():
     for _ in range(2):
         sg.check_grads(grid_read_three_ways, rng.random(2), rng.random(3), order=1, mode="s2s")
@@ -148,3 +153,10 @@ def test_a_tape_refusal_inside_a_library_names_the_users_line():
         sg.grad(filtered, mode="tape")(np.array([0.3, 0.7, 1.1, 0.4]))
     location = str(refused.value).split(": ")[0]
     assert "test_internal_crashes.py:" in location and "scipy" not in location
+
+
+def test_numpy_functions_replaced_while_a_tape_records_keep_their_docstrings():
+    # numpy.ma (first imported by SciPy inside a function the tape runs) edits np.clip's
+    from s2sgrad.tape.conversions import Converting
+
+    assert Converting(np.clip, lambda *a: None).__doc__ == np.clip.__doc__

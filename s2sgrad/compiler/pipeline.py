@@ -394,6 +394,12 @@ def _build_reverse(
                 "not supported by source transformation; use mode='auto' or mode='tape', or "
                 "call the function by its name"
             )
+        if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
+            raise UnsupportedError(
+                f"{parsed.location(call_node)}: this derivative calls a rule at run time "
+                f"({function.__qualname__}), whose own derivative source transformation cannot "
+                "write; use mode='auto' or mode='tape'"
+            )
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
             callees.append((call_node, False))

@@ -41,7 +41,7 @@ def attribute_refusal(error: Exception) -> NonDifferentiableError | None:
             return None
         reads = "does not accept"
     elif isinstance(getattr(error, "obj", None), TapeValue):
-        reads = f"reads .{error.name} of"
+        reads = f"reads .{getattr(error, 'name', '?')} of"
     else:
         return None
     if entry is not None:

@@ -61,6 +61,11 @@ class Converting:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._original, name)
 
+    @property
+    def __doc__(self) -> str | None:  # type: ignore[override]
+        # the function's own: numpy.ma, first imported while a tape records, edits np.clip's
+        return self._original.__doc__
+
     def __eq__(self, other: Any) -> bool:
         return other is self or other is self._original
 
