@@ -18,10 +18,10 @@ from s2sgrad.errors import (
 )
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
-from s2sgrad.tape.attribute_reads import attribute_refusal
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
+from s2sgrad.tape.library_type_checks import type_check_refusal
 from s2sgrad.tape.recording import is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
@@ -72,8 +72,8 @@ def tape_vjp(
             if isinstance(error.__cause__, S2SGradError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
             raise
-        except (AttributeError, TypeError) as error:  # a library reading .flags of a tape value
-            refusal = attribute_refusal(error)
+        except TypeError as error:  # a library checking the type of the arrays it is given
+            refusal = type_check_refusal(error)
             if refusal is not None:
                 raise refusal.with_traceback(error.__traceback__) from None
             raise
