@@ -12,6 +12,8 @@ from __future__ import annotations
 import inspect
 import sys
 
+import numpy as np
+
 MODULES = ("numpy", "numpy.linalg", "numpy.fft")
 SCIPY_MODULES = ("scipy.special",)
 DISTRIBUTIONS = (
@@ -105,7 +107,7 @@ _GROUPS = {
     ),
     "values chosen by sorting or set membership, with no rule yet: use np.sort or indexing": (
         _names(
-            """unique unique_all unique_counts unique_inverse unique_values intersect1d
+            """unique unique_all unique_counts unique_inverse unique_values intersect1d in1d
             setdiff1d setxor1d union1d trim_zeros sort_complex extract"""
         )
     ),
@@ -150,7 +152,24 @@ _GROUPS = {
         "fft.hfft fft.ihfft"
     ),
     "no rule yet: unwrap (a cumulative sum of rounded jumps)": _names("unwrap"),
+    # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x)
+    "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "
+    "np.vstack, np.sort, np.asarray, np.complex128, ...)": _names(
+        """AxisError ComplexWarning DataSource ModuleDeprecationWarning RankWarning TooHardError
+        VisibleDeprecationWarning add_docstring add_newdoc add_newdoc_ufunc alltrue asfarray
+        byte_bounds cfloat chararray clongfloat compare_chararrays complex_ cumproduct
+        deprecate deprecate_with_doc disp fastCopyAndTranspose find_common_type float_
+        format_parser get_array_wrap geterrobj issctype issubclass_ issubsctype longcomplex
+        longfloat lookfor mat maximum_sctype msort obj2sctype product recfromcsv recfromtxt
+        round_ safe_eval sctype2char set_numeric_ops set_string_function seterrobj
+        singlecomplex sometrue source string_ unicode_ who"""
+    ),
 }
+
+if getattr(np, "row_stack", None) is np.vstack:  # NumPy 1.x: the same function, with a rule
+    for _names_of_a_reason in _GROUPS.values():
+        if "row_stack" in _names_of_a_reason:
+            _names_of_a_reason.remove("row_stack")
 
 
 def refused_numpy() -> dict:

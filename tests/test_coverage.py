@@ -134,6 +134,12 @@ IDX = np.array([2, 0, 2])
 
 
 # fmt: off
+def _if_present(name: str, make) -> list:
+    """``[make()]`` where the installed NumPy has ``np.<name>`` (NumPy 2 added some of the
+    functions sampled here, and took ``np.trapz`` away), else ``[]``."""
+    return [make()] if name in dir(np) else []
+
+
 SAMPLES = [
     S(np.fmod, lambda x, y: np.fmod(x, y), A, B, domain=(positive, _bigger)),
     S(np.mod, lambda x, y: np.mod(x, y), A, B, domain=(positive, _bigger)),
@@ -150,7 +156,7 @@ SAMPLES = [
     S(np.array, lambda x: np.array([x[0], 2.0 * x[1]]), (2, 3)),
     S(np.array_split, lambda x: np.array_split(x, 3)[1], (7,)),
     S(np.asarray, lambda x: np.asarray([x[1], x[0]]), (2, 3)),
-    S(np.astype, lambda x: np.astype(x, x.dtype) * x, A),
+    *_if_present("astype", lambda: S(np.astype, lambda x: np.astype(x, x.dtype) * x, A)),
     S(np.atleast_1d, lambda x: np.atleast_1d(x[0, 0]), A),
     S(np.atleast_2d, lambda x: np.atleast_2d(x[0]), A),
     S(np.atleast_3d, lambda x: np.atleast_3d(x), A),
@@ -159,7 +165,7 @@ SAMPLES = [
     S(np.clip, lambda x: np.clip(x, 0.8, 1.6), (3, 4)),
     S(np.column_stack, lambda x, y: np.column_stack([x, y]), B, B),
     S(np.compress, lambda x: np.compress(MASK, x, axis=1), A),
-    S(np.concat, lambda x, y: np.concat([x, y], axis=None), A, B),
+    *_if_present("concat", lambda: S(np.concat, lambda x, y: np.concat([x, y], axis=None), A, B)),
     S(np.concatenate, lambda x, y: np.concatenate([x, y]), A, (1, 3)),
     S(np.convolve, lambda x, y: np.convolve(x, y), (5,), B),
     S(np.correlate, lambda x, y: np.correlate(x, y, "full"), (5,), B),
@@ -201,7 +207,9 @@ SAMPLES = [
     S(np.pad, lambda x: np.pad(x, ((1, 0), (0, 2))), A),
     S(np.partition, lambda x: np.partition(x, 2), (5,), domain=real),
     S(np.percentile, lambda x: np.percentile(x, 30.0), (5,), domain=real),
-    S(np.permute_dims, lambda x: np.permute_dims(x, (1, 0)), A),
+    *_if_present(
+        "permute_dims", lambda: S(np.permute_dims, lambda x: np.permute_dims(x, (1, 0)), A)
+    ),
     S(np.polyfit, lambda x, y: np.polyfit(x, y, 2), (5,), (5,), domain=(real, real)),
     S(np.polyval, lambda p, x: np.polyval(p, x), B, (4,), domain=(real, real)),
     S(np.prod, lambda x: np.prod(x, axis=0), A),
@@ -229,7 +237,8 @@ SAMPLES = [
     S(np.tile, lambda x: np.tile(x, (2, 1)), A),
     S(np.trace, lambda x: np.trace(x), (3, 3)),
     S(np.transpose, lambda x: np.transpose(x), A),
-    S(np.trapezoid, lambda y, x: np.trapezoid(y, x), (4,), (4,)),
+    *_if_present("trapezoid", lambda: S(np.trapezoid, lambda y, x: np.trapezoid(y, x), (4,), (4,))),
+    *_if_present("trapz", lambda: S(np.trapz, lambda y, x: np.trapz(y, x), (4,), (4,))),
     S(np.tril, lambda x: np.tril(x), (3, 3)),
     S(np.triu, lambda x: np.triu(x, 1), (3, 3)),
     S(np.vander, lambda x: np.vander(x, 3), B, domain=real),
