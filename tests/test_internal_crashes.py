@@ -146,11 +146,15 @@ def integrated(x):
 def test_a_library_rejecting_the_type_of_a_tape_value_is_refused_by_name():
     if scipy is None:
         pytest.skip("SciPy is not installed")
-    with pytest.raises(sg.NonDifferentiableError) as refused:
-        sg.grad(integrated, mode="tape")(np.array([0.3, 0.7, 1.1, 0.4]))
-    location, message = str(refused.value).split(": ", 1)
-    assert "test_internal_crashes.py:" in location
-    assert "derivative(of=scipy.integrate.cumulative_trapezoid)" in message
+    x = np.array([0.3, 0.7, 1.1, 0.4])
+    try:
+        gradient = sg.grad(integrated, mode="tape")(x)
+    except sg.NonDifferentiableError as refused:  # SciPy 1.17+ checks the array's type
+        location, message = str(refused).split(": ", 1)
+        assert "test_internal_crashes.py:" in location
+        assert "derivative(of=scipy.integrate.cumulative_trapezoid)" in message
+    else:  # older SciPy computes with the tape's values: then the gradient is right
+        np.testing.assert_allclose(gradient, numeric_grad(integrated, (x,), 0), atol=1e-7)
 
 
 def test_the_users_own_attribute_read_is_refused_at_its_line():
