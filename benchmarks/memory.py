@@ -20,6 +20,7 @@ import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
+from verdicts import judge
 from workloads import rosenbrock, rosenbrock_grad
 
 MEMORY_TARGET = 1.1  # s2sgrad peak / hand-written peak
@@ -55,7 +56,7 @@ def measure_large_input(sg, mode: str) -> None:
     plain = peak_bytes(lambda: rosenbrock(x))
     hand = peak_bytes(lambda: rosenbrock_grad(x))
     ratio = first / later
-    verdict = "PASS" if ratio <= FIRST_CALL_TARGET else "MISS"
+    verdict = judge("first-call memory on a large input", ratio <= FIRST_CALL_TARGET)
     print(
         f"\nPeak memory on a large input (rosenbrock, {LARGE_INPUT_SIZE:,} elements), in "
         f"input sizes: f {plain / size:.1f}x, hand-written gradient {hand / size:.1f}x, "

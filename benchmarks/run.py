@@ -22,6 +22,7 @@ import copy
 import ctypes
 import importlib.util
 import inspect
+import math
 import operator
 import os
 import platform
@@ -46,10 +47,13 @@ from memory import (
     peak_bytes,
 )
 from transform_scaling import measure_scaling
+from verdicts import judge, summary
 from workloads import WORKLOADS, Workload, rnn_saved_bytes
 
 HERE = Path(__file__).resolve().parent
 TRANSFORM_TARGET_MS = 50.0
+GEOMETRIC_MEAN_TARGET = 1.0  # of s2sgrad/hand over the workloads
+STATEMENTS_TARGET = 1.3  # generated statements / hand-written, on the specialised code
 FRESHNESS_TARGET_PERCENT = 3.0
 
 
@@ -361,19 +365,21 @@ def measure_transform(mode: str, copies: int = 6) -> None:
     cache_hits = all(later < 0.5 * first for first, later in rows)
     median = statistics.median(transforms[1:])
 
-    def verdict(ms):
-        return "PASS" if ms < TRANSFORM_TARGET_MS else "MISS"
+    def verdict(ms, what):
+        return judge(what, ms < TRANSFORM_TARGET_MS)
 
     first, later = rows[0]
+    first_verdict = verdict(transforms[0], "transform of the 30-line function, first")
+    median_verdict = verdict(median, "transform of the 30-line function, fresh copies")
     print(
         f"  first function in this process: first call {first * 1e3:7.1f} ms, "
         f"later call {later * 1e3:6.2f} ms, transformation {transforms[0]:6.1f} ms "
-        f"(target < {TRANSFORM_TARGET_MS:.0f} ms) {verdict(transforms[0])}"
+        f"(target < {TRANSFORM_TARGET_MS:.0f} ms) {first_verdict}"
     )
     print(
         f"  median of {len(transforms) - 1} fresh copies after it:    "
         f"        transformation {median:6.1f} ms "
-        f"(target < {TRANSFORM_TARGET_MS:.0f} ms) {verdict(median)}"
+        f"(target < {TRANSFORM_TARGET_MS:.0f} ms) {median_verdict}"
     )
     print(
         f"  later calls hit the cache: {'yes' if cache_hits else 'NO'} "
@@ -400,22 +406,35 @@ def print_table(results: list[Result], extra: list[str]) -> None:
     for r in results:
         ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
         row = [f"{r.workload.key} {r.workload.name}", microseconds(r.times["hand"])]
-        row += [microseconds(r.times.get("s2sgrad")), ratio, f"{r.workload.target:.1f}x"]
+        row += [microseconds(r.times.get("s2sgrad")), ratio, f"{r.workload.target:g}x"]
         memory = f"{r.memory_ratio:.2f}x" if r.memory_ratio is not None else "-"
         statements = "-"
         if r.statements:
             generated, hand = r.statements
-            statements = f"{generated}/{hand} {generated / hand:.2f}x"
+            ok = generated / hand <= STATEMENTS_TARGET
+            mark = judge(f"statements of {r.workload.name}", ok)
+            statements = f"{generated}/{hand} {generated / hand:.2f}x {mark}"
+        if r.ratio is not None:
+            judge(f"time of {r.workload.name}", r.verdict == "PASS")
         row += [r.verdict, memory, statements]
         row += [microseconds(r.times.get(title)) for title in extra]
         rows.append(row)
     widths = [max(len(str(x)) for x in column) for column in zip(header, *rows)]
+    ratios = [r.ratio for r in results if r.ratio is not None]
     lines = [header, ["-" * w for w in widths], *rows]
     print()
     for line in lines:
         cells = [line[0].ljust(widths[0])]
         cells += [str(cell).rjust(width) for cell, width in zip(line[1:], widths[1:])]
         print("  ".join(cells))
+    if ratios:
+        mean = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+        verdict = judge("geometric mean of the time ratios", mean <= GEOMETRIC_MEAN_TARGET)
+        print(
+            f"geometric mean of s2sgrad/hand: {mean:.3f}x "
+            f"(target <= {GEOMETRIC_MEAN_TARGET:.1f}x) {verdict}"
+        )
+    print(f"statements: target <= {STATEMENTS_TARGET}x the hand-written gradient's")
 
 
 def print_freshness(results: list[Result]) -> None:
@@ -451,7 +470,8 @@ def print_memory(results: list[Result]) -> None:
         if r.memory_ratio is not None:
             first = r.peaks["s2sgrad first call"] / r.peaks["s2sgrad"]
             parts.append(f"s2sgrad/hand {r.memory_ratio:.2f}x, first/later {first:.2f}x")
-            parts.append("PASS" if r.memory_ratio <= MEMORY_TARGET else "MISS")
+            ok = r.memory_ratio <= MEMORY_TARGET
+            parts.append(judge(f"memory of {r.workload.name}", ok))
         print(f"  {r.workload.key} {r.workload.name:<12} " + ", ".join(parts))
 
 
@@ -533,6 +553,7 @@ def main(argv=None) -> int:
 
     verdicts = [r.verdict for r in results]
     print("\n" + ", ".join(f"{verdicts.count(v)} {v}" for v in ("PASS", "MISS", "SKIP", "WRONG")))
+    print(summary())
     for r in results:
         if r.skipped:
             print(f"  {r.workload.name} skipped: {r.skipped}")

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from verdicts import judge
 
 STRAIGHT_LINE_SIZES = (100, 500, 2000)
 NESTED_IF_DEPTHS = (30, 60, 90)
@@ -121,10 +122,6 @@ def _row(label: str, measure: Callable[[], tuple]) -> tuple[float, float] | None
     return first, later
 
 
-def _verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
-
-
 def measure_scaling(sg, mode: str = "s2s") -> None:
     """Print the "transform scaling" table: statements (or depth) -> milliseconds."""
     print("\nTransform scaling (first call - later call = the transformation)")
@@ -137,10 +134,8 @@ def measure_scaling(sg, mode: str = "s2s") -> None:
             fn = load(straight_line_source(size), folder, f"straight_{size}")
             last = _row(f"{size:,} statements", lambda f=fn: first_and_later(sg, f, (x,), 0, mode))
         ms = (last[0] - last[1]) * 1e3 if last else float("inf")
-        print(
-            f"    largest: {ms:.0f} ms (target < {STRAIGHT_LINE_TARGET_MS:.0f} ms) "
-            f"{_verdict(ms < STRAIGHT_LINE_TARGET_MS)}"
-        )
+        verdict = judge("transform of 2,000 statements", ms < STRAIGHT_LINE_TARGET_MS)
+        print(f"    largest: {ms:.0f} ms (target < {STRAIGHT_LINE_TARGET_MS:.0f} ms) {verdict}")
         for depth in NESTED_IF_DEPTHS:
             fn = load(nested_if_source(depth), folder, f"nested_{depth}")
             args = (x, float(depth))
@@ -148,10 +143,8 @@ def measure_scaling(sg, mode: str = "s2s") -> None:
                 f"{depth} nested ifs", lambda f=fn, a=args: first_and_later(sg, f, a, 0, mode)
             )
         ms = (last[0] - last[1]) * 1e3 if last else float("inf")
-        print(
-            f"    deepest: {ms:.0f} ms (target < {NESTED_IF_TARGET_MS:.0f} ms) "
-            f"{_verdict(ms < NESTED_IF_TARGET_MS)}"
-        )
+        verdict = judge("transform of the deepest nested ifs", ms < NESTED_IF_TARGET_MS)
+        print(f"    deepest: {ms:.0f} ms (target < {NESTED_IF_TARGET_MS:.0f} ms) {verdict}")
         fn = load(loop_source(LOOP_ITERATIONS), folder, "long_loop")
         args = (0.4, 0.3, 0.5)
         row = _row(
@@ -160,10 +153,11 @@ def measure_scaling(sg, mode: str = "s2s") -> None:
         )
         plain = min(seconds(lambda: fn(*args)) for _ in range(2))
         ratio = row[0] / row[1] if row else float("inf")
+        verdict = judge("first call of the long loop", ratio <= LOOP_FIRST_CALL_TARGET)
         print(
             f"    f itself {plain * 1e3:.1f} ms; first call / later call {ratio:.2f}x "
             f"(target <= {LOOP_FIRST_CALL_TARGET:.0f}x) "
-            f"{_verdict(ratio <= LOOP_FIRST_CALL_TARGET)}"
+            f"{verdict}"
         )
 
 
