@@ -68,7 +68,6 @@ def alias_read_in_the_next_iteration(x):
         (view_of_it, "flipped", "view_of_it"),
         (list_holding_it, "out", "list_holding_it"),
         (item_update_seen_by_alias, "seen", "item_update_seen_by_alias"),
-        (item_update_seen_by_row_view, "row", "item_update_seen_by_row_view"),
         (alias_read_in_the_next_iteration, "previous", "alias_read"),
     ],
 )
@@ -464,7 +463,6 @@ def item_of_base_updated_view_read(x):
 
 
 VIEW_CASES = [
-    (split_part_updated, "y"),
     (array_split_part_updated, "y"),
     (hsplit_part_updated, "y"),
     (vsplit_part_updated, "y"),
@@ -488,7 +486,6 @@ VIEW_CASES = [
     (rows_of_joined_lists_updated, "y"),
     (copied_list_updated, "y"),
     (base_updated_view_read, "a"),
-    (item_of_base_updated_view_read, "below"),
 ]
 MATRIX = (np.array([[0.3, -0.2, 0.5, 0.1], [0.9, -0.4, 0.7, 0.2], [-0.6, 0.8, 0.25, -0.1]]),)
 # the NumPy function a case calls that NumPy 1.26 does not have (both are new in 2.x)
@@ -505,6 +502,20 @@ VIEW_PARAMS = [
     )
     for function, alias in VIEW_CASES
 ]
+
+
+# Views for certain, written into and read through the array they view, or the other way
+# round: followed by source transformation (passes/view_writes.py); the tape refuses them
+FOLLOWED_VIEWS = [item_update_seen_by_row_view, split_part_updated, item_of_base_updated_view_read]
+
+
+@pytest.mark.parametrize("function", FOLLOWED_VIEWS, ids=lambda f: f.__name__)
+def test_updates_through_views_for_certain_are_followed(function):
+    argument = MATRIX[0] if function is not item_update_seen_by_row_view else MATRIX[0][0, :3]
+    for mode in ("s2s", "auto"):
+        sg.check_grads(function, argument.copy(), order=1, mode=mode)
+    with pytest.raises(sg.UnsupportedError, match="test_aliases.py:"):
+        sg.grad(function, mode="tape")(argument.copy())
 
 
 @pytest.mark.parametrize("function, alias", VIEW_PARAMS)
@@ -684,16 +695,16 @@ def zeroed_gradient_copied(x, w):  # what the refusal of zeroed_gradient advises
 
 
 def row_written(x):
-    y = x * 2.0
-    row = y[1:]
-    row[0] = 5.0
+    y = np.outer(x, x)
+    row = y[1]
+    row *= 5.0  # a row: changed in place; an element would be a new number
     return np.sum(y * row[1])
 
 
 def row_written_copied(x):  # what the refusal of row_written advises
-    y = x * 2.0
-    row = y[1:].copy()
-    row[0] = 5.0
+    y = np.outer(x, x)
+    row = y[1].copy()
+    row *= 5.0
     return np.sum(y * row[1])
 
 
@@ -717,7 +728,7 @@ def test_a_helper_returning_an_array_it_made_can_be_updated():
     [
         (written_window, written_window_copied, "K = _window(...).copy()"),
         (zeroed_gradient, zeroed_gradient_copied, "g = _d_energy(...).copy()"),
-        (row_written, row_written_copied, "row = y[1:].copy()"),
+        (row_written, row_written_copied, "row = y[1].copy()"),
     ],
     ids=lambda v: getattr(v, "__name__", "advice"),
 )

@@ -35,6 +35,7 @@ from s2sgrad.compiler.passes.library_writes import (
 from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
     call,
     clone,
@@ -75,6 +76,7 @@ def desugar(
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
     index_list_loops(node, names, resolve)
+    write_back_views(node, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v

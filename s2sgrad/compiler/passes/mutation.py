@@ -39,6 +39,7 @@ from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.rules import get_rule
 
 __all__ = [
+    "changed_by",
     "changed_in_place",
     "mutated_parameters",
     "calls_that_mutate",
@@ -156,6 +157,18 @@ def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str
             if type(base) is gast.Name:
                 found.append((function, parameter, base.id))
     return found
+
+
+def changed_by(statement: gast.stmt, resolve) -> set[str]:
+    """The names whose values ``statement`` may change in place: by an item write or
+    ``x op= v``, by ``out=``, by NumPy's writing functions, by a mutating method, or by a
+    call of a Python function that changes its argument.
+
+    Example::
+
+        changed_by(parse_statement("np.copyto(t, v)"), resolve)  # {'t'}
+    """
+    return _changed_by(statement, resolve)
 
 
 def _changed_by(statement: gast.stmt, resolve, local=None, arrays_only=False) -> set[str]:

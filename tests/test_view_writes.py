@@ -1,0 +1,205 @@
+"""Writes through views (``v = t[0]; v[:] = e`` changes ``t``): followed by source
+transformation, checked against finite differences; what cannot be followed is refused.
+
+The tape still refuses them (a recorded view is a new value), so ``mode='auto'`` runs the
+source transformation's code.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import s2sgrad as sg
+from s2sgrad.errors import S2SGradError
+
+HERE = __file__
+RNG = np.random.default_rng(7)
+
+
+def row_written(x, y):
+    t = np.sin(x) * 1.0
+    v = t[0]
+    v[:] = np.cos(y)
+    return np.sum(t[0] * y + t[1])
+
+
+def columns_scaled(x, y):
+    t = np.sin(x) * 1.0
+    v = t[:, 1:]
+    v *= y[1:]
+    return np.sum(t * t)
+
+
+def transpose_added(x, y):
+    t = np.sin(x) * 1.0
+    v = t.T
+    v[1] += np.cos(y)[:2]
+    return np.sum(t[0] * y + t[1] ** 2)
+
+
+def split_part_written(x, y):
+    t = np.sin(x) * 1.0
+    a, b = np.split(t, [1])
+    a[0] = np.sum(np.cos(y))
+    b *= y
+    return np.sum(t[0] * y + t[1] ** 2)
+
+
+def rows_filled_in_a_loop(x, y):
+    out = np.zeros((2, 3))
+    for i in range(2):
+        row = out[i]
+        row[:] = np.sin(x[i]) * y
+        row[1:] *= 2.0
+    return np.sum(out**2)
+
+
+def stencil_on_the_interior(x, y):
+    grid = np.sin(x) * 1.0
+    inner = grid[:, 1:-1]
+    for _ in range(3):
+        inner += 0.1 * (grid[:, :-2] - 2 * inner + grid[:, 2:]) * y[0]
+    return np.sum(grid**2)
+
+
+def base_written_view_read(x, y):
+    t = np.sin(x) * 1.0
+    v = t[1]
+    t[1, 0] = y[0] ** 2
+    return np.sum(v * y)
+
+
+def view_of_a_view(x, y):
+    t = np.sin(x) * 1.0
+    v = t[1]
+    w = v[1:]
+    w *= y[1:]
+    return np.sum(t * t) + np.sum(v * y)
+
+
+def two_views_of_one_array(x, y):
+    t = np.cos(x) * 1.0
+    top = t[0]
+    right = t[:, 2]
+    top[2] = y[1] * 3.0
+    right[1] = top[2] * y[0]
+    return np.sum(t * np.sin(t)) + np.sum(top * right[0])
+
+
+def branch_writes_the_view(x, y):
+    t = np.sin(x) * 1.0
+    v = t[0]
+    if np.sum(y) > -100.0:
+        v[1:] = y[:2] ** 2
+    return np.sum(t**3)
+
+
+PROGRAMS = [
+    row_written,
+    columns_scaled,
+    transpose_added,
+    split_part_written,
+    rows_filled_in_a_loop,
+    stencil_on_the_interior,
+    base_written_view_read,
+    view_of_a_view,
+    two_views_of_one_array,
+    branch_writes_the_view,
+]
+
+
+def _arguments():
+    return RNG.normal(size=(2, 3)), RNG.normal(size=3)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_writes_through_views_are_followed(program, mode):
+    x, y = _arguments()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sg.check_grads(program, x, y, order=1, mode=mode)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda f: f.__name__)
+def test_the_value_is_numpys(program):
+    x, y = _arguments()
+    value, _ = sg.value_and_grad(program, wrt=(0, 1), mode="s2s")(x.copy(), y.copy())
+    np.testing.assert_allclose(value, program(x, y), rtol=1e-12)
+
+
+@pytest.mark.parametrize("program", [row_written, columns_scaled, view_of_a_view])
+def test_hessian_vector_products_through_views(program):
+    x, y = _arguments()
+    sg.check_grads(program, x, y, order=2, mode="auto")
+
+
+@pytest.mark.parametrize("program", [row_written, stencil_on_the_interior])
+def test_the_tape_still_refuses_naming_the_line(program):
+    x, y = _arguments()
+    with pytest.raises(S2SGradError, match=rf"{HERE}:\d+"):
+        sg.grad(program, mode="tape")(x, y)
+
+
+def list_holds_the_array(x, y):
+    t = np.sin(x) * 1.0
+    kept = [t]
+    v = t[0]
+    v[:] = y
+    return np.sum(kept[0] ** 2)
+
+
+def _zero_first(a):
+    a[0] = 0.0
+
+
+def helper_writes_the_view(x, y):
+    t = np.sin(x) * y
+    v = t[1]
+    _zero_first(v)
+    return np.sum(t**2)
+
+
+def row_of_unknown_rank_rebound(x, y):
+    t = np.sin(x) * 1.0
+    for i in range(2):
+        r = t[i]
+        r *= y  # in place for a row, a new number for an element: not followed
+    return np.sum(t**2)
+
+
+def view_of_an_argument(x, y):
+    v = x[0]
+    v[:] = y
+    return np.sum(x**2)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [list_holds_the_array, helper_writes_the_view, row_of_unknown_rank_rebound],
+    ids=lambda f: f.__name__,
+)
+def test_what_cannot_be_followed_is_refused_or_right(program):
+    """Never a wrong gradient: a clear refusal naming this file, or the right answer."""
+    x, y = _arguments()
+    for mode in ("s2s", "auto"):
+        try:
+            sg.check_grads(program, x, y, order=1, mode=mode)
+        except S2SGradError as error:
+            assert HERE in str(error), str(error)
+
+
+def test_a_view_of_an_argument_leaves_the_callers_array_alone():
+    x, y = _arguments()
+    sg.check_grads(view_of_an_argument, x.copy(), y, order=1, mode="auto")
+    before = x.copy()
+    gradient = sg.grad(view_of_an_argument, wrt=(0, 1), mode="auto")(x, y)
+    np.testing.assert_array_equal(x, before)
+    assert np.all(gradient[0][0] == 0.0)
+
+
+def test_the_generated_code_shows_the_write_back():
+    text = sg.source(stencil_on_the_interior, wrt=(0, 1))
+    assert "inner = grid[:, 1:-1].copy()" in text
+    assert "grid[:, 1:-1] = inner" in text
