@@ -203,3 +203,25 @@ def test_the_generated_code_shows_the_write_back():
     text = sg.source(stencil_on_the_interior, wrt=(0, 1))
     assert "inner = grid[:, 1:-1].copy()" in text
     assert "grid[:, 1:-1] = inner" in text
+
+
+def _parts(x):
+    return [x[0] * 1.0, x[1] * 2.0, x[2] * 3.0]
+
+
+def list_slice_written(x, y):
+    parts = _parts(x[0])
+    tail = parts[1:]  # a new list: writing into it leaves parts alone
+    tail[0] = tail[0] * y[0]
+    return parts[1] * tail[0] + parts[0]
+
+
+def test_a_lists_slice_is_not_taken_for_a_view():
+    """A list's slice is a new list: s2s refuses at run time, naming the line (never writes
+    it back); auto's tape gets it right."""
+    x, y = _arguments()
+    with pytest.raises(S2SGradError, match=rf"{HERE}:\d+: a view of 'parts'"):
+        sg.grad(list_slice_written, mode="s2s")(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.FallbackWarning)
+        sg.check_grads(list_slice_written, x, y, order=1, mode="auto")

@@ -40,6 +40,7 @@ __all__ = [
     "jvp_entry",
     "refuse_if_array",
     "refuse_unless_array",
+    "refuse_unless_ndarray",
     "matches_class",
     "is_foreign_array",
     "is_complex",
@@ -611,6 +612,23 @@ def refuse_unless_array(value: Any, message: str) -> None:
 
 
 nondifferentiable(refuse_unless_array)
+
+
+def refuse_unless_ndarray(value: Any, message: str) -> None:
+    """Raise ``UnsupportedError(message)`` unless ``value`` is a NumPy array.
+
+    Generated code calls it before a view of ``value`` is taken whose writes the code
+    follows (see :mod:`s2sgrad.compiler.passes.view_writes`): a list's slice is a new list.
+
+    Example::
+
+        refuse_unless_ndarray(np.ones(2), "never raised for an array")
+    """
+    if not isinstance(hooks.value_of(value), np.ndarray):
+        raise UnsupportedError(message)
+
+
+nondifferentiable(refuse_unless_ndarray)
 
 
 def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:

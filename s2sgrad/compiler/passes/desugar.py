@@ -76,7 +76,7 @@ def desugar(
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
     index_list_loops(node, names, resolve)
-    write_back_views(node, resolve)
+    views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, resolve)
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
@@ -91,6 +91,7 @@ def desugar(
     node.body = _block(body, names, shared, refusal) or [gast.Pass()]
     helpers: dict[str, Any] = {refusal: runtime.refuse_if_array} if refusal is not None else {}
     helpers.update(bindings)
+    helpers.update(views_checked)
     if added_at is not None:
         helpers[added_at] = runtime.added_at
     return helpers

@@ -21,11 +21,14 @@ that no name read afterwards still holds a stale value.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import gast
 import numpy as np
 
+from s2sgrad import runtime
 from s2sgrad.compiler.passes.mutation import changed_by
+from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.sharing import (
     Layout,
     Sharing,
@@ -33,8 +36,16 @@ from s2sgrad.compiler.passes.sharing import (
     resolved_target,
     updated_name,
 )
-from s2sgrad.compiler.syntax import clone, load, names_written, nested_statements, store, walk
-from s2sgrad.runtime import owned
+from s2sgrad.compiler.syntax import (
+    call,
+    clone,
+    constant,
+    load,
+    names_written,
+    nested_statements,
+    store,
+    walk,
+)
 
 __all__ = ["write_back_views"]
 
@@ -68,7 +79,9 @@ class _View:
         return gast.Assign(targets=[place], value=value, type_comment=None)
 
 
-def write_back_views(function: gast.FunctionDef, resolve) -> None:
+def write_back_views(
+    function: gast.FunctionDef, names: NameGenerator, locate, resolve
+) -> dict[str, Any]:
     """Rewrite, in place, each family of views whose every in-place update can be followed
     (see the module docstring): after each update, the changed views are written back and
     the family's other views read later are taken anew; then each view is bound to a copy,
@@ -77,12 +90,15 @@ def write_back_views(function: gast.FunctionDef, resolve) -> None:
     Example::
 
         # v = t[0]; v[:] = e; r = t[1]  ->  v = t[0].copy(); v[:] = e; t[0] = v; r = t[1]
+
+    Returns the names the new code calls helpers by, each with the object to bind it to
+    (``refuse_unless_ndarray``, checking each family's array before a view is taken).
     """
     statements = list(nested_statements(function.body))
     layout = Layout(function.body, statements)
     views = _views(statements, layout, resolve)
     if not views:
-        return
+        return {}
     sharing = Sharing(statements, resolve, container_names(statements), _parameters(function))
     position = {id(s): i for i, s in enumerate(statements)}
     loops = [
@@ -92,7 +108,9 @@ def write_back_views(function: gast.FunctionDef, resolve) -> None:
     ]
     local = (_bound_here(statements) - _parameters(function)) | _copied_first(function, resolve)
     roots = {_root(name, views) for name in views}
-    for root in sorted(roots & local):
+    containers = container_names(statements)
+    check: list[str] = []
+    for root in sorted((roots & local) - containers):
         family = {root} | {name for name in views if _root(name, views) == root}
         plans = []
         for statement in statements:
@@ -108,7 +126,67 @@ def write_back_views(function: gast.FunctionDef, resolve) -> None:
             plans.append((statement, added))
         else:
             if plans:
-                _apply(plans, family, views, layout)
+                checked = None
+                if not _surely_an_array(root, statements, resolve):
+                    if not check:
+                        check.append(names.claim("refuse_unless_ndarray"))
+                    checked = _ndarray_check(check[0], root, locate)
+                _apply(plans, family, views, layout, checked)
+    return {check[0]: runtime.refuse_unless_ndarray} if check else {}
+
+
+_ARRAY_MAKERS = frozenset(
+    {np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like}
+    | {np.full_like, np.array, np.copy, np.eye, np.outer, np.stack, np.concatenate}
+)
+
+
+def _surely_an_array(root: str, statements, resolve) -> bool:
+    """Whether every binding of ``root`` makes a NumPy array: a ufunc's result, an array
+    maker's, or arithmetic with one."""
+    bindings = [
+        s
+        for s in statements
+        if root in names_written(s.target if type(s) is gast.For else s)
+        and type(s) not in (gast.If, gast.While)
+        and updated_name(s) != root
+    ]
+    return bool(bindings) and all(
+        type(s) is gast.Assign
+        and len(s.targets) == 1
+        and type(s.targets[0]) is gast.Name
+        and _makes_an_array(s.value, resolve)
+        for s in bindings
+    )
+
+
+def _makes_an_array(value: gast.expr, resolve) -> bool:
+    if type(value) is gast.BinOp:
+        return _makes_an_array(value.left, resolve) or _makes_an_array(value.right, resolve)
+    if type(value) is gast.UnaryOp:
+        return _makes_an_array(value.operand, resolve)
+    if type(value) is not gast.Call:
+        return False
+    made = resolved_target(value.func, resolve)
+    try:
+        return isinstance(made, np.ufunc) or made in _ARRAY_MAKERS
+    except TypeError:  # an unhashable callable
+        return False
+
+
+def _ndarray_check(helper: str, root: str, locate):
+    """The statement that refuses, naming the line, a view of ``root`` when ``root`` holds
+    no NumPy array (a list's slice is a new list, a tuple's entries cannot be stored)."""
+
+    def before(binding: gast.stmt) -> gast.stmt:
+        message = (
+            f"{locate(binding)}: a view of '{root}' is written into, but '{root}' holds no "
+            "NumPy array here (a list's slice is a new list, not a view); make the changed "
+            "value a new one, or use mode='tape'"
+        )
+        return gast.Expr(value=call(load(helper), [load(root), constant(message)]))
+
+    return before
 
 
 def _follows(update: gast.stmt, updated: str, views: dict[str, _View]) -> bool:
@@ -126,9 +204,10 @@ def _follows(update: gast.stmt, updated: str, views: dict[str, _View]) -> bool:
     )
 
 
-def _apply(plans, family: set[str], views: dict[str, _View], layout: Layout) -> None:
+def _apply(plans, family: set[str], views: dict[str, _View], layout: Layout, check) -> None:
     """Insert the statements each update needs, then bind each view of ``family`` to a
-    copy (a binding by ``np.split`` becomes one copy per part)."""
+    copy (a binding by ``np.split`` becomes one copy per part), each view of the family's
+    array after ``check(binding)``, which makes sure it is an array."""
     for update, added in plans:
         block = layout.block_of[id(update)]
         at = next(i for i, s in enumerate(block) if s is update)
@@ -140,6 +219,8 @@ def _apply(plans, family: set[str], views: dict[str, _View], layout: Layout) -> 
         parts = [views[n] for n in family if n in views and views[n].binding is binding]
         parts.sort(key=lambda view: _order_in(binding, view.name))
         copies = [_copied(view) for view in parts]
+        if parts[0].base not in views and check is not None:
+            copies.insert(0, check(binding))
         for statement in copies:
             gast.copy_location(statement, binding)
         block = layout.block_of[id(binding)]
@@ -183,7 +264,7 @@ def _copied_first(function: gast.FunctionDef, resolve) -> set[str]:
         if type(target) is not gast.Name or type(value) is not gast.Call:
             break
         arguments = value.args
-        if resolved_target(value.func, resolve) is not owned or len(arguments) != 1:
+        if resolved_target(value.func, resolve) is not runtime.owned or len(arguments) != 1:
             break
         if type(arguments[0]) is not gast.Name or arguments[0].id != target.id:
             break
