@@ -223,5 +223,5 @@ def test_a_lists_slice_is_not_taken_for_a_view():
     with pytest.raises(S2SGradError, match=rf"{HERE}:\d+: a view of 'parts'"):
         sg.grad(list_slice_written, mode="s2s")(x, y)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", sg.FallbackWarning)
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
         sg.check_grads(list_slice_written, x, y, order=1, mode="auto")
