@@ -28,6 +28,7 @@ from s2sgrad import runtime
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
 from s2sgrad.compiler.passes.library_writes import (
     diagonal_fills,
+    method_writes,
     out_writes,
     scatter_adds,
     ufunc_at_writes,
@@ -75,6 +76,7 @@ def desugar(
         diagonal_fills(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
+        method_writes(node.body, names, locate, resolve, bindings)
     index_list_loops(node, names, resolve)
     views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, resolve)

@@ -15,15 +15,18 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.sharing import container_names
+from s2sgrad.compiler.passes.view_writes import ndarray_check, surely_an_array
 from s2sgrad.compiler.syntax import (
     call,
     clone,
     constant,
     load,
+    nested_statements,
 )
 from s2sgrad.rules import get_rule
 
-__all__ = ["scatter_adds", "diagonal_fills", "ufunc_at_writes", "out_writes"]
+__all__ = ["scatter_adds", "diagonal_fills", "ufunc_at_writes", "out_writes", "method_writes"]
 
 
 def scatter_adds(body: list, names: NameGenerator, resolve) -> str | None:
@@ -128,6 +131,61 @@ def out_writes(body: list, resolve) -> None:
         place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=written, type_comment=None)
         block[position] = gast.copy_location(assign, statement)
+
+
+def method_writes(body: list, names: NameGenerator, locate, resolve, bindings: dict) -> None:
+    """``t.fill(v)`` → ``t[...] = v`` and ``t.sort()`` (``axis`` a literal) → ``t[...] =
+    np.sort(t, axis)``, in ``body`` and its blocks: the same values written, by an item
+    assignment. Unless every binding of ``t`` surely makes an array, a run-time check that
+    ``t`` holds one (a list's ``sort`` is the list's) comes first, naming the line. The
+    helpers' names go to ``bindings`` (name → object).
+
+    Example::
+
+        # buffer.fill(0.0)  ->  buffer[...] = 0.0
+    """
+    statements = list(nested_statements(body))
+    lists = container_names(statements)
+    for block, position, statement in _statements(body):
+        found = _method_write(statement, names, bindings)
+        if found is None or found[0] in lists:
+            continue
+        array, written = found
+        place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
+        assign = gast.copy_location(
+            gast.Assign(targets=[place], value=written, type_comment=None), statement
+        )
+        new = [assign]
+        if not surely_an_array(array, statements, resolve):
+            helper = _bound(runtime.refuse_unless_ndarray, "refuse_unless_ndarray", names, bindings)
+            method = f"{array}.{statement.value.func.attr}(...)"
+            what = f"'{method}' is written as an item write, but '{array}' holds no NumPy array"
+            check = ndarray_check(helper, array, locate, what)
+            new.insert(0, gast.copy_location(check(statement), statement))
+        block[position : position + 1] = new
+
+
+def _method_write(statement: gast.stmt, names: NameGenerator, bindings: dict):
+    """``(array name, value written)`` for ``t.fill(v)`` and ``t.sort(axis)``, else None."""
+    value = getattr(statement, "value", None)
+    if not isinstance(statement, gast.Expr) or not isinstance(value, gast.Call):
+        return None
+    method = value.func
+    if not isinstance(method, gast.Attribute) or not isinstance(method.value, gast.Name):
+        return None
+    array = method.value.id
+    if method.attr == "fill" and len(value.args) == 1 and not value.keywords:
+        return array, value.args[0]
+    if method.attr != "sort":
+        return None
+    axes = [*value.args, *(k.value for k in value.keywords if k.arg == "axis")]
+    if len(axes) > 1 or any(k.arg != "axis" for k in value.keywords):
+        return None  # kind=, order=: left alone (and refused as an in-place write)
+    axis = axes[0] if axes else constant(-1)
+    if not (isinstance(axis, gast.Constant) and type(axis.value) is int):
+        return None
+    helper = _bound(np.sort, "np_sort", names, bindings)
+    return array, call(load(helper), [load(array), axis])
 
 
 def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:

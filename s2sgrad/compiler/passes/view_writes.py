@@ -47,7 +47,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-__all__ = ["write_back_views"]
+__all__ = ["ndarray_check", "surely_an_array", "write_back_views"]
 
 _SPLITS = {np.split: None, np.array_split: None, np.vsplit: 0}
 
@@ -127,10 +127,10 @@ def write_back_views(
         else:
             if plans:
                 checked = None
-                if not _surely_an_array(root, statements, resolve):
+                if not surely_an_array(root, statements, resolve):
                     if not check:
                         check.append(names.claim("refuse_unless_ndarray"))
-                    checked = _ndarray_check(check[0], root, locate)
+                    checked = ndarray_check(check[0], root, locate)
                 _apply(plans, family, views, layout, checked)
     return {check[0]: runtime.refuse_unless_ndarray} if check else {}
 
@@ -141,7 +141,7 @@ _ARRAY_MAKERS = frozenset(
 )
 
 
-def _surely_an_array(root: str, statements, resolve) -> bool:
+def surely_an_array(root: str, statements, resolve) -> bool:
     """Whether every binding of ``root`` makes a NumPy array: a ufunc's result, an array
     maker's, or arithmetic with one."""
     bindings = [
@@ -174,15 +174,26 @@ def _makes_an_array(value: gast.expr, resolve) -> bool:
         return False
 
 
-def _ndarray_check(helper: str, root: str, locate):
-    """The statement that refuses, naming the line, a view of ``root`` when ``root`` holds
-    no NumPy array (a list's slice is a new list, a tuple's entries cannot be stored)."""
+_VIEW_WRITTEN = (
+    "a view of '{root}' is written into, but '{root}' holds no NumPy array here (a list's "
+    "slice is a new list, not a view)"
+)
+
+
+def ndarray_check(helper: str, root: str, locate, what: str = _VIEW_WRITTEN):
+    """A function of a statement giving the statement to put before it that refuses,
+    naming its line, ``what`` is done when ``root`` holds no NumPy array (a list's slice is
+    a new list, a tuple's entries cannot be stored).
+
+    Example::
+
+        ndarray_check("refuse_unless_ndarray", "t", locate)(binding)  # refuse_unless_...(t, ...)
+    """
 
     def before(binding: gast.stmt) -> gast.stmt:
         message = (
-            f"{locate(binding)}: a view of '{root}' is written into, but '{root}' holds no "
-            "NumPy array here (a list's slice is a new list, not a view); make the changed "
-            "value a new one, or use mode='tape'"
+            f"{locate(binding)}: {what.format(root=root)}; make the changed value a new "
+            "one, or use mode='tape'"
         )
         return gast.Expr(value=call(load(helper), [load(root), constant(message)]))
 
