@@ -110,6 +110,7 @@ def write_back_views(
     roots = {_root(name, views) for name in views}
     containers = container_names(statements)
     check: list[str] = []
+    rank_helper: list[str] = []
     for root in sorted((roots & local) - containers):
         family = {root} | {name for name in views if _root(name, views) == root}
         plans = []
@@ -119,8 +120,14 @@ def write_back_views(
                 continue
             updated = updated_name(statement)
             added = None
-            if updated is not None and changed == {updated} and _follows(statement, updated, views):
+            if updated is not None and changed == {updated}:
                 added = _plain_update(statement, updated, views, statements, layout, sharing, loops)
+                ranks = _ranks_to_check(statement, updated, views)
+                if added is not None and ranks is not None:
+                    if not rank_helper:
+                        rank_helper.append(names.claim("ndim"))
+                    base = views[updated].base
+                    added[0] = _when_more_dimensions(rank_helper[0], base, ranks, added[0])
             if added is None:
                 break  # one update it cannot follow: the family is left to .aliases
             plans.append((statement, added))
@@ -132,7 +139,18 @@ def write_back_views(
                         check.append(names.claim("refuse_unless_ndarray"))
                     checked = ndarray_check(check[0], root, locate)
                 _apply(plans, family, views, layout, checked)
-    return {check[0]: runtime.refuse_unless_ndarray} if check else {}
+    helpers: dict[str, Any] = {check[0]: runtime.refuse_unless_ndarray} if check else {}
+    if rank_helper:
+        helpers[rank_helper[0]] = np.ndim
+    return helpers
+
+
+def _when_more_dimensions(ndim: str, base: str, ranks: int, write: gast.stmt) -> gast.stmt:
+    """``if ndim(base) > ranks: write``: the write back of a row changed by ``x op= v``."""
+    test = gast.Compare(
+        left=call(load(ndim), [load(base)]), ops=[gast.Gt()], comparators=[constant(ranks)]
+    )
+    return gast.If(test=test, body=[write], orelse=[])
 
 
 _ARRAY_MAKERS = frozenset(
@@ -200,19 +218,23 @@ def ndarray_check(helper: str, root: str, locate, what: str = _VIEW_WRITTEN):
     return before
 
 
-def _follows(update: gast.stmt, updated: str, views: dict[str, _View]) -> bool:
-    """Whether ``x op= v`` changes ``updated`` in place for certain: it does for an array,
-    while a number is rebound (``t[0]`` of a vector, ``.T`` of a number)."""
+def _ranks_to_check(update: gast.stmt, updated: str, views: dict[str, _View]) -> int | None:
+    """For ``x op= v`` on ``x = t[i, j]`` (integers only), the number of integers: the
+    update is in place when ``t`` has more dimensions (a row), while an element is a number,
+    which ``x op= v`` rebinds. None for every other update (the family's array is checked to
+    be a NumPy array, so its slices, parts and transpose are arrays too)."""
     if type(update) is not gast.AugAssign or type(update.target) is not gast.Name:
-        return True
+        return None
     view = views.get(updated)
     if view is None or view.index is None:
-        return False  # the root may be a number; so may a transpose
+        return None
     parts = view.index.elts if type(view.index) is gast.Tuple else [view.index]
-    return any(
+    if any(
         type(p) is gast.Slice or (type(p) is gast.Constant and p.value in (None, Ellipsis))
         for p in parts
-    )
+    ):
+        return None
+    return len(parts)
 
 
 def _apply(plans, family: set[str], views: dict[str, _View], layout: Layout, check) -> None:
