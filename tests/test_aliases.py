@@ -478,7 +478,6 @@ VIEW_CASES = [
     (at_least_2d_updated, "y"),
     (squeezed_updated, "y"),
     (real_part_updated, "y"),
-    (reshaped_method_updated, "y"),
     (broadcast_updated, "y"),
     (diagonal_updated, "y"),
     (rows_of_a_comprehension_updated, "y"),
@@ -510,6 +509,7 @@ FOLLOWED_VIEWS = [
     item_of_base_updated_view_read,
     transposed_updated,
     base_updated_view_read,
+    reshaped_method_updated,
 ]
 
 

@@ -326,6 +326,7 @@ BY_DESIGN = {
     "refuse_stored_state": "a check that raises or returns None",
     "refuse_unless_array": "a check that raises or returns None",
     "refuse_unless_ndarray": "a check that raises or returns None",
+    "is_view_of": "a boolean: whether two arrays share memory",
     "refuse_derivative": "a check that raises or returns None",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",

@@ -41,6 +41,7 @@ __all__ = [
     "refuse_if_array",
     "refuse_unless_array",
     "refuse_unless_ndarray",
+    "is_view_of",
     "matches_class",
     "is_foreign_array",
     "is_complex",
@@ -629,6 +630,20 @@ def refuse_unless_ndarray(value: Any, message: str) -> None:
 
 
 nondifferentiable(refuse_unless_ndarray)
+
+
+def is_view_of(view: Any, base: Any) -> bool:
+    """Whether ``view`` shares memory with ``base``: a reshape is a view of a contiguous
+    array and a copy of another, and generated code follows writes into views only.
+
+    Example::
+
+        is_view_of(np.ones((2, 2)).T, np.ones(3))  # False
+    """
+    return bool(np.may_share_memory(hooks.value_of(view), hooks.value_of(base)))
+
+
+nondifferentiable(is_view_of)
 
 
 def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:

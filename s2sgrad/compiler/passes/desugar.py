@@ -79,7 +79,7 @@ def desugar(
         method_writes(node.body, names, locate, resolve, bindings)
     index_list_loops(node, names, resolve)
     views_checked = write_back_views(node, names, locate, resolve)
-    shared = shared_in_place_updates(node, locate, resolve)
+    shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             error = UnsupportedError(shared[id(statement)])
@@ -97,6 +97,19 @@ def desugar(
     if added_at is not None:
         helpers[added_at] = runtime.added_at
     return helpers
+
+
+def _also_resolving(helpers: dict[str, Any], resolve):
+    """``resolve``, which also knows the names of ``helpers`` (bound only after desugaring)."""
+    if not helpers or resolve is None:
+        return resolve
+
+    def resolved(node: gast.expr) -> Any:
+        if type(node) is gast.Name and node.id in helpers:
+            return helpers[node.id]
+        return resolve(node)
+
+    return resolved
 
 
 def _is_item_update(statement: gast.stmt) -> bool:

@@ -69,6 +69,7 @@ _HELPER_RESULTS = {
     "seed_cotangent": (),
     "zeros_like_value": (),
     "zeros_like_structure": (),
+    "is_view_of": (),
 }
 
 

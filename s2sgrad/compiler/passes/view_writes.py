@@ -27,6 +27,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
+from s2sgrad.compiler.passes.fresh_results import fresh_result
 from s2sgrad.compiler.passes.mutation import changed_by
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.sharing import (
@@ -54,22 +55,35 @@ _SPLITS = {np.split: None, np.array_split: None, np.vsplit: 0}
 
 @dataclass
 class _View:
-    """``name`` holds a view of ``base``: ``base[index]``, or its transpose."""
+    """``name`` holds a view of ``base``: ``base[index]``, its transpose, or (when ``flag``
+    says so as it runs) the reshape ``reshaped``, which is a copy of a non-contiguous base."""
 
     name: str
     base: str
-    index: gast.expr | None  # None: the transpose
+    index: gast.expr | None  # None: the transpose, or the reshape
     binding: gast.stmt
     reads: set[str]  # names the view's expression reads besides ``base``
+    reshaped: gast.expr | None = None
+    flag: str | None = None  # the name of the run-time answer to "is it a view?"
 
     def value(self) -> gast.expr:
         """The view's expression, to take it anew."""
+        if self.reshaped is not None:
+            return clone(self.reshaped)
         if self.index is None:
             return gast.Attribute(value=load(self.base), attr="T", ctx=gast.Load())
         return gast.Subscript(value=load(self.base), slice=clone(self.index), ctx=gast.Load())
 
     def write_back(self) -> gast.stmt:
-        """``base[index] = name`` (``base[...] = name.T`` for the transpose)."""
+        """``base[index] = name`` (``base[...] = name.T`` for the transpose, ``base[...] =
+        name.reshape(base.shape)`` for a reshape, when it is a view)."""
+        if self.reshaped is not None:
+            shape = gast.Attribute(value=load(self.base), attr="shape", ctx=gast.Load())
+            method = gast.Attribute(value=load(self.name), attr="reshape", ctx=gast.Load())
+            whole = gast.Subscript(value=load(self.base), slice=constant(...), ctx=gast.Store())
+            written = gast.Call(func=method, args=[shape], keywords=[])
+            back = gast.Assign(targets=[whole], value=written, type_comment=None)
+            return self.when_a_view(back)
         if self.index is None:
             index: gast.expr = gast.Constant(value=Ellipsis, kind=None)
             value: gast.expr = gast.Attribute(value=load(self.name), attr="T", ctx=gast.Load())
@@ -77,6 +91,12 @@ class _View:
             index, value = clone(self.index), load(self.name)
         place = gast.Subscript(value=load(self.base), slice=index, ctx=gast.Store())
         return gast.Assign(targets=[place], value=value, type_comment=None)
+
+    def when_a_view(self, statement: gast.stmt) -> gast.stmt:
+        """``statement``, under ``if flag:`` for a view that may be a copy."""
+        if self.flag is None:
+            return statement
+        return gast.If(test=load(self.flag), body=[statement], orelse=[])
 
 
 def write_back_views(
@@ -106,11 +126,23 @@ def write_back_views(
         for s in statements
         if type(s) in (gast.For, gast.While)
     ]
-    local = (_bound_here(statements) - _parameters(function)) | _copied_first(function, resolve)
+    copied = _copied_first(function, resolve)
+    local = {
+        n
+        for n in _bound_here(statements) - _parameters(function)
+        if _made_anew(n, statements, resolve)
+    }
+    local |= copied
     roots = {_root(name, views) for name in views}
     containers = container_names(statements)
     check: list[str] = []
     rank_helper: list[str] = []
+    asked: list[str] = []
+    for view in views.values():
+        if view.reshaped is not None:
+            if not asked:
+                asked.append(names.claim("is_view_of"))
+            view.flag = names.fresh(f"{view.name}_is_view")
     for root in sorted((roots & local) - containers):
         family = {root} | {name for name in views if _root(name, views) == root}
         plans = []
@@ -138,10 +170,12 @@ def write_back_views(
                     if not check:
                         check.append(names.claim("refuse_unless_ndarray"))
                     checked = ndarray_check(check[0], root, locate)
-                _apply(plans, family, views, layout, checked)
+                _apply(plans, family, views, layout, checked, asked[0] if asked else "")
     helpers: dict[str, Any] = {check[0]: runtime.refuse_unless_ndarray} if check else {}
     if rank_helper:
         helpers[rank_helper[0]] = np.ndim
+    if asked:
+        helpers[asked[0]] = runtime.is_view_of
     return helpers
 
 
@@ -237,7 +271,7 @@ def _ranks_to_check(update: gast.stmt, updated: str, views: dict[str, _View]) ->
     return len(parts)
 
 
-def _apply(plans, family: set[str], views: dict[str, _View], layout: Layout, check) -> None:
+def _apply(plans, family: set[str], views, layout: Layout, check, is_view_of: str) -> None:
     """Insert the statements each update needs, then bind each view of ``family`` to a
     copy (a binding by ``np.split`` becomes one copy per part), each view of the family's
     array after ``check(binding)``, which makes sure it is an array."""
@@ -252,6 +286,12 @@ def _apply(plans, family: set[str], views: dict[str, _View], layout: Layout, che
         parts = [views[n] for n in family if n in views and views[n].binding is binding]
         parts.sort(key=lambda view: _order_in(binding, view.name))
         copies = [_copied(view) for view in parts]
+        for view in parts:
+            if view.flag is not None:
+                asked = call(load(is_view_of), [view.value(), load(view.base)])
+                copies.insert(
+                    0, gast.Assign(targets=[store(view.flag)], value=asked, type_comment=None)
+                )
         if parts[0].base not in views and check is not None:
             copies.insert(0, check(binding))
         for statement in copies:
@@ -273,6 +313,31 @@ def _copied(view: _View) -> gast.Assign:
     method = gast.Attribute(value=view.value(), attr="copy", ctx=gast.Load())
     value = gast.Call(func=method, args=[], keywords=[])
     return gast.Assign(targets=[store(view.name)], value=value, type_comment=None)
+
+
+def _made_anew(name: str, statements, resolve) -> bool:
+    """Whether every binding of ``name`` makes a new array (arithmetic, a list, a copy, a
+    call known to return a new array), not a view of something else."""
+    for statement in statements:
+        kind = type(statement)
+        if kind in (gast.If, gast.While) or updated_name(statement) == name:
+            continue
+        written = names_written(statement.target if kind is gast.For else statement)
+        if name not in written:
+            continue
+        if kind is not gast.Assign or type(statement.targets[0]) is not gast.Name:
+            return False
+        value = statement.value
+        if type(value) in (gast.BinOp, gast.UnaryOp, gast.List):
+            continue
+        if type(value) is not gast.Call:
+            return False
+        method = value.func
+        if type(method) is gast.Attribute and method.attr == "copy" and not value.args:
+            continue
+        if not fresh_result(resolved_target(method, resolve), value):
+            return False
+    return True
 
 
 def _bound_here(statements) -> set[str]:
@@ -339,15 +404,19 @@ def _views_made(statement: gast.stmt, layout: Layout, resolve) -> list[_View]:
         return []
     target, value = statement.targets[0], statement.value
     if type(target) is gast.Name:
-        view = _view_of(target.id, value, statement, layout)
+        view = _view_of(target.id, value, statement, layout, resolve)
         return [view] if view is not None else []
     if type(target) is gast.Tuple and type(value) is gast.Call:
         return _split_parts(target, value, statement, resolve)
     return []
 
 
-def _view_of(name: str, value: gast.expr, statement, layout: Layout) -> _View | None:
+def _view_of(name: str, value: gast.expr, statement, layout: Layout, resolve) -> _View | None:
     kind = type(value)
+    reshaped = _reshaped(value, resolve)
+    if reshaped is not None:
+        reads = {n.id for a in value.args for n in walk(a) if type(n) is gast.Name} - {reshaped}
+        return _View(name, reshaped, None, statement, reads, reshaped=value)
     if kind is gast.Subscript and type(value.value) is gast.Name:
         counters = _range_counters(statement, layout)
         if _certain_basic(value.slice, counters):
@@ -360,6 +429,34 @@ def _view_of(name: str, value: gast.expr, statement, layout: Layout) -> _View | 
         transposed = type(method) is gast.Attribute and method.attr == "transpose"
         if transposed and type(method.value) is gast.Name:
             return _View(name, method.value.id, None, statement, set())
+    return None
+
+
+def _reshaped(value: gast.expr, resolve) -> str | None:
+    """The array ``value`` reshapes (``t.reshape(...)``, ``t.ravel()``, ``np.reshape(t,
+    ...)``, ``np.ravel(t)``; no ``order``), else None."""
+    if type(value) is not gast.Call or value.keywords:
+        return None
+    method, arguments = value.func, value.args
+    if type(method) is gast.Attribute and type(method.value) is gast.Name:
+        reshape = method.attr == "reshape" and bool(arguments)
+        if reshape or (method.attr == "ravel" and not arguments):
+            return method.value.id
+    function = resolved_target(method, resolve)
+    if not arguments or type(arguments[0]) is not gast.Name:
+        return None
+    if (function is np.reshape and len(arguments) == 2) or (
+        function is np.ravel and len(arguments) == 1
+    ):
+        return arguments[0].id
+    return None
+    if (
+        function is np.reshape
+        and len(arguments) == 2
+        or function is np.ravel
+        and len(arguments) == 1
+    ):
+        return arguments[0].id
     return None
 
 
@@ -468,7 +565,7 @@ def _plain_update(update, updated, views, statements, layout, sharing, loops):
     added = [views[name].write_back() for name in chain[:-1]]
     order = {id(s): i for i, s in enumerate(statements)}
     for name in sorted(anew, key=lambda n: order[id(views[n].binding)]):
-        added.append(_copied(views[name]))
+        added.append(views[name].when_a_view(_copied(views[name])))
     return added
 
 
