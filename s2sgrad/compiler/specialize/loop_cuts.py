@@ -69,6 +69,8 @@ class LoopCuts:
         cls, probed: gast.FunctionDef, is_pure: Callable[[gast.Call], bool]
     ) -> LoopCuts | None:
         """A copy of ``probed`` whose long loops may be cut, or None when none may."""
+        if not any(type(s) is gast.For for body in _top_level_bodies(probed) for s in body):
+            return None
         stack = _stack_name(probed)
         if not _runs_twice_unseen(probed, stack, is_pure):
             return None

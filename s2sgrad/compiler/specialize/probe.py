@@ -28,10 +28,15 @@ from s2sgrad.compiler.specialize.broadcasts import (
 from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
 from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
 from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
-from s2sgrad.compiler.specialize.releases import STAND_IN, release_arrays, stand_in
+from s2sgrad.compiler.specialize.releases import (
+    STAND_IN,
+    large_arguments,
+    release_arrays,
+    stand_in,
+)
 from s2sgrad.compiler.specialize.rewrites import specialisers
 from s2sgrad.compiler.specialize.seen import Seen, observed
-from s2sgrad.compiler.syntax import call, clone, clone_rewriting, constant, load
+from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
 
 __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites"]
 
@@ -123,7 +128,9 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """Run the probe once on the arguments; its result is the call's. Raises
+    """Run the probe once on the arguments; its result is the call's, unless the probe cut
+    a long loop at its fixed point (``loop_cuts.py``): ``probing.cut`` then says that the
+    call is still to run, in the specialised code. Raises
     :class:`NotSpecialisable` when a parameter indexes an array with other than integers
     (a mask: the shapes it sets are its values')."""
     probing.callees = callee_probes(probing.namespace, probing.specialise)
@@ -140,13 +147,16 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         probing.result = function(*probing.args, **probing.kwargs)
         return probed
     try:
-        function(*probing.args, **probing.kwargs)
+        result = function(*probing.args, **probing.kwargs)
         cuts.finished()
     except Exception:
         if not cuts.cut:
             raise
         cuts.inconclusive = True
-    if cuts.cut and not cuts.inconclusive:
+    if not cuts.cut:  # every loop ran whole: the result is the call's
+        probing.result = result
+        return probed
+    if not cuts.inconclusive:
         probing.cut = True  # the call itself runs in the specialised code
         return probed
     probing.probe = _Probe()  # what the cut run saw is dropped: the whole probe runs
@@ -155,8 +165,8 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
 
 
 def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None):
-    """The probe's function: a copy of ``probed`` (or of its copy whose long loops may be
-    cut) that lets go of the arrays it no longer needs (``releases.py``)."""
+    """The probe's function: ``probed`` (or its copy whose long loops may be cut) compiled
+    to let go of the arrays it no longer needs (``releases.py``), then left as it was."""
     namespace = {
         **probing.namespace,
         **probing.callees,
@@ -164,13 +174,21 @@ def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None)
         _OPERATOR: _apply_operator,
         STAND_IN: stand_in,
     }
-    if cuts is None:
-        lean = clone(probed)
-    else:
+    lean = probed
+    if cuts is not None:
         namespace[CUTS] = cuts
         lean = cuts.instrumented
-    release_arrays(lean, namespace)
-    return probing.compile_probe(lean, namespace)
+    restore = _unchanged
+    if large_arguments(probing.args, probing.kwargs):
+        restore = release_arrays(lean, namespace)
+    try:
+        return probing.compile_probe(lean, namespace)
+    finally:
+        restore()
+
+
+def _unchanged() -> None:
+    pass
 
 
 def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:

@@ -10,11 +10,13 @@ same), and a variable nothing reads any more is deleted. The probe's result is u
 Only single-assignment variables of the function's top-level statements are released, at
 top-level statement boundaries. Example::
 
-    release_arrays(probe_copy, namespace)  # in place, before compiling the probe
+    restore = release_arrays(probed, namespace)  # in place
+    function = compile(probed); restore()
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -23,11 +25,28 @@ import numpy as np
 from s2sgrad import runtime
 from s2sgrad.compiler.syntax import assign, call, load, parameter_names, walk
 
-__all__ = ["STAND_IN", "release_arrays", "stand_in"]
+__all__ = ["STAND_IN", "large_arguments", "release_arrays", "stand_in"]
 
 STAND_IN = "__s2sgrad_stand_in__"
 _PROBE = "__s2sgrad_probe__"
 _SMALL = 1024  # elements: smaller arrays are kept (a stand-in would save nothing)
+LARGE = 1 << 16  # elements of an argument from which the probe lets go of arrays
+
+
+def large_arguments(args: tuple, kwargs: dict) -> bool:
+    """Whether an array among the arguments (in containers too) has ``LARGE`` elements:
+    only then is letting go of arrays worth its cost to the transformation."""
+    pending: list = [args, kwargs]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, np.ndarray):
+            if value.size >= LARGE:
+                return True
+        elif isinstance(value, (tuple, list)):
+            pending += value
+        elif isinstance(value, dict):
+            pending += value.values()
+    return False
 
 
 def stand_in(value: Any) -> Any:
@@ -37,20 +56,25 @@ def stand_in(value: Any) -> Any:
     return value
 
 
-def release_arrays(node: gast.FunctionDef, namespace: dict) -> None:
-    """Insert, between ``node``'s top-level statements, the stand-ins and deletions of
-    the variables assigned once whose later reads only ask for shapes, or are over."""
+def release_arrays(node: gast.FunctionDef, namespace: dict) -> Callable[[], None]:
+    """Insert, between ``node``'s top-level statements (in place), the stand-ins and
+    deletions of the variables assigned once whose later reads only ask for shapes, or are
+    over. Returns what undoes it (once the probe is compiled)."""
     body = node.body
-    if any(type(n) in (gast.FunctionDef, gast.Lambda) and n is not node for n in walk(node)):
-        return  # a function defined inside may read any variable when it is called
-    stores = _stores(node)
-    parameters = parameter_names(node)
-    shape_reads = _shape_only_reads(node, namespace)
+    nodes = [walk(statement) for statement in body]
+    everything = [child for statement_nodes in nodes for child in statement_nodes]
+    if any(type(n) in _OWN_SCOPES or type(n) in _DECLARATIONS for n in everything):
+        return _nothing  # a function defined inside may read any variable when called
+    stores: dict[str, int] = dict.fromkeys(parameter_names(node), 1)
+    for child in everything:
+        if type(child) is gast.Name and type(child.ctx) is not gast.Load:
+            stores[child.id] = stores.get(child.id, 0) + 1
+    shape_reads = _shape_only_reads(everything, namespace)
     last_value: dict[str, int] = {}
     last_read: dict[str, int] = {}
     defined: dict[str, int] = {}
     for index, statement in enumerate(body):
-        for child in walk(statement):
+        for child in nodes[index]:
             if type(child) is not gast.Name:
                 continue
             if type(child.ctx) is gast.Load:
@@ -60,38 +84,43 @@ def release_arrays(node: gast.FunctionDef, namespace: dict) -> None:
             elif type(statement) is gast.Assign and stores.get(child.id) == 1:
                 defined[child.id] = index
     after: dict[int, list[gast.stmt]] = {}
+    undo: list[tuple[gast.AST, type, dict]] = []
     for name, index in defined.items():
-        if name in parameters or name not in last_read or last_read[name] <= index:
+        end = last_read.get(name, index)
+        if end <= index:
             continue
         value_end = max(last_value.get(name, index), index)
-        if last_read[name] > value_end:
+        if end > value_end:
             after.setdefault(value_end, []).append(assign(name, call(load(STAND_IN), [load(name)])))
-        end = last_read[name]
-        if end == value_end and _let_go_while_read(body[end], name):
+        elif _let_go_while_read(body[end], nodes[end], name, undo):
             continue
         if end < len(body) - 1:
             after.setdefault(end, []).append(
                 gast.Delete(targets=[gast.Name(name, gast.Del(), None, None)])
             )
-    if not after:
-        return
-    released = []
-    for index, statement in enumerate(body):
-        released.append(statement)
-        released += after.get(index, [])
-    node.body = released
+    if after:
+        node.body = [s for index, s in enumerate(body) for s in [s, *after.get(index, ())]]
+
+    def restore() -> None:
+        node.body = body
+        for read, kind, fields in undo:
+            read.__class__, read.__dict__ = kind, fields
+
+    return restore
 
 
-def _let_go_while_read(statement: gast.stmt, name: str) -> bool:
+def _nothing() -> None:
+    pass
+
+
+def _let_go_while_read(statement: gast.stmt, nodes: list, name: str, undo: list) -> bool:
     """Make the only read of ``name`` in ``statement`` its last: ``(t3, (t3 := None))[0]``,
     so that the array goes as soon as what reads it is done (a statement such as
     ``dt2 = dt3 * 2 * t2`` then holds one array less). False if it reads ``name`` twice."""
     if type(statement) not in (gast.Assign, gast.Expr, gast.Return):
         return False
-    reads = [n for n in walk(statement) if type(n) is gast.Name and n.id == name]
+    reads = [n for n in nodes if type(n) is gast.Name and n.id == name]
     if len(reads) != 1 or type(reads[0].ctx) is not gast.Load:
-        return False
-    if any(type(n) in _OWN_SCOPES for n in walk(statement)):
         return False
     read = reads[0]
     cleared = gast.NamedExpr(
@@ -99,31 +128,31 @@ def _let_go_while_read(statement: gast.stmt, name: str) -> bool:
     )
     pair = gast.Tuple(elts=[gast.Name(name, gast.Load(), None, None), cleared], ctx=gast.Load())
     taken = gast.Subscript(value=pair, slice=gast.Constant(0, None), ctx=gast.Load())
+    undo.append((read, read.__class__, read.__dict__))
     read.__class__ = gast.Subscript  # in place: the read's parent is not at hand
     read.__dict__ = dict(taken.__dict__)
     return True
 
 
-_OWN_SCOPES = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp, gast.Lambda)
+_OWN_SCOPES = (
+    gast.ListComp,
+    gast.SetComp,
+    gast.DictComp,
+    gast.GeneratorExp,
+    gast.Lambda,
+    gast.FunctionDef,
+    gast.AsyncFunctionDef,
+    gast.ClassDef,
+)
+_DECLARATIONS = (gast.Global, gast.Nonlocal)
 
 
-def _stores(node: gast.FunctionDef) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for child in walk(node):
-        if type(child) is gast.Name and type(child.ctx) is not gast.Load:
-            counts[child.id] = counts.get(child.id, 0) + 1
-        elif type(child) in (gast.Global, gast.Nonlocal):
-            for name in child.names:
-                counts[name] = 2
-    return counts
-
-
-def _shape_only_reads(node: gast.FunctionDef, namespace: dict) -> set[int]:
+def _shape_only_reads(nodes: list[gast.AST], namespace: dict) -> set[int]:
     """The ids of the names read only for their shapes (and dtypes): ``x`` in
     ``unbroadcast(g, x)``, ``index_cotangent(g, x, i)``, ``np.shape(x)``, also when the
     probe calls them (``__s2sgrad_probe__(site, unbroadcast, g, x)``)."""
     found = set()
-    for child in walk(node):
+    for child in nodes:
         if type(child) is not gast.Call or child.keywords:
             continue
         function, arguments = child.func, child.args
