@@ -64,6 +64,14 @@ def accumulated(x):
     return np.sum(total)
 
 
+def accumulates_in_place(x):
+    total = np.zeros_like(x)
+    for _ in range(192):  # ``+=`` on its own array
+        total += np.sin(x) * 0.01
+        x = x * 0.999
+    return np.sum(total)
+
+
 RNG = np.random.default_rng(7)
 CASES = [
     (scalar_recurrence, (0.4, 0.3, 0.5), (0, 1, 2)),
@@ -73,6 +81,7 @@ CASES = [
     (counted, (RNG.normal(size=3), N), (0,)),
     (nested, (RNG.normal(size=3), 0.9), (0, 1)),
     (accumulated, (RNG.normal(size=4),), (0,)),
+    (accumulates_in_place, (RNG.normal(size=4),), (0,)),
 ]
 
 

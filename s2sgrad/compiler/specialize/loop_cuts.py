@@ -214,7 +214,8 @@ def _stack_name(node: gast.FunctionDef) -> str | None:
 
 def _runs_twice_unseen(node: gast.FunctionDef, stack: str | None, is_pure) -> bool:
     """Whether running a part of ``node`` once more is unseen: pure calls only, nothing
-    stored in a container or attribute, no function defined inside, no exception caught."""
+    stored in a container or attribute or in place (``+=``), no function defined inside,
+    no exception caught."""
     for child in walk(node):
         kind = type(child)
         if kind is gast.Call:
@@ -230,6 +231,7 @@ def _runs_twice_unseen(node: gast.FunctionDef, stack: str | None, is_pure) -> bo
 
 
 _UNSEEN_REFUSED = (
+    gast.AugAssign,  # may change an argument's array in place
     gast.Lambda,
     gast.Global,
     gast.Nonlocal,
