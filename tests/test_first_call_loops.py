@@ -102,6 +102,17 @@ def test_a_loop_of_another_length_in_a_later_call():
         assert_close(gradient(x, n), numeric_grad(counted, (x, n), 0), rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_cut_loop_called_with_other_shapes(mode):
+    gradient = sg.grad(becomes_a_vector, wrt=(0, 1), mode=mode)
+    for size in (3, 5, 1, 3):  # a new signature, probed and cut again, then the first one
+        args = (0.3, RNG.normal(size=size))
+        got = gradient(*args)
+        for position, value in zip((0, 1), got):
+            expected = numeric_grad(becomes_a_vector, args, position)
+            assert_close(value, expected, rtol=1e-5, atol=1e-7)
+
+
 def test_the_probe_cuts_a_long_loop_at_its_fixed_point(monkeypatch):
     made = []
     for_probe = LoopCuts.for_probe.__func__
