@@ -217,12 +217,19 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
 
     namespace = dict(generated.given_namespace)
     namespace.update((name, entry.expected) for name, entry in generated.live.items())
+    is_pure = purity_of(namespace)
     probing = Probing(
-        namespace, args, kwargs, compile_probe, specialise=specialised, generic=generated
+        namespace,
+        args,
+        kwargs,
+        compile_probe,
+        specialise=specialised,
+        generic=generated,
+        is_pure=None if generated.defines_functions else is_pure,
     )
     try:
         with without_garbage_collection():
-            node = finish(generated.raw_node, Finishing(purity_of(namespace), probing))
+            node = finish(generated.raw_node, Finishing(is_pure, probing))
     except ProbeFailed:
         failed = True
     else:
@@ -231,7 +238,10 @@ def specialised(generated: GeneratedFunction, args: tuple, kwargs: dict):
         return generated.function(*args, **kwargs), generated
     fast = compile_function(node, namespace, generated.origin)
     fast.specialised_for = signature(args, kwargs)
-    return probing.result, depending(fast, generated.live, generated.assumptions)
+    fast = depending(fast, generated.live, generated.assumptions)
+    if probing.cut:  # the probe stopped a long loop early: the call runs here
+        return fast.function(*args, **kwargs), fast
+    return probing.result, fast
 
 
 @contextlib.contextmanager

@@ -27,14 +27,21 @@ from s2sgrad.compiler.specialize.broadcasts import (
 )
 from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
 from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
+from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
+from s2sgrad.compiler.specialize.releases import (
+    STAND_IN,
+    large_arguments,
+    release_arrays,
+    stand_in,
+)
 from s2sgrad.compiler.specialize.rewrites import specialisers
 from s2sgrad.compiler.specialize.seen import Seen, observed
 from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
 
 __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites"]
 
-_PROBE = "__s2sgrad_probe__"
-_OPERATOR = "__s2sgrad_operator__"
+_PROBE = PROBE
+_OPERATOR = OPERATOR
 
 
 class NotSpecialisable(Exception):
@@ -91,6 +98,10 @@ class Probing:
     specialise: Callable | None = None
     callees: dict = field(default_factory=dict)
     generic: Any = None  # the generic code, which scalar code falls back to (``scalars``)
+    # which calls are pure: a probe may then stop a long loop at its fixed point
+    # (``loop_cuts.py``), and ``cut`` says it did: ``result`` is not the call's
+    is_pure: Callable[[gast.Call], bool] | None = None
+    cut: bool = False
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -117,24 +128,67 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """Run the probe once on the arguments; its result is the call's. Raises
+    """Run the probe once on the arguments; its result is the call's, unless the probe cut
+    a long loop at its fixed point (``loop_cuts.py``): ``probing.cut`` then says that the
+    call is still to run, in the specialised code. Raises
     :class:`NotSpecialisable` when a parameter indexes an array with other than integers
     (a mask: the shapes it sets are its values')."""
     probing.callees = callee_probes(probing.namespace, probing.specialise)
-    namespace = {
-        **probing.namespace,
-        **probing.callees,
-        _PROBE: probing.probe,
-        _OPERATOR: _apply_operator,
-    }
-    function = probing.compile_probe(probed, namespace)
+    cuts = None
+    if not probing.callees and probing.is_pure is not None:
+        cuts = LoopCuts.for_probe(probed, probing.is_pure)
+    function = _compiled(probed, probing, cuts)
     indexing = index_parameters(probed)
     if indexing:
         bound = inspect.signature(function).bind(*probing.args, **probing.kwargs)
         if not all(integer_index(bound.arguments.get(n)) for n in indexing):
             raise NotSpecialisable("a parameter indexes an array with other than integers")
-    probing.result = function(*probing.args, **probing.kwargs)
+    if cuts is None:
+        probing.result = function(*probing.args, **probing.kwargs)
+        return probed
+    try:
+        result = function(*probing.args, **probing.kwargs)
+        cuts.finished()
+    except Exception:
+        if not cuts.cut:
+            raise
+        cuts.inconclusive = True
+    if not cuts.cut:  # every loop ran whole: the result is the call's
+        probing.result = result
+        return probed
+    if not cuts.inconclusive:
+        probing.cut = True  # the call itself runs in the specialised code
+        return probed
+    probing.probe = _Probe()  # what the cut run saw is dropped: the whole probe runs
+    probing.result = _compiled(probed, probing, None)(*probing.args, **probing.kwargs)
     return probed
+
+
+def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None):
+    """The probe's function: ``probed`` (or its copy whose long loops may be cut) compiled
+    to let go of the arrays it no longer needs (``releases.py``), then left as it was."""
+    namespace = {
+        **probing.namespace,
+        **probing.callees,
+        _PROBE: probing.probe,
+        _OPERATOR: _apply_operator,
+        STAND_IN: stand_in,
+    }
+    lean = probed
+    if cuts is not None:
+        namespace[CUTS] = cuts
+        lean = cuts.instrumented
+    restore = _unchanged
+    if large_arguments(probing.args, probing.kwargs):
+        restore = release_arrays(lean, namespace)
+    try:
+        return probing.compile_probe(lean, namespace)
+    finally:
+        restore()
+
+
+def _unchanged() -> None:
+    pass
 
 
 def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
