@@ -562,7 +562,23 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
 
 @vjp_rule(as_gradient)
 def _as_gradient_vjp(g, ans, g_in, x):
-    return unbroadcast(g, g_in), None
+    return _cotangent_of_gradient(g, g_in, x), None
+
+
+def _cotangent_of_gradient(g: Any, g_in: Any, x: Any) -> Any:
+    """The cotangent of ``as_gradient``'s input ``g_in``: entry by entry for the tuples and
+    lists a ``*args`` gradient has, the real part where ``x`` is real."""
+    if g is None:
+        return None
+    if isinstance(x, (list, tuple)) and isinstance(g_in, (list, tuple)):
+        entries = g if isinstance(g, (list, tuple)) else [None] * len(x)
+        return CotangentList(map(_cotangent_of_gradient, entries, g_in, x))
+    if isinstance(x, dict) and isinstance(g_in, dict):
+        values = g if isinstance(g, dict) else {}
+        return {k: _cotangent_of_gradient(values.get(k), v, x.get(k)) for k, v in g_in.items()}
+    if is_complex(g) and not is_complex(x):
+        g = np.real(g)  # as_gradient's result is real
+    return unbroadcast(g, g_in)
 
 
 @jvp_rule(as_gradient)
