@@ -61,6 +61,9 @@ def unbroadcast(g: Any, x: Any) -> Any:
             return g
     except AttributeError:
         pass
+    if type(g) in _SEQUENCES and isinstance(x, (list, tuple)):
+        # the tuple of cotangents a *args gradient hands back (as_gradient's VJP)
+        return type(g)(u if u is None else unbroadcast(u, v) for u, v in zip(g, x))
     shape = np.shape(x)
     g_shape = np.shape(g)
     if g_shape == shape:
@@ -203,6 +206,9 @@ class CotangentDict(dict):
 
     def __missing__(self, key):  # an entry nothing flowed into: zero
         return 0.0
+
+
+_SEQUENCES = (tuple, list, CotangentList)  # cotangents unbroadcast entry by entry
 
 
 def as_gradient(g: Any, x: Any) -> Any:
@@ -562,23 +568,7 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
 
 @vjp_rule(as_gradient)
 def _as_gradient_vjp(g, ans, g_in, x):
-    return _cotangent_of_gradient(g, g_in, x), None
-
-
-def _cotangent_of_gradient(g: Any, g_in: Any, x: Any) -> Any:
-    """The cotangent of ``as_gradient``'s input ``g_in``: entry by entry for the tuples and
-    lists a ``*args`` gradient has, the real part where ``x`` is real."""
-    if g is None:
-        return None
-    if isinstance(x, (list, tuple)) and isinstance(g_in, (list, tuple)):
-        entries = g if isinstance(g, (list, tuple)) else [None] * len(x)
-        return CotangentList(map(_cotangent_of_gradient, entries, g_in, x))
-    if isinstance(x, dict) and isinstance(g_in, dict):
-        values = g if isinstance(g, dict) else {}
-        return {k: _cotangent_of_gradient(values.get(k), v, x.get(k)) for k, v in g_in.items()}
-    if is_complex(g) and not is_complex(x):
-        g = np.real(g)  # as_gradient's result is real
-    return unbroadcast(g, g_in)
+    return unbroadcast(g, g_in), None
 
 
 @jvp_rule(as_gradient)
