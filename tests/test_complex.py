@@ -616,3 +616,37 @@ def test_a_helper_function_is_checked_through_its_own_derivative():
     assert f"{HERE}:{line}" in str(error.value), str(error.value)
     with pytest.raises(sg.UnsupportedError, match="np.sign meets a complex value"):
         sg.grad(makes_complex_for_a_helper, mode="tape")(rng.normal(size=3))
+
+
+def sine_loss(z, w):
+    return np.sum(np.real(np.sin(z) * w) + np.imag(z * np.conj(w)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_second_order_at_a_complex_point(mode):
+    # the tape refused its own copy step (an argument recorded again) for complex values,
+    # so every second derivative of a complex argument failed on the tape
+    z, w, c, t = cnormal(2, 3), cnormal(3), cnormal(2, 3), cnormal(2, 3)
+    gradient = sg.grad(sine_loss, mode="tape")
+
+    def h(z):  # a real function of the gradient
+        return np.sum(np.real(np.conj(c) * gradient(z, w)))
+
+    expected = numeric_complex_grad(h, (z,), 0)
+    step = 1e-6
+    along = (gradient(z + step * t, w) - gradient(z - step * t, w)) / (2 * step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        inner = sg.grad(sine_loss, mode=mode)
+        _, pullback = sg.vjp(inner, z, w, mode=mode)
+        np.testing.assert_allclose(pullback(np.conj(c))[0], expected, rtol=1e-5, atol=1e-6)
+        (product,) = sg.hvp(lambda z: sine_loss(z, w), (z,), (t,), mode=mode)
+        np.testing.assert_allclose(product, along, rtol=1e-5, atol=1e-6)
+        _, tangent = sg.jvp(inner, (z, w), (t, np.zeros_like(w)), mode=mode)
+        np.testing.assert_allclose(tangent, along, rtol=1e-5, atol=1e-6)
+        if mode != "s2s":  # a function that calls a transform on complex values: the tape's
+
+            def h_of(z):
+                return np.sum(np.real(np.conj(c) * sg.grad(sine_loss, mode=mode)(z, w)))
+
+            np.testing.assert_allclose(sg.grad(h_of, mode=mode)(z), expected, rtol=1e-5, atol=1e-6)

@@ -5,10 +5,11 @@ the methods of the ``scipy.stats`` distributions issue 13 lists (tests/coverage_
 is exactly one of:
 
 * **a rule**: its sample program below is checked by ``check_grads`` to second order,
-  reverse and forward, in both engines, in float64 over broadcasting shapes; against
-  central differences in complex128 where NumPy accepts complex values and the rule is
-  declared complex-ready; and float32 (complex64) arguments get float32 (complex64)
-  gradients;
+  reverse and forward, in both engines, in float64 over broadcasting shapes; where NumPy
+  accepts complex values and the rule is declared complex-ready, in complex128 against
+  central differences too: the gradient, the JVP along a complex tangent, and to second
+  order the VJP of the gradient and ``hvp`` (docs/complex.md, "What is checked"); and
+  float32 (complex64) arguments get float32 (complex64) gradients;
 * **declared non-differentiable**: proved piecewise constant or integer/boolean valued by
   tests/test_closed_world.py (its ``PROOFS``);
 * **refused**: declared in tests/coverage_surface.py with the reason, and checked to raise an
@@ -90,6 +91,7 @@ class Sample:
 # ---------------------------------------------------------------------------- ufuncs
 
 A, B = (2, 3), (3,)  # broadcasting shapes of binary functions
+A4 = (2, 4)  # broadcasts against (4,)
 UNARY_DOMAINS = {
     **dict.fromkeys(["arcsin", "arccos", "arctanh", "asin", "acos", "atanh"], unit),
     **dict.fromkeys(["arccosh", "acosh"], above_one),
@@ -237,8 +239,8 @@ SAMPLES = [
     S(np.tile, lambda x: np.tile(x, (2, 1)), A),
     S(np.trace, lambda x: np.trace(x), (3, 3)),
     S(np.transpose, lambda x: np.transpose(x), A),
-    *_if_present("trapezoid", lambda: S(np.trapezoid, lambda y, x: np.trapezoid(y, x), (4,), (4,))),
-    *_if_present("trapz", lambda: S(np.trapz, lambda y, x: np.trapz(y, x), (4,), (4,))),
+    *_if_present("trapezoid", lambda: S(np.trapezoid, lambda y, x: np.trapezoid(y, x), A4, (4,))),
+    *_if_present("trapz", lambda: S(np.trapz, lambda y, x: np.trapz(y, x), A4, (4,))),
     S(np.tril, lambda x: np.tril(x), (3, 3)),
     S(np.triu, lambda x: np.triu(x, 1), (3, 3)),
     S(np.vander, lambda x: np.vander(x, 3), B, domain=real),
@@ -252,8 +254,8 @@ SAMPLES = [
     S(np.linalg.det, lambda a: np.linalg.det(a), (2, 3, 3), domain=well_conditioned),
     S(np.linalg.eig, lambda a: np.sum(np.linalg.eig(a)[0] ** 2), (3, 3), domain=spd),
     S(np.linalg.eigvals, lambda a: np.linalg.eigvals(a) ** 3, (3, 3), domain=spd),
-    S(np.linalg.eigh, lambda a: np.linalg.eigh(a + a.T)[0], (3, 3), domain=spd),
-    S(np.linalg.eigvalsh, lambda a: np.linalg.eigvalsh(a + a.T), (3, 3), domain=spd),
+    S(np.linalg.eigh, lambda a: np.linalg.eigh(a + np.conj(a.T))[0], (3, 3), domain=spd),
+    S(np.linalg.eigvalsh, lambda a: np.linalg.eigvalsh(a + np.conj(a.T)), (3, 3), domain=spd),
     S(np.linalg.inv, lambda a: np.linalg.inv(a), (3, 3), domain=well_conditioned),
     S(np.linalg.lstsq, lambda a, b: np.linalg.lstsq(a, b)[0], (4, 2), (4,), domain=WR),
     S(np.linalg.matrix_power, lambda a: np.linalg.matrix_power(a, 3), (3, 3), domain=W),
@@ -453,7 +455,7 @@ def test_rule_to_second_order_in_both_engines(name):
         return
     _check_float32(sample, np.float32)
     if get_rule(function).complex and sample.complex and _accepts_complex(sample):
-        _check_complex(sample)
+        _check_complex(sample, function)
         _check_float32(sample, np.complex64)
 
 
@@ -481,14 +483,80 @@ def _accepts_complex(sample) -> bool:
     return True
 
 
-def _check_complex(sample):
+STEP = 1e-6  # of the central differences along a complex direction
+
+
+def _check_complex(sample, function):
+    """At a complex point, in every engine: the gradient (reverse), the JVP along a complex
+    tangent (forward), and to second order the gradient of a real function of the gradient
+    (reverse over reverse) and ``hvp`` (forward over reverse), each against central
+    differences under docs/complex.md's convention."""
     args = _complex_arguments(sample)
     loss = _loss(sample.program)
     for index in range(len(args)):
         expected = numeric_complex_grad(loss, args, index)
         for engine in ENGINES:
             actual = sg.grad(loss, wrt=index, mode=engine)(*args)
-            np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6, err_msg=engine)
+            _assert_close(actual, expected, f"{engine}: grad wrt {index}")
+    tangents = _complex_like(args)
+    expected = _along(sample.program, args, tangents)
+    for engine in ENGINES:
+        _, actual = sg.jvp(sample.program, args, tangents, mode=engine)
+        _assert_close(actual, expected, f"{engine}: jvp")
+    _check_complex_second_order(loss, args, tangents, function)
+
+
+def _check_complex_second_order(loss, args, tangents, function):
+    """Reverse over reverse: the gradient of ``h = sum(real(conj(c) * grad(loss)))``, as the
+    VJP of the gradient with the cotangent ``conj(c)`` (docs/complex.md); forward over
+    reverse: ``hvp``. Where ``_order`` says the source transformer does not reach second
+    order (a rule called, not inlined), s2s must be right or refuse with an S2SGradError,
+    and mode="auto" (which then falls back to the tape) is checked instead."""
+    wrt = tuple(range(len(args)))
+    weights = _complex_like(args)
+    gradient = sg.grad(loss, wrt=wrt, mode="s2s")  # first order checked before
+
+    def h(*args):
+        gradients = gradient(*args)
+        return sum(np.sum(np.real(np.conj(c) * g)) for c, g in zip(weights, gradients))
+
+    expected = [numeric_complex_grad(h, args, index) for index in wrt]
+    expected_hvp = _along(gradient, args, tangents)
+    cotangent = tuple(np.conj(w) for w in weights)
+    for engine in ENGINES:
+        try:
+            _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
+            actual = pullback(cotangent)
+            products = sg.hvp(loss, args, tangents, mode=engine)
+        except S2SGradError:
+            if engine == "tape" or _order(function, engine) == 2:
+                raise
+            engine = "auto"
+            _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
+            actual = pullback(cotangent)
+            products = sg.hvp(loss, args, tangents, mode=engine)
+        for index in wrt:
+            _assert_close(actual[index], expected[index], f"{engine}: grad of grad wrt {index}")
+            _assert_close(products[index], expected_hvp[index], f"{engine}: hvp, {index}")
+
+
+def _complex_like(args):
+    return tuple(
+        RNG.uniform(-1.0, 1.0, np.shape(a)) + 1j * RNG.uniform(-1.0, 1.0, np.shape(a)) for a in args
+    )
+
+
+def _along(f, args, tangents):
+    """The derivative of ``f`` at ``args`` along the complex ``tangents`` (a real step)."""
+    up = f(*(a + STEP * t for a, t in zip(args, tangents)))
+    down = f(*(a - STEP * t for a, t in zip(args, tangents)))
+    if isinstance(up, tuple):
+        return tuple((np.asarray(u) - d) / (2 * STEP) for u, d in zip(up, down))
+    return (np.asarray(up) - down) / (2 * STEP)
+
+
+def _assert_close(actual, expected, message):
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6, err_msg=message)
 
 
 def _check_float32(sample, dtype):

@@ -426,3 +426,30 @@ def test_an_inner_auto_gradient_that_needs_the_tape_takes_it_inside_an_outer_aut
         got = sg.grad(outer, mode="auto")(x)
         expected = numeric_grad(outer, (x,), 0)
     np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-9)
+
+
+def _product_of(x, y):
+    return x * y
+
+
+def _loss_of_args(*args):
+    return np.sum(_product_of(*args) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_second_order_wrt_several_entries_of_star_args(mode):
+    # the gradient of a *args function wrt (0, 1) hands back entries of one tuple: the
+    # VJP of that step got the tuple's cotangent as one array (a NumPy ValueError in s2s)
+    x, y = RNG.normal(size=(2, 3)), RNG.normal(size=3)
+    v = (RNG.normal(size=(2, 3)), RNG.normal(size=3))
+    gradient = sg.grad(_loss_of_args, wrt=(0, 1), mode=mode)
+    _, pullback = sg.vjp(gradient, x, y, mode=mode)
+    got = pullback(v)
+    reference = sg.grad(_loss_of_args, wrt=(0, 1), mode="tape")
+    for index in range(2):
+
+        def projected(*args):
+            return np.sum(reference(*args)[0] * v[0]) + np.sum(reference(*args)[1] * v[1])
+
+        expected = numeric_grad(projected, (x, y), index)
+        np.testing.assert_allclose(got[index], expected, rtol=1e-5, atol=1e-7)

@@ -63,6 +63,9 @@ def unbroadcast(g: Any, x: Any) -> Any:
             return g
     except AttributeError:
         pass
+    if type(g) in _SEQUENCES and isinstance(x, (list, tuple)):
+        # the tuple of cotangents a *args gradient hands back (as_gradient's VJP)
+        return type(g)(u if u is None else unbroadcast(u, v) for u, v in zip(g, x))
     shape = np.shape(x)
     g_shape = np.shape(g)
     if g_shape == shape:
@@ -205,6 +208,9 @@ class CotangentDict(dict):
 
     def __missing__(self, key):  # an entry nothing flowed into: zero
         return 0.0
+
+
+_SEQUENCES = (tuple, list, CotangentList)  # cotangents unbroadcast entry by entry
 
 
 def as_gradient(g: Any, x: Any) -> Any:

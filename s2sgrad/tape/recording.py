@@ -69,4 +69,4 @@ def _identity_jvp(t, ans, x):
 
 
 #: the rule of a copy: reading a Variable, or a fresh value for an argument watched twice.
-IDENTITY = Rule("identity", vjp=_identity_vjp, jvp=_identity_jvp, inline_vjp=False)
+IDENTITY = Rule("identity", vjp=_identity_vjp, jvp=_identity_jvp, inline_vjp=False, complex=True)
