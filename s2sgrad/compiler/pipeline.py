@@ -39,6 +39,7 @@ from s2sgrad.compiler.assemble import (
     wrt_base,
 )
 from s2sgrad.compiler.cache import CACHE as _cache
+from s2sgrad.compiler.called_rules import calls_rule_at_run_time, rule_stand_in
 from s2sgrad.compiler.checks import (
     check_no_outer_writes,
     check_signature,
@@ -394,6 +395,8 @@ def _build_reverse(
                 "not supported by source transformation; use mode='auto' or mode='tape', or "
                 "call the function by its name"
             )
+        if calls_rule_at_run_time(function):
+            function = _called_rule(function, parsed, call_node)
         if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
             raise UnsupportedError(
                 f"{parsed.location(call_node)}: this derivative calls a rule at run time "
@@ -448,6 +451,20 @@ def _build_reverse(
         type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
     )
     return generated
+
+
+def _called_rule(function, parsed: ParsedFunction, call_node) -> Any:
+    """The stand-in calling the rule that ``vjp_call(np.einsum, ...)`` (``function``, one of
+    the runtime's calls of a rule) looks up when it runs, whose code the derivative
+    transforms (``called_rules``); ``function`` itself when the rule is not known here."""
+    value = getattr(call_node, "value", call_node)
+    if not isinstance(value, gast.Call) or not value.args:
+        return function
+    primitive = parsed.resolve(value.args[0])
+    if primitive is NOT_FOUND:
+        return function
+    stand_in = rule_stand_in(function, primitive)
+    return function if stand_in is None else stand_in
 
 
 def _build_jvp(

@@ -27,6 +27,7 @@ import numpy as np
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.runtime import (
+    einsum_subscripts,
     dot_cotangent_a,
     dot_cotangent_b,
     is_complex,
@@ -210,11 +211,18 @@ def _kron_jvp(t, ans, a, b):
 
 @vjp_rule(np.einsum, inline=False)
 def _einsum(g, ans, subscripts, *operands, out=None, optimize=False, **kwargs):
-    spec, arrays, positions = _einsum_call(subscripts, operands)
-    terms, output = _einsum_terms(spec, arrays)
-    entries = [None] * (1 + len(operands))
-    for k, position in enumerate(positions):
-        entries[position] = _einsum_cotangent(g, terms, output, arrays, k, optimize)
+    # plain code, which a derivative of the generated code transforms (called_rules.py):
+    # the subscripts and positions come from a helper without a derivative, so stay constant
+    spec, positions = einsum_subscripts(subscripts, operands)
+    arguments = (subscripts, *operands)
+    arrays = [arguments[p] for p in positions]
+    terms, output = _einsum_terms(spec, [np.ndim(a) for a in arrays])
+    entries = [
+        _einsum_cotangent(g, terms, output, arrays, positions.index(i), optimize)
+        if i in positions
+        else None
+        for i in range(1 + len(operands))
+    ]
     return tuple(entries)
 
 
@@ -232,32 +240,22 @@ def _einsum_jvp(t, ans, subscripts, *operands, out=None, optimize=False, **kwarg
 
 def _einsum_call(subscripts, operands) -> tuple[str, list, list[int]]:
     """An einsum call as ``(subscripts string, operands, their positions among the call's
-    positional arguments)``; the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` is
-    spelled as ``"ab,bc->ac"`` (each integer a letter, ``Ellipsis`` as ``...``)."""
-    if isinstance(subscripts, str):
-        return subscripts, list(operands), list(range(1, len(operands) + 1))
+    positional arguments)``, for both forms of subscripts (``einsum_subscripts``)."""
+    spec, positions = einsum_subscripts(subscripts, operands)
     arguments = (subscripts, *operands)
-    pairs = len(arguments) // 2
-    arrays = [arguments[2 * k] for k in range(pairs)]
-    terms = [_sublist_letters(arguments[2 * k + 1]) for k in range(pairs)]
-    spec = ",".join(terms)
-    if len(arguments) % 2:  # an output sublist follows the pairs
-        spec += "->" + _sublist_letters(arguments[-1])
-    return spec, arrays, [2 * k for k in range(pairs)]
+    return spec, [arguments[p] for p in positions], positions
 
 
-def _sublist_letters(sublist) -> str:
-    return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sublist)
-
-
-def _einsum_terms(subscripts, operands) -> tuple[list[str], str]:
-    """The input subscripts and the output subscript, with every ``...`` spelled in letters."""
+def _einsum_terms(subscripts, ndims) -> tuple[list[str], str]:
+    """The input subscripts and the output subscript, with every ``...`` spelled in letters
+    (``ndims``: the operands' numbers of dimensions)."""
     spec = subscripts.replace(" ", "")
-    inputs, arrow, output = spec.partition("->")
+    parts = spec.split("->")  # not .partition: an array's method of that name sorts in place
+    inputs, arrow, output = parts[0], len(parts) > 1, parts[-1]
     terms = inputs.split(",")
     # An operand's "..." stands for its last few broadcast axes.
     ranks = [
-        np.ndim(op) - len(term) + 3 if "..." in term else 0 for term, op in zip(terms, operands)
+        ndim - len(term) + 3 if "..." in term else 0 for term, ndim in zip(terms, ndims)
     ]
     spare = [c for c in string.ascii_letters if c not in spec]
     broadcast = "".join(spare[: max(ranks, default=0)])
@@ -274,23 +272,26 @@ def _einsum_terms(subscripts, operands) -> tuple[list[str], str]:
 def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
     shape = np.shape(operands[k])
     inputs = [output] + [term for j, term in enumerate(terms) if j != k]
-    arrays = [g] + [op for j, op in enumerate(operands) if j != k]
     present = set("".join(inputs))
     dtype = np.result_type(g, *operands)
     fresh = iter(c for c in string.ascii_letters if c not in "".join(terms) + output)
     target = ""
+    # identity matrices and vectors of ones, after g and the other operands
+    constant_inputs, constants = [], []
     for letter, size in zip(terms[k], shape):
         if letter in target:
             tied = next(fresh)
-            inputs.append(letter + tied)
-            arrays.append(np.eye(size, dtype=dtype))
+            constant_inputs.append(letter + tied)
+            constants.append(np.eye(size, dtype=dtype))
             target += tied
             continue
         if letter not in present:
-            inputs.append(letter)
-            arrays.append(np.ones(size, dtype=dtype))
+            constant_inputs.append(letter)
+            constants.append(np.ones(size, dtype=dtype))
         target += letter
-    cotangent = np.einsum(",".join(inputs) + "->" + target, *arrays, optimize=optimize)
+    spec = ",".join(inputs + constant_inputs) + "->" + target
+    arrays = [g] + [op for j, op in enumerate(operands) if j != k] + constants
+    cotangent = np.einsum(spec, *arrays, optimize=optimize)
     stretched = tuple(
         i for i, (n, m) in enumerate(zip(shape, np.shape(cotangent))) if n == 1 and m != 1
     )
@@ -456,8 +457,8 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
 def _matrix_power(g, ans, a, n):
     if n < 0:
         inverse = np.linalg.inv(a)
-        g_inverse = _matrix_power(g, ans, inverse, -n)
         inverse_t = np.swapaxes(inverse, -1, -2)
+        g_inverse = _sum_of_power_products(inverse_t, g, -n)
         return -np.matmul(inverse_t, np.matmul(g_inverse, inverse_t))
     return _sum_of_power_products(np.swapaxes(a, -1, -2), g, n)
 
@@ -467,7 +468,7 @@ def _matrix_power_jvp(t, ans, a, n):
     if n < 0:
         inverse = np.linalg.inv(a)
         t_inverse = -np.matmul(inverse, np.matmul(t, inverse))
-        return _matrix_power_jvp(t_inverse, ans, inverse, -n)
+        return _sum_of_power_products(inverse, t_inverse, -n)
     return _sum_of_power_products(a, t, n)
 
 
