@@ -395,8 +395,13 @@ def _build_reverse(
                 "not supported by source transformation; use mode='auto' or mode='tape', or "
                 "call the function by its name"
             )
-        if calls_rule_at_run_time(function):
-            function = _called_rule(function, parsed, call_node)
+        stand_in = _called_rule(function, parsed, call_node)
+        if stand_in is not None:
+            where_called = parsed.location(call_node)
+            callee = _stand_in_vjp(stand_in, active, where_called, containers, request.dynamic)
+            callees.append((call_node, getattr(callee, "complex_ready", False)))
+            assumptions.include(callee.assumptions)
+            return callee.function
         if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
             raise UnsupportedError(
                 f"{parsed.location(call_node)}: this derivative calls a rule at run time "
@@ -456,15 +461,26 @@ def _build_reverse(
 def _called_rule(function, parsed: ParsedFunction, call_node) -> Any:
     """The stand-in calling the rule that ``vjp_call(np.einsum, ...)`` (``function``, one of
     the runtime's calls of a rule) looks up when it runs, whose code the derivative
-    transforms (``called_rules``); ``function`` itself when the rule is not known here."""
+    transforms (``called_rules``); None for any other call, or a rule not known here."""
+    if not calls_rule_at_run_time(function):
+        return None
     value = getattr(call_node, "value", call_node)
     if not isinstance(value, gast.Call) or not value.args:
-        return function
+        return None
     primitive = parsed.resolve(value.args[0])
-    if primitive is NOT_FOUND:
-        return function
-    stand_in = rule_stand_in(function, primitive)
-    return function if stand_in is None else stand_in
+    return None if primitive is NOT_FOUND else rule_stand_in(function, primitive)
+
+
+def _stand_in_vjp(stand_in, active, location: str, containers, dynamic) -> GeneratedFunction:
+    """The VJP of a called rule's stand-in; a rule whose code the transformer cannot
+    differentiate is refused at the user's line (``location``), naming the rule's line."""
+    try:
+        return derivative(stand_in, active, "vjp", containers=containers, dynamic=dynamic)
+    except S2SGradError as error:
+        raise UnsupportedError(
+            f"{location}: this derivative calls a rule at run time, whose own code source "
+            f"transformation cannot differentiate ({error}); use mode='auto' or mode='tape'"
+        ) from None
 
 
 def _build_jvp(

@@ -514,7 +514,7 @@ def _svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     skew_v = np.matmul(vh, g_v) - np.matmul(_h(g_v), v)
     s_row, s_column = np.expand_dims(s, -2), np.expand_dims(s, -1)
     middle = inverse_gaps * (skew_u * s_row + s_column * skew_v) + eye * np.expand_dims(g_s, -2)
-    if np.iscomplexobj(skew_u):  # the phases of U's columns: i Im(U^H h_u)_jj / s_j
+    if is_complex(skew_u):  # the phases of U's columns: i Im(U^H h_u)_jj / s_j
         middle = middle + eye * skew_u / (2.0 * s_row)
     x = np.matmul(u, np.matmul(middle, vh))
     x = x + np.matmul((h_u - np.matmul(u, np.matmul(u_h, h_u))) / s_row, vh)
@@ -543,7 +543,7 @@ def _svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     d_u = np.matmul(u, inverse_gaps * (p * s_row + s_column * p_h))
     d_u = d_u + (np.matmul(t, v) - np.matmul(u, p)) / s_row
     diagonal = np.diagonal(p, axis1=-2, axis2=-1)
-    if np.iscomplexobj(p):  # the phases: U's columns turn with Im(p_jj) / s_j, V's do not
+    if is_complex(p):  # the phases: U's columns turn with Im(p_jj) / s_j, V's do not
         d_u = d_u + u * (1j * np.imag(np.expand_dims(diagonal, -2)) / s_row)
     d_v = np.matmul(v, inverse_gaps * (s_column * p + p_h * s_row))
     d_v = d_v + (np.matmul(_h(t), u) - np.matmul(v, p_h)) / s_row
@@ -615,7 +615,7 @@ def _qr_jvp(t, ans, a, mode="reduced"):
     c = np.matmul(np.conj(np.swapaxes(q, -1, -2)), t_over_r)
     below = np.tril(c, -1)
     skew = below - np.conj(np.swapaxes(below, -1, -2))
-    if np.iscomplexobj(c):  # R's diagonal stays real: Q's phases move with a
+    if is_complex(c):  # R's diagonal stays real: Q's phases move with a
         skew = skew + 1j * np.imag(c) * np.eye(np.shape(c)[-1], dtype=np.imag(c).dtype)
     upper = c - skew
     return ((t_over_r - np.matmul(q, upper), np.matmul(upper, r)),)
