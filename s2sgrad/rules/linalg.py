@@ -27,9 +27,9 @@ import numpy as np
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.runtime import (
-    einsum_subscripts,
     dot_cotangent_a,
     dot_cotangent_b,
+    einsum_subscripts,
     is_complex,
     matmul_cotangent_a,
     matmul_cotangent_b,
