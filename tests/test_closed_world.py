@@ -336,6 +336,7 @@ BY_DESIGN = {
     "clip_regions": "boolean masks",
     "dict_keys": "a dict's keys, never its values",
     "inverse_norm": "the name of an fft normalisation",
+    "constant_argument": "its purpose: a called rule's argument held constant",
 }
 
 

@@ -39,7 +39,7 @@ from s2sgrad.compiler.assemble import (
     wrt_base,
 )
 from s2sgrad.compiler.cache import CACHE as _cache
-from s2sgrad.compiler.called_rules import calls_rule_at_run_time, rule_stand_in
+from s2sgrad.compiler.called_rules import rule_stand_in
 from s2sgrad.compiler.checks import (
     check_no_outer_writes,
     check_signature,
@@ -395,7 +395,7 @@ def _build_reverse(
                 "not supported by source transformation; use mode='auto' or mode='tape', or "
                 "call the function by its name"
             )
-        stand_in = _called_rule(function, parsed, call_node)
+        stand_in = _called_rule(function, parsed, call_node, activity.varied)
         if stand_in is not None:
             where_called = parsed.location(call_node)
             callee = _stand_in_vjp(stand_in, active, where_called, containers, request.dynamic)
@@ -458,17 +458,32 @@ def _build_reverse(
     return generated
 
 
-def _called_rule(function, parsed: ParsedFunction, call_node) -> Any:
-    """The stand-in calling the rule that ``vjp_call(np.einsum, ...)`` (``function``, one of
-    the runtime's calls of a rule) looks up when it runs, whose code the derivative
-    transforms (``called_rules``); None for any other call, or a rule not known here."""
-    if not calls_rule_at_run_time(function):
+def _called_rule(function, parsed: ParsedFunction, call_node, varied: set) -> Any:
+    """For ``vjp_call(np.einsum, g, ans, ...)`` (``function``), the stand-in calling the
+    rule ``vjp_call`` looks up when it runs, whose code the derivative transforms
+    (``called_rules``); None for any other call, or a call spelled otherwise. ``varied``:
+    the names that vary with the differentiated arguments."""
+    if function is not runtime.vjp_call:
         return None
     value = getattr(call_node, "value", call_node)
-    if not isinstance(value, gast.Call) or not value.args:
+    if not isinstance(value, gast.Call) or len(value.args) < 3:
+        return None
+    if any(isinstance(a, gast.Starred) for a in value.args) or any(
+        k.arg is None for k in value.keywords
+    ):
         return None
     primitive = parsed.resolve(value.args[0])
-    return None if primitive is NOT_FOUND else rule_stand_in(function, primitive)
+    if primitive is NOT_FOUND:
+        return None
+
+    def is_varied(expression) -> bool:
+        return bool(names_read(expression) & varied)
+
+    return rule_stand_in(
+        primitive,
+        tuple(is_varied(a) for a in value.args[3:]),
+        {k.arg: is_varied(k.value) for k in value.keywords},
+    )
 
 
 def _stand_in_vjp(stand_in, active, location: str, containers, dynamic) -> GeneratedFunction:

@@ -254,9 +254,7 @@ def _einsum_terms(subscripts, ndims) -> tuple[list[str], str]:
     inputs, arrow, output = parts[0], len(parts) > 1, parts[-1]
     terms = inputs.split(",")
     # An operand's "..." stands for its last few broadcast axes.
-    ranks = [
-        ndim - len(term) + 3 if "..." in term else 0 for term, ndim in zip(terms, ndims)
-    ]
+    ranks = [ndim - len(term) + 3 if "..." in term else 0 for term, ndim in zip(terms, ndims)]
     spare = [c for c in string.ascii_letters if c not in spec]
     broadcast = "".join(spare[: max(ranks, default=0)])
     if not arrow:  # implicit output: the broadcast axes, then the letters used once, sorted
