@@ -895,7 +895,14 @@ def _gradient_axes(ndim, axis):
 
 def _gradient_spacings(varargs, count):
     """The spacing along each of the ``count`` axes ``np.gradient`` differentiates along."""
-    spacings = list(varargs) if len(varargs) > 1 else list(varargs) * count or [1.0] * count
+    # one entry per axis, by a comprehension: the transformer's derivative of a list
+    # repeated by ``*`` ([h] * 2) is wrong (it scales the cotangent), so none is used here
+    if len(varargs) > 1:
+        spacings = list(varargs)
+    elif varargs:
+        spacings = [varargs[0] for _ in range(count)]
+    else:
+        spacings = [1.0 for _ in range(count)]
     if any(np.ndim(spacing) > 0 for spacing in spacings):
         raise NonDifferentiableError(
             "s2sgrad differentiates np.gradient with scalar spacings only, not coordinate "
