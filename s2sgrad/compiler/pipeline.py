@@ -75,6 +75,7 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.purity import purity
+from s2sgrad.compiler.repeated_lists import refuse_repeated_lists
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
 from s2sgrad.compiler.syntax import (
@@ -368,6 +369,7 @@ def _activity(request: Request, parsed: ParsedFunction, node, differentiated, lo
 
     activity = analyse_activity(node.body, set(differentiated), output_names, blocks_derivative)
     refuse_untracked_writes(node.body, parsed, local_names, activity)
+    refuse_repeated_lists(node.body, parsed, activity.varied)
     return activity
 
 
