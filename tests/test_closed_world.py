@@ -26,6 +26,7 @@ from s2sgrad.rules import get_rule, registered_primitives
 from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
+from s2sgrad.runtime.linalg import einsum_subscripts
 from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
 MODES = ["s2s", "tape", "auto"]
@@ -307,6 +308,11 @@ PROOFS = {
     ufunc_methods.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
     ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
+    # einsum's subscripts as a string and its operands' positions
+    einsum_subscripts: [
+        ("ij,jk", (_floats(2, 3), _floats(3, 2))),
+        (_floats(2, 3), ([0, 1], _floats(3, 2), [1, 2], [0, 2])),
+    ],
 }
 
 # Declarations that are design decisions, not claims about a function's values.
@@ -332,6 +338,7 @@ BY_DESIGN = {
     "clip_regions": "boolean masks",
     "dict_keys": "a dict's keys, never its values",
     "inverse_norm": "the name of an fft normalisation",
+    "constant_argument": "its purpose: a called rule's argument held constant",
 }
 
 
@@ -360,7 +367,7 @@ def _leaves(value):
 
 
 def _is_real_valued(value) -> bool:
-    if isinstance(value, (bool, int, np.dtype, type)):
+    if isinstance(value, (bool, int, str, np.dtype, type)):
         return False
     return isinstance(value, float) or np.issubdtype(np.result_type(value), np.inexact)
 

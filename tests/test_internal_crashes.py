@@ -29,16 +29,11 @@ def grid_read_three_ways(x, y):
     return np.sum(np.stack(m) ** 2) + np.sum(np.concatenate(m) ** 3) + np.sum(m[0] * m[1])
 
 
-@pytest.mark.parametrize("mode", ["tape", "auto"])
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
 def test_second_order_through_a_joined_meshgrid(mode):
     for _ in range(2):
         sg.check_grads(stacked_grid, rng.random(2), rng.random(3), order=2, mode=mode)
         sg.check_grads(grid_read_three_ways, rng.random(2), rng.random(3), order=2, mode=mode)
-
-
-def test_second_order_s2s_through_a_run_time_rule_names_the_users_line():
-    with pytest.raises(sg.UnsupportedError, match=r"test_internal_crashes.py:\d+ .*mode='tape'"):
-        sg.check_grads(stacked_grid, rng.random(2), rng.random(3), order=2, mode="s2s")
 
 
 def test_two_cotangents_of_a_meshgrid_are_added_not_concatenated():

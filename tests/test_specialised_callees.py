@@ -149,7 +149,6 @@ def test_helper_signature_set_by_values(mode):
 
 
 def test_second_order_through_a_specialised_helper():
-    # (second order through np.einsum by source transformation is refused: vjp_call)
     rng = np.random.default_rng(5)
     x, y = rng.normal(size=3), rng.normal(size=(2, 3))
 

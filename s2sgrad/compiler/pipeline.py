@@ -39,6 +39,7 @@ from s2sgrad.compiler.assemble import (
     wrt_base,
 )
 from s2sgrad.compiler.cache import CACHE as _cache
+from s2sgrad.compiler.called_rules import rule_stand_in
 from s2sgrad.compiler.checks import (
     check_no_outer_writes,
     check_signature,
@@ -74,6 +75,7 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.purity import purity
+from s2sgrad.compiler.repeated_lists import refuse_repeated_lists
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
 from s2sgrad.compiler.syntax import (
@@ -367,6 +369,7 @@ def _activity(request: Request, parsed: ParsedFunction, node, differentiated, lo
 
     activity = analyse_activity(node.body, set(differentiated), output_names, blocks_derivative)
     refuse_untracked_writes(node.body, parsed, local_names, activity)
+    refuse_repeated_lists(node.body, parsed, activity.varied)
     return activity
 
 
@@ -394,6 +397,13 @@ def _build_reverse(
                 "not supported by source transformation; use mode='auto' or mode='tape', or "
                 "call the function by its name"
             )
+        stand_in = _called_rule(function, parsed, call_node, activity.varied)
+        if stand_in is not None:
+            where_called = parsed.location(call_node)
+            callee = _stand_in_vjp(stand_in, active, where_called, containers, request.dynamic)
+            callees.append((call_node, getattr(callee, "complex_ready", False)))
+            assumptions.include(callee.assumptions)
+            return callee.function
         if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
             raise UnsupportedError(
                 f"{parsed.location(call_node)}: this derivative calls a rule at run time "
@@ -448,6 +458,46 @@ def _build_reverse(
         type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
     )
     return generated
+
+
+def _called_rule(function, parsed: ParsedFunction, call_node, varied: set) -> Any:
+    """For ``vjp_call(np.einsum, g, ans, ...)`` (``function``), the stand-in calling the
+    rule ``vjp_call`` looks up when it runs, whose code the derivative transforms
+    (``called_rules``); None for any other call, or a call spelled otherwise. ``varied``:
+    the names that vary with the differentiated arguments."""
+    if function is not runtime.vjp_call:
+        return None
+    value = getattr(call_node, "value", call_node)
+    if not isinstance(value, gast.Call) or len(value.args) < 3:
+        return None
+    if any(isinstance(a, gast.Starred) for a in value.args) or any(
+        k.arg is None for k in value.keywords
+    ):
+        return None
+    primitive = parsed.resolve(value.args[0])
+    if primitive is NOT_FOUND:
+        return None
+
+    def is_varied(expression) -> bool:
+        return bool(names_read(expression) & varied)
+
+    return rule_stand_in(
+        primitive,
+        tuple(is_varied(a) for a in value.args[3:]),
+        {k.arg: is_varied(k.value) for k in value.keywords},
+    )
+
+
+def _stand_in_vjp(stand_in, active, location: str, containers, dynamic) -> GeneratedFunction:
+    """The VJP of a called rule's stand-in; a rule whose code the transformer cannot
+    differentiate is refused at the user's line (``location``), naming the rule's line."""
+    try:
+        return derivative(stand_in, active, "vjp", containers=containers, dynamic=dynamic)
+    except S2SGradError as error:
+        raise UnsupportedError(
+            f"{location}: this derivative calls a rule at run time, whose own code source "
+            f"transformation cannot differentiate ({error}); use mode='auto' or mode='tape'"
+        ) from None
 
 
 def _build_jvp(

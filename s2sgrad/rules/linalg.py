@@ -29,6 +29,7 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_b
 from s2sgrad.runtime import (
     dot_cotangent_a,
     dot_cotangent_b,
+    einsum_subscripts,
     is_complex,
     matmul_cotangent_a,
     matmul_cotangent_b,
@@ -210,11 +211,18 @@ def _kron_jvp(t, ans, a, b):
 
 @vjp_rule(np.einsum, inline=False)
 def _einsum(g, ans, subscripts, *operands, out=None, optimize=False, **kwargs):
-    spec, arrays, positions = _einsum_call(subscripts, operands)
-    terms, output = _einsum_terms(spec, arrays)
-    entries = [None] * (1 + len(operands))
-    for k, position in enumerate(positions):
-        entries[position] = _einsum_cotangent(g, terms, output, arrays, k, optimize)
+    # plain code, which a derivative of the generated code transforms (called_rules.py):
+    # the subscripts and positions come from a helper without a derivative, so stay constant
+    spec, positions = einsum_subscripts(subscripts, operands)
+    arguments = (subscripts, *operands)
+    arrays = [arguments[p] for p in positions]
+    terms, output = _einsum_terms(spec, [np.ndim(a) for a in arrays])
+    entries = [
+        _einsum_cotangent(g, terms, output, arrays, positions.index(i), optimize)
+        if i in positions
+        else None
+        for i in range(1 + len(operands))
+    ]
     return tuple(entries)
 
 
@@ -232,33 +240,21 @@ def _einsum_jvp(t, ans, subscripts, *operands, out=None, optimize=False, **kwarg
 
 def _einsum_call(subscripts, operands) -> tuple[str, list, list[int]]:
     """An einsum call as ``(subscripts string, operands, their positions among the call's
-    positional arguments)``; the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` is
-    spelled as ``"ab,bc->ac"`` (each integer a letter, ``Ellipsis`` as ``...``)."""
-    if isinstance(subscripts, str):
-        return subscripts, list(operands), list(range(1, len(operands) + 1))
+    positional arguments)``, for both forms of subscripts (``einsum_subscripts``)."""
+    spec, positions = einsum_subscripts(subscripts, operands)
     arguments = (subscripts, *operands)
-    pairs = len(arguments) // 2
-    arrays = [arguments[2 * k] for k in range(pairs)]
-    terms = [_sublist_letters(arguments[2 * k + 1]) for k in range(pairs)]
-    spec = ",".join(terms)
-    if len(arguments) % 2:  # an output sublist follows the pairs
-        spec += "->" + _sublist_letters(arguments[-1])
-    return spec, arrays, [2 * k for k in range(pairs)]
+    return spec, [arguments[p] for p in positions], positions
 
 
-def _sublist_letters(sublist) -> str:
-    return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sublist)
-
-
-def _einsum_terms(subscripts, operands) -> tuple[list[str], str]:
-    """The input subscripts and the output subscript, with every ``...`` spelled in letters."""
+def _einsum_terms(subscripts, ndims) -> tuple[list[str], str]:
+    """The input subscripts and the output subscript, with every ``...`` spelled in letters
+    (``ndims``: the operands' numbers of dimensions)."""
     spec = subscripts.replace(" ", "")
-    inputs, arrow, output = spec.partition("->")
+    parts = spec.split("->")  # not .partition: an array's method of that name sorts in place
+    inputs, arrow, output = parts[0], len(parts) > 1, parts[-1]
     terms = inputs.split(",")
     # An operand's "..." stands for its last few broadcast axes.
-    ranks = [
-        np.ndim(op) - len(term) + 3 if "..." in term else 0 for term, op in zip(terms, operands)
-    ]
+    ranks = [ndim - len(term) + 3 if "..." in term else 0 for term, ndim in zip(terms, ndims)]
     spare = [c for c in string.ascii_letters if c not in spec]
     broadcast = "".join(spare[: max(ranks, default=0)])
     if not arrow:  # implicit output: the broadcast axes, then the letters used once, sorted
@@ -274,23 +270,26 @@ def _einsum_terms(subscripts, operands) -> tuple[list[str], str]:
 def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
     shape = np.shape(operands[k])
     inputs = [output] + [term for j, term in enumerate(terms) if j != k]
-    arrays = [g] + [op for j, op in enumerate(operands) if j != k]
     present = set("".join(inputs))
     dtype = np.result_type(g, *operands)
     fresh = iter(c for c in string.ascii_letters if c not in "".join(terms) + output)
     target = ""
+    # identity matrices and vectors of ones, after g and the other operands
+    constant_inputs, constants = [], []
     for letter, size in zip(terms[k], shape):
         if letter in target:
             tied = next(fresh)
-            inputs.append(letter + tied)
-            arrays.append(np.eye(size, dtype=dtype))
+            constant_inputs.append(letter + tied)
+            constants.append(np.eye(size, dtype=dtype))
             target += tied
             continue
         if letter not in present:
-            inputs.append(letter)
-            arrays.append(np.ones(size, dtype=dtype))
+            constant_inputs.append(letter)
+            constants.append(np.ones(size, dtype=dtype))
         target += letter
-    cotangent = np.einsum(",".join(inputs) + "->" + target, *arrays, optimize=optimize)
+    spec = ",".join(inputs + constant_inputs) + "->" + target
+    arrays = [g] + [op for j, op in enumerate(operands) if j != k] + constants
+    cotangent = np.einsum(spec, *arrays, optimize=optimize)
     stretched = tuple(
         i for i, (n, m) in enumerate(zip(shape, np.shape(cotangent))) if n == 1 and m != 1
     )
@@ -456,8 +455,8 @@ def _eigvalsh_jvp(t, ans, a, UPLO="L"):
 def _matrix_power(g, ans, a, n):
     if n < 0:
         inverse = np.linalg.inv(a)
-        g_inverse = _matrix_power(g, ans, inverse, -n)
         inverse_t = np.swapaxes(inverse, -1, -2)
+        g_inverse = _sum_of_power_products(inverse_t, g, -n)
         return -np.matmul(inverse_t, np.matmul(g_inverse, inverse_t))
     return _sum_of_power_products(np.swapaxes(a, -1, -2), g, n)
 
@@ -467,7 +466,7 @@ def _matrix_power_jvp(t, ans, a, n):
     if n < 0:
         inverse = np.linalg.inv(a)
         t_inverse = -np.matmul(inverse, np.matmul(t, inverse))
-        return _matrix_power_jvp(t_inverse, ans, inverse, -n)
+        return _sum_of_power_products(inverse, t_inverse, -n)
     return _sum_of_power_products(a, t, n)
 
 
@@ -513,7 +512,7 @@ def _svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     skew_v = np.matmul(vh, g_v) - np.matmul(_h(g_v), v)
     s_row, s_column = np.expand_dims(s, -2), np.expand_dims(s, -1)
     middle = inverse_gaps * (skew_u * s_row + s_column * skew_v) + eye * np.expand_dims(g_s, -2)
-    if np.iscomplexobj(skew_u):  # the phases of U's columns: i Im(U^H h_u)_jj / s_j
+    if is_complex(skew_u):  # the phases of U's columns: i Im(U^H h_u)_jj / s_j
         middle = middle + eye * skew_u / (2.0 * s_row)
     x = np.matmul(u, np.matmul(middle, vh))
     x = x + np.matmul((h_u - np.matmul(u, np.matmul(u_h, h_u))) / s_row, vh)
@@ -542,7 +541,7 @@ def _svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     d_u = np.matmul(u, inverse_gaps * (p * s_row + s_column * p_h))
     d_u = d_u + (np.matmul(t, v) - np.matmul(u, p)) / s_row
     diagonal = np.diagonal(p, axis1=-2, axis2=-1)
-    if np.iscomplexobj(p):  # the phases: U's columns turn with Im(p_jj) / s_j, V's do not
+    if is_complex(p):  # the phases: U's columns turn with Im(p_jj) / s_j, V's do not
         d_u = d_u + u * (1j * np.imag(np.expand_dims(diagonal, -2)) / s_row)
     d_v = np.matmul(v, inverse_gaps * (s_column * p + p_h * s_row))
     d_v = d_v + (np.matmul(_h(t), u) - np.matmul(v, p_h)) / s_row
@@ -614,7 +613,7 @@ def _qr_jvp(t, ans, a, mode="reduced"):
     c = np.matmul(np.conj(np.swapaxes(q, -1, -2)), t_over_r)
     below = np.tril(c, -1)
     skew = below - np.conj(np.swapaxes(below, -1, -2))
-    if np.iscomplexobj(c):  # R's diagonal stays real: Q's phases move with a
+    if is_complex(c):  # R's diagonal stays real: Q's phases move with a
         skew = skew + 1j * np.imag(c) * np.eye(np.shape(c)[-1], dtype=np.imag(c).dtype)
     upper = c - skew
     return ((t_over_r - np.matmul(q, upper), np.matmul(upper, r)),)

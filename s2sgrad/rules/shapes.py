@@ -849,7 +849,8 @@ def _diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
 
 @vjp_rule(np.gradient, inline=False)
 def _gradient(g, ans, f, *varargs, axis=None, edge_order=1):
-    axes, spacings = _gradient_setup(f, varargs, axis)
+    axes = _gradient_axes(np.ndim(f), axis)
+    spacings = _gradient_spacings(varargs, len(axes))
     pieces = list(g) if len(axes) > 1 else [g]
     outputs = list(ans) if len(axes) > 1 else [ans]
     to_f = np.zeros_like(f)
@@ -861,12 +862,13 @@ def _gradient(g, ans, f, *varargs, axis=None, edge_order=1):
         matrix = _unit_gradient_matrix(f, along, edge_order) / spacing
         to_f = to_f + np.moveaxis(np.tensordot(piece, matrix, axes=([along], [0])), -1, along)
         to_spacings.append(-np.sum(piece * out) / spacing)
-    return (to_f, *_per_spacing_argument(to_spacings, varargs))
+    return tuple([to_f] + _per_spacing_argument(to_spacings, varargs))
 
 
 @jvp_rule(np.gradient, inline=False)
 def _gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
-    axes, spacings = _gradient_setup(f, varargs, axis)
+    axes = _gradient_axes(np.ndim(f), axis)
+    spacings = _gradient_spacings(varargs, len(axes))
     outputs = tuple(ans) if len(axes) > 1 else (ans,)
     entries = [None] * (1 + len(varargs))
     if np.shape(t) == np.shape(f):
@@ -884,21 +886,30 @@ def _gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
     return tuple(entries)
 
 
-def _gradient_setup(f, varargs, axis):
-    """The axes ``np.gradient`` differentiates along and the spacing along each."""
-    ndim = np.ndim(f)
+def _gradient_axes(ndim, axis):
+    """The axes ``np.gradient`` differentiates along, of an ``ndim``-dimensional array."""
     if axis is None:
-        axes = list(range(ndim))
+        return list(range(ndim))
+    return [a % ndim for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
+
+
+def _gradient_spacings(varargs, count):
+    """The spacing along each of the ``count`` axes ``np.gradient`` differentiates along."""
+    # one entry per axis, by a comprehension: the transformer's derivative of a list
+    # repeated by ``*`` ([h] * 2) is wrong (it scales the cotangent), so none is used here
+    if len(varargs) > 1:
+        spacings = list(varargs)
+    elif varargs:
+        spacings = [varargs[0] for _ in range(count)]
     else:
-        axes = [a % ndim for a in (axis if isinstance(axis, (tuple, list)) else [axis])]
-    spacings = list(varargs) if len(varargs) > 1 else list(varargs) * len(axes) or [1.0] * len(axes)
+        spacings = [1.0 for _ in range(count)]
     if any(np.ndim(spacing) > 0 for spacing in spacings):
         raise NonDifferentiableError(
             "s2sgrad differentiates np.gradient with scalar spacings only, not coordinate "
             "arrays; write the differences with np.diff (for example np.diff(f) / np.diff(x) "
             "for a first-order estimate), which differentiate"
         )
-    return axes, spacings
+    return spacings
 
 
 def _unit_gradient_matrix(f, axis, edge_order):

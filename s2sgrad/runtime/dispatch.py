@@ -326,12 +326,10 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     if function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:
-        # A rule called, not inlined: differentiate the rule's own code. The tape may take
-        # over for a rule with *args (np.meshgrid's): it is s2sgrad's code, not the user's.
+        # A rule called, not inlined: differentiate the rule's own code, by source in
+        # mode="s2s" (in mode="auto" the tape takes over where that fails)
         primitive, *rest = args
-        value, tangent = _dispatch_jvp(
-            rule_function(primitive, "vjp"), tangents[1:], tuple(rest), kwargs, tape=True
-        )
+        value, tangent = _called_rule_jvp(primitive, tangents[1:], tuple(rest), kwargs, tape)
         count = len(rest) - 2  # the primitive's arguments, after g and ans
         if isinstance(value, tuple) and isinstance(tangent, list):
             tangent = tuple(tangent)  # the tangent of a tuple comes back as a list
@@ -393,6 +391,21 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _called_rule_jvp(primitive, tangents, args, kwargs, tape: bool):
+    """Forward mode over ``vjp_call(primitive, g, ans, *args)``: the JVP of the rule's code."""
+    try:
+        return _dispatch_jvp(rule_function(primitive, "vjp"), tangents, args, kwargs, tape=tape)
+    except UnsupportedError as error:
+        if tape:
+            raise
+        name = getattr(primitive, "__name__", None) or repr(primitive)
+        raise UnsupportedError(
+            f"{_user_origin()}: forward mode (jvp, hvp, hessian) over the gradient calls the "
+            f"rule of {name} at run time, whose code source transformation cannot "
+            f"differentiate: {error}"
+        ) from None
 
 
 def _no_derivative_over_dispatch(what: str):

@@ -12,11 +12,12 @@ product itself and the other helper (for example the adjoint of ``g -> g @ b.T``
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
+from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import unbroadcast
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "dot_cotangent_a",
     "dot_cotangent_b",
     "rhs_as_matrix",
+    "einsum_subscripts",
 ]
 
 
@@ -197,3 +199,37 @@ def _rhs_as_matrix_vjp(g, ans, v, b, a=None):
 @jvp_rule(rhs_as_matrix)
 def _rhs_as_matrix_jvp(t, ans, v, b, a=None):
     return rhs_as_matrix(t, b, a), None, None
+
+
+# ---------------------------------------------------------------------------------------
+# np.einsum's two forms of subscripts
+
+
+def einsum_subscripts(subscripts: Any, operands: tuple) -> tuple[str, list[int]]:
+    """An einsum call's subscripts as a string, and the positions of its operands among the
+    call's positional arguments: the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``
+    is spelled ``"ab,bc->ac"`` (each integer a letter, ``Ellipsis`` as ``...``).
+
+    Declared without a derivative (strings and positions), so that the einsum rule's own
+    code, which a derivative of generated code transforms, keeps them constant.
+
+    Example::
+
+        einsum_subscripts(a, ([0, 1], b, [1, 2]))  # ("ab,bc", [0, 2])
+        einsum_subscripts("ij,jk", (a, b))  # ("ij,jk", [1, 2])
+    """
+    if isinstance(subscripts, str):
+        return subscripts, list(range(1, len(operands) + 1))
+    arguments = (subscripts, *operands)
+    pairs = len(arguments) // 2
+    spec = ",".join(_sublist_letters(arguments[2 * k + 1]) for k in range(pairs))
+    if len(arguments) % 2:  # an output sublist follows the pairs
+        spec += "->" + _sublist_letters(arguments[-1])
+    return spec, [2 * k for k in range(pairs)]
+
+
+def _sublist_letters(sublist) -> str:
+    return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)] for s in sublist)
+
+
+nondifferentiable(einsum_subscripts)
