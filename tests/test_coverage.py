@@ -497,15 +497,13 @@ def _check_complex(sample, function):
     for engine in ENGINES:
         _, actual = sg.jvp(sample.program, args, tangents, mode=engine)
         _assert_close(actual, expected, f"{engine}: jvp")
-    _check_complex_second_order(loss, args, tangents, function)
+    _check_complex_second_order(loss, args, tangents)
 
 
-def _check_complex_second_order(loss, args, tangents, function):
+def _check_complex_second_order(loss, args, tangents):
     """Reverse over reverse: the gradient of ``h = sum(real(conj(c) * grad(loss)))``, as the
     VJP of the gradient with the cotangent ``conj(c)`` (docs/complex.md); forward over
-    reverse: ``hvp``. Where ``_order`` says the source transformer does not reach second
-    order (a rule called, not inlined), s2s must be right or refuse with an S2SGradError,
-    and mode="auto" (which then falls back to the tape) is checked instead."""
+    reverse: ``hvp``; in both engines."""
     wrt = tuple(range(len(args)))
     weights = _complex_like(args)
     gradient = sg.grad(loss, wrt=wrt, mode="s2s")  # first order checked before
@@ -518,17 +516,9 @@ def _check_complex_second_order(loss, args, tangents, function):
     expected_hvp = _along(gradient, args, tangents)
     cotangent = tuple(np.conj(w) for w in weights)
     for engine in ENGINES:
-        try:
-            _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
-            actual = pullback(cotangent)
-            products = sg.hvp(loss, args, tangents, mode=engine)
-        except S2SGradError:
-            if engine == "tape" or _order(function, engine) == 2:
-                raise
-            engine = "auto"
-            _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
-            actual = pullback(cotangent)
-            products = sg.hvp(loss, args, tangents, mode=engine)
+        _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
+        actual = pullback(cotangent)
+        products = sg.hvp(loss, args, tangents, mode=engine)
         for index in wrt:
             _assert_close(actual[index], expected[index], f"{engine}: grad of grad wrt {index}")
             _assert_close(products[index], expected_hvp[index], f"{engine}: hvp, {index}")
