@@ -116,7 +116,8 @@ class RuleAdjoints:
         """``y = x * 2``: y has x's shape, so ``unbroadcast(dy * 2, x)`` is ``dy * 2``.
 
         Only for arithmetic whose other operands are real number literals, and for an ``x``
-        that is never a list or tuple (``[1.0] * 2`` repeats). Dropping the call drops the
+        that surely holds a number or an array (``reverse/numeric.py``), never a list or
+        tuple, which ``* 2`` repeats. Dropping the call drops the
         backward's read of x: a loop's ``b = b * 2`` needs no save of b per iteration.
         """
         if operation.primitive not in _SHAPE_KEEPING or operation.keywords:
@@ -125,8 +126,8 @@ class RuleAdjoints:
         if len(names) != 1 or not all(isinstance(a, gast.Name) or _real_literal(a) for a in args):
             return entries
         (name,) = names
-        if name in self.context.structured or name in self.context.containers:
-            return entries
+        if name not in self.context.numeric or name in self.context.structured:
+            return entries  # x may be a list or tuple, which x * 2 repeats
         unbroadcast = self.namespace.objects.get(self.helper("unbroadcast").id)
 
         def strip(node: gast.AST) -> gast.AST:
