@@ -61,7 +61,7 @@ from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
-from s2sgrad.compiler.passes.anf import join_sequences, to_anf
+from s2sgrad.compiler.passes.anf import join_sequences, repeated_sequences, to_anf
 from s2sgrad.compiler.passes.checkpointed_loops import (
     mark_differentiated_reads,
     rewrite_checkpointed_loops,
@@ -291,6 +291,7 @@ def _build(request: Request) -> GeneratedFunction:
     live, assumptions = free_name_entries(parsed, free_names)
     assumptions.include(module_attribute_entries(parsed, node))
     activity = _activity(request, parsed, node, differentiated, local_names)
+    _refuse_repeated_sequences(request, parsed, node, activity.varied)
     mark_differentiated_reads(node, parsed, activity.varied)
     complex_facts = complex_readiness(node, parsed, local_names, reads_complex, activity.varied)
     callees: list = []  # (call node, complex-ready) of each user function's derivative called
@@ -346,6 +347,22 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     if joining is not None:  # a name the code now calls, as desugar's refusal above
         parsed.closure[joining] = runtime.concatenated
     return local_names
+
+
+def _refuse_repeated_sequences(request: Request, parsed: ParsedFunction, node, varied) -> None:
+    """Refuse ``ys = xs * 2`` where the list or tuple xs holds differentiated values (``[0.0]
+    * n`` of constants is fine): its derivative is not the product rule's."""
+
+    def is_builtin(name: str) -> bool:
+        return parsed.resolve_name(name) is getattr(builtins, name)
+
+    for repeat in repeated_sequences(node, set(request.containers), is_builtin):
+        if names_read(repeat.value) & set(varied):
+            raise UnsupportedError(
+                f"{parsed.location(repeat)}: '*' repeats a list or tuple of differentiated "
+                "values here, which the source transformer does not differentiate; use "
+                "mode='tape', or build the list with a comprehension"
+            )
 
 
 def _activity(request: Request, parsed: ParsedFunction, node, differentiated, local_names):

@@ -353,6 +353,26 @@ def join_sequences(
     return helper
 
 
+def repeated_sequences(node: gast.FunctionDef, containers: set[str], is_builtin) -> list:
+    """The statements ``v = a * n`` (or ``n * a``) where ``a`` surely holds a list or tuple:
+    ``*`` repeats it, which the source transformer does not differentiate (the caller
+    refuses them; the tape follows the entries).
+
+    Example::
+
+        # ys = xs * 2   with   xs = [x, y]
+    """
+    sequences = _sequence_names(node, containers, is_builtin)
+    return [
+        s
+        for s in nested_statements(node.body)
+        if type(s) is gast.Assign
+        and type(s.value) is gast.BinOp
+        and type(s.value.op) is gast.Mult
+        and any(_is_name_in(operand, sequences) for operand in (s.value.left, s.value.right))
+    ]
+
+
 def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) -> set[str]:
     """The variables every assignment of which gives a list or tuple (a greatest fixed
     point, so that ``items = items + [v]`` in a loop counts)."""
