@@ -356,7 +356,9 @@ def _refuse_repeated_sequences(request: Request, parsed: ParsedFunction, node, v
     def is_builtin(name: str) -> bool:
         return parsed.resolve_name(name) is getattr(builtins, name)
 
-    for repeat in repeated_sequences(node, set(request.containers), is_builtin):
+    # only lists the function builds: a container argument may reach '*' on a path that
+    # an isinstance test keeps it off
+    for repeat in repeated_sequences(node, set(), is_builtin):
         if names_read(repeat.value) & set(varied):
             raise UnsupportedError(
                 f"{parsed.location(repeat)}: '*' repeats a list or tuple of differentiated "
