@@ -62,7 +62,7 @@ from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
-from s2sgrad.compiler.passes.anf import join_sequences, to_anf
+from s2sgrad.compiler.passes.anf import join_sequences, repeated_sequences, to_anf
 from s2sgrad.compiler.passes.checkpointed_loops import (
     mark_differentiated_reads,
     rewrite_checkpointed_loops,
@@ -75,11 +75,12 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.purity import purity
-from s2sgrad.compiler.repeated_lists import refuse_repeated_lists
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
 from s2sgrad.compiler.syntax import (
+    call,
     clone,
+    load,
     names_read,
     names_written,
     parameter_names,
@@ -293,6 +294,7 @@ def _build(request: Request) -> GeneratedFunction:
     live, assumptions = free_name_entries(parsed, free_names)
     assumptions.include(module_attribute_entries(parsed, node))
     activity = _activity(request, parsed, node, differentiated, local_names)
+    _repeat_sequences(parsed, node, activity.varied, names, namespace)
     mark_differentiated_reads(node, parsed, activity.varied)
     complex_facts = complex_readiness(node, parsed, local_names, reads_complex, activity.varied)
     callees: list = []  # (call node, complex-ready) of each user function's derivative called
@@ -350,6 +352,29 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     return local_names
 
 
+def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) -> None:
+    """Make ``ys = xs * n`` (or ``n * xs``) a call ``repeated(xs, n)`` where ``xs`` surely
+    holds a list or tuple of differentiated values the function builds and ``n`` is no
+    differentiated value: ``*``
+    repeats the sequence, whose derivative sums the copies (a differentiated ``n`` makes
+    ``*`` NumPy's product of the list as an array). ``repeated`` checks both as it runs."""
+
+    def is_builtin(name: str) -> bool:
+        return parsed.resolve_name(name) is getattr(builtins, name)
+
+    # only lists the function builds: a container argument may reach '*' on a path that
+    # an isinstance test keeps it off
+    helper = None
+    for statement, sequence, count in repeated_sequences(node, set(), is_builtin):
+        if names_read(count) & set(varied) or not names_read(sequence) & set(varied):
+            continue  # a product; or constants repeated, which need no derivative
+        if helper is None:
+            helper = names.claim("repeated")
+            parsed.closure[helper] = runtime.repeated
+            namespace.bind_existing(helper, runtime.repeated)
+        statement.value = call(load(helper), [sequence, count])
+
+
 def _activity(request: Request, parsed: ParsedFunction, node, differentiated, local_names):
     """Which values depend on a differentiated argument and reach the output; refuses
     writes the derivative could not follow."""
@@ -369,7 +394,6 @@ def _activity(request: Request, parsed: ParsedFunction, node, differentiated, lo
 
     activity = analyse_activity(node.body, set(differentiated), output_names, blocks_derivative)
     refuse_untracked_writes(node.body, parsed, local_names, activity)
-    refuse_repeated_lists(node.body, parsed, activity.varied)
     return activity
 
 

@@ -11,15 +11,18 @@ differentiated again.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
+from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
+    add_cotangents,
     snapshot,
     unbroadcast,
     zeros_like_structure,
@@ -31,6 +34,8 @@ __all__ = [
     "assigned_cotangent",
     "only_last_writes",
     "concatenated",
+    "repeated",
+    "repeated_sum",
     "sequence_part",
     "for_items",
     "items_cotangent",
@@ -242,6 +247,41 @@ def concatenated(a: Any, b: Any) -> Any:
     if isinstance(a, CotangentList) or isinstance(b, CotangentList):
         return CotangentList([*a, *b])
     return a + b
+
+
+def repeated(a: Any, n: Any) -> Any:
+    r"""``a * n`` for a list or tuple ``a`` and an integer ``n``: generated code calls it
+    where ``*`` repeats a sequence (whose derivative sums the copies, not a product's).
+
+    Example::
+
+        repeated([1.0, 2.0], 2)  # [1.0, 2.0, 1.0, 2.0]
+    """
+    if not isinstance(a, (list, tuple)) or not isinstance(n, (int, np.integer)):
+        raise UnsupportedError(
+            f"'*' of a {type(a).__name__} by a {type(n).__name__} is differentiated here as "
+            "the repetition of a list or tuple by an integer; make an array of the list "
+            "first (np.array(...)), or use mode='tape'"
+        )
+    if isinstance(a, CotangentList):
+        return CotangentList([*a] * n)
+    return a * n
+
+
+def repeated_sum(g: Any, a: Any, n: int) -> CotangentList:
+    """The cotangent of ``a`` from ``g``, the cotangent of ``a * n``: each entry's copies
+    summed.
+
+    Example::
+
+        repeated_sum(CotangentList([1.0, 2.0, 3.0, 4.0]), [0.0, 0.0], 2)  # [4.0, 6.0]
+    """
+    size = len(a)
+    if n <= 0:
+        return CotangentList(zeros_like_value(entry) for entry in a)
+    return CotangentList(
+        functools.reduce(add_cotangents, (g[i + j * size] for j in range(n))) for i in range(size)
+    )
 
 
 def sequence_part(g: Any, start: int, stop: int) -> CotangentList:
@@ -777,6 +817,26 @@ def _concatenated_vjp(g, ans, a, b):
 @jvp_rule(concatenated)
 def _concatenated_jvp(t, ans, a, b):
     return concatenated(t, zeros_like_value(b)), concatenated(zeros_like_value(a), t)
+
+
+@vjp_rule(repeated)
+def _repeated_vjp(g, ans, a, n):
+    return repeated_sum(g, a, n), None
+
+
+@jvp_rule(repeated)
+def _repeated_jvp(t, ans, a, n):
+    return repeated(t, n), None
+
+
+@vjp_rule(repeated_sum)
+def _repeated_sum_vjp(g, ans, g_in, a, n):
+    return repeated(g, n), None, None
+
+
+@jvp_rule(repeated_sum)
+def _repeated_sum_jvp(t, ans, g_in, a, n):
+    return repeated_sum(t, a, n), None, None
 
 
 @vjp_rule(sequence_part)

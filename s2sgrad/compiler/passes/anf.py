@@ -353,6 +353,30 @@ def join_sequences(
     return helper
 
 
+def repeated_sequences(node: gast.FunctionDef, containers: set[str], is_builtin) -> list:
+    """``(statement, sequence, count)`` for each ``v = a * n`` (or ``n * a``) where ``a``
+    surely holds a list or tuple: ``*`` repeats it (the caller makes it a call whose
+    derivative sums the copies).
+
+    Example::
+
+        # ys = xs * 2   with   xs = [x, y]   ->   [(that statement, xs, 2)]
+    """
+    sequences = _sequence_names(node, containers, is_builtin)
+    found = []
+    for s in nested_statements(node.body):
+        if type(s) is not gast.Assign or type(s.value) is not gast.BinOp:
+            continue
+        if type(s.value.op) is not gast.Mult:
+            continue
+        left, right = s.value.left, s.value.right
+        if _is_name_in(left, sequences):
+            found.append((s, left, right))
+        elif _is_name_in(right, sequences):
+            found.append((s, right, left))
+    return found
+
+
 def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) -> set[str]:
     """The variables every assignment of which gives a list or tuple (a greatest fixed
     point, so that ``items = items + [v]`` in a loop counts)."""

@@ -23,7 +23,16 @@ from s2sgrad.compiler.reverse.facts import (
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.steps import Derivative, Step
-from s2sgrad.compiler.syntax import assign, attribute, call, clone, constant, load, method_receiver
+from s2sgrad.compiler.syntax import (
+    assign,
+    attribute,
+    call,
+    clone,
+    constant,
+    load,
+    method_receiver,
+    names_read,
+)
 
 __all__ = ["Adjoints"]
 
@@ -77,13 +86,15 @@ class Adjoints:
             self.cotangents.defined.discard(t)  # earlier values of t have cotangents of their own
             self.cotangents.owned.discard(self.cotangents.adjoint(t))
         early: list = []
+        kept_answer: gast.stmt | None = None
         if reads(statement.value, target.id):  # y = f(y)
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)
             if not step.calls:  # the rule needs the old y, and maybe the new one as ans
                 new_value = self.names.fresh(f"{target.id}_new")
-                block.append(assign(new_value, answer, like=statement))
+                kept_answer = assign(new_value, answer, like=statement)
+                block.append(kept_answer)
                 answer = load(new_value)
                 early = step.saves  # all of them, so that they still come off in order
                 if not all(s.kind == "assign" and s.target == target.id for s in early):
@@ -91,6 +102,10 @@ class Adjoints:
                 for save in reversed(early):  # the old value back before the rule reads it
                     block.append(self.saves.restore_marker(save))
         block.extend(self.send_back(step, cotangent, answer))
+        if kept_answer is not None and not any(
+            new_value in names_read(s) for s in block if s is not kept_answer
+        ):  # a rule that never reads ans (``b = b * 2``) must not make the new b needed
+            block.remove(kept_answer)
         return block, early
 
     def send_back(self, step: Step, cotangent: gast.expr, answer: gast.expr) -> list[gast.stmt]:

@@ -25,6 +25,7 @@ from s2sgrad.compiler.reverse.facts import (
     names_written_in_loops,
     write_counts,
 )
+from s2sgrad.compiler.reverse.numeric import numeric_names
 from s2sgrad.compiler.steps import Operations
 from s2sgrad.compiler.syntax import load, names_written, parameter_names, walk
 
@@ -78,6 +79,9 @@ class Context:
             statements, self.containers | self.lists, self.parameters, self.operations
         )
         self.entries_read = entries_read(body)
+        self.numeric = numeric_names(  # never a list or tuple: x * 2 scales, keeps x's shape
+            statements, self.parameters, self.containers, self.parsed.resolve, self.user_names
+        )
 
     def helper(self, name: str) -> gast.Name:
         """A runtime helper, bound in the generated module's namespace."""

@@ -21,7 +21,7 @@ from s2sgrad.compiler.operations import (
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import basic_index
-from s2sgrad.compiler.syntax import assign, call, clone, constant, load, walk
+from s2sgrad.compiler.syntax import assign, call, child_fields, clone, constant, load, walk
 from s2sgrad.errors import NonDifferentiableError
 
 __all__ = ["RuleAdjoints", "rule_label"]
@@ -103,7 +103,7 @@ class RuleAdjoints:
             ]
         else:
             block.extend(located(s, statement) for s in inlined.statements)
-            entries = inlined.entries
+            entries = self.without_scalar_unbroadcasts(operation, args, inlined.entries)
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
             if entry is not None:
@@ -111,6 +111,45 @@ class RuleAdjoints:
             else:
                 refuse_missing_entry(operation, index, self.parsed, statement)
         return block
+
+    def without_scalar_unbroadcasts(self, operation, args, entries) -> list:
+        """``y = x * 2``: y has x's shape, so ``unbroadcast(dy * 2, x)`` is ``dy * 2``.
+
+        Only for arithmetic whose other operands are real number literals, and for an ``x``
+        that surely holds a number or an array (``reverse/numeric.py``), never a list or
+        tuple, which ``* 2`` repeats. Dropping the call drops the
+        backward's read of x: a loop's ``b = b * 2`` needs no save of b per iteration.
+        """
+        if operation.primitive not in _SHAPE_KEEPING or operation.keywords:
+            return entries
+        names = {a.id for a in args if isinstance(a, gast.Name)}
+        if len(names) != 1 or not all(isinstance(a, gast.Name) or _real_literal(a) for a in args):
+            return entries
+        (name,) = names
+        if name not in self.context.numeric or name in self.context.structured:
+            return entries  # x may be a list or tuple, which x * 2 repeats
+        unbroadcast = self.namespace.objects.get(self.helper("unbroadcast").id)
+
+        def strip(node: gast.AST) -> gast.AST:
+            if (
+                isinstance(node, gast.Call)
+                and isinstance(node.func, gast.Name)
+                and self.namespace.objects.get(node.func.id) is unbroadcast
+                and len(node.args) == 2
+                and not node.keywords
+                and isinstance(node.args[1], gast.Name)
+                and node.args[1].id == name
+            ):
+                return strip(node.args[0])
+            for field in child_fields(type(node)):
+                value = getattr(node, field, None)
+                if isinstance(value, gast.AST):
+                    setattr(node, field, strip(value))
+                elif isinstance(value, list):
+                    value[:] = [strip(v) if isinstance(v, gast.AST) else v for v in value]
+            return node
+
+        return [None if e is None else strip(e) for e in entries]
 
     def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:
         """``v = x[i]`` in a loop: ``dx[i] += dv`` into x's private cotangent buffer.
@@ -147,6 +186,19 @@ class RuleAdjoints:
                 if isinstance(child, gast.Attribute) and child.attr == "s_":
                     child.value = load(self.context.np)
         return node
+
+
+# arithmetic whose result has the shape of an array operand when the others are numbers
+_SHAPE_KEEPING = frozenset(
+    (operator.mul, operator.add, operator.sub, operator.truediv, operator.neg, operator.pos)
+)
+
+
+def _real_literal(node: gast.expr) -> bool:
+    """``2``, ``-0.5``: a real number written in the source (not a bool, not complex)."""
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        node = node.operand
+    return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
 def rule_label(rule_function: Any, operation: Operation) -> str:

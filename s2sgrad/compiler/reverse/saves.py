@@ -114,7 +114,7 @@ class Saves:
                 inside |= names_written(statement)
         if not inside:
             return []
-        top_level = {n for s in statements if isinstance(s, gast.Assign) for n in names_written(s)}
+        top_level = _always_bound(statements)
         for loop in nested_statements(statements):  # the backward loop sets its own counter
             inside -= range_targets(loop)
         pushed = {s.target for s in self.saves.values() if s.used and s.kind == "assign"}
@@ -319,6 +319,19 @@ class Saves:
                 value=call(attribute(load(save.target), "append"), [clone(save.index)])
             )
         return assign(save.target, popped)
+
+
+def _always_bound(statements) -> set[str]:
+    """The names every path through ``statements`` binds: assignments, and the names both
+    arms of an ``if`` bind (``if t: c = b`` / ``else: c = 100 * b`` binds c). A loop may
+    run no iteration, so it binds nothing for sure."""
+    bound: set[str] = set()
+    for statement in statements:
+        if isinstance(statement, gast.Assign):
+            bound |= names_written(statement)
+        elif isinstance(statement, gast.If):
+            bound |= _always_bound(statement.body) & _always_bound(statement.orelse)
+    return bound
 
 
 def _write_counts(statements) -> dict[str, int]:
