@@ -57,24 +57,31 @@ def eliminate_common_calls(
 
 def _block(statements: list[gast.stmt], is_pure, unsafe: set[str]) -> None:
     seen: dict[str, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
+    keys_of: dict[str, set[str]] = {}  # name → keys in ``seen`` whose entry mentions it
     for index, statement in enumerate(statements):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list):
                 _block(inner, is_pure, unsafe)
-        if _may_write_in_place(statement, is_pure) or not _plain_assignment(statement):
+        if not _plain_assignment(statement) or _may_write_in_place(statement, is_pure):
             seen.clear()
+            keys_of.clear()
             continue
         target = statement.targets[0].id
         key = _candidate(statement.value, is_pure) if target not in unsafe else None
         earlier = seen.get(key) if key is not None else None
         if earlier is not None and earlier[0] != target:
             statements[index] = _copy_of(statement, earlier[0])
-        for other, (first, reads) in list(seen.items()):  # what the new binding changes
-            if target == first or target in reads:
+        for other in keys_of.pop(target, ()):  # what the new binding changes
+            entry = seen.get(other)
+            if entry is not None and (target == entry[0] or target in entry[1]):
                 del seen[other]
-        if key is not None and earlier is None and target not in names_read(statement.value):
-            seen[key] = (target, names_read(statement.value))
+        if key is not None and earlier is None:
+            reads = names_read(statement.value)
+            if target not in reads:
+                seen[key] = (target, reads)
+                for name in (target, *reads):
+                    keys_of.setdefault(name, set()).add(key)
 
 
 def _plain_assignment(statement: gast.stmt) -> bool:
@@ -120,9 +127,19 @@ def _may_write_in_place(statement: gast.stmt, is_pure) -> bool:
         return True
     if type(statement) is gast.Assign and type(statement.targets[0]) is not gast.Name:
         return True
-    return bool(_in_place_names(statement, is_pure)) or any(
-        type(n) is gast.Call and not is_pure(n) for n in _own_nodes(statement)
-    )
+    for node in _own_nodes(statement):  # as ``_in_place_names(...) != set()``, in one walk
+        kind = type(node)
+        if kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is gast.Store:
+            if names_read(node.value):
+                return True
+        elif kind is gast.Call:
+            if not is_pure(node):
+                return True
+            func = node.func
+            mutating = isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS
+            if (mutating or any(k.arg == "out" for k in node.keywords)) and names_read(node):
+                return True
+    return False
 
 
 def _own_nodes(statement: gast.stmt):

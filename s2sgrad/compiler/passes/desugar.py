@@ -39,6 +39,7 @@ from s2sgrad.compiler.syntax import (
     call,
     clone,
     constant,
+    header_nodes,
     load,
     located,
     names_written,
@@ -163,7 +164,8 @@ def _block(statements: list[gast.stmt], names: NameGenerator, shared: dict, refu
 
 
 def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal=None):
-    if any(type(n) is gast.Compare and len(n.ops) > 1 for n in walk(statement)):
+    # the blocks' statements are checked in turn below (a rewrite is the same either way)
+    if any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
         _ChainedComparisons().visit(statement)
     if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_deleting_parts
         return []

@@ -30,6 +30,7 @@ from s2sgrad.compiler.syntax import (
     call,
     clone,
     constant,
+    header_nodes,
     load,
     located,
     names_modified,
@@ -139,7 +140,8 @@ class Loops:
         result: list[gast.stmt] = []
         for statement in statements:
             prefix: list[gast.stmt] = []
-            if any(self.lowers(n) for n in walk(statement)):
+            # Comprehensions lowers only what is outside the blocks (headers, statements)
+            if any(self.lowers(n) for n in header_nodes(statement)):
                 Comprehensions(self, prefix, statement).visit(statement)
             result.extend(prefix)
             if isinstance(statement, gast.For):
