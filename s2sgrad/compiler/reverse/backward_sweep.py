@@ -31,6 +31,7 @@ from s2sgrad.compiler.syntax import (
     load,
     names_modified,
     names_read,
+    names_read_kept,
     names_written,
     store,
 )
@@ -58,6 +59,7 @@ class BackwardSweep:
         self.names = context.names
         self.helper = context.helper
         self.active = context.active
+        self._reads: dict = {}  # names_read_kept's: a branch's reads, for the one around it
         self.cotangents = cotangents
         self.saves = saves
         self.adjoints = adjoints
@@ -73,7 +75,7 @@ class BackwardSweep:
             after = set(reads_after) if step.kind in _NESTED else reads_after
             outer_rules, self.rules.applied = self.rules.applied, []
             block, early = self.backward_step(step, after)
-            reads_after |= names_read(step.statement)
+            reads_after |= names_read_kept(step.statement, self._reads)
             block_rules, self.rules.applied = self.rules.applied, outer_rules
             for save in reversed(step.saves):  # last pushed first
                 if save not in early:
