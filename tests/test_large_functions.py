@@ -114,15 +114,13 @@ def forms(x, items, n):
 def test_header_walks_find_what_whole_walks_find():
     import gast
 
-    from s2sgrad.compiler.syntax import (
+    from s2sgrad.compiler.block_walks import (
         header_nodes,
-        names_read,
         names_read_by_all,
-        names_written,
+        names_read_kept,
         names_written_by_all,
-        nested_statements,
-        walk,
     )
+    from s2sgrad.compiler.syntax import names_read, names_written, nested_statements, walk
 
     body = gast.parse(_NESTED_FORMS).body[0].body
     statements = list(nested_statements(body))
@@ -130,6 +128,9 @@ def test_header_walks_find_what_whole_walks_find():
     assert names_written_by_all(statements) == set().union(*map(names_written, statements))
     every = {id(n) for s in statements for n in walk(s)}
     assert every == {id(n) for s in statements for n in header_nodes(s)}
+    kept: dict = {}
+    for statement in reversed(statements):  # inner blocks first, as the backward sweep asks
+        assert names_read_kept(statement, kept) == names_read(statement)
     compound = next(s for s in statements if isinstance(s, gast.If))
     assert not any(n is compound.body[0] for n in header_nodes(compound))
 

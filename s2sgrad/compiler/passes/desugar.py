@@ -25,6 +25,7 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
 from s2sgrad.compiler.passes.library_writes import (
     diagonal_fills,
@@ -39,7 +40,6 @@ from s2sgrad.compiler.syntax import (
     call,
     clone,
     constant,
-    header_nodes,
     load,
     located,
     names_written,

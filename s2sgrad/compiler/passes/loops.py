@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import gast
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotate
+from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
 from s2sgrad.compiler.passes.inline_locals import inline_local_functions, inline_local_partials
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -30,7 +31,6 @@ from s2sgrad.compiler.syntax import (
     call,
     clone,
     constant,
-    header_nodes,
     load,
     located,
     names_modified,

@@ -16,6 +16,12 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.block_walks import (
+    header_nodes,
+    names_read_by_all,
+    names_written_by_all,
+    statement_blocks,
+)
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.passes.sharing import (
     Layout,
@@ -29,14 +35,10 @@ from s2sgrad.compiler.passes.sharing import (
 )
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
-    header_nodes,
     names_read,
-    names_read_by_all,
     names_written,
-    names_written_by_all,
     nested_statements,
     parameter_names,
-    statement_blocks,
     walk,
 )
 from s2sgrad.errors import UnsupportedError, where

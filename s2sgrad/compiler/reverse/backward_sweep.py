@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.block_walks import names_read_kept
 from s2sgrad.compiler.reverse.adjoints import Adjoints
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
@@ -31,7 +32,6 @@ from s2sgrad.compiler.syntax import (
     load,
     names_modified,
     names_read,
-    names_read_kept,
     names_written,
     store,
 )
