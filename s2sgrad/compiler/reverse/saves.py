@@ -218,14 +218,13 @@ class Saves:
         into one statement again), as a hand-written loop reads ``xs[t]`` twice. Returns
         the names the backward sweep no longer reads (it reads the new ones instead).
         """
-        if _writes_in_place(forward):  # a write through another name (an alias) unseen
+        loops = [(b, f) for b, f in self.replays.values() if type(f) is type(b) is gast.For]
+        if not loops or _writes_in_place(forward):  # an alias's write would be unseen
             return set()
         writes = _write_counts(forward)
         top = {n for s in forward if type(s) is gast.Assign for n in names_written(s)}
         renamed: set[str] = set()
-        for backward_loop, forward_loop in self.replays.values():
-            if not (type(forward_loop) is gast.For and type(backward_loop) is gast.For):
-                continue
+        for backward_loop, forward_loop in loops:
             if not _same_index(forward_loop, backward_loop, writes):
                 continue
             body = forward_loop.body
