@@ -74,3 +74,91 @@ def test_deep_parts_side_by_side_and_in_keyword_arguments(tmp_path):
     x = np.array([0.3, -0.2])
     for f in (wide, keyword):
         assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, (x,), 0), rtol=1e-4)
+
+
+# Deeply nested blocks: passes that walk each statement of nested_statements walk only the
+# statement's own header (syntax.header_nodes), so that a block is not walked once per
+# statement around it. The names and changes they find must be what whole walks find.
+
+_NESTED_FORMS = """
+def forms(x, items, n):
+    total = 0.0
+    if n > 1 and (k := n - 1) > 0:
+        for i in range(k):
+            while total < 3.0:
+                total = total + float(np.sum(x)) ** 2 + 1.0
+                items.append(total)
+        else:
+            x[0] += 1.0
+    try:
+        with open(n) as handle:
+            scale = [float(v) for v in handle if 0 < len(v) < 9]
+    except OSError as error:
+        message = str(error)
+        np.copyto(x, x * 2.0)
+    finally:
+        done = lambda z: z.sort()
+    def inner(a, b=total):
+        kept = a * b
+        items.extend([kept])
+        return kept
+    match n:
+        case 1:
+            picked = inner(x)
+        case _:
+            picked = None
+    return picked
+"""
+
+
+def test_header_walks_find_what_whole_walks_find():
+    import gast
+
+    from s2sgrad.compiler.block_walks import (
+        header_nodes,
+        names_read_by_all,
+        names_read_kept,
+        names_written_by_all,
+    )
+    from s2sgrad.compiler.syntax import names_read, names_written, nested_statements, walk
+
+    body = gast.parse(_NESTED_FORMS).body[0].body
+    statements = list(nested_statements(body))
+    assert names_read_by_all(statements) == set().union(*map(names_read, statements))
+    assert names_written_by_all(statements) == set().union(*map(names_written, statements))
+    every = {id(n) for s in statements for n in walk(s)}
+    assert every == {id(n) for s in statements for n in header_nodes(s)}
+    kept: dict = {}
+    for statement in reversed(statements):  # inner blocks first, as the backward sweep asks
+        assert names_read_kept(statement, kept) == names_read(statement)
+    compound = next(s for s in statements if isinstance(s, gast.If))
+    assert not any(n is compound.body[0] for n in header_nodes(compound))
+
+
+def test_changes_in_place_are_found_in_nested_blocks():
+    import gast
+
+    from s2sgrad.compiler.passes.mutation import changed_in_place
+
+    node = gast.parse(_NESTED_FORMS).body[0]
+    resolve = lambda expression: getattr(np, getattr(expression, "attr", ""), None)  # noqa: E731
+    assert changed_in_place(node, resolve) >= {"x", "items"}
+    assert "x" in changed_in_place(node, resolve, arrays_only=True)
+
+
+def _nested_ifs(depth):
+    lines = ["def nested(x, s):", "    y = x"]
+    for k in range(depth):
+        indent = "    " * (k + 1)
+        lines += [f"{indent}if s > {k}:", f"{indent}    y = np.sin(y) * 1.01 + 0.1"]
+        if k % 7 == 3:
+            lines += [f"{indent}    y = y * 0.5 if 1 < s < 100 else y"]
+    return "\n".join(lines) + "\n    return np.sum(y * y)\n"
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_forty_nested_ifs(tmp_path, mode):
+    f, _ = _load(tmp_path, "nested", _nested_ifs(40))
+    x = np.array([0.3, -0.2, 0.7])
+    for s in (25.0, 50.0):  # some branches taken, then all of them
+        assert_close(sg.grad(f, mode=mode)(x, s), numeric_grad(f, (x, s), 0), rtol=1e-4)

@@ -327,21 +327,51 @@ def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
 
 def names_read(node: gast.AST) -> set[str]:
     """Names loaded anywhere inside ``node``."""
-    return {
-        n.id for n in _nodes(node, True, True) if type(n) is gast.Name and type(n.ctx) is gast.Load
-    }
+    return _names(node, gast.Load)
 
 
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
-    found = set()
-    for current in _nodes(node, False, True):
+    return _names(node, gast.Store)
+
+
+def _names(node: gast.AST, context: type) -> set[str]:
+    """The names of ``context`` (Load: everywhere; Store: not inside nested functions, and
+    the names of the functions and classes defined) in one walk that does not list nodes:
+    the two functions above run once or more per statement in most passes."""
+    found: set[str] = set()
+    add = found.add
+    stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    plans = _OPERATOR_FREE
+    name, constant = gast.Name, gast.Constant
+    writes = context is gast.Store
+    while stack:
+        current = pop()
         kind = type(current)
-        if kind is gast.Name:
-            if type(current.ctx) is gast.Store:
-                found.add(current.id)
-        elif kind in (gast.FunctionDef, gast.ClassDef):
-            found.add(current.name)
+        if kind is name:
+            if type(current.ctx) is context:
+                add(current.id)
+            if current.annotation is not None:
+                push(current.annotation)
+            continue
+        if kind is constant:
+            continue
+        if writes and kind in SCOPES:
+            if kind is not gast.AsyncFunctionDef and kind is not gast.Lambda:
+                add(current.name)
+            if current is not node:
+                continue
+        fields = plans.get(kind)
+        if fields is None:
+            fields = _node_fields(kind, True)
+        state = current.__dict__
+        for field in fields:
+            value = state.get(field)
+            if type(value) is list:
+                extend([item for item in value if item is not None and type(item) not in _LEAVES])
+            elif value is not None and type(value) not in _LEAVES:
+                push(value)
     return found
 
 

@@ -141,12 +141,14 @@ def _local_updating_defs(node: gast.FunctionDef, parsed) -> dict[str, _Callee]:
     """The nested ``def``s and lambdas of ``node`` that change in place a parameter or an
     array of ``node`` they read, by name; refuses one bound more than once or decorated."""
     statements = list(nested_statements(node.body))
-    bindings = Counter(n for s in statements for n in names_written(s))
     definitions: dict[str, list] = {}
     for statement in statements:
         definition = _as_definition(statement)
         if definition is not None:
             definitions.setdefault(definition.name, []).append((statement, definition))
+    if not definitions:
+        return {}
+    bindings = Counter(n for s in statements for n in names_written(s))
     summaries: dict[str, tuple[list[str], frozenset[str]]] = {}
     for _ in range(2):  # a nested def that calls another, defined after it
         for name, found in definitions.items():

@@ -27,6 +27,7 @@ import gast
 
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
+    child_fields,
     names_read,
     names_written,
     nested_statements,
@@ -49,32 +50,40 @@ def eliminate_common_calls(
 
         eliminate_common_calls(node.body, purity_of(namespace))
     """
-    written_in_place = _written_in_place(body, is_pure)
+    effects: dict[int, tuple[gast.stmt, set[str], bool]] = {}  # see _written_in_place
+    written_in_place = _written_in_place(body, is_pure, effects)
     unsafe = _sharing_memory(body, written_in_place)
-    _block(body, is_pure, unsafe)
+    _block(body, is_pure, unsafe, effects)
     return body
 
 
-def _block(statements: list[gast.stmt], is_pure, unsafe: set[str]) -> None:
+def _block(statements: list[gast.stmt], is_pure, unsafe: set[str], effects: dict) -> None:
     seen: dict[str, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
+    keys_of: dict[str, set[str]] = {}  # name → keys in ``seen`` whose entry mentions it
     for index, statement in enumerate(statements):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list):
-                _block(inner, is_pure, unsafe)
-        if _may_write_in_place(statement, is_pure) or not _plain_assignment(statement):
+                _block(inner, is_pure, unsafe, effects)
+        if not _plain_assignment(statement) or _may_write_in_place(statement, is_pure, effects):
             seen.clear()
+            keys_of.clear()
             continue
         target = statement.targets[0].id
         key = _candidate(statement.value, is_pure) if target not in unsafe else None
         earlier = seen.get(key) if key is not None else None
         if earlier is not None and earlier[0] != target:
             statements[index] = _copy_of(statement, earlier[0])
-        for other, (first, reads) in list(seen.items()):  # what the new binding changes
-            if target == first or target in reads:
+        for other in keys_of.pop(target, ()):  # what the new binding changes
+            entry = seen.get(other)
+            if entry is not None and (target == entry[0] or target in entry[1]):
                 del seen[other]
-        if key is not None and earlier is None and target not in names_read(statement.value):
-            seen[key] = (target, names_read(statement.value))
+        if key is not None and earlier is None:
+            reads = names_read(statement.value)
+            if target not in reads:
+                seen[key] = (target, reads)
+                for name in (target, *reads):
+                    keys_of.setdefault(name, set()).add(key)
 
 
 def _plain_assignment(statement: gast.stmt) -> bool:
@@ -114,30 +123,38 @@ def _copy_of(statement: gast.Assign, source: str) -> gast.Assign:
     return gast.copy_location(copy, statement)
 
 
-def _may_write_in_place(statement: gast.stmt, is_pure) -> bool:
-    """Whether ``statement`` may change an array in place (judged without its blocks)."""
+def _may_write_in_place(statement: gast.stmt, is_pure, effects: dict) -> bool:
+    """Whether ``statement`` may change an array in place (judged without its blocks);
+    ``effects`` holds what :func:`_written_in_place` found of it."""
     if type(statement) in (gast.AugAssign, gast.Expr, gast.Delete):
         return True
     if type(statement) is gast.Assign and type(statement.targets[0]) is not gast.Name:
         return True
-    return bool(_in_place_names(statement, is_pure)) or any(
-        type(n) is gast.Call and not is_pure(n) for n in _own_nodes(statement)
-    )
+    known = effects.get(id(statement))
+    if known is None or known[0] is not statement:
+        known = (statement, *_effects(statement, is_pure))
+    return bool(known[1]) or known[2]
 
 
-def _own_nodes(statement: gast.stmt):
+def _own_nodes(statement: gast.stmt) -> list[gast.AST]:
     """The nodes of ``statement`` outside its blocks."""
-    for field, value in gast.iter_fields(statement):
+    found: list[gast.AST] = []
+    state = statement.__dict__
+    for field in child_fields(type(statement)):
         if field in ("body", "orelse", "finalbody", "handlers"):
             continue
-        for item in value if isinstance(value, list) else [value]:
+        value = state.get(field)
+        for item in value if type(value) is list else (value,):
             if isinstance(item, gast.AST):
-                yield from walk(item)
+                found += walk(item)
+    return found
 
 
-def _in_place_names(statement: gast.stmt, is_pure) -> set[str]:
-    """Names ``statement`` (outside its blocks) may write into in place."""
+def _effects(statement: gast.stmt, is_pure) -> tuple[set[str], bool]:
+    """Names ``statement`` (outside its blocks) may write into in place, and whether it
+    calls what is not pure there."""
     found: set[str] = set()
+    impure = False
     if type(statement) is gast.AugAssign:
         found |= names_read(statement.target) | names_written(statement.target)
     for node in _own_nodes(statement):
@@ -149,17 +166,23 @@ def _in_place_names(statement: gast.stmt, is_pure) -> set[str]:
             mutating = isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS
             if mutating:
                 found |= names_read(func.value)
-            if mutating or not is_pure(node) or any(k.arg == "out" for k in node.keywords):
+            pure = is_pure(node)
+            impure = impure or not pure
+            if mutating or not pure or any(k.arg == "out" for k in node.keywords):
                 found |= names_read(node)
     if type(statement) is gast.Expr:
         found |= names_read(statement.value)
-    return found
+    return found, impure
 
 
-def _written_in_place(body: list[gast.stmt], is_pure) -> set[str]:
+def _written_in_place(body: list[gast.stmt], is_pure, effects: dict) -> set[str]:
+    """Names any statement may write into in place; ``effects`` gets each statement's
+    ``(statement, those names, whether it calls what is not pure)``, by id."""
     found: set[str] = set()
     for statement in nested_statements(body):
-        found |= _in_place_names(statement, is_pure)
+        names, impure = _effects(statement, is_pure)
+        effects[id(statement)] = (statement, names, impure)
+        found |= names
     return found
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.block_walks import statement_blocks
 from s2sgrad.compiler.optimize.foldable import (
     binop_folds,
     compare_folds,
@@ -96,9 +97,12 @@ class Facts:
         "value_size",
     )
 
-    def __init__(self, statement: gast.stmt, trail: list | None = None):
+    def __init__(
+        self, statement: gast.stmt, trail: list | None = None, walked: _Walk | None = None
+    ):
         self.statement = statement
-        walked = _Walk(statement, trail)
+        if walked is None:
+            walked = _Walk(statement, trail)
         loads, stores, others = walked.loads, walked.stores, walked.others
         has_scope, annotated = walked.has_scope, walked.annotated
         self.loads, self.stores, self.others = loads, stores, others
@@ -148,7 +152,7 @@ class _Walk:
         "size",
     )
 
-    def __init__(self, statement: gast.stmt, trail: list | None):
+    def __init__(self, statement: gast.stmt, trail: list | None, blocks: bool = True):
         self.statement = statement
         self.loads: list[str] = []
         self.stores: list[str] = []
@@ -158,9 +162,26 @@ class _Walk:
         self.has_scope = self.own_scope = self.foldable = self.effects = False
         self.annotated = False
         self.size = 0  # nodes, as s2sgrad.compiler.syntax.walk counts them (operators too)
-        self._walk(statement, trail)
+        self._walk(statement, trail, blocks)
 
-    def _walk(self, statement: gast.stmt, trail: list | None) -> None:
+    def add_block_statement(self, inner: _Walk) -> None:
+        """Count ``inner``, the walk of a statement in one of this statement's blocks (this
+        walk left its blocks out): the same record as walking them here, but for the order
+        of the names."""
+        self.loads += inner.loads
+        self.stores += inner.stores
+        self.others += inner.others
+        self.calls += inner.calls
+        self.modified |= inner.modified
+        # inner's own statement is a scope inside this one (a nested def)
+        self.has_scope = self.has_scope or inner.has_scope or type(inner.statement) in SCOPES
+        self.own_scope = self.own_scope or inner.own_scope
+        self.foldable = self.foldable or inner.foldable
+        self.effects = self.effects or inner.effects
+        self.annotated = self.annotated or inner.annotated
+        self.size += inner.size
+
+    def _walk(self, statement: gast.stmt, trail: list | None, blocks: bool = True) -> None:
         loads, stores, others = self.loads, self.stores, self.others
         size = 0
         Name, Load, Store, Constant = gast.Name, gast.Load, gast.Store, gast.Constant
@@ -177,6 +198,8 @@ class _Walk:
             plan = plans.get(kind)
             if plan is None:
                 plan = plans[kind] = node_fields(kind)
+            if not blocks and node is statement:
+                plan = tuple(f for f in plan if f not in _BLOCK_FIELDS)
             if not plan:
                 continue  # a literal in a list, or a node without children
             if trail is not None:
@@ -284,6 +307,7 @@ _ROLES: dict[type, str] = {
     **dict.fromkeys((gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr), _EFFECT),
 }
 _PLANS: dict[type, tuple[str, ...]] = {}  # node_fields, kept here as well (a dict is faster)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")  # what syntax.statement_blocks returns
 
 
 class FactsCache:
@@ -301,15 +325,41 @@ class FactsCache:
         # name -> the names that may see the same memory (an array and its views): a
         # statement changing one in place changes them all
         self.sharing: dict[str, frozenset[str]] = {}
+        # id -> (statement, its _Walk) for statements with blocks and those in blocks, so
+        # that a loop or branch forgotten is walked anew outside its blocks only
+        self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
         if facts is not None and facts.statement is statement:
             return facts
-        facts = self._shared(Facts(statement))
-        if self.enabled:
-            self.table[id(statement)] = facts
+        if not self.enabled:
+            return self._shared(Facts(statement))
+        walked = self._walk_of(statement)
+        facts = self._shared(Facts(statement, walked=walked))
+        self.table[id(statement)] = facts
         return facts
+
+    def _walk_of(self, statement: gast.stmt) -> _Walk:
+        """The walk of ``statement``, made of the kept walks of its blocks' statements."""
+        blocks = statement_blocks(statement)
+        if not blocks:
+            return _Walk(statement, None)
+        known = self.walks.get(id(statement))
+        if known is not None and known[0] is statement:
+            return known[1]
+        walked = _Walk(statement, None, blocks=False)
+        for block in blocks:
+            for inner in block:
+                known = self.walks.get(id(inner))
+                if known is not None and known[0] is inner:
+                    walked.add_block_statement(known[1])
+                    continue
+                inner_walk = self._walk_of(inner)
+                self.walks[id(inner)] = (inner, inner_walk)
+                walked.add_block_statement(inner_walk)
+        self.walks[id(statement)] = (statement, walked)
+        return walked
 
     def _shared(self, facts: Facts) -> Facts:
         """``facts`` with what changing an array in place changes: its views too."""
@@ -330,6 +380,7 @@ class FactsCache:
         if len(set(map(id, trail))) != len(trail):
             self.enabled = False
             self.table.clear()
+            self.walks.clear()
 
     def known(self, statement: gast.stmt) -> Facts | None:
         """The current record kept for ``statement``, if there is one (without making one)."""
@@ -339,6 +390,7 @@ class FactsCache:
     def keep(self, facts: Facts) -> None:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
+        self.walks.pop(id(facts.statement), None)
         if self.enabled:
             self.table[id(facts.statement)] = self._shared(facts)
 
@@ -346,6 +398,7 @@ class FactsCache:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.rewrites += 1
         self.table.pop(id(statement), None)
+        self.walks.pop(id(statement), None)
 
 
 def facts_after_rename(facts: Facts, old: str, new: str) -> Facts | None:

@@ -25,6 +25,7 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
 from s2sgrad.compiler.passes.library_writes import (
     diagonal_fills,
@@ -181,7 +182,8 @@ def _block(statements: list[gast.stmt], names: NameGenerator, shared: dict, refu
 
 
 def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal=None):
-    if any(type(n) is gast.Compare and len(n.ops) > 1 for n in walk(statement)):
+    # the blocks' statements are checked in turn below (a rewrite is the same either way)
+    if any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
         _ChainedComparisons().visit(statement)
     if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_deleting_parts
         return []

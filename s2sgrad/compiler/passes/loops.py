@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import gast
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotate
+from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
 from s2sgrad.compiler.passes.inline_locals import inline_local_functions, inline_local_partials
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -139,7 +140,8 @@ class Loops:
         result: list[gast.stmt] = []
         for statement in statements:
             prefix: list[gast.stmt] = []
-            if any(self.lowers(n) for n in walk(statement)):
+            # Comprehensions lowers only what is outside the blocks (headers, statements)
+            if any(self.lowers(n) for n in header_nodes(statement)):
                 Comprehensions(self, prefix, statement).visit(statement)
             result.extend(prefix)
             if isinstance(statement, gast.For):

@@ -16,6 +16,12 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.block_walks import (
+    header_nodes,
+    names_read_by_all,
+    names_written_by_all,
+    statement_blocks,
+)
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.passes.sharing import (
     Layout,
@@ -106,13 +112,18 @@ def changed_in_place(
     sharing = Sharing(statements, resolve, container_names(statements), parameters)
     layout = Layout(definition.body, statements)
     own = _own_containers(statements) - parameters
-    bound = set().union(*map(names_written, statements))
-    outside = parameters | (set().union(*map(names_read, statements)) - bound)
+    bound = names_written_by_all(statements)
+    outside = parameters | (names_read_by_all(statements) - bound)
     changed = set()
+    by_calls: dict[int, set[str]] = {}  # id(statement) → what the calls in it change
+    for statement in reversed(statements):  # a block's statements before the one around it
+        by_calls[id(statement)] = _changed_by_calls(
+            statement, resolve, local, arrays_only, by_calls
+        )
     for index, statement in enumerate(statements):
         if arrays_only and _rebinds(statement):
             continue
-        for name in _changed_by(statement, resolve, local, arrays_only) - own:
+        for name in _changed_by(statement, by_calls[id(statement)]) - own:
             if layout.made_since(statement, name, index, resolve) is None:
                 changed.add(name)  # else an array made anew before: not an argument
     return frozenset(set().union(*map(sharing.of, changed)) & outside)
@@ -129,6 +140,8 @@ def _own_containers(statements: list[gast.stmt]) -> set[str]:
     """Names every binding of which makes a new list or dict: changing one (``items.append(
     x)``, ``items[0] = x``) changes no argument, even when it holds one."""
     made = container_names(statements)
+    if not made:
+        return made
     for statement in statements:
         for name in names_written(statement) & made:
             fresh = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
@@ -162,29 +175,45 @@ def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str
 def changed_by(statement: gast.stmt, resolve) -> set[str]:
     """The names whose values ``statement`` may change in place: by an item write or
     ``x op= v``, by ``out=``, by NumPy's writing functions, by a mutating method, or by a
-    call of a Python function that changes its argument.
+    call of a Python function that changes its argument (in its blocks too).
 
     Example::
 
         changed_by(parse_statement("np.copyto(t, v)"), resolve)  # {'t'}
     """
-    return _changed_by(statement, resolve)
+    by_calls: dict[int, set[str]] = {}
+    for inner in reversed(list(nested_statements([statement]))):
+        by_calls[id(inner)] = _changed_by_calls(inner, resolve, None, False, by_calls)
+    return _changed_by(statement, by_calls[id(statement)])
 
 
-def _changed_by(statement: gast.stmt, resolve, local=None, arrays_only=False) -> set[str]:
-    """The names whose values ``statement`` changes in place (``local``, ``arrays_only``:
-    see :func:`changed_in_place`)."""
-    changed = set()
+def _changed_by(statement: gast.stmt, by_calls: set[str]) -> set[str]:
+    """The names whose values ``statement`` changes in place, given ``by_calls``, what the
+    calls in it change (:func:`_changed_by_calls`)."""
+    changed = set(by_calls)
     updated = updated_name(statement)
     if updated is not None:
         changed.add(updated)
     if type(statement) is gast.AugAssign and type(base_of(statement.target)) is gast.Name:
         changed.add(base_of(statement.target).id)  # a[i] += v
+    return changed
+
+
+def _changed_by_calls(
+    statement: gast.stmt, resolve, local, arrays_only: bool, by_calls: dict[int, set[str]]
+) -> set[str]:
+    """What the calls in ``statement`` change in place (``local``, ``arrays_only``: see
+    :func:`changed_in_place`); ``by_calls`` holds it for the statements of its blocks."""
+    changed: set[str] = set()
+    for block in statement_blocks(statement):
+        for inner in block:
+            changed |= by_calls[id(inner)]
+    nodes = header_nodes(statement)
     later = set()  # what lambdas and nested functions run when they are called
     if arrays_only:
-        scopes = [n for n in walk(statement) if type(n) in (gast.Lambda, gast.FunctionDef)]
+        scopes = [n for n in nodes if type(n) in (gast.Lambda, gast.FunctionDef)]
         later = {id(inner) for n in scopes for inner in walk(n)}
-    for node in walk(statement):
+    for node in nodes:
         if type(node) is not gast.Call or id(node) in later:
             continue
         func = node.func

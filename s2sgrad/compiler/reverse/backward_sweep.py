@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.block_walks import names_read_kept
 from s2sgrad.compiler.reverse.adjoints import Adjoints
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
@@ -58,6 +59,7 @@ class BackwardSweep:
         self.names = context.names
         self.helper = context.helper
         self.active = context.active
+        self._reads: dict = {}  # names_read_kept's: a branch's reads, for the one around it
         self.cotangents = cotangents
         self.saves = saves
         self.adjoints = adjoints
@@ -73,7 +75,7 @@ class BackwardSweep:
             after = set(reads_after) if step.kind in _NESTED else reads_after
             outer_rules, self.rules.applied = self.rules.applied, []
             block, early = self.backward_step(step, after)
-            reads_after |= names_read(step.statement)
+            reads_after |= names_read_kept(step.statement, self._reads)
             block_rules, self.rules.applied = self.rules.applied, outer_rules
             for save in reversed(step.saves):  # last pushed first
                 if save not in early:

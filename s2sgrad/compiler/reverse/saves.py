@@ -155,9 +155,11 @@ class Saves:
             for save in newly:
                 save.used = True
 
-    def kept_reads(self, statements) -> tuple[set[str], set[str]]:
+    def kept_reads(self, statements, kept=None) -> tuple[set[str], set[str]]:
         """The names ``statements`` read outside restores and replays that do nothing, and
-        the names the restores needed so far read (their indices)."""
+        the names the restores needed so far read (their indices). ``kept`` remembers
+        :meth:`replay_kept` by replay, within one call (nested replays: once each)."""
+        kept = {} if kept is None else kept
         read: set[str] = set()
         indices: set[str] = set()
         for statement in statements:
@@ -170,25 +172,36 @@ class Saves:
             if not annotation(statement, REPLAY, False):
                 read |= names_read(statement)
                 continue
-            if not self.replay_kept(statement):
+            if not self.replay_kept(statement, kept):
                 continue
             header = statement.test if isinstance(statement, gast.If) else statement.iter
             read |= names_read(header)
             for inner in (statement.body, statement.orelse):
-                inner_read, inner_indices = self.kept_reads(inner)
+                inner_read, inner_indices = self.kept_reads(inner, kept)
                 read |= inner_read
                 indices |= inner_indices
         return read, indices
 
-    def replay_kept(self, replay) -> bool:
-        """Whether a backward ``if`` or loop does something: code, or a needed restore."""
+    def replay_kept(self, replay, kept: dict | None = None) -> bool:
+        """Whether a backward ``if`` or loop does something: code, or a needed restore
+        (``kept``: the answers for replays already asked, by id)."""
+        if kept is not None:
+            known = kept.get(id(replay))
+            if known is not None and known[0] is replay:
+                return known[1]
+        answer = self._replay_kept(replay, kept)
+        if kept is not None:
+            kept[id(replay)] = (replay, answer)
+        return answer
+
+    def _replay_kept(self, replay, kept: dict | None) -> bool:
         for statement in replay.body + replay.orelse:
             key = _marker_key(statement, POP)
             if key is not None:
                 if self.saves[key].used:
                     return True
             elif annotation(statement, REPLAY, False):
-                if self.replay_kept(statement):
+                if self.replay_kept(statement, kept):
                     return True
             elif has_code([statement]):
                 return True
@@ -205,14 +218,13 @@ class Saves:
         into one statement again), as a hand-written loop reads ``xs[t]`` twice. Returns
         the names the backward sweep no longer reads (it reads the new ones instead).
         """
-        if _writes_in_place(forward):  # a write through another name (an alias) unseen
+        loops = [(b, f) for b, f in self.replays.values() if type(f) is type(b) is gast.For]
+        if not loops or _writes_in_place(forward):  # an alias's write would be unseen
             return set()
         writes = _write_counts(forward)
         top = {n for s in forward if type(s) is gast.Assign for n in names_written(s)}
         renamed: set[str] = set()
-        for backward_loop, forward_loop in self.replays.values():
-            if not (type(forward_loop) is gast.For and type(backward_loop) is gast.For):
-                continue
+        for backward_loop, forward_loop in loops:
             if not _same_index(forward_loop, backward_loop, writes):
                 continue
             body = forward_loop.body
