@@ -35,6 +35,7 @@ __all__ = [
     "unpack_cotangent",
     "owned",
     "snapshot",
+    "shape_only",
     "custom_vjp",
     "custom_jvp_call",
     "jvp_entry",
@@ -442,6 +443,28 @@ def snapshot(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
+_ZERO_BYTES: dict[int, bytes] = {}
+
+
+def shape_only(value: Any) -> Any:
+    """A stand-in for a NumPy array that only its shape and dtype are read from: a
+    read-only array of that shape and dtype on one zero element (no copy of the data).
+    Anything else is returned as it is. The backward sweep saves this where it reads a
+    value only for its shape (``unbroadcast(g, x)``).
+
+    Example::
+
+        shape_only(np.ones((1000, 3))).shape  # (1000, 3), and it holds 8 bytes
+    """
+    if type(value) is not np.ndarray or value.dtype.kind not in "biufc":
+        return value
+    size = value.dtype.itemsize
+    zero = _ZERO_BYTES.get(size)
+    if zero is None:
+        zero = _ZERO_BYTES[size] = bytes(size)
+    return np.ndarray(value.shape, value.dtype, zero, 0, (0,) * value.ndim)
+
+
 @vjp_rule(owned, snapshot)
 def _copy_vjp(g, ans, value):
     return g
@@ -458,6 +481,7 @@ def _snapshot_jvp(t, ans, value):
 
 
 nondifferentiable(zeros_like_value)
+nondifferentiable(shape_only)
 
 
 @vjp_rule(unpack_cotangent)

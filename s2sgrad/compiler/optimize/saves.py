@@ -102,12 +102,26 @@ def _walk_with_loops(statements, loops):
 
 
 def _pushed_name(statement, stack) -> str | None:
-    """``name`` for the statement ``stack.append(name)``."""
+    """``name`` for the statement ``stack.append(name)`` (or ``shape_only(name)``)."""
     if isinstance(statement, gast.Expr) and method_receiver(statement.value, "append") == stack:
         args = statement.value.args
         if len(args) == 1 and isinstance(args[0], gast.Name):
             return args[0].id
+        if len(args) == 1 and _shape_stand_in(args[0]):
+            return args[0].args[0].id
     return None
+
+
+def _shape_stand_in(node) -> bool:
+    """Whether ``node`` is ``shape_only(name)`` (the helper, maybe renamed ``shape_only_1``)."""
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id.startswith("shape_only")
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], gast.Name)
+    )
 
 
 def _popped_name(statement, stack) -> str | None:

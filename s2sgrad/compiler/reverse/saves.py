@@ -71,6 +71,7 @@ class Saves:
         # id of a backward if or loop → (it, the forward statement it replays)
         self.replays: dict[int, tuple[gast.stmt, gast.stmt]] = {}
         self.stack: str | None = None
+        self.shape_only: set[str] = set()  # pushed as shape_only(v): read for the shape
 
     def new_save(self, step: Step, target: str, kind: str, index=None) -> Save:
         save = Save(key=len(self.saves), target=target, index=index, kind=kind)
@@ -101,6 +102,15 @@ class Saves:
         """The id of the forward statement a backward ``if`` or loop replays, else None."""
         pair = self.replays.get(id(statement))
         return id(pair[1]) if pair is not None and pair[0] is statement else None
+
+    def restored(self, statement) -> str | None:
+        """The variable ``statement`` restores, if it is the marker of a needed save of
+        an assigned value."""
+        key = _marker_key(statement, POP)
+        if key is None:
+            return None
+        save = self.saves[key]
+        return save.target if save.used and save.kind == "assign" else None
 
     def initial_values(self, statements, read_back: set[str]) -> list[gast.stmt]:
         """``v = None`` for values only some branches compute that the backward sweep reads.
@@ -301,6 +311,8 @@ class Saves:
             )
         elif save.kind in ("append", "pop"):
             return None  # the list itself records what the backward sweep undoes
+        elif save.target in self.shape_only:
+            value = call(self.helper("shape_only"), [load(save.target)])
         else:
             value = load(save.target)
         return gast.Expr(value=call(attribute(stack, "append"), [value]))
