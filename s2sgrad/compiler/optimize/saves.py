@@ -13,7 +13,12 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.annotations import REPLAY, SAVE_INIT, STACK, annotation
-from s2sgrad.compiler.optimize.statements import drop_orphan_comments, is_comment, only_passes
+from s2sgrad.compiler.optimize.statements import (
+    drop_orphan_comments,
+    is_comment,
+    is_shape_stand_in,
+    only_passes,
+)
 from s2sgrad.compiler.syntax import method_receiver, names_read
 
 __all__ = ["drop_unneeded_saves", "empty_replay"]
@@ -107,21 +112,9 @@ def _pushed_name(statement, stack) -> str | None:
         args = statement.value.args
         if len(args) == 1 and isinstance(args[0], gast.Name):
             return args[0].id
-        if len(args) == 1 and _shape_stand_in(args[0]):
+        if len(args) == 1 and is_shape_stand_in(args[0]):
             return args[0].args[0].id
     return None
-
-
-def _shape_stand_in(node) -> bool:
-    """Whether ``node`` is ``shape_only(name)`` (the helper, maybe renamed ``shape_only_1``)."""
-    return (
-        isinstance(node, gast.Call)
-        and isinstance(node.func, gast.Name)
-        and node.func.id.startswith("shape_only")
-        and len(node.args) == 1
-        and not node.keywords
-        and isinstance(node.args[0], gast.Name)
-    )
 
 
 def _popped_name(statement, stack) -> str | None:

@@ -147,7 +147,13 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
         name = getattr(target, "__name__", "")
         module = getattr(target, "__module__", "") or ""
         if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
-            return name in ("owned", "zeros_like_value", "zeros_like_structure", "snapshot", "shape_only")
+            return name in (
+                "owned",
+                "zeros_like_value",
+                "zeros_like_structure",
+                "snapshot",
+                "shape_only",
+            )
         return fresh_result(target, value) or returns_fresh(target)  # a helper's own array
     return False
 
@@ -381,8 +387,7 @@ def iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozenset
             # to this pass too (the nested loop may run no pass: then nobody reads it)
             rest = body[:index] + body[index + 1 :]
             elsewhere = frozenset(
-                set(read_elsewhere).union(*(names_read(s) for s in rest))
-                | _header_reads(statement)
+                set(read_elsewhere).union(*(names_read(s) for s in rest)) | _header_reads(statement)
             )
             local |= iteration_local(statement.body, elsewhere) - seen_reads
             seen_reads |= names_read(statement)

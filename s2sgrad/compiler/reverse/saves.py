@@ -220,11 +220,20 @@ class Saves:
         writes = _write_counts(forward)
         top = {n for s in forward if type(s) is gast.Assign for n in names_written(s)}
         renamed: set[str] = set()
-        for backward_loop, forward_loop in self.replays.values():
-            if not (type(forward_loop) is gast.For and type(backward_loop) is gast.For):
-                continue
-            if not _same_index(forward_loop, backward_loop, writes):
-                continue
+        replayed = [
+            (backward_loop, forward_loop)
+            for backward_loop, forward_loop in self.replays.values()
+            if type(forward_loop) is gast.For
+            and type(backward_loop) is gast.For
+            and _same_index(forward_loop, backward_loop, writes)
+        ]
+        for backward_loop, forward_loop in replayed:
+            # the indices of the replayed loops around it are the same backward too
+            indices = {forward_loop.target.id} | {
+                outer.target.id
+                for _, outer in replayed
+                if any(inner is forward_loop for inner in nested_statements(outer.body))
+            }
             body = forward_loop.body
             for position, statement in enumerate(body[:-1]):
                 key = _marker_key(statement, PUSH)
@@ -232,7 +241,7 @@ class Saves:
                 if save is None or not save.used or save.kind != "assign":
                     continue
                 value = _recomputable(
-                    body[position + 1], save.target, writes, forward_loop.target.id, top
+                    body[position + 1], save.target, writes, indices, top, body[:position]
                 )
                 target = save.target
                 if value is None or target in _reads_before(body, position + 1):
@@ -374,11 +383,13 @@ def _same_index(forward_loop: gast.For, backward_loop: gast.For, writes) -> bool
     )
 
 
-def _recomputable(statement, target: str, writes, index: str, top) -> gast.expr | None:
+def _recomputable(statement, target: str, writes, indices, top, before) -> gast.expr | None:
     """The value of ``target = base[...]`` when it can be computed again later: the
     statement is the only write of ``target``; ``base`` and the names in the brackets
-    other than the loop's ``index`` are never written, or only once, by a statement of the
-    function's own body (in no loop or branch: it holds that value whenever it is read)."""
+    other than the loops' ``indices`` are never written, or only once, by a statement of
+    the function's own body (in no loop or branch: it holds that value whenever it is
+    read), or are arithmetic of such names assigned once among the statements ``before``
+    it in the loop (``t = i + n``; their expressions are written out in its place)."""
     if not (
         type(statement) is gast.Assign
         and type(statement.targets[0]) is gast.Name
@@ -393,13 +404,55 @@ def _recomputable(statement, target: str, writes, index: str, top) -> gast.expr 
         return None
 
     def fixed(name):
-        return not writes.get(name) or (writes[name] == 1 and name in top)
+        return not writes.get(name) or (writes[name] == 1 and name in top) or name in indices
 
     if not fixed(value.value.id):
         return None
-    if not all(fixed(name) or name == index for name in names_read(value.slice)):
+    arithmetic = _loop_arithmetic(before, writes, fixed)
+    if not all(fixed(name) or name in arithmetic for name in names_read(value.slice)):
         return None
+    value = clone(value)
+    for node in walk(value.slice):
+        for field, child in gast.iter_fields(node):
+            if type(child) is gast.Name and child.id in arithmetic:
+                setattr(node, field, clone(arithmetic[child.id]))
     return value
+
+
+def _loop_arithmetic(statements, writes, fixed) -> dict[str, gast.expr]:
+    """``name -> expression`` for the statements ``name = expression`` written once,
+    where the expression is arithmetic (``+ - * // %``, signs) of constants and names
+    ``fixed`` says keep their value."""
+    found = {}
+    for statement in statements:
+        if (
+            type(statement) is gast.Assign
+            and type(statement.targets[0]) is gast.Name
+            and writes.get(statement.targets[0].id) == 1
+            and _arithmetic(statement.value, fixed)
+        ):
+            found[statement.targets[0].id] = statement.value
+    return found
+
+
+_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+
+
+def _arithmetic(node, fixed) -> bool:
+    kind = type(node)
+    if kind is gast.Constant:
+        return type(node.value) is int
+    if kind is gast.Name:
+        return fixed(node.id)
+    if kind is gast.BinOp:
+        return (
+            isinstance(node.op, _ARITHMETIC)
+            and _arithmetic(node.left, fixed)
+            and _arithmetic(node.right, fixed)
+        )
+    if kind is gast.UnaryOp:
+        return isinstance(node.op, (gast.USub, gast.UAdd)) and _arithmetic(node.operand, fixed)
+    return False
 
 
 def _plain_index(node) -> bool:

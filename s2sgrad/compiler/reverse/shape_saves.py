@@ -19,7 +19,7 @@ import gast
 
 from s2sgrad.compiler.syntax import names_read, walk
 
-__all__ = ["read_for_shape_only"]
+__all__ = ["read_for_shape_only", "read_only_for_shape"]
 
 _SHAPE_ATTRIBUTES = frozenset({"shape", "ndim", "dtype"})
 
@@ -51,6 +51,22 @@ def read_for_shape_only(
             if read in popped or any(id(loop) in restoring_loops[read] for loop in loops):
                 candidates.discard(read)
     return candidates
+
+
+def read_only_for_shape(statements: list[gast.stmt], unbroadcast: str) -> set[str]:
+    """The names every read of which in ``statements`` is for the shape or dtype alone
+    (what a VJP may save as ``shape_only(name)``).
+
+    Example::
+
+        read_only_for_shape(backward, "unbroadcast")  # {"t14"}: dt14 = unbroadcast(g, t14)
+    """
+    read_anywhere = set().union(*(names_read(s) for s in statements))
+    shape_only = set(read_anywhere)
+    for statement, _ in _with_loops(statements, ()):
+        if not _unread_copy(statement, read_anywhere):
+            shape_only -= _value_reads(statement, unbroadcast)
+    return shape_only
 
 
 def _unread_copy(statement, read_anywhere: set[str]) -> bool:
