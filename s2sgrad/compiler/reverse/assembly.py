@@ -24,6 +24,7 @@ from s2sgrad.compiler.reverse.calls import CalleeVJP, Calls, unnested
 from s2sgrad.compiler.reverse.context import Context
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.forward_sweep import ForwardSweep
+from s2sgrad.compiler.reverse.recompute import recompute_in_loops
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.reverse.shape_saves import read_for_shape_only
@@ -98,7 +99,7 @@ def reverse_sweeps(
     # what the backward sweep reads matters for saves and for values set in blocks
     views = views_of_updated_arrays(forward)
     read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()), views)
-    read_back -= saves.recompute_in_loops(forward, backward)
+    read_back -= recompute_in_loops(saves, forward, backward)
     saves.shape_only = _read_for_shape_only(context, saves, backward, views)
     forward, backward = saves.place_saves(forward, backward)
     retargeted = {id(s.statement): s.target for top in steps for s in top.walk() if s.calls}

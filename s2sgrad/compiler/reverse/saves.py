@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.compiler.annotations import REPLAY, SAVE_INIT, STACK, annotate, annotation
+from s2sgrad.compiler.annotations import (
+    REPLAY,
+    SAVE_INIT,
+    STACK,
+    annotate,
+    annotation,
+)
 from s2sgrad.compiler.reverse.context import Context
 from s2sgrad.compiler.reverse.facts import range_targets
 from s2sgrad.compiler.steps import Step
@@ -27,16 +33,14 @@ from s2sgrad.compiler.syntax import (
     clone,
     constant,
     load,
-    names_modified,
     names_read,
     names_written,
     nested_statements,
     string_statement,
-    walk,
 )
 from s2sgrad.errors import UnsupportedError
 
-__all__ = ["Save", "Saves", "is_marker", "has_code"]
+__all__ = ["PUSH", "POP", "Save", "Saves", "is_marker", "has_code", "marker_key"]
 
 PUSH = "__s2s_push__:"  # a marker: the save of this key is pushed here
 POP = "__s2s_pop__:"  # a marker: the save of this key is restored here
@@ -106,7 +110,7 @@ class Saves:
     def restored(self, statement) -> str | None:
         """The variable ``statement`` restores, if it is the marker of a needed save of
         an assigned value."""
-        key = _marker_key(statement, POP)
+        key = marker_key(statement, POP)
         if key is None:
             return None
         save = self.saves[key]
@@ -171,7 +175,7 @@ class Saves:
         read: set[str] = set()
         indices: set[str] = set()
         for statement in statements:
-            key = _marker_key(statement, POP)
+            key = marker_key(statement, POP)
             if key is not None:
                 save = self.saves[key]
                 if save.used and save.index is not None:
@@ -193,7 +197,7 @@ class Saves:
     def replay_kept(self, replay) -> bool:
         """Whether a backward ``if`` or loop does something: code, or a needed restore."""
         for statement in replay.body + replay.orelse:
-            key = _marker_key(statement, POP)
+            key = marker_key(statement, POP)
             if key is not None:
                 if self.saves[key].used:
                     return True
@@ -203,60 +207,6 @@ class Saves:
             elif has_code([statement]):
                 return True
         return False
-
-    def recompute_in_loops(self, forward, backward) -> set[str]:
-        """Instead of saving ``v = xs[t]`` every iteration of ``for t in ...``, compute it
-        again at the top of the backward loop's body, where the same ``t`` comes back.
-
-        Only where that is surely the same value: ``v`` is written once in the function
-        and read, forward, only by the loop's later statements and, backward, only inside
-        the backward loop; ``xs`` and the other names of the index are never written; ``t``
-        only by the loop. The forward loop is then the user's code (its temporaries fold
-        into one statement again), as a hand-written loop reads ``xs[t]`` twice. Returns
-        the names the backward sweep no longer reads (it reads the new ones instead).
-        """
-        if _writes_in_place(forward):  # a write through another name (an alias) unseen
-            return set()
-        writes = _write_counts(forward)
-        top = {n for s in forward if type(s) is gast.Assign for n in names_written(s)}
-        renamed: set[str] = set()
-        replayed = [
-            (backward_loop, forward_loop)
-            for backward_loop, forward_loop in self.replays.values()
-            if type(forward_loop) is gast.For
-            and type(backward_loop) is gast.For
-            and _same_index(forward_loop, backward_loop, writes)
-        ]
-        for backward_loop, forward_loop in replayed:
-            # the indices of the replayed loops around it are the same backward too
-            indices = {forward_loop.target.id} | {
-                outer.target.id
-                for _, outer in replayed
-                if any(inner is forward_loop for inner in nested_statements(outer.body))
-            }
-            body = forward_loop.body
-            for position, statement in enumerate(body[:-1]):
-                key = _marker_key(statement, PUSH)
-                save = self.saves[key] if key is not None else None
-                if save is None or not save.used or save.kind != "assign":
-                    continue
-                value = _recomputable(
-                    body[position + 1], save.target, writes, indices, top, body[:position]
-                )
-                target = save.target
-                if value is None or target in _reads_before(body, position + 1):
-                    continue
-                if target in _reads_outside(forward, forward_loop) | _reads_outside(
-                    backward, backward_loop
-                ):
-                    continue
-                save.used = False
-                # a name of its own, so that the forward loop's stays local to it (and folds)
-                again = self.names.claim(target)
-                _rename(backward_loop.body, target, again)
-                backward_loop.body.insert(0, assign(again, clone(value)))
-                renamed.add(target)
-        return renamed
 
     def place_saves(self, forward, backward):
         """Turn the markers of the saves ``mark_used_saves`` found needed into pushes and
@@ -283,7 +233,7 @@ class Saves:
     def expand_markers(self, statements, prefix, code):
         result = []
         for statement in statements:
-            key = _marker_key(statement, prefix)
+            key = marker_key(statement, prefix)
             if key is not None:
                 save = self.saves[key]
                 generated = code(save) if save.used else None
@@ -342,166 +292,8 @@ class Saves:
         return assign(save.target, popped)
 
 
-def _write_counts(statements) -> dict[str, int]:
-    """How often each name is rebound or written in place, loop headers included."""
-    counts: dict[str, int] = {}
-    for statement in nested_statements(statements):
-        if isinstance(statement, gast.For):
-            written = names_written(statement.target)
-        elif isinstance(statement, (gast.If, gast.While)):
-            continue
-        else:
-            written = names_modified(statement)
-        for name in written:
-            counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
-def _writes_in_place(statements) -> bool:
-    """Whether a statement may change a value in place: an item or attribute store, ``+=``,
-    a mutating method, or a call whose result is dropped (the markers are strings)."""
-    for statement in nested_statements(statements):
-        if isinstance(statement, (gast.AugAssign, gast.Delete)):
-            return True
-        if isinstance(statement, gast.Expr) and string_statement(statement) is None:
-            return True
-        if isinstance(statement, gast.Assign) and names_modified(statement) - names_written(
-            statement
-        ):
-            return True
-    return False
-
-
-def _same_index(forward_loop: gast.For, backward_loop: gast.For, writes) -> bool:
-    """Whether the backward loop runs the forward loop's index (a name only it sets)."""
-    target = forward_loop.target
-    return (
-        type(target) is gast.Name
-        and type(backward_loop.target) is gast.Name
-        and backward_loop.target.id == target.id
-        and writes.get(target.id) == 1
-    )
-
-
-def _recomputable(statement, target: str, writes, indices, top, before) -> gast.expr | None:
-    """The value of ``target = base[...]`` when it can be computed again later: the
-    statement is the only write of ``target``; ``base`` and the names in the brackets
-    other than the loops' ``indices`` are never written, or only once, by a statement of
-    the function's own body (in no loop or branch: it holds that value whenever it is
-    read), or are arithmetic of such names assigned once among the statements ``before``
-    it in the loop (``t = i + n``; their expressions are written out in its place)."""
-    if not (
-        type(statement) is gast.Assign
-        and type(statement.targets[0]) is gast.Name
-        and statement.targets[0].id == target
-        and writes.get(target) == 1
-    ):
-        return None
-    value = statement.value
-    if type(value) is not gast.Subscript or type(value.value) is not gast.Name:
-        return None
-    if not _plain_index(value.slice) or target in names_read(value):
-        return None
-
-    def fixed(name):
-        return not writes.get(name) or (writes[name] == 1 and name in top) or name in indices
-
-    if not fixed(value.value.id):
-        return None
-    arithmetic = _loop_arithmetic(before, writes, fixed)
-    if not all(fixed(name) or name in arithmetic for name in names_read(value.slice)):
-        return None
-    value = clone(value)
-    for node in walk(value.slice):
-        for field, child in gast.iter_fields(node):
-            if type(child) is gast.Name and child.id in arithmetic:
-                setattr(node, field, clone(arithmetic[child.id]))
-    return value
-
-
-def _loop_arithmetic(statements, writes, fixed) -> dict[str, gast.expr]:
-    """``name -> expression`` for the statements ``name = expression`` written once,
-    where the expression is arithmetic (``+ - * // %``, signs) of constants and names
-    ``fixed`` says keep their value."""
-    found = {}
-    for statement in statements:
-        if (
-            type(statement) is gast.Assign
-            and type(statement.targets[0]) is gast.Name
-            and writes.get(statement.targets[0].id) == 1
-            and _arithmetic(statement.value, fixed)
-        ):
-            found[statement.targets[0].id] = statement.value
-    return found
-
-
-_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
-
-
-def _arithmetic(node, fixed) -> bool:
-    kind = type(node)
-    if kind is gast.Constant:
-        return type(node.value) is int
-    if kind is gast.Name:
-        return fixed(node.id)
-    if kind is gast.BinOp:
-        return (
-            isinstance(node.op, _ARITHMETIC)
-            and _arithmetic(node.left, fixed)
-            and _arithmetic(node.right, fixed)
-        )
-    if kind is gast.UnaryOp:
-        return isinstance(node.op, (gast.USub, gast.UAdd)) and _arithmetic(node.operand, fixed)
-    return False
-
-
-def _plain_index(node) -> bool:
-    if type(node) in (gast.Name, gast.Constant):
-        return True
-    if type(node) is gast.Tuple:
-        return all(_plain_index(e) for e in node.elts)
-    if type(node) is gast.Slice:
-        return all(p is None or _plain_index(p) for p in (node.lower, node.upper, node.step))
-    return False
-
-
-def _rename(statements, old: str, new: str) -> None:
-    for statement in statements:
-        for node in walk(statement):
-            if type(node) is gast.Name and node.id == old:
-                node.id = new
-
-
-def _reads_before(body, position: int) -> set[str]:
-    read: set[str] = set()
-    for statement in body[:position]:
-        read |= names_read(statement)
-    return read
-
-
-def _reads_outside(statements, skipped) -> set[str]:
-    """Names ``statements`` read, leaving out the statement ``skipped`` (its header too)."""
-    read: set[str] = set()
-    for statement in statements:
-        if statement is skipped:
-            continue
-        blocks = [getattr(statement, f, None) for f in ("body", "orelse", "finalbody")]
-        blocks = [b for b in blocks if isinstance(b, list)]
-        if not blocks or isinstance(statement, gast.FunctionDef):
-            read |= names_read(statement)
-            continue
-        for field, value in gast.iter_fields(statement):
-            if field in ("body", "orelse", "finalbody"):
-                continue
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, gast.AST):
-                    read |= names_read(item)
-        for block in blocks:
-            read |= _reads_outside(block, skipped)
-    return read
-
-
-def _marker_key(statement, prefix: str) -> int | None:
+def marker_key(statement, prefix: str) -> int | None:
+    """The key of the save whose marker (``prefix``: PUSH or POP) ``statement`` is, else None."""
     text = string_statement(statement)
     if text is not None and text.startswith(prefix):
         return int(text[len(prefix) :])
@@ -513,7 +305,7 @@ def _marker_tree(statements, prefix: str, origin: Callable) -> list:
     statement holding some, ``(origin(statement), [(field, its tree), ...])``."""
     tree: list = []
     for statement in statements:
-        key = _marker_key(statement, prefix)
+        key = marker_key(statement, prefix)
         if key is not None:
             tree.append(key)
             continue
