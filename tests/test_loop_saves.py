@@ -20,7 +20,7 @@ from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.compiler.pipeline import derivative
-from s2sgrad.runtime import shape_only, unbroadcast
+from s2sgrad.runtime import shape_only, tie_share, unbroadcast
 
 MODES = ("s2s", "tape", "auto")
 
@@ -191,3 +191,32 @@ def test_second_order_through_a_loop_with_shape_saves():
         outer = sg.grad(squared_gradient, mode=mode)
         for _ in range(2):
             assert_close(outer(x), expected, rtol=1e-4, atol=1e-6)
+
+
+def test_tie_share_counts_ties_only_where_there_are_some():
+    g = np.arange(1.0, 4.0).reshape(3, 1)
+    one_each = np.eye(3, 4, dtype=bool)
+    assert tie_share(g, one_each, 1, np.float64) is g  # no tie: nothing to divide
+    ties = one_each.copy()
+    ties[1, 3] = True
+    assert_close(tie_share(g, ties, 1, np.float64), np.array([[1.0], [1.0], [3.0]]))
+    assert tie_share(g.astype(np.float32), one_each, 1, np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_max_pool_gradient_with_and_without_ties(mode):
+    def pool(x):
+        return np.sum(np.max(np.reshape(x, (2, 2, 3, 2)), axis=(1, 3)) ** 2)
+
+    x = np.random.default_rng(8).normal(size=(4, 6))
+    g = sg.grad(pool, mode=mode)
+    _check(g, pool, (x,), (0,))
+    tied = np.round(x)  # whole numbers: windows with equal maxima share the cotangent
+    tied[0, 0] = tied[0, 1] = tied[1, 0] = 5.0
+    expected = np.zeros_like(tied)
+    windows = np.reshape(tied, (2, 2, 3, 2))
+    top = np.max(windows, axis=(1, 3), keepdims=True)
+    hits = windows == top
+    expected = np.reshape(hits * 2 * top / np.sum(hits, axis=(1, 3), keepdims=True), (4, 6))
+    for _ in range(2):
+        assert_close(g(tied), expected)

@@ -149,8 +149,8 @@ def _is_append(statement) -> bool:
 
 
 def _is_pop(statement) -> bool:
-    """Whether ``statement`` is ``name = items.pop()`` (the name is the only other
-    change, and the caller checks the value does not read it)."""
+    """Whether ``statement`` is ``name = stack.pop()`` of the backward sweep's stack (or
+    its copy, ``stack_``): the caller checks the value moved past it reads neither."""
     if type(statement) is not gast.Assign or type(statement.value) is not gast.Call:
         return False
     value = statement.value
@@ -160,6 +160,7 @@ def _is_pop(statement) -> bool:
         and type(value.func) is gast.Attribute
         and value.func.attr == "pop"
         and type(value.func.value) is gast.Name
+        and value.func.value.id.startswith("stack")  # no user list another name shares
         and not value.args
         and not value.keywords
     )
