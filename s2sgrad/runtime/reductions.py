@@ -271,7 +271,7 @@ def tie_share(g: Any, hits: Any, axis: Any, dtype: Any) -> Any:
     """
     if type(hits) is np.ndarray and hits.dtype == bool:
         kept = _kept_shape(hits.shape, axis)
-        if np.shape(g) == kept and np.count_nonzero(hits) == math.prod(kept):
+        if kept is not None and np.shape(g) == kept and np.count_nonzero(hits) == math.prod(kept):
             kind = np.result_type(g, dtype)  # one hit in each group: no tie anywhere
             return g if np.result_type(g) == kind else np.asarray(g, dtype=kind)
     return g / np.sum(hits, axis=axis, keepdims=True, dtype=dtype)
