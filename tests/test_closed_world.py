@@ -326,6 +326,7 @@ BY_DESIGN = {
     "zeros_like_value": "generated code's zero cotangents",
     "seed_cotangent": "generated code's output seed",
     "zeros_like_structure": "generated code's zero cotangents",
+    "shape_only": "generated code's saves read for their shape alone",
     "refuse_if_array": "a check that raises or returns None",
     "note_stored": "bookkeeping of stored state: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",

@@ -1,5 +1,5 @@
 """A loop's ``v = xs[t]`` is computed again in the backward loop instead of being saved each
-iteration (compiler/reverse/saves.py, ``recompute_in_loops``), only where that is surely
+iteration (compiler/reverse/recompute.py, ``recompute_in_loops``), only where that is surely
 the same value; gradients against central differences in every mode, first and second
 call, second order, and as a helper's derivative (forward and backward split)."""
 

@@ -20,6 +20,7 @@ from s2sgrad.runtime import (
     norm_direction,
     prod_of_others,
     shift_along,
+    tie_share,
     ungroup_axes,
 )
 
@@ -161,6 +162,9 @@ OTHER_CASES = [
     case(prod_of_others, two_zeros),
     case(prod_of_others, two_zeros, (1, 2)),
     case(prod_of_others, with_zero, 0),
+    case(tie_share, r(3, 1), np.eye(3, 4, dtype=bool), 1, np.float64, _argnums=[0]),
+    case(tie_share, r(1, 4), np.array([[1, 0, 1, 1], [1, 1, 0, 1]], bool), 0, "d", _argnums=[0]),
+    case(tie_share, r(2, 1, 1), r(2, 3, 4) > 0, (1, 2), np.float64, _argnums=[0]),
     case(norm_direction, r(5), 1.7, 3),
     case(norm_direction, r(3, 4), positive(3, 1), 2, 1),
     case(norm_direction, r(3, 4), positive(1, 1), None),

@@ -95,6 +95,12 @@ def _private_copy(value: Any) -> Any:
     raise NotBatchable("a copy of a container holding batched values")
 
 
+@_rule_for(runtime.shape_only)
+def _shape_only(value: Any) -> Any:
+    """``shape_only``: a batched value is kept whole (its stand-in would hide the batch)."""
+    return value
+
+
 @_rule_for(runtime.unbroadcast)
 def _unbroadcast(g: Any, x: Any) -> Any:
     """``unbroadcast``: every example summed down to ``x``'s shape, in one ``np.sum``."""

@@ -21,6 +21,7 @@ from s2sgrad.compiler.finishing import tidy
 from s2sgrad.compiler.inline import Namespace, _is_literal
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import ReverseSweeps
+from s2sgrad.compiler.reverse.shape_saves import read_only_for_shape
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
     arguments,
@@ -149,7 +150,7 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     backward.append(gast.Return(value=returned))
     backward = tidy(backward, is_pure)
     known = {n for s in sweeps.forward for n in names_written(s)} | parameter_names(node)
-    read_back = set().union(*(names_read(s) for s in backward)) if backward else set()
+    read_back = _read_before_bound(backward)
     saved = sorted((read_back - {sweeps.output_cotangent}) & known)
     saved_name = names.claim("saved")
     unpack = assign(gast.Tuple(elts=[store(n) for n in saved], ctx=gast.Store()), load(saved_name))
@@ -164,7 +165,12 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
         type_comment=None,
         type_params=[],
     )
-    keep = gast.Tuple(elts=[load(n) for n in saved], ctx=gast.Load())
+    # a value the backward function reads only for its shape need not stay alive
+    for_shape = read_only_for_shape(backward, helper("unbroadcast").id)
+    keep = gast.Tuple(
+        elts=[call(helper("shape_only"), [load(n)]) if n in for_shape else load(n) for n in saved],
+        ctx=gast.Load(),
+    )
     result = gast.Tuple(elts=[clone(sweeps.output), keep], ctx=gast.Load())
     always = parameter_names(node) | {
         n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
@@ -181,6 +187,25 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
         type_params=[],
     )
     return forward_function, backward_function
+
+
+def _read_before_bound(statements, bound: frozenset = frozenset()) -> set[str]:
+    """Names ``statements`` read, leaving out the reads inside a ``for`` loop of the name
+    it binds (``dkernel[i]`` in ``for i in reversed(t5)``): the loop sets them first."""
+    read: set[str] = set()
+    for statement in statements:
+        if type(statement) is gast.For:
+            read |= names_read(statement.iter) - bound
+            inner = bound | names_written(statement.target)
+            read |= _read_before_bound(statement.body, inner)
+            read |= _read_before_bound(statement.orelse, bound)
+        elif type(statement) in (gast.If, gast.While):
+            read |= names_read(statement.test) - bound
+            read |= _read_before_bound(statement.body, bound)
+            read |= _read_before_bound(statement.orelse, bound)
+        else:
+            read |= names_read(statement) - bound
+    return read
 
 
 def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:

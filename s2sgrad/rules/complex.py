@@ -65,7 +65,8 @@ if hasattr(np, "astype"):  # NumPy 2
 
 # the helpers generated code and the rules above call
 complex_ready(
-    runtime.unbroadcast, runtime.owned, runtime.snapshot, runtime.unpack_cotangent,
+    runtime.unbroadcast, runtime.owned, runtime.snapshot, runtime.shape_only,
+    runtime.unpack_cotangent,
     runtime.as_gradient, runtime.add_cotangents, runtime.cast_like, runtime.index_cotangent,
     runtime.assigned_cotangent, runtime.only_last_writes, runtime.for_items,
     runtime.items_cotangent, runtime.concatenated, runtime.sequence_part, runtime.dict_entry,
@@ -75,5 +76,5 @@ complex_ready(
     runtime.matmul_cotangent_a, runtime.matmul_cotangent_b, runtime.dot_cotangent_a,
     runtime.dot_cotangent_b, runtime.rhs_as_matrix, runtime.shift_along,
     runtime.linear_recurrence, runtime.exclusive_cumprod, runtime.group_axes,
-    runtime.ungroup_axes, runtime.prod_of_others,
+    runtime.ungroup_axes, runtime.prod_of_others, runtime.tie_share,
 )  # fmt: skip

@@ -29,6 +29,7 @@ from s2sgrad.runtime import (
     norm_direction,
     prod_of_others,
     shift_along,
+    tie_share,
     unbroadcast,
     zero_if_integer,
 )
@@ -218,7 +219,7 @@ def _extremum(g, ans, a, axis=None, out=None, keepdims=False):
         g_kept = np.expand_dims(g, axis)
         ans_kept = np.expand_dims(ans, axis)
     hits = np.equal(a, ans_kept)
-    return hits * (g_kept / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype))
+    return hits * tie_share(g_kept, hits, axis, ans.dtype)
 
 
 @jvp_rule(np.max, np.amax, np.min, np.amin, np.ndarray.max, np.ndarray.min)

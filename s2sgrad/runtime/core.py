@@ -35,6 +35,7 @@ __all__ = [
     "unpack_cotangent",
     "owned",
     "snapshot",
+    "shape_only",
     "custom_vjp",
     "custom_jvp_call",
     "jvp_entry",
@@ -452,6 +453,35 @@ def snapshot(value: Any) -> Any:
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
+_STAND_INS: dict[tuple, np.ndarray] = {}  # (shape, dtype) -> its stand-in, read-only
+
+
+def shape_only(value: Any) -> Any:
+    """A stand-in for a NumPy array that only its shape and dtype are read from: a
+    read-only array of that shape and dtype on one zero element (no copy of the data,
+    and one stand-in shared by every array of the same shape and dtype). Anything else
+    is returned as it is. The backward sweep saves this where it reads a value only for
+    its shape (``unbroadcast(g, x)``).
+
+    Example::
+
+        shape_only(np.ones((1000, 3))).shape  # (1000, 3), and it holds 8 bytes
+    """
+    if type(value) is not np.ndarray:
+        return value
+    key = (value.shape, value.dtype)
+    stand_in = _STAND_INS.get(key)
+    if stand_in is None:
+        if value.dtype.kind not in "biufc":
+            return value
+        if len(_STAND_INS) >= 256:  # shapes come and go: keep the table small
+            _STAND_INS.clear()
+        zero = bytes(value.dtype.itemsize)  # bytes: the array is read-only
+        stand_in = np.ndarray(value.shape, value.dtype, zero, 0, (0,) * value.ndim)
+        _STAND_INS[key] = stand_in
+    return stand_in
+
+
 @vjp_rule(owned, snapshot)
 def _copy_vjp(g, ans, value):
     return g
@@ -468,6 +498,7 @@ def _snapshot_jvp(t, ans, value):
 
 
 nondifferentiable(zeros_like_value)
+nondifferentiable(shape_only)
 
 
 @vjp_rule(unpack_cotangent)

@@ -13,6 +13,7 @@ The helpers use plain, non-mutating NumPy calls, so the tape can also trace thro
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ __all__ = [
     "ungroup_axes",
     "prod_of_others",
     "norm_direction",
+    "tie_share",
 ]
 
 
@@ -249,6 +251,59 @@ def _prod_of_others_derivative(v, ans, x, axis=None):
     d_before = shift_along(linear_recurrence(grouped, before * direction))
     d_after = shift_along(linear_recurrence(grouped, after * direction, reverse=True), reverse=True)
     return ungroup_axes(d_before * after + before * d_after, x, axis)
+
+
+# ---------------------------------------------------------------------------------------
+# Maxima and minima
+
+
+def tie_share(g: Any, hits: Any, axis: Any, dtype: Any) -> Any:
+    """``g`` shared out among the elements that tie for each maximum (or minimum):
+    ``g / np.sum(hits, axis, keepdims=True, dtype=dtype)``, where ``hits`` marks the
+    elements equal to their extremum along ``axis``. With no ties at all (one count of
+    the whole of ``hits`` tells) every share is ``g`` itself, and the slow per-group
+    count over short axes is skipped.
+
+    Example::
+
+        tie_share(np.ones((1, 2)), np.array([[True, True], [False, False]]), 0, float)
+        # [[1., 1.]]: each of the two columns has one maximum
+    """
+    if type(hits) is np.ndarray and hits.dtype == bool:
+        kept = _kept_shape(hits.shape, axis)
+        if kept is not None and np.shape(g) == kept and np.count_nonzero(hits) == math.prod(kept):
+            kind = np.result_type(g, dtype)  # one hit in each group: no tie anywhere
+            return g if np.result_type(g) == kind else np.asarray(g, dtype=kind)
+    return g / np.sum(hits, axis=axis, keepdims=True, dtype=dtype)
+
+
+def _kept_shape(shape: tuple, axis: Any) -> tuple | None:
+    """``shape`` reduced along ``axis`` with the reduced axes kept (as ones)."""
+    if axis is None:
+        return (1,) * len(shape)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    try:
+        reduced = {a % len(shape) for a in axes}
+    except (TypeError, ZeroDivisionError):
+        return None
+    return tuple(1 if d in reduced else n for d, n in enumerate(shape))
+
+
+batches_as_is(tie_share)  # right on batched values as it is (its type test is a fast path)
+
+
+# Linear in what it shares out; the counts are whole numbers, exact in the cotangent's
+# own dtype, which the derivatives keep.
+
+
+@vjp_rule(tie_share)
+def _tie_share_vjp(g, ans, shared, hits, axis, dtype):
+    return unbroadcast(tie_share(g, hits, axis, np.result_type(g)), shared), None
+
+
+@jvp_rule(tie_share)
+def _tie_share_jvp(t, ans, shared, hits, axis, dtype):
+    return tie_share(t, hits, axis, np.result_type(t))
 
 
 # ---------------------------------------------------------------------------------------

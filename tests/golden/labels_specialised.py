@@ -10,7 +10,7 @@ def dgolden_labels(W, X, y):
     dshifted = dlogp - dlogp.sum(axis=1, keepdims=True) / t3 * t2
     # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)
     hits = np.equal(logits, t1)
-    dlogits = dshifted + hits * (-dshifted.sum(axis=1, keepdims=True) / np.sum(hits, axis=1, keepdims=True, dtype=t1.dtype))
+    dlogits = dshifted + hits * tie_share(-dshifted.sum(axis=1, keepdims=True), hits, 1, t1.dtype)
     # grad of: logits = X @ W
     dW = X.T @ dlogits
     return dW

@@ -7,5 +7,5 @@ def dsoftmax_cross_entropy(logits, labels):
     dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / np.sum(t2, axis=1, keepdims=True) * t2
     # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)
     hits = np.equal(logits, t1)
-    dlogits = dshifted + hits * (-dshifted.sum(axis=1, keepdims=True) / np.sum(hits, axis=1, keepdims=True, dtype=t1.dtype))
+    dlogits = dshifted + hits * tie_share(-dshifted.sum(axis=1, keepdims=True), hits, 1, t1.dtype)
     return dlogits

@@ -25,6 +25,7 @@ from s2sgrad.compiler.optimize.statements import (
     has_copies,
     is_compound,
     is_literal,
+    is_shape_stand_in,
     node_size,
     top_level_reads,
 )
@@ -126,14 +127,14 @@ def fold_single_uses(optimizer, body, allowed=None):
             if not later_facts.modified.isdisjoint(inputs):
                 break
             if not (type(later) is gast.Assign and optimizer.pure_value(later)) and not (
-                _is_append(later)  # a push onto the stack changes nothing the value reads
+                _is_append(later) or _is_pop(later)  # they change the stack, not the value
             ):
                 break
     return [s for s, gone in zip(result, removed) if not gone]
 
 
 def _is_append(statement) -> bool:
-    """Whether ``statement`` is ``items.append(name)``."""
+    """Whether ``statement`` is ``items.append(name)`` (or ``shape_only(name)``)."""
     if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
         return False
     value = statement.value
@@ -143,7 +144,25 @@ def _is_append(statement) -> bool:
         and type(value.func.value) is gast.Name
         and len(value.args) == 1
         and not value.keywords
-        and type(value.args[0]) is gast.Name
+        and (type(value.args[0]) is gast.Name or is_shape_stand_in(value.args[0]))
+    )
+
+
+def _is_pop(statement) -> bool:
+    """Whether ``statement`` is ``name = stack.pop()`` of the backward sweep's stack (or
+    its copy, ``stack_``): the caller checks the value moved past it reads neither."""
+    if type(statement) is not gast.Assign or type(statement.value) is not gast.Call:
+        return False
+    value = statement.value
+    return (
+        len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+        and type(value.func) is gast.Attribute
+        and value.func.attr == "pop"
+        and type(value.func.value) is gast.Name
+        and value.func.value.id.startswith("stack")  # no user list another name shares
+        and not value.args
+        and not value.keywords
     )
 
 

@@ -13,7 +13,12 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.annotations import REPLAY, SAVE_INIT, STACK, annotation
-from s2sgrad.compiler.optimize.statements import drop_orphan_comments, is_comment, only_passes
+from s2sgrad.compiler.optimize.statements import (
+    drop_orphan_comments,
+    is_comment,
+    is_shape_stand_in,
+    only_passes,
+)
 from s2sgrad.compiler.syntax import method_receiver, names_read
 
 __all__ = ["drop_unneeded_saves", "empty_replay"]
@@ -102,11 +107,13 @@ def _walk_with_loops(statements, loops):
 
 
 def _pushed_name(statement, stack) -> str | None:
-    """``name`` for the statement ``stack.append(name)``."""
+    """``name`` for the statement ``stack.append(name)`` (or ``shape_only(name)``)."""
     if isinstance(statement, gast.Expr) and method_receiver(statement.value, "append") == stack:
         args = statement.value.args
         if len(args) == 1 and isinstance(args[0], gast.Name):
             return args[0].id
+        if len(args) == 1 and is_shape_stand_in(args[0]):
+            return args[0].args[0].id
     return None
 
 

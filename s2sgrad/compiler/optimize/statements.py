@@ -144,3 +144,15 @@ def top_level_reads(statement, name) -> bool:
         if isinstance(node, scoped) and name in names_read(node):
             return False
     return True
+
+
+def is_shape_stand_in(node) -> bool:
+    """Whether ``node`` is ``shape_only(name)`` (the helper, maybe renamed ``shape_only_1``)."""
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id.startswith("shape_only")
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], gast.Name)
+    )

@@ -64,6 +64,7 @@ _HELPER_RESULTS = {
     "add_cotangents": (0, 1),
     "owned": (),
     "snapshot": (),
+    "shape_only": (),
     "assigned_cotangent": (),
     "only_last_writes": (0,),
     "seed_cotangent": (),

@@ -24,8 +24,10 @@ from s2sgrad.compiler.reverse.calls import CalleeVJP, Calls, unnested
 from s2sgrad.compiler.reverse.context import Context
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.forward_sweep import ForwardSweep
+from s2sgrad.compiler.reverse.recompute import recompute_in_loops
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
 from s2sgrad.compiler.reverse.saves import Saves
+from s2sgrad.compiler.reverse.shape_saves import read_for_shape_only
 from s2sgrad.compiler.steps import Step
 from s2sgrad.compiler.syntax import constant, load, names_read
 from s2sgrad.errors import UnsupportedError
@@ -97,13 +99,26 @@ def reverse_sweeps(
     # what the backward sweep reads matters for saves and for values set in blocks
     views = views_of_updated_arrays(forward)
     read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()), views)
-    read_back -= saves.recompute_in_loops(forward, backward)
+    read_back -= recompute_in_loops(saves, forward, backward)
+    saves.shape_only = _read_for_shape_only(context, saves, backward, views)
     forward, backward = saves.place_saves(forward, backward)
     retargeted = {id(s.statement): s.target for top in steps for s in top.walk() if s.calls}
     forward = unnested(forward, retargeted, names)
     forward = saves.initial_values(statements, read_back) + forward
     gradients = {w: (cotangents.adjoint_names[w] if w in cotangents.defined else None) for w in wrt}
     return ReverseSweeps(forward, backward, output, out_name, gradients)
+
+
+def _read_for_shape_only(context, saves, backward, views) -> set[str]:
+    """The saved variables whose restored values the backward sweep reads only for their
+    shapes (not an index a restore reads, nor a view of an array updated in place)."""
+    if not any(s.used and s.kind == "assign" for s in saves.saves.values()):
+        return set()
+    found = read_for_shape_only(backward, context.helper("unbroadcast").id, saves.restored)
+    if found:
+        _, indices = saves.kept_reads(backward)
+        found -= indices | set(views)
+    return found
 
 
 def _seed_output(context, cotangents, output, out_name, final) -> list[gast.stmt]:

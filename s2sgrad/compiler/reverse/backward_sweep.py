@@ -169,7 +169,8 @@ class BackwardSweep:
                 self.cotangents.owned.add(name)
         self.cotangents.defined |= carried
         outside = set(self.cotangents.defined)
-        reads_inside = later_reads | read
+        # a later pass assigns its iteration-local variables before it reads them
+        reads_inside = later_reads | (read - local)
         counters = self.cotangents.counters
         self.cotangents.counters = counters | range_targets(loop)
         body = self.backward_block(step.body, reads_inside)

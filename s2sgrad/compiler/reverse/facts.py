@@ -147,7 +147,13 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
         name = getattr(target, "__name__", "")
         module = getattr(target, "__module__", "") or ""
         if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
-            return name in ("owned", "zeros_like_value", "zeros_like_structure", "snapshot")
+            return name in (
+                "owned",
+                "zeros_like_value",
+                "zeros_like_structure",
+                "snapshot",
+                "shape_only",
+            )
         return fresh_result(target, value) or returns_fresh(target)  # a helper's own array
     return False
 
@@ -376,10 +382,28 @@ def iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozenset
                 )
                 local |= iteration_local(branch, elsewhere) - seen_reads
             seen_reads |= names_read(statement)
+        elif isinstance(statement, (gast.For, gast.While)) and not statement.orelse:
+            # a variable local to each pass of a nested loop, read nowhere else, is local
+            # to this pass too (the nested loop may run no pass: then nobody reads it)
+            rest = body[:index] + body[index + 1 :]
+            elsewhere = frozenset(
+                set(read_elsewhere).union(*(names_read(s) for s in rest)) | _header_reads(statement)
+            )
+            local |= iteration_local(statement.body, elsewhere) - seen_reads
+            seen_reads |= names_read(statement)
+            seen_reads |= names_written(statement)
         else:
             seen_reads |= names_read(statement)
             seen_reads |= names_written(statement)  # conditional writes are not definite
     return local
+
+
+def _header_reads(loop) -> set[str]:
+    """What a loop's header reads and (a ``for``) writes: its test, or its sequence and
+    target."""
+    if isinstance(loop, gast.While):
+        return names_read(loop.test)
+    return names_read(loop.iter) | names_written(loop.target)
 
 
 def breaks(body) -> bool:

@@ -15,7 +15,13 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.compiler.annotations import REPLAY, SAVE_INIT, STACK, annotate, annotation
+from s2sgrad.compiler.annotations import (
+    REPLAY,
+    SAVE_INIT,
+    STACK,
+    annotate,
+    annotation,
+)
 from s2sgrad.compiler.reverse.context import Context
 from s2sgrad.compiler.reverse.facts import range_targets
 from s2sgrad.compiler.steps import Step
@@ -27,16 +33,14 @@ from s2sgrad.compiler.syntax import (
     clone,
     constant,
     load,
-    names_modified,
     names_read,
     names_written,
     nested_statements,
     string_statement,
-    walk,
 )
 from s2sgrad.errors import UnsupportedError
 
-__all__ = ["Save", "Saves", "is_marker", "has_code"]
+__all__ = ["PUSH", "POP", "Save", "Saves", "is_marker", "has_code", "marker_key"]
 
 PUSH = "__s2s_push__:"  # a marker: the save of this key is pushed here
 POP = "__s2s_pop__:"  # a marker: the save of this key is restored here
@@ -71,6 +75,7 @@ class Saves:
         # id of a backward if or loop → (it, the forward statement it replays)
         self.replays: dict[int, tuple[gast.stmt, gast.stmt]] = {}
         self.stack: str | None = None
+        self.shape_only: set[str] = set()  # pushed as shape_only(v): read for the shape
 
     def new_save(self, step: Step, target: str, kind: str, index=None) -> Save:
         save = Save(key=len(self.saves), target=target, index=index, kind=kind)
@@ -101,6 +106,15 @@ class Saves:
         """The id of the forward statement a backward ``if`` or loop replays, else None."""
         pair = self.replays.get(id(statement))
         return id(pair[1]) if pair is not None and pair[0] is statement else None
+
+    def restored(self, statement) -> str | None:
+        """The variable ``statement`` restores, if it is the marker of a needed save of
+        an assigned value."""
+        key = marker_key(statement, POP)
+        if key is None:
+            return None
+        save = self.saves[key]
+        return save.target if save.used and save.kind == "assign" else None
 
     def initial_values(self, statements, read_back: set[str]) -> list[gast.stmt]:
         """``v = None`` for values only some branches compute that the backward sweep reads.
@@ -163,7 +177,7 @@ class Saves:
         read: set[str] = set()
         indices: set[str] = set()
         for statement in statements:
-            key = _marker_key(statement, POP)
+            key = marker_key(statement, POP)
             if key is not None:
                 save = self.saves[key]
                 if save.used and save.index is not None:
@@ -196,7 +210,7 @@ class Saves:
 
     def _replay_kept(self, replay, kept: dict | None) -> bool:
         for statement in replay.body + replay.orelse:
-            key = _marker_key(statement, POP)
+            key = marker_key(statement, POP)
             if key is not None:
                 if self.saves[key].used:
                     return True
@@ -206,50 +220,6 @@ class Saves:
             elif has_code([statement]):
                 return True
         return False
-
-    def recompute_in_loops(self, forward, backward) -> set[str]:
-        """Instead of saving ``v = xs[t]`` every iteration of ``for t in ...``, compute it
-        again at the top of the backward loop's body, where the same ``t`` comes back.
-
-        Only where that is surely the same value: ``v`` is written once in the function
-        and read, forward, only by the loop's later statements and, backward, only inside
-        the backward loop; ``xs`` and the other names of the index are never written; ``t``
-        only by the loop. The forward loop is then the user's code (its temporaries fold
-        into one statement again), as a hand-written loop reads ``xs[t]`` twice. Returns
-        the names the backward sweep no longer reads (it reads the new ones instead).
-        """
-        loops = [(b, f) for b, f in self.replays.values() if type(f) is type(b) is gast.For]
-        if not loops or _writes_in_place(forward):  # an alias's write would be unseen
-            return set()
-        writes = _write_counts(forward)
-        top = {n for s in forward if type(s) is gast.Assign for n in names_written(s)}
-        renamed: set[str] = set()
-        for backward_loop, forward_loop in loops:
-            if not _same_index(forward_loop, backward_loop, writes):
-                continue
-            body = forward_loop.body
-            for position, statement in enumerate(body[:-1]):
-                key = _marker_key(statement, PUSH)
-                save = self.saves[key] if key is not None else None
-                if save is None or not save.used or save.kind != "assign":
-                    continue
-                value = _recomputable(
-                    body[position + 1], save.target, writes, forward_loop.target.id, top
-                )
-                target = save.target
-                if value is None or target in _reads_before(body, position + 1):
-                    continue
-                if target in _reads_outside(forward, forward_loop) | _reads_outside(
-                    backward, backward_loop
-                ):
-                    continue
-                save.used = False
-                # a name of its own, so that the forward loop's stays local to it (and folds)
-                again = self.names.claim(target)
-                _rename(backward_loop.body, target, again)
-                backward_loop.body.insert(0, assign(again, clone(value)))
-                renamed.add(target)
-        return renamed
 
     def place_saves(self, forward, backward):
         """Turn the markers of the saves ``mark_used_saves`` found needed into pushes and
@@ -276,7 +246,7 @@ class Saves:
     def expand_markers(self, statements, prefix, code):
         result = []
         for statement in statements:
-            key = _marker_key(statement, prefix)
+            key = marker_key(statement, prefix)
             if key is not None:
                 save = self.saves[key]
                 generated = code(save) if save.used else None
@@ -313,6 +283,8 @@ class Saves:
             )
         elif save.kind in ("append", "pop"):
             return None  # the list itself records what the backward sweep undoes
+        elif save.target in self.shape_only:
+            value = call(self.helper("shape_only"), [load(save.target)])
         else:
             value = load(save.target)
         return gast.Expr(value=call(attribute(stack, "append"), [value]))
@@ -346,122 +318,8 @@ def _always_bound(statements) -> set[str]:
     return bound
 
 
-def _write_counts(statements) -> dict[str, int]:
-    """How often each name is rebound or written in place, loop headers included."""
-    counts: dict[str, int] = {}
-    for statement in nested_statements(statements):
-        if isinstance(statement, gast.For):
-            written = names_written(statement.target)
-        elif isinstance(statement, (gast.If, gast.While)):
-            continue
-        else:
-            written = names_modified(statement)
-        for name in written:
-            counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
-def _writes_in_place(statements) -> bool:
-    """Whether a statement may change a value in place: an item or attribute store, ``+=``,
-    a mutating method, or a call whose result is dropped (the markers are strings)."""
-    for statement in nested_statements(statements):
-        if isinstance(statement, (gast.AugAssign, gast.Delete)):
-            return True
-        if isinstance(statement, gast.Expr) and string_statement(statement) is None:
-            return True
-        if isinstance(statement, gast.Assign) and names_modified(statement) - names_written(
-            statement
-        ):
-            return True
-    return False
-
-
-def _same_index(forward_loop: gast.For, backward_loop: gast.For, writes) -> bool:
-    """Whether the backward loop runs the forward loop's index (a name only it sets)."""
-    target = forward_loop.target
-    return (
-        type(target) is gast.Name
-        and type(backward_loop.target) is gast.Name
-        and backward_loop.target.id == target.id
-        and writes.get(target.id) == 1
-    )
-
-
-def _recomputable(statement, target: str, writes, index: str, top) -> gast.expr | None:
-    """The value of ``target = base[...]`` when it can be computed again later: the
-    statement is the only write of ``target``; ``base`` and the names in the brackets
-    other than the loop's ``index`` are never written, or only once, by a statement of the
-    function's own body (in no loop or branch: it holds that value whenever it is read)."""
-    if not (
-        type(statement) is gast.Assign
-        and type(statement.targets[0]) is gast.Name
-        and statement.targets[0].id == target
-        and writes.get(target) == 1
-    ):
-        return None
-    value = statement.value
-    if type(value) is not gast.Subscript or type(value.value) is not gast.Name:
-        return None
-    if not _plain_index(value.slice) or target in names_read(value):
-        return None
-
-    def fixed(name):
-        return not writes.get(name) or (writes[name] == 1 and name in top)
-
-    if not fixed(value.value.id):
-        return None
-    if not all(fixed(name) or name == index for name in names_read(value.slice)):
-        return None
-    return value
-
-
-def _plain_index(node) -> bool:
-    if type(node) in (gast.Name, gast.Constant):
-        return True
-    if type(node) is gast.Tuple:
-        return all(_plain_index(e) for e in node.elts)
-    if type(node) is gast.Slice:
-        return all(p is None or _plain_index(p) for p in (node.lower, node.upper, node.step))
-    return False
-
-
-def _rename(statements, old: str, new: str) -> None:
-    for statement in statements:
-        for node in walk(statement):
-            if type(node) is gast.Name and node.id == old:
-                node.id = new
-
-
-def _reads_before(body, position: int) -> set[str]:
-    read: set[str] = set()
-    for statement in body[:position]:
-        read |= names_read(statement)
-    return read
-
-
-def _reads_outside(statements, skipped) -> set[str]:
-    """Names ``statements`` read, leaving out the statement ``skipped`` (its header too)."""
-    read: set[str] = set()
-    for statement in statements:
-        if statement is skipped:
-            continue
-        blocks = [getattr(statement, f, None) for f in ("body", "orelse", "finalbody")]
-        blocks = [b for b in blocks if isinstance(b, list)]
-        if not blocks or isinstance(statement, gast.FunctionDef):
-            read |= names_read(statement)
-            continue
-        for field, value in gast.iter_fields(statement):
-            if field in ("body", "orelse", "finalbody"):
-                continue
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, gast.AST):
-                    read |= names_read(item)
-        for block in blocks:
-            read |= _reads_outside(block, skipped)
-    return read
-
-
-def _marker_key(statement, prefix: str) -> int | None:
+def marker_key(statement, prefix: str) -> int | None:
+    """The key of the save whose marker (``prefix``: PUSH or POP) ``statement`` is, else None."""
     text = string_statement(statement)
     if text is not None and text.startswith(prefix):
         return int(text[len(prefix) :])
@@ -473,7 +331,7 @@ def _marker_tree(statements, prefix: str, origin: Callable) -> list:
     statement holding some, ``(origin(statement), [(field, its tree), ...])``."""
     tree: list = []
     for statement in statements:
-        key = _marker_key(statement, prefix)
+        key = marker_key(statement, prefix)
         if key is not None:
             tree.append(key)
             continue

@@ -59,6 +59,7 @@ _MATH_BY_ID = {id(f): name for f, name in _MATH.items()}
 _HELPERS = {
     id(runtime.unbroadcast): lambda node: node.args[0],  # numbers: g has x's shape
     id(runtime.zeros_like_value): lambda node: constant(0.0),
+    id(runtime.shape_only): lambda node: node.args[0],  # numbers are kept as they are
     id(runtime.as_gradient): lambda node: _float(node.args[0]),
     id(runtime.seed_cotangent): lambda node: constant(1.0),
 }
