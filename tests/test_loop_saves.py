@@ -156,16 +156,35 @@ def tuple_from_a_helper_repeated(x):
 
 
 def test_a_value_that_may_be_a_tuple_keeps_its_unbroadcast():
-    """``t * 2`` scales only numbers and arrays: for anything else the transformer keeps
-    the generic code (never a gradient of ``t`` scaled by 2)."""
+    """``t * 2`` scales only numbers and arrays: a tuple a helper returns is repeated (its
+    copies' cotangents add up; never a gradient of ``t`` scaled by 2)."""
     x = np.array([0.3, -0.2])
     expected = numeric_grad(tuple_from_a_helper_repeated, (x,), 0)
-    assert_close(sg.grad(tuple_from_a_helper_repeated, mode="tape")(x), expected)
-    try:
-        gradient = sg.grad(tuple_from_a_helper_repeated, mode="s2s")(x)
-    except Exception:  # noqa: BLE001 (refused or failing is not wrong; scaled would be)
-        return
-    assert_close(gradient, expected)
+    for mode in MODES:
+        assert_close(sg.grad(tuple_from_a_helper_repeated, mode=mode)(x), expected)
+
+
+def _pair_or_array(x, as_pair):
+    if as_pair:
+        return (x, x * 2.0)
+    return x * 3.0
+
+
+def maybe_a_tuple_repeated(x, as_pair=True):
+    t = _pair_or_array(x, as_pair)
+    ys = t * 2  # repetition of a tuple the transformer cannot tell from a product
+    return np.sum(ys[3] * ys[0])
+
+
+def test_a_sequence_taken_for_a_number_is_refused_when_it_runs():
+    """Where the transformer cannot tell, the generated code's unbroadcast meets a sequence
+    of another length and refuses (mode='auto' falls back to the tape, which is right)."""
+    x = np.array([0.3, -0.2])
+    with pytest.raises(sg.UnsupportedError, match="repeated with"):
+        sg.grad(maybe_a_tuple_repeated, mode="s2s")(x)
+    expected = numeric_grad(maybe_a_tuple_repeated, (x,), 0)
+    with pytest.warns(sg.S2SGradWarning):
+        assert_close(sg.grad(maybe_a_tuple_repeated, mode="auto")(x), expected)
 
 
 def test_numeric_names_follow_arithmetic_and_leave_sequences_out():

@@ -352,6 +352,19 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     return local_names
 
 
+def _returns_only_sequences(function) -> bool:
+    """Whether ``function`` is a Python function whose every ``return`` gives a list or
+    tuple display (read from its source; False without one)."""
+    if not isinstance(function, types.FunctionType):
+        return False
+    try:
+        definition = parse_function(function).node
+    except S2SGradError:
+        return False
+    returns = [n for n in walk(definition) if type(n) is gast.Return]
+    return bool(returns) and all(type(r.value) in (gast.Tuple, gast.List) for r in returns)
+
+
 def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) -> None:
     """Make ``ys = xs * n`` (or ``n * xs``) a call ``repeated(xs, n)`` where ``xs`` surely
     holds a list or tuple of differentiated values the function builds and ``n`` is no
@@ -364,8 +377,12 @@ def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) ->
 
     # only lists the function builds: a container argument may reach '*' on a path that
     # an isinstance test keeps it off
+    def returns_sequence(call: gast.Call) -> bool:
+        return _returns_only_sequences(parsed.resolve(call.func))
+
     helper = None
-    for statement, sequence, count in repeated_sequences(node, set(), is_builtin):
+    found = repeated_sequences(node, set(), is_builtin, returns_sequence)
+    for statement, sequence, count in found:
         if names_read(count) & set(varied) or not names_read(sequence) & set(varied):
             continue  # a product; or constants repeated, which need no derivative
         if helper is None:

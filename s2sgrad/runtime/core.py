@@ -66,6 +66,12 @@ def unbroadcast(g: Any, x: Any) -> Any:
         pass
     if type(g) in _SEQUENCES and isinstance(x, (list, tuple)):
         # the tuple of cotangents a *args gradient hands back (as_gradient's VJP)
+        if len(g) != len(x):  # x * n repeated a sequence the transformer took for a number
+            raise UnsupportedError(
+                "a list or tuple was repeated with '*' where source transformation took it "
+                "for a number or an array; build the repeated list with a comprehension "
+                "([h for _ in range(n) for h in items]), or use mode='tape'"
+            )
         return type(g)(u if u is None else unbroadcast(u, v) for u, v in zip(g, x))
     shape = np.shape(x)
     g_shape = np.shape(g)

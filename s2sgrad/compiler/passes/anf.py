@@ -353,7 +353,9 @@ def join_sequences(
     return helper
 
 
-def repeated_sequences(node: gast.FunctionDef, containers: set[str], is_builtin) -> list:
+def repeated_sequences(
+    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None
+) -> list:
     """``(statement, sequence, count)`` for each ``v = a * n`` (or ``n * a``) where ``a``
     surely holds a list or tuple: ``*`` repeats it (the caller makes it a call whose
     derivative sums the copies).
@@ -361,8 +363,11 @@ def repeated_sequences(node: gast.FunctionDef, containers: set[str], is_builtin)
     Example::
 
         # ys = xs * 2   with   xs = [x, y]   ->   [(that statement, xs, 2)]
+
+    ``returns_sequence(call)`` says whether a call surely returns a list or tuple (a
+    helper of the user's whose every ``return`` is one).
     """
-    sequences = _sequence_names(node, containers, is_builtin)
+    sequences = _sequence_names(node, containers, is_builtin, returns_sequence)
     found = []
     for s in nested_statements(node.body):
         if type(s) is not gast.Assign or type(s.value) is not gast.BinOp:
@@ -377,7 +382,9 @@ def repeated_sequences(node: gast.FunctionDef, containers: set[str], is_builtin)
     return found
 
 
-def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) -> set[str]:
+def _sequence_names(
+    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None
+) -> set[str]:
     """The variables every assignment of which gives a list or tuple (a greatest fixed
     point, so that ``items = items + [v]`` in a loop counts)."""
     values: dict[str, list] = {}
@@ -406,7 +413,10 @@ def _sequence_names(node: gast.FunctionDef, containers: set[str], is_builtin) ->
         kept = {
             name
             for name in sequences
-            if all(_makes_sequence(v, sequences, is_builtin) for v in values.get(name, []))
+            if all(
+                _makes_sequence(v, sequences, is_builtin, returns_sequence)
+                for v in values.get(name, [])
+            )
         }
         if kept == sequences:
             return sequences
@@ -426,7 +436,9 @@ def _header_writes(statement: gast.stmt) -> set[str]:
     return found
 
 
-def _makes_sequence(value: gast.expr, sequences: set[str], is_builtin) -> bool:
+def _makes_sequence(
+    value: gast.expr, sequences: set[str], is_builtin, returns_sequence=None
+) -> bool:
     if type(value) in (gast.List, gast.Tuple):
         return True
     if type(value) is gast.Name:
@@ -437,7 +449,10 @@ def _makes_sequence(value: gast.expr, sequences: set[str], is_builtin) -> bool:
         return _is_name_in(value.left, sequences) or _is_name_in(value.right, sequences)
     if type(value) is gast.Call and type(value.func) is gast.Name:
         name = value.func.id
-        return name in ("list", "tuple", "sorted") and is_builtin(name)
+        if name in ("list", "tuple", "sorted") and is_builtin(name):
+            return True
+    if type(value) is gast.Call and returns_sequence is not None:
+        return returns_sequence(value)
     return False
 
 
