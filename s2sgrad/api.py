@@ -276,17 +276,8 @@ class _Transform(NotebookDisplay):
             return None
 
     def _first_call(self, key, generated, args, kwargs):
-        """Call a new signature's code once, specialising it to these shapes if safe; a
-        refusal as it runs hands the call to the tape in mode="auto", as one when building
-        does."""
-        try:
-            result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
-        except S2SGradError as error:
-            if not may_fall_back(self.mode, error):
-                raise
-            warn_fallback(self.function, error)
-            self.use_tape = True
-            return self._tape_call(args, kwargs, self._wrt_values(args, kwargs))
+        """Call a new signature's code once, specialising it to these shapes if safe."""
+        result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
         self.code = generated.cached_in
         self.calls = None if self.code is None else self.code.calls
         return self._shape_result(result)
