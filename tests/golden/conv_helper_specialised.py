@@ -10,21 +10,17 @@ def golden_conv_vjp_backward(saved, dout):
         dkernel[i] += dt14
         t13 = stack_.pop()
     # grad of: out = x[:, :-1] @ kernel[0]
-    dt2 = np.tensordot(t1, dout, axes=((0, 1), (0, 1)))
-    out = stack_.pop()
-    dkernel[0] += dt2
+    dkernel[0] += np.tensordot(t1, dout, axes=((0, 1), (0, 1)))
     return dkernel
 
 
 def golden_conv_vjp(x, kernel):
     i = None
     stack = []
-    out = None
     t13 = None
     t15 = None
     t1 = x[:, :-1]
     t2 = kernel[0]
-    stack.append(out)
     out = t1 @ t2
     t5 = range(1, kernel.shape[0])
     for i in t5:

@@ -4,5 +4,4 @@ def dsoftmax_cross_entropy(logits, labels):
     dlog_probs = -0.25 * labels
     # grad of: log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
     dshifted = dlog_probs - dlog_probs.sum(axis=1, keepdims=True) / np.sum(t2, axis=1, keepdims=True) * t2
-    # grad of: shifted = logits - np.max(logits, axis=1, keepdims=True)
     return dshifted

@@ -97,6 +97,9 @@ def reverse_sweeps(
     # what the backward sweep reads matters for saves and for values set in blocks
     views = views_of_updated_arrays(forward)
     read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()), views)
+    # what the function returns is read before the backward sweep (assemble.py keeps it
+    # when the backward changes it); only the gradients, read after, name parameters
+    saves.drop_last_restores(backward, context.parameters)
     read_back -= saves.recompute_in_loops(forward, backward)
     forward, backward = saves.place_saves(forward, backward)
     retargeted = {id(s.statement): s.target for top in steps for s in top.walk() if s.calls}
