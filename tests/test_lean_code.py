@@ -66,6 +66,15 @@ def scalar_recurrence(a, b, x):
     return x
 
 
+def items_then_rebound(x):
+    y = x * 1.0
+    for _ in range(2):
+        for i in range(3):
+            y[i] = y[i] * x[i]
+        y = np.sin(y) + y
+    return np.sum(y)
+
+
 RNN_ARGS = (
     RNG.standard_normal((3, 4)) / 2,
     RNG.standard_normal((4, 4)) / 2,
@@ -76,6 +85,7 @@ CASES = [
     (overwrites_parameter, (RNG.standard_normal(3), RNG.standard_normal(3)), (0, 1)),
     (restored_then_read, (RNG.standard_normal(4),), 0),
     (backwards_loop, (RNG.standard_normal(3),), 0),
+    (items_then_rebound, (RNG.standard_normal(3),), 0),
     (scalar_recurrence, (0.4, 0.3, 0.2), (0, 1, 2)),
 ]
 

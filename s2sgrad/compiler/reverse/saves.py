@@ -166,6 +166,10 @@ class Saves:
             key = _marker_key(statement, POP)
             if key is None:
                 later |= names_read(statement)
+                for inner in nested_statements([statement]):  # restores write into arrays
+                    inner_key = _marker_key(inner, POP)
+                    if inner_key is not None and self.saves[inner_key].used:
+                        later.add(self.saves[inner_key].target)
                 continue
             save = self.saves[key]
             if not save.used:
