@@ -69,6 +69,14 @@ def shift_in_loop(x):
     return total
 
 
+def source_rebound(x):
+    m = np.max(x, axis=1, keepdims=True)
+    for _ in range(1):
+        x = np.stack([x, 2.0 * x])  # (2, rows, columns): axis 1 is no longer the rows
+    e = np.exp(x - m)
+    return np.sum(np.sin(e / np.sum(e, axis=1, keepdims=True)))
+
+
 CANCELLING = [
     (softmax_weights, (RNG.standard_normal((4, 5)), RNG.standard_normal((5, 3)))),
     (log_softmax, (RNG.standard_normal((6, 4)), np.eye(4)[RNG.integers(0, 4, 6)])),
@@ -80,6 +88,7 @@ KEPT = [
     (other_axis, (RNG.standard_normal((3, 4)),)),
     (squared_over_once, (RNG.standard_normal((3, 4)),)),
     (shift_in_loop, (RNG.standard_normal((3, 4)),)),
+    (source_rebound, (RNG.standard_normal((3, 3)),)),
 ]
 
 

@@ -92,6 +92,8 @@ def _shift(statement: gast.stmt, resolve) -> _Shift | None:
 
 def _cancels(body, index, shift: _Shift, resolve, writes, readers, top_level) -> bool:
     forms: dict[str, _Form] = {shift.name: (_ADDITIVE, 1)}
+    if any(shift.source in _targets(s) for s in nested_statements(body[index + 1 :])):
+        return False  # the source rebound: ``source - m`` may no longer have its shape
     for statement in body[index + 1 :]:
         read = names_read(statement) & forms.keys()
         if not read:
