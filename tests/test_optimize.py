@@ -293,6 +293,80 @@ def f(x):
     return t3
 """,
     ),
+    # a copy read only up to where its source is rebound (the rebinding reads first) goes
+    "copy_read_until_its_source_is_rebound": (
+        """
+        def f(dx, a, b, x):
+            for _ in range(3):
+                dt3 = dx
+                dt4 = dx
+                db = dt4 * x
+                dx = dt4 * b
+                da = dt3 * a
+                dx = dx + dt3 * x
+            return dx
+        """,
+        """\
+def f(dx, a, b, x):
+    for _ in range(3):
+        dx = dx * b + dx * x
+    return dx
+""",
+    ),
+    # read after its source is rebound, a copy stays
+    "copy_read_after_its_source_is_rebound": (
+        """
+        def f(dx, b):
+            g = dx
+            dx = dx * b
+            y = g + dx
+            return y
+        """,
+        """\
+def f(dx, b):
+    g = dx
+    dx = dx * b
+    y = g + dx
+    return y
+""",
+    ),
+    # an in-place change of the source is not a rebinding: the copy stays
+    "copy_of_a_source_changed_in_place": (
+        """
+        def f(d, b):
+            g = d
+            d[0] = b
+            y = g * 2
+            return y
+        """,
+        """\
+def f(d, b):
+    g = d
+    d[0] = b
+    y = g * 2
+    return y
+""",
+    ),
+    # a range of literals is written where the loops iterate
+    "constant_range_inlined": (
+        """
+        def f(x):
+            t1 = range(3)
+            for i in t1:
+                x = x * 2
+            for i in reversed(t1):
+                x = x + 1
+            return x
+        """,
+        """\
+def f(x):
+    for i in range(3):
+        x = x * 2
+    for i in reversed(range(3)):
+        x = x + 1
+    return x
+""",
+    ),
 }
 
 

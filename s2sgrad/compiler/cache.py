@@ -28,6 +28,7 @@ from typing import Any
 
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import Assumptions
+from s2sgrad.compiler.signature_guards import signature_guard
 
 __all__ = ["CACHE", "Derivatives"]
 
@@ -35,22 +36,37 @@ __all__ = ["CACHE", "Derivatives"]
 class Derivatives:
     """Everything generated for one function and one set of options."""
 
-    __slots__ = ("generic", "calls", "latest", "__weakref__")
+    __slots__ = ("generic", "calls", "latest", "fast", "_guards", "__weakref__")
 
     def __init__(self) -> None:
         self.generic: dict[frozenset, GeneratedFunction] = {}  # containers → generic code
         # signature → (function, its assumptions' entries, its assumptions): what runs
         self.calls: dict[tuple, tuple[Callable, list, Assumptions]] = {}
         self.latest: GeneratedFunction | None = None
+        # (guard, number of arguments, function, entries) of the signature called last,
+        # an entry of ``calls`` found faster (signature_guards.py); None when calls change
+        self.fast: tuple | None = None
+        self._guards: dict[tuple, Callable | None] = {}
 
     def keep_call(self, key: tuple, ran: GeneratedFunction) -> None:
         """Remember that calls with signature ``key`` run ``ran``."""
         self.calls[key] = (ran.function, ran.assumptions.entries, ran.assumptions)
         self.latest = ran
+        self.fast = None
+
+    def remember_fast(self, key: tuple, function: Callable, entries: list) -> None:
+        """Make ``calls[key]`` (``function`` and its ``entries``) the one the hot path of
+        a transformed function tries first, by a guard of the signature ``key``."""
+        try:
+            guard = self._guards[key]
+        except KeyError:
+            guard = self._guards[key] = signature_guard(key)
+        self.fast = None if guard is None else (guard, len(key), function, entries)
 
     def forget_calls(self) -> None:
         self.calls.clear()
         self.latest = None
+        self.fast = None
 
     def clear(self) -> None:
         self.generic.clear()

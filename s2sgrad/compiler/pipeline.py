@@ -62,7 +62,12 @@ from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
-from s2sgrad.compiler.passes.anf import join_sequences, repeated_sequences, to_anf
+from s2sgrad.compiler.passes.anf import (
+    is_function_reference,
+    join_sequences,
+    repeated_sequences,
+    to_anf,
+)
 from s2sgrad.compiler.passes.checkpointed_loops import (
     mark_differentiated_reads,
     rewrite_checkpointed_loops,
@@ -74,6 +79,7 @@ from s2sgrad.compiler.passes.loops import normalise_loops
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
+from s2sgrad.compiler.passes.shift_invariance import cancelled_shifts
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
@@ -402,7 +408,15 @@ def _activity(request: Request, parsed: ParsedFunction, node, differentiated, lo
             return names_read(value.elts[0])
         return names_read(value)
 
+    def resolve(function: gast.expr) -> Any:
+        return parsed.resolve(function) if is_function_reference(function, local_names) else None
+
+    # maxima subtracted for numerical stability only (softmax): no derivative flows there
+    cancelled = cancelled_shifts(node.body, resolve)
+
     def blocks_derivative(value: gast.expr) -> bool:
+        if id(value) in cancelled:
+            return True
         operation = classify(value, parsed, local_names)
         return (
             operation.kind in (OperationKind.COMPARISON, OperationKind.CONSTANT)

@@ -24,6 +24,7 @@ from s2sgrad.compiler.optimize.facts import (
 from s2sgrad.compiler.optimize.statements import (
     has_copies,
     is_compound,
+    is_constant_range,
     is_literal,
     is_shape_stand_in,
     node_size,
@@ -49,6 +50,12 @@ def propagate_copies(optimizer, body, allowed=None):
         if copy is None or (allowed is not None and copy not in allowed):
             continue
         value = statement.value
+        if writes[copy] == 1 and is_constant_range(value) and optimizer.is_pure_call(value):
+            for position in block.after(block.readers, copy, index):
+                block.replace_by_expression(position, copy, value)
+            block.remove(index)
+            optimizer.changed = True
+            continue
         if writes[copy] == 1 and is_literal(value):
             for position in block.after(block.readers, copy, index):
                 block.replace_by_literal(position, copy, value)
@@ -59,13 +66,33 @@ def propagate_copies(optimizer, body, allowed=None):
             source = value.id
             if _drop_copy_back(block, index, copy, source):
                 optimizer.changed = True
-            source_rewritten = bool(block.after(block.modifiers, source, index))
-            if writes[copy] == 1 and not source_rewritten and copy != source:
+            changes = block.after(block.modifiers, source, index)
+            if writes[copy] == 1 and copy != source and _read_before_change(block, copy, changes):
                 for position in block.after(block.readers, copy, index):
                     block.rename(position, copy, source)
                 block.remove(index)
                 optimizer.changed = True
     return block.remaining()
+
+
+def _read_before_change(block: _IndexedBlock, copy: str, changes: list[int]) -> bool:
+    """After ``copy = source``, whether every read of ``copy`` sees what ``source`` holds
+    there: ``source`` never changes after, or is first rebound by a plain assignment
+    (``source = source * b + copy``, which reads before it binds) that no read of ``copy``
+    follows."""
+    if not changes:
+        return True
+    first = changes[0]
+    statement = block.statements[first]
+    if not (
+        type(statement) is gast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+        and block.facts[first].modified == {statement.targets[0].id}
+    ):
+        return False
+    readers = block.readers.get(copy, ())
+    return all(p <= first for p in readers if block.alive[p])
 
 
 def fold_single_uses(optimizer, body, allowed=None):
@@ -82,12 +109,14 @@ def fold_single_uses(optimizer, body, allowed=None):
         target = assigned[index]
         if not target or writes[target] != 1 or reads[target] != 1:
             continue
-        if (
-            (allowed is not None and target not in allowed)
-            or annotation(statement, KEEP_APART, False)
-            or annotation(statement, KEEP_NAME, False)
+        if (allowed is not None and target not in allowed) or annotation(
+            statement, KEEP_APART, False
         ):
             continue
+        # an adjoint named after the user's variable stays visible, unless its one reader
+        # makes a temporary of it (dt = dh * mask): folded, it is freed there, not kept
+        # alive to the end of the function beside the temporary
+        keeps_name = annotation(statement, KEEP_NAME, False)
         value = statement.value
         if not optimizer.pure_value(statement) or optimizer.value_size(statement) > MAX_FOLDED_SIZE:
             continue
@@ -103,6 +132,7 @@ def fold_single_uses(optimizer, body, allowed=None):
             if target in later_facts.reads:
                 if (
                     target in later_facts.modified  # t[0] = v writes into t itself
+                    or (keeps_name and not _makes_temporary(later))
                     or is_compound(later)
                     or isinstance(later, gast.Return)
                     or annotation(later, KEEP_APART, False)
@@ -131,6 +161,16 @@ def fold_single_uses(optimizer, body, allowed=None):
             ):
                 break
     return [s for s, gone in zip(result, removed) if not gone]
+
+
+def _makes_temporary(statement) -> bool:
+    """Whether ``statement`` assigns one name that is not kept for the user to read."""
+    return (
+        type(statement) is gast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+        and not annotation(statement, KEEP_NAME, False)
+    )
 
 
 def _is_append(statement) -> bool:
@@ -211,6 +251,12 @@ class _IndexedBlock:
         old = self.facts[position]
         replace_reads(old.statement, name, literal, self.cache)
         self._update(position, old, facts_after_replacing_by_literal(old, name, node_size(literal)))
+
+    def replace_by_expression(self, position: int, name: str, value: gast.expr) -> None:
+        """Put a copy of ``value`` where the statement at ``position`` reads ``name``."""
+        old = self.facts[position]
+        replace_reads(old.statement, name, value, self.cache)
+        self._update(position, old, None)
 
     def _update(self, position: int, old, new) -> None:
         """The statement at ``position`` changed: ``new`` is its facts, if they are known."""

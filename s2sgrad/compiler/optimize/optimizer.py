@@ -182,6 +182,7 @@ class _Optimizer:
             local = self.block_local(body)
             body = propagate_copies(self, body, allowed=local)
             body = fold_single_uses(self, body, allowed=local)
+            body = merge_accumulations(self, body)
             return self.eliminate_unread(body)
         body = propagate_copies(self, body)
         self.fold_simple_statements(body)  # what propagation brought together, in this round

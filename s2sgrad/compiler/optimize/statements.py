@@ -95,17 +95,33 @@ def has_copies(body, allowed) -> bool:
         target = simple_assignment(statement)
         if target is not None and (allowed is None or target in allowed):
             value = statement.value
-            if type(value) is gast.Name or is_literal(value):
+            if type(value) is gast.Name or is_literal(value) or is_constant_range(value):
                 return True
     return False
 
 
+def is_constant_range(value: gast.expr) -> bool:
+    """Whether ``value`` is ``range(...)`` of integer literals (``range(200)``), which reads
+    as well written where a loop or its backward replay iterates as bound to a name."""
+    return (
+        type(value) is gast.Call
+        and type(value.func) is gast.Name
+        and value.func.id == "range"
+        and not value.keywords
+        and 1 <= len(value.args) <= 3
+        and all(type(a) is gast.Constant and type(a.value) is int for a in value.args)
+    )
+
+
 def drop_orphan_comments(body, comments):
-    """``body`` without the comments (``comments[i]`` tells) that no statement follows."""
+    """``body`` without the comments (``comments[i]`` tells) that no statement of theirs
+    follows (the end, another comment, or the function's ``return``)."""
     result = []
     last = len(body) - 1
     for index, statement in enumerate(body):
-        if comments[index] and (index == last or comments[index + 1]):
+        if comments[index] and (
+            index == last or comments[index + 1] or type(body[index + 1]) is gast.Return
+        ):
             continue
         result.append(statement)
     return result

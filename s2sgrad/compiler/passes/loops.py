@@ -203,7 +203,9 @@ class Loops:
             return self.enumerated(loop, iterator, backwards, prefix)
         if self.builtin_call(iterator, "zip") and iterator.args:
             return self.zipped(loop, iterator, backwards, prefix)
-        if self.builtin_call(iterator, "range") or not _indexable(iterator):
+        if self.builtin_call(iterator, "range") and backwards:
+            pass  # reversed(range(...)): the range is read by index, as a list would be
+        elif self.builtin_call(iterator, "range") or not _indexable(iterator):
             return None  # e.g. a generator: only the tape can follow it
         return _Visit([self.items(iterator, prefix, loop)], [loop.target], backwards=backwards)
 

@@ -99,6 +99,9 @@ def reverse_sweeps(
     # what the backward sweep reads matters for saves and for values set in blocks
     views = views_of_updated_arrays(forward)
     read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()), views)
+    # what the function returns is read before the backward sweep (assemble.py keeps it
+    # when the backward changes it); only the gradients, read after, name parameters
+    saves.drop_last_restores(backward, context.parameters)
     read_back -= recompute_in_loops(saves, forward, backward)
     saves.shape_only = _read_for_shape_only(context, saves, backward, views)
     forward, backward = saves.place_saves(forward, backward)

@@ -169,6 +169,32 @@ class Saves:
             for save in newly:
                 save.used = True
 
+    def drop_last_restores(self, backward, live_at_end: set[str]) -> None:
+        """Forget the saves restored at the top level of ``backward`` that nothing after
+        the restore reads: the value put back would never be used (``h = stack.pop()`` at
+        the very end restores the value ``h`` had before the function first set it).
+        ``live_at_end`` are the names read after the backward sweep (the parameters, which
+        the gradients are shaped after)."""
+        later = set(live_at_end)
+        for statement in reversed(backward):
+            key = marker_key(statement, POP)
+            if key is None:
+                later |= names_read(statement)
+                for inner in nested_statements([statement]):  # restores write into arrays
+                    inner_key = marker_key(inner, POP)
+                    if inner_key is not None and self.saves[inner_key].used:
+                        later.add(self.saves[inner_key].target)
+                continue
+            save = self.saves[key]
+            if not save.used:
+                continue
+            if save.kind == "assign" and save.target not in later:
+                save.used = False
+                continue
+            later.add(save.target)  # an item write reads the rest of the array
+            if save.index is not None:
+                later |= names_read(save.index)
+
     def kept_reads(self, statements, kept=None) -> tuple[set[str], set[str]]:
         """The names ``statements`` read outside restores and replays that do nothing, and
         the names the restores needed so far read (their indices). ``kept`` remembers
