@@ -129,7 +129,7 @@ WRITES += [write_advanced_with_repeats, write_boolean_mask, write_ix_grid, write
 # Second order by source transformation is refused (naming the line) where the backward
 # code of a boolean-mask read, a mixed index or a write cannot be transformed again (the
 # refusal is checked here); the tape differentiates them to second order.
-S2S_FIRST_ORDER = {boolean_masks, mixed, write_basic, write_boolean_mask, write_mixed}
+S2S_FIRST_ORDER = {boolean_masks, mixed, write_boolean_mask, write_mixed}
 
 
 @pytest.mark.parametrize("f", READS + WRITES, ids=lambda f: f.__name__)

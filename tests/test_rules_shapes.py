@@ -40,6 +40,8 @@ from s2sgrad.runtime import (
     only_last_writes,
     pack_like,
     ravel_positions,
+    repeated,
+    repeated_sum,
     sequence_part,
     split_like,
     undiagonal,
@@ -785,6 +787,27 @@ def test_sequence_part_rules_are_adjoint():
     assert inner(h, rule.jvp(t, part, g, 1, 3)[0]) == pytest.approx(inner(h, t[1:3]))
 
 
+def test_repetition_rules_are_adjoint():
+    """repeated(a, n) repeats; its VJP sums the copies (repeated_sum), its JVP repeats the
+    tangent; repeated_sum's rules are repeated's, so second order works."""
+    rng = np.random.default_rng(9)
+    a = tuple(_rng_pairs(rng, 2))
+    assert repeated(a, 3) == a * 3 and repeated(list(a), 0) == []
+    rule = get_rule(repeated)
+    h = CotangentList(_rng_pairs(rng, 6))
+    (da, _) = rule.vjp(h, a * 3, a, 3)
+    t = CotangentList(_rng_pairs(rng, 2))
+    # <h, d(a * 3)> = <da, ta>
+    assert inner(h, rule.jvp(t, a * 3, a, 3)[0]) == pytest.approx(inner(da, t))
+    summed = get_rule(repeated_sum)
+    k = CotangentList(_rng_pairs(rng, 2))
+    (dh, _, _) = summed.vjp(k, da, h, a, 3)
+    assert inner(k, repeated_sum(h, a, 3)) == pytest.approx(inner(dh, h))
+    assert inner(k, summed.jvp(h, da, h, a, 3)[0]) == pytest.approx(inner(k, da))
+    with pytest.raises(sg.UnsupportedError, match="repetition of a list"):
+        repeated(np.ones(2), 2)
+
+
 def test_loop_item_rules():
     """for_items passes sequences and arrays through; a dict's keys carry no derivative."""
     rng = np.random.default_rng(8)
@@ -805,6 +828,7 @@ def test_every_rule_is_tested():
     tested = [p.values[0] for p in CASES + HELPER_CASES + STRUCTURED_CASES]
     tested.append(dict_entry)  # test_dict_entry_rules: its argument is a dict
     tested += [concatenated, sequence_part]  # test_concatenation_rules_are_adjoint, …
+    tested += [repeated, repeated_sum]  # test_repetition_rules_are_adjoint
     tested += [for_items, items_cotangent]  # test_loop_item_rules
     assert_every_rule_is_tested(RULE_MODULES, tested)
 
