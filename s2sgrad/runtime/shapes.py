@@ -255,13 +255,16 @@ def sequence_part(g: Any, start: int, stop: int) -> CotangentList:
 
 
 def for_items(x: Any) -> Any:
-    """What ``for v in x`` visits, as something to index: ``x``, or a dict's keys in a list.
+    """What ``for v in x`` visits, as something to index: ``x``, a dict's keys in a list,
+    or a list's entries in a new list (the loop visits the entries it had when it began;
+    a VJP's backward sweep restores a list popped later in a private copy, which the
+    loop's entries must not depend on).
 
     Example::
 
         for_items({"w": 1.0, "b": 2.0})  # ['w', 'b']
     """
-    return list(x) if isinstance(x, dict) else x
+    return list(x) if isinstance(x, (dict, list)) else x
 
 
 def items_cotangent(g: Any, x: Any) -> Any:
