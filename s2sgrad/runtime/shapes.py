@@ -106,6 +106,8 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
         return CotangentDict({index: g})
     if isinstance(x, (list, tuple)):
         return _sequence_cotangent(g, x, index)
+    if isinstance(x, range):  # integers (a loop's range, sliced): zero, as items_cotangent's
+        return np.zeros(len(x))
     index = _normalize_index(index)
     cotangent = np.zeros(np.shape(x), dtype=_cotangent_dtype(g))
     if _has_integer_array(index):
