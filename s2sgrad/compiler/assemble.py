@@ -19,6 +19,7 @@ from s2sgrad.compiler.annotations import KEEP_APART, annotate
 from s2sgrad.compiler.codegen import unique_name
 from s2sgrad.compiler.finishing import tidy
 from s2sgrad.compiler.inline import Namespace, _is_literal
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import ReverseSweeps
 from s2sgrad.compiler.syntax import (
@@ -147,6 +148,7 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     ]
     returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
     backward.append(gast.Return(value=returned))
+    backward = _views_rebuilt(sweeps.forward, node, backward, names, helper) + backward
     backward = tidy(backward, is_pure)
     known = {n for s in sweeps.forward for n in names_written(s)} | parameter_names(node)
     read_back = set().union(*(names_read(s) for s in backward)) if backward else set()
@@ -181,6 +183,35 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
         type_params=[],
     )
     return forward_function, backward_function
+
+
+def _views_rebuilt(forward, node, backward, names, helper) -> list[gast.stmt]:
+    """Private copies of the arrays the backward sweep restores in place that the forward
+    sweep took views of (``t4 = acc[:2]`` before ``acc[:2] *= s``), the views rebuilt over
+    the copies, as the first statement of the backward sweep; ``[]`` when there are none.
+
+    In one function the restoring of ``acc`` changes ``t4`` too, which the backward sweep
+    relies on; the copy that lets a pullback run twice must keep that sharing. The names are
+    renamed in ``backward``, and bound together by :func:`owned_together`, which the
+    optimiser knows (``optimize/views.py``): a read of ``t4_`` stays before ``acc_``'s
+    restoring.
+    """
+    known = {n for s in forward for n in names_written(s)} | parameter_names(node)
+    restored = set()
+    for statement in backward:
+        restored |= names_modified(statement) - names_written(statement)
+    restored &= known
+    sharing = views_of_updated_arrays(forward)
+    read = set().union(*(names_read(s) for s in backward)) if backward else set()
+    views = sorted({v for r in restored for v in sharing.get(r, ())} & read & known - restored)
+    if not views:
+        return []
+    changed = sorted(restored)  # a stack among them may hold views too
+    renames = {name: names.claim(f"{name}_") for name in [*changed, *views]}
+    _rename(backward, renames)
+    targets = gast.Tuple(elts=[store(renames[n]) for n in renames], ctx=gast.Store())
+    groups = [gast.Tuple(elts=list(map(load, g)), ctx=gast.Load()) for g in (changed, views)]
+    return [assign(targets, call(helper("owned_together"), groups))]
 
 
 def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:
