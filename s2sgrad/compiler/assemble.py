@@ -149,7 +149,7 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
     backward.append(gast.Return(value=returned))
     backward = _views_rebuilt(sweeps.forward, node, backward, names, helper) + backward
-    backward = tidy(backward, is_pure)
+    backward = _unread_views_dropped(tidy(backward, is_pure), helper)
     known = {n for s in sweeps.forward for n in names_written(s)} | parameter_names(node)
     read_back = set().union(*(names_read(s) for s in backward)) if backward else set()
     saved = sorted((read_back - {sweeps.output_cotangent}) & known)
@@ -191,19 +191,21 @@ def _views_rebuilt(forward, node, backward, names, helper) -> list[gast.stmt]:
     the copies, as the first statement of the backward sweep; ``[]`` when there are none.
 
     In one function the restoring of ``acc`` changes ``t4`` too, which the backward sweep
-    relies on; the copy that lets a pullback run twice must keep that sharing. The names are
-    renamed in ``backward``, and bound together by :func:`owned_together`, which the
-    optimiser knows (``optimize/views.py``): a read of ``t4_`` stays before ``acc_``'s
-    restoring.
+    relies on where it reads ``t4`` after that; the copy that lets a pullback run twice must
+    keep that sharing. (A view read before only sees the final values, which the original
+    keeps.) The names are renamed in ``backward``, and bound together by
+    :func:`owned_together`, which the optimiser knows (``optimize/views.py``): a read of
+    ``t4_`` stays before ``acc_``'s restoring.
     """
     known = {n for s in forward for n in names_written(s)} | parameter_names(node)
-    restored = set()
-    for statement in backward:
-        restored |= names_modified(statement) - names_written(statement)
-    restored &= known
     sharing = views_of_updated_arrays(forward)
-    read = set().union(*(names_read(s) for s in backward)) if backward else set()
-    views = sorted({v for r in restored for v in sharing.get(r, ())} & read & known - restored)
+    restored: set[str] = set()
+    wanted: set[str] = set()  # views read once their array may be restored
+    for statement in backward:
+        restored |= (names_modified(statement) - names_written(statement)) & known
+        views = {v for r in restored for v in sharing.get(r, ())}
+        wanted |= views & names_read(statement)
+    views = sorted(wanted & known - restored)
     if not views:
         return []
     changed = sorted(restored)  # a stack among them may hold views too
@@ -212,6 +214,35 @@ def _views_rebuilt(forward, node, backward, names, helper) -> list[gast.stmt]:
     targets = gast.Tuple(elts=[store(renames[n]) for n in renames], ctx=gast.Store())
     groups = [gast.Tuple(elts=list(map(load, g)), ctx=gast.Load()) for g in (changed, views)]
     return [assign(targets, call(helper("owned_together"), groups))]
+
+
+def _unread_views_dropped(backward, helper) -> list[gast.stmt]:
+    """``backward`` without the views :func:`_views_rebuilt` rebuilt that the optimised code
+    no longer reads (so the forward sweep need not save them); with none left, the copies
+    are plain ``owned`` ones."""
+    for index, statement in enumerate(backward):
+        if not _is_rebuilding(statement):
+            continue
+        changed, views = statement.value.args
+        targets = statement.targets[0].elts
+        read = set().union(*(names_read(s) for s in backward[index + 1 :]))
+        kept = [i for i, t in enumerate(targets[len(changed.elts) :]) if t.id in read]
+        if kept:
+            views.elts = [views.elts[i] for i in kept]
+            targets[len(changed.elts) :] = [targets[len(changed.elts) + i] for i in kept]
+            return backward
+        copies = [assign(t.id, call(helper("owned"), [c])) for t, c in zip(targets, changed.elts)]
+        return [*backward[:index], *copies, *backward[index + 1 :]]
+    return backward
+
+
+def _is_rebuilding(statement) -> bool:
+    return (
+        isinstance(statement, gast.Assign)
+        and isinstance(statement.value, gast.Call)
+        and isinstance(statement.value.func, gast.Name)
+        and statement.value.func.id.startswith("owned_together")
+    )
 
 
 def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:
