@@ -1199,10 +1199,224 @@ def star_unpacking(x):
     return first * np.sum(np.array(rest) ** 2)
 
 
-@program(X4, refused_in=("s2s",))
+@program(X4)
 def string_formatting_side_effect(x):
     label = f"value {np.sum(x):.3f}"
     return np.sum(x**2) * len(label)
+
+
+
+# ---- helpers that write in place, called from the differentiated function
+
+
+def _smooth_in_place(u):
+    out = u.copy()
+    out[1:-1] = 0.25 * u[:-2] + 0.5 * u[1:-1] + 0.25 * u[2:]
+    out[0] *= 0.5
+    return out
+
+
+@program(X6)
+def helper_smooths_a_copy(x):
+    y = x
+    for _ in range(2):
+        y = _smooth_in_place(y) * 1.1
+    return np.sum(y**2)
+
+
+def _running_buffer(x):
+    buf = np.zeros(len(x) + 1)
+    for i in range(len(x)):
+        buf[i + 1] = buf[i] * 0.5 + x[i]
+    return buf[1:]
+
+
+@program(X6)
+def helper_recurrence_buffer(x):
+    return np.sum(_running_buffer(x) ** 2 * np.arange(6.0))
+
+
+def _scaled_rows(M, s):
+    out = M.copy()
+    for i in range(M.shape[0]):
+        out[i] *= s[i]
+    return out
+
+
+@program(M34, V3, wrt=(0, 1))
+def helper_scales_rows_in_place(M, s):
+    return np.sum(_scaled_rows(M, s) ** 2) + np.sum(_scaled_rows(M, s * 2)[1])
+
+
+def _two_updates(acc, x):
+    acc[:2] += x[1:3]
+    acc[1:] *= x[:3]
+    return acc
+
+
+@program(X4)
+def helper_updates_its_argument_copy(x):
+    acc = np.ones(4)
+    acc = _two_updates(acc.copy(), x)
+    return np.sum(acc**2) + acc[0] * acc[3]
+
+
+def _columns(M):
+    total = np.zeros(M.shape[1])
+    for j in range(M.shape[1]):
+        total[j] = np.sum(M[:, j] ** 2)
+    return total
+
+
+@program(M34)
+def helper_fills_by_column(M):
+    return np.sum(np.sqrt(_columns(M) + 1.0))
+
+
+def _swap_halves(v):
+    w = v.copy()
+    w[:2], w[2:] = v[2:] * 2.0, v[:2]
+    return w
+
+
+@program(X4)
+def helper_tuple_slice_assignment(x):
+    return np.sum(_swap_halves(x) * np.arange(1.0, 5.0) * x)
+
+
+def _normalise_rows(M):
+    out = np.empty_like(M)
+    for i, row in enumerate(M):
+        out[i] = row / np.sqrt(np.sum(row**2))
+    return out
+
+
+@program(M34)
+def helper_normalises_rows(M):
+    return np.sum(_normalise_rows(M) @ np.arange(4.0))
+
+
+def _pairwise(x):
+    n = len(x)
+    D = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            D[i, j] = (x[i] - x[j]) ** 2
+    return D
+
+
+@program(X4)
+def helper_pairwise_matrix(x):
+    return np.sum(np.exp(-_pairwise(x)))
+
+
+def _accumulate_into(total, parts):
+    for p in parts:
+        total += p
+    return total
+
+
+@program(X4)
+def helper_accumulates_list_into_array(x):
+    total = _accumulate_into(np.zeros(4), [x, x**2, np.sin(x)])
+    return np.sum(total**2)
+
+
+def _cumulative(x):
+    out = x.copy()
+    for i in range(1, len(out)):
+        out[i] += out[i - 1]
+    return out
+
+
+@program(X6)
+def helper_cumulative_in_place(x):
+    return np.sum(_cumulative(x) ** 2) + _cumulative(x * 2)[-1]
+
+
+def _view_then_write(x):
+    acc = np.ones(4)
+    head = acc[:2] * 1.0
+    acc[:2] = x[:2] * acc[2:]
+    acc[2:] = acc[:2] + head
+    return acc
+
+
+@program(X4)
+def helper_reads_then_writes_halves(x):
+    return np.sum(_view_then_write(x) ** 2)
+
+
+def _step_state(state, dt):
+    new = state.copy()
+    new[0] += dt * state[1]
+    new[1] -= dt * np.sin(state[0])
+    return new
+
+
+@program(np.array([0.5, 0.1]), order=2)
+def helper_state_step(state):
+    for _ in range(4):
+        state = _step_state(state, 0.1)
+    return state[0] ** 2 + state[1]
+
+
+# ---- aliasing, views and copies in the function itself
+
+
+@program(X6)
+def reshape_view_then_copy(x):
+    M = x.reshape(2, 3).copy()
+    M[0] = M[0] * 2.0
+    return np.sum(M**2) + np.sum(x)
+
+
+@program(X4)
+def transpose_of_fresh_matrix(x):
+    M = np.outer(x, x)
+    return np.sum(M.T @ M) + np.trace(M.T)
+
+
+@program(X6)
+def slice_then_multiply_twice(x):
+    head = x[:3]
+    tail = x[3:]
+    return np.sum(head * tail) * np.sum(head)
+
+
+@program(X4)
+def concatenate_then_in_place(x):
+    y = np.concatenate([x, x])
+    y[::2] *= 3.0
+    return np.sum(y**2)
+
+
+@program(X4)
+def zeros_like_then_fill(x):
+    out = np.zeros_like(x)
+    out[x > 0] = x[x > 0] ** 2
+    out[x <= 0] = np.sin(x[x <= 0])
+    return np.sum(out)
+
+
+@program(X4)
+def where_with_nan_safe_branch(x):
+    safe = np.where(x > 0, x, 1.0)
+    return np.sum(np.where(x > 0, np.sqrt(safe), 0.0))
+
+
+@program(X4)
+def diag_fill(x):
+    M = np.zeros((4, 4))
+    np.fill_diagonal(M, x**2)
+    return np.sum(M @ x)
+
+
+@program(X6)
+def copy_then_sort_in_place(x):
+    y = x.copy()
+    y.sort()
+    return np.sum(y * np.arange(6.0))
 
 
 # ---------------------------------------------------------------------------- the test

@@ -122,8 +122,8 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
         return _primitive(BINARY_OPERATORS[type(value.op)], [value.left, value.right])
     if isinstance(value, gast.UnaryOp):
         return _primitive(UNARY_OPERATORS[type(value.op)], [value.operand])
-    if isinstance(value, (gast.Compare, gast.BoolOp)):
-        return Operation(OperationKind.COMPARISON)
+    if isinstance(value, (gast.Compare, gast.BoolOp, gast.JoinedStr)):
+        return Operation(OperationKind.COMPARISON)  # a string, too, carries no derivative
     if isinstance(value, (gast.Tuple, gast.List)):
         return Operation(OperationKind.PACK, args=list(value.elts))
     if isinstance(value, gast.Dict):
