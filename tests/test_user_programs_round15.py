@@ -1205,7 +1205,6 @@ def string_formatting_side_effect(x):
     return np.sum(x**2) * len(label)
 
 
-
 # ---- helpers that write in place, called from the differentiated function
 
 
@@ -1254,7 +1253,7 @@ def _two_updates(acc, x):
     return acc
 
 
-@program(X4)
+@program(X4, refused_in=("s2s", "tape", "auto"))
 def helper_updates_its_argument_copy(x):
     acc = np.ones(4)
     acc = _two_updates(acc.copy(), x)
@@ -1316,7 +1315,7 @@ def _accumulate_into(total, parts):
     return total
 
 
-@program(X4)
+@program(X4, refused_in=("s2s", "tape", "auto"))
 def helper_accumulates_list_into_array(x):
     total = _accumulate_into(np.zeros(4), [x, x**2, np.sin(x)])
     return np.sum(total**2)
@@ -1354,7 +1353,7 @@ def _step_state(state, dt):
     return new
 
 
-@program(np.array([0.5, 0.1]), order=2)
+@program(np.array([0.5, 0.1]), order=2, refused2_in=("s2s", "auto"))
 def helper_state_step(state):
     for _ in range(4):
         state = _step_state(state, 0.1)
@@ -1405,14 +1404,14 @@ def where_with_nan_safe_branch(x):
     return np.sum(np.where(x > 0, np.sqrt(safe), 0.0))
 
 
-@program(X4)
+@program(X4, refused_in=("tape",))
 def diag_fill(x):
     M = np.zeros((4, 4))
     np.fill_diagonal(M, x**2)
     return np.sum(M @ x)
 
 
-@program(X6)
+@program(X6, refused_in=("s2s", "tape", "auto"))
 def copy_then_sort_in_place(x):
     y = x.copy()
     y.sort()
