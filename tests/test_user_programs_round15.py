@@ -1418,6 +1418,20 @@ def copy_then_sort_in_place(x):
     return np.sum(y * np.arange(6.0))
 
 
+
+def _norm_of_kind(x, kind):
+    if kind == "l1":
+        return np.sum(np.abs(x))
+    return np.sum(x**2)
+
+
+@program(X4, "l1")
+def star_args_forwarding_a_string(*args):
+    """The gradient of ``*args`` holds nothing for the string (as_gradient raised
+    TypeError: data type 'l1' not understood)."""
+    return _norm_of_kind(*args) * 1.0
+
+
 # ---------------------------------------------------------------------------- the test
 
 
