@@ -1418,7 +1418,6 @@ def copy_then_sort_in_place(x):
     return np.sum(y * np.arange(6.0))
 
 
-
 def _norm_of_kind(x, kind):
     if kind == "l1":
         return np.sum(np.abs(x))
@@ -1430,6 +1429,12 @@ def star_args_forwarding_a_string(*args):
     """The gradient of ``*args`` holds nothing for the string (as_gradient raised
     TypeError: data type 'l1' not understood)."""
     return _norm_of_kind(*args) * 1.0
+
+
+@program(M34, order=2)
+def sum_with_where_mask(x):
+    """np.sum's where= (it raised TypeError from the rule in every mode)."""
+    return np.sum(x**3, where=x > 0) + x.sum(axis=1, where=np.array([1, 0, 1, 1], bool)).sum()
 
 
 # ---------------------------------------------------------------------------- the test
