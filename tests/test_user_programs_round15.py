@@ -1437,6 +1437,13 @@ def sum_with_where_mask(x):
     return np.sum(x**3, where=x > 0) + x.sum(axis=1, where=np.array([1, 0, 1, 1], bool)).sum()
 
 
+
+@program(X6, refused_in=("s2s", "tape", "auto"))
+def max_and_mean_with_where(x):
+    """Keywords the rules do not take are refused at the line (they raised TypeError)."""
+    return np.mean(x**2, where=x > 0) + np.max(x, where=x < 0, initial=-5.0)
+
+
 # ---------------------------------------------------------------------------- the test
 
 
