@@ -885,12 +885,10 @@ def _wrap(out: Any, serials: tuple) -> Any:
     if isinstance(out, tuple):
         items = [_wrap(o, serials) for o in out]
         return tuple(items) if type(out) is tuple else type(out)(*items)
-    if isinstance(out, list):  # a CotangentList stays one: its + adds entry by entry
-        entries = [_wrap(o, serials) for o in out]
-        return entries if type(out) is list else type(out)(entries)
+    if isinstance(out, list):
+        return [_wrap(o, serials) for o in out]
     if isinstance(out, dict):
-        values = {k: _wrap(v, serials) for k, v in out.items()}
-        return values if type(out) is dict else type(out)(values)
+        return {k: _wrap(v, serials) for k, v in out.items()}
     return out
 
 
