@@ -47,11 +47,10 @@ def _sum(
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
-    da = np.broadcast_to(g_kept, np.shape(a))
     if where is not True:  # where=mask: the entries left out get nothing
-        da = np.where(where, da, 0.0)
+        g_kept = np.where(where, np.broadcast_to(g_kept, np.shape(a)), 0.0)
     # initial= (a number) is added to every sum
-    return da, None, None, None, None, np.sum(g), None
+    return np.broadcast_to(g_kept, np.shape(a)), None, None, None, None, np.sum(g), None
 
 
 @jvp_rule(np.sum, np.ndarray.sum)
