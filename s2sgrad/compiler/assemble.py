@@ -203,8 +203,7 @@ def _views_rebuilt(forward, node, backward, names, helper) -> list[gast.stmt]:
     wanted: set[str] = set()  # views read once their array may be restored
     for statement in backward:
         restored |= (names_modified(statement) - names_written(statement)) & known
-        views = {v for r in restored for v in sharing.get(r, ())}
-        wanted |= views & names_read(statement)
+        wanted |= {v for r in restored for v in sharing.get(r, ())} & names_read(statement)
     views = sorted(wanted & known - restored)
     if not views:
         return []
