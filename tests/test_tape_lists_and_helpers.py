@@ -330,6 +330,7 @@ def test_every_helper_generated_code_calls_has_a_rule_or_is_not_given_values():
         "transformed_method_vjp",
     }
     bookkeeping = {"forget_all_stored"}  # takes no values: a failed computation's notes
+    bookkeeping.add("owned_together")  # copies with owned (which has a rule), or none
     tangents = {"pinv_tangent", "vander_tangent", "cov_tangent", "corrcoef_tangent"}
     without = {
         name

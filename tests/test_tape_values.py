@@ -367,9 +367,9 @@ def test_an_in_place_method_on_a_tape_value_is_refused_as_every_refusal_is(mode)
     differentiates t.sort() by source as the item write t[...] = np.sort(t))."""
     import warnings
 
-    import s2sgrad as sg
-
     from oracle import numeric_grad
+
+    import s2sgrad as sg
 
     x = np.array([0.3, -0.2, 0.5])
     expected = numeric_grad(sorts_a_copy_in_place, (x,), 0)

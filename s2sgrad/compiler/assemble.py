@@ -19,6 +19,7 @@ from s2sgrad.compiler.annotations import KEEP_APART, annotate
 from s2sgrad.compiler.codegen import unique_name
 from s2sgrad.compiler.finishing import tidy
 from s2sgrad.compiler.inline import Namespace, _is_literal
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import ReverseSweeps
 from s2sgrad.compiler.reverse.shape_saves import read_only_for_shape
@@ -148,7 +149,8 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     ]
     returned = raw[0] if len(raw) == 1 else gast.Tuple(elts=raw, ctx=gast.Load())
     backward.append(gast.Return(value=returned))
-    backward = tidy(backward, is_pure)
+    backward = _views_rebuilt(sweeps.forward, node, backward, names, helper) + backward
+    backward = _unread_views_dropped(tidy(backward, is_pure), helper)
     known = {n for s in sweeps.forward for n in names_written(s)} | parameter_names(node)
     read_back = _read_before_bound(backward)
     saved = sorted((read_back - {sweeps.output_cotangent}) & known)
@@ -206,6 +208,65 @@ def _read_before_bound(statements, bound: frozenset = frozenset()) -> set[str]:
         else:
             read |= names_read(statement) - bound
     return read
+
+
+def _views_rebuilt(forward, node, backward, names, helper) -> list[gast.stmt]:
+    """Private copies of the arrays the backward sweep restores in place that the forward
+    sweep took views of (``t4 = acc[:2]`` before ``acc[:2] *= s``), the views rebuilt over
+    the copies, as the first statement of the backward sweep; ``[]`` when there are none.
+
+    In one function the restoring of ``acc`` changes ``t4`` too, which the backward sweep
+    relies on where it reads ``t4`` after that; the copy that lets a pullback run twice must
+    keep that sharing. (A view read before only sees the final values, which the original
+    keeps.) The names are renamed in ``backward``, and bound together by
+    :func:`owned_together`, which the optimiser knows (``optimize/views.py``): a read of
+    ``t4_`` stays before ``acc_``'s restoring.
+    """
+    known = {n for s in forward for n in names_written(s)} | parameter_names(node)
+    sharing = views_of_updated_arrays(forward)
+    restored: set[str] = set()
+    wanted: set[str] = set()  # views read once their array may be restored
+    for statement in backward:
+        restored |= (names_modified(statement) - names_written(statement)) & known
+        wanted |= {v for r in restored for v in sharing.get(r, ())} & names_read(statement)
+    views = sorted(wanted & known - restored)
+    if not views:
+        return []
+    changed = sorted(restored)  # a stack among them may hold views too
+    renames = {name: names.claim(f"{name}_") for name in [*changed, *views]}
+    _rename(backward, renames)
+    targets = gast.Tuple(elts=[store(renames[n]) for n in renames], ctx=gast.Store())
+    groups = [gast.Tuple(elts=list(map(load, g)), ctx=gast.Load()) for g in (changed, views)]
+    return [assign(targets, call(helper("owned_together"), groups))]
+
+
+def _unread_views_dropped(backward, helper) -> list[gast.stmt]:
+    """``backward`` without the views :func:`_views_rebuilt` rebuilt that the optimised code
+    no longer reads (so the forward sweep need not save them); with none left, the copies
+    are plain ``owned`` ones."""
+    for index, statement in enumerate(backward):
+        if not _is_rebuilding(statement):
+            continue
+        changed, views = statement.value.args
+        targets = statement.targets[0].elts
+        read = set().union(*(names_read(s) for s in backward[index + 1 :]))
+        kept = [i for i, t in enumerate(targets[len(changed.elts) :]) if t.id in read]
+        if kept:
+            views.elts = [views.elts[i] for i in kept]
+            targets[len(changed.elts) :] = [targets[len(changed.elts) + i] for i in kept]
+            return backward
+        copies = [assign(t.id, call(helper("owned"), [c])) for t, c in zip(targets, changed.elts)]
+        return [*backward[:index], *copies, *backward[index + 1 :]]
+    return backward
+
+
+def _is_rebuilding(statement) -> bool:
+    return (
+        isinstance(statement, gast.Assign)
+        and isinstance(statement.value, gast.Call)
+        and isinstance(statement.value.func, gast.Name)
+        and statement.value.func.id.startswith("owned_together")
+    )
 
 
 def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:

@@ -34,7 +34,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.naming import library_name
 from s2sgrad.rules import get_rule
-from s2sgrad.rules.registry import parameter_name, zero_is_right
+from s2sgrad.rules.registry import keywords_without_derivative, parameter_name, zero_is_right
 
 __all__ = [
     "Operation",
@@ -122,8 +122,8 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
         return _primitive(BINARY_OPERATORS[type(value.op)], [value.left, value.right])
     if isinstance(value, gast.UnaryOp):
         return _primitive(UNARY_OPERATORS[type(value.op)], [value.operand])
-    if isinstance(value, (gast.Compare, gast.BoolOp)):
-        return Operation(OperationKind.COMPARISON)
+    if isinstance(value, (gast.Compare, gast.BoolOp, gast.JoinedStr)):
+        return Operation(OperationKind.COMPARISON)  # a string, too, carries no derivative
     if isinstance(value, (gast.Tuple, gast.List)):
         return Operation(OperationKind.PACK, args=list(value.elts))
     if isinstance(value, gast.Dict):
@@ -212,6 +212,11 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         if rule is not None and rule.custom is not None:
             return Operation(OperationKind.CALL, target, args, keywords, dotted_name(func), func)
         if rule is not None:
+            unknown = keywords_without_derivative(rule, keywords)
+            if unknown:
+                named = library_name(target) or dotted_name(func)
+                description = f"{named} with the keyword {unknown[0]}="
+                return Operation(OperationKind.NO_RULE, target, args, keywords, description)
             return _primitive(target, *_keywords_in_position(rule, list(node.args), keywords))
         if _is_library(target):
             module = getattr(target, "__module__", None) or ""

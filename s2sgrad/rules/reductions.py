@@ -39,26 +39,33 @@ from s2sgrad.runtime import (
 
 
 @vjp_rule(np.sum, np.ndarray.sum)
-def _sum(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _sum(
+    cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True
+):
     g = cotangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         g = zero_if_integer(cotangent, ans)
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
+    if where is not True:  # where=mask: the entries left out get nothing
+        g_kept = np.where(where, np.broadcast_to(g_kept, np.shape(a)), 0.0)
     # initial= (a number) is added to every sum
-    return np.broadcast_to(g_kept, np.shape(a)), None, None, None, None, np.sum(g)
+    return np.broadcast_to(g_kept, np.shape(a)), None, None, None, None, np.sum(g), None
 
 
 @jvp_rule(np.sum, np.ndarray.sum)
-def _sum_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None):
+def _sum_jvp(
+    tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True
+):
     t = tangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         t = zero_if_integer(tangent, ans)
     from_initial = None
     if initial is not None:  # initial= (a number) is added to every sum
         from_initial = np.broadcast_to(np.sum(t), np.shape(ans))
-    return np.sum(t, axis=axis, keepdims=keepdims), None, None, None, None, from_initial
+    summed = np.sum(t, axis=axis, keepdims=keepdims, where=where)
+    return summed, None, None, None, None, from_initial, None
 
 
 @vjp_rule(np.mean, np.ndarray.mean)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import importlib
 import inspect
 import sys
@@ -35,6 +36,7 @@ from s2sgrad.errors import S2SGradError
 
 __all__ = [
     "Rule",
+    "keywords_without_derivative",
     "vjp_rule",
     "jvp_rule",
     "nondifferentiable",
@@ -529,3 +531,32 @@ def per_argument(result: Any, count: int) -> tuple:
     """
     entries = result if isinstance(result, tuple) else (result,)
     return tuple(entries[:count]) + (None,) * (count - len(entries))
+
+
+def keywords_without_derivative(rule: Rule, keywords) -> list[str]:
+    """The keywords of a call that its rule does not take (``where=`` of ``np.max``): the
+    rule cannot differentiate the call they make, which must be refused, not crash.
+
+    Example::
+
+        keywords_without_derivative(get_rule(np.max), {"where": m})  # ['where']
+    """
+    function = rule.vjp or rule.jvp
+    if function is None or not keywords:
+        return []
+    taken = _keyword_names(function)
+    if taken is None:
+        return []
+    return [k for k in keywords if k is not None and k not in taken]
+
+
+@functools.cache
+def _keyword_names(function: Callable) -> frozenset | None:
+    """The names ``function`` takes by keyword; None when it takes any (``**kwargs``)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters if p.kind is not p.POSITIONAL_ONLY)

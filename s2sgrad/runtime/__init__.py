@@ -12,6 +12,7 @@ from s2sgrad.runtime import (
     fft,
     linalg,
     objects,
+    private_copies,
     reductions,
     scientific,
     shapes,
@@ -23,6 +24,7 @@ from s2sgrad.runtime.elementwise import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
 from s2sgrad.runtime.linalg import *  # noqa: F403
 from s2sgrad.runtime.objects import *  # noqa: F403
+from s2sgrad.runtime.private_copies import *  # noqa: F403
 from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.revolve import run_checkpointed  # noqa: F401 (in __all__)
 from s2sgrad.runtime.scientific import *  # noqa: F403
@@ -43,6 +45,7 @@ __all__ = list(
             *ufunc_methods.__all__,
             *dispatch.__all__,
             *objects.__all__,
+            *private_copies.__all__,
             "run_checkpointed",
         ]
     )

@@ -244,6 +244,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         return object_gradient(g, x, as_gradient)
     if g is None and not isinstance(x, (dict, list, tuple)):  # containers: entry by entry
         return zeros_like_structure(x)
+    if isinstance(x, (str, bytes)) or callable(x):
+        return None  # a string, a function (an entry of *args): nothing flows into it
     if is_complex(g) and not is_complex(x):
         g = np.real(g)  # the gradient wrt a real value is real (docs/complex.md)
     if isinstance(x, dict):

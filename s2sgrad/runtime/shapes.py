@@ -111,6 +111,8 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
         return CotangentDict({index: g})
     if isinstance(x, (list, tuple)):
         return _sequence_cotangent(g, x, index)
+    if isinstance(x, range):  # integers (a loop's range, sliced): zero, as items_cotangent's
+        return np.zeros(len(x))
     index = _normalize_index(index)
     cotangent = np.zeros(np.shape(x), dtype=_cotangent_dtype(g))
     if _has_integer_array(index):
@@ -295,13 +297,16 @@ def sequence_part(g: Any, start: int, stop: int) -> CotangentList:
 
 
 def for_items(x: Any) -> Any:
-    """What ``for v in x`` visits, as something to index: ``x``, or a dict's keys in a list.
+    """What ``for v in x`` visits, as something to index: ``x``, a dict's keys in a list,
+    or a list's entries in a new list (the loop visits the entries it had when it began;
+    a VJP's backward sweep restores a list popped later in a private copy, which the
+    loop's entries must not depend on).
 
     Example::
 
         for_items({"w": 1.0, "b": 2.0})  # ['w', 'b']
     """
-    return list(x) if isinstance(x, dict) else x
+    return list(x) if isinstance(x, (dict, list)) else x
 
 
 def items_cotangent(g: Any, x: Any) -> Any:

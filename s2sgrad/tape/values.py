@@ -36,6 +36,7 @@ from s2sgrad.naming import library_entry, library_name
 from s2sgrad.rules.registry import (
     Rule,
     get_rule,
+    keywords_without_derivative,
     parameter_name,
     silent_zero_positions,
     when_forgotten,
@@ -714,6 +715,13 @@ def _finish(key, args, kwargs, out, serials, rule=None):
         raise _no_rule_error(key)
     if rule.vjp is None:
         raise _no_rule_error(key, "has a forward-mode (JVP) rule but no reverse-mode (VJP) rule")
+    unknown = keywords_without_derivative(rule, kwargs)
+    if unknown:
+        raise NonDifferentiableError(
+            f"{user_location()}: {describe(key)} has no derivative with the keyword "
+            f"{unknown[0]}=; compute it without that keyword (np.where(mask, x, 0) for a "
+            "where= mask, say), or wrap the value in s2sgrad.stop_gradient(...) if it needs none."
+        )
     kind = type(out)
     if kind not in _PLAIN:
         _refuse_foreign_arrays(key, args, out)  # a foreign argument gives a foreign result

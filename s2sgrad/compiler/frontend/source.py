@@ -74,6 +74,8 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
                 closure[name] = cell.cell_contents
             except ValueError:  # an empty cell: a name defined later in the enclosing scope
                 continue
+    if "__class__" in closure:
+        _explicit_super(node)
     return ParsedFunction(
         function=function,
         node=node,
@@ -82,6 +84,28 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         globals=function.__globals__,
         closure=closure,
     )
+
+
+def _explicit_super(node: gast.FunctionDef) -> None:
+    """``super()`` in a method becomes ``super(__class__, self)``: Python finds the class
+    and the instance of a bare ``super()`` in the method's own frame, which the generated
+    function is not (the class is in the closure, bound as ``__class__``)."""
+    parameters = node.args.posonlyargs + node.args.args
+    if not parameters:
+        return
+    first = parameters[0].id
+    for sub in gast.walk(node):
+        if (
+            isinstance(sub, gast.Call)
+            and isinstance(sub.func, gast.Name)
+            and sub.func.id == "super"
+            and not sub.args
+            and not sub.keywords
+        ):
+            sub.args = [
+                gast.Name(id="__class__", ctx=gast.Load(), annotation=None, type_comment=None),
+                gast.Name(id=first, ctx=gast.Load(), annotation=None, type_comment=None),
+            ]
 
 
 def _checked_node(function: Any, code: types.CodeType) -> tuple[gast.FunctionDef, int]:

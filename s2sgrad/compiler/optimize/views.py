@@ -40,6 +40,7 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
             target, base = statement.targets[0], _view_base(statement.value)
             if type(target) is gast.Name and base is not None:
                 links.append((target.id, base))
+            links.extend(_rebuilt_together(statement))
     groups = {name: {name} for name in updated}
     changed = True
     while changed:  # views of views
@@ -69,3 +70,20 @@ def _view_base(node: gast.expr) -> str | None:
         else:
             break
     return node.id if type(node) is gast.Name else None
+
+
+def _rebuilt_together(statement: gast.Assign) -> list[tuple[str, str]]:
+    """``a_, v_ = owned_together((a,), (v,))`` (a VJP's backward sweep: a private copy of
+    ``a`` and its view ``v`` rebuilt over it) links ``v_`` to ``a_``."""
+    target, value = statement.targets[0], statement.value
+    if not (
+        type(target) is gast.Tuple
+        and type(value) is gast.Call
+        and type(value.func) is gast.Name
+        and value.func.id.startswith("owned_together")
+        and all(type(e) is gast.Name for e in target.elts)
+        and target.elts
+    ):
+        return []
+    first = target.elts[0].id
+    return [(element.id, first) for element in target.elts[1:]]
