@@ -111,3 +111,19 @@ def test_a_list_of_constants_may_be_repeated(mode):
 
 def test_the_generated_code_repeats():
     assert "repeated(" in sg.source(repeated_by_a_parameter)
+
+
+def test_the_tape_over_generated_code_refuses_a_joined_cotangent():
+    """Known limit: the tape over an s2s gradient joins list cotangents where generated
+    code adds them; repeated_sum refuses the wrong length instead of reading it."""
+    gradient = sg.grad(repeated_by_a_parameter, mode="s2s")
+
+    def projected(h):
+        return gradient(h) * 0.5
+
+    try:
+        value = sg.grad(projected, mode="tape")(1.3)
+    except sg.S2SGradError as refusal:
+        assert "joined rather than added" in str(refusal)
+    else:
+        assert_close(value, numeric_grad(projected, (1.3,), 0))

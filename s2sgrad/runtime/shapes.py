@@ -279,6 +279,13 @@ def repeated_sum(g: Any, a: Any, n: int) -> CotangentList:
         repeated_sum(CotangentList([1.0, 2.0, 3.0, 4.0]), [0.0, 0.0], 2)  # [4.0, 6.0]
     """
     size = len(a)
+    if len(g) != size * max(n, 0):
+        raise UnsupportedError(
+            f"the cotangent of a list repeated {n} times has {len(g)} entries, not "
+            f"{size * max(n, 0)}: a list cotangent was joined rather than added (the tape "
+            "over generated code of a list repeated by '*'); use mode='s2s' or mode='tape' "
+            "for both orders"
+        )
     if n <= 0:
         return CotangentList(zeros_like_value(entry) for entry in a)
     return CotangentList(

@@ -29,7 +29,14 @@ from s2sgrad.compiler.reverse.rules import RuleAdjoints
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.reverse.shape_saves import read_for_shape_only
 from s2sgrad.compiler.steps import Step
-from s2sgrad.compiler.syntax import constant, load, names_read
+from s2sgrad.compiler.syntax import (
+    constant,
+    load,
+    names_modified,
+    names_read,
+    names_written,
+    nested_statements,
+)
 from s2sgrad.errors import UnsupportedError
 
 __all__ = ["ReverseSweeps", "reverse_sweeps"]
@@ -121,6 +128,10 @@ def _read_for_shape_only(context, saves, backward, views) -> set[str]:
     if found:
         _, indices = saves.kept_reads(backward)
         found -= indices | set(views)
+        # an array the backward sweep restores items of must be the array itself
+        found -= {s.target for s in saves.saves.values() if s.used and s.index is not None}
+        inner = nested_statements(backward)
+        found -= {n for s in inner for n in names_modified(s) - names_written(s)}
     return found
 
 
