@@ -444,6 +444,13 @@ def print_table(results: list[Result], extra: list[str]) -> None:
             f"(target <= {GEOMETRIC_MEAN_TARGET:.1f}x) {verdict}"
         )
     print(f"statements: target <= {STATEMENTS_TARGET}x the hand-written gradient's")
+    behind = [
+        f"{r.workload.name} ({r.times['s2sgrad'] / r.times['jax.jit']:.2f}x jax.jit's time)"
+        for r in results
+        if "jax.jit" in r.times and "s2sgrad" in r.times and r.times["s2sgrad"] > r.times["jax.jit"]
+    ]
+    if any("jax.jit" in r.times for r in results):
+        print("s2sgrad behind jax.jit: " + (", ".join(behind) if behind else "nowhere"))
 
 
 def print_freshness(results: list[Result]) -> None:
