@@ -20,10 +20,12 @@ from s2sgrad.compiler.syntax import (
     _node_fields,
     _nodes,
     names_read,
+    names_written,
 )
 
 __all__ = [
     "header_nodes",
+    "header_writes",
     "names_read_by_all",
     "names_read_kept",
     "names_written_by_all",
@@ -52,6 +54,25 @@ def header_nodes(statement: gast.stmt) -> list[gast.AST]:
         header_nodes(parse_statement("if a > 0:\n    b = 1"))  # the If, a > 0 and its parts
     """
     return _header(statement, True, False)
+
+
+def header_writes(statement: gast.stmt) -> set[str]:
+    """Names a compound statement binds outside its blocks (a loop target, ``as`` names, a
+    walrus in a test; the statements of its blocks come on their own); an ``except``
+    clause counts whole.
+
+    Example::
+
+        header_writes(parse_statement("for i in range(3): y = i"))  # {'i'}
+    """
+    found: set[str] = set()
+    for field, value in gast.iter_fields(statement):
+        if field in ("body", "orelse", "finalbody"):
+            continue
+        for part in value if isinstance(value, list) else [value]:
+            if isinstance(part, gast.AST):
+                found |= names_written(part)
+    return found
 
 
 def names_read_by_all(statements: list[gast.stmt]) -> set[str]:

@@ -21,6 +21,7 @@ import types
 import gast
 import numpy as np
 
+from s2sgrad.compiler.block_walks import header_writes
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     assign,
@@ -396,7 +397,7 @@ def _sequence_names(
             unknown |= names_written(statement.value)  # a walrus inside the value
             continue
         if type(statement) is not gast.Match and isinstance(getattr(statement, "body", None), list):
-            unknown |= _header_writes(statement)  # its blocks' statements come in turn
+            unknown |= header_writes(statement)  # its blocks' statements come in turn
             continue
         starred = {
             e.value.id
@@ -421,19 +422,6 @@ def _sequence_names(
         if kept == sequences:
             return sequences
         sequences = kept
-
-
-def _header_writes(statement: gast.stmt) -> set[str]:
-    """Names a compound statement binds outside its blocks (a loop target, ``as`` names, a
-    walrus in a test); an ``except`` clause counts whole."""
-    found = set()
-    for field, value in gast.iter_fields(statement):
-        if field in ("body", "orelse", "finalbody"):
-            continue
-        for part in value if isinstance(value, list) else [value]:
-            if isinstance(part, gast.AST):
-                found |= names_written(part)
-    return found
 
 
 def _makes_sequence(

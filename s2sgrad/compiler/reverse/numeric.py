@@ -19,6 +19,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.block_walks import header_writes
 from s2sgrad.compiler.syntax import names_written, nested_statements
 
 __all__ = ["numeric_names"]
@@ -92,7 +93,7 @@ def numeric_names(
             values.setdefault(statement.targets[0].id, []).append(statement.value)
             other |= names_written(statement.value)  # a walrus inside the value
         else:
-            other |= _bound_outside_blocks(statement)
+            other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other
     while True:
         kept = {
@@ -140,16 +141,3 @@ def _numeric_call(node: gast.Call, numeric: set[str], resolve) -> bool:
     if target is np.where:
         return len(node.args) == 3  # np.where(c) is a tuple of index arrays
     return id(target) in _ARRAY_RESULTS
-
-
-def _bound_outside_blocks(statement: gast.stmt) -> set[str]:
-    """The names ``statement`` binds itself: a loop's target, an ``as`` name, a walrus in a
-    test (the statements of its blocks come on their own)."""
-    found: set[str] = set()
-    for field, value in gast.iter_fields(statement):
-        if field in ("body", "orelse", "finalbody"):
-            continue
-        for part in value if isinstance(value, list) else [value]:
-            if isinstance(part, gast.AST):
-                found |= names_written(part)
-    return found
