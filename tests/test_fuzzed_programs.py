@@ -26,11 +26,13 @@ START = int(os.environ.get("FUZZ_START", 0))
 NESTED = range(START, START + int(COUNT)) if COUNT else [*range(12), 21]
 # one of each family (the seed picks the family); 39: a starred rest of non-arrays; 65,
 # 153 (nested blocks): a None cotangent's tangent in an unpacking, under hvp; 5037: the
-# items of a range rebound in a loop, under hvp; 11549: a list bound twice in one branch
+# items of a range rebound in a loop, under hvp; 11549: a list bound twice in one branch;
+# 100847 (nested blocks): a range loop's counter, active through another loop that reuses
+# its name, had no tangent in the hvp's code (UnboundLocalError)
 FAMILIES = (
     range(START, START + int(COUNT))
     if COUNT
-    else [*range(len(program_families.NAMES)), 39, 65, 153, 5037, 11549]
+    else [*range(len(program_families.NAMES)), 39, 65, 153, 5037, 11549, 100847]
 )
 
 

@@ -192,6 +192,15 @@ class _Forward:
             self.owned = (self.owned | set(copies)) - rebound
             entry = set(self.owned)
             statement.body = self.block(statement.body) or [gast.Pass()]
+            if isinstance(statement, gast.For):
+                # a target active elsewhere (a name reused by another loop) that this loop
+                # binds from values without tangents (a range): its tangent here is zero
+                targets = [n for n in sorted(names_written(statement.target)) if self.active(n)]
+                zeros = [
+                    assign(self.tangent(n), call(self.helper("zeros_like_value"), [load(n)]))
+                    for n in targets
+                ]
+                statement.body = [*zeros, *statement.body]
             statement.orelse = self.block(statement.orelse)
             self.owned = entry
             return [*lines, statement]
