@@ -1,26 +1,23 @@
 """Writes through views made plain: ``v = t[0]; v[:] = e`` changes ``t`` too.
 
-Basic indexing, ``.T`` and the parts ``np.split`` returns are views: NumPy's in-place update
-of one changes the array it views, and an update of that array changes the view. The
-transformer follows values, where ``v[:] = e`` makes a new ``v`` and leaves ``t`` alone. So
-after each in-place update of an array in such a *family*, this pass adds what NumPy does
-implicitly: the changed view is written back into what it views (``t[0] = v``, which at run
-time stores the same values where they already are) and the family's other views that are
-read later are taken anew (``w = t[1:]``). Every value the transformer follows is then
-NumPy's, whether or not the arrays share memory.
+NumPy's in-place update of a view changes the array it views, and an update of that array
+changes the view. The transformer follows values, where ``v[:] = e`` makes a new ``v`` and
+leaves ``t`` alone. So when every in-place change of a *family* (an array the function
+made anew, or an argument it copies first, and the names bound once to views of it,
+:mod:`.view_kinds`) can be followed, this pass adds after each update what NumPy does
+implicitly: the changed view is written back into what it views (``t[0] = v``) and the
+family's other views read later are taken anew (``w = t[1:]``); then every view is bound
+to a copy, so that no name shares memory and the values are NumPy's either way.
 
-Only views that are views for certain are followed: an index of integers, slices, ``...``
-and ``None`` (a name only when a ``range`` loop binds it), ``.T``, ``.transpose()`` and the
-parts of ``np.split`` at fixed positions. A view that may be a copy (``t[i]`` with ``i`` of
-unknown kind, ``t.reshape(-1)``), a name bound twice, or a base or index rebound between
-the view and the update leave the update as it was: :mod:`.aliases` then refuses it, with
-its advice. An update made plain here is annotated ``SYNCED``, which tells :mod:`.aliases`
-that no name read afterwards still holds a stale value.
+A reshape is written back only where ``is_view_of`` said, when it was made, that it is a
+view; ``v op= e`` on ``v = t[i]`` (integers only) only where ``t`` has more dimensions (an
+element is a number, which ``op=`` rebinds). The family's array is checked to be a NumPy
+array (a list's slice is a new list). A family with one change the pass cannot follow is
+left as it was, and :mod:`.aliases` refuses it with its advice.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import gast
@@ -37,9 +34,9 @@ from s2sgrad.compiler.passes.sharing import (
     resolved_target,
     updated_name,
 )
+from s2sgrad.compiler.passes.view_kinds import View, views_by_name
 from s2sgrad.compiler.syntax import (
     call,
-    clone,
     constant,
     load,
     names_written,
@@ -49,54 +46,6 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = ["ndarray_check", "surely_an_array", "write_back_views"]
-
-_SPLITS = {np.split: None, np.array_split: None, np.vsplit: 0}
-
-
-@dataclass
-class _View:
-    """``name`` holds a view of ``base``: ``base[index]``, its transpose, or (when ``flag``
-    says so as it runs) the reshape ``reshaped``, which is a copy of a non-contiguous base."""
-
-    name: str
-    base: str
-    index: gast.expr | None  # None: the transpose, or the reshape
-    binding: gast.stmt
-    reads: set[str]  # names the view's expression reads besides ``base``
-    reshaped: gast.expr | None = None
-    flag: str | None = None  # the name of the run-time answer to "is it a view?"
-
-    def value(self) -> gast.expr:
-        """The view's expression, to take it anew."""
-        if self.reshaped is not None:
-            return clone(self.reshaped)
-        if self.index is None:
-            return gast.Attribute(value=load(self.base), attr="T", ctx=gast.Load())
-        return gast.Subscript(value=load(self.base), slice=clone(self.index), ctx=gast.Load())
-
-    def write_back(self) -> gast.stmt:
-        """``base[index] = name`` (``base[...] = name.T`` for the transpose, ``base[...] =
-        name.reshape(base.shape)`` for a reshape, when it is a view)."""
-        if self.reshaped is not None:
-            shape = gast.Attribute(value=load(self.base), attr="shape", ctx=gast.Load())
-            method = gast.Attribute(value=load(self.name), attr="reshape", ctx=gast.Load())
-            whole = gast.Subscript(value=load(self.base), slice=constant(...), ctx=gast.Store())
-            written = gast.Call(func=method, args=[shape], keywords=[])
-            back = gast.Assign(targets=[whole], value=written, type_comment=None)
-            return self.when_a_view(back)
-        if self.index is None:
-            index: gast.expr = gast.Constant(value=Ellipsis, kind=None)
-            value: gast.expr = gast.Attribute(value=load(self.name), attr="T", ctx=gast.Load())
-        else:
-            index, value = clone(self.index), load(self.name)
-        place = gast.Subscript(value=load(self.base), slice=index, ctx=gast.Store())
-        return gast.Assign(targets=[place], value=value, type_comment=None)
-
-    def when_a_view(self, statement: gast.stmt) -> gast.stmt:
-        """``statement``, under ``if flag:`` for a view that may be a copy."""
-        if self.flag is None:
-            return statement
-        return gast.If(test=load(self.flag), body=[statement], orelse=[])
 
 
 def write_back_views(
@@ -116,7 +65,7 @@ def write_back_views(
     """
     statements = list(nested_statements(function.body))
     layout = Layout(function.body, statements)
-    views = _views(statements, layout, resolve)
+    views = views_by_name(statements, layout, resolve)
     if not views:
         return {}
     sharing = Sharing(statements, resolve, container_names(statements), _parameters(function))
@@ -252,7 +201,7 @@ def ndarray_check(helper: str, root: str, locate, what: str = _VIEW_WRITTEN):
     return before
 
 
-def _ranks_to_check(update: gast.stmt, updated: str, views: dict[str, _View]) -> int | None:
+def _ranks_to_check(update: gast.stmt, updated: str, views: dict[str, View]) -> int | None:
     """For ``x op= v`` on ``x = t[i, j]`` (integers only), the number of integers: the
     update is in place when ``t`` has more dimensions (a row), while an element is a number,
     which ``x op= v`` rebinds. None for every other update (the family's array is checked to
@@ -308,7 +257,7 @@ def _order_in(binding: gast.Assign, name: str) -> int:
     return next(i for i, e in enumerate(target.elts) if type(e) is gast.Name and e.id == name)
 
 
-def _copied(view: _View) -> gast.Assign:
+def _copied(view: View) -> gast.Assign:
     """``name = <view>.copy()``."""
     method = gast.Attribute(value=view.value(), attr="copy", ctx=gast.Load())
     value = gast.Call(func=method, args=[], keywords=[])
@@ -377,159 +326,6 @@ def _parameters(function: gast.FunctionDef) -> set[str]:
     return {a.id for a in every if type(a) is gast.Name}
 
 
-def _views(statements, layout: Layout, resolve) -> dict[str, _View]:
-    """The names bound exactly once, to a view that is a view for certain."""
-    bindings: dict[str, int] = {}
-    for statement in statements:
-        if type(statement) is gast.For:
-            written = names_written(statement.target)
-        elif type(statement) in (gast.If, gast.While):
-            written = set()
-        elif updated_name(statement) is not None and type(statement) is gast.AugAssign:
-            written = set()  # x op= v: an update in place, not a new binding
-        else:
-            written = names_written(statement)
-        for name in written:
-            bindings[name] = bindings.get(name, 0) + 1
-    found: dict[str, _View] = {}
-    for statement in statements:
-        for view in _views_made(statement, layout, resolve):
-            if bindings.get(view.name) == 1 and view.name != view.base:
-                found[view.name] = view
-    return found
-
-
-def _views_made(statement: gast.stmt, layout: Layout, resolve) -> list[_View]:
-    if type(statement) is not gast.Assign or len(statement.targets) != 1:
-        return []
-    target, value = statement.targets[0], statement.value
-    if type(target) is gast.Name:
-        view = _view_of(target.id, value, statement, layout, resolve)
-        return [view] if view is not None else []
-    if type(target) is gast.Tuple and type(value) is gast.Call:
-        return _split_parts(target, value, statement, resolve)
-    return []
-
-
-def _view_of(name: str, value: gast.expr, statement, layout: Layout, resolve) -> _View | None:
-    kind = type(value)
-    reshaped = _reshaped(value, resolve)
-    if reshaped is not None:
-        reads = {n.id for a in value.args for n in walk(a) if type(n) is gast.Name} - {reshaped}
-        return _View(name, reshaped, None, statement, reads, reshaped=value)
-    if kind is gast.Subscript and type(value.value) is gast.Name:
-        counters = _range_counters(statement, layout)
-        if _certain_basic(value.slice, counters):
-            reads = {n.id for n in walk(value.slice) if type(n) is gast.Name}
-            return _View(name, value.value.id, value.slice, statement, reads)
-    if kind is gast.Attribute and value.attr == "T" and type(value.value) is gast.Name:
-        return _View(name, value.value.id, None, statement, set())
-    if kind is gast.Call and not value.args and not value.keywords:
-        method = value.func
-        transposed = type(method) is gast.Attribute and method.attr == "transpose"
-        if transposed and type(method.value) is gast.Name:
-            return _View(name, method.value.id, None, statement, set())
-    return None
-
-
-def _reshaped(value: gast.expr, resolve) -> str | None:
-    """The array ``value`` reshapes (``t.reshape(...)``, ``t.ravel()``, ``np.reshape(t,
-    ...)``, ``np.ravel(t)``; no ``order``), else None."""
-    if type(value) is not gast.Call or value.keywords:
-        return None
-    method, arguments = value.func, value.args
-    if type(method) is gast.Attribute and type(method.value) is gast.Name:
-        reshape = method.attr == "reshape" and bool(arguments)
-        if reshape or (method.attr == "ravel" and not arguments):
-            return method.value.id
-    function = resolved_target(method, resolve)
-    if not arguments or type(arguments[0]) is not gast.Name:
-        return None
-    if (function is np.reshape and len(arguments) == 2) or (
-        function is np.ravel and len(arguments) == 1
-    ):
-        return arguments[0].id
-    return None
-    if (
-        function is np.reshape
-        and len(arguments) == 2
-        or function is np.ravel
-        and len(arguments) == 1
-    ):
-        return arguments[0].id
-    return None
-
-
-def _split_parts(target: gast.Tuple, call: gast.Call, statement, resolve) -> list[_View]:
-    """``a, b = np.split(t, [2])``: ``a`` views ``t[:2]`` and ``b`` views ``t[2:]``."""
-    function = resolved_target(call.func, resolve)
-    try:
-        known = function in _SPLITS
-    except TypeError:  # an unhashable callable
-        return []
-    if not known or len(call.args) != 2 or type(call.args[0]) is not gast.Name:
-        return []
-    axis = _SPLITS[function]
-    for keyword in call.keywords:
-        if keyword.arg != "axis" or axis is not None or not _is_int(keyword.value):
-            return []
-        axis = keyword.value.value
-    axis = 0 if axis is None else axis
-    cuts = call.args[1]
-    if type(cuts) not in (gast.List, gast.Tuple) or not all(_is_int(c) for c in cuts.elts):
-        return []
-    positions = [c.value for c in cuts.elts]
-    if axis < 0 or any(p < 0 for p in positions) or positions != sorted(positions):
-        return []
-    names = target.elts
-    if len(names) != len(positions) + 1 or not all(type(n) is gast.Name for n in names):
-        return []
-    bounds = [None, *positions, None]
-    base = call.args[0].id
-    parts = []
-    for name, start, stop in zip(names, bounds, bounds[1:]):
-        piece = gast.Slice(lower=_constant(start), upper=_constant(stop), step=None)
-        whole = [gast.Slice(lower=None, upper=None, step=None) for _ in range(axis)]
-        index = gast.Tuple(elts=[*whole, piece], ctx=gast.Load()) if whole else piece
-        parts.append(_View(name.id, base, index, statement, set()))
-    return parts
-
-
-def _constant(value: int | None) -> gast.expr | None:
-    return None if value is None else gast.Constant(value=value, kind=None)
-
-
-def _is_int(node: gast.expr) -> bool:
-    return type(node) is gast.Constant and type(node.value) is int
-
-
-def _certain_basic(index: gast.expr, counters: set[str]) -> bool:
-    """Whether ``index`` is basic for certain: integers, slices, ``...``, ``None`` and the
-    counters of ``range`` loops, alone or in a tuple."""
-    if type(index) is gast.Tuple:
-        return all(_certain_basic(part, counters) for part in index.elts)
-    if type(index) is gast.Slice:
-        return True  # its bounds must be integers (or None), whatever they are
-    if type(index) is gast.Constant:
-        return index.value is Ellipsis or index.value is None or type(index.value) is int
-    if type(index) is gast.UnaryOp and type(index.op) is gast.USub:
-        return _is_int(index.operand)
-    return type(index) is gast.Name and index.id in counters
-
-
-def _range_counters(statement: gast.stmt, layout: Layout) -> set[str]:
-    """The counters of the ``for i in range(...)`` loops around ``statement``."""
-    counters = set()
-    block = layout.block_of[id(statement)]
-    while id(block) in layout.owner:
-        owner, block = layout.owner[id(block)]
-        if type(owner) is gast.For and type(owner.target) is gast.Name:
-            call = owner.iter
-            if type(call) is gast.Call and type(call.func) is gast.Name and call.func.id == "range":
-                counters.add(owner.target.id)
-    return counters
-
-
 def _plain_update(update, updated, views, statements, layout, sharing, loops):
     """The statements to add after ``update`` (of ``updated``), or None when the family
     cannot be followed there."""
@@ -588,7 +384,7 @@ def _read_between(first: gast.stmt, last: gast.stmt, layout: Layout) -> set[str]
     }
 
 
-def _root(name: str, views: dict[str, _View]) -> str:
+def _root(name: str, views: dict[str, View]) -> str:
     seen = set()
     while name in views and name not in seen:
         seen.add(name)
@@ -620,7 +416,7 @@ def _read_after(update, statements, loops) -> set[str]:
     return names
 
 
-def _still_viewing(view: _View, update: gast.stmt, layout: Layout) -> bool:
+def _still_viewing(view: View, update: gast.stmt, layout: Layout) -> bool:
     """Whether ``view``'s binding runs before ``update`` each time (it is in the same block
     or one around it) and nothing in between rebinds the view, its base or its index."""
     between = _between(view.binding, update, layout)
