@@ -385,7 +385,7 @@ def _copy(g, ans, a, order="K", subok=False):
 
 @jvp_rule(np.copy)
 def _copy_jvp(t, ans, a, order="K", subok=False):
-    return t
+    return np.copy(t)  # a copy as the value is: a view's tangent changes with its base's
 
 
 @vjp_rule(np.ndarray.copy)
@@ -395,7 +395,7 @@ def _copy_method(g, ans, self, order="C"):
 
 @jvp_rule(np.ndarray.copy)
 def _copy_method_jvp(t, ans, self, order="C"):
-    return t
+    return np.copy(t)  # a copy as the value is: a view's tangent changes with its base's
 
 
 @vjp_rule(np.ndarray.astype)
