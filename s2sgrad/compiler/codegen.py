@@ -178,9 +178,12 @@ if sys.version_info < (3, 11):
         """Python 3.10's printer with 3.11's bare tuple targets: ``a, b = f(x)`` and
         ``for i, v in z``, not ``(a, b) = f(x)``, so generated code reads the same."""
 
-        def __init__(self, tree: ast.AST):
-            super().__init__()
-            self._bare = {id(target) for target in _tuple_targets(tree) if target.elts}
+        def __init__(self, tree: ast.AST | None = None, **options):
+            # 3.10's printer makes a printer of its own class for an f-string's parts,
+            # with options (_avoid_backslashes) and no tree
+            super().__init__(**options)
+            targets = _tuple_targets(tree) if tree is not None else ()
+            self._bare = {id(target) for target in targets if target.elts}
 
         def visit_Tuple(self, node):
             if id(node) in self._bare:
