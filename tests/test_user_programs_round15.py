@@ -1340,7 +1340,12 @@ def _view_then_write(x):
     return acc
 
 
-@program(X4)
+# NumPy 2.5 converts a tape value written into a plain array's slice with np.asarray,
+# which the tape refuses, naming the line (earlier NumPy lets the tape record the write)
+NUMPY_2_5 = np.lib.NumpyVersion(np.__version__) >= "2.5.0"
+
+
+@program(X4, refused_in=("tape",) if NUMPY_2_5 else ())
 def helper_reads_then_writes_halves(x):
     return np.sum(_view_then_write(x) ** 2)
 
