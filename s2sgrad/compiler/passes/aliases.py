@@ -42,6 +42,8 @@ from s2sgrad.compiler.syntax import (
 
 __all__ = [
     "copy_where_made",
+    "loop_spans",
+    "run_after",
     "shared_in_place_updates",
     "fresh_result",
     "mutated_parameters",
@@ -69,7 +71,7 @@ def shared_in_place_updates(
     containers = container_names(statements)
     everywhere = Sharing(statements, resolve, containers, parameter_names(function))
     layout = Layout(function.body, statements)
-    loops = _loop_spans(statements)
+    loops = loop_spans(statements)
     buffers = _swapped_buffers(function, statements, resolve)
     synced = {
         s.targets[0].id: annotation(s, SYNCED)
@@ -91,7 +93,7 @@ def shared_in_place_updates(
         read, later = next(
             (
                 (read, later)
-                for later in _run_after(index, statements, loops)
+                for later in run_after(index, statements, loops)
                 if (read := _first_read(statements[later], sharing)) is not None
             ),
             (None, None),
@@ -234,7 +236,7 @@ _SYMBOLS = {
 }
 
 
-def _loop_spans(statements: list[gast.stmt]) -> list[tuple[int, int]]:
+def loop_spans(statements: list[gast.stmt]) -> list[tuple[int, int]]:
     """``(first, last)`` positions in ``statements`` of each loop and what it contains."""
     position = {id(s): i for i, s in enumerate(statements)}
     spans = []
@@ -245,7 +247,7 @@ def _loop_spans(statements: list[gast.stmt]) -> list[tuple[int, int]]:
     return spans
 
 
-def _run_after(index: int, statements: list, loops: list[tuple[int, int]]) -> list[int]:
+def run_after(index: int, statements: list, loops: list[tuple[int, int]]) -> list[int]:
     """Positions of the statements that may run after the one at ``index``: those after it,
     and everything in a loop around it (the next iteration)."""
     after = set(range(index + 1, len(statements)))

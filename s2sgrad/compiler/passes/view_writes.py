@@ -24,6 +24,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
+from s2sgrad.compiler.passes.aliases import loop_spans, run_after
 from s2sgrad.compiler.passes.fresh_results import fresh_result
 from s2sgrad.compiler.passes.mutation import changed_by
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -41,6 +42,7 @@ from s2sgrad.compiler.syntax import (
     load,
     names_written,
     nested_statements,
+    parameter_names,
     store,
     walk,
 )
@@ -68,17 +70,12 @@ def write_back_views(
     views = views_by_name(statements, layout, resolve)
     if not views:
         return {}
-    sharing = Sharing(statements, resolve, container_names(statements), _parameters(function))
-    position = {id(s): i for i, s in enumerate(statements)}
-    loops = [
-        (position[id(s)], max(position[id(n)] for n in nested_statements([s])))
-        for s in statements
-        if type(s) in (gast.For, gast.While)
-    ]
+    sharing = Sharing(statements, resolve, container_names(statements), parameter_names(function))
+    loops = loop_spans(statements)
     copied = _copied_first(function, resolve)
     local = {
         n
-        for n in _bound_here(statements) - _parameters(function)
+        for n in _bound_here(statements) - parameter_names(function)
         if _made_anew(n, statements, resolve)
     }
     local |= copied
@@ -316,14 +313,7 @@ def _copied_first(function: gast.FunctionDef, resolve) -> set[str]:
         if type(arguments[0]) is not gast.Name or arguments[0].id != target.id:
             break
         copied.add(target.id)
-    return copied & _parameters(function)
-
-
-def _parameters(function: gast.FunctionDef) -> set[str]:
-    arguments = function.args
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
-    return {a.id for a in every if type(a) is gast.Name}
+    return copied & parameter_names(function)
 
 
 def _plain_update(update, updated, views, statements, layout, sharing, loops):
@@ -394,26 +384,20 @@ def _root(name: str, views: dict[str, View]) -> str:
 
 def _read_after(update, statements, loops) -> set[str]:
     """Names read by the statements that may run after ``update`` (the loops around it run
-    it again after all of their statements)."""
+    it again after all of their statements; a compound statement counts its header)."""
     index = next(i for i, s in enumerate(statements) if s is update)
-    after = set(range(index + 1, len(statements)))
-    for first, last in loops:
-        if first <= index <= last:
-            after |= set(range(first, last + 1))
-    after.discard(index)
-    names = set()
-    for position in after:
+    names: set[str] = set()
+    for position in run_after(index, statements, loops):
         statement = statements[position]
         kind = type(statement)
         own = (
-            statement.iter
-            if kind is gast.For
-            else statement.test
-            if kind in (gast.If, gast.While)
-            else statement
+            statement.iter if kind is gast.For else statement.test if kind in _BLOCKS else statement
         )
         names |= {n.id for n in walk(own) if type(n) is gast.Name and type(n.ctx) is gast.Load}
     return names
+
+
+_BLOCKS = (gast.If, gast.While)
 
 
 def _still_viewing(view: View, update: gast.stmt, layout: Layout) -> bool:
