@@ -220,6 +220,13 @@ def enumerated_backwards(layers, x):
     return np.sum(x)
 
 
+def enumerated_zip(layers, x):  # enumerate of a zip, one of its sequences reversed
+    weights, offsets = layers
+    for i, (w, b) in enumerate(zip(weights, reversed(offsets))):
+        x = np.tanh(x * w) + b * (i + 1.0)
+    return np.sum(x)
+
+
 def nested_literal(x):  # entries of a list of tuples built here
     layers = [(x * 2.0, x * 0.5), (x + x, x)]
     y = x * 1.0
@@ -275,6 +282,7 @@ CASES = [
     (reversed_layers, lambda: (pairs(), r(3))),
     (enumerated_layers, lambda: (pairs(), r(3))),
     (enumerated_backwards, lambda: (pairs(), r(3))),
+    (enumerated_zip, lambda: (([r(3), r(3), r(3)], [r(3), r(3)]), r(3))),
     (nested_literal, lambda: (r(3),)),
     (layers_through_a_helper, lambda: ([(r(3, 3), r(3)) for _ in range(3)], r(3))),
     (layers_in_a_dict, lambda: ({"layers": pairs(), "scale": r(3)}, r(3))),

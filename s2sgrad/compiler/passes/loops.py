@@ -202,7 +202,7 @@ class Loops:
         if self.builtin_call(iterator, "enumerate") and len(iterator.args) == 1:
             return self.enumerated(loop, iterator, backwards, prefix)
         if self.builtin_call(iterator, "zip") and iterator.args:
-            return self.zipped(loop, iterator, backwards, prefix)
+            return self.zipped(loop.target, iterator, backwards, prefix, loop)
         if self.builtin_call(iterator, "range") and backwards:
             pass  # reversed(range(...)): the range is read by index, as a list would be
         elif self.builtin_call(iterator, "range") or not _indexable(iterator):
@@ -210,8 +210,20 @@ class Loops:
         return _Visit([self.items(iterator, prefix, loop)], [loop.target], backwards=backwards)
 
     def enumerated(self, loop, iterator: gast.Call, backwards: bool, prefix) -> _Visit | None:
-        """``for i, v in enumerate(xs)`` (or ``enumerate(reversed(xs))``)."""
+        """``for i, v in enumerate(xs)`` (or ``enumerate(reversed(xs))``, or
+        ``for i, (a, b) in enumerate(zip(xs, ys))``)."""
         inner = iterator.args[0]
+        target = loop.target
+        if (
+            self.builtin_call(inner, "zip")
+            and not backwards
+            and isinstance(target, gast.Tuple)
+            and len(target.elts) == 2
+        ):
+            visit = self.zipped(target.elts[1], inner, False, prefix, loop)
+            if visit is not None:
+                visit.index_target = target.elts[0]
+            return visit
         if self.builtin_call(inner, "reversed") and len(inner.args) == 1 and not backwards:
             backwards = True  # enumerate(reversed(x)): counts up, runs over x downwards
             iterator = gast.Call(func=iterator.func, args=inner.args, keywords=[])
@@ -225,11 +237,10 @@ class Loops:
         sequences = [self.items(iterator.args[0], prefix, loop)]
         return _Visit(sequences, [element], index_target, backwards)
 
-    def zipped(self, loop, iterator: gast.Call, backwards: bool, prefix) -> _Visit | None:
-        """``for a, b in zip(xs, ys)``, each of them possibly ``reversed(...)``."""
-        if not (
-            isinstance(loop.target, gast.Tuple) and len(loop.target.elts) == len(iterator.args)
-        ):
+    def zipped(self, target, iterator: gast.Call, backwards: bool, prefix, loop) -> _Visit | None:
+        """``for a, b in zip(xs, ys)`` (``target`` is ``a, b``), each of them possibly
+        ``reversed(...)``."""
+        if not (isinstance(target, gast.Tuple) and len(target.elts) == len(iterator.args)):
             return None
         arguments = list(iterator.args)
         flipped: set[int] = set()
@@ -240,7 +251,7 @@ class Loops:
         if not all(map(_indexable, arguments)):
             return None
         sequences = [self.items(a, prefix, loop) for a in arguments]
-        return _Visit(sequences, list(loop.target.elts), None, backwards, flipped)
+        return _Visit(sequences, list(target.elts), None, backwards, flipped)
 
     def by_index(self, loop: gast.For, visit: _Visit) -> gast.For:
         """``loop`` running over a ``range`` of indices, its targets read at its start."""
