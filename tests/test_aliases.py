@@ -51,6 +51,13 @@ def item_update_seen_by_row_view(x):
     return np.sum(row * x)
 
 
+def entry_replaced_in_a_list_seen_by_another_name(x):
+    entries = [x * 1.0, x * 2.0]
+    seen = entries
+    entries[0] = np.sin(x)
+    return np.sum(seen[0] * x)
+
+
 def alias_read_in_the_next_iteration(x):
     v = x * 1.0
     total = 0.0
@@ -69,6 +76,7 @@ def alias_read_in_the_next_iteration(x):
         (list_holding_it, "out", "list_holding_it"),
         (item_update_seen_by_alias, "seen", "item_update_seen_by_alias"),
         (alias_read_in_the_next_iteration, "previous", "alias_read"),
+        (entry_replaced_in_a_list_seen_by_another_name, "seen", "entry_replaced"),
     ],
 )
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
@@ -186,6 +194,27 @@ def arithmetic_of_it(x):
     return np.sum(doubled * v) + summed
 
 
+DEFAULTS = (np.array([1.0, 2.0, 3.0]), 0.5, np.array([0.2, 0.1, -0.3]))
+
+
+def entries_replaced_in_a_new_list(x, scale):  # a wrapper filling in some arguments
+    arguments = list(DEFAULTS)
+    arguments[0] = x
+    for i, value in zip((1,), (scale,)):
+        arguments[i] = value * 2.0
+    return np.sum(np.tanh(arguments[0] * arguments[1]) * arguments[2]) + len(arguments)
+
+
+def entries_replaced_then_unpacked(x, scale):
+    arguments = [x, x * 2.0, DEFAULTS[2]]
+    arguments[1] = np.sin(x) * scale
+    return _three(*arguments)
+
+
+def _three(a, b, c):
+    return np.sum(a * b + c)
+
+
 VECTOR = (np.array([0.3, -0.2, 0.5]),)
 
 
@@ -205,6 +234,28 @@ def test_updates_nobody_else_sees_are_differentiated(function, args, modes):
         gradient = sg.grad(function, mode=mode)(*args)
         expected = numeric_grad(function, args, 0)
         np.testing.assert_allclose(gradient, expected, rtol=1e-6, atol=1e-8, err_msg=mode)
+
+
+@pytest.mark.parametrize(
+    "function", [entries_replaced_in_a_new_list, entries_replaced_then_unpacked]
+)
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_entries_replaced_in_a_list_only_one_name_holds_are_differentiated(function, mode):
+    """``a = list(...)`` or ``[...]``, read only for its entries: ``a[i] = v`` replaces an
+    entry nothing else sees, so it is no shared update (it was refused, tape or not)."""
+    args = (*VECTOR, 0.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # auto uses no tape
+        gradient = sg.grad(function, wrt=(0, 1), mode=mode)(*args)
+    for position in (0, 1):
+        expected = numeric_grad(function, args, position)
+        np.testing.assert_allclose(gradient[position], expected, rtol=1e-6, atol=1e-8)
+    along = (np.array([0.5, -1.0, 0.25]), 0.3)
+    product = sg.hvp(function, args, along, mode=mode)
+    gradient_function = sg.grad(function, wrt=(0, 1), mode="tape")
+    expected = directional_derivative(lambda xs: gradient_function(*xs), args, along, step=1e-5)
+    for got, want in zip(product, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
 
 
 def test_a_number_updated_while_shared_is_differentiated_to_any_order():

@@ -30,6 +30,7 @@ from s2sgrad.compiler.passes.sharing import (
     Layout,
     Sharing,
     container_names,
+    makes_container,
     sources_of,
     updated_name,
 )
@@ -78,10 +79,13 @@ def shared_in_place_updates(
         for s in statements
         if annotation(s, SYNCED) and type(s.targets[0]) is gast.Name
     }
+    private = _private_lists(function, statements)
     found = {}
     for index, update, updated in updates:
         if annotation(update, SYNCED):
             continue  # items[i] = g: the list gets back the array it holds
+        if updated in private and _slot_store(update):
+            continue  # a2[i] = v replaces an entry of a list no other name can see
         since = layout.made_since(update, updated, index, resolve)
         if since is None:
             sharing = everywhere.with_(updated)
@@ -107,6 +111,85 @@ def shared_in_place_updates(
             f"{_instead(update, updated)}, or {_copy_advice(statements, updated, read)}"
         )
     return found
+
+
+# calls that read a list's entries without keeping the list
+_ENTRY_READERS = frozenset({"len", "sum", "min", "max", "sorted", "tuple", "enumerate", "zip"})
+# s2sgrad's run-time helpers in generated code (differentiated again) that read a list's
+# structure or entries, by the position of the list among their arguments
+_STRUCTURE_READERS = {
+    "index_cotangent": 1,
+    "unpack_cotangent": 1,
+    "items_cotangent": 1,
+    "as_gradient": 1,
+    "zeros_like_value": 0,
+    "zeros_like_structure": 0,
+    "for_items": 0,
+    "snapshot": 0,
+    "shape_only": 0,
+}
+_OWN_METHODS = frozenset({"append", "extend", "insert", "pop", "index", "count"})
+
+
+def _private_lists(function: gast.FunctionDef, statements: list[gast.stmt]) -> set[str]:
+    """The names always bound to a list or dict made here (``[...]``, ``list(...)``, a
+    comprehension) and read only for their entries (``a[i]``, ``len(a)``, ``f(*a)``,
+    ``x, y = a``, ``for v in a``, ``a.append(v)``): no other name can hold the same list,
+    so storing an entry (``a[i] = v``) changes what nothing else sees."""
+    fresh_targets = {
+        id(s.targets[0]): s.targets[0].id
+        for s in statements
+        if type(s) is gast.Assign
+        and len(s.targets) == 1
+        and type(s.targets[0]) is gast.Name
+        and makes_container(s.value)
+    }
+    candidates = set(fresh_targets.values()) - parameter_names(function)
+    if not candidates:
+        return set()
+    entry_reads: set[int] = set()
+    for node in walk(function):
+        kind = type(node)
+        if kind is gast.Subscript or kind is gast.Starred:
+            entry_reads.add(id(node.value))
+        elif kind is gast.For or kind is gast.comprehension:
+            entry_reads.add(id(node.iter))
+        elif kind is gast.Assign and all(type(t) in (gast.Tuple, gast.List) for t in node.targets):
+            entry_reads.add(id(node.value))  # a, b = entries
+        elif kind is gast.Call:
+            entry_reads.update(_entries_read_by_call(node))
+    for node in walk(function):
+        if type(node) is not gast.Name or node.id not in candidates:
+            continue
+        if type(node.ctx) is gast.Store:
+            private = id(node) in fresh_targets  # every binding makes a new list
+        else:
+            private = type(node.ctx) is gast.Load and id(node) in entry_reads
+        if not private:
+            candidates.discard(node.id)
+    return candidates
+
+
+def _entries_read_by_call(call: gast.Call) -> list[int]:
+    """The ids of the arguments (or receiver) of ``call`` that it reads only for entries."""
+    func = call.func
+    if type(func) is gast.Name and func.id in _ENTRY_READERS:
+        return list(map(id, call.args))
+    if type(func) is gast.Name and func.id in _STRUCTURE_READERS:
+        position = _STRUCTURE_READERS[func.id]
+        return [id(call.args[position])] if position < len(call.args) else []
+    if type(func) is gast.Attribute and func.attr in _OWN_METHODS:
+        return [id(func.value)]
+    return []
+
+
+def _slot_store(update: gast.stmt) -> bool:
+    """``a[i] = v``: an entry replaced (not ``a[i][j] = v`` or ``a[i] += v``, which change
+    the array held in the entry)."""
+    if type(update) is not gast.Assign or len(update.targets) != 1:
+        return False
+    target = update.targets[0]
+    return type(target) is gast.Subscript and type(target.value) is gast.Name
 
 
 def _copy_advice(statements: list[gast.stmt], updated: str, read: str) -> str:
