@@ -197,7 +197,9 @@ def maybe_structured(statements, known: set[str], parameters, operations) -> set
 
     Besides ``known``: literals, slices and entries of such variables, what ``for_items``,
     ``list``, ``tuple`` and ``concatenated`` return (``for_items`` of an array argument
-    aside), every unpacked value, and starred targets.
+    aside), every unpacked value, and starred targets; and what holds such entries or
+    entries that are unpacked (a helper's ``params`` in ``W, b = params[-1]``: a list when
+    the caller passes one, which the helper's code cannot tell).
     """
     result = set(known)
     assignments = [
@@ -218,6 +220,11 @@ def maybe_structured(statements, known: set[str], parameters, operations) -> set
                 found = {target.id}
             else:
                 found = set()
+            if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
+                value, gast.Subscript
+            ):
+                base = value.value  # what holds entries that may be lists may be a list
+                found |= {base.id} if isinstance(base, gast.Name) else set()
             if found - result:
                 result |= found
                 changed = True
