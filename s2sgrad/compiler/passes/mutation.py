@@ -123,10 +123,73 @@ def changed_in_place(
     for index, statement in enumerate(statements):
         if arrays_only and _rebinds(statement):
             continue
-        for name in _changed_by(statement, by_calls[id(statement)]) - own:
+        calls = by_calls[id(statement)]
+        if statement_blocks(statement):  # its blocks' statements are judged one by one
+            calls = _changed_by_calls(statement, resolve, local, arrays_only, _NOTHING_INSIDE)
+        for name in _changed_by(statement, calls) - own:
+            if _entry_change(statement, name) and _fresh_container_at(layout, statement, name):
+                continue  # traj.append(x) while traj = [...]: the new list changes, not x
             if layout.made_since(statement, name, index, resolve) is None:
                 changed.add(name)  # else an array made anew before: not an argument
     return frozenset(set().union(*map(sharing.of, changed)) & outside)
+
+
+class _NothingInside(dict):
+    """What the statements of a block change, as nothing: a compound statement's header alone."""
+
+    def __missing__(self, key: int) -> frozenset[str]:
+        return frozenset()
+
+
+_NOTHING_INSIDE = _NothingInside()
+_LIST_AND_DICT_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "update", "setdefault"}
+)
+
+
+def _entry_change(statement: gast.stmt, name: str) -> bool:
+    """Whether ``statement`` changes ``name``'s list or dict itself, not an array it holds:
+    ``name.append(v)`` (another list or dict method alike) or ``name[i] = v``."""
+    if type(statement) is gast.Expr and type(statement.value) is gast.Call:
+        func = statement.value.func
+        return (
+            type(func) is gast.Attribute
+            and func.attr in _LIST_AND_DICT_METHODS
+            and type(func.value) is gast.Name
+            and func.value.id == name
+        )
+    if type(statement) is gast.Assign and len(statement.targets) == 1:
+        target = statement.targets[0]
+        return (
+            type(target) is gast.Subscript
+            and type(target.value) is gast.Name
+            and target.value.id == name
+        )
+    return False
+
+
+def _fresh_container_at(layout: Layout, statement: gast.stmt, name: str) -> bool:
+    """Whether ``name`` surely holds a list or dict made here when ``statement`` runs: its
+    last binding before it (in its block or one around it) is ``name = [...]`` (``list(...)``,
+    ``{...}``, a comprehension), and no loop around ``statement`` binds ``name`` again."""
+    block = layout.block_of[id(statement)]
+    current = statement
+    while True:
+        at = next(i for i, s in enumerate(block) if s is current)
+        for earlier in reversed(block[:at]):
+            if name in names_written(earlier):
+                single = type(earlier) is gast.Assign and len(earlier.targets) == 1
+                named = single and type(earlier.targets[0]) is gast.Name
+                return named and makes_container(earlier.value)
+        if id(block) not in layout.owner:
+            return False
+        current, block = layout.owner[id(block)]
+        if isinstance(current, (gast.For, gast.While)):
+            inside = nested_statements([current])
+            if any(name in names_written(s) for s in inside if s is not current):
+                return False
+            if isinstance(current, gast.For) and name in names_written(current.target):
+                return False
 
 
 def _rebinds(statement: gast.stmt) -> bool:
