@@ -49,14 +49,15 @@ from s2sgrad.engines.arguments import (
     refuse_unknown_constants,
     require_complex_ready,
 )
-from s2sgrad.engines.products import check_mode, may_fall_back, warn_fallback
+from s2sgrad.engines.products import check_mode, may_fall_back, on_the_tape, warn_fallback
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.runtime import seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
-from s2sgrad.tape import tape_vjp
+from s2sgrad.tape import is_tape_value, tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
 from s2sgrad.tape.vjp import plain_leaves
 
@@ -135,6 +136,7 @@ class _Transform(NotebookDisplay):
         self.has_aux = has_aux
         self.mode = mode
         self.single = not isinstance(wrt, (tuple, list))
+        self.given_wrt = wrt  # as given: positions, names, or positions in *args
         self.parameters = positional_parameters(self.function)
         self.all_parameters = list(numpy_signatures.signature(self.function).parameters)
         shift = 1 if isinstance(f, types.MethodType) else 0
@@ -143,13 +145,13 @@ class _Transform(NotebookDisplay):
         self.code = None  # the compiler's cache entry holding this transform's code
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
         self.use_tape = mode == "tape"
+        self.tape_function = self.function  # what the tape differentiates
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1  # wrt=(0,): 1-tuples
         functools.update_wrapper(self, f, updated=())
 
     def __reduce__(self):
-        wrt = self.wrt[0] if self.single else self.wrt
-        return (_Transform, (self.f, wrt, self.has_aux, self.mode, self.kind))
+        return (_Transform, (self.f, self.given_wrt, self.has_aux, self.mode, self.kind))
 
     def __repr__(self) -> str:
         names = ", ".join(self.wrt)
@@ -254,6 +256,19 @@ class _Transform(NotebookDisplay):
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
+        try:
+            return self._call_engine(args, kwargs)
+        except S2SGradError as error:  # its generated code, run on the tape, was refused
+            if not (
+                self.mode == "auto"
+                and getattr(error, "in_generated_code", False)
+                and any(is_tape_value(leaf) for leaf in tree_leaves((args, kwargs)))
+            ):
+                raise
+            warn_fallback(self.function, error)
+            return self.on_the_tape()(*args, **kwargs)
+
+    def _call_engine(self, args, kwargs):
         if self.bound_self is not None:
             args = (self.bound_self, *args)
         if not self.use_tape:
@@ -289,11 +304,26 @@ class _Transform(NotebookDisplay):
             require_complex_ready(generated, arguments, self.f)
             return generated
         except S2SGradError as error:
-            if not may_fall_back(self.mode, error):
+            if not may_fall_back(self.mode, error, self.function):
                 raise
             warn_fallback(self.function, error)
             self.use_tape = True
+            self.tape_function = on_the_tape(self.function, error)
             return None
+
+    def on_the_tape(self) -> _Transform:
+        """This transform computed by the tape alone (its function's own transforms too):
+        what the tape differentiates when generated code is refused.
+
+        Example::
+
+            sg.grad(f).on_the_tape()(x)  # as sg.grad(f, mode="tape")(x)
+        """
+        function = self.f
+        twin = getattr(function, "on_the_tape", None)
+        if callable(twin):
+            function = twin()
+        return _Transform(function, self.given_wrt, self.has_aux, "tape", self.kind)
 
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
@@ -327,9 +357,9 @@ class _Transform(NotebookDisplay):
     def _tape_call(self, args, kwargs, values):
         refuse_value_class_patterns(self.function)  # tape_vjp sees only the adapter below
 
-        target = self.function
+        target = self.tape_function
         if self.has_aux:
-            target = first_of(self.function)
+            target = first_of(target)
         numpy_signatures.signature(self.function).bind(*args, **kwargs)  # the call's own TypeError
         if all(i is not None and i < len(args) for i in self.indices):  # all passed by position
             out, pullback = tape_vjp(target, tuple(args), kwargs, tuple(self.indices))

@@ -27,6 +27,9 @@ class S2SGradError(Exception):
     tape_cannot_either: bool = False  # mode="auto" raises it instead of using the tape
     not_at_run_time: bool = False  # raised only when transforming, not by generated code
     internal: bool = False  # a bug of s2sgrad's, reported as a refusal
+    # raised by code s2sgrad generated (differentiated again, or run on the tape), after the
+    # user's own code was understood: mode="auto" may have the tape record the user's code
+    in_generated_code: bool = False
 
 
 class UnsupportedError(S2SGradError):

@@ -9,6 +9,7 @@ import pytest
 from oracle import directional_derivative, numeric_grad, numeric_jacobian
 
 import s2sgrad as sg
+from s2sgrad.errors import FallbackWarning
 
 RNG = np.random.default_rng(11)
 
@@ -304,7 +305,7 @@ def test_repeated_hvp_reuses_generated_code():
     assert generated_files() == made
 
 
-def test_second_derivative_through_a_custom_derivative_is_refused_not_zero():
+def test_second_derivative_through_a_custom_derivative_is_refused_or_taped_not_zero():
     def logistic(x):
         return 1.0 / (1.0 + np.exp(-x))
 
@@ -314,7 +315,12 @@ def test_second_derivative_through_a_custom_derivative_is_refused_not_zero():
         return value, lambda g: g * value * (1 - value)
 
     with pytest.raises(sg.NonDifferentiableError, match="custom derivative"):
-        sg.grad(sg.grad(logistic))(0.3)
+        sg.grad(sg.grad(logistic, mode="s2s"), mode="s2s")(0.3)
+    # mode="auto" has the tape record logistic itself, through the custom pullback
+    s = logistic(0.3)
+    with pytest.warns(FallbackWarning, match="custom derivative"):
+        second = sg.grad(sg.grad(logistic))(0.3)
+    assert second == pytest.approx(s * (1 - s) * (1 - 2 * s), rel=1e-10)
 
 
 def test_tape_over_tape_through_function_transforms():

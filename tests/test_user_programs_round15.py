@@ -361,7 +361,7 @@ def black_scholes_scipy(S, sigma):
     return np.sum(S * ndtr(d1) - K * np.exp(-r * T) * ndtr(d2))
 
 
-@program(np.array([1.5, -0.5]), order=2, refused2_in=("s2s", "auto"))
+@program(np.array([1.5, -0.5]), order=2, refused2_in=("s2s",))
 def gradient_descent_inner_loop(x0):
     x = x0
     for _ in range(5):
@@ -1357,7 +1357,7 @@ def _step_state(state, dt):
     return new
 
 
-@program(np.array([0.5, 0.1]), order=2, refused2_in=("s2s", "auto"))
+@program(np.array([0.5, 0.1]), order=2, refused2_in=("s2s",))
 def helper_state_step(state):
     for _ in range(4):
         state = _step_state(state, 0.1)

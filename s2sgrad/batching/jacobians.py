@@ -147,6 +147,17 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
     pushforward = _generated_jvp(function, primals, name, mode)
     if pushforward is None:
         return _jvp_loop(f, args, index, mode)
+    try:
+        return _generated_columns(pushforward, function, primals, x)
+    except S2SGradError as error:  # refused as it ran: the tape computes every column
+        if not (mode == "auto" and products.may_fall_back(mode, error, function)):
+            raise
+        products.warn_fallback(function, error)
+        return _jvp_loop(products.on_the_tape(f, error), args, index, "tape")
+
+
+def _generated_columns(pushforward, function, primals, x) -> Any:
+    """The forward-mode Jacobian wrt ``x`` from the generated JVP ``pushforward``."""
     jvp_function, keyword = pushforward
     batchable = BATCHING and not _holds_tape_values(primals)
     columns, out = {}, None

@@ -158,7 +158,16 @@ def derivative(
     """
     generic = getattr(function, "generic_function", None)
     if callable(generic):  # a transform: what is differentiated is the code it generated
-        function = generic(containers)
+        generated_code = generic(containers)  # the user's code refused here is refused
+        try:
+            return _derivative(generated_code, wrt, kind, has_aux, containers, dynamic)
+        except S2SGradError as error:  # the user's code was understood, its derivative not
+            error.in_generated_code = True
+            raise
+    return _derivative(function, wrt, kind, has_aux, containers, dynamic)
+
+
+def _derivative(function, wrt, kind, has_aux, containers, dynamic) -> GeneratedFunction:
     if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
         raise _runtime_refusal(function)
     key = (function, wrt, kind, has_aux, containers, dynamic)

@@ -41,22 +41,54 @@ from s2sgrad.runtime import as_gradient
 from s2sgrad.runtime.dispatch import tape_jvp
 from s2sgrad.tape import tape_vjp
 
-__all__ = ["MODES", "check_mode", "may_fall_back", "warn_fallback", "vjp", "vjp_engine", "jvp"]
+__all__ = [
+    "MODES",
+    "check_mode",
+    "may_fall_back",
+    "on_the_tape",
+    "warn_fallback",
+    "vjp",
+    "vjp_engine",
+    "jvp",
+]
 
 MODES = ("auto", "s2s", "tape")
 
 _warned: set = set()
 
 
-def may_fall_back(mode: str, error: Exception) -> bool:
+def may_fall_back(mode: str, error: Exception, function: Any = None) -> bool:
     """Whether the tape may take over after the source transformer's ``error``: not in
-    mode "s2s", and not for code the tape would get wrong as well.
+    mode "s2s", and not for code the tape would get wrong as well, unless what was refused
+    is the code ``function`` (a transform) generated, which :func:`on_the_tape` replaces.
 
     Example::
 
         may_fall_back("auto", UnsupportedError("..."))  # True
     """
-    return mode != "s2s" and not getattr(error, "tape_cannot_either", False)
+    if mode == "s2s":
+        return False
+    if getattr(error, "in_generated_code", False) and callable(
+        getattr(function, "on_the_tape", None)
+    ):
+        return True
+    return not getattr(error, "tape_cannot_either", False)
+
+
+def on_the_tape(function: Callable, error: Exception) -> Callable:
+    """What the tape differentiates after ``error``: for a transform whose generated code
+    the source transformer refused (``grad(f)`` under ``jvp``, a Hessian), the same transform
+    computed on the tape, so that the tape records the user's code, never generated code;
+    else ``function`` itself.
+
+    Example::
+
+        on_the_tape(sg.grad(f), error)  # sg.grad(f, mode="tape") when error is in its code
+    """
+    twin = getattr(function, "on_the_tape", None)
+    if getattr(error, "in_generated_code", False) and callable(twin):
+        return twin()
+    return function
 
 
 def warn_fallback(function: Callable, error: Exception) -> None:
@@ -148,9 +180,10 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
             value, saved = forward(*primals)
             return value, functools.partial(forward.backward, saved)
         except S2SGradError as error:
-            if not may_fall_back(mode, error):
+            if not may_fall_back(mode, error, function):
                 raise
             warn_fallback(function, error)
+            function = on_the_tape(function, error)
     indices = tuple(position_of(function, w) for w in wrt)
     out, pullback = tape_vjp(function, tuple(primals), {}, indices)  # type: ignore[arg-type]  # positional
 
@@ -206,9 +239,10 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             keywords = _tangent_keywords(generated.tangent_names, function, primals, tangents)
             return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
         except S2SGradError as error:
-            if not may_fall_back(mode, error):
+            if not may_fall_back(mode, error, function):
                 raise
             warn_fallback(function, error)
+            function = on_the_tape(function, error)
     return _shaped_like_output(*tape_jvp(function, primals, tangents, positions, {}))
 
 

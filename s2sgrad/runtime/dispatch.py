@@ -126,6 +126,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         raise _no_derivative_over_dispatch("a derivative of the gradient")
     bound_self: tuple = ()
     target = function
+    transform = function  # what the tape records instead of generated code it refuses
     generic = getattr(function, "generic_function", None)
     if callable(generic) and getattr(function, "mode", None) != "tape":
         try:
@@ -181,9 +182,15 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         "value being differentiated on an object, which the rest of this function (source "
         "transformed) would read as a constant; use mode='tape' for the whole function"
     )
-    value, pullback = hooks.tape_vjp(
-        target, full_args, kwargs, positions, refuse_stored_state=refusal
-    )
+    try:
+        value, pullback = hooks.tape_vjp(
+            target, full_args, kwargs, positions, refuse_stored_state=refusal
+        )
+    except S2SGradError as error:  # the generated code of a transform, refused on the tape
+        twin = getattr(transform, "on_the_tape", None)
+        if not (getattr(error, "in_generated_code", False) and callable(twin)):
+            raise
+        return _tape_call(twin(), args, kwargs)  # the tape records the user's code instead
     spread = _spread(pullback, positions, full_args, tuple_result=True)
 
     def taped_pullback(g):

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError, where
+from s2sgrad.running import ORIGINS
 
 __all__ = ["is_helper_frame", "is_held", "refuse_hidden_changes"]
 
@@ -96,6 +97,7 @@ def _refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> No
             "instead (g = g * s rather than g[:] *= s)"
         )
         error.tape_cannot_either = True
+        error.in_generated_code = frame.f_code.co_filename in ORIGINS
         raise error
 
 
@@ -118,6 +120,7 @@ def _refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
                 "g[:] *= s)"
             )
             error.tape_cannot_either = True
+            error.in_generated_code = code.co_filename in ORIGINS  # s2sgrad's code, on the tape
             raise error
 
 

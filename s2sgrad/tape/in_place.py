@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.running import ORIGINS
 
 __all__ = [
     "plain_array_write",
@@ -137,6 +138,7 @@ def refuse_shared_update(frame: Any) -> None:
     if message is not None:
         error = UnsupportedError(message)
         error.tape_cannot_either = True
+        error.in_generated_code = code.co_filename in ORIGINS  # s2sgrad's code, on the tape
         raise error
 
 
