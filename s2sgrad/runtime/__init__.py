@@ -11,6 +11,7 @@ from s2sgrad.runtime import (
     elementwise,
     fft,
     linalg,
+    list_pops,
     objects,
     private_copies,
     reductions,
@@ -23,6 +24,7 @@ from s2sgrad.runtime.dispatch import *  # noqa: F403
 from s2sgrad.runtime.elementwise import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
 from s2sgrad.runtime.linalg import *  # noqa: F403
+from s2sgrad.runtime.list_pops import *  # noqa: F403
 from s2sgrad.runtime.objects import *  # noqa: F403
 from s2sgrad.runtime.private_copies import *  # noqa: F403
 from s2sgrad.runtime.reductions import *  # noqa: F403
@@ -40,6 +42,7 @@ __all__ = list(
             *reductions.__all__,
             *linalg.__all__,
             *shapes.__all__,
+            *list_pops.__all__,
             *fft.__all__,
             *scientific.__all__,
             *ufunc_methods.__all__,

@@ -43,6 +43,7 @@ from s2sgrad.compiler.syntax import (
 
 __all__ = [
     "copy_where_made",
+    "private_lists",
     "loop_spans",
     "run_after",
     "shared_in_place_updates",
@@ -79,7 +80,7 @@ def shared_in_place_updates(
         for s in statements
         if annotation(s, SYNCED) and type(s.targets[0]) is gast.Name
     }
-    private = _private_lists(function, statements)
+    private = private_lists(function, statements)
     found = {}
     for index, update, updated in updates:
         if annotation(update, SYNCED):
@@ -131,11 +132,11 @@ _STRUCTURE_READERS = {
 _OWN_METHODS = frozenset({"append", "extend", "insert", "pop", "index", "count"})
 
 
-def _private_lists(function: gast.FunctionDef, statements: list[gast.stmt]) -> set[str]:
+def private_lists(function: gast.FunctionDef, statements: list[gast.stmt]) -> set[str]:
     """The names always bound to a list or dict made here (``[...]``, ``list(...)``, a
     comprehension) and read only for their entries (``a[i]``, ``len(a)``, ``f(*a)``,
-    ``x, y = a``, ``for v in a``, ``a.append(v)``): no other name can hold the same list,
-    so storing an entry (``a[i] = v``) changes what nothing else sees."""
+    ``x, y = a``, ``for v in a``, ``a.append(v)``, ``while a``): no other name can hold
+    the same list, so storing an entry (``a[i] = v``) changes what nothing else sees."""
     fresh_targets = {
         id(s.targets[0]): s.targets[0].id
         for s in statements
@@ -158,6 +159,8 @@ def _private_lists(function: gast.FunctionDef, statements: list[gast.stmt]) -> s
             entry_reads.add(id(node.value))  # a, b = entries
         elif kind is gast.Call:
             entry_reads.update(_entries_read_by_call(node))
+        elif kind in (gast.If, gast.While, gast.IfExp, gast.Assert):
+            entry_reads.update(map(id, _tested(node.test)))  # while items: its length
     for node in walk(function):
         if type(node) is not gast.Name or node.id not in candidates:
             continue
@@ -168,6 +171,15 @@ def _private_lists(function: gast.FunctionDef, statements: list[gast.stmt]) -> s
         if not private:
             candidates.discard(node.id)
     return candidates
+
+
+def _tested(test: gast.expr) -> list[gast.expr]:
+    """The parts of a condition read only for their truth (``a`` in ``not a or b``)."""
+    if type(test) is gast.UnaryOp and type(test.op) is gast.Not:
+        return _tested(test.operand)
+    if type(test) is gast.BoolOp:
+        return [part for value in test.values for part in _tested(value)]
+    return [test]
 
 
 def _entries_read_by_call(call: gast.Call) -> list[int]:

@@ -5,7 +5,9 @@
 * ``a < b < c`` becomes ``a < b and b < c``;
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
-* ``items.pop()`` becomes ``popped = items.pop()``;
+* ``items.pop()`` becomes ``popped = items.pop()``, and ``v = items.pop(i)`` of a list only
+  this function holds ``v = items[i]; items = without_entry(items, i)``
+  (:mod:`s2sgrad.compiler.passes.list_pops`);
 * NumPy calls that write into an array (``np.add.at``, ``ufunc.at``, ``np.fill_diagonal``)
   become the item assignments they are, which the transformer differentiates
   (:mod:`s2sgrad.compiler.passes.library_writes`);
@@ -35,6 +37,7 @@ from s2sgrad.compiler.passes.library_writes import (
     ufunc_at_writes,
 )
 from s2sgrad.compiler.passes.list_entries import index_list_loops
+from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.view_writes import write_back_views
@@ -79,6 +82,7 @@ def desugar(
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)
     index_list_loops(node, names, resolve)
+    bindings.update(indexed_pops(node, names))
     views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
     for statement in nested_statements(node.body):

@@ -153,6 +153,7 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
                 "zeros_like_structure",
                 "snapshot",
                 "shape_only",
+                "without_entry",
             )
         return fresh_result(target, value) or returns_fresh(target)  # a helper's own array
     return False
