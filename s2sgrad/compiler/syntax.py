@@ -26,6 +26,8 @@ __all__ = [
     "node_fields",
     "located",
     "names_read",
+    "names_used",
+    "every_statement",
     "walk",
     "names_written",
     "names_modified",
@@ -335,10 +337,22 @@ def names_written(node: gast.AST) -> set[str]:
     return _names(node, gast.Store)
 
 
-def _names(node: gast.AST, context: type) -> set[str]:
+def names_used(node: gast.AST) -> set[str]:
+    """Every name anywhere inside ``node``, read, written or a parameter (nested functions
+    included): what a generated module's namespace must hold of its free names.
+
+    Example::
+
+        names_used(gast.parse("y = f(x)"))  # {'y', 'f', 'x'}
+    """
+    return _names(node, None)
+
+
+def _names(node: gast.AST, context: type | None) -> set[str]:
     """The names of ``context`` (Load: everywhere; Store: not inside nested functions, and
-    the names of the functions and classes defined) in one walk that does not list nodes:
-    the two functions above run once or more per statement in most passes."""
+    the names of the functions and classes defined; None: all, everywhere) in one walk
+    that does not list nodes: names_read and names_written run once or more per statement
+    in most passes."""
     found: set[str] = set()
     add = found.add
     stack = [node]
@@ -350,7 +364,7 @@ def _names(node: gast.AST, context: type) -> set[str]:
         current = pop()
         kind = type(current)
         if kind is name:
-            if type(current.ctx) is context:
+            if context is None or type(current.ctx) is context:
                 add(current.id)
             if current.annotation is not None:
                 push(current.annotation)
@@ -513,11 +527,39 @@ def drop_rule_names(statements: list[gast.stmt]) -> None:
 
         drop_rule_names(body)  # "# grad of: y = f(x)    rules: _f in m" → "# grad of: y = f(x)"
     """
-    for statement in statements:
-        for node in walk(statement):
-            text = getattr(node, "value", None) if type(node) is gast.Constant else None
+    for statement in every_statement(statements):  # comments are statements
+        if type(statement) is gast.Expr and type(statement.value) is gast.Constant:
+            text = statement.value.value
             if isinstance(text, str) and RULES_MARK in text and text.startswith(COMMENT_MARK):
-                node.value = text.partition(RULES_MARK)[0]
+                statement.value.value = text.partition(RULES_MARK)[0]
+
+
+def every_statement(statements: list[gast.stmt]) -> list[gast.stmt]:
+    """Every statement of ``statements`` and of every block inside them, the bodies of
+    functions, classes, ``except`` clauses and ``case``s included, in no particular order:
+    what a walk of every node finds of the statements, without visiting expressions.
+
+    Example::
+
+        [type(s).__name__ for s in every_statement(parse("if a:\\n    b = 1").body)]
+        # ['If', 'Assign']
+    """
+    found: list[gast.stmt] = []
+    pending = list(statements)
+    while pending:
+        statement = pending.pop()
+        state = statement.__dict__
+        if type(statement) not in _CLAUSES:
+            found.append(statement)
+        for field in _BLOCK_FIELDS:
+            inner = state.get(field)
+            if type(inner) is list:
+                pending += inner
+    return found
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_CLAUSES = frozenset({gast.ExceptHandler, gast.match_case})
 
 
 def arguments(names: list[str]) -> gast.arguments:
