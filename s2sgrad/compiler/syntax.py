@@ -250,14 +250,15 @@ def walk(node: gast.AST) -> list[gast.AST]:
 
 
 def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[gast.AST]:
-    found: list[gast.AST] = []
+    # each node is listed as it is found (not as it is visited): one step less per node
+    found: list[gast.AST] = [node]
     stack = [node]
-    pop, push, extend, add = stack.pop, stack.append, stack.extend, found.append
+    pop, push, add = stack.pop, stack.append, found.append
     plans = _OPERATOR_FREE if skip_operators else _NODE_FIELDS
+    leaves = _LEAVES
     while stack:
         current = pop()
         kind = type(current)
-        add(current)
         if not into_functions and kind in SCOPES and current is not node:
             continue
         fields = plans.get(kind)
@@ -266,9 +267,15 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
         state = current.__dict__
         for field in fields:
             value = state.get(field)
+            if value is None:
+                continue
             if type(value) is list:
-                extend([item for item in value if item is not None and type(item) not in _LEAVES])
-            elif value is not None and type(value) not in _LEAVES:
+                for item in value:
+                    if item is not None and type(item) not in leaves:
+                        add(item)
+                        push(item)
+            elif type(value) not in leaves:
+                add(value)
                 push(value)
     return found
 
