@@ -283,6 +283,7 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 _LEAVES = frozenset({str, int, float, complex, bytes, bool, type(Ellipsis), *_CONTEXTS})
+_SKIPPED = _LEAVES | {type(None)}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 _OPERATOR_FREE: dict[type, tuple[str, ...]] = {}
@@ -366,6 +367,7 @@ def _names(node: gast.AST, context: type | None) -> set[str]:
     pop, push, extend = stack.pop, stack.append, stack.extend
     plans = _OPERATOR_FREE
     name, constant = gast.Name, gast.Constant
+    skipped = _SKIPPED
     writes = context is gast.Store
     while stack:
         current = pop()
@@ -376,7 +378,7 @@ def _names(node: gast.AST, context: type | None) -> set[str]:
             if current.annotation is not None:
                 push(current.annotation)
             continue
-        if kind is constant:
+        if kind is constant or kind in skipped:  # lists are pushed whole: None, literals
             continue
         if writes and kind in SCOPES:
             if kind is not gast.AsyncFunctionDef and kind is not gast.Lambda:
@@ -390,8 +392,8 @@ def _names(node: gast.AST, context: type | None) -> set[str]:
         for field in fields:
             value = state.get(field)
             if type(value) is list:
-                extend([item for item in value if item is not None and type(item) not in _LEAVES])
-            elif value is not None and type(value) not in _LEAVES:
+                extend(value)
+            elif value is not None:
                 push(value)
     return found
 
