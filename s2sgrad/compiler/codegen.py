@@ -27,7 +27,7 @@ import gast
 
 from s2sgrad.compiler.freshness import Assumptions
 from s2sgrad.compiler.python_ast import to_python_ast
-from s2sgrad.compiler.syntax import COMMENT_MARK, walk
+from s2sgrad.compiler.syntax import COMMENT_MARK, names_used, walk
 from s2sgrad.running import ORIGINS, running_origin
 
 __all__ = [
@@ -77,7 +77,7 @@ class GeneratedFunction:
     @functools.cached_property
     def namespace(self) -> dict[str, Any]:
         """The global names the code uses, and their objects."""
-        used = {n.id for n in walk(self.node) if type(n) is gast.Name}
+        used = names_used(self.node)
         return {name: obj for name, obj in self.given_namespace.items() if name in used}
 
     @functools.cached_property

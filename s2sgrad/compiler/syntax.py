@@ -26,6 +26,8 @@ __all__ = [
     "node_fields",
     "located",
     "names_read",
+    "names_used",
+    "every_statement",
     "walk",
     "names_written",
     "names_modified",
@@ -248,14 +250,15 @@ def walk(node: gast.AST) -> list[gast.AST]:
 
 
 def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[gast.AST]:
-    found: list[gast.AST] = []
+    # each node is listed as it is found (not as it is visited): one step less per node
+    found: list[gast.AST] = [node]
     stack = [node]
-    pop, push, extend, add = stack.pop, stack.append, stack.extend, found.append
+    pop, push, add = stack.pop, stack.append, found.append
     plans = _OPERATOR_FREE if skip_operators else _NODE_FIELDS
+    leaves = _LEAVES
     while stack:
         current = pop()
         kind = type(current)
-        add(current)
         if not into_functions and kind in SCOPES and current is not node:
             continue
         fields = plans.get(kind)
@@ -264,9 +267,15 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
         state = current.__dict__
         for field in fields:
             value = state.get(field)
+            if value is None:
+                continue
             if type(value) is list:
-                extend([item for item in value if item is not None and type(item) not in _LEAVES])
-            elif value is not None and type(value) not in _LEAVES:
+                for item in value:
+                    if item is not None and type(item) not in leaves:
+                        add(item)
+                        push(item)
+            elif type(value) not in leaves:
+                add(value)
                 push(value)
     return found
 
@@ -274,6 +283,7 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
 SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 _LEAVES = frozenset({str, int, float, complex, bytes, bool, type(Ellipsis), *_CONTEXTS})
+_SKIPPED = _LEAVES | {type(None)}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 _OPERATOR_FREE: dict[type, tuple[str, ...]] = {}
@@ -335,27 +345,40 @@ def names_written(node: gast.AST) -> set[str]:
     return _names(node, gast.Store)
 
 
-def _names(node: gast.AST, context: type) -> set[str]:
+def names_used(node: gast.AST) -> set[str]:
+    """Every name anywhere inside ``node``, read, written or a parameter (nested functions
+    included): what a generated module's namespace must hold of its free names.
+
+    Example::
+
+        names_used(gast.parse("y = f(x)"))  # {'y', 'f', 'x'}
+    """
+    return _names(node, None)
+
+
+def _names(node: gast.AST, context: type | None) -> set[str]:
     """The names of ``context`` (Load: everywhere; Store: not inside nested functions, and
-    the names of the functions and classes defined) in one walk that does not list nodes:
-    the two functions above run once or more per statement in most passes."""
+    the names of the functions and classes defined; None: all, everywhere) in one walk
+    that does not list nodes: names_read and names_written run once or more per statement
+    in most passes."""
     found: set[str] = set()
     add = found.add
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
     plans = _OPERATOR_FREE
     name, constant = gast.Name, gast.Constant
+    skipped = _SKIPPED
     writes = context is gast.Store
     while stack:
         current = pop()
         kind = type(current)
         if kind is name:
-            if type(current.ctx) is context:
+            if context is None or type(current.ctx) is context:
                 add(current.id)
             if current.annotation is not None:
                 push(current.annotation)
             continue
-        if kind is constant:
+        if kind is constant or kind in skipped:  # lists are pushed whole: None, literals
             continue
         if writes and kind in SCOPES:
             if kind is not gast.AsyncFunctionDef and kind is not gast.Lambda:
@@ -369,8 +392,8 @@ def _names(node: gast.AST, context: type) -> set[str]:
         for field in fields:
             value = state.get(field)
             if type(value) is list:
-                extend([item for item in value if item is not None and type(item) not in _LEAVES])
-            elif value is not None and type(value) not in _LEAVES:
+                extend(value)
+            elif value is not None:
                 push(value)
     return found
 
@@ -513,11 +536,39 @@ def drop_rule_names(statements: list[gast.stmt]) -> None:
 
         drop_rule_names(body)  # "# grad of: y = f(x)    rules: _f in m" → "# grad of: y = f(x)"
     """
-    for statement in statements:
-        for node in walk(statement):
-            text = getattr(node, "value", None) if type(node) is gast.Constant else None
+    for statement in every_statement(statements):  # comments are statements
+        if type(statement) is gast.Expr and type(statement.value) is gast.Constant:
+            text = statement.value.value
             if isinstance(text, str) and RULES_MARK in text and text.startswith(COMMENT_MARK):
-                node.value = text.partition(RULES_MARK)[0]
+                statement.value.value = text.partition(RULES_MARK)[0]
+
+
+def every_statement(statements: list[gast.stmt]) -> list[gast.stmt]:
+    """Every statement of ``statements`` and of every block inside them, the bodies of
+    functions, classes, ``except`` clauses and ``case``s included, in no particular order:
+    what a walk of every node finds of the statements, without visiting expressions.
+
+    Example::
+
+        [type(s).__name__ for s in every_statement(parse("if a:\\n    b = 1").body)]
+        # ['If', 'Assign']
+    """
+    found: list[gast.stmt] = []
+    pending = list(statements)
+    while pending:
+        statement = pending.pop()
+        state = statement.__dict__
+        if type(statement) not in _CLAUSES:
+            found.append(statement)
+        for field in _BLOCK_FIELDS:
+            inner = state.get(field)
+            if type(inner) is list:
+                pending += inner
+    return found
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+_CLAUSES = frozenset({gast.ExceptHandler, gast.match_case})
 
 
 def arguments(names: list[str]) -> gast.arguments:

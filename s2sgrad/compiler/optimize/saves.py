@@ -19,7 +19,7 @@ from s2sgrad.compiler.optimize.statements import (
     is_shape_stand_in,
     only_passes,
 )
-from s2sgrad.compiler.syntax import method_receiver, names_read
+from s2sgrad.compiler.syntax import child_fields, method_receiver, names_read, walk
 
 __all__ = ["drop_unneeded_saves", "empty_replay"]
 
@@ -81,17 +81,16 @@ def _escaping(statements) -> set[str]:
 
 def _own_nodes(statement):
     """The nodes of ``statement`` outside the statements nested in its body."""
-    pending = [statement]
-    while pending:
-        node = pending.pop()
-        yield node
-        for field, value in gast.iter_fields(node):
-            if field in ("body", "orelse") and node is statement:
-                continue
-            if isinstance(value, list):
-                pending.extend(v for v in value if isinstance(v, gast.AST))
-            elif isinstance(value, gast.AST):
-                pending.append(value)
+    found = [statement]
+    state = statement.__dict__
+    for field in child_fields(type(statement)):
+        if field == "body" or field == "orelse":
+            continue
+        value = state.get(field)
+        for item in value if type(value) is list else (value,):
+            if isinstance(item, gast.AST):
+                found += walk(item)
+    return found
 
 
 def _walk_with_loops(statements, loops):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.syntax import walk
+from s2sgrad.compiler.syntax import every_statement
 
 __all__ = ["views_of_updated_arrays"]
 
@@ -28,7 +28,7 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
         views_of_updated_arrays(parse("t6 = t[:]\nt[:] = s").body)  # {t: {t6}, t6: {t}}
     """
     updated, links = set(), []
-    for statement in walk(gast.Module(body=body, type_ignores=[])):
+    for statement in every_statement(body):
         if isinstance(statement, (gast.Assign, gast.AugAssign)):
             targets = statement.targets if type(statement) is gast.Assign else [statement.target]
             for target in targets:

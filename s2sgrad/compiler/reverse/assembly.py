@@ -105,10 +105,12 @@ def reverse_sweeps(
     saves.check_restores_mirror_saves(forward, backward)
     # what the backward sweep reads matters for saves and for values set in blocks
     views = views_of_updated_arrays(forward)
-    read_back = saves.mark_used_saves(backward, set(cotangents.adjoint_names.values()), views)
+    reads: dict = {}  # what each backward statement reads, for the two passes below
+    adjoint_names = set(cotangents.adjoint_names.values())
+    read_back = saves.mark_used_saves(backward, adjoint_names, views, reads)
     # what the function returns is read before the backward sweep (assemble.py keeps it
     # when the backward changes it); only the gradients, read after, name parameters
-    saves.drop_last_restores(backward, context.parameters)
+    saves.drop_last_restores(backward, context.parameters, reads)
     read_back -= recompute_in_loops(saves, forward, backward)
     saves.shape_only = _read_for_shape_only(context, saves, backward, views)
     forward, backward = saves.place_saves(forward, backward)

@@ -40,7 +40,16 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.errors import UnsupportedError
 
-__all__ = ["PUSH", "POP", "Save", "Saves", "is_marker", "has_code", "marker_key"]
+__all__ = [
+    "PUSH",
+    "POP",
+    "Save",
+    "Saves",
+    "is_marker",
+    "has_code",
+    "marker_key",
+    "statement_reads",
+]
 
 PUSH = "__s2s_push__:"  # a marker: the save of this key is pushed here
 POP = "__s2s_pop__:"  # a marker: the save of this key is restored here
@@ -149,7 +158,9 @@ class Saves:
                 "mode='tape', and please report this function"
             )
 
-    def mark_used_saves(self, backward, adjoints: set[str], views=None) -> set[str]:
+    def mark_used_saves(
+        self, backward, adjoints: set[str], views=None, reads: dict | None = None
+    ) -> set[str]:
         """Mark the saves whose values the backward sweep reads; return the names it reads.
 
         A replay (a backward ``if`` or loop) that would do nothing, since it holds no code
@@ -157,10 +168,13 @@ class Saves:
         range reads does not count; restoring one value can make another one needed.
         ``views`` maps an array changed in place to the names bound to views of it (and
         back): reading ``t1 = t[1:]`` after ``t[1:] = v`` needs ``t`` restored.
+        ``reads`` remembers what each statement reads (see :func:`statement_reads`): the
+        search restarts until nothing more is needed, and the statements do not change.
         """
         views = views or {}
+        reads = {} if reads is None else reads
         while True:
-            read, indices = self.kept_reads(backward)
+            read, indices = self.kept_reads(backward, reads=reads)
             needed = (read | indices) - adjoints
             needed |= set().union(*(views.get(n, ()) for n in needed))
             newly = [s for s in self.saves.values() if not s.used and s.target in needed]
@@ -169,17 +183,19 @@ class Saves:
             for save in newly:
                 save.used = True
 
-    def drop_last_restores(self, backward, live_at_end: set[str]) -> None:
+    def drop_last_restores(
+        self, backward, live_at_end: set[str], reads: dict | None = None
+    ) -> None:
         """Forget the saves restored at the top level of ``backward`` that nothing after
         the restore reads: the value put back would never be used (``h = stack.pop()`` at
         the very end restores the value ``h`` had before the function first set it).
         ``live_at_end`` are the names read after the backward sweep (the parameters, which
-        the gradients are shaped after)."""
+        the gradients are shaped after); ``reads`` as for :meth:`mark_used_saves`."""
         later = set(live_at_end)
         for statement in reversed(backward):
             key = marker_key(statement, POP)
             if key is None:
-                later |= names_read(statement)
+                later |= statement_reads(statement, reads)
                 for inner in nested_statements([statement]):  # restores write into arrays
                     inner_key = marker_key(inner, POP)
                     if inner_key is not None and self.saves[inner_key].used:
@@ -195,10 +211,11 @@ class Saves:
             if save.index is not None:
                 later |= names_read(save.index)
 
-    def kept_reads(self, statements, kept=None) -> tuple[set[str], set[str]]:
+    def kept_reads(self, statements, kept=None, reads=None) -> tuple[set[str], set[str]]:
         """The names ``statements`` read outside restores and replays that do nothing, and
         the names the restores needed so far read (their indices). ``kept`` remembers
-        :meth:`replay_kept` by replay, within one call (nested replays: once each)."""
+        :meth:`replay_kept` by replay, within one call (nested replays: once each);
+        ``reads`` what statements read, while they do not change."""
         kept = {} if kept is None else kept
         read: set[str] = set()
         indices: set[str] = set()
@@ -210,14 +227,14 @@ class Saves:
                     indices |= names_read(save.index)
                 continue
             if not annotation(statement, REPLAY, False):
-                read |= names_read(statement)
+                read |= statement_reads(statement, reads)
                 continue
             if not self.replay_kept(statement, kept):
                 continue
             header = statement.test if isinstance(statement, gast.If) else statement.iter
             read |= names_read(header)
             for inner in (statement.body, statement.orelse):
-                inner_read, inner_indices = self.kept_reads(inner, kept)
+                inner_read, inner_indices = self.kept_reads(inner, kept, reads)
                 read |= inner_read
                 indices |= inner_indices
         return read, indices
@@ -408,3 +425,20 @@ def is_marker(statement) -> bool:
 def has_code(statements) -> bool:
     """Whether ``statements`` do anything: not only ``pass``, comments and markers."""
     return any(not isinstance(s, gast.Pass) and string_statement(s) is None for s in statements)
+
+
+def statement_reads(statement: gast.stmt, reads: dict | None) -> set[str]:
+    """``names_read(statement)``, remembered in ``reads`` (by id, with the statement) when
+    given: for passes over statements that do not change meanwhile. Not to be changed.
+
+    Example::
+
+        reads: dict = {}
+        statement_reads(statement, reads) is statement_reads(statement, reads)  # True
+    """
+    if reads is None:
+        return names_read(statement)
+    known = reads.get(id(statement))
+    if known is None or known[0] is not statement:
+        known = reads[id(statement)] = (statement, names_read(statement))
+    return known[1]

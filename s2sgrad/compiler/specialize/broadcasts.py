@@ -227,21 +227,23 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
                         pending.append(item.annotation)
                 elif type(item) not in _LITERALS:
                     pending.append(item)
+    # a name is settled once broadcasting restores all its reads, which makes the names of
+    # its definition candidates again: a worklist, each name looked at when its uses grow
     settled: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, uses in list(restored.items()):
-            if name in settled or len(uses) != reads.get(name, 0) or writes.get(name) != 1:
-                continue
-            settled.add(name)
-            changed = True
-            definition = definitions.get(name)
-            if definition is not None:
-                value = definition.value
-                value = value.args[0] if _is_broadcast_call(value) else value
-                for leaf in _elementwise_leaves(value):
-                    restored.setdefault(leaf.id, set()).add(id(leaf))
+    candidates = list(restored)
+    while candidates:
+        name = candidates.pop()
+        uses = restored[name]
+        if name in settled or len(uses) != reads.get(name, 0) or writes.get(name) != 1:
+            continue
+        settled.add(name)
+        definition = definitions.get(name)
+        if definition is not None:
+            value = definition.value
+            value = value.args[0] if _is_broadcast_call(value) else value
+            for leaf in _elementwise_leaves(value):
+                restored.setdefault(leaf.id, set()).add(id(leaf))
+                candidates.append(leaf.id)
     for name in settled:
         definition = definitions.get(name)
         if definition is not None and _is_broadcast_call(definition.value):
