@@ -1,5 +1,5 @@
 """Second order at complex points in s2s: through the rules generated code calls at run
-time, and list appends.
+time, list appends, and complex numbers as cotangents.
 
 ``np.einsum`` and ``np.linalg.matrix_power`` are called, not inlined: a derivative of the
 generated gradient transforms their rule bodies (``s2sgrad/compiler/called_rules.py``),
@@ -9,7 +9,8 @@ which must stay in s2s): the gradient, the VJP of the gradient (reverse over rev
 ``hvp`` and the JVP of the gradient (forward over reverse), against central differences
 of the tape's gradient under docs/complex.md's convention. The einsum forms reach every branch of its rule: a
 repeated letter (a diagonal), a letter summed in one operand alone, ``...`` with a
-stretched size-1 axis, an implicit output, the sublist form.
+stretched size-1 axis, an implicit output, the sublist form. Scalar results make the
+cotangent a rule gets a complex number.
 """
 
 from __future__ import annotations
@@ -57,6 +58,13 @@ def matrix_powers(a):
     )
 
 
+def scalar_products(a, b):
+    """Scalar results: the cotangent the rules get is a complex number."""
+    vectors = np.imag(np.inner(a[0], b[:, 0]) ** 2)
+    everything = np.real(np.einsum("ij,ij->", a, a * b[:, :1]) ** 2)
+    return vectors + everything + np.imag(np.tensordot(a, a, axes=2) ** 2)
+
+
 def other_called_rules(a):
     """The other rules called rather than inlined; the svd through functions blind to a
     singular pair's phase (docs/complex.md)."""
@@ -90,6 +98,7 @@ def _listed(gradient):
 CASES = [
     (einsum_forms, (cnormal(3, 3), cnormal(3, 2))),
     (matrix_powers, (cnormal(3, 3) * 0.5 + 2.0 * np.eye(3),)),
+    (scalar_products, (cnormal(3, 3), cnormal(3, 2))),
     (other_called_rules, (cnormal(3, 2),)),
     (list_appends, (cnormal(3) * 0.5,)),
 ]
