@@ -7,10 +7,10 @@ which build lists (a comprehension, ``powers.append``). Each program is checked 
 complex point in s2s and on the tape (einsum's and matrix_power's in mode "auto" too,
 which must stay in s2s): the gradient, the VJP of the gradient (reverse over reverse),
 ``hvp`` and the JVP of the gradient (forward over reverse), against central differences
-of the tape's gradient under docs/complex.md's convention. The einsum forms reach every branch of its rule: a
-repeated letter (a diagonal), a letter summed in one operand alone, ``...`` with a
-stretched size-1 axis, an implicit output, the sublist form. Scalar results make the
-cotangent a rule gets a complex number.
+of the tape's gradient under docs/complex.md's convention. The einsum forms reach every
+branch of its rule: a repeated letter (a diagonal), a letter summed in one operand alone,
+``...`` with a stretched size-1 axis, an implicit output, the sublist form. Scalar results
+make the cotangent a rule gets, and the seed of ``np.imag``, a complex number.
 """
 
 from __future__ import annotations
@@ -77,6 +77,10 @@ def other_called_rules(a):
     return blind + pair + moved + products + np.sum(np.imag(r**2 * W[:2, :2]))
 
 
+def imaginary_square(z):
+    return np.imag(np.sum(z) ** 2)
+
+
 def list_appends(z):
     powers = [z**k for k in range(1, 4)]
     sines = []
@@ -100,6 +104,7 @@ CASES = [
     (matrix_powers, (cnormal(3, 3) * 0.5 + 2.0 * np.eye(3),)),
     (scalar_products, (cnormal(3, 3), cnormal(3, 2))),
     (other_called_rules, (cnormal(3, 2),)),
+    (imaginary_square, (cnormal(2),)),
     (list_appends, (cnormal(3) * 0.5,)),
 ]
 
