@@ -33,6 +33,7 @@ from s2sgrad.batching import forward_jacobian, reverse_jacobian
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
+from s2sgrad.compiler.one_tuples import one_tuple_caller
 from s2sgrad.compiler.pipeline import call_specialised, derivative, without_garbage_collection
 from s2sgrad.compiler.specialize import signature
 from s2sgrad.display import NotebookDisplay
@@ -188,7 +189,7 @@ class _Transform(NotebookDisplay):
                 f"{name_of(self.f)} is differentiated with mode='tape'; its derivative is "
                 "differentiated on the tape too"
             )
-        return derivative(
+        function = derivative(
             self.function,
             self.wrt,
             self.kind,
@@ -196,6 +197,9 @@ class _Transform(NotebookDisplay):
             frozenset(containers) & set(self.wrt),
             dynamic=self.mode == "auto",
         ).function
+        if self.wrap_single:  # wrt=(0,): the 1-tuple this transform returns, there too
+            return one_tuple_caller(function, self.kind, self.has_aux)
+        return function
 
     def _parameter(self, wrt, shift) -> str:
         if isinstance(wrt, str):
@@ -337,6 +341,8 @@ class _Transform(NotebookDisplay):
             return result
         if self.kind == "value_and_grad":
             return result[0], (result[1],)
+        if self.has_aux:  # (gradient, aux)
+            return (result[0],), result[1]
         return (result,)
 
     def _wrt_values(self, args, kwargs):

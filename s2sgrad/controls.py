@@ -367,9 +367,9 @@ def _cotangent_parts(g: Any, values: tuple) -> tuple:
 
 def _is_floating(value: Any) -> bool:
     for leaf in flatten(value)[0]:
-        if is_tape_value(leaf) or isinstance(leaf, (float, np.floating)):
+        if is_tape_value(leaf) or isinstance(leaf, (float, complex, np.inexact)):
             return True
-        if isinstance(leaf, np.ndarray) and np.issubdtype(leaf.dtype, np.floating):
+        if isinstance(leaf, np.ndarray) and np.issubdtype(leaf.dtype, np.inexact):
             return True
     return False
 

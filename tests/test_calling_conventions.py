@@ -197,3 +197,48 @@ def test_a_one_entry_wrt_tuple_gives_one_tuples_on_every_call(mode, wrt):
     assert all(isinstance(r[1], tuple) and np.allclose(r[1][0], 3 * x**2) for r in results)
     gradient = sg.grad(cubes, wrt=wrt, mode=mode)
     assert all(isinstance(gradient(x), tuple) for _ in range(3))
+
+
+# ------------------------------------------------------- wrt=(0,): 1-tuples everywhere
+
+X = np.array([1.0, -2.0, 0.5])
+
+
+def weighted_sine(w, x):
+    return np.sum(np.sin(w * x) * x), w[0]
+
+
+def sine_loss(w):
+    return weighted_sine(w, X)[0]
+
+
+def _through(gradient, v):
+    def through(w):
+        (g,) = gradient(w)
+        return np.sum(g * v) + np.sum(gradient(w)[0] ** 2)
+
+    return through
+
+
+def test_a_one_tuple_gradient_is_one_tuple_to_its_derivatives_too():
+    # the generated code returns the gradient alone: a derivative of grad(f, wrt=(0,))
+    # saw the bare array, so indexing [0] took its first element (a silently wrong
+    # gradient in s2s and auto), and jvp / vjp gave arrays where it gives 1-tuples
+    w, v = np.array([0.3, 0.5, 0.7]), np.array([0.2, 1.0, -1.0])
+    for mode in ("s2s", "tape", "auto"):
+        gradient = sg.grad(sine_loss, wrt=(0,), mode=mode)
+        through = _through(gradient, v)
+        expected = numeric_grad(through, (w,), 0)
+        np.testing.assert_allclose(sg.grad(through, mode=mode)(w), expected, rtol=1e-6)
+        out, tangent = sg.jvp(gradient, (w,), (v,), mode=mode)
+        assert type(out) is tuple and type(tangent) is tuple and len(tangent) == 1, mode
+        expected = sg.hvp(sine_loss, (w,), (v,), mode="tape")[0]
+        np.testing.assert_allclose(tangent[0], expected, rtol=1e-6, err_msg=mode)
+        out, pullback = sg.vjp(gradient, w, mode=mode)
+        assert type(out) is tuple and len(out) == 1, mode
+        np.testing.assert_allclose(pullback((v,))[0], expected, rtol=1e-6, err_msg=mode)
+        (g,), aux = sg.grad(weighted_sine, wrt=(0,), has_aux=True, mode=mode)(w, X)
+        np.testing.assert_allclose(g, gradient(w)[0], err_msg=mode)
+        assert aux == w[0], mode
+    (batched,) = sg.vmap(gradient)(np.stack([w, v]))
+    np.testing.assert_allclose(batched[1], gradient(v)[0])

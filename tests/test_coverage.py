@@ -449,7 +449,7 @@ def test_rule_to_second_order_in_both_engines(name):
         return
     _check_float32(sample, np.float32)
     if get_rule(function).complex and sample.complex and _accepts_complex(sample):
-        _check_complex(sample, function)
+        _check_complex(sample)
         _check_float32(sample, np.complex64)
 
 
@@ -480,7 +480,7 @@ def _accepts_complex(sample) -> bool:
 STEP = 1e-6  # of the central differences along a complex direction
 
 
-def _check_complex(sample, function):
+def _check_complex(sample):
     """At a complex point, in every engine: the gradient (reverse), the JVP along a complex
     tangent (forward), and to second order the gradient of a real function of the gradient
     (reverse over reverse) and ``hvp`` (forward over reverse), each against central
@@ -497,14 +497,13 @@ def _check_complex(sample, function):
     for engine in ENGINES:
         _, actual = sg.jvp(sample.program, args, tangents, mode=engine)
         _assert_close(actual, expected, f"{engine}: jvp")
-    _check_complex_second_order(loss, args, tangents, function)
+    _check_complex_second_order(loss, args, tangents)
 
 
-def _check_complex_second_order(loss, args, tangents, function):
+def _check_complex_second_order(loss, args, tangents):
     """Reverse over reverse: the gradient of ``h = sum(real(conj(c) * grad(loss)))``, as the
     VJP of the gradient with the cotangent ``conj(c)`` (docs/complex.md); forward over
-    reverse: ``hvp``; in both engines (through a called rule, s2s may refuse complex values
-    clearly, and mode="auto" is checked instead)."""
+    reverse: ``hvp``; in both engines (s2s through the code of a called rule too)."""
     wrt = tuple(range(len(args)))
     weights = _complex_like(args)
     gradient = sg.grad(loss, wrt=wrt, mode="s2s")  # first order checked before
@@ -517,21 +516,9 @@ def _check_complex_second_order(loss, args, tangents, function):
     expected_hvp = _along(gradient, args, tangents)
     cotangent = tuple(np.conj(w) for w in weights)
     for engine in ENGINES:
-        try:
-            _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
-            actual = pullback(cotangent)
-            products = sg.hvp(loss, args, tangents, mode=engine)
-        except S2SGradError:
-            if engine == "tape" or get_rule(function).inline_vjp:
-                raise
-            # s2s through a called rule's code may refuse complex values (clearly); auto,
-            # which then uses the tape, must be right
-            engine = "auto"
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", sg.S2SGradWarning)
-                _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
-                actual = pullback(cotangent)
-                products = sg.hvp(loss, args, tangents, mode=engine)
+        _, pullback = sg.vjp(sg.grad(loss, wrt=wrt, mode=engine), *args, mode=engine)
+        actual = pullback(cotangent)
+        products = sg.hvp(loss, args, tangents, mode=engine)
         for index in wrt:
             _assert_close(actual[index], expected[index], f"{engine}: grad of grad wrt {index}")
             _assert_close(products[index], expected_hvp[index], f"{engine}: hvp, {index}")

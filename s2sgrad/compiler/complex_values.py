@@ -17,7 +17,7 @@ import numpy as np
 
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.operations import Operation, OperationKind, classify
-from s2sgrad.compiler.syntax import names_read, walk
+from s2sgrad.compiler.syntax import method_receiver, names_read, walk
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import accepts_complex, makes_complex
 
@@ -66,6 +66,8 @@ def complex_readiness(
     for statement in statements:
         operation = classify(statement.value, parsed, local_names)
         makes = makes or _makes_complex(operation, statement.value, parsed, assigned)
+        if _list_append(statement):
+            continue
         if refused is None and not _ready(operation) and names_read(statement.value) & varied:
             refused = (statement, operation)
     if makes and refused is not None:
@@ -104,6 +106,13 @@ def with_callees(facts: ComplexFacts, callees: list, parsed: ParsedFunction) -> 
         )
         raise error
     return False
+
+
+def _list_append(statement: gast.stmt) -> bool:
+    """``items.append(v)`` as a statement (a list comprehension is written so too): both
+    sweeps follow it as a list's append, whose derivative moves ``v``'s tangent or
+    cotangent unchanged, right for complex values as ``items.pop()`` is."""
+    return type(statement) is gast.Expr and method_receiver(statement.value, "append") is not None
 
 
 def _ready(operation: Operation) -> bool:

@@ -346,7 +346,8 @@ def star_tangents(values: tuple, given: dict) -> tuple:
 
 
 def zeros_like_value(x: Any) -> Any:
-    """A zero cotangent for ``x``: zeros of its shape, ``0.0`` for numbers and ``None``.
+    """A zero cotangent for ``x``: zeros of its shape, ``0.0`` for numbers and ``None``
+    (``0j`` for a complex number).
 
     Example::
 
@@ -354,6 +355,8 @@ def zeros_like_value(x: Any) -> Any:
     """
     if x is None or isinstance(x, (float, int, str, bytes)):  # str: a dict key, say
         return 0.0
+    if isinstance(x, complex):
+        return 0j
     if isinstance(x, dict):  # containers' cotangents add entry by entry with +
         return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})
     if is_object_node(x):  # a dataclass: by attribute, and no entry is zero

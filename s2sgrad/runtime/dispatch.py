@@ -294,7 +294,7 @@ def _spread(pullback, positions, args, tuple_result):
 def _differentiable(value: Any) -> bool:
     if isinstance(value, bool):
         return False
-    if isinstance(value, (float, np.floating)):
+    if isinstance(value, (float, complex, np.inexact)):  # a complex number too
         return True
     if isinstance(value, np.ndarray):
         return value.dtype.kind in "fc"
