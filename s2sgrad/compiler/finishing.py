@@ -10,7 +10,8 @@ list of passes run in order by one loop (:func:`finish`):
 * code *specialised* to the shapes of a call runs all of them::
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
-      ─► Python numbers ─► common calls ─► optimise ─► drop saves only shape queries read
+      ─► Python numbers ─► common calls ─► optimise ─► uniform cotangents as numbers
+      ─► drop saves only shape queries read
       ─► strip broadcasts ─► fold constants ─► math errors run the generic code
 
 The first six are the probe's (``compiler/specialize/``): if one fails, the call runs the
@@ -42,6 +43,7 @@ from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, 
 from s2sgrad.compiler.specialize.probe import Probing
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
 from s2sgrad.compiler.specialize.scatter import scatter_sums
+from s2sgrad.compiler.specialize.uniform import uniform_cotangents
 
 __all__ = [
     "Finishing",
@@ -111,6 +113,12 @@ def _optimise(node, finishing):
     return node
 
 
+def _uniform_cotangents(node, finishing):
+    if uniform_cotangents(node, finishing.probing.namespace):  # numbers fold further
+        node.body = optimize(node.body, finishing.is_pure)
+    return node
+
+
 def _drop_unneeded_saves(node, finishing):
     body = drop_unneeded_saves(node.body)  # the shape queries that read them are gone
     if body is not node.body:  # the temporaries pushed may fold into one statement now
@@ -157,6 +165,7 @@ PASSES = (
     Pass("numbers as Python numbers", _scalar_code, specialising=True, probing=True),
     Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
+    Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),

@@ -184,3 +184,24 @@ def empty_replay(statement) -> bool:
         and only_passes(statement.body)
         and only_passes(statement.orelse)
     )
+
+
+def tested_again(body: list[gast.stmt], index: int) -> bool:
+    """Whether ``body[index]`` is an ``if`` on a name (or its negation) with nothing left to
+    do, whose name a later ``if`` of ``body`` tests again: dropping it loses no effect (the
+    later test raises wherever this one would, as for an array of several elements)."""
+    statement = body[index]
+    if type(statement) is not gast.If:
+        return False
+    if not (only_passes(statement.body) and only_passes(statement.orelse)):
+        return False
+    name = _tested_name(statement.test)
+    return name is not None and any(
+        type(s) is gast.If and _tested_name(s.test) == name for s in body[index + 1 :]
+    )
+
+
+def _tested_name(test: gast.expr) -> str | None:
+    if type(test) is gast.UnaryOp and type(test.op) is gast.Not:
+        test = test.operand
+    return test.id if type(test) is gast.Name else None
