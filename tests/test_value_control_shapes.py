@@ -56,15 +56,49 @@ def branch_changes_shape(a):
     return np.sum(c * c)
 
 
+def quadrupling(a):
+    b = a * 3
+    while np.linalg.norm(b) < 500:
+        b = b * 4
+    return np.sum(b)
+
+
+def tripling(a):
+    b = a * 2
+    while np.linalg.norm(b) < 500:
+        b = 3 * b
+    if b.sum() > 0:  # noqa: SIM108
+        c = b
+    else:
+        c = b * 7
+    return np.sum(c)
+
+
+def cotangent_read_twice(a):
+    b = a * 2
+    while np.linalg.norm(b) < 100:
+        b = b * 2
+    return np.sum(b) + np.sum(b * a)
+
+
+FUNCTIONS = [
+    d2l,
+    nonlinear_loop,
+    counter_sets_shape,
+    branch_changes_shape,
+    quadrupling,
+    tripling,
+    cotangent_read_twice,
+]
+
+
 def _inputs(n, sign=1.0, scale=0.1, seed=0):
     rng = np.random.default_rng(seed)
     return sign * (np.abs(rng.normal(size=n)) * scale + 0.05)
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize(
-    "f", [d2l, nonlinear_loop, counter_sets_shape, branch_changes_shape], ids=lambda f: f.__name__
-)
+@pytest.mark.parametrize("f", FUNCTIONS, ids=lambda f: f.__name__)
 def test_gradients_follow_the_path_of_each_call(f, mode):
     g = sg.grad(f, mode=mode)
     calls = [  # one signature: another branch, other iteration counts; then other shapes
@@ -99,7 +133,24 @@ def test_d2l_code_is_specialised_to_numbers():
     assert "broadcast_to" not in code and "seed_cotangent" not in code
     assert "np.full((4,)" in code
     assert "c = 100 * b" not in [line.strip() for line in code.splitlines()]
+    assert "np.ldexp(db, iterations1)" in code and "for " not in code
     assert_close(g(-x), numeric_grad(d2l, [-x], 0))
+
+
+def test_only_powers_of_two_become_ldexp():
+    for f, expected in ((quadrupling, "np.ldexp(db, 2 * iterations1)"), (tripling, "for ")):
+        g = sg.grad(f)
+        x = _inputs(4)
+        g(x)
+        assert expected in sg.source(g)
+        assert_close(g(x), numeric_grad(f, [x], 0))
+
+
+def test_value_and_grad_through_value_branches():
+    for x in (_inputs(5), -_inputs(5, seed=2)):
+        value, grad = sg.value_and_grad(d2l)(x)
+        assert_close(value, d2l(x))
+        assert_close(grad, numeric_grad(d2l, [x], 0))
 
 
 def quadratic_loop(a):

@@ -5,8 +5,8 @@
 the same shape (and kind) whichever way they go: code specialised to the shapes of one call
 stays right for the next. :func:`fixed_shapes` says so for one such region, strictly:
 
-* its statements are assignments to names (and ``pass``, ``break``, ``continue``, nested
-  ``if``/``while`` held to the same rules);
+* its statements are assignments to names (and ``pass``, ``break``, ``continue``, pushes
+  of the derivative's saves onto a list, nested ``if``/``while`` held to the same rules);
 * each assignment either updates a name by an integer constant (``b = b * 2``,
   ``k = k + 1``: the shape is the one the name had), or gives a name the same shape in every
   assignment it has anywhere in the function: a *stable* name (assigned once, then only
@@ -29,6 +29,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.annotations import SAVE_PUSH, annotation
 from s2sgrad.compiler.syntax import walk
 
 __all__ = ["fixed_shapes", "names_assigned_in"]
@@ -54,9 +55,9 @@ def fixed_shapes(
     """Whether every name ``region`` assigns has one shape whichever path runs (the rules
     in the module's docstring); ``body`` is the whole function's, in A-normal form."""
     assignments: list[gast.Assign] = []
+    everywhere = _assignments(body)
     if not _plain(region.body + region.orelse, assignments):
         return False
-    everywhere = _assignments(body)
     for statement in assignments:
         name = statement.targets[0].id
         if _updates(statement.value, name):
@@ -75,7 +76,9 @@ def fixed_shapes(
 def _plain(statements: list[gast.stmt], assignments: list[gast.Assign]) -> bool:
     for statement in statements:
         kind = type(statement)
-        if kind in (gast.Pass, gast.Break, gast.Continue):
+        if kind in (gast.Pass, gast.Break, gast.Continue) or annotation(
+            statement, SAVE_PUSH, False
+        ):
             continue
         if kind is gast.Assign:
             if len(statement.targets) != 1 or type(statement.targets[0]) is not gast.Name:

@@ -16,7 +16,7 @@ else but in ``return``.
 
 Example::
 
-    changed = uniform_cotangents(function, namespace)
+    numbers = uniform_cotangents(function, namespace)
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ __all__ = ["uniform_cotangents"]
 _SCALINGS = (gast.Mult,)
 
 
-def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> bool:
+def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> set[str]:
     """Rewrite the uniform cotangents of ``function`` in place (see the module's
-    docstring); whether it changed anything."""
+    docstring); the names that hold numbers now (none: nothing changed)."""
     nodes = walk(function)
     assigned: dict[str, list[gast.Assign]] = {}
     plain: set[int] = set()
@@ -50,24 +50,20 @@ def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> bool:
         for n in nodes
         if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in plain
     }
-    shapes: dict[str, tuple] = {}
-    for name, statements in assigned.items():
-        if name in written_otherwise:
-            continue
-        shape = _filled_shape(statements[0].value, namespace)
-        if shape is not None and len(statements) == 1:
-            shapes[name] = shape
-    uniform: dict[str, tuple | None] = dict(shapes)
-    for name in assigned:  # copies and scalings of them, to a fixpoint
-        if name not in uniform and name not in written_otherwise:
-            uniform[name] = None
+    filled = {  # np.broadcast_to(1.0, (100,)): its shape
+        id(s): shape
+        for statements in assigned.values()
+        for s in statements
+        if (shape := _filled_shape(s.value, namespace)) is not None
+    }
+    uniform: dict[str, tuple | None] = {  # copies and scalings of them, to a fixpoint
+        name: None for name in assigned if name not in written_otherwise
+    }
     changed = True
     while changed:
         changed = False
         for name in list(uniform):
-            if name in shapes:
-                continue
-            uniform_values, shape = _shape_of(assigned[name], name, uniform)
+            uniform_values, shape = _shape_of(assigned[name], name, uniform, filled)
             if not uniform_values:
                 del uniform[name]
                 changed = True
@@ -78,17 +74,17 @@ def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> bool:
             uniform.pop(name, None)
             changed = True
     uniform = {name: shape for name, shape in uniform.items() if shape is not None}
-    if not any(name in shapes for name in uniform):
-        return False
+    if not uniform:
+        return set()
     np_name = numpy_name(namespace)
     for name in uniform:
-        if name in shapes:
-            (statement,) = assigned[name]
-            statement.value = statement.value.args[0]
+        for statement in assigned[name]:
+            if id(statement) in filled:
+                statement.value = statement.value.args[0]
     for node in walk(function):
         if type(node) is gast.Return and node.value is not None:
             node.value = _filled(node.value, uniform, np_name)
-    return True
+    return set(uniform)
 
 
 def _filled_shape(value: gast.expr, namespace: dict) -> tuple | None:
@@ -107,11 +103,16 @@ def _filled_shape(value: gast.expr, namespace: dict) -> tuple | None:
     return tuple(e.value for e in shape.elts)
 
 
-def _shape_of(statements: list[gast.Assign], name: str, uniform: dict) -> tuple[bool, tuple | None]:
+def _shape_of(
+    statements: list[gast.Assign], name: str, uniform: dict, filled: dict[int, tuple]
+) -> tuple[bool, tuple | None]:
     """Whether every value assigned to ``name`` is uniform, all of one shape, and that
     shape (None while none of their shapes is known yet)."""
     found: set[tuple] = set()
     for statement in statements:
+        if id(statement) in filled:
+            found.add(filled[id(statement)])
+            continue
         source = _scaled_name(statement.value)
         if source is None or source not in uniform:
             return False, None
