@@ -81,7 +81,20 @@ def cotangent_read_twice(a):
     return np.sum(b) + np.sum(b * a)
 
 
+def nested_paths(a):
+    b = a * 1
+    while np.linalg.norm(b) < 50:
+        if np.max(b) > 3:  # noqa: SIM108
+            b = b * 3
+        else:
+            b = b * 2
+        if np.linalg.norm(b) > 40:
+            break
+    return np.sum(b * b)
+
+
 FUNCTIONS = [
+    nested_paths,
     d2l,
     nonlinear_loop,
     counter_sets_shape,
@@ -196,3 +209,7 @@ def test_criterion_accepts_shape_keeping_paths_only():
     assert not shapes_follow_arguments(_body(floats), _resolve)
     rebound = "b = a[:2]\nc = b\nb = a\nif a.sum() > 0:\n    c = b\n"
     assert not shapes_follow_arguments(_body(rebound), _resolve)
+    compared = "t = a > 0\nu = t\nt = a[:2] > 0\nif a.sum() > 0:\n    u = t\n"
+    assert not shapes_follow_arguments(_body(compared), _resolve)
+    tested = "t = a\nu = t > 0\nt = a[:2]\nif a.sum() > 0:\n    u = t > 0\n"
+    assert not shapes_follow_arguments(_body(tested), _resolve)

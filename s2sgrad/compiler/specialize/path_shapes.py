@@ -11,7 +11,7 @@ stays right for the next. :func:`fixed_shapes` says so for one such region, stri
   ``k = k + 1``: the shape is the one the name had), or gives a name the same shape in every
   assignment it has anywhere in the function: a *stable* name (assigned once, then only
   updated so) optionally times an integer constant, or one and the same scalar test
-  (``t = np.linalg.norm(b)``, ``t = t1 > 0``).
+  (``t = np.linalg.norm(b)``, ``t = t1 > 0``) of stable names.
 
 Anything else (a call, a subscript, a float constant that could turn integers into floats)
 leaves the function generic.
@@ -30,7 +30,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import SAVE_PUSH, annotation
-from s2sgrad.compiler.syntax import walk
+from s2sgrad.compiler.syntax import names_read, walk
 
 __all__ = ["fixed_shapes", "names_assigned_in"]
 
@@ -65,7 +65,8 @@ def fixed_shapes(
         key = _key(statement.value, resolve)
         if key is None:
             return False
-        if key[0] == "like" and not _stable(key[1], everywhere):
+        read = names_read(statement.value)
+        if not all(_stable(n, everywhere) for n in read):  # one shape each, wherever read
             return False
         others = [v for v in everywhere.get(name, []) if not _updates(v, name)]
         if any(_key(v, resolve) != key for v in others):
