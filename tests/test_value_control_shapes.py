@@ -213,3 +213,14 @@ def test_criterion_accepts_shape_keeping_paths_only():
     assert not shapes_follow_arguments(_body(compared), _resolve)
     tested = "t = a\nu = t > 0\nt = a[:2]\nif a.sum() > 0:\n    u = t > 0\n"
     assert not shapes_follow_arguments(_body(tested), _resolve)
+
+
+def test_an_emptied_forward_if_goes_only_when_tested_again_unchanged():
+    from s2sgrad.compiler.optimize.saves import tested_again
+
+    again = _body("if not t:\n    pass\ndb = 1\nif t:\n    db = 2\n")
+    assert tested_again(again, 0)
+    rebound = _body("if not t:\n    pass\nt = x\nif t:\n    db = 2\n")
+    assert not tested_again(rebound, 0)
+    never = _body("if t:\n    pass\ndb = 1\n")
+    assert not tested_again(never, 0)
