@@ -24,6 +24,7 @@ RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its ind
 # Derivative code (reverse/)
 REPLAY = "s2s_replay"  # a block the backward sweep runs again to restore values
 STACK = "s2s_stack"  # the creation of a stack of saved values (dropped when nobody reads it)
+SAVE_PUSH = "s2s_save_push"  # a push onto that stack (it sets no shape of the user's)
 SAVE_INIT = "s2s_save_init"  # a value bound only so the first push has one
 KEEP_NAME = "keep_name"  # an adjoint named after the user's variable: keep it visible
 KEEP_APART = "keep_apart"  # a statement that reads best on a line of its own (the seed)

@@ -11,6 +11,7 @@ list of passes run in order by one loop (:func:`finish`):
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
       ─► Python numbers ─► common calls ─► optimise ─► drop saves only shape queries read
+      ─► uniform cotangents as numbers
       ─► strip broadcasts ─► fold constants ─► math errors run the generic code
 
 The first six are the probe's (``compiler/specialize/``): if one fails, the call runs the
@@ -39,9 +40,12 @@ from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
+from s2sgrad.compiler.specialize.number_flow import simplify_number_flow
 from s2sgrad.compiler.specialize.probe import Probing
+from s2sgrad.compiler.specialize.rewrites import numpy_name
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
 from s2sgrad.compiler.specialize.scatter import scatter_sums
+from s2sgrad.compiler.specialize.uniform import uniform_cotangents
 
 __all__ = [
     "Finishing",
@@ -111,6 +115,16 @@ def _optimise(node, finishing):
     return node
 
 
+def _uniform_cotangents(node, finishing):
+    namespace = finishing.probing.namespace
+    numbers = uniform_cotangents(node, namespace)
+    if numbers:  # numbers fold further; then branches and loops on them are one statement
+        node.body = optimize(node.body, finishing.is_pure)
+        if simplify_number_flow(node, numbers, numpy_name(namespace)):
+            node.body = optimize(node.body, finishing.is_pure)
+    return node
+
+
 def _drop_unneeded_saves(node, finishing):
     body = drop_unneeded_saves(node.body)  # the shape queries that read them are gone
     if body is not node.body:  # the temporaries pushed may fold into one statement now
@@ -158,6 +172,7 @@ PASSES = (
     Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
+    Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),

@@ -21,7 +21,7 @@ from s2sgrad.compiler.optimize.accumulation import merge_accumulations, merge_it
 from s2sgrad.compiler.optimize.copies import fold_single_uses, propagate_copies
 from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.folding import ConstantFolder
-from s2sgrad.compiler.optimize.saves import empty_replay
+from s2sgrad.compiler.optimize.saves import empty_replay, tested_again
 from s2sgrad.compiler.optimize.statements import (
     count_names,
     drop_orphan_comments,
@@ -177,6 +177,9 @@ class _Optimizer:
             self.fold_statement(statement)
         if any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
+            self.changed = True
+        if any(tested_again(body, i) for i in range(len(body))):
+            body = [s for i, s in enumerate(body) if not tested_again(body, i)]
             self.changed = True
         if not top:
             local = self.block_local(body)

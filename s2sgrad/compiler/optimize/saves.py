@@ -19,7 +19,7 @@ from s2sgrad.compiler.optimize.statements import (
     is_shape_stand_in,
     only_passes,
 )
-from s2sgrad.compiler.syntax import child_fields, method_receiver, names_read, walk
+from s2sgrad.compiler.syntax import child_fields, method_receiver, names_read, names_written, walk
 
 __all__ = ["drop_unneeded_saves", "empty_replay"]
 
@@ -183,3 +183,30 @@ def empty_replay(statement) -> bool:
         and only_passes(statement.body)
         and only_passes(statement.orelse)
     )
+
+
+def tested_again(body: list[gast.stmt], index: int) -> bool:
+    """Whether ``body[index]`` is an ``if`` on a name (or its negation) with nothing left to
+    do, whose name a later ``if`` of ``body`` tests again, with no write of the name nor
+    ``return`` between: dropping it loses no effect (the later test raises wherever this
+    one would, as for an array of several elements)."""
+    statement = body[index]
+    if type(statement) is not gast.If:
+        return False
+    if not (only_passes(statement.body) and only_passes(statement.orelse)):
+        return False
+    name = _tested_name(statement.test)
+    if name is None:
+        return False
+    for later in body[index + 1 :]:
+        if type(later) is gast.If and _tested_name(later.test) == name:
+            return True
+        if name in names_written(later) or any(type(n) is gast.Return for n in walk(later)):
+            return False  # the later test may see another value, or not run
+    return False
+
+
+def _tested_name(test: gast.expr) -> str | None:
+    if type(test) is gast.UnaryOp and type(test.op) is gast.Not:
+        test = test.operand
+    return test.id if type(test) is gast.Name else None

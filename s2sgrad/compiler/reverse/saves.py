@@ -18,6 +18,7 @@ import gast
 from s2sgrad.compiler.annotations import (
     REPLAY,
     SAVE_INIT,
+    SAVE_PUSH,
     STACK,
     annotate,
     annotation,
@@ -330,7 +331,9 @@ class Saves:
             value = call(self.helper("shape_only"), [load(save.target)])
         else:
             value = load(save.target)
-        return gast.Expr(value=call(attribute(stack, "append"), [value]))
+        push = gast.Expr(value=call(attribute(stack, "append"), [value]))
+        annotate(push, SAVE_PUSH)  # lets specialisation see that it sets no shape
+        return push
 
     def pop_code(self, save: Save) -> gast.stmt:
         popped = call(attribute(load(self.stack_name), "pop"))

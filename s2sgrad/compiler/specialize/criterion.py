@@ -1,8 +1,10 @@
 """When code may be specialised to the argument shapes, and the signature it is kept under.
 
 A function is only specialised when its shapes cannot depend on values: no branch or
-loop test that reads array values, no subscript by a computed index (boolean masks),
-and none of the functions whose output size depends on values (``np.nonzero`` …).
+loop test that reads array values unless every shape is the same on each path
+(``path_shapes.py``: ``while np.linalg.norm(b) < 1000: b = b * 2``), no subscript by a
+computed index (boolean masks), and none of the functions whose output size depends on
+values (``np.nonzero`` …).
 An index whose values are integers sets the shape of what it picks by its own shape,
 whatever those values: ``logp[np.arange(n), y]`` may be specialised when ``y`` is a
 parameter, whose dtype the probe checks (``index_parameters``; the signature keeps it).
@@ -20,6 +22,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.specialize.path_shapes import fixed_shapes, names_assigned_in
 from s2sgrad.compiler.syntax import names_read, walk
 
 __all__ = ["index_parameters", "integer_index", "shapes_follow_arguments", "signature"]
@@ -91,11 +94,19 @@ def shapes_follow_arguments(
     (:func:`integer_index`).
     """
     nodes = [node for statement in body for node in walk(statement)]
-    shape_only = _shape_only_names(nodes)
+    shape_only, on_values = _shape_only_names(nodes), set[str]()
+    while True:  # a name a branch on values assigns holds what the path gave it
+        regions = [n for n in nodes if _tests_values(n, shape_only)]
+        tainted = {name for region in regions for name in names_assigned_in(region)}
+        if tainted <= on_values:
+            break
+        on_values |= tainted
+        shape_only = _shape_only_names(nodes) - on_values
     indices = shape_only | _integer_index_names(nodes, shape_only, resolve, parameters)
+    indices -= on_values
     for node in nodes:
         if isinstance(node, (gast.If, gast.While)):
-            if not _is_shape_only(node.test, shape_only):
+            if not _is_shape_only(node.test, shape_only) and not fixed_shapes(node, body, resolve):
                 return False
         elif isinstance(node, gast.For) and not _is_shape_only(node.iter, shape_only):
             return False
@@ -110,6 +121,10 @@ def shapes_follow_arguments(
             if any(target is f for f in _VALUE_SIZED) and not _selects(target, node):
                 return False
     return True
+
+
+def _tests_values(node: gast.AST, shape_only: set[str]) -> bool:
+    return isinstance(node, (gast.If, gast.While)) and not _is_shape_only(node.test, shape_only)
 
 
 # integer-valued, shaped by their arguments: as an index, their values never set a shape
