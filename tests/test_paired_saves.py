@@ -1,0 +1,204 @@
+"""A specialised helper's two functions read together (``optimize/paired_saves.py``): what
+its backward function never reads, its forward function no longer saves.
+
+Each gradient is checked against central finite differences on the first call (the
+probe) and on later ones (the specialised pair), in every mode, and to second order,
+including helpers whose loops change a value's shape from one iteration to the next.
+"""
+
+import textwrap
+
+import gast
+import numpy as np
+import pytest
+from oracle import assert_close, numeric_grad
+
+import s2sgrad as sg
+from s2sgrad.compiler.optimize.paired_saves import drop_paired_saves
+
+MODES = ("s2s", "tape", "auto")
+
+
+def conv(x, kernel, bias):
+    kh, kw, _, _ = kernel.shape
+    oh = x.shape[1] - kh + 1
+    ow = x.shape[2] - kw + 1
+    out = bias  # broadcast on the first pass only
+    for i in range(kh):
+        for j in range(kw):
+            out = out + x[:, i : i + oh, j : j + ow, :] @ kernel[i, j]
+    return out
+
+
+def conv_loss(kernel, bias, x):
+    return np.sum(np.tanh(conv(x, kernel, bias)) ** 2)
+
+
+def grow(x, w):
+    acc = x[:1] * w
+    for i in range(1, x.shape[0]):
+        acc = np.concatenate([acc, np.sin(acc[-1:]) * w + x[i : i + 1]])
+    return acc
+
+
+def grow_loss(x, w):
+    return np.sum(np.cos(grow(x, w)))
+
+
+def widen(b, xs):
+    out = b  # (3,), then (2, 3) from the first pass on
+    for t in range(xs.shape[0]):
+        out = out * 0.5 + xs[t] * b
+    return out
+
+
+def widen_loss(b, xs):
+    return np.sum(widen(b, xs) ** 3)
+
+
+def recur(W, xs):
+    h = np.zeros(W.shape[0])
+    for t in range(xs.shape[0]):
+        h = np.tanh(W @ h + xs[t])  # its backward reads h: the push stays
+    return h
+
+
+def recur_loss(W, xs):
+    return np.sum(recur(W, xs) ** 2)
+
+
+def _cases():
+    rng = np.random.default_rng(3)
+    return {
+        "conv": (
+            conv_loss,
+            (
+                rng.normal(size=(2, 2, 2, 3)) * 0.5,
+                rng.normal(size=3),
+                rng.normal(size=(2, 4, 4, 2)),
+            ),
+        ),
+        "grow": (grow_loss, (rng.normal(size=(4, 3)), rng.normal(size=3))),
+        "widen": (widen_loss, (rng.normal(size=3), rng.normal(size=(3, 2, 3)))),
+        "recur": (recur_loss, (rng.normal(size=(3, 3)) * 0.5, rng.normal(size=(4, 3)))),
+    }
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(_cases()))
+def test_gradients_of_helpers_with_loops_on_first_and_later_calls(case, mode):
+    f, args = _cases()[case]
+    wrt = tuple(range(len(args) - 1)) if case == "conv" else (0, 1)
+    g = sg.grad(f, wrt=wrt, mode=mode)
+    expected = [numeric_grad(f, args, i) for i in wrt]
+    for _ in range(3):  # the probe, then the specialised pair
+        for got, want in zip(g(*args), expected):
+            assert_close(got, want, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", sorted(_cases()))
+def test_second_order_through_helpers_with_loops(case, mode):
+    f, args = _cases()[case]
+    sg.check_grads(f, *args, modes=("rev",), order=2, mode=mode)
+
+
+def test_the_conv_helper_saves_only_what_its_backward_reads():
+    kernel, bias, x = _cases()["conv"][1]
+    g = sg.grad(conv_loss, wrt=(0, 1), mode="s2s")
+    g(kernel, bias, x)
+    g(kernel, bias, x)
+    source = sg.source(g)
+    forward = source[source.index("def conv_vjp(") :]
+    forward = forward[: forward.index("\ndef ")]
+    # only the accumulator's shape (a broadcast on the first pass) is pushed, once a pass
+    assert forward.count(".append(") == 1, source
+    assert "None" not in forward, source  # no ``t = None`` before a first push
+
+
+def _pair(forward_text, backward_text):
+    forward = gast.parse(textwrap.dedent(forward_text)).body[0]
+    backward = gast.parse(textwrap.dedent(backward_text)).body[0]
+    return forward, backward
+
+
+def _text(node):
+    import ast
+
+    return ast.unparse(gast.gast_to_ast(node))
+
+
+FORWARD = """
+def f_vjp(x, w):
+    stack = []
+    out = x
+    for i in range(3):
+        stack.append(shape_only(t))
+        t = out * w
+        stack.append(out)
+        out = np.sin(t)
+    return (out, (stack, w))
+"""
+
+
+def test_an_unread_push_goes_from_both_functions():
+    forward, backward = _pair(
+        FORWARD,
+        """
+        def f_vjp_backward(saved, g):
+            stack, w = saved
+            stack_ = list(stack)
+            dw = 0.0
+            for i in reversed(range(3)):
+                out = stack_.pop()
+                dt = g * np.cos(out * w)
+                t = stack_.pop()
+                dw = dw + np.sum(dt * out)
+                g = dt * w
+            return (g, dw)
+        """,
+    )
+    assert drop_paired_saves(forward, backward, lambda call: True)
+    assert "shape_only(t)" not in _text(forward)
+    assert "stack.append(out)" in _text(forward)
+    assert " t = stack_.pop()" not in _text(backward)
+    assert "stack_.pop()" in _text(backward)
+
+
+def test_pops_that_do_not_match_the_pushes_name_for_name_leave_both_alone():
+    forward, backward = _pair(
+        FORWARD,
+        """
+        def f_vjp_backward(saved, g):
+            stack, w = saved
+            stack_ = list(stack)
+            for i in reversed(range(3)):
+                out = stack_.pop()
+                u = stack_.pop()
+                g = g * np.cos(out * w) * w
+            return (g, w)
+        """,
+    )
+    before = _text(forward), _text(backward)
+    assert not drop_paired_saves(forward, backward, lambda call: True)
+    assert (_text(forward), _text(backward)) == before
+
+
+def test_a_saved_value_read_before_its_first_rebinding_is_kept():
+    forward, backward = _pair(
+        """
+        def f_vjp(x):
+            out = x * 2.0
+            return (out, (out, x))
+        """,
+        """
+        def f_vjp_backward(saved, g):
+            out, x = saved
+            for i in range(2):
+                g = g * out
+                out = x
+            return g
+        """,
+    )
+    assert not drop_paired_saves(forward, backward, lambda call: True)
+    assert "(out, x)" in _text(forward)
