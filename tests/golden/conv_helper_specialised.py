@@ -1,8 +1,8 @@
 def golden_conv_vjp_backward(saved, dout):
-    kernel, stack, t1, t13, t5 = saved
+    kernel, stack, t1, t13 = saved
     stack_ = list(stack)
     dkernel = zeros_like_value(kernel)
-    for i in reversed(t5):
+    for i in reversed(range(1, 2)):
         # grad of: out = out + x[:, i : x.shape[1] - kernel.shape[0] + 1 + i] @ kernel[i]
         dkernel[i] += np.tensordot(t13, dout, axes=((0, 1), (0, 1)))
         t13 = stack_.pop()
@@ -16,13 +16,11 @@ def golden_conv_vjp(x, kernel):
     t13 = None
     t1 = x[:, :-1]
     out = t1 @ kernel[0]
-    t5 = range(1, kernel.shape[0])
-    for i in t5:
-        t12 = x.shape[1] - kernel.shape[0] + 1 + i
+    for i in range(1, 2):
         stack.append(t13)
-        t13 = x[:, i:t12]
+        t13 = x[:, i:4 + i]
         out = out + t13 @ kernel[i]
-    return (out, (kernel, stack, t1, t13, t5))
+    return (out, (kernel, stack, t1, t13))
 
 
 def dgolden_conv_loss(kernel, x):

@@ -41,7 +41,7 @@ from s2sgrad.compiler.optimize.saves import (
 )
 from s2sgrad.compiler.syntax import method_receiver, names_read, walk
 
-__all__ = ["drop_paired_saves"]
+__all__ = ["drop_paired_saves", "saved_pair"]
 
 
 def drop_paired_saves(
@@ -59,7 +59,7 @@ def drop_paired_saves(
         if drop_paired_saves(forward_node, backward_node, is_pure):
             ...  # compile both again
     """
-    pair = _saved_pair(forward, backward)
+    pair = saved_pair(forward, backward)
     if pair is None:
         return False
     entries, names = pair
@@ -85,7 +85,7 @@ def drop_paired_saves(
     return True
 
 
-def _saved_pair(forward, backward) -> tuple[list[gast.expr], list[str]] | None:
+def saved_pair(forward, backward) -> tuple[list[gast.expr], list[str]] | None:
     """The forward function's saved expressions and the names the backward function
     unpacks them into, position by position; None if either is not as assembly writes it."""
     if not forward.body or not backward.body or not backward.args.args:

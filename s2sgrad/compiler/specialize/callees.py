@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
+from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.paired_saves import drop_paired_saves
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize.criterion import signature
 from s2sgrad.compiler.specialize.seen import observed
+from s2sgrad.compiler.specialize.shape_constants import constant_shapes
 from s2sgrad.compiler.syntax import clone
 
 __all__ = ["CalleeProbe", "SpecialisedCallee", "callee_probes", "specialised_callees"]
@@ -107,8 +109,14 @@ class CalleeProbe:
         if self.forward_node is None or self.backward_node is None:
             return
         forward, backward = clone(self.forward_node), clone(self.backward_node)
-        is_pure = purity_of(self.forward.given_namespace)
-        if drop_paired_saves(forward, backward, is_pure):
+        namespace = self.forward.given_namespace
+        is_pure = purity_of(namespace)
+        changed = drop_paired_saves(forward, backward, is_pure)
+        if self.key is not None and constant_shapes(forward, backward, self.key, namespace):
+            forward.body = optimize(forward.body, is_pure)
+            backward.body = optimize(backward.body, is_pure)
+            changed = True
+        if changed:
             _use_node(self.forward, forward)
             _use_node(self.backward_code, backward)
 
