@@ -292,3 +292,93 @@ def test_the_conv_helper_reads_its_shapes_as_numbers():
     assert "range(2)" in source and ".shape" not in source.split("def dconv_loss")[0], source
     backward = source[: source.index("\n\n\n")]
     assert "= saved" in backward and "kernel, x = saved" in backward, source
+
+
+def test_a_forward_function_that_saves_only_its_arguments_calls_the_helper():
+    kernel, bias, x = _cases()["conv"][1]
+    g = sg.grad(conv_loss, wrt=(0, 1), mode="s2s")
+    g(kernel, bias, x)
+    source = sg.source(g)
+    assert "return (conv(x, kernel, bias), (kernel, x))" in source, source
+
+
+def clipped_in_place(x, w):
+    y = x * 1.0
+    y[0] = 0.0  # an item write: the forward function stays the generated one
+    out = y * w
+    for i in range(y.shape[0]):
+        out = out + y[i] * w
+    return out
+
+
+def in_place_loss(w, x):
+    return np.sum(np.sin(clipped_in_place(x, w)))
+
+
+def scaled_sum(x, w, k=2.0):
+    out = w
+    for i in range(x.shape[0]):
+        out = out + k * x[i] * w
+    return out
+
+
+def default_loss(w, x):
+    return np.sum(np.cos(scaled_sum(x, w)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_helper_writing_into_an_array_keeps_its_generated_forward_function(mode):
+    rng = np.random.default_rng(13)
+    args = (rng.normal(size=3), rng.normal(size=(4, 3)))
+    g = sg.grad(in_place_loss, wrt=(0, 1), mode=mode)
+    for _ in range(3):
+        for i, got in enumerate(g(*args)):
+            assert_close(got, numeric_grad(in_place_loss, args, i), rtol=1e-5, atol=1e-7)
+    if mode == "s2s":
+        assert "return (clipped_in_place(" not in sg.source(g)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_helper_called_with_a_default_argument(mode):
+    rng = np.random.default_rng(14)
+    args = (rng.normal(size=3), rng.normal(size=(4, 3)))
+    g = sg.grad(default_loss, wrt=(0, 1), mode=mode)
+    for _ in range(3):
+        for i, got in enumerate(g(*args)):
+            assert_close(got, numeric_grad(default_loss, args, i), rtol=1e-5, atol=1e-7)
+
+
+def _first_helper(x, w):
+    out = w
+    for i in range(x.shape[0]):
+        out = out + x[i] * w
+    return out
+
+
+def _second_helper(x, w):
+    out = w
+    for i in range(x.shape[0]):
+        out = out * x[i] + w
+    return out
+
+
+swapped = _first_helper
+
+
+def swapped_loss(w, x):
+    return np.sum(np.tanh(swapped(x, w)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_called_helper_is_the_one_the_name_holds_at_each_call(mode):
+    global swapped
+    rng = np.random.default_rng(15)
+    args = (rng.normal(size=3) * 0.5, rng.normal(size=(3, 3)) * 0.5)
+    g = sg.grad(swapped_loss, wrt=(0, 1), mode=mode)
+    try:
+        for helper in (_first_helper, _first_helper, _second_helper, _second_helper):
+            swapped = helper
+            for i, got in enumerate(g(*args)):
+                assert_close(got, numeric_grad(swapped_loss, args, i), rtol=1e-5, atol=1e-7)
+    finally:
+        swapped = _first_helper

@@ -28,6 +28,7 @@ from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.paired_saves import drop_paired_saves
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize.criterion import signature
+from s2sgrad.compiler.specialize.primal_forward import primal_forward
 from s2sgrad.compiler.specialize.seen import observed
 from s2sgrad.compiler.specialize.shape_constants import constant_shapes
 from s2sgrad.compiler.syntax import clone
@@ -115,6 +116,9 @@ class CalleeProbe:
         if self.key is not None and constant_shapes(forward, backward, self.key, namespace):
             forward.body = optimize(forward.body, is_pure)
             backward.body = optimize(backward.body, is_pure)
+            changed = True
+        primal = self.generated.primal
+        if primal is not None and primal_forward(forward, primal, namespace, is_pure):
             changed = True
         if changed:
             _use_node(self.forward, forward)
