@@ -67,6 +67,7 @@ class GeneratedFunction:
             None  # the cache entry (compiler/cache.py) it and its calls are kept in
         )
         self.companion: GeneratedFunction | None = None  # a VJP's backward function
+        self.primal: Any = None  # a VJP's: the user's function it is the derivative of
         self.tangent_names: dict[str, str] = {}  # a JVP's: parameter -> its tangent's keyword
         # the user's free names the code reads (entries of s2sgrad.compiler.freshness): ``live``
         # maps the data ones to their entries, copied into the code's globals as they change;

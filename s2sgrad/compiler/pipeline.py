@@ -507,6 +507,8 @@ def _build_reverse(
         generated.companion = compile_function(
             backward_function, namespace.objects, parsed.location()
         )
+        if not (request.containers or request.has_aux):  # its value is the function's
+            generated.primal = request.function
         # specialised with a caller specialised to its shapes (specialize/callees.py)
         follows = shapes_follow_arguments(
             node.body, parsed.resolve, parameter_names(node, starred=False)

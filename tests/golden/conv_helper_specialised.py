@@ -1,11 +1,9 @@
 def golden_conv_vjp_backward(saved, dout):
-    kernel, out, stack, t1, t13, t15, t2, t5 = saved
+    stack, t1, t13 = saved
     stack_ = list(stack)
-    dkernel = zeros_like_value(kernel)
-    for i in reversed(t5):
+    dkernel = np.zeros((2, 3, 2))
+    for i in reversed(range(1, 2)):
         # grad of: out = out + x[:, i : x.shape[1] - kernel.shape[0] + 1 + i] @ kernel[i]
-        out = stack_.pop()
-        t15 = stack_.pop()
         dkernel[i] += np.tensordot(t13, dout, axes=((0, 1), (0, 1)))
         t13 = stack_.pop()
     # grad of: out = x[:, :-1] @ kernel[0]
@@ -16,20 +14,13 @@ def golden_conv_vjp_backward(saved, dout):
 def golden_conv_vjp(x, kernel):
     stack = []
     t13 = None
-    t15 = None
     t1 = x[:, :-1]
-    t2 = kernel[0]
-    out = t1 @ t2
-    t5 = range(1, kernel.shape[0])
-    for i in t5:
-        t12 = x.shape[1] - kernel.shape[0] + 1 + i
+    out = t1 @ kernel[0]
+    for i in range(1, 2):
         stack.append(t13)
-        t13 = x[:, i:t12]
-        stack.append(shape_only(t15))
-        t15 = t13 @ kernel[i]
-        stack.append(shape_only(out))
-        out = out + t15
-    return (out, (kernel, shape_only(out), stack, t1, t13, shape_only(t15), t2, t5))
+        t13 = x[:, i:4 + i]
+        out = out + t13 @ kernel[i]
+    return (out, (stack, t1, t13))
 
 
 def dgolden_conv_loss(kernel, x):

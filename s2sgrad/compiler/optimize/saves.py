@@ -21,7 +21,15 @@ from s2sgrad.compiler.optimize.statements import (
 )
 from s2sgrad.compiler.syntax import child_fields, method_receiver, names_read, names_written, walk
 
-__all__ = ["drop_unneeded_saves", "empty_replay"]
+__all__ = [
+    "drop_unneeded_saves",
+    "empty_replay",
+    "popped_name",
+    "pushed_name",
+    "read_after_restore",
+    "walk_with_loops",
+    "without_saves",
+]
 
 
 def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
@@ -30,24 +38,20 @@ def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
     The reverse transformer saves a value when backward code reads it; after
     specialisation some of those reads (shape queries) are gone.
     """
-    statements = list(_walk_with_loops(body, ()))
+    statements = list(walk_with_loops(body, ()))
     stacks = _stacks(body) - _escaping(statements)
     if not stacks:
         return body
     removable = set()
     for stack in stacks:
-        saved = {
-            _pushed_name(s, stack) for s, _ in statements if _pushed_name(s, stack) is not None
-        }
+        saved = {pushed_name(s, stack) for s, _ in statements if pushed_name(s, stack) is not None}
         for name in saved:
-            if not _read_after_restore(statements, stack, name):
+            if not read_after_restore(statements, stack, name):
                 removable.add((stack, name))
     if not removable:
         return body
-    body = _without_saves(body, removable)
-    still_pushed = {
-        _pushed_name(s, stack) for s, _ in _walk_with_loops(body, ()) for stack in stacks
-    }
+    body = without_saves(body, removable)
+    still_pushed = {pushed_name(s, stack) for s, _ in walk_with_loops(body, ()) for stack in stacks}
     return [
         s
         for s in body
@@ -93,7 +97,7 @@ def _own_nodes(statement):
     return found
 
 
-def _walk_with_loops(statements, loops):
+def walk_with_loops(statements, loops):
     for statement in statements:
         yield statement, loops
         inner_loops = (
@@ -102,10 +106,10 @@ def _walk_with_loops(statements, loops):
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                yield from _walk_with_loops(inner, inner_loops)
+                yield from walk_with_loops(inner, inner_loops)
 
 
-def _pushed_name(statement, stack) -> str | None:
+def pushed_name(statement, stack) -> str | None:
     """``name`` for the statement ``stack.append(name)`` (or ``shape_only(name)``)."""
     if isinstance(statement, gast.Expr) and method_receiver(statement.value, "append") == stack:
         args = statement.value.args
@@ -116,7 +120,7 @@ def _pushed_name(statement, stack) -> str | None:
     return None
 
 
-def _popped_name(statement, stack) -> str | None:
+def popped_name(statement, stack) -> str | None:
     """``name`` for the statement ``name = stack.pop()``."""
     if (
         isinstance(statement, gast.Assign)
@@ -127,17 +131,17 @@ def _popped_name(statement, stack) -> str | None:
     return None
 
 
-def _read_after_restore(statements, stack, name) -> bool:
+def read_after_restore(statements, stack, name) -> bool:
     """Whether ``name`` is read after a pop restored it (or in a loop that restores it)."""
     popped = False
     restoring_loops = {
-        id(loop) for s, loops in statements if _popped_name(s, stack) == name for loop in loops
+        id(loop) for s, loops in statements if popped_name(s, stack) == name for loop in loops
     }
     for statement, loops in statements:
-        if _popped_name(statement, stack) == name:
+        if popped_name(statement, stack) == name:
             popped = True
             continue
-        if _pushed_name(statement, stack) == name:
+        if pushed_name(statement, stack) == name:
             continue
         restored = popped or any(id(loop) in restoring_loops for loop in loops)
         if restored and name in _reads_of_statement_itself(statement):
@@ -154,18 +158,18 @@ def _reads_of_statement_itself(statement) -> set[str]:
     return names_read(statement)
 
 
-def _without_saves(statements, removable):
+def without_saves(statements, removable):
     result = []
     for statement in statements:
         if any(
-            _pushed_name(statement, stack) == name or _popped_name(statement, stack) == name
+            pushed_name(statement, stack) == name or popped_name(statement, stack) == name
             for stack, name in removable
         ):
             continue
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                inner = _without_saves(inner, removable)
+                inner = without_saves(inner, removable)
                 if all(is_comment(s) or type(s) is gast.Pass for s in inner):
                     inner = []  # comments alone would print as an empty block
                 setattr(statement, field, inner or ([gast.Pass()] if field == "body" else []))

@@ -23,9 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.compiler.codegen import generated_of
+from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
+from s2sgrad.compiler.optimize import optimize
+from s2sgrad.compiler.optimize.paired_saves import drop_paired_saves
+from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize.criterion import signature
+from s2sgrad.compiler.specialize.primal_forward import primal_forward
 from s2sgrad.compiler.specialize.seen import observed
+from s2sgrad.compiler.specialize.shape_constants import constant_shapes
+from s2sgrad.compiler.syntax import clone
 
 __all__ = ["CalleeProbe", "SpecialisedCallee", "callee_probes", "specialised_callees"]
 
@@ -50,6 +56,7 @@ class CalleeProbe:
         self.key = None
         self.cotangent = None  # what the backward function's cotangent looked like
         self.forward = self.backward_code = None  # GeneratedFunctions, once specialised
+        self.forward_node = self.backward_node = None  # their trees (compiling drops them)
         self.mixed = False  # called with two signatures: stays generic
 
     def __call__(self, *args, **kwargs):
@@ -59,6 +66,8 @@ class CalleeProbe:
             (value, saved), self.forward = self.specialise(self.generated, args, kwargs)
             if self.forward is self.generated:  # its probe failed: generic
                 self.mixed = True
+            else:
+                self.forward_node = self.forward.node
             return value, _Saved(saved)
         if key != self.key or self.mixed:
             self.mixed = True
@@ -76,6 +85,8 @@ class CalleeProbe:
             result, self.backward_code = self.specialise(companion, (saved.saved, g), {})
             if self.backward_code is self.generated.companion:
                 self.mixed = True
+            else:
+                self.backward_node = self.backward_code.node
             return result
         if self.mixed or observed(_like(g, self.cotangent)) != self.cotangent:
             self.mixed = True
@@ -86,11 +97,39 @@ class CalleeProbe:
         """What the specialised caller calls instead, or None to keep the generic pair."""
         if self.mixed or self.forward is None or self.backward_code is None:
             return None
+        self._drop_paired_saves()
         self.forward.companion = self.backward_code
         self.forward.__dict__.pop("function", None)  # compiled anew with its backward
         return SpecialisedCallee(
             self.key, self.forward.function, self.cotangent, self.generic, self.forward
         )
+
+    def _drop_paired_saves(self) -> None:
+        """Read the specialised pair together: what the backward function never reads
+        the forward function no longer saves (``optimize/paired_saves.py``)."""
+        if self.forward_node is None or self.backward_node is None:
+            return
+        forward, backward = clone(self.forward_node), clone(self.backward_node)
+        namespace = self.forward.given_namespace
+        is_pure = purity_of(namespace)
+        changed = drop_paired_saves(forward, backward, is_pure)
+        if self.key is not None and constant_shapes(forward, backward, self.key, namespace):
+            forward.body = optimize(forward.body, is_pure)
+            backward.body = optimize(backward.body, is_pure)
+            changed = True
+        primal = self.generated.primal
+        if primal is not None and primal_forward(forward, primal, namespace, is_pure):
+            changed = True
+        if changed:
+            _use_node(self.forward, forward)
+            _use_node(self.backward_code, backward)
+
+
+def _use_node(generated: GeneratedFunction, node) -> None:
+    """``generated`` made to compile ``node`` (its code, source and names so far forgotten)."""
+    generated.raw_node = node
+    for derived in ("node", "source", "filename", "namespace", "function"):
+        generated.__dict__.pop(derived, None)
 
 
 class SpecialisedCallee:

@@ -27,6 +27,7 @@ from s2sgrad.compiler.specialize.broadcasts import (
 )
 from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
 from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
+from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
 from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
 from s2sgrad.compiler.specialize.releases import (
     STAND_IN,
@@ -53,6 +54,11 @@ class _Probe:
         self.sites: dict[int, set] = {}
         self.gradients: dict[int, int] = {}  # id of an as_gradient result → its site
         self.aliased: set[int] = set()
+        # unbroadcast sites: how many visits summed (did not return g itself), what the
+        # last of those saw, and whether the latest visit did (``last_reductions.py``)
+        self.reductions: dict[int, int] = {}
+        self.reduced: dict[int, tuple] = {}
+        self.latest_reduced: dict[int, bool] = {}
 
     def __call__(self, site: int, function, *args, **kwargs):
         # records are plain tuples, made Seen when read (see ``seen``)
@@ -67,8 +73,23 @@ class _Probe:
         records = self.sites.get(site)
         if records is None:
             records = self.sites[site] = set()
-        records.add((tuple([observed(a) for a in args]), seen))
+        record = (tuple([observed(a) for a in args]), seen)
+        records.add(record)
+        if function is runtime.unbroadcast:
+            reduced = result is not args[0]
+            self.latest_reduced[site] = reduced
+            if reduced:
+                self.reductions[site] = self.reductions.get(site, 0) + 1
+                self.reduced[site] = record
         return result
+
+    def reduced_last_only(self, site: int) -> tuple[tuple[Seen, ...], Seen] | None:
+        """What an ``unbroadcast`` site saw on its one visit that summed, if that was its
+        last visit and every other returned ``g`` itself; else None."""
+        if self.reductions.get(site) != 1 or not self.latest_reduced.get(site):
+            return None
+        arguments, result = self.reduced[site]
+        return tuple([Seen._make(a) for a in arguments]), Seen._make(result)
 
     def seen(self, site: int) -> tuple[tuple[Seen, ...], Seen] | None:
         """What the only run of ``site`` saw, as (arguments, result); None unless the site
@@ -196,8 +217,11 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
     place: inner sites first, so an outer site's operands are final when it is rewritten."""
     table, probe, namespace = specialisers(), probing.probe, probing.namespace
     namespace.update(specialised_callees(probing.callees))
+    hoisted = {} if probing.cut else last_reductions(probed, probing.sites, probe, namespace)
 
     def specialise(site, site_node, target):
+        if site in hoisted:
+            return site_node.args[0]  # ``g`` itself but on the last visit: summed after
         seen = probe.seen(site)
         if seen is None:
             return site_node  # never ran, or saw several shapes: stay generic
@@ -213,6 +237,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
         else:
             site_node.func, *site_node.args = probe_call.args[1:]
         _become(probe_call, specialise(site, site_node, target))
+    place_reductions(probed, hoisted)
     return probed
 
 

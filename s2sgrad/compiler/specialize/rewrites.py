@@ -209,6 +209,17 @@ def _broadcast_to(node, args, result, namespace):
     return None
 
 
+@specialises(runtime.zeros_like_value)
+def _zeros_like_value(node, args, result, namespace):
+    """Zeros of a float64 array's shape: ``np.zeros(shape)``, without the helper's questions
+    about what kind of value it was given."""
+    (x,) = args
+    if x.kind == "array" and result.kind == "array" and x.dtype == result.dtype == "d":
+        shape = gast.Tuple(elts=[constant(n) for n in result.shape], ctx=gast.Load())
+        return call(attribute(load(numpy_name(namespace)), "zeros"), [shape])
+    return None
+
+
 @specialises(np.shape)
 def _shape(node, args, result, namespace):
     if result.kind == "tuple":
