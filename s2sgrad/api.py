@@ -260,6 +260,8 @@ class _Transform(NotebookDisplay):
             key = signature(args, kwargs)
             found = None if self.calls is None else self.calls.get(key)
             if found is not None and found[2].current():  # else built anew below
+                if not kwargs and self.bound_self is None:  # numbers, say: guarded next time
+                    self.code.remember_fast(key, found[0], found[1])
                 result = found[0](*args, **kwargs)
                 return self._shape_result(result) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)

@@ -1,5 +1,5 @@
 """Which calls generated code may move or drop: those without side effects (NumPy's,
-s2sgrad's runtime helpers, a few builtins, array methods that change nothing).
+``math``'s, s2sgrad's runtime helpers, a few builtins, array methods that change nothing).
 
 Example::
 
@@ -71,7 +71,7 @@ def _pure_object(obj) -> bool:
     ):
         return False
     module = getattr(obj, "__module__", None) or ""
-    if isinstance(obj, np.ufunc) or module.startswith("numpy"):
+    if isinstance(obj, np.ufunc) or module.startswith("numpy") or module == "math":
         return True
     if module.startswith("s2sgrad.runtime") or module == "s2sgrad.controls":
         return getattr(obj, "__name__", "") != "with_derivative"  # hooks may print
