@@ -212,24 +212,14 @@ class _Transform(NotebookDisplay):
 
     def __call__(self, *args, **kwargs):
         try:
-            # the hottest path: the signature called last, told by its guard
-            fast = None if self.code is None else self.code.fast
-            if (
-                fast is not None
-                and not kwargs
-                and len(args) == fast[1]
-                and self.bound_self is None
-                and not self.use_tape
-                and fast[0](*args)
-            ):
-                for entry in fast[3]:  # Assumptions.hold, inlined
-                    if entry.holder.get(entry.name, MISSING) is not entry.expected:
-                        break  # a name f reads holds something else now
-                else:
-                    function = fast[2]
-                    return (
-                        self._shape_result(function(*args)) if self.wrap_single else function(*args)
-                    )
+            # the hottest path: the signature called last, its guard, its code (cache.py)
+            code = self.code
+            if code is not None and not kwargs and self.bound_self is None and not self.use_tape:
+                fast = code.fast
+                if fast is not None:
+                    result = fast(*args)
+                    if result is not MISSING:
+                        return self._shape_result(result) if self.wrap_single else result
             return self._call_checked(args, kwargs)
         except BaseException:  # what it stored on objects is no longer its computation's
             forget_all_stored()

@@ -1,7 +1,8 @@
 """The hot path's guard of the signature called last (compiler/signature_guards.py): it
-says yes exactly when the arguments' (shape, dtype, class) are the signature's, and a
-transformed function called again and again stays right when the shapes, dtypes, classes
-or the names the function reads change."""
+runs the code exactly when the arguments' (shape, dtype, class) are the signature's and
+the names the code reads hold what they held, and a transformed function called again and
+again stays right when the shapes, dtypes, classes or the names the function reads
+change."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
-from s2sgrad.compiler.signature_guards import signature_guard
+from s2sgrad.compiler.freshness import entry_for
+from s2sgrad.compiler.signature_guards import MISSING, guarded_call
 from s2sgrad.compiler.specialize import signature
 
 SCALE = 2.0
@@ -24,6 +26,12 @@ def _key(*arrays):
     return tuple((a.shape, a.dtype, type(a)) for a in arrays)
 
 
+def signature_guard(key, entries=()):
+    """The guard alone: True where the guarded call runs its code."""
+    guarded = guarded_call(key, lambda *args: True, list(entries))
+    return None if guarded is None else (lambda *args: guarded(*args) is True)
+
+
 def test_the_guard_accepts_exactly_its_signature():
     a, b = np.zeros((2, 3)), np.ones(4, dtype=np.float32)
     guard = signature_guard(_key(a, b))
@@ -32,8 +40,16 @@ def test_the_guard_accepts_exactly_its_signature():
     assert not guard(a, np.ones(4))  # float64
     assert not guard(a, np.ones(4, dtype=">f4"))  # another byte order
     assert not guard(a.view(Marked), b)
-    with pytest.raises(TypeError):
-        guard(a)  # the caller checks the number of arguments first
+    assert not guard(a) and not guard(a, b, b)  # another number of arguments
+
+
+def test_the_guard_checks_the_names_the_code_reads(monkeypatch):
+    entry = entry_for(globals(), "SCALE")
+    guard = signature_guard(_key(np.zeros(2)), [entry])
+    assert guard(np.ones(2))
+    monkeypatch.setattr(__import__(__name__), "SCALE", 3.0)
+    assert not guard(np.ones(2))
+    assert guarded_call((), lambda: 1, [entry])() is MISSING
 
 
 def test_keys_of_another_form_have_no_guard():
