@@ -12,12 +12,12 @@ list of passes run in order by one loop (:func:`finish`):
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
       ─► drop saves only shape queries read ─► strip broadcasts ─► fold constants
-      ─► numbers: common factors out ─► math errors run the generic code
+      ─► accumulate in place ─► numbers: common factors out ─► math errors run the generic code
 
 The first seven are the probe's (``compiler/specialize/``): if one fails, the call runs the
-generic code instead (so does the one that takes common factors out of code on numbers,
-for the same reason). Stripping broadcasts again, and folding after it, are for what the
-optimiser brought together (a broadcast next to a full array).
+generic code instead (so do the ones that accumulate in place and take common factors
+out of code on numbers, for the same reason). Stripping broadcasts again, and folding
+after it, are for what the optimiser brought together (a broadcast next to a full array).
 
 Example::
 
@@ -41,6 +41,7 @@ from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
+from s2sgrad.compiler.specialize.in_place import accumulate_in_place
 from s2sgrad.compiler.specialize.probe import Probing
 from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out_common_factors
 from s2sgrad.compiler.specialize.scalar_saves import recompute_cheap_saves
@@ -149,6 +150,11 @@ def _recompute_cheap_saves(node, finishing):
     return node
 
 
+def _in_place(node, finishing):
+    accumulate_in_place(node, finishing.probing.namespace)
+    return node
+
+
 def _common_factors(node, finishing):
     if finishing.scalar:
         take_out_common_factors(node, finishing.cotangents)
@@ -181,6 +187,7 @@ PASSES = (
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+    Pass("accumulate in place", _in_place, specialising=True, probing=True),
     Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),
 )

@@ -27,6 +27,7 @@ from s2sgrad.compiler.specialize.broadcasts import (
 )
 from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
 from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
+from s2sgrad.compiler.specialize.in_place import is_accumulation, mark_accumulations, note_sum
 from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
 from s2sgrad.compiler.specialize.releases import (
     STAND_IN,
@@ -120,11 +121,16 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         return probe_call
 
     mark_near_broadcasts(node, probing.namespace)
+    mark_accumulations(node)  # d = d + e: may add in place (in_place.py)
     return clone_rewriting(
         node,
-        _each_site(probing.namespace, table, instrumented, near_broadcast),
+        _each_site(probing.namespace, table, instrumented, _probed_arithmetic),
         kinds=(gast.BinOp, gast.Call),
     )
+
+
+def _probed_arithmetic(node: gast.BinOp) -> bool:
+    return near_broadcast(node) or is_accumulation(node)
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -203,6 +209,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             return site_node  # never ran, or saw several shapes: stay generic
         arg_info, result_info = seen
         if target is None:  # arithmetic: the arguments were (symbol, left, right)
+            note_sum(site_node, arg_info[1], arg_info[2], result_info)
             return without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
