@@ -48,17 +48,22 @@ def purity_of(objects: dict):
             while isinstance(base, gast.Attribute):
                 chain.append(base.attr)
                 base = base.value
-            if not isinstance(base, gast.Name):
-                return False
+            if not isinstance(base, gast.Name):  # a method of a value computed here
+                return len(chain) == 1 and _pure_method(func.attr)
             obj = objects.get(base.id, NOT_FOUND)
             if obj is NOT_FOUND:  # a method on a local value
-                return func.attr not in _IMPURE_METHODS and hasattr(np.ndarray, func.attr)
+                return _pure_method(func.attr)
             for attr in reversed(chain):
                 obj = getattr(obj, attr, NOT_FOUND)
             return obj is not NOT_FOUND and _pure_object(obj)
         return False
 
     return is_pure
+
+
+def _pure_method(name: str) -> bool:
+    """An array method that changes nothing (``sum``, ``max``, ``T``; not ``sort``)."""
+    return name not in _IMPURE_METHODS and hasattr(np.ndarray, name)
 
 
 _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}

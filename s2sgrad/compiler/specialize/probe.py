@@ -35,7 +35,7 @@ from s2sgrad.compiler.specialize.releases import (
     release_arrays,
     stand_in,
 )
-from s2sgrad.compiler.specialize.rewrites import specialisers
+from s2sgrad.compiler.specialize.rewrites import KEYWORD_SITES, specialisers
 from s2sgrad.compiler.specialize.seen import Seen, observed
 from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
 
@@ -117,6 +117,7 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
             probe_call = call(load(_PROBE), [constant(site), load(_OPERATOR), *operands])
         else:
             probe_call = call(load(_PROBE), [constant(site), site_node.func, *site_node.args])
+            probe_call.keywords = site_node.keywords  # for KEYWORD_SITES only
         sites.append((probe_call, site_node, target))
         return probe_call
 
@@ -219,6 +220,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             site_node.left, site_node.right = probe_call.args[3:]
         else:
             site_node.func, *site_node.args = probe_call.args[1:]
+            site_node.keywords = probe_call.keywords
         _become(probe_call, specialise(site, site_node, target))
     return probed
 
@@ -244,7 +246,9 @@ def _each_site(
                 return handle(next(count), node, None)
         elif kind is gast.Call:
             target = resolve(node.func, namespace)
-            if target is None or id(target) not in table or node.keywords:
+            if target is None or id(target) not in table:
+                return node
+            if node.keywords and id(target) not in KEYWORD_SITES:
                 return node
             if any(type(a) is gast.Starred for a in node.args):
                 return node
