@@ -218,24 +218,14 @@ class _Transform(NotebookDisplay):
 
     def __call__(self, *args, **kwargs):
         try:
-            # the hottest path: the signature called last, told by its guard
-            fast = None if self.code is None else self.code.fast
-            if (
-                fast is not None
-                and not kwargs
-                and len(args) == fast[1]
-                and self.bound_self is None
-                and not self.use_tape
-                and fast[0](*args)
-            ):
-                for entry in fast[3]:  # Assumptions.hold, inlined
-                    if entry.holder.get(entry.name, MISSING) is not entry.expected:
-                        break  # a name f reads holds something else now
-                else:
-                    function = fast[2]
-                    return (
-                        self._shape_result(function(*args)) if self.wrap_single else function(*args)
-                    )
+            # the hottest path: the signature called last, its guard, its code (cache.py)
+            code = self.code
+            if code is not None and not kwargs and self.bound_self is None and not self.use_tape:
+                fast = code.fast
+                if fast is not None:
+                    result = fast(*args)
+                    if result is not MISSING:
+                        return self._shape_result(result) if self.wrap_single else result
             return self._call_checked(args, kwargs)
         except BaseException:  # what it stored on objects is no longer its computation's
             forget_all_stored()
@@ -279,6 +269,8 @@ class _Transform(NotebookDisplay):
             key = signature(args, kwargs)
             found = None if self.calls is None else self.calls.get(key)
             if found is not None and found[2].current():  # else built anew below
+                if not kwargs and self.bound_self is None:  # numbers, say: guarded next time
+                    self.code.remember_fast(key, found[0], found[1])
                 result = found[0](*args, **kwargs)
                 return self._shape_result(result) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)

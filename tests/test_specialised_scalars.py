@@ -158,3 +158,122 @@ def test_an_argument_the_value_does_not_use(mode):
         da, db = g(0.3, 0.4)
         assert type(db) is float and db == 0.0
         assert_close(da, numeric_grad(unused_argument, (0.3, 0.4), 0))
+
+
+# saves computed again, common factors taken out (specialize/scalar_saves.py, scalar_factors.py)
+def shifted_before_use(a, b, x):  # sin(x) of the x before the shift: two saves of x
+    for _ in range(10):
+        s = np.sin(x)
+        x = x + 1.0
+        x = s * a + b * x
+    return x
+
+
+def chained(a, b, x):  # x * a, then the cosine of it: both computed again
+    for _ in range(10):
+        s = np.cos(x * a)
+        x = s * b + x * 0.5
+    return x
+
+
+def carried(a, x):  # y is read in the next iteration: it stays saved
+    y = 0.5
+    for _ in range(10):
+        t = np.sin(x) * a
+        x = y * x + t
+        y = np.cos(t)
+    return x + y
+
+
+def read_after_loop(a, b, x):  # s is read after the loop
+    s = 0.0
+    for _ in range(8):
+        s = np.sin(x)
+        x = s * a + b * x
+    return x * s
+
+
+def nested(a, b, x):
+    for _ in range(4):
+        for _ in range(3):
+            x = np.tanh(x * a) + b * np.exp(-x * x)
+        x = x * 0.9 + np.sin(b) * a
+    return x
+
+
+def counted_while(a, b, x):  # a while loop on values
+    k = 0
+    while x < 5.0 and k < 30:
+        x = x + np.exp(a * x) * b
+        k += 1
+    return x
+
+
+def subtracted(a, b, x):  # a common factor of a difference, forward and backward
+    for _ in range(10):
+        x = a * x - a * np.sin(x) * b + b
+    return x
+
+
+def paired(a, b, x):  # a tuple of values: no factor is taken out
+    for _ in range(5):
+        u, v = np.sin(x), np.cos(x)
+        x = u * a + v * b + a * x
+    return x
+
+
+SAVES = [
+    (loop, (0.4, 0.3, 0.5)),
+    (shifted_before_use, (0.4, 0.3, 0.5)),
+    (chained, (0.4, 0.3, 0.5)),
+    (carried, (0.4, 0.5)),
+    (read_after_loop, (0.4, 0.3, 0.5)),
+    (nested, (0.4, 0.3, 0.5)),
+    (counted_while, (0.3, 0.2, 0.5)),
+    (subtracted, (0.4, 0.3, 0.5)),
+    (paired, (0.4, 0.3, 0.5)),
+]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f, args", SAVES, ids=[f.__name__ for f, _ in SAVES])
+def test_saves_computed_again_against_finite_differences(f, args, mode):
+    wrt = tuple(range(len(args)))
+    g = sg.grad(f, wrt=wrt, mode=mode)
+    expected = [numeric_grad(f, args, i) for i in wrt]
+    for _ in range(3):  # the first call specialises, the third runs through the guard
+        assert_close(list(g(*args)), expected)
+    if mode == "s2s":
+        names = tuple(f.__code__.co_varnames[: len(args)])
+        _same(g(*args), generic_result(f, names, args))
+
+
+def benchmark_loop(a, b, x):  # benchmarks/workloads.py's scalar loop (its own code cache)
+    for _ in range(200):
+        x = np.sin(x) * a + b * x
+    return x
+
+
+def test_the_loop_saves_only_x_and_keeps_the_users_statement():
+    g = sg.grad(benchmark_loop, wrt=(0, 1), mode="s2s")
+    g(0.4, 0.3, 0.5)
+    code = sg.source(g)
+    assert code.count(".append(") == 1 and "stack.append(x)" in code, code
+    assert code.count(".pop()") == 1 and " = None" not in code, code
+    assert "x = math.sin(x) * a + b * x" in code, code  # the forward is the user's line
+    assert "dx = dx * (b + a * math.cos(x))" in code, code
+
+
+def test_values_read_where_the_pop_restored_them_stay_saved():
+    for f, saved in ((shifted_before_use, "stack.append(s)"), (carried, "stack.append(y)")):
+        g = sg.grad(f, wrt=(0, 1), mode="s2s")
+        g(*dict(SAVES)[f])
+        assert saved in sg.source(g), sg.source(g)
+
+
+def test_the_forward_sweep_keeps_the_users_arithmetic():
+    g = sg.grad(subtracted, wrt=(0, 1), mode="s2s")
+    g(0.4, 0.3, 0.5)
+    code = sg.source(g)
+    assert "a * x - a * math.sin(x) * b" in code, code  # forward: as written
+    assert "dx = a * (" in code, code  # backward: a taken out

@@ -28,7 +28,7 @@ from typing import Any
 
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import Assumptions
-from s2sgrad.compiler.signature_guards import signature_guard
+from s2sgrad.compiler.signature_guards import guarded_call
 
 __all__ = ["CACHE", "Derivatives"]
 
@@ -36,37 +36,38 @@ __all__ = ["CACHE", "Derivatives"]
 class Derivatives:
     """Everything generated for one function and one set of options."""
 
-    __slots__ = ("generic", "calls", "latest", "fast", "_guards", "__weakref__")
+    __slots__ = ("generic", "calls", "latest", "fast", "_guarded", "__weakref__")
 
     def __init__(self) -> None:
         self.generic: dict[frozenset, GeneratedFunction] = {}  # containers → generic code
         # signature → (function, its assumptions' entries, its assumptions): what runs
         self.calls: dict[tuple, tuple[Callable, list, Assumptions]] = {}
         self.latest: GeneratedFunction | None = None
-        # (guard, number of arguments, function, entries) of the signature called last,
-        # an entry of ``calls`` found faster (signature_guards.py); None when calls change
-        self.fast: tuple | None = None
-        self._guards: dict[tuple, Callable | None] = {}
+        # the code of the signature called last behind its guard (signature_guards.py):
+        # an entry of ``calls`` found faster; None when calls change
+        self.fast: Callable | None = None
+        self._guarded: dict[tuple, tuple] = {}  # signature → (function, entries, guarded)
 
     def keep_call(self, key: tuple, ran: GeneratedFunction) -> None:
         """Remember that calls with signature ``key`` run ``ran``."""
         self.calls[key] = (ran.function, ran.assumptions.entries, ran.assumptions)
         self.latest = ran
         self.fast = None
+        self._guarded.pop(key, None)
 
     def remember_fast(self, key: tuple, function: Callable, entries: list) -> None:
         """Make ``calls[key]`` (``function`` and its ``entries``) the one the hot path of
-        a transformed function tries first, by a guard of the signature ``key``."""
-        try:
-            guard = self._guards[key]
-        except KeyError:
-            guard = self._guards[key] = signature_guard(key)
-        self.fast = None if guard is None else (guard, len(key), function, entries)
+        a transformed function tries first, behind a guard of the signature ``key``."""
+        kept = self._guarded.get(key)
+        if kept is None or kept[0] is not function or kept[1] is not entries:
+            kept = self._guarded[key] = (function, entries, guarded_call(key, function, entries))
+        self.fast = kept[2]
 
     def forget_calls(self) -> None:
         self.calls.clear()
         self.latest = None
         self.fast = None
+        self._guarded.clear()
 
     def clear(self) -> None:
         self.generic.clear()

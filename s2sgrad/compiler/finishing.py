@@ -10,13 +10,15 @@ list of passes run in order by one loop (:func:`finish`):
 * code *specialised* to the shapes of a call runs all of them::
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
-      ─► Python numbers ─► common calls ─► optimise ─► drop saves only shape queries read
-      ─► uniform cotangents as numbers
-      ─► strip broadcasts ─► fold constants ─► math errors run the generic code
+      ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
+      ─► drop saves only shape queries read ─► uniform cotangents as numbers
+      ─► strip broadcasts ─► fold constants ─► accumulate in place
+      ─► numbers: common factors out ─► math errors run the generic code
 
-The first six are the probe's (``compiler/specialize/``): if one fails, the call runs the
-generic code instead. Stripping broadcasts again, and folding after it, are for what the
-optimiser brought together (a broadcast next to a full array).
+The first seven are the probe's (``compiler/specialize/``): if one fails, the call runs the
+generic code instead (so do the ones that accumulate in place and take common factors
+out of code on numbers, for the same reason). Stripping broadcasts again, and folding
+after it, are for what the optimiser brought together (a broadcast next to a full array).
 
 Example::
 
@@ -40,9 +42,12 @@ from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
+from s2sgrad.compiler.specialize.in_place import accumulate_in_place
 from s2sgrad.compiler.specialize.number_flow import simplify_number_flow
 from s2sgrad.compiler.specialize.probe import Probing
 from s2sgrad.compiler.specialize.rewrites import numpy_name
+from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out_common_factors
+from s2sgrad.compiler.specialize.scalar_saves import recompute_cheap_saves
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
 from s2sgrad.compiler.specialize.scatter import scatter_sums
 from s2sgrad.compiler.specialize.uniform import uniform_cotangents
@@ -67,6 +72,7 @@ class Finishing:
     probing: Probing | None = None
     broadcasts_removed: bool = False  # by the last stripping, so folding has work again
     scalar: bool = False  # code on Python numbers (``specialize/scalars.py``)
+    cotangents: frozenset = frozenset()  # its names computed from the seed
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,25 @@ def _fold_constants(node, finishing):
 def _scalar_code(node, finishing):
     probing = finishing.probing
     if scalar_arguments(probing.args, probing.kwargs):
+        finishing.cotangents = cotangent_names(node, probing.namespace)  # before the seed goes
         finishing.scalar = scalar_code(node, probing.namespace)
+    return node
+
+
+def _recompute_cheap_saves(node, finishing):
+    if finishing.scalar:
+        recompute_cheap_saves(node, finishing.probing.namespace)
+    return node
+
+
+def _in_place(node, finishing):
+    accumulate_in_place(node, finishing.probing.namespace)
+    return node
+
+
+def _common_factors(node, finishing):
+    if finishing.scalar:
+        take_out_common_factors(node, finishing.cotangents)
     return node
 
 
@@ -169,12 +193,17 @@ PASSES = (
     ),
     Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
     Pass("numbers as Python numbers", _scalar_code, specialising=True, probing=True),
+    Pass(
+        "numbers computed again, not saved", _recompute_cheap_saves, specialising=True, probing=True
+    ),
     Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+    Pass("accumulate in place", _in_place, specialising=True, probing=True),
+    Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),
 )
 

@@ -1,5 +1,5 @@
 """Which calls generated code may move or drop: those without side effects (NumPy's,
-s2sgrad's runtime helpers, a few builtins, array methods that change nothing).
+``math``'s, s2sgrad's runtime helpers, a few builtins, array methods that change nothing).
 
 Example::
 
@@ -48,17 +48,22 @@ def purity_of(objects: dict):
             while isinstance(base, gast.Attribute):
                 chain.append(base.attr)
                 base = base.value
-            if not isinstance(base, gast.Name):
-                return False
+            if not isinstance(base, gast.Name):  # a method of a value computed here
+                return len(chain) == 1 and _pure_method(func.attr)
             obj = objects.get(base.id, NOT_FOUND)
             if obj is NOT_FOUND:  # a method on a local value
-                return func.attr not in _IMPURE_METHODS and hasattr(np.ndarray, func.attr)
+                return _pure_method(func.attr)
             for attr in reversed(chain):
                 obj = getattr(obj, attr, NOT_FOUND)
             return obj is not NOT_FOUND and _pure_object(obj)
         return False
 
     return is_pure
+
+
+def _pure_method(name: str) -> bool:
+    """An array method that changes nothing (``sum``, ``max``, ``T``; not ``sort``)."""
+    return name not in _IMPURE_METHODS and hasattr(np.ndarray, name)
 
 
 _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}
@@ -71,7 +76,7 @@ def _pure_object(obj) -> bool:
     ):
         return False
     module = getattr(obj, "__module__", None) or ""
-    if isinstance(obj, np.ufunc) or module.startswith("numpy"):
+    if isinstance(obj, np.ufunc) or module.startswith("numpy") or module == "math":
         return True
     if module.startswith("s2sgrad.runtime") or module == "s2sgrad.controls":
         return getattr(obj, "__name__", "") != "with_derivative"  # hooks may print

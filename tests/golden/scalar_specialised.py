@@ -1,8 +1,7 @@
 def dscalar(x, y):
     try:
-        t1 = math.sin(x)
         # grad of: z = np.sin(x) * y
-        dy = 1.0 * t1
+        dy = 1.0 * math.sin(x)
         dx = 2.0 * x + 1.0 * y * math.cos(x)
         return (float(dx), float(dy))
     except (ArithmeticError, ValueError):

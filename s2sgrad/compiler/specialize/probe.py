@@ -27,6 +27,7 @@ from s2sgrad.compiler.specialize.broadcasts import (
 )
 from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
 from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
+from s2sgrad.compiler.specialize.in_place import is_accumulation, mark_accumulations, note_sum
 from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
 from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
 from s2sgrad.compiler.specialize.releases import (
@@ -35,7 +36,7 @@ from s2sgrad.compiler.specialize.releases import (
     release_arrays,
     stand_in,
 )
-from s2sgrad.compiler.specialize.rewrites import specialisers
+from s2sgrad.compiler.specialize.rewrites import KEYWORD_SITES, specialisers
 from s2sgrad.compiler.specialize.seen import Seen, observed
 from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
 
@@ -137,15 +138,21 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
             probe_call = call(load(_PROBE), [constant(site), load(_OPERATOR), *operands])
         else:
             probe_call = call(load(_PROBE), [constant(site), site_node.func, *site_node.args])
+            probe_call.keywords = site_node.keywords  # for KEYWORD_SITES only
         sites.append((probe_call, site_node, target))
         return probe_call
 
     mark_near_broadcasts(node, probing.namespace)
+    mark_accumulations(node)  # d = d + e: may add in place (in_place.py)
     return clone_rewriting(
         node,
-        _each_site(probing.namespace, table, instrumented, near_broadcast),
+        _each_site(probing.namespace, table, instrumented, _probed_arithmetic),
         kinds=(gast.BinOp, gast.Call),
     )
+
+
+def _probed_arithmetic(node: gast.BinOp) -> bool:
+    return near_broadcast(node) or is_accumulation(node)
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -227,6 +234,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             return site_node  # never ran, or saw several shapes: stay generic
         arg_info, result_info = seen
         if target is None:  # arithmetic: the arguments were (symbol, left, right)
+            note_sum(site_node, arg_info[1], arg_info[2], result_info)
             return without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
@@ -236,6 +244,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             site_node.left, site_node.right = probe_call.args[3:]
         else:
             site_node.func, *site_node.args = probe_call.args[1:]
+            site_node.keywords = probe_call.keywords
         _become(probe_call, specialise(site, site_node, target))
     place_reductions(probed, hoisted)
     return probed
@@ -262,7 +271,9 @@ def _each_site(
                 return handle(next(count), node, None)
         elif kind is gast.Call:
             target = resolve(node.func, namespace)
-            if target is None or id(target) not in table or node.keywords:
+            if target is None or id(target) not in table:
+                return node
+            if node.keywords and id(target) not in KEYWORD_SITES:
                 return node
             if any(type(a) is gast.Starred for a in node.args):
                 return node

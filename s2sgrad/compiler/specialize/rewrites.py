@@ -27,7 +27,7 @@ from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import attribute, call, constant, load
 from s2sgrad.rules.registry import declare_specialiser, specialisers_by_id
 
-__all__ = ["specialises", "specialisers", "numpy_name"]
+__all__ = ["KEYWORD_SITES", "specialises", "specialisers", "numpy_name"]
 
 
 def specialises(*targets) -> Callable[[Callable], Callable]:
@@ -218,6 +218,29 @@ def _zeros_like_value(node, args, result, namespace):
         shape = gast.Tuple(elts=[constant(n) for n in result.shape], ctx=gast.Load())
         return call(attribute(load(numpy_name(namespace)), "zeros"), [shape])
     return None
+
+
+# NumPy functions whose method twin takes the same arguments after the array's
+_METHOD_TWINS = {np.sum: "sum", np.max: "max", np.min: "min", np.mean: "mean", np.prod: "prod"}
+KEYWORD_SITES = frozenset(map(id, [*_METHOD_TWINS, np.transpose]))  # probed with keywords too
+
+
+@specialises(*_METHOD_TWINS)
+def _method_twin(node, args, result, namespace):
+    """``np.max(s, axis=1, keepdims=True)`` on an array is ``s.max(axis=1, keepdims=True)``:
+    the same reduction without NumPy's dispatch in Python (1 to 4 µs a call)."""
+    if not node.args or args[0].kind != "array" or any(k.arg is None for k in node.keywords):
+        return None
+    method = attribute(node.args[0], _METHOD_TWINS[resolve(node.func, namespace)])
+    return call(method, node.args[1:], {k.arg: k.value for k in node.keywords})
+
+
+@specialises(np.transpose)
+def _transpose(node, args, result, namespace):
+    """``np.transpose(a)`` on an array is ``a.T``."""
+    if len(node.args) != 1 or node.keywords or args[0].kind != "array":
+        return None
+    return attribute(node.args[0], "T")
 
 
 @specialises(np.shape)
