@@ -191,6 +191,13 @@ def looped(x):
     return total
 
 
+def popped(x):
+    items = [x[:2], np.sin(x[2:4]), x[4:] * 2.0]
+    first = items.pop(0)
+    last = items.pop(-1)
+    return np.sum(first * items[0] + last)
+
+
 def attribute_of_a_module_object(x):
     return np.sum(np.sin(x) * SETTINGS.weights)
 
@@ -232,4 +239,5 @@ CORPUS = [
     mapping,
     unpacked,
     looped,
+    popped,
 ]
