@@ -1,7 +1,9 @@
 """Lower comprehensions, ``map`` and ``partial(...)(...)`` calls of a statement into loops.
 
 ``[e for v in xs]`` (and a generator passed as an argument) becomes a list built by a loop
-that appends, placed before the statement; ``map(f, xs)`` passed on or iterated becomes the
+that appends, placed before the statement (``{k: v for ...}`` the ``dict`` of such a list of
+pairs, and ``list``, ``tuple`` or ``dict`` of ``zip(...)`` or ``enumerate(xs)`` the same of
+a list of the tuples made by a comprehension); ``map(f, xs)`` passed on or iterated becomes the
 list ``[f(x) for x in xs]`` so lowered; ``partial(g, a)(b)`` becomes ``g(a, b)``. The loops
 made are normalised by :class:`s2sgrad.compiler.passes.loops.Loops`.
 """
@@ -74,6 +76,14 @@ class Comprehensions(gast.NodeTransformer):
     def visit_GeneratorExp(self, node):
         return self.lower(node)
 
+    def visit_DictComp(self, node):
+        """``{k: v for ...}`` → ``dict([(k, v) for ...])``: the pairs in the same order, the
+        later of equal keys kept, as the comprehension does."""
+        if not self.loops.is_builtin("dict"):
+            return node
+        pair = gast.Tuple(elts=[node.key, node.value], ctx=gast.Load())
+        return call(load("dict"), [self.lower(gast.ListComp(elt=pair, generators=node.generators))])
+
     def visit_Call(self, node):
         self.generic_visit(node)
         loops = self.loops
@@ -83,6 +93,15 @@ class Comprehensions(gast.NodeTransformer):
             node.args = [*inner.args[1:], *node.args]
             node.keywords = [*inner.keywords, *node.keywords]
             return node
+        if _reads_pairs_whole(loops, node):  # dict(zip(ks, vs)), list(enumerate(xs)) ...
+            pairs = node.args[0]
+            width = len(pairs.args) if pairs.func.id == "zip" else 2
+            items = [loops.names.fresh("item") for _ in range(width)]
+            target = gast.Tuple(elts=[store(i) for i in items], ctx=gast.Store())
+            pair = gast.Tuple(elts=[load(i) for i in items], ctx=gast.Load())
+            generator = gast.comprehension(target=target, iter=pairs, ifs=[], is_async=0)
+            listed = self.lower(gast.ListComp(elt=pair, generators=[generator]))
+            return listed if node.func.id == "list" else call(node.func, [listed])
         if not loops.builtin_call(node, "map") or len(node.args) < 2:
             return node
         if any(isinstance(a, gast.Starred) for a in node.args):
@@ -175,3 +194,16 @@ class Comprehensions(gast.NodeTransformer):
                     for name in walk(part):
                         if type(name) is gast.Name and name.id == variable:
                             name.id = new
+
+
+def _reads_pairs_whole(loops, node: gast.Call) -> bool:
+    """``list``, ``tuple`` or ``dict`` of ``zip(...)`` or ``enumerate(xs)``: the tuples read
+    whole where they are made, as a comprehension over the same header reads them."""
+    if not any(loops.builtin_call(node, name) for name in ("list", "tuple", "dict")):
+        return False
+    if len(node.args) != 1:
+        return False
+    inner = node.args[0]
+    zipped = loops.builtin_call(inner, "zip") and bool(inner.args)
+    counted = loops.builtin_call(inner, "enumerate") and len(inner.args) == 1
+    return (zipped or counted) and not any(type(a) is gast.Starred for a in inner.args)

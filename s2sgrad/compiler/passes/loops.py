@@ -133,6 +133,13 @@ class Loops:
             return False
         func = node.func  # names first: resolving every call would cost the first call
         if type(func) is gast.Name:
+            if func.id in ("list", "tuple", "dict") and len(node.args) == 1:  # of zip(...)
+                inner = node.args[0]
+                return (
+                    type(inner) is gast.Call
+                    and type(inner.func) is gast.Name
+                    and (inner.func.id in ("zip", "enumerate"))
+                )
             return func.id == "map" and self.builtin_call(node, "map")
         return type(func) is gast.Call and self.is_partial(func)
 
@@ -492,7 +499,7 @@ def _indexable(node: gast.expr) -> bool:
     ):
         return True
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
-        return node.func.id in ("list", "tuple", "sorted")
+        return node.func.id in ("list", "tuple", "sorted", "range")
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
 
 
