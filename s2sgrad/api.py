@@ -252,10 +252,15 @@ class _Transform(NotebookDisplay):
     def _call(self, args, kwargs):
         try:
             return self._call_engine(args, kwargs)
-        except S2SGradError as error:  # its generated code, run on the tape, was refused
-            if not (
-                self.mode == "auto"
-                and getattr(error, "in_generated_code", False)
+        except S2SGradError as error:
+            if self.mode != "auto":
+                raise
+            if getattr(error, "whole_function_on_tape", False):  # a call the tape took over
+                warn_fallback(self.function, error)
+                self.use_tape = True
+                return self._call_engine(args, kwargs)
+            if not (  # its generated code, run on the tape, was refused
+                getattr(error, "in_generated_code", False)
                 and any(is_tape_value(leaf) for leaf in tree_leaves((args, kwargs)))
             ):
                 raise

@@ -30,6 +30,9 @@ class S2SGradError(Exception):
     # raised by code s2sgrad generated (differentiated again, or run on the tape), after the
     # user's own code was understood: mode="auto" may have the tape record the user's code
     in_generated_code: bool = False
+    # raised as generated code runs, by a call the tape took over that the rest of the
+    # function cannot follow: mode="auto" differentiates the whole function on the tape
+    whole_function_on_tape: bool = False
 
 
 class UnsupportedError(S2SGradError):

@@ -14,6 +14,7 @@ code the source transformer could not follow, where the tape is right.
 """
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -274,3 +275,51 @@ def test_gradient_and_hessian_vector_product(name, mode):
     expected = directional_derivative(lambda xs: taped(*xs), primals, along, step=1e-5)
     for got, want in zip(products, expected, strict=True):
         assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@dataclass
+class Layer:
+    W: np.ndarray
+    b: np.ndarray
+
+    def predict(self, x):
+        return np.tanh(x @ self.W + self.b)
+
+
+def layer_made_in_the_loss(W, b, x, y):
+    return np.mean((Layer(W, b).predict(x) - y) ** 2)
+
+
+def numpy_writes_in_place(x):
+    y = x.copy()
+    np.multiply(y, 2.0, out=y)
+    np.exp(y, out=y)
+    y[1:] -= y[:-1] * 0.5
+    return np.sum(y)
+
+
+def test_a_model_object_made_in_the_loss_is_the_tapes_in_auto():
+    """The s2s code hands ``Layer(W, b)`` to the tape as it runs, and the attribute read of
+    the object it returns cannot come back through that call: mode="auto" differentiated
+    nothing (the refusal said to use the tape); it now has the tape take the whole function."""
+    args = (R.normal(size=(3, 2)), R.normal(size=2), R.normal(size=(4, 3)), R.normal(size=(4, 2)))
+    with pytest.raises(sg.UnsupportedError, match="no source to transform"):
+        sg.grad(layer_made_in_the_loss, wrt=(0, 1), mode="s2s")(*args)
+    for mode in ("tape", "auto"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gradient = sg.grad(layer_made_in_the_loss, wrt=(0, 1), mode=mode)
+            for _ in range(2):
+                got = gradient(*args)
+        for position in (0, 1):
+            expected = numeric_grad(layer_made_in_the_loss, args, position)
+            assert_close(got[position], expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_numpy_functions_writing_in_place_with_out(mode):
+    """``np.exp(y, out=y)`` keeps nothing in ``np``: the tape took the module for a list
+    holding ``y`` and refused the later ``y[1:] -= ...``, naming 'np'."""
+    x = R.normal(size=4) * 0.3
+    gradient = sg.grad(numpy_writes_in_place, mode=mode)(x)
+    assert_close(gradient, numeric_grad(numpy_writes_in_place, (x,), 0), rtol=1e-5, atol=1e-7)

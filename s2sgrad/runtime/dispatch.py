@@ -195,11 +195,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
 
     def taped_pullback(g):
         if isinstance(g, dict) and not isinstance(value, dict):  # by attribute: see objects
-            raise UnsupportedError(
+            error = UnsupportedError(
                 f"{_user_origin()}: an attribute is read of the object {name} returned, "
                 "and the tape cannot send its derivative back through the call; use "
                 "mode='tape' for the whole function"
             )
+            error.whole_function_on_tape = True
+            raise error
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback

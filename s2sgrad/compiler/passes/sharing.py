@@ -136,8 +136,11 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
     if kind is gast.Expr and type(statement.value) is gast.Call:  # items.append(x)
         func = statement.value.func
         if type(func) is gast.Attribute and type(base_of(func.value)) is gast.Name:
+            owner = base_of(func.value)
+            if resolve is not None and isinstance(resolve(owner), types.ModuleType):
+                return []  # np.exp(y, out=y): a module keeps nothing
             sources = set().union(*(sources_of(a, resolve) for a in statement.value.args))
-            return [(base_of(func.value).id, sources)]
+            return [(owner.id, sources)]
     return []
 
 
