@@ -85,9 +85,9 @@ def tape_vjp(
             watched = [leaf for leaves in sources for leaf in leaves]
             stored += len(now) != len(watched) or any(a is not b for a, b in zip(now, watched))
             if stored and refuse_stored_state is not None:
-                error = UnsupportedError(refuse_stored_state)
-                error.whole_function_on_tape = True
-                raise error
+                stored_refusal = UnsupportedError(refuse_stored_state)
+                stored_refusal.whole_function_on_tape = True
+                raise stored_refusal
     out_leaves, rebuild_out = flatten(out)
     _refuse_foreign_arrays(f, out_leaves, "returns")
     flat_sources = [s for leaves in sources for s in leaves]
