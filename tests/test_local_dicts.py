@@ -48,11 +48,25 @@ def cache_unpacked_into(w, x):
     return np.sum(parts["a"] * parts["b"])
 
 
+def _affine(a, w=1.0, *, shift=0.25):
+    return a @ w + shift
+
+
+def options_passed_as_keywords(w, x):
+    options = {"w": w, "shift": np.sum(w) * 0.1}
+    first = np.tanh(_affine(x, **options))
+    some = {"w": w.T}
+    return (
+        np.sum(first**2) + np.sum(_affine(first, **options)) + np.sum(_affine(x, shift=0.5, **some))
+    )
+
+
 CACHED = [
     two_layer_cache,
     cache_filled_in_a_loop,
     cache_with_branches_and_updates,
     cache_unpacked_into,
+    options_passed_as_keywords,
 ]
 
 
@@ -112,3 +126,21 @@ def test_dicts_used_otherwise_keep_their_meaning():
     with pytest.warns(sg.S2SGradWarning):
         got = sg.grad(cache_read_with_a_computed_key, mode="auto")(w, x)
     assert_close(got, numeric_grad(cache_read_with_a_computed_key, (w, x), 0))
+
+
+def options_changed_after_they_are_made(w, x):
+    options = {"w": w, "shift": 0.1}
+    options["shift"] = np.sum(x)
+    return np.sum(_affine(x, **options))
+
+
+def test_keyword_dicts_kept_as_dicts_where_their_keys_are_not_known():
+    """A dict written after it is made stays a dict: s2s refuses it at the line, and auto
+    has the tape follow it."""
+    f = options_changed_after_they_are_made
+    w, x = _arguments()
+    with pytest.raises(sg.UnsupportedError, match="test_local_dicts.py:"):
+        sg.grad(f, mode="s2s")(w, x)
+    with pytest.warns(sg.S2SGradWarning):
+        got = sg.grad(f, mode="auto")(w, x)
+    assert_close(got, numeric_grad(f, (w, x), 0))

@@ -4,7 +4,9 @@ Model code written from scratch keeps intermediate values in a dict (``cache = {
 ``cache["z1"] = ...``, ``np.tanh(cache["z1"])``). A dict the function makes itself, at the
 top of its body, whose every use is an entry with a literal string key, is nothing but a
 set of variables: each entry becomes one, which the transformer differentiates like any
-other (writing entries of a dict is otherwise refused by source transformation). A dict
+other (writing entries of a dict is otherwise refused by source transformation). So does a
+dict of literal keys never written after it is made and passed on as ``f(**kw)``: the
+call gets one keyword per key (``f(w=kw_w, shift=kw_shift)``). A dict
 used in any other way (passed to a call, returned, iterated, aliased, read with a computed
 key, used by a nested function) is left as it is.
 
@@ -40,6 +42,8 @@ def scalarize_local_dicts(node: gast.FunctionDef, names: NameGenerator) -> None:
             return variables[key]
 
         for sub in gast.walk(node):
+            if isinstance(sub, gast.Call):
+                sub.keywords = _spread_out(sub.keywords, name, statement.value.keys, variable)
             for field, value in gast.iter_fields(sub):
                 if isinstance(value, list):
                     value[:] = [_replaced(item, name, variable) for item in value]
@@ -82,9 +86,15 @@ def _only_entries_used(node: gast.FunctionDef, name: str, made: gast.stmt) -> bo
     """Whether every other appearance of ``name`` in ``node`` (nested functions included) is
     the value of an entry ``name["key"]``, and ``made`` binds it once."""
     entries = set()
+    keys = {k.value for k in made.value.keys}
+    written = False
     for sub in gast.walk(node):
         if isinstance(sub, gast.Subscript) and _is_entry(sub, name):
             entries.add(id(sub.value))
+            written = written or not isinstance(sub.ctx, gast.Load)
+    for sub in gast.walk(node):  # f(**name): every key is known where name is made
+        if isinstance(sub, gast.Call) and not written and _spreads(sub, name, keys):
+            entries.update(id(k.value) for k in sub.keywords if k.arg is None)
     for sub in gast.walk(node):
         if isinstance(sub, (gast.Global, gast.Nonlocal)) and name in sub.names:
             return False
@@ -97,6 +107,17 @@ def _only_entries_used(node: gast.FunctionDef, name: str, made: gast.stmt) -> bo
         if id(sub) not in entries:
             return False
     return True
+
+
+def _spreads(call: gast.Call, name: str, keys: set[str]) -> bool:
+    """``f(..., **name)`` where every key is a keyword name the call does not also pass."""
+    spread = [k for k in call.keywords if k.arg is None]
+    if not (len(spread) == 1 and isinstance(spread[0].value, gast.Name)):
+        return False
+    named = {k.arg for k in call.keywords if k.arg is not None}
+    return (
+        spread[0].value.id == name and all(key.isidentifier() for key in keys) and not keys & named
+    )
 
 
 def _parameters(arguments: gast.arguments) -> list:
@@ -112,6 +133,20 @@ def _is_entry(node: gast.Subscript, name: str) -> bool:
         and isinstance(node.slice, gast.Constant)
         and isinstance(node.slice.value, str)
     )
+
+
+def _spread_out(keywords: list, name: str, keys: list, variable) -> list:
+    """The keywords of a call, ``**name`` replaced by one keyword per key, in order."""
+    result = []
+    for keyword in keywords:
+        spread = keyword.arg is None and isinstance(keyword.value, gast.Name)
+        if spread and keyword.value.id == name:
+            for key in keys:
+                value = gast.Name(variable(key.value), gast.Load(), None, None)
+                result.append(gast.keyword(arg=key.value, value=value))
+        else:
+            result.append(keyword)
+    return result
 
 
 def _replaced(value, name: str, variable):
