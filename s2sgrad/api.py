@@ -55,6 +55,7 @@ from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import nondifferentiable
+from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
@@ -227,8 +228,10 @@ class _Transform(NotebookDisplay):
                     if result is not MISSING:
                         return self._shape_result(result) if self.wrap_single else result
             return self._call_checked(args, kwargs)
-        except BaseException:  # what it stored on objects is no longer its computation's
+        except BaseException as error:  # what it stored on objects is no longer its computation's
             forget_all_stored()
+            if isinstance(error, S2SGradError):
+                name_the_origin(error)
             raise
 
     def _call_checked(self, args, kwargs):

@@ -15,10 +15,11 @@ Example::
 from __future__ import annotations
 
 import contextvars
+import re
 import sys
 from types import FrameType
 
-__all__ = ["ORIGINS", "running_origin", "tracing", "TRACING"]
+__all__ = ["ORIGINS", "running_origin", "name_the_origin", "tracing", "TRACING"]
 
 ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
 
@@ -45,6 +46,34 @@ def running_origin(default: str = "<unknown location>") -> str:
     while origin.rsplit(":", 1)[0] in ORIGINS:
         origin = ORIGINS[origin.rsplit(":", 1)[0]]
     return origin
+
+
+_LOCATED = re.compile(r"^\S+:\d+")  # "file.py:12: ..." or "<stdin>:3 (in its derivative...)"
+
+
+def name_the_origin(error: BaseException) -> None:
+    """Start ``error``'s message with the user's ``file:line`` of the function whose
+    generated code raised it (the innermost generated frame of its traceback), unless the
+    message names a location already: a refusal the runtime raises as generated code runs
+    (a list's cotangent of the wrong length) then says where it comes from.
+
+    Example::
+
+        name_the_origin(error)  # "model.py:12: the cotangent of a list ..."
+    """
+    message = error.args[0] if error.args and isinstance(error.args[0], str) else None
+    if message is None or _LOCATED.match(message):
+        return
+    origin = None
+    trace = error.__traceback__
+    while trace is not None:
+        origin = ORIGINS.get(trace.tb_frame.f_code.co_filename, origin)
+        trace = trace.tb_next
+    if origin is None:
+        return
+    while origin.rsplit(":", 1)[0] in ORIGINS:
+        origin = ORIGINS[origin.rsplit(":", 1)[0]]
+    error.args = (f"{origin}: {message}", *error.args[1:])
 
 
 def tracing() -> bool:

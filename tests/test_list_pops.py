@@ -82,3 +82,17 @@ def test_a_pop_another_name_would_see_is_refused_at_its_line():
     expected = numeric_grad(popped_from_a_shared_list, (X, Y), 0)
     with pytest.warns(UserWarning):  # mode="auto" uses the tape
         assert_close(sg.grad(popped_from_a_shared_list)(X, Y), expected, 1e-5, 1e-7)
+
+
+def repeated_by_a_float(x, n):
+    parts = [np.sin(x)] * n
+    return np.sum(parts[0])
+
+
+def test_a_refusal_raised_as_generated_code_runs_names_the_users_function():
+    """The runtime's own refusals (here repetition by a float, found only when it runs) start
+    with the user's file and line, as the transformer's do."""
+    with pytest.raises(sg.UnsupportedError, match=rf"^{HERE}:\d+: '\*' of a list by a float"):
+        sg.grad(repeated_by_a_float, mode="s2s")(X, 2.5)
+    with pytest.raises(sg.UnsupportedError, match=rf"^{HERE}:\d+: '\*' of a list by a float"):
+        sg.jvp(lambda x: repeated_by_a_float(x, 2.5), (X,), (X,), mode="s2s")

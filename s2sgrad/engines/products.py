@@ -37,6 +37,7 @@ from s2sgrad.engines.arguments import (
 )
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import as_gradient
 from s2sgrad.runtime.dispatch import tape_jvp
 from s2sgrad.tape import tape_vjp
@@ -144,7 +145,11 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     def pullback(cotangent: Any) -> tuple:
         refuse_not_understood("the cotangent", cotangent, f)
         refuse_complex_for_real("the cotangent", engine_out, cotangent, f)
-        raw = raw_pullback(cotangent)
+        try:
+            raw = raw_pullback(cotangent)
+        except S2SGradError as error:
+            name_the_origin(error)
+            raise
         raw = raw if len(wrt) != 1 else (raw,)
         result: list[Any] = [None] * len(primals)
         for index, value in zip(differentiable, raw):
@@ -240,6 +245,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
         except S2SGradError as error:
             if not may_fall_back(mode, error, function):
+                name_the_origin(error)
                 raise
             warn_fallback(function, error)
             function = on_the_tape(function, error)

@@ -34,7 +34,7 @@ def without_entry(items: Any, index: Any) -> Any:
             "use mode='tape'"
         )
     rest = list(items)
-    del rest[operator.index(index)]
+    rest.pop(operator.index(index))  # the IndexError pop raises
     return CotangentList(rest) if isinstance(items, CotangentList) else rest
 
 
