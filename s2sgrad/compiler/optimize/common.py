@@ -25,13 +25,12 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.statements import own_nodes
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
-    child_fields,
     names_read,
     names_written,
     nested_statements,
-    walk,
 )
 
 __all__ = ["eliminate_common_calls"]
@@ -136,20 +135,6 @@ def _may_write_in_place(statement: gast.stmt, is_pure, effects: dict) -> bool:
     return bool(known[1]) or known[2]
 
 
-def _own_nodes(statement: gast.stmt) -> list[gast.AST]:
-    """The nodes of ``statement`` outside its blocks."""
-    found: list[gast.AST] = []
-    state = statement.__dict__
-    for field in child_fields(type(statement)):
-        if field in ("body", "orelse", "finalbody", "handlers"):
-            continue
-        value = state.get(field)
-        for item in value if type(value) is list else (value,):
-            if isinstance(item, gast.AST):
-                found += walk(item)
-    return found
-
-
 def _effects(statement: gast.stmt, is_pure) -> tuple[set[str], bool]:
     """Names ``statement`` (outside its blocks) may write into in place, and whether it
     calls what is not pure there."""
@@ -157,7 +142,7 @@ def _effects(statement: gast.stmt, is_pure) -> tuple[set[str], bool]:
     impure = False
     if type(statement) is gast.AugAssign:
         found |= names_read(statement.target) | names_written(statement.target)
-    for node in _own_nodes(statement):
+    for node in own_nodes(statement):
         kind = type(node)
         if kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is gast.Store:
             found |= names_read(node.value)

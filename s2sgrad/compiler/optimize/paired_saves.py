@@ -41,7 +41,7 @@ from s2sgrad.compiler.optimize.saves import (
 )
 from s2sgrad.compiler.syntax import method_receiver, names_read, walk
 
-__all__ = ["drop_paired_saves", "saved_pair"]
+__all__ = ["drop_paired_saves", "returned_pair", "saved_pair"]
 
 
 def drop_paired_saves(
@@ -85,18 +85,29 @@ def drop_paired_saves(
     return True
 
 
-def saved_pair(forward, backward) -> tuple[list[gast.expr], list[str]] | None:
-    """The forward function's saved expressions and the names the backward function
-    unpacks them into, position by position; None if either is not as assembly writes it."""
-    if not forward.body or not backward.body or not backward.args.args:
+def returned_pair(forward: gast.FunctionDef) -> gast.Return | None:
+    """The forward function's last statement, ``return (value, (saved, ...))``, as assembly
+    writes it; None if it is not that."""
+    if not forward.body:
         return None
-    last, first = forward.body[-1], backward.body[0]
-    if not (
+    last = forward.body[-1]
+    if (
         type(last) is gast.Return
         and type(last.value) is gast.Tuple
         and len(last.value.elts) == 2
         and type(last.value.elts[1]) is gast.Tuple
     ):
+        return last
+    return None
+
+
+def saved_pair(forward, backward) -> tuple[list[gast.expr], list[str]] | None:
+    """The forward function's saved expressions and the names the backward function
+    unpacks them into, position by position; None if either is not as assembly writes it."""
+    if not backward.body or not backward.args.args:
+        return None
+    last, first = returned_pair(forward), backward.body[0]
+    if last is None:
         return None
     saved_parameter = backward.args.args[0].id
     if not (

@@ -18,8 +18,9 @@ from s2sgrad.compiler.optimize.statements import (
     is_comment,
     is_shape_stand_in,
     only_passes,
+    own_nodes,
 )
-from s2sgrad.compiler.syntax import child_fields, method_receiver, names_read, names_written, walk
+from s2sgrad.compiler.syntax import method_receiver, names_read, names_written, walk
 
 __all__ = [
     "drop_unneeded_saves",
@@ -72,7 +73,7 @@ def _escaping(statements) -> set[str]:
     reads: dict[str, int] = {}
     stack_uses: dict[str, int] = {}
     for statement, _ in statements:
-        for node in _own_nodes(statement):
+        for node in own_nodes(statement):
             if type(node) is gast.Name and type(node.ctx) is gast.Load:
                 reads[node.id] = reads.get(node.id, 0) + 1
             elif type(node) is gast.Call:
@@ -81,20 +82,6 @@ def _escaping(statements) -> set[str]:
                     if receiver is not None:
                         stack_uses[receiver] = stack_uses.get(receiver, 0) + 1
     return {name for name, count in reads.items() if count != stack_uses.get(name, 0)}
-
-
-def _own_nodes(statement):
-    """The nodes of ``statement`` outside the statements nested in its body."""
-    found = [statement]
-    state = statement.__dict__
-    for field in child_fields(type(statement)):
-        if field == "body" or field == "orelse":
-            continue
-        value = state.get(field)
-        for item in value if type(value) is list else (value,):
-            if isinstance(item, gast.AST):
-                found += walk(item)
-    return found
 
 
 def walk_with_loops(statements, loops):

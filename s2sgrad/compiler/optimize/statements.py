@@ -11,7 +11,7 @@ import gast
 
 from s2sgrad.compiler.optimize.facts import simple_assignment
 from s2sgrad.compiler.optimize.foldable import literal_number
-from s2sgrad.compiler.syntax import COMMENT_MARK, names_read, string_statement, walk
+from s2sgrad.compiler.syntax import COMMENT_MARK, child_fields, names_read, string_statement, walk
 
 
 def sum_length(value: gast.expr) -> int:
@@ -172,3 +172,25 @@ def is_shape_stand_in(node) -> bool:
         and not node.keywords
         and isinstance(node.args[0], gast.Name)
     )
+
+
+_BLOCKS = ("body", "orelse", "finalbody", "handlers")
+
+
+def own_nodes(statement: gast.stmt) -> list[gast.AST]:
+    """``statement`` and its nodes outside its blocks (an ``if``'s test, a loop's header).
+
+    Example::
+
+        own_nodes(parse_statement("if a > 0:\n    b = f(a)"))  # the If, a > 0 and its parts
+    """
+    found: list[gast.AST] = [statement]
+    state = statement.__dict__
+    for field in child_fields(type(statement)):
+        if field in _BLOCKS:
+            continue
+        value = state.get(field)
+        for item in value if type(value) is list else (value,):
+            if isinstance(item, gast.AST):
+                found += walk(item)
+    return found

@@ -33,6 +33,7 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.paired_saves import returned_pair
 from s2sgrad.compiler.optimize.statements import is_comment
 from s2sgrad.compiler.syntax import call, load, walk
 
@@ -48,15 +49,8 @@ def primal_forward(
     """Make ``forward`` ``return (primal(*parameters), saved)`` where that computes the
     same; say whether it did. ``namespace`` (the forward function's) gains the name."""
     parameters = _parameters(forward, primal)
-    if parameters is None or not forward.body:
-        return False
-    last = forward.body[-1]
-    if not (
-        type(last) is gast.Return
-        and type(last.value) is gast.Tuple
-        and len(last.value.elts) == 2
-        and type(last.value.elts[1]) is gast.Tuple
-    ):
+    last = returned_pair(forward)
+    if parameters is None or last is None:
         return False
     saved = last.value.elts[1].elts
     if not all(type(e) is gast.Name and e.id in parameters for e in saved):
