@@ -25,7 +25,8 @@ import gast
 
 from s2sgrad.compiler.annotations import REPLAY, annotation
 from s2sgrad.compiler.optimize.statements import is_comment
-from s2sgrad.compiler.syntax import assign, call, constant, load, names_read, walk
+from s2sgrad.compiler.specialize.path_shapes import assignments
+from s2sgrad.compiler.syntax import assign, call, constant, load, names_read, parameter_names, walk
 
 __all__ = ["simplify_number_flow"]
 
@@ -130,24 +131,11 @@ def _power_of_two_factor(value: gast.expr, name: str) -> int | None:
 
 def _counters(function: gast.FunctionDef) -> set[str]:
     """Names assigned only ``n = 0`` and ``n = n + 1``: never negative."""
-    values: dict[str, list[gast.expr]] = {}
-    plain: set[int] = set()
-    nodes = walk(function)
-    for node in nodes:
-        if type(node) is gast.Assign and len(node.targets) == 1:
-            target = node.targets[0]
-            if type(target) is gast.Name:
-                values.setdefault(target.id, []).append(node.value)
-                plain.add(id(target))
-    other = {
-        n.id
-        for n in nodes
-        if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in plain
-    }
+    parameters = parameter_names(function)  # an argument may start below zero
     return {
         name
-        for name, assigned in values.items()
-        if name not in other and all(_counts(v, name) for v in assigned)
+        for name, assigned in assignments(function.body).items()
+        if name not in parameters and all(v is not None and _counts(v, name) for v in assigned)
     }
 
 

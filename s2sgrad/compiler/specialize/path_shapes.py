@@ -32,7 +32,7 @@ import numpy as np
 from s2sgrad.compiler.annotations import SAVE_PUSH, annotation
 from s2sgrad.compiler.syntax import names_read, walk
 
-__all__ = ["fixed_shapes", "names_assigned_in"]
+__all__ = ["assignments", "fixed_shapes", "names_assigned_in"]
 
 _UPDATES = (gast.Add, gast.Sub, gast.Mult)
 _REDUCTIONS = (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.any, np.all)
@@ -54,11 +54,11 @@ def fixed_shapes(
 ) -> bool:
     """Whether every name ``region`` assigns has one shape whichever path runs (the rules
     in the module's docstring); ``body`` is the whole function's, in A-normal form."""
-    assignments: list[gast.Assign] = []
-    everywhere = _assignments(body)
-    if not _plain(region.body + region.orelse, assignments):
+    inside: list[gast.Assign] = []
+    everywhere = assignments(body)
+    if not _plain(region.body + region.orelse, inside):
         return False
-    for statement in assignments:
+    for statement in inside:
         name = statement.targets[0].id
         if _updates(statement.value, name):
             continue
@@ -74,7 +74,7 @@ def fixed_shapes(
     return True
 
 
-def _plain(statements: list[gast.stmt], assignments: list[gast.Assign]) -> bool:
+def _plain(statements: list[gast.stmt], found: list[gast.Assign]) -> bool:
     for statement in statements:
         kind = type(statement)
         if kind in (gast.Pass, gast.Break, gast.Continue) or annotation(
@@ -84,16 +84,16 @@ def _plain(statements: list[gast.stmt], assignments: list[gast.Assign]) -> bool:
         if kind is gast.Assign:
             if len(statement.targets) != 1 or type(statement.targets[0]) is not gast.Name:
                 return False
-            assignments.append(statement)
+            found.append(statement)
         elif kind in (gast.If, gast.While):
-            if not _plain(statement.body + statement.orelse, assignments):
+            if not _plain(statement.body + statement.orelse, found):
                 return False
         else:
             return False
     return True
 
 
-def _assignments(body: list[gast.stmt]) -> dict[str, list[gast.expr | None]]:
+def assignments(body: list[gast.stmt]) -> dict[str, list[gast.expr | None]]:
     """Each name's assigned values in ``body`` (None: written other than by ``name = ...``)."""
     values: dict[str, list[gast.expr | None]] = {}
     plain: set[int] = set()
