@@ -48,7 +48,7 @@ examples: $(STAMP_EXAMPLES)
 test: $(STAMP_TEST)
 	$(PY) -m ruff check .
 	$(PY) -m mypy
-	$(PY) -m pytest -n auto
+	$(PY) -m pytest -n auto --dist loadfile
 
 test-matrix:
 	.ci/matrix

@@ -248,6 +248,12 @@ PROOFS = {
     np.ndarray.argpartition: [(_floats(5), 2)],
     np.ndarray.all: [(_floats(5),)],
     np.ndarray.any: [(_floats(5),)],
+    np.searchsorted: [
+        (np.sort(_floats(6)), _floats(4)),
+        (np.sort(_floats(6)), _floats(4), "right"),
+    ],
+    np.ndarray.searchsorted: [(np.sort(_floats(6)), _floats(4))],
+    np.digitize: [(_floats(4), np.sort(_floats(5))), (_floats(4), -np.sort(_floats(5)), True)],
     np.linalg.matrix_rank: [(_floats(3, 3),)],
     np.shape: [(_floats(2, 3),)],
     np.ndim: [(_floats(2, 3),)],

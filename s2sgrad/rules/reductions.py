@@ -447,6 +447,9 @@ def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
 # (K[np.diag_indices_from(K)] += jitter)
 nondifferentiable(np.diag_indices_from, np.tril_indices_from, np.triu_indices_from)
 
+# where values fall among sorted ones: integers, constant between the sorted values
+nondifferentiable(np.searchsorted, np.ndarray.searchsorted, np.digitize)
+
 nondifferentiable(
     np.argmax,
     np.argmin,
