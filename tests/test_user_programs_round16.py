@@ -323,3 +323,20 @@ def test_numpy_functions_writing_in_place_with_out(mode):
     x = R.normal(size=4) * 0.3
     gradient = sg.grad(numpy_writes_in_place, mode=mode)(x)
     assert_close(gradient, numeric_grad(numpy_writes_in_place, (x,), 0), rtol=1e-5, atol=1e-7)
+
+
+def smoothstep_spline(x, knots):
+    segment = np.clip(np.searchsorted(knots, x) - 1, 0, len(knots) - 2)
+    t = (x - knots[segment]) / (knots[segment + 1] - knots[segment])
+    return np.sum(t**2 * (3 - 2 * t))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_spline_finding_its_segments_with_searchsorted(mode):
+    """np.searchsorted's indices are integers, constant between the knots: s2s and auto
+    refused the lookup the tape differentiated."""
+    x, knots = R.random(5) * 0.9 + 0.05, np.linspace(0.0, 1.0, 5)
+    for position in (0, 1):
+        gradient = sg.grad(smoothstep_spline, wrt=position, mode=mode)(x, knots)
+        expected = numeric_grad(smoothstep_spline, (x, knots), position)
+        assert_close(gradient, expected, rtol=1e-5, atol=1e-7)
