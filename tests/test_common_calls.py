@@ -95,3 +95,32 @@ def test_the_generated_forward_computes_the_exponential_once():
     gradient(z)
     code = [line for line in sg.source(gradient).splitlines() if not line.strip().startswith("#")]
     assert sum(line.count("np.exp(") for line in code) == 1
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "np.sum(z, axis=(0, 1))",  # a tuple operand
+        "np.maximum(z, -1.0)",  # a negative literal
+        "z.sum(axis=-1, keepdims=True)",  # a method with keywords
+    ],
+)
+def test_the_first_look_finds_every_repeat(first):
+    # eliminate_common_calls skips its analysis where a rough look finds no repeated call:
+    # the look must find each repeat the analysis would merge
+    assert "b = a" in merged(f"a = {first}\nb = {first}").splitlines()
+
+
+def test_the_first_look_finds_a_repeat_inside_a_block():
+    source = "def f(z, c):\n    if c:\n        a = np.exp(z)\n        b = np.exp(z)\n"
+    body = gast.parse(source).body[0].body
+    eliminate_common_calls(body, IS_PURE)
+    assert type(body[0].body[1].value) is gast.Name
+
+
+def test_a_repeated_nan_literal_is_merged_too():
+    body = gast.parse("a = np.full(3, 0.0)\nb = np.full(3, 0.0)").body
+    for statement in body:  # folding can leave a nan literal, equal to itself in gast.dump
+        statement.value.args[1].value = float("nan")
+    eliminate_common_calls(body, IS_PURE)
+    assert type(body[1].value) is gast.Name

@@ -156,7 +156,10 @@ def to_source(node: gast.FunctionDef) -> str:
     for line in text.splitlines():
         match = _STRING_STATEMENT.match(line)
         if match and COMMENT_MARK in line:
-            text_value = ast.literal_eval(match.group(2))
+            printed = match.group(2)
+            inner = printed[1:-1]
+            simple = "\\" not in inner and not printed.startswith(printed[0] * 3)
+            text_value = inner if simple else ast.literal_eval(printed)
             lines.append(f"{match.group(1)}# {text_value[len(COMMENT_MARK) :]}")
         else:
             lines.append(line)

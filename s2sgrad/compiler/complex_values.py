@@ -55,9 +55,10 @@ def complex_readiness(
 
         complex_readiness(node, parsed, {"x", "t1"}, False, {"x", "t1"}).ready  # np.exp(x)
     """
-    makes = reads_complex or _has_complex_literal(node)
+    nodes = walk(node)
+    makes = reads_complex or _has_complex_literal(nodes)
     refused = None
-    statements = [s for s in walk(node) if type(s) in (gast.Assign, gast.Expr)]
+    statements = [s for s in nodes if type(s) in (gast.Assign, gast.Expr)]
     assigned = {
         s.targets[0].id: s.value
         for s in statements
@@ -127,13 +128,18 @@ def _name(primitive) -> str:
     return f"np.{name}" if module.startswith("numpy") else name
 
 
-def _has_complex_literal(node: gast.FunctionDef) -> bool:
-    """A complex literal, except as a slice's step (``np.mgrid[0:1:5j]`` counts points)."""
-    steps = {id(s.step) for s in walk(node) if type(s) is gast.Slice and s.step is not None}
-    return any(
-        type(child) is gast.Constant and isinstance(child.value, complex) and id(child) not in steps
-        for child in walk(node)
-    )
+def _has_complex_literal(nodes: list[gast.AST]) -> bool:
+    """A complex literal among ``nodes`` (a function's walk), except as a slice's step
+    (``np.mgrid[0:1:5j]`` counts points)."""
+    literals = [
+        child
+        for child in nodes
+        if type(child) is gast.Constant and isinstance(child.value, complex)
+    ]
+    if not literals:
+        return False
+    steps = {id(s.step) for s in nodes if type(s) is gast.Slice and s.step is not None}
+    return any(id(child) not in steps for child in literals)
 
 
 def _makes_complex(

@@ -102,7 +102,8 @@ def _specialise_sites(node, finishing):
 
 
 def _strip_broadcast_definitions(node, finishing):
-    strip_broadcast_definitions(node)
+    if finishing.probing.broadcast_free:  # else no use of a broadcast is marked restored
+        strip_broadcast_definitions(node)
     return node
 
 
@@ -140,7 +141,8 @@ def _drop_unneeded_saves(node, finishing):
 
 
 def _strip_broadcasts(node, finishing):
-    finishing.broadcasts_removed = strip_broadcasts_in(node)
+    if finishing.probing.broadcast_free:  # else no arithmetic is marked to strip
+        finishing.broadcasts_removed = strip_broadcasts_in(node)
     return node
 
 

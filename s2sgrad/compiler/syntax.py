@@ -421,18 +421,26 @@ def names_modified(node: gast.AST) -> set[str]:
 
 def nested_statements(body: list[gast.stmt]):
     """Every statement of ``body`` and of the blocks nested in it, not entering functions."""
-    for statement in body:
+    # a stack of iterators, not nested generators: each statement is handed up once, not
+    # once per block around it (90 nested ifs made that quadratic)
+    stack = [iter(body)]
+    while stack:
+        statement = next(stack[-1], None)
+        if statement is None:
+            stack.pop()
+            continue
         yield statement
         if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
             continue
+        blocks: list[list] = []
         if isinstance(statement, gast.Match):  # read before desugaring (a callee's source)
-            for case in statement.cases:
-                yield from nested_statements(case.body)
-            continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list):
-                yield from nested_statements(inner)
+            blocks = [case.body for case in statement.cases]
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list):
+                    blocks.append(inner)
+        stack.extend(iter(block) for block in reversed(blocks))
 
 
 def item_target_base(statement: gast.stmt) -> str | None:

@@ -49,11 +49,45 @@ def eliminate_common_calls(
 
         eliminate_common_calls(node.body, purity_of(namespace))
     """
+    if not _may_repeat(body):  # a cheap look first: most code repeats no call
+        return body
     effects: dict[int, tuple[gast.stmt, set[str], bool]] = {}  # see _written_in_place
     written_in_place = _written_in_place(body, is_pure, effects)
     unsafe = _sharing_memory(body, written_in_place)
     _block(body, is_pure, unsafe, effects)
     return body
+
+
+def _may_repeat(body: list[gast.stmt]) -> bool:
+    """Whether two assignments in ``body`` may assign the same call (by a rough key that
+    is equal wherever :func:`_candidate`'s keys are)."""
+    seen: set[tuple] = set()
+    for statement in nested_statements(body):
+        if not _plain_assignment(statement):
+            continue
+        value = statement.value
+        if type(value) is not gast.Call or type(value.func) is not gast.Attribute:
+            continue
+        key = (
+            value.func.attr,
+            _rough(value.func.value),
+            tuple(_rough(a) for a in value.args),
+            tuple((k.arg, _rough(k.value)) for k in value.keywords),
+        )
+        if key in seen:
+            return True
+        seen.add(key)
+    return False
+
+
+def _rough(node: gast.expr) -> object:
+    """A name's name, a literal's value, else the node's kind: equal for equal nodes."""
+    kind = type(node)
+    if kind is gast.Name:
+        return node.id
+    if kind is gast.Constant:
+        return (type(node.value), repr(node.value))  # as gast.dump tells them apart
+    return kind
 
 
 def _block(statements: list[gast.stmt], is_pure, unsafe: set[str], effects: dict) -> None:

@@ -39,8 +39,11 @@ def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
     The reverse transformer saves a value when backward code reads it; after
     specialisation some of those reads (shape queries) are gone.
     """
+    stacks = _stacks(body)
+    if not stacks:  # straight-line code pushes nothing: no walk
+        return body
     statements = list(walk_with_loops(body, ()))
-    stacks = _stacks(body) - _escaping(statements)
+    stacks -= _escaping(statements)
     if not stacks:
         return body
     removable = set()

@@ -57,8 +57,14 @@ def inline_helper_bodies(node: gast.FunctionDef, parsed, names: NameGenerator) -
         # v, unf = flat(x)   becomes
         # p = x; v, unf = p.ravel(), (lambda v: v.reshape(p.shape))
     """
-    _name_called_lambdas(node.body, names)
+    calls = [n for n in walk(node) if type(n) is gast.Call]
+    if not calls:  # a cheap look first: most functions call no helper and no lambda
+        return set()
+    if any(type(c.func) is gast.Lambda for c in calls):
+        _name_called_lambdas(node.body, names)
     inliner = _Inliner(node, parsed, names)
+    if not any(inliner.calls_plain_function(c) for c in calls):
+        return inliner.inlined  # what could be inlined is found in no round either
     for _ in range(_ROUNDS):
         changed = inliner.closures(node.body)
         changed = inliner.generators(node.body) or changed
@@ -73,6 +79,13 @@ class _Inliner:
         self.names = names
         self.local = names_written(node) | parameter_names(node)
         self.inlined: set[str] = set()
+
+    def calls_plain_function(self, value: gast.Call) -> bool:
+        """Whether ``value`` calls a Python function by a free name (what :meth:`helper`
+        looks for, before its other questions)."""
+        if type(value.func) is not gast.Name or value.func.id in self.local:
+            return False
+        return isinstance(self.parsed.resolve(value.func), types.FunctionType)
 
     def helper(self, value: gast.expr, generator: bool):
         """The plain function ``value`` calls by a free name, when it is a generator

@@ -62,7 +62,10 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     """
     inline_local_functions(node, names)
     inline_local_partials(node, names, resolve)
-    uses = Counter(n.id for n in walk(node) if type(n) is gast.Name)
+    nodes = walk(node)
+    if not any(_rewritten_here(n, node) for n in nodes):
+        return {}  # no loop, comprehension, map, partial call or local function
+    uses = Counter(n.id for n in nodes if type(n) is gast.Name)
     loops = Loops(names, resolve, uses)
     loops.local_functions = {  # what each local function reads when it is called
         n.name if type(n) is gast.FunctionDef else n.targets[0].id: names_read(n)
@@ -81,6 +84,20 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     if inline_local_functions(node, names):  # map(f, xs) is now a loop calling f plainly
         node.body = loops.block(node.body)  # the loops the inlined statements hold
     return {name: helper for helper, name in loops.helpers.items()}
+
+
+def _rewritten_here(node: gast.AST, function: gast.FunctionDef) -> bool:
+    """Whether ``node`` may be something :func:`normalise_loops` rewrites or reads
+    (a cheap look at each node, before any of its work)."""
+    kind = type(node)
+    if kind is gast.For or kind in COMPREHENSIONS or kind is gast.Lambda:
+        return True
+    if kind is gast.FunctionDef:
+        return node is not function
+    if kind is gast.Call:
+        func = node.func
+        return type(func) is gast.Call or (type(func) is gast.Name and func.id == "map")
+    return False
 
 
 @dataclass

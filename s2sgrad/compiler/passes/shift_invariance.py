@@ -54,6 +54,9 @@ def cancelled_shifts(body: list[gast.stmt], resolve: Callable[[gast.expr], Any])
 
         cancelled_shifts(anf_body_of_softmax, parsed.resolve)  # {id(the np.max call)}
     """
+    shifts = [(i, shift) for i, s in enumerate(body) if (shift := _shift(s, resolve)) is not None]
+    if not shifts:  # no maximum taken: nothing to look through
+        return set()
     writes: Counter = Counter()
     for statement in nested_statements(body):
         for target in _targets(statement):
@@ -64,9 +67,9 @@ def cancelled_shifts(body: list[gast.stmt], resolve: Callable[[gast.expr], Any])
         for name in names_read(statement):
             readers.setdefault(name, []).append(statement)
     found = set()
-    for index, statement in enumerate(body):
-        shift = _shift(statement, resolve)
-        if shift is None or writes[statement.targets[0].id] != 1:
+    for index, shift in shifts:
+        statement = body[index]
+        if writes[statement.targets[0].id] != 1:
             continue
         if _cancels(body, index, shift, resolve, writes, readers, top_level):
             found.add(id(statement.value))

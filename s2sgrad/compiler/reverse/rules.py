@@ -130,26 +130,11 @@ class RuleAdjoints:
             return entries  # x may be a list or tuple, which x * 2 repeats
         unbroadcast = self.namespace.objects.get(self.helper("unbroadcast").id)
 
-        def strip(node: gast.AST) -> gast.AST:
-            if (
-                isinstance(node, gast.Call)
-                and isinstance(node.func, gast.Name)
-                and self.namespace.objects.get(node.func.id) is unbroadcast
-                and len(node.args) == 2
-                and not node.keywords
-                and isinstance(node.args[1], gast.Name)
-                and node.args[1].id == name
-            ):
-                return strip(node.args[0])
-            for field in child_fields(type(node)):
-                value = getattr(node, field, None)
-                if isinstance(value, gast.AST):
-                    setattr(node, field, strip(value))
-                elif isinstance(value, list):
-                    value[:] = [strip(v) if isinstance(v, gast.AST) else v for v in value]
-            return node
-
-        return [None if e is None else strip(e) for e in entries]
+        objects = self.namespace.objects
+        return [
+            None if e is None else _without_unbroadcasts(e, objects, unbroadcast, name)
+            for e in entries
+        ]
 
     def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:
         """``v = x[i]`` in a loop: ``dx[i] += dv`` into x's private cotangent buffer.
@@ -221,3 +206,30 @@ def _describe(primitive) -> str:
 def _primitive_name(primitive) -> str:
     name = getattr(primitive, "__name__", None) or "primitive"
     return name if name.isidentifier() else "primitive"
+
+
+def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name: str) -> gast.AST:
+    """``node`` with each ``unbroadcast(v, name)`` call replaced by ``v``, in place (a
+    module function: a recursive closure would be a reference cycle keeping its caller)."""
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and objects.get(node.func.id) is unbroadcast
+        and len(node.args) == 2
+        and not node.keywords
+        and isinstance(node.args[1], gast.Name)
+        and node.args[1].id == name
+    ):
+        return _without_unbroadcasts(node.args[0], objects, unbroadcast, name)
+    for field in child_fields(type(node)):
+        value = getattr(node, field, None)
+        if isinstance(value, gast.AST):
+            setattr(node, field, _without_unbroadcasts(value, objects, unbroadcast, name))
+        elif isinstance(value, list):
+            value[:] = [
+                _without_unbroadcasts(v, objects, unbroadcast, name)
+                if isinstance(v, gast.AST)
+                else v
+                for v in value
+            ]
+    return node

@@ -22,7 +22,11 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad.compiler.specialize.path_shapes import fixed_shapes, names_assigned_in
+from s2sgrad.compiler.specialize.path_shapes import (
+    assigned_values,
+    fixed_shapes,
+    names_assigned_in,
+)
 from s2sgrad.compiler.syntax import names_read, walk
 
 __all__ = ["index_parameters", "integer_index", "shapes_follow_arguments", "signature"]
@@ -95,18 +99,23 @@ def shapes_follow_arguments(
     """
     nodes = [node for statement in body for node in walk(statement)]
     shape_only, on_values = _shape_only_names(nodes), set[str]()
+    assigned_in: dict[int, frozenset[str]] = {}
     while True:  # a name a branch on values assigns holds what the path gave it
         regions = [n for n in nodes if _tests_values(n, shape_only)]
-        tainted = {name for region in regions for name in names_assigned_in(region)}
+        tainted = {name for region in regions for name in names_assigned_in(region, assigned_in)}
         if tainted <= on_values:
             break
         on_values |= tainted
         shape_only = _shape_only_names(nodes) - on_values
     indices = shape_only | _integer_index_names(nodes, shape_only, resolve, parameters)
     indices -= on_values
+    everywhere = None
     for node in nodes:
         if isinstance(node, (gast.If, gast.While)):
-            if not _is_shape_only(node.test, shape_only) and not fixed_shapes(node, body, resolve):
+            if _is_shape_only(node.test, shape_only):
+                continue
+            everywhere = assigned_values(nodes) if everywhere is None else everywhere
+            if not fixed_shapes(node, body, resolve, everywhere):
                 return False
         elif isinstance(node, gast.For) and not _is_shape_only(node.iter, shape_only):
             return False

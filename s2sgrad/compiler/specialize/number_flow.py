@@ -25,7 +25,7 @@ import gast
 
 from s2sgrad.compiler.annotations import REPLAY, annotation
 from s2sgrad.compiler.optimize.statements import is_comment
-from s2sgrad.compiler.specialize.path_shapes import assignments
+from s2sgrad.compiler.specialize.path_shapes import assigned_values
 from s2sgrad.compiler.syntax import assign, call, constant, load, names_read, parameter_names, walk
 
 __all__ = ["simplify_number_flow"]
@@ -134,7 +134,7 @@ def _counters(function: gast.FunctionDef) -> set[str]:
     parameters = parameter_names(function)  # an argument may start below zero
     return {
         name
-        for name, assigned in assignments(function.body).items()
+        for name, assigned in assigned_values(walk(function)).items()
         if name not in parameters and all(v is not None and _counts(v, name) for v in assigned)
     }
 

@@ -30,32 +30,80 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import SAVE_PUSH, annotation
-from s2sgrad.compiler.syntax import names_read, walk
+from s2sgrad.compiler.syntax import names_read, node_fields, walk
 
-__all__ = ["assignments", "fixed_shapes", "names_assigned_in"]
+__all__ = ["assigned_values", "fixed_shapes", "names_assigned_in"]
 
 _UPDATES = (gast.Add, gast.Sub, gast.Mult)
 _REDUCTIONS = (np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.any, np.all)
 _REDUCING_METHODS = {"sum", "mean", "prod", "max", "min", "any", "all"}
 
 
-def names_assigned_in(region: gast.If | gast.While) -> set[str]:
-    """The names a branch's or loop's body assigns (their values may depend on the path)."""
-    return {
-        node.id
-        for statement in [*region.body, *region.orelse]
-        for node in walk(statement)
-        if type(node) is gast.Name and type(node.ctx) is gast.Store
-    }
+def names_assigned_in(
+    region: gast.If | gast.While, known: dict[int, frozenset[str]] | None = None
+) -> set[str]:
+    """The names a branch's or loop's body assigns (their values may depend on the path).
+
+    ``known`` keeps each region's answer (by ``id``) for the regions around it to reuse:
+    asked of every region of 90 nested ifs, each body is walked once, not once per
+    region around it.
+
+    Example::
+
+        names_assigned_in(parse("if a:\n    b = 1").body[0])  # {"b"}
+    """
+    known = {} if known is None else known
+    found: set[str] = set()
+    for statement in [*region.body, *region.orelse]:
+        found |= _stored_names(statement, known)
+    return found
+
+
+def _stored_names(node: gast.AST, known: dict[int, frozenset[str]]) -> frozenset[str]:
+    """The names stored anywhere in ``node`` (nested functions included), remembering
+    those of each branch or loop in ``known``."""
+    if type(node) in _REGIONS and id(node) in known:
+        return known[id(node)]
+    found: set[str] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if current is not node and type(current) in _REGIONS:
+            found |= _stored_names(current, known)
+            continue
+        if type(current) is gast.Name:
+            if type(current.ctx) is gast.Store:
+                found.add(current.id)
+            if current.annotation is not None:
+                pending.append(current.annotation)
+            continue
+        for field in node_fields(type(current)):
+            value = current.__dict__.get(field)
+            if type(value) is list:
+                pending += [item for item in value if isinstance(item, gast.AST)]
+            elif isinstance(value, gast.AST):
+                pending.append(value)
+    answer = frozenset(found)
+    if type(node) in _REGIONS:
+        known[id(node)] = answer
+    return answer
+
+
+_REGIONS = (gast.If, gast.While)
 
 
 def fixed_shapes(
-    region: gast.If | gast.While, body: list[gast.stmt], resolve: Callable[[gast.expr], Any]
+    region: gast.If | gast.While,
+    body: list[gast.stmt],
+    resolve: Callable[[gast.expr], Any],
+    everywhere: dict[str, list[gast.expr | None]] | None = None,
 ) -> bool:
     """Whether every name ``region`` assigns has one shape whichever path runs (the rules
-    in the module's docstring); ``body`` is the whole function's, in A-normal form."""
+    in the module's docstring); ``body`` is the whole function's, in A-normal form, and
+    ``everywhere`` its :func:`assigned_values` when the caller has them already."""
     inside: list[gast.Assign] = []
-    everywhere = assignments(body)
+    if everywhere is None:
+        everywhere = assigned_values([node for statement in body for node in walk(statement)])
     if not _plain(region.body + region.orelse, inside):
         return False
     for statement in inside:
@@ -93,11 +141,11 @@ def _plain(statements: list[gast.stmt], found: list[gast.Assign]) -> bool:
     return True
 
 
-def assignments(body: list[gast.stmt]) -> dict[str, list[gast.expr | None]]:
-    """Each name's assigned values in ``body`` (None: written other than by ``name = ...``)."""
+def assigned_values(nodes: list[gast.AST]) -> dict[str, list[gast.expr | None]]:
+    """Each name's assigned values among ``nodes``, every node of a body (None: written
+    other than by ``name = ...``)."""
     values: dict[str, list[gast.expr | None]] = {}
     plain: set[int] = set()
-    nodes = [node for statement in body for node in walk(statement)]
     for node in nodes:
         if type(node) is gast.Assign and len(node.targets) == 1:
             target = node.targets[0]

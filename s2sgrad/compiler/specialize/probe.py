@@ -18,6 +18,7 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.annotations import BROADCAST_FREE, annotation
 from s2sgrad.compiler.specialize.broadcasts import (
     ARITHMETIC,
     mark_near_broadcasts,
@@ -124,6 +125,9 @@ class Probing:
     # (``loop_cuts.py``), and ``cut`` says it did: ``result`` is not the call's
     is_pure: Callable[[gast.Call], bool] | None = None
     cut: bool = False
+    # whether specialising marked any arithmetic whose broadcasts may go (``broadcasts.py``):
+    # if none, the passes that strip them have nothing to do
+    broadcast_free: bool = False
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -235,7 +239,9 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
         arg_info, result_info = seen
         if target is None:  # arithmetic: the arguments were (symbol, left, right)
             note_sum(site_node, arg_info[1], arg_info[2], result_info)
-            return without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
+            stripped = without_broadcasts(site_node, arg_info[1], arg_info[2], result_info)
+            probing.broadcast_free |= bool(annotation(stripped, BROADCAST_FREE, None))
+            return stripped
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 

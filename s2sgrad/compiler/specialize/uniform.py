@@ -56,6 +56,8 @@ def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> set[str]:
         for s in statements
         if (shape := _filled_shape(s.value, namespace)) is not None
     }
+    if not filled:  # no shape to start from: nothing can turn uniform
+        return set()
     uniform: dict[str, tuple | None] = {  # copies and scalings of them, to a fixpoint
         name: None for name in assigned if name not in written_otherwise
     }
@@ -70,7 +72,7 @@ def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> set[str]:
             elif uniform[name] != shape:
                 uniform[name] = shape
                 changed = True
-        for name in _read_elsewhere(function, uniform, assigned):
+        for name in _read_elsewhere(nodes, uniform, assigned):
             uniform.pop(name, None)
             changed = True
     uniform = {name: shape for name, shape in uniform.items() if shape is not None}
@@ -141,20 +143,20 @@ def _number(node: gast.expr) -> bool:
     return type(node) is gast.Constant and type(node.value) in (int, float)
 
 
-def _read_elsewhere(function: gast.FunctionDef, uniform: dict, assigned: dict) -> set[str]:
-    """Uniform names read other than by a uniform assignment or a ``return`` of names."""
+def _read_elsewhere(nodes: list[gast.AST], uniform: dict, assigned: dict) -> set[str]:
+    """Uniform names read other than by a uniform assignment or a ``return`` of names;
+    ``nodes`` are the function's (its walk)."""
     allowed: set[int] = set()
-    for statements in assigned.values():
-        for statement in statements:
-            if statement.targets[0].id in uniform:
-                allowed.update(id(n) for n in walk(statement.value) if type(n) is gast.Name)
-    for node in walk(function):
+    for name in uniform:
+        for statement in assigned[name]:
+            allowed.update(id(n) for n in walk(statement.value) if type(n) is gast.Name)
+    for node in nodes:
         if type(node) is gast.Return and node.value is not None:
             parts = node.value.elts if type(node.value) is gast.Tuple else [node.value]
             allowed.update(id(p) for p in parts if type(p) is gast.Name)
     return {
         n.id
-        for n in walk(function)
+        for n in nodes
         if type(n) is gast.Name
         and type(n.ctx) is gast.Load
         and n.id in uniform

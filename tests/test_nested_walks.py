@@ -1,0 +1,78 @@
+"""Walks over deeply nested code visit each statement once (issue 15: 90 nested ifs took
+quadratic time) and answer as the plain recursive walks do."""
+
+import gast
+
+from s2sgrad.compiler.specialize.path_shapes import names_assigned_in
+from s2sgrad.compiler.syntax import nested_statements, walk
+
+SOURCE = """
+def f(x, s):
+    y = x
+    if s > 0:
+        y = y + 1
+        while s > 1:
+            z = y * 2
+            if s > 2:
+                w = z
+            else:
+                v = z
+        for i in range(3):
+            u = i
+    else:
+        try:
+            t = 1
+        finally:
+            r = 2
+    def g(a):
+        q = a
+    return y
+"""
+
+
+def _recursive(body):
+    for statement in body:
+        yield statement
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                yield from _recursive(inner)
+
+
+def _function():
+    return gast.parse(SOURCE).body[0]
+
+
+def test_nested_statements_in_source_order():
+    body = _function().body
+    assert [id(s) for s in nested_statements(body)] == [id(s) for s in _recursive(body)]
+
+
+def test_nested_statements_of_deep_nesting_each_once():
+    source = "def f(x):\n" + "".join(
+        "    " * (k + 1) + f"if x > {k}:\n" + "    " * (k + 2) + f"y{k} = x\n" for k in range(60)
+    )
+    body = gast.parse(source).body[0].body
+    found = list(nested_statements(body))
+    assert len(found) == 120 and len({id(s) for s in found}) == 120
+
+
+def _plain_assigned(region):
+    return {
+        node.id
+        for statement in [*region.body, *region.orelse]
+        for node in walk(statement)
+        if type(node) is gast.Name and type(node.ctx) is gast.Store
+    }
+
+
+def test_names_assigned_in_with_shared_answers_as_plain_walk():
+    regions = [n for n in walk(_function()) if isinstance(n, (gast.If, gast.While))]
+    known: dict = {}
+    # innermost first and outermost first: the remembered answers must not change either
+    for order in (regions, regions[::-1]):
+        for region in order:
+            assert names_assigned_in(region, known) == _plain_assigned(region)
+            assert names_assigned_in(region) == _plain_assigned(region)
