@@ -59,6 +59,7 @@ _TABLE = {
     "ndarray.ravel": "(self, /, order='C')",
     "ndarray.repeat": "(self, repeats, /, axis=None)",
     "ndarray.reshape": "(self, /, *shape, order='C', copy=None)",
+    "ndarray.searchsorted": "(self, v, /, side='left', sorter=None)",
     "ndarray.squeeze": "(self, /, axis=None)",
     "ndarray.std": "(self, /, axis=None, dtype=None, out=None, ddof=0, **kwargs)",
     "ndarray.sum": "(self, /, axis=None, dtype=None, out=None, **kwargs)",
