@@ -11,7 +11,7 @@ list of passes run in order by one loop (:func:`finish`):
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
-      ─► drop saves only shape queries read ─► uniform cotangents as numbers
+      ─► reuse quotients ─► drop saves only shape queries read ─► uniform cotangents as numbers
       ─► strip broadcasts ─► fold constants ─► accumulate in place
       ─► numbers: common factors out ─► math errors run the generic code
 
@@ -39,6 +39,7 @@ from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_fun
 from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
+from s2sgrad.compiler.optimize.quotients import reuse_quotients
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
@@ -131,6 +132,12 @@ def _uniform_cotangents(node, finishing):
     return node
 
 
+def _reuse_quotients(node, finishing):
+    if reuse_quotients(node.body, finishing.is_pure):  # what it exposed folds further
+        node.body = optimize(node.body, finishing.is_pure)
+    return node
+
+
 def _drop_unneeded_saves(node, finishing):
     body = drop_unneeded_saves(node.body)  # the shape queries that read them are gone
     if body is not node.body:  # the temporaries pushed may fold into one statement now
@@ -198,6 +205,7 @@ PASSES = (
     ),
     Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
+    Pass("reuse quotients the forward computed", _reuse_quotients, specialising=True),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
