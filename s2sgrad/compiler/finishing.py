@@ -13,7 +13,8 @@ list of passes run in order by one loop (:func:`finish`):
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
       ─► reuse quotients ─► drop saves only shape queries read ─► uniform cotangents as numbers
       ─► strip broadcasts ─► fold constants ─► accumulate in place
-      ─► numbers: common factors out ─► math errors run the generic code
+      ─► numbers: common factors out ─► backward loops iterate saved lists
+      ─► math errors run the generic code
 
 The first seven are the probe's (``compiler/specialize/``): if one fails, the call runs the
 generic code instead (so do the ones that accumulate in place and take common factors
@@ -40,6 +41,7 @@ from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.optimize.quotients import reuse_quotients
+from s2sgrad.compiler.optimize.stack_loops import iterate_saved_stacks
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
@@ -182,6 +184,11 @@ def _common_factors(node, finishing):
     return node
 
 
+def _iterate_saved_stacks(node, finishing):
+    iterate_saved_stacks(node.body)
+    return node
+
+
 def _falling_back(node, finishing):
     if finishing.scalar:
         falling_back(node, finishing.probing.namespace, finishing.probing.generic.function)
@@ -212,6 +219,7 @@ PASSES = (
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
     Pass("accumulate in place", _in_place, specialising=True, probing=True),
     Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
+    Pass("backward loops iterate saved lists", _iterate_saved_stacks, specialising=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),
 )
 
