@@ -48,7 +48,6 @@ from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, 
 from s2sgrad.compiler.specialize.in_place import accumulate_in_place
 from s2sgrad.compiler.specialize.number_flow import simplify_number_flow
 from s2sgrad.compiler.specialize.probe import Probing
-from s2sgrad.compiler.specialize.rewrites import numpy_name
 from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out_common_factors
 from s2sgrad.compiler.specialize.scalar_saves import recompute_cheap_saves
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
@@ -129,7 +128,7 @@ def _uniform_cotangents(node, finishing):
     numbers = uniform_cotangents(node, namespace)
     if numbers:  # numbers fold further; then branches and loops on them are one statement
         node.body = optimize(node.body, finishing.is_pure)
-        if simplify_number_flow(node, numbers, numpy_name(namespace)):
+        if simplify_number_flow(node, numbers, namespace):
             node.body = optimize(node.body, finishing.is_pure)
     return node
 
