@@ -547,3 +547,18 @@ def test_builtin_sum_of_a_list(shapes):
     rng = np.random.default_rng(5)
     items = [rng.standard_normal(shape) for shape in shapes]
     check_rule(sum, items, 0.5, argnums=[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64])
+@pytest.mark.parametrize("shape", [(), (3,)], ids=shape_id)
+def test_tanh_keeps_a_narrow_dtype(dtype, shape):
+    # the rule's float literal (1.0 - ans ** 2) must not widen float16 or float32
+    x = np.linspace(-0.5, 0.7, int(np.prod(shape))).reshape(shape).astype(dtype)
+    cotangent = get_rule(np.tanh).vjp(np.ones(shape, dtype), np.tanh(x), x)
+    assert np.result_type(cotangent) == dtype
+    for mode in ("s2s", "tape"):
+        gradient = sg.grad(lambda v: np.sum(np.tanh(v)).real, mode=mode)
+        assert np.result_type(gradient(x)) == dtype
+        np.testing.assert_allclose(
+            gradient(x), 1 / np.cosh(x.astype(np.complex128)) ** 2, rtol=1e-2
+        )
