@@ -12,7 +12,7 @@ list of passes run in order by one loop (:func:`finish`):
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
       ─► reuse quotients ─► drop saves only shape queries read ─► uniform cotangents as numbers
-      ─► strip broadcasts ─► fold constants ─► accumulate in place
+      ─► strip broadcasts ─► fold constants ─► new axes by indexing ─► accumulate in place
       ─► numbers: common factors out ─► backward loops iterate saved lists
       ─► math errors run the generic code
 
@@ -46,6 +46,7 @@ from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
 from s2sgrad.compiler.specialize.in_place import accumulate_in_place
+from s2sgrad.compiler.specialize.new_axes import index_new_axes
 from s2sgrad.compiler.specialize.number_flow import simplify_number_flow
 from s2sgrad.compiler.specialize.probe import Probing
 from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out_common_factors
@@ -172,6 +173,11 @@ def _recompute_cheap_saves(node, finishing):
     return node
 
 
+def _index_new_axes(node, finishing):
+    index_new_axes(node)
+    return node
+
+
 def _in_place(node, finishing):
     accumulate_in_place(node, finishing.probing.namespace)
     return node
@@ -216,6 +222,7 @@ PASSES = (
     Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+    Pass("new axes by indexing", _index_new_axes, specialising=True),
     Pass("accumulate in place", _in_place, specialising=True, probing=True),
     Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
     Pass("backward loops iterate saved lists", _iterate_saved_stacks, specialising=True),
