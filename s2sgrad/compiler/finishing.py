@@ -13,7 +13,8 @@ list of passes run in order by one loop (:func:`finish`):
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
       ─► reuse quotients ─► drop saves only shape queries read ─► uniform cotangents as numbers
       ─► strip broadcasts ─► fold constants ─► new axes by indexing ─► accumulate in place
-      ─► numbers: common factors out ─► backward loops iterate saved lists
+      ─► items written once are assigned ─► numbers: common factors out
+      ─► backward loops iterate saved lists
       ─► math errors run the generic code
 
 The first seven are the probe's (``compiler/specialize/``): if one fails, the call runs the
@@ -53,6 +54,7 @@ from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out
 from s2sgrad.compiler.specialize.scalar_saves import recompute_cheap_saves
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
 from s2sgrad.compiler.specialize.scatter import scatter_sums
+from s2sgrad.compiler.specialize.single_writes import assign_single_writes
 from s2sgrad.compiler.specialize.uniform import uniform_cotangents
 
 __all__ = [
@@ -183,6 +185,11 @@ def _in_place(node, finishing):
     return node
 
 
+def _single_writes(node, finishing):
+    assign_single_writes(node)
+    return node
+
+
 def _common_factors(node, finishing):
     if finishing.scalar:
         take_out_common_factors(node, finishing.cotangents)
@@ -224,6 +231,7 @@ PASSES = (
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
     Pass("new axes by indexing", _index_new_axes, specialising=True),
     Pass("accumulate in place", _in_place, specialising=True, probing=True),
+    Pass("items written once are assigned", _single_writes, specialising=True),
     Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
     Pass("backward loops iterate saved lists", _iterate_saved_stacks, specialising=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),
