@@ -78,6 +78,7 @@ class Finishing:
     broadcasts_removed: bool = False  # by the last stripping, so folding has work again
     scalar: bool = False  # code on Python numbers (``specialize/scalars.py``)
     cotangents: frozenset = frozenset()  # its names computed from the seed
+    numbers: frozenset = frozenset()  # uniform cotangents that hold a number now
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,7 @@ def _optimise(node, finishing):
 def _uniform_cotangents(node, finishing):
     namespace = finishing.probing.namespace
     numbers = uniform_cotangents(node, namespace)
+    finishing.numbers = frozenset(numbers)
     if numbers:  # numbers fold further; then branches and loops on them are one statement
         node.body = optimize(node.body, finishing.is_pure)
         if simplify_number_flow(node, numbers, namespace):
@@ -176,7 +178,7 @@ def _recompute_cheap_saves(node, finishing):
 
 
 def _index_new_axes(node, finishing):
-    index_new_axes(node)
+    index_new_axes(node, finishing.numbers)
     return node
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from s2sgrad.compiler.annotations import NEW_AXES, annotate, annotation
 from s2sgrad.compiler.specialize.rewrites import specialises
-from s2sgrad.compiler.syntax import constant
+from s2sgrad.compiler.syntax import constant, walk
 
 __all__ = ["index_new_axes"]
 
@@ -40,17 +40,25 @@ def _expand_dims(node, args, result, namespace):
     return None
 
 
-def index_new_axes(function: gast.FunctionDef) -> None:
+def index_new_axes(function: gast.FunctionDef, numbers: frozenset = frozenset()) -> None:
     """Write, in place, every ``expand_dims`` call of ``function`` noted by the probe as
-    indexing with ``None`` (see the module's docstring)."""
-    _Indexing().visit(function)
+    indexing with ``None`` (see the module's docstring), unless later passes may have made
+    its argument a number: it reads none of ``numbers`` (uniform cotangents kept as
+    numbers) and some name (a literal is a number)."""
+    _Indexing(numbers).visit(function)
 
 
 class _Indexing(gast.NodeTransformer):
+    def __init__(self, numbers: frozenset):
+        self.numbers = numbers
+
     def visit_Call(self, node):
         self.generic_visit(node)
         noted = annotation(node, NEW_AXES)
-        if noted is None:
+        if noted is None or not node.args:
+            return node
+        names = {n.id for n in walk(node.args[0]) if type(n) is gast.Name}
+        if not names or names & self.numbers:
             return node
         new, rank = noted
         index = [
