@@ -202,8 +202,16 @@ def attribute_of_a_module_object(x):
     return np.sum(np.sin(x) * SETTINGS.weights)
 
 
+def doubled_until_large(x):
+    b = x * 2
+    while np.sum(b * b) < 1000:
+        b = b * 2
+    return np.sum(b)
+
+
 CORPUS = [
     attribute_of_a_module_object,
+    doubled_until_large,
     slices,
     fancy_index,
     matmul,

@@ -21,7 +21,7 @@ import s2sgrad as sg
 import s2sgrad.runtime
 from s2sgrad.rules import get_rule
 from s2sgrad.rules.registry import per_argument
-from s2sgrad.runtime import cast_like
+from s2sgrad.runtime import cast_like, times_power_of_two
 
 RULE_MODULES = ("s2sgrad.rules.elementwise", "s2sgrad.runtime.elementwise")
 
@@ -185,7 +185,7 @@ SCALAR_BINARY_SHAPES = [(NUMBER, NUMBER), ((), ()), (NUMBER, ())]
 
 # Checked by the dedicated tests at the end of this file; the complex ones (taking a complex
 # number apart) by tests/test_complex.py, against differences in the real and imaginary parts.
-SPECIAL = [cast_like, sum, np.imag, np.angle]
+SPECIAL = [cast_like, times_power_of_two, sum, np.imag, np.angle]
 SPECIAL += [np.ndarray.real, np.ndarray.imag, np.ndarray.conj, np.ndarray.conjugate]
 
 TESTED = [p for p, _ in UNARY + BINARY + SCALAR_UNARY + SCALAR_BINARY] + SPECIAL
@@ -525,8 +525,40 @@ def test_cast_like_rules(shape):
     check_jvp_shapes(cast_like, value, np.zeros(shape))
 
 
+def test_times_power_of_two():
+    assert times_power_of_two(3.0, 4) == 48.0 and type(times_power_of_two(3.0, 4)) is float
+    with np.errstate(over="ignore"):
+        assert times_power_of_two(1e300, 100) == np.inf  # as doubling would, not an error
+    x32 = np.array([1.5, -2.0], np.float32)
+    np.testing.assert_array_equal(times_power_of_two(x32, 3), [12.0, -16.0])
+    assert times_power_of_two(x32, 3).dtype == np.float32
+    assert type(times_power_of_two(np.float32(1.5), 2)) is np.float32
+
+
+@pytest.mark.parametrize("shape", [(), (3,)], ids=shape_id)
+def test_times_power_of_two_rules(shape):
+    value = real(rng_for("times_power_of_two", shape), shape)
+    check_rule(times_power_of_two, value, 3, argnums=[0])
+    check_jvp_shapes(times_power_of_two, value, 3)
+
+
 @pytest.mark.parametrize("shapes", [[(3,), (3,)], [(2, 3), (3,), ()]])
 def test_builtin_sum_of_a_list(shapes):
     rng = np.random.default_rng(5)
     items = [rng.standard_normal(shape) for shape in shapes]
     check_rule(sum, items, 0.5, argnums=[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.complex64])
+@pytest.mark.parametrize("shape", [(), (3,)], ids=shape_id)
+def test_tanh_keeps_a_narrow_dtype(dtype, shape):
+    # the rule's float literal (1.0 - ans ** 2) must not widen float16 or float32
+    x = np.linspace(-0.5, 0.7, int(np.prod(shape))).reshape(shape).astype(dtype)
+    cotangent = get_rule(np.tanh).vjp(np.ones(shape, dtype), np.tanh(x), x)
+    assert np.result_type(cotangent) == dtype
+    for mode in ("s2s", "tape"):
+        gradient = sg.grad(lambda v: np.sum(np.tanh(v)).real, mode=mode)
+        assert np.result_type(gradient(x)) == dtype
+        np.testing.assert_allclose(
+            gradient(x), 1 / np.cosh(x.astype(np.complex128)) ** 2, rtol=1e-2
+        )

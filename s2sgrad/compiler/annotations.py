@@ -34,6 +34,7 @@ NEAR_BROADCAST = "s2s_near_broadcast"  # an operation beside a broadcast special
 BROADCAST_FREE = "s2s_broadcast_free"  # sides of a binary operation whose broadcasts were stripped
 SCATTER = "s2s_scatter"  # an index cotangent that may become an in-place add
 UNCOVERED = "s2s_uncovered"  # the part of an array an index cotangent's first write leaves
+NEW_AXES = "s2s_new_axes"  # an expand_dims call: the axes it adds and its result's rank
 ACCUMULATION = "s2s_accumulation"  # d + e of d = d + e: True once probed keeping d's kind
 
 ANNOTATIONS = frozenset(

@@ -11,9 +11,11 @@ list of passes run in order by one loop (:func:`finish`):
 
     instrument ─► probe ─► specialise sites ─► strip broadcast definitions ─► scatter sums
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
-      ─► drop saves only shape queries read ─► uniform cotangents as numbers
-      ─► strip broadcasts ─► fold constants ─► accumulate in place
-      ─► numbers: common factors out ─► math errors run the generic code
+      ─► reuse quotients ─► drop saves only shape queries read ─► uniform cotangents as numbers
+      ─► strip broadcasts ─► fold constants ─► new axes by indexing ─► accumulate in place
+      ─► items written once are assigned ─► numbers: common factors out
+      ─► backward loops iterate saved lists
+      ─► math errors run the generic code
 
 The first seven are the probe's (``compiler/specialize/``): if one fails, the call runs the
 generic code instead (so do the ones that accumulate in place and take common factors
@@ -39,17 +41,20 @@ from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_fun
 from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
+from s2sgrad.compiler.optimize.quotients import reuse_quotients
+from s2sgrad.compiler.optimize.stack_loops import iterate_saved_stacks
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
 from s2sgrad.compiler.specialize.in_place import accumulate_in_place
+from s2sgrad.compiler.specialize.new_axes import index_new_axes
 from s2sgrad.compiler.specialize.number_flow import simplify_number_flow
 from s2sgrad.compiler.specialize.probe import Probing
-from s2sgrad.compiler.specialize.rewrites import numpy_name
 from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out_common_factors
 from s2sgrad.compiler.specialize.scalar_saves import recompute_cheap_saves
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
 from s2sgrad.compiler.specialize.scatter import scatter_sums
+from s2sgrad.compiler.specialize.single_writes import assign_single_writes
 from s2sgrad.compiler.specialize.uniform import uniform_cotangents
 
 __all__ = [
@@ -73,6 +78,7 @@ class Finishing:
     broadcasts_removed: bool = False  # by the last stripping, so folding has work again
     scalar: bool = False  # code on Python numbers (``specialize/scalars.py``)
     cotangents: frozenset = frozenset()  # its names computed from the seed
+    numbers: frozenset = frozenset()  # uniform cotangents that hold a number now
 
 
 @dataclass(frozen=True)
@@ -125,10 +131,17 @@ def _optimise(node, finishing):
 def _uniform_cotangents(node, finishing):
     namespace = finishing.probing.namespace
     numbers = uniform_cotangents(node, namespace)
+    finishing.numbers = frozenset(numbers)
     if numbers:  # numbers fold further; then branches and loops on them are one statement
         node.body = optimize(node.body, finishing.is_pure)
-        if simplify_number_flow(node, numbers, numpy_name(namespace)):
+        if simplify_number_flow(node, numbers, namespace):
             node.body = optimize(node.body, finishing.is_pure)
+    return node
+
+
+def _reuse_quotients(node, finishing):
+    if reuse_quotients(node.body, finishing.is_pure):  # what it exposed folds further
+        node.body = optimize(node.body, finishing.is_pure)
     return node
 
 
@@ -166,14 +179,29 @@ def _recompute_cheap_saves(node, finishing):
     return node
 
 
+def _index_new_axes(node, finishing):
+    index_new_axes(node, finishing.numbers)
+    return node
+
+
 def _in_place(node, finishing):
     accumulate_in_place(node, finishing.probing.namespace)
+    return node
+
+
+def _single_writes(node, finishing):
+    assign_single_writes(node)
     return node
 
 
 def _common_factors(node, finishing):
     if finishing.scalar:
         take_out_common_factors(node, finishing.cotangents)
+    return node
+
+
+def _iterate_saved_stacks(node, finishing):
+    iterate_saved_stacks(node.body)
     return node
 
 
@@ -200,12 +228,16 @@ PASSES = (
     ),
     Pass("compute each pure call once", _common_calls),
     Pass("optimise", _optimise),
+    Pass("reuse quotients the forward computed", _reuse_quotients, specialising=True),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+    Pass("new axes by indexing", _index_new_axes, specialising=True),
     Pass("accumulate in place", _in_place, specialising=True, probing=True),
+    Pass("items written once are assigned", _single_writes, specialising=True),
     Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
+    Pass("backward loops iterate saved lists", _iterate_saved_stacks, specialising=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),
 )
 

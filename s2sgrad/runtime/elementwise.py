@@ -14,7 +14,7 @@ import numpy as np
 
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
 
-__all__ = ["LN2", "LN10", "cast_like"]
+__all__ = ["LN2", "LN10", "cast_like", "times_power_of_two"]
 
 LN2: float = math.log(2.0)
 LN10: float = math.log(10.0)
@@ -55,3 +55,33 @@ def _cast_like_vjp(g, ans, value, like):
 @jvp_rule(cast_like)
 def _cast_like_jvp(t, ans, value, like):
     return cast_like(t, like), None
+
+
+def times_power_of_two(x: Any, exponent: int) -> Any:
+    """``x * 2 ** exponent``, exactly: ``math.ldexp`` on a Python float (30 times faster
+    than ``np.ldexp`` on one), ``np.ldexp`` on anything else and where ``math`` would
+    overflow (NumPy gives ``inf``, as repeated doubling would).
+
+    Example::
+
+        times_power_of_two(3.0, 4)  # 48.0
+    """
+    if type(x) is float:
+        try:
+            return math.ldexp(x, exponent)
+        except OverflowError:
+            pass
+    return np.ldexp(x, exponent)
+
+
+batches_as_is(times_power_of_two)  # elementwise, like np.ldexp
+
+
+@vjp_rule(times_power_of_two)
+def _times_power_of_two_vjp(g, ans, x, exponent):
+    return times_power_of_two(g, exponent), None
+
+
+@jvp_rule(times_power_of_two)
+def _times_power_of_two_jvp(t, ans, x, exponent):
+    return times_power_of_two(t, exponent), None

@@ -31,6 +31,7 @@ from s2sgrad.compiler.specialize.criterion import signature
 from s2sgrad.compiler.specialize.primal_forward import primal_forward
 from s2sgrad.compiler.specialize.seen import observed
 from s2sgrad.compiler.specialize.shape_constants import constant_shapes
+from s2sgrad.compiler.specialize.single_writes import assign_single_writes
 from s2sgrad.compiler.syntax import clone
 
 __all__ = ["CalleeProbe", "SpecialisedCallee", "callee_probes", "specialised_callees"]
@@ -121,6 +122,7 @@ class CalleeProbe:
         if primal is not None and primal_forward(forward, primal, namespace, is_pure):
             changed = True
         if changed:
+            assign_single_writes(backward)  # its loops run over literal ranges now
             _use_node(self.forward, forward)
             _use_node(self.backward_code, backward)
 

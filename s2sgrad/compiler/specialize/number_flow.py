@@ -5,16 +5,17 @@
         db = 1.0                     ─►
     else:
         db = 100.0
-    for _ in range(iterations1):            db = np.ldexp(db, iterations1)
+    for _ in range(iterations1):            db = times_power_of_two(db, iterations1)
         db = db * 2
 
 A loop is rewritten only when it replays a ``while`` loop (its count is a counter of
 iterations, ``0`` then ``+ 1``, so never negative) and multiplies by a power of two, which
-``np.ldexp`` does exactly (overflowing to ``inf`` as the multiplications would).
+``times_power_of_two`` (the runtime's ``ldexp``: ``math.ldexp`` on a Python float) does
+exactly (overflowing to ``inf`` as the multiplications would).
 
 Example::
 
-    simplify_number_flow(function, {"db"}, "np")
+    simplify_number_flow(function, {"db"}, namespace)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import math
 
 import gast
 
+from s2sgrad import runtime
 from s2sgrad.compiler.annotations import REPLAY, annotation
 from s2sgrad.compiler.optimize.statements import is_comment
 from s2sgrad.compiler.specialize.path_shapes import assigned_values
@@ -30,10 +32,13 @@ from s2sgrad.compiler.syntax import assign, call, constant, load, names_read, pa
 
 __all__ = ["simplify_number_flow"]
 
+HELPER = "times_power_of_two"
 
-def simplify_number_flow(function: gast.FunctionDef, numbers: set[str], np_name: str) -> bool:
+
+def simplify_number_flow(function: gast.FunctionDef, numbers: set[str], namespace: dict) -> bool:
     """Rewrite, in place, the branches and loops of ``function`` that only pick or scale
-    one of ``numbers`` (names that hold a Python or NumPy number); whether any changed."""
+    one of ``numbers`` (names that hold a Python or NumPy number); whether any changed.
+    ``namespace`` (the code's globals) gets the runtime helper it calls."""
     counters = _counters(function)
     changed = False
     for node in walk(function):
@@ -42,8 +47,10 @@ def simplify_number_flow(function: gast.FunctionDef, numbers: set[str], np_name:
             if type(block) is not list:
                 continue
             for index, statement in enumerate(block):
-                new = _picked(statement, numbers) or _doubled(statement, numbers, counters, np_name)
+                new = _picked(statement, numbers) or _doubled(statement, numbers, counters)
                 if new is not None:
+                    if type(new.value) is gast.Call:
+                        namespace[HELPER] = runtime.times_power_of_two
                     block[index] = gast.copy_location(new, statement)
                     changed = True
     return changed
@@ -76,9 +83,7 @@ def _picked(statement: gast.stmt, numbers: set[str]) -> gast.Assign | None:
     return assign(first.targets[0].id, choice)
 
 
-def _doubled(
-    statement: gast.stmt, numbers: set[str], counters: set[str], np_name: str
-) -> gast.Assign | None:
+def _doubled(statement: gast.stmt, numbers: set[str], counters: set[str]) -> gast.Assign | None:
     """A replayed ``for _ in range(n): x = x * 2 ** k`` with a counter ``n``."""
     if type(statement) is not gast.For or statement.orelse:
         return None
@@ -105,8 +110,7 @@ def _doubled(
     count: gast.expr = load(loop.args[0].id)
     if exponent != 1:
         count = gast.BinOp(left=constant(exponent), op=gast.Mult(), right=count)
-    ldexp = gast.Attribute(value=load(np_name), attr="ldexp", ctx=gast.Load())
-    return assign(name, call(ldexp, [load(name), count]))
+    return assign(name, call(HELPER, [load(name), count]))
 
 
 def _power_of_two_factor(value: gast.expr, name: str) -> int | None:

@@ -243,6 +243,15 @@ def _transpose(node, args, result, namespace):
     return attribute(node.args[0], "T")
 
 
+@specialises(np.reshape)
+def _reshape(node, args, result, namespace):
+    """``np.reshape(a, shape)`` on an array is ``a.reshape(shape)``: the same view or copy
+    without NumPy's dispatch in Python (about 2 µs a call)."""
+    if len(node.args) != 2 or node.keywords or args[0].kind != "array" or result.kind != "array":
+        return None
+    return call(attribute(node.args[0], "reshape"), [node.args[1]])
+
+
 @specialises(np.shape)
 def _shape(node, args, result, namespace):
     if result.kind == "tuple":
