@@ -45,7 +45,8 @@ def index_new_axes(function: gast.FunctionDef, numbers: frozenset = frozenset())
     indexing with ``None`` (see the module's docstring), unless later passes may have made
     its argument a number: it reads none of ``numbers`` (uniform cotangents kept as
     numbers) and some name (a literal is a number)."""
-    _Indexing(numbers).visit(function)
+    if any(type(n) is gast.Call and annotation(n, NEW_AXES) for n in walk(function)):
+        _Indexing(numbers).visit(function)  # rebuilding every node's fields costs a walk's 4x
 
 
 class _Indexing(gast.NodeTransformer):
