@@ -104,3 +104,17 @@ def test_pickled_transforms_keep_their_wrt(wrt):
     restored = pickle.loads(pickle.dumps(transform))
     x = np.ones(2)
     assert type(restored(x)) is type(transform(x))
+
+
+def product_of_entries(*factors):
+    return np.sum(factors[0] * factors[1])
+
+
+def test_a_transform_of_star_args_pickles():
+    """The transform was rebuilt from its parameters' normalised names, which for ``*args``
+    are ``factors[0]``: unpickling raised ValueError (no parameter named 'factors[0]')."""
+    transform = sg.grad(product_of_entries, wrt=(0, 1))
+    restored = pickle.loads(pickle.dumps(transform))
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -1.0])
+    for got, want in zip(restored(a, b), (b, a), strict=True):
+        assert np.allclose(got, want)
