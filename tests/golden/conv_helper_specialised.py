@@ -27,5 +27,5 @@ def dgolden_conv_loss(kernel, x):
     t1, t1_saved = golden_conv_vjp(x, kernel)
     t2 = np.tanh(t1)
     # grad of: return np.sum(np.tanh(golden_conv(x, kernel)) ** 2)
-    dkernel = golden_conv_vjp.backward(t1_saved, 2.0 * t2 * (1 - t2 ** 2))
+    dkernel = golden_conv_vjp.backward(t1_saved, 2.0 * t2 * (1.0 - t2 ** 2))
     return dkernel
