@@ -83,7 +83,8 @@ def _function_without_source():
     """A new function (a new code object) that mode="auto" differentiates on the tape."""
     name = f"f{next(_counter)}"  # equal code objects share one warning
     namespace = {"np": np}
-    exec(f"def {name}(x):\n    return np.sum(np.sin(x) * x)\n", namespace)
+    source = f"def {name}(x):\n    return np.sum(np.sin(x) * x)\n"
+    exec(compile(source, f"<{name}>", "exec"), namespace)  # no '<string>' of another test
     return namespace[name]
 
 

@@ -116,7 +116,7 @@ def test_definition_parses_as_inspect_reads_it(function):
 
 def test_functions_without_source_raise_as_inspect_does():
     namespace = {}
-    exec("def made(x):\n    return x\n", namespace)
+    exec(compile("def made(x):\n    return x\n", "<made>", "exec"), namespace)
     with pytest.raises(OSError):
         read_definition(namespace["made"])
     with pytest.raises(TypeError):
