@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
 
 __all__ = ["reuse_quotients"]
@@ -34,11 +35,7 @@ def reuse_quotients(body: list[gast.stmt], is_pure: Callable[[gast.Call], bool])
         reuse_quotients(parse("w = e / t\\ng = (a / t + b) * e").body, lambda c: True)
         # g = (a + b * t) * w
     """
-    reads: Counter = Counter()
-    writes: Counter = Counter()
-    for node in walk(gast.Module(body=body, type_ignores=[])):
-        if type(node) is gast.Name:
-            (reads if type(node.ctx) is gast.Load else writes)[node.id] += 1
+    reads, writes = name_counts(body)
     changed = False
     for statements in _blocks(body):
         changed |= _Block(statements, is_pure, reads, writes).rewrite()

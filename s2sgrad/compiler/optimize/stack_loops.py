@@ -29,6 +29,7 @@ from collections import Counter
 
 import gast
 
+from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, store, walk
 
 __all__ = ["iterate_saved_stacks"]
@@ -41,11 +42,7 @@ def iterate_saved_stacks(body: list[gast.stmt]) -> bool:
 
         iterate_saved_stacks(node.body)
     """
-    reads: Counter = Counter()
-    writes: Counter = Counter()
-    for node in walk(gast.Module(body=body, type_ignores=[])):
-        if type(node) is gast.Name:
-            (reads if type(node.ctx) is gast.Load else writes)[node.id] += 1
+    reads, writes = name_counts(body)
     changed = False
     for statements in [body] + [
         inner

@@ -7,6 +7,8 @@ Example::
 
 from __future__ import annotations
 
+from collections import Counter
+
 import gast
 
 from s2sgrad.compiler.optimize.facts import simple_assignment
@@ -194,3 +196,18 @@ def own_nodes(statement: gast.stmt) -> list[gast.AST]:
             if isinstance(item, gast.AST):
                 found += walk(item)
     return found
+
+
+def name_counts(body: list[gast.stmt]) -> tuple[Counter, Counter]:
+    """How often each name is read, and written, in ``body`` (its blocks included).
+
+    Example::
+
+        reads, writes = name_counts(parse("a = b + b").body)  # reads["b"] == 2
+    """
+    reads: Counter = Counter()
+    writes: Counter = Counter()
+    for node in walk(gast.Module(body=body, type_ignores=[])):
+        if type(node) is gast.Name:
+            (reads if type(node.ctx) is gast.Load else writes)[node.id] += 1
+    return reads, writes
