@@ -2,7 +2,8 @@
 
 ``check_grads`` is the oracle the project's own tests use, and users can run it on their
 code: reverse mode (``vjp``) and forward mode (``jvp``) are compared entry by entry with
-central differences in float64, and ``order=2`` checks the derivative functions again.
+central differences in float64, on the first call and on a later one (which runs the code
+specialised to the arguments' shapes), and ``order=2`` checks the derivative functions again.
 """
 
 from __future__ import annotations
@@ -75,32 +76,38 @@ def check_grads(
 
 
 def _check_reverse(f, args, positions, mode, step, rtol, atol, rng) -> None:
-    out, pullback = vjp(f, *args, mode=mode)
-    cotangent = _random_like(out, rng)
-    analytic = pullback(cotangent)
-    for position in positions:
+    cotangent = _random_like(f(*args), rng)
+    numeric = {}
+    for call in _CALLS:
+        _, pullback = vjp(f, *args, mode=mode)
+        analytic = pullback(cotangent)
+        for position in positions:
+            if position not in numeric:
 
-        def along(value: Any, p: int = position) -> Any:
-            return _inner(cotangent, f(*_replaced(args, p, value)))
+                def along(value: Any, p: int = position) -> Any:
+                    return _inner(cotangent, f(*_replaced(args, p, value)))
 
-        numeric = _numeric_gradient(
-            along,
-            args[position],
-            step,
-        )
-        _compare(analytic[position], numeric, f"reverse mode, argument {position}", rtol, atol)
+                numeric[position] = _numeric_gradient(along, args[position], step)
+            what = f"reverse mode, argument {position}, {call}"
+            _compare(analytic[position], numeric[position], what, rtol, atol)
 
 
 def _check_forward(f, args, positions, mode, step, rtol, atol, rng) -> None:
     tangents = [_random_like(a, rng) if i in positions else None for i, a in enumerate(args)]
-    _, analytic = jvp(f, args, tangents, mode=mode)
 
     def moved(scale):
         return f(*[_axpy(scale, t, a) if t is not None else a for a, t in zip(args, tangents)])
 
     up, down = _float_leaves(moved(step)), _float_leaves(moved(-step))
     numeric = [(u - d) / (2 * step) for u, d in zip(up, down)]
-    _compare(analytic, numeric, "forward mode, output", rtol, atol)
+    for call in _CALLS:
+        _, analytic = jvp(f, args, tangents, mode=mode)
+        _compare(analytic, numeric, f"forward mode, output, {call}", rtol, atol)
+
+
+# the first call of a derivative runs while it is specialised to the arguments' shapes, and
+# later calls run the specialised code: both are checked
+_CALLS = ("first call", "later call")
 
 
 def _numeric_gradient(evaluate: Callable[[Any], float], x: Any, step: float) -> list:

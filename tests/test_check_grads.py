@@ -57,6 +57,36 @@ def test_a_wrong_derivative_is_caught_with_its_worst_entry(mode):
         )
 
 
+_backward_calls = []
+
+
+@sg.custom_gradient
+def sine_right_only_on_its_first_call(x):
+    def backward(g):
+        _backward_calls.append(1)
+        return g * np.cos(x) * (1.0 if len(_backward_calls) == 1 else 1.5)
+
+    return np.sin(x), backward
+
+
+def uses_drifting_derivative(x):
+    return np.sum(sine_right_only_on_its_first_call(x))
+
+
+def test_a_derivative_wrong_on_later_calls_is_caught():
+    """Later calls run the code specialised to the arguments' shapes, which the first call
+    does not: check_grads calls the derivative twice and names the call that is wrong."""
+    _backward_calls.clear()
+    with pytest.raises(AssertionError, match="later call"):
+        sg.check_grads(
+            uses_drifting_derivative,
+            np.array([0.5, -0.2, 1.0]),
+            modes=("rev",),
+            order=1,
+            mode="tape",
+        )
+
+
 def test_integer_arguments_are_held_fixed():
     sg.check_grads(weighted, {"a": np.array([0.3, 1.2]), "b": [0.5, 2.0]}, 4, order=1)
 

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 import pytest
 from coverage_surface import public_surface, refused_reason
-from oracle import numeric_complex_grad
+from oracle import numeric_complex_grad, numeric_grad
 from test_closed_world import BY_DESIGN, PROOFS
 
 import s2sgrad as sg
@@ -452,6 +452,40 @@ def test_rule_to_second_order_in_both_engines(name):
     if get_rule(function).complex and sample.complex and _accepts_complex(sample):
         _check_complex(sample)
         _check_float32(sample, np.complex64)
+
+
+def test_rules_with_one_number_out_as_the_whole_gradient_on_later_calls():
+    """A rule whose output is one number, differentiated by ``grad`` itself (``np.median(x)``
+    as the loss): its backward starts from the seed, which the code specialised for later
+    calls holds as the float 1.0. The first call and a later one are both checked, and the
+    tangent of the number is a number too."""
+    failures = []
+    checked = 0
+    for name in _by_kind("rule"):
+        sample = sample_of(_surface()[name])
+        args = sample.arguments()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = sample.program(*args)
+            if np.ndim(out) != 0 or np.iscomplexobj(out):
+                continue
+            checked += 1
+            gradient = sg.grad(sample.program, wrt=tuple(range(len(args))), mode="s2s")
+            expected = [numeric_grad(sample.program, args, i) for i in range(len(args))]
+            for call in ("first call", "later call"):
+                try:
+                    actual = gradient(*args)
+                    for a, e in zip(actual, expected):
+                        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-6)
+                except Exception as error:  # every rule's result is reported at once
+                    failures.append(f"{name}, {call}: {type(error).__name__}: {error}"[:300])
+                    break
+            tangents = tuple(np.ones_like(a) for a in args)
+            _, tangent = sg.jvp(sample.program, args, tangents, mode="s2s")
+            if isinstance(out, float) and not isinstance(tangent, float):
+                failures.append(f"{name}: the tangent of a number is a {type(tangent).__name__}")
+    assert checked > 5
+    assert not failures, "\n".join(failures)
 
 
 def _loss(program):

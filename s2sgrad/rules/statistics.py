@@ -184,7 +184,7 @@ def _quantile_jvp(
     order = np.argsort(grouped, axis=-1)
     slopes = np.reshape(cast_like((count - 1.0) * (cells[1] - cells[0]), a), (-1, count))
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
-    return (
+    return (  # [()]: one number is a NumPy scalar, as the quantile itself is
         np.reshape(
             np.moveaxis(
                 np.matmul(
@@ -195,8 +195,8 @@ def _quantile_jvp(
                 0,
             ),
             np.shape(ans),
-        ),
-        np.reshape(np.moveaxis(rates * np.ravel(t), -1, 0), np.shape(ans)),
+        )[()],
+        np.reshape(np.moveaxis(rates * np.ravel(t), -1, 0), np.shape(ans))[()],
     )
 
 
@@ -256,7 +256,7 @@ def _percentile_jvp(
     order = np.argsort(grouped, axis=-1)
     slopes = np.reshape(cast_like((count - 1.0) * 0.01 * (cells[1] - cells[0]), a), (-1, count))
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
-    return (
+    return (  # [()]: one number is a NumPy scalar, as the quantile itself is
         np.reshape(
             np.moveaxis(
                 np.matmul(
@@ -267,6 +267,6 @@ def _percentile_jvp(
                 0,
             ),
             np.shape(ans),
-        ),
-        np.reshape(np.moveaxis(rates * np.ravel(t), -1, 0), np.shape(ans)),
+        )[()],
+        np.reshape(np.moveaxis(rates * np.ravel(t), -1, 0), np.shape(ans))[()],
     )

@@ -18,7 +18,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import NEW_AXES, annotate, annotation
-from s2sgrad.compiler.specialize.rewrites import specialises
+from s2sgrad.compiler.specialize.rewrites import has_axes, specialises
 from s2sgrad.compiler.syntax import constant, walk
 
 __all__ = ["index_new_axes"]
@@ -27,7 +27,7 @@ __all__ = ["index_new_axes"]
 @specialises(np.expand_dims)
 def _expand_dims(node, args, result, namespace):
     """Note on the call the axes it adds to an array (the rewrite comes later)."""
-    if len(node.args) != 2 or node.keywords or args[0].kind != "array" or result.kind != "array":
+    if len(node.args) != 2 or node.keywords or not has_axes(args[0]) or result.kind != "array":
         return None
     axis = args[1].value if args[1].kind in ("int", "tuple") else None
     if axis is None:

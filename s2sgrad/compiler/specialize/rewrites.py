@@ -27,7 +27,7 @@ from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import attribute, call, constant, load
 from s2sgrad.rules.registry import declare_specialiser, specialisers_by_id
 
-__all__ = ["KEYWORD_SITES", "specialises", "specialisers", "numpy_name"]
+__all__ = ["KEYWORD_SITES", "has_axes", "specialises", "specialisers", "numpy_name"]
 
 
 def specialises(*targets) -> Callable[[Callable], Callable]:
@@ -229,7 +229,7 @@ KEYWORD_SITES = frozenset(map(id, [*_METHOD_TWINS, np.transpose]))  # probed wit
 def _method_twin(node, args, result, namespace):
     """``np.max(s, axis=1, keepdims=True)`` on an array is ``s.max(axis=1, keepdims=True)``:
     the same reduction without NumPy's dispatch in Python (1 to 4 µs a call)."""
-    if not node.args or args[0].kind != "array" or any(k.arg is None for k in node.keywords):
+    if not node.args or not has_axes(args[0]) or any(k.arg is None for k in node.keywords):
         return None
     method = attribute(node.args[0], _METHOD_TWINS[resolve(node.func, namespace)])
     return call(method, node.args[1:], {k.arg: k.value for k in node.keywords})
@@ -238,7 +238,7 @@ def _method_twin(node, args, result, namespace):
 @specialises(np.transpose)
 def _transpose(node, args, result, namespace):
     """``np.transpose(a)`` on an array is ``a.T``."""
-    if len(node.args) != 1 or node.keywords or args[0].kind != "array":
+    if len(node.args) != 1 or node.keywords or not has_axes(args[0]):
         return None
     return attribute(node.args[0], "T")
 
@@ -247,9 +247,15 @@ def _transpose(node, args, result, namespace):
 def _reshape(node, args, result, namespace):
     """``np.reshape(a, shape)`` on an array is ``a.reshape(shape)``: the same view or copy
     without NumPy's dispatch in Python (about 2 µs a call)."""
-    if len(node.args) != 2 or node.keywords or args[0].kind != "array" or result.kind != "array":
+    if len(node.args) != 2 or node.keywords or not has_axes(args[0]) or result.kind != "array":
         return None
     return call(attribute(node.args[0], "reshape"), [node.args[1]])
+
+
+def has_axes(value) -> bool:
+    """An array of one axis or more: a method may be called on it. A 0-d array may be the
+    seed of a gradient, which specialising turns into the float 1.0 (no methods)."""
+    return value.kind == "array" and len(value.shape) > 0
 
 
 @specialises(np.shape)
@@ -278,7 +284,7 @@ def _index_cotangent(node, args, result, namespace):
 def _assigned_cotangent(node, args, result, namespace):
     """A basic index writes each element once: the cotangent is ``snapshot(g[index])``."""
     g, index = args
-    if g.kind != "array" or index.kind not in ("basic index", "int"):
+    if not has_axes(g) or index.kind not in ("basic index", "int"):
         return None
     part = gast.Subscript(value=node.args[0], slice=node.args[1], ctx=gast.Load())
     return call(load(_helper_name(namespace, runtime.snapshot)), [part])
