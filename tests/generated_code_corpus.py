@@ -191,6 +191,14 @@ def looped(x):
     return total
 
 
+def dict_entries(x):
+    parts = {"a": x[:3], "b": x[3:]}
+    p = dict(parts)
+    p["a"] = np.sin(p["a"])
+    p["c"] = p["b"] * 2.0
+    return np.sum(p["a"] * p["c"]) + np.sum(p["b"] ** 2)
+
+
 def popped(x):
     items = [x[:2], np.sin(x[2:4]), x[4:] * 2.0]
     first = items.pop(0)
@@ -248,4 +256,5 @@ CORPUS = [
     unpacked,
     looped,
     popped,
+    dict_entries,
 ]

@@ -81,8 +81,14 @@ def alias_read_in_the_next_iteration(x):
 )
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
 def test_updates_of_shared_arrays_are_refused(function, alias, line, mode):
+    x = np.array([0.3, -0.2, 0.5])
+    if mode == "auto" and function is entry_replaced_in_a_list_seen_by_another_name:
+        with pytest.warns(sg.S2SGradWarning):  # a list is Python's own: the tape follows it
+            got = sg.grad(function, mode=mode)(x)
+        np.testing.assert_allclose(got, numeric_grad(function, (x,), 0), rtol=1e-6)
+        return
     with pytest.raises(sg.UnsupportedError) as refused:
-        sg.grad(function, mode=mode)(np.array([0.3, -0.2, 0.5]))
+        sg.grad(function, mode=mode)(x)
     message = str(refused.value)
     assert "test_aliases.py:" in message
     assert f"'{alias}'" in message and "share memory" in message

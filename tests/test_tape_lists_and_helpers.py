@@ -276,6 +276,7 @@ NOT_IN_REVERSE_CODE = {
     "plain_reduction": "ufunc.reduce with initial= or where=, which s2s refuses",
     "concatenated": "+ of lists in a loop header, inlined away by the corpus's loop",
     "for_items": "a loop over a list, rewritten to an index loop in the corpus's code",
+    "only_entry": "the derivative of entry_of (second order): test_dict_entries.py's hvp",
     "attribute_cotangent": "a gradient with respect to an object: test_model_objects.py",
     "attribute_entry": "a gradient with respect to an object: test_model_objects.py",
     "attribute_tangent": "forward mode, with respect to an object: test_model_objects.py",
@@ -368,3 +369,26 @@ def test_float_of_a_value_being_differentiated_is_still_refused():
 
     with pytest.raises(sg.NonDifferentiableError, match="float"):
         sg.grad(f, mode="tape")(X)
+
+
+def _entry_of_a_cotangent_dict(x):
+    from s2sgrad.runtime import entry_of
+    from s2sgrad.runtime.core import CotangentDict
+
+    return np.sum(entry_of(CotangentDict({"a": x, "b": x * 2.0}), "b", x) ** 2)
+
+
+def _entry_of_a_cotangent_list(x):
+    from s2sgrad.runtime import without_entry
+    from s2sgrad.runtime.core import CotangentList
+
+    return np.sum(without_entry(CotangentList([x, np.sin(x)]), 0)[0] ** 2)
+
+
+@pytest.mark.parametrize("f", [_entry_of_a_cotangent_dict, _entry_of_a_cotangent_list])
+def test_the_tape_follows_values_in_generated_codes_own_containers(f):
+    """Generated code keeps cotangents in CotangentDict and CotangentList; differentiated
+    again on the tape, the tape values inside them were not scanned as arguments (the
+    helper's result got a zero derivative, silently)."""
+    x = np.linspace(0.1, 0.6, 3)
+    assert_close(sg.grad(f, mode="tape")(x), numeric_grad(f, (x,), 0), rtol=1e-6, atol=1e-8)

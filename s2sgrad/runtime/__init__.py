@@ -7,6 +7,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 
 from s2sgrad.runtime import (
     core,
+    dict_entries,
     dispatch,
     elementwise,
     fft,
@@ -20,6 +21,7 @@ from s2sgrad.runtime import (
     ufunc_methods,
 )
 from s2sgrad.runtime.core import *  # noqa: F403
+from s2sgrad.runtime.dict_entries import *  # noqa: F403
 from s2sgrad.runtime.dispatch import *  # noqa: F403
 from s2sgrad.runtime.elementwise import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
@@ -43,6 +45,7 @@ __all__ = list(
             *linalg.__all__,
             *shapes.__all__,
             *list_pops.__all__,
+            *dict_entries.__all__,
             *fft.__all__,
             *scientific.__all__,
             *ufunc_methods.__all__,

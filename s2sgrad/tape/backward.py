@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from s2sgrad.rules.registry import differentiated_keyword, get_rule, per_argument
+from s2sgrad.runtime.core import CotangentDict, CotangentList
 from s2sgrad.tape.recording import RECORDING, is_traced
 from s2sgrad.tape.specialize import specialized
 from s2sgrad.tape.values import TapeValue, apply
@@ -82,9 +83,14 @@ def _is_named_tuple(a: Any) -> bool:
 def _children(a: Any):
     """The elements of a list, tuple, named tuple or dict argument; None for other values."""
     t = type(a)
-    if t is list or t is tuple or _is_named_tuple(a):
+    if t in _SEQUENCES or _is_named_tuple(a):
         return a
-    return a.values() if t is dict else None
+    return a.values() if t in _DICTS else None
+
+
+# generated code's cotangent containers are lists and dicts too
+_SEQUENCES = (list, tuple, CotangentList)
+_DICTS = (dict, CotangentDict)
 
 
 class Backward:
@@ -210,11 +216,11 @@ class Backward:
         return grads.get(key) if key in self.source_ids else grads.pop(key, None)
 
     def _accumulate(self, grads, arg, cotangent) -> None:
-        if type(arg) in (list, tuple) or _is_named_tuple(arg):  # a cotangent per element
+        if type(arg) in _SEQUENCES or _is_named_tuple(arg):  # a cotangent per element
             for a, c in zip(arg, cotangent):
                 if c is not None:
                     self._accumulate(grads, a, c)
-        elif type(arg) is dict and isinstance(cotangent, dict):  # a dict argument (checkpoint)
+        elif type(arg) in _DICTS and isinstance(cotangent, dict):  # sparse: missing is zero
             for key, a in arg.items():
                 if cotangent.get(key) is not None:
                     self._accumulate(grads, a, cotangent[key])
@@ -225,12 +231,13 @@ class Backward:
         """The plain value behind a recorded argument or output (containers element-wise)."""
         if isinstance(x, self.tape_value):
             return x._value
-        if type(x) in (list, tuple):
+        if type(x) in _SEQUENCES:
             return type(x)(self._raw(a) for a in x)
         if isinstance(x, tuple):  # a named tuple of outputs (eigh, slogdet, …)
             return type(x)(*(self._raw(a) for a in x))
         if isinstance(x, dict):
-            return {k: self._raw(v) for k, v in x.items()}
+            raw = {k: self._raw(v) for k, v in x.items()}
+            return CotangentDict(raw) if type(x) is CotangentDict else raw
         return x
 
     @staticmethod

@@ -41,7 +41,7 @@ from s2sgrad.rules.registry import (
     silent_zero_positions,
     when_forgotten,
 )
-from s2sgrad.runtime.core import is_complex, is_foreign_array
+from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
 from s2sgrad.tape.in_place import (
@@ -886,9 +886,11 @@ def _wrap(out: Any, serials: tuple) -> Any:
         items = [_wrap(o, serials) for o in out]
         return tuple(items) if type(out) is tuple else type(out)(*items)
     if isinstance(out, list):
-        return [_wrap(o, serials) for o in out]
+        items = [_wrap(o, serials) for o in out]
+        return CotangentList(items) if type(out) is CotangentList else items
     if isinstance(out, dict):
-        return {k: _wrap(v, serials) for k, v in out.items()}
+        entries = {k: _wrap(v, serials) for k, v in out.items()}
+        return CotangentDict(entries) if type(out) is CotangentDict else entries
     return out
 
 
@@ -947,22 +949,23 @@ def _contains_tape_value(items) -> bool:
     return False
 
 
-_CONTAINERS = frozenset({list, tuple, dict})
+# generated code's cotangent containers are lists and dicts too: their tape values count
+_CONTAINERS = frozenset({list, tuple, dict, CotangentList, CotangentDict})
+_DICTS = (dict, CotangentDict)
 
 
 def _is_container(a: Any) -> bool:
     """A list, tuple, named tuple or dict of arguments (whose tape values are recorded)."""
-    t = type(a)
-    return t is list or t is tuple or t is dict or (isinstance(a, tuple) and hasattr(a, "_fields"))
+    return type(a) in _CONTAINERS or (isinstance(a, tuple) and hasattr(a, "_fields"))
 
 
 def _items(container: Any):
-    return container.values() if type(container) is dict else container
+    return container.values() if type(container) in _DICTS else container
 
 
 def _rebuilt(like: Any, items: Sequence) -> Any:
-    if type(like) is dict:
-        return dict(zip(like, items))
+    if type(like) in _DICTS:
+        return type(like)(zip(like, items))
     return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
 

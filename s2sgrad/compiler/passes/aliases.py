@@ -94,6 +94,8 @@ def shared_in_place_updates(
             made = statements[since[0] : since[1]]
             sharing = Sharing(made, resolve, containers, {updated}).with_(updated)
         sharing -= buffers.get(updated, frozenset())  # each holds an array of its own
+        if updated in containers and _slot_store(update):  # entries replaced, none changed
+            sharing -= _entries_and_keys(statements, updated)
         sharing.discard(synced.get(updated))  # the list's entry, stored back after the loop body
         read, later = next(
             (
@@ -195,6 +197,36 @@ def _entries_read_by_call(call: gast.Call) -> list[int]:
     return []
 
 
+def _entries_and_keys(statements: list[gast.stmt], container: str) -> set[str]:
+    """The names bound only to entries or keys of the list or dict ``container`` (``for k
+    in d``, ``for k, v in d.items()``, ``v = d[k]``): replacing an entry changes none of
+    what they hold."""
+    bound: dict[str, bool] = {}
+    for statement in statements:
+        if type(statement) is gast.For:
+            target, source = statement.target, statement.iter
+            if (
+                type(source) is gast.Call
+                and type(source.func) is gast.Attribute
+                and source.func.attr in ("items", "keys", "values")
+                and not source.args
+            ):
+                source = source.func.value
+            entries = type(source) is gast.Name and source.id == container
+        elif type(statement) is gast.Assign and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+            entries = (
+                type(value) is gast.Subscript
+                and type(value.value) is gast.Name
+                and value.value.id == container
+            )
+        else:
+            continue
+        for name in names_written(target):
+            bound[name] = bound.get(name, True) and entries
+    return {name for name, only_entries in bound.items() if only_entries}
+
+
 def _slot_store(update: gast.stmt) -> bool:
     """``a[i] = v``: an entry replaced (not ``a[i][j] = v`` or ``a[i] += v``, which change
     the array held in the entry)."""
@@ -207,6 +239,8 @@ def _slot_store(update: gast.stmt) -> bool:
 def _copy_advice(statements: list[gast.stmt], updated: str, read: str) -> str:
     """Which copy separates the two: of what ``updated`` is bound to where it is made
     (``g = dE(x, w).copy()``, ``row = y[0].copy()``) when it is bound once, else of ``read``."""
+    if updated in container_names(statements):  # a list or dict: the other name's own one
+        return f"give '{read}' a copy of its own ({read} = list(...) or dict(...))"
     return copy_where_made(statements, updated) or f"give '{read}' a copy (.copy())"
 
 

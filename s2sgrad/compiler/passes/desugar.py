@@ -5,6 +5,8 @@
 * ``a < b < c`` becomes ``a < b and b < c``;
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
+* ``d[key] = v`` of a dict this function made becomes ``d = with_entry(d, key, v)``
+  (:mod:`s2sgrad.compiler.passes.dict_entries`);
 * ``items.pop()`` becomes ``popped = items.pop()``, and ``v = items.pop(i)`` of a list only
   this function holds ``v = items[i]; items = without_entry(items, i)``
   (:mod:`s2sgrad.compiler.passes.list_pops`);
@@ -29,6 +31,7 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
+from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
     diagonal_fills,
     method_writes,
@@ -40,6 +43,7 @@ from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.sharing import container_names, updated_name
 from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
     call,
@@ -85,11 +89,14 @@ def desugar(
     bindings.update(indexed_pops(node, names))
     views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
+    containers = container_names(list(nested_statements(node.body)))
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             error = UnsupportedError(shared[id(statement)])
-            error.tape_cannot_either = True  # the tape would be as wrong
+            # the tape would be as wrong about an array; a list or dict is Python's own
+            error.tape_cannot_either = updated_name(statement) not in containers
             raise error
+    bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them
     # the name of the run-time check (runtime.refuse_if_array) for x op= v
     refusal = names.claim("refuse_if_array") if shared else None
     body = node.body

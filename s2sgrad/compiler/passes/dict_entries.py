@@ -1,0 +1,220 @@
+"""``d[key] = value`` on a dict this function made, as ``d = with_entry(d, key, value)``:
+a new dict with the entry, which the transformer differentiates
+(:mod:`s2sgrad.runtime.dict_entries`).
+
+Model code overrides some parameters on a copy (``p = dict(params); p["W"] = W * 2``)
+and then hands the dict on (``return loss(p, x)``). Rebinding ``d`` to a new dict instead
+of changing it in place is the same program when nothing else holds the dict while its
+entries are written. So a dict qualifies when
+
+* it is made once, by a statement of the function's own body (``{...}``, ``dict(...)``,
+  a dict comprehension), which makes a new dict;
+* its entries are written only by ``d[key] = value`` (no ``update``, ``pop``, ``del``,
+  ...; ``d[key] += v`` changes an array entry in place, which the dict's original shares);
+* until the last statement of the body that writes an entry, it is read only for entries
+  (``d[key]``); whatever else uses it (passes it on, iterates it, returns it) comes after;
+* no function or lambda defined here reads it.
+
+Other dicts keep their entry writes, which the reverse sweep refuses (mode="auto" then
+uses the tape).
+
+Example::
+
+    bindings = dict_entry_writes(node, names)  # {"with_entry": runtime.with_entry} if any
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+
+from s2sgrad import runtime
+from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.syntax import SCOPES, assign, call, load, nested_statements, walk
+
+__all__ = ["dict_entry_writes"]
+
+_CHANGING_METHODS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__"})
+
+
+def dict_entry_writes(node: gast.FunctionDef, names: NameGenerator, resolve=None) -> dict[str, Any]:
+    """Rewrite, in place, the entry writes of ``node``'s dicts that qualify (see the
+    module's docstring); returns the helper's name and object when any was rewritten."""
+    bindings = _copies_of_dicts(node, names, resolve)
+    made = _dicts_made_once(node, resolve, set(bindings))
+    if not made:
+        return bindings
+    written = {name: _writing_statements(node, name) for name in made}
+    qualifying = {
+        name
+        for name, position in made.items()
+        if written[name] and _only_entries_read_until_written(node, name, position)
+    }
+    if not qualifying:
+        return bindings
+    helper = names.claim("with_entry")
+
+    def rewrite(block: list[gast.stmt]) -> list[gast.stmt]:
+        result: list[gast.stmt] = []
+        for statement in block:
+            if type(statement) in SCOPES:
+                result.append(statement)
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list):
+                    setattr(statement, field, rewrite(inner))
+            result.append(_as_new_dict(statement, qualifying, helper))
+        return result
+
+    node.body = rewrite(node.body)
+    return {**bindings, helper: runtime.with_entry}
+
+
+def _copies_of_dicts(node: gast.FunctionDef, names: NameGenerator, resolve) -> dict[str, Any]:
+    """Rewrite each ``dict(x)`` call of one argument as ``copied_dict(x)``, a copy of a
+    dict with derivatives of its own in both modes (of anything else it refuses)."""
+    helper = None
+    for sub in walk(node):
+        if (
+            type(sub) is gast.Call
+            and len(sub.args) == 1
+            and not sub.keywords
+            and type(sub.args[0]) is not gast.Starred
+            and _is_dict_call(sub, resolve)
+            and not _pairs_made_here(sub.args[0])
+        ):
+            helper = helper or names.claim("copied_dict")
+            sub.func = load(helper)
+    return {helper: runtime.copied_dict} if helper else {}
+
+
+def _is_dict_call(value: gast.Call, resolve) -> bool:
+    if type(value.func) is not gast.Name:
+        return False
+    if resolve is not None:
+        return resolve(value.func) is dict
+    return value.func.id == "dict"
+
+
+def _pairs_made_here(argument: gast.expr) -> bool:
+    """``dict(zip(...))``, ``dict([(k, v), ...])``, ``dict(pairs for ...)``: pairs, not a dict."""
+    return type(argument) in (gast.Call, gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp)
+
+
+def _dicts_made_once(node: gast.FunctionDef, resolve, copies: set[str]) -> dict[str, int]:
+    """The names bound once, by a statement of the body that makes a new dict: each with
+    that statement's position in the body."""
+    stores: dict[str, int] = {}
+    for sub in walk(node):
+        if type(sub) is gast.Name and type(sub.ctx) is not gast.Load:
+            stores[sub.id] = stores.get(sub.id, 0) + 1
+    made: dict[str, int] = {}
+    for position, statement in enumerate(node.body):
+        if (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+            and _makes_dict(statement.value, resolve, copies)
+        ):
+            name = statement.targets[0].id
+            if stores.get(name) == 1:
+                made[name] = position
+    parameters = {a.id for a in node.args.args + node.args.kwonlyargs}
+    return {name: p for name, p in made.items() if name not in parameters}
+
+
+def _makes_dict(value: gast.expr, resolve, copies: set[str]) -> bool:
+    if type(value) in (gast.Dict, gast.DictComp):
+        return True
+    if type(value) is not gast.Call or type(value.func) is not gast.Name:
+        return False
+    return _is_dict_call(value, resolve) or value.func.id in copies
+
+
+def _entry_target(statement: gast.stmt, name: str) -> gast.Subscript | None:
+    """The ``d[key]`` that ``statement`` writes (``d[key] = v``)."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0]
+    if (
+        type(target) is gast.Subscript
+        and type(target.value) is gast.Name
+        and target.value.id == name
+        and type(target.slice) is not gast.Slice
+    ):
+        return target
+    return None
+
+
+def _writing_statements(node: gast.FunctionDef, name: str) -> list[gast.stmt]:
+    return [s for s in nested_statements(node.body) if _entry_target(s, name) is not None]
+
+
+def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at: int) -> bool:
+    """Whether ``name``'s dict is read only for entries (``d[key]``) up to the last
+    top-level statement writing an entry, and changed in no other way anywhere."""
+    last_write = made_at
+    for position, statement in enumerate(node.body):
+        if any(_entry_target(s, name) is not None for s in _statements_in(statement)):
+            last_write = position
+    for position, statement in enumerate(node.body):
+        if position == made_at:
+            continue
+        entry_values = set()
+        for sub in walk(statement):
+            kind = type(sub)
+            if kind in SCOPES and _reads(sub, name):
+                return False  # a function defined here may run at any time
+            if kind is gast.Subscript and type(sub.value) is gast.Name:
+                entry_values.add(id(sub.value))
+            elif (
+                kind is gast.Delete
+                and any(_reads(t, name) for t in sub.targets)
+                or (
+                    kind is gast.Call
+                    and type(sub.func) is gast.Attribute
+                    and type(sub.func.value) is gast.Name
+                    and sub.func.value.id == name
+                    and sub.func.attr in _CHANGING_METHODS
+                )
+            ):
+                return False
+        if position <= last_write and any(
+            type(sub) is gast.Name and sub.id == name and id(sub) not in entry_values
+            for sub in walk(statement)
+        ):
+            return False
+    return True
+
+
+def _statements_in(statement: gast.stmt) -> list[gast.stmt]:
+    return [statement, *nested_statements(_blocks(statement))]
+
+
+def _blocks(statement: gast.stmt) -> list[gast.stmt]:
+    if type(statement) in SCOPES:
+        return []
+    inner: list[gast.stmt] = []
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(statement, field, None)
+        if isinstance(block, list):
+            inner += block
+    for handler in getattr(statement, "handlers", None) or []:
+        inner += handler.body
+    return inner
+
+
+def _reads(node: gast.AST, name: str) -> bool:
+    return any(type(sub) is gast.Name and sub.id == name for sub in walk(node))
+
+
+def _as_new_dict(statement: gast.stmt, qualifying: set[str], helper: str) -> gast.stmt:
+    """``d = with_entry(d, key, value)`` for an entry write of a qualifying dict."""
+    for name in qualifying:
+        target = _entry_target(statement, name)
+        if target is not None:
+            rebuilt = call(load(helper), [load(name), target.slice, statement.value])
+            return assign(name, rebuilt, like=statement)
+    return statement
