@@ -100,7 +100,7 @@ _GROUPS = {
         broadcast_shapes einsum_path"""
     ),
     "integer or boolean results (indices, counts, sets, bits): no derivative to give": _names(
-        """bincount bitwise_count digitize lexsort searchsorted packbits unpackbits
+        """bitwise_count digitize lexsort searchsorted packbits unpackbits
         ravel_multi_index unravel_index diag_indices tril_indices triu_indices mask_indices
         ix_ isin iscomplex
         isreal array_equal array_equiv allclose histogram_bin_edges fft.fftfreq fft.rfftfreq"""

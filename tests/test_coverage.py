@@ -134,6 +134,7 @@ I3 = np.eye(3)
 XP = np.array([0.0, 1.0, 2.0, 3.0])
 MASK = np.array([True, False, True])
 IDX = np.array([2, 0, 2])
+BINS = np.array([0, 2, 2, 1, 0, 2])  # bin 3 empty, bin 4 only from minlength
 
 
 # fmt: off
@@ -235,6 +236,7 @@ SAMPLES = [
     S(np.sum, lambda x: np.sum(x, axis=0), A),
     S(np.swapaxes, lambda x: np.swapaxes(x, 0, 1), A),
     S(np.take, lambda x: np.take(x, IDX, axis=1), A),
+    S(np.bincount, lambda w: np.bincount(BINS, weights=w, minlength=5), (6,), domain=real),
     S(np.take_along_axis, lambda x: np.take_along_axis(x, np.array([[2], [0]]), 1), A),
     S(np.tensordot, lambda x, y: np.tensordot(x, y, axes=1), A, (3, 2)),
     S(np.tile, lambda x: np.tile(x, (2, 1)), A),

@@ -19,6 +19,7 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_b
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     as_gradient,
+    cast_like,
     clip_regions,
     index_cotangent,
     item_mask,
@@ -741,6 +742,20 @@ def _take(g, ans, a, indices, axis=None, out=None, mode="raise"):
 @jvp_rule(np.take)
 def _take_jvp(t, ans, a, indices, axis=None, out=None, mode="raise"):
     return np.take(t, indices, axis=axis, mode=mode), None
+
+
+# np.bincount(x, weights=w)[k] sums the weights of the positions where x is k: each weight's
+# cotangent is that of its bin, g[x]. Without weights the counts are integers (no derivative).
+
+
+@vjp_rule(np.bincount)
+def _bincount(g, ans, x, weights=None, minlength=0):
+    return None, cast_like(np.take(g, x), weights)
+
+
+@jvp_rule(np.bincount)
+def _bincount_jvp(t, ans, x, weights=None, minlength=0):
+    return None, np.bincount(x, weights=t, minlength=np.size(ans))
 
 
 @vjp_rule(np.ndarray.take)
