@@ -392,3 +392,28 @@ def test_the_tape_follows_values_in_generated_codes_own_containers(f):
     helper's result got a zero derivative, silently)."""
     x = np.linspace(0.1, 0.6, 3)
     assert_close(sg.grad(f, mode="tape")(x), numeric_grad(f, (x,), 0), rtol=1e-6, atol=1e-8)
+
+
+def _step(state, k):
+    pos, vel = state
+    return pos + 0.1 * vel, vel - 0.1 * k * pos
+
+
+def _energy_after_steps(pos0):
+    state = (pos0, np.array([0.0, 1.0]))
+    total = 0.0
+    for _ in range(3):
+        state = _step(state, 1.5)
+        total = total + np.sum(state[0] ** 2)
+    return total
+
+
+def test_the_tape_keeps_what_a_rule_returned_when_the_code_replaces_its_entries():
+    """The gradient of a helper called in a loop writes ``dstate[0] = ...`` into the list
+    the helper's backward returned; differentiated again on the tape (forward over
+    reverse, hvp in mode="auto"), the recording held that same list, so the entry's
+    cotangent was looked up under the new value: silently wrong."""
+    pos0, along = np.array([1.0, 0.2]), np.array([0.3, -0.4])
+    gradient = sg.grad(_energy_after_steps, mode="s2s")
+    _, tangent = sg.jvp(gradient, (pos0,), (along,), mode="tape")
+    assert_close(tangent, directional_derivative(gradient, pos0, along), rtol=1e-5, atol=1e-7)

@@ -729,7 +729,7 @@ def _finish(key, args, kwargs, out, serials, rule=None):
         _refuse_complex(key, args, out)
     _refuse_silent_zeros(key, rule, args)
     out = _wrap(out, serials)
-    entry = (rule, _held(args), _held_keywords(kwargs), out)
+    entry = (rule, _held(args), _held_keywords(kwargs), _as_recorded(out))
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
@@ -891,6 +891,20 @@ def _wrap(out: Any, serials: tuple) -> Any:
     if isinstance(out, dict):
         entries = {k: _wrap(v, serials) for k, v in out.items()}
         return CotangentDict(entries) if type(out) is CotangentDict else entries
+    return out
+
+
+def _as_recorded(out: Any) -> Any:
+    """What the recording keeps of a result: its lists and dicts copied (the tape values in
+    them are the same), since the code may replace their entries afterwards (generated
+    code writes ``dstate[0] = ...`` into the list a rule returned), and the backward pass
+    must find the cotangents of the entries the rule made."""
+    if type(out) in (list, CotangentList):
+        return type(out)(_as_recorded(o) for o in out)
+    if type(out) in _DICTS:
+        return type(out)((k, _as_recorded(v)) for k, v in out.items())
+    if type(out) is tuple:
+        return tuple(_as_recorded(o) for o in out)
     return out
 
 
