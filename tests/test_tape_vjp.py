@@ -217,7 +217,7 @@ def test_updating_a_plain_array_with_a_tape_value_is_refused_on_its_line():
         return np.sum(total)
 
     line = f.__code__.co_firstlineno + 2
-    refusal = rf"test_tape_vjp\.py:{line}: 'a \*= \.\.\.' .* Write 'a = a \* \.\.\.'"
+    refusal = rf"test_tape_vjp\.py:{line}: 'total \*= x' .* Write 'total = total \* \.\.\.'"
     with pytest.raises(NonDifferentiableError, match=refusal):
         tape_vjp(f, (np.ones(3),), {}, (0,))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dis
 import inspect
+import linecache
 import operator
 import os
 import sys
@@ -1026,10 +1027,13 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         frame = _user_frame()
         symbol = _in_place_operator(frame)
         if symbol is not None:  # a plain array updated with a value being differentiated
+            position = _shown_position(frame)
+            line = linecache.getline(*position).strip()
+            target = line.split(symbol)[0].strip() if symbol in line else "a"
             raise NonDifferentiableError(
-                f"{where(*_shown_position(frame))}: 'a {symbol} ...' updates a plain array "
+                f"{where(*position)}: '{line or f'a {symbol} ...'}' updates a plain array "
                 "in place with a value being differentiated, which the tape cannot record. Write "
-                f"'a = a {symbol[:-1]} ...' to make a new array, make the array with "
+                f"'{target} = {target} {symbol[:-1]} ...' to make a new array, make the array with "
                 "np.zeros_like(x, shape=...) from a value x being differentiated (the tape "
                 f"follows writes into it), or {_USE_S2S}."
             )
