@@ -45,7 +45,7 @@ _MUTATING_METHODS = {
     "remove": "a new list without the element",
     "clear": "a new, empty container",
     "reverse": "items = items[::-1]",
-    "update": "a new dict ({**d, **more})",
+    "update": "entries written one by one (d[key] = value) into a dict this function made",
     "setdefault": "a new dict",
     "popitem": "a new dict",
     "pop": "value = items[i] and a new list without it",

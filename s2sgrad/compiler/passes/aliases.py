@@ -108,6 +108,14 @@ def shared_in_place_updates(
         if read is None or later is None:
             continue
         where = f"{locate(update)}: {_what_changes(update, updated)}"
+        if updated in containers and _slot_store(update):  # a list's or dict's entry
+            found[id(update)] = (
+                f"{where}, and '{read}', read afterwards ({locate(statements[later])}), holds "
+                f"the same list or dict, so it sees the change, which source transformation "
+                f"does not follow. Give '{read}' a copy of its own ({read} = dict({updated}) "
+                f"or list({updated})), or write the entries before '{read}' takes it"
+            )
+            continue
         found[id(update)] = (
             f"{where}, and '{read}', read afterwards ({locate(statements[later])}), may share "
             f"memory with it, so the result depends on that sharing. "
@@ -239,8 +247,6 @@ def _slot_store(update: gast.stmt) -> bool:
 def _copy_advice(statements: list[gast.stmt], updated: str, read: str) -> str:
     """Which copy separates the two: of what ``updated`` is bound to where it is made
     (``g = dE(x, w).copy()``, ``row = y[0].copy()``) when it is bound once, else of ``read``."""
-    if updated in container_names(statements):  # a list or dict: the other name's own one
-        return f"give '{read}' a copy of its own ({read} = list(...) or dict(...))"
     return copy_where_made(statements, updated) or f"give '{read}' a copy (.copy())"
 
 

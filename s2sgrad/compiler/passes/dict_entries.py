@@ -9,8 +9,9 @@ entries are written. So a dict qualifies when
 
 * it is made once, by a statement of the function's own body (``{...}``, ``dict(...)``,
   a dict comprehension), which makes a new dict;
-* its entries are written only by ``d[key] = value`` (no ``update``, ``pop``, ``del``,
-  ...; ``d[key] += v`` changes an array entry in place, which the dict's original shares);
+* its entries are written only by ``d[key] = value`` and ``d.update({key: value}, key=value)``
+  (no ``pop``, ``del``, ``update(other)``, ...; ``d[key] += v`` changes an array entry in
+  place, which the dict's original shares);
 * until the last statement of the body that writes an entry, it is read only for entries
   (``d[key]``); whatever else uses it (passes it on, iterates it, returns it) comes after;
 * no function or lambda defined here reads it.
@@ -148,8 +149,40 @@ def _entry_target(statement: gast.stmt, name: str) -> gast.Subscript | None:
     return None
 
 
+def _updated_entries(statement: gast.stmt, name: str) -> list[tuple] | None:
+    """``[(key, value), ...]`` of ``d.update({key: value, ...}, key=value, ...)``: literal
+    entries only (no ``**more``, no dict computed elsewhere)."""
+    if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+        return None
+    update = statement.value
+    func = update.func
+    if not (
+        type(func) is gast.Attribute
+        and func.attr == "update"
+        and type(func.value) is gast.Name
+        and func.value.id == name
+    ):
+        return None
+    if len(update.args) > 1 or any(k.arg is None for k in update.keywords):
+        return None
+    entries: list[tuple] = []
+    if update.args:
+        given = update.args[0]
+        if type(given) is not gast.Dict or any(key is None for key in given.keys):
+            return None
+        entries += list(zip(given.keys, given.values))
+    entries += [(gast.Constant(value=k.arg, kind=None), k.value) for k in update.keywords]
+    return entries or None
+
+
+def _writes(statement: gast.stmt, name: str) -> bool:
+    return (
+        _entry_target(statement, name) is not None or _updated_entries(statement, name) is not None
+    )
+
+
 def _writing_statements(node: gast.FunctionDef, name: str) -> list[gast.stmt]:
-    return [s for s in nested_statements(node.body) if _entry_target(s, name) is not None]
+    return [s for s in nested_statements(node.body) if _writes(s, name)]
 
 
 def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at: int) -> bool:
@@ -157,12 +190,16 @@ def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at:
     top-level statement writing an entry, and changed in no other way anywhere."""
     last_write = made_at
     for position, statement in enumerate(node.body):
-        if any(_entry_target(s, name) is not None for s in _statements_in(statement)):
+        if any(_writes(s, name) for s in _statements_in(statement)):
             last_write = position
     for position, statement in enumerate(node.body):
         if position == made_at:
             continue
-        entry_values = set()
+        entry_values = {  # d.update({...}) writes entries too
+            id(s.value.func.value)
+            for s in _statements_in(statement)
+            if _updated_entries(s, name) is not None
+        }
         for sub in walk(statement):
             kind = type(sub)
             if kind in SCOPES and _reads(sub, name):
@@ -178,6 +215,7 @@ def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at:
                     and type(sub.func.value) is gast.Name
                     and sub.func.value.id == name
                     and sub.func.attr in _CHANGING_METHODS
+                    and id(sub.func.value) not in entry_values
                 )
             ):
                 return False
@@ -211,10 +249,18 @@ def _reads(node: gast.AST, name: str) -> bool:
 
 
 def _as_new_dict(statement: gast.stmt, qualifying: set[str], helper: str) -> gast.stmt:
-    """``d = with_entry(d, key, value)`` for an entry write of a qualifying dict."""
+    """``d = with_entry(d, key, value)`` for an entry write of a qualifying dict, and
+    ``d = with_entry(with_entry(d, k1, v1), k2, v2)`` for ``d.update(...)`` (every value
+    is computed before ``d`` is bound to the new dict, as ``update`` computes them)."""
     for name in qualifying:
         target = _entry_target(statement, name)
         if target is not None:
             rebuilt = call(load(helper), [load(name), target.slice, statement.value])
             return assign(name, rebuilt, like=statement)
+        entries = _updated_entries(statement, name)
+        if entries is not None:
+            value: gast.expr = load(name)
+            for key, entry in entries:
+                value = call(load(helper), [value, key, entry])
+            return assign(name, value, like=statement)
     return statement
