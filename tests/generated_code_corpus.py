@@ -196,7 +196,8 @@ def dict_entries(x):
     p = dict(parts)
     p["a"] = np.sin(p["a"])
     p["c"] = p["b"] * 2.0
-    return np.sum(p["a"] * p["c"]) + np.sum(p["b"] ** 2)
+    q = dict([("a", p["a"]), ("a", p["c"] * 3.0)])
+    return np.sum(p["a"] * p["c"]) + np.sum(p["b"] ** 2) + np.sum(q["a"])
 
 
 def popped(x):

@@ -62,6 +62,19 @@ def updated_with_literal_entries(params, x):
     return _model(p, x)
 
 
+def spread_with_an_entry(params, x):
+    return _model({**params, "W": params["W"] * 2.0}, x)
+
+
+def copy_with_a_keyword(params, x):
+    return _model(dict(params, b=params["b"] - 1.0), x)
+
+
+def from_pairs_with_a_repeated_key(params, x):
+    pairs = [("W", params["W"] * 2.0), ("b", params["b"]), ("W", np.sin(params["W"]))]
+    return _model(dict(pairs), x)  # dict keeps the last "W": the first gets no derivative
+
+
 def new_key_added(params, x):
     p = dict(params)
     p["scale"] = np.sum(params["W"] ** 2)
@@ -74,6 +87,9 @@ PROGRAMS = [
     written_in_a_branch_taken,
     written_in_a_branch_not_taken,
     updated_with_literal_entries,
+    spread_with_an_entry,
+    copy_with_a_keyword,
+    from_pairs_with_a_repeated_key,
     new_key_added,
 ]
 

@@ -277,6 +277,7 @@ NOT_IN_REVERSE_CODE = {
     "concatenated": "+ of lists in a loop header, inlined away by the corpus's loop",
     "for_items": "a loop over a list, rewritten to an index loop in the corpus's code",
     "only_entry": "the derivative of entry_of (second order): test_dict_entries.py's hvp",
+    "dict_of_pairs": "forward mode: the tangent of dict(pairs), test_dict_entries.py",
     "attribute_cotangent": "a gradient with respect to an object: test_model_objects.py",
     "attribute_entry": "a gradient with respect to an object: test_model_objects.py",
     "attribute_tangent": "forward mode, with respect to an object: test_model_objects.py",

@@ -4,7 +4,9 @@ the dict's without the entry (:func:`without_key`: what was there before is over
 and the entry's (:func:`entry_of`); those two are linear, and each helper's derivative is
 another of them (:func:`only_entry` is ``entry_of``'s), so all differentiate to any order.
 
-``dict(d)`` of a dict is :func:`copied_dict`, whose derivatives are the identity.
+``dict(d)`` is :func:`copied_dict`, whose derivatives are the identity for a dict, and
+for ``(key, value)`` pairs :func:`pairs_cotangent` and :func:`dict_of_pairs`, each
+other's derivatives.
 
 Dict cotangents are sparse (:class:`~s2sgrad.runtime.core.CotangentDict`): a missing
 entry is zero.
@@ -20,26 +22,59 @@ from typing import Any
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import jvp_rule, vjp_rule
-from s2sgrad.runtime.core import CotangentDict, zeros_like_value
+from s2sgrad.runtime.core import CotangentDict, CotangentList, zeros_like_value
 
-__all__ = ["copied_dict", "with_entry", "without_key", "entry_of", "only_entry"]
+__all__ = [
+    "copied_dict",
+    "pairs_cotangent",
+    "dict_of_pairs",
+    "with_entry",
+    "without_key",
+    "entry_of",
+    "only_entry",
+]
 
 
 def copied_dict(mapping: Any) -> Any:
-    """``dict(mapping)`` of a dict: a new dict of the same entries, whose cotangent and
-    tangent are the new dict's own.
+    """``dict(mapping)``: a new dict of a dict's entries, or of ``(key, value)`` pairs.
 
     Example::
 
         copied_dict({"w": 1.0})  # {'w': 1.0}, a new dict
+        copied_dict([("w", 1.0)])  # {'w': 1.0}
     """
-    if not isinstance(mapping, dict):
-        raise UnsupportedError(
-            f"dict(...) of a {type(mapping).__name__} is differentiated here as a copy of a "
-            "dict; build the dict with a comprehension ({k: v for k, v in pairs}), or use "
-            "mode='tape'"
+    if isinstance(mapping, CotangentDict):
+        return CotangentDict(mapping)
+    return dict(mapping)
+
+
+def pairs_cotangent(g: Any, pairs: Any) -> Any:
+    """The cotangent of the ``(key, value)`` pairs ``dict(pairs)`` was made of, from the
+    dict's ``g``: each value gets its key's entry (zero where a later pair of the same key
+    replaced it, as ``dict`` keeps the last); the keys get none.
+
+    Example::
+
+        pairs_cotangent({"w": 2.0}, [("w", 1.0), ("b", 3.0)])  # [[None, 2.0], [None, 0.0]]
+    """
+    pairs = list(pairs)
+    last = {key: position for position, (key, _) in enumerate(pairs)}
+    return CotangentList(
+        CotangentList(
+            [None, entry_of(g, key, value) if last[key] == position else zeros_like_value(value)]
         )
-    return CotangentDict(mapping) if isinstance(mapping, CotangentDict) else dict(mapping)
+        for position, (key, value) in enumerate(pairs)
+    )
+
+
+def dict_of_pairs(t: Any, pairs: Any) -> Any:
+    """The tangent of ``dict(pairs)`` from the pairs' tangent ``t`` (pairs of tangents).
+
+    Example::
+
+        dict_of_pairs([[None, 2.0]], [("w", 1.0)])  # {'w': 2.0}
+    """
+    return CotangentDict((key, tangent[1]) for (key, _), tangent in zip(pairs, t))
 
 
 def with_entry(mapping: Any, key: Any, value: Any) -> Any:
@@ -95,12 +130,32 @@ def only_entry(value: Any, key: Any) -> CotangentDict:
 
 @vjp_rule(copied_dict)
 def _copied_dict_vjp(g, ans, mapping):
-    return g
+    return g if isinstance(mapping, dict) else pairs_cotangent(g, mapping)
 
 
 @jvp_rule(copied_dict)
 def _copied_dict_jvp(t, ans, mapping):
-    return copied_dict(t)
+    return copied_dict(t) if isinstance(mapping, dict) else dict_of_pairs(t, mapping)
+
+
+@vjp_rule(pairs_cotangent)
+def _pairs_cotangent_vjp(g, ans, g_in, pairs):
+    return dict_of_pairs(g, pairs), None
+
+
+@jvp_rule(pairs_cotangent)
+def _pairs_cotangent_jvp(t, ans, g_in, pairs):
+    return pairs_cotangent(t, pairs), None
+
+
+@vjp_rule(dict_of_pairs)
+def _dict_of_pairs_vjp(g, ans, t, pairs):
+    return pairs_cotangent(g, pairs), None
+
+
+@jvp_rule(dict_of_pairs)
+def _dict_of_pairs_jvp(t, ans, t_in, pairs):
+    return dict_of_pairs(t, pairs), None
 
 
 @vjp_rule(with_entry)

@@ -16,6 +16,8 @@ entries are written. So a dict qualifies when
   (``d[key]``); whatever else uses it (passes it on, iterates it, returns it) comes after;
 * no function or lambda defined here reads it.
 
+``{**x, key: value}`` is ``with_entry(copied_dict(x), key, value)``.
+
 Other dicts keep their entry writes, which the reverse sweep refuses (mode="auto" then
 uses the tape).
 
@@ -32,7 +34,15 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.syntax import SCOPES, assign, call, load, nested_statements, walk
+from s2sgrad.compiler.syntax import (
+    SCOPES,
+    assign,
+    call,
+    constant,
+    load,
+    nested_statements,
+    walk,
+)
 
 __all__ = ["dict_entry_writes"]
 
@@ -54,7 +64,8 @@ def dict_entry_writes(node: gast.FunctionDef, names: NameGenerator, resolve=None
     }
     if not qualifying:
         return bindings
-    helper = names.claim("with_entry")
+    helper = next((n for n, f in bindings.items() if f is runtime.with_entry), None)
+    helper = helper or names.claim("with_entry")
 
     def rewrite(block: list[gast.stmt]) -> list[gast.stmt]:
         result: list[gast.stmt] = []
@@ -74,21 +85,60 @@ def dict_entry_writes(node: gast.FunctionDef, names: NameGenerator, resolve=None
 
 
 def _copies_of_dicts(node: gast.FunctionDef, names: NameGenerator, resolve) -> dict[str, Any]:
-    """Rewrite each ``dict(x)`` call of one argument as ``copied_dict(x)``, a copy of a
-    dict with derivatives of its own in both modes (of anything else it refuses)."""
-    helper = None
+    """Rewrite each ``dict(x)`` of one dict as ``copied_dict(x)``, a copy with derivatives
+    of its own in both modes (of anything else it refuses), and each ``dict(x, key=value)``
+    and ``{**x, key: value, ...}`` as ``with_entry(copied_dict(x), key, value)``, nested."""
+    helpers: dict[str, Any] = {}
+
+    def helper(function: Any) -> str:
+        for name, bound in helpers.items():
+            if bound is function:
+                return name
+        name = names.claim(function.__name__)
+        helpers[name] = function
+        return name
+
+    def rewritten(value: Any) -> Any:
+        if type(value) is gast.Dict and _spread_then_entries(value):
+            return _as_entries(value.values[0], zip(value.keys[1:], value.values[1:]), helper)
+        if _copy_with_keywords(value, resolve):
+            entries = [(constant(k.arg), k.value) for k in value.keywords]
+            return _as_entries(value.args[0], entries, helper)
+        return value
+
     for sub in walk(node):
-        if (
-            type(sub) is gast.Call
-            and len(sub.args) == 1
-            and not sub.keywords
-            and type(sub.args[0]) is not gast.Starred
-            and _is_dict_call(sub, resolve)
-            and not _pairs_made_here(sub.args[0])
-        ):
-            helper = helper or names.claim("copied_dict")
-            sub.func = load(helper)
-    return {helper: runtime.copied_dict} if helper else {}
+        for field, value in gast.iter_fields(sub):
+            if type(value) is list:
+                value[:] = [rewritten(v) for v in value]
+            else:
+                setattr(sub, field, rewritten(value))
+    return helpers
+
+
+def _copy_with_keywords(value: Any, resolve) -> bool:
+    """``dict(x)`` or ``dict(x, key=value, ...)`` of a dict or a list of pairs ``x``."""
+    return (
+        type(value) is gast.Call
+        and len(value.args) == 1
+        and all(k.arg is not None for k in value.keywords)
+        and type(value.args[0]) is not gast.Starred
+        and _is_dict_call(value, resolve)
+        and not _read_once(value.args[0])
+    )
+
+
+def _spread_then_entries(display: gast.Dict) -> bool:
+    """``{**x, key: value, ...}``: one spread first, then entries of literal keys."""
+    keys = display.keys
+    return bool(keys) and keys[0] is None and all(type(k) is gast.Constant for k in keys[1:])
+
+
+def _as_entries(mapping: gast.expr, entries, helper) -> gast.expr:
+    """``with_entry(with_entry(copied_dict(mapping), k1, v1), k2, v2)``."""
+    value = call(load(helper(runtime.copied_dict)), [mapping])
+    for key, entry in entries:
+        value = call(load(helper(runtime.with_entry)), [value, key, entry])
+    return value
 
 
 def _is_dict_call(value: gast.Call, resolve) -> bool:
@@ -99,9 +149,16 @@ def _is_dict_call(value: gast.Call, resolve) -> bool:
     return value.func.id == "dict"
 
 
-def _pairs_made_here(argument: gast.expr) -> bool:
-    """``dict(zip(...))``, ``dict([(k, v), ...])``, ``dict(pairs for ...)``: pairs, not a dict."""
-    return type(argument) in (gast.Call, gast.List, gast.Tuple, gast.ListComp, gast.GeneratorExp)
+def _read_once(argument: gast.expr) -> bool:
+    """``dict(zip(...))``, ``dict(pairs for ...)``: pairs an iterator hands out once (the
+    backward could not read them again), which other passes make lists."""
+    if type(argument) is gast.GeneratorExp:
+        return True
+    return (
+        type(argument) is gast.Call
+        and type(argument.func) is gast.Name
+        and argument.func.id in ("zip", "enumerate", "map", "iter", "reversed", "filter")
+    )
 
 
 def _dicts_made_once(node: gast.FunctionDef, resolve, copies: set[str]) -> dict[str, int]:
