@@ -6,6 +6,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 """
 
 from s2sgrad.runtime import (
+    callables,
     core,
     dict_entries,
     dispatch,
@@ -20,6 +21,7 @@ from s2sgrad.runtime import (
     shapes,
     ufunc_methods,
 )
+from s2sgrad.runtime.callables import *  # noqa: F403
 from s2sgrad.runtime.core import *  # noqa: F403
 from s2sgrad.runtime.dict_entries import *  # noqa: F403
 from s2sgrad.runtime.dispatch import *  # noqa: F403
@@ -46,6 +48,7 @@ __all__ = list(
             *shapes.__all__,
             *list_pops.__all__,
             *dict_entries.__all__,
+            *callables.__all__,
             *fft.__all__,
             *scientific.__all__,
             *ufunc_methods.__all__,

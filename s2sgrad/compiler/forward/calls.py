@@ -61,16 +61,10 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
 
 def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> gast.stmt:
     """``y, dy = dynamic_jvp(f, (dx,), x)``: the derivative found when the call runs."""
+    callee = clone(operation.callee)
     if sweep.is_active_expression(operation.callee):
-        raise not_at_run_time(
-            UnsupportedError(
-                f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) "
-                f"cannot follow {operation.description}, whose function depends on the "
-                "values being differentiated (the pullback of a call resolved at run time, "
-                "such as a function passed as an argument); call the function by its "
-                "name, or use mode='auto' or mode='tape'"
-            )
-        )
+        # a function taken out of a differentiated value: called if it holds nothing
+        callee = call(sweep.helper("plain_callable"), [callee])
     if keeps_arguments_inside(operation.primitive):
         raise not_at_run_time(
             UnsupportedError(
@@ -82,7 +76,7 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
     tangents = gast.Tuple(elts=[sweep.tangent_of(a) for a in operation.args], ctx=gast.Load())
     value = call(
         sweep.helper("dynamic_jvp" if sweep.dynamic else "transformed_jvp"),
-        [clone(operation.callee), tangents, *operation.args],
+        [callee, tangents, *operation.args],
         operation.keywords,
     )
     return _returning_tangents(sweep, statement, value, names)

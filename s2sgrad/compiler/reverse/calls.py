@@ -109,14 +109,10 @@ class Calls:
         if self.is_method_of_varied(callee):  # model.predict(x), model differentiated
             self.forward_method(step)
             return
+        callee_node = clone(operation.callee)
         if any(n in self.activity.varied for n in names_read(operation.callee)):
-            raise not_at_run_time(
-                UnsupportedError(
-                    f"{self.parsed.location(statement)}: {operation.description} is a "
-                    "function that captures differentiated values, which the transformer "
-                    "cannot follow; pass those values to it as arguments, or use mode='tape'"
-                )
-            )
+            # a function taken out of a differentiated value: called if it holds nothing
+            callee_node = call(self.helper("plain_callable"), [callee_node])
         for name, value in operation.keywords.items():
             if self.is_active_expression(value):
                 raise UnsupportedError(
@@ -142,7 +138,7 @@ class Calls:
         self.retarget(statement, pullback)
         dispatch = "dynamic_vjp" if self.context.dynamic else "transformed_vjp"  # s2s: no tape
         statement.value = call(
-            self.helper(dispatch), [clone(operation.callee), *operation.args], operation.keywords
+            self.helper(dispatch), [callee_node, *operation.args], operation.keywords
         )
         step.derivative, step.extra = Derivative.DISPATCH, pullback
 
