@@ -418,3 +418,45 @@ def test_the_tape_keeps_what_a_rule_returned_when_the_code_replaces_its_entries(
     gradient = sg.grad(_energy_after_steps, mode="s2s")
     _, tangent = sg.jvp(gradient, (pos0,), (along,), mode="tape")
     assert_close(tangent, directional_derivative(gradient, pos0, along), rtol=1e-5, atol=1e-7)
+
+
+def _loss_of_two(params, seed):
+    return np.sum(np.sin(params) * params) + 0.0 * seed
+
+
+_FIXED = [np.array([0.1, -0.2, 0.3, 0.05]), 3]
+
+
+def _wrapper_filling_in_arguments(*ws):
+    a2 = list(_FIXED)
+    for i, w in zip((0,), ws):
+        a2[i] = w
+    return _loss_of_two(*a2)
+
+
+def test_forward_mode_on_the_tape_keeps_a_tuples_tangent_whole():
+    """A rule of one argument returns its result in a 1-tuple when that result may be a
+    tuple: ``for_items(ws)`` of the ``*ws`` tuple got, on the tape in forward mode, the
+    tangent of the tuple's first entry for the whole tuple (hvp in mode="auto" of a
+    wrapper filling in arguments was silently wrong)."""
+    x, along = _FIXED[0], np.array([0.3, -0.1, 0.2, 0.4])
+    expected = (-np.sin(x) * x + 2 * np.cos(x)) * along
+    gradient = sg.grad(_wrapper_filling_in_arguments, mode="s2s")
+    (_, tangent) = sg.jvp(gradient, (x,), (along,), mode="tape")
+    assert_close(tangent[0] if isinstance(tangent, tuple) else tangent, expected, 1e-7, 1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (product,) = sg.hvp(_wrapper_filling_in_arguments, (x,), (along,), mode="auto")
+    assert_close(product, expected, 1e-7, 1e-9)
+
+
+@pytest.mark.parametrize("helper", ["owned", "snapshot", "reads_stored", "for_items"])
+def test_rules_of_one_value_keep_a_tuple_whole(helper):
+    import s2sgrad.runtime as runtime
+    from s2sgrad.rules.registry import per_argument
+
+    rule = get_rule(getattr(runtime, helper))
+    value = (np.ones(2), np.zeros(3))
+    for derivative in (rule.vjp, rule.jvp):
+        entry = per_argument(derivative(value, value, value), 1)[0]
+        assert isinstance(entry, (tuple, list)) and len(entry) == 2, helper

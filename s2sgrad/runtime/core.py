@@ -493,19 +493,23 @@ def shape_only(value: Any) -> Any:
     return stand_in
 
 
+# a single argument's result in a 1-tuple: the value may be a tuple (a tuple's tangent, or
+# the cotangent of one on the tape), which a bare return would spread over arguments
+
+
 @vjp_rule(owned, snapshot)
 def _copy_vjp(g, ans, value):
-    return g
+    return (g,)
 
 
 @jvp_rule(owned)
 def _owned_jvp(t, ans, value):
-    return owned(t)  # the code updates the copy in place, and the tangent alongside it
+    return (owned(t),)  # the code updates the copy in place, and the tangent alongside it
 
 
 @jvp_rule(snapshot)
 def _snapshot_jvp(t, ans, value):
-    return snapshot(t)
+    return (snapshot(t),)
 
 
 nondifferentiable(zeros_like_value)

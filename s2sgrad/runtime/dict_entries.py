@@ -130,12 +130,12 @@ def only_entry(value: Any, key: Any) -> CotangentDict:
 
 @vjp_rule(copied_dict)
 def _copied_dict_vjp(g, ans, mapping):
-    return g if isinstance(mapping, dict) else pairs_cotangent(g, mapping)
+    return (g if isinstance(mapping, dict) else pairs_cotangent(g, mapping),)
 
 
 @jvp_rule(copied_dict)
 def _copied_dict_jvp(t, ans, mapping):
-    return copied_dict(t) if isinstance(mapping, dict) else dict_of_pairs(t, mapping)
+    return (copied_dict(t) if isinstance(mapping, dict) else dict_of_pairs(t, mapping),)
 
 
 @vjp_rule(pairs_cotangent)

@@ -201,12 +201,12 @@ def _refuse_reading(entry: tuple) -> None:
 
 @vjp_rule(reads_stored)
 def _reads_stored_vjp(g, ans, value):
-    return g
+    return (g,)  # in a 1-tuple: g may be a tuple
 
 
 @jvp_rule(reads_stored)
 def _reads_stored_jvp(t, ans, value):
-    return t
+    return (t,)
 
 
 @vjp_rule(getattr)

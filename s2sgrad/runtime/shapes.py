@@ -803,12 +803,12 @@ def _only_last_writes_jvp(t, ans, part, shape, index):
 
 @vjp_rule(for_items)
 def _for_items_vjp(g, ans, x):
-    return items_cotangent(g, x)
+    return (items_cotangent(g, x),)  # in a 1-tuple: a tuple's cotangent may be a tuple
 
 
 @jvp_rule(for_items)
 def _for_items_jvp(t, ans, x):
-    return items_cotangent(t, x)  # a dict's keys: zeros nobody reads
+    return (items_cotangent(t, x),)  # a tuple's tangent is a tuple; a dict's keys: zeros
 
 
 @vjp_rule(items_cotangent)
