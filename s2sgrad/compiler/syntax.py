@@ -424,23 +424,46 @@ def nested_statements(body: list[gast.stmt]):
     # a stack of iterators, not nested generators: each statement is handed up once, not
     # once per block around it (90 nested ifs made that quadratic)
     stack = [iter(body)]
+    blocks_of = _STATEMENT_BLOCKS
     while stack:
-        statement = next(stack[-1], None)
-        if statement is None:
-            stack.pop()
-            continue
-        yield statement
-        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
-            continue
-        blocks: list[list] = []
-        if isinstance(statement, gast.Match):  # read before desugaring (a callee's source)
-            blocks = [case.body for case in statement.cases]
+        for statement in stack[-1]:
+            yield statement
+            kind = type(statement)
+            fields = blocks_of.get(kind)
+            if fields is None:
+                fields = _statement_blocks(kind)
+            if not fields:
+                continue
+            if fields is _CASES:  # a match, read before desugaring (a callee's source)
+                blocks = [case.body for case in statement.cases]
+            else:
+                blocks = []
+                for field in fields:
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list):
+                        blocks.append(inner)
+            if blocks:
+                stack.extend(iter(block) for block in reversed(blocks))
+                break  # the blocks' statements come next, then this iterator's again
         else:
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list):
-                    blocks.append(inner)
-        stack.extend(iter(block) for block in reversed(blocks))
+            stack.pop()
+
+
+# statement class -> the fields nested_statements looks into (_CASES for match)
+_STATEMENT_BLOCKS: dict[type, tuple[str, ...]] = {}
+_CASES = ("cases",)
+
+
+def _statement_blocks(kind: type) -> tuple[str, ...]:
+    if issubclass(kind, (gast.FunctionDef, gast.ClassDef)):
+        fields: tuple[str, ...] = ()
+    elif issubclass(kind, gast.Match):
+        fields = _CASES
+    else:
+        present = getattr(kind, "_fields", ())
+        fields = tuple(f for f in ("body", "orelse", "finalbody") if f in present)
+    _STATEMENT_BLOCKS[kind] = fields
+    return fields
 
 
 def item_target_base(statement: gast.stmt) -> str | None:

@@ -337,14 +337,12 @@ def join_sequences(
 
         # layers = params[:1] + params[2:]   becomes   layers = concatenated(t1, t2)
     """
-    sequences = _sequence_names(node, containers, is_builtin)
+    sums = _operations(node, gast.Add)
+    sequences = _sequence_names(node, containers, is_builtin, among=_operand_names(sums))
     joins = [
         s
-        for s in nested_statements(node.body)
-        if type(s) is gast.Assign
-        and type(s.value) is gast.BinOp
-        and type(s.value.op) is gast.Add
-        and any(_is_name_in(operand, sequences) for operand in (s.value.left, s.value.right))
+        for s in sums
+        if any(_is_name_in(operand, sequences) for operand in (s.value.left, s.value.right))
     ]
     if not joins:
         return None
@@ -368,13 +366,11 @@ def repeated_sequences(
     ``returns_sequence(call)`` says whether a call surely returns a list or tuple (a
     helper of the user's whose every ``return`` is one).
     """
-    sequences = _sequence_names(node, containers, is_builtin, returns_sequence)
+    products = _operations(node, gast.Mult)
+    among = _operand_names(products)
+    sequences = _sequence_names(node, containers, is_builtin, returns_sequence, among)
     found = []
-    for s in nested_statements(node.body):
-        if type(s) is not gast.Assign or type(s.value) is not gast.BinOp:
-            continue
-        if type(s.value.op) is not gast.Mult:
-            continue
+    for s in products:
         left, right = s.value.left, s.value.right
         if _is_name_in(left, sequences):
             found.append((s, left, right))
@@ -383,18 +379,38 @@ def repeated_sequences(
     return found
 
 
+def _operations(node: gast.FunctionDef, operator: type) -> list[gast.Assign]:
+    """The statements ``v = a <operator> b`` of ``node``'s body and its blocks, in order."""
+    return [
+        s
+        for s in nested_statements(node.body)
+        if type(s) is gast.Assign and type(s.value) is gast.BinOp and type(s.value.op) is operator
+    ]
+
+
+def _operand_names(statements: list[gast.Assign]) -> set[str]:
+    return {
+        operand.id
+        for s in statements
+        for operand in (s.value.left, s.value.right)
+        if type(operand) is gast.Name
+    }
+
+
 def _sequence_names(
-    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None
+    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None, among=None
 ) -> set[str]:
-    """The variables every assignment of which gives a list or tuple (a greatest fixed
-    point, so that ``items = items + [v]`` in a loop counts)."""
+    """The variables of ``among`` (every one, if None) every assignment of which gives a
+    list or tuple (a greatest fixed point, so that ``items = items + [v]`` in a loop
+    counts)."""
     values: dict[str, list] = {}
     unknown = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     unknown -= set(containers)
+    assigned = []  # the values assigned to names, whose walruses bind names too
     for statement in nested_statements(node.body):
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
-            unknown |= names_written(statement.value)  # a walrus inside the value
+            assigned.append(statement.value)
             continue
         if type(statement) is not gast.Match and isinstance(getattr(statement, "body", None), list):
             unknown |= header_writes(statement)  # its blocks' statements come in turn
@@ -410,18 +426,57 @@ def _sequence_names(
             else:
                 unknown.add(name)
     sequences = (set(values) | set(containers)) - unknown
-    while True:
-        kept = {
-            name
-            for name in sequences
-            if all(
-                _makes_sequence(v, sequences, is_builtin, returns_sequence)
-                for v in values.get(name, [])
-            )
-        }
-        if kept == sequences:
-            return sequences
-        sequences = kept
+    if among is not None:  # only the names theirs can depend on
+        sequences = _reached(among & sequences, values, sequences)
+    sequences = _fixed_point(sequences, values, is_builtin, returns_sequence)
+    if sequences:  # a walrus in a value binds its name too (a walk of each: only now)
+        walrus = set().union(*map(names_written, assigned))
+        if not walrus.isdisjoint(sequences):
+            sequences = _fixed_point(sequences - walrus, values, is_builtin, returns_sequence)
+    return sequences if among is None else sequences & among
+
+
+def _fixed_point(sequences: set[str], values: dict, is_builtin, returns_sequence) -> set[str]:
+    """The greatest subset of ``sequences`` every value of whose names makes a sequence
+    (a worklist: a name is looked at again only when one its values read is dropped)."""
+    sequences = set(sequences)
+    readers: dict[str, list[str]] = {}
+    for name in sequences:
+        for value in values.get(name, ()):
+            for read in _names_followed(value):
+                readers.setdefault(read, []).append(name)
+    pending = list(sequences)
+    while pending:
+        name = pending.pop()
+        if name in sequences and not all(
+            _makes_sequence(v, sequences, is_builtin, returns_sequence)
+            for v in values.get(name, ())
+        ):
+            sequences.discard(name)
+            pending += readers.get(name, ())
+    return sequences
+
+
+def _names_followed(value: gast.expr) -> list[str]:
+    """The names whose being sequences :func:`_makes_sequence` of ``value`` reads."""
+    if type(value) is gast.Subscript:
+        value = value.value
+    parts = [value.left, value.right] if type(value) is gast.BinOp else [value]
+    return [part.id for part in parts if type(part) is gast.Name]
+
+
+def _reached(names: set[str], values: dict[str, list], allowed: set[str]) -> set[str]:
+    """``names`` and the names of ``allowed`` whose being sequences theirs depends on
+    (:func:`_makes_sequence` reads them), transitively."""
+    reached = set(names)
+    pending = list(names)
+    while pending:
+        for value in values.get(pending.pop(), ()):
+            for read in _names_followed(value):
+                if read in allowed and read not in reached:
+                    reached.add(read)
+                    pending.append(read)
+    return reached
 
 
 def _makes_sequence(
