@@ -459,9 +459,15 @@ def _fixed_point(sequences: set[str], values: dict, is_builtin, returns_sequence
 
 def _names_followed(value: gast.expr) -> list[str]:
     """The names whose being sequences :func:`_makes_sequence` of ``value`` reads."""
-    if type(value) is gast.Subscript:
-        value = value.value
-    parts = [value.left, value.right] if type(value) is gast.BinOp else [value]
+    kind = type(value)
+    if kind is gast.Name:
+        return [value.id]
+    if kind is gast.Subscript and type(value.slice) is gast.Slice:
+        parts = [value.value]
+    elif kind is gast.BinOp and type(value.op) is gast.Add:
+        parts = [value.left, value.right]
+    else:
+        return []
     return [part.id for part in parts if type(part) is gast.Name]
 
 
