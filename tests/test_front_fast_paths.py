@@ -5,12 +5,15 @@ gradients match finite differences in every mode."""
 
 from __future__ import annotations
 
+import ast
+
 import gast
 import numpy as np
 import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
+from s2sgrad.compiler.frontend.deep_expressions import may_be_deep
 from s2sgrad.compiler.passes.anf import join_sequences, repeated_sequences
 from s2sgrad.compiler.passes.names import NameGenerator
 
@@ -142,3 +145,42 @@ def test_repeated_sequences_follow_copies_and_stop_at_other_values():
     )
     found = repeated_sequences(node, set(), _is_builtin)
     assert [(s.targets[0].id, seq.id) for s, seq, _ in found] == [("c", "b")]
+
+
+def _may_be_deep_as_first_written(statement) -> bool:
+    for child in ast.iter_child_nodes(statement):
+        if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+            continue
+        if getattr(child, "end_lineno", None) is None:
+            continue
+        if child.end_lineno != child.lineno or child.end_col_offset - child.col_offset > 96:
+            return True
+    return False
+
+
+LONG_SUM = " + ".join(f"x{k}" for k in range(40))
+DEEP_SOURCES = [
+    "y = a + b\n",
+    f"y = {LONG_SUM}\n",
+    "y = f(a,\n      b)\n",
+    f"@decorate({LONG_SUM})\ndef g(): return 1\n",
+    "@decorate\ndef g(): return 1\n",
+    f"if {LONG_SUM}: pass\n",
+    "if a: y = 1\n",
+    f"class C: z = ({LONG_SUM})\n",
+]
+
+
+@pytest.mark.parametrize("source", DEEP_SOURCES)
+def test_may_be_deep_answers_as_the_look_at_every_child(source):
+    for statement in ast.parse(source).body:
+        assert may_be_deep(statement) == _may_be_deep_as_first_written(statement)
+
+
+def long_one_line_sum(x):
+    return x * 1.0 + x * 2.0 + x * 3.0 + x * 4.0 + x * 5.0 + x * 6.0 + x * 7.0 + x * 8.0 + x * 9.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_long_line_is_read_as_before(mode):
+    assert_close(sg.grad(long_one_line_sum, mode=mode)(0.5), 45.0)
