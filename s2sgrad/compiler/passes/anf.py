@@ -427,7 +427,8 @@ def _sequence_names(
                 unknown.add(name)
     sequences = (set(values) | set(containers)) - unknown
     if among is not None:  # only the names theirs can depend on
-        sequences = _reached(among & sequences, values, sequences)
+        calls = returns_sequence is not None
+        sequences = _reached(among & sequences, values, sequences, calls)
     sequences = _fixed_point(sequences, values, is_builtin, returns_sequence)
     if sequences:  # a walrus in a value binds its name too (a walk of each: only now)
         walrus = set().union(*map(names_written, assigned))
@@ -471,18 +472,40 @@ def _names_followed(value: gast.expr) -> list[str]:
     return [part.id for part in parts if type(part) is gast.Name]
 
 
-def _reached(names: set[str], values: dict[str, list], allowed: set[str]) -> set[str]:
-    """``names`` and the names of ``allowed`` whose being sequences theirs depends on
-    (:func:`_makes_sequence` reads them), transitively."""
-    reached = set(names)
+def _reached(names: set[str], values: dict[str, list], allowed: set[str], calls: bool) -> set[str]:
+    """The names of ``names`` and of ``allowed`` whose being sequences theirs depends on
+    (:func:`_makes_sequence` reads them), transitively, but for those with a value that
+    makes no sequence whatever the others are (``calls``: whether a call may make one)."""
+    reached = set()
     pending = list(names)
     while pending:
-        for value in values.get(pending.pop(), ()):
-            for read in _names_followed(value):
-                if read in allowed and read not in reached:
-                    reached.add(read)
-                    pending.append(read)
+        name = pending.pop()
+        if name in reached:
+            continue
+        found = values.get(name, ())
+        if any(_never_sequence(value, calls) for value in found):
+            continue
+        reached.add(name)
+        for value in found:
+            pending += [read for read in _names_followed(value) if read in allowed]
     return reached
+
+
+def _never_sequence(value: gast.expr, calls: bool) -> bool:
+    """Whether :func:`_makes_sequence` is false for ``value`` whichever names are sequences
+    (``calls``: whether it is given ``returns_sequence``)."""
+    kind = type(value)
+    if kind is gast.BinOp:
+        return type(value.op) is not gast.Add
+    if kind is gast.Call:
+        func = value.func
+        return not calls and not (type(func) is gast.Name and func.id in _SEQUENCE_BUILTINS)
+    if kind is gast.Subscript:
+        return type(value.slice) is not gast.Slice
+    return kind not in (gast.Name, gast.List, gast.Tuple)
+
+
+_SEQUENCE_BUILTINS = ("list", "tuple", "sorted")
 
 
 def _makes_sequence(
@@ -498,7 +521,7 @@ def _makes_sequence(
         return _is_name_in(value.left, sequences) or _is_name_in(value.right, sequences)
     if type(value) is gast.Call and type(value.func) is gast.Name:
         name = value.func.id
-        if name in ("list", "tuple", "sorted") and is_builtin(name):
+        if name in _SEQUENCE_BUILTINS and is_builtin(name):
             return True
     if type(value) is gast.Call and returns_sequence is not None:
         return returns_sequence(value)
