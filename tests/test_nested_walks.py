@@ -141,3 +141,21 @@ def test_nested_statements_follows_blocks_changed_while_it_runs():
         if type(statement) is gast.If:  # a pass replacing a block as it goes
             statement.body = [gast.Pass(), gast.Pass()]
     assert seen == ["If", "Pass", "Pass", "Assign"]
+
+
+def test_names_of_all_statements_as_the_union_of_each():
+    from s2sgrad.compiler.syntax import (
+        names_read,
+        names_read_in_all,
+        names_written,
+        names_written_in_all,
+    )
+
+    source = EVERY_BLOCK + "\n" + SOURCE.replace("def f(", "def h(")
+    for function in gast.parse(source).body:
+        body = function.body
+        assert names_written_in_all(body) == set().union(*map(names_written, body))
+        assert names_read_in_all(body) == set().union(*map(names_read, body))
+    nested = gast.parse("def f(x):\n    def g(a):\n        q = a\n    k = lambda b: b\n").body[0]
+    assert names_written_in_all(nested.body) == {"g", "q", "k"}  # as names_written of each
+    assert names_written_in_all([]) == set() == names_read_in_all([])

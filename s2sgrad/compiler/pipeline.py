@@ -88,7 +88,8 @@ from s2sgrad.compiler.syntax import (
     clone,
     load,
     names_read,
-    names_written,
+    names_read_in_all,
+    names_written_in_all,
     parameter_names,
     store_param,
     walk,
@@ -654,18 +655,12 @@ def _all_names(nodes: list[gast.AST]) -> set[str]:
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:
     """Every name the function body binds at its top level or in its blocks."""
-    result = set()
-    for statement in node.body:
-        result |= names_written(statement)
-    return result
+    return names_written_in_all(node.body)
 
 
 def names_read_in(node: gast.FunctionDef) -> set[str]:
     """Every name the function body reads."""
-    result = set()
-    for statement in node.body:
-        result |= names_read(statement)
-    return result
+    return names_read_in_all(node.body)
 
 
 # run-time dispatch (in the runtime, below the compiler) transforms the callees it meets
