@@ -412,10 +412,9 @@ def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) ->
         return found[1]
 
     helper = None
-    found = repeated_sequences(node, set(), is_builtin, returns_sequence)
+    # not a product (a varied count), nor constants repeated (which need no derivative)
+    found = repeated_sequences(node, set(), is_builtin, returns_sequence, set(varied))
     for statement, sequence, count in found:
-        if names_read(count) & set(varied) or not names_read(sequence) & set(varied):
-            continue  # a product; or constants repeated, which need no derivative
         if helper is None:
             helper = names.claim("repeated")
             parsed.closure[helper] = runtime.repeated

@@ -30,6 +30,7 @@ from s2sgrad.compiler.syntax import (
     literal_keys,
     load,
     method_receiver,
+    names_read,
     names_written,
     nested_statements,
     store,
@@ -353,7 +354,7 @@ def join_sequences(
 
 
 def repeated_sequences(
-    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None
+    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None, varied=None
 ) -> list:
     """``(statement, sequence, count)`` for each ``v = a * n`` (or ``n * a``) where ``a``
     surely holds a list or tuple: ``*`` repeats it (the caller makes it a call whose
@@ -364,9 +365,13 @@ def repeated_sequences(
         # ys = xs * 2   with   xs = [x, y]   ->   [(that statement, xs, 2)]
 
     ``returns_sequence(call)`` says whether a call surely returns a list or tuple (a
-    helper of the user's whose every ``return`` is one).
+    helper of the user's whose every ``return`` is one). With ``varied`` (the names that
+    vary with a differentiated value), only the sequences that read one, repeated by a
+    count that reads none.
     """
     products = _operations(node, gast.Mult)
+    if varied is not None:  # the products that cannot pass the last test: not asked
+        products = [s for s in products if _may_repeat(s.value, varied)]
     among = _operand_names(products)
     sequences = _sequence_names(node, containers, is_builtin, returns_sequence, among)
     found = []
@@ -376,7 +381,22 @@ def repeated_sequences(
             found.append((s, left, right))
         elif _is_name_in(right, sequences):
             found.append((s, right, left))
+    if varied is not None:
+        found = [
+            (s, sequence, count)
+            for s, sequence, count in found
+            if not names_read(count) & varied and names_read(sequence) & varied
+        ]
     return found
+
+
+def _may_repeat(product: gast.BinOp, varied: set[str]) -> bool:
+    """Whether ``a * n`` may repeat a varied sequence by a count that is not: one operand
+    a varied name, the other reading no varied name."""
+    left, right = product.left, product.right
+    if type(left) is gast.Name and left.id in varied and not names_read(right) & varied:
+        return True
+    return type(right) is gast.Name and right.id in varied and not names_read(left) & varied
 
 
 def _operations(node: gast.FunctionDef, operator: type) -> list[gast.Assign]:
