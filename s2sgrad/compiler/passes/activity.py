@@ -88,8 +88,8 @@ def analyse_activity(
     changed = True
     while changed:
         changed = False
-        for targets, reads in readers:
-            if targets is not None and targets.isdisjoint(useful):
+        for written, reads in readers:
+            if written is not None and written.isdisjoint(useful):
                 continue
             new = reads - useful
             if new:
