@@ -76,3 +76,86 @@ def test_names_assigned_in_with_shared_answers_as_plain_walk():
         for region in order:
             assert names_assigned_in(region, known) == _plain_assigned(region)
             assert names_assigned_in(region) == _plain_assigned(region)
+
+
+EVERY_BLOCK = """
+def f(x, s):
+    match s:
+        case 1:
+            a = 1
+            if a:
+                b = 2
+        case _:
+            c = 3
+    with open(x) as handle:
+        d = 4
+    try:
+        e = 5
+    except ValueError:
+        h = 6
+    else:
+        k = 7
+    while s:
+        m = 8
+    else:
+        n = 9
+    async def g():
+        o = 10
+    class C:
+        p = 11
+    for i in []:
+        pass
+    else:
+        q = 12
+    return x
+"""
+
+
+def _reference(body):
+    """nested_statements as it was first written (a match's cases, each block in order)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            continue
+        if isinstance(statement, gast.Match):
+            for case in statement.cases:
+                yield from _reference(case.body)
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list):
+                yield from _reference(inner)
+
+
+def test_nested_statements_of_every_kind_of_block_as_the_reference():
+    body = gast.parse(EVERY_BLOCK).body[0].body
+    assert [id(s) for s in nested_statements(body)] == [id(s) for s in _reference(body)]
+    assert [id(s) for s in nested_statements([])] == []
+
+
+def test_nested_statements_follows_blocks_changed_while_it_runs():
+    body = gast.parse("def f(x):\n    if x:\n        y = 1\n    z = 2").body[0].body
+    seen = []
+    for statement in nested_statements(body):
+        seen.append(type(statement).__name__)
+        if type(statement) is gast.If:  # a pass replacing a block as it goes
+            statement.body = [gast.Pass(), gast.Pass()]
+    assert seen == ["If", "Pass", "Pass", "Assign"]
+
+
+def test_names_of_all_statements_as_the_union_of_each():
+    from s2sgrad.compiler.syntax import (
+        names_read,
+        names_read_in_all,
+        names_written,
+        names_written_in_all,
+    )
+
+    source = EVERY_BLOCK + "\n" + SOURCE.replace("def f(", "def h(")
+    for function in gast.parse(source).body:
+        body = function.body
+        assert names_written_in_all(body) == set().union(*map(names_written, body))
+        assert names_read_in_all(body) == set().union(*map(names_read, body))
+    nested = gast.parse("def f(x):\n    def g(a):\n        q = a\n    k = lambda b: b\n").body[0]
+    assert names_written_in_all(nested.body) == {"g", "q", "k"}  # as names_written of each
+    assert names_written_in_all([]) == set() == names_read_in_all([])

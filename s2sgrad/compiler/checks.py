@@ -45,11 +45,19 @@ def check_signature(parsed: ParsedFunction, node, wrt) -> None:
             raise ValueError(f"{parsed.location()}: {parsed.name} has no parameter {name!r}")
 
 
-def check_no_outer_writes(parsed: ParsedFunction, node: gast.FunctionDef) -> None:
+def check_no_outer_writes(
+    parsed: ParsedFunction, node: gast.FunctionDef, nodes: list[gast.AST] | None = None
+) -> None:
     """Refuse ``global x`` and ``nonlocal x`` of a name outside the function: generated
-    code lives in a module of its own, and would write somewhere else."""
+    code lives in a module of its own, and would write somewhere else. ``nodes``:
+    ``walk(node)``, when the caller has it.
+
+    Example::
+
+        check_no_outer_writes(parsed, node)  # raises for 'global counter'
+    """
     outer = set(parsed.function.__code__.co_freevars)
-    for statement in walk(node):
+    for statement in walk(node) if nodes is None else nodes:
         kind = type(statement)
         if kind is gast.Global or (kind is gast.Nonlocal and outer & set(statement.names)):
             word = "global" if kind is gast.Global else "nonlocal"

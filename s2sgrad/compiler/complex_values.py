@@ -43,19 +43,23 @@ def complex_readiness(
     local_names: set[str],
     reads_complex: bool,
     varied: set[str],
+    nodes: list[gast.AST] | None = None,
+    classified: dict[int, tuple] | None = None,
 ) -> ComplexFacts:
     """Whether every differentiated step of ``node`` (in A-normal form; one that reads a
     ``varied`` name) may meet complex values.
 
     Raises ``UnsupportedError`` naming the first step that may not when the function
     makes complex values itself (``reads_complex``: a global or closure value it reads is
-    complex).
+    complex). ``nodes``: ``walk(node)``, and ``classified``: the operations of values
+    already classified (``{id(value): (value, operation)}``), when the caller has them.
 
     Example::
 
         complex_readiness(node, parsed, {"x", "t1"}, False, {"x", "t1"}).ready  # np.exp(x)
     """
-    nodes = walk(node)
+    nodes = walk(node) if nodes is None else nodes
+    classified = {} if classified is None else classified
     makes = reads_complex or _has_complex_literal(nodes)
     refused = None
     statements = [s for s in nodes if type(s) in (gast.Assign, gast.Expr)]
@@ -65,7 +69,11 @@ def complex_readiness(
         if type(s) is gast.Assign and len(s.targets) == 1 and type(s.targets[0]) is gast.Name
     }
     for statement in statements:
-        operation = classify(statement.value, parsed, local_names)
+        known = classified.get(id(statement.value))
+        if known is not None and known[0] is statement.value:
+            operation = known[1]
+        else:
+            operation = classify(statement.value, parsed, local_names)
         makes = makes or _makes_complex(operation, statement.value, parsed, assigned)
         if _list_append(statement):
             continue

@@ -50,12 +50,19 @@ def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
     return live, assumptions
 
 
-def module_attribute_entries(parsed: ParsedFunction, node: gast.FunctionDef) -> list:
+def module_attribute_entries(
+    parsed: ParsedFunction, node: gast.FunctionDef, nodes: list[gast.AST] | None = None
+) -> list:
     """Entries for what the code reads from a module of the user's (``layers.dense(x)``,
     ``config.scale``), which a reload or a patch may replace without rebinding any name
-    the code reads."""
+    the code reads. ``nodes``: ``walk(node)``, when the caller has it.
+
+    Example::
+
+        assumptions.include(module_attribute_entries(parsed, node))
+    """
     entries = []
-    for attribute in walk(node):
+    for attribute in walk(node) if nodes is None else nodes:
         if type(attribute) is not gast.Attribute or type(attribute.ctx) is not gast.Load:
             continue
         module = parsed.resolve(attribute.value)

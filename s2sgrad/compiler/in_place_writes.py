@@ -195,8 +195,31 @@ def refuse_untracked_writes(
 
         refuse_untracked_writes(node.body, parsed, local_names, activity)  # raises or not
     """
+    if not any(_write_of(s, parsed, local_names) for s in _checked_statements(body)):
+        return  # the common case, known without the reads on each path
     bases = _view_bases(body)
     _check_block(body, parsed, local_names, activity, bases, set())
+
+
+def _checked_statements(statements):
+    """The statements :func:`_check_block` checks, in turn: those of loops' and ``if``s'
+    blocks, not the compound statements."""
+    for statement in statements:
+        if isinstance(statement, (gast.For, gast.While, gast.If)):
+            yield from _checked_statements(statement.body)
+            yield from _checked_statements(statement.orelse)
+        else:
+            yield statement
+
+
+def _write_of(statement, parsed, local_names) -> InPlaceWrite | None:
+    """The in-place write ``statement`` makes through a call or an array's attribute."""
+    write = None
+    if isinstance(statement, (gast.Assign, gast.Expr)):
+        write = in_place_write(statement.value, parsed, local_names)
+    if write is None and isinstance(statement, gast.Assign):
+        write = _array_attribute_write(statement.targets[0], local_names)
+    return write
 
 
 def _check_block(statements, parsed, local_names, activity, bases, read_on_path) -> None:
@@ -217,11 +240,7 @@ def _check_block(statements, parsed, local_names, activity, bases, read_on_path)
 
 
 def _check_statement(statement, parsed, local_names, activity, bases, read_on_path) -> None:
-    write = None
-    if isinstance(statement, (gast.Assign, gast.Expr)):
-        write = in_place_write(statement.value, parsed, local_names)
-    if write is None and isinstance(statement, gast.Assign):
-        write = _array_attribute_write(statement.targets[0], local_names)
+    write = _write_of(statement, parsed, local_names)
     if write is None:
         return
     roots = {bases.get(n, n) for n in written_names(write)}  # t for a view t2 = t[0]

@@ -88,7 +88,8 @@ from s2sgrad.compiler.syntax import (
     clone,
     load,
     names_read,
-    names_written,
+    names_read_in_all,
+    names_written_in_all,
     parameter_names,
     store_param,
     walk,
@@ -289,8 +290,9 @@ def _build(request: Request) -> GeneratedFunction:
         request = dataclasses.replace(
             request, containers=request.containers | {node.args.vararg.id}
         )
-    check_no_outer_writes(parsed, node)
-    names = NameGenerator(_all_names(node))
+    nodes = walk(node)  # for both: neither changes the tree
+    check_no_outer_writes(parsed, node, nodes)
+    names = NameGenerator(_all_names(nodes))
     inlined = inline_updating_helpers(node, parsed, names)
     inlined |= inline_helper_bodies(node, parsed, names)
     copy_updated_arguments(node, parsed, names, request.containers)
@@ -307,11 +309,18 @@ def _build(request: Request) -> GeneratedFunction:
             reads_complex = reads_complex or runtime.is_complex(obj)
             namespace.bind_existing(name, obj)
     live, assumptions = free_name_entries(parsed, free_names)
-    assumptions.include(module_attribute_entries(parsed, node))
-    activity = _activity(request, parsed, node, differentiated, local_names)
-    _repeat_sequences(parsed, node, activity.varied, names, namespace)
-    mark_differentiated_reads(node, parsed, activity.varied)
-    complex_facts = complex_readiness(node, parsed, local_names, reads_complex, activity.varied)
+    nodes = walk(node)  # shared by the analyses below while none changes the tree
+    assumptions.include(module_attribute_entries(parsed, node, nodes))
+    classified: dict[int, tuple] = {}  # id(value) -> (value, its Operation), made once
+    activity = _activity(request, parsed, node, differentiated, local_names, classified)
+    if _repeat_sequences(parsed, node, activity.varied, names, namespace):
+        nodes = walk(node)
+    if mark_differentiated_reads(node, parsed, activity.varied, nodes):
+        nodes = walk(node)
+        classified.clear()  # the calls marked have a keyword more
+    complex_facts = complex_readiness(
+        node, parsed, local_names, reads_complex, activity.varied, nodes, classified
+    )
     callees: list = []  # (call node, complex-ready) of each user function's derivative called
     build = _build_jvp if request.kind == "jvp" else _build_reverse
     generated = build(
@@ -380,36 +389,46 @@ def _returns_only_sequences(function) -> bool:
     return bool(returns) and all(type(r.value) in (gast.Tuple, gast.List) for r in returns)
 
 
-def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) -> None:
+def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) -> bool:
     """Make ``ys = xs * n`` (or ``n * xs``) a call ``repeated(xs, n)`` where ``xs`` surely
     holds a list or tuple of differentiated values the function builds and ``n`` is no
     differentiated value: ``*``
     repeats the sequence, whose derivative sums the copies (a differentiated ``n`` makes
-    ``*`` NumPy's product of the list as an array). ``repeated`` checks both as it runs."""
+    ``*`` NumPy's product of the list as an array). ``repeated`` checks both as it runs.
+    Returns whether it rewrote any."""
 
     def is_builtin(name: str) -> bool:
         return parsed.resolve_name(name) is getattr(builtins, name)
 
     # only lists the function builds: a container argument may reach '*' on a path that
     # an isinstance test keeps it off
+    known: dict[int, tuple[Any, bool]] = {}  # id(function) -> (function, answer)
+
     def returns_sequence(call: gast.Call) -> bool:
-        return _returns_only_sequences(parsed.resolve(call.func))
+        function = parsed.resolve(call.func)
+        found = known.get(id(function))
+        if found is None or found[0] is not function:
+            found = known[id(function)] = (function, _returns_only_sequences(function))
+        return found[1]
 
     helper = None
-    found = repeated_sequences(node, set(), is_builtin, returns_sequence)
+    # not a product (a varied count), nor constants repeated (which need no derivative)
+    found = repeated_sequences(node, set(), is_builtin, returns_sequence, set(varied))
     for statement, sequence, count in found:
-        if names_read(count) & set(varied) or not names_read(sequence) & set(varied):
-            continue  # a product; or constants repeated, which need no derivative
         if helper is None:
             helper = names.claim("repeated")
             parsed.closure[helper] = runtime.repeated
             namespace.bind_existing(helper, runtime.repeated)
         statement.value = call(load(helper), [sequence, count])
+    return helper is not None
 
 
-def _activity(request: Request, parsed: ParsedFunction, node, differentiated, local_names):
+def _activity(
+    request: Request, parsed: ParsedFunction, node, differentiated, local_names, classified
+):
     """Which values depend on a differentiated argument and reach the output; refuses
-    writes the derivative could not follow."""
+    writes the derivative could not follow. ``classified`` keeps each value's operation
+    (``classify``), by id, for the analyses after it."""
 
     def output_names(statement: gast.Return) -> set[str]:
         value = statement.value
@@ -427,6 +446,7 @@ def _activity(request: Request, parsed: ParsedFunction, node, differentiated, lo
         if id(value) in cancelled:
             return True
         operation = classify(value, parsed, local_names)
+        classified[id(value)] = (value, operation)
         return (
             operation.kind in (OperationKind.COMPARISON, OperationKind.CONSTANT)
             or not operation.differentiable
@@ -621,9 +641,9 @@ def _build_jvp(
     return generated
 
 
-def _all_names(node: gast.AST) -> set[str]:
+def _all_names(nodes: list[gast.AST]) -> set[str]:
     names = set()
-    for child in walk(node):
+    for child in nodes:
         kind = type(child)
         if kind is gast.Name:
             names.add(child.id)
@@ -634,18 +654,12 @@ def _all_names(node: gast.AST) -> set[str]:
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:
     """Every name the function body binds at its top level or in its blocks."""
-    result = set()
-    for statement in node.body:
-        result |= names_written(statement)
-    return result
+    return names_written_in_all(node.body)
 
 
 def names_read_in(node: gast.FunctionDef) -> set[str]:
     """Every name the function body reads."""
-    result = set()
-    for statement in node.body:
-        result |= names_read(statement)
-    return result
+    return names_read_in_all(node.body)
 
 
 # run-time dispatch (in the runtime, below the compiler) transforms the callees it meets

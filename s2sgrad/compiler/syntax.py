@@ -30,6 +30,8 @@ __all__ = [
     "every_statement",
     "walk",
     "names_written",
+    "names_read_in_all",
+    "names_written_in_all",
     "names_modified",
     "nested_statements",
     "method_receiver",
@@ -337,12 +339,12 @@ def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
 
 def names_read(node: gast.AST) -> set[str]:
     """Names loaded anywhere inside ``node``."""
-    return _names(node, gast.Load)
+    return _names_of([node], gast.Load)
 
 
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
-    return _names(node, gast.Store)
+    return _names_of([node], gast.Store)
 
 
 def names_used(node: gast.AST) -> set[str]:
@@ -353,17 +355,39 @@ def names_used(node: gast.AST) -> set[str]:
 
         names_used(gast.parse("y = f(x)"))  # {'y', 'f', 'x'}
     """
-    return _names(node, None)
+    return _names_of([node], None)
 
 
-def _names(node: gast.AST, context: type | None) -> set[str]:
+def names_read_in_all(statements: list[gast.stmt]) -> set[str]:
+    """``set().union(*map(names_read, statements))``, in one walk.
+
+    Example::
+
+        names_read_in_all(function.body)  # every name the body reads
+    """
+    return _names_of(statements, gast.Load)
+
+
+def names_written_in_all(statements: list[gast.stmt]) -> set[str]:
+    """``set().union(*map(names_written, statements))``, in one walk (a function
+    definition among ``statements`` is entered, as ``names_written`` of it does).
+
+    Example::
+
+        names_written_in_all(function.body)  # every name the body binds
+    """
+    return _names_of(statements, gast.Store)
+
+
+def _names_of(roots: list, context: type | None) -> set[str]:
     """The names of ``context`` (Load: everywhere; Store: not inside nested functions, and
     the names of the functions and classes defined; None: all, everywhere) in one walk
     that does not list nodes: names_read and names_written run once or more per statement
-    in most passes."""
+    in most passes. Each of ``roots`` is asked as if alone (its own definition entered)."""
     found: set[str] = set()
     add = found.add
-    stack = [node]
+    root_ids: set[int] | None = None
+    stack = list(roots)
     pop, push, extend = stack.pop, stack.append, stack.extend
     plans = _OPERATOR_FREE
     name, constant = gast.Name, gast.Constant
@@ -383,7 +407,9 @@ def _names(node: gast.AST, context: type | None) -> set[str]:
         if writes and kind in SCOPES:
             if kind is not gast.AsyncFunctionDef and kind is not gast.Lambda:
                 add(current.name)
-            if current is not node:
+            if root_ids is None:  # a definition: entered only as one of the roots
+                root_ids = {id(root) for root in roots}
+            if id(current) not in root_ids:
                 continue
         fields = plans.get(kind)
         if fields is None:
@@ -424,23 +450,46 @@ def nested_statements(body: list[gast.stmt]):
     # a stack of iterators, not nested generators: each statement is handed up once, not
     # once per block around it (90 nested ifs made that quadratic)
     stack = [iter(body)]
+    blocks_of = _STATEMENT_BLOCKS
     while stack:
-        statement = next(stack[-1], None)
-        if statement is None:
-            stack.pop()
-            continue
-        yield statement
-        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
-            continue
-        blocks: list[list] = []
-        if isinstance(statement, gast.Match):  # read before desugaring (a callee's source)
-            blocks = [case.body for case in statement.cases]
+        for statement in stack[-1]:
+            yield statement
+            kind = type(statement)
+            fields = blocks_of.get(kind)
+            if fields is None:
+                fields = _statement_blocks(kind)
+            if not fields:
+                continue
+            if fields is _CASES:  # a match, read before desugaring (a callee's source)
+                blocks = [case.body for case in statement.cases]
+            else:
+                blocks = []
+                for field in fields:
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list):
+                        blocks.append(inner)
+            if blocks:
+                stack.extend(iter(block) for block in reversed(blocks))
+                break  # the blocks' statements come next, then this iterator's again
         else:
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list):
-                    blocks.append(inner)
-        stack.extend(iter(block) for block in reversed(blocks))
+            stack.pop()
+
+
+# statement class -> the fields nested_statements looks into (_CASES for match)
+_STATEMENT_BLOCKS: dict[type, tuple[str, ...]] = {}
+_CASES = ("cases",)
+
+
+def _statement_blocks(kind: type) -> tuple[str, ...]:
+    if issubclass(kind, (gast.FunctionDef, gast.ClassDef)):
+        fields: tuple[str, ...] = ()
+    elif issubclass(kind, gast.Match):
+        fields = _CASES
+    else:
+        present = getattr(kind, "_fields", ())
+        fields = tuple(f for f in ("body", "orelse", "finalbody") if f in present)
+    _STATEMENT_BLOCKS[kind] = fields
+    return fields
 
 
 def item_target_base(statement: gast.stmt) -> str | None:

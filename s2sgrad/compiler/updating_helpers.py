@@ -75,7 +75,7 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
     """
     local_defs = _local_updating_defs(node, parsed)
     _names_to_keep(node, local_defs)
-    local = names_written(node) | parameter_names(node)
+    local: set[str] | None = None  # the names bound here, found at the first helper's call
     inlined: set[str] = set()
     for _ in range(8):  # helpers that call helpers that change their arguments
         found = False
@@ -83,6 +83,11 @@ def inline_updating_helpers(node: gast.FunctionDef, parsed, names: NameGenerator
             position = 0
             while position < len(block):
                 statement = block[position]
+                if _statement_call(statement) is None:
+                    position += 1
+                    continue
+                if local is None:
+                    local = names_written(node) | parameter_names(node)
                 body, name = _inline_statement(statement, parsed, names, local, local_defs)
                 if body is None:
                     position += 1
@@ -172,6 +177,8 @@ def _local_updating_defs(node: gast.FunctionDef, parsed) -> dict[str, _Callee]:
 
 def _names_to_keep(node: gast.FunctionDef, local_defs: dict[str, _Callee]) -> None:
     """Set each nested helper's ``keep``: its variables that nothing else in ``node`` names."""
+    if not local_defs:
+        return
     inside = {id(n) for c in local_defs.values() for n in walk(c.binding)}
     outside = {n.id for n in walk(node) if type(n) is gast.Name and id(n) not in inside}
     for callee in local_defs.values():

@@ -79,6 +79,8 @@ def may_be_deep(statement: ast.stmt) -> bool:
     """Whether an expression of ``statement`` may be too deep: each level of nesting takes
     a character at least, and the passes cope with twice ``DEEPEST``, so an expression on
     one line that is shorter than that is not looked at (most are, and it is quicker)."""
+    if type(statement) not in _DECORATED and _short_line(statement):
+        return False  # its expressions lie within it (a definition's decorators do not)
     child: Any  # a node with a location (expressions, keywords)
     for child in ast.iter_child_nodes(statement):
         if isinstance(child, _BLOCKS) or getattr(child, "end_lineno", None) is None:
@@ -89,6 +91,19 @@ def may_be_deep(statement: ast.stmt) -> bool:
         ):
             return True
     return False
+
+
+_DECORATED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _short_line(node: Any) -> bool:
+    """Whether ``node`` lies on one line, within ``2 * DEEPEST`` characters."""
+    end = getattr(node, "end_lineno", None)
+    return (
+        end is not None
+        and end == node.lineno
+        and node.end_col_offset - node.col_offset <= 2 * DEEPEST
+    )
 
 
 def _heights(statement: ast.stmt) -> tuple[dict[int, int], dict[int, bool]]:

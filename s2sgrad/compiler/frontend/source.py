@@ -171,9 +171,10 @@ def _definition_node(function, code, lines, first_line, tree):
                 f"{function.__qualname__}: {error.msg}"
             ) from None
     work = tree
-    if any(may_be_deep(s) for block in statement_lists(tree) for s in block):
+    deep = any(may_be_deep(s) for block in statement_lists(tree) for s in block)
+    if deep:
         work = ast.parse(source)  # splitting changes it; the original is compared with code
-    return _function_node(work, function, filename, first_line), tree.body[0]
+    return _function_node(work, function, filename, first_line, deep), tree.body[0]
 
 
 def _names_the_function(lines: list[str], code: types.CodeType) -> bool:
@@ -227,8 +228,9 @@ def _last_line(code: types.CodeType) -> int | None:
     return max(ends, default=None)
 
 
-def _function_node(tree, function, filename, first_line) -> gast.FunctionDef:
-    split_deep_expressions(tree, lambda line: where(filename, first_line + line - 1))
+def _function_node(tree, function, filename, first_line, deep=True) -> gast.FunctionDef:
+    if deep:  # else no statement of the tree may be too deep: nothing to split
+        split_deep_expressions(tree, lambda line: where(filename, first_line + line - 1))
     node = to_gast(tree).body[0] if tree.body else None
     if not isinstance(node, gast.FunctionDef):
         raise S2SGradError(

@@ -73,21 +73,25 @@ def analyse_activity(
             if not reads.isdisjoint(varied) and not targets <= varied:
                 varied |= targets
                 changed = True
+    # (names written, or None for a return, names read), last first, asked once
+    readers: list[tuple[set[str] | None, set[str]]] = []
+    for statement, targets, value, reads in reversed(facts):
+        if isinstance(statement, gast.Return) and statement.value is not None:
+            readers.append((None, output_names(statement)))
+        elif value is not None:
+            if isinstance(statement, gast.Assign) and not isinstance(
+                statement.targets[0], (gast.Name, gast.Tuple, gast.List)
+            ):
+                reads = reads | names_read(statement.targets[0])
+            readers.append((targets, reads))
     useful: set[str] = set()
     changed = True
     while changed:
         changed = False
-        for statement, targets, value, reads in reversed(facts):
-            if isinstance(statement, gast.Return) and statement.value is not None:
-                new = output_names(statement) - useful
-            else:
-                if value is None or targets.isdisjoint(useful):
-                    continue
-                new = reads - useful
-                if isinstance(statement, gast.Assign) and not isinstance(
-                    statement.targets[0], (gast.Name, gast.Tuple, gast.List)
-                ):
-                    new |= names_read(statement.targets[0]) - useful
+        for written, reads in readers:
+            if written is not None and written.isdisjoint(useful):
+                continue
+            new = reads - useful
             if new:
                 useful |= new
                 changed = True
@@ -98,6 +102,9 @@ def _assignment(statement: gast.stmt) -> tuple[set[str], gast.expr | None]:
     """(names written, value) of an assignment-like statement; (set(), None) otherwise."""
     if isinstance(statement, gast.Assign):
         target = statement.targets[0]
+        plain = type(target) is gast.Name and type(target.ctx) is gast.Store
+        if plain and target.annotation is None:
+            return {target.id}, statement.value  # names_written of it, without a walk
         if isinstance(target, gast.Subscript):  # y[i] = v updates y from v and y itself
             base = target.value
             while isinstance(base, gast.Subscript):

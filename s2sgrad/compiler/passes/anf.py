@@ -30,6 +30,7 @@ from s2sgrad.compiler.syntax import (
     literal_keys,
     load,
     method_receiver,
+    names_read,
     names_written,
     nested_statements,
     store,
@@ -337,14 +338,12 @@ def join_sequences(
 
         # layers = params[:1] + params[2:]   becomes   layers = concatenated(t1, t2)
     """
-    sequences = _sequence_names(node, containers, is_builtin)
+    sums = _operations(node, gast.Add)
+    sequences = _sequence_names(node, containers, is_builtin, among=_operand_names(sums))
     joins = [
         s
-        for s in nested_statements(node.body)
-        if type(s) is gast.Assign
-        and type(s.value) is gast.BinOp
-        and type(s.value.op) is gast.Add
-        and any(_is_name_in(operand, sequences) for operand in (s.value.left, s.value.right))
+        for s in sums
+        if any(_is_name_in(operand, sequences) for operand in (s.value.left, s.value.right))
     ]
     if not joins:
         return None
@@ -355,7 +354,7 @@ def join_sequences(
 
 
 def repeated_sequences(
-    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None
+    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None, varied=None
 ) -> list:
     """``(statement, sequence, count)`` for each ``v = a * n`` (or ``n * a``) where ``a``
     surely holds a list or tuple: ``*`` repeats it (the caller makes it a call whose
@@ -366,35 +365,72 @@ def repeated_sequences(
         # ys = xs * 2   with   xs = [x, y]   ->   [(that statement, xs, 2)]
 
     ``returns_sequence(call)`` says whether a call surely returns a list or tuple (a
-    helper of the user's whose every ``return`` is one).
+    helper of the user's whose every ``return`` is one). With ``varied`` (the names that
+    vary with a differentiated value), only the sequences that read one, repeated by a
+    count that reads none.
     """
-    sequences = _sequence_names(node, containers, is_builtin, returns_sequence)
+    products = _operations(node, gast.Mult)
+    if varied is not None:  # the products that cannot pass the last test: not asked
+        products = [s for s in products if _may_repeat(s.value, varied)]
+    among = _operand_names(products)
+    sequences = _sequence_names(node, containers, is_builtin, returns_sequence, among)
     found = []
-    for s in nested_statements(node.body):
-        if type(s) is not gast.Assign or type(s.value) is not gast.BinOp:
-            continue
-        if type(s.value.op) is not gast.Mult:
-            continue
+    for s in products:
         left, right = s.value.left, s.value.right
         if _is_name_in(left, sequences):
             found.append((s, left, right))
         elif _is_name_in(right, sequences):
             found.append((s, right, left))
+    if varied is not None:
+        found = [
+            (s, sequence, count)
+            for s, sequence, count in found
+            if not names_read(count) & varied and names_read(sequence) & varied
+        ]
     return found
 
 
+def _may_repeat(product: gast.BinOp, varied: set[str]) -> bool:
+    """Whether ``a * n`` may repeat a varied sequence by a count that is not: one operand
+    a varied name, the other reading no varied name."""
+    left, right = product.left, product.right
+    if type(left) is gast.Name and left.id in varied and not names_read(right) & varied:
+        return True
+    return type(right) is gast.Name and right.id in varied and not names_read(left) & varied
+
+
+def _operations(node: gast.FunctionDef, operator: type) -> list[gast.Assign]:
+    """The statements ``v = a <operator> b`` of ``node``'s body and its blocks, in order."""
+    return [
+        s
+        for s in nested_statements(node.body)
+        if type(s) is gast.Assign and type(s.value) is gast.BinOp and type(s.value.op) is operator
+    ]
+
+
+def _operand_names(statements: list[gast.Assign]) -> set[str]:
+    return {
+        operand.id
+        for s in statements
+        for operand in (s.value.left, s.value.right)
+        if type(operand) is gast.Name
+    }
+
+
 def _sequence_names(
-    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None
+    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None, among=None
 ) -> set[str]:
-    """The variables every assignment of which gives a list or tuple (a greatest fixed
-    point, so that ``items = items + [v]`` in a loop counts)."""
+    """The variables of ``among`` (every one, if None) every assignment of which gives a
+    list or tuple (a greatest fixed point, so that ``items = items + [v]`` in a loop
+    counts)."""
     values: dict[str, list] = {}
     unknown = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
     unknown -= set(containers)
+    assigned = []  # the values assigned to names, whose walruses bind names too
     for statement in nested_statements(node.body):
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
-            unknown |= names_written(statement.value)  # a walrus inside the value
+            assigned.append(statement.value)
             continue
         if type(statement) is not gast.Match and isinstance(getattr(statement, "body", None), list):
             unknown |= header_writes(statement)  # its blocks' statements come in turn
@@ -410,18 +446,86 @@ def _sequence_names(
             else:
                 unknown.add(name)
     sequences = (set(values) | set(containers)) - unknown
-    while True:
-        kept = {
-            name
-            for name in sequences
-            if all(
-                _makes_sequence(v, sequences, is_builtin, returns_sequence)
-                for v in values.get(name, [])
-            )
-        }
-        if kept == sequences:
-            return sequences
-        sequences = kept
+    if among is not None:  # only the names theirs can depend on
+        calls = returns_sequence is not None
+        sequences = _reached(among & sequences, values, sequences, calls)
+    sequences = _fixed_point(sequences, values, is_builtin, returns_sequence)
+    if sequences:  # a walrus in a value binds its name too (a walk of each: only now)
+        walrus = set().union(*map(names_written, assigned))
+        if not walrus.isdisjoint(sequences):
+            sequences = _fixed_point(sequences - walrus, values, is_builtin, returns_sequence)
+    return sequences if among is None else sequences & among
+
+
+def _fixed_point(sequences: set[str], values: dict, is_builtin, returns_sequence) -> set[str]:
+    """The greatest subset of ``sequences`` every value of whose names makes a sequence
+    (a worklist: a name is looked at again only when one its values read is dropped)."""
+    sequences = set(sequences)
+    readers: dict[str, list[str]] = {}
+    for name in sequences:
+        for value in values.get(name, ()):
+            for read in _names_followed(value):
+                readers.setdefault(read, []).append(name)
+    pending = list(sequences)
+    while pending:
+        name = pending.pop()
+        if name in sequences and not all(
+            _makes_sequence(v, sequences, is_builtin, returns_sequence)
+            for v in values.get(name, ())
+        ):
+            sequences.discard(name)
+            pending += readers.get(name, ())
+    return sequences
+
+
+def _names_followed(value: gast.expr) -> list[str]:
+    """The names whose being sequences :func:`_makes_sequence` of ``value`` reads."""
+    kind = type(value)
+    if kind is gast.Name:
+        return [value.id]
+    if kind is gast.Subscript and type(value.slice) is gast.Slice:
+        parts = [value.value]
+    elif kind is gast.BinOp and type(value.op) is gast.Add:
+        parts = [value.left, value.right]
+    else:
+        return []
+    return [part.id for part in parts if type(part) is gast.Name]
+
+
+def _reached(names: set[str], values: dict[str, list], allowed: set[str], calls: bool) -> set[str]:
+    """The names of ``names`` and of ``allowed`` whose being sequences theirs depends on
+    (:func:`_makes_sequence` reads them), transitively, but for those with a value that
+    makes no sequence whatever the others are (``calls``: whether a call may make one)."""
+    reached = set()
+    pending = list(names)
+    while pending:
+        name = pending.pop()
+        if name in reached:
+            continue
+        found = values.get(name, ())
+        if any(_never_sequence(value, calls) for value in found):
+            continue
+        reached.add(name)
+        for value in found:
+            pending += [read for read in _names_followed(value) if read in allowed]
+    return reached
+
+
+def _never_sequence(value: gast.expr, calls: bool) -> bool:
+    """Whether :func:`_makes_sequence` is false for ``value`` whichever names are sequences
+    (``calls``: whether it is given ``returns_sequence``)."""
+    kind = type(value)
+    if kind is gast.BinOp:
+        return type(value.op) is not gast.Add
+    if kind is gast.Call:
+        func = value.func
+        return not calls and not (type(func) is gast.Name and func.id in _SEQUENCE_BUILTINS)
+    if kind is gast.Subscript:
+        return type(value.slice) is not gast.Slice
+    return kind not in (gast.Name, gast.List, gast.Tuple)
+
+
+_SEQUENCE_BUILTINS = ("list", "tuple", "sorted")
 
 
 def _makes_sequence(
@@ -437,7 +541,7 @@ def _makes_sequence(
         return _is_name_in(value.left, sequences) or _is_name_in(value.right, sequences)
     if type(value) is gast.Call and type(value.func) is gast.Name:
         name = value.func.id
-        if name in ("list", "tuple", "sorted") and is_builtin(name):
+        if name in _SEQUENCE_BUILTINS and is_builtin(name):
             return True
     if type(value) is gast.Call and returns_sequence is not None:
         return returns_sequence(value)

@@ -109,18 +109,22 @@ def rewrite_checkpointed_loops(
     return bound
 
 
-def mark_differentiated_reads(node: gast.FunctionDef, parsed: ParsedFunction, varied) -> None:
+def mark_differentiated_reads(
+    node: gast.FunctionDef, parsed: ParsedFunction, varied, nodes: list[gast.AST] | None = None
+) -> bool:
     """Tell each ``run_checkpointed`` call which values the body reads are differentiated
     (``varied``: the names that depend on a differentiated argument), so that the loop's
     derivative gives no cotangent to the data it reads (``x[t]`` would cost an array the
-    size of ``x`` at each step).
+    size of ``x`` at each step). ``nodes``: ``walk(node)``, when the caller has it.
+    Returns whether it marked any call.
 
     Example::
 
         mark_differentiated_reads(node, parsed, {"W", "h"})
         # run_checkpointed(step, (h,), (W, x), range(n), k, differentiated=(True, False))
     """
-    for call_node in walk(node):
+    marked = False
+    for call_node in walk(node) if nodes is None else nodes:
         if not (isinstance(call_node, gast.Call) and len(call_node.args) == 5):
             continue
         if parsed.resolve(call_node.func) is not run_checkpointed:
@@ -131,6 +135,8 @@ def mark_differentiated_reads(node: gast.FunctionDef, parsed: ParsedFunction, va
         marks = [not isinstance(e, gast.Name) or e.id in varied for e in read.elts]
         tuple_of_marks = gast.Tuple(elts=[constant(m) for m in marks], ctx=gast.Load())
         call_node.keywords = [gast.keyword(arg="differentiated", value=tuple_of_marks)]
+        marked = True
+    return marked
 
 
 def parsed_step(function: Any) -> ParsedFunction | None:

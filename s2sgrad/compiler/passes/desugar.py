@@ -74,8 +74,8 @@ def desugar(
 
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
     """
-    _refuse_hidden_assignments(node, locate)
-    _refuse_deleting_parts(node, locate)
+    # no pass here writes a chained comparison: one not in the function now is in none
+    chained = _refuse_hidden_writes(node, locate)
     scalarize_local_dicts(node, names)
     bindings = desugar_matches(node, names, locate, resolve)
     added_at = None
@@ -102,7 +102,7 @@ def desugar(
     body = node.body
     if body and _is_docstring(body[0]):
         body = body[1:]
-    node.body = _block(body, names, shared, refusal) or [gast.Pass()]
+    node.body = _block(body, names, shared, refusal, chained) or [gast.Pass()]
     helpers: dict[str, Any] = {refusal: runtime.refuse_if_array} if refusal is not None else {}
     helpers.update(bindings)
     helpers.update(views_checked)
@@ -147,27 +147,34 @@ def desugar_matches(
     return desugarer.bindings
 
 
-def _refuse_hidden_assignments(node: gast.FunctionDef, locate) -> None:
-    """Assignments the transformer would not see: ``:=``."""
+def _refuse_hidden_writes(node: gast.FunctionDef, locate) -> bool:
+    """Refuse what the transformer would not see, in one walk: an assignment expression
+    (``:=``) first, then ``del d[k]`` and ``del obj.a``, which change a value in place
+    (``del x`` only unbinds a name, which code that ran without error does not read again,
+    and is dropped). Returns whether the function has a chained comparison (``a < b < c``)."""
+    deleting = None
+    chained = False
     for child in walk(node):
-        if isinstance(child, gast.NamedExpr):
+        kind = type(child)
+        if kind is gast.Compare and len(child.ops) > 1:
+            chained = True
+        if kind is gast.NamedExpr:
             raise UnsupportedError(
                 f"{locate(child)}: an assignment expression (:=) cannot be transformed; "
                 "assign with a plain statement, or use mode='tape'"
             )
-
-
-def _refuse_deleting_parts(node: gast.FunctionDef, locate) -> None:
-    """``del d[k]`` and ``del obj.a`` change a value in place; ``del x`` only unbinds a
-    name (which code that ran without error does not read again), and is dropped."""
-    for child in walk(node):
-        if isinstance(child, gast.Delete) and not all(
-            isinstance(t, gast.Name) for t in child.targets
+        if (
+            kind is gast.Delete
+            and deleting is None
+            and not all(isinstance(t, gast.Name) for t in child.targets)
         ):
-            raise UnsupportedError(
-                f"{locate(child)}: deleting an item or an attribute (del d[k]) cannot be "
-                "transformed; build a new container without it, or use mode='tape'"
-            )
+            deleting = child
+    if deleting is not None:
+        raise UnsupportedError(
+            f"{locate(deleting)}: deleting an item or an attribute (del d[k]) cannot be "
+            "transformed; build a new container without it, or use mode='tape'"
+        )
+    return chained
 
 
 def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
@@ -185,18 +192,23 @@ def _is_docstring(statement: gast.stmt) -> bool:
     )
 
 
-def _block(statements: list[gast.stmt], names: NameGenerator, shared: dict, refusal=None):
+def _block(
+    statements: list[gast.stmt], names: NameGenerator, shared: dict, refusal=None, chained=True
+):
     result = []
     for statement in statements:
-        result.extend(_statement(statement, names, shared, refusal))
+        result.extend(_statement(statement, names, shared, refusal, chained))
     return result
 
 
-def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal=None):
-    # the blocks' statements are checked in turn below (a rewrite is the same either way)
-    if any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
+def _statement(
+    statement: gast.stmt, names: NameGenerator, shared: dict, refusal=None, chained=True
+):
+    # the blocks' statements are checked in turn below (a rewrite is the same either way);
+    # ``chained``: whether the function has a chained comparison at all
+    if chained and any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
         _ChainedComparisons().visit(statement)
-    if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_deleting_parts
+    if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_hidden_writes
         return []
     if isinstance(statement, gast.AugAssign):
         target_load = _as_load(statement.target)
@@ -210,7 +222,7 @@ def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal
         if statement.value is None:
             return []
         assign = gast.Assign(targets=[statement.target], value=statement.value, type_comment=None)
-        return _statement(_located(assign, statement), names, shared, refusal)
+        return _statement(_located(assign, statement), names, shared, refusal, chained)
     if isinstance(statement, gast.Assign):
         return _assign(statement, names)
     if (
@@ -226,7 +238,8 @@ def _statement(statement: gast.stmt, names: NameGenerator, shared: dict, refusal
         return [_located(popped, statement)]
     for field in ("body", "orelse", "finalbody"):
         if isinstance(getattr(statement, field, None), list):
-            setattr(statement, field, _block(getattr(statement, field), names, shared, refusal))
+            inner = _block(getattr(statement, field), names, shared, refusal, chained)
+            setattr(statement, field, inner)
     return [statement]
 
 

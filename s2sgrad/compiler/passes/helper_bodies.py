@@ -62,6 +62,8 @@ def inline_helper_bodies(node: gast.FunctionDef, parsed, names: NameGenerator) -
         return set()
     if any(type(c.func) is gast.Lambda for c in calls):
         _name_called_lambdas(node.body, names)
+    elif all(type(c.func) is not gast.Name for c in calls):
+        return set()  # every call is of a method or attribute (np.sin): no helper's
     inliner = _Inliner(node, parsed, names)
     if not any(inliner.calls_plain_function(c) for c in calls):
         return inliner.inlined  # what could be inlined is found in no round either

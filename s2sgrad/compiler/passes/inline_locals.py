@@ -37,7 +37,9 @@ from s2sgrad.compiler.syntax import (
 __all__ = ["inline_local_functions", "inline_local_partials"]
 
 
-def inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> bool:
+def inline_local_functions(
+    node: gast.FunctionDef, names: NameGenerator, nodes: list[gast.AST] | None = None
+) -> bool:
     """``square = lambda v: v * w`` (or a nested ``def``), bound once and only ever called
     plainly, is inlined at its calls: ``square(a)`` becomes ``a * w``, and a ``def`` of
     several statements becomes its statements (its variables renamed, each ``return`` an
@@ -45,9 +47,14 @@ def inline_local_functions(node: gast.FunctionDef, names: NameGenerator) -> bool
     when the call runs, and so does the inlined code; the values it captures are then
     differentiated like any other. A function called by another local function is inlined
     into it first, when it reads none of that function's own variables. Returns whether
-    any function was inlined.
+    any function was inlined. ``nodes``: ``walk(node)``, when the caller has it.
+
+    Example::
+
+        inline_local_functions(node, names)  # square(a) -> a * w
     """
-    if not any(type(n) in (gast.Lambda, gast.FunctionDef) and n is not node for n in walk(node)):
+    found = walk(node) if nodes is None else nodes
+    if not any(type(n) in (gast.Lambda, gast.FunctionDef) and n is not node for n in found):
         return False
     _forward_aliases(node)
     done: set[int] = set()
@@ -133,10 +140,15 @@ def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set
     return False
 
 
-def inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
+def inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve) -> bool:
     """``h = partial(g, a)``, bound once and only ever called plainly: ``a`` is kept in a
     temporary where ``h`` is bound (partial reads it then), and ``h(b)`` becomes
-    ``g(temporary, b)``, a call the transformer follows."""
+    ``g(temporary, b)``, a call the transformer follows. Returns whether any was.
+
+    Example::
+
+        inline_local_partials(node, names, parsed.resolve)  # h(b) -> g(bound, b)
+    """
     statements = list(nested_statements(node.body))
     candidates = [
         s
@@ -146,8 +158,9 @@ def inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve)
         and resolve(s.value.func) is functools.partial
     ]
     if not candidates:
-        return
+        return False
     bindings = Counter(n for s in statements for n in names_written(s))
+    changed = False
     for binding in candidates:
         if not (
             isinstance(binding, gast.Assign)
@@ -180,6 +193,8 @@ def inline_local_partials(node: gast.FunctionDef, names: NameGenerator, resolve)
             inlined = call(clone(function), arguments, {k: clone(v) for k, v in keywords.items()})
             replacements.replace(call_node, inlined)
         node.body = _replace_inlined(node.body, binding, replacements, kept)
+        changed = True
+    return changed
 
 
 def _inlined_expression(body, signature, call_node, names, statement):

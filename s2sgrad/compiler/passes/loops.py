@@ -60,16 +60,18 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     :mod:`s2sgrad.runtime`), for the caller to bind: ``for k in d`` visits
     ``for_items(d)`` (a dict's keys), and ``for k, v in d.items()`` ``dict_keys(d)``.
     """
-    inline_local_functions(node, names)
-    inline_local_partials(node, names, resolve)
     nodes = walk(node)
-    if not any(_rewritten_here(n, node) for n in nodes):
+    changed = inline_local_functions(node, names, nodes)
+    changed = inline_local_partials(node, names, resolve) or changed
+    if changed:
+        nodes = walk(node)
+    if not _rewrites_any(nodes, node):
         return {}  # no loop, comprehension, map, partial call or local function
     uses = Counter(n.id for n in nodes if type(n) is gast.Name)
     loops = Loops(names, resolve, uses)
     loops.local_functions = {  # what each local function reads when it is called
         n.name if type(n) is gast.FunctionDef else n.targets[0].id: names_read(n)
-        for n in walk(node)
+        for n in nodes  # the tree is as it was walked
         if n is not node
         and (
             type(n) is gast.FunctionDef
@@ -86,17 +88,22 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     return {name: helper for helper, name in loops.helpers.items()}
 
 
-def _rewritten_here(node: gast.AST, function: gast.FunctionDef) -> bool:
-    """Whether ``node`` may be something :func:`normalise_loops` rewrites or reads
-    (a cheap look at each node, before any of its work)."""
-    kind = type(node)
-    if kind is gast.For or kind in COMPREHENSIONS or kind is gast.Lambda:
+def _rewrites_any(nodes: list[gast.AST], function: gast.FunctionDef) -> bool:
+    """Whether ``nodes`` (``function``'s walk) hold something :func:`normalise_loops`
+    rewrites or reads: a loop, comprehension, lambda, nested def, ``map(...)`` or a call
+    of a call (``partial(g, a)(b)``). A cheap look, before any of its work; the node
+    classes are asked first (most functions have no loop, comprehension nor lambda)."""
+    kinds = set(map(type, nodes))
+    if gast.For in kinds or gast.Lambda in kinds or not kinds.isdisjoint(COMPREHENSIONS):
         return True
-    if kind is gast.FunctionDef:
-        return node is not function
-    if kind is gast.Call:
-        func = node.func
-        return type(func) is gast.Call or (type(func) is gast.Name and func.id == "map")
+    for node in nodes:  # what is left to ask: calls and nested defs, without a call each
+        kind = type(node)
+        if kind is gast.Call:
+            func = node.func
+            if type(func) is gast.Call or (type(func) is gast.Name and func.id == "map"):
+                return True
+        elif kind is gast.FunctionDef and node is not function:
+            return True
     return False
 
 

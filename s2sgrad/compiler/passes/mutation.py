@@ -109,28 +109,34 @@ def changed_in_place(
     """
     statements = list(nested_statements(definition.body))
     parameters = parameter_names(definition)
-    sharing = Sharing(statements, resolve, container_names(statements), parameters)
-    layout = Layout(definition.body, statements)
-    own = _own_containers(statements) - parameters
-    bound = names_written_by_all(statements)
-    outside = parameters | (names_read_by_all(statements) - bound)
     changed = set()
     by_calls: dict[int, set[str]] = {}  # id(statement) → what the calls in it change
     for statement in reversed(statements):  # a block's statements before the one around it
         by_calls[id(statement)] = _changed_by_calls(
             statement, resolve, local, arrays_only, by_calls
         )
+    layout = own = None  # made at the first change: most functions change nothing
     for index, statement in enumerate(statements):
         if arrays_only and _rebinds(statement):
             continue
         calls = by_calls[id(statement)]
         if statement_blocks(statement):  # its blocks' statements are judged one by one
             calls = _changed_by_calls(statement, resolve, local, arrays_only, _NOTHING_INSIDE)
-        for name in _changed_by(statement, calls) - own:
+        names = _changed_by(statement, calls)
+        if not names:
+            continue
+        if layout is None or own is None:
+            layout = Layout(definition.body, statements)
+            own = _own_containers(statements) - parameters
+        for name in names - own:
             if _entry_change(statement, name) and _fresh_container_at(layout, statement, name):
                 continue  # traj.append(x) while traj = [...]: the new list changes, not x
             if layout.made_since(statement, name, index, resolve) is None:
                 changed.add(name)  # else an array made anew before: not an argument
+    if not changed:
+        return frozenset()
+    sharing = Sharing(statements, resolve, container_names(statements), parameters)
+    outside = parameters | (names_read_by_all(statements) - names_written_by_all(statements))
     return frozenset(set().union(*map(sharing.of, changed)) & outside)
 
 

@@ -34,11 +34,13 @@ def name_stored_values(node: gast.FunctionDef, names: NameGenerator, resolve) ->
     """
     variables: dict[tuple[str, str], str] = {}
     node.body = _named_stores(node.body, names, variables)
-    local = _local_objects(node, resolve)
+    local = None  # found at the first store: most functions store no attribute
     for position, statement in enumerate(node.body):
         pair = _stored_pair(statement)
         if pair is None:
             continue
+        if local is None:
+            local = _local_objects(node, resolve)
         for later in node.body[position + 1 :]:
             if pair[0] not in local and not _keeps_attributes(later, pair[0], resolve):
                 break  # another object's code may change it from here on
@@ -132,8 +134,9 @@ def _stored_pair(statement: gast.stmt) -> tuple[str, str] | None:
 def _local_objects(node: gast.FunctionDef, resolve) -> set[str]:
     """The names bound once, at the top, to a new object of a class (``o = Obj()``), that
     are only ever used through their attributes (not called, passed on, nor aliased)."""
+    nodes = walk(node)  # the tree does not change here: one walk serves every question
     made: dict[str, int] = {}
-    for statement in walk(node):
+    for statement in nodes:
         if isinstance(statement, gast.Name) and isinstance(statement.ctx, gast.Store):
             made[statement.id] = made.get(statement.id, 0) + 1
     candidates = set()
@@ -150,15 +153,15 @@ def _local_objects(node: gast.FunctionDef, resolve) -> set[str]:
     candidates -= parameter_names(node)
     through_attributes = set()
     calls = set()
-    for part in walk(node):
+    for part in nodes:
         if isinstance(part, gast.Attribute) and isinstance(part.value, gast.Name):
             through_attributes.add(id(part.value))
         if isinstance(part, gast.Call):
             calls.add(id(part.func))
-    for part in walk(node):
+    for part in nodes:
         if isinstance(part, gast.Attribute) and id(part) in calls:
             through_attributes.discard(id(part.value))  # o.method(): it may change o
-    for part in walk(node):
+    for part in nodes:
         if (
             isinstance(part, gast.Name)
             and isinstance(part.ctx, gast.Load)

@@ -37,7 +37,12 @@ def rename_reassignments(node: gast.FunctionDef, names: NameGenerator) -> None:
         _rename_reads(statement, current)
         if not isinstance(statement, gast.Assign):
             continue
-        for target in walk(statement.targets[0]):
+        written = statement.targets[0]
+        for target in (
+            [written]
+            if type(written) is gast.Name and written.annotation is None
+            else walk(written)
+        ):
             if not (isinstance(target, gast.Name) and isinstance(target.ctx, gast.Store)):
                 continue
             original = target.id

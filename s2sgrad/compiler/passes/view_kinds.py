@@ -79,6 +79,9 @@ def views_by_name(statements, layout: Layout, resolve) -> dict[str, View]:
 
         views_by_name(statements, layout, resolve)  # {"v": View("v", "t", ...)}
     """
+    made = [view for s in statements for view in _views_made(s, layout, resolve)]
+    if not made:
+        return {}  # the common case: no view is taken, whatever is bound how often
     bindings: dict[str, int] = {}
     for statement in statements:
         if type(statement) is gast.For:
@@ -92,10 +95,9 @@ def views_by_name(statements, layout: Layout, resolve) -> dict[str, View]:
         for name in written:
             bindings[name] = bindings.get(name, 0) + 1
     found: dict[str, View] = {}
-    for statement in statements:
-        for view in _views_made(statement, layout, resolve):
-            if bindings.get(view.name) == 1 and view.name != view.base:
-                found[view.name] = view
+    for view in made:
+        if bindings.get(view.name) == 1 and view.name != view.base:
+            found[view.name] = view
     return found
 
 
