@@ -108,8 +108,6 @@ def test_only_blocks_that_assign_a_quotient_are_rewritten():
     # the outer block divides nothing; the rewrite still happens in the branch, reading
     # the counts of the whole function (b is read once, so its division goes)
     source = "u = a * t\nif c:\n    w = e / t\n    b = s / t\n    g = (a / t + b) * e"
-    assert rewritten(source) == (
-        "u = a * t\nif c:\n    w = e / t\n    b = s\n    g = (a + b) * w"
-    )
+    assert rewritten(source) == ("u = a * t\nif c:\n    w = e / t\n    b = s\n    g = (a + b) * w")
     body = gast.parse("u = a / 2\ng = (a / t + b) * e").body  # no quotient of two names
     assert reuse_quotients(body, lambda call: True) is False
