@@ -15,7 +15,6 @@ from s2sgrad.compiler.optimize.statements import (
     is_comment,
     is_compound,
     item_target,
-    simple_assignment,
     sum_length,
     value_reads,
 )
@@ -28,12 +27,14 @@ MAX_MERGED_TERMS = 24  # terms of a sum that accumulation merging builds (code i
 
 def merge_accumulations(optimizer, body):
     """``d = e1 … d = d + e2`` → ``d = e1 + e2`` when nothing in between reads ``d``."""
-    if not any(is_accumulation(s) for s in body):  # nothing below would happen
-        return list(body)
     cache = optimizer.facts
     result = list(body)
-    assigned = [simple_assignment(s) for s in result]
     facts_at = [cache.of(s) for s in result]
+    assigned = [f.assigned for f in facts_at]
+    if not any(
+        target is not None and is_accumulation(s) for target, s in zip(assigned, result)
+    ):  # nothing below would happen
+        return result
     for index, statement in enumerate(result):
         target = assigned[index]
         if statement is None or target is None:

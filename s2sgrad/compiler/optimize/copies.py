@@ -9,6 +9,7 @@ Each takes the running optimiser (its facts cache, purity verdicts and ``changed
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import chain
 
 import gast
 
@@ -38,11 +39,12 @@ MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
 
 def propagate_copies(optimizer, body, allowed=None):
     """Replace reads of ``a`` after ``a = b`` (or ``a = 2``) by ``b`` and drop the copy."""
-    if not has_copies(body, allowed):  # nothing below would happen
-        return list(body)
     cache = optimizer.facts
-    block = _IndexedBlock(body, cache)
-    writes = Counter(n for f in block.facts for n in f.writes)
+    facts = [cache.of(s) for s in body]
+    if not has_copies(facts, allowed):  # nothing below would happen
+        return list(body)
+    block = _IndexedBlock(body, cache, facts)
+    writes = Counter(chain.from_iterable(f.writes for f in block.facts))
     for index, statement in enumerate(block.statements):
         if not block.alive[index]:
             continue
@@ -100,8 +102,8 @@ def fold_single_uses(optimizer, body, allowed=None):
     cache = optimizer.facts
     result = list(body)
     facts_at = [cache.of(s) for s in result]  # None once rewritten, until asked again
-    writes = Counter(n for f in facts_at for n in f.writes)
-    reads = Counter(n for f in facts_at for n in f.loads)
+    writes = Counter(chain.from_iterable(f.writes for f in facts_at))
+    reads = Counter(chain.from_iterable(f.loads for f in facts_at))
     comments = [f.comment for f in facts_at]
     assigned = [f.assigned for f in facts_at]  # rewriting reads leaves these alone
     removed = [False] * len(result)
@@ -213,10 +215,10 @@ class _IndexedBlock:
     removed by marking them dead, so positions stay put.
     """
 
-    def __init__(self, statements, cache: FactsCache):
+    def __init__(self, statements, cache: FactsCache, records: list):
         self.statements = list(statements)
         self.cache = cache
-        self.facts = [cache.of(s) for s in self.statements]
+        self.facts = records  # each statement's record in ``cache``
         self.alive = [True] * len(self.statements)
         self.readers: defaultdict[str, set[int]] = defaultdict(set)
         self.modifiers: defaultdict[str, set[int]] = defaultdict(set)

@@ -328,6 +328,8 @@ class FactsCache:
         # id -> (statement, its _Walk) for statements with blocks and those in blocks, so
         # that a loop or branch forgotten is walked anew outside its blocks only
         self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
+        # every statement forgotten or told anew, in order, since whoever reads it cleared it
+        self.touched: list[gast.stmt] = []
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
@@ -390,6 +392,7 @@ class FactsCache:
     def keep(self, facts: Facts) -> None:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
+        self.touched.append(facts.statement)
         self.walks.pop(id(facts.statement), None)
         if self.enabled:
             self.table[id(facts.statement)] = self._shared(facts)
@@ -397,6 +400,7 @@ class FactsCache:
     def forget(self, statement: gast.stmt) -> None:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.rewrites += 1
+        self.touched.append(statement)
         self.table.pop(id(statement), None)
         self.walks.pop(id(statement), None)
 

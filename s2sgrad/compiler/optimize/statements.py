@@ -31,10 +31,18 @@ def only_passes(statements) -> bool:
 
 def has_blocks(statement) -> bool:
     """Whether the optimiser treats ``statement``'s ``body``/``orelse`` as blocks of its own."""
+    if type(statement) in SIMPLE_STATEMENTS:
+        return False
     return not isinstance(statement, gast.FunctionDef) and (
         type(getattr(statement, "body", None)) is list
         or type(getattr(statement, "orelse", None)) is list
     )
+
+
+# the most common statements, which have no block (an if, a loop, a replay or a function)
+SIMPLE_STATEMENTS = frozenset(
+    {gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, gast.Pass}
+)
 
 
 def count_names(node, reads: list[str], writes: list[str]) -> None:
@@ -88,15 +96,16 @@ def is_literal(value: gast.expr) -> bool:
     )
 
 
-def has_copies(body, allowed) -> bool:
-    """Whether ``body`` has an ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
+def has_copies(facts, allowed) -> bool:
+    """Whether the statements of ``facts`` (their records in the optimiser's cache) have an
+    ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
 
     Propagation only starts from one: without, it changes nothing.
     """
-    for statement in body:
-        target = simple_assignment(statement)
+    for record in facts:
+        target = record.assigned
         if target is not None and (allowed is None or target in allowed):
-            value = statement.value
+            value = record.statement.value
             if type(value) is gast.Name or is_literal(value) or is_constant_range(value):
                 return True
     return False
