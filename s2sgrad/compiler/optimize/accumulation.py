@@ -11,7 +11,6 @@ import gast
 
 from s2sgrad.compiler.optimize.facts import facts_after_merging
 from s2sgrad.compiler.optimize.statements import (
-    is_accumulation,
     is_comment,
     is_compound,
     item_target,
@@ -29,11 +28,9 @@ def merge_accumulations(optimizer, body):
     """``d = e1 … d = d + e2`` → ``d = e1 + e2`` when nothing in between reads ``d``."""
     cache = optimizer.facts
     result = list(body)
-    facts_at = [cache.of(s) for s in result]
+    facts_at = cache.of_each(result)
     assigned = [f.assigned for f in facts_at]
-    if not any(
-        target is not None and is_accumulation(s) for target, s in zip(assigned, result)
-    ):  # nothing below would happen
+    if not any(map(_accumulates, result, assigned)):  # nothing below would happen
         return result
     for index, statement in enumerate(result):
         target = assigned[index]
@@ -80,6 +77,19 @@ def merge_accumulations(optimizer, body):
             result[earlier_index] = None
             optimizer.changed = True
     return [s for s in result if s is not None]
+
+
+def _accumulates(statement, target: str | None) -> bool:
+    """``is_accumulation(statement)``, given what it assigns (``facts.assigned``)."""
+    if target is None:
+        return False
+    value = statement.value
+    return (
+        isinstance(value, gast.BinOp)
+        and isinstance(value.op, gast.Add)
+        and isinstance(value.left, gast.Name)
+        and value.left.id == target
+    )
 
 
 def merge_item_updates(optimizer, body):

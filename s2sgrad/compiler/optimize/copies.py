@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from itertools import chain
+from operator import attrgetter
 
 import gast
 
@@ -40,11 +41,11 @@ MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
 def propagate_copies(optimizer, body, allowed=None):
     """Replace reads of ``a`` after ``a = b`` (or ``a = 2``) by ``b`` and drop the copy."""
     cache = optimizer.facts
-    facts = [cache.of(s) for s in body]
+    facts = cache.of_each(body)
     if not has_copies(facts, allowed):  # nothing below would happen
         return list(body)
     block = _IndexedBlock(body, cache, facts)
-    writes = Counter(chain.from_iterable(f.writes for f in block.facts))
+    writes = Counter(chain.from_iterable(map(attrgetter("writes"), block.facts)))
     for index, statement in enumerate(block.statements):
         if not block.alive[index]:
             continue
@@ -101,9 +102,9 @@ def fold_single_uses(optimizer, body, allowed=None):
     """Fold a temporary read exactly once into the statement that reads it."""
     cache = optimizer.facts
     result = list(body)
-    facts_at = [cache.of(s) for s in result]  # None once rewritten, until asked again
-    writes = Counter(chain.from_iterable(f.writes for f in facts_at))
-    reads = Counter(chain.from_iterable(f.loads for f in facts_at))
+    facts_at: list = cache.of_each(result)  # None once rewritten, until asked again
+    writes = Counter(chain.from_iterable(map(attrgetter("writes"), facts_at)))
+    reads = Counter(chain.from_iterable(map(attrgetter("loads"), facts_at)))
     comments = [f.comment for f in facts_at]
     assigned = [f.assigned for f in facts_at]  # rewriting reads leaves these alone
     removed = [False] * len(result)

@@ -342,6 +342,18 @@ class FactsCache:
         self.table[id(statement)] = facts
         return facts
 
+    def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
+        """``[self.of(s) for s in statements]``, with less work per statement kept."""
+        get = self.table.get
+        result = []
+        add = result.append
+        for statement in statements:
+            facts = get(id(statement))
+            if facts is None or facts.statement is not statement:
+                facts = self.of(statement)
+            add(facts)
+        return result
+
     def _walk_of(self, statement: gast.stmt) -> _Walk:
         """The walk of ``statement``, made of the kept walks of its blocks' statements."""
         blocks = statement_blocks(statement)
