@@ -345,7 +345,7 @@ class FactsCache:
     def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         """``[self.of(s) for s in statements]``, with less work per statement kept."""
         get = self.table.get
-        result = []
+        result: list[Facts] = []
         add = result.append
         for statement in statements:
             facts = get(id(statement))
