@@ -22,8 +22,8 @@ from s2sgrad.compiler.optimize.copies import fold_single_uses, propagate_copies
 from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.folding import ConstantFolder
 from s2sgrad.compiler.optimize.saves import empty_replay, tested_again
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.optimize.statements import (
-    SIMPLE_STATEMENTS,
     count_names,
     drop_orphan_comments,
     flat_targets,

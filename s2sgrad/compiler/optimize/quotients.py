@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
 
@@ -37,7 +38,8 @@ def reuse_quotients(body: list[gast.stmt], is_pure: Callable[[gast.Call], bool])
     """
     # Only a block that assigns a quotient of two names can change: elsewhere no quotient is
     # ever recorded, so no product is rewritten (and the counts are not needed).
-    blocks = [statements for statements in _blocks(body) if any(map(_is_quotient, statements))]
+    every_block = [body] if without_blocks(body) else _blocks(body)
+    blocks = [statements for statements in every_block if any(map(_is_quotient, statements))]
     if not blocks:
         return False
     reads, writes = name_counts(body)

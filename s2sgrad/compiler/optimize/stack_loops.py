@@ -29,6 +29,7 @@ from collections import Counter
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, store, walk
 
@@ -42,6 +43,8 @@ def iterate_saved_stacks(body: list[gast.stmt]) -> bool:
 
         iterate_saved_stacks(node.body)
     """
+    if without_blocks(body):  # no loop at all
+        return False
     blocks = [body] + [
         inner
         for statement in every_statement(body)

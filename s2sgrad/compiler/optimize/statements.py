@@ -13,6 +13,7 @@ import gast
 
 from s2sgrad.compiler.optimize.facts import simple_assignment
 from s2sgrad.compiler.optimize.foldable import literal_number
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.syntax import COMMENT_MARK, child_fields, names_read, string_statement, walk
 
 
@@ -37,12 +38,6 @@ def has_blocks(statement) -> bool:
         type(getattr(statement, "body", None)) is list
         or type(getattr(statement, "orelse", None)) is list
     )
-
-
-# the most common statements, which have no block (an if, a loop, a replay or a function)
-SIMPLE_STATEMENTS = frozenset(
-    {gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return, gast.Pass}
-)
 
 
 def count_names(node, reads: list[str], writes: list[str]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.syntax import every_statement
 
 __all__ = ["views_of_updated_arrays"]
@@ -27,7 +28,7 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
 
         views_of_updated_arrays(parse("t6 = t[:]\nt[:] = s").body)  # {t: {t6}, t6: {t}}
     """
-    statements = every_statement(body)
+    statements = body if without_blocks(body) else every_statement(body)
     updated = set()
     for statement in statements:
         if isinstance(statement, (gast.Assign, gast.AugAssign)):
