@@ -102,3 +102,12 @@ def test_the_division_stays_when_its_result_is_read_elsewhere():
     assert rewritten("w = e / t\nb = s / t\ng = (a / t + b) * e\nh = b") == (
         "w = e / t\nb = s / t\ng = (a + b * t) * w\nh = b"
     )
+
+
+def test_only_blocks_that_assign_a_quotient_are_rewritten():
+    # the outer block divides nothing; the rewrite still happens in the branch, reading
+    # the counts of the whole function (b is read once, so its division goes)
+    source = "u = a * t\nif c:\n    w = e / t\n    b = s / t\n    g = (a / t + b) * e"
+    assert rewritten(source) == ("u = a * t\nif c:\n    w = e / t\n    b = s\n    g = (a + b) * w")
+    body = gast.parse("u = a / 2\ng = (a / t + b) * e").body  # no quotient of two names
+    assert reuse_quotients(body, lambda call: True) is False

@@ -95,3 +95,11 @@ def test_the_rewrite():
 )
 def test_left_alone_when_pops_and_pushes_may_differ(source):
     assert rewritten(source) == gast.unparse(gast.parse(source)).strip()
+
+
+def test_the_rewrite_inside_a_branch_and_nothing_without_a_backward_loop():
+    nested = "if c:\n" + "\n".join("    " + line for line in PAIR.splitlines())
+    assert rewritten(nested).endswith("    for x in reversed(stack):\n        d = d * g(x)")
+    forward_only = PAIR.replace("reversed(range(3))", "range(3)")
+    body = gast.parse(forward_only).body
+    assert iterate_saved_stacks(body) is False

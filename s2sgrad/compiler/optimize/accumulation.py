@@ -11,11 +11,9 @@ import gast
 
 from s2sgrad.compiler.optimize.facts import facts_after_merging
 from s2sgrad.compiler.optimize.statements import (
-    is_accumulation,
     is_comment,
     is_compound,
     item_target,
-    simple_assignment,
     sum_length,
     value_reads,
 )
@@ -28,12 +26,12 @@ MAX_MERGED_TERMS = 24  # terms of a sum that accumulation merging builds (code i
 
 def merge_accumulations(optimizer, body):
     """``d = e1 … d = d + e2`` → ``d = e1 + e2`` when nothing in between reads ``d``."""
-    if not any(is_accumulation(s) for s in body):  # nothing below would happen
-        return list(body)
     cache = optimizer.facts
     result = list(body)
-    assigned = [simple_assignment(s) for s in result]
-    facts_at = [cache.of(s) for s in result]
+    facts_at = cache.of_each(result)
+    assigned = [f.assigned for f in facts_at]
+    if not any(map(_accumulates, result, assigned)):  # nothing below would happen
+        return result
     for index, statement in enumerate(result):
         target = assigned[index]
         if statement is None or target is None:
@@ -79,6 +77,19 @@ def merge_accumulations(optimizer, body):
             result[earlier_index] = None
             optimizer.changed = True
     return [s for s in result if s is not None]
+
+
+def _accumulates(statement, target: str | None) -> bool:
+    """``is_accumulation(statement)``, given what it assigns (``facts.assigned``)."""
+    if target is None:
+        return False
+    value = statement.value
+    return (
+        isinstance(value, gast.BinOp)
+        and isinstance(value.op, gast.Add)
+        and isinstance(value.left, gast.Name)
+        and value.left.id == target
+    )
 
 
 def merge_item_updates(optimizer, body):

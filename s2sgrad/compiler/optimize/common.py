@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import own_nodes
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
@@ -62,7 +63,7 @@ def _may_repeat(body: list[gast.stmt]) -> bool:
     """Whether two assignments in ``body`` may assign the same call (by a rough key that
     is equal wherever :func:`_candidate`'s keys are)."""
     seen: set[tuple] = set()
-    for statement in nested_statements(body):
+    for statement in body if without_blocks(body) else nested_statements(body):
         if not _plain_assignment(statement):
             continue
         value = statement.value
@@ -71,7 +72,7 @@ def _may_repeat(body: list[gast.stmt]) -> bool:
         key = (
             value.func.attr,
             _rough(value.func.value),
-            tuple(_rough(a) for a in value.args),
+            tuple(map(_rough, value.args)),
             tuple((k.arg, _rough(k.value)) for k in value.keywords),
         )
         if key in seen:

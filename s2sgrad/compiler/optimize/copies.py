@@ -9,6 +9,8 @@ Each takes the running optimiser (its facts cache, purity verdicts and ``changed
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from itertools import chain
+from operator import attrgetter
 
 import gast
 
@@ -38,11 +40,12 @@ MAX_FOLDED_SIZE = 14  # nodes in an expression folded into its single use
 
 def propagate_copies(optimizer, body, allowed=None):
     """Replace reads of ``a`` after ``a = b`` (or ``a = 2``) by ``b`` and drop the copy."""
-    if not has_copies(body, allowed):  # nothing below would happen
-        return list(body)
     cache = optimizer.facts
-    block = _IndexedBlock(body, cache)
-    writes = Counter(n for f in block.facts for n in f.writes)
+    facts = cache.of_each(body)
+    if not has_copies(facts, allowed):  # nothing below would happen
+        return list(body)
+    block = _IndexedBlock(body, cache, facts)
+    writes = Counter(chain.from_iterable(map(attrgetter("writes"), block.facts)))
     for index, statement in enumerate(block.statements):
         if not block.alive[index]:
             continue
@@ -99,9 +102,9 @@ def fold_single_uses(optimizer, body, allowed=None):
     """Fold a temporary read exactly once into the statement that reads it."""
     cache = optimizer.facts
     result = list(body)
-    facts_at = [cache.of(s) for s in result]  # None once rewritten, until asked again
-    writes = Counter(n for f in facts_at for n in f.writes)
-    reads = Counter(n for f in facts_at for n in f.loads)
+    facts_at: list = cache.of_each(result)  # None once rewritten, until asked again
+    writes = Counter(chain.from_iterable(map(attrgetter("writes"), facts_at)))
+    reads = Counter(chain.from_iterable(map(attrgetter("loads"), facts_at)))
     comments = [f.comment for f in facts_at]
     assigned = [f.assigned for f in facts_at]  # rewriting reads leaves these alone
     removed = [False] * len(result)
@@ -213,10 +216,10 @@ class _IndexedBlock:
     removed by marking them dead, so positions stay put.
     """
 
-    def __init__(self, statements, cache: FactsCache):
+    def __init__(self, statements, cache: FactsCache, records: list):
         self.statements = list(statements)
         self.cache = cache
-        self.facts = [cache.of(s) for s in self.statements]
+        self.facts = records  # each statement's record in ``cache``
         self.alive = [True] * len(self.statements)
         self.readers: defaultdict[str, set[int]] = defaultdict(set)
         self.modifiers: defaultdict[str, set[int]] = defaultdict(set)

@@ -328,6 +328,8 @@ class FactsCache:
         # id -> (statement, its _Walk) for statements with blocks and those in blocks, so
         # that a loop or branch forgotten is walked anew outside its blocks only
         self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
+        # every statement forgotten or told anew, in order, since whoever reads it cleared it
+        self.touched: list[gast.stmt] = []
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
@@ -339,6 +341,18 @@ class FactsCache:
         facts = self._shared(Facts(statement, walked=walked))
         self.table[id(statement)] = facts
         return facts
+
+    def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
+        """``[self.of(s) for s in statements]``, with less work per statement kept."""
+        get = self.table.get
+        result: list[Facts] = []
+        add = result.append
+        for statement in statements:
+            facts = get(id(statement))
+            if facts is None or facts.statement is not statement:
+                facts = self.of(statement)
+            add(facts)
+        return result
 
     def _walk_of(self, statement: gast.stmt) -> _Walk:
         """The walk of ``statement``, made of the kept walks of its blocks' statements."""
@@ -390,6 +404,7 @@ class FactsCache:
     def keep(self, facts: Facts) -> None:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
+        self.touched.append(facts.statement)
         self.walks.pop(id(facts.statement), None)
         if self.enabled:
             self.table[id(facts.statement)] = self._shared(facts)
@@ -397,6 +412,7 @@ class FactsCache:
     def forget(self, statement: gast.stmt) -> None:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.rewrites += 1
+        self.touched.append(statement)
         self.table.pop(id(statement), None)
         self.walks.pop(id(statement), None)
 

@@ -22,6 +22,7 @@ from s2sgrad.compiler.optimize.copies import fold_single_uses, propagate_copies
 from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.folding import ConstantFolder
 from s2sgrad.compiler.optimize.saves import empty_replay, tested_again
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.optimize.statements import (
     count_names,
     drop_orphan_comments,
@@ -164,21 +165,28 @@ class _Optimizer:
         return True
 
     def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
+        if top:
+            self.facts.touched.clear()  # see fold_simple_statements
         folded = self.fold_constant_branches(body)
         if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
             self.changed = True
         body = folded
+        facts_of = self.facts.of
+        compound = False  # a statement that may be an if or a loop
         for index, statement in enumerate(body):
-            if has_blocks(statement):
-                if self._optimise_blocks(body, index):
-                    self.facts.forget(statement)
-            elif self.facts.of(statement).folded:
-                continue
-            self.fold_statement(statement)
-        if any(empty_replay(s) for s in body):
+            if type(statement) not in SIMPLE_STATEMENTS:
+                compound = True
+                if has_blocks(statement):
+                    if self._optimise_blocks(body, index):
+                        self.facts.forget(statement)
+                    self.fold_statement(statement)
+                    continue
+            if not facts_of(statement).folded:
+                self.fold_statement(statement)
+        if compound and any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
             self.changed = True
-        if any(tested_again(body, i) for i in range(len(body))):
+        if compound and any(tested_again(body, i) for i in range(len(body))):
             body = [s for i, s in enumerate(body) if not tested_again(body, i)]
             self.changed = True
         if not top:
@@ -225,7 +233,14 @@ class _Optimizer:
         return changed or self.facts.rewrites != rewrites
 
     def fold_simple_statements(self, body):
-        """Fold constants in the statements (outside loops and branches) that changed."""
+        """Fold constants in the statements (outside loops and branches) that changed.
+
+        Run after the round's first folding of ``body`` (in :meth:`block`), which left each
+        statement folded or forgotten: only those forgotten or told anew since can have
+        work (when the cache keeps records; else a record never says folded)."""
+        if self.facts.enabled:
+            touched = set(map(id, self.facts.touched))
+            body = [statement for statement in body if id(statement) in touched]
         for statement in body:
             if not has_blocks(statement) and not self.facts.of(statement).folded:
                 self.fold_statement(statement)
@@ -280,9 +295,17 @@ class _Optimizer:
                 result.append(statement)
                 comments.append(True)
                 continue
-            if facts.assigned is not None:
-                targets = {facts.assigned}
-            elif isinstance(statement, gast.Assign) and all(
+            assigned = facts.assigned
+            if assigned is not None:  # name = value: its reads are the value's
+                if assigned not in live and self.pure_value(statement):
+                    self.changed = True
+                    continue
+                live.discard(assigned)
+                live |= facts.reads
+                result.append(statement)
+                comments.append(False)
+                continue
+            if isinstance(statement, gast.Assign) and all(
                 isinstance(t, gast.Name) for t in flat_targets(statement.targets[0])
             ):
                 targets = {t.id for t in flat_targets(statement.targets[0])}

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
 
@@ -35,11 +36,30 @@ def reuse_quotients(body: list[gast.stmt], is_pure: Callable[[gast.Call], bool])
         reuse_quotients(parse("w = e / t\\ng = (a / t + b) * e").body, lambda c: True)
         # g = (a + b * t) * w
     """
+    # Only a block that assigns a quotient of two names can change: elsewhere no quotient is
+    # ever recorded, so no product is rewritten (and the counts are not needed).
+    every_block = [body] if without_blocks(body) else _blocks(body)
+    blocks = [statements for statements in every_block if any(map(_is_quotient, statements))]
+    if not blocks:
+        return False
     reads, writes = name_counts(body)
     changed = False
-    for statements in _blocks(body):
+    for statements in blocks:
         changed |= _Block(statements, is_pure, reads, writes).rewrite()
     return changed
+
+
+def _is_quotient(statement: gast.stmt) -> bool:
+    """Whether ``statement`` is ``w = e / t`` (what :meth:`_Block._record` records)."""
+    if type(statement) is not gast.Assign:
+        return False
+    value = statement.value
+    return (
+        type(value) is gast.BinOp
+        and type(value.op) is gast.Div
+        and type(value.left) is gast.Name
+        and type(value.right) is gast.Name
+    )
 
 
 def _blocks(body: list[gast.stmt]):

@@ -29,6 +29,7 @@ from collections import Counter
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, store, walk
 
@@ -42,38 +43,51 @@ def iterate_saved_stacks(body: list[gast.stmt]) -> bool:
 
         iterate_saved_stacks(node.body)
     """
-    reads, writes = name_counts(body)
-    changed = False
-    for statements in [body] + [
+    if without_blocks(body):  # no loop at all
+        return False
+    blocks = [body] + [
         inner
         for statement in every_statement(body)
         for inner in (getattr(statement, "body", None), getattr(statement, "orelse", None))
         if type(inner) is list
-    ]:
+    ]
+    # Only a loop over reversed(...) can be rewritten: without one, no counting is needed.
+    if not any(_backward_loop(statement) for statements in blocks for statement in statements):
+        return False
+    reads, writes = name_counts(body)
+    changed = False
+    for statements in blocks:
         for position in range(len(statements)):
             if _rewrite(statements, position, reads, writes):
                 changed = True
     return changed
 
 
+def _backward_loop(statement: gast.stmt) -> bool:
+    """Whether ``statement`` is ``for name in reversed(...)`` without ``else``."""
+    if not (
+        type(statement) is gast.For
+        and not statement.orelse
+        and type(statement.iter) is gast.Call
+        and type(statement.target) is gast.Name
+    ):
+        return False
+    call = statement.iter
+    return (
+        type(call.func) is gast.Name
+        and call.func.id == "reversed"
+        and len(call.args) == 1
+        and not call.keywords
+    )
+
+
 def _rewrite(statements, position, reads: Counter, writes: Counter) -> bool:
     """Rewrite the backward loop ``statements[position]`` if it pops a list as the module
     says; True if it did."""
     backward = statements[position]
-    if not (
-        type(backward) is gast.For and not backward.orelse and type(backward.iter) is gast.Call
-    ):
+    if not _backward_loop(backward) or reads[backward.target.id] != 0:
         return False
     reversed_call = backward.iter
-    if not (
-        type(reversed_call.func) is gast.Name
-        and reversed_call.func.id == "reversed"
-        and len(reversed_call.args) == 1
-        and not reversed_call.keywords
-        and type(backward.target) is gast.Name
-        and reads[backward.target.id] == 0
-    ):
-        return False
     first = _first_pop(backward.body)
     if first is None:
         return False

@@ -13,6 +13,7 @@ import gast
 
 from s2sgrad.compiler.optimize.facts import simple_assignment
 from s2sgrad.compiler.optimize.foldable import literal_number
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.syntax import COMMENT_MARK, child_fields, names_read, string_statement, walk
 
 
@@ -31,6 +32,8 @@ def only_passes(statements) -> bool:
 
 def has_blocks(statement) -> bool:
     """Whether the optimiser treats ``statement``'s ``body``/``orelse`` as blocks of its own."""
+    if type(statement) in SIMPLE_STATEMENTS:
+        return False
     return not isinstance(statement, gast.FunctionDef) and (
         type(getattr(statement, "body", None)) is list
         or type(getattr(statement, "orelse", None)) is list
@@ -88,15 +91,16 @@ def is_literal(value: gast.expr) -> bool:
     )
 
 
-def has_copies(body, allowed) -> bool:
-    """Whether ``body`` has an ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
+def has_copies(facts, allowed) -> bool:
+    """Whether the statements of ``facts`` (their records in the optimiser's cache) have an
+    ``a = b`` or ``a = 2`` (with ``a`` in ``allowed``, if given).
 
     Propagation only starts from one: without, it changes nothing.
     """
-    for statement in body:
-        target = simple_assignment(statement)
+    for record in facts:
+        target = record.assigned
         if target is not None and (allowed is None or target in allowed):
-            value = statement.value
+            value = record.statement.value
             if type(value) is gast.Name or is_literal(value) or is_constant_range(value):
                 return True
     return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.syntax import every_statement
 
 __all__ = ["views_of_updated_arrays"]
@@ -27,8 +28,9 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
 
         views_of_updated_arrays(parse("t6 = t[:]\nt[:] = s").body)  # {t: {t6}, t6: {t}}
     """
-    updated, links = set(), []
-    for statement in every_statement(body):
+    statements = body if without_blocks(body) else every_statement(body)
+    updated = set()
+    for statement in statements:
         if isinstance(statement, (gast.Assign, gast.AugAssign)):
             targets = statement.targets if type(statement) is gast.Assign else [statement.target]
             for target in targets:
@@ -36,6 +38,10 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
                     base = _view_base(target)
                     if base is not None:
                         updated.add(base)
+    if not updated:  # no array is changed in place: no group, whatever the views
+        return {}
+    links = []
+    for statement in statements:
         if type(statement) is gast.Assign and len(statement.targets) == 1:
             target, base = statement.targets[0], _view_base(statement.value)
             if type(target) is gast.Name and base is not None:

@@ -1,0 +1,137 @@
+"""The optimiser's shortcuts (a pass skipped when a cheap look proves it has nothing to do,
+work limited to the statements that changed) leave the code exactly as without them: the
+expected code below is what the optimiser wrote before it took them."""
+
+from __future__ import annotations
+
+import textwrap
+
+import gast
+import pytest
+from test_optimize import is_pure
+
+from s2sgrad.compiler.codegen import to_source
+from s2sgrad.compiler.optimize import optimize
+from s2sgrad.compiler.optimize.common import eliminate_common_calls
+from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
+
+CASES = {
+    # a literal propagated, then folded in the statements it reached, in the same round
+    "propagated_then_folded": (
+        """
+        def f(x):
+            a = 1.0
+            y = x * a
+            z = -y
+            w = x + -z
+            return w
+        """,
+        """\
+def f(x):
+    w = x + x * 1.0
+    return w
+""",
+    ),
+    # a view of an array written in place, in straight-line code; a tuple target kept
+    "view_in_straight_line_code": (
+        """
+        def f(x, s):
+            t = x * 2.0
+            v = t[1:]
+            t[1:] = s
+            y = v * 3.0
+            u, k = v, t
+            e = u * 2
+            return y + k
+        """,
+        """\
+def f(x, s):
+    t = x * 2.0
+    v = t[1:]
+    t[1:] = s
+    y = v * 3.0
+    u, k = (v, t)
+    return y + k
+""",
+    ),
+    # repeated calls in a branch are merged there; the branch ends the outer run
+    "common_calls_in_a_branch": (
+        """
+        def f(x, s):
+            a = np.exp(x)
+            if s:
+                b = np.exp(x)
+                c = np.exp(x)
+                d = b + c
+            else:
+                d = 0.0
+            g = np.exp(x)
+            return a + d + g
+        """,
+        """\
+def f(x, s):
+    a = np.exp(x)
+    if s:
+        b = np.exp(x)
+        d = b + b
+    else:
+        d = 0.0
+    g = np.exp(x)
+    return a + d + g
+""",
+    ),
+    # repeated calls and an accumulation in straight-line code
+    "common_calls_in_straight_line_code": (
+        """
+        def f(x):
+            a = np.exp(x)
+            b = np.exp(x)
+            c = np.sin(a)
+            d = c
+            d = d + b
+            return d
+        """,
+        """\
+def f(x):
+    a = np.exp(x)
+    d = np.sin(a) + a
+    return d
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_code_as_without_the_shortcuts(name):
+    source, expected = CASES[name]
+    function = gast.parse(textwrap.dedent(source)).body[0]
+    function.body = eliminate_common_calls(function.body, is_pure)
+    function.body = optimize(function.body, is_pure)
+    assert to_source(function) == expected
+
+
+def test_views_in_straight_line_code():
+    assert views_of_updated_arrays(gast.parse("v = t[1:]\nt[1:] = s\nw = v.T").body) == {
+        "t": frozenset({"v", "w"}),
+        "v": frozenset({"t", "w"}),
+        "w": frozenset({"t", "v"}),
+    }
+    assert views_of_updated_arrays(gast.parse("v = t[1:]\nw = v.T").body) == {}
+
+
+def test_without_blocks():
+    assert without_blocks(gast.parse("a = 1\na += 2\nf(a)\nreturn a").body)
+    assert not without_blocks(gast.parse("a = 1\nif a:\n    pass").body)
+    assert not without_blocks(gast.parse("def g():\n    pass").body)
+
+
+def test_facts_of_each_statement_and_the_statements_touched():
+    body = gast.parse("a = b + c\nd = a * 2\nreturn d").body
+    cache = FactsCache()
+    assert cache.of_each(body) == [cache.of(s) for s in body]
+    cache.forget(body[1])
+    assert cache.touched == [body[1]]
+    records = cache.of_each(body)
+    assert records[1].statement is body[1] and records[1].reads == {"a"}
