@@ -334,6 +334,7 @@ BY_DESIGN = {
     "zeros_like_structure": "generated code's zero cotangents",
     "shape_only": "generated code's saves read for their shape alone",
     "refuse_if_array": "a check that raises or returns None",
+    "plain_callable": "a check that returns the function it is given (not a value) or raises",
     "note_stored": "bookkeeping of stored state: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
     "refuse_stored_state": "a check that raises or returns None",
@@ -666,10 +667,13 @@ def sort_a_list(x):
     return items[0] * 2.0 + items[2]
 
 
+_DEFAULTS = {"a": 1.0}
+
+
 def update_a_dict(x):
     d = {"a": x[0]}
-    d.update({"a": x[1]})
-    return d["a"] * 3.0
+    d.update(_DEFAULTS)  # another dict's entries (d.update({"a": v}) is entries written)
+    return d["a"] * 3.0 + x[1]
 
 
 REFUSED = [

@@ -246,6 +246,7 @@ CASES = [
     case(np.take, r(3, 4), [0, 5, 5, 11], _argnums=[0]),
     case(np.take, r(3, 4), np.array([2, 0, 2]), axis=1),
     case(np.take, r(3, 4), np.array([[1, 1], [0, 2]]), 0),
+    case(np.bincount, np.array([0, 2, 2, 1, 0, 2]), r(6), 5, _argnums=[1]),
     case(np.take, r(3, 4), 2, axis=1),
     case(np.take, r(3, 4), np.array([-1, 4, 5]), axis=1, mode="wrap"),
     case(np.take, r(5), np.array([-3, 1, 9]), mode="clip"),

@@ -63,6 +63,15 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
     """``y, dy = dynamic_jvp(f, (dx,), x)``: the derivative found when the call runs."""
     callee = clone(operation.callee)
     if sweep.is_active_expression(operation.callee):
+        if isinstance(operation.callee, gast.Attribute):  # x.tolist(): x's own method
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) "
+                    f"cannot follow {operation.description}, a method of a value being "
+                    "differentiated; compute with NumPy functions instead, or use "
+                    "mode='auto' or mode='tape'"
+                )
+            )
         # a function taken out of a differentiated value: called if it holds nothing
         callee = call(sweep.helper("plain_callable"), [callee])
     if keeps_arguments_inside(operation.primitive):

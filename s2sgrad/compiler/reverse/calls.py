@@ -111,6 +111,15 @@ class Calls:
             return
         callee_node = clone(operation.callee)
         if any(n in self.activity.varied for n in names_read(operation.callee)):
+            if isinstance(operation.callee, gast.Attribute):  # x.tolist(): x's own method
+                raise not_at_run_time(
+                    UnsupportedError(
+                        f"{self.parsed.location(statement)}: {operation.description} is a "
+                        "method of a value being differentiated, which the transformer "
+                        "cannot follow; compute with NumPy functions instead, or use "
+                        "mode='tape'"
+                    )
+                )
             # a function taken out of a differentiated value: called if it holds nothing
             callee_node = call(self.helper("plain_callable"), [callee_node])
         for name, value in operation.keywords.items():
