@@ -1,6 +1,7 @@
 """Turn a generated gast function into source text and a live Python function.
 
-The source is printed with the standard library's ``ast.unparse``; ``# grad of:``
+The source is printed as the standard library's ``ast.unparse`` prints it (by
+``source_writer`` where it can, as it is quicker); ``# grad of:``
 comments are restored from marker statements; the code is compiled under a file name
 registered with :mod:`linecache`, so tracebacks and ``pdb`` show the generated lines.
 """
@@ -27,6 +28,7 @@ import gast
 
 from s2sgrad.compiler.freshness import Assumptions
 from s2sgrad.compiler.python_ast import to_python_ast
+from s2sgrad.compiler.source_writer import write_source
 from s2sgrad.compiler.syntax import COMMENT_MARK, names_used, walk
 from s2sgrad.running import ORIGINS, running_origin
 
@@ -151,7 +153,9 @@ def to_source(node: gast.FunctionDef) -> str:
 
         to_source(gast.parse("def f(x):\\n    return x").body[0])  # 'def f(x):\\n    return x\\n'
     """
-    text = _unparse(to_python_ast(node))
+    text = write_source(node)
+    if text is None:  # a node kind the quick printer leaves to ``ast.unparse``
+        text = _unparse(to_python_ast(node))
     lines = []
     for line in text.splitlines():
         match = _STRING_STATEMENT.match(line)
