@@ -77,6 +77,7 @@ EXPRESSIONS = [
     "~a + +b",
     "a is not b not in c",
     "x.y.z(-1)",
+    "(x, (x := None))[0] + f(y := 2)",
 ]
 
 

@@ -251,18 +251,20 @@ def unique_name(stem: str) -> str:
 
 
 def compile_ast(node: gast.FunctionDef, namespace: dict[str, Any], origin: str) -> Any:
-    """Compile ``node`` straight from its syntax tree, without printing it.
+    """Compile ``node`` without keeping its source.
 
     Quicker than :class:`GeneratedFunction`, for code that runs once (the specialisation
-    probe); tracebacks through it show no source lines.
+    probe); tracebacks through it show no source lines. Its text is compiled when
+    ``source_writer`` prints it (quicker than building an ``ast`` tree), else the tree.
     """
     filename = f"<s2sgrad {node.name} #{next(_counter)}>"
     ORIGINS[filename] = origin
-    statement: Any = to_python_ast(node)
-    module = ast.Module(body=[statement], type_ignores=[])
+    code: Any = write_source(node)
+    if code is None:
+        code = ast.Module(body=[to_python_ast(node)], type_ignores=[])
     module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
     module_globals.update(namespace)
-    exec(compile(module, filename, "exec"), module_globals)
+    exec(compile(code, filename, "exec"), module_globals)
     return module_globals[node.name]
 
 

@@ -328,6 +328,11 @@ def _list(node, required):
     return "[" + ", ".join([_expression(e, _TEST) for e in node.elts]) + "]"
 
 
+def _named(node, required):
+    text = f"{_expression(node.target, _ATOM)} := {_expression(node.value, _ATOM)}"
+    return f"({text})" if required > _NAMED_EXPR else text
+
+
 def _starred(node, required):
     return "*" + _expression(node.value, _EXPR)
 
@@ -361,6 +366,7 @@ _EXPRESSIONS: dict[type, Callable] = {
     gast.Tuple: _tuple,
     gast.List: _list,
     gast.Starred: _starred,
+    gast.NamedExpr: _named,
     gast.IfExp: _if_expression,
     gast.Dict: _dictionary,
 }

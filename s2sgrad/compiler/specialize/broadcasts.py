@@ -14,7 +14,7 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, NEAR_BROADCAST, annotate, annotation
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, node_fields, walk
+from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
 
 __all__ = [
     "ARITHMETIC",
@@ -147,7 +147,7 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     """
     changed = False
     for binop in walk(node):
-        if annotation(binop, BROADCAST_FREE):
+        if type(binop) is gast.BinOp and annotation(binop, BROADCAST_FREE):
             changed |= _strip_sides(binop)
     return changed
 
@@ -202,6 +202,11 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     operand whose partner has the full shape, directly or through names that are
     themselves only used that way.
     """
+    if not any(  # nothing to strip (looked for among statements: no walk)
+        type(s) is gast.Assign and _is_broadcast_call(s.value)
+        for s in every_statement(function.body)
+    ):
+        return
     reads: dict[str, int] = {}
     writes: dict[str, int] = {}
     restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
