@@ -261,7 +261,8 @@ def compile_ast(node: gast.FunctionDef, namespace: dict[str, Any], origin: str) 
     ORIGINS[filename] = origin
     code: Any = write_source(node)
     if code is None:
-        code = ast.Module(body=[to_python_ast(node)], type_ignores=[])
+        statement: Any = to_python_ast(node)
+        code = ast.Module(body=[statement], type_ignores=[])
     module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
     module_globals.update(namespace)
     exec(compile(code, filename, "exec"), module_globals)

@@ -2,8 +2,8 @@
 ``e`` already has the shape ``S``, and ``d = np.broadcast_to(e, S)`` is ``d = e`` when every
 use of ``d`` broadcasts it back.
 
-The probe looks only at the arithmetic :func:`mark_near_broadcasts` marks; what it saw
-is kept on each operation (``BROADCAST_FREE``) so that stripping can run again after
+The probe looks only at the arithmetic that :func:`quiet_arithmetic` does not set aside;
+what it saw is kept on each operation (``BROADCAST_FREE``) so that stripping can run again after
 folding brings broadcasts next to full arrays (:func:`strip_broadcasts_in`).
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import BROADCAST_FREE, NEAR_BROADCAST, annotate, annotation
+from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
 
 __all__ = [
     "ARITHMETIC",
-    "mark_near_broadcasts",
-    "near_broadcast",
+    "assignments_and_arithmetic",
+    "quiet_arithmetic",
     "resolve",
     "strip_broadcast_definitions",
     "strip_broadcasts_in",
@@ -29,8 +29,11 @@ __all__ = [
 ARITHMETIC = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
 
 
-def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
-    """Mark (``NEAR_BROADCAST``) the arithmetic that broadcast stripping could concern.
+def quiet_arithmetic(
+    assignments: list[gast.Assign], arithmetic: list[gast.BinOp], namespace: dict
+) -> set[int]:
+    """The ids of the operations of ``arithmetic`` (the ``+ - * /`` of a function, whose
+    assignments to a name are ``assignments``) that broadcast stripping cannot concern.
 
     It could where a ``broadcast_to``/``expand_dims`` call, or a name whose value may be
     one, is reached through elementwise arithmetic or through helpers that specialisation
@@ -39,10 +42,10 @@ def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
     """
     near: set[str] = set()  # names whose value may be a broadcast
     users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
-    assignments, arithmetic = _assignments_and_arithmetic(function)
+    reached: dict[int, tuple[bool, set[str]]] = {}  # by id of an operation assigned
     for node in assignments:
         target = node.targets[0].id
-        broadcast, names = _elementwise_reach(node.value, namespace)
+        broadcast, names = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
         if broadcast:
             near.add(target)
         for name in names:
@@ -53,15 +56,22 @@ def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
             if user not in near:
                 near.add(user)
                 pending.append(user)
+    quiet = set()
     for node in arithmetic:
-        broadcast, names = _elementwise_reach(node, namespace)
-        annotate(node, NEAR_BROADCAST, broadcast or not names.isdisjoint(near))
+        found = reached.get(id(node))
+        broadcast, names = _elementwise_reach(node, namespace) if found is None else found
+        if not broadcast and names.isdisjoint(near):
+            quiet.add(id(node))
+    return quiet
 
 
-def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], list[gast.BinOp]]:
-    """The assignments to a name and the ``+ - * /`` operations in ``function``, found by a
-    walk that skips names and literals (only parameters' names hold more: annotations)."""
-    assignments, arithmetic = [], []
+def assignments_and_arithmetic(
+    function: gast.AST,
+) -> tuple[list[gast.Assign], list[gast.BinOp], list[gast.Subscript]]:
+    """The assignments to a name, the ``+ - * /`` operations and the subscripts in
+    ``function``, found by a walk that skips names and literals (only parameters' names
+    hold more: annotations)."""
+    assignments, arithmetic, subscripts = [], [], []
     pending = [function]
     while pending:
         node = pending.pop()
@@ -70,6 +80,8 @@ def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], 
             assignments.append(node)
         elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
             arithmetic.append(node)
+        elif kind is gast.Subscript:
+            subscripts.append(node)
         skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
         state = node.__dict__
         for field in node_fields(kind):
@@ -78,7 +90,7 @@ def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], 
                 pending += [item for item in value if type(item) not in skipped]
             elif type(value) not in skipped:
                 pending.append(value)
-    return assignments, arithmetic
+    return assignments, arithmetic, subscripts
 
 
 _LITERALS = frozenset({type(None), str, bytes, int, float, bool, complex, type(Ellipsis)})
@@ -114,12 +126,6 @@ def _elementwise_reach(expression: gast.expr, namespace: dict) -> tuple[bool, se
 
 # helpers that specialisation may replace by their first argument
 _PASS_THROUGH = frozenset(map(id, (runtime.unbroadcast, runtime.as_gradient, runtime.owned)))
-
-
-def near_broadcast(node: gast.BinOp) -> bool:
-    """Whether the probe should look at this arithmetic (marked by
-    :func:`mark_near_broadcasts`; unmarked code is probed everywhere)."""
-    return annotation(node, NEAR_BROADCAST, True)
 
 
 def without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen) -> gast.BinOp:
