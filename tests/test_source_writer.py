@@ -2,6 +2,7 @@
 on every function of this repository's own code it prints, on expressions chosen for
 their parentheses and literals, and on the code generated for a corpus of gradients."""
 
+import ast
 import inspect
 import sys
 from pathlib import Path
@@ -12,7 +13,6 @@ import pytest
 
 import s2sgrad as sg
 from s2sgrad.compiler import codegen
-from s2sgrad.compiler.codegen import _unparse
 from s2sgrad.compiler.python_ast import to_python_ast
 from s2sgrad.compiler.source_writer import write_source
 from s2sgrad.compiler.syntax import walk
@@ -43,7 +43,7 @@ def test_the_repository_s_functions_print_as_ast_unparse_prints_them():
             if text is None:
                 continue
             printed += 1
-            assert text == _unparse(to_python_ast(function)), f"{name}: {function.name}"
+            assert text == ast.unparse(to_python_ast(function)), f"{name}: {function.name}"
     assert printed > compared // 5  # docstrings and comprehensions are handed back
 
 
@@ -84,7 +84,7 @@ EXPRESSIONS = [
 @pytest.mark.parametrize("text", EXPRESSIONS)
 def test_expressions_print_as_ast_unparse_prints_them(text):
     function = gast.parse(f"def f(a, b=1, *c, d, e=2, **g):\n    y = {text}\n    return y").body[0]
-    assert write_source(function) == _unparse(to_python_ast(function))
+    assert write_source(function) == ast.unparse(to_python_ast(function))
 
 
 STATEMENTS = [
@@ -99,7 +99,7 @@ STATEMENTS = [
 def test_statements_print_as_ast_unparse_prints_them(text):
     body = "\n".join("    " + line for line in text.splitlines())
     function = gast.parse(f"def f(x, /, y):\n{body}").body[0]
-    assert write_source(function) == _unparse(to_python_ast(function))
+    assert write_source(function) == ast.unparse(to_python_ast(function))
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_generated_code_prints_as_ast_unparse_prints_it(monkeypatch):
     def checked(function):
         text = write_source(function)
         if text is not None:
-            assert text == _unparse(to_python_ast(function))
+            assert text == ast.unparse(to_python_ast(function))
             printed.append(function.name)
         return text
 
