@@ -9,6 +9,8 @@ folding brings broadcasts next to full arrays (:func:`strip_broadcasts_in`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import gast
 
 from s2sgrad import runtime
@@ -18,8 +20,9 @@ from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
 
 __all__ = [
     "ARITHMETIC",
-    "assignments_and_arithmetic",
+    "RawFacts",
     "quiet_arithmetic",
+    "raw_facts",
     "resolve",
     "strip_broadcast_definitions",
     "strip_broadcasts_in",
@@ -33,7 +36,8 @@ def quiet_arithmetic(
     assignments: list[gast.Assign], arithmetic: list[gast.BinOp], namespace: dict
 ) -> set[int]:
     """The ids of the operations of ``arithmetic`` (the ``+ - * /`` of a function, whose
-    assignments to a name are ``assignments``) that broadcast stripping cannot concern.
+    assignments to a name are ``assignments``: see :func:`raw_facts`) that broadcast
+    stripping cannot concern.
 
     It could where a ``broadcast_to``/``expand_dims`` call, or a name whose value may be
     one, is reached through elementwise arithmetic or through helpers that specialisation
@@ -65,18 +69,29 @@ def quiet_arithmetic(
     return quiet
 
 
-def assignments_and_arithmetic(
-    function: gast.AST,
-) -> tuple[list[gast.Assign], list[gast.BinOp], list[gast.Subscript]]:
-    """The assignments to a name, the ``+ - * /`` operations and the subscripts in
-    ``function``, found by a walk that skips names and literals (only parameters' names
-    hold more: annotations)."""
-    assignments, arithmetic, subscripts = [], [], []
+class RawFacts(NamedTuple):
+    """What the probe needs to know of the raw code's nodes (:func:`raw_facts`)."""
+
+    assignments: list[gast.Assign]  # to a name
+    arithmetic: list[gast.BinOp]  # + - * /
+    subscripts: list[gast.Subscript]
+    calls: list[gast.Call]
+
+
+def raw_facts(function: gast.AST) -> RawFacts:
+    """The assignments to a name, the ``+ - * /`` operations, the subscripts and the calls
+    in ``function``, found by one walk that skips names and literals (only parameters'
+    names hold more: annotations)."""
+    facts = RawFacts([], [], [], [])
+    assignments, arithmetic = facts.assignments, facts.arithmetic
+    subscripts, calls = facts.subscripts, facts.calls
     pending = [function]
     while pending:
         node = pending.pop()
         kind = type(node)
-        if kind is gast.Assign and type(node.targets[0]) is gast.Name:
+        if kind is gast.Call:
+            calls.append(node)
+        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
             assignments.append(node)
         elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
             arithmetic.append(node)
@@ -90,7 +105,7 @@ def assignments_and_arithmetic(
                 pending += [item for item in value if type(item) not in skipped]
             elif type(value) not in skipped:
                 pending.append(value)
-    return assignments, arithmetic, subscripts
+    return facts
 
 
 _LITERALS = frozenset({type(None), str, bytes, int, float, bool, complex, type(Ellipsis)})

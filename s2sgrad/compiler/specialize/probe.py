@@ -18,11 +18,11 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import BROADCAST_FREE, annotation
+from s2sgrad.compiler.annotations import BROADCAST_FREE, NEW_AXES, SCATTER, annotation
 from s2sgrad.compiler.specialize.broadcasts import (
     ARITHMETIC,
-    assignments_and_arithmetic,
     quiet_arithmetic,
+    raw_facts,
     resolve,
     without_broadcasts,
 )
@@ -49,6 +49,7 @@ __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites
 
 _PROBE = PROBE
 _OPERATOR = OPERATOR
+_NOTES = (NEW_AXES, SCATTER)  # set on calls by their specialisers, read by later passes
 
 
 class NotSpecialisable(Exception):
@@ -133,6 +134,9 @@ class Probing:
     # if none, the passes that strip them have nothing to do
     broadcast_free: bool = False
     indexing: set[str] | None = None  # the parameters that index arrays, once instrumented
+    # which of the calls' annotations (_NOTES) the specialised code may hold: a pass that
+    # reads one has nothing to do without it
+    noted: set[str] = field(default_factory=set)
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -140,10 +144,11 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     near a broadcast is a call of the probe (``__s2sgrad_probe__(site, f, *args)``)."""
     table = specialisers()
     sites = probing.sites
-    assignments, arithmetic, subscripts = assignments_and_arithmetic(node)  # one walk
-    quiet = quiet_arithmetic(assignments, arithmetic, probing.namespace)
-    sums = accumulation_sums(assignments)  # d = d + e: may add in place (in_place.py)
-    probing.indexing = index_parameters(node, subscripts)
+    facts = raw_facts(node)  # one walk
+    quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, probing.namespace)
+    sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
+    probing.indexing = index_parameters(node, facts.subscripts)
+    probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
 
     def probed_arithmetic(original: gast.BinOp, copy: gast.BinOp) -> bool:
         if id(original) in sums:
@@ -262,6 +267,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             site_node.func, *site_node.args = probe_call.args[1:]
             site_node.keywords = probe_call.keywords
         _become(probe_call, specialise(site, site_node, target))
+        probing.noted.update(n for n in _NOTES if n in probe_call.__dict__)
     place_reductions(probed, hoisted)
     return probed
 
