@@ -34,7 +34,7 @@ from s2sgrad.compiler.specialize.in_place import (
     note_sum,
 )
 from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
-from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
+from s2sgrad.compiler.specialize.loop_cuts import ARITHMETIC_PROBES, CUTS, PROBE, LoopCuts
 from s2sgrad.compiler.specialize.probe_copy import copy_with_sites
 from s2sgrad.compiler.specialize.releases import (
     STAND_IN,
@@ -48,7 +48,6 @@ from s2sgrad.compiler.specialize.seen import Seen, observed
 __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites"]
 
 _PROBE = PROBE
-_OPERATOR = OPERATOR
 _NOTES = (NEW_AXES, SCATTER)  # set on calls by their specialisers, read by later passes
 
 
@@ -157,10 +156,10 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         return id(original) not in quiet
 
     def instrumented(site, site_node, target):
-        if target is None:  # arithmetic: __s2sgrad_operator__("+", left, right)
-            symbol = _constant(ARITHMETIC[type(site_node.op)])
-            operands = [_load(_OPERATOR), symbol, site_node.left, site_node.right]
-            probe_call = _call(_load(_PROBE), [_constant(site), *operands], [])
+        if target is None:  # arithmetic: __s2sgrad_add__(site, left, right)
+            arithmetic = _load(ARITHMETIC_PROBES[ARITHMETIC[type(site_node.op)]])
+            operands = [_constant(site), site_node.left, site_node.right]
+            probe_call = _call(arithmetic, operands, [])
         else:  # keywords for KEYWORD_SITES only
             arguments = [_constant(site), site_node.func, *site_node.args]
             probe_call = _call(_load(_PROBE), arguments, site_node.keywords)
@@ -218,7 +217,7 @@ def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None)
         **probing.namespace,
         **probing.callees,
         _PROBE: probing.probe,
-        _OPERATOR: _apply_operator,
+        **{name: _arithmetic(probing.probe, symbol) for symbol, name in ARITHMETIC_PROBES.items()},
         STAND_IN: stand_in,
     }
     lean = probed
@@ -262,7 +261,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
 
     for site, (probe_call, site_node, target) in enumerate(probing.sites):
         if target is None:
-            site_node.left, site_node.right = probe_call.args[3:]
+            site_node.left, site_node.right = probe_call.args[1:]
         else:
             site_node.func, *site_node.args = probe_call.args[1:]
             site_node.keywords = probe_call.keywords
@@ -327,6 +326,15 @@ def _call(function: gast.expr, arguments: list, keywords: list) -> gast.Call:
 _NAME, _CONSTANT, _CALL, _LOAD = gast.Name, gast.Constant, gast.Call, gast.Load()
 
 _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _arithmetic(probe: _Probe, symbol: str) -> Callable:
+    """The probe of one operation: it records (symbol, left, right) and the result."""
+
+    def probed(site, left, right):
+        return probe(site, _apply_operator, symbol, left, right)
+
+    return probed
 
 
 def _apply_operator(symbol, left, right):
