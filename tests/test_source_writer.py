@@ -102,6 +102,18 @@ def test_statements_print_as_ast_unparse_prints_them(text):
     assert write_source(function) == ast.unparse(to_python_ast(function))
 
 
+def test_nodes_made_without_a_type_comment_print_as_ast_unparse_prints_them():
+    name = gast.Name(id="y", ctx=gast.Store(), annotation=None)  # no type_comment
+    value = gast.Call(
+        func=gast.Name(id="g", ctx=gast.Load(), annotation=None, type_comment=None),
+        args=[gast.Constant(value=1.5, kind=None)],
+        keywords=[gast.keyword(arg="k", value=gast.Constant(value="s", kind=None))],
+    )
+    function = gast.parse("def f(x):\n    return x").body[0]
+    function.body.insert(0, gast.Assign(targets=[name], value=value))  # no type_comment
+    assert write_source(function) == ast.unparse(to_python_ast(function))
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -79,7 +79,7 @@ _COMPARISONS = {
 
 
 def _header(function) -> str:
-    if function.decorator_list or function.returns is not None or function.type_comment:
+    if function.decorator_list or function.returns is not None or _scalar(function, "type_comment"):
         raise _Unsupported
     if getattr(function, "type_params", None):
         raise _Unsupported
@@ -119,11 +119,17 @@ def _arguments(node: gast.arguments) -> str:
 
 
 def _parameter(name: gast.Name) -> str:
-    if type(name) is not gast.Name or name.type_comment:
+    if type(name) is not gast.Name or _scalar(name, "type_comment"):
         raise _Unsupported
     if name.annotation is None:
         return name.id
     return f"{name.id}: {_expression(name.annotation, _TEST)}"
+
+
+def _scalar(node, field: str):
+    """A field holding a name or a literal, None where the node was made without it (as
+    the conversion to ``ast`` reads it)."""
+    return node.__dict__.get(field)
 
 
 # statements -------------------------------------------------------------------------------
@@ -136,7 +142,7 @@ def _block(body: list, indent: str, lines: list[str]) -> None:
 
 
 def _assign(node, indent, lines):
-    if node.type_comment:
+    if _scalar(node, "type_comment"):
         raise _Unsupported
     targets = "".join([_expression(t, _TUPLE) + " = " for t in node.targets])
     lines.append(indent + targets + _expression(node.value, _TEST))
@@ -170,7 +176,7 @@ def _if(node, indent, lines):
 
 
 def _for(node, indent, lines):
-    if node.type_comment:
+    if _scalar(node, "type_comment"):
         raise _Unsupported
     target, sequence = _expression(node.target, _TUPLE), _expression(node.iter, _TEST)
     lines.append(f"{indent}for {target} in {sequence}:")
@@ -226,12 +232,12 @@ def _expression(node, required: int) -> str:
 
 
 def _constant(node, required):
-    value = node.value
+    value = _scalar(node, "value")
     if isinstance(value, tuple):
         raise _Unsupported
     if value is ...:
         return "..."
-    prefix = "u" if node.kind == "u" else ""
+    prefix = "u" if _scalar(node, "kind") == "u" else ""
     if isinstance(value, (float, complex)):
         text = repr(value).replace("inf", _INFINITY).replace("nan", f"({_INFINITY}-{_INFINITY})")
         return prefix + text
@@ -280,7 +286,8 @@ def _call(node, required):
     arguments = [_expression(a, _TEST) for a in node.args]
     for keyword in node.keywords:
         value = _expression(keyword.value, _TEST)
-        arguments.append("**" + value if keyword.arg is None else f"{keyword.arg}={value}")
+        name = _scalar(keyword, "arg")
+        arguments.append("**" + value if name is None else f"{name}={value}")
     return f"{_expression(node.func, _ATOM)}({', '.join(arguments)})"
 
 
