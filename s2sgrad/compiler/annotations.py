@@ -30,7 +30,6 @@ KEEP_NAME = "keep_name"  # an adjoint named after the user's variable: keep it v
 KEEP_APART = "keep_apart"  # a statement that reads best on a line of its own (the seed)
 
 # Specialisation (specialize/)
-NEAR_BROADCAST = "s2s_near_broadcast"  # an operation beside a broadcast specialisation removed
 BROADCAST_FREE = "s2s_broadcast_free"  # sides of a binary operation whose broadcasts were stripped
 SCATTER = "s2s_scatter"  # an index cotangent that may become an in-place add
 UNCOVERED = "s2s_uncovered"  # the part of an array an index cotangent's first write leaves

@@ -1,6 +1,7 @@
 """Turn a generated gast function into source text and a live Python function.
 
-The source is printed with the standard library's ``ast.unparse``; ``# grad of:``
+The source is printed as the standard library's ``ast.unparse`` prints it (by
+``source_writer`` where it can, as it is quicker); ``# grad of:``
 comments are restored from marker statements; the code is compiled under a file name
 registered with :mod:`linecache`, so tracebacks and ``pdb`` show the generated lines.
 """
@@ -27,6 +28,7 @@ import gast
 
 from s2sgrad.compiler.freshness import Assumptions
 from s2sgrad.compiler.python_ast import to_python_ast
+from s2sgrad.compiler.source_writer import write_source
 from s2sgrad.compiler.syntax import COMMENT_MARK, names_used, walk
 from s2sgrad.running import ORIGINS, running_origin
 
@@ -151,7 +153,9 @@ def to_source(node: gast.FunctionDef) -> str:
 
         to_source(gast.parse("def f(x):\\n    return x").body[0])  # 'def f(x):\\n    return x\\n'
     """
-    text = _unparse(to_python_ast(node))
+    text = write_source(node)
+    if text is None:  # a node kind the quick printer leaves to ``ast.unparse``
+        text = _unparse(to_python_ast(node))
     lines = []
     for line in text.splitlines():
         match = _STRING_STATEMENT.match(line)
@@ -247,18 +251,21 @@ def unique_name(stem: str) -> str:
 
 
 def compile_ast(node: gast.FunctionDef, namespace: dict[str, Any], origin: str) -> Any:
-    """Compile ``node`` straight from its syntax tree, without printing it.
+    """Compile ``node`` without keeping its source.
 
     Quicker than :class:`GeneratedFunction`, for code that runs once (the specialisation
-    probe); tracebacks through it show no source lines.
+    probe); tracebacks through it show no source lines. Its text is compiled when
+    ``source_writer`` prints it (quicker than building an ``ast`` tree), else the tree.
     """
     filename = f"<s2sgrad {node.name} #{next(_counter)}>"
     ORIGINS[filename] = origin
-    statement: Any = to_python_ast(node)
-    module = ast.Module(body=[statement], type_ignores=[])
+    code: Any = write_source(node)
+    if code is None:
+        statement: Any = to_python_ast(node)
+        code = ast.Module(body=[statement], type_ignores=[])
     module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
     module_globals.update(namespace)
-    exec(compile(module, filename, "exec"), module_globals)
+    exec(compile(code, filename, "exec"), module_globals)
     return module_globals[node.name]
 
 

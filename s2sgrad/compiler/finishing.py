@@ -37,6 +37,7 @@ from typing import Any
 
 import gast
 
+from s2sgrad.compiler.annotations import NEW_AXES, SCATTER
 from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_function
 from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
@@ -114,7 +115,8 @@ def _strip_broadcast_definitions(node, finishing):
 
 
 def _scatter_sums(node, finishing):
-    scatter_sums(node, finishing.probing.namespace)
+    if SCATTER in finishing.probing.noted:  # else no index cotangent is marked
+        scatter_sums(node, finishing.probing.namespace)
     return node
 
 
@@ -180,7 +182,8 @@ def _recompute_cheap_saves(node, finishing):
 
 
 def _index_new_axes(node, finishing):
-    index_new_axes(node, finishing.numbers)
+    if NEW_AXES in finishing.probing.noted:  # else no expand_dims call is noted
+        index_new_axes(node, finishing.numbers)
     return node
 
 

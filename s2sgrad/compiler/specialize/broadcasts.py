@@ -2,24 +2,27 @@
 ``e`` already has the shape ``S``, and ``d = np.broadcast_to(e, S)`` is ``d = e`` when every
 use of ``d`` broadcasts it back.
 
-The probe looks only at the arithmetic :func:`mark_near_broadcasts` marks; what it saw
-is kept on each operation (``BROADCAST_FREE``) so that stripping can run again after
+The probe looks only at the arithmetic that :func:`quiet_arithmetic` does not set aside;
+what it saw is kept on each operation (``BROADCAST_FREE``) so that stripping can run again after
 folding brings broadcasts next to full arrays (:func:`strip_broadcasts_in`).
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import BROADCAST_FREE, NEAR_BROADCAST, annotate, annotation
+from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, node_fields, walk
+from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
 
 __all__ = [
     "ARITHMETIC",
-    "mark_near_broadcasts",
-    "near_broadcast",
+    "RawFacts",
+    "quiet_arithmetic",
+    "raw_facts",
     "resolve",
     "strip_broadcast_definitions",
     "strip_broadcasts_in",
@@ -29,8 +32,12 @@ __all__ = [
 ARITHMETIC = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
 
 
-def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
-    """Mark (``NEAR_BROADCAST``) the arithmetic that broadcast stripping could concern.
+def quiet_arithmetic(
+    assignments: list[gast.Assign], arithmetic: list[gast.BinOp], namespace: dict
+) -> set[int]:
+    """The ids of the operations of ``arithmetic`` (the ``+ - * /`` of a function, whose
+    assignments to a name are ``assignments``: see :func:`raw_facts`) that broadcast
+    stripping cannot concern.
 
     It could where a ``broadcast_to``/``expand_dims`` call, or a name whose value may be
     one, is reached through elementwise arithmetic or through helpers that specialisation
@@ -39,10 +46,10 @@ def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
     """
     near: set[str] = set()  # names whose value may be a broadcast
     users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
-    assignments, arithmetic = _assignments_and_arithmetic(function)
+    reached: dict[int, tuple[bool, set[str]]] = {}  # by id of an operation assigned
     for node in assignments:
         target = node.targets[0].id
-        broadcast, names = _elementwise_reach(node.value, namespace)
+        broadcast, names = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
         if broadcast:
             near.add(target)
         for name in names:
@@ -53,23 +60,43 @@ def mark_near_broadcasts(function: gast.FunctionDef, namespace: dict) -> None:
             if user not in near:
                 near.add(user)
                 pending.append(user)
+    quiet = set()
     for node in arithmetic:
-        broadcast, names = _elementwise_reach(node, namespace)
-        annotate(node, NEAR_BROADCAST, broadcast or not names.isdisjoint(near))
+        found = reached.get(id(node))
+        broadcast, names = _elementwise_reach(node, namespace) if found is None else found
+        if not broadcast and names.isdisjoint(near):
+            quiet.add(id(node))
+    return quiet
 
 
-def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], list[gast.BinOp]]:
-    """The assignments to a name and the ``+ - * /`` operations in ``function``, found by a
-    walk that skips names and literals (only parameters' names hold more: annotations)."""
-    assignments, arithmetic = [], []
+class RawFacts(NamedTuple):
+    """What the probe needs to know of the raw code's nodes (:func:`raw_facts`)."""
+
+    assignments: list[gast.Assign]  # to a name
+    arithmetic: list[gast.BinOp]  # + - * /
+    subscripts: list[gast.Subscript]
+    calls: list[gast.Call]
+
+
+def raw_facts(function: gast.AST) -> RawFacts:
+    """The assignments to a name, the ``+ - * /`` operations, the subscripts and the calls
+    in ``function``, found by one walk that skips names and literals (only parameters'
+    names hold more: annotations)."""
+    facts = RawFacts([], [], [], [])
+    assignments, arithmetic = facts.assignments, facts.arithmetic
+    subscripts, calls = facts.subscripts, facts.calls
     pending = [function]
     while pending:
         node = pending.pop()
         kind = type(node)
-        if kind is gast.Assign and type(node.targets[0]) is gast.Name:
+        if kind is gast.Call:
+            calls.append(node)
+        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
             assignments.append(node)
         elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
             arithmetic.append(node)
+        elif kind is gast.Subscript:
+            subscripts.append(node)
         skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
         state = node.__dict__
         for field in node_fields(kind):
@@ -78,7 +105,7 @@ def _assignments_and_arithmetic(function: gast.AST) -> tuple[list[gast.Assign], 
                 pending += [item for item in value if type(item) not in skipped]
             elif type(value) not in skipped:
                 pending.append(value)
-    return assignments, arithmetic
+    return facts
 
 
 _LITERALS = frozenset({type(None), str, bytes, int, float, bool, complex, type(Ellipsis)})
@@ -116,12 +143,6 @@ def _elementwise_reach(expression: gast.expr, namespace: dict) -> tuple[bool, se
 _PASS_THROUGH = frozenset(map(id, (runtime.unbroadcast, runtime.as_gradient, runtime.owned)))
 
 
-def near_broadcast(node: gast.BinOp) -> bool:
-    """Whether the probe should look at this arithmetic (marked by
-    :func:`mark_near_broadcasts`; unmarked code is probed everywhere)."""
-    return annotation(node, NEAR_BROADCAST, True)
-
-
 def without_broadcasts(binop: gast.BinOp, left: Seen, right: Seen, result: Seen) -> gast.BinOp:
     """``np.broadcast_to(c, S) * e`` is ``c * e`` when ``e`` already has the shape ``S``."""
     sides = [
@@ -147,7 +168,7 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     """
     changed = False
     for binop in walk(node):
-        if annotation(binop, BROADCAST_FREE):
+        if type(binop) is gast.BinOp and annotation(binop, BROADCAST_FREE):
             changed |= _strip_sides(binop)
     return changed
 
@@ -202,6 +223,11 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     operand whose partner has the full shape, directly or through names that are
     themselves only used that way.
     """
+    if not any(  # nothing to strip (looked for among statements: no walk)
+        type(s) is gast.Assign and _is_broadcast_call(s.value)
+        for s in every_statement(function.body)
+    ):
+        return
     reads: dict[str, int] = {}
     writes: dict[str, int] = {}
     restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores

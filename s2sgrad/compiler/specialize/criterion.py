@@ -178,14 +178,18 @@ def _integer_valued(value, shape_only: set[str], resolve) -> bool:
     return all(_is_shape_only(s, shape_only) for s in settings)
 
 
-def index_parameters(function: gast.FunctionDef) -> set[str]:
+def index_parameters(
+    function: gast.FunctionDef, subscripts: list[gast.Subscript] | None = None
+) -> set[str]:
     """The parameters of ``function`` that index an array (``x[y]``): specialised code is
-    only right for them where :func:`integer_index` holds."""
+    only right for them where :func:`integer_index` holds. ``subscripts``, when given,
+    are all the subscripts in ``function`` (found by a walk already made)."""
     parameters = {a.id for a in function.args.args + function.args.kwonlyargs}
+    if subscripts is None:
+        subscripts = [node for node in walk(function) if isinstance(node, gast.Subscript)]
     used = set()
-    for node in walk(function):
-        if isinstance(node, gast.Subscript):
-            used |= names_read(node.slice) & parameters
+    for node in subscripts:
+        used |= names_read(node.slice) & parameters
     return used
 
 

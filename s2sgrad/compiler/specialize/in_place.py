@@ -4,7 +4,7 @@ a person writes a loop's weight gradients, when that is surely the same array.
 ``+=`` writes the sum into ``dW``'s own array instead of a new one, which is only the same
 when the sum has ``dW``'s shape and dtype (else ``+=`` would cast it, or fail) and when no
 other name can see ``dW``'s array. The probe tells the first: each accumulation ``d = d +
-e`` of the raw code is a probed site (:func:`mark_accumulations`), and :func:`note_sum`
+e`` of the raw code is a probed site (:func:`accumulation_sums`), and :func:`note_sum`
 records on it whether the sum, every time it ran, had ``d``'s shape and dtype. The second
 is read from the finished code (:func:`accumulate_in_place`): ``d`` is not a parameter,
 every other binding of ``d`` makes a new array (zeros, arithmetic) or a number, and ``d`` is
@@ -12,7 +12,7 @@ read only by its accumulations and by the ``return``.
 
 Example::
 
-    mark_accumulations(function)  # before the probe is instrumented
+    sums = accumulation_sums(assignments)  # as the probe is instrumented
     note_sum(binop, left, right, result)  # where the probe's sites are specialised
     accumulate_in_place(function, namespace)  # once the optimiser is done
 """
@@ -28,21 +28,30 @@ from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import names_read, nested_statements, parameter_names, walk
 
-__all__ = ["accumulate_in_place", "is_accumulation", "mark_accumulations", "note_sum"]
+__all__ = [
+    "accumulate_in_place",
+    "accumulation_sums",
+    "is_accumulation",
+    "mark_accumulation",
+    "note_sum",
+]
 
 _FRESH_CALLS = (runtime.zeros_like_value, np.zeros, np.zeros_like)  # a new array each call
 
 
-def mark_accumulations(function: gast.FunctionDef) -> None:
-    """Mark the sum of each ``d = d + e`` (``e`` not reading ``d``) for the probe."""
-    for statement in nested_statements(function.body):
-        name = _accumulated(statement)
-        if name is not None:
-            annotate(statement.value, ACCUMULATION, False)  # not known to keep d's kind yet
+def accumulation_sums(assignments: list[gast.Assign]) -> set[int]:
+    """The ids of the sums ``d + e`` of the statements ``d = d + e`` (``e`` not reading
+    ``d``) among ``assignments``: the probe looks at each (:func:`mark_accumulation`)."""
+    return {id(s.value) for s in assignments if _accumulated(s) is not None}
+
+
+def mark_accumulation(node: gast.BinOp) -> None:
+    """Mark the probe's copy of such a sum: not known to keep ``d``'s kind yet."""
+    annotate(node, ACCUMULATION, False)
 
 
 def is_accumulation(node: gast.BinOp) -> bool:
-    """Whether the probe should look at this sum (:func:`mark_accumulations` marked it)."""
+    """Whether the probe looks at this sum (:func:`mark_accumulation` marked it)."""
     return annotation(node, ACCUMULATION) is not None
 
 

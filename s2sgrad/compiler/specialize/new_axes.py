@@ -45,7 +45,7 @@ def index_new_axes(function: gast.FunctionDef, numbers: frozenset = frozenset())
     indexing with ``None`` (see the module's docstring), unless later passes may have made
     its argument a number: it reads none of ``numbers`` (uniform cotangents kept as
     numbers) and some name (a literal is a number)."""
-    if any(type(n) is gast.Call and annotation(n, NEW_AXES) for n in walk(function)):
+    if any(type(n) is gast.Call and NEW_AXES in n.__dict__ for n in walk(function)):
         _Indexing(numbers).visit(function)  # rebuilding every node's fields costs a walk's 4x
 
 

@@ -18,19 +18,24 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import BROADCAST_FREE, annotation
+from s2sgrad.compiler.annotations import BROADCAST_FREE, NEW_AXES, SCATTER, annotation
 from s2sgrad.compiler.specialize.broadcasts import (
     ARITHMETIC,
-    mark_near_broadcasts,
-    near_broadcast,
+    quiet_arithmetic,
+    raw_facts,
     resolve,
     without_broadcasts,
 )
 from s2sgrad.compiler.specialize.callees import callee_probes, specialised_callees
 from s2sgrad.compiler.specialize.criterion import index_parameters, integer_index
-from s2sgrad.compiler.specialize.in_place import is_accumulation, mark_accumulations, note_sum
+from s2sgrad.compiler.specialize.in_place import (
+    accumulation_sums,
+    mark_accumulation,
+    note_sum,
+)
 from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
-from s2sgrad.compiler.specialize.loop_cuts import CUTS, OPERATOR, PROBE, LoopCuts
+from s2sgrad.compiler.specialize.loop_cuts import ARITHMETIC_PROBES, CUTS, PROBE, LoopCuts
+from s2sgrad.compiler.specialize.probe_copy import copy_with_sites
 from s2sgrad.compiler.specialize.releases import (
     STAND_IN,
     large_arguments,
@@ -39,12 +44,11 @@ from s2sgrad.compiler.specialize.releases import (
 )
 from s2sgrad.compiler.specialize.rewrites import KEYWORD_SITES, specialisers
 from s2sgrad.compiler.specialize.seen import Seen, observed
-from s2sgrad.compiler.syntax import call, clone_rewriting, constant, load
 
 __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites"]
 
 _PROBE = PROBE
-_OPERATOR = OPERATOR
+_NOTES = (NEW_AXES, SCATTER)  # set on calls by their specialisers, read by later passes
 
 
 class NotSpecialisable(Exception):
@@ -128,6 +132,10 @@ class Probing:
     # whether specialising marked any arithmetic whose broadcasts may go (``broadcasts.py``):
     # if none, the passes that strip them have nothing to do
     broadcast_free: bool = False
+    indexing: set[str] | None = None  # the parameters that index arrays, once instrumented
+    # which of the calls' annotations (_NOTES) the specialised code may hold: a pass that
+    # reads one has nothing to do without it
+    noted: set[str] = field(default_factory=set)
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -135,28 +143,32 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     near a broadcast is a call of the probe (``__s2sgrad_probe__(site, f, *args)``)."""
     table = specialisers()
     sites = probing.sites
+    facts = raw_facts(node)  # one walk
+    quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, probing.namespace)
+    sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
+    probing.indexing = index_parameters(node, facts.subscripts)
+    probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
+
+    def probed_arithmetic(original: gast.BinOp, copy: gast.BinOp) -> bool:
+        if id(original) in sums:
+            mark_accumulation(copy)
+            return True
+        return id(original) not in quiet
 
     def instrumented(site, site_node, target):
-        if target is None:  # arithmetic: __s2sgrad_operator__("+", left, right)
-            operands = [constant(ARITHMETIC[type(site_node.op)]), site_node.left, site_node.right]
-            probe_call = call(load(_PROBE), [constant(site), load(_OPERATOR), *operands])
-        else:
-            probe_call = call(load(_PROBE), [constant(site), site_node.func, *site_node.args])
-            probe_call.keywords = site_node.keywords  # for KEYWORD_SITES only
+        if target is None:  # arithmetic: __s2sgrad_add__(site, left, right)
+            arithmetic = _load(ARITHMETIC_PROBES[ARITHMETIC[type(site_node.op)]])
+            operands = [_constant(site), site_node.left, site_node.right]
+            probe_call = _call(arithmetic, operands, [])
+        else:  # keywords for KEYWORD_SITES only
+            arguments = [_constant(site), site_node.func, *site_node.args]
+            probe_call = _call(_load(_PROBE), arguments, site_node.keywords)
         sites.append((probe_call, site_node, target))
         return probe_call
 
-    mark_near_broadcasts(node, probing.namespace)
-    mark_accumulations(node)  # d = d + e: may add in place (in_place.py)
-    return clone_rewriting(
-        node,
-        _each_site(probing.namespace, table, instrumented, _probed_arithmetic),
-        kinds=(gast.BinOp, gast.Call),
+    return copy_with_sites(
+        node, _each_site(probing.namespace, table, instrumented, probed_arithmetic)
     )
-
-
-def _probed_arithmetic(node: gast.BinOp) -> bool:
-    return near_broadcast(node) or is_accumulation(node)
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -170,7 +182,9 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     if not probing.callees and probing.is_pure is not None:
         cuts = LoopCuts.for_probe(probed, probing.is_pure)
     function = _compiled(probed, probing, cuts)
-    indexing = index_parameters(probed)
+    indexing = probing.indexing
+    if indexing is None:
+        indexing = index_parameters(probed)
     if indexing:
         bound = inspect.signature(function).bind(*probing.args, **probing.kwargs)
         if not all(integer_index(bound.arguments.get(n)) for n in indexing):
@@ -203,7 +217,7 @@ def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None)
         **probing.namespace,
         **probing.callees,
         _PROBE: probing.probe,
-        _OPERATOR: _apply_operator,
+        **{name: _arithmetic(probing.probe, symbol) for symbol, name in ARITHMETIC_PROBES.items()},
         STAND_IN: stand_in,
     }
     lean = probed
@@ -247,11 +261,12 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
 
     for site, (probe_call, site_node, target) in enumerate(probing.sites):
         if target is None:
-            site_node.left, site_node.right = probe_call.args[3:]
+            site_node.left, site_node.right = probe_call.args[1:]
         else:
             site_node.func, *site_node.args = probe_call.args[1:]
             site_node.keywords = probe_call.keywords
         _become(probe_call, specialise(site, site_node, target))
+        probing.noted.update(n for n in _NOTES if n in probe_call.__dict__)
     place_reductions(probed, hoisted)
     return probed
 
@@ -263,17 +278,17 @@ def _become(node: gast.AST, replacement: gast.AST) -> None:
 
 
 def _each_site(
-    namespace: dict, table: dict, handle, arithmetic: Callable[[gast.BinOp], bool]
-) -> Callable[[gast.AST], gast.AST]:
-    """A rewriter for :func:`clone_rewriting` that numbers the probed sites (specialisable
-    calls, and arithmetic for which ``arithmetic(node)`` holds) and replaces each by
-    ``handle(site, node, target)``."""
+    namespace: dict, table: dict, handle, arithmetic: Callable[[gast.BinOp, gast.BinOp], bool]
+) -> Callable[[gast.AST, gast.AST], gast.AST]:
+    """A rewriter for :func:`copy_with_sites` that numbers the probed sites (specialisable
+    calls, and arithmetic for which ``arithmetic(original, copy)`` holds) and replaces
+    each copy by ``handle(site, copy, target)``."""
     count = iter(range(1 << 62))
 
-    def rewrite(node: gast.AST) -> gast.AST:
+    def rewrite(original: gast.AST, node: gast.AST) -> gast.AST:
         kind = type(node)
         if kind is gast.BinOp:
-            if type(node.op) in ARITHMETIC and arithmetic(node):
+            if type(node.op) in ARITHMETIC and arithmetic(original, node):
                 return handle(next(count), node, None)
         elif kind is gast.Call:
             target = resolve(node.func, namespace)
@@ -289,7 +304,37 @@ def _each_site(
     return rewrite
 
 
+# the probe's own nodes, made as gast's constructors make them (the same fields), quicker
+def _load(name: str) -> gast.Name:
+    node = _NAME.__new__(_NAME)
+    node.__dict__ = {"id": name, "ctx": _LOAD, "annotation": None, "type_comment": None}
+    return node
+
+
+def _constant(value: Any) -> gast.Constant:
+    node = _CONSTANT.__new__(_CONSTANT)
+    node.__dict__ = {"value": value, "kind": None}
+    return node
+
+
+def _call(function: gast.expr, arguments: list, keywords: list) -> gast.Call:
+    node = _CALL.__new__(_CALL)
+    node.__dict__ = {"func": function, "args": arguments, "keywords": keywords}
+    return node
+
+
+_NAME, _CONSTANT, _CALL, _LOAD = gast.Name, gast.Constant, gast.Call, gast.Load()
+
 _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _arithmetic(probe: _Probe, symbol: str) -> Callable:
+    """The probe of one operation: it records (symbol, left, right) and the result."""
+
+    def probed(site, left, right):
+        return probe(site, _apply_operator, symbol, left, right)
+
+    return probed
 
 
 def _apply_operator(symbol, left, right):

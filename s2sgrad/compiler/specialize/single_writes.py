@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.syntax import walk
+from s2sgrad.compiler.syntax import every_statement, walk
 
 __all__ = ["assign_single_writes"]
 
@@ -30,6 +30,8 @@ __all__ = ["assign_single_writes"]
 def assign_single_writes(function: gast.FunctionDef) -> bool:
     """Rewrite the accumulations of ``function`` (and of functions in it) that the module
     describes as assignments, in place; True if any changed."""
+    if all(_zeros_shape(s) is None for s in every_statement(function.body)):
+        return False  # no buffer of zeros (looked for among statements: no walk)
     changed = False
     for node in walk(function):
         if type(node) is gast.FunctionDef:

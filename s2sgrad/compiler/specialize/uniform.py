@@ -26,7 +26,7 @@ import numpy as np
 
 from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.specialize.rewrites import numpy_name
-from s2sgrad.compiler.syntax import call, constant, load, walk
+from s2sgrad.compiler.syntax import call, constant, every_statement, load, walk
 
 __all__ = ["uniform_cotangents"]
 
@@ -36,6 +36,11 @@ _SCALINGS = (gast.Mult,)
 def uniform_cotangents(function: gast.FunctionDef, namespace: dict) -> set[str]:
     """Rewrite the uniform cotangents of ``function`` in place (see the module's
     docstring); the names that hold numbers now (none: nothing changed)."""
+    if not any(  # no shape to start from (looked for among statements: no walk)
+        type(s) is gast.Assign and _filled_shape(s.value, namespace) is not None
+        for s in every_statement(function.body)
+    ):
+        return set()
     nodes = walk(function)
     assigned: dict[str, list[gast.Assign]] = {}
     plain: set[int] = set()
