@@ -460,3 +460,19 @@ def test_rules_of_one_value_keep_a_tuple_whole(helper):
     for derivative in (rule.vjp, rule.jvp):
         entry = per_argument(derivative(value, value, value), 1)[0]
         assert isinstance(entry, (tuple, list)) and len(entry) == 2, helper
+
+
+def _written_into_zeros_of_a_list(x):
+    from s2sgrad.runtime import zeros_like_value
+
+    d = zeros_like_value([x, x * 2.0])  # a CotangentList of zeros, as generated code makes
+    d[0][1:] += np.sin(x[:-1])
+    return np.sum(d[0] ** 2)
+
+
+def test_the_tape_follows_writes_into_the_zeros_of_a_container():
+    """Zeros generated code makes for a list are blank tape values, as an array's are: the
+    tape refused the item write into them as an update of a plain array."""
+    x = np.array([0.3, -0.2, 0.5])
+    expected = numeric_grad(_written_into_zeros_of_a_list, (x,), 0)
+    assert_close(sg.grad(_written_into_zeros_of_a_list, mode="tape")(x), expected, 1e-6, 1e-8)
