@@ -26,6 +26,7 @@ from s2sgrad.compiler.python_ast import to_gast
 from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
     COMPARISON_OPERATORS,
+    SCOPES,
     UNARY_OPERATORS,
     assign,
     clone,
@@ -33,6 +34,7 @@ from s2sgrad.compiler.syntax import (
     constant,
     names_read,
     names_written,
+    node_fields,
     walk,
 )
 
@@ -221,20 +223,8 @@ def inline_rule(
     prologue = [
         assign(renames[name], clone(value)) for name, value in bound.items() if name in renames
     ]
-
-    def substitute(node: gast.AST) -> gast.AST:
-        if type(node) is not gast.Name:
-            return node
-        if node.id in renames:
-            node.id = renames[node.id]
-        elif node.id in bound:
-            return clone(bound[node.id])
-        elif node.id in parsed.globals:
-            node.id = namespace.bind(node.id, parsed.globals[node.id])
-        return node  # a builtin
-
-    def instantiate(node: gast.AST) -> gast.AST:
-        return clone_rewriting(node, substitute, kinds=(gast.Name,))
+    site = _Site(renames, bound, parsed.globals, namespace)
+    instantiate = site.instantiate
 
     *statements, final = template
     value = final.value
@@ -252,6 +242,74 @@ def inline_rule(
         for e in entries
     ]
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
+
+
+class _Site:
+    """A rule's template copied for one call site: its local variables renamed, its
+    parameters replaced by copies of the call's arguments, its global names bound in the
+    generated namespace (builtins kept). What ``clone_rewriting`` with a substitution of
+    names does, in one recursive copy without a callback per node: rules are inlined at
+    every primitive of a function, so this is the compiler's most frequent copy."""
+
+    def __init__(self, renames: dict, bound: dict, globals_: dict, namespace: Namespace):
+        self.renames = renames
+        self.bound = bound
+        self.globals = globals_
+        self.namespace = namespace
+
+    def instantiate(self, node: gast.AST) -> gast.AST:
+        if type(node) in SCOPES:  # a lambda rule: its own body is substituted
+            return clone_rewriting(node, self.substitute, kinds=(gast.Name,))
+        return self.copy(node)
+
+    def substitute(self, node: gast.AST) -> gast.AST:
+        if type(node) is not gast.Name:
+            return node
+        if node.id in self.renames:
+            node.id = self.renames[node.id]
+        elif node.id in self.bound:
+            return clone(self.bound[node.id])
+        elif node.id in self.globals:
+            node.id = self.namespace.bind(node.id, self.globals[node.id])
+        return node  # a builtin
+
+    def copy(self, node: gast.AST) -> gast.AST:
+        kind = type(node)
+        if kind is gast.Name:
+            name = node.id
+            if name in self.bound and name not in self.renames:
+                if node.annotation is None:
+                    return clone(self.bound[name])
+            elif name in self.renames or name in self.globals:
+                new = clone(node)
+                new.id = (
+                    self.renames[name]
+                    if name in self.renames
+                    else self.namespace.bind(name, self.globals[name])
+                )
+                return new
+            return self.substitute(clone(node))
+        if kind in SCOPES or kind is gast.Constant:
+            return clone(node)  # a nested function is copied as it is
+        state = node.__dict__
+        if len(state) > _plain_size(kind):  # attributes a pass attached
+            return clone_rewriting(node, self.substitute, kinds=(gast.Name,))
+        new = kind.__new__(kind)
+        state = new.__dict__ = state.copy()
+        copy = self.copy
+        for field in node_fields(kind):
+            value = state.get(field)
+            if type(value) is list:
+                state[field] = [copy(v) if isinstance(v, gast.AST) else v for v in value]
+            elif isinstance(value, gast.AST):
+                state[field] = copy(value)
+        return new
+
+
+@functools.cache
+def _plain_size(kind: type) -> int:
+    """How many entries the ``__dict__`` of a node of ``kind`` has when nothing is attached."""
+    return len(kind._fields) + len(kind._attributes)
 
 
 def _bind_rule(

@@ -17,7 +17,6 @@ from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import (
     basic_index,
     popped_list,
-    reads,
     target_names,
 )
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
@@ -32,6 +31,7 @@ from s2sgrad.compiler.syntax import (
     load,
     method_receiver,
     names_read,
+    names_used,
 )
 
 __all__ = ["Adjoints"]
@@ -87,7 +87,7 @@ class Adjoints:
             self.cotangents.owned.discard(self.cotangents.adjoint(t))
         early: list = []
         kept_answer: gast.stmt | None = None
-        if reads(statement.value, target.id):  # y = f(y)
+        if target.id in names_used(statement.value):  # y = f(y)
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)

@@ -27,7 +27,13 @@ from s2sgrad.compiler.reverse.facts import (
 )
 from s2sgrad.compiler.reverse.numeric import numeric_names
 from s2sgrad.compiler.steps import Operations
-from s2sgrad.compiler.syntax import load, names_written, parameter_names, walk
+from s2sgrad.compiler.syntax import (
+    load,
+    names_written,
+    nested_statements,
+    parameter_names,
+    walk,
+)
 
 __all__ = ["Context", "located"]
 
@@ -70,17 +76,24 @@ class Context:
 
     def study(self, statements: list[gast.stmt], body: list[gast.stmt]) -> None:
         """Read the facts the sweeps consult off ``statements`` (``body`` without its return)."""
+        # every statement, nested ones too, listed once for the facts that read them all
+        self.nested = nested = list(nested_statements(statements))
         self.writes = write_counts(statements)
-        self.in_loops = names_written_in_loops(statements)
-        self.mutated = mutated_names(statements)
-        self.lists = list_names(statements)
-        self.integers = integer_names(statements)
+        self.in_loops = names_written_in_loops(statements, nested)
+        self.mutated = mutated_names(statements, nested)
+        self.lists = list_names(statements, nested)
+        self.integers = integer_names(statements, nested)
         self.structured = maybe_structured(
-            statements, self.containers | self.lists, self.parameters, self.operations
+            statements, self.containers | self.lists, self.parameters, self.operations, nested
         )
         self.entries_read = entries_read(body)
         self.numeric = numeric_names(  # never a list or tuple: x * 2 scales, keeps x's shape
-            statements, self.parameters, self.containers, self.parsed.resolve, self.user_names
+            statements,
+            self.parameters,
+            self.containers,
+            self.parsed.resolve,
+            self.user_names,
+            nested,
         )
 
     def helper(self, name: str) -> gast.Name:

@@ -69,11 +69,13 @@ def numeric_names(
     containers: set[str],
     resolve: Callable[[gast.expr], Any],
     local_names: set[str],
+    nested: list | None = None,
 ) -> set[str]:
     """The names of ``statements`` (and ``parameters`` not in ``containers``) that hold a
     number or an array on every path: a greatest fixed point, so ``b = b * 2`` in a loop
     after ``b = a * 2`` counts. ``resolve`` maps a function reference to its object;
-    ``local_names`` are the function's own (a call of one of them is unknown)."""
+    ``local_names`` are the function's own (a call of one of them is unknown); ``nested``:
+    ``list(nested_statements(statements))``, when the caller has it."""
 
     def lookup(func: gast.expr) -> Any:
         root = func
@@ -88,7 +90,7 @@ def numeric_names(
 
     values: dict[str, list[gast.expr]] = {}
     other: set[str] = set()
-    for statement in nested_statements(statements):
+    for statement in nested if nested is not None else nested_statements(statements):
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
             other |= names_written(statement.value)  # a walrus inside the value

@@ -58,18 +58,26 @@ class RuleAdjoints:
                 "derivative rule; register one with @s2sgrad.derivative(of=...), or wrap "
                 "the value in s2sgrad.stop_gradient if it needs none"
             )
-        args = [self.numpy_names(a) for a in operation.args]
+        args = list(operation.args)
+        if self.context.np != "np":
+            args = [self.numpy_names(a) for a in args]
         in_place = self.accumulate_item(statement, operation, cotangent)
         if in_place is not None:
             return in_place
+        active = self.active
         wanted = {
             i
             for i, a in enumerate(args)
-            if self.is_active_expression(a) and not isinstance(a, gast.Constant)
+            if (
+                active(a.id)
+                if type(a) is gast.Name
+                else type(a) is not gast.Constant and self.is_active_expression(a)
+            )
         }
-        refuse_differentiated_keywords(
-            operation, self.is_active_expression, self.parsed.location(statement)
-        )
+        if operation.keywords:
+            refuse_differentiated_keywords(
+                operation, self.is_active_expression, self.parsed.location(statement)
+            )
         if not wanted:
             return []
         inlined = None

@@ -52,6 +52,7 @@ __all__ = [
     "statement_reads",
 ]
 
+_SIMPLE = (gast.Assign, gast.Expr, gast.AugAssign)  # statements without blocks
 PUSH = "__s2s_push__:"  # a marker: the save of this key is pushed here
 POP = "__s2s_pop__:"  # a marker: the save of this key is restored here
 
@@ -197,6 +198,8 @@ class Saves:
             key = marker_key(statement, POP)
             if key is None:
                 later |= statement_reads(statement, reads)
+                if type(statement) in _SIMPLE:
+                    continue  # no restore inside
                 for inner in nested_statements([statement]):  # restores write into arrays
                     inner_key = marker_key(inner, POP)
                     if inner_key is not None and self.saves[inner_key].used:
