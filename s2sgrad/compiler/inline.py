@@ -37,6 +37,7 @@ from s2sgrad.compiler.syntax import (
     node_fields,
     walk,
 )
+from s2sgrad.compiler.template_builders import template_builder
 
 __all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
 
@@ -76,6 +77,7 @@ class Namespace:
 _UNSET = object()
 
 
+@functools.cache
 def _identifier(name: str) -> str:
     """``name`` made a Python identifier: ``<lambda>_vjp`` (a lambda's) is ``lambda_vjp``."""
     if name.isidentifier() and not keyword.iskeyword(name):
@@ -207,31 +209,32 @@ def inline_rule(
         inlined.entries[0]  # dy * np.cos(t1)
     """
     parsed = _parse_rule(rule)
-    if parsed is None or any(isinstance(a, gast.Starred) for a in args):
+    if parsed is None:
         return None
+    for argument in args:
+        if type(argument) is gast.Starred:
+            return None
     bound = _bind_rule(parsed, args, keywords, wanted, differentiated)
     if bound is None:
         return None
     bound[parsed.first] = first
     bound[parsed.ans] = ans
 
-    literals = _literal_bindings(bound, parsed.written, parsed.tested)
+    literals = _literal_bindings(bound, parsed.written, parsed.tested) if parsed.tested else ()
     template = _folded_template(rule, parsed, literals)
     if template is None:
         return None
+    shape = _template_shape(template)
+    if shape is None:
+        return None
+    statements, value = shape
     renames = {name: names.claim(name) for name in parsed.written}
     prologue = [
         assign(renames[name], clone(value)) for name, value in bound.items() if name in renames
     ]
-    site = _Site(renames, bound, parsed.globals, namespace)
-    instantiate = site.instantiate
-
-    *statements, final = template
-    value = final.value
-    if isinstance(value, gast.Tuple) and any(isinstance(e, gast.Starred) for e in value.elts):
-        return None
+    instantiate = _Site(renames, bound, parsed.globals, namespace).instantiate
     statements = [instantiate(statement) for statement in statements]
-    if isinstance(value, gast.Tuple):
+    if type(value) is gast.Tuple:
         # only the entries the caller asked for are copied; the rest are never read
         entries = [instantiate(e) if i in wanted else None for i, e in enumerate(value.elts)]
     else:
@@ -242,6 +245,25 @@ def inline_rule(
         for e in entries
     ]
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
+
+
+_SHAPES: dict[int, tuple[list[gast.stmt], tuple | None]] = {}
+
+
+def _template_shape(template: list[gast.stmt]) -> tuple[list[gast.stmt], gast.expr] | None:
+    """The statements of a folded template before its ``return``, and the returned value;
+    None for a starred tuple (``return (*parts,)``). Kept per template (which never
+    changes: ``_TEMPLATES`` holds it)."""
+    known = _SHAPES.get(id(template))
+    if known is not None and known[0] is template:
+        return known[1]
+    *statements, final = template
+    value = final.value
+    shape: tuple | None = (statements, value)
+    if isinstance(value, gast.Tuple) and any(isinstance(e, gast.Starred) for e in value.elts):
+        shape = None
+    _SHAPES[id(template)] = (template, shape)
+    return shape
 
 
 class _Site:
@@ -258,9 +280,28 @@ class _Site:
         self.namespace = namespace
 
     def instantiate(self, node: gast.AST) -> gast.AST:
+        build = template_builder(node)
+        if build is not None:
+            return build(self.name)
         if type(node) in SCOPES:  # a lambda rule: its own body is substituted
             return clone_rewriting(node, self.substitute, kinds=(gast.Name,))
         return self.copy(node)
+
+    def name(self, node: gast.Name) -> gast.AST:
+        """The copy of a name of the template: a copy of the argument bound to it, or the
+        name renamed, bound in the namespace, or kept (a builtin)."""
+        name = node.id
+        if name in self.bound and name not in self.renames:
+            return _clone_atom(self.bound[name])
+        if name in self.renames or name in self.globals:
+            new = _clone_atom(node)
+            new.id = (
+                self.renames[name]
+                if name in self.renames
+                else self.namespace.bind(name, self.globals[name])
+            )
+            return new
+        return _clone_atom(node)
 
     def substitute(self, node: gast.AST) -> gast.AST:
         if type(node) is not gast.Name:
@@ -276,19 +317,7 @@ class _Site:
     def copy(self, node: gast.AST) -> gast.AST:
         kind = type(node)
         if kind is gast.Name:
-            name = node.id
-            if name in self.bound and name not in self.renames:
-                if node.annotation is None:
-                    return clone(self.bound[name])
-            elif name in self.renames or name in self.globals:
-                new = clone(node)
-                new.id = (
-                    self.renames[name]
-                    if name in self.renames
-                    else self.namespace.bind(name, self.globals[name])
-                )
-                return new
-            return self.substitute(clone(node))
+            return self.name(node)
         if kind in SCOPES or kind is gast.Constant:
             return clone(node)  # a nested function is copied as it is
         state = node.__dict__
@@ -304,6 +333,19 @@ class _Site:
             elif isinstance(value, gast.AST):
                 state[field] = copy(value)
         return new
+
+
+def _clone_atom(node: gast.AST) -> gast.AST:
+    """``clone(node)``, faster for a plain name or literal (nothing below it to copy)."""
+    kind = type(node)
+    state = node.__dict__
+    if (kind is gast.Constant or (kind is gast.Name and state.get("annotation") is None)) and len(
+        state
+    ) <= _plain_size(kind):
+        new = kind.__new__(kind)
+        new.__dict__ = state.copy()
+        return new
+    return clone(node)
 
 
 @functools.cache
