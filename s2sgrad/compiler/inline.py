@@ -37,7 +37,7 @@ from s2sgrad.compiler.syntax import (
     node_fields,
     walk,
 )
-from s2sgrad.compiler.template_builders import template_builder
+from s2sgrad.compiler.template_builders import plain_size, template_builder
 
 __all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
 
@@ -315,13 +315,13 @@ class _Site:
         return node  # a builtin
 
     def copy(self, node: gast.AST) -> gast.AST:
-        kind = type(node)
+        kind: Any = type(node)
         if kind is gast.Name:
             return self.name(node)
         if kind in SCOPES or kind is gast.Constant:
             return clone(node)  # a nested function is copied as it is
         state = node.__dict__
-        if len(state) > _plain_size(kind):  # attributes a pass attached
+        if len(state) > plain_size(kind):  # attributes a pass attached
             return clone_rewriting(node, self.substitute, kinds=(gast.Name,))
         new = kind.__new__(kind)
         state = new.__dict__ = state.copy()
@@ -337,21 +337,15 @@ class _Site:
 
 def _clone_atom(node: gast.AST) -> gast.AST:
     """``clone(node)``, faster for a plain name or literal (nothing below it to copy)."""
-    kind = type(node)
+    kind: Any = type(node)
     state = node.__dict__
     if (kind is gast.Constant or (kind is gast.Name and state.get("annotation") is None)) and len(
         state
-    ) <= _plain_size(kind):
+    ) <= plain_size(kind):
         new = kind.__new__(kind)
         new.__dict__ = state.copy()
         return new
     return clone(node)
-
-
-@functools.cache
-def _plain_size(kind: type) -> int:
-    """How many entries the ``__dict__`` of a node of ``kind`` has when nothing is attached."""
-    return len(kind._fields) + len(kind._attributes)
 
 
 def _bind_rule(

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import gast
 
 from s2sgrad.compiler.syntax import SCOPES, clone, node_fields
 
-__all__ = ["template_builder"]
+__all__ = ["template_builder", "plain_size"]
 
 Builder = Callable[[Callable[[gast.Name], gast.AST]], gast.AST]
 
@@ -53,13 +54,13 @@ def _compile(template: gast.AST) -> Builder | None:
         return f"K[{len(constants) - 1}]"
 
     def expression(node: gast.AST) -> str | None:
-        kind = type(node)
+        kind: Any = type(node)
         if kind is gast.Name:
             return f"name({refer(node)})"
         if kind in SCOPES or kind is gast.Constant:
             return f"clone({refer(node)})"  # copied as it is (no name substituted inside)
         state = node.__dict__
-        if len(state) > _plain_size(kind):
+        if len(state) > plain_size(kind):
             return None
         parts = []
         for field in node_fields(kind):
@@ -87,16 +88,17 @@ def _compile(template: gast.AST) -> Builder | None:
         return None
     namespace = {"K": constants, "make": _make, "clone": clone}
     exec(compile(f"def build(name):\n    return {body}\n", "<template>", "exec"), namespace)
-    return namespace["build"]
+    build: Builder = namespace["build"]  # type: ignore[assignment]
+    return build
 
 
-def _make(kind: type, state: dict) -> gast.AST:
+def _make(kind: Any, state: dict) -> gast.AST:
     node = kind.__new__(kind)
     node.__dict__ = state
     return node
 
 
 @functools.cache
-def _plain_size(kind: type) -> int:
+def plain_size(kind: Any) -> int:
     """How many entries the ``__dict__`` of a node of ``kind`` has when nothing is attached."""
     return len(kind._fields) + len(kind._attributes)
