@@ -38,6 +38,9 @@ from s2sgrad.compiler.syntax import (
 __all__ = ["Context", "located"]
 
 
+_LITERALS = (gast.Tuple, gast.List, gast.Dict)  # what operations.classify calls a PACK
+
+
 class Context:
     """The function being differentiated and what is known about it.
 
@@ -82,11 +85,15 @@ class Context:
         self.in_loops = names_written_in_loops(statements, nested)
         self.mutated = mutated_names(statements, nested)
         self.lists = list_names(statements, nested)
-        self.integers = integer_names(statements, nested)
+        assignments = [s for s in nested if type(s) is gast.Assign]
+        # read only by the adjoints of item writes (y[i] = v) and of literals ((a, b))
+        item_writes = any(type(s.targets[0]) is gast.Subscript for s in assignments)
+        self.integers = integer_names(statements, nested) if item_writes else set()
         self.structured = maybe_structured(
             statements, self.containers | self.lists, self.parameters, self.operations, nested
         )
-        self.entries_read = entries_read(body)
+        literals = any(type(s.value) in _LITERALS for s in assignments)
+        self.entries_read = entries_read(body) if literals else {}
         self.numeric = numeric_names(  # never a list or tuple: x * 2 scales, keeps x's shape
             statements,
             self.parameters,

@@ -27,6 +27,8 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = [
+    "writes_nothing",
+    "written_by",
     "every_statement",
     "write_counts",
     "names_written_in_loops",
@@ -72,6 +74,47 @@ def target_names(target: gast.expr) -> list[str]:
     return [e.id for e in elements if isinstance(e, gast.Name)]
 
 
+_ATOMS = (gast.Name, gast.Constant)
+
+
+def writes_nothing(value: gast.expr) -> bool:
+    """A cheap, exact check that ``names_written(value)`` is empty for the commonest
+    values of the normal form: a name, a literal, an operator or a call applied to names
+    and literals (no walrus, comprehension or lambda can hide in them); False when unsure.
+
+    Example::
+
+        writes_nothing(parse_expression("np.sin(t1) "))  # True
+    """
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if kind is gast.BinOp:
+        return type(value.left) in _ATOMS and type(value.right) in _ATOMS
+    if kind is gast.UnaryOp:
+        return type(value.operand) in _ATOMS
+    if kind is gast.Call:
+        func = value.func
+        if type(func) is gast.Attribute:
+            func = func.value
+        return (
+            type(func) is gast.Name
+            and all(type(a) in _ATOMS for a in value.args)
+            and all(type(k.value) in _ATOMS for k in value.keywords)
+        )
+    return False
+
+
+def written_by(statement: gast.stmt) -> set[str]:
+    """``names_written(statement)``, faster for ``name = value`` where ``value`` surely
+    writes nothing (:func:`writes_nothing`)."""
+    if type(statement) is gast.Assign and len(statement.targets) == 1:
+        target = statement.targets[0]
+        if type(target) is gast.Name and writes_nothing(statement.value):
+            return {target.id}
+    return names_written(statement)
+
+
 def write_counts(statements) -> Counter:
     """How many times a path through ``statements`` may bind each name: two bindings in
     one arm of a branch overwrite as much as two side by side (``parts = []`` twice in an
@@ -88,7 +131,7 @@ def write_counts(statements) -> Counter:
             counts.update(write_counts(statement.body))
             counts.update(write_counts(statement.orelse))
         else:
-            counts.update(names_written(statement))
+            counts.update(written_by(statement))
     return counts
 
 

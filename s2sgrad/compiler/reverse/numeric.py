@@ -20,6 +20,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.block_walks import header_writes
+from s2sgrad.compiler.reverse.facts import writes_nothing
 from s2sgrad.compiler.syntax import names_written, nested_statements
 
 __all__ = ["numeric_names"]
@@ -93,7 +94,8 @@ def numeric_names(
     for statement in nested if nested is not None else nested_statements(statements):
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
-            other |= names_written(statement.value)  # a walrus inside the value
+            if not writes_nothing(statement.value):
+                other |= names_written(statement.value)  # a walrus inside the value
         else:
             other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other
