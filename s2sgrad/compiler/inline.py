@@ -37,7 +37,7 @@ from s2sgrad.compiler.syntax import (
     node_fields,
     walk,
 )
-from s2sgrad.compiler.template_builders import plain_size, template_builder
+from s2sgrad.compiler.template_builders import compile_template, plain_size, template_builder
 
 __all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
 
@@ -214,6 +214,10 @@ def inline_rule(
     for argument in args:
         if type(argument) is gast.Starred:
             return None
+    if not keywords:
+        plan = _plan(rule, parsed, len(args))
+        if plan is not None:
+            return plan.inline(first, ans, args, wanted, namespace)
     bound = _bind_rule(parsed, args, keywords, wanted, differentiated)
     if bound is None:
         return None
@@ -245,6 +249,95 @@ def inline_rule(
         for e in entries
     ]
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
+
+
+class _Plan:
+    """How a rule whose body is one ``return`` is inlined at a call of ``count`` arguments
+    without keywords: each entry of the returned value built by code compiled for it
+    (:func:`compile_template`), which copies the call's arguments in place of the
+    parameters, the parameters' literal defaults, and binds the rule's global names in
+    the generated namespace. What the general path of :func:`inline_rule` makes, without
+    binding, folding and renaming anew at every call."""
+
+    def __init__(self, entries: list, count: int, is_tuple: bool):
+        self.entries = entries  # one builder per entry of the returned value
+        self.count = count
+        self.tuple = is_tuple  # the rule returns a tuple of entries (else one value)
+
+    def inline(self, first, ans, args, wanted, namespace: Namespace) -> Inlined:
+        values = [first, ans, *args]
+        if len(self.entries) == 1 and not self.tuple:
+            entries = [self.entries[0](values, namespace)]
+        else:
+            entries = [
+                build(values, namespace) if i in wanted else None
+                for i, build in enumerate(self.entries)
+            ]
+        entries += [None] * (self.count - len(entries))
+        entries = [
+            None if (e is None or (type(e) is gast.Constant and e.value is None)) else e
+            for e in entries
+        ]
+        return Inlined([], entries[: max(self.count, 1)])
+
+
+_PLANS: dict[tuple, _Plan | None] = {}
+
+
+def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
+    """The :class:`_Plan` of ``rule`` for ``count`` positional arguments, or None where
+    the general path is needed (a default to refuse, ``differentiated``, local variables,
+    tests to fold, statements before the ``return``)."""
+    key = (rule, count)
+    if key in _PLANS:
+        return _PLANS[key]
+    _PLANS[key] = plan = _make_plan(rule, parsed, count)
+    return plan
+
+
+def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
+    if parsed.varargs is not None or count > len(parsed.positional):
+        return None
+    parameters = parsed.positional + parsed.keyword_only
+    if parsed.written or parsed.tested or any(p.name == "differentiated" for p in parameters):
+        return None
+    sources: dict[str, Any] = {parsed.first: 0, parsed.ans: 1}  # name → index or default
+    for index, parameter in enumerate(parameters):
+        if index < count:  # the positional parameters come first
+            sources[parameter.name] = index + 2
+            continue
+        if parameter.default is inspect.Parameter.empty or not _is_literal(parameter.default):
+            return None
+        sources[parameter.name] = constant(parameter.default)
+    template = _folded_template(rule, parsed, ())
+    shape = _template_shape(template) if template is not None else None
+    if shape is None or shape[0]:
+        return None
+    value = shape[1]
+
+    def leaf(node: gast.Name, refer) -> str:
+        source = sources.get(node.id, _UNSET)
+        if type(source) is int:
+            return f"atom(A[{source}])"
+        if source is not _UNSET:
+            return f"atom({refer(source)})"
+        if node.id in parsed.globals:
+            return f"bound({refer(node)}, N, {refer(parsed.globals[node.id])})"
+        return f"atom({refer(node)})"  # a builtin
+
+    helpers = {"atom": _clone_atom, "bound": _bound_name}
+    parts = value.elts if type(value) is gast.Tuple else [value]
+    builders = [compile_template(part, leaf, "A, N", helpers) for part in parts]
+    if any(b is None for b in builders):
+        return None
+    return _Plan(builders, count, type(value) is gast.Tuple)
+
+
+def _bound_name(node: gast.Name, namespace: Namespace, obj: Any) -> gast.Name:
+    """A copy of the rule's global name ``node``, named as ``namespace`` binds ``obj``."""
+    new = _clone_atom(node)
+    new.id = namespace.bind(node.id, obj)
+    return new
 
 
 _SHAPES: dict[int, tuple[list[gast.stmt], tuple | None]] = {}

@@ -24,7 +24,7 @@ import gast
 
 from s2sgrad.compiler.syntax import SCOPES, clone, node_fields
 
-__all__ = ["template_builder", "plain_size"]
+__all__ = ["template_builder", "compile_template", "plain_size"]
 
 Builder = Callable[[Callable[[gast.Name], gast.AST]], gast.AST]
 
@@ -39,12 +39,26 @@ def template_builder(template: gast.AST) -> Builder | None:
     known = _BUILDERS.get(id(template))
     if known is not None and known[0] is template:
         return known[1]
-    builder = _compile(template)
+    builder = compile_template(template, lambda node, refer: f"name({refer(node)})", "name")
     _BUILDERS[id(template)] = (template, builder)  # the template kept: ids stay unique
     return builder
 
 
-def _compile(template: gast.AST) -> Builder | None:
+def compile_template(
+    template: gast.AST,
+    leaf: Callable[[gast.Name, Callable[[Any], str]], str],
+    parameters: str,
+    helpers: dict | None = None,
+) -> Callable | None:
+    """A function of ``parameters`` (Python's parameter list, as text) that returns a fresh
+    copy of ``template``, each ``Name`` outside nested functions made by the expression
+    ``leaf(name, refer)`` returns, in which ``refer(value)`` names any object and
+    ``helpers`` are the functions it may call. None as for :func:`template_builder`.
+
+    Example::
+
+        build = compile_template(tree, lambda node, refer: f"clone({refer(node)})", "")
+    """
     if type(template) in SCOPES:
         return None
     constants: list = []  # what the generated code refers to: node classes, dicts, nodes
@@ -56,7 +70,7 @@ def _compile(template: gast.AST) -> Builder | None:
     def expression(node: gast.AST) -> str | None:
         kind: Any = type(node)
         if kind is gast.Name:
-            return f"name({refer(node)})"
+            return leaf(node, refer)
         if kind in SCOPES or kind is gast.Constant:
             return f"clone({refer(node)})"  # copied as it is (no name substituted inside)
         state = node.__dict__
@@ -86,9 +100,10 @@ def _compile(template: gast.AST) -> Builder | None:
     body = expression(template)
     if body is None:
         return None
-    namespace = {"K": constants, "make": _make, "clone": clone}
-    exec(compile(f"def build(name):\n    return {body}\n", "<template>", "exec"), namespace)
-    build: Builder = namespace["build"]  # type: ignore[assignment]
+    namespace = {**(helpers or {}), "K": constants, "make": _make, "clone": clone}
+    source = f"def build({parameters}):\n    return {body}\n"
+    exec(compile(source, "<template>", "exec"), namespace)
+    build: Callable = namespace["build"]
     return build
 
 

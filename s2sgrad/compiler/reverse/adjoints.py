@@ -16,6 +16,7 @@ from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import (
     basic_index,
+    plain_reads,
     popped_list,
     target_names,
 )
@@ -87,7 +88,10 @@ class Adjoints:
             self.cotangents.owned.discard(self.cotangents.adjoint(t))
         early: list = []
         kept_answer: gast.stmt | None = None
-        if target.id in names_used(statement.value):  # y = f(y)
+        reads = plain_reads(statement.value)
+        if reads is None:
+            reads = names_used(statement.value)
+        if target.id in reads:  # y = f(y)
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)

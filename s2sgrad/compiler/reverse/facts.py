@@ -27,6 +27,7 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = [
+    "plain_reads",
     "writes_nothing",
     "written_by",
     "every_statement",
@@ -113,6 +114,27 @@ def written_by(statement: gast.stmt) -> set[str]:
         if type(target) is gast.Name and writes_nothing(statement.value):
             return {target.id}
     return names_written(statement)
+
+
+def plain_reads(value: gast.expr) -> set[str] | None:
+    """``names_read(value)`` for a value :func:`writes_nothing` sees through (every name
+    in it is read), else None."""
+    kind = type(value)
+    if kind is gast.Name:
+        return {value.id}
+    if kind is gast.Constant:
+        return set()
+    if not writes_nothing(value):
+        return None
+    if kind is gast.BinOp:
+        parts = [value.left, value.right]
+    elif kind is gast.UnaryOp:
+        parts = [value.operand]
+    else:
+        func = value.func
+        parts = [func.value if type(func) is gast.Attribute else func, *value.args]
+        parts += [k.value for k in value.keywords]
+    return {p.id for p in parts if type(p) is gast.Name}
 
 
 def write_counts(statements) -> Counter:

@@ -286,6 +286,9 @@ class Saves:
                 initial = assign(name, constant(None))
                 annotate(initial, SAVE_INIT)  # only there so the first push has a value
                 prologue.append(initial)
+        if not self.saves and not self.replays and not _has_blocks(forward + backward):
+            # straight-line code without saves: no marker to expand, no replay to drop
+            return prologue + _without_orphan_comments(forward), _without_orphan_comments(backward)
         forward = self.expand_markers(forward, PUSH, self.push_code)
         backward = self.expand_markers(backward, POP, self.pop_code)
         return prologue + forward, backward
@@ -404,6 +407,12 @@ def _reversed_tree(tree: list) -> list:
         item if isinstance(item, int) else (item[0], [(f, _reversed_tree(t)) for f, t in item[1]])
         for item in reversed(tree)
     ]
+
+
+def _has_blocks(statements: list[gast.stmt]) -> bool:
+    """Whether a statement of ``statements`` holds blocks (``expand_markers`` goes into
+    them): anything but the simple statements the sweeps emit most."""
+    return any(type(s) not in _SIMPLE for s in statements)
 
 
 def _without_orphan_comments(statements: list[gast.stmt]) -> list[gast.stmt]:
