@@ -34,6 +34,7 @@ from s2sgrad.compiler.syntax import (
     names_read,
     names_used,
 )
+from s2sgrad.compiler.template_builders import plain_size
 
 __all__ = ["Adjoints"]
 
@@ -73,15 +74,15 @@ class Adjoints:
         popped_from = popped_list(statement)
         if popped_from is not None and self.active(popped_from) and len(targets) == 1:
             return self.backward_list_pop(statement, targets[0], popped_from), []
-        if not any(t in self.cotangents.defined and self.active(t) for t in targets):
+        defined = self.cotangents.defined
+        if not any(t in defined and self.active(t) for t in targets):
             for t in targets:
                 self.cotangents.defined.discard(t)
             return [], []
         if not isinstance(target, gast.Name):  # a, b = v (A-normal form): v's structure
             return self.backward_unpacking(step, target, targets), []
         cotangent: gast.expr = load(self.cotangents.adjoint(target.id))
-        answer: gast.expr = clone(target)
-        answer.ctx = gast.Load()
+        answer: gast.expr = _read_of(target)
         block: list[gast.stmt] = []
         for t in targets:
             self.cotangents.defined.discard(t)  # earlier values of t have cotangents of their own
@@ -239,6 +240,21 @@ class Adjoints:
         else:
             block.append(gast.Expr(value=popped))
         return [located(s, statement) for s in block]
+
+
+_LOAD = load("_").ctx  # the context syntax.load gives every name
+
+
+def _read_of(target: gast.Name) -> gast.Name:
+    """A copy of the name ``target`` (its place in the source kept) that reads it."""
+    state = target.__dict__
+    if state.get("annotation") is None and len(state) <= plain_size(gast.Name):
+        answer = gast.Name.__new__(gast.Name)
+        answer.__dict__ = {**state, "ctx": _LOAD}
+        return answer
+    answer = clone(target)
+    answer.ctx = gast.Load()
+    return answer
 
 
 def star_position(target: gast.expr) -> int | None:

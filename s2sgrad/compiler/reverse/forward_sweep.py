@@ -33,6 +33,7 @@ from s2sgrad.compiler.reverse.facts import (
     mutated_base,
     mutated_names,
     target_names,
+    writes_nothing,
 )
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.reverse.stored_state import StoredState
@@ -230,8 +231,8 @@ class ForwardSweep:
     def checked_reads(self, value: gast.expr) -> gast.expr:
         """``value`` with each read of an object's attribute that may see state stored in
         this computation wrapped in ``reads_stored(...)`` (see :meth:`reads_object_state`)."""
-        if type(value) in _ATOMS:  # a name or a literal: no attribute, nothing inside
-            return value
+        if writes_nothing(value):  # names and literals under a call or an operator:
+            return value  # no attribute read but a called function's, nothing to wrap
         if self.reads_object_state(value):
             return call(self.context.helper("reads_stored"), [value])
         for field in ("args", "elts", "values"):
@@ -423,9 +424,6 @@ def refuse_operation(operation: Operation, location: str) -> None:
             f"{location}: cannot differentiate through {operation.description}; register a "
             "rule with @s2sgrad.derivative, or use mode='tape'"
         )
-
-
-_ATOMS = (gast.Name, gast.Constant)
 
 
 def is_object_store(target: gast.expr) -> bool:

@@ -92,7 +92,13 @@ class RuleAdjoints:
                 self.names,
                 self.namespace,
             )
-        self.applied.append(rule_label(rule.vjp if inlined is not None else None, operation))
+        if inlined is not None:
+            label = _LABELS.get(rule.vjp)
+            if label is None:
+                label = _LABELS[rule.vjp] = rule_label(rule.vjp, operation)
+        else:
+            label = rule_label(None, operation)
+        self.applied.append(label)
         block: list[gast.stmt] = []
         if inlined is None:
             primitive_name = self.namespace.bind(
@@ -110,7 +116,8 @@ class RuleAdjoints:
                 for i in range(len(args))
             ]
         else:
-            block.extend(located(s, statement) for s in inlined.statements)
+            if inlined.statements:
+                block.extend(located(s, statement) for s in inlined.statements)
             entries = self.without_scalar_unbroadcasts(operation, args, inlined.entries)
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
@@ -180,6 +187,8 @@ class RuleAdjoints:
                     child.value = load(self.context.np)
         return node
 
+
+_LABELS: dict = {}  # an inlined rule's function → its rule_label (which names only it)
 
 # arithmetic whose result has the shape of an array operand when the others are numbers
 _SHAPE_KEEPING = frozenset(
