@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import keyword
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.frontend import read_definition
+from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.python_ast import to_gast
 from s2sgrad.compiler.syntax import (
@@ -40,51 +40,6 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.compiler.template_builders import compile_template, plain_size, template_builder
 
 __all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
-
-
-class Namespace:
-    """The global names of one generated module: name → object, without collisions.
-
-    Example::
-
-        space = Namespace(NameGenerator({"x"}))  # the names the function uses
-        space.bind("np", numpy)  # 'np'
-        space.bind("x", other)  # 'x_1': 'x' is taken
-    """
-
-    def __init__(self, names: NameGenerator):
-        self.names = names
-        self.objects: dict[str, Any] = {}
-
-    def bind(self, preferred: str, obj: Any) -> str:
-        preferred = _identifier(preferred)
-        if self.objects.get(preferred, _UNSET) is obj:
-            return preferred
-        for name, bound in self.objects.items():
-            if bound is obj and name.startswith(preferred):
-                return name
-        name = preferred if preferred not in self.names.taken else self.names.claim(preferred)
-        self.names.taken.add(name)
-        self.objects[name] = obj
-        return name
-
-    def bind_existing(self, name: str, obj: Any) -> None:
-        """Bind a name the user's code already uses for ``obj``."""
-        self.objects[name] = obj
-        self.names.taken.add(name)
-
-
-_UNSET = object()
-
-
-@functools.cache
-def _identifier(name: str) -> str:
-    """``name`` made a Python identifier: ``<lambda>_vjp`` (a lambda's) is ``lambda_vjp``."""
-    if name.isidentifier() and not keyword.iskeyword(name):
-        return name
-    cleaned = "".join(c if c.isalnum() or c == "_" else "" for c in name)
-    cleaned = cleaned if cleaned.isidentifier() else f"f_{cleaned}"
-    return f"{cleaned}_" if keyword.iskeyword(cleaned) else cleaned
 
 
 @dataclass
@@ -218,6 +173,16 @@ def inline_rule(
         plan = _plan(rule, parsed, len(args))
         if plan is not None:
             return plan.inline(first, ans, args, wanted, namespace)
+    return _inline_bound(
+        rule, parsed, first, ans, args, keywords, wanted, names, namespace, differentiated
+    )
+
+
+def _inline_bound(
+    rule, parsed, first, ans, args, keywords, wanted, names, namespace, differentiated
+) -> Inlined | None:
+    """:func:`inline_rule`'s general path: the rule's parameters bound to the call's
+    arguments, its ``if``s on literals folded, its local variables renamed."""
     bound = _bind_rule(parsed, args, keywords, wanted, differentiated)
     if bound is None:
         return None
@@ -295,6 +260,9 @@ def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
     return plan
 
 
+_NO_SOURCE = object()  # a name that no parameter of the rule binds
+
+
 def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
     if parsed.varargs is not None or count > len(parsed.positional):
         return None
@@ -316,10 +284,10 @@ def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
     value = shape[1]
 
     def leaf(node: gast.Name, refer) -> str:
-        source = sources.get(node.id, _UNSET)
+        source = sources.get(node.id, _NO_SOURCE)
         if type(source) is int:
             return f"atom(A[{source}])"
-        if source is not _UNSET:
+        if source is not _NO_SOURCE:
             return f"atom({refer(source)})"
         if node.id in parsed.globals:
             return f"bound({refer(node)}, N, {refer(parsed.globals[node.id])})"

@@ -30,7 +30,7 @@ __all__ = [
     "plain_reads",
     "writes_nothing",
     "written_by",
-    "every_statement",
+    "statements_within",
     "write_counts",
     "names_written_in_loops",
     "mutated_base",
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 
-def every_statement(statements, nested: list | None = None):
+def statements_within(statements, nested: list | None = None):
     """``nested`` if given, else the statements of ``statements`` and of the blocks nested
     in them (:func:`nested_statements`): facts read off one function take the list made
     once, as ``list(nested_statements(statements))``.
@@ -159,9 +159,9 @@ def write_counts(statements) -> Counter:
 
 def names_written_in_loops(statements, nested: list | None = None) -> set[str]:
     """The names the loops of ``statements`` write (``nested``: all their statements, as
-    :func:`every_statement` lists them, when the caller has them)."""
+    :func:`statements_within` lists them, when the caller has them)."""
     result = set()
-    for statement in every_statement(statements, nested):
+    for statement in statements_within(statements, nested):
         if isinstance(statement, (gast.For, gast.While)):
             for inner in statement.body:
                 result |= names_written(inner)
@@ -178,7 +178,7 @@ def mutated_base(statement) -> str | None:
 
 
 def mutated_names(statements, nested: list | None = None) -> set[str]:
-    return {b for s in every_statement(statements, nested) if (b := mutated_base(s)) is not None}
+    return {b for s in statements_within(statements, nested) if (b := mutated_base(s)) is not None}
 
 
 def fresh_names(statements, parsed, local_names, nested: list | None = None) -> set[str]:
@@ -186,7 +186,7 @@ def fresh_names(statements, parsed, local_names, nested: list | None = None) -> 
     of another such name (``t = new; u = t``: buffers swapped between time steps)."""
     verdict: dict[str, bool] = {}
     copies: dict[str, set[str]] = {}
-    for statement in every_statement(statements, nested):
+    for statement in statements_within(statements, nested):
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
         name, value = statement.targets[0].id, statement.value
@@ -245,7 +245,7 @@ def list_names(statements, nested: list | None = None) -> set[str]:
     cotangents are lists too)."""
     result = set()
     copies = []
-    for statement in every_statement(statements, nested):
+    for statement in statements_within(statements, nested):
         if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name):
             value = statement.value
             is_list = isinstance(value, gast.List) or (
@@ -288,7 +288,7 @@ def maybe_structured(
     result = set(known)
     assignments = [
         s
-        for s in every_statement(statements, nested)
+        for s in statements_within(statements, nested)
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
     ]
     arrays = parameters - known  # the other differentiated arguments
@@ -368,7 +368,7 @@ def integer_names(statements, nested: list | None = None) -> set[str]:
     """Variables that only ever hold Python integers: ``range`` loop counters, and integer
     arithmetic of them and of literals (``t = i + 1``) that is their only binding."""
     bindings: dict[str, list] = {}
-    for statement in every_statement(statements, nested):
+    for statement in statements_within(statements, nested):
         kind = type(statement)
         if kind is gast.Assign and len(statement.targets) == 1:
             if type(statement.targets[0]) is gast.Name:
