@@ -188,7 +188,7 @@ def test_the_plain_checks_see_through_the_commonest_values():
         assert not writes_nothing(parse_expression(text)), text
 
 
-_PROGRAMS = '''
+_PROGRAMS = """
 import numpy as np
 
 
@@ -229,7 +229,7 @@ def attribute_reads(x):
     a = x.T
     b = np.sum(a * x) + x.shape[0]
     return b * np.max(x)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -253,9 +253,7 @@ def test_gradients_through_the_fast_paths(programs, name, mode):
     f = getattr(programs, name)
     gradient = sg.grad(f, mode=mode)(x)
     step = 1e-6
-    expected = np.array(
-        [(f(x + step * e) - f(x - step * e)) / (2 * step) for e in np.eye(len(x))]
-    )
+    expected = np.array([(f(x + step * e) - f(x - step * e)) / (2 * step) for e in np.eye(len(x))])
     np.testing.assert_allclose(gradient, expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(sg.grad(f, mode=mode)(x), gradient)  # the second call too
 
