@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 import s2sgrad as sg
-from s2sgrad.compiler import inline
-from s2sgrad.compiler.inline import _inline_bound, _parse_rule, inline_rule
+from s2sgrad.compiler.inline import has_plan, inline_rule
 from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.reverse.facts import plain_reads, writes_nothing, written_by
@@ -96,22 +95,16 @@ def _rules():
         if rule is None or rule.vjp is None or not rule.inline_vjp or rule.vjp in seen:
             continue
         seen.add(rule.vjp)
-        if _parse_rule(rule.vjp) is not None:
-            yield rule.vjp
+        yield rule.vjp
 
 
-def _inlined(rule, count, wanted, general: bool):
+def _inlined(rule, count, wanted, planned: bool):
     names = NameGenerator({"dy", "y", "a0", "a1", "a2", "np"})
     namespace = Namespace(names)
     args = [load(f"a{i}") for i in range(count)]
-    arguments = (rule, load("dy"), load("y"), args, {}, set(wanted), names, namespace)
-    if general:
-        result = _inline_bound(
-            rule, _parse_rule(rule), load("dy"), load("y"), args, {}, set(wanted), names,
-            namespace, None,
-        )  # fmt: skip
-    else:
-        result = inline_rule(*arguments)
+    result = inline_rule(
+        rule, load("dy"), load("y"), args, {}, set(wanted), names, namespace, planned=planned
+    )
     if result is None:
         return None
     return (
@@ -127,15 +120,15 @@ def test_rule_plans_inline_as_the_general_path_for_every_registered_rule():
         for count in (1, 2, 3):
             for size in range(count + 1):
                 for wanted in itertools.combinations(range(count), size):
-                    fast = _inlined(rule, count, wanted, general=False)
-                    assert fast == _inlined(rule, count, wanted, general=True), rule
-                    planned += inline._PLANS.get((rule, count)) is not None
+                    fast = _inlined(rule, count, wanted, planned=True)
+                    assert fast == _inlined(rule, count, wanted, planned=False), rule
+                    planned += fast is not None and has_plan(rule, count)
     assert planned > 100  # the plan serves most rules: the check above is not vacuous
 
 
 def test_a_rule_plan_copies_its_literal_defaults_and_arguments_anew_at_each_site():
     rule = get_rule(np.sum).vjp
-    first = _inlined(rule, 1, (0,), general=False)
+    first = _inlined(rule, 1, (0,), planned=True)
     names = NameGenerator(set())
     namespace = Namespace(names)
     argument = load("a0")

@@ -39,7 +39,7 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.compiler.template_builders import compile_template, plain_size, template_builder
 
-__all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
+__all__ = ["Inlined", "inline_rule", "has_plan", "Namespace", "is_literal_node"]
 
 
 @dataclass
@@ -151,6 +151,7 @@ def inline_rule(
     names: NameGenerator,
     namespace: Namespace,
     differentiated: tuple[bool, ...] | None = None,
+    planned: bool = True,
 ) -> Inlined | None:
     """Inline ``rule(first, ans, *args, **keywords)``; ``None`` when it cannot be inlined.
 
@@ -169,7 +170,7 @@ def inline_rule(
     for argument in args:
         if type(argument) is gast.Starred:
             return None
-    if not keywords:
+    if not keywords and planned:  # planned=False: the general path (tests compare them)
         plan = _plan(rule, parsed, len(args))
         if plan is not None:
             return plan.inline(first, ans, args, wanted, namespace)
@@ -247,6 +248,18 @@ class _Plan:
 
 
 _PLANS: dict[tuple, _Plan | None] = {}
+
+
+def has_plan(rule, count: int) -> bool:
+    """Whether ``rule`` called with ``count`` positional arguments and no keywords is
+    inlined by a plan made once (a rule whose body is one ``return``).
+
+    Example::
+
+        has_plan(get_rule(np.sin).vjp, 1)  # True: return g * np.cos(x)
+    """
+    parsed = _parse_rule(rule)
+    return parsed is not None and _plan(rule, parsed, count) is not None
 
 
 def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
