@@ -23,10 +23,10 @@ from s2sgrad.compiler.frontend import read_definition
 from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.python_ast import to_gast
+from s2sgrad.compiler.rule_sites import Site, bound_name, clone_atom
 from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
     COMPARISON_OPERATORS,
-    SCOPES,
     UNARY_OPERATORS,
     assign,
     clone,
@@ -34,10 +34,9 @@ from s2sgrad.compiler.syntax import (
     constant,
     names_read,
     names_written,
-    node_fields,
     walk,
 )
-from s2sgrad.compiler.template_builders import compile_template, plain_size, template_builder
+from s2sgrad.compiler.template_builders import compile_template
 
 __all__ = ["Inlined", "inline_rule", "has_plan", "Namespace", "is_literal_node"]
 
@@ -202,7 +201,7 @@ def _inline_bound(
     prologue = [
         assign(renames[name], clone(value)) for name, value in bound.items() if name in renames
     ]
-    instantiate = _Site(renames, bound, parsed.globals, namespace).instantiate
+    instantiate = Site(renames, bound, parsed.globals, namespace).instantiate
     statements = [instantiate(statement) for statement in statements]
     if type(value) is gast.Tuple:
         # only the entries the caller asked for are copied; the rest are never read
@@ -269,8 +268,14 @@ def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
     key = (rule, count)
     if key in _PLANS:
         return _PLANS[key]
+    if key not in _ASKED:  # compiling costs a few sites' copies: a rule used once is not
+        _ASKED.add(key)
+        return None
     _PLANS[key] = plan = _make_plan(rule, parsed, count)
     return plan
+
+
+_ASKED: set[tuple] = set()  # the plans asked for once (made when asked again)
 
 
 _NO_SOURCE = object()  # a name that no parameter of the rule binds
@@ -306,19 +311,12 @@ def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
             return f"bound({refer(node)}, N, {refer(parsed.globals[node.id])})"
         return f"atom({refer(node)})"  # a builtin
 
-    helpers = {"atom": _clone_atom, "bound": _bound_name}
+    helpers = {"atom": clone_atom, "bound": bound_name}
     parts = value.elts if type(value) is gast.Tuple else [value]
     builders = [compile_template(part, leaf, "A, N", helpers) for part in parts]
     if any(b is None for b in builders):
         return None
     return _Plan(builders, count, type(value) is gast.Tuple)
-
-
-def _bound_name(node: gast.Name, namespace: Namespace, obj: Any) -> gast.Name:
-    """A copy of the rule's global name ``node``, named as ``namespace`` binds ``obj``."""
-    new = _clone_atom(node)
-    new.id = namespace.bind(node.id, obj)
-    return new
 
 
 _SHAPES: dict[int, tuple[list[gast.stmt], tuple | None]] = {}
@@ -338,88 +336,6 @@ def _template_shape(template: list[gast.stmt]) -> tuple[list[gast.stmt], gast.ex
         shape = None
     _SHAPES[id(template)] = (template, shape)
     return shape
-
-
-class _Site:
-    """A rule's template copied for one call site: its local variables renamed, its
-    parameters replaced by copies of the call's arguments, its global names bound in the
-    generated namespace (builtins kept). What ``clone_rewriting`` with a substitution of
-    names does, in one recursive copy without a callback per node: rules are inlined at
-    every primitive of a function, so this is the compiler's most frequent copy."""
-
-    def __init__(self, renames: dict, bound: dict, globals_: dict, namespace: Namespace):
-        self.renames = renames
-        self.bound = bound
-        self.globals = globals_
-        self.namespace = namespace
-
-    def instantiate(self, node: gast.AST) -> gast.AST:
-        build = template_builder(node)
-        if build is not None:
-            return build(self.name)
-        if type(node) in SCOPES:  # a lambda rule: its own body is substituted
-            return clone_rewriting(node, self.substitute, kinds=(gast.Name,))
-        return self.copy(node)
-
-    def name(self, node: gast.Name) -> gast.AST:
-        """The copy of a name of the template: a copy of the argument bound to it, or the
-        name renamed, bound in the namespace, or kept (a builtin)."""
-        name = node.id
-        if name in self.bound and name not in self.renames:
-            return _clone_atom(self.bound[name])
-        if name in self.renames or name in self.globals:
-            new = _clone_atom(node)
-            new.id = (
-                self.renames[name]
-                if name in self.renames
-                else self.namespace.bind(name, self.globals[name])
-            )
-            return new
-        return _clone_atom(node)
-
-    def substitute(self, node: gast.AST) -> gast.AST:
-        if type(node) is not gast.Name:
-            return node
-        if node.id in self.renames:
-            node.id = self.renames[node.id]
-        elif node.id in self.bound:
-            return clone(self.bound[node.id])
-        elif node.id in self.globals:
-            node.id = self.namespace.bind(node.id, self.globals[node.id])
-        return node  # a builtin
-
-    def copy(self, node: gast.AST) -> gast.AST:
-        kind: Any = type(node)
-        if kind is gast.Name:
-            return self.name(node)
-        if kind in SCOPES or kind is gast.Constant:
-            return clone(node)  # a nested function is copied as it is
-        state = node.__dict__
-        if len(state) > plain_size(kind):  # attributes a pass attached
-            return clone_rewriting(node, self.substitute, kinds=(gast.Name,))
-        new = kind.__new__(kind)
-        state = new.__dict__ = state.copy()
-        copy = self.copy
-        for field in node_fields(kind):
-            value = state.get(field)
-            if type(value) is list:
-                state[field] = [copy(v) if isinstance(v, gast.AST) else v for v in value]
-            elif isinstance(value, gast.AST):
-                state[field] = copy(value)
-        return new
-
-
-def _clone_atom(node: gast.AST) -> gast.AST:
-    """``clone(node)``, faster for a plain name or literal (nothing below it to copy)."""
-    kind: Any = type(node)
-    state = node.__dict__
-    if (kind is gast.Constant or (kind is gast.Name and state.get("annotation") is None)) and len(
-        state
-    ) <= plain_size(kind):
-        new = kind.__new__(kind)
-        new.__dict__ = state.copy()
-        return new
-    return clone(node)
 
 
 def _bind_rule(
