@@ -268,14 +268,8 @@ def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
     key = (rule, count)
     if key in _PLANS:
         return _PLANS[key]
-    if key not in _ASKED:  # compiling costs a few sites' copies: a rule used once is not
-        _ASKED.add(key)
-        return None
     _PLANS[key] = plan = _make_plan(rule, parsed, count)
     return plan
-
-
-_ASKED: set[tuple] = set()  # the plans asked for once (made when asked again)
 
 
 _NO_SOURCE = object()  # a name that no parameter of the rule binds

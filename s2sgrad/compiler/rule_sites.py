@@ -37,7 +37,7 @@ class Site:
         self.namespace = namespace
 
     def instantiate(self, node: gast.AST) -> gast.AST:
-        build = template_builder(node) if _used_before(node) else None
+        build = template_builder(node)
         if build is not None:
             return build(self.name)
         if type(node) in SCOPES:  # a lambda rule: its own body is substituted
