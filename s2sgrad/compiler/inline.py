@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import functools
 import inspect
-import keyword
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -21,8 +20,10 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.frontend import read_definition
+from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.python_ast import to_gast
+from s2sgrad.compiler.rule_sites import Site, bound_name, clone_atom
 from s2sgrad.compiler.syntax import (
     BINARY_OPERATORS,
     COMPARISON_OPERATORS,
@@ -35,52 +36,9 @@ from s2sgrad.compiler.syntax import (
     names_written,
     walk,
 )
+from s2sgrad.compiler.template_builders import compile_template
 
-__all__ = ["Inlined", "inline_rule", "Namespace", "is_literal_node"]
-
-
-class Namespace:
-    """The global names of one generated module: name → object, without collisions.
-
-    Example::
-
-        space = Namespace(NameGenerator({"x"}))  # the names the function uses
-        space.bind("np", numpy)  # 'np'
-        space.bind("x", other)  # 'x_1': 'x' is taken
-    """
-
-    def __init__(self, names: NameGenerator):
-        self.names = names
-        self.objects: dict[str, Any] = {}
-
-    def bind(self, preferred: str, obj: Any) -> str:
-        preferred = _identifier(preferred)
-        if self.objects.get(preferred, _UNSET) is obj:
-            return preferred
-        for name, bound in self.objects.items():
-            if bound is obj and name.startswith(preferred):
-                return name
-        name = preferred if preferred not in self.names.taken else self.names.claim(preferred)
-        self.names.taken.add(name)
-        self.objects[name] = obj
-        return name
-
-    def bind_existing(self, name: str, obj: Any) -> None:
-        """Bind a name the user's code already uses for ``obj``."""
-        self.objects[name] = obj
-        self.names.taken.add(name)
-
-
-_UNSET = object()
-
-
-def _identifier(name: str) -> str:
-    """``name`` made a Python identifier: ``<lambda>_vjp`` (a lambda's) is ``lambda_vjp``."""
-    if name.isidentifier() and not keyword.iskeyword(name):
-        return name
-    cleaned = "".join(c if c.isalnum() or c == "_" else "" for c in name)
-    cleaned = cleaned if cleaned.isidentifier() else f"f_{cleaned}"
-    return f"{cleaned}_" if keyword.iskeyword(cleaned) else cleaned
+__all__ = ["Inlined", "inline_rule", "has_plan", "Namespace", "is_literal_node"]
 
 
 @dataclass
@@ -192,6 +150,7 @@ def inline_rule(
     names: NameGenerator,
     namespace: Namespace,
     differentiated: tuple[bool, ...] | None = None,
+    planned: bool = True,
 ) -> Inlined | None:
     """Inline ``rule(first, ans, *args, **keywords)``; ``None`` when it cannot be inlined.
 
@@ -205,43 +164,46 @@ def inline_rule(
         inlined.entries[0]  # dy * np.cos(t1)
     """
     parsed = _parse_rule(rule)
-    if parsed is None or any(isinstance(a, gast.Starred) for a in args):
+    if parsed is None:
         return None
+    for argument in args:
+        if type(argument) is gast.Starred:
+            return None
+    if not keywords and planned:  # planned=False: the general path (tests compare them)
+        plan = _plan(rule, parsed, len(args))
+        if plan is not None:
+            return plan.inline(first, ans, args, wanted, namespace)
+    return _inline_bound(
+        rule, parsed, first, ans, args, keywords, wanted, names, namespace, differentiated
+    )
+
+
+def _inline_bound(
+    rule, parsed, first, ans, args, keywords, wanted, names, namespace, differentiated
+) -> Inlined | None:
+    """:func:`inline_rule`'s general path: the rule's parameters bound to the call's
+    arguments, its ``if``s on literals folded, its local variables renamed."""
     bound = _bind_rule(parsed, args, keywords, wanted, differentiated)
     if bound is None:
         return None
     bound[parsed.first] = first
     bound[parsed.ans] = ans
 
-    literals = _literal_bindings(bound, parsed.written, parsed.tested)
+    literals = _literal_bindings(bound, parsed.written, parsed.tested) if parsed.tested else ()
     template = _folded_template(rule, parsed, literals)
     if template is None:
         return None
+    shape = _template_shape(template)
+    if shape is None:
+        return None
+    statements, value = shape
     renames = {name: names.claim(name) for name in parsed.written}
     prologue = [
         assign(renames[name], clone(value)) for name, value in bound.items() if name in renames
     ]
-
-    def substitute(node: gast.AST) -> gast.AST:
-        if type(node) is not gast.Name:
-            return node
-        if node.id in renames:
-            node.id = renames[node.id]
-        elif node.id in bound:
-            return clone(bound[node.id])
-        elif node.id in parsed.globals:
-            node.id = namespace.bind(node.id, parsed.globals[node.id])
-        return node  # a builtin
-
-    def instantiate(node: gast.AST) -> gast.AST:
-        return clone_rewriting(node, substitute, kinds=(gast.Name,))
-
-    *statements, final = template
-    value = final.value
-    if isinstance(value, gast.Tuple) and any(isinstance(e, gast.Starred) for e in value.elts):
-        return None
+    instantiate = Site(renames, bound, parsed.globals, namespace).instantiate
     statements = [instantiate(statement) for statement in statements]
-    if isinstance(value, gast.Tuple):
+    if type(value) is gast.Tuple:
         # only the entries the caller asked for are copied; the rest are never read
         entries = [instantiate(e) if i in wanted else None for i, e in enumerate(value.elts)]
     else:
@@ -252,6 +214,122 @@ def inline_rule(
         for e in entries
     ]
     return Inlined(prologue + statements, entries[: max(len(args), 1)])
+
+
+class _Plan:
+    """How a rule whose body is one ``return`` is inlined at a call of ``count`` arguments
+    without keywords: each entry of the returned value built by code compiled for it
+    (:func:`compile_template`), which copies the call's arguments in place of the
+    parameters, the parameters' literal defaults, and binds the rule's global names in
+    the generated namespace. What the general path of :func:`inline_rule` makes, without
+    binding, folding and renaming anew at every call."""
+
+    def __init__(self, entries: list, count: int, is_tuple: bool):
+        self.entries = entries  # one builder per entry of the returned value
+        self.count = count
+        self.tuple = is_tuple  # the rule returns a tuple of entries (else one value)
+
+    def inline(self, first, ans, args, wanted, namespace: Namespace) -> Inlined:
+        values = [first, ans, *args]
+        if len(self.entries) == 1 and not self.tuple:
+            entries = [self.entries[0](values, namespace)]
+        else:
+            entries = [
+                build(values, namespace) if i in wanted else None
+                for i, build in enumerate(self.entries)
+            ]
+        entries += [None] * (self.count - len(entries))
+        entries = [
+            None if (e is None or (type(e) is gast.Constant and e.value is None)) else e
+            for e in entries
+        ]
+        return Inlined([], entries[: max(self.count, 1)])
+
+
+_PLANS: dict[tuple, _Plan | None] = {}
+
+
+def has_plan(rule, count: int) -> bool:
+    """Whether ``rule`` called with ``count`` positional arguments and no keywords is
+    inlined by a plan made once (a rule whose body is one ``return``).
+
+    Example::
+
+        has_plan(get_rule(np.sin).vjp, 1)  # True: return g * np.cos(x)
+    """
+    parsed = _parse_rule(rule)
+    return parsed is not None and _plan(rule, parsed, count) is not None
+
+
+def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
+    """The :class:`_Plan` of ``rule`` for ``count`` positional arguments, or None where
+    the general path is needed (a default to refuse, ``differentiated``, local variables,
+    tests to fold, statements before the ``return``)."""
+    key = (rule, count)
+    if key in _PLANS:
+        return _PLANS[key]
+    _PLANS[key] = plan = _make_plan(rule, parsed, count)
+    return plan
+
+
+_NO_SOURCE = object()  # a name that no parameter of the rule binds
+
+
+def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
+    if parsed.varargs is not None or count > len(parsed.positional):
+        return None
+    parameters = parsed.positional + parsed.keyword_only
+    if parsed.written or parsed.tested or any(p.name == "differentiated" for p in parameters):
+        return None
+    sources: dict[str, Any] = {parsed.first: 0, parsed.ans: 1}  # name → index or default
+    for index, parameter in enumerate(parameters):
+        if index < count:  # the positional parameters come first
+            sources[parameter.name] = index + 2
+            continue
+        if parameter.default is inspect.Parameter.empty or not _is_literal(parameter.default):
+            return None
+        sources[parameter.name] = constant(parameter.default)
+    template = _folded_template(rule, parsed, ())
+    shape = _template_shape(template) if template is not None else None
+    if shape is None or shape[0]:
+        return None
+    value = shape[1]
+
+    def leaf(node: gast.Name, refer) -> str:
+        source = sources.get(node.id, _NO_SOURCE)
+        if type(source) is int:
+            return f"atom(A[{source}])"
+        if source is not _NO_SOURCE:
+            return f"atom({refer(source)})"
+        if node.id in parsed.globals:
+            return f"bound({refer(node)}, N, {refer(parsed.globals[node.id])})"
+        return f"atom({refer(node)})"  # a builtin
+
+    helpers = {"atom": clone_atom, "bound": bound_name}
+    parts = value.elts if type(value) is gast.Tuple else [value]
+    builders = [compile_template(part, leaf, "A, N", helpers) for part in parts]
+    if any(b is None for b in builders):
+        return None
+    return _Plan(builders, count, type(value) is gast.Tuple)
+
+
+_SHAPES: dict[int, tuple[list[gast.stmt], tuple | None]] = {}
+
+
+def _template_shape(template: list[gast.stmt]) -> tuple[list[gast.stmt], gast.expr] | None:
+    """The statements of a folded template before its ``return``, and the returned value;
+    None for a starred tuple (``return (*parts,)``). Kept per template (which never
+    changes: ``_TEMPLATES`` holds it)."""
+    known = _SHAPES.get(id(template))
+    if known is not None and known[0] is template:
+        return known[1]
+    *statements, final = template
+    value = final.value
+    shape: tuple | None = (statements, value)
+    if isinstance(value, gast.Tuple) and any(isinstance(e, gast.Starred) for e in value.elts):
+        shape = None
+    _SHAPES[id(template)] = (template, shape)
+    return shape
 
 
 def _bind_rule(

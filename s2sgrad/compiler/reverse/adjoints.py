@@ -16,8 +16,8 @@ from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import (
     basic_index,
+    plain_reads,
     popped_list,
-    reads,
     target_names,
 )
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
@@ -32,7 +32,9 @@ from s2sgrad.compiler.syntax import (
     load,
     method_receiver,
     names_read,
+    names_used,
 )
+from s2sgrad.compiler.template_builders import plain_size
 
 __all__ = ["Adjoints"]
 
@@ -72,22 +74,25 @@ class Adjoints:
         popped_from = popped_list(statement)
         if popped_from is not None and self.active(popped_from) and len(targets) == 1:
             return self.backward_list_pop(statement, targets[0], popped_from), []
-        if not any(t in self.cotangents.defined and self.active(t) for t in targets):
+        defined = self.cotangents.defined
+        if not any(t in defined and self.active(t) for t in targets):
             for t in targets:
                 self.cotangents.defined.discard(t)
             return [], []
         if not isinstance(target, gast.Name):  # a, b = v (A-normal form): v's structure
             return self.backward_unpacking(step, target, targets), []
         cotangent: gast.expr = load(self.cotangents.adjoint(target.id))
-        answer: gast.expr = clone(target)
-        answer.ctx = gast.Load()
+        answer: gast.expr = _read_of(target)
         block: list[gast.stmt] = []
         for t in targets:
             self.cotangents.defined.discard(t)  # earlier values of t have cotangents of their own
             self.cotangents.owned.discard(self.cotangents.adjoint(t))
         early: list = []
         kept_answer: gast.stmt | None = None
-        if reads(statement.value, target.id):  # y = f(y)
+        reads = plain_reads(statement.value)
+        if reads is None:
+            reads = names_used(statement.value)
+        if target.id in reads:  # y = f(y)
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
             cotangent = load(saved)
@@ -235,6 +240,21 @@ class Adjoints:
         else:
             block.append(gast.Expr(value=popped))
         return [located(s, statement) for s in block]
+
+
+_LOAD = load("_").ctx  # the context syntax.load gives every name
+
+
+def _read_of(target: gast.Name) -> gast.Name:
+    """A copy of the name ``target`` (its place in the source kept) that reads it."""
+    state = target.__dict__
+    if state.get("annotation") is None and len(state) <= plain_size(gast.Name):
+        answer = gast.Name.__new__(gast.Name)
+        answer.__dict__ = {**state, "ctx": _LOAD}
+        return answer
+    answer = clone(target)
+    answer.ctx = gast.Load()
+    return answer
 
 
 def star_position(target: gast.expr) -> int | None:

@@ -102,15 +102,21 @@ def reverse_sweeps(
     adjoints = Adjoints(context, cotangents, saves, calls, RuleAdjoints(context, cotangents))
     backward_sweep = BackwardSweep(context, cotangents, saves, adjoints)
     backward = seed + backward_sweep.backward_block(steps, later_reads=names_read(final))
-    saves.check_restores_mirror_saves(forward, backward)
     # what the backward sweep reads matters for saves and for values set in blocks
-    views = views_of_updated_arrays(forward)
-    reads: dict = {}  # what each backward statement reads, for the two passes below
-    adjoint_names = set(cotangents.adjoint_names.values())
-    read_back = saves.mark_used_saves(backward, adjoint_names, views, reads)
-    # what the function returns is read before the backward sweep (assemble.py keeps it
-    # when the backward changes it); only the gradients, read after, name parameters
-    saves.drop_last_restores(backward, context.parameters, reads)
+    read_back: set[str] = set()
+    views: dict = {}
+    if saves.saves:
+        saves.check_restores_mirror_saves(forward, backward)
+        views = views_of_updated_arrays(forward)
+        reads: dict = {}  # what each backward statement reads, for the two passes below
+        adjoint_names = set(cotangents.adjoint_names.values())
+        read_back = saves.mark_used_saves(backward, adjoint_names, views, reads)
+        # what the function returns is read before the backward sweep (assemble.py keeps
+        # it when the backward changes it); only the gradients, read after, name parameters
+        saves.drop_last_restores(backward, context.parameters, reads)
+    elif any(isinstance(s, _BLOCKS) for s in statements):  # initial_values reads it
+        # nothing saved: no marker to check, no save to mark or drop, no view to follow
+        read_back, _ = saves.kept_reads(backward)
     read_back -= recompute_in_loops(saves, forward, backward)
     saves.shape_only = _read_for_shape_only(context, saves, backward, views)
     forward, backward = saves.place_saves(forward, backward)
@@ -119,6 +125,9 @@ def reverse_sweeps(
     forward = saves.initial_values(statements, read_back) + forward
     gradients = {w: (cotangents.adjoint_names[w] if w in cotangents.defined else None) for w in wrt}
     return ReverseSweeps(forward, backward, output, out_name, gradients)
+
+
+_BLOCKS = (gast.If, gast.For, gast.While)  # the statements initial_values looks into
 
 
 def _read_for_shape_only(context, saves, backward, views) -> set[str]:

@@ -18,6 +18,7 @@ from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import (
     indexed_by_counters,
     iteration_local,
+    plain_reads,
     range_targets,
 )
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
@@ -75,7 +76,7 @@ class BackwardSweep:
             after = set(reads_after) if step.kind in _NESTED else reads_after
             outer_rules, self.rules.applied = self.rules.applied, []
             block, early = self.backward_step(step, after)
-            reads_after |= names_read_kept(step.statement, self._reads)
+            reads_after |= self.reads_of(step.statement)
             block_rules, self.rules.applied = self.rules.applied, outer_rules
             for save in reversed(step.saves):  # last pushed first
                 if save not in early:
@@ -84,6 +85,19 @@ class BackwardSweep:
                 blocks.append(block)
                 rules.append(block_rules)
         return self.with_comments(blocks, rules)
+
+    def reads_of(self, statement: gast.stmt) -> set[str]:
+        """``names_read(statement)``: for ``name = value`` with a plain value without a
+        walk, else remembered for the blocks around it (``names_read_kept``)."""
+        if (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+        ):
+            reads = plain_reads(statement.value)
+            if reads is not None:
+                return reads
+        return names_read_kept(statement, self._reads)
 
     def with_comments(
         self, blocks: list[list[gast.stmt]], rules: list[list[str]]

@@ -27,9 +27,18 @@ from s2sgrad.compiler.reverse.facts import (
 )
 from s2sgrad.compiler.reverse.numeric import numeric_names
 from s2sgrad.compiler.steps import Operations
-from s2sgrad.compiler.syntax import load, names_written, parameter_names, walk
+from s2sgrad.compiler.syntax import (
+    load,
+    names_written,
+    nested_statements,
+    parameter_names,
+    walk,
+)
 
 __all__ = ["Context", "located"]
+
+
+_LITERALS = (gast.Tuple, gast.List, gast.Dict)  # what operations.classify calls a PACK
 
 
 class Context:
@@ -70,17 +79,28 @@ class Context:
 
     def study(self, statements: list[gast.stmt], body: list[gast.stmt]) -> None:
         """Read the facts the sweeps consult off ``statements`` (``body`` without its return)."""
+        # every statement, nested ones too, listed once for the facts that read them all
+        self.nested = nested = list(nested_statements(statements))
         self.writes = write_counts(statements)
-        self.in_loops = names_written_in_loops(statements)
-        self.mutated = mutated_names(statements)
-        self.lists = list_names(statements)
-        self.integers = integer_names(statements)
+        self.in_loops = names_written_in_loops(statements, nested)
+        self.mutated = mutated_names(statements, nested)
+        self.lists = list_names(statements, nested)
+        assignments = [s for s in nested if type(s) is gast.Assign]
+        # read only by the adjoints of item writes (y[i] = v) and of literals ((a, b))
+        item_writes = any(type(s.targets[0]) is gast.Subscript for s in assignments)
+        self.integers = integer_names(statements, nested) if item_writes else set()
         self.structured = maybe_structured(
-            statements, self.containers | self.lists, self.parameters, self.operations
+            statements, self.containers | self.lists, self.parameters, self.operations, nested
         )
-        self.entries_read = entries_read(body)
+        literals = any(type(s.value) in _LITERALS for s in assignments)
+        self.entries_read = entries_read(body) if literals else {}
         self.numeric = numeric_names(  # never a list or tuple: x * 2 scales, keeps x's shape
-            statements, self.parameters, self.containers, self.parsed.resolve, self.user_names
+            statements,
+            self.parameters,
+            self.containers,
+            self.parsed.resolve,
+            self.user_names,
+            nested,
         )
 
     def helper(self, name: str) -> gast.Name:

@@ -11,7 +11,7 @@ import gast
 
 from s2sgrad.compiler.annotations import KEEP_NAME, annotate
 from s2sgrad.compiler.reverse.context import Context
-from s2sgrad.compiler.syntax import assign, call, clone, constant, load
+from s2sgrad.compiler.syntax import assign, call, clone, constant, load, store
 
 __all__ = ["Cotangents"]
 
@@ -51,7 +51,7 @@ class Cotangents:
             self.owned.discard(name)
             if isinstance(value, gast.Name):
                 self.owned.discard(value.id)
-            first = assign(name, value, like=like)
+            first = _assign_at(name, value, like)
             annotate(
                 first, KEEP_NAME, variable in self.context.user_names
             )  # d<variable> stays visible
@@ -61,7 +61,7 @@ class Cotangents:
         else:
             total = gast.BinOp(left=load(name), op=gast.Add(), right=value)
             self.owned.add(name)
-        return [assign(name, total, like=like)]
+        return [_assign_at(name, total, like)]
 
     def distribute(self, argument: gast.expr, value: gast.expr, like) -> list[gast.stmt]:
         """Send ``value`` to the cotangents of the active names inside ``argument``."""
@@ -107,3 +107,24 @@ class Cotangents:
             block.append(assign(name, call(self.helper("owned"), [load(name)])))
             self.owned.add(name)
         return block
+
+
+_STORE = store("_").ctx  # the context syntax.store gives every name
+
+
+def _assign_at(name: str, value: gast.expr, like: gast.AST | None) -> gast.Assign:
+    """``assign(name, value, like=like)``, made without the generic constructor and walk:
+    every cotangent of a function is assigned here."""
+    target = gast.Name.__new__(gast.Name)
+    target.__dict__ = {"id": name, "ctx": _STORE, "annotation": None, "type_comment": None}
+    node = gast.Assign.__new__(gast.Assign)
+    node.__dict__ = {"targets": [target], "value": value, "type_comment": None}
+    line = getattr(like, "lineno", None)
+    if line is not None:
+        node.__dict__.update(
+            lineno=line,
+            col_offset=getattr(like, "col_offset", 0),
+            end_lineno=getattr(like, "end_lineno", line),
+            end_col_offset=getattr(like, "end_col_offset", 0),
+        )
+    return node

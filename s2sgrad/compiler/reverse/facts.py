@@ -27,6 +27,10 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = [
+    "plain_reads",
+    "writes_nothing",
+    "written_by",
+    "statements_within",
     "write_counts",
     "names_written_in_loops",
     "mutated_base",
@@ -47,6 +51,19 @@ __all__ = [
 ]
 
 
+def statements_within(statements, nested: list | None = None):
+    """``nested`` if given, else the statements of ``statements`` and of the blocks nested
+    in them (:func:`nested_statements`): facts read off one function take the list made
+    once, as ``list(nested_statements(statements))``.
+
+    Example::
+
+        nested = list(nested_statements(statements))
+        mutated_names(statements, nested) == mutated_names(statements)  # True
+    """
+    return nested if nested is not None else nested_statements(statements)
+
+
 def target_names(target: gast.expr) -> list[str]:
     """The names a target binds: one, or (A-normal form) a flat tuple of them, one maybe
     starred."""
@@ -56,6 +73,68 @@ def target_names(target: gast.expr) -> list[str]:
         return []
     elements = [e.value if isinstance(e, gast.Starred) else e for e in target.elts]
     return [e.id for e in elements if isinstance(e, gast.Name)]
+
+
+_ATOMS = (gast.Name, gast.Constant)
+
+
+def writes_nothing(value: gast.expr) -> bool:
+    """A cheap, exact check that ``names_written(value)`` is empty for the commonest
+    values of the normal form: a name, a literal, an operator or a call applied to names
+    and literals (no walrus, comprehension or lambda can hide in them); False when unsure.
+
+    Example::
+
+        writes_nothing(parse_expression("np.sin(t1) "))  # True
+    """
+    kind = type(value)
+    if kind in _ATOMS:
+        return True
+    if kind is gast.BinOp:
+        return type(value.left) in _ATOMS and type(value.right) in _ATOMS
+    if kind is gast.UnaryOp:
+        return type(value.operand) in _ATOMS
+    if kind is gast.Call:
+        func = value.func
+        if type(func) is gast.Attribute:
+            func = func.value
+        return (
+            type(func) is gast.Name
+            and all(type(a) in _ATOMS for a in value.args)
+            and all(type(k.value) in _ATOMS for k in value.keywords)
+        )
+    return False
+
+
+def written_by(statement: gast.stmt) -> set[str]:
+    """``names_written(statement)``, faster for ``name = value`` where ``value`` surely
+    writes nothing (:func:`writes_nothing`)."""
+    if type(statement) is gast.Assign and len(statement.targets) == 1:
+        target = statement.targets[0]
+        if type(target) is gast.Name and writes_nothing(statement.value):
+            return {target.id}
+    return names_written(statement)
+
+
+def plain_reads(value: gast.expr) -> set[str] | None:
+    """``names_read(value)`` for a value :func:`writes_nothing` sees through (every name
+    in it is read), else None."""
+    kind = type(value)
+    if kind is gast.Name:
+        return {value.id}
+    if kind is gast.Constant:
+        return set()
+    if not writes_nothing(value):
+        return None
+    if kind is gast.BinOp:
+        parts = [value.left, value.right]
+    elif kind is gast.UnaryOp:
+        parts = [value.operand]
+    else:
+        func = value.func
+        parts = [func.value if type(func) is gast.Attribute else func, *value.args]
+        parts += [k.value for k in value.keywords]
+    return {p.id for p in parts if type(p) is gast.Name}
 
 
 def write_counts(statements) -> Counter:
@@ -74,13 +153,15 @@ def write_counts(statements) -> Counter:
             counts.update(write_counts(statement.body))
             counts.update(write_counts(statement.orelse))
         else:
-            counts.update(names_written(statement))
+            counts.update(written_by(statement))
     return counts
 
 
-def names_written_in_loops(statements) -> set[str]:
+def names_written_in_loops(statements, nested: list | None = None) -> set[str]:
+    """The names the loops of ``statements`` write (``nested``: all their statements, as
+    :func:`statements_within` lists them, when the caller has them)."""
     result = set()
-    for statement in nested_statements(statements):
+    for statement in statements_within(statements, nested):
         if isinstance(statement, (gast.For, gast.While)):
             for inner in statement.body:
                 result |= names_written(inner)
@@ -96,16 +177,16 @@ def mutated_base(statement) -> str | None:
     return None
 
 
-def mutated_names(statements) -> set[str]:
-    return {b for s in nested_statements(statements) if (b := mutated_base(s)) is not None}
+def mutated_names(statements, nested: list | None = None) -> set[str]:
+    return {b for s in statements_within(statements, nested) if (b := mutated_base(s)) is not None}
 
 
-def fresh_names(statements, parsed, local_names) -> set[str]:
+def fresh_names(statements, parsed, local_names, nested: list | None = None) -> set[str]:
     """Names every assignment of which creates a new array or list, or passes on the value
     of another such name (``t = new; u = t``: buffers swapped between time steps)."""
     verdict: dict[str, bool] = {}
     copies: dict[str, set[str]] = {}
-    for statement in nested_statements(statements):
+    for statement in statements_within(statements, nested):
         if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
             continue
         name, value = statement.targets[0].id, statement.value
@@ -159,12 +240,12 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
     return False
 
 
-def list_names(statements) -> set[str]:
+def list_names(statements, nested: list | None = None) -> set[str]:
     """Variables that hold Python lists or tuples made here, or copies of them (their
     cotangents are lists too)."""
     result = set()
     copies = []
-    for statement in nested_statements(statements):
+    for statement in statements_within(statements, nested):
         if isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name):
             value = statement.value
             is_list = isinstance(value, gast.List) or (
@@ -191,7 +272,9 @@ _STRUCTURED_RESULTS = frozenset(
 )
 
 
-def maybe_structured(statements, known: set[str], parameters, operations) -> set[str]:
+def maybe_structured(
+    statements, known: set[str], parameters, operations, nested: list | None = None
+) -> set[str]:
     """Variables that may hold lists, tuples or dicts (``known`` do): their cotangents are
     added with ``add_cotangents`` (``+`` on them is not differentiable again), never
     updated in place. Too many is safe: ``add_cotangents`` of arrays is ``+``.
@@ -205,7 +288,7 @@ def maybe_structured(statements, known: set[str], parameters, operations) -> set
     result = set(known)
     assignments = [
         s
-        for s in nested_statements(statements)
+        for s in statements_within(statements, nested)
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
     ]
     arrays = parameters - known  # the other differentiated arguments
@@ -253,22 +336,27 @@ def _structured_value(statement, structured, arrays, operations) -> bool:
 def entries_read(body: list[gast.stmt]) -> dict[str, set]:
     """For each name read only as ``name[literal]`` (a tuple, list or dict built here, say),
     the literals; names read any other way (passed on, iterated, updated) are left out."""
-    nodes = [n for statement in body for n in walk(statement)]
     entries = {}
-    for node in nodes:
-        if (
-            type(node) is gast.Subscript
-            and type(node.ctx) is gast.Load
-            and type(node.value) is gast.Name
-            and type(node.slice) is gast.Constant
-            and type(node.slice.value) in (int, str)
-            and (type(node.slice.value) is str or node.slice.value >= 0)
-        ):
-            entries[id(node.value)] = node.slice.value
     read: dict[str, set] = {}
     other_uses = set()
-    for node in nodes:
-        if type(node) is gast.Name and type(node.ctx) is not gast.Store:
+    name, subscript, store = gast.Name, gast.Subscript, gast.Store
+    for statement in body:
+        names = []
+        for node in walk(statement):
+            kind = type(node)
+            if kind is name:
+                if type(node.ctx) is not store:
+                    names.append(node)
+            elif (
+                kind is subscript
+                and type(node.ctx) is gast.Load
+                and type(node.value) is name
+                and type(node.slice) is gast.Constant
+                and type(node.slice.value) in (int, str)
+                and (type(node.slice.value) is str or node.slice.value >= 0)
+            ):
+                entries[id(node.value)] = node.slice.value
+        for node in names:
             if id(node) in entries:
                 read.setdefault(node.id, set()).add(entries[id(node)])
             else:
@@ -276,24 +364,35 @@ def entries_read(body: list[gast.stmt]) -> dict[str, set]:
     return {name: keys for name, keys in read.items() if name not in other_uses}
 
 
-def integer_names(statements) -> set[str]:
+def integer_names(statements, nested: list | None = None) -> set[str]:
     """Variables that only ever hold Python integers: ``range`` loop counters, and integer
     arithmetic of them and of literals (``t = i + 1``) that is their only binding."""
     bindings: dict[str, list] = {}
-    for statement in nested_statements(statements):
+    for statement in statements_within(statements, nested):
         kind = type(statement)
         if kind is gast.Assign and len(statement.targets) == 1:
             if type(statement.targets[0]) is gast.Name:
                 bindings.setdefault(statement.targets[0].id, []).append(statement.value)
         elif kind is gast.For and range_targets(statement) and type(statement.target) is gast.Name:
             bindings.setdefault(statement.target.id, []).append(None)  # None: a counter
+    # the names found among candidates are among those found among all bindings: when
+    # none of those is, no store needs counting (straight-line code has no integers)
+    if not _integer_fixed_point(bindings):
+        return set()
     stores = Counter(
         n.id
         for statement in statements
         for n in walk(statement)
         if type(n) is gast.Name and type(n.ctx) is gast.Store
     )
-    candidates = {n: values for n, values in bindings.items() if stores[n] == len(values)}
+    return _integer_fixed_point(
+        {n: values for n, values in bindings.items() if stores[n] == len(values)}
+    )
+
+
+def _integer_fixed_point(candidates: dict[str, list]) -> set[str]:
+    """The candidates all of whose values are integer arithmetic of literals and of the
+    candidates found (None: a ``range`` counter), found until no more are."""
     found: set[str] = set()
     while True:
         more = {

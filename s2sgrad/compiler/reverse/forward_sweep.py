@@ -33,6 +33,7 @@ from s2sgrad.compiler.reverse.facts import (
     mutated_base,
     mutated_names,
     target_names,
+    writes_nothing,
 )
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.reverse.stored_state import StoredState
@@ -76,28 +77,26 @@ class ForwardSweep:
 
     def check_mutations(self, statements: list[gast.stmt]) -> None:
         """In-place updates must target arrays or lists the function created itself."""
-        fresh = fresh_names(statements, self.parsed, self.context.local_names)
-        dicts = {
-            s.targets[0].id
-            for s in nested_statements(statements)
-            if isinstance(s, gast.Assign)
-            and isinstance(s.targets[0], gast.Name)
-            and isinstance(s.value, gast.Dict)
-        }
+        nested = getattr(self.context, "nested", None)  # made by Context.study
+        if nested is None:
+            nested = list(nested_statements(statements))
+        fresh = fresh_names(statements, self.parsed, self.context.local_names, nested)
         refuse_mutating_calls(statements, self.parsed, self.context.parameters, self.activity)
         self.stored_state = StoredState(self.parsed, statements, self.activity.varied)
-        self.made_by_calls = {
-            name
-            for s in nested_statements(statements)
-            if isinstance(s, gast.Assign)
-            and isinstance(s.value, gast.Call)
-            and isinstance(self.parsed.resolve(s.value.func), type)
-            for name in target_names(s.targets[0])
-        }
-        for statement in nested_statements(statements):
-            base = mutated_base(statement)
-            if base is None:
-                continue
+        dicts = set()
+        self.made_by_calls = set()
+        mutated = []
+        for s in nested:
+            if type(s) is gast.Assign:
+                value = s.value
+                if type(value) is gast.Dict and type(s.targets[0]) is gast.Name:
+                    dicts.add(s.targets[0].id)
+                elif type(value) is gast.Call and isinstance(self.parsed.resolve(value.func), type):
+                    self.made_by_calls.update(target_names(s.targets[0]))
+            base = mutated_base(s)
+            if base is not None:
+                mutated.append((s, base))
+        for statement, base in mutated:
             if base in self.context.parameters:
                 error = UnsupportedError(
                     f"{self.parsed.location(statement)}: this changes the argument '{base}' "
@@ -232,6 +231,8 @@ class ForwardSweep:
     def checked_reads(self, value: gast.expr) -> gast.expr:
         """``value`` with each read of an object's attribute that may see state stored in
         this computation wrapped in ``reads_stored(...)`` (see :meth:`reads_object_state`)."""
+        if writes_nothing(value):  # names and literals under a call or an operator:
+            return value  # no attribute read but a called function's, nothing to wrap
         if self.reads_object_state(value):
             return call(self.context.helper("reads_stored"), [value])
         for field in ("args", "elts", "values"):

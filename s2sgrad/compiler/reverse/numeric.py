@@ -20,6 +20,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.block_walks import header_writes
+from s2sgrad.compiler.reverse.facts import writes_nothing
 from s2sgrad.compiler.syntax import names_written, nested_statements
 
 __all__ = ["numeric_names"]
@@ -69,11 +70,13 @@ def numeric_names(
     containers: set[str],
     resolve: Callable[[gast.expr], Any],
     local_names: set[str],
+    nested: list | None = None,
 ) -> set[str]:
     """The names of ``statements`` (and ``parameters`` not in ``containers``) that hold a
     number or an array on every path: a greatest fixed point, so ``b = b * 2`` in a loop
     after ``b = a * 2`` counts. ``resolve`` maps a function reference to its object;
-    ``local_names`` are the function's own (a call of one of them is unknown)."""
+    ``local_names`` are the function's own (a call of one of them is unknown); ``nested``:
+    ``list(nested_statements(statements))``, when the caller has it."""
 
     def lookup(func: gast.expr) -> Any:
         root = func
@@ -88,10 +91,11 @@ def numeric_names(
 
     values: dict[str, list[gast.expr]] = {}
     other: set[str] = set()
-    for statement in nested_statements(statements):
+    for statement in nested if nested is not None else nested_statements(statements):
         if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
             values.setdefault(statement.targets[0].id, []).append(statement.value)
-            other |= names_written(statement.value)  # a walrus inside the value
+            if not writes_nothing(statement.value):
+                other |= names_written(statement.value)  # a walrus inside the value
         else:
             other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other

@@ -58,18 +58,26 @@ class RuleAdjoints:
                 "derivative rule; register one with @s2sgrad.derivative(of=...), or wrap "
                 "the value in s2sgrad.stop_gradient if it needs none"
             )
-        args = [self.numpy_names(a) for a in operation.args]
+        args = list(operation.args)
+        if self.context.np != "np":
+            args = [self.numpy_names(a) for a in args]
         in_place = self.accumulate_item(statement, operation, cotangent)
         if in_place is not None:
             return in_place
+        active = self.active
         wanted = {
             i
             for i, a in enumerate(args)
-            if self.is_active_expression(a) and not isinstance(a, gast.Constant)
+            if (
+                active(a.id)
+                if type(a) is gast.Name
+                else type(a) is not gast.Constant and self.is_active_expression(a)
+            )
         }
-        refuse_differentiated_keywords(
-            operation, self.is_active_expression, self.parsed.location(statement)
-        )
+        if operation.keywords:
+            refuse_differentiated_keywords(
+                operation, self.is_active_expression, self.parsed.location(statement)
+            )
         if not wanted:
             return []
         inlined = None
@@ -84,7 +92,13 @@ class RuleAdjoints:
                 self.names,
                 self.namespace,
             )
-        self.applied.append(rule_label(rule.vjp if inlined is not None else None, operation))
+        if inlined is not None:
+            label = _LABELS.get(rule.vjp)
+            if label is None:
+                label = _LABELS[rule.vjp] = rule_label(rule.vjp, operation)
+        else:
+            label = rule_label(None, operation)
+        self.applied.append(label)
         block: list[gast.stmt] = []
         if inlined is None:
             primitive_name = self.namespace.bind(
@@ -102,7 +116,8 @@ class RuleAdjoints:
                 for i in range(len(args))
             ]
         else:
-            block.extend(located(s, statement) for s in inlined.statements)
+            if inlined.statements:
+                block.extend(located(s, statement) for s in inlined.statements)
             entries = self.without_scalar_unbroadcasts(operation, args, inlined.entries)
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
@@ -172,6 +187,8 @@ class RuleAdjoints:
                     child.value = load(self.context.np)
         return node
 
+
+_LABELS: dict = {}  # an inlined rule's function → its rule_label (which names only it)
 
 # arithmetic whose result has the shape of an array operand when the others are numbers
 _SHAPE_KEEPING = frozenset(

@@ -52,6 +52,7 @@ __all__ = [
     "statement_reads",
 ]
 
+_SIMPLE = (gast.Assign, gast.Expr, gast.AugAssign)  # statements without blocks
 PUSH = "__s2s_push__:"  # a marker: the save of this key is pushed here
 POP = "__s2s_pop__:"  # a marker: the save of this key is restored here
 
@@ -197,6 +198,8 @@ class Saves:
             key = marker_key(statement, POP)
             if key is None:
                 later |= statement_reads(statement, reads)
+                if type(statement) in _SIMPLE:
+                    continue  # no restore inside
                 for inner in nested_statements([statement]):  # restores write into arrays
                     inner_key = marker_key(inner, POP)
                     if inner_key is not None and self.saves[inner_key].used:
@@ -283,6 +286,9 @@ class Saves:
                 initial = assign(name, constant(None))
                 annotate(initial, SAVE_INIT)  # only there so the first push has a value
                 prologue.append(initial)
+        if not self.saves and not self.replays and not _has_blocks(forward + backward):
+            # straight-line code without saves: no marker to expand, no replay to drop
+            return prologue + _without_orphan_comments(forward), _without_orphan_comments(backward)
         forward = self.expand_markers(forward, PUSH, self.push_code)
         backward = self.expand_markers(backward, POP, self.pop_code)
         return prologue + forward, backward
@@ -401,6 +407,12 @@ def _reversed_tree(tree: list) -> list:
         item if isinstance(item, int) else (item[0], [(f, _reversed_tree(t)) for f, t in item[1]])
         for item in reversed(tree)
     ]
+
+
+def _has_blocks(statements: list[gast.stmt]) -> bool:
+    """Whether a statement of ``statements`` holds blocks (``expand_markers`` goes into
+    them): anything but the simple statements the sweeps emit most."""
+    return any(type(s) not in _SIMPLE for s in statements)
 
 
 def _without_orphan_comments(statements: list[gast.stmt]) -> list[gast.stmt]:

@@ -24,6 +24,7 @@ import gast
 
 from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
+from s2sgrad.compiler.reverse.facts import writes_nothing
 from s2sgrad.compiler.syntax import names_read, walk
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.runtime.object_gradients import is_instance_object
@@ -72,9 +73,8 @@ class StoredState:
                 self.first_store.setdefault(pair, len(self.order) - 1)
                 for loop in loops:
                     self.loop_stores[loop].add(pair)
-            for part in walk(statement.value):
-                if isinstance(part, gast.Call):
-                    self.calls[id(self.parsed.resolve(part.func))] += 1
+            for part in _calls_in(statement.value):
+                self.calls[id(self.parsed.resolve(part.func))] += 1
 
     def stored_before(self, statement: gast.stmt, pair: tuple[str, str]) -> bool:
         """Whether ``pair`` may hold a value this function stored when ``statement`` runs."""
@@ -87,8 +87,8 @@ class StoredState:
     def refuse_read(self, statement: gast.Assign) -> None:
         """Refuse reading ``obj.name`` where this function stored a differentiated value in
         ``obj.name`` before, or ``obj`` is a global object whose methods store ``.name``."""
-        for value in walk(statement.value):
-            if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
+        for value in _attributes_in(statement.value):
+            if isinstance(value.value, gast.Name):
                 self.refuse_attribute(statement, value)
 
     def refuse_attribute(self, statement: gast.Assign, value: gast.Attribute) -> None:
@@ -128,6 +128,23 @@ class StoredState:
                     "derivative through; pass the state along as values, or use mode='tape'"
                 )
             )
+
+
+def _calls_in(value: gast.expr) -> list[gast.Call]:
+    """The calls anywhere in ``value`` (one walk, none for a name, a literal or an operator
+    or call applied to them, where :func:`writes_nothing` sees all there is)."""
+    if writes_nothing(value):
+        return [value] if type(value) is gast.Call else []
+    return [part for part in walk(value) if isinstance(part, gast.Call)]
+
+
+def _attributes_in(value: gast.expr) -> list[gast.Attribute]:
+    """The attribute nodes anywhere in ``value``; for the values :func:`writes_nothing`
+    sees through, only a called method's (``np.sin``)."""
+    if writes_nothing(value):
+        func = value.func if type(value) is gast.Call else None
+        return [func] if type(func) is gast.Attribute else []
+    return [part for part in walk(value) if isinstance(part, gast.Attribute)]
 
 
 @functools.lru_cache(maxsize=256)
