@@ -180,14 +180,15 @@ def _for(node, indent, lines):
         raise _Unsupported
     target, sequence = _expression(node.target, _TUPLE), _expression(node.iter, _TEST)
     lines.append(f"{indent}for {target} in {sequence}:")
-    _block(node.body, indent + "    ", lines)
-    if node.orelse:
-        lines.append(indent + "else:")
-        _block(node.orelse, indent + "    ", lines)
+    _loop_blocks(node, indent, lines)
 
 
 def _while(node, indent, lines):
     lines.append(f"{indent}while {_expression(node.test, _TEST)}:")
+    _loop_blocks(node, indent, lines)
+
+
+def _loop_blocks(node, indent, lines):
     _block(node.body, indent + "    ", lines)
     if node.orelse:
         lines.append(indent + "else:")

@@ -11,6 +11,7 @@ import gast
 
 from s2sgrad.compiler.optimize.facts import facts_after_merging
 from s2sgrad.compiler.optimize.statements import (
+    accumulates,
     is_comment,
     is_compound,
     item_target,
@@ -30,7 +31,7 @@ def merge_accumulations(optimizer, body):
     result = list(body)
     facts_at = cache.of_each(result)
     assigned = [f.assigned for f in facts_at]
-    if not any(map(_accumulates, result, assigned)):  # nothing below would happen
+    if not any(map(accumulates, result, assigned)):  # nothing below would happen
         return result
     for index, statement in enumerate(result):
         target = assigned[index]
@@ -77,19 +78,6 @@ def merge_accumulations(optimizer, body):
             result[earlier_index] = None
             optimizer.changed = True
     return [s for s in result if s is not None]
-
-
-def _accumulates(statement, target: str | None) -> bool:
-    """``is_accumulation(statement)``, given what it assigns (``facts.assigned``)."""
-    if target is None:
-        return False
-    value = statement.value
-    return (
-        isinstance(value, gast.BinOp)
-        and isinstance(value.op, gast.Add)
-        and isinstance(value.left, gast.Name)
-        and value.left.id == target
-    )
 
 
 def merge_item_updates(optimizer, body):

@@ -72,7 +72,11 @@ def item_target(statement):
 
 def is_accumulation(statement) -> bool:
     """Whether ``statement`` reads ``d = d + e`` (what merge_accumulations starts from)."""
-    target = simple_assignment(statement)
+    return accumulates(statement, simple_assignment(statement))
+
+
+def accumulates(statement, target: str | None) -> bool:
+    """:func:`is_accumulation`, given the name ``statement`` assigns (None: none)."""
     if target is None:
         return False
     value = statement.value
