@@ -326,8 +326,8 @@ def _no_op(*args):
 def _forget_fast_path(dfn) -> None:
     """Drop the guard of the signature called last (s2sgrad/compiler/cache.py), which calls
     the code it found directly; the next call finds it in ``calls`` again."""
-    if hasattr(dfn.code, "fast"):
-        dfn.code.fast = None
+    if hasattr(dfn.code, "forget_fast"):
+        dfn.code.forget_fast()
 
 
 # --------------------------------------------------------------------------------------------
