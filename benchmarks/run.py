@@ -99,10 +99,15 @@ def fix_allocator() -> str:
 
 
 def calls_per_measurement(fn: Callable[[], object], seconds: float) -> int:
-    """How many calls of ``fn`` take about ``seconds`` (at least one)."""
+    """How many calls of ``fn`` take about ``seconds`` (at least one).
+
+    Each step keeps the fastest of five timings: on a loaded machine a single timing that
+    was preempted made the count several times too small for one column (1 call where the
+    other had 100), and its rounds then ran for a fraction of the other's time.
+    """
     number = 1
     while True:
-        elapsed = timeit.Timer(fn).timeit(number)
+        elapsed = min(timeit.Timer(fn).repeat(repeat=5, number=number))
         if elapsed >= seconds / 4 or number >= 1_000_000:
             return max(1, round(number * seconds / max(elapsed, 1e-9)))
         number *= 4
