@@ -99,10 +99,15 @@ def fix_allocator() -> str:
 
 
 def calls_per_measurement(fn: Callable[[], object], seconds: float) -> int:
-    """How many calls of ``fn`` take about ``seconds`` (at least one)."""
+    """How many calls of ``fn`` take about ``seconds`` (at least one).
+
+    Each step keeps the fastest of five timings: on a loaded machine a single timing that
+    was preempted made the count several times too small for one column (1 call where the
+    other had 100), and its rounds then ran for a fraction of the other's time.
+    """
     number = 1
     while True:
-        elapsed = timeit.Timer(fn).timeit(number)
+        elapsed = min(timeit.Timer(fn).repeat(repeat=5, number=number))
         if elapsed >= seconds / 4 or number >= 1_000_000:
             return max(1, round(number * seconds / max(elapsed, 1e-9)))
         number *= 4
@@ -114,7 +119,8 @@ def interleaved_minimum(
     """Fastest per-call time in seconds of each callable, timed in alternating rounds.
 
     Each round times every callable once (``seconds`` each), so slow drifts of the machine
-    (frequency, other processes) touch all of them alike.
+    (frequency, other processes) touch all of them alike; every other round takes them in
+    the reverse order, so that none always runs right after the same other one (A B, B A).
 
     Example:
         >>> best = interleaved_minimum({"sum": lambda: sum(range(9))}, rounds=2, seconds=1e-3)
@@ -123,8 +129,9 @@ def interleaved_minimum(
     """
     numbers = {name: calls_per_measurement(fn, seconds) for name, fn in calls.items()}
     best = dict.fromkeys(calls, float("inf"))
-    for _ in range(rounds):
-        for name, fn in calls.items():
+    order = list(calls.items())
+    for index in range(rounds):
+        for name, fn in order if index % 2 == 0 else reversed(order):
             per_call = timeit.Timer(fn).timeit(numbers[name]) / numbers[name]
             best[name] = min(best[name], per_call)
     return best
@@ -326,8 +333,8 @@ def _no_op(*args):
 def _forget_fast_path(dfn) -> None:
     """Drop the guard of the signature called last (s2sgrad/compiler/cache.py), which calls
     the code it found directly; the next call finds it in ``calls`` again."""
-    if hasattr(dfn.code, "fast"):
-        dfn.code.fast = None
+    if hasattr(dfn.code, "forget_fast"):
+        dfn.code.forget_fast()
 
 
 # --------------------------------------------------------------------------------------------
@@ -521,7 +528,7 @@ def cpu_model() -> str:
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="5 short rounds instead of 15")
+    parser.add_argument("--quick", action="store_true", help="40 short rounds instead of 150")
     parser.add_argument("--only", help="comma-separated workload names or key letters")
     parser.add_argument("--no-frameworks", action="store_true", help="skip autograd/JAX/torch")
     parser.add_argument(
@@ -533,9 +540,11 @@ def parse_args(argv):
     )
     options = parser.parse_args(argv)
     # Many short rounds: on a shared machine, bursts of load are less likely to touch every
-    # round of a column, and each column keeps its fastest round.
-    options.rounds = 5 if options.quick else 15
-    options.seconds = 0.01 if options.quick else 0.025
+    # round of a column, and each column keeps its fastest round. A round shorter than the
+    # scheduler's time slice (a few ms) often runs whole without being preempted, where a
+    # round of 25 ms on a loaded machine almost never does.
+    options.rounds = 40 if options.quick else 150
+    options.seconds = 0.00125 if options.quick else 0.0025
     return options
 
 

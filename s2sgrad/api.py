@@ -30,6 +30,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
+from s2sgrad.compiler.cache import nothing_remembered
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
@@ -146,10 +147,14 @@ class _Transform(NotebookDisplay):
         self.indices = [position_of(self.function, w) for w in self.wrt]
         self.code = None  # the compiler's cache entry holding this transform's code
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
+        # what the hottest path calls: self.code once a call without a bound self has
+        # made it, as long as the tape is not the engine; else what misses every time
+        self.hot = _COLD
         self.use_tape = mode == "tape"
         self.tape_function = self.function  # what the tape differentiates
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1  # wrt=(0,): 1-tuples
+        self.one_tuple = self.wrap_single and kind == "grad" and not has_aux  # (gradient,)
         functools.update_wrapper(self, f, updated=())
 
     def __reduce__(self):
@@ -219,14 +224,12 @@ class _Transform(NotebookDisplay):
 
     def __call__(self, *args, **kwargs):
         try:
-            # the hottest path: the signature called last, its guard, its code (cache.py)
-            code = self.code
-            if code is not None and not kwargs and self.bound_self is None and not self.use_tape:
-                fast = code.fast
-                if fast is not None:
-                    result = fast(*args)
-                    if result is not MISSING:
-                        return self._shape_result(result) if self.wrap_single else result
+            if not kwargs:  # the hottest path: the last signature's guard and code (cache.py)
+                result = self.hot.fast(*args)
+                if result is not MISSING:
+                    if self.wrap_single:
+                        return (result,) if self.one_tuple else self._shape_result(result)
+                    return result
             return self._call_checked(args, kwargs)
         except BaseException as error:  # what it stored on objects is no longer its computation's
             forget_all_stored()
@@ -260,7 +263,7 @@ class _Transform(NotebookDisplay):
                 raise
             if getattr(error, "whole_function_on_tape", False):  # a call the tape took over
                 warn_fallback(self.function, error)
-                self.use_tape = True
+                self._switch_to_the_tape()
                 return self._call_engine(args, kwargs)
             if not (  # its generated code, run on the tape, was refused
                 getattr(error, "in_generated_code", False)
@@ -311,7 +314,7 @@ class _Transform(NotebookDisplay):
             if not may_fall_back(self.mode, error, self.function):
                 raise
             warn_fallback(self.function, error)
-            self.use_tape = True
+            self._switch_to_the_tape()
             self.tape_function = on_the_tape(self.function, error)
             return None
 
@@ -334,7 +337,14 @@ class _Transform(NotebookDisplay):
         result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
         self.code = generated.cached_in
         self.calls = None if self.code is None else self.code.calls
+        if self.code is not None and self.bound_self is None and not self.use_tape:
+            self.hot = self.code
         return self._shape_result(result)
+
+    def _switch_to_the_tape(self) -> None:
+        """From now on the tape differentiates every call (generated code is refused)."""
+        self.use_tape = True
+        self.hot = _COLD
 
     def _shape_result(self, result):
         if self.single or len(self.wrt) != 1:
@@ -383,6 +393,15 @@ class _Transform(NotebookDisplay):
             return value, gradients
         return (gradients, aux) if self.has_aux else gradients
 
+
+class _Cold:
+    """What a transform's hot path calls while it has no code of its own to try first."""
+
+    __slots__ = ()
+    fast = staticmethod(nothing_remembered)
+
+
+_COLD = _Cold()
 
 # the signature of arrays (compiler/specialize/criterion.py): a Dask array differs by class
 _SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")

@@ -122,3 +122,33 @@ def test_repeated_calls_follow_the_arguments_and_the_globals(mode, monkeypatch):
     assert_close(gradient(reshaped, x2), numeric_grad(scaled, (reshaped, x2), 0))
     monkeypatch.setattr(__import__(__name__), "SCALE", 5.0)
     assert_close(gradient(w, x), numeric_grad(scaled, (w, x), 0))
+
+
+def tanh_loss(w, x):
+    return np.sum(np.tanh(x @ w) ** 2), w[0]
+
+
+def tanh_value(w, x):
+    return tanh_loss(w, x)[0]
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_the_hot_path_shapes_results_as_the_first_call_does(mode):
+    # the guarded path returns the generated code's result; wrt=(0,) makes it a 1-tuple
+    # there too, for grad, value_and_grad and has_aux alike, and wrt=0 leaves it bare
+    rng = np.random.default_rng(5)
+    w, x = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    expected = numeric_grad(tanh_value, (w, x), 0)
+    one, bare = sg.grad(tanh_value, wrt=(0,), mode=mode), sg.grad(tanh_value, mode=mode)
+    both = sg.value_and_grad(tanh_value, wrt=(0,), mode=mode)
+    with_aux = sg.grad(tanh_loss, wrt=(0,), has_aux=True, mode=mode)
+    for _ in range(4):  # the third call on takes the guarded path
+        (g,) = one(w, x)
+        assert_close(g, expected)
+        assert_close(bare(w, x), expected)
+        value, (g,) = both(w, x)
+        assert_close(g, expected)
+        assert np.isclose(value, tanh_value(w, x))
+        (g,), aux = with_aux(w, x)
+        assert_close(g, expected)
+        np.testing.assert_array_equal(aux, w[0])

@@ -27,10 +27,20 @@ from collections.abc import Callable
 from typing import Any
 
 from s2sgrad.compiler.codegen import GeneratedFunction
-from s2sgrad.compiler.freshness import Assumptions
+from s2sgrad.compiler.freshness import MISSING, Assumptions
 from s2sgrad.compiler.signature_guards import guarded_call
 
-__all__ = ["CACHE", "Derivatives"]
+__all__ = ["CACHE", "Derivatives", "nothing_remembered"]
+
+
+def nothing_remembered(*args: Any) -> Any:
+    """The hot path's code before a signature was remembered: every call misses it.
+
+    Example::
+
+        nothing_remembered(1.0)  # MISSING
+    """
+    return MISSING
 
 
 class Derivatives:
@@ -44,15 +54,15 @@ class Derivatives:
         self.calls: dict[tuple, tuple[Callable, list, Assumptions]] = {}
         self.latest: GeneratedFunction | None = None
         # the code of the signature called last behind its guard (signature_guards.py):
-        # an entry of ``calls`` found faster; None when calls change
-        self.fast: Callable | None = None
+        # an entry of ``calls`` found faster; nothing_remembered when calls change
+        self.fast: Callable = nothing_remembered
         self._guarded: dict[tuple, tuple] = {}  # signature → (function, entries, guarded)
 
     def keep_call(self, key: tuple, ran: GeneratedFunction) -> None:
         """Remember that calls with signature ``key`` run ``ran``."""
         self.calls[key] = (ran.function, ran.assumptions.entries, ran.assumptions)
         self.latest = ran
-        self.fast = None
+        self.fast = nothing_remembered
         self._guarded.pop(key, None)
 
     def remember_fast(self, key: tuple, function: Callable, entries: list) -> None:
@@ -60,13 +70,18 @@ class Derivatives:
         a transformed function tries first, behind a guard of the signature ``key``."""
         kept = self._guarded.get(key)
         if kept is None or kept[0] is not function or kept[1] is not entries:
-            kept = self._guarded[key] = (function, entries, guarded_call(key, function, entries))
+            guarded = guarded_call(key, function, entries) or nothing_remembered
+            kept = self._guarded[key] = (function, entries, guarded)
         self.fast = kept[2]
+
+    def forget_fast(self) -> None:
+        """Make the next call look its code up in ``calls`` again."""
+        self.fast = nothing_remembered
 
     def forget_calls(self) -> None:
         self.calls.clear()
         self.latest = None
-        self.fast = None
+        self.fast = nothing_remembered
         self._guarded.clear()
 
     def clear(self) -> None:
