@@ -75,6 +75,14 @@ def from_pairs_with_a_repeated_key(params, x):
     return _model(dict(pairs), x)  # dict keeps the last "W": the first gets no derivative
 
 
+def keys_listed_in_reverse(params, x):
+    p = {"W": params["W"] * 1.5, "b": np.sin(params["b"])}
+    total = 0.0
+    for key in list(p.keys())[::-1]:  # the keys in a list: no derivative, no refusal
+        total = total + np.sum(p[key] ** 2)
+    return total + _model(p, x)
+
+
 def new_key_added(params, x):
     p = dict(params)
     p["scale"] = np.sum(params["W"] ** 2)
@@ -90,6 +98,7 @@ PROGRAMS = [
     spread_with_an_entry,
     copy_with_a_keyword,
     from_pairs_with_a_repeated_key,
+    keys_listed_in_reverse,
     new_key_added,
 ]
 

@@ -56,6 +56,7 @@ def dict_entry_writes(node: gast.FunctionDef, names: NameGenerator, resolve=None
     made = _dicts_made_once(node, resolve, set(bindings))
     if not made:
         return bindings
+    bindings.update(_keys_read_whole(node, set(made), names))
     written = {name: _writing_statements(node, name) for name in made}
     qualifying = {
         name
@@ -113,6 +114,34 @@ def _copies_of_dicts(node: gast.FunctionDef, names: NameGenerator, resolve) -> d
             else:
                 setattr(sub, field, rewritten(value))
     return helpers
+
+
+def _keys_read_whole(node: gast.FunctionDef, dicts: set[str], names: NameGenerator) -> dict:
+    """``list(d.keys())`` (``sorted``, ``tuple``, ``set``) of a dict made here as
+    ``list(dict_keys(d))``: the keys in a list at once, which carry no derivative (a
+    ``.keys()`` view kept is refused: it would see later changes)."""
+    helper = None
+    for sub in walk(node):
+        if not (
+            type(sub) is gast.Call
+            and type(sub.func) is gast.Name
+            and sub.func.id in ("list", "sorted", "tuple", "set")
+            and len(sub.args) == 1
+        ):
+            continue
+        view = sub.args[0]
+        if (
+            type(view) is gast.Call
+            and type(view.func) is gast.Attribute
+            and view.func.attr == "keys"
+            and type(view.func.value) is gast.Name
+            and view.func.value.id in dicts
+            and not view.args
+            and not view.keywords
+        ):
+            helper = helper or names.claim("dict_keys")
+            sub.args[0] = call(load(helper), [view.func.value])
+    return {helper: runtime.dict_keys} if helper else {}
 
 
 def _copy_with_keywords(value: Any, resolve) -> bool:
