@@ -28,6 +28,7 @@ _TABLE = {
         "(object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, like=None)"
     ),
     "asarray": "(a, dtype=None, order=None, *, device=None, copy=None, like=None)",
+    "bincount": "(x, /, weights=None, minlength=0)",
     "concatenate": "(arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind')",
     "dot": "(a, b, out=None)",
     "empty": "(shape, dtype=None, order='C', *, device=None, like=None)",
