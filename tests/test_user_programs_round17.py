@@ -154,3 +154,28 @@ def test_gradient_on_first_and_later_calls_and_forward_mode(name, mode):
         )
         _, tangent = sg.jvp(function, primals, tangents, mode=mode)
         assert_close(tangent, numeric_jvp(function, primals, position, along), 1e-5, 1e-6)
+
+
+def largest_of_the_sums(xs):
+    return max(np.sum(x**2) for x in xs) + min(np.sum(xs[0]), np.sum(xs[1]), 0.5)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_builtin_max_of_a_sequence_and_min_of_three(mode):
+    """Python's max of a generator and min of three values crashed in s2s and auto with
+    the two-value rule's TypeError; the value returned gets the whole cotangent."""
+    xs = [np.array([0.3, -0.9, 0.4]), np.array([0.8, 0.2])]
+    expected = [
+        numeric_grad(lambda a: largest_of_the_sums([a, xs[1]]), (xs[0],), 0),
+        numeric_grad(lambda b: largest_of_the_sums([xs[0], b]), (xs[1],), 0),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradient = sg.grad(largest_of_the_sums, mode=mode)
+        for _ in ("first call", "later call"):
+            got = gradient(xs)
+            for part, want in zip(got, expected):
+                assert_close(part, want, 1e-5, 1e-7)
+        along = [np.array([0.1, 0.2, -0.3]), np.array([0.4, -0.5])]
+        _, tangent = sg.jvp(largest_of_the_sums, (xs,), (along,), mode=mode)
+    assert_close(tangent, sum(np.sum(w * a) for w, a in zip(expected, along)), 1e-5, 1e-7)

@@ -26,8 +26,10 @@ import operator
 
 import numpy as np
 
+from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
-from s2sgrad.runtime import LN2, LN10, cast_like, unbroadcast
+from s2sgrad.runtime import LN2, LN10, cast_like, unbroadcast, zeros_like_value
+from s2sgrad.runtime.core import CotangentList
 
 
 def _unary(*primitives):
@@ -457,7 +459,7 @@ def _minimum(g, ans, x1, x2, *, differentiated=(True, True)):
     )
 
 
-@vjp_rule(np.fmax, np.fmin, max, min)
+@vjp_rule(np.fmax, np.fmin)
 def _select(g, ans, x1, x2, *, differentiated=(True, True)):
     if differentiated == (True, False):
         return unbroadcast(g * ((x1 == ans) & (x1 != x2)), x1)
@@ -469,7 +471,7 @@ def _select(g, ans, x1, x2, *, differentiated=(True, True)):
     )
 
 
-@jvp_rule(np.maximum, np.minimum, np.fmax, np.fmin, max, min)
+@jvp_rule(np.maximum, np.minimum, np.fmax, np.fmin)
 def _select_jvp(t, ans, x1, x2, *, differentiated=(True, True)):
     if differentiated == (True, False):
         return t * ((x1 == ans) & (x1 != x2))
@@ -590,3 +592,47 @@ def _builtin_sum(g, ans, iterable, start=0):
 @jvp_rule(sum)
 def _builtin_sum_jvp(t, ans, iterable, start=0):
     return sum(t), t
+
+
+# Python's max and min: of two values as np.fmax of them; of one sequence (max(xs),
+# max(v for v in xs)) or of three values and more, the value returned is one of those
+# given (the first extreme one), and its cotangent goes to it alone.
+
+
+@vjp_rule(max, min, inline=False)
+def _builtin_select(g, ans, *args, differentiated=(True, True), **options):
+    if len(args) == 2 and not options:
+        return _select(g, ans, *args, differentiated=differentiated)
+    values, position = _chosen(ans, args, options)
+    entries = [zeros_like_value(v) for v in values]
+    entries[position] = g
+    if len(args) == 1:
+        return (CotangentList(entries),)
+    return tuple(entries)
+
+
+@jvp_rule(max, min, inline=False)
+def _builtin_select_jvp(t, ans, *args, differentiated=(True, True), **options):
+    if len(args) == 2 and not options:
+        return _select_jvp(t, ans, *args, differentiated=differentiated)
+    values, position = _chosen(ans, args, options)
+    if len(args) == 1:  # t: the sequence's tangent
+        return (list(t)[position],)
+    return tuple(t if i == position else None for i in range(len(args)))
+
+
+def _chosen(ans, args, options):
+    """The values ``max``/``min`` chose among, and the position of the one it returned."""
+    if options or not args:
+        raise UnsupportedError(
+            f"max(...)/min(...) with {sorted(options) or 'no values'} is not differentiated; "
+            "compute the value with np.max/np.min (np.argmax for a key), or use mode='tape'"
+        )
+    values = list(args[0]) if len(args) == 1 else list(args)
+    for position, value in enumerate(values):
+        if value is ans:
+            return values, position
+    for position, value in enumerate(values):
+        if np.all(value == ans):
+            return values, position
+    raise UnsupportedError("max(...)/min(...) returned none of its values; use mode='tape'")
