@@ -40,6 +40,8 @@ from s2sgrad.compiler.syntax import (
     call,
     constant,
     load,
+    method_receiver,
+    names_used,
     nested_statements,
     walk,
 )
@@ -130,15 +132,7 @@ def _keys_read_whole(node: gast.FunctionDef, dicts: set[str], names: NameGenerat
         ):
             continue
         view = sub.args[0]
-        if (
-            type(view) is gast.Call
-            and type(view.func) is gast.Attribute
-            and view.func.attr == "keys"
-            and type(view.func.value) is gast.Name
-            and view.func.value.id in dicts
-            and not view.args
-            and not view.keywords
-        ):
+        if method_receiver(view, "keys") in dicts and not view.args and not view.keywords:
             helper = helper or names.claim("dict_keys")
             sub.args[0] = call(load(helper), [view.func.value])
     return {helper: runtime.dict_keys} if helper else {}
@@ -238,17 +232,9 @@ def _entry_target(statement: gast.stmt, name: str) -> gast.Subscript | None:
 def _updated_entries(statement: gast.stmt, name: str) -> list[tuple] | None:
     """``[(key, value), ...]`` of ``d.update({key: value, ...}, key=value, ...)``: literal
     entries only (no ``**more``, no dict computed elsewhere)."""
-    if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+    if type(statement) is not gast.Expr or method_receiver(statement.value, "update") != name:
         return None
     update = statement.value
-    func = update.func
-    if not (
-        type(func) is gast.Attribute
-        and func.attr == "update"
-        and type(func.value) is gast.Name
-        and func.value.id == name
-    ):
-        return None
     if len(update.args) > 1 or any(k.arg is None for k in update.keywords):
         return None
     entries: list[tuple] = []
@@ -276,25 +262,25 @@ def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at:
     top-level statement writing an entry, and changed in no other way anywhere."""
     last_write = made_at
     for position, statement in enumerate(node.body):
-        if any(_writes(s, name) for s in _statements_in(statement)):
+        if any(_writes(s, name) for s in nested_statements([statement])):
             last_write = position
     for position, statement in enumerate(node.body):
         if position == made_at:
             continue
         entry_values = {  # d.update({...}) writes entries too
             id(s.value.func.value)
-            for s in _statements_in(statement)
+            for s in nested_statements([statement])
             if _updated_entries(s, name) is not None
         }
         for sub in walk(statement):
             kind = type(sub)
-            if kind in SCOPES and _reads(sub, name):
+            if kind in SCOPES and name in names_used(sub):
                 return False  # a function defined here may run at any time
             if kind is gast.Subscript and type(sub.value) is gast.Name:
                 entry_values.add(id(sub.value))
             elif (
                 kind is gast.Delete
-                and any(_reads(t, name) for t in sub.targets)
+                and any(name in names_used(t) for t in sub.targets)
                 or (
                     kind is gast.Call
                     and type(sub.func) is gast.Attribute
@@ -311,27 +297,6 @@ def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at:
         ):
             return False
     return True
-
-
-def _statements_in(statement: gast.stmt) -> list[gast.stmt]:
-    return [statement, *nested_statements(_blocks(statement))]
-
-
-def _blocks(statement: gast.stmt) -> list[gast.stmt]:
-    if type(statement) in SCOPES:
-        return []
-    inner: list[gast.stmt] = []
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(statement, field, None)
-        if isinstance(block, list):
-            inner += block
-    for handler in getattr(statement, "handlers", None) or []:
-        inner += handler.body
-    return inner
-
-
-def _reads(node: gast.AST, name: str) -> bool:
-    return any(type(sub) is gast.Name and sub.id == name for sub in walk(node))
 
 
 def _as_new_dict(statement: gast.stmt, qualifying: set[str], helper: str) -> gast.stmt:
