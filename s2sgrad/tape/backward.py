@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Any
 
 from s2sgrad.rules.registry import differentiated_keyword, get_rule, per_argument
-from s2sgrad.runtime.core import CotangentDict, CotangentList
+from s2sgrad.runtime.core import CotangentDict
 from s2sgrad.tape.recording import RECORDING, is_traced
 from s2sgrad.tape.specialize import specialized
-from s2sgrad.tape.values import TapeValue, apply
+from s2sgrad.tape.values import DICTS, SEQUENCES, TapeValue, apply
 from s2sgrad.tape.writes import versions_apart
 
 __all__ = ["Backward", "traced_rule"]
@@ -83,14 +83,9 @@ def _is_named_tuple(a: Any) -> bool:
 def _children(a: Any):
     """The elements of a list, tuple, named tuple or dict argument; None for other values."""
     t = type(a)
-    if t in _SEQUENCES or _is_named_tuple(a):
+    if t in SEQUENCES or _is_named_tuple(a):
         return a
-    return a.values() if t in _DICTS else None
-
-
-# generated code's cotangent containers are lists and dicts too
-_SEQUENCES = (list, tuple, CotangentList)
-_DICTS = (dict, CotangentDict)
+    return a.values() if t in DICTS else None
 
 
 class Backward:
@@ -216,11 +211,11 @@ class Backward:
         return grads.get(key) if key in self.source_ids else grads.pop(key, None)
 
     def _accumulate(self, grads, arg, cotangent) -> None:
-        if type(arg) in _SEQUENCES or _is_named_tuple(arg):  # a cotangent per element
+        if type(arg) in SEQUENCES or _is_named_tuple(arg):  # a cotangent per element
             for a, c in zip(arg, cotangent):
                 if c is not None:
                     self._accumulate(grads, a, c)
-        elif type(arg) in _DICTS and isinstance(cotangent, dict):  # sparse: missing is zero
+        elif type(arg) in DICTS and isinstance(cotangent, dict):  # sparse: missing is zero
             for key, a in arg.items():
                 if cotangent.get(key) is not None:
                     self._accumulate(grads, a, cotangent[key])
@@ -231,7 +226,7 @@ class Backward:
         """The plain value behind a recorded argument or output (containers element-wise)."""
         if isinstance(x, self.tape_value):
             return x._value
-        if type(x) in _SEQUENCES:
+        if type(x) in SEQUENCES:
             return type(x)(self._raw(a) for a in x)
         if isinstance(x, tuple):  # a named tuple of outputs (eigh, slogdet, …)
             return type(x)(*(self._raw(a) for a in x))

@@ -26,9 +26,8 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.rules.registry import get_rule
-from s2sgrad.runtime.core import CotangentDict, CotangentList
 from s2sgrad.tape.rerouting import original_of, reroute
-from s2sgrad.tape.values import TapeValue, apply_rule, is_recorded, value_of
+from s2sgrad.tape.values import DICTS, SEQUENCES, TapeValue, apply_rule, is_recorded, value_of
 
 __all__ = ["install", "uninstall", "routed_helpers"]
 
@@ -105,9 +104,9 @@ _BLANK_HELPERS = frozenset({"zeros_like_value", "zeros_like_structure"})
 def _blank_values(zeros: Any) -> Any:
     if isinstance(zeros, np.ndarray):
         return TapeValue(zeros, ())
-    if type(zeros) in (list, tuple, CotangentList):  # generated code's containers too
+    if type(zeros) in SEQUENCES:  # generated code's containers too
         return type(zeros)(_blank_values(z) for z in zeros)
-    if type(zeros) in (dict, CotangentDict):
+    if type(zeros) in DICTS:
         return type(zeros)((k, _blank_values(z)) for k, z in zeros.items())
     return zeros
 

@@ -900,12 +900,10 @@ def _as_recorded(out: Any) -> Any:
     them are the same), since the code may replace their entries afterwards (generated
     code writes ``dstate[0] = ...`` into the list a rule returned), and the backward pass
     must find the cotangents of the entries the rule made."""
-    if type(out) in (list, CotangentList):
+    if type(out) in SEQUENCES:
         return type(out)(_as_recorded(o) for o in out)
-    if type(out) in _DICTS:
+    if type(out) in DICTS:
         return type(out)((k, _as_recorded(v)) for k, v in out.items())
-    if type(out) is tuple:
-        return tuple(_as_recorded(o) for o in out)
     return out
 
 
@@ -964,9 +962,11 @@ def _contains_tape_value(items) -> bool:
     return False
 
 
-# generated code's cotangent containers are lists and dicts too: their tape values count
-_CONTAINERS = frozenset({list, tuple, dict, CotangentList, CotangentDict})
-_DICTS = (dict, CotangentDict)
+# the sequences and dicts whose tape values count as arguments' and results': generated
+# code's cotangent containers too
+SEQUENCES = (list, tuple, CotangentList)
+DICTS = (dict, CotangentDict)
+_CONTAINERS = frozenset(SEQUENCES + DICTS)
 
 
 def _is_container(a: Any) -> bool:
@@ -975,11 +975,11 @@ def _is_container(a: Any) -> bool:
 
 
 def _items(container: Any):
-    return container.values() if type(container) in _DICTS else container
+    return container.values() if type(container) in DICTS else container
 
 
 def _rebuilt(like: Any, items: Sequence) -> Any:
-    if type(like) in _DICTS:
+    if type(like) in DICTS:
         return type(like)(zip(like, items))
     return type(like)(*items) if hasattr(like, "_fields") else type(like)(items)
 
