@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+
+import s2sgrad as sg
 
 STEP = 1e-6
 
@@ -169,6 +173,16 @@ def assert_close(actual, expected, rtol=1e-5, atol=1e-7):
     else:
         assert np.shape(actual) == np.shape(expected), (np.shape(actual), np.shape(expected))
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
+
+
+def assert_gradient_in_every_mode(f, args, rtol=1e-6):
+    """``sg.grad(f)`` (with respect to the first argument) in s2s, auto and tape, on a first
+    and a later call, against central differences."""
+    expected = numeric_grad(f, args, 0)
+    for mode in ("s2s", "auto", "tape"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_close(call_twice(sg.grad(f, mode=mode), *args), expected, rtol=rtol)
 
 
 def call_twice(transformed, *args, **kwargs):
