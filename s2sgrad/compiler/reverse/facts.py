@@ -304,6 +304,9 @@ def maybe_structured(
                 found = {target.id}
             else:
                 found = set()
+            iterated = _iterated_parameter(statement, parameters, operations)
+            if iterated is not None:  # the caller may pass a list (f(*args) tells no one)
+                found.add(iterated)
             if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
                 value, gast.Subscript
             ):
@@ -313,6 +316,20 @@ def maybe_structured(
                 result |= found
                 changed = True
     return result
+
+
+def _iterated_parameter(statement, parameters, operations) -> str | None:
+    """The parameter ``statement`` iterates (``for_items(xs)``), if any."""
+    value = statement.value
+    if not isinstance(value, gast.Call):
+        return None
+    operation = operations.of(statement)
+    if operation.primitive is not runtime.for_items or not operation.args:
+        return None
+    argument = operation.args[0]
+    if isinstance(argument, gast.Name) and argument.id in parameters:
+        return argument.id
+    return None
 
 
 def _structured_value(statement, structured, arrays, operations) -> bool:
