@@ -206,11 +206,17 @@ class TapeValue:
                 "being differentiated, build it with np.stack, np.concatenate or np.where, "
                 f"or {_USE_S2S}."
             )
+        math_functions = (
+            " Python's math functions (math.sin, math.exp ...) take floats this way: on the "
+            f"tape use NumPy's (np.sin, np.exp ...), or {_USE_S2S}."
+            if what == "float()"
+            else ""
+        )
         raise NonDifferentiableError(
             f"{where(*_shown_position(frame))}: {what} of a value being differentiated on the tape "
             "would drop its derivative. Keep it a NumPy computation (for a list of values "
             "use np.stack([...]) rather than np.array([...])), or take the plain value on "
-            "purpose with .numpy() or s2sgrad.stop_gradient(...)."
+            f"purpose with .numpy() or s2sgrad.stop_gradient(...).{math_functions}"
         )
 
     def __copy__(self) -> TapeValue:

@@ -1,0 +1,114 @@
+"""Python's ``math`` module: a function of floats differentiated as its NumPy twin is.
+
+``math.sin(x)`` computes what ``np.sin(x)`` computes on a Python float, so the twin's rules
+apply as they are (their results are NumPy numbers where ``math`` gives floats, which
+arithmetic treats alike). ``math.log`` with a base, ``math.hypot`` of any number of
+coordinates and ``math.erf``/``math.erfc`` have rules of their own. Functions whose
+derivative needs what NumPy lacks (``math.gamma`` needs the digamma function) or whose
+result is an integer (``math.floor``) have no rule: they stay refused, with the advice to
+use NumPy.
+
+The tape cannot follow ``math``: it converts its argument with ``float()``, which the
+tape refuses (``tape/values.py``); source transformation (and ``mode="auto"``, which tries
+it first) differentiates these calls.
+
+Example::
+
+    sg.grad(lambda k: math.exp(-k) * math.sin(k))(0.3)
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from s2sgrad.rules.registry import get_rule, jvp_rule, rule_function, vjp_rule
+
+__all__ = ["NUMPY_TWINS"]
+
+NUMPY_TWINS = {
+    math.sin: np.sin,
+    math.cos: np.cos,
+    math.tan: np.tan,
+    math.asin: np.arcsin,
+    math.acos: np.arccos,
+    math.atan: np.arctan,
+    math.sinh: np.sinh,
+    math.cosh: np.cosh,
+    math.tanh: np.tanh,
+    math.asinh: np.arcsinh,
+    math.acosh: np.arccosh,
+    math.atanh: np.arctanh,
+    math.exp: np.exp,
+    math.expm1: np.expm1,
+    math.log1p: np.log1p,
+    math.log2: np.log2,
+    math.log10: np.log10,
+    math.sqrt: np.sqrt,
+    math.fabs: np.fabs,
+    math.pow: np.power,
+    math.atan2: np.arctan2,
+    math.fmod: np.fmod,
+    math.degrees: np.degrees,
+    math.radians: np.radians,
+}
+for _name in ("exp2", "cbrt"):  # Python 3.11 added them
+    if hasattr(math, _name):
+        NUMPY_TWINS[getattr(math, _name)] = getattr(np, _name)
+
+
+def _register_twins() -> None:
+    for function, twin in NUMPY_TWINS.items():
+        rule = get_rule(twin)
+        if rule is None or rule.vjp is None or rule.jvp is None:
+            raise LookupError(f"np.{twin.__name__} has no rule for math.{function.__name__}")
+        vjp_rule(function, inline=rule.inline_vjp)(rule_function(twin, "vjp"))
+        jvp_rule(function, inline=rule.inline_jvp)(rule_function(twin, "jvp"))
+
+
+_register_twins()
+
+_TWO_OVER_ROOT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@vjp_rule(math.log)
+def _log(g, ans, x, base=math.e):
+    log_base = np.log(base)
+    return g / (x * log_base), -g * ans / (base * log_base)
+
+
+@jvp_rule(math.log)
+def _log_jvp(t, ans, x, base=math.e):
+    log_base = np.log(base)
+    return t / (x * log_base), -t * ans / (base * log_base)
+
+
+@vjp_rule(math.hypot, inline=False)  # any number of coordinates: run as it is
+def _hypot(g, ans, *coordinates):
+    return tuple(g * c / ans for c in coordinates)
+
+
+@jvp_rule(math.hypot, inline=False)
+def _hypot_jvp(t, ans, *coordinates):
+    return tuple(t * c / ans for c in coordinates)
+
+
+@vjp_rule(math.erf)
+def _erf(g, ans, x):
+    return g * _TWO_OVER_ROOT_PI * np.exp(-(x**2))
+
+
+@jvp_rule(math.erf)
+def _erf_jvp(t, ans, x):
+    return t * _TWO_OVER_ROOT_PI * np.exp(-(x**2))
+
+
+@vjp_rule(math.erfc)
+def _erfc(g, ans, x):
+    return -g * _TWO_OVER_ROOT_PI * np.exp(-(x**2))
+
+
+@jvp_rule(math.erfc)
+def _erfc_jvp(t, ans, x):
+    return -t * _TWO_OVER_ROOT_PI * np.exp(-(x**2))
