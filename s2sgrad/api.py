@@ -44,6 +44,7 @@ from s2sgrad.engines.arguments import (
     check_differentiable,
     first_of,
     is_container,
+    located_name,
     name_of,
     position_of,
     positional_name,
@@ -382,7 +383,7 @@ class _Transform(NotebookDisplay):
         else:
             call = calling_with(target, self.function, args, kwargs, self.wrt, self.indices)
             out, pullback = tape_vjp(call, tuple(values), {}, tuple(range(len(values))))
-        cotangents = pullback(seed_cotangent(out))
+        cotangents = pullback(seed_cotangent(out, origin=located_name(self.f)))
         gradients = cotangents[0] if self.single else tuple(cotangents)
         if self.has_aux:
             aux = plain_leaves(target.aux)  # the tape's values stay inside s2sgrad

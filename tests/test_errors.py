@@ -179,18 +179,25 @@ def test_deleting_an_item_is_refused():
     np.testing.assert_allclose(sg.grad(deletes_an_item, mode="tape")(np.ones(2)), 2.0)
 
 
-def uses_math_sin(x):
+def uses_math_trunc(x):
     y = x * 2.0
-    return math.sin(y)
+    return math.trunc(y) * y
 
 
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
-def test_math_functions_name_the_line_and_their_numpy_twin(mode):
-    # the message named a generated file and talked about the tape
-    line = uses_math_sin.__code__.co_firstlineno + 2
+def test_math_functions_without_a_rule_name_the_line_and_their_numpy_twin(mode):
+    # the message named a generated file and talked about the tape (math.sin has a rule
+    # now, tests/test_python_math.py; math.trunc makes an integer, like math.floor)
+    line = uses_math_trunc.__code__.co_firstlineno + 2
     for transform in (sg.grad, lambda f, mode: lambda x: sg.jvp(f, (x,), (1.0,), mode=mode)):
-        with pytest.raises(sg.NonDifferentiableError, match=rf"{HERE}:{line}: .*use np\.sin"):
-            transform(uses_math_sin, mode=mode)(0.5)
+        with pytest.raises(sg.NonDifferentiableError, match=rf"{HERE}:{line}: .*use np\.trunc"):
+            transform(uses_math_trunc, mode=mode)(0.5)
+
+
+def test_non_scalar_output_on_the_tape_names_the_functions_line():
+    line = vector_output.__code__.co_firstlineno
+    with pytest.raises(ValueError, match=rf"{HERE}:{line}: vector_output: grad needs"):
+        sg.grad(vector_output, mode="tape")(np.ones(3))
 
 
 def _dense(x, k, activation):

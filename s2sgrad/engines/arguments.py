@@ -249,7 +249,7 @@ def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
         for attribute in _attribute_names(node):
             if isinstance(getattr(np.ndarray, attribute, None), types.GetSetDescriptorType):
                 raise UnsupportedError(
-                    f"{_located_name(f)}: {name!r} holds a {type(node).__qualname__} with the "
+                    f"{located_name(f)}: {name!r} holds a {type(node).__qualname__} with the "
                     f"attribute .{attribute}, which source transformation reads as a NumPy "
                     f"array's .{attribute}; rename the attribute, or use mode='tape'"
                 )
@@ -299,7 +299,7 @@ def refuse_complex_for_real(name, value, given, f) -> None:
     """
     if leaf_kind(given) == "complex" and leaf_kind(value) != "complex":
         raise TypeError(
-            f"{_located_name(f)}: {name} is complex, but the value it goes with is real; "
+            f"{located_name(f)}: {name} is complex, but the value it goes with is real; "
             "pass a real one (np.real of it), or make the value complex (docs/complex.md)"
         )
 
@@ -316,7 +316,7 @@ def require_complex_ready(generated, arguments, f) -> None:
         return
     if any(leaf_kind(leaf) == "complex" for leaf in leaves(arguments)):
         raise UnsupportedError(
-            f"{_located_name(f)}: called with a complex value, and a step of it has no rule "
+            f"{located_name(f)}: called with a complex value, and a step of it has no rule "
             "known to be right for complex numbers (docs/complex.md); use mode='tape', or "
             "pass the real and imaginary parts as float arrays"
         )
@@ -335,9 +335,9 @@ def refuse_unknown_constants(f, parameters, args, kwargs) -> None:
 
 def _not_differentiable_message(name, leaf, kind, f) -> str:
     shown = name if name.startswith("the ") else repr(name)  # "the tangent of 'x'"
-    start = f"{_located_name(f)}: cannot differentiate with respect to {shown}, which holds"
+    start = f"{located_name(f)}: cannot differentiate with respect to {shown}, which holds"
     if kind == "unknown":
-        start = f"{_located_name(f)}: cannot differentiate with {shown} holding"
+        start = f"{located_name(f)}: cannot differentiate with {shown} holding"
     if not name.isidentifier():
         name = "x"
     if kind == "other" and is_instance_object(leaf):
@@ -372,8 +372,13 @@ def _not_differentiable_message(name, leaf, kind, f) -> str:
     return f"{start} a {kind_name} ({meaning}); {advice}"
 
 
-def _located_name(f) -> str:
-    """``file:line: name`` of the user's function, as far as it is known."""
+def located_name(f: Any) -> str:
+    """``file:line: name`` of the user's function, as far as it is known.
+
+    Example::
+
+        located_name(loss)  # 'model.py:12: loss'
+    """
     function = getattr(f, "__func__", f)
     function = getattr(function, "function", function)  # a transform: the function inside
     code = getattr(function, "__code__", None)

@@ -312,11 +312,11 @@ def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
     return per_argument(rule_function(primitive, "jvp")(t, ans, *args, **kwargs), len(args))
 
 
-def seed_cotangent(out: Any) -> Any:
+def seed_cotangent(out: Any, origin: str | None = None) -> Any:
     """The cotangent ``1`` for a single-element output, which ``grad`` starts from.
 
-    Raises ``ValueError`` (naming the differentiated function's file and line) when the
-    output has more than one element.
+    Raises ``ValueError`` (naming ``origin``, or the file and line of the differentiated
+    function whose generated code is running) when the output has more than one element.
 
     Example::
 
@@ -331,7 +331,7 @@ def seed_cotangent(out: Any) -> Any:
     if hasattr(out, "__array_function__") and not isinstance(out, (np.ndarray, np.generic)):
         out = hooks.value_of(out)  # a tape value recorded by an outer tape
     if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
-        origin = running_origin("the differentiated function")
+        origin = origin or running_origin("the differentiated function")
         shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
         raise ValueError(
             f"{origin}: grad needs a function with a single-element output, but it returned "
