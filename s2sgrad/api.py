@@ -464,13 +464,27 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
 
 
 def hessian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Callable:
-    """The Hessian of a scalar ``f`` wrt one argument (forward over reverse).
+    """The Hessian of a scalar ``f`` wrt one argument (forward over reverse), of shape
+    ``arg.shape + arg.shape``. A tuple ``wrt`` gives the blocks ``H[i][j]``, the second
+    derivatives wrt arguments ``wrt[i]`` and ``wrt[j]``, of shape
+    ``arg_i.shape + arg_j.shape`` (JAX's layout).
 
     Example::
 
         sg.hessian(lambda x: np.sum(x ** 3))(np.ones(2))  # diag([6, 6])
+        sg.hessian(lambda x, y: x**2 * y, wrt=(0, 1))(1.0, 2.0)  # blocks ((4, 2), (2, 0))
     """
-    return jacfwd(grad(f, wrt=wrt, mode=mode), wrt=wrt, mode=mode)
+    jacobian_of_gradient = jacfwd(grad(f, wrt=wrt, mode=mode), wrt=wrt, mode=mode)
+    if not isinstance(wrt, (tuple, list)):
+        return jacobian_of_gradient
+    count = len(wrt)
+
+    @functools.wraps(f)
+    def blocks(*args, **kwargs):
+        by_argument = jacobian_of_gradient(*args, **kwargs)  # [j][i]: d grad_i / d arg_j
+        return tuple(tuple(by_argument[j][i] for j in range(count)) for i in range(count))
+
+    return blocks
 
 
 def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str = "auto"):

@@ -169,6 +169,27 @@ def test_hessian_equals_jacobian_of_gradient_and_newton_step_lowers_loss():
     assert two_layer_loss(W1 - step, W2, x, y) < two_layer_loss(W1, W2, x, y)
 
 
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_hessian_of_several_arguments_has_blocks_in_jaxs_layout(mode):
+    """``H[i][j]`` differentiates wrt arguments i then j, of shape arg_i + arg_j (the
+    blocks were [j][i], laid out arg_i + arg_j: H[0][1] had b's shape first)."""
+    W1, W2 = RNG.standard_normal((3, 4)) * 0.5, RNG.standard_normal((4, 2)) * 0.5
+    x, y = RNG.standard_normal((16, 3)), RNG.standard_normal((16, 2))
+    arguments = (W1, W2)
+    H = sg.hessian(two_layer_loss, wrt=(0, 1), mode=mode)(W1, W2, x, y)
+    for i in range(2):
+        for j in range(2):
+
+            def gradient_i(value, i=i, j=j):
+                args = [W1, W2, x, y]
+                args[j] = value
+                return sg.grad(two_layer_loss, wrt=i, mode="tape")(*args)
+
+            expected = numeric_jacobian(gradient_i, [arguments[j]], 0)
+            assert H[i][j].shape == arguments[i].shape + arguments[j].shape
+            np.testing.assert_allclose(H[i][j], expected, rtol=1e-5, atol=1e-7)
+
+
 def test_jacobian_and_jacfwd_agree_with_finite_differences():
     def f(x, W):
         return np.tanh(W @ x) * x[:2]
