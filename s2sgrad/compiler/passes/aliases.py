@@ -33,6 +33,7 @@ from s2sgrad.compiler.passes.sharing import (
     makes_container,
     sources_of,
     updated_name,
+    with_local_functions,
 )
 from s2sgrad.compiler.syntax import (
     names_written,
@@ -70,6 +71,7 @@ def shared_in_place_updates(
     updates = [(i, s, name) for i, s in enumerate(statements) if (name := updated_name(s))]
     if not updates:
         return {}
+    resolve = with_local_functions(statements, resolve)  # a closure may return a view
     containers = container_names(statements)
     everywhere = Sharing(statements, resolve, containers, parameter_names(function))
     layout = Layout(function.body, statements)

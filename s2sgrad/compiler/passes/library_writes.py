@@ -222,12 +222,14 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
 
 def _statements(body: list):
     """``(block, position, statement)`` for each statement of ``body`` and of the blocks
-    inside it (not inside nested functions), a block's statements before the one holding
-    it, so that ``block[position]`` can be replaced as the walk goes."""
+    inside it, nested functions' too (inlined later, their writes must be item writes by
+    then; each rewrite writes in place what the call wrote, so a function left as it is
+    computes the same), a block's statements before the one holding it, so that
+    ``block[position]`` can be replaced as the walk goes."""
     for position, statement in enumerate(body):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
+            if isinstance(inner, list):
                 yield from _statements(inner)
         yield body, position, statement
 

@@ -15,6 +15,7 @@ from s2sgrad.compiler.passes.sharing import (
     links_of,
     sources_of,
     updated_name,
+    with_local_functions,
 )
 from s2sgrad.compiler.syntax import (
     load,
@@ -40,6 +41,7 @@ def index_list_loops(function: gast.FunctionDef, names, resolve) -> None:
         # for g in grads: g[:] *= 0.5  ->  for i in range(len(grads)): g = grads[i]; ...
     """
     statements = list(nested_statements(function.body))
+    resolve = with_local_functions(statements, resolve)  # a closure may return a view
     for loop in statements:
         if not _updates_its_entries(loop):
             continue

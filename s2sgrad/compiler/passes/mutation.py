@@ -32,6 +32,7 @@ from s2sgrad.compiler.passes.sharing import (
     resolved_target,
     sources_of,
     updated_name,
+    with_local_functions,
 )
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
@@ -108,6 +109,7 @@ def changed_in_place(
         changed_in_place(halve_node, resolve)  # frozenset({'a'})
     """
     statements = list(nested_statements(definition.body))
+    resolve = with_local_functions(statements, resolve)  # a closure may return a view
     parameters = parameter_names(definition)
     changed = set()
     by_calls: dict[int, set[str]] = {}  # id(statement) → what the calls in it change

@@ -33,6 +33,7 @@ from s2sgrad.tape.rerouting import original_of
 __all__ = [
     "Layout",
     "Sharing",
+    "with_local_functions",
     "base_of",
     "container_names",
     "links_of",
@@ -87,6 +88,7 @@ class Sharing:
     """
 
     def __init__(self, statements, resolve, containers: set[str], outside: set[str]):
+        resolve = with_local_functions(statements, resolve)
         links = [link for s in statements for link in links_of(s, resolve, containers)]
         self.origins = {name: {name} for name in outside}
         for name, _ in links:
@@ -130,6 +132,8 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
                 continue
             links += [(n.id, sources) for n in walk(target) if type(n) is gast.Name]
         return links
+    if kind is gast.FunctionDef:  # a function holding what it reads: return u[1:]
+        return [(statement.name, _held_by(statement))]
     if kind is gast.For:  # for row in X: each row is a view of X
         sources = sources_of(statement.iter, resolve)
         return [(n.id, sources) for n in walk(statement.target) if type(n) is gast.Name]
@@ -186,6 +190,8 @@ def sources_of(node: gast.expr | None, resolve) -> set[str]:
         return set().union(*(sources_of(p, resolve) for p in parts))
     if kind is gast.Call:
         return _call_sources(node, resolve)
+    if kind is gast.Lambda:  # a function holding what it reads: lambda: u[1:]
+        return _held_by(node)
     if kind is gast.BinOp and (_is_sequence(node.left) or _is_sequence(node.right)):
         return sources_of(node.left, resolve) | sources_of(node.right, resolve)  # [a] + rest
     return set()  # arithmetic, comparisons, literals: new values
@@ -200,6 +206,10 @@ def _call_sources(call: gast.Call, resolve) -> set[str]:
     func = call.func
     arguments = [*call.args, *(k.value for k in call.keywords)]
     every = set().union(*(sources_of(a, resolve) for a in arguments))
+    if isinstance(resolve, _LocalResolver) and type(func) is gast.Name:
+        local = resolve.local(func.id)
+        if local is not None:  # a function defined here may return what it closes over
+            return local.sources(call, resolve) if local.known else every | resolve.captured
     target = resolved_target(func, resolve)
     if fresh_result(target, call):
         return set()
@@ -220,7 +230,115 @@ def _call_sources(call: gast.Call, resolve) -> set[str]:
         if returned is not None:
             chosen = _arguments_for(call, target, returned)
             return set().union(*(sources_of(a, resolve) for a in chosen))
+    if target is None and isinstance(resolve, _LocalResolver):
+        # a function made here (a closure, a partial, one a helper returned) may return
+        # what it holds: fs[0](), getter(), partial(view, 1)()
+        every |= sources_of(func, resolve) & resolve.bound
     return every  # it may return what it was given
+
+
+def _held_by(function: gast.FunctionDef | gast.Lambda) -> set[str]:
+    """The names of the code around ``function`` that it reads (and so holds)."""
+    own = parameter_names(function)
+    inner: set[str] = set()
+    if isinstance(function, gast.FunctionDef):
+        declared = {n for s in walk(function) if type(s) is gast.Nonlocal for n in s.names}
+        inner = set().union(*map(names_written, function.body)) - declared
+    read = {n.id for n in walk(function) if type(n) is gast.Name and type(n.ctx) is gast.Load}
+    return read - own - inner
+
+
+class _LocalFunction:
+    """A function the analysed code defines (``def`` or a lambda bound to a name): what
+    its result may share, from its own code: the arguments its parameters take, and the
+    enclosing code's names it reads (a closure's ``return u[1:]`` is a view of ``u``)."""
+
+    def __init__(self, node: gast.FunctionDef | gast.Lambda):
+        self.node = node
+        arguments = node.args
+        self.known = not (arguments.vararg or arguments.kwarg or arguments.kwonlyargs)
+        self.parameters = [a.id for a in arguments.posonlyargs + arguments.args]
+        self._returned: set[str] | None = None
+
+    def sources(self, call: gast.Call, resolve) -> set[str]:
+        returned = self._returned_names(resolve)
+        chosen = [a for a, p in zip(call.args, self.parameters) if p in returned]
+        chosen += [k.value for k in call.keywords if k.arg in returned]
+        if any(type(a) is gast.Starred for a in call.args):
+            chosen = list(call.args)
+        outer = returned - set(self.parameters)
+        return set().union(outer, *(sources_of(a, resolve) for a in chosen))
+
+    def _returned_names(self, resolve) -> set[str]:
+        """Parameters and enclosing names whose values the result may share."""
+        if self._returned is not None:
+            return self._returned
+        self._returned = set(self.parameters)  # a call of itself, while this runs
+        node, parameters = self.node, set(self.parameters)
+        if isinstance(node, gast.Lambda):
+            returned = sources_of(node.body, resolve)
+            made: set[str] = set()
+        else:
+            statements = list(nested_statements(node.body))
+            sharing = Sharing(statements, resolve, container_names(statements), parameters)
+            made = set().union(*map(names_written, statements)) - parameters
+            returned = set()
+            for statement in statements:
+                if type(statement) is gast.Return and statement.value is not None:
+                    for name in sources_of(statement.value, resolve):
+                        returned |= sharing.of(name)
+        self._returned = returned - made
+        return self._returned
+
+
+class _LocalResolver:
+    """``resolve``, knowing which names the analysed code binds to functions it defines."""
+
+    def __init__(self, resolve, functions: dict, captured: set[str], bound: set[str]):
+        self.resolve = resolve
+        self.functions = functions
+        self.captured = captured  # every name a function defined here reads
+        self.bound = bound  # every name the analysed code binds
+
+    def __call__(self, node):
+        if self.resolve is None:
+            raise LookupError("no resolver")
+        return self.resolve(node)
+
+    def local(self, name: str) -> _LocalFunction | None:
+        return self.functions.get(name)
+
+
+def with_local_functions(statements, resolve):
+    """``resolve`` wrapped with the names ``statements`` bind, and the functions they
+    define (``def`` or a lambda bound to a name) by name."""
+    if isinstance(resolve, _LocalResolver):
+        return resolve
+    functions: dict[str, _LocalFunction] = {}
+    bound: dict[str, int] = {}
+    captured: set[str] = set()
+    for statement in statements:
+        for name in names_written(statement):
+            bound[name] = bound.get(name, 0) + 1
+        if type(statement) is gast.FunctionDef:
+            functions[statement.name] = _LocalFunction(statement)
+            captured |= {n.id for n in walk(statement) if type(n) is gast.Name}
+        elif type(statement) is gast.Assign and type(statement.value) is gast.Lambda:
+            for target in statement.targets:
+                if type(target) is gast.Name:
+                    functions[target.id] = _LocalFunction(statement.value)
+            captured |= {n.id for n in walk(statement.value) if type(n) is gast.Name}
+    for name in list(functions):
+        if bound.get(name, 0) != 1:  # rebound: which function a call meets is not known
+            functions[name] = _UNKNOWN_LOCAL
+    return _LocalResolver(resolve, functions, captured, set(bound))
+
+
+class _UnknownLocal:
+    known = False
+
+
+_UNKNOWN_LOCAL: Any = _UnknownLocal()
 
 
 def updated_name(statement: gast.stmt) -> str | None:

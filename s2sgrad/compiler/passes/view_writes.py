@@ -34,6 +34,7 @@ from s2sgrad.compiler.passes.sharing import (
     container_names,
     resolved_target,
     updated_name,
+    with_local_functions,
 )
 from s2sgrad.compiler.passes.view_kinds import View, views_by_name
 from s2sgrad.compiler.syntax import (
@@ -66,6 +67,7 @@ def write_back_views(
     (``refuse_unless_ndarray``, checking each family's array before a view is taken).
     """
     statements = list(nested_statements(function.body))
+    resolve = with_local_functions(statements, resolve)  # a closure may return a view
     layout = Layout(function.body, statements)
     views = views_by_name(statements, layout, resolve)
     if not views:
