@@ -87,16 +87,7 @@ def unbroadcast(g: Any, x: Any) -> Any:
 
 @vjp_rule(unbroadcast)
 def _unbroadcast_vjp(g, ans, g_in, x):
-    return _broadcast_back(g, g_in, x), None
-
-
-def _broadcast_back(g, g_in, x):
-    if type(g_in) in _SEQUENCES and isinstance(x, (list, tuple)):  # entry by entry
-        return type(g_in)(
-            None if u is None or v is None else _broadcast_back(v, u, w)
-            for u, v, w in zip(g_in, g, x)
-        )
-    return np.broadcast_to(g, np.shape(g_in))
+    return np.broadcast_to(g, np.shape(g_in)), None
 
 
 @jvp_rule(unbroadcast)

@@ -9,8 +9,10 @@ derivative (transformed on first use and cached), or the runtime tape.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -290,6 +292,7 @@ def _spread(pullback, positions, args, tuple_result):
             for i, a in enumerate(args)
         )
 
+    setattr(spread, _PULLBACK_MARK, True)
     return spread
 
 
@@ -331,7 +334,69 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
     return _dispatch_jvp(function, tangents, args, kwargs, tape=True)
 
 
+# The pullbacks of calls dispatched at run time (``dynamic_vjp``'s) that a call in forward
+# mode returned (the generated gradient saved one): each holds values being
+# differentiated whose tangents are lost with it, so a later derivative calling it would
+# miss how its result moves with them. That call is refused (mode="auto" then takes the
+# whole function to the tape, which follows the values into the pullback). Pullbacks that
+# carry what they need as arguments (a checkpointed loop's) are not marked.
+_UNTRACKED: weakref.WeakSet = weakref.WeakSet()
+_PULLBACK_MARK = "__s2sgrad_dispatched_pullback__"
+
+
+def _note_untracked(value: Any) -> None:
+    for leaf in _callables_in(value):
+        if getattr(leaf, _PULLBACK_MARK, False):
+            with contextlib.suppress(TypeError):  # not weakly referenced: not recognised
+                _UNTRACKED.add(leaf)
+
+
+def _callables_in(value: Any, depth: int = 0):
+    if callable(value) and not isinstance(value, (type, np.ndarray)):
+        yield value
+    elif depth < 8 and isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _callables_in(item, depth + 1)
+    elif depth < 8 and isinstance(value, dict):
+        for item in value.values():
+            yield from _callables_in(item, depth + 1)
+
+
+def _refuse_untracked(tangents: tuple, args: tuple, kwargs: dict) -> None:
+    if not any(f in _UNTRACKED for f in _callables_in((args, kwargs))):
+        return
+    raise UnsupportedError(
+        f"{_user_origin()}: forward mode (jvp, hvp, hessian) over this gradient calls a "
+        "function that an earlier step made from the values being differentiated (a "
+        "pullback of a call resolved at run time), and forward mode cannot follow those "
+        "values into it; use mode='tape'"
+    )
+
+
 def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
+    if _UNTRACKED:
+        _refuse_untracked(tangents, (function, *args), kwargs)
+    value, tangent = _dispatch_jvp_of(function, tangents, args, kwargs, tape)
+    if any(_moves(t) for t in tangents):
+        _note_untracked(value)
+    return value, tangent
+
+
+def _moves(tangent: Any) -> bool:
+    """Whether a tangent may be other than zero (a value being differentiated)."""
+    if tangent is None:
+        return False
+    if isinstance(tangent, (tuple, list)):
+        return any(_moves(t) for t in tangent)
+    if isinstance(tangent, dict):
+        return any(_moves(t) for t in tangent.values())
+    try:
+        return bool(np.any(tangent))
+    except Exception:  # not a number: say it may move
+        return True
+
+
+def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:

@@ -20,7 +20,7 @@ from s2sgrad.rules.registry import differentiated_keyword, get_rule, per_argumen
 from s2sgrad.runtime.core import CotangentDict
 from s2sgrad.tape.recording import RECORDING, is_traced
 from s2sgrad.tape.specialize import specialized
-from s2sgrad.tape.values import DICTS, SEQUENCES, TapeValue, apply
+from s2sgrad.tape.values import DICTS, ENTRYWISE_HELPERS, SEQUENCES, TapeValue, apply
 from s2sgrad.tape.writes import versions_apart
 
 __all__ = ["Backward", "traced_rule"]
@@ -70,7 +70,13 @@ def _reroute_helpers(function: Callable) -> Callable:
 
 
 def _as_primitive(apply: Callable, helper: Callable) -> Callable:
+    entrywise = helper.__name__ in ENTRYWISE_HELPERS
+
     def call(*args, **kwargs):
+        if entrywise and len(args) == 2 and type(args[0]) in SEQUENCES:
+            g, x = args
+            if isinstance(x, (list, tuple)) and len(x) == len(g):  # each entry recorded
+                return type(g)(u if u is None else call(u, v) for u, v in zip(g, x))
         return apply(helper, *args, **kwargs)
 
     return call

@@ -27,7 +27,15 @@ import numpy as np
 
 from s2sgrad.rules.registry import get_rule
 from s2sgrad.tape.rerouting import original_of, reroute
-from s2sgrad.tape.values import DICTS, SEQUENCES, TapeValue, apply_rule, is_recorded, value_of
+from s2sgrad.tape.values import (
+    DICTS,
+    ENTRYWISE_HELPERS,
+    SEQUENCES,
+    TapeValue,
+    apply_rule,
+    is_recorded,
+    value_of,
+)
 
 __all__ = ["install", "uninstall", "routed_helpers"]
 
@@ -84,10 +92,13 @@ def _route_all() -> None:
 
 def _router(helper: Callable, original: Callable) -> Callable:
     blank = helper.__name__ in _BLANK_HELPERS
+    entrywise = helper.__name__ in ENTRYWISE_HELPERS
 
     def route(args: tuple, kwargs: dict) -> Any:
         if not is_recorded(args, kwargs):
             return original(*args, **kwargs)
+        if entrywise and args and type(args[0]) in SEQUENCES:
+            return original(*args, **kwargs)  # its code calls it on each entry: recorded
         if blank:
             return _blank_values(original(*value_of(args), **value_of(kwargs)))
         return apply_rule(helper, original, args, kwargs)

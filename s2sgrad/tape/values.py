@@ -972,6 +972,12 @@ def _contains_tape_value(items) -> bool:
 # code's cotangent containers too
 SEQUENCES = (list, tuple, CotangentList)
 DICTS = (dict, CotangentDict)
+# Runtime helpers whose code handles a tuple or list entry by entry, calling themselves:
+# recorded on one, each entry's call is recorded, with the rule for one array
+# (``unbroadcast`` of the tuple of cotangents a ``*args`` gradient hands back, whose rule's
+# ``np.shape`` of a tuple of arrays of different shapes raised NumPy's inhomogeneous-shape
+# error; ``tape/runtime_calls.py`` and ``tape/backward.py`` read it)
+ENTRYWISE_HELPERS = frozenset({"unbroadcast"})
 _CONTAINERS = frozenset(SEQUENCES + DICTS)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 
 import gast
+import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import RANGE_LOOP, SYNCED, annotation
@@ -304,9 +305,9 @@ def maybe_structured(
                 found = {target.id}
             else:
                 found = set()
-            iterated = _iterated_parameter(statement, parameters, operations)
-            if iterated is not None:  # the caller may pass a list (f(*args) tells no one)
-                found.add(iterated)
+            held = _parameter_holding(statement, parameters, operations)
+            if held is not None:  # the caller may pass a list or a named tuple, which
+                found.add(held)  # f(*args) tells no one
             if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
                 value, gast.Subscript
             ):
@@ -318,9 +319,18 @@ def maybe_structured(
     return result
 
 
-def _iterated_parameter(statement, parameters, operations) -> str | None:
-    """The parameter ``statement`` iterates (``for_items(xs)``), if any."""
+_ARRAY_ATTRIBUTES = frozenset(dir(np.ndarray))
+
+
+def _parameter_holding(statement, parameters, operations) -> str | None:
+    """The parameter ``statement`` iterates (``for_items(xs)``) or reads a field of
+    (``p.W``, not an array's ``x.T``), if any: it holds values."""
     value = statement.value
+    if isinstance(value, gast.Attribute):
+        base = value.value
+        if isinstance(base, gast.Name) and base.id in parameters:
+            return None if value.attr in _ARRAY_ATTRIBUTES else base.id
+        return None
     if not isinstance(value, gast.Call):
         return None
     operation = operations.of(statement)
