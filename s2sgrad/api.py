@@ -19,6 +19,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import operator
@@ -235,7 +236,7 @@ class _Transform(NotebookDisplay):
         except BaseException as error:  # what it stored on objects is no longer its computation's
             forget_all_stored()
             if isinstance(error, S2SGradError):
-                name_the_origin(error)
+                name_the_origin(error, self.function)
             raise
 
     def _call_checked(self, args, kwargs):
@@ -440,7 +441,8 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
     check_mode(mode)
 
     def jacobian_function(*args, **kwargs):
-        return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
+        with _named_at(f):
+            return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
@@ -458,7 +460,8 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
     check_mode(mode)
 
     def jacobian_function(*args, **kwargs):
-        return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
+        with _named_at(f):
+            return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
     return functools.update_wrapper(jacobian_function, f, updated=())
 
@@ -503,6 +506,16 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
     gradient = grad(f, wrt=tuple(range(len(primals))), mode=mode)
     _, products = jvp(gradient, primals, tuple(vectors), mode=mode)
     return tuple(products)
+
+
+@contextlib.contextmanager
+def _named_at(f: Callable):
+    """A refusal raised inside names the user's file and line (``f``'s, failing better)."""
+    try:
+        yield
+    except S2SGradError as error:
+        name_the_origin(error, f)
+        raise
 
 
 def _per_argument(matrix, f, args, kwargs, wrt, mode):

@@ -19,7 +19,7 @@ import re
 import sys
 from types import FrameType
 
-__all__ = ["ORIGINS", "running_origin", "name_the_origin", "tracing", "TRACING"]
+__all__ = ["ORIGINS", "running_origin", "name_the_origin", "function_origin", "tracing", "TRACING"]
 
 ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
 
@@ -51,11 +51,12 @@ def running_origin(default: str = "<unknown location>") -> str:
 _LOCATED = re.compile(r"^\S+:\d+")  # "file.py:12: ..." or "<stdin>:3 (in its derivative...)"
 
 
-def name_the_origin(error: BaseException) -> None:
+def name_the_origin(error: BaseException, function: object = None) -> None:
     """Start ``error``'s message with the user's ``file:line`` of the function whose
     generated code raised it (the innermost generated frame of its traceback), unless the
     message names a location already: a refusal the runtime raises as generated code runs
-    (a list's cotangent of the wrong length) then says where it comes from.
+    (a list's cotangent of the wrong length) then says where it comes from. Without
+    generated code (a rule refusing on the tape), ``function``'s own ``file:line``.
 
     Example::
 
@@ -70,10 +71,29 @@ def name_the_origin(error: BaseException) -> None:
         origin = ORIGINS.get(trace.tb_frame.f_code.co_filename, origin)
         trace = trace.tb_next
     if origin is None:
+        origin = function_origin(function)
+    if origin is None:
         return
     while origin.rsplit(":", 1)[0] in ORIGINS:
         origin = ORIGINS[origin.rsplit(":", 1)[0]]
     error.args = (f"{origin}: {message}", *error.args[1:])
+
+
+def function_origin(function: object) -> str | None:
+    """The ``file:line`` where ``function`` (or the function a transform wraps) is defined,
+    or None.
+
+    Example::
+
+        function_origin(loss)  # "model.py:12"
+    """
+    function = getattr(function, "__func__", function)
+    function = getattr(function, "function", function)  # a transform: the function inside
+    function = getattr(function, "__wrapped__", function)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return None
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def tracing() -> bool:

@@ -316,3 +316,23 @@ def test_a_missing_rule_is_one_refusal_in_auto_not_a_fallback_that_fails_again()
                 transform()
         assert f"{HERE}:" in str(error.value) and "np.unwrap" in str(error.value)
         assert not [w for w in caught if issubclass(w.category, sg.FallbackWarning)]
+
+
+def spectral_norm(a):
+    return np.linalg.norm(a, 2)
+
+
+def ramp_padded(x):
+    return np.sum(np.pad(x, 2, mode="linear_ramp") ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_refusals_raised_as_rules_run_name_the_users_file_and_line(mode):
+    # the second derivative of the spectral norm raised a bare NotImplementedError, and a
+    # rule's refusal on the tape or in a Hessian named no location
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+.*ord=2.*no\s+second"):
+            sg.hessian(spectral_norm, mode=mode)(np.arange(6.0).reshape(3, 2) + 0.5)
+        with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+.*linear_ramp"):
+            sg.grad(ramp_padded, mode=mode)(np.ones(3))

@@ -148,7 +148,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         try:
             raw = raw_pullback(cotangent)
         except S2SGradError as error:
-            name_the_origin(error)
+            name_the_origin(error, f)
             raise
         raw = raw if len(wrt) != 1 else (raw,)
         result: list[Any] = [None] * len(primals)
@@ -245,11 +245,15 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
         except S2SGradError as error:
             if not may_fall_back(mode, error, function):
-                name_the_origin(error)
+                name_the_origin(error, f)
                 raise
             warn_fallback(function, error)
             function = on_the_tape(function, error)
-    return _shaped_like_output(*tape_jvp(function, primals, tangents, positions, {}))
+    try:
+        return _shaped_like_output(*tape_jvp(function, primals, tangents, positions, {}))
+    except S2SGradError as error:
+        name_the_origin(error, f)
+        raise
 
 
 def _tangent_keywords(tangent_names, function, primals, tangents) -> dict:

@@ -331,9 +331,9 @@ def norm_direction(x: Any, norm: Any, ord: Any, axis: Any = None) -> Any:
         norm_direction(x, np.linalg.norm(x, 1), 1)            # [ 1., -1.]
         norm_direction(x, np.linalg.norm(x, np.inf), np.inf)  # [ 0., -1.]
     """
-    if is_complex(x):
-        from s2sgrad.errors import UnsupportedError
+    from s2sgrad.errors import UnsupportedError
 
+    if is_complex(x):
         raise UnsupportedError(
             f"np.linalg.norm(..., ord={ord!r}) of complex values has no derivative rule: only "
             "the 2-norm and the Frobenius norm do (ord=None); write the norm with np.abs"
@@ -412,18 +412,18 @@ def _tie_weights(hits: Any, axis: Any, like: Any) -> Any:
 
 def _second_order_power(ord: Any, axis: Any, x: Any) -> Any:
     """:func:`_smooth_power` for the rules of :func:`norm_direction`."""
-    if is_complex(x):
-        from s2sgrad.errors import UnsupportedError
+    from s2sgrad.errors import UnsupportedError
 
+    if is_complex(x):
         raise UnsupportedError(
             f"np.linalg.norm(..., ord={ord!r}) of complex values has no derivative rule: only "
             "the 2-norm and the Frobenius norm do (ord=None); write the norm with np.abs"
         )
     axes = _norm_axes(axis, np.ndim(x))
     if len(axes) == 2 and ord in _SPECTRAL:
-        raise NotImplementedError(
-            f"s2sgrad has no second derivative for the matrix norm ord={ord!r}; "
-            "use ord='fro', or build the norm from np.linalg.eigh"
+        raise UnsupportedError(
+            f"np.linalg.norm(..., ord={ord!r}) of a matrix has a first derivative but no "
+            "second; use ord='fro', or build the norm from np.linalg.svd"
         )
     return _smooth_power(ord, axes)
 

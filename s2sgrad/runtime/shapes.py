@@ -551,7 +551,7 @@ def unpad(
 
     Constant padding cuts the border off ``g``; ``edge``, ``wrap``, ``reflect`` and
     ``symmetric`` padding copy elements of ``x``, so the border's cotangents are added
-    back onto the elements they copied. Other modes raise ``NotImplementedError``.
+    back onto the elements they copied. Other modes raise ``UnsupportedError``.
 
     Example::
 
@@ -563,7 +563,7 @@ def unpad(
     if mode == "constant":
         return np.asarray(g)[tuple(slice(b, b + n) for (b, _), n in zip(pairs, shape))]
     if mode not in ("edge", "wrap", "reflect", "symmetric") or reflect_type != "even":
-        raise NotImplementedError(
+        raise UnsupportedError(
             f"s2sgrad cannot differentiate np.pad with mode={mode!r}"
             + (f" and reflect_type={reflect_type!r}" if reflect_type != "even" else "")
             + "; use mode 'constant', 'edge', 'wrap', 'reflect' or 'symmetric'"
