@@ -20,6 +20,7 @@ from rulecheck import assert_every_rule_is_tested, check_rule, rules_defined_in
 import s2sgrad as sg
 import s2sgrad.runtime
 from s2sgrad.rules import get_rule
+from s2sgrad.rules.python_math import NUMPY_TWINS
 from s2sgrad.rules.registry import per_argument
 from s2sgrad.runtime import cast_like, times_power_of_two
 
@@ -189,6 +190,9 @@ SPECIAL = [cast_like, times_power_of_two, sum, np.imag, np.angle]
 SPECIAL += [np.ndarray.real, np.ndarray.imag, np.ndarray.conj, np.ndarray.conjugate]
 
 TESTED = [p for p, _ in UNARY + BINARY + SCALAR_UNARY + SCALAR_BINARY] + SPECIAL
+# Python's math functions share these rules (rules/python_math.py): each is tested, to
+# second order, in test_python_math.py
+TESTED += list(NUMPY_TWINS)
 
 
 def name(primitive):

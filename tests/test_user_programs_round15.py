@@ -345,7 +345,8 @@ def _ndtr(x):
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
-@program(100.0, 95.0, 0.2, 0.05, 1.0, wrt=(0, 2), order=2, refused_in=("s2s", "tape", "auto"))
+# Python's math has its NumPy twins' rules (rules/python_math.py); the tape cannot see math
+@program(100.0, 95.0, 0.2, 0.05, 1.0, wrt=(0, 2), order=2, refused_in=("tape",))
 def black_scholes_math_erf(S, K, sigma, r, T):
     d1 = (math.log(S / K) + (r + 0.5 * sigma**2) * T) / (sigma * math.sqrt(T))
     d2 = d1 - sigma * math.sqrt(T)
@@ -660,7 +661,7 @@ def zip_loop(a, b):
     return sum(u * v**2 for u, v in zip(a, b))
 
 
-@program(0.9, refused_in=("s2s", "tape", "auto"))
+@program(0.9, refused_in=("tape",))
 def math_on_scalars(x):
     return math.sin(x) * math.exp(x) + math.sqrt(x) + math.atan2(x, 2.0) + math.hypot(x, 1.0)
 

@@ -9,12 +9,24 @@ of different shapes through ``f(*args)`` crashed with NumPy's "inhomogeneous sha
   knowing the parameter is a list, so the cotangents of its items were added with ``+``,
   whose derivative broadcasts to ``np.shape`` of the list; a parameter the function
   iterates now counts as maybe a list (``reverse/facts.maybe_structured``);
-* on the tape, the derivative of ``unbroadcast`` (which generated code calls on each
-  entry of a tuple of cotangents) took ``np.shape`` of the whole tuple; it now goes entry
-  by entry (``runtime/core._broadcast_back``).
+* on the tape, ``unbroadcast`` of a tuple of cotangents (which generated code calls) was
+  recorded as one call, whose rule took ``np.shape`` of the whole tuple; the tape now
+  records its call on each entry (``tape/values.ENTRYWISE_HELPERS``);
+* a function reading fields of a named tuple parameter (``p.W``) crashed the same way: a
+  parameter whose fields are read counts as maybe a container too.
+
+And a silently wrong Hessian-vector product in mode="auto": a wrapper calling a function
+with a checkpointed loop and an ``sg.checkpoint`` helper. Forward mode ran that function's
+generated gradient in two calls, the forward one on the tape; the pullback it saved for the
+checkpointed helper (a closure over the values being differentiated) lost its tangent, so
+the backward call missed how the pullback moves with them. A function a forward-mode call
+returns that may hold values being differentiated is now refused when a later call of
+forward mode would use it (``runtime/dispatch._UNTRACKED``); mode="auto" then
+differentiates the whole wrapper on the tape.
 """
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -108,3 +120,184 @@ def test_unbroadcast_derivative_goes_entry_by_entry_over_a_tuple_of_cotangents()
             mode="tape",
         )
         assert_close(derivative, numeric_jvp(program, [a, b], index, tangent))
+
+
+class Layer(NamedTuple):
+    W: np.ndarray
+    b: np.ndarray
+
+
+def layer_loss(p, x):
+    return np.sum(np.tanh(x @ p.W + p.b) ** 2)
+
+
+def forwarded_layer(*args):
+    return layer_loss(*args)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_hvp_of_a_wrapper_passing_a_named_tuple_whose_fields_are_read(mode):
+    p = Layer(R.normal(size=(3, 2)), R.normal(size=2))
+    _hvp_against_differences(forwarded_layer, (p, R.normal(size=(4, 3))), mode)
+
+
+def _smooth(v):
+    return np.sin(v) * v
+
+
+def checkpointed_model(x):
+    h = x
+    for _ in sg.checkpointed(range(6), snapshots=2):
+        h = np.tanh(h * 1.1) + 0.1 * x
+    return np.sum(sg.checkpoint(_smooth)(h))
+
+
+def forwarded_model(*args):
+    return checkpointed_model(*args)
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_hvp_of_a_wrapper_around_checkpointed_code(mode):
+    _hvp_against_differences(forwarded_model, (R.normal(size=3),), mode)
+
+
+def test_forward_mode_over_a_saved_pullback_is_refused_in_s2s():
+    gradient = sg.grad(forwarded_model, mode="s2s")
+    with pytest.raises(sg.UnsupportedError, match=r"test_user_programs_round18.py:\d+"):
+        sg.jvp(gradient, (R.normal(size=3),), (R.normal(size=3),), mode="s2s")
+
+
+# Found here too: silently wrong gradients, in all three modes, of code writing in place
+# into what a function made in the code returns: a closure's view of an array around it
+# (`def view(): return u[1:]`, a lambda, one from a list or a dict of functions, a partial
+# of one, one a helper made: `getter = make_view(u)`). The analysis of which names share
+# memory took a call of such a function for a new array (it read only the arguments);
+# a function value now holds what it reads, and its calls may return it
+# (`passes/sharing.py`). Each is refused, naming the line, in every mode.
+
+
+def _closure_view(x):
+    u = x * 1.0
+
+    def view():
+        return u[1:]
+
+    v = view()
+    v *= 3.0
+    return np.sum(u**2)
+
+
+def _lambda_view(x):
+    u = x * 1.0
+    view = lambda: u[1:]  # noqa: E731
+    v = view()
+    v += x[:2]
+    return np.sum(u**2)
+
+
+def _listed_closure_view(x):
+    u = x * 1.0
+
+    def view():
+        return u[1:]
+
+    functions = [view]
+    v = functions[0]()
+    v *= 3.0
+    return np.sum(u**2)
+
+
+def _make_view(a):
+    return lambda: a[1:]
+
+
+def _helper_made_view(x):
+    u = x * 1.0
+    getter = _make_view(u)
+    v = getter()
+    v *= 3.0
+    return np.sum(u**2)
+
+
+def _dict_of_lambdas_view(x):
+    u = x * 1.0
+    table = {"head": lambda: u[:2]}
+    v = table["head"]()
+    v *= 2.0
+    return np.sum(u**2)
+
+
+def _partial_view(x):
+    import functools
+
+    u = x * 1.0
+
+    def view(k):
+        return u[k:]
+
+    v = functools.partial(view, 1)()
+    v *= 3.0
+    return np.sum(u**2)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        _closure_view,
+        _lambda_view,
+        _listed_closure_view,
+        _helper_made_view,
+        _dict_of_lambdas_view,
+        _partial_view,
+    ],
+)
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_writing_into_a_view_a_made_function_returned_is_refused(f, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.S2SGradError, match=r"test_user_programs_round18.py:\d+.*share"):
+            sg.grad(f, mode=mode)(np.array([1.0, 2.0, 3.0]))
+
+
+MASSES = np.array([1.0, 2.0, 1.5, 0.5])
+
+
+def leapfrog_energy(pos0, vel0):
+    """An n-body leapfrog with its force helper nested: the helper's np.fill_diagonal was
+    refused by source (nested functions' library writes were not rewritten), and its
+    result was taken to share the positions, so pos += ... was refused in every mode."""
+    pos, vel = pos0.copy(), vel0.copy()
+    dt = 0.01
+
+    def acceleration(p):
+        d = p[None, :, :] - p[:, None, :]
+        inverse = (np.sum(d**2, axis=-1) + 0.1) ** -1.5
+        np.fill_diagonal(inverse, 0.0)
+        return np.sum(d * (inverse * MASSES[None, :])[:, :, None], axis=1)
+
+    a = acceleration(pos)
+    for _ in range(10):
+        vel += 0.5 * dt * a
+        pos += dt * vel
+        a = acceleration(pos)
+        vel += 0.5 * dt * a
+    return 0.5 * np.sum(MASSES[:, None] * vel**2) + np.sum(pos**2)
+
+
+def test_nbody_leapfrog_with_a_nested_force_helper():
+    # wrt both: with one, the tape refuses 'vel += ...' into the other's plain copy
+    pos, vel = R.normal(size=(4, 2)), 0.1 * R.normal(size=(4, 2))
+    expected = tuple(numeric_grad(leapfrog_energy, [pos, vel], i) for i in (0, 1))
+    for mode in ("s2s", "auto", "tape"):
+        gradient = sg.grad(leapfrog_energy, wrt=(0, 1), mode=mode)
+        assert_close(gradient(pos, vel), expected)
+        assert_close(gradient(pos, vel), expected)
+    for index, arg in enumerate((pos, vel)):
+        tangent = R.normal(size=arg.shape)
+        _, derivative = sg.jvp(
+            lambda v, i=index: leapfrog_energy(*((v, vel) if i == 0 else (pos, v))),
+            (arg,),
+            (tangent,),
+            mode="auto",
+        )
+        assert_close(derivative, numeric_jvp(leapfrog_energy, [pos, vel], index, tangent))
