@@ -305,6 +305,13 @@ class TapeValue:
                     refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
                 _write_item(self, Ellipsis, apply_binary(op, self, other))
                 return self
+            if _in_place_operator(frame) is None:  # x.__iadd__(v) called: x must change
+                raise NonDifferentiableError(
+                    f"{where(*_shown_position(frame))}: an in-place operator method called "
+                    "directly (x.__iadd__(v), operator.iadd(x, v)) changes a value being "
+                    "differentiated in place, which the tape follows only as 'x += v'; write "
+                    f"x += v or x = x + v, or {_USE_S2S}."
+                )
             refuse_shared_update(frame)
         return NotImplemented
 
@@ -1032,6 +1039,13 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         and under_numpy_semantics()
         and not {"where", "casting", "dtype"} & kwargs.keys()
     ):
+        if getattr(single._value, "base", None) is not None:
+            raise NonDifferentiableError(
+                f"{user_location()}: {describe(primitive)}(..., out=...) into a view of an "
+                "array (a slice, a reshape) writes through to the array it views, which the "
+                "tape cannot follow; assign the result instead (u[1:] = np.negative(u[1:])), "
+                f"or {_USE_S2S}."
+            )
         rest = {k: v for k, v in kwargs.items() if k != "out"}
         single[...] = apply_rule(primitive, primitive, args, rest)
         return out
