@@ -301,3 +301,49 @@ def test_nbody_leapfrog_with_a_nested_force_helper():
             mode="auto",
         )
         assert_close(derivative, numeric_jvp(leapfrog_energy, [pos, vel], index, tangent))
+
+
+# And two silently wrong gradients on the tape (and in auto, which tapes what source
+# transformation refuses): an in-place operator method called directly changed nothing
+# on the tape, and out= into a slice wrote into a new value, not the array it views.
+
+
+def _explicit_in_place_method(x):
+    u = x.copy()
+    u.__iadd__(x)
+    return np.sum(u * x)
+
+
+def _out_into_a_slice(x):
+    u = x * 1.0
+    np.negative(u[1:], out=u[1:])
+    return np.sum(u * x)
+
+
+@pytest.mark.parametrize("f", [_explicit_in_place_method, _out_into_a_slice])
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_in_place_writes_the_tape_cannot_follow_are_refused(f, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.S2SGradError, match=r"test_user_programs_round18.py:\d+"):
+            sg.grad(f, mode=mode)(np.array([1.0, 2.0, 3.0]))
+
+
+def _accumulating(x, total=np.zeros(3)):  # noqa: B008 (the gotcha under test)
+    total += 1.0
+    return np.sum(total * x)
+
+
+def test_a_default_array_changed_in_place_is_refused_by_source_and_taped_in_auto():
+    """Each call of ``_accumulating`` sees what the calls before it left in its default:
+    source transformation differentiated a fresh copy each time (the same gradient every
+    call, a silent difference from the function); it refuses now, and auto's tape follows
+    the default as NumPy does."""
+    with pytest.raises(sg.UnsupportedError, match=r"test_user_programs_round18.py:\d+.*'total'"):
+        sg.grad(_accumulating, mode="s2s")(np.ones(3))
+    before = _accumulating.__defaults__[0].copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradient = sg.grad(_accumulating, mode="auto")
+        for step in (1.0, 2.0):
+            assert_close(gradient(np.ones(3)), before + step)

@@ -10,11 +10,13 @@ changes the caller's array; calling ``f`` itself still does, as NumPy would.
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.passes.mutation import changed_in_place
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.syntax import assign, call, load
+from s2sgrad.compiler.syntax import assign, call, load, walk
+from s2sgrad.errors import UnsupportedError
 
 __all__ = ["copy_updated_arguments"]
 
@@ -37,6 +39,7 @@ def copy_updated_arguments(
     arguments = node.args
     plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
     changed = changed_in_place(node, parsed.resolve, arrays_only=True)
+    _refuse_changed_defaults(node, parsed, changed)
     copied = [p for p in plain if p in changed and p not in containers]
     if not copied:
         return set()
@@ -46,3 +49,37 @@ def copy_updated_arguments(
     copies = [assign(p, call(load(helper), [load(p)]), like=first) for p in copied]
     node.body = copies + node.body
     return set(copied)
+
+
+def _refuse_changed_defaults(node: gast.FunctionDef, parsed, changed) -> None:
+    """Refuse a function that changes, in place, the array, list or dict a parameter has
+    by default (``def f(x, buf=np.zeros(3)): buf += x``): the change persists from call to
+    call, which NumPy follows and the differentiated copy would not."""
+    defaults = _mutable_defaults(parsed.function)
+    if not defaults:
+        return
+    updated = {
+        s.target.id for s in walk(node) if type(s) is gast.AugAssign and type(s.target) is gast.Name
+    }
+    for name in sorted((set(changed) | updated) & defaults.keys()):
+        value = defaults[name]
+        kind = "array" if isinstance(value, np.ndarray) else type(value).__name__
+        raise UnsupportedError(
+            f"{parsed.location()}: {node.name} changes the {kind} its parameter '{name}' has "
+            "by default in place, so each call sees what the calls before it left there, "
+            "which source transformation does not follow; make the default None and a new "
+            f"one inside ({name} = np.zeros(...) if {name} is None), or use mode='tape'"
+        )
+
+
+def _mutable_defaults(function) -> dict:
+    """The parameters of ``function`` whose default is an array, a list or a dict, each
+    with its default."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return {}
+    positional = code.co_varnames[: code.co_argcount]
+    defaults = function.__defaults__ or ()
+    values = dict(zip(positional[len(positional) - len(defaults) :], defaults))
+    values.update(function.__kwdefaults__ or {})
+    return {k: v for k, v in values.items() if isinstance(v, (np.ndarray, list, dict))}
