@@ -347,3 +347,34 @@ def test_a_default_array_changed_in_place_is_refused_by_source_and_taped_in_auto
         gradient = sg.grad(_accumulating, mode="auto")
         for step in (1.0, 2.0):
             assert_close(gradient(np.ones(3)), before + step)
+
+
+def _chained_then_updated(x):
+    a = b = x * 2.0
+    a += 1.0
+    return np.sum(b * x)
+
+
+def _shape_assigned(x):
+    y = x * 1.0
+    y.shape = (3, 1)
+    return np.sum(y @ y.T)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_chained_assignment_names_share_their_value(mode):
+    """``a = b = v`` binds one array to both names: ``a += 1`` changes ``b`` too. The
+    sharing analysis gave each target an array of its own: a wrong gradient in every mode."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.S2SGradError, match=r"test_user_programs_round18.py:\d+.*'b'"):
+            sg.grad(_chained_then_updated, mode=mode)(np.array([1.0, 2.0, 3.0]))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_assigning_shape_is_refused_with_reshape_advice(mode):
+    # the tape raised a bare AttributeError (a property without a setter)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.S2SGradError, match=r"test_user_programs_round18.py:\d+.*reshape"):
+            sg.grad(_shape_assigned, mode=mode)(np.array([1.0, 2.0, 3.0]))

@@ -138,11 +138,19 @@ def _array_attribute_write(target: gast.expr, local_names: set[str]) -> InPlaceW
         and node.value.id in local_names
     ):
         return None
-    return InPlaceWrite(
-        node.value,
-        f"'{node.value.id}.{node.attr} = ...'",
-        f"an item assignment {node.value.id}[...] = values, which is differentiated",
+    name = node.value.id
+    instead = _ATTRIBUTE_INSTEAD.get(
+        node.attr, "an item assignment {0}[...] = values, which is differentiated"
     )
+    return InPlaceWrite(node.value, f"'{name}.{node.attr} = ...'", instead.format(name))
+
+
+# what to write instead of assigning an attribute that changes the array's layout
+_ATTRIBUTE_INSTEAD = {
+    "shape": "{0} = {0}.reshape(...), which is differentiated",
+    "dtype": "{0} = {0}.astype(...) for a conversion",
+    "strides": "np.lib.stride_tricks.sliding_window_view or an index array",
+}
 
 
 def _keyword_is_true(node: gast.Call, keyword: str) -> bool:

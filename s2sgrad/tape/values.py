@@ -124,6 +124,13 @@ class TapeValue:
     def shape(self) -> tuple:
         return np.shape(self._value)
 
+    @shape.setter
+    def shape(self, shape: Any) -> None:
+        raise ImmutableValueError(
+            f"{user_location()}: assigning .shape reshapes an array in place, which the tape "
+            "cannot record; write x = x.reshape(...) instead."
+        )
+
     @property
     def ndim(self) -> int:
         return np.ndim(self._value)

@@ -124,13 +124,20 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
         if copied is not None:  # a new list holding the same arrays
             sources = {copied}
         links = []
+        first = None  # a = b = v: every target holds the same value, made once
         for target in statement.targets:
             if type(target) is gast.Subscript:  # items[i] = x: a list holds x itself
                 base = base_of(target)
                 if type(base) is gast.Name and base.id in containers:
                     links.append((base.id, sources))
                 continue
-            links += [(n.id, sources) for n in walk(target) if type(n) is gast.Name]
+            names = [n.id for n in walk(target) if type(n) is gast.Name]
+            if first is not None and type(target) is gast.Name:
+                links.append((target.id, {first}))
+                continue
+            links += [(name, sources) for name in names]
+            if type(target) is gast.Name:
+                first = target.id
         return links
     if kind is gast.FunctionDef:  # a function holding what it reads: return u[1:]
         return [(statement.name, _held_by(statement))]
