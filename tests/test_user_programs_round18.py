@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from oracle import assert_close, numeric_grad, numeric_jvp
+from oracle import assert_close, assert_gradient_in_every_mode, numeric_grad, numeric_jvp
 
 import s2sgrad as sg
 
@@ -378,3 +378,54 @@ def test_assigning_shape_is_refused_with_reshape_advice(mode):
         warnings.simplefilter("ignore")
         with pytest.raises(sg.S2SGradError, match=r"test_user_programs_round18.py:\d+.*reshape"):
             sg.grad(_shape_assigned, mode=mode)(np.array([1.0, 2.0, 3.0]))
+
+
+def _repeated_list(x):
+    entries = [x * 2.0] * 2
+    entries[0] += 1.0
+    return np.sum(entries[1] * x)
+
+
+def _keys_sharing_one_array(x):
+    table = dict.fromkeys(["a", "b"], x * 2.0)
+    table["a"] += 1.0
+    return np.sum(table["b"] * x)
+
+
+def _appended_twice(x):
+    y = x * 2.0
+    entries = []
+    entries.append(y)
+    entries.append(y)
+    entries[0] += 1.0
+    return np.sum(entries[1] * x)
+
+
+@pytest.mark.parametrize("f", [_repeated_list, _keys_sharing_one_array, _appended_twice])
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_an_entry_updated_in_place_that_another_entry_may_hold_is_refused(f, mode):
+    """One array in two entries: ``entries[0] += 1`` changes ``entries[1]`` too. Appended
+    twice, the gradient was wrong in every mode; repeated with ``*`` or ``dict.fromkeys``,
+    on the tape."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.S2SGradError, match=r"test_user_programs_round18.py:\d+.*entr"):
+            sg.grad(f, mode=mode)(np.array([1.0, 2.0, 3.0]))
+
+
+def accumulated_gradients(ws, x):
+    grads = [np.zeros_like(w) for w in ws]
+    for k in range(2):
+        for i in range(len(ws)):
+            grads[i] += ws[i] * x[k]
+    totals = [0.0] * 2
+    for k in range(2):
+        totals[k] += x[k] ** 2
+    return sum(np.sum(g**2) for g in grads) + sum(totals)
+
+
+def test_entries_made_anew_by_a_comprehension_are_updated_in_place():
+    """``[np.zeros_like(w) for w in ws]`` holds new arrays: ``grads[i] += ...`` was refused
+    in every mode, taken to change ``ws``; and ``[0.0] * n`` holds numbers."""
+    ws = [R.normal(size=2), R.normal(size=3)]
+    assert_gradient_in_every_mode(accumulated_gradients, [ws, R.normal(size=3)])

@@ -83,6 +83,7 @@ def shared_in_place_updates(
         if annotation(s, SYNCED) and type(s.targets[0]) is gast.Name
     }
     private = private_lists(function, statements)
+    repeating = _may_repeat_entries(statements)
     found = {}
     for index, update, updated in updates:
         if annotation(update, SYNCED):
@@ -107,6 +108,26 @@ def shared_in_place_updates(
             ),
             (None, None),
         )
+        if read is None and updated in repeating and _entry_update(update):
+            # the array in one entry may be in another too ([v] * n, appended twice)
+            read, later = next(
+                (
+                    (read, later)
+                    for later in run_after(index, statements, loops)
+                    if (read := _first_read(statements[later], {updated})) is not None
+                ),
+                (None, None),
+            )
+            if read is not None:
+                found[id(update)] = (
+                    f"{locate(update)}: {_what_changes(update, updated)}, and '{updated}', "
+                    f"read afterwards ({locate(statements[later])}), may hold that array in "
+                    f"another entry too ([v] * n, dict.fromkeys, v appended twice), which "
+                    f"sees the change. Build '{updated}' of distinct arrays (v.copy() each "
+                    f"time), or write the entry anew ({_target_text(update)} = "
+                    f"{_target_text(update)} {_operator(update)} ...)"
+                )
+                continue
         if read is None or later is None:
             continue
         where = f"{locate(update)}: {_what_changes(update, updated)}"
@@ -393,6 +414,103 @@ def run_after(index: int, statements: list, loops: list[tuple[int, int]]) -> lis
             after |= set(range(first, last + 1))
     after.discard(index)
     return sorted(after)
+
+
+def _entry_update(update: gast.stmt) -> bool:
+    """``a[i] op= v`` or ``a[i][j] = v``: a change of the array held in an entry of ``a``."""
+    if type(update) is gast.AugAssign:
+        return type(update.target) is gast.Subscript
+    if type(update) is gast.Assign and len(update.targets) == 1:
+        target = update.targets[0]
+        return type(target) is gast.Subscript and type(target.value) is gast.Subscript
+    return False
+
+
+def _target_text(update: gast.stmt) -> str:
+    target = update.target if type(update) is gast.AugAssign else update.targets[0]
+    try:
+        return ast.unparse(gast.gast_to_ast(target))
+    except Exception:  # a node gast cannot convert alone: say it generally
+        return "x[i]"
+
+
+def _operator(update: gast.stmt) -> str:
+    symbols = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
+    return symbols.get(type(getattr(update, "op", None)), "op")
+
+
+def _may_repeat_entries(statements: list[gast.stmt]) -> set[str]:
+    """The lists and dicts made here that may hold one array in two entries: bound to a
+    repetition (``[v] * n``), ``dict.fromkeys``, a literal or comprehension naming one
+    value twice (``[v, v]``, ``[v for _ in range(n)]``), or appended the same name twice
+    (or in a loop that does not bind it anew)."""
+    repeating: set[str] = set()
+    appended: dict[str, list] = {}
+    for statement in statements:
+        if type(statement) is gast.Assign and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+            if type(target) is gast.Name and _repeats(value):
+                repeating.add(target.id)
+        call = statement.value if type(statement) is gast.Expr else None
+        if (
+            type(call) is gast.Call
+            and type(call.func) is gast.Attribute
+            and call.func.attr == "append"
+            and type(call.func.value) is gast.Name
+            and len(call.args) == 1
+            and type(call.args[0]) is gast.Name
+        ):
+            appended.setdefault(call.func.value.id, []).append((statement, call.args[0].id))
+    for name, appends in appended.items():
+        values = [value for _, value in appends]
+        if len(values) != len(set(values)) or any(
+            _in_loop_not_binding(statement, value, statements) for statement, value in appends
+        ):
+            repeating.add(name)
+    return repeating
+
+
+def _repeats(value: gast.expr) -> bool:
+    if type(value) is gast.BinOp and type(value.op) is gast.Mult:  # [0.0] * n: numbers
+        return any(
+            type(side) in (gast.List, gast.Tuple) and not _constants(side.elts)
+            for side in (value.left, value.right)
+        )
+    if (
+        type(value) is gast.Call
+        and type(value.func) is gast.Attribute
+        and value.func.attr == "fromkeys"
+        and len(value.args) == 2
+    ):
+        return not _constants(value.args[1:])
+    if type(value) in (gast.List, gast.Tuple):
+        names = [e.id for e in value.elts if type(e) is gast.Name]
+        return len(names) != len(set(names))
+    if type(value) in (gast.ListComp, gast.DictComp):
+        element = value.elt if type(value) is gast.ListComp else value.value
+        bound = {n.id for g in value.generators for n in walk(g.target) if type(n) is gast.Name}
+        return type(element) is gast.Name and element.id not in bound
+    return False
+
+
+def _constants(nodes: list) -> bool:
+    """Whether every node is a literal number, string or None (which no update changes)."""
+    return all(type(n) is gast.Constant for n in nodes)
+
+
+def _in_loop_not_binding(append: gast.stmt, value: str, statements: list[gast.stmt]) -> bool:
+    """Whether ``append`` runs in a loop whose body does not bind ``value`` anew."""
+    for loop in statements:
+        if type(loop) not in (gast.For, gast.While):
+            continue
+        inside = list(nested_statements(loop.body))
+        if any(s is append for s in inside):
+            bound = set().union(*map(names_written, inside))
+            if type(loop) is gast.For:
+                bound |= names_written(loop.target)
+            if value not in bound:
+                return True
+    return False
 
 
 def _first_read(statement: gast.stmt, names: set[str]) -> str | None:

@@ -191,10 +191,15 @@ def sources_of(node: gast.expr | None, resolve) -> set[str]:
     if kind is gast.BoolOp:
         return set().union(*(sources_of(v, resolve) for v in node.values))
     if kind in (gast.ListComp, gast.GeneratorExp, gast.SetComp, gast.DictComp):
-        # the elements, and what they are taken from: [y[i] for i in ...], [r for r in y]
+        # the elements, and what they are taken from where they hold it: [y[i] for i in
+        # ...], [r for r in y]; not [np.zeros_like(w) for w in ws], whose entries are new
         parts = [node.key, node.value] if kind is gast.DictComp else [node.elt]
-        parts += [g.iter for g in node.generators]
-        return set().union(*(sources_of(p, resolve) for p in parts))
+        found = set().union(*(sources_of(p, resolve) for p in parts))
+        for generator in reversed(node.generators):
+            targets = {n.id for n in walk(generator.target) if type(n) is gast.Name}
+            if found & targets:
+                found = (found - targets) | sources_of(generator.iter, resolve)
+        return found
     if kind is gast.Call:
         return _call_sources(node, resolve)
     if kind is gast.Lambda:  # a function holding what it reads: lambda: u[1:]
