@@ -252,12 +252,14 @@ def walk(node: gast.AST) -> list[gast.AST]:
 
 
 def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[gast.AST]:
-    # each node is listed as it is found (not as it is visited): one step less per node
+    # each node is listed as it is found (not as it is visited): one step less per node;
+    # a node that cannot hold another (a literal, an operator, a name without annotation)
+    # is listed but not visited, which changes neither the list nor its order
     found: list[gast.AST] = [node]
     stack = [node]
     pop, push, add = stack.pop, stack.append, found.append
     plans = _OPERATOR_FREE if skip_operators else _NODE_FIELDS
-    leaves = _LEAVES
+    skipped, childless, name = _SKIPPED, _CHILDLESS, gast.Name
     while stack:
         current = pop()
         kind = type(current)
@@ -269,16 +271,25 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
         state = current.__dict__
         for field in fields:
             value = state.get(field)
-            if value is None:
-                continue
-            if type(value) is list:
+            kind = type(value)
+            if kind is list:
                 for item in value:
-                    if item is not None and type(item) not in leaves:
-                        add(item)
+                    kind = type(item)
+                    if kind in skipped:
+                        continue
+                    add(item)
+                    if kind is name:
+                        if item.__dict__.get("annotation") is not None:
+                            push(item)
+                    elif kind not in childless:
                         push(item)
-            elif type(value) not in leaves:
+            elif kind not in skipped:
                 add(value)
-                push(value)
+                if kind is name:
+                    if value.__dict__.get("annotation") is not None:
+                        push(value)
+                elif kind not in childless:
+                    push(value)
     return found
 
 
@@ -289,6 +300,7 @@ _SKIPPED = _LEAVES | {type(None)}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 _OPERATOR_FREE: dict[type, tuple[str, ...]] = {}
+_CHILDLESS: set[type] = set()  # node classes no field of which holds a node (filled as met)
 _SCALAR_FIELDS = {  # fields that hold names or literals, never nodes
     gast.Name: {"id"},
     gast.Attribute: {"attr"},
@@ -334,6 +346,8 @@ def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
     fields = tuple(f for f in child_fields(kind) if f not in scalar)
     _NODE_FIELDS[kind] = fields
     _OPERATOR_FREE[kind] = tuple(f for f in fields if f not in ("op", "ops"))
+    if not fields:
+        _CHILDLESS.add(kind)
     return _OPERATOR_FREE[kind] if skip_operators else fields
 
 
