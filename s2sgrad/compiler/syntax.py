@@ -108,35 +108,50 @@ MUTATING_METHODS = {
 }
 
 
+# the builders below fill a new node's fields as gast's constructor would (the same
+# attributes, in the same order), without its generic loop over arguments: passes make
+# tens of thousands of names and assignments
+
+
 def load(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=_LOAD, annotation=None, type_comment=None)
+    node = _new(gast.Name)
+    node.__dict__ = {"id": name, "ctx": _LOAD, "annotation": None, "type_comment": None}
+    return node
 
 
 def store(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=_STORE, annotation=None, type_comment=None)
+    node = _new(gast.Name)
+    node.__dict__ = {"id": name, "ctx": _STORE, "annotation": None, "type_comment": None}
+    return node
 
 
 _LOAD, _STORE = gast.Load(), gast.Store()  # contexts carry nothing: one of each serves all
+_new = gast.AST.__new__
 
 
 def constant(value) -> gast.Constant:
-    return gast.Constant(value=value, kind=None)
+    node = _new(gast.Constant)
+    node.__dict__ = {"value": value, "kind": None}
+    return node
 
 
 def assign(target: str | gast.expr, value: gast.expr, like: gast.AST | None = None) -> gast.Assign:
     """``target = value``, carrying ``like``'s line number when given."""
     target_node = store(target) if isinstance(target, str) else target
-    node = gast.Assign(targets=[target_node], value=value, type_comment=None)
+    node = _new(gast.Assign)
+    node.__dict__ = {"targets": [target_node], "value": value, "type_comment": None}
     return located(node, like) if like is not None else node
 
 
 def call(function: gast.expr | str, args: Iterable[gast.expr] = (), keywords=None) -> gast.Call:
     function_node = parse_expression(function) if isinstance(function, str) else function
-    return gast.Call(
-        func=function_node,
-        args=list(args),
-        keywords=[gast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()],
-    )
+    node = _new(gast.Call)
+    node.__dict__ = {
+        "func": function_node,
+        "args": list(args),
+        "keywords": [gast.keyword(arg=k, value=v) for k, v in keywords.items()] if keywords else [],
+    }
+    return node
 
 
 def attribute(value: gast.expr, name: str) -> gast.Attribute:
@@ -231,6 +246,11 @@ def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
         "end_lineno": getattr(old, "end_lineno", old.lineno),
         "end_col_offset": getattr(old, "end_col_offset", 0),
     }
+    state = new.__dict__
+    if state.get("lineno") is None and "lineno" in new._attributes:
+        state.update(place)
+    if "body" not in state and "orelse" not in state and "finalbody" not in state:
+        return new  # no block inside (most statements): nothing more to place
     pending = [new]
     while pending:
         node = pending.pop()

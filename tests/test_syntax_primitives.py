@@ -1,7 +1,9 @@
-"""The shared tree walks of ``syntax`` (issue 15's transform time: every pass calls them)
-answer exactly as the plain walk they replace: the same nodes, in the same order, for
-every kind of node (annotated parameters, nested functions and lambdas, ``match``,
-``**`` in dict displays, operators) and each choice of entering functions and operators."""
+"""The shared tree primitives of ``syntax`` (issue 15's transform time: every pass calls
+them) answer exactly as the plain code they replace. The walk: the same nodes, in the same
+order, for every kind of node (annotated parameters, nested functions and lambdas,
+``match``, ``**`` in dict displays, operators) and each choice of entering functions and
+operators. The builders: the nodes gast's constructors make, field for field, placed
+where ``located`` placed them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import gast
 import pytest
 
 from s2sgrad.compiler import syntax
-from s2sgrad.compiler.syntax import walk
+from s2sgrad.compiler.syntax import assign, call, constant, load, located, store, walk
 
 SOURCE = """
 def f(x: 'float', *rest: int, scale=2.0, **options) -> float:
@@ -89,3 +91,49 @@ def test_walk_finds_what_gast_walk_finds():
     contexts = (gast.Load, gast.Store, gast.Del, gast.Param)
     everything = {id(n) for n in gast.walk(tree) if not isinstance(n, contexts)}
     assert {id(n) for n in walk(tree)} == everything
+
+
+def _same(made, expected):
+    assert type(made) is type(expected)
+    assert list(made.__dict__) == list(expected.__dict__)  # the same fields, in order
+    assert gast.dump(made) == gast.dump(expected)
+
+
+def test_builders_make_what_the_constructors_make():
+    def name(text, ctx):
+        return gast.Name(id=text, ctx=ctx, annotation=None, type_comment=None)
+
+    _same(load("x"), name("x", gast.Load()))
+    _same(store("y"), name("y", gast.Store()))
+    _same(constant(1.5), gast.Constant(value=1.5, kind=None))
+    _same(
+        assign("y", load("x")),
+        gast.Assign(
+            targets=[name("y", gast.Store())], value=name("x", gast.Load()), type_comment=None
+        ),
+    )
+    _same(
+        call(load("f"), [load("x")], {"axis": constant(0)}),
+        gast.Call(
+            func=name("f", gast.Load()),
+            args=[name("x", gast.Load())],
+            keywords=[gast.keyword(arg="axis", value=gast.Constant(value=0, kind=None))],
+        ),
+    )
+    _same(
+        call("np.sum"), gast.Call(func=gast.parse("np.sum", mode="eval").body, args=[], keywords=[])
+    )
+
+
+def test_located_places_a_statement_and_those_of_its_blocks():
+    old = gast.parse("y = 1").body[0]
+    old.lineno, old.col_offset, old.end_lineno, old.end_col_offset = 7, 4, 8, 2
+    plain = located(assign("a", constant(1)), old)
+    assert (plain.lineno, plain.col_offset, plain.end_lineno, plain.end_col_offset) == (7, 4, 8, 2)
+    placed = gast.parse("y = 1").body[0]
+    placed.lineno = 3
+    assert located(placed, old).lineno == 3  # a statement with a place keeps it
+    compound = gast.If(test=load("c"), body=[assign("b", load("c"))], orelse=[placed])
+    located(compound, old)
+    assert (compound.lineno, compound.body[0].lineno, compound.orelse[0].lineno) == (7, 7, 3)
+    assert located(assign("a", constant(1)), None).__dict__.get("lineno") is None
