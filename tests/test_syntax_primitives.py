@@ -1,17 +1,25 @@
 """The shared tree primitives of ``syntax`` (issue 15's transform time: every pass calls
 them) answer exactly as the plain code they replace. The walk: the same nodes, in the same
 order, for every kind of node (annotated parameters, nested functions and lambdas,
-``match``, ``**`` in dict displays, operators) and each choice of entering functions and
-operators. The builders: the nodes gast's constructors make, field for field, placed
-where ``located`` placed them."""
+``match``, ``**`` in dict displays, operators). The builders: the nodes gast's
+constructors make, field for field, placed where ``located`` placed them; ``clone``: a
+copy of every node but operators and contexts."""
 
 from __future__ import annotations
 
 import gast
-import pytest
 
-from s2sgrad.compiler import syntax
-from s2sgrad.compiler.syntax import assign, call, constant, load, located, store, walk
+from s2sgrad.compiler.syntax import (
+    assign,
+    call,
+    clone,
+    clone_rewriting,
+    constant,
+    load,
+    located,
+    store,
+    walk,
+)
 
 SOURCE = """
 def f(x: 'float', *rest: int, scale=2.0, **options) -> float:
@@ -46,22 +54,15 @@ def f(x: 'float', *rest: int, scale=2.0, **options) -> float:
 """
 
 
-def _reference(node, into_functions, skip_operators):
-    # the walk as it was first written: every node pushed, its fields read when popped
-    plans = syntax._OPERATOR_FREE if skip_operators else syntax._NODE_FIELDS
+def _reference(node):
+    # the walk as it was first written: every node pushed, its children listed when popped
     found, stack = [node], [node]
     while stack:
         current = stack.pop()
-        kind = type(current)
-        if not into_functions and kind in syntax.SCOPES and current is not node:
-            continue
-        fields = plans.get(kind)
-        if fields is None:
-            fields = syntax._node_fields(kind, skip_operators)
-        for field in fields:
+        for field in current._fields:
             value = current.__dict__.get(field)
             for item in value if type(value) is list else [value]:
-                if item is not None and type(item) not in syntax._LEAVES:
+                if isinstance(item, gast.AST) and not isinstance(item, gast.expr_context):
                     found.append(item)
                     stack.append(item)
     return found
@@ -77,13 +78,9 @@ def _trees():
     return [module, function, *function.body, made, bare]
 
 
-@pytest.mark.parametrize("into_functions", [True, False])
-@pytest.mark.parametrize("skip_operators", [True, False])
-def test_nodes_as_the_plain_walk_in_order(into_functions, skip_operators):
+def test_walk_as_the_plain_walk_in_order():
     for tree in _trees():
-        expected = _reference(tree, into_functions, skip_operators)
-        found = syntax._nodes(tree, into_functions, skip_operators)
-        assert [id(n) for n in found] == [id(n) for n in expected]
+        assert [id(n) for n in walk(tree)] == [id(n) for n in _reference(tree)]
 
 
 def test_walk_finds_what_gast_walk_finds():
@@ -137,3 +134,20 @@ def test_located_places_a_statement_and_those_of_its_blocks():
     located(compound, old)
     assert (compound.lineno, compound.body[0].lineno, compound.orelse[0].lineno) == (7, 7, 3)
     assert located(assign("a", constant(1)), None).__dict__.get("lineno") is None
+
+
+def test_clone_copies_every_node_but_operators_and_contexts():
+    tree = gast.parse(SOURCE)
+    tree.body[0].body[0].facts = [load("attached")]  # what a pass attaches is copied too
+    copied = clone(tree)
+    assert gast.dump(copied) == gast.dump(tree)
+    assert copied.body[0].body[0].facts[0].id == "attached"
+    assert copied.body[0].body[0].facts[0] is not tree.body[0].body[0].facts[0]
+    shared = (gast.expr_context, gast.operator, gast.unaryop, gast.cmpop, gast.boolop)
+    originals = {id(n) for n in gast.walk(tree) if not isinstance(n, shared)}
+    for old, new in zip(gast.walk(tree), gast.walk(copied)):
+        assert type(old) is type(new)
+        assert list(old.__dict__) == list(new.__dict__)
+        assert isinstance(new, shared) or id(new) not in originals
+    rewritten = clone_rewriting(tree, lambda n: n)  # the same copy, through the other path
+    assert gast.dump(rewritten) == gast.dump(copied)

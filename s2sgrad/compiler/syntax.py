@@ -172,7 +172,7 @@ def clone(node):
         return [clone(item) for item in node]
     if not isinstance(node, gast.AST) or type(node) in _CONTEXTS:
         return node
-    return _copy(node, None, False)
+    return _copy_plain(node)
 
 
 def clone_rewriting(
@@ -214,6 +214,28 @@ def _copy(node, replace, nested, root=None, kinds=frozenset()):
     if replace is None or nested or (kinds and kind not in kinds):
         return new
     return replace(new)
+
+
+def _copy_plain(node):
+    # _copy without a rewrite: the copy of every node, one argument to pass down
+    kind = type(node)
+    new = _new(kind)
+    state = new.__dict__ = node.__dict__.copy()
+    if kind not in _CHILDLESS:
+        fields = _OPERATOR_FREE.get(kind)
+        if fields is None:
+            fields = node_fields(kind)
+        for field in fields:
+            value = state.get(field)
+            if type(value) is list:
+                state[field] = [
+                    _copy_plain(item) if isinstance(item, gast.AST) else item for item in value
+                ]
+            elif isinstance(value, gast.AST):
+                state[field] = _copy_plain(value)
+    if len(state) > _PLAIN_SIZE.get(kind, 0):  # attributes a pass attached: copied as well
+        _copy_attached(state, kind)
+    return new
 
 
 def _copy_attached(state: dict, kind: Any) -> None:
