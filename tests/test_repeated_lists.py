@@ -54,6 +54,18 @@ def repeated_zero_times(h):
     return h * len(s) + h**2
 
 
+def _pair(h):
+    return [h, np.sin(h)]
+
+
+def repeated_from_a_helper(h):
+    s = _pair(h)  # a helper's list, copied, then repeated
+    u = s
+    v = np.cos(h) * 2  # a product of a call that makes no list sits among them
+    w = u * 2
+    return w[0] * w[3] + w[2] * v
+
+
 REPEATED = [
     repeated_list,
     repeated_pair_on_the_left,
@@ -62,6 +74,7 @@ REPEATED = [
     repeated_slice,
     repeated_then_summed_in_a_loop,
     repeated_zero_times,
+    repeated_from_a_helper,
 ]
 
 

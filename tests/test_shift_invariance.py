@@ -77,6 +77,14 @@ def source_rebound(x):
     return np.sum(np.sin(e / np.sum(e, axis=1, keepdims=True)))
 
 
+def source_rebound_by_unpacking(x):
+    m = np.max(x, axis=1, keepdims=True)
+    for _ in range(1):
+        x, scale = np.stack([x, 2.0 * x]), 2.0  # the source bound again inside a tuple
+    e = np.exp(x - m)
+    return np.sum(np.sin(e / np.sum(e, axis=1, keepdims=True))) * scale
+
+
 CANCELLING = [
     (softmax_weights, (RNG.standard_normal((4, 5)), RNG.standard_normal((5, 3)))),
     (log_softmax, (RNG.standard_normal((6, 4)), np.eye(4)[RNG.integers(0, 4, 6)])),
@@ -89,6 +97,7 @@ KEPT = [
     (squared_over_once, (RNG.standard_normal((3, 4)),)),
     (shift_in_loop, (RNG.standard_normal((3, 4)),)),
     (source_rebound, (RNG.standard_normal((3, 3)),)),
+    (source_rebound_by_unpacking, (RNG.standard_normal((3, 3)),)),
 ]
 
 

@@ -108,35 +108,50 @@ MUTATING_METHODS = {
 }
 
 
+# the builders below fill a new node's fields as gast's constructor would (the same
+# attributes, in the same order), without its generic loop over arguments: passes make
+# tens of thousands of names and assignments
+
+
 def load(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=_LOAD, annotation=None, type_comment=None)
+    node = _new(gast.Name)
+    node.__dict__ = {"id": name, "ctx": _LOAD, "annotation": None, "type_comment": None}
+    return node
 
 
 def store(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=_STORE, annotation=None, type_comment=None)
+    node = _new(gast.Name)
+    node.__dict__ = {"id": name, "ctx": _STORE, "annotation": None, "type_comment": None}
+    return node
 
 
 _LOAD, _STORE = gast.Load(), gast.Store()  # contexts carry nothing: one of each serves all
+_new = gast.AST.__new__
 
 
 def constant(value) -> gast.Constant:
-    return gast.Constant(value=value, kind=None)
+    node = _new(gast.Constant)
+    node.__dict__ = {"value": value, "kind": None}
+    return node
 
 
 def assign(target: str | gast.expr, value: gast.expr, like: gast.AST | None = None) -> gast.Assign:
     """``target = value``, carrying ``like``'s line number when given."""
     target_node = store(target) if isinstance(target, str) else target
-    node = gast.Assign(targets=[target_node], value=value, type_comment=None)
+    node = _new(gast.Assign)
+    node.__dict__ = {"targets": [target_node], "value": value, "type_comment": None}
     return located(node, like) if like is not None else node
 
 
 def call(function: gast.expr | str, args: Iterable[gast.expr] = (), keywords=None) -> gast.Call:
     function_node = parse_expression(function) if isinstance(function, str) else function
-    return gast.Call(
-        func=function_node,
-        args=list(args),
-        keywords=[gast.keyword(arg=k, value=v) for k, v in (keywords or {}).items()],
-    )
+    node = _new(gast.Call)
+    node.__dict__ = {
+        "func": function_node,
+        "args": list(args),
+        "keywords": [gast.keyword(arg=k, value=v) for k, v in keywords.items()] if keywords else [],
+    }
+    return node
 
 
 def attribute(value: gast.expr, name: str) -> gast.Attribute:
@@ -157,7 +172,7 @@ def clone(node):
         return [clone(item) for item in node]
     if not isinstance(node, gast.AST) or type(node) in _CONTEXTS:
         return node
-    return _copy(node, None, False)
+    return _copy_plain(node)
 
 
 def clone_rewriting(
@@ -201,6 +216,28 @@ def _copy(node, replace, nested, root=None, kinds=frozenset()):
     return replace(new)
 
 
+def _copy_plain(node):
+    # _copy without a rewrite: the copy of every node, one argument to pass down
+    kind = type(node)
+    new = _new(kind)
+    state = new.__dict__ = node.__dict__.copy()
+    if kind not in _CHILDLESS:
+        fields = _OPERATOR_FREE.get(kind)
+        if fields is None:
+            fields = node_fields(kind)
+        for field in fields:
+            value = state.get(field)
+            if type(value) is list:
+                state[field] = [
+                    _copy_plain(item) if isinstance(item, gast.AST) else item for item in value
+                ]
+            elif isinstance(value, gast.AST):
+                state[field] = _copy_plain(value)
+    if len(state) > _PLAIN_SIZE.get(kind, 0):  # attributes a pass attached: copied as well
+        _copy_attached(state, kind)
+    return new
+
+
 def _copy_attached(state: dict, kind: Any) -> None:
     if kind not in _PLAIN_SIZE:
         _PLAIN_SIZE[kind] = len(kind._fields) + len(kind._attributes)
@@ -231,6 +268,11 @@ def located(new: gast.AST, old: gast.AST | None) -> gast.AST:
         "end_lineno": getattr(old, "end_lineno", old.lineno),
         "end_col_offset": getattr(old, "end_col_offset", 0),
     }
+    state = new.__dict__
+    if state.get("lineno") is None and "lineno" in new._attributes:
+        state.update(place)
+    if "body" not in state and "orelse" not in state and "finalbody" not in state:
+        return new  # no block inside (most statements): nothing more to place
     pending = [new]
     while pending:
         node = pending.pop()
@@ -252,12 +294,14 @@ def walk(node: gast.AST) -> list[gast.AST]:
 
 
 def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[gast.AST]:
-    # each node is listed as it is found (not as it is visited): one step less per node
+    # each node is listed as it is found (not as it is visited): one step less per node;
+    # a node that cannot hold another (a literal, an operator, a name without annotation)
+    # is listed but not visited, which changes neither the list nor its order
     found: list[gast.AST] = [node]
     stack = [node]
     pop, push, add = stack.pop, stack.append, found.append
     plans = _OPERATOR_FREE if skip_operators else _NODE_FIELDS
-    leaves = _LEAVES
+    skipped, childless, name = _SKIPPED, _CHILDLESS, gast.Name
     while stack:
         current = pop()
         kind = type(current)
@@ -269,16 +313,25 @@ def _nodes(node: gast.AST, into_functions: bool, skip_operators: bool) -> list[g
         state = current.__dict__
         for field in fields:
             value = state.get(field)
-            if value is None:
-                continue
-            if type(value) is list:
+            kind = type(value)
+            if kind is list:
                 for item in value:
-                    if item is not None and type(item) not in leaves:
-                        add(item)
+                    kind = type(item)
+                    if kind in skipped:
+                        continue
+                    add(item)
+                    if kind is name:
+                        if item.__dict__.get("annotation") is not None:
+                            push(item)
+                    elif kind not in childless:
                         push(item)
-            elif type(value) not in leaves:
+            elif kind not in skipped:
                 add(value)
-                push(value)
+                if kind is name:
+                    if value.__dict__.get("annotation") is not None:
+                        push(value)
+                elif kind not in childless:
+                    push(value)
     return found
 
 
@@ -289,6 +342,7 @@ _SKIPPED = _LEAVES | {type(None)}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 _NODE_FIELDS: dict[type, tuple[str, ...]] = {}
 _OPERATOR_FREE: dict[type, tuple[str, ...]] = {}
+_CHILDLESS: set[type] = set()  # node classes no field of which holds a node (filled as met)
 _SCALAR_FIELDS = {  # fields that hold names or literals, never nodes
     gast.Name: {"id"},
     gast.Attribute: {"attr"},
@@ -334,6 +388,8 @@ def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
     fields = tuple(f for f in child_fields(kind) if f not in scalar)
     _NODE_FIELDS[kind] = fields
     _OPERATOR_FREE[kind] = tuple(f for f in fields if f not in ("op", "ops"))
+    if not fields:
+        _CHILDLESS.add(kind)
     return _OPERATOR_FREE[kind] if skip_operators else fields
 
 

@@ -15,6 +15,7 @@ length is known or joined with ``+`` where not, and :func:`join_sequences` marks
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import types
 
@@ -447,8 +448,8 @@ def _sequence_names(
                 unknown.add(name)
     sequences = (set(values) | set(containers)) - unknown
     if among is not None:  # only the names theirs can depend on
-        calls = returns_sequence is not None
-        sequences = _reached(among & sequences, values, sequences, calls)
+        never = functools.partial(_never_sequence, is_builtin=is_builtin, calls=returns_sequence)
+        sequences = _reached(among & sequences, values, sequences, never)
     sequences = _fixed_point(sequences, values, is_builtin, returns_sequence)
     if sequences:  # a walrus in a value binds its name too (a walk of each: only now)
         walrus = set().union(*map(names_written, assigned))
@@ -492,10 +493,10 @@ def _names_followed(value: gast.expr) -> list[str]:
     return [part.id for part in parts if type(part) is gast.Name]
 
 
-def _reached(names: set[str], values: dict[str, list], allowed: set[str], calls: bool) -> set[str]:
+def _reached(names: set[str], values: dict[str, list], allowed: set[str], never) -> set[str]:
     """The names of ``names`` and of ``allowed`` whose being sequences theirs depends on
     (:func:`_makes_sequence` reads them), transitively, but for those with a value that
-    makes no sequence whatever the others are (``calls``: whether a call may make one)."""
+    makes no sequence whatever the others are (``never(value)``: :func:`_never_sequence`)."""
     reached = set()
     pending = list(names)
     while pending:
@@ -503,7 +504,7 @@ def _reached(names: set[str], values: dict[str, list], allowed: set[str], calls:
         if name in reached:
             continue
         found = values.get(name, ())
-        if any(_never_sequence(value, calls) for value in found):
+        if any(never(value) for value in found):
             continue
         reached.add(name)
         for value in found:
@@ -511,15 +512,19 @@ def _reached(names: set[str], values: dict[str, list], allowed: set[str], calls:
     return reached
 
 
-def _never_sequence(value: gast.expr, calls: bool) -> bool:
+def _never_sequence(value: gast.expr, is_builtin, calls=None) -> bool:
     """Whether :func:`_makes_sequence` is false for ``value`` whichever names are sequences
-    (``calls``: whether it is given ``returns_sequence``)."""
+    (``calls``: its ``returns_sequence``, if any; a call's answer depends on no name's, so
+    it is asked here, which keeps ``y = np.sin(x)`` and the names it reads out of the
+    fixed point)."""
     kind = type(value)
     if kind is gast.BinOp:
         return type(value.op) is not gast.Add
     if kind is gast.Call:
+        if calls is not None:  # what a call makes reads no name's answer: asked now
+            return not _makes_sequence(value, set(), is_builtin, calls)
         func = value.func
-        return not calls and not (type(func) is gast.Name and func.id in _SEQUENCE_BUILTINS)
+        return not (type(func) is gast.Name and func.id in _SEQUENCE_BUILTINS)
     if kind is gast.Subscript:
         return type(value.slice) is not gast.Slice
     return kind not in (gast.Name, gast.List, gast.Tuple)

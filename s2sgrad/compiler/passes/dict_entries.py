@@ -109,13 +109,24 @@ def _copies_of_dicts(node: gast.FunctionDef, names: NameGenerator, resolve) -> d
             return _as_entries(value.args[0], entries, helper)
         return value
 
-    for sub in walk(node):
+    nodes = walk(node)
+    if not any(_is_copy(sub, resolve) for sub in nodes):
+        return helpers  # a cheap look first: most functions copy no dict
+    for sub in nodes:
         for field, value in gast.iter_fields(sub):
             if type(value) is list:
                 value[:] = [rewritten(v) for v in value]
             else:
                 setattr(sub, field, rewritten(value))
     return helpers
+
+
+def _is_copy(value: Any, resolve) -> bool:
+    """Whether :func:`_copies_of_dicts` rewrites ``value``, a node of the function."""
+    kind = type(value)
+    if kind is gast.Dict:
+        return _spread_then_entries(value)
+    return kind is gast.Call and _copy_with_keywords(value, resolve)
 
 
 def _keys_read_whole(node: gast.FunctionDef, dicts: set[str], names: NameGenerator) -> dict:
@@ -187,21 +198,24 @@ def _read_once(argument: gast.expr) -> bool:
 def _dicts_made_once(node: gast.FunctionDef, resolve, copies: set[str]) -> dict[str, int]:
     """The names bound once, by a statement of the body that makes a new dict: each with
     that statement's position in the body."""
+    candidates = [
+        (statement.targets[0].id, position)
+        for position, statement in enumerate(node.body)
+        if type(statement) is gast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+        and _makes_dict(statement.value, resolve, copies)
+    ]
+    if not candidates:  # the walk below only counts their bindings
+        return {}
     stores: dict[str, int] = {}
     for sub in walk(node):
         if type(sub) is gast.Name and type(sub.ctx) is not gast.Load:
             stores[sub.id] = stores.get(sub.id, 0) + 1
     made: dict[str, int] = {}
-    for position, statement in enumerate(node.body):
-        if (
-            type(statement) is gast.Assign
-            and len(statement.targets) == 1
-            and type(statement.targets[0]) is gast.Name
-            and _makes_dict(statement.value, resolve, copies)
-        ):
-            name = statement.targets[0].id
-            if stores.get(name) == 1:
-                made[name] = position
+    for name, position in candidates:
+        if stores.get(name) == 1:
+            made[name] = position
     parameters = {a.id for a in node.args.args + node.args.kwonlyargs}
     return {name: p for name, p in made.items() if name not in parameters}
 

@@ -122,7 +122,6 @@ class _Jumps:
     def block(self, statements: list[gast.stmt], loop: dict | None) -> list[gast.stmt]:
         result: list[gast.stmt] = []
         for index, statement in enumerate(statements):
-            rest = statements[index + 1 :]
             if isinstance(statement, gast.Return):
                 value = statement.value if statement.value is not None else constant(None)
                 result.append(assign(self.result, value, like=statement))
@@ -135,6 +134,7 @@ class _Jumps:
                 result.append(statement)
                 return result
             if isinstance(statement, gast.If):
+                rest = statements[index + 1 :]  # copied here only: straight-line code has many
                 jumps_in_body = _always_jumps(statement.body)
                 jumps_in_else = _always_jumps(statement.orelse)
                 if jumps_in_body and not jumps_in_else:
@@ -155,6 +155,7 @@ class _Jumps:
                     return result
                 continue
             if isinstance(statement, (gast.For, gast.While)):
+                rest = statements[index + 1 :]
                 returns_inside = _contains(statement.body, gast.Return, through_loops=True)
                 inner_loop = {"flag": None}
                 statement.body = self.block(statement.body, inner_loop) or [gast.Pass()]

@@ -276,10 +276,13 @@ def _changed_by_calls(
     """What the calls in ``statement`` change in place (``local``, ``arrays_only``: see
     :func:`changed_in_place`); ``by_calls`` holds it for the statements of its blocks."""
     changed: set[str] = set()
-    for block in statement_blocks(statement):
+    blocks = statement_blocks(statement)
+    for block in blocks:
         for inner in block:
             changed |= by_calls[id(inner)]
-    nodes = header_nodes(statement)
+    # a statement without blocks: its nodes are its header's (in another order, which
+    # the unions below of what each call writes into do not see)
+    nodes = walk(statement) if arrays_only and not blocks else header_nodes(statement)
     later = set()  # what lambdas and nested functions run when they are called
     if arrays_only:
         scopes = [n for n in nodes if type(n) in (gast.Lambda, gast.FunctionDef)]

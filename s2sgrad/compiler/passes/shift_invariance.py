@@ -32,7 +32,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad.compiler.syntax import names_read, nested_statements
+from s2sgrad.compiler.syntax import names_read, nested_statements, walk
 
 __all__ = ["cancelled_shifts"]
 
@@ -58,20 +58,25 @@ def cancelled_shifts(body: list[gast.stmt], resolve: Callable[[gast.expr], Any])
     if not shifts:  # no maximum taken: nothing to look through
         return set()
     writes: Counter = Counter()
+    # each statement's targets and reads, by id: found once, asked again for each shift
+    targets_of: dict[int, list[str]] = {}
+    reads_of: dict[int, set[str]] = {}
     for statement in nested_statements(body):
-        for target in _targets(statement):
-            writes[target] += 1
+        targets_of[id(statement)] = _targets(statement)
+        writes.update(targets_of[id(statement)])
     top_level = {id(s) for s in body}
     readers: dict[str, list[gast.stmt]] = {}
     for statement in nested_statements(body):
-        for name in names_read(statement):
+        reads_of[id(statement)] = names_read(statement)
+        for name in reads_of[id(statement)]:
             readers.setdefault(name, []).append(statement)
     found = set()
     for index, shift in shifts:
         statement = body[index]
         if writes[statement.targets[0].id] != 1:
             continue
-        if _cancels(body, index, shift, resolve, writes, readers, top_level):
+        facts = (writes, readers, top_level, targets_of, reads_of)
+        if _cancels(body, index, shift, resolve, facts):
             found.add(id(statement.value))
     return found
 
@@ -93,12 +98,13 @@ def _shift(statement: gast.stmt, resolve) -> _Shift | None:
     return _Shift(statement.targets[0].id, source, axis)
 
 
-def _cancels(body, index, shift: _Shift, resolve, writes, readers, top_level) -> bool:
+def _cancels(body, index, shift: _Shift, resolve, facts) -> bool:
+    writes, readers, top_level, targets_of, reads_of = facts
     forms: dict[str, _Form] = {shift.name: (_ADDITIVE, 1)}
-    if any(shift.source in _targets(s) for s in nested_statements(body[index + 1 :])):
+    if any(shift.source in targets_of[id(s)] for s in nested_statements(body[index + 1 :])):
         return False  # the source rebound: ``source - m`` may no longer have its shape
     for statement in body[index + 1 :]:
-        read = names_read(statement) & forms.keys()
+        read = reads_of[id(statement)] & forms.keys()
         if not read:
             continue
         if not _simple_assignment(statement) or writes[statement.targets[0].id] != 1:
@@ -229,13 +235,14 @@ def _simple_assignment(statement: gast.stmt) -> bool:
 
 
 def _targets(statement: gast.stmt) -> list[str]:
+    """The names ``statement`` binds, once for each time (in no particular order)."""
     if isinstance(statement, gast.Assign):
         return [
             n.id
             for t in statement.targets
-            for n in gast.walk(t)
+            for n in walk(t)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
         ]
     if isinstance(statement, (gast.For, gast.AugAssign, gast.AnnAssign)):
-        return [n.id for n in gast.walk(statement.target) if isinstance(n, gast.Name)]
+        return [n.id for n in walk(statement.target) if isinstance(n, gast.Name)]
     return []
