@@ -135,11 +135,6 @@ _GROUPS = {
         linalg.outer linalg.vecdot linalg.vector_norm linalg.matrix_norm linalg.svdvals
         linalg.multi_dot vecdot matvec vecmat cumulative_sum cumulative_prod"""
     ),
-    "no rule yet: the NaN-ignoring forms of max, min, std, var, prod, cumsum, cumprod, "
-    "median, percentile and quantile; select the finite values with np.where first": _names(
-        """nanmax nanmin nanstd nanvar nanprod nancumsum nancumprod nanmedian
-        nanpercentile nanquantile"""
-    ),
     "no rule yet: frexp, modf and divmod give two results, copysign a sign; i0 is "
     "scipy.special.i0, which has one": _names("frexp modf divmod copysign i0"),
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(

@@ -135,6 +135,12 @@ XP = np.array([0.0, 1.0, 2.0, 3.0])
 MASK = np.array([True, False, True])
 IDX = np.array([2, 0, 2])
 BINS = np.array([0, 2, 2, 1, 0, 2])  # bin 3 empty, bin 4 only from minlength
+KEEP = np.ones((3, 4), bool)  # NaN in the others (two in column 1, two in row 2)
+KEEP[0, 1] = KEEP[2, 1] = KEEP[2, 3] = False
+
+
+def holes(x):
+    return np.where(KEEP, x, np.nan)
 
 
 # fmt: off
@@ -207,6 +213,19 @@ SAMPLES = [
     S(np.nan_to_num, lambda x: np.nan_to_num(x), A),
     S(np.nanmean, lambda x: np.nanmean(x, axis=0), A),
     S(np.nansum, lambda x: np.nansum(x, axis=1), A),
+    # NaN-ignoring reductions: NaN where KEEP is False
+    S(np.nanmax, lambda x: np.nanmax(holes(x), axis=0), (3, 4), domain=real),
+    S(np.nanmin, lambda x: np.nanmin(holes(x), axis=1, keepdims=True), (3, 4), domain=real),
+    S(np.nanprod, lambda x: np.nanprod(holes(x), axis=(0, 1)), (3, 4)),
+    S(np.nanvar, lambda x: np.nanvar(holes(x), axis=1, ddof=1), (3, 4), domain=real),
+    S(np.nanstd, lambda x: np.nanstd(holes(x), axis=0, keepdims=True), (3, 4), domain=real),
+    S(np.nancumsum, lambda x: np.nancumsum(holes(x), axis=1), (3, 4), domain=real),
+    S(np.nancumprod, lambda x: np.nancumprod(holes(x)), (3, 4), domain=real),
+    S(np.nanmedian, lambda x: np.nanmedian(holes(x), axis=1), (3, 4), domain=real),
+    S(np.nanquantile, lambda x: np.nanquantile(holes(x), [0.3, 0.8], axis=0), (3, 4),
+      domain=real),
+    S(np.nanpercentile, lambda x: np.nanpercentile(holes(x), 40.0, axis=1), (3, 4),
+      domain=real),
     S(np.outer, lambda x, y: np.outer(x, y), B, (2,)),
     S(np.pad, lambda x: np.pad(x, ((1, 0), (0, 2))), A),
     S(np.partition, lambda x: np.partition(x, 2), (5,), domain=real),
