@@ -15,6 +15,7 @@ Example::
 import importlib
 
 # Every rule module registers its rules when imported: all of them before anything asks.
+from s2sgrad.rules import array_api as _array_api  # noqa: F401
 from s2sgrad.rules import eig as _eig  # noqa: F401
 from s2sgrad.rules import elementwise as _elementwise  # noqa: F401
 from s2sgrad.rules import fft as _fft  # noqa: F401

@@ -12,8 +12,6 @@ from __future__ import annotations
 import inspect
 import sys
 
-import numpy as np
-
 MODULES = ("numpy", "numpy.linalg", "numpy.fft")
 SCIPY_MODULES = ("scipy.special",)
 DISTRIBUTIONS = (
@@ -125,15 +123,11 @@ _GROUPS = {
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
     "np.broadcast_to": _names(
         """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
-        bmat block broadcast_arrays choose delete insert resize diagflat unstack
-        matrix_transpose linalg.matrix_transpose ediff1d row_stack real_if_close"""
+        bmat block broadcast_arrays choose delete insert resize diagflat ediff1d
+        real_if_close"""
     ),
-    "no rule yet: use the equivalent function that has one (np.matmul, np.tensordot, "
-    "np.trace, np.diagonal, np.cross, np.outer, np.linalg.norm, np.linalg.svd, np.cumsum, "
-    "np.cumprod)": _names(
-        """linalg.matmul linalg.tensordot linalg.trace linalg.diagonal linalg.cross
-        linalg.outer linalg.vecdot linalg.vector_norm linalg.matrix_norm linalg.svdvals
-        linalg.multi_dot vecdot matvec vecmat cumulative_sum cumulative_prod"""
+    "no rule yet: multiply the matrices with np.matmul (@) in the order you want": _names(
+        "linalg.multi_dot"
     ),
     "no rule yet: frexp, modf and divmod give two results, copysign a sign; i0 is "
     "scipy.special.i0, which has one": _names("frexp modf divmod copysign i0"),
@@ -160,11 +154,6 @@ _GROUPS = {
         singlecomplex sometrue source string_ unicode_ who"""
     ),
 }
-
-if getattr(np, "row_stack", None) is np.vstack:  # NumPy 1.x: the same function, with a rule
-    for _names_of_a_reason in _GROUPS.values():
-        if "row_stack" in _names_of_a_reason:
-            _names_of_a_reason.remove("row_stack")
 
 
 def refused_numpy() -> dict:

@@ -150,6 +150,117 @@ def _if_present(name: str, make) -> list:
     return [make()] if name in dir(np) else []
 
 
+# NumPy 2's array-API names, sampled where the installed NumPy has them (NumPy 1.x's
+# np.row_stack is np.vstack itself, sampled below)
+def row_stack(x, y):
+    return np.row_stack([x, y])
+
+
+def vecdot(x, y):
+    return np.vecdot(x, y, axis=0)
+
+
+def matvec(x, y):
+    return np.matvec(x, y)
+
+
+def vecmat(x, y):
+    return np.vecmat(x, y)
+
+
+def matrix_transpose(x):
+    return np.matrix_transpose(x)
+
+
+def unstack(x):
+    return np.unstack(x, axis=1)[2]
+
+
+def cumulative_sum(x):
+    return np.cumulative_sum(x, axis=1, include_initial=True)
+
+
+def cumulative_prod(x):
+    return np.cumulative_prod(x)
+
+
+def linalg_matmul(x, y):
+    return np.linalg.matmul(x, y)
+
+
+def linalg_outer(x, y):
+    return np.linalg.outer(x, y)
+
+
+def linalg_trace(x):
+    return np.linalg.trace(x, offset=1)
+
+
+def linalg_diagonal(x):
+    return np.linalg.diagonal(x)
+
+
+def linalg_tensordot(x, y):
+    return np.linalg.tensordot(x, y, axes=1)
+
+
+def linalg_vecdot(x, y):
+    return np.linalg.vecdot(x, y)
+
+
+def linalg_matrix_transpose(x):
+    return np.linalg.matrix_transpose(x)
+
+
+def linalg_cross(x, y):
+    return np.linalg.cross(x, y, axis=0)
+
+
+def linalg_matrix_norm(x):
+    return np.linalg.matrix_norm(x)
+
+
+def linalg_vector_norm(x):
+    return np.linalg.vector_norm(x, axis=(0, 2))
+
+
+def linalg_svdvals(x):
+    return np.linalg.svdvals(x)
+
+
+def _array_api_samples() -> list:
+    table = [
+        (np, "row_stack", row_stack, (A, B), {}),
+        (np, "vecdot", vecdot, (A, (2, 1)), {}),
+        (np, "matvec", matvec, ((2, 2, 3), B), {}),
+        (np, "vecmat", vecmat, ((2, 3), (3, 2)), {}),
+        (np, "matrix_transpose", matrix_transpose, (A,), {}),
+        (np, "unstack", unstack, (A,), {}),
+        (np, "cumulative_sum", cumulative_sum, (A,), {}),
+        (np, "cumulative_prod", cumulative_prod, ((4,),), {}),
+        (np.linalg, "matmul", linalg_matmul, ((2, 2, 3), (3, 2)), {"domain": real}),
+        (np.linalg, "outer", linalg_outer, (B, (2,)), {}),
+        (np.linalg, "trace", linalg_trace, ((2, 3, 4),), {}),
+        (np.linalg, "diagonal", linalg_diagonal, ((2, 3, 2),), {}),
+        (np.linalg, "tensordot", linalg_tensordot, (A, (3, 2)), {}),
+        (np.linalg, "vecdot", linalg_vecdot, (A, B), {}),
+        (np.linalg, "matrix_transpose", linalg_matrix_transpose, ((2, 1, 3),), {}),
+        (np.linalg, "cross", linalg_cross, ((3, 2), (3, 1)), {"domain": real}),
+        (np.linalg, "matrix_norm", linalg_matrix_norm, ((2, 2, 3),), {}),
+        (np.linalg, "vector_norm", linalg_vector_norm, ((2, 3, 2),), {}),
+        (np.linalg, "svdvals", linalg_svdvals, ((2, 3, 2),), {"domain": well_conditioned}),
+    ]
+    samples = []
+    for module, name, program, shapes, options in table:
+        function = getattr(module, name, None)
+        if function is not None and not (module is np and function is np.vstack):
+            samples.append(Sample(function, program, *shapes, **options))
+    return samples
+
+
+ARRAY_API_SAMPLES = _array_api_samples()
+
+
 SAMPLES = [
     S(np.fmod, lambda x, y: np.fmod(x, y), A, B, domain=(positive, _bigger)),
     S(np.mod, lambda x, y: np.mod(x, y), A, B, domain=(positive, _bigger)),
@@ -271,6 +382,7 @@ SAMPLES = [
     S(np.vsplit, lambda x: np.vsplit(x, 2)[0], (4, 2)),
     S(np.vstack, lambda x, y: np.vstack([x, y]), A, B),
     S(np.where, lambda x, y: np.where(x > 1.2, x, y), A, B),
+    *ARRAY_API_SAMPLES,
     # numpy.linalg
     S(np.linalg.cholesky, lambda a: np.linalg.cholesky(a @ np.conj(a.T) + I3), (3, 3)),
     S(np.linalg.det, lambda a: np.linalg.det(a), (2, 3, 3), domain=well_conditioned),
