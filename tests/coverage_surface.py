@@ -113,7 +113,7 @@ _GROUPS = {
         "histogram histogram2d histogramdd"
     ),
     "window functions and grids of a length: write the formula with np.cos / np.arange": _names(
-        "bartlett blackman hamming hanning kaiser geomspace logspace fromfunction"
+        "bartlett blackman hamming hanning kaiser fromfunction"
     ),
     "takes a Python function or writes into its argument; write the loop or the update "
     "with indexing instead": _names(
@@ -123,14 +123,14 @@ _GROUPS = {
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
     "np.broadcast_to": _names(
         """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
-        bmat block broadcast_arrays choose delete insert resize diagflat ediff1d
-        real_if_close"""
+        bmat block broadcast_arrays choose insert real_if_close"""
     ),
     "no rule yet: multiply the matrices with np.matmul (@) in the order you want": _names(
         "linalg.multi_dot"
     ),
-    "no rule yet: frexp, modf and divmod give two results, copysign a sign; i0 is "
-    "scipy.special.i0, which has one": _names("frexp modf divmod copysign i0"),
+    "no rule yet: frexp and divmod give two results; i0 is scipy.special.i0, which has one": _names(
+        "frexp divmod i0"
+    ),
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"
     ),

@@ -527,9 +527,9 @@ TESTED_BY_NAME = {
     "asarray",
     "svd",
     "getattr",  # tests/test_model_objects.py: a dataclass holding complex arrays
-    # NumPy 2's array-API names: tests/test_coverage.py's samples, in complex128 to second order
+    # tests/test_coverage.py's samples, in complex128 to second order
     "row_stack", "diagonal", "matrix_transpose", "matvec", "matrix_norm", "vector_norm",
-    "unstack", "cumulative_sum", "cumulative_prod",
+    "unstack", "cumulative_sum", "cumulative_prod", "diagflat", "resize", "delete", "ediff1d",
 }  # fmt: skip
 
 
