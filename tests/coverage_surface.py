@@ -125,9 +125,6 @@ _GROUPS = {
         """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
         bmat block broadcast_arrays choose insert real_if_close"""
     ),
-    "no rule yet: multiply the matrices with np.matmul (@) in the order you want": _names(
-        "linalg.multi_dot"
-    ),
     "no rule yet: frexp and divmod give two results; i0 is scipy.special.i0, which has one": _names(
         "frexp divmod i0"
     ),

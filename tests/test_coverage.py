@@ -401,6 +401,7 @@ SAMPLES = [
     S(np.linalg.eigvalsh, lambda a: np.linalg.eigvalsh(a + np.conj(a.T)), (3, 3), domain=spd),
     S(np.linalg.inv, lambda a: np.linalg.inv(a), (3, 3), domain=well_conditioned),
     S(np.linalg.lstsq, lambda a, b: np.linalg.lstsq(a, b)[0], (4, 2), (4,), domain=WR),
+    S(np.linalg.multi_dot, lambda x, y, z: np.linalg.multi_dot([x, y, z]), B, (3, 2), (2, 4)),
     S(np.linalg.matrix_power, lambda a: np.linalg.matrix_power(a, 3), (3, 3), domain=W),
     S(np.linalg.norm, lambda x: np.linalg.norm(x, axis=1), A),
     S(np.linalg.pinv, lambda a: np.linalg.pinv(a), (3, 2), domain=well_conditioned),

@@ -1,6 +1,6 @@
 """Derivative rules for NumPy functions that rebuild arrays from others, and two ufuncs:
 ``np.diagflat``, ``np.ediff1d``, ``np.resize``, ``np.delete``, ``np.geomspace``,
-``np.logspace``, ``np.copysign`` and ``np.modf``.
+``np.logspace``, ``np.linalg.multi_dot``, ``np.copysign`` and ``np.modf``.
 
 * ``diagflat(v, k)`` puts the flattened ``v`` on a diagonal; ``resize`` repeats the
   flattened input cyclically (the cotangents of the copies add up); ``delete`` takes the
@@ -196,6 +196,58 @@ def _logspace_jvp(t, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=N
         exponents = np.linspace(start, stop, num, endpoint=endpoint, axis=axis)
         from_base = _as_used(t, axis) * ans * exponents / used
     return from_start, from_stop, None, None, from_base
+
+
+# ---------------------------------------------------------------------------------------
+# np.linalg.multi_dot: a chain of matrix products (a 1-D first factor is a row, a 1-D last
+# one a column). Factor i's cotangent is (the product before it)^T g (the product after)^T.
+
+
+def _chain(factors):
+    if len(factors) == 1:
+        return factors[0]
+    return np.linalg.multi_dot(factors)
+
+
+def _as_matrices(arrays):
+    count = len(arrays)
+    return [
+        np.reshape(a, (1, -1))
+        if i == 0 and np.ndim(a) == 1
+        else (np.reshape(a, (-1, 1)) if i == count - 1 and np.ndim(a) == 1 else a)
+        for i, a in enumerate(arrays)
+    ]
+
+
+def _factor_cotangent(g, factors, index):
+    cotangent = g
+    if index + 1 < len(factors):
+        cotangent = np.matmul(cotangent, np.swapaxes(_chain(factors[index + 1 :]), 0, 1))
+    if index > 0:
+        cotangent = np.matmul(np.swapaxes(_chain(factors[:index]), 0, 1), cotangent)
+    return cotangent
+
+
+@vjp_rule(np.linalg.multi_dot, inline=False)
+def _multi_dot(g, ans, arrays, *, out=None):
+    factors = _as_matrices(arrays)
+    square = np.reshape(g, (np.shape(factors[0])[0], np.shape(factors[-1])[1]))
+    return [  # one cotangent for the list of factors: a list
+        np.reshape(_factor_cotangent(square, factors, i), np.shape(arrays[i]))
+        for i in range(len(arrays))
+    ]
+
+
+@jvp_rule(np.linalg.multi_dot, inline=False)
+def _multi_dot_jvp(t, ans, arrays, *, out=None):
+    terms = [
+        np.linalg.multi_dot(list(arrays[:i]) + [t[i]] + list(arrays[i + 1 :]))
+        for i in range(len(arrays))
+    ]
+    return sum(terms)
+
+
+complex_ready(np.linalg.multi_dot)
 
 
 # ---------------------------------------------------------------------------------------
