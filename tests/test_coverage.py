@@ -301,6 +301,7 @@ SAMPLES = [
     S(np.diff, lambda x: np.diff(x, axis=0), (4, 2)),
     S(np.diagflat, lambda x: np.diagflat(x, -1), (2, 2)),
     S(np.delete, lambda x: np.delete(x, [0, 2], axis=1), A),
+    S(np.insert, lambda x, v: np.insert(x, [1, 3], v, axis=1), A, (2, 1)),
     S(np.ediff1d, lambda x, e, b: np.ediff1d(x, to_end=e, to_begin=b), A, (2,), (1,)),
     S(np.resize, lambda x: np.resize(x, (3, 4)), (5,)),
     S(np.geomspace, lambda a, b: np.geomspace(a, b, 4, axis=-1), (2, 1), B),

@@ -1,10 +1,11 @@
 """Derivative rules for NumPy functions that rebuild arrays from others, and two ufuncs:
-``np.diagflat``, ``np.ediff1d``, ``np.resize``, ``np.delete``, ``np.geomspace``,
+``np.diagflat``, ``np.ediff1d``, ``np.resize``, ``np.delete``, ``np.insert``, ``np.geomspace``,
 ``np.logspace``, ``np.linalg.multi_dot``, ``np.copysign`` and ``np.modf``.
 
 * ``diagflat(v, k)`` puts the flattened ``v`` on a diagonal; ``resize`` repeats the
   flattened input cyclically (the cotangents of the copies add up); ``delete`` takes the
-  entries it keeps (``np.take`` of the kept positions); ``ediff1d`` is the differences of
+  entries it keeps (``np.take`` of the kept positions) and ``insert`` adds ``values``
+  (broadcast as NumPy does), both differentiated; ``ediff1d`` is the differences of
   the flattened input between ``to_begin`` and ``to_end``, all three differentiated.
 * ``geomspace(a, b)[i] = a * (b / a) ** w[i]`` and ``logspace(a, b)[i] = base ** (a + (b - a)
   * w[i])`` with ``w = np.linspace(0, 1, num, endpoint)``, in ``start``, ``stop`` and
@@ -20,7 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from s2sgrad.rules.registry import complex_ready, jvp_rule, vjp_rule, zero_by_design
+from s2sgrad.rules.registry import (
+    complex_ready,
+    jvp_rule,
+    nondifferentiable,
+    vjp_rule,
+    zero_by_design,
+)
 from s2sgrad.runtime import unbroadcast, untake
 
 # ---------------------------------------------------------------------------------------
@@ -63,6 +70,54 @@ def _delete(g, ans, arr, obj, axis=None):
 @jvp_rule(np.delete)
 def _delete_jvp(t, ans, arr, obj, axis=None):
     return np.delete(t, obj, axis=axis)
+
+
+# np.insert: each entry of the result is an entry of arr or of values (broadcast as NumPy
+# does); inserting the entries' own positions, with the same call, says which.
+
+
+def insert_sources(arr, obj, values, axis=None) -> tuple:
+    """For ``np.insert(arr, obj, values, axis)``: two integer arrays shaped like its result,
+    the position in ``np.ravel(arr)`` and in ``np.ravel(values)`` each entry comes from
+    (``-1`` where it comes from the other).
+
+    Example::
+
+        insert_sources(np.zeros(3), 1, 5.0)  # (array([0, -1, 1, 2]), array([-1, 0, -1, -1]))
+    """
+    shape_of_values = np.shape(values)
+    from_arr = np.reshape(np.arange(np.size(arr)), np.shape(arr))
+    from_values = np.reshape(np.arange(int(np.prod(shape_of_values))), shape_of_values)
+    return (
+        np.insert(from_arr, obj, np.full(shape_of_values, -1), axis),
+        np.insert(np.full(np.shape(arr), -1), obj, from_values, axis),
+    )
+
+
+nondifferentiable(insert_sources)
+
+
+@vjp_rule(np.insert, inline=False)
+def _insert(g, ans, arr, obj, values, axis=None):
+    sources = insert_sources(arr, obj, values, axis)
+    flat = np.ravel(g)
+    of_arr = np.flatnonzero(np.ravel(sources[0]) >= 0)
+    of_values = np.flatnonzero(np.ravel(sources[1]) >= 0)
+    g_arr = untake(flat[of_arr], np.ravel(arr), np.ravel(sources[0])[of_arr])
+    g_values = untake(flat[of_values], np.ravel(values), np.ravel(sources[1])[of_values])
+    return np.reshape(g_arr, np.shape(arr)), None, np.reshape(g_values, np.shape(values))
+
+
+@jvp_rule(np.insert, inline=False)
+def _insert_jvp(t, ans, arr, obj, values, axis=None):
+    # forward mode calls this once per differentiated argument, with that argument's
+    # tangent: an entry is computed only for a tangent of its argument's shape
+    from_arr = from_values = None
+    if np.shape(t) == np.shape(arr):
+        from_arr = np.insert(t, obj, np.zeros(np.shape(values), np.result_type(t)), axis)
+    if np.shape(t) == np.shape(values):
+        from_values = np.insert(np.zeros(np.shape(arr), np.result_type(t)), obj, t, axis)
+    return from_arr, None, from_values
 
 
 # ediff1d: [*to_begin, *diff(ravel(ary)), *to_end]; d = a[1:] - a[:-1] has the adjoint
@@ -108,7 +163,7 @@ def _ediff1d_jvp(t, ans, ary, to_end=None, to_begin=None):
     return from_ary, from_end, from_begin
 
 
-complex_ready(np.diagflat, np.resize, np.delete, np.ediff1d)
+complex_ready(np.diagflat, np.resize, np.delete, np.insert, np.ediff1d)
 
 
 # ---------------------------------------------------------------------------------------
