@@ -12,8 +12,6 @@ from __future__ import annotations
 import inspect
 import sys
 
-import numpy as np
-
 MODULES = ("numpy", "numpy.linalg", "numpy.fft")
 SCIPY_MODULES = ("scipy.special",)
 DISTRIBUTIONS = (
@@ -115,7 +113,7 @@ _GROUPS = {
         "histogram histogram2d histogramdd"
     ),
     "window functions and grids of a length: write the formula with np.cos / np.arange": _names(
-        "bartlett blackman hamming hanning kaiser geomspace logspace fromfunction"
+        "bartlett blackman hamming hanning kaiser fromfunction"
     ),
     "takes a Python function or writes into its argument; write the loop or the update "
     "with indexing instead": _names(
@@ -125,23 +123,11 @@ _GROUPS = {
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
     "np.broadcast_to": _names(
         """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
-        bmat block broadcast_arrays choose delete insert resize diagflat unstack
-        matrix_transpose linalg.matrix_transpose ediff1d row_stack real_if_close"""
+        bmat block broadcast_arrays choose real_if_close"""
     ),
-    "no rule yet: use the equivalent function that has one (np.matmul, np.tensordot, "
-    "np.trace, np.diagonal, np.cross, np.outer, np.linalg.norm, np.linalg.svd, np.cumsum, "
-    "np.cumprod)": _names(
-        """linalg.matmul linalg.tensordot linalg.trace linalg.diagonal linalg.cross
-        linalg.outer linalg.vecdot linalg.vector_norm linalg.matrix_norm linalg.svdvals
-        linalg.multi_dot vecdot matvec vecmat cumulative_sum cumulative_prod"""
+    "no rule yet: frexp and divmod give two results; i0 is scipy.special.i0, which has one": _names(
+        "frexp divmod i0"
     ),
-    "no rule yet: the NaN-ignoring forms of max, min, std, var, prod, cumsum, cumprod, "
-    "median, percentile and quantile; select the finite values with np.where first": _names(
-        """nanmax nanmin nanstd nanvar nanprod nancumsum nancumprod nanmedian
-        nanpercentile nanquantile"""
-    ),
-    "no rule yet: frexp, modf and divmod give two results, copysign a sign; i0 is "
-    "scipy.special.i0, which has one": _names("frexp modf divmod copysign i0"),
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"
     ),
@@ -165,11 +151,6 @@ _GROUPS = {
         singlecomplex sometrue source string_ unicode_ who"""
     ),
 }
-
-if getattr(np, "row_stack", None) is np.vstack:  # NumPy 1.x: the same function, with a rule
-    for _names_of_a_reason in _GROUPS.values():
-        if "row_stack" in _names_of_a_reason:
-            _names_of_a_reason.remove("row_stack")
 
 
 def refused_numpy() -> dict:

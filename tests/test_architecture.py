@@ -51,6 +51,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.eig",
             "s2sgrad.rules.fft",
             "s2sgrad.rules.complex",
+            "s2sgrad.rules.nan_reductions",
+            "s2sgrad.rules.array_api",
+            "s2sgrad.rules.more_numpy",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_stats",

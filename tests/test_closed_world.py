@@ -23,6 +23,8 @@ from oracle import assert_close, call_twice, directional_derivative, numeric_gra
 
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.rules.more_numpy import insert_sources
+from s2sgrad.rules.nan_reductions import nan_quantile_cells
 from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
@@ -307,6 +309,13 @@ PROOFS = {
         (_floats(3), np.array([-1.0, 1.0]), 0.5, 2.0),
     ],
     scientific.polyfit_degree: [(2,)],
+    # where np.insert's result comes from: integer positions
+    insert_sources: [(_floats(2, 3), 1, _floats(2), 1), (_floats(4), [0, 2], 0.5)],
+    # np.nanquantile's cells: ranks among the numbers of each slice, and where q falls
+    nan_quantile_cells: [
+        (np.where(_floats(3, 4) > 0.5, np.nan, _floats(3, 4)), np.array([0.25, 0.7])),
+        (np.array([0.3, np.nan, -1.2, 2.0]), 0.4),
+    ],
     scientific.cov_row_count: [(_floats(5, 2), False)],
     scientific.cov_divisor: [(_floats(2, 5),), (_floats(2, 5), True), (_floats(2, 5), False, 2)],
     ufunc_methods.outer_shape: [(_floats(3), _floats(2, 4))],

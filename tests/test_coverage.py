@@ -135,6 +135,12 @@ XP = np.array([0.0, 1.0, 2.0, 3.0])
 MASK = np.array([True, False, True])
 IDX = np.array([2, 0, 2])
 BINS = np.array([0, 2, 2, 1, 0, 2])  # bin 3 empty, bin 4 only from minlength
+KEEP = np.ones((3, 4), bool)  # NaN in the others (two in column 1, two in row 2)
+KEEP[0, 1] = KEEP[2, 1] = KEEP[2, 3] = False
+
+
+def holes(x):
+    return np.where(KEEP, x, np.nan)
 
 
 # fmt: off
@@ -142,6 +148,117 @@ def _if_present(name: str, make) -> list:
     """``[make()]`` where the installed NumPy has ``np.<name>`` (NumPy 2 added some of the
     functions sampled here, and took ``np.trapz`` away), else ``[]``."""
     return [make()] if name in dir(np) else []
+
+
+# NumPy 2's array-API names, sampled where the installed NumPy has them (NumPy 1.x's
+# np.row_stack is np.vstack itself, sampled below)
+def row_stack(x, y):
+    return np.row_stack([x, y])
+
+
+def vecdot(x, y):
+    return np.vecdot(x, y, axis=0)
+
+
+def matvec(x, y):
+    return np.matvec(x, y)
+
+
+def vecmat(x, y):
+    return np.vecmat(x, y)
+
+
+def matrix_transpose(x):
+    return np.matrix_transpose(x)
+
+
+def unstack(x):
+    return np.unstack(x, axis=1)[2]
+
+
+def cumulative_sum(x):
+    return np.cumulative_sum(x, axis=1, include_initial=True)
+
+
+def cumulative_prod(x):
+    return np.cumulative_prod(x)
+
+
+def linalg_matmul(x, y):
+    return np.linalg.matmul(x, y)
+
+
+def linalg_outer(x, y):
+    return np.linalg.outer(x, y)
+
+
+def linalg_trace(x):
+    return np.linalg.trace(x, offset=1)
+
+
+def linalg_diagonal(x):
+    return np.linalg.diagonal(x)
+
+
+def linalg_tensordot(x, y):
+    return np.linalg.tensordot(x, y, axes=1)
+
+
+def linalg_vecdot(x, y):
+    return np.linalg.vecdot(x, y)
+
+
+def linalg_matrix_transpose(x):
+    return np.linalg.matrix_transpose(x)
+
+
+def linalg_cross(x, y):
+    return np.linalg.cross(x, y, axis=0)
+
+
+def linalg_matrix_norm(x):
+    return np.linalg.matrix_norm(x)
+
+
+def linalg_vector_norm(x):
+    return np.linalg.vector_norm(x, axis=(0, 2))
+
+
+def linalg_svdvals(x):
+    return np.linalg.svdvals(x)
+
+
+def _array_api_samples() -> list:
+    table = [
+        (np, "row_stack", row_stack, (A, B), {}),
+        (np, "vecdot", vecdot, (A, (2, 1)), {}),
+        (np, "matvec", matvec, ((2, 2, 3), B), {}),
+        (np, "vecmat", vecmat, ((2, 3), (3, 2)), {}),
+        (np, "matrix_transpose", matrix_transpose, (A,), {}),
+        (np, "unstack", unstack, (A,), {}),
+        (np, "cumulative_sum", cumulative_sum, (A,), {}),
+        (np, "cumulative_prod", cumulative_prod, ((4,),), {}),
+        (np.linalg, "matmul", linalg_matmul, ((2, 2, 3), (3, 2)), {"domain": real}),
+        (np.linalg, "outer", linalg_outer, (B, (2,)), {}),
+        (np.linalg, "trace", linalg_trace, ((2, 3, 4),), {}),
+        (np.linalg, "diagonal", linalg_diagonal, ((2, 3, 2),), {}),
+        (np.linalg, "tensordot", linalg_tensordot, (A, (3, 2)), {}),
+        (np.linalg, "vecdot", linalg_vecdot, (A, B), {}),
+        (np.linalg, "matrix_transpose", linalg_matrix_transpose, ((2, 1, 3),), {}),
+        (np.linalg, "cross", linalg_cross, ((3, 2), (3, 1)), {"domain": real}),
+        (np.linalg, "matrix_norm", linalg_matrix_norm, ((2, 2, 3),), {}),
+        (np.linalg, "vector_norm", linalg_vector_norm, ((2, 3, 2),), {}),
+        (np.linalg, "svdvals", linalg_svdvals, ((2, 3, 2),), {"domain": well_conditioned}),
+    ]
+    samples = []
+    for module, name, program, shapes, options in table:
+        function = getattr(module, name, None)
+        if function is not None and not (module is np and function is np.vstack):
+            samples.append(Sample(function, program, *shapes, **options))
+    return samples
+
+
+ARRAY_API_SAMPLES = _array_api_samples()
 
 
 SAMPLES = [
@@ -182,6 +299,16 @@ SAMPLES = [
     S(np.diag, lambda x: np.diag(x), B),
     S(np.diagonal, lambda x: np.diagonal(x, 1), (3, 3)),
     S(np.diff, lambda x: np.diff(x, axis=0), (4, 2)),
+    S(np.diagflat, lambda x: np.diagflat(x, -1), (2, 2)),
+    S(np.delete, lambda x: np.delete(x, [0, 2], axis=1), A),
+    S(np.insert, lambda x, v: np.insert(x, [1, 3], v, axis=1), A, (2, 1)),
+    S(np.ediff1d, lambda x, e, b: np.ediff1d(x, to_end=e, to_begin=b), A, (2,), (1,)),
+    S(np.resize, lambda x: np.resize(x, (3, 4)), (5,)),
+    S(np.geomspace, lambda a, b: np.geomspace(a, b, 4, axis=-1), (2, 1), B),
+    S(np.logspace, lambda a, b, c: np.logspace(a, b, 5, base=c), B, (1,), (1,),
+      domain=(real, real, above_one)),
+    S(np.copysign, lambda x, y: np.copysign(x, y), A, B, domain=real),
+    S(np.modf, lambda x: np.modf(x)[0] * 2.0, A, domain=real),
     S(np.dot, lambda x, y: np.dot(x, y), A, B),
     S(np.dsplit, lambda x: np.dsplit(x, 2)[1], (1, 2, 4)),
     S(np.dstack, lambda x, y: np.dstack([x, y]), A, A),
@@ -207,6 +334,19 @@ SAMPLES = [
     S(np.nan_to_num, lambda x: np.nan_to_num(x), A),
     S(np.nanmean, lambda x: np.nanmean(x, axis=0), A),
     S(np.nansum, lambda x: np.nansum(x, axis=1), A),
+    # NaN-ignoring reductions: NaN where KEEP is False
+    S(np.nanmax, lambda x: np.nanmax(holes(x), axis=0), (3, 4), domain=real),
+    S(np.nanmin, lambda x: np.nanmin(holes(x), axis=1, keepdims=True), (3, 4), domain=real),
+    S(np.nanprod, lambda x: np.nanprod(holes(x), axis=(0, 1)), (3, 4)),
+    S(np.nanvar, lambda x: np.nanvar(holes(x), axis=1, ddof=1), (3, 4), domain=real),
+    S(np.nanstd, lambda x: np.nanstd(holes(x), axis=0, keepdims=True), (3, 4), domain=real),
+    S(np.nancumsum, lambda x: np.nancumsum(holes(x), axis=1), (3, 4), domain=real),
+    S(np.nancumprod, lambda x: np.nancumprod(holes(x)), (3, 4), domain=real),
+    S(np.nanmedian, lambda x: np.nanmedian(holes(x), axis=1), (3, 4), domain=real),
+    S(np.nanquantile, lambda x: np.nanquantile(holes(x), [0.3, 0.8], axis=0), (3, 4),
+      domain=real),
+    S(np.nanpercentile, lambda x: np.nanpercentile(holes(x), 40.0, axis=1), (3, 4),
+      domain=real),
     S(np.outer, lambda x, y: np.outer(x, y), B, (2,)),
     S(np.pad, lambda x: np.pad(x, ((1, 0), (0, 2))), A),
     S(np.partition, lambda x: np.partition(x, 2), (5,), domain=real),
@@ -252,6 +392,7 @@ SAMPLES = [
     S(np.vsplit, lambda x: np.vsplit(x, 2)[0], (4, 2)),
     S(np.vstack, lambda x, y: np.vstack([x, y]), A, B),
     S(np.where, lambda x, y: np.where(x > 1.2, x, y), A, B),
+    *ARRAY_API_SAMPLES,
     # numpy.linalg
     S(np.linalg.cholesky, lambda a: np.linalg.cholesky(a @ np.conj(a.T) + I3), (3, 3)),
     S(np.linalg.det, lambda a: np.linalg.det(a), (2, 3, 3), domain=well_conditioned),
@@ -261,6 +402,7 @@ SAMPLES = [
     S(np.linalg.eigvalsh, lambda a: np.linalg.eigvalsh(a + np.conj(a.T)), (3, 3), domain=spd),
     S(np.linalg.inv, lambda a: np.linalg.inv(a), (3, 3), domain=well_conditioned),
     S(np.linalg.lstsq, lambda a, b: np.linalg.lstsq(a, b)[0], (4, 2), (4,), domain=WR),
+    S(np.linalg.multi_dot, lambda x, y, z: np.linalg.multi_dot([x, y, z]), B, (3, 2), (2, 4)),
     S(np.linalg.matrix_power, lambda a: np.linalg.matrix_power(a, 3), (3, 3), domain=W),
     S(np.linalg.norm, lambda x: np.linalg.norm(x, axis=1), A),
     S(np.linalg.pinv, lambda a: np.linalg.pinv(a), (3, 2), domain=well_conditioned),

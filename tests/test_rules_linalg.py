@@ -415,6 +415,9 @@ def test_eigh_cotangent_is_symmetric():
 
 TESTED = {c.values[0] for c in CASES} | {np.linalg.slogdet, np.linalg.cholesky, np.linalg.eigh}
 TESTED |= {np.linalg.eigvalsh, np.linalg.svd, np.linalg.qr}
+# NumPy 2's np.linalg.matmul, outer and tensordot share these rules (rules/array_api.py):
+# each is tested in test_rules_array_api.py and test_coverage.py
+TESTED |= {getattr(np.linalg, n) for n in ("matmul", "outer", "tensordot") if hasattr(np.linalg, n)}
 
 
 def test_every_rule_is_tested():

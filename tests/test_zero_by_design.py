@@ -33,6 +33,10 @@ PROOFS = {
     (np.heaviside, 0): (RNG.uniform(0.5, 2.0, 4) * RNG.choice([-1.0, 1.0], 4), 0.5),
     (np.heaviside.outer, 0): (RNG.uniform(0.5, 2.0, 3) * RNG.choice([-1.0, 1.0], 3), RNG.random(2)),
     (np.nextafter, 1): (RNG.standard_normal(4), RNG.standard_normal(4) + 10.0),
+    (np.copysign, 1): (
+        RNG.standard_normal(4),
+        RNG.uniform(0.5, 2.0, 4) * RNG.choice([-1.0, 1.0], 4),
+    ),
     (np.nextafter.outer, 1): (RNG.standard_normal(3), RNG.standard_normal(2) + 10.0),
     (np.linalg.pinv, 1): (FULL_RANK, 1e-10),
     (np.linalg.lstsq, 2): (FULL_RANK, RNG.standard_normal(4), 1e-10),
