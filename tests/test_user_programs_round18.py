@@ -429,3 +429,19 @@ def test_entries_made_anew_by_a_comprehension_are_updated_in_place():
     in every mode, taken to change ``ws``; and ``[0.0] * n`` holds numbers."""
     ws = [R.normal(size=2), R.normal(size=3)]
     assert_gradient_in_every_mode(accumulated_gradients, [ws, R.normal(size=3)])
+
+
+def _two_results_used_twice(x):
+    return np.sum(np.modf(x)[0] * 2.0 + np.modf(x)[1] ** 2 + np.sin(np.modf(x)[0]))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_second_order_through_a_two_result_function_read_twice(mode):
+    """``np.modf(x)`` is computed once and read twice: the second-order code added the two
+    tuple cotangents of its result with ``+``, which joins tuples (a TypeError in s2s; in
+    other shapes it could have dropped a part). A name bound to a function returning
+    several arrays adds its cotangents entry by entry (``reverse/facts._returns_several``)."""
+    x = np.array([[0.3, 1.7, 0.2], [-0.4, 2.2, 0.1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sg.check_grads(_two_results_used_twice, x, order=2, mode=mode)

@@ -342,6 +342,37 @@ def _parameter_holding(statement, parameters, operations) -> str | None:
     return None
 
 
+# NumPy functions returning a tuple or list of arrays: a name bound to one's result whose
+# cotangent gathers several parts (saved twice, read by entries) adds them entry by entry
+_SEVERAL_RESULTS = frozenset(
+    id(f)
+    for f in (
+        np.linalg.eig,
+        np.linalg.eigh,
+        np.linalg.svd,
+        np.linalg.slogdet,
+        np.linalg.qr,
+        np.linalg.lstsq,
+        np.split,
+        np.array_split,
+        np.hsplit,
+        np.vsplit,
+        np.dsplit,
+        np.meshgrid,
+        np.broadcast_arrays,
+        np.histogram,
+        getattr(np, "unstack", None),
+    )
+    if f is not None
+)
+
+
+def _returns_several(primitive) -> bool:
+    if isinstance(primitive, np.ufunc):
+        return primitive.nout > 1  # np.modf, np.frexp, np.divmod
+    return id(primitive) in _SEVERAL_RESULTS
+
+
 def _structured_value(statement, structured, arrays, operations) -> bool:
     value = statement.value
     if isinstance(value, (gast.List, gast.Tuple, gast.Dict)):
@@ -352,6 +383,8 @@ def _structured_value(statement, structured, arrays, operations) -> bool:
         return isinstance(value.value, gast.Name) and value.value.id in structured
     if isinstance(value, gast.Call):
         operation = operations.of(statement)
+        if _returns_several(operation.primitive):  # np.modf(x): two arrays
+            return True
         if id(operation.primitive) not in _STRUCTURED_RESULTS:
             return False
         argument = operation.args[0] if operation.args else None
