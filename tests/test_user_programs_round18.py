@@ -33,6 +33,7 @@ import pytest
 from oracle import assert_close, assert_gradient_in_every_mode, numeric_grad, numeric_jvp
 
 import s2sgrad as sg
+from s2sgrad.rules import registry
 
 R = np.random.default_rng(1118)
 
@@ -445,3 +446,24 @@ def test_second_order_through_a_two_result_function_read_twice(mode):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sg.check_grads(_two_results_used_twice, x, order=2, mode=mode)
+
+
+def _scaled(x, s):
+    return x * s
+
+
+@registry.vjp_rule(_scaled, inline=False)
+def _scaled_vjp(g, ans, x, s):
+    return g * s, None  # no derivative in s: refused when s is differentiated
+
+
+def _uses_scaled(x, s):
+    return np.sum(_scaled(x, s))
+
+
+def test_a_called_rules_missing_entry_is_refused_not_a_silent_zero():
+    """A rule called rather than inlined (``inline=False``) whose VJP gives ``None`` for a
+    value being differentiated gave a zero in s2s; it is refused, as an inlined rule's is."""
+    with pytest.raises(sg.UnsupportedError, match=r"test_user_programs_round18.py:\d+.*'s'"):
+        sg.grad(_uses_scaled, wrt=1, mode="s2s")(np.ones(3), 2.0)
+    assert_close(sg.grad(_uses_scaled, wrt=0, mode="s2s")(np.ones(3), 2.0), np.full(3, 2.0))

@@ -23,6 +23,7 @@ from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import basic_index
 from s2sgrad.compiler.syntax import assign, call, child_fields, clone, constant, load, walk
 from s2sgrad.errors import NonDifferentiableError
+from s2sgrad.rules.registry import silent_zero_positions
 
 __all__ = ["RuleAdjoints", "rule_label"]
 
@@ -101,6 +102,10 @@ class RuleAdjoints:
         self.applied.append(label)
         block: list[gast.stmt] = []
         if inlined is None:
+            # a called rule's None is a zero nobody sees: refused where no declaration
+            # says it is right, as for an inlined rule's missing entry
+            for index in sorted(wanted & silent_zero_positions(operation.primitive, rule)):
+                refuse_missing_entry(operation, index, self.parsed, statement)
             primitive_name = self.namespace.bind(
                 _primitive_name(operation.primitive), operation.primitive
             )
