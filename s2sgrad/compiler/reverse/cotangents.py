@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.annotations import KEEP_NAME, annotate
+from s2sgrad.compiler.annotations import KEEP_NAME
 from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.nodes import added, name_load
 from s2sgrad.compiler.syntax import assign, call, clone, constant, load, store
 
 __all__ = ["Cotangents"]
@@ -40,9 +41,10 @@ class Cotangents:
         self.counters: set[str] = set()
 
     def adjoint(self, variable: str) -> str:
-        if variable not in self.adjoint_names:
-            self.adjoint_names[variable] = self.names.adjoint(variable)
-        return self.adjoint_names[variable]
+        name = self.adjoint_names.get(variable)
+        if name is None:
+            name = self.adjoint_names[variable] = self.names.adjoint(variable)
+        return name
 
     def contribute(self, variable: str, value: gast.expr, like: gast.AST) -> list[gast.stmt]:
         name = self.adjoint(variable)
@@ -52,14 +54,13 @@ class Cotangents:
             if isinstance(value, gast.Name):
                 self.owned.discard(value.id)
             first = _assign_at(name, value, like)
-            annotate(
-                first, KEEP_NAME, variable in self.context.user_names
-            )  # d<variable> stays visible
+            # d<variable> stays visible (annotate's KEEP_NAME, set without its check)
+            first.__dict__[KEEP_NAME] = variable in self.context.user_names
             return [first]
         if variable in self.context.structured:  # + of two cotangents must stay differentiable
-            total = call(self.helper("add_cotangents"), [load(name), value])
+            total: gast.expr = call(self.helper("add_cotangents"), [name_load(name), value])
         else:
-            total = gast.BinOp(left=load(name), op=gast.Add(), right=value)
+            total = added(name_load(name), value)
             self.owned.add(name)
         return [_assign_at(name, total, like)]
 

@@ -148,6 +148,8 @@ class ForwardSweep:
     def forward_statement(
         self, statement: gast.stmt, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
+        if type(statement) is gast.Assign:  # the commonest first
+            return self.forward_assign(statement, in_loop, steps)
         if isinstance(statement, gast.If):
             step = Step(statement, StepKind.BRANCH)
             statement.body = self.forward_block(statement.body, in_loop, step.body) or [gast.Pass()]
@@ -174,6 +176,14 @@ class ForwardSweep:
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
         target = statement.targets[0]
+        if type(target) is not gast.Name:
+            return self.forward_store(statement, target, in_loop, steps)
+        return self.forward_binding(statement, target, in_loop, steps)
+
+    def forward_store(
+        self, statement: gast.Assign, target: gast.expr, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
+        """``obj.name = v``, ``y[i] = v``, ``a.b[i] = v``; ``a, b = v`` goes on to bind."""
         if is_object_store(target):
             return self.forward_object_store(statement, steps)
         if isinstance(target, gast.Attribute) or (
@@ -198,12 +208,19 @@ class ForwardSweep:
             # t[:] = 0.5 leaves dz's rule reading t), and unread saves are dropped
             save = self.saves.new_save(step, target.value.id, "item", index=clone(target.slice))
             return [self.saves.save_marker(save), statement]
+        return self.forward_binding(statement, target, in_loop, steps)
+
+    def forward_binding(
+        self, statement: gast.Assign, target: gast.expr, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
+        """``y = v`` or ``a, b = v``: an ``ASSIGN`` step, how its value is pulled back."""
         step = Step(statement, StepKind.ASSIGN, target=target)
-        targets = target_names(target)
+        targets = [target.id] if type(target) is gast.Name else target_names(target)
         if self.stored_state is not None:
             self.stored_state.refuse_read(statement)
             self.stored_state.refuse_repeated_call(statement, in_loop)
-        if any(self.active(t) for t in targets):
+        active = self.active
+        if any(active(t) for t in targets):
             step.operation = self.context.operations.of(statement)
             self.choose_derivative(step)
         steps.append(step)
@@ -214,7 +231,7 @@ class ForwardSweep:
         for name in targets:
             if self.overwritten(name):
                 result.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
-        operation = self.context.operations.of(statement)
+        operation = step.operation or self.context.operations.of(statement)
         if operation.kind is OperationKind.LIST_POP and len(targets) == 1:
             owner = operation.args[0].id
             if self.active(owner) or owner in self.activity.varied:  # the list changes
