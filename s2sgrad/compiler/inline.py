@@ -38,7 +38,7 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.compiler.template_builders import compile_template
 
-__all__ = ["Inlined", "inline_rule", "has_plan", "Namespace", "is_literal_node"]
+__all__ = ["Inlined", "inline_rule", "rule_plan", "has_plan", "Namespace", "is_literal_node"]
 
 
 @dataclass
@@ -259,6 +259,19 @@ def has_plan(rule, count: int) -> bool:
     """
     parsed = _parse_rule(rule)
     return parsed is not None and _plan(rule, parsed, count) is not None
+
+
+def rule_plan(rule, count: int) -> _Plan | None:
+    """The plan :func:`inline_rule` inlines ``rule`` by at a call of ``count`` positional
+    arguments without keywords or starred ones, or None where it takes its general path
+    or cannot inline the rule.
+
+    Example::
+
+        rule_plan(get_rule(np.sin).vjp, 1).inline(load("dy"), load("y"), [load("t1")], {0}, space)
+    """
+    parsed = _parse_rule(rule)
+    return None if parsed is None else _plan(rule, parsed, count)
 
 
 def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:

@@ -152,6 +152,12 @@ def write_counts(statements) -> Counter:
             counts.update(names_written(header))
             counts.update(write_counts(statement.body))
             counts.update(write_counts(statement.orelse))
+        elif type(statement) is gast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is gast.Name and writes_nothing(statement.value):
+                counts[target.id] += 1  # written_by's one name, counted without a set
+            else:
+                counts.update(names_written(statement))
         else:
             counts.update(written_by(statement))
     return counts

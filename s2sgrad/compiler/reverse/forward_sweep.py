@@ -80,12 +80,13 @@ class ForwardSweep:
         nested = getattr(self.context, "nested", None)  # made by Context.study
         if nested is None:
             nested = list(nested_statements(statements))
-        fresh = fresh_names(statements, self.parsed, self.context.local_names, nested)
         refuse_mutating_calls(statements, self.parsed, self.context.parameters, self.activity)
         self.stored_state = StoredState(self.parsed, statements, self.activity.varied)
         dicts = set()
         self.made_by_calls = set()
         mutated = []
+        # Context.study's mutated_names: the bases below, found already (none: no search)
+        updates = bool(getattr(self.context, "mutated", True))
         for s in nested:
             if type(s) is gast.Assign:
                 value = s.value
@@ -93,9 +94,12 @@ class ForwardSweep:
                     dicts.add(s.targets[0].id)
                 elif type(value) is gast.Call and isinstance(self.parsed.resolve(value.func), type):
                     self.made_by_calls.update(target_names(s.targets[0]))
-            base = mutated_base(s)
+            base = mutated_base(s) if updates else None
             if base is not None:
                 mutated.append((s, base))
+        if not mutated:
+            return  # nothing updated in place: no name whose updates to check
+        fresh = fresh_names(statements, self.parsed, self.context.local_names, nested)
         for statement, base in mutated:
             if base in self.context.parameters:
                 error = UnsupportedError(

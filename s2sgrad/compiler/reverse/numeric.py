@@ -100,11 +100,13 @@ def numeric_names(
             other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other
     while True:
-        kept = {
-            name
-            for name in numeric
-            if all(_numeric(v, numeric, lookup) for v in values.get(name, []))
-        }
+        kept = set()
+        for name in numeric:
+            for value in values.get(name, ()):
+                if not _numeric(value, numeric, lookup):
+                    break
+            else:
+                kept.add(name)
         if kept == numeric:
             return numeric
         numeric = kept
