@@ -231,19 +231,20 @@ class _Plan:
 
     def inline(self, first, ans, args, wanted, namespace: Namespace) -> Inlined:
         values = [first, ans, *args]
-        if len(self.entries) == 1 and not self.tuple:
-            entries = [self.entries[0](values, namespace)]
+        builders = self.entries
+        if len(builders) == 1 and not self.tuple:
+            made = [builders[0](values, namespace)]
         else:
-            entries = [
+            made = [
                 build(values, namespace) if i in wanted else None
-                for i, build in enumerate(self.entries)
+                for i, build in enumerate(builders)
             ]
-        entries += [None] * (self.count - len(entries))
-        entries = [
-            None if (e is None or (type(e) is gast.Constant and e.value is None)) else e
-            for e in entries
-        ]
-        return Inlined([], entries[: max(self.count, 1)])
+        count = max(self.count, 1)  # one entry per argument, or the one value
+        entries: list[gast.expr | None] = []
+        for e in made[:count]:  # a literal None: no cotangent for that argument
+            entries.append(None if type(e) is gast.Constant and e.value is None else e)
+        entries += [None] * (count - len(entries))
+        return Inlined([], entries)
 
 
 _PLANS: dict[tuple, _Plan | None] = {}

@@ -74,13 +74,18 @@ class Adjoints:
         before the rule reads them (``y = f(y)``); ``reads``: the names ``value`` reads,
         when the caller has them."""
         statement, target = step.statement, step.target
-        targets = [target.id] if type(target) is gast.Name else target_names(target)
+        one = target.id if isinstance(target, gast.Name) else None  # a name (the commonest)
+        targets = [one] if one is not None else target_names(target)
         value = statement.value
         popped_from = popped_list(statement) if type(value) is gast.Call else None
         if popped_from is not None and self.active(popped_from) and len(targets) == 1:
             return self.backward_list_pop(statement, targets[0], popped_from), []
         defined, active = self.cotangents.defined, self.active
-        if not any(t in defined and active(t) for t in targets):
+        if one is not None:  # any's test, without a generator
+            wanted = one in defined and active(one)
+        else:
+            wanted = any(t in defined and active(t) for t in targets)
+        if not wanted:
             for t in targets:
                 defined.discard(t)
             return [], []

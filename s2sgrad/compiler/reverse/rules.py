@@ -67,15 +67,15 @@ class RuleAdjoints:
             if in_place is not None:
                 return in_place
         active = self.active
-        wanted = {
-            i
-            for i, a in enumerate(args)
+        wanted = set()  # the positions of the arguments that receive a cotangent
+        for i, a in enumerate(args):
+            kind = type(a)
             if (
                 active(a.id)
-                if type(a) is gast.Name
-                else type(a) is not gast.Constant and self.is_active_expression(a)
-            )
-        }
+                if kind is gast.Name
+                else (kind is not gast.Constant and self.is_active_expression(a))
+            ):
+                wanted.add(i)
         if operation.keywords:
             refuse_differentiated_keywords(
                 operation, self.is_active_expression, self.parsed.location(statement)
@@ -124,12 +124,17 @@ class RuleAdjoints:
             if inlined.statements:
                 block.extend(located(s, statement) for s in inlined.statements)
             entries = self.without_scalar_unbroadcasts(operation, args, inlined.entries)
+        contribute = self.cotangents.contribute
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
-            if entry is not None:
-                block.extend(self.cotangents.distribute(args[index], entry, statement))
-            else:
+            if entry is None:
                 refuse_missing_entry(operation, index, self.parsed, statement)
+                continue
+            argument = args[index]
+            if type(argument) is gast.Name:  # distribute's first case: wanted, so active
+                block.extend(contribute(argument.id, entry, statement))
+            else:
+                block.extend(self.cotangents.distribute(argument, entry, statement))
         return block
 
     def plan(self, rule_function, args: list) -> Any:
