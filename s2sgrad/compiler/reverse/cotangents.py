@@ -119,13 +119,17 @@ def _assign_at(name: str, value: gast.expr, like: gast.AST | None) -> gast.Assig
     target = gast.Name.__new__(gast.Name)
     target.__dict__ = {"id": name, "ctx": _STORE, "annotation": None, "type_comment": None}
     node = gast.Assign.__new__(gast.Assign)
-    node.__dict__ = {"targets": [target], "value": value, "type_comment": None}
     line = getattr(like, "lineno", None)
-    if line is not None:
-        node.__dict__.update(
-            lineno=line,
-            col_offset=getattr(like, "col_offset", 0),
-            end_lineno=getattr(like, "end_lineno", line),
-            end_col_offset=getattr(like, "end_col_offset", 0),
-        )
+    if line is None:
+        node.__dict__ = {"targets": [target], "value": value, "type_comment": None}
+        return node
+    node.__dict__ = {
+        "targets": [target],
+        "value": value,
+        "type_comment": None,
+        "lineno": line,
+        "col_offset": getattr(like, "col_offset", 0),
+        "end_lineno": getattr(like, "end_lineno", line),
+        "end_col_offset": getattr(like, "end_col_offset", 0),
+    }
     return node

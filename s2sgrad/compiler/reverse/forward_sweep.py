@@ -72,6 +72,7 @@ class ForwardSweep:
         self.active = context.active
         self.saves = saves
         self.calls = calls
+        self.parameters = context.parameters
         self.stored_state: StoredState | None = None  # made by check_mutations
         self.made_by_calls: set[str] = set()  # names bound to a new object of a class
 
@@ -229,11 +230,12 @@ class ForwardSweep:
             self.choose_derivative(step)
         steps.append(step)
         result: list[gast.stmt] = []
-        if step.calls and in_loop and step.extra is not None:  # each iteration's pullback
+        if in_loop and step.calls and step.extra is not None:  # each iteration's pullback
             self.context.in_loops.add(step.extra)  # is needed later
             targets = [*targets, step.extra]
-        for name in targets:
-            if self.overwritten(name):
+        writes, in_loops, parameters = self.context.writes, self.context.in_loops, self.parameters
+        for name in targets:  # overwritten(name), asked in place
+            if writes[name] > 1 or name in in_loops or name in parameters:
                 result.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
         operation = step.operation or self.context.operations.of(statement)
         if operation.kind is OperationKind.LIST_POP and len(targets) == 1:
@@ -457,4 +459,4 @@ def is_object_store(target: gast.expr) -> bool:
 
 
 def has_starred(operation: Operation) -> bool:
-    return any(isinstance(a, gast.Starred) for a in operation.args)
+    return gast.Starred in map(type, operation.args)  # asked of every statement's operation
