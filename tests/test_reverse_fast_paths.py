@@ -20,10 +20,11 @@ import numpy as np
 import pytest
 
 import s2sgrad as sg
-from s2sgrad.compiler.inline import has_plan, inline_rule
+from s2sgrad.compiler.inline import has_plan, inline_rule, rule_plan
 from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.reverse.facts import plain_reads, writes_nothing, written_by
+from s2sgrad.compiler.reverse.nodes import added, name_load, name_store
 from s2sgrad.compiler.syntax import (
     clone_rewriting,
     constant,
@@ -32,6 +33,7 @@ from s2sgrad.compiler.syntax import (
     names_used,
     names_written,
     parse_expression,
+    store,
 )
 from s2sgrad.compiler.template_builders import template_builder
 from s2sgrad.rules.registry import get_rule, registered_primitives
@@ -159,6 +161,10 @@ _VALUES = [
     "x < y",
     "f((z := 2), x)",
     "-(x + 1)",
+    "f(x, k=y[0])",
+    "obj.a.method(x)",
+    "f(x)(y)",
+    "f(x, k=2)",
 ]
 
 
@@ -249,6 +255,30 @@ def test_gradients_through_the_fast_paths(programs, name, mode):
     expected = np.array([(f(x + step * e) - f(x - step * e)) / (2 * step) for e in np.eye(len(x))])
     np.testing.assert_allclose(gradient, expected, rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(sg.grad(f, mode=mode)(x), gradient)  # the second call too
+
+
+def test_the_sweeps_nodes_are_the_ones_the_generic_constructors_make():
+    """reverse/nodes.py makes names and sums without gast's constructor: the same fields
+    in the same order, the one context syntax shares, a fresh operator per sum."""
+    assert name_load("dy").__dict__ == load("dy").__dict__
+    assert list(name_load("dy").__dict__) == list(load("dy").__dict__)
+    assert name_load("dy").ctx is load("z").ctx
+    assert name_store("dy").__dict__ == store("dy").__dict__
+    assert list(name_store("dy").__dict__) == list(store("dy").__dict__)
+    left, right = load("a"), load("b")
+    made = added(left, right)
+    expected = gast.BinOp(left=left, op=gast.Add(), right=right)
+    assert gast.dump(made) == gast.dump(expected)
+    assert list(made.__dict__) == list(expected.__dict__)
+    assert made.left is left and made.right is right
+    assert added(left, right).op is not made.op  # no node shared between two sums
+
+
+def test_a_rules_plan_is_the_one_inline_rule_inlines_by():
+    """RuleAdjoints.plan looks plans up per rule and count: rule_plan is has_plan's plan."""
+    for rule in _rules():
+        for count in (1, 2, 3):
+            assert (rule_plan(rule, count) is not None) == has_plan(rule, count), rule
 
 
 def test_constant_keeps_literal_defaults_plain():

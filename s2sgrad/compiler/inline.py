@@ -38,7 +38,7 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.compiler.template_builders import compile_template
 
-__all__ = ["Inlined", "inline_rule", "has_plan", "Namespace", "is_literal_node"]
+__all__ = ["Inlined", "inline_rule", "rule_plan", "has_plan", "Namespace", "is_literal_node"]
 
 
 @dataclass
@@ -231,19 +231,20 @@ class _Plan:
 
     def inline(self, first, ans, args, wanted, namespace: Namespace) -> Inlined:
         values = [first, ans, *args]
-        if len(self.entries) == 1 and not self.tuple:
-            entries = [self.entries[0](values, namespace)]
+        builders = self.entries
+        if len(builders) == 1 and not self.tuple:
+            made = [builders[0](values, namespace)]
         else:
-            entries = [
+            made = [
                 build(values, namespace) if i in wanted else None
-                for i, build in enumerate(self.entries)
+                for i, build in enumerate(builders)
             ]
-        entries += [None] * (self.count - len(entries))
-        entries = [
-            None if (e is None or (type(e) is gast.Constant and e.value is None)) else e
-            for e in entries
-        ]
-        return Inlined([], entries[: max(self.count, 1)])
+        count = max(self.count, 1)  # one entry per argument, or the one value
+        entries: list[gast.expr | None] = []
+        for e in made[:count]:  # a literal None: no cotangent for that argument
+            entries.append(None if type(e) is gast.Constant and e.value is None else e)
+        entries += [None] * (count - len(entries))
+        return Inlined([], entries)
 
 
 _PLANS: dict[tuple, _Plan | None] = {}
@@ -259,6 +260,19 @@ def has_plan(rule, count: int) -> bool:
     """
     parsed = _parse_rule(rule)
     return parsed is not None and _plan(rule, parsed, count) is not None
+
+
+def rule_plan(rule, count: int) -> _Plan | None:
+    """The plan :func:`inline_rule` inlines ``rule`` by at a call of ``count`` positional
+    arguments without keywords or starred ones, or None where it takes its general path
+    or cannot inline the rule.
+
+    Example::
+
+        rule_plan(get_rule(np.sin).vjp, 1).inline(load("dy"), load("y"), [load("t1")], {0}, space)
+    """
+    parsed = _parse_rule(rule)
+    return None if parsed is None else _plan(rule, parsed, count)
 
 
 def _plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:

@@ -108,13 +108,19 @@ def clone_atom(node: gast.AST) -> gast.AST:
     """``clone(node)``, faster for a plain name or literal (nothing below it to copy)."""
     kind: Any = type(node)
     state = node.__dict__
-    if (kind is gast.Constant or (kind is gast.Name and state.get("annotation") is None)) and len(
-        state
-    ) <= plain_size(kind):
+    size = _ATOM_SIZES.get(kind)
+    if (
+        size is not None
+        and len(state) <= size
+        and (kind is gast.Constant or state.get("annotation") is None)
+    ):
         new = kind.__new__(kind)
         new.__dict__ = state.copy()
         return new
     return clone(node)
+
+
+_ATOM_SIZES = {kind: plain_size(kind) for kind in (gast.Name, gast.Constant)}
 
 
 def bound_name(node: gast.Name, namespace: Namespace, obj: Any) -> gast.Name:

@@ -20,6 +20,7 @@ from s2sgrad.compiler.reverse.facts import (
     popped_list,
     target_names,
 )
+from s2sgrad.compiler.reverse.nodes import name_load
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.steps import Derivative, Step
@@ -66,32 +67,43 @@ class Adjoints:
         self.calls = calls
         self.rules = rules
 
-    def backward_assign(self, step: Step) -> tuple[list[gast.stmt], list]:
+    def backward_assign(
+        self, step: Step, reads: set[str] | None = None
+    ) -> tuple[list[gast.stmt], list]:
         """The adjoint of ``y = value`` (or ``a, b = value``), and the saves it restored
-        before the rule reads them (``y = f(y)``)."""
+        before the rule reads them (``y = f(y)``); ``reads``: the names ``value`` reads,
+        when the caller has them."""
         statement, target = step.statement, step.target
-        targets = target_names(target)
-        popped_from = popped_list(statement)
+        one = target.id if isinstance(target, gast.Name) else None  # a name (the commonest)
+        targets = [one] if one is not None else target_names(target)
+        value = statement.value
+        popped_from = popped_list(statement) if type(value) is gast.Call else None
         if popped_from is not None and self.active(popped_from) and len(targets) == 1:
             return self.backward_list_pop(statement, targets[0], popped_from), []
-        defined = self.cotangents.defined
-        if not any(t in defined and self.active(t) for t in targets):
+        defined, active = self.cotangents.defined, self.active
+        if one is not None:  # any's test, without a generator
+            wanted = one in defined and active(one)
+        else:
+            wanted = any(t in defined and active(t) for t in targets)
+        if not wanted:
             for t in targets:
-                self.cotangents.defined.discard(t)
+                defined.discard(t)
             return [], []
         if not isinstance(target, gast.Name):  # a, b = v (A-normal form): v's structure
             return self.backward_unpacking(step, target, targets), []
-        cotangent: gast.expr = load(self.cotangents.adjoint(target.id))
+        adjoint = self.cotangents.adjoint(target.id)
+        cotangent: gast.expr = name_load(adjoint)
         answer: gast.expr = _read_of(target)
         block: list[gast.stmt] = []
-        for t in targets:
-            self.cotangents.defined.discard(t)  # earlier values of t have cotangents of their own
-            self.cotangents.owned.discard(self.cotangents.adjoint(t))
+        # earlier values of the target have cotangents of their own (one target: a name)
+        defined.discard(target.id)
+        self.cotangents.owned.discard(adjoint)
         early: list = []
         kept_answer: gast.stmt | None = None
-        reads = plain_reads(statement.value)
         if reads is None:
-            reads = names_used(statement.value)
+            reads = plain_reads(value)
+        if reads is None:
+            reads = names_used(value)
         if target.id in reads:  # y = f(y)
             saved = self.names.fresh("g")
             block.append(assign(saved, cotangent, like=statement))
@@ -245,10 +257,13 @@ class Adjoints:
 _LOAD = load("_").ctx  # the context syntax.load gives every name
 
 
+_NAME_SIZE = plain_size(gast.Name)
+
+
 def _read_of(target: gast.Name) -> gast.Name:
     """A copy of the name ``target`` (its place in the source kept) that reads it."""
     state = target.__dict__
-    if state.get("annotation") is None and len(state) <= plain_size(gast.Name):
+    if state.get("annotation") is None and len(state) <= _NAME_SIZE:
         answer = gast.Name.__new__(gast.Name)
         answer.__dict__ = {**state, "ctx": _LOAD}
         return answer

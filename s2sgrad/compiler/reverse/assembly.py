@@ -28,7 +28,7 @@ from s2sgrad.compiler.reverse.recompute import recompute_in_loops
 from s2sgrad.compiler.reverse.rules import RuleAdjoints
 from s2sgrad.compiler.reverse.saves import Saves
 from s2sgrad.compiler.reverse.shape_saves import read_for_shape_only
-from s2sgrad.compiler.steps import Step
+from s2sgrad.compiler.steps import CALLS, Step
 from s2sgrad.compiler.syntax import (
     constant,
     load,
@@ -120,7 +120,7 @@ def reverse_sweeps(
     read_back -= recompute_in_loops(saves, forward, backward)
     saves.shape_only = _read_for_shape_only(context, saves, backward, views)
     forward, backward = saves.place_saves(forward, backward)
-    retargeted = {id(s.statement): s.target for top in steps for s in top.walk() if s.calls}
+    retargeted = _retargeted(steps)
     forward = unnested(forward, retargeted, names)
     forward = saves.initial_values(statements, read_back) + forward
     gradients = {w: (cotangents.adjoint_names[w] if w in cotangents.defined else None) for w in wrt}
@@ -128,6 +128,17 @@ def reverse_sweeps(
 
 
 _BLOCKS = (gast.If, gast.For, gast.While)  # the statements initial_values looks into
+_CALLING = tuple(CALLS)  # Step.calls's derivatives, compared without hashing an Enum
+
+
+def _retargeted(steps: list[Step]) -> dict[int, gast.expr | None]:
+    """The target of each statement (by id) whose step calls a derivative, nested ones too."""
+    found = {}
+    for top in steps:
+        for step in top.walk() if top.body or top.orelse else (top,):
+            if step.derivative in _CALLING:
+                found[id(step.statement)] = step.target
+    return found
 
 
 def _read_for_shape_only(context, saves, backward, views) -> set[str]:

@@ -75,8 +75,13 @@ class BackwardSweep:
             # (one per statement made straight-line code quadratic)
             after = set(reads_after) if step.kind in _NESTED else reads_after
             outer_rules, self.rules.applied = self.rules.applied, []
-            block, early = self.backward_step(step, after)
-            reads_after |= self.reads_of(step.statement)
+            reads = _plain_assignment_reads(step)  # read once, by the adjoint and here
+            if reads is not None:
+                block, early = self.adjoints.backward_assign(step, reads)
+            else:
+                block, early = self.backward_step(step, after)
+                reads = self.reads_of(step.statement)
+            reads_after |= reads
             block_rules, self.rules.applied = self.rules.applied, outer_rules
             for save in reversed(step.saves):  # last pushed first
                 if save not in early:
@@ -222,3 +227,15 @@ class BackwardSweep:
                 type_comment=None,
             )
         return self.saves.replaying(loop, header)
+
+
+def _plain_assignment_reads(step: Step) -> set[str] | None:
+    """``names_read`` of an ``ASSIGN`` step's ``name = value`` whose value
+    :func:`plain_reads` sees through (the commonest statement), else None."""
+    statement = step.statement
+    if step.kind is not StepKind.ASSIGN or type(statement) is not gast.Assign:
+        return None
+    targets = statement.targets
+    if len(targets) != 1 or type(targets[0]) is not gast.Name:
+        return None
+    return plain_reads(statement.value)

@@ -25,10 +25,10 @@ from s2sgrad.compiler.reverse.facts import (
     names_written_in_loops,
     write_counts,
 )
+from s2sgrad.compiler.reverse.nodes import name_load
 from s2sgrad.compiler.reverse.numeric import numeric_names
 from s2sgrad.compiler.steps import Operations
 from s2sgrad.compiler.syntax import (
-    load,
     names_written,
     nested_statements,
     parameter_names,
@@ -66,6 +66,8 @@ class Context:
         self.parsed = parsed
         self.wrt = wrt
         self.activity = activity
+        # what ``active`` does, bound once: it is asked per name of every statement
+        self.active = activity.is_active  # type: ignore[method-assign]
         self.names = names
         self.namespace = namespace
         self.local_names = local_names
@@ -105,9 +107,14 @@ class Context:
 
     def helper(self, name: str) -> gast.Name:
         """A runtime helper, bound in the generated module's namespace."""
-        return load(self.namespace.bind(name, getattr(runtime, name)))
+        function = getattr(runtime, name)
+        if self.namespace.objects.get(name) is function:  # bound so before: bind's answer
+            return name_load(name)
+        return name_load(self.namespace.bind(name, function))
 
     def active(self, name: str) -> bool:
+        """Whether ``name`` is differentiated and useful to the output (``__init__``
+        binds the activity's own test in its place)."""
         return self.activity.is_active(name)
 
     def is_active_expression(self, node: gast.expr) -> bool:

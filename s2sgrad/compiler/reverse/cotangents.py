@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.annotations import KEEP_NAME, annotate
+from s2sgrad.compiler.annotations import KEEP_NAME
 from s2sgrad.compiler.reverse.context import Context
+from s2sgrad.compiler.reverse.nodes import added, name_load
 from s2sgrad.compiler.syntax import assign, call, clone, constant, load, store
 
 __all__ = ["Cotangents"]
@@ -40,9 +41,10 @@ class Cotangents:
         self.counters: set[str] = set()
 
     def adjoint(self, variable: str) -> str:
-        if variable not in self.adjoint_names:
-            self.adjoint_names[variable] = self.names.adjoint(variable)
-        return self.adjoint_names[variable]
+        name = self.adjoint_names.get(variable)
+        if name is None:
+            name = self.adjoint_names[variable] = self.names.adjoint(variable)
+        return name
 
     def contribute(self, variable: str, value: gast.expr, like: gast.AST) -> list[gast.stmt]:
         name = self.adjoint(variable)
@@ -52,14 +54,13 @@ class Cotangents:
             if isinstance(value, gast.Name):
                 self.owned.discard(value.id)
             first = _assign_at(name, value, like)
-            annotate(
-                first, KEEP_NAME, variable in self.context.user_names
-            )  # d<variable> stays visible
+            # d<variable> stays visible (annotate's KEEP_NAME, set without its check)
+            first.__dict__[KEEP_NAME] = variable in self.context.user_names
             return [first]
         if variable in self.context.structured:  # + of two cotangents must stay differentiable
-            total = call(self.helper("add_cotangents"), [load(name), value])
+            total: gast.expr = call(self.helper("add_cotangents"), [name_load(name), value])
         else:
-            total = gast.BinOp(left=load(name), op=gast.Add(), right=value)
+            total = added(name_load(name), value)
             self.owned.add(name)
         return [_assign_at(name, total, like)]
 
@@ -118,13 +119,17 @@ def _assign_at(name: str, value: gast.expr, like: gast.AST | None) -> gast.Assig
     target = gast.Name.__new__(gast.Name)
     target.__dict__ = {"id": name, "ctx": _STORE, "annotation": None, "type_comment": None}
     node = gast.Assign.__new__(gast.Assign)
-    node.__dict__ = {"targets": [target], "value": value, "type_comment": None}
     line = getattr(like, "lineno", None)
-    if line is not None:
-        node.__dict__.update(
-            lineno=line,
-            col_offset=getattr(like, "col_offset", 0),
-            end_lineno=getattr(like, "end_lineno", line),
-            end_col_offset=getattr(like, "end_col_offset", 0),
-        )
+    if line is None:
+        node.__dict__ = {"targets": [target], "value": value, "type_comment": None}
+        return node
+    node.__dict__ = {
+        "targets": [target],
+        "value": value,
+        "type_comment": None,
+        "lineno": line,
+        "col_offset": getattr(like, "col_offset", 0),
+        "end_lineno": getattr(like, "end_lineno", line),
+        "end_col_offset": getattr(like, "end_col_offset", 0),
+    }
     return node

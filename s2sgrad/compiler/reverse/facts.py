@@ -99,11 +99,13 @@ def writes_nothing(value: gast.expr) -> bool:
         func = value.func
         if type(func) is gast.Attribute:
             func = func.value
-        return (
-            type(func) is gast.Name
-            and all(type(a) in _ATOMS for a in value.args)
-            and all(type(k.value) in _ATOMS for k in value.keywords)
-        )
+        if type(func) is not gast.Name:
+            return False
+        for argument in value.args:
+            if type(argument) not in _ATOMS:
+                return False
+        keywords = value.keywords
+        return not keywords or all(type(k.value) in _ATOMS for k in keywords)
     return False
 
 
@@ -125,17 +127,27 @@ def plain_reads(value: gast.expr) -> set[str] | None:
         return {value.id}
     if kind is gast.Constant:
         return set()
-    if not writes_nothing(value):
-        return None
     if kind is gast.BinOp:
         parts = [value.left, value.right]
     elif kind is gast.UnaryOp:
         parts = [value.operand]
-    else:
+    elif kind is gast.Call:
         func = value.func
         parts = [func.value if type(func) is gast.Attribute else func, *value.args]
-        parts += [k.value for k in value.keywords]
-    return {p.id for p in parts if type(p) is gast.Name}
+        if type(parts[0]) is not gast.Name:
+            return None
+        for keyword in value.keywords:
+            parts.append(keyword.value)
+    else:
+        return None
+    reads = set()
+    for part in parts:  # writes_nothing's test: every part a name or a literal
+        kind = type(part)
+        if kind is gast.Name:
+            reads.add(part.id)
+        elif kind is not gast.Constant:
+            return None
+    return reads
 
 
 def write_counts(statements) -> Counter:
@@ -153,6 +165,12 @@ def write_counts(statements) -> Counter:
             counts.update(names_written(header))
             counts.update(write_counts(statement.body))
             counts.update(write_counts(statement.orelse))
+        elif type(statement) is gast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is gast.Name and writes_nothing(statement.value):
+                counts[target.id] += 1  # written_by's one name, counted without a set
+            else:
+                counts.update(names_written(statement))
         else:
             counts.update(written_by(statement))
     return counts

@@ -72,6 +72,7 @@ class ForwardSweep:
         self.active = context.active
         self.saves = saves
         self.calls = calls
+        self.parameters = context.parameters
         self.stored_state: StoredState | None = None  # made by check_mutations
         self.made_by_calls: set[str] = set()  # names bound to a new object of a class
 
@@ -80,12 +81,13 @@ class ForwardSweep:
         nested = getattr(self.context, "nested", None)  # made by Context.study
         if nested is None:
             nested = list(nested_statements(statements))
-        fresh = fresh_names(statements, self.parsed, self.context.local_names, nested)
         refuse_mutating_calls(statements, self.parsed, self.context.parameters, self.activity)
         self.stored_state = StoredState(self.parsed, statements, self.activity.varied)
         dicts = set()
         self.made_by_calls = set()
         mutated = []
+        # Context.study's mutated_names: the bases below, found already (none: no search)
+        updates = bool(getattr(self.context, "mutated", True))
         for s in nested:
             if type(s) is gast.Assign:
                 value = s.value
@@ -93,9 +95,12 @@ class ForwardSweep:
                     dicts.add(s.targets[0].id)
                 elif type(value) is gast.Call and isinstance(self.parsed.resolve(value.func), type):
                     self.made_by_calls.update(target_names(s.targets[0]))
-            base = mutated_base(s)
+            base = mutated_base(s) if updates else None
             if base is not None:
                 mutated.append((s, base))
+        if not mutated:
+            return  # nothing updated in place: no name whose updates to check
+        fresh = fresh_names(statements, self.parsed, self.context.local_names, nested)
         for statement, base in mutated:
             if base in self.context.parameters:
                 error = UnsupportedError(
@@ -148,6 +153,8 @@ class ForwardSweep:
     def forward_statement(
         self, statement: gast.stmt, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
+        if type(statement) is gast.Assign:  # the commonest first
+            return self.forward_assign(statement, in_loop, steps)
         if isinstance(statement, gast.If):
             step = Step(statement, StepKind.BRANCH)
             statement.body = self.forward_block(statement.body, in_loop, step.body) or [gast.Pass()]
@@ -174,6 +181,14 @@ class ForwardSweep:
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
         target = statement.targets[0]
+        if type(target) is not gast.Name:
+            return self.forward_store(statement, target, in_loop, steps)
+        return self.forward_binding(statement, target, in_loop, steps)
+
+    def forward_store(
+        self, statement: gast.Assign, target: gast.expr, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
+        """``obj.name = v``, ``y[i] = v``, ``a.b[i] = v``; ``a, b = v`` goes on to bind."""
         if is_object_store(target):
             return self.forward_object_store(statement, steps)
         if isinstance(target, gast.Attribute) or (
@@ -198,23 +213,31 @@ class ForwardSweep:
             # t[:] = 0.5 leaves dz's rule reading t), and unread saves are dropped
             save = self.saves.new_save(step, target.value.id, "item", index=clone(target.slice))
             return [self.saves.save_marker(save), statement]
+        return self.forward_binding(statement, target, in_loop, steps)
+
+    def forward_binding(
+        self, statement: gast.Assign, target: gast.expr, in_loop: bool, steps: list[Step]
+    ) -> list[gast.stmt]:
+        """``y = v`` or ``a, b = v``: an ``ASSIGN`` step, how its value is pulled back."""
         step = Step(statement, StepKind.ASSIGN, target=target)
-        targets = target_names(target)
+        targets = [target.id] if type(target) is gast.Name else target_names(target)
         if self.stored_state is not None:
             self.stored_state.refuse_read(statement)
             self.stored_state.refuse_repeated_call(statement, in_loop)
-        if any(self.active(t) for t in targets):
+        active = self.active
+        if any(active(t) for t in targets):
             step.operation = self.context.operations.of(statement)
             self.choose_derivative(step)
         steps.append(step)
         result: list[gast.stmt] = []
-        if step.calls and in_loop and step.extra is not None:  # each iteration's pullback
+        if in_loop and step.calls and step.extra is not None:  # each iteration's pullback
             self.context.in_loops.add(step.extra)  # is needed later
             targets = [*targets, step.extra]
-        for name in targets:
-            if self.overwritten(name):
+        writes, in_loops, parameters = self.context.writes, self.context.in_loops, self.parameters
+        for name in targets:  # overwritten(name), asked in place
+            if writes[name] > 1 or name in in_loops or name in parameters:
                 result.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
-        operation = self.context.operations.of(statement)
+        operation = step.operation or self.context.operations.of(statement)
         if operation.kind is OperationKind.LIST_POP and len(targets) == 1:
             owner = operation.args[0].id
             if self.active(owner) or owner in self.activity.varied:  # the list changes
@@ -436,4 +459,4 @@ def is_object_store(target: gast.expr) -> bool:
 
 
 def has_starred(operation: Operation) -> bool:
-    return any(isinstance(a, gast.Starred) for a in operation.args)
+    return gast.Starred in map(type, operation.args)  # asked of every statement's operation

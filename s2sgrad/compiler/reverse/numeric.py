@@ -100,11 +100,13 @@ def numeric_names(
             other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other
     while True:
-        kept = {
-            name
-            for name in numeric
-            if all(_numeric(v, numeric, lookup) for v in values.get(name, []))
-        }
+        kept = set()
+        for name in numeric:
+            for value in values.get(name, ()):
+                if not _numeric(value, numeric, lookup):
+                    break
+            else:
+                kept.add(name)
         if kept == numeric:
             return numeric
         numeric = kept
@@ -117,11 +119,17 @@ def _numeric(node: gast.expr, numeric: set[str], resolve) -> bool:
     if kind is gast.Name:
         return node.id in numeric
     if kind is gast.BinOp:
-        return (
-            isinstance(node.op, _ARITHMETIC)
-            and _numeric(node.left, numeric, resolve)
-            and _numeric(node.right, numeric, resolve)
-        )
+        if not isinstance(node.op, _ARITHMETIC):
+            return False
+        left, right = node.left, node.right  # a name: looked up here, without a call
+        if type(left) is gast.Name:
+            if left.id not in numeric:
+                return False
+        elif not _numeric(left, numeric, resolve):
+            return False
+        if type(right) is gast.Name:
+            return right.id in numeric
+        return _numeric(right, numeric, resolve)
     if kind is gast.UnaryOp:
         return isinstance(node.op, (gast.USub, gast.UAdd)) and _numeric(
             node.operand, numeric, resolve

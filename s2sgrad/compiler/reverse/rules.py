@@ -12,7 +12,7 @@ from typing import Any
 
 import gast
 
-from s2sgrad.compiler.inline import inline_rule
+from s2sgrad.compiler.inline import inline_rule, rule_plan
 from s2sgrad.compiler.operations import (
     Operation,
     refuse_differentiated_keywords,
@@ -50,6 +50,7 @@ class RuleAdjoints:
         self.is_active_expression = context.is_active_expression
         self.cotangents = cotangents
         self.applied: list[str] = []
+        self.plans: dict[tuple, Any] = {}  # (rule function, argument count) → its plan
 
     def backward_primitive(self, statement, operation, cotangent, answer) -> list[gast.stmt]:
         rule = operation.rule
@@ -62,19 +63,20 @@ class RuleAdjoints:
         args = list(operation.args)
         if self.context.np != "np":
             args = [self.numpy_names(a) for a in args]
-        in_place = self.accumulate_item(statement, operation, cotangent)
-        if in_place is not None:
-            return in_place
+        if operation.primitive is operator.getitem:
+            in_place = self.accumulate_item(statement, operation, cotangent)
+            if in_place is not None:
+                return in_place
         active = self.active
-        wanted = {
-            i
-            for i, a in enumerate(args)
+        wanted = set()  # the positions of the arguments that receive a cotangent
+        for i, a in enumerate(args):
+            kind = type(a)
             if (
                 active(a.id)
-                if type(a) is gast.Name
-                else type(a) is not gast.Constant and self.is_active_expression(a)
-            )
-        }
+                if kind is gast.Name
+                else (kind is not gast.Constant and self.is_active_expression(a))
+            ):
+                wanted.add(i)
         if operation.keywords:
             refuse_differentiated_keywords(
                 operation, self.is_active_expression, self.parsed.location(statement)
@@ -82,7 +84,10 @@ class RuleAdjoints:
         if not wanted:
             return []
         inlined = None
-        if rule.inline_vjp:
+        plan = self.plan(rule.vjp, args) if rule.inline_vjp and not operation.keywords else None
+        if plan is not None:
+            inlined = plan.inline(cotangent, answer, args, wanted, self.namespace)
+        elif rule.inline_vjp:
             inlined = inline_rule(
                 rule.vjp,
                 cotangent,
@@ -124,13 +129,30 @@ class RuleAdjoints:
             if inlined.statements:
                 block.extend(located(s, statement) for s in inlined.statements)
             entries = self.without_scalar_unbroadcasts(operation, args, inlined.entries)
+        contribute = self.cotangents.contribute
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
-            if entry is not None:
-                block.extend(self.cotangents.distribute(args[index], entry, statement))
-            else:
+            if entry is None:
                 refuse_missing_entry(operation, index, self.parsed, statement)
+                continue
+            argument = args[index]
+            if type(argument) is gast.Name:  # distribute's first case: wanted, so active
+                block.extend(contribute(argument.id, entry, statement))
+            else:
+                block.extend(self.cotangents.distribute(argument, entry, statement))
         return block
+
+    def plan(self, rule_function, args: list) -> Any:
+        """What :func:`inline_rule` inlines ``rule_function`` at a call of ``args`` without
+        keywords by (its plan, kept per rule and count), or None where it takes its general
+        path or calls the rule."""
+        key = (rule_function, len(args))
+        plan = self.plans.get(key, _UNKNOWN)
+        if plan is _UNKNOWN:
+            plan = self.plans[key] = rule_plan(rule_function, len(args))
+        if plan is not None and any(type(a) is gast.Starred for a in args):
+            return None  # inline_rule calls such a rule
+        return plan
 
     def without_scalar_unbroadcasts(self, operation, args, entries) -> list:
         """``y = x * 2``: y has x's shape, so ``unbroadcast(dy * 2, x)`` is ``dy * 2``.
@@ -193,6 +215,7 @@ class RuleAdjoints:
         return node
 
 
+_UNKNOWN = object()  # a plan not looked up yet
 _LABELS: dict = {}  # an inlined rule's function → its rule_label (which names only it)
 
 # arithmetic whose result has the shape of an array operand when the others are numbers
@@ -233,8 +256,11 @@ def _primitive_name(primitive) -> str:
 def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name: str) -> gast.AST:
     """``node`` with each ``unbroadcast(v, name)`` call replaced by ``v``, in place (a
     module function: a recursive closure would be a reference cycle keeping its caller)."""
+    kind = type(node)
+    if kind in _LEAVES:  # nothing below to replace
+        return node
     if (
-        isinstance(node, gast.Call)
+        kind is gast.Call
         and isinstance(node.func, gast.Name)
         and objects.get(node.func.id) is unbroadcast
         and len(node.args) == 2
@@ -243,7 +269,7 @@ def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name:
         and node.args[1].id == name
     ):
         return _without_unbroadcasts(node.args[0], objects, unbroadcast, name)
-    for field in child_fields(type(node)):
+    for field in child_fields(kind):
         value = getattr(node, field, None)
         if isinstance(value, gast.AST):
             setattr(node, field, _without_unbroadcasts(value, objects, unbroadcast, name))
@@ -255,3 +281,6 @@ def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name:
                 for v in value
             ]
     return node
+
+
+_LEAVES = frozenset((gast.Name, gast.Constant))  # no call below them
