@@ -117,8 +117,9 @@ class Facts:
             writes.add(statement.name)
         self.writes = writes
         self.modified = walked.modified | writes
-        self.assigned = simple_assignment(statement)
-        self.comment = _is_comment(statement)
+        kind = type(statement)  # only an assignment assigns a name, only an Expr is a comment
+        self.assigned = simple_assignment(statement) if kind is gast.Assign else None
+        self.comment = kind is gast.Expr and _is_comment(statement)
         self.own_scope = walked.own_scope
         # The constant folder has nothing to do in this version: set when it found nothing,
         # and from the start when no node is one the folder would simplify as it is (the
