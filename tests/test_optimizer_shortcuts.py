@@ -15,7 +15,9 @@ from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
+from s2sgrad.compiler.optimize.statements import drop_orphan_comments, has_copies
 from s2sgrad.compiler.optimize.views import views_of_updated_arrays
+from s2sgrad.compiler.syntax import COMMENT_MARK, RULES_MARK, every_statement
 
 CASES = {
     # a literal propagated, then folded in the statements it reached, in the same round
@@ -135,3 +137,57 @@ def test_facts_of_each_statement_and_the_statements_touched():
     assert cache.touched == [body[1]]
     records = cache.of_each(body)
     assert records[1].statement is body[1] and records[1].reads == {"a"}
+
+
+def _orphans_dropped_one_by_one(body, comments):
+    """drop_orphan_comments as it was written: a loop over every statement."""
+    result = []
+    last = len(body) - 1
+    for index, statement in enumerate(body):
+        if comments[index] and (
+            index == last or comments[index + 1] or type(body[index + 1]) is gast.Return
+        ):
+            continue
+        result.append(statement)
+    return result
+
+
+@pytest.mark.parametrize("pattern", range(2**6))
+def test_orphan_comments_found_among_the_comments(pattern):
+    comments = [bool(pattern >> bit & 1) for bit in range(6)]
+    for last in ("x = 1", "return x"):
+        body = gast.parse("\n".join(["x = 1"] * 5 + [last])).body
+        kept = drop_orphan_comments(body, comments)
+        assert kept == _orphans_dropped_one_by_one(body, comments)
+        assert kept is not body
+
+
+@pytest.mark.parametrize(
+    ("source", "copies"),
+    [
+        ("a = b + c\nd = f(a)", False),
+        ("a = b", True),
+        ("a = 2.0", True),
+        ("a = -2", True),
+        ("a = True", True),
+        ("a = -b", False),
+        ("a = range(3)", True),
+        ("a = range(n)", False),
+        ("a = np.zeros(3)", False),
+        ("a, b = c, d", False),
+        ("a[0] = b", False),
+    ],
+)
+def test_copies_looked_for_by_the_kind_of_value(source, copies):
+    body = gast.parse(source).body
+    assert has_copies(FactsCache().of_each(body), None) is copies
+    assert has_copies(FactsCache().of_each(body), set()) is False
+
+
+def test_rule_names_dropped_from_comments_at_every_depth():
+    mark = COMMENT_MARK + "grad of: y = np.sin(x)"
+    named = mark + RULES_MARK + "_sin in s2sgrad.rules.elementwise"
+    body = gast.parse(f"{named!r}\ny = g(x)\nif c:\n    {named!r}\n    z = g(y)\nreturn y + z").body
+    body = optimize(body, is_pure)
+    texts = [s.value.value for s in every_statement(body) if type(s) is gast.Expr]
+    assert texts == [mark, mark]

@@ -89,3 +89,12 @@ def test_the_rewrite():
 )
 def test_left_alone_where_an_item_may_be_written_twice(source):
     assert "+=" in rewritten(source)
+
+
+def test_a_nest_in_a_function_defined_inside_is_rewritten_and_straight_line_code_left():
+    inner = "def outer(e):\n" + "\n".join("    " + line for line in NEST.splitlines())
+    inner += "\n    return f(e)"
+    assert "d[i, j] = e" in rewritten(inner)  # the body has a def: its loops are looked at
+    straight = "def f(e):\n    d = np.zeros((3, 4))\n    d[0, 1] += e\n    return d"
+    module = gast.parse(straight)
+    assert not assign_single_writes(module.body[0])  # no loop at all: nothing to look at

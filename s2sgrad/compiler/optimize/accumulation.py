@@ -7,6 +7,8 @@ Sums are kept to at most :data:`MAX_MERGED_TERMS` terms, so that code stays shal
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import gast
 
 from s2sgrad.compiler.optimize.facts import facts_after_merging
@@ -30,9 +32,13 @@ def merge_accumulations(optimizer, body):
     cache = optimizer.facts
     result = list(body)
     facts_at = cache.of_each(result)
-    assigned = [f.assigned for f in facts_at]
-    if not any(map(accumulates, result, assigned)):  # nothing below would happen
-        return result
+    assigned = list(map(attrgetter("assigned"), facts_at))
+    BinOp = gast.BinOp
+    for statement, target in zip(result, assigned):
+        if target is not None and type(statement.value) is BinOp and accumulates(statement, target):
+            break
+    else:
+        return result  # no d = d + e: nothing below would happen
     for index, statement in enumerate(result):
         target = assigned[index]
         if statement is None or target is None:
@@ -84,6 +90,8 @@ def merge_item_updates(optimizer, body):
     """``d[i] = a … d[i] += b`` → ``d[i] = a + b`` when nothing in between touches d."""
     cache = optimizer.facts
     result = list(body)
+    if gast.AugAssign not in map(type, result):  # nothing below would happen
+        return result
     for index, statement in enumerate(result):
         if not (isinstance(statement, gast.AugAssign) and isinstance(statement.op, gast.Add)):
             continue

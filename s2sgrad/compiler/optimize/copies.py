@@ -105,8 +105,8 @@ def fold_single_uses(optimizer, body, allowed=None):
     facts_at: list = cache.of_each(result)  # None once rewritten, until asked again
     writes = Counter(chain.from_iterable(map(attrgetter("writes"), facts_at)))
     reads = Counter(chain.from_iterable(map(attrgetter("loads"), facts_at)))
-    comments = [f.comment for f in facts_at]
-    assigned = [f.assigned for f in facts_at]  # rewriting reads leaves these alone
+    comments = list(map(attrgetter("comment"), facts_at))
+    assigned = list(map(attrgetter("assigned"), facts_at))  # rewriting reads leaves these alone
     removed = [False] * len(result)
     for index, statement in enumerate(result):
         target = assigned[index]

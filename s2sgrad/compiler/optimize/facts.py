@@ -17,6 +17,8 @@ Example::
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import gast
 
 from s2sgrad.compiler.block_walks import statement_blocks
@@ -51,6 +53,8 @@ __all__ = [
     "replace_reads",
     "simple_assignment",
 ]
+
+_STATEMENT = attrgetter("statement")
 
 # scopes in which a folded value could be read later than where it was written
 _OWN_SCOPE = (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)
@@ -113,8 +117,9 @@ class Facts:
             writes.add(statement.name)
         self.writes = writes
         self.modified = walked.modified | writes
-        self.assigned = simple_assignment(statement)
-        self.comment = _is_comment(statement)
+        kind = type(statement)  # only an assignment assigns a name, only an Expr is a comment
+        self.assigned = simple_assignment(statement) if kind is gast.Assign else None
+        self.comment = kind is gast.Expr and _is_comment(statement)
         self.own_scope = walked.own_scope
         # The constant folder has nothing to do in this version: set when it found nothing,
         # and from the start when no node is one the folder would simplify as it is (the
@@ -345,14 +350,16 @@ class FactsCache:
     def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         """``[self.of(s) for s in statements]``, with less work per statement kept."""
         get = self.table.get
-        result: list[Facts] = []
-        add = result.append
-        for statement in statements:
-            facts = get(id(statement))
+        # most often every record is kept and current: then two maps and a comparison of
+        # the statements (by identity, as nodes compare) tell, without a loop in Python
+        records: list = list(map(get, map(id, statements)))
+        if None not in records and list(map(_STATEMENT, records)) == statements:
+            return records
+        for position, facts in enumerate(records):
+            statement = statements[position]
             if facts is None or facts.statement is not statement:
-                facts = self.of(statement)
-            add(facts)
-        return result
+                records[position] = self.of(statement)
+        return records
 
     def _walk_of(self, statement: gast.stmt) -> _Walk:
         """The walk of ``statement``, made of the kept walks of its blocks' statements."""

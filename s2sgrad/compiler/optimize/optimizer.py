@@ -22,7 +22,7 @@ from s2sgrad.compiler.optimize.copies import fold_single_uses, propagate_copies
 from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.folding import ConstantFolder
 from s2sgrad.compiler.optimize.saves import empty_replay, tested_again
-from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS, without_blocks
 from s2sgrad.compiler.optimize.statements import (
     count_names,
     drop_orphan_comments,
@@ -45,7 +45,9 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 
         optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
     """
-    drop_rule_names(body)  # they are for the unoptimised code (sg.show(..., optimize=False))
+    # they are for the unoptimised code (sg.show(..., optimize=False)); an assignment,
+    # augmented or not, is no comment and holds none
+    drop_rule_names([s for s in body if type(s) not in _WITHOUT_COMMENTS])
     facts = FactsCache()
     facts.prime(body)
     for _ in range(20):
@@ -54,6 +56,9 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
         if not optimizer.changed:
             break
     return body
+
+
+_WITHOUT_COMMENTS = frozenset({gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Return})
 
 
 class _Optimizer:
@@ -167,11 +172,12 @@ class _Optimizer:
     def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
         if top:
             self.facts.touched.clear()  # see fold_simple_statements
-        folded = self.fold_constant_branches(body)
-        if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
-            self.changed = True
-        body = folded
-        facts_of = self.facts.of
+        if not without_blocks(body):  # else no if to fold
+            folded = self.fold_constant_branches(body)
+            if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
+                self.changed = True
+            body = folded
+        facts_of, known = self.facts.of, self.facts.table.get
         compound = False  # a statement that may be an if or a loop
         for index, statement in enumerate(body):
             if type(statement) not in SIMPLE_STATEMENTS:
@@ -181,7 +187,10 @@ class _Optimizer:
                         self.facts.forget(statement)
                     self.fold_statement(statement)
                     continue
-            if not facts_of(statement).folded:
+            facts = known(id(statement))
+            if facts is None or facts.statement is not statement:
+                facts = facts_of(statement)
+            if not facts.folded:
                 self.fold_statement(statement)
         if compound and any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
@@ -289,8 +298,7 @@ class _Optimizer:
         live = set(live_after)
         result = []
         comments = []
-        for statement in reversed(body):
-            facts = self.facts.of(statement)
+        for statement, facts in zip(reversed(body), reversed(self.facts.of_each(body))):
             if facts.comment:
                 result.append(statement)
                 comments.append(True)

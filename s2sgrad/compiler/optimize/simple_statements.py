@@ -25,4 +25,4 @@ def without_blocks(body: list[gast.stmt]) -> bool:
 
         without_blocks(parse("a = 1\\nreturn a").body)  # True
     """
-    return all(type(statement) in SIMPLE_STATEMENTS for statement in body)
+    return SIMPLE_STATEMENTS.issuperset(map(type, body))

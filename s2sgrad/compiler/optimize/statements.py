@@ -8,6 +8,7 @@ Example::
 from __future__ import annotations
 
 from collections import Counter
+from itertools import compress
 
 import gast
 
@@ -101,11 +102,18 @@ def has_copies(facts, allowed) -> bool:
 
     Propagation only starts from one: without, it changes nothing.
     """
+    Name, Constant, UnaryOp, Call = gast.Name, gast.Constant, gast.UnaryOp, gast.Call
     for record in facts:
         target = record.assigned
         if target is not None and (allowed is None or target in allowed):
             value = record.statement.value
-            if type(value) is gast.Name or is_literal(value) or is_constant_range(value):
+            kind = type(value)  # what each test below needs first, asked once
+            if kind is Name:
+                return True
+            if kind is Constant or kind is UnaryOp:
+                if is_literal(value):
+                    return True
+            elif kind is Call and is_constant_range(value):
                 return True
     return False
 
@@ -126,15 +134,16 @@ def is_constant_range(value: gast.expr) -> bool:
 def drop_orphan_comments(body, comments):
     """``body`` without the comments (``comments[i]`` tells) that no statement of theirs
     follows (the end, another comment, or the function's ``return``)."""
-    result = []
     last = len(body) - 1
-    for index, statement in enumerate(body):
-        if comments[index] and (
-            index == last or comments[index + 1] or type(body[index + 1]) is gast.Return
-        ):
-            continue
-        result.append(statement)
-    return result
+    orphans = [
+        index
+        for index in compress(range(len(body)), comments)  # the comments' positions
+        if index == last or comments[index + 1] or type(body[index + 1]) is gast.Return
+    ]
+    if not orphans:
+        return list(body)
+    dropped = set(orphans)
+    return [statement for index, statement in enumerate(body) if index not in dropped]
 
 
 def is_comment(statement) -> bool:

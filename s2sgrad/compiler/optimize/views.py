@@ -30,14 +30,20 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
     """
     statements = body if without_blocks(body) else every_statement(body)
     updated = set()
+    Assign, AugAssign, Subscript = gast.Assign, gast.AugAssign, gast.Subscript
     for statement in statements:
-        if isinstance(statement, (gast.Assign, gast.AugAssign)):
-            targets = statement.targets if type(statement) is gast.Assign else [statement.target]
-            for target in targets:
-                if type(target) is gast.Subscript:
-                    base = _view_base(target)
-                    if base is not None:
-                        updated.add(base)
+        kind = type(statement)
+        if kind is Assign:
+            targets = statement.targets
+        elif kind is AugAssign:
+            targets = [statement.target]
+        else:
+            continue
+        for target in targets:
+            if type(target) is Subscript:
+                base = _view_base(target)
+                if base is not None:
+                    updated.add(base)
     if not updated:  # no array is changed in place: no group, whatever the views
         return {}
     links = []

@@ -79,8 +79,11 @@ def accumulate_in_place(function: gast.FunctionDef, namespace: dict) -> bool:
     statements = list(nested_statements(function.body))
     candidates: dict[str, list[gast.Assign]] = {}
     for statement in statements:
+        value = getattr(statement, "value", None)  # the probe's mark first: most have none
+        if type(value) is not gast.BinOp or annotation(value, ACCUMULATION) is not True:
+            continue
         name = _accumulated(statement)
-        if name is not None and annotation(statement.value, ACCUMULATION) is True:
+        if name is not None:
             candidates.setdefault(name, []).append(statement)
     if not candidates:
         return False

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.syntax import every_statement, walk
 
 __all__ = ["assign_single_writes"]
@@ -30,6 +31,8 @@ __all__ = ["assign_single_writes"]
 def assign_single_writes(function: gast.FunctionDef) -> bool:
     """Rewrite the accumulations of ``function`` (and of functions in it) that the module
     describes as assignments, in place; True if any changed."""
+    if without_blocks(function.body):
+        return False  # no loop, and no function with one: no update in a nest of loops
     if all(_zeros_shape(s) is None for s in every_statement(function.body)):
         return False  # no buffer of zeros (looked for among statements: no walk)
     changed = False
