@@ -15,6 +15,7 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
+from s2sgrad.compiler.specialize.interpreted import CHECKED
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
 
@@ -76,27 +77,36 @@ class RawFacts(NamedTuple):
     arithmetic: list[gast.BinOp]  # + - * /
     subscripts: list[gast.Subscript]
     calls: list[gast.Call]
+    kinds: set[type]  # of every node but names and literals (``interpreted.py``)
+    checked: list[gast.AST]  # of kinds ``interpreted.CHECKED``, and other assignments
 
 
 def raw_facts(function: gast.AST) -> RawFacts:
     """The assignments to a name, the ``+ - * /`` operations, the subscripts and the calls
-    in ``function``, found by one walk that skips names and literals (only parameters'
-    names hold more: annotations)."""
-    facts = RawFacts([], [], [], [])
+    in ``function``, and what decides whether its probe may be interpreted, found by one
+    walk that skips names and literals (only parameters' names hold more: annotations)."""
+    facts = RawFacts([], [], [], [], set(), [])
     assignments, arithmetic = facts.assignments, facts.arithmetic
-    subscripts, calls = facts.subscripts, facts.calls
+    subscripts, calls, kinds, checked = facts.subscripts, facts.calls, facts.kinds, facts.checked
     pending = [function]
     while pending:
         node = pending.pop()
         kind = type(node)
+        kinds.add(kind)
         if kind is gast.Call:
             calls.append(node)
-        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
-            assignments.append(node)
+        elif kind is gast.Assign:
+            targets = node.targets
+            if type(targets[0]) is gast.Name:
+                assignments.append(node)
+            if len(targets) != 1 or type(targets[0]) is not gast.Name:
+                checked.append(node)
         elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
             arithmetic.append(node)
         elif kind is gast.Subscript:
             subscripts.append(node)
+        elif kind in CHECKED:
+            checked.append(node)
         skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
         state = node.__dict__
         for field in node_fields(kind):

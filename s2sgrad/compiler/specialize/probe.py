@@ -33,6 +33,7 @@ from s2sgrad.compiler.specialize.in_place import (
     mark_accumulation,
     note_sum,
 )
+from s2sgrad.compiler.specialize.interpreted import bound_names, interpretable, interpreted
 from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
 from s2sgrad.compiler.specialize.loop_cuts import ARITHMETIC_PROBES, CUTS, PROBE, LoopCuts
 from s2sgrad.compiler.specialize.probe_copy import copy_with_sites
@@ -136,6 +137,8 @@ class Probing:
     # which of the calls' annotations (_NOTES) the specialised code may hold: a pass that
     # reads one has nothing to do without it
     noted: set[str] = field(default_factory=set)
+    # the names the probe binds, when it may be interpreted, not compiled: ``interpreted.py``
+    bound: set[str] | None = None
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -148,6 +151,8 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
     probing.indexing = index_parameters(node, facts.subscripts)
     probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
+    if interpretable(node, facts):  # run by walking it, not compiled
+        probing.bound = bound_names(node, facts.assignments, facts.checked)
 
     def probed_arithmetic(original: gast.BinOp, copy: gast.BinOp) -> bool:
         if id(original) in sums:
@@ -227,6 +232,8 @@ def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None)
     restore = _unchanged
     if large_arguments(probing.args, probing.kwargs):
         restore = release_arrays(lean, namespace)
+    if probing.bound is not None and cuts is None:  # restored once it has run
+        return interpreted(lean, probing.bound, namespace, probing.compile_probe, restore)
     try:
         return probing.compile_probe(lean, namespace)
     finally:
