@@ -17,7 +17,7 @@ from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
 from s2sgrad.compiler.specialize.interpreted import CHECKED
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
+from s2sgrad.compiler.syntax import clone, every_statement, node_fields
 
 __all__ = [
     "ARITHMETIC",
@@ -177,10 +177,30 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     Returns whether any ``broadcast_to`` call was removed.
     """
     changed = False
-    for binop in walk(node):
-        if type(binop) is gast.BinOp and annotation(binop, BROADCAST_FREE):
-            changed |= _strip_sides(binop)
+    for binop in _marked_operations(node):
+        changed |= _strip_sides(binop)
     return changed
+
+
+def _marked_operations(root: gast.AST) -> list[gast.BinOp]:
+    """The operations inside ``root`` marked with sides to strip (all found before any is
+    stripped), by a walk that skips names and literals (only parameters' names hold more)."""
+    found = []
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        state = node.__dict__
+        if kind is gast.BinOp and state.get(BROADCAST_FREE):
+            found.append(node)
+        skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
+        for field in node_fields(kind):
+            value = state.get(field)
+            if type(value) is list:
+                pending += [item for item in value if type(item) not in skipped]
+            elif type(value) not in skipped:
+                pending.append(value)
+    return found
 
 
 def _strip_sides(binop: gast.BinOp) -> bool:
