@@ -30,7 +30,7 @@ def _both(source: str, namespace: dict):
     node = _function(source)
     facts = raw_facts(node)
     assert interpreting.interpretable(node, facts)
-    names = interpreting.bound_names(node, facts.assignments, facts.checked)
+    names = interpreting.bound_names(node, facts)
     compiled = compile_ast(node, namespace, "test")
 
     def compile_stub(stub, names_in):

@@ -15,7 +15,7 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
-from s2sgrad.compiler.specialize.interpreted import CHECKED
+from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import clone, every_statement, node_fields
 
@@ -45,14 +45,39 @@ def quiet_arithmetic(
     may turn into their first argument (``unbroadcast``); the primal's arithmetic, and
     most of the rest, never needs probing.
     """
-    near: set[str] = set()  # names whose value may be a broadcast
-    users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
     reached: dict[int, tuple[bool, set[str]]] = {}  # by id of an operation assigned
+    made = []  # (name, whether its value may be a broadcast, the names it is made from)
     for node in assignments:
-        target = node.targets[0].id
-        broadcast, names = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
-        if broadcast:
-            near.add(target)
+        reach = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
+        made.append((node.targets[0].id, *reach))
+    made.reverse()  # the walk found them last first: now in the code's order, mostly
+    near = _near_broadcasts(made)
+    quiet = set()
+    for node in arithmetic:
+        found = reached.get(id(node))
+        broadcast, names = _elementwise_reach(node, namespace) if found is None else found
+        if not broadcast and names.isdisjoint(near):
+            quiet.add(id(node))
+    return quiet
+
+
+def _near_broadcasts(made: list[tuple[str, bool, set[str]]]) -> set[str]:
+    """The names whose value may be a broadcast: the least set holding each name made
+    (``made``: name, whether its value may be a broadcast, the names it is made from) from
+    a broadcast or from one of the set. Passes over ``made`` in the code's order find most
+    of it in one pass (and a second one finds nothing more); a few more passes serve
+    loops; what is still growing then is finished by following each name to its users."""
+    near: set[str] = set()
+    for _ in range(4):
+        growing = False
+        for target, broadcast, names in made:
+            if target not in near and (broadcast or not names.isdisjoint(near)):
+                near.add(target)
+                growing = True
+        if not growing:
+            return near
+    users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
+    for target, _, names in made:
         for name in names:
             users.setdefault(name, set()).add(target)
     pending = list(near)
@@ -61,13 +86,7 @@ def quiet_arithmetic(
             if user not in near:
                 near.add(user)
                 pending.append(user)
-    quiet = set()
-    for node in arithmetic:
-        found = reached.get(id(node))
-        broadcast, names = _elementwise_reach(node, namespace) if found is None else found
-        if not broadcast and names.isdisjoint(near):
-            quiet.add(id(node))
-    return quiet
+    return near
 
 
 class RawFacts(NamedTuple):
@@ -78,15 +97,18 @@ class RawFacts(NamedTuple):
     subscripts: list[gast.Subscript]
     calls: list[gast.Call]
     kinds: set[type]  # of every node but names and literals (``interpreted.py``)
-    checked: list[gast.AST]  # of kinds ``interpreted.CHECKED``, and other assignments
+    # of kinds ``interpreted.CHECKED``, assignments to other than a name, and what reads
+    # a builtin that reads its caller's frame (``locals()``)
+    checked: list[gast.AST]
+    bound: set[str]  # the names assigned to: the first targets of ``assignments``
 
 
 def raw_facts(function: gast.AST) -> RawFacts:
     """The assignments to a name, the ``+ - * /`` operations, the subscripts and the calls
     in ``function``, and what decides whether its probe may be interpreted, found by one
     walk that skips names and literals (only parameters' names hold more: annotations)."""
-    facts = RawFacts([], [], [], [], set(), [])
-    assignments, arithmetic = facts.assignments, facts.arithmetic
+    facts = RawFacts([], [], [], [], set(), [], set())
+    assignments, arithmetic, bound = facts.assignments, facts.arithmetic, facts.bound
     subscripts, calls, kinds, checked = facts.subscripts, facts.calls, facts.kinds, facts.checked
     pending = [function]
     while pending:
@@ -95,11 +117,19 @@ def raw_facts(function: gast.AST) -> RawFacts:
         kinds.add(kind)
         if kind is gast.Call:
             calls.append(node)
+            if type(node.func) is gast.Name and node.func.id in FRAME_READERS:
+                checked.append(node)
         elif kind is gast.Assign:
             targets = node.targets
             if type(targets[0]) is gast.Name:
                 assignments.append(node)
-            if len(targets) != 1 or type(targets[0]) is not gast.Name:
+                bound.add(targets[0].id)
+            value = node.value
+            if (
+                len(targets) != 1
+                or type(targets[0]) is not gast.Name
+                or (type(value) is gast.Name and value.id in FRAME_READERS)
+            ):
                 checked.append(node)
         elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
             arithmetic.append(node)

@@ -20,7 +20,7 @@ Example::
 
     facts = raw_facts(probed)
     if interpretable(probed, facts):
-        names = bound_names(probed, facts.assignments, facts.checked)
+        names = bound_names(probed, facts)
         function = interpreted(probed, names, namespace, compile_probe, lambda: None)
 """
 
@@ -35,7 +35,7 @@ import gast
 
 from s2sgrad.compiler.syntax import parameter_names
 
-__all__ = ["CHECKED", "INTERPRETED", "bound_names", "interpretable", "interpreted"]
+__all__ = ["CHECKED", "FRAME_READERS", "INTERPRETED", "bound_names", "interpretable", "interpreted"]
 
 _INTERPRET = "__s2sgrad_interpret__"
 _LOCALS = "__s2sgrad_locals__"
@@ -43,17 +43,11 @@ _LOCALS = "__s2sgrad_locals__"
 
 def interpretable(function: gast.FunctionDef, facts: Any) -> bool:
     """Whether ``function`` may be interpreted, given its ``broadcasts.RawFacts``: the kinds
-    of all its nodes but names and literals, its nodes of the kinds in :data:`CHECKED`
-    (whose fields decide), its calls and assignments. No loop, no function inside, nothing
-    this module does not walk, and no builtin that reads its caller's frame (``locals()``
-    would read the walk's)."""
+    of all its nodes but names and literals, and its nodes whose fields decide (of the
+    kinds in :data:`CHECKED`, and what reads a builtin of :data:`FRAME_READERS`). No loop,
+    no function inside, nothing this module does not walk, and no builtin that reads its
+    caller's frame (``locals()`` would read the walk's)."""
     if not facts.kinds <= INTERPRETED:
-        return False
-    if any(
-        type(call.func) is gast.Name and call.func.id in _FRAME_READERS for call in facts.calls
-    ) or any(
-        type(a.value) is gast.Name and a.value.id in _FRAME_READERS for a in facts.assignments
-    ):
         return False
     for node in facts.checked:
         kind = type(node)
@@ -69,19 +63,23 @@ def interpretable(function: gast.FunctionDef, facts: Any) -> bool:
             allowed = type(node.target) is gast.Name
         elif kind is gast.Delete:
             allowed = all(type(t) in _DELETED for t in node.targets)
-        else:  # an assignment to other than one name
-            allowed = all(_stores_only(t) for t in node.targets)
+        elif kind is gast.Assign:  # to other than one name, or of a frame reader
+            allowed = all(_stores_only(t) for t in node.targets) and not (
+                type(node.value) is gast.Name and node.value.id in FRAME_READERS
+            )
+        else:  # a call of a frame reader
+            allowed = False
         if not allowed:
             return False
     return True
 
 
-def bound_names(function: gast.FunctionDef, assignments: list, checked: list) -> set[str]:
-    """The names ``function`` binds: its parameters and its assignments' targets (those to
-    one name are ``assignments``; the others, and deletions, are among ``checked``)."""
-    names = parameter_names(function)
-    names.update(a.targets[0].id for a in assignments)
-    for node in checked:
+def bound_names(function: gast.FunctionDef, facts: Any) -> set[str]:
+    """The names ``function`` binds, given its ``broadcasts.RawFacts``: its parameters and
+    its assignments' targets (the first ones of assignments to a name are ``facts.bound``;
+    the others, and deletions, are among ``facts.checked``)."""
+    names = parameter_names(function) | facts.bound
+    for node in facts.checked:
         kind = type(node)
         targets = (
             node.targets
@@ -461,7 +459,8 @@ _STATEMENTS: dict[type, Callable[[Any, _Frame], None]] = {
 }
 
 _DELETED = (gast.Name, gast.Subscript, gast.Attribute)
-_FRAME_READERS = frozenset(
+# builtins that read their caller's frame: called from the walk, they would read its own
+FRAME_READERS = frozenset(
     {"locals", "vars", "globals", "dir", "eval", "exec", "super", "breakpoint", "__import__"}
 )
 

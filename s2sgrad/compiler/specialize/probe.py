@@ -171,7 +171,7 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     probing.indexing = index_parameters(node, facts.subscripts)
     probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
     if interpretable(node, facts):  # run by walking it, not compiled
-        probing.bound = bound_names(node, facts.assignments, facts.checked)
+        probing.bound = bound_names(node, facts)
 
     def probed_arithmetic(original: gast.BinOp, copy: gast.BinOp) -> bool:
         if id(original) in sums:
