@@ -15,7 +15,7 @@ import s2sgrad as sg
 from s2sgrad.compiler.codegen import compile_ast
 from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.compiler.specialize import interpreted as interpreting
-from s2sgrad.compiler.specialize import probe
+from s2sgrad.compiler.specialize import probe, releases
 from s2sgrad.compiler.specialize.broadcasts import raw_facts
 
 GLOBAL_T = "the global, not the local"
@@ -86,6 +86,8 @@ PROGRAMS = [
             total += x
             total -= y
             total *= 2
+            items[log("at", 0)] += log("more", 5)
+            holder.stored += log("added", 1)
             del holder.stored
             return box, items, total, x, y, z
         """,
@@ -117,6 +119,15 @@ PROGRAMS = [
             return GLOBAL_T
         """,
         [(3, 1), (1, 1), (1, 3)],
+    ),
+    # a name bound inside an expression (as the lean probe lets go of an array)
+    (
+        """
+        def f(a, b, log):
+            pair = (a, (a := b))[0]
+            return pair, a, (c := a + 1) * c
+        """,
+        [(1, 2), (5, -5)],
     ),
     # every binary operator, and a function that returns nothing
     (
@@ -175,7 +186,6 @@ def test_arguments_bind_as_python_binds_them():
         "def f(x):\n    return np.sum(**x)",
         "def f(x):\n    return {**x}",
         "def f(x):\n    a, *b = x\n    return b",
-        "def f(x):\n    x[0] += 1\n    return x",
         "def f(x):\n    global y\n    y = x\n    return y",
         "def f(x):\n    try:\n        return x\n    except ValueError:\n        return 0",
         "def f(x):\n    with x:\n        return x",
@@ -236,3 +246,29 @@ def test_the_walked_probe_specialises_as_the_compiled_one(f, args, monkeypatch):
     assert walked_source == compiled_source
     for got, expected in zip(walked_value, compiled_value):
         np.testing.assert_array_equal(got, expected)
+
+
+def rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def test_a_lean_probe_is_walked_and_specialises_as_the_compiled_one(monkeypatch):
+    """With large arguments the probe lets go of arrays (``releases.py``: stand-ins and
+    ``(t, (t := None))[0]`` inserted into it): the walk runs that too."""
+    monkeypatch.setattr(releases, "LARGE", 1000)
+    x = np.random.default_rng(2).uniform(-1.0, 1.0, 3000)
+
+    def specialised_source():
+        clear_cache()
+        gradient = sg.grad(rosenbrock, mode="s2s")
+        return sg.source(gradient(x) is not None and gradient), gradient(x)
+
+    walked = []
+    original = probe.interpreted
+    monkeypatch.setattr(probe, "interpreted", lambda *a, **k: walked.append(1) or original(*a, **k))
+    walked_source, walked_value = specialised_source()
+    assert walked
+    monkeypatch.setattr(probe, "interpretable", lambda node, facts: False)
+    compiled_source, compiled_value = specialised_source()
+    assert walked_source == compiled_source
+    np.testing.assert_array_equal(walked_value, compiled_value)

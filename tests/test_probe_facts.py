@@ -6,7 +6,7 @@ import random
 
 import gast
 
-from s2sgrad.compiler.specialize.broadcasts import _near_broadcasts, raw_facts
+from s2sgrad.compiler.specialize.broadcasts import near_broadcasts, raw_facts
 
 
 def _closure(made):
@@ -25,15 +25,19 @@ def test_near_broadcasts_is_the_least_closed_set_in_any_order():
         count = rng.randint(1, 30)
         names = [f"n{i}" for i in range(count)]
         made = [
-            (rng.choice(names), rng.random() < 0.1, set(rng.sample(names, rng.randint(0, min(3, count)))))
+            (
+                rng.choice(names),
+                rng.random() < 0.1,
+                set(rng.sample(names, rng.randint(0, min(3, count)))),
+            )
             for _ in range(rng.randint(1, 40))
         ]
-        assert _near_broadcasts(made) == _closure(made)
+        assert near_broadcasts(made) == _closure(made)
 
 
 def test_a_chain_written_backwards_needs_the_users_worklist():
     made = [(f"n{i}", False, {f"n{i + 1}"}) for i in range(10)] + [("n10", True, set())]
-    assert _near_broadcasts(made) == {f"n{i}" for i in range(11)}
+    assert near_broadcasts(made) == {f"n{i}" for i in range(11)}
 
 
 def test_raw_facts_sets_aside_what_reads_the_callers_frame():

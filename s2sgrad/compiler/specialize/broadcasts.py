@@ -22,6 +22,7 @@ from s2sgrad.compiler.syntax import clone, every_statement, node_fields
 __all__ = [
     "ARITHMETIC",
     "RawFacts",
+    "near_broadcasts",
     "quiet_arithmetic",
     "raw_facts",
     "resolve",
@@ -51,7 +52,7 @@ def quiet_arithmetic(
         reach = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
         made.append((node.targets[0].id, *reach))
     made.reverse()  # the walk found them last first: now in the code's order, mostly
-    near = _near_broadcasts(made)
+    near = near_broadcasts(made)
     quiet = set()
     for node in arithmetic:
         found = reached.get(id(node))
@@ -61,12 +62,17 @@ def quiet_arithmetic(
     return quiet
 
 
-def _near_broadcasts(made: list[tuple[str, bool, set[str]]]) -> set[str]:
+def near_broadcasts(made: list[tuple[str, bool, set[str]]]) -> set[str]:
     """The names whose value may be a broadcast: the least set holding each name made
     (``made``: name, whether its value may be a broadcast, the names it is made from) from
     a broadcast or from one of the set. Passes over ``made`` in the code's order find most
     of it in one pass (and a second one finds nothing more); a few more passes serve
-    loops; what is still growing then is finished by following each name to its users."""
+    loops; what is still growing then is finished by following each name to its users.
+
+    Example::
+
+        near_broadcasts([("a", False, {"b"}), ("b", True, set())])  # {"a", "b"}
+    """
     near: set[str] = set()
     for _ in range(4):
         growing = False

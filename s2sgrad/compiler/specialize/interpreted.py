@@ -60,6 +60,8 @@ def interpretable(function: gast.FunctionDef, facts: Any) -> bool:
         elif kind is gast.Dict:
             allowed = None not in node.keys
         elif kind is gast.AugAssign:
+            allowed = type(node.target) in _DELETED  # a name, an item or an attribute
+        elif kind is gast.NamedExpr:
             allowed = type(node.target) is gast.Name
         elif kind is gast.Delete:
             allowed = all(type(t) in _DELETED for t in node.targets)
@@ -85,7 +87,7 @@ def bound_names(function: gast.FunctionDef, facts: Any) -> set[str]:
             node.targets
             if kind is gast.Assign or kind is gast.Delete
             else [node.target]
-            if kind is gast.AugAssign
+            if kind is gast.AugAssign or kind is gast.NamedExpr
             else ()
         )
         for target in targets:
@@ -191,13 +193,22 @@ def _block(body: list, frame: _Frame) -> Any:
 
 
 def _aug_assign(statement: gast.AugAssign, frame: _Frame) -> None:
-    target = statement.target  # a name (INTERPRETED holds no other target for it)
-    if type(target) is not _NAME_NODE:
-        raise _Unsupported(target)
-    current = _name(target, frame)
-    frame.locals[target.id] = _IN_PLACE[type(statement.op)](
-        current, _evaluate(statement.value, frame)
-    )
+    """``t += v`` as Python runs it: for ``a[i] += v``, ``a``, ``i``, the item, ``v``, the
+    in-place operation, then the item stored back."""
+    target, operation = statement.target, _IN_PLACE[type(statement.op)]
+    kind = type(target)
+    if kind is _NAME_NODE:
+        current = _name(target, frame)
+        frame.locals[target.id] = operation(current, _evaluate(statement.value, frame))
+    elif kind is gast.Subscript:
+        container = _evaluate(target.value, frame)
+        index = _evaluate(target.slice, frame)
+        updated = operation(container[index], _evaluate(statement.value, frame))
+        container[index] = updated
+    else:  # an attribute (``interpretable`` lets no other target through)
+        owner = _evaluate(target.value, frame)
+        updated = operation(getattr(owner, target.attr), _evaluate(statement.value, frame))
+        setattr(owner, target.attr, updated)
 
 
 def _delete(statement: gast.Delete, frame: _Frame) -> None:
@@ -342,6 +353,12 @@ def _dict(node: gast.Dict, frame: _Frame) -> dict:
     return result
 
 
+def _named(node: gast.NamedExpr, frame: _Frame) -> Any:
+    value = _evaluate(node.value, frame)  # ``(t3 := None)``: a name (``interpretable``)
+    frame.locals[node.target.id] = value
+    return value
+
+
 def _bool_op(node: gast.BoolOp, frame: _Frame) -> Any:
     is_and = type(node.op) is gast.And
     value = None
@@ -451,6 +468,7 @@ _EXPRESSIONS: dict[type, Callable[[Any, _Frame], Any]] = {
     gast.BoolOp: _bool_op,
     gast.Compare: _compare,
     gast.IfExp: _if_expression,
+    gast.NamedExpr: _named,  # as ``releases.py`` lets go of an array at its last read
 }
 _STATEMENTS: dict[type, Callable[[Any, _Frame], None]] = {
     gast.AugAssign: _aug_assign,
@@ -466,7 +484,15 @@ FRAME_READERS = frozenset(
 
 # the kinds of nodes whose fields decide whether the walk knows them (``interpretable``)
 CHECKED = frozenset(
-    {gast.FunctionDef, gast.Starred, gast.keyword, gast.Dict, gast.AugAssign, gast.Delete}
+    {
+        gast.FunctionDef,
+        gast.Starred,
+        gast.keyword,
+        gast.Dict,
+        gast.AugAssign,
+        gast.Delete,
+        gast.NamedExpr,
+    }
 )
 
 # every kind of node the walk knows, as found in a tree (operators, contexts, keywords …)
