@@ -4,6 +4,7 @@ specialise to the same code as the compiled probe.
 """
 
 import textwrap
+import tracemalloc
 import warnings
 
 import gast
@@ -272,3 +273,24 @@ def test_a_lean_probe_is_walked_and_specialises_as_the_compiled_one(monkeypatch)
     compiled_source, compiled_value = specialised_source()
     assert walked_source == compiled_source
     np.testing.assert_array_equal(walked_value, compiled_value)
+
+
+def _first_call_peak(x) -> int:
+    clear_cache()
+    gradient = sg.grad(rosenbrock, mode="s2s")
+    tracemalloc.start()
+    try:
+        gradient(x)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_walked_lean_probe_holds_no_array_longer_than_the_compiled_one(monkeypatch):
+    """The walk keeps no value in a variable of its own past the statement that made it,
+    so the arrays the lean probe lets go of are gone as they would be compiled."""
+    x = np.random.default_rng(4).uniform(-1.0, 1.0, 300_000)
+    walked = _first_call_peak(x)
+    monkeypatch.setattr(probe, "interpretable", lambda node, facts: False)
+    compiled = _first_call_peak(x)
+    assert walked <= compiled + x.nbytes // 4, (walked / x.nbytes, compiled / x.nbytes)

@@ -167,21 +167,17 @@ def _block(body: list, frame: _Frame) -> Any:
     (at the function's end: None, as Python returns)."""
     for statement in body:
         kind = type(statement)
-        if kind is _ASSIGN:
-            value = _evaluate(statement.value, frame)
-            targets = statement.targets
+        if kind is _ASSIGN:  # no variable of this loop holds a value past its statement:
+            targets = statement.targets  # the lean probe lets go of arrays (releases.py)
             if len(targets) == 1 and type(targets[0]) is _NAME_NODE:
-                frame.locals[targets[0].id] = value
+                frame.locals[targets[0].id] = _evaluate(statement.value, frame)
             else:
-                for target in targets:
-                    _store(target, value, frame)
+                _store_each(targets, _evaluate(statement.value, frame), frame)
         elif kind is _EXPR:
-            value = statement.value
-            if type(value) is not _CONSTANT_NODE:  # a comment marker or docstring: nothing
-                _evaluate(value, frame)
+            if type(statement.value) is not _CONSTANT_NODE:  # a comment marker: nothing
+                _evaluate(statement.value, frame)
         elif kind is _RETURN:
-            value = statement.value
-            return None if value is None else _evaluate(value, frame)
+            return None if statement.value is None else _evaluate(statement.value, frame)
         elif kind is _IF:
             branch = statement.body if _evaluate(statement.test, frame) else statement.orelse
             result = _block(branch, frame)
@@ -230,6 +226,11 @@ def _pass(statement: gast.Pass, frame: _Frame) -> None:
 
 class _Unsupported(Exception):
     """A node the walk does not know (``interpretable`` keeps such probes compiled)."""
+
+
+def _store_each(targets: list, value: Any, frame: _Frame) -> None:
+    for target in targets:
+        _store(target, value, frame)
 
 
 def _store(target: gast.expr, value: Any, frame: _Frame) -> None:
