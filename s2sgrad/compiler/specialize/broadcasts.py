@@ -15,12 +15,14 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
+from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, every_statement, node_fields, walk
+from s2sgrad.compiler.syntax import clone, every_statement, node_fields
 
 __all__ = [
     "ARITHMETIC",
     "RawFacts",
+    "near_broadcasts",
     "quiet_arithmetic",
     "raw_facts",
     "resolve",
@@ -44,22 +46,13 @@ def quiet_arithmetic(
     may turn into their first argument (``unbroadcast``); the primal's arithmetic, and
     most of the rest, never needs probing.
     """
-    near: set[str] = set()  # names whose value may be a broadcast
-    users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
     reached: dict[int, tuple[bool, set[str]]] = {}  # by id of an operation assigned
+    made = []  # (name, whether its value may be a broadcast, the names it is made from)
     for node in assignments:
-        target = node.targets[0].id
-        broadcast, names = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
-        if broadcast:
-            near.add(target)
-        for name in names:
-            users.setdefault(name, set()).add(target)
-    pending = list(near)
-    while pending:
-        for user in users.get(pending.pop(), ()):
-            if user not in near:
-                near.add(user)
-                pending.append(user)
+        reach = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
+        made.append((node.targets[0].id, *reach))
+    made.reverse()  # the walk found them last first: now in the code's order, mostly
+    near = near_broadcasts(made)
     quiet = set()
     for node in arithmetic:
         found = reached.get(id(node))
@@ -69,6 +62,39 @@ def quiet_arithmetic(
     return quiet
 
 
+def near_broadcasts(made: list[tuple[str, bool, set[str]]]) -> set[str]:
+    """The names whose value may be a broadcast: the least set holding each name made
+    (``made``: name, whether its value may be a broadcast, the names it is made from) from
+    a broadcast or from one of the set. Passes over ``made`` in the code's order find most
+    of it in one pass (and a second one finds nothing more); a few more passes serve
+    loops; what is still growing then is finished by following each name to its users.
+
+    Example::
+
+        near_broadcasts([("a", False, {"b"}), ("b", True, set())])  # {"a", "b"}
+    """
+    near: set[str] = set()
+    for _ in range(4):
+        growing = False
+        for target, broadcast, names in made:
+            if target not in near and (broadcast or not names.isdisjoint(near)):
+                near.add(target)
+                growing = True
+        if not growing:
+            return near
+    users: dict[str, set[str]] = {}  # name -> the names whose values are made from it
+    for target, _, names in made:
+        for name in names:
+            users.setdefault(name, set()).add(target)
+    pending = list(near)
+    while pending:
+        for user in users.get(pending.pop(), ()):
+            if user not in near:
+                near.add(user)
+                pending.append(user)
+    return near
+
+
 class RawFacts(NamedTuple):
     """What the probe needs to know of the raw code's nodes (:func:`raw_facts`)."""
 
@@ -76,27 +102,47 @@ class RawFacts(NamedTuple):
     arithmetic: list[gast.BinOp]  # + - * /
     subscripts: list[gast.Subscript]
     calls: list[gast.Call]
+    kinds: set[type]  # of every node but names and literals (``interpreted.py``)
+    # of kinds ``interpreted.CHECKED``, assignments to other than a name, and what reads
+    # a builtin that reads its caller's frame (``locals()``)
+    checked: list[gast.AST]
+    bound: set[str]  # the names assigned to: the first targets of ``assignments``
 
 
 def raw_facts(function: gast.AST) -> RawFacts:
     """The assignments to a name, the ``+ - * /`` operations, the subscripts and the calls
-    in ``function``, found by one walk that skips names and literals (only parameters'
-    names hold more: annotations)."""
-    facts = RawFacts([], [], [], [])
-    assignments, arithmetic = facts.assignments, facts.arithmetic
-    subscripts, calls = facts.subscripts, facts.calls
+    in ``function``, and what decides whether its probe may be interpreted, found by one
+    walk that skips names and literals (only parameters' names hold more: annotations)."""
+    facts = RawFacts([], [], [], [], set(), [], set())
+    assignments, arithmetic, bound = facts.assignments, facts.arithmetic, facts.bound
+    subscripts, calls, kinds, checked = facts.subscripts, facts.calls, facts.kinds, facts.checked
     pending = [function]
     while pending:
         node = pending.pop()
         kind = type(node)
+        kinds.add(kind)
         if kind is gast.Call:
             calls.append(node)
-        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
-            assignments.append(node)
+            if type(node.func) is gast.Name and node.func.id in FRAME_READERS:
+                checked.append(node)
+        elif kind is gast.Assign:
+            targets = node.targets
+            if type(targets[0]) is gast.Name:
+                assignments.append(node)
+                bound.add(targets[0].id)
+            value = node.value
+            if (
+                len(targets) != 1
+                or type(targets[0]) is not gast.Name
+                or (type(value) is gast.Name and value.id in FRAME_READERS)
+            ):
+                checked.append(node)
         elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
             arithmetic.append(node)
         elif kind is gast.Subscript:
             subscripts.append(node)
+        elif kind in CHECKED:
+            checked.append(node)
         skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
         state = node.__dict__
         for field in node_fields(kind):
@@ -167,10 +213,30 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     Returns whether any ``broadcast_to`` call was removed.
     """
     changed = False
-    for binop in walk(node):
-        if type(binop) is gast.BinOp and annotation(binop, BROADCAST_FREE):
-            changed |= _strip_sides(binop)
+    for binop in _marked_operations(node):
+        changed |= _strip_sides(binop)
     return changed
+
+
+def _marked_operations(root: gast.AST) -> list[gast.BinOp]:
+    """The operations inside ``root`` marked with sides to strip (all found before any is
+    stripped), by a walk that skips names and literals (only parameters' names hold more)."""
+    found = []
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        kind = type(node)
+        state = node.__dict__
+        if kind is gast.BinOp and state.get(BROADCAST_FREE):
+            found.append(node)
+        skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
+        for field in node_fields(kind):
+            value = state.get(field)
+            if type(value) is list:
+                pending += [item for item in value if type(item) not in skipped]
+            elif type(value) not in skipped:
+                pending.append(value)
+    return found
 
 
 def _strip_sides(binop: gast.BinOp) -> bool:

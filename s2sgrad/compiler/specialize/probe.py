@@ -33,6 +33,7 @@ from s2sgrad.compiler.specialize.in_place import (
     mark_accumulation,
     note_sum,
 )
+from s2sgrad.compiler.specialize.interpreted import bound_names, interpretable, interpreted
 from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
 from s2sgrad.compiler.specialize.loop_cuts import ARITHMETIC_PROBES, CUTS, PROBE, LoopCuts
 from s2sgrad.compiler.specialize.probe_copy import copy_with_sites
@@ -48,6 +49,7 @@ from s2sgrad.compiler.specialize.seen import Seen, observed
 __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites"]
 
 _PROBE = PROBE
+_SYMBOL = observed("+")  # what an operation's symbol looks like to the probe
 _NOTES = (NEW_AXES, SCATTER)  # set on calls by their specialisers, read by later passes
 
 
@@ -65,6 +67,7 @@ class _Probe:
         self.reductions: dict[int, int] = {}
         self.reduced: dict[int, tuple] = {}
         self.latest_reduced: dict[int, bool] = {}
+        self._made: dict[tuple, Seen] = {}
 
     def __call__(self, site: int, function, *args, **kwargs):
         # records are plain tuples, made Seen when read (see ``seen``)
@@ -89,13 +92,23 @@ class _Probe:
                 self.reduced[site] = record
         return result
 
+    def arithmetic(self, site: int, operation: Callable, left, right):
+        """``operation(left, right)``, recorded as ``self(site, f, symbol, left, right)``
+        would record it (a symbol looks like any other string: ``_SYMBOL``)."""
+        result = operation(left, right)
+        records = self.sites.get(site)
+        if records is None:
+            records = self.sites[site] = set()
+        records.add(((_SYMBOL, observed(left), observed(right)), observed(result)))
+        return result
+
     def reduced_last_only(self, site: int) -> tuple[tuple[Seen, ...], Seen] | None:
         """What an ``unbroadcast`` site saw on its one visit that summed, if that was its
         last visit and every other returned ``g`` itself; else None."""
         if self.reductions.get(site) != 1 or not self.latest_reduced.get(site):
             return None
         arguments, result = self.reduced[site]
-        return tuple([Seen._make(a) for a in arguments]), Seen._make(result)
+        return tuple([self._seen(a) for a in arguments]), self._seen(result)
 
     def seen(self, site: int) -> tuple[tuple[Seen, ...], Seen] | None:
         """What the only run of ``site`` saw, as (arguments, result); None unless the site
@@ -104,7 +117,14 @@ class _Probe:
         if not records or len(records) != 1 or site in self.aliased:
             return None
         ((arguments, result),) = records
-        return tuple([Seen._make(a) for a in arguments]), Seen._make(result)
+        return tuple([self._seen(a) for a in arguments]), self._seen(result)
+
+    def _seen(self, record: tuple) -> Seen:
+        """``Seen._make(record)``, made once for the records that are alike."""
+        made = self._made.get(record)
+        if made is None:
+            made = self._made[record] = Seen._make(record)
+        return made
 
 
 @dataclass
@@ -136,6 +156,8 @@ class Probing:
     # which of the calls' annotations (_NOTES) the specialised code may hold: a pass that
     # reads one has nothing to do without it
     noted: set[str] = field(default_factory=set)
+    # the names the probe binds, when it may be interpreted, not compiled: ``interpreted.py``
+    bound: set[str] | None = None
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -148,6 +170,8 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
     probing.indexing = index_parameters(node, facts.subscripts)
     probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
+    if interpretable(node, facts):  # run by walking it, not compiled
+        probing.bound = bound_names(node, facts)
 
     def probed_arithmetic(original: gast.BinOp, copy: gast.BinOp) -> bool:
         if id(original) in sums:
@@ -227,6 +251,8 @@ def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None)
     restore = _unchanged
     if large_arguments(probing.args, probing.kwargs):
         restore = release_arrays(lean, namespace)
+    if probing.bound is not None and cuts is None:  # restored once it has run
+        return interpreted(lean, probing.bound, namespace, probing.compile_probe, restore)
     try:
         return probing.compile_probe(lean, namespace)
     finally:
@@ -330,12 +356,9 @@ _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": oper
 
 def _arithmetic(probe: _Probe, symbol: str) -> Callable:
     """The probe of one operation: it records (symbol, left, right) and the result."""
+    operation = _OPERATORS[symbol]
 
     def probed(site, left, right):
-        return probe(site, _apply_operator, symbol, left, right)
+        return probe.arithmetic(site, operation, left, right)
 
     return probed
-
-
-def _apply_operator(symbol, left, right):
-    return _OPERATORS[symbol](left, right)
