@@ -1,11 +1,12 @@
 """Side-by-side timing of two gradients, in this process and in fresh worker processes.
 
 A gradient's time in one process can sit in one of two levels and stay there (Rosenbrock:
-about 29 or 38 µs per call, for the generated and the hand-written code alike, from
-process to process; see README.md), so one process's ratio is a coin toss. As pyperf does,
-:func:`ratios_in_workers` repeats the side-by-side timing in several fresh processes
-(``run.py --worker KEY``), each timing both columns interleaved, and the ratio reported is
-the median over processes of each process's ratio.
+about 29 or 37 µs per call, for the generated and the hand-written code alike, set by the
+process's memory layout; see README.md), so one process's ratio is a coin toss. As pyperf
+does, :func:`ratios_in_workers` repeats the side-by-side timing in several fresh processes
+(``run.py --worker KEY``), each with a layout moved at random (:func:`shift_memory_layout`)
+and timing both columns interleaved, and the ratio reported is the median over processes
+of each process's ratio.
 
 Example:
     >>> best = interleaved_minimum({"sum": lambda: sum(range(9))}, rounds=2, seconds=1e-3)
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import random
 import statistics
 import subprocess
 import sys
@@ -26,6 +29,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 RUN_SCRIPT = Path(__file__).resolve().parent / "run.py"
+LAYOUT_VARIABLE = "S2SGRAD_BENCHMARK_LAYOUT"  # a worker's random padding (see shift_memory_layout)
+
+
+def shift_memory_layout() -> bytearray:
+    """A block of a random size (1 MiB plus 0 to 4 KiB, in steps of 16 bytes) for the caller
+    to keep: the arrays allocated after it start at other offsets within a 4 KiB page.
+
+    Where a process's arrays lie relative to the pages sets how fast a memory-bound
+    gradient runs in it, for the whole process (most likely loads and stores whose addresses
+    agree in their last 12 bits, which the processor makes wait for each other). Left
+    alone, what decides it is incidental and the same in every process started alike: the
+    Rosenbrock ratio went from 0.86 to 1.12 with nothing changed but the length of an
+    environment variable, and stayed at 1.14-1.27 in eight processes started the same way.
+    With this block, eight such processes gave 0.83-1.11. It is larger than any hole the
+    interpreter's start leaves in the heap (a block of 4-8 KiB fell into one and moved
+    nothing), so it comes off the top of the heap and moves everything after it. Workers
+    also start with an environment variable of random length (``LAYOUT_VARIABLE``), which
+    moves the stack; the median over the workers is then a median over layouts.
+    """
+    return bytearray((1 << 20) + 16 * random.randrange(256))
 
 
 def fix_allocator() -> str:
@@ -127,7 +150,10 @@ def ratios_in_workers(
     times = WorkerTimes(hand=[], s2sgrad=[])
     command = [sys.executable, str(RUN_SCRIPT), "--worker", key, *worker_arguments]
     for _ in range(processes):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        environment = os.environ | {LAYOUT_VARIABLE: "x" * random.randrange(4096)}
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, env=environment
+        )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
             raise RuntimeError(
