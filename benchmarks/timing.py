@@ -132,6 +132,18 @@ class WorkerTimes:
         """The median over processes of each process's ratio."""
         return statistics.median(self.ratios)
 
+    @property
+    def spread(self) -> float:
+        """The interquartile range of the per-process ratios, relative to their median."""
+        if len(self.ratios) < 4:
+            return 0.0
+        first, _, third = statistics.quantiles(self.ratios, n=4)
+        return (third - first) / self.ratio
+
+    def extend(self, more: WorkerTimes) -> None:
+        self.hand += more.hand
+        self.s2sgrad += more.s2sgrad
+
     def median_times(self) -> dict[str, float]:
         """Each column's median time over the processes (the same statistic for both)."""
         return {"hand": statistics.median(self.hand), "s2sgrad": statistics.median(self.s2sgrad)}
