@@ -5,6 +5,7 @@
     python benchmarks/run.py --only rnn,d    # some workloads, by name or key letter
     python benchmarks/run.py --processes 11  # more worker processes per workload (default 9)
     python benchmarks/run.py --no-frameworks # leave out autograd, JAX and PyTorch
+    python benchmarks/run.py --blas-threads 1 # one BLAS thread in the timed workers (busy machine)
 
 For each workload in workloads.py it first checks that ``s2sgrad.grad`` agrees with the
 hand-written gradient, then times both side by side in several fresh worker processes
@@ -28,6 +29,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -48,6 +50,7 @@ from memory import (
 )
 from timing import (
     WorkerTimes,
+    blas_threads_environment,
     fix_allocator,
     interleaved_minimum,
     ratios_in_workers,
@@ -181,14 +184,16 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
     # any framework runs here: PyTorch's and JAX's worker threads keep spinning for a while
     # after a call and would slow the workers down.
     if "s2sgrad" in calls:
-        result.workers = workers = ratios_in_workers(
-            w.key, options.processes, worker_arguments(options)
-        )
-        if workers.spread > SPREAD_LIMIT:  # layouts matter here (README.md): sample more
-            workers.extend(ratios_in_workers(w.key, options.processes, worker_arguments(options)))
-        result.times = workers.median_times()
-        ratios = " ".join(f"{ratio:.2f}" for ratio in workers.ratios)
-        print(f"  s2sgrad/hand in {len(workers.ratios)} processes: {ratios}")
+        try:
+            result.workers = workers_times(w, options)
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            result.skipped = f"a worker process failed: {error}".splitlines()[0][:300]
+            print(f"  s2sgrad not timed: {result.skipped}")
+            del calls["s2sgrad"]
+    if result.workers is not None:
+        result.times = result.workers.median_times()
+        ratios = " ".join(f"{ratio:.2f}" for ratio in result.workers.ratios)
+        print(f"  s2sgrad/hand in {len(result.workers.ratios)} processes: {ratios}")
     else:
         result.times = interleaved_minimum({"hand": calls["hand"]}, options.rounds, options.seconds)
 
@@ -223,6 +228,17 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
     if w.name == "rnn":
         result.peaks["hand saved"] = rnn_saved_bytes(*args)
     return result
+
+
+def workers_times(w: Workload, options) -> WorkerTimes:
+    """``w`` timed side by side in ``options.processes`` worker processes, and as many more
+    where their ratios spread widely (the layout matters there, README.md)."""
+    environment = blas_threads_environment(options.blas_threads)
+    arguments = worker_arguments(options)
+    workers = ratios_in_workers(w.key, options.processes, arguments, environment)
+    if workers.spread > SPREAD_LIMIT:
+        workers.extend(ratios_in_workers(w.key, options.processes, arguments, environment))
+    return workers
 
 
 def worker_arguments(options) -> list[str]:
@@ -540,6 +556,11 @@ def parse_args(argv):
     )
     parser.add_argument(
         "--processes", type=int, help="worker processes per workload (default 9, 3 with --quick)"
+    )
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        help="BLAS threads in the worker processes (default: the library's own choice)",
     )
     parser.add_argument("--worker", metavar="KEY", help=argparse.SUPPRESS)
     parser.add_argument("--rounds", type=int, help=argparse.SUPPRESS)

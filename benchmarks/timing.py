@@ -149,22 +149,44 @@ class WorkerTimes:
         return {"hand": statistics.median(self.hand), "s2sgrad": statistics.median(self.s2sgrad)}
 
 
+def blas_threads_environment(threads: int | None) -> dict[str, str]:
+    """The environment variables that set the BLAS libraries' thread count (none for None).
+
+    Example:
+        >>> blas_threads_environment(1)["OPENBLAS_NUM_THREADS"]
+        '1'
+    """
+    if threads is None:
+        return {}
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    return dict.fromkeys(names, str(threads))
+
+
 def ratios_in_workers(
-    key: str, processes: int, worker_arguments: list[str], timeout: float = 300.0
+    key: str,
+    processes: int,
+    worker_arguments: list[str],
+    environment: dict[str, str] | None = None,
+    timeout: float = 300.0,
 ) -> WorkerTimes:
     """Time workload ``key`` side by side in ``processes`` fresh processes, one after the
     other (never two at once, which would slow each other down).
 
-    Each runs ``run.py --worker KEY`` with ``worker_arguments`` (rounds, mode, ...) and prints
-    one line of JSON, ``{"hand": seconds, "s2sgrad": seconds}``; a worker that fails raises
-    RuntimeError with its error output.
+    Each runs ``run.py --worker KEY`` with ``worker_arguments`` (rounds, mode, ...) and
+    ``environment`` added to this process's, and prints one line of JSON,
+    ``{"hand": seconds, "s2sgrad": seconds}``; a worker that fails raises RuntimeError with
+    its error output (subprocess.TimeoutExpired after ``timeout`` seconds).
     """
     times = WorkerTimes(hand=[], s2sgrad=[])
     command = [sys.executable, str(RUN_SCRIPT), "--worker", key, *worker_arguments]
     for _ in range(processes):
-        environment = os.environ | {LAYOUT_VARIABLE: "x" * random.randrange(4096)}
+        padding = {LAYOUT_VARIABLE: "x" * random.randrange(4096)}
         done = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, env=environment
+            command,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=os.environ | (environment or {}) | padding,
         )
         lines = done.stdout.strip().splitlines()
         if done.returncode != 0 or not lines:
