@@ -6,9 +6,7 @@ import numpy as np
 import pytest
 from oracle import assert_close, assert_gradient_in_every_mode
 
-from s2sgrad.runtime import tie_share
-from s2sgrad.runtime.reductions import _kept_shape, _reduced_shape
-from s2sgrad.runtime.shapes import _cotangent_dtype, _has_integer_array, index_cotangent
+from s2sgrad.runtime import index_cotangent, tie_share
 
 
 def _shared_by_formula(g, hits, axis, dtype):
@@ -50,13 +48,18 @@ def test_tie_share_twice_with_the_same_shapes_gives_the_same_answer():
     assert_close(tie_share(g, ties, 1, np.dtype(np.float64)), np.full((3, 1), 0.25))
 
 
-@pytest.mark.parametrize(
-    ("shape", "axis"),
-    [((2, 3, 4), 1), ((2, 3, 4), (0, -1)), ((2, 3, 4), [2]), ((2, 3), None), ((), None)],
-)
-def test_kept_shape_remembered_is_the_one_computed(shape, axis):
-    assert _kept_shape(shape, axis) == _reduced_shape(shape, axis)
-    assert _kept_shape(shape, axis) == _reduced_shape(shape, axis)
+@pytest.mark.parametrize("axis", [1, (0, -1), [2], None])
+def test_tie_share_with_shapes_seen_before_is_the_formula(axis):
+    numpy_axis = tuple(axis) if isinstance(axis, list) else axis
+    rng = np.random.default_rng(3)
+    for shape in [(2, 3, 4), (3, 3, 4), (2, 3, 4), (3, 3, 4)]:  # kept shapes remembered
+        values = rng.normal(size=shape)
+        hits = _hits(values, numpy_axis)
+        g = rng.normal(size=np.max(values, axis=numpy_axis, keepdims=True).shape)
+        assert tie_share(g, hits, axis, np.dtype(np.float64)) is g
+        assert_close(
+            tie_share(g, hits, axis, g.dtype), _shared_by_formula(g, hits, numpy_axis, g.dtype)
+        )
 
 
 @pytest.mark.parametrize(
@@ -72,10 +75,10 @@ def test_kept_shape_remembered_is_the_one_computed(shape, axis):
         3,
     ],
 )
-def test_cotangent_dtype_of_one_value_is_result_type_rule(g):
+def test_index_cotangent_dtype_is_the_inexact_result_type(g):
     dtype = np.result_type(g)
     want = dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
-    assert _cotangent_dtype(g) == want
+    assert index_cotangent(g, np.zeros((4, 2)), (np.array([0, 1, 1]), 1)).dtype == want
 
 
 @pytest.mark.parametrize(
@@ -103,11 +106,20 @@ def test_index_cotangent_adds_in_every_contribution(index):
     assert_close(index_cotangent(g, x, index), want)
 
 
-def test_has_integer_array_looks_at_every_part():
-    assert _has_integer_array((slice(None), np.array([1, 2])))
-    assert _has_integer_array(np.array([0], dtype=np.uint8))
-    assert not _has_integer_array((slice(None), np.array([True])))
-    assert not _has_integer_array(3)
+@pytest.mark.parametrize(
+    "index",
+    [
+        (slice(None), np.array([1, 2])),
+        np.array([0, 0], dtype=np.uint8),
+        (np.array([True, False, True, True]),),
+    ],
+)
+def test_index_cotangent_of_any_array_index_is_add_at(index):
+    x = np.zeros((4, 3))
+    g = np.ones(x[index].shape)
+    want = np.zeros((4, 3))
+    np.add.at(want, index, g)
+    assert_close(index_cotangent(g, x, index), want)
 
 
 def _max_pool_loss(x):
