@@ -299,7 +299,8 @@ def without_freshness_checks(dfn, args: tuple) -> Callable:
 
     class Unchecked(type(dfn)):
         def rebuild(self):
-            self.unchecked_fast = guarded_call(key, self.code.calls[key][0], [])
+            guard = guarded_call(key, self.code.calls[key][0], [])
+            self.unchecked_fast = guard or (lambda *args: MISSING)  # None: not guardable
 
         def __call__(self, *args, **kwargs):
             try:
