@@ -1,6 +1,6 @@
 """Time s2sgrad's generated gradients against hand-written NumPy gradients, side by side.
 
-    python benchmarks/run.py                 # everything (about 4 minutes)
+    python benchmarks/run.py                 # everything (2-4 minutes)
     python benchmarks/run.py --quick         # fewer rounds
     python benchmarks/run.py --only rnn,d    # some workloads, by name or key letter
     python benchmarks/run.py --processes 11  # more worker processes per workload (default 9)
