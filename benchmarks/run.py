@@ -1,14 +1,18 @@
 """Time s2sgrad's generated gradients against hand-written NumPy gradients, side by side.
 
-    python benchmarks/run.py                 # everything (about a minute)
+    python benchmarks/run.py                 # everything (2-4 minutes)
     python benchmarks/run.py --quick         # fewer rounds
     python benchmarks/run.py --only rnn,d    # some workloads, by name or key letter
+    python benchmarks/run.py --processes 11  # more worker processes per workload (default 9)
     python benchmarks/run.py --no-frameworks # leave out autograd, JAX and PyTorch
+    python benchmarks/run.py --blas-threads 1 # one BLAS thread in the timed workers (busy machine)
 
 For each workload in workloads.py it first checks that ``s2sgrad.grad`` agrees with the
-hand-written gradient, then times both in this one process, interleaved: several rounds of
-[hand-written, s2sgrad], keeping each one's fastest per-call time; autograd, JAX and
-PyTorch, where installed, are timed after them, each on its own. It also times the
+hand-written gradient, then times both side by side in several fresh worker processes
+(``run.py --worker KEY``, see timing.py), each interleaving rounds of [hand-written,
+s2sgrad] and keeping each one's fastest per-call time; the ratio is the median over the
+processes of each process's ratio. autograd, JAX and PyTorch, where installed, are timed
+after them in this process, each on its own. It also times the
 first-call transformation of a 30-line function (thirty_lines.py). See README.md in this
 folder for what the columns mean. Exits with status 1 if a gradient disagrees with the
 hand-written one.
@@ -18,20 +22,18 @@ from __future__ import annotations
 
 import argparse
 import ast
-import copy
-import ctypes
 import importlib.util
 import inspect
+import json
 import math
-import operator
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-import timeit
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 from frameworks import Framework, available
+from freshness_cost import freshness_cost
 from memory import (
     FIRST_CALL_TARGET,
     MEMORY_TARGET,
@@ -46,15 +49,24 @@ from memory import (
     measure_large_input,
     peak_bytes,
 )
+from timing import (
+    WorkerTimes,
+    blas_threads_environment,
+    fix_allocator,
+    interleaved_minimum,
+    ratios_in_workers,
+    shift_memory_layout,
+)
 from transform_scaling import measure_scaling
 from verdicts import judge, summary
-from workloads import WORKLOADS, Workload, rnn_saved_bytes
+from workloads import WORKLOADS, Workload, rnn_saved_bytes, workload
 
 HERE = Path(__file__).resolve().parent
 TRANSFORM_TARGET_MS = 50.0
 GEOMETRIC_MEAN_TARGET = 1.0  # of s2sgrad/hand over the workloads
 STATEMENTS_TARGET = 1.3  # generated statements / hand-written, on the specialised code
 FRESHNESS_TARGET_PERCENT = 3.0
+SPREAD_LIMIT = 0.05  # of the per-process ratios' interquartile range: above, twice the workers
 
 
 def load_s2sgrad():
@@ -73,68 +85,6 @@ sg = load_s2sgrad()
 def s2sgrad_grad(fn: Callable, wrt: tuple, mode: str) -> Callable:
     """``s2sgrad.grad(fn, wrt=wrt, mode=mode)``: the function under test."""
     return sg.grad(fn, wrt=wrt, mode=mode)
-
-
-# --------------------------------------------------------------------------------------------
-# Timing
-
-
-def fix_allocator() -> str:
-    """Keep glibc's malloc from returning large blocks to the OS between calls.
-
-    By default glibc serves large blocks (NumPy temporaries of a few hundred KiB and up) with
-    mmap or trims them off the heap when freed, and adjusts those thresholds as the process
-    runs; the page faults this costs depend on what the process did before, and can double
-    or halve a gradient's time. Fixed thresholds make the timings reproducible.
-    """
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    try:
-        libc = ctypes.CDLL(None)
-        ok = libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 30)
-    except (OSError, AttributeError):
-        ok = False
-    if ok:
-        return "glibc malloc with fixed thresholds (mmap 32 MiB, trim 1 GiB)"
-    return "the default allocator (mallopt not available)"
-
-
-def calls_per_measurement(fn: Callable[[], object], seconds: float) -> int:
-    """How many calls of ``fn`` take about ``seconds`` (at least one).
-
-    Each step keeps the fastest of five timings: on a loaded machine a single timing that
-    was preempted made the count several times too small for one column (1 call where the
-    other had 100), and its rounds then ran for a fraction of the other's time.
-    """
-    number = 1
-    while True:
-        elapsed = min(timeit.Timer(fn).repeat(repeat=5, number=number))
-        if elapsed >= seconds / 4 or number >= 1_000_000:
-            return max(1, round(number * seconds / max(elapsed, 1e-9)))
-        number *= 4
-
-
-def interleaved_minimum(
-    calls: dict[str, Callable[[], object]], rounds: int, seconds: float
-) -> dict[str, float]:
-    """Fastest per-call time in seconds of each callable, timed in alternating rounds.
-
-    Each round times every callable once (``seconds`` each), so slow drifts of the machine
-    (frequency, other processes) touch all of them alike; every other round takes them in
-    the reverse order, so that none always runs right after the same other one (A B, B A).
-
-    Example:
-        >>> best = interleaved_minimum({"sum": lambda: sum(range(9))}, rounds=2, seconds=1e-3)
-        >>> best["sum"] < 1e-3
-        True
-    """
-    numbers = {name: calls_per_measurement(fn, seconds) for name, fn in calls.items()}
-    best = dict.fromkeys(calls, float("inf"))
-    order = list(calls.items())
-    for index in range(rounds):
-        for name, fn in order if index % 2 == 0 else reversed(order):
-            per_call = timeit.Timer(fn).timeit(numbers[name]) / numbers[name]
-            best[name] = min(best[name], per_call)
-    return best
 
 
 # --------------------------------------------------------------------------------------------
@@ -173,12 +123,14 @@ class Result:
     peaks: dict[str, int] = field(default_factory=dict)
     freshness: dict[str, float] = field(default_factory=dict)  # see freshness_cost
     statements: tuple[int, int] | None = None  # (generated, hand-written), see count
+    workers: WorkerTimes | None = None  # hand and s2sgrad, timed in fresh processes
 
     @property
     def ratio(self) -> float | None:
-        if "s2sgrad" not in self.times:
+        """The median over worker processes of each one's s2sgrad/hand."""
+        if self.workers is None:
             return None
-        return self.times["s2sgrad"] / self.times["hand"]
+        return self.workers.ratio
 
     @property
     def memory_ratio(self) -> float | None:
@@ -229,6 +181,23 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
         else:
             calls["s2sgrad"] = lambda: dfn(*args)
 
+    # Hand-written and s2sgrad are timed side by side in fresh processes (timing.py), before
+    # any framework runs here: PyTorch's and JAX's worker threads keep spinning for a while
+    # after a call and would slow the workers down.
+    if "s2sgrad" in calls:
+        try:
+            result.workers = workers_times(w, options)
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            result.skipped = f"a worker process failed: {error}".splitlines()[0][:300]
+            print(f"  s2sgrad not timed: {result.skipped}")
+            del calls["s2sgrad"]
+    if result.workers is not None:
+        result.times = result.workers.median_times()
+        ratios = " ".join(f"{ratio:.2f}" for ratio in result.workers.ratios)
+        print(f"  s2sgrad/hand in {len(result.workers.ratios)} processes: {ratios}")
+    else:
+        result.times = interleaved_minimum({"hand": calls["hand"]}, options.rounds, options.seconds)
+
     for framework in frameworks:
         try:
             for column in framework.gradients(w, args):
@@ -242,16 +211,15 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
     for note in result.notes:
         print(f"  note: {note}")
 
-    # Hand-written and s2sgrad are interleaved with each other only: PyTorch's and JAX's
-    # worker threads keep spinning for a while after a call and would slow whichever column
-    # came next. The other frameworks are timed afterwards, each on its own.
+    # The other frameworks are timed afterwards, each on its own.
     time.sleep(0.3)
     main = {name: call for name, call in calls.items() if name in ("hand", "s2sgrad")}
-    result.times = interleaved_minimum(main, options.rounds, options.seconds)
     for title, call in calls.items():
         if title not in main:
             result.times |= interleaved_minimum({title: call}, options.rounds, options.seconds)
     for name, call in main.items():
+        call()  # the steady state: a second call makes its signature's guard (cache.py)
+        call()
         result.peaks[name] = peak_bytes(call)
     if "s2sgrad" in calls and getattr(dfn, "code", None) is not None:
         result.freshness = freshness_cost(dfn, args, options)
@@ -261,6 +229,43 @@ def run_workload(w: Workload, frameworks: list[Framework], options) -> Result:
     if w.name == "rnn":
         result.peaks["hand saved"] = rnn_saved_bytes(*args)
     return result
+
+
+def workers_times(w: Workload, options) -> WorkerTimes:
+    """``w`` timed side by side in ``options.processes`` worker processes, and as many more
+    where their ratios spread widely (the layout matters there, README.md)."""
+    environment = blas_threads_environment(options.blas_threads)
+    arguments = worker_arguments(options)
+    workers = ratios_in_workers(w.key, options.processes, arguments, environment)
+    if workers.spread > SPREAD_LIMIT:
+        workers.extend(ratios_in_workers(w.key, options.processes, arguments, environment))
+    return workers
+
+
+def worker_arguments(options) -> list[str]:
+    """The options a worker process (``run.py --worker KEY``) is started with."""
+    arguments = ["--mode", options.mode, "--rounds", str(options.worker_rounds)]
+    arguments += ["--seconds", str(options.seconds)]
+    return arguments + (["--default-malloc"] if options.default_malloc else [])
+
+
+def run_worker(key: str, options) -> int:
+    """Time workload ``key``'s hand-written and s2sgrad gradients side by side in this
+    process and print ``{"hand": seconds, "s2sgrad": seconds}`` as JSON (one line, last)."""
+    if not options.default_malloc:
+        fix_allocator()
+    padding = shift_memory_layout()
+    w = workload(key)
+    args = w.make_args(np.random.default_rng(0), **w.full)
+    dfn, got = first_s2sgrad_call(w, args, options.mode)
+    problem = disagreement(tuple(got) if isinstance(got, list) else got, w.hand_grad(*args))
+    if problem:
+        print(f"s2sgrad's gradient of {w.name} disagrees: {problem}", file=sys.stderr)
+        return 1
+    calls = {"hand": lambda: w.hand_grad(*args), "s2sgrad": lambda: dfn(*args)}
+    print(json.dumps(interleaved_minimum(calls, options.rounds, options.seconds)))
+    del padding  # kept until here: the arrays above lie where it moved them
+    return 0
 
 
 def count_statements(source: str) -> int:
@@ -279,62 +284,6 @@ def count_statements(source: str) -> int:
 def hand_statements(w: Workload) -> int:
     """Statements of the hand-written gradient (the helpers it calls not counted)."""
     return count_statements(inspect.getsource(w.hand_grad))
-
-
-def without_freshness_checks(dfn) -> Callable:
-    """A copy of the transformed function ``dfn`` whose call is the one before it checked
-    the names f reads: the same dictionary lookup of the compiled function for these
-    shapes, then the call (a method of the same kind of object, so that only the check
-    differs)."""
-    shape_and_dtype = operator.attrgetter("shape", "dtype", "__class__")
-
-    class Unchecked(type(dfn)):
-        def __call__(self, *args, **kwargs):
-            if not (kwargs or self.use_tape or self.bound_self is not None):
-                try:
-                    function, _, _ = self.calls[tuple(map(shape_and_dtype, args))]
-                except (KeyError, AttributeError, TypeError):
-                    pass
-                else:
-                    return (function(*args),) if self.wrap_single else function(*args)
-            return self._call(args, kwargs)
-
-    unchecked = copy.copy(dfn)  # shares the compiled functions
-    unchecked.__class__ = Unchecked
-    return unchecked
-
-
-def freshness_cost(dfn, args: tuple, options) -> dict[str, float]:
-    """Seconds per call of s2sgrad's gradient with the freshness checks and without them,
-    timed in alternating rounds; then the same two calls with a no-op in place of the
-    compiled gradient, whose difference (``path with`` - ``path without``) is the checks'
-    cost, measured where a loaded machine's noise is small next to it."""
-    unchecked = without_freshness_checks(dfn)
-    calls = {"with": lambda: dfn(*args), "without": lambda: unchecked(*args)}
-    times = interleaved_minimum(calls, options.rounds, options.seconds)
-    compiled = dict(dfn.code.calls)  # shared with the unchecked copy
-    try:
-        for key, (_, entries, assumptions) in compiled.items():
-            dfn.code.calls[key] = (_no_op, entries, assumptions)
-        _forget_fast_path(dfn)  # the guard of the last signature holds the real code
-        paths = interleaved_minimum(calls, options.rounds * 4, options.seconds / 4)
-    finally:
-        dfn.code.calls.update(compiled)
-        _forget_fast_path(dfn)
-    times["path with"], times["path without"] = paths["with"], paths["without"]
-    times["names"] = len(dfn.latest.assumptions.entries)
-    return times
-
-
-def _no_op(*args):
-    return None
-
-
-def _forget_fast_path(dfn) -> None:
-    """Drop the guard of the signature called last (s2sgrad/compiler/cache.py), which calls
-    the code it found directly; the next call finds it in ``calls`` again."""
-    if hasattr(dfn.code, "forget_fast"):
-        dfn.code.forget_fast()
 
 
 # --------------------------------------------------------------------------------------------
@@ -538,18 +487,33 @@ def parse_args(argv):
     parser.add_argument(
         "--no-scaling", action="store_true", help="skip the transform scaling table"
     )
+    parser.add_argument(
+        "--processes", type=int, help="worker processes per workload (default 9, 3 with --quick)"
+    )
+    parser.add_argument(
+        "--blas-threads",
+        type=int,
+        help="BLAS threads in the worker processes (default: the library's own choice)",
+    )
+    parser.add_argument("--worker", metavar="KEY", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     # Many short rounds: on a shared machine, bursts of load are less likely to touch every
     # round of a column, and each column keeps its fastest round. A round shorter than the
     # scheduler's time slice (a few ms) often runs whole without being preempted, where a
     # round of 25 ms on a loaded machine almost never does.
-    options.rounds = 40 if options.quick else 150
-    options.seconds = 0.00125 if options.quick else 0.0025
+    options.rounds = options.rounds or (40 if options.quick else 150)
+    options.seconds = options.seconds or (0.00125 if options.quick else 0.0025)
+    options.processes = options.processes or (3 if options.quick else 9)
+    options.worker_rounds = 30 if options.quick else 60
     return options
 
 
 def main(argv=None) -> int:
     options = parse_args(argv)
+    if options.worker:
+        return run_worker(options.worker, options)
     allocator = "the default allocator" if options.default_malloc else fix_allocator()
     frameworks = [] if options.no_frameworks else available()
     print_machine(frameworks)

@@ -271,14 +271,37 @@ def tie_share(g: Any, hits: Any, axis: Any, dtype: Any) -> Any:
     """
     if type(hits) is np.ndarray and hits.dtype == bool:
         kept = _kept_shape(hits.shape, axis)
-        if kept is not None and np.shape(g) == kept and np.count_nonzero(hits) == math.prod(kept):
-            kind = np.result_type(g, dtype)  # one hit in each group: no tie anywhere
+        plain = type(g) is np.ndarray
+        if (
+            kept is not None
+            and (g.shape if plain else np.shape(g)) == kept
+            and np.count_nonzero(hits) == math.prod(kept)
+        ):  # one hit in each group: no tie anywhere
+            if plain and isinstance(dtype, np.dtype) and g.dtype == dtype:  # result_type's
+                return g
+            kind = np.result_type(g, dtype)
             return g if np.result_type(g) == kind else np.asarray(g, dtype=kind)
     return g / np.sum(hits, axis=axis, keepdims=True, dtype=dtype)
 
 
+_KEPT_SHAPES: dict[tuple, tuple | None] = {}  # (shape, axis) → _kept_shape's answer
+
+
 def _kept_shape(shape: tuple, axis: Any) -> tuple | None:
-    """``shape`` reduced along ``axis`` with the reduced axes kept (as ones)."""
+    """``shape`` reduced along ``axis`` with the reduced axes kept (as ones), remembered
+    for the shapes and axes of the calls of generated code, which repeat."""
+    try:
+        return _KEPT_SHAPES[shape, axis]
+    except KeyError:
+        if len(_KEPT_SHAPES) >= 512:
+            _KEPT_SHAPES.clear()
+        kept = _KEPT_SHAPES[shape, axis] = _reduced_shape(shape, axis)
+        return kept
+    except TypeError:  # an axis given as a list
+        return _reduced_shape(shape, axis)
+
+
+def _reduced_shape(shape: tuple, axis: Any) -> tuple | None:
     if axis is None:
         return (1,) * len(shape)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)

@@ -346,16 +346,22 @@ def _normalize_index(index: Any) -> Any:
         array = np.asarray(index)
         return array.astype(np.intp) if array.size == 0 else array
     if isinstance(index, tuple):
-        return tuple(_normalize_index(part) for part in index)
-    return index
+        for part in index:
+            if isinstance(part, (list, tuple)):
+                return tuple(_normalize_index(part) for part in index)
+    return index  # nothing in it to normalise
 
 
 def _has_integer_array(index: Any) -> bool:
-    parts = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(part, np.ndarray) and part.dtype.kind in "iu" for part in parts)
+    for part in index if isinstance(index, tuple) else (index,):
+        if isinstance(part, np.ndarray) and part.dtype.kind in "iu":
+            return True
+    return False
 
 
 def _cotangent_dtype(*values: Any) -> np.dtype:
+    if len(values) == 1 and type(values[0]) is np.ndarray and values[0].dtype.kind in "fc":
+        return values[0].dtype  # what result_type says of one inexact array, found faster
     present = [value for value in values if value is not None]
     dtype = np.result_type(*present) if present else np.dtype(np.float64)
     return dtype if np.issubdtype(dtype, np.inexact) else np.dtype(np.float64)
