@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any
 
 import gast
 
@@ -118,7 +119,7 @@ def shared_in_place_updates(
                 ),
                 (None, None),
             )
-            if read is not None:
+            if read is not None and later is not None:
                 found[id(update)] = (
                     f"{locate(update)}: {_what_changes(update, updated)}, and '{updated}', "
                     f"read afterwards ({locate(statements[later])}), may hold that array in "
@@ -451,7 +452,7 @@ def _may_repeat_entries(statements: list[gast.stmt]) -> set[str]:
             target, value = statement.targets[0], statement.value
             if type(target) is gast.Name and _repeats(value):
                 repeating.add(target.id)
-        call = statement.value if type(statement) is gast.Expr else None
+        call: Any = statement.value if type(statement) is gast.Expr else None
         if (
             type(call) is gast.Call
             and type(call.func) is gast.Attribute
