@@ -807,3 +807,21 @@ def test_the_advice_of_a_refusal_makes_the_code_differentiate(refused, fixed, ad
             sg.grad(refused, mode=mode)(*args)
         assert advice in str(caught.value) and "test_aliases.py:" in str(caught.value)
     _check_all_modes(fixed, args)
+
+
+def test_sharing_without_a_resolver_reads_appends_and_function_values():
+    """The analysis wraps its resolver with the functions the code defines; without one
+    (``resolve=None``) a call's owner is simply not known to be a module."""
+    import gast
+
+    from s2sgrad.compiler.passes.sharing import Sharing
+    from s2sgrad.compiler.syntax import nested_statements
+
+    source = (
+        "def f(x):\n    items = []\n    items.append(x)\n    v = items[0]\n"
+        "    view = lambda: x[1:]\n    w = view()\n    return v"
+    )
+    statements = list(nested_statements(gast.parse(source).body[0].body))
+    sharing = Sharing(statements, None, {"items"}, {"x"})
+    assert sharing.with_("v") >= {"x", "items"}
+    assert "x" in sharing.with_("w")

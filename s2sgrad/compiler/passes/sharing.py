@@ -313,9 +313,7 @@ class _LocalResolver:
         self.bound = bound  # every name the analysed code binds
 
     def __call__(self, node):
-        if self.resolve is None:
-            raise LookupError("no resolver")
-        return self.resolve(node)
+        return NOT_FOUND if self.resolve is None else self.resolve(node)
 
     def local(self, name: str) -> _LocalFunction | None:
         return self.functions.get(name)
