@@ -467,3 +467,42 @@ def test_a_called_rules_missing_entry_is_refused_not_a_silent_zero():
     with pytest.raises(sg.UnsupportedError, match=r"test_user_programs_round18.py:\d+.*'s'"):
         sg.grad(_uses_scaled, wrt=1, mode="s2s")(np.ones(3), 2.0)
     assert_close(sg.grad(_uses_scaled, wrt=0, mode="s2s")(np.ones(3), 2.0), np.full(3, 2.0))
+
+
+def _helper_to_reload(x):
+    return np.sin(x)
+
+
+def _calls_the_helper(x):
+    return np.sum(_helper_to_reload(x) ** 2)
+
+
+def _top_to_reload(x):
+    return np.sum(np.sin(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_code_replaced_in_place_is_differentiated_anew(mode):
+    """A reload (IPython's autoreload) replaces a function's ``__code__`` in place, no name
+    rebound: the cached derivative of the function, or of its caller, went on being the old
+    code's, a stale gradient. Each function's code is now an assumption checked at each call."""
+
+    def cosine(x):
+        return np.cos(x)
+
+    def summed_cosine(x):
+        return np.sum(np.cos(x))
+
+    x = R.normal(size=3)
+    helper_code, top_code = _helper_to_reload.__code__, _top_to_reload.__code__
+    try:
+        gradient = sg.grad(_calls_the_helper, mode=mode)
+        assert_close(gradient(x), 2 * np.sin(x) * np.cos(x))
+        _helper_to_reload.__code__ = cosine.__code__
+        assert_close(gradient(x), -2 * np.cos(x) * np.sin(x))
+        top = sg.grad(_top_to_reload, mode=mode)
+        assert_close(top(x), np.cos(x))
+        _top_to_reload.__code__ = summed_cosine.__code__
+        assert_close(top(x), -np.sin(x))
+    finally:
+        _helper_to_reload.__code__, _top_to_reload.__code__ = helper_code, top_code

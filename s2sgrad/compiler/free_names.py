@@ -15,7 +15,13 @@ import types
 import gast
 
 from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
-from s2sgrad.compiler.freshness import Assumptions, entry_for, is_data, is_frozen
+from s2sgrad.compiler.freshness import (
+    Assumptions,
+    code_entry_for,
+    entry_for,
+    is_data,
+    is_frozen,
+)
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.syntax import walk
 
@@ -31,6 +37,8 @@ def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
     inner = generated_of(function)
     live: dict = {}
     assumptions = Assumptions(inner.assumptions if inner is not None else ())
+    if inner is None and isinstance(function, types.FunctionType):
+        assumptions.include([code_entry_for(function)])  # a reload replaces the code
     for name in free_names:
         if inner is not None:  # its globals are its own: helpers, and copies of user data
             if name in inner.live:
@@ -47,7 +55,17 @@ def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
         assumptions.include([entry])
         if is_data(entry.expected):
             live[name] = entry
+        elif _users_function(entry.expected):  # a helper whose code may be reloaded
+            assumptions.include([code_entry_for(entry.expected)])
     return live, assumptions
+
+
+def _users_function(value) -> bool:
+    """A Python function of the user's (not NumPy's, SciPy's or s2sgrad's)."""
+    if not isinstance(value, types.FunctionType):
+        return False
+    module = (getattr(value, "__module__", None) or "").partition(".")[0]
+    return module not in ("numpy", "scipy", "s2sgrad")
 
 
 def module_attribute_entries(

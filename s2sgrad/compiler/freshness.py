@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Entry", "Assumptions", "entry_for", "is_data", "is_frozen", "MISSING"]
+__all__ = ["Entry", "Assumptions", "entry_for", "code_entry_for", "is_data", "is_frozen", "MISSING"]
 
 
 class _Missing:
@@ -59,6 +59,21 @@ class _Cell:
             return default
 
 
+class _Attributes:
+    """An object's attributes read like a dictionary (``get(name, default)``, at C speed):
+    a function's ``__code__``, which a reload replaces in place. The object is held weakly,
+    so that a function's derivatives go with it; gone, it reads as ``default``."""
+
+    __slots__ = ("owner", "__weakref__")
+
+    def __init__(self, owner: Any):
+        self.owner = weakref.ref(owner)
+
+    def get(self, name: str, default: Any) -> Any:
+        owner = self.owner()
+        return default if owner is None else getattr(owner, name, default)
+
+
 class Entry:
     """One free name of the user's code: where it lives, what it held, and its kind.
 
@@ -68,9 +83,9 @@ class Entry:
 
     __slots__ = ("holder", "name", "expected", "kind", "stale", "mirrors", "key", "__weakref__")
 
-    def __init__(self, holder: dict | types.CellType, name: str, value: Any):
+    def __init__(self, holder: dict | types.CellType | _Attributes, name: str, value: Any):
         self.key = (id(holder), name)
-        self.holder = holder if isinstance(holder, dict) else _Cell(holder)
+        self.holder = holder if isinstance(holder, (dict, _Attributes)) else _Cell(holder)
         self.name = name
         self.expected = value
         self.kind = kind_of(value)
@@ -120,6 +135,26 @@ def entry_for(holder: dict | types.CellType, name: str) -> Entry:
         entry = Entry(holder, name, MISSING)
         entry.expected = entry.read()
         entry.kind = kind_of(entry.expected)
+        _ENTRIES[key] = entry
+        return entry
+
+
+def code_entry_for(function: types.FunctionType) -> Entry:
+    """The entry of ``function.__code__``: the code a derivative was made from, which a
+    reload replaces in place without rebinding any name (IPython's autoreload, or
+    ``f.__code__ = ...``); when it changes, the derivative is stale.
+
+    Example::
+
+        assumptions.include([code_entry_for(helper)])
+    """
+    with _lock:
+        key = (id(function), "__code__")
+        entry = _ENTRIES.get(key)
+        if entry is not None and entry.refresh():
+            return entry
+        entry = Entry(_Attributes(function), "__code__", function.__code__)
+        entry.key = key
         _ENTRIES[key] = entry
         return entry
 
@@ -178,6 +213,8 @@ def is_frozen(value: Any) -> bool:
     if type(value) is tuple:
         return all(map(is_frozen, value))
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        return True
+    if isinstance(value, types.CodeType):  # a function's code (``code_entry_for``)
         return True
     return callable(value) and type(value).__module__.startswith("numpy")
 
