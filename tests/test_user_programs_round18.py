@@ -506,3 +506,14 @@ def test_code_replaced_in_place_is_differentiated_anew(mode):
         assert_close(top(x), -np.sin(x))
     finally:
         _helper_to_reload.__code__, _top_to_reload.__code__ = helper_code, top_code
+
+
+def _extremes_by_key(x):
+    values = [x[0], x[1] * 2.0, x[2] ** 2]
+    return max(values, key=lambda v: abs(v)) + min(values, key=lambda v: -v)
+
+
+def test_builtin_max_and_min_with_a_key_send_the_cotangent_to_the_value_returned():
+    """``max(values, key=...)`` returns one of the values, whatever the key: its cotangent
+    goes to that value. It was refused in s2s and auto (the tape took it)."""
+    assert_gradient_in_every_mode(_extremes_by_key, [np.array([0.3, -1.2, 0.8])])

@@ -622,11 +622,13 @@ def _builtin_select_jvp(t, ans, *args, differentiated=(True, True), **options):
 
 
 def _chosen(ans, args, options):
-    """The values ``max``/``min`` chose among, and the position of the one it returned."""
-    if options or not args:
+    """The values ``max``/``min`` chose among, and the position of the one it returned
+    (whatever ``key`` chose by: the value returned is one of them)."""
+    unknown = sorted(set(options) - {"key"})
+    if unknown or not args:
         raise UnsupportedError(
-            f"max(...)/min(...) with {sorted(options) or 'no values'} is not differentiated; "
-            "compute the value with np.max/np.min (np.argmax for a key), or use mode='tape'"
+            f"max(...)/min(...) with {unknown or 'no values'} is not differentiated; "
+            "compute the value with np.max/np.min, or use mode='tape'"
         )
     values = list(args[0]) if len(args) == 1 else list(args)
     for position, value in enumerate(values):
