@@ -362,7 +362,7 @@ def _callables_in(value: Any, depth: int = 0):
             yield from _callables_in(item, depth + 1)
 
 
-def _refuse_untracked(tangents: tuple, args: tuple, kwargs: dict) -> None:
+def _refuse_untracked(args: tuple, kwargs: dict) -> None:
     if not any(f in _UNTRACKED for f in _callables_in((args, kwargs))):
         return
     raise UnsupportedError(
@@ -375,7 +375,7 @@ def _refuse_untracked(tangents: tuple, args: tuple, kwargs: dict) -> None:
 
 def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     if _UNTRACKED:
-        _refuse_untracked(tangents, (function, *args), kwargs)
+        _refuse_untracked((function, *args), kwargs)
     value, tangent = _dispatch_jvp_of(function, tangents, args, kwargs, tape)
     if any(_moves(t) for t in tangents):
         _note_untracked(value)
