@@ -33,7 +33,12 @@ from typing import Any
 
 import gast
 
-from s2sgrad.compiler.syntax import parameter_names
+from s2sgrad.compiler.syntax import (
+    BINARY_OPERATORS,
+    COMPARISON_OPERATORS,
+    UNARY_OPERATORS,
+    parameter_names,
+)
 
 __all__ = ["CHECKED", "FRAME_READERS", "INTERPRETED", "bound_names", "interpretable", "interpreted"]
 
@@ -388,40 +393,10 @@ def _if_expression(node: gast.IfExp, frame: _Frame) -> Any:
     return _evaluate(node.orelse, frame)
 
 
-def _is(left: Any, right: Any) -> bool:
-    return left is right
-
-
-def _is_not(left: Any, right: Any) -> bool:
-    return left is not right
-
-
-def _in(left: Any, right: Any) -> bool:
-    return left in right
-
-
-def _not_in(left: Any, right: Any) -> bool:
-    return left not in right
-
-
 _NAME_NODE, _CONSTANT_NODE = gast.Name, gast.Constant
 _ASSIGN, _EXPR, _RETURN, _IF = gast.Assign, gast.Expr, gast.Return, gast.If
 
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
-    gast.Add: operator.add,
-    gast.Sub: operator.sub,
-    gast.Mult: operator.mul,
-    gast.Div: operator.truediv,
-    gast.FloorDiv: operator.floordiv,
-    gast.Mod: operator.mod,
-    gast.Pow: operator.pow,
-    gast.MatMult: operator.matmul,
-    gast.LShift: operator.lshift,
-    gast.RShift: operator.rshift,
-    gast.BitOr: operator.or_,
-    gast.BitXor: operator.xor,
-    gast.BitAnd: operator.and_,
-}
+_BINARY = BINARY_OPERATORS  # the function each node applies, as the compiled probe would
 _IN_PLACE: dict[type, Callable[[Any, Any], Any]] = {
     gast.Add: operator.iadd,
     gast.Sub: operator.isub,
@@ -437,24 +412,8 @@ _IN_PLACE: dict[type, Callable[[Any, Any], Any]] = {
     gast.BitXor: operator.ixor,
     gast.BitAnd: operator.iand,
 }
-_UNARY: dict[type, Callable[[Any], Any]] = {
-    gast.USub: operator.neg,
-    gast.UAdd: operator.pos,
-    gast.Invert: operator.invert,
-    gast.Not: operator.not_,
-}
-_COMPARISONS: dict[type, Callable[[Any, Any], Any]] = {
-    gast.Eq: operator.eq,
-    gast.NotEq: operator.ne,
-    gast.Lt: operator.lt,
-    gast.LtE: operator.le,
-    gast.Gt: operator.gt,
-    gast.GtE: operator.ge,
-    gast.Is: _is,
-    gast.IsNot: _is_not,
-    gast.In: _in,
-    gast.NotIn: _not_in,
-}
+_UNARY = UNARY_OPERATORS
+_COMPARISONS = COMPARISON_OPERATORS
 _EXPRESSIONS: dict[type, Callable[[Any, _Frame], Any]] = {
     gast.Name: _name,
     gast.Call: _call,
