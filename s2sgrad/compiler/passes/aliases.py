@@ -101,24 +101,10 @@ def shared_in_place_updates(
         if updated in containers and _slot_store(update):  # entries replaced, none changed
             sharing -= _entries_and_keys(statements, updated)
         sharing.discard(synced.get(updated))  # the list's entry, stored back after the loop body
-        read, later = next(
-            (
-                (read, later)
-                for later in run_after(index, statements, loops)
-                if (read := _first_read(statements[later], sharing)) is not None
-            ),
-            (None, None),
-        )
+        read, later = _read_after(index, statements, loops, sharing)
         if read is None and updated in repeating and _entry_update(update):
             # the array in one entry may be in another too ([v] * n, appended twice)
-            read, later = next(
-                (
-                    (read, later)
-                    for later in run_after(index, statements, loops)
-                    if (read := _first_read(statements[later], {updated})) is not None
-                ),
-                (None, None),
-            )
+            read, later = _read_after(index, statements, loops, {updated})
             if read is not None and later is not None:
                 found[id(update)] = (
                     f"{locate(update)}: {_what_changes(update, updated)}, and '{updated}', "
@@ -417,6 +403,16 @@ def run_after(index: int, statements: list, loops: list[tuple[int, int]]) -> lis
     return sorted(after)
 
 
+def _read_after(index: int, statements: list, loops, names: set[str]):
+    """``(name, position)`` of the first statement run after ``statements[index]`` that
+    reads a name of ``names``, or ``(None, None)``."""
+    for later in run_after(index, statements, loops):
+        read = _first_read(statements[later], names)
+        if read is not None:
+            return read, later
+    return None, None
+
+
 def _entry_update(update: gast.stmt) -> bool:
     """``a[i] op= v`` or ``a[i][j] = v``: a change of the array held in an entry of ``a``."""
     if type(update) is gast.AugAssign:
@@ -436,8 +432,7 @@ def _target_text(update: gast.stmt) -> str:
 
 
 def _operator(update: gast.stmt) -> str:
-    symbols = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/"}
-    return symbols.get(type(getattr(update, "op", None)), "op")
+    return _SYMBOLS.get(type(getattr(update, "op", None)), "op=")[:-1]
 
 
 def _may_repeat_entries(statements: list[gast.stmt]) -> set[str]:
