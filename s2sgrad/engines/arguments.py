@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import numpy_signatures
-from s2sgrad.errors import UnsupportedError, where
+from s2sgrad.errors import UnsupportedError
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import registered_node
+from s2sgrad.running import function_origin
 from s2sgrad.runtime import is_dask_array, is_foreign_array, zeros_like_value
 from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.runtime.object_gradients import is_instance_object
@@ -379,12 +380,8 @@ def located_name(f: Any) -> str:
 
         located_name(loss)  # 'model.py:12: loss'
     """
-    function = getattr(f, "__func__", f)
-    function = getattr(function, "function", function)  # a transform: the function inside
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return name_of(f)
-    return f"{where(code.co_filename, code.co_firstlineno)}: {name_of(f)}"
+    origin = function_origin(f)
+    return name_of(f) if origin is None else f"{origin}: {name_of(f)}"
 
 
 def containers_of(primals: tuple, function: Callable) -> frozenset:
