@@ -344,11 +344,12 @@ _UNTRACKED: weakref.WeakSet = weakref.WeakSet()
 _PULLBACK_MARK = "__s2sgrad_dispatched_pullback__"
 
 
-def _note_untracked(value: Any) -> None:
-    for leaf in _callables_in(value):
-        if getattr(leaf, _PULLBACK_MARK, False):
+def _note_untracked(value: Any, tangents: tuple) -> None:
+    pullbacks = [leaf for leaf in _callables_in(value) if getattr(leaf, _PULLBACK_MARK, False)]
+    if pullbacks and any(_moves(t) for t in tangents):  # else it holds no moving value
+        for pullback in pullbacks:
             with contextlib.suppress(TypeError):  # not weakly referenced: not recognised
-                _UNTRACKED.add(leaf)
+                _UNTRACKED.add(pullback)
 
 
 def _callables_in(value: Any, depth: int = 0):
@@ -377,8 +378,7 @@ def _dispatch_jvp(function, tangents, args, kwargs, tape: bool):
     if _UNTRACKED:
         _refuse_untracked((function, *args), kwargs)
     value, tangent = _dispatch_jvp_of(function, tangents, args, kwargs, tape)
-    if any(_moves(t) for t in tangents):
-        _note_untracked(value)
+    _note_untracked(value, tangents)
     return value, tangent
 
 
