@@ -19,12 +19,34 @@ import re
 import sys
 from types import FrameType
 
-__all__ = ["ORIGINS", "running_origin", "name_the_origin", "function_origin", "tracing", "TRACING"]
+__all__ = [
+    "ORIGINS",
+    "origin_of",
+    "running_origin",
+    "name_the_origin",
+    "function_origin",
+    "tracing",
+    "TRACING",
+]
 
 ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
 
 # set by ``s2sgrad.tracing.trace`` while it runs a transform
 TRACING = contextvars.ContextVar("s2sgrad_tracing", default=False)
+
+
+def origin_of(filename: str) -> str | None:
+    """The user's ``file:line`` that the generated file ``filename`` was made from, followed
+    back through code generated from generated code; None for a file not generated.
+
+    Example::
+
+        origin_of("/tmp/s2sgrad-x/dloss_0.py")  # "model.py:12"
+    """
+    origin = ORIGINS.get(filename)
+    while origin is not None and origin.rsplit(":", 1)[0] in ORIGINS:
+        origin = ORIGINS[origin.rsplit(":", 1)[0]]
+    return origin
 
 
 def running_origin(default: str = "<unknown location>") -> str:
@@ -37,15 +59,11 @@ def running_origin(default: str = "<unknown location>") -> str:
         raise ValueError(f"{running_origin()}: ...")  # called from generated code
     """
     frame: FrameType | None = sys._getframe(1)
-    origin = default
     while frame is not None:
         if frame.f_code.co_filename in ORIGINS:
-            origin = ORIGINS[frame.f_code.co_filename]
-            break
+            return origin_of(frame.f_code.co_filename) or default
         frame = frame.f_back
-    while origin.rsplit(":", 1)[0] in ORIGINS:
-        origin = ORIGINS[origin.rsplit(":", 1)[0]]
-    return origin
+    return default
 
 
 _LOCATED = re.compile(r"^\S+:\d+")  # "file.py:12: ..." or "<stdin>:3 (in its derivative...)"
@@ -68,14 +86,12 @@ def name_the_origin(error: BaseException, function: object = None) -> None:
     origin = None
     trace = error.__traceback__
     while trace is not None:
-        origin = ORIGINS.get(trace.tb_frame.f_code.co_filename, origin)
+        origin = origin_of(trace.tb_frame.f_code.co_filename) or origin
         trace = trace.tb_next
     if origin is None:
         origin = function_origin(function)
     if origin is None:
         return
-    while origin.rsplit(":", 1)[0] in ORIGINS:
-        origin = ORIGINS[origin.rsplit(":", 1)[0]]
     error.args = (f"{origin}: {message}", *error.args[1:])
 
 

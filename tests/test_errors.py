@@ -336,3 +336,20 @@ def test_refusals_raised_as_rules_run_name_the_users_file_and_line(mode):
             sg.hessian(spectral_norm, mode=mode)(np.arange(6.0).reshape(3, 2) + 0.5)
         with pytest.raises(sg.UnsupportedError, match=rf"{HERE}:\d+.*linear_ramp"):
             sg.grad(ramp_padded, mode=mode)(np.ones(3))
+
+
+def ordered_by_float_key(x):
+    parts = [x[:2], x[2:], x[1:3]]
+    ordered = sorted(parts, key=lambda part: float(np.sum(part)))
+    return np.sum(ordered[0] * 2.0 + ordered[-1])
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_tape_refusal_inside_generated_code_names_the_users_function(mode):
+    # sorted(...) runs on the tape inside the generated gradient; the refusal of its key's
+    # float() named only the generated file, a temporary the user never wrote
+    line = ordered_by_float_key.__code__.co_firstlineno
+    with pytest.raises(
+        sg.NonDifferentiableError, match=rf"{HERE}:{line} \(in its derivative.*stop_gradient"
+    ):
+        sg.grad(ordered_by_float_key, mode=mode)(np.array([0.3, -1.2, 0.5, 0.9]))

@@ -42,6 +42,7 @@ from s2sgrad.rules.registry import (
     silent_zero_positions,
     when_forgotten,
 )
+from s2sgrad.running import origin_of
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
@@ -216,7 +217,7 @@ class TapeValue:
         math_functions = (
             " Python's math functions (math.sin, math.exp ...) take floats this way: on the "
             f"tape use NumPy's (np.sin, np.exp ...), or {_USE_S2S}."
-            if what == "float()"
+            if what == "float()" and (frame is None or origin_of(frame.f_code.co_filename) is None)
             else ""
         )
         raise NonDifferentiableError(
@@ -1325,8 +1326,15 @@ def _user_frame() -> Any:
 
 
 def _position(frame: Any) -> tuple:
-    """``(filename, line)`` of a frame, or ``(None, None)``."""
-    return (None, None) if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+    """``(filename, line)`` of a frame, or ``(None, None)``. A frame of generated code (the
+    source transformer's, running a call on the tape) names the user's function first."""
+    if frame is None:
+        return (None, None)
+    filename = frame.f_code.co_filename
+    origin = origin_of(filename)
+    if origin is None:
+        return (filename, frame.f_lineno)
+    return (f"{origin} (in its derivative, {filename}:{frame.f_lineno})", None)
 
 
 def _shown_position(frame: Any) -> tuple:
