@@ -418,6 +418,66 @@ def test_a_helper_replaced_in_its_module_is_differentiated(model, mode):
     assert_close(call_twice(gradient, w), numeric_grad(f, (w,), 0))
 
 
+class _Layer:
+    scale = 1.5
+
+    @staticmethod
+    def activation(v):
+        return v**2
+
+
+class _DeepLayer(_Layer):
+    pass
+
+
+def _through_the_class(w):
+    return np.sum(_DeepLayer.activation(w) * _DeepLayer.scale)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_method_replaced_on_a_class_or_its_base_is_differentiated(mode):
+    # _DeepLayer.activation was inlined from the first call's function and kept after the
+    # class attribute was replaced: a stale gradient of the old activation
+    w = np.array([0.3, 1.1, -0.7])
+    try:
+        gradient = sg.grad(_through_the_class, mode=mode)
+        assert_close(call_twice(gradient, w), numeric_grad(_through_the_class, (w,), 0))
+        _Layer.activation = staticmethod(np.sin)  # replaced where it is defined
+        assert_close(call_twice(gradient, w), numeric_grad(_through_the_class, (w,), 0))
+        _DeepLayer.activation = staticmethod(np.tanh)  # set on the subclass, between
+        _DeepLayer.scale = 4.0
+        assert_close(call_twice(gradient, w), numeric_grad(_through_the_class, (w,), 0))
+    finally:
+        _Layer.activation = staticmethod(lambda v: v**2)
+        for name in ("activation", "scale"):
+            if name in _DeepLayer.__dict__:
+                delattr(_DeepLayer, name)
+
+
+def _with_defaults(w, power=2.0, *, scale=1.0):
+    return np.sum(w**power) * scale
+
+
+def _calls_with_defaults(w):
+    return _with_defaults(w) * 2.0
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+@pytest.mark.parametrize("function", [_with_defaults, _calls_with_defaults])
+def test_defaults_replaced_after_a_call_are_differentiated(mode, function):
+    # the derivative took the defaults into its own signature and kept them
+    w = np.array([0.3, 1.1, 0.7])
+    try:
+        gradient = sg.grad(function, mode=mode)
+        assert_close(call_twice(gradient, w), numeric_grad(function, (w,), 0))
+        _with_defaults.__defaults__ = (3.0,)
+        assert_close(call_twice(gradient, w), numeric_grad(function, (w,), 0))
+        _with_defaults.__kwdefaults__ = {"scale": 5.0}
+        assert_close(call_twice(gradient, w), numeric_grad(function, (w,), 0))
+    finally:
+        _with_defaults.__defaults__, _with_defaults.__kwdefaults__ = (2.0,), {"scale": 1.0}
+
+
 calls = 0
 
 

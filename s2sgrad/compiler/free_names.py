@@ -17,10 +17,10 @@ import gast
 from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
 from s2sgrad.compiler.freshness import (
     Assumptions,
-    code_entry_for,
+    class_attribute_entries,
+    code_entries_for,
     entry_for,
     is_data,
-    is_frozen,
 )
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.syntax import walk
@@ -38,7 +38,7 @@ def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
     live: dict = {}
     assumptions = Assumptions(inner.assumptions if inner is not None else ())
     if inner is None and isinstance(function, types.FunctionType):
-        assumptions.include([code_entry_for(function)])  # a reload replaces the code
+        assumptions.include(code_entries_for(function))  # a reload replaces the code
     for name in free_names:
         if inner is not None:  # its globals are its own: helpers, and copies of user data
             if name in inner.live:
@@ -56,7 +56,7 @@ def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
         if is_data(entry.expected):
             live[name] = entry
         elif _users_function(entry.expected):  # a helper whose code may be reloaded
-            assumptions.include([code_entry_for(entry.expected)])
+            assumptions.include(code_entries_for(entry.expected))
     return live, assumptions
 
 
@@ -71,9 +71,10 @@ def _users_function(value) -> bool:
 def module_attribute_entries(
     parsed: ParsedFunction, node: gast.FunctionDef, nodes: list[gast.AST] | None = None
 ) -> list:
-    """Entries for what the code reads from a module of the user's (``layers.dense(x)``,
-    ``config.scale``), which a reload or a patch may replace without rebinding any name
-    the code reads. ``nodes``: ``walk(node)``, when the caller has it.
+    """Entries for what the code reads from a module or a class of the user's
+    (``layers.dense(x)``, ``config.scale``, ``Model.activation``), which a reload or a
+    patch may replace without rebinding any name the code reads. ``nodes``:
+    ``walk(node)``, when the caller has it.
 
     Example::
 
@@ -83,13 +84,16 @@ def module_attribute_entries(
     for attribute in walk(node) if nodes is None else nodes:
         if type(attribute) is not gast.Attribute or type(attribute.ctx) is not gast.Load:
             continue
-        module = parsed.resolve(attribute.value)
-        if not isinstance(module, types.ModuleType):
-            continue
-        if module.__name__.partition(".")[0] in ("numpy", "s2sgrad", "builtins", "math"):
-            continue
-        entries.append(entry_for(module.__dict__, attribute.attr))
+        owner = parsed.resolve(attribute.value)
+        if isinstance(owner, types.ModuleType):
+            if owner.__name__.partition(".")[0] not in _LIBRARIES:
+                entries.append(entry_for(owner.__dict__, attribute.attr))
+        elif isinstance(owner, type) and owner.__module__.partition(".")[0] not in _LIBRARIES:
+            entries.extend(class_attribute_entries(owner, attribute.attr))
     return entries
+
+
+_LIBRARIES = ("numpy", "s2sgrad", "builtins", "math")
 
 
 def depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions):
@@ -103,6 +107,6 @@ def depending(generated: GeneratedFunction, live: dict, assumptions: Assumptions
     """
     generated.live = live
     generated.assumptions = assumptions
-    if not all(is_frozen(entry.expected) for entry in assumptions.entries):
+    if not all(entry.frozen() for entry in assumptions.entries):
         generated.shapes_follow_arguments = False  # an item replaced in place can reshape
     return generated

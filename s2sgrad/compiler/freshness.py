@@ -32,7 +32,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Entry", "Assumptions", "entry_for", "code_entry_for", "is_data", "is_frozen", "MISSING"]
+__all__ = [
+    "Entry",
+    "Assumptions",
+    "entry_for",
+    "code_entries_for",
+    "class_attribute_entries",
+    "is_data",
+    "is_frozen",
+    "MISSING",
+]
 
 
 class _Missing:
@@ -61,8 +70,8 @@ class _Cell:
 
 class _Attributes:
     """An object's attributes read like a dictionary (``get(name, default)``, at C speed):
-    a function's ``__code__``, which a reload replaces in place. The object is held weakly,
-    so that a function's derivatives go with it; gone, it reads as ``default``."""
+    a function's ``__code__`` or defaults, which a reload replaces in place. The object is
+    held weakly, so that a function's derivatives go with it; gone, it reads as ``default``."""
 
     __slots__ = ("owner", "__weakref__")
 
@@ -72,6 +81,17 @@ class _Attributes:
     def get(self, name: str, default: Any) -> Any:
         owner = self.owner()
         return default if owner is None else getattr(owner, name, default)
+
+
+class _ClassAttributes(_Attributes):
+    """A class's own attributes (its ``__dict__``, not what lookup finds in its bases or
+    what a descriptor makes), read like a dictionary; the class is held weakly."""
+
+    __slots__ = ()
+
+    def get(self, name: str, default: Any) -> Any:
+        owner = self.owner()
+        return default if owner is None else owner.__dict__.get(name, default)
 
 
 class Entry:
@@ -110,6 +130,11 @@ class Entry:
             function.__globals__[self.name] = value
         return True
 
+    def frozen(self) -> bool:
+        """Whether shapes read through the value can change only by rebinding it, which
+        the entry sees (:func:`is_frozen`); a function's code and defaults count as such."""
+        return isinstance(self.holder, _Attributes) or is_frozen(self.expected)
+
     def mirror(self, function: types.FunctionType) -> None:
         """Keep ``function``'s global of this name equal to the user's value."""
         function.__globals__[self.name] = self.expected
@@ -139,24 +164,64 @@ def entry_for(holder: dict | types.CellType, name: str) -> Entry:
         return entry
 
 
-def code_entry_for(function: types.FunctionType) -> Entry:
-    """The entry of ``function.__code__``: the code a derivative was made from, which a
-    reload replaces in place without rebinding any name (IPython's autoreload, or
-    ``f.__code__ = ...``); when it changes, the derivative is stale.
+def code_entries_for(function: types.FunctionType) -> list[Entry]:
+    """The entries of ``function.__code__`` and, where it has them, of its defaults: what
+    a derivative was made from that a reload replaces in place without rebinding any name
+    (IPython's autoreload, ``f.__code__ = ...``, ``f.__defaults__ = ...``); when one
+    changes, the derivative is stale (a derivative bakes the defaults into its signature).
 
     Example::
 
-        assumptions.include([code_entry_for(helper)])
+        assumptions.include(code_entries_for(helper))
     """
+    names = ["__code__"]
+    if function.__defaults__ is not None:
+        names.append("__defaults__")
+    if function.__kwdefaults__ is not None:
+        names.append("__kwdefaults__")
+    return [_attribute_entry(function, name) for name in names]
+
+
+def _attribute_entry(function: types.FunctionType, name: str) -> Entry:
     with _lock:
-        key = (id(function), "__code__")
+        key = (id(function), name)
         entry = _ENTRIES.get(key)
         if entry is not None and entry.refresh():
             return entry
-        entry = Entry(_Attributes(function), "__code__", function.__code__)
+        entry = Entry(_Attributes(function), name, getattr(function, name))
         entry.key = key
+        entry.kind = None  # any other value makes the derivative stale
         _ENTRIES[key] = entry
         return entry
+
+
+def class_attribute_entries(cls: type, name: str) -> list[Entry]:
+    """Entries for ``cls.name`` as code reads it: one per class of ``cls``'s method
+    resolution order up to the one that defines ``name``, so that a value set later on
+    ``cls`` or on a base in between (``Model.act = ...``) is seen as well as a value
+    replaced where it is defined. Data are taken over as a module's are.
+
+    Example::
+
+        assumptions.include(class_attribute_entries(Layer, "activation"))
+    """
+    entries = []
+    for owner in cls.__mro__:
+        if owner is object:
+            break
+        with _lock:
+            key = (id(owner), name, "class")
+            entry = _ENTRIES.get(key)
+            if entry is None or not entry.refresh():
+                entry = Entry(_ClassAttributes(owner), name, MISSING)
+                entry.key = key
+                entry.expected = entry.read()
+                entry.kind = kind_of(entry.expected)
+                _ENTRIES[key] = entry
+        entries.append(entry)
+        if entry.expected is not MISSING:
+            break
+    return entries
 
 
 class Assumptions:
@@ -214,7 +279,7 @@ def is_frozen(value: Any) -> bool:
         return all(map(is_frozen, value))
     if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
         return True
-    if isinstance(value, types.CodeType):  # a function's code (``code_entry_for``)
+    if isinstance(value, types.CodeType):  # a function's code (``code_entries_for``)
         return True
     return callable(value) and type(value).__module__.startswith("numpy")
 
