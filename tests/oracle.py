@@ -260,3 +260,28 @@ def numeric_complex_grad(f, args, index, step=STEP):
             down[position] -= step * direction
             grad[position] += weight * (evaluate(up) - evaluate(down)) / (2 * step)
     return grad
+
+
+def assert_hvp_matches_differences(f, args, mode, seed=0):
+    """``sg.hvp`` of ``f`` along a random direction, twice, against central differences of
+    the tape's gradient (itself checked against differences first)."""
+    rng = np.random.default_rng(seed)
+    wrt = tuple(range(len(args)))
+    leaves, tree = sg.tree_flatten(args)
+    direction = sg.tree_unflatten(tree, [rng.normal(size=np.shape(leaf)) for leaf in leaves])
+    gradient = sg.grad(f, wrt=wrt, mode="tape")
+    for index in wrt:
+        assert_close(gradient(*args)[index], numeric_grad(f, list(args), index))
+
+    def gradient_along(t):
+        shifted = sg.tree_unflatten(
+            tree, [a + t * d for a, d in zip(leaves, sg.tree_flatten(direction)[0])]
+        )
+        return gradient(*shifted)
+
+    expected = numeric_jvp(gradient_along, [0.0], 0, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            products = sg.hvp(f, args, tuple(direction), mode=mode)
+            assert_close(tuple(products), tuple(expected), rtol=1e-4, atol=1e-6)

@@ -30,7 +30,13 @@ from typing import NamedTuple
 
 import numpy as np
 import pytest
-from oracle import assert_close, assert_gradient_in_every_mode, numeric_grad, numeric_jvp
+from oracle import (
+    assert_close,
+    assert_gradient_in_every_mode,
+    assert_hvp_matches_differences,
+    numeric_grad,
+    numeric_jvp,
+)
 
 import s2sgrad as sg
 from s2sgrad.rules import registry
@@ -68,40 +74,18 @@ def _ragged():
     return Ws, bs
 
 
-def _hvp_against_differences(f, args, mode):
-    """``sg.hvp`` of ``f`` along a random direction, twice, against central differences of
-    the tape's gradient (itself checked against differences first)."""
-    wrt = tuple(range(len(args)))
-    leaves, tree = sg.tree_flatten(args)
-    direction = sg.tree_unflatten(tree, [R.normal(size=np.shape(leaf)) for leaf in leaves])
-    gradient = sg.grad(f, wrt=wrt, mode="tape")
-    for index in wrt:
-        assert_close(gradient(*args)[index], numeric_grad(f, list(args), index))
-
-    def gradient_along(t):
-        shifted = sg.tree_unflatten(
-            tree, [a + t * d for a, d in zip(leaves, sg.tree_flatten(direction)[0])]
-        )
-        return gradient(*shifted)
-
-    expected = numeric_jvp(gradient_along, [0.0], 0, 1.0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for _ in range(2):
-            products = sg.hvp(f, args, tuple(direction), mode=mode)
-            assert_close(tuple(products), tuple(expected), rtol=1e-4, atol=1e-6)
-
-
 @pytest.mark.parametrize("mode", ["auto", "tape"])
 def test_hvp_of_a_wrapper_passing_a_ragged_list_to_a_function_iterating_it(mode):
     Ws, _ = _ragged()
-    _hvp_against_differences(forwarded, (Ws,), mode)
+    assert_hvp_matches_differences(forwarded, (Ws,), mode)
 
 
 @pytest.mark.parametrize("mode", ["auto", "tape"])
 def test_hvp_of_a_wrapper_passing_pairs_unzipped_by_the_callee(mode):
     Ws, bs = _ragged()
-    _hvp_against_differences(forwarded_pairs, (list(zip(Ws, bs)), R.normal(size=(5, 3))), mode)
+    assert_hvp_matches_differences(
+        forwarded_pairs, (list(zip(Ws, bs)), R.normal(size=(5, 3))), mode
+    )
 
 
 def test_unbroadcast_derivative_goes_entry_by_entry_over_a_tuple_of_cotangents():
@@ -139,7 +123,7 @@ def forwarded_layer(*args):
 @pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
 def test_hvp_of_a_wrapper_passing_a_named_tuple_whose_fields_are_read(mode):
     p = Layer(R.normal(size=(3, 2)), R.normal(size=2))
-    _hvp_against_differences(forwarded_layer, (p, R.normal(size=(4, 3))), mode)
+    assert_hvp_matches_differences(forwarded_layer, (p, R.normal(size=(4, 3))), mode)
 
 
 def _smooth(v):
@@ -159,7 +143,7 @@ def forwarded_model(*args):
 
 @pytest.mark.parametrize("mode", ["auto", "tape"])
 def test_hvp_of_a_wrapper_around_checkpointed_code(mode):
-    _hvp_against_differences(forwarded_model, (R.normal(size=3),), mode)
+    assert_hvp_matches_differences(forwarded_model, (R.normal(size=3),), mode)
 
 
 def test_forward_mode_over_a_saved_pullback_is_refused_in_s2s():

@@ -311,6 +311,13 @@ def maybe_structured(
         if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
     ]
     arrays = parameters - known  # the other differentiated arguments
+    slices = {
+        s.targets[0].id: s.value
+        for s in assignments
+        if isinstance(s.targets[0], gast.Name)
+        and isinstance(s.value, gast.Subscript)
+        and isinstance(s.value.slice, gast.Slice)
+    }
     changed = True
     while changed:
         changed = False
@@ -323,7 +330,7 @@ def maybe_structured(
                 found = {target.id}
             else:
                 found = set()
-            held = _parameter_holding(statement, parameters, operations)
+            held = _parameter_holding(statement, parameters, operations, slices)
             if held is not None:  # the caller may pass a list or a named tuple, which
                 found.add(held)  # f(*args) tells no one
             if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
@@ -340,9 +347,10 @@ def maybe_structured(
 _ARRAY_ATTRIBUTES = frozenset(dir(np.ndarray))
 
 
-def _parameter_holding(statement, parameters, operations) -> str | None:
-    """The parameter ``statement`` iterates (``for_items(xs)``) or reads a field of
-    (``p.W``, not an array's ``x.T``), if any: it holds values."""
+def _parameter_holding(statement, parameters, operations, slices: dict) -> str | None:
+    """The parameter ``statement`` iterates (``for_items(xs)``, or a slice of it) or reads a
+    field of (``p.W``, not an array's ``x.T``), if any: it holds values. ``slices``: the
+    names bound to a slice of something (``t1 = params[:-1]``), by name."""
     value = statement.value
     if isinstance(value, gast.Attribute):
         base = value.value
@@ -355,6 +363,15 @@ def _parameter_holding(statement, parameters, operations) -> str | None:
     if operation.primitive is not runtime.for_items or not operation.args:
         return None
     argument = operation.args[0]
+    seen = set()
+    while True:  # for_items(params[:-1]), or t1 = params[:-1]; for_items(t1): params holds them
+        if isinstance(argument, gast.Name) and argument.id in slices and argument.id not in seen:
+            seen.add(argument.id)  # xs = xs[1:] binds a name to a slice of itself
+            argument = slices[argument.id]
+        elif isinstance(argument, gast.Subscript) and isinstance(argument.slice, gast.Slice):
+            argument = argument.value
+        else:
+            break
     if isinstance(argument, gast.Name) and argument.id in parameters:
         return argument.id
     return None
