@@ -73,6 +73,8 @@ def unbroadcast(g: Any, x: Any) -> Any:
                 "([h for _ in range(n) for h in items]), or use mode='tape'"
             )
         return type(g)(u if u is None else unbroadcast(u, v) for u, v in zip(g, x))
+    if type(g) in _DICTS and isinstance(x, dict) and g.keys() <= x.keys():  # a dict argument
+        return type(g)((k, u if u is None else unbroadcast(u, x[k])) for k, u in g.items())
     shape = np.shape(x)
     g_shape = np.shape(g)
     if g_shape == shape:
@@ -218,6 +220,7 @@ class CotangentDict(dict):
 
 
 _SEQUENCES = (tuple, list, CotangentList)  # cotangents unbroadcast entry by entry
+_DICTS = (dict, CotangentDict)
 
 
 def as_gradient(g: Any, x: Any) -> Any:

@@ -77,6 +77,10 @@ def _as_primitive(apply: Callable, helper: Callable) -> Callable:
             g, x = args
             if isinstance(x, (list, tuple)) and len(x) == len(g):  # each entry recorded
                 return type(g)(u if u is None else call(u, v) for u, v in zip(g, x))
+        if entrywise and len(args) == 2 and type(args[0]) in DICTS:
+            g, x = args
+            if isinstance(x, dict) and g.keys() <= x.keys():
+                return type(g)((k, u if u is None else call(u, x[k])) for k, u in g.items())
         return apply(helper, *args, **kwargs)
 
     return call

@@ -97,7 +97,7 @@ def _router(helper: Callable, original: Callable) -> Callable:
     def route(args: tuple, kwargs: dict) -> Any:
         if not is_recorded(args, kwargs):
             return original(*args, **kwargs)
-        if entrywise and args and type(args[0]) in SEQUENCES:
+        if entrywise and args and type(args[0]) in _CONTAINER_TYPES:
             return original(*args, **kwargs)  # its code calls it on each entry: recorded
         if blank:
             return _blank_values(original(*value_of(args), **value_of(kwargs)))
@@ -105,6 +105,8 @@ def _router(helper: Callable, original: Callable) -> Callable:
 
     return route
 
+
+_CONTAINER_TYPES = (*SEQUENCES, *DICTS)
 
 # Helpers that make the zeros generated code then adds cotangents into, item by item
 # (``dx = zeros_like_value(x)``, then ``dx[0] += dt``): for a value being differentiated,
