@@ -11,6 +11,7 @@ __all__ = [
     "UnsupportedError",
     "NonDifferentiableError",
     "ImmutableValueError",
+    "AuxOutputError",
     "S2SGradWarning",
     "FallbackWarning",
     "warn_at_caller",
@@ -47,6 +48,13 @@ class ImmutableValueError(NonDifferentiableError, TypeError):
     """An in-place change of a tape value (``t.sort()``, ``t[i] = v``), which the tape cannot
     record: a ``TypeError``, as TensorFlow raises for tensors, and a refusal of the user's
     code like the tape's other refusals of in-place writes."""
+
+
+class AuxOutputError(S2SGradError, TypeError):
+    """A function differentiated with ``has_aux=True`` that does not return a pair
+    ``(output, aux)``: a ``TypeError``, as a wrong call is, in every mode alike."""
+
+    tape_cannot_either = True  # mode="auto" raises it rather than falling back to the tape
 
 
 class S2SGradWarning(UserWarning):

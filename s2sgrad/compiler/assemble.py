@@ -85,8 +85,7 @@ def assemble(request, parsed, node, sweeps: ReverseSweeps, names, namespace):
         if request.kind == "value_and_grad":
             gradient = gast.Tuple(elts=[clone(output), gradient], ctx=gast.Load())
         elif request.has_aux and isinstance(output, gast.Tuple):
-            aux = output.elts[1] if len(output.elts) == 2 else gast.Tuple(elts=output.elts[1:])
-            gradient = gast.Tuple(elts=[gradient, clone(aux)], ctx=gast.Load())
+            gradient = gast.Tuple(elts=[gradient, clone(output.elts[1])], ctx=gast.Load())
         body.append(gast.Return(value=gradient))
         name = names.claim(("d" if request.kind == "grad" else "value_and_d") + node.name)
     generated = gast.FunctionDef(

@@ -68,6 +68,7 @@ from s2sgrad.compiler.passes.anf import (
     repeated_sequences,
     to_anf,
 )
+from s2sgrad.compiler.passes.aux_returns import pair_the_joined_return, split_aux_returns
 from s2sgrad.compiler.passes.checkpointed_loops import (
     mark_differentiated_reads,
     rewrite_checkpointed_loops,
@@ -293,6 +294,8 @@ def _build(request: Request) -> GeneratedFunction:
     nodes = walk(node)  # for both: neither changes the tree
     check_no_outer_writes(parsed, node, nodes)
     names = NameGenerator(_all_names(nodes))
+    if request.has_aux:
+        split_aux_returns(node, parsed, names)
     inlined = inline_updating_helpers(node, parsed, names)
     inlined |= inline_helper_bodies(node, parsed, names)
     copy_updated_arguments(node, parsed, names, request.containers)
@@ -366,6 +369,8 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     for name, helper in normalise_loops(node, names, parsed.resolve).items():
         parsed.closure[name] = getattr(runtime, helper)  # for_items, dict_keys
     structure_jumps(node, names)
+    if request.has_aux:
+        pair_the_joined_return(node, parsed, names)
     local_names = parameters | names_written_in(node)
     to_anf(node, names, local_names, parsed.resolve)
     rename_reassignments(node, names)

@@ -29,7 +29,7 @@ from s2sgrad.errors import UnsupportedError
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import registered_node
 from s2sgrad.running import function_origin
-from s2sgrad.runtime import is_dask_array, is_foreign_array, zeros_like_value
+from s2sgrad.runtime import is_dask_array, is_foreign_array, require_aux_pair, zeros_like_value
 from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
@@ -123,7 +123,14 @@ def first_of(function: Callable) -> Callable:
     """
 
     def first(*args, **kwargs):
-        out, aux = function(*args, **kwargs)
+        result = function(*args, **kwargs)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            require_aux_pair(
+                result,
+                f"{located_name(function)} is differentiated with has_aux=True, so it must "
+                "return a pair (output, aux)",
+            )
+        out, aux = result
         first.aux = aux
         return out
 

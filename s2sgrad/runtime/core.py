@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import AuxOutputError, UnsupportedError
 from s2sgrad.numpy_signatures import signature
 from s2sgrad.rules.registry import (
     batches_as_is,
@@ -41,6 +41,7 @@ __all__ = [
     "jvp_entry",
     "refuse_if_array",
     "refuse_unless_array",
+    "require_aux_pair",
     "refuse_unless_ndarray",
     "is_view_of",
     "matches_class",
@@ -652,6 +653,25 @@ def refuse_if_array(value: Any, message: str) -> None:
 
 
 nondifferentiable(refuse_if_array)
+
+
+def require_aux_pair(value: Any, message: str) -> None:
+    """Raise ``AuxOutputError(message)`` unless ``value`` is a pair ``(output, aux)``: what a
+    function differentiated with ``has_aux=True`` returns (see
+    :mod:`s2sgrad.compiler.passes.aux_returns`).
+
+    Example::
+
+        require_aux_pair((1.0, {"n": 2}), "never raised for a pair")
+    """
+    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+        shown = f"a {type(hooks.value_of(value)).__name__}" + (
+            f" of {len(value)}" if isinstance(value, (tuple, list)) else ""
+        )
+        raise AuxOutputError(f"{message}; it returned {shown}")
+
+
+nondifferentiable(require_aux_pair)
 
 
 def refuse_unless_array(value: Any, message: str) -> None:
