@@ -499,6 +499,12 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
 
         sg.hvp(lambda x: np.sum(x ** 3), (np.ones(2),), (np.ones(2),))  # (array([6., 6.]),)
     """
+    for what, given in (("primals", primals), ("vectors", vectors)):
+        if not isinstance(given, (tuple, list)):
+            raise TypeError(
+                f"hvp takes its {what} as a tuple with one entry per argument, as in "
+                f"sg.hvp(f, (x,), (v,)); got {type(given).__name__}"
+            )
     primals = tuple(primals)
     if len(primals) == 1:
         _, product = jvp(grad(f, wrt=0, mode=mode), primals, tuple(vectors), mode=mode)

@@ -353,3 +353,27 @@ def test_a_tape_refusal_inside_generated_code_names_the_users_function(mode):
         sg.NonDifferentiableError, match=rf"{HERE}:{line} \(in its derivative.*stop_gradient"
     ):
         sg.grad(ordered_by_float_key, mode=mode)(np.array([0.3, -1.2, 0.5, 0.9]))
+
+
+def scaled_tanh(x, A):
+    return np.tanh(A @ x) * x
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_cotangent_or_tangent_of_the_wrong_shape_is_named(mode):
+    # NumPy's broadcasting or matmul error, raised deep in generated code, said neither
+    # which value was wrong nor where
+    x, A = np.array([0.3, -0.2, 0.9]), np.eye(3)
+    line = scaled_tanh.__code__.co_firstlineno
+    _, pullback = sg.vjp(scaled_tanh, x, A, mode=mode)
+    with pytest.raises(ValueError, match=rf"{HERE}:{line}: .*cotangent has shape \(4,\)"):
+        pullback(np.ones(4))
+    with pytest.raises(ValueError, match=rf"{HERE}:{line}: .*tangent of 'x' has shape \(4,\)"):
+        sg.jvp(scaled_tanh, (x, A), (np.ones(4), np.zeros((3, 3))), mode=mode)
+    assert np.allclose(pullback(1.0)[0], pullback(np.ones(3))[0])  # a number broadcasts
+
+
+def test_hvp_says_it_takes_tuples():
+    # hvp(f, x, v) with arrays read x's rows as the arguments: "wrt=1 is out of range"
+    with pytest.raises(TypeError, match=r"hvp takes its primals as a tuple"):
+        sg.hvp(lambda x: np.sum(x**3), np.ones(3), np.ones(3))

@@ -312,6 +312,38 @@ def refuse_complex_for_real(name, value, given, f) -> None:
         )
 
 
+def refuse_mismatched_shape(name: str, value: Any, given: Any, f) -> None:
+    """Refuse a tangent or cotangent (``given``) whose arrays do not have the shapes of the
+    ``value`` it goes with, entry by entry; a number stands for any shape (it broadcasts).
+    NumPy's own error, raised deep in generated code, would not say which was wrong.
+
+    Example::
+
+        refuse_mismatched_shape("the cotangent", np.ones(3), np.ones(4), f)  # ValueError
+    """
+    expected, given_leaves = list(leaves(value)), list(leaves(given))
+    if len(expected) != len(given_leaves):
+        raise ValueError(
+            f"{located_name(f)}: {name} has {len(given_leaves)} arrays or numbers, but the "
+            f"value it goes with has {len(expected)}; give one for each, in the same structure"
+        )
+    for want, got in zip(expected, given_leaves):
+        got_shape = _shape_of(got)
+        if got is None or not got_shape:
+            continue
+        if got_shape != _shape_of(want):
+            raise ValueError(
+                f"{located_name(f)}: {name} has shape {got_shape}, but the value it goes "
+                f"with has shape {_shape_of(want)}; give one of that shape"
+            )
+
+
+def _shape_of(value: Any) -> tuple:
+    """The shape of an array (a tape value's or a Dask array's too), () for a number."""
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(value)
+
+
 def require_complex_ready(generated, arguments, f) -> None:
     """Refuse generated code that is not complex-ready (s2sgrad.compiler.complex_values)
     when an argument holds a complex value: mode="auto" then uses the tape.

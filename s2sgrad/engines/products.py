@@ -31,6 +31,7 @@ from s2sgrad.engines.arguments import (
     positional_name,
     refuse_array_attribute_names,
     refuse_complex_for_real,
+    refuse_mismatched_shape,
     refuse_not_understood,
     refuse_unknown_constants,
     require_complex_ready,
@@ -145,6 +146,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     def pullback(cotangent: Any) -> tuple:
         refuse_not_understood("the cotangent", cotangent, f)
         refuse_complex_for_real("the cotangent", engine_out, cotangent, f)
+        refuse_mismatched_shape("the cotangent", engine_out, cotangent, f)
         try:
             raw = raw_pullback(cotangent)
         except S2SGradError as error:
@@ -225,6 +227,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             refuse_not_understood(name, primal, f)
             refuse_not_understood(f"the tangent of {name!r}", tangent, f)
             refuse_complex_for_real(f"the tangent of {name!r}", primal, tangent, f)
+            refuse_mismatched_shape(f"the tangent of {name!r}", primal, tangent, f)
     refuse_unknown_constants(f, parameters, primals, {})
     positions = tuple(
         i for i, p in enumerate(primals) if is_differentiable(p) and tangents[i] is not None
