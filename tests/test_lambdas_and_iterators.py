@@ -502,3 +502,30 @@ def test_a_rebound_helper_is_seen(mode):
         assert_close(grad_generator(x), 3.0 * x**2)
     finally:
         maker, generator = _doubling, _squares
+
+
+def _pick(first=None, second=None):
+    return first, second
+
+
+# lambdas as entries of a dict display and as keyword arguments of a call spread over
+# lines: the line of each is not Python alone, and s2s refused them ("could not isolate the
+# lambda's source"), as it would a table of test functions
+LAMBDA_TABLE = {
+    "sine": lambda x: np.sum(np.sin(x) * x),
+    "cube": lambda y: np.sum(y**3) * 0.5,
+}
+LAMBDA_KEYWORDS = _pick(
+    first=lambda x: np.sum(np.cos(x) * x),
+    second=lambda v: np.sum(np.exp(-v * v)),
+)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [*LAMBDA_TABLE.values(), *LAMBDA_KEYWORDS],
+    ids=["dict-sine", "dict-cube", "keyword-first", "keyword-second"],
+)
+def test_lambdas_in_dict_displays_and_keyword_arguments_are_transformed(f):
+    x = np.array([0.3, -0.8, 1.4])
+    assert_close(call_twice(sg.grad(f, mode="s2s"), x), numeric_grad(f, (x,), 0))

@@ -79,10 +79,23 @@ def _parse_fragment(source: str) -> tuple[gast.Module | None, int]:
             except SyntaxError:
                 continue
         stripped = text.lstrip()
-        shift = len(text) - len(stripped) - 1  # the opener replaces the indentation
-        for attempt in ("(" + stripped + "\n)", "(" + stripped, "[" + stripped, "{" + stripped):
+        for opener, closer in _ENCLOSINGS:
+            shift = len(text) - len(stripped) - len(opener)  # the opener replaces the indent
             try:
-                return gast.parse(attempt), shift
+                return gast.parse(opener + stripped + closer), shift
             except SyntaxError:
                 continue
     return None, 0
+
+
+# what a fragment cut from a display or a call may need around it: an entry of a tuple,
+# list or dict (``"name": lambda x: ...,``), or a keyword argument (``key=lambda x: ...,``)
+_ENCLOSINGS = (
+    ("(", "\n)"),
+    ("[", "\n]"),
+    ("{", "\n}"),
+    ("f(", "\n)"),
+    ("(", ""),
+    ("[", ""),
+    ("{", ""),
+)
