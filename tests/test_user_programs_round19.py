@@ -16,11 +16,24 @@ Found here:
   tape recorded ``unbroadcast`` of a dict of cotangents as one call, whose rule broadcast
   the dict to ``np.shape`` of a dict; it records the call on each entry now, as it does
   for a tuple (``tape/values.ENTRYWISE_HELPERS``).
+
+Newly differentiated: chained item writes into an array, ``out[i][j] = ...`` (``out[i]`` a
+view of ``out``'s row), as beginners and code ported from lists of lists write them; they
+were refused in every mode. They are written as ``out[i, j] = ...`` with a run-time check
+that ``out`` is an array and ``i`` integers (``passes/library_writes.chained_item_writes``).
 """
 
 import numpy as np
 import pytest
-from oracle import assert_hvp_matches_differences
+from oracle import (
+    assert_close,
+    assert_hvp_matches_differences,
+    call_twice,
+    numeric_grad,
+    numeric_jvp,
+)
+
+import s2sgrad as sg
 
 R = np.random.default_rng(1119)
 
@@ -78,3 +91,62 @@ def test_hvp_of_bound_data_around_an_mlp_of_a_dict_of_named_layers(mode):
     layers = {f"layer{i}": {"W": W, "b": b} for i, (W, b) in enumerate(_layers([3, 4, 2]))}
     data = (layers, R.normal(size=(5, 3)), R.normal(size=(5, 2)))
     assert_hvp_matches_differences(with_data(mlp_of_named_layers, data, 0), (layers,), mode)
+
+
+def convolve_by_chained_writes(image, kernel):
+    out = np.zeros((image.shape[0] - 1, image.shape[1] - 1))
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i][j] = np.sum(image[i : i + 2, j : j + 2] * kernel)
+            out[i][j] += 0.1 * image[i][j] ** 2
+    return np.sum(np.tanh(out))
+
+
+def correlate_by_chained_writes(image, kernel):
+    out = np.zeros((image.shape[0] - 1, image.shape[1] - 1))
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i][j] = np.sum(image[i : i + 2, j : j + 2] * kernel)
+    return np.sum(np.tanh(out))
+
+
+def three_level_chain(cube, v):
+    c = cube * 1.0
+    c[1][0][2] = v[0] * v[1]
+    c[np.int64(0)][-1] *= v[2]
+    return np.sum(c**2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_chained_item_writes_into_an_array_are_differentiated(mode):
+    # out[i][j] = ... (the row out[i] is a view of out) was refused in every mode
+    image, kernel = R.normal(size=(4, 5)), R.normal(size=(2, 2))
+    cube, v = R.normal(size=(2, 3, 4)), R.normal(size=3)
+    for f, args in ((three_level_chain, (cube, v)), (convolve_by_chained_writes, (image, kernel))):
+        for index in range(2):
+            gradient = sg.grad(f, wrt=index, mode=mode)
+            assert_close(call_twice(gradient, *args), numeric_grad(f, args, index))
+    # second order, against differences of the first-order gradient checked above (the
+    # tape, the shared oracle's reference, refuses a chained write)
+    gradient = sg.grad(correlate_by_chained_writes, mode="s2s")
+    assert_close(gradient(image, kernel), numeric_grad(correlate_by_chained_writes, args, 0))
+    direction = R.normal(size=image.shape)
+    expected = numeric_jvp(lambda m: gradient(m, kernel), [image], 0, direction)
+    product = sg.hvp(
+        lambda m: correlate_by_chained_writes(m, kernel), (image,), (direction,), mode=mode
+    )
+    assert_close(product[0], expected, rtol=1e-4, atol=1e-6)
+
+
+def chained_write_through_a_slice(a, v):
+    b = a * 1.0
+    b[1:][0] = v  # b[1:] is a view, but not a row: b[1:][0] is b[1]
+    return np.sum(b**2)
+
+
+def test_a_chained_write_through_a_slice_is_refused_naming_the_line():
+    line = chained_write_through_a_slice.__code__.co_firstlineno + 2
+    with pytest.raises(
+        sg.UnsupportedError, match=rf"round19\.py:{line}: .*writes into part of an array"
+    ):
+        sg.grad(chained_write_through_a_slice, mode="s2s")(R.normal(size=(3, 2)), np.ones(2))

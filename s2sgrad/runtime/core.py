@@ -42,6 +42,7 @@ __all__ = [
     "refuse_if_array",
     "refuse_unless_array",
     "require_aux_pair",
+    "chained_index",
     "refuse_unless_ndarray",
     "is_view_of",
     "matches_class",
@@ -653,6 +654,29 @@ def refuse_if_array(value: Any, message: str) -> None:
 
 
 nondifferentiable(refuse_if_array)
+
+
+def chained_index(array: Any, first: Any, then: Any, message: str) -> tuple:
+    """The one index of ``array`` that ``array[first][then]`` reads when ``first`` is an
+    integer (or a tuple of them): ``array[first]`` is then a view of ``array``, and a write
+    into it is a write into ``array``. ``UnsupportedError(message)`` for anything else.
+
+    Example::
+
+        chained_index(np.zeros((2, 3)), 1, 2, "")  # (1, 2)
+    """
+    leading = first if isinstance(first, tuple) else (first,)
+    following = then if isinstance(then, tuple) else (then,)
+    array = hooks.value_of(array)
+    integers = all(
+        isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)) for i in leading
+    )
+    if not (isinstance(array, np.ndarray) and integers and len(leading) < array.ndim):
+        raise UnsupportedError(message)
+    return (*leading, *following)
+
+
+nondifferentiable(chained_index)
 
 
 def require_aux_pair(value: Any, message: str) -> None:

@@ -33,6 +33,7 @@ from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
+    chained_item_writes,
     diagonal_fills,
     method_writes,
     out_writes,
@@ -85,6 +86,7 @@ def desugar(
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)
+    chained_item_writes(node.body, names, locate, bindings)
     index_list_loops(node, names, resolve)
     bindings.update(indexed_pops(node, names))
     views_checked = write_back_views(node, names, locate, resolve)

@@ -5,7 +5,8 @@ and ``t[...] = v``;
 ``np.add.at(t, i, v)`` becomes ``t[...] = added_at(t, i, v)`` (``np.subtract.at``: ``-v``),
 ``np.fill_diagonal(a, v)`` and ``ufunc.at(t, i, v)`` become item writes of ``a``'s diagonal
 and of ``t[i]``, so the transformer differentiates them like any other item assignment
-(part of :func:`s2sgrad.compiler.passes.desugar.desugar`).
+(part of :func:`s2sgrad.compiler.passes.desugar.desugar`). So does a chained item write
+``a[i][j] = v`` (``a[i]`` a view of ``a``'s row), as ``a[chained_index(a, i, j)] = v``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,18 @@ from s2sgrad.compiler.syntax import (
     constant,
     load,
     nested_statements,
+    walk,
 )
 from s2sgrad.rules import get_rule
 
-__all__ = ["scatter_adds", "diagonal_fills", "ufunc_at_writes", "out_writes", "method_writes"]
+__all__ = [
+    "scatter_adds",
+    "diagonal_fills",
+    "ufunc_at_writes",
+    "out_writes",
+    "method_writes",
+    "chained_item_writes",
+]
 
 
 def scatter_adds(body: list, names: NameGenerator, resolve) -> str | None:
@@ -218,6 +227,81 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
         return None
     keywords = [k for k in value.keywords if k.arg != "out"]
     return target.id, gast.Call(func=value.func, args=args, keywords=keywords)
+
+
+def chained_item_writes(body: list, names: NameGenerator, locate, bindings: dict) -> None:
+    """``a[i][j] = v`` (or ``op=``) → ``a[chained_index(a, i, j, why)] = v``, in ``body`` and
+    its blocks: ``a[i]`` with an integer ``i`` is a view of ``a``'s row, so the write is
+    ``a[i, j] = v``, an item assignment of ``a`` the transformer differentiates;
+    ``chained_index`` checks as it runs that ``a`` is an array and ``i`` integers, and
+    refuses anything else (a slice, a list of arrays) with ``why``. Deeper chains are joined
+    from the inside out. The helper's name goes to ``bindings`` (name → object).
+
+    Example::
+
+        # out[i][j] = v  ->  out[chained_index(out, i, j, "...")] = v
+    """
+    containers = container_names(list(nested_statements(body)))  # rows[0][1] = v: a list's
+    for _, _, statement in _statements(body):
+        if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+        elif isinstance(statement, gast.AugAssign):
+            target = statement.target
+        else:
+            continue
+        if not (isinstance(target, gast.Subscript) and _is_chained(target.value)):
+            continue
+        if _chain_base(target) in containers:
+            continue
+        why = (
+            f"{locate(statement)}: a chained item write (a[i][j] = ...) is differentiated as "
+            "a[i, j] = ... for an array a and integers i; write a[i, j] = ..., or "
+            "a[i][j] of a list as its own statements"
+        )
+        helpers = (
+            _bound(runtime.chained_index, "chained_index", names, bindings),
+            _bound(slice, "slice_of", names, bindings),
+        )
+        _join_chain(target, helpers, why)
+
+
+def _is_chained(value: gast.expr) -> bool:
+    """Whether ``value`` is ``name[i][...]``...: a chain from a name whose inner indices
+    are expressions (``a[1:][0]`` is left to the refusal of writes into views)."""
+    while isinstance(value, gast.Subscript):
+        if any(isinstance(n, gast.Slice) for n in walk(value.slice)):
+            return False
+        value = value.value
+        if isinstance(value, gast.Name):
+            return True
+    return False
+
+
+def _chain_base(target: gast.Subscript) -> str:
+    while isinstance(target, gast.Subscript):
+        target = target.value
+    return target.id if isinstance(target, gast.Name) else ""
+
+
+def _join_chain(target: gast.Subscript, helpers: tuple[str, str], why: str) -> None:
+    """Make ``target`` (``a[i][j]``, or deeper) ``a[chained_index(a, i, j, why)]``."""
+    inner = target.value
+    if isinstance(inner.value, gast.Subscript):
+        _join_chain(inner, helpers, why)  # a[i][j][k]: a[i][j] first
+    chained, slice_of = helpers
+    base = inner.value
+    arguments = [clone(base), inner.slice, _as_value(target.slice, slice_of), constant(why)]
+    target.value, target.slice = base, call(load(chained), arguments)
+
+
+def _as_value(index: gast.expr, slice_of: str) -> gast.expr:
+    """An index as a value a call can take: ``1:3`` as ``slice(1, 3, None)``."""
+    if isinstance(index, gast.Slice):
+        parts = (index.lower, index.upper, index.step)
+        return call(load(slice_of), [constant(None) if p is None else p for p in parts])
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple(elts=[_as_value(e, slice_of) for e in index.elts], ctx=gast.Load())
+    return index
 
 
 def _statements(body: list):
