@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import functools
 import types
 
 import gast
@@ -71,9 +72,9 @@ def _users_function(value) -> bool:
 def module_attribute_entries(
     parsed: ParsedFunction, node: gast.FunctionDef, nodes: list[gast.AST] | None = None
 ) -> list:
-    """Entries for what the code reads from a module or a class of the user's
-    (``layers.dense(x)``, ``config.scale``, ``Model.activation``), which a reload or a
-    patch may replace without rebinding any name the code reads. ``nodes``:
+    """Entries for what the code reads from a module, a class or an object of the user's
+    (``layers.dense(x)``, ``config.scale``, ``Model.activation``, ``settings.activation``),
+    which a reload or a patch may replace without rebinding any name the code reads. ``nodes``:
     ``walk(node)``, when the caller has it.
 
     Example::
@@ -88,9 +89,23 @@ def module_attribute_entries(
         if isinstance(owner, types.ModuleType):
             if owner.__name__.partition(".")[0] not in _LIBRARIES:
                 entries.append(entry_for(owner.__dict__, attribute.attr))
-        elif isinstance(owner, type) and owner.__module__.partition(".")[0] not in _LIBRARIES:
-            entries.extend(class_attribute_entries(owner, attribute.attr))
+        elif isinstance(owner, type):
+            if owner.__module__.partition(".")[0] not in _LIBRARIES:
+                entries.extend(class_attribute_entries(owner, attribute.attr))
+        elif _users_object(owner):  # config.activation: its own attribute, or its class's
+            entries.append(entry_for(owner.__dict__, attribute.attr))
+            entries.extend(class_attribute_entries(type(owner), attribute.attr))
     return entries
+
+
+def _users_object(value) -> bool:
+    """An instance of a user's class with attributes of its own (``vars(value)``)."""
+    cls = type(value)
+    return (
+        type(getattr(value, "__dict__", None)) is dict
+        and cls.__module__.partition(".")[0] not in _LIBRARIES
+        and not isinstance(value, (types.FunctionType, types.MethodType, functools.partial))
+    )
 
 
 _LIBRARIES = ("numpy", "s2sgrad", "builtins", "math")
