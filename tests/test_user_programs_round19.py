@@ -21,7 +21,15 @@ Newly differentiated: chained item writes into an array, ``out[i][j] = ...`` (``
 view of ``out``'s row), as beginners and code ported from lists of lists write them; they
 were refused in every mode. They are written as ``out[i, j] = ...`` with a run-time check
 that ``out`` is an array and ``i`` integers (``passes/library_writes.chained_item_writes``).
+
+On the tape (and in mode="auto"), ``round(x, 2)`` raised Python's "TapeValue doesn't define
+__round__", ``statistics.mean`` its "can't convert type 'TapeValue'" and a cache keyed by a
+value being differentiated "unhashable type"; round is differentiated now, the other two
+are refused naming the line.
 """
+
+import statistics
+import warnings
 
 import numpy as np
 import pytest
@@ -150,3 +158,24 @@ def test_a_chained_write_through_a_slice_is_refused_naming_the_line():
         sg.UnsupportedError, match=rf"round19\.py:{line}: .*writes into part of an array"
     ):
         sg.grad(chained_write_through_a_slice, mode="s2s")(R.normal(size=(3, 2)), np.ones(2))
+
+
+def rounded_scale(x):
+    return np.sum(x * round(np.sum(x), 2)) + round(float(x[0] > 0)) * np.sum(x)
+
+
+def mean_of_statistics(x):
+    return statistics.mean(x * 2.0)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_round_is_differentiated_and_exact_arithmetic_refused_in_every_mode(mode):
+    # on the tape, round(x, 2) raised "TapeValue doesn't define __round__" and
+    # statistics.mean "can't convert type 'TapeValue' to numerator/denominator"
+    x = np.array([0.31, -0.47, 0.83])
+    assert_close(
+        call_twice(sg.grad(rounded_scale, mode=mode), x), numeric_grad(rounded_scale, (x,), 0)
+    )
+    with pytest.raises(sg.S2SGradError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sg.grad(mean_of_statistics, mode=mode)(x)

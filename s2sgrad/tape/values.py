@@ -78,7 +78,6 @@ class TapeValue:
 
     __slots__ = ("_value", "_tapes")
     _read: Callable[[], tuple[Any, Any, tuple]]  # a Variable's read of its current value
-    __hash__ = None  # type: ignore[assignment]  # ``==`` is element-wise, as for ndarrays
 
     def __init__(self, value: Any, tapes: tuple = ()) -> None:
         self._value = value
@@ -172,6 +171,25 @@ class TapeValue:
     def __float__(self) -> float:
         self._refuse_plain("float()")
         return float(self._value)
+
+    def __hash__(self) -> int:
+        """A number's hash (a dict key, a set member, a cache key); refused while the value
+        is being differentiated, and unhashable for an array, as NumPy's are."""
+        self._refuse_plain("hash() (a dict key, a set member or a cache key)")
+        return hash(self._value)
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        """``round(x)``: an integer, whose derivative is zero where it has one, as
+        ``int(x)``'s; ``round(x, n)`` is ``np.round(x, n)``, recorded."""
+        if ndigits is None:
+            return round(self._value)
+        return np.round(self, ndigits)
+
+    def as_integer_ratio(self) -> tuple[int, int]:
+        """The exact ratio of a number (the ``statistics`` module's arithmetic); refused
+        while the value is being differentiated (the ratio carries no derivative)."""
+        self._refuse_plain("as_integer_ratio() (exact arithmetic, as statistics.mean does)")
+        return np.float64(self._value).as_integer_ratio()
 
     def __complex__(self) -> complex:
         self._refuse_plain("complex()")
