@@ -349,6 +349,8 @@ BY_DESIGN = {
     "refuse_stored_state": "a check that raises or returns None",
     "refuse_unless_array": "a check that raises or returns None",
     "refuse_unless_ndarray": "a check that raises or returns None",
+    "require_aux_pair": "a check that raises or returns None",
+    "chained_index": "an index: integers and slices, never the array's values",
     "is_view_of": "a boolean: whether two arrays share memory",
     "refuse_derivative": "a check that raises or returns None",
     "ravel_positions": "integer positions",
