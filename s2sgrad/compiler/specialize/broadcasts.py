@@ -17,7 +17,7 @@ from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
 from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, every_statement, node_fields
+from s2sgrad.compiler.syntax import clone, node_fields
 
 __all__ = [
     "ARITHMETIC",
@@ -299,10 +299,7 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     operand whose partner has the full shape, directly or through names that are
     themselves only used that way.
     """
-    if not any(  # nothing to strip (looked for among statements: no walk)
-        type(s) is gast.Assign and _is_broadcast_call(s.value)
-        for s in every_statement(function.body)
-    ):
+    if not _defines_a_broadcast(function.body):  # nothing to strip
         return
     reads: dict[str, int] = {}
     writes: dict[str, int] = {}
@@ -357,6 +354,25 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
         definition = definitions.get(name)
         if definition is not None and _is_broadcast_call(definition.value):
             definition.value = definition.value.args[0]
+
+
+def _defines_a_broadcast(statements: list[gast.stmt]) -> bool:
+    """Whether any of the statements ``syntax.every_statement`` lists assigns a
+    ``broadcast_to`` call: looked for among statements alone, up to the first found."""
+    pending = list(statements)
+    while pending:
+        statement = pending.pop()
+        if type(statement) is gast.Assign and _is_broadcast_call(statement.value):
+            return True
+        state = statement.__dict__
+        for field in _BLOCK_FIELDS:
+            inner = state.get(field)
+            if type(inner) is list:
+                pending += inner
+    return False
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")  # as every_statement's
 
 
 def _elementwise_leaves(node) -> list[gast.Name]:

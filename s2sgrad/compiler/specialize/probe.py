@@ -219,7 +219,8 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     (a mask: the shapes it sets are its values')."""
     probing.callees = callee_probes(probing.namespace, probing.specialise)
     cuts = None
-    if not probing.callees and probing.is_pure is not None:
+    # a probe that may be interpreted has no loop (``interpreted.py``): nothing to cut
+    if probing.bound is None and not probing.callees and probing.is_pure is not None:
         cuts = LoopCuts.for_probe(probed, probing.is_pure)
     function = _compiled(probed, probing, cuts)
     indexing = probing.indexing
