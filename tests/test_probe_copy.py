@@ -1,19 +1,24 @@
 """The probe's copy of the raw code (``specialize/probe_copy.py``) is the deep copy
-``clone`` makes, its rewriter seeing each operation and call with its original."""
+``clone`` makes; the walk that makes it finds what ``raw_facts`` finds, on the copy, and
+lists the copy's operations and calls, each after its operands."""
 
 import gast
 import numpy as np
 
 import s2sgrad as sg
-from s2sgrad.compiler.specialize.probe_copy import copy_with_sites
+from s2sgrad.compiler.specialize.broadcasts import raw_facts
+from s2sgrad.compiler.specialize.probe_copy import copy_with_facts
 from s2sgrad.compiler.syntax import clone, walk
 
 SOURCE = """
-def f(x, y: int = 2):
+def f(x, y: int = 2, *a: g(1), k=lambda q: q + 1):
     a = x * y + g(x, k=1)
     def inner(z):
-        return z * 2 + g(z)
+        w = z * 2
+        return w + g(z)
     b = [a, (a, -a)][0][1:]
+    c, d = locals(), b[x]
+    e = h(*a, **k)
     return inner(b) if a else b
 """
 
@@ -23,32 +28,40 @@ def _nodes(tree):  # operators, which carry nothing, are shared
     return [n for n in walk(tree) if not isinstance(n, operators)]
 
 
-def test_a_copy_that_rewrites_nothing_is_clone_s_copy():
+def _same_facts(found, expected):
+    for field in ("assignments", "arithmetic", "subscripts", "calls", "checked"):
+        got = sorted(gast.dump(n) for n in getattr(found, field))
+        assert got == sorted(gast.dump(n) for n in getattr(expected, field)), field
+    assert found.kinds == expected.kinds
+    assert found.bound == expected.bound
+
+
+def test_the_copy_is_clone_s_copy_and_its_facts_are_raw_facts():
     function = gast.parse(SOURCE).body[0]
     function.body[0].value.attached = [gast.Constant(1, None)]  # a pass's attribute
-    seen = []
-    copy = copy_with_sites(function, lambda original, new: seen.append(original) or new)
+    copy, facts, operations = copy_with_facts(function)
     assert gast.dump(copy) == gast.dump(clone(function))
     originals = {id(n) for n in _nodes(function)}
     assert not originals & {id(n) for n in _nodes(copy)}  # every node is new
     assert copy.body[0].value.attached[0] is not function.body[0].value.attached[0]
-    inner = function.body[1]
-    inside = {id(n) for n in _nodes(inner)}
-    assert seen and all(id(n) in originals - inside for n in seen)  # not inside `inner`
-    assert {type(n) for n in seen} == {gast.BinOp, gast.Call}
+    _same_facts(facts, raw_facts(function))
+    copies = {id(n) for n in _nodes(copy)}
+    facts_nodes = [n for field in facts[:4] for n in field] + facts.checked
+    assert all(id(n) in copies for n in facts_nodes)  # of the copy's own nodes
+    scopes = [n for n in _nodes(copy) if type(n) in (gast.FunctionDef, gast.Lambda)]
+    inside = {id(n) for scope in scopes if scope is not copy for n in _nodes(scope)}
+    assert len(scopes) == 3 and len(operations) == len({id(n) for n in operations})
+    listed = {id(n) for n in _nodes(copy) if type(n) in (gast.BinOp, gast.Call)} - inside
+    assert {id(n) for n in operations} == listed  # not inside `inner` or the lambda
 
 
-def test_each_operation_is_rewritten_after_its_operands():
-    function = gast.parse("def f(x):\n    return (x + 1) * (x - 2)").body[0]
-    order = []
-
-    def rewrite(original, new):
-        order.append(gast.dump(original))
-        return gast.Name(f"s{len(order)}", gast.Load(), None, None)
-
-    copy = copy_with_sites(function, rewrite)
-    assert len(order) == 3 and order[-1] == gast.dump(function.body[0].value)
-    assert gast.dump(copy.body[0].value) == gast.dump(gast.Name("s3", gast.Load(), None, None))
+def test_each_operation_is_listed_after_its_operands():
+    function = gast.parse("def f(x):\n    return (x + 1) * g(x - 2)").body[0]
+    _, _, operations = copy_with_facts(function)
+    assert [gast.dump(n) for n in operations] == [
+        gast.dump(gast.parse(text, mode="eval").body)
+        for text in ("x + 1", "x - 2", "g(x - 2)", "(x + 1) * g(x - 2)")
+    ]
 
 
 def test_gradients_through_the_probe_s_copy_match_differences():

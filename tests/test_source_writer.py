@@ -14,8 +14,8 @@ import pytest
 import s2sgrad as sg
 from s2sgrad.compiler import codegen
 from s2sgrad.compiler.python_ast import to_python_ast
-from s2sgrad.compiler.source_writer import write_source
-from s2sgrad.compiler.syntax import walk
+from s2sgrad.compiler.source_writer import write_source, write_source_and_names
+from s2sgrad.compiler.syntax import names_used, walk
 
 pytestmark = pytest.mark.skipif(
     sys.version_info < (3, 11), reason="3.10 prints with ast.unparse alone"
@@ -45,6 +45,31 @@ def test_the_repository_s_functions_print_as_ast_unparse_prints_them():
             printed += 1
             assert text == ast.unparse(to_python_ast(function)), f"{name}: {function.name}"
     assert printed > compared // 5  # docstrings and comprehensions are handed back
+
+
+def test_the_names_met_while_printing_are_every_name_of_the_function():
+    printed = 0
+    for name in SOURCES:
+        tree = gast.parse((ROOT / name).read_text())
+        for function in _functions(tree):
+            found = write_source_and_names(function)
+            if found is None:
+                assert write_source(function) is None
+                continue
+            printed += 1
+            text, names = found
+            assert text == write_source(function)
+            assert names == names_used(function), f"{name}: {function.name}"
+    assert printed > 100
+
+
+def test_names_in_annotations_are_met_as_well():
+    function = gast.parse("def f(x: np.ndarray, *a: T, k: K = 1):\n    return x").body[0]
+    text, names = write_source_and_names(function)
+    assert names == names_used(function) == {"x", "np", "a", "T", "k", "K"}
+    function.body[0].value.annotation = gast.Name("hidden", gast.Load(), None, None)
+    assert write_source_and_names(function)[1] == names_used(function)  # "hidden" included
+    assert "hidden" in names_used(function)
 
 
 EXPRESSIONS = [
@@ -152,7 +177,15 @@ def test_generated_code_prints_as_ast_unparse_prints_it(monkeypatch):
             printed.append(function.name)
         return text
 
+    def checked_names(function):
+        found = write_source_and_names(function)
+        if found is not None:
+            assert found[1] == names_used(function)
+            printed.append(function.name)
+        return found
+
     monkeypatch.setattr(codegen, "write_source", checked)
+    monkeypatch.setattr(codegen, "write_source_and_names", checked_names)
     x = np.linspace(0.3, 1.1, 6)
     for function in _corpus():
         derivative = sg.grad(function, mode="s2s")

@@ -28,7 +28,7 @@ import gast
 
 from s2sgrad.compiler.freshness import Assumptions
 from s2sgrad.compiler.python_ast import to_python_ast
-from s2sgrad.compiler.source_writer import write_source
+from s2sgrad.compiler.source_writer import write_source, write_source_and_names
 from s2sgrad.compiler.syntax import COMMENT_MARK, names_used, walk
 from s2sgrad.running import ORIGINS, running_origin
 
@@ -80,7 +80,9 @@ class GeneratedFunction:
     @functools.cached_property
     def namespace(self) -> dict[str, Any]:
         """The global names the code uses, and their objects."""
-        used = names_used(self.node)
+        return self._namespace_of(names_used(self.node))
+
+    def _namespace_of(self, used: set[str]) -> dict[str, Any]:
         return {name: obj for name, obj in self.given_namespace.items() if name in used}
 
     @functools.cached_property
@@ -97,12 +99,24 @@ class GeneratedFunction:
     def source(self) -> str:
         return to_source(self.node)
 
+    def _print(self) -> None:
+        """Find ``source`` and ``namespace`` together, in one pass over the tree (the
+        printer meets every name), when neither is known yet."""
+        if "source" in self.__dict__ or "namespace" in self.__dict__:
+            return
+        printed = write_source_and_names(self.node)
+        if printed is not None:
+            text, used = printed
+            self.__dict__["source"] = _with_comments(text)
+            self.__dict__["namespace"] = self._namespace_of(used)
+
     @functools.cached_property
     def filename(self) -> str:
         return _source_file(self.node.name, self.source)
 
     @functools.cached_property
     def function(self) -> Any:
+        self._print()
         source, filename = self.source, self.filename
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         ORIGINS[filename] = self.origin
@@ -156,6 +170,11 @@ def to_source(node: gast.FunctionDef) -> str:
     text = write_source(node)
     if text is None:  # a node kind the quick printer leaves to ``ast.unparse``
         text = _unparse(to_python_ast(node))
+    return _with_comments(text)
+
+
+def _with_comments(text: str) -> str:
+    """``text`` with comment markers as ``#`` comments, ending with a newline."""
     lines = []
     for line in text.splitlines():
         match = _STRING_STATEMENT.match(line)

@@ -12,11 +12,14 @@ with ``ast.unparse``. Tests check the two agree on every generated function they
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 
 import gast
 
-__all__ = ["write_source"]
+from s2sgrad.compiler.syntax import names_used
+
+__all__ = ["write_source", "write_source_and_names"]
 
 
 def write_source(function: gast.FunctionDef) -> str | None:
@@ -36,6 +39,32 @@ def write_source(function: gast.FunctionDef) -> str | None:
     except _Unsupported:
         return None
     return "\n".join(lines)
+
+
+def write_source_and_names(function: gast.FunctionDef) -> tuple[str, set[str]] | None:
+    """:func:`write_source`'s text and every name in ``function`` (``syntax.names_used``'s
+    answer), found while printing it: each of its names is printed, in one place. None
+    where :func:`write_source` gives None.
+
+    Example::
+
+        write_source_and_names(gast.parse("def f(x):\\n    return g(x)").body[0])
+        # ('def f(x):\\n    return g(x)', {'x', 'g'})
+    """
+    names: set[str] = set()
+    _PRINTING.names = names
+    try:
+        text = write_source(function)
+    finally:
+        _PRINTING.names = None
+    return None if text is None else (text, names)
+
+
+class _Printing(threading.local):
+    names: set[str] | None = None  # where the names printed go, when they are asked for
+
+
+_PRINTING = _Printing()
 
 
 class _Unsupported(Exception):
@@ -121,6 +150,9 @@ def _arguments(node: gast.arguments) -> str:
 def _parameter(name: gast.Name) -> str:
     if type(name) is not gast.Name or _scalar(name, "type_comment"):
         raise _Unsupported
+    names = _PRINTING.names
+    if names is not None:
+        names.add(name.id)
     if name.annotation is None:
         return name.id
     return f"{name.id}: {_expression(name.annotation, _TEST)}"
@@ -225,6 +257,11 @@ _STATEMENTS: dict[type, Callable] = {
 def _expression(node, required: int) -> str:
     kind = type(node)
     if kind is gast.Name:
+        names = _PRINTING.names
+        if names is not None:
+            names.add(node.id)
+            if node.annotation is not None:  # not printed, but its names count
+                names |= names_used(node.annotation)
         return node.id
     write = _EXPRESSIONS.get(kind)
     if write is None:

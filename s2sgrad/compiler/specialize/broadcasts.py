@@ -17,12 +17,14 @@ from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
 from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, every_statement, node_fields
+from s2sgrad.compiler.syntax import clone, node_fields
 
 __all__ = [
     "ARITHMETIC",
     "RawFacts",
+    "gather_facts",
     "near_broadcasts",
+    "note_facts",
     "quiet_arithmetic",
     "raw_facts",
     "resolve",
@@ -114,35 +116,17 @@ def raw_facts(function: gast.AST) -> RawFacts:
     in ``function``, and what decides whether its probe may be interpreted, found by one
     walk that skips names and literals (only parameters' names hold more: annotations)."""
     facts = RawFacts([], [], [], [], set(), [], set())
-    assignments, arithmetic, bound = facts.assignments, facts.arithmetic, facts.bound
-    subscripts, calls, kinds, checked = facts.subscripts, facts.calls, facts.kinds, facts.checked
-    pending = [function]
+    gather_facts(facts, [function])
+    return facts
+
+
+def gather_facts(facts: RawFacts, roots: list) -> None:
+    """Add to ``facts`` what :func:`raw_facts` finds in each of ``roots``."""
+    pending = list(roots)
     while pending:
         node = pending.pop()
         kind = type(node)
-        kinds.add(kind)
-        if kind is gast.Call:
-            calls.append(node)
-            if type(node.func) is gast.Name and node.func.id in FRAME_READERS:
-                checked.append(node)
-        elif kind is gast.Assign:
-            targets = node.targets
-            if type(targets[0]) is gast.Name:
-                assignments.append(node)
-                bound.add(targets[0].id)
-            value = node.value
-            if (
-                len(targets) != 1
-                or type(targets[0]) is not gast.Name
-                or (type(value) is gast.Name and value.id in FRAME_READERS)
-            ):
-                checked.append(node)
-        elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
-            arithmetic.append(node)
-        elif kind is gast.Subscript:
-            subscripts.append(node)
-        elif kind in CHECKED:
-            checked.append(node)
+        note_facts(facts, node, kind)
         skipped = _NAMES_AND_LITERALS if kind is not gast.arguments else _LITERALS
         state = node.__dict__
         for field in node_fields(kind):
@@ -151,7 +135,33 @@ def raw_facts(function: gast.AST) -> RawFacts:
                 pending += [item for item in value if type(item) not in skipped]
             elif type(value) not in skipped:
                 pending.append(value)
-    return facts
+
+
+def note_facts(facts: RawFacts, node: gast.AST, kind: type) -> None:
+    """Add to ``facts`` what :func:`raw_facts` notes of ``node`` itself (of kind ``kind``)."""
+    facts.kinds.add(kind)
+    if kind is gast.Call:
+        facts.calls.append(node)
+        if type(node.func) is gast.Name and node.func.id in FRAME_READERS:
+            facts.checked.append(node)
+    elif kind is gast.Assign:
+        targets = node.targets
+        if type(targets[0]) is gast.Name:
+            facts.assignments.append(node)
+            facts.bound.add(targets[0].id)
+        value = node.value
+        if (
+            len(targets) != 1
+            or type(targets[0]) is not gast.Name
+            or (type(value) is gast.Name and value.id in FRAME_READERS)
+        ):
+            facts.checked.append(node)
+    elif kind is gast.BinOp and type(node.op) in ARITHMETIC:
+        facts.arithmetic.append(node)
+    elif kind is gast.Subscript:
+        facts.subscripts.append(node)
+    elif kind in CHECKED:
+        facts.checked.append(node)
 
 
 _LITERALS = frozenset({type(None), str, bytes, int, float, bool, complex, type(Ellipsis)})
@@ -289,36 +299,40 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
     operand whose partner has the full shape, directly or through names that are
     themselves only used that way.
     """
-    if not any(  # nothing to strip (looked for among statements: no walk)
-        type(s) is gast.Assign and _is_broadcast_call(s.value)
-        for s in every_statement(function.body)
-    ):
+    if not _defines_a_broadcast(function.body):  # nothing to strip
         return
     reads: dict[str, int] = {}
     writes: dict[str, int] = {}
     restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
     definitions: dict[str, gast.Assign] = {}
     pending: list[gast.AST] = [function]  # a walk that counts names as it meets them
+    pop, push = pending.pop, pending.append
+    name_kind, binop_kind, assign_kind, store = gast.Name, gast.BinOp, gast.Assign, gast.Store
+    skipped = _LITERALS | {gast.Constant}  # a literal holds no name
     while pending:
-        node = pending.pop()
+        node = pop()
         kind = type(node)
-        if kind is gast.BinOp:
-            for side in annotation(node, BROADCAST_FREE, ()):
-                for leaf in _elementwise_leaves(getattr(node, side)):
-                    restored.setdefault(leaf.id, set()).add(id(leaf))
-        elif kind is gast.Assign and type(node.targets[0]) is gast.Name:
-            definitions[node.targets[0].id] = node
         state = node.__dict__
+        if kind is binop_kind:
+            for side in state.get(BROADCAST_FREE) or ():
+                for leaf in _elementwise_leaves(state[side]):
+                    restored.setdefault(leaf.id, set()).add(id(leaf))
+        elif kind is assign_kind and type(node.targets[0]) is name_kind:
+            definitions[node.targets[0].id] = node
         for field in node_fields(kind):
             value = state.get(field)
-            for item in value if type(value) is list else (value,):
-                if type(item) is gast.Name:
-                    table = writes if type(item.ctx) is gast.Store else reads
-                    table[item.id] = table.get(item.id, 0) + 1
+            if type(value) is not list:
+                value = (value,)
+            for item in value:
+                item_kind = type(item)
+                if item_kind is name_kind:
+                    table = writes if type(item.ctx) is store else reads
+                    name = item.id
+                    table[name] = table.get(name, 0) + 1
                     if item.annotation is not None:
-                        pending.append(item.annotation)
-                elif type(item) not in _LITERALS:
-                    pending.append(item)
+                        push(item.annotation)
+                elif item_kind not in skipped:
+                    push(item)
     # a name is settled once broadcasting restores all its reads, which makes the names of
     # its definition candidates again: a worklist, each name looked at when its uses grow
     settled: set[str] = set()
@@ -340,6 +354,25 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
         definition = definitions.get(name)
         if definition is not None and _is_broadcast_call(definition.value):
             definition.value = definition.value.args[0]
+
+
+def _defines_a_broadcast(statements: list[gast.stmt]) -> bool:
+    """Whether any of the statements ``syntax.every_statement`` lists assigns a
+    ``broadcast_to`` call: looked for among statements alone, up to the first found."""
+    pending = list(statements)
+    while pending:
+        statement = pending.pop()
+        if type(statement) is gast.Assign and _is_broadcast_call(statement.value):
+            return True
+        state = statement.__dict__
+        for field in _BLOCK_FIELDS:
+            inner = state.get(field)
+            if type(inner) is list:
+                pending += inner
+    return False
+
+
+_BLOCK_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")  # as every_statement's
 
 
 def _elementwise_leaves(node) -> list[gast.Name]:

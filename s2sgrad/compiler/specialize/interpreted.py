@@ -310,7 +310,8 @@ def _values(nodes: list, frame: _Frame) -> list:
 
 
 def _call(node: gast.Call, frame: _Frame) -> Any:
-    function = _evaluate(node.func, frame)
+    func = node.func
+    function = _name(func, frame) if type(func) is _NAME_NODE else _evaluate(func, frame)
     arguments = _values(node.args, frame)
     if not node.keywords:
         return function(*arguments)

@@ -22,7 +22,6 @@ from s2sgrad.compiler.annotations import BROADCAST_FREE, NEW_AXES, SCATTER, anno
 from s2sgrad.compiler.specialize.broadcasts import (
     ARITHMETIC,
     quiet_arithmetic,
-    raw_facts,
     resolve,
     without_broadcasts,
 )
@@ -36,7 +35,7 @@ from s2sgrad.compiler.specialize.in_place import (
 from s2sgrad.compiler.specialize.interpreted import bound_names, interpretable, interpreted
 from s2sgrad.compiler.specialize.last_reductions import last_reductions, place_reductions
 from s2sgrad.compiler.specialize.loop_cuts import ARITHMETIC_PROBES, CUTS, PROBE, LoopCuts
-from s2sgrad.compiler.specialize.probe_copy import copy_with_sites
+from s2sgrad.compiler.specialize.probe_copy import copy_with_facts
 from s2sgrad.compiler.specialize.releases import (
     STAND_IN,
     large_arguments,
@@ -165,34 +164,51 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     near a broadcast is a call of the probe (``__s2sgrad_probe__(site, f, *args)``)."""
     table = specialisers()
     sites = probing.sites
-    facts = raw_facts(node)  # one walk
-    quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, probing.namespace)
+    namespace = probing.namespace
+    copy, facts, operations = copy_with_facts(node)  # one walk, facts of the copy's nodes
+    quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, namespace)
     sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
-    probing.indexing = index_parameters(node, facts.subscripts)
+    probing.indexing = index_parameters(copy, facts.subscripts)
     probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
-    if interpretable(node, facts):  # run by walking it, not compiled
-        probing.bound = bound_names(node, facts)
-
-    def probed_arithmetic(original: gast.BinOp, copy: gast.BinOp) -> bool:
-        if id(original) in sums:
-            mark_accumulation(copy)
-            return True
-        return id(original) not in quiet
-
-    def instrumented(site, site_node, target):
+    if interpretable(copy, facts):  # run by walking it, not compiled
+        probing.bound = bound_names(copy, facts)
+    site = 0
+    for operation in operations:  # each after its operands: sites are numbered inner first
+        kind: Any = type(operation)
+        if kind is _BINOP:
+            if type(operation.op) not in ARITHMETIC:
+                continue
+            summed = id(operation) in sums
+            if not summed and id(operation) in quiet:
+                continue
+            target = None
+        else:
+            target = resolve(operation.func, namespace)
+            if target is None or id(target) not in table:
+                continue
+            if operation.keywords and id(target) not in KEYWORD_SITES:
+                continue
+            if any(type(a) is gast.Starred for a in operation.args):
+                continue
+        site_node = kind.__new__(kind)  # the operation, moved: the probe call takes its place
+        site_node.__dict__ = operation.__dict__
         if target is None:  # arithmetic: __s2sgrad_add__(site, left, right)
+            if summed:
+                mark_accumulation(site_node)
             arithmetic = _load(ARITHMETIC_PROBES[ARITHMETIC[type(site_node.op)]])
-            operands = [_constant(site), site_node.left, site_node.right]
-            probe_call = _call(arithmetic, operands, [])
+            state = {
+                "func": arithmetic,
+                "args": [_constant(site), site_node.left, site_node.right],
+                "keywords": [],
+            }
         else:  # keywords for KEYWORD_SITES only
             arguments = [_constant(site), site_node.func, *site_node.args]
-            probe_call = _call(_load(_PROBE), arguments, site_node.keywords)
-        sites.append((probe_call, site_node, target))
-        return probe_call
-
-    return copy_with_sites(
-        node, _each_site(probing.namespace, table, instrumented, probed_arithmetic)
-    )
+            state = {"func": _load(_PROBE), "args": arguments, "keywords": site_node.keywords}
+        operation.__class__ = _CALL
+        operation.__dict__ = state
+        sites.append((operation, site_node, target))
+        site += 1
+    return copy
 
 
 def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -203,7 +219,8 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     (a mask: the shapes it sets are its values')."""
     probing.callees = callee_probes(probing.namespace, probing.specialise)
     cuts = None
-    if not probing.callees and probing.is_pure is not None:
+    # a probe that may be interpreted has no loop (``interpreted.py``): nothing to cut
+    if probing.bound is None and not probing.callees and probing.is_pure is not None:
         cuts = LoopCuts.for_probe(probed, probing.is_pure)
     function = _compiled(probed, probing, cuts)
     indexing = probing.indexing
@@ -303,33 +320,6 @@ def _become(node: gast.AST, replacement: gast.AST) -> None:
     node.__dict__ = dict(replacement.__dict__)
 
 
-def _each_site(
-    namespace: dict, table: dict, handle, arithmetic: Callable[[gast.BinOp, gast.BinOp], bool]
-) -> Callable[[gast.AST, gast.AST], gast.AST]:
-    """A rewriter for :func:`copy_with_sites` that numbers the probed sites (specialisable
-    calls, and arithmetic for which ``arithmetic(original, copy)`` holds) and replaces
-    each copy by ``handle(site, copy, target)``."""
-    count = iter(range(1 << 62))
-
-    def rewrite(original: gast.AST, node: gast.AST) -> gast.AST:
-        kind = type(node)
-        if kind is gast.BinOp:
-            if type(node.op) in ARITHMETIC and arithmetic(original, node):
-                return handle(next(count), node, None)
-        elif kind is gast.Call:
-            target = resolve(node.func, namespace)
-            if target is None or id(target) not in table:
-                return node
-            if node.keywords and id(target) not in KEYWORD_SITES:
-                return node
-            if any(type(a) is gast.Starred for a in node.args):
-                return node
-            return handle(next(count), node, target)
-        return node
-
-    return rewrite
-
-
 # the probe's own nodes, made as gast's constructors make them (the same fields), quicker
 def _load(name: str) -> gast.Name:
     node = _NAME.__new__(_NAME)
@@ -343,13 +333,8 @@ def _constant(value: Any) -> gast.Constant:
     return node
 
 
-def _call(function: gast.expr, arguments: list, keywords: list) -> gast.Call:
-    node = _CALL.__new__(_CALL)
-    node.__dict__ = {"func": function, "args": arguments, "keywords": keywords}
-    return node
-
-
-_NAME, _CONSTANT, _CALL, _LOAD = gast.Name, gast.Constant, gast.Call, gast.Load()
+_NAME, _CONSTANT, _CALL, _BINOP = gast.Name, gast.Constant, gast.Call, gast.BinOp
+_LOAD = gast.Load()
 
 _OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
