@@ -227,22 +227,27 @@ class _Optimizer:
 
     def run(self, rewrite: Callable, body: list[gast.stmt]) -> list[gast.stmt]:
         """``rewrite(self, body)`` on the function's body, unless it already ran on this
-        very body and changed nothing.
+        very body and changed nothing, or this very body is what it made (for a rewrite
+        that leaves nothing to do for itself, see :data:`_IDEMPOTENT`).
 
         Exact: a rewrite's result depends only on the statements (the same objects, in the
         same order) and on their facts, and every change to a statement goes through the
         facts cache, which counts it in ``facts.rewrites`` (a statement forgotten or told
         anew); the same objects with the same count are the same body."""
-        rewrites = self.facts.rewrites
-        known = self.unchanged_by.get(rewrite)
-        if known is not None and known[0] == rewrites and known[1] == body:
+        if self.done_with(rewrite, body):
             return body
+        rewrites = self.facts.rewrites
         result = rewrite(self, body)
-        if self.facts.rewrites == rewrites and result == body:
-            self.unchanged_by[rewrite] = (rewrites, result)
+        if rewrite in _IDEMPOTENT or (self.facts.rewrites == rewrites and result == body):
+            self.unchanged_by[rewrite] = (self.facts.rewrites, result)
         else:
             self.unchanged_by.pop(rewrite, None)
         return result
+
+    def done_with(self, rewrite: Callable, body: list[gast.stmt]) -> bool:
+        """Whether ``rewrite`` would change nothing in ``body`` (see :meth:`run`)."""
+        known = self.unchanged_by.get(rewrite)
+        return known is not None and known[0] == self.facts.rewrites and known[1] == body
 
     def _optimise_blocks(self, body, index: int) -> bool:
         """Optimise the blocks of the loop or branch ``body[index]``; whether it changed.
@@ -364,6 +369,13 @@ class _Optimizer:
         result.reverse()
         comments.reverse()
         return drop_orphan_comments(result, comments)
+
+
+# Rewrites that, run on what they made, change nothing: folding single uses (why, in
+# docs/design.md, "The optimiser"): a temporary it leaves is left for a reason that its own
+# folds do not take away (counts of other names stay, statements only grow, and those it
+# removes could not have stopped a fold).
+_IDEMPOTENT = frozenset({fold_single_uses})
 
 
 def _eliminate_dead(optimizer: _Optimizer, body: list[gast.stmt]) -> list[gast.stmt]:
