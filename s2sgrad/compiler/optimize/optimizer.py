@@ -177,9 +177,9 @@ class _Optimizer:
         if top:
             self.facts.touched.clear()  # see fold_simple_statements
         if without_blocks(body):  # no if to fold, no block to optimise: only statements
-            for facts in self.facts.of_each(body):
-                if not facts.folded:
-                    self.fold_statement(facts.statement)
+            for record in self.facts.of_each(body):
+                if not record.folded:
+                    self.fold_statement(record.statement)
             return self._straight_line(body, live_after, top)
         folded = self.fold_constant_branches(body)
         if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
