@@ -18,7 +18,7 @@ from s2sgrad.compiler.codegen import to_source
 from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.optimize.facts import FactsCache
-from s2sgrad.compiler.optimize.optimizer import _Optimizer
+from s2sgrad.compiler.optimize.optimizer import Optimizer
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import drop_orphan_comments, has_copies
 from s2sgrad.compiler.optimize.views import views_of_updated_arrays
@@ -200,10 +200,10 @@ def test_rule_names_dropped_from_comments_at_every_depth():
 
 def _checking_every_skip(monkeypatch) -> list[str]:
     """Make the optimiser run every rewrite it skips as done with the body at hand (see
-    ``_Optimizer.run``), and fail if one changes anything; return the names of the
+    ``Optimizer.run``), and fail if one changes anything; return the names of the
     rewrites so checked."""
     checked: list[str] = []
-    done_with = _Optimizer.done_with
+    done_with = Optimizer.done_with
 
     def checking(self, rewrite, body):
         if not done_with(self, rewrite, body):
@@ -216,7 +216,7 @@ def _checking_every_skip(monkeypatch) -> list[str]:
         checked.append(rewrite.__name__)
         return True
 
-    monkeypatch.setattr(_Optimizer, "done_with", checking)
+    monkeypatch.setattr(Optimizer, "done_with", checking)
     return checked
 
 

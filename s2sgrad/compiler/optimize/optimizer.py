@@ -35,7 +35,7 @@ from s2sgrad.compiler.optimize.statements import (
 )
 from s2sgrad.compiler.syntax import child_fields, drop_rule_names, walk
 
-__all__ = ["optimize"]
+__all__ = ["Optimizer", "optimize"]
 
 
 def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
@@ -50,9 +50,9 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
     drop_rule_names([s for s in body if type(s) not in _WITHOUT_COMMENTS])
     facts = FactsCache()
     facts.prime(body)
-    unchanged_by: dict[Callable, tuple[int, list[gast.stmt]]] = {}  # see _Optimizer.run
+    unchanged_by: dict[Callable, tuple[int, list[gast.stmt]]] = {}  # see Optimizer.run
     for _ in range(20):
-        optimizer = _Optimizer(is_pure_call, facts, unchanged_by)
+        optimizer = Optimizer(is_pure_call, facts, unchanged_by)
         body = optimizer.block(body, live_after=set(), top=True)
         if not optimizer.changed:
             break
@@ -62,8 +62,14 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 _WITHOUT_COMMENTS = frozenset({gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Return})
 
 
-class _Optimizer:
-    """One pass over a function body; ``changed`` tells whether another pass may help."""
+class Optimizer:
+    """One pass over a function body; ``changed`` tells whether another pass may help.
+
+    Example::
+
+        optimizer = Optimizer(is_pure, FactsCache())
+        body = optimizer.block(body, live_after=set(), top=True)
+    """
 
     def __init__(self, is_pure_call, facts: FactsCache, unchanged_by: dict | None = None):
         self.is_pure_call = is_pure_call
@@ -378,7 +384,7 @@ class _Optimizer:
 _IDEMPOTENT = frozenset({fold_single_uses})
 
 
-def _eliminate_dead(optimizer: _Optimizer, body: list[gast.stmt]) -> list[gast.stmt]:
+def _eliminate_dead(optimizer: Optimizer, body: list[gast.stmt]) -> list[gast.stmt]:
     return optimizer.eliminate_dead(body, set())
 
 
