@@ -377,10 +377,10 @@ class Optimizer:
         return drop_orphan_comments(result, comments)
 
 
-# Rewrites that, run on what they made, change nothing: folding single uses (why, in
-# docs/design.md, "The optimiser"): a temporary it leaves is left for a reason that its own
-# folds do not take away (counts of other names stay, statements only grow, and those it
-# removes could not have stopped a fold).
+# Rewrites that, run on what they made, change nothing: folding single uses (why: in
+# docs/design.md, "The optimiser's rounds"). A temporary it leaves is left for a reason
+# its own folds do not take away (counts of other names stay, statements only grow, and
+# those it removes could not have stopped a fold).
 _IDEMPOTENT = frozenset({fold_single_uses})
 
 
