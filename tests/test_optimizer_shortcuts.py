@@ -5,15 +5,20 @@ expected code below is what the optimiser wrote before it took them."""
 from __future__ import annotations
 
 import textwrap
+import warnings
 
 import gast
+import numpy as np
+import program_families
 import pytest
 from test_optimize import is_pure
 
+import s2sgrad as sg
 from s2sgrad.compiler.codegen import to_source
 from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
 from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.optimizer import Optimizer
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import drop_orphan_comments, has_copies
 from s2sgrad.compiler.optimize.views import views_of_updated_arrays
@@ -191,3 +196,66 @@ def test_rule_names_dropped_from_comments_at_every_depth():
     body = optimize(body, is_pure)
     texts = [s.value.value for s in every_statement(body) if type(s) is gast.Expr]
     assert texts == [mark, mark]
+
+
+def _checking_every_skip(monkeypatch) -> list[str]:
+    """Make the optimiser run every rewrite it skips as done with the body at hand (see
+    ``Optimizer.run``), and fail if one changes anything; return the names of the
+    rewrites so checked."""
+    checked: list[str] = []
+    done_with = Optimizer.done_with
+
+    def checking(self, rewrite, body):
+        if not done_with(self, rewrite, body):
+            return False
+        before, rewrites = [gast.dump(s) for s in body], self.facts.rewrites
+        result = rewrite(self, body)
+        assert result == body, rewrite.__name__
+        assert self.facts.rewrites == rewrites, rewrite.__name__
+        assert [gast.dump(s) for s in result] == before, rewrite.__name__
+        checked.append(rewrite.__name__)
+        return True
+
+    monkeypatch.setattr(Optimizer, "done_with", checking)
+    return checked
+
+
+def test_rewrites_skipped_would_change_nothing(monkeypatch, tmp_path):
+    """On the generated code of random programs (straight-line, loops, branches, in-place
+    updates) and of a long straight-line function, each rewrite the optimiser skips (it
+    ran on the same body and changed nothing, or folding single uses ran on what it made)
+    is run anyway and changes nothing."""
+    checked = _checking_every_skip(monkeypatch)
+    sources = [program_families.family_program(seed) for seed in range(0, 240, 3)]
+    sources.append(("straight line", straight_line(120), ((5,), (5,))))
+    ran = 0
+    for index, (_, source, (x_shape, y_shape)) in enumerate(sources):
+        module = program_families._load(source, tmp_path, index)
+        rng = np.random.default_rng(index)
+        x, y = rng.uniform(-1, 1, size=x_shape), rng.uniform(-1, 1, size=y_shape)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                sg.grad(module.f, wrt=(0, 1), mode="s2s")(x, y)  # generic, then specialised
+            except AssertionError:
+                raise
+            except Exception:  # noqa: BLE001 - refusals and programs that fail are no matter
+                continue
+        ran += 1
+    assert ran > 40
+    assert "fold_single_uses" in checked and "merge_accumulations" in checked
+
+
+def straight_line(statements: int) -> str:
+    """Like benchmarks/transform_scaling.py's: each statement reads the two before it."""
+    forms = (
+        "t{k} = np.sin(t{p}) * 0.5 + t{q}",
+        "t{k} = t{p} * t{q} * 0.25",
+        "t{k} = np.tanh(t{p} - 0.1 * t{q})",
+        "t{k} = t{p} + np.exp(-t{q} * t{q})",
+    )
+    lines = ["import numpy as np", "", "", "def f(x, y):", "    t0 = x", "    t1 = x * y"]
+    for k in range(2, statements):
+        lines.append("    " + forms[k % 4].format(k=k, p=k - 1, q=k - 2))
+    lines.append(f"    return np.sum(t{statements - 1})")
+    return "\n".join(lines) + "\n"

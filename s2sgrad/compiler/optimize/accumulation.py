@@ -34,14 +34,19 @@ def merge_accumulations(optimizer, body):
     facts_at = cache.of_each(result)
     assigned = list(map(attrgetter("assigned"), facts_at))
     BinOp = gast.BinOp
-    for statement, target in zip(result, assigned):
-        if target is not None and type(statement.value) is BinOp and accumulates(statement, target):
-            break
-    else:
+    # Only d = d + e is merged, and only into itself: a statement that is none at the start
+    # becomes none (the positions after the one at hand are not changed yet)
+    candidates = [
+        index
+        for index, (statement, target) in enumerate(zip(result, assigned))
+        if target is not None and type(statement.value) is BinOp and accumulates(statement, target)
+    ]
+    if not candidates:
         return result  # no d = d + e: nothing below would happen
-    for index, statement in enumerate(result):
+    for index in candidates:
+        statement = result[index]
         target = assigned[index]
-        if statement is None or target is None:
+        if statement is None:
             continue
         value = statement.value
         if not (

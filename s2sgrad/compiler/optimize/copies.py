@@ -23,6 +23,7 @@ from s2sgrad.compiler.optimize.facts import (
     rename_reads,
     replace_reads,
 )
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.optimize.statements import (
     has_copies,
     is_compound,
@@ -46,12 +47,14 @@ def propagate_copies(optimizer, body, allowed=None):
         return list(body)
     block = _IndexedBlock(body, cache, facts)
     writes = Counter(chain.from_iterable(map(attrgetter("writes"), block.facts)))
-    for index, statement in enumerate(block.statements):
+    statements = block.statements
+    for index in _copy_positions(block.facts):
         if not block.alive[index]:
             continue
         copy = block.facts[index].assigned
-        if copy is None or (allowed is not None and copy not in allowed):
+        if allowed is not None and copy not in allowed:
             continue
+        statement = statements[index]
         value = statement.value
         if writes[copy] == 1 and is_constant_range(value) and optimizer.is_pure_call(value):
             for position in block.after(block.readers, copy, index):
@@ -76,6 +79,26 @@ def propagate_copies(optimizer, body, allowed=None):
                 block.remove(index)
                 optimizer.changed = True
     return block.remaining()
+
+
+# what the value of ``a = value`` may be for propagation to start from it, now or once
+# names in it are replaced (a literal is a Constant or a negated one; range(...) a Call)
+_MAY_BE_COPIED = frozenset({gast.Name, gast.Constant, gast.UnaryOp, gast.Call})
+
+
+def _copy_positions(records: list) -> list[int]:
+    """The positions of the assignments ``name = value`` in a block (``records``, their
+    facts) whose value is of a kind propagation starts from.
+
+    Propagation rewrites only names read in a statement, so the kind of a value changes
+    only where the value is a name (which is in): what is not in at the start never is.
+    """
+    kinds = _MAY_BE_COPIED
+    return [
+        position
+        for position, facts in enumerate(records)
+        if facts.assigned is not None and type(facts.statement.value) in kinds
+    ]
 
 
 def _read_before_change(block: _IndexedBlock, copy: str, changes: list[int]) -> bool:
@@ -108,10 +131,14 @@ def fold_single_uses(optimizer, body, allowed=None):
     comments = list(map(attrgetter("comment"), facts_at))
     assigned = list(map(attrgetter("assigned"), facts_at))  # rewriting reads leaves these alone
     removed = [False] * len(result)
-    for index, statement in enumerate(result):
+    # the counts are of the block as it came: a fold changes no other name's (the value's
+    # reads move with it), so they stay right for every candidate
+    once = {name for name, count in writes.items() if count == 1}
+    once.intersection_update(name for name, count in reads.items() if count == 1)
+    candidates = [index for index, target in enumerate(assigned) if target in once]
+    for index in candidates:
+        statement = result[index]
         target = assigned[index]
-        if not target or writes[target] != 1 or reads[target] != 1:
-            continue
         if (allowed is not None and target not in allowed) or annotation(
             statement, KEEP_APART, False
         ):
@@ -139,13 +166,18 @@ def fold_single_uses(optimizer, body, allowed=None):
                     or is_compound(later)
                     or isinstance(later, gast.Return)
                     or annotation(later, KEEP_APART, False)
-                    or (cache.of(later).own_scope and not top_level_reads(later, target))
+                    or (later_facts.own_scope and not top_level_reads(later, target))
                 ):
                     break
                 # The value moves rather than being copied. The dropped statement keeps
                 # it too, but only counts() still looks there, through the facts kept
                 # from before the move (so not when the cache is off).
-                replace_reads(later, target, value, cache, move=cache.enabled)
+                reads_there = (  # the walk's count is replace_reads' without annotations
+                    later_facts.loads.count(target)
+                    if type(later) in SIMPLE_STATEMENTS and not later_facts.annotated
+                    else -1
+                )
+                replace_reads(later, target, value, cache, cache.enabled, reads_there)
                 optimizer._purity.pop(id(value), None)  # judged afresh where it now is
                 told = facts_after_folding(later_facts, facts, value)
                 if told is None or not cache.enabled:

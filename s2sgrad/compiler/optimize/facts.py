@@ -599,12 +599,19 @@ def rename_reads(statement: gast.stmt, old: str, new: str, cache: FactsCache) ->
 
 
 def replace_reads(
-    statement: gast.stmt, name: str, value: gast.expr, cache: FactsCache, move: bool = False
+    statement: gast.stmt,
+    name: str,
+    value: gast.expr,
+    cache: FactsCache,
+    move: bool = False,
+    reads: int = -1,
 ) -> None:
     """Replace every read of ``name`` in ``statement`` by a copy of ``value``.
 
     With ``move`` the first read gets ``value`` itself (for a value about to be dropped
-    from where it was).
+    from where it was). ``reads``, when the caller knows it, is how many there are: the
+    walk stops after the last (only for a statement that holds no other statement, whose
+    walk has nothing else to do).
 
     Example::
 
@@ -626,11 +633,17 @@ def replace_reads(
                     if _is_read_of(item, name):
                         child[position] = value if move else clone(value)
                         move = False
+                        reads -= 1
+                        if not reads:
+                            return
                     elif isinstance(item, gast.AST):
                         stack.append(item)
             elif _is_read_of(child, name):
                 setattr(node, field, value if move else clone(value))
                 move = False
+                reads -= 1
+                if not reads:
+                    return
             elif isinstance(child, gast.AST):
                 stack.append(child)
 

@@ -35,7 +35,7 @@ from s2sgrad.compiler.optimize.statements import (
 )
 from s2sgrad.compiler.syntax import child_fields, drop_rule_names, walk
 
-__all__ = ["optimize"]
+__all__ = ["Optimizer", "optimize"]
 
 
 def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
@@ -50,8 +50,9 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
     drop_rule_names([s for s in body if type(s) not in _WITHOUT_COMMENTS])
     facts = FactsCache()
     facts.prime(body)
+    unchanged_by: dict[Callable, tuple[int, list[gast.stmt]]] = {}  # see Optimizer.run
     for _ in range(20):
-        optimizer = _Optimizer(is_pure_call, facts)
+        optimizer = Optimizer(is_pure_call, facts, unchanged_by)
         body = optimizer.block(body, live_after=set(), top=True)
         if not optimizer.changed:
             break
@@ -61,12 +62,21 @@ def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -
 _WITHOUT_COMMENTS = frozenset({gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Return})
 
 
-class _Optimizer:
-    """One pass over a function body; ``changed`` tells whether another pass may help."""
+class Optimizer:
+    """One pass over a function body; ``changed`` tells whether another pass may help.
 
-    def __init__(self, is_pure_call, facts: FactsCache):
+    Example::
+
+        optimizer = Optimizer(is_pure, FactsCache())
+        body = optimizer.block(body, live_after=set(), top=True)
+    """
+
+    def __init__(self, is_pure_call, facts: FactsCache, unchanged_by: dict | None = None):
         self.is_pure_call = is_pure_call
         self.facts = facts
+        # rewrite -> (facts.rewrites, the function body) when it last ran on that body and
+        # changed nothing; kept from one pass over the function to the next
+        self.unchanged_by = {} if unchanged_by is None else unchanged_by
         self.changed = False
         # A value is judged when first asked about in a pass, and the verdict stays for the
         # pass even when folding later grows the value (the generated code depends on it).
@@ -172,11 +182,15 @@ class _Optimizer:
     def block(self, body: list[gast.stmt], live_after: set[str], top: bool) -> list[gast.stmt]:
         if top:
             self.facts.touched.clear()  # see fold_simple_statements
-        if not without_blocks(body):  # else no if to fold
-            folded = self.fold_constant_branches(body)
-            if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
-                self.changed = True
-            body = folded
+        if without_blocks(body):  # no if to fold, no block to optimise: only statements
+            for record in self.facts.of_each(body):
+                if not record.folded:
+                    self.fold_statement(record.statement)
+            return self._straight_line(body, live_after, top)
+        folded = self.fold_constant_branches(body)
+        if len(folded) != len(body) or any(a is not b for a, b in zip(folded, body)):
+            self.changed = True
+        body = folded
         facts_of, known = self.facts.of, self.facts.table.get
         compound = False  # a statement that may be an if or a loop
         for index, statement in enumerate(body):
@@ -198,19 +212,48 @@ class _Optimizer:
         if compound and any(tested_again(body, i) for i in range(len(body))):
             body = [s for i, s in enumerate(body) if not tested_again(body, i)]
             self.changed = True
+        return self._straight_line(body, live_after, top)
+
+    def _straight_line(self, body, live_after: set[str], top: bool) -> list[gast.stmt]:
+        """The rewrites of one block's own statements, its loops and branches done."""
         if not top:
             local = self.block_local(body)
             body = propagate_copies(self, body, allowed=local)
             body = fold_single_uses(self, body, allowed=local)
             body = merge_accumulations(self, body)
             return self.eliminate_unread(body)
-        body = propagate_copies(self, body)
+        body = self.run(propagate_copies, body)
         self.fold_simple_statements(body)  # what propagation brought together, in this round
-        body = fold_single_uses(self, body)
-        body = merge_accumulations(self, body)
-        body = merge_item_updates(self, body)
-        body = self.eliminate_dead(body, live_after)
-        return body
+        body = self.run(fold_single_uses, body)
+        body = self.run(merge_accumulations, body)
+        body = self.run(merge_item_updates, body)
+        if live_after:
+            return self.eliminate_dead(body, live_after)
+        return self.run(_eliminate_dead, body)
+
+    def run(self, rewrite: Callable, body: list[gast.stmt]) -> list[gast.stmt]:
+        """``rewrite(self, body)`` on the function's body, unless it already ran on this
+        very body and changed nothing, or this very body is what it made (for a rewrite
+        that leaves nothing to do for itself, see :data:`_IDEMPOTENT`).
+
+        Exact: a rewrite's result depends only on the statements (the same objects, in the
+        same order) and on their facts, and every change to a statement goes through the
+        facts cache, which counts it in ``facts.rewrites`` (a statement forgotten or told
+        anew); the same objects with the same count are the same body."""
+        if self.done_with(rewrite, body):
+            return body
+        rewrites = self.facts.rewrites
+        result = rewrite(self, body)
+        if rewrite in _IDEMPOTENT or (self.facts.rewrites == rewrites and result == body):
+            self.unchanged_by[rewrite] = (self.facts.rewrites, result)
+        else:
+            self.unchanged_by.pop(rewrite, None)
+        return result
+
+    def done_with(self, rewrite: Callable, body: list[gast.stmt]) -> bool:
+        """Whether ``rewrite`` would change nothing in ``body`` (see :meth:`run`)."""
+        known = self.unchanged_by.get(rewrite)
+        return known is not None and known[0] == self.facts.rewrites and known[1] == body
 
     def _optimise_blocks(self, body, index: int) -> bool:
         """Optimise the blocks of the loop or branch ``body[index]``; whether it changed.
@@ -332,6 +375,17 @@ class _Optimizer:
         result.reverse()
         comments.reverse()
         return drop_orphan_comments(result, comments)
+
+
+# Rewrites that, run on what they made, change nothing: folding single uses (why: in
+# docs/design.md, "The optimiser's rounds"). A temporary it leaves is left for a reason
+# its own folds do not take away (counts of other names stay, statements only grow, and
+# those it removes could not have stopped a fold).
+_IDEMPOTENT = frozenset({fold_single_uses})
+
+
+def _eliminate_dead(optimizer: Optimizer, body: list[gast.stmt]) -> list[gast.stmt]:
+    return optimizer.eliminate_dead(body, set())
 
 
 def _same_statements(new: list[gast.stmt], old: list[gast.stmt]) -> bool:
