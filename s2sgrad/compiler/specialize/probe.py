@@ -18,7 +18,13 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import BROADCAST_FREE, NEW_AXES, SCATTER, annotation
+from s2sgrad.compiler.annotations import (
+    ARRAY_INDEX,
+    BROADCAST_FREE,
+    NEW_AXES,
+    SCATTER,
+    annotation,
+)
 from s2sgrad.compiler.specialize.broadcasts import (
     ARITHMETIC,
     quiet_arithmetic,
@@ -50,7 +56,11 @@ __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites
 
 _PROBE = PROBE
 _SYMBOL = observed("+")  # what an operation's symbol looks like to the probe
-_NOTES = (NEW_AXES, SCATTER)  # set on calls by their specialisers, read by later passes
+_NOTES = (
+    NEW_AXES,
+    SCATTER,
+    ARRAY_INDEX,
+)  # set on calls by their specialisers, read by later passes
 
 
 class NotSpecialisable(Exception):
