@@ -55,15 +55,18 @@ _LARGE = 2**1100  # integers beyond any float's range: not followed further
 def divide_exactly(function: gast.FunctionDef, probing) -> bool:
     """Rewrite ``x / c`` as ``x * (1 / c)`` where that is exact (see the module); say
     whether any division was."""
-    divisions = [
-        node for node in walk(function) if type(node) is gast.BinOp and type(node.op) is gast.Div
+    divisions = [  # (the statement of the function's body it is in, the division)
+        (position, node)
+        for position, statement in enumerate(function.body)
+        for node in walk(statement)
+        if type(node) is gast.BinOp and type(node.op) is gast.Div
     ]
     if not divisions:
         return False
     facts = _Facts(function, probing)
     changed = False
-    for division in divisions:
-        divisor = facts.value(division.right)
+    for position, division in divisions:
+        divisor = facts.value(division.right, position)
         if divisor is _UNKNOWN or not _power_of_two(divisor):
             continue
         dividend = facts.kind_of_operand(division)
@@ -107,13 +110,15 @@ class _Facts:
             elif kind in (gast.Global, gast.Nonlocal):
                 for name in node.names:
                     self._bindings[name] = 2
-        for statement in function.body:
+        self._positions: dict[str, int] = {}  # where in the body a name is defined
+        for position, statement in enumerate(function.body):
             if (
                 type(statement) is gast.Assign
                 and len(statement.targets) == 1
                 and type(statement.targets[0]) is gast.Name
             ):
                 self._definitions[statement.targets[0].id] = statement.value
+                self._positions[statement.targets[0].id] = position
         self._parameters = self._parameter_values(function, probing)
         self._kinds = self._observed_kinds(probing)
         self._sites = {  # the probe call became the site, specialised, where it stands
@@ -192,23 +197,24 @@ class _Facts:
         return None
 
     # the divisor ------------------------------------------------------------------------
-    def value(self, node: gast.expr, depth: int = 0):
-        """The number or tuple ``node`` holds in every call of this signature, or
+    def value(self, node: gast.expr, before: int, depth: int = 0):
+        """The number or tuple ``node`` holds in every call of this signature, read in
+        statement ``before`` of the body (the names it reads defined above it), or
         ``_UNKNOWN``."""
         if depth > 50:
             return _UNKNOWN
         try:
             with np.errstate(all="ignore"):
-                return self._value(node, depth)
+                return self._value(node, before, depth)
         except (ArithmeticError, ValueError, TypeError, IndexError):
             return _UNKNOWN
 
-    def _value(self, node: gast.expr, depth: int):
+    def _value(self, node: gast.expr, before: int, depth: int):
         kind = type(node)
         if kind is gast.Constant:
             return node.value if type(node.value) in (int, float) else _UNKNOWN
         if kind is gast.Name:
-            return self._name_value(node.id, depth)
+            return self._name_value(node.id, before, depth)
         if kind is gast.Attribute and type(node.value) is gast.Name:
             array = self._parameters.get(node.value.id)
             if (
@@ -219,25 +225,28 @@ class _Facts:
                 return getattr(array, node.attr)
             return _UNKNOWN
         if kind is gast.Subscript:
-            whole = self.value(node.value, depth + 1)
-            at = self.value(node.slice, depth + 1)
+            whole = self.value(node.value, before, depth + 1)
+            at = self.value(node.slice, before, depth + 1)
             if type(whole) is tuple and type(at) is int:
                 return whole[at]
             return _UNKNOWN
         if kind is gast.UnaryOp and type(node.op) in (gast.USub, gast.UAdd):
-            operand = self.value(node.operand, depth + 1)
+            operand = self.value(node.operand, before, depth + 1)
             if operand is _UNKNOWN:
                 return _UNKNOWN
             return -operand if type(node.op) is gast.USub else +operand
         if kind is gast.BinOp and type(node.op) in _OPERATIONS:
-            left, right = self.value(node.left, depth + 1), self.value(node.right, depth + 1)
+            left, right = (
+                self.value(node.left, before, depth + 1),
+                self.value(node.right, before, depth + 1),
+            )
             if not (_is_number(left) and _is_number(right)) or _too_large(node.op, left, right):
                 return _UNKNOWN
             result = _OPERATIONS[type(node.op)](left, right)
             return result if type(result) is not int or abs(result) < _LARGE else _UNKNOWN
         if kind is gast.Call and len(node.args) == 1 and not node.keywords:
             function = self._function(node.func)
-            argument = self.value(node.args[0], depth + 1)
+            argument = self.value(node.args[0], before, depth + 1)
             if id(function) in _FUNCTIONS and argument is not _UNKNOWN:
                 if function is len and type(argument) is not tuple:
                     return _UNKNOWN
@@ -246,18 +255,16 @@ class _Facts:
                 return function(argument)
         return _UNKNOWN
 
-    def _name_value(self, name: str, depth: int):
-        if name in self._values:
-            return self._values[name]
-        value = _UNKNOWN
+    def _name_value(self, name: str, before: int, depth: int):
         parameter = self._parameters.get(name, _UNKNOWN)
         if type(parameter) is int:  # the signature holds an integer's value
-            value = parameter
-        elif self._once(name) and name in self._definitions:
-            self._values[name] = _UNKNOWN  # a definition that reads itself
-            value = self.value(self._definitions[name], depth + 1)
-        self._values[name] = value
-        return value
+            return parameter
+        position = self._positions.get(name)
+        if position is None or position >= before or not self._once(name):
+            return _UNKNOWN  # not one definition above the reading statement
+        if name not in self._values:
+            self._values[name] = self.value(self._definitions[name], position, depth + 1)
+        return self._values[name]
 
     def _function(self, func: gast.expr):
         found = resolve(func, self._namespace)
