@@ -130,3 +130,22 @@ def test_a_mask_stays_with_the_helper(mode):
     g = _check(masked, (x,), mode=mode)
     if mode == "s2s":
         assert "add.at" not in _source(g), _source(g)
+
+
+def complex_picks(x, y):
+    return np.sum(np.abs(x[np.arange(x.shape[0]), y]) ** 2)
+
+
+@pytest.mark.parametrize("mode", ("s2s", "auto"))
+@pytest.mark.parametrize("dtype", (np.complex128, np.complex64))
+def test_complex_keeps_its_dtype(mode, dtype):
+    x = (RNG.normal(size=(4, 3)) + 1j * RNG.normal(size=(4, 3))).astype(dtype)
+    y = np.array([2, 0, -1, 2])
+    g = sg.grad(complex_picks, mode=mode)
+    expected = sg.grad(complex_picks, mode="tape")(x, y)
+    for _ in range(2):
+        dx = g(x, y)
+        assert dx.dtype == expected.dtype == dtype
+        assert_close(dx, expected)
+    if mode == "s2s":
+        assert f"np.zeros((4, 3), np.{np.dtype(dtype).name})" in _source(g), _source(g)

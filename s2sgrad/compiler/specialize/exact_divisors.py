@@ -78,9 +78,9 @@ def divide_exactly(function: gast.FunctionDef, probing) -> bool:
 
 
 def _power_of_two(value) -> bool:
-    """``±2**k`` with ``0 <= k <= 1023``, of a Python or float64 type."""
-    if type(value) not in (int, float, np.float64):
-        return False
+    """``±2**k`` with ``0 <= k <= 1023``, a Python float or float64 (or an int of int64)."""
+    if type(value) not in (int, float, np.float64) or (type(value) is int and abs(value) > 2**62):
+        return False  # (an integer beyond int64 is an object to NumPy 1's value-based casting)
     try:
         number = float(value)
     except OverflowError:
