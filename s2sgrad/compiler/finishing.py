@@ -171,7 +171,8 @@ def _fold_constants(node, finishing):
 
 
 def _exact_divisors(node, finishing):
-    divide_exactly(node, finishing.probing)
+    if finishing.probing.divides:  # else the code has no division to rewrite
+        divide_exactly(node, finishing.probing)
     return node
 
 

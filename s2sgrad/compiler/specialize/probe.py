@@ -168,6 +168,7 @@ class Probing:
     noted: set[str] = field(default_factory=set)
     # the names the probe binds, when it may be interpreted, not compiled: ``interpreted.py``
     bound: set[str] | None = None
+    divides: bool = False  # whether the code divides anywhere (``exact_divisors.py``)
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -180,6 +181,7 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
     probing.indexing = index_parameters(node, facts.subscripts)
     probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
+    probing.divides = any(type(operation.op) is gast.Div for operation in facts.arithmetic)
     if interpretable(node, facts):  # run by walking it, not compiled
         probing.bound = bound_names(node, facts)
 
