@@ -50,6 +50,13 @@ def golden_labels(W, X, y):
     return -np.mean(logp[np.arange(X.shape[0]), y])
 
 
+def golden_attention(Wq, Wk, Wv, X):
+    q, k, v = X @ Wq, X @ Wk, X @ Wv
+    scores = (q @ k.T) / np.sqrt(X.shape[1])
+    e = np.exp(scores - np.max(scores, axis=1, keepdims=True))
+    return np.sum((e / np.sum(e, axis=1, keepdims=True) @ v) ** 2)
+
+
 def golden_conv(x, kernel):
     out = x[:, :-1] @ kernel[0]
     for i in range(1, kernel.shape[0]):
@@ -82,6 +89,11 @@ CASES = {
     "scalar": (scalar, (0, 1), None),
     "scalar_specialised": (scalar, (0, 1), (0.5, 1.5)),
     "labels_specialised": (golden_labels, "W", (*_args((4, 3), (6, 4)), np.arange(6) % 3)),
+    "attention_specialised": (
+        golden_attention,
+        (0, 1, 2),
+        _args((16, 4), (16, 4), (16, 4), (5, 16)),
+    ),
     "conv_helper_specialised": (golden_conv_loss, "kernel", _args((2, 3, 2), (4, 5, 3))),
     "softmax_cross_entropy_specialised": (softmax_cross_entropy, 0, _args((4, 3), (4, 3))),
 }

@@ -33,6 +33,7 @@ KEEP_APART = "keep_apart"  # a statement that reads best on a line of its own (t
 BROADCAST_FREE = "s2s_broadcast_free"  # sides of a binary operation whose broadcasts were stripped
 SCATTER = "s2s_scatter"  # an index cotangent that may become an in-place add
 UNCOVERED = "s2s_uncovered"  # the part of an array an index cotangent's first write leaves
+ARRAY_INDEX = "s2s_array_index"  # an index cotangent of integer arrays: shape, dtype, parts
 NEW_AXES = "s2s_new_axes"  # an expand_dims call: the axes it adds and its result's rank
 ACCUMULATION = "s2s_accumulation"  # d + e of d = d + e: True once probed keeping d's kind
 

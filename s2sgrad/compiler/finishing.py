@@ -37,7 +37,7 @@ from typing import Any
 
 import gast
 
-from s2sgrad.compiler.annotations import NEW_AXES, SCATTER
+from s2sgrad.compiler.annotations import ARRAY_INDEX, NEW_AXES, SCATTER
 from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_function
 from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
@@ -47,10 +47,13 @@ from s2sgrad.compiler.optimize.stack_loops import iterate_saved_stacks
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
+from s2sgrad.compiler.specialize.exact_divisors import divide_exactly
 from s2sgrad.compiler.specialize.in_place import accumulate_in_place
+from s2sgrad.compiler.specialize.index_scatter import write_array_scatters
 from s2sgrad.compiler.specialize.new_axes import index_new_axes
 from s2sgrad.compiler.specialize.number_flow import simplify_number_flow
 from s2sgrad.compiler.specialize.probe import Probing
+from s2sgrad.compiler.specialize.rewrites import numpy_name
 from s2sgrad.compiler.specialize.scalar_factors import cotangent_names, take_out_common_factors
 from s2sgrad.compiler.specialize.scalar_saves import recompute_cheap_saves
 from s2sgrad.compiler.specialize.scalars import falling_back, scalar_arguments, scalar_code
@@ -167,6 +170,12 @@ def _fold_constants(node, finishing):
     return node
 
 
+def _exact_divisors(node, finishing):
+    if finishing.probing.divides:  # else the code has no division to rewrite
+        divide_exactly(node, finishing.probing)
+    return node
+
+
 def _scalar_code(node, finishing):
     probing = finishing.probing
     if scalar_arguments(probing.args, probing.kwargs):
@@ -178,6 +187,15 @@ def _scalar_code(node, finishing):
 def _recompute_cheap_saves(node, finishing):
     if finishing.scalar:
         recompute_cheap_saves(node, finishing.probing.namespace)
+    return node
+
+
+def _array_scatters(node, finishing):
+    probing = finishing.probing
+    if ARRAY_INDEX in probing.noted:  # else no index cotangent of arrays is marked
+        npn = numpy_name(probing.namespace)
+        if write_array_scatters(node, npn, probing.namespace, finishing.is_pure):
+            node.body = optimize(node.body, finishing.is_pure)  # what only x read is dead
     return node
 
 
@@ -225,6 +243,7 @@ PASSES = (
         probing=True,
     ),
     Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
+    Pass("divisors that are powers of two", _exact_divisors, specialising=True, probing=True),
     Pass("numbers as Python numbers", _scalar_code, specialising=True, probing=True),
     Pass(
         "numbers computed again, not saved", _recompute_cheap_saves, specialising=True, probing=True
@@ -236,6 +255,12 @@ PASSES = (
     Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),
     Pass("strip broadcasts folding brought together", _strip_broadcasts, specialising=True),
     Pass("fold constants the stripping exposed", _fold_constants, specialising=True),
+    Pass(
+        "index cotangents of arrays: zeros and a write",
+        _array_scatters,
+        specialising=True,
+        probing=True,
+    ),
     Pass("new axes by indexing", _index_new_axes, specialising=True),
     Pass("accumulate in place", _in_place, specialising=True, probing=True),
     Pass("items written once are assigned", _single_writes, specialising=True),

@@ -15,7 +15,9 @@ One module per job (``compiler/finishing.py`` runs them in order, with the optim
 * ``seen`` — what a value looked like to the probe;
 * ``rewrites`` — the specialisers, each declared on the rule of the function it rewrites;
 * ``broadcasts`` — broadcasts that broadcasting restores, dropped;
-* ``scatter`` — index cotangents summed into one buffer.
+* ``scatter`` — index cotangents summed into one buffer;
+* ``index_scatter`` — an index cotangent of integer arrays as zeros and a write;
+* ``exact_divisors`` — division by a power of two the shapes fix, as multiplication.
 """
 
 from s2sgrad.compiler.specialize.criterion import shapes_follow_arguments, signature

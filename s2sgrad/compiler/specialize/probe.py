@@ -18,7 +18,13 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import BROADCAST_FREE, NEW_AXES, SCATTER, annotation
+from s2sgrad.compiler.annotations import (
+    ARRAY_INDEX,
+    BROADCAST_FREE,
+    NEW_AXES,
+    SCATTER,
+    annotation,
+)
 from s2sgrad.compiler.specialize.broadcasts import (
     ARITHMETIC,
     quiet_arithmetic,
@@ -49,7 +55,11 @@ __all__ = ["NotSpecialisable", "Probing", "instrument", "run", "specialise_sites
 
 _PROBE = PROBE
 _SYMBOL = observed("+")  # what an operation's symbol looks like to the probe
-_NOTES = (NEW_AXES, SCATTER)  # set on calls by their specialisers, read by later passes
+_NOTES = (
+    NEW_AXES,
+    SCATTER,
+    ARRAY_INDEX,
+)  # set on calls by their specialisers, read by later passes
 
 
 class NotSpecialisable(Exception):
@@ -157,6 +167,7 @@ class Probing:
     noted: set[str] = field(default_factory=set)
     # the names the probe binds, when it may be interpreted, not compiled: ``interpreted.py``
     bound: set[str] | None = None
+    divides: bool = False  # whether the code divides anywhere (``exact_divisors.py``)
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
@@ -170,6 +181,7 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
     probing.indexing = index_parameters(copy, facts.subscripts)
     probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
+    probing.divides = any(type(operation.op) is gast.Div for operation in facts.arithmetic)
     if interpretable(copy, facts):  # run by walking it, not compiled
         probing.bound = bound_names(copy, facts)
     site = 0

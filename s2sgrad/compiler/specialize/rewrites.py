@@ -23,6 +23,7 @@ import numpy as np
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import SCATTER, UNCOVERED, annotate
 from s2sgrad.compiler.specialize.broadcasts import resolve
+from s2sgrad.compiler.specialize.index_scatter import note_array_index
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import attribute, call, constant, load
 from s2sgrad.rules.registry import declare_specialiser, specialisers_by_id
@@ -277,6 +278,8 @@ def _index_cotangent(node, args, result, namespace):
         annotate(node, SCATTER, result.dtype == x.dtype)  # may become an in-place add
         if index.kind == "basic index":
             annotate(node, UNCOVERED, _uncovered(index.value, x.shape))
+    else:
+        note_array_index(node, args, result)  # integer arrays: index_scatter.py
     return None
 
 

@@ -18,7 +18,8 @@ __all__ = ["Seen", "observed"]
 class Seen(NamedTuple):
     """What one argument or result of a probed call looked like (a tuple: quick to make)."""
 
-    kind: str  # array | scalar | float | int | tuple | basic index | unchanged | other
+    # array | scalar | float | int | tuple | basic index | array index | unchanged | other
+    kind: str
     shape: tuple | None = None
     dtype: str | None = None
     value: Any = None
@@ -39,7 +40,27 @@ def observed(value: Any) -> tuple:
         return ("tuple", None, None, value)
     if _is_basic_index(value):
         return ("basic index", None, None, _hashable_index(value))
+    if type(value) is tuple:
+        parts = _array_index(value)
+        if parts is not None:
+            return ("array index", None, None, parts)
     return ("other", None, None, None)
+
+
+def _array_index(index: tuple) -> tuple | None:
+    """An index of arrays mixed with basic parts, each array part as ``("array", shape,
+    dtype char)`` and the others as in a basic index; None if it holds anything else."""
+    parts = []
+    arrays = False
+    for part in index:
+        if type(part) is np.ndarray:
+            parts.append(("array", part.shape, part.dtype.char))
+            arrays = True
+        elif type(part) is not tuple and _is_basic_index(part):  # a tuple in it is an array
+            parts.extend(_hashable_index(part))
+        else:
+            return None
+    return tuple(parts) if arrays else None
 
 
 def _hashable_index(index) -> tuple:
