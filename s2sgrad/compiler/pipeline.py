@@ -322,10 +322,11 @@ def _build(request: Request) -> GeneratedFunction:
         node, parsed, local_names, reads_complex, activity.varied, nodes, classified
     )
     callees: list = []  # (call node, complex-ready) of each user function's derivative called
-    build = _build_jvp if request.kind == "jvp" else _build_reverse
-    generated = build(
-        request, parsed, node, activity, names, namespace, local_names, assumptions, callees
-    )
+    pieces = (request, parsed, node, activity, names, namespace, local_names, assumptions)
+    if request.kind == "jvp":
+        generated = _build_jvp(*pieces, callees)
+    else:  # the reverse sweep reads the values _activity classified, not classify again
+        generated = _build_reverse(*pieces, callees, classified)
     complex_ready = with_callees(complex_facts, callees, parsed)
     if generated.companion is not None:
         depending(generated.companion, live, assumptions)
@@ -468,10 +469,21 @@ def _generic_finish(namespace: Namespace):
 
 
 def _build_reverse(
-    request, parsed, node, activity, names, namespace, local_names, assumptions, callees
+    request,
+    parsed,
+    node,
+    activity,
+    names,
+    namespace,
+    local_names,
+    assumptions,
+    callees,
+    classified=None,
 ):
     """Reverse mode: a ``grad``, ``value_and_grad`` or ``vjp`` function; ``callees`` gets a
-    ``(call node, complex-ready)`` pair per user function whose derivative it calls."""
+    ``(call node, complex-ready)`` pair per user function whose derivative it calls;
+    ``classified``: the operations of values already classified, ``{id(value): (value,
+    operation)}``, for values not changed since."""
 
     def callee_vjp(function, active, call_node, containers):
         if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
@@ -516,6 +528,7 @@ def _build_reverse(
         containers=set(request.containers),
         aux=request.has_aux,
         dynamic=request.dynamic,
+        classified=classified,
     )
     assembled = assemble(request, parsed, node, sweeps, names, namespace)
     finish_generic = _generic_finish(namespace)
