@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
+from collections import Counter
 from typing import Any
 
 import gast
@@ -24,6 +25,7 @@ from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.passes.fresh_results import fresh_result, keeps_memory
 from s2sgrad.compiler.syntax import (
     names_written,
+    names_written_in_all,
     nested_statements,
     parameter_names,
     walk,
@@ -325,11 +327,8 @@ def with_local_functions(statements, resolve):
     if isinstance(resolve, _LocalResolver):
         return resolve
     functions: dict[str, _LocalFunction] = {}
-    bound: dict[str, int] = {}
     captured: set[str] = set()
     for statement in statements:
-        for name in names_written(statement):
-            bound[name] = bound.get(name, 0) + 1
         if type(statement) is gast.FunctionDef:
             functions[statement.name] = _LocalFunction(statement)
             captured |= {n.id for n in walk(statement) if type(n) is gast.Name}
@@ -338,10 +337,13 @@ def with_local_functions(statements, resolve):
                 if type(target) is gast.Name:
                     functions[target.id] = _LocalFunction(statement.value)
             captured |= {n.id for n in walk(statement.value) if type(n) is gast.Name}
-    for name in list(functions):
-        if bound.get(name, 0) != 1:  # rebound: which function a call meets is not known
-            functions[name] = _UNKNOWN_LOCAL
-    return _LocalResolver(resolve, functions, captured, set(bound))
+    if functions:  # how often each name is bound: only asked of the functions' names
+        bound = Counter(name for statement in statements for name in names_written(statement))
+        for name in list(functions):
+            if bound[name] != 1:  # rebound: which function a call meets is not known
+                functions[name] = _UNKNOWN_LOCAL
+    # one walk of them all where no function is defined (the commonest case)
+    return _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
 
 
 class _UnknownLocal:
