@@ -298,7 +298,8 @@ def _build(request: Request) -> GeneratedFunction:
     copy_updated_arguments(node, parsed, names, request.containers)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
-    free_names = sorted((names_read_in(node) - local_names) | inlined)
+    nodes = walk(node)  # shared by the analyses below while none changes the tree
+    free_names = sorted((_names_read_by_body(node, nodes) - local_names) | inlined)
     reads_complex = False
     for name in free_names:
         obj = parsed.resolve_name(name)
@@ -309,7 +310,6 @@ def _build(request: Request) -> GeneratedFunction:
             reads_complex = reads_complex or runtime.is_complex(obj)
             namespace.bind_existing(name, obj)
     live, assumptions = free_name_entries(parsed, free_names)
-    nodes = walk(node)  # shared by the analyses below while none changes the tree
     assumptions.include(module_attribute_entries(parsed, node, nodes))
     classified: dict[int, tuple] = {}  # id(value) -> (value, its Operation), made once
     activity = _activity(request, parsed, node, differentiated, local_names, classified)
@@ -663,6 +663,19 @@ def _all_names(nodes: list[gast.AST]) -> set[str]:
         elif kind is gast.FunctionDef:
             names.add(child.name)
     return names
+
+
+def _names_read_by_body(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
+    """``names_read_in(node)``, read off ``nodes`` (``walk(node)``) where the definition's
+    header (defaults, annotations, decorators) reads no name: then every name loaded in
+    the walk is loaded in the body."""
+    header = [node.args, *node.decorator_list, *(getattr(node, "type_params", None) or ())]
+    if node.returns is not None:
+        header.append(node.returns)
+    if names_read_in_all(header):
+        return names_read_in(node)
+    name, load = gast.Name, gast.Load
+    return {n.id for n in nodes if type(n) is name and type(n.ctx) is load}
 
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:

@@ -14,9 +14,16 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.syntax import names_read, names_written
+from s2sgrad.compiler.syntax import names_read, names_written, walk
 
-__all__ = ["plain_reads", "reads_of_value", "writes_nothing", "written_by"]
+__all__ = [
+    "calls_in",
+    "plain_calls",
+    "plain_reads",
+    "reads_of_value",
+    "writes_nothing",
+    "written_by",
+]
 
 
 _ATOMS = (gast.Name, gast.Constant)
@@ -102,3 +109,31 @@ def reads_of_value(value: gast.expr) -> set[str]:
     """
     reads = plain_reads(value)
     return names_read(value) if reads is None else reads
+
+
+def plain_calls(statement: gast.stmt) -> list[gast.Call] | None:
+    """The calls of ``name = value`` where ``value`` is plain (:func:`writes_nothing`): no
+    call can hide in its parts, so the value is the one call there may be; None for any
+    other statement.
+
+    Example::
+
+        plain_calls(parse_statement("y = np.sin(x)"))  # [the call np.sin(x)]
+    """
+    if type(statement) is gast.Assign and len(statement.targets) == 1:
+        value = statement.value
+        if type(statement.targets[0]) is gast.Name and writes_nothing(value):
+            return [value] if type(value) is gast.Call else []
+    return None
+
+
+def calls_in(statement: gast.stmt) -> list[gast.Call]:
+    """``[n for n in walk(statement) if type(n) is gast.Call]``, in that order, without a
+    walk for ``name = value`` where ``value`` is plain (:func:`plain_calls`).
+
+    Example::
+
+        calls_in(parse_statement("y = f(g(x))"))  # [f(g(x)), g(x)]
+    """
+    calls = plain_calls(statement)
+    return [n for n in walk(statement) if type(n) is gast.Call] if calls is None else calls
