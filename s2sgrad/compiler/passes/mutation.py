@@ -110,7 +110,8 @@ def changed_in_place(
         changed_in_place(halve_node, resolve)  # frozenset({'a'})
     """
     statements = list(nested_statements(definition.body))
-    resolve = with_local_functions(statements, resolve)  # a closure may return a view
+    # a closure may return a view; nothing here changes the code
+    resolve = with_local_functions(statements, resolve, unchanged=True)
     parameters = parameter_names(definition)
     changed = set()
     by_calls: dict[int, set[str]] = {}  # id(statement) → what the calls in it change

@@ -308,11 +308,21 @@ class _LocalFunction:
 class _LocalResolver:
     """``resolve``, knowing which names the analysed code binds to functions it defines."""
 
-    def __init__(self, resolve, functions: dict, captured: set[str], bound: set[str]):
+    def __init__(self, resolve, functions: dict, captured: set[str], bound, statements=()):
         self.resolve = resolve
         self.functions = functions
         self.captured = captured  # every name a function defined here reads
-        self.bound = bound  # every name the analysed code binds
+        self._bound: set[str] | None = bound  # None: found at the first question
+        self._statements = statements
+
+    @property
+    def bound(self) -> set[str]:
+        """Every name the analysed code binds (what few calls ask: found when first asked,
+        where :func:`with_local_functions` was told the code stays as it is)."""
+        if self._bound is None:
+            self._bound = names_written_in_all(self._statements)
+            self._statements = ()
+        return self._bound
 
     def __call__(self, node):
         return NOT_FOUND if self.resolve is None else self.resolve(node)
@@ -321,9 +331,11 @@ class _LocalResolver:
         return self.functions.get(name)
 
 
-def with_local_functions(statements, resolve):
+def with_local_functions(statements, resolve, unchanged: bool = False):
     """``resolve`` wrapped with the names ``statements`` bind, and the functions they
-    define (``def`` or a lambda bound to a name) by name."""
+    define (``def`` or a lambda bound to a name) by name. ``unchanged``: the caller does
+    not change the code while it asks the resolver, which then finds the names bound
+    only if asked (most analyses never ask)."""
     if isinstance(resolve, _LocalResolver):
         return resolve
     functions: dict[str, _LocalFunction] = {}
@@ -338,11 +350,13 @@ def with_local_functions(statements, resolve):
                     functions[target.id] = _LocalFunction(statement.value)
             captured |= {n.id for n in walk(statement.value) if type(n) is gast.Name}
     if functions:  # how often each name is bound: only asked of the functions' names
-        bound = Counter(name for statement in statements for name in names_written(statement))
+        counts = Counter(name for statement in statements for name in names_written(statement))
         for name in list(functions):
-            if bound[name] != 1:  # rebound: which function a call meets is not known
+            if counts[name] != 1:  # rebound: which function a call meets is not known
                 functions[name] = _UNKNOWN_LOCAL
-    # one walk of them all where no function is defined (the commonest case)
+        return _LocalResolver(resolve, functions, captured, set(counts))
+    if unchanged:  # one walk of them all, if ever asked
+        return _LocalResolver(resolve, functions, captured, None, list(statements))
     return _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
 
 
