@@ -80,6 +80,7 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.passes.shift_invariance import cancelled_shifts
+from s2sgrad.compiler.plain_values import written_by_all
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
@@ -89,7 +90,6 @@ from s2sgrad.compiler.syntax import (
     load,
     names_read,
     names_read_in_all,
-    names_written_in_all,
     parameter_names,
     store_param,
     walk,
@@ -680,7 +680,7 @@ def _names_read_by_body(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[st
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:
     """Every name the function body binds at its top level or in its blocks."""
-    return names_written_in_all(node.body)
+    return written_by_all(node.body)
 
 
 def names_read_in(node: gast.FunctionDef) -> set[str]:

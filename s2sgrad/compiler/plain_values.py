@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.syntax import names_read, names_written, walk
+from s2sgrad.compiler.syntax import names_read, names_written, names_written_in_all, walk
 
 __all__ = [
     "calls_in",
@@ -23,6 +23,7 @@ __all__ = [
     "reads_of_value",
     "writes_nothing",
     "written_by",
+    "written_by_all",
 ]
 
 
@@ -67,6 +68,28 @@ def written_by(statement: gast.stmt) -> set[str]:
         if type(target) is gast.Name and writes_nothing(statement.value):
             return {target.id}
     return names_written(statement)
+
+
+def written_by_all(statements: list[gast.stmt]) -> set[str]:
+    """``names_written_in_all(statements)``, with the plain ``name = value`` among them
+    (:func:`writes_nothing`) read off their targets: one walk of the others only.
+
+    Example::
+
+        written_by_all(function.body)  # every name the body binds
+    """
+    found: set[str] = set()
+    others = []
+    for statement in statements:
+        if type(statement) is gast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is gast.Name and writes_nothing(statement.value):
+                found.add(target.id)
+                continue
+        others.append(statement)
+    if others:
+        found |= names_written_in_all(others)
+    return found
 
 
 def plain_reads(value: gast.expr) -> set[str] | None:
