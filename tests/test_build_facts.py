@@ -126,7 +126,10 @@ def test_the_names_bound_found_when_asked_are_those_found_at_once():
 
 
 def test_a_function_bound_twice_is_not_known_which():
-    source = "def f(x):\n    g = lambda v: v\n    g = lambda v: 2 * v\n    h = lambda v: v\n    return g(x)"
+    source = (
+        "def f(x):\n    g = lambda v: v\n    g = lambda v: 2 * v\n    h = lambda v: v\n"
+        "    return g(x)"
+    )
     statements = list(nested_statements(_statement(source).body))
     resolver = with_local_functions(statements, None, unchanged=True)
     assert resolver.bound == {"g", "h"}
@@ -158,7 +161,8 @@ def plain_body_reads_a_global(x):
 
 def test_the_free_names_of_a_plain_header():
     node = parse_function(plain_body_reads_a_global).node
-    assert _names_read_by_body(node, walk(node)) == names_read_in(node) == {"np", "x", "y", "z", "SCALE"}
+    found = _names_read_by_body(node, walk(node))
+    assert found == names_read_in(node) == {"np", "x", "y", "z", "SCALE"}
 
 
 def halve(a):
