@@ -15,9 +15,10 @@ import s2sgrad as sg
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.operations import Operation, OperationKind
 from s2sgrad.compiler.passes.sharing import with_local_functions
-from s2sgrad.compiler.pipeline import _names_read_by_body, names_read_in
+from s2sgrad.compiler.pipeline import names_read_in
 from s2sgrad.compiler.plain_values import (
     calls_in,
+    names_read_by_body,
     plain_calls,
     plain_reads,
     reads_of_value,
@@ -150,7 +151,7 @@ def header_annotated(x: np.ndarray) -> float:
 @pytest.mark.parametrize("f", [header_reads_a_global, header_annotated], ids=lambda f: f.__name__)
 def test_the_free_names_read_by_the_body_only(f):
     node = parse_function(f).node
-    assert _names_read_by_body(node, walk(node)) == names_read_in(node)
+    assert names_read_by_body(node, walk(node)) == names_read_in(node)
 
 
 def plain_body_reads_a_global(x):
@@ -161,7 +162,7 @@ def plain_body_reads_a_global(x):
 
 def test_the_free_names_of_a_plain_header():
     node = parse_function(plain_body_reads_a_global).node
-    found = _names_read_by_body(node, walk(node))
+    found = names_read_by_body(node, walk(node))
     assert found == names_read_in(node) == {"np", "x", "y", "z", "SCALE"}
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
+import itertools
 import threading
 import types
 from dataclasses import dataclass
@@ -80,7 +81,7 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.passes.shift_invariance import cancelled_shifts
-from s2sgrad.compiler.plain_values import written_by_all
+from s2sgrad.compiler.plain_values import names_read_by_body, written_by_all
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
@@ -299,7 +300,7 @@ def _build(request: Request) -> GeneratedFunction:
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
-    free_names = sorted((_names_read_by_body(node, nodes) - local_names) | inlined)
+    free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
     reads_complex = False
     for name in free_names:
         obj = parsed.resolve_name(name)
@@ -553,9 +554,9 @@ def _build_reverse(
         node.body, parsed.resolve, parameter_names(node, starred=False)
     )
     # the derivative defines functions where the user's function does (no closures else)
-    generated.defines_functions = any(
-        type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
-    )
+    # (walk lists the definition itself first, and only there)
+    kinds = set(map(type, itertools.islice(walk(node), 1, None)))
+    generated.defines_functions = gast.FunctionDef in kinds or gast.Lambda in kinds
     return generated
 
 
@@ -663,19 +664,6 @@ def _all_names(nodes: list[gast.AST]) -> set[str]:
         elif kind is gast.FunctionDef:
             names.add(child.name)
     return names
-
-
-def _names_read_by_body(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
-    """``names_read_in(node)``, read off ``nodes`` (``walk(node)``) where the definition's
-    header (defaults, annotations, decorators) reads no name: then every name loaded in
-    the walk is loaded in the body."""
-    header = [node.args, *node.decorator_list, *(getattr(node, "type_params", None) or ())]
-    if node.returns is not None:
-        header.append(node.returns)
-    if names_read_in_all(header):
-        return names_read_in(node)
-    name, load = gast.Name, gast.Load
-    return {n.id for n in nodes if type(n) is name and type(n.ctx) is load}
 
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:

@@ -14,10 +14,17 @@ from __future__ import annotations
 
 import gast
 
-from s2sgrad.compiler.syntax import names_read, names_written, names_written_in_all, walk
+from s2sgrad.compiler.syntax import (
+    names_read,
+    names_read_in_all,
+    names_written,
+    names_written_in_all,
+    walk,
+)
 
 __all__ = [
     "calls_in",
+    "names_read_by_body",
     "plain_calls",
     "plain_reads",
     "reads_of_value",
@@ -160,3 +167,21 @@ def calls_in(statement: gast.stmt) -> list[gast.Call]:
     """
     calls = plain_calls(statement)
     return [n for n in walk(statement) if type(n) is gast.Call] if calls is None else calls
+
+
+def names_read_by_body(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
+    """``names_read_in_all(node.body)``, read off ``nodes`` (``walk(node)``, which the
+    caller has) where the definition's header (defaults, annotations, decorators) reads
+    no name: then every name loaded in the walk is loaded in the body.
+
+    Example::
+
+        names_read_by_body(function, walk(function))  # every name its body reads
+    """
+    header = [node.args, *node.decorator_list, *(getattr(node, "type_params", None) or ())]
+    if node.returns is not None:
+        header.append(node.returns)
+    if names_read_in_all(header):
+        return names_read_in_all(node.body)
+    name, load = gast.Name, gast.Load
+    return {n.id for n in nodes if type(n) is name and type(n.ctx) is load}
