@@ -13,6 +13,7 @@ from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.node_kinds import kinds_of, names_in, of_kind, of_kinds
 from s2sgrad.compiler.operations import Operation, OperationKind
 from s2sgrad.compiler.passes.sharing import with_local_functions
 from s2sgrad.compiler.pipeline import names_read_in
@@ -88,6 +89,19 @@ def test_the_names_written_by_a_body_agree_with_one_walk():
     assert written_by_all(body) == names_written_in_all(body)
     plain = [s for s in body if type(s) is gast.Assign and writes_nothing(s.value)]
     assert written_by_all(plain) == names_written_in_all(plain)
+
+
+def test_nodes_selected_by_kind_in_c_are_those_of_the_loops():
+    function = _statement("def f(x):\n" + "".join(f"    {line}\n" for line in STATEMENTS[:-1]))
+    nodes = walk(function)
+    for kind in (gast.Name, gast.Call, gast.Constant, gast.Lambda, gast.Assign, gast.Slice):
+        assert list(of_kind(nodes, kind)) == [n for n in nodes if type(n) is kind]
+    kinds = frozenset({gast.Dict, gast.Call, gast.Assign})
+    assert list(of_kinds(nodes, kinds)) == [n for n in nodes if type(n) in kinds]
+    assert kinds_of(nodes) == {type(n) for n in nodes}
+    for context in (gast.Load, gast.Store, gast.Param):
+        expected = {n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is context}
+        assert names_in(nodes, gast.Name, context) == expected
 
 
 def _seeded(statement, operation):

@@ -24,6 +24,7 @@ import builtins
 import dataclasses
 import inspect
 import itertools
+import operator
 import threading
 import types
 from dataclasses import dataclass
@@ -61,6 +62,7 @@ from s2sgrad.compiler.free_names import depending, free_name_entries, module_att
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
@@ -656,14 +658,8 @@ def _build_jvp(
 
 
 def _all_names(nodes: list[gast.AST]) -> set[str]:
-    names = set()
-    for child in nodes:
-        kind = type(child)
-        if kind is gast.Name:
-            names.add(child.id)
-        elif kind is gast.FunctionDef:
-            names.add(child.name)
-    return names
+    names = set(map(operator.attrgetter("id"), of_kind(nodes, gast.Name)))
+    return names.union(map(operator.attrgetter("name"), of_kind(nodes, gast.FunctionDef)))
 
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:

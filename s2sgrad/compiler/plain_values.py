@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.node_kinds import names_in
 from s2sgrad.compiler.syntax import (
     names_read,
     names_read_in_all,
@@ -183,5 +184,4 @@ def names_read_by_body(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str
         header.append(node.returns)
     if names_read_in_all(header):
         return names_read_in_all(node.body)
-    name, load = gast.Name, gast.Load
-    return {n.id for n in nodes if type(n) is name and type(n.ctx) is load}
+    return names_in(nodes, gast.Name, gast.Load)
