@@ -192,6 +192,23 @@ def calls_a_helper_changing_its_argument(x):
     return np.sum(t * z)
 
 
+def scaler(s):
+    return lambda v: v * s  # a helper returning a function: its body is inlined
+
+
+def halves_then_scales(x):
+    y = np.sin(x)
+    halve(y)  # inlined first: the tree changes, and the next inliner walks it anew
+    f = scaler(3.0)
+    return np.sum(f(y) * x)
+
+
+def scales_with_a_local_lambda(x):
+    g = lambda v: v * 2.0  # noqa: E731 (a lambda: the next inliner walks anew)
+    f = scaler(0.5)
+    return np.sum(f(g(np.cos(x))))
+
+
 def clips_entries_in_a_loop(x):
     grads = [np.sin(x), np.cos(x)]
     for g in grads:
@@ -215,6 +232,8 @@ def views_written_after_plain_statements(x):
         header_reads_a_global,
         plain_body_reads_a_global,
         calls_a_helper_changing_its_argument,
+        halves_then_scales,
+        scales_with_a_local_lambda,
     ],
     ids=lambda f: f.__name__,
 )

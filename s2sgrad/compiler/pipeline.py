@@ -62,7 +62,7 @@ from s2sgrad.compiler.free_names import depending, free_name_entries, module_att
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.node_kinds import of_kind
+from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
@@ -297,7 +297,9 @@ def _build(request: Request) -> GeneratedFunction:
     check_no_outer_writes(parsed, node, nodes)
     names = NameGenerator(_all_names(nodes))
     inlined = inline_updating_helpers(node, parsed, names)
-    inlined |= inline_helper_bodies(node, parsed, names)
+    # it changes the tree only where it inlines a call or finds a nested def or lambda
+    unchanged = not inlined and _defines_no_function(node, nodes)
+    inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
     copy_updated_arguments(node, parsed, names, request.containers)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
@@ -655,6 +657,13 @@ def _build_jvp(
         node.body, parsed.resolve, parameter_names(node, starred=False)
     )
     return generated
+
+
+def _defines_no_function(node: gast.FunctionDef, nodes: list[gast.AST]) -> bool:
+    """Whether ``nodes`` (``walk(node)``) hold no lambda and no ``def`` but ``node``."""
+    return gast.Lambda not in kinds_of(nodes) and all(
+        n is node for n in of_kind(nodes, gast.FunctionDef)
+    )
 
 
 def _all_names(nodes: list[gast.AST]) -> set[str]:
