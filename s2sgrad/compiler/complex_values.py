@@ -16,6 +16,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
+from s2sgrad.compiler.node_kinds import of_kind, of_kinds
 from s2sgrad.compiler.operations import Operation, OperationKind, classify
 from s2sgrad.compiler.syntax import method_receiver, names_read, walk
 from s2sgrad.errors import UnsupportedError
@@ -62,7 +63,7 @@ def complex_readiness(
     classified = {} if classified is None else classified
     makes = reads_complex or _has_complex_literal(nodes)
     refused = None
-    statements = [s for s in nodes if type(s) in (gast.Assign, gast.Expr)]
+    statements = list(of_kinds(nodes, _STATEMENTS))
     assigned = {
         s.targets[0].id: s.value
         for s in statements
@@ -136,17 +137,16 @@ def _name(primitive) -> str:
     return f"np.{name}" if module.startswith("numpy") else name
 
 
+_STATEMENTS = frozenset({gast.Assign, gast.Expr})  # what complex readiness looks at
+
+
 def _has_complex_literal(nodes: list[gast.AST]) -> bool:
     """A complex literal among ``nodes`` (a function's walk), except as a slice's step
     (``np.mgrid[0:1:5j]`` counts points)."""
-    literals = [
-        child
-        for child in nodes
-        if type(child) is gast.Constant and isinstance(child.value, complex)
-    ]
+    literals = [c for c in of_kind(nodes, gast.Constant) if isinstance(c.value, complex)]
     if not literals:
         return False
-    steps = {id(s.step) for s in nodes if type(s) is gast.Slice and s.step is not None}
+    steps = {id(s.step) for s in of_kind(nodes, gast.Slice) if s.step is not None}
     return any(id(child) not in steps for child in literals)
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
+import itertools
+import operator
 import threading
 import types
 from dataclasses import dataclass
@@ -60,6 +62,7 @@ from s2sgrad.compiler.free_names import depending, free_name_entries, module_att
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
@@ -81,6 +84,7 @@ from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
 from s2sgrad.compiler.passes.shift_invariance import cancelled_shifts
+from s2sgrad.compiler.plain_values import names_read_by_body, written_by_all
 from s2sgrad.compiler.purity import purity
 from s2sgrad.compiler.reverse import reverse_sweeps
 from s2sgrad.compiler.specialize import shapes_follow_arguments, signature
@@ -90,7 +94,6 @@ from s2sgrad.compiler.syntax import (
     load,
     names_read,
     names_read_in_all,
-    names_written_in_all,
     parameter_names,
     store_param,
     walk,
@@ -297,11 +300,14 @@ def _build(request: Request) -> GeneratedFunction:
     if request.has_aux:
         split_aux_returns(node, parsed, names)
     inlined = inline_updating_helpers(node, parsed, names)
-    inlined |= inline_helper_bodies(node, parsed, names)
+    # it changes the tree only where it inlines a call or finds a nested def or lambda
+    unchanged = not inlined and _defines_no_function(node, nodes)
+    inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
     copy_updated_arguments(node, parsed, names, request.containers)
     local_names = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
-    free_names = sorted((names_read_in(node) - local_names) | inlined)
+    nodes = walk(node)  # shared by the analyses below while none changes the tree
+    free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
     reads_complex = False
     for name in free_names:
         obj = parsed.resolve_name(name)
@@ -312,7 +318,6 @@ def _build(request: Request) -> GeneratedFunction:
             reads_complex = reads_complex or runtime.is_complex(obj)
             namespace.bind_existing(name, obj)
     live, assumptions = free_name_entries(parsed, free_names)
-    nodes = walk(node)  # shared by the analyses below while none changes the tree
     assumptions.include(module_attribute_entries(parsed, node, nodes))
     classified: dict[int, tuple] = {}  # id(value) -> (value, its Operation), made once
     activity = _activity(request, parsed, node, differentiated, local_names, classified)
@@ -325,10 +330,11 @@ def _build(request: Request) -> GeneratedFunction:
         node, parsed, local_names, reads_complex, activity.varied, nodes, classified
     )
     callees: list = []  # (call node, complex-ready) of each user function's derivative called
-    build = _build_jvp if request.kind == "jvp" else _build_reverse
-    generated = build(
-        request, parsed, node, activity, names, namespace, local_names, assumptions, callees
-    )
+    pieces = (request, parsed, node, activity, names, namespace, local_names, assumptions)
+    if request.kind == "jvp":
+        generated = _build_jvp(*pieces, callees)
+    else:  # the reverse sweep reads the values _activity classified, not classify again
+        generated = _build_reverse(*pieces, callees, classified)
     complex_ready = with_callees(complex_facts, callees, parsed)
     if generated.companion is not None:
         depending(generated.companion, live, assumptions)
@@ -473,10 +479,21 @@ def _generic_finish(namespace: Namespace):
 
 
 def _build_reverse(
-    request, parsed, node, activity, names, namespace, local_names, assumptions, callees
+    request,
+    parsed,
+    node,
+    activity,
+    names,
+    namespace,
+    local_names,
+    assumptions,
+    callees,
+    classified=None,
 ):
     """Reverse mode: a ``grad``, ``value_and_grad`` or ``vjp`` function; ``callees`` gets a
-    ``(call node, complex-ready)`` pair per user function whose derivative it calls."""
+    ``(call node, complex-ready)`` pair per user function whose derivative it calls;
+    ``classified``: the operations of values already classified, ``{id(value): (value,
+    operation)}``, for values not changed since."""
 
     def callee_vjp(function, active, call_node, containers):
         if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
@@ -521,6 +538,7 @@ def _build_reverse(
         containers=set(request.containers),
         aux=request.has_aux,
         dynamic=request.dynamic,
+        classified=classified,
     )
     assembled = assemble(request, parsed, node, sweeps, names, namespace)
     finish_generic = _generic_finish(namespace)
@@ -545,9 +563,9 @@ def _build_reverse(
         node.body, parsed.resolve, parameter_names(node, starred=False)
     )
     # the derivative defines functions where the user's function does (no closures else)
-    generated.defines_functions = any(
-        type(n) in (gast.FunctionDef, gast.Lambda) for n in walk(node) if n is not node
-    )
+    # (walk lists the definition itself first, and only there)
+    kinds = set(map(type, itertools.islice(walk(node), 1, None)))
+    generated.defines_functions = gast.FunctionDef in kinds or gast.Lambda in kinds
     return generated
 
 
@@ -646,20 +664,21 @@ def _build_jvp(
     return generated
 
 
+def _defines_no_function(node: gast.FunctionDef, nodes: list[gast.AST]) -> bool:
+    """Whether ``nodes`` (``walk(node)``) hold no lambda and no ``def`` but ``node``."""
+    return gast.Lambda not in kinds_of(nodes) and all(
+        n is node for n in of_kind(nodes, gast.FunctionDef)
+    )
+
+
 def _all_names(nodes: list[gast.AST]) -> set[str]:
-    names = set()
-    for child in nodes:
-        kind = type(child)
-        if kind is gast.Name:
-            names.add(child.id)
-        elif kind is gast.FunctionDef:
-            names.add(child.name)
-    return names
+    names = set(map(operator.attrgetter("id"), of_kind(nodes, gast.Name)))
+    return names.union(map(operator.attrgetter("name"), of_kind(nodes, gast.FunctionDef)))
 
 
 def names_written_in(node: gast.FunctionDef) -> set[str]:
     """Every name the function body binds at its top level or in its blocks."""
-    return names_written_in_all(node.body)
+    return written_by_all(node.body)
 
 
 def names_read_in(node: gast.FunctionDef) -> set[str]:

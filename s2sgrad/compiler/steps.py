@@ -105,16 +105,29 @@ class Operations:
         operations.of(statement).kind  # OperationKind.PRIMITIVE
     """
 
-    def __init__(self, parsed: ParsedFunction, local_names: set[str]):
+    def __init__(
+        self,
+        parsed: ParsedFunction,
+        local_names: set[str],
+        classified: dict[int, tuple] | None = None,
+    ):
         self.parsed = parsed
         self.local_names = local_names
         self.known: dict[int, tuple[gast.stmt, Operation]] = {}
+        # {id(value): (value, its operation)}: values classified before (by the activity
+        # analysis), none changed since; taken instead of classifying them again
+        self.classified = classified or {}
 
     def of(self, statement: gast.stmt) -> Operation:
         """The operation of ``statement.value`` as it was when first asked."""
         known = self.known.get(id(statement))
         if known is not None:
             return known[1]
-        operation = classify(statement.value, self.parsed, self.local_names)
+        value = statement.value
+        before = self.classified.get(id(value))
+        if before is not None and before[0] is value:
+            operation = before[1]
+        else:
+            operation = classify(value, self.parsed, self.local_names)
         self.known[id(statement)] = (statement, operation)  # the statement kept: ids stay unique
         return operation

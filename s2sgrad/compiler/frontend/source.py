@@ -9,8 +9,10 @@ no tokenizing), checked to compile to the code the function runs
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
+import operator
 import re
 import textwrap
 import tokenize
@@ -218,14 +220,18 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
 
 
 def _last_line(code: types.CodeType) -> int | None:
-    if hasattr(code, "co_positions"):
-        ends = [end for _, end, _, _ in code.co_positions() if end is not None]
+    if hasattr(code, "co_positions"):  # the end lines, taken in C (one per instruction)
+        ends = list(filter(_IS_A_LINE, map(_END_LINE, code.co_positions())))
     else:  # Python 3.10: start lines only; a cut statement fails to parse, and inspect reads it
         ends = [line for _, _, line in code.co_lines() if line is not None]
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             ends.append(_last_line(constant) or 0)
     return max(ends, default=None)
+
+
+_END_LINE = operator.itemgetter(1)
+_IS_A_LINE = functools.partial(operator.is_not, None)
 
 
 def _function_node(tree, function, filename, first_line, deep=True) -> gast.FunctionDef:

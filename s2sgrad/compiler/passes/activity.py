@@ -13,6 +13,7 @@ from functools import cached_property
 
 import gast
 
+from s2sgrad.compiler.plain_values import reads_of_value
 from s2sgrad.compiler.syntax import (
     load,
     method_receiver,
@@ -61,7 +62,7 @@ def analyse_activity(
     facts = []  # (statement, names it writes, names its value reads), computed once
     for statement in statements:
         targets, value = _assignment(statement)
-        facts.append((statement, targets, value, names_read(value) if value else set()))
+        facts.append((statement, targets, value, reads_of_value(value) if value else set()))
     varied = set(wrt)
     carriers = [
         (t, reads) for _, t, value, reads in facts if value and not blocks_derivative(value)

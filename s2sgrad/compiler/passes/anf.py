@@ -24,6 +24,7 @@ import numpy as np
 
 from s2sgrad.compiler.block_walks import header_writes
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.plain_values import reads_of_value
 from s2sgrad.compiler.syntax import (
     assign,
     call,
@@ -395,9 +396,9 @@ def _may_repeat(product: gast.BinOp, varied: set[str]) -> bool:
     """Whether ``a * n`` may repeat a varied sequence by a count that is not: one operand
     a varied name, the other reading no varied name."""
     left, right = product.left, product.right
-    if type(left) is gast.Name and left.id in varied and not names_read(right) & varied:
+    if type(left) is gast.Name and left.id in varied and not reads_of_value(right) & varied:
         return True
-    return type(right) is gast.Name and right.id in varied and not names_read(left) & varied
+    return type(right) is gast.Name and right.id in varied and not reads_of_value(left) & varied
 
 
 def _operations(node: gast.FunctionDef, operator: type) -> list[gast.Assign]:

@@ -30,6 +30,7 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.block_walks import header_nodes
+from s2sgrad.compiler.node_kinds import kinds_of
 from s2sgrad.compiler.passes.aliases import shared_in_place_updates
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
@@ -156,7 +157,10 @@ def _refuse_hidden_writes(node: gast.FunctionDef, locate) -> bool:
     and is dropped). Returns whether the function has a chained comparison (``a < b < c``)."""
     deleting = None
     chained = False
-    for child in walk(node):
+    nodes = walk(node)
+    if kinds_of(nodes).isdisjoint(_HIDDEN_WRITES):  # the commonest case: none of them
+        return False
+    for child in nodes:
         kind = type(child)
         if kind is gast.Compare and len(child.ops) > 1:
             chained = True
@@ -177,6 +181,9 @@ def _refuse_hidden_writes(node: gast.FunctionDef, locate) -> bool:
             "transformed; build a new container without it, or use mode='tape'"
         )
     return chained
+
+
+_HIDDEN_WRITES = (gast.Compare, gast.NamedExpr, gast.Delete)  # what the walk looks at
 
 
 def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:

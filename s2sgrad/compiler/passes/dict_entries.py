@@ -33,6 +33,7 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.node_kinds import of_kinds
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     SCOPES,
@@ -110,7 +111,7 @@ def _copies_of_dicts(node: gast.FunctionDef, names: NameGenerator, resolve) -> d
         return value
 
     nodes = walk(node)
-    if not any(_is_copy(sub, resolve) for sub in nodes):
+    if not any(_is_copy(sub, resolve) for sub in of_kinds(nodes, _COPIES)):
         return helpers  # a cheap look first: most functions copy no dict
     for sub in nodes:
         for field, value in gast.iter_fields(sub):
@@ -119,6 +120,9 @@ def _copies_of_dicts(node: gast.FunctionDef, names: NameGenerator, resolve) -> d
             else:
                 setattr(sub, field, rewritten(value))
     return helpers
+
+
+_COPIES = frozenset({gast.Dict, gast.Call})  # the only nodes _is_copy says yes of
 
 
 def _is_copy(value: Any, resolve) -> bool:

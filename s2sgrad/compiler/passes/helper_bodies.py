@@ -24,6 +24,7 @@ import types
 import gast
 
 from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.mutation import mutated_parameters
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
@@ -47,17 +48,19 @@ _ROUNDS = 8  # helpers inlined into helpers inlined: a recursive generator stops
 _CONSUMERS = ("sum", "list", "tuple", "sorted", "min", "max")  # builtins that read all
 
 
-def inline_helper_bodies(node: gast.FunctionDef, parsed, names: NameGenerator) -> set[str]:
+def inline_helper_bodies(
+    node: gast.FunctionDef, parsed, names: NameGenerator, nodes: list[gast.AST] | None = None
+) -> set[str]:
     """Inline, in place, the calls of helpers returning functions and of generators that
     ``node`` reads whole; returns the names of the helpers inlined (the generated code
-    depends on them).
+    depends on them). ``nodes``: ``walk(node)``, when the caller has it.
 
     Example::
 
         # v, unf = flat(x)   becomes
         # p = x; v, unf = p.ravel(), (lambda v: v.reshape(p.shape))
     """
-    calls = [n for n in walk(node) if type(n) is gast.Call]
+    calls = list(of_kind(walk(node) if nodes is None else nodes, gast.Call))
     if not calls:  # a cheap look first: most functions call no helper and no lambda
         return set()
     if any(type(c.func) is gast.Lambda for c in calls):

@@ -14,6 +14,7 @@ from collections import Counter
 
 import gast
 
+from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.passes.local_functions import (
     RESULT,
     Signature,
@@ -54,7 +55,9 @@ def inline_local_functions(
         inline_local_functions(node, names)  # square(a) -> a * w
     """
     found = walk(node) if nodes is None else nodes
-    if not any(type(n) in (gast.Lambda, gast.FunctionDef) and n is not node for n in found):
+    if gast.Lambda not in kinds_of(found) and all(
+        n is node for n in of_kind(found, gast.FunctionDef)
+    ):  # no lambda, and no def but the function's own
         return False
     _forward_aliases(node)
     done: set[int] = set()

@@ -41,6 +41,8 @@ def index_list_loops(function: gast.FunctionDef, names, resolve) -> None:
         # for g in grads: g[:] *= 0.5  ->  for i in range(len(grads)): g = grads[i]; ...
     """
     statements = list(nested_statements(function.body))
+    if not any(type(s) is gast.For for s in statements):
+        return  # no loop to rewrite (the commonest case)
     resolve = with_local_functions(statements, resolve)  # a closure may return a view
     for loop in statements:
         if not _updates_its_entries(loop):

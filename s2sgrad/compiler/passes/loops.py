@@ -22,6 +22,7 @@ import gast
 
 from s2sgrad.compiler.annotations import RANGE_LOOP, annotate
 from s2sgrad.compiler.block_walks import header_nodes
+from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
 from s2sgrad.compiler.passes.inline_locals import inline_local_functions, inline_local_partials
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -96,13 +97,13 @@ def _rewrites_any(nodes: list[gast.AST], function: gast.FunctionDef) -> bool:
     kinds = set(map(type, nodes))
     if gast.For in kinds or gast.Lambda in kinds or not kinds.isdisjoint(COMPREHENSIONS):
         return True
-    for node in nodes:  # what is left to ask: calls and nested defs, without a call each
-        kind = type(node)
-        if kind is gast.Call:
-            func = node.func
-            if type(func) is gast.Call or (type(func) is gast.Name and func.id == "map"):
-                return True
-        elif kind is gast.FunctionDef and node is not function:
+    # what is left to ask: nested defs, and calls (of a call, or of map)
+    defs = of_kind(nodes, gast.FunctionDef) if gast.FunctionDef in kinds else ()
+    if any(n is not function for n in defs):
+        return True
+    for called in of_kind(nodes, gast.Call):
+        func = called.func
+        if type(func) is gast.Call or (type(func) is gast.Name and func.id == "map"):
             return True
     return False
 

@@ -34,6 +34,7 @@ from s2sgrad.compiler.passes.sharing import (
     updated_name,
     with_local_functions,
 )
+from s2sgrad.compiler.plain_values import calls_in, plain_calls
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
     names_read,
@@ -109,7 +110,8 @@ def changed_in_place(
         changed_in_place(halve_node, resolve)  # frozenset({'a'})
     """
     statements = list(nested_statements(definition.body))
-    resolve = with_local_functions(statements, resolve)  # a closure may return a view
+    # a closure may return a view; nothing here changes the code
+    resolve = with_local_functions(statements, resolve, unchanged=True)
     parameters = parameter_names(definition)
     changed = set()
     by_calls: dict[int, set[str]] = {}  # id(statement) → what the calls in it change
@@ -282,7 +284,9 @@ def _changed_by_calls(
             changed |= by_calls[id(inner)]
     # a statement without blocks: its nodes are its header's (in another order, which
     # the unions below of what each call writes into do not see)
-    nodes = walk(statement) if arrays_only and not blocks else header_nodes(statement)
+    nodes = None if blocks else plain_calls(statement)  # its calls: all it looks at
+    if nodes is None:
+        nodes = walk(statement) if arrays_only and not blocks else header_nodes(statement)
     later = set()  # what lambdas and nested functions run when they are called
     if arrays_only:
         scopes = [n for n in nodes if type(n) in (gast.Lambda, gast.FunctionDef)]
@@ -377,7 +381,7 @@ def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) ->
     """Refuse a call of a Python function that may change in place an array it is given
     (``halve(y)`` with ``a[:] *= 0.5`` inside), when the array is an input, is being
     differentiated, or is read by a derivative: neither engine sees the change."""
-    calls = [n for s in statements for n in walk(s) if type(n) is gast.Call]
+    calls = [n for s in statements for n in calls_in(s)]
     if not any(_mutating_arguments(c, parsed.resolve) for c in calls):
         return  # the common case: no call of a function that changes an argument
     read_by_derivatives = set()

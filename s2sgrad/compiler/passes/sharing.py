@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import types
 import weakref
+from collections import Counter
 from typing import Any
 
 import gast
@@ -24,6 +25,7 @@ from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.passes.fresh_results import fresh_result, keeps_memory
 from s2sgrad.compiler.syntax import (
     names_written,
+    names_written_in_all,
     nested_statements,
     parameter_names,
     walk,
@@ -306,11 +308,21 @@ class _LocalFunction:
 class _LocalResolver:
     """``resolve``, knowing which names the analysed code binds to functions it defines."""
 
-    def __init__(self, resolve, functions: dict, captured: set[str], bound: set[str]):
+    def __init__(self, resolve, functions: dict, captured: set[str], bound, statements=()):
         self.resolve = resolve
         self.functions = functions
         self.captured = captured  # every name a function defined here reads
-        self.bound = bound  # every name the analysed code binds
+        self._bound: set[str] | None = bound  # None: found at the first question
+        self._statements = statements
+
+    @property
+    def bound(self) -> set[str]:
+        """Every name the analysed code binds (what few calls ask: found when first asked,
+        where :func:`with_local_functions` was told the code stays as it is)."""
+        if self._bound is None:
+            self._bound = names_written_in_all(self._statements)
+            self._statements = ()
+        return self._bound
 
     def __call__(self, node):
         return NOT_FOUND if self.resolve is None else self.resolve(node)
@@ -319,17 +331,16 @@ class _LocalResolver:
         return self.functions.get(name)
 
 
-def with_local_functions(statements, resolve):
+def with_local_functions(statements, resolve, unchanged: bool = False):
     """``resolve`` wrapped with the names ``statements`` bind, and the functions they
-    define (``def`` or a lambda bound to a name) by name."""
+    define (``def`` or a lambda bound to a name) by name. ``unchanged``: the caller does
+    not change the code while it asks the resolver, which then finds the names bound
+    only if asked (most analyses never ask)."""
     if isinstance(resolve, _LocalResolver):
         return resolve
     functions: dict[str, _LocalFunction] = {}
-    bound: dict[str, int] = {}
     captured: set[str] = set()
     for statement in statements:
-        for name in names_written(statement):
-            bound[name] = bound.get(name, 0) + 1
         if type(statement) is gast.FunctionDef:
             functions[statement.name] = _LocalFunction(statement)
             captured |= {n.id for n in walk(statement) if type(n) is gast.Name}
@@ -338,10 +349,15 @@ def with_local_functions(statements, resolve):
                 if type(target) is gast.Name:
                     functions[target.id] = _LocalFunction(statement.value)
             captured |= {n.id for n in walk(statement.value) if type(n) is gast.Name}
-    for name in list(functions):
-        if bound.get(name, 0) != 1:  # rebound: which function a call meets is not known
-            functions[name] = _UNKNOWN_LOCAL
-    return _LocalResolver(resolve, functions, captured, set(bound))
+    if functions:  # how often each name is bound: only asked of the functions' names
+        counts = Counter(name for statement in statements for name in names_written(statement))
+        for name in list(functions):
+            if counts[name] != 1:  # rebound: which function a call meets is not known
+                functions[name] = _UNKNOWN_LOCAL
+        return _LocalResolver(resolve, functions, captured, set(counts))
+    if unchanged:  # one walk of them all, if ever asked
+        return _LocalResolver(resolve, functions, captured, None, list(statements))
+    return _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
 
 
 class _UnknownLocal:

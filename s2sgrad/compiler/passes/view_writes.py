@@ -67,11 +67,13 @@ def write_back_views(
     (``refuse_unless_ndarray``, checking each family's array before a view is taken).
     """
     statements = list(nested_statements(function.body))
-    resolve = with_local_functions(statements, resolve)  # a closure may return a view
+    # a closure may return a view; the code is changed only once views are found
+    resolve = with_local_functions(statements, resolve, unchanged=True)
     layout = Layout(function.body, statements)
     views = views_by_name(statements, layout, resolve)
     if not views:
         return {}
+    resolve.bound  # noqa: B018 (found now, before the code changes)
     sharing = Sharing(statements, resolve, container_names(statements), parameter_names(function))
     loops = loop_spans(statements)
     copied = _copied_first(function, resolve)

@@ -65,13 +65,16 @@ def reverse_sweeps(
     containers: Set[str] = frozenset(),
     aux: bool = False,
     dynamic: bool = True,
+    classified: dict[int, tuple] | None = None,
 ) -> ReverseSweeps:
     """Build the forward and backward sweeps of ``body`` differentiated wrt ``wrt``.
 
     ``callee_vjp(function, active_parameters, call_node, containers)`` returns the compiled
     VJP of a user function called with those parameters active (``containers``: those
     given a list, tuple or dict): ``f_vjp(*args)`` returns ``(value, saved)`` and
-    ``f_vjp.backward(saved, g)`` the cotangents.
+    ``f_vjp.backward(saved, g)`` the cotangents. ``classified``: the operations of values
+    the activity analysis classified (``{id(value): (value, operation)}``), not changed
+    since, which the sweeps take instead of classifying the values again.
 
     Example::
 
@@ -80,7 +83,7 @@ def reverse_sweeps(
         sweeps.forward, sweeps.backward  # the statements of f_vjp and of f_vjp.backward
     """
     context = Context(
-        parsed, wrt, activity, names, namespace, local_names, containers, aux, dynamic
+        parsed, wrt, activity, names, namespace, local_names, containers, aux, dynamic, classified
     )
     *statements, final = body
     if not isinstance(final, gast.Return) or final.value is None:

@@ -62,6 +62,7 @@ class Context:
         containers=frozenset(),
         aux: bool = False,
         dynamic: bool = True,
+        classified: dict[int, tuple] | None = None,
     ):
         self.parsed = parsed
         self.wrt = wrt
@@ -75,7 +76,8 @@ class Context:
         self.aux = aux  # the function returns (value, auxiliary data)
         self.dynamic = dynamic  # False (mode="s2s"): calls resolved at run time never use the tape
         self.np = namespace.bind("np", np)
-        self.operations = Operations(parsed, local_names)  # each statement classified once
+        # each statement classified once, by the activity analysis where it was
+        self.operations = Operations(parsed, local_names, classified)
         self.parameters = parameter_names(parsed.node, starred=False)  # what callers pass
         self.user_names = names_written(parsed.node) | self.parameters
 

@@ -18,6 +18,7 @@ from s2sgrad import runtime
 from s2sgrad.compiler.annotations import RANGE_LOOP, SYNCED, annotation
 from s2sgrad.compiler.passes.aliases import fresh_result
 from s2sgrad.compiler.passes.sharing import returns_fresh
+from s2sgrad.compiler.plain_values import plain_reads, writes_nothing, written_by
 from s2sgrad.compiler.syntax import (
     item_target_base,
     method_receiver,
@@ -74,80 +75,6 @@ def target_names(target: gast.expr) -> list[str]:
         return []
     elements = [e.value if isinstance(e, gast.Starred) else e for e in target.elts]
     return [e.id for e in elements if isinstance(e, gast.Name)]
-
-
-_ATOMS = (gast.Name, gast.Constant)
-
-
-def writes_nothing(value: gast.expr) -> bool:
-    """A cheap, exact check that ``names_written(value)`` is empty for the commonest
-    values of the normal form: a name, a literal, an operator or a call applied to names
-    and literals (no walrus, comprehension or lambda can hide in them); False when unsure.
-
-    Example::
-
-        writes_nothing(parse_expression("np.sin(t1) "))  # True
-    """
-    kind = type(value)
-    if kind in _ATOMS:
-        return True
-    if kind is gast.BinOp:
-        return type(value.left) in _ATOMS and type(value.right) in _ATOMS
-    if kind is gast.UnaryOp:
-        return type(value.operand) in _ATOMS
-    if kind is gast.Call:
-        func = value.func
-        if type(func) is gast.Attribute:
-            func = func.value
-        if type(func) is not gast.Name:
-            return False
-        for argument in value.args:
-            if type(argument) not in _ATOMS:
-                return False
-        keywords = value.keywords
-        return not keywords or all(type(k.value) in _ATOMS for k in keywords)
-    return False
-
-
-def written_by(statement: gast.stmt) -> set[str]:
-    """``names_written(statement)``, faster for ``name = value`` where ``value`` surely
-    writes nothing (:func:`writes_nothing`)."""
-    if type(statement) is gast.Assign and len(statement.targets) == 1:
-        target = statement.targets[0]
-        if type(target) is gast.Name and writes_nothing(statement.value):
-            return {target.id}
-    return names_written(statement)
-
-
-def plain_reads(value: gast.expr) -> set[str] | None:
-    """``names_read(value)`` for a value :func:`writes_nothing` sees through (every name
-    in it is read), else None."""
-    kind = type(value)
-    if kind is gast.Name:
-        return {value.id}
-    if kind is gast.Constant:
-        return set()
-    if kind is gast.BinOp:
-        parts = [value.left, value.right]
-    elif kind is gast.UnaryOp:
-        parts = [value.operand]
-    elif kind is gast.Call:
-        func = value.func
-        parts = [func.value if type(func) is gast.Attribute else func, *value.args]
-        if type(parts[0]) is not gast.Name:
-            return None
-        for keyword in value.keywords:
-            parts.append(keyword.value)
-    else:
-        return None
-    reads = set()
-    for part in parts:  # writes_nothing's test: every part a name or a literal
-        kind = type(part)
-        if kind is gast.Name:
-            reads.add(part.id)
-        elif kind is not gast.Constant:
-            return None
-    return reads
 
 
 def write_counts(statements) -> Counter:
