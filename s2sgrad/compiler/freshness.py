@@ -210,7 +210,7 @@ def class_attribute_entries(cls: type, name: str) -> list[Entry]:
         if owner is object:
             break
         with _lock:
-            key = (id(owner), name, "class")
+            key = (id(owner), f"class attribute {name}")
             entry = _ENTRIES.get(key)
             if entry is None or not entry.refresh():
                 entry = Entry(_ClassAttributes(owner), name, MISSING)
