@@ -5,13 +5,17 @@ made for and that the names the code reads still hold what they held, and then c
 A transformed function looks its code up by the signature of the arrays it is given
 (``(shape, dtype, class)`` of each). Building that key and hashing it costs about a
 microsecond for six arrays; the generated call compares each argument against the
-signature directly (``type(a0) is C0 and a0.dtype is D0 and a0.shape == S0 ...``) in
-less than half of that, checks the freshness entries (``freshness.py``) in the same
+signature directly (``type(a0) is C0 and a0.dtype is D0 and a0.shape == S0 ...``; an
+ndarray of one dimension or none by ``ndim`` and ``len``, which build no tuple) in less
+than half of that, checks the freshness entries (``freshness.py``) in the same
 expression, and calls the code, in one frame. A number's part of the signature
 (``specialize/criterion.py``) is its class for a float (``type(a1) is float``), its
 class and value for an integer, a boolean, a string or None (an integer may set a
-shape). When any test fails it returns :data:`MISSING`, and the call goes the usual way:
-it runs the code exactly when the key would equal the signature and the entries hold.
+shape). When any test fails it returns :data:`MISSING`, or calls the transform's usual
+way with the call's own arguments (``miss``): it runs the code exactly when the key
+would equal the signature and the entries hold. A transform calls its guard directly
+(``api._Transform.__call__`` reads it), so the guard also shapes the result and reports
+an exception of the code (``result``, ``failed``).
 
 Example::
 
