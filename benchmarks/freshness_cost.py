@@ -21,34 +21,21 @@ from timing import interleaved_minimum
 def without_freshness_checks(dfn, args: tuple) -> Callable:
     """A copy of the transformed function ``dfn`` whose hot path is its own without the
     freshness checks: the same guard of the signature of ``args``
-    (s2sgrad/compiler/signature_guards.py), made with no entries, then the same call (a
-    method of the same kind of object, so that only the checks differ). ``rebuild()``
-    makes its guard again, for the code ``dfn.code.calls`` holds now."""
-    from s2sgrad.compiler.freshness import MISSING
-    from s2sgrad.compiler.signature_guards import guarded_call
+    (s2sgrad/compiler/signature_guards.py), made with no entries, called the same way
+    (``dfn(*args)`` calls its guard, ``_entry``), so that only the checks differ.
+    ``rebuild()`` makes its guard again, for the code ``dfn.code.calls`` holds now."""
     from s2sgrad.compiler.specialize import signature
 
     key = signature(args, {})
 
     class Unchecked(type(dfn)):
         def rebuild(self):
-            guard = guarded_call(key, self.code.calls[key][0], [])
-            self.unchecked_fast = guard or (lambda *args: MISSING)  # None: not guardable
-
-        def __call__(self, *args, **kwargs):
-            try:
-                if not kwargs:
-                    result = self.unchecked_fast(*args)
-                    if result is not MISSING:
-                        if self.wrap_single:
-                            return (result,) if self.one_tuple else self._shape_result(result)
-                        return result
-                return self._call_checked(args, kwargs)
-            except BaseException:
-                raise
+            guard = self._guarded(key, self.code.calls[key][0], [])
+            self._entry = guard or self._call_unguarded  # None: not guardable
 
     unchecked = object.__new__(Unchecked)  # not copy.copy: a transform pickles without code
     unchecked.__dict__.update(vars(dfn))  # shares the compiled functions
+    unchecked._guards = {}
     unchecked.rebuild()
     return unchecked
 
@@ -81,7 +68,7 @@ def _no_op(*args):
 
 
 def _forget_fast_path(dfn) -> None:
-    """Drop the guard of the signature called last (s2sgrad/compiler/cache.py), which calls
-    the code it found directly; the next call finds it in ``calls`` again."""
+    """Make the guards of ``dfn``'s code miss (s2sgrad/compiler/cache.py: a new token),
+    which call the code they found directly; the next call finds it in ``calls`` again."""
     if hasattr(dfn.code, "forget_fast"):
         dfn.code.forget_fast()

@@ -31,12 +31,12 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
-from s2sgrad.compiler.cache import nothing_remembered
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
 from s2sgrad.compiler.one_tuples import one_tuple_caller
 from s2sgrad.compiler.pipeline import call_specialised, derivative, without_garbage_collection
+from s2sgrad.compiler.signature_guards import guarded_call
 from s2sgrad.compiler.specialize import signature
 from s2sgrad.display import NotebookDisplay
 from s2sgrad.engines import products as engines
@@ -149,9 +149,7 @@ class _Transform(NotebookDisplay):
         self.indices = [position_of(self.function, w) for w in self.wrt]
         self.code = None  # the compiler's cache entry holding this transform's code
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
-        # what the hottest path calls: self.code once a call without a bound self has
-        # made it, as long as the tape is not the engine; else what misses every time
-        self.hot = _COLD
+        self._guards = {}  # signature → (its code, the token, its guard or None); see _guard
         self.use_tape = mode == "tape"
         self.tape_function = self.function  # what the tape differentiates
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
@@ -224,20 +222,63 @@ class _Transform(NotebookDisplay):
             )
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
-    def __call__(self, *args, **kwargs):
+    # ``g(*args)`` calls ``g._entry(*args)`` without a frame of its own: the guard of the
+    # signature this transform ran last (made in ``_guard``), which runs its code or, when
+    # a test fails, calls ``_call_unguarded``; that method itself while there is none
+    __call__ = property(operator.attrgetter("_entry"))
+
+    def _call_unguarded(self, *args, **kwargs):
         try:
-            if not kwargs:  # the hottest path: the last signature's guard and code (cache.py)
-                result = self.hot.fast(*args)
-                if result is not MISSING:
-                    if self.wrap_single:
-                        return (result,) if self.one_tuple else self._shape_result(result)
-                    return result
             return self._call_checked(args, kwargs)
-        except BaseException as error:  # what it stored on objects is no longer its computation's
-            forget_all_stored()
-            if isinstance(error, S2SGradError):
-                name_the_origin(error, self.function)
+        except BaseException as error:
+            self._failed(error)
             raise
+
+    _entry: Callable[..., Any] = _call_unguarded  # a transform's own: its guard (``_guard``)
+    # signature → (its code, self.code's token, the guarded call of it, or None): the
+    # guards made so far, one of which is ``_entry``
+    _guards: dict[tuple, tuple]
+
+    def _failed(self, error: BaseException) -> None:
+        """What a call that raised stored on objects is no longer its computation's; a
+        refusal names the user's file and line."""
+        forget_all_stored()
+        if isinstance(error, S2SGradError):
+            name_the_origin(error, self.function)
+
+    def _guard(self, key: tuple, function: Callable, entries: list) -> None:
+        """Make ``function`` (``calls[key]`` of ``self.code``, which depends on
+        ``entries``) what the next call runs after the tests of the signature guard of
+        ``key`` (compiler/signature_guards.py), before any other lookup."""
+        kept = self._guards.get(key)
+        if kept is None or kept[0] is not function or kept[1] is not self.code.token:
+            guarded = self._guarded(key, function, entries)
+            kept = self._guards[key] = (function, self.code.token, guarded)
+        if kept[2] is not None:
+            self._entry = kept[2]
+
+    def _guarded(self, key: tuple, function: Callable, entries: list) -> Callable | None:
+        """The guarded call of ``function`` for signature ``key`` (None if the signature
+        has no guard): it shapes the result, and a call it refuses takes the usual way."""
+        if self.one_tuple:
+            shaped: Callable | str | None = "one_tuple"
+        else:
+            shaped = self._shape_result if self.wrap_single else None
+        code = self.code
+        return guarded_call(
+            key,
+            function,
+            entries,
+            miss=self._call_unguarded,
+            failed=self._failed,
+            result=shaped,
+            current=(code, "token", code.token),
+        )
+
+    def _forget_guards(self) -> None:
+        """Calls take the usual way until a call finds code for its signature again."""
+        self.__dict__.pop("_entry", None)
+        self._guards.clear()
 
     def _call_checked(self, args, kwargs):
         if not (kwargs or self.use_tape or self.bound_self is not None):
@@ -251,7 +292,7 @@ class _Transform(NotebookDisplay):
                     if entry.holder.get(entry.name, MISSING) is not entry.expected:
                         break  # a name f reads holds something else now
                 else:
-                    self.code.remember_fast(key, function, entries)
+                    self._guard(key, function, entries)
                     return (
                         self._shape_result(function(*args)) if self.wrap_single else function(*args)
                     )
@@ -283,7 +324,7 @@ class _Transform(NotebookDisplay):
             found = None if self.calls is None else self.calls.get(key)
             if found is not None and found[2].current():  # else built anew below
                 if not kwargs and self.bound_self is None:  # numbers, say: guarded next time
-                    self.code.remember_fast(key, found[0], found[1])
+                    self._guard(key, found[0], found[1])
                 result = found[0](*args, **kwargs)
                 return self._shape_result(result) if self.wrap_single else result
         values = self._wrt_values(args, kwargs)
@@ -337,16 +378,16 @@ class _Transform(NotebookDisplay):
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
         result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
+        if generated.cached_in is not self.code:
+            self._forget_guards()  # of another cache entry's code
         self.code = generated.cached_in
         self.calls = None if self.code is None else self.code.calls
-        if self.code is not None and self.bound_self is None and not self.use_tape:
-            self.hot = self.code
         return self._shape_result(result)
 
     def _switch_to_the_tape(self) -> None:
         """From now on the tape differentiates every call (generated code is refused)."""
         self.use_tape = True
-        self.hot = _COLD
+        self._forget_guards()
 
     def _shape_result(self, result):
         if self.single or len(self.wrt) != 1:
@@ -395,15 +436,6 @@ class _Transform(NotebookDisplay):
             return value, gradients
         return (gradients, aux) if self.has_aux else gradients
 
-
-class _Cold:
-    """What a transform's hot path calls while it has no code of its own to try first."""
-
-    __slots__ = ()
-    fast = staticmethod(nothing_remembered)
-
-
-_COLD = _Cold()
 
 # the signature of arrays (compiler/specialize/criterion.py): a Dask array differs by class
 _SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")

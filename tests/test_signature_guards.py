@@ -152,3 +152,182 @@ def test_the_hot_path_shapes_results_as_the_first_call_does(mode):
         (g,), aux = with_aux(w, x)
         assert_close(g, expected)
         np.testing.assert_array_equal(aux, w[0])
+
+
+def test_the_guard_passes_a_call_it_refuses_on_with_its_own_arguments():
+    seen = []
+
+    def miss(*args, **kwargs):
+        seen.append((args, kwargs))
+        return "missed"
+
+    a = np.zeros(2)
+    guarded = guarded_call(_key(a, a), lambda *args: "ran", [], miss=miss)
+    assert guarded(a, a) == "ran"
+    assert guarded(a) == "missed" and seen[-1] == ((a,), {})
+    assert guarded(a, a, 3) == "missed" and seen[-1] == ((a, a, 3), {})
+    # arguments by name go to the usual path, whatever their names (the guard's
+    # parameters are positional only)
+    assert guarded(a, a0=a) == "missed" and seen[-1] == ((a,), {"a0": a})
+    assert guarded(a, a, rest=1, kw=2) == "missed" and seen[-1] == ((a, a), {"rest": 1, "kw": 2})
+    assert guarded() == "missed" and seen[-1] == ((), {})
+    assert guarded_call((), lambda: "ran", [], miss=miss)(x=1) == "missed"
+
+
+def test_the_guard_shapes_the_result_reports_errors_and_follows_a_token():
+    class Holder:
+        token = "first"
+
+    failures = []
+
+    def fails(x):
+        raise ValueError("inside")
+
+    key = _key(np.zeros(2))
+    one = guarded_call(key, np.sum, [], result="one_tuple")
+    assert one(np.ones(2)) == (2.0,)
+    doubled = guarded_call(key, np.sum, [], result=lambda r: 2 * r)
+    assert doubled(np.ones(2)) == 4.0
+    raising = guarded_call(key, fails, [], failed=failures.append)
+    with pytest.raises(ValueError, match="inside"):
+        raising(np.ones(2))
+    assert [str(e) for e in failures] == ["inside"]
+    holder = Holder()
+    current = guarded_call(key, np.sum, [], current=(holder, "token", "first"))
+    assert current(np.ones(2)) == 2.0
+    holder.token = "second"
+    assert current(np.ones(2)) is MISSING
+
+
+def test_the_guard_of_arrays_of_no_dimension_or_one_is_exact():
+    # ndim and len stand for the shape of an ndarray of one dimension or none; a
+    # subclass (which may redefine them) is tested by its shape
+    for shape in [(), (0,), (1,), (5,)]:
+        guard = signature_guard(_key(np.zeros(shape)))
+        assert guard(np.ones(shape))
+        others = [(), (0,), (1,), (5,), (1, 5), (5, 1), (1, 1), (0, 0), (5, 0), (1, 1, 1)]
+        for other in others:
+            if other != shape:
+                assert not guard(np.ones(other)), (shape, other)
+        assert not guard(np.ones(shape).view(Marked))
+    marked = np.zeros(4).view(Marked)
+    guard = signature_guard(_key(marked))
+    assert guard(np.ones(4).view(Marked)) and not guard(np.ones((4, 1)).view(Marked))
+    assert not guard(np.ones(4))
+
+
+def flat_sum(v, m):
+    return np.sum(np.sum(v) * m) + np.sum(v * SCALE)  # dv: a broadcast to v's shape
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_arrays_reshaped_in_place_after_the_guard_is_made(mode):
+    # the same array objects, another shape: the guard sees it at the next call
+    gradient = sg.grad(flat_sum, wrt=(0, 1), mode=mode)
+    v, m = np.linspace(0.1, 0.6, 6), np.array(0.5)
+    for _ in range(3):
+        assert_close(gradient(v, m)[0], numeric_grad(flat_sum, (v, m), 0))
+    v.shape = (6, 1)
+    m.shape = (1,)
+    for _ in range(3):
+        dv, dm = gradient(v, m)
+        assert dv.shape == (6, 1) and dm.shape == (1,)
+        assert_close(dv, numeric_grad(flat_sum, (v, m), 0))
+        assert_close(dm, numeric_grad(flat_sum, (v, m), 1))
+
+
+def by_name(a0, rest=1.0, kw=2.0):
+    return np.sum(a0 * rest * kw)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_calls_by_name_after_the_guard_is_made(mode):
+    gradient = sg.grad(by_name, wrt=(0, 1), mode=mode)
+    x = np.array([1.0, 2.0])
+    for _ in range(3):
+        assert_close(list(gradient(x, 3.0, 4.0)), [np.full(2, 12.0), 12.0])
+    assert_close(list(gradient(x, 3.0)), [np.full(2, 6.0), 6.0])  # kw's default
+    assert_close(list(gradient(x, rest=3.0, kw=5.0)), [np.full(2, 15.0), 15.0])
+    assert_close(list(gradient(a0=x, rest=2.0)), [np.full(2, 4.0), 6.0])
+    with pytest.raises(TypeError):
+        gradient(x, 3.0, 4.0, 5.0)  # too many arguments: the call's own TypeError
+    assert_close(list(gradient(x, 3.0, 4.0)), [np.full(2, 12.0), 12.0])
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_transforms_sharing_code_keep_guards_of_their_own(mode):
+    # wrt=0 and wrt=(0,) share the cache entry; each transform keeps the guard of the
+    # signature it ran last, and shapes its own results
+    bare, one = sg.grad(scaled, mode=mode), sg.grad(scaled, wrt=(0,), mode=mode)
+    rng = np.random.default_rng(7)
+    w, x = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    w5 = rng.standard_normal((3, 5))
+    for _ in range(3):
+        assert_close(bare(w, x), numeric_grad(scaled, (w, x), 0))
+        (g,) = one(w5, x)
+        assert_close(g, numeric_grad(scaled, (w5, x), 0))
+    assert bare.code is one.code
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_the_guard_runs_no_code_the_cache_has_forgotten(mode):
+    from s2sgrad.compiler.pipeline import clear_cache
+
+    gradient = sg.grad(scaled, mode=mode)
+    rng = np.random.default_rng(8)
+    w, x = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    for _ in range(3):
+        gradient(w, x)
+    clear_cache()
+    assert gradient.latest is None
+    assert_close(gradient(w, x), numeric_grad(scaled, (w, x), 0))
+    assert gradient.latest is not None  # made anew
+
+
+def _helper(x):
+    return np.sin(x)
+
+
+def _calls_helper(x):
+    return np.sum(_helper(x) * 2.0)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_code_replaced_in_place_after_the_guard_is_made(mode):
+    def cosine(x):
+        return np.cos(x)
+
+    def summed_cosine(x):
+        return np.sum(np.cos(x))
+
+    x = np.array([0.3, -0.7, 1.1])
+    helper_code, top_code = _helper.__code__, _calls_helper.__code__
+    try:
+        gradient = sg.grad(_calls_helper, mode=mode)
+        for _ in range(3):
+            assert_close(gradient(x), 2 * np.cos(x))
+        _helper.__code__ = cosine.__code__
+        for _ in range(3):
+            assert_close(gradient(x), -2 * np.sin(x))
+        _calls_helper.__code__ = summed_cosine.__code__
+        for _ in range(3):
+            assert_close(gradient(x), -np.sin(x))
+    finally:
+        _helper.__code__, _calls_helper.__code__ = helper_code, top_code
+
+
+def _refuses_big(x):
+    if np.sum(x) > 100.0:
+        raise ValueError("too big")
+    return np.sum(x**2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_an_error_of_the_guarded_code_reaches_the_caller_as_it_is(mode):
+    gradient = sg.grad(_refuses_big, mode=mode)
+    x = np.ones(3)
+    for _ in range(3):
+        assert_close(gradient(x), 2 * x)
+    with pytest.raises(ValueError, match="too big"):
+        gradient(x * 100.0)
+    assert_close(gradient(x), 2 * x)

@@ -8,7 +8,9 @@ For each user function (held weakly: the code dies with it) and each set of opti
 * ``calls``: per argument signature, the code a call with that signature runs — its
   specialisation to those shapes, or the generic code where shapes may depend on values —
   with the freshness assumptions it depends on (``compiler/freshness.py``), which every
-  call checks (their entries are kept beside them, for the check of the hot path);
+  call checks (their entries are kept beside them, for the check of the hot path, a
+  transform's guard of the signature it ran last, which runs only while ``token`` is
+  the one it was made with);
 * ``latest``: the code made last for a signature (what ``sg.source`` shows).
 
 When a generic derivative is found stale (a name it read holds something else), it is
@@ -27,62 +29,40 @@ from collections.abc import Callable
 from typing import Any
 
 from s2sgrad.compiler.codegen import GeneratedFunction
-from s2sgrad.compiler.freshness import MISSING, Assumptions
-from s2sgrad.compiler.signature_guards import guarded_call
+from s2sgrad.compiler.freshness import Assumptions
 
-__all__ = ["CACHE", "Derivatives", "nothing_remembered"]
-
-
-def nothing_remembered(*args: Any) -> Any:
-    """The hot path's code before a signature was remembered: every call misses it.
-
-    Example::
-
-        nothing_remembered(1.0)  # MISSING
-    """
-    return MISSING
+__all__ = ["CACHE", "Derivatives"]
 
 
 class Derivatives:
     """Everything generated for one function and one set of options."""
 
-    __slots__ = ("generic", "calls", "latest", "fast", "_guarded", "__weakref__")
+    __slots__ = ("generic", "calls", "latest", "token", "__weakref__")
 
     def __init__(self) -> None:
         self.generic: dict[frozenset, GeneratedFunction] = {}  # containers → generic code
         # signature → (function, its assumptions' entries, its assumptions): what runs
         self.calls: dict[tuple, tuple[Callable, list, Assumptions]] = {}
         self.latest: GeneratedFunction | None = None
-        # the code of the signature called last behind its guard (signature_guards.py):
-        # an entry of ``calls`` found faster; nothing_remembered when calls change
-        self.fast: Callable = nothing_remembered
-        self._guarded: dict[tuple, tuple] = {}  # signature → (function, entries, guarded)
+        # made anew whenever ``calls`` changes: a transform's guard of a signature
+        # (signature_guards.py) runs the code it found only while the token is this one
+        self.token = object()
 
     def keep_call(self, key: tuple, ran: GeneratedFunction) -> None:
         """Remember that calls with signature ``key`` run ``ran``."""
         self.calls[key] = (ran.function, ran.assumptions.entries, ran.assumptions)
         self.latest = ran
-        self.fast = nothing_remembered
-        self._guarded.pop(key, None)
-
-    def remember_fast(self, key: tuple, function: Callable, entries: list) -> None:
-        """Make ``calls[key]`` (``function`` and its ``entries``) the one the hot path of
-        a transformed function tries first, behind a guard of the signature ``key``."""
-        kept = self._guarded.get(key)
-        if kept is None or kept[0] is not function or kept[1] is not entries:
-            guarded = guarded_call(key, function, entries) or nothing_remembered
-            kept = self._guarded[key] = (function, entries, guarded)
-        self.fast = kept[2]
+        self.token = object()
 
     def forget_fast(self) -> None:
-        """Make the next call look its code up in ``calls`` again."""
-        self.fast = nothing_remembered
+        """Make every guard of an entry of ``calls`` miss: the next call of each
+        transform looks its code up in ``calls`` again."""
+        self.token = object()
 
     def forget_calls(self) -> None:
         self.calls.clear()
         self.latest = None
-        self.fast = nothing_remembered
-        self._guarded.clear()
+        self.token = object()
 
     def clear(self) -> None:
         self.generic.clear()
