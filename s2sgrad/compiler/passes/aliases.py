@@ -25,6 +25,7 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.annotations import SYNCED, annotation
+from s2sgrad.compiler.passes.aliases_paths import changed_memory_read
 from s2sgrad.compiler.passes.fresh_results import fresh_result
 from s2sgrad.compiler.passes.mutation import mutated_parameters, refuse_mutating_calls
 from s2sgrad.compiler.passes.sharing import (
@@ -117,6 +118,9 @@ def shared_in_place_updates(
                 continue
         if read is None or later is None:
             continue
+        stale = changed_memory_read(function, update, updated, resolve, containers)
+        if stale is not None and not stale & sharing:
+            continue  # no path binds a name read later to the changed memory
         where = f"{locate(update)}: {_what_changes(update, updated)}"
         if updated in containers and _slot_store(update):  # a list's or dict's entry
             found[id(update)] = (
