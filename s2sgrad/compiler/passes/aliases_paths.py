@@ -16,7 +16,7 @@ wherever the user's conditional expression or ``if`` chooses between a new array
 existing one (``w = t * 2.0 if c else v``): the backward reads the branch's values again,
 so differentiating the gradient once more (a Hessian) was refused.
 
-:func:`changed_memory_read` walks the statements in order, keeping which pairs of names may
+:func:`changed_memory_reads` walks the statements in order, keeping which pairs of names may
 share memory at each point: a binding pairs its name with the names its value is taken from
 (:func:`.sharing.sources_of`, the same rules as the order-blind analysis) and with their
 partners, and drops the pairs of the value it replaces; a loop's pairs are joined to a fixed
@@ -49,10 +49,10 @@ from s2sgrad.compiler.passes.sharing import (
 )
 from s2sgrad.compiler.syntax import names_written, nested_statements, walk
 
-__all__ = ["changed_memory_read"]
+__all__ = ["changed_memory_reads"]
 
-_CHANGED = "<changed>"  # the memory the update changes, held by the names paired with it
-_AGAIN = "<again>"  # paired with _CHANGED: the update ran again before its change was undone
+# "<changed u>": the memory update u changes, held by the names paired with it; "<again u>",
+# paired with it: u ran again before its change was undone
 # statements whose effect on sharing the walk knows; anything else: no answer
 _SIMPLE = (gast.Assign, gast.AugAssign, gast.Expr, gast.Return, gast.Pass, gast.Assert)
 _UNMODELLED = (
@@ -78,24 +78,25 @@ class _Unmodelled(Exception):
     """The walk met code whose effect on sharing it does not model."""
 
 
-def changed_memory_read(
-    function: gast.FunctionDef, update: gast.stmt, updated: str, resolve, containers: set[str]
-) -> set[str] | None:
-    """The names read after ``update`` (which changes ``updated``'s array in place) that may
-    hold memory it changed, along the paths the code can take; None when the walk cannot
-    tell (see the module docstring). ``containers``: the names made as lists or dicts, whose
-    item stores keep a reference.
+def changed_memory_reads(
+    function: gast.FunctionDef, updates: list[tuple[gast.stmt, str]], resolve, containers
+) -> dict[int, set[str]] | None:
+    """For each ``(update, name)`` of ``updates`` (an update changing ``name``'s array in
+    place), by ``id`` of the update: the names read after it that may hold memory it
+    changed, along the paths the code can take; None when the walk cannot tell (see the
+    module docstring). ``containers``: the names made as lists or dicts, whose item stores
+    keep a reference.
 
     Example::
 
         # if c: t = np.flip(v); w = t * 2.0
         # else: t = None; w = v
         # w[0] = 1.0; return t
-        changed_memory_read(function, update, "w", resolve, set())  # set(): t never holds w's
+        changed_memory_reads(function, [(update, "w")], resolve, set())  # {id(update): set()}
     """
     if any(isinstance(node, _UNMODELLED) for node in walk(function) if node is not function):
         return None
-    paths = _Paths(update, updated, resolve, containers, SavedWrites(function, resolve))
+    paths = _Paths(updates, resolve, containers, SavedWrites(function, resolve))
     paths.conditions = _steady_conditions(function)
     try:
         paths.block(function.body, [_State({}, {}, frozenset())])
@@ -128,11 +129,13 @@ class _State:
         if not bindings:
             return self
         names = set(bindings)
-        stacks = {
-            stack: None if entries is None else tuple(_kept(t, names) for t in entries)
-            for stack, entries in self.stacks.items()
-        }
-        facts = frozenset(f for f in self.facts if f[0] not in names)
+        stacks = self.stacks
+        for stack, entries in stacks.items():
+            if entries and any(kept and not kept.isdisjoint(names) for _, kept in entries):
+                stacks = {**stacks, stack: tuple(_kept(t, names) for t in entries)}
+        facts = self.facts
+        if any(name in names for name, _ in facts):
+            facts = frozenset(f for f in facts if f[0] not in names)
         return _State(_bound(self.pairs, bindings), stacks, facts)
 
 
@@ -172,13 +175,13 @@ _TRUTHS = (gast.Compare, gast.UnaryOp, gast.BoolOp, gast.Constant)
 
 
 class _Paths:
-    def __init__(self, update: gast.stmt, updated: str, resolve, containers, restores):
-        self.update = update
-        self.updated = updated
+    def __init__(self, updates: list[tuple[gast.stmt, str]], resolve, containers, restores):
+        self.updates = {id(update): updated for update, updated in updates}
+        self.marks = {_changed(u): u for u in self.updates}
         self.resolve = resolve
         self.containers = containers
         self.restores: SavedWrites = restores
-        self.stale: set[str] = set()
+        self.stale: dict[int, set[str]] = {u: set() for u in self.updates}
         self.conditions: set[str] = set()  # names a branch may be known to have tested
 
     def block(self, statements: list[gast.stmt], states: list[_State]) -> list[_State]:
@@ -241,16 +244,19 @@ class _Paths:
         undoes = self.restores.restoring.get(id(statement), ())
         if popped is not None and popped[1] is not None and popped[0] in undoes:
             restored = popped[0]
-        changed = state.pairs.get(_CHANGED, frozenset())
-        if restored is not None and restored == id(self.update) and _AGAIN not in changed:
-            state = state.but(pairs=_dropped(state.pairs, _CHANGED))
-        if statement is self.update:
-            held = {n for n in state.pairs.get(self.updated, ()) if not _is_mark(n)}
+        if restored in self.updates:
+            mark = _changed(restored)
+            if f"<again {restored}>" not in state.pairs.get(mark, ()):
+                state = state.but(pairs=_dropped(state.pairs, mark))
+        updated = self.updates.get(id(statement))
+        if updated is not None:
+            mark = _changed(id(statement))
+            held = {n for n in state.pairs.get(updated, ()) if not _is_mark(n)}
             if restored is not None:  # names holding what the update changed get it back
                 held -= _holding_before(state.pairs, restored)
-            if changed:  # a change of an earlier run still in effect: a restore undoes one
-                held.add(_AGAIN)
-            state = state.but(pairs=_added(state.pairs, _CHANGED, held))
+            if state.pairs.get(mark):  # a change of an earlier run in effect: one is undone
+                held.add(f"<again {id(statement)}>")
+            state = state.but(pairs=_added(state.pairs, mark, held))
         return state
 
     def saving(self, update: gast.stmt, state: _State) -> _State:
@@ -342,17 +348,22 @@ class _Paths:
 
     def read(self, node: gast.AST, state: _State) -> None:
         """Note the names ``node`` reads that may hold the changed memory."""
-        holders = state.pairs.get(_CHANGED)
-        if not holders:
-            return
+        pairs, marks = state.pairs, self.marks
         for found in walk(node):
-            if type(found) is gast.Name and type(found.ctx) is gast.Load and found.id in holders:
-                self.stale.add(found.id)
+            if type(found) is gast.Name and type(found.ctx) is gast.Load:
+                for partner in pairs.get(found.id, ()):
+                    if partner in marks:
+                        self.stale[marks[partner]].add(found.id)
+
+
+def _changed(update: int) -> str:
+    return f"<changed {update}>"
 
 
 def _is_mark(name: str) -> bool:
-    """``<before u>`` and ``<after u>``: marks, not values that can share memory."""
-    return name.startswith(("<before ", "<after ")) or name == _AGAIN
+    """``<before u>``, ``<after u>``, ``<changed u>``, ``<again u>``: marks, not values that
+    can share memory."""
+    return name.startswith(("<before ", "<after ", "<changed ", "<again "))
 
 
 def _holding_before(pairs: Pairs, update: int) -> set[str]:
@@ -394,7 +405,7 @@ def _merged(states: list[_State]) -> list[_State]:
         groups.setdefault(state.facts, []).append(state)
     if len(groups) > _MOST_PATHS:
         return [_joined(states)]
-    return [_joined(group) for group in groups.values()]
+    return [group[0] if len(group) == 1 else _joined(group) for group in groups.values()]
 
 
 def _joined(states: list[_State]) -> _State:
