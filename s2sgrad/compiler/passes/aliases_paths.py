@@ -40,6 +40,7 @@ import types
 
 import gast
 
+from s2sgrad.compiler.block_walks import header_writes, statement_blocks
 from s2sgrad.compiler.passes.aliases_restores import SavedWrites, written_name
 from s2sgrad.compiler.passes.sharing import (
     assigned_sources,
@@ -149,7 +150,8 @@ def _steady_conditions(function: gast.FunctionDef) -> set[str]:
     their truth stays what an ``if`` found until they are bound again."""
     steady: dict[str, bool] = {}
     for statement in nested_statements(function.body):
-        for name in names_written(statement):
+        blocks = statement_blocks(statement)  # their statements come on their own
+        for name in header_writes(statement) if blocks else names_written(statement):
             single = type(statement) is gast.Assign and len(statement.targets) == 1
             plain = single and type(statement.targets[0]) is gast.Name
             truth = plain and type(statement.value) in _TRUTHS
