@@ -308,7 +308,8 @@ class _Paths:
                     if type(node) in (gast.Subscript, gast.Attribute):
                         pairs = self.stored(node, sources, pairs)
             state = state.but(pairs=pairs).bound(bound)
-            if sources and len(bound) > 1:  # a, b = v: both may hold v's arrays
+            chained = len(statement.targets) > 1  # a = b = x * 2.0: one array, two names
+            if (sources or chained) and len(bound) > 1:  # a, b = v: both may hold v's arrays
                 pairs = state.pairs
                 for name in bound:
                     pairs = _added(pairs, name, set(bound) - {name})
