@@ -25,6 +25,7 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.annotations import SYNCED, annotation
+from s2sgrad.compiler.passes.aliases_paths import changed_memory_reads
 from s2sgrad.compiler.passes.fresh_results import fresh_result
 from s2sgrad.compiler.passes.mutation import mutated_parameters, refuse_mutating_calls
 from s2sgrad.compiler.passes.sharing import (
@@ -86,6 +87,7 @@ def shared_in_place_updates(
     private = private_lists(function, statements)
     repeating = _may_repeat_entries(statements)
     found = {}
+    doubted = []  # (update, name, the names that may share it): refused unless the paths tell
     for index, update, updated in updates:
         if annotation(update, SYNCED):
             continue  # items[i] = g: the list gets back the array it holds
@@ -117,6 +119,7 @@ def shared_in_place_updates(
                 continue
         if read is None or later is None:
             continue
+        doubted.append((update, updated, sharing))
         where = f"{locate(update)}: {_what_changes(update, updated)}"
         if updated in containers and _slot_store(update):  # a list's or dict's entry
             found[id(update)] = (
@@ -131,6 +134,11 @@ def shared_in_place_updates(
             f"memory with it, so the result depends on that sharing. "
             f"{_instead(update, updated)}, or {_copy_advice(statements, updated, read)}"
         )
+    asked = [(update, updated) for update, updated, _ in doubted]
+    stale = changed_memory_reads(function, asked, resolve, containers) if asked else None
+    for update, _, sharing in doubted:
+        if stale is not None and not stale[id(update)] & sharing:
+            del found[id(update)]  # along the paths, no name read later holds the change
     return found
 
 

@@ -34,6 +34,7 @@ from s2sgrad.tape.rerouting import original_of
 
 __all__ = [
     "Layout",
+    "assigned_sources",
     "Sharing",
     "with_local_functions",
     "base_of",
@@ -121,10 +122,7 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
     """``(name, names it may share memory with)`` for what ``statement`` binds or stores."""
     kind = type(statement)
     if kind is gast.Assign:
-        sources = sources_of(statement.value, resolve)
-        copied = _copied_container(statement.value, containers)
-        if copied is not None:  # a new list holding the same arrays
-            sources = {copied}
+        sources = assigned_sources(statement.value, resolve, containers)
         links = []
         first = None  # a = b = v: every target holds the same value, made once
         for target in statement.targets:
@@ -155,6 +153,14 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
             sources = set().union(*(sources_of(a, resolve) for a in statement.value.args))
             return [(owner.id, sources)]
     return []
+
+
+def assigned_sources(value: gast.expr, resolve, containers: set[str]) -> set[str]:
+    """The names whose memory a name bound to ``value`` may share: ``sources_of(value)``,
+    but ``items`` for ``items.copy()`` of a list or dict made here (a new list holding the
+    same arrays)."""
+    copied = _copied_container(value, containers)
+    return sources_of(value, resolve) if copied is None else {copied}
 
 
 def _copied_container(value: gast.expr, containers: set[str]) -> str | None:
