@@ -261,8 +261,9 @@ def changes_its_argument(a):
 def passes_an_input_to_a_changing_helper(x):
     y = np.sin(x)
     z = y * 2.0
+    head = x[:2]  # a view of the input, read after the change
     w = changes_its_argument(x)  # the input changed in place, under a plain statement
-    return np.sum(w * z)
+    return np.sum(w * z) + np.sum(head)
 
 
 def test_a_changing_call_under_a_plain_statement_is_still_refused():
