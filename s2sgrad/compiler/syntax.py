@@ -9,6 +9,7 @@ from typing import Any
 import gast
 
 __all__ = [
+    "call_bound_to_a_name",
     "arguments",
     "store_param",
     "item_target_base",
@@ -141,6 +142,23 @@ def assign(target: str | gast.expr, value: gast.expr, like: gast.AST | None = No
     node = _new(gast.Assign)
     node.__dict__ = {"targets": [target_node], "value": value, "type_comment": None}
     return located(node, like) if like is not None else node
+
+
+def call_bound_to_a_name(statement: gast.stmt) -> gast.Call | None:
+    """The call of ``name = f(...)`` (one name, one call), or None for any other statement.
+
+    Example::
+
+        call_bound_to_a_name(parse("d = np.zeros(3)").body[0])  # the Call node
+    """
+    if (
+        type(statement) is gast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+        and type(statement.value) is gast.Call
+    ):
+        return statement.value
+    return None
 
 
 def call(function: gast.expr | str, args: Iterable[gast.expr] = (), keywords=None) -> gast.Call:

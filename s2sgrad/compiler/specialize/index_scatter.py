@@ -32,7 +32,16 @@ from s2sgrad import runtime
 from s2sgrad.compiler.annotations import ARRAY_INDEX, annotate, annotation
 from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import attribute, call, constant, load, names_read, store, walk
+from s2sgrad.compiler.syntax import (
+    attribute,
+    call,
+    call_bound_to_a_name,
+    constant,
+    load,
+    names_read,
+    store,
+    walk,
+)
 
 __all__ = ["note_array_index", "write_array_scatters"]
 
@@ -96,14 +105,9 @@ def write_array_scatters(
 
 
 def _scatter(statement, npn: str, namespace: dict, is_pure, uses: _IndexUses):
-    if not (
-        type(statement) is gast.Assign
-        and len(statement.targets) == 1
-        and type(statement.targets[0]) is gast.Name
-        and type(statement.value) is gast.Call
-    ):
+    node = call_bound_to_a_name(statement)
+    if node is None:
         return None
-    node = statement.value
     facts = annotation(node, ARRAY_INDEX)
     if facts is None or len(node.args) != 3 or node.keywords:
         return None

@@ -23,7 +23,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
-from s2sgrad.compiler.syntax import every_statement, walk
+from s2sgrad.compiler.syntax import call_bound_to_a_name, every_statement, walk
 
 __all__ = ["assign_single_writes"]
 
@@ -77,14 +77,9 @@ def _blocks(body):
 
 def _zeros_shape(statement) -> tuple | None:
     """The literal shape of ``d = np.zeros((5, 5, 3, 6))``, or None."""
-    if not (
-        type(statement) is gast.Assign
-        and len(statement.targets) == 1
-        and type(statement.targets[0]) is gast.Name
-        and type(statement.value) is gast.Call
-    ):
+    value = call_bound_to_a_name(statement)
+    if value is None:
         return None
-    value = statement.value
     if not (
         type(value.func) is gast.Attribute
         and value.func.attr == "zeros"
