@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
 import tempfile
@@ -100,6 +101,10 @@ def first_and_later(sg, fn, args: tuple, wrt, mode: str, later_calls: int = 3):
     def call():
         return sg.grad(fn, wrt=wrt, mode=mode)(*args)
 
+    # the garbage the rows before left (a 2,000-statement transform's trees) is collected
+    # now, not in the middle of this row's first call: one such collection took 106 ms of
+    # the long loop's 120 ms "transformation" when run.py ran this table after its workloads
+    gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
     call()
     first, first_cpu = time.perf_counter() - start, time.process_time() - cpu
