@@ -377,3 +377,27 @@ def test_hvp_says_it_takes_tuples():
     # hvp(f, x, v) with arrays read x's rows as the arguments: "wrt=1 is out of range"
     with pytest.raises(TypeError, match=r"hvp takes its primals as a tuple"):
         sg.hvp(lambda x: np.sum(x**3), np.ones(3), np.ones(3))
+
+
+def layer_of_a_dict(params, x):
+    return np.tanh(x @ params["W"] + params["b"])
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_tangents_and_cotangents_are_matched_to_their_values_by_key_and_entry(mode):
+    # a tangent dict in another key order (as tree_unflatten makes it), None for zeros and
+    # a number for a whole array are right, and were never refused
+    params = {"W": np.ones((3, 2)) * 0.1, "b": np.zeros(2)}
+    x = np.array([0.3, -0.2, 0.5])
+    tangent = {"b": np.ones(2), "W": np.full((3, 2), 0.5)}
+    _, product = sg.jvp(layer_of_a_dict, (params, x), (tangent, np.zeros(3)), mode=mode)
+    _, same = sg.jvp(
+        layer_of_a_dict, (params, x), (dict(reversed(tangent.items())), None), mode=mode
+    )
+    np.testing.assert_allclose(product, same)
+    _, pullback = sg.vjp(layer_of_a_dict, params, x, mode=mode)
+    np.testing.assert_allclose(pullback(1.0)[1], pullback(np.ones(2))[1])
+    with pytest.raises(ValueError, match=r"tangent of 'params' has shape \(2, 3\)"):
+        sg.jvp(
+            layer_of_a_dict, (params, x), ({"W": np.ones((2, 3)), "b": np.ones(2)}, x), mode=mode
+        )

@@ -314,34 +314,51 @@ def refuse_complex_for_real(name, value, given, f) -> None:
 
 def refuse_mismatched_shape(name: str, value: Any, given: Any, f) -> None:
     """Refuse a tangent or cotangent (``given``) whose arrays do not have the shapes of the
-    ``value`` it goes with, entry by entry; a number stands for any shape (it broadcasts).
-    NumPy's own error, raised deep in generated code, would not say which was wrong.
+    ``value`` it goes with, entry by entry (a dict's by key); a number stands for any shape
+    (it broadcasts) and ``None`` for zeros. NumPy's own error, raised deep in generated
+    code, would not say which was wrong.
 
     Example::
 
         refuse_mismatched_shape("the cotangent", np.ones(3), np.ones(4), f)  # ValueError
     """
-    expected, given_leaves = list(leaves(value)), list(leaves(given))
-    if len(expected) != len(given_leaves):
-        raise ValueError(
-            f"{located_name(f)}: {name} has {len(given_leaves)} arrays or numbers, but the "
-            f"value it goes with has {len(expected)}; give one for each, in the same structure"
-        )
-    for want, got in zip(expected, given_leaves):
-        got_shape = _shape_of(got)
-        if got is None or not got_shape:
-            continue
-        if got_shape != _shape_of(want):
+    if given is None or value is None:
+        return
+    if isinstance(value, dict) and isinstance(given, dict):
+        for key, entry in given.items():
+            refuse_mismatched_shape(name, value.get(key), entry, f)
+        return
+    if isinstance(value, (list, tuple)) and isinstance(given, (list, tuple)):
+        if len(value) != len(given):
             raise ValueError(
-                f"{located_name(f)}: {name} has shape {got_shape}, but the value it goes "
-                f"with has shape {_shape_of(want)}; give one of that shape"
+                f"{located_name(f)}: {name} has {len(given)} entries, but the value it goes "
+                f"with has {len(value)}; give one for each, in the same structure"
             )
+        for entry, given_entry in zip(value, given):
+            refuse_mismatched_shape(name, entry, given_entry, f)
+        return
+    node, given_node = registered_node(value), registered_node(given)
+    if node is not None and given_node is not None:  # a dataclass or a registered class
+        refuse_mismatched_shape(name, list(node[0]), list(given_node[0]), f)
+        return
+    got_shape, shape = _shape_of(given), _shape_of(value)
+    if got_shape and shape is not None and got_shape != shape:
+        raise ValueError(
+            f"{located_name(f)}: {name} has shape {got_shape}, but the value it goes "
+            f"with has shape {_shape_of(value)}; give one of that shape"
+        )
 
 
-def _shape_of(value: Any) -> tuple:
-    """The shape of an array (a tape value's or a Dask array's too), () for a number."""
+def _shape_of(value: Any) -> tuple | None:
+    """The shape of an array (a tape value's or a Dask array's too), () for a number, None
+    for what has none (a ragged list)."""
     shape = getattr(value, "shape", None)
-    return tuple(shape) if shape is not None else np.shape(value)
+    if shape is not None:
+        return tuple(shape)
+    try:
+        return np.shape(value)
+    except (ValueError, TypeError):
+        return None
 
 
 def require_complex_ready(generated, arguments, f) -> None:
