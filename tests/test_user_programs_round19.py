@@ -179,3 +179,29 @@ def test_round_is_differentiated_and_exact_arithmetic_refused_in_every_mode(mode
     with pytest.raises(sg.S2SGradError), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sg.grad(mean_of_statistics, mode=mode)(x)
+
+
+def dense_with_optional_bias(layer, x):
+    W, b = layer
+    z = x @ W
+    if b is not None:
+        z = z + b
+    return np.sum(np.tanh(z) ** 2)
+
+
+def named_dense(layer, x):
+    return dense_with_optional_bias((layer["W"], layer["b"]), x)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_none_entry_of_the_parameters_gets_none(mode):
+    # a layer without bias, (W, None) or {"W": W, "b": None}, was refused ("holds a NoneType
+    # value"); as in JAX, None is an entry with nothing in it, and its gradient is None
+    W, x = R.normal(size=(3, 2)), R.normal(size=(4, 3))
+    expected = numeric_grad(lambda w: dense_with_optional_bias((w, None), x), (W,), 0)
+    gW, gb = call_twice(sg.grad(dense_with_optional_bias, mode=mode), (W, None), x)
+    assert_close(gW, expected)
+    assert gb is None
+    named = call_twice(sg.grad(named_dense, mode=mode), {"W": W, "b": None}, x)
+    assert_close(named["W"], expected)
+    assert named["b"] is None

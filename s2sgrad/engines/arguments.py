@@ -233,6 +233,8 @@ _DTYPE_KINDS = {"f": "float", "c": "complex", "b": "bool", "i": "int", "u": "int
 def check_differentiable(name, value, f) -> None:
     """Refuse to differentiate wrt ``value`` unless every leaf of it is a float or complex."""
     for leaf in leaves(value):
+        if leaf is None and value is not None:  # an empty entry (no bias): no gradient there
+            continue
         kind = leaf_kind(leaf)
         if kind not in _DIFFERENTIATED:
             message = _not_differentiable_message(name, leaf, kind, f)

@@ -229,7 +229,8 @@ def as_gradient(g: Any, x: Any) -> Any:
     """Give the cotangent ``g`` of ``x`` exactly the structure, shape and dtype of ``x``.
 
     A Python number gets a float, an array a fresh writable array of its shape and
-    floating dtype, a container the same container. ``None`` (no contribution) gives zeros.
+    floating dtype, a container the same container. ``None`` (no contribution) gives zeros;
+    an entry of ``x`` that is ``None`` (a layer without bias) gets ``None``, as in JAX.
 
     Example::
 
@@ -245,6 +246,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         and g.flags.writeable
     ):
         return g
+    if x is None:  # an empty entry (a layer without bias): nothing flows into it
+        return None
     if is_object_node(x):  # a dataclass, a model object: the same class
         return object_gradient(g, x, as_gradient)
     if g is None and not isinstance(x, (dict, list, tuple)):  # containers: entry by entry
