@@ -26,7 +26,7 @@ from s2sgrad.compiler.freshness import (
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.syntax import walk
 
-__all__ = ["depending", "free_name_entries", "module_attribute_entries"]
+__all__ = ["attribute_entries", "depending", "free_name_entries"]
 
 
 def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
@@ -69,7 +69,7 @@ def _users_function(value) -> bool:
     return module not in ("numpy", "scipy", "s2sgrad")
 
 
-def module_attribute_entries(
+def attribute_entries(
     parsed: ParsedFunction, node: gast.FunctionDef, nodes: list[gast.AST] | None = None
 ) -> list:
     """Entries for what the code reads from a module, a class or an object of the user's
@@ -79,7 +79,7 @@ def module_attribute_entries(
 
     Example::
 
-        assumptions.include(module_attribute_entries(parsed, node))
+        assumptions.include(attribute_entries(parsed, node))
     """
     entries = []
     for attribute in walk(node) if nodes is None else nodes:

@@ -58,7 +58,7 @@ from s2sgrad.compiler.complex_values import complex_readiness, with_callees
 from s2sgrad.compiler.custom import build_custom, positions
 from s2sgrad.compiler.finishing import Finishing, finish, specialised, without_garbage_collection
 from s2sgrad.compiler.forward import forward_sweep
-from s2sgrad.compiler.free_names import depending, free_name_entries, module_attribute_entries
+from s2sgrad.compiler.free_names import attribute_entries, depending, free_name_entries
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
@@ -318,7 +318,7 @@ def _build(request: Request) -> GeneratedFunction:
             reads_complex = reads_complex or runtime.is_complex(obj)
             namespace.bind_existing(name, obj)
     live, assumptions = free_name_entries(parsed, free_names)
-    assumptions.include(module_attribute_entries(parsed, node, nodes))
+    assumptions.include(attribute_entries(parsed, node, nodes))
     classified: dict[int, tuple] = {}  # id(value) -> (value, its Operation), made once
     activity = _activity(request, parsed, node, differentiated, local_names, classified)
     if _repeat_sequences(parsed, node, activity.varied, names, namespace):
