@@ -28,6 +28,7 @@ from s2sgrad.rules.registry import (
     vjp_rule,
     zero_by_design,
 )
+from s2sgrad.rules.shapes import linspace_weights, real_valued
 from s2sgrad.runtime import unbroadcast, untake
 
 # ---------------------------------------------------------------------------------------
@@ -171,18 +172,6 @@ complex_ready(np.diagflat, np.resize, np.delete, np.insert, np.ediff1d)
 # np.linspace(0, 1, num, endpoint) along ``axis``
 
 
-def _real_valued(ans) -> bool:
-    return np.issubdtype(np.result_type(ans), np.inexact)
-
-
-def _grid_weights(samples, num, endpoint, axis):
-    """``w`` shaped to broadcast against the samples: ``num`` along ``axis``, 1 elsewhere."""
-    shape = [1] * np.ndim(samples)
-    shape[axis] = num
-    weights = np.linspace(0.0, 1.0, num, endpoint=endpoint, dtype=np.result_type(samples))
-    return np.reshape(weights, shape)
-
-
 def _along(value, start, stop, axis):
     """``value`` broadcast to the endpoints' shape, with ``axis`` added for the samples."""
     shape = np.broadcast_shapes(np.shape(start), np.shape(stop))
@@ -191,9 +180,9 @@ def _along(value, start, stop, axis):
 
 @vjp_rule(np.geomspace, inline=False)
 def _geomspace(g, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    if not _real_valued(ans):
+    if not real_valued(ans):
         return None, None
-    weights = _grid_weights(ans, num, endpoint, axis)
+    weights = linspace_weights(ans, num, endpoint, axis)
     to_start = np.sum(g * ans * (1.0 - weights), axis=axis) / start
     to_stop = np.sum(g * ans * weights, axis=axis) / stop
     return unbroadcast(to_start, start), unbroadcast(to_stop, stop)
@@ -201,9 +190,9 @@ def _geomspace(g, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
 
 @jvp_rule(np.geomspace, inline=False)
 def _geomspace_jvp(t, ans, start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    if not _real_valued(ans):
+    if not real_valued(ans):
         return None, None
-    weights = _grid_weights(ans, num, endpoint, axis)
+    weights = linspace_weights(ans, num, endpoint, axis)
     from_start = _along(t / start, start, stop, axis) * ans * (1.0 - weights)
     from_stop = _along(t / stop, start, stop, axis) * ans * weights
     return from_start, from_stop
@@ -222,9 +211,9 @@ def _as_used(base, axis):
 
 @vjp_rule(np.logspace, inline=False)
 def _logspace(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
-    if not _real_valued(ans):
+    if not real_valued(ans):
         return None, None, None, None, None
-    weights = _grid_weights(ans, num, endpoint, axis)
+    weights = linspace_weights(ans, num, endpoint, axis)
     used = _as_used(base, axis)
     rate = g * ans * np.log(used)
     to_start = np.sum(rate * (1.0 - weights), axis=axis)
@@ -238,9 +227,9 @@ def _logspace(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None,
 def _logspace_jvp(t, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     # forward mode calls this once per differentiated argument, with that argument's
     # tangent: an entry is computed only for a tangent of its argument's shape
-    if not _real_valued(ans):
+    if not real_valued(ans):
         return None, None, None, None, None
-    weights = _grid_weights(ans, num, endpoint, axis)
+    weights = linspace_weights(ans, num, endpoint, axis)
     used = _as_used(base, axis)
     from_start = from_stop = from_base = None
     if np.shape(t) == np.shape(start) or np.shape(t) == np.shape(stop):

@@ -1145,11 +1145,11 @@ def _clip_method_jvp(t, ans, self, min=None, max=None, out=None):
 # An integer dtype makes any of them piecewise constant: no derivative.
 
 
-def _real_valued(ans) -> bool:
+def real_valued(ans) -> bool:
     return np.issubdtype(np.result_type(ans), np.inexact)
 
 
-def _linspace_weights(samples, num, endpoint, axis):
+def linspace_weights(samples, num, endpoint, axis):
     """``w`` shaped to broadcast against the samples: ``num`` along ``axis``, 1 elsewhere."""
     shape = [1] * np.ndim(samples)
     shape[axis] = num
@@ -1163,11 +1163,11 @@ def _linspace(
 ):
     g_samples, g_step = g if retstep else (g, None)
     samples = ans[0] if retstep else ans
-    if not _real_valued(samples):
+    if not real_valued(samples):
         return None, None
     to_start = to_stop = 0.0
     if g_samples is not None:
-        weights = _linspace_weights(samples, num, endpoint, axis)
+        weights = linspace_weights(samples, num, endpoint, axis)
         to_start = np.sum(g_samples * (1.0 - weights), axis=axis)
         to_stop = np.sum(g_samples * weights, axis=axis)
     divisor = num - 1 if endpoint else num
@@ -1182,9 +1182,9 @@ def _linspace_jvp(
     t, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *, device=None
 ):
     samples = ans[0] if retstep else ans
-    if not _real_valued(samples):
+    if not real_valued(samples):
         return None, None
-    weights = _linspace_weights(samples, num, endpoint, axis)
+    weights = linspace_weights(samples, num, endpoint, axis)
     divisor = num - 1 if endpoint else num
     # the tangent of one endpoint, spread over the samples along ``axis``
     t_along = np.expand_dims(
@@ -1200,7 +1200,7 @@ def _linspace_jvp(
 
 @vjp_rule(np.arange, inline=False)
 def _arange(g, ans, start, stop=None, step=None, dtype=None, *, device=None, like=None):
-    if stop is None or not _real_valued(ans):  # np.arange(stop) counts 0, 1, 2, ...
+    if stop is None or not real_valued(ans):  # np.arange(stop) counts 0, 1, 2, ...
         return None
     positions = np.arange(np.size(ans), dtype=np.result_type(ans))
     to_step = None if step is None else np.sum(g * positions)
@@ -1209,7 +1209,7 @@ def _arange(g, ans, start, stop=None, step=None, dtype=None, *, device=None, lik
 
 @jvp_rule(np.arange, inline=False)
 def _arange_jvp(t, ans, start, stop=None, step=None, dtype=None, *, device=None, like=None):
-    if stop is None or not _real_valued(ans):
+    if stop is None or not real_valued(ans):
         return None
     positions = np.arange(np.size(ans), dtype=np.result_type(ans))
     from_step = None if step is None else t * positions
@@ -1228,7 +1228,7 @@ def _meshgrid(g, ans, *xi, copy=True, sparse=False, indexing="xy"):
     cotangents = []
     for index, x in enumerate(xi):
         piece = g[index]
-        if piece is None or not _real_valued(ans[index]):
+        if piece is None or not real_valued(ans[index]):
             cotangents.append(None)
             continue
         keep = _grid_axis(index, len(xi), np.ndim(piece), indexing)
