@@ -152,14 +152,20 @@ _ENTRIES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 def entry_for(holder: dict | types.CellType, name: str) -> Entry:
     """The entry of ``name`` in ``holder`` (a globals dict or a cell), shared by every
     generated function that reads it, so one update serves them all."""
+    return _shared((id(holder), name), holder, name)
+
+
+def _shared(key: tuple, holder: Any, name: str, any_change_is_stale: bool = False) -> Entry:
+    """The entry ``key`` names, made for ``name`` in ``holder`` when there is none current;
+    ``any_change_is_stale``: no new value is taken over, even data of the same kind."""
     with _lock:
-        key = (id(holder), name)
         entry = _ENTRIES.get(key)
         if entry is not None and entry.refresh():
             return entry
         entry = Entry(holder, name, MISSING)
+        entry.key = key
         entry.expected = entry.read()
-        entry.kind = kind_of(entry.expected)
+        entry.kind = None if any_change_is_stale else kind_of(entry.expected)
         _ENTRIES[key] = entry
         return entry
 
@@ -179,20 +185,10 @@ def code_entries_for(function: types.FunctionType) -> list[Entry]:
         names.append("__defaults__")
     if function.__kwdefaults__ is not None:
         names.append("__kwdefaults__")
-    return [_attribute_entry(function, name) for name in names]
-
-
-def _attribute_entry(function: types.FunctionType, name: str) -> Entry:
-    with _lock:
-        key = (id(function), name)
-        entry = _ENTRIES.get(key)
-        if entry is not None and entry.refresh():
-            return entry
-        entry = Entry(_Attributes(function), name, getattr(function, name))
-        entry.key = key
-        entry.kind = None  # any other value makes the derivative stale
-        _ENTRIES[key] = entry
-        return entry
+    return [
+        _shared((id(function), name), _Attributes(function), name, any_change_is_stale=True)
+        for name in names
+    ]
 
 
 def class_attribute_entries(cls: type, name: str) -> list[Entry]:
@@ -209,15 +205,8 @@ def class_attribute_entries(cls: type, name: str) -> list[Entry]:
     for owner in cls.__mro__:
         if owner is object:
             break
-        with _lock:
-            key = (id(owner), f"class attribute {name}")
-            entry = _ENTRIES.get(key)
-            if entry is None or not entry.refresh():
-                entry = Entry(_ClassAttributes(owner), name, MISSING)
-                entry.key = key
-                entry.expected = entry.read()
-                entry.kind = kind_of(entry.expected)
-                _ENTRIES[key] = entry
+        key = (id(owner), f"class attribute {name}")
+        entry = _shared(key, _ClassAttributes(owner), name)
         entries.append(entry)
         if entry.expected is not MISSING:
             break
