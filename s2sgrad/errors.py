@@ -12,6 +12,7 @@ __all__ = [
     "NonDifferentiableError",
     "ImmutableValueError",
     "AuxOutputError",
+    "aux_pair_required",
     "S2SGradWarning",
     "FallbackWarning",
     "warn_at_caller",
@@ -55,6 +56,16 @@ class AuxOutputError(S2SGradError, TypeError):
     ``(output, aux)``: a ``TypeError``, as a wrong call is, in every mode alike."""
 
     tape_cannot_either = True  # mode="auto" raises it rather than falling back to the tape
+
+
+def aux_pair_required(who: str) -> str:
+    """The start of every :class:`AuxOutputError`'s message; ``who`` is ``file:line: name``.
+
+    Example::
+
+        aux_pair_required("model.py:3: loss")  # "model.py:3: loss is differentiated ..."
+    """
+    return f"{who} is differentiated with has_aux=True, so it must return a pair (output, aux)"
 
 
 class S2SGradWarning(UserWarning):

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad import numpy_signatures
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import UnsupportedError, aux_pair_required
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import registered_node
 from s2sgrad.running import function_origin
@@ -124,12 +124,8 @@ def first_of(function: Callable) -> Callable:
 
     def first(*args, **kwargs):
         result = function(*args, **kwargs)
-        if not (isinstance(result, (tuple, list)) and len(result) == 2):
-            require_aux_pair(
-                result,
-                f"{located_name(function)} is differentiated with has_aux=True, so it must "
-                "return a pair (output, aux)",
-            )
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):  # message made only then
+            require_aux_pair(result, aux_pair_required(located_name(function)))
         out, aux = result
         first.aux = aux
         return out

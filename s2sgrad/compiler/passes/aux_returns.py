@@ -19,7 +19,7 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.syntax import assign, call, constant, load
-from s2sgrad.errors import AuxOutputError
+from s2sgrad.errors import AuxOutputError, aux_pair_required
 
 __all__ = ["split_aux_returns", "pair_the_joined_return"]
 
@@ -69,18 +69,14 @@ def _pair_return(statement: gast.Return, function, parsed, names, checker) -> li
     if isinstance(value, gast.Tuple) and not any(isinstance(e, gast.Starred) for e in value.elts):
         if len(value.elts) != 2:
             raise AuxOutputError(
-                f"{where}: {function.name} is differentiated with has_aux=True, so it must "
-                f"return a pair (output, aux), but this return gives {len(value.elts)} "
-                "values; put the extra ones in aux: return output, (a, b)"
+                f"{aux_pair_required(f'{where}: {function.name}')}, but this return gives "
+                f"{len(value.elts)} values; put the extra ones in aux: return output, (a, b)"
             )
         return [statement]
     if not checker:
         checker.append(names.claim("require_aux_pair"))
     pair = names.fresh("pair")
-    message = (
-        f"{where}: {function.name} is differentiated with has_aux=True, so it must return a "
-        "pair (output, aux)"
-    )
+    message = aux_pair_required(f"{where}: {function.name}")
     returned = value if value is not None else constant(None)
     entries = [gast.Subscript(value=load(pair), slice=constant(i), ctx=gast.Load()) for i in (0, 1)]
     check = gast.Expr(value=call(load(checker[0]), [load(pair), constant(message)]))
