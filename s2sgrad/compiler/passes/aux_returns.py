@@ -18,6 +18,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.compiler.block_walks import statement_blocks
 from s2sgrad.compiler.syntax import assign, call, constant, load
 from s2sgrad.errors import AuxOutputError, aux_pair_required
 
@@ -50,12 +51,8 @@ def _split_in(body: list, function, parsed, names, checker: list[str]) -> None:
             body[position : position + 1] = replacement
             position += len(replacement)
             continue
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(
-                statement, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
-            ):
-                _split_in(inner, function, parsed, names, checker)
+        for block in statement_blocks(statement):  # not a nested function's or class's
+            _split_in(block, function, parsed, names, checker)
         for handler in getattr(statement, "handlers", ()):
             _split_in(handler.body, function, parsed, names, checker)
         for case in getattr(statement, "cases", ()):
