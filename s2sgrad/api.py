@@ -54,7 +54,7 @@ from s2sgrad.engines.arguments import (
     require_complex_ready,
 )
 from s2sgrad.engines.products import check_mode, may_fall_back, on_the_tape, warn_fallback
-from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.errors import S2SGradError, UnsupportedError, after_s2s_refused
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import nondifferentiable
@@ -152,6 +152,7 @@ class _Transform(NotebookDisplay):
         self._guards = {}  # signature → (its code, the token, its guard or None); see _guard
         self.use_tape = mode == "tape"
         self.tape_function = self.function  # what the tape differentiates
+        self.s2s_refusal: S2SGradError | None = None  # why mode "auto" took the tape
         self.bound_self = f.__self__ if isinstance(f, types.MethodType) else None
         self.wrap_single = not self.single and len(self.wrt) == 1  # wrt=(0,): 1-tuples
         self.one_tuple = self.wrap_single and kind == "grad" and not has_aux  # (gradient,)
@@ -337,7 +338,13 @@ class _Transform(NotebookDisplay):
                 generated = self._transform(containers, (args, kwargs))
                 if generated is not None:
                     return self._first_call(key, generated, args, kwargs)
-        return self._tape_call(args, kwargs, values)
+        try:
+            return self._tape_call(args, kwargs, values)
+        except S2SGradError as error:
+            if self.s2s_refusal is None:
+                raise
+            after_s2s_refused(error, self.s2s_refusal)
+            raise
 
     def _transform(self, containers, arguments=()):
         try:
@@ -359,6 +366,7 @@ class _Transform(NotebookDisplay):
             warn_fallback(self.function, error)
             self._switch_to_the_tape()
             self.tape_function = on_the_tape(self.function, error)
+            self.s2s_refusal = error
             return None
 
     def on_the_tape(self) -> _Transform:

@@ -13,6 +13,8 @@ __all__ = [
     "ImmutableValueError",
     "AuxOutputError",
     "aux_pair_required",
+    "USE_S2S",
+    "after_s2s_refused",
     "S2SGradWarning",
     "FallbackWarning",
     "warn_at_caller",
@@ -66,6 +68,29 @@ def aux_pair_required(who: str) -> str:
         aux_pair_required("model.py:3: loss")  # "model.py:3: loss is differentiated ..."
     """
     return f"{who} is differentiated with has_aux=True, so it must return a pair (output, aux)"
+
+
+# the tape's advice in a refusal of code the source transformer handles
+USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
+
+
+def after_s2s_refused(tape_error: S2SGradError, s2s_error: BaseException) -> S2SGradError:
+    """``tape_error``, raised by the tape in mode "auto" after the source transformer refused
+    the function with ``s2s_error``: its advice to use the source transformer is dropped
+    (it was tried) and the transformer's own reason is added, so that the user sees what
+    each engine needs. The same exception, its message changed.
+
+    Example::
+
+        after_s2s_refused(NonDifferentiableError("f.py:3: ..., or " + USE_S2S + "."), refusal)
+    """
+    message = str(tape_error)
+    for advice in (f", or {USE_S2S}", f"{USE_S2S}, ", f" {USE_S2S}"):
+        message = message.replace(advice, "")
+    tape_error.args = (
+        f"{message} (The source transformer, tried first, refused it as well: {s2s_error})",
+    )
+    return tape_error
 
 
 class S2SGradWarning(UserWarning):

@@ -10,6 +10,7 @@ import pytest
 from oracle import directional_derivative
 
 import s2sgrad as sg
+from s2sgrad.errors import FallbackWarning
 
 HERE = "test_errors.py"
 
@@ -315,7 +316,7 @@ def test_a_missing_rule_is_one_refusal_in_auto_not_a_fallback_that_fails_again()
             with pytest.raises(sg.NonDifferentiableError) as error:
                 transform()
         assert f"{HERE}:" in str(error.value) and "np.unwrap" in str(error.value)
-        assert not [w for w in caught if issubclass(w.category, sg.FallbackWarning)]
+        assert not [w for w in caught if issubclass(w.category, FallbackWarning)]
 
 
 def spectral_norm(a):
@@ -401,3 +402,25 @@ def test_tangents_and_cotangents_are_matched_to_their_values_by_key_and_entry(mo
         sg.jvp(
             layer_of_a_dict, (params, x), ({"W": np.ones((2, 3)), "b": np.ones(2)}, x), mode=mode
         )
+
+
+def _copy_where_positive(x):
+    y = x.copy()
+    np.copyto(y, x**2, where=x > 0)  # neither engine follows np.copyto
+    return np.sum(y**2)
+
+
+def test_auto_mode_gives_both_engines_reasons_when_both_refuse():
+    """In mode "auto" the tape's refusal must not advise mode="s2s" when the source
+    transformer was tried first and refused too: the message gives both reasons."""
+    x = np.random.default_rng(4).normal(size=(2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FallbackWarning)
+        with pytest.raises(sg.NonDifferentiableError) as refused:
+            sg.grad(_copy_where_positive)(x)
+    message = str(refused.value)
+    assert "mode='s2s'" not in message
+    assert "test_errors.py" in message and "tried first" in message
+    assert message.count("np.copyto") == 2  # the tape's reason, then the transformer's
+    with pytest.raises(sg.NonDifferentiableError, match="mode='s2s'"):  # the tape alone
+        sg.grad(_copy_where_positive, mode="tape")(x)

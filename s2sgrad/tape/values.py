@@ -28,6 +28,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.errors import (
+    USE_S2S,
     ImmutableValueError,
     NonDifferentiableError,
     UnsupportedError,
@@ -212,14 +213,14 @@ class TapeValue:
                 f"{where(*_shown_position(frame))}: np.r_[...] / np.c_[...] convert their items to "
                 "plain arrays, which would drop the derivative of a value being differentiated "
                 "on the tape. Write np.concatenate([...]) or np.column_stack([...]) instead, "
-                f"or {_USE_S2S}."
+                f"or {USE_S2S}."
             )
         if _inside_numpy_full():
             raise NonDifferentiableError(
                 f"{where(*_shown_position(frame))}: np.full(shape, c) makes a plain array out of "
                 "c, so the derivative of a c being differentiated would be lost on the tape "
                 "(NumPy does not let the tape make that array). Write c * np.ones(shape) or "
-                f"np.broadcast_to(c, shape) instead, or {_USE_S2S}."
+                f"np.broadcast_to(c, shape) instead, or {USE_S2S}."
             )
         if _is_storing_an_item(frame):
             if under_numpy_semantics() and _take_over_written_array(frame, self):
@@ -230,11 +231,11 @@ class TapeValue:
                 "follows writes only into arrays made from values it records. Make the array "
                 "with np.zeros_like(x, shape=...) (or np.empty_like, x.copy()) from a value x "
                 "being differentiated, build it with np.stack, np.concatenate or np.where, "
-                f"or {_USE_S2S}."
+                f"or {USE_S2S}."
             )
         math_functions = (
             " Python's math functions (math.sin, math.exp ...) take floats this way: on the "
-            f"tape use NumPy's (np.sin, np.exp ...), or {_USE_S2S}."
+            f"tape use NumPy's (np.sin, np.exp ...), or {USE_S2S}."
             if what == "float()" and (frame is None or origin_of(frame.f_code.co_filename) is None)
             else ""
         )
@@ -294,7 +295,7 @@ class TapeValue:
             return
         raise ImmutableValueError(
             f"{user_location()}: tape values are immutable and cannot be assigned to in place; "
-            f"build the new array with np.where, np.concatenate or np.stack instead, or {_USE_S2S}."
+            f"build the new array with np.where, np.concatenate or np.stack instead, or {USE_S2S}."
         )
 
     def _immutable(self, *args: Any, **kwargs: Any) -> None:
@@ -336,7 +337,7 @@ class TapeValue:
                     f"{where(*_shown_position(frame))}: an in-place operator method called "
                     "directly (x.__iadd__(v), operator.iadd(x, v)) changes a value being "
                     "differentiated in place, which the tape follows only as 'x += v'; write "
-                    f"x += v or x = x + v, or {_USE_S2S}."
+                    f"x += v or x = x + v, or {USE_S2S}."
                 )
             refuse_shared_update(frame)
         return NotImplemented
@@ -1070,7 +1071,7 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
                 f"{user_location()}: {describe(primitive)}(..., out=...) into a view of an "
                 "array (a slice, a reshape) writes through to the array it views, which the "
                 "tape cannot follow; assign the result instead (u[1:] = np.negative(u[1:])), "
-                f"or {_USE_S2S}."
+                f"or {USE_S2S}."
             )
         rest = {k: v for k, v in kwargs.items() if k != "out"}
         single[...] = apply_rule(primitive, primitive, args, rest)
@@ -1087,7 +1088,7 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
                 "in place with a value being differentiated, which the tape cannot record. Write "
                 f"'{target} = {target} {symbol[:-1]} ...' to make a new array, make the array with "
                 "np.zeros_like(x, shape=...) from a value x being differentiated (the tape "
-                f"follows writes into it), or {_USE_S2S}."
+                f"follows writes into it), or {USE_S2S}."
             )
         raise NonDifferentiableError(
             f"{where(*_shown_position(frame))}: {describe(primitive)}(..., out=...) writes in "
@@ -1123,7 +1124,7 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
             "tape cannot follow. Write 'a[...] = v' into an array made from a value being "
             "differentiated (np.zeros_like(x, shape=...)), or build a new array"
         )
-    raise NonDifferentiableError(f"{where(*_shown_position(frame))}: {what}, or {_USE_S2S}.")
+    raise NonDifferentiableError(f"{where(*_shown_position(frame))}: {what}, or {USE_S2S}.")
 
 
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
@@ -1157,7 +1158,7 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
             f"{user_location()}: {describe(primitive)} writes into its first argument in place, "
             "which the tape records only into an array made from a value being differentiated "
             f"(np.zeros_like(x), x * 1.0) and for a ufunc with a derivative rule; write into "
-            f"such an array, {_USE_S2S}, or build a new array."
+            f"such an array, {USE_S2S}, or build a new array."
         )
     if isinstance(inputs[0], TapeValue):
         raise ImmutableValueError(
@@ -1249,12 +1250,9 @@ def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]
 # Error messages ----------------------------------------------------------------------------
 
 
-# what to do instead of an in-place write the tape cannot record
 class TapeAttributeError(NonDifferentiableError, AttributeError):
     """An ndarray attribute a tape value does not have (``hasattr`` sees it as missing)."""
 
-
-_USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
 
 _NUMPY = os.path.dirname(np.__file__) + os.sep
 _TAPE_OR_NUMPY = (os.path.dirname(__file__) + os.sep, os.path.dirname(np.__file__) + os.sep)
