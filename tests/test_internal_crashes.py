@@ -175,3 +175,33 @@ def test_numpy_functions_replaced_while_a_tape_records_keep_their_docstrings():
     from s2sgrad.tape.conversions import Converting
 
     assert Converting(np.clip, lambda *a: None).__doc__ == np.clip.__doc__
+
+
+def _two_body_steps(pos, masses):
+    vel = np.zeros_like(pos)
+    for _ in range(2):
+        diff = pos[None, :, :] - pos[:, None, :]
+        vel = vel + np.sum(masses[None, :, None] * diff, axis=1)
+        pos = pos + 0.1 * vel
+    return np.sum(pos**2)
+
+
+def test_second_order_of_an_update_the_tape_refuses_in_generated_code():
+    """The gradient's own ``dmasses[None, :, None] += ...``, run on the tape when the
+    gradient is differentiated again, raised a TypeError from reading the line of generated
+    code; in mode "auto" the tape now records the user's code instead."""
+    pos, masses = rng.normal(size=(3, 2)), np.array([1.0, 2.0, 0.5])
+    direction = rng.normal(size=(3, 2))
+
+    def loss(x):
+        arguments = [pos, masses]
+        arguments[0] = x
+        return _two_body_steps(*arguments)
+
+    def along(gradient):
+        return lambda x: np.sum(gradient(x) * direction)
+
+    expected = numeric_grad(along(sg.grad(loss, mode="tape")), [pos], 0)
+    second = sg.grad(along(sg.grad(loss)))
+    for _ in range(2):
+        np.testing.assert_allclose(second(pos), expected, rtol=1e-5, atol=1e-7)

@@ -1080,16 +1080,19 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         frame = _user_frame()
         symbol = _in_place_operator(frame)
         if symbol is not None:  # a plain array updated with a value being differentiated
-            position = _shown_position(frame)
-            line = linecache.getline(*position).strip()
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
             target = line.split(symbol)[0].strip() if symbol in line else "a"
-            raise NonDifferentiableError(
-                f"{where(*position)}: '{line or f'a {symbol} ...'}' updates a plain array "
-                "in place with a value being differentiated, which the tape cannot record. Write "
-                f"'{target} = {target} {symbol[:-1]} ...' to make a new array, make the array with "
-                "np.zeros_like(x, shape=...) from a value x being differentiated (the tape "
-                f"follows writes into it), or {USE_S2S}."
+            error = NonDifferentiableError(
+                f"{where(*_shown_position(frame))}: '{line or f'a {symbol} ...'}' updates a "
+                "plain array in place with a value being differentiated, which the tape cannot "
+                f"record. Write '{target} = {target} {symbol[:-1]} ...' to make a new array, "
+                "make the array with np.zeros_like(x, shape=...) from a value x being "
+                f"differentiated (the tape follows writes into it), or {USE_S2S}."
             )
+            # s2sgrad's own code on the tape (a derivative differentiated again): mode "auto"
+            # has the tape record the user's code instead
+            error.in_generated_code = origin_of(frame.f_code.co_filename) is not None
+            raise error
         raise NonDifferentiableError(
             f"{where(*_shown_position(frame))}: {describe(primitive)}(..., out=...) writes in "
             "place, which cannot be differentiated; drop out= and use the returned value."
