@@ -1,6 +1,6 @@
 """Inline the helpers whose results the transformer could not follow as calls.
 
-Two kinds, both by copying the helper's body into the caller, its variables renamed apart:
+Three kinds, all by copying the helper's body into the caller, its variables renamed apart:
 
 - A helper that returns a function it makes (``def flat(p): return p.ravel(), (lambda v:
   v.reshape(p.shape))``), called at the top level of the differentiated function: the
@@ -10,6 +10,11 @@ Two kinds, both by copying the helper's body into the caller, its variables rena
   over it, ``sum(gen(x))``): its body runs before the statement, each ``yield e`` an
   ``items.append(e)``, and the statement reads the list. This is sound when nothing the
   generator reads changes while it is read, and it is read to its end: what is checked.
+- A helper given a function the caller defines, a nested ``def`` or a lambda (``y =
+  rk4(rhs, y, t, h)``, ``y = euler(lambda v: -k * v, y, h)``, at any depth of the caller's
+  blocks): in the copy, the helper's calls of that parameter call the caller's function by
+  its own name, which :mod:`.inline_locals` inlines in turn. A lambda written in the call
+  is bound to a new name before the statement first.
 
 A lambda called where it is made (``(lambda v: v * w)(x)``) is named first, so that it is
 inlined like any other. What does not qualify is left as it is, for the checks that
@@ -73,6 +78,7 @@ def inline_helper_bodies(
     for _ in range(_ROUNDS):
         changed = inliner.closures(node.body)
         changed = inliner.generators(node.body) or changed
+        changed = inliner.function_arguments(node.body) or changed
         if not changed:
             break
     return inliner.inlined
@@ -84,6 +90,19 @@ class _Inliner:
         self.names = names
         self.local = names_written(node) | parameter_names(node)
         self.inlined: set[str] = set()
+        # the caller's own functions: its nested defs and the names it binds to lambdas
+        self.functions = {
+            n.name if isinstance(n, gast.FunctionDef) else n.targets[0].id
+            for statement in node.body
+            for n in _own_nodes(statement)
+            if isinstance(n, gast.FunctionDef)
+            or (
+                isinstance(n, gast.Assign)
+                and isinstance(n.value, gast.Lambda)
+                and len(n.targets) == 1
+                and isinstance(n.targets[0], gast.Name)
+            )
+        }
 
     def calls_plain_function(self, value: gast.Call) -> bool:
         """Whether ``value`` calls a Python function by a free name (what :meth:`helper`
@@ -208,23 +227,154 @@ class _Inliner:
         self.local.add(items)
         return _located(made, statement)
 
+    # -- helpers given a function the caller defines -------------------------------------
+
+    def function_arguments(self, block: list[gast.stmt]) -> bool:
+        """Inline each ``target = helper(...)`` and ``return helper(...)`` of ``block`` (and
+        of its inner blocks) that passes the helper one of the caller's own functions."""
+        changed = False
+        position = 0
+        while position < len(block):
+            statement = block[position]
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(statement, field, None)
+                if isinstance(inner, list) and not isinstance(statement, SCOPES):
+                    changed = self.function_arguments(inner) or changed
+            made = self.given_function(statement)
+            if made is not None:
+                block[position : position + 1] = made
+            else:
+                made = self.given_inside(statement)
+                if made is None:
+                    position += 1
+                    continue
+                block[position:position] = made
+            changed = True
+            position += len(made)
+        return changed
+
+    def given_inside(self, statement: gast.stmt) -> list | None:
+        """For a call giving a helper one of the caller's functions inside the value of
+        ``statement`` (``loss = np.sum(apply_twice(square, x))``): the inlined helper
+        bound to a new name, which replaces the call. Only where moving the call before the
+        rest of the statement changes nothing: it runs whenever the statement does (not
+        under a condition, a lambda or a comprehension), and no other call of the statement
+        runs before it."""
+        if not isinstance(statement, (gast.Assign, gast.AugAssign, gast.Return, gast.Expr)):
+            return None
+        if statement.value is None:
+            return None
+        whole = statement.value if isinstance(statement, (gast.Assign, gast.Return)) else None
+        nodes = walk(statement.value)
+        if any(type(n) is gast.Dict for n in nodes):
+            return None  # keys and values run interleaved, not in the order of the fields
+        conditional = {
+            id(inner)
+            for n in nodes
+            if type(n) in (gast.IfExp, gast.BoolOp, *SCOPES, *COMPREHENSIONS)
+            for inner in walk(n)
+            if inner is not n
+        }
+        calls = [n for n in nodes if type(n) is gast.Call]
+        for candidate in calls:
+            if candidate is whole or id(candidate) in conditional:
+                continue  # the whole value: given_function's
+            if self.helper(candidate, generator=False) is None:
+                continue
+            if _calls_before(statement.value, candidate):
+                continue
+            name = self.names.fresh("helped")
+            made = self.given_function(assign(name, candidate, like=statement))
+            if made is None:
+                continue
+            _replace(statement, candidate, load(name))
+            self.local.add(name)
+            return made
+        return None
+
+    def given_function(self, statement: gast.stmt) -> list | None:
+        """The statements replacing ``statement`` when it calls a helper with one of the
+        caller's functions (a lambda in the call named first), else None."""
+        single = isinstance(statement, gast.Assign) and len(statement.targets) == 1
+        if not (single or isinstance(statement, gast.Return)):
+            return None
+        value = statement.value
+        found = self.helper(value, generator=False) if isinstance(value, gast.Call) else None
+        if found is None:
+            return None
+        call_node = clone(value)
+        lambdas = [
+            a
+            for a in [*call_node.args, *(k.value for k in call_node.keywords)]
+            if isinstance(a, gast.Lambda)
+            and not (a.args.defaults or a.args.kw_defaults)
+            and not any(type(n) in COMPREHENSIONS for n in walk(a))
+        ]
+        passed = [a for a in call_node.args if isinstance(a, gast.Name)]
+        passed += [k.value for k in call_node.keywords if isinstance(k.value, gast.Name)]
+        if not lambdas and not any(n.id in self.functions for n in passed):
+            return None
+        body = _without_docstring(found[1].node.body)
+        if not body or not isinstance(body[-1], gast.Return) or body[-1].value is None:
+            return None
+        nodes = [n for s in body[:-1] for n in _own_nodes(s)]
+        if any(isinstance(n, gast.Return) for n in nodes):
+            return None
+        if any(isinstance(n, (*_NOT_COPIED, *SCOPES)) for n in [*nodes, *walk(body[-1])]):
+            return None
+        named = []
+        for holder, field, index in [
+            *((call_node, "args", i) for i in range(len(call_node.args))),
+            *((k, "value", None) for k in call_node.keywords),
+        ]:
+            argument = getattr(holder, field) if index is None else getattr(holder, field)[index]
+            if not any(argument is a for a in lambdas):
+                continue
+            name = self.names.fresh("given")
+            named.append(assign(name, argument, like=statement))
+            if index is None:
+                setattr(holder, field, load(name))
+            else:
+                getattr(holder, field)[index] = load(name)
+            self.functions.add(name)
+            self.local.add(name)
+        copied = self.copy(statement, call_node, found[1], body, by_name=self.functions)
+        if copied is None:
+            return None
+        *statements, last = copied
+        if isinstance(statement, gast.Return):
+            statements.append(gast.Return(value=last.value))
+        else:
+            statements.append(assign(statement.targets[0], last.value, like=statement))
+        return _located([*named, *statements], statement)
+
     # -- the copy of a helper's body --------------------------------------------------------
 
-    def copy(self, statement, call_node, callee, body) -> list | None:
+    def copy(self, statement, call_node, callee, body, by_name=frozenset()) -> list | None:
         """``body`` (a helper's statements) with its parameters bound to the call's
         arguments and its variables renamed apart; None when the call does not fill the
-        parameters plainly, or the helper reads a free name the caller sees otherwise."""
+        parameters plainly, or the helper reads a free name the caller sees otherwise. A
+        parameter given a name of ``by_name`` (one of the caller's functions) that the body
+        does not rebind becomes that name itself."""
         bound = _bind(callee.node, call_node)
         if bound is None:
             return None
-        own = set(bound) | set().union(*(names_written(s) for s in body))
+        written = set().union(*(names_written(s) for s in body))
+        own = set(bound) | written
         for name in _free(body, own):
             if name in self.local or callee.resolve_name(name) is not self.parsed.resolve_name(
                 name
             ):
                 return None
-        renames = {name: self.names.claim(name) for name in sorted(own)}
-        prologue = [assign(renames[p], clone(a), like=statement) for p, a in bound.items()]
+        given = {
+            p: a.id
+            for p, a in bound.items()
+            if isinstance(a, gast.Name) and a.id in by_name and p not in written
+        }
+        renames = {name: given.get(name) or self.names.claim(name) for name in sorted(own)}
+        prologue = [
+            assign(renames[p], clone(a), like=statement) for p, a in bound.items() if p not in given
+        ]
         copied = [_renamed(clone(s), renames) for s in body]
         self.local |= set(renames.values())
         self.inlined.add(call_node.func.id)
@@ -446,6 +596,38 @@ def _free_in(node: gast.AST, bound: set[str]) -> set[str]:
     for part in body:
         free |= _free_in(part, inner)
     return free
+
+
+def _calls_before(root: gast.AST, target: gast.AST) -> list[gast.Call]:
+    """The calls inside ``root`` that Python runs to their end before it starts ``target``
+    (children are evaluated in the order of their fields)."""
+    before: list[gast.Call] = []
+
+    def encloses(node: gast.AST) -> bool:
+        if node is target:
+            return True
+        if any(encloses(child) for child in gast.iter_child_nodes(node)):
+            return True
+        if type(node) is gast.Call:
+            before.append(node)
+        return False
+
+    encloses(root)
+    return before
+
+
+def _replace(root: gast.AST, old: gast.AST, new: gast.AST) -> None:
+    """Put ``new`` in the place of the node ``old`` inside ``root``."""
+    for n in walk(root):
+        for field, value in gast.iter_fields(n):
+            if value is old:
+                setattr(n, field, new)
+                return
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    if item is old:
+                        value[index] = new
+                        return
 
 
 def _renamed(node: gast.AST, renames: dict[str, str]) -> gast.AST:
