@@ -305,6 +305,13 @@ def lstsq_wrt_b(b):
     return np.sum(x * W3) + 0.5 * np.sum(residuals)
 
 
+def lstsq_square(a):
+    """A square system has no residuals: an empty array, whose cotangent the generated
+    code holds as zeros of no entries, once met with a matmul error."""
+    x, residuals, rank, s = np.linalg.lstsq(a + 3.0 * np.eye(3), B5[:3], rcond=None)
+    return np.sum(x**2) + np.sum(residuals)
+
+
 def lstsq_singular_values(a):
     return np.sum(np.linalg.lstsq(a, B5, rcond=None)[3] ** 2)
 
@@ -418,6 +425,7 @@ PROGRAMS = [
     (lstsq_wrt_a, lambda: r(5, 3)),
     (lstsq_wrt_b, lambda: r(5)),
     (lstsq_singular_values, lambda: r(5, 3)),
+    (lstsq_square, lambda: r(3, 3)),
     (trapezoid_program, lambda: r(6)),
     (trapezoid_wrt_x, lambda: increasing(6)),
     (trapezoid_2d, lambda: r(3, 4)),

@@ -150,7 +150,7 @@ def _lstsq(g, ans, a, b, rcond=None):
     left_null = np.matmul(g_inverse_t - a @ inverse @ g_inverse_t, inverse @ inverse_t)
     right_null = np.matmul(inverse_t @ inverse, g_inverse_t - g_inverse_t @ inverse @ a)
     ga = through + left_null + right_null
-    if g[1] is not None:
+    if g[1] is not None and np.size(ans[1]) > 0:  # else no residuals (a square or short a)
         residual = b_columns - np.matmul(a, x_columns)
         weighted = residual * np.reshape(g[1], (1, -1))
         ga = ga - 2.0 * np.matmul(weighted, np.swapaxes(x_columns, 0, 1))
