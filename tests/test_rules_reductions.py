@@ -275,3 +275,24 @@ def test_every_rule_is_tested():
 def test_declared_non_differentiable(primitive):
     rule = get_rule(primitive)
     assert rule is not None and not rule.differentiable
+
+
+@pytest.mark.parametrize("order", [1, np.inf, 3, "fro"])
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_second_order_of_matrix_and_vector_norms(order, mode):
+    """The locally linear norms' direction has no derivative with respect to the norm; its
+    rule says None, which generated code once multiplied (a TypeError): a Hessian-vector
+    product of each norm against differences of the tape's gradient."""
+    import s2sgrad as sg
+
+    x, direction = r(3, 3), r(3, 3)
+
+    def norms(a):
+        return np.linalg.norm(a, order) if order != 3 else np.linalg.norm(a[0], 3)
+
+    along = sg.grad(norms, mode="tape")
+    expected = numeric_vjp(lambda a: np.sum(along(a) * direction), (x,), 0, 1.0)
+    gradient = sg.grad(norms, mode=mode)
+    second = sg.grad(lambda a: np.sum(gradient(a) * direction), mode=mode)
+    for _ in range(2):
+        np.testing.assert_allclose(second(x), expected, rtol=1e-5, atol=1e-6)

@@ -298,7 +298,27 @@ def vjp_call(primitive: Any, g: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
 
         vjp_call(np.einsum, g, ans, "ij,jk", a, b)  # (None, da, db)
     """
-    return per_argument(rule_function(primitive, "vjp")(g, ans, *args, **kwargs), len(args))
+    entries = per_argument(rule_function(primitive, "vjp")(g, ans, *args, **kwargs), len(args))
+    return _zeros_for_none(entries, args, args)
+
+
+def _zeros_for_none(entries: tuple, args: tuple, like: tuple) -> tuple:
+    """``entries`` with zeros like the matching entry of ``like`` (the argument for a
+    cotangent, the result for a tangent) in place of each ``None`` (a rule's "none") for an
+    argument of floating point values: generated code adds or passes on the entries of
+    the arguments it differentiates as arrays."""
+    if all(entry is not None for entry in entries):
+        return entries
+    return tuple(
+        zeros_like_value(shape) if entry is None and _is_inexact(a) else entry
+        for entry, a, shape in zip(entries, args, like)
+    )
+
+
+def _is_inexact(value: Any) -> bool:
+    if isinstance(value, (float, complex, np.inexact)):
+        return True
+    return isinstance(value, np.ndarray) and value.dtype.kind in "fc"
 
 
 def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tuple:
@@ -308,7 +328,8 @@ def jvp_call(primitive: Any, t: Any, ans: Any, *args: Any, **kwargs: Any) -> tup
 
         jvp_call(np.einsum, t, ans, "ij,jk", a, b)
     """
-    return per_argument(rule_function(primitive, "jvp")(t, ans, *args, **kwargs), len(args))
+    entries = per_argument(rule_function(primitive, "jvp")(t, ans, *args, **kwargs), len(args))
+    return _zeros_for_none(entries, args, (ans,) * len(args))
 
 
 def seed_cotangent(out: Any, origin: str | None = None) -> Any:
