@@ -357,9 +357,9 @@ def refuse_missing_entry(operation: Operation, index: int, parsed, statement) ->
         refuse_missing_entry(operation, 2, parsed, statement)
     """
     location = parsed.location(statement)
-    function = library_name(operation.primitive) or "the function"
     name = operation.keyword_positions.get(index)
     if name is not None:
+        function = library_name(operation.primitive) or "the function"
         raise UnsupportedError(
             f"{location}: {function} has no "
             f"derivative in '{name}=', which is given a differentiated value; compute that "
@@ -371,6 +371,7 @@ def refuse_missing_entry(operation: Operation, index: int, parsed, statement) ->
         return
     if parsed.filename in ORIGINS:  # generated code
         return
+    function = library_name(operation.primitive) or "the function"  # a look at every module
     raise UnsupportedError(
         f"{location}: {function} has no derivative in its argument "
         f"'{parameter_name(rule.vjp or rule.jvp, index)}', which is given a differentiated "

@@ -111,9 +111,11 @@ class _Inliner:
             return False
         return isinstance(self.parsed.resolve(value.func), types.FunctionType)
 
-    def helper(self, value: gast.expr, generator: bool):
+    def helper(self, value: gast.expr, generator: bool, makes_functions: bool = False):
         """The plain function ``value`` calls by a free name, when it is a generator
-        function (``generator``) or not, with the source parsed; else None."""
+        function (``generator``) or not, with the source parsed; else None. With
+        ``makes_functions``, only one whose code holds a function's (a ``def`` or lambda),
+        a look before the source is parsed."""
         if not (isinstance(value, gast.Call) and isinstance(value.func, gast.Name)):
             return None
         if value.func.id in self.local:
@@ -122,6 +124,10 @@ class _Inliner:
         if not isinstance(function, types.FunctionType):
             return None
         if inspect.isgeneratorfunction(function) is not generator:
+            return None
+        if makes_functions and not any(
+            isinstance(c, types.CodeType) for c in function.__code__.co_consts
+        ):
             return None
         if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
             return None
@@ -143,7 +149,7 @@ class _Inliner:
             statement = block[position]
             body = None
             if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
-                found = self.helper(statement.value, generator=False)
+                found = self.helper(statement.value, generator=False, makes_functions=True)
                 if found is not None:
                     body = self.closure_body(statement, found[1])
             if body is None:
@@ -266,8 +272,11 @@ class _Inliner:
             return None
         whole = statement.value if isinstance(statement, (gast.Assign, gast.Return)) else None
         nodes = walk(statement.value)
-        if any(type(n) is gast.Dict for n in nodes):
-            return None  # keys and values run interleaved, not in the order of the fields
+        candidates = [
+            n for n in nodes if type(n) is gast.Call and n is not whole and self.gives_function(n)
+        ]
+        if not candidates or any(type(n) is gast.Dict for n in nodes):
+            return None  # a dict's keys and values run interleaved, not in field order
         conditional = {
             id(inner)
             for n in nodes
@@ -275,11 +284,8 @@ class _Inliner:
             for inner in walk(n)
             if inner is not n
         }
-        calls = [n for n in nodes if type(n) is gast.Call]
-        for candidate in calls:
-            if candidate is whole or id(candidate) in conditional:
-                continue  # the whole value: given_function's
-            if self.helper(candidate, generator=False) is None:
+        for candidate in candidates:
+            if id(candidate) in conditional:
                 continue
             if _calls_before(statement.value, candidate):
                 continue
@@ -292,6 +298,15 @@ class _Inliner:
             return made
         return None
 
+    def gives_function(self, value: gast.Call) -> bool:
+        """Whether the call passes a lambda, or a name of one of the caller's functions (a
+        cheap look, before the callee is resolved and its source parsed)."""
+        arguments = [*value.args, *(k.value for k in value.keywords)]
+        return any(
+            type(a) is gast.Lambda or (type(a) is gast.Name and a.id in self.functions)
+            for a in arguments
+        )
+
     def given_function(self, statement: gast.stmt) -> list | None:
         """The statements replacing ``statement`` when it calls a helper with one of the
         caller's functions (a lambda in the call named first), else None."""
@@ -299,7 +314,9 @@ class _Inliner:
         if not (single or isinstance(statement, gast.Return)):
             return None
         value = statement.value
-        found = self.helper(value, generator=False) if isinstance(value, gast.Call) else None
+        if not (isinstance(value, gast.Call) and self.gives_function(value)):
+            return None
+        found = self.helper(value, generator=False)
         if found is None:
             return None
         call_node = clone(value)
@@ -310,10 +327,6 @@ class _Inliner:
             and not (a.args.defaults or a.args.kw_defaults)
             and not any(type(n) in COMPREHENSIONS for n in walk(a))
         ]
-        passed = [a for a in call_node.args if isinstance(a, gast.Name)]
-        passed += [k.value for k in call_node.keywords if isinstance(k.value, gast.Name)]
-        if not lambdas and not any(n.id in self.functions for n in passed):
-            return None
         body = _without_docstring(found[1].node.body)
         if not body or not isinstance(body[-1], gast.Return) or body[-1].value is None:
             return None

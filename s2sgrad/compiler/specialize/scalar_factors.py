@@ -53,13 +53,18 @@ def cotangent_names(function: gast.FunctionDef, namespace: dict) -> frozenset[st
         if type(s) is gast.Assign and _is_seed(s, namespace)
         for name in names_written(s)
     }
-    while True:
-        more = {
-            name for s in assignments if names_read(s) & found for name in names_written(s)
-        } - found
-        if not more:
-            return frozenset(found)
-        found |= more
+    readers: dict[str, list[gast.stmt]] = {}  # name -> the assignments reading it
+    for s in assignments:
+        for name in names_read(s):
+            readers.setdefault(name, []).append(s)
+    waiting = list(found)
+    while waiting:
+        for s in readers.get(waiting.pop(), ()):
+            for name in names_written(s):
+                if name not in found:
+                    found.add(name)
+                    waiting.append(name)
+    return frozenset(found)
 
 
 _ASSIGNMENTS = (gast.Assign, gast.AugAssign)
