@@ -5,7 +5,9 @@ Three families of generated functions, each written to a file of its own and imp
 
 * straight-line functions of 100, 500 and 2,000 statements;
 * 30, 60 and 90 nested ``if`` statements;
-* a 100,000-iteration loop on Python floats, whose first call is set against a later one.
+* a 100,000-iteration loop on Python floats, whose first call is set against a later one;
+* the derivatives of ``tanh`` to the sixth order, each the gradient of the one before (no
+  target: the code to differentiate about triples with each order).
 
 The transformation's time is the first call's minus a later call's. Targets: 2,000
 statements under 1 s, 90 nested ifs under 0.5 s, the loop's first call at most 2x a later
@@ -78,14 +80,23 @@ def loop_source(iterations: int) -> str:
     )
 
 
-def load(source: str, directory: Path, name: str):
+def tanh_source() -> str:
+    """``tanh`` written out, whose derivatives to the sixth order autograd's example plots."""
+    return (
+        "import numpy as np\n\n\ndef tanh(x):\n"
+        "    y = np.exp(-2.0 * x)\n"
+        "    return (1.0 - y) / (1.0 + y)\n"
+    )
+
+
+def load(source: str, directory: Path, name: str, function: str = "f"):
     """The function ``f`` of ``source``, imported from a new file (new code, cold cache)."""
     path = directory / f"{name}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.f
+    return getattr(module, function)
 
 
 def seconds(call: Callable[[], object], clock=time.perf_counter) -> float:
@@ -164,6 +175,23 @@ def measure_scaling(sg, mode: str = "s2s") -> None:
             f"(target <= {LOOP_FIRST_CALL_TARGET:.0f}x) "
             f"{verdict}"
         )
+        _higher_orders(sg, load(tanh_source(), folder, "tanh_orders", "tanh"), mode)
+
+
+def _higher_orders(sg, tanh, mode: str, orders: int = 6) -> None:
+    """Each order's derivative of ``tanh`` made from the one before (``grad(grad(...))``):
+    the code to differentiate about triples with each order, and so does its time."""
+    print(f"  derivatives of tanh, order 1 to {orders} (each the grad of the one before):")
+    derivative, cells = tanh, []
+    for order in range(1, orders + 1):
+        derivative = sg.grad(derivative, mode=mode)
+        gc.collect()
+        start = time.process_time()
+        derivative(0.7)
+        made = time.process_time() - start
+        lines = sg.source(derivative).count("\n")
+        cells.append(f"{order}: {made * 1e3:.0f} ms CPU ({lines} lines)")
+    print("    " + ", ".join(cells))
 
 
 if __name__ == "__main__":
