@@ -23,6 +23,7 @@ from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
     add_cotangents,
+    owned,
     snapshot,
     unbroadcast,
     zeros_like_structure,
@@ -45,6 +46,7 @@ __all__ = [
     "join_like",
     "unpack_like",
     "pack_like",
+    "owned_items",
     "untile",
     "unrepeat",
     "undiagonal",
@@ -458,6 +460,22 @@ def unpack_like(g: Any, obj: Any) -> Any:
         g = np.reshape(g, np.shape(g)[extra:])
     pieces = [unpack_like(g[i], item) for i, item in enumerate(obj)]
     return tuple(pieces) if isinstance(obj, tuple) else pieces
+
+
+def owned_items(g: Any) -> Any:
+    """A private copy of the cotangent ``g`` of a list that generated code pops from or
+    writes entries of: a list of the rows of ``g`` where a rule gave one array for all the
+    list's entries (NumPy read the list as an array: ``np.mean(losses)``).
+
+    Example::
+
+        owned_items(np.array([1.0, 2.0]))  # [np.float64(1.0), np.float64(2.0)]
+    """
+    return owned(list(g) if _is_array_of_items(g) else g)
+
+
+def _is_array_of_items(g: Any) -> bool:
+    return isinstance(g, np.ndarray) and g.ndim > 0
 
 
 def pack_like(pieces: Any, whole: Any, obj: Any) -> np.ndarray:
@@ -895,6 +913,16 @@ def _join_like_vjp(g, ans, pieces, whole, parts, axis=0):
 @jvp_rule(join_like)
 def _join_like_jvp(t, ans, pieces, whole, parts, axis=0):
     return join_like(t, whole, parts, axis), None, None, None
+
+
+@vjp_rule(owned_items)
+def _owned_items_vjp(g, ans, g_in):
+    return (pack_like(g, g_in, ans) if _is_array_of_items(g_in) else g,)
+
+
+@jvp_rule(owned_items)
+def _owned_items_jvp(t, ans, g_in):
+    return (owned_items(t),)
 
 
 @vjp_rule(unpack_like)

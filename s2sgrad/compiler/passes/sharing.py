@@ -67,6 +67,7 @@ _HELPER_RESULTS = {
     "cast_like": (0,),
     "add_cotangents": (0, 1),
     "owned": (),
+    "owned_items": (),
     "snapshot": (),
     "shape_only": (),
     "assigned_cotangent": (),

@@ -184,7 +184,7 @@ class BackwardSweep:
         for variable in sorted(carried & (self.context.mutated | indexed)):
             name = self.cotangents.adjoint(variable)
             if name not in self.cotangents.owned:
-                before.append(assign(name, call(self.helper("owned"), [load(name)])))
+                before.append(assign(name, self.cotangents.owned_copy(variable)))
                 self.cotangents.owned.add(name)
         self.cotangents.defined |= carried
         outside = set(self.cotangents.defined)

@@ -105,9 +105,17 @@ class Cotangents:
         block = self.ensure_defined(variable)
         name = self.adjoint(variable)
         if name not in self.owned:
-            block.append(assign(name, call(self.helper("owned"), [load(name)])))
+            block.append(assign(name, self.owned_copy(variable)))
             self.owned.add(name)
         return block
+
+    def owned_copy(self, variable: str) -> gast.expr:
+        """``owned(d<variable>)``; for a list the function makes, ``owned_items(...)``,
+        which splits a rule's array cotangent into entries (``np.mean(losses)``)."""
+        name = load(self.adjoint(variable))
+        return call(
+            self.helper("owned_items" if variable in self.context.lists else "owned"), [name]
+        )
 
 
 _STORE = store("_").ctx  # the context syntax.store gives every name
