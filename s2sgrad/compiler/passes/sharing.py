@@ -133,6 +133,10 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
                     links.append((base.id, sources))
                 continue
             names = [n.id for n in walk(target) if type(n) is gast.Name]
+            if type(target) in (gast.Tuple, gast.List) and _unpacks_numbers(
+                statement.value, resolve
+            ):
+                continue  # x, v = traj[t] of a 2-D array: numbers
             if first is not None and type(target) is gast.Name:
                 links.append((target.id, {first}))
                 continue
@@ -154,6 +158,15 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
             sources = set().union(*(sources_of(a, resolve) for a in statement.value.args))
             return [(owner.id, sources)]
     return []
+
+
+def _unpacks_numbers(value: gast.expr, resolve) -> bool:
+    """Whether the entries an unpacking takes from ``value`` are numbers: ``value`` is an
+    array of one dimension (``traj[t]`` of a 2-D array, or a name of a 1-D one)."""
+    if type(value) is gast.Subscript:
+        return _indexed_ndim(value, resolve) == 1
+    ndims: dict[str, int] = getattr(resolve, "ndims", None) or {}
+    return type(value) is gast.Name and ndims.get(value.id) == 1
 
 
 def assigned_sources(value: gast.expr, resolve, containers: set[str]) -> set[str]:
@@ -189,6 +202,8 @@ def sources_of(node: gast.expr | None, resolve) -> set[str]:
         return {node.id}
     if kind is gast.Attribute and node.attr in _NUMBER_ATTRIBUTES:
         return set()
+    if kind is gast.Subscript and _indexed_ndim(node, resolve) == 0:
+        return set()  # traj[t, 0] of a 2-D array: a number
     if kind in (gast.Subscript, gast.Attribute, gast.Starred):
         return sources_of(node.value, resolve)
     if kind in (gast.Tuple, gast.List, gast.Set):
@@ -321,6 +336,10 @@ class _LocalResolver:
         self.captured = captured  # every name a function defined here reads
         self._bound: set[str] | None = bound  # None: found at the first question
         self._statements = statements
+        # name -> its arrays' number of dimensions, for names only ever bound to np.zeros
+        # and the like of a shape written out; and names only ever a range loop's target
+        self.ndims: dict[str, int] = {}
+        self.integers: set[str] = set()
 
     @property
     def bound(self) -> set[str]:
@@ -361,10 +380,95 @@ def with_local_functions(statements, resolve, unchanged: bool = False):
         for name in list(functions):
             if counts[name] != 1:  # rebound: which function a call meets is not known
                 functions[name] = _UNKNOWN_LOCAL
-        return _LocalResolver(resolve, functions, captured, set(counts))
-    if unchanged:  # one walk of them all, if ever asked
-        return _LocalResolver(resolve, functions, captured, None, list(statements))
-    return _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
+        local = _LocalResolver(resolve, functions, captured, set(counts))
+    elif unchanged:  # one walk of them all, if ever asked
+        local = _LocalResolver(resolve, functions, captured, None, list(statements))
+    else:
+        local = _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
+    if resolve is not None:
+        local.ndims, local.integers = _array_facts(statements, resolve)
+    return local
+
+
+# NumPy's functions that make a new array of the shape given first
+_SHAPED = tuple(id(f) for f in (np.zeros, np.ones, np.empty, np.full))
+_INTEGER_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+
+
+def _array_facts(statements, resolve) -> tuple[dict[str, int], set[str]]:
+    """``(ndims, integers)``: the names every binding of which is ``np.zeros`` (``ones``,
+    ``empty``, ``full``) of a shape written out, with their number of dimensions; and the
+    names bound only as the target of a loop over ``range``. Any other binding of a name
+    (a comprehension's variable, an unpacking, ``:=``, ``with ... as``) leaves it out."""
+    made: dict[str, set[int]] = {}
+    integers: set[str] = set()
+    known: set[int] = set()  # the Name nodes of the bindings above
+    for statement in statements:
+        kind = type(statement)
+        if kind is gast.For and type(statement.target) is gast.Name:
+            iterable = statement.iter
+            if type(iterable) is gast.Call and resolve(iterable.func) is range:
+                integers.add(statement.target.id)
+                known.add(id(statement.target))
+        elif kind is gast.Assign and all(type(t) is gast.Name for t in statement.targets):
+            ndim = _made_ndim(statement.value, resolve)
+            if ndim is not None:
+                for target in statement.targets:
+                    made.setdefault(target.id, set()).add(ndim)
+                    known.add(id(target))
+    if not made and not integers:
+        return {}, set()
+    other = {
+        n.id
+        for statement in statements
+        for n in walk(statement)
+        if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
+    }
+    ndims = {n: d.pop() for n, d in made.items() if len(d) == 1 and n not in other}
+    return ndims, integers - other - set(made)
+
+
+def _made_ndim(value: gast.expr, resolve) -> int | None:
+    """The number of dimensions of ``np.zeros((m, n))`` and the like, else None."""
+    if type(value) is not gast.Call or not value.args:
+        return None
+    if id(resolve(value.func)) not in _SHAPED:
+        return None
+    shape = value.args[0]
+    if type(shape) is gast.Tuple and not any(type(e) is gast.Starred for e in shape.elts):
+        return len(shape.elts)
+    if type(shape) is gast.Constant and type(shape.value) is int:
+        return 1
+    return None
+
+
+def _indexed_ndim(node: gast.Subscript, resolve) -> int | None:
+    """How many dimensions ``a[i, j]`` keeps of an array ``a`` of known dimensions when
+    every index is an integer (a constant, a range loop's target, arithmetic of them; an
+    array there would make a copy): None when that is not certain (a slice, ``None``,
+    ``...``, or an index that might hold one)."""
+    base = node.value
+    ndims = getattr(resolve, "ndims", None)
+    if not ndims or type(base) is not gast.Name or base.id not in ndims:
+        return None
+    indices = node.slice.elts if type(node.slice) is gast.Tuple else [node.slice]
+    if not all(_is_integer_index(i, resolve.integers) for i in indices):
+        return None
+    kept = ndims[base.id] - len(indices)
+    return kept if kept >= 0 else None
+
+
+def _is_integer_index(node: gast.expr, integers: set[str]) -> bool:
+    kind = type(node)
+    if kind is gast.Constant:
+        return type(node.value) is int
+    if kind is gast.Name:
+        return node.id in integers
+    if kind is gast.BinOp and type(node.op) in _INTEGER_OPERATORS:
+        return _is_integer_index(node.left, integers) and _is_integer_index(node.right, integers)
+    if kind is gast.UnaryOp and type(node.op) is gast.USub:
+        return _is_integer_index(node.operand, integers)
+    return False
 
 
 class _UnknownLocal:
