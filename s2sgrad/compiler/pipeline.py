@@ -79,6 +79,7 @@ from s2sgrad.compiler.passes.checkpointed_loops import (
 from s2sgrad.compiler.passes.desugar import desugar
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
+from s2sgrad.compiler.passes.local_imports import done_imports
 from s2sgrad.compiler.passes.loops import normalise_loops
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
@@ -287,6 +288,7 @@ def _build(request: Request) -> GeneratedFunction:
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
     node = clone(parsed.node)
+    parsed.closure.update(done_imports(node, parsed.globals.get("__package__")))
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
     differentiated = tuple(dict.fromkeys(wrt_base(w) for w in request.wrt))

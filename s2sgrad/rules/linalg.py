@@ -275,6 +275,9 @@ def _dtype_of(value):
     return np.result_type(value)
 
 
+nondifferentiable(_dtype_of)  # a dtype: the rule differentiated again reads it as a constant
+
+
 def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
     shape = np.shape(operands[k])
     inputs = [output] + [term for j, term in enumerate(terms) if j != k]
