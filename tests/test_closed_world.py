@@ -28,7 +28,7 @@ from s2sgrad.rules.nan_reductions import nan_quantile_cells
 from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
-from s2sgrad.runtime.linalg import einsum_subscripts
+from s2sgrad.runtime.linalg import einsum_subscripts, operand_dtype
 from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
 
 MODES = ["s2s", "tape", "auto"]
@@ -324,6 +324,7 @@ PROOFS = {
     ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions
+    operand_dtype: [([_floats(2), _floats(2)],), (_floats(3, 2),)],
     einsum_subscripts: [
         ("ij,jk", (_floats(2, 3), _floats(3, 2))),
         (_floats(2, 3), ([0, 1], _floats(3, 2), [1, 2], [0, 2])),

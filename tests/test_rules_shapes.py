@@ -38,6 +38,7 @@ from s2sgrad.runtime import (
     items_cotangent,
     join_like,
     only_last_writes,
+    owned_items,
     pack_like,
     ravel_positions,
     repeated,
@@ -500,6 +501,8 @@ STRUCTURED_CASES = [
         unpack_like, unpack_like, (r(2, 2), [[1.0, r()], (r(), 2.0)]), (1,), id="unpack-nested"
     ),
     pytest.param(unpack_like, unpack_like, (r(1, 1, 2), [1.0, 2.0]), (), id="unpack-ndmin"),
+    pytest.param(owned_items, owned_items, (r(3, 2),), (), id="owned_items-rows"),
+    pytest.param(owned_items, owned_items, (r(3),), (), id="owned_items-numbers"),
     pytest.param(np.meshgrid, np.meshgrid, (r(3), r(2)), (), id="meshgrid"),
     pytest.param(np.r_, lambda *items: np.r_[items], (r(3), r(2), 1.5), (), id="r_"),
     pytest.param(np.r_, lambda *items: np.r_[items], (r(2, 3), r(1, 3)), (), id="r_-2d"),

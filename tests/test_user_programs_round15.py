@@ -353,7 +353,7 @@ def black_scholes_math_erf(S, K, sigma, r, T):
     return S * _ndtr(d1) - K * math.exp(-r * T) * _ndtr(d2)
 
 
-@program(np.array([100.0, 105.0]), 0.2, refused_in=("s2s",))
+@program(np.array([100.0, 105.0]), 0.2)  # refused by s2s until imports inside were done
 def black_scholes_scipy(S, sigma):
     from scipy.special import ndtr
 
@@ -767,7 +767,7 @@ def hypot_arctan2(a, b):
     return np.sum(np.hypot(a, b) + np.arctan2(a, b))
 
 
-@program(X6, refused_in=("s2s",))
+@program(X6)  # refused by s2s until imports inside the function were done
 def scipy_special_functions(x):
     from scipy.special import expit, gammaln, logsumexp
 

@@ -33,6 +33,7 @@ from s2sgrad.runtime import (
     is_complex,
     matmul_cotangent_a,
     matmul_cotangent_b,
+    operand_dtype,
     rhs_as_matrix,
     unbroadcast,
 )
@@ -267,22 +268,11 @@ def _einsum_terms(subscripts, ndims) -> tuple[list[str], str]:
     return spelled, output.replace("...", broadcast)
 
 
-def _dtype_of(value):
-    """The dtype NumPy gives ``value``: an operand may be a list of arrays (the rows a loop
-    appended), which ``np.result_type`` would read as a structured dtype's fields."""
-    if isinstance(value, (list, tuple)):
-        return np.result_type(*[_dtype_of(v) for v in value]) if value else np.float64
-    return np.result_type(value)
-
-
-nondifferentiable(_dtype_of)  # a dtype: the rule differentiated again reads it as a constant
-
-
 def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
     shape = np.shape(operands[k])
     inputs = [output] + [term for j, term in enumerate(terms) if j != k]
     present = set("".join(inputs))
-    dtype = np.result_type(g, *[_dtype_of(o) for o in operands])
+    dtype = np.result_type(g, *[operand_dtype(o) for o in operands])
     fresh = iter(c for c in string.ascii_letters if c not in "".join(terms) + output)
     target = ""
     # identity matrices and vectors of ones, after g and the other operands

@@ -27,6 +27,7 @@ __all__ = [
     "dot_cotangent_b",
     "rhs_as_matrix",
     "einsum_subscripts",
+    "operand_dtype",
 ]
 
 
@@ -233,3 +234,20 @@ def _sublist_letters(sublist) -> str:
 
 
 nondifferentiable(einsum_subscripts)
+
+
+def operand_dtype(value: Any) -> np.dtype:
+    """The dtype NumPy gives ``value`` as an operand: a list of arrays (the rows a loop
+    appended) by its entries, which ``np.result_type`` would read as a structured dtype's
+    fields.
+
+    Example::
+
+        operand_dtype([np.ones(2), np.ones(2, np.float32)])  # dtype('float64')
+    """
+    if isinstance(value, (list, tuple)):
+        return np.result_type(*[operand_dtype(v) for v in value]) if value else np.dtype(float)
+    return np.result_type(value)
+
+
+nondifferentiable(operand_dtype)  # a dtype: a rule differentiated again reads it as a constant
