@@ -266,3 +266,17 @@ def test_tangents_and_cotangents_of_a_type_not_understood_are_refused(case, mode
     _, pullback = sg.vjp(elementwise, x, mode=mode)
     with pytest.raises(TypeError, match="the cotangent"):
         pullback(value)
+
+
+def test_a_setting_inside_differentiated_parameters_is_named_by_its_place():
+    """A dict of layers holding an activation's name: the error says which entry, and to
+    pass settings as another argument (it advised "pass a float" for the whole dict)."""
+
+    def loss(params, x):
+        h = x @ params["layers"][0]["W"]
+        return np.sum(np.tanh(h) if params["layers"][0]["act"] == "tanh" else h)
+
+    params = {"layers": [{"W": np.ones((2, 2)), "act": "tanh"}]}
+    for mode in ("s2s", "auto", "tape"):
+        with pytest.raises(TypeError, match=r"params\['layers'\]\[0\]\['act'\] holds a str"):
+            sg.grad(loss, mode=mode)(params, np.ones(2))

@@ -234,12 +234,40 @@ def check_differentiable(name, value, f) -> None:
         kind = leaf_kind(leaf)
         if kind not in _DIFFERENTIATED:
             message = _not_differentiable_message(name, leaf, kind, f)
-            if any(True for _ in _structures(value)) and not is_instance_object(leaf):
+            place = _place_of(value, leaf, name)
+            if place is not None and kind in ("bool", "int", "other"):  # a setting in a dict
+                message = (
+                    f"{located_name(f)}: cannot differentiate with respect to {name!r}: "
+                    f"{place} holds {_kind_phrase(leaf, kind)} ({leaf!r:.40}), which has no "
+                    f"derivative; pass the settings that are not parameters as another "
+                    f"argument, or choose with wrt= the arguments that hold only floats and "
+                    f"arrays"
+                )
+            elif any(True for _ in _structures(value)) and not is_instance_object(leaf):
                 message += (
                     "; a dataclass field that is not a parameter can be marked "
                     'dataclasses.field(metadata={"static": True})'
                 )
             raise TypeError(message)
+
+
+def _place_of(value: Any, leaf: Any, name: str) -> str | None:
+    """Where ``leaf`` sits in the dict, list or tuple ``value`` (``params['layers'][0]
+    ['act']``), or None when ``value`` is not one (or holds it deeper in an object)."""
+    if value is leaf or not isinstance(value, (dict, list, tuple)):
+        return None
+    entries = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, entry in entries:
+        if entry is leaf:
+            return f"{name}[{key!r}]"
+        inner = _place_of(entry, leaf, f"{name}[{key!r}]")
+        if inner is not None:
+            return inner
+    return None
+
+
+def _kind_phrase(leaf: Any, kind: str) -> str:
+    return {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
 
 
 def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
@@ -404,7 +432,7 @@ def _not_differentiable_message(name, leaf, kind, f) -> str:
             "(docs/models.md)"
         )
     if kind in ("bool", "int", "other"):
-        what = {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
+        what = _kind_phrase(leaf, kind)
         return (
             f"{start} {what} value ({leaf!r:.40}); pass a float (e.g. {name}=3.0 or "
             "np.asarray(x, dtype=float))"
