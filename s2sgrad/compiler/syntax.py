@@ -10,6 +10,7 @@ import gast
 
 __all__ = [
     "call_bound_to_a_name",
+    "is_integer_arithmetic",
     "arguments",
     "store_param",
     "item_target_base",
@@ -591,6 +592,29 @@ def parameter_names(function: gast.FunctionDef | gast.Lambda, starred: bool = Tr
     if starred:
         every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
     return {a.id for a in every if type(a) is gast.Name}
+
+
+_INTEGER_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+
+
+def is_integer_arithmetic(node: gast.AST, integers: set[str]) -> bool:
+    """Whether ``node`` is integer arithmetic (``+ - * // %``, a sign) of integer literals
+    and of names in ``integers``: an integer when those hold integers.
+
+    Example::
+
+        is_integer_arithmetic(gast.parse("t + 1").body[0].value, {"t"})  # True
+    """
+    kind = type(node)
+    if kind is gast.Constant:
+        return type(node.value) is int
+    if kind is gast.Name:
+        return node.id in integers
+    if kind is gast.UnaryOp and type(node.op) in (gast.USub, gast.UAdd):
+        return is_integer_arithmetic(node.operand, integers)
+    if kind is gast.BinOp and type(node.op) in _INTEGER_OPERATORS:
+        return all(is_integer_arithmetic(side, integers) for side in (node.left, node.right))
+    return False
 
 
 def method_receiver(value: gast.AST, method: str) -> str | None:

@@ -30,6 +30,7 @@ import gast
 
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.node_kinds import of_kind
+from s2sgrad.compiler.passes.local_functions import defined_function
 from s2sgrad.compiler.passes.mutation import mutated_parameters
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
@@ -92,16 +93,10 @@ class _Inliner:
         self.inlined: set[str] = set()
         # the caller's own functions: its nested defs and the names it binds to lambdas
         self.functions = {
-            n.name if isinstance(n, gast.FunctionDef) else n.targets[0].id
+            name
             for statement in node.body
             for n in _own_nodes(statement)
-            if isinstance(n, gast.FunctionDef)
-            or (
-                isinstance(n, gast.Assign)
-                and isinstance(n.value, gast.Lambda)
-                and len(n.targets) == 1
-                and isinstance(n.targets[0], gast.Name)
-            )
+            if (name := defined_function(n)) is not None
         }
 
     def calls_plain_function(self, value: gast.Call) -> bool:
@@ -180,23 +175,12 @@ class _Inliner:
     def generators(self, block: list[gast.stmt]) -> bool:
         """Materialise the generators the statements of ``block`` (and of its inner
         blocks) read whole."""
-        changed = False
-        position = 0
-        while position < len(block):
-            statement = block[position]
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list) and not isinstance(statement, SCOPES):
-                    changed = self.generators(inner) or changed
-            prefix: list[gast.stmt] = []
-            for site in _read_whole(statement):
-                made = self.materialised(statement, site)
-                if made is not None:
-                    prefix.extend(made)
-            block[position:position] = prefix
-            changed = changed or bool(prefix)
-            position += len(prefix) + 1
-        return changed
+
+        def prefix(statement: gast.stmt) -> tuple[list, None]:
+            made = (self.materialised(statement, site) for site in _read_whole(statement))
+            return [s for statements in made if statements is not None for s in statements], None
+
+        return _rewrite_blocks(block, prefix)
 
     def materialised(self, statement: gast.stmt, site) -> list | None:
         """The statements computing the list of what the generator call ``site`` (a
@@ -238,26 +222,14 @@ class _Inliner:
     def function_arguments(self, block: list[gast.stmt]) -> bool:
         """Inline each ``target = helper(...)`` and ``return helper(...)`` of ``block`` (and
         of its inner blocks) that passes the helper one of the caller's own functions."""
-        changed = False
-        position = 0
-        while position < len(block):
-            statement = block[position]
-            for field in ("body", "orelse", "finalbody"):
-                inner = getattr(statement, field, None)
-                if isinstance(inner, list) and not isinstance(statement, SCOPES):
-                    changed = self.function_arguments(inner) or changed
+
+        def inlined(statement: gast.stmt) -> tuple[list, list | None]:
             made = self.given_function(statement)
             if made is not None:
-                block[position : position + 1] = made
-            else:
-                made = self.given_inside(statement)
-                if made is None:
-                    position += 1
-                    continue
-                block[position:position] = made
-            changed = True
-            position += len(made)
-        return changed
+                return [], made
+            return self.given_inside(statement) or [], None
+
+        return _rewrite_blocks(block, inlined)
 
     def given_inside(self, statement: gast.stmt) -> list | None:
         """For a call giving a helper one of the caller's functions inside the value of
@@ -392,6 +364,26 @@ class _Inliner:
         self.local |= set(renames.values())
         self.inlined.add(call_node.func.id)
         return prologue + copied
+
+
+def _rewrite_blocks(block: list[gast.stmt], rewrite) -> bool:
+    """Rewrite each statement of ``block`` and of its inner blocks (theirs first), in
+    place: ``rewrite(statement)`` gives the statements to put before it and what replaces
+    it (None: itself), none of which is looked at again. True if any changed."""
+    changed = False
+    position = 0
+    while position < len(block):
+        statement = block[position]
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and not isinstance(statement, SCOPES):
+                changed = _rewrite_blocks(inner, rewrite) or changed
+        before, replacement = rewrite(statement)
+        made = [*before, *(replacement if replacement is not None else [statement])]
+        block[position : position + 1] = made
+        changed = changed or bool(before) or replacement is not None
+        position += len(made)
+    return changed
 
 
 def _name_called_lambdas(block: list[gast.stmt], names: NameGenerator) -> None:

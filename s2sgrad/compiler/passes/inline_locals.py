@@ -18,6 +18,7 @@ from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.passes.local_functions import (
     RESULT,
     Signature,
+    defined_function,
     free_names,
     local_functions,
     plain_calls,
@@ -72,17 +73,7 @@ def _forward_aliases(node: gast.FunctionDef) -> None:
     ``t1``, so the function's only uses are calls."""
     statements = list(nested_statements(node.body))
     bindings = Counter(n for s in statements for n in names_written(s))
-    functions = {
-        s.name if isinstance(s, gast.FunctionDef) else s.targets[0].id
-        for s in node.body
-        if isinstance(s, gast.FunctionDef)
-        or (
-            isinstance(s, gast.Assign)
-            and isinstance(s.value, gast.Lambda)
-            and len(s.targets) == 1
-            and isinstance(s.targets[0], gast.Name)
-        )
-    }
+    functions = {name for s in node.body if (name := defined_function(s)) is not None}
     forwarded = set()
     for index, statement in enumerate(node.body):
         if not (

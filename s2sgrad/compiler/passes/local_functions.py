@@ -31,7 +31,34 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-__all__ = ["RESULT", "Signature", "free_names", "local_functions", "plain_calls"]
+__all__ = [
+    "RESULT",
+    "Signature",
+    "defined_function",
+    "free_names",
+    "local_functions",
+    "plain_calls",
+]
+
+
+def defined_function(statement: gast.AST) -> str | None:
+    """The name ``statement`` binds to a function it defines (``def f`` or ``f = lambda``),
+    else None.
+
+    Example::
+
+        defined_function(gast.parse("f = lambda v: v * 2").body[0])  # 'f'
+    """
+    if isinstance(statement, gast.FunctionDef):
+        return statement.name
+    if (
+        isinstance(statement, gast.Assign)
+        and isinstance(statement.value, gast.Lambda)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], gast.Name)
+    ):
+        return statement.targets[0].id
+    return None
 
 
 def local_functions(statements):

@@ -24,6 +24,7 @@ import numpy as np
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.passes.fresh_results import fresh_result, keeps_memory
 from s2sgrad.compiler.syntax import (
+    is_integer_arithmetic,
     names_written,
     names_written_in_all,
     nested_statements,
@@ -392,7 +393,6 @@ def with_local_functions(statements, resolve, unchanged: bool = False):
 
 # NumPy's functions that make a new array of the shape given first
 _SHAPED = tuple(id(f) for f in (np.zeros, np.ones, np.empty, np.full))
-_INTEGER_OPERATORS = (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
 
 
 def _array_facts(statements, resolve) -> tuple[dict[str, int], set[str]]:
@@ -452,23 +452,10 @@ def _indexed_ndim(node: gast.Subscript, resolve) -> int | None:
     if not ndims or type(base) is not gast.Name or base.id not in ndims:
         return None
     indices = node.slice.elts if type(node.slice) is gast.Tuple else [node.slice]
-    if not all(_is_integer_index(i, resolve.integers) for i in indices):
+    if not all(is_integer_arithmetic(i, resolve.integers) for i in indices):
         return None
     kept = ndims[base.id] - len(indices)
     return kept if kept >= 0 else None
-
-
-def _is_integer_index(node: gast.expr, integers: set[str]) -> bool:
-    kind = type(node)
-    if kind is gast.Constant:
-        return type(node.value) is int
-    if kind is gast.Name:
-        return node.id in integers
-    if kind is gast.BinOp and type(node.op) in _INTEGER_OPERATORS:
-        return _is_integer_index(node.left, integers) and _is_integer_index(node.right, integers)
-    if kind is gast.UnaryOp and type(node.op) is gast.USub:
-        return _is_integer_index(node.operand, integers)
-    return False
 
 
 class _UnknownLocal:

@@ -20,6 +20,7 @@ from s2sgrad.compiler.passes.aliases import fresh_result
 from s2sgrad.compiler.passes.sharing import returns_fresh
 from s2sgrad.compiler.plain_values import plain_reads, writes_nothing, written_by
 from s2sgrad.compiler.syntax import (
+    is_integer_arithmetic,
     item_target_base,
     method_receiver,
     names_read,
@@ -421,24 +422,11 @@ def _integer_fixed_point(candidates: dict[str, list]) -> set[str]:
         more = {
             n
             for n, values in candidates.items()
-            if n not in found and all(v is None or _integer_arithmetic(v, found) for v in values)
+            if n not in found and all(v is None or is_integer_arithmetic(v, found) for v in values)
         }
         if not more:
             return found
         found |= more
-
-
-def _integer_arithmetic(node: gast.expr, integers: set[str]) -> bool:
-    kind = type(node)
-    if kind is gast.Constant:
-        return type(node.value) is int
-    if kind is gast.Name:
-        return node.id in integers
-    if kind is gast.UnaryOp and type(node.op) in (gast.USub, gast.UAdd):
-        return _integer_arithmetic(node.operand, integers)
-    if kind is gast.BinOp and type(node.op) in (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv):
-        return all(_integer_arithmetic(side, integers) for side in (node.left, node.right))
-    return False
 
 
 def range_targets(loop) -> set[str]:
