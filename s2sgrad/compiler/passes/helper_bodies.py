@@ -390,34 +390,31 @@ def _name_called_lambdas(block: list[gast.stmt], names: NameGenerator) -> None:
     """``(lambda v: v * w)(x)`` as ``f = lambda v: v * w`` before the statement and
     ``f(x)`` in it, a local function :mod:`.inline_locals` inlines (not inside another
     lambda or a comprehension, whose variables the lambda may read)."""
-    position = 0
-    while position < len(block):
-        statement = block[position]
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and not isinstance(statement, SCOPES):
-                _name_called_lambdas(inner, names)
-        hoisted = []
-        if isinstance(statement, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)):
-            scoped = {
-                id(inner)
-                for n in walk(statement)
-                if type(n) in (*COMPREHENSIONS, gast.Lambda)
-                for inner in walk(n)
-                if inner is not n
-            }
-            for n in walk(statement):
-                if (
-                    type(n) is gast.Call
-                    and type(n.func) is gast.Lambda
-                    and id(n) not in scoped
-                    and not (n.func.args.defaults or n.func.args.kw_defaults)
-                ):
-                    name = names.fresh("called")
-                    hoisted.append(assign(name, n.func, like=statement))
-                    n.func = load(name)
-        block[position:position] = hoisted
-        position += len(hoisted) + 1
+
+    def hoisted(statement: gast.stmt) -> tuple[list, None]:
+        made: list[gast.stmt] = []
+        if not isinstance(statement, (gast.Assign, gast.Expr, gast.Return, gast.AugAssign)):
+            return made, None
+        scoped = {
+            id(inner)
+            for n in walk(statement)
+            if type(n) in (*COMPREHENSIONS, gast.Lambda)
+            for inner in walk(n)
+            if inner is not n
+        }
+        for n in walk(statement):
+            if (
+                type(n) is gast.Call
+                and type(n.func) is gast.Lambda
+                and id(n) not in scoped
+                and not (n.func.args.defaults or n.func.args.kw_defaults)
+            ):
+                name = names.fresh("called")
+                made.append(assign(name, n.func, like=statement))
+                n.func = load(name)
+        return made, None
+
+    _rewrite_blocks(block, hoisted)
 
 
 def _without_docstring(body: list[gast.stmt]) -> list[gast.stmt]:
