@@ -72,6 +72,7 @@ def aux_pair_required(who: str) -> str:
 
 # the tape's advice in a refusal of code the source transformer handles
 USE_S2S = "differentiate the function by source transformation (mode='s2s'), which handles it"
+_TRY_S2S = ", or differentiate with mode='s2s'"  # the tape's shorter advice
 
 
 def after_s2s_refused(tape_error: S2SGradError, s2s_error: BaseException) -> S2SGradError:
@@ -85,7 +86,7 @@ def after_s2s_refused(tape_error: S2SGradError, s2s_error: BaseException) -> S2S
         after_s2s_refused(NonDifferentiableError("f.py:3: ..., or " + USE_S2S + "."), refusal)
     """
     message = str(tape_error)
-    for advice in (f", or {USE_S2S}", f"{USE_S2S}, ", f" {USE_S2S}"):
+    for advice in (f", or {USE_S2S}", f"{USE_S2S}, ", f" {USE_S2S}", _TRY_S2S):
         message = message.replace(advice, "")
     tape_error.args = (
         f"{message} (The source transformer, tried first, refused it as well: {s2s_error})",

@@ -100,3 +100,32 @@ def test_a_row_view_read_after_a_write_is_differentiated_as_numpy_computes_it():
             warnings.simplefilter("ignore", sg.S2SGradWarning)
             got = call_twice(sg.grad(a_row_kept, mode=mode), x0)
         assert_close(got, numeric_grad(a_row_kept, (x0,), 0))
+
+
+def copy_where_positive(x):
+    y = x.copy()
+    np.copyto(y, x**2, where=x > 0)
+    return np.sum(y**2)
+
+
+def copy_where_into_zeros(x):
+    y = np.zeros((3, 4))
+    np.copyto(y, np.sin(x[0]), where=np.arange(4) % 2 == 0)  # broadcast along the rows
+    return np.sum(y * x)
+
+
+@pytest.mark.parametrize("f", [copy_where_positive, copy_where_into_zeros])
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_copyto_with_a_mask_is_an_item_write_of_np_where(f, mode):
+    """``np.copyto(t, v, where=m)`` is ``t[...] = np.where(m, v, t)``: refused in every mode
+    before (the tape cannot write into a plain array either)."""
+    x = np.random.default_rng(8).normal(size=(3, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.S2SGradWarning)
+        got = call_twice(sg.grad(f, mode=mode), x)
+    assert_close(got, numeric_grad(f, (x,), 0), rtol=1e-6, atol=1e-8)
+    direction = np.random.default_rng(9).normal(size=x.shape)
+    gradient = sg.grad(f, mode="s2s")
+    expected = numeric_grad(lambda z: np.sum(gradient(z) * direction), (x,), 0)
+    (product,) = sg.hvp(f, (x,), (direction,), mode=mode)
+    assert_close(product, expected, rtol=1e-5, atol=1e-7)

@@ -125,10 +125,12 @@ def ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -
 
 def out_writes(body: list, resolve) -> None:
     """``f(..., out=t)`` → ``t[...] = f(...)`` for a NumPy function ``f`` with a derivative
-    rule, ``u(x, t)`` → ``t[...] = u(x)`` for a ufunc ``u``, and ``np.copyto(t, v)`` → ``t[...] =
-    v``, in ``body`` and its blocks: the same values written, by an item assignment the
-    transformer differentiates. A call whose value is used, or with ``where=``, ``casting=``
-    or ``dtype=``, is left alone (and refused as an in-place write if it matters)."""
+    rule, ``u(x, t)`` → ``t[...] = u(x)`` for a ufunc ``u``, ``np.copyto(t, v)`` → ``t[...] =
+    v`` and ``np.copyto(t, v, where=m)`` → ``t[...] = np.where(m, v, t)``, in ``body`` and its
+    blocks: the same values written, by an item assignment the transformer differentiates.
+    A call whose value is used, or with ``casting=`` or ``dtype=`` (or a ufunc's
+    ``where=``, which keeps entries out of the function), is left alone (and refused as an
+    in-place write if it matters)."""
     for block, position, statement in _statements(body):
         value = getattr(statement, "value", None)
         if not isinstance(statement, gast.Expr) or not isinstance(value, gast.Call):
@@ -205,9 +207,11 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
     except Exception:  # a name that does not resolve is no NumPy function
         return None
     if function is np.copyto:
-        if len(value.args) == 2 and not value.keywords and isinstance(value.args[0], gast.Name):
+        if len(value.args) != 2 or not isinstance(value.args[0], gast.Name):
+            return None
+        if not value.keywords:
             return value.args[0].id, value.args[1]
-        return None
+        return _copy_where(value, resolve)
     rule = get_rule(function) if callable(function) else None
     if rule is None or not rule.differentiable:
         return None
@@ -227,6 +231,23 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
         return None
     keywords = [k for k in value.keywords if k.arg != "out"]
     return target.id, gast.Call(func=value.func, args=args, keywords=keywords)
+
+
+def _copy_where(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
+    """``np.copyto(t, v, where=m)`` → ``(t, np.where(m, v, t))``: the entries of ``v`` where
+    ``m`` holds, ``t``'s own elsewhere (``v`` is computed either way, so no entry of it
+    goes through a function only the mask kept it out of). Only written ``np.copyto``
+    (``np.where`` is then read from the same module) and with ``where=`` alone."""
+    func = value.func
+    if [k.arg for k in value.keywords] != ["where"] or not isinstance(func, gast.Attribute):
+        return None
+    module = resolve(func.value)
+    if getattr(module, "where", None) is not np.where:
+        return None
+    target = value.args[0]
+    where = gast.Attribute(value=clone(func.value), attr="where", ctx=gast.Load())
+    chosen = call(where, [clone(value.keywords[0].value), clone(value.args[1]), load(target.id)])
+    return target.id, chosen
 
 
 def chained_item_writes(body: list, names: NameGenerator, locate, bindings: dict) -> None:
