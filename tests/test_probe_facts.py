@@ -47,3 +47,23 @@ def test_raw_facts_sets_aside_what_reads_the_callers_frame():
     facts = raw_facts(function)
     assert facts.bound == {"a", "b", "c"}
     assert sorted(type(n).__name__ for n in facts.checked) == ["Assign", "Call", "FunctionDef"]
+
+
+def test_the_probe_passes_the_assignments_in_the_code_order(monkeypatch):
+    """``copy_with_facts`` lists assignments in the code's order: passed on as they are, one
+    pass over them finds a chain of broadcasts' users (reversed, it found one link a pass)."""
+    from s2sgrad.compiler.specialize import broadcasts
+    from s2sgrad.compiler.specialize.probe_copy import copy_with_facts
+
+    lines = ["def f(x):", "    n0 = np.broadcast_to(x, (3,))"]
+    lines += [f"    n{i} = n{i - 1} * x" for i in range(1, 12)]
+    lines.append("    return n11")
+    _, facts, _ = copy_with_facts(gast.parse("\n".join(lines)).body[0])
+    seen = []
+    original = broadcasts.near_broadcasts
+    monkeypatch.setattr(
+        broadcasts, "near_broadcasts", lambda made: seen.append(made) or original(made)
+    )
+    quiet = broadcasts.quiet_arithmetic(facts.assignments, facts.arithmetic, {})
+    assert [target for target, _, _ in seen[0]] == [f"n{i}" for i in range(12)]
+    assert quiet == set()  # every product is near the broadcast

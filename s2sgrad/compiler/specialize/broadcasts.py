@@ -40,8 +40,8 @@ def quiet_arithmetic(
     assignments: list[gast.Assign], arithmetic: list[gast.BinOp], namespace: dict
 ) -> set[int]:
     """The ids of the operations of ``arithmetic`` (the ``+ - * /`` of a function, whose
-    assignments to a name are ``assignments``: see :func:`raw_facts`) that broadcast
-    stripping cannot concern.
+    assignments to a name are ``assignments``, best in the code's order, as
+    ``probe_copy.copy_with_facts`` lists them) that broadcast stripping cannot concern.
 
     It could where a ``broadcast_to``/``expand_dims`` call, or a name whose value may be
     one, is reached through elementwise arithmetic or through helpers that specialisation
@@ -53,7 +53,6 @@ def quiet_arithmetic(
     for node in assignments:
         reach = reached[id(node.value)] = _elementwise_reach(node.value, namespace)
         made.append((node.targets[0].id, *reach))
-    made.reverse()  # the walk found them last first: now in the code's order, mostly
     near = near_broadcasts(made)
     quiet = set()
     for node in arithmetic:

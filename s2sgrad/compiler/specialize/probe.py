@@ -235,6 +235,14 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     if probing.bound is None and not probing.callees and probing.is_pure is not None:
         cuts = LoopCuts.for_probe(probed, probing.is_pure)
     function = _compiled(probed, probing, cuts)
+    try:
+        _run(function, probed, probing, cuts)
+    finally:
+        _let_go(function)
+    return probed
+
+
+def _run(function: Callable, probed: gast.FunctionDef, probing: Probing, cuts) -> None:
     indexing = probing.indexing
     if indexing is None:
         indexing = index_parameters(probed)
@@ -244,7 +252,7 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
             raise NotSpecialisable("a parameter indexes an array with other than integers")
     if cuts is None:
         probing.result = function(*probing.args, **probing.kwargs)
-        return probed
+        return
     try:
         result = function(*probing.args, **probing.kwargs)
         cuts.finished()
@@ -254,13 +262,24 @@ def run(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         cuts.inconclusive = True
     if not cuts.cut:  # every loop ran whole: the result is the call's
         probing.result = result
-        return probed
+        return
     if not cuts.inconclusive:
         probing.cut = True  # the call itself runs in the specialised code
-        return probed
+        return
     probing.probe = _Probe()  # what the cut run saw is dropped: the whole probe runs
-    probing.result = _compiled(probed, probing, None)(*probing.args, **probing.kwargs)
-    return probed
+    whole = _compiled(probed, probing, None)
+    try:
+        probing.result = whole(*probing.args, **probing.kwargs)
+    finally:
+        _let_go(whole)
+
+
+def _let_go(function: Callable) -> None:
+    """Unbind the probe from its module, once run: else the two hold each other, and with
+    them the probe's records (and, interpreted, its tree), left to the cyclic collector."""
+    module = getattr(function, "__globals__", None)
+    if module is not None and module.get(function.__name__) is function:
+        del module[function.__name__]
 
 
 def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None):

@@ -79,6 +79,9 @@ def copy_with_facts(function: gast.FunctionDef) -> tuple[gast.FunctionDef, RawFa
     kind = type(function)  # a scope, entered: its own definition
     copy = _copy_fields(function, kind, noted)
     note_facts(facts, copy, kind)
+    # the two walkers call themselves through their cells: emptied, the copy is not held in
+    # a cycle (freed when dropped, not left to a collection of the whole tree)
+    plain = noted = None  # type: ignore[assignment]  # noqa: F811
     return copy, facts, operations
 
 
