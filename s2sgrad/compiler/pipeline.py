@@ -23,7 +23,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
-import itertools
 import operator
 import threading
 import types
@@ -334,7 +333,9 @@ def _build(request: Request) -> GeneratedFunction:
     if request.kind == "jvp":
         generated = _build_jvp(*pieces, callees)
     else:  # the reverse sweep reads the values _activity classified, not classify again
-        generated = _build_reverse(*pieces, callees, classified)
+        # the sweeps add no function to ``node`` and remove none: the walk above answers
+        defines_functions = not _defines_no_function(node, nodes)
+        generated = _build_reverse(*pieces, callees, classified, defines_functions)
     complex_ready = with_callees(complex_facts, callees, parsed)
     if generated.companion is not None:
         depending(generated.companion, live, assumptions)
@@ -489,11 +490,13 @@ def _build_reverse(
     assumptions,
     callees,
     classified=None,
+    defines_functions=True,
 ):
     """Reverse mode: a ``grad``, ``value_and_grad`` or ``vjp`` function; ``callees`` gets a
     ``(call node, complex-ready)`` pair per user function whose derivative it calls;
     ``classified``: the operations of values already classified, ``{id(value): (value,
-    operation)}``, for values not changed since."""
+    operation)}``, for values not changed since; ``defines_functions``: whether the user's
+    function defines a function or lambda inside (the derivative then does too)."""
 
     def callee_vjp(function, active, call_node, containers):
         if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
@@ -563,9 +566,7 @@ def _build_reverse(
         node.body, parsed.resolve, parameter_names(node, starred=False)
     )
     # the derivative defines functions where the user's function does (no closures else)
-    # (walk lists the definition itself first, and only there)
-    kinds = set(map(type, itertools.islice(walk(node), 1, None)))
-    generated.defines_functions = gast.FunctionDef in kinds or gast.Lambda in kinds
+    generated.defines_functions = defines_functions
     return generated
 
 
