@@ -93,6 +93,7 @@ from s2sgrad.compiler.syntax import (
     load,
     names_read,
     names_read_in_all,
+    names_written,
     parameter_names,
     store_param,
     walk,
@@ -285,7 +286,7 @@ def _build(request: Request) -> GeneratedFunction:
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
-    node = clone(parsed.node)
+    node = _taken_from(parsed)
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
     differentiated = tuple(dict.fromkeys(wrt_base(w) for w in request.wrt))
@@ -343,6 +344,25 @@ def _build(request: Request) -> GeneratedFunction:
     generated = depending(generated, live, assumptions)
     generated.complex_ready = complex_ready  # see complex_values.complex_readiness
     return generated
+
+
+def _taken_from(parsed: ParsedFunction) -> gast.FunctionDef:
+    """The parsed function's tree, for the passes to change in place: parsing made it for
+    this build alone, so it is not copied. ``parsed`` keeps what the sweeps read of the
+    function as written: its outline (name and parameters) and the names its body writes."""
+    node = parsed.node
+    parsed.written = frozenset(names_written(node))
+    outline = gast.FunctionDef(
+        name=node.name,
+        args=clone(node.args),
+        body=[],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    parsed.node = gast.copy_location(outline, node)
+    return node
 
 
 def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
