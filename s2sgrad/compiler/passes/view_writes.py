@@ -81,7 +81,7 @@ def write_back_views(
     local = {
         n
         for n in _bound_here(statements) - parameter_names(function)
-        if _made_anew(n, bindings.get(n, ()), resolve)
+        if _made_anew(n, bindings.get(n, []), resolve)
     }
     local |= copied
     roots = {_root(name, views) for name in views}
