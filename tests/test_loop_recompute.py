@@ -119,16 +119,18 @@ def test_the_row_is_not_pushed_each_iteration():
     assert pushes == ["stack.append(h)"]  # h each step (not h before zeros: never read)
 
 
-def _long_loop(tmp_path, statements):
-    """A loop over rows whose body has ``statements`` statements, each saved per
-    iteration; the module is written to a file (the transformer reads its source)."""
+
+def _long_loop(tmp_path, rows):
+    """A loop whose body reads ``rows`` rows ``r = xs[t]``, each read back by the backward
+    loop: every one a value the backward loop computes again instead of saving it. The
+    module is written to a file (the transformer reads its source)."""
     import importlib.util
 
     lines = ["import numpy as np", "", "", "def long_loop(w, xs):", "    h = w * 1.0"]
-    lines += ["    for t in range(xs.shape[0]):", "        v0 = xs[t] * h", "        v1 = v0 * w"]
-    for i in range(2, statements):
-        lines.append(f"        v{i} = np.sin(v{i - 1}) * 0.5 + v{i - 2} * 0.5")
-    lines += [f"        h = v{statements - 1} * 0.1", "    return np.sum(h)"]
+    lines.append("    for t in range(xs.shape[0]):")
+    for i in range(rows):
+        lines += [f"        r{i} = xs[t]", f"        h = np.tanh(h * r{i})"]
+    lines.append("    return np.sum(h)")
     path = tmp_path / "long_loop.py"
     path.write_text("\n".join(lines) + "\n")
     spec = importlib.util.spec_from_file_location("long_loop", path)
@@ -137,20 +139,20 @@ def _long_loop(tmp_path, statements):
     return module.long_loop
 
 
-def test_a_long_loop_body_is_looked_at_once_per_statement(tmp_path, monkeypatch):
-    # each candidate asks about the statements before it: gathered as the body is read,
-    # not read again from the top per candidate (which made a long body quadratic)
+def test_a_long_loop_body_is_read_once_per_statement(tmp_path, monkeypatch):
+    # each row asks what the statements before it read: gathered as the body is read,
+    # not read again from the top per row (which made a long body quadratic)
     from s2sgrad.compiler.reverse import recompute
 
-    looked_at = []
-    gather = recompute._loop_arithmetic
+    asked = []
+    reads = recompute.names_read
 
-    def counted(statements, fixed):
-        looked_at.append(len(statements))
-        return gather(statements, fixed)
+    def names_read(node):
+        asked.append(node)
+        return reads(node)
 
-    monkeypatch.setattr(recompute, "_loop_arithmetic", counted)
-    f = _long_loop(tmp_path, 200)
+    monkeypatch.setattr(recompute, "names_read", names_read)
+    f = _long_loop(tmp_path, 100)
     w, xs = np.array([0.3, -0.2]), RNG.normal(size=(3, 2))
     assert_close(sg.grad(f, mode="s2s")(w, xs), numeric_grad(f, (w, xs), 0), rtol=1e-4)
-    assert 0 < sum(looked_at) < 4 * 600  # the body, about 600 statements in normal form
+    assert 0 < len(asked) < 4 * 400  # about 400 statements in normal form
