@@ -119,7 +119,6 @@ def test_the_row_is_not_pushed_each_iteration():
     assert pushes == ["stack.append(h)"]  # h each step (not h before zeros: never read)
 
 
-
 def _long_loop(tmp_path, rows):
     """A loop whose body reads ``rows`` rows ``r = xs[t]``, each read back by the backward
     loop: every one a value the backward loop computes again instead of saving it. The
