@@ -162,3 +162,30 @@ def test_forty_nested_ifs(tmp_path, mode):
     x = np.array([0.3, -0.2, 0.7])
     for s in (25.0, 50.0):  # some branches taken, then all of them
         assert_close(sg.grad(f, mode=mode)(x, s), numeric_grad(f, (x, s), 0), rtol=1e-4)
+
+
+def _with_a_view(statements):
+    """A straight-line function of ``statements`` statements that begins with a view."""
+    lines = ["def viewed(x):", "    y0 = x.T", "    y1 = x * 0.5"]
+    for i in range(2, statements):
+        lines.append(f"    y{i} = np.tanh(y{i - 1} - 0.1 * y{i - 2})")
+    return "\n".join(lines) + f"\n    return np.sum(y{statements - 1})\n"
+
+
+def test_a_long_function_with_a_view_is_read_once_per_statement(tmp_path, monkeypatch):
+    # write_back_views asks of each name whether every binding makes a new array: the
+    # bindings are found in one pass, not one pass over the function per name
+    from s2sgrad.compiler.passes import view_writes
+
+    asked = []
+    counted = view_writes.names_written
+
+    def names_written(node):
+        asked.append(node)
+        return counted(node)
+
+    monkeypatch.setattr(view_writes, "names_written", names_written)
+    f, _ = _load(tmp_path, "viewed", _with_a_view(300))
+    x = np.array([0.3, -0.2])
+    assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, (x,), 0), rtol=1e-4)
+    assert 0 < len(asked) < 4 * 900  # linear: about 900 statements in normal form

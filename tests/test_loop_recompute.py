@@ -117,3 +117,41 @@ def test_the_row_is_not_pushed_each_iteration():
     code = sg.source(gradient)
     pushes = [line.strip() for line in code.splitlines() if ".append(" in line]
     assert pushes == ["stack.append(h)"]  # h each step (not h before zeros: never read)
+
+
+def _long_loop(tmp_path, rows):
+    """A loop whose body reads ``rows`` rows ``r = xs[t]``, each read back by the backward
+    loop: every one a value the backward loop computes again instead of saving it. The
+    module is written to a file (the transformer reads its source)."""
+    import importlib.util
+
+    lines = ["import numpy as np", "", "", "def long_loop(w, xs):", "    h = w * 1.0"]
+    lines.append("    for t in range(xs.shape[0]):")
+    for i in range(rows):
+        lines += [f"        r{i} = xs[t]", f"        h = np.tanh(h * r{i})"]
+    lines.append("    return np.sum(h)")
+    path = tmp_path / "long_loop.py"
+    path.write_text("\n".join(lines) + "\n")
+    spec = importlib.util.spec_from_file_location("long_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.long_loop
+
+
+def test_a_long_loop_body_is_read_once_per_statement(tmp_path, monkeypatch):
+    # each row asks what the statements before it read: gathered as the body is read,
+    # not read again from the top per row (which made a long body quadratic)
+    from s2sgrad.compiler.reverse import recompute
+
+    asked = []
+    reads = recompute.names_read
+
+    def names_read(node):
+        asked.append(node)
+        return reads(node)
+
+    monkeypatch.setattr(recompute, "names_read", names_read)
+    f = _long_loop(tmp_path, 100)
+    w, xs = np.array([0.3, -0.2]), RNG.normal(size=(3, 2))
+    assert_close(sg.grad(f, mode="s2s")(w, xs), numeric_grad(f, (w, xs), 0), rtol=1e-4)
+    assert 0 < len(asked) < 4 * 400  # about 400 statements in normal form

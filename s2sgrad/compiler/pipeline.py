@@ -23,7 +23,6 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import inspect
-import itertools
 import operator
 import threading
 import types
@@ -95,6 +94,7 @@ from s2sgrad.compiler.syntax import (
     load,
     names_read,
     names_read_in_all,
+    names_written,
     parameter_names,
     store_param,
     walk,
@@ -287,7 +287,7 @@ def _build(request: Request) -> GeneratedFunction:
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
-    node = clone(parsed.node)
+    node = _taken_from(parsed)
     parsed.closure.update(done_imports(node, parsed.globals.get("__package__")))
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
@@ -336,7 +336,9 @@ def _build(request: Request) -> GeneratedFunction:
     if request.kind == "jvp":
         generated = _build_jvp(*pieces, callees)
     else:  # the reverse sweep reads the values _activity classified, not classify again
-        generated = _build_reverse(*pieces, callees, classified)
+        # the sweeps add no function to ``node`` and remove none: the walk above answers
+        defines_functions = not _defines_no_function(node, nodes)
+        generated = _build_reverse(*pieces, callees, classified, defines_functions)
     complex_ready = with_callees(complex_facts, callees, parsed)
     if generated.companion is not None:
         depending(generated.companion, live, assumptions)
@@ -344,6 +346,25 @@ def _build(request: Request) -> GeneratedFunction:
     generated = depending(generated, live, assumptions)
     generated.complex_ready = complex_ready  # see complex_values.complex_readiness
     return generated
+
+
+def _taken_from(parsed: ParsedFunction) -> gast.FunctionDef:
+    """The parsed function's tree, for the passes to change in place: parsing made it for
+    this build alone, so it is not copied. ``parsed`` keeps what the sweeps read of the
+    function as written: its outline (name and parameters) and the names its body writes."""
+    node = parsed.node
+    parsed.written = frozenset(names_written(node))
+    outline = gast.FunctionDef(
+        name=node.name,
+        args=clone(node.args),
+        body=[],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    parsed.node = gast.copy_location(outline, node)
+    return node
 
 
 def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
@@ -491,11 +512,13 @@ def _build_reverse(
     assumptions,
     callees,
     classified=None,
+    defines_functions=True,
 ):
     """Reverse mode: a ``grad``, ``value_and_grad`` or ``vjp`` function; ``callees`` gets a
     ``(call node, complex-ready)`` pair per user function whose derivative it calls;
     ``classified``: the operations of values already classified, ``{id(value): (value,
-    operation)}``, for values not changed since."""
+    operation)}``, for values not changed since; ``defines_functions``: whether the user's
+    function defines a function or lambda inside (the derivative then does too)."""
 
     def callee_vjp(function, active, call_node, containers):
         if function is runtime.dynamic_vjp or function is runtime.transformed_vjp:
@@ -565,9 +588,7 @@ def _build_reverse(
         node.body, parsed.resolve, parameter_names(node, starred=False)
     )
     # the derivative defines functions where the user's function does (no closures else)
-    # (walk lists the definition itself first, and only there)
-    kinds = set(map(type, itertools.islice(walk(node), 1, None)))
-    generated.defines_functions = gast.FunctionDef in kinds or gast.Lambda in kinds
+    generated.defines_functions = defines_functions
     return generated
 
 

@@ -32,6 +32,9 @@ class ParsedFunction:
     line_offset: int  # add to a node's lineno to get the line in ``filename``
     globals: dict
     closure: dict = field(default_factory=dict)
+    # the names the body writes, as parsed, when ``node`` is only the function's outline
+    # (its name and parameters): the transformer changes the parsed body in place
+    written: frozenset[str] | None = None
 
     @property
     def name(self) -> str:

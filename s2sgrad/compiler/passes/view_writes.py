@@ -77,10 +77,11 @@ def write_back_views(
     sharing = Sharing(statements, resolve, container_names(statements), parameter_names(function))
     loops = loop_spans(statements)
     copied = _copied_first(function, resolve)
+    bindings = _bindings(statements)
     local = {
         n
         for n in _bound_here(statements) - parameter_names(function)
-        if _made_anew(n, statements, resolve)
+        if _made_anew(n, bindings.get(n, []), resolve)
     }
     local |= copied
     roots = {_root(name, views) for name in views}
@@ -265,17 +266,28 @@ def _copied(view: View) -> gast.Assign:
     return gast.Assign(targets=[store(view.name)], value=value, type_comment=None)
 
 
-def _made_anew(name: str, statements, resolve) -> bool:
-    """Whether every binding of ``name`` makes a new array (arithmetic, a list, a copy, a
-    call known to return a new array), not a view of something else."""
+def _bindings(statements) -> dict[str, list[gast.stmt]]:
+    """The statements that bind each name, in order (a branch or a ``while`` binds none
+    itself: its blocks' statements are listed; a ``for``, its target), found in one pass
+    for :func:`_made_anew` (one pass per name made the pass quadratic)."""
+    found: dict[str, list[gast.stmt]] = {}
     for statement in statements:
         kind = type(statement)
-        if kind in (gast.If, gast.While) or updated_name(statement) == name:
+        if kind in (gast.If, gast.While):
             continue
-        written = names_written(statement.target if kind is gast.For else statement)
-        if name not in written:
+        for name in names_written(statement.target if kind is gast.For else statement):
+            found.setdefault(name, []).append(statement)
+    return found
+
+
+def _made_anew(name: str, bindings: list[gast.stmt], resolve) -> bool:
+    """Whether every binding of ``name`` (the statements :func:`_bindings` lists for it)
+    makes a new array (arithmetic, a list, a copy, a call known to return a new array), not
+    a view of something else."""
+    for statement in bindings:
+        if updated_name(statement) == name:
             continue
-        if kind is not gast.Assign or type(statement.targets[0]) is not gast.Name:
+        if type(statement) is not gast.Assign or type(statement.targets[0]) is not gast.Name:
             return False
         value = statement.value
         if type(value) in (gast.BinOp, gast.UnaryOp, gast.List):

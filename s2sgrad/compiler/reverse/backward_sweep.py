@@ -111,6 +111,7 @@ class BackwardSweep:
         also names the rules applied (shown in unoptimised code, see compiler/optimize/)."""
         result: list[gast.stmt] = []
         last_line, last_comment = None, None
+        named: list[tuple[gast.Expr, list[str]]] = []  # each comment, the rules it names
         for block, block_rules in zip(blocks, rules):
             first = block[0]
             line = getattr(first, "lineno", None)
@@ -120,10 +121,15 @@ class BackwardSweep:
                 if text:
                     last_comment = comment(f"grad of: {text}")
                     result.append(last_comment)
+                    named.append((last_comment, []))
                 last_line = line
-            if block_rules and last_comment is not None:
-                add_rule_names(last_comment, block_rules)
+            if block_rules and last_comment is not None:  # the last comment made
+                known = named[-1][1]
+                known += [r for r in block_rules if r not in known]  # add_rule_names's
             result.extend(block)
+        for statement, known in named:  # its text written once, not once per block
+            if known:
+                add_rule_names(statement, known)
         return result
 
     def backward_step(self, step: Step, later_reads: set[str]) -> tuple[list[gast.stmt], list]:

@@ -79,7 +79,10 @@ class Context:
         # each statement classified once, by the activity analysis where it was
         self.operations = Operations(parsed, local_names, classified)
         self.parameters = parameter_names(parsed.node, starred=False)  # what callers pass
-        self.user_names = names_written(parsed.node) | self.parameters
+        written = parsed.written  # kept when the parsed tree was left an outline
+        self.user_names = self.parameters.union(
+            names_written(parsed.node) if written is None else written
+        )
 
     def study(self, statements: list[gast.stmt], body: list[gast.stmt]) -> None:
         """Read the facts the sweeps consult off ``statements`` (``body`` without its return)."""

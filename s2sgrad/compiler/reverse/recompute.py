@@ -61,19 +61,27 @@ def recompute_in_loops(saves: Saves, forward, backward) -> set[str]:
             if any(inner is forward_loop for inner in nested_statements(outer.body))
         }
         body = forward_loop.body
+        fixed = _Fixed(writes, top, indices)
+        # what each candidate asks of the statements before it, gathered as the loop goes
+        # (asked anew per candidate, it made a long loop body quadratic): nothing below
+        # changes the forward body, nor the backward sweep outside this backward loop
+        arithmetic = _LoopArithmetic(body, fixed)
+        reads = _ReadsBefore(body)
+        outside: set[str] | None = None
         for position, statement in enumerate(body[:-1]):
             key = marker_key(statement, PUSH)
             save = saves.saves[key] if key is not None else None
             if save is None or not save.used or save.kind != "assign":
                 continue
-            fixed = _Fixed(writes, top, indices)
-            value = _recomputed_value(body, position + 1, save.target, fixed)
+            value = _recomputed_value(body, position + 1, save.target, fixed, arithmetic)
             target = save.target
-            if value is None or target in _reads_before(body, position + 1):
+            if value is None or target in reads.up_to(position + 1):
                 continue
-            if target in _reads_outside(forward, forward_loop) | _reads_outside(
-                backward, backward_loop
-            ):
+            if outside is None:
+                outside = _reads_outside(forward, forward_loop) | _reads_outside(
+                    backward, backward_loop
+                )
+            if target in outside:
                 continue
             save.used = False
             # a name of its own, so that the forward loop's stays local to it (and folds)
@@ -138,15 +146,51 @@ class _Fixed:
         return not count or (count == 1 and name in self.top) or name in self.indices
 
 
-def _recomputed_value(body, position: int, target: str, fixed: _Fixed) -> gast.expr | None:
+class _LoopArithmetic:
+    """:func:`_loop_arithmetic` of the first statements of a loop body, for growing
+    prefixes, each statement looked at once."""
+
+    def __init__(self, body: list[gast.stmt], fixed: _Fixed):
+        self.body, self.fixed = body, fixed
+        self.found: dict[str, gast.expr] = {}
+        self.seen = 0  # the statements looked at: body[:seen]
+
+    def of_first(self, count: int) -> dict[str, gast.expr]:
+        """``_loop_arithmetic(body[:count], fixed)`` (``count`` never less than before)."""
+        if count > self.seen:
+            self.found.update(_loop_arithmetic(self.body[self.seen : count], self.fixed))
+            self.seen = count
+        return self.found
+
+
+class _ReadsBefore:
+    """:func:`_reads_before` of a loop body, for growing positions, each statement
+    walked once (and only once a candidate asks)."""
+
+    def __init__(self, body: list[gast.stmt]):
+        self.body = body
+        self.read: set[str] = set()
+        self.seen = 0
+
+    def up_to(self, position: int) -> set[str]:
+        """``_reads_before(body, position)`` (``position`` never less than before)."""
+        if position > self.seen:
+            self.read |= _reads_before(self.body[self.seen : position], position - self.seen)
+            self.seen = position
+        return self.read
+
+
+def _recomputed_value(
+    body, position: int, target: str, fixed: _Fixed, before: _LoopArithmetic
+) -> gast.expr | None:
     """What ``target = value`` at ``body[position]`` computes, written so that the backward
     loop can compute it again, or None. The statement must be the only write of
     ``target``, and the value one of: an element or slice ``base[...]`` of a ``fixed``
     base at an index of fixed names (``xs[t]``, ``x[:, i : i + oh]``); arithmetic of fixed
     names reading a loop index (``i + 1``); or ``range(...)`` of such, when the next
     statement is the loop over it (so ``range`` is the builtin: ``passes/loops.py``).
-    Arithmetic temporaries assigned once earlier in the body (``t = i + oh``) have their
-    expressions written out in their place."""
+    Arithmetic temporaries assigned once earlier in the body (``t = i + oh``, which
+    ``before`` gathers) have their expressions written out in their place."""
     statement = body[position]
     if not (
         type(statement) is gast.Assign
@@ -158,7 +202,7 @@ def _recomputed_value(body, position: int, target: str, fixed: _Fixed) -> gast.e
     value = statement.value
     if target in names_read(value):
         return None
-    arithmetic = _loop_arithmetic(body[:position], fixed)
+    arithmetic = before.of_first(position)  # read here only: the next call adds to it
     known = lambda name: fixed(name) or name in arithmetic  # noqa: E731
     if type(value) is gast.Subscript:
         if not (type(value.value) is gast.Name and fixed(value.value.id)):
