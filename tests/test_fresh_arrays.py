@@ -77,6 +77,7 @@ def test_rosenbrock_updates_its_new_arrays(mode):
     g = _same_as_before(rosenbrock, (0,), (x,), mode)
     code = sg.source(g)
     assert "np.subtract(x[1:], dt4, out=dt4)" in code and "dt4 *= 200.0" in code, code
+    assert "out=dx[:-1])" in code, code  # made where the assignment would copy it to
     small = np.random.default_rng(1).uniform(-2, 2, size=7)
     assert_close(sg.grad(rosenbrock)(small), numeric_grad(rosenbrock, (small,), 0))
 
@@ -120,6 +121,16 @@ def test_a_chain_of_new_arrays_is_one_array():
 def test_a_new_right_operand_keeps_the_operands_order():
     code = _rewritten("def f(x, y):\n    d = y - x * 2.0\n", np.ones(N), np.ones(N))
     assert "d = x * 2.0\n" in code and "np.subtract(y, d, out=d)" in code, code
+
+
+def test_an_item_assignment_makes_its_value_in_place():
+    source = "def f(x, y):\n    d = np.empty_like(x)\n    d[1:] = x[1:] * y\n    d[:1] = 0.0\n"
+    code = _rewritten(source, np.ones(N + 1), np.ones(N))
+    assert "np.multiply(x[1:], y, out=d[1:])" in code, code
+    reads = "def f(x, y):\n    d = np.zeros((2, 5000))\n    d[1] = d[0] * y\n"
+    assert "out=" not in _rewritten(reads, np.ones(N), np.ones(5000))  # reads d
+    cast = "def f(x, y):\n    d = np.zeros((5000,))\n    d[:] = x * y\n"
+    assert "out=" not in _rewritten(cast, np.ones(5000, np.float32), np.ones(5000, np.float32))
 
 
 def test_a_number_on_the_left_of_a_product_multiplies_in_place():

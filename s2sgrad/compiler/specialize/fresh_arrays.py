@@ -10,22 +10,28 @@ writes it::
 ``a @ b * m`` allocates a new array for the product although ``a @ b``, made just before,
 is dropped right after: writing the product into it saves the allocation and a pass over
 memory the cache does not hold yet (NumPy does so by itself only for arrays of 256 KiB
-and more). For an assignment ``d = e1 op e2`` whose operand ``e1`` is such an array, ``d``
-is bound to ``e1`` and then updated (``d op= e2``, or ``np.op(e2, d, out=d)`` when the
-array is the right operand: the operands keep their order). The same holds again for
-``e1``'s own operands: the whole chain of new arrays, down from the assignment, is one.
+and more). For an assignment ``d = e1 op e2`` whose operand ``e1`` is such a new array,
+``d`` is bound to ``e1`` and then updated (``d op= e2``); when the new array is the right
+operand, ``d = e2`` and ``np.op(e1, d, out=d)`` keep the operands in their order. The same
+holds again for that operand's own operands: the chain of new arrays down from the
+assignment is one array. An item assignment ``d[index] = e1 op e2`` whose item is a view
+of the result's type makes the result there, ``np.op(e1, e2, out=d[index])``, instead of
+apart and then copied.
 
-It is the same computation, element for element, only when:
+It is the same computation, element for element, where the types of the code
+(``value_types.py``: shapes and dtypes from the arguments', by NumPy's rules) show that:
 
-* the operand is *fresh*: arithmetic or a NumPy ufunc on *plain* values (arrays of
-  exactly ``np.ndarray``, NumPy scalars, Python numbers, as the code's names and its
-  arguments show), so no name or other array can see its array;
-* the probe saw the operation (``in_place.note_sum`` leaves what it saw on the node) with
-  that operand an array of the result's shape and dtype, not an object array, so writing
-  into it neither broadcasts it nor casts the result; and the other operand a plain value
-  (an operand whose broadcasts specialisation may strip is not trusted: its shape changed);
-* the operands evaluated after ``d`` is bound do not read ``d``; a left operand evaluated
-  after the right one now is plain, so evaluating it later changes nothing.
+* the array written into is *new*: made by arithmetic or a ufunc of values that are
+  arrays of exactly ``np.ndarray``, NumPy scalars or Python numbers, so no name or other
+  array sees it;
+* it has the result's shape and dtype, so writing into it neither broadcasts it nor casts
+  the result (the item written into likewise);
+* the operands evaluated after ``d`` is bound do not read ``d`` (nor, for an item, the
+  array ``d``); all operands have types, so nothing they run is the user's code, and a left
+  operand evaluated after the right one now gives what it gave before.
+
+Arrays under ``SMALL_ARRAY_BYTES`` stay as they are: there, a statement more costs about
+what the allocation saves.
 
 Example::
 
@@ -67,27 +73,41 @@ def update_fresh_arrays(
         return False
     rewrite = _Rewrite(ValueTypes(function, namespace, args, kwargs), numpy_name(namespace))
     changed = False
-    for block in _blocks(function.body):
+    for block in list(_blocks(function.body)):
         index = 0
         while index < len(block):
-            statements = rewrite.updates(block[index]) if _candidate(block[index]) else None
-            if statements is None:
+            statement = block[index]
+            if not _candidate(statement):
                 index += 1
-                continue
-            block[index + 1 : index + 1] = statements
-            index += 1 + len(statements)
-            changed = True
+            elif type(statement.targets[0]) is gast.Subscript:
+                written = rewrite.written_into_item(statement)
+                if written is not None:
+                    block[index] = written
+                    changed = True
+                index += 1
+            else:
+                statements = rewrite.updates(statement)
+                if statements is None:
+                    index += 1
+                    continue
+                block[index + 1 : index + 1] = statements
+                index += 1 + len(statements)
+                changed = True
     return changed
 
 
 def _candidate(statement) -> bool:
-    """``d = <an operation>``."""
-    return (
+    """``d = <an operation>`` or ``d[index] = <an operation>``."""
+    if not (
         type(statement) is gast.Assign
         and len(statement.targets) == 1
-        and type(statement.targets[0]) is gast.Name
         and type(statement.value) is gast.BinOp
         and type(statement.value.op) in _UFUNC_NAMES
+    ):
+        return False
+    target = statement.targets[0]
+    return type(target) is gast.Name or (
+        type(target) is gast.Subscript and type(target.value) is gast.Name
     )
 
 
@@ -121,6 +141,21 @@ class _Rewrite:
             return None
         statement.value = node
         return updates[::-1]
+
+    def written_into_item(self, statement: gast.Assign) -> gast.stmt | None:
+        """``np.op(a, b, out=d[index])`` for ``d[index] = a op b`` where ``d[index]`` is a
+        view (a basic index of an array) of the result's type that ``a`` and ``b`` do not
+        read: the result is made where the assignment would copy it to, not apart."""
+        target, value = statement.targets[0], statement.value
+        result = self.types.of(value)
+        if result is None or not result.is_array or result.nbytes < SMALL_ARRAY_BYTES:
+            return None
+        if self.types.of(target) != result or target.value.id in names_read(value):
+            return None
+        view = gast.Subscript(value=load(target.value.id), slice=target.slice, ctx=gast.Load())
+        ufunc = attribute(load(self.numpy), _UFUNC_NAMES[type(value.op)])
+        written = call(ufunc, [value.left, value.right], {"out": view})
+        return gast.copy_location(gast.Expr(value=written), statement)
 
     def _fresh_side(self, node: gast.BinOp, name: str) -> str | None:
         """The operand ``node`` may write its result into, if any."""

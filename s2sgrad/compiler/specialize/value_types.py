@@ -209,6 +209,12 @@ class ValueTypes:
         function = self._function(func)
         if isinstance(function, np.ufunc) and not node.keywords and function.nout == 1:
             return _elementwise(function, [self.of(a) for a in node.args])
+        if any(function is f for f in _FILLED) and len(node.args) == 1 and not node.keywords:
+            shape = _constant_axes(node.args[0])  # a literal shape: float64 zeros, say
+            return None if shape is None else ValueType(shape, np.dtype(np.float64))
+        if any(function is f for f in _LIKE) and len(node.args) == 1 and not node.keywords:
+            model = self.of(node.args[0])  # an array like another: its shape and dtype
+            return model if model is not None and model.is_array else None
         return None
 
     def _function(self, func):
@@ -229,6 +235,8 @@ _OTHER_SCOPES = (
     gast.Global,
     gast.Nonlocal,
 )
+_FILLED = (np.empty, np.zeros, np.ones)
+_LIKE = (np.empty_like, np.zeros_like, np.ones_like)
 _INTEGER = object()  # a binding to an integer of ``range``: a loop's target
 _INTEGER_TYPE = ValueType((), int)
 _NOT_AN_INDEX = object()
@@ -340,9 +348,16 @@ def _bindings(function, nodes, namespace) -> list[tuple[str, Any]] | None:
             bindings.append((statement.target.id, _INTEGER))
             plain_targets.add(id(statement.target))
     for node in nodes:
-        stored = type(node) is gast.Name and type(node.ctx) in (gast.Store, gast.Del)
+        kind = type(node)
+        stored = kind is gast.Name and type(node.ctx) in (gast.Store, gast.Del)
         if stored and id(node) not in plain_targets:
             bindings.append((node.id, None))
+        elif (
+            kind is gast.Attribute
+            and type(node.value) is gast.Name
+            and (type(node.ctx) is not gast.Load or node.attr == "resize")
+        ):
+            bindings.append((node.value.id, None))  # x.shape = ..., x.resize(...)
     return bindings
 
 
