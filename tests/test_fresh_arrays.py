@@ -94,6 +94,14 @@ def test_relu_backward_multiplies_the_mask_into_the_product():
         assert_close(got, numeric_grad(relu_layer, small, i))
 
 
+def test_float32_stays_float32():
+    rng = np.random.default_rng(5)
+    W, b = rng.normal(size=(20, 160)).astype(np.float32), rng.normal(size=160).astype(np.float32)
+    X, V = rng.normal(size=(64, 20)).astype(np.float32), rng.normal(size=(160, 3))  # V: f8
+    g = _same_as_before(relu_layer, (0, 1, 3), (W, b, X, V))
+    assert [d.dtype for d in g(W, b, X, V)] == [np.float32, np.float32, np.float64]
+
+
 def test_attention_gradients_match_the_code_without_it():
     rng = np.random.default_rng(3)
     args = (rng.normal(size=(64, 64)) / 8, rng.normal(size=(64, 64)) / 8, rng.normal(size=(64, 64)))

@@ -1,10 +1,11 @@
 """The shape and dtype of the values of code specialised to its arguments, where they
 follow from the arguments' by NumPy's own rules.
 
-A parameter holds its argument (an array of exactly ``np.ndarray``, a NumPy scalar or a
-Python number); arithmetic, comparisons, ufuncs, basic indexing, ``.T`` and reductions of
-such values make such values again, of a shape and dtype that NumPy's broadcasting and
-type resolution (``ufunc.resolve_dtypes``) tell without running anything. A name has a
+A parameter holds its argument (the code is specialised to the arguments' types): an
+array of exactly ``np.ndarray``, a NumPy scalar or a Python number. Arithmetic,
+comparisons, ufuncs, basic indexing, ``.T`` and reductions of such values make such values
+again, of a shape and dtype that NumPy's broadcasting and type resolution
+(``ufunc.resolve_dtypes``) tell without running anything. A name has a
 type when every assignment to it gives it that same type, given the types of the names
 it reads (an invariant: true of the first assignment that runs, kept by every later
 one). Anything else (a call of another function, a container, a value whose type
@@ -70,8 +71,8 @@ _UNKNOWN = None
 
 
 def type_of_value(value: Any) -> ValueType | None:
-    """The type of an argument or a global: None unless it is an ``np.ndarray`` (not of
-    objects), a NumPy scalar or a Python number."""
+    """The type of an argument: None unless it is an ``np.ndarray`` (not of objects), a
+    NumPy scalar or a Python number."""
     if type(value) is np.ndarray:
         return None if value.dtype == object else ValueType(value.shape, value.dtype)
     if isinstance(value, np.generic):
@@ -84,8 +85,8 @@ def type_of_value(value: Any) -> ValueType | None:
 class ValueTypes:
     """The types of one function's names, and of expressions over them (:meth:`of`).
 
-    Functions defined inside, ``global`` and ``nonlocal`` bind names this does not follow:
-    such a function's names have no type.
+    Functions defined inside, ``global``, ``nonlocal`` and imports bind names this does not
+    follow: such a function's names have no type; nor have globals.
     """
 
     def __init__(self, function: gast.FunctionDef, namespace: dict, args: tuple, kwargs: dict):
@@ -117,10 +118,8 @@ class ValueTypes:
     def of(self, node) -> ValueType | None:
         """The type of expression ``node`` (None: not known)."""
         kind = type(node)
-        if kind is gast.Name:
-            if node.id in self.local:
-                return self.names.get(node.id)
-            return type_of_value(self.namespace.get(node.id))
+        if kind is gast.Name:  # a global's value is not followed: the user may rebind it
+            return self.names.get(node.id) if node.id in self.local else None
         if kind is gast.Constant:
             if type(node.value) in _PYTHON_NUMBERS:
                 return ValueType((), type(node.value))
@@ -234,6 +233,8 @@ _OTHER_SCOPES = (
     gast.ClassDef,
     gast.Global,
     gast.Nonlocal,
+    gast.Import,
+    gast.ImportFrom,
 )
 _FILLED = (np.empty, np.zeros, np.ones)
 _LIKE = (np.empty_like, np.zeros_like, np.ones_like)
