@@ -165,6 +165,8 @@ def test_a_number_on_the_left_of_a_product_multiplies_in_place():
         ("def f(x, y):\n    d = (x + 1.0) * y\n", (np.ones(N // 2), np.ones(N // 2))),
         # a view of an argument is the argument's memory
         ("def f(x, y):\n    d = x[1:] * y\n", (np.ones(N + 1), np.ones(N))),
+        # a local np is not NumPy
+        ("def f(x, y):\n    np = y\n    d = y - x * 2.0\n", (np.ones(N), np.ones(N))),
         # a name bound twice to arrays of two shapes has no type
         (
             "def f(x, y):\n    t = x\n    t = y\n    d = (t + 1.0) * x\n",

@@ -71,7 +71,11 @@ def update_fresh_arrays(
     """
     if not any(_candidate(s) for s in nested_statements(function.body)):
         return False
-    rewrite = _Rewrite(ValueTypes(function, namespace, args, kwargs), numpy_name(namespace))
+    types = ValueTypes(function, namespace, args, kwargs)
+    npn = numpy_name(namespace)
+    if npn in types.local:
+        return False  # the name NumPy goes by is the function's own
+    rewrite = _Rewrite(types, npn)
     changed = False
     for block in list(_blocks(function.body)):
         index = 0
