@@ -30,8 +30,8 @@ It is the same computation, element for element, where the types of the code
   array ``d``); all operands have types, so nothing they run is the user's code, and a left
   operand evaluated after the right one now gives what it gave before.
 
-Arrays under ``SMALL_ARRAY_BYTES`` stay as they are: there, a statement more costs about
-what the allocation saves.
+Arrays under ``SMALL_ARRAY_BYTES`` stay as they are: there, the gain is small next to the
+statements an update adds.
 
 Example::
 
@@ -53,8 +53,9 @@ __all__ = ["SMALL_ARRAY_BYTES", "update_fresh_arrays"]
 _UFUNC_NAMES = {gast.Add: "add", gast.Sub: "subtract", gast.Mult: "multiply", gast.Div: "divide"}
 _COMMUTATIVE = (gast.Add, gast.Mult)
 _MAKING = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow, gast.MatMult)
-# Below this size NumPy's allocation costs less than the statement an update adds (each
-# runs in about the same time on arrays that small, measured on 1-8 KiB), so they stay.
+# Below this size an operation's cost is mostly NumPy's call, not memory: writing in place
+# saved about 6 % of a three-operation chain on 8-32 KiB, 14 % on 128 KiB; small arrays
+# keep their one statement (a 4 x 8 MLP's chain would take four).
 SMALL_ARRAY_BYTES = 32 * 1024
 
 
