@@ -35,6 +35,14 @@ def scaled_attention(Wq, Wk, X):
     return np.sum(e / np.sum(e, axis=1, keepdims=True) * scores)
 
 
+def _layer(x, W, b):
+    return np.tanh(x @ W * 0.5 + b)
+
+
+def calls_a_helper(W, b, x):
+    return np.sum(_layer(x, W, b) ** 2 - 3.0 * _layer(x, W, b))
+
+
 def _rewritten(source: str, *args, **kwargs) -> str:
     function = gast.parse(source).body[0]
     update_fresh_arrays(function, {"np": np}, args, kwargs)
@@ -107,6 +115,15 @@ def test_attention_gradients_match_the_code_without_it():
     args = (rng.normal(size=(64, 64)) / 8, rng.normal(size=(64, 64)) / 8, rng.normal(size=(64, 64)))
     g = _same_as_before(scaled_attention, (0, 1), args)
     assert " *= " in sg.source(g) or "out=" in sg.source(g), sg.source(g)
+
+
+def test_a_helper_function_is_rewritten_with_its_caller():
+    rng = np.random.default_rng(6)
+    args = (rng.normal(size=(16, 128)) / 4, rng.normal(size=128), rng.normal(size=(64, 16)))
+    _same_as_before(calls_a_helper, (0, 1), args)
+    small = (rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(5, 3)))
+    for i, got in zip((0, 1), sg.grad(calls_a_helper, wrt=(0, 1))(*small)):
+        assert_close(got, numeric_grad(calls_a_helper, small, i))
 
 
 def test_small_arrays_stay_expressions():
