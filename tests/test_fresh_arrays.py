@@ -39,6 +39,10 @@ def _layer(x, W, b):
     return np.tanh(x @ W * 0.5 + b)
 
 
+def outer_energy(u, v):
+    return np.sum(np.sin(u[:, None] * v[None, :] * 2.0 + 1.0))
+
+
 def calls_a_helper(W, b, x):
     return np.sum(_layer(x, W, b) ** 2 - 3.0 * _layer(x, W, b))
 
@@ -93,7 +97,7 @@ def test_rosenbrock_updates_its_new_arrays(mode):
 def test_relu_backward_multiplies_the_mask_into_the_product():
     rng = np.random.default_rng(2)
     W, b = rng.normal(size=(20, 96)), rng.normal(size=96)
-    X, V = rng.normal(size=(64, 20)), rng.normal(size=(96, 3))
+    X, V = rng.normal(size=(128, 20)), rng.normal(size=(96, 3))
     g = _same_as_before(relu_layer, (0, 1, 3), (W, b, X, V))
     assert "*= h > 0.0" in sg.source(g), sg.source(g)
     small = (rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(5, 3)))
@@ -105,7 +109,7 @@ def test_relu_backward_multiplies_the_mask_into_the_product():
 def test_float32_stays_float32():
     rng = np.random.default_rng(5)
     W, b = rng.normal(size=(20, 160)).astype(np.float32), rng.normal(size=160).astype(np.float32)
-    X, V = rng.normal(size=(64, 20)).astype(np.float32), rng.normal(size=(160, 3))  # V: f8
+    X, V = rng.normal(size=(256, 20)).astype(np.float32), rng.normal(size=(160, 3))  # V: f8
     g = _same_as_before(relu_layer, (0, 1, 3), (W, b, X, V))
     assert [d.dtype for d in g(W, b, X, V)] == [np.float32, np.float32, np.float64]
 
@@ -119,11 +123,18 @@ def test_attention_gradients_match_the_code_without_it():
 
 def test_a_helper_function_is_rewritten_with_its_caller():
     rng = np.random.default_rng(6)
-    args = (rng.normal(size=(16, 128)) / 4, rng.normal(size=128), rng.normal(size=(64, 16)))
+    args = (rng.normal(size=(16, 128)) / 4, rng.normal(size=128), rng.normal(size=(128, 16)))
     _same_as_before(calls_a_helper, (0, 1), args)
     small = (rng.normal(size=(3, 4)), rng.normal(size=4), rng.normal(size=(5, 3)))
     for i, got in zip((0, 1), sg.grad(calls_a_helper, wrt=(0, 1))(*small)):
         assert_close(got, numeric_grad(calls_a_helper, small, i))
+
+
+def test_code_on_small_arguments_is_left_alone():
+    rng = np.random.default_rng(7)
+    u, v = rng.normal(size=200), rng.normal(size=200)  # 3 KiB in all; their outer product 312
+    g = _same_as_before(outer_energy, (0,), (u, v))
+    assert "*=" not in sg.source(g) and "out=" not in sg.source(g), sg.source(g)
 
 
 def test_small_arrays_stay_expressions():

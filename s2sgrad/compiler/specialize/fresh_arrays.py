@@ -31,7 +31,8 @@ It is the same computation, element for element, where the types of the code
   operand evaluated after the right one now gives what it gave before.
 
 Arrays under ``SMALL_ARRAY_BYTES`` stay as they are: there, the gain is small next to the
-statements an update adds.
+statements an update adds. Nor is code typed whose arguments' arrays hold less than that
+in all: it rarely makes larger ones, and typing a long function costs a few milliseconds.
 
 Example::
 
@@ -43,6 +44,7 @@ from __future__ import annotations
 import math
 
 import gast
+import numpy as np
 
 from s2sgrad.compiler.specialize.rewrites import numpy_name
 from s2sgrad.compiler.specialize.value_types import REDUCTIONS, ValueTypes
@@ -70,6 +72,8 @@ def update_fresh_arrays(
 
         update_fresh_arrays(function, namespace, (x,), {})  # dt4 = t2 ** 2; dt4 *= 200.0
     """
+    if _array_bytes(args, kwargs) < SMALL_ARRAY_BYTES:
+        return False  # arrays this large are then rare: not worth typing the code
     if not any(_candidate(s) for s in nested_statements(function.body)):
         return False
     types = ValueTypes(function, namespace, args, kwargs)
@@ -99,6 +103,12 @@ def update_fresh_arrays(
                 index += 1 + len(statements)
                 changed = True
     return changed
+
+
+def _array_bytes(args: tuple, kwargs: dict) -> int:
+    """The bytes of the arrays among the arguments (not inside containers)."""
+    values = [*args, *kwargs.values()]
+    return sum(v.nbytes for v in values if type(v) is np.ndarray)
 
 
 def _candidate(statement) -> bool:

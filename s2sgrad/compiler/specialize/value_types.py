@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -92,9 +93,7 @@ class ValueTypes:
     def __init__(self, function: gast.FunctionDef, namespace: dict, args: tuple, kwargs: dict):
         self.namespace = namespace
         self.names: dict[str, ValueType | None] = {}
-        nodes = walk(function)
-        own_scope = not any(type(n) in _OTHER_SCOPES and n is not function for n in nodes)
-        bindings = _bindings(function, nodes, namespace) if own_scope else None
+        bindings = _bindings(function, namespace)
         arguments = _given_arguments(function, args, kwargs)
         parameters = parameter_names(function)
         self.local = parameters | {name for name, _ in bindings or ()}
@@ -103,23 +102,41 @@ class ValueTypes:
             return
         for name in parameters:
             self.names[name] = type_of_value(arguments[name]) if name in arguments else None
-        changing = True
-        while changing:  # types only go from absent to known to unknown: this ends
-            changing = False
+        self.read_before_bound = True
+        while self.read_before_bound:  # types only go from absent to known to unknown
+            self.read_before_bound = False  # set by ``of`` (or a type found unknown below)
+            # each expression's type is found once per pass over the bindings (kept with its
+            # node, which stays alive, and with it its id); the last pass's are final
+            self.settled: dict[int, tuple[Any, ValueType | None]] = {}
             for name, value in bindings:
                 found = _INTEGER_TYPE if value is _INTEGER else self.of(value)
-                if name not in self.names:
+                known = self.names.get(name, _ABSENT)
+                if known is _ABSENT:
                     self.names[name] = found
-                    changing = True
-                elif self.names[name] is not None and self.names[name] != found:
+                elif known is not None and known != found:
                     self.names[name] = _UNKNOWN
-                    changing = True
+                    self.read_before_bound = True  # what read it so far read another type
 
     def of(self, node) -> ValueType | None:
         """The type of expression ``node`` (None: not known)."""
+        settled = self.__dict__.get("settled")
+        if settled is None:  # the names have no types (another scope binds them)
+            return self._of(node)
+        entry = settled.get(id(node))
+        if entry is None or entry[0] is not node:
+            entry = settled[id(node)] = (node, self._of(node))
+        return entry[1]
+
+    def _of(self, node) -> ValueType | None:
         kind = type(node)
         if kind is gast.Name:  # a global's value is not followed: the user may rebind it
-            return self.names.get(node.id) if node.id in self.local else None
+            if node.id not in self.local:
+                return None
+            found = self.names.get(node.id, _ABSENT)
+            if found is _ABSENT:  # a later binding's (a loop's): its type is not known yet
+                self.read_before_bound = True
+                return None
+            return found
         if kind is gast.Constant:
             if type(node.value) in _PYTHON_NUMBERS:
                 return ValueType((), type(node.value))
@@ -241,6 +258,7 @@ _LIKE = (np.empty_like, np.zeros_like, np.ones_like)
 _INTEGER = object()  # a binding to an integer of ``range``: a loop's target
 _INTEGER_TYPE = ValueType((), int)
 _NOT_AN_INDEX = object()
+_ABSENT: Any = object()
 
 
 def _elementwise(ufunc: np.ufunc, operands: list) -> ValueType | None:
@@ -248,6 +266,12 @@ def _elementwise(ufunc: np.ufunc, operands: list) -> ValueType | None:
         return None
     if not any(isinstance(o.dtype, np.dtype) for o in operands):
         return None
+    return _resolved(ufunc, tuple(operands))
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(ufunc: np.ufunc, operands: tuple) -> ValueType | None:
+    """What ``ufunc`` makes of operands of these types (asked of NumPy once per types)."""
     try:
         shape = np.broadcast_shapes(*(o.shape for o in operands))
         dtypes = ufunc.resolve_dtypes((*(o.dtype for o in operands), None))
@@ -329,9 +353,10 @@ def _constant_axes(node) -> tuple | None:
     return None
 
 
-def _bindings(function, nodes, namespace) -> list[tuple[str, Any]] | None:
+def _bindings(function, namespace) -> list[tuple[str, Any]] | None:
     """Each assignment to a name in ``function``, in order, as (name, value): ``_INTEGER``
-    for a loop over a ``range``, None for a binding not looked into."""
+    for a loop over a ``range``, None for a binding not looked into; None if a function or
+    class inside, ``global``, ``nonlocal`` or an import binds names too."""
     bindings = []
     plain_targets = set()
     for statement in nested_statements(function.body):
@@ -348,17 +373,18 @@ def _bindings(function, nodes, namespace) -> list[tuple[str, Any]] | None:
         ):
             bindings.append((statement.target.id, _INTEGER))
             plain_targets.add(id(statement.target))
-    for node in nodes:
+    for node in walk(function):
         kind = type(node)
-        stored = kind is gast.Name and type(node.ctx) in (gast.Store, gast.Del)
-        if stored and id(node) not in plain_targets:
-            bindings.append((node.id, None))
-        elif (
-            kind is gast.Attribute
-            and type(node.value) is gast.Name
-            and (type(node.ctx) is not gast.Load or node.attr == "resize")
-        ):
-            bindings.append((node.value.id, None))  # x.shape = ..., x.resize(...)
+        if kind is gast.Name:
+            if type(node.ctx) in (gast.Store, gast.Del) and id(node) not in plain_targets:
+                bindings.append((node.id, None))
+        elif kind is gast.Attribute:
+            if type(node.value) is gast.Name and (
+                type(node.ctx) is not gast.Load or node.attr == "resize"
+            ):
+                bindings.append((node.value.id, None))  # x.shape = ..., x.resize(...)
+        elif kind in _OTHER_SCOPES and node is not function:
+            return None
     return bindings
 
 
