@@ -87,13 +87,14 @@ class ValueTypes:
     """The types of one function's names, and of expressions over them (:meth:`of`).
 
     Functions defined inside, ``global``, ``nonlocal`` and imports bind names this does not
-    follow: such a function's names have no type; nor have globals.
+    follow: such a function's names have no type; nor have globals, nor any name before
+    NumPy 2 (whose promotion looked at scalars' values).
     """
 
     def __init__(self, function: gast.FunctionDef, namespace: dict, args: tuple, kwargs: dict):
         self.namespace = namespace
         self.names: dict[str, ValueType | None] = {}
-        bindings = _bindings(function, namespace)
+        bindings = _bindings(function, namespace) if _WEAK_SCALARS else None
         arguments = _given_arguments(function, args, kwargs)
         parameters = parameter_names(function)
         self.local = parameters | {name for name, _ in bindings or ()}
@@ -254,6 +255,9 @@ _OTHER_SCOPES = (
     gast.ImportFrom,
 )
 _FILLED = (np.empty, np.zeros, np.ones)
+# NumPy 2 promotes by types alone (NEP 50: a Python number takes the array's dtype); before,
+# a scalar's value could change a result's dtype (int8 array + 300 was int16): no types then
+_WEAK_SCALARS = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 _LIKE = (np.empty_like, np.zeros_like, np.ones_like)
 _INTEGER = object()  # a binding to an integer of ``range``: a loop's target
 _INTEGER_TYPE = ValueType((), int)
