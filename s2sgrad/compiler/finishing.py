@@ -13,14 +13,16 @@ list of passes run in order by one loop (:func:`finish`):
       ─► Python numbers ─► numbers computed again, not saved ─► common calls ─► optimise
       ─► reuse quotients ─► drop saves only shape queries read ─► uniform cotangents as numbers
       ─► strip broadcasts ─► fold constants ─► new axes by indexing ─► accumulate in place
-      ─► items written once are assigned ─► numbers: common factors out
+      ─► items written once are assigned ─► arithmetic writes into new arrays
+      ─► numbers: common factors out
       ─► backward loops iterate saved lists
       ─► math errors run the generic code
 
 The first seven are the probe's (``compiler/specialize/``): if one fails, the call runs the
-generic code instead (so do the ones that accumulate in place and take common factors
-out of code on numbers, for the same reason). Stripping broadcasts again, and folding
-after it, are for what the optimiser brought together (a broadcast next to a full array).
+generic code instead (so do the ones that accumulate in place, write arithmetic into new
+arrays and take common factors out of code on numbers, for the same reason). Stripping
+broadcasts again, and folding after it, are for what the optimiser brought together (a
+broadcast next to a full array).
 
 Example::
 
@@ -48,6 +50,7 @@ from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
 from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
 from s2sgrad.compiler.specialize.exact_divisors import divide_exactly
+from s2sgrad.compiler.specialize.fresh_arrays import update_fresh_arrays
 from s2sgrad.compiler.specialize.in_place import accumulate_in_place
 from s2sgrad.compiler.specialize.index_scatter import write_array_scatters
 from s2sgrad.compiler.specialize.new_axes import index_new_axes
@@ -215,6 +218,12 @@ def _single_writes(node, finishing):
     return node
 
 
+def _fresh_arrays(node, finishing):
+    probing = finishing.probing
+    update_fresh_arrays(node, probing.namespace, probing.args, probing.kwargs)
+    return node
+
+
 def _common_factors(node, finishing):
     if finishing.scalar:
         take_out_common_factors(node, finishing.cotangents)
@@ -264,6 +273,7 @@ PASSES = (
     Pass("new axes by indexing", _index_new_axes, specialising=True),
     Pass("accumulate in place", _in_place, specialising=True, probing=True),
     Pass("items written once are assigned", _single_writes, specialising=True),
+    Pass("arithmetic writes into new arrays", _fresh_arrays, specialising=True, probing=True),
     Pass("numbers: common factors out", _common_factors, specialising=True, probing=True),
     Pass("backward loops iterate saved lists", _iterate_saved_stacks, specialising=True),
     Pass("math errors run the generic code", _falling_back, specialising=True),
