@@ -22,7 +22,7 @@ def without_freshness_checks(dfn, args: tuple) -> Callable:
     """A copy of the transformed function ``dfn`` whose hot path is its own without the
     freshness checks: the same guard of the signature of ``args``
     (s2sgrad/compiler/signature_guards.py), made with no entries, called the same way
-    (``dfn(*args)`` calls its guard, ``__call__``), so that only the checks differ.
+    (``dfn(*args)`` calls its guard, ``_entry``), so that only the checks differ.
     ``rebuild()`` makes its guard again, for the code ``dfn.code.calls`` holds now."""
     from s2sgrad.compiler.specialize import signature
 
@@ -31,7 +31,7 @@ def without_freshness_checks(dfn, args: tuple) -> Callable:
     class Unchecked(type(dfn)):
         def rebuild(self):
             guard = self._guarded(key, self.code.calls[key][0], [])
-            self.__call__ = guard or self._call_unguarded  # None: not guardable
+            self._entry = guard or self._call_unguarded  # None: not guardable
 
     unchecked = object.__new__(Unchecked)  # not copy.copy: a transform pickles without code
     unchecked.__dict__.update(vars(dfn))  # shares the compiled functions

@@ -134,7 +134,6 @@ class _Transform(NotebookDisplay):
     """
 
     def __init__(self, f, wrt, has_aux, mode, kind):
-        self.__call__ = self._call_unguarded
         check_mode(mode)
         self.f = f
         self.function = f.__func__ if isinstance(f, types.MethodType) else f
@@ -223,13 +222,10 @@ class _Transform(NotebookDisplay):
             )
         raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
 
-    # ``g(*args)`` calls what ``g``'s slot ``__call__`` holds, without a frame of the
-    # transform's own: the guard of the signature this transform ran last (made in
-    # ``_guard``), which runs its code or, when a test fails, calls ``_call_unguarded``;
-    # that method itself while there is none. (The call reads a slot at C speed, where a
-    # property would call its getter.)
-    __slots__ = ("__call__",)
-    __call__: Callable[..., Any]
+    # ``g(*args)`` calls ``g._entry(*args)`` without a frame of its own: the guard of the
+    # signature this transform ran last (made in ``_guard``), which runs its code or, when
+    # a test fails, calls ``_call_unguarded``; that method itself while there is none
+    __call__ = property(operator.attrgetter("_entry"))
 
     def _call_unguarded(self, *args, **kwargs):
         try:
@@ -238,8 +234,9 @@ class _Transform(NotebookDisplay):
             self._failed(error)
             raise
 
+    _entry: Callable[..., Any] = _call_unguarded  # a transform's own: its guard (``_guard``)
     # signature → (its code, self.code's token, the guarded call of it, or None): the
-    # guards made so far, one of which is ``__call__``
+    # guards made so far, one of which is ``_entry``
     _guards: dict[tuple, tuple]
 
     def _failed(self, error: BaseException) -> None:
@@ -258,7 +255,7 @@ class _Transform(NotebookDisplay):
             guarded = self._guarded(key, function, entries)
             kept = self._guards[key] = (function, self.code.token, guarded)
         if kept[2] is not None:
-            self.__call__ = kept[2]
+            self._entry = kept[2]
 
     def _guarded(self, key: tuple, function: Callable, entries: list) -> Callable | None:
         """The guarded call of ``function`` for signature ``key`` (None if the signature
@@ -280,7 +277,7 @@ class _Transform(NotebookDisplay):
 
     def _forget_guards(self) -> None:
         """Calls take the usual way until a call finds code for its signature again."""
-        self.__call__ = self._call_unguarded
+        self.__dict__.pop("_entry", None)
         self._guards.clear()
 
     def _call_checked(self, args, kwargs):

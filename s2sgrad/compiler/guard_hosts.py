@@ -307,7 +307,7 @@ def _shape(value: ast.expr, shape: str) -> ast.expr:
 
 def _own_nodes(body: list[ast.stmt]) -> Iterator[ast.AST]:
     """The nodes of ``body``, not entering functions, lambdas or classes defined in it."""
-    stack: list[ast.AST] = list(body)
+    stack: list[ast.AST] = [node for node in body if not isinstance(node, _SCOPES)]
     while stack:
         node = stack.pop()
         yield node

@@ -13,7 +13,7 @@ number's part of the signature (``specialize/criterion.py``) is its class for a 
 (an integer may set a shape). When any test fails it returns :data:`MISSING`, or calls
 the transform's usual way with the call's own arguments (``miss``): it runs the code
 exactly when the key would equal the signature and the entries hold. A transform calls
-its guard directly (``api._Transform.__call__`` is it), so the guard also shapes the
+its guard directly (``api._Transform.__call__`` reads it), so the guard also shapes the
 result and reports an exception of the code (``result``, ``failed``).
 
 Generated code takes the tests at its top (``guard_hosts.py``: the code compiled again,
