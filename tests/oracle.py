@@ -287,3 +287,22 @@ def assert_hvp_matches_differences(f, args, mode, seed=0):
         for _ in range(2):
             products = sg.hvp(f, args, tuple(direction), mode=mode)
             assert_close(tuple(products), tuple(expected), rtol=1e-4, atol=1e-6)
+
+
+def calls_counted(monkeypatch, module, name: str) -> list:
+    """The arguments of every call of ``module.name`` from now on (a list that grows), for
+    tests that a transformation reads each statement a bounded number of times.
+
+    Example::
+
+        asked = calls_counted(monkeypatch, recompute, "names_read")
+    """
+    asked: list = []
+    original = getattr(module, name)
+
+    def counted(node):
+        asked.append(node)
+        return original(node)
+
+    monkeypatch.setattr(module, name, counted)
+    return asked

@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_close, numeric_grad
+from oracle import assert_close, calls_counted, numeric_grad
 
 import s2sgrad as sg
 
@@ -177,14 +177,7 @@ def test_a_long_function_with_a_view_is_read_once_per_statement(tmp_path, monkey
     # bindings are found in one pass, not one pass over the function per name
     from s2sgrad.compiler.passes import view_writes
 
-    asked = []
-    counted = view_writes.names_written
-
-    def names_written(node):
-        asked.append(node)
-        return counted(node)
-
-    monkeypatch.setattr(view_writes, "names_written", names_written)
+    asked = calls_counted(monkeypatch, view_writes, "names_written")
     f, _ = _load(tmp_path, "viewed", _with_a_view(300))
     x = np.array([0.3, -0.2])
     assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, (x,), 0), rtol=1e-4)

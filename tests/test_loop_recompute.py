@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_close, call_twice, numeric_grad
+from oracle import assert_close, call_twice, calls_counted, numeric_grad
 
 import s2sgrad as sg
 
@@ -143,14 +143,7 @@ def test_a_long_loop_body_is_read_once_per_statement(tmp_path, monkeypatch):
     # not read again from the top per row (which made a long body quadratic)
     from s2sgrad.compiler.reverse import recompute
 
-    asked = []
-    reads = recompute.names_read
-
-    def names_read(node):
-        asked.append(node)
-        return reads(node)
-
-    monkeypatch.setattr(recompute, "names_read", names_read)
+    asked = calls_counted(monkeypatch, recompute, "names_read")
     f = _long_loop(tmp_path, 100)
     w, xs = np.array([0.3, -0.2]), RNG.normal(size=(3, 2))
     assert_close(sg.grad(f, mode="s2s")(w, xs), numeric_grad(f, (w, xs), 0), rtol=1e-4)
