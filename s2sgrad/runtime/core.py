@@ -310,12 +310,18 @@ def _zeros_for_none(entries: tuple, args: tuple, like: tuple) -> tuple:
     if all(entry is not None for entry in entries):
         return entries
     return tuple(
-        zeros_like_value(shape) if entry is None and _is_inexact(a) else entry
+        zeros_like_value(shape) if entry is None and is_inexact(a) else entry
         for entry, a, shape in zip(entries, args, like)
     )
 
 
-def _is_inexact(value: Any) -> bool:
+def is_inexact(value: Any) -> bool:
+    """Whether ``value`` is a float or complex number or array (what carries a derivative).
+
+    Example::
+
+        is_inexact(np.ones(2))  # True; is_inexact(np.arange(2)) is False
+    """
     if isinstance(value, (float, complex, np.inexact)):
         return True
     return isinstance(value, np.ndarray) and value.dtype.kind in "fc"

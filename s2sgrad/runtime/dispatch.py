@@ -31,7 +31,14 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
-from s2sgrad.runtime.core import as_gradient, jvp_call, jvp_entry, vjp_call, zeros_like_value
+from s2sgrad.runtime.core import (
+    as_gradient,
+    is_inexact,
+    jvp_call,
+    jvp_entry,
+    vjp_call,
+    zeros_like_value,
+)
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
@@ -299,10 +306,10 @@ def _spread(pullback, positions, args, tuple_result):
 def _differentiable(value: Any) -> bool:
     if isinstance(value, bool):
         return False
-    if isinstance(value, (float, complex, np.inexact)):  # a complex number too
+    if is_inexact(value):  # a float or complex number or array
         return True
     if isinstance(value, np.ndarray):
-        return value.dtype.kind in "fc"
+        return False
     if isinstance(value, (dict, list, tuple)):  # (index, value) pairs count, say
         items = value.values() if isinstance(value, dict) else value
         return any(_differentiable(v) for v in items)  # a cotangent for what can carry one

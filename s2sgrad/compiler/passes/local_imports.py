@@ -36,9 +36,10 @@ def done_imports(node: gast.FunctionDef, package: str | None) -> dict[str, Any]:
     imports = [s for s in nested_statements(node.body) if type(s) in (gast.Import, gast.ImportFrom)]
     if not imports:
         return {}
+    bindings = {id(s): _bindings(s, package) for s in imports}  # each import done once
     found: dict[str, Any] = {}
     for statement in imports:
-        for name, value in _bindings(statement, package):
+        for name, value in bindings[id(statement)]:
             if found.get(name, value) is not value or value is _UNRESOLVED:
                 found[name] = _UNRESOLVED
             else:
@@ -51,10 +52,10 @@ def done_imports(node: gast.FunctionDef, package: str | None) -> dict[str, Any]:
         )
     )
     bound = {n: v for n, v in found.items() if v is not _UNRESOLVED and n not in others}
-    done = {id(s) for s in imports if all(name in bound for name, _ in _bindings(s, package))}
+    done = {id(s) for s in imports if all(name in bound for name, _ in bindings[id(s)])}
     if done:
         _drop(node.body, done)
-    return {n: v for n, v in bound.items() if any(n in _names(s) for s in imports if id(s) in done)}
+    return {name: bound[name] for key in done for name, _ in bindings[key]}
 
 
 def _bindings(statement: gast.stmt, package: str | None) -> list[tuple[str, Any]]:
@@ -88,10 +89,6 @@ def _imported(name: str, package: str | None, root: str | None = None) -> Any:
     if root is not None:
         return importlib.import_module(root) if root != name else module
     return module
-
-
-def _names(statement: gast.stmt) -> set[str]:
-    return {(a.asname or a.name).split(".")[0] for a in statement.names}
 
 
 def _drop(block: list[gast.stmt], done: set[int]) -> None:
