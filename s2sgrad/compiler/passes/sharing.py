@@ -421,11 +421,25 @@ def _array_facts(statements, resolve) -> tuple[dict[str, int], set[str]]:
     other = {
         n.id
         for statement in statements
-        for n in walk(statement)
+        for n in _own_nodes(statement)
         if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
     }
     ndims = {n: d.pop() for n, d in made.items() if len(d) == 1 and n not in other}
     return ndims, integers - other - set(made)
+
+
+def _own_nodes(statement: gast.stmt) -> list[gast.AST]:
+    """The nodes of ``statement`` outside the statements it holds, which ``statements``
+    lists on their own (a walk of each would see a nested block once per block around it)."""
+    found: list[gast.AST] = []
+    stack = list(gast.iter_child_nodes(statement))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, gast.stmt):
+            continue
+        found.append(node)
+        stack.extend(gast.iter_child_nodes(node))
+    return found
 
 
 def _made_ndim(value: gast.expr, resolve) -> int | None:
