@@ -6,6 +6,9 @@ Three families of generated functions, each written to a file of its own and imp
 * straight-line functions of 100, 500 and 2,000 statements;
 * 30, 60 and 90 nested ``if`` statements;
 * a 100,000-iteration loop on Python floats, whose first call is set against a later one;
+* 100, 200 and 400 ``if/else`` statements one after another, and a loop whose body has
+  100, 200 and 400 statements (no target: the time should grow with the size, and the
+  table prints how much it grows when the size doubles);
 * the derivatives of ``tanh`` to the sixth order, each the gradient of the one before (no
   target: the code to differentiate about triples with each order).
 
@@ -78,6 +81,30 @@ def loop_source(iterations: int) -> str:
         "        x = np.sin(x) * a + b * x\n"
         "    return x\n"
     )
+
+
+def branches_source(branches: int) -> str:
+    """A function ``f(x, s)`` of ``branches`` ``if/else`` statements one after another."""
+    lines = ["import numpy as np", "", "", "def f(x, s):", "    y = x"]
+    for k in range(branches):
+        lines.append(f"    if s > {k % 7}:")
+        lines.append("        y = np.sin(y) * 1.01 + 0.1")
+        lines.append("    else:")
+        lines.append("        y = y * 0.9")
+    lines.append("    return np.sum(y)")
+    return "\n".join(lines) + "\n"
+
+
+def loop_body_source(statements: int) -> str:
+    """A function ``f(x)`` whose 3-step loop has a body of ``statements`` assignments."""
+    lines = ["import numpy as np", "", "", "def f(x):", "    y = x", "    for _ in range(3):"]
+    lines.append("        t1 = y * 0.5")
+    for k in range(2, statements):
+        form = _STATEMENTS[k % len(_STATEMENTS)].format(k=k, p=k - 1, q=max(k - 2, 1))
+        lines.append("        " + form)
+    lines.append(f"        y = t{statements - 1} * 0.1 + y")
+    lines.append("    return np.sum(y)")
+    return "\n".join(lines) + "\n"
 
 
 def tanh_source() -> str:
@@ -175,7 +202,20 @@ def measure_scaling(sg, mode: str = "s2s") -> None:
             f"(target <= {LOOP_FIRST_CALL_TARGET:.0f}x) "
             f"{verdict}"
         )
+        _growth(sg, folder, mode, "if/else in a row", branches_source, (x, 3.0))
+        _growth(sg, folder, mode, "statements in a loop body", loop_body_source, (x,))
         _higher_orders(sg, load(tanh_source(), folder, "tanh_orders", "tanh"), mode)
+
+
+def _growth(sg, folder: Path, mode: str, label: str, source, args, sizes=(100, 200, 400)):
+    """Rows for one family of sizes, then how the transformation grows per doubling."""
+    times = []
+    for size in sizes:
+        fn = load(source(size), folder, f"{source.__name__}_{size}")
+        row = _row(f"{size} {label}", lambda f=fn: first_and_later(sg, f, args, 0, mode))
+        times.append(row[0] - row[1] if row else float("nan"))
+    steps = ", ".join(f"{b / a:.1f}x" for a, b in zip(times, times[1:]))
+    print(f"    growth per doubling: {steps} (2x is linear)")
 
 
 def _higher_orders(sg, tanh, mode: str, orders: int = 6) -> None:
