@@ -54,6 +54,11 @@ def tiled(x):
     return np.sum(np.tile(x[:2], 3) * x) + np.sum(np.repeat(x[:3], 2) * x)
 
 
+def windows(x):
+    rows = np.lib.stride_tricks.sliding_window_view(x, 3)
+    return np.sum((rows @ x[:3]) ** 2)
+
+
 def diagonal(x):
     a = x[:4].reshape(2, 2)
     return np.sum(np.diag(x[:3]) ** 2 * x[3]) + np.sum(np.diag(a) * np.trace(a))
@@ -229,6 +234,7 @@ CORPUS = [
     stacked,
     from_lists,
     tiled,
+    windows,
     diagonal,
     taken,
     padded,

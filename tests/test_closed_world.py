@@ -29,7 +29,7 @@ from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
 from s2sgrad.runtime.linalg import einsum_subscripts, operand_dtype
-from s2sgrad.runtime.shapes import item_mask, rollaxis_destination
+from s2sgrad.runtime.shapes import item_mask, rollaxis_destination, window_axes
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -296,6 +296,7 @@ PROOFS = {
     fft_length: [(_floats(2, 3), None, -1), (_floats(2, 3), 5, 0)],
     half_spectrum_weights: [(4, 0, 1, _floats(3)), (5, 1, 2, _floats(2, 3))],
     item_mask: [(_floats(4), (2,)), (_floats(2, 2), (1, -1))],  # a boolean mask
+    window_axes: [(_floats(4, 5), 2, 1), (_floats(3, 4, 5), (2, 2), (0, -1))],  # axes, lengths
     # helpers of the scientific rules: shapes, counts, interpolation cells and weights
     scientific.axis_shape: [(3, 1)],
     scientific.unit_spacing: [(_floats(2, 4), 1)],
@@ -348,6 +349,7 @@ BY_DESIGN = {
     "note_stored": "bookkeeping of stored state: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
     "refuse_stored_state": "a check that raises or returns None",
+    "opaque": "a check that returns the function it is given (not a value) or raises",
     "refuse_unless_array": "a check that raises or returns None",
     "refuse_unless_ndarray": "a check that raises or returns None",
     "require_aux_pair": "a check that raises or returns None",

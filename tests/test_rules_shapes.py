@@ -53,6 +53,8 @@ from s2sgrad.runtime import (
     untake,
     untake_along_axis,
     untile,
+    unwindow,
+    window_axes,
     zero_if_integer,
 )
 from s2sgrad.runtime.core import CotangentList
@@ -164,6 +166,11 @@ CASES = [
     case(np.tile, r(3), (2, 2)),
     case(np.tile, x234, (2,)),
     case(np.tile, 1.5, 3),
+    case(np.lib.stride_tricks.sliding_window_view, r(6), 3),
+    case(np.lib.stride_tricks.sliding_window_view, r(4, 5), (2, 3)),
+    case(np.lib.stride_tricks.sliding_window_view, r(3, 4, 5), (2, 2), axis=(0, 2)),
+    case(np.lib.stride_tricks.sliding_window_view, r(4, 5), 2, axis=-1),
+    case(np.lib.stride_tricks.sliding_window_view, r(7), (2, 3), axis=(0, 0)),
     case(np.repeat, r(2, 3), 2),
     case(np.repeat, r(2, 3), 2, axis=1),
     case(np.repeat, r(2, 3), np.array([1, 0, 2]), axis=1),
@@ -384,6 +391,10 @@ HELPER_CASES = [
     case(untile, r(4, 6), np.zeros((2, 3)), (2, 2)),
     case(untile, r(2, 6), np.zeros(3), (2, 2)),
     case(unrepeat, r(6), np.zeros(3), 2),
+    case(unwindow, r(4, 2), np.zeros(5), 2),
+    case(unwindow, r(3, 3, 2, 3), np.zeros((4, 5)), (2, 3)),
+    case(unwindow, r(2, 4, 4, 2, 2), np.zeros((3, 4, 5)), (2, 2), (0, 2)),
+    case(unwindow, r(4, 2, 3), np.zeros(7), (2, 3), (0, 0)),
     case(unrepeat, r(2, 4), np.zeros((2, 3)), [2, 0, 2], 1),
     case(undiagonal, r(3), np.zeros((3, 4))),
     case(undiagonal, r(2, 3), np.zeros((2, 4, 3)), 1, 2, 1),
@@ -664,6 +675,24 @@ def test_ravel_follows_the_memory_layout(view, order):
         np.testing.assert_allclose(np.sum(cotangent * x), g @ np.ravel(x, order))
         tangent = rule.jvp(np.ascontiguousarray(x), None, x, order)
         np.testing.assert_array_equal(tangent, np.ravel(x, order))
+
+
+def test_window_axes_read_as_numpy_reads_them():
+    assert window_axes(np.zeros((4, 5)), 2, axis=1) == ((2,), (1,))
+    assert window_axes(np.zeros((4, 5)), (2, 3)) == ((2, 3), (0, 1))
+    assert window_axes(np.zeros((4, 5)), (2, 2), axis=(-1, 0)) == ((2, 2), (1, 0))
+    with pytest.raises(ValueError, match="same number"):
+        window_axes(np.zeros((4, 5)), (2, 2), axis=0)
+
+
+def test_sliding_window_convolution_to_second_order_in_every_mode():
+    def conv(image, kernel):
+        windows = np.lib.stride_tricks.sliding_window_view(image, kernel.shape)
+        return np.sum(np.einsum("ijkl,kl->ij", windows, kernel) ** 2)
+
+    image, kernel = r(5, 6), r(2, 3)
+    for mode in ("s2s", "auto", "tape"):
+        sg.check_grads(conv, image, kernel, order=2, mode=mode)
 
 
 def test_ravel_positions():

@@ -7,6 +7,7 @@ differentiated values out of sight: both reverse and forward mode ask this modul
 
 from __future__ import annotations
 
+import builtins
 import functools
 import types
 from typing import Any
@@ -114,6 +115,28 @@ def _attributes_stored_on_first_parameter(function: types.FunctionType) -> str |
         ):
             return part.attr
     return None
+
+
+_VALUE_CONTROLS = ("stop_gradient", "without_derivative")  # of s2sgrad.controls: a value
+
+
+def is_library_function(function: Any) -> bool:
+    """Whether ``function`` is NumPy's, ``math``'s, a builtin or a helper of generated
+    code (not a class): code that reads no object's attributes but those of what it is
+    given.
+
+    Example::
+
+        is_library_function(np.sin), is_library_function(print)  # True, True
+    """
+    module = getattr(function, "__module__", None) or ""
+    if module.split(".")[0] in ("numpy", "math"):
+        return not isinstance(function, type)
+    if isinstance(function, types.FunctionType) and module.startswith("s2sgrad."):
+        return module.startswith("s2sgrad.runtime") or function.__name__ in _VALUE_CONTROLS
+    if isinstance(function, types.BuiltinFunctionType) or module == "builtins":
+        return getattr(builtins, getattr(function, "__name__", ""), None) is function
+    return False
 
 
 def not_at_run_time(error: S2SGradError) -> S2SGradError:

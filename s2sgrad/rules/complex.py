@@ -59,6 +59,7 @@ complex_ready(
     np.vsplit, np.dsplit, np.array, np.asarray, list, tuple, operator.getitem, np.take,
     np.ndarray.take, np.ndarray.item, np.take_along_axis, np.diff, np.diag, np.diagonal,
     np.ndarray.diagonal, np.triu, np.tril, np.pad, np.where,
+    np.lib.stride_tricks.sliding_window_view,
 )  # fmt: skip
 if hasattr(np, "astype"):  # NumPy 2
     complex_ready(np.astype)
@@ -71,7 +72,8 @@ complex_ready(
     runtime.assigned_cotangent, runtime.only_last_writes, runtime.for_items,
     runtime.items_cotangent, runtime.concatenated, runtime.sequence_part, runtime.dict_entry,
     runtime.split_like, runtime.join_like, runtime.unpack_like, runtime.pack_like,
-    runtime.untile, runtime.unrepeat, runtime.unpad, runtime.undiagonal, runtime.untake,
+    runtime.untile, runtime.unwindow, runtime.unrepeat, runtime.unpad, runtime.undiagonal,
+    runtime.untake,
     runtime.zero_if_integer, runtime.added_at, runtime.untake_along_axis, runtime.undiff,
     runtime.matmul_cotangent_a, runtime.matmul_cotangent_b, runtime.dot_cotangent_a,
     runtime.dot_cotangent_b, runtime.rhs_as_matrix, runtime.shift_along,

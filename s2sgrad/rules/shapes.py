@@ -38,6 +38,7 @@ from s2sgrad.runtime import (
     untake,
     untake_along_axis,
     untile,
+    unwindow,
     zero_if_integer,
 )
 
@@ -357,6 +358,16 @@ def _tile(g, ans, A, reps):
 @jvp_rule(np.tile)
 def _tile_jvp(t, ans, A, reps):
     return np.tile(t, reps)
+
+
+@vjp_rule(np.lib.stride_tricks.sliding_window_view)
+def _sliding_window_view(g, ans, x, window_shape, axis=None, *, subok=False, writeable=False):
+    return unwindow(g, x, window_shape, axis)
+
+
+@jvp_rule(np.lib.stride_tricks.sliding_window_view)
+def _sliding_window_view_jvp(t, ans, x, window_shape, axis=None, *, subok=False, writeable=False):
+    return np.lib.stride_tricks.sliding_window_view(t, window_shape, axis)
 
 
 @vjp_rule(np.repeat)

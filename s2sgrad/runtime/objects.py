@@ -39,6 +39,7 @@ __all__ = [
     "forget_stored",
     "reads_stored",
     "refuse_stored_state",
+    "opaque",
     "forget_all_stored",
 ]
 
@@ -187,6 +188,36 @@ def refuse_stored_state(owner: Any) -> None:
             _refuse_reading(entry)
 
 
+def opaque(function: Any) -> Any:
+    """``function``, called by generated code as the user's code calls it, with nothing it
+    is given being differentiated: refused while a differentiated value is stored on an
+    object (by a function calling this one), which the called code may read as a constant.
+
+    Example::
+
+        t1 = opaque(helper)(x)  # helper may read layer.W, which the caller set to W
+    """
+    if _STORED:
+        for entry in list(_STORED.values()):
+            value, owner, name, _ = entry
+            if getattr(owner, name, None) is value:
+                _refuse_call(function, entry)
+    return function
+
+
+def _refuse_call(function: Any, entry: tuple) -> None:
+    _, owner, name, origin = entry
+    _STORED.clear()  # the computation stops here: its backward sweep will not forget them
+    called = getattr(function, "__qualname__", None) or type(function).__qualname__
+    raise UnsupportedError(
+        f"{running_origin('the differentiated function')}: calls {called}, which may read "
+        f"{type(owner).__qualname__}.{name}: {origin} stored it from values being "
+        "differentiated earlier in this same computation, and a derivative is not carried "
+        "through an object's attributes; pass the value as an argument instead, or use "
+        "mode='tape'"
+    )
+
+
 def _refuse_reading(entry: tuple) -> None:
     _, owner, name, origin = entry
     _STORED.clear()  # the computation stops here: its backward sweep will not forget them
@@ -240,7 +271,7 @@ def _attribute_tangent_jvp(t, ans, t_in, name):
 
 
 # bookkeeping, not computation: calls of them carry no derivative and change no value
-nondifferentiable(note_stored, forget_stored, refuse_stored_state)
+nondifferentiable(note_stored, forget_stored, refuse_stored_state, opaque)
 complex_ready(  # they move values and cotangents around: right for complex values too
     getattr,
     attribute_cotangent,
@@ -250,4 +281,5 @@ complex_ready(  # they move values and cotangents around: right for complex valu
     note_stored,
     forget_stored,
     refuse_stored_state,
+    opaque,
 )

@@ -48,6 +48,8 @@ __all__ = [
     "pack_like",
     "owned_items",
     "untile",
+    "unwindow",
+    "window_axes",
     "unrepeat",
     "undiagonal",
     "untake",
@@ -545,6 +547,47 @@ def untile(g: Any, x: Any, reps: Any) -> Any:
 batches_as_is(untile)  # right on batched values as it is
 
 
+def window_axes(x: Any, window_shape: Any, axis: Any = None) -> tuple[tuple, tuple]:
+    """The window's lengths and the axes of ``x`` they slide along, as
+    ``np.lib.stride_tricks.sliding_window_view(x, window_shape, axis)`` reads them.
+
+    Example::
+
+        window_axes(np.zeros((4, 5)), 2, axis=1)  # ((2,), (1,))
+    """
+    lengths = tuple(int(n) for n in np.atleast_1d(window_shape))
+    if axis is None:
+        axes = tuple(range(np.ndim(x)))
+    else:
+        axes = tuple(int(a) % np.ndim(x) for a in np.atleast_1d(axis))
+    if len(axes) != len(lengths):
+        raise ValueError("window_shape and axis must have the same number of entries")
+    return lengths, axes
+
+
+def unwindow(g: Any, x: Any, window_shape: Any, axis: Any = None) -> Any:
+    """Add each window of ``g``, the cotangent of ``sliding_window_view(x, window_shape,
+    axis)``, back onto the elements of ``x`` it shows: one slice per window position.
+
+    Example::
+
+        unwindow(np.ones((3, 2)), np.zeros(4), 2)  # array([1., 2., 2., 1.])
+    """
+    lengths, axes = window_axes(x, window_shape, axis)
+    shape = np.shape(x)
+    slid = list(shape)
+    for length, a in zip(lengths, axes):
+        slid[a] -= length - 1
+    cotangent = np.zeros(shape, dtype=_cotangent_dtype(g))
+    for offsets in np.ndindex(*lengths):
+        start = [0] * len(shape)
+        for offset, a in zip(offsets, axes):
+            start[a] += offset
+        place = tuple(slice(b, b + n) for b, n in zip(start, slid))
+        cotangent[place] += g[(Ellipsis,) + tuple(offsets)]
+    return cotangent
+
+
 def unrepeat(g: Any, x: Any, repeats: Any, axis: int | None = None) -> Any:
     """Sum the copies in ``g = ``cotangent of ``np.repeat(x, repeats, axis)`` back to ``x``.
 
@@ -953,6 +996,20 @@ def _untile_vjp(g, ans, g_in, x, reps):
 @jvp_rule(untile)
 def _untile_jvp(t, ans, g_in, x, reps):
     return untile(t, x, reps), None, None
+
+
+@vjp_rule(unwindow)
+def _unwindow_vjp(g, ans, g_in, x, window_shape, axis=None):
+    view = np.lib.stride_tricks.sliding_window_view(g, window_shape, axis)
+    return view, None, None, None
+
+
+@jvp_rule(unwindow)
+def _unwindow_jvp(t, ans, g_in, x, window_shape, axis=None):
+    return unwindow(t, x, window_shape, axis), None, None, None
+
+
+nondifferentiable(window_axes)
 
 
 @vjp_rule(unrepeat)

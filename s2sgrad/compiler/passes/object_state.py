@@ -16,11 +16,9 @@ flows to its reader like any other, and is differentiated::
 
 from __future__ import annotations
 
-import builtins
-import types
-
 import gast
 
+from s2sgrad.compiler.effects import is_library_function
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import assign, load, located, parameter_names, store, walk
 
@@ -54,16 +52,9 @@ def _keeps_attributes(statement: gast.stmt, base: str, resolve) -> bool:
     for part in walk(statement):
         if isinstance(part, gast.Name) and isinstance(part.ctx, gast.Store) and part.id == base:
             return False
-        if isinstance(part, gast.Call) and not _library_function(resolve(part.func)):
+        if isinstance(part, gast.Call) and not is_library_function(resolve(part.func)):
             return False
     return True
-
-
-def _library_function(function) -> bool:
-    module = getattr(function, "__module__", None) or ""
-    if isinstance(function, types.BuiltinFunctionType) or module == "builtins":
-        return getattr(builtins, getattr(function, "__name__", ""), None) is function
-    return module.split(".")[0] in ("numpy", "math") and not isinstance(function, type)
 
 
 def _named_stores(body: list[gast.stmt], names, variables) -> list[gast.stmt]:

@@ -120,6 +120,19 @@ class ForwardSweep:
                     "dict(zip(...))), or use mode='tape'"
                 )
             if base not in fresh and (base in self.activity.varied or self.active(base)):
+                outside = (
+                    self.parsed.resolve_name(base)
+                    if base not in self.context.local_names
+                    else NOT_FOUND
+                )
+                if isinstance(outside, (list, dict)):  # the tape follows values through it
+                    raise UnsupportedError(
+                        f"{self.parsed.location(statement)}: this stores values being "
+                        f"differentiated in the {type(outside).__name__} '{base}', which "
+                        "belongs to the code around this function; source transformation "
+                        "does not follow values through it: pass them as arguments or return "
+                        "them, or use mode='tape'"
+                    )
                 error = UnsupportedError(self._shared_update_message(statement, base, statements))
                 error.tape_cannot_either = True
                 raise error
@@ -228,6 +241,9 @@ class ForwardSweep:
         if any(active(t) for t in targets):
             step.operation = self.context.operations.of(statement)
             self.choose_derivative(step)
+        elif self.stored_state is not None:
+            self.stored_state.refuse_opaque_call(statement)
+            self.checked_calls(statement.value)
         steps.append(step)
         result: list[gast.stmt] = []
         if in_loop and step.calls and step.extra is not None:  # each iteration's pullback
@@ -267,6 +283,15 @@ class ForwardSweep:
             if isinstance(part, gast.expr) and not isinstance(value, gast.Attribute):
                 setattr(value, field, self.checked_reads(part))
         return value
+
+    def checked_calls(self, value: gast.expr) -> None:
+        """Wrap each call in ``value`` of code other than a library's in ``opaque(...)``:
+        the sweeps keep it as it is, and it may read a differentiated value a caller of
+        this function stored on an object (refused when it runs)."""
+        stored_state = self.stored_state
+        assert stored_state is not None
+        for part in stored_state.opaque_calls(value):
+            part.func = call(self.context.helper("opaque"), [part.func])
 
     def reads_object_state(self, value: gast.expr) -> bool:
         """Whether ``value`` reads an attribute of an object others may have stored a
@@ -350,6 +375,9 @@ class ForwardSweep:
         refuse_calls_kept_for_effect(
             statement, self.parsed, self.context.local_names, self.activity
         )
+        if self.stored_state is not None:
+            self.stored_state.refuse_opaque_call(statement)
+            self.checked_calls(value)
         step = Step(statement, StepKind.EXPRESSION)
         steps.append(step)
         if method_receiver(value, "append") is not None:

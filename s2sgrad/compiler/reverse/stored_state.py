@@ -18,13 +18,15 @@ from __future__ import annotations
 import functools
 import types
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import gast
+import numpy as np
 
-from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
+from s2sgrad.compiler.effects import is_library_function, not_at_run_time, stores_on_itself
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
-from s2sgrad.compiler.reverse.facts import writes_nothing
+from s2sgrad.compiler.reverse.facts import target_names, writes_nothing
 from s2sgrad.compiler.syntax import names_read, walk
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.runtime.object_gradients import is_instance_object
@@ -48,6 +50,7 @@ class StoredState:
         self.first_store: dict[tuple[str, str], int] = {}
         self.loop_stores: dict[int, set[tuple[str, str]]] = {}
         self.calls: Counter = Counter()  # id(object) → how many statements call it
+        self.objects: set[str] = set()  # names bound to a new object of a user's class
         self.survey(statements, ())
 
     def survey(self, statements: list[gast.stmt], loops: tuple[int, ...]) -> None:
@@ -75,6 +78,13 @@ class StoredState:
                     self.loop_stores[loop].add(pair)
             for part in _calls_in(statement.value):
                 self.calls[id(self.parsed.resolve(part.func))] += 1
+            made = (
+                self.parsed.resolve(statement.value.func)
+                if type(statement.value) is gast.Call
+                else None
+            )
+            if isinstance(made, type) and made.__module__.split(".")[0] not in _LIBRARIES:
+                self.objects.update(target_names(target))
 
     def stored_before(self, statement: gast.stmt, pair: tuple[str, str]) -> bool:
         """Whether ``pair`` may hold a value this function stored when ``statement`` runs."""
@@ -109,6 +119,60 @@ class StoredState:
             "or use mode='tape'"
         )
 
+    def refuse_opaque_call(self, statement: gast.stmt) -> None:
+        """Refuse a call the sweeps keep as it is (nothing it is given is differentiated)
+        of code other than a library's, after this function stored a differentiated value
+        on an object: the called code may read it back (``layer.W = W; y = layer(x)``,
+        a helper reading a global object's attribute), as a constant."""
+        stored = [pair for pair in self.first_store if self.stored_before(statement, pair)]
+        if not stored:
+            return
+        objects = {owner for owner, _ in stored}
+        if self.opaque_calls(statement.value, objects):
+            owner, name = stored[0]
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: '{self.parsed.source_line(statement)}' "
+                f"calls code other than NumPy's after a value being differentiated was "
+                f"stored in {owner}.{name}; that code may read it back, and a derivative is "
+                "not carried through an object's attributes: pass the value as an argument "
+                "instead, or use mode='tape'"
+            )
+
+    def opaque_calls(self, value: gast.expr, owners: Iterable[str] = ()) -> list[gast.Call]:
+        """The calls in ``value`` of code other than a library's (see :meth:`library_call`);
+        ``owners`` hold values stored from differentiated ones."""
+        objects = self.objects.union(owners)
+        return [part for part in _calls_in(value) if not self.library_call(part, objects)]
+
+    def library_call(self, part: gast.Call, objects: set[str]) -> bool:
+        """Whether ``part`` calls NumPy, ``math``, a builtin or a method of an array, a
+        list or a dict (``t.sum()``, ``rows.append(r)`` of a variable that holds no object
+        of a class)."""
+        func = part.func
+        if (
+            isinstance(func, gast.Attribute)
+            and isinstance(func.value, gast.Name)
+            and func.value.id not in objects
+            and self.parsed.resolve(func.value) is NOT_FOUND
+            and any(hasattr(kind, func.attr) for kind in (np.ndarray, list, dict))
+        ):
+            return True
+        if not is_library_function(self.parsed.resolve(func)):
+            return False
+        given = [*part.args, *(keyword.value for keyword in part.keywords)]
+        return not any(self.given_code(argument) for argument in given)  # map(helper, xs)
+
+    def given_code(self, argument: gast.expr) -> bool:
+        """Whether ``argument`` names a function (or an object) other than a library's."""
+        if isinstance(argument, gast.Lambda):
+            return True
+        if not isinstance(argument, (gast.Name, gast.Attribute)):
+            return False
+        value = self.parsed.resolve(argument)
+        if value is NOT_FOUND:
+            return False
+        return callable(value) and not isinstance(value, type) and not is_library_function(value)
+
     def refuse_repeated_call(self, statement: gast.Assign, in_loop: bool) -> None:
         """Refuse a second call (or a call in a loop) of an object whose call stores on
         itself: the later call may read what the earlier one stored."""
@@ -128,6 +192,9 @@ class StoredState:
                     "derivative through; pass the state along as values, or use mode='tape'"
                 )
             )
+
+
+_LIBRARIES = ("builtins", "numpy", "collections", "types")
 
 
 def _calls_in(value: gast.expr) -> list[gast.Call]:
