@@ -136,10 +136,12 @@ _PURE_INDEX = (
 
 
 def plain_writes_by_line(function: Any) -> dict[int, Any]:
-    """``{line: (name, compiled index) or None}`` for each ``name[index] = v`` in
-    ``function``: the pair when ``name`` is a local bound once only, by arithmetic or a call
-    known to return a new array, and the index has no calls (it is evaluated again in the
-    running frame, with :data:`s2sgrad.tape.in_place.SLICE` for slices); else None.
+    """``{line: (name, compiled index) or None}`` for each ``name[index] = v`` (or
+    ``name[index] += v``) in ``function``: the pair when ``name`` is a local bound once
+    only, by arithmetic or a call known to return a new array, and the index has no calls
+    (it is evaluated again in the running frame, with :data:`s2sgrad.tape.in_place.SLICE`
+    for slices); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
+    bound once so, and otherwise only updated by such operators.
 
     Example::
 
@@ -151,11 +153,19 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
         return {}
     statements = list(nested_statements(parsed.node.body))
     made = _made_once_anew(parsed, statements)
+    updated = _made_once_anew(parsed, statements, counting_updates=False)
     writes: dict[int, Any] = {}
     for statement in statements:
         line = parsed.line_offset + getattr(statement, "lineno", 0)
-        target = statement.targets[0] if type(statement) is gast.Assign else None
-        if target is None or len(statement.targets) != 1 or type(target) is not gast.Subscript:
+        if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
+            name = statement.target.id  # y += v: y bound again to what += returns
+            writes[line] = (name, None) if name in updated and line not in writes else None
+            continue
+        if type(statement) is gast.Assign:
+            target = statement.targets[0] if len(statement.targets) == 1 else None
+        else:  # y[i] += v stores what the operator returns as y[i] = ...
+            target = statement.target if type(statement) is gast.AugAssign else None
+        if not isinstance(target, gast.Subscript):
             continue
         name = target.value.id if type(target.value) is gast.Name else None
         pure = all(isinstance(n, _PURE_INDEX) for n in gast.walk(target.slice))
@@ -211,11 +221,13 @@ def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:
 _VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
 
 
-def _made_once_anew(parsed: Any, statements: list) -> set[str]:
+def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True) -> set[str]:
     """The local names bound once only, by arithmetic or a call known to return a new
-    array."""
+    array (and, unless ``counting_updates``, updated by ``y += v`` any number of times)."""
     counts: dict[str, int] = {}
     for statement in statements:
+        if not counting_updates and type(statement) is gast.AugAssign:
+            continue
         for name in names_written(statement) if not _is_compound(statement) else ():
             counts[name] = counts.get(name, 0) + 1
         if isinstance(statement, (gast.For, gast.With, gast.Try)):  # loop targets and the like
@@ -233,10 +245,17 @@ def _made_once_anew(parsed: Any, statements: list) -> set[str]:
         if type(target) is not gast.Name or counts.get(target.id) != 1 or target.id in taken:
             continue
         if type(value) in (gast.BinOp, gast.UnaryOp) or (  # arithmetic makes a new array
-            type(value) is gast.Call and fresh_result(parsed.resolve(value.func), value)
+            type(value) is gast.Call
+            and (fresh_result(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
             made.add(target.id)
     return made
+
+
+def _is_copy_method(call: gast.Call) -> bool:
+    """``x.copy()``: an array's copy is a new array."""
+    func = call.func
+    return type(func) is gast.Attribute and func.attr == "copy" and not call.args + call.keywords
 
 
 def _is_compound(statement: gast.stmt) -> bool:

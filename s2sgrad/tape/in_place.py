@@ -229,11 +229,13 @@ _PLAIN_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def plain_array_write(frame: Any) -> tuple[str, Any] | None:
-    """``(name, index)`` when ``frame`` runs ``name[index] = v`` on a plain array that the
-    function itself made (its only binding is ``name = np.zeros(...)``, another call known
-    to return a new array, or arithmetic), whose index has no calls (so it may be evaluated
-    again), and after which no name sharing the array is read; else None. The tape then
-    takes the array over as a tape value (see ``TapeValue._refuse_plain``).
+    """``(name, index)`` when ``frame`` runs ``name[index] = v`` (or ``name[index] += v``)
+    on a plain array that the function itself made (its only binding is ``name =
+    np.zeros(...)``, another call known to return a new array, or arithmetic), whose index
+    has no calls (so it may be evaluated again), and after which no name sharing the array
+    is read; else None. The tape then takes the array over as a tape value (see
+    ``TapeValue._refuse_plain``). ``(name, None)`` when it runs ``name += v`` on such an
+    array, otherwise only updated so: the tape binds ``name`` to the new value.
 
     Example::
 
@@ -248,6 +250,8 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
         return None
     refuse_shared_update(frame)
     name, index = found
+    if index is None:  # name += v: the name is bound again
+        return found
     scope = {**frame.f_locals, SLICE: slice}
     return name, eval(index, frame.f_globals, scope)  # noqa: S307 (the user's own index)
 

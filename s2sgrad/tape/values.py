@@ -1079,6 +1079,13 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
     if _any_tracked(args) or _any_tracked(kwargs.values()):
         frame = _user_frame()
         symbol = _in_place_operator(frame)
+        if symbol is not None and _takes_the_result(frame, single):
+            # a[i] += v: Python stores what the operator returns with a[i] = ..., which the
+            # tape follows; the view a[i] itself is dropped, so nothing else sees it change.
+            # y += v of an array y the function made and nothing else shares: y is bound to
+            # what the operator returns
+            rest = {k: v for k, v in kwargs.items() if k != "out"}
+            return apply_rule(primitive, primitive, args, rest)
         if symbol is not None:  # a plain array updated with a value being differentiated
             line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
             target = line.split(symbol)[0].strip() if symbol in line else "a"
@@ -1374,6 +1381,36 @@ def _instruction(frame: Any) -> tuple[str, int]:
 def _is_storing_an_item(frame: Any) -> bool:
     """Whether the frame is running ``a[i] = value`` (NumPy converts the value to store it)."""
     return _instruction(frame)[0] == "STORE_SUBSCR"
+
+
+_MOVES = frozenset({"SWAP", "COPY", "ROT_TWO", "ROT_THREE", "ROT_FOUR", "EXTENDED_ARG"})
+
+
+def _takes_the_result(frame: Any, out: Any) -> bool:
+    """Whether the in-place operator ``frame`` is running may return a new value instead of
+    writing into ``out``: it stores its result as an item (``a[i] += v``, ``a[1:] += v``),
+    or binds a name the function made a new array with and only updates so, with no other
+    name sharing it (:func:`s2sgrad.tape.in_place.plain_array_write`)."""
+    store = _next_store(frame)
+    if store is None:
+        return False
+    if store.opname in ("STORE_SUBSCR", "STORE_SLICE"):
+        return True
+    if store.opname not in ("STORE_FAST", "STORE_NAME"):
+        return False
+    found = plain_array_write(frame)
+    return found == (store.argval, None) and frame.f_locals.get(store.argval) is out
+
+
+def _next_store(frame: Any) -> dis.Instruction | None:
+    """The instruction storing the result of the operator ``frame`` is running."""
+    after = False
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            after = True
+        elif after and instruction.opname not in _MOVES:
+            return instruction if instruction.opname.startswith("STORE_") else None
+    return None
 
 
 def _in_place_operator(frame: Any) -> str | None:
