@@ -10,6 +10,8 @@ and only updates so, binds the name to the new value. Where another name may sha
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from oracle import assert_close, call_twice, numeric_grad
@@ -90,3 +92,20 @@ def test_an_update_others_may_see_is_still_refused():
         sg.grad(updates_a_shared_array, mode="tape")(w)
     with pytest.raises(S2SGradError, match=r"'buffer \+= w' updates a plain array in place"):
         sg.grad(updates_a_given_array, mode="tape")(w, np.zeros(3))
+
+
+def test_auto_differentiates_the_gradient_of_a_simulation_again():
+    """s2s refuses second order through the loop's saves; on the tape, the generated
+    gradient's own item writes are not the user's: auto records the user's code instead."""
+    k, x0 = np.array([1.3]), np.array([0.2, -0.4, 0.9, 0.1])
+
+    def along(k):
+        return np.sum(sg.grad(spring_chain, mode="tape")(k, x0))
+
+    def gradient_sum(k, x0):
+        return np.sum(sg.grad(spring_chain, mode="auto")(k, x0))
+
+    expected = numeric_grad(along, (k,), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(sg.grad(gradient_sum, mode="auto")(k, x0), expected, rtol=1e-5)

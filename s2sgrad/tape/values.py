@@ -225,7 +225,7 @@ class TapeValue:
         if _is_storing_an_item(frame):
             if under_numpy_semantics() and _take_over_written_array(frame, self):
                 return
-            raise NonDifferentiableError(
+            error = NonDifferentiableError(
                 f"{where(*_shown_position(frame))}: writing a value being differentiated into an "
                 "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
                 "follows writes only into arrays made from values it records. Make the array "
@@ -233,6 +233,12 @@ class TapeValue:
                 "being differentiated, build it with np.stack, np.concatenate or np.where, "
                 f"or {USE_S2S}."
             )
+            # s2sgrad's own code on the tape (a derivative differentiated again): mode "auto"
+            # has the tape record the user's code instead
+            error.in_generated_code = (
+                frame is not None and origin_of(frame.f_code.co_filename) is not None
+            )
+            raise error
         math_functions = (
             " Python's math functions (math.sin, math.exp ...) take floats this way: on the "
             f"tape use NumPy's (np.sin, np.exp ...), or {USE_S2S}."
