@@ -29,7 +29,12 @@ from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
 from s2sgrad.runtime.linalg import einsum_subscripts, operand_dtype
-from s2sgrad.runtime.shapes import item_mask, rollaxis_destination, window_axes
+from s2sgrad.runtime.shapes import (
+    item_mask,
+    rollaxis_destination,
+    strided_positions,
+    window_axes,
+)
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -281,6 +286,8 @@ PROOFS = {
     np.ndarray.ndim: [(_floats(2, 3),)],
     np.ndarray.size: [(_floats(2, 3),)],
     np.ndarray.dtype: [(_floats(2, 3),)],
+    np.ndarray.strides: [(_floats(2, 3),), (_floats(3, 4).T,)],
+    np.ndarray.itemsize: [(_floats(2, 3),)],
     np.ndarray.nonzero: [(_floats(4),)],
     np.result_type: [(_floats(2), 1.5)],
     np.issubdtype: [(np.float64, np.floating)],
@@ -296,6 +303,7 @@ PROOFS = {
     fft_length: [(_floats(2, 3), None, -1), (_floats(2, 3), 5, 0)],
     half_spectrum_weights: [(4, 0, 1, _floats(3)), (5, 1, 2, _floats(2, 3))],
     item_mask: [(_floats(4), (2,)), (_floats(2, 2), (1, -1))],  # a boolean mask
+    strided_positions: [(_floats(4), (3, 2), (8, 8)), (_floats(3, 4).T,)],
     window_axes: [(_floats(4, 5), 2, 1), (_floats(3, 4, 5), (2, 2), (0, -1))],  # axes, lengths
     # helpers of the scientific rules: shapes, counts, interpolation cells and weights
     scientific.axis_shape: [(3, 1)],

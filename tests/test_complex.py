@@ -425,6 +425,9 @@ MOVES = {
     np.rot90: lambda z: np.rot90(z),
     np.broadcast_to: lambda z: np.broadcast_to(z[0], (2, 4)),
     np.tile: lambda z: np.tile(z, (2, 1)),
+    np.lib.stride_tricks.as_strided: lambda z: (
+        np.lib.stride_tricks.as_strided(z, (2, 2), (z.strides[1], z.strides[1])) * z[0, :2]
+    ),
     np.lib.stride_tricks.sliding_window_view: lambda z: (
         np.lib.stride_tricks.sliding_window_view(z, (2, 2)) * z[0, :2]
     ),

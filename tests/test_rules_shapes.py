@@ -695,6 +695,66 @@ def test_sliding_window_convolution_to_second_order_in_every_mode():
         sg.check_grads(conv, image, kernel, order=2, mode=mode)
 
 
+def _windows_of(x):
+    """Overlapping pairs of rows, as ``as_strided`` reads them from ``x``'s own strides."""
+    s0, s1 = x.strides
+    return np.lib.stride_tricks.as_strided(x, (x.shape[0] - 1, 2, x.shape[1]), (s0, s0, s1))
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        lambda x: x,
+        lambda x: x.T.copy().T,  # columns contiguous
+        lambda x: x[:, ::2],  # every other column
+        lambda x: x.astype(np.float32),
+    ],
+)
+def test_as_strided_rules(layout):
+    """check_rule would copy the arguments; byte strides are read from the array itself."""
+    x = layout(r(4, 6))
+
+    def pairs(x):
+        return _windows_of(x) * np.arange(1.0, 3.0)[:, None]
+
+    rtol = 1e-3 if x.dtype == np.float32 else 1e-6
+    g = _rng.standard_normal(pairs(x).shape)
+    pullback = sg.vjp(pairs, x, mode="s2s")[1]
+    expected = numeric_vjp(pairs, [x.astype(np.float64)], 0, g)
+    np.testing.assert_allclose(pullback(g)[0], expected, rtol=rtol, atol=rtol)
+    t = _rng.standard_normal(x.shape)
+    tangent = sg.jvp(pairs, (x,), (t,), mode="s2s")[1]
+    np.testing.assert_allclose(tangent, numeric_jvp(pairs, [x], 0, t), rtol=rtol, atol=rtol)
+    sg.check_grads(lambda x: np.sum(pairs(x) ** 3), x.astype(np.float64), order=2, mode="tape")
+
+
+def test_strided_convolution_to_second_order_in_every_mode():
+    def conv(image, kernel):
+        rows, cols = image.shape
+        h, w = kernel.shape
+        s0, s1 = image.strides
+        shape = (rows - h + 1, cols - w + 1, h, w)
+        windows = np.lib.stride_tricks.as_strided(image, shape=shape, strides=(s0, s1, s0, s1))
+        return np.sum(np.tensordot(windows, kernel, axes=([2, 3], [0, 1])) ** 2)
+
+    image, kernel = r(5, 6), r(2, 3)
+    for mode in ("s2s", "auto", "tape"):
+        sg.check_grads(conv, image, kernel, order=2, mode=mode)
+
+
+@pytest.mark.parametrize(
+    "shape, strides, refusal",
+    [((4, 2), (8, 8), "reads memory outside"), ((2,), (-8,), "non-negative multiples")],
+)
+def test_as_strided_outside_the_array_is_refused(shape, strides, refusal):
+    def reads(x):
+        return np.sum(np.lib.stride_tricks.as_strided(x[1:], shape, strides) ** 2)
+
+    for mode in ("s2s", "tape"):
+        with pytest.raises(UnsupportedError, match=refusal):
+            sg.grad(reads, mode=mode)(r(4))
+
+
 def test_ravel_positions():
     np.testing.assert_array_equal(ravel_positions(np.zeros((2, 2)), "F"), [0, 2, 1, 3])
     np.testing.assert_array_equal(ravel_positions(np.zeros((2, 2)).T, "K"), [0, 2, 1, 3])
@@ -863,6 +923,7 @@ def test_every_rule_is_tested():
     tested += [concatenated, sequence_part]  # test_concatenation_rules_are_adjoint, …
     tested += [repeated, repeated_sum]  # test_repetition_rules_are_adjoint
     tested += [for_items, items_cotangent]  # test_loop_item_rules
+    tested.append(np.lib.stride_tricks.as_strided)  # test_as_strided_rules: strides in bytes
     if hasattr(np, "row_stack"):  # vstack's rules (rules/array_api.py), in test_coverage.py
         tested.append(np.row_stack)
     assert_every_rule_is_tested(RULE_MODULES, tested)

@@ -59,7 +59,7 @@ complex_ready(
     np.vsplit, np.dsplit, np.array, np.asarray, list, tuple, operator.getitem, np.take,
     np.ndarray.take, np.ndarray.item, np.take_along_axis, np.diff, np.diag, np.diagonal,
     np.ndarray.diagonal, np.triu, np.tril, np.pad, np.where,
-    np.lib.stride_tricks.sliding_window_view,
+    np.lib.stride_tricks.sliding_window_view, np.lib.stride_tricks.as_strided,
 )  # fmt: skip
 if hasattr(np, "astype"):  # NumPy 2
     complex_ready(np.astype)

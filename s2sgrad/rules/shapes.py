@@ -28,6 +28,7 @@ from s2sgrad.runtime import (
     rollaxis_destination,
     sequence_part,
     split_like,
+    strided_positions,
     unbroadcast,
     undiagonal,
     undiff,
@@ -368,6 +369,16 @@ def _sliding_window_view(g, ans, x, window_shape, axis=None, *, subok=False, wri
 @jvp_rule(np.lib.stride_tricks.sliding_window_view)
 def _sliding_window_view_jvp(t, ans, x, window_shape, axis=None, *, subok=False, writeable=False):
     return np.lib.stride_tricks.sliding_window_view(t, window_shape, axis)
+
+
+@vjp_rule(np.lib.stride_tricks.as_strided)
+def _as_strided(g, ans, x, shape=None, strides=None, subok=False, writeable=True):
+    return untake(g, x, strided_positions(x, shape, strides))
+
+
+@jvp_rule(np.lib.stride_tricks.as_strided)
+def _as_strided_jvp(t, ans, x, shape=None, strides=None, subok=False, writeable=True):
+    return np.take(t, strided_positions(x, shape, strides))
 
 
 @vjp_rule(np.repeat)
@@ -1290,6 +1301,8 @@ nondifferentiable(
     np.ndarray.ndim,
     np.ndarray.size,
     np.ndarray.dtype,
+    np.ndarray.strides,
+    np.ndarray.itemsize,
     np.ndarray.nonzero,
     np.result_type,
     np.issubdtype,

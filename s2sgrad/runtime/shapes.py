@@ -50,6 +50,7 @@ __all__ = [
     "untile",
     "unwindow",
     "window_axes",
+    "strided_positions",
     "unrepeat",
     "undiagonal",
     "untake",
@@ -588,6 +589,59 @@ def unwindow(g: Any, x: Any, window_shape: Any, axis: Any = None) -> Any:
     return cotangent
 
 
+def strided_positions(x: Any, shape: Any = None, strides: Any = None) -> np.ndarray:
+    """Where each element of ``np.lib.stride_tricks.as_strided(x, shape, strides)`` comes
+    from: its position in ``x`` read in C order (``np.take(x, positions)`` is the same
+    array). Refused where the strides step between items unevenly or leave ``x``'s
+    elements, whose values the result would then not be a function of.
+
+    Example::
+
+        strided_positions(np.zeros(4), (3, 2), (8, 8))  # array([[0, 1], [1, 2], [2, 3]])
+    """
+    array = np.asarray(x)
+    shape = array.shape if shape is None else tuple(int(n) for n in shape)
+    strides = array.strides if strides is None else tuple(int(s) for s in strides)
+    return _strided_positions(array.shape, array.strides, array.itemsize, shape, strides)
+
+
+@functools.lru_cache(maxsize=64)
+def _strided_positions(
+    x_shape: tuple, x_strides: tuple, itemsize: int, shape: tuple, strides: tuple
+) -> np.ndarray:
+    steps = [s // itemsize for s in (*x_strides, *strides)]
+    if any(s % itemsize for s in (*x_strides, *strides)) or min(steps, default=0) < 0:
+        raise UnsupportedError(
+            "np.lib.stride_tricks.as_strided with strides that are not non-negative "
+            f"multiples of the item size ({itemsize} bytes) is not differentiated; use "
+            "np.lib.stride_tricks.sliding_window_view, or make the array contiguous first"
+        )
+    x_steps, steps = steps[: len(x_shape)], steps[len(x_shape) :]
+    span = 1 + sum((n - 1) * s for n, s in zip(x_shape, x_steps)) if math.prod(x_shape) else 0
+    memory = np.full(span, -1, dtype=np.intp)
+    memory[_offsets(x_shape, x_steps).ravel()] = np.arange(math.prod(x_shape))
+    offsets = _offsets(shape, steps)
+    if offsets.size and (offsets.max() >= span or memory[offsets].min() < 0):
+        raise UnsupportedError(
+            "np.lib.stride_tricks.as_strided reads memory outside the array's elements "
+            "(its shape and strides reach past it), which is not differentiated; check "
+            "the shape and strides, or use np.lib.stride_tricks.sliding_window_view"
+        )
+    positions = memory[offsets] if offsets.size else np.zeros(shape, dtype=np.intp)
+    positions.flags.writeable = False  # cached: shared by every call with these shapes
+    return positions
+
+
+def _offsets(shape: tuple, steps: list) -> np.ndarray:
+    """The item offset of each element of an array of ``shape`` stepping ``steps``."""
+    offsets = np.zeros(shape, dtype=np.intp)
+    for axis, (n, step) in enumerate(zip(shape, steps)):
+        place = [1] * len(shape)
+        place[axis] = n
+        offsets = offsets + np.arange(n, dtype=np.intp).reshape(place) * step
+    return offsets
+
+
 def unrepeat(g: Any, x: Any, repeats: Any, axis: int | None = None) -> Any:
     """Sum the copies in ``g = ``cotangent of ``np.repeat(x, repeats, axis)`` back to ``x``.
 
@@ -1009,7 +1063,7 @@ def _unwindow_jvp(t, ans, g_in, x, window_shape, axis=None):
     return unwindow(t, x, window_shape, axis), None, None, None
 
 
-nondifferentiable(window_axes)
+nondifferentiable(window_axes, strided_positions)
 
 
 @vjp_rule(unrepeat)

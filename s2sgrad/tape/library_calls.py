@@ -3,11 +3,12 @@
 A ufunc or a NumPy function reaches the tape through ``__array_ufunc__`` or
 ``__array_function__``. ``scipy.special.logsumexp``, ``scipy.linalg.sqrtm`` and
 ``scipy.stats.norm.logpdf`` are Python functions that convert their arguments with
-``np.asarray``, which the tape refuses. So when a tape starts recording, every such
-function that has a rule in an optional rule set (``rules.registry.OPTIONAL_RULE_MODULES``)
-gets its code replaced by a router, once: unless a recording tape tracks an argument, the
-router runs the original code; otherwise it computes the function on plain values and
-records its rule, as for a ufunc. Replacing the code (not the module's attribute) reaches
+``np.asarray``, which the tape refuses (so does NumPy's ``as_strided``). So when a tape
+starts recording, every such function that has a rule in an optional rule set
+(``rules.registry.OPTIONAL_RULE_MODULES``), and ``as_strided``, gets its code replaced by
+a router, once: unless a recording tape tracks an argument, the router runs the original
+code; otherwise it computes the function on plain values and records its rule, as for a
+ufunc. Replacing the code (not the module's attribute) reaches
 every reference to the function, ``from scipy.linalg import sqrtm`` made earlier included.
 
 A rule for a method of a library object (``scipy.stats.norm.logpdf``, keyed by the bound
@@ -28,6 +29,8 @@ import types
 from collections.abc import Callable
 from typing import Any, TypeGuard
 
+import numpy as np
+
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.naming import library_name
 from s2sgrad.rules.registry import OPTIONAL_RULE_MODULES, get_rule, registered_primitives
@@ -39,6 +42,8 @@ __all__ = ["route_library_calls"]
 
 _ROUTE_PARAMETER = "__s2sgrad_route__"
 _LIBRARIES = frozenset(library.split(".")[0] for library in OPTIONAL_RULE_MODULES)
+# NumPy's Python functions with a rule that NumPy does not dispatch to the tape
+_UNDISPATCHED_NUMPY = frozenset({np.lib.stride_tricks.as_strided})
 _seen = 0  # how many registry entries have been looked at
 # (class, function) -> the bound method a rule is registered for: every object of the class
 # shares it (a frozen distribution calls a copy of its distribution object)
@@ -69,7 +74,9 @@ def route_library_calls() -> None:
 
 def _is_library_function(function: Any) -> TypeGuard[types.FunctionType]:
     module = getattr(function, "__module__", None) or ""
-    return isinstance(function, types.FunctionType) and module.split(".")[0] in _LIBRARIES
+    if not isinstance(function, types.FunctionType):
+        return False
+    return module.split(".")[0] in _LIBRARIES or function in _UNDISPATCHED_NUMPY
 
 
 def _function_router(function: Callable, original: Callable) -> Callable:

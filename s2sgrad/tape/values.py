@@ -144,6 +144,16 @@ class TapeValue:
     def dtype(self) -> np.dtype:
         return np.result_type(self._value)
 
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def strides(self) -> tuple:
+        """The strides of the array the tape value holds: what
+        ``np.lib.stride_tricks.as_strided`` of this value reads them against."""
+        return np.asarray(self._value).strides
+
     def __len__(self) -> int:
         return len(self._value)
 
