@@ -82,8 +82,9 @@ class Optimizer:
         # pass even when folding later grows the value (the generated code depends on it).
         self._purity: dict[int, tuple[bool, gast.AST]] = {}
         # For the block being optimised and each block around it, the names counted in the
-        # statements beside it (reads, writes): what lies outside the block does not change
-        # while the block is optimised, so it is counted once, on entering the block.
+        # statements beside it (reads, writes), a few pairs per block: what lies outside the
+        # block does not change while the block is optimised, so it is counted once, on
+        # entering the block.
         self._outside: list[tuple[Counter, Counter]] = []
 
     def counts(self, statements) -> tuple[Counter, Counter]:
@@ -102,14 +103,12 @@ class Optimizer:
             reads += facts.others
             writes += facts.stores
 
-    def _around(self, body, index: int, field: str) -> tuple[Counter, Counter]:
+    def _around(self, beside: _Beside, index: int, field: str) -> list[tuple[Counter, Counter]]:
         """Names counted beside block ``field`` of ``body[index]``: in the other statements
-        of ``body`` and in the statement's other fields."""
+        of ``body`` (``beside`` keeps them) and in the statement's other fields."""
         reads: list[str] = []
         writes: list[str] = []
-        self._collect_counts(body[:index], reads, writes)
-        self._collect_counts(body[index + 1 :], reads, writes)
-        statement = body[index]
+        statement = beside.body[index]
         for other in child_fields(type(statement)):
             value = getattr(statement, other, None)
             if other in ("body", "orelse") and type(value) is list:
@@ -117,7 +116,7 @@ class Optimizer:
                     self._collect_counts(value, reads, writes)
             elif value is not None:
                 count_names(value, reads, writes)
-        return Counter(reads), Counter(writes)
+        return [*beside.at(index), (Counter(reads), Counter(writes))]
 
     def _used_outside(self, name: str) -> bool:
         """Whether ``name`` is read or written outside the block at hand."""
@@ -193,11 +192,12 @@ class Optimizer:
         body = folded
         facts_of, known = self.facts.of, self.facts.table.get
         compound = False  # a statement that may be an if or a loop
+        beside = _Beside(self, body)
         for index, statement in enumerate(body):
             if type(statement) not in SIMPLE_STATEMENTS:
                 compound = True
                 if has_blocks(statement):
-                    if self._optimise_blocks(body, index):
+                    if self._optimise_blocks(beside, index):
                         self.facts.forget(statement)
                     self.fold_statement(statement)
                     continue
@@ -255,24 +255,26 @@ class Optimizer:
         known = self.unchanged_by.get(rewrite)
         return known is not None and known[0] == self.facts.rewrites and known[1] == body
 
-    def _optimise_blocks(self, body, index: int) -> bool:
-        """Optimise the blocks of the loop or branch ``body[index]``; whether it changed.
+    def _optimise_blocks(self, beside: _Beside, index: int) -> bool:
+        """Optimise the blocks of the loop or branch ``beside.body[index]``; whether it
+        changed.
 
         Unchanged means: every rewrite inside forgets the facts of what it changes (see
         ``optimize/facts.py``), none did, and the blocks hold the same statements; then the
         statement's facts, which cover its blocks, stay (no walk of it again)."""
-        statement = body[index]
+        statement = beside.body[index]
         rewrites = self.facts.rewrites
         changed = False
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if not isinstance(inner, list):
                 continue
-            self._outside.append(self._around(body, index, field))
+            around = self._around(beside, index, field)
+            self._outside += around
             try:
                 optimised = self.block(inner, set(), top=False) or [gast.Pass()]
             finally:
-                self._outside.pop()
+                del self._outside[-len(around) :]
             if field == "orelse" and only_passes(inner):
                 optimised = []
             changed = changed or not _same_statements(optimised, inner)
@@ -375,6 +377,60 @@ class Optimizer:
         result.reverse()
         comments.reverse()
         return drop_orphan_comments(result, comments)
+
+
+class _Beside:
+    """The names counted in the statements of a block before and after a position, as
+    :meth:`Optimizer.block` moves down the block (reads, writes).
+
+    Linear in the block, however many loops and branches it holds: a statement is added
+    to the counts before a position once, when the position has passed it and it changes
+    no more, and taken off the counts after a position once, as the record it was counted
+    by (a statement after the position is as it was when counted: the block's statements
+    are optimised in order, each changing only itself).
+
+    Example::
+
+        beside = _Beside(optimizer, body)
+        beside.at(3)  # [(reads, writes) in body[:3], (reads, writes) in body[4:]]
+    """
+
+    def __init__(self, optimizer: Optimizer, body: list[gast.stmt]):
+        self.optimizer = optimizer
+        self.body = body
+        self.before: tuple[Counter, Counter] = (Counter(), Counter())
+        self.after: tuple[Counter, Counter] | None = None
+        self.counted_before = 0  # body[:counted_before] is in before
+        self.counted_after = 0  # body[counted_after:] is in after, by counted_as
+        self.counted_as: list = []  # the record each statement after was counted by
+
+    def at(self, index: int) -> list[tuple[Counter, Counter]]:
+        body, of = self.body, self.optimizer.facts.of
+        reads, writes = self.before
+        for statement in body[self.counted_before : index]:
+            facts = of(statement)
+            reads.update(facts.loads)
+            reads.update(facts.others)
+            writes.update(facts.stores)
+        self.counted_before = max(self.counted_before, index)
+        if self.after is None:
+            self.after = (Counter(), Counter())
+            self.counted_after = index + 1
+            self.counted_as = [None] * len(body)
+            reads, writes = self.after
+            for position in range(index + 1, len(body)):
+                facts = self.counted_as[position] = of(body[position])
+                reads.update(facts.loads)
+                reads.update(facts.others)
+                writes.update(facts.stores)
+        reads, writes = self.after
+        for position in range(self.counted_after, index + 1):
+            facts = self.counted_as[position]
+            reads.subtract(facts.loads)
+            reads.subtract(facts.others)
+            writes.subtract(facts.stores)
+        self.counted_after = max(self.counted_after, index + 1)
+        return [self.before, self.after]
 
 
 # Rewrites that, run on what they made, change nothing: folding single uses (why: in
