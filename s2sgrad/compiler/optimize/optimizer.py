@@ -81,11 +81,12 @@ class Optimizer:
         # A value is judged when first asked about in a pass, and the verdict stays for the
         # pass even when folding later grows the value (the generated code depends on it).
         self._purity: dict[int, tuple[bool, gast.AST]] = {}
-        # For the block being optimised and each block around it, the names counted in the
-        # statements beside it (reads, writes), a few pairs per block: what lies outside the
-        # block does not change while the block is optimised, so it is counted once, on
-        # entering the block.
-        self._outside: list[tuple[Counter, Counter]] = []
+        # The names counted outside the block being optimised (reads, writes): in the
+        # statements beside it and beside each block around it, and in the other fields of
+        # the loops and branches holding it. What lies outside a block does not change
+        # while the block is optimised; each block's share is added as block() moves down
+        # it and taken off when it is done (see _Beside).
+        self._outside: tuple[Counter, Counter] = (Counter(), Counter())
 
     def counts(self, statements) -> tuple[Counter, Counter]:
         """How often each name is read (or deleted) and written in ``statements``."""
@@ -103,9 +104,9 @@ class Optimizer:
             reads += facts.others
             writes += facts.stores
 
-    def _around(self, beside: _Beside, index: int, field: str) -> list[tuple[Counter, Counter]]:
-        """Names counted beside block ``field`` of ``body[index]``: in the other statements
-        of ``body`` (``beside`` keeps them) and in the statement's other fields."""
+    def _around(self, beside: _Beside, index: int, field: str) -> None:
+        """Count, as outside, the names beside block ``field`` of ``body[index]``: in the
+        other statements of ``body`` and in the statement's other fields."""
         reads: list[str] = []
         writes: list[str] = []
         statement = beside.body[index]
@@ -116,14 +117,15 @@ class Optimizer:
                     self._collect_counts(value, reads, writes)
             elif value is not None:
                 count_names(value, reads, writes)
-        return [*beside.at(index), (Counter(reads), Counter(writes))]
+        beside.at(index, reads, writes)
 
     def _used_outside(self, name: str) -> bool:
         """Whether ``name`` is read or written outside the block at hand."""
-        return any(reads[name] or writes[name] for reads, writes in self._outside)
+        reads, writes = self._outside
+        return bool(reads.get(name) or writes.get(name))
 
     def _read_outside(self, name: str) -> bool:
-        return any(reads[name] for reads, _ in self._outside)
+        return bool(self._outside[0].get(name))
 
     def block_local(self, body) -> set[str]:
         """Names a loop or branch body assigns before any use and nobody outside it uses."""
@@ -206,6 +208,7 @@ class Optimizer:
                 facts = facts_of(statement)
             if not facts.folded:
                 self.fold_statement(statement)
+        beside.leave()
         if compound and any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
             self.changed = True
@@ -269,12 +272,8 @@ class Optimizer:
             inner = getattr(statement, field, None)
             if not isinstance(inner, list):
                 continue
-            around = self._around(beside, index, field)
-            self._outside += around
-            try:
-                optimised = self.block(inner, set(), top=False) or [gast.Pass()]
-            finally:
-                del self._outside[-len(around) :]
+            self._around(beside, index, field)
+            optimised = self.block(inner, set(), top=False) or [gast.Pass()]
             if field == "orelse" and only_passes(inner):
                 optimised = []
             changed = changed or not _same_statements(optimised, inner)
@@ -380,57 +379,68 @@ class Optimizer:
 
 
 class _Beside:
-    """The names counted in the statements of a block before and after a position, as
-    :meth:`Optimizer.block` moves down the block (reads, writes).
+    """The names of a block counted in :attr:`Optimizer._outside` as :meth:`Optimizer.block`
+    moves down it: beside the current position, those of the statements before and after
+    it, and of the fields of the statement there other than the block being optimised.
 
-    Linear in the block, however many loops and branches it holds: a statement is added
-    to the counts before a position once, when the position has passed it and it changes
-    no more, and taken off the counts after a position once, as the record it was counted
-    by (a statement after the position is as it was when counted: the block's statements
-    are optimised in order, each changing only itself).
+    Linear in the block, however many loops and branches it holds: a statement is counted
+    as before the position once, when the position has passed it and it changes no more,
+    and taken off the statements after the position once, as the record it was counted by
+    (a statement after the position is as it was when counted: the block's statements are
+    optimised in order, each changing only itself). :meth:`leave` takes off all it counted.
 
     Example::
 
         beside = _Beside(optimizer, body)
-        beside.at(3)  # [(reads, writes) in body[:3], (reads, writes) in body[4:]]
+        beside.at(3, ["c"], [])  # counted: body[:3], body[4:] and a read of c
+        beside.leave()  # none of them
     """
 
     def __init__(self, optimizer: Optimizer, body: list[gast.stmt]):
-        self.optimizer = optimizer
+        self.reads, self.writes = optimizer._outside
+        self.of = optimizer.facts.of
         self.body = body
-        self.before: tuple[Counter, Counter] = (Counter(), Counter())
-        self.after: tuple[Counter, Counter] | None = None
-        self.counted_before = 0  # body[:counted_before] is in before
-        self.counted_after = 0  # body[counted_after:] is in after, by counted_as
-        self.counted_as: list = []  # the record each statement after was counted by
+        self.before: list = []  # the record each statement before was counted by
+        self.after: list | None = None  # the same for those after (None: nothing counted)
+        self.counted_after = 0  # body[counted_after:] is counted
+        self.fields: tuple[list[str], list[str]] = ([], [])
 
-    def at(self, index: int) -> list[tuple[Counter, Counter]]:
-        body, of = self.body, self.optimizer.facts.of
-        reads, writes = self.before
-        for statement in body[self.counted_before : index]:
-            facts = of(statement)
-            reads.update(facts.loads)
-            reads.update(facts.others)
-            writes.update(facts.stores)
-        self.counted_before = max(self.counted_before, index)
+    def at(self, index: int, reads: list[str], writes: list[str]) -> None:
+        """Count what is beside ``body[index]``, with ``reads`` and ``writes`` in its fields."""
+        self.reads.subtract(self.fields[0])
+        self.writes.subtract(self.fields[1])
+        for statement in self.body[len(self.before) : index]:
+            facts = self.of(statement)
+            self.before.append(facts)
+            self._count(facts, Counter.update)
+        self.reads.update(reads)
+        self.writes.update(writes)
+        self.fields = (reads, writes)
         if self.after is None:
-            self.after = (Counter(), Counter())
+            self.after = [None] * len(self.body)
+            for position in range(index + 1, len(self.body)):
+                facts = self.after[position] = self.of(self.body[position])
+                self._count(facts, Counter.update)
             self.counted_after = index + 1
-            self.counted_as = [None] * len(body)
-            reads, writes = self.after
-            for position in range(index + 1, len(body)):
-                facts = self.counted_as[position] = of(body[position])
-                reads.update(facts.loads)
-                reads.update(facts.others)
-                writes.update(facts.stores)
-        reads, writes = self.after
         for position in range(self.counted_after, index + 1):
-            facts = self.counted_as[position]
-            reads.subtract(facts.loads)
-            reads.subtract(facts.others)
-            writes.subtract(facts.stores)
+            self._count(self.after[position], Counter.subtract)
         self.counted_after = max(self.counted_after, index + 1)
-        return [self.before, self.after]
+
+    def leave(self) -> None:
+        """Take off all that is counted (the block is done)."""
+        if self.after is None:
+            return
+        self.reads.subtract(self.fields[0])
+        self.writes.subtract(self.fields[1])
+        for facts in self.before:
+            self._count(facts, Counter.subtract)
+        for position in range(self.counted_after, len(self.body)):
+            self._count(self.after[position], Counter.subtract)
+
+    def _count(self, facts, change: Callable) -> None:
+        change(self.reads, facts.loads)
+        change(self.reads, facts.others)
+        change(self.writes, facts.stores)
 
 
 # Rewrites that, run on what they made, change nothing: folding single uses (why: in
