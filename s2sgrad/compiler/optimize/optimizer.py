@@ -86,7 +86,7 @@ class Optimizer:
         # the loops and branches holding it. What lies outside a block does not change
         # while the block is optimised; each block's share is added as block() moves down
         # it and taken off when it is done (see _Beside).
-        self._outside: tuple[Counter, Counter] = (Counter(), Counter())
+        self._outside: tuple[_Tally, _Tally] = (_Tally(), _Tally())
 
     def counts(self, statements) -> tuple[Counter, Counter]:
         """How often each name is read (or deleted) and written in ``statements``."""
@@ -122,10 +122,10 @@ class Optimizer:
     def _used_outside(self, name: str) -> bool:
         """Whether ``name`` is read or written outside the block at hand."""
         reads, writes = self._outside
-        return bool(reads.get(name) or writes.get(name))
+        return name in reads or name in writes
 
     def _read_outside(self, name: str) -> bool:
-        return bool(self._outside[0].get(name))
+        return name in self._outside[0]
 
     def block_local(self, body) -> set[str]:
         """Names a loop or branch body assigns before any use and nobody outside it uses."""
@@ -272,7 +272,8 @@ class Optimizer:
             inner = getattr(statement, field, None)
             if not isinstance(inner, list):
                 continue
-            self._around(beside, index, field)
+            if inner:  # an empty block asks nothing about the names outside it
+                self._around(beside, index, field)
             optimised = self.block(inner, set(), top=False) or [gast.Pass()]
             if field == "orelse" and only_passes(inner):
                 optimised = []
@@ -378,6 +379,35 @@ class Optimizer:
         return drop_orphan_comments(result, comments)
 
 
+class _Tally:
+    """How many times each name is counted, names added and taken off by the list (both
+    as fast: ``Counter.subtract`` is a loop in Python, ``Counter.update`` of a list is not).
+
+    Example::
+
+        tally = _Tally()
+        tally.add(["a", "a"])
+        tally.take(["a"])
+        "a" in tally  # True: once
+    """
+
+    __slots__ = ("added", "taken")
+
+    def __init__(self) -> None:
+        self.added: Counter = Counter()
+        self.taken: Counter = Counter()
+
+    def add(self, names: list[str]) -> None:
+        self.added.update(names)
+
+    def take(self, names: list[str]) -> None:
+        """Take off names added before."""
+        self.taken.update(names)
+
+    def __contains__(self, name: object) -> bool:
+        return self.added.get(name, 0) > self.taken.get(name, 0)
+
+
 class _Beside:
     """The names of a block counted in :attr:`Optimizer._outside` as :meth:`Optimizer.block`
     moves down it: beside the current position, those of the statements before and after
@@ -407,35 +437,35 @@ class _Beside:
 
     def at(self, index: int, reads: list[str], writes: list[str]) -> None:
         """Count what is beside ``body[index]``, with ``reads`` and ``writes`` in its fields."""
-        self.reads.subtract(self.fields[0])
-        self.writes.subtract(self.fields[1])
+        self.reads.take(self.fields[0])
+        self.writes.take(self.fields[1])
         for statement in self.body[len(self.before) : index]:
             facts = self.of(statement)
             self.before.append(facts)
-            self._count(facts, Counter.update)
-        self.reads.update(reads)
-        self.writes.update(writes)
+            self._count(facts, _Tally.add)
+        self.reads.add(reads)
+        self.writes.add(writes)
         self.fields = (reads, writes)
         if self.after is None:
             self.after = [None] * len(self.body)
             for position in range(index + 1, len(self.body)):
                 facts = self.after[position] = self.of(self.body[position])
-                self._count(facts, Counter.update)
+                self._count(facts, _Tally.add)
             self.counted_after = index + 1
         for position in range(self.counted_after, index + 1):
-            self._count(self.after[position], Counter.subtract)
+            self._count(self.after[position], _Tally.take)
         self.counted_after = max(self.counted_after, index + 1)
 
     def leave(self) -> None:
         """Take off all that is counted (the block is done)."""
         if self.after is None:
             return
-        self.reads.subtract(self.fields[0])
-        self.writes.subtract(self.fields[1])
+        self.reads.take(self.fields[0])
+        self.writes.take(self.fields[1])
         for facts in self.before:
-            self._count(facts, Counter.subtract)
+            self._count(facts, _Tally.take)
         for position in range(self.counted_after, len(self.body)):
-            self._count(self.after[position], Counter.subtract)
+            self._count(self.after[position], _Tally.take)
 
     def _count(self, facts, change: Callable) -> None:
         change(self.reads, facts.loads)
