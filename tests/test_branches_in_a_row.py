@@ -5,11 +5,14 @@ every branch."""
 
 import importlib.util
 
+import gast
 import numpy as np
 import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
+from s2sgrad.compiler.codegen import to_source
+from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.facts import FactsCache
 
 
@@ -61,3 +64,24 @@ def test_branches_in_a_row_are_read_a_bounded_number_of_times_each(tmp_path, sta
         asked.append(len(statements_asked))
     # linear: twice the branches, about twice the questions (quadratic was 3.6 times)
     assert asked[1] < 2.3 * asked[0], asked
+
+
+def test_branches_in_a_body_whose_statements_share_a_node():
+    # without the facts cache (two statements share a node, so optimising one may change
+    # the other), the names beside each branch are counted afresh at every branch
+    function = gast.parse(
+        "def f(a, b):\n    t = a\n"
+        "    if b > 0:\n        u = t * 1\n        v = u + 2\n        w = v * 3\n"
+        "    else:\n        w = a\n"
+        "    if b > 1:\n        p = a + 0\n        q = p * 2\n        w = w + q\n"
+        "    return w\n"
+    ).body[0]
+    function.body[2].body[1].value.left = function.body[1].body[1].value  # q = (u + 2) * 2
+    cache = FactsCache()
+    cache.prime(function.body)
+    assert not cache.enabled
+    function.body = optimize(function.body, lambda call: True)
+    assert to_source(function) == (
+        "def f(a, b):\n    if b > 0:\n        u = a\n        w = (u + 2) * 3\n"
+        "    else:\n        w = a\n    if b > 1:\n        w = w + (u + 2) * 2\n    return w\n"
+    )

@@ -417,7 +417,8 @@ class _Beside:
     as before the position once, when the position has passed it and it changes no more,
     and taken off the statements after the position once, as the record it was counted by
     (a statement after the position is as it was when counted: the block's statements are
-    optimised in order, each changing only itself). :meth:`leave` takes off all it counted.
+    optimised in order, each changing only itself, unless two share a node: then each
+    position counts them afresh). :meth:`leave` takes off all it counted.
 
     Example::
 
@@ -429,6 +430,9 @@ class _Beside:
     def __init__(self, optimizer: Optimizer, body: list[gast.stmt]):
         self.reads, self.writes = optimizer._outside
         self.of = optimizer.facts.of
+        # False when statements may share a node (see FactsCache.prime): then optimising one
+        # may change another, and each position counts the others afresh
+        self.kept = optimizer.facts.enabled
         self.body = body
         self.before: list = []  # the record each statement before was counted by
         self.after: list | None = None  # the same for those after (None: nothing counted)
@@ -437,6 +441,8 @@ class _Beside:
 
     def at(self, index: int, reads: list[str], writes: list[str]) -> None:
         """Count what is beside ``body[index]``, with ``reads`` and ``writes`` in its fields."""
+        if not self.kept:
+            self.leave()
         self.reads.take(self.fields[0])
         self.writes.take(self.fields[1])
         for statement in self.body[len(self.before) : index]:
@@ -466,6 +472,7 @@ class _Beside:
             self._count(facts, _Tally.take)
         for position in range(self.counted_after, len(self.body)):
             self._count(self.after[position], _Tally.take)
+        self.before, self.after, self.fields = [], None, ([], [])
 
     def _count(self, facts, change: Callable) -> None:
         change(self.reads, facts.loads)
