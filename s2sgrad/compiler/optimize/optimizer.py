@@ -81,10 +81,12 @@ class Optimizer:
         # A value is judged when first asked about in a pass, and the verdict stays for the
         # pass even when folding later grows the value (the generated code depends on it).
         self._purity: dict[int, tuple[bool, gast.AST]] = {}
-        # For the block being optimised and each block around it, the names counted in the
-        # statements beside it (reads, writes): what lies outside the block does not change
-        # while the block is optimised, so it is counted once, on entering the block.
-        self._outside: list[tuple[Counter, Counter]] = []
+        # The names counted outside the block being optimised (reads, writes): in the
+        # statements beside it and beside each block around it, and in the other fields of
+        # the loops and branches holding it. What lies outside a block does not change
+        # while the block is optimised; each block's share is added as block() moves down
+        # it and taken off when it is done (see _Beside).
+        self._outside: tuple[_Tally, _Tally] = (_Tally(), _Tally())
 
     def counts(self, statements) -> tuple[Counter, Counter]:
         """How often each name is read (or deleted) and written in ``statements``."""
@@ -102,14 +104,12 @@ class Optimizer:
             reads += facts.others
             writes += facts.stores
 
-    def _around(self, body, index: int, field: str) -> tuple[Counter, Counter]:
-        """Names counted beside block ``field`` of ``body[index]``: in the other statements
-        of ``body`` and in the statement's other fields."""
+    def _around(self, beside: _Beside, index: int, field: str) -> None:
+        """Count, as outside, the names beside block ``field`` of ``body[index]``: in the
+        other statements of ``body`` and in the statement's other fields."""
         reads: list[str] = []
         writes: list[str] = []
-        self._collect_counts(body[:index], reads, writes)
-        self._collect_counts(body[index + 1 :], reads, writes)
-        statement = body[index]
+        statement = beside.body[index]
         for other in child_fields(type(statement)):
             value = getattr(statement, other, None)
             if other in ("body", "orelse") and type(value) is list:
@@ -117,14 +117,15 @@ class Optimizer:
                     self._collect_counts(value, reads, writes)
             elif value is not None:
                 count_names(value, reads, writes)
-        return Counter(reads), Counter(writes)
+        beside.at(index, reads, writes)
 
     def _used_outside(self, name: str) -> bool:
         """Whether ``name`` is read or written outside the block at hand."""
-        return any(reads[name] or writes[name] for reads, writes in self._outside)
+        reads, writes = self._outside
+        return name in reads or name in writes
 
     def _read_outside(self, name: str) -> bool:
-        return any(reads[name] for reads, _ in self._outside)
+        return name in self._outside[0]
 
     def block_local(self, body) -> set[str]:
         """Names a loop or branch body assigns before any use and nobody outside it uses."""
@@ -193,11 +194,12 @@ class Optimizer:
         body = folded
         facts_of, known = self.facts.of, self.facts.table.get
         compound = False  # a statement that may be an if or a loop
+        beside = _Beside(self, body)
         for index, statement in enumerate(body):
             if type(statement) not in SIMPLE_STATEMENTS:
                 compound = True
                 if has_blocks(statement):
-                    if self._optimise_blocks(body, index):
+                    if self._optimise_blocks(beside, index):
                         self.facts.forget(statement)
                     self.fold_statement(statement)
                     continue
@@ -206,6 +208,7 @@ class Optimizer:
                 facts = facts_of(statement)
             if not facts.folded:
                 self.fold_statement(statement)
+        beside.leave()
         if compound and any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
             self.changed = True
@@ -255,24 +258,23 @@ class Optimizer:
         known = self.unchanged_by.get(rewrite)
         return known is not None and known[0] == self.facts.rewrites and known[1] == body
 
-    def _optimise_blocks(self, body, index: int) -> bool:
-        """Optimise the blocks of the loop or branch ``body[index]``; whether it changed.
+    def _optimise_blocks(self, beside: _Beside, index: int) -> bool:
+        """Optimise the blocks of the loop or branch ``beside.body[index]``; whether it
+        changed.
 
         Unchanged means: every rewrite inside forgets the facts of what it changes (see
         ``optimize/facts.py``), none did, and the blocks hold the same statements; then the
         statement's facts, which cover its blocks, stay (no walk of it again)."""
-        statement = body[index]
+        statement = beside.body[index]
         rewrites = self.facts.rewrites
         changed = False
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
             if not isinstance(inner, list):
                 continue
-            self._outside.append(self._around(body, index, field))
-            try:
-                optimised = self.block(inner, set(), top=False) or [gast.Pass()]
-            finally:
-                self._outside.pop()
+            if inner:  # an empty block asks nothing about the names outside it
+                self._around(beside, index, field)
+            optimised = self.block(inner, set(), top=False) or [gast.Pass()]
             if field == "orelse" and only_passes(inner):
                 optimised = []
             changed = changed or not _same_statements(optimised, inner)
@@ -375,6 +377,107 @@ class Optimizer:
         result.reverse()
         comments.reverse()
         return drop_orphan_comments(result, comments)
+
+
+class _Tally:
+    """How many times each name is counted, names added and taken off by the list (both
+    as fast: ``Counter.subtract`` is a loop in Python, ``Counter.update`` of a list is not).
+
+    Example::
+
+        tally = _Tally()
+        tally.add(["a", "a"])
+        tally.take(["a"])
+        "a" in tally  # True: once
+    """
+
+    __slots__ = ("added", "taken")
+
+    def __init__(self) -> None:
+        self.added: Counter = Counter()
+        self.taken: Counter = Counter()
+
+    def add(self, names: list[str]) -> None:
+        self.added.update(names)
+
+    def take(self, names: list[str]) -> None:
+        """Take off names added before."""
+        self.taken.update(names)
+
+    def __contains__(self, name: object) -> bool:
+        return self.added.get(name, 0) > self.taken.get(name, 0)
+
+
+class _Beside:
+    """The names of a block counted in :attr:`Optimizer._outside` as :meth:`Optimizer.block`
+    moves down it: beside the current position, those of the statements before and after
+    it, and of the fields of the statement there other than the block being optimised.
+
+    Linear in the block, however many loops and branches it holds: a statement is counted
+    as before the position once, when the position has passed it and it changes no more,
+    and taken off the statements after the position once, as the record it was counted by
+    (a statement after the position is as it was when counted: the block's statements are
+    optimised in order, each changing only itself, unless two share a node: then each
+    position counts them afresh). :meth:`leave` takes off all it counted.
+
+    Example::
+
+        beside = _Beside(optimizer, body)
+        beside.at(3, ["c"], [])  # counted: body[:3], body[4:] and a read of c
+        beside.leave()  # none of them
+    """
+
+    def __init__(self, optimizer: Optimizer, body: list[gast.stmt]):
+        self.reads, self.writes = optimizer._outside
+        self.of = optimizer.facts.of
+        # False when statements may share a node (see FactsCache.prime): then optimising one
+        # may change another, and each position counts the others afresh
+        self.kept = optimizer.facts.enabled
+        self.body = body
+        self.before: list = []  # the record each statement before was counted by
+        self.after: list | None = None  # the same for those after (None: nothing counted)
+        self.counted_after = 0  # body[counted_after:] is counted
+        self.fields: tuple[list[str], list[str]] = ([], [])
+
+    def at(self, index: int, reads: list[str], writes: list[str]) -> None:
+        """Count what is beside ``body[index]``, with ``reads`` and ``writes`` in its fields."""
+        if not self.kept:
+            self.leave()
+        self.reads.take(self.fields[0])
+        self.writes.take(self.fields[1])
+        for statement in self.body[len(self.before) : index]:
+            facts = self.of(statement)
+            self.before.append(facts)
+            self._count(facts, _Tally.add)
+        self.reads.add(reads)
+        self.writes.add(writes)
+        self.fields = (reads, writes)
+        if self.after is None:
+            self.after = [None] * len(self.body)
+            for position in range(index + 1, len(self.body)):
+                facts = self.after[position] = self.of(self.body[position])
+                self._count(facts, _Tally.add)
+            self.counted_after = index + 1
+        for position in range(self.counted_after, index + 1):
+            self._count(self.after[position], _Tally.take)
+        self.counted_after = max(self.counted_after, index + 1)
+
+    def leave(self) -> None:
+        """Take off all that is counted (the block is done)."""
+        if self.after is None:
+            return
+        self.reads.take(self.fields[0])
+        self.writes.take(self.fields[1])
+        for facts in self.before:
+            self._count(facts, _Tally.take)
+        for position in range(self.counted_after, len(self.body)):
+            self._count(self.after[position], _Tally.take)
+        self.before, self.after, self.fields = [], None, ([], [])
+
+    def _count(self, facts, change: Callable) -> None:
+        change(self.reads, facts.loads)
+        change(self.reads, facts.others)
+        change(self.writes, facts.stores)
 
 
 # Rewrites that, run on what they made, change nothing: folding single uses (why: in
