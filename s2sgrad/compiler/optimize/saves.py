@@ -27,7 +27,7 @@ __all__ = [
     "empty_replay",
     "popped_name",
     "pushed_name",
-    "read_after_restore",
+    "pushed_stacks",
     "Restores",
     "walk_with_loops",
     "without_saves",
@@ -110,6 +110,16 @@ def pushed_name(statement, stack) -> str | None:
     return push[1] if push is not None and push[0] == stack else None
 
 
+def pushed_stacks(body: list[gast.stmt]) -> set[str]:
+    """The stacks ``body`` pushes onto (``stack.append(name)``), its blocks included.
+
+    Example::
+
+        pushed_stacks(forward.body)  # {'stack'}
+    """
+    return {push[0] for s, _ in walk_with_loops(body, ()) if (push := _push(s)) is not None}
+
+
 def popped_name(statement, stack) -> str | None:
     """``name`` for the statement ``name = stack.pop()``."""
     pop = _pop(statement)
@@ -184,14 +194,6 @@ class Restores:
             if index > first_pop or any(id(loop) in restoring for loop in self._loops[index]):
                 return True
         return False
-
-
-def read_after_restore(statements, stack, name) -> bool:
-    """Whether ``name`` is read after a pop restored it (or in a loop that restores it).
-
-    One question walks every statement; :class:`Restores` answers many after one walk.
-    """
-    return Restores(statements).read_after_restore(stack, name)
 
 
 def _reads_of_statement_itself(statement) -> set[str]:
