@@ -33,9 +33,10 @@ import gast
 from s2sgrad.compiler.annotations import SAVE_INIT, annotation
 from s2sgrad.compiler.optimize.optimizer import optimize
 from s2sgrad.compiler.optimize.saves import (
+    Restores,
     popped_name,
     pushed_name,
-    read_after_restore,
+    pushed_stacks,
     walk_with_loops,
     without_saves,
 )
@@ -63,10 +64,13 @@ def drop_paired_saves(
     if pair is None:
         return False
     entries, names = pair
+    stacks = pushed_stacks(forward.body)  # the other entries have no push to drop
     changed = False
     for position, entry in enumerate(entries):
-        if type(entry) is gast.Name and _drop_unread_pushes(
-            forward, backward, entry.id, names[position]
+        if (
+            type(entry) is gast.Name
+            and entry.id in stacks
+            and _drop_unread_pushes(forward, backward, entry.id, names[position])
         ):
             changed = True
     if changed:
@@ -140,8 +144,8 @@ def _drop_unread_pushes(forward, backward, stack: str, unpacked: str) -> bool:
         return False  # the saved stack is read other than to copy it
     if popped is None or sorted(pushed) != sorted(popped):
         return False  # every push must have its pop, name for name, or the two can drift
-    statements = list(walk_with_loops(backward.body, ()))
-    unread = {name for name in set(pushed) if not read_after_restore(statements, popped_from, name)}
+    saves = Restores(list(walk_with_loops(backward.body, ())))
+    unread = {name for name in set(pushed) if not saves.read_after_restore(popped_from, name)}
     if not unread:
         return False
     forward.body = without_saves(forward.body, {(stack, name) for name in unread})

@@ -27,7 +27,8 @@ __all__ = [
     "empty_replay",
     "popped_name",
     "pushed_name",
-    "read_after_restore",
+    "pushed_stacks",
+    "Restores",
     "walk_with_loops",
     "without_saves",
 ]
@@ -46,16 +47,20 @@ def drop_unneeded_saves(body: list[gast.stmt]) -> list[gast.stmt]:
     stacks -= _escaping(statements)
     if not stacks:
         return body
-    removable = set()
-    for stack in stacks:
-        saved = {pushed_name(s, stack) for s, _ in statements if pushed_name(s, stack) is not None}
-        for name in saved:
-            if not read_after_restore(statements, stack, name):
-                removable.add((stack, name))
+    saves = Restores(statements)
+    removable = {
+        (stack, name)
+        for stack, name in saves.pushed
+        if stack in stacks and not saves.read_after_restore(stack, name)
+    }
     if not removable:
         return body
     body = without_saves(body, removable)
-    still_pushed = {pushed_name(s, stack) for s, _ in walk_with_loops(body, ()) for stack in stacks}
+    still_pushed = set()
+    for statement, _ in walk_with_loops(body, ()):
+        push = _push(statement)
+        if push is not None and push[0] in stacks:
+            still_pushed.add(push[1])
     return [
         s
         for s in body
@@ -101,42 +106,94 @@ def walk_with_loops(statements, loops):
 
 def pushed_name(statement, stack) -> str | None:
     """``name`` for the statement ``stack.append(name)`` (or ``shape_only(name)``)."""
-    if isinstance(statement, gast.Expr) and method_receiver(statement.value, "append") == stack:
-        args = statement.value.args
-        if len(args) == 1 and isinstance(args[0], gast.Name):
-            return args[0].id
-        if len(args) == 1 and is_shape_stand_in(args[0]):
-            return args[0].args[0].id
-    return None
+    push = _push(statement)
+    return push[1] if push is not None and push[0] == stack else None
+
+
+def pushed_stacks(body: list[gast.stmt]) -> set[str]:
+    """The stacks ``body`` pushes onto (``stack.append(name)``), its blocks included.
+
+    Example::
+
+        pushed_stacks(forward.body)  # {'stack'}
+    """
+    return {push[0] for s, _ in walk_with_loops(body, ()) if (push := _push(s)) is not None}
 
 
 def popped_name(statement, stack) -> str | None:
     """``name`` for the statement ``name = stack.pop()``."""
-    if (
-        isinstance(statement, gast.Assign)
-        and isinstance(statement.targets[0], gast.Name)
-        and method_receiver(statement.value, "pop") == stack
-    ):
-        return statement.targets[0].id
+    pop = _pop(statement)
+    return pop[1] if pop is not None and pop[0] == stack else None
+
+
+def _push(statement) -> tuple[str, str] | None:
+    """``(stack, name)`` for the statement ``stack.append(name)`` (or ``shape_only(name)``)."""
+    if not isinstance(statement, gast.Expr):
+        return None
+    stack = method_receiver(statement.value, "append")
+    if stack is None:
+        return None
+    args = statement.value.args
+    if len(args) == 1 and isinstance(args[0], gast.Name):
+        return stack, args[0].id
+    if len(args) == 1 and is_shape_stand_in(args[0]):
+        return stack, args[0].args[0].id
     return None
 
 
-def read_after_restore(statements, stack, name) -> bool:
-    """Whether ``name`` is read after a pop restored it (or in a loop that restores it)."""
-    popped = False
-    restoring_loops = {
-        id(loop) for s, loops in statements if popped_name(s, stack) == name for loop in loops
-    }
-    for statement, loops in statements:
-        if popped_name(statement, stack) == name:
-            popped = True
-            continue
-        if pushed_name(statement, stack) == name:
-            continue
-        restored = popped or any(id(loop) in restoring_loops for loop in loops)
-        if restored and name in _reads_of_statement_itself(statement):
-            return True
-    return False
+def _pop(statement) -> tuple[str, str] | None:
+    """``(stack, name)`` for the statement ``name = stack.pop()``."""
+    if not (isinstance(statement, gast.Assign) and isinstance(statement.targets[0], gast.Name)):
+        return None
+    stack = method_receiver(statement.value, "pop")
+    return None if stack is None else (stack, statement.targets[0].id)
+
+
+class Restores:
+    """The pushes, pops and reads of a walk of statements (``walk_with_loops``), indexed in
+    one pass, so that asking whether a saved value is read once restored costs the reads
+    of that name, not a walk of every statement: a loop body of n statements and n saves
+    takes time linear in n.
+
+    Example::
+
+        saves = Restores(list(walk_with_loops(body, ())))
+        unread = [p for p in saves.pushed if not saves.read_after_restore(*p)]
+    """
+
+    def __init__(self, statements: list[tuple[gast.stmt, tuple]]) -> None:
+        self.pushed: dict[tuple[str, str], None] = {}  # in order of the walk
+        self._saves: list[tuple[str, str] | None] = []  # each statement's push or pop
+        self._loops = [loops for _, loops in statements]
+        self._first_pop: dict[tuple[str, str], int] = {}
+        self._restoring_loops: dict[tuple[str, str], set[int]] = {}
+        self._readers: dict[str, list[int]] = {}
+        for index, (statement, loops) in enumerate(statements):
+            push = _push(statement)
+            pop = _pop(statement) if push is None else None
+            self._saves.append(push or pop)
+            if push is not None:
+                self.pushed[push] = None
+            if pop is not None:
+                self._first_pop.setdefault(pop, index)
+                self._restoring_loops.setdefault(pop, set()).update(id(loop) for loop in loops)
+            for name in _reads_of_statement_itself(statement):
+                self._readers.setdefault(name, []).append(index)
+
+    def read_after_restore(self, stack: str, name: str) -> bool:
+        """Whether ``name`` is read after a pop from ``stack`` restored it (or in a loop
+        that restores it), by a statement other than its pushes and pops."""
+        pair = (stack, name)
+        first_pop = self._first_pop.get(pair)
+        if first_pop is None:
+            return False
+        restoring = self._restoring_loops[pair]
+        for index in self._readers.get(name, ()):
+            if self._saves[index] == pair:
+                continue
+            if index > first_pop or any(id(loop) in restoring for loop in self._loops[index]):
+                return True
+        return False
 
 
 def _reads_of_statement_itself(statement) -> set[str]:
@@ -149,12 +206,11 @@ def _reads_of_statement_itself(statement) -> set[str]:
 
 
 def without_saves(statements, removable):
+    """``statements`` without the pushes and pops of the ``(stack, name)`` pairs in
+    ``removable`` (a set), and without the blocks and replays that leaves empty."""
     result = []
     for statement in statements:
-        if any(
-            pushed_name(statement, stack) == name or popped_name(statement, stack) == name
-            for stack, name in removable
-        ):
+        if (_push(statement) or _pop(statement)) in removable:
             continue
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)

@@ -19,6 +19,8 @@ Example::
 
 from __future__ import annotations
 
+from collections import Counter
+
 import gast
 import numpy as np
 
@@ -88,9 +90,10 @@ def accumulate_in_place(function: gast.FunctionDef, namespace: dict) -> bool:
     if not candidates:
         return False
     parameters = parameter_names(function)
+    uses = _Uses(statements)
     changed = False
     for name, accumulations in candidates.items():
-        if name in parameters or not _private(name, accumulations, statements, namespace):
+        if name in parameters or not _private(name, accumulations, uses, namespace):
             continue
         for statement in accumulations:
             update = gast.AugAssign(
@@ -118,22 +121,40 @@ def _accumulated(statement) -> str | None:
     return name
 
 
-def _private(name, accumulations, statements, namespace) -> bool:
+class _Uses:
+    """Which statements bind each name, how often the others read it, and which ``return``
+    reads it: one walk of every statement's own nodes, which each candidate then asks
+    (a walk of all statements per candidate made a long loop body quadratic).
+
+    Rewriting one candidate's accumulations as ``d += e`` changes none of this for the
+    names other than ``d``, so the index stays true while the candidates are rewritten.
+    """
+
+    def __init__(self, statements) -> None:
+        self.binders: dict[str, list[gast.stmt]] = {}
+        self.reads: Counter[str] = Counter()  # by the statements other than a return
+        self.returns: dict[str, list[gast.Return]] = {}  # the returns reading each name
+        for statement in statements:
+            if type(statement) is gast.Return:
+                for name in _loads(statement):
+                    self.returns.setdefault(name, []).append(statement)
+                continue
+            for name in _binds(statement):
+                self.binders.setdefault(name, []).append(statement)
+            self.reads.update(_loads(statement))
+
+
+def _private(name, accumulations, uses: _Uses, namespace) -> bool:
     """Whether ``name`` holds an array no other name sees: bound only by its marked
     accumulations and by values that are new arrays or numbers, and read only by those
     accumulations and by the ``return``."""
     own = {id(s) for s in accumulations}
-    for statement in statements:
-        if id(statement) in own:
-            continue
-        if type(statement) is gast.Return:
-            continue  # checked below, with its reads
-        if name in _binds(statement) and not _fresh_binding(statement, name, namespace):
+    for statement in uses.binders.get(name, ()):
+        if id(statement) not in own and not _fresh_binding(statement, name, namespace):
             return False
-    reads = sum(_reads(s, name) for s in statements if type(s) is not gast.Return)
-    returned = [s for s in statements if type(s) is gast.Return and _reads(s, name)]
-    if reads != len(accumulations):  # each accumulation reads it once, as its left side
+    if uses.reads[name] != len(accumulations):  # each accumulation reads it once, on its left
         return False
+    returned = uses.returns.get(name, ())
     return all(_returned_plainly(s.value, name, namespace) for s in returned)
 
 
@@ -171,15 +192,20 @@ def _fresh_binding(statement, name, namespace) -> bool:
 
 def _reads(node, name) -> int:
     """How often the statements own to ``node`` (not those of its blocks) read ``name``."""
+    return _loads(node)[name]
+
+
+def _loads(node) -> Counter[str]:
+    """How often the statements own to ``node`` (not those of its blocks) read each name."""
     if type(node) in (gast.For, gast.While, gast.If):
         parts = [node.iter if type(node) is gast.For else node.test]
     else:
         parts = [node]
-    return sum(
-        1
+    return Counter(
+        n.id
         for part in parts
         for n in walk(part)
-        if type(n) is gast.Name and n.id == name and type(n.ctx) is gast.Load
+        if type(n) is gast.Name and type(n.ctx) is gast.Load
     )
 
 

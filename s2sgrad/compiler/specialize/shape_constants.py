@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+from collections import Counter
 
 import gast
 
@@ -73,11 +74,8 @@ def _parameter_shapes(forward: gast.FunctionDef, key: tuple) -> dict[str, tuple]
 
 def _rebound_or_reshaped(function) -> set[str]:
     """Parameters bound again, or whose shape may change in place."""
-    found = {
-        a.id
-        for a in function.args.args
-        if _stores(function, a.id) != 1  # the parameter's own
-    }
+    stores = _stores(function)
+    found = {a.id for a in function.args.args if stores[a.id] != 1}  # the parameter's own
     for node in walk(function):
         if (
             type(node) is gast.Attribute
@@ -96,12 +94,13 @@ def _rebound_or_reshaped(function) -> set[str]:
     return found
 
 
-def _stores(function, name: str) -> int:
-    """How many times ``name`` is bound in ``function`` (a parameter counts once)."""
-    return sum(
-        1
+def _stores(function) -> Counter[str]:
+    """How many times each name is bound in ``function`` (a parameter counts once), in one
+    walk: asked name by name, each ``t = None`` before a loop walked the whole function."""
+    return Counter(
+        node.id
         for node in walk(function)
-        if type(node) is gast.Name and node.id == name and type(node.ctx) is not gast.Load
+        if type(node) is gast.Name and type(node.ctx) is not gast.Load
     )
 
 
@@ -159,6 +158,7 @@ def _propagate(function: gast.FunctionDef) -> bool:
 
 
 def _one_constant_binding(function) -> tuple[int, dict[str, gast.expr]] | None:
+    stores = None
     for index, statement in enumerate(function.body):
         if type(statement) is not gast.Assign or len(statement.targets) != 1:
             continue
@@ -175,7 +175,8 @@ def _one_constant_binding(function) -> tuple[int, dict[str, gast.expr]] | None:
             bindings = {t.id: v for t, v in zip(target.elts, value.elts)}
         else:
             continue
-        if all(_stores(function, name) == 1 for name in bindings):
+        stores = _stores(function) if stores is None else stores
+        if all(stores[name] == 1 for name in bindings):
             return index, bindings
     return None
 
@@ -220,8 +221,9 @@ def _constant_saves_into(forward, backward) -> None:
     entries, targets = last.value.elts[1].elts, first.targets[0].elts
     kept = []
     bindings = {}
+    stores = _stores(backward)
     for entry, target in zip(entries, targets):
-        if _is_constant(entry) and _stores(backward, target.id) == 1:
+        if _is_constant(entry) and stores[target.id] == 1:
             bindings[target.id] = entry
         else:
             kept.append((entry, target))
