@@ -36,6 +36,7 @@ from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
     chained_item_writes,
     diagonal_fills,
+    has_call_statements,
     method_writes,
     out_writes,
     scatter_adds,
@@ -81,7 +82,7 @@ def desugar(
     scalarize_local_dicts(node, names)
     bindings = desugar_matches(node, names, locate, resolve)
     added_at = None
-    if resolve is not None:
+    if resolve is not None and has_call_statements(node.body):  # what the five rewrite
         added_at = scatter_adds(node.body, names, resolve)
         diagonal_fills(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)

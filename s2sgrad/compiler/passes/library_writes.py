@@ -29,6 +29,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.rules import get_rule
 
 __all__ = [
+    "has_call_statements",
     "scatter_adds",
     "diagonal_fills",
     "ufunc_at_writes",
@@ -36,6 +37,24 @@ __all__ = [
     "method_writes",
     "chained_item_writes",
 ]
+
+
+def has_call_statements(body: list) -> bool:
+    """Whether ``body`` or a block inside it (nested functions' too) has a statement that
+    is a call (``np.add.at(t, i, v)``, ``t.fill(v)``): the only statements
+    :func:`scatter_adds`, :func:`diagonal_fills`, :func:`ufunc_at_writes`,
+    :func:`out_writes` and :func:`method_writes` rewrite, none of which makes one. Without
+    any, the five have nothing to do (a function's statements looked at once, not five
+    times).
+
+    Example::
+
+        has_call_statements(parse("def f(x):\n    y = np.sin(x)\n    return y").body)  # False
+    """
+    return any(
+        isinstance(statement, gast.Expr) and isinstance(statement.value, gast.Call)
+        for _, _, statement in _statements(body)
+    )
 
 
 def scatter_adds(body: list, names: NameGenerator, resolve) -> str | None:
@@ -155,11 +174,16 @@ def method_writes(body: list, names: NameGenerator, locate, resolve, bindings: d
 
         # buffer.fill(0.0)  ->  buffer[...] = 0.0
     """
-    statements = list(nested_statements(body))
-    lists = container_names(statements)
+    statements: list[gast.stmt] | None = None  # listed at the first method write found
+    lists: set[str] = set()
     for block, position, statement in _statements(body):
         found = _method_write(statement, names, bindings)
-        if found is None or found[0] in lists:
+        if found is None:
+            continue
+        if statements is None:
+            statements = list(nested_statements(body))
+            lists = container_names(statements)
+        if found[0] in lists:
             continue
         array, written = found
         place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
@@ -262,7 +286,7 @@ def chained_item_writes(body: list, names: NameGenerator, locate, bindings: dict
 
         # out[i][j] = v  ->  out[chained_index(out, i, j, "...")] = v
     """
-    containers = container_names(list(nested_statements(body)))  # rows[0][1] = v: a list's
+    containers: set[str] | None = None  # rows[0][1] = v: a list's (found when first asked)
     for _, _, statement in _statements(body):
         if isinstance(statement, gast.Assign) and len(statement.targets) == 1:
             target = statement.targets[0]
@@ -272,6 +296,8 @@ def chained_item_writes(body: list, names: NameGenerator, locate, bindings: dict
             continue
         if not (isinstance(target, gast.Subscript) and _is_chained(target.value)):
             continue
+        if containers is None:
+            containers = container_names(list(nested_statements(body)))
         if _chain_base(target) in containers:
             continue
         why = (
