@@ -64,6 +64,7 @@ from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
 from s2sgrad.tape import is_tape_value, tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
+from s2sgrad.tape.values import user_location
 from s2sgrad.tape.vjp import plain_leaves
 
 __all__ = ["grad", "value_and_grad", "vjp", "jvp", "jacobian", "jacfwd", "hessian", "hvp"]
@@ -135,6 +136,11 @@ class _Transform(NotebookDisplay):
 
     def __init__(self, f, wrt, has_aux, mode, kind):
         check_mode(mode)
+        if not callable(f):
+            raise TypeError(
+                f"{user_location()}: {kind} needs a function to differentiate, not "
+                f"{type(f).__name__} {f!r:.60}"
+            )
         self.f = f
         self.function = f.__func__ if isinstance(f, types.MethodType) else f
         self.kind = kind
@@ -211,17 +217,23 @@ class _Transform(NotebookDisplay):
     def _parameter(self, wrt, shift) -> str:
         if isinstance(wrt, str):
             if wrt not in self.all_parameters:
-                raise ValueError(f"{name_of(self.f)} has no parameter named {wrt!r}")
+                raise ValueError(
+                    f"{located_name(self.f)} has no parameter named {wrt!r}; its parameters "
+                    f"are {', '.join(self.all_parameters)}"
+                )
             return wrt
         if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool):
             index = int(wrt) + shift
             if 0 <= index < len(self.parameters) or (index >= 0 and vararg_name(self.function)):
                 return positional_name(self.function, index)
             raise ValueError(
-                f"wrt={wrt} is out of range: {name_of(self.f)} has "
+                f"{located_name(self.f)}: wrt={wrt} is out of range: it has "
                 f"{len(self.parameters) - shift} positional parameters"
             )
-        raise TypeError(f"wrt must be an argument index or a parameter name, not {wrt!r}")
+        raise TypeError(
+            f"{located_name(self.f)}: wrt must be an argument index or a parameter name, "
+            f"not {wrt!r}"
+        )
 
     # ``g(*args)`` calls ``g._entry(*args)`` without a frame of its own: the guard of the
     # signature this transform ran last (made in ``_guard``), which runs its code or, when

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -424,3 +425,20 @@ def test_auto_mode_gives_both_engines_reasons_when_both_refuse():
     assert "math functions" in message and "'with'" in message  # both reasons
     with pytest.raises(sg.NonDifferentiableError, match="mode='s2s'"):  # the tape alone
         sg.grad(_math_and_errstate, mode="tape")(0.4)
+
+
+def _two_arguments(x, n):
+    return np.sum(x) * n
+
+
+def test_a_bad_wrt_or_function_names_the_users_file_and_line():
+    line = _two_arguments.__code__.co_firstlineno
+    with pytest.raises(ValueError, match=rf"test_errors\.py:{line}: _two_arguments: wrt=5"):
+        sg.grad(_two_arguments, wrt=5)
+    with pytest.raises(ValueError, match=rf"test_errors\.py:{line}: .* are x, n"):
+        sg.grad(_two_arguments, wrt="z")
+    with pytest.raises(TypeError, match=rf"test_errors\.py:{line}: _two_arguments: wrt must be"):
+        sg.grad(_two_arguments, wrt=1.5)
+    here = sys._getframe().f_lineno + 2
+    with pytest.raises(TypeError, match=rf"test_errors\.py:{here}: grad needs a function"):
+        sg.grad(3)
