@@ -1396,7 +1396,7 @@ def _instruction(frame: Any) -> tuple[str, int]:
 
 def _is_storing_an_item(frame: Any) -> bool:
     """Whether the frame is running ``a[i] = value`` (NumPy converts the value to store it)."""
-    return _instruction(frame)[0] == "STORE_SUBSCR"
+    return _instruction(frame)[0] in ("STORE_SUBSCR", "STORE_SLICE")  # a[1:] = v from 3.12
 
 
 _MOVES = frozenset({"SWAP", "COPY", "ROT_TWO", "ROT_THREE", "ROT_FOUR", "EXTENDED_ARG"})
