@@ -427,3 +427,10 @@ def test_auto_mode_gives_both_engines_reasons_when_both_refuse():
     assert "plain array" in message and "'with'" in message  # both reasons
     with pytest.raises(sg.NonDifferentiableError, match="mode='s2s'"):  # the tape alone
         sg.grad(_buffer_and_errstate, mode="tape")(x)
+
+
+def test_a_library_function_with_a_rule_differentiated_directly_in_s2s_says_what_to_do():
+    with pytest.raises(sg.UnsupportedError, match="has a derivative rule but no Python source"):
+        sg.jacfwd(np.sin, mode="s2s")(np.array([0.1, 0.2]))
+    with pytest.raises(sg.UnsupportedError, match="mode='auto'"):
+        sg.grad(np.sum, mode="s2s")(np.array([0.1, 0.2]))
