@@ -159,27 +159,24 @@ class Comprehensions(gast.NodeTransformer):
         return load(name)
 
     def lower(self, node):
-        if any(generator.is_async for generator in node.generators):
+        if len(node.generators) != 1 or node.generators[0].is_async:
             return node
-        first = node.generators[0]
-        first.iter = self.visit(first.iter)  # computed once, before the loop
+        generator = node.generators[0]
+        generator.iter = self.visit(generator.iter)  # computed once, before the loop
         self.keep_variables_apart(node)
         result = self.loops.names.fresh("items")
         append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))
         body: list[gast.stmt] = [located(append, self.statement)]
-        # [e for a in xs for b in ys(a)]: the later generators are loops inside the first,
-        # their sequences computed each time round, as the comprehension does
-        for generator in reversed(node.generators):
-            for condition in reversed(generator.ifs):
-                body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
-            loop = gast.For(
-                target=generator.target,
-                iter=generator.iter,
-                body=body,
-                orelse=[],
-                type_comment=None,
-            )
-            body = [located(loop, self.statement)]
+        for condition in reversed(generator.ifs):
+            body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
+        loop = gast.For(
+            target=generator.target,
+            iter=generator.iter,
+            body=body,
+            orelse=[],
+            type_comment=None,
+        )
+        located(loop, self.statement)
         self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement))
         self.prefix.extend(self.loops.for_loop(loop))
         return load(result)
@@ -189,15 +186,11 @@ class Comprehensions(gast.NodeTransformer):
         Python they are the comprehension's own, and the loop it becomes must not change
         (or read) the function's variable of that name."""
         inside = Counter(n.id for n in walk(node) if type(n) is gast.Name)
-        generators = node.generators
-        # the first sequence is read outside the comprehension, the later ones inside it
-        parts = [node.elt, *(g.target for g in generators), *(g.iter for g in generators[1:])]
-        parts += [condition for g in generators for condition in g.ifs]
-        targets = {n.id for g in generators for n in walk(g.target) if type(n) is gast.Name}
-        for variable in targets:
+        generator = node.generators[0]
+        for variable in {n.id for n in walk(generator.target) if type(n) is gast.Name}:
             if self.loops.uses[variable] > inside[variable]:
                 new = self.loops.names.claim(variable)
-                for part in parts:
+                for part in (generator.target, node.elt, *generator.ifs):
                     for name in walk(part):
                         if type(name) is gast.Name and name.id == variable:
                             name.id = new
