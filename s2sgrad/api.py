@@ -58,7 +58,7 @@ from s2sgrad.errors import S2SGradError, UnsupportedError, after_s2s_refused
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import nondifferentiable
-from s2sgrad.running import name_the_origin
+from s2sgrad.running import name_the_origin, note_generated_origin
 from s2sgrad.runtime import seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
@@ -258,6 +258,8 @@ class _Transform(NotebookDisplay):
         forget_all_stored()
         if isinstance(error, S2SGradError):
             name_the_origin(error, self.function)
+        elif isinstance(error, Exception):
+            note_generated_origin(error)
 
     def _guard(self, key: tuple, function: Callable, entries: list) -> None:
         """Make ``function`` (``calls[key]`` of ``self.code``, which depends on
@@ -568,11 +570,15 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
 
 @contextlib.contextmanager
 def _named_at(f: Callable):
-    """A refusal raised inside names the user's file and line (``f``'s, failing better)."""
+    """A refusal raised inside names the user's file and line (``f``'s, failing better);
+    another exception raised in generated code gets a note saying where it came from."""
     try:
         yield
     except S2SGradError as error:
         name_the_origin(error, f)
+        raise
+    except Exception as error:  # the user's function raising in generated code
+        note_generated_origin(error)
         raise
 
 

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import contextvars
+import linecache
 import re
 import sys
 from types import FrameType
@@ -24,6 +25,7 @@ __all__ = [
     "origin_of",
     "running_origin",
     "name_the_origin",
+    "note_generated_origin",
     "function_origin",
     "tracing",
     "TRACING",
@@ -93,6 +95,38 @@ def name_the_origin(error: BaseException, function: object = None) -> None:
     if origin is None:
         return
     error.args = (f"{origin}: {message}", *error.args[1:])
+
+
+def note_generated_origin(error: BaseException) -> None:
+    """Add a note to an exception that is not s2sgrad's own (an ``IndexError`` of NumPy)
+    raised in generated code: which user function it was generated from and the generated
+    line that raised, since the traceback shows only generated code. Python 3.11+ shows
+    notes; the exception itself (its type and message) is left as it is.
+
+    Example::
+
+        note_generated_origin(error)  # "... derivative of the function at model.py:12 ..."
+    """
+    add_note = getattr(error, "add_note", None)
+    if add_note is None or getattr(error, "_s2sgrad_noted", False):
+        return
+    origin = line = None
+    trace = error.__traceback__
+    while trace is not None:
+        filename = trace.tb_frame.f_code.co_filename
+        found = origin_of(filename)
+        if found is not None:
+            origin = found
+            line = linecache.getline(filename, trace.tb_lineno).strip()
+        trace = trace.tb_next
+    if origin is None:
+        return
+    error._s2sgrad_noted = True  # type: ignore[attr-defined]
+    add_note(
+        f"s2sgrad: raised in the code generated from the function at {origin}, at "
+        f"'{line}'; if that function raises it too when called with these arguments, the "
+        "error is in it, else please report it as a bug of s2sgrad"
+    )
 
 
 def function_origin(function: object) -> str | None:

@@ -312,6 +312,13 @@ def f_sqrtm(a):
     return np.sum(linalg.sqrtm(a) * np.arange(9.0).reshape(3, 3))
 
 
+def f_expm(a):
+    # batched, and a continuous-time Markov chain's transition probabilities
+    rates = np.array([[-(a[0, 0] ** 2), a[0, 0] ** 2], [a[1, 1] ** 2, -(a[1, 1] ** 2)]])
+    transition = linalg.expm(2.0 * rates)
+    return np.sum(np.sin(linalg.expm(np.stack([a, a.T])))) + np.log(transition[0, 1])
+
+
 def f_solve_triangular(a, b):
     lower = np.tril(a) + 3 * np.eye(3)
     upper = np.triu(a) + 3 * np.eye(3)
@@ -348,6 +355,7 @@ def f_convolve_2d(x, y):
 
 OTHERS = [
     (f_sqrtm, lambda: (rng.standard_normal((3, 3)) * 0.3 + 2 * np.eye(3),)),
+    (f_expm, lambda: (rng.standard_normal((3, 3)) * 0.5 + np.eye(3),)),
     (f_solve_triangular, lambda: (rng.standard_normal((3, 3)), rng.standard_normal((3, 2)))),
     (
         f_solve_triangular_vector,

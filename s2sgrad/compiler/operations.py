@@ -225,6 +225,14 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation(OperationKind.NO_RULE, target, args, keywords, named)
         if getattr(target, "__module__", None) in ("math", "cmath"):
             return _scalar_math(target, args, keywords, func)
+        ndarray_method = _array_method(target)
+        if ndarray_method is not None and isinstance(func, gast.Attribute):
+            # ys.dot(x) of a global array: the rule of ndarray.dot, as for a local array
+            receiver_and_args = [func.value, *args]
+            return _primitive(
+                ndarray_method,
+                *_keywords_in_position(get_rule(ndarray_method), receiver_and_args, keywords),
+            )
         if isinstance(target, types.MethodType) and isinstance(func, gast.Attribute):
             # obj.method(x) is method(obj, x): the receiver is read where the call is
             method = target.__func__
@@ -261,6 +269,17 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         "a call of a computed function",
         func,
     )
+
+
+def _array_method(target: Any) -> Any:
+    """The ``np.ndarray`` method with a rule that ``target`` is bound to an array
+    (``ys.dot`` gives ``np.ndarray.dot``), or ``None``."""
+    if not isinstance(target, types.BuiltinMethodType):
+        return None
+    if not isinstance(getattr(target, "__self__", None), np.ndarray):
+        return None
+    method = getattr(np.ndarray, target.__name__, None)
+    return method if method is not None and get_rule(method) is not None else None
 
 
 _INDEX_TRICKS = (

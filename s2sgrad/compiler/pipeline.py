@@ -109,7 +109,7 @@ from s2sgrad.errors import (
     where,
 )
 from s2sgrad.rules import get_rule
-from s2sgrad.running import tracing
+from s2sgrad.running import note_generated_origin, tracing
 from s2sgrad.runtime import hooks
 from s2sgrad.tape import is_tape_value
 from s2sgrad.tape.structures import flatten
@@ -216,20 +216,26 @@ def call_specialised(
 
         value, ran = call_specialised(derivative(f, ("x",)), (x,), {})
     """
-    if tracing():
-        return generated.function(*args, **kwargs), generated
-    key = signature(args, kwargs) if key is None else key
-    derivatives = generated.cached_in
-    found = None if derivatives is None else derivatives.calls.get(key)
-    if found is not None and found[2] is generated.assumptions:
-        return found[0](*args, **kwargs), generated_of(found[0]) or generated
-    if generated.shapes_follow_arguments and not _has_tape_values(args, kwargs):
-        result, ran = specialised(generated, args, kwargs)
-    else:
-        result, ran = generated.function(*args, **kwargs), generated
-    if derivatives is not None:
-        derivatives.keep_call(key, ran)
-    return result, ran
+    try:
+        if tracing():
+            return generated.function(*args, **kwargs), generated
+        key = signature(args, kwargs) if key is None else key
+        derivatives = generated.cached_in
+        found = None if derivatives is None else derivatives.calls.get(key)
+        if found is not None and found[2] is generated.assumptions:
+            return found[0](*args, **kwargs), generated_of(found[0]) or generated
+        if generated.shapes_follow_arguments and not _has_tape_values(args, kwargs):
+            result, ran = specialised(generated, args, kwargs)
+        else:
+            result, ran = generated.function(*args, **kwargs), generated
+        if derivatives is not None:
+            derivatives.keep_call(key, ran)
+        return result, ran
+    except S2SGradError:
+        raise
+    except Exception as error:  # the user's function raising, most likely: say where
+        note_generated_origin(error)
+        raise
 
 
 def _has_tape_values(args, kwargs) -> bool:

@@ -1,4 +1,8 @@
-"""Derivative rules of ``scipy.linalg``: ``sqrtm``, ``solve_triangular``, ``solve_sylvester``.
+"""Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve_triangular``,
+``solve_sylvester``.
+
+* ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
+  of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
 
 * ``X = solve_sylvester(A, B, Q)`` solves ``A X + X B = Q``. Differentiating,
   ``A dX + dX B = dQ - dA X - X dB``: forward mode solves that; reverse mode solves the
@@ -66,6 +70,24 @@ def _sqrtm_jvp(t, ans, A, disp=True, blocksize=64):
     if disp is False:
         refuse(_DISP)
     return linalg.solve_sylvester(ans, ans, t)
+
+
+def _expm_along(a, e):
+    """The derivative of ``expm`` at ``a`` along ``e``: a block of a matrix twice as big."""
+    n = np.shape(a)[-1]
+    top = np.concatenate([a, e], axis=-1)
+    bottom = np.concatenate([np.zeros_like(a), a], axis=-1)
+    return linalg.expm(np.concatenate([top, bottom], axis=-2))[..., :n, n:]
+
+
+@vjp_rule(linalg.expm)
+def _expm(g, ans, A):
+    return _expm_along(np.swapaxes(A, -1, -2), g)
+
+
+@jvp_rule(linalg.expm)
+def _expm_jvp(t, ans, A):
+    return _expm_along(A, t)
 
 
 # trans: 0 or "N" solves a x = b, 1 or "T" solves a^T x = b

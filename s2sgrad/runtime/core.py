@@ -162,6 +162,11 @@ def add_cotangents(a: Any, b: Any) -> Any:
         return b
     if b is None:
         return a
+    # a plain 0.0 (a cotangent started as a number, the value a list after all) is no entry
+    if isinstance(b, (list, tuple, dict)) and _is_number_zero(a):
+        return b
+    if isinstance(a, (list, tuple, dict)) and _is_number_zero(b):
+        return a
     if isinstance(a, dict) and is_object_node(b):  # by attribute, as a dataclass's is
         b = attribute_values(b)
     if isinstance(b, dict) and is_object_node(a):
@@ -175,6 +180,10 @@ def add_cotangents(a: Any, b: Any) -> Any:
 
 
 batches_as_is(add_cotangents)  # right on batched values as it is
+
+
+def _is_number_zero(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0
 
 
 class CotangentList(list):

@@ -137,6 +137,8 @@ def assigned_cotangent(g: Any, index: Any) -> Any:
 
         assigned_cotangent(np.array([1.0, 2.0]), [0, 0])  # array([0., 1.])
     """
+    if isinstance(g, list):  # y a list (a gradient's own, differentiated again): one entry
+        return list(g[index]) if isinstance(index, slice) else snapshot(g[index])
     return only_last_writes(snapshot(g[index]), np.shape(g), index)
 
 

@@ -31,6 +31,7 @@ from s2sgrad.compiler.frontend.parsed import ParsedFunction
 from s2sgrad.compiler.frontend.same_code import compiles_to, runs_as
 from s2sgrad.compiler.python_ast import to_gast
 from s2sgrad.errors import S2SGradError, UnsupportedError, where
+from s2sgrad.rules.registry import get_rule
 
 __all__ = ["parse_function", "read_definition", "unwrap"]
 
@@ -63,7 +64,13 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         return made()
     code = getattr(function, "__code__", None)
     if code is None:
-        raise S2SGradError(
+        if get_rule(function) is not None:  # sg.grad(np.sin): a rule, but no source
+            raise UnsupportedError(
+                f"{_describe(function)} has a derivative rule but no Python source to "
+                "transform; differentiate a function of yours that calls it "
+                "('def f(x): return np.sin(x)'), or use mode='auto' or mode='tape'"
+            )
+        raise UnsupportedError(
             f"{_describe(function)}: s2sgrad can only read the source of Python functions; "
             "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
         )
