@@ -68,3 +68,17 @@ def test_second_order_over_a_list_of_layer_tuples(mode):
     numeric = numeric_grad(lambda w: along([(w, LAYERS[0][1]), LAYERS[1]]), [W], 0)
     assert_close(expected[0][0], numeric, rtol=1e-5, atol=1e-6)
     assert_close(call_twice(sg.grad(along, mode=mode), LAYERS), expected, rtol=1e-8, atol=1e-10)
+
+
+def replaces_a_slice(x):
+    ws = [x * 1.0, x * 2.0, x[::-1] * 3.0]
+    ws[0:2] = [np.sin(x), x**2]
+    return np.sum(ws[0] * ws[1] + ws[2] ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_second_order_through_a_slice_of_a_list_written(mode):
+    """The gradient zeroes the slice of the list's cotangent it wrote; differentiated
+    again, that cotangent is a list too (it crashed: 'can only assign an iterable')."""
+    x = np.array([0.3, -0.4, 0.8])
+    sg.check_grads(replaces_a_slice, x, order=2, mode=mode)

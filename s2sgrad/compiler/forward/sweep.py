@@ -342,7 +342,13 @@ class _Forward:
             value=load(self.tangent(base)), slice=clone(target.slice), ctx=gast.Store()
         )
         value = statement.value
-        tangent = self.tangent_of(value) if self.is_active_expression(value) else constant(0.0)
+        if self.is_active_expression(value):
+            tangent = self.tangent_of(value)
+        elif type(target.slice) is gast.Slice:  # y[1:3] = v: a list's slice takes a list
+            written = gast.Subscript(value=load(base), slice=clone(target.slice), ctx=gast.Load())
+            tangent = call(self.helper("zeros_like_value"), [written])
+        else:
+            tangent = constant(0.0)
         lines = [statement]
         if base not in self.owned:  # the tangent may be a broadcast view, or another's tangent
             lines.append(self.own_tangent(base, statement))

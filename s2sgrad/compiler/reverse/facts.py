@@ -190,7 +190,8 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
 
 def list_names(statements, nested: list | None = None) -> set[str]:
     """Variables that hold Python lists or tuples made here, or copies of them (their
-    cotangents are lists too)."""
+    cotangents are lists too); in a gradient differentiated again, a list's cotangent
+    taken with ``owned_items``."""
     result = set()
     copies = []
     for statement in statements_within(statements, nested):
@@ -199,7 +200,7 @@ def list_names(statements, nested: list | None = None) -> set[str]:
             is_list = isinstance(value, gast.List) or (
                 isinstance(value, gast.Call)
                 and isinstance(value.func, gast.Name)
-                and value.func.id in ("list", "tuple")
+                and value.func.id in ("list", "tuple", "owned_items")
             )
             if is_list:
                 result.add(statement.targets[0].id)
