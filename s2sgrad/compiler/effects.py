@@ -129,6 +129,8 @@ def is_library_function(function: Any) -> bool:
 
         is_library_function(np.sin), is_library_function(print)  # True, True
     """
+    if isinstance(function, np.ufunc):  # NumPy 1.26's ufuncs have no __module__
+        return True
     module = getattr(function, "__module__", None) or ""
     if module.split(".")[0] in ("numpy", "math"):
         return not isinstance(function, type)
