@@ -212,8 +212,9 @@ class Optimizer:
         if compound and any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
             self.changed = True
-        if compound and any(tested_again(body, i) for i in range(len(body))):
-            body = [s for i, s in enumerate(body) if not tested_again(body, i)]
+        dropped = tested_again(body) if compound else set()
+        if dropped:
+            body = [s for i, s in enumerate(body) if i not in dropped]
             self.changed = True
         return self._straight_line(body, live_after, top)
 
