@@ -261,11 +261,7 @@ def tested_again(body: list[gast.stmt]) -> set[int]:
                 else:
                     for name in names_written(statement) & waiting.keys():
                         del waiting[name]  # the later test may see another value
-        if (
-            tested is not None
-            and only_passes(statement.body)
-            and only_passes(statement.orelse)
-        ):
+        if tested is not None and only_passes(statement.body) and only_passes(statement.orelse):
             waiting.setdefault(tested, []).append(index)
     return dropped
 

@@ -497,11 +497,7 @@ class _ReadElsewhere:
         self.around, self.counts, self.own, self.beside = around, counts, own, beside
 
     def __contains__(self, name: str) -> bool:
-        return (
-            name in self.beside
-            or self.counts[name] > (name in self.own)
-            or name in self.around
-        )
+        return name in self.beside or self.counts[name] > (name in self.own) or name in self.around
 
 
 class _IterationLocal:
