@@ -211,13 +211,18 @@ def refuse_untracked_writes(
 
 def _checked_statements(statements):
     """The statements :func:`_check_block` checks, in turn: those of loops' and ``if``s'
-    blocks, not the compound statements."""
-    for statement in statements:
-        if isinstance(statement, (gast.For, gast.While, gast.If)):
-            yield from _checked_statements(statement.body)
-            yield from _checked_statements(statement.orelse)
-        else:
+    blocks, not the compound statements (a stack of iterators, not nested generators: each
+    statement is handed up once, not once per block around it)."""
+    stack = [iter(statements)]
+    while stack:
+        for statement in stack[-1]:
+            if isinstance(statement, (gast.For, gast.While, gast.If)):
+                stack.append(iter(statement.orelse))
+                stack.append(iter(statement.body))
+                break
             yield statement
+        else:
+            stack.pop()
 
 
 def _write_of(statement, parsed, local_names) -> InPlaceWrite | None:

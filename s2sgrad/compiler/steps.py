@@ -91,9 +91,13 @@ class Step:
 
     def walk(self):
         """This step and every step nested in it, in order."""
-        yield self
-        for inner in (*self.body, *self.orelse):
-            yield from inner.walk()
+        # a stack, not nested generators: each step is handed up once, not once per step
+        # around it
+        stack = [self]
+        while stack:
+            step = stack.pop()
+            yield step
+            stack.extend(reversed((*step.body, *step.orelse)))
 
 
 class Operations:

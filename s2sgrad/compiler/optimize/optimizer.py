@@ -129,24 +129,32 @@ class Optimizer:
 
     def block_local(self, body) -> set[str]:
         """Names a loop or branch body assigns before any use and nobody outside it uses."""
-        first_seen: dict[str, bool] = {}
-        for statement in body:
-            facts = self.facts.of(statement)
+        # only names an assignment of the body writes may be local: a loop or branch among
+        # the statements is asked about those alone (its names are those of every block
+        # inside it, so asking about each of them made 90 nested ifs cost 90²)
+        facts_of = [self.facts.of(statement) for statement in body]
+        pending: set[str] = set()
+        for statement, facts in zip(body, facts_of):
             if isinstance(statement, gast.Assign):
-                top_writes = facts.writes
-                read = value_reads(statement, facts)
+                pending |= facts.writes
+        written_first: list[str] = []
+        for statement, facts in zip(body, facts_of):
+            if not pending:
+                break
+            if isinstance(statement, gast.Assign):
+                pending.difference_update(value_reads(statement, facts))
+                for name in facts.writes:
+                    if name in pending:
+                        pending.discard(name)
+                        written_first.append(name)
+            elif len(pending) < len(facts.reads) + len(facts.writes):
+                pending.difference_update(
+                    [name for name in pending if name in facts.reads or name in facts.writes]
+                )
             else:
-                top_writes = set()
-                read = facts.reads | facts.writes
-            for name in read:
-                first_seen.setdefault(name, False)
-            for name in top_writes:
-                first_seen.setdefault(name, True)
-        return {
-            name
-            for name, written_first in first_seen.items()
-            if written_first and not self._used_outside(name)
-        }
+                pending.difference_update(facts.reads)
+                pending.difference_update(facts.writes)
+        return {name for name in written_first if not self._used_outside(name)}
 
     def pure_value(self, statement: gast.Assign) -> bool:
         """Whether ``statement.value`` is free of side effects (so it may move or go)."""
@@ -212,8 +220,9 @@ class Optimizer:
         if compound and any(empty_replay(s) for s in body):
             body = [s for s in body if not empty_replay(s)]
             self.changed = True
-        if compound and any(tested_again(body, i) for i in range(len(body))):
-            body = [s for i, s in enumerate(body) if not tested_again(body, i)]
+        dropped = tested_again(body) if compound else set()
+        if dropped:
+            body = [s for i, s in enumerate(body) if i not in dropped]
             self.changed = True
         return self._straight_line(body, live_after, top)
 

@@ -95,21 +95,15 @@ def _contains(statements: list[gast.stmt], kinds, through_loops: bool) -> bool:
     return False
 
 
-def _always_jumps(statements: list[gast.stmt]) -> bool:
-    if not statements:
-        return False
-    last = statements[-1]
-    if isinstance(last, (gast.Return, gast.Break, gast.Continue)):
-        return True
-    if isinstance(last, gast.If):
-        return _always_jumps(last.body) and _always_jumps(last.orelse)
-    return False
-
-
 class _Jumps:
     def __init__(self, names: NameGenerator):
         self.names = names
         self.returned_flag_used = False
+        # {id(if): (if, whether both its branches end in a jump)}, for ifs not yet
+        # structured: their blocks change only when block() reaches them, so the answer
+        # found while asking about the blocks around holds until then (asking again from
+        # every level made 90 nested ifs cost 90² steps)
+        self._jumping_ifs: dict[int, tuple[gast.If, bool]] = {}
 
     @functools.cached_property
     def result(self) -> str:
@@ -135,8 +129,9 @@ class _Jumps:
                 return result
             if isinstance(statement, gast.If):
                 rest = statements[index + 1 :]  # copied here only: straight-line code has many
-                jumps_in_body = _always_jumps(statement.body)
-                jumps_in_else = _always_jumps(statement.orelse)
+                jumps_in_body = self.always_jumps(statement.body)
+                jumps_in_else = self.always_jumps(statement.orelse)
+                self._jumping_ifs.pop(id(statement), None)  # its blocks change now
                 if jumps_in_body and not jumps_in_else:
                     statement.orelse = statement.orelse + rest
                     rest = []
@@ -175,6 +170,22 @@ class _Jumps:
                 continue
             result.append(statement)
         return result
+
+    def always_jumps(self, statements: list[gast.stmt]) -> bool:
+        """Whether ``statements`` end in a jump on every path."""
+        if not statements:
+            return False
+        last = statements[-1]
+        if isinstance(last, (gast.Return, gast.Break, gast.Continue)):
+            return True
+        if not isinstance(last, gast.If):
+            return False
+        known = self._jumping_ifs.get(id(last))
+        if known is not None and known[0] is last:
+            return known[1]
+        verdict = self.always_jumps(last.body) and self.always_jumps(last.orelse)
+        self._jumping_ifs[id(last)] = (last, verdict)
+        return verdict
 
     def defer_jumps(self, loop: gast.For | gast.While) -> None:
         """Drop the ``continue``s of ``loop``'s structured body and move its ``break``s to

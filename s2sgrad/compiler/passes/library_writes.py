@@ -356,13 +356,29 @@ def _statements(body: list):
     inside it, nested functions' too (inlined later, their writes must be item writes by
     then; each rewrite writes in place what the call wrote, so a function left as it is
     computes the same), a block's statements before the one holding it, so that
-    ``block[position]`` can be replaced as the walk goes."""
-    for position, statement in enumerate(body):
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
-        yield body, position, statement
+    ``block[position]`` can be replaced as the walk goes. A stack, not nested generators:
+    each statement is handed up once, not once per block around it."""
+    # entries: a block's (position, statement) iterator, or a statement whose blocks are
+    # being walked, to hand up after them
+    stack: list = [(body, enumerate(body))]
+    while stack:
+        entry = stack[-1]
+        if len(entry) == 3:
+            stack.pop()
+            yield entry
+            continue
+        block, positions = entry
+        for position, statement in positions:
+            inner = [getattr(statement, field, None) for field in ("body", "orelse", "finalbody")]
+            inner = [nested for nested in inner if isinstance(nested, list)]
+            if not inner:
+                yield block, position, statement
+                continue
+            stack.append((block, position, statement))
+            stack.extend((nested, enumerate(nested)) for nested in reversed(inner))
+            break
+        else:
+            stack.pop()
 
 
 def _bound(function, stem: str, names: NameGenerator, bindings: dict) -> str:

@@ -478,43 +478,97 @@ def iteration_local(body: list[gast.stmt], read_elsewhere: frozenset = frozenset
 
     Inside an ``if``, a variable is local to a branch when that branch assigns it before
     reading it and nothing outside the branch reads it.
+
+    Example::
+
+        iteration_local(loop.body, frozenset(read_after_the_loop))  # {'t'} for t = x * 2
     """
-    seen_reads: set[str] = set()
-    local: set[str] = set()
-    for index, statement in enumerate(body):
-        if isinstance(statement, gast.Assign) and isinstance(
-            statement.targets[0], (gast.Name, gast.Tuple)
-        ):
-            seen_reads |= names_read(statement.value)
-            for name in names_written(statement.targets[0]):
-                if name not in seen_reads and name not in read_elsewhere:
-                    local.add(name)
-        elif isinstance(statement, gast.If):
-            rest = body[:index] + body[index + 1 :]
-            outside = set(read_elsewhere).union(*(names_read(s) for s in rest))
-            for branch, other in (
-                (statement.body, statement.orelse),
-                (statement.orelse, statement.body),
-            ):
-                elsewhere = frozenset(
-                    outside.union(*(names_read(s) for s in other)) | names_read(statement.test)
-                )
-                local |= iteration_local(branch, elsewhere) - seen_reads
-            seen_reads |= names_read(statement)
-        elif isinstance(statement, (gast.For, gast.While)) and not statement.orelse:
-            # a variable local to each pass of a nested loop, read nowhere else, is local
-            # to this pass too (the nested loop may run no pass: then nobody reads it)
-            rest = body[:index] + body[index + 1 :]
-            elsewhere = frozenset(
-                set(read_elsewhere).union(*(names_read(s) for s in rest)) | _header_reads(statement)
-            )
-            local |= iteration_local(statement.body, elsewhere) - seen_reads
-            seen_reads |= names_read(statement)
-            seen_reads |= names_written(statement)
+    return _IterationLocal().block(body, read_elsewhere)
+
+
+class _ReadElsewhere:
+    """Whether a name is read outside one block: outside the statement holding it (the
+    block around counts the statements reading each name), in what that statement reads
+    beside the block (an ``if``'s test and other branch, a loop's header), or outside the
+    block around. Asked per name, so no set of every name read outside is ever built."""
+
+    __slots__ = ("around", "beside", "counts", "own")
+
+    def __init__(self, around, counts: Counter, own: set[str], beside: set[str]):
+        self.around, self.counts, self.own, self.beside = around, counts, own, beside
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.beside or self.counts[name] > (name in self.own) or name in self.around
+
+
+class _IterationLocal:
+    """``iteration_local`` reading each statement once: the names a compound statement reads
+    are the union of its parts' (kept per statement), and whether a name is read outside a
+    branch is answered by counting, not by reading every other statement again for each
+    ``if`` (which made a loop body of n ``if`` statements cost n²)."""
+
+    def __init__(self):
+        self.known: dict[int, tuple[gast.stmt, set[str]]] = {}
+
+    def reads(self, statement: gast.stmt) -> set[str]:
+        """``names_read(statement)``, each nested statement read once."""
+        known = self.known.get(id(statement))
+        if known is not None and known[0] is statement:
+            return known[1]
+        if isinstance(statement, gast.If):
+            found = names_read(statement.test) | self.reads_in(statement.body)
+            found |= self.reads_in(statement.orelse)
+        elif isinstance(statement, gast.For):
+            found = names_read(statement.target) | names_read(statement.iter)
+            found |= self.reads_in(statement.body) | self.reads_in(statement.orelse)
+        elif isinstance(statement, gast.While):
+            found = names_read(statement.test) | self.reads_in(statement.body)
+            found |= self.reads_in(statement.orelse)
         else:
-            seen_reads |= names_read(statement)
-            seen_reads |= names_written(statement)  # conditional writes are not definite
-    return local
+            found = names_read(statement)
+        self.known[id(statement)] = (statement, found)
+        return found
+
+    def reads_in(self, statements: list[gast.stmt]) -> set[str]:
+        return set().union(*(self.reads(s) for s in statements))
+
+    def block(self, body: list[gast.stmt], read_elsewhere) -> set[str]:
+        reads = [self.reads(statement) for statement in body]
+        counts: Counter = Counter()
+        for found in reads:
+            counts.update(found)
+        seen_reads: set[str] = set()
+        local: set[str] = set()
+        for index, statement in enumerate(body):
+            if isinstance(statement, gast.Assign) and isinstance(
+                statement.targets[0], (gast.Name, gast.Tuple)
+            ):
+                seen_reads |= names_read(statement.value)
+                for name in names_written(statement.targets[0]):
+                    if name not in seen_reads and name not in read_elsewhere:
+                        local.add(name)
+            elif isinstance(statement, gast.If):
+                test = names_read(statement.test)
+                for branch, other in (
+                    (statement.body, statement.orelse),
+                    (statement.orelse, statement.body),
+                ):
+                    beside = self.reads_in(other) | test
+                    elsewhere = _ReadElsewhere(read_elsewhere, counts, reads[index], beside)
+                    local |= self.block(branch, elsewhere) - seen_reads
+                seen_reads |= reads[index]
+            elif isinstance(statement, (gast.For, gast.While)) and not statement.orelse:
+                # a variable local to each pass of a nested loop, read nowhere else, is local
+                # to this pass too (the nested loop may run no pass: then nobody reads it)
+                header = _header_reads(statement)
+                elsewhere = _ReadElsewhere(read_elsewhere, counts, reads[index], header)
+                local |= self.block(statement.body, elsewhere) - seen_reads
+                seen_reads |= reads[index]
+                seen_reads |= names_written(statement)
+            else:
+                seen_reads |= reads[index]
+                seen_reads |= names_written(statement)  # conditional writes are not definite
+        return local
 
 
 def _header_reads(loop) -> set[str]:

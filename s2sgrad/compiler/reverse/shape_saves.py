@@ -82,13 +82,26 @@ def _unread_copy(statement, read_anywhere: set[str]) -> bool:
 
 
 def _with_loops(statements, loops):
-    for statement in statements:
-        yield statement, loops
-        inner_loops = loops + (statement,) if type(statement) in (gast.For, gast.While) else loops
-        for field in ("body", "orelse"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, list) and type(statement) is not gast.FunctionDef:
-                yield from _with_loops(inner, inner_loops)
+    """Each statement of ``statements`` and of the blocks in it (not entering functions),
+    in order, with the loops around it. A stack of iterators, not nested generators: each
+    statement is handed up once, not once per block around it."""
+    stack = [(iter(statements), loops)]
+    while stack:
+        statements_left, around = stack[-1]
+        for statement in statements_left:
+            yield statement, around
+            if type(statement) is gast.FunctionDef:
+                continue
+            inner_loops = (
+                around + (statement,) if type(statement) in (gast.For, gast.While) else around
+            )
+            blocks = [getattr(statement, field, None) for field in ("body", "orelse")]
+            blocks = [block for block in blocks if isinstance(block, list)]
+            if blocks:
+                stack.extend((iter(block), inner_loops) for block in reversed(blocks))
+                break
+        else:
+            stack.pop()
 
 
 def _value_reads(statement, unbroadcast: str) -> set[str]:
