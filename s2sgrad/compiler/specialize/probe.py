@@ -60,6 +60,7 @@ _NOTES = (
     SCATTER,
     ARRAY_INDEX,
 )  # set on calls by their specialisers, read by later passes
+_NOTED_KEYS = frozenset(_NOTES)
 
 
 class NotSpecialisable(Exception):
@@ -217,7 +218,8 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         else:  # keywords for KEYWORD_SITES only
             arguments = [_constant(site), site_node.func, *site_node.args]
             state = {"func": _load(_PROBE), "args": arguments, "keywords": site_node.keywords}
-        operation.__class__ = _CALL
+        if kind is not _CALL:  # a call stays one: no change of class to check
+            operation.__class__ = _CALL
         operation.__dict__ = state
         sites.append((operation, site_node, target))
         site += 1
@@ -334,6 +336,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
+    noted = probing.noted
     for site, (probe_call, site_node, target) in enumerate(probing.sites):
         if target is None:
             site_node.left, site_node.right = probe_call.args[1:]
@@ -341,7 +344,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             site_node.func, *site_node.args = probe_call.args[1:]
             site_node.keywords = probe_call.keywords
         _become(probe_call, specialise(site, site_node, target))
-        probing.noted.update(n for n in _NOTES if n in probe_call.__dict__)
+        noted |= probe_call.__dict__.keys() & _NOTED_KEYS
     place_reductions(probed, hoisted)
     return probed
 
