@@ -14,7 +14,7 @@ from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.compiler.frontend.deep_expressions import may_be_deep
-from s2sgrad.compiler.passes.anf import join_sequences, repeated_sequences
+from s2sgrad.compiler.passes.anf import assignment_table, join_sequences, repeated_sequences
 from s2sgrad.compiler.passes.names import NameGenerator
 
 MODES = ["s2s", "tape", "auto"]
@@ -145,6 +145,25 @@ def test_repeated_sequences_follow_copies_and_stop_at_other_values():
     )
     found = repeated_sequences(node, set(), _is_builtin)
     assert [(s.targets[0].id, seq.id) for s, seq, _ in found] == [("c", "b")]
+
+
+def test_the_searches_share_one_table_that_reads_values_as_they_are():
+    # the join rewrites 'b = a + c' as a call before the repeat search asks the table:
+    # the table made before it reads the call, as a table made after would
+    source = "def f(x, n):\n    a = [x]\n    c = [x]\n    b = a + c\n    d = b * n\n    return d"
+    shared, fresh = _function(source), _function(source)
+    table = assignment_table(shared)
+    assert join_sequences(shared, set(), _is_builtin, NameGenerator(), table) == "concatenated"
+    assert join_sequences(fresh, set(), _is_builtin, NameGenerator()) == "concatenated"
+    assert type(table.values()["b"][0]) is gast.Call
+
+    def joined(call: gast.Call) -> bool:  # what the join's helper returns
+        return type(call.func) is gast.Name and call.func.id == "concatenated"
+
+    found = repeated_sequences(shared, set(), _is_builtin, joined, table=table)
+    again = repeated_sequences(fresh, set(), _is_builtin, joined)
+    assert [(s.targets[0].id, q.id) for s, q, _ in found] == [("d", "b")]
+    assert [(s.targets[0].id, q.id) for s, q, _ in again] == [("d", "b")]
 
 
 def _may_be_deep_as_first_written(statement) -> bool:

@@ -216,6 +216,16 @@ def test_criterion_accepts_shape_keeping_paths_only():
     assert not shapes_follow_arguments(_body(tested), _resolve)
 
 
+def test_criterion_reads_every_loop_over_a_name():
+    # a name two loops bind holds shapes only when both iterate over shapes, in any order
+    shaped = "for i in range(a.shape[0]):\n    pass\n"
+    valued = "for i in range(3):\n    pass\n"
+    for first, second in ((shaped, valued), (valued, shaped)):
+        assert shapes_follow_arguments(_body(first + second + "c = a[:i]\n"), _resolve)
+    on_values = "for i in range(a.shape[0]):\n    pass\nfor i in a:\n    pass\nc = a[:i]\n"
+    assert not shapes_follow_arguments(_body(on_values), _resolve)
+
+
 def test_an_emptied_forward_if_goes_only_when_tested_again_unchanged():
     from s2sgrad.compiler.optimize.saves import tested_again
 

@@ -65,6 +65,8 @@ from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
+    AssignmentTable,
+    assignment_table,
     is_function_reference,
     join_sequences,
     repeated_sequences,
@@ -312,7 +314,7 @@ def _build(request: Request) -> GeneratedFunction:
     unchanged = not inlined and _defines_no_function(node, nodes)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
     copy_updated_arguments(node, parsed, names, request.containers)
-    local_names = _normal_form(request, parsed, node, names)
+    local_names, assignments = _normal_form(request, parsed, node, names)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
     free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
@@ -329,7 +331,7 @@ def _build(request: Request) -> GeneratedFunction:
     assumptions.include(attribute_entries(parsed, node, nodes))
     classified: dict[int, tuple] = {}  # id(value) -> (value, its Operation), made once
     activity = _activity(request, parsed, node, differentiated, local_names, classified)
-    if _repeat_sequences(parsed, node, activity.varied, names, namespace):
+    if _repeat_sequences(parsed, node, activity.varied, names, namespace, assignments):
         nodes = walk(node)
     if mark_differentiated_reads(node, parsed, activity.varied, nodes):
         nodes = walk(node)
@@ -383,8 +385,11 @@ def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
         raise asynchronous_error(parsed.location(parsed.node), request.function.__qualname__)
 
 
-def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[str]:
-    """Bring ``node`` to normal form in place (``passes/``); return its local names.
+def _normal_form(
+    request: Request, parsed: ParsedFunction, node, names
+) -> tuple[set[str], AssignmentTable]:
+    """Bring ``node`` to normal form in place (``passes/``); return its local names, and
+    the table of its assignments the sequence searches share (``anf.AssignmentTable``).
 
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
@@ -410,10 +415,11 @@ def _normal_form(request: Request, parsed: ParsedFunction, node, names) -> set[s
     to_anf(node, names, local_names, parsed.resolve)
     rename_reassignments(node, names)
     local_names = parameters | names_written_in(node)
-    joining = join_sequences(node, set(request.containers), is_builtin, names)
+    assignments = assignment_table(node)
+    joining = join_sequences(node, set(request.containers), is_builtin, names, assignments)
     if joining is not None:  # a name the code now calls, as desugar's refusal above
         parsed.closure[joining] = runtime.concatenated
-    return local_names
+    return local_names, assignments
 
 
 def _returns_only_sequences(function) -> bool:
@@ -429,13 +435,16 @@ def _returns_only_sequences(function) -> bool:
     return bool(returns) and all(type(r.value) in (gast.Tuple, gast.List) for r in returns)
 
 
-def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) -> bool:
+def _repeat_sequences(
+    parsed: ParsedFunction, node, varied, names, namespace, assignments=None
+) -> bool:
     """Make ``ys = xs * n`` (or ``n * xs``) a call ``repeated(xs, n)`` where ``xs`` surely
     holds a list or tuple of differentiated values the function builds and ``n`` is no
     differentiated value: ``*``
     repeats the sequence, whose derivative sums the copies (a differentiated ``n`` makes
     ``*`` NumPy's product of the list as an array). ``repeated`` checks both as it runs.
-    Returns whether it rewrote any."""
+    Returns whether it rewrote any. ``assignments``: the table of ``node``'s assignments
+    the normal form made (nothing changed the body since but the joins it read)."""
 
     def is_builtin(name: str) -> bool:
         return parsed.resolve_name(name) is getattr(builtins, name)
@@ -453,7 +462,7 @@ def _repeat_sequences(parsed: ParsedFunction, node, varied, names, namespace) ->
 
     helper = None
     # not a product (a varied count), nor constants repeated (which need no derivative)
-    found = repeated_sequences(node, set(), is_builtin, returns_sequence, set(varied))
+    found = repeated_sequences(node, set(), is_builtin, returns_sequence, set(varied), assignments)
     for statement, sequence, count in found:
         if helper is None:
             helper = names.claim("repeated")

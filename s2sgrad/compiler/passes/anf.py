@@ -39,7 +39,13 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-__all__ = ["to_anf", "is_function_reference", "join_sequences"]
+__all__ = [
+    "AssignmentTable",
+    "assignment_table",
+    "to_anf",
+    "is_function_reference",
+    "join_sequences",
+]
 
 _OPAQUE = (
     gast.Lambda,
@@ -328,20 +334,27 @@ def _builds_an_array(node: gast.expr, local_names: set[str]) -> bool:
 
 
 def join_sequences(
-    node: gast.FunctionDef, containers: set[str], is_builtin, names: NameGenerator
+    node: gast.FunctionDef,
+    containers: set[str],
+    is_builtin,
+    names: NameGenerator,
+    table: AssignmentTable | None = None,
 ) -> str | None:
     """Make ``v = a + b`` a call ``concatenated(a, b)`` where ``a`` or ``b`` surely holds a
     list or tuple (``+`` adds arrays, but joins sequences, whose derivative splits).
 
     ``containers`` are the parameters known to hold dicts, lists or tuples; returns the
     name the calls use (for the caller to bind to ``runtime.concatenated``), or None.
+    ``table``: :func:`assignment_table` of ``node``, when the caller keeps it for
+    :func:`repeated_sequences` too.
 
     Example::
 
         # layers = params[:1] + params[2:]   becomes   layers = concatenated(t1, t2)
     """
-    sums = _operations(node, gast.Add)
-    sequences = _sequence_names(node, containers, is_builtin, among=_operand_names(sums))
+    table = assignment_table(node) if table is None else table
+    sums = table.operations(gast.Add)
+    sequences = _sequence_names(table, containers, is_builtin, among=_operand_names(sums))
     joins = [
         s
         for s in sums
@@ -356,7 +369,12 @@ def join_sequences(
 
 
 def repeated_sequences(
-    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None, varied=None
+    node: gast.FunctionDef,
+    containers: set[str],
+    is_builtin,
+    returns_sequence=None,
+    varied=None,
+    table: AssignmentTable | None = None,
 ) -> list:
     """``(statement, sequence, count)`` for each ``v = a * n`` (or ``n * a``) where ``a``
     surely holds a list or tuple: ``*`` repeats it (the caller makes it a call whose
@@ -369,13 +387,15 @@ def repeated_sequences(
     ``returns_sequence(call)`` says whether a call surely returns a list or tuple (a
     helper of the user's whose every ``return`` is one). With ``varied`` (the names that
     vary with a differentiated value), only the sequences that read one, repeated by a
-    count that reads none.
+    count that reads none. ``table``: :func:`assignment_table` of ``node``, made before
+    (it reads the values as they are now).
     """
-    products = _operations(node, gast.Mult)
+    table = assignment_table(node) if table is None else table
+    products = table.operations(gast.Mult)
     if varied is not None:  # the products that cannot pass the last test: not asked
         products = [s for s in products if _may_repeat(s.value, varied)]
     among = _operand_names(products)
-    sequences = _sequence_names(node, containers, is_builtin, returns_sequence, among)
+    sequences = _sequence_names(table, containers, is_builtin, returns_sequence, among)
     found = []
     for s in products:
         left, right = s.value.left, s.value.right
@@ -401,15 +421,6 @@ def _may_repeat(product: gast.BinOp, varied: set[str]) -> bool:
     return type(right) is gast.Name and right.id in varied and not reads_of_value(left) & varied
 
 
-def _operations(node: gast.FunctionDef, operator: type) -> list[gast.Assign]:
-    """The statements ``v = a <operator> b`` of ``node``'s body and its blocks, in order."""
-    return [
-        s
-        for s in nested_statements(node.body)
-        if type(s) is gast.Assign and type(s.value) is gast.BinOp and type(s.value.op) is operator
-    ]
-
-
 def _operand_names(statements: list[gast.Assign]) -> set[str]:
     return {
         operand.id
@@ -419,34 +430,82 @@ def _operand_names(statements: list[gast.Assign]) -> set[str]:
     }
 
 
+class AssignmentTable:
+    """The statements of a function's body (its blocks' included) that the sequence
+    searches read, found by one pass: ``name = value`` by name, ``v = a op b``, and the
+    names written otherwise. It keeps statements, not values: the values are read when
+    asked, so a table made before :func:`join_sequences` rewrites ``a + b`` still holds
+    for :func:`repeated_sequences`, as long as nothing else changes the body.
+
+    Example::
+
+        table = assignment_table(node)
+        table.operations(gast.Mult)  # the statements ``v = a * b``, in order
+    """
+
+    def __init__(self, node: gast.FunctionDef):
+        arguments = node.args
+        self.parameters = {
+            a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+        }
+        # by name, its ``name = value`` statements, and for a name a starred unpacking
+        # writes, an empty list display in their place
+        self.assignments: dict[str, list[gast.Assign | gast.List]] = {}
+        self.named: list[gast.Assign] = []  # the ``name = value`` statements
+        self.binary: list[gast.Assign] = []  # ``target = a op b``, in order
+        self.written: set[str] = set()  # names written other than by ``name = value``
+        for statement in nested_statements(node.body):
+            kind = type(statement)
+            if kind is gast.Assign:
+                if type(statement.value) is gast.BinOp:
+                    self.binary.append(statement)
+                if type(statement.targets[0]) is gast.Name:
+                    self.assignments.setdefault(statement.targets[0].id, []).append(statement)
+                    self.named.append(statement)
+                    continue
+            if kind is not gast.Match and isinstance(getattr(statement, "body", None), list):
+                self.written |= header_writes(statement)  # its blocks' statements come in turn
+                continue
+            starred = {
+                e.value.id
+                for e in walk(statement)
+                if type(e) is gast.Starred and type(e.value) is gast.Name
+            }
+            for name in names_written(statement):
+                if name in starred and kind is gast.Assign:
+                    placeholder = gast.List(elts=[], ctx=gast.Load())
+                    self.assignments.setdefault(name, []).append(placeholder)
+                else:
+                    self.written.add(name)
+
+    def operations(self, operator: type) -> list[gast.Assign]:
+        """The statements ``v = a <operator> b``, in order, as the body is now."""
+        return [
+            s for s in self.binary if type(s.value) is gast.BinOp and type(s.value.op) is operator
+        ]
+
+    def values(self) -> dict[str, list[gast.expr]]:
+        """Each name's values as the body is now, in order (``name = value`` only)."""
+        return {
+            name: [e.value if type(e) is gast.Assign else e for e in entries]
+            for name, entries in self.assignments.items()
+        }
+
+
+def assignment_table(node: gast.FunctionDef) -> AssignmentTable:
+    """The :class:`AssignmentTable` of ``node``'s body."""
+    return AssignmentTable(node)
+
+
 def _sequence_names(
-    node: gast.FunctionDef, containers: set[str], is_builtin, returns_sequence=None, among=None
+    table: AssignmentTable, containers: set[str], is_builtin, returns_sequence=None, among=None
 ) -> set[str]:
     """The variables of ``among`` (every one, if None) every assignment of which gives a
     list or tuple (a greatest fixed point, so that ``items = items + [v]`` in a loop
-    counts)."""
-    values: dict[str, list] = {}
-    unknown = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-    unknown -= set(containers)
-    assigned = []  # the values assigned to names, whose walruses bind names too
-    for statement in nested_statements(node.body):
-        if type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name:
-            values.setdefault(statement.targets[0].id, []).append(statement.value)
-            assigned.append(statement.value)
-            continue
-        if type(statement) is not gast.Match and isinstance(getattr(statement, "body", None), list):
-            unknown |= header_writes(statement)  # its blocks' statements come in turn
-            continue
-        starred = {
-            e.value.id
-            for e in walk(statement)
-            if type(e) is gast.Starred and type(e.value) is gast.Name
-        }
-        for name in names_written(statement):
-            if name in starred and type(statement) is gast.Assign:
-                values.setdefault(name, []).append(gast.List(elts=[], ctx=gast.Load()))
-            else:
-                unknown.add(name)
+    counts); ``table``: the function's :class:`AssignmentTable`."""
+    values = table.values()
+    unknown = (table.parameters - set(containers)) | table.written
+    assigned = [statement.value for statement in table.named]  # walruses bind names too
     sequences = (set(values) | set(containers)) - unknown
     if among is not None:  # only the names theirs can depend on
         never = functools.partial(_never_sequence, is_builtin=is_builtin, calls=returns_sequence)

@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import gast
@@ -41,6 +42,7 @@ _VALUE_SIZED = {
     np.trim_zeros,
     np.where,
 }
+_VALUE_SIZED_IDS = frozenset(map(id, _VALUE_SIZED))  # the set keeps each alive: ids hold
 
 
 _SHAPE_QUERIES = {"len", "range", "int", "min", "max", "abs", "shape", "ndim", "size"}
@@ -97,63 +99,95 @@ def shapes_follow_arguments(
     ``parameters`` may index arrays when the probe finds them integers
     (:func:`integer_index`).
     """
-    nodes = [node for statement in body for node in walk(statement)]
-    shape_only, on_values = _shape_only_names(nodes), set[str]()
+    nodes = walk(gast.Module(body=list(body), type_ignores=[]))[1:]  # one walk, not one each
+    outline = _Outline.of(nodes)
+    shape_only, on_values = _shape_only_names(outline), set[str]()
     assigned_in: dict[int, frozenset[str]] = {}
     while True:  # a name a branch on values assigns holds what the path gave it
-        regions = [n for n in nodes if _tests_values(n, shape_only)]
+        regions = [n for n in outline.regions if not _is_shape_only(n.test, shape_only)]
         tainted = {name for region in regions for name in names_assigned_in(region, assigned_in)}
         if tainted <= on_values:
             break
         on_values |= tainted
-        shape_only = _shape_only_names(nodes) - on_values
-    indices = shape_only | _integer_index_names(nodes, shape_only, resolve, parameters)
+        shape_only = _shape_only_names(outline) - on_values
+    indices = shape_only | _integer_index_names(outline, shape_only, resolve, parameters)
     indices -= on_values
     everywhere = None
-    for node in nodes:
-        if isinstance(node, (gast.If, gast.While)):
-            if _is_shape_only(node.test, shape_only):
-                continue
-            everywhere = assigned_values(nodes) if everywhere is None else everywhere
-            if not fixed_shapes(node, body, resolve, everywhere):
-                return False
-        elif isinstance(node, gast.For) and not _is_shape_only(node.iter, shape_only):
+    for region in outline.regions:
+        if _is_shape_only(region.test, shape_only):
+            continue
+        everywhere = assigned_values(nodes) if everywhere is None else everywhere
+        if not fixed_shapes(region, body, resolve, everywhere):
             return False
-        elif isinstance(node, gast.Subscript):
-            if not names_read(node.slice) <= indices:
-                return False
-        elif isinstance(node, gast.Call):
-            try:
-                target = resolve(node.func)
-            except Exception:
-                target = None
-            if any(target is f for f in _VALUE_SIZED) and not _selects(target, node):
-                return False
+    for loop in outline.loops:
+        if not _is_shape_only(loop.iter, shape_only):
+            return False
+    for subscript in outline.subscripts:
+        if not names_read(subscript.slice) <= indices:
+            return False
+    for call in outline.calls:
+        try:
+            target = resolve(call.func)
+        except Exception:
+            target = None
+        if id(target) in _VALUE_SIZED_IDS and not _selects(target, call):
+            return False
     return True
 
 
-def _tests_values(node: gast.AST, shape_only: set[str]) -> bool:
-    return isinstance(node, (gast.If, gast.While)) and not _is_shape_only(node.test, shape_only)
+@dataclass
+class _Outline:
+    """The nodes of a body the criterion reads, sorted by kind in one pass over them."""
+
+    named: list[gast.Assign] = field(default_factory=list)  # ``name = value``
+    unpacked: list[gast.Assign] = field(default_factory=list)  # ``a, b = value`` …
+    loops: list[gast.For] = field(default_factory=list)
+    regions: list[gast.If | gast.While] = field(default_factory=list)
+    subscripts: list[gast.Subscript] = field(default_factory=list)
+    calls: list[gast.Call] = field(default_factory=list)
+    stored: list[gast.Name] = field(default_factory=list)  # names in a context but Load
+
+    @classmethod
+    def of(cls, nodes: list[gast.AST]) -> _Outline:
+        outline = cls()
+        name, load = gast.Name, gast.Load
+        for node in nodes:
+            kind = type(node)
+            if kind is name:
+                if type(node.ctx) is not load:
+                    outline.stored.append(node)
+            elif kind is gast.Call:
+                outline.calls.append(node)
+            elif kind is gast.Assign:
+                if type(node.targets[0]) is name:
+                    outline.named.append(node)
+                else:
+                    outline.unpacked.append(node)
+            elif kind is gast.Subscript:
+                outline.subscripts.append(node)
+            elif kind is gast.If or kind is gast.While:
+                outline.regions.append(node)
+            elif kind is gast.For:
+                outline.loops.append(node)
+        return outline
 
 
 # integer-valued, shaped by their arguments: as an index, their values never set a shape
 _INTEGER_VALUED = (np.arange, np.argmax, np.argmin, np.argsort)
+_INTEGER_VALUED_IDS = frozenset(map(id, _INTEGER_VALUED))
 
 
-def _integer_index_names(
-    nodes: list[gast.AST], shape_only: set[str], resolve, parameters
-) -> set[str]:
+def _integer_index_names(outline: _Outline, shape_only: set[str], resolve, parameters) -> set[str]:
     """Names that hold integers whatever the values (``np.arange(n)``, ``np.argmax(x,
-    axis=1)``), and the parameters (checked by the probe), never written in ``nodes``."""
+    axis=1)``), and the parameters (checked by the probe), never written in the body."""
     values: dict[str, list[gast.expr | None]] = {}  # None: written some other way
     assigned: set[int] = set()
-    for node in nodes:
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-            values.setdefault(node.targets[0].id, []).append(node.value)
-            assigned.add(id(node.targets[0]))
-    for node in nodes:
-        if type(node) is gast.Name and type(node.ctx) is not gast.Load and id(node) not in assigned:
-            values.setdefault(node.id, []).append(None)
+    for node in outline.named:
+        values.setdefault(node.targets[0].id, []).append(node.value)
+        assigned.add(id(node.targets[0]))
+    for name in outline.stored:
+        if id(name) not in assigned:
+            values.setdefault(name.id, []).append(None)
     names = {name for name in parameters if name not in values}
     for name, written in values.items():
         if all(_integer_valued(v, shape_only, resolve) for v in written):
@@ -170,7 +204,7 @@ def _integer_valued(value, shape_only: set[str], resolve) -> bool:
         target = resolve(value.func)
     except Exception:
         return False
-    if not any(target is f for f in _INTEGER_VALUED):
+    if id(target) not in _INTEGER_VALUED_IDS:
         return False
     settings = [*value.args[1:], *(k.value for k in value.keywords)]
     if target is np.arange:
@@ -215,23 +249,21 @@ def _selects(target: Any, call: gast.Call) -> bool:
     return target is np.where and len(call.args) == 3
 
 
-def _shape_only_names(nodes: list[gast.AST]) -> set[str]:
+def _shape_only_names(outline: _Outline) -> set[str]:
     """Names whose values depend only on shapes and constants (never on array values),
-    given every node of a function body."""
+    given the outline of a function body."""
     candidates: dict[str, list[gast.expr]] = {}
-    loop_targets: dict[str, gast.expr] = {}
-    for node in nodes:
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-            candidates.setdefault(node.targets[0].id, []).append(node.value)
-        elif isinstance(node, gast.Assign):
-            for target in walk(node.targets[0]):
-                if isinstance(target, gast.Name) and isinstance(target.ctx, gast.Store):
-                    candidates.setdefault(target.id, []).append(
-                        gast.Constant(value=None, kind=None)
-                    )
-                    candidates[target.id].append(node.value)
-        elif isinstance(node, gast.For) and isinstance(node.target, gast.Name):
-            loop_targets[node.target.id] = node.iter
+    loop_targets: dict[str, list[gast.expr]] = {}  # a name's every loop, in no set order
+    for node in outline.named:
+        candidates.setdefault(node.targets[0].id, []).append(node.value)
+    for node in outline.unpacked:
+        for target in walk(node.targets[0]):
+            if isinstance(target, gast.Name) and isinstance(target.ctx, gast.Store):
+                candidates.setdefault(target.id, []).append(gast.Constant(value=None, kind=None))
+                candidates[target.id].append(node.value)
+    for node in outline.loops:
+        if isinstance(node.target, gast.Name):
+            loop_targets.setdefault(node.target.id, []).append(node.iter)
     known: set[str] = set()
     changed = True
     while changed:
@@ -240,8 +272,12 @@ def _shape_only_names(nodes: list[gast.AST]) -> set[str]:
             if name not in known and all(_is_shape_only(v, known) for v in values):
                 known.add(name)
                 changed = True
-        for name, iterable in loop_targets.items():
-            if name not in known and name not in candidates and _is_shape_only(iterable, known):
+        for name, iterables in loop_targets.items():
+            if (
+                name not in known
+                and name not in candidates
+                and all(_is_shape_only(iterable, known) for iterable in iterables)
+            ):
                 known.add(name)
                 changed = True
     return known

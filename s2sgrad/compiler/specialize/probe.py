@@ -60,6 +60,7 @@ _NOTES = (
     SCATTER,
     ARRAY_INDEX,
 )  # set on calls by their specialisers, read by later passes
+_NOTED_KEYS = frozenset(_NOTES)
 
 
 class NotSpecialisable(Exception):
@@ -180,7 +181,8 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, namespace)
     sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
     probing.indexing = index_parameters(copy, facts.subscripts)
-    probing.noted = {n for n in _NOTES if any(n in call.__dict__ for call in facts.calls)}
+    # one union of every call's attributes (in C), not a scan of the calls per note
+    probing.noted = set(_NOTES).intersection(set().union(*[c.__dict__ for c in facts.calls]))
     probing.divides = any(type(operation.op) is gast.Div for operation in facts.arithmetic)
     if interpretable(copy, facts):  # run by walking it, not compiled
         probing.bound = bound_names(copy, facts)
@@ -216,7 +218,8 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         else:  # keywords for KEYWORD_SITES only
             arguments = [_constant(site), site_node.func, *site_node.args]
             state = {"func": _load(_PROBE), "args": arguments, "keywords": site_node.keywords}
-        operation.__class__ = _CALL
+        if kind is not _CALL:  # a call stays one: no change of class to check
+            operation.__class__ = _CALL
         operation.__dict__ = state
         sites.append((operation, site_node, target))
         site += 1
@@ -333,6 +336,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
+    noted = probing.noted
     for site, (probe_call, site_node, target) in enumerate(probing.sites):
         if target is None:
             site_node.left, site_node.right = probe_call.args[1:]
@@ -340,7 +344,7 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             site_node.func, *site_node.args = probe_call.args[1:]
             site_node.keywords = probe_call.keywords
         _become(probe_call, specialise(site, site_node, target))
-        probing.noted.update(n for n in _NOTES if n in probe_call.__dict__)
+        noted |= probe_call.__dict__.keys() & _NOTED_KEYS
     place_reductions(probed, hoisted)
     return probed
 
