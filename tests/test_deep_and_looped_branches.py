@@ -5,27 +5,18 @@ read outside each branch are counted once per body, not read again for every bra
 many value-tested ``if``s emptied by specialisation (each is settled in one walk down the
 block, not by reading on to the end of it)."""
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import numpy as np
 from oracle import assert_close, calls_counted, numeric_grad
+from written_source import function_in_file
 
 import s2sgrad as sg
 from s2sgrad.compiler import in_place_writes, steps
 from s2sgrad.compiler.optimize import saves
 from s2sgrad.compiler.passes import jumps, library_writes
 from s2sgrad.compiler.reverse import facts, shape_saves
-
-
-def _load(tmp_path, name: str, lines: list[str]):
-    path = tmp_path / f"{name}.py"
-    path.write_text("import numpy as np\n\n\n" + "\n".join(lines) + "\n")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
 
 
 def _nested_ifs(depth: int) -> list[str]:
@@ -66,7 +57,7 @@ def test_nested_ifs_are_walked_a_bounded_number_of_times_per_statement(tmp_path)
     walkers = (jumps, shape_saves, library_writes, in_place_writes, steps)
     counted = []
     for depth in (20, 40):
-        f = _load(tmp_path, f"nested_{depth}", _nested_ifs(depth))
+        f = function_in_file(tmp_path, f"nested_{depth}", _nested_ifs(depth))
 
         def gradients(f=f, depth=depth):
             g = sg.grad(f, mode="s2s")
@@ -95,7 +86,7 @@ def test_a_loop_body_of_branches_reads_each_statement_a_bounded_number_of_times(
     x = np.array([0.3, -0.2, 0.7])
     counted = []
     for count in (20, 40):
-        f = _load(tmp_path, f"looped_{count}", _branches_in_a_loop(count))
+        f = function_in_file(tmp_path, f"looped_{count}", _branches_in_a_loop(count))
         asked.clear()
         g = sg.grad(f, mode="s2s")
         for sign in (1.0, -1.0):
@@ -130,7 +121,7 @@ def test_emptied_ifs_tested_again_are_settled_in_one_walk(tmp_path, monkeypatch)
     a = np.abs(np.random.default_rng(0).normal(size=4)) * 0.1 + 0.05
     counted = []
     for count in (10, 20):
-        f = _load(tmp_path, f"emptied_{count}", _emptied_ifs(count))
+        f = function_in_file(tmp_path, f"emptied_{count}", _emptied_ifs(count))
         asked.clear()
         g = sg.grad(f, mode="s2s")
         for sign in (1.0, -1.0):

@@ -2,10 +2,9 @@
 ask something of every saved value or accumulated cotangent read each statement a bounded
 number of times, not once per value (which made a body of n statements cost n²)."""
 
-import importlib.util
-
 import numpy as np
 from oracle import assert_close, calls_counted, numeric_grad
+from written_source import function_in_file
 
 import s2sgrad as sg
 
@@ -26,15 +25,6 @@ def _loop_body(statements: int, indent: str) -> list[str]:
         lines.append(indent + form.format(k=k, p=k - 1, q=max(k - 2, 1)))
     lines.append(f"{indent}y = t{statements - 1} * 0.1 + y")
     return lines
-
-
-def _load(tmp_path, name: str, lines: list[str]):
-    path = tmp_path / f"{name}.py"
-    path.write_text("import numpy as np\n\n\n" + "\n".join(lines) + "\n")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.f
 
 
 def _count_reads(monkeypatch) -> dict[str, list]:
@@ -61,7 +51,7 @@ def test_a_long_loop_body_reads_each_statement_a_bounded_number_of_times(tmp_pat
     asked = _count_reads(monkeypatch)
     lines = ["def f(x):", "    y = x", "    for _ in range(3):"]
     lines += _loop_body(STATEMENTS, "        ") + ["    return np.sum(y)"]
-    generated = _gradient_and_lines(_load(tmp_path, "long_body", lines))
+    generated = _gradient_and_lines(function_in_file(tmp_path, "long_body", lines))
     assert generated > 5 * STATEMENTS  # forward and backward sweeps, one statement each
     assert 0 < len(asked["saves"]) < 3 * generated
     assert 0 < len(asked["in place"]) < 3 * generated
@@ -75,7 +65,7 @@ def test_a_helper_with_a_long_loop_body_reads_each_statement_a_bounded_number_of
     asked = _count_reads(monkeypatch)
     lines = ["def helper(y):", "    for _ in range(3):"] + _loop_body(STATEMENTS, "        ")
     lines += ["    return y", "", "", "def f(x):", "    return np.sum(helper(x) * 2.0)"]
-    generated = _gradient_and_lines(_load(tmp_path, "long_helper", lines))
+    generated = _gradient_and_lines(function_in_file(tmp_path, "long_helper", lines))
     assert generated > 5 * STATEMENTS
     assert 0 < len(asked["saves"]) < 3 * generated
     assert 0 < len(asked["in place"]) < 3 * generated
