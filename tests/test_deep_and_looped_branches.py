@@ -84,17 +84,23 @@ def test_a_loop_body_of_branches_reads_each_statement_a_bounded_number_of_times(
     # is read outside it, answered from one reading of each statement
     asked = calls_counted(monkeypatch, facts, "names_read")
     x = np.array([0.3, -0.2, 0.7])
-    counted = []
-    for count in (20, 40):
-        f = function_in_file(tmp_path, f"looped_{count}", _branches_in_a_loop(count))
-        asked.clear()
-        g = sg.grad(f, mode="s2s")
-        for sign in (1.0, -1.0):
-            assert_close(g(sign * x), numeric_grad(f, (sign * x,), 0), rtol=1e-4)
-        counted.append(len(asked))
+    counted = [
+        len(_asked_for(tmp_path, "looped", _branches_in_a_loop, n, x, asked)[1]) for n in (20, 40)
+    ]
     # linear: twice the branches, about twice the reads (every other statement read again
     # for each branch was 3.7 times)
     assert 0 < counted[1] < 2.3 * counted[0], counted
+
+
+def _asked_for(tmp_path, name, lines_of, count, x, asked):
+    """The gradient of the program ``lines_of(count)``, checked against central differences
+    at ``x`` and ``-x``, and what ``asked`` recorded while it was made and run."""
+    f = function_in_file(tmp_path, f"{name}_{count}", lines_of(count))
+    asked.clear()
+    g = sg.grad(f, mode="s2s")
+    for sign in (1.0, -1.0):
+        assert_close(g(sign * x), numeric_grad(f, (sign * x,), 0), rtol=1e-4)
+    return g, list(asked)
 
 
 def _emptied_ifs(count: int) -> list[str]:
@@ -121,12 +127,8 @@ def test_emptied_ifs_tested_again_are_settled_in_one_walk(tmp_path, monkeypatch)
     a = np.abs(np.random.default_rng(0).normal(size=4)) * 0.1 + 0.05
     counted = []
     for count in (10, 20):
-        f = function_in_file(tmp_path, f"emptied_{count}", _emptied_ifs(count))
-        asked.clear()
-        g = sg.grad(f, mode="s2s")
-        for sign in (1.0, -1.0):
-            assert_close(g(sign * a), numeric_grad(f, (sign * a,), 0), rtol=1e-4)
-        counted.append(len(asked))
+        g, calls = _asked_for(tmp_path, "emptied", _emptied_ifs, count, a, asked)
+        counted.append(len(calls))
         code = sg.source(g)
         assert code.count("if t") == count  # the backward sweep's only: forward ones dropped
     # linear: twice the ifs, about twice the statements asked about (3.7 times when every
