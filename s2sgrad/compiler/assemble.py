@@ -155,7 +155,13 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     saved = sorted((read_back - {sweeps.output_cotangent}) & known)
     saved_name = names.claim("saved")
     unpack = assign(gast.Tuple(elts=[store(n) for n in saved], ctx=gast.Store()), load(saved_name))
-    body = [unpack, *_private_copies(backward, set(saved), names, helper), *backward]
+    always = parameter_names(node) | {
+        n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
+    }
+    # saved as None where the branch that sets them did not run
+    unset = {n for n in saved if n not in always} | _set_to_none(sweeps.forward)
+    copies = _private_copies(backward, set(saved), names, helper, unset)
+    body = [unpack, *copies, *backward]
     name = names.claim(unique_name(f"{node.name}_vjp"))
     backward_function = gast.FunctionDef(
         name=names.claim(unique_name(f"{name}_backward")),
@@ -173,9 +179,6 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
         ctx=gast.Load(),
     )
     result = gast.Tuple(elts=[clone(sweeps.output), keep], ctx=gast.Load())
-    always = parameter_names(node) | {
-        n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
-    }
     # a value only some branches compute is saved as None when they do not run
     maybe_unset = [assign(n, constant(None)) for n in saved if n not in always]
     forward_function = gast.FunctionDef(
@@ -268,12 +271,15 @@ def _is_rebuilding(statement) -> bool:
     )
 
 
-def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]:
+def _private_copies(
+    backward, saved: set[str], names, helper, unset: set[str] = frozenset()
+) -> list[gast.stmt]:
     """Copy what the backward sweep restores in place, so it can be called again.
 
     When no saved array is written into (only a stack is popped, and names rebound), the
     stack's list is copied and nothing else: a name rebound in the backward function does
-    not change the saved tuple it was unpacked from.
+    not change the saved tuple it was unpacked from. A list in ``unset`` (saved as None
+    when the branch that builds it did not run) is copied only when it is there.
     """
     changed = set()
     for statement in backward:
@@ -284,10 +290,31 @@ def _private_copies(backward, saved: set[str], names, helper) -> list[gast.stmt]
         copied = sorted(lists & changed)
         renames = {name: names.claim(f"{name}_") for name in copied}
         _rename(backward, renames)
-        return [assign(new, call(load("list"), [load(old)])) for old, new in renames.items()]
+        return [assign(new, _list_copy(old, old in unset)) for old, new in renames.items()]
     renames = {name: names.claim(f"{name}_") for name in sorted(changed)}
     _rename(backward, renames)
     return [assign(new, call(helper("owned"), [load(old)])) for old, new in renames.items()]
+
+
+def _set_to_none(forward) -> set[str]:
+    """The names ``forward`` sets to None before the branches that may set them."""
+    return {
+        s.targets[0].id
+        for s in forward
+        if type(s) is gast.Assign
+        and type(s.targets[0]) is gast.Name
+        and type(s.value) is gast.Constant
+        and s.value.value is None
+    }
+
+
+def _list_copy(name: str, maybe_unset: bool) -> gast.expr:
+    """``list(name)``, or ``None if name is None else list(name)``."""
+    copied = call(load("list"), [load(name)])
+    if not maybe_unset:
+        return copied
+    absent = gast.Compare(left=load(name), ops=[gast.Is()], comparators=[constant(None)])
+    return gast.IfExp(test=absent, body=constant(None), orelse=copied)
 
 
 def _rename(backward, renames: dict[str, str]) -> None:

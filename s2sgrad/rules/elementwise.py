@@ -586,6 +586,12 @@ nondifferentiable(
 
 @vjp_rule(sum)
 def _builtin_sum(g, ans, iterable, start=0):
+    # an array's cotangent is an array, which the chain rule's "* 2" multiplies (a list's
+    # would be repeated)
+    if isinstance(iterable, np.ndarray):
+        if len(iterable) == 0:
+            return zeros_like_value(iterable), unbroadcast(g, start)
+        return np.stack([unbroadcast(g, row) for row in iterable]), unbroadcast(g, start)
     return [unbroadcast(g, item) for item in iterable], unbroadcast(g, start)
 
 
@@ -606,6 +612,8 @@ def _builtin_select(g, ans, *args, differentiated=(True, True), **options):
     values, position = _chosen(ans, args, options)
     entries = [zeros_like_value(v) for v in values]
     entries[position] = g
+    if len(args) == 1 and isinstance(args[0], np.ndarray):  # an array, as sum's
+        return (np.stack(entries),)
     if len(args) == 1:
         return (CotangentList(entries),)
     return tuple(entries)
