@@ -125,9 +125,8 @@ _GROUPS = {
         """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
         bmat block broadcast_arrays choose real_if_close"""
     ),
-    "no rule yet: frexp and divmod give two results; i0 is scipy.special.i0, which has one": _names(
-        "frexp divmod i0"
-    ),
+    "no rule yet: frexp gives a mantissa and an integer exponent; i0 is scipy.special.i0, "
+    "which has one": _names("frexp i0"),
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"
     ),

@@ -309,6 +309,7 @@ SAMPLES = [
       domain=(real, real, above_one)),
     S(np.copysign, lambda x, y: np.copysign(x, y), A, B, domain=real),
     S(np.modf, lambda x: np.modf(x)[0] * 2.0, A, domain=real),
+    S(np.divmod, lambda x, y: np.divmod(x, y)[1] * 2.0, A, B, domain=real),
     S(np.dot, lambda x, y: np.dot(x, y), A, B),
     S(np.dsplit, lambda x: np.dsplit(x, 2)[1], (1, 2, 4)),
     S(np.dstack, lambda x, y: np.dstack([x, y]), A, A),

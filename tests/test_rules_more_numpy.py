@@ -1,5 +1,5 @@
-"""np.diagflat, np.ediff1d, np.resize, np.delete, np.geomspace, np.logspace, np.copysign and
-np.modf (s2sgrad/rules/more_numpy.py) beyond test_coverage.py's one sample each: their
+"""np.diagflat, np.ediff1d, np.resize, np.delete, np.geomspace, np.logspace, np.copysign,
+np.modf and np.divmod (s2sgrad/rules/more_numpy.py) beyond test_coverage.py's one sample each: their
 options and edge cases in s2s, auto and tape against central differences, forward mode
 against finite differences of the value, and what is refused."""
 
@@ -59,6 +59,10 @@ CASES = [
     ("copysign", lambda x: loss(np.copysign(x, -1.0)), (2, 3)),
     ("modf", lambda x: loss(np.modf(x * 3.0)[0]), (2, 3)),
     ("modf", lambda x: loss(np.stack(np.modf(x * 3.0))), (2, 3)),
+    ("divmod", lambda x: loss(np.divmod(x * 3.0, 1.3)[1]), (2, 3)),
+    ("divmod", lambda x: loss(np.stack(np.divmod(x * 3.0, x[0] + 0.7))), (2, 3)),
+    ("divmod", lambda x: loss(divmod(x * 3.0, 1.1)[1] * x), (2, 3)),
+    ("divmod", lambda x: loss(divmod(2.9, x)[1] ** 2), (3,)),
 ]
 IDS = [f"{case[0]}-{i}" for i, case in enumerate(CASES)]
 

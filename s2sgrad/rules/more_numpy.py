@@ -1,6 +1,7 @@
 """Derivative rules for NumPy functions that rebuild arrays from others, and two ufuncs:
 ``np.diagflat``, ``np.ediff1d``, ``np.resize``, ``np.delete``, ``np.insert``, ``np.geomspace``,
-``np.logspace``, ``np.linalg.multi_dot``, ``np.copysign`` and ``np.modf``.
+``np.logspace``, ``np.linalg.multi_dot``, ``np.copysign``, ``np.modf`` and ``np.divmod``
+(with Python's ``divmod``).
 
 * ``diagflat(v, k)`` puts the flattened ``v`` on a diagonal; ``resize`` repeats the
   flattened input cyclically (the cotangents of the copies add up); ``delete`` takes the
@@ -15,6 +16,9 @@
   with ``x2`` except where ``x2``'s sign flips (a zero by design).
 * ``modf(x)`` gives ``(x - trunc(x), trunc(x))``: derivative 1 in the first, 0 in the
   second (between integers).
+* ``divmod(x1, x2)`` gives ``(q, x1 - q * x2)`` with ``q = floor(x1 / x2)``: the quotient is
+  piecewise constant (derivative 0), the remainder's derivative is 1 in ``x1`` and ``-q`` in
+  ``x2`` (as ``np.mod``'s).
 """
 
 from __future__ import annotations
@@ -322,3 +326,15 @@ def _modf(g, ans, x):
 @jvp_rule(np.modf)
 def _modf_jvp(t, ans, x):
     return ((t, np.zeros_like(ans[1])),)
+
+
+@vjp_rule(np.divmod, divmod)
+def _divmod(g, ans, x1, x2):
+    g_remainder = np.zeros_like(ans[1]) if g[1] is None else g[1]  # the quotient's is 0
+    return unbroadcast(g_remainder, x1), unbroadcast(-g_remainder * ans[0], x2)
+
+
+@jvp_rule(np.divmod, divmod)
+def _divmod_jvp(t, ans, x1, x2):
+    zero = np.zeros_like(ans[0])
+    return (zero, np.broadcast_to(t, np.shape(ans[1]))), (zero, -t * ans[0])

@@ -442,6 +442,12 @@ class TapeValue:
     def __rmod__(self, other):
         return apply_binary(operator.mod, other, self)
 
+    def __divmod__(self, other):
+        return np.divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return np.divmod(other, self)
+
     def __pow__(self, other):
         return apply_binary(operator.pow, self, other)
 
