@@ -660,3 +660,17 @@ def test_second_order_at_a_complex_point(mode):
                 return np.sum(np.real(np.conj(c) * sg.grad(sine_loss, mode=mode)(z, w)))
 
             np.testing.assert_allclose(sg.grad(h_of, mode=mode)(z), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_python_complex_argument_gets_a_python_complex_gradient():
+    """As a Python float gets a float: not a 0-d array."""
+
+    def f(z):
+        return abs(z) ** 3 + (z * z).real
+
+    z = 0.7 - 1.3j
+    expected = complex(numeric_complex_grad(f, (z,), 0))
+    for mode in ("s2s", "auto", "tape"):
+        gradient = sg.grad(f, mode=mode)(z)
+        assert type(gradient) is complex
+        assert abs(gradient - expected) < 1e-6

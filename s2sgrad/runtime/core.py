@@ -274,6 +274,8 @@ def as_gradient(g: Any, x: Any) -> Any:
         return rebuild_sequence(x, [as_gradient(u, v) for u, v in zip(parts, x)])
     if isinstance(x, (float, int)) and not isinstance(x, bool):
         return float(np.sum(g)) if np.ndim(g) else float(g)
+    if type(x) is complex and isinstance(g, (np.ndarray, np.generic, float, int, complex)):
+        return complex(np.sum(g))  # a Python complex for a Python complex
     if isinstance(x, np.generic) and isinstance(g, (np.ndarray, np.generic, float, int)):
         return _float_dtype(x).type(np.sum(g))  # a NumPy scalar for a NumPy scalar
     dtype = _float_dtype(x)
