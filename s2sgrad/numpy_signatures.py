@@ -88,7 +88,9 @@ def signature(function: Any) -> inspect.Signature:
         signature(np.where)  # <Signature (condition, x=None, y=None, /)>
     """
     try:
-        return inspect.signature(function)
+        # a Python function's own parameters, not those of what functools.wraps named
+        own = isinstance(function, types.FunctionType)
+        return inspect.signature(function, follow_wrapped=not own)
     except (TypeError, ValueError):
         known = numpy_signature(function)
         if known is None:

@@ -14,7 +14,7 @@ import inspect
 
 import gast
 
-from s2sgrad import runtime
+from s2sgrad import numpy_signatures, runtime
 from s2sgrad.compiler.annotations import KEEP_APART, annotate
 from s2sgrad.compiler.codegen import unique_name
 from s2sgrad.compiler.finishing import tidy
@@ -402,7 +402,7 @@ def signature_with_defaults(parsed, node, namespace: Namespace) -> gast.argument
     args = clone(node.args)
     for arg in args.posonlyargs + args.args + args.kwonlyargs:
         arg.annotation = None
-    signature = inspect.signature(parsed.function)
+    signature = numpy_signatures.signature(parsed.function)  # its own, as written
     defaults: list = []
     kw_defaults: list = []
     for parameter in signature.parameters.values():

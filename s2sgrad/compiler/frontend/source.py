@@ -158,7 +158,7 @@ def _definition_node(function, code, lines, first_line, tree):
     FunctionDef, or a Lambda) it came from, to compile and compare with ``code``."""
     filename = code.co_filename
     source = textwrap.dedent("".join(lines))
-    if function.__name__ == "<lambda>":
+    if code.co_name == "<lambda>":  # functools.wraps may have renamed the function
         first = lines[0]
         indent = (
             len(first)
@@ -212,7 +212,7 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
     code = getattr(function, "__code__", None)
     if code is None:
         raise TypeError(f"{function!r} is not a Python function")
-    if function.__name__ != "<lambda>":
+    if code.co_name != "<lambda>":
         lines = linecache.getlines(code.co_filename, function.__globals__)
         last = _last_line(code)
         first = code.co_firstlineno
@@ -223,7 +223,8 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
                 return chunk, first, ast.parse(text if text[:1] > " " else textwrap.dedent(text))
             except SyntaxError:
                 pass
-    return (*inspect.getsourcelines(function), None)
+    # its code's lines: inspect would follow __wrapped__ to the function functools.wraps named
+    return (*inspect.getsourcelines(code), None)
 
 
 def _last_line(code: types.CodeType) -> int | None:

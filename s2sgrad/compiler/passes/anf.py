@@ -22,6 +22,7 @@ import types
 import gast
 import numpy as np
 
+from s2sgrad import numpy_signatures
 from s2sgrad.compiler.block_walks import header_writes
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.plain_values import reads_of_value
@@ -625,7 +626,7 @@ def _positional_count(function) -> int:
         return 0
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     count = 0
-    for parameter in inspect.signature(function).parameters.values():
+    for parameter in numpy_signatures.signature(function).parameters.values():
         if parameter.kind == inspect.Parameter.VAR_POSITIONAL:
             return 0
         if parameter.kind in kinds:

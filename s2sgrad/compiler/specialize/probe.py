@@ -9,7 +9,6 @@ specialiser its rule declares (``specialize/rewrites.py``) for what it saw.
 
 from __future__ import annotations
 
-import inspect
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +16,7 @@ from typing import Any
 
 import gast
 
-from s2sgrad import runtime
+from s2sgrad import numpy_signatures, runtime
 from s2sgrad.compiler.annotations import (
     ARRAY_INDEX,
     BROADCAST_FREE,
@@ -250,7 +249,7 @@ def _run(function: Callable, probed: gast.FunctionDef, probing: Probing, cuts) -
     if indexing is None:
         indexing = index_parameters(probed)
     if indexing:
-        bound = inspect.signature(function).bind(*probing.args, **probing.kwargs)
+        bound = numpy_signatures.signature(function).bind(*probing.args, **probing.kwargs)
         if not all(integer_index(bound.arguments.get(n)) for n in indexing):
             raise NotSpecialisable("a parameter indexes an array with other than integers")
     if cuts is None:
