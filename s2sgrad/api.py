@@ -342,6 +342,7 @@ class _Transform(NotebookDisplay):
                     self._guard(key, found[0], found[1])
                 result = found[0](*args, **kwargs)
                 return self._shape_result(result) if self.wrap_single else result
+        self._refuse_mismatched_call(args, kwargs)
         values = self._wrt_values(args, kwargs)
         for name, value in zip(self.wrt, values):
             check_differentiable(name, value, self.f)
@@ -419,6 +420,18 @@ class _Transform(NotebookDisplay):
         if self.has_aux:  # (gradient, aux)
             return (result[0],), result[1]
         return (result,)
+
+    def _refuse_mismatched_call(self, args, kwargs) -> None:
+        """Arguments the user's function cannot take, said of it (the generated code would
+        say it of ``df``, a name the user never wrote)."""
+        try:
+            function_signature = numpy_signatures.signature(self.function)
+        except (TypeError, ValueError):
+            return  # nothing to check against: the call itself will say
+        try:
+            function_signature.bind(*args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{located_name(self.f)}(): {error}") from None
 
     def _wrt_values(self, args, kwargs):
         values = []

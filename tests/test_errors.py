@@ -37,6 +37,27 @@ def test_non_scalar_output_names_vjp_and_jacobian():
     assert HERE in message and "(3,)" in message
 
 
+def scaled_sum(x, scale=2.0):
+    return np.sum(x) * scale
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+@pytest.mark.parametrize(
+    ("args", "kwargs", "problem"),
+    [
+        ((np.ones(2), 1.0, 2.0), {}, "too many positional arguments"),
+        ((), {}, "missing a required argument: 'x'"),
+        ((np.ones(2),), {"shift": 1.0}, "unexpected keyword argument 'shift'"),
+    ],
+)
+def test_a_call_the_function_cannot_take_names_it(mode, args, kwargs, problem):
+    """Said of the user's function and where it is, not of the generated ``dscaled_sum``."""
+    with pytest.raises(TypeError) as error:
+        sg.grad(scaled_sum, mode=mode)(*args, **kwargs)
+    message = str(error.value)
+    assert f"{HERE}:" in message and "scaled_sum()" in message and problem in message
+
+
 def test_integer_argument_is_a_type_error():
     with pytest.raises(TypeError, match="integer"):
         sg.grad(vector_output)(np.arange(3))
