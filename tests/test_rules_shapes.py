@@ -515,6 +515,16 @@ STRUCTURED_CASES = [
     pytest.param(owned_items, owned_items, (r(3, 2),), (), id="owned_items-rows"),
     pytest.param(owned_items, owned_items, (r(3),), (), id="owned_items-numbers"),
     pytest.param(np.meshgrid, np.meshgrid, (r(3), r(2)), (), id="meshgrid"),
+    pytest.param(
+        np.broadcast_arrays, np.broadcast_arrays, (r(3, 1), r(2)), (), id="broadcast_arrays"
+    ),
+    pytest.param(
+        np.broadcast_arrays,
+        np.broadcast_arrays,
+        (r(2, 1, 3), r(4, 1), r()),
+        (1,),
+        id="broadcast_arrays-unused",
+    ),
     pytest.param(np.r_, lambda *items: np.r_[items], (r(3), r(2), 1.5), (), id="r_"),
     pytest.param(np.r_, lambda *items: np.r_[items], (r(2, 3), r(1, 3)), (), id="r_-2d"),
     pytest.param(np.r_, lambda *items: np.r_[items], (r(2), slice(0, 3)), (), id="r_-range"),

@@ -1274,6 +1274,36 @@ def _meshgrid_jvp(t, ans, *xi, copy=True, sparse=False, indexing="xy"):
     return tuple(entries)
 
 
+# ``np.broadcast_arrays`` gives each input broadcast to the shape they share: each output's
+# cotangent is summed back to its own input's shape, and an input's tangent broadcast.
+
+
+@vjp_rule(np.broadcast_arrays, inline=False)
+def _broadcast_arrays(g, ans, *args, subok=False):
+    cotangents = []
+    for index, x in enumerate(args):
+        piece = g[index]
+        cotangents.append(None if piece is None else unbroadcast(piece, x))
+    return tuple(cotangents)
+
+
+@jvp_rule(np.broadcast_arrays, inline=False)
+def _broadcast_arrays_jvp(t, ans, *args, subok=False):
+    # entry i: the tangents of every output when input i moves by t (see meshgrid's)
+    entries = []
+    for index, x in enumerate(args):
+        if np.shape(x) != np.shape(t):
+            entries.append(None)
+            continue
+        entries.append(
+            [
+                np.broadcast_to(t, np.shape(out)) if k == index else np.zeros_like(out)
+                for k, out in enumerate(ans)
+            ]
+        )
+    return tuple(entries)
+
+
 # ---------------------------------------------------------------------------------------
 # Functions whose outputs do not depend on their inputs' values.
 
