@@ -123,7 +123,7 @@ _GROUPS = {
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
     "np.broadcast_to": _names(
         """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
-        bmat block choose real_if_close"""
+        bmat choose real_if_close"""
     ),
     "no rule yet: frexp gives a mantissa and an integer exponent; i0 is scipy.special.i0, "
     "which has one": _names("frexp i0"),

@@ -95,11 +95,18 @@ def _check_float32_cotangents(primitive, rule, args, kwargs, argnums, g):
     g32 = np.asarray(g, dtype=np.float32)
     cotangents = per_argument(rule.vjp(g32, ans32, *args32, **kwargs), len(args))
     for i in argnums:
-        for c in cotangents[i] if isinstance(cotangents[i], list) else [cotangents[i]]:
+        for c in _leaves(cotangents[i]):
             scalar = np.ndim(c) == 0 or np.ndim(g32) == 0
             if isinstance(args32[i], (np.ndarray, list)) and not (VALUE_BASED_CASTING and scalar):
                 got = np.result_type(c)
                 assert got == np.float32, f"VJP of {primitive} wrt {i} gave {got} for float32"
+
+
+def _leaves(a) -> list:
+    """The arrays of ``a``, a cotangent that may be a list of lists of them (np.block's)."""
+    if isinstance(a, list):
+        return [leaf for x in a for leaf in _leaves(x)]
+    return [a]
 
 
 def _to32(a):

@@ -332,6 +332,7 @@ SAMPLES = [
     S(np.median, lambda x: np.median(x, axis=1), (2, 5)),
     S(np.meshgrid, lambda x, y: np.stack(np.meshgrid(x, y)), (2,), B),
     S(np.broadcast_arrays, lambda x, y: np.stack(np.broadcast_arrays(x, y)), (2, 1), B),
+    S(np.block, lambda x, y: np.block([[x, x], [y, 2.0 * y]]), A, (1, 3)),
     S(np.moveaxis, lambda x: np.moveaxis(x, 0, -1), (2, 3, 1)),
     S(np.nan_to_num, lambda x: np.nan_to_num(x), A),
     S(np.nanmean, lambda x: np.nanmean(x, axis=0), A),

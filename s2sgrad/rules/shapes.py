@@ -19,6 +19,7 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_b
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     as_gradient,
+    block_of,
     cast_like,
     clip_regions,
     index_cotangent,
@@ -29,6 +30,7 @@ from s2sgrad.runtime import (
     sequence_part,
     split_like,
     strided_positions,
+    unblock,
     unbroadcast,
     undiagonal,
     undiff,
@@ -359,6 +361,16 @@ def _tile(g, ans, A, reps):
 @jvp_rule(np.tile)
 def _tile_jvp(t, ans, A, reps):
     return np.tile(t, reps)
+
+
+@vjp_rule(np.block)
+def _block(g, ans, arrays):
+    return unblock(g, arrays)
+
+
+@jvp_rule(np.block)
+def _block_jvp(t, ans, arrays):
+    return block_of(t, arrays)
 
 
 @vjp_rule(np.lib.stride_tricks.sliding_window_view)

@@ -50,6 +50,8 @@ __all__ = [
     "untile",
     "unwindow",
     "window_axes",
+    "unblock",
+    "block_of",
     "strided_positions",
     "unrepeat",
     "undiagonal",
@@ -591,6 +593,81 @@ def unwindow(g: Any, x: Any, window_shape: Any, axis: Any = None) -> Any:
     return cotangent
 
 
+def _block_layout(arrays: Any) -> tuple[int, int]:
+    """``(depth, ndim)`` of ``np.block(arrays)``: how deep its lists nest, and the number
+    of dimensions of the result (every piece is given leading axes of length 1 up to it)."""
+    depth, item = 0, arrays
+    while isinstance(item, list):
+        depth += 1
+        item = item[0] if item else None
+    ndim = depth
+    pending = [arrays]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, list):
+            pending.extend(item)
+        else:
+            ndim = max(ndim, np.ndim(item))
+    return depth, ndim
+
+
+def _block_shape(item: Any, level: int, depth: int, ndim: int) -> tuple[int, ...]:
+    if level > depth:  # a piece, with the leading axes np.block gives it
+        shape = np.shape(item)
+        return (1,) * (ndim - len(shape)) + shape
+    shapes = [_block_shape(part, level + 1, depth, ndim) for part in item]
+    axis = ndim + level - depth - 1
+    joined = list(shapes[0])
+    joined[axis] = sum(shape[axis] for shape in shapes)
+    return tuple(joined)
+
+
+def unblock(g: Any, arrays: Any) -> Any:
+    """The cotangent of ``arrays`` from ``g``, the cotangent of ``np.block(arrays)``: ``g``
+    cut into the pieces' places, nested as ``arrays`` is, each of its piece's shape.
+
+    Example::
+
+        unblock(np.arange(3.0), [np.zeros(2), 0.0])  # [array([0., 1.]), array(2.)]
+    """
+    depth, ndim = _block_layout(arrays)
+
+    def cut(piece: Any, item: Any, level: int) -> Any:
+        if level > depth:
+            return np.reshape(piece, np.shape(item))
+        axis = level - depth - 1  # the outermost list joins along -depth, the innermost -1
+        sizes = [_block_shape(part, level + 1, depth, ndim)[axis] for part in item]
+        parts = np.split(piece, np.cumsum(sizes)[:-1], axis=axis)
+        return [cut(part, sub, level + 1) for part, sub in zip(parts, item)]
+
+    return cut(np.reshape(g, _block_shape(arrays, 1, depth, ndim)), arrays, 1)
+
+
+def block_of(pieces: Any, arrays: Any) -> Any:
+    """``np.block`` of ``pieces``, nested as ``arrays`` is, with zeros of the matching piece
+    of ``arrays``'s shape where ``pieces`` holds None (a piece nothing flowed into).
+
+    Example::
+
+        block_of([None, np.ones(1)], [np.zeros(2), 0.0])  # array([0., 0., 1.])
+    """
+    dtype = _cotangent_dtype(*[p for p in _nested_leaves(pieces) if p is not None])
+
+    def filled(piece: Any, item: Any) -> Any:
+        if isinstance(item, list):
+            parts = [None] * len(item) if piece is None else piece
+            return [filled(part, sub) for part, sub in zip(parts, item)]
+        return np.zeros(np.shape(item), dtype=dtype) if piece is None else piece
+
+    return np.block(filled(pieces, arrays))
+
+
+def _nested_leaves(pieces: Any) -> list:
+    if isinstance(pieces, (list, tuple)):
+        return [leaf for piece in pieces for leaf in _nested_leaves(piece)]
+    return [pieces]
+
+
 def strided_positions(x: Any, shape: Any = None, strides: Any = None) -> np.ndarray:
     """Where each element of ``np.lib.stride_tricks.as_strided(x, shape, strides)`` comes
     from: its position in ``x`` read in C order (``np.take(x, positions)`` is the same
@@ -1063,6 +1140,26 @@ def _unwindow_vjp(g, ans, g_in, x, window_shape, axis=None):
 @jvp_rule(unwindow)
 def _unwindow_jvp(t, ans, g_in, x, window_shape, axis=None):
     return unwindow(t, x, window_shape, axis), None, None, None
+
+
+@vjp_rule(unblock)
+def _unblock_vjp(g, ans, g_in, arrays):
+    return block_of(g, arrays), None
+
+
+@jvp_rule(unblock)
+def _unblock_jvp(t, ans, g_in, arrays):
+    return unblock(t, arrays), None
+
+
+@vjp_rule(block_of)
+def _block_of_vjp(g, ans, pieces, arrays):
+    return unblock(g, arrays), None
+
+
+@jvp_rule(block_of)
+def _block_of_jvp(t, ans, pieces, arrays):
+    return block_of(t, arrays), None
 
 
 nondifferentiable(window_axes, strided_positions)
