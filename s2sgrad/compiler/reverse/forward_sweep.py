@@ -91,7 +91,9 @@ class ForwardSweep:
         for s in nested:
             if type(s) is gast.Assign:
                 value = s.value
-                if type(value) is gast.Dict and type(s.targets[0]) is gast.Name:
+                if type(s.targets[0]) is gast.Name and (
+                    type(value) is gast.Dict or type(value) is gast.Name and value.id in dicts
+                ):  # d = {}, and hs = t2 of the normal form's xs, hs = {}, {}
                     dicts.add(s.targets[0].id)
                 elif type(value) is gast.Call and isinstance(self.parsed.resolve(value.func), type):
                     self.made_by_calls.update(target_names(s.targets[0]))
