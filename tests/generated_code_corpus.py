@@ -59,6 +59,11 @@ def windows(x):
     return np.sum((rows @ x[:3]) ** 2)
 
 
+def blocks(x):
+    a = x[:4].reshape(2, 2)
+    return np.sum(np.block([[a, x[4:6].reshape(2, 1)], [x[3:6].reshape(1, 3)]]) ** 2 * x[0])
+
+
 def diagonal(x):
     a = x[:4].reshape(2, 2)
     return np.sum(np.diag(x[:3]) ** 2 * x[3]) + np.sum(np.diag(a) * np.trace(a))
@@ -235,6 +240,7 @@ CORPUS = [
     from_lists,
     tiled,
     windows,
+    blocks,
     diagonal,
     taken,
     padded,

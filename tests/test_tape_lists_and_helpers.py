@@ -267,6 +267,7 @@ def test_item_writes_into_arrays_the_function_made_on_the_tape():
 # Differentiable helpers none of the corpus's reverse-mode gradients calls, and why.
 NOT_IN_REVERSE_CODE = {
     "pack_like": "forward mode: the tangent of np.array of a list",
+    "block_of": "forward mode: the tangent of np.block (and unblock's own rule)",
     "sequence_part": "forward mode: the tangent of list(x)",
     "items_cotangent": "the cotangent of dict.items() of a dict passed in, in containers",
     "only_last_writes": "repeated item writes into an array read again after its write, "
@@ -370,6 +371,24 @@ def test_float_of_a_value_being_differentiated_is_still_refused():
 
     with pytest.raises(sg.NonDifferentiableError, match="float"):
         sg.grad(f, mode="tape")(X)
+
+
+def test_a_plain_arrays_dot_method_given_a_value_being_differentiated_says_what_to_write():
+    """NumPy converts the argument of ``a.dot(w)`` without asking the tape: the refusal
+    names the method and the spellings the tape follows, which give the gradient."""
+    inputs = np.arange(6.0).reshape(2, 3)
+
+    def by_method(w):
+        return np.sum(inputs.dot(w) ** 2)
+
+    def by_function(w):
+        return np.sum(np.dot(inputs, w) ** 2)
+
+    w = np.linspace(0.1, 0.6, 6).reshape(3, 2)
+    with pytest.raises(sg.NonDifferentiableError, match=r"a\.dot\(w\).*np\.dot\(a, w\) or a @ w"):
+        sg.grad(by_method, mode="tape")(w)
+    assert_close(sg.grad(by_function, mode="tape")(w), numeric_grad(by_function, (w,), 0))
+    assert_close(sg.grad(by_method, mode="auto")(w), numeric_grad(by_method, (w,), 0))
 
 
 def _entry_of_a_cotangent_dict(x):

@@ -232,6 +232,13 @@ class TapeValue:
                 "(NumPy does not let the tape make that array). Write c * np.ones(shape) or "
                 f"np.broadcast_to(c, shape) instead, or {USE_S2S}."
             )
+        if what.startswith("np.asarray()") and _calls_array_dot(frame):
+            raise NonDifferentiableError(
+                f"{where(*_shown_position(frame))}: a.dot(w) of a plain array a converts a "
+                "value w being differentiated to a plain array (NumPy does not hand the "
+                "arguments of an array's methods to the tape), which would drop its "
+                f"derivative. Write np.dot(a, w) or a @ w instead, or {USE_S2S}."
+            )
         if _is_storing_an_item(frame):
             if under_numpy_semantics() and _take_over_written_array(frame, self):
                 return
@@ -1398,6 +1405,15 @@ def _instruction(frame: Any) -> tuple[str, int]:
         return "", 0
     code = frame.f_code.co_code
     return dis.opname[code[frame.f_lasti]], code[frame.f_lasti + 1]
+
+
+def _calls_array_dot(frame: Any) -> bool:
+    """Whether the frame is running a call on a line that calls a ``.dot`` method (a plain
+    array's ``a.dot(w)`` converts ``w`` without asking the tape)."""
+    if frame is None or not _instruction(frame)[0].startswith("CALL"):
+        return False
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    return ".dot(" in line
 
 
 def _is_storing_an_item(frame: Any) -> bool:

@@ -225,8 +225,8 @@ def _entries_read_by_call(call: gast.Call) -> list[int]:
 
 def _entries_and_keys(statements: list[gast.stmt], container: str) -> set[str]:
     """The names bound only to entries or keys of the list or dict ``container`` (``for k
-    in d``, ``for k, v in d.items()``, ``v = d[k]``): replacing an entry changes none of
-    what they hold."""
+    in d``, ``for k, v in d.items()``, ``v = d[k]``, ``v = d.get(k, default)``), or else to
+    new values (``v = m * v + u``): replacing an entry changes none of what they hold."""
     bound: dict[str, bool] = {}
     for statement in statements:
         if type(statement) is gast.For:
@@ -242,15 +242,33 @@ def _entries_and_keys(statements: list[gast.stmt], container: str) -> set[str]:
         elif type(statement) is gast.Assign and len(statement.targets) == 1:
             target, value = statement.targets[0], statement.value
             entries = (
-                type(value) is gast.Subscript
-                and type(value.value) is gast.Name
-                and value.value.id == container
+                (
+                    type(value) is gast.Subscript
+                    and type(value.value) is gast.Name
+                    and value.value.id == container
+                )
+                or _entry_lookup(value, container)
+                or not sources_of(value, None)  # a new value (arithmetic): shares nothing
             )
         else:
             continue
         for name in names_written(target):
             bound[name] = bound.get(name, True) and entries
     return {name for name, only_entries in bound.items() if only_entries}
+
+
+def _entry_lookup(value: gast.expr, container: str) -> bool:
+    """``d.get(k)`` or ``d.get(k, default)`` of the dict ``container``: an entry, or a
+    default that is no part of it either."""
+    func = value.func if type(value) is gast.Call else None
+    return (
+        type(func) is gast.Attribute
+        and func.attr == "get"
+        and type(func.value) is gast.Name
+        and func.value.id == container
+        and 1 <= len(value.args) <= 2
+        and not value.keywords
+    )
 
 
 def _slot_store(update: gast.stmt) -> bool:
