@@ -180,3 +180,26 @@ def test_forward_over_a_dispatched_call(mode):
         (product,) = sg.hvp(calls_a_module_level_method, (x,), (v,), mode=mode)
     gradient = sg.grad(calls_a_module_level_method, mode="tape")
     assert_close(product, numeric_grad(lambda x: np.sum(gradient(x) * v), (x,), 0))
+
+
+def grid_of_rows(x):
+    return np.sum(np.meshgrid(*(x.reshape(2, 3) * 2.0))[1] * np.arange(9.0).reshape(3, 3))
+
+
+def broadcast_rows(x):
+    pieces = np.broadcast_arrays(*np.sin(x.reshape(2, 3, 1)))
+    return np.sum(pieces[1] ** 2 * np.arange(3.0))
+
+
+@pytest.mark.parametrize("f", [grid_of_rows, broadcast_rows])
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_forward_mode_of_a_dispatched_call_with_several_results(f, mode):
+    """Starred arguments make the call dispatched when it runs. The tangents each argument
+    gives a function of several results (a list of them) were concatenated, not added:
+    the tangent of the second result was the first argument's zeros."""
+    x = np.linspace(-0.8, 1.1, 6)
+    t = np.cos(np.arange(6.0))
+    expected = (f(x + 1e-6 * t) - f(x - 1e-6 * t)) / 2e-6
+    for _ in range(2):
+        _, tangent = sg.jvp(f, (x,), (t,), mode=mode)
+        assert tangent == pytest.approx(expected, rel=1e-6)

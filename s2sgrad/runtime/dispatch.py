@@ -32,6 +32,7 @@ from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import (
+    add_cotangents,
     as_gradient,
     is_inexact,
     jvp_call,
@@ -432,8 +433,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             if not _differentiable(argument):
                 continue
             entry = per_argument(rule.jvp(tangent, value, *args, **kwargs), len(args))[index]
-            if entry is not None:
-                total = entry if total is None else total + entry
+            if entry is not None:  # a list of tangents (meshgrid's) adds entry by entry
+                total = add_cotangents(total, entry)
         return value, zeros_like_value(value) if total is None else total
     if rule is not None:
         value = function(*args, **kwargs)
