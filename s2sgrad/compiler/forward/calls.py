@@ -82,6 +82,13 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
                 "follow; call the function with them directly, or use mode='tape'"
             )
         )
+    for name, keyword in operation.keywords.items():  # only positional tangents are passed
+        if sweep.is_active_expression(keyword):
+            raise UnsupportedError(
+                f"{sweep.parsed.location(statement)}: pass differentiated values to "
+                f"{operation.description} positionally, not as "
+                + (f"'{name}='" if name is not None else "**keywords")
+            )
     tangents = gast.Tuple(elts=[sweep.tangent_of(a) for a in operation.args], ctx=gast.Load())
     value = call(
         sweep.helper("dynamic_jvp" if sweep.dynamic else "transformed_jvp"),
