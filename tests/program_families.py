@@ -1,7 +1,7 @@
 """Random programs by family: the patterns issue 12 §5 and issues 19/20 name, each drawn with
 random operands, operations, axes and indices, and checked in ``s2s``, ``tape`` and
-``auto`` on the first and second call, plus ``hvp``, against Richardson-extrapolated
-differences (tests/oracle.py).
+``auto`` on the first and second call, plus ``jvp`` (forward mode) and ``hvp``, against
+Richardson-extrapolated differences (tests/oracle.py).
 
 Each check ends as one of: ``right``, ``fallback`` (``auto`` used the tape, and was right),
 ``refused`` (an S2SGradError whose message names the program's file and line),
@@ -665,7 +665,7 @@ HVP_EVERY = int(os.environ.get("PROGRAM_FAMILIES_HVP_EVERY", 1))
 
 def check(seed: int, directory: Path) -> dict[str, str]:
     """Outcome of each check of program ``seed``: its gradient in each mode (first and
-    second call), its hvp in each mode, and for some families grad of grad."""
+    second call), its jvp and hvp in each mode, and for some families grad of grad."""
     family, source, (x_shape, y_shape) = family_program(seed)
     module = _load(source, directory, seed)
     f = module.f
@@ -710,6 +710,8 @@ def check(seed: int, directory: Path) -> dict[str, str]:
         second_order = (seed // len(NAMES)) % HVP_EVERY == 0  # every family alike
         if result in ("right", "fallback") and mode != "auto" and not rebind and second_order:
             outcomes[f"hvp {mode}"] = _hvp_outcome(f, x, y, mode, along)
+        if not rebind:
+            outcomes[f"jvp {mode}"] = _jvp_outcome(f, x, y, mode, along)
         if family == "helpers under grad(grad)" and result in ("right", "fallback"):
             outcomes[f"grad(grad) {mode}"] = _grad_of_grad_outcome(module, x, y, mode)
     return outcomes
@@ -781,6 +783,27 @@ def _hvp_outcome(f, x, y, mode, along) -> str:
     return "right"
 
 
+def _jvp_outcome(f, x, y, mode, along) -> str:
+    """Forward mode (``sg.jvp``, a first and a later call) against the derivative of ``f``
+    along ``along`` by central differences."""
+    import s2sgrad as sg
+
+    def directional(step):
+        return directional_derivative(lambda xy: f(*xy), (x, y), along, step=step)
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            [(want, error)] = richardson([directional(1e-5)], [directional(5e-6)])
+            tangents = [sg.jvp(f, (x, y), along, mode=mode)[1] for _ in range(2)]
+    except Exception as error:  # noqa: BLE001 - classified
+        return _classify(error)
+    for got in tangents:
+        if not _close(got, want, error, 1e-5):
+            return f"WRONG jvp: {got} vs {want}"
+    return "right"
+
+
 def _grad_of_grad_outcome(module, x, y, mode) -> str:
     import s2sgrad as sg
 
@@ -843,12 +866,12 @@ def table(logs: list[str]) -> str:
                     row["skip"] = row.get("skip", 0) + 1
                     continue
                 kind = "right" if kind == "fallback" else kind
-                scope = "grad" if key in MODES else "2nd"
+                scope = "grad" if key in MODES else "jvp" if key.startswith("jvp") else "2nd"
                 row[f"{scope} {kind}"] = row.get(f"{scope} {kind}", 0) + 1
                 if key in MODES and kind == "refused":
                     row[f"refused {key}"] = row.get(f"refused {key}", 0) + 1
     kinds = ("right", "refused", "unclear", "WRONG", "CRASH")
-    columns = ["programs", "skip"] + [f"{s} {k}" for s in ("grad", "2nd") for k in kinds]
+    columns = ["programs", "skip"] + [f"{s} {k}" for s in ("grad", "jvp", "2nd") for k in kinds]
     columns += [f"refused {m}" for m in MODES]
     lines = ["| family | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     total = dict.fromkeys(columns, 0)

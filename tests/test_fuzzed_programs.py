@@ -4,7 +4,7 @@
 families issue 12 §5 and issues 19/20 list (linear algebra, axis reductions, fancy
 indexing, writes, views, ``out=``, layer lists, calls through ``partial`` and ``map`` …).
 Each program is checked in ``s2s``, ``tape`` and ``auto`` on its first and second call,
-plus ``hvp``, against Richardson-extrapolated differences; a check may be right or a
+plus ``jvp`` and ``hvp``, against Richardson-extrapolated differences; a check may be right or a
 refusal that names the program's file and line, never wrong, a crash or an unlocated
 refusal. The seeds that once found a bug stay in the list.
 
@@ -28,11 +28,12 @@ NESTED = range(START, START + int(COUNT)) if COUNT else [*range(12), 21]
 # 153 (nested blocks): a None cotangent's tangent in an unpacking, under hvp; 5037: the
 # items of a range rebound in a loop, under hvp; 11549: a list bound twice in one branch;
 # 100847 (nested blocks): a range loop's counter, active through another loop that reuses
-# its name, had no tangent in the hvp's code (UnboundLocalError)
+# its name, had no tangent in the hvp's code (UnboundLocalError); 900259: the jvp of a
+# starred call dropped the tangent of a keyword argument
 FAMILIES = (
     range(START, START + int(COUNT))
     if COUNT
-    else [*range(len(program_families.NAMES)), 39, 65, 153, 5037, 11549, 100847]
+    else [*range(len(program_families.NAMES)), 39, 65, 153, 5037, 11549, 100847, 900259]
 )
 
 
