@@ -11,7 +11,7 @@ import gast
 from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import not_at_run_time
 from s2sgrad.compiler.operations import Operation, keeps_arguments_inside
-from s2sgrad.compiler.syntax import assign, call, clone, load
+from s2sgrad.compiler.syntax import assign, call, clone, load, names_written
 from s2sgrad.errors import S2SGradError, UnsupportedError
 
 __all__ = ["generated_call", "dynamic_call"]
@@ -82,8 +82,10 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
                 "follow; call the function with them directly, or use mode='tape'"
             )
         )
-    for name, keyword in operation.keywords.items():  # only positional tangents are passed
-        if sweep.is_active_expression(keyword):
+    # only positional tangents are passed: a keyword's would be lost, where the result counts
+    useful = any(n in sweep.activity.useful for n in names_written(statement.targets[0]))
+    for name, keyword in operation.keywords.items():
+        if useful and sweep.is_active_expression(keyword):
             raise UnsupportedError(
                 f"{sweep.parsed.location(statement)}: pass differentiated values to "
                 f"{operation.description} positionally, not as "
