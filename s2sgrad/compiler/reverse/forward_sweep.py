@@ -20,6 +20,7 @@ from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
     refuse_calls_kept_for_effect,
+    refuse_frame_readers,
     tape_lacks_the_rule_too,
 )
 from s2sgrad.compiler.frontend import NOT_FOUND
@@ -234,6 +235,7 @@ class ForwardSweep:
         """``y = v`` or ``a, b = v``: an ``ASSIGN`` step, how its value is pulled back."""
         step = Step(statement, StepKind.ASSIGN, target=target)
         targets = [target.id] if type(target) is gast.Name else target_names(target)
+        refuse_frame_readers(statement, self.parsed)
         if self.stored_state is not None:
             self.stored_state.refuse_read(statement)
             self.stored_state.refuse_repeated_call(statement, in_loop)
@@ -375,6 +377,7 @@ class ForwardSweep:
         refuse_calls_kept_for_effect(
             statement, self.parsed, self.context.local_names, self.activity
         )
+        refuse_frame_readers(statement, self.parsed)
         if self.stored_state is not None:
             self.stored_state.refuse_opaque_call(statement)
             self.checked_calls(value)
