@@ -182,6 +182,8 @@ class ForwardSweep:
         if isinstance(statement, gast.Expr):
             return self.forward_expression(statement, steps)
         plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
+        if type(statement) is gast.ClassDef:
+            self.refuse_class_reading_varied(statement)
         if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
@@ -190,6 +192,18 @@ class ForwardSweep:
             )
         steps.append(Step(statement, StepKind.OTHER))
         return [statement]
+
+    def refuse_class_reading_varied(self, statement: gast.ClassDef) -> None:
+        """A class defined here whose body or methods read a value being differentiated
+        (``class C: k = x * 2``): its attributes would hold it where no sweep looks."""
+        read = sorted(names_read(statement) & self.activity.varied)
+        if read:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: the class {statement.name} defined here "
+                f"reads '{read[0]}', a value being differentiated, which source "
+                "transformation does not follow into a class; pass it to the class's "
+                "methods as an argument, or use mode='tape'"
+            )
 
     def forward_assign(
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
