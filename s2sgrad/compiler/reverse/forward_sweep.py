@@ -361,6 +361,10 @@ class ForwardSweep:
             except S2SGradError as error:
                 if not self.context.dynamic or is_not_at_run_time(error):
                     raise
+                callee = operation.callee
+                if isinstance(callee, gast.Attribute) and operation.args[:1] == [callee.value]:
+                    # obj.method(x), classified as method(obj, x): dispatched bound, as written
+                    operation.args = operation.args[1:]
                 self.calls.forward_dynamic(step)
         elif operation.kind is OperationKind.UNKNOWN and operation.callee is not None:
             self.calls.forward_dynamic(step)
