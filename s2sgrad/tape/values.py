@@ -262,6 +262,14 @@ class TapeValue:
             f"purpose with .numpy() or s2sgrad.stop_gradient(...).{math_functions}"
         )
 
+    def __reduce_ex__(self, protocol: Any) -> str | tuple:
+        """``pickle.dumps(x)``: refused while the value is being differentiated (its bytes
+        would carry no derivative); else pickled as a tape value of the plain value."""
+        self._refuse_plain("pickling (pickle.dumps)")
+        if type(self) is not TapeValue:  # a Variable: pickled as Python pickles its slots
+            return object.__reduce_ex__(self, protocol)
+        return (TapeValue, (self._value,))
+
     def __copy__(self) -> TapeValue:
         """``copy.copy(x)``: a new tape value recorded as a copy of ``x`` (gradients reaching
         it flow on to ``x``), as ``x.copy()`` is.
