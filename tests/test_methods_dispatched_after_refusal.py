@@ -55,3 +55,56 @@ def test_a_refused_method_of_a_global_object_is_dispatched_in_auto(f):
         warnings.simplefilter("ignore")
         got = call_twice(sg.grad(f, mode="auto"), x)
     assert_close(got, numeric_grad(f, (x,), 0), rtol=1e-5)
+
+
+def test_forward_mode_dispatches_a_refused_method_bound():
+    x, v = np.array([0.3, -0.7, 1.2]), np.array([1.0, 0.5, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, tangent = sg.jvp(calls_the_method, (x,), (v,), mode="auto")
+    assert_close(float(tangent), float(4.0 * x @ v))
+
+
+class Scaler:
+    def __init__(self):
+        self.k = 2.0
+
+    def product(self, a, b):
+        return a * b * self.k
+
+
+SCALER = Scaler()
+MATRIX = np.array([[1.0, 2.0, 0.5], [0.1, -1.0, 2.0], [0.3, 0.3, 0.3]])
+
+
+def spreads_into_a_method(x):
+    pair = (x, x)
+    return np.sum(SCALER.product(*pair))
+
+
+def spreads_into_an_array_method(x):
+    args = (x,)
+    return np.sum(MATRIX.dot(*args) ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_method_given_starred_arguments_gets_them_as_written(mode):
+    x, v = np.array([0.3, -0.7, 1.2]), np.array([1.0, 0.5, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(call_twice(sg.grad(spreads_into_a_method, mode=mode), x), 4.0 * x)
+        _, tangent = sg.jvp(spreads_into_a_method, (x,), (v,), mode=mode)
+    assert_close(float(tangent), float(4.0 * x @ v))
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_global_arrays_method_given_starred_arguments_is_refused_clearly(mode):
+    x = np.array([0.3, -0.7, 1.2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for transform in (
+            lambda: sg.grad(spreads_into_an_array_method, mode=mode)(x),
+            lambda: sg.jvp(spreads_into_an_array_method, (x,), (np.ones(3),), mode=mode),
+        ):
+            with pytest.raises(sg.S2SGradError):
+                transform()

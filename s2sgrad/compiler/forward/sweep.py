@@ -25,7 +25,7 @@ from s2sgrad.compiler.forward.calls import dynamic_call, generated_call
 from s2sgrad.compiler.forward.tangents import rule_tangent
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.operations import Operation, OperationKind, classify
+from s2sgrad.compiler.operations import Operation, OperationKind, classify, drop_receiver
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -286,6 +286,7 @@ class _Forward:
             isinstance(a, gast.Starred) for a in operation.args
         ):  # np.add(*xs): which parameters the arguments fill is known when it runs
             operation.callee = statement.value.func
+            drop_receiver(operation)  # t.dot(*xs): the bound method, as written
             step.derivative = Derivative.DISPATCH
         elif kind is OperationKind.CALL:
             rule = get_rule(operation.primitive)

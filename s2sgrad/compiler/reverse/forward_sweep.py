@@ -24,7 +24,7 @@ from s2sgrad.compiler.effects import (
     tape_lacks_the_rule_too,
 )
 from s2sgrad.compiler.frontend import NOT_FOUND
-from s2sgrad.compiler.operations import Operation, OperationKind
+from s2sgrad.compiler.operations import Operation, OperationKind, drop_receiver
 from s2sgrad.compiler.passes.aliases import copy_where_made, refuse_mutating_calls
 from s2sgrad.compiler.reverse.calls import Calls
 from s2sgrad.compiler.reverse.context import Context, located
@@ -354,6 +354,7 @@ class ForwardSweep:
         ):
             # f(x, *rest): which parameters the arguments fill is known when it runs
             operation.callee = statement.value.func
+            drop_receiver(operation)
             self.calls.forward_dynamic(step, spread=True)
         elif operation.kind is OperationKind.CALL:
             try:
@@ -361,10 +362,7 @@ class ForwardSweep:
             except S2SGradError as error:
                 if not self.context.dynamic or is_not_at_run_time(error):
                     raise
-                callee = operation.callee
-                if isinstance(callee, gast.Attribute) and operation.args[:1] == [callee.value]:
-                    # obj.method(x), classified as method(obj, x): dispatched bound, as written
-                    operation.args = operation.args[1:]
+                drop_receiver(operation)
                 self.calls.forward_dynamic(step)
         elif operation.kind is OperationKind.UNKNOWN and operation.callee is not None:
             self.calls.forward_dynamic(step)
