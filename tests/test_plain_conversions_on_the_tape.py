@@ -2,8 +2,8 @@
 (``pickle.dumps``, whose bytes carry no derivative: mode "auto" dispatched it to the tape
 and the gradient came out zero; mode "tape" failed in pickle), and builtins that want a
 plain number or buffer (``memoryview(x)``, ``divmod(x, 1.0)``, ``np.ndarray(buffer=x)``),
-which raised a TypeError naming s2sgrad's ``TapeValue``. Each is refused with the user's
-line, in every mode.
+which raised a TypeError naming s2sgrad's ``TapeValue``, and an object whose ``__array__``
+returns one (NumPy's ValueError). Each is refused with the user's line, in every mode.
 """
 
 from __future__ import annotations
@@ -36,9 +36,23 @@ def wraps_a_buffer(x):
     return np.sum(np.ndarray(shape=(3,), dtype=float, buffer=x * 2.0) ** 2)
 
 
+class Holder:
+    def __init__(self, value):
+        self.value = value
+
+    def __array__(self, dtype=None, copy=None):
+        return self.value
+
+
+def converts_a_holder(x):
+    return np.sum(np.asarray(Holder(x * 2.0)) ** 2)
+
+
 @pytest.mark.parametrize("mode", ["auto", "tape"])
 @pytest.mark.parametrize(
-    "f", [pickles, takes_a_memoryview, uses_divmod, wraps_a_buffer], ids=lambda f: f.__name__
+    "f",
+    [pickles, takes_a_memoryview, uses_divmod, wraps_a_buffer, converts_a_holder],
+    ids=lambda f: f.__name__,
 )
 def test_a_plain_conversion_is_refused_at_the_users_line(f, mode):
     x = np.array([0.3, -0.7, 1.2])

@@ -15,7 +15,7 @@ from s2sgrad.errors import NonDifferentiableError, where
 from s2sgrad.naming import library_entry
 from s2sgrad.running import origin_of, running_origin
 
-__all__ = ["type_check_refusal"]
+__all__ = ["type_check_refusal", "array_protocol_refusal"]
 
 
 def type_check_refusal(error: TypeError) -> NonDifferentiableError | None:
@@ -39,6 +39,31 @@ def type_check_refusal(error: TypeError) -> NonDifferentiableError | None:
         "being differentiated, which the tape cannot follow. Register a derivative with "
         f"@s2sgrad.derivative(of={target}), or wrap its input in s2sgrad.stop_gradient(...) "
         "if no derivative should flow through this call."
+    )
+
+
+def array_protocol_refusal(error: ValueError) -> NonDifferentiableError | None:
+    """The refusal to raise when an object's ``__array__`` handed NumPy a tape value
+    (``np.asarray(wrapper)`` of an object holding a value being differentiated): NumPy's
+    ``ValueError`` says only that the method did not produce an array. Else None.
+
+    Example::
+
+        except ValueError as error:
+            raise array_protocol_refusal(error) or error
+    """
+    if "__array__ method not producing an array" not in str(error):
+        return None
+    frames = _frames(error.__traceback__)
+    own = os.path.dirname(os.path.dirname(__file__))
+    users = [f for f in frames if not f.f_code.co_filename.startswith(own)]
+    location = (
+        where(users[-1].f_code.co_filename, users[-1].f_lineno) if users else running_origin()
+    )
+    return NonDifferentiableError(
+        f"{location}: an object's __array__ method returned a value being differentiated, "
+        "which NumPy makes a plain array of, dropping its derivative on the tape; compute "
+        "with the value itself (not the object holding it), or use mode='s2s'."
     )
 
 
