@@ -72,9 +72,13 @@ def refuse_frame_readers(statement: gast.Assign | gast.Expr, parsed) -> None:
         refuse_frame_readers(parse_statement("t1 = locals()"), parsed)  # UnsupportedError
     """
     value = statement.value
-    if type(value) is not gast.Call or type(value.func) not in (gast.Name, gast.Attribute):
+    if type(value) is not gast.Call:
         return
-    target = parsed.resolve(value.func)
+    func = value.func
+    named = func.id if type(func) is gast.Name else getattr(func, "attr", None)
+    if named not in _FRAME_READER_NAMES:  # the common case, without resolving the name
+        return
+    target = parsed.resolve(func)
     if target is vars and (value.args or value.keywords):
         return  # vars(obj): the object's attributes, read as obj.__dict__
     if not any(target is reader for reader in _FRAME_READERS):
@@ -89,6 +93,7 @@ def refuse_frame_readers(statement: gast.Assign | gast.Expr, parsed) -> None:
 
 
 _FRAME_READERS = (locals, vars, eval, exec, sys._getframe, inspect.currentframe, inspect.stack)
+_FRAME_READER_NAMES = frozenset(reader.__name__ for reader in _FRAME_READERS)
 
 
 def changes_state(function: Any) -> bool:
