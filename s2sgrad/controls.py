@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import types
@@ -245,7 +246,9 @@ def checkpoint(f: F) -> F:
             return np.sum(x)
     """
     if isinstance(f, (types.FunctionType, types.MethodType)):
-        checkpointed = _custom_function(f, f, _recomputing_derivative(f), _forward_derivative(f))
+        checkpointed = _custom_function(
+            f, f, _recomputing_derivative(f), _forward_derivative(f), lambda: _captured(f)
+        )
         return cast(F, checkpointed)
     return cast(F, Checkpointed(f))
 
@@ -271,7 +274,7 @@ class Checkpointed:
         custom_derivative(self, _recomputing_derivative(layer), _forward_derivative(layer))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if is_recorded(args, kwargs):
+        if is_recorded(args, kwargs) and not is_recorded(_captured(self.layer)):
             return call_custom(self, _rule_of(self), args, kwargs)
         return self.layer(*args, **kwargs)
 
@@ -448,10 +451,17 @@ custom_derivative(run_checkpointed, _checkpointed_loop, _checkpointed_loop_jvp)
 
 
 def _custom_function(
-    f: Callable, plain: Callable, derivative_of: Callable, jvp: Callable | None = None
+    f: Callable,
+    plain: Callable,
+    derivative_of: Callable,
+    jvp: Callable | None = None,
+    captured: Callable[[], tuple] = tuple,
 ) -> Callable:
     """A function that calls ``plain`` and whose registered derivative is ``derivative_of``
-    (and ``jvp`` in forward mode).
+    (and ``jvp`` in forward mode). Where a recording tape tracks one of the values
+    ``captured()`` returns (what ``plain`` reads besides its arguments), ``plain`` is called
+    as it is, for the tape to record: the derivative, over the arguments alone, would take
+    those values for constants.
 
     It has ``f``'s name, module, docstring and signature (so exports can import it by
     name and the transformer binds arguments to ``f``'s parameters), but no
@@ -459,7 +469,7 @@ def _custom_function(
     """
 
     def function(*args: Any, **kwargs: Any) -> Any:
-        if is_recorded(args, kwargs):
+        if is_recorded(args, kwargs) and not is_recorded(captured()):
             return call_custom(function, _rule_of(function), args, kwargs)
         return plain(*args, **kwargs)
 
@@ -468,6 +478,24 @@ def _custom_function(
     function.__dict__["__signature__"] = _signature(f)
     custom_derivative(function, derivative_of, jvp)
     return function
+
+
+def _captured(f: Any) -> tuple:
+    """What ``f`` reads besides its arguments that may hold values being differentiated:
+    its closure's variables and defaults, and for a bound method or a layer object, the
+    object's own attributes (``block = checkpoint(lambda v: np.sin(v) * w)`` reads ``w``).
+    """
+    if isinstance(f, types.MethodType):
+        return (*_captured(f.__func__), *vars(f.__self__).values())
+    if not isinstance(f, types.FunctionType):
+        own = tuple(vars(f).values()) if hasattr(f, "__dict__") else ()
+        call = next((vars(k)["__call__"] for k in type(f).__mro__ if "__call__" in vars(k)), None)
+        return (*own, *(_captured(call) if isinstance(call, types.FunctionType) else ()))
+    values = [*(f.__defaults__ or ()), *(f.__kwdefaults__ or {}).values()]
+    for cell in f.__closure__ or ():
+        with contextlib.suppress(ValueError):  # a cell not filled yet
+            values.append(cell.cell_contents)
+    return tuple(values)
 
 
 def _rule_of(function: Callable) -> Rule:

@@ -53,6 +53,13 @@ class ImmutableValueError(NonDifferentiableError, TypeError):
     code like the tape's other refusals of in-place writes."""
 
 
+class CotangentShapeError(S2SGradError, ValueError):
+    """A user's derivative whose pullback returns a cotangent that does not fit its
+    argument's shape: a ``ValueError``, in every mode alike."""
+
+    tape_cannot_either = True  # mode="auto" raises it rather than falling back to the tape
+
+
 class AuxOutputError(S2SGradError, TypeError):
     """A function differentiated with ``has_aux=True`` that does not return a pair
     ``(output, aux)``: a ``TypeError``, as a wrong call is, in every mode alike."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import builtins
 import functools
+import inspect
+import sys
 import types
 from typing import Any
 
@@ -26,6 +28,7 @@ __all__ = [
     "stores_on_itself",
     "not_at_run_time",
     "is_not_at_run_time",
+    "refuse_frame_readers",
 ]
 
 
@@ -48,7 +51,7 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
     target = operation.primitive
     if operation.kind is OperationKind.PRIMITIVE or target is print:
         return
-    if operation.kind is OperationKind.CALL and not _stores_attributes(target):
+    if operation.kind is OperationKind.CALL and not changes_state(target):
         return
     raise UnsupportedError(
         f"{parsed.location(statement)}: the result of {operation.description or 'this call'}"
@@ -58,22 +61,100 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
     )
 
 
-def _stores_attributes(function) -> bool:
-    """Whether ``function``'s source assigns to an attribute (``self.v = x``)."""
-    from s2sgrad.compiler.frontend import parse_function
+def refuse_frame_readers(statement: gast.Assign | gast.Expr, parsed) -> None:
+    """Refuse ``locals()``, ``vars()``, ``eval``, ``exec`` and the frame of
+    ``sys._getframe()``: they read the function's variables by name, so a value being
+    differentiated reaches their result where neither sweep sees it (and generated code's
+    variables are not the function's). The tape sees the values themselves.
 
-    function = getattr(function, "__func__", function)
+    Example::
+
+        refuse_frame_readers(parse_statement("t1 = locals()"), parsed)  # UnsupportedError
+    """
+    value = statement.value
+    if type(value) is not gast.Call:
+        return
+    func = value.func
+    named = func.id if type(func) is gast.Name else getattr(func, "attr", None)
+    if named not in _FRAME_READER_NAMES:  # the common case, without resolving the name
+        return
+    target = parsed.resolve(func)
+    if target is vars and (value.args or value.keywords):
+        return  # vars(obj): the object's attributes, read as obj.__dict__
+    if not any(target is reader for reader in _FRAME_READERS):
+        return
+    name = getattr(target, "__qualname__", "this call")
+    raise UnsupportedError(
+        f"{parsed.location(statement)}: {name}() reads this function's variables by name, "
+        "so values being differentiated would reach its result where source "
+        "transformation cannot follow them; use the variables themselves, or use "
+        "mode='tape'"
+    )
+
+
+_FRAME_READERS = (locals, vars, eval, exec, sys._getframe, inspect.currentframe, inspect.stack)
+_FRAME_READER_NAMES = frozenset(reader.__name__ for reader in _FRAME_READERS)
+
+
+def changes_state(function: Any) -> bool:
+    """Whether calling the Python function ``function`` may change what outlives the call:
+    it stores an attribute (``self.v = x``), declares a name ``global`` or ``nonlocal``,
+    changes in place an argument or a name from outside (``CACHE.append(v)``,
+    ``BUFFER[:] = v``, ``d.__setitem__(k, v)``), or calls a function of the user's that
+    may. True when its source cannot be read: it may do anything.
+
+    Example::
+
+        def remember(v):
+            CACHE.append(v)
+
+        changes_state(remember), changes_state(np.sum)  # True, False
+    """
+    return _changes_state(getattr(function, "__func__", function), set())
+
+
+def _changes_state(function: Any, seen: set[int]) -> bool:
+    from s2sgrad.compiler.passes.mutation import changed_in_place, is_users_code
+
+    if id(function) in seen:
+        return False  # a call to itself: what it changes is found at the first
+    seen.add(id(function))
     try:
-        node = parse_function(function).node
+        parsed = parse_function(function)
     except Exception:  # no source: it may do anything
         return True
-    return any(
-        type(n) in (gast.Assign, gast.AugAssign)
-        and any(
-            type(t) is gast.Attribute for t in getattr(n, "targets", [getattr(n, "target", None)])
-        )
-        for n in walk(node)
-    )
+    node = parsed.node
+    called = []
+    for n in walk(node):
+        kind = type(n)
+        if kind in (gast.Global, gast.Nonlocal):
+            return True
+        if kind is gast.Attribute and type(n.ctx) in (gast.Store, gast.Del):
+            return True
+        if kind is gast.Call:
+            func = n.func
+            if type(func) is gast.Attribute and func.attr in _STATE_METHODS:
+                return True
+            called.append(func)
+    if changed_in_place(node, parsed.resolve):
+        return True
+    for func in called:
+        target = parsed.resolve(func) if type(func) in (gast.Name, gast.Attribute) else None
+        target = getattr(target, "__func__", target)
+        if (
+            isinstance(target, types.FunctionType)
+            and is_users_code(target)
+            and _changes_state(target, seen)
+        ):
+            return True
+    return False
+
+
+# methods that change their receiver which ``changed_in_place`` does not read as such
+_STATE_METHODS = frozenset(
+    {"__setitem__", "__delitem__", "__setattr__", "__delattr__", "__iadd__", "__imul__"}
+    | {"appendleft", "extendleft", "rotate", "setfield", "put", "itemset"}
+)
 
 
 def stores_on_itself(obj: Any) -> str | None:

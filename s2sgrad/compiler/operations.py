@@ -271,6 +271,20 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
     )
 
 
+def drop_receiver(operation: Operation) -> None:
+    """``obj.method(x)``, classified as ``method(obj, x)``, dispatched as written when it
+    runs: the bound method ``operation.callee`` is called with the arguments after the
+    receiver, which ``operation.args`` starts with.
+
+    Example::
+
+        drop_receiver(operation)  # args [obj, x] -> [x]; callee obj.method
+    """
+    callee = operation.callee
+    if isinstance(callee, gast.Attribute) and operation.args[:1] == [callee.value]:
+        operation.args = operation.args[1:]
+
+
 def _array_method(target: Any) -> Any:
     """The ``np.ndarray`` method with a rule that ``target`` is bound to an array
     (``ys.dot`` gives ``np.ndarray.dot``), or ``None``."""

@@ -87,8 +87,10 @@ def value_class_pattern(function: Any) -> str:
     except S2SGradError:  # no source: nothing to tell by
         return ""
     for node in gast.walk(parsed.node):
-        if isinstance(node, gast.Compare) and any(
-            _is_type_call(part, parsed.resolve) for part in (node.left, *node.comparators)
+        if isinstance(node, gast.Compare) and any(  # type(x) is ..., type(x).__name__ == ...
+            _is_type_call(inner, parsed.resolve)
+            for part in (node.left, *node.comparators)
+            for inner in gast.walk(part)
         ):
             return (
                 f"{parsed.location(node)}: type(...) of a value being differentiated on the "

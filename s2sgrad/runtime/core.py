@@ -19,6 +19,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
 
 __all__ = [
@@ -604,6 +605,7 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
         if not isinstance(cotangents, tuple):
             cotangents = (cotangents,)
         cotangents = cotangents + (None,) * (len(args) - len(cotangents))
+        check_cotangent_shapes(self.derivative, cotangents, args)
         chosen = tuple(
             zeros_like_value(args[i]) if cotangents[i] is None else cotangents[i]
             for i in self.positions

@@ -40,6 +40,7 @@ from s2sgrad.runtime.core import (
     vjp_call,
     zeros_like_value,
 )
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
@@ -125,7 +126,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if rule is not None and rule.custom is not None:
         positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
         value, pullback = rule.custom(*args, **kwargs)
-        return value, _spread(lambda g: pullback(g), positions, args, tuple_result=None)
+        return value, _spread(_checked(rule.custom, pullback, args), positions, args, None)
     if rule is not None and rule.vjp is not None:
         value = function(*args, **kwargs)
         return value, lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))
@@ -278,6 +279,18 @@ def _generated_vjp(target, full_args, positions, warn):
             FallbackWarning,
         )
         return None
+
+
+def _checked(derivative, pullback, args):
+    """``pullback``, its cotangents checked against the shapes of ``args``."""
+
+    def checked(g):
+        cotangents = pullback(g)
+        given = cotangents if isinstance(cotangents, tuple) else (cotangents,)
+        check_cotangent_shapes(derivative, given, args)
+        return cotangents
+
+    return checked
 
 
 def _spread(pullback, positions, args, tuple_result):

@@ -25,6 +25,7 @@ import contextvars
 from typing import Any
 
 from s2sgrad.rules.registry import Rule
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.tape.recording import is_traced
 
 __all__ = ["CustomCall", "CUSTOM", "CALLED_BY_TAPE", "called_by_tape"]
@@ -71,6 +72,7 @@ class CustomCall:
         result = pullback(g)
         if not isinstance(result, tuple):
             result = (result,)
+        check_cotangent_shapes(self.rule.custom, result, args)
         return tuple(result[: len(args)]) + (None,) * (len(args) - len(result))
 
     def __repr__(self) -> str:

@@ -8,16 +8,19 @@ differentiated; that names s2sgrad's class, not the library function or what to 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from s2sgrad.errors import NonDifferentiableError, where
 from s2sgrad.naming import library_entry
+from s2sgrad.running import origin_of, running_origin
 
-__all__ = ["type_check_refusal"]
+__all__ = ["type_check_refusal", "array_protocol_refusal"]
 
 
 def type_check_refusal(error: TypeError) -> NonDifferentiableError | None:
-    """The refusal to raise for a library's ``error`` about a tape value, else None.
+    """The refusal to raise for a library's or a builtin's ``error`` about a tape value,
+    else None.
 
     Example::
 
@@ -29,13 +32,59 @@ def type_check_refusal(error: TypeError) -> NonDifferentiableError | None:
     frames = _frames(error.__traceback__)
     entry = next((library_entry(f) for f in reversed(frames) if library_entry(f)), None)
     if entry is None:
-        return None
+        return _builtin_refusal(error, frames)
     target, frame = entry
     return NonDifferentiableError(
         f"{where(frame.f_code.co_filename, frame.f_lineno)}: {target} does not accept a value "
         "being differentiated, which the tape cannot follow. Register a derivative with "
         f"@s2sgrad.derivative(of={target}), or wrap its input in s2sgrad.stop_gradient(...) "
         "if no derivative should flow through this call."
+    )
+
+
+def array_protocol_refusal(error: ValueError) -> NonDifferentiableError | None:
+    """The refusal to raise when an object's ``__array__`` handed NumPy a tape value
+    (``np.asarray(wrapper)`` of an object holding a value being differentiated): NumPy's
+    ``ValueError`` says only that the method did not produce an array. Else None.
+
+    Example::
+
+        except ValueError as error:
+            raise array_protocol_refusal(error) or error
+    """
+    if "__array__ method not producing an array" not in str(error):
+        return None
+    frames = _frames(error.__traceback__)
+    own = os.path.dirname(os.path.dirname(__file__))
+    users = [f for f in frames if not f.f_code.co_filename.startswith(own)]
+    location = (
+        where(users[-1].f_code.co_filename, users[-1].f_lineno) if users else running_origin()
+    )
+    return NonDifferentiableError(
+        f"{location}: an object's __array__ method returned a value being differentiated, "
+        "which NumPy makes a plain array of, dropping its derivative on the tape; compute "
+        "with the value itself (not the object holding it), or use mode='s2s'."
+    )
+
+
+def _builtin_refusal(error: TypeError, frames: list) -> NonDifferentiableError:
+    """A builtin or a compiled extension (``memoryview(x)``, ``divmod(x, 1.0)``) refusing a
+    tape value: at the innermost line of the user's code that ran, or, where s2sgrad's own
+    code made the call (a call dispatched from generated code), the user's line that ran
+    it."""
+    own = os.path.dirname(os.path.dirname(__file__))
+    users = [f for f in frames if not f.f_code.co_filename.startswith(own)]
+    if users and origin_of(users[-1].f_code.co_filename) is None:
+        location = where(users[-1].f_code.co_filename, users[-1].f_lineno)
+    else:
+        location = running_origin()
+    said = str(error).replace("'TapeValue'", "a value being differentiated")
+    said = said.replace("TapeValue", "value being differentiated")
+    return NonDifferentiableError(
+        f"{location}: a value being differentiated is given where Python or a compiled "
+        f"library wants a plain number or array ({said}), which the tape cannot follow. "
+        "Compute with NumPy functions instead, or wrap the value in "
+        "s2sgrad.stop_gradient(...) if no derivative should flow through it."
     )
 
 

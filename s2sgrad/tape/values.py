@@ -31,6 +31,7 @@ from s2sgrad.errors import (
     USE_S2S,
     ImmutableValueError,
     NonDifferentiableError,
+    S2SGradError,
     UnsupportedError,
     where,
 )
@@ -45,6 +46,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import origin_of
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
+from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
 from s2sgrad.tape.in_place import (
@@ -162,6 +164,8 @@ class TapeValue:
             yield self[i]
 
     def __repr__(self) -> str:
+        if under_numpy_semantics():  # the user's code under a transform: NumPy's text
+            return repr(self._value)
         return f"{type(self).__name__}({self._value!r})"
 
     def __str__(self) -> str:
@@ -217,6 +221,13 @@ class TapeValue:
         derivative without a word; say so instead."""
         if not live_serials(self._tapes):
             return
+        try:
+            self._refuse_live(what)
+        except S2SGradError as error:
+            note_refusal(error, _caller_outside_this_file())
+            raise
+
+    def _refuse_live(self, what: str) -> None:
         frame = _user_frame()
         if _inside_index_concatenation():
             raise NonDifferentiableError(
@@ -268,6 +279,14 @@ class TapeValue:
             "use np.stack([...]) rather than np.array([...])), or take the plain value on "
             f"purpose with .numpy() or s2sgrad.stop_gradient(...).{math_functions}"
         )
+
+    def __reduce_ex__(self, protocol: Any) -> str | tuple:
+        """``pickle.dumps(x)``: refused while the value is being differentiated (its bytes
+        would carry no derivative); else pickled as a tape value of the plain value."""
+        self._refuse_plain("pickling (pickle.dumps)")
+        if type(self) is not TapeValue:  # a Variable: pickled as Python pickles its slots
+            return object.__reduce_ex__(self, protocol)
+        return (TapeValue, (self._value,))
 
     def __copy__(self) -> TapeValue:
         """``copy.copy(x)``: a new tape value recorded as a copy of ``x`` (gradients reaching
@@ -336,12 +355,15 @@ class TapeValue:
         code asking for it, often a library's, wants the plain array; say so."""
         if name.startswith("__") or not hasattr(np.ndarray, name):
             raise AttributeError(name)
-        raise TapeAttributeError(
+        error = TapeAttributeError(
             f"{user_location()}: .{name} of a value being differentiated is not available on "
             "the tape (code that reads it wants a plain NumPy array, whose derivative the tape "
             "would not see); give the function that reads it a rule with "
             "@s2sgrad.derivative(of=...)."
         )
+        if live_serials(self._tapes):  # hasattr(x, "base"): the user's code may catch it
+            note_refusal(error, _caller_outside_this_file())
+        raise error
 
     def _in_place(self, op: Any, other: Any) -> Any:
         """``x op= v``: a new value, as ``x = x op v`` (Python falls back to ``x op v``);
@@ -1370,6 +1392,14 @@ def _inside_numpy_full() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _caller_outside_this_file() -> Any:
+    """The innermost frame outside this file: the code that asked a tape value."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return frame
 
 
 def _user_frame() -> Any:

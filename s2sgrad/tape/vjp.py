@@ -19,9 +19,10 @@ from s2sgrad.errors import (
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
 from s2sgrad.tape.backward import Backward
+from s2sgrad.tape.caught_refusals import forget_since, noted, raise_caught
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
-from s2sgrad.tape.library_type_checks import type_check_refusal
+from s2sgrad.tape.library_type_checks import array_protocol_refusal, type_check_refusal
 from s2sgrad.tape.recording import is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
@@ -65,12 +66,17 @@ def tape_vjp(
         for i in wrt:
             arguments[i] = map_leaves(lambda leaf: _watched(tape, leaf), arguments[i])
         sources = [flatten(arguments[i])[0] for i in wrt]
+        mark = noted()
         try:
             with numpy_semantics():
                 out = f(*arguments, **kwargs)
+            raise_caught(mark)  # a refusal f's own 'except' caught: f went on as NumPy's not
         except ValueError as error:  # NumPy wraps a refusal to store a value into an array
             if isinstance(error.__cause__, S2SGradError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
+            refused = array_protocol_refusal(error)  # an object's __array__ gave a tape value
+            if refused is not None:
+                raise refused.with_traceback(error.__traceback__) from None
             raise
         except TypeError as error:  # a library checking the type of the arrays it is given
             refusal = type_check_refusal(error)
@@ -78,6 +84,7 @@ def tape_vjp(
                 raise refusal.with_traceback(error.__traceback__) from None
             raise
         finally:  # the watched arguments hold the tape's own values: not theirs to keep
+            forget_since(mark)
             kept = tuple(a for i, a in enumerate(arguments) if i not in wrt)
             stored = unwrap_stored_values(f, kept, kwargs, recorded_by=tape)
             # a watched dataclass is a copy: what f stored on it its caller never sees

@@ -10,7 +10,7 @@ import gast
 
 from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import not_at_run_time
-from s2sgrad.compiler.operations import Operation, keeps_arguments_inside
+from s2sgrad.compiler.operations import Operation, drop_receiver, keeps_arguments_inside
 from s2sgrad.compiler.syntax import assign, call, clone, load, names_written
 from s2sgrad.errors import S2SGradError, UnsupportedError
 
@@ -22,6 +22,7 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
     call runs if that cannot be made)."""
     function = operation.primitive
     if any(isinstance(a, gast.Starred) for a in operation.args):
+        drop_receiver(operation)
         return dynamic_call(sweep, statement, operation, names)  # f(x, *rest)
     try:
         bound = numpy_signatures.signature(function).bind(*operation.args, **operation.keywords)
@@ -49,6 +50,7 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
     except S2SGradError as error:
         if getattr(error, "not_at_run_time", False):
             raise
+        drop_receiver(operation)
         return dynamic_call(sweep, statement, operation, names)
     jvp_name = sweep.namespace.bind(jvp_function.__name__, jvp_function)
     keywords = dict(operation.keywords)

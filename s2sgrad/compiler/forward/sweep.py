@@ -16,12 +16,16 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.compiler.effects import refuse_calls_kept_for_effect, tape_lacks_the_rule_too
+from s2sgrad.compiler.effects import (
+    refuse_calls_kept_for_effect,
+    refuse_frame_readers,
+    tape_lacks_the_rule_too,
+)
 from s2sgrad.compiler.forward.calls import dynamic_call, generated_call
 from s2sgrad.compiler.forward.tangents import rule_tangent
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.operations import Operation, OperationKind, classify
+from s2sgrad.compiler.operations import Operation, OperationKind, classify, drop_receiver
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -225,6 +229,7 @@ class _Forward:
     def expression(self, statement: gast.Expr) -> list[gast.stmt]:
         value = statement.value
         refuse_calls_kept_for_effect(statement, self.parsed, self.local_names, self.activity)
+        refuse_frame_readers(statement, self.parsed)
         owner = method_receiver(value, "append")
         if owner is not None and self.active(owner):
             tangent = self.tangent_of(value.args[0])
@@ -235,6 +240,7 @@ class _Forward:
     # assignments ------------------------------------------------------------------------
     def assignment(self, statement: gast.Assign) -> list[gast.stmt]:
         target = statement.targets[0]
+        refuse_frame_readers(statement, self.parsed)
         if isinstance(target, gast.Subscript):
             return self.item_assignment(statement)
         if isinstance(target, gast.Attribute):
@@ -280,6 +286,7 @@ class _Forward:
             isinstance(a, gast.Starred) for a in operation.args
         ):  # np.add(*xs): which parameters the arguments fill is known when it runs
             operation.callee = statement.value.func
+            drop_receiver(operation)  # t.dot(*xs): the bound method, as written
             step.derivative = Derivative.DISPATCH
         elif kind is OperationKind.CALL:
             rule = get_rule(operation.primitive)

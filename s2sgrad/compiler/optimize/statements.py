@@ -35,7 +35,8 @@ def has_blocks(statement) -> bool:
     """Whether the optimiser treats ``statement``'s ``body``/``orelse`` as blocks of its own."""
     if type(statement) in SIMPLE_STATEMENTS:
         return False
-    return not isinstance(statement, gast.FunctionDef) and (
+    # a class body's assignments are the class's attributes, read through the class
+    return not isinstance(statement, (gast.FunctionDef, gast.ClassDef)) and (
         type(getattr(statement, "body", None)) is list
         or type(getattr(statement, "orelse", None)) is list
     )

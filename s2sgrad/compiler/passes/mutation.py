@@ -52,6 +52,7 @@ __all__ = [
     "mutated_parameters",
     "calls_that_mutate",
     "refuse_mutating_calls",
+    "is_users_code",
 ]
 
 _LIBRARY_DIRECTORIES = tuple(
@@ -353,18 +354,27 @@ def _changed_by_local_call(call: gast.Call, parameters, changes, resolve) -> set
     return found | (set(changes) - set(parameters))
 
 
+def is_users_code(function: types.FunctionType) -> bool:
+    """Whether ``function`` is the user's code: not a primitive of the engines (a function
+    with a rule), nor NumPy's, the standard library's or an installed package's.
+
+    Example::
+
+        is_users_code(np.linalg.norm)  # False
+    """
+    module = getattr(function, "__module__", None) or ""
+    if module.split(".")[0] in ("s2sgrad", "numpy") or get_rule(function) is not None:
+        return False  # primitives of the engines, and NumPy's own Python functions
+    return not function.__code__.co_filename.startswith(_LIBRARY_DIRECTORIES)
+
+
 def _mutating_arguments(call: gast.Call, resolve) -> list[tuple[Any, str, gast.expr]]:
     target = resolved_target(call.func, resolve)
     arguments = list(call.args)
     if isinstance(target, types.MethodType) and type(call.func) is gast.Attribute:
         target, arguments = target.__func__, [call.func.value, *arguments]
-    if not isinstance(target, types.FunctionType):
+    if not isinstance(target, types.FunctionType) or not is_users_code(target):
         return []
-    module = getattr(target, "__module__", None) or ""
-    if module.split(".")[0] in ("s2sgrad", "numpy") or get_rule(target) is not None:
-        return []  # primitives of the engines, and NumPy's own Python functions
-    if target.__code__.co_filename.startswith(_LIBRARY_DIRECTORIES):
-        return []  # the standard library and installed packages: not the user's code
     mutated = mutated_parameters(target)
     if not mutated:
         return []

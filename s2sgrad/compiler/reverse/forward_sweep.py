@@ -20,10 +20,11 @@ from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
     refuse_calls_kept_for_effect,
+    refuse_frame_readers,
     tape_lacks_the_rule_too,
 )
 from s2sgrad.compiler.frontend import NOT_FOUND
-from s2sgrad.compiler.operations import Operation, OperationKind
+from s2sgrad.compiler.operations import Operation, OperationKind, drop_receiver
 from s2sgrad.compiler.passes.aliases import copy_where_made, refuse_mutating_calls
 from s2sgrad.compiler.reverse.calls import Calls
 from s2sgrad.compiler.reverse.context import Context, located
@@ -183,6 +184,8 @@ class ForwardSweep:
         if isinstance(statement, gast.Expr):
             return self.forward_expression(statement, steps)
         plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
+        if type(statement) is gast.ClassDef:
+            self.refuse_class_reading_varied(statement)
         if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
@@ -191,6 +194,18 @@ class ForwardSweep:
             )
         steps.append(Step(statement, StepKind.OTHER))
         return [statement]
+
+    def refuse_class_reading_varied(self, statement: gast.ClassDef) -> None:
+        """A class defined here whose body or methods read a value being differentiated
+        (``class C: k = x * 2``): its attributes would hold it where no sweep looks."""
+        read = sorted(names_read(statement) & self.activity.varied)
+        if read:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: the class {statement.name} defined here "
+                f"reads '{read[0]}', a value being differentiated, which source "
+                "transformation does not follow into a class; pass it to the class's "
+                "methods as an argument, or use mode='tape'"
+            )
 
     def forward_assign(
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
@@ -236,6 +251,7 @@ class ForwardSweep:
         """``y = v`` or ``a, b = v``: an ``ASSIGN`` step, how its value is pulled back."""
         step = Step(statement, StepKind.ASSIGN, target=target)
         targets = [target.id] if type(target) is gast.Name else target_names(target)
+        refuse_frame_readers(statement, self.parsed)
         if self.stored_state is not None:
             self.stored_state.refuse_read(statement)
             self.stored_state.refuse_repeated_call(statement, in_loop)
@@ -340,6 +356,7 @@ class ForwardSweep:
         ):
             # f(x, *rest): which parameters the arguments fill is known when it runs
             operation.callee = statement.value.func
+            drop_receiver(operation)
             self.calls.forward_dynamic(step, spread=True)
         elif operation.kind is OperationKind.CALL:
             try:
@@ -347,6 +364,7 @@ class ForwardSweep:
             except S2SGradError as error:
                 if not self.context.dynamic or is_not_at_run_time(error):
                     raise
+                drop_receiver(operation)
                 self.calls.forward_dynamic(step)
         elif operation.kind is OperationKind.UNKNOWN and operation.callee is not None:
             self.calls.forward_dynamic(step)
@@ -377,6 +395,7 @@ class ForwardSweep:
         refuse_calls_kept_for_effect(
             statement, self.parsed, self.context.local_names, self.activity
         )
+        refuse_frame_readers(statement, self.parsed)
         if self.stored_state is not None:
             self.stored_state.refuse_opaque_call(statement)
             self.checked_calls(value)
