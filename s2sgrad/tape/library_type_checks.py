@@ -68,7 +68,7 @@ def array_protocol_refusal(error: ValueError) -> NonDifferentiableError | None:
 
 
 def _builtin_refusal(error: TypeError, frames: list) -> NonDifferentiableError:
-    """A builtin or a compiled extension (``memoryview(x)``, ``bytes(x)``) refusing a
+    """A builtin or a compiled extension (``memoryview(x)``) refusing a
     tape value: at the innermost line of the user's code that ran, or, where s2sgrad's own
     code made the call (a call dispatched from generated code), the user's line that ran
     it."""
