@@ -392,8 +392,11 @@ class FactsCache:
             facts.modified = modified
         return facts
 
-    def prime(self, body: list[gast.stmt]) -> None:
-        """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node."""
+    def prime(self, body: list[gast.stmt]) -> list[gast.AST]:
+        """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node.
+
+        Returns every node walked that has children (names included), for a caller that
+        looks for nodes of some kind without a walk of its own."""
         self.sharing = views_of_updated_arrays(body)
         trail: list[gast.AST] = []
         for statement in body:
@@ -402,6 +405,7 @@ class FactsCache:
             self.enabled = False
             self.table.clear()
             self.walks.clear()
+        return trail
 
     def known(self, statement: gast.stmt) -> Facts | None:
         """The current record kept for ``statement``, if there is one (without making one)."""
