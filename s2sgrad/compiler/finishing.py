@@ -44,7 +44,9 @@ from s2sgrad.compiler.codegen import GeneratedFunction, compile_ast, compile_fun
 from s2sgrad.compiler.free_names import depending
 from s2sgrad.compiler.optimize import drop_unneeded_saves, fold_constants, optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
+from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.quotients import reuse_quotients
+from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.stack_loops import iterate_saved_stacks
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
@@ -86,6 +88,9 @@ class Finishing:
     scalar: bool = False  # code on Python numbers (``specialize/scalars.py``)
     cotangents: frozenset = frozenset()  # its names computed from the seed
     numbers: frozenset = frozenset()  # uniform cotangents that hold a number now
+    # the facts of the body's statements a pass walked them for, true of them until a
+    # pass that does not keep them (``Pass.keeps_facts``): the optimiser starts from them
+    facts: FactsCache | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,10 @@ class Pass:
     run: Callable[[Any, Finishing], Any]
     specialising: bool = False  # needs the arguments: runs only when specialising
     probing: bool = False  # part of the probe: its failure leaves the generic code to run
+    # leaves ``Finishing.facts`` true of the code: it changes nothing, or forgets (or drops
+    # the facts) where it changes something; after any other pass (which may start from
+    # them) they are dropped
+    keeps_facts: bool = False
 
 
 class ProbeFailed(Exception):
@@ -116,23 +125,29 @@ def _specialise_sites(node, finishing):
 
 def _strip_broadcast_definitions(node, finishing):
     if finishing.probing.broadcast_free:  # else no use of a broadcast is marked restored
-        strip_broadcast_definitions(node)
+        finishing.facts = strip_broadcast_definitions(node)
     return node
 
 
 def _scatter_sums(node, finishing):
     if SCATTER in finishing.probing.noted:  # else no index cotangent is marked
+        finishing.facts = None
         scatter_sums(node, finishing.probing.namespace)
     return node
 
 
 def _common_calls(node, finishing):
+    before = node.body if finishing.facts is None else list(node.body)
     node.body = eliminate_common_calls(node.body, finishing.is_pure)
+    # it puts new statements in the place of those it changes, changing none in place:
+    # the facts stay true if the body holds the same statements and no block
+    if finishing.facts is not None and (node.body != before or not without_blocks(node.body)):
+        finishing.facts = None
     return node
 
 
 def _optimise(node, finishing):
-    node.body = optimize(node.body, finishing.is_pure)
+    node.body = optimize(node.body, finishing.is_pure, finishing.facts)
     return node
 
 
@@ -175,6 +190,7 @@ def _fold_constants(node, finishing):
 
 def _exact_divisors(node, finishing):
     if finishing.probing.divides:  # else the code has no division to rewrite
+        finishing.facts = None
         divide_exactly(node, finishing.probing)
     return node
 
@@ -182,6 +198,7 @@ def _exact_divisors(node, finishing):
 def _scalar_code(node, finishing):
     probing = finishing.probing
     if scalar_arguments(probing.args, probing.kwargs):
+        finishing.facts = None
         finishing.cotangents = cotangent_names(node, probing.namespace)  # before the seed goes
         finishing.scalar = scalar_code(node, probing.namespace)
     return node
@@ -189,6 +206,7 @@ def _scalar_code(node, finishing):
 
 def _recompute_cheap_saves(node, finishing):
     if finishing.scalar:
+        finishing.facts = None
         recompute_cheap_saves(node, finishing.probing.namespace)
     return node
 
@@ -250,14 +268,33 @@ PASSES = (
         _strip_broadcast_definitions,
         specialising=True,
         probing=True,
+        keeps_facts=True,
     ),
-    Pass("one buffer for index cotangents", _scatter_sums, specialising=True, probing=True),
-    Pass("divisors that are powers of two", _exact_divisors, specialising=True, probing=True),
-    Pass("numbers as Python numbers", _scalar_code, specialising=True, probing=True),
     Pass(
-        "numbers computed again, not saved", _recompute_cheap_saves, specialising=True, probing=True
+        "one buffer for index cotangents",
+        _scatter_sums,
+        specialising=True,
+        probing=True,
+        keeps_facts=True,
     ),
-    Pass("compute each pure call once", _common_calls),
+    Pass(
+        "divisors that are powers of two",
+        _exact_divisors,
+        specialising=True,
+        probing=True,
+        keeps_facts=True,
+    ),
+    Pass(
+        "numbers as Python numbers", _scalar_code, specialising=True, probing=True, keeps_facts=True
+    ),
+    Pass(
+        "numbers computed again, not saved",
+        _recompute_cheap_saves,
+        specialising=True,
+        probing=True,
+        keeps_facts=True,
+    ),
+    Pass("compute each pure call once", _common_calls, keeps_facts=True),
     Pass("optimise", _optimise),
     Pass("reuse quotients the forward computed", _reuse_quotients, specialising=True),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
@@ -294,11 +331,13 @@ def finish(node: gast.AST, finishing: Finishing) -> gast.AST:
             continue
         if not step.probing:
             node = step.run(node, finishing)
-            continue
-        try:
-            node = step.run(node, finishing)
-        except Exception as error:
-            raise ProbeFailed(step.name) from error
+        else:
+            try:
+                node = step.run(node, finishing)
+            except Exception as error:
+                raise ProbeFailed(step.name) from error
+        if not step.keeps_facts:
+            finishing.facts = None
     return node
 
 

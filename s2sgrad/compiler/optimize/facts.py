@@ -55,6 +55,8 @@ __all__ = [
 ]
 
 _STATEMENT = attrgetter("statement")
+_ASSIGN, _EXPR, _NAME = gast.Assign, gast.Expr, gast.Name
+_FUNCTION_DEF, _CLASS_DEF = gast.FunctionDef, gast.ClassDef
 
 # scopes in which a folded value could be read later than where it was written
 _OWN_SCOPE = (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)
@@ -111,15 +113,25 @@ class Facts:
         has_scope, annotated = walked.has_scope, walked.annotated
         self.loads, self.stores, self.others = loads, stores, others
         self.reads = set(loads)
+        kind = type(statement)
         # stores inside nested functions are not the statement's own: walk again to tell
-        writes = names_written(statement) if has_scope else set(stores)
-        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)) and not has_scope:
-            writes.add(statement.name)
+        if has_scope:
+            writes = names_written(statement)
+        else:
+            writes = set(stores)
+            if kind is _FUNCTION_DEF or kind is _CLASS_DEF:
+                writes.add(statement.name)
         self.writes = writes
         self.modified = walked.modified | writes
-        kind = type(statement)  # only an assignment assigns a name, only an Expr is a comment
-        self.assigned = simple_assignment(statement) if kind is gast.Assign else None
-        self.comment = kind is gast.Expr and _is_comment(statement)
+        # only an assignment assigns a name (simple_assignment, without a call), only an
+        # Expr is a comment
+        assigned = None
+        if kind is _ASSIGN:
+            targets = statement.targets
+            if len(targets) == 1 and type(targets[0]) is _NAME:
+                assigned = targets[0].id
+        self.assigned = assigned
+        self.comment = kind is _EXPR and _is_comment(statement)
         self.own_scope = walked.own_scope
         # The constant folder has nothing to do in this version: set when it found nothing,
         # and from the start when no node is one the folder would simplify as it is (the
@@ -190,19 +202,19 @@ class _Walk:
         loads, stores, others = self.loads, self.stores, self.others
         size = 0
         Name, Load, Store, Constant = gast.Name, gast.Load, gast.Store, gast.Constant
-        plans, roles = _PLANS, _ROLES
+        plans = _PLANS
         stack = [statement]
         pop, push = stack.pop, stack.append
         while stack:
             node = pop()
             size += 1
             kind = type(node)
-            role = roles.get(kind)
+            known = plans.get(kind)
+            if known is None:
+                known = plans[kind] = (node_fields(kind), _ROLES.get(kind))
+            plan, role = known
             if role is not None:
                 size += self._notice(node, kind, role)
-            plan = plans.get(kind)
-            if plan is None:
-                plan = plans[kind] = node_fields(kind)
             if not blocks and node is statement:
                 plan = tuple(f for f in plan if f not in _BLOCK_FIELDS)
             if not plan:
@@ -311,7 +323,8 @@ _ROLES: dict[type, str] = {
     **dict.fromkeys(SCOPES, _SCOPE),  # a lambda is both: this comes second
     **dict.fromkeys((gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr), _EFFECT),
 }
-_PLANS: dict[type, tuple[str, ...]] = {}  # node_fields, kept here as well (a dict is faster)
+# node_fields and the role of each kind met, in one entry (one look-up a node)
+_PLANS: dict[type, tuple[tuple[str, ...], str | None]] = {}
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")  # what syntax.statement_blocks returns
 
 
@@ -392,8 +405,11 @@ class FactsCache:
             facts.modified = modified
         return facts
 
-    def prime(self, body: list[gast.stmt]) -> None:
-        """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node."""
+    def prime(self, body: list[gast.stmt]) -> list[gast.AST]:
+        """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node.
+
+        Returns every node walked that has children (names included), for a caller that
+        looks for nodes of some kind without a walk of its own."""
         self.sharing = views_of_updated_arrays(body)
         trail: list[gast.AST] = []
         for statement in body:
@@ -402,6 +418,7 @@ class FactsCache:
             self.enabled = False
             self.table.clear()
             self.walks.clear()
+        return trail
 
     def known(self, statement: gast.stmt) -> Facts | None:
         """The current record kept for ``statement``, if there is one (without making one)."""

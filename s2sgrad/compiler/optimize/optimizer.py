@@ -38,18 +38,25 @@ from s2sgrad.compiler.syntax import child_fields, drop_rule_names, walk
 __all__ = ["Optimizer", "optimize"]
 
 
-def optimize(body: list[gast.stmt], is_pure_call: Callable[[gast.Call], bool]) -> list[gast.stmt]:
+def optimize(
+    body: list[gast.stmt],
+    is_pure_call: Callable[[gast.Call], bool],
+    facts: FactsCache | None = None,
+) -> list[gast.stmt]:
     """Optimise a function body; ``is_pure_call`` says which calls may be moved or dropped.
+    ``facts``, when given, is a cache primed on ``body`` (``FactsCache.prime``) and kept
+    true of its statements since (a pass before that walked them all for itself).
 
     Example::
 
         optimize(parse("t = a * 1\\nreturn t").body, lambda c: True)  # [return a]
     """
     # they are for the unoptimised code (sg.show(..., optimize=False)); an assignment,
-    # augmented or not, is no comment and holds none
+    # augmented or not, is no comment and holds none (nor facts a comment's words change)
     drop_rule_names([s for s in body if type(s) not in _WITHOUT_COMMENTS])
-    facts = FactsCache()
-    facts.prime(body)
+    if facts is None:
+        facts = FactsCache()
+        facts.prime(body)
     unchanged_by: dict[Callable, tuple[int, list[gast.stmt]]] = {}  # see Optimizer.run
     for _ in range(20):
         optimizer = Optimizer(is_pure_call, facts, unchanged_by)

@@ -9,12 +9,18 @@ folding brings broadcasts next to full arrays (:func:`strip_broadcasts_in`).
 
 from __future__ import annotations
 
+import copy
+from collections import Counter
+from itertools import chain
+from operator import attrgetter
 from typing import NamedTuple
 
 import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
+from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
 from s2sgrad.compiler.syntax import clone, node_fields
@@ -291,49 +297,127 @@ def _strip_broadcasts(node: gast.expr) -> tuple[gast.expr, bool]:
     return node, removed
 
 
-def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
+def strip_broadcast_definitions(function: gast.FunctionDef) -> FactsCache | None:
     """``d = np.broadcast_to(e, S)`` becomes ``d = e`` when every use broadcasts ``d`` back.
 
     A use is broadcast back when it is reached through elementwise arithmetic from an
     operand whose partner has the full shape, directly or through names that are
     themselves only used that way.
+
+    The names are counted from the optimiser's facts of ``function.body``'s statements
+    (one walk of each), which are returned, true of the code as it is now, for the
+    optimiser to start from (None when it must walk them itself).
+
+    Example::
+
+        facts = strip_broadcast_definitions(function)  # then optimize(body, pure, facts)
     """
     if not _defines_a_broadcast(function.body):  # nothing to strip
-        return
-    reads: dict[str, int] = {}
-    writes: dict[str, int] = {}
-    restored: dict[str, set[int]] = {}  # the reads of each name that broadcasting restores
-    definitions: dict[str, gast.Assign] = {}
-    pending: list[gast.AST] = [function]  # a walk that counts names as it meets them
-    pop, push = pending.pop, pending.append
-    name_kind, binop_kind, assign_kind, store = gast.Name, gast.BinOp, gast.Assign, gast.Store
-    skipped = _LITERALS | {gast.Constant}  # a literal holds no name
-    while pending:
-        node = pop()
+        return None
+    primed = FactsCache()
+    trail = primed.prime(function.body)
+    facts = primed if primed.enabled else None
+    if facts is not None:
+        names = _names_from_facts(function, facts, trail)
+    else:  # two statements share a node: the facts are not kept, count by a walk
+        names = _Names()
+        names.walk([function])
+    settled = _settled(names)
+    changed = []
+    for name in settled:
+        definition = names.definitions.get(name)
+        if definition is not None and _is_broadcast_call(definition.value):
+            definition.value = definition.value.args[0]
+            changed.append(definition)
+    if facts is not None and changed:
+        top = set(map(id, function.body))
+        if not all(id(definition) in top for definition in changed):
+            return None  # a loop or branch holding one would have to be forgotten too
+        if views_of_updated_arrays(function.body) != facts.sharing:
+            return None  # ``d = e`` may make ``d`` a view of an array written in place
+        for definition in changed:
+            facts.forget(definition)
+    return facts
+
+
+class _Names:
+    """How often each name is read and written, the reads of each that broadcasting
+    restores (by id of the ``Name``), and the assignment to each name (the last found)."""
+
+    def __init__(self):
+        self.reads: dict[str, int] = {}
+        self.writes: dict[str, int] = {}
+        self.restored: dict[str, set[int]] = {}
+        self.definitions: dict[str, gast.Assign] = {}
+
+    def note_operation(self, binop: gast.BinOp) -> None:
+        """Count the reads of a marked operation (``BROADCAST_FREE``) as restored."""
+        restored, state = self.restored, binop.__dict__
+        for side in state.get(BROADCAST_FREE) or ():
+            for leaf in _elementwise_leaves(state[side]):
+                restored.setdefault(leaf.id, set()).add(id(leaf))
+
+    def walk(self, pending: list) -> None:
+        """Count the names in the nodes of ``pending``, and what they hold."""
+        reads, writes, definitions = self.reads, self.writes, self.definitions
+        pop, push = pending.pop, pending.append
+        name_kind, binop_kind, assign_kind, store = gast.Name, gast.BinOp, gast.Assign, gast.Store
+        skipped = _LITERALS | {gast.Constant}  # a literal holds no name
+        while pending:
+            node = pop()
+            kind = type(node)
+            state = node.__dict__
+            if kind is binop_kind:
+                self.note_operation(node)
+            elif kind is assign_kind and type(node.targets[0]) is name_kind:
+                definitions[node.targets[0].id] = node
+            for field in node_fields(kind):
+                value = state.get(field)
+                if type(value) is not list:
+                    value = (value,)
+                for item in value:
+                    item_kind = type(item)
+                    if item_kind is name_kind:
+                        table = writes if type(item.ctx) is store else reads
+                        name = item.id
+                        table[name] = table.get(name, 0) + 1
+                        if item.annotation is not None:
+                            push(item.annotation)
+                    elif item_kind not in skipped:
+                        push(item)
+
+
+def _names_from_facts(function: gast.FunctionDef, facts: FactsCache, trail: list) -> _Names:
+    """What :meth:`_Names.walk` counts in ``function``, read from the facts of its body's
+    statements (``trail``: every node their walks met that has children) and from a walk
+    of its other fields (parameters, decorators, annotations)."""
+    names = _Names()
+    records = facts.of_each(function.body)
+    reads = Counter(chain.from_iterable(map(attrgetter("loads"), records)))
+    # ``del`` and parameters of functions inside count as reads, as the walk counts them
+    reads.update(chain.from_iterable(map(attrgetter("others"), records)))
+    names.reads.update(reads)
+    names.writes.update(Counter(chain.from_iterable(map(attrgetter("stores"), records))))
+    definitions = names.definitions
+    binop_kind, assign_kind, name_kind = gast.BinOp, gast.Assign, gast.Name
+    for node in trail:
         kind = type(node)
-        state = node.__dict__
         if kind is binop_kind:
-            for side in state.get(BROADCAST_FREE) or ():
-                for leaf in _elementwise_leaves(state[side]):
-                    restored.setdefault(leaf.id, set()).add(id(leaf))
+            if BROADCAST_FREE in node.__dict__:
+                names.note_operation(node)
         elif kind is assign_kind and type(node.targets[0]) is name_kind:
             definitions[node.targets[0].id] = node
-        for field in node_fields(kind):
-            value = state.get(field)
-            if type(value) is not list:
-                value = (value,)
-            for item in value:
-                item_kind = type(item)
-                if item_kind is name_kind:
-                    table = writes if type(item.ctx) is store else reads
-                    name = item.id
-                    table[name] = table.get(name, 0) + 1
-                    if item.annotation is not None:
-                        push(item.annotation)
-                elif item_kind not in skipped:
-                    push(item)
-    # a name is settled once broadcasting restores all its reads, which makes the names of
-    # its definition candidates again: a worklist, each name looked at when its uses grow
+    outside = copy.copy(function)  # the function without its body: a shallow copy
+    outside.body = []
+    names.walk([outside])
+    return names
+
+
+def _settled(names: _Names) -> set[str]:
+    """The names broadcasting restores every read of, written once: a name is settled
+    once all its reads are restored, which makes the names of its definition candidates
+    again (a worklist, each name looked at when its restored reads grow)."""
+    reads, writes, restored = names.reads, names.writes, names.restored
     settled: set[str] = set()
     candidates = list(restored)
     while candidates:
@@ -342,17 +426,14 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> None:
         if name in settled or len(uses) != reads.get(name, 0) or writes.get(name) != 1:
             continue
         settled.add(name)
-        definition = definitions.get(name)
+        definition = names.definitions.get(name)
         if definition is not None:
             value = definition.value
             value = value.args[0] if _is_broadcast_call(value) else value
             for leaf in _elementwise_leaves(value):
                 restored.setdefault(leaf.id, set()).add(id(leaf))
                 candidates.append(leaf.id)
-    for name in settled:
-        definition = definitions.get(name)
-        if definition is not None and _is_broadcast_call(definition.value):
-            definition.value = definition.value.args[0]
+    return settled
 
 
 def _defines_a_broadcast(statements: list[gast.stmt]) -> bool:

@@ -268,8 +268,9 @@ def _unpacked(value: Any, count: int) -> list:
 
 def _evaluate(node: Any, frame: _Frame) -> Any:
     kind = type(node)
-    if kind is _NAME_NODE:
-        return _name(node, frame)
+    if kind is _NAME_NODE:  # a local most often: looked up here, without a call
+        value = frame.locals.get(node.id, _MISSING)
+        return value if value is not _MISSING else _name(node, frame)
     if kind is _CONSTANT_NODE:
         return node.value
     return _EXPRESSIONS[kind](node, frame)
@@ -296,10 +297,12 @@ def _name(node: gast.Name, frame: _Frame) -> Any:
 
 def _values(nodes: list, frame: _Frame) -> list:
     values = []
+    local = frame.locals.get
     for node in nodes:
         kind = type(node)
-        if kind is _NAME_NODE:
-            values.append(_name(node, frame))
+        if kind is _NAME_NODE:  # a local most often: looked up here, without a call
+            value = local(node.id, _MISSING)
+            values.append(value if value is not _MISSING else _name(node, frame))
         elif kind is _CONSTANT_NODE:
             values.append(node.value)
         elif kind is gast.Starred:

@@ -77,6 +77,7 @@ class _Probe:
         self.reduced: dict[int, tuple] = {}
         self.latest_reduced: dict[int, bool] = {}
         self._made: dict[tuple, Seen] = {}
+        self._made_pairs: dict[tuple, tuple[tuple[Seen, ...], Seen]] = {}  # for ``seen``
 
     def __call__(self, site: int, function, *args, **kwargs):
         # records are plain tuples, made Seen when read (see ``seen``)
@@ -125,8 +126,13 @@ class _Probe:
         records = self.sites.get(site)
         if not records or len(records) != 1 or site in self.aliased:
             return None
-        ((arguments, result),) = records
-        return tuple([self._seen(a) for a in arguments]), self._seen(result)
+        (record,) = records
+        made = self._made_pairs.get(record)  # most sites saw what another one saw
+        if made is None:
+            arguments, result = record
+            made = tuple([self._seen(a) for a in arguments]), self._seen(result)
+            self._made_pairs[record] = made
+        return made
 
     def _seen(self, record: tuple) -> Seen:
         """``Seen._make(record)``, made once for the records that are alike."""

@@ -1,0 +1,150 @@
+"""The facts of the body's statements handed from the broadcast definitions' stripping to the
+optimiser (``Finishing.facts``): one walk of every statement where there were two, the
+same code, and the facts dropped wherever they might not be true any more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import gast
+import numpy as np
+from oracle import numeric_grad
+
+import s2sgrad as sg
+from s2sgrad.compiler import finishing, pipeline
+from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate
+from s2sgrad.compiler.codegen import to_source
+from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions
+
+
+def f(x, w):
+    h = np.tanh(x * w) + x
+    u = np.sin(h) * w
+    return np.sum(u * h) + np.sum(h)
+
+
+def _parsed(source: str) -> gast.FunctionDef:
+    function = gast.parse(textwrap.dedent(source)).body[0]
+    for node in gast.walk(function):  # the probe marks the left of each ``d * ...``
+        left = getattr(node, "left", None)
+        if isinstance(node, gast.BinOp) and isinstance(left, gast.Name) and left.id == "d":
+            annotate(node, BROADCAST_FREE, ["left"])
+    return function
+
+
+def test_the_optimiser_starts_from_the_facts_the_stripping_walked(monkeypatch):
+    primed = []
+    handed = []
+    prime, optimize = FactsCache.prime, finishing.optimize
+
+    def counting_prime(cache, body):
+        primed.append(len(body))
+        return prime(cache, body)
+
+    def seeing_optimize(body, is_pure, facts=None):
+        handed.append(facts is not None)
+        return optimize(body, is_pure, facts)
+
+    x, w = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    generated = pipeline.derivative(f, ("x", "w"))
+    monkeypatch.setattr(FactsCache, "prime", counting_prime)
+    monkeypatch.setattr(finishing, "optimize", seeing_optimize)
+    _, fast = finishing.specialised(generated, (x, w), {})
+    assert handed[0] is True  # the optimise pass, first to optimise: given the facts
+    assert not any(handed[1:])  # later optimisations (after other passes) walk again
+    assert "broadcast_to" not in to_source(fast.node)
+    body = len(generated.raw_node.body)
+    assert primed.count(body) <= 1  # not walked twice over (the raw body's size, once)
+
+
+def test_the_code_is_the_one_the_optimiser_makes_walking_itself(monkeypatch):
+    x, w = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    generated = pipeline.derivative(f, ("x", "w"))
+    _, handed = finishing.specialised(generated, (x, w), {})
+
+    def not_handing(node, state):
+        if state.probing.broadcast_free:  # strips, but the optimiser walks on its own
+            strip_broadcast_definitions(node)
+        return node
+
+    steps = tuple(
+        dataclasses.replace(step, run=not_handing)
+        if step.name == "strip broadcast definitions"
+        else step
+        for step in finishing.PASSES
+    )
+    monkeypatch.setattr(finishing, "PASSES", steps)
+    generated = pipeline.derivative(f, ("x", "w"))
+    _, walked = finishing.specialised(generated, (x, w), {})
+    assert to_source(handed.node) == to_source(walked.node)
+
+
+def test_gradients_match_central_differences():
+    x, w = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    g = sg.grad(f, wrt=(0, 1))
+    for _ in range(2):  # the generic code's call, then the specialised code's
+        dx, dw = g(x, w)
+        np.testing.assert_allclose(dx, numeric_grad(f, (x, w), 0), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(dw, numeric_grad(f, (x, w), 1), rtol=1e-6, atol=1e-8)
+
+
+def test_a_definition_stripped_at_the_top_is_forgotten_the_rest_kept():
+    function = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            return y
+        """
+    )
+    facts = strip_broadcast_definitions(function)
+    assert "d = e" in to_source(function)
+    assert facts is not None
+    definition, use, _ = function.body
+    assert facts.known(definition) is None  # changed: walked again when asked
+    assert facts.known(use) is not None
+
+
+def test_no_facts_when_the_definition_is_inside_a_branch():
+    function = _parsed(
+        """
+        def g(e, S, a, c):
+            if c:
+                d = np.broadcast_to(e, S)
+                y = d * a
+            return y
+        """
+    )
+    assert strip_broadcast_definitions(function) is None  # the if's facts would be stale
+    assert "d = e" in to_source(function)
+
+
+def test_no_facts_when_the_stripped_name_becomes_a_view_of_an_array_written_in_place():
+    function = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            e[0] = 1.0
+            return y
+        """
+    )
+    assert strip_broadcast_definitions(function) is None  # d = e: d shares e's memory now
+    assert "d = e" in to_source(function)
+
+
+def test_a_read_broadcasting_does_not_restore_keeps_the_definition():
+    function = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            return y + h(d)
+        """
+    )
+    facts = strip_broadcast_definitions(function)  # d is read twice, once by h
+    assert "np.broadcast_to(e, S)" in to_source(function)
+    assert facts is not None and facts.known(function.body[0]) is not None  # unchanged
