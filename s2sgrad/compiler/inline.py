@@ -36,7 +36,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     walk,
 )
-from s2sgrad.compiler.template_builders import compile_template
+from s2sgrad.compiler.template_builders import template_copier
 
 __all__ = ["Inlined", "inline_rule", "rule_plan", "has_plan", "Namespace", "is_literal_node"]
 
@@ -219,10 +219,10 @@ def _inline_bound(
 class _Plan:
     """How a rule whose body is one ``return`` is inlined at a call of ``count`` arguments
     without keywords: each entry of the returned value built by code compiled for it
-    (:func:`compile_template`), which copies the call's arguments in place of the
-    parameters, the parameters' literal defaults, and binds the rule's global names in
-    the generated namespace. What the general path of :func:`inline_rule` makes, without
-    binding, folding and renaming anew at every call."""
+    (:func:`template_copier`, after a few copies made by a walk), which copies the call's
+    arguments in place of the parameters, the parameters' literal defaults, and binds the
+    rule's global names in the generated namespace. What the general path of
+    :func:`inline_rule` makes, without binding, folding and renaming anew at every call."""
 
     def __init__(self, entries: list, count: int, is_tuple: bool):
         self.entries = entries  # one builder per entry of the returned value
@@ -319,9 +319,19 @@ def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
             return f"bound({refer(node)}, N, {refer(parsed.globals[node.id])})"
         return f"atom({refer(node)})"  # a builtin
 
+    def walked_leaf(node: gast.Name, A: list, N: Namespace) -> gast.AST:  # what leaf's text does
+        source = sources.get(node.id, _NO_SOURCE)
+        if type(source) is int:
+            return clone_atom(A[source])
+        if source is not _NO_SOURCE:
+            return clone_atom(source)
+        if node.id in parsed.globals:
+            return bound_name(node, N, parsed.globals[node.id])
+        return clone_atom(node)
+
     helpers = {"atom": clone_atom, "bound": bound_name}
     parts = value.elts if type(value) is gast.Tuple else [value]
-    builders = [compile_template(part, leaf, "A, N", helpers) for part in parts]
+    builders = [template_copier(part, leaf, "A, N", walked_leaf, helpers) for part in parts]
     if any(b is None for b in builders):
         return None
     return _Plan(builders, count, type(value) is gast.Tuple)
