@@ -177,6 +177,38 @@ def test_rule_plans_walked_and_compiled_make_the_same_code_for_every_registered_
     assert compared > 100
 
 
+def test_folding_copies_only_the_branches_it_keeps_and_leaves_the_rule_as_it_was():
+    from s2sgrad.compiler.inline import _fold
+
+    folded = 0
+    for rule in _rules():
+        parsed = _parse_rule(rule)
+        if parsed is None or not parsed.has_if:
+            continue
+        before = [gast.dump(s) for s in parsed.body]
+        for literal in (None, 0, 1, True, False):
+            nodes = {name: constant(literal) for name in parsed.tested}
+
+            def substitute(node, nodes=nodes):
+                if type(node) is gast.Name and node.id in nodes:
+                    return constant(nodes[node.id].value)
+                return node
+
+            def copy(node, substitute=substitute):
+                return clone_rewriting(node, substitute, kinds=(gast.Name,))
+
+            copied_first = _fold([copy(s) for s in parsed.body])  # every branch copied
+            lazily = _fold(parsed.body, copy)
+            assert _dumps(lazily) == _dumps(copied_first), rule
+            assert [gast.dump(s) for s in parsed.body] == before, rule
+            folded += 1
+    assert folded > 20
+
+
+def _dumps(statements):
+    return None if statements is None else [gast.dump(s) for s in statements]
+
+
 def test_a_rule_plan_copies_its_literal_defaults_and_arguments_anew_at_each_site():
     rule = get_rule(np.sum).vjp
     first = _inlined(rule, 1, (0,), planned=True)

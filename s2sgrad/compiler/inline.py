@@ -14,6 +14,7 @@ import functools
 import inspect
 import textwrap
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -429,10 +430,7 @@ def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.st
 
     if nodes or parsed.has_if:
         body = _fold(
-            [
-                clone_rewriting(statement, substitute, kinds=(gast.Name,))
-                for statement in parsed.body
-            ]
+            parsed.body, lambda node: clone_rewriting(node, substitute, kinds=(gast.Name,))
         )
     else:  # nothing to substitute or fold: the parsed body serves (call sites copy it)
         body = parsed.body
@@ -452,22 +450,31 @@ def _is_literal(value: Any) -> bool:
     return isinstance(value, tuple) and all(_is_literal(v) for v in value)
 
 
-def _fold(statements: list[gast.stmt]) -> list[gast.stmt] | None:
-    """Fold ``if`` statements with constant tests; cut statements after a ``return``."""
+def _fold(
+    statements: list[gast.stmt], copy: Callable[[Any], Any] | None = None
+) -> list[gast.stmt] | None:
+    """Fold ``if`` statements with constant tests; cut statements after a ``return``.
+
+    With ``copy``, ``statements`` are left as they are and the statements kept are
+    ``copy``'s copies of them (a branch folded away is never copied)."""
     result: list[gast.stmt] = []
     for statement in statements:
         if isinstance(statement, gast.If):
-            verdict = constant_truth(statement.test)
+            verdict = constant_truth(statement.test if copy is None else copy(statement.test))
             if verdict is not None:
-                branch = _fold(statement.body if verdict else statement.orelse)
+                branch = _fold(statement.body if verdict else statement.orelse, copy)
                 if branch is None:
                     return None
                 result.extend(branch)
                 if branch and isinstance(branch[-1], gast.Return):
                     return result
                 continue
+            if copy is not None:
+                statement = copy(statement)
             statement.body = _fold(statement.body) or [gast.Pass()]
             statement.orelse = _fold(statement.orelse) or []
+        elif copy is not None:
+            statement = copy(statement)
         result.append(statement)
         if isinstance(statement, gast.Return):
             return result

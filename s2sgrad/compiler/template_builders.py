@@ -105,8 +105,9 @@ def _buildable(node: gast.AST) -> bool:
     for field in node_fields(kind):
         value = state.get(field)
         if type(value) is list:
-            if not all(_buildable(v) for v in value if isinstance(v, gast.AST)):
-                return False
+            for item in value:
+                if isinstance(item, gast.AST) and not _buildable(item):
+                    return False
         elif isinstance(value, gast.AST) and not _buildable(value):
             return False
     return True
