@@ -22,7 +22,7 @@ import pytest
 
 import s2sgrad as sg
 import s2sgrad.compiler.template_builders as template_builders
-from s2sgrad.compiler.inline import _make_plan, _parse_rule, has_plan, inline_rule, rule_plan
+from s2sgrad.compiler.inline import has_plan, inline_rule, rule_plan
 from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.reverse.facts import plain_reads, writes_nothing, written_by
@@ -153,60 +153,42 @@ def test_rule_plans_inline_as_the_general_path_for_every_registered_rule():
     assert planned > 100  # the plan serves most rules: the check above is not vacuous
 
 
-def test_rule_plans_walked_and_compiled_make_the_same_code_for_every_registered_rule(
-    monkeypatch,
-):
-    monkeypatch.setattr(template_builders, "COMPILE_AFTER", 1)
+@pytest.mark.parametrize("compile_after", [10**9, 0])
+def test_rule_plans_walked_and_compiled_inline_as_the_general_path(compile_after, monkeypatch):
+    # 10**9: a plan not compiled yet copies by walking; 0: every plan's code is compiled
+    monkeypatch.setattr(template_builders, "COMPILE_AFTER", compile_after)
     compared = 0
     for rule in _rules():
-        parsed = _parse_rule(rule)
         for count in (1, 2, 3):
-            plan = None if parsed is None else _make_plan(rule, parsed, count)
-            if plan is None:
+            if not has_plan(rule, count):
                 continue
-            made = []
-            for _ in range(2):  # the first copy walked, the second by compiled code
-                names = NameGenerator({"dy", "y", "a0", "a1", "a2", "np"})
-                namespace = Namespace(names)
-                args = [load(f"a{i}") for i in range(count)]
-                inlined = plan.inline(load("dy"), load("y"), args, set(range(count)), namespace)
-                dumps = [None if e is None else gast.dump(e) for e in inlined.entries]
-                made.append((dumps, dict(namespace.objects)))
-            assert made[0] == made[1], rule
+            wanted = tuple(range(count))
+            fast = _inlined(rule, count, wanted, planned=True)
+            assert fast == _inlined(rule, count, wanted, planned=False), rule
             compared += 1
     assert compared > 100
 
 
-def test_folding_copies_only_the_branches_it_keeps_and_leaves_the_rule_as_it_was():
-    from s2sgrad.compiler.inline import _fold
-
-    folded = 0
-    for rule in _rules():
-        parsed = _parse_rule(rule)
-        if parsed is None or not parsed.has_if:
-            continue
-        before = [gast.dump(s) for s in parsed.body]
-        for literal in (None, 0, 1, True, False):
-            nodes = {name: constant(literal) for name in parsed.tested}
-
-            def substitute(node, nodes=nodes):
-                if type(node) is gast.Name and node.id in nodes:
-                    return constant(nodes[node.id].value)
-                return node
-
-            def copy(node, substitute=substitute):
-                return clone_rewriting(node, substitute, kinds=(gast.Name,))
-
-            copied_first = _fold([copy(s) for s in parsed.body])  # every branch copied
-            lazily = _fold(parsed.body, copy)
-            assert _dumps(lazily) == _dumps(copied_first), rule
-            assert [gast.dump(s) for s in parsed.body] == before, rule
-            folded += 1
-    assert folded > 20
-
-
-def _dumps(statements):
-    return None if statements is None else [gast.dump(s) for s in statements]
+@pytest.mark.parametrize(
+    "keywords",
+    [{"axis": 1}, {"axis": 0, "keepdims": True}, {"axis": None}, {"keepdims": False}],
+)
+@pytest.mark.parametrize("primitive", [np.sum, np.mean, np.std, np.max])
+def test_folding_a_rule_on_literals_leaves_the_rule_as_it_was(primitive, keywords):
+    rule = get_rule(primitive).vjp
+    literals = {key: constant(value) for key, value in keywords.items()}
+    made = []
+    for _ in range(2):  # the second inlining sees the rule the first one folded from
+        names = NameGenerator({"dy", "y", "a0", "np"})
+        namespace = Namespace(names)
+        inlined = inline_rule(
+            rule, load("dy"), load("y"), [load("a0")], dict(literals), {0}, names, namespace
+        )
+        assert inlined is not None
+        statements = [gast.dump(s) for s in inlined.statements]
+        assert not any("If(" in s for s in statements)  # every test was on a literal
+        made.append((statements, [None if e is None else gast.dump(e) for e in inlined.entries]))
+    assert made[0] == made[1]
 
 
 def test_a_rule_plan_copies_its_literal_defaults_and_arguments_anew_at_each_site():
