@@ -26,6 +26,22 @@ def test_to_gast_matches_gast(name):
 
 
 @pytest.mark.parametrize("name", FILES)
+def test_to_gast_without_locations_is_gast_s_tree_with_its_locations_removed(name):
+    tree = ast.parse((ROOT / name).read_text())
+    expected = gast.ast_to_gast(tree)
+    located = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+    for node in gast.walk(expected):
+        for key in located:
+            node.__dict__.pop(key, None)
+    converted = to_gast(tree, locations=False)
+    assert gast.dump(converted, include_attributes=True) == gast.dump(
+        expected, include_attributes=True
+    )
+    for mine, theirs in zip(gast.walk(converted), gast.walk(expected)):
+        assert list(mine.__dict__) == list(theirs.__dict__)  # the same entries, in order
+
+
+@pytest.mark.parametrize("name", FILES)
 def test_to_python_ast_matches_gast_with_locations_filled_in(name):
     tree = gast.parse((ROOT / name).read_text())
     expected = ast.dump(ast.fix_missing_locations(gast.gast_to_ast(tree)), include_attributes=True)

@@ -1,8 +1,9 @@
 """The reverse sweeps' fast paths make what the general paths make.
 
 Rule inlining builds each call site's copy with code compiled once per rule template
-(``compiler/template_builders.py``) and, for a rule whose body is one ``return``, by a
-plan made once per rule and argument count (``inline._Plan``); the facts and sweeps read
+(``compiler/template_builders.py``; its first copies by a walk that makes the same nodes)
+and, for a rule whose body is one ``return``, by a plan made once per rule and argument
+count (``inline._Plan``); the facts and sweeps read
 plain assignments without a walk (``reverse/facts.writes_nothing``, ``plain_reads``) and
 skip what cannot apply (saves of straight-line code, integers without item writes,
 entries read without literals). Each is checked against the general path it stands for,
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 import s2sgrad as sg
+import s2sgrad.compiler.template_builders as template_builders
 from s2sgrad.compiler.inline import has_plan, inline_rule, rule_plan
 from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -53,28 +55,51 @@ _TEMPLATES = [
 
 
 @pytest.mark.parametrize("text", _TEMPLATES)
-def test_template_builder_copies_as_clone_rewriting_does(text):
+def test_template_builder_copies_as_clone_rewriting_does(text, monkeypatch):
+    monkeypatch.setattr(template_builders, "COMPILE_AFTER", 2)
     template = parse_expression(text)
     build = template_builder(template)
     assert build is not None
-    asked, seen = [], []
+    for _ in range(4):  # walked copies, then copies made by the compiled code
+        asked, seen = [], []
 
-    def renamed(node):
-        asked.append(node.id)
-        node = gast.Name(id=node.id + "_1", ctx=node.ctx, annotation=None, type_comment=None)
-        return node
+        def renamed(node, asked=asked):
+            asked.append(node.id)
+            node = gast.Name(id=node.id + "_1", ctx=node.ctx, annotation=None, type_comment=None)
+            return node
 
-    def substitute(node):
-        seen.append(node.id)
-        return gast.Name(id=node.id + "_1", ctx=node.ctx, annotation=None, type_comment=None)
+        def substitute(node, seen=seen):
+            seen.append(node.id)
+            return gast.Name(id=node.id + "_1", ctx=node.ctx, annotation=None, type_comment=None)
 
-    built = build(renamed)
-    expected = clone_rewriting(template, substitute, kinds=(gast.Name,))
-    assert gast.dump(built) == gast.dump(expected)
-    assert asked == seen  # names asked for in the same order: namespace bindings follow it
-    nodes = {id(n) for n in _own_nodes(template)}
-    assert not any(id(n) in nodes for n in _own_nodes(built))  # a copy, sharing no node
-    assert gast.dump(template) == gast.dump(parse_expression(text))  # left as it was
+        built = build(renamed)
+        expected = clone_rewriting(template, substitute, kinds=(gast.Name,))
+        assert gast.dump(built) == gast.dump(expected)
+        assert asked == seen  # names asked for in the same order: namespace bindings follow
+        nodes = {id(n) for n in _own_nodes(template)}
+        assert not any(id(n) in nodes for n in _own_nodes(built))  # a copy, sharing no node
+        assert gast.dump(template) == gast.dump(parse_expression(text))  # left as it was
+
+
+def test_a_template_is_compiled_only_once_it_has_been_copied_often(monkeypatch):
+    compiled = []
+
+    def counted(*arguments):
+        compiled.append(arguments[0])
+        return compile_template(*arguments)
+
+    compile_template = template_builders.compile_template
+    monkeypatch.setattr(template_builders, "compile_template", counted)
+    template = parse_expression("unbroadcast(g * x2, x1)")
+    build = template_builder(template)
+    assert build is not None
+    for _ in range(template_builders.COMPILE_AFTER):
+        build(lambda node: gast.Name(node.id, node.ctx, None, None))
+    assert compiled == []  # the first copies cost no compiling
+    build(lambda node: gast.Name(node.id, node.ctx, None, None))
+    assert compiled == [template]
+    build(lambda node: gast.Name(node.id, node.ctx, None, None))
+    assert compiled == [template]  # compiled once
 
 
 def _own_nodes(tree):
@@ -126,6 +151,44 @@ def test_rule_plans_inline_as_the_general_path_for_every_registered_rule():
                     assert fast == _inlined(rule, count, wanted, planned=False), rule
                     planned += fast is not None and has_plan(rule, count)
     assert planned > 100  # the plan serves most rules: the check above is not vacuous
+
+
+@pytest.mark.parametrize("compile_after", [10**9, 0])
+def test_rule_plans_walked_and_compiled_inline_as_the_general_path(compile_after, monkeypatch):
+    # 10**9: a plan not compiled yet copies by walking; 0: every plan's code is compiled
+    monkeypatch.setattr(template_builders, "COMPILE_AFTER", compile_after)
+    compared = 0
+    for rule in _rules():
+        for count in (1, 2, 3):
+            if not has_plan(rule, count):
+                continue
+            wanted = tuple(range(count))
+            fast = _inlined(rule, count, wanted, planned=True)
+            assert fast == _inlined(rule, count, wanted, planned=False), rule
+            compared += 1
+    assert compared > 100
+
+
+@pytest.mark.parametrize(
+    "keywords",
+    [{"axis": 1}, {"axis": 0, "keepdims": True}, {"axis": None}, {"keepdims": False}],
+)
+@pytest.mark.parametrize("primitive", [np.sum, np.mean, np.std, np.max])
+def test_folding_a_rule_on_literals_leaves_the_rule_as_it_was(primitive, keywords):
+    rule = get_rule(primitive).vjp
+    literals = {key: constant(value) for key, value in keywords.items()}
+    made = []
+    for _ in range(2):  # the second inlining sees the rule the first one folded from
+        names = NameGenerator({"dy", "y", "a0", "np"})
+        namespace = Namespace(names)
+        inlined = inline_rule(
+            rule, load("dy"), load("y"), [load("a0")], dict(literals), {0}, names, namespace
+        )
+        assert inlined is not None
+        statements = [gast.dump(s) for s in inlined.statements]
+        assert not any("If(" in s for s in statements)  # every test was on a literal
+        made.append((statements, [None if e is None else gast.dump(e) for e in inlined.entries]))
+    assert made[0] == made[1]
 
 
 def test_a_rule_plan_copies_its_literal_defaults_and_arguments_anew_at_each_site():

@@ -14,6 +14,7 @@ import functools
 import inspect
 import textwrap
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +37,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     walk,
 )
-from s2sgrad.compiler.template_builders import compile_template
+from s2sgrad.compiler.template_builders import template_copier
 
 __all__ = ["Inlined", "inline_rule", "rule_plan", "has_plan", "Namespace", "is_literal_node"]
 
@@ -219,10 +220,10 @@ def _inline_bound(
 class _Plan:
     """How a rule whose body is one ``return`` is inlined at a call of ``count`` arguments
     without keywords: each entry of the returned value built by code compiled for it
-    (:func:`compile_template`), which copies the call's arguments in place of the
-    parameters, the parameters' literal defaults, and binds the rule's global names in
-    the generated namespace. What the general path of :func:`inline_rule` makes, without
-    binding, folding and renaming anew at every call."""
+    (:func:`template_copier`, after a few copies made by a walk), which copies the call's
+    arguments in place of the parameters, the parameters' literal defaults, and binds the
+    rule's global names in the generated namespace. What the general path of
+    :func:`inline_rule` makes, without binding, folding and renaming anew at every call."""
 
     def __init__(self, entries: list, count: int, is_tuple: bool):
         self.entries = entries  # one builder per entry of the returned value
@@ -319,9 +320,19 @@ def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
             return f"bound({refer(node)}, N, {refer(parsed.globals[node.id])})"
         return f"atom({refer(node)})"  # a builtin
 
+    def walked_leaf(node: gast.Name, A: list, N: Namespace) -> gast.AST:  # what leaf's text does
+        source = sources.get(node.id, _NO_SOURCE)
+        if type(source) is int:
+            return clone_atom(A[source])
+        if source is not _NO_SOURCE:
+            return clone_atom(source)
+        if node.id in parsed.globals:
+            return bound_name(node, N, parsed.globals[node.id])
+        return clone_atom(node)
+
     helpers = {"atom": clone_atom, "bound": bound_name}
     parts = value.elts if type(value) is gast.Tuple else [value]
-    builders = [compile_template(part, leaf, "A, N", helpers) for part in parts]
+    builders = [template_copier(part, leaf, "A, N", walked_leaf, helpers) for part in parts]
     if any(b is None for b in builders):
         return None
     return _Plan(builders, count, type(value) is gast.Tuple)
@@ -419,10 +430,7 @@ def _folded_template(rule, parsed: _ParsedRule, literals: tuple) -> list[gast.st
 
     if nodes or parsed.has_if:
         body = _fold(
-            [
-                clone_rewriting(statement, substitute, kinds=(gast.Name,))
-                for statement in parsed.body
-            ]
+            parsed.body, lambda node: clone_rewriting(node, substitute, kinds=(gast.Name,))
         )
     else:  # nothing to substitute or fold: the parsed body serves (call sites copy it)
         body = parsed.body
@@ -442,22 +450,31 @@ def _is_literal(value: Any) -> bool:
     return isinstance(value, tuple) and all(_is_literal(v) for v in value)
 
 
-def _fold(statements: list[gast.stmt]) -> list[gast.stmt] | None:
-    """Fold ``if`` statements with constant tests; cut statements after a ``return``."""
+def _fold(
+    statements: list[gast.stmt], copy: Callable[[Any], Any] | None = None
+) -> list[gast.stmt] | None:
+    """Fold ``if`` statements with constant tests; cut statements after a ``return``.
+
+    With ``copy``, ``statements`` are left as they are and the statements kept are
+    ``copy``'s copies of them (a branch folded away is never copied)."""
     result: list[gast.stmt] = []
     for statement in statements:
         if isinstance(statement, gast.If):
-            verdict = constant_truth(statement.test)
+            verdict = constant_truth(statement.test if copy is None else copy(statement.test))
             if verdict is not None:
-                branch = _fold(statement.body if verdict else statement.orelse)
+                branch = _fold(statement.body if verdict else statement.orelse, copy)
                 if branch is None:
                     return None
                 result.extend(branch)
                 if branch and isinstance(branch[-1], gast.Return):
                     return result
                 continue
+            if copy is not None:
+                statement = copy(statement)
             statement.body = _fold(statement.body) or [gast.Pass()]
             statement.orelse = _fold(statement.orelse) or []
+        elif copy is not None:
+            statement = copy(statement)
         result.append(statement)
         if isinstance(statement, gast.Return):
             return result

@@ -190,14 +190,21 @@ def _to_gast(node: Any, dropped: frozenset) -> gast.AST:
     state = node.__dict__
     if kind is ast.Name:  # the commonest nodes, made without gast's keyword constructor
         new = _GAST_NAME.__new__(_GAST_NAME)
-        converted = new.__dict__
-        converted.update(state)
-        converted["ctx"] = _GAST_CONTEXTS[type(node.ctx)]
-        converted["annotation"] = converted["type_comment"] = None
-    elif kind is ast.Constant:
+        if dropped:  # the entries in the order the copy below leaves them
+            new.__dict__ = {"id": state["id"], "ctx": _GAST_CONTEXTS[type(node.ctx)]}
+        else:
+            new.__dict__.update(state)
+            new.__dict__["ctx"] = _GAST_CONTEXTS[type(node.ctx)]
+        new.__dict__["annotation"] = new.__dict__["type_comment"] = None
+        return new
+    if kind is ast.Constant:
         new = _GAST_CONSTANT.__new__(_GAST_CONSTANT)
-        new.__dict__.update(state)
-    elif kind is ast.arg:
+        if dropped:
+            new.__dict__ = {key: value for key, value in state.items() if key not in dropped}
+        else:
+            new.__dict__.update(state)
+        return new
+    if kind is ast.arg:
         new = gast.Name(
             node.arg, gast.Param(), _to_gast_value(node.annotation, dropped), node.type_comment
         )
@@ -225,10 +232,11 @@ def _to_gast(node: Any, dropped: frozenset) -> gast.AST:
                 ]
             elif isinstance(value, ast.AST):
                 converted[field] = _to_gast(value, dropped)
-            else:  # locations, names and literals
+            elif field not in dropped:  # locations (unless dropped), names and literals
                 converted[field] = value
         for field in _MISSING.get(target, ()):  # fields gast has and this Python's ast has not
             converted.setdefault(field, [] if field == "type_params" else None)
+        return new
     if dropped:
         for key in dropped:
             new.__dict__.pop(key, None)

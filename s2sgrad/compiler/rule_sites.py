@@ -3,7 +3,7 @@
 Its local variables renamed, its parameters replaced by copies of the call's arguments,
 its global names bound in the generated namespace, builtins kept: the copy
 ``clone_rewriting`` with that substitution of names makes, built by code compiled for the
-template (:mod:`template_builders`) from its second copy on.
+template (:mod:`template_builders`) once it has been copied often (by a walk before).
 
 Example::
 

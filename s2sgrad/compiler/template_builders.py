@@ -8,6 +8,11 @@ every node of the copy in one expression, calling ``name(template_name)`` for ea
 ``clone_rewriting(template, ...)`` with that substitution of names makes, node for node,
 and names are asked for in the same order (fields in order, children first).
 
+Compiling a template costs as much as a few dozen walked copies, and most templates of a
+process's first function are copied once or twice: a template is copied by a walk that
+makes the same nodes until it has been copied :data:`COMPILE_AFTER` times, and by its
+compiled code from then on.
+
 Example::
 
     build = template_builder(parse_expression("g * np.cos(x)"))
@@ -24,9 +29,11 @@ import gast
 
 from s2sgrad.compiler.syntax import SCOPES, clone, node_fields
 
-__all__ = ["template_builder", "compile_template", "plain_size"]
+__all__ = ["template_builder", "template_copier", "compile_template", "plain_size"]
 
 Builder = Callable[[Callable[[gast.Name], gast.AST]], gast.AST]
+
+COMPILE_AFTER = 32  # copies walked first: compiling costs about as much as 32 walks save
 
 _BUILDERS: dict[int, tuple[gast.AST, Builder | None]] = {}
 
@@ -39,9 +46,92 @@ def template_builder(template: gast.AST) -> Builder | None:
     known = _BUILDERS.get(id(template))
     if known is not None and known[0] is template:
         return known[1]
-    builder = compile_template(template, lambda node, refer: f"name({refer(node)})", "name")
+    builder = template_copier(
+        template, lambda node, refer: f"name({refer(node)})", "name", _asked_name
+    )
     _BUILDERS[id(template)] = (template, builder)  # the template kept: ids stay unique
     return builder
+
+
+def _asked_name(node: gast.Name, name: Callable[[gast.Name], gast.AST]) -> gast.AST:
+    return name(node)
+
+
+def template_copier(
+    template: gast.AST,
+    leaf: Callable[[gast.Name, Callable[[Any], str]], str],
+    parameters: str,
+    walked_leaf: Callable[..., gast.AST],
+    helpers: dict | None = None,
+) -> Callable | None:
+    """What :func:`compile_template` gives, compiled only once the template has been
+    copied :data:`COMPILE_AFTER` times; until then each copy is made by walking the
+    template, each ``Name`` becoming ``walked_leaf(name, *arguments)``, which must
+    return what the text ``leaf`` gives evaluates to. None as for :func:`template_builder`.
+
+    Example::
+
+        copy = template_copier(tree, lambda node, refer: f"clone({refer(node)})", "",
+                               lambda node: clone(node))
+        copy()  # a copy of tree, made by a walk
+    """
+    if type(template) in SCOPES or not _buildable(template):
+        return None
+    compiled: Callable | None = None
+    uses = 0
+
+    def copy(*arguments: Any) -> gast.AST:
+        nonlocal compiled, uses
+        if compiled is not None:
+            return compiled(*arguments)
+        uses += 1
+        if uses <= COMPILE_AFTER:
+            return _walked_copy(template, walked_leaf, arguments)
+        compiled = compile_template(template, leaf, parameters, helpers)
+        assert compiled is not None  # buildable, as checked above
+        return compiled(*arguments)
+
+    return copy
+
+
+def _buildable(node: gast.AST) -> bool:
+    """Whether :func:`compile_template` can build ``node`` (a subtree of a template)."""
+    kind: Any = type(node)
+    if kind is gast.Name or kind in SCOPES or kind is gast.Constant:
+        return True
+    state = node.__dict__
+    if len(state) > plain_size(kind):
+        return False
+    for field in node_fields(kind):
+        value = state.get(field)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, gast.AST) and not _buildable(item):
+                    return False
+        elif isinstance(value, gast.AST) and not _buildable(value):
+            return False
+    return True
+
+
+def _walked_copy(node: gast.AST, leaf: Callable[..., gast.AST], arguments: tuple) -> gast.AST:
+    """The copy the compiled code of a template makes, node for node, made by a walk
+    (names asked for in the same order: fields in order, children first)."""
+    kind: Any = type(node)
+    if kind is gast.Name:
+        return leaf(node, *arguments)
+    if kind in SCOPES or kind is gast.Constant:
+        return clone(node)
+    new = kind.__new__(kind)
+    state = new.__dict__ = node.__dict__.copy()
+    for field in node_fields(kind):
+        value = state.get(field)
+        if type(value) is list:
+            state[field] = [
+                _walked_copy(v, leaf, arguments) if isinstance(v, gast.AST) else v for v in value
+            ]
+        elif isinstance(value, gast.AST):
+            state[field] = _walked_copy(value, leaf, arguments)
+    return new
 
 
 def compile_template(
