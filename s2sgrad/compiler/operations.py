@@ -300,8 +300,8 @@ def _index_trick(node: gast.Subscript, parsed, local_names) -> Operation | None:
     name = dotted_name(node.value)
     items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
     instead = "write np.concatenate, np.stack or np.column_stack instead"
-    if isinstance(obj, type(np.s_)) and all(isinstance(i, gast.Slice) for i in items):
-        return None  # np.s_[1:, ::2] (as generated code writes indices) builds only slices
+    if isinstance(obj, type(np.s_)):
+        return None  # np.s_[c, 1:, ::2] (as generated code writes indices) builds an index
     if obj is not np.r_ and obj is not np.c_:
         return Operation(OperationKind.UNKNOWN, description=f"{name}[...]; {instead}")
     if items and isinstance(items[0], gast.Constant) and isinstance(items[0].value, str):
