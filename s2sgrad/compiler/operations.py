@@ -195,9 +195,15 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
     func = node.func
     if is_function_reference(func, local_names):
         target = parsed.resolve(func)
-        if target is NOT_FOUND:
+        if target is NOT_FOUND:  # np.trapz on a NumPy without it, in a branch not taken:
+            # dispatched when it runs, where Python raises as the function itself would
             return Operation(
-                OperationKind.UNKNOWN, description=f"the undefined name {dotted_name(func)}"
+                OperationKind.UNKNOWN,
+                None,
+                list(node.args),
+                keywords,
+                f"the undefined name {dotted_name(func)}",
+                func,
             )
         if _is_custom_derivative_code(target):
             return Operation(
