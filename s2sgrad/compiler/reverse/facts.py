@@ -28,6 +28,7 @@ from s2sgrad.compiler.syntax import (
     nested_statements,
     walk,
 )
+from s2sgrad.rules.registry import is_declared_several
 
 __all__ = [
     "plain_reads",
@@ -335,7 +336,7 @@ _SEVERAL_RESULTS = frozenset(
 def _returns_several(primitive) -> bool:
     if isinstance(primitive, np.ufunc):
         return primitive.nout > 1  # np.modf, np.frexp, np.divmod
-    return id(primitive) in _SEVERAL_RESULTS
+    return id(primitive) in _SEVERAL_RESULTS or is_declared_several(primitive)
 
 
 def _structured_value(statement, structured, arrays, operations) -> bool:
