@@ -27,8 +27,8 @@ from scipy import linalg
 
 from s2sgrad.rules.linalg import _cholesky, _cholesky_jvp
 from s2sgrad.rules.registry import jvp_rule, returns_several, vjp_rule
-from s2sgrad.runtime import index_cotangent
 from s2sgrad.rules.scipy_common import refuse
+from s2sgrad.runtime import index_cotangent
 
 _DISP = (
     "scipy.linalg.sqrtm(A, disp=False) returns an error estimate beside the root and is not "
@@ -214,7 +214,7 @@ def _cho_solve(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
     size = np.shape(c)[-1]
     d_a = -np.matmul(np.reshape(g_b, (size, -1)), np.reshape(ans, (size, -1)).T)
     d_a = d_a + d_a.T
-    if lower:
+    if lower:  # noqa: SIM108  (folded where the rule is inlined)
         g_c = np.tril(np.matmul(d_a, np.tril(c)))
     else:
         g_c = np.triu(np.matmul(np.triu(c), d_a))

@@ -223,7 +223,7 @@ _FOLDABLE = {  # arithmetic on two numbers that folds to a number
 def _folded_with_truth(node: gast.BinOp, op: type) -> gast.expr | None:
     """A number and a literal ``True``/``False`` combined as Python does (``2 - True`` is
     ``1``), or None. The rule of ``x ** n`` lowers the exponent by ``(n != 0)``."""
-    values = []
+    values: list[bool | int | float] = []
     for side in (node.left, node.right):
         if type(side) is gast.Constant and type(side.value) is bool:
             values.append(side.value)
