@@ -59,7 +59,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
-from s2sgrad.runtime import seed_cotangent
+from s2sgrad.runtime import as_gradient, seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
 from s2sgrad.tape import is_tape_value, tape_vjp
@@ -575,10 +575,12 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
     primals = tuple(primals)
     if len(primals) == 1:
         _, product = jvp(grad(f, wrt=0, mode=mode), primals, tuple(vectors), mode=mode)
-        return (product,)
+        return (as_gradient(product, primals[0]),)
     gradient = grad(f, wrt=tuple(range(len(primals))), mode=mode)
     _, products = jvp(gradient, primals, tuple(vectors), mode=mode)
-    return tuple(products)
+    # each product has its primal's structure: a float for a float (the tape's forward pass
+    # over its gradient of np.clip(h, 0.0, None) gives a 0-d array)
+    return tuple(as_gradient(p, x) for p, x in zip(products, primals))
 
 
 @contextlib.contextmanager

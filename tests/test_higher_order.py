@@ -480,3 +480,16 @@ def test_second_order_wrt_several_entries_of_star_args(mode):
 
         expected = numeric_grad(projected, (x, y), index)
         np.testing.assert_allclose(got[index], expected, rtol=1e-5, atol=1e-7)
+
+
+def _clipped_bounce(h, v):
+    v = np.where(h < 0, -0.9 * v, v)
+    return np.clip(h, 0.0, None) * v + h**3
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_hvp_of_float_arguments_gives_floats(mode):
+    # the tape's forward pass over its gradient of np.clip / np.where gave 0-d arrays
+    products = sg.hvp(_clipped_bounce, (1.0, 0.3), (1.0, 1.0), mode=mode)
+    assert [type(p) for p in products] == [float, float]
+    np.testing.assert_allclose(products, (7.0, 1.0))

@@ -127,9 +127,10 @@ WRITES += [write_advanced_with_repeats, write_boolean_mask, write_ix_grid, write
 
 
 # Second order by source transformation is refused (naming the line) where the backward
-# code of a boolean-mask read, a mixed index or a write cannot be transformed again (the
-# refusal is checked here); the tape differentiates them to second order.
-S2S_FIRST_ORDER = {boolean_masks, mixed, write_boolean_mask, write_mixed}
+# code of a write with a boolean mask or a mixed index cannot be transformed again (the
+# refusal is checked here); the tape differentiates them to second order. The reads' backward
+# code indexes with np.s_[...], which forward mode takes as the index it is.
+S2S_FIRST_ORDER = {write_boolean_mask, write_mixed}
 # Second order by source of these is right or refused at the line, depending on which code
 # of the gradient (specialised or generic) the cache holds when it is differentiated again
 S2S_MAY_REFUSE_SECOND_ORDER = {write_basic}

@@ -337,6 +337,18 @@ def f_solve_sylvester(a, b, q):
     return np.sum(linalg.solve_sylvester(a, b, q) ** 2)
 
 
+def f_cholesky_factor_and_solve(a, b):
+    k = a @ a.T + np.eye(3)  # cholesky reads one triangle: differentiated as symmetric
+    upper, lower = linalg.cho_factor(k), linalg.cho_factor(k, lower=True)
+    return (
+        np.sum(linalg.cho_solve(upper, b) ** 2)
+        + np.sum(linalg.cho_solve(lower, b[:, 0]) * b[:, 1])
+        + np.sum(np.log(np.diag(upper[0])))
+        + np.sum(lower[0] ** 2)  # the other triangle holds k's own entries
+        + np.sum(linalg.cholesky(k) ** 3 + linalg.cholesky(k, lower=True) * k)
+    )
+
+
 def f_convolve(x, y):
     return np.sum(
         signal.convolve(x, y) ** 2
@@ -368,6 +380,10 @@ OTHERS = [
             rng.standard_normal((2, 2)) + 3 * np.eye(2),
             rng.standard_normal((3, 2)),
         ),
+    ),
+    (
+        f_cholesky_factor_and_solve,
+        lambda: (rng.standard_normal((3, 3)), rng.standard_normal((3, 2))),
     ),
     (f_convolve, lambda: (rng.standard_normal(5), rng.standard_normal(3))),
     (f_convolve_2d, lambda: (rng.standard_normal((4, 5)), rng.standard_normal((2, 3)))),

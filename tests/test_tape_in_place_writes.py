@@ -292,9 +292,29 @@ def rows_into_np_empty(x):
     return np.sum(out @ x)
 
 
+def lower_triangle_from_a_vector(x):
+    L = np.zeros((2, 2))
+    L[np.tril_indices(2)] = x
+    return np.sum((L @ L.T) ** 2)
+
+
+def at_a_computed_index(x):
+    y = np.zeros(3)
+    y[int(np.argmax(x))] = np.sum(x)
+    return np.sum(y * x)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
-    "f", [convolved, buffer_from_np_zeros, rows_into_np_empty], ids=lambda f: f.__name__
+    "f",
+    [
+        convolved,
+        buffer_from_np_zeros,
+        rows_into_np_empty,
+        lower_triangle_from_a_vector,  # an index NumPy computes may be computed again
+        at_a_computed_index,
+    ],
+    ids=lambda f: f.__name__,
 )
 def test_item_writes_into_plain_arrays_the_function_made(f, mode):
     x = np.random.default_rng(len(f.__name__)).uniform(0.2, 0.9, size=3)
@@ -306,9 +326,13 @@ def into_a_given_buffer(x, buf):
     return np.sum(buf)
 
 
-def at_a_computed_index(x):
+def _largest(x):
+    return int(np.argmax(x))
+
+
+def at_an_index_a_function_computes(x):
     y = np.zeros(3)
-    y[int(np.argmax(x))] = np.sum(x)
+    y[_largest(x)] = np.sum(x)
     return np.sum(y)
 
 
@@ -323,7 +347,7 @@ def into_a_rebound_array(x):
     "f, text",
     [
         (into_a_given_buffer, "buf[1] = np.sum(x)"),
-        (at_a_computed_index, "y[int(np.argmax(x))] = np.sum(x)"),
+        (at_an_index_a_function_computes, "y[_largest(x)] = np.sum(x)"),
         (into_a_rebound_array, "y[2] = np.sum(x)"),
     ],
     ids=lambda f: getattr(f, "__name__", ""),

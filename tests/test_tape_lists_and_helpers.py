@@ -373,24 +373,6 @@ def test_float_of_a_value_being_differentiated_is_still_refused():
         sg.grad(f, mode="tape")(X)
 
 
-def test_a_plain_arrays_dot_method_given_a_value_being_differentiated_says_what_to_write():
-    """NumPy converts the argument of ``a.dot(w)`` without asking the tape: the refusal
-    names the method and the spellings the tape follows, which give the gradient."""
-    inputs = np.arange(6.0).reshape(2, 3)
-
-    def by_method(w):
-        return np.sum(inputs.dot(w) ** 2)
-
-    def by_function(w):
-        return np.sum(np.dot(inputs, w) ** 2)
-
-    w = np.linspace(0.1, 0.6, 6).reshape(3, 2)
-    with pytest.raises(sg.NonDifferentiableError, match=r"a\.dot\(w\).*np\.dot\(a, w\) or a @ w"):
-        sg.grad(by_method, mode="tape")(w)
-    assert_close(sg.grad(by_function, mode="tape")(w), numeric_grad(by_function, (w,), 0))
-    assert_close(sg.grad(by_method, mode="auto")(w), numeric_grad(by_method, (w,), 0))
-
-
 def _entry_of_a_cotangent_dict(x):
     from s2sgrad.runtime import entry_of
     from s2sgrad.runtime.core import CotangentDict

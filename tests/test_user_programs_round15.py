@@ -345,7 +345,7 @@ def _ndtr(x):
 
 
 # Python's math has its NumPy twins' rules (rules/python_math.py); the tape cannot see math
-@program(100.0, 95.0, 0.2, 0.05, 1.0, wrt=(0, 2), order=2, refused_in=("tape",))
+@program(100.0, 95.0, 0.2, 0.05, 1.0, wrt=(0, 2), order=2)  # the tape follows math
 def black_scholes_math_erf(S, K, sigma, r, T):
     d1 = (math.log(S / K) + (r + 0.5 * sigma**2) * T) / (sigma * math.sqrt(T))
     d2 = d1 - sigma * math.sqrt(T)
@@ -640,7 +640,7 @@ def early_return_in_loop(x):
     return acc
 
 
-@program(0.5, refused_in=("s2s", "tape", "auto"))
+@program(0.5, refused_in=("s2s",))  # the tape follows math.log
 def try_except(x):
     try:
         y = math.log(x)
@@ -660,7 +660,7 @@ def zip_loop(a, b):
     return sum(u * v**2 for u, v in zip(a, b))
 
 
-@program(0.9, refused_in=("tape",))
+@program(0.9)
 def math_on_scalars(x):
     return math.sin(x) * math.exp(x) + math.sqrt(x) + math.atan2(x, 2.0) + math.hypot(x, 1.0)
 

@@ -195,9 +195,15 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
     func = node.func
     if is_function_reference(func, local_names):
         target = parsed.resolve(func)
-        if target is NOT_FOUND:
+        if target is NOT_FOUND:  # np.trapz on a NumPy without it, in a branch not taken:
+            # dispatched when it runs, where Python raises as the function itself would
             return Operation(
-                OperationKind.UNKNOWN, description=f"the undefined name {dotted_name(func)}"
+                OperationKind.UNKNOWN,
+                None,
+                list(node.args),
+                keywords,
+                f"the undefined name {dotted_name(func)}",
+                func,
             )
         if _is_custom_derivative_code(target):
             return Operation(
@@ -314,8 +320,8 @@ def _index_trick(node: gast.Subscript, parsed, local_names) -> Operation | None:
     name = dotted_name(node.value)
     items = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
     instead = "write np.concatenate, np.stack or np.column_stack instead"
-    if isinstance(obj, type(np.s_)) and all(isinstance(i, gast.Slice) for i in items):
-        return None  # np.s_[1:, ::2] (as generated code writes indices) builds only slices
+    if isinstance(obj, type(np.s_)):
+        return None  # np.s_[c, 1:, ::2] (as generated code writes indices) builds an index
     if obj is not np.r_ and obj is not np.c_:
         return Operation(OperationKind.UNKNOWN, description=f"{name}[...]; {instead}")
     if items and isinstance(items[0], gast.Constant) and isinstance(items[0].value, str):

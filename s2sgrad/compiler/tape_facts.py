@@ -170,7 +170,10 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
         if not isinstance(target, gast.Subscript):
             continue
         name = target.value.id if type(target.value) is gast.Name else None
-        pure = all(isinstance(n, _PURE_INDEX) for n in gast.walk(target.slice))
+        pure = all(
+            isinstance(n, _PURE_INDEX) or _pure_index_call(n, parsed.resolve)
+            for n in gast.walk(target.slice)
+        )
         fits = name in made and pure
         writes[line] = (
             (name, _compiled_index(target.slice)) if fits and line not in writes else None
@@ -284,6 +287,31 @@ class _SlicesAsCalls(ast.NodeTransformer):
             p if p is not None else ast.Constant(None) for p in (node.lower, node.upper, node.step)
         ]
         return ast.Call(ast.Name(SLICE, ast.Load()), parts, [])
+
+
+_PURE_BUILTINS = frozenset({range, len, slice, int, min, max, abs, tuple, list})
+
+
+def _pure_index_call(node: Any, resolve: Any) -> bool:
+    """Whether ``node`` is a call that may run again with the same result and no effect (a
+    keyword of one too): a NumPy function but a random one, or ``range``, ``len`` and the
+    like (``L[np.tril_indices(d)] = v``, ``out[np.arange(n), y] = v``)."""
+    if isinstance(node, gast.keyword):
+        return True
+    if not isinstance(node, gast.Call):
+        return False
+    target = resolve(node.func)
+    if target is NOT_FOUND:
+        return False
+    if isinstance(target, np.ufunc):
+        return True
+    try:
+        if target in _PURE_BUILTINS:
+            return True
+    except TypeError:  # not hashable
+        return False
+    module = getattr(target, "__module__", None) or ""
+    return module.split(".")[0] == "numpy" and "random" not in module
 
 
 def _compiled_index(index: gast.expr) -> Any:

@@ -321,48 +321,52 @@ def _divide_jvp(t, ans, x1, x2):
     return t / x2, -t * ans / x2
 
 
-# In ``x ** 2`` the exponent is a constant: the transformer folds ``2 - 1`` and ``x ** 1``,
-# and computes the second entry (which needs a logarithm) only when the exponent is active.
+# In ``x ** 2`` the exponent is a constant: the transformer folds ``2 - (2 != 0)`` and
+# ``x ** 1``, and computes the second entry (which needs a logarithm) only when the exponent
+# is active. The exponent of the derivative is ``x2 - 1`` except where ``x2`` is 0: there
+# ``x ** 0`` is constant, and ``0 * x ** -1`` would be nan (or a ZeroDivisionError for a
+# Python float) at ``x == 0`` (``x ** i`` for ``i`` in ``range(n)``, the second derivative
+# of ``x ** 1``).
 # ``cast_like`` keeps a float32 exponent's cotangent float32 when the base is a Python
 # number (``np.log(2.0)`` is a float64 NumPy scalar, which NumPy 2 does not treat as weak).
 @vjp_rule(np.power, operator.pow)
 def _power(g, ans, x1, x2):
     return (
-        unbroadcast(g * x2 * x1 ** (x2 - 1), x1),
+        unbroadcast(g * x2 * x1 ** (x2 - (x2 != 0)), x1),
         cast_like(unbroadcast(g * ans * np.log(np.where(x1 == 0, 1, x1)), x2), x2),
     )
 
 
 @jvp_rule(np.power, operator.pow)
 def _power_jvp(t, ans, x1, x2):
-    return t * x2 * x1 ** (x2 - 1), t * ans * np.log(np.where(x1 == 0, 1, x1))
+    return t * x2 * x1 ** (x2 - (x2 != 0)), t * ans * np.log(np.where(x1 == 0, 1, x1))
 
 
 @vjp_rule(pow)
 def _pow(g, ans, base, exp, mod=None):
     return (
-        unbroadcast(g * exp * base ** (exp - 1), base),
+        unbroadcast(g * exp * base ** (exp - (exp != 0)), base),
         cast_like(unbroadcast(g * ans * np.log(np.where(base == 0, 1, base)), exp), exp),
     )
 
 
 @jvp_rule(pow)
 def _pow_jvp(t, ans, base, exp, mod=None):
-    return t * exp * base ** (exp - 1), t * ans * np.log(np.where(base == 0, 1, base))
+    return t * exp * base ** (exp - (exp != 0)), t * ans * np.log(np.where(base == 0, 1, base))
 
 
 # float_power computes in float64 (or wider); the cotangents keep their arguments' dtypes.
 @vjp_rule(np.float_power)
 def _float_power(g, ans, x1, x2):
     return (
-        cast_like(unbroadcast(g * x2 * np.float_power(x1, x2 - 1), x1), x1),
+        cast_like(unbroadcast(g * x2 * np.float_power(x1, x2 - (x2 != 0)), x1), x1),
         cast_like(unbroadcast(g * ans * np.log(np.where(x1 == 0, 1, x1)), x2), x2),
     )
 
 
 @jvp_rule(np.float_power)
 def _float_power_jvp(t, ans, x1, x2):
-    return t * x2 * np.float_power(x1, x2 - 1), t * ans * np.log(np.where(x1 == 0, 1, x1))
+    return t * x2 * np.float_power(x1, x2 - (x2 != 0)), t * ans * np.log(np.where(x1 == 0, 1, x1))
 
 
 @vjp_rule(np.mod, operator.mod)

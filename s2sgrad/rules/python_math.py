@@ -8,9 +8,10 @@ derivative needs what NumPy lacks (``math.gamma`` needs the digamma function) or
 result is an integer (``math.floor``) have no rule: they stay refused, with the advice to
 use NumPy.
 
-The tape cannot follow ``math``: it converts its argument with ``float()``, which the
-tape refuses (``tape/values.py``); source transformation (and ``mode="auto"``, which tries
-it first) differentiates these calls.
+``math`` converts its argument with ``float()``, which the tape refuses
+(``tape/values.py``); while a tape records, the functions with rules are replaced on the
+``math`` module by wrappers recording them (``tape/conversions.py``), so ``math.sin(x)``
+is followed and ``from math import sin`` (taken before) is refused.
 
 Example::
 

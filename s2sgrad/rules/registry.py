@@ -40,6 +40,8 @@ __all__ = [
     "vjp_rule",
     "jvp_rule",
     "nondifferentiable",
+    "returns_several",
+    "is_declared_several",
     "get_rule",
     "is_registered",
     "registered_primitives",
@@ -230,6 +232,26 @@ def nondifferentiable(*primitives: Any) -> None:
         rule = _entry(primitive)
         rule.differentiable = False
         rule.vjp = rule.jvp = None
+
+
+_SEVERAL_RESULTS: set[int] = set()
+
+
+def returns_several(*primitives: Any) -> None:
+    """Declare that each of ``primitives`` returns a tuple of values (its rules' ``g`` and
+    tangent hold one entry per result), as ``np.linalg.eigh`` does: a name bound to its
+    result has its cotangents added entry by entry.
+
+    Example::
+
+        returns_several(scipy.linalg.cho_factor)  # (c, lower)
+    """
+    _SEVERAL_RESULTS.update(map(id, primitives))
+
+
+def is_declared_several(primitive: Any) -> bool:
+    """Whether :func:`returns_several` declared ``primitive``."""
+    return id(primitive) in _SEVERAL_RESULTS
 
 
 def zero_by_design(primitive: Any, *positions: int) -> None:

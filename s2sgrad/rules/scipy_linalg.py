@@ -1,5 +1,5 @@
 """Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve_triangular``,
-``solve_sylvester``.
+``solve_sylvester``, ``cholesky``, ``cho_factor`` and ``cho_solve``.
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
@@ -25,8 +25,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.linalg import _cholesky, _cholesky_jvp
+from s2sgrad.rules.registry import jvp_rule, returns_several, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
+from s2sgrad.runtime import index_cotangent
 
 _DISP = (
     "scipy.linalg.sqrtm(A, disp=False) returns an error estimate beside the root and is not "
@@ -163,3 +165,77 @@ def _solve_triangular_jvp(
         ),
         linalg.solve_triangular(a, t, trans=trans, lower=lower, unit_diagonal=unit_diagonal),
     )
+
+
+# scipy.linalg.cholesky(a, lower=False) is np.linalg.cholesky's factor (its transpose by
+# default); cho_factor(a, lower) returns (c, lower), c holding the factor in one triangle
+# and a's own entries in the other (LAPACK leaves them), which cho_solve((c, lower), b)
+# ignores: it solves (F^T F) x = b for c's upper factor F (L L^T for a lower one).
+@vjp_rule(linalg.cholesky)
+def _scipy_cholesky(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    return _cholesky(g, ans, a, upper=not lower)
+
+
+@jvp_rule(linalg.cholesky)
+def _scipy_cholesky_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    return _cholesky_jvp(t, ans, a, upper=not lower)
+
+
+returns_several(linalg.cho_factor)
+
+
+@vjp_rule(linalg.cho_factor)
+def _cho_factor(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    g_c = np.zeros_like(ans[0])
+    if g[0] is not None:
+        g_c = g[0]
+    if lower:
+        factor, g_factor, g_kept = np.tril(ans[0]), np.tril(g_c), np.triu(g_c, 1)
+    else:
+        factor, g_factor, g_kept = np.triu(ans[0]), np.triu(g_c), np.tril(g_c, -1)
+    return _cholesky(g_factor, factor, a, upper=not lower) + g_kept
+
+
+@jvp_rule(linalg.cho_factor)
+def _cho_factor_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    if lower:
+        factor = np.tril(ans[0])
+        d_c = np.tril(_cholesky_jvp(t, factor, a, upper=False)) + np.triu(t, 1)
+    else:
+        factor = np.triu(ans[0])
+        d_c = np.triu(_cholesky_jvp(t, factor, a, upper=True)) + np.tril(t, -1)
+    return ((d_c, None),)
+
+
+@vjp_rule(linalg.cho_solve)
+def _cho_solve(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
+    c, lower = c_and_lower
+    g_b = linalg.cho_solve((c, lower), g)
+    size = np.shape(c)[-1]
+    d_a = -np.matmul(np.reshape(g_b, (size, -1)), np.reshape(ans, (size, -1)).T)
+    d_a = d_a + d_a.T
+    if lower:  # noqa: SIM108  (folded where the rule is inlined)
+        g_c = np.tril(np.matmul(d_a, np.tril(c)))
+    else:
+        g_c = np.triu(np.matmul(np.triu(c), d_a))
+    return index_cotangent(g_c, c_and_lower, 0), g_b
+
+
+@jvp_rule(linalg.cho_solve)
+def _cho_solve_jvp(t, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
+    # each entry reads only its own argument's tangent
+    return _cho_solve_along_factor(c_and_lower, t[0], ans), linalg.cho_solve(c_and_lower, t)
+
+
+def _cho_solve_along_factor(c_and_lower, d_c, x):
+    """The tangent of ``x = cho_solve((c, lower), b)`` along ``d_c`` (of c's factor)."""
+    c, lower = c_and_lower
+    if lower:
+        factor, d_factor = np.tril(c), np.tril(d_c)
+        d_a = np.matmul(d_factor, factor.T) + np.matmul(factor, d_factor.T)
+    else:
+        factor, d_factor = np.triu(c), np.triu(d_c)
+        d_a = np.matmul(d_factor.T, factor) + np.matmul(factor.T, d_factor)
+    size = np.shape(c)[-1]
+    moved = np.matmul(d_a, np.reshape(x, (size, -1)))
+    return -linalg.cho_solve((c, lower), np.reshape(moved, np.shape(x)))

@@ -395,7 +395,7 @@ def _divide_outer_jvp(t, ans, a, b):
 @vjp_rule(np.power.outer)
 def _power_outer(g, ans, a, b):
     left = np.reshape(a, outer_shape(a, b))
-    return np.reshape(unbroadcast(g * b * left ** (b - 1), left), np.shape(a)), unbroadcast(
+    return np.reshape(unbroadcast(g * b * left ** (b - (b != 0)), left), np.shape(a)), unbroadcast(
         g * ans * np.log(np.where(left == 0, 1, left)), b
     )
 
@@ -404,7 +404,7 @@ def _power_outer(g, ans, a, b):
 def _power_outer_jvp(t, ans, a, b):
     left = np.reshape(a, outer_shape(a, b))
     t_left = np.reshape(t, outer_shape(t, b))
-    return t_left * b * left ** (b - 1), t * ans * np.log(np.where(left == 0, 1, left))
+    return t_left * b * left ** (b - (b != 0)), t * ans * np.log(np.where(left == 0, 1, left))
 
 
 @vjp_rule(np.hypot.outer)

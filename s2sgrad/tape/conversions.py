@@ -22,12 +22,15 @@ Example::
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from s2sgrad.rules.python_math import NUMPY_TWINS
+from s2sgrad.rules.registry import is_registered
 from s2sgrad.tape.recording import RECORDING
 from s2sgrad.tape.values import TapeValue, _any_tracked, apply_rule, value_of
 
@@ -175,6 +178,28 @@ _READING_LISTS = {
 }
 
 
+def _math_wrapper(function: Callable) -> Converting:
+    """``math.exp(x)`` of a tracked ``x``: the rule of ``math.exp`` (``np.exp``'s) recorded,
+    the wrapper computing (so a tape recording outside this one sees the call too)."""
+
+    def handle(original: Callable, args: tuple, kwargs: dict) -> Any:
+        return apply_rule(function, wrapper, args, kwargs)
+
+    wrapper = Converting(function, handle)
+    return wrapper
+
+
+def _math_functions() -> list[tuple[Any, str, Converting]]:
+    """Python's ``math`` functions with rules: they convert their argument with
+    ``float()``, which the tape refuses for a value it differentiates."""
+    functions = (*NUMPY_TWINS, math.log, math.hypot, math.erf, math.erfc)
+    return [
+        (math, f.__name__, _math_wrapper(f))
+        for f in functions
+        if is_registered(f) and getattr(math, f.__name__, None) is f
+    ]
+
+
 def _wrappers() -> list[tuple[Any, str, Converting]]:
     """(module, attribute, wrapper) for every function replaced while a tape records."""
     made = [
@@ -191,7 +216,7 @@ def _wrappers() -> list[tuple[Any, str, Converting]]:
         module = getattr(np, module_name) if module_name else np
         handler = _lists_read_as_arrays(arrays)
         made.append((module, name, Converting(getattr(module, name), handler)))
-    return made
+    return made + _math_functions()
 
 
 _WRAPPERS = _wrappers()

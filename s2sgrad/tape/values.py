@@ -243,13 +243,6 @@ class TapeValue:
                 "(NumPy does not let the tape make that array). Write c * np.ones(shape) or "
                 f"np.broadcast_to(c, shape) instead, or {USE_S2S}."
             )
-        if what.startswith("np.asarray()") and _calls_array_dot(frame):
-            raise NonDifferentiableError(
-                f"{where(*_shown_position(frame))}: a.dot(w) of a plain array a converts a "
-                "value w being differentiated to a plain array (NumPy does not hand the "
-                "arguments of an array's methods to the tape), which would drop its "
-                f"derivative. Write np.dot(a, w) or a @ w instead, or {USE_S2S}."
-            )
         if _is_storing_an_item(frame):
             if under_numpy_semantics() and _take_over_written_array(frame, self):
                 return
@@ -267,6 +260,12 @@ class TapeValue:
                 frame is not None and origin_of(frame.f_code.co_filename) is not None
             )
             raise error
+        if what.startswith("np.asarray") and _calls_array_dot(frame):
+            raise NonDifferentiableError(
+                f"{where(*_shown_position(frame))}: a.dot(b) of a plain array a converts b with "
+                "np.asarray, which would drop the derivative of a b being differentiated on the "
+                f"tape (NumPy does not let b take part). Write a @ b or np.dot(a, b), or {USE_S2S}."
+            )
         math_functions = (
             " Python's math functions (math.sin, math.exp ...) take floats this way: on the "
             f"tape use NumPy's (np.sin, np.exp ...), or {USE_S2S}."
@@ -1438,12 +1437,26 @@ def _instruction(frame: Any) -> tuple[str, int]:
 
 
 def _calls_array_dot(frame: Any) -> bool:
-    """Whether the frame is running a call on a line that calls a ``.dot`` method (a plain
-    array's ``a.dot(w)`` converts ``w`` without asking the tape)."""
-    if frame is None or not _instruction(frame)[0].startswith("CALL"):
+    """Whether the line ``frame`` runs loads a method ``dot`` before the call it is in:
+    ``X.dot(W)`` of a plain ``X``, which converts a tape value ``W`` with ``__array__``."""
+    if frame is None or frame.f_lasti < 0:
         return False
-    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
-    return ".dot(" in line
+    line = None
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset >= frame.f_lasti:
+            return False
+        positions = getattr(instruction, "positions", None)  # from Python 3.11
+        if positions is not None and positions.lineno is not None:
+            line = positions.lineno
+        elif type(instruction.starts_line) is int:  # Python 3.10
+            line = instruction.starts_line
+        if (
+            line == frame.f_lineno
+            and instruction.opname in ("LOAD_METHOD", "LOAD_ATTR")
+            and instruction.argval == "dot"
+        ):
+            return True
+    return False
 
 
 def _is_storing_an_item(frame: Any) -> bool:

@@ -69,6 +69,8 @@ def binop_folds(node: gast.BinOp) -> bool:
     left, right = literal_number(node.left), literal_number(node.right)
     if left is not None and right is not None and op in _FOLDABLE_OPERATORS:
         return True  # two numbers (unless the arithmetic fails)
+    if (left is not None or right is not None) and (_truth(node.left) or _truth(node.right)):
+        return op in (gast.Add, gast.Sub, gast.Mult, gast.Pow)  # 2 - True
     if op is gast.Mult or op is gast.Div:
         if right is not None and is_negation(node.left):
             return True  # (-a) * 2
@@ -93,6 +95,10 @@ def binop_folds(node: gast.BinOp) -> bool:
     if (op is gast.Pow or op is gast.Mult) and right == 1 and type(right) is int:
         return True  # x ** 1, x * 1
     return op is gast.Mult and left == 1 and type(left) is int  # 1 * x
+
+
+def _truth(node) -> bool:
+    return type(node) is gast.Constant and type(node.value) is bool
 
 
 def unaryop_folds(node: gast.UnaryOp) -> bool:

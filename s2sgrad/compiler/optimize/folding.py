@@ -134,6 +134,10 @@ class ConstantFolder:
         self.visit_children(node)
         left, right = _number(node.left), _number(node.right)
         op = type(node.op)
+        if op in _FOLDABLE and (left is not None or right is not None):
+            folded = _folded_with_truth(node, op)  # 2 - (2 != 0), once the test is folded
+            if folded is not None:
+                return folded
         if left is not None and right is not None and op in _FOLDABLE:
             try:
                 value = _FOLDABLE[op](left, right)
@@ -214,6 +218,24 @@ _FOLDABLE = {  # arithmetic on two numbers that folds to a number
     kind: BINARY_OPERATORS[kind]
     for kind in (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
 }
+
+
+def _folded_with_truth(node: gast.BinOp, op: type) -> gast.expr | None:
+    """A number and a literal ``True``/``False`` combined as Python does (``2 - True`` is
+    ``1``), or None. The rule of ``x ** n`` lowers the exponent by ``(n != 0)``."""
+    values: list[bool | int | float] = []
+    for side in (node.left, node.right):
+        if type(side) is gast.Constant and type(side.value) is bool:
+            values.append(side.value)
+        else:
+            number = _number(side)
+            if number is None:
+                return None
+            values.append(number)
+    if not any(type(v) is bool for v in values) or op in (gast.Div, gast.FloorDiv, gast.Mod):
+        return None
+    value = _FOLDABLE[op](*values)
+    return _number_node(value) if type(value) in (int, float) else None
 
 
 def _doubled(term: gast.expr) -> gast.expr | None:

@@ -526,6 +526,8 @@ class Layout:
             at = next(i for i, s in enumerate(block) if s is statement)
             for earlier in reversed(block[:at]):
                 if updated in names_written(earlier):
+                    if _updates_itself(earlier, updated):
+                        continue  # W *= 2.0 after W = W.copy(): the same new array
                     single = type(earlier) is gast.Assign and len(earlier.targets) == 1
                     if single and type(earlier.targets[0]) is gast.Name:
                         fresh = not sources_of(earlier.value, resolve)
@@ -542,6 +544,16 @@ class Layout:
     def _end_of(self, statement: gast.stmt) -> int:
         """The position just after ``statement`` and everything nested in it."""
         return max(self.position[id(s)] for s in nested_statements([statement])) + 1
+
+
+def _updates_itself(statement: gast.stmt, name: str) -> bool:
+    """Whether ``statement`` is ``name op= value``: it leaves ``name`` the array it held (or,
+    for a number, a number, which no other name shares)."""
+    return (
+        type(statement) is gast.AugAssign
+        and type(statement.target) is gast.Name
+        and statement.target.id == name
+    )
 
 
 def container_names(statements: list[gast.stmt]) -> set[str]:

@@ -16,6 +16,8 @@ import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import RANGE_LOOP, SYNCED, annotation
+from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.operations import OperationKind
 from s2sgrad.compiler.passes.aliases import fresh_result
 from s2sgrad.compiler.passes.sharing import returns_fresh
 from s2sgrad.compiler.plain_values import plain_reads, writes_nothing, written_by
@@ -28,6 +30,7 @@ from s2sgrad.compiler.syntax import (
     nested_statements,
     walk,
 )
+from s2sgrad.rules.registry import is_declared_several
 
 __all__ = [
     "plain_reads",
@@ -335,7 +338,18 @@ _SEVERAL_RESULTS = frozenset(
 def _returns_several(primitive) -> bool:
     if isinstance(primitive, np.ufunc):
         return primitive.nout > 1  # np.modf, np.frexp, np.divmod
-    return id(primitive) in _SEVERAL_RESULTS
+    return id(primitive) in _SEVERAL_RESULTS or is_declared_several(primitive)
+
+
+def _returns_tuples(function) -> bool:
+    """Whether every ``return`` of a user function (read from its source) is a tuple
+    literal, ``return value, flag``; False when its source cannot be read."""
+    try:
+        node = parse_function(function).node
+    except Exception:  # no source, or source the transformer cannot read
+        return False
+    returns = [n for n in nested_statements(node.body) if isinstance(n, gast.Return)]
+    return bool(returns) and all(isinstance(r.value, gast.Tuple) for r in returns)
 
 
 def _structured_value(statement, structured, arrays, operations) -> bool:
@@ -350,6 +364,8 @@ def _structured_value(statement, structured, arrays, operations) -> bool:
         operation = operations.of(statement)
         if _returns_several(operation.primitive):  # np.modf(x): two arrays
             return True
+        if operation.kind is OperationKind.CALL and _returns_tuples(operation.primitive):
+            return True  # a helper's return (value, flag)
         if id(operation.primitive) not in _STRUCTURED_RESULTS:
             return False
         argument = operation.args[0] if operation.args else None

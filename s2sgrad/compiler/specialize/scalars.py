@@ -204,11 +204,13 @@ _STRUCTURE = frozenset(
 
 
 def _integer_literal(node) -> bool:
-    """An integer written in the code (``2``, ``-1``, ``2 - 1``): ``**`` stays."""
+    """An integer written in the code (``2``, ``-1``, ``2 - (2 != 0)``): ``**`` stays."""
     if type(node) is gast.UnaryOp and type(node.op) is gast.USub:
         return _integer_literal(node.operand)
     if type(node) is gast.BinOp and type(node.op) in (gast.Add, gast.Sub, gast.Mult):
         return _integer_literal(node.left) and _integer_literal(node.right)
+    if type(node) is gast.Compare:  # True or False, which count as 1 and 0
+        return all(_integer_literal(v) for v in (node.left, *node.comparators))
     return type(node) is gast.Constant and type(node.value) is int
 
 
