@@ -11,6 +11,7 @@ And the pieces a JVP's signature shares with them (defaults, the tangents of ``*
 from __future__ import annotations
 
 import inspect
+from collections.abc import Set as AbstractSet
 
 import gast
 
@@ -272,7 +273,7 @@ def _is_rebuilding(statement) -> bool:
 
 
 def _private_copies(
-    backward, saved: set[str], names, helper, unset: set[str] = frozenset()
+    backward, saved: set[str], names, helper, unset: AbstractSet[str] = frozenset()
 ) -> list[gast.stmt]:
     """Copy what the backward sweep restores in place, so it can be called again.
 

@@ -260,10 +260,11 @@ def _entries_and_keys(statements: list[gast.stmt], container: str) -> set[str]:
 def _entry_lookup(value: gast.expr, container: str) -> bool:
     """``d.get(k)`` or ``d.get(k, default)`` of the dict ``container``: an entry, or a
     default that is no part of it either."""
-    func = value.func if type(value) is gast.Call else None
+    if type(value) is not gast.Call or type(value.func) is not gast.Attribute:
+        return False
+    func = value.func
     return (
-        type(func) is gast.Attribute
-        and func.attr == "get"
+        func.attr == "get"
         and type(func.value) is gast.Name
         and func.value.id == container
         and 1 <= len(value.args) <= 2
