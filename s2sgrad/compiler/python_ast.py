@@ -236,7 +236,7 @@ def _to_gast(node: Any, dropped: frozenset) -> gast.AST:
     return new
 
 
-def _gast_plan(kind: type) -> tuple:
+def _gast_plan(kind: Any) -> tuple:
     """How :func:`_to_gast` converts an ``ast`` node of ``kind``: the gast class, the fields
     that may hold nodes (the others are copied), and the fields gast adds."""
     target = getattr(gast, kind.__name__)
