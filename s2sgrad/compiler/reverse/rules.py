@@ -150,7 +150,7 @@ class RuleAdjoints:
         plan = self.plans.get(key, _UNKNOWN)
         if plan is _UNKNOWN:
             plan = self.plans[key] = rule_plan(rule_function, len(args))
-        if plan is not None and any(type(a) is gast.Starred for a in args):
+        if plan is not None and gast.Starred in map(type, args):
             return None  # inline_rule calls such a rule
         return plan
 
