@@ -182,3 +182,25 @@ def test_a_long_function_with_a_view_is_read_once_per_statement(tmp_path, monkey
     x = np.array([0.3, -0.2])
     assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, (x,), 0), rtol=1e-4)
     assert 0 < len(asked) < 4 * 900  # linear: about 900 statements in normal form
+
+
+def test_numbers_followed_down_a_chain_in_linear_time(tmp_path, monkeypatch):
+    # y0 is a list's entry (maybe not a number): each y after it is dropped in turn from
+    # the names surely holding numbers. One pass over every name per dropped link was
+    # quadratic, and asked again of each np.sin(x) which function it calls
+    from s2sgrad.compiler.frontend.parsed import ParsedFunction
+
+    asked = []
+    original = ParsedFunction.resolve
+
+    def counted(parsed, node):
+        asked.append(node)
+        return original(parsed, node)
+
+    monkeypatch.setattr(ParsedFunction, "resolve", counted)
+    lines = ["def chain(x):", "    xs = [x, x * 2.0]", "    y0 = xs[0]"]
+    lines += [f"    y{i} = y{i - 1} * 0.5 + np.sin(x)" for i in range(1, 300)]
+    f, _ = _load(tmp_path, "chain", "\n".join(lines) + "\n    return np.sum(y299)\n")
+    x = np.array([0.3, -0.2])
+    assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, (x,), 0), rtol=1e-4)
+    assert 0 < len(asked) < 40 * 300  # linear: a few resolves per statement and pass

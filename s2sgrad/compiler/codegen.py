@@ -177,8 +177,9 @@ def _with_comments(text: str) -> str:
     """``text`` with comment markers as ``#`` comments, ending with a newline."""
     lines = []
     for line in text.splitlines():
-        match = _STRING_STATEMENT.match(line)
-        if match and COMMENT_MARK in line:
+        # the mark looked for first: most lines are code, and a search is cheaper than a match
+        match = _STRING_STATEMENT.match(line) if COMMENT_MARK in line else None
+        if match:
             printed = match.group(2)
             inner = printed[1:-1]
             simple = "\\" not in inner and not printed.startswith(printed[0] * 3)

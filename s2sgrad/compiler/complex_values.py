@@ -10,6 +10,7 @@ argument (``s2sgrad.api``), so that mode="auto" uses the tape, which checks ever
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import gast
@@ -64,11 +65,7 @@ def complex_readiness(
     makes = reads_complex or _has_complex_literal(nodes)
     refused = None
     statements = list(of_kinds(nodes, _STATEMENTS))
-    assigned = {
-        s.targets[0].id: s.value
-        for s in statements
-        if type(s) is gast.Assign and len(s.targets) == 1 and type(s.targets[0]) is gast.Name
-    }
+    assigned = _Assignments(statements)
     for statement in statements:
         known = classified.get(id(statement.value))
         if known is not None and known[0] is statement.value:
@@ -151,7 +148,7 @@ def _has_complex_literal(nodes: list[gast.AST]) -> bool:
 
 
 def _makes_complex(
-    operation: Operation, value: gast.expr, parsed: ParsedFunction, assigned: dict
+    operation: Operation, value: gast.expr, parsed: ParsedFunction, assigned: _Assignments
 ) -> bool:
     """Whether this step may make a complex value of real ones: a function declared so
     (``np.fft.fft``), or a ``dtype`` that is not known to be real."""
@@ -165,6 +162,22 @@ def _makes_complex(
     return any(not _real_dtype(d, parsed, assigned) for d in dtypes)
 
 
+class _Assignments:
+    """Each name's value in the last ``name = value`` of the statements a function's walk
+    found: made when a ``dtype`` first asks (most functions name none)."""
+
+    def __init__(self, statements: list[gast.stmt]):
+        self.statements = statements
+
+    @functools.cached_property
+    def values(self) -> dict[str, gast.expr]:
+        return {
+            s.targets[0].id: s.value
+            for s in self.statements
+            if type(s) is gast.Assign and len(s.targets) == 1 and type(s.targets[0]) is gast.Name
+        }
+
+
 _OF_VALUES = (np.result_type, np.promote_types)
 
 
@@ -172,13 +185,13 @@ def _of_a_value(node: gast.expr) -> bool:
     return type(node) is gast.Attribute and node.attr == "dtype"
 
 
-def _real_dtype(node: gast.expr, parsed: ParsedFunction, assigned: dict) -> bool:
+def _real_dtype(node: gast.expr, parsed: ParsedFunction, assigned: _Assignments) -> bool:
     """Whether ``node`` is statically a real dtype, or one taken from values the function
     has (``x.dtype``, ``np.result_type(x, y)``), which adds no complex value of its own; a
     name bound once to ``np.dtype(...)`` is followed; a dtype computed otherwise, or passed
     in, may be complex."""
-    if type(node) is gast.Name and node.id in assigned:
-        node = assigned[node.id]
+    if type(node) is gast.Name and node.id in assigned.values:
+        node = assigned.values[node.id]
         if type(node) is gast.Call and parsed.resolve(node.func) in _OF_VALUES:
             return True
         if type(node) is not gast.Call or len(node.args) != 1:

@@ -220,27 +220,39 @@ def _to_gast(node: Any, dropped: frozenset) -> gast.AST:
     elif kind in _GAST_CONTEXTS:
         return _GAST_CONTEXTS[kind]
     else:
-        target = _GAST_CLASSES.get(kind)
-        if target is None:
-            target = _GAST_CLASSES[kind] = getattr(gast, kind.__name__)
+        plan = _GAST_PLANS.get(kind)
+        if plan is None:
+            plan = _GAST_PLANS[kind] = _gast_plan(kind)
+        target, fields, missing = plan
         new = target.__new__(target)
-        converted = new.__dict__
-        for field, value in state.items():
+        # locations (unless dropped), names and literals copied as they are; nodes converted
+        if dropped:
+            converted = {key: value for key, value in state.items() if key not in dropped}
+        else:
+            converted = state.copy()
+        new.__dict__ = converted
+        for field in fields:
+            value = converted.get(field)
             if type(value) is list:
                 converted[field] = [
                     _to_gast(item, dropped) if isinstance(item, ast.AST) else item for item in value
                 ]
             elif isinstance(value, ast.AST):
                 converted[field] = _to_gast(value, dropped)
-            elif field not in dropped:  # locations (unless dropped), names and literals
-                converted[field] = value
-        for field in _MISSING.get(target, ()):  # fields gast has and this Python's ast has not
+        for field in missing:  # fields gast has and this Python's ast has not
             converted.setdefault(field, [] if field == "type_params" else None)
         return new
     if dropped:
         for key in dropped:
             new.__dict__.pop(key, None)
     return new
+
+
+def _gast_plan(kind: Any) -> tuple:
+    """How :func:`_to_gast` converts an ``ast`` node of ``kind``: the gast class, the fields
+    that may hold nodes (the others are copied), and the fields gast adds."""
+    target = getattr(gast, kind.__name__)
+    return target, tuple(kind._fields), _MISSING.get(target, ())
 
 
 def _to_gast_value(value, dropped: frozenset):
@@ -260,7 +272,7 @@ def _copy_location(new: gast.AST, old: ast.AST) -> None:
 
 _GAST_CONTEXTS = {ast.Load: gast.Load(), ast.Store: gast.Store(), ast.Del: gast.Del()}
 _LOCATION_KEYS = frozenset({"lineno", "col_offset", "end_lineno", "end_col_offset"})
-_GAST_CLASSES: dict[type, Any] = {}
+_GAST_PLANS: dict[type, tuple] = {}
 _GAST_NAME, _GAST_CONSTANT = gast.Name, gast.Constant
 _MISSING = {
     kind: missing

@@ -270,12 +270,18 @@ def _expression(node, required: int) -> str:
 
 
 def _constant(node, required):
-    value = _scalar(node, "value")
+    state = node.__dict__
+    value = state.get("value")
+    kind = type(value)
+    if (kind is float or kind is int) and state.get("kind") is None:  # the commonest
+        if kind is int:
+            return repr(value)
+        return repr(value).replace("inf", _INFINITY).replace("nan", f"({_INFINITY}-{_INFINITY})")
     if isinstance(value, tuple):
         raise _Unsupported
     if value is ...:
         return "..."
-    prefix = "u" if _scalar(node, "kind") == "u" else ""
+    prefix = "u" if state.get("kind") == "u" else ""
     if isinstance(value, (float, complex)):
         text = repr(value).replace("inf", _INFINITY).replace("nan", f"({_INFINITY}-{_INFINITY})")
         return prefix + text
@@ -283,13 +289,19 @@ def _constant(node, required):
 
 
 def _binary(node, required):
-    symbol, precedence = _BINARY[type(node.op)]
-    if precedence == _POWER:  # right-associative
-        left, right = precedence + 1, precedence
-    else:
-        left, right = precedence, precedence + 1
+    symbol, precedence, left, right = _BINARY_PLANS[type(node.op)]
     text = _expression(node.left, left) + symbol + _expression(node.right, right)
     return f"({text})" if required > precedence else text
+
+
+# each operator's symbol, precedence, and the precedences its operands need (``**`` is
+# right-associative: its left operand binds tighter, the others' right one)
+_BINARY_PLANS = {
+    kind: (symbol, level, level + 1, level)
+    if level == _POWER
+    else (symbol, level, level, level + 1)
+    for kind, (symbol, level) in _BINARY.items()
+}
 
 
 def _unary(node, required):

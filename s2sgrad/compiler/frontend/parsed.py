@@ -20,6 +20,7 @@ from s2sgrad.running import ORIGINS
 __all__ = ["ParsedFunction", "NOT_FOUND"]
 
 NOT_FOUND = object()
+_NAME, _ATTRIBUTE = gast.Name, gast.Attribute
 
 
 @dataclass
@@ -56,6 +57,15 @@ class ParsedFunction:
 
     def resolve(self, node: gast.AST) -> Any:
         """The object a Name or an attribute chain on a free name refers to, or NOT_FOUND."""
+        kind = type(node)
+        if kind is _NAME:  # the commonest (np.sin is an attribute of one): without a call
+            return self.resolve_name(node.id)
+        if kind is _ATTRIBUTE:
+            value = node.value
+            base = self.resolve_name(value.id) if type(value) is _NAME else self.resolve(value)
+            if base is NOT_FOUND:
+                return NOT_FOUND
+            return getattr(base, node.attr, NOT_FOUND)
         if isinstance(node, gast.Name):
             return self.resolve_name(node.id)
         if isinstance(node, gast.Attribute):
@@ -66,8 +76,10 @@ class ParsedFunction:
         return NOT_FOUND
 
     def resolve_name(self, name: str) -> Any:
-        if name in self.closure:
-            return self.closure[name]
-        if name in self.globals:
-            return self.globals[name]
+        closure = self.closure
+        if name in closure:
+            return closure[name]
+        namespace = self.globals
+        if name in namespace:
+            return namespace[name]
         return getattr(builtins, name, NOT_FOUND)

@@ -504,22 +504,41 @@ def _sequence_names(
     """The variables of ``among`` (every one, if None) every assignment of which gives a
     list or tuple (a greatest fixed point, so that ``items = items + [v]`` in a loop
     counts); ``table``: the function's :class:`AssignmentTable`."""
-    values = table.values()
+    values = _Values(table)
     unknown = (table.parameters - set(containers)) | table.written
-    assigned = [statement.value for statement in table.named]  # walruses bind names too
-    sequences = (set(values) | set(containers)) - unknown
+    sequences = (table.assignments.keys() | set(containers)) - unknown
     if among is not None:  # only the names theirs can depend on
         never = functools.partial(_never_sequence, is_builtin=is_builtin, calls=returns_sequence)
         sequences = _reached(among & sequences, values, sequences, never)
     sequences = _fixed_point(sequences, values, is_builtin, returns_sequence)
     if sequences:  # a walrus in a value binds its name too (a walk of each: only now)
+        assigned = [statement.value for statement in table.named]
         walrus = set().union(*map(names_written, assigned))
         if not walrus.isdisjoint(sequences):
             sequences = _fixed_point(sequences - walrus, values, is_builtin, returns_sequence)
     return sequences if among is None else sequences & among
 
 
-def _fixed_point(sequences: set[str], values: dict, is_builtin, returns_sequence) -> set[str]:
+class _Values:
+    """:meth:`AssignmentTable.values`, each name's list made when it is first asked for:
+    the searches read the values of a few names, most often none (a straight-line
+    function's products and sums rarely involve a list)."""
+
+    def __init__(self, table: AssignmentTable):
+        self.assignments = table.assignments
+        self.made: dict[str, list[gast.expr]] = {}
+
+    def get(self, name: str, default=()) -> list | tuple:
+        found = self.made.get(name)
+        if found is None:
+            entries = self.assignments.get(name)
+            if entries is None:
+                return default
+            found = self.made[name] = [e.value if type(e) is gast.Assign else e for e in entries]
+        return found
+
+
+def _fixed_point(sequences: set[str], values: _Values, is_builtin, returns_sequence) -> set[str]:
     """The greatest subset of ``sequences`` every value of whose names makes a sequence
     (a worklist: a name is looked at again only when one its values read is dropped)."""
     sequences = set(sequences)
@@ -554,7 +573,7 @@ def _names_followed(value: gast.expr) -> list[str]:
     return [part.id for part in parts if type(part) is gast.Name]
 
 
-def _reached(names: set[str], values: dict[str, list], allowed: set[str], never) -> set[str]:
+def _reached(names: set[str], values: _Values, allowed: set[str], never) -> set[str]:
     """The names of ``names`` and of ``allowed`` whose being sequences theirs depends on
     (:func:`_makes_sequence` reads them), transitively, but for those with a value that
     makes no sequence whatever the others are (``never(value)``: :func:`_never_sequence`)."""

@@ -256,7 +256,7 @@ class ForwardSweep:
             self.stored_state.refuse_read(statement)
             self.stored_state.refuse_repeated_call(statement, in_loop)
         active = self.active
-        if any(active(t) for t in targets):
+        if active(targets[0]) if len(targets) == 1 else any(map(active, targets)):
             step.operation = self.context.operations.of(statement)
             self.choose_derivative(step)
         elif self.stored_state is not None:

@@ -20,6 +20,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.block_walks import header_writes
+from s2sgrad.compiler.plain_values import reads_of_value
 from s2sgrad.compiler.reverse.facts import writes_nothing
 from s2sgrad.compiler.syntax import names_written, nested_statements
 
@@ -99,17 +100,26 @@ def numeric_names(
         else:
             other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other
-    while True:
-        kept = set()
-        for name in numeric:
-            for value in values.get(name, ()):
-                if not _numeric(value, numeric, lookup):
-                    break
-            else:
-                kept.add(name)
-        if kept == numeric:
-            return numeric
-        numeric = kept
+    # a worklist: a name is asked again only when a name its values read is dropped (each
+    # round over every name dropped one link of a chain: quadratic in its length). The
+    # answer is the same greatest fixed point, _numeric being monotone in ``numeric``
+    readers: dict[str, list[str]] = {}
+    for name in numeric:
+        for value in values.get(name, ()):
+            for read in reads_of_value(value):
+                if read in numeric:
+                    readers.setdefault(read, []).append(name)
+    pending = list(numeric)
+    while pending:
+        name = pending.pop()
+        if name not in numeric:
+            continue
+        for value in values.get(name, ()):
+            if not _numeric(value, numeric, lookup):
+                numeric.discard(name)
+                pending += readers.get(name, ())
+                break
+    return numeric
 
 
 def _numeric(node: gast.expr, numeric: set[str], resolve) -> bool:

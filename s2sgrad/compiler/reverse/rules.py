@@ -51,6 +51,7 @@ class RuleAdjoints:
         self.cotangents = cotangents
         self.applied: list[str] = []
         self.plans: dict[tuple, Any] = {}  # (rule function, argument count) → its plan
+        self.unbroadcast: Any = None  # what the name helper("unbroadcast") gives is bound to
 
     def backward_primitive(self, statement, operation, cotangent, answer) -> list[gast.stmt]:
         rule = operation.rule
@@ -150,7 +151,7 @@ class RuleAdjoints:
         plan = self.plans.get(key, _UNKNOWN)
         if plan is _UNKNOWN:
             plan = self.plans[key] = rule_plan(rule_function, len(args))
-        if plan is not None and any(type(a) is gast.Starred for a in args):
+        if plan is not None and gast.Starred in map(type, args):
             return None  # inline_rule calls such a rule
         return plan
 
@@ -170,8 +171,11 @@ class RuleAdjoints:
         (name,) = names
         if name not in self.context.numeric or name in self.context.structured:
             return entries  # x may be a list or tuple, which x * 2 repeats
-        unbroadcast = self.namespace.objects.get(self.helper("unbroadcast").id)
-
+        unbroadcast = self.unbroadcast
+        if unbroadcast is None:  # bound at the first ask, under a name that stays its own
+            unbroadcast = self.unbroadcast = self.namespace.objects.get(
+                self.helper("unbroadcast").id
+            )
         objects = self.namespace.objects
         return [
             None if e is None else _without_unbroadcasts(e, objects, unbroadcast, name)

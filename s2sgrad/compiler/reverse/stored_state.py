@@ -76,13 +76,12 @@ class StoredState:
                 self.first_store.setdefault(pair, len(self.order) - 1)
                 for loop in loops:
                     self.loop_stores[loop].add(pair)
-            for part in _calls_in(statement.value):
-                self.calls[id(self.parsed.resolve(part.func))] += 1
-            made = (
-                self.parsed.resolve(statement.value.func)
-                if type(statement.value) is gast.Call
-                else None
-            )
+            value, made = statement.value, None
+            for part in _calls_in(value):  # the value itself among them, if a call
+                function = self.parsed.resolve(part.func)
+                self.calls[id(function)] += 1
+                if part is value:
+                    made = function
             if isinstance(made, type) and made.__module__.split(".")[0] not in _LIBRARIES:
                 self.objects.update(target_names(target))
 
