@@ -185,6 +185,23 @@ def assert_gradient_in_every_mode(f, args, rtol=1e-6):
             assert_close(call_twice(sg.grad(f, mode=mode), *args), expected, rtol=rtol)
 
 
+def assert_refused_in_s2s_and_taped_in_auto(f, args, match, here):
+    """``sg.grad(f)`` (wrt the first argument) refused by source transformation with an
+    ``UnsupportedError`` matching ``match`` and naming the test file ``here``; mode "auto"
+    then differentiates ``f`` on the tape, right on a first and a later call. Returns the
+    gradient by central differences."""
+    import pytest
+
+    with pytest.raises(sg.UnsupportedError, match=match) as refused:
+        sg.grad(f, mode="s2s")(*args)
+    assert f"{here}:" in str(refused.value)
+    expected = numeric_grad(f, args, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(call_twice(sg.grad(f, mode="auto"), *args), expected, rtol=1e-5)
+    return expected
+
+
 def call_twice(transformed, *args, **kwargs):
     """Call a transformed function twice and check both calls agree.
 
