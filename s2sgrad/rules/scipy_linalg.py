@@ -169,8 +169,21 @@ def _solve_triangular_jvp(
 
 # scipy.linalg.cholesky(a, lower=False) is np.linalg.cholesky's factor (its transpose by
 # default); cho_factor(a, lower) returns (c, lower), c holding the factor in one triangle
-# and a's own entries in the other (LAPACK leaves them), which cho_solve((c, lower), b)
-# ignores: it solves (F^T F) x = b for c's upper factor F (L L^T for a lower one).
+# and, in the other, a's own entries (SciPy before 1.18: LAPACK leaves them) or zeros
+# (SciPy 1.18 and later), which cho_solve((c, lower), b) ignores: it solves (F^T F) x = b
+# for c's upper factor F (L L^T for a lower one).
+
+
+def _cho_factor_keeps_entries() -> bool:
+    """Whether this SciPy's ``cho_factor`` leaves ``a``'s entries in the triangle the
+    factor does not use (so they move with ``a``), rather than zeros (constants)."""
+    c, _ = linalg.cho_factor(np.array([[4.0, 1.0], [1.0, 4.0]]))
+    return bool(c[1, 0] == 1.0)
+
+
+CHO_FACTOR_KEEPS_ENTRIES = _cho_factor_keeps_entries()
+
+
 @vjp_rule(linalg.cholesky)
 def _scipy_cholesky(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
     return _cholesky(g, ans, a, upper=not lower)
@@ -193,17 +206,23 @@ def _cho_factor(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
         factor, g_factor, g_kept = np.tril(ans[0]), np.tril(g_c), np.triu(g_c, 1)
     else:
         factor, g_factor, g_kept = np.triu(ans[0]), np.triu(g_c), np.tril(g_c, -1)
-    return _cholesky(g_factor, factor, a, upper=not lower) + g_kept
+    if CHO_FACTOR_KEEPS_ENTRIES:
+        return _cholesky(g_factor, factor, a, upper=not lower) + g_kept
+    return _cholesky(g_factor, factor, a, upper=not lower)
 
 
 @jvp_rule(linalg.cho_factor)
 def _cho_factor_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
     if lower:
         factor = np.tril(ans[0])
-        d_c = np.tril(_cholesky_jvp(t, factor, a, upper=False)) + np.triu(t, 1)
+        d_c = np.tril(_cholesky_jvp(t, factor, a, upper=False))
+        other = np.triu(t, 1)
     else:
         factor = np.triu(ans[0])
-        d_c = np.triu(_cholesky_jvp(t, factor, a, upper=True)) + np.tril(t, -1)
+        d_c = np.triu(_cholesky_jvp(t, factor, a, upper=True))
+        other = np.tril(t, -1)
+    if CHO_FACTOR_KEEPS_ENTRIES:
+        d_c = d_c + other
     return ((d_c, None),)
 
 
