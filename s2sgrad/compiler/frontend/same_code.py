@@ -10,6 +10,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import copy
 import dis
 import inspect
 import sys
@@ -47,6 +48,8 @@ def compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeT
     """Whether ``definition`` (read from ``text``) compiles, in a scope like ``function``'s,
     to ``code``; uncached."""
     qualname = getattr(code, "co_qualname", None) or function.__qualname__
+    if _keeps_first_lines(code):
+        definition = _on_its_own_lines(definition, code)
     body = [*_imports(function, code), _in_scope(definition, code, qualname)]
     module = ast.Module(body=body, type_ignores=[])
     _rewrite_asserts_as_pytest_did(module, text, function)
@@ -61,6 +64,28 @@ def compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeT
     except (SyntaxError, ValueError, TypeError):
         return False
     return any(_same_code(candidate, code) for candidate in _codes_named(compiled, code.co_name))
+
+
+def _keeps_first_lines(code: types.CodeType) -> bool:
+    """Whether ``code`` defines a class that keeps its first line as a constant (Python
+    3.13's ``__firstlineno__``), which the definition compiled again must match."""
+    stack = [code]
+    while stack:
+        item = stack.pop()
+        if "__firstlineno__" in item.co_names:
+            return True
+        stack.extend(c for c in item.co_consts if isinstance(c, types.CodeType))
+    return False
+
+
+def _on_its_own_lines(definition: Any, code: types.CodeType) -> Any:
+    """A copy of ``definition`` (parsed from its lines alone) moved to the lines of the
+    file it was read from."""
+    decorators = getattr(definition, "decorator_list", [])
+    first = min([definition.lineno, *(d.lineno for d in decorators)])
+    moved = copy.deepcopy(definition)
+    ast.increment_lineno(moved, code.co_firstlineno - first)
+    return moved
 
 
 def _rewrite_asserts_as_pytest_did(module: ast.Module, text: str, function: Any) -> None:
