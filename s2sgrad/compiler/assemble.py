@@ -159,8 +159,8 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     always = parameter_names(node) | {
         n for s in sweeps.forward if isinstance(s, gast.Assign) for n in names_written(s)
     }
-    # saved as None where the branch that sets them did not run
-    unset = {n for n in saved if n not in always} | _set_to_none(sweeps.forward)
+    sometimes = [n for n in saved if n not in always]  # saved as None where not computed
+    unset = {*sometimes, *_set_to_none(sweeps.forward)}
     copies = _private_copies(backward, set(saved), names, helper, unset)
     body = [unpack, *copies, *backward]
     name = names.claim(unique_name(f"{node.name}_vjp"))
@@ -181,7 +181,7 @@ def _assemble_vjp(request, parsed, node, sweeps, names, namespace, cotangents):
     )
     result = gast.Tuple(elts=[clone(sweeps.output), keep], ctx=gast.Load())
     # a value only some branches compute is saved as None when they do not run
-    maybe_unset = [assign(n, constant(None)) for n in saved if n not in always]
+    maybe_unset = [assign(n, constant(None)) for n in sometimes]
     forward_function = gast.FunctionDef(
         name=name,
         args=signature_with_defaults(parsed, node, namespace),

@@ -42,6 +42,7 @@ __all__ = [
     "classify",
     "index_expression",
     "refuse_differentiated_keywords",
+    "refuse_dispatched_keywords",
     "refuse_missing_entry",
     "keeps_arguments_inside",
     "dotted_name",
@@ -432,6 +433,22 @@ def refuse_differentiated_keywords(operation: Operation, is_active, location: st
             raise UnsupportedError(
                 f"{location}: the differentiated value passed as '{name}=' has no derivative "
                 "rule in that position; pass it by position, or use mode='tape'"
+            )
+
+
+def refuse_dispatched_keywords(operation: Operation, is_active, location: str) -> None:
+    """A call dispatched when it runs is given derivatives of its positional arguments
+    only: a differentiated value passed to it by keyword is refused (in both sweeps).
+
+    Example::
+
+        refuse_dispatched_keywords(operation, sweep.is_active_expression, "f.py:3")
+    """
+    for name, value in operation.keywords.items():
+        if is_active(value):
+            raise UnsupportedError(
+                f"{location}: pass differentiated values to {operation.description} "
+                "positionally, not as " + (f"'{name}='" if name is not None else "**keywords")
             )
 
 

@@ -651,7 +651,7 @@ def block_of(pieces: Any, arrays: Any) -> Any:
 
         block_of([None, np.ones(1)], [np.zeros(2), 0.0])  # array([0., 0., 1.])
     """
-    dtype = _cotangent_dtype(*[p for p in _nested_leaves(pieces) if p is not None])
+    dtype = _cotangent_dtype(*_leaves(pieces))
 
     def filled(piece: Any, item: Any) -> Any:
         if isinstance(item, list):
@@ -660,12 +660,6 @@ def block_of(pieces: Any, arrays: Any) -> Any:
         return np.zeros(np.shape(item), dtype=dtype) if piece is None else piece
 
     return np.block(filled(pieces, arrays))
-
-
-def _nested_leaves(pieces: Any) -> list:
-    if isinstance(pieces, (list, tuple)):
-        return [leaf for piece in pieces for leaf in _nested_leaves(piece)]
-    return [pieces]
 
 
 def strided_positions(x: Any, shape: Any = None, strides: Any = None) -> np.ndarray:

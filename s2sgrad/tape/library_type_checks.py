@@ -54,12 +54,7 @@ def array_protocol_refusal(error: ValueError) -> NonDifferentiableError | None:
     """
     if "__array__ method not producing an array" not in str(error):
         return None
-    frames = _frames(error.__traceback__)
-    own = os.path.dirname(os.path.dirname(__file__))
-    users = [f for f in frames if not f.f_code.co_filename.startswith(own)]
-    location = (
-        where(users[-1].f_code.co_filename, users[-1].f_lineno) if users else running_origin()
-    )
+    location = _users_line(_frames(error.__traceback__))
     return NonDifferentiableError(
         f"{location}: an object's __array__ method returned a value being differentiated, "
         "which NumPy makes a plain array of, dropping its derivative on the tape; compute "
@@ -72,12 +67,7 @@ def _builtin_refusal(error: TypeError, frames: list) -> NonDifferentiableError:
     tape value: at the innermost line of the user's code that ran, or, where s2sgrad's own
     code made the call (a call dispatched from generated code), the user's line that ran
     it."""
-    own = os.path.dirname(os.path.dirname(__file__))
-    users = [f for f in frames if not f.f_code.co_filename.startswith(own)]
-    if users and origin_of(users[-1].f_code.co_filename) is None:
-        location = where(users[-1].f_code.co_filename, users[-1].f_lineno)
-    else:
-        location = running_origin()
+    location = _users_line(frames)
     said = str(error).replace("'TapeValue'", "a value being differentiated")
     said = said.replace("TapeValue", "value being differentiated")
     return NonDifferentiableError(
@@ -86,6 +76,17 @@ def _builtin_refusal(error: TypeError, frames: list) -> NonDifferentiableError:
         "Compute with NumPy functions instead, or wrap the value in "
         "s2sgrad.stop_gradient(...) if no derivative should flow through it."
     )
+
+
+def _users_line(frames: list) -> str:
+    """``file:line`` of the innermost of ``frames`` in the user's code; where s2sgrad's own
+    or generated code is innermost (a call dispatched from generated code), the user's
+    function whose generated code runs."""
+    own = os.path.dirname(os.path.dirname(__file__))
+    users = [f for f in frames if not f.f_code.co_filename.startswith(own)]
+    if users and origin_of(users[-1].f_code.co_filename) is None:
+        return where(users[-1].f_code.co_filename, users[-1].f_lineno)
+    return running_origin()
 
 
 def _frames(traceback: Any) -> list:

@@ -10,7 +10,12 @@ import gast
 
 from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import not_at_run_time
-from s2sgrad.compiler.operations import Operation, drop_receiver, keeps_arguments_inside
+from s2sgrad.compiler.operations import (
+    Operation,
+    drop_receiver,
+    keeps_arguments_inside,
+    refuse_dispatched_keywords,
+)
 from s2sgrad.compiler.syntax import assign, call, clone, load, names_written
 from s2sgrad.errors import S2SGradError, UnsupportedError
 
@@ -84,15 +89,9 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
                 "follow; call the function with them directly, or use mode='tape'"
             )
         )
-    # only positional tangents are passed: a keyword's would be lost, where the result counts
-    useful = any(n in sweep.activity.useful for n in names_written(statement.targets[0]))
-    for name, keyword in operation.keywords.items():
-        if useful and sweep.is_active_expression(keyword):
-            raise UnsupportedError(
-                f"{sweep.parsed.location(statement)}: pass differentiated values to "
-                f"{operation.description} positionally, not as "
-                + (f"'{name}='" if name is not None else "**keywords")
-            )
+    if any(n in sweep.activity.useful for n in names_written(statement.targets[0])):
+        location = sweep.parsed.location(statement)
+        refuse_dispatched_keywords(operation, sweep.is_active_expression, location)
     tangents = gast.Tuple(elts=[sweep.tangent_of(a) for a in operation.args], ctx=gast.Load())
     value = call(
         sweep.helper("dynamic_jvp" if sweep.dynamic else "transformed_jvp"),

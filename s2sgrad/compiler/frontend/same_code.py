@@ -48,9 +48,10 @@ def compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeT
     """Whether ``definition`` (read from ``text``) compiles, in a scope like ``function``'s,
     to ``code``; uncached."""
     qualname = getattr(code, "co_qualname", None) or function.__qualname__
-    if _keeps_first_lines(code):
+    names = _names_in(code)
+    if "__firstlineno__" in names:  # Python 3.13: a class inside keeps its first line
         definition = _on_its_own_lines(definition, code)
-    body = [*_imports(function, code), _in_scope(definition, code, qualname)]
+    body = [*_imports(function, names), _in_scope(definition, code, qualname)]
     module = ast.Module(body=body, type_ignores=[])
     _rewrite_asserts_as_pytest_did(module, text, function)
     try:
@@ -66,16 +67,15 @@ def compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeT
     return any(_same_code(candidate, code) for candidate in _codes_named(compiled, code.co_name))
 
 
-def _keeps_first_lines(code: types.CodeType) -> bool:
-    """Whether ``code`` defines a class that keeps its first line as a constant (Python
-    3.13's ``__firstlineno__``), which the definition compiled again must match."""
+def _names_in(code: types.CodeType) -> set[str]:
+    """The names ``code`` and the code nested in it read or bind (``co_names``)."""
+    names: set[str] = set()
     stack = [code]
     while stack:
         item = stack.pop()
-        if "__firstlineno__" in item.co_names:
-            return True
+        names.update(item.co_names)
         stack.extend(c for c in item.co_consts if isinstance(c, types.CodeType))
-    return False
+    return names
 
 
 def _on_its_own_lines(definition: Any, code: types.CodeType) -> Any:
@@ -100,15 +100,10 @@ def _rewrite_asserts_as_pytest_did(module: ast.Module, text: str, function: Any)
         return
 
 
-def _imports(function: Any, code: types.CodeType) -> list[ast.stmt]:
-    """``import np`` for each global the code reads that holds a module: CPython 3.11+
-    compiles ``np.sin(x)`` differently when ``np`` was bound by an import (never run)."""
-    names: set[str] = set()
-    stack = [code]
-    while stack:
-        item = stack.pop()
-        names.update(item.co_names)
-        stack.extend(c for c in item.co_consts if isinstance(c, types.CodeType))
+def _imports(function: Any, names: set[str]) -> list[ast.stmt]:
+    """``import np`` for each global of ``names`` (those the code reads) that holds a
+    module: CPython 3.11+ compiles ``np.sin(x)`` differently when ``np`` was bound by an
+    import (never run)."""
     modules = sorted(n for n in names if isinstance(function.__globals__.get(n), types.ModuleType))
     imports = [ast.Import(names=[ast.alias(name=name)]) for name in modules]
     return [ast.fix_missing_locations(statement) for statement in imports]

@@ -18,7 +18,11 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
-from s2sgrad.compiler.operations import Operation, keeps_arguments_inside
+from s2sgrad.compiler.operations import (
+    Operation,
+    keeps_arguments_inside,
+    refuse_dispatched_keywords,
+)
 from s2sgrad.compiler.reverse.context import Context
 from s2sgrad.compiler.reverse.cotangents import Cotangents
 from s2sgrad.compiler.reverse.facts import target_names
@@ -122,13 +126,8 @@ class Calls:
                 )
             # a function taken out of a differentiated value: called if it holds nothing
             callee_node = call(self.helper("plain_callable"), [callee_node])
-        for name, value in operation.keywords.items():
-            if self.is_active_expression(value):
-                raise UnsupportedError(
-                    f"{self.parsed.location(statement)}: pass differentiated values to "
-                    f"{operation.description} positionally, not as "
-                    + (f"'{name}='" if name is not None else "**keywords")
-                )
+        location = self.parsed.location(statement)
+        refuse_dispatched_keywords(operation, self.is_active_expression, location)
         stores = stores_on_itself(self.parsed.resolve(operation.callee))
         if stores is not None:
             self.require_transformable(step, stores)
