@@ -149,7 +149,8 @@ class _Transform(NotebookDisplay):
         self.single = not isinstance(wrt, (tuple, list))
         self.given_wrt = wrt  # as given: positions, names, or positions in *args
         self.parameters = positional_parameters(self.function)
-        self.all_parameters = list(numpy_signatures.signature(self.function).parameters)
+        self.call_signature = numpy_signatures.signature(self.function)  # its own parameters
+        self.all_parameters = list(self.call_signature.parameters)
         shift = 1 if isinstance(f, types.MethodType) else 0
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
         self.indices = [position_of(self.function, w) for w in self.wrt]
@@ -425,11 +426,7 @@ class _Transform(NotebookDisplay):
         """Arguments the user's function cannot take, said of it (the generated code would
         say it of ``df``, a name the user never wrote)."""
         try:
-            function_signature = numpy_signatures.signature(self.function)
-        except (TypeError, ValueError):
-            return  # nothing to check against: the call itself will say
-        try:
-            function_signature.bind(*args, **kwargs)
+            self.call_signature.bind(*args, **kwargs)
         except TypeError as error:
             raise TypeError(f"{located_name(self.f)}(): {error}") from None
 
@@ -441,7 +438,7 @@ class _Transform(NotebookDisplay):
             elif name in kwargs:
                 values.append(kwargs[name])
             else:
-                parameter = numpy_signatures.signature(self.function).parameters.get(name)
+                parameter = self.call_signature.parameters.get(name)
                 default = inspect.Parameter.empty if parameter is None else parameter.default
                 if default is inspect.Parameter.empty:
                     raise TypeError(f"{name_of(self.f)}() missing required argument {name!r}")
@@ -454,7 +451,7 @@ class _Transform(NotebookDisplay):
         target = self.tape_function
         if self.has_aux:
             target = first_of(target)
-        numpy_signatures.signature(self.function).bind(*args, **kwargs)  # the call's own TypeError
+        self.call_signature.bind(*args, **kwargs)  # the call's own TypeError
         if all(i is not None and i < len(args) for i in self.indices):  # all passed by position
             out, pullback = tape_vjp(target, tuple(args), kwargs, tuple(self.indices))
         else:
