@@ -123,8 +123,10 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
         return _primitive(BINARY_OPERATORS[type(value.op)], [value.left, value.right])
     if isinstance(value, gast.UnaryOp):
         return _primitive(UNARY_OPERATORS[type(value.op)], [value.operand])
-    if isinstance(value, (gast.Compare, gast.BoolOp, gast.JoinedStr)):
-        return Operation(OperationKind.COMPARISON)  # a string, too, carries no derivative
+    if isinstance(value, gast.JoinedStr):
+        return _text("an f-string", _names_formatted(value))
+    if isinstance(value, (gast.Compare, gast.BoolOp)):
+        return Operation(OperationKind.COMPARISON)
     if isinstance(value, (gast.Tuple, gast.List)):
         return Operation(OperationKind.PACK, args=list(value.elts))
     if isinstance(value, gast.Dict):
@@ -249,6 +251,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             )
         if callable(target) and hasattr(target, "__code__"):
             return Operation(OperationKind.CALL, target, args, keywords, dotted_name(func), func)
+        if any(target is maker for maker in _TEXT_MAKERS):
+            return _text(f"{dotted_name(func)}(...)", [*args, *keywords.values()])
         return Operation(OperationKind.UNKNOWN, target, args, keywords, dotted_name(func), func)
     if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
         if func.attr == "pop" and not node.args and not keywords:
@@ -276,6 +280,31 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         "a call of a computed function",
         func,
     )
+
+
+# builtins that write a value as text or bytes, which carry no derivative, yet whose value
+# can reach the result again (``float(str(x))``): refused where it does
+_TEXT_MAKERS = (str, repr, format, ascii, bytes, bytearray)
+_TEXT_ADVICE = (
+    "text or bytes written from a value being differentiated carry no derivative, yet "
+    "their value reaches the result here (as in float(str(x))); compute with the value "
+    "itself, or wrap it in s2sgrad.stop_gradient if it should count as a constant"
+)
+
+
+def _text(description: str, args: list) -> Operation:
+    """Text or bytes written from ``args``: differentiated around where their value is not
+    needed (a message, a log line), refused where it reaches the result."""
+    return Operation(OperationKind.NO_RULE, None, list(args), {}, description, advice=_TEXT_ADVICE)
+
+
+def _names_formatted(value: gast.JoinedStr) -> list[gast.Name]:
+    """The names an f-string reads (its parts are not in A-normal form)."""
+    return [
+        node
+        for node in gast.walk(value)
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
+    ]
 
 
 def drop_receiver(operation: Operation) -> None:

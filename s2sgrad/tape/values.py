@@ -56,6 +56,7 @@ from s2sgrad.tape.in_place import (
     under_numpy_semantics,
 )
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
+from s2sgrad.tape.text import DifferentiatedText
 from s2sgrad.tape.writes import with_item
 
 __all__ = [
@@ -165,14 +166,25 @@ class TapeValue:
 
     def __repr__(self) -> str:
         if under_numpy_semantics():  # the user's code under a transform: NumPy's text
-            return repr(self._value)
+            return self._text(repr(self._value))
         return f"{type(self).__name__}({self._value!r})"
 
     def __str__(self) -> str:
-        return str(self._value)
+        return self._text(str(self._value))
 
     def __format__(self, spec: str) -> str:
-        return format(self._value, spec)
+        return self._text(format(self._value, spec))
+
+    def _text(self, text: str) -> str:
+        """The value's text; while it is being differentiated, text that refuses to be read
+        back as a number (``float(str(x))`` would drop the derivative)."""
+        return DifferentiatedText(text, self) if live_serials(self._tapes) else text
+
+    def __bytes__(self) -> bytes:
+        """``bytes(x)``: the array's bytes, as NumPy gives them; refused while the value is
+        being differentiated (bytes carry no derivative)."""
+        self._refuse_plain("bytes()")
+        return bytes(np.asarray(self._value))
 
     def __bool__(self) -> bool:
         return bool(self._value)
