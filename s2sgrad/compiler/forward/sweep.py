@@ -47,6 +47,7 @@ from s2sgrad.compiler.syntax import (
     store,
     walk,
 )
+from s2sgrad.compiler.transparent_blocks import is_transparent_with
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, iterator_error
 from s2sgrad.rules import get_rule
 
@@ -213,6 +214,9 @@ class _Forward:
         if isinstance(statement, gast.Expr):
             return self.expression(statement)
         if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert, gast.Raise)):
+            return [statement]
+        if is_transparent_with(statement, self.parsed):
+            statement.body = self.block(statement.body)
             return [statement]
         if isinstance(statement, gast.FunctionDef):
             if self.active(statement.name):

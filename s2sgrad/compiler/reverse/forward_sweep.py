@@ -50,6 +50,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     nested_statements,
 )
+from s2sgrad.compiler.transparent_blocks import is_transparent_with
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
 from s2sgrad.runtime.object_gradients import is_instance_object
 
@@ -183,6 +184,9 @@ class ForwardSweep:
             return self.forward_assign(statement, in_loop, steps)
         if isinstance(statement, gast.Expr):
             return self.forward_expression(statement, steps)
+        if is_transparent_with(statement, self.parsed):  # its body's steps are this block's
+            statement.body = self.forward_block(statement.body, in_loop, steps) or [gast.Pass()]
+            return [statement]
         plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
         if type(statement) is gast.ClassDef:
             self.refuse_class_reading_varied(statement)

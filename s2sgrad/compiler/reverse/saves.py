@@ -389,6 +389,9 @@ def _marker_tree(statements, prefix: str, origin: Callable) -> list:
             continue
         if isinstance(statement, gast.FunctionDef):
             continue
+        if type(statement) is gast.With:  # transparent: the backward replays its body inline
+            tree.extend(_marker_tree(statement.body, prefix, origin))
+            continue
         arms = []
         for field in ("body", "orelse"):
             inner = getattr(statement, field, None)
