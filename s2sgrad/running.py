@@ -26,6 +26,7 @@ __all__ = [
     "running_origin",
     "name_the_origin",
     "note_generated_origin",
+    "is_float_arithmetic_error",
     "function_origin",
     "tracing",
     "TRACING",
@@ -122,11 +123,28 @@ def note_generated_origin(error: BaseException) -> None:
     if origin is None:
         return
     error._s2sgrad_noted = True  # type: ignore[attr-defined]
+    if is_float_arithmetic_error(error):
+        add_note(
+            f"s2sgrad: raised in the code generated from the function at {origin}, at "
+            f"'{line}'. Python's float arithmetic raises where NumPy gives inf or nan: if "
+            "the function itself runs with these arguments, its derivative is infinite or "
+            "undefined here (as sqrt's is at 0). Differentiate at another point, or compute "
+            "with NumPy (np.sqrt, np.float64 arguments) to get NumPy's inf or nan"
+        )
+        return
     add_note(
         f"s2sgrad: raised in the code generated from the function at {origin}, at "
         f"'{line}'; if that function raises it too when called with these arguments, the "
         "error is in it, else please report it as a bug of s2sgrad"
     )
+
+
+def is_float_arithmetic_error(error: BaseException) -> bool:
+    """Python's float arithmetic failing at a point NumPy would answer with inf or nan:
+    ``0.0 ** -0.5``, ``1.0 / 0.0``, ``math.log(0.0)``, ``math.exp(1000.0)``."""
+    if isinstance(error, (ZeroDivisionError, OverflowError)):
+        return True
+    return type(error) is ValueError and str(error) == "math domain error"
 
 
 def function_origin(function: object) -> str | None:

@@ -16,7 +16,10 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from s2sgrad.rules.registry import differentiated_keyword, get_rule, per_argument
+from s2sgrad.running import is_float_arithmetic_error
 from s2sgrad.runtime.core import CotangentDict
 from s2sgrad.tape.recording import RECORDING, is_traced
 from s2sgrad.tape.specialize import specialized
@@ -178,7 +181,10 @@ class Backward:
             else:
                 raw_args = [a._value if type(a) is tape_value else self._raw(a) for a in args]
                 ans = self._raw(out)
-                result = vjp(g, ans, *raw_args, **kwargs) if kwargs else vjp(g, ans, *raw_args)
+                try:
+                    result = vjp(g, ans, *raw_args, **kwargs) if kwargs else vjp(g, ans, *raw_args)
+                except (ArithmeticError, ValueError) as error:
+                    result = _with_numpy_floats(error, vjp, g, ans, raw_args, kwargs)
             for arg, cotangent in zip(args, per_argument(result, len(args))):
                 if cotangent is not None:
                     self._accumulate(grads, arg, cotangent)
@@ -249,3 +255,14 @@ class Backward:
     def _add(grads, key, cotangent) -> None:
         old = grads.get(key)
         grads[key] = cotangent if old is None else old + cotangent
+
+
+def _with_numpy_floats(error: Exception, vjp: Callable, g: Any, ans: Any, args: list, kwargs):
+    """A rule's cotangents where Python's float arithmetic raised (``g / (2 * ans)`` of
+    ``math.sqrt(0.0)``): computed again with NumPy floats, which give inf or nan as they
+    do for ``np.sqrt``. Any other error is raised again."""
+    floats = [g, ans, *args]
+    if not is_float_arithmetic_error(error) or not any(type(v) is float for v in floats):
+        raise error
+    g, ans, *args = (np.float64(v) if type(v) is float else v for v in floats)
+    return vjp(g, ans, *args, **(kwargs or {}))
