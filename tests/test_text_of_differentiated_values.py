@@ -143,3 +143,44 @@ def test_reading_numbers_back_from_bytes_is_refused(mode):
     with pytest.raises(sg.NonDifferentiableError, match=r"bytes") as refused:
         sg.grad(read_back_from_bytes, mode=mode)(x)
     assert f"{HERE}:" in str(refused.value)
+
+
+def read_back_from_percent_formatting(x):
+    return float("%.12f" % x[0]) * x[1]  # noqa: UP031 (as users write it)
+
+
+def read_back_from_format_method(x):
+    return float("{:.12f}".format(x[0])) * x[1]  # noqa: UP032
+
+
+def read_back_through_a_template(x):
+    template = "{:.12f}"
+    return float(template.format(x[0])) * x[1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "f",
+    [
+        read_back_from_percent_formatting,
+        read_back_from_format_method,
+        read_back_through_a_template,
+    ],
+)
+def test_formatted_text_read_back_is_refused(f, mode):
+    x = np.array([0.3, -1.2, 0.8])
+    with pytest.raises(sg.S2SGradError) as refused:
+        sg.grad(f, mode=mode)(x)
+    assert f"{HERE}:" in str(refused.value)
+
+
+def logs_with_percent_and_format(x):
+    y = np.sum(x**3)
+    print("loss %.3f" % y, "loss {:.3f}".format(y))  # noqa: UP031, UP032
+    return y
+
+
+def test_percent_and_format_logging_is_differentiated_around():
+    x = np.array([0.3, -1.2, 0.8])
+    for mode in ("s2s", "auto"):
+        assert_close(call_twice(sg.grad(logs_with_percent_and_format, mode=mode), x), 3 * x**2)

@@ -120,6 +120,8 @@ def classify(value: gast.expr, parsed: ParsedFunction, local_names: set[str]) ->
     ):
         return Operation(OperationKind.CONSTANT)
     if isinstance(value, gast.BinOp):
+        if _is_text(value.left):  # "%.3f" % loss
+            return _text("%-formatting", [value.right])
         return _primitive(BINARY_OPERATORS[type(value.op)], [value.left, value.right])
     if isinstance(value, gast.UnaryOp):
         return _primitive(UNARY_OPERATORS[type(value.op)], [value.operand])
@@ -272,6 +274,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             f"the method .{func.attr}()",
             func,
         )
+    if isinstance(func, gast.Attribute) and _is_text(func.value):  # "{:.3f}".format(loss)
+        return _text(f"str.{func.attr}(...)", [*node.args, *keywords.values()])
     return Operation(
         OperationKind.UNKNOWN,
         None,
@@ -296,6 +300,10 @@ def _text(description: str, args: list) -> Operation:
     """Text or bytes written from ``args``: differentiated around where their value is not
     needed (a message, a log line), refused where it reaches the result."""
     return Operation(OperationKind.NO_RULE, None, list(args), {}, description, advice=_TEXT_ADVICE)
+
+
+def _is_text(node: gast.expr) -> bool:
+    return isinstance(node, gast.Constant) and isinstance(node.value, (str, bytes))
 
 
 def _names_formatted(value: gast.JoinedStr) -> list[gast.Name]:

@@ -205,6 +205,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     spread = _spread(pullback, positions, full_args, tuple_result=True)
 
     def taped_pullback(g):
+        if isinstance(value, (str, bytes)):
+            raise NonDifferentiableError(
+                f"{_user_origin()}: {name} wrote a value being differentiated as text or "
+                "bytes, which carry no derivative, yet their value reaches the result (as in "
+                "float(str(x))); compute with the value itself, or wrap it in "
+                "s2sgrad.stop_gradient if it should count as a constant"
+            )
         if isinstance(g, dict) and not isinstance(value, dict):  # by attribute: see objects
             error = UnsupportedError(
                 f"{_user_origin()}: an attribute is read of the object {name} returned, "
