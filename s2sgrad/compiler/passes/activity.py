@@ -80,6 +80,8 @@ def analyse_activity(
         if isinstance(statement, gast.Return) and statement.value is not None:
             readers.append((None, output_names(statement)))
         elif value is not None:
+            if reads and blocks_derivative(value):  # len(text): no derivative reaches them
+                reads = set()
             if isinstance(statement, gast.Assign) and not isinstance(
                 statement.targets[0], (gast.Name, gast.Tuple, gast.List)
             ):
