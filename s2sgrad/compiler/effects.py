@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import functools
 import inspect
+import logging
 import sys
 import types
 from typing import Any
@@ -29,6 +30,7 @@ __all__ = [
     "not_at_run_time",
     "is_not_at_run_time",
     "refuse_frame_readers",
+    "is_reporter",
 ]
 
 
@@ -49,7 +51,7 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
         return
     operation = classify(value, parsed, local_names)
     target = operation.primitive
-    if operation.kind is OperationKind.PRIMITIVE or target is print:
+    if operation.kind is OperationKind.PRIMITIVE or is_reporter(target):
         return
     if operation.kind is OperationKind.CALL and not changes_state(target):
         return
@@ -59,6 +61,31 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
         f"sweep follows a differentiated value ('{differentiated[0]}') there; return the "
         "value and use it, or use mode='tape'"
     )
+
+
+# functions that only write their arguments out, as text: print and logging's
+_LOG_LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "log")
+_REPORTERS = (
+    print,
+    *(
+        getattr(owner, level)
+        for owner in (logging, logging.Logger, logging.LoggerAdapter)
+        for level in _LOG_LEVELS
+        if hasattr(owner, level)  # Python 3.13 has no warn
+    ),
+)
+
+
+def is_reporter(function: Any) -> bool:
+    """Whether ``function`` only writes its arguments out: ``print``, ``logging.info``,
+    ``logger.warning`` (a method, bound or not).
+
+    Example::
+
+        is_reporter(logging.getLogger("train").info)  # True
+    """
+    function = getattr(function, "__func__", function)
+    return any(function is reporter for reporter in _REPORTERS)
 
 
 def refuse_frame_readers(statement: gast.Assign | gast.Expr, parsed) -> None:
@@ -211,6 +238,8 @@ def is_library_function(function: Any) -> bool:
         is_library_function(np.sin), is_library_function(print)  # True, True
     """
     if isinstance(function, np.ufunc):  # NumPy 1.26's ufuncs have no __module__
+        return True
+    if is_reporter(function):
         return True
     module = getattr(function, "__module__", None) or ""
     if module.split(".")[0] in ("numpy", "math"):

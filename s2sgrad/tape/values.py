@@ -17,6 +17,7 @@ from __future__ import annotations
 import dis
 import inspect
 import linecache
+import logging
 import operator
 import os
 import sys
@@ -196,7 +197,8 @@ class TapeValue:
         return int(self._value)
 
     def __float__(self) -> float:
-        self._refuse_plain("float()")
+        if sys._getframe(1).f_code.co_filename != _LOGGING_FILE:  # "loss %.3f" % (loss,)
+            self._refuse_plain("float()")
         return float(self._value)
 
     def __hash__(self) -> int:
@@ -1392,6 +1394,11 @@ def _bind_local(frame: Any, name: str, value: Any) -> None:
 
     frame.f_locals[name] = value
     ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))
+
+
+# logging formats its message (``msg % args``) only to write it out: a float() asked
+# there is text that never comes back
+_LOGGING_FILE = logging.__file__
 
 
 def _inside_numpy_full() -> bool:
