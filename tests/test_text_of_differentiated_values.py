@@ -9,6 +9,9 @@ NumPy; it is refused too.
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import numpy as np
 import pytest
 from oracle import assert_close, assert_gradient_in_every_mode, call_twice, numeric_grad
@@ -81,14 +84,36 @@ HISTORY: list = []
 
 def keeps_a_history(x):
     y = np.sum(x**2)
-    HISTORY.append(f"{y:.4f}")
+    line = f"{y:.4f}"
+    HISTORY.append(line)
+    notes = {"loss": line}
+    notes["again"] = str(y)
+    if np.isnan(y):
+        warnings.warn(f"loss is nan: {y}", stacklevel=2)
+    sys.stdout.write(f"loss={y:.3f}\n")
     return y
 
 
-def test_text_kept_in_a_list_outside_is_taped_in_auto():
+@pytest.mark.parametrize("mode", MODES)
+def test_text_kept_outside_or_written_out_leaves_the_gradient_right(mode, capsys):
     x = np.array([0.3, -1.2, 0.8])
-    assert_close(call_twice(sg.grad(keeps_a_history, mode="auto"), x), 2 * x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # mode "auto" does not fall back to the tape
+        assert_close(call_twice(sg.grad(keeps_a_history, mode=mode), x), 2 * x)
     assert float(HISTORY[-1]) == pytest.approx(np.sum(x**2), abs=1e-4)
+    assert "loss=" in capsys.readouterr().out
+
+
+def reads_back_its_own_history(x):
+    y = np.sum(x**2)
+    HISTORY.append(f"{y:.12f}")
+    return float(HISTORY[-1]) * x[0]
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_text_read_back_from_a_list_it_was_kept_in_is_refused(mode):
+    with pytest.raises(sg.S2SGradError):
+        sg.grad(reads_back_its_own_history, mode=mode)(np.array([0.3, -1.2, 0.8]))
 
 
 def prints_its_values(x):

@@ -13,6 +13,7 @@ import inspect
 import logging
 import sys
 import types
+import warnings
 from typing import Any
 
 import gast
@@ -43,9 +44,14 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
     value = statement.value
     if not isinstance(value, gast.Call) or method_receiver(value, "append") is not None:
         return
-    arguments = [*value.args, *(k.value for k in value.keywords)]
+    arguments = [
+        a
+        for a in (*value.args, *(k.value for k in value.keywords))
+        if type(a) is not gast.JoinedStr  # text, which carries no derivative
+    ]
+    varied = activity.varied.difference(activity.text) if activity.text else activity.varied
     differentiated = [
-        n.id for a in arguments for n in walk(a) if type(n) is gast.Name and n.id in activity.varied
+        n.id for a in arguments for n in walk(a) if type(n) is gast.Name and n.id in varied
     ]
     if not differentiated:
         return
@@ -67,6 +73,7 @@ def refuse_calls_kept_for_effect(statement: gast.Expr, parsed, local_names, acti
 _LOG_LEVELS = ("debug", "info", "warning", "warn", "error", "exception", "critical", "log")
 _REPORTERS = (
     print,
+    warnings.warn,
     *(
         getattr(owner, level)
         for owner in (logging, logging.Logger, logging.LoggerAdapter)

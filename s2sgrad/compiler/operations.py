@@ -296,6 +296,16 @@ _TEXT_ADVICE = (
 )
 
 
+def is_text(operation: Operation) -> bool:
+    """Whether ``operation`` writes text or bytes (``str(x)``, an f-string, ``"%f" % x``).
+
+    Example::
+
+        is_text(classify(parse_expression("str(t1)"), parsed, {"t1"}))  # True
+    """
+    return operation.advice is _TEXT_ADVICE
+
+
 def _text(description: str, args: list) -> Operation:
     """Text or bytes written from ``args``: differentiated around where their value is not
     needed (a message, a log line), refused where it reaches the result."""

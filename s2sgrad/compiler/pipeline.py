@@ -62,7 +62,7 @@ from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.node_kinds import kinds_of, of_kind
-from s2sgrad.compiler.operations import OperationKind, classify
+from s2sgrad.compiler.operations import OperationKind, classify, is_text
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
     AssignmentTable,
@@ -97,6 +97,7 @@ from s2sgrad.compiler.syntax import (
     names_read,
     names_read_in_all,
     names_written,
+    nested_statements,
     parameter_names,
     store_param,
     walk,
@@ -502,6 +503,15 @@ def _activity(
         )
 
     activity = analyse_activity(node.body, set(differentiated), output_names, blocks_derivative)
+    texts = {id(value) for value, operation in classified.values() if is_text(operation)}
+    if texts:
+        activity.text = frozenset(
+            statement.targets[0].id
+            for statement in nested_statements(node.body)
+            if type(statement) is gast.Assign
+            and type(statement.targets[0]) is gast.Name
+            and id(statement.value) in texts
+        )
     refuse_untracked_writes(node.body, parsed, local_names, activity)
     return activity
 

@@ -31,6 +31,9 @@ class Activity:
 
     varied: set[str]
     useful: set[str]
+    # text written from varied values (``f"{loss:.3f}"``): varied, so that a number read
+    # back from it is refused, yet no value being differentiated when printed or stored
+    text: frozenset[str] = frozenset()
 
     def is_active(self, name: str) -> bool:
         return name in self.varied and name in self.useful

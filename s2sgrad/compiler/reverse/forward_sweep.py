@@ -116,6 +116,8 @@ class ForwardSweep:
                 # the tape updates its own copy of a list or dict; an array is copied above
                 error.tape_cannot_either = base not in self.context.containers
                 raise error
+            if self.stores_only_text(statement):  # a log line: no value being differentiated
+                continue
             if base in dicts and (base in self.activity.varied or self.active(base)):
                 raise UnsupportedError(  # the tape can: auto falls back to it
                     f"{self.parsed.location(statement)}: writing entries of the dict "
@@ -140,6 +142,18 @@ class ForwardSweep:
                 error = UnsupportedError(self._shared_update_message(statement, base, statements))
                 error.tape_cannot_either = True
                 raise error
+
+    def stores_only_text(self, statement: gast.stmt) -> bool:
+        """Whether ``statement`` stores text written from varied values and nothing else
+        (``log.append(f"{loss:.3f}")``, ``info["line"] = message``)."""
+        text = self.activity.text
+        if not text:
+            return False
+        if type(statement) is gast.Assign:
+            stored = statement.value
+        else:
+            stored = getattr(getattr(statement, "value", None), "args", [None])[0]
+        return type(stored) is gast.Name and stored.id in text
 
     def _shared_update_message(self, statement: gast.stmt, base: str, statements) -> str:
         """Why an in-place update of ``base``, which may share memory, is refused."""
