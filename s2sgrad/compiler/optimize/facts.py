@@ -348,6 +348,8 @@ class FactsCache:
         self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
         # every statement forgotten or told anew, in order, since whoever reads it cleared it
         self.touched: list[gast.stmt] = []
+        # (statements, their records, rewrites then) of the last remember() or of_each()
+        self.last: tuple[list[gast.stmt], list[Facts | None], int] | None = None
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
@@ -362,6 +364,31 @@ class FactsCache:
 
     def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         """``[self.of(s) for s in statements]``, with less work per statement kept."""
+        last = self.last
+        if last is not None and last[2] == self.rewrites and last[0] == statements:
+            records = last[1]
+            if None in records:
+                for position, facts in enumerate(records):
+                    if facts is None:
+                        records[position] = self.of(statements[position])
+            return list(records)
+        records = self._of_each(statements)
+        self.remember(statements, records)
+        return records
+
+    def remember(self, statements: list[gast.stmt], records: list[Facts | None]) -> None:
+        """Keep ``records``, the current record of each of ``statements`` (None: ask
+        :meth:`of`), for :meth:`of_each` to give back while no statement is forgotten or
+        told anew: a rewrite hands the records of the body it made to the next one.
+
+        Example::
+
+            cache.remember(result, [facts_at[i] for i in kept])
+        """
+        if self.enabled:  # else every record is a walk of its own, not kept
+            self.last = (list(statements), list(records), self.rewrites)
+
+    def _of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         get = self.table.get
         # most often every record is kept and current: then two maps and a comparison of
         # the statements (by identity, as nodes compare) tell, without a loop in Python
@@ -411,6 +438,7 @@ class FactsCache:
         Returns every node walked that has children (names included), for a caller that
         looks for nodes of some kind without a walk of its own."""
         self.sharing = views_of_updated_arrays(body)
+        self.last = None
         trail: list[gast.AST] = []
         for statement in body:
             self.table[id(statement)] = self._shared(Facts(statement, trail))
