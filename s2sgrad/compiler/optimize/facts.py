@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 from operator import attrgetter
 
 import gast
@@ -328,6 +329,11 @@ _PLANS: dict[type, tuple[tuple[str, ...], str | None]] = {}
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")  # what syntax.statement_blocks returns
 
 
+# statements changed since records were handed on that of_each still patches in (each is
+# looked for in the list, a loop in C): past that it looks every record up again
+_FEW = 32
+
+
 class FactsCache:
     """:class:`Facts` per statement, as it is now: each record is kept until the statement
     is forgotten, and every rewrite forgets what it changes.
@@ -348,8 +354,10 @@ class FactsCache:
         self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
         # every statement forgotten or told anew, in order, since whoever reads it cleared it
         self.touched: list[gast.stmt] = []
-        # (statements, their records, rewrites then) of the last remember() or of_each()
-        self.last: tuple[list[gast.stmt], list[Facts | None], int] | None = None
+        # (statements, their records) of the last remember() or of_each(), and the
+        # statements forgotten or told anew since (up to one more than _FEW: too many)
+        self.last: tuple[list[gast.stmt], list[Facts | None]] | None = None
+        self.recent: list[gast.stmt] = []
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
@@ -365,12 +373,20 @@ class FactsCache:
     def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         """``[self.of(s) for s in statements]``, with less work per statement kept."""
         last = self.last
-        if last is not None and last[2] == self.rewrites and last[0] == statements:
+        if last is not None and len(self.recent) <= _FEW and last[0] == statements:
             records = last[1]
-            if None in records:
-                for position, facts in enumerate(records):
-                    if facts is None:
-                        records[position] = self.of(statements[position])
+            for statement in self.recent:  # changed since: asked for again
+                position = -1
+                with contextlib.suppress(ValueError):  # (gone from the statements)
+                    while True:
+                        position = statements.index(statement, position + 1)
+                        records[position] = None
+            self.recent = []
+            with contextlib.suppress(ValueError):
+                position = -1
+                while True:
+                    position = records.index(None, position + 1)
+                    records[position] = self.of(statements[position])
             return list(records)
         records = self._of_each(statements)
         self.remember(statements, records)
@@ -386,7 +402,8 @@ class FactsCache:
             cache.remember(result, [facts_at[i] for i in kept])
         """
         if self.enabled:  # else every record is a walk of its own, not kept
-            self.last = (list(statements), list(records), self.rewrites)
+            self.last = (list(statements), list(records))
+            self.recent = []
 
     def _of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         get = self.table.get
@@ -457,6 +474,8 @@ class FactsCache:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
         self.touched.append(facts.statement)
+        if len(self.recent) <= _FEW:
+            self.recent.append(facts.statement)
         self.walks.pop(id(facts.statement), None)
         if self.enabled:
             self.table[id(facts.statement)] = self._shared(facts)
@@ -465,6 +484,8 @@ class FactsCache:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.rewrites += 1
         self.touched.append(statement)
+        if len(self.recent) <= _FEW:
+            self.recent.append(statement)
         self.table.pop(id(statement), None)
         self.walks.pop(id(statement), None)
 
