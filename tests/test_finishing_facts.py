@@ -211,3 +211,38 @@ def test_broadcast_calls_are_found_in_blocks_nested_functions_and_defaults():
     function = _parsed("def g(e, S):\n    y = np.tanh(e) * 2\n    return y")
     facts = FactsCache(enabled=False)  # no records kept: it cannot tell
     assert holds_broadcast_calls(function, facts) is True
+
+
+def test_no_second_look_for_views_when_no_array_is_written_in_place(monkeypatch):
+    from s2sgrad.compiler.specialize import broadcasts
+
+    looked = []
+    views = broadcasts.views_of_updated_arrays
+
+    def counting(body, *rest):
+        looked.append(len(body))
+        return views(body, *rest)
+
+    monkeypatch.setattr(broadcasts, "views_of_updated_arrays", counting)
+    function = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            return y
+        """
+    )
+    facts = strip_broadcast_definitions(function)
+    assert "d = e" in to_source(function) and facts is not None
+    assert facts.updated == set() and looked == []  # ``d = e`` can be no view that matters
+    written = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            a[0] = 1.0
+            return y
+        """
+    )
+    assert strip_broadcast_definitions(written) is not None  # d is no view of a
+    assert looked == [4]  # an array is written in place: the views were looked at again

@@ -32,7 +32,7 @@ from s2sgrad.compiler.optimize.foldable import (
     subscript_folds,
     unaryop_folds,
 )
-from s2sgrad.compiler.optimize.views import views_of_updated_arrays
+from s2sgrad.compiler.optimize.views import arrays_updated_in_place, views_of_updated_arrays
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     MUTATING_METHODS,
@@ -349,6 +349,7 @@ class FactsCache:
         # name -> the names that may see the same memory (an array and its views): a
         # statement changing one in place changes them all
         self.sharing: dict[str, frozenset[str]] = {}
+        self.updated: set[str] = set()  # the arrays changed in place (when primed)
         # id -> (statement, its _Walk) for statements with blocks and those in blocks, so
         # that a loop or branch forgotten is walked anew outside its blocks only
         self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
@@ -454,7 +455,8 @@ class FactsCache:
 
         Returns every node walked that has children (names included), for a caller that
         looks for nodes of some kind without a walk of its own."""
-        self.sharing = views_of_updated_arrays(body)
+        self.updated = arrays_updated_in_place(body)
+        self.sharing = views_of_updated_arrays(body, self.updated)
         self.last = None
         trail: list[gast.AST] = []
         for statement in body:

@@ -359,8 +359,10 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> FactsCache | None
         top = set(map(id, function.body))
         if not all(id(definition) in top for definition in changed):
             return None  # a loop or branch holding one would have to be forgotten too
-        if views_of_updated_arrays(function.body) != facts.sharing:
-            return None  # ``d = e`` may make ``d`` a view of an array written in place
+        # ``d = e`` may make ``d`` a view of an array written in place (with none written
+        # in place, as the targets, which stay, told the cache: no view matters)
+        if facts.updated and views_of_updated_arrays(function.body) != facts.sharing:
+            return None
         for definition in changed:
             facts.forget(definition)
     return facts
