@@ -18,7 +18,9 @@ Example::
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from operator import attrgetter
+from typing import cast
 
 import gast
 
@@ -375,25 +377,25 @@ class FactsCache:
         """``[self.of(s) for s in statements]``, with less work per statement kept."""
         last = self.last
         if last is not None and len(self.recent) <= _FEW and last[0] == statements:
-            records = last[1]
+            kept = last[1]
             for statement in self.recent:  # changed since: asked for again
                 position = -1
                 with contextlib.suppress(ValueError):  # (gone from the statements)
                     while True:
                         position = statements.index(statement, position + 1)
-                        records[position] = None
+                        kept[position] = None
             self.recent = []
             with contextlib.suppress(ValueError):
                 position = -1
                 while True:
-                    position = records.index(None, position + 1)
-                    records[position] = self.of(statements[position])
-            return list(records)
+                    position = kept.index(None, position + 1)
+                    kept[position] = self.of(statements[position])
+            return cast("list[Facts]", list(kept))  # no None left
         records = self._of_each(statements)
         self.remember(statements, records)
         return records
 
-    def remember(self, statements: list[gast.stmt], records: list[Facts | None]) -> None:
+    def remember(self, statements: list[gast.stmt], records: Sequence[Facts | None]) -> None:
         """Keep ``records``, the current record of each of ``statements`` (None: ask
         :meth:`of`), for :meth:`of_each` to give back while no statement is forgotten or
         told anew: a rewrite hands the records of the body it made to the next one.
