@@ -17,7 +17,10 @@ from s2sgrad.compiler import finishing, pipeline
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate
 from s2sgrad.compiler.codegen import to_source
 from s2sgrad.compiler.optimize.facts import FactsCache
-from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions
+from s2sgrad.compiler.specialize.broadcasts import (
+    holds_broadcast_calls,
+    strip_broadcast_definitions,
+)
 
 
 def f(x, w):
@@ -148,3 +151,98 @@ def test_a_read_broadcasting_does_not_restore_keeps_the_definition():
     facts = strip_broadcast_definitions(function)  # d is read twice, once by h
     assert "np.broadcast_to(e, S)" in to_source(function)
     assert facts is not None and facts.known(function.body[0]) is not None  # unchanged
+
+
+def _stripping_again(monkeypatch) -> list[bool]:
+    """Record what each run of the second stripping (after the optimiser) returns."""
+    stripped: list[bool] = []
+    strip = finishing.strip_broadcasts_in
+
+    def recording(node):
+        stripped.append(strip(node))
+        return stripped[-1]
+
+    monkeypatch.setattr(finishing, "strip_broadcasts_in", recording)
+    return stripped
+
+
+def test_no_second_stripping_when_the_optimiser_left_no_broadcast_call(monkeypatch):
+    stripped = _stripping_again(monkeypatch)
+    x, w = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    g = sg.grad(f, wrt=(0, 1))
+    g(x, w)
+    dx, dw = g(x, w)  # the specialised code
+    assert "broadcast_to" not in sg.source(g)
+    assert stripped == []  # its walk of the whole function is skipped
+    np.testing.assert_allclose(dx, numeric_grad(f, (x, w), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dw, numeric_grad(f, (x, w), 1), rtol=1e-6, atol=1e-8)
+
+
+def mean_rows(x, y):
+    t = (np.cos(x) * 0.5) + 0.1 * y
+    r = np.mean(t, axis=-1, keepdims=True)
+    r = r * np.sqrt(1.0 + np.sum(y) ** 2)
+    return np.sum(r**2) * 0.5
+
+
+def test_the_second_stripping_runs_where_folding_brought_a_broadcast_together(monkeypatch):
+    stripped = _stripping_again(monkeypatch)
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(-1.2, 1.2, size=(2, 3)), rng.uniform(-1.2, 1.2, size=3)
+    g = sg.grad(mean_rows, wrt=(0, 1))
+    g(x, y)
+    dx, dy = g(x, y)  # the specialised code
+    assert stripped == [True]  # a broadcast the optimiser left, stripped
+    np.testing.assert_allclose(dx, numeric_grad(mean_rows, (x, y), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dy, numeric_grad(mean_rows, (x, y), 1), rtol=1e-6, atol=1e-8)
+
+
+def test_broadcast_calls_are_found_in_blocks_nested_functions_and_defaults():
+    for source, found in (
+        ("def g(e, S, c):\n    if c:\n        y = np.broadcast_to(e, S) * 2\n    return y", True),
+        ("def g(e, S):\n    h = lambda v: np.expand_dims(v, 0) * e\n    return h(e)", True),
+        ("def g(e, S=np.broadcast_to(1.0, (2,))):\n    return e * S", True),
+        ("def g(e, S, c):\n    if c:\n        y = np.sum(e) * 2\n    return y", False),
+    ):
+        function = _parsed(source)
+        facts = FactsCache()
+        facts.prime(function.body)
+        assert holds_broadcast_calls(function, facts) is found, source
+    function = _parsed("def g(e, S):\n    y = np.tanh(e) * 2\n    return y")
+    facts = FactsCache(enabled=False)  # no records kept: it cannot tell
+    assert holds_broadcast_calls(function, facts) is True
+
+
+def test_no_second_look_for_views_when_no_array_is_written_in_place(monkeypatch):
+    from s2sgrad.compiler.specialize import broadcasts
+
+    looked = []
+    views = broadcasts.views_of_updated_arrays
+
+    def counting(body, *rest):
+        looked.append(len(body))
+        return views(body, *rest)
+
+    monkeypatch.setattr(broadcasts, "views_of_updated_arrays", counting)
+    function = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            return y
+        """
+    )
+    facts = strip_broadcast_definitions(function)
+    assert "d = e" in to_source(function) and facts is not None
+    assert facts.updated == set() and looked == []  # ``d = e`` can be no view that matters
+    written = _parsed(
+        """
+        def g(e, S, a):
+            d = np.broadcast_to(e, S)
+            y = d * a
+            a[0] = 1.0
+            return y
+        """
+    )
+    assert strip_broadcast_definitions(written) is not None  # d is no view of a
+    assert looked == [4]  # an array is written in place: the views were looked at again

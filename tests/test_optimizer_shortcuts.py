@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 import warnings
+from collections import Counter
 
 import gast
 import numpy as np
@@ -17,7 +18,7 @@ import s2sgrad as sg
 from s2sgrad.compiler.codegen import to_source
 from s2sgrad.compiler.optimize import optimize
 from s2sgrad.compiler.optimize.common import eliminate_common_calls
-from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.facts import Facts, FactsCache
 from s2sgrad.compiler.optimize.optimizer import Optimizer
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import drop_orphan_comments, has_copies
@@ -259,3 +260,81 @@ def straight_line(statements: int) -> str:
         lines.append("    " + forms[k % 4].format(k=k, p=k - 1, q=k - 2))
     lines.append(f"    return np.sum(t{statements - 1})")
     return "\n".join(lines) + "\n"
+
+
+def _what_a_walk_tells(facts) -> tuple:
+    """What a record says of its statement's names and calls, in no particular order."""
+    return (
+        Counter(facts.loads),
+        Counter(facts.stores),
+        Counter(facts.others),
+        facts.reads,
+        facts.writes,
+        facts.modified,
+        facts.assigned,
+        facts.comment,
+        Counter(map(id, facts.calls)),
+        (facts.has_scope, facts.own_scope, facts.effects, facts.annotated),
+    )
+
+
+def test_records_handed_from_rewrite_to_rewrite_are_what_a_walk_finds(monkeypatch, tmp_path):
+    """Each rewrite hands the records of the body it made to the next (``remember``):
+    on the generated code of random programs and of a long straight-line function, every
+    record ``of_each`` gives is what a walk of its statement finds now, and it is given
+    without a walk or a look-up where a rewrite handed it on."""
+    of_each, handed = FactsCache.of_each, []
+
+    def checked_of_each(cache, statements):
+        last = cache.last
+        records = of_each(cache, statements)
+        if cache.enabled:
+            handed.append(last is not None and last[0] == statements)
+            for statement, facts in zip(statements, records):
+                assert facts.statement is statement
+                fresh = cache._shared(Facts(statement))
+                assert _what_a_walk_tells(facts) == _what_a_walk_tells(fresh)
+        return records
+
+    monkeypatch.setattr(FactsCache, "of_each", checked_of_each)
+    sources = [program_families.family_program(seed) for seed in range(1, 240, 5)]
+    sources.append(("straight line", straight_line(60), ((5,), (5,))))
+    for index, (_, source, (x_shape, y_shape)) in enumerate(sources):
+        module = program_families._load(source, tmp_path, index)
+        rng = np.random.default_rng(index)
+        x, y = rng.uniform(-1, 1, size=x_shape), rng.uniform(-1, 1, size=y_shape)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                sg.grad(module.f, wrt=(0, 1), mode="s2s")(x, y)  # generic, then specialised
+            except AssertionError:
+                raise
+            except Exception:  # noqa: BLE001 - refusals and programs that fail are no matter
+                continue
+    assert handed.count(True) > len(handed) // 3  # most records are handed on
+
+
+def test_records_are_not_handed_on_once_a_statement_changed():
+    body = gast.parse("a = b + c\nd = a * 2\nreturn d").body
+    cache = FactsCache()
+    records = cache.of_each(body)
+    cache.remember(body, records)
+    assert cache.of_each(list(body)) == records  # the same statements, handed on
+    changed = [body[0], body[2]]  # another body: walked
+    assert [f.statement for f in cache.of_each(changed)] == changed
+    cache.remember(body, [records[0], None, records[2]])  # None: asked for again
+    assert cache.of_each(body)[1].reads == {"a"}
+    body[1].value = gast.parse("x * 2").body[0].value
+    cache.forget(body[1])  # a rewrite: nothing handed on is current any more
+    assert cache.of_each(body)[1].reads == {"x"}
+
+
+def test_records_handed_on_after_many_changes_are_looked_up_again():
+    body = gast.parse("\n".join(f"a{k} = b{k} + 1" for k in range(50))).body
+    cache = FactsCache()
+    cache.remember(body, cache.of_each(body))
+    for statement in body[::2]:  # more changes than are patched in one by one
+        statement.value.left.id = "c"
+        cache.forget(statement)
+    records = cache.of_each(body)
+    assert [f.reads for f in records[:4]] == [{"c"}, {"b1"}, {"c"}, {"b3"}]

@@ -50,7 +50,11 @@ from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.stack_loops import iterate_saved_stacks
 from s2sgrad.compiler.purity import purity_of
 from s2sgrad.compiler.specialize import probe, signature
-from s2sgrad.compiler.specialize.broadcasts import strip_broadcast_definitions, strip_broadcasts_in
+from s2sgrad.compiler.specialize.broadcasts import (
+    holds_broadcast_calls,
+    strip_broadcast_definitions,
+    strip_broadcasts_in,
+)
 from s2sgrad.compiler.specialize.exact_divisors import divide_exactly
 from s2sgrad.compiler.specialize.fresh_arrays import update_fresh_arrays
 from s2sgrad.compiler.specialize.in_place import accumulate_in_place
@@ -91,6 +95,9 @@ class Finishing:
     # the facts of the body's statements a pass walked them for, true of them until a
     # pass that does not keep them (``Pass.keeps_facts``): the optimiser starts from them
     facts: FactsCache | None = None
+    # false once the optimiser's facts found no broadcast_to or expand_dims call left: the
+    # passes after it make none, so the second stripping has nothing to strip
+    broadcast_calls: bool = True
 
 
 @dataclass(frozen=True)
@@ -147,7 +154,13 @@ def _common_calls(node, finishing):
 
 
 def _optimise(node, finishing):
-    node.body = optimize(node.body, finishing.is_pure, finishing.facts)
+    facts = finishing.facts
+    if facts is None and finishing.probing is not None:  # kept past the optimiser: see below
+        facts = FactsCache()
+        facts.prime(node.body)
+    node.body = optimize(node.body, finishing.is_pure, facts)
+    if facts is not None and finishing.probing is not None:  # true of the optimised body
+        finishing.broadcast_calls = holds_broadcast_calls(node, facts)
     return node
 
 
@@ -177,7 +190,8 @@ def _drop_unneeded_saves(node, finishing):
 
 
 def _strip_broadcasts(node, finishing):
-    if finishing.probing.broadcast_free:  # else no arithmetic is marked to strip
+    # else no arithmetic is marked to strip, or no call is left to strip from it
+    if finishing.probing.broadcast_free and finishing.broadcast_calls:
         finishing.broadcasts_removed = strip_broadcasts_in(node)
     return node
 

@@ -7,6 +7,7 @@ Sums are kept to at most :data:`MAX_MERGED_TERMS` terms, so that code stays shal
 
 from __future__ import annotations
 
+from itertools import compress
 from operator import attrgetter
 
 import gast
@@ -88,7 +89,10 @@ def merge_accumulations(optimizer, body):
                 facts_at[index] = told
             result[earlier_index] = None
             optimizer.changed = True
-    return [s for s in result if s is not None]
+    kept = [s is not None for s in result]
+    result = list(compress(result, kept))
+    cache.remember(result, list(compress(facts_at, kept)))  # each kept current above
+    return result
 
 
 def merge_item_updates(optimizer, body):

@@ -9,8 +9,8 @@ Each takes the running optimiser (its facts cache, purity verdicts and ``changed
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from itertools import chain
-from operator import attrgetter
+from itertools import chain, compress
+from operator import attrgetter, not_
 
 import gast
 
@@ -195,7 +195,10 @@ def fold_single_uses(optimizer, body, allowed=None):
                 _is_append(later) or _is_pop(later)  # they change the stack, not the value
             ):
                 break
-    return [s for s, gone in zip(result, removed) if not gone]
+    kept = list(map(not_, removed))
+    result = list(compress(result, kept))
+    cache.remember(result, list(compress(facts_at, kept)))  # None where forgotten
+    return result
 
 
 def _makes_temporary(statement) -> bool:
@@ -315,7 +318,10 @@ class _IndexedBlock:
         self.alive[position] = False
 
     def remaining(self) -> list[gast.stmt]:
-        return [s for s, alive in zip(self.statements, self.alive) if alive]
+        """The statements not removed, whose records (kept current) the cache is handed."""
+        result = list(compress(self.statements, self.alive))
+        self.cache.remember(result, list(compress(self.facts, self.alive)))
+        return result
 
 
 def _drop_copy_back(block: _IndexedBlock, index, target, source) -> bool:

@@ -17,7 +17,10 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
 from operator import attrgetter
+from typing import cast
 
 import gast
 
@@ -31,7 +34,7 @@ from s2sgrad.compiler.optimize.foldable import (
     subscript_folds,
     unaryop_folds,
 )
-from s2sgrad.compiler.optimize.views import views_of_updated_arrays
+from s2sgrad.compiler.optimize.views import arrays_updated_in_place, views_of_updated_arrays
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
     MUTATING_METHODS,
@@ -328,6 +331,11 @@ _PLANS: dict[type, tuple[tuple[str, ...], str | None]] = {}
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")  # what syntax.statement_blocks returns
 
 
+# statements changed since records were handed on that of_each still patches in (each is
+# looked for in the list, a loop in C): past that it looks every record up again
+_FEW = 32
+
+
 class FactsCache:
     """:class:`Facts` per statement, as it is now: each record is kept until the statement
     is forgotten, and every rewrite forgets what it changes.
@@ -343,11 +351,16 @@ class FactsCache:
         # name -> the names that may see the same memory (an array and its views): a
         # statement changing one in place changes them all
         self.sharing: dict[str, frozenset[str]] = {}
+        self.updated: set[str] = set()  # the arrays changed in place (when primed)
         # id -> (statement, its _Walk) for statements with blocks and those in blocks, so
         # that a loop or branch forgotten is walked anew outside its blocks only
         self.walks: dict[int, tuple[gast.stmt, _Walk]] = {}
         # every statement forgotten or told anew, in order, since whoever reads it cleared it
         self.touched: list[gast.stmt] = []
+        # (statements, their records) of the last remember() or of_each(), and the
+        # statements forgotten or told anew since (up to one more than _FEW: too many)
+        self.last: tuple[list[gast.stmt], list[Facts | None]] | None = None
+        self.recent: list[gast.stmt] = []
 
     def of(self, statement: gast.stmt) -> Facts:
         facts = self.table.get(id(statement))
@@ -362,6 +375,40 @@ class FactsCache:
 
     def of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         """``[self.of(s) for s in statements]``, with less work per statement kept."""
+        last = self.last
+        if last is not None and len(self.recent) <= _FEW and last[0] == statements:
+            kept = last[1]
+            for statement in self.recent:  # changed since: asked for again
+                position = -1
+                with contextlib.suppress(ValueError):  # (gone from the statements)
+                    while True:
+                        position = statements.index(statement, position + 1)
+                        kept[position] = None
+            self.recent = []
+            with contextlib.suppress(ValueError):
+                position = -1
+                while True:
+                    position = kept.index(None, position + 1)
+                    kept[position] = self.of(statements[position])
+            return cast("list[Facts]", list(kept))  # no None left
+        records = self._of_each(statements)
+        self.remember(statements, records)
+        return records
+
+    def remember(self, statements: list[gast.stmt], records: Sequence[Facts | None]) -> None:
+        """Keep ``records``, the current record of each of ``statements`` (None: ask
+        :meth:`of`), for :meth:`of_each` to give back while no statement is forgotten or
+        told anew: a rewrite hands the records of the body it made to the next one.
+
+        Example::
+
+            cache.remember(result, [facts_at[i] for i in kept])
+        """
+        if self.enabled:  # else every record is a walk of its own, not kept
+            self.last = (list(statements), list(records))
+            self.recent = []
+
+    def _of_each(self, statements: list[gast.stmt]) -> list[Facts]:
         get = self.table.get
         # most often every record is kept and current: then two maps and a comparison of
         # the statements (by identity, as nodes compare) tell, without a loop in Python
@@ -410,7 +457,9 @@ class FactsCache:
 
         Returns every node walked that has children (names included), for a caller that
         looks for nodes of some kind without a walk of its own."""
-        self.sharing = views_of_updated_arrays(body)
+        self.updated = arrays_updated_in_place(body)
+        self.sharing = views_of_updated_arrays(body, self.updated)
+        self.last = None
         trail: list[gast.AST] = []
         for statement in body:
             self.table[id(statement)] = self._shared(Facts(statement, trail))
@@ -429,6 +478,8 @@ class FactsCache:
         """Record ``facts`` as what is now true of ``facts.statement`` (made without a walk)."""
         self.rewrites += 1
         self.touched.append(facts.statement)
+        if len(self.recent) <= _FEW:
+            self.recent.append(facts.statement)
         self.walks.pop(id(facts.statement), None)
         if self.enabled:
             self.table[id(facts.statement)] = self._shared(facts)
@@ -437,6 +488,8 @@ class FactsCache:
         """``statement`` changed: :meth:`of` must walk it again."""
         self.rewrites += 1
         self.touched.append(statement)
+        if len(self.recent) <= _FEW:
+            self.recent.append(statement)
         self.table.pop(id(statement), None)
         self.walks.pop(id(statement), None)
 

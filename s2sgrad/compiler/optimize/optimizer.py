@@ -359,9 +359,11 @@ class Optimizer:
         live = set(live_after)
         result = []
         comments = []
+        records = []  # of the statements kept
         for statement, facts in zip(reversed(body), reversed(self.facts.of_each(body))):
             if facts.comment:
                 result.append(statement)
+                records.append(facts)
                 comments.append(True)
                 continue
             assigned = facts.assigned
@@ -372,6 +374,7 @@ class Optimizer:
                 live.discard(assigned)
                 live |= facts.reads
                 result.append(statement)
+                records.append(facts)
                 comments.append(False)
                 continue
             if isinstance(statement, gast.Assign) and all(
@@ -381,6 +384,7 @@ class Optimizer:
             else:
                 live |= facts.reads
                 result.append(statement)
+                records.append(facts)
                 comments.append(False)
                 continue
             if not targets & live and self.pure_value(statement):
@@ -389,10 +393,15 @@ class Optimizer:
             live -= targets
             live |= value_reads(statement, facts)
             result.append(statement)
+            records.append(facts)
             comments.append(False)
         result.reverse()
         comments.reverse()
-        return drop_orphan_comments(result, comments)
+        kept = drop_orphan_comments(result, comments)
+        if len(kept) == len(result):  # the same statements: their records are current
+            records.reverse()
+            self.facts.remember(kept, records)
+        return kept
 
 
 class _Tally:

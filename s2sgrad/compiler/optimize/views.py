@@ -12,23 +12,44 @@ import gast
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.syntax import every_statement
 
-__all__ = ["views_of_updated_arrays"]
+__all__ = ["arrays_updated_in_place", "views_of_updated_arrays"]
 
 # what an array's view is taken with, besides indexing: attributes and methods
 _VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
 _VIEW_METHODS = frozenset({"reshape", "ravel", "transpose", "swapaxes", "squeeze", "view"})
 
 
-def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
+def views_of_updated_arrays(
+    body: list[gast.stmt], updated: set[str] | None = None
+) -> dict[str, frozenset[str]]:
     """For each array ``body`` changes in place (``t[i] = v``), and each name bound to a view
     of it (``t6 = t[:]``, ``u = t.T``), the other names of that group: the backward sweep
-    restores ``t`` in place, and a read of ``t6`` must not move past that.
+    restores ``t`` in place, and a read of ``t6`` must not move past that. ``updated``, when
+    given, is what :func:`arrays_updated_in_place` says of ``body``.
 
     Example::
 
         views_of_updated_arrays(parse("t6 = t[:]\nt[:] = s").body)  # {t: {t6}, t6: {t}}
     """
     statements = body if without_blocks(body) else every_statement(body)
+    if updated is None:
+        updated = _updated(statements)
+    return _views(statements, updated)
+
+
+def arrays_updated_in_place(body: list[gast.stmt]) -> set[str]:
+    """The arrays ``body`` changes in place (``t[i] = v``, ``t.T[0] += v``), told by the
+    targets of its assignments alone: without one, no name shares memory with an array
+    written in place, whatever the values assigned.
+
+    Example::
+
+        arrays_updated_in_place(parse("t[1:] = s\nu = t").body)  # {"t"}
+    """
+    return _updated(body if without_blocks(body) else every_statement(body))
+
+
+def _updated(statements: list[gast.stmt]) -> set[str]:
     updated = set()
     Assign, AugAssign, Subscript = gast.Assign, gast.AugAssign, gast.Subscript
     for statement in statements:
@@ -44,6 +65,10 @@ def views_of_updated_arrays(body: list[gast.stmt]) -> dict[str, frozenset[str]]:
                 base = _view_base(target)
                 if base is not None:
                     updated.add(base)
+    return updated
+
+
+def _views(statements: list[gast.stmt], updated: set[str]) -> dict[str, frozenset[str]]:
     if not updated:  # no array is changed in place: no group, whatever the views
         return {}
     links = []

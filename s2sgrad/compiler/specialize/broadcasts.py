@@ -23,12 +23,13 @@ from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
-from s2sgrad.compiler.syntax import clone, node_fields
+from s2sgrad.compiler.syntax import clone, node_fields, walk
 
 __all__ = [
     "ARITHMETIC",
     "RawFacts",
     "gather_facts",
+    "holds_broadcast_calls",
     "near_broadcasts",
     "note_facts",
     "quiet_arithmetic",
@@ -233,6 +234,31 @@ def strip_broadcasts_in(node: gast.AST) -> bool:
     return changed
 
 
+def holds_broadcast_calls(function: gast.FunctionDef, facts: FactsCache) -> bool:
+    """Whether ``function`` may hold a ``broadcast_to`` or ``expand_dims`` call, the calls
+    :func:`strip_broadcasts_in` strips (without one it changes nothing), told from
+    ``facts``, true of its body's statements (their ``calls``), and a walk of its other
+    fields (True when the cache keeps no record).
+
+    Example::
+
+        if holds_broadcast_calls(function, facts):
+            strip_broadcasts_in(function)
+    """
+    if not facts.enabled:  # each record would be a walk of its own
+        return True
+    calls = chain.from_iterable(map(attrgetter("calls"), facts.of_each(function.body)))
+    outside = copy.copy(function)  # the function without its body: a shallow copy
+    outside.body = []
+    calls = chain(calls, (node for node in walk(outside) if type(node) is gast.Call))
+    return any(
+        type(call.func) is gast.Attribute and call.func.attr in _STRIPPED_CALLS for call in calls
+    )
+
+
+_STRIPPED_CALLS = frozenset({"broadcast_to", "expand_dims"})
+
+
 def _marked_operations(root: gast.AST) -> list[gast.BinOp]:
     """The operations inside ``root`` marked with sides to strip (all found before any is
     stripped), by a walk that skips names and literals (only parameters' names hold more)."""
@@ -333,8 +359,10 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> FactsCache | None
         top = set(map(id, function.body))
         if not all(id(definition) in top for definition in changed):
             return None  # a loop or branch holding one would have to be forgotten too
-        if views_of_updated_arrays(function.body) != facts.sharing:
-            return None  # ``d = e`` may make ``d`` a view of an array written in place
+        # ``d = e`` may make ``d`` a view of an array written in place (with none written
+        # in place, as the targets, which stay, told the cache: no view matters)
+        if facts.updated and views_of_updated_arrays(function.body) != facts.sharing:
+            return None
         for definition in changed:
             facts.forget(definition)
     return facts
