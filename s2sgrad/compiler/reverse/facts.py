@@ -251,29 +251,38 @@ def maybe_structured(
         and isinstance(s.value, gast.Subscript)
         and isinstance(s.value.slice, gast.Slice)
     }
-    changed = True
-    while changed:
-        changed = False
-        for statement in assignments:
-            target, value = statement.targets[0], statement.value
-            if isinstance(target, gast.Tuple):  # the value, and a starred name (a list)
-                found = {value.id} if isinstance(value, gast.Name) else set()
-                found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
-            elif _structured_value(statement, result, arrays, operations):
-                found = {target.id}
-            else:
-                found = set()
-            held = _parameter_holding(statement, parameters, operations, slices)
-            if held is not None:  # the caller may pass a list or a named tuple, which
-                found.add(held)  # f(*args) tells no one
-            if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
-                value, gast.Subscript
-            ):
-                base = value.value  # what holds entries that may be lists may be a list
-                found |= {base.id} if isinstance(base, gast.Name) else set()
-            if found - result:
-                result |= found
-                changed = True
+    # what each statement adds whatever the others do, and the links "if a may hold
+    # entries, so may b" the rest adds: the result is what the links reach from the first
+    # (each statement asked once, not once per round until nothing changes)
+    found: set[str] = set()
+    links: dict[str, list[str]] = {}
+    for statement in assignments:
+        target, value = statement.targets[0], statement.value
+        if isinstance(target, gast.Tuple):  # the value, and a starred name (a list)
+            if isinstance(value, gast.Name):
+                found.add(value.id)
+            found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
+            if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name):
+                found.add(value.value.id)  # what holds entries that are unpacked
+        elif isinstance(value, gast.Name):  # y = x: a copy
+            links.setdefault(value.id, []).append(target.id)
+        elif isinstance(value, gast.Subscript):
+            if isinstance(value.value, gast.Name):  # an entry of x, and what holds y's
+                base = value.value.id
+                links.setdefault(base, []).append(target.id)
+                links.setdefault(target.id, []).append(base)
+        elif _structured_value(statement, result, arrays, operations):  # no name it reads
+            found.add(target.id)
+        held = _parameter_holding(statement, parameters, operations, slices)
+        if held is not None:  # the caller may pass a list or a named tuple, which
+            found.add(held)  # f(*args) tells no one
+    result |= found
+    pending = list(result)
+    while pending:
+        for reached in links.get(pending.pop(), ()):
+            if reached not in result:
+                result.add(reached)
+                pending.append(reached)
     return result
 
 
