@@ -76,11 +76,9 @@ def _structured_by_rounds(statements, known, parameters):
                 found = {target.id}
             else:
                 found = set()
-            if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
-                value, gast.Subscript
-            ):
-                if isinstance(value.value, gast.Name):
-                    found.add(value.value.id)
+            holds = isinstance(target, gast.Tuple) or found or target.id in result
+            if holds and isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name):
+                found.add(value.value.id)
             if found - result:
                 result |= found
                 changed = True
