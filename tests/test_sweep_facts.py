@@ -115,3 +115,31 @@ def test_entries_reach_back_through_copies_and_items():
     found = maybe_structured(statements, set(), {"a", "x"}, _NoCalls())
     assert {"p", "q", "r", "s", "w", "e", "d"} <= found
     assert "m" not in found
+
+
+def test_the_criterion_outline_of_plain_assignments_is_the_walk_s():
+    from s2sgrad.compiler.specialize.criterion import _Outline
+    from s2sgrad.compiler.syntax import walk
+
+    code = """
+t1 = np.sin(x)
+t2 = t1 * 0.5
+t3 = -t2
+t4 = t3
+t5 = 2.0
+t6 = f(t5, k=t4)
+t7 = np.linalg.norm(t6)
+t8 = x[t1]
+t9 = g(x[0])
+a, b = t9
+if t1 > 0:
+    t10 = np.exp(t2)
+for i in range(3):
+    t11 = t10[i]
+t12 = np.sum(t11, axis=0)
+"""
+    body = gast.parse(code).body
+    walked = _Outline.of(walk(gast.Module(body=body, type_ignores=[]))[1:])
+    read = _Outline.of_body(body)
+    for field in ("named", "unpacked", "loops", "regions", "subscripts", "calls", "stored"):
+        assert sorted(map(id, getattr(read, field))) == sorted(map(id, getattr(walked, field)))
