@@ -10,8 +10,9 @@ import random
 import gast
 import numpy as np
 
-from s2sgrad.compiler.reverse.facts import _structured_value, maybe_structured
-from s2sgrad.compiler.reverse.numeric import _numeric, numeric_names
+from s2sgrad.compiler.reverse.facts import maybe_structured
+from s2sgrad.compiler.reverse.numeric import numeric_names
+from s2sgrad.compiler.specialize.criterion import shapes_follow_arguments
 from s2sgrad.compiler.syntax import names_written, nested_statements
 
 _SNIPPETS = [
@@ -35,6 +36,33 @@ _SNIPPETS = [
 ]
 
 
+def _number_or_array(value, numeric) -> bool:
+    """What numeric_names asks of a value, for the kinds of value the snippets hold."""
+    kind = type(value)
+    if kind is gast.Constant:
+        return type(value.value) in (int, float, complex, bool)
+    if kind is gast.Name:
+        return value.id in numeric
+    if kind is gast.BinOp:
+        return _number_or_array(value.left, numeric) and _number_or_array(value.right, numeric)
+    if kind is gast.UnaryOp:
+        return type(value.op) is gast.USub and _number_or_array(value.operand, numeric)
+    if kind is gast.Subscript:
+        return _number_or_array(value.value, numeric)
+    return False
+
+
+def _entries_of(value, structured) -> bool:
+    """What maybe_structured asks of a value that calls nothing."""
+    if isinstance(value, (gast.List, gast.Tuple, gast.Dict)):
+        return True
+    if isinstance(value, gast.Name):
+        return value.id in structured
+    if isinstance(value, gast.Subscript):
+        return isinstance(value.value, gast.Name) and value.value.id in structured
+    return False
+
+
 def _numeric_by_rounds(statements, parameters, containers):
     """numeric_names's definition: rounds over every name until none is dropped."""
     values: dict = {}
@@ -49,7 +77,7 @@ def _numeric_by_rounds(statements, parameters, containers):
     while changed:
         changed = False
         for name in list(numeric):
-            if not all(_numeric(v, numeric, lambda f: None) for v in values.get(name, ())):
+            if not all(_number_or_array(v, numeric) for v in values.get(name, ())):
                 numeric.discard(name)
                 changed = True
     return numeric
@@ -60,10 +88,9 @@ class _NoCalls:
         raise AssertionError("no call to classify")
 
 
-def _structured_by_rounds(statements, known, parameters):
+def _structured_by_rounds(statements, known):
     """maybe_structured's definition (without calls): rounds until nothing is added."""
     result = set(known)
-    arrays = parameters - known
     changed = True
     while changed:
         changed = False
@@ -72,7 +99,7 @@ def _structured_by_rounds(statements, known, parameters):
             if isinstance(target, gast.Tuple):
                 found = {value.id} if isinstance(value, gast.Name) else set()
                 found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
-            elif _structured_value(statement, result, arrays, _NoCalls()):
+            elif _entries_of(value, result):
                 found = {target.id}
             else:
                 found = set()
@@ -96,7 +123,7 @@ def test_numeric_and_structured_names_are_their_fixed_points_in_any_order():
         assert found == _numeric_by_rounds(statements, parameters, containers), lines
         known = set(chooser.sample(["a", "b", "c", "t"], chooser.randint(0, 2)))
         structured = maybe_structured(statements, known, parameters, _NoCalls())
-        assert structured == _structured_by_rounds(statements, known, parameters), lines
+        assert structured == _structured_by_rounds(statements, known), lines
 
 
 def test_a_name_read_before_a_name_dropped_later_is_asked_again():
@@ -117,29 +144,19 @@ def test_entries_reach_back_through_copies_and_items():
     assert "m" not in found
 
 
-def test_the_criterion_outline_of_plain_assignments_is_the_walk_s():
-    from s2sgrad.compiler.specialize.criterion import _Outline
-    from s2sgrad.compiler.syntax import walk
+def test_the_criterion_reads_plain_assignments_without_a_walk():
+    import ast
 
-    code = """
-t1 = np.sin(x)
-t2 = t1 * 0.5
-t3 = -t2
-t4 = t3
-t5 = 2.0
-t6 = f(t5, k=t4)
-t7 = np.linalg.norm(t6)
-t8 = x[t1]
-t9 = g(x[0])
-a, b = t9
-if t1 > 0:
-    t10 = np.exp(t2)
-for i in range(3):
-    t11 = t10[i]
-t12 = np.sum(t11, axis=0)
-"""
-    body = gast.parse(code).body
-    walked = _Outline.of(walk(gast.Module(body=body, type_ignores=[]))[1:])
-    read = _Outline.of_body(body)
-    for field in ("named", "unpacked", "loops", "regions", "subscripts", "calls", "stored"):
-        assert sorted(map(id, getattr(read, field))) == sorted(map(id, getattr(walked, field)))
+    resolved = {"np.sin": np.sin, "np.nonzero": np.nonzero, "np.argmax": np.argmax}
+
+    def resolve(node):
+        return resolved.get(ast.unparse(gast.gast_to_ast(node)))
+
+    def follows(code: str) -> bool:
+        return shapes_follow_arguments(gast.parse(code).body, resolve, {"x"})
+
+    assert follows("t = np.sin(x)\nu = t * 2.0")
+    assert not follows("t = np.sin(x)\nu = np.nonzero(t)")  # a plain call, value-sized
+    assert follows("i = np.argmax(x)\nz = x[i]")  # i, a plain call's, holds integers
+    assert not follows("k = x * 2.0\nz = x[k]")  # k holds values: z's size is theirs
+    assert not follows("t = np.sin(x)\nif t[0] > 0:\n    t = np.nonzero(x)")
