@@ -70,9 +70,13 @@ class BackwardSweep:
         blocks: list[list[gast.stmt]] = []
         reads_after = set(later_reads)
         rules: list[list[str]] = []
-        for step in reversed(steps):
-            # only loops and branches ask what is read after them: a copy for them alone
-            # (one per statement made straight-line code quadratic)
+        # only loops and branches ask what is read after them: what the steps after the
+        # first of them read is gathered, no more
+        asked = next((i for i, step in enumerate(steps) if step.kind in _NESTED), len(steps))
+        for index in range(len(steps) - 1, -1, -1):
+            step = steps[index]
+            # a copy for a loop or branch alone (one per statement made straight-line code
+            # quadratic)
             after = set(reads_after) if step.kind in _NESTED else reads_after
             outer_rules, self.rules.applied = self.rules.applied, []
             reads = _plain_assignment_reads(step)  # read once, by the adjoint and here
@@ -80,8 +84,8 @@ class BackwardSweep:
                 block, early = self.adjoints.backward_assign(step, reads)
             else:
                 block, early = self.backward_step(step, after)
-                reads = self.reads_of(step.statement)
-            reads_after |= reads
+            if index > asked:
+                reads_after |= reads if reads is not None else self.reads_of(step.statement)
             block_rules, self.rules.applied = self.rules.applied, outer_rules
             for save in reversed(step.saves):  # last pushed first
                 if save not in early:

@@ -88,20 +88,22 @@ def write_counts(statements) -> Counter:
     branch count as one path each."""
     counts: Counter = Counter()
     for statement in statements:
-        if isinstance(statement, gast.If):
+        kind = type(statement)
+        if kind is gast.Assign and len(statement.targets) == 1:  # the commonest first
+            target = statement.targets[0]
+            if type(target) is gast.Name and writes_nothing(statement.value):
+                name = target.id  # written_by's one name, counted without a set
+                counts[name] = counts.get(name, 0) + 1
+            else:
+                counts.update(names_written(statement))
+        elif kind is gast.If:
             counts.update(names_written(statement.test))
             counts.update(write_counts(statement.body) | write_counts(statement.orelse))
-        elif isinstance(statement, (gast.For, gast.While)):
-            header = statement.target if isinstance(statement, gast.For) else statement.test
+        elif kind is gast.For or kind is gast.While:
+            header = statement.target if kind is gast.For else statement.test
             counts.update(names_written(header))
             counts.update(write_counts(statement.body))
             counts.update(write_counts(statement.orelse))
-        elif type(statement) is gast.Assign and len(statement.targets) == 1:
-            target = statement.targets[0]
-            if type(target) is gast.Name and writes_nothing(statement.value):
-                counts[target.id] += 1  # written_by's one name, counted without a set
-            else:
-                counts.update(names_written(statement))
         else:
             counts.update(written_by(statement))
     return counts
@@ -241,42 +243,58 @@ def maybe_structured(
     assignments = [
         s
         for s in statements_within(statements, nested)
-        if isinstance(s, gast.Assign) and isinstance(s.targets[0], (gast.Name, gast.Tuple))
+        if type(s) is gast.Assign and type(s.targets[0]) in _NAME_OR_TUPLE
     ]
     arrays = parameters - known  # the other differentiated arguments
     slices = {
         s.targets[0].id: s.value
         for s in assignments
-        if isinstance(s.targets[0], gast.Name)
-        and isinstance(s.value, gast.Subscript)
-        and isinstance(s.value.slice, gast.Slice)
+        if type(s.value) is gast.Subscript
+        and type(s.value.slice) is gast.Slice
+        and type(s.targets[0]) is gast.Name
     }
-    changed = True
-    while changed:
-        changed = False
-        for statement in assignments:
-            target, value = statement.targets[0], statement.value
-            if isinstance(target, gast.Tuple):  # the value, and a starred name (a list)
-                found = {value.id} if isinstance(value, gast.Name) else set()
-                found |= {e.value.id for e in target.elts if isinstance(e, gast.Starred)}
-            elif _structured_value(statement, result, arrays, operations):
-                found = {target.id}
-            else:
-                found = set()
+    # what each statement adds whatever the others do, and the links "if a may hold
+    # entries, so may b" the rest adds: the result is what the links reach from the first
+    # (each statement asked once, not once per round until nothing changes)
+    found: set[str] = set()
+    links: dict[str, list[str]] = {}
+    for statement in assignments:
+        target, value = statement.targets[0], statement.value
+        kind = type(value)
+        if type(target) is gast.Tuple:  # the value, and a starred name (a list)
+            if kind is gast.Name:
+                found.add(value.id)
+            found |= {e.value.id for e in target.elts if type(e) is gast.Starred}
+            if kind is gast.Subscript and type(value.value) is gast.Name:
+                found.add(value.value.id)  # what holds entries that are unpacked
+        elif kind is gast.Name:  # y = x: a copy
+            links.setdefault(value.id, []).append(target.id)
+            continue  # nor does _parameter_holding find anything in a name or an item
+        elif kind is gast.Subscript:
+            if type(value.value) is gast.Name:  # an entry of x, and what holds y's
+                base = value.value.id
+                links.setdefault(base, []).append(target.id)
+                links.setdefault(target.id, []).append(base)
+            continue
+        elif kind is gast.Constant or kind is gast.BinOp:  # numbers, or arithmetic
+            continue
+        elif _structured_value(statement, result, arrays, operations):  # no name it reads
+            found.add(target.id)
+        if kind is gast.Call or kind is gast.Attribute:
             held = _parameter_holding(statement, parameters, operations, slices)
             if held is not None:  # the caller may pass a list or a named tuple, which
                 found.add(held)  # f(*args) tells no one
-            if (isinstance(target, gast.Tuple) or found or target.id in result) and isinstance(
-                value, gast.Subscript
-            ):
-                base = value.value  # what holds entries that may be lists may be a list
-                found |= {base.id} if isinstance(base, gast.Name) else set()
-            if found - result:
-                result |= found
-                changed = True
+    result |= found
+    pending = list(result)
+    while pending:
+        for reached in links.get(pending.pop(), ()):
+            if reached not in result:
+                result.add(reached)
+                pending.append(reached)
     return result
 
 
+_NAME_OR_TUPLE = (gast.Name, gast.Tuple)
 _ARRAY_ATTRIBUTES = frozenset(dir(np.ndarray))
 
 

@@ -84,7 +84,9 @@ class ForwardSweep:
         if nested is None:
             nested = list(nested_statements(statements))
         refuse_mutating_calls(statements, self.parsed, self.context.parameters, self.activity)
-        self.stored_state = StoredState(self.parsed, statements, self.activity.varied)
+        self.stored_state = stored_state = StoredState(
+            self.parsed, statements, self.activity.varied
+        )
         dicts = set()
         self.made_by_calls = set()
         mutated = []
@@ -97,7 +99,7 @@ class ForwardSweep:
                     type(value) is gast.Dict or type(value) is gast.Name and value.id in dicts
                 ):  # d = {}, and hs = t2 of the normal form's xs, hs = {}, {}
                     dicts.add(s.targets[0].id)
-                elif type(value) is gast.Call and isinstance(self.parsed.resolve(value.func), type):
+                elif type(value) is gast.Call and isinstance(stored_state.callee(value), type):
                     self.made_by_calls.update(target_names(s.targets[0]))
             base = mutated_base(s) if updates else None
             if base is not None:

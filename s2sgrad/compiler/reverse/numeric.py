@@ -100,16 +100,30 @@ def numeric_names(
         else:
             other |= header_writes(statement)
     numeric = ((set(values) | parameters) - containers) - other
+    # each name asked once first: where none is dropped, every name is numeric (the set is
+    # a fixed point, and the greatest), and no name's readers need be found
+    dropped = []
+    for name, named in values.items():
+        if name in numeric:
+            for value in named:
+                if not _numeric(value, numeric, lookup):
+                    numeric.discard(name)
+                    dropped.append(name)
+                    break
+    if not dropped:
+        return numeric
     # a worklist: a name is asked again only when a name its values read is dropped (each
     # round over every name dropped one link of a chain: quadratic in its length). The
-    # answer is the same greatest fixed point, _numeric being monotone in ``numeric``
+    # answer is the same greatest fixed point, _numeric being monotone in ``numeric``:
+    # a name asked above before a name it reads was dropped is asked again
     readers: dict[str, list[str]] = {}
+    gone = set(dropped)
     for name in numeric:
         for value in values.get(name, ()):
             for read in reads_of_value(value):
-                if read in numeric:
+                if read in numeric or read in gone:
                     readers.setdefault(read, []).append(name)
-    pending = list(numeric)
+    pending = [reader for name in dropped for reader in readers.get(name, ())]
     while pending:
         name = pending.pop()
         if name not in numeric:

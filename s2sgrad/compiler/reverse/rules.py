@@ -52,6 +52,7 @@ class RuleAdjoints:
         self.applied: list[str] = []
         self.plans: dict[tuple, Any] = {}  # (rule function, argument count) → its plan
         self.unbroadcast: Any = None  # what the name helper("unbroadcast") gives is bound to
+        self.renamed_numpy = context.np != "np"  # np.s_ in indices is this module's name
 
     def backward_primitive(self, statement, operation, cotangent, answer) -> list[gast.stmt]:
         rule = operation.rule
@@ -62,7 +63,7 @@ class RuleAdjoints:
                 "the value in s2sgrad.stop_gradient if it needs none"
             )
         args = list(operation.args)
-        if self.context.np != "np":
+        if self.renamed_numpy:
             args = [self.numpy_names(a) for a in args]
         if operation.primitive is operator.getitem:
             in_place = self.accumulate_item(statement, operation, cotangent)
@@ -78,15 +79,17 @@ class RuleAdjoints:
                 else (kind is not gast.Constant and self.is_active_expression(a))
             ):
                 wanted.add(i)
-        if operation.keywords:
+        keywords = operation.keywords
+        if keywords:
             refuse_differentiated_keywords(
                 operation, self.is_active_expression, self.parsed.location(statement)
             )
         if not wanted:
             return []
-        inlined = None
-        plan = self.plan(rule.vjp, args) if rule.inline_vjp and not operation.keywords else None
-        if plan is not None:
+        inlined, label = None, None
+        planned = self.plan(rule.vjp, args) if rule.inline_vjp and not keywords else None
+        if planned is not None:
+            plan, label = planned
             inlined = plan.inline(cotangent, answer, args, wanted, self.namespace)
         elif rule.inline_vjp:
             inlined = inline_rule(
@@ -99,12 +102,8 @@ class RuleAdjoints:
                 self.names,
                 self.namespace,
             )
-        if inlined is not None:
-            label = _LABELS.get(rule.vjp)
-            if label is None:
-                label = _LABELS[rule.vjp] = rule_label(rule.vjp, operation)
-        else:
-            label = rule_label(None, operation)
+        if label is None:  # the general path's, or a called rule's
+            label = rule_label(rule.vjp if inlined is not None else None, operation)
         self.applied.append(label)
         block: list[gast.stmt] = []
         if inlined is None:
@@ -143,17 +142,21 @@ class RuleAdjoints:
                 block.extend(self.cotangents.distribute(argument, entry, statement))
         return block
 
-    def plan(self, rule_function, args: list) -> Any:
+    def plan(self, rule_function, args: list) -> tuple[Any, str] | None:
         """What :func:`inline_rule` inlines ``rule_function`` at a call of ``args`` without
-        keywords by (its plan, kept per rule and count), or None where it takes its general
-        path or calls the rule."""
+        keywords by (its plan), and the label the comment names the rule by, both kept per
+        rule and count; None where it takes its general path or calls the rule."""
         key = (rule_function, len(args))
-        plan = self.plans.get(key, _UNKNOWN)
-        if plan is _UNKNOWN:
-            plan = self.plans[key] = rule_plan(rule_function, len(args))
-        if plan is not None and gast.Starred in map(type, args):
+        planned = self.plans.get(key, _UNKNOWN)
+        if planned is _UNKNOWN:
+            plan = rule_plan(rule_function, len(args))
+            planned = None
+            if plan is not None:
+                planned = (plan, rule_label(rule_function, None))
+            self.plans[key] = planned
+        if planned is not None and gast.Starred in map(type, args):
             return None  # inline_rule calls such a rule
-        return plan
+        return planned
 
     def without_scalar_unbroadcasts(self, operation, args, entries) -> list:
         """``y = x * 2``: y has x's shape, so ``unbroadcast(dy * 2, x)`` is ``dy * 2``.
@@ -220,7 +223,6 @@ class RuleAdjoints:
 
 
 _UNKNOWN = object()  # a plan not looked up yet
-_LABELS: dict = {}  # an inlined rule's function → its rule_label (which names only it)
 
 # arithmetic whose result has the shape of an array operand when the others are numbers
 _SHAPE_KEEPING = frozenset(
@@ -235,10 +237,11 @@ def _real_literal(node: gast.expr) -> bool:
     return isinstance(node, gast.Constant) and type(node.value) in (int, float)
 
 
-def rule_label(rule_function: Any, operation: Operation) -> str:
+def rule_label(rule_function: Any, operation: Operation | None) -> str:
     """How a ``# grad of:`` comment names the rule applied to ``operation``: the inlined
     rule's function and module, or the primitive whose rule the generated code calls."""
     if rule_function is None:
+        assert operation is not None  # a called rule is named by its primitive
         return f"{_describe(operation.primitive)} (rule called)"
     module = getattr(rule_function, "__module__", "") or ""
     return f"{rule_function.__qualname__} in {module}"

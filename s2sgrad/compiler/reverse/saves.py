@@ -421,12 +421,17 @@ def _has_blocks(statements: list[gast.stmt]) -> bool:
 def _without_orphan_comments(statements: list[gast.stmt]) -> list[gast.stmt]:
     """``statements`` without the ``# grad of:`` comments whose code went."""
     kept = []
-    for index, statement in enumerate(statements):
-        if _is_comment(statement):
-            following = statements[index + 1] if index + 1 < len(statements) else None
-            if following is None or _is_comment(following):
-                continue
-        kept.append(statement)
+    following_is_comment = True  # nothing follows the last statement
+    for statement in reversed(statements):
+        is_comment = (
+            type(statement) is gast.Expr  # string_statement's test, the commonest failing first
+            and type(statement.value) is gast.Constant
+            and _is_comment(statement)
+        )
+        if not (is_comment and following_is_comment):
+            kept.append(statement)
+        following_is_comment = is_comment
+    kept.reverse()
     return kept
 
 

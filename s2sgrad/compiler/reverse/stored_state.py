@@ -51,6 +51,8 @@ class StoredState:
         self.loop_stores: dict[int, set[tuple[str, str]]] = {}
         self.calls: Counter = Counter()  # id(object) → how many statements call it
         self.objects: set[str] = set()  # names bound to a new object of a user's class
+        self.callees: dict[int, tuple[gast.Call, Any]] = {}  # id(call) → (call, its object)
+        self.instances: dict[str, Any] = {}  # name → the object it names, if one of a class
         self.survey(statements, ())
 
     def survey(self, statements: list[gast.stmt], loops: tuple[int, ...]) -> None:
@@ -82,6 +84,7 @@ class StoredState:
                 self.calls[id(function)] += 1
                 if part is value:
                     made = function
+                    self.callees[id(value)] = (value, function)
             if isinstance(made, type) and made.__module__.split(".")[0] not in _LIBRARIES:
                 self.objects.update(target_names(target))
 
@@ -105,8 +108,8 @@ class StoredState:
         if self.stored_before(statement, pair):
             where = f"{pair[0]}.{pair[1]}"
         else:
-            owner = self.parsed.resolve(value.value)
-            if owner is NOT_FOUND or not is_instance_object(owner):
+            owner = self.instance(value.value.id)
+            if owner is NOT_FOUND:
                 return
             if value.attr not in _stored_by_methods(type(owner)):  # type: ignore[arg-type]
                 return
@@ -117,6 +120,24 @@ class StoredState:
             "not carried through an object's attributes: return the value and pass it on, "
             "or use mode='tape'"
         )
+
+    def instance(self, name: str) -> Any:
+        """The object of a class (not a module, class, function, number or array) that
+        ``name`` names outside the function, else NOT_FOUND; asked once per name."""
+        owner = self.instances.get(name, _UNASKED)
+        if owner is _UNASKED:
+            owner = self.parsed.resolve_name(name)
+            if owner is not NOT_FOUND and not is_instance_object(owner):
+                owner = NOT_FOUND
+            self.instances[name] = owner
+        return owner
+
+    def callee(self, call: gast.Call) -> Any:
+        """``parsed.resolve(call.func)``, as :meth:`survey` found it for a statement's value."""
+        known = self.callees.get(id(call))
+        if known is not None and known[0] is call:
+            return known[1]
+        return self.parsed.resolve(call.func)
 
     def refuse_opaque_call(self, statement: gast.stmt) -> None:
         """Refuse a call the sweeps keep as it is (nothing it is given is differentiated)
@@ -178,7 +199,7 @@ class StoredState:
         value = statement.value
         if not isinstance(value, gast.Call):
             return
-        callee = self.parsed.resolve(value.func)
+        callee = self.callee(value)
         if callee is NOT_FOUND or not (in_loop or self.calls[id(callee)] > 1):
             return
         stores = stores_on_itself(callee)
@@ -194,6 +215,7 @@ class StoredState:
 
 
 _LIBRARIES = ("builtins", "numpy", "collections", "types")
+_UNASKED = object()  # a name not looked up yet
 
 
 def _calls_in(value: gast.expr) -> list[gast.Call]:

@@ -23,6 +23,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad.compiler.plain_values import writes_nothing
 from s2sgrad.compiler.specialize.path_shapes import (
     assigned_values,
     fixed_shapes,
@@ -99,8 +100,7 @@ def shapes_follow_arguments(
     ``parameters`` may index arrays when the probe finds them integers
     (:func:`integer_index`).
     """
-    nodes = walk(gast.Module(body=list(body), type_ignores=[]))[1:]  # one walk, not one each
-    outline = _Outline.of(nodes)
+    outline = _Outline.of_body(body)
     shape_only, on_values = _shape_only_names(outline), set[str]()
     assigned_in: dict[int, frozenset[str]] = {}
     while True:  # a name a branch on values assigns holds what the path gave it
@@ -116,7 +116,8 @@ def shapes_follow_arguments(
     for region in outline.regions:
         if _is_shape_only(region.test, shape_only):
             continue
-        everywhere = assigned_values(nodes) if everywhere is None else everywhere
+        if everywhere is None:  # one walk, not one each
+            everywhere = assigned_values(walk(gast.Module(body=list(body), type_ignores=[]))[1:])
         if not fixed_shapes(region, body, resolve, everywhere):
             return False
     for loop in outline.loops:
@@ -148,8 +149,32 @@ class _Outline:
     stored: list[gast.Name] = field(default_factory=list)  # names in a context but Load
 
     @classmethod
-    def of(cls, nodes: list[gast.AST]) -> _Outline:
+    def of_body(cls, body: list[gast.stmt]) -> _Outline:
+        """The outline of ``body``'s nodes: :meth:`of` its walk, but that ``name = value``
+        with a plain value (``plain_values.writes_nothing``: no subscript, no block, no
+        call but the value itself) is sorted without a walk."""
         outline = cls()
+        others = []
+        for statement in body:
+            if type(statement) is gast.Assign and len(statement.targets) == 1:
+                target, value = statement.targets[0], statement.value
+                plain = type(target) is gast.Name and target.annotation is None
+                if plain and writes_nothing(value):
+                    outline.named.append(statement)
+                    if type(target.ctx) is not gast.Load:
+                        outline.stored.append(target)
+                    if type(value) is gast.Call:
+                        outline.calls.append(value)
+                    continue
+            others.append(statement)
+        if others:
+            cls.of(walk(gast.Module(body=others, type_ignores=[]))[1:], outline)
+        return outline
+
+    @classmethod
+    def of(cls, nodes: list[gast.AST], outline: _Outline | None = None) -> _Outline:
+        """The outline of ``nodes``, added to ``outline`` when given."""
+        outline = cls() if outline is None else outline
         name, load = gast.Name, gast.Load
         for node in nodes:
             kind = type(node)
@@ -190,7 +215,10 @@ def _integer_index_names(outline: _Outline, shape_only: set[str], resolve, param
             values.setdefault(name.id, []).append(None)
     names = {name for name in parameters if name not in values}
     for name, written in values.items():
-        if all(_integer_valued(v, shape_only, resolve) for v in written):
+        for value in written:  # all(...), without a generator per name
+            if type(value) is not gast.Call or not _integer_valued(value, shape_only, resolve):
+                break
+        else:
             names.add(name)
     return names
 
@@ -269,7 +297,12 @@ def _shape_only_names(outline: _Outline) -> set[str]:
     while changed:
         changed = False
         for name, values in candidates.items():
-            if name not in known and all(_is_shape_only(v, known) for v in values):
+            if name in known:
+                continue
+            for value in values:  # all(...), without a generator per name
+                if not _is_shape_only(value, known):
+                    break
+            else:
                 known.add(name)
                 changed = True
         for name, iterables in loop_targets.items():
@@ -284,14 +317,29 @@ def _shape_only_names(outline: _Outline) -> set[str]:
 
 
 def _is_shape_only(node: gast.expr, known: set[str]) -> bool:
-    if isinstance(node, gast.Constant):
-        return True
-    if isinstance(node, gast.Name):
+    kind = type(node)  # the commonest kinds by their type (no node class has subclasses)
+    if kind is gast.Name:
         return node.id in known
+    if kind is gast.Constant:
+        return True
+    if kind is gast.BinOp:
+        left, right = node.left, node.right
+        if type(left) is gast.Name:  # a name: looked up here, without a call
+            if left.id not in known:
+                return False
+        elif not _is_shape_only(left, known):
+            return False
+        if type(right) is gast.Name:
+            return right.id in known
+        return _is_shape_only(right, known)
+    if kind is gast.Call:
+        func = node.func
+        name = func.attr if type(func) is gast.Attribute else getattr(func, "id", "")
+        if name in ("len", "shape", "ndim", "size"):
+            return True
+        return name in _SHAPE_QUERIES and all(_is_shape_only(a, known) for a in node.args)
     if isinstance(node, gast.Attribute):
         return node.attr in ("shape", "ndim", "size") or _is_shape_only(node.value, known)
-    if isinstance(node, (gast.BinOp,)):
-        return _is_shape_only(node.left, known) and _is_shape_only(node.right, known)
     if isinstance(node, gast.UnaryOp):
         return _is_shape_only(node.operand, known)
     if isinstance(node, gast.Compare):
@@ -306,10 +354,4 @@ def _is_shape_only(node: gast.expr, known: set[str]) -> bool:
         return all(
             p is None or _is_shape_only(p, known) for p in (node.lower, node.upper, node.step)
         )
-    if isinstance(node, gast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "")
-        if name in ("len", "shape", "ndim", "size"):
-            return True
-        return name in _SHAPE_QUERIES and all(_is_shape_only(a, known) for a in node.args)
     return False
