@@ -14,8 +14,15 @@ from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.compiler.frontend.deep_expressions import may_be_deep
-from s2sgrad.compiler.passes.anf import assignment_table, join_sequences, repeated_sequences
+from s2sgrad.compiler.passes.anf import (
+    assignment_table,
+    join_sequences,
+    repeated_sequences,
+    to_anf,
+)
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.pipeline import _names_written
+from s2sgrad.compiler.syntax import names_written, walk
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -203,3 +210,35 @@ def long_one_line_sum(x):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_long_line_is_read_as_before(mode):
     assert_close(sg.grad(long_one_line_sum, mode=mode)(0.5), 45.0)
+
+
+NAMES_WRITTEN_SOURCES = [
+    "def f(x):\n    y = x + 1\n    a, (b, c) = y, (x, y)\n    return [z for z in y]",
+    "def f(x):\n    def g(v):\n        w = v\n        return w\n    y = g(x)\n    return y",
+    "def f(x):\n    h = lambda v: v * 2\n    return h(x)",
+    "def f(x):\n    class C:\n        k = 1\n    try:\n        y = x\n    except ValueError as e:\n"
+    "        y = e\n    return y",
+]
+
+
+@pytest.mark.parametrize("source", NAMES_WRITTEN_SOURCES)
+def test_the_names_written_read_off_the_walk_are_names_written_s(source):
+    node = gast.parse(source).body[0]
+    assert _names_written(node, walk(node)) == names_written(node)
+
+
+def test_anf_names_the_operands_of_nested_operations_and_calls():
+    node = gast.parse("def f(x, y):\n    z = np.sin(x * 2 + y) * -1.5 - (x, y)[0]\n    return z")
+    function = node.body[0]
+    to_anf(function, NameGenerator({"x", "y", "z", "np"}), {"x", "y", "z"})
+    text = ast.unparse(gast.gast_to_ast(node))
+    assert text.splitlines()[1:] == [
+        "    t1 = x * 2",
+        "    t2 = t1 + y",
+        "    t3 = np.sin(t2)",
+        "    t4 = t3 * -1.5",
+        "    t5 = (x, y)",
+        "    t6 = t5[0]",
+        "    z = t4 - t6",
+        "    return z",
+    ]

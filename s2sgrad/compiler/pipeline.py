@@ -61,7 +61,7 @@ from s2sgrad.compiler.free_names import attribute_entries, depending, free_name_
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.node_kinds import kinds_of, of_kind
+from s2sgrad.compiler.node_kinds import kinds_of, names_in, of_kind
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
@@ -295,8 +295,12 @@ def _build(request: Request) -> GeneratedFunction:
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
-    node = _taken_from(parsed)
-    parsed.closure.update(done_imports(node, parsed.globals.get("__package__")))
+    nodes = walk(parsed.node)  # for the steps below while none changes the tree
+    node = _taken_from(parsed, nodes)
+    imported = done_imports(node, parsed.globals.get("__package__"))
+    if imported:  # it dropped their statements
+        parsed.closure.update(imported)
+        nodes = walk(node)
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
     differentiated = tuple(dict.fromkeys(wrt_base(w) for w in request.wrt))
@@ -304,7 +308,6 @@ def _build(request: Request) -> GeneratedFunction:
         request = dataclasses.replace(
             request, containers=request.containers | {node.args.vararg.id}
         )
-    nodes = walk(node)  # for both: neither changes the tree
     check_no_outer_writes(parsed, node, nodes)
     names = NameGenerator(_all_names(nodes))
     if request.has_aux:
@@ -356,12 +359,13 @@ def _build(request: Request) -> GeneratedFunction:
     return generated
 
 
-def _taken_from(parsed: ParsedFunction) -> gast.FunctionDef:
+def _taken_from(parsed: ParsedFunction, nodes: list[gast.AST]) -> gast.FunctionDef:
     """The parsed function's tree, for the passes to change in place: parsing made it for
     this build alone, so it is not copied. ``parsed`` keeps what the sweeps read of the
-    function as written: its outline (name and parameters) and the names its body writes."""
+    function as written: its outline (name and parameters) and the names its body writes.
+    ``nodes``: ``walk`` of the tree."""
     node = parsed.node
-    parsed.written = frozenset(names_written(node))
+    parsed.written = frozenset(_names_written(node, nodes))
     outline = gast.FunctionDef(
         name=node.name,
         args=clone(node.args),
@@ -707,6 +711,20 @@ def _defines_no_function(node: gast.FunctionDef, nodes: list[gast.AST]) -> bool:
     return gast.Lambda not in kinds_of(nodes) and all(
         n is node for n in of_kind(nodes, gast.FunctionDef)
     )
+
+
+def _names_written(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
+    """``names_written(node)``, read off ``nodes`` (``walk(node)``) when ``node`` defines
+    no function, lambda nor class inside (whose bodies ``names_written`` does not enter)."""
+    kinds = kinds_of(nodes)
+    if not kinds.isdisjoint(_INNER_SCOPES) or any(
+        n is not node for n in of_kind(nodes, gast.FunctionDef)
+    ):
+        return names_written(node)
+    return names_in(nodes, gast.Name, gast.Store) | {node.name}
+
+
+_INNER_SCOPES = (gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)  # and inner defs
 
 
 def _all_names(nodes: list[gast.AST]) -> set[str]:

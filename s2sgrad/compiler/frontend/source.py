@@ -236,14 +236,16 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
 
 
 def _last_line(code: types.CodeType) -> int | None:
+    last: int | None
     if hasattr(code, "co_positions"):  # the end lines, taken in C (one per instruction)
-        ends = list(filter(_IS_A_LINE, map(_END_LINE, code.co_positions())))
+        last = max(filter(_IS_A_LINE, map(_END_LINE, code.co_positions())), default=None)
     else:  # Python 3.10: start lines only; a cut statement fails to parse, and inspect reads it
-        ends = [line for _, _, line in code.co_lines() if line is not None]
+        last = max((line for _, _, line in code.co_lines() if line is not None), default=None)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            ends.append(_last_line(constant) or 0)
-    return max(ends, default=None)
+            inner = _last_line(constant) or 0
+            last = inner if last is None else max(last, inner)
+    return last
 
 
 _END_LINE = operator.itemgetter(1)
