@@ -6,6 +6,7 @@ gradients match finite differences in every mode."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 
 import gast
 import numpy as np
@@ -242,3 +243,34 @@ def test_anf_names_the_operands_of_nested_operations_and_calls():
         "    z = t4 - t6",
         "    return z",
     ]
+
+
+LOCAL_NAMES_SOURCES = [
+    "def f(x, *rest, k=1, **options):\n    x = x * 2\n    y = x + 1\n    y = np.sin(y) * k\n"
+    "    return y",
+    "def f(x, /, w):\n    x = x * w\n    a, (b, c[0]), *d = x, (x, [x]), x, x\n    return a + b\n",
+    "def f(x):\n    y = x if x.sum() > 0 else -x\n    for i in range(3):\n        y = y * i\n"
+    "    z = [v * 2 for v in y]\n    return np.sum(z) + np.add(*[y, y]).sum()",
+    "def f(x):\n    def g(v):\n        w = v * x\n        return w\n    x = g(x) + g(2 * x)\n"
+    "    return x",
+]
+
+
+@pytest.mark.parametrize("source", LOCAL_NAMES_SOURCES)
+def test_the_local_names_of_the_normal_form_are_those_a_walk_finds(source, tmp_path):
+    from s2sgrad.compiler import pipeline
+    from s2sgrad.compiler.frontend import parse_function
+    from s2sgrad.compiler.syntax import parameter_names
+
+    path = tmp_path / "module_for_local_names.py"
+    path.write_text("import numpy as np\n\n\n" + source + "\n")
+    spec = importlib.util.spec_from_file_location("module_for_local_names", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    request = pipeline.Request(module.f, ("x",), "grad", False, frozenset(), True)
+    parsed = parse_function(module.f)
+    nodes = walk(parsed.node)
+    node = pipeline._taken_from(parsed, nodes)
+    names = NameGenerator(pipeline._all_names(nodes))
+    local_names, _ = pipeline._normal_form(request, parsed, node, names)
+    assert local_names == parameter_names(node) | pipeline.names_written_in(node)

@@ -416,9 +416,12 @@ def _normal_form(
     if request.has_aux:
         pair_the_joined_return(node, parsed, names)
     local_names = parameters | names_written_in(node)
+    claimed = set(names.taken)
     to_anf(node, names, local_names, parsed.resolve)
     rename_reassignments(node, names)
-    local_names = parameters | names_written_in(node)
+    # both bind only new names, claimed from ``names`` (renaming keeps each name bound by
+    # its first assignment, or a parameter): no walk of the body again
+    local_names = local_names | (names.taken - claimed)
     assignments = assignment_table(node)
     joining = join_sequences(node, set(request.containers), is_builtin, names, assignments)
     if joining is not None:  # a name the code now calls, as desugar's refusal above
