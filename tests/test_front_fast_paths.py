@@ -14,16 +14,21 @@ import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
+from s2sgrad.compiler import pipeline
+from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.frontend.deep_expressions import may_be_deep
+from s2sgrad.compiler.node_kinds import kinds_of
 from s2sgrad.compiler.passes.anf import (
     assignment_table,
     join_sequences,
     repeated_sequences,
     to_anf,
 )
+from s2sgrad.compiler.passes.desugar import desugar
+from s2sgrad.compiler.passes.mutation import changed_in_place
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.pipeline import _names_written
-from s2sgrad.compiler.syntax import names_written, walk
+from s2sgrad.compiler.syntax import names_written, parameter_names, walk
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -258,10 +263,6 @@ LOCAL_NAMES_SOURCES = [
 
 @pytest.mark.parametrize("source", LOCAL_NAMES_SOURCES)
 def test_the_local_names_of_the_normal_form_are_those_a_walk_finds(source, tmp_path):
-    from s2sgrad.compiler import pipeline
-    from s2sgrad.compiler.frontend import parse_function
-    from s2sgrad.compiler.syntax import parameter_names
-
     path = tmp_path / "module_for_local_names.py"
     path.write_text("import numpy as np\n\n\n" + source + "\n")
     spec = importlib.util.spec_from_file_location("module_for_local_names", path)
@@ -274,3 +275,46 @@ def test_the_local_names_of_the_normal_form_are_those_a_walk_finds(source, tmp_p
     names = NameGenerator(pipeline._all_names(nodes))
     local_names, _ = pipeline._normal_form(request, parsed, node, names)
     assert local_names == parameter_names(node) | pipeline.names_written_in(node)
+
+
+HIDDEN_WRITE_SOURCES = [
+    "def f(x):\n    y = x * 2\n    return 0 < y < 1",
+    "def f(x):\n    y = x * 2\n    return y",
+]
+
+
+@pytest.mark.parametrize("source", HIDDEN_WRITE_SOURCES)
+def test_desugaring_given_the_node_classes_is_desugaring_without(source):
+    desugared = []
+    for known in (False, True):
+        node = gast.parse(source).body[0]
+        kinds = kinds_of(walk(node)) if known else None
+        desugar(node, NameGenerator({"x", "y", "f"}), kinds=kinds)
+        desugared.append(gast.dump(node))
+    assert desugared[0] == desugared[1]
+
+
+def test_hidden_writes_are_refused_after_the_steps_that_change_nothing():
+    node = gast.parse("def f(x):\n    del x[0]\n    return x").body[0]
+    with pytest.raises(sg.UnsupportedError, match="deleting an item"):
+        desugar(node, NameGenerator({"x", "f"}), kinds=kinds_of(walk(node)))
+
+
+ARGUMENT_UPDATES = [  # (source, the parameters it writes into)
+    ("def f(x, y):\n    t = np.sin(x) * y\n    return t", set()),
+    ("def f(x, y):\n    t = np.sin(x) * y\n    np.copyto(x, t)\n    return np.sum(x)", {"x"}),
+    ("def f(x, y):\n    t = x\n    np.multiply(y, 2.0, out=t)\n    return np.sum(x)", {"x"}),
+    ("def f(x, y):\n    v = np.add(np.exp(y), 1.0, y)\n    return np.sum(x) + v", {"y"}),
+    (
+        "def f(x, y):\n    if y.sum() > 0:\n        np.add.at(x, [0], y[:1])\n    return np.sum(x)",
+        {"x"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "written"), ARGUMENT_UPDATES)
+def test_what_changes_arguments_in_place_is_found_with_the_walk_or_without(source, written):
+    node = gast.parse(source).body[0]
+    resolve = parse_function(test_what_changes_arguments_in_place_is_found_with_the_walk_or_without)
+    for nodes in (None, walk(node)):
+        assert changed_in_place(node, resolve.resolve, arrays_only=True, nodes=nodes) == written

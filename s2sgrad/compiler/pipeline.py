@@ -316,8 +316,13 @@ def _build(request: Request) -> GeneratedFunction:
     # it changes the tree only where it inlines a call or finds a nested def or lambda
     unchanged = not inlined and _defines_no_function(node, nodes)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
-    copy_updated_arguments(node, parsed, names, request.containers)
-    local_names, assignments = _normal_form(request, parsed, node, names)
+    as_parsed = unchanged and not (inlined or request.has_aux)  # the walk above holds
+    copied = copy_updated_arguments(
+        node, parsed, names, request.containers, nodes if as_parsed else None
+    )
+    # the classes of the nodes as parsed, while the steps above changed nothing
+    kinds = kinds_of(nodes) if as_parsed and not copied else None
+    local_names, assignments = _normal_form(request, parsed, node, names, kinds)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
     free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
@@ -390,10 +395,11 @@ def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
 
 
 def _normal_form(
-    request: Request, parsed: ParsedFunction, node, names
+    request: Request, parsed: ParsedFunction, node, names, kinds: set[type] | None = None
 ) -> tuple[set[str], AssignmentTable]:
     """Bring ``node`` to normal form in place (``passes/``); return its local names, and
     the table of its assignments the sequence searches share (``anf.AssignmentTable``).
+    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known.
 
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
@@ -401,9 +407,11 @@ def _normal_form(
     checkpointed = rewrite_checkpointed_loops(
         node, parsed, names, request.kind, not request.dynamic
     )
+    # a loop left unmarked keeps a part of its marker only: no node of a new class
+    kinds = None if checkpointed else kinds
     # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
     parsed.closure.update(checkpointed)
-    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve))
+    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve, kinds))
     name_stored_values(node, names, parsed.resolve)
     parameters = parameter_names(node)
 
