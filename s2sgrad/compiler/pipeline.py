@@ -61,7 +61,7 @@ from s2sgrad.compiler.free_names import attribute_entries, depending, free_name_
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.node_kinds import kinds_of, names_in, of_kind
+from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.operations import OperationKind, classify
 from s2sgrad.compiler.passes.activity import analyse_activity
 from s2sgrad.compiler.passes.anf import (
@@ -96,7 +96,7 @@ from s2sgrad.compiler.syntax import (
     load,
     names_read,
     names_read_in_all,
-    names_written,
+    names_written_by_walk,
     parameter_names,
     store_param,
     walk,
@@ -370,7 +370,7 @@ def _taken_from(parsed: ParsedFunction, nodes: list[gast.AST]) -> gast.FunctionD
     function as written: its outline (name and parameters) and the names its body writes.
     ``nodes``: ``walk`` of the tree."""
     node = parsed.node
-    parsed.written = frozenset(_names_written(node, nodes))
+    parsed.written = frozenset(names_written_by_walk(node, nodes))
     outline = gast.FunctionDef(
         name=node.name,
         args=clone(node.args),
@@ -722,20 +722,6 @@ def _defines_no_function(node: gast.FunctionDef, nodes: list[gast.AST]) -> bool:
     return gast.Lambda not in kinds_of(nodes) and all(
         n is node for n in of_kind(nodes, gast.FunctionDef)
     )
-
-
-def _names_written(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
-    """``names_written(node)``, read off ``nodes`` (``walk(node)``) when ``node`` defines
-    no function, lambda nor class inside (whose bodies ``names_written`` does not enter)."""
-    kinds = kinds_of(nodes)
-    if not kinds.isdisjoint(_INNER_SCOPES) or any(
-        n is not node for n in of_kind(nodes, gast.FunctionDef)
-    ):
-        return names_written(node)
-    return names_in(nodes, gast.Name, gast.Store) | {node.name}
-
-
-_INNER_SCOPES = (gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)  # and inner defs
 
 
 def _all_names(nodes: list[gast.AST]) -> set[str]:
