@@ -13,9 +13,21 @@ import pytest
 from oracle import assert_close, numeric_grad
 
 import s2sgrad as sg
+from s2sgrad.compiler import pipeline
+from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.frontend.deep_expressions import may_be_deep
-from s2sgrad.compiler.passes.anf import assignment_table, join_sequences, repeated_sequences
+from s2sgrad.compiler.node_kinds import kinds_of
+from s2sgrad.compiler.passes.anf import (
+    assignment_table,
+    join_sequences,
+    repeated_sequences,
+    to_anf,
+)
+from s2sgrad.compiler.passes.desugar import desugar
+from s2sgrad.compiler.passes.mutation import changed_in_place
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.rename import rename_reassignments
+from s2sgrad.compiler.syntax import names_written, names_written_by_walk, parameter_names, walk
 
 MODES = ["s2s", "tape", "auto"]
 
@@ -203,3 +215,103 @@ def long_one_line_sum(x):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_long_line_is_read_as_before(mode):
     assert_close(sg.grad(long_one_line_sum, mode=mode)(0.5), 45.0)
+
+
+NAMES_WRITTEN_SOURCES = [
+    "def f(x):\n    y = x + 1\n    a, (b, c) = y, (x, y)\n    return [z for z in y]",
+    "def f(x):\n    def g(v):\n        w = v\n        return w\n    y = g(x)\n    return y",
+    "def f(x):\n    h = lambda v: v * 2\n    return h(x)",
+    "def f(x):\n    class C:\n        k = 1\n    try:\n        y = x\n    except ValueError as e:\n"
+    "        y = e\n    return y",
+]
+
+
+@pytest.mark.parametrize("source", NAMES_WRITTEN_SOURCES)
+def test_the_names_written_read_off_the_walk_are_names_written_s(source):
+    node = gast.parse(source).body[0]
+    assert names_written_by_walk(node, walk(node)) == names_written(node)
+
+
+def test_anf_names_the_operands_of_nested_operations_and_calls():
+    node = gast.parse("def f(x, y):\n    z = np.sin(x * 2 + y) * -1.5 - (x, y)[0]\n    return z")
+    function = node.body[0]
+    to_anf(function, NameGenerator({"x", "y", "z", "np"}), {"x", "y", "z"})
+    text = ast.unparse(gast.gast_to_ast(node))
+    assert text.splitlines()[1:] == [
+        "    t1 = x * 2",
+        "    t2 = t1 + y",
+        "    t3 = np.sin(t2)",
+        "    t4 = t3 * -1.5",
+        "    t5 = (x, y)",
+        "    t6 = t5[0]",
+        "    z = t4 - t6",
+        "    return z",
+    ]
+
+
+LOCAL_NAMES_SOURCES = [
+    "def f(x, *rest, k=1, **options):\n    x = x * 2\n    y = x + 1\n    y = np.sin(y) * k\n"
+    "    return y",
+    "def f(x, /, w):\n    x = x * w\n    a, (b, c[0]), *d = x, (x, [x]), x, x\n    return a + b\n",
+    "def f(x):\n    y = x if x.sum() > 0 else -x\n    for i in range(3):\n        y = y * i\n"
+    "    z = [v * 2 for v in y]\n    return np.sum(z) + np.add(*[y, y]).sum()",
+    "def f(x):\n    def g(v):\n        w = v * x\n        return w\n    x = g(x) + g(2 * x)\n"
+    "    return x",
+]
+
+
+@pytest.mark.parametrize("source", LOCAL_NAMES_SOURCES)
+def test_a_normal_form_and_renaming_bind_only_the_names_they_claim(source):
+    # what the pipeline's local names after both rest on: no walk of the body again
+    node = gast.parse(source).body[0]
+    before = parameter_names(node) | pipeline.names_written_in(node)
+    names = NameGenerator({n.id for n in walk(node) if type(n) is gast.Name} | {"f", "g"})
+    claimed = set(names.taken)
+    to_anf(node, names, before)
+    rename_reassignments(node, names)
+    after = parameter_names(node) | pipeline.names_written_in(node)
+    assert after == before | (names.taken - claimed)
+    assert names.taken - claimed  # each source makes temporaries
+
+
+HIDDEN_WRITE_SOURCES = [
+    "def f(x):\n    y = x * 2\n    return 0 < y < 1",
+    "def f(x):\n    y = x * 2\n    return y",
+]
+
+
+@pytest.mark.parametrize("source", HIDDEN_WRITE_SOURCES)
+def test_desugaring_given_the_node_classes_is_desugaring_without(source):
+    desugared = []
+    for known in (False, True):
+        node = gast.parse(source).body[0]
+        kinds = kinds_of(walk(node)) if known else None
+        desugar(node, NameGenerator({"x", "y", "f"}), kinds=kinds)
+        desugared.append(gast.dump(node))
+    assert desugared[0] == desugared[1]
+
+
+def test_hidden_writes_are_refused_after_the_steps_that_change_nothing():
+    node = gast.parse("def f(x):\n    del x[0]\n    return x").body[0]
+    with pytest.raises(sg.UnsupportedError, match="deleting an item"):
+        desugar(node, NameGenerator({"x", "f"}), kinds=kinds_of(walk(node)))
+
+
+ARGUMENT_UPDATES = [  # (source, the parameters it writes into)
+    ("def f(x, y):\n    t = np.sin(x) * y\n    return t", set()),
+    ("def f(x, y):\n    t = np.sin(x) * y\n    np.copyto(x, t)\n    return np.sum(x)", {"x"}),
+    ("def f(x, y):\n    t = x\n    np.multiply(y, 2.0, out=t)\n    return np.sum(x)", {"x"}),
+    ("def f(x, y):\n    v = np.add(np.exp(y), 1.0, y)\n    return np.sum(x) + v", {"y"}),
+    (
+        "def f(x, y):\n    if y.sum() > 0:\n        np.add.at(x, [0], y[:1])\n    return np.sum(x)",
+        {"x"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "written"), ARGUMENT_UPDATES)
+def test_what_changes_arguments_in_place_is_found_with_the_walk_or_without(source, written):
+    node = gast.parse(source).body[0]
+    resolve = parse_function(test_what_changes_arguments_in_place_is_found_with_the_walk_or_without)
+    for nodes in (None, walk(node)):
+        assert changed_in_place(node, resolve.resolve, arrays_only=True, nodes=nodes) == written

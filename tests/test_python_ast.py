@@ -1,12 +1,13 @@
 """The direct converters between gast and ast give what gast's own converters give."""
 
 import ast
+import operator
 from pathlib import Path
 
 import gast
 import pytest
 
-from s2sgrad.compiler.python_ast import to_gast, to_python_ast
+from s2sgrad.compiler.python_ast import into_gast, to_gast, to_python_ast
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [
@@ -39,6 +40,25 @@ def test_to_gast_without_locations_is_gast_s_tree_with_its_locations_removed(nam
     )
     for mine, theirs in zip(gast.walk(converted), gast.walk(expected)):
         assert list(mine.__dict__) == list(theirs.__dict__)  # the same entries, in order
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_into_gast_makes_to_gast_s_tree_of_the_tree_itself(name):
+    text = (ROOT / name).read_text()
+    expected = to_gast(ast.parse(text))
+    tree = ast.parse(text)
+    statements = list(tree.body)
+    converted = into_gast(tree)
+    assert converted is tree and all(map(operator.is_, converted.body, statements))
+    assert gast.dump(converted, include_attributes=True) == gast.dump(
+        expected, include_attributes=True
+    )
+    for mine, theirs in zip(gast.walk(converted), gast.walk(expected)):
+        assert type(mine) is type(theirs)
+        assert list(mine.__dict__) == list(theirs.__dict__)  # the same entries, in order
+    # the operators and contexts the parser shares between trees are left as they were
+    assert type(ast.parse("a + b < c").body[0].value.left.op) is ast.Add
+    assert type(ast.parse("a").body[0].value.ctx) is ast.Load
 
 
 @pytest.mark.parametrize("name", FILES)

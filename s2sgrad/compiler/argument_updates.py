@@ -22,7 +22,11 @@ __all__ = ["copy_updated_arguments"]
 
 
 def copy_updated_arguments(
-    node: gast.FunctionDef, parsed, names: NameGenerator, containers=frozenset()
+    node: gast.FunctionDef,
+    parsed,
+    names: NameGenerator,
+    containers=frozenset(),
+    nodes: list[gast.AST] | None = None,
 ) -> set[str]:
     """Bind each parameter of ``node`` that its body writes into (an item or slice write,
     ``out=``, ``np.add.at``; a helper doing so is inlined before) to a private copy first,
@@ -31,6 +35,7 @@ def copy_updated_arguments(
     is called (a hook appending to a list it was given), keep the caller's object.
     ``containers``: parameters that hold lists, tuples or dicts, left as they are (their
     updates are refused as before: an entry of a dict is no item of an array).
+    ``nodes``: ``walk(node)``, when the caller has it.
 
     Example::
 
@@ -38,7 +43,7 @@ def copy_updated_arguments(
     """
     arguments = node.args
     plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
-    changed = changed_in_place(node, parsed.resolve, arrays_only=True)
+    changed = changed_in_place(node, parsed.resolve, arrays_only=True, nodes=nodes)
     _refuse_changed_defaults(node, parsed, changed)
     copied = [p for p in plain if p in changed and p not in containers]
     if not copied:

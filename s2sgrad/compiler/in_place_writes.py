@@ -107,9 +107,9 @@ def in_place_write(
     target = parsed.resolve(func)
     if target is NOT_FOUND:
         return None
-    name = dotted_name(func)
     out = _out_argument(value, target)
     if out is not None:
+        name = dotted_name(func)
         return InPlaceWrite(out, f"{name}(..., out=...)", f"t = {name}(...) without out=")
     try:
         instead = _IN_PLACE_FUNCTIONS.get(target)
@@ -118,7 +118,7 @@ def in_place_write(
     if instead is None and _is_ufunc_method(target, "at"):
         instead = "np.add.at or np.subtract.at (which are differentiated), or " + _WHERE_INSTEAD
     if instead is not None and value.args:
-        return InPlaceWrite(value.args[0], name, instead)
+        return InPlaceWrite(value.args[0], dotted_name(func), instead)
     return None
 
 

@@ -96,7 +96,7 @@ from s2sgrad.compiler.syntax import (
     load,
     names_read,
     names_read_in_all,
-    names_written,
+    names_written_by_walk,
     nested_statements,
     parameter_names,
     store_param,
@@ -296,8 +296,12 @@ def _build(request: Request) -> GeneratedFunction:
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
-    node = _taken_from(parsed)
-    parsed.closure.update(done_imports(node, parsed.globals.get("__package__")))
+    nodes = walk(parsed.node)  # for the steps below while none changes the tree
+    node = _taken_from(parsed, nodes)
+    imported = done_imports(node, parsed.globals.get("__package__"))
+    if imported:  # it dropped their statements
+        parsed.closure.update(imported)
+        nodes = walk(node)
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
     differentiated = tuple(dict.fromkeys(wrt_base(w) for w in request.wrt))
@@ -305,7 +309,6 @@ def _build(request: Request) -> GeneratedFunction:
         request = dataclasses.replace(
             request, containers=request.containers | {node.args.vararg.id}
         )
-    nodes = walk(node)  # for both: neither changes the tree
     check_no_outer_writes(parsed, node, nodes)
     names = NameGenerator(_all_names(nodes))
     if request.has_aux:
@@ -314,8 +317,13 @@ def _build(request: Request) -> GeneratedFunction:
     # it changes the tree only where it inlines a call or finds a nested def or lambda
     unchanged = not inlined and _defines_no_function(node, nodes)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
-    copy_updated_arguments(node, parsed, names, request.containers)
-    local_names, assignments = _normal_form(request, parsed, node, names)
+    as_parsed = unchanged and not (inlined or request.has_aux)  # the walk above holds
+    copied = copy_updated_arguments(
+        node, parsed, names, request.containers, nodes if as_parsed else None
+    )
+    # the classes of the nodes as parsed, while the steps above changed nothing
+    kinds = kinds_of(nodes) if as_parsed and not copied else None
+    local_names, assignments = _normal_form(request, parsed, node, names, kinds)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
     free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
@@ -357,12 +365,13 @@ def _build(request: Request) -> GeneratedFunction:
     return generated
 
 
-def _taken_from(parsed: ParsedFunction) -> gast.FunctionDef:
+def _taken_from(parsed: ParsedFunction, nodes: list[gast.AST]) -> gast.FunctionDef:
     """The parsed function's tree, for the passes to change in place: parsing made it for
     this build alone, so it is not copied. ``parsed`` keeps what the sweeps read of the
-    function as written: its outline (name and parameters) and the names its body writes."""
+    function as written: its outline (name and parameters) and the names its body writes.
+    ``nodes``: ``walk`` of the tree."""
     node = parsed.node
-    parsed.written = frozenset(names_written(node))
+    parsed.written = frozenset(names_written_by_walk(node, nodes))
     outline = gast.FunctionDef(
         name=node.name,
         args=clone(node.args),
@@ -387,10 +396,11 @@ def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
 
 
 def _normal_form(
-    request: Request, parsed: ParsedFunction, node, names
+    request: Request, parsed: ParsedFunction, node, names, kinds: set[type] | None = None
 ) -> tuple[set[str], AssignmentTable]:
     """Bring ``node`` to normal form in place (``passes/``); return its local names, and
     the table of its assignments the sequence searches share (``anf.AssignmentTable``).
+    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known.
 
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
@@ -398,9 +408,11 @@ def _normal_form(
     checkpointed = rewrite_checkpointed_loops(
         node, parsed, names, request.kind, not request.dynamic
     )
+    # a loop left unmarked keeps a part of its marker only: no node of a new class
+    kinds = None if checkpointed else kinds
     # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
     parsed.closure.update(checkpointed)
-    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve))
+    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve, kinds))
     name_stored_values(node, names, parsed.resolve)
     parameters = parameter_names(node)
 
@@ -413,9 +425,12 @@ def _normal_form(
     if request.has_aux:
         pair_the_joined_return(node, parsed, names)
     local_names = parameters | names_written_in(node)
+    claimed = set(names.taken)
     to_anf(node, names, local_names, parsed.resolve)
     rename_reassignments(node, names)
-    local_names = parameters | names_written_in(node)
+    # both bind only new names, claimed from ``names`` (renaming keeps each name bound by
+    # its first assignment, or a parameter): no walk of the body again
+    local_names = local_names | (names.taken - claimed)
     assignments = assignment_table(node)
     joining = join_sequences(node, set(request.containers), is_builtin, names, assignments)
     if joining is not None:  # a name the code now calls, as desugar's refusal above

@@ -4,7 +4,8 @@
 through generic visitors; generated code is converted on every transformation (to print
 it, or to compile the specialisation probe), so :func:`to_python_ast` does both in one
 direct pass. Missing locations are inherited from the enclosing node, as
-``fix_missing_locations`` does. :func:`to_gast` is the other way, for parsing the user's
+``fix_missing_locations`` does. :func:`to_gast` is the other way; :func:`into_gast` too,
+turning a tree the caller no longer needs into gast in place, for parsing the user's
 functions.
 """
 
@@ -17,7 +18,7 @@ import gast
 
 from s2sgrad.compiler.syntax import node_fields
 
-__all__ = ["to_python_ast", "to_gast"]
+__all__ = ["to_python_ast", "to_gast", "into_gast"]
 
 _CONTEXTS = {gast.Load: ast.Load(), gast.Store: ast.Store(), gast.Del: ast.Del()}
 _SINGLETONS = {  # operators carry nothing, so one instance serves every node (as in CPython)
@@ -248,6 +249,56 @@ def _to_gast(node: Any, dropped: frozenset) -> gast.AST:
     return new
 
 
+def into_gast(node: ast.AST) -> gast.AST:
+    """:func:`to_gast` of ``node``, made by turning its nodes into gast nodes in place:
+    quicker (no node is copied), and ``node``'s tree is used up. Operators and contexts,
+    which the parser shares between trees, are replaced, never changed.
+
+    Example::
+
+        function = into_gast(ast.parse("def f(x):\n    return x")).body[0]
+    """
+    return _into_gast(node)
+
+
+def _into_gast(node: Any) -> gast.AST:
+    kind = type(node)
+    state = node.__dict__
+    if kind is ast.Name:  # the entries in the order to_gast leaves them
+        node.__class__ = _GAST_NAME
+        state["ctx"] = _GAST_CONTEXTS[type(state["ctx"])]
+        state["annotation"] = state["type_comment"] = None
+        return node
+    if kind is ast.Constant:
+        node.__class__ = _GAST_CONSTANT
+        return node
+    plan = _IN_PLACE_PLANS.get(kind)
+    if plan is None:
+        plan = _IN_PLACE_PLANS[kind] = _in_place_plan(kind)
+    if plan is _COPIED:  # parameters, except clauses, and the parser's shared nodes
+        return _to_gast(node, frozenset())
+    target, fields, missing = plan
+    node.__class__ = target
+    for field in fields:
+        value = state.get(field)
+        if type(value) is list:
+            value[:] = [_into_gast(item) if isinstance(item, ast.AST) else item for item in value]
+        elif isinstance(value, ast.AST):
+            state[field] = _into_gast(value)
+    for field in missing:  # fields gast has and this Python's ast has not
+        state.setdefault(field, [] if field == "type_params" else None)
+    return node
+
+
+def _in_place_plan(kind: Any) -> tuple:
+    """:func:`_gast_plan`, or ``_COPIED`` for a node :func:`into_gast` hands to
+    :func:`to_gast`: one made anew (``arg``, ``ExceptHandler``) or shared (operators and
+    contexts: the parser makes one of each)."""
+    if kind in (ast.arg, ast.ExceptHandler) or issubclass(kind, _SHARED):
+        return _COPIED
+    return _gast_plan(kind)
+
+
 def _gast_plan(kind: Any) -> tuple:
     """How :func:`_to_gast` converts an ``ast`` node of ``kind``: the gast class, the fields
     that may hold nodes (the others are copied), and the fields gast adds."""
@@ -273,6 +324,9 @@ def _copy_location(new: gast.AST, old: ast.AST) -> None:
 _GAST_CONTEXTS = {ast.Load: gast.Load(), ast.Store: gast.Store(), ast.Del: gast.Del()}
 _LOCATION_KEYS = frozenset({"lineno", "col_offset", "end_lineno", "end_col_offset"})
 _GAST_PLANS: dict[type, tuple] = {}
+_IN_PLACE_PLANS: dict[type, tuple] = {}
+_COPIED: tuple = ("copied by to_gast",)
+_SHARED = (ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.expr_context)
 _GAST_NAME, _GAST_CONSTANT = gast.Name, gast.Constant
 _MISSING = {
     kind: missing

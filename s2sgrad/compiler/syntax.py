@@ -8,6 +8,8 @@ from typing import Any
 
 import gast
 
+from s2sgrad.compiler.node_kinds import kinds_of, names_in, of_kind
+
 __all__ = [
     "call_bound_to_a_name",
     "is_integer_arithmetic",
@@ -32,6 +34,7 @@ __all__ = [
     "every_statement",
     "walk",
     "names_written",
+    "names_written_by_walk",
     "names_read_in_all",
     "names_written_in_all",
     "names_modified",
@@ -420,6 +423,26 @@ def names_read(node: gast.AST) -> set[str]:
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
     return _names_of([node], gast.Store)
+
+
+def names_written_by_walk(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
+    """``names_written(node)``, read off ``nodes`` (``walk(node)``, which the caller has)
+    when ``node`` defines no function, lambda nor class inside (whose bodies
+    ``names_written`` does not enter); else found by walking ``node`` again.
+
+    Example::
+
+        names_written_by_walk(function, walk(function)) == names_written(function)  # True
+    """
+    kinds = kinds_of(nodes)
+    if not kinds.isdisjoint(_INNER_SCOPES) or any(
+        n is not node for n in of_kind(nodes, gast.FunctionDef)
+    ):
+        return names_written(node)
+    return names_in(nodes, gast.Name, gast.Store) | {node.name}
+
+
+_INNER_SCOPES = (gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)  # and inner defs
 
 
 def names_used(node: gast.AST) -> set[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import contextlib
 import copy
 import dis
 import inspect
@@ -52,8 +53,7 @@ def compiles_to(definition: ast.AST, text: str, function: Any, code: types.CodeT
     if "__firstlineno__" in names:  # Python 3.13: a class inside keeps its first line
         definition = _on_its_own_lines(definition, code)
     body = [*_imports(function, names), _in_scope(definition, code, qualname)]
-    module = ast.Module(body=body, type_ignores=[])
-    _rewrite_asserts_as_pytest_did(module, text, function)
+    module = _rewritten_as_pytest_did(ast.Module(body=body, type_ignores=[]), text, function)
     try:
         compiled = compile(
             module,
@@ -88,16 +88,18 @@ def _on_its_own_lines(definition: Any, code: types.CodeType) -> Any:
     return moved
 
 
-def _rewrite_asserts_as_pytest_did(module: ast.Module, text: str, function: Any) -> None:
+def _rewritten_as_pytest_did(module: ast.Module, text: str, function: Any) -> ast.Module:
     """pytest rewrites the ``assert`` statements of test modules before compiling them
-    (such a module has ``@pytest_ar`` among its globals); do the same before comparing."""
+    (such a module has ``@pytest_ar`` among its globals); do the same, to a copy (the
+    definition in ``module`` is the caller's), before comparing."""
     rewrite = sys.modules.get("_pytest.assertion.rewrite")
     if rewrite is None or "@pytest_ar" not in function.__globals__:
-        return
-    try:
+        return module
+    module = copy.deepcopy(module)
+    # a pytest that rewrites otherwise: the comparison will tell
+    with contextlib.suppress(Exception):
         rewrite.rewrite_asserts(module, textwrap.dedent(text).encode())
-    except Exception:  # a pytest that rewrites otherwise: the comparison will tell
-        return
+    return module
 
 
 def _imports(function: Any, names: set[str]) -> list[ast.stmt]:

@@ -29,7 +29,7 @@ from s2sgrad.compiler.frontend.deep_expressions import (
 )
 from s2sgrad.compiler.frontend.parsed import ParsedFunction
 from s2sgrad.compiler.frontend.same_code import compiles_to, runs_as
-from s2sgrad.compiler.python_ast import to_gast
+from s2sgrad.compiler.python_ast import into_gast
 from s2sgrad.errors import S2SGradError, UnsupportedError, where
 from s2sgrad.rules.registry import get_rule
 
@@ -138,13 +138,13 @@ def _checked_node(function: Any, code: types.CodeType) -> tuple[gast.FunctionDef
         except (SyntaxError, IndexError, ValueError, tokenize.TokenError):
             continue  # the lines at the code's position are not a whole definition
         try:
-            node, definition = _definition_node(function, code, lines, first_line, tree)
+            made, definition = _definition_node(function, code, lines, first_line, tree)
         except S2SGradError as error:
             if reread and _names_the_function(lines, code):
                 raise error from None  # the function's own source, which cannot be read
             continue
         if generated or runs_as(definition, "".join(lines), function, code):
-            return node, first_line
+            return made(), first_line
     raise UnsupportedError(
         f"{where(code.co_filename, code.co_firstlineno)}: the source of "
         f"{function.__qualname__} on disk no longer matches the code that runs (the file "
@@ -154,8 +154,9 @@ def _checked_node(function: Any, code: types.CodeType) -> tuple[gast.FunctionDef
 
 
 def _definition_node(function, code, lines, first_line, tree):
-    """The gast FunctionDef the transformer works on, and the ``ast`` definition (a
-    FunctionDef, or a Lambda) it came from, to compile and compare with ``code``."""
+    """What makes the gast FunctionDef the transformer works on (called once the ``ast``
+    definition is compared: it may make it of that very tree), and the ``ast`` definition
+    (a FunctionDef, or a Lambda) it came from, to compile and compare with ``code``."""
     filename = code.co_filename
     source = textwrap.dedent("".join(lines))
     if code.co_name == "<lambda>":  # functools.wraps may have renamed the function
@@ -170,7 +171,7 @@ def _definition_node(function, code, lines, first_line, tree):
             return compiles_to(gast.gast_to_ast(lam), "".join(lines), function, code)
 
         node, lam = lambdas.lambda_node(source, code, filename, first_line, indent, runs_as_code)
-        return node, gast.gast_to_ast(lam)
+        return (lambda: node), gast.gast_to_ast(lam)
     if tree is None:
         try:
             tree = ast.parse(source)
@@ -183,7 +184,14 @@ def _definition_node(function, code, lines, first_line, tree):
     deep = any(may_be_deep(s) for block in statement_lists(tree) for s in block)
     if deep:
         work = ast.parse(source)  # splitting changes it; the original is compared with code
-    return _function_node(work, function, filename, first_line, deep), tree.body[0]
+    if deep:  # else no statement of the tree may be too deep: nothing to split
+        split_deep_expressions(work, lambda line: where(filename, first_line + line - 1))
+    if not (work.body and isinstance(work.body[0], ast.FunctionDef)):
+        raise S2SGradError(
+            f"{where(filename, first_line)}: {function.__qualname__} is not defined by a plain "
+            "'def' (async functions and classes are not differentiable); use mode='tape'"
+        )
+    return functools.partial(_function_node, work), tree.body[0]
 
 
 def _names_the_function(lines: list[str], code: types.CodeType) -> bool:
@@ -228,29 +236,25 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
 
 
 def _last_line(code: types.CodeType) -> int | None:
+    last: int | None
     if hasattr(code, "co_positions"):  # the end lines, taken in C (one per instruction)
-        ends = list(filter(_IS_A_LINE, map(_END_LINE, code.co_positions())))
+        last = max(filter(_IS_A_LINE, map(_END_LINE, code.co_positions())), default=None)
     else:  # Python 3.10: start lines only; a cut statement fails to parse, and inspect reads it
-        ends = [line for _, _, line in code.co_lines() if line is not None]
+        last = max((line for _, _, line in code.co_lines() if line is not None), default=None)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            ends.append(_last_line(constant) or 0)
-    return max(ends, default=None)
+            inner = _last_line(constant) or 0
+            last = inner if last is None else max(last, inner)
+    return last
 
 
 _END_LINE = operator.itemgetter(1)
 _IS_A_LINE = functools.partial(operator.is_not, None)
 
 
-def _function_node(tree, function, filename, first_line, deep=True) -> gast.FunctionDef:
-    if deep:  # else no statement of the tree may be too deep: nothing to split
-        split_deep_expressions(tree, lambda line: where(filename, first_line + line - 1))
-    node = to_gast(tree).body[0] if tree.body else None
-    if not isinstance(node, gast.FunctionDef):
-        raise S2SGradError(
-            f"{where(filename, first_line)}: {function.__qualname__} is not defined by a plain "
-            "'def' (async functions and classes are not differentiable); use mode='tape'"
-        )
+def _function_node(tree: ast.Module) -> gast.FunctionDef:
+    """The gast FunctionDef of ``tree``'s one plain ``def``, made of the tree itself."""
+    node = into_gast(tree.body[0])
     node.decorator_list = []
     return node
 

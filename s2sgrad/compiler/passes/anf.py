@@ -169,6 +169,9 @@ class _Flattener:
         return out
 
     def atom(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
+        kind = type(node)
+        if kind is _NAME or kind is _CONSTANT:  # the commonest operands: atoms already
+            return node
         if is_atom(node) or isinstance(node, _OPAQUE) and not _has_name(node):
             return node
         value = self.simple(node, out)
@@ -180,6 +183,13 @@ class _Flattener:
 
     def simple(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
         """``node`` as one operation on atoms (its operands flattened into ``out``)."""
+        kind = type(node)
+        if kind is _BINARY:  # the commonest, and none of the kinds asked for before it
+            node.left = self.atom(node.left, out)
+            node.right = self.atom(node.right, out)
+            return node
+        if kind is _NAME or kind is _CONSTANT:
+            return node
         if isinstance(node, gast.Dict) and literal_keys(node):  # a dict of values: a pack
             node.values = [self.atom(v, out) for v in node.values]
             return node
@@ -295,6 +305,9 @@ class _Flattener:
 
     def argument(self, node: gast.expr, out: list[gast.stmt]) -> gast.expr:
         """Call arguments keep literal tuples/lists (shapes, lists of arrays) visible."""
+        kind = type(node)
+        if kind is _NAME or kind is _CONSTANT:  # atoms: what ``atom`` would give
+            return node
         if isinstance(node, (gast.Tuple, gast.List)):
             if any(isinstance(e, gast.Starred) for e in node.elts):
                 return self.atom(node, out)
@@ -321,6 +334,8 @@ class _Flattener:
             return node  # np.newaxis
         return self.atom(node, out)
 
+
+_NAME, _CONSTANT, _BINARY = gast.Name, gast.Constant, gast.BinOp
 
 # NumPy objects indexed to build an array (np.r_[a, b]); the transformer reads them as calls
 _INDEXED_BUILDERS = {"r_", "c_", "mgrid", "ogrid", "s_", "index_exp"}

@@ -65,7 +65,11 @@ __all__ = ["desugar", "desugar_matches"]
 
 
 def desugar(
-    node: gast.FunctionDef, names: NameGenerator, locate=lambda node: "<source>", resolve=None
+    node: gast.FunctionDef,
+    names: NameGenerator,
+    locate=lambda node: "<source>",
+    resolve=None,
+    kinds: set[type] | None = None,
 ) -> dict[str, Any]:
     """Desugar ``node``'s body in place. Returns the names the new code calls helpers by,
     each with the object to bind it to: ``refuse_if_array`` (the run-time check of ``x op=
@@ -76,9 +80,12 @@ def desugar(
     Example::
 
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
+
+    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when the caller
+    knows them.
     """
     # no pass here writes a chained comparison: one not in the function now is in none
-    chained = _refuse_hidden_writes(node, locate)
+    chained = _refuse_hidden_writes(node, locate, kinds)
     scalarize_local_dicts(node, names)
     bindings = desugar_matches(node, names, locate, resolve)
     added_at = None
@@ -151,11 +158,14 @@ def desugar_matches(
     return desugarer.bindings
 
 
-def _refuse_hidden_writes(node: gast.FunctionDef, locate) -> bool:
+def _refuse_hidden_writes(node: gast.FunctionDef, locate, kinds: set[type] | None = None) -> bool:
     """Refuse what the transformer would not see, in one walk: an assignment expression
     (``:=``) first, then ``del d[k]`` and ``del obj.a``, which change a value in place
     (``del x`` only unbinds a name, which code that ran without error does not read again,
-    and is dropped). Returns whether the function has a chained comparison (``a < b < c``)."""
+    and is dropped). Returns whether the function has a chained comparison (``a < b < c``).
+    ``kinds``: the classes of ``node``'s nodes, when known (no walk when none is looked at)."""
+    if kinds is not None and kinds.isdisjoint(_HIDDEN_WRITES):
+        return False
     deleting = None
     chained = False
     nodes = walk(node)

@@ -23,6 +23,7 @@ from s2sgrad.compiler.block_walks import (
     statement_blocks,
 )
 from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.sharing import (
     Layout,
     Sharing,
@@ -95,7 +96,11 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
 
 
 def changed_in_place(
-    definition: gast.FunctionDef, resolve, local=None, arrays_only: bool = False
+    definition: gast.FunctionDef,
+    resolve,
+    local=None,
+    arrays_only: bool = False,
+    nodes: list[gast.AST] | None = None,
 ) -> frozenset[str]:
     """The names from outside ``definition`` (its parameters, and the free names a nested
     ``def`` reads from the function around it) whose values it may change in place,
@@ -109,6 +114,9 @@ def changed_in_place(
 
         # def halve(): a[:] *= 0.5      (a nested def, a read from around it)
         changed_in_place(halve_node, resolve)  # frozenset({'a'})
+
+    ``nodes``: ``walk(definition)``, when the caller has it: with ``arrays_only``, when no
+    call among them writes into an array, no statement is walked for its calls.
     """
     statements = list(nested_statements(definition.body))
     # a closure may return a view; nothing here changes the code
@@ -116,10 +124,13 @@ def changed_in_place(
     parameters = parameter_names(definition)
     changed = set()
     by_calls: dict[int, set[str]] = {}  # id(statement) → what the calls in it change
-    for statement in reversed(statements):  # a block's statements before the one around it
-        by_calls[id(statement)] = _changed_by_calls(
-            statement, resolve, local, arrays_only, by_calls
-        )
+    if arrays_only and nodes is not None and not _any_array_writing_call(nodes, resolve):
+        by_calls = _NOTHING_INSIDE  # what the calls of each statement change: nothing
+    else:
+        for statement in reversed(statements):  # a block's statements before the one around
+            by_calls[id(statement)] = _changed_by_calls(
+                statement, resolve, local, arrays_only, by_calls
+            )
     layout = own = None  # made at the first change: most functions change nothing
     for index, statement in enumerate(statements):
         if arrays_only and _rebinds(statement):
@@ -259,6 +270,18 @@ def changed_by(statement: gast.stmt, resolve) -> set[str]:
     for inner in reversed(list(nested_statements([statement]))):
         by_calls[id(inner)] = _changed_by_calls(inner, resolve, None, False, by_calls)
     return _changed_by(statement, by_calls[id(statement)])
+
+
+def _any_array_writing_call(nodes: list[gast.AST], resolve) -> bool:
+    """Whether a call among ``nodes`` may write into an array (what
+    :func:`_changed_by_calls` looks at with ``arrays_only``): one given ``out=``, or one
+    :func:`_written_by_numpy` finds a target of."""
+    for node in of_kind(nodes, gast.Call):
+        if any(keyword.arg == "out" for keyword in node.keywords):
+            return True
+        if _written_by_numpy(node, resolve):
+            return True
+    return False
 
 
 def _changed_by(statement: gast.stmt, by_calls: set[str]) -> set[str]:
