@@ -273,8 +273,12 @@ def _rad2deg(g, ans, x):
 
 @_unary(np.sinc)
 def _sinc(g, ans, x):
-    # sinc'(x) = (cos(pi x) - sinc(x)) / x; at x == 0 the numerator is exactly 1 - 1 = 0.
-    return g * (np.cos(np.pi * x) - ans) / np.where(x == 0, 1, x)
+    # sinc'(x) = (cos(pi x) - sinc(x)) / x, which cancels near 0; there its series, whose
+    # own derivative is right too (a second derivative at 0 is -pi**2 / 3, not 0)
+    near = np.abs(x) < 1e-3
+    z = np.pi * x
+    series = -np.pi * z / 3 * (1 - z * z / 10 + z**4 / 280)
+    return g * np.where(near, series, (np.cos(z) - ans) / np.where(near, 1, x))
 
 
 # ---------------------------------------------------------------------------- binary
