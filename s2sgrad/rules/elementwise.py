@@ -393,14 +393,20 @@ def _fmod_jvp(t, ans, x1, x2):
     return np.broadcast_to(t, np.shape(ans)), -t * np.trunc(x1 / x2)
 
 
+# At (0, 0) hypot has a corner, as np.linalg.norm at 0: both take the subgradient 0 there
+# (so that hypot(x, y) ** 2 has the gradient 0 there, not nan).
+
+
 @vjp_rule(np.hypot)
 def _hypot(g, ans, x1, x2):
-    return unbroadcast(g * x1 / ans, x1), unbroadcast(g * x2 / ans, x2)
+    radius = np.where(ans == 0, 1, ans)
+    return unbroadcast(g * x1 / radius, x1), unbroadcast(g * x2 / radius, x2)
 
 
 @jvp_rule(np.hypot)
 def _hypot_jvp(t, ans, x1, x2):
-    return t * x1 / ans, t * x2 / ans
+    radius = np.where(ans == 0, 1, ans)
+    return t * x1 / radius, t * x2 / radius
 
 
 @vjp_rule(np.arctan2)
