@@ -54,7 +54,7 @@ from s2sgrad.compiler.codegen import (
     unique_name,
 )
 from s2sgrad.compiler.complex_values import complex_readiness, with_callees
-from s2sgrad.compiler.custom import build_custom, positions
+from s2sgrad.compiler.custom import build_custom, build_custom_jvp, positions
 from s2sgrad.compiler.finishing import Finishing, finish, specialised, without_garbage_collection
 from s2sgrad.compiler.forward import forward_sweep
 from s2sgrad.compiler.free_names import attribute_entries, depending, free_name_entries
@@ -291,7 +291,9 @@ def internal_error(function, error: BaseException) -> UnsupportedError:
 
 def _build(request: Request) -> GeneratedFunction:
     rule = get_rule(request.function)
-    if rule is not None and rule.custom is not None and request.kind != "jvp":
+    if rule is not None and rule.custom is not None:
+        if request.kind == "jvp":
+            return build_custom_jvp(request.function, request.wrt, rule.custom_jvp is not None)
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
