@@ -341,9 +341,16 @@ def _power(g, ans, x1, x2):
     )
 
 
+# An exponent's tangent meets log(x1), nan for a negative x1 (x1 ** x2 is real there only
+# at integers x2): a zero tangent (an integer exponent's, a constant's) must stay 0, not
+# turn the whole tangent nan (so log(1) stands in where the tangent is 0).
+
+
 @jvp_rule(np.power, operator.pow)
 def _power_jvp(t, ans, x1, x2):
-    return t * x2 * x1 ** (x2 - (x2 != 0)), t * ans * np.log(np.where(x1 == 0, 1, x1))
+    return t * x2 * x1 ** (x2 - (x2 != 0)), (
+        t * ans * np.log(np.where((x1 == 0) | (t == 0), 1, x1))
+    )
 
 
 @vjp_rule(pow)
@@ -356,7 +363,9 @@ def _pow(g, ans, base, exp, mod=None):
 
 @jvp_rule(pow)
 def _pow_jvp(t, ans, base, exp, mod=None):
-    return t * exp * base ** (exp - (exp != 0)), t * ans * np.log(np.where(base == 0, 1, base))
+    return t * exp * base ** (exp - (exp != 0)), (
+        t * ans * np.log(np.where((base == 0) | (t == 0), 1, base))
+    )
 
 
 # float_power computes in float64 (or wider); the cotangents keep their arguments' dtypes.
@@ -370,7 +379,9 @@ def _float_power(g, ans, x1, x2):
 
 @jvp_rule(np.float_power)
 def _float_power_jvp(t, ans, x1, x2):
-    return t * x2 * np.float_power(x1, x2 - (x2 != 0)), t * ans * np.log(np.where(x1 == 0, 1, x1))
+    return t * x2 * np.float_power(x1, x2 - (x2 != 0)), (
+        t * ans * np.log(np.where((x1 == 0) | (t == 0), 1, x1))
+    )
 
 
 @vjp_rule(np.mod, operator.mod)
