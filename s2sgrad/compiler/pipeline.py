@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import inspect
 import operator
@@ -562,7 +563,10 @@ def _build_reverse(
         if rule is not None and rule.custom is not None:
             callees.append((call_node, False))
             return runtime.custom_vjp(function, positions(function, active))
-        callee = derivative(function, active, "vjp", containers=containers, dynamic=request.dynamic)
+        with _own_callees_refused_at(function, request.function, parsed.location(call_node)):
+            callee = derivative(
+                function, active, "vjp", containers=containers, dynamic=request.dynamic
+            )
         callees.append((call_node, getattr(callee, "complex_ready", False)))
         assumptions.include(callee.assumptions)
         return callee.function
@@ -607,6 +611,28 @@ def _build_reverse(
     # the derivative defines functions where the user's function does (no closures else)
     generated.defines_functions = defines_functions
     return generated
+
+
+@contextlib.contextmanager
+def _own_callees_refused_at(function, caller, where_called: str):
+    """A refusal met inside s2sgrad's own code (``sg.vmap``, ``sg.hvp`` called by the user's
+    function ``caller``) names the user's call, not s2sgrad's file."""
+    try:
+        yield
+    except S2SGradError as error:
+        if not _is_own(function) or _is_own(caller):
+            raise
+        name = getattr(function, "__qualname__", None) or repr(function)
+        refusal = type(error)(
+            f"{where_called}: source transformation cannot differentiate through s2sgrad's "
+            f"own {name} ({error}); use mode='auto' or mode='tape'"
+        )
+        refusal.__dict__.update(error.__dict__)
+        raise refusal from None
+
+
+def _is_own(function) -> bool:
+    return (getattr(function, "__module__", None) or "").startswith("s2sgrad.")
 
 
 def _called_rule(function, parsed: ParsedFunction, call_node, varied: set) -> Any:

@@ -183,6 +183,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
             name = getattr(target, "__qualname__", type(target).__name__)
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
+        if (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
+            # sg.vmap, sg.jacobian called by the user's code: name the user's call
+            reason = (
+                f"{_user_origin()}: source transformation cannot differentiate through "
+                f"s2sgrad's own {getattr(target, '__qualname__', name)} ({reason})"
+            )
+            located = True
         where = "" if located else f"{_user_origin()}: "
         raise UnsupportedError(
             f"{where}{reason}; use mode='auto' or mode='tape' to differentiate it"
