@@ -45,7 +45,6 @@ from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
-    "backward_hooks_apply",
     "dynamic_vjp",
     "transformed_vjp",
     "dynamic_jvp",
