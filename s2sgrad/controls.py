@@ -49,6 +49,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.runtime.core import CotangentList, add_cotangents, zeros_like_value
+from s2sgrad.runtime.dispatch import backward_hooks_apply
 from s2sgrad.runtime.revolve import (
     CheckpointedLoop,
     check_snapshots,
@@ -131,6 +132,8 @@ def _value(x: Any, hook: Any) -> Any:
 
 @_vjp_rule(with_derivative, inline=False)
 def _with_derivative_vjp(g, ans, x, hook):
+    if not backward_hooks_apply():  # the tape's forward mode: no backward pass
+        return g, None
     replacement = hook(g)
     return (g if replacement is None else replacement), None
 

@@ -10,9 +10,9 @@ import gast
 
 from s2sgrad import numpy_signatures, runtime
 from s2sgrad.compiler.codegen import GeneratedFunction, compile_function, unique_name
-from s2sgrad.errors import UnsupportedError, where
+from s2sgrad.errors import UnsupportedError, no_forward_derivative, where
 
-__all__ = ["build_custom", "positions"]
+__all__ = ["build_custom", "build_custom_jvp", "positions"]
 
 
 def build_custom(
@@ -28,22 +28,7 @@ def build_custom(
             dx = square_vjp.backward(saved, seed_cotangent(value))
             return as_gradient(dx, x)
     """
-    name = getattr(function, "__name__", "custom")
-    if not name.isidentifier():
-        name = "custom"
-    code = getattr(function, "__code__", None)
-    origin = where(code.co_filename, code.co_firstlineno) if code else repr(function)
-    if has_aux:
-        raise UnsupportedError(
-            f"{origin}: {name} has a custom derivative, which cannot return auxiliary "
-            "values (has_aux=True); differentiate a function that calls it instead"
-        )
-    parameters = list(numpy_signatures.signature(function).parameters.values())
-    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters):
-        raise UnsupportedError(
-            f"{origin}: {name} has a custom derivative and *args, **kwargs or keyword-only "
-            "parameters; differentiate a function that calls it, or use mode='tape'"
-        )
+    name, origin, parameters = _described(function, has_aux)
     namespace = {
         f"{name}_vjp": runtime.custom_vjp(function, positions(function, wrt)),
         "seed_cotangent": runtime.seed_cotangent,
@@ -56,13 +41,7 @@ def build_custom(
         )
         return compile_function(gast.parse(source).body[0], namespace, origin)
 
-    signature = []
-    for p in parameters:
-        if p.default is inspect.Parameter.empty:
-            signature.append(p.name)
-        else:
-            namespace[f"{p.name}_default"] = p.default
-            signature.append(f"{p.name}={p.name}_default")
+    signature = _signature_with_defaults(parameters, namespace)
     arguments = ", ".join(p.name for p in parameters)
     cotangents = ", ".join(f"d{w}" for w in wrt)
     gradients = ", ".join(f"as_gradient(d{w}, {w})" for w in wrt)
@@ -83,6 +62,67 @@ def build_custom(
     ]
     function_name = ("d" if kind == "grad" else "value_and_d") + name
     return _compiled(function_name, signature, body)
+
+
+def build_custom_jvp(function: Any, wrt: tuple[str, ...], has_jvp: bool) -> GeneratedFunction:
+    """The forward-mode derivative of a function with a user's derivative: a call of its
+    ``jvp=`` companion (refused, naming the function, where it has none).
+
+    For ``square`` differentiated wrt ``x`` this writes::
+
+        def square_custom_jvp(x, *, dx=None):
+            return square_jvp(x, dx=dx)
+    """
+    name, origin, parameters = _described(function, has_aux=False)
+    if not has_jvp:
+        raise no_forward_derivative(function, origin)
+    call = runtime.custom_jvp_call(function, positions(function, wrt))
+    namespace: dict[str, Any] = {f"{name}_jvp": call}
+    signature = _signature_with_defaults(parameters, namespace)
+    tangents = [f"{t}=None" for t in call.tangent_names.values()]
+    arguments = [p.name for p in parameters] + [f"{t}={t}" for t in call.tangent_names.values()]
+    source = (
+        f"def {unique_name(f'{name}_custom_jvp')}({', '.join([*signature, '*', *tangents])}):\n"
+        f"    return {name}_jvp({', '.join(arguments)})\n"
+    )
+    generated = compile_function(gast.parse(source).body[0], namespace, origin)
+    generated.tangent_names = dict(call.tangent_names)
+    generated.shapes_follow_arguments = False
+    return generated
+
+
+def _described(function: Any, has_aux: bool) -> tuple[str, str, list]:
+    """``function``'s name (an identifier), ``file:line`` and parameters, refusing what a
+    call of its custom derivative cannot take."""
+    name = getattr(function, "__name__", "custom")
+    if not name.isidentifier():
+        name = "custom"
+    code = getattr(function, "__code__", None)
+    origin = where(code.co_filename, code.co_firstlineno) if code else repr(function)
+    if has_aux:
+        raise UnsupportedError(
+            f"{origin}: {name} has a custom derivative, which cannot return auxiliary "
+            "values (has_aux=True); differentiate a function that calls it instead"
+        )
+    parameters = list(numpy_signatures.signature(function).parameters.values())
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters):
+        raise UnsupportedError(
+            f"{origin}: {name} has a custom derivative and *args, **kwargs or keyword-only "
+            "parameters; differentiate a function that calls it, or use mode='tape'"
+        )
+    return name, origin, parameters
+
+
+def _signature_with_defaults(parameters: list, namespace: dict[str, Any]) -> list[str]:
+    """The parameters as written in a generated ``def``, defaults bound in ``namespace``."""
+    signature = []
+    for p in parameters:
+        if p.default is inspect.Parameter.empty:
+            signature.append(p.name)
+        else:
+            namespace[f"{p.name}_default"] = p.default
+            signature.append(f"{p.name}={p.name}_default")
+    return signature
 
 
 def positions(function, names: tuple[str, ...]) -> tuple[int, ...]:

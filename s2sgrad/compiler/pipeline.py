@@ -21,6 +21,7 @@ Example::
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import inspect
 import operator
@@ -54,7 +55,7 @@ from s2sgrad.compiler.codegen import (
     unique_name,
 )
 from s2sgrad.compiler.complex_values import complex_readiness, with_callees
-from s2sgrad.compiler.custom import build_custom, positions
+from s2sgrad.compiler.custom import build_custom, build_custom_jvp, positions
 from s2sgrad.compiler.finishing import Finishing, finish, specialised, without_garbage_collection
 from s2sgrad.compiler.forward import forward_sweep
 from s2sgrad.compiler.free_names import attribute_entries, depending, free_name_entries
@@ -292,7 +293,9 @@ def internal_error(function, error: BaseException) -> UnsupportedError:
 
 def _build(request: Request) -> GeneratedFunction:
     rule = get_rule(request.function)
-    if rule is not None and rule.custom is not None and request.kind != "jvp":
+    if rule is not None and rule.custom is not None:
+        if request.kind == "jvp":
+            return build_custom_jvp(request.function, request.wrt, rule.custom_jvp is not None)
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
@@ -585,7 +588,10 @@ def _build_reverse(
         if rule is not None and rule.custom is not None:
             callees.append((call_node, False))
             return runtime.custom_vjp(function, positions(function, active))
-        callee = derivative(function, active, "vjp", containers=containers, dynamic=request.dynamic)
+        with _own_callees_refused_at(function, request.function, parsed.location(call_node)):
+            callee = derivative(
+                function, active, "vjp", containers=containers, dynamic=request.dynamic
+            )
         callees.append((call_node, getattr(callee, "complex_ready", False)))
         assumptions.include(callee.assumptions)
         return callee.function
@@ -630,6 +636,28 @@ def _build_reverse(
     # the derivative defines functions where the user's function does (no closures else)
     generated.defines_functions = defines_functions
     return generated
+
+
+@contextlib.contextmanager
+def _own_callees_refused_at(function, caller, where_called: str):
+    """A refusal met inside s2sgrad's own code (``sg.vmap``, ``sg.hvp`` called by the user's
+    function ``caller``) names the user's call, not s2sgrad's file."""
+    try:
+        yield
+    except S2SGradError as error:
+        if not _is_own(function) or _is_own(caller):
+            raise
+        name = getattr(function, "__qualname__", None) or repr(function)
+        refusal = type(error)(
+            f"{where_called}: source transformation cannot differentiate through s2sgrad's "
+            f"own {name} ({error}); use mode='auto' or mode='tape'"
+        )
+        refusal.__dict__.update(error.__dict__)
+        raise refusal from None
+
+
+def _is_own(function) -> bool:
+    return (getattr(function, "__module__", None) or "").startswith("s2sgrad.")
 
 
 def _called_rule(function, parsed: ParsedFunction, call_node, varied: set) -> Any:

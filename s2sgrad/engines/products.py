@@ -272,7 +272,8 @@ def _tangent_keywords(tangent_names, function, primals, tangents) -> dict:
 
 def _shaped_like_output(out, tangent):
     """A container output's tangent as the same containers (lists, not the CotangentLists
-    generated code adds entry by entry)."""
-    if isinstance(out, (dict, list, tuple)):
+    generated code adds entry by entry); a float output's tangent a float (a rule's
+    ``np.where`` makes it a 0-d array)."""
+    if isinstance(out, (dict, list, tuple)) or type(out) is float:
         tangent = as_gradient(tangent, out)
     return out, tangent

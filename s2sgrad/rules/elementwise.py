@@ -273,8 +273,12 @@ def _rad2deg(g, ans, x):
 
 @_unary(np.sinc)
 def _sinc(g, ans, x):
-    # sinc'(x) = (cos(pi x) - sinc(x)) / x; at x == 0 the numerator is exactly 1 - 1 = 0.
-    return g * (np.cos(np.pi * x) - ans) / np.where(x == 0, 1, x)
+    # sinc'(x) = (cos(pi x) - sinc(x)) / x, which cancels near 0; there its series, whose
+    # own derivative is right too (a second derivative at 0 is -pi**2 / 3, not 0)
+    near = np.abs(x) < 1e-3
+    z = np.pi * x
+    series = -np.pi * z / 3 * (1 - z * z / 10 + z**4 / 280)
+    return g * np.where(near, series, (np.cos(z) - ans) / np.where(near, 1, x))
 
 
 # ---------------------------------------------------------------------------- binary
@@ -337,9 +341,16 @@ def _power(g, ans, x1, x2):
     )
 
 
+# An exponent's tangent meets log(x1), nan for a negative x1 (x1 ** x2 is real there only
+# at integers x2): a zero tangent (an integer exponent's, a constant's) must stay 0, not
+# turn the whole tangent nan (so log(1) stands in where the tangent is 0).
+
+
 @jvp_rule(np.power, operator.pow)
 def _power_jvp(t, ans, x1, x2):
-    return t * x2 * x1 ** (x2 - (x2 != 0)), t * ans * np.log(np.where(x1 == 0, 1, x1))
+    return t * x2 * x1 ** (x2 - (x2 != 0)), (
+        t * ans * np.log(np.where((x1 == 0) | (t == 0), 1, x1))
+    )
 
 
 @vjp_rule(pow)
@@ -352,7 +363,9 @@ def _pow(g, ans, base, exp, mod=None):
 
 @jvp_rule(pow)
 def _pow_jvp(t, ans, base, exp, mod=None):
-    return t * exp * base ** (exp - (exp != 0)), t * ans * np.log(np.where(base == 0, 1, base))
+    return t * exp * base ** (exp - (exp != 0)), (
+        t * ans * np.log(np.where((base == 0) | (t == 0), 1, base))
+    )
 
 
 # float_power computes in float64 (or wider); the cotangents keep their arguments' dtypes.
@@ -366,7 +379,9 @@ def _float_power(g, ans, x1, x2):
 
 @jvp_rule(np.float_power)
 def _float_power_jvp(t, ans, x1, x2):
-    return t * x2 * np.float_power(x1, x2 - (x2 != 0)), t * ans * np.log(np.where(x1 == 0, 1, x1))
+    return t * x2 * np.float_power(x1, x2 - (x2 != 0)), (
+        t * ans * np.log(np.where((x1 == 0) | (t == 0), 1, x1))
+    )
 
 
 @vjp_rule(np.mod, operator.mod)
@@ -389,14 +404,20 @@ def _fmod_jvp(t, ans, x1, x2):
     return np.broadcast_to(t, np.shape(ans)), -t * np.trunc(x1 / x2)
 
 
+# At (0, 0) hypot has a corner, as np.linalg.norm at 0: both take the subgradient 0 there
+# (so that hypot(x, y) ** 2 has the gradient 0 there, not nan).
+
+
 @vjp_rule(np.hypot)
 def _hypot(g, ans, x1, x2):
-    return unbroadcast(g * x1 / ans, x1), unbroadcast(g * x2 / ans, x2)
+    radius = np.where(ans == 0, 1, ans)
+    return unbroadcast(g * x1 / radius, x1), unbroadcast(g * x2 / radius, x2)
 
 
 @jvp_rule(np.hypot)
 def _hypot_jvp(t, ans, x1, x2):
-    return t * x1 / ans, t * x2 / ans
+    radius = np.where(ans == 0, 1, ans)
+    return t * x1 / radius, t * x2 / radius
 
 
 @vjp_rule(np.arctan2)

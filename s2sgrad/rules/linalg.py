@@ -314,12 +314,28 @@ def _inv_jvp(t, ans, a):
 
 @vjp_rule(np.linalg.det)
 def _det(g, ans, a):
-    return np.expand_dims(g * ans, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+    if np.all(ans != 0):
+        return np.expand_dims(g * ans, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+    return np.expand_dims(g, (-2, -1)) * _cofactors(a)  # a singular matrix has no inverse
 
 
 @jvp_rule(np.linalg.det)
 def _det_jvp(t, ans, a):
-    return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    if np.all(ans != 0):
+        return ans * np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
+    return np.sum(_cofactors(a) * t, axis=(-2, -1))
+
+
+def _cofactors(a):
+    """The matrix of cofactors of ``a`` (det(a) * inv(a).T where ``a`` is invertible), from
+    the determinants of its minors: defined for a singular matrix too."""
+    n = np.shape(a)[-1]
+    if n == 1:
+        return np.ones_like(a)
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)])
+    minors = a[..., others[:, None, :, None], others[None, :, None, :]]
+    signs = 1.0 - 2.0 * (np.add.outer(np.arange(n), np.arange(n)) % 2)
+    return signs * np.linalg.det(minors)
 
 
 # The sign is locally constant: only the log-determinant's cotangent matters.

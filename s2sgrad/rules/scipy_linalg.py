@@ -1,5 +1,6 @@
 """Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve_triangular``,
-``solve_sylvester``, ``cholesky``, ``cho_factor`` and ``cho_solve``.
+``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``, and ``inv`` and ``det``
+(NumPy's rules: a singular matrix's determinant differentiates to its cofactors).
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from s2sgrad.rules.linalg import _cholesky, _cholesky_jvp
+from s2sgrad.rules.linalg import _cholesky, _cholesky_jvp, _det, _det_jvp, _inv, _inv_jvp
 from s2sgrad.rules.registry import jvp_rule, returns_several, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import index_cotangent
@@ -38,6 +39,32 @@ _COMPLEX_TRANS = (
     "scipy.linalg.solve_triangular with trans=2 ('C', the conjugate transpose) is "
     "differentiated for real matrices as trans=1; pass trans=1 ('T')"
 )
+
+
+_OVERWRITTEN = (
+    "scipy.linalg.{name} with overwrite_a=True may overwrite the matrix the derivative "
+    "reads; drop overwrite_a"
+)
+
+
+@vjp_rule(linalg.inv)
+def _scipy_inv(g, ans, a, overwrite_a=False, check_finite=True):
+    return _inv(g, ans, a) if not overwrite_a else refuse(_OVERWRITTEN.format(name="inv"))
+
+
+@jvp_rule(linalg.inv)
+def _scipy_inv_jvp(t, ans, a, overwrite_a=False, check_finite=True):
+    return _inv_jvp(t, ans, a) if not overwrite_a else refuse(_OVERWRITTEN.format(name="inv"))
+
+
+@vjp_rule(linalg.det)
+def _scipy_det(g, ans, a, overwrite_a=False, check_finite=True):
+    return _det(g, ans, a) if not overwrite_a else refuse(_OVERWRITTEN.format(name="det"))
+
+
+@jvp_rule(linalg.det)
+def _scipy_det_jvp(t, ans, a, overwrite_a=False, check_finite=True):
+    return _det_jvp(t, ans, a) if not overwrite_a else refuse(_OVERWRITTEN.format(name="det"))
 
 
 @vjp_rule(linalg.solve_sylvester)

@@ -14,7 +14,7 @@ import operator
 
 import numpy as np
 
-from s2sgrad.errors import NonDifferentiableError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
@@ -1099,8 +1099,15 @@ def _pad_jvp(
         moved = np.pad(t, pad_width)
     elif mode == "edge" or mode == "wrap":
         moved = np.pad(t, pad_width, mode=mode)
-    else:
+    elif mode == "reflect" or mode == "symmetric":
         moved = np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
+    else:  # statistics, ramps, 'empty', a function: not copies of the array's elements
+        error = UnsupportedError(
+            f"s2sgrad cannot differentiate np.pad with mode={mode!r}; use mode 'constant', "
+            "'edge', 'wrap', 'reflect' or 'symmetric'"
+        )
+        error.tape_cannot_either = True  # the tape applies the same rule
+        raise error
     border = 1.0 - np.pad(np.ones(np.shape(array)), pad_width)
     return (
         moved,

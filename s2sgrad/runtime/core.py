@@ -486,16 +486,25 @@ def _shaped(part: Any, shape: tuple) -> Any:
 def owned(g: Any) -> Any:
     """A private, writable copy of a cotangent, which generated code may update in place.
 
+    A number becomes a 0-d array: generated code owns a cotangent to write into it, and a
+    0-d array's cotangent is a NumPy scalar after arithmetic (or a Python float once folded).
+
     Example::
 
         owned(np.broadcast_to(1.0, (3,)))  # array([1., 1., 1.]) that can be written
     """
+    if isinstance(g, (np.inexact, float, complex)):
+        return np.array(g)
+    return _owned(g)
+
+
+def _owned(g: Any) -> Any:
     if isinstance(g, tuple) and any(type(e) is slice or e is Ellipsis for e in g):
         return g  # an index (np.s_[i:j, k]), kept for a backward sweep: nothing to write
     if isinstance(g, (list, tuple)):  # entries may be updated in place too: copy them
-        return (CotangentList if isinstance(g, CotangentList | tuple) else list)(map(owned, g))
+        return (CotangentList if isinstance(g, CotangentList | tuple) else list)(map(_owned, g))
     if isinstance(g, dict):
-        return type(g)({k: owned(v) for k, v in g.items()})
+        return type(g)({k: _owned(v) for k, v in g.items()})
     if isinstance(g, np.ndarray) or np.ndim(g):
         return np.array(g, copy=True)
     return g

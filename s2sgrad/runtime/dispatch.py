@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import contextvars
 import functools
 import types
 import weakref
@@ -183,6 +184,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
             name = getattr(target, "__qualname__", type(target).__name__)
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
+        if (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
+            # sg.vmap, sg.jacobian called by the user's code: name the user's call
+            reason = (
+                f"{_user_origin()}: source transformation cannot differentiate through "
+                f"s2sgrad's own {getattr(target, '__qualname__', name)} ({reason})"
+            )
+            located = True
         where = "" if located else f"{_user_origin()}: "
         raise UnsupportedError(
             f"{where}{reason}; use mode='auto' or mode='tape' to differentiate it"
@@ -526,19 +534,42 @@ def _user_origin() -> str:
 
 
 def tape_jvp(target, args, tangents, positions, kwargs):
-    """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>."""
+    """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>.
+
+    The pullback runs with :func:`backward_hooks_apply` false: forward mode has no backward
+    pass, so the hooks of ``sg.with_derivative`` leave its tangents alone (as the
+    transformer's forward mode does)."""
 
     value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
 
     def paired(g):
         total = 0.0
-        for cotangent, i in zip(pullback(g), positions):
+        token = _FORWARD_PULLBACK.set(True)
+        try:
+            cotangents = pullback(g)
+        finally:
+            _FORWARD_PULLBACK.reset(token)
+        for cotangent, i in zip(cotangents, positions):
             total = total + _inner(cotangent, tangents[i])
         return total
 
     zeros = as_gradient(None, value)  # of the output's structure (a dataclass's too)
     _, transpose = hooks.tape_vjp(paired, (zeros,), {}, (0,))
     return value, transpose(1.0)[0]
+
+
+_FORWARD_PULLBACK = contextvars.ContextVar("forward_pullback", default=False)
+
+
+def backward_hooks_apply() -> bool:
+    """Whether a backward pass runs now for a gradient (so ``sg.with_derivative``'s hooks
+    apply), not inside the tape's forward mode, which transposes a pullback.
+
+    Example::
+
+        backward_hooks_apply()  # True outside sg.jvp on the tape
+    """
+    return not _FORWARD_PULLBACK.get()
 
 
 def _inner(cotangent, tangent):

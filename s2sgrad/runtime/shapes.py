@@ -141,6 +141,8 @@ def assigned_cotangent(g: Any, index: Any) -> Any:
     """
     if isinstance(g, list):  # y a list (a gradient's own, differentiated again): one entry
         return list(g[index]) if isinstance(index, slice) else snapshot(g[index])
+    if isinstance(g, (int, float, complex)):  # a 0-d y's cotangent, folded to a number
+        g = np.asarray(g)
     return only_last_writes(snapshot(g[index]), np.shape(g), index)
 
 

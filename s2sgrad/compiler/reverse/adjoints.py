@@ -210,6 +210,10 @@ class Adjoints:
         self.rules.numpy_names(index)
         adjoint = self.cotangents.adjoint(base)
         block: list[gast.stmt] = []
+        if base not in self.context.lists and _whole(target.slice):
+            # y[...] = v on a 0-d y: its cotangent may be a number, which cannot be indexed
+            block.append(assign(adjoint, self.cotangents.owned_copy(base)))
+            self.cotangents.owned.add(adjoint)
         value = statement.value
         if base in self.context.lists or basic_index(
             target.slice, self.cotangents.counters | self.context.integers
@@ -270,6 +274,13 @@ def _read_of(target: gast.Name) -> gast.Name:
     answer = clone(target)
     answer.ctx = gast.Load()
     return answer
+
+
+def _whole(index: gast.expr) -> bool:
+    """``...`` or ``()``: an index that selects a whole array, a 0-d one included."""
+    if isinstance(index, gast.Constant):
+        return index.value is Ellipsis
+    return isinstance(index, gast.Tuple) and not index.elts
 
 
 def star_position(target: gast.expr) -> int | None:
