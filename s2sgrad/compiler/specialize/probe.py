@@ -196,8 +196,10 @@ class Probing:
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """A copy of ``node`` in which each specialisable call and each arithmetic operation
-    near a broadcast is a call of the probe (``__s2sgrad_probe__(site, f, *args)``)."""
+    """A copy of ``node`` and its sites, each specialisable call and each arithmetic
+    operation near a broadcast: found by the id of their node when the probe is walked
+    (``Probing.in_place``), else each made a call of the probe
+    (``__s2sgrad_probe__(site, f, *args)``)."""
     table = specialisers()
     sites = probing.sites
     namespace = probing.namespace
@@ -350,8 +352,9 @@ def _unchanged() -> None:
 
 
 def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """Turn each probe call back into its site, specialised to what the probe saw, in
-    place: inner sites first, so an outer site's operands are final when it is rewritten."""
+    """Make each site (each probe call, turned back into its site) its specialisation to
+    what the probe saw, in place: inner sites first, so an outer site's operands are final
+    when it is rewritten."""
     table, probe, namespace = specialisers(), probing.probe, probing.namespace
     namespace.update(specialised_callees(probing.callees))
     # a walked probe has no loop: no site sums on a loop's last visit only
@@ -376,7 +379,6 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
-    noted = probing.noted
     sites = probing.sites
     if probing.in_place:  # each site is where it was: it becomes its specialisation
         for site, (node, _, target) in enumerate(sites):
@@ -385,7 +387,6 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
             site_node.__dict__ = node.__dict__
             sites[site] = (node, site_node, target)
             _become(node, specialise(site, site_node, target))
-            noted |= node.__dict__.keys() & _NOTED_KEYS
     else:
         for site, (probe_call, site_node, target) in enumerate(sites):
             if target is None:
@@ -394,7 +395,8 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
                 site_node.func, *site_node.args = probe_call.args[1:]
                 site_node.keywords = probe_call.keywords
             _become(probe_call, specialise(site, site_node, target))
-            noted |= probe_call.__dict__.keys() & _NOTED_KEYS
+    # the notes the specialised sites hold: one union of their attributes (in C)
+    probing.noted |= _NOTED_KEYS.intersection(set().union(*[s[0].__dict__ for s in sites]))
     place_reductions(probed, hoisted)
     return probed
 
