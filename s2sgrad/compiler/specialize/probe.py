@@ -205,7 +205,18 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
     namespace = probing.namespace
     copy, facts, operations = copy_with_facts(node)  # one walk, facts of the copy's nodes
     quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, namespace)
-    sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
+    # d = d + e: may add in place (``in_place.py``); only a sum whose left side is its
+    # target's name may be one, and most assignments are not
+    sums = accumulation_sums(
+        [
+            assignment
+            for assignment in facts.assignments
+            if type(assignment.value) is _BINOP
+            and type(assignment.value.op) is gast.Add
+            and type(assignment.value.left) is _NAME
+            and assignment.value.left.id == assignment.targets[0].id
+        ]
+    )
     probing.indexing = index_parameters(copy, facts.subscripts)
     # one union of every call's attributes (in C), not a scan of the calls per note
     probing.noted = set(_NOTES).intersection(set().union(*[c.__dict__ for c in facts.calls]))
@@ -214,6 +225,8 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
         probing.bound = bound_names(copy, facts)
         probing.in_place = True
     site_of = probing.probe.site_of
+    in_place = probing.in_place
+    starred = gast.Starred in facts.kinds  # else no call has a starred argument
     site = 0
     for operation in operations:  # each after its operands: sites are numbered inner first
         kind: Any = type(operation)
@@ -230,9 +243,9 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
                 continue
             if operation.keywords and id(target) not in KEYWORD_SITES:
                 continue
-            if any(type(a) is gast.Starred for a in operation.args):
+            if starred and any(type(a) is gast.Starred for a in operation.args):
                 continue
-        if probing.in_place:  # the walk finds it, and the probe makes and records it
+        if in_place:  # the walk finds it, and the probe makes and records it
             if target is None and summed:
                 mark_accumulation(operation)
             site_of[id(operation)] = site
