@@ -16,7 +16,7 @@ import s2sgrad as sg
 from s2sgrad.compiler.codegen import compile_ast
 from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.compiler.specialize import interpreted as interpreting
-from s2sgrad.compiler.specialize import probe, releases
+from s2sgrad.compiler.specialize import loop_cuts, probe, releases
 from s2sgrad.compiler.specialize.broadcasts import raw_facts
 
 GLOBAL_T = "the global, not the local"
@@ -301,7 +301,7 @@ def _probe_after_its_run(f, args, walked: bool):
     ``f``'s first gradient call."""
     ran = {}
     original = probe.run
-    probe_names = {probe._PROBE, *probe.ARITHMETIC_PROBES.values()}
+    probe_names = {loop_cuts.PROBE, *loop_cuts.ARITHMETIC_PROBES.values()}
 
     def run(probed, probing):
         result = original(probed, probing)
