@@ -16,7 +16,7 @@ import s2sgrad as sg
 from s2sgrad.compiler.codegen import compile_ast
 from s2sgrad.compiler.pipeline import clear_cache
 from s2sgrad.compiler.specialize import interpreted as interpreting
-from s2sgrad.compiler.specialize import probe, releases
+from s2sgrad.compiler.specialize import loop_cuts, probe, releases
 from s2sgrad.compiler.specialize.broadcasts import raw_facts
 
 GLOBAL_T = "the global, not the local"
@@ -294,3 +294,43 @@ def test_the_walked_lean_probe_holds_no_array_longer_than_the_compiled_one(monke
     monkeypatch.setattr(probe, "interpretable", lambda node, facts: False)
     compiled = _first_call_peak(x)
     assert walked <= compiled + x.nbytes // 4, (walked / x.nbytes, compiled / x.nbytes)
+
+
+def _probe_after_its_run(f, args, walked: bool):
+    """The probe calls in the probe's code once it ran, and the probe's state, for
+    ``f``'s first gradient call."""
+    ran = {}
+    original = probe.run
+    probe_names = {loop_cuts.PROBE, *loop_cuts.ARITHMETIC_PROBES.values()}
+
+    def run(probed, probing):
+        result = original(probed, probing)
+        ran["code"] = [n for n in gast.walk(probed) if type(n) is gast.Name and n.id in probe_names]
+        ran["probing"] = probing
+        return result
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(probe, "run", run)
+        if not walked:
+            patch.setattr(probe, "interpretable", lambda node, facts: False)
+        clear_cache()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sg.grad(f, wrt=(0, 1), mode="s2s")(*args)
+    return ran["code"], ran["probing"]
+
+
+@pytest.mark.parametrize("f, args", CASES, ids=["falls through", "returns early", "keywords"])
+def test_the_walked_probe_records_its_sites_in_place_as_probe_calls_would(f, args):
+    """The walk runs the copy as it is (no probe call written into it and taken out
+    again), finding each site by its node: what it records, site by site, is what the
+    compiled probe's calls record."""
+    walked_calls, walked = _probe_after_its_run(f, args, walked=True)
+    compiled_calls, compiled = _probe_after_its_run(f, args, walked=False)
+    assert walked.in_place and not compiled.in_place
+    assert not walked_calls and len(compiled_calls) == len(compiled.sites)
+    assert sorted(walked.probe.site_of.values()) == list(range(len(walked.sites)))
+    numbered = walked.probe.site_of
+    assert all(numbered[id(node)] == site for site, (node, *_) in enumerate(walked.sites))
+    assert len(walked.sites) == len(compiled.sites) > 0
+    assert walked.probe.sites == compiled.probe.sites

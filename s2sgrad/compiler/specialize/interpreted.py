@@ -16,12 +16,17 @@ whose origin is registered: the runtime still names the user's line
 generic code then runs, with readable lines). What differs is only what reads the stack:
 the user's functions run a few frames deeper, under the walk's own.
 
+The walk runs the code as it is, not a copy rewritten to record what it sees: the calls
+and operations to record are its *sites*, found by the id of their node
+(:class:`Observer`), and the walk hands each to the observer, which makes it and records
+it (what a probe call would do in a compiled probe).
+
 Example::
 
-    facts = raw_facts(probed)
-    if interpretable(probed, facts):
-        names = bound_names(probed, facts)
-        function = interpreted(probed, names, namespace, compile_probe, lambda: None)
+    facts = raw_facts(code)
+    if interpretable(code, facts):
+        names = bound_names(code, facts)
+        function = interpreted(code, names, namespace, compile_probe, lambda: None, observer)
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 import itertools
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import gast
 
@@ -40,7 +45,15 @@ from s2sgrad.compiler.syntax import (
     parameter_names,
 )
 
-__all__ = ["CHECKED", "FRAME_READERS", "INTERPRETED", "bound_names", "interpretable", "interpreted"]
+__all__ = [
+    "CHECKED",
+    "FRAME_READERS",
+    "INTERPRETED",
+    "Observer",
+    "bound_names",
+    "interpretable",
+    "interpreted",
+]
 
 _INTERPRET = "__s2sgrad_interpret__"
 _LOCALS = "__s2sgrad_locals__"
@@ -116,24 +129,41 @@ def _target_names(target: gast.expr) -> list[str]:
     return []
 
 
+class Observer(Protocol):
+    """What the walk hands its sites to: ``site_of`` maps the id of a site's node (a call, or
+    an operation ``+ - * /``) to its number; the observer makes the call (the operation)
+    and returns its result."""
+
+    site_of: dict[int, int]
+
+    def call(self, site: int, function: Callable, arguments: list, keywords: dict | None) -> Any:
+        """``function(*arguments, **keywords)``, recorded as the site ``site``."""
+
+    def arithmetic(self, site: int, operation: Callable, left: Any, right: Any) -> Any:
+        """``operation(left, right)``, recorded as the site ``site``."""
+
+
 def interpreted(
     function: gast.FunctionDef,
     local_names: set[str],
     namespace: dict,
     compile_stub: Callable[[gast.FunctionDef, dict], Callable],
     after: Callable[[], None],
+    observer: Observer | None = None,
 ) -> Callable:
     """A function that runs ``function``'s body by walking it, in ``namespace``, then calls
     ``after``. ``local_names`` are the names ``function`` binds (:func:`bound_names`):
     read before they are bound, they raise as Python's locals do. ``compile_stub`` compiles
-    the stub that binds the arguments (as the probe would be compiled)."""
+    the stub that binds the arguments (as the probe would be compiled). The calls and
+    operations of ``observer.site_of`` are made by ``observer``."""
     module_globals = {"__name__": "s2sgrad.generated", "__builtins__": __builtins__}
     module_globals.update(namespace)
     given = module_globals["__builtins__"]
     known_builtins = given if type(given) is dict else vars(given)
+    sites = {} if observer is None else observer.site_of
 
     def interpret(arguments: dict) -> Any:
-        frame = _Frame(arguments, local_names, module_globals, known_builtins)
+        frame = _Frame(arguments, local_names, module_globals, known_builtins, sites, observer)
         try:
             result = _block(function.body, frame)
         finally:
@@ -155,13 +185,23 @@ def _stub(function: gast.FunctionDef) -> gast.FunctionDef:
 
 
 class _Frame:
-    __slots__ = ("locals", "local_names", "globals", "builtins")
+    __slots__ = ("locals", "local_names", "globals", "builtins", "sites", "observer")
 
-    def __init__(self, arguments: dict, local_names: set[str], globals_: dict, builtins_: dict):
+    def __init__(
+        self,
+        arguments: dict,
+        local_names: set[str],
+        globals_: dict,
+        builtins_: dict,
+        sites: dict[int, int],
+        observer: Any,
+    ):
         self.locals = arguments
         self.local_names = local_names
         self.globals = globals_
         self.builtins = builtins_
+        self.sites = sites
+        self.observer = observer
 
 
 _NOTHING = object()  # what a block that ran to its end, without ``return``, returns
@@ -316,15 +356,24 @@ def _call(node: gast.Call, frame: _Frame) -> Any:
     func = node.func
     function = _name(func, frame) if type(func) is _NAME_NODE else _evaluate(func, frame)
     arguments = _values(node.args, frame)
-    if not node.keywords:
+    keywords = None
+    if node.keywords:
+        keywords = {k.arg: _evaluate(k.value, frame) for k in node.keywords}  # no ``**``
+    site = frame.sites.get(id(node))
+    if site is not None:
+        return frame.observer.call(site, function, arguments, keywords)
+    if keywords is None:
         return function(*arguments)
-    keywords = {k.arg: _evaluate(k.value, frame) for k in node.keywords}  # no ``**``
     return function(*arguments, **keywords)
 
 
 def _binary(node: gast.BinOp, frame: _Frame) -> Any:
     left = _evaluate(node.left, frame)
-    return _BINARY[type(node.op)](left, _evaluate(node.right, frame))
+    right = _evaluate(node.right, frame)
+    site = frame.sites.get(id(node))
+    if site is not None:
+        return frame.observer.arithmetic(site, _BINARY[type(node.op)], left, right)
+    return _BINARY[type(node.op)](left, right)
 
 
 def _unary(node: gast.UnaryOp, frame: _Frame) -> Any:

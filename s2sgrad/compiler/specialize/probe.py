@@ -2,9 +2,14 @@
 near a broadcast, records the shapes it sees when the copy runs once on the arguments.
 
 Three passes (``compiler/finishing.py`` runs them in order): :func:`instrument` makes the
-copy, :func:`run` runs it (its result is the call's result, so nothing runs twice), and
-:func:`specialise_sites` turns each probe call back into its site, rewritten by the
-specialiser its rule declares (``specialize/rewrites.py``) for what it saw.
+copy and finds its sites, :func:`run` runs it (its result is the call's result, so nothing
+runs twice), and :func:`specialise_sites` rewrites each site by the specialiser its rule
+declares (``specialize/rewrites.py``) for what it saw.
+
+A probe that is walked, not compiled (``interpreted.py``), runs the copy as it is: the walk
+finds each site by the id of its node and has the probe make and record it. A compiled
+probe needs the sites in its code: each is a call of the probe
+(``__s2sgrad_probe__(site, f, *args)``) until it is specialised.
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class NotSpecialisable(Exception):
 class _Probe:
     def __init__(self):
         self.sites: dict[int, set] = {}
+        self.site_of: dict[int, int] = {}  # site by id of its node, for the walk to record
         self.gradients: dict[int, int] = {}  # id of an as_gradient result → its site
         self.aliased: set[int] = set()
         # unbroadcast sites: how many visits summed (did not return g itself), what the
@@ -80,8 +86,17 @@ class _Probe:
         self._made_pairs: dict[tuple, tuple[tuple[Seen, ...], Seen]] = {}  # for ``seen``
 
     def __call__(self, site: int, function, *args, **kwargs):
+        """``function(*args, **kwargs)``, recorded as the site ``site`` (a probe call)."""
+        return self._record(site, function, args, function(*args, **kwargs))
+
+    def call(self, site: int, function, arguments: list, keywords: dict | None):
+        """``function(*arguments, **keywords)``, recorded as the probe call would record it
+        (``interpreted.Observer``: the walk's sites)."""
+        result = function(*arguments, **keywords) if keywords else function(*arguments)
+        return self._record(site, function, arguments, result)
+
+    def _record(self, site: int, function, args, result):
         # records are plain tuples, made Seen when read (see ``seen``)
-        result = function(*args, **kwargs)
         seen = observed(result)
         if function is runtime.as_gradient:
             if result is args[0] and seen[0] == "array":
@@ -153,7 +168,10 @@ class Probing:
     kwargs: dict
     compile_probe: Callable[[gast.FunctionDef, dict], Callable]
     probe: _Probe = field(default_factory=lambda: _Probe())
-    sites: list = field(default_factory=list)  # (probe call, site, target), inner first
+    # (node in the code, the site, target), inner first: the node is a probe call, or, in
+    # a walked probe (``in_place``), the site itself (its second place is filled when it
+    # is specialised, with the node as it was)
+    sites: list = field(default_factory=list)
     result: Any = None
     # how a called helper's derivative is specialised (``finishing.specialised``), and the
     # helpers the probe called, by name (``callees.py``)
@@ -173,24 +191,42 @@ class Probing:
     noted: set[str] = field(default_factory=set)
     # the names the probe binds, when it may be interpreted, not compiled: ``interpreted.py``
     bound: set[str] | None = None
+    in_place: bool = False  # the sites are in the code as they were (the probe is walked)
     divides: bool = False  # whether the code divides anywhere (``exact_divisors.py``)
 
 
 def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """A copy of ``node`` in which each specialisable call and each arithmetic operation
-    near a broadcast is a call of the probe (``__s2sgrad_probe__(site, f, *args)``)."""
+    """A copy of ``node`` and its sites, each specialisable call and each arithmetic
+    operation near a broadcast: found by the id of their node when the probe is walked
+    (``Probing.in_place``), else each made a call of the probe
+    (``__s2sgrad_probe__(site, f, *args)``)."""
     table = specialisers()
     sites = probing.sites
     namespace = probing.namespace
     copy, facts, operations = copy_with_facts(node)  # one walk, facts of the copy's nodes
     quiet = quiet_arithmetic(facts.assignments, facts.arithmetic, namespace)
-    sums = accumulation_sums(facts.assignments)  # d = d + e: may add in place (in_place.py)
+    # d = d + e: may add in place (``in_place.py``); only a sum whose left side is its
+    # target's name may be one, and most assignments are not
+    sums = accumulation_sums(
+        [
+            assignment
+            for assignment in facts.assignments
+            if type(assignment.value) is _BINOP
+            and type(assignment.value.op) is gast.Add
+            and type(assignment.value.left) is _NAME
+            and assignment.value.left.id == assignment.targets[0].id
+        ]
+    )
     probing.indexing = index_parameters(copy, facts.subscripts)
     # one union of every call's attributes (in C), not a scan of the calls per note
     probing.noted = set(_NOTES).intersection(set().union(*[c.__dict__ for c in facts.calls]))
     probing.divides = any(type(operation.op) is gast.Div for operation in facts.arithmetic)
     if interpretable(copy, facts):  # run by walking it, not compiled
         probing.bound = bound_names(copy, facts)
+        probing.in_place = True
+    site_of = probing.probe.site_of
+    in_place = probing.in_place
+    starred = gast.Starred in facts.kinds  # else no call has a starred argument
     site = 0
     for operation in operations:  # each after its operands: sites are numbered inner first
         kind: Any = type(operation)
@@ -207,8 +243,15 @@ def instrument(node: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
                 continue
             if operation.keywords and id(target) not in KEYWORD_SITES:
                 continue
-            if any(type(a) is gast.Starred for a in operation.args):
+            if starred and any(type(a) is gast.Starred for a in operation.args):
                 continue
+        if in_place:  # the walk finds it, and the probe makes and records it
+            if target is None and summed:
+                mark_accumulation(operation)
+            site_of[id(operation)] = site
+            sites.append((operation, None, target))
+            site += 1
+            continue
         site_node = kind.__new__(kind)  # the operation, moved: the probe call takes its place
         site_node.__dict__ = operation.__dict__
         if target is None:  # arithmetic: __s2sgrad_add__(site, left, right)
@@ -308,7 +351,9 @@ def _compiled(probed: gast.FunctionDef, probing: Probing, cuts: LoopCuts | None)
     if large_arguments(probing.args, probing.kwargs):
         restore = release_arrays(lean, namespace)
     if probing.bound is not None and cuts is None:  # restored once it has run
-        return interpreted(lean, probing.bound, namespace, probing.compile_probe, restore)
+        return interpreted(
+            lean, probing.bound, namespace, probing.compile_probe, restore, probing.probe
+        )
     try:
         return probing.compile_probe(lean, namespace)
     finally:
@@ -320,11 +365,17 @@ def _unchanged() -> None:
 
 
 def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.FunctionDef:
-    """Turn each probe call back into its site, specialised to what the probe saw, in
-    place: inner sites first, so an outer site's operands are final when it is rewritten."""
+    """Make each site (each probe call, turned back into its site) its specialisation to
+    what the probe saw, in place: inner sites first, so an outer site's operands are final
+    when it is rewritten."""
     table, probe, namespace = specialisers(), probing.probe, probing.namespace
     namespace.update(specialised_callees(probing.callees))
-    hoisted = {} if probing.cut else last_reductions(probed, probing.sites, probe, namespace)
+    # a walked probe has no loop: no site sums on a loop's last visit only
+    hoisted = (
+        {}
+        if probing.cut or probing.in_place
+        else last_reductions(probed, probing.sites, probe, namespace)
+    )
 
     def specialise(site, site_node, target):
         if site in hoisted:
@@ -341,15 +392,24 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
         replacement = table[id(target)](site_node, arg_info, result_info, namespace)
         return site_node if replacement is None else replacement
 
-    noted = probing.noted
-    for site, (probe_call, site_node, target) in enumerate(probing.sites):
-        if target is None:
-            site_node.left, site_node.right = probe_call.args[1:]
-        else:
-            site_node.func, *site_node.args = probe_call.args[1:]
-            site_node.keywords = probe_call.keywords
-        _become(probe_call, specialise(site, site_node, target))
-        noted |= probe_call.__dict__.keys() & _NOTED_KEYS
+    sites = probing.sites
+    if probing.in_place:  # each site is where it was: it becomes its specialisation
+        for site, (node, _, target) in enumerate(sites):
+            kind: Any = type(node)
+            site_node = kind.__new__(kind)  # the node as it was, for later passes to read
+            site_node.__dict__ = node.__dict__
+            sites[site] = (node, site_node, target)
+            _become(node, specialise(site, site_node, target))
+    else:
+        for site, (probe_call, site_node, target) in enumerate(sites):
+            if target is None:
+                site_node.left, site_node.right = probe_call.args[1:]
+            else:
+                site_node.func, *site_node.args = probe_call.args[1:]
+                site_node.keywords = probe_call.keywords
+            _become(probe_call, specialise(site, site_node, target))
+    # the notes the specialised sites hold: one union of their attributes (in C)
+    probing.noted |= _NOTED_KEYS.intersection(set().union(*[s[0].__dict__ for s in sites]))
     place_reductions(probed, hoisted)
     return probed
 

@@ -107,7 +107,29 @@ def _copy_fields(node: Any, kind: Any, copy: Callable) -> Any:
         if value is None:
             continue
         if type(value) is list:
-            state[field] = [copy(item) if isinstance(item, _AST) else item for item in value]
+            items: list = []
+            state[field] = items
+            listed = items.append
+            for item in value:
+                item_kind = type(item)
+                if item_kind is _NAME or item_kind is _CONSTANT:
+                    leaf_state = item.__dict__
+                    if (
+                        len(leaf_state) <= _PLAIN_SIZE[item_kind]
+                        and leaf_state.get("annotation") is None
+                    ):
+                        leaf = _new(item_kind)
+                        leaf.__dict__ = leaf_state.copy()
+                        listed(leaf)
+                        continue
+                listed(copy(item) if isinstance(item, _AST) else item)
+        elif type(value) is _NAME or type(value) is _CONSTANT:  # ``_leaf``, without a call
+            leaf_state = value.__dict__
+            if len(leaf_state) <= _PLAIN_SIZE[type(value)] and leaf_state.get("annotation") is None:
+                leaf = state[field] = _new(type(value))
+                leaf.__dict__ = leaf_state.copy()
+            else:
+                state[field] = copy(value)
         elif isinstance(value, _AST):
             state[field] = copy(value)
     if len(state) > size:  # attributes a pass attached: copied as well
@@ -121,3 +143,4 @@ _AST, _NAME, _CONSTANT, _BINOP, _CALL = gast.AST, gast.Name, gast.Constant, gast
 _ARGUMENTS = gast.arguments
 _PLAIN_SIZE = {kind: len(kind._fields) + len(kind._attributes) for kind in (_NAME, _CONSTANT)}
 _PLANS: dict[type, tuple[tuple[str, ...], frozenset, int]] = {}
+_new = gast.AST.__new__
