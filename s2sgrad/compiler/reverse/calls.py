@@ -84,6 +84,7 @@ class Calls:
             and bound.arguments[name].node.id in self.context.containers
         )
         vjp_function = self.callee_vjp(function, active, statement, containers)
+        self.context.structured |= self.parameters_passed_on(active, bound)
         vjp_name = self.namespace.bind(vjp_function.__name__, vjp_function)
         targets = target_names(statement.targets[0])
         stem = f"{targets[0]}_saved" if len(targets) == 1 else "saved"
@@ -94,6 +95,19 @@ class Calls:
         custom = rule is not None and rule.custom is not None
         step.derivative = Derivative.CUSTOM if custom else Derivative.GENERATED
         step.extra, step.active, step.vjp_name = saved, active, vjp_name
+
+    def parameters_passed_on(self, active, bound) -> set[str]:
+        """This function's parameters passed as they are to a callee's differentiated
+        parameters. Called with ``params["layers"]``, a list, this function is compiled
+        without knowing it holds one; the callee's cotangents for it are then added with
+        ``add_cotangents``, which a derivative of this derivative can differentiate
+        (``+`` of two lists is differentiated as of two arrays)."""
+        passed = set()
+        for name in active:
+            argument = bound.arguments.get(name)
+            if isinstance(argument, _Placeholder) and isinstance(argument.node, gast.Name):
+                passed.add(argument.node.id)
+        return (passed & self.context.parameters) - self.context.containers
 
     def forward_dynamic(self, step: Step, spread: bool = False) -> None:
         """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``.
