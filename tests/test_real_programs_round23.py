@@ -19,6 +19,9 @@ Found here:
   ``np.stack``, ``np.hstack``, ``np.vstack``, ``np.column_stack``, ``np.dstack``).
 * ``sg.jvp`` of a function returning a NumPy float (a GP's marginal likelihood) gave a 0-d
   array tangent in s2s and auto, a float on the tape.
+* forward mode through ``{k: v - lr * g[k] for k, v in params.items()}`` (the loss after
+  one SGD step) was refused in s2s with "1 arguments for 0 parameters": the comprehension's
+  ``dict(pairs)`` had no forward derivative.
 """
 
 import warnings
@@ -269,3 +272,26 @@ def test_jvp_of_a_function_returning_a_numpy_float_is_a_float(mode):
     assert isinstance(tangent, float)  # not a 0-d array
     expected = numeric_jvp(lambda packed: gp_matern_nll(*packed), [args], 0, tangents)
     assert_close(tangent, float(expected), rtol=1e-5)
+
+
+_X = R.normal(size=(6, 3))
+_Y = R.normal(size=6)
+
+
+def _mse(p):
+    return np.mean((_X @ p["w"] + p["b"] - _Y) ** 2)
+
+
+def loss_after_an_sgd_step(params, lr=0.1):
+    g = sg.grad(_mse)(params)
+    return _mse({k: v - lr * g[k] for k, v in params.items()})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forward_mode_through_a_dict_comprehension(mode):
+    params = {"w": R.normal(size=3), "b": 0.2}
+    tangent = {"w": np.full(3, 0.5), "b": 1.0}
+    value, got = sg.jvp(loss_after_an_sgd_step, (params,), (tangent,), mode=mode)
+    assert value == pytest.approx(loss_after_an_sgd_step(params))
+    expected = numeric_jvp(loss_after_an_sgd_step, [params], 0, tangent)
+    assert_close(float(got), float(expected), rtol=1e-5)

@@ -452,6 +452,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if rule is not None:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
+    if function is dict and len(args) == 1 and not kwargs:  # {k: v - lr * g[k] for ...}
+        return _dict_of_pairs_jvp(args[0], tangents[0])
     bound_self: tuple = ()
     target = function
     if isinstance(function, types.MethodType):
@@ -486,6 +488,26 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _dict_of_pairs_jvp(items: Any, tangent: Any) -> tuple[dict, dict]:
+    """``dict(items)`` of ``(key, value)`` pairs (a dict comprehension's) and its tangent:
+    each key with its value's tangent (a pair's tangent is ``(key's, value's)``).
+
+    Example::
+
+        _dict_of_pairs_jvp([("w", x)], [(0.0, dx)])  # ({'w': x}, {'w': dx})
+    """
+    if isinstance(items, dict):
+        tangents = tangent if isinstance(tangent, dict) else {}
+        return dict(items), {k: tangents.get(k, zeros_like_value(v)) for k, v in items.items()}
+    pairs = list(items)
+    parts = list(tangent) if isinstance(tangent, (list, tuple)) else [None] * len(pairs)
+    value = dict(pairs)
+    total = {}
+    for (key, entry), part in zip(pairs, parts):
+        total[key] = zeros_like_value(entry) if part is None else part[1]
+    return value, total
 
 
 def _called_rule_jvp(primitive, tangents, args, kwargs, tape: bool):
