@@ -22,6 +22,9 @@ Found here:
 * forward mode through ``{k: v - lr * g[k] for k, v in params.items()}`` (the loss after
   one SGD step) was refused in s2s with "1 arguments for 0 parameters": the comprehension's
   ``dict(pairs)`` had no forward derivative.
+* REINFORCE drawing its actions with ``rng.choice(n, p=p)`` of the differentiated ``p`` is
+  refused in s2s, which advised only passing ``p`` positionally; it now names
+  ``sg.stop_gradient(p)``, with which every mode gives the score-function gradient.
 """
 
 import warnings
@@ -29,7 +32,7 @@ import warnings
 import numpy as np
 import pytest
 from oracle import assert_close, call_twice, numeric_grad, numeric_jvp
-from scipy.special import logsumexp
+from scipy.special import logsumexp, softmax
 
 import s2sgrad as sg
 
@@ -295,3 +298,33 @@ def test_forward_mode_through_a_dict_comprehension(mode):
     assert value == pytest.approx(loss_after_an_sgd_step(params))
     expected = numeric_jvp(loss_after_an_sgd_step, [params], 0, tangent)
     assert_close(float(got), float(expected), rtol=1e-5)
+
+
+def reinforce_sampling_with_p(theta, states):
+    rng = np.random.default_rng(0)
+    total = 0.0
+    for s in states:
+        p = softmax(s @ theta)
+        a = rng.choice(len(p), p=p)
+        total += -np.log(p[a]) * (1.0 if a == 0 else -0.5)
+    return total
+
+
+def reinforce_sampling_with_stopped_p(theta, states):
+    rng = np.random.default_rng(0)
+    total = 0.0
+    for s in states:
+        p = softmax(s @ theta)
+        a = rng.choice(len(p), p=sg.stop_gradient(p))
+        total += -np.log(p[a]) * (1.0 if a == 0 else -0.5)
+    return total
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reinforce_samples_with_probabilities_without_a_derivative(mode):
+    theta, states = _n(3, 3, scale=0.3), _n(4, 3, scale=1.0)
+    with pytest.raises(sg.S2SGradError, match=r"stop_gradient"):
+        sg.grad(reinforce_sampling_with_p, mode="s2s")(theta, states)
+    f = reinforce_sampling_with_stopped_p
+    got = call_twice(sg.grad(f, mode=mode), theta, states)
+    assert_close(got, numeric_grad(f, [theta, states], 0))
