@@ -189,8 +189,10 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
 
 def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
     """``y`` for the statement ``np.add.at(y, index, v)`` (or ``np.subtract.at``), else None."""
-    value = statement.value if type(statement) is gast.Expr else None
-    if type(value) is not gast.Call or type(value.func) is not gast.Attribute:
+    if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+        return None
+    value = statement.value
+    if type(value.func) is not gast.Attribute:
         return None
     if value.func.attr != "at" or len(value.args) != 3 or value.keywords:
         return None
