@@ -25,8 +25,11 @@ Found here:
 * REINFORCE drawing its actions with ``rng.choice(n, p=p)`` of the differentiated ``p`` is
   refused in s2s, which advised only passing ``p`` positionally; it now names
   ``sg.stop_gradient(p)``, with which every mode gives the score-function gradient.
+* forward mode in s2s through ``functools.reduce(lambda h, W: np.tanh(h @ W), Ws, x)`` was
+  refused as "3 arguments for 0 parameters"; it now says reduce has no source to transform.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -328,3 +331,17 @@ def test_reinforce_samples_with_probabilities_without_a_derivative(mode):
     f = reinforce_sampling_with_stopped_p
     got = call_twice(sg.grad(f, mode=mode), theta, states)
     assert_close(got, numeric_grad(f, [theta, states], 0))
+
+
+def reduced_layers(W, x):
+    return np.sum(functools.reduce(lambda h, V: np.tanh(h @ V), [W, W.T], x) ** 2)
+
+
+def test_forward_mode_through_a_builtin_without_source_names_it():
+    W, x = _n(3, 3), _n(4, 3)
+    with pytest.raises(sg.UnsupportedError, match=r"reduce has no source to transform"):
+        sg.jvp(lambda V: reduced_layers(V, x), (W,), (W,), mode="s2s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        _, tangent = sg.jvp(lambda V: reduced_layers(V, x), (W,), (W,), mode="auto")
+    assert_close(tangent, float(numeric_jvp(reduced_layers, [W, x], 0, W)))

@@ -482,8 +482,12 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         generated = hooks.derivative(target, tuple(names[i] for i in positions), "jvp")
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape:
+            reason = str(error)
+            if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
+                name = getattr(target, "__qualname__", type(target).__name__)
+                reason = f"{name} has no source to transform ({reason})"
             raise UnsupportedError(
-                f"{error}; use mode='auto' or mode='tape' to differentiate it"
+                f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
