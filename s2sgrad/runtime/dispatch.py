@@ -41,6 +41,7 @@ from s2sgrad.runtime.core import (
     zeros_like_value,
 )
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
@@ -494,24 +495,21 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     return generated.function(*full_args, **kwargs, **keywords)
 
 
-def _dict_of_pairs_jvp(items: Any, tangent: Any) -> tuple[dict, dict]:
-    """``dict(items)`` of ``(key, value)`` pairs (a dict comprehension's) and its tangent:
-    each key with its value's tangent (a pair's tangent is ``(key's, value's)``).
+def _dict_of_pairs_jvp(items: Any, tangent: Any) -> tuple[dict, Any]:
+    """``dict(items)`` (a dict comprehension's list of ``(key, value)`` pairs, or a dict)
+    and its tangent, as ``copied_dict``'s rule gives it: each key with its value's tangent.
 
     Example::
 
         _dict_of_pairs_jvp([("w", x)], [(0.0, dx)])  # ({'w': x}, {'w': dx})
     """
-    if isinstance(items, dict):
-        tangents = tangent if isinstance(tangent, dict) else {}
-        return dict(items), {k: tangents.get(k, zeros_like_value(v)) for k, v in items.items()}
-    pairs = list(items)
-    parts = list(tangent) if isinstance(tangent, (list, tuple)) else [None] * len(pairs)
-    value = dict(pairs)
-    total = {}
-    for (key, entry), part in zip(pairs, parts):
-        total[key] = zeros_like_value(entry) if part is None else part[1]
-    return value, total
+    mapping = items if isinstance(items, dict) else list(items)
+    value = dict(mapping)
+    if tangent is None:
+        return value, zeros_like_value(value)
+    return value, copied_dict(tangent) if isinstance(mapping, dict) else dict_of_pairs(
+        tangent, mapping
+    )
 
 
 def _called_rule_jvp(primitive, tangents, args, kwargs, tape: bool):
