@@ -188,6 +188,27 @@ def test_a_container_argument_updated_in_place_is_left_to_the_tape(f, arg, expec
     assert repr(arg) == before  # the caller's container is unchanged
 
 
+def logs_its_loss(w, x, history):
+    loss = np.sum((x @ w) ** 2)
+    history.append(f"loss = {loss:.3f}")
+    return loss
+
+
+def test_a_log_list_argument_not_differentiated_is_left_to_the_tape():
+    """A list the function only logs into is no value being differentiated: auto runs the
+    tape, which appends to the caller's list as the function does, once per call."""
+    w, x = np.array([0.5, -1.0]), np.array([[1.0, 2.0], [0.5, 0.1]])
+    with pytest.raises(sg.UnsupportedError, match="copy it first"):
+        sg.grad(logs_its_loss, mode="s2s")(w, x, [])
+    for mode in ("tape", "auto"):
+        history = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sg.S2SGradWarning)
+            gradient = sg.grad(logs_its_loss, mode=mode)(w, x, history)
+        assert_close(gradient, numeric_grad(logs_its_loss, [w, x, []], 0))
+        assert history == [f"loss = {logs_its_loss(w, x, []):.3f}"]
+
+
 def hooked_into_a_list(x, seen):
     y = sg.with_derivative(np.sin(x), lambda g: seen.append(g))
     return np.sum(y)

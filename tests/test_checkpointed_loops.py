@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import numeric_complex_grad, numeric_grad
+from oracle import assert_close, numeric_complex_grad, numeric_grad, numeric_jacobian
 
 import s2sgrad as sg
 from s2sgrad.errors import FallbackWarning, UnsupportedError
@@ -277,6 +277,24 @@ def test_forward_over_reverse_is_refused_by_source_transformation_alone():
     W, U, h, c, x = problem(4)
     with pytest.raises(UnsupportedError, match="forward mode"):
         sg.hvp(lambda W: rnn(W, U, h, c, x, 2), (W,), (W,), mode="s2s")
+
+
+def damped_map(x0, k):
+    x = x0
+    for _ in sg.checkpointed(range(8), snapshots=3):
+        x = x + 0.1 * np.sin(k * x)
+    return np.sum(x**2)
+
+
+def test_a_hessian_through_a_loop_is_refused_naming_the_loop_not_a_rule_to_register():
+    x0 = np.array([0.3, -0.4])
+    with pytest.raises(UnsupportedError, match=r"over the gradient of a loop over s2sgrad"):
+        sg.hessian(damped_map, mode="s2s")(x0, 1.7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        hessian = sg.hessian(damped_map, mode="auto")(x0, 1.7)
+    gradient = sg.grad(damped_map, mode="tape")
+    assert_close(hessian, numeric_jacobian(lambda x: gradient(x, 1.7), [x0], 0), rtol=1e-5)
 
 
 def counts_steps(w, n):

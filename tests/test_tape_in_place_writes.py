@@ -304,6 +304,18 @@ def at_a_computed_index(x):
     return np.sum(y * x)
 
 
+def scatter_added_into_np_zeros(x):
+    sums = np.zeros(2)
+    np.add.at(sums, np.array([0, 1, 1]), np.sin(x))
+    return np.sum(sums**2 * np.arange(1.0, 3.0))
+
+
+def scatter_subtracted_into_a_product(x):
+    sums = np.ones((2, 3)) * 2.0
+    np.subtract.at(sums, (np.array([0, 1, 0]), np.array([2, 2, 0])), x**2)
+    return np.sum(sums**3)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     "f",
@@ -313,6 +325,8 @@ def at_a_computed_index(x):
         rows_into_np_empty,
         lower_triangle_from_a_vector,  # an index NumPy computes may be computed again
         at_a_computed_index,
+        scatter_added_into_np_zeros,  # np.add.at(sums, index, v): sums bound anew
+        scatter_subtracted_into_a_product,
     ],
     ids=lambda f: f.__name__,
 )
@@ -343,21 +357,28 @@ def into_a_rebound_array(x):
     return np.sum(y)
 
 
+def scatter_added_into_a_given_buffer(x, buf):
+    np.add.at(buf, [0, 0], x[:2])
+    return np.sum(buf)
+
+
 @pytest.mark.parametrize(
     "f, text",
     [
         (into_a_given_buffer, "buf[1] = np.sum(x)"),
         (at_an_index_a_function_computes, "y[_largest(x)] = np.sum(x)"),
         (into_a_rebound_array, "y[2] = np.sum(x)"),
+        (scatter_added_into_a_given_buffer, "np.add.at(buf, [0, 0], x[:2])"),
     ],
     ids=lambda f: getattr(f, "__name__", ""),
 )
 def test_a_write_into_a_plain_array_the_tape_cannot_follow_is_refused(f, text):
-    args = (np.ones(3), np.zeros(2)) if f is into_a_given_buffer else (np.ones(3),)
+    given = f in (into_a_given_buffer, scatter_added_into_a_given_buffer)
+    args = (np.ones(3), np.zeros(2)) if given else (np.ones(3),)
     with pytest.raises(sg.NonDifferentiableError) as error:
         sg.grad(f, mode="tape")(*args)
     assert f"{__file__}:{_line_of(text)}" in str(error.value)
-    assert "np.zeros_like(x, shape=...)" in str(error.value)
+    assert "np.zeros_like(x" in str(error.value)
 
 
 def scale_in_place(g):

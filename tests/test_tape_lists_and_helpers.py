@@ -477,3 +477,50 @@ def test_the_tape_follows_writes_into_the_zeros_of_a_container():
     x = np.array([0.3, -0.2, 0.5])
     expected = numeric_grad(_written_into_zeros_of_a_list, (x,), 0)
     assert_close(sg.grad(_written_into_zeros_of_a_list, mode="tape")(x), expected, 1e-6, 1e-8)
+
+
+# a list holding a tape value joined to a plain array: NumPy hands the tape neither the
+# list nor the value (np.concatenate([y, [t]]) of a neural ODE's vector field, say)
+_PLAIN = np.array([1.0, -2.0])
+
+
+def joined_with_a_list_of_time(t):
+    return np.sum(np.concatenate([_PLAIN, [t, t * 2]]) ** 2)
+
+
+def stacked_with_a_list(t):
+    return np.sum(np.stack([_PLAIN, [t, t * 3]]) ** 3)
+
+
+def hstacked_with_a_list(t):
+    return np.sum(np.hstack([_PLAIN, [t]]) ** 2)
+
+
+def vstacked_with_a_list(t):
+    return np.sum(np.vstack([_PLAIN, [t, 1.0]]) ** 3)
+
+
+def column_stacked_with_a_list(t):
+    return np.sum(np.column_stack([_PLAIN, [t, 2 * t]]) ** 3)
+
+
+def dstacked_with_a_list(t):
+    return np.sum(np.dstack([_PLAIN, (t, t)]) ** 3)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "f",
+    [
+        joined_with_a_list_of_time,
+        stacked_with_a_list,
+        hstacked_with_a_list,
+        vstacked_with_a_list,
+        column_stacked_with_a_list,
+        dstacked_with_a_list,
+    ],
+    ids=lambda f: f.__name__,
+)
+def test_a_list_holding_a_tape_value_joined_to_a_plain_array(f, mode):
+    gradient = call_twice(sg.grad(f, mode=mode), 0.7)
+    assert_close(gradient, numeric_grad(f, [0.7], 0))

@@ -480,7 +480,7 @@ def fancy_repeated_indices(x):
     return np.sum(x[idx] ** 2)
 
 
-@program(X4, refused_in=("tape",))
+@program(X4, order=2)  # the tape takes np.add.at into an array the function made
 def add_at_repeated(x):
     out = np.zeros(3)
     np.add.at(out, [0, 2, 2, 0], x)

@@ -495,7 +495,10 @@ def refuse_dispatched_keywords(operation: Operation, is_active, location: str) -
         if is_active(value):
             raise UnsupportedError(
                 f"{location}: pass differentiated values to {operation.description} "
-                "positionally, not as " + (f"'{name}='" if name is not None else "**keywords")
+                "positionally, not as "
+                + (f"'{name}='" if name is not None else "**keywords")
+                + ", or wrap one no derivative should flow through (the probabilities a "
+                "sample is drawn with, say) in s2sgrad.stop_gradient(...)"
             )
 
 

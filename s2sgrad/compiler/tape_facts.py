@@ -28,6 +28,7 @@ from s2sgrad.compiler.passes.desugar import desugar_matches
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.runtime.core import zeros_like_value
 from s2sgrad.tape.in_place import SLICE, use_source_facts
 
 __all__ = [
@@ -143,7 +144,8 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     only, by arithmetic or a call known to return a new array, and the index has no calls
     (it is evaluated again in the running frame, with :data:`s2sgrad.tape.in_place.SLICE`
     for slices); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
-    bound once so, and otherwise only updated by such operators.
+    bound once so, and otherwise only updated by such operators; and ``(name, None)`` for
+    ``np.add.at(name, index, v)`` (or ``np.subtract.at``) into such a ``name``.
 
     Example::
 
@@ -159,6 +161,10 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     writes: dict[int, Any] = {}
     for statement in statements:
         line = parsed.line_offset + getattr(statement, "lineno", 0)
+        added_into = _added_at_into(statement, parsed.resolve)
+        if added_into is not None:  # np.add.at(y, index, v): y bound again, as by y += v
+            writes[line] = (added_into, None) if added_into in made and line not in writes else None
+            continue
         if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
             name = statement.target.id  # y += v: y bound again to what += returns
             writes[line] = (name, None) if name in updated and line not in writes else None
@@ -179,6 +185,24 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             (name, _compiled_index(target.slice)) if fits and line not in writes else None
         )
     return writes
+
+
+def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
+    """``y`` for the statement ``np.add.at(y, index, v)`` (or ``np.subtract.at``), else None."""
+    if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+        return None
+    value = statement.value
+    if type(value.func) is not gast.Attribute:
+        return None
+    if value.func.attr != "at" or len(value.args) != 3 or value.keywords:
+        return None
+    if type(value.args[0]) is not gast.Name:
+        return None
+    try:
+        ufunc = resolve(value.func.value)
+    except Exception:
+        return None
+    return value.args[0].id if ufunc is np.add or ufunc is np.subtract else None
 
 
 def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:
@@ -251,10 +275,17 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
             continue
         if type(value) in (gast.BinOp, gast.UnaryOp) or (  # arithmetic makes a new array
             type(value) is gast.Call
-            and (fresh_result(parsed.resolve(value.func), value) or _is_copy_method(value))
+            and (_makes_new(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
             made.add(target.id)
     return made
+
+
+def _makes_new(function: Any, call: gast.Call) -> bool:
+    """Whether ``call`` of ``function`` returns a new array: a fresh NumPy result, or the
+    zeros a derivative's code starts a cotangent from (``dseq = zeros_like_value(seq)``,
+    written entry by entry in a loop's backward sweep)."""
+    return function is zeros_like_value or fresh_result(function, call)
 
 
 def _is_copy_method(call: gast.Call) -> bool:

@@ -19,6 +19,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 # registers the alias analysis with the tape, which asks it under the function transforms
 import s2sgrad.compiler.tape_facts  # noqa: F401
 from s2sgrad.compiler.pipeline import call_specialised, derivative
@@ -272,8 +274,10 @@ def _tangent_keywords(tangent_names, function, primals, tangents) -> dict:
 
 def _shaped_like_output(out, tangent):
     """A container output's tangent as the same containers (lists, not the CotangentLists
-    generated code adds entry by entry); a float output's tangent a float (a rule's
-    ``np.where`` makes it a 0-d array)."""
+    generated code adds entry by entry); a number's tangent a number, as the tape gives
+    (generated code, a rule's ``np.where``, may leave it a 0-d array)."""
     if isinstance(out, (dict, list, tuple)) or type(out) is float:
         tangent = as_gradient(tangent, out)
+    elif type(tangent) is np.ndarray and tangent.ndim == 0 and not isinstance(out, np.ndarray):
+        tangent = tangent.item() if isinstance(out, (int, float, complex)) else tangent[()]
     return out, tangent

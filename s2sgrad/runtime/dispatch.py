@@ -42,6 +42,7 @@ from s2sgrad.runtime.core import (
     zeros_like_value,
 )
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
@@ -467,6 +468,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if rule is not None:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
+    if function is dict and len(args) == 1 and not kwargs:  # {k: v - lr * g[k] for ...}
+        return _dict_of_pairs_jvp(args[0], tangents[0])
     bound_self: tuple = ()
     target = function
     if isinstance(function, types.MethodType):
@@ -495,12 +498,33 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         generated = hooks.derivative(target, tuple(names[i] for i in positions), "jvp")
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape:
+            reason = str(error)
+            if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
+                name = getattr(target, "__qualname__", type(target).__name__)
+                reason = f"{name} has no source to transform ({reason})"
             raise UnsupportedError(
-                f"{error}; use mode='auto' or mode='tape' to differentiate it"
+                f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _dict_of_pairs_jvp(items: Any, tangent: Any) -> tuple[dict, Any]:
+    """``dict(items)`` (a dict comprehension's list of ``(key, value)`` pairs, or a dict)
+    and its tangent, as ``copied_dict``'s rule gives it: each key with its value's tangent.
+
+    Example::
+
+        _dict_of_pairs_jvp([("w", x)], [(0.0, dx)])  # ({'w': x}, {'w': dx})
+    """
+    mapping = items if isinstance(items, dict) else list(items)
+    value = dict(mapping)
+    if tangent is None:
+        return value, zeros_like_value(value)
+    return value, copied_dict(tangent) if isinstance(mapping, dict) else dict_of_pairs(
+        tangent, mapping
+    )
 
 
 def _called_rule_jvp(primitive, tangents, args, kwargs, tape: bool):

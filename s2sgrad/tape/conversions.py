@@ -178,6 +178,10 @@ _READING_LISTS = {
 }
 
 
+# functions joining a sequence of arrays, whose entries may be lists holding tape values
+_JOINING = ("concatenate", "stack", "hstack", "vstack", "column_stack", "dstack")
+
+
 def _math_wrapper(function: Callable) -> Converting:
     """``math.exp(x)`` of a tracked ``x``: the rule of ``math.exp`` (``np.exp``'s) recorded,
     the wrapper computing (so a tape recording outside this one sees the call too)."""
@@ -211,6 +215,9 @@ def _wrappers() -> list[tuple[Any, str, Converting]]:
     ]
     for name in ("shape", "ndim", "size"):
         made.append((np, name, Converting(getattr(np, name), _of_plain_values)))
+    # np.concatenate([y, [t]]) of a plain y: NumPy hands the tape neither its list nor t
+    for name in _JOINING:
+        made.append((np, name, Converting(getattr(np, name), _record(getattr(np, name)))))
     for path, arrays in _READING_LISTS.items():
         module_name, _, name = path.rpartition(".")
         module = getattr(np, module_name) if module_name else np

@@ -1227,6 +1227,9 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
     ufunc = primitive.__self__
     if type(inputs[0]) is TapeValue and under_numpy_semantics() and _written_at(ufunc, inputs):
         return None
+    taken = _taken_over_for_at(ufunc, inputs)
+    if taken is not None and _written_at(ufunc, (taken, *inputs[1:])):
+        return None
     if _any_tracked(inputs):
         raise NonDifferentiableError(
             f"{user_location()}: {describe(primitive)} writes into its first argument in place, "
@@ -1240,6 +1243,25 @@ def _call_at(primitive: Any, inputs: tuple) -> Any:
             "cannot write into one."
         )
     return primitive(*value_of(inputs))
+
+
+def _taken_over_for_at(ufunc: np.ufunc, inputs: tuple) -> TapeValue | None:
+    """``np.add.at(y, index, v)`` with ``v`` differentiated, into a plain array ``y`` that the
+    running function made itself (``y = np.zeros(n)``) and no other name shares (see
+    :func:`s2sgrad.tape.in_place.plain_array_write`): ``y`` bound to a tape value holding
+    its items, which the write then goes into; the plain array nothing reads any more."""
+    array = inputs[0]
+    if ufunc not in (np.add, np.subtract) or len(inputs) != 3 or type(array) is not np.ndarray:
+        return None
+    if not under_numpy_semantics() or not _any_tracked(inputs[1:]):
+        return None
+    frame = _user_frame()
+    found = plain_array_write(frame) if frame is not None else None
+    if found is None or found[1] is not None or frame.f_locals.get(found[0]) is not array:
+        return None
+    taken = TapeValue(array.copy(), ())
+    _bind_local(frame, found[0], taken)
+    return taken
 
 
 def _written_at(ufunc: np.ufunc, inputs: tuple) -> bool:

@@ -18,7 +18,7 @@ from s2sgrad.compiler.operations import (
     refuse_missing_entry,
 )
 from s2sgrad.compiler.syntax import attribute, call, clone, constant, load, walk
-from s2sgrad.errors import NonDifferentiableError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 
 __all__ = ["rule_tangent"]
 
@@ -47,6 +47,7 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
         return call(sweep.helper("add_cotangents"), [sweep.tangent_of(a) for a in operation.args])
     rule = operation.rule
     if rule is None or rule.jvp is None:
+        _refuse_own_custom_derivative(sweep, statement, operation.primitive)
         raise NonDifferentiableError(
             f"{sweep.parsed.location(statement)}: {operation.primitive!r} has no JVP rule "
             "for forward mode; register one with @s2sgrad.rules.jvp_rule"
@@ -106,6 +107,22 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
         else:
             total = gast.BinOp(left=total, op=gast.Add(), right=contribution)
     return total
+
+
+def _refuse_own_custom_derivative(sweep, statement, primitive) -> None:
+    """Forward mode over the gradient of s2sgrad's own reverse-only derivative (a loop over
+    ``sg.checkpointed(range(n))``): refused naming it, rather than as a rule to register."""
+    own = isinstance(primitive, runtime.custom_vjp)
+    function = getattr(primitive, "function", None) if own else None
+    if function is None or not getattr(function, "__module__", "").startswith("s2sgrad."):
+        return
+    looped = function is runtime.run_checkpointed
+    what = "a loop over s2sgrad.checkpointed(...)" if looped else "it"
+    raise UnsupportedError(
+        f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) over the "
+        f"gradient of {what} is not supported by source transformation; use mode='auto' or "
+        "mode='tape'"
+    )
 
 
 def _name(primitive) -> str:

@@ -92,8 +92,26 @@ class Calls:
         statement.value = call(load(vjp_name), operation.args, operation.keywords)
         rule = get_rule(function)
         custom = rule is not None and rule.custom is not None
+        if not custom:  # a generated derivative's cotangent of a list is a CotangentList
+            self.context.structured |= self.parameters_passed_on(active, bound)
         step.derivative = Derivative.CUSTOM if custom else Derivative.GENERATED
         step.extra, step.active, step.vjp_name = saved, active, vjp_name
+
+    def parameters_passed_on(self, active, bound) -> set[str]:
+        """This function's parameters passed as they are to a callee's differentiated
+        parameters. Called with ``params["layers"]``, a list, this function is compiled
+        without knowing it holds one; the callee's cotangents for it are then added with
+        ``add_cotangents``, which a derivative of this derivative can differentiate
+        (``+`` of two lists is differentiated as of two arrays)."""
+        passed = set()
+        for name in active:
+            argument = bound.arguments.get(name)
+            if isinstance(argument, _Placeholder) and isinstance(argument.node, gast.Name):
+                passed.add(argument.node.id)
+        passed &= self.context.parameters
+        if passed:  # one this function computes with (x * 2, x @ W) holds a number or array
+            passed -= self.context.containers | _arithmetic_operands(self.parsed.node)
+        return passed
 
     def forward_dynamic(self, step: Step, spread: bool = False) -> None:
         """A call resolved at run time: ``y, y_pullback = dynamic_vjp(f, *args)``.
@@ -288,6 +306,20 @@ class Calls:
                 block.extend(self.cotangents.distribute(argument, part, statement))
             position = _plus_one(position)
         return block
+
+
+def _arithmetic_operands(function: gast.FunctionDef) -> set[str]:
+    """The names ``function`` uses as operands of arithmetic (``x * 2``, ``-x``, ``x @ W``)."""
+    found: set[str] = set()
+    for node in gast.walk(function):
+        if isinstance(node, gast.BinOp):
+            operands: tuple = (node.left, node.right)
+        elif isinstance(node, gast.UnaryOp):
+            operands = (node.operand,)
+        else:
+            continue
+        found.update(o.id for o in operands if isinstance(o, gast.Name))
+    return found
 
 
 class _Placeholder:

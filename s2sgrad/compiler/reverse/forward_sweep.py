@@ -115,8 +115,11 @@ class ForwardSweep:
                     f"follow; copy it first ('{base} = {base}.copy()') and update the copy, "
                     "or use mode='tape'"
                 )
-                # the tape updates its own copy of a list or dict; an array is copied above
-                error.tape_cannot_either = base not in self.context.containers
+                # the tape updates its own copy of a list or dict; an array is copied above;
+                # an argument not differentiated (a log of messages) the tape changes as NumPy
+                error.tape_cannot_either = (
+                    base not in self.context.containers and base in self.context.wrt
+                )
                 raise error
             if self.stores_only_text(statement):  # a log line: no value being differentiated
                 continue
