@@ -94,15 +94,16 @@ def test_gradients_match_central_differences():
         np.testing.assert_allclose(dw, numeric_grad(f, (x, w), 1), rtol=1e-6, atol=1e-8)
 
 
+_BROADCAST_DEFINED_AT_THE_TOP = """
+def g(e, S, a):
+    d = np.broadcast_to(e, S)
+    y = d * a
+    return y
+"""
+
+
 def test_a_definition_stripped_at_the_top_is_forgotten_the_rest_kept():
-    function = _parsed(
-        """
-        def g(e, S, a):
-            d = np.broadcast_to(e, S)
-            y = d * a
-            return y
-        """
-    )
+    function = _parsed(_BROADCAST_DEFINED_AT_THE_TOP)
     facts = strip_broadcast_definitions(function)
     assert "d = e" in to_source(function)
     assert facts is not None
@@ -224,14 +225,7 @@ def test_no_second_look_for_views_when_no_array_is_written_in_place(monkeypatch)
         return views(body, *rest)
 
     monkeypatch.setattr(broadcasts, "views_of_updated_arrays", counting)
-    function = _parsed(
-        """
-        def g(e, S, a):
-            d = np.broadcast_to(e, S)
-            y = d * a
-            return y
-        """
-    )
+    function = _parsed(_BROADCAST_DEFINED_AT_THE_TOP)
     facts = strip_broadcast_definitions(function)
     assert "d = e" in to_source(function) and facts is not None
     assert facts.updated == set() and looked == []  # ``d = e`` can be no view that matters

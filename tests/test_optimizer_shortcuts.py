@@ -229,6 +229,14 @@ def test_rewrites_skipped_would_change_nothing(monkeypatch, tmp_path):
     checked = _checking_every_skip(monkeypatch)
     sources = [program_families.family_program(seed) for seed in range(0, 240, 3)]
     sources.append(("straight line", straight_line(120), ((5,), (5,))))
+    assert _differentiated(sources, tmp_path) > 40
+    assert "fold_single_uses" in checked and "merge_accumulations" in checked
+
+
+def _differentiated(sources: list, tmp_path) -> int:
+    """Differentiate each random program in s2s (its generic code, then its specialised
+    code); how many ran. Refusals and programs that fail are no matter; a failed check
+    (AssertionError) is."""
     ran = 0
     for index, (_, source, (x_shape, y_shape)) in enumerate(sources):
         module = program_families._load(source, tmp_path, index)
@@ -237,14 +245,13 @@ def test_rewrites_skipped_would_change_nothing(monkeypatch, tmp_path):
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             try:
-                sg.grad(module.f, wrt=(0, 1), mode="s2s")(x, y)  # generic, then specialised
+                sg.grad(module.f, wrt=(0, 1), mode="s2s")(x, y)
             except AssertionError:
                 raise
             except Exception:  # noqa: BLE001 - refusals and programs that fail are no matter
                 continue
         ran += 1
-    assert ran > 40
-    assert "fold_single_uses" in checked and "merge_accumulations" in checked
+    return ran
 
 
 def straight_line(statements: int) -> str:
@@ -299,18 +306,7 @@ def test_records_handed_from_rewrite_to_rewrite_are_what_a_walk_finds(monkeypatc
     monkeypatch.setattr(FactsCache, "of_each", checked_of_each)
     sources = [program_families.family_program(seed) for seed in range(1, 240, 5)]
     sources.append(("straight line", straight_line(60), ((5,), (5,))))
-    for index, (_, source, (x_shape, y_shape)) in enumerate(sources):
-        module = program_families._load(source, tmp_path, index)
-        rng = np.random.default_rng(index)
-        x, y = rng.uniform(-1, 1, size=x_shape), rng.uniform(-1, 1, size=y_shape)
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                sg.grad(module.f, wrt=(0, 1), mode="s2s")(x, y)  # generic, then specialised
-            except AssertionError:
-                raise
-            except Exception:  # noqa: BLE001 - refusals and programs that fail are no matter
-                continue
+    _differentiated(sources, tmp_path)
     assert handed.count(True) > len(handed) // 3  # most records are handed on
 
 
