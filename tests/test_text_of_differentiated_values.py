@@ -209,3 +209,23 @@ def test_percent_and_format_logging_is_differentiated_around():
     x = np.array([0.3, -1.2, 0.8])
     for mode in ("s2s", "auto"):
         assert_close(call_twice(sg.grad(logs_with_percent_and_format, mode=mode), x), 3 * x**2)
+
+
+def entries_named_by_index(x):
+    out = {}
+    for i, v in enumerate(x):
+        out[f"x{i}"] = v * 2
+    return sum(out[f"x{i}"] ** 2 for i in range(len(x)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_text_made_from_indices_in_a_derivative_is_a_constant(mode):
+    """The derivative of ``entries_named_by_index`` restores ``t3 = f"x{i}"`` from its stack
+    (so ``t3`` is varied there), yet this f-string reads only the index: differentiated
+    again, it is a constant, not text read back."""
+    x = np.array([0.3, -1.2, 0.8])
+    v = np.array([1.0, 0.5, -2.0])
+    inner = sg.grad(entries_named_by_index, mode=mode)
+    assert_close(call_twice(inner, x), 8 * x)
+    hvp = sg.grad(lambda z: inner(z) @ v, mode=mode)(x)
+    assert_close(hvp, 8 * v)

@@ -396,6 +396,10 @@ class ForwardSweep:
         elif operation.kind is OperationKind.PRIMITIVE and operation.differentiable:
             self.refuse_attribute_of_made_object(step)
             step.derivative = Derivative.RULE
+        elif operation.kind is OperationKind.NO_RULE and not any(
+            map(self.context.is_varied_expression, [*operation.args, *operation.keywords.values()])
+        ):
+            return  # made from constants here (f"W{i}"), as a literal is: no derivative
         else:
             refuse_operation(operation, self.parsed.location(statement))
 
