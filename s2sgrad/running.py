@@ -123,20 +123,19 @@ def note_generated_origin(error: BaseException) -> None:
     if origin is None:
         return
     error._s2sgrad_noted = True  # type: ignore[attr-defined]
+    raised = f"s2sgrad: raised in the code generated from the function at {origin}, at '{line}'"
     if is_float_arithmetic_error(error):
         add_note(
-            f"s2sgrad: raised in the code generated from the function at {origin}, at "
-            f"'{line}'. Python's float arithmetic raises where NumPy gives inf or nan: if "
+            f"{raised}. Python's float arithmetic raises where NumPy gives inf or nan: if "
             "the function itself runs with these arguments, its derivative is infinite or "
             "undefined here (as sqrt's is at 0). Differentiate at another point, or compute "
             "with NumPy (np.sqrt, np.float64 arguments) to get NumPy's inf or nan"
         )
-        return
-    add_note(
-        f"s2sgrad: raised in the code generated from the function at {origin}, at "
-        f"'{line}'; if that function raises it too when called with these arguments, the "
-        "error is in it, else please report it as a bug of s2sgrad"
-    )
+    else:
+        add_note(
+            f"{raised}; if that function raises it too when called with these arguments, "
+            "the error is in it, else please report it as a bug of s2sgrad"
+        )
 
 
 def is_float_arithmetic_error(error: BaseException) -> bool:

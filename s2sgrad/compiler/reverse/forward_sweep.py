@@ -156,8 +156,9 @@ class ForwardSweep:
             return False
         if type(statement) is gast.Assign:
             stored = statement.value
-        else:
-            stored = getattr(getattr(statement, "value", None), "args", [None])[0]
+        else:  # items.append(line), and calls given nothing (items.clear())
+            given = getattr(getattr(statement, "value", None), "args", None) or [None]
+            stored = given[0]
         return type(stored) is gast.Name and stored.id in text
 
     def _shared_update_message(self, statement: gast.stmt, base: str, statements) -> str:
