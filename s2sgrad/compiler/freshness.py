@@ -270,6 +270,8 @@ def is_frozen(value: Any) -> bool:
         return True
     if isinstance(value, types.CodeType):  # a function's code (``code_entries_for``)
         return True
+    if isinstance(value, type):  # np.float32, np.ndarray: classes holding no shapes
+        return value.__module__.partition(".")[0] in ("numpy", "builtins")
     return callable(value) and type(value).__module__.startswith("numpy")
 
 
