@@ -79,6 +79,7 @@ from s2sgrad.compiler.passes.checkpointed_loops import (
     rewrite_checkpointed_loops,
 )
 from s2sgrad.compiler.passes.desugar import desugar
+from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.local_imports import done_imports
@@ -113,7 +114,7 @@ from s2sgrad.errors import (
     where,
 )
 from s2sgrad.rules import get_rule
-from s2sgrad.running import note_generated_origin, tracing
+from s2sgrad.running import ORIGINS, note_generated_origin, tracing
 from s2sgrad.runtime import hooks
 from s2sgrad.tape import is_tape_value
 from s2sgrad.tape.structures import flatten
@@ -301,6 +302,9 @@ def _build(request: Request) -> GeneratedFunction:
     _refuse_generators(request, parsed)
     nodes = walk(parsed.node)  # for the steps below while none changes the tree
     node = _taken_from(parsed, nodes)
+    generated = ORIGINS.get(parsed.filename) is not None  # a derivative differentiated again
+    if generated and drop_final_state_notes(node, parsed.resolve):
+        nodes = walk(node)
     imported = done_imports(node, parsed.globals.get("__package__"))
     if imported:  # it dropped their statements
         parsed.closure.update(imported)

@@ -66,6 +66,8 @@ def _pure_method(name: str) -> bool:
     return name not in _IMPURE_METHODS and hasattr(np.ndarray, name)
 
 
+# hooks may print; the final states are noted before and written back after restores
+_RUNTIME_EFFECTS = {"with_derivative", "final_states", "keep_final_state", "put_back_final_states"}
 _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}
 
 
@@ -79,5 +81,5 @@ def _pure_object(obj) -> bool:
     if isinstance(obj, np.ufunc) or module.startswith("numpy") or module == "math":
         return True
     if module.startswith("s2sgrad.runtime") or module == "s2sgrad.controls":
-        return getattr(obj, "__name__", "") != "with_derivative"  # hooks may print
+        return getattr(obj, "__name__", "") not in _RUNTIME_EFFECTS
     return get_rule(obj) is not None and module.startswith("numpy")

@@ -19,6 +19,7 @@ from s2sgrad.runtime import (
     reductions,
     scientific,
     shapes,
+    states_left,
     ufunc_methods,
 )
 from s2sgrad.runtime.callables import *  # noqa: F403
@@ -35,6 +36,7 @@ from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.revolve import run_checkpointed  # noqa: F401 (in __all__)
 from s2sgrad.runtime.scientific import *  # noqa: F403
 from s2sgrad.runtime.shapes import *  # noqa: F403
+from s2sgrad.runtime.states_left import *  # noqa: F403
 from s2sgrad.runtime.ufunc_methods import *  # noqa: F403
 
 # the star imports name them (what a type checker reads); __all__ lists them once each
@@ -50,6 +52,7 @@ __all__ = list(
             *dict_entries.__all__,
             *callables.__all__,
             *fft.__all__,
+            *states_left.__all__,
             *scientific.__all__,
             *ufunc_methods.__all__,
             *dispatch.__all__,

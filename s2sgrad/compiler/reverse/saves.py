@@ -83,6 +83,10 @@ class Saves:
         self.names = context.names
         self.helper = context.helper
         self.saves: dict[int, Save] = {}
+        # the names of arrays and lists the backward sweep restores in place, and the name
+        # of the states they had when it started (``with_final_states_kept``)
+        self.restored_in_place: list[str] = []
+        self.finals = ""
         # id of a backward if or loop → (it, the forward statement it replays)
         self.replays: dict[int, tuple[gast.stmt, gast.stmt]] = {}
         self.stack: str | None = None
@@ -289,9 +293,28 @@ class Saves:
         if not self.saves and not self.replays and not _has_blocks(forward + backward):
             # straight-line code without saves: no marker to expand, no replay to drop
             return prologue + _without_orphan_comments(forward), _without_orphan_comments(backward)
+        self.restored_in_place = sorted(
+            {s.target for s in self.saves.values() if s.used and s.kind in _IN_PLACE}
+        )
+        if self.restored_in_place and not self.finals:
+            self.finals = self.names.claim("finals")
+        local = set(self.restored_in_place) & self.context.local_names  # not a global array
+        unbound = local - _always_bound(forward) - self.context.parameters
+        prologue.extend(assign(name, constant(None)) for name in sorted(unbound))
         forward = self.expand_markers(forward, PUSH, self.push_code)
         backward = self.expand_markers(backward, POP, self.pop_code)
-        return prologue + forward, backward
+        return prologue + forward, self.with_final_states_kept(backward)
+
+    def with_final_states_kept(self, backward: list[gast.stmt]) -> list[gast.stmt]:
+        """``backward``, between noting the state of each array or list it restores in place
+        (``out[i] = stack.pop()``, ``hs.pop()``) and writing those states back: the caller
+        may hold them (an auxiliary result, ``self.cache = out``, ``history.append(row)``),
+        and the user's code left them written (s2sgrad/runtime/states_left.py)."""
+        if not self.restored_in_place:
+            return backward
+        noted = call(self.helper("final_states"), [load(n) for n in self.restored_in_place])
+        put_back = call(self.helper("put_back_final_states"), [load(self.finals)])
+        return [assign(self.finals, noted), *backward, gast.Expr(value=put_back)]
 
     def expand_markers(self, statements, prefix, code):
         result = []
@@ -300,7 +323,9 @@ class Saves:
             if key is not None:
                 save = self.saves[key]
                 generated = code(save) if save.used else None
-                if generated is not None:
+                if isinstance(generated, list):
+                    result.extend(generated)
+                elif generated is not None:
                     result.append(generated)
                 continue
             for field in ("body", "orelse"):
@@ -341,7 +366,7 @@ class Saves:
         annotate(push, SAVE_PUSH)  # lets specialisation see that it sets no shape
         return push
 
-    def pop_code(self, save: Save) -> gast.stmt:
+    def pop_code(self, save: Save) -> gast.stmt | list[gast.stmt]:
         popped = call(attribute(load(self.stack_name), "pop"))
         if save.kind == "item":
             target = gast.Subscript(
@@ -354,7 +379,15 @@ class Saves:
             return gast.Expr(
                 value=call(attribute(load(save.target), "append"), [clone(save.index)])
             )
-        return assign(save.target, popped)
+        restore = assign(save.target, popped)
+        if save.target not in self.restored_in_place:
+            return restore
+        # an earlier array of the name, whose items the backward sweep restores next
+        keep = call(self.helper("keep_final_state"), [load(self.finals), load(save.target)])
+        return [restore, gast.Expr(value=keep)]
+
+
+_IN_PLACE = ("item", "append", "pop")  # the saves the backward sweep undoes in place
 
 
 def _always_bound(statements) -> set[str]:
