@@ -50,8 +50,16 @@ from s2sgrad.rules.registry import (
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.runtime.core import CotangentList, add_cotangents, zeros_like_value
 from s2sgrad.runtime.dispatch import backward_hooks_apply
+from s2sgrad.runtime.replays import (
+    changed_on_recomputing,
+    fingerprint,
+    random_sources,
+    random_states,
+    set_random_states,
+)
 from s2sgrad.runtime.revolve import (
     CheckpointedLoop,
+    Replay,
     check_snapshots,
     checkpointed,
     run_checkpointed,
@@ -318,7 +326,8 @@ def _checkpointed_loop(step, carried, read, iterable, snapshots=None, differenti
                 read_cotangents[j] = _accumulated(read_cotangents[j], c)
         return tuple(cotangents[:count])
 
-    loop = CheckpointedLoop(advance, taped, backward, len(items), snapshots)
+    replay = Replay(random_sources(step, values), lambda: changed_on_recomputing(step))
+    loop = CheckpointedLoop(advance, taped, backward, len(items), snapshots, replay=replay)
     final = loop.forward(carried)
     # a state entry may become floating in the loop (acc = 0, then acc = acc + w * t)
     step_vjp = _step_vjp(step, values, marked, (*final, *read))
@@ -514,7 +523,10 @@ def _recomputing_derivative(f: Callable) -> Callable:
     function, bound = _unbound(f)
 
     def recomputing_derivative(*args: Any, **kwargs: Any):
+        sources = random_sources(function, (*bound, *args, *kwargs.values()))
+        before = random_states(sources)  # the run again draws the same random numbers
         value = f(*args, **kwargs)
+        first = fingerprint(value, value_of)
         on_tape = called_by_tape() or any(is_tape_value(a) for a in args)
         if kwargs:  # s2sgrad.vjp takes positional primals
             args, kwargs = _as_positional(f, parameters, args, kwargs)
@@ -522,8 +534,15 @@ def _recomputing_derivative(f: Callable) -> Callable:
         mode = "tape" if on_tape or kwargs else "auto"
 
         def pullback(g: Any) -> tuple:
-            cotangents = _recomputed_pullback(function, (*bound, *args), kwargs, mode)(g)
-            return tuple(cotangents[len(bound) :])
+            now = random_states(sources)
+            set_random_states(sources, before)
+            try:
+                again, recomputed = _recomputed(function, (*bound, *args), kwargs, mode)
+            finally:
+                set_random_states(sources, now)
+            if fingerprint(again, value_of) != first:
+                raise changed_on_recomputing(function)
+            return tuple(recomputed(g)[len(bound) :])
 
         return value, pullback
 
@@ -540,14 +559,12 @@ def _forward_derivative(f: Any) -> Callable:
     return forward_derivative
 
 
-def _recomputed_pullback(function: Callable, args: tuple, kwargs: dict, mode: str) -> Callable:
-    """Run ``function(*args, **kwargs)`` again, keeping what its pullback needs; return the
-    pullback (cotangents of the positional arguments)."""
+def _recomputed(function: Callable, args: tuple, kwargs: dict, mode: str) -> tuple:
+    """Run ``function(*args, **kwargs)`` again, keeping what its pullback needs; return its
+    value and the pullback (cotangents of the positional arguments)."""
     if mode == "tape":  # straight to the tape: its values may be recorded by an outer tape
-        _, pullback = tape_vjp(function, args, kwargs, tuple(range(len(args))))
-        return pullback
-    _, pullback = vjp(function, *args, mode=mode)
-    return pullback
+        return tape_vjp(function, args, kwargs, tuple(range(len(args))))
+    return vjp(function, *args, mode=mode)
 
 
 def _unbound(f: Callable) -> tuple[Callable, tuple]:

@@ -33,8 +33,12 @@ from typing import Any
 
 import numpy as np
 
+from s2sgrad.runtime import hooks
+from s2sgrad.runtime.replays import fingerprint, random_states, set_random_states
+
 __all__ = [
     "CheckpointedLoop",
+    "Replay",
     "check_snapshots",
     "checkpointed",
     "run_checkpointed",
@@ -142,6 +146,7 @@ class CheckpointedLoop:
         steps: int,
         snapshots: int | None = None,
         copy_state: Callable[[Any], Any] = _copy_state,
+        replay: Replay | None = None,
     ) -> None:
         if snapshots is None:
             snapshots = default_snapshots(steps)
@@ -149,26 +154,39 @@ class CheckpointedLoop:
             raise ValueError(f"snapshots must be a whole number of at least 1, not {snapshots!r}")
         self.step, self.step_vjp, self.step_backward = step, step_vjp, step_backward
         self.steps, self.snapshots, self.copy_state = int(steps), int(snapshots), copy_state
+        self.replay = replay or Replay([])
         self.stored: dict[int, Any] = {}
+        self.random_at: dict[int, list] = {}  # the generators' states at each snapshot
         self.stats = {"forward": 0, "taped": 0, "most_snapshots": 0}
 
     def forward(self, state: Any) -> Any:
         """Run every step once, keeping the snapshots the backward sweep starts from."""
         CheckpointedLoop.latest = self
+        again = 0 in self.random_at  # pulled back again: the same random numbers again
+        now = self.replay.states() if again else None
+        if again:
+            self.replay.set(self.random_at[0])
         chain = set(self.first_chain())
         self._store(0, state)
         for t in range(self.steps):
             if t in chain:
                 self._store(t, state)
             state = self._advance_one(state, t)
+        self.random_after = self.replay.states() if now is None else now
+        if now is not None:
+            self.replay.set(now)
         return state
 
     def backward(self, cotangent: Any) -> Any:
         """The cotangent of the state before the first step, given that of the last."""
         if self.steps == 0:
             return cotangent
-        result = self._reverse(0, self.steps, self.snapshots, cotangent)
+        try:
+            result = self._reverse(0, self.steps, self.snapshots, cotangent)
+        finally:
+            self.replay.set(self.random_after)
         self.stored.clear()
+        self.random_at.clear()
         return result
 
     def first_chain(self) -> list[int]:
@@ -183,21 +201,30 @@ class CheckpointedLoop:
 
     def _store(self, position: int, state: Any) -> None:
         self.stored[position] = self.copy_state(state)
+        self.random_at[position] = self.replay.states()
         self.stats["most_snapshots"] = max(self.stats["most_snapshots"], len(self.stored))
 
     def _advance_one(self, state: Any, t: int) -> Any:
         self.stats["forward"] += 1
-        return self.step(state, t)
+        state = self.step(state, t)
+        self.replay.check(t, state)
+        return state
+
+    def _from_snapshot(self, start: int) -> Any:
+        """A copy of the snapshot at ``start``, with the generators as they were there."""
+        self.replay.set(self.random_at[start])
+        return self.copy_state(self.stored[start])
 
     def _advance(self, start: int, stop: int) -> Any:
-        state = self.copy_state(self.stored[start])
+        state = self._from_snapshot(start)
         for t in range(start, stop):
             state = self._advance_one(state, t)
         return state
 
     def _reverse_step(self, state: Any, t: int, cotangent: Any) -> Any:
         self.stats["taped"] += 1
-        _, saved = self.step_vjp(state, t)
+        new_state, saved = self.step_vjp(state, t)
+        self.replay.check(t, new_state)
         return self.step_backward(saved, cotangent)
 
     def _reverse(self, start: int, stop: int, snapshots: int, cotangent: Any) -> Any:
@@ -207,12 +234,43 @@ class CheckpointedLoop:
             if split not in self.stored:
                 self._store(split, self._advance(start, split))
             cotangent = self._reverse(split, stop, snapshots - 1, cotangent)
-            del self.stored[split]
+            del self.stored[split], self.random_at[split]
             stop = split
         for t in range(stop - 1, start - 1, -1):  # one snapshot: run forward from it each time
-            state = self._advance(start, t) if t > start else self.copy_state(self.stored[start])
+            state = self._advance(start, t) if t > start else self._from_snapshot(start)
             cotangent = self._reverse_step(state, t, cotangent)
         return cotangent
+
+
+class Replay:
+    """What makes a loop's steps run again as they ran the first time: the random
+    generators its body can reach (``s2sgrad/runtime/replays.py``), set again at each
+    snapshot, and a fingerprint of the state after each step, which a step run again must
+    give again (``refusal()`` is raised when it does not).
+
+    Example::
+
+        replay = Replay(random_sources(body, values), lambda: changed_on_recomputing(body))
+    """
+
+    def __init__(self, sources: list, refusal: Callable[[], Exception] | None = None):
+        self.sources, self.refusal = sources, refusal
+        self.fingerprints: dict[int, int] = {}
+
+    def states(self) -> list:
+        return random_states(self.sources)
+
+    def set(self, states: list) -> None:
+        set_random_states(self.sources, states)
+
+    def check(self, t: int, state: Any) -> None:
+        """Note the fingerprint of the state after step ``t`` the first time; after that,
+        refuse another."""
+        if self.refusal is None:
+            return
+        found = fingerprint(state, hooks.value_of)
+        if self.fingerprints.setdefault(t, found) != found:
+            raise self.refusal()
 
 
 def run_checkpointed(

@@ -1,0 +1,195 @@
+"""Recomputing what a checkpoint dropped: with the same random numbers, or refused.
+
+``sg.checkpoint(f)`` and ``sg.checkpointed(range(n))`` run code a second time in the
+backward pass. Code that draws random numbers (dropout, noise) would draw new ones, and
+the derivative would belong to another computation than the one that ran. So the states
+of the random generators the code can reach (NumPy's global one, and the generators among
+its arguments, globals and closure variables) are noted where the first run starts and
+set again for the second. What the code could still draw from or read unseen (a generator
+an object holds, a global changed since) is caught by comparing a sample of the values the
+second run gives with those of the first.
+
+Example::
+
+    sources = random_sources(f, args)
+    states = random_states(sources)        # before the first run
+    first = fingerprint(f(*args))
+    ...
+    set_random_states(sources, states)     # before the second run
+    same = fingerprint(f(*args)) == first  # True
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from s2sgrad.errors import UnsupportedError
+
+__all__ = [
+    "changed_on_recomputing",
+    "fingerprint",
+    "random_sources",
+    "random_states",
+    "set_random_states",
+]
+
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+_SAMPLES = 8  # elements compared per array: new random numbers change nearly all of them
+
+
+class _GlobalState:
+    """NumPy's global generator (``np.random.normal``, ``np.random.seed``)."""
+
+    def __repr__(self) -> str:
+        return "np.random"
+
+
+GLOBAL = _GlobalState()
+
+
+def random_sources(function: Any, values: Iterable = ()) -> list:
+    """The generators ``function`` can reach: NumPy's global one, those among ``values``
+    (entries of tuples, lists and dicts too), those its code names as globals or closure
+    variables, and those these objects hold as attributes (``self.rng``).
+
+    Example::
+
+        random_sources(step, (h, rng))  # [GLOBAL, rng]
+    """
+    found: dict[int, Any] = {id(GLOBAL): GLOBAL}
+    for value in (*_leaves(values), *_free_values(function)):
+        # a layer's or a model's own generator (self.rng) too
+        attributes = vars(value).values() if type(getattr(value, "__dict__", None)) is dict else ()
+        for candidate in (value, *attributes):
+            if isinstance(candidate, _GENERATORS):
+                found.setdefault(id(candidate), candidate)
+    return list(found.values())
+
+
+def random_states(sources: list) -> list:
+    """The state of each generator of ``sources`` now.
+
+    Example::
+
+        states = random_states(sources)
+    """
+    return [_state_of(source) for source in sources]
+
+
+def set_random_states(sources: list, states: list) -> None:
+    """Set each generator of ``sources`` to its state in ``states``.
+
+    Example::
+
+        set_random_states(sources, states)  # the next draws repeat those made after them
+    """
+    for source, state in zip(sources, states):
+        if source is GLOBAL:
+            np.random.set_state(state)
+        elif isinstance(source, np.random.Generator):
+            source.bit_generator.state = state
+        elif isinstance(source, np.random.RandomState):
+            source.set_state(state)
+        else:
+            source.state = state
+
+
+def fingerprint(value: Any, plain: Callable[[Any], Any] = lambda v: v) -> int:
+    """A hash of a sample of ``value`` (a few elements of each array of a tuple, list or
+    dict) that a second run with other random numbers or other inputs would almost surely
+    not repeat. ``plain`` gives the plain value of a leaf (a tape value's array).
+
+    Example::
+
+        fingerprint(np.arange(10.0)) == fingerprint(np.arange(10.0))  # True
+    """
+    parts: list = []
+    for leaf in _leaves((value,)):
+        leaf = plain(leaf)
+        if isinstance(leaf, np.ndarray):
+            n = leaf.size
+            positions = sorted({0, n - 1, *(n * k // _SAMPLES for k in range(1, _SAMPLES))})
+            sample = leaf.flat[positions] if n else leaf.ravel()
+            parts.append((leaf.shape, _comparable(sample)))
+        elif isinstance(leaf, (float, complex, np.number)):
+            parts.append(_comparable(np.asarray(leaf)))
+        else:
+            parts.append(type(leaf).__name__)
+    return hash(tuple(parts))
+
+
+def changed_on_recomputing(function: Any) -> UnsupportedError:
+    """The refusal of a checkpointed function (or loop body) that gave other values when
+    run again for the backward pass than it gave the first time.
+
+    Example::
+
+        raise changed_on_recomputing(block)
+    """
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+    name = getattr(function, "__qualname__", None) or repr(function)
+    return UnsupportedError(
+        f"{where}the checkpointed {name} gave other values when run again for the backward "
+        "pass than it gave the first time, so its derivative would be that of another "
+        "computation: it draws random numbers from a generator s2sgrad does not see (one an "
+        "object holds), or reads something that changed since it ran. Pass the generator or "
+        "the random numbers as an argument, or do not checkpoint it"
+    )
+
+
+def _comparable(sample: np.ndarray) -> tuple:
+    """The bytes of ``sample``, with every NaN the same (a NaN equals itself here)."""
+    if sample.dtype.kind in "fc":
+        sample = np.where(np.isnan(sample), np.nan, sample)
+    return (sample.dtype.str, sample.tobytes())
+
+
+def _state_of(source: Any) -> Any:
+    if source is GLOBAL:
+        return np.random.get_state()
+    if isinstance(source, np.random.Generator):
+        return source.bit_generator.state
+    if isinstance(source, np.random.RandomState):
+        return source.get_state()
+    return source.state
+
+
+def _leaves(values: Iterable) -> Iterable:
+    for value in values:
+        if type(value) in (tuple, list):
+            yield from _leaves(value)
+        elif type(value) is dict:
+            yield from _leaves(value.values())
+        else:
+            yield value
+
+
+def _free_values(function: Any) -> Iterable:
+    """The values of the globals and closure variables ``function``'s code names (a bound
+    method's function, or a layer's ``__call__``)."""
+    function = getattr(function, "__func__", function)
+    if not isinstance(function, types.FunctionType):
+        classes = type(function).__mro__
+        function = next((vars(c)["__call__"] for c in classes if "__call__" in vars(c)), None)
+        if not isinstance(function, types.FunctionType):
+            return
+    for cell in function.__closure__ or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    for name in set(_names(function.__code__)):
+        if name in function.__globals__:
+            yield function.__globals__[name]
+
+
+def _names(code: types.CodeType) -> Iterable[str]:
+    yield from code.co_names
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):  # a comprehension, a nested function
+            yield from _names(constant)
