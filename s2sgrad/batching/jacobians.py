@@ -43,6 +43,7 @@ from s2sgrad.errors import S2SGradError
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
+from s2sgrad.runtime.replays import SameDraws
 from s2sgrad.tape import is_tape_value
 
 __all__ = [
@@ -161,14 +162,18 @@ def _generated_columns(pushforward, function, primals, x) -> Any:
     jvp_function, keyword = pushforward
     batchable = BATCHING and not _holds_tape_values(primals)
     columns, out = {}, None
+    draws = SameDraws(function, primals)  # each run draws what the first drew
     for path, leaf in leaf_paths(x):
         blocks = None
         if batchable and jvp_function not in refused and np.size(leaf) > 1:
-            blocks = _try(jvp_function, _batched_columns, jvp_function, keyword, primals, x, path)
+            blocks = _try(
+                jvp_function, _batched_columns, jvp_function, keyword, primals, x, path, draws
+            )
         if blocks is None:
             stats["forward_loop"] += 1
             blocks = []
             for seed in _seeds(x, path):
+                draws.begin()
                 out, tangent = jvp_function(*primals, **{keyword: seed})
                 blocks.append(_as_column(tangent, out))
         else:
@@ -176,6 +181,7 @@ def _generated_columns(pushforward, function, primals, x) -> Any:
             out = blocks[-1][1]
             blocks = [block for block, _ in blocks]
         columns[path] = blocks
+    draws.end()
     if out is None:  # an argument with no elements
         out = function(*primals)
     return _assemble(out, x, columns, stack_axis=-1)
@@ -200,11 +206,14 @@ def _generated_jvp(function, primals, name, mode) -> tuple | None:
         return None  # sg.jvp warns once and uses the tape
 
 
-def _batched_columns(jvp_function, keyword, primals, x, path) -> Iterator[tuple[Any, Any]]:
+def _batched_columns(
+    jvp_function, keyword, primals, x, path, draws: SameDraws
+) -> Iterator[tuple[Any, Any]]:
     """``(block of columns, output)`` per chunk of the elements of ``x``'s leaf ``path``."""
     leaf = leaf_at(x, path)
     twin = batched_twin(jvp_function)
     for start, stop in _chunks(np.size(leaf), _largest(primals, x)):
+        draws.begin()
         seeds = BatchedValue(_one_hot(leaf, start, stop))
         tangent = replace_leaf(zeros_like_structure(x), path, seeds)
         out, tangent_out = twin(*primals, **{keyword: tangent})
@@ -215,15 +224,18 @@ def _jvp_loop(f, args, index, mode):
     """Column by column through ``sg.jvp`` (the tape, where the source cannot be transformed)."""
     x = args[index]
     columns, out = {}, None
+    draws = SameDraws(f, args)  # each run draws what the first drew
     for path, _ in leaf_paths(x):
         stats["forward_loop"] += 1
         blocks = []
         for seed in _seeds(x, path):
+            draws.begin()
             tangents = [zeros_for(a) for a in args]
             tangents[index] = seed
             out, tangent = products.jvp(f, args, tangents, mode=mode)
             blocks.append(_as_column(tangent, out))
         columns[path] = blocks
+    draws.end()
     if out is None:
         out = f(*args)
     return _assemble(out, x, columns, stack_axis=-1)

@@ -30,6 +30,7 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError
 
 __all__ = [
+    "SameDraws",
     "changed_on_recomputing",
     "fingerprint",
     "random_sources",
@@ -68,6 +69,39 @@ def random_sources(function: Any, values: Iterable = ()) -> list:
             if isinstance(candidate, _GENERATORS):
                 found.setdefault(id(candidate), candidate)
     return list(found.values())
+
+
+class SameDraws:
+    """Runs of one computation (a forward-mode Jacobian's columns, one run each) that must
+    each draw the random numbers the first drew: ``begin()`` before each run sets the
+    generators back to where the first started, and ``end()`` leaves them where the first
+    run left them, as one call of the function would.
+
+    Example::
+
+        draws = SameDraws(f, args)
+        for seed in seeds:
+            draws.begin()
+            columns.append(jvp(f, args, seed))
+        draws.end()
+    """
+
+    def __init__(self, function: Any, values: Iterable = ()):
+        self.sources = random_sources(function, values)
+        self.start: list | None = None
+        self.after: list | None = None
+
+    def begin(self) -> None:
+        if self.start is None:
+            self.start = random_states(self.sources)
+            return
+        if self.after is None:
+            self.after = random_states(self.sources)
+        set_random_states(self.sources, self.start)
+
+    def end(self) -> None:
+        if self.after is not None:
+            set_random_states(self.sources, self.after)
 
 
 def random_states(sources: list) -> list:
@@ -171,7 +205,16 @@ def _leaves(values: Iterable) -> Iterable:
 
 def _free_values(function: Any) -> Iterable:
     """The values of the globals and closure variables ``function``'s code names (a bound
-    method's function, or a layer's ``__call__``)."""
+    method's function, a layer's ``__call__``), and those of the functions it wraps
+    (``__wrapped__``: a transform's, a decorator's)."""
+    for _ in range(16):  # sg.grad(sg.grad(f)) reaches the user's f
+        yield from _own_free_values(function)
+        function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
+        if function is None:
+            return
+
+
+def _own_free_values(function: Any) -> Iterable:
     function = getattr(function, "__func__", function)
     if not isinstance(function, types.FunctionType):
         classes = type(function).__mro__

@@ -1,5 +1,6 @@
-"""A checkpointed function or loop that draws random numbers draws the same ones when the
-backward pass runs it again.
+"""Code that draws random numbers and runs more than once for one derivative draws the
+same numbers each time: a checkpointed function or loop run again by the backward pass,
+and a forward-mode Jacobian or Hessian run once per column.
 
 ``sg.checkpoint(block)`` and ``sg.checkpointed(range(n))`` recompute in the backward pass.
 Code that draws noise or a dropout mask drew new numbers there, and the gradient was that
@@ -7,6 +8,9 @@ of another computation, in every mode, without an error. Now the generators the 
 reach are set back for the second run (NumPy's global one; generators among the
 arguments, globals and closure variables, and those objects hold as attributes), and
 what is still out of sight is refused: the second run must give the first run's values.
+
+Forward-mode Jacobians (``sg.jacfwd``, ``sg.hessian``) run the function once per column
+where they cannot batch the columns (the tape, loops): each column came from other noise.
 
 The oracle is central differences of the same function without checkpoints, each
 evaluation drawing from the same seeds.
@@ -155,3 +159,48 @@ def test_a_generator_out_of_sight_is_refused_at_the_block(mode):
         sg.UnsupportedError, match=rf"{__file__}:\d+: the checkpointed hidden_block"
     ):
         sg.grad(f, mode=mode)(np.array([0.4, -0.8]))
+
+
+def noisy_map(x):
+    return np.tanh(x * RNG.normal(size=x.shape)) + 0.1 * np.random.normal(size=x.shape)
+
+
+def noisy_loss_with_a_loop(x):
+    total = 0.0
+    for i in range(x.size):
+        total = total + np.sin(x[i] * np.random.normal()) ** 2
+    return total * np.sum(x * RNG.normal(size=x.shape))
+
+
+def _seeded_jacobian(f, x, step=1e-6):
+    columns = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e[i] = step
+        _reset()
+        up = f(x + e)
+        _reset()
+        down = f(x - e)
+        columns.append((up - down) / (2 * step))
+    return np.stack(columns, axis=-1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_column_of_a_forward_jacobian_draws_the_same_numbers(mode):
+    x = np.array([0.4, -0.8, 1.3])
+    _reset()
+    jacobian = sg.jacfwd(noisy_map, mode=mode)(x)
+    after = (np.random.normal(), RNG.normal())
+    _reset()
+    noisy_map(x)
+    assert (np.random.normal(), RNG.normal()) == after
+    assert_close(jacobian, _seeded_jacobian(noisy_map, x), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_column_of_a_hessian_draws_the_same_numbers(mode):
+    x = np.array([0.4, -0.8, 1.3])
+    _reset()
+    hessian = sg.hessian(noisy_loss_with_a_loop, mode=mode)(x)
+    gradient = sg.grad(noisy_loss_with_a_loop, mode="tape")
+    assert_close(hessian, _seeded_jacobian(gradient, x), rtol=1e-5, atol=1e-7)
