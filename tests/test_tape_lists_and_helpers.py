@@ -339,6 +339,8 @@ def test_every_helper_generated_code_calls_has_a_rule_or_is_not_given_values():
     }
     bookkeeping = {"forget_all_stored"}  # takes no values: a failed computation's notes
     bookkeeping.add("owned_together")  # copies with owned (which has a rule), or none
+    # notes of the final states of plain arrays and lists: tape values pass them by
+    bookkeeping |= {"final_states", "keep_final_state", "put_back_final_states"}
     tangents = {"pinv_tangent", "vander_tangent", "cov_tangent", "corrcoef_tangent"}
     without = {
         name

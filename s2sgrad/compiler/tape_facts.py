@@ -24,6 +24,7 @@ import numpy as np
 
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.passes.aliases import fresh_result, shared_in_place_updates
+from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.desugar import desugar_matches
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
@@ -55,6 +56,10 @@ def shared_updates_by_line(function: Any) -> dict[int, str]:
     except S2SGradError:  # no source: nothing to tell by
         return {}
     node = _with_matches_desugared(parsed)
+    if node is parsed.node:  # not a copy: one to drop notes from
+        node = clone(node)
+    # generated code: its notes of final states copy only plain arrays, never tape values
+    drop_final_state_notes(node, parsed.resolve)
     found = shared_in_place_updates(node, parsed.location, parsed.resolve)
     return {
         parsed.line_offset + statement.lineno: found[id(statement)]
