@@ -24,8 +24,8 @@ import numpy as np
 
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.passes.aliases import fresh_result, shared_in_place_updates
-from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.desugar import desugar_matches
+from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.errors import S2SGradError, UnsupportedError
