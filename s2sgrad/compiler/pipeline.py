@@ -317,15 +317,16 @@ def _build(request: Request) -> GeneratedFunction:
     if request.has_aux:
         split_aux_returns(node, parsed, names)
     inlined = inline_updating_helpers(node, parsed, names)
+    parsed_kinds = kinds_of(nodes)  # the classes of the nodes of ``nodes``, asked twice
     # it changes the tree only where it inlines a call or finds a nested def or lambda
-    unchanged = not inlined and _defines_no_function(node, nodes)
+    unchanged = not inlined and _defines_no_function(node, nodes, parsed_kinds)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
     as_parsed = unchanged and not (inlined or request.has_aux)  # the walk above holds
     copied = copy_updated_arguments(
         node, parsed, names, request.containers, nodes if as_parsed else None
     )
     # the classes of the nodes as parsed, while the steps above changed nothing
-    kinds = kinds_of(nodes) if as_parsed and not copied else None
+    kinds = parsed_kinds if as_parsed and not copied else None
     local_names, assignments = _normal_form(request, parsed, node, names, kinds)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
@@ -755,11 +756,13 @@ def _build_jvp(
     return generated
 
 
-def _defines_no_function(node: gast.FunctionDef, nodes: list[gast.AST]) -> bool:
-    """Whether ``nodes`` (``walk(node)``) hold no lambda and no ``def`` but ``node``."""
-    return gast.Lambda not in kinds_of(nodes) and all(
-        n is node for n in of_kind(nodes, gast.FunctionDef)
-    )
+def _defines_no_function(
+    node: gast.FunctionDef, nodes: list[gast.AST], kinds: set[type] | None = None
+) -> bool:
+    """Whether ``nodes`` (``walk(node)``) hold no lambda and no ``def`` but ``node``;
+    ``kinds``: ``kinds_of(nodes)``, when known."""
+    kinds = kinds_of(nodes) if kinds is None else kinds
+    return gast.Lambda not in kinds and all(n is node for n in of_kind(nodes, gast.FunctionDef))
 
 
 def _all_names(nodes: list[gast.AST]) -> set[str]:
