@@ -300,11 +300,13 @@ def _build(request: Request) -> GeneratedFunction:
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
     nodes = walk(parsed.node)  # for the steps below while none changes the tree
-    node = _taken_from(parsed, nodes)
+    parsed_kinds = kinds_of(nodes)  # the classes of its nodes, which three steps ask
+    node = _taken_from(parsed, nodes, parsed_kinds)
     imported = done_imports(node, parsed.globals.get("__package__"))
     if imported:  # it dropped their statements
         parsed.closure.update(imported)
         nodes = walk(node)
+        parsed_kinds = kinds_of(nodes)
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
     differentiated = tuple(dict.fromkeys(wrt_base(w) for w in request.wrt))
@@ -317,7 +319,6 @@ def _build(request: Request) -> GeneratedFunction:
     if request.has_aux:
         split_aux_returns(node, parsed, names)
     inlined = inline_updating_helpers(node, parsed, names)
-    parsed_kinds = kinds_of(nodes)  # the classes of the nodes of ``nodes``, asked twice
     # it changes the tree only where it inlines a call or finds a nested def or lambda
     unchanged = not inlined and _defines_no_function(node, nodes, parsed_kinds)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
@@ -369,13 +370,15 @@ def _build(request: Request) -> GeneratedFunction:
     return generated
 
 
-def _taken_from(parsed: ParsedFunction, nodes: list[gast.AST]) -> gast.FunctionDef:
+def _taken_from(
+    parsed: ParsedFunction, nodes: list[gast.AST], kinds: set[type]
+) -> gast.FunctionDef:
     """The parsed function's tree, for the passes to change in place: parsing made it for
     this build alone, so it is not copied. ``parsed`` keeps what the sweeps read of the
     function as written: its outline (name and parameters) and the names its body writes.
-    ``nodes``: ``walk`` of the tree."""
+    ``nodes``: ``walk`` of the tree; ``kinds``: the classes of its nodes."""
     node = parsed.node
-    parsed.written = frozenset(names_written_by_walk(node, nodes))
+    parsed.written = frozenset(names_written_by_walk(node, nodes, kinds))
     outline = gast.FunctionDef(
         name=node.name,
         args=clone(node.args),
@@ -409,8 +412,10 @@ def _normal_form(
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
     """
-    checkpointed = rewrite_checkpointed_loops(
-        node, parsed, names, request.kind, not request.dynamic
+    checkpointed = (
+        rewrite_checkpointed_loops(node, parsed, names, request.kind, not request.dynamic)
+        if kinds is None or not kinds.isdisjoint(_LOOPS)  # a checkpointed loop is a 'for'
+        else {}
     )
     # a loop left unmarked keeps a part of its marker only: no node of a new class
     kinds = None if checkpointed else kinds
@@ -440,6 +445,9 @@ def _normal_form(
     if joining is not None:  # a name the code now calls, as desugar's refusal above
         parsed.closure[joining] = runtime.concatenated
     return local_names, assignments
+
+
+_LOOPS = (gast.For, gast.AsyncFor)
 
 
 def _returns_only_sequences(function) -> bool:
