@@ -82,7 +82,7 @@ from s2sgrad.compiler.passes.desugar import desugar
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.local_imports import done_imports
-from s2sgrad.compiler.passes.loops import normalise_loops
+from s2sgrad.compiler.passes.loops import normalise_loops, only_partials_to_rewrite
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
@@ -328,7 +328,8 @@ def _build(request: Request) -> GeneratedFunction:
     )
     # the classes of the nodes as parsed, while the steps above changed nothing
     kinds = parsed_kinds if as_parsed and not copied else None
-    local_names, assignments = _normal_form(request, parsed, node, names, kinds)
+    partials_only = kinds is not None and only_partials_to_rewrite(nodes, node, kinds)
+    local_names, assignments = _normal_form(request, parsed, node, names, kinds, partials_only)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
     free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
@@ -403,11 +404,17 @@ def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
 
 
 def _normal_form(
-    request: Request, parsed: ParsedFunction, node, names, kinds: set[type] | None = None
+    request: Request,
+    parsed: ParsedFunction,
+    node,
+    names,
+    kinds: set[type] | None = None,
+    partials_only: bool = False,
 ) -> tuple[set[str], AssignmentTable]:
     """Bring ``node`` to normal form in place (``passes/``); return its local names, and
     the table of its assignments the sequence searches share (``anf.AssignmentTable``).
-    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known.
+    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known;
+    ``partials_only``: ``loops.only_partials_to_rewrite`` of them.
 
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
@@ -428,7 +435,7 @@ def _normal_form(
     def is_builtin(name: str) -> bool:
         return parsed.resolve_name(name) is getattr(builtins, name)
 
-    for name, helper in normalise_loops(node, names, parsed.resolve).items():
+    for name, helper in normalise_loops(node, names, parsed.resolve, partials_only).items():
         parsed.closure[name] = getattr(runtime, helper)  # for_items, dict_keys
     structure_jumps(node, names)
     if request.has_aux:
