@@ -83,7 +83,7 @@ from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.local_imports import done_imports
-from s2sgrad.compiler.passes.loops import normalise_loops
+from s2sgrad.compiler.passes.loops import normalise_loops, only_partials_to_rewrite
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
@@ -301,14 +301,17 @@ def _build(request: Request) -> GeneratedFunction:
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
     nodes = walk(parsed.node)  # for the steps below while none changes the tree
-    node = _taken_from(parsed, nodes)
+    parsed_kinds = kinds_of(nodes)  # the classes of its nodes, which three steps ask
+    node = _taken_from(parsed, nodes, parsed_kinds)
     generated = ORIGINS.get(parsed.filename) is not None  # a derivative differentiated again
     if generated and drop_final_state_notes(node, parsed.resolve):
         nodes = walk(node)
+        parsed_kinds = kinds_of(nodes)
     imported = done_imports(node, parsed.globals.get("__package__"))
     if imported:  # it dropped their statements
         parsed.closure.update(imported)
         nodes = walk(node)
+        parsed_kinds = kinds_of(nodes)
     check_signature(parsed, node, request.wrt)
     # wrt "args[1]" differentiates the tuple *args, and reads its entry at the end
     differentiated = tuple(dict.fromkeys(wrt_base(w) for w in request.wrt))
@@ -322,15 +325,16 @@ def _build(request: Request) -> GeneratedFunction:
         split_aux_returns(node, parsed, names)
     inlined = inline_updating_helpers(node, parsed, names)
     # it changes the tree only where it inlines a call or finds a nested def or lambda
-    unchanged = not inlined and _defines_no_function(node, nodes)
+    unchanged = not inlined and _defines_no_function(node, nodes, parsed_kinds)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
     as_parsed = unchanged and not (inlined or request.has_aux)  # the walk above holds
     copied = copy_updated_arguments(
         node, parsed, names, request.containers, nodes if as_parsed else None
     )
     # the classes of the nodes as parsed, while the steps above changed nothing
-    kinds = kinds_of(nodes) if as_parsed and not copied else None
-    local_names, assignments = _normal_form(request, parsed, node, names, kinds)
+    kinds = parsed_kinds if as_parsed and not copied else None
+    partials_only = kinds is not None and only_partials_to_rewrite(nodes, node, kinds)
+    local_names, assignments = _normal_form(request, parsed, node, names, kinds, partials_only)
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
     free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
@@ -372,13 +376,15 @@ def _build(request: Request) -> GeneratedFunction:
     return generated
 
 
-def _taken_from(parsed: ParsedFunction, nodes: list[gast.AST]) -> gast.FunctionDef:
+def _taken_from(
+    parsed: ParsedFunction, nodes: list[gast.AST], kinds: set[type]
+) -> gast.FunctionDef:
     """The parsed function's tree, for the passes to change in place: parsing made it for
     this build alone, so it is not copied. ``parsed`` keeps what the sweeps read of the
     function as written: its outline (name and parameters) and the names its body writes.
-    ``nodes``: ``walk`` of the tree."""
+    ``nodes``: ``walk`` of the tree; ``kinds``: the classes of its nodes."""
     node = parsed.node
-    parsed.written = frozenset(names_written_by_walk(node, nodes))
+    parsed.written = frozenset(names_written_by_walk(node, nodes, kinds))
     outline = gast.FunctionDef(
         name=node.name,
         args=clone(node.args),
@@ -403,17 +409,25 @@ def _refuse_generators(request: Request, parsed: ParsedFunction) -> None:
 
 
 def _normal_form(
-    request: Request, parsed: ParsedFunction, node, names, kinds: set[type] | None = None
+    request: Request,
+    parsed: ParsedFunction,
+    node,
+    names,
+    kinds: set[type] | None = None,
+    partials_only: bool = False,
 ) -> tuple[set[str], AssignmentTable]:
     """Bring ``node`` to normal form in place (``passes/``); return its local names, and
     the table of its assignments the sequence searches share (``anf.AssignmentTable``).
-    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known.
+    ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known;
+    ``partials_only``: ``loops.only_partials_to_rewrite`` of them.
 
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
     """
-    checkpointed = rewrite_checkpointed_loops(
-        node, parsed, names, request.kind, not request.dynamic
+    checkpointed = (
+        rewrite_checkpointed_loops(node, parsed, names, request.kind, not request.dynamic)
+        if kinds is None or not kinds.isdisjoint(_LOOPS)  # a checkpointed loop is a 'for'
+        else {}
     )
     # a loop left unmarked keeps a part of its marker only: no node of a new class
     kinds = None if checkpointed else kinds
@@ -426,7 +440,7 @@ def _normal_form(
     def is_builtin(name: str) -> bool:
         return parsed.resolve_name(name) is getattr(builtins, name)
 
-    for name, helper in normalise_loops(node, names, parsed.resolve).items():
+    for name, helper in normalise_loops(node, names, parsed.resolve, partials_only).items():
         parsed.closure[name] = getattr(runtime, helper)  # for_items, dict_keys
     structure_jumps(node, names)
     if request.has_aux:
@@ -443,6 +457,9 @@ def _normal_form(
     if joining is not None:  # a name the code now calls, as desugar's refusal above
         parsed.closure[joining] = runtime.concatenated
     return local_names, assignments
+
+
+_LOOPS = (gast.For, gast.AsyncFor)
 
 
 def _returns_only_sequences(function) -> bool:
@@ -759,11 +776,13 @@ def _build_jvp(
     return generated
 
 
-def _defines_no_function(node: gast.FunctionDef, nodes: list[gast.AST]) -> bool:
-    """Whether ``nodes`` (``walk(node)``) hold no lambda and no ``def`` but ``node``."""
-    return gast.Lambda not in kinds_of(nodes) and all(
-        n is node for n in of_kind(nodes, gast.FunctionDef)
-    )
+def _defines_no_function(
+    node: gast.FunctionDef, nodes: list[gast.AST], kinds: set[type] | None = None
+) -> bool:
+    """Whether ``nodes`` (``walk(node)``) hold no lambda and no ``def`` but ``node``;
+    ``kinds``: ``kinds_of(nodes)``, when known."""
+    kinds = kinds_of(nodes) if kinds is None else kinds
+    return gast.Lambda not in kinds and all(n is node for n in of_kind(nodes, gast.FunctionDef))
 
 
 def _all_names(nodes: list[gast.AST]) -> set[str]:

@@ -425,16 +425,19 @@ def names_written(node: gast.AST) -> set[str]:
     return _names_of([node], gast.Store)
 
 
-def names_written_by_walk(node: gast.FunctionDef, nodes: list[gast.AST]) -> set[str]:
+def names_written_by_walk(
+    node: gast.FunctionDef, nodes: list[gast.AST], kinds: set[type] | None = None
+) -> set[str]:
     """``names_written(node)``, read off ``nodes`` (``walk(node)``, which the caller has)
     when ``node`` defines no function, lambda nor class inside (whose bodies
-    ``names_written`` does not enter); else found by walking ``node`` again.
+    ``names_written`` does not enter); else found by walking ``node`` again. ``kinds``:
+    ``kinds_of(nodes)``, when the caller has it.
 
     Example::
 
         names_written_by_walk(function, walk(function)) == names_written(function)  # True
     """
-    kinds = kinds_of(nodes)
+    kinds = kinds_of(nodes) if kinds is None else kinds
     if not kinds.isdisjoint(_INNER_SCOPES) or any(
         n is not node for n in of_kind(nodes, gast.FunctionDef)
     ):

@@ -61,15 +61,19 @@ def analyse_activity(
 
         analyse_activity(body, {"x"}, lambda r: names_read(r), lambda e: False).active
     """
-    statements = list(nested_statements(body))
-    facts = []  # (statement, names it writes, names its value reads), computed once
-    for statement in statements:
+    # (statement, names it writes, its value, names the value reads, whether the value
+    # blocks the derivative), computed once: both fixed points below read them
+    facts = []
+    for statement in nested_statements(body):
         targets, value = _assignment(statement)
-        facts.append((statement, targets, value, reads_of_value(value) if value else set()))
+        if value:
+            facts.append(
+                (statement, targets, value, reads_of_value(value), blocks_derivative(value))
+            )
+        else:
+            facts.append((statement, targets, value, set(), False))
     varied = set(wrt)
-    carriers = [
-        (t, reads) for _, t, value, reads in facts if value and not blocks_derivative(value)
-    ]
+    carriers = [(t, reads) for _, t, value, reads, blocked in facts if value and not blocked]
     changed = True
     while changed:  # loops feed values back: iterate to a fixed point
         changed = False
@@ -79,11 +83,11 @@ def analyse_activity(
                 changed = True
     # (names written, or None for a return, names read), last first, asked once
     readers: list[tuple[set[str] | None, set[str]]] = []
-    for statement, targets, value, reads in reversed(facts):
+    for statement, targets, value, reads, blocked in reversed(facts):
         if isinstance(statement, gast.Return) and statement.value is not None:
             readers.append((None, output_names(statement)))
         elif value is not None:
-            if reads and blocks_derivative(value):  # len(text): no derivative reaches them
+            if reads and blocked:  # len(text): no derivative reaches them
                 reads = set()
             if isinstance(statement, gast.Assign) and not isinstance(
                 statement.targets[0], (gast.Name, gast.Tuple, gast.List)

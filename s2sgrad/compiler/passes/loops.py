@@ -40,10 +40,12 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-__all__ = ["normalise_loops"]
+__all__ = ["normalise_loops", "only_partials_to_rewrite"]
 
 
-def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> dict[str, str]:
+def normalise_loops(
+    node: gast.FunctionDef, names: NameGenerator, resolve, partials_only: bool = False
+) -> dict[str, str]:
     """Rewrite the loops and list comprehensions of ``node`` in place.
 
     ``resolve(node)`` is the object a free name or attribute chain refers to, which tells
@@ -60,12 +62,20 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     Returns the names the new code calls runtime helpers by (name → helper's name in
     :mod:`s2sgrad.runtime`), for the caller to bind: ``for k in d`` visits
     ``for_items(d)`` (a dict's keys), and ``for k, v in d.items()`` ``dict_keys(d)``.
+
+    ``partials_only``: the caller knows the function holds nothing else this pass rewrites
+    (:func:`only_partials_to_rewrite`), so that it is not walked unless a partial is inlined.
     """
-    nodes = walk(node)
-    changed = inline_local_functions(node, names, nodes)
-    changed = inline_local_partials(node, names, resolve) or changed
-    if changed:
+    if partials_only:  # no lambda nor nested def: no local function to inline
+        if not inline_local_partials(node, names, resolve):
+            return {}
         nodes = walk(node)
+    else:
+        nodes = walk(node)
+        changed = inline_local_functions(node, names, nodes)
+        changed = inline_local_partials(node, names, resolve) or changed
+        if changed:
+            nodes = walk(node)
     if not _rewrites_any(nodes, node):
         return {}  # no loop, comprehension, map, partial call or local function
     uses = Counter(n.id for n in nodes if type(n) is gast.Name)
@@ -89,12 +99,38 @@ def normalise_loops(node: gast.FunctionDef, names: NameGenerator, resolve) -> di
     return {name: helper for helper, name in loops.helpers.items()}
 
 
-def _rewrites_any(nodes: list[gast.AST], function: gast.FunctionDef) -> bool:
+def only_partials_to_rewrite(
+    nodes: list[gast.AST], function: gast.FunctionDef, kinds: set[type]
+) -> bool:
+    """Whether :func:`normalise_loops` can find nothing to rewrite in ``function`` but
+    partials (``normalise_loops(..., partials_only=True)``) once it is desugared, given
+    its walk ``nodes`` and their classes ``kinds`` before: :func:`_rewrites_any` is false
+    of them, and desugaring makes no loop, comprehension, lambda, def, nor a call of
+    ``map``. The one call of a call it may make, ``f(...)(a, i)`` of ``f(...).at(a, i)``,
+    is ruled out with any method called on the value of a call.
+
+    Example::
+
+        only_partials_to_rewrite(walk(node), node, kinds_of(walk(node)))  # True: no loop
+    """
+    if _rewrites_any(nodes, function, kinds):
+        return False
+    for called in of_kind(nodes, gast.Call):
+        func = called.func
+        if type(func) is gast.Attribute and type(func.value) is gast.Call:
+            return False
+    return True
+
+
+def _rewrites_any(
+    nodes: list[gast.AST], function: gast.FunctionDef, kinds: set[type] | None = None
+) -> bool:
     """Whether ``nodes`` (``function``'s walk) hold something :func:`normalise_loops`
     rewrites or reads: a loop, comprehension, lambda, nested def, ``map(...)`` or a call
     of a call (``partial(g, a)(b)``). A cheap look, before any of its work; the node
-    classes are asked first (most functions have no loop, comprehension nor lambda)."""
-    kinds = set(map(type, nodes))
+    classes are asked first (most functions have no loop, comprehension nor lambda);
+    ``kinds``: those classes, when known."""
+    kinds = set(map(type, nodes)) if kinds is None else kinds
     if gast.For in kinds or gast.Lambda in kinds or not kinds.isdisjoint(COMPREHENSIONS):
         return True
     # what is left to ask: nested defs, and calls (of a call, or of map)
