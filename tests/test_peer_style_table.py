@@ -8,7 +8,8 @@ binary ones over broadcasting pairs; reductions with an axis, a tuple of axes, k
 ddof; products; shape functions; indexing forms; linear algebra; and the SciPy functions
 with rules, the families added for parity with peers among them (the scaled and modified
 Bessel functions, the exponential integrals, the entropy terms and losses, the location-scale
-distributions, the normal quantiles, the Poisson distribution function).
+distributions, the normal quantiles, the Poisson distribution function, ``fftconvolve`` and
+``convolve2d``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import s2sgrad as sg
 
 special = pytest.importorskip("scipy.special")
 stats = pytest.importorskip("scipy.stats")
+signal = pytest.importorskip("scipy.signal")
 
 MODES = ["s2s", "auto", "tape"]
 rng = np.random.default_rng(875001)
@@ -163,6 +165,25 @@ OTHERS = [
     ),
     ("poisson_logcdf", lambda mu: stats.poisson.logcdf(np.array([0.0, 2.0]), mu), [positive(2)], 2),
     ("poisson_sf", lambda mu: stats.poisson.sf(2.0, mu), [positive(3)], 2),
+    (
+        "fftconvolve_valid",
+        lambda x, y: signal.fftconvolve(x, y, mode="valid"),
+        [normal(5), normal(3)],
+        2,
+    ),
+    (
+        "fftconvolve_same_2d",
+        lambda x, y: signal.fftconvolve(x, y, mode="same"),
+        [normal(4, 3), normal(3, 2)],
+        2,
+    ),
+    ("convolve2d_full", lambda x, y: signal.convolve2d(x, y), [normal(4, 3), normal(2, 2)], 2),
+    (
+        "convolve2d_same",
+        lambda x, y: signal.convolve2d(x, y, mode="same"),
+        [normal(3, 3), normal(4, 2)],
+        2,
+    ),
 ]
 
 
