@@ -57,7 +57,7 @@ from s2sgrad.engines.products import check_mode, may_fall_back, on_the_tape, war
 from s2sgrad.errors import S2SGradError, UnsupportedError, after_s2s_refused
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
-from s2sgrad.rules.registry import nondifferentiable
+from s2sgrad.rules.registry import get_rule, nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
 from s2sgrad.runtime import as_gradient, seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
@@ -364,6 +364,7 @@ class _Transform(NotebookDisplay):
 
     def _transform(self, containers, arguments=()):
         try:
+            self._refuse_a_library_method()
             for name, value in zip(self.wrt, self._wrt_values(*arguments) if arguments else ()):
                 refuse_array_attribute_names(name, value, self.f)
             generated = derivative(
@@ -384,6 +385,17 @@ class _Transform(NotebookDisplay):
             self.tape_function = on_the_tape(self.function, error)
             self.s2s_refusal = error
             return None
+
+    def _refuse_a_library_method(self) -> None:
+        """A library's method with a rule (``sg.grad(stats.norm.logpdf)``) is refused as
+        ``sg.grad(np.sin)`` is: its rule serves calls of it, and its source is the library's."""
+        library = self.bound_self is not None and get_rule(self.f) is not None
+        if library and get_rule(self.function) is None:
+            raise UnsupportedError(
+                f"{name_of(self.f)} has a derivative rule but no source of yours to "
+                "transform; differentiate a function of yours that calls it ('def f(x): "
+                "return stats.norm.logpdf(x)'), or use mode='auto' or mode='tape'"
+            )
 
     def on_the_tape(self) -> _Transform:
         """This transform computed by the tape alone (its function's own transforms too):

@@ -56,7 +56,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.more_numpy",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
+            "s2sgrad.rules.scipy_special_more",
             "s2sgrad.rules.scipy_stats",
+            "s2sgrad.rules.scipy_stats_location_scale",
+            "s2sgrad.rules.scipy_stats_tails",
             "s2sgrad.rules.scipy_stats_multivariate",
             "s2sgrad.rules.scipy_linalg",
             "s2sgrad.rules.scipy_signal",

@@ -283,28 +283,28 @@ def test_a_library_function_without_a_rule_is_named_by_its_own_module(mode):
     special = pytest.importorskip("scipy.special")
 
     def f(x):
-        return np.sum(special.exp1(x))
+        return np.sum(special.wrightomega(x))
 
     with pytest.raises(sg.NonDifferentiableError) as caught:
         sg.grad(f, mode=mode)(np.array([1.5, 2.5]))
-    assert "scipy.special.exp1" in str(caught.value)
-    assert "np.exp1" not in str(caught.value) and "from NumPy" not in str(caught.value)
+    assert "scipy.special.wrightomega" in str(caught.value)
+    assert "np.wrightomega" not in str(caught.value) and "from NumPy" not in str(caught.value)
 
 
 @pytest.mark.parametrize("mode", ["s2s", "tape"])
 def test_a_library_function_calling_its_own_ufunc_is_named_at_the_users_line(mode):
-    # scipy.special.zeta is Python code calling the private ufunc _zeta: the tape sees only
-    # the ufunc, and names the function the user called, at the user's line
+    # scipy.special.lambertw is Python code calling the private ufunc _lambertw: the tape
+    # sees only the ufunc, and names the function the user called, at the user's line
     special = pytest.importorskip("scipy.special")
 
     def f(x):
-        return np.sum(special.zeta(x, 1.0))
+        return np.sum(np.real(special.lambertw(x)))
 
     line = f.__code__.co_firstlineno + 1
     with pytest.raises(sg.NonDifferentiableError) as caught:
         sg.grad(f, mode=mode)(np.array([1.5, 2.5]))
     message = str(caught.value)
-    assert message.startswith(f"{__file__}:{line}: scipy.special.zeta"), message
+    assert message.startswith(f"{__file__}:{line}: scipy.special.lambertw"), message
     assert "the ufunc" not in message
 
 

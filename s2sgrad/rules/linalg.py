@@ -8,9 +8,11 @@ Matrix functions work on stacks of matrices (the last two axes), as NumPy's do.
 Symmetric inputs: ``cholesky`` and ``eigh`` read one triangle of their input, so as
 functions of all its entries they are not what the user means. Their rules treat the input
 as symmetric: the VJP returns a symmetric cotangent, and the JVP uses the symmetric part of
-the tangent (``eigvalsh`` too). ``eigh`` assumes distinct eigenvalues; ``pinv`` assumes full
-rank; ``svd`` assumes distinct nonzero singular values; ``qr`` assumes full rank and
-differentiates ``mode="reduced"`` of matrices with at least as many rows as columns.
+the tangent (``eigvalsh`` too). An input that is visibly not symmetric is refused (its
+gradient would not be the derivative of what NumPy computed). ``eigh`` assumes distinct
+eigenvalues; ``pinv`` assumes full rank; ``svd`` assumes distinct nonzero singular
+values; ``qr`` assumes full rank and differentiates ``mode="reduced"`` of matrices with at
+least as many rows as columns.
 
 Multi-output functions: ``slogdet`` returns ``(sign, logabsdet)`` and ``eigh``
 ``(eigenvalues, eigenvectors)``. Their VJP's ``g`` holds one cotangent per output (``None``
@@ -26,6 +28,7 @@ import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
+from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     dot_cotangent_a,
     dot_cotangent_b,
@@ -386,6 +389,7 @@ def _solve_jvp(t, ans, a, b):
 
 @vjp_rule(np.linalg.cholesky)
 def _cholesky(g, ans, a, *, upper=False):
+    _refuse_unsymmetric(a, "cholesky")
     lower = ans
     g_lower = g
     if upper:
@@ -401,6 +405,7 @@ def _cholesky(g, ans, a, *, upper=False):
 
 @jvp_rule(np.linalg.cholesky)
 def _cholesky_jvp(t, ans, a, *, upper=False):
+    _refuse_unsymmetric(a, "cholesky")
     lower = ans
     if upper:
         lower = np.conj(np.swapaxes(ans, -1, -2))
@@ -419,6 +424,7 @@ def _cholesky_jvp(t, ans, a, *, upper=False):
 
 @vjp_rule(np.linalg.eigh)
 def _eigh(g, ans, a, UPLO="L"):
+    _refuse_unsymmetric(a, "eigh")
     w = ans[0]
     v = ans[1]
     v_t = np.swapaxes(v, -1, -2)
@@ -437,6 +443,7 @@ def _eigh(g, ans, a, UPLO="L"):
 
 @jvp_rule(np.linalg.eigh)
 def _eigh_jvp(t, ans, a, UPLO="L"):
+    _refuse_unsymmetric(a, "eigh")
     w = ans[0]
     v = ans[1]
     eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
@@ -452,12 +459,14 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
 
 @vjp_rule(np.linalg.eigvalsh)
 def _eigvalsh(g, ans, a, UPLO="L"):
+    _refuse_unsymmetric(a, "eigvalsh")
     v = np.linalg.eigh(a, UPLO)[1]
     return np.matmul(np.conj(v) * np.expand_dims(np.real(g), -2), np.swapaxes(v, -1, -2))
 
 
 @jvp_rule(np.linalg.eigvalsh)
 def _eigvalsh_jvp(t, ans, a, UPLO="L"):
+    _refuse_unsymmetric(a, "eigvalsh")
     v = np.linalg.eigh(a, UPLO)[1]
     v_h = np.conj(np.swapaxes(v, -1, -2))
     m = np.matmul(v_h, np.matmul((t + np.conj(np.swapaxes(t, -1, -2))) / 2.0, v))
@@ -568,6 +577,20 @@ def _svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
 def _h(x):
     """The conjugate transpose of the last two axes (the transpose of a real x)."""
     return np.conj(np.swapaxes(x, -1, -2))
+
+
+_NOT_SYMMETRIC = (
+    "np.linalg.{name} reads one triangle of its input, and this input is not symmetric "
+    "(Hermitian), so its derivative would not be the derivative of what NumPy computes; "
+    "pass a symmetric matrix, for instance (a + a.T) / 2"
+)
+
+
+def _refuse_unsymmetric(a, name: str) -> None:
+    """Raise ``NonDifferentiableError`` when ``a`` is visibly not symmetric (Hermitian): the
+    rules of the functions reading one triangle treat their input as symmetric."""
+    if np.size(a) and np.max(np.abs(a - _h(a))) > 1e-8 * max(np.max(np.abs(a)), 1.0):
+        refuse(_NOT_SYMMETRIC.format(name=name))
 
 
 _SVD_FULL_MATRICES = (

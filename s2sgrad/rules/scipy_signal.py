@@ -1,4 +1,6 @@
-"""Derivative rules of ``scipy.signal.convolve``, in every mode and any number of dimensions.
+"""Derivative rules of ``scipy.signal.convolve`` and ``fftconvolve``, in every mode and any
+number of dimensions, and of ``convolve2d`` with zeros past the edges (``boundary="fill"``,
+``fillvalue=0``; other boundaries are refused when differentiated).
 
 ``convolve(in1, in2, mode)`` is a window of the full convolution, whose length along each
 axis is ``n1 + n2 - 1``: from 0 (``full``), from ``(n1 + n2 - 1 - n1) // 2`` (``same``, as
@@ -14,6 +16,28 @@ import numpy as np
 from scipy import signal
 
 from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.scipy_common import refuse
+
+_BOUNDARY = (
+    "scipy.signal.convolve2d is differentiated with zeros past the edges only "
+    "(boundary='fill', fillvalue=0); pad the input yourself (np.pad) and use mode='valid'"
+)
+_FFT_AXES = (
+    "scipy.signal.fftconvolve is differentiated over all axes only (axes=None); use "
+    "scipy.signal.convolve, or convolve each slice"
+)
+
+
+def _spread(g, ans, in1, in2, mode):
+    """The cotangent ``g`` of ``ans`` put back in its window of the full convolution."""
+    full = np.add(np.shape(in1), np.shape(in2)) - 1
+    if mode == "full":
+        start = full - full
+    elif mode == "same":
+        start = (full - np.shape(in1)) // 2
+    else:
+        start = np.minimum(np.shape(in1), np.shape(in2)) - 1
+    return np.pad(g, np.stack([start, full - start - np.shape(ans)], axis=1))
 
 
 @vjp_rule(signal.convolve)
@@ -38,4 +62,46 @@ def _convolve_jvp(t, ans, in1, in2, mode="full", method="auto"):
     return (
         signal.convolve(t, in2, mode=mode, method=method),
         signal.convolve(in1, t, mode=mode, method=method),
+    )
+
+
+@vjp_rule(signal.fftconvolve)
+def _fftconvolve(g, ans, in1, in2, mode="full", axes=None):
+    if axes is not None:
+        refuse(_FFT_AXES)
+    spread = _spread(g, ans, in1, in2, mode)
+    return (
+        signal.fftconvolve(spread, np.flip(in2), mode="valid"),
+        signal.fftconvolve(spread, np.flip(in1), mode="valid"),
+    )
+
+
+@jvp_rule(signal.fftconvolve)
+def _fftconvolve_jvp(t, ans, in1, in2, mode="full", axes=None):
+    if axes is not None:
+        refuse(_FFT_AXES)
+    return (
+        signal.fftconvolve(t, in2, mode=mode),
+        signal.fftconvolve(in1, t, mode=mode),
+    )
+
+
+@vjp_rule(signal.convolve2d)
+def _convolve2d(g, ans, in1, in2, mode="full", boundary="fill", fillvalue=0):
+    if boundary != "fill" or fillvalue != 0:
+        refuse(_BOUNDARY)
+    spread = _spread(g, ans, in1, in2, mode)
+    return (
+        signal.convolve2d(spread, np.flip(in2), mode="valid"),
+        signal.convolve2d(spread, np.flip(in1), mode="valid"),
+    )
+
+
+@jvp_rule(signal.convolve2d)
+def _convolve2d_jvp(t, ans, in1, in2, mode="full", boundary="fill", fillvalue=0):
+    if boundary != "fill" or fillvalue != 0:
+        refuse(_BOUNDARY)
+    return (
+        signal.convolve2d(t, in2, mode=mode),
+        signal.convolve2d(in1, t, mode=mode),
     )
