@@ -1,6 +1,7 @@
 """The probe's copy of the raw code (``specialize/probe_copy.py``) is the deep copy
-``clone`` makes, but for plain names and literals, which it shares; the walk that makes it finds what ``raw_facts`` finds, on the copy, and
-lists the copy's operations and calls, each after its operands."""
+``clone`` makes, but for plain names and literals, which it shares; the walk that makes
+it finds what ``raw_facts`` finds, on the copy, and lists the copy's operations and
+calls, each after its operands."""
 
 import gast
 import numpy as np
