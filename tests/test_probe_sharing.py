@@ -19,6 +19,7 @@ from program_families import NAMES, _load, family_program
 import s2sgrad as sg
 from s2sgrad.compiler import finishing, pipeline
 from s2sgrad.compiler.optimize.facts import FactsCache, rename_reads
+from s2sgrad.compiler.specialize import releases
 from s2sgrad.compiler.syntax import COMMENT_MARK, RULES_MARK, drop_rule_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
@@ -123,3 +124,27 @@ def test_drop_rule_names_replaces_the_comment_s_literal():
     drop_rule_names([statement])
     assert statement.value.value == COMMENT_MARK + "grad of: y = f(x)"
     assert literal.value == text
+
+
+def _rosenbrock(x):
+    return np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+
+
+def _masked(x, m):
+    t = np.sin(x) * 2.0
+    u = np.cos(t) + x
+    v = u * t
+    return np.sum(v[m] * x[m]) + np.sum(u)
+
+
+def test_a_lean_probe_lets_go_of_arrays_without_changing_the_raw_code(changed_raw_code):
+    x = np.linspace(-0.9, 0.9, releases.LARGE + 3)  # large: the probe lets go of arrays
+    gradient = sg.grad(_rosenbrock, mode="s2s")
+    expected = sg.grad(_rosenbrock, mode="tape")(x)
+    assert_close(gradient(x), expected)
+    assert_close(gradient(x[:9]), numeric_grad(_rosenbrock, (x[:9],), 0))
+    m = x > 0.2  # a mask indexes: the probe stops before it runs, the generic code runs
+    masked = sg.grad(_masked, mode="s2s")
+    assert_close(masked(x, m), sg.grad(_masked, mode="tape")(x, m))
+    assert_close(masked(x[:9], m[:9]), numeric_grad(lambda a: _masked(a, m[:9]), (x[:9],), 0))
+    assert changed_raw_code == []
