@@ -1,6 +1,7 @@
 """The probe's copy of the raw code (``specialize/probe_copy.py``) is the deep copy
-``clone`` makes; the walk that makes it finds what ``raw_facts`` finds, on the copy, and
-lists the copy's operations and calls, each after its operands."""
+``clone`` makes, but for plain names and literals, which it shares; the walk that makes
+it finds what ``raw_facts`` finds, on the copy, and lists the copy's operations and
+calls, each after its operands."""
 
 import gast
 import numpy as np
@@ -28,6 +29,12 @@ def _nodes(tree):  # operators, which carry nothing, are shared
     return [n for n in walk(tree) if not isinstance(n, operators)]
 
 
+def _plain_leaf(node):  # shared by the copy: the specialised code replaces, never changes, them
+    if type(node) is gast.Name:
+        return node.annotation is None and len(node.__dict__) <= 4 + len(node._attributes)
+    return type(node) is gast.Constant and len(node.__dict__) <= 2 + len(node._attributes)
+
+
 def _same_facts(found, expected):
     for field in ("assignments", "arithmetic", "subscripts", "calls", "checked"):
         got = sorted(gast.dump(n) for n in getattr(found, field))
@@ -42,7 +49,13 @@ def test_the_copy_is_clone_s_copy_and_its_facts_are_raw_facts():
     copy, facts, operations = copy_with_facts(function)
     assert gast.dump(copy) == gast.dump(clone(function))
     originals = {id(n) for n in _nodes(function)}
-    assert not originals & {id(n) for n in _nodes(copy)}  # every node is new
+    leaves = {id(n) for n in _nodes(function) if _plain_leaf(n)}
+    shared = originals & {id(n) for n in _nodes(copy)}
+    assert shared <= leaves  # every node else is new (functions inside: all of them)
+    assert any(type(n) is gast.Name and id(n) in shared for n in _nodes(function))
+    assert any(type(n) is gast.Constant and id(n) in shared for n in _nodes(function))
+    assert function.args.args[1].annotation is not None  # a parameter's annotation: copied
+    assert copy.args.args[1] is not function.args.args[1]
     assert copy.body[0].value.attached[0] is not function.body[0].value.attached[0]
     _same_facts(facts, raw_facts(function))
     copies = {id(n) for n in _nodes(copy)}

@@ -721,7 +721,12 @@ def drop_rule_names(statements: list[gast.stmt]) -> None:
         if type(statement) is gast.Expr and type(statement.value) is gast.Constant:
             text = statement.value.value
             if isinstance(text, str) and RULES_MARK in text and text.startswith(COMMENT_MARK):
-                statement.value.value = text.partition(RULES_MARK)[0]
+                shortened = _new(gast.Constant)  # not changed: a literal may be shared
+                shortened.__dict__ = {
+                    **statement.value.__dict__,
+                    "value": text.partition(RULES_MARK)[0],
+                }
+                statement.value = shortened
 
 
 def every_statement(statements: list[gast.stmt]) -> list[gast.stmt]:

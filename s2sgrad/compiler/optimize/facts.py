@@ -65,16 +65,6 @@ _FUNCTION_DEF, _CLASS_DEF = gast.FunctionDef, gast.ClassDef
 _OWN_SCOPE = (gast.Lambda, gast.ListComp, gast.GeneratorExp, gast.SetComp)
 
 
-def _push_children(node, stack: list) -> None:
-    state = node.__dict__
-    for field in node_fields(type(node)):
-        value = state.get(field)
-        if type(value) is list:
-            stack += value
-        elif value is not None:
-            stack.append(value)
-
-
 class Facts:
     """One statement's names, as of the walk that made this record.
 
@@ -652,20 +642,39 @@ def simple_assignment(statement) -> str | None:
 
 
 def rename_reads(statement: gast.stmt, old: str, new: str, cache: FactsCache) -> None:
-    """Make every read of ``old`` in ``statement`` a read of ``new`` (nested functions too)."""
+    """Make every read of ``old`` in ``statement`` a read of ``new`` (nested functions too).
+    Each such read is replaced by a new name, not changed: specialised code shares its
+    names with the raw code (``specialize/probe_copy.py``)."""
     stack = [statement]
     while stack:
         node = stack.pop()
-        kind = type(node)
-        if kind is gast.Name:
-            if node.id == old and type(node.ctx) is gast.Load:
-                node.id = new
-            if node.annotation is None:
-                continue
-        elif isinstance(node, gast.stmt):
+        if isinstance(node, gast.stmt):
             cache.forget(node)
-        if node_fields(type(node)):
-            _push_children(node, stack)
+        state = node.__dict__
+        for field in node_fields(type(node)):
+            value = state.get(field)
+            if type(value) is list:
+                for position, item in enumerate(value):
+                    if type(item) is gast.Name:
+                        if item.id == old and type(item.ctx) is gast.Load:
+                            value[position] = item = _renamed(item, new)
+                        if item.annotation is not None:
+                            stack.append(item)
+                    elif isinstance(item, gast.AST):
+                        stack.append(item)
+            elif type(value) is gast.Name:
+                if value.id == old and type(value.ctx) is gast.Load:
+                    state[field] = value = _renamed(value, new)
+                if value.annotation is not None:
+                    stack.append(value)
+            elif isinstance(value, gast.AST):
+                stack.append(value)
+
+
+def _renamed(name: gast.Name, new: str) -> gast.Name:
+    renamed = gast.Name.__new__(gast.Name)
+    renamed.__dict__ = {**name.__dict__, "id": new}
+    return renamed
 
 
 def replace_reads(

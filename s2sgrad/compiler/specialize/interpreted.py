@@ -215,7 +215,14 @@ def _block(body: list, frame: _Frame) -> Any:
         if kind is _ASSIGN:  # no variable of this loop holds a value past its statement:
             targets = statement.targets  # the lean probe lets go of arrays (releases.py)
             if len(targets) == 1 and type(targets[0]) is _NAME_NODE:
-                frame.locals[targets[0].id] = _evaluate(statement.value, frame)
+                value = statement.value  # an operation or a call most often: no dispatch
+                kind = type(value)
+                if kind is _CALL_NODE:
+                    frame.locals[targets[0].id] = _call(value, frame)
+                elif kind is _BINOP_NODE:
+                    frame.locals[targets[0].id] = _binary(value, frame)
+                else:
+                    frame.locals[targets[0].id] = _evaluate(value, frame)
             else:
                 _store_each(targets, _evaluate(statement.value, frame), frame)
         elif kind is _EXPR:
@@ -368,8 +375,25 @@ def _call(node: gast.Call, frame: _Frame) -> Any:
 
 
 def _binary(node: gast.BinOp, frame: _Frame) -> Any:
-    left = _evaluate(node.left, frame)
-    right = _evaluate(node.right, frame)
+    left, right = node.left, node.right  # names and literals most often: without a call
+    kind = type(left)
+    if kind is _NAME_NODE:
+        left = frame.locals.get(left.id, _MISSING)
+        if left is _MISSING:
+            left = _name(node.left, frame)
+    elif kind is _CONSTANT_NODE:
+        left = left.value
+    else:
+        left = _EXPRESSIONS[kind](left, frame)
+    kind = type(right)
+    if kind is _NAME_NODE:
+        right = frame.locals.get(right.id, _MISSING)
+        if right is _MISSING:
+            right = _name(node.right, frame)
+    elif kind is _CONSTANT_NODE:
+        right = right.value
+    else:
+        right = _EXPRESSIONS[kind](right, frame)
     site = frame.sites.get(id(node))
     if site is not None:
         return frame.observer.arithmetic(site, _BINARY[type(node.op)], left, right)
@@ -447,6 +471,7 @@ def _if_expression(node: gast.IfExp, frame: _Frame) -> Any:
 
 
 _NAME_NODE, _CONSTANT_NODE = gast.Name, gast.Constant
+_CALL_NODE, _BINOP_NODE = gast.Call, gast.BinOp
 _ASSIGN, _EXPR, _RETURN, _IF = gast.Assign, gast.Expr, gast.Return, gast.If
 
 _BINARY = BINARY_OPERATORS  # the function each node applies, as the compiled probe would

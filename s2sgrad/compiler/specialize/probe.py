@@ -416,7 +416,8 @@ def specialise_sites(probed: gast.FunctionDef, probing: Probing) -> gast.Functio
 
 def _become(node: gast.AST, replacement: gast.AST) -> None:
     """Make ``node`` the node ``replacement`` is, where it stands in its tree (no walk)."""
-    node.__class__ = replacement.__class__
+    if node.__class__ is not replacement.__class__:  # most sites stay what they were
+        node.__class__ = replacement.__class__
     node.__dict__ = dict(replacement.__dict__)
 
 

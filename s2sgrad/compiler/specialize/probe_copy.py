@@ -88,9 +88,7 @@ def copy_with_facts(function: gast.FunctionDef) -> tuple[gast.FunctionDef, RawFa
 def _leaf(node: Any, kind: Any, copy: Callable) -> Any:
     state = node.__dict__
     if len(state) <= _PLAIN_SIZE[kind] and state.get("annotation") is None:
-        new = kind.__new__(kind)
-        new.__dict__ = state.copy()  # a name, a context, a literal: shared
-        return new
+        return node  # a plain name or literal: shared
     return _copy_fields(node, kind, copy)  # a parameter's annotation, attributes attached
 
 
@@ -118,18 +116,16 @@ def _copy_fields(node: Any, kind: Any, copy: Callable) -> Any:
                         len(leaf_state) <= _PLAIN_SIZE[item_kind]
                         and leaf_state.get("annotation") is None
                     ):
-                        leaf = _new(item_kind)
-                        leaf.__dict__ = leaf_state.copy()
-                        listed(leaf)
+                        listed(item)  # a plain name or literal: shared
                         continue
                 listed(copy(item) if isinstance(item, _AST) else item)
         elif type(value) is _NAME or type(value) is _CONSTANT:  # ``_leaf``, without a call
             leaf_state = value.__dict__
-            if len(leaf_state) <= _PLAIN_SIZE[type(value)] and leaf_state.get("annotation") is None:
-                leaf = state[field] = _new(type(value))
-                leaf.__dict__ = leaf_state.copy()
-            else:
-                state[field] = copy(value)
+            if (
+                len(leaf_state) > _PLAIN_SIZE[type(value)]
+                or leaf_state.get("annotation") is not None
+            ):
+                state[field] = copy(value)  # else a plain name or literal: shared
         elif isinstance(value, _AST):
             state[field] = copy(value)
     if len(state) > size:  # attributes a pass attached: copied as well
@@ -143,4 +139,3 @@ _AST, _NAME, _CONSTANT, _BINOP, _CALL = gast.AST, gast.Name, gast.Constant, gast
 _ARGUMENTS = gast.arguments
 _PLAIN_SIZE = {kind: len(kind._fields) + len(kind._attributes) for kind in (_NAME, _CONSTANT)}
 _PLANS: dict[type, tuple[tuple[str, ...], frozenset, int]] = {}
-_new = gast.AST.__new__

@@ -23,7 +23,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.compiler.syntax import assign, call, load, parameter_names, walk
+from s2sgrad.compiler.syntax import assign, call, load, node_fields, parameter_names, walk
 
 __all__ = ["STAND_IN", "large_arguments", "release_arrays", "stand_in"]
 
@@ -84,7 +84,7 @@ def release_arrays(node: gast.FunctionDef, namespace: dict) -> Callable[[], None
             elif type(statement) is gast.Assign and stores.get(child.id) == 1:
                 defined[child.id] = index
     after: dict[int, list[gast.stmt]] = {}
-    undo: list[tuple[gast.AST, type, dict]] = []
+    undo: list[tuple[Any, Any, gast.Name]] = []  # (fields or list, field or position, read)
     for name, index in defined.items():
         end = last_read.get(name, index)
         if end <= index:
@@ -103,8 +103,8 @@ def release_arrays(node: gast.FunctionDef, namespace: dict) -> Callable[[], None
 
     def restore() -> None:
         node.body = body
-        for read, kind, fields in undo:
-            read.__class__, read.__dict__ = kind, fields
+        for holder, place, read in undo:
+            holder[place] = read
 
     return restore
 
@@ -128,10 +128,21 @@ def _let_go_while_read(statement: gast.stmt, nodes: list, name: str, undo: list)
     )
     pair = gast.Tuple(elts=[gast.Name(name, gast.Load(), None, None), cleared], ctx=gast.Load())
     taken = gast.Subscript(value=pair, slice=gast.Constant(0, None), ctx=gast.Load())
-    undo.append((read, read.__class__, read.__dict__))
-    read.__class__ = gast.Subscript  # in place: the read's parent is not at hand
-    read.__dict__ = dict(taken.__dict__)
-    return True
+    for parent in nodes:  # the read is replaced where it stands, not changed: the probe's
+        state = parent.__dict__  # copy shares its names with the raw code (``probe_copy``)
+        for field in node_fields(type(parent)):
+            value = state.get(field)
+            if value is read:
+                undo.append((state, field, read))
+                state[field] = taken
+                return True
+            if type(value) is list:
+                for position, item in enumerate(value):
+                    if item is read:
+                        undo.append((value, position, read))
+                        value[position] = taken
+                        return True
+    return False
 
 
 _OWN_SCOPES = (
