@@ -43,8 +43,9 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
     example sees the same value) or a tuple with one such entry per positional argument;
     an argument that is a pytree (a list, dict, dataclass ...) has every leaf batched on
     its entry's axis, or an entry may be a pytree itself, shaped as the argument's first
-    levels, giving each part its own axis (``in_axes=({"w": None, "b": 0},)``). ``out_axes`` says where the batch axis goes in each result leaf (an
-    int, or a tuple with one entry per element of a tuple result). Composes with the
+    levels, giving each part its own axis (``in_axes=({"w": None, "b": 0},)``).
+    ``out_axes`` says where the batch axis goes in each result leaf (an int, or a tuple
+    with one entry per element of a tuple result). Composes with the
     transforms: ``vmap(sg.grad(loss), in_axes=(None, 0, 0))`` gives per-example gradients.
 
     Example::
@@ -66,10 +67,7 @@ def _check_axes_spec(spec: Axes, what: str) -> None:
         )
     entries = spec if isinstance(spec, tuple) else (spec,)
     for entry in entries:
-        if what == "in_axes":
-            entry_leaves = tree_flatten(entry)[0]
-        else:
-            entry_leaves = [entry]
+        entry_leaves = tree_flatten(entry)[0] if what == "in_axes" else [entry]
         for leaf in entry_leaves:
             if leaf is not None and not isinstance(leaf, (int, np.integer)):
                 raise TypeError(

@@ -316,4 +316,5 @@ def _repeated_eigenvalues(what: str) -> Exception:
     )
 
 
-nondifferentiable(eigh_gap_mask, eigh_tangent_mask)  # where eigenvalues are equal: piecewise constant
+# where eigenvalues are equal: piecewise constant
+nondifferentiable(eigh_gap_mask, eigh_tangent_mask)

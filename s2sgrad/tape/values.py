@@ -20,8 +20,8 @@ import linecache
 import logging
 import operator
 import os
-import sysconfig
 import sys
+import sysconfig
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
