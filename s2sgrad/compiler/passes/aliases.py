@@ -45,6 +45,7 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = [
+    "shared_list_changes",
     "copy_where_made",
     "private_lists",
     "loop_spans",
@@ -139,6 +140,58 @@ def shared_in_place_updates(
     for update, _, sharing in doubted:
         if stale is not None and not stale[id(update)] & sharing:
             del found[id(update)]  # along the paths, no name read later holds the change
+    return found
+
+
+# the methods that change a list or dict in place: the transformer follows them only
+# through the name they are called on
+_CHANGING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"}
+)
+
+
+def shared_list_changes(
+    function: gast.FunctionDef, locate: Callable[[gast.AST], str], resolve=None
+) -> dict[int, str]:
+    """``b.append(v)`` (or another method changing a list or dict in place) after which
+    another name holding the same list (``b = a``) is read: by ``id`` of the statement,
+    the message refusing it, since the transformer sees only ``b`` change.
+
+    Example::
+
+        # b = a; b.append(v); return a[1]  ->  {id(b.append(v)): "...: 'a' ... holds ..."}
+    """
+    statements = list(nested_statements(function.body))
+    changes = [
+        (i, s, s.value.func.value.id)
+        for i, s in enumerate(statements)
+        if type(s) is gast.Expr
+        and type(s.value) is gast.Call
+        and type(s.value.func) is gast.Attribute
+        and s.value.func.attr in _CHANGING_METHODS
+        and type(s.value.func.value) is gast.Name
+    ]
+    if not changes:
+        return {}
+    resolve = with_local_functions(statements, resolve)
+    containers = container_names(statements)
+    everywhere = Sharing(statements, resolve, containers, parameter_names(function))
+    loops = loop_spans(statements)
+    found = {}
+    for index, change, changed in changes:
+        # names holding the list itself (not arrays its entries may view: parameters)
+        sharing = everywhere.with_(changed) - parameter_names(function) - {changed}
+        read, later = _read_after(index, statements, loops, sharing)
+        if read is None or later is None:
+            continue
+        method = change.value.func.attr
+        found[id(change)] = (
+            f"{locate(change)}: '{changed}.{method}(...)' changes {changed} in place, and "
+            f"'{read}', read afterwards ({locate(statements[later])}), may hold the same "
+            f"list or dict, so it sees the change, which source transformation does not "
+            f"follow. Give '{read}' a copy of its own ({read} = list({changed}) or "
+            f"dict({changed})), or change and read the same name"
+        )
     return found
 
 

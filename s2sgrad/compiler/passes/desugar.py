@@ -31,7 +31,7 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import kinds_of
-from s2sgrad.compiler.passes.aliases import shared_in_place_updates
+from s2sgrad.compiler.passes.aliases import shared_in_place_updates, shared_list_changes
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
     chained_item_writes,
@@ -100,6 +100,8 @@ def desugar(
     bindings.update(indexed_pops(node, names))
     views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
+    for message in shared_list_changes(node, locate, resolve).values():
+        raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
     containers = container_names(list(nested_statements(node.body)))
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
