@@ -155,7 +155,8 @@ def shared_list_changes(
 ) -> dict[int, str]:
     """``b.append(v)`` (or another method changing a list or dict in place) after which
     another name holding the same list (``b = a``) is read: by ``id`` of the statement,
-    the message refusing it, since the transformer sees only ``b`` change.
+    the message refusing it, since the transformer sees only ``b`` change. Only plain
+    copies (``b = a``, in either order) count: deliberately narrow, refusing no more.
 
     Example::
 
@@ -173,14 +174,11 @@ def shared_list_changes(
     ]
     if not changes:
         return {}
-    resolve = with_local_functions(statements, resolve)
-    containers = container_names(statements)
-    everywhere = Sharing(statements, resolve, containers, parameter_names(function))
+    copies = _name_copies(statements)
     loops = loop_spans(statements)
     found = {}
     for index, change, changed in changes:
-        # names holding the list itself (not arrays its entries may view: parameters)
-        sharing = everywhere.with_(changed) - parameter_names(function) - {changed}
+        sharing = _copies_of(changed, copies) - {changed}
         read, later = _read_after(index, statements, loops, sharing)
         if read is None or later is None:
             continue
@@ -192,6 +190,32 @@ def shared_list_changes(
             f"follow. Give '{read}' a copy of its own ({read} = list({changed}) or "
             f"dict({changed})), or change and read the same name"
         )
+    return found
+
+
+def _name_copies(statements: list[gast.stmt]) -> dict[str, set[str]]:
+    """For each name, the names bound to it by a plain copy (``b = a``), either way."""
+    copies: dict[str, set[str]] = {}
+    for statement in statements:
+        if (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+            and type(statement.value) is gast.Name
+        ):
+            a, b = statement.targets[0].id, statement.value.id
+            copies.setdefault(a, set()).add(b)
+            copies.setdefault(b, set()).add(a)
+    return copies
+
+
+def _copies_of(name: str, copies: dict[str, set[str]]) -> set[str]:
+    found, frontier = {name}, [name]
+    while frontier:
+        for other in copies.get(frontier.pop(), ()):
+            if other not in found:
+                found.add(other)
+                frontier.append(other)
     return found
 
 
