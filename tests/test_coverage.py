@@ -411,8 +411,8 @@ SAMPLES = [
     S(np.linalg.norm, lambda x: np.linalg.norm(x, axis=1), A),
     S(np.float64, lambda x: np.float64(x) * x, A),
     # narrow casts round each value: differences over wider steps, with looser tolerances
-    S(np.float32, lambda x: np.float32(x) * x, A, checks={"step": 1e-2, "rtol": 1e-3, "atol": 1e-4}),
-    S(np.float16, lambda x: np.float16(x) * x, A, checks={"step": 0.1, "rtol": 2e-2, "atol": 1e-2}),
+    S(np.float32, lambda x: np.float32(x) * x, A, checks=dict(step=1e-2, rtol=1e-3, atol=1e-4)),
+    S(np.float16, lambda x: np.float16(x) * x, A, checks=dict(step=0.1, rtol=2e-2, atol=1e-2)),
     S(np.linalg.pinv, lambda a: np.linalg.pinv(a), (3, 2), domain=well_conditioned),
     S(np.linalg.qr, lambda a: np.linalg.qr(a)[1] ** 2, (3, 2), domain=well_conditioned),
     S(np.linalg.slogdet, lambda a: np.linalg.slogdet(a)[1], (3, 3), domain=spd),
