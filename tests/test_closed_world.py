@@ -339,6 +339,10 @@ PROOFS = {
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions
     operand_dtype: [([_floats(2), _floats(2)],), (_floats(3, 2),)],
+    # a value's class and whether it has an attribute or can be called
+    type: [(_floats(3),), (1.5,)],
+    hasattr: [(_floats(3), "shape"), (_floats(2), "nothing")],
+    callable: [(_floats(3),)],
     # which eigenvalues eigh's rules may divide the gap of: 1 or 0 (equal ones)
     eigh_gap_mask: [
         (np.array([-1.0, 0.5, 2.0]),),

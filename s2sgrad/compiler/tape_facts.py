@@ -88,15 +88,19 @@ def value_class_pattern(function: Any) -> str:
     except S2SGradError:  # no source: nothing to tell by
         return ""
     for node in gast.walk(parsed.node):
-        if isinstance(node, gast.Compare) and any(  # type(x) is ..., type(x).__name__ == ...
-            _is_type_call(inner, parsed.resolve)
-            for part in (node.left, *node.comparators)
-            for inner in gast.walk(part)
-        ):
+        if (
+            isinstance(node, gast.Compare)
+            and any(  # type(x) is ..., type(x).__name__ == ...
+                _is_type_call(inner, parsed.resolve)
+                for part in (node.left, *node.comparators)
+                for inner in gast.walk(part)
+            )
+        ) or _reads_type(node, parsed.resolve):
             return (
                 f"{parsed.location(node)}: type(...) of a value being differentiated on the "
-                "tape is the tape's own class, not NumPy's, so this comparison would take "
-                "another branch than the plain program; test isinstance(...) instead (which "
+                "tape is the tape's own class, not NumPy's, so code comparing it or reading "
+                "its name would take another branch than the plain program; test "
+                "isinstance(...) instead (which "
                 "the tape answers as NumPy would), or differentiate with mode='s2s'"
             )
         if isinstance(node, gast.MatchClass):
@@ -108,6 +112,20 @@ def value_class_pattern(function: Any) -> str:
                     "with mode='s2s' (which tests the values themselves)"
                 )
     return ""
+
+
+def _reads_type(node: gast.AST, resolve: Any) -> bool:
+    """``type(x).__name__`` kept for later, ``table[type(x)]``, ``str(type(x))``: what the
+    tape's class of a value would change as a comparison would."""
+    if isinstance(node, gast.Attribute):
+        return _is_type_call(node.value, resolve)
+    if isinstance(node, gast.Subscript):
+        return _is_type_call(node.slice, resolve)
+    if isinstance(node, gast.FormattedValue):  # f"{type(x)}"
+        return _is_type_call(node.value, resolve)
+    if isinstance(node, gast.Call) and resolve(node.func) in (str, repr, format):
+        return any(_is_type_call(argument, resolve) for argument in node.args)
+    return False
 
 
 def _is_type_call(node: gast.expr, resolve: Any) -> bool:

@@ -1360,6 +1360,9 @@ nondifferentiable(
     np.tri,
     range,
     isinstance,
+    type,  # a value's class (forward mode followed type(x) as a call to differentiate)
+    hasattr,
+    callable,
     np.ndarray.shape,
     np.ndarray.ndim,
     np.ndarray.size,
