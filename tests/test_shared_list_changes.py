@@ -60,3 +60,40 @@ def test_refused_by_source_and_right_in_auto(f):
 def test_changing_and_reading_one_name_is_transformed():
     g = call_twice(sg.grad(append_own_name, mode="s2s"), X)
     assert_close(g, numeric_grad(append_own_name, (X,), 0))
+
+
+def extend_through_alias(x):
+    a = [x[0], x[1]]
+    b = a
+    b += [x[2] * 2]
+    return a[0] * a[-1]
+
+
+def extend_own_name(x):
+    a = [x[0]]
+    a += [x[1] ** 2]
+    a += [x[2]]
+    return a[0] * a[1] * a[2]
+
+
+def add_to_a_copied_number(x):
+    a = x[0] * 2.0
+    b = a
+    b += x[1]
+    return a * b
+
+
+def test_augmented_extension_through_an_alias():
+    # the source read a[-1] as x[1] (the list unchanged): a silently wrong gradient
+    with pytest.raises(sg.UnsupportedError, match="changes the list b in place"):
+        sg.grad(extend_through_alias, mode="s2s")(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = call_twice(sg.grad(extend_through_alias, mode="auto"), X)
+    assert_close(g, numeric_grad(extend_through_alias, (X,), 0))
+
+
+@pytest.mark.parametrize("f", [extend_own_name, add_to_a_copied_number])
+def test_augmented_assignments_still_transformed(f):
+    g = call_twice(sg.grad(f, mode="s2s"), X)
+    assert_close(g, numeric_grad(f, (X,), 0))

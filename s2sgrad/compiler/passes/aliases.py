@@ -46,6 +46,8 @@ from s2sgrad.compiler.syntax import (
 
 __all__ = [
     "shared_list_changes",
+    "ListCopyRead",
+    "mark_list_copies",
     "copy_where_made",
     "private_lists",
     "loop_spans",
@@ -191,6 +193,29 @@ def shared_list_changes(
             f"dict({changed})), or change and read the same name"
         )
     return found
+
+
+class ListCopyRead(str):
+    """The message of ``b += v`` after which a plain copy of ``b`` (``a = b``) is read: if
+    ``b`` holds a list (or a dict, for ``|=``), ``+=`` extends it in place, which ``a``
+    sees; the run-time check refuses a list then too."""
+
+
+def mark_list_copies(function: gast.FunctionDef, shared: dict[int, str]) -> None:
+    """Mark (as :class:`ListCopyRead`) the messages in ``shared`` of ``x op= v`` statements
+    after which a plain copy of ``x`` is read."""
+    statements = list(nested_statements(function.body))
+    copies = _name_copies(statements)
+    loops = loop_spans(statements)
+    for index, statement in enumerate(statements):
+        if id(statement) not in shared or type(statement) is not gast.AugAssign:
+            continue
+        if type(statement.target) is not gast.Name:
+            continue
+        sharing = _copies_of(statement.target.id, copies) - {statement.target.id}
+        read, later = _read_after(index, statements, loops, sharing)
+        if read is not None and later is not None:
+            shared[id(statement)] = ListCopyRead(shared[id(statement)])
 
 
 def _name_copies(statements: list[gast.stmt]) -> dict[str, set[str]]:
