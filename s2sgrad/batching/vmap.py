@@ -88,8 +88,9 @@ def _leaf_axes(spec: Any, arg: Any, position: int) -> list:
             f"structure (a {type(arg).__name__}); give an int or None, or a pytree of the "
             "argument's shape"
         )
-    spec_children, spec_aux = spec_node[0](spec)
-    arg_children, arg_aux = arg_node[0](arg)
+    spec_parts, spec_aux = spec_node[0](spec)
+    arg_parts, arg_aux = arg_node[0](arg)
+    spec_children, arg_children = list(spec_parts), list(arg_parts)
     if spec_aux != arg_aux or len(spec_children) != len(arg_children):
         raise ValueError(
             f"vmap: the in_axes entry {spec!r} for argument {position} does not match its "
