@@ -500,7 +500,9 @@ def refuse_dispatched_keywords(operation: Operation, is_active, location: str) -
                 "positionally, not as "
                 + (f"'{name}='" if name is not None else "**keywords")
                 + ", or wrap one no derivative should flow through (the probabilities a "
-                "sample is drawn with, say) in s2sgrad.stop_gradient(...)"
+                "sample is drawn with, say) in s2sgrad.stop_gradient(...); for a method "
+                "taking values by keyword only (a NamedTuple's ._replace), use mode='auto' "
+                "or mode='tape'"
             )
 
 
