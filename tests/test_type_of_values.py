@@ -46,3 +46,16 @@ def test_the_tape_refuses_reading_the_class(f):
     with pytest.raises(sg.UnsupportedError, match="tape's own class") as refused:
         sg.grad(f, mode="tape")(X)
     assert "test_type_of_values.py:" in str(refused.value)
+
+
+def class_compared_with_a_call_resolved_late(x):
+    if type(x) is np.ndarray:
+        return np.sum(getattr(np, "tanh")(x))  # noqa: B009 - a call resolved as it runs
+    return 0.0
+
+
+def test_a_gradient_run_on_the_tape_refuses_class_comparisons():
+    # the Hessian in mode "auto" runs grad's generated code on tape values, where
+    # type(x) is the tape's class: it gave a zero Hessian
+    with pytest.raises(sg.UnsupportedError, match="tape's own class"):
+        sg.hessian(class_compared_with_a_call_resolved_late, mode="auto")(X)

@@ -87,11 +87,26 @@ def value_class_pattern(function: Any) -> str:
         parsed = parse_function(function)
     except S2SGradError:  # no source: nothing to tell by
         return ""
+    # names bound to type(...) (generated code in A-normal form: t2 = type(x); t2 is ...)
+    classes = {
+        node.targets[0].id
+        for node in gast.walk(parsed.node)
+        if isinstance(node, gast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], gast.Name)
+        and _is_type_call(node.value, parsed.resolve)
+    }
+
+    def is_class(inner: gast.AST) -> bool:
+        if isinstance(inner, gast.Name) and isinstance(inner.ctx, gast.Load):
+            return inner.id in classes
+        return _is_type_call(inner, parsed.resolve)
+
     for node in gast.walk(parsed.node):
         if (
             isinstance(node, gast.Compare)
             and any(  # type(x) is ..., type(x).__name__ == ...
-                _is_type_call(inner, parsed.resolve)
+                is_class(inner)
                 for part in (node.left, *node.comparators)
                 for inner in gast.walk(part)
             )
