@@ -60,7 +60,7 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
 
 
 def _check_axes_spec(spec: Axes, what: str) -> None:
-    if what == "in_axes" and not isinstance(spec, tuple) and _node(spec) is not None:
+    if what == "in_axes" and spec is not None and not isinstance(spec, tuple) and _node(spec):
         raise TypeError(
             f"vmap: in_axes takes an int, None, or a tuple with one entry per positional "
             f"argument, not {spec!r}; for one argument, write in_axes=({spec!r},)"
