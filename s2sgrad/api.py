@@ -215,6 +215,13 @@ class _Transform(NotebookDisplay):
             return one_tuple_caller(function, self.kind, self.has_aux)
         return function
 
+    def unbound(self) -> _Transform:
+        """For a transform of a bound method, the same transform of its function, which
+        takes ``self`` first (as the generated code does): what differentiating this
+        transform again calls, with the bound object among the primals."""
+        wrt = self.wrt[0] if self.single else tuple(self.wrt)
+        return _Transform(self.function, wrt, self.has_aux, self.mode, self.kind)
+
     def _parameter(self, wrt, shift) -> str:
         if isinstance(wrt, str):
             if wrt not in self.all_parameters:

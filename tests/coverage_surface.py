@@ -76,10 +76,10 @@ def _names(text: str) -> list:
 _GROUPS = {
     "a type, a dtype or a scalar class: not a function of values": _names(
         """bool bool_ byte bytes_ cdouble character clongdouble complex128 complex192
-        complex256 complex64 complexfloating csingle datetime64 double dtype flexible float128
-        float16 float32 float64 float96 floating generic half inexact int16 int32 int64 int8
+        complex256 complex64 complexfloating csingle datetime64 dtype flexible float128
+        float96 floating generic inexact int16 int32 int64 int8
         int_ intc integer intp long longdouble longlong number object_ short signedinteger
-        single str_ timedelta64 ubyte uint uint16 uint32 uint64 uint8 uintc uintp ulong
+        str_ timedelta64 ubyte uint uint16 uint32 uint64 uint8 uintc uintp ulong
         ulonglong unsignedinteger ushort void ndarray matrix memmap recarray record flatiter
         broadcast busdaycalendar ufunc poly1d nditer ndenumerate ndindex errstate
         printoptions vectorize finfo iinfo linalg.LinAlgError"""

@@ -28,7 +28,12 @@ from s2sgrad.rules.nan_reductions import nan_quantile_cells
 from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
-from s2sgrad.runtime.linalg import einsum_subscripts, operand_dtype
+from s2sgrad.runtime.linalg import (
+    eigh_gap_mask,
+    eigh_tangent_mask,
+    einsum_subscripts,
+    operand_dtype,
+)
 from s2sgrad.runtime.shapes import (
     item_mask,
     rollaxis_destination,
@@ -334,6 +339,16 @@ PROOFS = {
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions
     operand_dtype: [([_floats(2), _floats(2)],), (_floats(3, 2),)],
+    # a value's class and whether it has an attribute or can be called
+    type: [(_floats(3),), (1.5,)],
+    hasattr: [(_floats(3), "shape"), (_floats(2), "nothing")],
+    callable: [(_floats(3),)],
+    # which eigenvalues eigh's rules may divide the gap of: 1 or 0 (equal ones)
+    eigh_gap_mask: [
+        (np.array([-1.0, 0.5, 2.0]),),
+        (np.array([-1.0, 0.5, 2.0]), _floats(3, 3), _floats(3)),
+    ],
+    eigh_tangent_mask: [(np.array([-1.0, 0.5, 2.0]), _floats(3, 3))],
     einsum_subscripts: [
         ("ij,jk", (_floats(2, 3), _floats(3, 2))),
         (_floats(2, 3), ([0, 1], _floats(3, 2), [1, 2], [0, 2])),

@@ -77,8 +77,9 @@ def well_conditioned(shape):
 class Sample:
     """A program that calls one primitive, and the shapes and domains of its arguments."""
 
-    def __init__(self, primitive, program, *shapes, domain=positive, complex_=True):
+    def __init__(self, primitive, program, *shapes, domain=positive, complex_=True, checks=None):
         self.primitive = primitive
+        self.checks = checks or {}  # check_grads' step and tolerances, for a narrow dtype
         self.program = program
         self.shapes = shapes
         self.domains = domain if isinstance(domain, tuple) else (domain,) * len(shapes)
@@ -408,6 +409,10 @@ SAMPLES = [
     S(np.linalg.multi_dot, lambda x, y, z: np.linalg.multi_dot([x, y, z]), B, (3, 2), (2, 4)),
     S(np.linalg.matrix_power, lambda a: np.linalg.matrix_power(a, 3), (3, 3), domain=W),
     S(np.linalg.norm, lambda x: np.linalg.norm(x, axis=1), A),
+    S(np.float64, lambda x: np.float64(x) * x, A),
+    # narrow casts round each value: differences over wider steps, with looser tolerances
+    S(np.float32, lambda x: np.float32(x) * x, A, checks=dict(step=1e-2, rtol=1e-3, atol=1e-4)),
+    S(np.float16, lambda x: np.float16(x) * x, A, checks=dict(step=0.1, rtol=2e-2, atol=1e-2)),
     S(np.linalg.pinv, lambda a: np.linalg.pinv(a), (3, 2), domain=well_conditioned),
     S(np.linalg.qr, lambda a: np.linalg.qr(a)[1] ** 2, (3, 2), domain=well_conditioned),
     S(np.linalg.slogdet, lambda a: np.linalg.slogdet(a)[1], (3, 3), domain=spd),
@@ -571,6 +576,7 @@ def test_every_public_callable_is_covered():
 # Functions NumPy does not let a tape value into (it makes a plain array of it): the tape
 # refuses them, naming the line, and tells what to write instead
 TAPE_REFUSES = {np.arange}  # np.array, np.asarray and np.full of values: tape/conversions.py
+TAPE_REFUSES |= {np.float64, np.float32, np.float16}  # a cast: NumPy converts the tape value
 
 
 def _real_valued(program, args):
@@ -602,7 +608,7 @@ def test_rule_to_second_order_in_both_engines(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for engine in engines:
-            sg.check_grads(program, *args, order=2, mode=engine)
+            sg.check_grads(program, *args, order=2, mode=engine, **sample.checks)
     if function in TAPE_REFUSES:
         return
     _check_float32(sample, np.float32)

@@ -185,6 +185,8 @@ CASES = [
     case(np.copy, r(2, 3)),
     case(np.ndarray.copy, r(2, 3)),
     case(np.ndarray.astype, r(2, 3), np.float64),
+    case(np.float64, r(2, 3)),
+    case(np.float64, 0.7),
     case(np.ndarray.astype, r(4), "f8"),
     case(np.full, (2, 3), r(3)),
     case(np.full, (2, 3), 1.5),
@@ -943,6 +945,7 @@ def test_every_rule_is_tested():
     tested += [repeated, repeated_sum]  # test_repetition_rules_are_adjoint
     tested += [for_items, items_cotangent]  # test_loop_item_rules
     tested.append(np.lib.stride_tricks.as_strided)  # test_as_strided_rules: strides in bytes
+    tested += [np.float32, np.float16]  # test_float_type_casts.py: too coarse for differences
     if hasattr(np, "row_stack"):  # vstack's rules (rules/array_api.py), in test_coverage.py
         tested.append(np.row_stack)
     assert_every_rule_is_tested(RULE_MODULES, tested)

@@ -29,7 +29,7 @@ import numpy as np
 from s2sgrad.batching.helpers import batched_twin
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.errors import S2SGradWarning, warn_at_caller
-from s2sgrad.pytrees import tree_flatten, tree_unflatten
+from s2sgrad.pytrees import _node, tree_flatten, tree_unflatten
 
 __all__ = ["vmap"]
 
@@ -42,8 +42,10 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
     ``in_axes`` is an int (every argument's batch axis), ``None`` (not batched: every
     example sees the same value) or a tuple with one such entry per positional argument;
     an argument that is a pytree (a list, dict, dataclass ...) has every leaf batched on
-    its entry's axis. ``out_axes`` says where the batch axis goes in each result leaf (an
-    int, or a tuple with one entry per element of a tuple result). Composes with the
+    its entry's axis, or an entry may be a pytree itself, shaped as the argument's first
+    levels, giving each part its own axis (``in_axes=({"w": None, "b": 0},)``).
+    ``out_axes`` says where the batch axis goes in each result leaf (an int, or a tuple
+    with one entry per element of a tuple result). Composes with the
     transforms: ``vmap(sg.grad(loss), in_axes=(None, 0, 0))`` gives per-example gradients.
 
     Example::
@@ -58,10 +60,46 @@ def vmap(f: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callab
 
 
 def _check_axes_spec(spec: Axes, what: str) -> None:
+    if what == "in_axes" and spec is not None and not isinstance(spec, tuple) and _node(spec):
+        raise TypeError(
+            f"vmap: in_axes takes an int, None, or a tuple with one entry per positional "
+            f"argument, not {spec!r}; for one argument, write in_axes=({spec!r},)"
+        )
     entries = spec if isinstance(spec, tuple) else (spec,)
     for entry in entries:
-        if entry is not None and not isinstance(entry, (int, np.integer)):
-            raise TypeError(f"vmap: {what} takes ints, None, or a tuple of them, not {entry!r}")
+        entry_leaves = tree_flatten(entry)[0] if what == "in_axes" else [entry]
+        for leaf in entry_leaves:
+            if leaf is not None and not isinstance(leaf, (int, np.integer)):
+                raise TypeError(
+                    f"vmap: {what} takes ints, None, or a tuple of them (in_axes: or pytrees "
+                    f"of them), not {entry!r}"
+                )
+
+
+def _leaf_axes(spec: Any, arg: Any, position: int) -> list:
+    """The batch axis of each leaf of ``arg``, for its ``in_axes`` entry ``spec``: an int or
+    ``None`` for all its leaves, or a pytree matching ``arg``'s first levels."""
+    if spec is None or isinstance(spec, (int, np.integer)):
+        return [spec] * len(tree_flatten(arg)[0])
+    spec_node, arg_node = _node(spec), _node(arg)
+    if spec_node is None or arg_node is None or type(spec) is not type(arg):
+        raise ValueError(
+            f"vmap: the in_axes entry {spec!r} for argument {position} does not match its "
+            f"structure (a {type(arg).__name__}); give an int or None, or a pytree of the "
+            "argument's shape"
+        )
+    spec_parts, spec_aux = spec_node[0](spec)
+    arg_parts, arg_aux = arg_node[0](arg)
+    spec_children, arg_children = list(spec_parts), list(arg_parts)
+    if spec_aux != arg_aux or len(spec_children) != len(arg_children):
+        raise ValueError(
+            f"vmap: the in_axes entry {spec!r} for argument {position} does not match its "
+            f"structure {tree_flatten(arg)[1]!r} (other keys, fields or length)"
+        )
+    axes = []
+    for part_spec, part in zip(spec_children, arg_children):
+        axes += _leaf_axes(part_spec, part, position)
+    return axes
 
 
 class _Vectorized:
@@ -159,10 +197,10 @@ _TWINNED = frozenset({"grad", "value_and_grad"})
 
 def _batch_size(args: tuple, axes: tuple) -> int:
     sizes: dict[int, int] = {}
-    for position, (arg, axis) in enumerate(zip(args, axes)):
-        if axis is None:
-            continue
-        for leaf in tree_flatten(arg)[0]:
+    for position, (arg, spec) in enumerate(zip(args, axes)):
+        for leaf, axis in zip(tree_flatten(arg)[0], _leaf_axes(spec, arg, position)):
+            if axis is None:
+                continue
             shape = np.shape(leaf)
             if not -len(shape) <= axis < len(shape):
                 raise ValueError(
@@ -183,24 +221,36 @@ def _batch_size(args: tuple, axes: tuple) -> int:
     return size
 
 
-def _batch(arg: Any, axis: Any) -> Any:
-    if axis is None:
+def _batch(arg: Any, spec: Any) -> Any:
+    if spec is None:
         return arg
     leaves, structure = tree_flatten(arg)
-    for leaf in leaves:
-        if not isinstance(leaf, (np.ndarray, np.generic, float, int, complex)):
+    axes = _leaf_axes(spec, arg, 0)
+    for leaf, axis in zip(leaves, axes):
+        if axis is not None and not isinstance(leaf, (np.ndarray, np.generic, float, int, complex)):
             raise NotBatchable(f"an argument holds a {type(leaf).__name__}")
     return tree_unflatten(
-        structure, [BatchedValue(np.moveaxis(np.asarray(leaf), axis, 0)) for leaf in leaves]
+        structure,
+        [
+            leaf if axis is None else BatchedValue(np.moveaxis(np.asarray(leaf), axis, 0))
+            for leaf, axis in zip(leaves, axes)
+        ],
     )
 
 
 def _example(args: tuple, axes: tuple, index: int) -> tuple:
-    def take(arg, axis):
-        if axis is None:
+    def take(arg, spec):
+        if spec is None:
             return arg
         leaves, structure = tree_flatten(arg)
-        return tree_unflatten(structure, [np.take(leaf, index, axis=axis) for leaf in leaves])
+        axes = _leaf_axes(spec, arg, 0)
+        return tree_unflatten(
+            structure,
+            [
+                leaf if axis is None else np.take(leaf, index, axis=axis)
+                for leaf, axis in zip(leaves, axes)
+            ],
+        )
 
     return tuple(take(arg, axis) for arg, axis in zip(args, axes))
 
@@ -287,7 +337,7 @@ def _signature(args: tuple, axes: tuple) -> tuple:
     parts = []
     for arg, axis in zip(args, axes):
         leaves, structure = tree_flatten(arg)
-        parts.append((axis, repr(structure), tuple(_leaf_signature(leaf) for leaf in leaves)))
+        parts.append((repr(axis), repr(structure), tuple(_leaf_signature(leaf) for leaf in leaves)))
     return tuple(parts)
 
 

@@ -236,6 +236,8 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation(OperationKind.NO_RULE, target, args, keywords, named)
         if getattr(target, "__module__", None) in ("math", "cmath"):
             return _scalar_math(target, args, keywords, func)
+        if getattr(target, "__module__", None) == "statistics":
+            return _exact_statistics(target, args, keywords, func)
         ndarray_method = _array_method(target)
         if ndarray_method is not None and isinstance(func, gast.Attribute):
             # ys.dot(x) of a global array: the rule of ndarray.dot, as for a local array
@@ -498,7 +500,9 @@ def refuse_dispatched_keywords(operation: Operation, is_active, location: str) -
                 "positionally, not as "
                 + (f"'{name}='" if name is not None else "**keywords")
                 + ", or wrap one no derivative should flow through (the probabilities a "
-                "sample is drawn with, say) in s2sgrad.stop_gradient(...)"
+                "sample is drawn with, say) in s2sgrad.stop_gradient(...); for a method "
+                "taking values by keyword only (a NamedTuple's ._replace), use mode='auto' "
+                "or mode='tape'"
             )
 
 
@@ -531,6 +535,20 @@ def _scalar_math(target, args, keywords, func) -> Operation:
     return Operation(
         OperationKind.NO_RULE, target, args, keywords, description, func, advice=instead
     )
+
+
+def _exact_statistics(target, args, keywords, func) -> Operation:
+    """``statistics.mean(xs)``: computed exactly, with fractions, which drops the derivative
+    (refused at the user's line, not inside statistics.py). No advice is given, so mode
+    "auto" tries the tape, which follows those that only compare and pick (``median``)."""
+    name = getattr(target, "__name__", "")
+    twin = getattr(np, name, None)
+    instead = f"np.{name}" if callable(twin) else "NumPy"
+    description = (
+        f"{dotted_name(func)} (Python's statistics module, which computes exactly on plain "
+        f"floats; use {instead})"
+    )
+    return Operation(OperationKind.NO_RULE, target, args, keywords, description, func)
 
 
 def _is_custom_derivative_code(target) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import numbers
+import os
 from typing import Any
 
 import gast
@@ -92,16 +93,37 @@ def value_class_pattern(function: Any) -> str:
         parsed = parse_function(function)
     except S2SGradError:  # no source: nothing to tell by
         return ""
+    code = getattr(function, "__code__", None)  # s2sgrad's own (sg.vmap) names classes in
+    own = code is not None and code.co_filename.startswith(_OWN_CODE)  # messages: not read
+    # names bound to type(...) (generated code in A-normal form: t2 = type(x); t2 is ...)
+    classes = {
+        node.targets[0].id
+        for node in gast.walk(parsed.node)
+        if isinstance(node, gast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], gast.Name)
+        and _is_type_call(node.value, parsed.resolve)
+    }
+
+    def is_class(inner: gast.AST) -> bool:
+        if isinstance(inner, gast.Name) and isinstance(inner.ctx, gast.Load):
+            return inner.id in classes
+        return _is_type_call(inner, parsed.resolve)
+
     for node in gast.walk(parsed.node):
-        if isinstance(node, gast.Compare) and any(  # type(x) is ..., type(x).__name__ == ...
-            _is_type_call(inner, parsed.resolve)
-            for part in (node.left, *node.comparators)
-            for inner in gast.walk(part)
-        ):
+        if (
+            isinstance(node, gast.Compare)
+            and any(  # type(x) is ..., type(x).__name__ == ...
+                is_class(inner)
+                for part in (node.left, *node.comparators)
+                for inner in gast.walk(part)
+            )
+        ) or (not own and _reads_type(node, parsed.resolve)):
             return (
                 f"{parsed.location(node)}: type(...) of a value being differentiated on the "
-                "tape is the tape's own class, not NumPy's, so this comparison would take "
-                "another branch than the plain program; test isinstance(...) instead (which "
+                "tape is the tape's own class, not NumPy's, so code comparing it or reading "
+                "its name would take another branch than the plain program; test "
+                "isinstance(...) instead (which "
                 "the tape answers as NumPy would), or differentiate with mode='s2s'"
             )
         if isinstance(node, gast.MatchClass):
@@ -113,6 +135,23 @@ def value_class_pattern(function: Any) -> str:
                     "with mode='s2s' (which tests the values themselves)"
                 )
     return ""
+
+
+_OWN_CODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+
+
+def _reads_type(node: gast.AST, resolve: Any) -> bool:
+    """``type(x).__name__`` kept for later, ``table[type(x)]``, ``str(type(x))``: what the
+    tape's class of a value would change as a comparison would."""
+    if isinstance(node, gast.Attribute):
+        return _is_type_call(node.value, resolve)
+    if isinstance(node, gast.Subscript):
+        return _is_type_call(node.slice, resolve)
+    if isinstance(node, gast.FormattedValue):  # f"{type(x)}"
+        return _is_type_call(node.value, resolve)
+    if isinstance(node, gast.Call) and resolve(node.func) in (str, repr, format):
+        return any(_is_type_call(argument, resolve) for argument in node.args)
+    return False
 
 
 def _is_type_call(node: gast.expr, resolve: Any) -> bool:

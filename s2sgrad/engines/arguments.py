@@ -142,6 +142,9 @@ def bind_self(f: Callable, primals: tuple) -> tuple[Callable, tuple]:
     """
     if isinstance(f, types.MethodType):
         return f.__func__, (f.__self__, *primals)
+    bound_self, unbound = getattr(f, "bound_self", None), getattr(f, "unbound", None)
+    if bound_self is not None and callable(unbound):
+        return unbound(), (bound_self, *primals)  # grad(model.loss): its code takes self
     return f, primals
 
 

@@ -15,7 +15,6 @@ Example::
 from __future__ import annotations
 
 import functools
-import types
 from collections.abc import Callable
 from typing import Any
 
@@ -134,6 +133,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         out, pullback = vjp(lambda x: np.sin(x), np.zeros(2))
     """
     check_mode(mode)
+    given = primals
     function, primals = bind_self(f, primals)
     parameters = positional_parameters(function)
     if len(primals) > len(parameters) and vararg_name(function) is None:
@@ -141,7 +141,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     for name, primal in zip(parameters, primals):
         refuse_not_understood(name, primal, f)
     differentiable = [i for i, p in enumerate(primals) if is_differentiable(p)]
-    offset = 1 if isinstance(f, types.MethodType) else 0  # the bound self
+    offset = len(primals) - len(given)  # the bound self
     wrt = tuple(positional_name(function, i) for i in differentiable)
     engine_out, raw_pullback = vjp_engine(function, primals, wrt, mode)
 

@@ -34,6 +34,7 @@ from s2sgrad.runtime import (
     group_axes,
     join_like,
     linear_recurrence,
+    nonzero_norm,
     norm_direction,
     shift_along,
     unbroadcast,
@@ -186,7 +187,7 @@ def _matrix_norm(g, ans, x, keepdims=False, ord="fro"):
     if not keepdims:
         g_kept = np.expand_dims(g, (-2, -1))
         norm = np.expand_dims(ans, (-2, -1))
-    direction = np.conj(x) / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(x) / nonzero_norm(norm)
     if ord != "fro":
         direction = norm_direction(x, norm, ord, (-2, -1))
     return np.real(g_kept) * direction
@@ -196,7 +197,7 @@ def _matrix_norm_jvp(t, ans, x, keepdims=False, ord="fro"):
     norm = ans
     if not keepdims:
         norm = np.expand_dims(ans, (-2, -1))
-    direction = np.conj(x) / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(x) / nonzero_norm(norm)
     if ord != "fro":
         direction = norm_direction(x, norm, ord, (-2, -1))
     return np.real(np.sum(t * direction, axis=(-2, -1), keepdims=keepdims))
@@ -208,7 +209,7 @@ def _matrix_norm_jvp(t, ans, x, keepdims=False, ord="fro"):
 def _vector_norm(g, ans, x, axis=None, keepdims=False, ord=2):
     grouped = group_axes(x, axis)
     norm = np.reshape(ans, np.shape(grouped)[:-1] + (1,))
-    direction = np.conj(grouped) / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(grouped) / nonzero_norm(norm)
     if ord != 2:
         direction = norm_direction(grouped, norm, ord, -1)
     g_kept = np.reshape(np.real(g), np.shape(norm))
@@ -218,7 +219,7 @@ def _vector_norm(g, ans, x, axis=None, keepdims=False, ord=2):
 def _vector_norm_jvp(t, ans, x, axis=None, keepdims=False, ord=2):
     grouped = group_axes(x, axis)
     norm = np.reshape(ans, np.shape(grouped)[:-1] + (1,))
-    direction = np.conj(grouped) / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(grouped) / nonzero_norm(norm)
     if ord != 2:
         direction = norm_direction(grouped, norm, ord, -1)
     # [()]: one number is a NumPy scalar, as the norm itself is

@@ -79,5 +79,5 @@ complex_ready(
     runtime.matmul_cotangent_a, runtime.matmul_cotangent_b, runtime.dot_cotangent_a,
     runtime.dot_cotangent_b, runtime.rhs_as_matrix, runtime.shift_along,
     runtime.linear_recurrence, runtime.exclusive_cumprod, runtime.group_axes,
-    runtime.ungroup_axes, runtime.prod_of_others, runtime.tie_share,
+    runtime.ungroup_axes, runtime.prod_of_others, runtime.tie_share, runtime.nonzero_norm,
 )  # fmt: skip

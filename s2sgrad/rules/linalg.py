@@ -9,10 +9,12 @@ Symmetric inputs: ``cholesky`` and ``eigh`` read one triangle of their input, so
 functions of all its entries they are not what the user means. Their rules treat the input
 as symmetric: the VJP returns a symmetric cotangent, and the JVP uses the symmetric part of
 the tangent (``eigvalsh`` too). An input that is visibly not symmetric is refused (its
-gradient would not be the derivative of what NumPy computed). ``eigh`` assumes distinct
-eigenvalues; ``pinv`` assumes full rank; ``svd`` assumes distinct nonzero singular
-values; ``qr`` assumes full rank and differentiates ``mode="reduced"`` of matrices with at
-least as many rows as columns.
+gradient would not be the derivative of what NumPy computed). ``eigh`` with repeated
+eigenvalues differentiates functions that treat them alike and do not depend on how their
+eigenvectors are chosen, and refuses the others (:func:`s2sgrad.runtime.eigh_gap_mask`; a
+JVP gives NaN eigenvector tangents where they are undefined); ``pinv`` assumes full rank;
+``svd`` assumes distinct nonzero singular values; ``qr`` assumes full rank and
+differentiates ``mode="reduced"`` of matrices with at least as many rows as columns.
 
 Multi-output functions: ``slogdet`` returns ``(sign, logabsdet)`` and ``eigh``
 ``(eigenvalues, eigenvectors)``. Their VJP's ``g`` holds one cotangent per output (``None``
@@ -32,6 +34,8 @@ from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
     dot_cotangent_a,
     dot_cotangent_b,
+    eigh_gap_mask,
+    eigh_tangent_mask,
     einsum_subscripts,
     is_complex,
     matmul_cotangent_a,
@@ -430,13 +434,17 @@ def _eigh(g, ans, a, UPLO="L"):
     v_t = np.swapaxes(v, -1, -2)
     eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
     gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    inverse_gaps = (1.0 - eye) / (gaps + eye)
     if g[0] is None:
-        middle = inverse_gaps * np.matmul(v_t, g[1])
+        through_v = np.matmul(v_t, g[1])
+        mask = eigh_gap_mask(w, through_v)
+        middle = mask / (gaps + 1.0 - mask) * through_v
     elif g[1] is None:
+        mask = eigh_gap_mask(w, None, np.real(g[0]))
         middle = np.expand_dims(np.real(g[0]), -1) * eye
     else:
-        middle = np.expand_dims(np.real(g[0]), -1) * eye + inverse_gaps * np.matmul(v_t, g[1])
+        through_v = np.matmul(v_t, g[1])
+        mask = eigh_gap_mask(w, through_v, np.real(g[0]))
+        middle = np.expand_dims(np.real(g[0]), -1) * eye + mask / (gaps + 1.0 - mask) * through_v
     ga = np.matmul(np.conj(v), np.matmul(middle, v_t))
     return (ga + np.conj(np.swapaxes(ga, -1, -2))) / 2.0
 
@@ -446,11 +454,11 @@ def _eigh_jvp(t, ans, a, UPLO="L"):
     _refuse_unsymmetric(a, "eigh")
     w = ans[0]
     v = ans[1]
-    eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
     gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    inverse_gaps = (1.0 - eye) / (gaps + eye)
     v_h = np.conj(np.swapaxes(v, -1, -2))
     m = np.matmul(v_h, np.matmul((t + np.conj(np.swapaxes(t, -1, -2))) / 2.0, v))
+    mask = eigh_tangent_mask(w, m)
+    inverse_gaps = mask / (gaps + 1.0 - mask)
     return ((np.real(np.diagonal(m, axis1=-2, axis2=-1)), np.matmul(v, inverse_gaps * m)),)
 
 

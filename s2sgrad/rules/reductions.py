@@ -26,6 +26,7 @@ from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
     exclusive_cumprod,
     linear_recurrence,
+    nonzero_norm,
     norm_direction,
     prod_of_others,
     shift_along,
@@ -413,7 +414,8 @@ def _trace_jvp(tangent, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None
 # Norms: the 2-norm and the Frobenius norm have direction x / norm; the others go through
 # norm_direction (which also splits ties for the inf-norms and matrix 1-norms). At a zero
 # vector, where a norm has no derivative, the direction is 0 (a subgradient, as for
-# np.abs at 0; PyTorch does the same; JAX gives NaN).
+# np.abs at 0; PyTorch does the same; JAX gives NaN); a second derivative there is refused
+# (nonzero_norm).
 
 
 @vjp_rule(np.linalg.norm)
@@ -423,7 +425,7 @@ def _norm(g, ans, x, ord=None, axis=None, keepdims=False):
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
         norm = np.expand_dims(ans, axis)
-    direction = np.conj(x) / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(x) / nonzero_norm(norm)
     if ord is not None and ord != "fro":
         direction = norm_direction(x, norm, ord, axis)
     return np.real(g_kept) * direction
@@ -434,7 +436,7 @@ def _norm_jvp(t, ans, x, ord=None, axis=None, keepdims=False):
     norm = ans
     if axis is not None and not keepdims:
         norm = np.expand_dims(ans, axis)
-    direction = np.conj(x) / np.where(norm == 0, 1.0, norm)
+    direction = np.conj(x) / nonzero_norm(norm)
     if ord is not None and ord != "fro":
         direction = norm_direction(x, norm, ord, axis)
     return np.real(np.sum(t * direction, axis=axis, keepdims=keepdims))

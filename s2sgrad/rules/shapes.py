@@ -454,6 +454,20 @@ if hasattr(np, "astype"):  # NumPy 2
         return as_gradient(zero_if_integer(t, ans), ans)
 
 
+# A float type called on a value (``np.float64(x)``, ``np.float32(x)``) casts it, as
+# ``astype`` does: the derivative is the identity, cast back to the argument's dtype.
+
+
+@vjp_rule(np.float64, np.float32, np.float16)
+def _float_cast(g, ans, x=0.0):
+    return as_gradient(g, x)
+
+
+@jvp_rule(np.float64, np.float32, np.float16)
+def _float_cast_jvp(t, ans, x=0.0):
+    return as_gradient(t, ans)
+
+
 # ``np.full(shape, x)`` broadcasts ``x`` to ``shape``; the derivative wrt ``x`` is real.
 
 
@@ -1346,6 +1360,9 @@ nondifferentiable(
     np.tri,
     range,
     isinstance,
+    type,  # a value's class (forward mode followed type(x) as a call to differentiate)
+    hasattr,
+    callable,
     np.ndarray.shape,
     np.ndarray.ndim,
     np.ndarray.size,

@@ -686,10 +686,11 @@ def _as_gradient_jvp(t, ans, g_in, x):
 nondifferentiable(seed_cotangent, zeros_like_structure)
 
 
-def refuse_if_array(value: Any, message: str) -> None:
+def refuse_if_array(value: Any, message: str, lists: bool = False) -> None:
     """Raise ``UnsupportedError(message)`` if ``value`` is an array, whose memory ``+=``
-    changes in place (or, read-only, where NumPy raises); numbers and NumPy scalars are
-    left alone.
+    changes in place (or, read-only, where NumPy raises), or, with ``lists`` (another name
+    holding the same object is read afterwards), a list or dict, which ``+=`` and ``|=``
+    change in place too; numbers and NumPy scalars are left alone.
 
     Generated code calls it before ``x = x + v`` written as ``x += v`` where another name
     may share ``x``'s memory (see :mod:`s2sgrad.compiler.passes.aliases`).
@@ -702,6 +703,10 @@ def refuse_if_array(value: Any, message: str) -> None:
     if isinstance(value, np.ndarray):
         error = UnsupportedError(message)
         error.tape_cannot_either = True  # the tape rebinds x too: it would be as wrong
+        raise error
+    if lists and isinstance(value, (list, dict)):  # += extends a list, |= a dict, in place
+        error = UnsupportedError(message.replace(" the array ", " the list ", 1))
+        error.whole_function_on_tape = True  # the tape runs Python's own lists: "auto" does
         raise error
 
 

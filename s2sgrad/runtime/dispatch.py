@@ -565,6 +565,8 @@ def tape_jvp(target, args, tangents, positions, kwargs):
     transformer's forward mode does)."""
 
     value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
+    if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
+        return value, None
 
     def paired(g):
         total = 0.0

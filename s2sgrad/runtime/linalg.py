@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import unbroadcast
 
@@ -28,6 +29,8 @@ __all__ = [
     "rhs_as_matrix",
     "einsum_subscripts",
     "operand_dtype",
+    "eigh_gap_mask",
+    "eigh_tangent_mask",
 ]
 
 
@@ -251,3 +254,67 @@ def operand_dtype(value: Any) -> np.dtype:
 
 
 nondifferentiable(operand_dtype)  # a dtype: a rule differentiated again reads it as a constant
+
+
+# ---------------------------------------------------------------------------------------
+# np.linalg.eigh with repeated eigenvalues
+
+
+def eigh_gap_mask(w: Any, middle: Any = None, g_w: Any = None) -> Any:
+    """1 where eigenvalues ``w[j]`` and ``w[i]`` differ (off the diagonal), 0 where they
+    are equal (to rounding) or ``i == j``: the entries ``eigh``'s rules may divide by the
+    gap. In a VJP, ``middle`` (``V^T g_V``) and ``g_w`` say whether the function's value
+    depends on how eigenvectors of a repeated eigenvalue are chosen, or on which of the
+    repeated eigenvalues is which: it has no derivative then, and this raises.
+
+    Example::
+
+        eigh_gap_mask(np.array([1.0, 1.0, 3.0]))  # [[0, 0, 1], [0, 0, 1], [1, 1, 0]]
+    """
+    w = np.real(w)
+    n = np.shape(w)[-1]
+    scale = np.maximum(np.max(np.abs(w), axis=-1, initial=0.0), 1.0)[..., None, None]
+    gaps = np.abs(np.expand_dims(w, -2) - np.expand_dims(w, -1))
+    tied = gaps <= 1e-10 * scale
+    if middle is not None:
+        skew = np.abs(middle - np.conj(np.swapaxes(middle, -1, -2)))
+        off_diagonal = tied & ~np.eye(n, dtype=bool)
+        size = np.max(np.abs(middle), axis=(-2, -1), initial=0.0)[..., None, None]
+        if np.any(off_diagonal & (skew > 1e-8 * size + 1e-300)):
+            raise _repeated_eigenvalues("eigenvectors")
+    if g_w is not None:
+        spread = np.abs(np.expand_dims(g_w, -2) - np.expand_dims(g_w, -1))
+        size = np.max(np.abs(g_w), axis=-1, initial=0.0)[..., None, None]
+        if np.any(tied & (spread > 1e-8 * size + 1e-300)):
+            raise _repeated_eigenvalues("eigenvalues")
+    return (~tied).astype(w.dtype)
+
+
+def eigh_tangent_mask(w: Any, middle: Any) -> Any:
+    """:func:`eigh_gap_mask` for a JVP, whose ``middle`` is ``V^H da V``: NaN (not an error,
+    as the eigenvectors' tangent may go unused) where eigenvalues are repeated and ``da``
+    mixes their eigenvectors, whose tangent is then undefined.
+
+    Example::
+
+        eigh_tangent_mask(np.ones(2), np.ones((2, 2)))  # [[0, nan], [nan, 0]]
+    """
+    mask = eigh_gap_mask(w)
+    n = np.shape(mask)[-1]
+    size = np.max(np.abs(middle), axis=(-2, -1), initial=0.0)[..., None, None]
+    mixed = (mask == 0) & ~np.eye(n, dtype=bool) & (np.abs(middle) > 1e-8 * size + 1e-300)
+    return np.where(mixed, np.nan, mask)
+
+
+def _repeated_eigenvalues(what: str) -> Exception:
+    return NonDifferentiableError(
+        "np.linalg.eigh found repeated eigenvalues, and the function depends on which of "
+        f"their {what} is which, so it has no derivative there (only functions that treat "
+        "repeated eigenvalues alike and do not depend on how their eigenvectors are chosen "
+        "have one); perturb the matrix slightly, or use np.linalg.eigvalsh with a function "
+        "symmetric in the eigenvalues"
+    )
+
+
+# where eigenvalues are equal: piecewise constant
+nondifferentiable(eigh_gap_mask, eigh_tangent_mask)

@@ -29,6 +29,7 @@ __all__ = [
     "ungroup_axes",
     "prod_of_others",
     "norm_direction",
+    "nonzero_norm",
     "tie_share",
 ]
 
@@ -433,10 +434,51 @@ def _tie_weights(hits: Any, axis: Any, like: Any) -> Any:
     return hits / count
 
 
-def _second_order_power(ord: Any, axis: Any, x: Any) -> Any:
+def nonzero_norm(norm: Any) -> Any:
+    """``norm`` with its zeros replaced by 1: what a norm's derivative ``x / norm`` divides
+    by, so that a zero vector's direction is 0. Its own derivative (a norm's second
+    derivative) refuses a zero norm, where the norm has none: ``norm(x)**2`` there would get
+    0 or NaN in place of its ``2 I``.
+
+    Example::
+
+        nonzero_norm(np.array([0.0, 2.0]))  # [1., 2.]
+    """
+    return np.where(norm == 0, 1.0, norm)
+
+
+def _refuse_zero_norm(norm: Any) -> None:
+    from s2sgrad.errors import NonDifferentiableError
+
+    if np.any(np.asarray(norm) == 0):
+        raise NonDifferentiableError(
+            "np.linalg.norm has no second derivative at a zero vector (its first derivative "
+            "jumps there), so a second derivative through it is undefined there, even where "
+            "the function has one (np.linalg.norm(x)**2 at x = 0); write a squared norm as "
+            "np.sum(x**2) (np.sum(np.abs(x)**2) if complex)"
+        )
+
+
+@vjp_rule(nonzero_norm, inline=False)
+def _nonzero_norm_vjp(g, ans, norm):
+    _refuse_zero_norm(norm)
+    return g
+
+
+@jvp_rule(nonzero_norm, inline=False)
+def _nonzero_norm_jvp(t, ans, norm):
+    _refuse_zero_norm(norm)
+    return t
+
+
+batches_as_is(nonzero_norm)
+
+
+def _second_order_power(ord: Any, axis: Any, x: Any, norm: Any) -> Any:
     """:func:`_smooth_power` for the rules of :func:`norm_direction`."""
     from s2sgrad.errors import UnsupportedError
 
+    _refuse_zero_norm(norm)
     if is_complex(x):
         raise UnsupportedError(
             f"np.linalg.norm(..., ord={ord!r}) of complex values has no derivative rule: only "
@@ -460,7 +502,7 @@ def _second_order_power(ord: Any, axis: Any, x: Any) -> Any:
 
 @vjp_rule(norm_direction, inline=False)
 def _norm_direction_vjp(g, ans, x, norm, ord, axis=None):
-    power = _second_order_power(ord, axis, x)
+    power = _second_order_power(ord, axis, x, norm)
     if power is None:
         return np.zeros_like(g), None
     dx = g * ((power - 1) * (np.abs(x) / norm) ** (power - 2) / norm)
@@ -470,7 +512,7 @@ def _norm_direction_vjp(g, ans, x, norm, ord, axis=None):
 
 @jvp_rule(norm_direction, inline=False)
 def _norm_direction_jvp(t, ans, x, norm, ord, axis=None):
-    power = _second_order_power(ord, axis, x)
+    power = _second_order_power(ord, axis, x, norm)
     if power is None:
         return np.zeros_like(ans), None
     from_x = t * ((power - 1) * (np.abs(x) / norm) ** (power - 2) / norm)

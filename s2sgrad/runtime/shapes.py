@@ -19,6 +19,7 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
+from s2sgrad.running import running_origin
 from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
@@ -323,8 +324,28 @@ def for_items(x: Any) -> Any:
     Example::
 
         for_items({"w": 1.0, "b": 2.0})  # ['w', 'b']
+        for_items(np.ndindex(2, 2))  # [(0, 0), (0, 1), (1, 0), (1, 1)]
     """
-    return list(x) if isinstance(x, (dict, list)) else x
+    if isinstance(x, (dict, list)):
+        return list(x)
+    if hasattr(x, "__len__") and hasattr(x, "__getitem__"):
+        return x
+    items = list(x)  # an iterator (np.ndindex, itertools.product of ranges): its items
+    if any(_holds_floats(item) for item in items):
+        raise UnsupportedError(
+            f"{running_origin('a loop')}: a loop over {type(x).__name__}(...), an iterator "
+            "that gives numbers, which source transformation cannot follow back; loop over "
+            "a list, a range or an array instead, or use mode='tape'"
+        )
+    return items
+
+
+def _holds_floats(item: Any) -> bool:
+    if isinstance(item, (tuple, list)):
+        return any(_holds_floats(part) for part in item)
+    return isinstance(item, (float, complex, np.inexact, np.ndarray)) or (
+        not isinstance(item, (int, np.integer, str, bytes, type(None)))
+    )
 
 
 def items_cotangent(g: Any, x: Any) -> Any:

@@ -139,6 +139,13 @@ def _of_plain_values(original: Callable, args: tuple, kwargs: dict) -> Any:
     return original(*value_of(args), **value_of(kwargs))
 
 
+def _enumerated(original: Callable, args: tuple, kwargs: dict) -> Any:
+    """``np.ndenumerate(x)`` of a tape value: each index with the entry ``x[index]``, read
+    as the tape records (NumPy's own iterator reads the plain memory)."""
+    array = args[0] if args else kwargs["arr"]
+    return ((index, array[index]) for index in np.ndindex(*np.shape(value_of(array))))
+
+
 def _as_array(value: Any) -> Any:
     if type(value) in (list, tuple) and _any_tracked(value):
         return apply_rule(_ASARRAY, _ASARRAY, (value,))
@@ -215,6 +222,7 @@ def _wrappers() -> list[tuple[Any, str, Converting]]:
     ]
     for name in ("shape", "ndim", "size"):
         made.append((np, name, Converting(getattr(np, name), _of_plain_values)))
+    made.append((np, "ndenumerate", Converting(np.ndenumerate, _enumerated)))
     # np.concatenate([y, [t]]) of a plain y: NumPy hands the tape neither its list nor t
     for name in _JOINING:
         made.append((np, name, Converting(getattr(np, name), _record(getattr(np, name)))))

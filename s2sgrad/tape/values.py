@@ -21,6 +21,7 @@ import logging
 import operator
 import os
 import sys
+import sysconfig
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
@@ -1466,7 +1467,21 @@ def _shown_position(frame: Any) -> tuple:
     """``(filename, line)`` to name in a message: where the user's code called into an
     installed library (SciPy's ``expm``) when ``frame`` runs inside one, else ``frame``'s."""
     entry = library_entry(frame)
-    return _position(entry[1] if entry is not None else frame)
+    if entry is not None:
+        return _position(entry[1])
+    while frame is not None and frame.f_back is not None and _in_standard_library(frame):
+        frame = frame.f_back  # statistics.mean converting a value: the user's call is named
+    return _position(frame)
+
+
+_STANDARD_LIBRARY = tuple(
+    {os.path.join(sysconfig.get_paths()[key], "") for key in ("stdlib", "platstdlib")}
+)
+
+
+def _in_standard_library(frame: Any) -> bool:
+    filename = frame.f_code.co_filename
+    return filename.startswith(_STANDARD_LIBRARY) and "site-packages" not in filename
 
 
 def _instruction(frame: Any) -> tuple[str, int]:

@@ -97,6 +97,14 @@ def tape_vjp(
                 raise stored_refusal
     out_leaves, rebuild_out = flatten(out)
     _refuse_foreign_arrays(f, out_leaves, "returns")
+    if refuse_stored_state is not None:
+        # an object returned holding the tape's values (Layer(w * 2) made by a classmethod):
+        # the transformed caller would read them as constants
+        objects = tuple(leaf for leaf in out_leaves if _is_object(leaf))
+        if objects and unwrap_stored_values(_returns, objects, {}, recorded_by=tape):
+            returned_refusal = UnsupportedError(refuse_stored_state)
+            returned_refusal.whole_function_on_tape = True
+            raise returned_refusal
     flat_sources = [s for leaves in sources for s in leaves]
     backward = Backward(tape._entries, flat_sources, tape._tracks)
 
@@ -202,6 +210,16 @@ def _gradient_leaf(g: Any, leaf: Any) -> Any:
     if g is not None and is_traced(g):
         return match_traced(g, value)
     return plain_gradient(_unwrap_untraced(g), value)
+
+
+def _returns() -> None:
+    """What :func:`unwrap_stored_values` is asked of for the objects a call returned."""
+
+
+def _is_object(value: Any) -> bool:
+    return not isinstance(
+        value, (np.ndarray, np.generic, int, float, complex, str, bytes, type(None), TapeValue)
+    )
 
 
 def unwrap_stored_values(

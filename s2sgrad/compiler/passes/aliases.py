@@ -45,6 +45,9 @@ from s2sgrad.compiler.syntax import (
 )
 
 __all__ = [
+    "shared_list_changes",
+    "ListCopyRead",
+    "mark_list_copies",
     "copy_where_made",
     "private_lists",
     "loop_spans",
@@ -139,6 +142,160 @@ def shared_in_place_updates(
     for update, _, sharing in doubted:
         if stale is not None and not stale[id(update)] & sharing:
             del found[id(update)]  # along the paths, no name read later holds the change
+    return found
+
+
+# the methods that change a list or dict in place: the transformer follows them only
+# through the name they are called on
+_CHANGING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem"}
+)
+
+
+def shared_list_changes(
+    function: gast.FunctionDef, locate: Callable[[gast.AST], str], resolve=None
+) -> dict[int, str]:
+    """``b.append(v)`` (or another method changing a list or dict in place) after which
+    another name holding the same list (``b = a``) is read: by ``id`` of the statement,
+    the message refusing it, since the transformer sees only ``b`` change. Deliberately
+    narrow, refusing no more: straight-line code of one block, a plain copy (``b = a``,
+    either way) earlier in it with neither name bound again in between, and a read of the
+    copy later in it (anywhere inside its later statements) before it is bound again.
+
+    Example::
+
+        # b = a; b.append(v); return a[1]  ->  {id(b.append(v)): "...: 'a' ... holds ..."}
+    """
+    found: dict[int, str] = {}
+    for block in _blocks(function.body):
+        for k, change in enumerate(block):
+            changed = _changed_list(change)
+            if changed is None:
+                continue
+            copy = _copy_before(block, k, changed)
+            if copy is None:
+                continue
+            later = _read_later(block, k, copy)
+            if later is None:
+                continue
+            method = change.value.func.attr
+            found[id(change)] = (
+                f"{locate(change)}: '{changed}.{method}(...)' changes {changed} in place, "
+                f"and '{copy}', read afterwards ({locate(later)}), holds the same list or "
+                f"dict, so it sees the change, which source transformation does not follow. "
+                f"Give '{copy}' a copy of its own ({copy} = list({changed}) or "
+                f"dict({changed})), or change and read the same name"
+            )
+    return found
+
+
+def _blocks(body: list[gast.stmt]):
+    """Every block of statements in ``body`` (not inside nested functions), itself first."""
+    yield body
+    for statement in body:
+        if isinstance(statement, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(statement, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                yield from _blocks(inner)
+        for handler in getattr(statement, "handlers", None) or ():
+            yield from _blocks(handler.body)
+
+
+def _changed_list(statement: gast.stmt) -> str | None:
+    if (
+        type(statement) is gast.Expr
+        and type(statement.value) is gast.Call
+        and type(statement.value.func) is gast.Attribute
+        and statement.value.func.attr in _CHANGING_METHODS
+        and type(statement.value.func.value) is gast.Name
+    ):
+        return statement.value.func.value.id
+    return None
+
+
+def _copy_before(block: list[gast.stmt], k: int, changed: str) -> str | None:
+    """The other name of the last plain copy ``a = b`` of ``changed`` before ``block[k]``,
+    if neither name is bound again between it and ``block[k]``."""
+    for j in range(k - 1, -1, -1):
+        statement = block[j]
+        if (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+            and type(statement.value) is gast.Name
+            and changed in (statement.targets[0].id, statement.value.id)
+        ):
+            pair = {statement.targets[0].id, statement.value.id} - {changed}
+            if not pair:
+                return None
+            copy = pair.pop()
+            if any(names_written(s) & {copy, changed} for s in block[j + 1 : k]):
+                return None
+            return copy
+        if changed in names_written(statement):
+            return None
+    return None
+
+
+def _read_later(block: list[gast.stmt], k: int, name: str) -> gast.stmt | None:
+    """The first statement after ``block[k]`` reading ``name`` before binding it again."""
+    for statement in block[k + 1 :]:
+        for node in walk(statement):
+            if type(node) is gast.Name and type(node.ctx) is gast.Load and node.id == name:
+                return statement
+        if name in names_written(statement):
+            return None
+    return None
+
+
+class ListCopyRead(str):
+    """The message of ``b += v`` after which a plain copy of ``b`` (``a = b``) is read: if
+    ``b`` holds a list (or a dict, for ``|=``), ``+=`` extends it in place, which ``a``
+    sees; the run-time check refuses a list then too."""
+
+
+def mark_list_copies(function: gast.FunctionDef, shared: dict[int, str]) -> None:
+    """Mark (as :class:`ListCopyRead`) the messages in ``shared`` of ``x op= v`` statements
+    after which a plain copy of ``x`` is read."""
+    statements = list(nested_statements(function.body))
+    copies = _name_copies(statements)
+    loops = loop_spans(statements)
+    for index, statement in enumerate(statements):
+        if id(statement) not in shared or type(statement) is not gast.AugAssign:
+            continue
+        if type(statement.target) is not gast.Name:
+            continue
+        sharing = _copies_of(statement.target.id, copies) - {statement.target.id}
+        read, later = _read_after(index, statements, loops, sharing)
+        if read is not None and later is not None:
+            shared[id(statement)] = ListCopyRead(shared[id(statement)])
+
+
+def _name_copies(statements: list[gast.stmt]) -> dict[str, set[str]]:
+    """For each name, the names bound to it by a plain copy (``b = a``), either way."""
+    copies: dict[str, set[str]] = {}
+    for statement in statements:
+        if (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+            and type(statement.value) is gast.Name
+        ):
+            a, b = statement.targets[0].id, statement.value.id
+            copies.setdefault(a, set()).add(b)
+            copies.setdefault(b, set()).add(a)
+    return copies
+
+
+def _copies_of(name: str, copies: dict[str, set[str]]) -> set[str]:
+    found, frontier = {name}, [name]
+    while frontier:
+        for other in copies.get(frontier.pop(), ()):
+            if other not in found:
+                found.add(other)
+                frontier.append(other)
     return found
 
 

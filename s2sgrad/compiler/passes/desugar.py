@@ -31,7 +31,12 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import kinds_of
-from s2sgrad.compiler.passes.aliases import shared_in_place_updates
+from s2sgrad.compiler.passes.aliases import (
+    ListCopyRead,
+    mark_list_copies,
+    shared_in_place_updates,
+    shared_list_changes,
+)
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
     chained_item_writes,
@@ -100,6 +105,9 @@ def desugar(
     bindings.update(indexed_pops(node, names))
     views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
+    mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
+    for message in shared_list_changes(node, locate, resolve).values():
+        raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
     containers = container_names(list(nested_statements(node.body)))
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
@@ -198,10 +206,12 @@ _HIDDEN_WRITES = (gast.Compare, gast.NamedExpr, gast.Delete)  # what the walk lo
 
 
 def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
-    """``refuse_if_array(x, message)``: ``x += v`` must not change an array in place here."""
-    return _located(
-        gast.Expr(value=call(load(refusal), [load(target.id), constant(message)])), like
-    )
+    """``refuse_if_array(x, message)``: ``x += v`` must not change an array in place here
+    (nor a list, when a plain copy of ``x`` is read afterwards)."""
+    arguments = [load(target.id), constant(str(message))]
+    if isinstance(message, ListCopyRead):
+        arguments.append(constant(True))
+    return _located(gast.Expr(value=call(load(refusal), arguments)), like)
 
 
 def _is_docstring(statement: gast.stmt) -> bool:

@@ -1,0 +1,95 @@
+"""``np.linalg.eigh`` at a matrix with a repeated eigenvalue: a function symmetric in the
+eigenvalues, or not depending on how the repeated eigenvalue's eigenvectors are chosen,
+has a derivative (given in every mode, not NaN); one that depends on that choice has none
+and is refused with the user's line."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice
+
+import s2sgrad as sg
+
+REPEATED = np.diag([1.0, 1.0, 3.0])
+MODES = ("s2s", "auto", "tape")
+
+
+def sum_of_squared_eigenvalues(a):
+    w, _ = np.linalg.eigh(a)
+    return np.sum(w**2)
+
+
+def exp_trace_from_eigvalsh(a):
+    return np.sum(np.exp(np.linalg.eigvalsh(a)))
+
+
+def distinct_eigenvector(a):
+    _, v = np.linalg.eigh(a)
+    return np.sum(v[:, 2] * np.array([1.0, 2.0, 3.0])) ** 2
+
+
+def squared_eigenvector_entries(a):
+    _, v = np.linalg.eigh(a)
+    return np.sum(v**2)  # 3 for every choice of eigenvectors
+
+
+def first_eigenvector(a):
+    _, v = np.linalg.eigh(a)
+    return np.sum(v[:, 0] * np.array([1.0, 2.0, 3.0]))
+
+
+def first_eigenvalue_weighted(a):
+    w, v = np.linalg.eigh(a)
+    return w[0] * 2.0 + w[1]
+
+
+def grads(f, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return call_twice(sg.grad(f, mode=mode), REPEATED)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_symmetric_functions_of_repeated_eigenvalues(mode):
+    assert_close(grads(sum_of_squared_eigenvalues, mode), 2.0 * REPEATED)
+    assert_close(grads(exp_trace_from_eigvalsh, mode), np.diag(np.exp([1.0, 1.0, 3.0])))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_eigenvectors_that_do_not_depend_on_the_choice(mode):
+    # v3 = e3 moves by (da13, da23) / (3 - 1): f = 9 + 3 da13 + 6 da23 (split over the
+    # symmetric pair of entries, which the rule treats as one)
+    expected = np.zeros((3, 3))
+    expected[0, 2] = expected[2, 0] = 1.5
+    expected[1, 2] = expected[2, 1] = 3.0
+    assert_close(grads(distinct_eigenvector, mode), expected)
+    assert_close(grads(squared_eigenvector_entries, mode), np.zeros((3, 3)), atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [first_eigenvector, first_eigenvalue_weighted])
+def test_functions_of_the_choice_are_refused(mode, f):
+    with pytest.raises(sg.NonDifferentiableError, match="repeated eigenvalues") as refused:
+        grads(f, mode)
+    assert "test_eigh_repeated_eigenvalues.py:" in str(refused.value)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forward_mode_eigenvalues_at_a_repeated_one(mode):
+    tangent = np.array([[0.1, 0.2, 0.0], [0.2, -0.3, 0.1], [0.0, 0.1, 0.5]])
+    _, out = sg.jvp(sum_of_squared_eigenvalues, (REPEATED,), (tangent,), mode=mode)
+    assert np.isclose(out, np.sum(2.0 * REPEATED * tangent))
+
+
+def test_distinct_eigenvalues_unchanged():
+    a = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 3.0]])
+    g = sg.grad(first_eigenvector, mode="s2s")(a)
+    step = 1e-6
+    for i, j in [(0, 1), (1, 2)]:
+        e = np.zeros((3, 3))
+        e[i, j] = e[j, i] = step
+        fd = (first_eigenvector(a + e) - first_eigenvector(a - e)) / (2 * step)
+        assert np.isclose(g[i, j] + g[j, i], fd, rtol=1e-5)
