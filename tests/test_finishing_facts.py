@@ -43,9 +43,9 @@ def test_the_optimiser_starts_from_the_facts_the_stripping_walked(monkeypatch):
     handed = []
     prime, optimize = FactsCache.prime, finishing.optimize
 
-    def counting_prime(cache, body):
+    def counting_prime(cache, body, *more):
         primed.append(len(body))
-        return prime(cache, body)
+        return prime(cache, body, *more)
 
     def seeing_optimize(body, is_pure, facts=None):
         handed.append(facts is not None)

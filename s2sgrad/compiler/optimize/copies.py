@@ -269,7 +269,12 @@ class _IndexedBlock:
     def compounds(self) -> list[int]:
         """Positions of the loops and branches (found when first asked)."""
         if self._compounds is None:
-            self._compounds = [p for p, s in enumerate(self.statements) if is_compound(s)]
+            simple = SIMPLE_STATEMENTS  # most statements: told by their type alone
+            self._compounds = [
+                p
+                for p, s in enumerate(self.statements)
+                if type(s) not in simple and is_compound(s)
+            ]
         return self._compounds
 
     def after(self, index: dict[str, set[int]], name: str, position: int) -> list[int]:

@@ -107,11 +107,15 @@ class Facts:
     )
 
     def __init__(
-        self, statement: gast.stmt, trail: list | None = None, walked: _Walk | None = None
+        self,
+        statement: gast.stmt,
+        trail: list | None = None,
+        walked: _Walk | None = None,
+        operations: list | None = None,
     ):
         self.statement = statement
         if walked is None:
-            walked = _Walk(statement, trail)
+            walked = _Walk(statement, trail, operations=operations)
         loads, stores, others = walked.loads, walked.stores, walked.others
         has_scope, annotated = walked.has_scope, walked.annotated
         self.loads, self.stores, self.others = loads, stores, others
@@ -155,7 +159,8 @@ class Facts:
 
 class _Walk:
     """One walk of a statement, gathering what :class:`Facts` records (``trail``, when
-    given, receives every node walked that could be changed in place)."""
+    given, receives every node walked that could be changed in place, and ``operations``
+    every ``BinOp``)."""
 
     __slots__ = (
         "statement",
@@ -170,10 +175,18 @@ class _Walk:
         "effects",
         "annotated",
         "size",
+        "operations",
     )
 
-    def __init__(self, statement: gast.stmt, trail: list | None, blocks: bool = True):
+    def __init__(
+        self,
+        statement: gast.stmt,
+        trail: list | None,
+        blocks: bool = True,
+        operations: list | None = None,
+    ):
         self.statement = statement
+        self.operations = operations
         self.loads: list[str] = []
         self.stores: list[str] = []
         self.others: list[str] = []
@@ -266,6 +279,8 @@ class _Walk:
         """Record what a node of a kind with a role tells; return the operators it counts."""
         if role is _BINOP:
             self.foldable = self.foldable or binop_folds(node)
+            if self.operations is not None:
+                self.operations.append(node)
             return 1
         if role is _CALL:
             self.calls.append(node)
@@ -452,18 +467,21 @@ class FactsCache:
             facts.modified = modified
         return facts
 
-    def prime(self, body: list[gast.stmt]) -> list[gast.AST]:
+    def prime(self, body: list[gast.stmt], operations: list | None = None) -> list[gast.AST]:
         """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node.
 
         Returns every node walked that has children (names included), for a caller that
-        looks for nodes of some kind without a walk of its own."""
+        looks for nodes of some kind without a walk of its own; ``operations``, when given,
+        receives every ``BinOp`` walked (a short list to look through)."""
         self.updated = arrays_updated_in_place(body)
         self.sharing = views_of_updated_arrays(body, self.updated)
         self.last = None
         trail: list[gast.AST] = []
         for statement in body:
-            self.table[id(statement)] = self._shared(Facts(statement, trail))
-        if len(set(map(id, trail))) != len(trail):
+            self.table[id(statement)] = self._shared(Facts(statement, trail, None, operations))
+        # nodes hash and compare by identity (no gast node defines __eq__ or __hash__): a
+        # set of them is one of their ids, without an int made for each
+        if len(set(trail)) != len(trail):
             self.enabled = False
             self.table.clear()
             self.walks.clear()
