@@ -271,9 +271,7 @@ class _IndexedBlock:
         if self._compounds is None:
             simple = SIMPLE_STATEMENTS  # most statements: told by their type alone
             self._compounds = [
-                p
-                for p, s in enumerate(self.statements)
-                if type(s) not in simple and is_compound(s)
+                p for p, s in enumerate(self.statements) if type(s) not in simple and is_compound(s)
             ]
         return self._compounds
 
