@@ -145,7 +145,7 @@ def _scatter_sums(node, finishing):
 
 def _common_calls(node, finishing):
     before = node.body if finishing.facts is None else list(node.body)
-    node.body = eliminate_common_calls(node.body, finishing.is_pure)
+    node.body = eliminate_common_calls(node.body, finishing.is_pure, finishing.facts)
     # it puts new statements in the place of those it changes, changing none in place:
     # the facts stay true if the body holds the same statements and no block
     if finishing.facts is not None and (node.body != before or not without_blocks(node.body)):

@@ -102,6 +102,7 @@ class Facts:
         "calls",
         "effects",
         "annotated",
+        "stores_items",
         "pure_value",
         "value_size",
     )
@@ -150,6 +151,7 @@ class Facts:
         self.calls = walked.calls  # every call in the statement, nested functions included
         self.effects = walked.effects  # a yield, an await or an assignment expression is there
         self.annotated = annotated  # a name carries an annotation (which the walk included)
+        self.stores_items = walked.stores_items  # an item or attribute is a target there
         self.pure_value: bool | None = None  # whether the assigned value is free of side effects
         self.value_size = None  # how many nodes the assigned value has
         if self.assigned is not None and not annotated:
@@ -174,6 +176,7 @@ class _Walk:
         "foldable",
         "effects",
         "annotated",
+        "stores_items",
         "size",
         "operations",
     )
@@ -193,7 +196,7 @@ class _Walk:
         self.calls: list[gast.Call] = []
         self.modified: set[str] = set()
         self.has_scope = self.own_scope = self.foldable = self.effects = False
-        self.annotated = False
+        self.annotated = self.stores_items = False
         self.size = 0  # nodes, as s2sgrad.compiler.syntax.walk counts them (operators too)
         self._walk(statement, trail, blocks)
 
@@ -212,6 +215,7 @@ class _Walk:
         self.foldable = self.foldable or inner.foldable
         self.effects = self.effects or inner.effects
         self.annotated = self.annotated or inner.annotated
+        self.stores_items = self.stores_items or inner.stores_items
         self.size += inner.size
 
     def _walk(self, statement: gast.stmt, trail: list | None, blocks: bool = True) -> None:
@@ -294,6 +298,7 @@ class _Walk:
             if kind is gast.Subscript and not self.foldable:
                 self.foldable = subscript_folds(node)
             if type(node.ctx) is gast.Store:
+                self.stores_items = True
                 base = node.value
                 while isinstance(base, (gast.Subscript, gast.Attribute)):
                     base = base.value
@@ -610,6 +615,7 @@ def _with_value_of(outer: Facts, inner: Facts, target: str) -> Facts:
     result.modified = outer.modified | (inner.modified - {target}) | result.writes
     result.own_scope = outer.own_scope or inner.own_scope
     result.effects = outer.effects or inner.effects
+    result.stores_items = outer.stores_items or inner.stores_items
     result.calls = outer.calls + inner.calls
     result.foldable = outer.foldable or inner.foldable
     result.folded = not result.foldable
@@ -649,6 +655,7 @@ def _copied(facts: Facts) -> Facts:
     result.own_scope, result.has_scope = facts.own_scope, facts.has_scope
     result.folded, result.foldable = facts.folded, facts.foldable
     result.calls, result.effects, result.annotated = facts.calls, facts.effects, facts.annotated
+    result.stores_items = facts.stores_items
     result.pure_value, result.value_size = facts.pure_value, facts.value_size
     return result
 
