@@ -124,3 +124,31 @@ def test_a_repeated_nan_literal_is_merged_too():
         statement.value.args[1].value = float("nan")
     eliminate_common_calls(body, IS_PURE)
     assert type(body[1].value) is gast.Name
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        "c = np.tanh(w)",  # nothing written in place: the calls merge
+        "c = [0 for q.x in r]",  # an attribute is a comprehension's target
+        "c = {k: 0 for np.exp(z).x in r}",  # of what a call returns, in a dict comprehension
+        "c = [q for q[0] in r]",  # an item
+        "c = items.append(z)",  # a mutating method, its result kept
+        "c = np.exp(z, out=w)",  # out=
+        "c = np.random.normal(z)",  # a call that is not pure
+        "c = z.reshape(3)\nc[0] = 1.0",  # a view of the operand, written in place
+        "c: float = np.exp(w)",  # an annotated target
+        "c = d = np.exp(z)",  # two targets
+    ],
+)
+def test_what_the_facts_tell_is_what_the_walks_find(between):
+    # with the optimiser's facts (the specialising finishing has them) the effects and
+    # reads of ``name = value`` are read off its record: the code must be the same
+    from s2sgrad.compiler.optimize.facts import FactsCache
+
+    source = f"a = np.exp(z)\n{between}\nb = np.exp(z)\ne = np.exp(z)[0]"
+    body = gast.parse(source).body
+    facts = FactsCache()
+    facts.prime(body)
+    with_facts = gast.unparse(gast.Module(eliminate_common_calls(body, IS_PURE, facts), []))
+    assert with_facts == merged(source)

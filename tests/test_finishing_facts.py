@@ -43,9 +43,9 @@ def test_the_optimiser_starts_from_the_facts_the_stripping_walked(monkeypatch):
     handed = []
     prime, optimize = FactsCache.prime, finishing.optimize
 
-    def counting_prime(cache, body):
+    def counting_prime(cache, body, *more):
         primed.append(len(body))
-        return prime(cache, body)
+        return prime(cache, body, *more)
 
     def seeing_optimize(body, is_pure, facts=None):
         handed.append(facts is not None)
@@ -240,3 +240,48 @@ def test_no_second_look_for_views_when_no_array_is_written_in_place(monkeypatch)
     )
     assert strip_broadcast_definitions(written) is not None  # d is no view of a
     assert looked == [4]  # an array is written in place: the views were looked at again
+
+
+def repeats(x, w):
+    t = x * w
+    a = np.exp(t)
+    b = np.exp(t)
+    return np.sum(a * b + np.sin(t) * np.cos(t) + np.sin(t))
+
+
+def test_common_calls_merging_keeps_the_facts_and_the_code(monkeypatch):
+    x, w = np.linspace(-1.0, 1.0, 5), np.linspace(0.5, 1.5, 5)
+    kept = []
+    [common_calls] = [s.run for s in finishing.PASSES if s.name == "compute each pure call once"]
+
+    def seeing(node, state):
+        before = list(node.body)
+        node = common_calls(node, state)
+        kept.append((node.body != before, state.facts is not None))
+        return node
+
+    steps = tuple(
+        dataclasses.replace(step, run=seeing) if step.run is common_calls else step
+        for step in finishing.PASSES
+    )
+    monkeypatch.setattr(finishing, "PASSES", steps)
+    generated = pipeline.derivative(repeats, ("x", "w"))
+    _, handed = finishing.specialised(generated, (x, w), {})
+    assert kept[-1] == (True, True)  # a call merged, the facts handed on
+
+    def dropping(node, state):
+        node = common_calls(node, state)
+        state.facts = None  # the optimiser walks on its own
+        return node
+
+    steps = tuple(
+        dataclasses.replace(step, run=dropping) if step.run is common_calls else step
+        for step in finishing.PASSES
+    )
+    monkeypatch.setattr(finishing, "PASSES", steps)
+    generated = pipeline.derivative(repeats, ("x", "w"))
+    _, walked = finishing.specialised(generated, (x, w), {})
+    assert to_source(handed.node) == to_source(walked.node)
+    dx, dw = sg.grad(repeats, wrt=(0, 1))(x, w)
+    np.testing.assert_allclose(dx, numeric_grad(repeats, (x, w), 0), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(dw, numeric_grad(repeats, (x, w), 1), rtol=1e-6, atol=1e-8)

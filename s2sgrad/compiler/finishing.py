@@ -144,11 +144,13 @@ def _scatter_sums(node, finishing):
 
 
 def _common_calls(node, finishing):
-    before = node.body if finishing.facts is None else list(node.body)
-    node.body = eliminate_common_calls(node.body, finishing.is_pure)
-    # it puts new statements in the place of those it changes, changing none in place:
-    # the facts stay true if the body holds the same statements and no block
-    if finishing.facts is not None and (node.body != before or not without_blocks(node.body)):
+    node.body = eliminate_common_calls(node.body, finishing.is_pure, finishing.facts)
+    # it puts new statements in the place of those it changes, changing none in place: in
+    # a body without blocks the others' records stay true (the new ones, unknown to the
+    # cache, are walked when asked for), and so do the arrays written in place and their
+    # views: the copy b = a it writes links two names neither of which shares memory with
+    # an array written in place
+    if finishing.facts is not None and not without_blocks(node.body):
         finishing.facts = None
     return node
 

@@ -25,7 +25,8 @@ from collections.abc import Callable
 
 import gast
 
-from s2sgrad.compiler.optimize.simple_statements import without_blocks
+from s2sgrad.compiler.optimize.facts import Facts, FactsCache
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS, without_blocks
 from s2sgrad.compiler.optimize.statements import own_nodes
 from s2sgrad.compiler.syntax import (
     MUTATING_METHODS,
@@ -38,13 +39,18 @@ __all__ = ["eliminate_common_calls"]
 
 # Calls and operators whose result is a new array (never a view of an operand).
 _FRESH_VALUES = (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)
+_BLOCKS = ("body", "orelse", "finalbody")
 _FRESH_METHODS = {"sum", "mean", "prod", "max", "min", "std", "var", "dot", "copy", "cumsum"}
 
 
 def eliminate_common_calls(
-    body: list[gast.stmt], is_pure: Callable[[gast.Call], bool]
+    body: list[gast.stmt],
+    is_pure: Callable[[gast.Call], bool],
+    facts: FactsCache | None = None,
 ) -> list[gast.stmt]:
     """Replace repeated pure calls in ``body`` by a copy of the first result, in place.
+    ``facts``, when given, is true of ``body``'s statements: what they read and call is
+    read off their records where that is what a walk would find.
 
     Example::
 
@@ -52,10 +58,13 @@ def eliminate_common_calls(
     """
     if not _may_repeat(body):  # a cheap look first: most code repeats no call
         return body
+    records = None
+    if facts is not None and facts.enabled and without_blocks(body):
+        records = facts.of_each(body)
     effects: dict[int, tuple[gast.stmt, set[str], bool]] = {}  # see _written_in_place
-    written_in_place = _written_in_place(body, is_pure, effects)
-    unsafe = _sharing_memory(body, written_in_place)
-    _block(body, is_pure, unsafe, effects)
+    written_in_place = _written_in_place(body, is_pure, effects, records)
+    unsafe = _sharing_memory(body, written_in_place, records)
+    _block(body, is_pure, unsafe, effects, records)
     return body
 
 
@@ -91,11 +100,15 @@ def _rough(node: gast.expr) -> object:
     return kind
 
 
-def _block(statements: list[gast.stmt], is_pure, unsafe: set[str], effects: dict) -> None:
+def _block(
+    statements: list[gast.stmt], is_pure, unsafe: set[str], effects: dict, records=None
+) -> None:
+    """Merge the repeated calls of one block (``records``: the facts of its statements, or
+    None), then of the blocks inside it."""
     seen: dict[str, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
     keys_of: dict[str, set[str]] = {}  # name → keys in ``seen`` whose entry mentions it
     for index, statement in enumerate(statements):
-        for field in ("body", "orelse", "finalbody"):
+        for field in () if type(statement) in SIMPLE_STATEMENTS else _BLOCKS:
             inner = getattr(statement, field, None)
             if isinstance(inner, list):
                 _block(inner, is_pure, unsafe, effects)
@@ -113,7 +126,7 @@ def _block(statements: list[gast.stmt], is_pure, unsafe: set[str], effects: dict
             if entry is not None and (target == entry[0] or target in entry[1]):
                 del seen[other]
         if key is not None and earlier is None:
-            reads = names_read(statement.value)
+            reads = _value_reads(statement, records[index] if records is not None else None)
             if target not in reads:
                 seen[key] = (target, reads)
                 for name in (target, *reads):
@@ -195,10 +208,21 @@ def _effects(statement: gast.stmt, is_pure) -> tuple[set[str], bool]:
     return found, impure
 
 
-def _written_in_place(body: list[gast.stmt], is_pure, effects: dict) -> set[str]:
+def _written_in_place(body: list[gast.stmt], is_pure, effects: dict, records=None) -> set[str]:
     """Names any statement may write into in place; ``effects`` gets each statement's
-    ``(statement, those names, whether it calls what is not pure)``, by id."""
+    ``(statement, those names, whether it calls what is not pure)``, by id. ``records``,
+    when given, are the facts of ``body``'s statements (a body without blocks)."""
     found: set[str] = set()
+    if records is not None:
+        for record in records:
+            statement = record.statement
+            if _writes_nothing_in_place(record, is_pure):
+                effects[id(statement)] = (statement, set(), False)
+                continue
+            names, impure = _effects(statement, is_pure)
+            effects[id(statement)] = (statement, names, impure)
+            found |= names
+        return found
     for statement in nested_statements(body):
         names, impure = _effects(statement, is_pure)
         effects[id(statement)] = (statement, names, impure)
@@ -206,19 +230,49 @@ def _written_in_place(body: list[gast.stmt], is_pure, effects: dict) -> set[str]
     return found
 
 
-def _sharing_memory(body: list[gast.stmt], written: set[str]) -> set[str]:
-    """Names whose value may share memory with a name in ``written`` (those included)."""
+def _writes_nothing_in_place(record: Facts, is_pure) -> bool:
+    """Whether :func:`_effects` of ``record.statement``, ``name = value``, finds nothing:
+    no item or attribute is a target in it (the value's comprehensions included), and
+    each call in it (``record.calls``: every one, as ``own_nodes`` walks every one of an
+    assignment) is pure, no mutating method and without ``out=``."""
+    if record.assigned is None or record.stores_items:
+        return False
+    for call in record.calls:
+        func = call.func
+        if type(func) is gast.Attribute and func.attr in MUTATING_METHODS:
+            return False
+        if not is_pure(call) or any(k.arg == "out" for k in call.keywords):
+            return False
+    return True
+
+
+def _value_reads(statement: gast.Assign, record: Facts | None) -> set[str]:
+    """``names_read(statement.value)``, from ``statement``'s facts when that is what they
+    hold (``name = value``, no annotation: its reads are the value's)."""
+    if record is not None and record.assigned is not None and not record.annotated:
+        return record.reads
+    return names_read(statement.value)
+
+
+def _sharing_memory(body: list[gast.stmt], written: set[str], records=None) -> set[str]:
+    """Names whose value may share memory with a name in ``written`` (those included);
+    ``records``, when given, are the facts of ``body``'s statements (without blocks)."""
     flows: dict[str, set[str]] = {}  # name → names whose value may share memory with it
-    for statement in nested_statements(body):
+    pairs = zip(body, records) if records is not None else _without_records(body)
+    for statement, record in pairs:
         if type(statement) is gast.Assign:
-            value, targets = statement.value, names_written(statement.targets[0])
+            if _fresh(statement.value):
+                continue
+            target = record.assigned if record is not None else None
+            targets = {target} if target is not None else names_written(statement.targets[0])
+            reads = _value_reads(statement, record)
         elif type(statement) is gast.For:
-            value, targets = statement.iter, names_written(statement.target)
+            if _fresh(statement.iter):
+                continue
+            targets, reads = names_written(statement.target), names_read(statement.iter)
         else:
             continue
-        if _fresh(value):
-            continue
-        for source in names_read(value):  # both ways: a view's source and its other views
+        for source in reads:  # both ways: a view's source and its other views
             flows.setdefault(source, set()).update(targets)
             for target in targets:
                 flows.setdefault(target, set()).add(source)
@@ -230,6 +284,11 @@ def _sharing_memory(body: list[gast.stmt], written: set[str]) -> set[str]:
             unsafe.add(other)
             pending.append(other)
     return unsafe
+
+
+def _without_records(body: list[gast.stmt]):
+    for statement in nested_statements(body):
+        yield statement, None
 
 
 def _fresh(value: gast.expr) -> bool:

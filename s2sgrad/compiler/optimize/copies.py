@@ -45,10 +45,13 @@ def propagate_copies(optimizer, body, allowed=None):
     facts = cache.of_each(body)
     if not has_copies(facts, allowed):  # nothing below would happen
         return list(body)
-    block = _IndexedBlock(body, cache, facts)
+    positions = _copy_positions(facts)
+    # a few copies ask about a few names: those are looked up, not every name indexed
+    few = sum(type(facts[p].statement.value) is gast.Name for p in positions) <= _FEW_COPIES
+    block = _IndexedBlock(body, cache, facts, lazy=few)
     writes = Counter(chain.from_iterable(map(attrgetter("writes"), block.facts)))
     statements = block.statements
-    for index in _copy_positions(block.facts):
+    for index in positions:
         if not block.alive[index]:
             continue
         copy = block.facts[index].assigned
@@ -80,6 +83,10 @@ def propagate_copies(optimizer, body, allowed=None):
                 optimizer.changed = True
     return block.remaining()
 
+
+# copies of a name (``a = b``) up to which the block's names are looked up when asked
+# (each a pass over the block), not all indexed at the start
+_FEW_COPIES = 4
 
 # what the value of ``a = value`` may be for propagation to start from it, now or once
 # names in it are replaced (a literal is a Constant or a negated one; range(...) a Call)
@@ -248,28 +255,27 @@ class _IndexedBlock:
     """A block's statements with, for each name, the positions that read or modify it.
 
     Statements are rewritten through :meth:`rewrite` (which keeps the index right) and
-    removed by marking them dead, so positions stay put.
+    removed by marking them dead, so positions stay put. With ``lazy`` the positions of a
+    name are found when first asked for (see :class:`_Positions`).
     """
 
-    def __init__(self, statements, cache: FactsCache, records: list):
+    def __init__(self, statements, cache: FactsCache, records: list, lazy: bool = False):
         self.statements = list(statements)
         self.cache = cache
         self.facts = records  # each statement's record in ``cache``
         self.alive = [True] * len(self.statements)
-        self.readers: defaultdict[str, set[int]] = defaultdict(set)
-        self.modifiers: defaultdict[str, set[int]] = defaultdict(set)
-        for position, facts in enumerate(self.facts):
-            for name in facts.reads:
-                self.readers[name].add(position)
-            for name in facts.modified:
-                self.modifiers[name].add(position)
+        self.readers = _Positions(records, "reads", lazy)
+        self.modifiers = _Positions(records, "modified", lazy)
         self._compounds: list[int] | None = None
 
     @property
     def compounds(self) -> list[int]:
         """Positions of the loops and branches (found when first asked)."""
         if self._compounds is None:
-            self._compounds = [p for p, s in enumerate(self.statements) if is_compound(s)]
+            simple = SIMPLE_STATEMENTS  # most statements: told by their type alone
+            self._compounds = [
+                p for p, s in enumerate(self.statements) if type(s) not in simple and is_compound(s)
+            ]
         return self._compounds
 
     def after(self, index: dict[str, set[int]], name: str, position: int) -> list[int]:
@@ -305,14 +311,8 @@ class _IndexedBlock:
         else:
             self.cache.keep(new)
         self.facts[position] = new
-        for index, before, now in (
-            (self.readers, old.reads, new.reads),
-            (self.modifiers, old.modified, new.modified),
-        ):
-            for name in before - now:
-                index[name].discard(position)
-            for name in now - before:
-                index[name].add(position)
+        self.readers.changed(position, old.reads, new.reads)
+        self.modifiers.changed(position, old.modified, new.modified)
 
     def remove(self, position: int) -> None:
         self.alive[position] = False
@@ -322,6 +322,68 @@ class _IndexedBlock:
         result = list(compress(self.statements, self.alive))
         self.cache.remember(result, list(compress(self.facts, self.alive)))
         return result
+
+
+class _Positions:
+    """For each name, the positions of the records (of a block's statements) whose set
+    ``field`` (``reads``, ``modified``) holds it; told of each record replaced
+    (:meth:`changed`), so that it is always what the records say now. Built in one pass
+    over the records, or, ``lazy``, a name at a time when asked for (a pass each: up to
+    :data:`_LOOKUPS` names, then all at once).
+
+    Example::
+
+        readers = _Positions(records, "reads", lazy=True)
+        readers.get("t")  # {3, 7}: records[3].reads and records[7].reads hold "t"
+    """
+
+    def __init__(self, records: list, field: str, lazy: bool):
+        self.records = records  # kept current by the owner: it replaces a record, then tells
+        self.field = field
+        self.known: dict[str, set[int]] = {}
+        self.complete = False  # every name is in ``known``
+        self.lookups = 0
+        if not lazy:
+            self._index_all()
+
+    def get(self, name: str, default=()):
+        """The positions whose records name ``name`` (a set; ``default`` when none is)."""
+        positions = self.known.get(name)
+        if positions is not None or self.complete:
+            return default if positions is None else positions
+        self.lookups += 1
+        if self.lookups > _LOOKUPS:
+            self._index_all()
+            return self.known.get(name, default)
+        names = map(attrgetter(self.field), self.records)
+        positions = {p for p, held in enumerate(names) if name in held}
+        self.known[name] = positions
+        return positions
+
+    def changed(self, position: int, before: set[str], now: set[str]) -> None:
+        """The record at ``position`` changed: ``before`` was its field, ``now`` is."""
+        known = self.known
+        for name in before - now:
+            positions = known.get(name)
+            if positions is not None:
+                positions.discard(position)
+        for name in now - before:
+            positions = known.get(name)
+            if positions is not None:
+                positions.add(position)
+            elif self.complete:
+                known[name] = {position}
+
+    def _index_all(self) -> None:
+        known: defaultdict[str, set[int]] = defaultdict(set)
+        for position, names in enumerate(map(attrgetter(self.field), self.records)):
+            for name in names:
+                known[name].add(position)
+        self.known = known
+        self.complete = True
+
+
+_LOOKUPS = 8  # names a lazy _Positions looks up one at a time before indexing them all
 
 
 def _drop_copy_back(block: _IndexedBlock, index, target, source) -> bool:

@@ -92,16 +92,21 @@ class Facts:
         "calls",
         "effects",
         "annotated",
+        "stores_items",
         "pure_value",
         "value_size",
     )
 
     def __init__(
-        self, statement: gast.stmt, trail: list | None = None, walked: _Walk | None = None
+        self,
+        statement: gast.stmt,
+        trail: list | None = None,
+        walked: _Walk | None = None,
+        operations: list | None = None,
     ):
         self.statement = statement
         if walked is None:
-            walked = _Walk(statement, trail)
+            walked = _Walk(statement, trail, operations=operations)
         loads, stores, others = walked.loads, walked.stores, walked.others
         has_scope, annotated = walked.has_scope, walked.annotated
         self.loads, self.stores, self.others = loads, stores, others
@@ -136,6 +141,7 @@ class Facts:
         self.calls = walked.calls  # every call in the statement, nested functions included
         self.effects = walked.effects  # a yield, an await or an assignment expression is there
         self.annotated = annotated  # a name carries an annotation (which the walk included)
+        self.stores_items = walked.stores_items  # an item or attribute is a target there
         self.pure_value: bool | None = None  # whether the assigned value is free of side effects
         self.value_size = None  # how many nodes the assigned value has
         if self.assigned is not None and not annotated:
@@ -145,7 +151,8 @@ class Facts:
 
 class _Walk:
     """One walk of a statement, gathering what :class:`Facts` records (``trail``, when
-    given, receives every node walked that could be changed in place)."""
+    given, receives every node walked that could be changed in place, and ``operations``
+    every ``BinOp``)."""
 
     __slots__ = (
         "statement",
@@ -159,18 +166,27 @@ class _Walk:
         "foldable",
         "effects",
         "annotated",
+        "stores_items",
         "size",
+        "operations",
     )
 
-    def __init__(self, statement: gast.stmt, trail: list | None, blocks: bool = True):
+    def __init__(
+        self,
+        statement: gast.stmt,
+        trail: list | None,
+        blocks: bool = True,
+        operations: list | None = None,
+    ):
         self.statement = statement
+        self.operations = operations
         self.loads: list[str] = []
         self.stores: list[str] = []
         self.others: list[str] = []
         self.calls: list[gast.Call] = []
         self.modified: set[str] = set()
         self.has_scope = self.own_scope = self.foldable = self.effects = False
-        self.annotated = False
+        self.annotated = self.stores_items = False
         self.size = 0  # nodes, as s2sgrad.compiler.syntax.walk counts them (operators too)
         self._walk(statement, trail, blocks)
 
@@ -189,6 +205,7 @@ class _Walk:
         self.foldable = self.foldable or inner.foldable
         self.effects = self.effects or inner.effects
         self.annotated = self.annotated or inner.annotated
+        self.stores_items = self.stores_items or inner.stores_items
         self.size += inner.size
 
     def _walk(self, statement: gast.stmt, trail: list | None, blocks: bool = True) -> None:
@@ -256,6 +273,8 @@ class _Walk:
         """Record what a node of a kind with a role tells; return the operators it counts."""
         if role is _BINOP:
             self.foldable = self.foldable or binop_folds(node)
+            if self.operations is not None:
+                self.operations.append(node)
             return 1
         if role is _CALL:
             self.calls.append(node)
@@ -269,6 +288,7 @@ class _Walk:
             if kind is gast.Subscript and not self.foldable:
                 self.foldable = subscript_folds(node)
             if type(node.ctx) is gast.Store:
+                self.stores_items = True
                 base = node.value
                 while isinstance(base, (gast.Subscript, gast.Attribute)):
                     base = base.value
@@ -442,18 +462,21 @@ class FactsCache:
             facts.modified = modified
         return facts
 
-    def prime(self, body: list[gast.stmt]) -> list[gast.AST]:
+    def prime(self, body: list[gast.stmt], operations: list | None = None) -> list[gast.AST]:
         """Walk each statement of ``body``; turn :meth:`of`'s cache off if two share a node.
 
         Returns every node walked that has children (names included), for a caller that
-        looks for nodes of some kind without a walk of its own."""
+        looks for nodes of some kind without a walk of its own; ``operations``, when given,
+        receives every ``BinOp`` walked (a short list to look through)."""
         self.updated = arrays_updated_in_place(body)
         self.sharing = views_of_updated_arrays(body, self.updated)
         self.last = None
         trail: list[gast.AST] = []
         for statement in body:
-            self.table[id(statement)] = self._shared(Facts(statement, trail))
-        if len(set(map(id, trail))) != len(trail):
+            self.table[id(statement)] = self._shared(Facts(statement, trail, None, operations))
+        # nodes hash and compare by identity (no gast node defines __eq__ or __hash__): a
+        # set of them is one of their ids, without an int made for each
+        if len(set(trail)) != len(trail):
             self.enabled = False
             self.table.clear()
             self.walks.clear()
@@ -582,6 +605,7 @@ def _with_value_of(outer: Facts, inner: Facts, target: str) -> Facts:
     result.modified = outer.modified | (inner.modified - {target}) | result.writes
     result.own_scope = outer.own_scope or inner.own_scope
     result.effects = outer.effects or inner.effects
+    result.stores_items = outer.stores_items or inner.stores_items
     result.calls = outer.calls + inner.calls
     result.foldable = outer.foldable or inner.foldable
     result.folded = not result.foldable
@@ -621,6 +645,7 @@ def _copied(facts: Facts) -> Facts:
     result.own_scope, result.has_scope = facts.own_scope, facts.has_scope
     result.folded, result.foldable = facts.folded, facts.foldable
     result.calls, result.effects, result.annotated = facts.calls, facts.effects, facts.annotated
+    result.stores_items = facts.stores_items
     result.pure_value, result.value_size = facts.pure_value, facts.value_size
     return result
 

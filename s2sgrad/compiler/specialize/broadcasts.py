@@ -20,6 +20,7 @@ import gast
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import BROADCAST_FREE, annotate, annotation
 from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.optimize.views import views_of_updated_arrays
 from s2sgrad.compiler.specialize.interpreted import CHECKED, FRAME_READERS
 from s2sgrad.compiler.specialize.seen import Seen
@@ -341,10 +342,11 @@ def strip_broadcast_definitions(function: gast.FunctionDef) -> FactsCache | None
     if not _defines_a_broadcast(function.body):  # nothing to strip
         return None
     primed = FactsCache()
-    trail = primed.prime(function.body)
+    operations: list[gast.BinOp] = []
+    primed.prime(function.body, operations)
     facts = primed if primed.enabled else None
     if facts is not None:
-        names = _names_from_facts(function, facts, trail)
+        names = _names_from_facts(function, facts, operations)
     else:  # two statements share a node: the facts are not kept, count by a walk
         names = _Names()
         names.walk([function])
@@ -415,10 +417,17 @@ class _Names:
                         push(item)
 
 
-def _names_from_facts(function: gast.FunctionDef, facts: FactsCache, trail: list) -> _Names:
+def _names_from_facts(
+    function: gast.FunctionDef, facts: FactsCache, operations: list[gast.BinOp]
+) -> _Names:
     """What :meth:`_Names.walk` counts in ``function``, read from the facts of its body's
-    statements (``trail``: every node their walks met that has children) and from a walk
-    of its other fields (parameters, decorators, annotations)."""
+    statements (``operations``: every ``BinOp`` their walks met) and from a walk of its
+    other fields (parameters, decorators, annotations).
+
+    The definitions are the assignments to a name among the body's statements, and inside
+    those that hold others (blocks, nested functions): only those of names written once are
+    ever looked at (see :func:`_settled`), and such a name has one assignment, wherever
+    it is found from."""
     names = _Names()
     records = facts.of_each(function.body)
     reads = Counter(chain.from_iterable(map(attrgetter("loads"), records)))
@@ -427,14 +436,19 @@ def _names_from_facts(function: gast.FunctionDef, facts: FactsCache, trail: list
     names.reads.update(reads)
     names.writes.update(Counter(chain.from_iterable(map(attrgetter("stores"), records))))
     definitions = names.definitions
-    binop_kind, assign_kind, name_kind = gast.BinOp, gast.Assign, gast.Name
-    for node in trail:
-        kind = type(node)
-        if kind is binop_kind:
-            if BROADCAST_FREE in node.__dict__:
-                names.note_operation(node)
-        elif kind is assign_kind and type(node.targets[0]) is name_kind:
-            definitions[node.targets[0].id] = node
+    for node in operations:
+        if BROADCAST_FREE in node.__dict__:
+            names.note_operation(node)
+    assign_kind, name_kind = gast.Assign, gast.Name
+    for statement in function.body:
+        kind = type(statement)
+        if kind is assign_kind:  # a simple statement holds no other
+            if type(statement.targets[0]) is name_kind:
+                definitions[statement.targets[0].id] = statement
+        elif kind not in SIMPLE_STATEMENTS:
+            for node in walk(statement):
+                if type(node) is assign_kind and type(node.targets[0]) is name_kind:
+                    definitions[node.targets[0].id] = node
     outside = copy.copy(function)  # the function without its body: a shallow copy
     outside.body = []
     names.walk([outside])
@@ -470,8 +484,11 @@ def _defines_a_broadcast(statements: list[gast.stmt]) -> bool:
     pending = list(statements)
     while pending:
         statement = pending.pop()
-        if type(statement) is gast.Assign and _is_broadcast_call(statement.value):
+        kind = type(statement)
+        if kind is gast.Assign and _is_broadcast_call(statement.value):
             return True
+        if kind in SIMPLE_STATEMENTS:  # no block to look into
+            continue
         state = statement.__dict__
         for field in _BLOCK_FIELDS:
             inner = state.get(field)
