@@ -155,6 +155,7 @@ class CheckpointedLoop:
         self.step, self.step_vjp, self.step_backward = step, step_vjp, step_backward
         self.steps, self.snapshots, self.copy_state = int(steps), int(snapshots), copy_state
         self.replay = replay or Replay([])
+        self.random_after: list = []  # the generators' states where the forward pass left them
         self.stored: dict[int, Any] = {}
         self.random_at: dict[int, list] = {}  # the generators' states at each snapshot
         self.stats = {"forward": 0, "taped": 0, "most_snapshots": 0}
@@ -255,7 +256,10 @@ class Replay:
 
     def __init__(self, sources: list, refusal: Callable[[], Exception] | None = None):
         self.sources, self.refusal = sources, refusal
-        self.fingerprints: dict[int, int] = {}
+        # one 8-byte hash per step (a checkpointed loop is long, and kept small), and
+        # which steps have one
+        self.fingerprints = np.zeros(0, dtype=np.int64)
+        self.noted = np.zeros(0, dtype=bool)
 
     def states(self) -> list:
         return random_states(self.sources)
@@ -269,7 +273,13 @@ class Replay:
         if self.refusal is None:
             return
         found = fingerprint(state, hooks.value_of)
-        if self.fingerprints.setdefault(t, found) != found:
+        if t >= len(self.noted):  # room for twice as many steps
+            grown = max(2 * len(self.noted), t + 1)
+            self.fingerprints = np.resize(self.fingerprints, grown)
+            self.noted = np.concatenate([self.noted, np.zeros(grown - len(self.noted), bool)])
+        if not self.noted[t]:
+            self.fingerprints[t], self.noted[t] = found, True
+        elif self.fingerprints[t] != found:
             raise self.refusal()
 
 
