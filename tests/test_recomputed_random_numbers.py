@@ -16,6 +16,8 @@ The oracle is central differences of the same function without checkpoints, each
 evaluation drawing from the same seeds.
 """
 
+import random
+
 import numpy as np
 import pytest
 from oracle import assert_close
@@ -204,3 +206,33 @@ def test_each_column_of_a_hessian_draws_the_same_numbers(mode):
     hessian = sg.hessian(noisy_loss_with_a_loop, mode=mode)(x)
     gradient = sg.grad(noisy_loss_with_a_loop, mode="tape")
     assert_close(hessian, _seeded_jacobian(gradient, x), rtol=1e-5, atol=1e-7)
+
+
+def _python_noise(h):
+    return h + np.array([random.gauss(0.0, 0.3) for _ in range(h.size)])
+
+
+checkpointed_python_noise = sg.checkpoint(lambda h: np.tanh(_python_noise(h)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_python_random_in_a_helper_the_block_calls(mode):
+    x = np.array([0.4, -0.8, 1.3])
+
+    def f(x):
+        return np.sum(checkpointed_python_noise(x) ** 2)
+
+    def evaluate(z):
+        random.seed(9)
+        return np.sum(np.tanh(_python_noise(z)) ** 2)
+
+    random.seed(9)
+    gradient = sg.grad(f, mode=mode)(x)
+    assert_close(gradient, seeded_differences(evaluate, x), rtol=1e-6, atol=1e-8)
+
+
+def test_a_block_that_names_no_generator_notes_none():
+    from s2sgrad.runtime.replays import random_sources
+
+    assert random_sources(lambda h: np.tanh(h) * 2.0, (np.ones(2),)) == []
+    assert random_sources(noisy_block, (np.ones(2),)) != []

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import random
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -52,23 +53,42 @@ class _GlobalState:
 GLOBAL = _GlobalState()
 
 
-def random_sources(function: Any, values: Iterable = ()) -> list:
-    """The generators ``function`` can reach: NumPy's global one, those among ``values``
+def random_sources(function: Any, values: Iterable = (), every_global: bool = False) -> list:
+    """The generators ``function`` can reach: NumPy's global one and Python's ``random``
+    where its code (or a function it names) says ``random``, those among ``values``
     (entries of tuples, lists and dicts too), those its code names as globals or closure
-    variables, and those these objects hold as attributes (``self.rng``).
+    variables, and those these objects hold as attributes (``self.rng``) or are methods of
+    (``from numpy.random import normal``). Noting a state costs tens of microseconds, so
+    generators the code cannot name are left out, where the fingerprint refuses what they
+    change; ``every_global`` keeps the two global ones whatever the code names.
 
     Example::
 
         random_sources(step, (h, rng))  # [GLOBAL, rng]
     """
-    found: dict[int, Any] = {id(GLOBAL): GLOBAL}
-    for value in (*_leaves(values), *_free_values(function)):
+    free = list(_free_values(function))
+    found: dict[int, Any] = {}
+    if every_global or "random" in _code_names(function, free):
+        found[id(GLOBAL)] = GLOBAL
+        found[id(random)] = random
+    for value in (*_leaves(values), *free):
         # a layer's or a model's own generator (self.rng) too
         attributes = vars(value).values() if type(getattr(value, "__dict__", None)) is dict else ()
-        for candidate in (value, *attributes):
-            if isinstance(candidate, _GENERATORS):
+        for candidate in (value, getattr(value, "__self__", None), *attributes):
+            if isinstance(candidate, _GENERATORS) or candidate is random:
                 found.setdefault(id(candidate), candidate)
     return list(found.values())
+
+
+def _code_names(function: Any, free: list) -> set[str]:
+    """The names the code of ``function`` (and of what it wraps) and of the Python
+    functions among its free values use."""
+    names: set[str] = set()
+    for value in (*_chain(function), *free):
+        code = getattr(getattr(value, "__func__", value), "__code__", None)
+        if isinstance(code, types.CodeType):
+            names.update(_names(code))
+    return names
 
 
 class SameDraws:
@@ -87,7 +107,8 @@ class SameDraws:
     """
 
     def __init__(self, function: Any, values: Iterable = ()):
-        self.sources = random_sources(function, values)
+        # a few runs, and nothing to compare them by: every generator that may be drawn from
+        self.sources = random_sources(function, values, every_global=True)
         self.start: list | None = None
         self.after: list | None = None
 
@@ -124,6 +145,8 @@ def set_random_states(sources: list, states: list) -> None:
     for source, state in zip(sources, states):
         if source is GLOBAL:
             np.random.set_state(state)
+        elif source is random:
+            random.setstate(state)
         elif isinstance(source, np.random.Generator):
             source.bit_generator.state = state
         elif isinstance(source, np.random.RandomState):
@@ -186,6 +209,8 @@ def _comparable(sample: np.ndarray) -> tuple:
 def _state_of(source: Any) -> Any:
     if source is GLOBAL:
         return np.random.get_state()
+    if source is random:
+        return random.getstate()
     if isinstance(source, np.random.Generator):
         return source.bit_generator.state
     if isinstance(source, np.random.RandomState):
@@ -207,11 +232,17 @@ def _free_values(function: Any) -> Iterable:
     """The values of the globals and closure variables ``function``'s code names (a bound
     method's function, a layer's ``__call__``), and those of the functions it wraps
     (``__wrapped__``: a transform's, a decorator's)."""
+    for each in _chain(function):
+        yield from _own_free_values(each)
+
+
+def _chain(function: Any) -> Iterable:
+    """``function`` and what it wraps (``__wrapped__``), to the user's own."""
     for _ in range(16):  # sg.grad(sg.grad(f)) reaches the user's f
-        yield from _own_free_values(function)
-        function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
         if function is None:
             return
+        yield function
+        function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
 
 
 def _own_free_values(function: Any) -> Iterable:
