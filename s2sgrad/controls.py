@@ -326,7 +326,8 @@ def _checkpointed_loop(step, carried, read, iterable, snapshots=None, differenti
                 read_cotangents[j] = _accumulated(read_cotangents[j], c)
         return tuple(cotangents[:count])
 
-    replay = Replay(random_sources(step, values), lambda: changed_on_recomputing(step))
+    refusal = lambda: changed_on_recomputing(step)  # noqa: E731
+    replay = Replay(random_sources(step, values), refusal, len(items))
     loop = CheckpointedLoop(advance, taped, backward, len(items), snapshots, replay=replay)
     final = loop.forward(carried)
     # a state entry may become floating in the loop (acc = 0, then acc = acc + w * t)

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+_SCALARS = (float, int, bool, np.float64, np.float32, np.int64, np.bool_)
 _SAMPLES = 8  # elements compared per array: new random numbers change nearly all of them
 
 
@@ -167,7 +168,9 @@ def fingerprint(value: Any, plain: Callable[[Any], Any] = lambda v: v) -> int:
     parts: list = []
     for leaf in _leaves((value,)):
         leaf = plain(leaf)
-        if isinstance(leaf, np.ndarray):
+        if type(leaf) in _SCALARS:  # a scalar loop's state: the number itself
+            parts.append(leaf if leaf == leaf else "nan")
+        elif isinstance(leaf, np.ndarray):
             n = leaf.size
             positions = sorted({0, n - 1, *(n * k // _SAMPLES for k in range(1, _SAMPLES))})
             sample = leaf.flat[positions] if n else leaf.ravel()

@@ -243,21 +243,29 @@ class CheckpointedLoop:
         return cotangent
 
 
+_FINGERPRINTS = 4096  # the most steps of one loop whose states are compared when run again
+
+
 class Replay:
     """What makes a loop's steps run again as they ran the first time: the random
     generators its body can reach (``s2sgrad/runtime/replays.py``), set again at each
-    snapshot, and a fingerprint of the state after each step, which a step run again must
-    give again (``refusal()`` is raised when it does not).
+    snapshot, and a fingerprint of the state after each step (of up to 4,096 steps evenly
+    spread over ``steps``), which a step run again must give again (``refusal()`` is raised
+    when it does not).
 
     Example::
 
         replay = Replay(random_sources(body, values), lambda: changed_on_recomputing(body))
     """
 
-    def __init__(self, sources: list, refusal: Callable[[], Exception] | None = None):
+    def __init__(
+        self, sources: list, refusal: Callable[[], Exception] | None = None, steps: int = 0
+    ):
         self.sources, self.refusal = sources, refusal
-        # one 8-byte hash per step (a checkpointed loop is long, and kept small), and
-        # which steps have one
+        # at most _FINGERPRINTS steps are compared, evenly spread: a loop that draws unseen
+        # random numbers or reads a global it changes differs at every step after the first
+        # such step, and a checkpointed loop is long and meant to be kept small and fast
+        self.stride = max(1, -(-steps // _FINGERPRINTS))
         self.fingerprints = np.zeros(0, dtype=np.int64)
         self.noted = np.zeros(0, dtype=bool)
 
@@ -270,9 +278,10 @@ class Replay:
     def check(self, t: int, state: Any) -> None:
         """Note the fingerprint of the state after step ``t`` the first time; after that,
         refuse another."""
-        if self.refusal is None:
+        if self.refusal is None or t % self.stride:
             return
         found = fingerprint(state, hooks.value_of)
+        t //= self.stride
         if t >= len(self.noted):  # room for twice as many steps
             grown = max(2 * len(self.noted), t + 1)
             self.fingerprints = np.resize(self.fingerprints, grown)
