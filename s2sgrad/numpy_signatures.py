@@ -33,6 +33,8 @@ _TABLE = {
     "dot": "(a, b, out=None)",
     "empty": "(shape, dtype=None, order='C', *, device=None, like=None)",
     "empty_like": "(prototype, /, dtype=None, order='K', subok=True, shape=None, *, device=None)",
+    "float16": "(value=0, /)",
+    "float32": "(value=0, /)",
     "inner": "(a, b, /)",
     "ndarray.all": "(self, /, axis=None, out=None, keepdims=False, *, where=True)",
     "ndarray.any": "(self, /, axis=None, out=None, keepdims=False, *, where=True)",

@@ -137,13 +137,14 @@ _GROUPS = {
         "fft.hfft fft.ihfft"
     ),
     "no rule yet: unwrap (a cumulative sum of rounded jumps)": _names("unwrap"),
-    # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x)
+    # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x); np.float_ is np.float64
+    # there, which has a rule
     "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "
     "np.vstack, np.sort, np.asarray, np.complex128, ...)": _names(
         """AxisError ComplexWarning DataSource ModuleDeprecationWarning RankWarning TooHardError
         VisibleDeprecationWarning add_docstring add_newdoc add_newdoc_ufunc alltrue asfarray
         byte_bounds cfloat chararray clongfloat compare_chararrays complex_ cumproduct
-        deprecate deprecate_with_doc disp fastCopyAndTranspose find_common_type float_
+        deprecate deprecate_with_doc disp fastCopyAndTranspose find_common_type
         format_parser get_array_wrap geterrobj issctype issubclass_ issubsctype longcomplex
         longfloat lookfor mat maximum_sctype msort obj2sctype product recfromcsv recfromtxt
         round_ safe_eval sctype2char set_numeric_ops set_string_function seterrobj
