@@ -18,6 +18,7 @@ from oracle import assert_close, call_twice, directional_derivative, numeric_gra
 
 import s2sgrad as sg
 from s2sgrad.rules.registry import get_rule
+from s2sgrad.runtime import states_left
 from s2sgrad.tape.runtime_calls import routed_helpers
 
 MODES = ["s2s", "tape", "auto"]
@@ -340,7 +341,7 @@ def test_every_helper_generated_code_calls_has_a_rule_or_is_not_given_values():
     bookkeeping = {"forget_all_stored"}  # takes no values: a failed computation's notes
     bookkeeping.add("owned_together")  # copies with owned (which has a rule), or none
     # notes of the final states of plain arrays and lists: tape values pass them by
-    bookkeeping |= {"final_states", "keep_final_state", "put_back_final_states"}
+    bookkeeping |= set(states_left.__all__)
     tangents = {"pinv_tangent", "vander_tangent", "cov_tangent", "corrcoef_tangent"}
     without = {
         name

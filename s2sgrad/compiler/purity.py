@@ -15,6 +15,7 @@ import numpy as np
 from s2sgrad.compiler.frontend import NOT_FOUND
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.rules import get_rule
+from s2sgrad.runtime import states_left
 
 __all__ = ["purity", "purity_of"]
 
@@ -67,7 +68,7 @@ def _pure_method(name: str) -> bool:
 
 
 # hooks may print; the final states are noted before and written back after restores
-_RUNTIME_EFFECTS = {"with_derivative", "final_states", "keep_final_state", "put_back_final_states"}
+_RUNTIME_EFFECTS = {"with_derivative", *states_left.__all__}
 _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}
 
 

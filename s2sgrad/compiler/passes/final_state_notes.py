@@ -16,10 +16,11 @@ from __future__ import annotations
 import gast
 
 from s2sgrad import runtime
+from s2sgrad.runtime import states_left
 
 __all__ = ["drop_final_state_notes"]
 
-_NOTES = (runtime.final_states, runtime.keep_final_state, runtime.put_back_final_states)
+_NOTES = tuple(getattr(runtime, name) for name in states_left.__all__)
 
 
 def drop_final_state_notes(node: gast.AST, resolve) -> bool:
