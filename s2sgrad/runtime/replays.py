@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import random
 import types
 from collections.abc import Callable, Iterable
@@ -73,8 +74,14 @@ def random_sources(function: Any, values: Iterable = (), every_global: bool = Fa
         found[id(GLOBAL)] = GLOBAL
         found[id(random)] = random
     for value in (*_leaves(values), *free):
-        # a layer's or a model's own generator (self.rng) too
-        attributes = vars(value).values() if type(getattr(value, "__dict__", None)) is dict else ()
+        if value is np.random:  # import numpy.random as npr; npr.normal()
+            found.setdefault(id(GLOBAL), GLOBAL)
+        if isinstance(value, types.ModuleType):  # not every generator a library holds
+            attributes: Iterable = ()
+        elif type(getattr(value, "__dict__", None)) is dict:
+            attributes = vars(value).values()  # a layer's or a model's own (self.rng)
+        else:
+            attributes = ()
         for candidate in (value, getattr(value, "__self__", None), *attributes):
             if isinstance(candidate, _GENERATORS) or candidate is random:
                 found.setdefault(id(candidate), candidate)
@@ -260,13 +267,16 @@ def _own_free_values(function: Any) -> Iterable:
             yield cell.cell_contents
         except ValueError:  # an empty cell
             continue
-    for name in set(_names(function.__code__)):
+    for name in _names(function.__code__):
         if name in function.__globals__:
             yield function.__globals__[name]
 
 
-def _names(code: types.CodeType) -> Iterable[str]:
-    yield from code.co_names
+@functools.lru_cache(maxsize=1024)
+def _names(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` uses, its comprehensions' and nested functions' included."""
+    names = set(code.co_names)
     for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):  # a comprehension, a nested function
-            yield from _names(constant)
+        if isinstance(constant, types.CodeType):
+            names |= _names(constant)
+    return frozenset(names)
