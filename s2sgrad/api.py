@@ -41,6 +41,7 @@ from s2sgrad.compiler.specialize import signature
 from s2sgrad.display import NotebookDisplay
 from s2sgrad.engines import products as engines
 from s2sgrad.engines.arguments import (
+    bound_arguments,
     calling_with,
     check_differentiable,
     first_of,
@@ -142,7 +143,8 @@ class _Transform(NotebookDisplay):
                 f"{type(f).__name__} {f!r:.60}"
             )
         self.f = f
-        self.function = f.__func__ if isinstance(f, types.MethodType) else f
+        self.function, bound, _ = bound_arguments(f)
+        self.binds = self.function is not f  # a bound method, a functools.partial
         self.kind = kind
         self.has_aux = has_aux
         self.mode = mode
@@ -151,7 +153,7 @@ class _Transform(NotebookDisplay):
         self.parameters = positional_parameters(self.function)
         self.call_signature = numpy_signatures.signature(self.function)  # its own parameters
         self.all_parameters = list(self.call_signature.parameters)
-        shift = 1 if isinstance(f, types.MethodType) else 0
+        shift = len(bound)
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
         self.indices = [position_of(self.function, w) for w in self.wrt]
         self.code = None  # the compiler's cache entry holding this transform's code
@@ -202,6 +204,13 @@ class _Transform(NotebookDisplay):
             raise UnsupportedError(
                 f"{name_of(self.f)} is differentiated with mode='tape'; its derivative is "
                 "differentiated on the tape too"
+            )
+        if self.binds and not isinstance(self.f, types.MethodType):
+            raise UnsupportedError(
+                f"{located_name(self.f)}: the derivative of a functools.partial is "
+                "differentiated again here, and its generated code takes the arguments the "
+                "partial binds; differentiate the function the partial wraps and pass them "
+                "(sg.grad(sg.grad(f), wrt=0)(x, a)), or use mode='tape'"
             )
         function = derivative(
             self.function,
@@ -304,7 +313,7 @@ class _Transform(NotebookDisplay):
         self._guards.clear()
 
     def _call_checked(self, args, kwargs):
-        if not (kwargs or self.use_tape or self.bound_self is not None):
+        if not (kwargs or self.use_tape or self.binds):
             try:  # the hot path: arrays of shapes seen before (their signature)
                 key = tuple(map(_SHAPE_AND_DTYPE, args))
                 function, entries, _ = self.calls[key]
@@ -340,13 +349,15 @@ class _Transform(NotebookDisplay):
             return self.on_the_tape()(*args, **kwargs)
 
     def _call_engine(self, args, kwargs):
-        if self.bound_self is not None:
-            args = (self.bound_self, *args)
+        if self.binds:  # read at each call: a partial's keywords may have changed
+            _, bound, keywords = bound_arguments(self.f)
+            args = (*bound, *args)
+            kwargs = {**keywords, **kwargs} if keywords else kwargs
         if not self.use_tape:
             key = signature(args, kwargs)
             found = None if self.calls is None else self.calls.get(key)
             if found is not None and found[2].current():  # else built anew below
-                if not kwargs and self.bound_self is None:  # numbers, say: guarded next time
+                if not kwargs and not self.binds:  # numbers, say: guarded next time
                     self._guard(key, found[0], found[1])
                 result = found[0](*args, **kwargs)
                 return self._shape_result(result) if self.wrap_single else result
@@ -522,6 +533,8 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
         sg.jacobian(lambda x: np.sin(x))(np.zeros(3))  # the 3x3 identity
     """
     check_mode(mode)
+    if _is_partial(f):
+        return _of_partial(jacobian, f, wrt, mode)
 
     def jacobian_function(*args, **kwargs):
         with _named_at(f):
@@ -541,6 +554,8 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
         sg.jacfwd(lambda x: x ** 2)(np.arange(3.0))  # diag([0, 2, 4])
     """
     check_mode(mode)
+    if _is_partial(f):
+        return _of_partial(jacfwd, f, wrt, mode)
 
     def jacobian_function(*args, **kwargs):
         with _named_at(f):
@@ -560,6 +575,8 @@ def hessian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> C
         sg.hessian(lambda x: np.sum(x ** 3))(np.ones(2))  # diag([6, 6])
         sg.hessian(lambda x, y: x**2 * y, wrt=(0, 1))(1.0, 2.0)  # blocks ((4, 2), (2, 0))
     """
+    if _is_partial(f):
+        return _of_partial(hessian, f, wrt, mode)
     jacobian_of_gradient = jacfwd(grad(f, wrt=wrt, mode=mode), wrt=wrt, mode=mode)
     if not isinstance(wrt, (tuple, list)):
         return jacobian_of_gradient
@@ -597,6 +614,32 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
     # each product has its primal's structure: a float for a float (the tape's forward pass
     # over its gradient of np.clip(h, 0.0, None) gives a 0-d array)
     return tuple(as_gradient(p, x) for p, x in zip(products, primals))
+
+
+def _is_partial(f: Callable) -> bool:
+    """Whether ``f`` is a ``functools.partial`` of a Python function of the user's."""
+    return isinstance(f, functools.partial) and bound_arguments(f)[0] is not f
+
+
+def _of_partial(transform: Callable, f: Callable, wrt, mode: str) -> Callable:
+    """``transform(f, wrt)`` of a partial, made as the transform of the function it wraps
+    called with the partial's arguments, so that a derivative of it is differentiated
+    again by source transformation (the gradient's code takes the bound arguments too)."""
+    function, bound, _ = bound_arguments(f)
+    shift = len(bound)
+    moved = tuple(w + shift if isinstance(w, int) else w for w in _as_tuple(wrt))
+    single = not isinstance(wrt, (tuple, list))
+    inner = transform(function, wrt=moved[0] if single else moved, mode=mode)
+
+    def of_the_partial(*args, **kwargs):
+        _, bound, keywords = bound_arguments(f)  # as it is now: its keywords may change
+        return inner(*bound, *args, **{**keywords, **kwargs})
+
+    return functools.update_wrapper(of_the_partial, function, updated=())
+
+
+def _as_tuple(wrt) -> tuple:
+    return tuple(wrt) if isinstance(wrt, (tuple, list)) else (wrt,)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import contextvars
+import functools
 import linecache
 import re
 import sys
@@ -154,6 +155,8 @@ def function_origin(function: object) -> str | None:
 
         function_origin(loss)  # "model.py:12"
     """
+    while isinstance(function, functools.partial):
+        function = function.func
     function = getattr(function, "__func__", function)
     function = getattr(function, "function", function)  # a transform: the function inside
     function = getattr(function, "__wrapped__", function)

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import inspect
 import numbers
 import sys
@@ -36,6 +37,7 @@ from s2sgrad.tape import is_tape_value, value_of
 
 __all__ = [
     "bind_self",
+    "bound_arguments",
     "calling_with",
     "check_differentiable",
     "containers_of",
@@ -131,6 +133,25 @@ def first_of(function: Callable) -> Callable:
         return out
 
     return first
+
+
+def bound_arguments(f: Any) -> tuple[Any, tuple, dict]:
+    """The Python function under a bound method or a ``functools.partial`` of one, with
+    the arguments bound before those of a call and the keywords bound; ``(f, (), {})`` for
+    anything else (a library function's partial is differentiated by its rule).
+
+    Example::
+
+        bound_arguments(functools.partial(loss, data=X))  # (loss, (), {'data': X})
+        bound_arguments(model.loss)  # (Model.loss, (model,), {})
+    """
+    if isinstance(f, types.MethodType):
+        return f.__func__, (f.__self__,), {}
+    if isinstance(f, functools.partial):
+        function, args, keywords = bound_arguments(f.func)
+        if isinstance(function, types.FunctionType):
+            return function, (*args, *f.args), {**keywords, **f.keywords}
+    return f, (), {}
 
 
 def bind_self(f: Callable, primals: tuple) -> tuple[Callable, tuple]:
@@ -498,4 +519,6 @@ def name_of(f: Any) -> str:
 
         name_of(np.sin)  # 'sin'
     """
+    if isinstance(f, functools.partial):
+        return f"functools.partial({name_of(f.func)})"
     return getattr(f, "__qualname__", None) or repr(f)

@@ -70,6 +70,16 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
                 "transform; differentiate a function of yours that calls it "
                 "('def f(x): return np.sin(x)'), or use mode='auto' or mode='tape'"
             )
+        if isinstance(function, functools.partial):
+            wrapped = getattr(function.func, "__name__", "f")
+            inner = getattr(function.func, "__code__", None)
+            where = f"{inner.co_filename}:{inner.co_firstlineno}: " if inner else ""
+            raise UnsupportedError(
+                f"{where}functools.partial({wrapped}): sg.vjp, sg.jvp and sg.hvp take the "
+                "function they call with its arguments; pass a lambda calling {wrapped} with the "
+                f"arguments this partial binds (lambda x: {wrapped}(x, ...)), or use "
+                "mode='tape' (sg.grad, sg.jacobian and sg.hessian take partials)"
+            )
         raise UnsupportedError(
             f"{_describe(function)}: s2sgrad can only read the source of Python functions; "
             "register a derivative with @s2sgrad.derivative(of=...) or use mode='tape'"
