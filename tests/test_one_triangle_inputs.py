@@ -63,3 +63,18 @@ def test_a_symmetric_input_keeps_its_gradient(f, mode):
     g = sg.grad(f, mode=mode)((b + b.T) / 2.0)
     expected = numeric_grad(symmetrised(f), [b], 0)
     np.testing.assert_allclose((g + g.T) / 2.0, expected, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed", range(6))
+def test_a_product_rounded_in_single_precision_then_promoted_is_symmetric(mode, seed):
+    # a @ a^H in complex64 plus a float64 identity is complex128 (NumPy 2) yet symmetric
+    # only to single precision: NumPy 2.0 on Python 3.12 refused it at a 1e-8 tolerance
+    rng = np.random.default_rng(seed)
+    a = (rng.normal(size=(3, 3)) + 1j * rng.normal(size=(3, 3))).astype(np.complex64) * 2.0
+
+    def loss(a):
+        return np.sum(np.abs(np.linalg.cholesky(a @ np.conj(a.T) + np.eye(3))) ** 2)
+
+    gradient = sg.grad(loss, mode=mode)(a)
+    assert gradient.shape == a.shape and np.all(np.isfinite(gradient))
