@@ -236,6 +236,7 @@ class _Forward:
         refuse_frame_readers(statement, self.parsed)
         owner = method_receiver(value, "append")
         if owner is not None and self.active(owner):
+            self.refuse_outside_container(statement, owner)
             tangent = self.tangent_of(value.args[0])
             line = gast.Expr(value=call(attribute(load(self.tangent(owner)), "append"), [tangent]))
             return [statement, gast.copy_location(line, statement)]
@@ -349,6 +350,7 @@ class _Forward:
         base = target.value.id
         if not self.active(base):
             return [statement]
+        self.refuse_outside_container(statement, base)
         place = gast.Subscript(
             value=load(self.tangent(base)), slice=clone(target.slice), ctx=gast.Store()
         )
@@ -365,6 +367,17 @@ class _Forward:
             lines.append(self.own_tangent(base, statement))
             self.owned.add(base)
         return [*lines, assign(place, tangent, like=statement)]
+
+    def refuse_outside_container(self, statement: gast.stmt, base: str) -> None:
+        """Refuse storing a differentiated value in a list, dict or array of the code around
+        the function (a global, a closure's): its tangent would be a local never set."""
+        if base not in self.local_names:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: this stores values being differentiated "
+                f"in '{base}', which belongs to the code around this function; source "
+                "transformation does not follow values through it: pass them as arguments or "
+                "return them, or use mode='tape'"
+            )
 
     def own_tangent(self, variable: str, statement: gast.stmt) -> gast.stmt:
         """``dv = owned(dv)``: a private, writable copy of ``v``'s tangent."""
