@@ -28,7 +28,6 @@ __all__ = [
     "as_gradient",
     "add_cotangents",
     "zeros_like_structure",
-    "refuse_unnumeric_array",
     "vjp_call",
     "jvp_call",
     "seed_cotangent",
