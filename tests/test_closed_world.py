@@ -250,6 +250,7 @@ PROOFS = {
     np.nanargmax: [(_floats(5),)],
     np.nanargmin: [(_floats(5),)],
     np.argsort: [(_floats(5),)],
+    np.lexsort: [((_floats(5), _floats(5)),)],
     np.argpartition: [(_floats(5), 2)],
     np.count_nonzero: [(_floats(5),)],
     np.all: [(_floats(5),)],

@@ -458,6 +458,7 @@ nondifferentiable(
     np.nanargmax,
     np.nanargmin,
     np.argsort,
+    np.lexsort,
     np.argpartition,
     np.count_nonzero,
     np.all,

@@ -133,6 +133,25 @@ def zeros_like_structure(x: Any) -> Any:
 batches_as_is(zeros_like_structure)  # right on batched values as it is
 
 
+def refuse_unnumeric_array(x: Any) -> None:
+    """Refuse an array of Python objects or a structured (record) array that is to hold a
+    value being differentiated: its cotangent cannot be an array of floats of its shape.
+
+    Example::
+
+        refuse_unnumeric_array(np.empty(2, dtype=object))  # raises UnsupportedError
+    """
+    if type(x) is not np.ndarray or (x.dtype.kind != "O" and x.dtype.names is None):
+        return
+    kind = "Python objects" if x.dtype.kind == "O" else "a structured (record) array"
+    raise UnsupportedError(
+        f"{running_origin('the differentiated function')}: a value being differentiated is "
+        f"written into or read from an array of dtype {x.dtype} ({kind}), which s2sgrad "
+        "does not differentiate; keep the values in a list, a dict of float arrays (one "
+        "per field), or join them into a float array with np.stack([...])"
+    )
+
+
 def _numeric(x: Any) -> bool:
     return x is None or isinstance(x, (complex, np.generic)) or hasattr(x, "__array_function__")
 
@@ -416,6 +435,7 @@ def zeros_like_value(x: Any) -> Any:
         hasattr(x, "__array_function__") or hasattr(x, "__array__")
     ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate
         return None
+    refuse_unnumeric_array(x)
     return zeros_like_structure(x)
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.running import running_origin
 from s2sgrad.runtime.core import (
@@ -25,6 +25,7 @@ from s2sgrad.runtime.core import (
     CotangentList,
     add_cotangents,
     owned,
+    refuse_unnumeric_array,
     snapshot,
     unbroadcast,
     zeros_like_structure,
@@ -88,13 +89,26 @@ def zero_if_integer(g: Any, ans: Any) -> Any:
     Casting to an integer dtype (``x.astype(int)``, ``np.full_like(counts, x)``) makes a
     function piecewise constant, so no derivative flows through it.
 
+    Any other dtype (Python objects, strings, dates) is refused: a value being
+    differentiated cast to it would carry its derivative on, or not, in ways the rules
+    cannot follow, and a zero there would be silently wrong.
+
     Example::
 
         zero_if_integer(np.ones(2), np.array([1, 2]))  # array([0., 0.])
     """
-    if np.issubdtype(np.result_type(ans), np.inexact):
+    dtype = np.result_type(ans)
+    if np.issubdtype(dtype, np.inexact):
         return g
-    return np.zeros_like(g)
+    if dtype.kind in "biu":
+        return np.zeros_like(g)
+    origin = running_origin("")  # on the tape, the transform names the user's line
+    raise NonDifferentiableError(
+        f"{origin}{': ' if origin else ''}a value being differentiated is "
+        f"converted to dtype {dtype} (as by dtype={dtype} or .astype({dtype})), which "
+        "s2sgrad does not differentiate; keep a float dtype (leave dtype out), or wrap the "
+        "value in s2sgrad.stop_gradient if it needs no derivative"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,6 +135,7 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
         return _sequence_cotangent(g, x, index)
     if isinstance(x, range):  # integers (a loop's range, sliced): zero, as items_cotangent's
         return np.zeros(len(x))
+    refuse_unnumeric_array(x)
     index = _normalize_index(index)
     cotangent = np.zeros(np.shape(x), dtype=_cotangent_dtype(g))
     if _has_integer_array(index):

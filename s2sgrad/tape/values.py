@@ -1053,11 +1053,25 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
             recorded = recorded or list(args)
             recorded[i] = _rebuilt(a, inner)
         else:
+            if t is np.ndarray and a.dtype.kind == "O":
+                _refuse_tape_values_in_objects(a)
             raw.append(a)
             continue
         if s and s is not tapes:
             tapes = _merge(tapes, s) if tapes else s
     return (args if recorded is None else tuple(recorded)), raw, tapes
+
+
+def _refuse_tape_values_in_objects(array: np.ndarray) -> None:
+    """An array of Python objects holding values being differentiated (``o = np.empty(2,
+    dtype=object); o[0] = x``) passed to a NumPy operation with another one: NumPy would
+    read its entries as plain objects, their derivatives dropped. Refuse it there."""
+    if any(isinstance(v, TapeValue) for v in array.flat):
+        raise NonDifferentiableError(
+            f"{user_location()}: an array of dtype object holds values being differentiated, "
+            "and NumPy operations on it would drop their derivatives; keep the values in a "
+            "list, or join them into a float array with np.stack([...]) or np.array([...])"
+        )
 
 
 def _contains_tape_value(items) -> bool:

@@ -29,6 +29,7 @@ from s2sgrad.compiler.operations import Operation, OperationKind, classify, drop
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.reverse.facts import fresh_names
 from s2sgrad.compiler.steps import Derivative, Step, StepKind
 from s2sgrad.compiler.syntax import (
     assign,
@@ -100,6 +101,9 @@ class _Forward:
         self.np = namespace.bind("np", np)
         # variables whose tangent is known to be a private, writable copy (dv[i] = ... is safe)
         self.owned: set[str] = set()
+        self.fresh: set[str] = set()  # names always bound to a new array or list (run sets it)
+        self.views: set[str] = set()  # names bound to what may be a view of another array
+        self.copied: set[str] = set()  # names last bound to a private copy (v = owned(v))
 
     def tangent(self, variable: str) -> str:
         if variable not in self.tangent_names:
@@ -134,6 +138,8 @@ class _Forward:
             )
         parameters = parameter_names(self.parsed.node, starred=False)
         refuse_mutating_calls(statements, self.parsed, parameters, self.activity)
+        self.fresh = fresh_names(statements, self.parsed, self.local_names)
+        self.views = _bound_to_views(statements)
         tangents = {w: self.tangent(w) for w in self.wrt}
         result = self.constant_parameters() + self.block(statements)
         output = final.value
@@ -236,6 +242,7 @@ class _Forward:
         refuse_frame_readers(statement, self.parsed)
         owner = method_receiver(value, "append")
         if owner is not None and self.active(owner):
+            self.refuse_outside_container(statement, owner)
             tangent = self.tangent_of(value.args[0])
             line = gast.Expr(value=call(attribute(load(self.tangent(owner)), "append"), [tangent]))
             return [statement, gast.copy_location(line, statement)]
@@ -257,6 +264,7 @@ class _Forward:
             return [statement]
         names = _flat_names(target)
         self.owned.difference_update(names)
+        self.copied.difference_update(names)
         if not any(self.active(n) for n in names):
             return [statement]
         step = self.step(statement)
@@ -326,6 +334,7 @@ class _Forward:
                 lines.append(final)
                 if operation.primitive is runtime.owned:  # g = owned(g): its tangent is a copy
                     self.owned.add(original.id)
+                    self.copied.add(original.id)
                 return lines
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: forward mode cannot unpack into "
@@ -336,6 +345,7 @@ class _Forward:
             lines.append(assign(self.tangent(target.id), tangent, like=statement))
             if operation.primitive is runtime.owned:  # its tangent is a copy too
                 self.owned.add(target.id)
+                self.copied.add(target.id)
         else:  # a, *rest = v (A-normal form: names only): da, *drest = dv
             unpacked = gast.Tuple(
                 elts=[self.tangent_target(e) for e in target.elts], ctx=gast.Store()
@@ -349,6 +359,8 @@ class _Forward:
         base = target.value.id
         if not self.active(base):
             return [statement]
+        self.refuse_outside_container(statement, base)
+        self.refuse_shared_write(statement, base)
         place = gast.Subscript(
             value=load(self.tangent(base)), slice=clone(target.slice), ctx=gast.Store()
         )
@@ -365,6 +377,31 @@ class _Forward:
             lines.append(self.own_tangent(base, statement))
             self.owned.add(base)
         return [*lines, assign(place, tangent, like=statement)]
+
+    def refuse_outside_container(self, statement: gast.stmt, base: str) -> None:
+        """Refuse storing a differentiated value in a list, dict or array of the code around
+        the function (a global, a closure's): its tangent would be a local never set."""
+        if base not in self.local_names:
+            raise UnsupportedError(
+                f"{self.parsed.location(statement)}: this stores values being differentiated "
+                f"in '{base}', which belongs to the code around this function; source "
+                "transformation does not follow values through it: pass them as arguments or "
+                "return them, or use mode='tape'"
+            )
+
+    def refuse_shared_write(self, statement: gast.stmt, base: str) -> None:
+        """Refuse a write into an array that may share memory with another (a view an
+        expression made: ``a.T[0] = v``, ``a[1:][0] = v``, ``a.reshape(-1)[0] = v``): its
+        tangent, made a private copy to be written, would no longer share the other's."""
+        if base in self.fresh or base in self.copied or base not in self.views:
+            return
+        raise UnsupportedError(
+            f"{self.parsed.location(statement)}: '{self.parsed.source_line(statement)}' writes "
+            "into an array that may share memory with another (a view such as a.T[0] = ..., "
+            "a[1:][0] = ..., a.reshape(-1)[0] = ...), which forward mode does not follow; "
+            "write into the array itself with one index (a[0, 1] = ..., a[:, 0] = ...), or "
+            "make a new array first (np.copy, .copy())"
+        )
 
     def own_tangent(self, variable: str, statement: gast.stmt) -> gast.stmt:
         """``dv = owned(dv)``: a private, writable copy of ``v``'s tangent."""
@@ -390,6 +427,54 @@ def _flat_names(target: gast.expr) -> list[str]:
     if isinstance(target, (gast.Tuple, gast.List)):
         return [n for e in target.elts for n in _flat_names(e)]
     return []
+
+
+# methods and NumPy functions whose result may be a view of their array
+_VIEW_MAKERS = frozenset(
+    {
+        "reshape",
+        "ravel",
+        "transpose",
+        "swapaxes",
+        "moveaxis",
+        "squeeze",
+        "view",
+        "diagonal",
+        "expand_dims",
+        "broadcast_to",
+        "flip",
+        "fliplr",
+        "flipud",
+        "rot90",
+        "T",
+        "mT",
+        "flat",
+        "real",
+        "imag",
+        "atleast_1d",
+        "atleast_2d",
+        "atleast_3d",
+        "asarray",
+        "asanyarray",
+    }
+)
+
+
+def _bound_to_views(statements: list[gast.stmt]) -> set[str]:
+    """The names some statement binds to a part of an array (``t = y[1:]``) or to what a
+    method or function may return as a view of one (``t = a.reshape(-1)``, ``a.T``)."""
+    found = set()
+    for statement in nested_statements(statements):
+        if type(statement) is not gast.Assign or type(statement.targets[0]) is not gast.Name:
+            continue
+        value = statement.value
+        if type(value) is gast.Call:
+            value = value.func
+        if type(value) is gast.Subscript or (
+            type(value) is gast.Attribute and value.attr in _VIEW_MAKERS
+        ):
+            found.add(statement.targets[0].id)
+    return found
 
 
 def _item_written(statements: list[gast.stmt]) -> set[str]:

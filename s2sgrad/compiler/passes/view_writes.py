@@ -39,6 +39,7 @@ from s2sgrad.compiler.passes.sharing import (
 from s2sgrad.compiler.passes.view_kinds import View, views_by_name
 from s2sgrad.compiler.syntax import (
     call,
+    clone,
     constant,
     load,
     names_written,
@@ -121,7 +122,8 @@ def write_back_views(
                     if not check:
                         check.append(names.claim("refuse_unless_ndarray"))
                     checked = ndarray_check(check[0], root, locate)
-                _apply(plans, family, views, layout, checked, asked[0] if asked else "")
+                layouts = _layout_names(family, views, names)
+                _apply(plans, family, views, layout, checked, asked[0] if asked else "", layouts)
     helpers: dict[str, Any] = {check[0]: runtime.refuse_unless_ndarray} if check else {}
     if rank_helper:
         helpers[rank_helper[0]] = np.ndim
@@ -222,10 +224,37 @@ def _ranks_to_check(update: gast.stmt, updated: str, views: dict[str, View]) -> 
     return len(parts)
 
 
-def _apply(plans, family: set[str], views, layout: Layout, check, is_view_of: str) -> None:
+def _layout_names(family: set[str], views, names: NameGenerator) -> dict[str, str]:
+    """A name for the uncopied view of each view of ``family`` that a reshape asked "is it
+    a view?" of (``B = A.T; C = B.ravel()``) is taken from, or that such a view is taken
+    from: the copy that ``B`` becomes is contiguous where ``A.T`` is not, and the answer
+    depends on the layout."""
+    needed = {v.base for v in views.values() if v.name in family and v.flag and v.base in views}
+    found: dict[str, str] = {}
+    while needed:
+        name = needed.pop()
+        if name not in found and name in family:
+            found[name] = names.fresh(f"{name}_layout")
+            if views[name].base in views:
+                needed.add(views[name].base)
+    return found
+
+
+def _with_layouts(node: gast.expr, layouts: dict[str, str]) -> gast.expr:
+    """``node`` reading each view of ``layouts`` as its uncopied view."""
+    node = clone(node)
+    for name in walk(node):
+        if type(name) is gast.Name and name.id in layouts:
+            name.id = layouts[name.id]
+    return node
+
+
+def _apply(plans, family: set[str], views, layout: Layout, check, is_view_of: str, layouts) -> None:
     """Insert the statements each update needs, then bind each view of ``family`` to a
     copy (a binding by ``np.split`` becomes one copy per part), each view of the family's
-    array after ``check(binding)``, which makes sure it is an array."""
+    array after ``check(binding)``, which makes sure it is an array; a reshape asks
+    whether it is a view of the uncopied views (``layouts``), whose layout NumPy's answer
+    depends on."""
     for update, added in plans:
         block = layout.block_of[id(update)]
         at = next(i for i, s in enumerate(block) if s is update)
@@ -239,9 +268,18 @@ def _apply(plans, family: set[str], views, layout: Layout, check, is_view_of: st
         copies = [_copied(view) for view in parts]
         for view in parts:
             if view.flag is not None:
-                asked = call(load(is_view_of), [view.value(), load(view.base)])
+                taken = _with_layouts(view.value(), layouts)
+                asked = call(load(is_view_of), [taken, _with_layouts(load(view.base), layouts)])
                 copies.insert(
                     0, gast.Assign(targets=[store(view.flag)], value=asked, type_comment=None)
+                )
+            if view.name in layouts:
+                uncopied = _with_layouts(view.value(), layouts)
+                copies.insert(
+                    0,
+                    gast.Assign(
+                        targets=[store(layouts[view.name])], value=uncopied, type_comment=None
+                    ),
                 )
         if parts[0].base not in views and check is not None:
             copies.insert(0, check(binding))
