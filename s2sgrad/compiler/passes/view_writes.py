@@ -123,6 +123,8 @@ def write_back_views(
                         check.append(names.claim("refuse_unless_ndarray"))
                     checked = ndarray_check(check[0], root, locate)
                 layouts = _layout_names(family, views, names)
+                if root in copied and len(bindings.get(root, ())) == 1:
+                    _ask_the_callers_array(function, root, family, views, names, layouts)
                 _apply(plans, family, views, layout, checked, asked[0] if asked else "", layouts)
     helpers: dict[str, Any] = {check[0]: runtime.refuse_unless_ndarray} if check else {}
     if rank_helper:
@@ -238,6 +240,18 @@ def _layout_names(family: set[str], views, names: NameGenerator) -> dict[str, st
             if views[name].base in views:
                 needed.add(views[name].base)
     return found
+
+
+def _ask_the_callers_array(function, root: str, family, views, names, layouts) -> None:
+    """Make a reshape of the argument ``root``, which the body copies first (``x =
+    owned(x)``), ask whether it is a view of the caller's array: the copy is contiguous
+    where the caller's ``x[:, ::2]`` is not, and NumPy's ``x.ravel()`` is then a copy."""
+    if not any(views[name].flag is not None for name in family if name in views):
+        return
+    layouts[root] = names.fresh(f"{root}_layout")
+    function.body.insert(
+        0, gast.Assign(targets=[store(layouts[root])], value=load(root), type_comment=None)
+    )
 
 
 def _with_layouts(node: gast.expr, layouts: dict[str, str]) -> gast.expr:
