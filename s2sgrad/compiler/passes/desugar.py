@@ -151,7 +151,9 @@ def _keyed_by_text(statement: gast.stmt) -> bool:
     if type(statement) is not gast.Assign or len(statement.targets) != 1:
         return False
     target = statement.targets[0]
-    key = target.slice if type(target) is gast.Subscript else None
+    if type(target) is not gast.Subscript:
+        return False
+    key = target.slice
     return type(key) is gast.Constant and type(key.value) is str
 
 
