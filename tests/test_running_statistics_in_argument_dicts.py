@@ -175,3 +175,51 @@ def test_a_structured_array_field_write_stays_refused():
             with pytest.raises(sg.S2SGradError) as refused:
                 sg.grad(f, mode=mode)(np.ones(3))
         assert f"{HERE}:" in str(refused.value)
+
+
+def layer_with_its_own_statistics(x, gamma, beta):
+    bn_param = {"mode": "train"}
+    out, _ = batchnorm_forward(x, gamma, beta, bn_param)
+    return np.sum(out**3) + np.sum(bn_param["running_var"])
+
+
+def test_a_tuple_of_entries_does_not_hold_the_dict():
+    """``cache = (mean, var, eps)``, ``eps`` an entry of ``bn_param``, holds no part of
+    ``bn_param`` that ``bn_param['running_mean'] = ...`` changes: the refusal names the
+    entry write (which the transformer does not follow), not a copy of the dict in
+    ``cache``; mode "auto" differentiates the layer on the tape."""
+    args = _layer_arguments(5, 3)
+    with pytest.raises(sg.UnsupportedError, match="writing entries of the dict 'bn_param'"):
+        sg.grad(layer_with_its_own_statistics, mode="s2s")(*args)
+    expected = numeric_grad(layer_with_its_own_statistics, list(args), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(layer_with_its_own_statistics, mode="auto")(*args)
+    assert_close(got, expected, rtol=1e-5, atol=1e-7)
+
+
+def _holds_the_dict_through_a_list(x):
+    d = {"a": x * 1.0}
+    kept = []
+    cache = (kept, 2.0)
+    kept.append(d)
+    d["a"] = x * 3.0
+    return np.sum(cache[0][0]["a"] ** 2)
+
+
+def _holds_the_dict_itself(x):
+    d = {"a": x * 1.0}
+    cache = (d, 1.0)
+    d["a"] = x * 3.0
+    return np.sum(cache[0]["a"] ** 2)
+
+
+@pytest.mark.parametrize("f", [_holds_the_dict_through_a_list, _holds_the_dict_itself])
+def test_a_tuple_holding_the_dict_sees_the_entry_write(f):
+    x = R.normal(size=3)
+    with pytest.raises(sg.UnsupportedError):
+        sg.grad(f, mode="s2s")(x)
+    for mode in ("auto", "tape"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_close(sg.grad(f, mode=mode)(x), 18.0 * x, rtol=1e-12)
