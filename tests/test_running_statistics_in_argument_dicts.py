@@ -223,3 +223,56 @@ def test_a_tuple_holding_the_dict_sees_the_entry_write(f):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert_close(sg.grad(f, mode=mode)(x), 18.0 * x, rtol=1e-12)
+
+
+def stores_by_position(x, stats):
+    stats[0] = x * 2.0
+    return np.sum(stats[0] ** 2)
+
+
+def stores_each_step(x, stats):
+    for t in range(3):
+        stats[t] = np.tanh(x * t)
+    return np.sum(x**2) + np.sum(stats[2])
+
+
+def stores_under_a_name(x, stats, key="mean"):
+    stats[key] = x.mean(axis=0)
+    return np.sum(stats[key] ** 2) + np.sum(x**3)
+
+
+@pytest.mark.parametrize("f", [stores_by_position, stores_each_step, stores_under_a_name])
+@pytest.mark.parametrize("shape", [(3,), (4, 2)])
+def test_entries_under_other_keys(f, shape):
+    """Keys that are no string literal do not mark the argument as a dict: the call's
+    dict does. Source transformation used to write into a copy taken for an array (a
+    KeyError from generated code reading the entry back, or the caller's dict left
+    empty); it now refuses naming the line, and mode "auto" tapes it."""
+    x = R.normal(size=shape)
+    expected = numeric_grad(_with_fresh(f, dict), [x], 0)
+    plain: dict = {}
+    f(x, plain)
+    with pytest.raises(sg.UnsupportedError, match="dict 'stats'") as refused:
+        sg.grad(f, mode="s2s")(x, {})
+    assert f"{HERE}:" in str(refused.value)
+    for mode in ("auto", "tape"):
+        stats: dict = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_close(sg.grad(f, mode=mode)(x, stats), expected, rtol=1e-5, atol=1e-7)
+        assert stats.keys() == plain.keys()
+        for key in stats:
+            assert type(stats[key]) is type(plain[key])  # the primal value, no tape value
+            assert_close(stats[key], plain[key], rtol=1e-12, atol=1e-12)
+
+
+def test_an_array_argument_written_by_position_stays_transformed():
+    def f(x, buffer):
+        buffer[0] = x[0] * 2.0
+        return np.sum(buffer * x)
+
+    x, buffer = R.normal(size=3), np.zeros(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.S2SGradWarning)
+        got = sg.grad(f, mode="auto")(x, buffer)
+    assert_close(got, numeric_grad(lambda v: f(v, np.zeros(3)), [x], 0), rtol=1e-6)
