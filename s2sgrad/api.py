@@ -31,6 +31,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
+from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
@@ -385,6 +386,8 @@ class _Transform(NotebookDisplay):
             self._refuse_a_library_method()
             for name, value in zip(self.wrt, self._wrt_values(*arguments) if arguments else ()):
                 refuse_array_attribute_names(name, value, self.f)
+            if arguments:
+                refuse_writes_into_caller_dicts(self.function, *arguments, self.wrt)
             generated = derivative(
                 self.function,
                 self.wrt,

@@ -45,7 +45,8 @@ def copy_updated_arguments(
     plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
     changed = changed_in_place(node, parsed.resolve, arrays_only=True, nodes=nodes)
     _refuse_changed_defaults(node, parsed, changed)
-    copied = [p for p in plain if p in changed and p not in containers]
+    keyed = _written_under_text_keys(node, changed)
+    copied = [p for p in plain if p in changed and p not in containers and p not in keyed]
     if not copied:
         return set()
     helper = names.claim("owned")
@@ -54,6 +55,32 @@ def copy_updated_arguments(
     copies = [assign(p, call(load(helper), [load(p)]), like=first) for p in copied]
     node.body = copies + node.body
     return set(copied)
+
+
+def _written_under_text_keys(node: gast.FunctionDef, changed) -> set[str]:
+    """The parameters in ``changed`` written under a string key (``d['m'] = v``,
+    ``d['m'][0] = v``): dicts, whose entries the caller sees change (running statistics
+    kept in an argument), so left uncopied, as ``containers`` are."""
+    keyed = set()
+    for statement in walk(node):
+        if type(statement) is gast.Assign:
+            targets = statement.targets
+        elif type(statement) is gast.AugAssign:
+            targets = [statement.target]
+        else:
+            continue
+        for target in targets:
+            while type(target) is gast.Subscript and type(target.value) is gast.Subscript:
+                target = target.value
+            if (
+                type(target) is gast.Subscript
+                and type(target.value) is gast.Name
+                and target.value.id in changed
+                and type(target.slice) is gast.Constant
+                and type(target.slice.value) is str
+            ):
+                keyed.add(target.value.id)
+    return keyed
 
 
 def _refuse_changed_defaults(node: gast.FunctionDef, parsed, changed) -> None:

@@ -354,7 +354,10 @@ def _slogdet(g, ans, a):
     if g[1] is not None:
         scale = np.real(g[1])
     if g[0] is not None and is_complex(a):  # the sign exp(i angle(det)) moves too
-        scale = scale - 1j * np.real(1j * ans[0] * g[0])
+        # - 1j Re(1j z) = 1j Im(z) = z - Re(z), exactly: no complex literal, which would
+        # have the derivative of this code taken for complex code (complex_values.py)
+        turned = ans[0] * g[0]
+        scale = scale + (turned - np.real(turned))
     return np.expand_dims(scale, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
 
 
@@ -363,7 +366,7 @@ def _slogdet_jvp(t, ans, a):
     d_log = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
     d_sign = np.zeros_like(ans[0])
     if is_complex(a):
-        d_sign = 1j * ans[0] * np.imag(d_log)
+        d_sign = ans[0] * (d_log - np.real(d_log))  # 1j Im(d_log), as in the rule above
     return ((d_sign, np.real(d_log)),)
 
 

@@ -105,6 +105,7 @@ def shared_in_place_updates(
         sharing -= buffers.get(updated, frozenset())  # each holds an array of its own
         if updated in containers and _slot_store(update):  # entries replaced, none changed
             sharing -= _entries_and_keys(statements, updated)
+            sharing -= _displays_of_others(statements, sharing | {updated})
         sharing.discard(synced.get(updated))  # the list's entry, stored back after the loop body
         read, later = _read_after(index, statements, loops, sharing)
         if read is None and updated in repeating and _entry_update(update):
@@ -412,6 +413,47 @@ def _entries_and_keys(statements: list[gast.stmt], container: str) -> set[str]:
         for name in names_written(target):
             bound[name] = bound.get(name, True) and entries
     return {name for name, only_entries in bound.items() if only_entries}
+
+
+def _displays_of_others(statements: list[gast.stmt], held: set[str]) -> set[str]:
+    """The names of ``held`` bound only to constants and to tuples of names and constants,
+    none of their names in ``held`` (but the ones found here): ``cache = (mean, eps)`` of
+    an entry ``eps`` holds the entries, not the dict whose entry is replaced."""
+    displays: dict[str, list] = {}
+    for statement in statements:
+        if type(statement) in (gast.If, gast.While, gast.Try):
+            continue  # binds nothing itself: its blocks' statements come in turn
+        written = names_written(statement) & held
+        if written:
+            parts = _display_parts(statement)
+            for name in written:
+                displays.setdefault(name, []).append(parts)
+    candidates = {n: v for n, v in displays.items() if None not in v}
+    freed: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, bindings in candidates.items():
+            names = {p.id for parts in bindings for p in parts if type(p) is gast.Name}
+            if name not in freed and not names & (held - freed):
+                freed.add(name)
+                changed = True
+    return freed
+
+
+def _display_parts(statement: gast.stmt) -> list[gast.expr] | None:
+    """The names and constants of ``name = (a, b, c)``, none of ``name = c``; None for any
+    other statement. A tuple cannot change, so it holds what its names held."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return None
+    if type(statement.targets[0]) is not gast.Name:
+        return None
+    value = statement.value
+    if type(value) is gast.Constant:
+        return []
+    if type(value) is gast.Tuple and all(type(p) in (gast.Name, gast.Constant) for p in value.elts):
+        return value.elts
+    return None
 
 
 def _entry_lookup(value: gast.expr, container: str) -> bool:

@@ -113,7 +113,9 @@ def desugar(
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             error = UnsupportedError(shared[id(statement)])
             # the tape would be as wrong about an array; a list or dict is Python's own
-            error.tape_cannot_either = updated_name(statement) not in containers
+            error.tape_cannot_either = updated_name(statement) not in containers and not (
+                _keyed_by_text(statement)  # d['key'] = v: a dict's entry, which the tape follows
+            )
             raise error
     bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them
     # the name of the run-time check (runtime.refuse_if_array) for x op= v
@@ -141,6 +143,18 @@ def _also_resolving(helpers: dict[str, Any], resolve):
         return resolve(node)
 
     return resolved
+
+
+def _keyed_by_text(statement: gast.stmt) -> bool:
+    """``d['key'] = v``: an entry replaced under a string key, which only a dict (or a
+    structured array, which the tape refuses to write a derivative into) takes."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return False
+    target = statement.targets[0]
+    if type(target) is not gast.Subscript:
+        return False
+    key = target.slice
+    return type(key) is gast.Constant and type(key.value) is str
 
 
 def _is_item_update(statement: gast.stmt) -> bool:

@@ -141,6 +141,15 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
             if first is not None and type(target) is gast.Name:
                 links.append((target.id, {first}))
                 continue
+            pairs = _paired(target, statement.value)
+            if pairs is not None and len(statement.targets) == 1:  # t, y = 0.0, y0
+                links += [
+                    (n.id, assigned_sources(part, resolve, containers))
+                    for element, part in pairs
+                    for n in walk(element)
+                    if type(n) is gast.Name
+                ]
+                continue
             links += [(name, sources) for name in names]
             if type(target) is gast.Name:
                 first = target.id
@@ -159,6 +168,19 @@ def links_of(statement: gast.stmt, resolve, containers: set[str]) -> list[tuple[
             sources = set().union(*(sources_of(a, resolve) for a in statement.value.args))
             return [(owner.id, sources)]
     return []
+
+
+def _paired(target: gast.expr, value: gast.expr) -> list[tuple[gast.expr, gast.expr]] | None:
+    """The targets of ``a, b = u, v`` each with its value, when both are tuples or lists
+    written out, of one length, without ``*``; else None."""
+    kinds = (gast.Tuple, gast.List)
+    if type(target) not in kinds or type(value) not in kinds:
+        return None
+    if len(target.elts) != len(value.elts):
+        return None
+    if any(type(e) is gast.Starred for e in (*target.elts, *value.elts)):
+        return None
+    return list(zip(target.elts, value.elts))
 
 
 def _unpacks_numbers(value: gast.expr, resolve) -> bool:

@@ -96,7 +96,10 @@ class ForwardSweep:
             if type(s) is gast.Assign:
                 value = s.value
                 if type(s.targets[0]) is gast.Name and (
-                    type(value) is gast.Dict or type(value) is gast.Name and value.id in dicts
+                    type(value) is gast.Dict
+                    or type(value) is gast.Name
+                    and value.id in dicts
+                    or self._makes_a_dict(value)
                 ):  # d = {}, and hs = t2 of the normal form's xs, hs = {}, {}
                     dicts.add(s.targets[0].id)
                 elif type(value) is gast.Call and isinstance(stored_state.callee(value), type):
@@ -147,6 +150,15 @@ class ForwardSweep:
                 error = UnsupportedError(self._shared_update_message(statement, base, statements))
                 error.tape_cannot_either = True
                 raise error
+
+    def _makes_a_dict(self, value: gast.expr) -> bool:
+        """``dict(...)``: a new dict (the normal form of ``{k: v.copy() for ...}`` too),
+        whose entries the tape follows."""
+        return (
+            type(value) is gast.Call
+            and type(value.func) is gast.Name
+            and self.parsed.resolve(value.func) is dict
+        )
 
     def stores_only_text(self, statement: gast.stmt) -> bool:
         """Whether ``statement`` stores text written from varied values and nothing else
