@@ -365,13 +365,6 @@ class _Forward:
             value=load(self.tangent(base)), slice=clone(target.slice), ctx=gast.Store()
         )
         value = statement.value
-        if base not in self.local_names and self.is_active_expression(value):
-            raise UnsupportedError(  # as the reverse sweep: the tape follows it
-                f"{self.parsed.location(statement)}: this stores values being differentiated "
-                f"in '{base}', which belongs to the code around this function; source "
-                "transformation does not follow values through it: pass them as arguments or "
-                "return them, or use mode='tape'"
-            )
         if self.is_active_expression(value):
             tangent = self.tangent_of(value)
         elif type(target.slice) is gast.Slice:  # y[1:3] = v: a list's slice takes a list
