@@ -560,7 +560,9 @@ def _indexable(node: gast.expr) -> bool:
     ):
         return True
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
-        return node.func.id in ("list", "tuple", "sorted", "range")
+        # a function of the user's (layers(w)) is read through for_items, as a method is
+        name = node.func.id
+        return name in ("list", "tuple", "sorted", "range") or not hasattr(builtins, name)
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
 
 
