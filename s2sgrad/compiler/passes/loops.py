@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.compiler.annotations import RANGE_LOOP, annotate
+from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotate
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
@@ -242,6 +242,10 @@ class Loops:
         if self.builtin_call(iterator, "range") and isinstance(loop.target, gast.Name):
             annotate(loop, RANGE_LOOP, True)
             return [loop]
+        changed = self.changed_as_visited(loop)
+        if changed is not None:  # Python's loop sees the change; one by index would not
+            annotate(loop, CHANGED_AS_VISITED, changed)
+            return [loop]
         prefix: list[gast.stmt] = []
         if self.gathered(loop, prefix):
             return [*prefix, *self.for_loop(loop)]
@@ -259,6 +263,31 @@ class Loops:
         if visit is None:
             return [loop]
         return [*prefix, self.by_index(loop, visit)]
+
+    def changed_as_visited(self, loop: gast.For) -> str | None:
+        """The name of a list the loop visits (``for v in xs``, also inside ``enumerate``,
+        ``zip`` or ``reversed``) that its body grows, shrinks or writes into elsewhere than
+        at the entry just visited (``xs.append(v)``, ``xs.pop()``, ``xs[0] = v``): Python's
+        loop visits the list as it is changed, a loop over a copy read by index would not."""
+        iterator = loop.iter
+        sources = [iterator]
+        keys: set[str] = set()  # the names holding the key or index of the entry visited
+        if any(self.builtin_call(iterator, n) for n in ("enumerate", "zip", "reversed")):
+            sources = list(iterator.args)
+            if self.builtin_call(iterator, "enumerate") and isinstance(loop.target, gast.Tuple):
+                first = loop.target.elts[0] if loop.target.elts else None
+                keys = {first.id} if isinstance(first, gast.Name) else set()
+        elif isinstance(loop.target, gast.Name):
+            keys = {loop.target.id}  # for k in d: d[k] = ...
+        visited = {s.id for s in sources if isinstance(s, gast.Name)}
+        if not visited:
+            return None
+        for statement in loop.body:
+            for node in walk(statement):
+                changed = _change_of(node, visited, keys)
+                if changed is not None:
+                    return changed
+        return None
 
     def visit(self, loop: gast.For, iterator: gast.expr, prefix: list[gast.stmt]):
         """What ``loop`` reads by index (its sequences named in ``prefix``), or None when
@@ -545,6 +574,57 @@ _GATHERED = {
         "permutations",
     )
 }
+
+
+_RESIZING = frozenset(
+    ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update")
+    + ("popitem", "setdefault")
+)
+
+
+def _change_of(node: gast.AST, visited: set[str], keys: set[str]) -> str | None:
+    """The name in ``visited`` that ``node`` changes as a loop over it would see, else
+    None: a resizing method call, ``del xs[...]``, ``xs += ...`` (also as desugared), or a
+    write at an index other than a name of ``keys``."""
+    kind = type(node)
+    if kind is gast.Call:
+        func = node.func
+        if (
+            type(func) is gast.Attribute
+            and type(func.value) is gast.Name
+            and func.value.id in visited
+            and func.attr in _RESIZING
+        ):
+            return func.value.id
+        return None
+    if kind is gast.AugAssign and type(node.target) is gast.Name and node.target.id in visited:
+        return node.target.id
+    if (  # xs = xs + [v]: what desugaring made of xs += [v], which extends xs in place
+        kind is gast.Assign
+        and len(node.targets) == 1
+        and type(node.targets[0]) is gast.Name
+        and node.targets[0].id in visited
+        and type(node.value) is gast.BinOp
+        and type(node.value.left) is gast.Name
+        and node.value.left.id == node.targets[0].id
+    ):
+        return node.targets[0].id
+    if kind is gast.Delete:
+        targets = node.targets
+    elif kind in (gast.Assign, gast.AugAssign, gast.AnnAssign):
+        targets = node.targets if kind is gast.Assign else [node.target]
+    else:
+        return None
+    for target in targets:
+        for part in walk(target):
+            if type(part) is not gast.Subscript or type(part.value) is not gast.Name:
+                continue
+            if part.value.id not in visited:
+                continue
+            index = part.slice
+            if kind is gast.Delete or not (type(index) is gast.Name and index.id in keys):
+                return part.value.id
+    return None
 
 
 def _literal_int(node: gast.expr) -> int | None:
