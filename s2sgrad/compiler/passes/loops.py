@@ -242,11 +242,13 @@ class Loops:
         if self.builtin_call(iterator, "range") and isinstance(loop.target, gast.Name):
             annotate(loop, RANGE_LOOP, True)
             return [loop]
+        prefix: list[gast.stmt] = []
+        self.count_from_zero(loop, prefix)
+        iterator = loop.iter
         changed = self.changed_as_visited(loop)
         if changed is not None:  # Python's loop sees the change; one by index would not
             annotate(loop, CHANGED_AS_VISITED, changed)
-            return [loop]
-        prefix: list[gast.stmt] = []
+            return [*prefix, loop]
         if self.gathered(loop, prefix):
             return [*prefix, *self.for_loop(loop)]
         iterator = loop.iter = self.listed(iterator, loop)
@@ -263,6 +265,38 @@ class Loops:
         if visit is None:
             return [loop]
         return [*prefix, self.by_index(loop, visit)]
+
+    def count_from_zero(self, loop: gast.For, prefix: list[gast.stmt]) -> None:
+        """``for i, v in enumerate(xs, start=s)`` (or ``enumerate(xs, s)``, ``s`` a name or
+        a number) as ``for k, v in enumerate(xs): i = k + s``, ``s`` read once before the
+        loop as Python does."""
+        iterator, target = loop.iter, loop.target
+        if not (
+            isinstance(iterator, gast.Call)
+            and isinstance(iterator.func, gast.Name)
+            and iterator.func.id == "enumerate"
+            and self.is_builtin("enumerate")
+            and isinstance(target, gast.Tuple)
+            and len(target.elts) == 2
+        ):
+            return
+        keywords = iterator.keywords
+        if len(iterator.args) == 2 and not keywords:
+            start = iterator.args[1]
+        elif len(iterator.args) == 1 and len(keywords) == 1 and keywords[0].arg == "start":
+            start = keywords[0].value
+        else:
+            return
+        literal = isinstance(start, gast.UnaryOp) and isinstance(start.operand, gast.Constant)
+        if not (literal or isinstance(start, (gast.Name, gast.Constant))):
+            return
+        first = self.names.fresh("start")
+        count = self.names.fresh("count")
+        prefix.append(assign(first, start, like=loop))
+        counted = gast.BinOp(left=load(count), op=gast.Add(), right=load(first))
+        loop.body = [assign(target.elts[0], counted, like=loop), *loop.body]
+        target.elts[0] = store(count)
+        loop.iter = located(call(clone(iterator.func), [iterator.args[0]]), iterator)
 
     def changed_as_visited(self, loop: gast.For) -> str | None:
         """The name of a list the loop visits (``for v in xs``, also inside ``enumerate``,
