@@ -20,6 +20,7 @@ __all__ = ["annotate", "annotation", "ANNOTATIONS"]
 # Normal form (passes/)
 SYNCED = "s2s_synced"  # aliases: an in-place update and the store that keeps a copy in step
 RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its index is the counter)
+CHANGED_AS_VISITED = "s2s_changed"  # loops: the body changes the list it visits (left as written)
 
 # Derivative code (reverse/)
 REPLAY = "s2s_replay"  # a block the backward sweep runs again to restore values

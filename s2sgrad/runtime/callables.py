@@ -54,8 +54,8 @@ def _holds_nothing(value: Any, depth: int) -> bool:
         return True
     if isinstance(value, _ATOMS) and not isinstance(value, np.generic):
         return True
-    if isinstance(value, np.ufunc) or get_rule(value) is not None:
-        return True
+    if isinstance(value, np.ufunc) or (callable(value) and get_rule(value) is not None):
+        return True  # (a value being differentiated on the tape must not be hashed)
     if isinstance(value, (types.BuiltinFunctionType, types.BuiltinMethodType)):
         owner = getattr(value, "__self__", None)
         return owner is None or isinstance(owner, types.ModuleType)

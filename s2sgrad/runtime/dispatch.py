@@ -148,6 +148,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
             if not tape:
                 raise
             return _tape_call(function, args, kwargs)  # mode="auto" inside: the tape's turn
+        if getattr(transform, "bound_self", None) is not None:  # grad(model.loss): its
+            bound_self = (transform.bound_self,)  # generated code takes self first
     elif callable(generic) and not tape:  # made with mode="tape": it has no generated code
         raise UnsupportedError(
             f"{_user_origin()}: a derivative made with mode='tape' is called here, and has "
@@ -474,6 +476,10 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     target = function
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
+    elif getattr(function, "bound_self", None) is not None and callable(
+        getattr(function, "unbound", None)
+    ):  # grad(model.loss): its generated code takes self first
+        bound_self, target = (function.bound_self,), function.unbound()
     elif not isinstance(function, types.FunctionType) and callable(function):
         call = type(function).__call__
         if isinstance(call, types.FunctionType):  # a layer object: its __call__

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from typing import Any
 
 import numpy as np
@@ -345,6 +346,15 @@ def for_items(x: Any) -> Any:
         return list(x)
     if hasattr(x, "__len__") and hasattr(x, "__getitem__"):
         return x
+    if isinstance(x, types.GeneratorType):
+        error = UnsupportedError(
+            f"{running_origin('a loop')}: a loop over a generator, which runs step by step "
+            "with the loop and may read what the loop body changes; source transformation "
+            "would read it whole first. Make a list of it before the loop "
+            "(items = list(gen(...))) if it reads nothing the loop changes, or use mode='tape'"
+        )
+        error.whole_function_on_tape = True  # mode="auto": the tape runs the loop as it is
+        raise error
     items = list(x)  # an iterator (np.ndindex, itertools.product of ranges): its items
     if any(_holds_floats(item) for item in items):
         raise UnsupportedError(

@@ -43,7 +43,9 @@ from s2sgrad.compiler.syntax import (
     load,
     names_modified,
     names_read,
+    names_read_in_all,
     names_written,
+    names_written_in_all,
     parameter_names,
     walk,
 )
@@ -190,13 +192,14 @@ class _Inliner:
         found = self.helper(value, generator=True)
         if found is None:
             return None
+        callee = found[1]
+        reads = names_read(value) | _free_reads(callee.node)  # its arguments, its globals
         if isinstance(statement, gast.For):  # the body runs between the values
             changes = set().union(*(names_modified(s) for s in statement.body))
-            if _leaves_early(statement.body) or changes & names_read(value):
+            if _leaves_early(statement.body) or changes & reads:
                 return None
-        elif names_modified(statement) & names_read(value):
+        elif names_modified(statement) & reads:
             return None
-        callee = found[1]
         body = _without_docstring(callee.node.body)
         if body and isinstance(body[-1], gast.Return) and body[-1].value is None:
             body = body[:-1]
@@ -481,6 +484,15 @@ def _yields_appended(body: list[gast.stmt], items: str) -> list[gast.stmt] | Non
         if any(isinstance(n, (*_NOT_COPIED, gast.FunctionDef)) for n in _own_nodes(statement)):
             return None
     return copied
+
+
+def _free_reads(function: gast.FunctionDef) -> set[str]:
+    """The names ``function``'s body reads that are neither its parameters nor its own
+    variables (all it reads, when it declares a name global or nonlocal)."""
+    reads = names_read_in_all(function.body)
+    if any(type(n) in (gast.Global, gast.Nonlocal) for n in walk(function)):
+        return reads
+    return reads - names_written_in_all(function.body) - set(parameter_names(function))
 
 
 def _read_whole(statement: gast.stmt):

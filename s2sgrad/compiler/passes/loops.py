@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.compiler.annotations import RANGE_LOOP, annotate
+from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotate
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
@@ -243,6 +243,12 @@ class Loops:
             annotate(loop, RANGE_LOOP, True)
             return [loop]
         prefix: list[gast.stmt] = []
+        self.count_from_zero(loop, prefix)
+        iterator = loop.iter
+        changed = self.changed_as_visited(loop)
+        if changed is not None:  # Python's loop sees the change; one by index would not
+            annotate(loop, CHANGED_AS_VISITED, changed)
+            return [*prefix, loop]
         if self.gathered(loop, prefix):
             return [*prefix, *self.for_loop(loop)]
         iterator = loop.iter = self.listed(iterator, loop)
@@ -259,6 +265,63 @@ class Loops:
         if visit is None:
             return [loop]
         return [*prefix, self.by_index(loop, visit)]
+
+    def count_from_zero(self, loop: gast.For, prefix: list[gast.stmt]) -> None:
+        """``for i, v in enumerate(xs, start=s)`` (or ``enumerate(xs, s)``, ``s`` a name or
+        a number) as ``for k, v in enumerate(xs): i = k + s``, ``s`` read once before the
+        loop as Python does."""
+        iterator, target = loop.iter, loop.target
+        if not (
+            isinstance(iterator, gast.Call)
+            and isinstance(iterator.func, gast.Name)
+            and iterator.func.id == "enumerate"
+            and self.is_builtin("enumerate")
+            and isinstance(target, gast.Tuple)
+            and len(target.elts) == 2
+        ):
+            return
+        keywords = iterator.keywords
+        if len(iterator.args) == 2 and not keywords:
+            start = iterator.args[1]
+        elif len(iterator.args) == 1 and len(keywords) == 1 and keywords[0].arg == "start":
+            start = keywords[0].value
+        else:
+            return
+        literal = isinstance(start, gast.UnaryOp) and isinstance(start.operand, gast.Constant)
+        if not (literal or isinstance(start, (gast.Name, gast.Constant))):
+            return
+        first = self.names.fresh("start")
+        count = self.names.fresh("count")
+        prefix.append(assign(first, start, like=loop))
+        counted = gast.BinOp(left=load(count), op=gast.Add(), right=load(first))
+        loop.body = [assign(target.elts[0], counted, like=loop), *loop.body]
+        target.elts[0] = store(count)
+        loop.iter = located(call(clone(iterator.func), [iterator.args[0]]), iterator)
+
+    def changed_as_visited(self, loop: gast.For) -> str | None:
+        """The name of a list the loop visits (``for v in xs``, also inside ``enumerate``,
+        ``zip`` or ``reversed``) that its body grows, shrinks or writes into elsewhere than
+        at the entry just visited (``xs.append(v)``, ``xs.pop()``, ``xs[0] = v``): Python's
+        loop visits the list as it is changed, a loop over a copy read by index would not."""
+        iterator = loop.iter
+        sources = [iterator]
+        keys: set[str] = set()  # the names holding the key or index of the entry visited
+        if any(self.builtin_call(iterator, n) for n in ("enumerate", "zip", "reversed")):
+            sources = list(iterator.args)
+            if self.builtin_call(iterator, "enumerate") and isinstance(loop.target, gast.Tuple):
+                first = loop.target.elts[0] if loop.target.elts else None
+                keys = {first.id} if isinstance(first, gast.Name) else set()
+        elif isinstance(loop.target, gast.Name):
+            keys = {loop.target.id}  # for k in d: d[k] = ...
+        visited = {s.id for s in sources if isinstance(s, gast.Name)}
+        if not visited:
+            return None
+        for statement in loop.body:
+            for node in walk(statement):
+                changed = _change_of(node, visited, keys)
+                if changed is not None:
+                    return changed
+        return None
 
     def visit(self, loop: gast.For, iterator: gast.expr, prefix: list[gast.stmt]):
         """What ``loop`` reads by index (its sequences named in ``prefix``), or None when
@@ -547,6 +610,57 @@ _GATHERED = {
 }
 
 
+_RESIZING = frozenset(
+    ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update")
+    + ("popitem", "setdefault")
+)
+
+
+def _change_of(node: gast.AST, visited: set[str], keys: set[str]) -> str | None:
+    """The name in ``visited`` that ``node`` changes as a loop over it would see, else
+    None: a resizing method call, ``del xs[...]``, ``xs += ...`` (also as desugared), or a
+    write at an index other than a name of ``keys``."""
+    kind = type(node)
+    if kind is gast.Call:
+        func = node.func
+        if (
+            type(func) is gast.Attribute
+            and type(func.value) is gast.Name
+            and func.value.id in visited
+            and func.attr in _RESIZING
+        ):
+            return func.value.id
+        return None
+    if kind is gast.AugAssign and type(node.target) is gast.Name and node.target.id in visited:
+        return node.target.id
+    if (  # xs = xs + [v]: what desugaring made of xs += [v], which extends xs in place
+        kind is gast.Assign
+        and len(node.targets) == 1
+        and type(node.targets[0]) is gast.Name
+        and node.targets[0].id in visited
+        and type(node.value) is gast.BinOp
+        and type(node.value.left) is gast.Name
+        and node.value.left.id == node.targets[0].id
+    ):
+        return node.targets[0].id
+    if kind is gast.Delete:
+        targets = node.targets
+    elif kind in (gast.Assign, gast.AugAssign, gast.AnnAssign):
+        targets = node.targets if kind is gast.Assign else [node.target]
+    else:
+        return None
+    for target in targets:
+        for part in walk(target):
+            if type(part) is not gast.Subscript or type(part.value) is not gast.Name:
+                continue
+            if part.value.id not in visited:
+                continue
+            index = part.slice
+            if kind is gast.Delete or not (type(index) is gast.Name and index.id in keys):
+                return part.value.id
+    return None
+
+
 def _literal_int(node: gast.expr) -> int | None:
     if isinstance(node, gast.Constant) and type(node.value) is int and node.value >= 0:
         return node.value
@@ -560,7 +674,9 @@ def _indexable(node: gast.expr) -> bool:
     ):
         return True
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
-        return node.func.id in ("list", "tuple", "sorted", "range")
+        # a function of the user's (layers(w)) is read through for_items, as a method is
+        name = node.func.id
+        return name in ("list", "tuple", "sorted", "range") or not hasattr(builtins, name)
     return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
 
 

@@ -16,7 +16,7 @@ import types
 import gast
 import numpy as np
 
-from s2sgrad.compiler.annotations import RANGE_LOOP, annotation
+from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotation
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
     refuse_calls_kept_for_effect,
@@ -470,6 +470,14 @@ class ForwardSweep:
                 counter, gast.BinOp(left=load(counter), op=gast.Add(), right=constant(1))
             )
             prefix.extend(self.forward_assign(start, False, steps))
+        elif annotation(loop, CHANGED_AS_VISITED) and self.loop_is_active(loop):
+            raise UnsupportedError(
+                f"{self.parsed.location(loop)}: this loop changes the list "
+                f"'{annotation(loop, CHANGED_AS_VISITED)}' it runs over (Python's loop sees "
+                "the entries added, removed or replaced as it goes), which source "
+                "transformation does not follow; loop over a copy (list(...)) if that is "
+                "what is meant, or use mode='tape'"
+            )
         elif not annotation(loop, RANGE_LOOP, False) and self.loop_is_active(loop):
             raise UnsupportedError(
                 f"{self.parsed.location(loop)}: this loop iterates over something the "
