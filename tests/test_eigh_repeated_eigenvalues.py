@@ -134,3 +134,21 @@ def test_matrix_functions_at_distinct_eigenvalues(mode):
             e[i, j] = e[j, i] = step
             fd = (matrix_function_of_eigh(a + e) - matrix_function_of_eigh(a - e)) / (2 * step)
             assert np.isclose(g[i, j] + g[j, i] if i != j else g[i, i], fd, rtol=1e-5)
+
+
+def test_forward_mode_on_the_tape_refuses_eigenvectors_of_a_repeated_eigenvalue():
+    # the tape's JVP transposes the pullback with zeros for cotangents, which cannot show
+    # whether the function combines the tied eigenvectors: sum(A^2 * C) came out wrong
+    tangent = np.array([[0.1, 0.2, 0.0], [0.2, -0.3, 0.1], [0.0, 0.1, 0.5]])
+    with pytest.raises(sg.NonDifferentiableError, match="repeated eigenvalues") as refused:
+        sg.jvp(matrix_function_of_eigh, (REPEATED,), (tangent,), mode="tape")
+    assert "test_eigh_repeated_eigenvalues.py:" in str(refused.value)
+    rng = np.random.default_rng(3)
+    b = rng.normal(size=(3, 3))
+    a = b + b.T
+    _, got = sg.jvp(matrix_function_of_eigh, (a,), (tangent,), mode="tape")
+    step = 1e-6
+    expected = (
+        matrix_function_of_eigh(a + step * tangent) - matrix_function_of_eigh(a - step * tangent)
+    ) / (2 * step)
+    assert np.isclose(got, expected, rtol=1e-6)
