@@ -12,8 +12,10 @@ as symmetric: the VJP returns a symmetric cotangent, and the JVP uses the symmet
 the tangent (``eigvalsh`` too). An input that is visibly not symmetric is refused (its
 gradient would not be the derivative of what NumPy computed). ``eigh`` with repeated
 eigenvalues differentiates functions that treat them alike and do not depend on how their
-eigenvectors are chosen, and refuses the others (:func:`s2sgrad.runtime.eigh_gap_mask`; a
-JVP gives NaN eigenvector tangents where they are undefined); ``pinv`` assumes full rank;
+eigenvectors are chosen, and refuses the others, among them those combining the repeated
+eigenvalue's eigenvectors, as a matrix function ``V f(w) V^T`` does (its derivative there
+needs ``f'``, which cotangents do not carry; :func:`s2sgrad.runtime.eigh_gap_mask`); a
+JVP gives NaN eigenvector tangents where they are undefined; ``pinv`` assumes full rank;
 ``svd`` assumes distinct nonzero singular values; ``qr`` assumes full rank and
 differentiates ``mode="reduced"`` of matrices with at least as many rows as columns.
 
