@@ -6,6 +6,8 @@ generated code calls is differentiated by the tape at least once. Each takes a v
 six numbers, and is smooth near the points the test uses.
 """
 
+import math
+
 import numpy as np
 
 trapezoid = getattr(np, "trapezoid", None) or np.trapz
@@ -221,6 +223,10 @@ def attribute_of_a_module_object(x):
     return np.sum(np.sin(x) * SETTINGS.weights)
 
 
+def special_functions(x):
+    return np.sum(np.i0(x) * x) + math.gamma(x[0] ** 2 + 1.5) * math.lgamma(x[1] ** 2 + 2.5)
+
+
 def doubled_until_large(x):
     b = x * 2
     while np.sum(b * b) < 1000:
@@ -230,6 +236,7 @@ def doubled_until_large(x):
 
 CORPUS = [
     attribute_of_a_module_object,
+    special_functions,
     doubled_until_large,
     slices,
     fancy_index,

@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.nan_reductions",
             "s2sgrad.rules.array_api",
             "s2sgrad.rules.more_numpy",
+            "s2sgrad.rules.python_math",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_special_more",

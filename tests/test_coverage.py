@@ -74,6 +74,10 @@ def well_conditioned(shape):
     return RNG.uniform(-1.0, 1.0, shape) / shape[-1] + 2.0 * np.eye(*shape[-2:])
 
 
+def well_conditioned_tensor(shape):  # (2, 3, 6): a well-conditioned 6 x 6 matrix
+    return well_conditioned((shape[-1], shape[-1])).reshape(shape)
+
+
 class Sample:
     """A program that calls one primitive, and the shapes and domains of its arguments."""
 
@@ -414,6 +418,16 @@ SAMPLES = [
     S(np.float32, lambda x: np.float32(x) * x, A, checks=dict(step=1e-2, rtol=1e-3, atol=1e-4)),
     S(np.float16, lambda x: np.float16(x) * x, A, checks=dict(step=0.1, rtol=2e-2, atol=1e-2)),
     S(np.linalg.pinv, lambda a: np.linalg.pinv(a), (3, 2), domain=well_conditioned),
+    S(np.linalg.cond, lambda a: np.linalg.cond(a), (3, 3), domain=W, complex_=False),
+    S(
+        np.linalg.tensorsolve,
+        lambda a, b: np.linalg.tensorsolve(a, b),
+        (2, 3, 6),
+        (2, 3),
+        domain=(well_conditioned_tensor, real),
+        complex_=False,
+    ),
+    S(np.i0, lambda x: np.i0(x), A, domain=real, complex_=False),
     S(np.linalg.qr, lambda a: np.linalg.qr(a)[1] ** 2, (3, 2), domain=well_conditioned),
     S(np.linalg.slogdet, lambda a: np.linalg.slogdet(a)[1], (3, 3), domain=spd),
     S(np.linalg.solve, lambda a, b: np.linalg.solve(a, b), (3, 3), (3, 2), domain=WR),
@@ -471,6 +485,7 @@ if special is not None:
         S(special.multigammaln, lambda x: special.multigammaln(x[0] + 2.0, 2), A),
         S(special.polygamma, lambda x: special.polygamma(1, x), A),
         S(special.sinc, lambda x: special.sinc(x), A),
+        S(special.sici, lambda x: special.sici(x)[0] * special.sici(x)[1], A),
         S(stats.norm.pdf, lambda x, m, s: stats.norm.pdf(x, m, s), A, B, B),
         S(stats.norm.logpdf, lambda x, m, s: stats.norm.logpdf(x, m, s), A, B, B),
         S(stats.norm.cdf, lambda x, m, s: stats.norm.cdf(x, m, s), A, B, B),

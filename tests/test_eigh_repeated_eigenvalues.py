@@ -93,3 +93,62 @@ def test_distinct_eigenvalues_unchanged():
         e[i, j] = e[j, i] = step
         fd = (first_eigenvector(a + e) - first_eigenvector(a - e)) / (2 * step)
         assert np.isclose(g[i, j] + g[j, i], fd, rtol=1e-5)
+
+
+def matrix_function_of_eigh(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum(
+        ((v * w**2) @ v.T) * np.array([[1.0, 2.0, 0.5], [2.0, -1.0, 0.3], [0.5, 0.3, 2.0]])
+    )
+
+
+def reconstruction(a):
+    w, v = np.linalg.eigh(a)
+    return np.sum((v * w) @ v.T)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [matrix_function_of_eigh, reconstruction])
+@pytest.mark.parametrize("point", [REPEATED, np.eye(3)], ids=["diag(1,1,3)", "identity"])
+def test_matrix_functions_at_a_repeated_eigenvalue_are_refused(mode, f, point):
+    # V f(w) V^T needs f'(w) between the repeated eigenvalues' eigenvectors, which the
+    # cotangents do not tell: the gradient of sum(V diag(w) V^T) at the identity is all ones,
+    # where leaving the tied entries out gave the identity
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.NonDifferentiableError, match="repeated eigenvalues") as refused:
+            sg.grad(f, mode=mode)(point.copy())
+    assert "test_eigh_repeated_eigenvalues.py:" in str(refused.value)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_matrix_functions_at_distinct_eigenvalues(mode):
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        b = rng.normal(size=(3, 3))
+        a = b + b.T
+        g = sg.grad(matrix_function_of_eigh, mode=mode)(a)
+        step = 1e-6
+        for i, j in [(0, 0), (0, 1), (1, 2)]:
+            e = np.zeros((3, 3))
+            e[i, j] = e[j, i] = step
+            fd = (matrix_function_of_eigh(a + e) - matrix_function_of_eigh(a - e)) / (2 * step)
+            assert np.isclose(g[i, j] + g[j, i] if i != j else g[i, i], fd, rtol=1e-5)
+
+
+def test_forward_mode_on_the_tape_refuses_eigenvectors_of_a_repeated_eigenvalue():
+    # the tape's JVP transposes the pullback with zeros for cotangents, which cannot show
+    # whether the function combines the tied eigenvectors: sum(A^2 * C) came out wrong
+    tangent = np.array([[0.1, 0.2, 0.0], [0.2, -0.3, 0.1], [0.0, 0.1, 0.5]])
+    with pytest.raises(sg.NonDifferentiableError, match="repeated eigenvalues") as refused:
+        sg.jvp(matrix_function_of_eigh, (REPEATED,), (tangent,), mode="tape")
+    assert "test_eigh_repeated_eigenvalues.py:" in str(refused.value)
+    rng = np.random.default_rng(3)
+    b = rng.normal(size=(3, 3))
+    a = b + b.T
+    _, got = sg.jvp(matrix_function_of_eigh, (a,), (tangent,), mode="tape")
+    step = 1e-6
+    expected = (
+        matrix_function_of_eigh(a + step * tangent) - matrix_function_of_eigh(a - step * tangent)
+    ) / (2 * step)
+    assert np.isclose(got, expected, rtol=1e-6)

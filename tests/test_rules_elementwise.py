@@ -134,6 +134,7 @@ UNARY = [
     (np.rad2deg, real),
     (np.degrees, real),
     (np.sinc, real),
+    (np.i0, real),
 ]
 
 BINARY = [

@@ -195,6 +195,12 @@ CASES = [
     case(np.linalg.pinv, r(4, 2)),
     case(np.linalg.pinv, r(2, 4)),
     case(np.linalg.pinv, r(2, 4, 3)),
+    case(np.linalg.cond, well_conditioned(3, 3)),
+    case(np.linalg.cond, well_conditioned(2, 3, 3), -2),
+    case(np.linalg.cond, well_conditioned(3, 3), "fro"),
+    case(np.linalg.cond, well_conditioned(3, 3), p=np.inf),
+    case(np.linalg.tensorsolve, well_conditioned(6, 6).reshape(2, 3, 6), r(2, 3)),
+    case(np.linalg.tensorsolve, well_conditioned(4, 4).reshape(4, 2, 2), r(4)),
     # Runtime helpers: each is linear in g and in the operand it does not stand for.
     *[
         case(helper, r(*np.shape(np.matmul(r(*sa), r(*sb)))), r(*sa), r(*sb), _argnums=[0, 2])

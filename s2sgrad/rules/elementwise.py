@@ -28,7 +28,7 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
-from s2sgrad.runtime import LN2, LN10, cast_like, unbroadcast, zeros_like_value
+from s2sgrad.runtime import LN2, LN10, bessel_i1, cast_like, unbroadcast, zeros_like_value
 from s2sgrad.runtime.core import CotangentList
 
 
@@ -279,6 +279,11 @@ def _sinc(g, ans, x):
     z = np.pi * x
     series = -np.pi * z / 3 * (1 - z * z / 10 + z**4 / 280)
     return g * np.where(near, series, (np.cos(z) - ans) / np.where(near, 1, x))
+
+
+@_unary(np.i0)
+def _i0(g, ans, x):
+    return g * bessel_i1(x)
 
 
 # ---------------------------------------------------------------------------- binary

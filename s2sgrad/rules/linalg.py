@@ -1,7 +1,8 @@
 """Derivative rules for products and linear algebra: ``dot``, ``matmul`` (``@``), ``vdot``,
 ``inner``, ``outer``, ``tensordot``, ``einsum`` (with subscripts or sublists), ``kron``,
 ``cross`` and ``np.linalg``'s ``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
-``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power`` and ``pinv``.
+``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power``, ``pinv``, ``cond`` and
+``tensorsolve``.
 
 Matrix functions work on stacks of matrices (the last two axes), as NumPy's do.
 
@@ -11,8 +12,10 @@ as symmetric: the VJP returns a symmetric cotangent, and the JVP uses the symmet
 the tangent (``eigvalsh`` too). An input that is visibly not symmetric is refused (its
 gradient would not be the derivative of what NumPy computed). ``eigh`` with repeated
 eigenvalues differentiates functions that treat them alike and do not depend on how their
-eigenvectors are chosen, and refuses the others (:func:`s2sgrad.runtime.eigh_gap_mask`; a
-JVP gives NaN eigenvector tangents where they are undefined); ``pinv`` assumes full rank;
+eigenvectors are chosen, and refuses the others, among them those combining the repeated
+eigenvalue's eigenvectors, as a matrix function ``V f(w) V^T`` does (its derivative there
+needs ``f'``, which cotangents do not carry; :func:`s2sgrad.runtime.eigh_gap_mask`); a
+JVP gives NaN eigenvector tangents where they are undefined; ``pinv`` assumes full rank;
 ``svd`` assumes distinct nonzero singular values; ``qr`` assumes full rank and
 differentiates ``mode="reduced"`` of matrices with at least as many rows as columns.
 
@@ -40,6 +43,7 @@ from s2sgrad.runtime import (
     is_complex,
     matmul_cotangent_a,
     matmul_cotangent_b,
+    norm_direction,
     operand_dtype,
     rhs_as_matrix,
     unbroadcast,
@@ -722,3 +726,78 @@ def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None):
 
 
 nondifferentiable(np.linalg.matrix_rank)
+
+
+# cond(x, p): for p = None, 2 or -2 the ratio of the largest and smallest singular values,
+# whose derivatives are u_i v_i^T (distinct singular values, as svd's rules assume); else
+# norm(x, p) norm(inv(x), p): with N = inv(x), d norm(N) = <D_N, dN> and dN = -N dx N, so the
+# derivative is norm(N) D_x - norm(x) N^T D_N N^T, D the norms' derivatives (norm_direction).
+
+
+@vjp_rule(np.linalg.cond)
+def _cond(g, ans, x, p=None):
+    _refuse_complex_cond(x)
+    return np.expand_dims(g, (-2, -1)) * _cond_direction(x, p)
+
+
+@jvp_rule(np.linalg.cond)
+def _cond_jvp(t, ans, x, p=None):
+    _refuse_complex_cond(x)
+    return np.sum(t * _cond_direction(x, p), axis=(-2, -1))
+
+
+def _cond_direction(x, p):
+    """The derivative of ``np.linalg.cond(x, p)`` with respect to ``x`` (real)."""
+    if p is None or p == 2 or p == -2:
+        u, s, vh = np.linalg.svd(x, full_matrices=False)
+        largest = np.expand_dims(s[..., :1], -1)
+        smallest = np.expand_dims(s[..., -1:], -1)
+        toward_largest = np.matmul(u[..., :, :1], vh[..., :1, :])
+        toward_smallest = np.matmul(u[..., :, -1:], vh[..., -1:, :])
+        if p == -2:
+            return toward_smallest / largest - smallest / largest**2 * toward_largest
+        return toward_largest / smallest - largest / smallest**2 * toward_smallest
+    inverse = np.linalg.inv(x)
+    inverse_t = np.swapaxes(inverse, -1, -2)
+    norm_x = np.linalg.norm(x, p, axis=(-2, -1), keepdims=True)
+    norm_inverse = np.linalg.norm(inverse, p, axis=(-2, -1), keepdims=True)
+    d_inverse = norm_direction(inverse, norm_inverse, p, (-2, -1))
+    through_inverse = np.matmul(inverse_t, np.matmul(d_inverse, inverse_t))
+    return norm_inverse * norm_direction(x, norm_x, p, (-2, -1)) - norm_x * through_inverse
+
+
+def _refuse_complex_cond(x):
+    if is_complex(x):
+        refuse(
+            "np.linalg.cond of a complex matrix has no derivative rule; write it with the "
+            "singular values (np.linalg.svd(x, compute_uv=False)) of a real matrix"
+        )
+
+
+# tensorsolve(a, b) solves tensordot(a, x, x.ndim) = b: with A = a as a (b.size, x.size)
+# matrix, x = solve(A, b.ravel()); the cotangent of b is solve(A^T, g), that of a the outer
+# product -g_b x^T; forward, dx = tensorsolve(a, db - tensordot(da, x, x.ndim)).
+
+_TENSORSOLVE_AXES = (
+    "np.linalg.tensorsolve is differentiated without axes= only; move the axes yourself "
+    "(np.moveaxis(a, axes, -1)) and call it without axes"
+)
+
+
+@vjp_rule(np.linalg.tensorsolve)
+def _tensorsolve(g, ans, a, b, axes=None):
+    if axes is not None:
+        refuse(_TENSORSOLVE_AXES)
+    matrix = np.reshape(a, (np.size(b), np.size(ans)))
+    g_b = np.linalg.solve(np.transpose(matrix), np.reshape(g, (np.size(ans),)))
+    g_a = -np.outer(g_b, np.reshape(ans, (np.size(ans),)))
+    return np.reshape(g_a, np.shape(a)), np.reshape(g_b, np.shape(b))
+
+
+@jvp_rule(np.linalg.tensorsolve)
+def _tensorsolve_jvp(t, ans, a, b, axes=None):
+    if axes is not None:
+        refuse(_TENSORSOLVE_AXES)
+    t_matrix = np.reshape(t, (np.size(b), np.size(ans)))
+    t_b = -np.reshape(np.matmul(t_matrix, np.reshape(ans, (np.size(ans),))), np.shape(b))
+    return np.linalg.tensorsolve(a, t_b), np.linalg.tensorsolve(a, t)

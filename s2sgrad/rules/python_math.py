@@ -3,10 +3,10 @@
 ``math.sin(x)`` computes what ``np.sin(x)`` computes on a Python float, so the twin's rules
 apply as they are (their results are NumPy numbers where ``math`` gives floats, which
 arithmetic treats alike). ``math.log`` with a base, ``math.hypot`` of any number of
-coordinates and ``math.erf``/``math.erfc`` have rules of their own. Functions whose
-derivative needs what NumPy lacks (``math.gamma`` needs the digamma function) or whose
-result is an integer (``math.floor``) have no rule: they stay refused, with the advice to
-use NumPy.
+coordinates, ``math.erf``/``math.erfc`` and ``math.gamma``/``math.lgamma`` (with the
+digamma function NumPy lacks, :func:`s2sgrad.runtime.polygamma`) have rules of their own.
+Functions whose result is an integer (``math.floor``) have no rule: they stay refused, with
+the advice to use NumPy.
 
 ``math`` converts its argument with ``float()``, which the tape refuses
 (``tape/values.py``); while a tape records, the functions with rules are replaced on the
@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from s2sgrad.rules.registry import get_rule, jvp_rule, rule_function, vjp_rule
+from s2sgrad.runtime import polygamma
 
 __all__ = ["NUMPY_TWINS"]
 
@@ -113,3 +114,23 @@ def _erfc(g, ans, x):
 @jvp_rule(math.erfc)
 def _erfc_jvp(t, ans, x):
     return -t * _TWO_OVER_ROOT_PI * np.exp(-(x**2))
+
+
+@vjp_rule(math.gamma)
+def _gamma(g, ans, x):
+    return g * ans * polygamma(0, x)
+
+
+@jvp_rule(math.gamma)
+def _gamma_jvp(t, ans, x):
+    return t * ans * polygamma(0, x)
+
+
+@vjp_rule(math.lgamma)  # log|gamma(x)|, whose slope is digamma(x) on either sign of gamma
+def _lgamma(g, ans, x):
+    return g * polygamma(0, x)
+
+
+@jvp_rule(math.lgamma)
+def _lgamma_jvp(t, ans, x):
+    return t * polygamma(0, x)

@@ -1,6 +1,6 @@
-"""Derivative rules of ``scipy.signal.convolve`` and ``fftconvolve``, in every mode and any
-number of dimensions, and of ``convolve2d`` with zeros past the edges (``boundary="fill"``,
-``fillvalue=0``; other boundaries are refused when differentiated).
+"""Derivative rules of ``scipy.signal.convolve``, ``correlate`` and ``fftconvolve``, in every
+mode and any number of dimensions, and of ``convolve2d`` with zeros past the edges
+(``boundary="fill"``, ``fillvalue=0``; other boundaries are refused when differentiated).
 
 ``convolve(in1, in2, mode)`` is a window of the full convolution, whose length along each
 axis is ``n1 + n2 - 1``: from 0 (``full``), from ``(n1 + n2 - 1 - n1) // 2`` (``same``, as
@@ -62,6 +62,35 @@ def _convolve_jvp(t, ans, in1, in2, mode="full", method="auto"):
     return (
         signal.convolve(t, in2, mode=mode, method=method),
         signal.convolve(in1, t, mode=mode, method=method),
+    )
+
+
+# correlate(in1, in2) is convolve(in1, flip(in2)) for real inputs (SciPy computes it so), in
+# every mode: the cotangent of flip(in2) is flipped back
+
+
+@vjp_rule(signal.correlate)
+def _correlate(g, ans, in1, in2, mode="full", method="auto"):
+    full = np.add(np.shape(in1), np.shape(in2)) - 1
+    if mode == "full":
+        start = full - full
+    elif mode == "same":
+        start = (full - np.shape(in1)) // 2
+    else:
+        start = np.minimum(np.shape(in1), np.shape(in2)) - 1
+    widths = np.stack([start, full - start - np.shape(ans)], axis=1)
+    spread = np.pad(g, widths)
+    return (
+        signal.convolve(spread, in2, mode="valid", method=method),
+        np.flip(signal.convolve(spread, np.flip(in1), mode="valid", method=method)),
+    )
+
+
+@jvp_rule(signal.correlate)
+def _correlate_jvp(t, ans, in1, in2, mode="full", method="auto"):
+    return (
+        signal.correlate(t, in2, mode=mode, method=method),
+        signal.correlate(in1, t, mode=mode, method=method),
     )
 
 

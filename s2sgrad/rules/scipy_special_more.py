@@ -1,8 +1,9 @@
 """More rules of ``scipy.special``: the exponentially scaled and modified Bessel functions
 ``i0e``, ``i1e``, ``kv``, ``kve``, ``k0``, ``k1``, ``yv``; ``erfcx``, ``dawsn``; the exponential
-integrals ``exp1``, ``expi`` and the dilogarithm ``spence``; ``log_expit``; the entropy terms
-``rel_entr`` and ``kl_div``; the losses ``huber`` and ``pseudo_huber``; ``boxcox`` and
-``boxcox1p``; and ``zeta`` in ``q``. Loaded with :mod:`s2sgrad.rules.scipy_special`.
+integrals ``exp1``, ``expi``, the sine and cosine integrals ``sici`` and the dilogarithm
+``spence``; ``log_expit``; the entropy terms ``rel_entr`` and ``kl_div``; the losses
+``huber`` and ``pseudo_huber``; ``boxcox`` and ``boxcox1p``; and ``zeta`` in ``q``.
+Loaded with :mod:`s2sgrad.rules.scipy_special`.
 
 Each rule is written with NumPy and ``scipy.special`` functions that have rules, so every
 order follows: ``i0e' = i1e - sign(x) i0e``, ``kv' = -(kv(v-1) + kv(v+1)) / 2``,
@@ -134,6 +135,23 @@ def _exp1(g, ans, x):
 @_unary(special.expi)
 def _expi(g, ans, x):
     return g * np.exp(x) / x
+
+
+# sici(x) = (Si, Ci): Si' = sin(x) / x (1 at 0, as np.sinc has it), Ci' = cos(x) / x
+@vjp_rule(special.sici)
+def _sici(g, ans, x):
+    slope_si = np.sinc(x / np.pi)
+    slope_ci = np.cos(x) / x
+    if g[0] is None:
+        return g[1] * slope_ci
+    if g[1] is None:
+        return g[0] * slope_si
+    return g[0] * slope_si + g[1] * slope_ci
+
+
+@jvp_rule(special.sici)
+def _sici_jvp(t, ans, x):
+    return ((t * np.sinc(x / np.pi), t * np.cos(x) / x),)
 
 
 # spence(z) = integral from 1 to z of log(t) / (1 - t); its slope at z = 1 is -1

@@ -19,6 +19,7 @@ from s2sgrad.runtime import (
     reductions,
     scientific,
     shapes,
+    special_functions,
     states_left,
     ufunc_methods,
 )
@@ -36,6 +37,7 @@ from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.revolve import run_checkpointed  # noqa: F401 (in __all__)
 from s2sgrad.runtime.scientific import *  # noqa: F403
 from s2sgrad.runtime.shapes import *  # noqa: F403
+from s2sgrad.runtime.special_functions import *  # noqa: F403
 from s2sgrad.runtime.states_left import *  # noqa: F403
 from s2sgrad.runtime.ufunc_methods import *  # noqa: F403
 
@@ -54,6 +56,7 @@ __all__ = list(
             *fft.__all__,
             *states_left.__all__,
             *scientific.__all__,
+            *special_functions.__all__,
             *ufunc_methods.__all__,
             *dispatch.__all__,
             *objects.__all__,

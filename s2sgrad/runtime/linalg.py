@@ -20,6 +20,7 @@ import numpy as np
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import unbroadcast
+from s2sgrad.runtime.dispatch import backward_hooks_apply
 
 __all__ = [
     "matmul_cotangent_a",
@@ -282,6 +283,13 @@ def eigh_gap_mask(w: Any, middle: Any = None, g_w: Any = None) -> Any:
         size = np.max(np.abs(middle), axis=(-2, -1), initial=0.0)[..., None, None]
         if np.any(off_diagonal & (skew > 1e-8 * size + 1e-300)):
             raise _repeated_eigenvalues("eigenvectors")
+        # A symmetric part there is divided by a gap of zero too: its limit depends on how
+        # the function changes as the eigenvalues part (V f(w) V^T has the entries f'(w)),
+        # which the cotangents do not tell, so leaving it out would be a wrong derivative.
+        if np.any(off_diagonal & (np.abs(middle) > 1e-8 * size + 1e-300)):
+            raise _mixed_repeated_eigenvectors()
+        if np.any(off_diagonal) and _in_forward_mode_on_the_tape():
+            raise _mixed_repeated_eigenvectors()  # the cotangents there are stand-in zeros
     if g_w is not None:
         spread = np.abs(np.expand_dims(g_w, -2) - np.expand_dims(g_w, -1))
         size = np.max(np.abs(g_w), axis=-1, initial=0.0)[..., None, None]
@@ -313,6 +321,22 @@ def _repeated_eigenvalues(what: str) -> Exception:
         "repeated eigenvalues alike and do not depend on how their eigenvectors are chosen "
         "have one); perturb the matrix slightly, or use np.linalg.eigvalsh with a function "
         "symmetric in the eigenvalues"
+    )
+
+
+def _in_forward_mode_on_the_tape() -> bool:
+    """Whether the tape's forward mode runs this rule, transposing a pullback: its
+    cotangents are zeros standing in for any, so they cannot show what the function uses."""
+    return not backward_hooks_apply()
+
+
+def _mixed_repeated_eigenvectors() -> Exception:
+    return NonDifferentiableError(
+        "np.linalg.eigh found repeated eigenvalues, and the function combines their "
+        "eigenvectors (as a matrix function V f(w) V^T does): its derivative there depends "
+        "on how the function changes as the repeated eigenvalues part, which reverse mode "
+        "cannot see from the eigenvectors alone; perturb the matrix slightly (distinct "
+        "eigenvalues), or compute the matrix function without eigh (a @ a, scipy.linalg.expm)"
     )
 
 

@@ -29,6 +29,7 @@ from s2sgrad.compiler.frontend.deep_expressions import (
 )
 from s2sgrad.compiler.frontend.parsed import ParsedFunction
 from s2sgrad.compiler.frontend.same_code import compiles_to, runs_as
+from s2sgrad.compiler.primitive_callers import differentiated_by_its_rule, primitive_caller
 from s2sgrad.compiler.python_ast import into_gast
 from s2sgrad.errors import S2SGradError, UnsupportedError, where
 from s2sgrad.rules.registry import get_rule
@@ -59,6 +60,8 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         parsed.node.name  # '<lambda>' turned into a def named 'lambda_'
     """
     function = unwrap(function, containers)
+    if differentiated_by_its_rule(function):  # sg.vjp(np.linalg.norm, x): by its rule
+        function = primitive_caller(function)
     made = getattr(function, "__s2sgrad_parsed__", None)
     if made is not None:  # a checkpointed loop's body (passes/checkpointed_loops.py)
         return made()
