@@ -79,7 +79,8 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
             where = f"{inner.co_filename}:{inner.co_firstlineno}: " if inner else ""
             raise UnsupportedError(
                 f"{where}functools.partial({wrapped}): sg.vjp, sg.jvp and sg.hvp take the "
-                "function they call with its arguments; pass a lambda calling {wrapped} with the "
+                f"function they call with its arguments; pass a lambda calling {wrapped} "
+                "with the "
                 f"arguments this partial binds (lambda x: {wrapped}(x, ...)), or use "
                 "mode='tape' (sg.grad, sg.jacobian and sg.hessian take partials)"
             )
