@@ -604,18 +604,25 @@ def _reached(names: set[str], values: _Values, allowed: set[str], never) -> set[
     """The names of ``names`` and of ``allowed`` whose being sequences theirs depends on
     (:func:`_makes_sequence` reads them), transitively, but for those with a value that
     makes no sequence whatever the others are (``never(value)``: :func:`_never_sequence`)."""
-    reached = set()
+    reached: set[str] = set()
+    rejected: set[str] = set()  # names with such a value: each asked once
+    assignments = values.assignments  # read here without making the lists of values
     pending = list(names)
     while pending:
         name = pending.pop()
-        if name in reached:
+        if name in reached or name in rejected:
             continue
-        found = values.get(name, ())
-        if any(never(value) for value in found):
-            continue
-        reached.add(name)
+        found = [e.value if type(e) is gast.Assign else e for e in assignments.get(name, ())]
         for value in found:
-            pending += [read for read in _names_followed(value) if read in allowed]
+            # arithmetic but + (the commonest value) makes none: _never_sequence's first
+            # answer, without a call
+            if type(value.op) is not gast.Add if type(value) is _BINARY else never(value):
+                rejected.add(name)
+                break
+        else:
+            reached.add(name)
+            for value in found:
+                pending += [read for read in _names_followed(value) if read in allowed]
     return reached
 
 
