@@ -1,6 +1,6 @@
 """A rule's plan drops the ``unbroadcast`` calls of ``y = x * 2`` from its template once
-(``compiler/unbroadcast_templates.py``, ``inline._Plan.without_unbroadcasts``): its copies
-are the nodes the backward sweep's walk (``reverse/rules._without_unbroadcasts``) makes
+(``compiler/unbroadcast_templates.py``, a plan's ``without_unbroadcasts``): its copies
+are the nodes the backward sweep's walk (``reverse/rules.without_unbroadcasts``) makes
 of the whole plan's, and the gradients through it are right."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _entries(plan, args, walked: bool):
         unbroadcast = runtime.unbroadcast
         objects = namespace.objects
         entries = [
-            None if e is None else reverse_rules._without_unbroadcasts(e, objects, unbroadcast, "a")
+            None if e is None else reverse_rules.without_unbroadcasts(e, objects, unbroadcast, "a")
             for e in entries
         ]
     return [None if e is None else gast.dump(e) for e in entries]
@@ -113,7 +113,7 @@ def test_scalar_steps_are_differentiated_without_walking_their_entries(program, 
     def walked(*_):
         raise AssertionError("a scalar step's entries walked for unbroadcast calls")
 
-    monkeypatch.setattr(reverse_rules, "_without_unbroadcasts", walked)
+    monkeypatch.setattr(reverse_rules, "without_unbroadcasts", walked)
     gradient = sg.grad(program.scaled, mode="s2s")
     x = np.array([0.3, -0.4, 0.8])
     step = 1e-6

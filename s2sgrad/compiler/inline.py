@@ -248,7 +248,7 @@ class _Plan:
     def without_unbroadcasts(self, positions: frozenset[int], unbroadcast: Any) -> _Plan | None:
         """This plan for a call whose arguments at ``positions`` are one name and the others
         literals, with the template's ``unbroadcast(v, <that name>)`` calls (``unbroadcast``
-        the helper) replaced by ``v``: the entries ``reverse/rules._without_unbroadcasts``
+        the helper) replaced by ``v``: the entries ``reverse/rules.without_unbroadcasts``
         makes of this plan's. None where that cannot be told from the template alone."""
         key = (positions, id(unbroadcast))
         if key in self.stripped:

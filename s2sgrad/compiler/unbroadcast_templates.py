@@ -26,7 +26,7 @@ def stripped_template(
     template: gast.expr, strips: Callable[[gast.Call], bool]
 ) -> tuple[gast.expr, bool] | None:
     """A copy of ``template`` with each call that ``strips`` says yes of replaced by its
-    first argument, as ``reverse/rules._without_unbroadcasts`` replaces them in a copy
+    first argument, as ``reverse/rules.without_unbroadcasts`` replaces them in a copy
     made of it (outside in, then inside what replaced them); and whether any was. None
     where a function or lambda is inside (its names are not the call site's)."""
     copy = clone(template)

@@ -25,7 +25,7 @@ from s2sgrad.compiler.syntax import assign, call, child_fields, clone, constant,
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import silent_zero_positions
 
-__all__ = ["RuleAdjoints", "rule_label"]
+__all__ = ["RuleAdjoints", "rule_label", "without_unbroadcasts"]
 
 
 class RuleAdjoints:
@@ -179,7 +179,7 @@ class RuleAdjoints:
         unbroadcast = self.unbroadcast_helper()
         objects = self.namespace.objects
         return [
-            None if e is None else _without_unbroadcasts(e, objects, unbroadcast, name)
+            None if e is None else without_unbroadcasts(e, objects, unbroadcast, name)
             for e in entries
         ]
 
@@ -280,9 +280,16 @@ def _primitive_name(primitive) -> str:
     return name if name.isidentifier() else "primitive"
 
 
-def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name: str) -> gast.AST:
+def without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name: str) -> gast.AST:
     """``node`` with each ``unbroadcast(v, name)`` call replaced by ``v``, in place (a
-    module function: a recursive closure would be a reference cycle keeping its caller)."""
+    module function: a recursive closure would be a reference cycle keeping its caller);
+    ``objects``: the generated namespace's, where ``unbroadcast`` is bound.
+
+    Example::
+
+        without_unbroadcasts(parse_expression("unbroadcast(dy * 2, x)"), objects, f, "x")
+        # dy * 2, where objects["unbroadcast"] is f
+    """
     kind = type(node)
     if kind in _LEAVES:  # nothing below to replace
         return node
@@ -295,14 +302,14 @@ def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name:
         and isinstance(node.args[1], gast.Name)
         and node.args[1].id == name
     ):
-        return _without_unbroadcasts(node.args[0], objects, unbroadcast, name)
+        return without_unbroadcasts(node.args[0], objects, unbroadcast, name)
     for field in child_fields(kind):
         value = getattr(node, field, None)
         if isinstance(value, gast.AST):
-            setattr(node, field, _without_unbroadcasts(value, objects, unbroadcast, name))
+            setattr(node, field, without_unbroadcasts(value, objects, unbroadcast, name))
         elif isinstance(value, list):
             value[:] = [
-                _without_unbroadcasts(v, objects, unbroadcast, name)
+                without_unbroadcasts(v, objects, unbroadcast, name)
                 if isinstance(v, gast.AST)
                 else v
                 for v in value
