@@ -38,6 +38,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 from s2sgrad.compiler.template_builders import template_copier
+from s2sgrad.compiler.unbroadcast_templates import stripped_template
 
 __all__ = ["Inlined", "inline_rule", "rule_plan", "has_plan", "Namespace", "is_literal_node"]
 
@@ -225,10 +226,94 @@ class _Plan:
     rule's global names in the generated namespace. What the general path of
     :func:`inline_rule` makes, without binding, folding and renaming anew at every call."""
 
-    def __init__(self, entries: list, count: int, is_tuple: bool):
+    def __init__(
+        self,
+        entries: list,
+        count: int,
+        is_tuple: bool,
+        parts: list | None = None,
+        copier: Callable | None = None,
+        sources: dict | None = None,
+        rule_globals: dict | None = None,
+    ):
         self.entries = entries  # one builder per entry of the returned value
         self.count = count
         self.tuple = is_tuple  # the rule returns a tuple of entries (else one value)
+        self.parts = parts  # the template of each entry, and what makes its builder
+        self.copier = copier
+        self.sources = sources or {}  # a parameter's name → its argument's index, or default
+        self.globals = rule_globals or {}
+        self.stripped: dict[tuple, _Plan | None] = {}  # without_unbroadcasts's, made once
+
+    def without_unbroadcasts(self, positions: frozenset[int], unbroadcast: Any) -> _Plan | None:
+        """This plan for a call whose arguments at ``positions`` are one name and the others
+        literals, with the template's ``unbroadcast(v, <that name>)`` calls (``unbroadcast``
+        the helper) replaced by ``v``: the entries ``reverse/rules.without_unbroadcasts``
+        makes of this plan's. None where that cannot be told from the template alone."""
+        key = (positions, id(unbroadcast))
+        if key in self.stripped:
+            return self.stripped[key]
+        plan = self.stripped[key] = self._without_unbroadcasts(positions, unbroadcast)
+        return plan
+
+    def _without_unbroadcasts(self, positions, unbroadcast) -> _Plan | None:
+        if self.parts is None or self.copier is None:
+            return None
+        unsure = []
+
+        def source(node: gast.expr) -> Any:
+            """What the copy holds for the template's name ``node``: its argument's
+            index, _GLOBAL, or _CONSTANT (a default); other names make the plan unsure."""
+            found = self.sources.get(node.id, _NO_SOURCE)
+            if type(found) is int:
+                return found
+            if found is not _NO_SOURCE:
+                return _CONSTANT
+            if node.id in self.globals:
+                return _GLOBAL
+            unsure.append(node)  # a builtin: copied as it is
+            return None
+
+        def strips(call: gast.Call) -> bool:
+            func = call.func
+            if type(func) is not gast.Name:
+                return False
+            called = source(func)
+            if called is _CONSTANT:
+                return False
+            if called is not _GLOBAL:  # a parameter called, or a builtin
+                unsure.append(func)
+                return False
+            if self.globals[func.id] is not unbroadcast or len(call.args) != 2 or call.keywords:
+                return False
+            second = call.args[1]
+            if type(second) is not gast.Name:
+                return False  # no name where it is copied
+            read = source(second)
+            if read is _CONSTANT or read is _GLOBAL:
+                return False  # not the call site's name (a default, a bound global)
+            if type(read) is not int or read < 2:  # the cotangent, the answer, a builtin
+                unsure.append(second)
+                return False
+            return read - 2 in positions
+
+        parts = []
+        changed = False
+        for part in self.parts:
+            found = stripped_template(part, strips)
+            if found is None or unsure:
+                return None
+            new, any_stripped = found
+            if _is_none(new) and not _is_none(part):
+                return None  # inline reads a literal None as no entry, the walk does not
+            parts.append(new)
+            changed = changed or any_stripped
+        if not changed:
+            return self  # nothing to drop: the entries are this plan's
+        builders = [self.copier(part) for part in parts]
+        if any(b is None for b in builders):
+            return None
+        return _Plan(builders, self.count, self.tuple)
 
     def inline(self, first, ans, args, wanted, namespace: Namespace) -> Inlined:
         values = [first, ans, *args]
@@ -332,10 +417,23 @@ def _make_plan(rule, parsed: _ParsedRule, count: int) -> _Plan | None:
 
     helpers = {"atom": clone_atom, "bound": bound_name}
     parts = value.elts if type(value) is gast.Tuple else [value]
-    builders = [template_copier(part, leaf, "A, N", walked_leaf, helpers) for part in parts]
+
+    def copier(part: gast.expr) -> Callable | None:
+        return template_copier(part, leaf, "A, N", walked_leaf, helpers)
+
+    builders = [copier(part) for part in parts]
     if any(b is None for b in builders):
         return None
-    return _Plan(builders, count, type(value) is gast.Tuple)
+    return _Plan(
+        builders, count, type(value) is gast.Tuple, list(parts), copier, sources, parsed.globals
+    )
+
+
+_GLOBAL, _CONSTANT = object(), object()  # what a template's name is copied as, but a name
+
+
+def _is_none(node: gast.AST) -> bool:
+    return type(node) is gast.Constant and node.value is None
 
 
 _SHAPES: dict[int, tuple[list[gast.stmt], tuple | None]] = {}

@@ -432,9 +432,16 @@ def _may_repeat(product: gast.BinOp, varied: set[str]) -> bool:
     """Whether ``a * n`` may repeat a varied sequence by a count that is not: one operand
     a varied name, the other reading no varied name."""
     left, right = product.left, product.right
-    if type(left) is gast.Name and left.id in varied and not reads_of_value(right) & varied:
+    # a literal count (the commonest: x * 2) reads no name, without a call
+    if (
+        type(left) is gast.Name
+        and left.id in varied
+        and (type(right) is gast.Constant or not reads_of_value(right) & varied)
+    ):
         return True
-    return type(right) is gast.Name and right.id in varied and not reads_of_value(left) & varied
+    if type(right) is not gast.Name or right.id not in varied:
+        return False
+    return type(left) is gast.Constant or not reads_of_value(left) & varied
 
 
 def _operand_names(statements: list[gast.Assign]) -> set[str]:
@@ -468,13 +475,14 @@ class AssignmentTable:
         # writes, an empty list display in their place
         self.assignments: dict[str, list[gast.Assign | gast.List]] = {}
         self.named: list[gast.Assign] = []  # the ``name = value`` statements
-        self.binary: list[gast.Assign] = []  # ``target = a op b``, in order
+        # ``target = a op b`` by the operator's class, each list in order
+        self.binary: dict[type, list[gast.Assign]] = {}
         self.written: set[str] = set()  # names written other than by ``name = value``
         for statement in nested_statements(node.body):
             kind = type(statement)
             if kind is gast.Assign:
                 if type(statement.value) is gast.BinOp:
-                    self.binary.append(statement)
+                    self.binary.setdefault(type(statement.value.op), []).append(statement)
                 if type(statement.targets[0]) is gast.Name:
                     self.assignments.setdefault(statement.targets[0].id, []).append(statement)
                     self.named.append(statement)
@@ -495,9 +503,13 @@ class AssignmentTable:
                     self.written.add(name)
 
     def operations(self, operator: type) -> list[gast.Assign]:
-        """The statements ``v = a <operator> b``, in order, as the body is now."""
+        """The statements ``v = a <operator> b``, in order, as the body is now (a pass
+        may make such a value something else, as join_sequences makes ``a + b`` a call,
+        never another operation)."""
         return [
-            s for s in self.binary if type(s.value) is gast.BinOp and type(s.value.op) is operator
+            s
+            for s in self.binary.get(operator, ())
+            if type(s.value) is gast.BinOp and type(s.value.op) is operator
         ]
 
     def values(self) -> dict[str, list[gast.expr]]:
@@ -592,18 +604,25 @@ def _reached(names: set[str], values: _Values, allowed: set[str], never) -> set[
     """The names of ``names`` and of ``allowed`` whose being sequences theirs depends on
     (:func:`_makes_sequence` reads them), transitively, but for those with a value that
     makes no sequence whatever the others are (``never(value)``: :func:`_never_sequence`)."""
-    reached = set()
+    reached: set[str] = set()
+    rejected: set[str] = set()  # names with such a value: each asked once
+    assignments = values.assignments  # read here without making the lists of values
     pending = list(names)
     while pending:
         name = pending.pop()
-        if name in reached:
+        if name in reached or name in rejected:
             continue
-        found = values.get(name, ())
-        if any(never(value) for value in found):
-            continue
-        reached.add(name)
+        found = [e.value if type(e) is gast.Assign else e for e in assignments.get(name, ())]
         for value in found:
-            pending += [read for read in _names_followed(value) if read in allowed]
+            # arithmetic but + (the commonest value) makes none: _never_sequence's first
+            # answer, without a call
+            if type(value.op) is not gast.Add if type(value) is _BINARY else never(value):
+                rejected.add(name)
+                break
+        else:
+            reached.add(name)
+            for value in found:
+                pending += [read for read in _names_followed(value) if read in allowed]
     return reached
 
 

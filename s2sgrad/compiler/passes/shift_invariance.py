@@ -200,8 +200,8 @@ def _binary(value: gast.BinOp, forms, shift: _Shift) -> _Form | None:
 def _reduction(value: gast.expr, resolve, functions) -> tuple[str, int] | None:
     """(source, axis) of ``f(source, axis=<number>, keepdims=True)`` with ``f`` one of
     ``functions``."""
-    if not isinstance(value, gast.Call) or len(value.args) != 1:
-        return None
+    if not isinstance(value, gast.Call) or len(value.args) != 1 or len(value.keywords) != 2:
+        return None  # two keywords: axis and keepdims (the commonest call has none)
     if not isinstance(value.args[0], gast.Name):
         return None
     keywords = {k.arg: k.value for k in value.keywords}

@@ -92,14 +92,16 @@ class Context:
         self.in_loops = names_written_in_loops(statements, nested)
         self.mutated = mutated_names(statements, nested)
         self.lists = list_names(statements, nested)
-        assignments = [s for s in nested if type(s) is gast.Assign]
         # read only by the adjoints of item writes (y[i] = v) and of literals ((a, b))
-        item_writes = any(type(s.targets[0]) is gast.Subscript for s in assignments)
+        item_writes = literals = False
+        for s in nested:  # one loop for both
+            if type(s) is gast.Assign:
+                item_writes = item_writes or type(s.targets[0]) is gast.Subscript
+                literals = literals or type(s.value) in _LITERALS
         self.integers = integer_names(statements, nested) if item_writes else set()
         self.structured = maybe_structured(
             statements, self.containers | self.lists, self.parameters, self.operations, nested
         )
-        literals = any(type(s.value) in _LITERALS for s in assignments)
         self.entries_read = entries_read(body) if literals else {}
         self.numeric = numeric_names(  # never a list or tuple: x * 2 scales, keeps x's shape
             statements,

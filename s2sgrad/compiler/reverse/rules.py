@@ -25,7 +25,7 @@ from s2sgrad.compiler.syntax import assign, call, child_fields, clone, constant,
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.rules.registry import silent_zero_positions
 
-__all__ = ["RuleAdjoints", "rule_label"]
+__all__ = ["RuleAdjoints", "rule_label", "without_unbroadcasts"]
 
 
 class RuleAdjoints:
@@ -86,10 +86,15 @@ class RuleAdjoints:
             )
         if not wanted:
             return []
-        inlined, label = None, None
+        inlined, label, stripped = None, None, False
         planned = self.plan(rule.vjp, args) if rule.inline_vjp and not keywords else None
         if planned is not None:
             plan, label = planned
+            if self.scalar_name(operation, args) is not None:  # y = x * 2
+                positions = frozenset(i for i, a in enumerate(args) if type(a) is gast.Name)
+                scaled = plan.without_unbroadcasts(positions, self.unbroadcast_helper())
+                stripped = scaled is not None
+                plan = scaled or plan
             inlined = plan.inline(cotangent, answer, args, wanted, self.namespace)
         elif rule.inline_vjp:
             inlined = inline_rule(
@@ -128,7 +133,9 @@ class RuleAdjoints:
         else:
             if inlined.statements:
                 block.extend(located(s, statement) for s in inlined.statements)
-            entries = self.without_scalar_unbroadcasts(operation, args, inlined.entries)
+            entries = inlined.entries
+            if not stripped:  # the plan made them without the calls
+                entries = self.without_scalar_unbroadcasts(operation, args, entries)
         contribute = self.cotangents.contribute
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
@@ -166,24 +173,37 @@ class RuleAdjoints:
         tuple, which ``* 2`` repeats. Dropping the call drops the
         backward's read of x: a loop's ``b = b * 2`` needs no save of b per iteration.
         """
-        if operation.primitive not in _SHAPE_KEEPING or operation.keywords:
+        name = self.scalar_name(operation, args)
+        if name is None:
             return entries
+        unbroadcast = self.unbroadcast_helper()
+        objects = self.namespace.objects
+        return [
+            None if e is None else without_unbroadcasts(e, objects, unbroadcast, name)
+            for e in entries
+        ]
+
+    def scalar_name(self, operation, args) -> str | None:
+        """The one name of ``y = x * 2`` whose ``unbroadcast`` calls
+        :meth:`without_scalar_unbroadcasts` drops (the others are real literals), else None."""
+        if operation.primitive not in _SHAPE_KEEPING or operation.keywords:
+            return None
         names = {a.id for a in args if isinstance(a, gast.Name)}
         if len(names) != 1 or not all(isinstance(a, gast.Name) or _real_literal(a) for a in args):
-            return entries
+            return None
         (name,) = names
         if name not in self.context.numeric or name in self.context.structured:
-            return entries  # x may be a list or tuple, which x * 2 repeats
+            return None  # x may be a list or tuple, which x * 2 repeats
+        return name
+
+    def unbroadcast_helper(self) -> Any:
+        """What the name ``helper("unbroadcast")`` gives is bound to."""
         unbroadcast = self.unbroadcast
         if unbroadcast is None:  # bound at the first ask, under a name that stays its own
             unbroadcast = self.unbroadcast = self.namespace.objects.get(
                 self.helper("unbroadcast").id
             )
-        objects = self.namespace.objects
-        return [
-            None if e is None else _without_unbroadcasts(e, objects, unbroadcast, name)
-            for e in entries
-        ]
+        return unbroadcast
 
     def accumulate_item(self, statement, operation, cotangent) -> list[gast.stmt] | None:
         """``v = x[i]`` in a loop: ``dx[i] += dv`` into x's private cotangent buffer.
@@ -260,9 +280,16 @@ def _primitive_name(primitive) -> str:
     return name if name.isidentifier() else "primitive"
 
 
-def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name: str) -> gast.AST:
+def without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name: str) -> gast.AST:
     """``node`` with each ``unbroadcast(v, name)`` call replaced by ``v``, in place (a
-    module function: a recursive closure would be a reference cycle keeping its caller)."""
+    module function: a recursive closure would be a reference cycle keeping its caller);
+    ``objects``: the generated namespace's, where ``unbroadcast`` is bound.
+
+    Example::
+
+        without_unbroadcasts(parse_expression("unbroadcast(dy * 2, x)"), objects, f, "x")
+        # dy * 2, where objects["unbroadcast"] is f
+    """
     kind = type(node)
     if kind in _LEAVES:  # nothing below to replace
         return node
@@ -275,14 +302,14 @@ def _without_unbroadcasts(node: gast.AST, objects: dict, unbroadcast: Any, name:
         and isinstance(node.args[1], gast.Name)
         and node.args[1].id == name
     ):
-        return _without_unbroadcasts(node.args[0], objects, unbroadcast, name)
+        return without_unbroadcasts(node.args[0], objects, unbroadcast, name)
     for field in child_fields(kind):
         value = getattr(node, field, None)
         if isinstance(value, gast.AST):
-            setattr(node, field, _without_unbroadcasts(value, objects, unbroadcast, name))
+            setattr(node, field, without_unbroadcasts(value, objects, unbroadcast, name))
         elif isinstance(value, list):
             value[:] = [
-                _without_unbroadcasts(v, objects, unbroadcast, name)
+                without_unbroadcasts(v, objects, unbroadcast, name)
                 if isinstance(v, gast.AST)
                 else v
                 for v in value
