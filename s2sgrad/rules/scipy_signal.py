@@ -42,15 +42,7 @@ def _spread(g, ans, in1, in2, mode):
 
 @vjp_rule(signal.convolve)
 def _convolve(g, ans, in1, in2, mode="full", method="auto"):
-    full = np.add(np.shape(in1), np.shape(in2)) - 1
-    if mode == "full":
-        start = full - full
-    elif mode == "same":
-        start = (full - np.shape(in1)) // 2
-    else:
-        start = np.minimum(np.shape(in1), np.shape(in2)) - 1
-    widths = np.stack([start, full - start - np.shape(ans)], axis=1)
-    spread = np.pad(g, widths)
+    spread = _spread(g, ans, in1, in2, mode)
     return (
         signal.convolve(spread, np.flip(in2), mode="valid", method=method),
         signal.convolve(spread, np.flip(in1), mode="valid", method=method),
@@ -71,15 +63,7 @@ def _convolve_jvp(t, ans, in1, in2, mode="full", method="auto"):
 
 @vjp_rule(signal.correlate)
 def _correlate(g, ans, in1, in2, mode="full", method="auto"):
-    full = np.add(np.shape(in1), np.shape(in2)) - 1
-    if mode == "full":
-        start = full - full
-    elif mode == "same":
-        start = (full - np.shape(in1)) // 2
-    else:
-        start = np.minimum(np.shape(in1), np.shape(in2)) - 1
-    widths = np.stack([start, full - start - np.shape(ans)], axis=1)
-    spread = np.pad(g, widths)
+    spread = _spread(g, ans, in1, in2, mode)
     return (
         signal.convolve(spread, in2, mode="valid", method=method),
         np.flip(signal.convolve(spread, np.flip(in1), mode="valid", method=method)),
