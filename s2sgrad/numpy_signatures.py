@@ -36,6 +36,7 @@ _TABLE = {
     "float16": "(value=0, /)",
     "float32": "(value=0, /)",
     "inner": "(a, b, /)",
+    "lexsort": "(keys, axis=-1)",
     "ndarray.all": "(self, /, axis=None, out=None, keepdims=False, *, where=True)",
     "ndarray.any": "(self, /, axis=None, out=None, keepdims=False, *, where=True)",
     "ndarray.argmax": "(self, /, axis=None, out=None, *, keepdims=False)",
