@@ -630,7 +630,10 @@ def _of_partial(transform: Callable, f: Callable, wrt, mode: str) -> Callable:
     again by source transformation (the gradient's code takes the bound arguments too)."""
     function, bound, _ = bound_arguments(f)
     shift = len(bound)
-    moved = tuple(w + shift if isinstance(w, int) else w for w in _as_tuple(wrt))
+    moved = tuple(
+        int(w) + shift if isinstance(w, (int, np.integer)) and not isinstance(w, bool) else w
+        for w in _as_tuple(wrt)
+    )
     single = not isinstance(wrt, (tuple, list))
     inner = transform(function, wrt=moved[0] if single else moved, mode=mode)
 

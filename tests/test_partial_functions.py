@@ -73,6 +73,7 @@ def test_positional_arguments_bound_first_shift_wrt(mode):
     assert_close(gx, 1.5 * np.cos(x) * y)
     assert_close(gy, 1.5 * np.sin(x))
     assert_close(sg.grad(f, wrt="y", mode=mode)(x, y), 1.5 * np.sin(x))
+    assert_close(sg.jacobian(f, wrt=np.int64(1), mode=mode)(x, y), 1.5 * np.sin(x))
 
 
 @pytest.mark.parametrize("mode", MODES)
