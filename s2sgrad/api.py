@@ -543,6 +543,7 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
         with _named_at(f):
             return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
+    jacobian_function.__s2sgrad_matrix__ = "sg.jacobian"  # type: ignore[attr-defined]
     return functools.update_wrapper(jacobian_function, f, updated=())
 
 
@@ -564,6 +565,7 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
         with _named_at(f):
             return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
+    jacobian_function.__s2sgrad_matrix__ = "sg.jacfwd"  # type: ignore[attr-defined]
     return functools.update_wrapper(jacobian_function, f, updated=())
 
 

@@ -33,6 +33,7 @@ from s2sgrad.compiler.primitive_callers import differentiated_by_its_rule, primi
 from s2sgrad.compiler.python_ast import into_gast
 from s2sgrad.errors import S2SGradError, UnsupportedError, where
 from s2sgrad.rules.registry import get_rule
+from s2sgrad.running import function_origin
 
 __all__ = ["parse_function", "read_definition", "unwrap"]
 
@@ -60,6 +61,15 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
         parsed.node.name  # '<lambda>' turned into a def named 'lambda_'
     """
     function = unwrap(function, containers)
+    matrix = getattr(function, "__s2sgrad_matrix__", None)
+    if matrix is not None:  # sg.jacfwd(sg.jacobian(f)): its wrapper is s2sgrad's own code
+        origin = function_origin(function)
+        raise UnsupportedError(
+            f"{origin + ': ' if origin else ''}a Jacobian made by {matrix} is differentiated "
+            "again here; source transformation differentiates gradients, not Jacobians: "
+            "for second derivatives use sg.hessian(f) or sg.jacfwd(sg.grad(f)), or use "
+            "mode='tape'"
+        )
     if differentiated_by_its_rule(function):  # sg.vjp(np.linalg.norm, x): by its rule
         function = primitive_caller(function)
     made = getattr(function, "__s2sgrad_parsed__", None)
