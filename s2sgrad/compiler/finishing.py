@@ -425,7 +425,8 @@ def without_garbage_collection():
     first collection after the pause would walk it all at once (a tenth of a second for a
     2,000-statement function) and the next older one again. Any cycle left among it is
     still found, by the next full collection. Only when nothing is frozen already: a
-    program that froze objects (before forking, say) keeps them frozen."""
+    program that froze objects (before forking, say) keeps them frozen, and so does
+    Python 3.12, which starts with some frozen."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
