@@ -27,31 +27,25 @@ import operator
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError
-from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
+from s2sgrad.rules.registry import (
+    jvp_rule,
+    nondifferentiable,
+    vjp_and_jvp_rule,
+    vjp_rule,
+    zero_by_design,
+)
 from s2sgrad.runtime import LN2, LN10, bessel_i1, cast_like, unbroadcast, zeros_like_value
 from s2sgrad.runtime.core import CotangentList
-
-
-def _unary(*primitives):
-    """Register the decorated rule as both the VJP and the JVP rule of ``primitives``."""
-
-    def register(rule):
-        vjp_rule(*primitives)(rule)
-        jvp_rule(*primitives)(rule)
-        return rule
-
-    return register
-
 
 # ---------------------------------------------------------------------------- unary
 
 
-@_unary(np.negative, operator.neg)
+@vjp_and_jvp_rule(np.negative, operator.neg)
 def _negative(g, ans, x):
     return -g
 
 
-@_unary(np.positive, operator.pos, float)
+@vjp_and_jvp_rule(np.positive, operator.pos, float)
 def _identity(g, ans, x):
     return g
 
@@ -81,7 +75,7 @@ def _imag_jvp(t, ans, val):
     return np.imag(t)
 
 
-@_unary(np.conjugate, np.ndarray.conj, np.ndarray.conjugate)
+@vjp_and_jvp_rule(np.conjugate, np.ndarray.conj, np.ndarray.conjugate)
 def _conjugate(g, ans, x):
     return np.conj(g)
 
@@ -118,7 +112,7 @@ def _angle_jvp(t, ans, z, deg=False):
     return np.imag(np.conj(z) * t) * scale / squared
 
 
-@_unary(np.sign)
+@vjp_and_jvp_rule(np.sign)
 def _sign(g, ans, x):
     return np.zeros_like(x)
 
@@ -146,132 +140,132 @@ def _nan_to_num_jvp(t, ans, x, copy=True, nan=0.0, posinf=None, neginf=None):
     )
 
 
-@_unary(np.exp)
+@vjp_and_jvp_rule(np.exp)
 def _exp(g, ans, x):
     return g * ans
 
 
-@_unary(np.exp2)
+@vjp_and_jvp_rule(np.exp2)
 def _exp2(g, ans, x):
     return g * ans * LN2
 
 
-@_unary(np.expm1)
+@vjp_and_jvp_rule(np.expm1)
 def _expm1(g, ans, x):
     return g * (ans + 1)
 
 
-@_unary(np.log)
+@vjp_and_jvp_rule(np.log)
 def _log(g, ans, x):
     return g / x
 
 
-@_unary(np.log1p)
+@vjp_and_jvp_rule(np.log1p)
 def _log1p(g, ans, x):
     return g / (x + 1)
 
 
-@_unary(np.log2)
+@vjp_and_jvp_rule(np.log2)
 def _log2(g, ans, x):
     return g / (x * LN2)
 
 
-@_unary(np.log10)
+@vjp_and_jvp_rule(np.log10)
 def _log10(g, ans, x):
     return g / (x * LN10)
 
 
-@_unary(np.sqrt)
+@vjp_and_jvp_rule(np.sqrt)
 def _sqrt(g, ans, x):
     return g / (2 * ans)
 
 
-@_unary(np.cbrt)
+@vjp_and_jvp_rule(np.cbrt)
 def _cbrt(g, ans, x):
     return g / (3 * ans**2)
 
 
-@_unary(np.square)
+@vjp_and_jvp_rule(np.square)
 def _square(g, ans, x):
     return g * 2 * x
 
 
-@_unary(np.reciprocal)
+@vjp_and_jvp_rule(np.reciprocal)
 def _reciprocal(g, ans, x):
     return -g * ans**2
 
 
-@_unary(np.sin)
+@vjp_and_jvp_rule(np.sin)
 def _sin(g, ans, x):
     return g * np.cos(x)
 
 
-@_unary(np.cos)
+@vjp_and_jvp_rule(np.cos)
 def _cos(g, ans, x):
     return -g * np.sin(x)
 
 
-@_unary(np.tan)
+@vjp_and_jvp_rule(np.tan)
 def _tan(g, ans, x):
     return g * (1 + ans**2)
 
 
-@_unary(np.arcsin)
+@vjp_and_jvp_rule(np.arcsin)
 def _arcsin(g, ans, x):
     return g / np.sqrt(1 - x**2)
 
 
-@_unary(np.arccos)
+@vjp_and_jvp_rule(np.arccos)
 def _arccos(g, ans, x):
     return -g / np.sqrt(1 - x**2)
 
 
-@_unary(np.arctan)
+@vjp_and_jvp_rule(np.arctan)
 def _arctan(g, ans, x):
     return g / (1 + x**2)
 
 
-@_unary(np.sinh)
+@vjp_and_jvp_rule(np.sinh)
 def _sinh(g, ans, x):
     return g * np.cosh(x)
 
 
-@_unary(np.cosh)
+@vjp_and_jvp_rule(np.cosh)
 def _cosh(g, ans, x):
     return g * np.sinh(x)
 
 
-@_unary(np.tanh)
+@vjp_and_jvp_rule(np.tanh)
 def _tanh(g, ans, x):
     return g * (1.0 - ans**2)  # 1.0: NumPy 2 subtracts from a float faster than from an int
 
 
-@_unary(np.arcsinh)
+@vjp_and_jvp_rule(np.arcsinh)
 def _arcsinh(g, ans, x):
     return g / np.sqrt(x**2 + 1)
 
 
-@_unary(np.arccosh)
+@vjp_and_jvp_rule(np.arccosh)
 def _arccosh(g, ans, x):  # sqrt(x - 1) sqrt(x + 1): the branch of complex x too
     return g / (np.sqrt(x - 1) * np.sqrt(x + 1))
 
 
-@_unary(np.arctanh)
+@vjp_and_jvp_rule(np.arctanh)
 def _arctanh(g, ans, x):
     return g / (1 - x**2)
 
 
-@_unary(np.deg2rad, np.radians)
+@vjp_and_jvp_rule(np.deg2rad, np.radians)
 def _deg2rad(g, ans, x):
     return g * (np.pi / 180)
 
 
-@_unary(np.rad2deg, np.degrees)
+@vjp_and_jvp_rule(np.rad2deg, np.degrees)
 def _rad2deg(g, ans, x):
     return g * (180 / np.pi)
 
 
-@_unary(np.sinc)
+@vjp_and_jvp_rule(np.sinc)
 def _sinc(g, ans, x):
     # sinc'(x) = (cos(pi x) - sinc(x)) / x, which cancels near 0; there its series, whose
     # own derivative is right too (a second derivative at 0 is -pi**2 / 3, not 0)
@@ -281,7 +275,7 @@ def _sinc(g, ans, x):
     return g * np.where(near, series, (np.cos(z) - ans) / np.where(near, 1, x))
 
 
-@_unary(np.i0)
+@vjp_and_jvp_rule(np.i0)
 def _i0(g, ans, x):
     return g * bessel_i1(x)
 

@@ -39,6 +39,7 @@ __all__ = [
     "keywords_without_derivative",
     "vjp_rule",
     "jvp_rule",
+    "vjp_and_jvp_rule",
     "nondifferentiable",
     "returns_several",
     "is_declared_several",
@@ -154,6 +155,25 @@ def jvp_rule(*primitives: Any, inline: bool = True) -> Callable[[Callable], Call
             rule.jvp = function
             rule.inline_jvp = inline
             rule.differentiable = True
+        return function
+
+    return register
+
+
+def vjp_and_jvp_rule(*primitives: Any) -> Callable[[Callable], Callable]:
+    """Register the decorated function as both the VJP and the JVP rule of each primitive
+    (an elementwise rule ``g * f'(x)`` serves both, the tangent in place of the cotangent).
+
+    Example::
+
+        @vjp_and_jvp_rule(np.sin)
+        def _sin(g, ans, x):
+            return g * np.cos(x)
+    """
+
+    def register(function: Callable) -> Callable:
+        vjp_rule(*primitives)(function)
+        jvp_rule(*primitives)(function)
         return function
 
     return register

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import special
 
 import s2sgrad.rules.scipy_special_more  # noqa: F401  (registers its rules)
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import unbroadcast
 
@@ -26,36 +26,25 @@ SQRT_2PI = float(np.sqrt(2 * np.pi))
 LOG_2PI = float(np.log(2 * np.pi))
 
 
-def _unary(*primitives):
-    """Register the decorated rule as both the VJP and the JVP rule of ``primitives``."""
-
-    def register(rule):
-        vjp_rule(*primitives)(rule)
-        jvp_rule(*primitives)(rule)
-        return rule
-
-    return register
-
-
 # ---------------------------------------------------------------- gamma and beta functions
 
 
-@_unary(special.gammaln)
+@vjp_and_jvp_rule(special.gammaln)
 def _gammaln(g, ans, x):
     return g * special.psi(x)
 
 
-@_unary(special.gamma)
+@vjp_and_jvp_rule(special.gamma)
 def _gamma(g, ans, x):
     return g * ans * special.psi(x)
 
 
-@_unary(special.rgamma)
+@vjp_and_jvp_rule(special.rgamma)
 def _rgamma(g, ans, x):
     return -g * ans * special.psi(x)
 
 
-@_unary(special.psi)
+@vjp_and_jvp_rule(special.psi)
 def _psi(g, ans, x):
     return g * special.polygamma(1, x)
 
@@ -157,32 +146,32 @@ def _gammaincc_jvp(t, ans, a, x):
 # ------------------------------------------------------------------------ Bessel functions
 
 
-@_unary(special.j0)
+@vjp_and_jvp_rule(special.j0)
 def _j0(g, ans, x):
     return -g * special.j1(x)
 
 
-@_unary(special.j1)
+@vjp_and_jvp_rule(special.j1)
 def _j1(g, ans, x):
     return g * (special.j0(x) - special.jv(2, x)) / 2
 
 
-@_unary(special.y0)
+@vjp_and_jvp_rule(special.y0)
 def _y0(g, ans, x):
     return -g * special.y1(x)
 
 
-@_unary(special.y1)
+@vjp_and_jvp_rule(special.y1)
 def _y1(g, ans, x):
     return g * (special.y0(x) - ans / x)
 
 
-@_unary(special.i0)
+@vjp_and_jvp_rule(special.i0)
 def _i0(g, ans, x):
     return g * special.i1(x)
 
 
-@_unary(special.i1)
+@vjp_and_jvp_rule(special.i1)
 def _i1(g, ans, x):
     return g * (special.i0(x) + special.iv(2, x)) / 2
 
@@ -242,38 +231,38 @@ def _ive_jvp(t, ans, v, x):
 # ------------------------------------------------------------ error function and normal law
 
 
-@_unary(special.erf)
+@vjp_and_jvp_rule(special.erf)
 def _erf(g, ans, x):
     return g * (2 / SQRT_PI) * np.exp(-(x**2))
 
 
-@_unary(special.erfc)
+@vjp_and_jvp_rule(special.erfc)
 def _erfc(g, ans, x):
     return g * (-2 / SQRT_PI) * np.exp(-(x**2))
 
 
-@_unary(special.erfinv)
+@vjp_and_jvp_rule(special.erfinv)
 def _erfinv(g, ans, x):
     return g * (SQRT_PI / 2) * np.exp(ans**2)
 
 
-@_unary(special.erfcinv)
+@vjp_and_jvp_rule(special.erfcinv)
 def _erfcinv(g, ans, x):
     return g * (-SQRT_PI / 2) * np.exp(ans**2)
 
 
-@_unary(special.ndtr)
+@vjp_and_jvp_rule(special.ndtr)
 def _ndtr(g, ans, x):
     return g * np.exp(-(x**2) / 2) / SQRT_2PI
 
 
-@_unary(special.log_ndtr)
+@vjp_and_jvp_rule(special.log_ndtr)
 def _log_ndtr(g, ans, x):
     # the normal density over ndtr(x), as one exponential: finite far in the left tail
     return g * np.exp(-(x**2) / 2 - ans - LOG_2PI / 2)
 
 
-@_unary(special.ndtri)
+@vjp_and_jvp_rule(special.ndtri)
 def _ndtri(g, ans, x):
     return g * SQRT_2PI * np.exp(ans**2 / 2)
 
@@ -281,17 +270,17 @@ def _ndtri(g, ans, x):
 # ------------------------------------------------------------- logistic and log functions
 
 
-@_unary(special.expit)
+@vjp_and_jvp_rule(special.expit)
 def _expit(g, ans, x):
     return g * ans * (1 - ans)
 
 
-@_unary(special.logit)
+@vjp_and_jvp_rule(special.logit)
 def _logit(g, ans, x):
     return g / (x * (1 - x))
 
 
-@_unary(special.entr)
+@vjp_and_jvp_rule(special.entr)
 def _entr(g, ans, x):
     return -g * (np.log(x) + 1)
 

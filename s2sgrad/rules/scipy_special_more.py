@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import unbroadcast
 
@@ -40,26 +40,15 @@ _YV_REFUSED = _NO_CLOSED_FORM.format(name="yv(v, x)", wrt="the order v", only="x
 _ZETA_REFUSED = _NO_CLOSED_FORM.format(name="zeta(x, q)", wrt="the exponent x", only="q")
 
 
-def _unary(*primitives):
-    """Register the decorated rule as both the VJP and the JVP rule of ``primitives``."""
-
-    def register(rule):
-        vjp_rule(*primitives)(rule)
-        jvp_rule(*primitives)(rule)
-        return rule
-
-    return register
-
-
 # ----------------------------------------------------------------------- Bessel functions
 
 
-@_unary(special.i0e)
+@vjp_and_jvp_rule(special.i0e)
 def _i0e(g, ans, x):
     return g * (special.i1e(x) - np.sign(x) * ans)
 
 
-@_unary(special.i1e)
+@vjp_and_jvp_rule(special.i1e)
 def _i1e(g, ans, x):
     # i1'(x) = i0(x) - i1(x) / x, which is 1/2 at x = 0
     at_zero = x == 0
@@ -68,12 +57,12 @@ def _i1e(g, ans, x):
     return g * np.where(at_zero, 0.5, slope)
 
 
-@_unary(special.k0)
+@vjp_and_jvp_rule(special.k0)
 def _k0(g, ans, x):
     return -g * special.k1(x)
 
 
-@_unary(special.k1)
+@vjp_and_jvp_rule(special.k1)
 def _k1(g, ans, x):
     return -g * (special.k0(x) + special.kv(2, x)) / 2
 
@@ -117,22 +106,22 @@ def _yv_jvp(t, ans, v, x):
 # -------------------------------------------------------- error-function relatives, integrals
 
 
-@_unary(special.erfcx)
+@vjp_and_jvp_rule(special.erfcx)
 def _erfcx(g, ans, x):
     return g * (2.0 * x * ans - TWO_OVER_SQRT_PI)
 
 
-@_unary(special.dawsn)
+@vjp_and_jvp_rule(special.dawsn)
 def _dawsn(g, ans, x):
     return g * (1.0 - 2.0 * x * ans)
 
 
-@_unary(special.exp1)
+@vjp_and_jvp_rule(special.exp1)
 def _exp1(g, ans, x):
     return -g * np.exp(-x) / x
 
 
-@_unary(special.expi)
+@vjp_and_jvp_rule(special.expi)
 def _expi(g, ans, x):
     return g * np.exp(x) / x
 
@@ -155,14 +144,14 @@ def _sici_jvp(t, ans, x):
 
 
 # spence(z) = integral from 1 to z of log(t) / (1 - t); its slope at z = 1 is -1
-@_unary(special.spence)
+@vjp_and_jvp_rule(special.spence)
 def _spence(g, ans, z):
     at_one = z == 1
     safe_z = np.where(at_one, 2.0, z)
     return g * np.where(at_one, -1.0, np.log(safe_z) / (1.0 - safe_z))
 
 
-@_unary(special.log_expit)
+@vjp_and_jvp_rule(special.log_expit)
 def _log_expit(g, ans, x):
     return g * special.expit(-x)
 
