@@ -5,13 +5,12 @@ of the whole plan's, and the gradients through it are right."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
 
 import gast
 import numpy as np
 import pytest
+from written_source import function_in_file
 
 import s2sgrad as sg
 import s2sgrad.compiler.reverse.rules as reverse_rules
@@ -98,26 +97,20 @@ def scaled(x):
 
 
 @pytest.fixture(scope="module")
-def program(tmp_path_factory):
-    path = tmp_path_factory.mktemp("unbroadcast_templates") / "unbroadcast_program.py"
-    path.write_text(_PROGRAM)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop(path.stem, None)
+def scaled(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("unbroadcast_templates")
+    return function_in_file(directory, "unbroadcast_program", _PROGRAM.splitlines(), "scaled")
 
 
-def test_scalar_steps_are_differentiated_without_walking_their_entries(program, monkeypatch):
+def test_scalar_steps_are_differentiated_without_walking_their_entries(scaled, monkeypatch):
     def walked(*_):
         raise AssertionError("a scalar step's entries walked for unbroadcast calls")
 
     monkeypatch.setattr(reverse_rules, "without_unbroadcasts", walked)
-    gradient = sg.grad(program.scaled, mode="s2s")
+    gradient = sg.grad(scaled, mode="s2s")
     x = np.array([0.3, -0.4, 0.8])
     step = 1e-6
-    f = program.scaled
+    f = scaled
     expected = np.array([(f(x + step * e) - f(x - step * e)) / (2 * step) for e in np.eye(3)])
     np.testing.assert_allclose(gradient(x), expected, rtol=1e-6, atol=1e-8)
     raw = sg.source(gradient, optimize=False)
