@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import linecache
 from collections.abc import Callable
 from typing import Any
+
+from s2sgrad.compiler.written_callers import defined, spelled_parameters
 
 __all__ = ["one_tuple_caller"]
 
@@ -55,36 +56,9 @@ def _written(generated: Callable, result: str) -> Callable:
         f"generated{'_' * i}" for i in itertools.count() if f"generated{'_' * i}" not in taken
     )
     namespace: dict[str, Any] = {callee: generated}
-    parameters, arguments = [], []
-    keyword_only = False
-    for parameter in signature:
-        name, kind = parameter.name, parameter.kind
-        if kind is parameter.VAR_POSITIONAL:
-            parameters.append(f"*{name}")
-            arguments.append(f"*{name}")
-            keyword_only = True
-            continue
-        if kind is parameter.VAR_KEYWORD:
-            parameters.append(f"**{name}")
-            arguments.append(f"**{name}")
-            continue
-        if kind is parameter.KEYWORD_ONLY and not keyword_only:
-            parameters.append("*")
-            keyword_only = True
-        spelled = name
-        if parameter.default is not parameter.empty:
-            default = f"{callee}_default_{len(namespace)}"
-            namespace[default] = parameter.default
-            spelled = f"{name}={default}"
-        parameters.append(spelled)
-        arguments.append(f"{name}={name}" if kind is parameter.KEYWORD_ONLY else name)
-    positional_only = [p for p in signature if p.kind is p.POSITIONAL_ONLY]
-    if positional_only:
-        parameters.insert(len(positional_only), "/")
+    parameters, arguments = spelled_parameters(signature, namespace, f"{callee}_default_")
     name = generated.__name__
     filename = f"<s2sgrad one-tuple result of {name} {next(_numbers)}>"
     call = f"{callee}({', '.join(arguments)})"
     source = f"def {name}({', '.join(parameters)}):\n" + result.format(call)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (our own source)
-    return namespace[name]
+    return defined(source, filename, name, namespace)

@@ -17,12 +17,12 @@ Example::
 from __future__ import annotations
 
 import itertools
-import linecache
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from s2sgrad.compiler.written_callers import defined, spelled_parameters
 from s2sgrad.numpy_signatures import signature
 from s2sgrad.rules.registry import get_rule
 
@@ -67,9 +67,7 @@ def primitive_caller(primitive: Any) -> Callable:
     namespace: dict[str, Any] = {"primitive": primitive}
     parameters, arguments = _parameters(primitive, namespace)
     source = f"def {name}({', '.join(parameters)}):\n    return primitive({', '.join(arguments)})\n"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (our own source)
-    caller = namespace[name]
+    caller = defined(source, filename, name, namespace)
     _CALLERS[id(primitive)] = (primitive, caller)
     return caller
 
@@ -85,40 +83,15 @@ def _parameters(primitive: Any, namespace: dict[str, Any]) -> tuple[list[str], l
         return ["*args", "**kwargs"], ["*args", "**kwargs"]
     if isinstance(primitive, np.ufunc):  # its inputs only: the next position is out=
         signature_parameters = signature_parameters[: primitive.nin]
-    parameters: list[str] = []
-    arguments: list[str] = []
-    keyword_only = False
-    positional_only = 0
+    kept = []
     for parameter in signature_parameters:
         name = parameter.name
         if not name.isidentifier() or name == "primitive" or name.startswith("default_"):
             return ["*args", "**kwargs"], ["*args", "**kwargs"]
         if _NO_VALUE is not None and parameter.default is _NO_VALUE:
             break
-        if parameter.kind is parameter.VAR_POSITIONAL:
-            parameters.append(f"*{name}")
-            arguments.append(f"*{name}")
-            keyword_only = True
-            continue
-        if parameter.kind is parameter.VAR_KEYWORD:
-            parameters.append(f"**{name}")
-            arguments.append(f"**{name}")
-            continue
-        if parameter.kind is parameter.KEYWORD_ONLY and not keyword_only:
-            parameters.append("*")
-            keyword_only = True
-        if parameter.kind is parameter.POSITIONAL_ONLY:
-            positional_only += 1
-        spelled = name
-        if parameter.default is not parameter.empty:
-            default = f"default_{len(namespace)}"
-            namespace[default] = parameter.default
-            spelled = f"{name}={default}"
-        parameters.append(spelled)
-        arguments.append(f"{name}={name}" if parameter.kind is parameter.KEYWORD_ONLY else name)
-    if positional_only:
-        parameters.insert(positional_only, "/")
-    return parameters, arguments
+        kept.append(parameter)
+    return spelled_parameters(kept, namespace, "default_")
 
 
 def _identifier(name: str) -> str:
