@@ -417,12 +417,66 @@ def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
 
 def names_read(node: gast.AST) -> set[str]:
     """Names loaded anywhere inside ``node``."""
+    if type(node) is gast.Assign:  # name = value of atoms (most statements): no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return set(plain[1])
     return _names_of([node], gast.Load)
 
 
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
+    if type(node) is gast.Assign:  # name = value of atoms (most statements): no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return {plain[0]}
     return _names_of([node], gast.Store)
+
+
+def plain_binding(statement: gast.Assign) -> tuple[str, list[str]] | None:
+    """``(name, the names the value reads)`` when ``statement`` is ``name = value`` and
+    ``value`` a name, a literal, or an operator or a call applied to names and literals
+    (called by a name or a name's attribute): nothing in such a value stores a name; else
+    None. The answer of a walk, without one.
+
+    Example::
+
+        plain_binding(parse_statement("y = np.sin(x)"))  # ('y', ['np', 'x'])
+    """
+    targets = statement.targets
+    if len(targets) != 1:
+        return None
+    target = targets[0]
+    if type(target) is not gast.Name or type(target.ctx) is not gast.Store:
+        return None
+    if target.annotation is not None:
+        return None
+    value = statement.value
+    kind = type(value)
+    if kind is gast.Name or kind is gast.Constant:
+        parts = [value]
+    elif kind is gast.BinOp:
+        parts = [value.left, value.right]
+    elif kind is gast.UnaryOp:
+        parts = [value.operand]
+    elif kind is gast.Call:
+        func = value.func
+        called = func.value if type(func) is gast.Attribute else func
+        if type(called) is not gast.Name:
+            return None
+        parts = [called, *value.args, *(keyword.value for keyword in value.keywords)]
+    else:
+        return None
+    reads = []
+    for part in parts:
+        kind = type(part)
+        if kind is gast.Name:
+            if type(part.ctx) is not gast.Load or part.annotation is not None:
+                return None
+            reads.append(part.id)
+        elif kind is not gast.Constant:
+            return None
+    return target.id, reads
 
 
 def names_written_by_walk(
@@ -527,7 +581,49 @@ def _names_of(roots: list, context: type | None) -> set[str]:
 
 def names_modified(node: gast.AST) -> set[str]:
     """Names a statement rebinds or changes in place (``y[i] = v``, ``items.append(v)``)."""
-    found = names_written(node)
+    if type(node) is gast.Assign:  # name = value of atoms: no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return {plain[0]} | _receiver_changed(node.value)
+    return names_written(node) | _changed_bases(node)
+
+
+def names_changed_in_place(node: gast.AST) -> set[str]:
+    """``names_modified(node) - names_written(node)``: the names a statement changes in
+    place and does not rebind (``y[i] = v``, ``items.append(v)``), without the walk for
+    the names it writes where it changes none in place.
+
+    Example::
+
+        names_changed_in_place(parse_statement("y[i] = v"))  # {'y'}
+    """
+    if type(node) is gast.Assign:  # name = value of atoms: no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return _receiver_changed(node.value) - {plain[0]}
+    found = _changed_bases(node)
+    if found:
+        found -= names_written(node)
+    return found
+
+
+def _receiver_changed(value: gast.expr) -> set[str]:
+    """``{name}`` when ``value`` is the call ``name.method(...)`` of a mutating method
+    (``items.pop()``), else nothing."""
+    func = getattr(value, "func", None)
+    if (
+        type(func) is gast.Attribute
+        and type(func.value) is gast.Name
+        and func.attr in MUTATING_METHODS
+    ):
+        return {func.value.id}
+    return set()
+
+
+def _changed_bases(node: gast.AST) -> set[str]:
+    """The bases of the items and attributes ``node`` stores into, and the receivers of
+    the mutating methods it calls."""
+    found: set[str] = set()
     for child in _nodes(node, True, True):
         kind = type(child)
         if kind in (gast.Subscript, gast.Attribute) and type(child.ctx) is gast.Store:

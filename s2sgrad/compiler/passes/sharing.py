@@ -29,6 +29,7 @@ from s2sgrad.compiler.syntax import (
     names_written_in_all,
     nested_statements,
     parameter_names,
+    plain_binding,
     walk,
 )
 from s2sgrad.tape.rerouting import original_of
@@ -440,12 +441,18 @@ def _array_facts(statements, resolve) -> tuple[dict[str, int], set[str]]:
                     known.add(id(target))
     if not made and not integers:
         return {}, set()
-    other = {
-        n.id
-        for statement in statements
-        for n in _own_nodes(statement)
-        if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
-    }
+    other: set[str] = set()  # the names bound otherwise
+    for statement in statements:
+        if type(statement) is gast.Assign and plain_binding(statement) is not None:
+            target = statement.targets[0]  # the one name it binds: no walk
+            if id(target) not in known:
+                other.add(target.id)
+            continue
+        other.update(
+            n.id
+            for n in _own_nodes(statement)
+            if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
+        )
     ndims = {n: d.pop() for n, d in made.items() if len(d) == 1 and n not in other}
     return ndims, integers - other - set(made)
 
