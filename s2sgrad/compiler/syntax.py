@@ -610,7 +610,7 @@ def names_changed_in_place(node: gast.AST) -> set[str]:
 def _receiver_changed(value: gast.expr) -> set[str]:
     """``{name}`` when ``value`` is the call ``name.method(...)`` of a mutating method
     (``items.pop()``), else nothing."""
-    func = getattr(value, "func", None)
+    func: Any = getattr(value, "func", None)
     if (
         type(func) is gast.Attribute
         and type(func.value) is gast.Name

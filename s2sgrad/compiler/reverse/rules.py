@@ -88,7 +88,7 @@ class RuleAdjoints:
             return []
         inlined, label, stripped = None, None, False
         planned = self.plan(rule.vjp, args) if rule.inline_vjp and not keywords else None
-        scalar = _UNKNOWN  # scalar_name's answer, asked once
+        scalar: Any = _UNKNOWN  # scalar_name's answer, asked once
         if planned is not None:
             plan, label = planned
             scalar = self.scalar_name(operation, args)
