@@ -447,36 +447,42 @@ def plain_binding(statement: gast.Assign) -> tuple[str, list[str]] | None:
     if len(targets) != 1:
         return None
     target = targets[0]
-    if type(target) is not gast.Name or type(target.ctx) is not gast.Store:
-        return None
-    if target.annotation is not None:
+    if type(target) is not _NAME or type(target.ctx) is not _STORING or target.annotation:
         return None
     value = statement.value
     kind = type(value)
-    if kind is gast.Name or kind is gast.Constant:
-        parts = [value]
-    elif kind is gast.BinOp:
-        parts = [value.left, value.right]
-    elif kind is gast.UnaryOp:
-        parts = [value.operand]
-    elif kind is gast.Call:
+    parts: Any
+    if kind is _BINOP:
+        parts = (value.left, value.right)
+    elif kind is _CALL:
         func = value.func
-        called = func.value if type(func) is gast.Attribute else func
-        if type(called) is not gast.Name:
+        if type(func) is _ATTRIBUTE:
+            func = func.value
+        if type(func) is not _NAME:
             return None
-        parts = [called, *value.args, *(keyword.value for keyword in value.keywords)]
+        parts = [func, *value.args]
+        if value.keywords:
+            parts += [keyword.value for keyword in value.keywords]
+    elif kind is _NAME or kind is _CONSTANT:
+        parts = (value,)
+    elif kind is _UNARYOP:
+        parts = (value.operand,)
     else:
         return None
     reads = []
     for part in parts:
         kind = type(part)
-        if kind is gast.Name:
-            if type(part.ctx) is not gast.Load or part.annotation is not None:
+        if kind is _NAME:
+            if type(part.ctx) is not _LOADING or part.annotation:
                 return None
             reads.append(part.id)
-        elif kind is not gast.Constant:
+        elif kind is not _CONSTANT:
             return None
     return target.id, reads
+
+
+_NAME, _CONSTANT, _ATTRIBUTE, _CALL = gast.Name, gast.Constant, gast.Attribute, gast.Call
+_BINOP, _UNARYOP, _LOADING, _STORING = gast.BinOp, gast.UnaryOp, gast.Load, gast.Store
 
 
 def names_written_by_walk(

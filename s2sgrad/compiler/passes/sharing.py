@@ -448,13 +448,18 @@ def _array_facts(statements, resolve) -> tuple[dict[str, int], set[str]]:
             if id(target) not in known:
                 other.add(target.id)
             continue
+        # a statement that holds none has every node below it as its own
+        nodes = walk(statement) if type(statement) in _FLAT else _own_nodes(statement)
         other.update(
             n.id
-            for n in _own_nodes(statement)
+            for n in nodes
             if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
         )
     ndims = {n: d.pop() for n, d in made.items() if len(d) == 1 and n not in other}
     return ndims, integers - other - set(made)
+
+
+_FLAT = frozenset({gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return})
 
 
 def _own_nodes(statement: gast.stmt) -> list[gast.AST]:
