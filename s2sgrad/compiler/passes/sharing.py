@@ -362,8 +362,26 @@ class _LocalResolver:
         self._statements = statements
         # name -> its arrays' number of dimensions, for names only ever bound to np.zeros
         # and the like of a shape written out; and names only ever a range loop's target
-        self.ndims: dict[str, int] = {}
-        self.integers: set[str] = set()
+        self._ndims: dict[str, int] = {}
+        self._integers: set[str] = set()
+        self._facts_of: list | None = None  # the statements they are found in when asked
+
+    @property
+    def ndims(self) -> dict[str, int]:
+        self._array_facts()
+        return self._ndims
+
+    @property
+    def integers(self) -> set[str]:
+        self._array_facts()
+        return self._integers
+
+    def _array_facts(self) -> None:
+        """Find ``ndims`` and ``integers`` now, if :func:`with_local_functions` left them
+        to the first question (the code stays as it is until then)."""
+        statements, self._facts_of = self._facts_of, None
+        if statements is not None:
+            self._ndims, self._integers = _array_facts(statements, self.resolve)
 
     @property
     def bound(self) -> set[str]:
@@ -409,8 +427,12 @@ def with_local_functions(statements, resolve, unchanged: bool = False):
         local = _LocalResolver(resolve, functions, captured, None, list(statements))
     else:
         local = _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
-    if resolve is not None:
-        local.ndims, local.integers = _array_facts(statements, resolve)
+    if resolve is None:
+        return local
+    if unchanged:  # most analyses never ask: found at the first question
+        local._facts_of = list(statements)
+    else:
+        local._ndims, local._integers = _array_facts(statements, resolve)
     return local
 
 
