@@ -52,10 +52,16 @@ def test_other_statements_are_walked(source):
     assert syntax.plain_binding(_statement(source)) is None
 
 
+def _walked(node: gast.AST, context: type) -> set[str]:
+    """The names of ``context`` a walk finds below ``node`` (none of these statements
+    defines a function, whose own names the answers leave out)."""
+    return {n.id for n in syntax.walk(node) if type(n) is gast.Name and type(n.ctx) is context}
+
+
 def _walked_modified(node: gast.AST) -> set[str]:
     """``names_modified`` as a walk answers it: the names written, the bases of items and
     attributes stored into, and the receivers of mutating methods."""
-    found = syntax._names_of([node], gast.Store)
+    found = _walked(node, gast.Store)
     for child in syntax.walk(node):
         if type(child) in (gast.Subscript, gast.Attribute) and type(child.ctx) is gast.Store:
             base = child.value
@@ -76,7 +82,7 @@ def _walked_modified(node: gast.AST) -> set[str]:
 @pytest.mark.parametrize("source", [s for s, _ in PLAIN] + NOT_PLAIN + ["items.append(x)"])
 def test_the_answers_are_a_walks(source):
     node = _statement(source)
-    read, written = syntax._names_of([node], gast.Load), syntax._names_of([node], gast.Store)
+    read, written = _walked(node, gast.Load), _walked(node, gast.Store)
     modified = _walked_modified(node)
     assert syntax.names_read(node) == read
     assert syntax.names_written(node) == written
