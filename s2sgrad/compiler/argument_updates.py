@@ -45,8 +45,10 @@ def copy_updated_arguments(
     plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
     changed = changed_in_place(node, parsed.resolve, arrays_only=True, nodes=nodes)
     _refuse_changed_defaults(node, parsed, changed)
-    keyed = _written_under_text_keys(node, changed)
-    copied = [p for p in plain if p in changed and p not in containers and p not in keyed]
+    copied = [p for p in plain if p in changed and p not in containers]
+    if copied:  # most functions change no argument: no walk for the keys they write under
+        keyed = _written_under_text_keys(node, changed)
+        copied = [p for p in copied if p not in keyed]
     if not copied:
         return set()
     helper = names.claim("owned")

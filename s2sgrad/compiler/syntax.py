@@ -417,12 +417,72 @@ def _node_fields(kind: type, skip_operators: bool) -> tuple[str, ...]:
 
 def names_read(node: gast.AST) -> set[str]:
     """Names loaded anywhere inside ``node``."""
+    if type(node) is gast.Assign:  # name = value of atoms (most statements): no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return set(plain[1])
     return _names_of([node], gast.Load)
 
 
 def names_written(node: gast.AST) -> set[str]:
     """Names stored anywhere inside ``node`` (not descending into nested functions)."""
+    if type(node) is gast.Assign:  # name = value of atoms (most statements): no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return {plain[0]}
     return _names_of([node], gast.Store)
+
+
+def plain_binding(statement: gast.Assign) -> tuple[str, list[str]] | None:
+    """``(name, the names the value reads)`` when ``statement`` is ``name = value`` and
+    ``value`` a name, a literal, or an operator or a call applied to names and literals
+    (called by a name or a name's attribute): nothing in such a value stores a name; else
+    None. The answer of a walk, without one.
+
+    Example::
+
+        plain_binding(parse_statement("y = np.sin(x)"))  # ('y', ['np', 'x'])
+    """
+    targets = statement.targets
+    if len(targets) != 1:
+        return None
+    target = targets[0]
+    if type(target) is not _NAME or type(target.ctx) is not _STORING or target.annotation:
+        return None
+    value = statement.value
+    kind = type(value)
+    parts: Any
+    if kind is _BINOP:
+        parts = (value.left, value.right)
+    elif kind is _CALL:
+        func = value.func
+        if type(func) is _ATTRIBUTE:
+            func = func.value
+        if type(func) is not _NAME:
+            return None
+        parts = [func, *value.args]
+        if value.keywords:
+            parts += [keyword.value for keyword in value.keywords]
+    elif kind is _NAME or kind is _CONSTANT:
+        parts = (value,)
+    elif kind is _UNARYOP:
+        parts = (value.operand,)
+    else:
+        return None
+    reads = []
+    for part in parts:
+        kind = type(part)
+        if kind is _NAME:
+            if type(part.ctx) is not _LOADING or part.annotation:
+                return None
+            reads.append(part.id)
+        elif kind is not _CONSTANT:
+            return None
+    return target.id, reads
+
+
+_NAME, _CONSTANT, _ATTRIBUTE, _CALL = gast.Name, gast.Constant, gast.Attribute, gast.Call
+_BINOP, _UNARYOP, _LOADING, _STORING = gast.BinOp, gast.UnaryOp, gast.Load, gast.Store
 
 
 def names_written_by_walk(
@@ -527,7 +587,49 @@ def _names_of(roots: list, context: type | None) -> set[str]:
 
 def names_modified(node: gast.AST) -> set[str]:
     """Names a statement rebinds or changes in place (``y[i] = v``, ``items.append(v)``)."""
-    found = names_written(node)
+    if type(node) is gast.Assign:  # name = value of atoms: no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return {plain[0]} | _receiver_changed(node.value)
+    return names_written(node) | _changed_bases(node)
+
+
+def names_changed_in_place(node: gast.AST) -> set[str]:
+    """``names_modified(node) - names_written(node)``: the names a statement changes in
+    place and does not rebind (``y[i] = v``, ``items.append(v)``), without the walk for
+    the names it writes where it changes none in place.
+
+    Example::
+
+        names_changed_in_place(parse_statement("y[i] = v"))  # {'y'}
+    """
+    if type(node) is gast.Assign:  # name = value of atoms: no walk
+        plain = plain_binding(node)
+        if plain is not None:
+            return _receiver_changed(node.value) - {plain[0]}
+    found = _changed_bases(node)
+    if found:
+        found -= names_written(node)
+    return found
+
+
+def _receiver_changed(value: gast.expr) -> set[str]:
+    """``{name}`` when ``value`` is the call ``name.method(...)`` of a mutating method
+    (``items.pop()``), else nothing."""
+    func: Any = getattr(value, "func", None)
+    if (
+        type(func) is gast.Attribute
+        and type(func.value) is gast.Name
+        and func.attr in MUTATING_METHODS
+    ):
+        return {func.value.id}
+    return set()
+
+
+def _changed_bases(node: gast.AST) -> set[str]:
+    """The bases of the items and attributes ``node`` stores into, and the receivers of
+    the mutating methods it calls."""
+    found: set[str] = set()
     for child in _nodes(node, True, True):
         kind = type(child)
         if kind in (gast.Subscript, gast.Attribute) and type(child.ctx) is gast.Store:

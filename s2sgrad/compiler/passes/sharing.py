@@ -29,6 +29,7 @@ from s2sgrad.compiler.syntax import (
     names_written_in_all,
     nested_statements,
     parameter_names,
+    plain_binding,
     walk,
 )
 from s2sgrad.tape.rerouting import original_of
@@ -361,8 +362,26 @@ class _LocalResolver:
         self._statements = statements
         # name -> its arrays' number of dimensions, for names only ever bound to np.zeros
         # and the like of a shape written out; and names only ever a range loop's target
-        self.ndims: dict[str, int] = {}
-        self.integers: set[str] = set()
+        self._ndims: dict[str, int] = {}
+        self._integers: set[str] = set()
+        self._facts_of: list | None = None  # the statements they are found in when asked
+
+    @property
+    def ndims(self) -> dict[str, int]:
+        self._array_facts()
+        return self._ndims
+
+    @property
+    def integers(self) -> set[str]:
+        self._array_facts()
+        return self._integers
+
+    def _array_facts(self) -> None:
+        """Find ``ndims`` and ``integers`` now, if :func:`with_local_functions` left them
+        to the first question (the code stays as it is until then)."""
+        statements, self._facts_of = self._facts_of, None
+        if statements is not None:
+            self._ndims, self._integers = _array_facts(statements, self.resolve)
 
     @property
     def bound(self) -> set[str]:
@@ -408,8 +427,12 @@ def with_local_functions(statements, resolve, unchanged: bool = False):
         local = _LocalResolver(resolve, functions, captured, None, list(statements))
     else:
         local = _LocalResolver(resolve, functions, captured, names_written_in_all(statements))
-    if resolve is not None:
-        local.ndims, local.integers = _array_facts(statements, resolve)
+    if resolve is None:
+        return local
+    if unchanged:  # most analyses never ask: found at the first question
+        local._facts_of = list(statements)
+    else:
+        local._ndims, local._integers = _array_facts(statements, resolve)
     return local
 
 
@@ -440,14 +463,25 @@ def _array_facts(statements, resolve) -> tuple[dict[str, int], set[str]]:
                     known.add(id(target))
     if not made and not integers:
         return {}, set()
-    other = {
-        n.id
-        for statement in statements
-        for n in _own_nodes(statement)
-        if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
-    }
+    other: set[str] = set()  # the names bound otherwise
+    for statement in statements:
+        if type(statement) is gast.Assign and plain_binding(statement) is not None:
+            target = statement.targets[0]  # the one name it binds: no walk
+            if id(target) not in known:
+                other.add(target.id)
+            continue
+        # a statement that holds none has every node below it as its own
+        nodes = walk(statement) if type(statement) in _FLAT else _own_nodes(statement)
+        other.update(
+            n.id
+            for n in nodes
+            if type(n) is gast.Name and type(n.ctx) is not gast.Load and id(n) not in known
+        )
     ndims = {n: d.pop() for n, d in made.items() if len(d) == 1 and n not in other}
     return ndims, integers - other - set(made)
+
+
+_FLAT = frozenset({gast.Assign, gast.AugAssign, gast.AnnAssign, gast.Expr, gast.Return})
 
 
 def _own_nodes(statement: gast.stmt) -> list[gast.AST]:

@@ -75,6 +75,7 @@ def write_back_views(
     if not views:
         return {}
     resolve.bound  # noqa: B018 (found now, before the code changes)
+    resolve.ndims  # noqa: B018 (and these, with the integers)
     sharing = Sharing(statements, resolve, container_names(statements), parameter_names(function))
     loops = loop_spans(statements)
     copied = _copied_first(function, resolve)

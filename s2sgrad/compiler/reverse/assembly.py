@@ -32,9 +32,8 @@ from s2sgrad.compiler.steps import CALLS, Step
 from s2sgrad.compiler.syntax import (
     constant,
     load,
-    names_modified,
+    names_changed_in_place,
     names_read,
-    names_written,
     nested_statements,
 )
 from s2sgrad.errors import UnsupportedError
@@ -156,7 +155,7 @@ def _read_for_shape_only(context, saves, backward, views) -> set[str]:
         # an array the backward sweep restores items of must be the array itself
         found -= {s.target for s in saves.saves.values() if s.used and s.index is not None}
         inner = nested_statements(backward)
-        found -= {n for s in inner for n in names_modified(s) - names_written(s)}
+        found -= {n for s in inner for n in names_changed_in_place(s)}
     return found
 
 

@@ -88,9 +88,11 @@ class RuleAdjoints:
             return []
         inlined, label, stripped = None, None, False
         planned = self.plan(rule.vjp, args) if rule.inline_vjp and not keywords else None
+        scalar: Any = _UNKNOWN  # scalar_name's answer, asked once
         if planned is not None:
             plan, label = planned
-            if self.scalar_name(operation, args) is not None:  # y = x * 2
+            scalar = self.scalar_name(operation, args)
+            if scalar is not None:  # y = x * 2
                 positions = frozenset(i for i, a in enumerate(args) if type(a) is gast.Name)
                 scaled = plan.without_unbroadcasts(positions, self.unbroadcast_helper())
                 stripped = scaled is not None
@@ -135,7 +137,9 @@ class RuleAdjoints:
                 block.extend(located(s, statement) for s in inlined.statements)
             entries = inlined.entries
             if not stripped:  # the plan made them without the calls
-                entries = self.without_scalar_unbroadcasts(operation, args, entries)
+                if scalar is _UNKNOWN:
+                    scalar = self.scalar_name(operation, args)
+                entries = self.without_unbroadcasts_of(scalar, entries)
         contribute = self.cotangents.contribute
         for index in sorted(wanted):
             entry = entries[index] if index < len(entries) else None
@@ -173,7 +177,10 @@ class RuleAdjoints:
         tuple, which ``* 2`` repeats. Dropping the call drops the
         backward's read of x: a loop's ``b = b * 2`` needs no save of b per iteration.
         """
-        name = self.scalar_name(operation, args)
+        return self.without_unbroadcasts_of(self.scalar_name(operation, args), entries)
+
+    def without_unbroadcasts_of(self, name: str | None, entries: list) -> list:
+        """:meth:`without_scalar_unbroadcasts` given :meth:`scalar_name`'s answer ``name``."""
         if name is None:
             return entries
         unbroadcast = self.unbroadcast_helper()
