@@ -86,10 +86,7 @@ def test_gradients_through_nested_new_axes_match_differences():
         actual = gradient(x, v)
     step = 1e-6
     expected = np.array(
-        [
-            (nested(x + step * e, v) - nested(x - step * e, v)) / (2 * step)
-            for e in np.eye(3)
-        ]
+        [(nested(x + step * e, v) - nested(x - step * e, v)) / (2 * step) for e in np.eye(3)]
     )
     assert np.allclose(actual, expected, rtol=1e-6, atol=1e-8)
     code = [line for line in sg.source(gradient).splitlines() if not line.strip().startswith("#")]
