@@ -1,6 +1,6 @@
-"""Repeated pure calls are keyed by ``common._dumped``, the structure ``gast.dump`` shows,
-as tuples: two calls get the same key exactly where their dumps are the same text, so the
-calls merged are those merged when the dumps were the keys."""
+"""Repeated pure calls are keyed by ``common.dumped_structure``, the structure
+``gast.dump`` shows, as tuples: two calls get the same key exactly where their dumps are
+the same text, so the calls merged are those merged when the dumps were the keys."""
 
 import itertools
 
@@ -8,7 +8,7 @@ import gast
 import numpy as np
 
 import s2sgrad as sg
-from s2sgrad.compiler.optimize.common import _dumped
+from s2sgrad.compiler.optimize.common import dumped_structure
 
 CALLS = [
     "np.exp(z)",
@@ -50,8 +50,10 @@ def test_keys_are_equal_where_dumps_are():
     del absent.args[0].type_comment
     nodes.append(absent)
     for a, b in itertools.combinations_with_replacement(nodes, 2):
-        assert (_dumped(a) == _dumped(b)) == (gast.dump(a) == gast.dump(b)), gast.dump(a)
-    assert len({_dumped(n) for n in nodes}) == len({gast.dump(n) for n in nodes})
+        assert (dumped_structure(a) == dumped_structure(b)) == (gast.dump(a) == gast.dump(b)), (
+            gast.dump(a)
+        )
+    assert len({dumped_structure(n) for n in nodes}) == len({gast.dump(n) for n in nodes})
 
 
 def repeated(x):

@@ -35,7 +35,7 @@ from s2sgrad.compiler.syntax import (
     nested_statements,
 )
 
-__all__ = ["eliminate_common_calls"]
+__all__ = ["dumped_structure", "eliminate_common_calls"]
 
 # Calls and operators whose result is a new array (never a view of an operand).
 _FRESH_VALUES = (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)
@@ -153,22 +153,26 @@ def _candidate(value: gast.expr, is_pure) -> object | None:
     operands = [*value.args, *(k.value for k in value.keywords)]
     if not all(_simple_operand(a) for a in operands):
         return None
-    return _dumped(value)
+    return dumped_structure(value)
 
 
-def _dumped(node: object) -> object:
+def dumped_structure(node: object) -> object:
     """What ``gast.dump(node)`` shows of ``node``, as nested tuples, without the text: two
     of them are equal where the dumps are (each field by its class, its fields in order,
     and ``repr`` of what is not a node), and made a few times quicker.
 
     Example::
 
-        _dumped(parse_expression("np.exp(z)")) == _dumped(parse_expression("np.exp(z)"))
+        key = dumped_structure(parse_expression("np.exp(z)"))
+        key == dumped_structure(parse_expression("np.exp(z)"))  # True
     """
     if isinstance(node, gast.AST):
-        return (type(node).__name__, *[_dumped(getattr(node, f, _ABSENT)) for f in node._fields])
+        return (
+            type(node).__name__,
+            *[dumped_structure(getattr(node, f, _ABSENT)) for f in node._fields],
+        )
     if isinstance(node, list):
-        return (_LIST, *map(_dumped, node))
+        return (_LIST, *map(dumped_structure, node))
     if node is _ABSENT:
         return node
     return repr(node)
