@@ -35,7 +35,7 @@ from s2sgrad.compiler.syntax import (
     nested_statements,
 )
 
-__all__ = ["eliminate_common_calls"]
+__all__ = ["dumped_structure", "eliminate_common_calls"]
 
 # Calls and operators whose result is a new array (never a view of an operand).
 _FRESH_VALUES = (gast.BinOp, gast.UnaryOp, gast.Compare, gast.Constant)
@@ -105,8 +105,8 @@ def _block(
 ) -> None:
     """Merge the repeated calls of one block (``records``: the facts of its statements, or
     None), then of the blocks inside it."""
-    seen: dict[str, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
-    keys_of: dict[str, set[str]] = {}  # name → keys in ``seen`` whose entry mentions it
+    seen: dict[object, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
+    keys_of: dict[str, set[object]] = {}  # name → keys in ``seen`` whose entry mentions it
     for index, statement in enumerate(statements):
         for field in () if type(statement) in SIMPLE_STATEMENTS else _BLOCKS:
             inner = getattr(statement, field, None)
@@ -141,7 +141,7 @@ def _plain_assignment(statement: gast.stmt) -> bool:
     )
 
 
-def _candidate(value: gast.expr, is_pure) -> str | None:
+def _candidate(value: gast.expr, is_pure) -> object | None:
     """The key of a call that may be merged with an identical one, or None."""
     # a function of a module or a method (np.exp, t.sum): not a runtime helper or pullback
     if type(value) is not gast.Call or type(value.func) is not gast.Attribute:
@@ -153,7 +153,33 @@ def _candidate(value: gast.expr, is_pure) -> str | None:
     operands = [*value.args, *(k.value for k in value.keywords)]
     if not all(_simple_operand(a) for a in operands):
         return None
-    return gast.dump(value)
+    return dumped_structure(value)
+
+
+def dumped_structure(node: object) -> object:
+    """What ``gast.dump(node)`` shows of ``node``, as nested tuples, without the text: two
+    of them are equal where the dumps are (each field by its class, its fields in order,
+    and ``repr`` of what is not a node), and made a few times quicker.
+
+    Example::
+
+        key = dumped_structure(parse_expression("np.exp(z)"))
+        key == dumped_structure(parse_expression("np.exp(z)"))  # True
+    """
+    if isinstance(node, gast.AST):
+        return (
+            type(node).__name__,
+            *[dumped_structure(getattr(node, f, _ABSENT)) for f in node._fields],
+        )
+    if isinstance(node, list):
+        return (_LIST, *map(dumped_structure, node))
+    if node is _ABSENT:
+        return node
+    return repr(node)
+
+
+_ABSENT = object()  # a field the node lacks
+_LIST = object()  # what a list's tuple starts with, unlike a node's (its class's name)
 
 
 def _simple_operand(node: gast.expr) -> bool:

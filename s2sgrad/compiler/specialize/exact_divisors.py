@@ -24,8 +24,11 @@ Example::
 from __future__ import annotations
 
 import builtins
+import copy
 import math
 import operator
+from collections.abc import Iterable
+from itertools import chain
 
 import gast
 import numpy as np
@@ -55,15 +58,18 @@ _LARGE = 2**1100  # integers beyond any float's range: not followed further
 def divide_exactly(function: gast.FunctionDef, probing) -> bool:
     """Rewrite ``x / c`` as ``x * (1 / c)`` where that is exact (see the module); say
     whether any division was."""
+    walks = [walk(statement) for statement in function.body]
     divisions = [  # (the statement of the function's body it is in, the division)
         (position, node)
-        for position, statement in enumerate(function.body)
-        for node in walk(statement)
+        for position, nodes in enumerate(walks)
+        for node in nodes
         if type(node) is gast.BinOp and type(node.op) is gast.Div
     ]
     if not divisions:
         return False
-    facts = _Facts(function, probing)
+    outside = copy.copy(function)  # the function without its body: a shallow copy
+    outside.body = []
+    facts = _Facts(function, probing, chain(walk(outside), *walks))
     changed = False
     for position, division in divisions:
         divisor = facts.value(division.right, position)
@@ -96,12 +102,13 @@ class _Facts:
     (shapes of array parameters, integer parameters, numbers computed from them) and
     which names hold float64 values."""
 
-    def __init__(self, function: gast.FunctionDef, probing):
+    def __init__(self, function: gast.FunctionDef, probing, nodes: Iterable[gast.AST]):
+        """``nodes``: every node of ``function`` (``walk(function)``'s, in any order)."""
         self._namespace = probing.namespace
         self._bindings: dict[str, int] = {}
         self._definitions: dict[str, gast.expr] = {}
         self._reshaped: set[str] = set()
-        for node in walk(function):
+        for node in nodes:
             kind = type(node)
             if kind is gast.Name and type(node.ctx) is not gast.Load:
                 self._bindings[node.id] = self._bindings.get(node.id, 0) + 1
