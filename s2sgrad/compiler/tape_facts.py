@@ -187,7 +187,8 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     ``name[index] += v``) in ``function``: the pair when ``name`` is a local bound once
     only, by arithmetic or a call known to return a new array, and the index has no calls
     (it is evaluated again in the running frame, with :data:`s2sgrad.tape.in_place.SLICE`
-    for slices); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
+    for slices), and ``v`` is not a list or tuple display (NumPy would hand the tape its
+    items, not ``v``); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
     bound once so, and otherwise only updated by such operators; and ``(name, None)`` for
     ``np.add.at(name, index, v)`` (or ``np.subtract.at``) into such a ``name``.
 
@@ -224,11 +225,17 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             isinstance(n, _PURE_INDEX) or _pure_index_call(n, parsed.resolve)
             for n in gast.walk(target.slice)
         )
-        fits = name in made and pure
+        # y[i] = [a, b]: NumPy converts the items one by one, not the value written
+        one_value = not isinstance(statement.value, _DISPLAYS)
+        fits = name in made and pure and one_value
         writes[line] = (
             (name, _compiled_index(target.slice)) if fits and line not in writes else None
         )
     return writes
+
+
+# values that hold several items NumPy converts one by one when it stores them
+_DISPLAYS = (gast.List, gast.Tuple, gast.Set, gast.ListComp, gast.SetComp, gast.GeneratorExp)
 
 
 def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
