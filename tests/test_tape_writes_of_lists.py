@@ -32,6 +32,28 @@ def row_from_tuple(k):
     return np.sum(np.sin(out))
 
 
+def row_named(k):
+    out = np.zeros((2, 2))
+    row = [k, 1.0]
+    out[0] = row
+    return np.sum(out**2 * np.array([1.0, 3.0]))
+
+
+def row_appended(k):
+    out = np.zeros((2, 2))
+    row = []
+    row.append(k * k)
+    row.append(2.0)
+    out[1] = row
+    return np.sum(out**2 * np.array([1.0, 3.0]))
+
+
+def rows_joined(k):
+    out = np.zeros((2, 2))
+    out[0] = [k] + [1.0]
+    return np.sum(out**2 * np.array([1.0, 3.0]))
+
+
 def one_value_per_write(k):
     out = np.zeros(3)
     out[0] = k * 2.0
@@ -70,14 +92,18 @@ def test_auto_falling_back_to_the_tape_is_refused_not_wrong():
             sg.grad(simulated_loss, wrt=(0, 1), mode="auto")(1.3, 0.7)
 
 
-@pytest.mark.parametrize("f", [rows_from_lists, row_from_tuple])
+@pytest.mark.parametrize(
+    "f", [rows_from_lists, row_from_tuple, row_named, row_appended, rows_joined]
+)
 def test_the_tape_refuses_a_list_written_into_a_plain_array(f):
     with pytest.raises(sg.NonDifferentiableError, match="np.stack") as refused:
         sg.grad(f, mode="tape")(1.3)
     assert "test_tape_writes_of_lists.py:" in str(refused.value)
 
 
-@pytest.mark.parametrize("f", [rows_from_lists, row_from_tuple])
+@pytest.mark.parametrize(
+    "f", [rows_from_lists, row_from_tuple, row_named, row_appended, rows_joined]
+)
 @pytest.mark.parametrize("k", [0.4, 1.3, -2.1])
 def test_source_transformation_differentiates_it(f, k):
     expected = numeric_grad(f, [k], 0)
