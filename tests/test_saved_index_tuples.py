@@ -11,6 +11,7 @@ and the gradient of ``K[idx] += v`` went to the wrong elements (or the sweep rai
 from __future__ import annotations
 
 import warnings
+from collections import namedtuple
 
 import numpy as np
 import pytest
@@ -97,3 +98,5 @@ def test_owned_keeps_index_tuples_and_lists_cotangent_tuples():
     assert type(owned((slice(1, None), 0))) is tuple
     assert type(owned((np.ones(2), None))) is not tuple  # a cotangent, written entry by entry
     assert type(owned([(0, 1), (np.array([1, 2]), 0)])[1]) is tuple
+    Cell = namedtuple("Cell", ["row", "column"])
+    assert owned(Cell(1, 2)) == Cell(1, 2) and type(owned(Cell(1, 2))) is Cell

@@ -522,7 +522,8 @@ def _owned(g: Any) -> Any:
     if isinstance(g, tuple) and any(map(_is_index_part, g)):
         # a saved value, not a cotangent: an index (np.s_[i:j, k], np.ix_(i, j), (i, j))
         # stays a tuple, which NumPy reads as one position per axis
-        return tuple(map(_owned, g))
+        items = map(_owned, g)
+        return type(g)(*items) if hasattr(g, "_fields") else tuple(items)  # a namedtuple too
     if isinstance(g, (list, tuple)):  # entries may be updated in place too: copy them
         return (CotangentList if isinstance(g, CotangentList | tuple) else list)(map(_owned, g))
     if isinstance(g, dict):
