@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.reductions",
             "s2sgrad.rules.linalg",
             "s2sgrad.rules.shapes",
+            "s2sgrad.rules.gradient_coordinates",
             "s2sgrad.rules.scientific",
             "s2sgrad.rules.statistics",
             "s2sgrad.rules.ufunc_methods",

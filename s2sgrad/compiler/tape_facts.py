@@ -187,7 +187,8 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     ``name[index] += v``) in ``function``: the pair when ``name`` is a local bound once
     only, by arithmetic or a call known to return a new array, and the index has no calls
     (it is evaluated again in the running frame, with :data:`s2sgrad.tape.in_place.SLICE`
-    for slices); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
+    for slices), and ``v`` is not a list or tuple display (NumPy would hand the tape its
+    items, not ``v``); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
     bound once so, and otherwise only updated by such operators; and ``(name, None)`` for
     ``np.add.at(name, index, v)`` (or ``np.subtract.at``) into such a ``name``.
 
@@ -224,11 +225,45 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             isinstance(n, _PURE_INDEX) or _pure_index_call(n, parsed.resolve)
             for n in gast.walk(target.slice)
         )
-        fits = name in made and pure
+        # y[i] = [a, b]: NumPy converts the items one by one, not the value written
+        one_value = not _may_hold_items(statement.value, statements)
+        fits = name in made and pure and one_value
         writes[line] = (
             (name, _compiled_index(target.slice)) if fits and line not in writes else None
         )
     return writes
+
+
+# values that hold several items NumPy converts one by one when it stores them
+_DISPLAYS = (gast.List, gast.Tuple, gast.Set, gast.ListComp, gast.SetComp, gast.GeneratorExp)
+
+
+def _may_hold_items(value: gast.expr, statements: list, seen: frozenset = frozenset()) -> bool:
+    """Whether ``value`` may be a list or tuple: a display or comprehension, ``+`` or ``*``
+    of one, or a local name that the function binds to one or appends to."""
+    if isinstance(value, _DISPLAYS):
+        return True
+    if type(value) is gast.BinOp:
+        return any(_may_hold_items(v, statements, seen) for v in (value.left, value.right))
+    if type(value) is not gast.Name or value.id in seen:
+        return False
+    name, seen = value.id, seen | {value.id}
+    for statement in statements:
+        if type(statement) is gast.Assign and any(
+            type(t) is gast.Name and t.id == name for t in statement.targets
+        ):
+            if _may_hold_items(statement.value, statements, seen):
+                return True
+        elif type(statement) is gast.Expr and type(statement.value) is gast.Call:
+            func = statement.value.func
+            if (
+                type(func) is gast.Attribute
+                and func.attr in ("append", "extend", "insert")
+                and type(func.value) is gast.Name
+                and func.value.id == name
+            ):
+                return True
+    return False
 
 
 def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:

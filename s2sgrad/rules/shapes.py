@@ -14,7 +14,8 @@ import operator
 
 import numpy as np
 
-from s2sgrad.errors import NonDifferentiableError, UnsupportedError
+from s2sgrad.errors import UnsupportedError
+from s2sgrad.rules.gradient_coordinates import coordinate_cotangent, coordinate_tangent
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
@@ -907,7 +908,8 @@ def _diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
 # ``np.gradient(f, h0, h1, ..., axis=..., edge_order=...)`` is, along each axis k, a matrix
 # D_k / h_k applied to f, with D_k = np.gradient(I, axis=0) for unit spacing: the cotangent
 # of f is the sum of D_k^T g_k / h_k and that of a scalar spacing h_k is -<g_k, out_k> / h_k.
-# Spacings given as coordinate arrays are refused.
+# A spacing given as a coordinate array x_k makes D_k = np.gradient(I, x_k, axis=0); the
+# cotangent of x_k is in rules/gradient_coordinates.py.
 
 
 @vjp_rule(np.gradient, inline=False)
@@ -922,9 +924,14 @@ def _gradient(g, ans, f, *varargs, axis=None, edge_order=1):
         if piece is None:
             to_spacings.append(None)
             continue
-        matrix = _unit_gradient_matrix(f, along, edge_order) / spacing
+        if np.ndim(spacing) > 0:  # coordinates
+            matrix = _coordinate_gradient_matrix(f, along, spacing, edge_order)
+            to_spacing = coordinate_cotangent(piece, f, spacing, along, edge_order, out)
+        else:
+            matrix = _unit_gradient_matrix(f, along, edge_order) / spacing
+            to_spacing = -np.sum(piece * out) / spacing
         to_f = to_f + np.moveaxis(np.tensordot(piece, matrix, axes=([along], [0])), -1, along)
-        to_spacings.append(-np.sum(piece * out) / spacing)
+        to_spacings.append(to_spacing)
     return tuple([to_f] + _per_spacing_argument(to_spacings, varargs))
 
 
@@ -936,8 +943,11 @@ def _gradient_jvp(t, ans, f, *varargs, axis=None, edge_order=1):
     entries = [None] * (1 + len(varargs))
     if np.shape(t) == np.shape(f):
         entries[0] = np.gradient(t, *varargs, axis=axis, edge_order=edge_order)
-    if np.ndim(t) == 0 and varargs:
-        shares = [-t * out / spacing for out, spacing in zip(outputs, spacings)]
+    if varargs and np.ndim(t) <= 1:  # a spacing's tangent (a number, or coordinates')
+        shares = [
+            _spacing_share(t, f, along, spacing, edge_order, out)
+            for along, out, spacing in zip(axes, outputs, spacings)
+        ]
         if len(varargs) == 1:  # one spacing for every axis
             entries[1] = tuple(shares) if len(axes) > 1 else shares[0]
         else:
@@ -966,19 +976,29 @@ def _gradient_spacings(varargs, count):
         spacings = [varargs[0] for _ in range(count)]
     else:
         spacings = [1.0 for _ in range(count)]
-    if any(np.ndim(spacing) > 0 for spacing in spacings):
-        raise NonDifferentiableError(
-            "s2sgrad differentiates np.gradient with scalar spacings only, not coordinate "
-            "arrays; write the differences with np.diff (for example np.diff(f) / np.diff(x) "
-            "for a first-order estimate), which differentiate"
-        )
     return spacings
+
+
+def _spacing_share(t, f, axis, spacing, edge_order, out):
+    """The change of np.gradient's output along ``axis`` when its spacing there (a number
+    or coordinates) moves by ``t``; zeros when ``t`` cannot be that spacing's tangent."""
+    if np.ndim(spacing) == 0 and np.ndim(t) == 0:
+        return -t * out / spacing
+    if np.ndim(spacing) == 1 and np.shape(t) == np.shape(spacing):
+        return coordinate_tangent(t, f, spacing, axis, edge_order, out)
+    return np.zeros_like(out)
 
 
 def _unit_gradient_matrix(f, axis, edge_order):
     """D with ``np.gradient(f, axis=axis)`` equal to D applied along ``axis`` of ``f``."""
     size = np.shape(f)[axis]
     return np.gradient(np.eye(size, dtype=np.result_type(f, 1.0)), axis=0, edge_order=edge_order)
+
+
+def _coordinate_gradient_matrix(f, axis, coordinates, edge_order):
+    """D with ``np.gradient(f, coordinates, axis=axis)`` equal to D applied along ``axis``."""
+    unit = np.eye(np.shape(f)[axis], dtype=np.result_type(f, 1.0))
+    return np.gradient(unit, coordinates, axis=0, edge_order=edge_order)
 
 
 def _per_spacing_argument(to_spacings, varargs):

@@ -519,8 +519,11 @@ def owned(g: Any) -> Any:
 
 
 def _owned(g: Any) -> Any:
-    if isinstance(g, tuple) and any(type(e) is slice or e is Ellipsis for e in g):
-        return g  # an index (np.s_[i:j, k]), kept for a backward sweep: nothing to write
+    if isinstance(g, tuple) and any(map(_is_index_part, g)):
+        # a saved value, not a cotangent: an index (np.s_[i:j, k], np.ix_(i, j), (i, j))
+        # stays a tuple, which NumPy reads as one position per axis
+        items = map(_owned, g)
+        return type(g)(*items) if hasattr(g, "_fields") else tuple(items)  # a namedtuple too
     if isinstance(g, (list, tuple)):  # entries may be updated in place too: copy them
         return (CotangentList if isinstance(g, CotangentList | tuple) else list)(map(_owned, g))
     if isinstance(g, dict):
@@ -528,6 +531,16 @@ def _owned(g: Any) -> Any:
     if isinstance(g, np.ndarray) or np.ndim(g):
         return np.array(g, copy=True)
     return g
+
+
+def _is_index_part(e: Any) -> bool:
+    """A slice, ``...``, an integer, or an integer or boolean array (or a list of integers):
+    what indexes an array, and no cotangent holds (cotangents are floats)."""
+    if type(e) is slice or e is Ellipsis or isinstance(e, (int, np.integer, np.bool_)):
+        return True
+    if isinstance(e, np.ndarray):
+        return e.dtype.kind in "biu"
+    return type(e) is list and len(e) > 0 and all(map(_is_index_part, e))
 
 
 def snapshot(value: Any) -> Any:

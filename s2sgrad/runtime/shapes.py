@@ -276,6 +276,13 @@ def concatenated(a: Any, b: Any) -> Any:
     """
     if isinstance(a, CotangentList) or isinstance(b, CotangentList):
         return CotangentList([*a, *b])
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):  # NumPy adds, item by item
+        raise UnsupportedError(
+            f"{running_origin('a function')}: '+' of an array and a list or tuple adds them "
+            "item by item, where source transformation took it for joining two lists; make "
+            "an array of the list first (x + np.array([a, b]), or np.stack([a, b]) of values "
+            "being differentiated), or use mode='tape'"
+        )
     return a + b
 
 

@@ -200,9 +200,7 @@ def _fresh_container_at(layout: Layout, statement: gast.stmt, name: str) -> bool
         at = next(i for i, s in enumerate(block) if s is current)
         for earlier in reversed(block[:at]):
             if name in names_written(earlier):
-                single = type(earlier) is gast.Assign and len(earlier.targets) == 1
-                named = single and type(earlier.targets[0]) is gast.Name
-                return named and makes_container(earlier.value)
+                return name in _made_containers(earlier)
         if id(block) not in layout.owner:
             return False
         current, block = layout.owner[id(block)]
@@ -224,17 +222,37 @@ def _rebinds(statement: gast.stmt) -> bool:
 def _own_containers(statements: list[gast.stmt]) -> set[str]:
     """Names every binding of which makes a new list or dict: changing one (``items.append(
     x)``, ``items[0] = x``) changes no argument, even when it holds one."""
-    made = container_names(statements)
+    made = container_names(statements).union(*map(_made_containers, statements))
     if not made:
         return made
     for statement in statements:
         for name in names_written(statement) & made:
+            if name in _made_containers(statement):
+                continue
             fresh = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
             if fresh and not makes_container(statement.value):
                 made.discard(name)
             elif not fresh and updated_name(statement) != name:
                 made.discard(name)  # bound by a loop, an unpacking ...
     return made
+
+
+def _made_containers(statement: gast.stmt) -> set[str]:
+    """The names ``statement`` binds to new lists or dicts: ``xs = []``, and each name
+    unpacked from one in ``xs, ys = [], {}``."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return set()
+    target, value = statement.targets[0], statement.value
+    if type(target) is gast.Name:
+        return {target.id} if makes_container(value) else set()
+    pairs = type(target) is gast.Tuple and type(value) is gast.Tuple
+    if not pairs or len(target.elts) != len(value.elts):
+        return set()
+    return {
+        name.id
+        for name, part in zip(target.elts, value.elts)
+        if type(name) is gast.Name and makes_container(part)
+    }
 
 
 def calls_that_mutate(statement: gast.stmt, resolve) -> list[tuple[Any, str, str]]:
