@@ -59,7 +59,7 @@ from s2sgrad.engines.products import check_mode, may_fall_back, on_the_tape, war
 from s2sgrad.errors import S2SGradError, UnsupportedError, after_s2s_refused
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
-from s2sgrad.rules.registry import get_rule, nondifferentiable
+from s2sgrad.rules.registry import get_rule, makes_functions, nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
 from s2sgrad.runtime import as_gradient, seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
@@ -509,6 +509,7 @@ _SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")
 def _register_transforms_as_constructors() -> None:
     """Calling ``grad(f)`` inside differentiated code makes a function, not a value."""
     nondifferentiable(grad, value_and_grad, jacobian, jacfwd, hessian)
+    makes_functions(grad, value_and_grad, jacobian, jacfwd, hessian)
 
 
 # forward mode and derivative matrices ---------------------------------------------------
