@@ -241,7 +241,7 @@ class _Transform(NotebookDisplay):
                 )
             return wrt
         if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool):
-            index = int(wrt) + shift
+            index = int(wrt) + shift if wrt >= 0 else self._from_the_end(int(wrt), shift)
             if 0 <= index < len(self.parameters) or (index >= 0 and vararg_name(self.function)):
                 return positional_name(self.function, index)
             raise ValueError(
@@ -252,6 +252,25 @@ class _Transform(NotebookDisplay):
             f"{located_name(self.f)}: wrt must be an argument index or a parameter name, "
             f"not {wrt!r}"
         )
+
+    def _from_the_end(self, wrt: int, shift: int) -> int:
+        """The position of ``wrt=-k``, counted from the last positional parameter, as in
+        ``jax.grad(f, argnums=-1)``: only where every call passes them all (no ``*args``, no
+        defaults), so that the last parameter is the last argument."""
+        function = self.function
+        defaults = [
+            p
+            for p in self.call_signature.parameters.values()
+            if p.name in self.parameters and p.default is not p.empty
+        ]
+        if vararg_name(function) or defaults:
+            raise ValueError(
+                f"{located_name(self.f)}: wrt={wrt} counts from the last argument, which "
+                f"{'*args' if vararg_name(function) else 'a default value'} leaves unknown "
+                "until the call: give the argument's position from the start, or its name"
+            )
+        index = len(self.parameters) + wrt
+        return index if index >= shift else -1  # -1: out of range, before the first argument
 
     # ``g(*args)`` calls ``g._entry(*args)`` without a frame of its own: the guard of the
     # signature this transform ran last (made in ``_guard``), which runs its code or, when
