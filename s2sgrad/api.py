@@ -43,6 +43,7 @@ from s2sgrad.display import NotebookDisplay
 from s2sgrad.engines import products as engines
 from s2sgrad.engines.arguments import (
     bound_arguments,
+    call_method_of,
     calling_with,
     check_differentiable,
     first_of,
@@ -143,6 +144,7 @@ class _Transform(NotebookDisplay):
                 f"{user_location()}: {kind} needs a function to differentiate, not "
                 f"{type(f).__name__} {f!r:.60}"
             )
+        f = call_method_of(f)
         self.f = f
         self.function, bound, _ = bound_arguments(f)
         self.binds = self.function is not f  # a bound method, a functools.partial
