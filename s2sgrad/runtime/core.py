@@ -695,7 +695,18 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
 
 @vjp_rule(as_gradient)
 def _as_gradient_vjp(g, ans, g_in, x):
-    return unbroadcast(g, g_in), None
+    return unbroadcast(_entries_of(g, g_in), g_in), None
+
+
+def _entries_of(g: Any, like: Any) -> Any:
+    """The entries of the cotangent ``g`` of a gradient that its sparse cotangent ``like``
+    holds (dict by dict): an entry ``like`` lacks was a zero that ``as_gradient`` filled in,
+    which passes nothing back."""
+    if isinstance(g, dict) and isinstance(like, dict):
+        return type(g)((k, _entries_of(v, like[k])) for k, v in g.items() if k in like)
+    if type(g) in _SEQUENCES and type(like) in _SEQUENCES and len(g) == len(like):
+        return type(g)(_entries_of(u, v) for u, v in zip(g, like))
+    return g
 
 
 @jvp_rule(as_gradient)
