@@ -33,6 +33,7 @@ from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import (
+    CotangentDict,
     add_cotangents,
     as_gradient,
     is_inexact,
@@ -110,6 +111,8 @@ _REVERSE_DISPATCH = (dynamic_vjp, transformed_vjp, method_vjp, transformed_metho
 
 
 def _method_dispatch(obj, name, args, kwargs, tape):
+    if type(obj) is dict and name == "get" and not kwargs and 1 <= len(args) <= 2:
+        return _dict_get(obj, *args)
     function = getattr(type(obj), name, None)
     if isinstance(function, types.FunctionType) and name not in getattr(obj, "__dict__", {}):
         return _dispatch(function, (obj, *args), kwargs, tape)
@@ -123,7 +126,22 @@ def _method_dispatch(obj, name, args, kwargs, tape):
     return value, lambda g: (zeros_like_value(obj), *pullback(g))
 
 
+def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
+    """``obj.get(key[, default])`` of a dict being differentiated: the entry (whose cotangent
+    goes to that entry of ``obj``) or, when there is none, the default (which gets it)."""
+    if key in obj:
+        value = obj[key]
+        unused = tuple(zeros_like_value(d) if _differentiable(d) else None for d in default)
+        return value, lambda g: (CotangentDict({key: g}), None, *unused)
+    value = default[0] if default else None
+    return value, lambda g: (CotangentDict(), None, *(g for _ in default))
+
+
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    owner = getattr(function, "__self__", None)
+    if type(owner) is dict and function == owner.get and not kwargs and 1 <= len(args) <= 2:
+        value, pullback = _dict_get(owner, *args)  # the default being differentiated
+        return value, lambda g: pullback(g)[1:]
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
