@@ -709,6 +709,26 @@ def _entries_of(g: Any, like: Any) -> Any:
     return g
 
 
+batches_as_is(_entries_of)  # picks entries by key: right on batched values as it is
+
+
+@vjp_rule(_entries_of)
+def _entries_of_vjp(g, ans, g_in, like):
+    return _sparse(g), None  # the entries left out get nothing: zero
+
+
+@jvp_rule(_entries_of)
+def _entries_of_jvp(t, ans, g_in, like):
+    return _entries_of(t, like), None
+
+
+def _sparse(g: Any) -> Any:
+    """``g`` with its dicts as :class:`CotangentDict`, whose missing entries are zero."""
+    if isinstance(g, dict):
+        return CotangentDict((k, _sparse(v)) for k, v in g.items())
+    return g
+
+
 @jvp_rule(as_gradient)
 def _as_gradient_jvp(t, ans, g_in, x):
     return as_gradient(t, x), None
