@@ -1,6 +1,6 @@
 """Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve_triangular``,
-``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``, and ``inv`` and ``det``
-(NumPy's rules: a singular matrix's determinant differentiates to its cofactors).
+``solve_banded``, ``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``, and ``inv``
+and ``det`` (NumPy's rules: a singular matrix's determinant differentiates to its cofactors).
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
@@ -16,6 +16,10 @@
   reads only one triangle of ``a`` (without the diagonal if ``unit_diagonal``): the
   cotangent of ``a`` is zero outside it. Reverse mode: ``L = op(a)^-T G``, ``db = L`` and
   ``d op(a) = -L x^T``.
+* ``x = solve_banded((l, u), ab, b)`` solves ``a x = b`` for the matrix ``a`` whose band
+  ``ab`` holds (LAPACK's storage: ``ab[u + i - j, j] = a[i, j]``). The rule reads ``a`` as
+  a dense matrix, gathered from ``ab`` (``np.take``), and gives ``ab`` the band of
+  ``-L x^T`` (gathered back), with ``L = a^-T G`` and ``db = L``.
 
 Each rule is made of functions that have rules (``solve_sylvester`` itself,
 ``solve_triangular`` itself, NumPy), so derivatives of any order follow.
@@ -191,6 +195,58 @@ def _solve_triangular_jvp(
             unit_diagonal=unit_diagonal,
         ),
         linalg.solve_triangular(a, t, trans=trans, lower=lower, unit_diagonal=unit_diagonal),
+    )
+
+
+def _band_cells(l_and_u, n):
+    """Constant gathers between a banded matrix's storage ``ab`` (``(l + u + 1, n)``) and
+    the ``(n, n)`` matrix: the flat index into ``ab`` of each matrix cell with a 0/1 mask
+    of the band, and the flat index into the matrix of each cell of ``ab`` with a mask of
+    the cells inside the matrix."""
+    lower, upper = l_and_u
+    i, j = np.indices((n, n))
+    in_band = (i - j <= lower) & (j - i <= upper)
+    from_band = np.where(in_band, (upper + i - j) * n + j, 0)
+    r, c = np.indices((lower + upper + 1, n))
+    row = r - upper + c
+    inside = (row >= 0) & (row < n)
+    from_matrix = np.where(inside, row * n + c, 0)
+    return from_band, in_band.astype(float), from_matrix, inside.astype(float)
+
+
+def _banded_matrix(l_and_u, ab):
+    from_band, in_band, _, _ = _band_cells(l_and_u, np.shape(ab)[-1])
+    return np.take(np.ravel(ab), from_band) * in_band
+
+
+def _band_of(l_and_u, matrix):
+    _, _, from_matrix, inside = _band_cells(l_and_u, np.shape(matrix)[-1])
+    return np.take(np.ravel(matrix), from_matrix) * inside
+
+
+@vjp_rule(linalg.solve_banded)
+def _solve_banded(g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    adjoint = np.linalg.solve(np.swapaxes(_banded_matrix(l_and_u, ab), -1, -2), g)
+    columns = np.reshape(adjoint, (np.shape(ab)[-1], -1))
+    solution = np.reshape(ans, (np.shape(ab)[-1], -1))
+    return None, _band_of(l_and_u, -np.matmul(columns, solution.T)), adjoint
+
+
+@jvp_rule(linalg.solve_banded)
+def _solve_banded_jvp(
+    t, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True
+):
+    return (
+        None,
+        linalg.solve_banded(
+            l_and_u,
+            ab,
+            -np.reshape(
+                np.matmul(_banded_matrix(l_and_u, t), np.reshape(ans, (np.shape(ab)[-1], -1))),
+                np.shape(ans),
+            ),
+        ),
+        linalg.solve_banded(l_and_u, ab, t),
     )
 
 
