@@ -11,6 +11,7 @@ from s2sgrad.errors import AuxOutputError, UnsupportedError
 from s2sgrad.numpy_signatures import signature
 from s2sgrad.rules.registry import (
     batches_as_is,
+    complex_ready,
     jvp_rule,
     nondifferentiable,
     per_argument,
@@ -710,6 +711,7 @@ def _entries_of(g: Any, like: Any) -> Any:
 
 
 batches_as_is(_entries_of)  # picks entries by key: right on batched values as it is
+complex_ready(_entries_of)  # and on complex values
 
 
 @vjp_rule(_entries_of)
