@@ -11,7 +11,6 @@ from s2sgrad.errors import AuxOutputError, UnsupportedError
 from s2sgrad.numpy_signatures import signature
 from s2sgrad.rules.registry import (
     batches_as_is,
-    complex_ready,
     jvp_rule,
     nondifferentiable,
     per_argument,
@@ -696,39 +695,7 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
 
 @vjp_rule(as_gradient)
 def _as_gradient_vjp(g, ans, g_in, x):
-    return unbroadcast(_entries_of(g, g_in), g_in), None
-
-
-def _entries_of(g: Any, like: Any) -> Any:
-    """The entries of the cotangent ``g`` of a gradient that its sparse cotangent ``like``
-    holds (dict by dict): an entry ``like`` lacks was a zero that ``as_gradient`` filled in,
-    which passes nothing back."""
-    if isinstance(g, dict) and isinstance(like, dict):
-        return type(g)((k, _entries_of(v, like[k])) for k, v in g.items() if k in like)
-    if type(g) in _SEQUENCES and type(like) in _SEQUENCES and len(g) == len(like):
-        return type(g)(_entries_of(u, v) for u, v in zip(g, like))
-    return g
-
-
-batches_as_is(_entries_of)  # picks entries by key: right on batched values as it is
-complex_ready(_entries_of)  # and on complex values
-
-
-@vjp_rule(_entries_of)
-def _entries_of_vjp(g, ans, g_in, like):
-    return _sparse(g), None  # the entries left out get nothing: zero
-
-
-@jvp_rule(_entries_of)
-def _entries_of_jvp(t, ans, g_in, like):
-    return _entries_of(t, like), None
-
-
-def _sparse(g: Any) -> Any:
-    """``g`` with its dicts as :class:`CotangentDict`, whose missing entries are zero."""
-    if isinstance(g, dict):
-        return CotangentDict((k, _sparse(v)) for k, v in g.items())
-    return g
+    return unbroadcast(g, g_in), None
 
 
 @jvp_rule(as_gradient)
