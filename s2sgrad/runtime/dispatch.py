@@ -481,7 +481,14 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         for index, (argument, tangent) in enumerate(zip(args, tangents)):
             if not _differentiable(argument):
                 continue
-            entry = per_argument(rule.jvp(tangent, value, *args, **kwargs), len(args))[index]
+            try:
+                entries = per_argument(rule.jvp(tangent, value, *args, **kwargs), len(args))
+            except S2SGradError:
+                raise
+            except (ValueError, TypeError, IndexError):  # an entry for another argument,
+                # computed with this one's tangent (inlined code computes only its own)
+                return _jvp_through_the_vjp_rule(function, args, tangents, kwargs)
+            entry = entries[index]
             if entry is not None:  # a list of tangents (meshgrid's) adds entry by entry
                 total = add_cotangents(total, entry)
         return value, zeros_like_value(value) if total is None else total
@@ -579,6 +586,15 @@ def _no_derivative_over_dispatch(what: str):
 def _user_origin() -> str:
     """The user's file:line of the function whose generated code is running now."""
     return running_origin()
+
+
+def _jvp_through_the_vjp_rule(function, args, tangents, kwargs):
+    """``(value, J t)`` of a primitive whose JVP rule cannot be evaluated one argument at a
+    time: the transpose of its VJP rule, recorded on the tape for this one call."""
+    positions = tuple(
+        i for i, (a, t) in enumerate(zip(args, tangents)) if t is not None and _differentiable(a)
+    )
+    return tape_jvp(function, args, tangents, positions, kwargs)
 
 
 def tape_jvp(target, args, tangents, positions, kwargs):
