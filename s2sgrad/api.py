@@ -43,6 +43,7 @@ from s2sgrad.display import NotebookDisplay
 from s2sgrad.engines import products as engines
 from s2sgrad.engines.arguments import (
     bound_arguments,
+    call_method_of,
     calling_with,
     check_differentiable,
     first_of,
@@ -59,7 +60,7 @@ from s2sgrad.engines.products import check_mode, may_fall_back, on_the_tape, war
 from s2sgrad.errors import S2SGradError, UnsupportedError, after_s2s_refused
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
-from s2sgrad.rules.registry import get_rule, nondifferentiable
+from s2sgrad.rules.registry import get_rule, makes_functions, nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
 from s2sgrad.runtime import as_gradient, seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
@@ -143,6 +144,7 @@ class _Transform(NotebookDisplay):
                 f"{user_location()}: {kind} needs a function to differentiate, not "
                 f"{type(f).__name__} {f!r:.60}"
             )
+        f = call_method_of(f)
         self.f = f
         self.function, bound, _ = bound_arguments(f)
         self.binds = self.function is not f  # a bound method, a functools.partial
@@ -241,7 +243,7 @@ class _Transform(NotebookDisplay):
                 )
             return wrt
         if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool):
-            index = int(wrt) + shift
+            index = int(wrt) + shift if wrt >= 0 else self._from_the_end(int(wrt), shift)
             if 0 <= index < len(self.parameters) or (index >= 0 and vararg_name(self.function)):
                 return positional_name(self.function, index)
             raise ValueError(
@@ -252,6 +254,25 @@ class _Transform(NotebookDisplay):
             f"{located_name(self.f)}: wrt must be an argument index or a parameter name, "
             f"not {wrt!r}"
         )
+
+    def _from_the_end(self, wrt: int, shift: int) -> int:
+        """The position of ``wrt=-k``, counted from the last positional parameter, as in
+        ``jax.grad(f, argnums=-1)``: only where every call passes them all (no ``*args``, no
+        defaults), so that the last parameter is the last argument."""
+        function = self.function
+        defaults = [
+            p
+            for p in self.call_signature.parameters.values()
+            if p.name in self.parameters and p.default is not p.empty
+        ]
+        if vararg_name(function) or defaults:
+            raise ValueError(
+                f"{located_name(self.f)}: wrt={wrt} counts from the last argument, which "
+                f"{'*args' if vararg_name(function) else 'a default value'} leaves unknown "
+                "until the call: give the argument's position from the start, or its name"
+            )
+        index = len(self.parameters) + wrt
+        return index if index >= shift else -1  # -1: out of range, before the first argument
 
     # ``g(*args)`` calls ``g._entry(*args)`` without a frame of its own: the guard of the
     # signature this transform ran last (made in ``_guard``), which runs its code or, when
@@ -509,6 +530,7 @@ _SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype", "__class__")
 def _register_transforms_as_constructors() -> None:
     """Calling ``grad(f)`` inside differentiated code makes a function, not a value."""
     nondifferentiable(grad, value_and_grad, jacobian, jacfwd, hessian)
+    makes_functions(grad, value_and_grad, jacobian, jacfwd, hessian)
 
 
 # forward mode and derivative matrices ---------------------------------------------------

@@ -104,6 +104,7 @@ from s2sgrad.compiler.syntax import (
     store_param,
     walk,
 )
+from s2sgrad.compiler.transformed_closures import refuse_transformed_closures
 from s2sgrad.compiler.updating_helpers import inline_updating_helpers
 from s2sgrad.errors import (
     S2SGradError,
@@ -552,6 +553,7 @@ def _activity(
             and id(statement.value) in texts
         )
     refuse_untracked_writes(node.body, parsed, local_names, activity)
+    refuse_transformed_closures(node.body, parsed, local_names, activity)
     return activity
 
 

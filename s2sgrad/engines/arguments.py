@@ -29,6 +29,7 @@ from s2sgrad import numpy_signatures
 from s2sgrad.errors import UnsupportedError, aux_pair_required
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import registered_node
+from s2sgrad.rules.registry import get_rule
 from s2sgrad.running import function_origin
 from s2sgrad.runtime import is_dask_array, is_foreign_array, require_aux_pair, zeros_like_value
 from s2sgrad.runtime.lazy_arrays import teach_dask
@@ -36,6 +37,7 @@ from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
 
 __all__ = [
+    "call_method_of",
     "bind_self",
     "bound_arguments",
     "calling_with",
@@ -154,6 +156,25 @@ def bound_arguments(f: Any) -> tuple[Any, tuple, dict]:
     return f, (), {}
 
 
+def call_method_of(f: Callable) -> Callable:
+    """An instance of the user's class with a ``__call__`` of Python code as that bound
+    method, whose source the transformer reads; anything else (a function, a library's
+    callable, an object with a derivative rule of its own) as it is.
+
+    Example::
+
+        call_method_of(model)  # model.__call__, a bound method
+    """
+    method = inspect.getattr_static(type(f), "__call__", None)
+    if (
+        isinstance(method, types.FunctionType)
+        and not type(f).__module__.startswith("s2sgrad")
+        and get_rule(f) is None
+    ):
+        return types.MethodType(method, f)
+    return f
+
+
 def bind_self(f: Callable, primals: tuple) -> tuple[Callable, tuple]:
     """A bound method as its function and ``self`` followed by the primals.
 
@@ -161,6 +182,7 @@ def bind_self(f: Callable, primals: tuple) -> tuple[Callable, tuple]:
 
         bind_self(layer.forward, (x,))  # (Layer.forward, (layer, x))
     """
+    f = call_method_of(f)
     if isinstance(f, types.MethodType):
         return f.__func__, (f.__self__, *primals)
     bound_self, unbound = getattr(f, "bound_self", None), getattr(f, "unbound", None)

@@ -41,6 +41,8 @@ __all__ = [
     "jvp_rule",
     "vjp_and_jvp_rule",
     "nondifferentiable",
+    "makes_functions",
+    "is_function_maker",
     "returns_several",
     "is_declared_several",
     "get_rule",
@@ -252,6 +254,26 @@ def nondifferentiable(*primitives: Any) -> None:
         rule = _entry(primitive)
         rule.differentiable = False
         rule.vjp = rule.jvp = None
+
+
+_FUNCTION_MAKERS: set[int] = set()
+
+
+def makes_functions(*primitives: Any) -> None:
+    """Declare non-differentiable primitives that make a function from the function they
+    are given (``grad(g)``): the function made reads what ``g`` reads, so a closure over
+    values being differentiated passed to one carries a derivative the call drops.
+
+    Example::
+
+        makes_functions(grad, jacobian)
+    """
+    _FUNCTION_MAKERS.update(map(id, primitives))
+
+
+def is_function_maker(primitive: Any) -> bool:
+    """Whether ``primitive`` was declared with :func:`makes_functions`."""
+    return id(primitive) in _FUNCTION_MAKERS
 
 
 _SEVERAL_RESULTS: set[int] = set()

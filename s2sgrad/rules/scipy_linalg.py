@@ -1,6 +1,6 @@
-"""Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve_triangular``,
-``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``, and ``inv`` and ``det``
-(NumPy's rules: a singular matrix's determinant differentiates to its cofactors).
+"""Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve``, ``solve_triangular``,
+``solve_banded``, ``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``, and ``inv``
+and ``det`` (NumPy's rules: a singular matrix's determinant differentiates to its cofactors).
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
@@ -16,6 +16,15 @@
   reads only one triangle of ``a`` (without the diagonal if ``unit_diagonal``): the
   cotangent of ``a`` is zero outside it. Reverse mode: ``L = op(a)^-T G``, ``db = L`` and
   ``d op(a) = -L x^T``.
+* ``x = solve(a, b, lower, assume_a, transposed)`` solves ``a x = b`` (``a^T x = b`` when
+  ``transposed``): ``L = a^-T G``, ``db = L``, ``da = -L x^T``. With ``assume_a`` symmetric
+  or positive definite SciPy reads one triangle of ``a`` (the upper one unless ``lower``)
+  as the symmetric matrix it stands for, so ``da`` is folded onto that triangle (an entry
+  off the diagonal stands for two); the other structures are refused.
+* ``x = solve_banded((l, u), ab, b)`` solves ``a x = b`` for the matrix ``a`` whose band
+  ``ab`` holds (LAPACK's storage: ``ab[u + i - j, j] = a[i, j]``). The rule reads ``a`` as
+  a dense matrix, gathered from ``ab`` (``np.take``), and gives ``ab`` the band of
+  ``-L x^T`` (gathered back), with ``L = a^-T G`` and ``db = L``.
 
 Each rule is made of functions that have rules (``solve_sylvester`` itself,
 ``solve_triangular`` itself, NumPy), so derivatives of any order follow.
@@ -191,6 +200,161 @@ def _solve_triangular_jvp(
             unit_diagonal=unit_diagonal,
         ),
         linalg.solve_triangular(a, t, trans=trans, lower=lower, unit_diagonal=unit_diagonal),
+    )
+
+
+_GENERAL = (None, "gen", "general")
+_ONE_TRIANGLE = ("sym", "symmetric", "pos", "positive definite")
+_SOLVE_STRUCTURE = (
+    "scipy.linalg.solve is differentiated with assume_a None, 'gen', 'sym' or 'pos'; for "
+    "another structure call solve_triangular, solve_banded or np.linalg.solve"
+)
+_SOLVE_BATCH = (
+    "scipy.linalg.solve of a stack of matrices is not differentiated; use np.linalg.solve"
+)
+
+
+def _solved_matrix(a, lower, assume_a):
+    """The matrix ``solve`` inverts: ``a``, or the symmetric one its read triangle holds."""
+    if assume_a in _GENERAL:
+        return a
+    if assume_a not in _ONE_TRIANGLE:
+        refuse(_SOLVE_STRUCTURE)
+    if lower:  # noqa: SIM108
+        read = np.tril(a)
+    else:
+        read = np.triu(a)
+    return read + np.swapaxes(read, -1, -2) - read * np.eye(np.shape(a)[-1])
+
+
+def _onto_read_entries(d, lower, assume_a):
+    """A derivative with respect to the matrix ``solve`` inverts, as one with respect to the
+    entries of ``a`` it reads (each entry off the diagonal of a triangle stands for two)."""
+    if assume_a in _GENERAL:
+        return d
+    both = d + np.swapaxes(d, -1, -2) - d * np.eye(np.shape(d)[-1])
+    if lower:
+        return np.tril(both)
+    return np.triu(both)
+
+
+@vjp_rule(linalg.solve)
+def _solve(
+    g,
+    ans,
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    check_finite=True,
+    assume_a=None,
+    transposed=False,
+):
+    if np.ndim(a) != 2:
+        refuse(_SOLVE_BATCH)
+    matrix = _solved_matrix(a, lower, assume_a)
+    if transposed:  # noqa: SIM108  (a^T x = b)
+        adjoint = np.linalg.solve(matrix, g)
+    else:
+        adjoint = np.linalg.solve(np.swapaxes(matrix, -1, -2), g)
+    columns = np.reshape(adjoint, (np.shape(a)[-1], -1))
+    solution = np.reshape(ans, (np.shape(a)[-1], -1))
+    if transposed:  # noqa: SIM108
+        to_matrix = -np.matmul(solution, columns.T)
+    else:
+        to_matrix = -np.matmul(columns, solution.T)
+    return _onto_read_entries(to_matrix, lower, assume_a), adjoint
+
+
+@jvp_rule(linalg.solve)
+def _solve_jvp(
+    t,
+    ans,
+    a,
+    b,
+    lower=False,
+    overwrite_a=False,
+    overwrite_b=False,
+    check_finite=True,
+    assume_a=None,
+    transposed=False,
+):
+    if np.ndim(a) != 2:
+        refuse(_SOLVE_BATCH)
+    matrix = _solved_matrix(a, lower, assume_a)
+    if transposed:
+        matrix = np.swapaxes(matrix, -1, -2)
+    return (
+        np.reshape(
+            np.linalg.solve(
+                matrix,
+                -np.matmul(
+                    _transposed_if(_solved_matrix(t, lower, assume_a), transposed),
+                    np.reshape(ans, (np.shape(a)[-1], -1)),
+                ),
+            ),
+            np.shape(ans),
+        ),
+        np.linalg.solve(matrix, t),
+    )
+
+
+def _transposed_if(m, transposed):
+    if transposed:
+        return np.swapaxes(m, -1, -2)
+    return m
+
+
+def _band_cells(l_and_u, n):
+    """Constant gathers between a banded matrix's storage ``ab`` (``(l + u + 1, n)``) and
+    the ``(n, n)`` matrix: the flat index into ``ab`` of each matrix cell with a 0/1 mask
+    of the band, and the flat index into the matrix of each cell of ``ab`` with a mask of
+    the cells inside the matrix."""
+    lower, upper = l_and_u
+    i, j = np.indices((n, n))
+    in_band = (i - j <= lower) & (j - i <= upper)
+    from_band = np.where(in_band, (upper + i - j) * n + j, 0)
+    r, c = np.indices((lower + upper + 1, n))
+    row = r - upper + c
+    inside = (row >= 0) & (row < n)
+    from_matrix = np.where(inside, row * n + c, 0)
+    return from_band, in_band.astype(float), from_matrix, inside.astype(float)
+
+
+def _banded_matrix(l_and_u, ab):
+    from_band, in_band, _, _ = _band_cells(l_and_u, np.shape(ab)[-1])
+    return np.take(np.ravel(ab), from_band) * in_band
+
+
+def _band_of(l_and_u, matrix):
+    _, _, from_matrix, inside = _band_cells(l_and_u, np.shape(matrix)[-1])
+    return np.take(np.ravel(matrix), from_matrix) * inside
+
+
+@vjp_rule(linalg.solve_banded)
+def _solve_banded(g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    adjoint = np.linalg.solve(np.swapaxes(_banded_matrix(l_and_u, ab), -1, -2), g)
+    columns = np.reshape(adjoint, (np.shape(ab)[-1], -1))
+    solution = np.reshape(ans, (np.shape(ab)[-1], -1))
+    return None, _band_of(l_and_u, -np.matmul(columns, solution.T)), adjoint
+
+
+@jvp_rule(linalg.solve_banded)
+def _solve_banded_jvp(
+    t, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True
+):
+    return (
+        None,
+        linalg.solve_banded(
+            l_and_u,
+            ab,
+            -np.reshape(
+                np.matmul(_banded_matrix(l_and_u, t), np.reshape(ans, (np.shape(ab)[-1], -1))),
+                np.shape(ans),
+            ),
+        ),
+        linalg.solve_banded(l_and_u, ab, t),
     )
 
 

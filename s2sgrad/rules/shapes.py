@@ -431,7 +431,9 @@ def _copy_method(g, ans, self, order="C"):
 
 @jvp_rule(np.ndarray.copy)
 def _copy_method_jvp(t, ans, self, order="C"):
-    return np.copy(t)  # a copy as the value is: a view's tangent changes with its base's
+    # a copy as the value is (a view's tangent changes with its base's); d.copy() of a
+    # dict or list, whose .copy() is named as an array's, copies its tangent the same way
+    return np.copy(t) if isinstance(self, np.ndarray) else t.copy()
 
 
 @vjp_rule(np.ndarray.astype)

@@ -33,6 +33,7 @@ from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import (
+    CotangentDict,
     add_cotangents,
     as_gradient,
     is_inexact,
@@ -110,6 +111,8 @@ _REVERSE_DISPATCH = (dynamic_vjp, transformed_vjp, method_vjp, transformed_metho
 
 
 def _method_dispatch(obj, name, args, kwargs, tape):
+    if type(obj) is dict and name == "get" and not kwargs and 1 <= len(args) <= 2:
+        return _dict_get(obj, *args)
     function = getattr(type(obj), name, None)
     if isinstance(function, types.FunctionType) and name not in getattr(obj, "__dict__", {}):
         return _dispatch(function, (obj, *args), kwargs, tape)
@@ -123,7 +126,22 @@ def _method_dispatch(obj, name, args, kwargs, tape):
     return value, lambda g: (zeros_like_value(obj), *pullback(g))
 
 
+def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
+    """``obj.get(key[, default])`` of a dict being differentiated: the entry (whose cotangent
+    goes to that entry of ``obj``) or, when there is none, the default (which gets it)."""
+    if key in obj:
+        value = obj[key]
+        unused = tuple(zeros_like_value(d) if _differentiable(d) else None for d in default)
+        return value, lambda g: (CotangentDict({key: g}), None, *unused)
+    value = default[0] if default else None
+    return value, lambda g: (CotangentDict(), None, *(g for _ in default))
+
+
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    owner = getattr(function, "__self__", None)
+    if type(owner) is dict and function == owner.get and not kwargs and 1 <= len(args) <= 2:
+        value, pullback = _dict_get(owner, *args)  # the default being differentiated
+        return value, lambda g: pullback(g)[1:]
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
@@ -463,7 +481,14 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         for index, (argument, tangent) in enumerate(zip(args, tangents)):
             if not _differentiable(argument):
                 continue
-            entry = per_argument(rule.jvp(tangent, value, *args, **kwargs), len(args))[index]
+            try:
+                entries = per_argument(rule.jvp(tangent, value, *args, **kwargs), len(args))
+            except S2SGradError:
+                raise
+            except (ValueError, TypeError, IndexError):  # an entry for another argument,
+                # computed with this one's tangent (inlined code computes only its own)
+                return _jvp_through_the_vjp_rule(function, args, tangents, kwargs)
+            entry = entries[index]
             if entry is not None:  # a list of tangents (meshgrid's) adds entry by entry
                 total = add_cotangents(total, entry)
         return value, zeros_like_value(value) if total is None else total
@@ -561,6 +586,15 @@ def _no_derivative_over_dispatch(what: str):
 def _user_origin() -> str:
     """The user's file:line of the function whose generated code is running now."""
     return running_origin()
+
+
+def _jvp_through_the_vjp_rule(function, args, tangents, kwargs):
+    """``(value, J t)`` of a primitive whose JVP rule cannot be evaluated one argument at a
+    time: the transpose of its VJP rule, recorded on the tape for this one call."""
+    positions = tuple(
+        i for i, (a, t) in enumerate(zip(args, tangents)) if t is not None and _differentiable(a)
+    )
+    return tape_jvp(function, args, tangents, positions, kwargs)
 
 
 def tape_jvp(target, args, tangents, positions, kwargs):

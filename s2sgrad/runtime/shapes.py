@@ -158,6 +158,8 @@ def assigned_cotangent(g: Any, index: Any) -> Any:
     """
     if isinstance(g, list):  # y a list (a gradient's own, differentiated again): one entry
         return list(g[index]) if isinstance(index, slice) else snapshot(g[index])
+    if isinstance(g, dict):  # y a dict (a copy of one given): its entry, zero if none flowed
+        return snapshot(g[index]) if index in g else 0.0
     if isinstance(g, (int, float, complex)):  # a 0-d y's cotangent, folded to a number
         g = np.asarray(g)
     return only_last_writes(snapshot(g[index]), np.shape(g), index)
@@ -202,8 +204,9 @@ def _may_repeat(shape: tuple, index: Any) -> bool:
 
 
 def _selects_once(part: Any) -> bool:
-    """Integers, slices, None, ``...`` and boolean masks never select an element twice."""
-    if part is None or part is Ellipsis or isinstance(part, (int, np.integer, slice)):
+    """Integers, slices, None, ``...`` and boolean masks never select an element twice; nor
+    does a dict's key (a string)."""
+    if part is None or part is Ellipsis or isinstance(part, (int, np.integer, slice, str)):
         return True
     return isinstance(part, np.ndarray) and part.dtype == np.bool_
 

@@ -82,8 +82,10 @@ def _as_primitive(apply: Callable, helper: Callable) -> Callable:
                 return type(g)(u if u is None else call(u, v) for u, v in zip(g, x))
         if entrywise and len(args) == 2 and type(args[0]) in DICTS:
             g, x = args
-            if isinstance(x, dict) and g.keys() <= x.keys():
-                return type(g)((k, u if u is None else call(u, x[k])) for k, u in g.items())
+            if isinstance(x, dict):  # an entry x lacks (a sparse cotangent's) gets nothing
+                return type(g)(
+                    (k, u if u is None else call(u, x[k])) for k, u in g.items() if k in x
+                )
         return apply(helper, *args, **kwargs)
 
     return call

@@ -5,6 +5,8 @@
 * ``a < b < c`` becomes ``a < b and b < c``;
 * ``a, b = b, a`` becomes assignments through temporaries;
 * ``a = b = v`` becomes ``b = v; a = b``;
+* ``dict(a=x, b=y)`` of the builtin becomes the literal ``{'a': x, 'b': y}``
+  (:mod:`s2sgrad.compiler.passes.dict_calls`);
 * ``d[key] = v`` of a dict this function made becomes ``d = with_entry(d, key, v)``
   (:mod:`s2sgrad.compiler.passes.dict_entries`);
 * ``items.pop()`` becomes ``popped = items.pop()``, and ``v = items.pop(i)`` of a list only
@@ -37,6 +39,7 @@ from s2sgrad.compiler.passes.aliases import (
     shared_in_place_updates,
     shared_list_changes,
 )
+from s2sgrad.compiler.passes.dict_calls import keyword_dicts_as_literals
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
     chained_item_writes,
@@ -91,6 +94,8 @@ def desugar(
     """
     # no pass here writes a chained comparison: one not in the function now is in none
     chained = _refuse_hidden_writes(node, locate, kinds)
+    if kinds is None or gast.keyword in kinds:
+        keyword_dicts_as_literals(node, resolve)
     scalarize_local_dicts(node, names)
     bindings = desugar_matches(node, names, locate, resolve)
     added_at = None
