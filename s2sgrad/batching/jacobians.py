@@ -28,6 +28,7 @@ import numpy as np
 
 from s2sgrad.batching.helpers import batched_twin, batching_rule_of, is_generated
 from s2sgrad.batching.values import BatchedValue, NotBatchable
+from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
 from s2sgrad.compiler.pipeline import derivative
 from s2sgrad.engines import products
 from s2sgrad.engines.arguments import (
@@ -36,7 +37,6 @@ from s2sgrad.engines.arguments import (
     containers_of,
     positional_name,
     refuse_unknown_constants,
-    zeros_for,
 )
 from s2sgrad.engines.products import vjp_engine
 from s2sgrad.errors import S2SGradError
@@ -192,6 +192,7 @@ def _generated_jvp(function, primals, name, mode) -> tuple | None:
     if mode == "tape":
         return None
     try:
+        refuse_writes_into_caller_dicts(function, primals, {}, (name,))
         generated = derivative(
             function,
             (name,),
@@ -230,7 +231,7 @@ def _jvp_loop(f, args, index, mode):
         blocks = []
         for seed in _seeds(x, path):
             draws.begin()
-            tangents = [zeros_for(a) for a in args]
+            tangents: list = [None] * len(args)  # the others held constant
             tangents[index] = seed
             out, tangent = products.jvp(f, args, tangents, mode=mode)
             blocks.append(_as_column(tangent, out))

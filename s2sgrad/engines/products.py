@@ -22,6 +22,7 @@ import numpy as np
 
 # registers the alias analysis with the tape, which asks it under the function transforms
 import s2sgrad.compiler.tape_facts  # noqa: F401
+from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
 from s2sgrad.compiler.pipeline import call_specialised, derivative
 from s2sgrad.engines.arguments import (
     bind_self,
@@ -238,9 +239,11 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         try:
             for i in positions:
                 refuse_array_attribute_names(positional_name(function, i), primals[i], function)
+            differentiated = tuple(positional_name(function, i) for i in positions)
+            refuse_writes_into_caller_dicts(function, primals, {}, differentiated)
             generated = derivative(
                 function,
-                tuple(positional_name(function, i) for i in positions),
+                differentiated,
                 "jvp",
                 containers=containers_of(primals, function),
                 dynamic=mode == "auto",
