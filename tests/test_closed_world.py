@@ -371,6 +371,7 @@ BY_DESIGN = {
     "refuse_if_array": "a check that raises or returns None",
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
     "note_stored": "bookkeeping of stored state: returns None",
+    "store_entry": "stores a plain value into a caller's dict: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
     "refuse_stored_state": "a check that raises or returns None",
     "opaque": "a check that returns the function it is given (not a value) or raises",
