@@ -43,6 +43,7 @@ from s2sgrad.errors import S2SGradError
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
+from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.runtime.replays import SameDraws
 from s2sgrad.tape import is_tape_value
 
@@ -149,7 +150,10 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
     if pushforward is None:
         return _jvp_loop(f, args, index, mode)
     try:
-        return _generated_columns(pushforward, function, primals, x)
+        before = undefined_eigenvector_tangents()
+        columns = _generated_columns(pushforward, function, primals, x)
+        refuse_undefined_tangent(before, columns)
+        return columns
     except S2SGradError as error:  # refused as it ran: the tape computes every column
         if not (mode == "auto" and products.may_fall_back(mode, error, function)):
             raise

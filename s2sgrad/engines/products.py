@@ -43,6 +43,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import as_gradient
 from s2sgrad.runtime.dispatch import tape_jvp
+from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.tape import tape_vjp
 
 __all__ = [
@@ -250,7 +251,10 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             )
             require_complex_ready(generated, (primals, tangents), function)
             keywords = _tangent_keywords(generated.tangent_names, function, primals, tangents)
-            return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
+            before = undefined_eigenvector_tangents()
+            result = _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
+            refuse_undefined_tangent(before, result[1])
+            return result
         except S2SGradError as error:
             if not may_fall_back(mode, error, function):
                 name_the_origin(error, f)
