@@ -4,8 +4,8 @@
 Source transformation refused a partial (it has no source of its own), so ``mode="s2s"``
 raised and ``mode="auto"`` ran the tape with a warning. Now ``grad``, ``value_and_grad``,
 ``jacobian``, ``jacfwd``, ``hessian``, ``vjp``, ``jvp`` and ``hvp`` differentiate the
-function the partial wraps, called with the arguments it binds, read at each call. The oracle is central differences
-of the partial itself.
+function the partial wraps, called with the arguments it binds, read at each call. The
+oracle is central differences of the partial itself.
 """
 
 import functools
