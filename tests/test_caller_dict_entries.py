@@ -245,3 +245,81 @@ def test_a_constant_call_whose_variable_is_differentiated_later(shape):
     hvp = sg.hvp(lambda x: default_then_varied(x, options), (x,), (direction,), mode="s2s")
     gradient = sg.grad(lambda x: default_then_varied(x, options), mode="tape")
     assert_close(hvp[0], numeric_jvp(gradient, [x], 0, direction), rtol=1e-4, atol=1e-6)
+
+
+# A two-layer network written as CS231n's layer library writes it: helpers returning
+# (out, cache), x.reshape(...).dot(w) (which the tape cannot follow), and batch
+# normalisation keeping its running statistics in the dict the caller passes.
+
+
+def affine_forward(x, w, b):
+    out = x.reshape(x.shape[0], -1).dot(w) + b
+    return out, (x, w, b)
+
+
+def batchnorm_forward(x, gamma, beta, bn_param):
+    mode = bn_param["mode"]
+    eps = bn_param.get("eps", 1e-5)
+    momentum = bn_param.get("momentum", 0.9)
+    _, width = x.shape
+    running_mean = bn_param.get("running_mean", np.zeros(width, dtype=x.dtype))
+    running_var = bn_param.get("running_var", np.zeros(width, dtype=x.dtype))
+    if mode == "train":
+        sample_mean = np.mean(x, axis=0)
+        sample_var = np.var(x, axis=0)
+        x_hat = (x - sample_mean) / np.sqrt(sample_var + eps)
+        out = gamma * x_hat + beta
+        running_mean = momentum * running_mean + (1 - momentum) * sample_mean
+        running_var = momentum * running_var + (1 - momentum) * sample_var
+        cache = (x, x_hat, sample_mean, sample_var, gamma, eps)
+    else:
+        out = gamma * (x - running_mean) / np.sqrt(running_var + eps) + beta
+        cache = None
+    bn_param["running_mean"] = running_mean
+    bn_param["running_var"] = running_var
+    return out, cache
+
+
+def softmax_loss(scores, y):
+    shifted = scores - np.max(scores, axis=1, keepdims=True)
+    log_probs = shifted - np.log(np.sum(np.exp(shifted), axis=1, keepdims=True))
+    return -np.sum(log_probs[np.arange(scores.shape[0]), y]) / scores.shape[0]
+
+
+def two_layer_loss(params, X, y, bn_param):
+    a, _ = affine_forward(X, params["W1"], params["b1"])
+    h, _ = batchnorm_forward(a, params["gamma"], params["beta"], bn_param)
+    scores, _ = affine_forward(np.maximum(0, h), params["W2"], params["b2"])
+    return softmax_loss(scores, y) + 5e-3 * np.sum(params["W1"] ** 2)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_layer_library_network_with_batch_normalisation(mode):
+    n, d, h, c = 6, 4, 3, 3
+    X, y = R.normal(size=(n, d)), R.integers(0, c, size=n)
+    params = {
+        "W1": R.normal(size=(d, h)) * 0.5,
+        "b1": R.normal(size=h) * 0.1,
+        "gamma": 1.0 + 0.1 * R.normal(size=h),
+        "beta": 0.1 * R.normal(size=h),
+        "W2": R.normal(size=(h, c)) * 0.5,
+        "b2": R.normal(size=c) * 0.1,
+    }
+
+    def stats():
+        return {"mode": "train", "running_mean": np.full(h, 0.1), "running_var": np.ones(h)}
+
+    expected = {
+        k: numeric_grad(lambda v, k=k: two_layer_loss({**params, k: v}, X, y, stats()), [v], 0)
+        for k, v in params.items()
+    }
+    plain = stats()
+    two_layer_loss(params, X, y, plain)
+    transformed = sg.grad(two_layer_loss, mode=mode)
+    for _ in range(2):
+        bn_param = stats()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # by source transformation, no fallback
+            got = transformed(params, X, y, bn_param)
+        assert_close(got, expected, rtol=1e-5, atol=1e-7)
+        _same_entries(bn_param, plain)
