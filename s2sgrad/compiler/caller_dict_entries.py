@@ -83,7 +83,16 @@ def rewritable_dict_parameters(
     arguments = node.args
     plain = {a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs}
     candidates = plain - set(differentiated)
-    stored = {p for s in walk(node) for p in candidates if _stored_key(s, p) is not None}
+    if not candidates:
+        return set()
+    stored = set()
+    for statement in walk(node):
+        if type(statement) is gast.Assign and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if type(target) is gast.Subscript and type(target.value) is gast.Name:
+                name = target.value.id
+                if name in candidates and _stored_key(statement, name) is not None:
+                    stored.add(name)
     stored = {p for p in stored if _every_use_is_followed(node, p)}
     if not stored:
         return stored
