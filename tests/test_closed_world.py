@@ -664,12 +664,6 @@ def put_into(x):
     return np.sum(t**2)
 
 
-def put_where(x):
-    t = np.zeros(3)
-    np.putmask(t, x > 0, x)
-    return np.sum(t**2)
-
-
 def place_into(x):
     t = np.zeros(3)
     np.place(t, x > 0, x)
@@ -725,7 +719,6 @@ REFUSED = [
     (product_into_a_buffer, "out="),
     (multiply_at, "multiply.at"),
     (put_into, "np.put("),
-    (put_where, "putmask"),
     (place_into, "np.place"),
     (put_method, ".put("),
     (flat_assignment, ".flat"),

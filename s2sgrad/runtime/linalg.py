@@ -32,8 +32,6 @@ __all__ = [
     "operand_dtype",
     "eigh_gap_mask",
     "eigh_tangent_mask",
-    "undefined_eigenvector_tangents",
-    "refuse_undefined_tangent",
 ]
 
 
