@@ -127,7 +127,41 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         out, pullback = sg.vjp(lambda x: np.sin(x), np.zeros(2))
         pullback(np.ones(2))  # (array([1., 1.]),)
     """
-    return engines.vjp(f, *primals, mode=mode)
+    called = _partial_call(f, primals, mode)
+    if called is None:
+        return engines.vjp(f, *primals, mode=mode)
+    function, arguments, first = called
+    out, pullback = engines.vjp(function, *arguments, mode=mode)
+
+    def of_the_partial(cotangent: Any) -> tuple:
+        return pullback(cotangent)[first : first + len(primals)]
+
+    return out, of_the_partial
+
+
+def _partial_call(f: Callable, primals: tuple, mode: str) -> tuple | None:
+    """``(function, arguments, first)`` for a ``functools.partial`` of a Python function
+    (mode "s2s" or "auto") whose bound arguments and keywords all fill positional
+    parameters: the call of ``function`` with every argument in position, the primals
+    from ``first`` on; None for anything else (the tape takes partials as they are)."""
+    if mode == "tape" or not _is_partial(f):
+        return None
+    function, bound, keywords = bound_arguments(f)
+    try:
+        arguments = inspect.signature(function).bind(*bound, *primals, **keywords)
+    except (TypeError, ValueError):
+        return None
+    arguments.apply_defaults()
+    if arguments.kwargs:  # keyword-only parameters: no position to give them
+        return None
+    return function, tuple(arguments.args), len(bound)
+
+
+def _partial_tangents(arguments: tuple, first: int, tangents) -> tuple:
+    """``tangents`` in the positions of the primals among ``arguments``, None elsewhere
+    (the partial's own arguments, held constant)."""
+    after = len(arguments) - first - len(tangents)
+    return (None,) * first + tuple(tangents) + (None,) * after
 
 
 class _Transform(NotebookDisplay):
@@ -541,7 +575,14 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
 
         value, tangent = sg.jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))  # cos(0) = 1
     """
-    return engines.jvp(f, primals, tangents, mode=mode)
+    given = isinstance(primals, (tuple, list)) and isinstance(tangents, (tuple, list))
+    called = _partial_call(f, tuple(primals), mode) if given else None
+    if called is None or len(primals) != len(tangents):
+        return engines.jvp(f, primals, tangents, mode=mode)
+    function, arguments, first = called
+    return engines.jvp(
+        function, arguments, _partial_tangents(arguments, first, tangents), mode=mode
+    )
 
 
 def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Callable:
@@ -633,6 +674,15 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
                 f"sg.hvp(f, (x,), (v,)); got {type(given).__name__}"
             )
     primals = tuple(primals)
+    called = _partial_call(f, primals, mode)
+    if called is not None and len(primals) == len(vectors):
+        function, arguments, first = called
+        count = len(primals)
+        wrt = first if count == 1 else tuple(range(first, first + count))
+        tangents = _partial_tangents(arguments, first, vectors)
+        _, found = jvp(grad(function, wrt=wrt, mode=mode), arguments, tangents, mode=mode)
+        found = (found,) if count == 1 else found
+        return tuple(as_gradient(p, x) for p, x in zip(found, primals))
     if len(primals) == 1:
         _, product = jvp(grad(f, wrt=0, mode=mode), primals, tuple(vectors), mode=mode)
         return (as_gradient(product, primals[0]),)

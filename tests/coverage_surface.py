@@ -121,10 +121,7 @@ _GROUPS = {
         fill_diagonal place put put_along_axis putmask"""
     ),
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
-    "np.broadcast_to": _names(
-        """asanyarray asarray_chkfinite ascontiguousarray asfortranarray asmatrix require
-        bmat choose real_if_close"""
-    ),
+    "np.broadcast_to": _names("""asarray_chkfinite asmatrix require bmat choose real_if_close"""),
     "no rule yet: frexp gives a mantissa and an integer exponent": _names("frexp"),
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"

@@ -371,6 +371,7 @@ BY_DESIGN = {
     "refuse_if_array": "a check that raises or returns None",
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
     "note_stored": "bookkeeping of stored state: returns None",
+    "store_entry": "stores a plain value into a caller's dict: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
     "refuse_stored_state": "a check that raises or returns None",
     "opaque": "a check that returns the function it is given (not a value) or raises",
@@ -663,12 +664,6 @@ def put_into(x):
     return np.sum(t**2)
 
 
-def put_where(x):
-    t = np.zeros(3)
-    np.putmask(t, x > 0, x)
-    return np.sum(t**2)
-
-
 def place_into(x):
     t = np.zeros(3)
     np.place(t, x > 0, x)
@@ -724,7 +719,6 @@ REFUSED = [
     (product_into_a_buffer, "out="),
     (multiply_at, "multiply.at"),
     (put_into, "np.put("),
-    (put_where, "putmask"),
     (place_into, "np.place"),
     (put_method, ".put("),
     (flat_assignment, ".flat"),

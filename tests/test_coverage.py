@@ -282,6 +282,9 @@ SAMPLES = [
     S(np.array, lambda x: np.array([x[0], 2.0 * x[1]]), (2, 3)),
     S(np.array_split, lambda x: np.array_split(x, 3)[1], (7,)),
     S(np.asarray, lambda x: np.asarray([x[1], x[0]]), (2, 3)),
+    S(np.asanyarray, lambda x: np.asanyarray([x[1], x[0]]), (2, 3)),
+    S(np.ascontiguousarray, lambda x: np.ascontiguousarray(x.T), (2, 3)),
+    S(np.asfortranarray, lambda x: np.asfortranarray(x[0], dtype=np.float64), (2, 3)),
     *_if_present("astype", lambda: S(np.astype, lambda x: np.astype(x, x.dtype) * x, A)),
     S(np.atleast_1d, lambda x: np.atleast_1d(x[0, 0]), A),
     S(np.atleast_2d, lambda x: np.atleast_2d(x[0]), A),
@@ -592,6 +595,7 @@ def test_every_public_callable_is_covered():
 # refuses them, naming the line, and tells what to write instead
 TAPE_REFUSES = {np.arange}  # np.array, np.asarray and np.full of values: tape/conversions.py
 TAPE_REFUSES |= {np.float64, np.float32, np.float16}  # a cast: NumPy converts the tape value
+TAPE_REFUSES |= {np.ascontiguousarray, np.asfortranarray}  # NumPy makes a plain array too
 
 
 def _real_valued(program, args):

@@ -3,13 +3,12 @@
 
 Source transformation refused a partial (it has no source of its own), so ``mode="s2s"``
 raised and ``mode="auto"`` ran the tape with a warning. Now ``grad``, ``value_and_grad``,
-``jacobian``, ``jacfwd`` and ``hessian`` differentiate the function the partial wraps,
-called with the arguments it binds, read at each call. The oracle is central differences
-of the partial itself.
+``jacobian``, ``jacfwd``, ``hessian``, ``vjp``, ``jvp`` and ``hvp`` differentiate the
+function the partial wraps, called with the arguments it binds, read at each call. The
+oracle is central differences of the partial itself.
 """
 
 import functools
-import re
 import warnings
 
 import numpy as np
@@ -112,20 +111,20 @@ def test_hessian_blocks_of_a_partial_with_positional_arguments(mode):
     assert_close(blocks[1][1], np.zeros((3, 3)))
 
 
-def test_a_partial_given_to_vjp_is_refused_naming_its_function():
+def test_a_partial_given_to_vjp_is_transformed():
+    """Once refused in mode "s2s" (test_partials_in_products.py has more)."""
     f = functools.partial(loss, a=2.0)
-    with pytest.raises(sg.UnsupportedError) as error:
-        sg.vjp(f, np.ones(2), mode="s2s")
-    message = str(error.value)
-    assert re.search(r"test_partial_functions\.py:\d+: functools\.partial\(loss\)", message)
-    assert "a lambda calling loss with the arguments" in message
+    x = _point((2,))
+    _, pullback = sg.vjp(f, x, mode="s2s")
+    assert_close(pullback(1.0)[0], 2.0 * np.cos(2.0 * x) + x)
 
 
-def test_a_partial_differentiated_again_is_refused_in_s2s_and_taped_in_auto():
+def test_a_partial_differentiated_again_is_transformed():
     f = functools.partial(loss, a=2.0)
     x = _point((3,))
-    with pytest.raises(sg.UnsupportedError, match=r"partial\(loss\).*differentiated again"):
-        sg.hvp(f, (x,), (np.ones(3),), mode="s2s")
-    with pytest.warns(sg.S2SGradWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to the tape
+        (product,) = sg.hvp(f, (x,), (np.ones(3),), mode="s2s")
+        assert_close(product, -4.0 * np.sin(2.0 * x) + 1.0)
         (product,) = sg.hvp(f, (x,), (np.ones(3),), mode="auto")
     assert_close(product, -4.0 * np.sin(2.0 * x) + 1.0)

@@ -240,6 +240,10 @@ CASES = [
     case(np.asarray, [r(2, 2), r(2, 2)]),
     case(np.asarray, r(2, 3)),
     case(np.asarray, r(3), dtype=np.float64),
+    case(np.asanyarray, r(2, 3)),
+    case(np.asanyarray, [r(2), r(2)]),
+    case(np.ascontiguousarray, r(3, 2).T),
+    case(np.asfortranarray, r(2, 3), dtype=np.float64),
     # Selecting elements
     case(operator.getitem, r(5), 2),
     case(operator.getitem, r(5), -1),

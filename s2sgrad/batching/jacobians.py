@@ -28,6 +28,7 @@ import numpy as np
 
 from s2sgrad.batching.helpers import batched_twin, batching_rule_of, is_generated
 from s2sgrad.batching.values import BatchedValue, NotBatchable
+from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
 from s2sgrad.compiler.pipeline import derivative
 from s2sgrad.engines import products
 from s2sgrad.engines.arguments import (
@@ -36,13 +37,13 @@ from s2sgrad.engines.arguments import (
     containers_of,
     positional_name,
     refuse_unknown_constants,
-    zeros_for,
 )
 from s2sgrad.engines.products import vjp_engine
 from s2sgrad.errors import S2SGradError
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
+from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.runtime.replays import SameDraws
 from s2sgrad.tape import is_tape_value
 
@@ -149,7 +150,10 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
     if pushforward is None:
         return _jvp_loop(f, args, index, mode)
     try:
-        return _generated_columns(pushforward, function, primals, x)
+        before = undefined_eigenvector_tangents()
+        columns = _generated_columns(pushforward, function, primals, x)
+        refuse_undefined_tangent(before, columns)
+        return columns
     except S2SGradError as error:  # refused as it ran: the tape computes every column
         if not (mode == "auto" and products.may_fall_back(mode, error, function)):
             raise
@@ -192,6 +196,7 @@ def _generated_jvp(function, primals, name, mode) -> tuple | None:
     if mode == "tape":
         return None
     try:
+        refuse_writes_into_caller_dicts(function, primals, {}, (name,))
         generated = derivative(
             function,
             (name,),
@@ -230,7 +235,7 @@ def _jvp_loop(f, args, index, mode):
         blocks = []
         for seed in _seeds(x, path):
             draws.begin()
-            tangents = [zeros_for(a) for a in args]
+            tangents: list = [None] * len(args)  # the others held constant
             tangents[index] = seed
             out, tangent = products.jvp(f, args, tangents, mode=mode)
             blocks.append(_as_column(tangent, out))

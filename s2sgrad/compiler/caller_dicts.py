@@ -19,6 +19,7 @@ from typing import Any
 
 import gast
 
+from s2sgrad.compiler.caller_dict_entries import rewritable_dict_parameters
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.passes.mutation import changed_in_place
 from s2sgrad.compiler.syntax import nested_statements
@@ -42,6 +43,8 @@ def refuse_writes_into_caller_dicts(
     except S2SGradError:  # no source: refused, or taped, elsewhere
         return
     written = dicts & changed_in_place(parsed.node, parsed.resolve, arrays_only=True)
+    followed = rewritable_dict_parameters(parsed.node, parsed, wrt)  # see caller_dict_entries
+    written -= followed - _shared(followed, function, args, kwargs)
     for statement in nested_statements(parsed.node.body):
         name = _written_entry_of(statement)
         if name in written:
@@ -66,6 +69,34 @@ def _dict_parameters(function, args: tuple, kwargs: dict, wrt) -> set[str]:
         for name, value in bound.arguments.items()
         if name not in wrt and isinstance(value, dict)
     }
+
+
+def _shared(names: set[str], function, args: tuple, kwargs: dict) -> set[str]:
+    """The parameters in ``names`` whose dict the call also gives in another argument (or
+    inside one): an entry stored through one parameter would be read through the other
+    as a constant."""
+    if not names:
+        return set()
+    bound = inspect.signature(function).bind_partial(*args, **kwargs).arguments
+    shared = set()
+    for name in names:
+        others = [v for k, v in bound.items() if k != name]
+        if any(_holds(value, bound[name]) for value in others):
+            shared.add(name)
+    return shared
+
+
+def _holds(value: Any, target: dict, depth: int = 0) -> bool:
+    """Whether ``value`` is ``target`` or holds it (in lists, tuples and dicts)."""
+    if value is target:
+        return True
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, target, depth + 1) for v in value)
+    return False
 
 
 def _written_entry_of(statement: gast.stmt) -> str | None:

@@ -42,6 +42,7 @@ from s2sgrad.compiler.assemble import (
 )
 from s2sgrad.compiler.cache import CACHE as _cache
 from s2sgrad.compiler.called_rules import rule_stand_in
+from s2sgrad.compiler.caller_dict_entries import name_caller_dict_entries
 from s2sgrad.compiler.checks import (
     check_no_outer_writes,
     check_signature,
@@ -328,7 +329,10 @@ def _build(request: Request) -> GeneratedFunction:
     # it changes the tree only where it inlines a call or finds a nested def or lambda
     unchanged = not inlined and _defines_no_function(node, nodes, parsed_kinds)
     inlined |= inline_helper_bodies(node, parsed, names, nodes if unchanged else None)
-    as_parsed = unchanged and not (inlined or request.has_aux)  # the walk above holds
+    # bn_param['running_mean'] = m on a caller's dict: m's variable carries the derivative
+    entries = name_caller_dict_entries(node, parsed, names, differentiated)
+    parsed.closure.update(entries)
+    as_parsed = unchanged and not (inlined or request.has_aux or entries)  # the walk holds
     copied = copy_updated_arguments(
         node, parsed, names, request.containers, nodes if as_parsed else None
     )

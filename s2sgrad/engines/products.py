@@ -22,6 +22,7 @@ import numpy as np
 
 # registers the alias analysis with the tape, which asks it under the function transforms
 import s2sgrad.compiler.tape_facts  # noqa: F401
+from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
 from s2sgrad.compiler.pipeline import call_specialised, derivative
 from s2sgrad.engines.arguments import (
     bind_self,
@@ -42,6 +43,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import as_gradient
 from s2sgrad.runtime.dispatch import tape_jvp
+from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.tape import tape_vjp
 
 __all__ = [
@@ -238,16 +240,21 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         try:
             for i in positions:
                 refuse_array_attribute_names(positional_name(function, i), primals[i], function)
+            differentiated = tuple(positional_name(function, i) for i in positions)
+            refuse_writes_into_caller_dicts(function, primals, {}, differentiated)
             generated = derivative(
                 function,
-                tuple(positional_name(function, i) for i in positions),
+                differentiated,
                 "jvp",
                 containers=containers_of(primals, function),
                 dynamic=mode == "auto",
             )
             require_complex_ready(generated, (primals, tangents), function)
             keywords = _tangent_keywords(generated.tangent_names, function, primals, tangents)
-            return _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
+            before = undefined_eigenvector_tangents()
+            result = _shaped_like_output(*call_specialised(generated, primals, keywords)[0])
+            refuse_undefined_tangent(before, result[1])
+            return result
         except S2SGradError as error:
             if not may_fall_back(mode, error, function):
                 name_the_origin(error, f)

@@ -755,6 +755,42 @@ def _asarray_jvp(t, ans, a, dtype=None, order=None, *, device=None, copy=None, l
     return t_out, None
 
 
+# np.asanyarray, np.ascontiguousarray and np.asfortranarray: np.asarray's values (the last
+# two at least 1-d, which unpack_like reshapes back), laid out otherwise
+
+
+@vjp_rule(np.asanyarray)
+def _asanyarray(g, ans, a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    g_real = g
+    if dtype is not None:
+        g_real = zero_if_integer(g, ans)
+    return unpack_like(g_real, a), None
+
+
+@jvp_rule(np.asanyarray)
+def _asanyarray_jvp(t, ans, a, dtype=None, order=None, *, device=None, copy=None, like=None):
+    t_out = np.asarray(t, dtype=dtype)
+    if dtype is not None:
+        t_out = zero_if_integer(t_out, ans)
+    return t_out, None
+
+
+@vjp_rule(np.ascontiguousarray, np.asfortranarray)
+def _as_laid_out(g, ans, a, dtype=None, *, like=None):
+    g_real = g
+    if dtype is not None:
+        g_real = zero_if_integer(g, ans)
+    return unpack_like(g_real, a), None
+
+
+@jvp_rule(np.ascontiguousarray, np.asfortranarray)
+def _as_laid_out_jvp(t, ans, a, dtype=None, *, like=None):
+    t_out = np.reshape(np.asarray(t, dtype=dtype), np.shape(ans))
+    if dtype is not None:
+        t_out = zero_if_integer(t_out, ans)
+    return t_out, None
+
+
 # ``list(x)`` and ``tuple(x)`` read the entries of x (rows of an array) into a sequence.
 
 

@@ -7,6 +7,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 
 from s2sgrad.runtime import (
     callables,
+    caller_entries,
     core,
     dict_entries,
     dispatch,
@@ -24,6 +25,7 @@ from s2sgrad.runtime import (
     ufunc_methods,
 )
 from s2sgrad.runtime.callables import *  # noqa: F403
+from s2sgrad.runtime.caller_entries import *  # noqa: F403
 from s2sgrad.runtime.core import *  # noqa: F403
 from s2sgrad.runtime.dict_entries import *  # noqa: F403
 from s2sgrad.runtime.dispatch import *  # noqa: F403
@@ -53,6 +55,7 @@ __all__ = list(
             *list_pops.__all__,
             *dict_entries.__all__,
             *callables.__all__,
+            *caller_entries.__all__,
             *fft.__all__,
             *states_left.__all__,
             *scientific.__all__,

@@ -497,6 +497,9 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         return value, zeros_like_value(value)
     if function is dict and len(args) == 1 and not kwargs:  # {k: v - lr * g[k] for ...}
         return _dict_of_pairs_jvp(args[0], tangents[0])
+    if _keys_of_a_dict(function, args):  # for k in sorted(params): the keys, constants
+        value = function(*args, **kwargs)
+        return value, zeros_like_value(value)
     bound_self: tuple = ()
     target = function
     if isinstance(function, types.MethodType):
@@ -539,6 +542,20 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+# builtins that read only a dict's keys when given one: sorted(d), list(d), reversed(d)
+_KEYS_READERS = (sorted, list, tuple, set, frozenset, reversed, iter, len)
+
+
+def _keys_of_a_dict(function: Any, args: tuple) -> bool:
+    """Whether ``function(*args)`` reads only the keys of a dict (``sorted(params)``): no
+    value being differentiated reaches its result (a key is hashable, never an array)."""
+    return (
+        len(args) == 1
+        and type(args[0]) is dict
+        and any(function is reader for reader in _KEYS_READERS)
+    )
 
 
 def _dict_of_pairs_jvp(items: Any, tangent: Any) -> tuple[dict, Any]:

@@ -311,7 +311,48 @@ def eigh_tangent_mask(w: Any, middle: Any) -> Any:
     n = np.shape(mask)[-1]
     size = np.max(np.abs(middle), axis=(-2, -1), initial=0.0)[..., None, None]
     mixed = (mask == 0) & ~np.eye(n, dtype=bool) & (np.abs(middle) > 1e-8 * size + 1e-300)
+    if np.any(mixed):
+        _UNDEFINED_TANGENTS[0] += 1
     return np.where(mixed, np.nan, mask)
+
+
+_UNDEFINED_TANGENTS = [0]  # how many eigenvector tangents were left NaN, so far
+
+
+def undefined_eigenvector_tangents() -> int:
+    """How many times :func:`eigh_tangent_mask` left an eigenvector's tangent NaN: a
+    forward-mode result that comes out NaN after this grew is refused
+    (:func:`refuse_undefined_tangent`), not returned.
+
+    Example::
+
+        before = undefined_eigenvector_tangents()
+    """
+    return _UNDEFINED_TANGENTS[0]
+
+
+def refuse_undefined_tangent(before: int, tangent: Any) -> None:
+    """Raise ``NonDifferentiableError`` when ``tangent`` holds a NaN and an eigenvector's
+    tangent was left NaN since ``before`` (:func:`undefined_eigenvector_tangents`): the
+    function combines eigenvectors of a repeated eigenvalue, and has no tangent there that
+    forward mode can tell.
+
+    Example::
+
+        refuse_undefined_tangent(before, tangent)
+    """
+    if _UNDEFINED_TANGENTS[0] == before:
+        return
+    leaves = tangent if isinstance(tangent, (tuple, list)) else (tangent,)
+    for leaf in leaves:
+        try:
+            undefined = bool(np.any(np.isnan(leaf)))
+        except TypeError:  # not numbers (None, a structure): nothing to look at
+            continue
+        if undefined:
+            error = _mixed_repeated_eigenvectors()
+            error.tape_cannot_either = True  # type: ignore[attr-defined]
+            raise error
 
 
 def _repeated_eigenvalues(what: str) -> Exception:
@@ -334,8 +375,8 @@ def _mixed_repeated_eigenvectors() -> Exception:
     return NonDifferentiableError(
         "np.linalg.eigh found repeated eigenvalues, and the function combines their "
         "eigenvectors (as a matrix function V f(w) V^T does): its derivative there depends "
-        "on how the function changes as the repeated eigenvalues part, which reverse mode "
-        "cannot see from the eigenvectors alone; perturb the matrix slightly (distinct "
+        "on how the function changes as the repeated eigenvalues part, which neither mode "
+        "can tell from the eigenvectors alone; perturb the matrix slightly (distinct "
         "eigenvalues), or compute the matrix function without eigh (a @ a, scipy.linalg.expm)"
     )
 

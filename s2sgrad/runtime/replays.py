@@ -103,7 +103,9 @@ class SameDraws:
     """Runs of one computation (a forward-mode Jacobian's columns, one run each) that must
     each draw the random numbers the first drew: ``begin()`` before each run sets the
     generators back to where the first started, and ``end()`` leaves them where the first
-    run left them, as one call of the function would.
+    run left them, as one call of the function would. So for the entries of the dicts
+    among ``values`` (running statistics a function updates): each run starts from the
+    entries the first started from, and the first run's are left at the end.
 
     Example::
 
@@ -116,21 +118,30 @@ class SameDraws:
 
     def __init__(self, function: Any, values: Iterable = ()):
         # a few runs, and nothing to compare them by: every generator that may be drawn from
+        values = tuple(values)
         self.sources = random_sources(function, values, every_global=True)
+        self.dicts = [v for v in values if type(v) is dict]
         self.start: list | None = None
         self.after: list | None = None
 
     def begin(self) -> None:
         if self.start is None:
-            self.start = random_states(self.sources)
+            self.start = [random_states(self.sources), [dict(d) for d in self.dicts]]
             return
         if self.after is None:
-            self.after = random_states(self.sources)
-        set_random_states(self.sources, self.start)
+            self.after = [random_states(self.sources), [dict(d) for d in self.dicts]]
+        self._set(self.start)
 
     def end(self) -> None:
         if self.after is not None:
-            set_random_states(self.sources, self.after)
+            self._set(self.after)
+
+    def _set(self, states: list) -> None:
+        generators, entries = states
+        set_random_states(self.sources, generators)
+        for mapping, held in zip(self.dicts, entries):
+            mapping.clear()
+            mapping.update(held)
 
 
 def random_states(sources: list) -> list:

@@ -443,6 +443,8 @@ class TapeValue:
             return _call_with_out(func, args, kwargs)
         if func is np.copyto:
             return _copy_into(*args, **kwargs)
+        if func is np.putmask:
+            return _put_mask(*args, **kwargs)
         if func is np.fill_diagonal:
             return _fill_diagonal(*args, **kwargs)
         return apply_rule(func, func, args, kwargs)
@@ -1214,6 +1216,26 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
             "differentiated (np.zeros_like(x, shape=...)), or build a new array"
         )
     raise NonDifferentiableError(f"{where(*_shown_position(frame))}: {what}, or {USE_S2S}.")
+
+
+def _put_mask(a: Any, mask: Any, values: Any) -> None:
+    """``np.putmask(a, mask, values)``: into a tape value, the item write ``a[...] =
+    np.where(mask, np.resize(values, np.shape(a)), a)`` (NumPy cycles ``values`` over
+    ``a``'s flat positions); into a plain array, allowed only when nothing is
+    differentiated."""
+    if type(a) is TapeValue and under_numpy_semantics():
+        a[...] = np.where(mask, np.resize(values, np.shape(a)), a)
+        return
+    if not _any_tracked((a, mask, values)):
+        np.putmask(value_of(a), value_of(mask), value_of(values))
+        return
+    frame = _user_frame()
+    raise NonDifferentiableError(
+        f"{where(*_shown_position(frame))}: np.putmask writes a value being differentiated "
+        "into a plain array, which the tape cannot follow. Write "
+        "'a[...] = np.where(mask, v, a)' into an array made from a value being "
+        f"differentiated, or build a new array, or {USE_S2S}."
+    )
 
 
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:

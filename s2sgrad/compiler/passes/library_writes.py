@@ -145,7 +145,8 @@ def ufunc_at_writes(body: list, names: NameGenerator, resolve, bindings: dict) -
 def out_writes(body: list, resolve) -> None:
     """``f(..., out=t)`` → ``t[...] = f(...)`` for a NumPy function ``f`` with a derivative
     rule, ``u(x, t)`` → ``t[...] = u(x)`` for a ufunc ``u``, ``np.copyto(t, v)`` → ``t[...] =
-    v`` and ``np.copyto(t, v, where=m)`` → ``t[...] = np.where(m, v, t)``, in ``body`` and its
+    v``, ``np.copyto(t, v, where=m)`` → ``t[...] = np.where(m, v, t)`` and ``np.putmask(t, m,
+    v)`` → ``t[...] = np.where(m, np.resize(v, np.shape(t)), t)``, in ``body`` and its
     blocks: the same values written, by an item assignment the transformer differentiates.
     A call whose value is used, or with ``casting=`` or ``dtype=`` (or a ufunc's
     ``where=``, which keeps entries out of the function), is left alone (and refused as an
@@ -236,6 +237,8 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
         if not value.keywords:
             return value.args[0].id, value.args[1]
         return _copy_where(value, resolve)
+    if function is np.putmask:
+        return _put_mask(value, resolve)
     rule = get_rule(function) if callable(function) else None
     if rule is None or not rule.differentiable:
         return None
@@ -272,6 +275,27 @@ def _copy_where(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
     where = gast.Attribute(value=clone(func.value), attr="where", ctx=gast.Load())
     chosen = call(where, [clone(value.keywords[0].value), clone(value.args[1]), load(target.id)])
     return target.id, chosen
+
+
+def _put_mask(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
+    """``np.putmask(t, m, v)`` → ``(t, np.where(m, np.resize(v, np.shape(t)), t))``:
+    NumPy sets ``t.flat[n] = v.flat[n % v.size]`` where ``m.flat[n]``, which is ``v``
+    resized to ``t``'s shape (cycled) where ``m`` holds. Only written ``np.putmask``, with
+    three arguments and a name for ``t``."""
+    func = value.func
+    if value.keywords or len(value.args) != 3 or not isinstance(func, gast.Attribute):
+        return None
+    module = resolve(func.value)
+    if getattr(module, "where", None) is not np.where or not isinstance(value.args[0], gast.Name):
+        return None
+    target, mask, values = value.args
+
+    def numpy(name: str) -> gast.Attribute:
+        return gast.Attribute(value=clone(func.value), attr=name, ctx=gast.Load())
+
+    shape = call(numpy("shape"), [load(target.id)])
+    cycled = call(numpy("resize"), [clone(values), shape])
+    return target.id, call(numpy("where"), [clone(mask), cycled, load(target.id)])
 
 
 def chained_item_writes(body: list, names: NameGenerator, locate, bindings: dict) -> None:

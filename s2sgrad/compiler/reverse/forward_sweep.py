@@ -231,6 +231,13 @@ class ForwardSweep:
         steps.append(Step(statement, StepKind.OTHER))
         return [statement]
 
+    def constant_call(self, statement: gast.Assign) -> None:
+        """A value computed from no differentiated one: refused, or checked when it runs,
+        where it may read a differentiated value stored on an object."""
+        if self.stored_state is not None:
+            self.stored_state.refuse_opaque_call(statement)
+            self.checked_calls(statement.value)
+
     def refuse_class_reading_varied(self, statement: gast.ClassDef) -> None:
         """A class defined here whose body or methods read a value being differentiated
         (``class C: k = x * 2``): its attributes would hold it where no sweep looks."""
@@ -295,9 +302,8 @@ class ForwardSweep:
         if active(targets[0]) if len(targets) == 1 else any(map(active, targets)):
             step.operation = self.context.operations.of(statement)
             self.choose_derivative(step)
-        elif self.stored_state is not None:
-            self.stored_state.refuse_opaque_call(statement)
-            self.checked_calls(statement.value)
+        else:
+            self.constant_call(statement)
         steps.append(step)
         result: list[gast.stmt] = []
         if in_loop and step.calls and step.extra is not None:  # each iteration's pullback
@@ -403,6 +409,11 @@ class ForwardSweep:
                 drop_receiver(operation)
                 self.calls.forward_dynamic(step)
         elif operation.kind is OperationKind.UNKNOWN and operation.callee is not None:
+            if not self.context.is_varied_expression(statement.value):
+                # d.get(k, np.zeros(n)), its target varied later (r = 0.9 * r + x): a
+                # constant, which the call leaves to be checked as any constant's
+                self.constant_call(statement)
+                return
             self.calls.forward_dynamic(step)
         elif operation.kind in (OperationKind.COPY, OperationKind.PACK):
             step.derivative = Derivative.ROUTED
