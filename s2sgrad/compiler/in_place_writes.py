@@ -15,7 +15,7 @@ import numpy as np
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.operations import dotted_name
 from s2sgrad.compiler.passes.anf import is_function_reference
-from s2sgrad.compiler.syntax import names_read, names_written, nested_statements
+from s2sgrad.compiler.syntax import names_read, names_written, nested_statements, walk
 from s2sgrad.errors import UnsupportedError
 
 __all__ = ["InPlaceWrite", "in_place_write", "refuse_untracked_writes"]
@@ -28,6 +28,7 @@ class InPlaceWrite:
     written: gast.expr  # the expression naming what is written into
     description: str  # how the user wrote it: "np.copyto", ".sort()", "np.sin(..., out=...)"
     instead: str  # the functional form to suggest
+    call: gast.expr | None = None  # the call, when inside the statement's value (a if c else b)
 
 
 # Methods that change their receiver: arrays', then lists', dicts' and sets'.
@@ -228,11 +229,25 @@ def _checked_statements(statements):
 def _write_of(statement, parsed, local_names) -> InPlaceWrite | None:
     """The in-place write ``statement`` makes through a call or an array's attribute."""
     write = None
-    if isinstance(statement, (gast.Assign, gast.Expr)):
+    if isinstance(statement, (gast.Assign, gast.Expr, gast.Return)) and statement.value:
         write = in_place_write(statement.value, parsed, local_names)
+        if write is None and type(statement.value) not in (gast.Call, gast.Name, gast.Constant):
+            write = _nested_write(statement.value, parsed, local_names)
     if write is None and isinstance(statement, gast.Assign):
         write = _array_attribute_write(statement.targets[0], local_names)
     return write
+
+
+def _nested_write(value: gast.expr, parsed, local_names) -> InPlaceWrite | None:
+    """A write made by a call the normal form leaves inside an expression: in a branch of
+    ``a if c else b``, an operand of ``and``/``or``, the body of a lambda called there."""
+    for node in walk(value):
+        if type(node) is gast.Call:
+            write = in_place_write(node, parsed, local_names)
+            if write is not None:
+                write.call = node
+                return write
+    return None
 
 
 def _check_block(statements, parsed, local_names, activity, bases, read_on_path) -> None:
@@ -258,7 +273,7 @@ def _check_statement(statement, parsed, local_names, activity, bases, read_on_pa
         return
     roots = {bases.get(n, n) for n in written_names(write)}  # t for a view t2 = t[0]
     written = roots | written_names(write)
-    arguments = names_read(statement.value)
+    arguments = names_read(statement.value if write.call is None else write.call)
     if (arguments | written) & activity.varied:
         reason = "which cannot be differentiated"
         tape_too = False
