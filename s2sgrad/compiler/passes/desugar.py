@@ -251,10 +251,16 @@ def _statement(
     # the blocks' statements are checked in turn below (a rewrite is the same either way);
     # ``chained``: whether the function has a chained comparison at all
     if chained and any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
+        before = _middle_call_named(statement, names)  # lo < rng.uniform() < hi: one draw
         _ChainedComparisons().visit(statement)
+        if before:
+            return [*before, *_statement(statement, names, shared, refusal, chained)]
     if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_hidden_writes
         return []
     if isinstance(statement, gast.AugAssign):
+        before = _index_calls_named(statement, names)  # y[next(it)] += v: next once
+        if before:
+            return [*before, *_statement(statement, names, shared, refusal, chained)]
         target_load = _as_load(statement.target)
         value = gast.BinOp(left=target_load, op=statement.op, right=statement.value)
         assign = gast.Assign(targets=[statement.target], value=value, type_comment=None)
@@ -333,6 +339,64 @@ class _ChainedComparisons(gast.NodeTransformer):
 
     def visit_FunctionDef(self, node):  # nested functions keep their own sugar
         return node
+
+
+def _middle_call_named(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
+    """``t = f(x)`` for ``lo < f(x) < hi``, the test of an ``if`` or the value of an
+    assignment or ``return`` (or the test of such a value ``a if lo < f(x) < hi else b``):
+    Python evaluates the middle operand once, and first when ``lo`` calls nothing, but the
+    chain written as ``lo < f(x) and f(x) < hi`` would call ``f`` twice. (Later middle
+    operands, evaluated only if the first comparison holds, are left as they are.)"""
+    if type(statement) is gast.If:
+        test = statement.test
+    elif type(statement) in (gast.Assign, gast.Return, gast.Expr):
+        test = statement.value
+        if type(test) is gast.IfExp:
+            test = test.test
+    else:
+        return []
+    if not (type(test) is gast.Compare and len(test.ops) > 1):
+        return []
+    middle = test.comparators[0]
+    calls = (type(n) is gast.Call for n in walk(middle))
+    if not any(calls) or any(type(n) is gast.Call for n in walk(test.left)):
+        return []
+    name = names.fresh("compared")
+    test.comparators[0] = load(name)
+    return [
+        _located(gast.Assign(targets=[store(name)], value=middle, type_comment=None), statement)
+    ]
+
+
+def _index_calls_named(statement: gast.AugAssign, names: NameGenerator) -> list[gast.stmt]:
+    """``t = next(it)`` for ``y[next(it)] += v``, whose index Python evaluates once: the
+    parts of the index that call something, each assigned to a name the index then reads
+    (the update reads and writes ``y[t]``; a slice's bounds one by one)."""
+    target = statement.target
+    if type(target) is not gast.Subscript:
+        return []
+    named: list[gast.stmt] = []
+
+    def named_part(part):
+        if part is None or not any(type(n) is gast.Call for n in walk(part)):
+            return part
+        name = names.fresh("index")
+        named.append(
+            _located(gast.Assign(targets=[store(name)], value=part, type_comment=None), statement)
+        )
+        return load(name)
+
+    def index(node):
+        if type(node) is gast.Slice:
+            node.lower, node.upper, node.step = map(named_part, (node.lower, node.upper, node.step))
+            return node
+        if type(node) is gast.Tuple:
+            node.elts = [index(e) for e in node.elts]
+            return node
+        return named_part(node)
+
+    target.slice = index(target.slice)
+    return named
 
 
 def _as_load(target: gast.expr) -> gast.expr:
