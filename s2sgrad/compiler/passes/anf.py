@@ -110,10 +110,10 @@ class _Flattener:
                 statement.value = self.simple(statement.value, out)
             elif isinstance(target, (gast.Tuple, gast.List)):
                 return self.unpacking(statement, out)
-            elif isinstance(target, gast.Subscript):
+            elif isinstance(target, gast.Subscript):  # Python's order: value, array, index
+                statement.value = self.atom(statement.value, out)
                 target.value = self.atom(target.value, out)
                 target.slice = self.index(target.slice, out)
-                statement.value = self.atom(statement.value, out)
         elif isinstance(statement, gast.Return) and statement.value is not None:
             value = statement.value
             if isinstance(value, gast.Tuple):
