@@ -33,7 +33,8 @@ def branch_on_a_drawn_band(x):
     else:
         y = np.sum(x**3)
     inside = 0.0 < rng.uniform() * 2 < 1.9
-    return y * (2.0 if inside else 3.0) + (np.sum(np.sin(x)) if 0 < rng.normal() < 9 else 0.0)
+    extra = np.sum(np.sin(x)) if 0 < rng.normal() < 9 else 0.0
+    return y * (2.0 if inside else 3.0) + extra
 
 
 @pytest.mark.parametrize(
