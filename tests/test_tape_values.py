@@ -101,9 +101,7 @@ def test_unregistered_function_names_it_and_the_callers_line():
             line = here()
             np.frexp(x)
     path, number = line.rsplit(":", 1)
-    assert str(error.value).startswith(
-        f"{path}:{int(number) + 1}: np.frexp has no derivative rule"
-    )
+    assert str(error.value).startswith(f"{path}:{int(number) + 1}: np.frexp has no derivative rule")
     assert "s2sgrad.derivative" in str(error.value) and "stop_gradient" in str(error.value)
 
 
