@@ -106,7 +106,7 @@ _GROUPS = {
     "values chosen by sorting or set membership, with no rule yet: use np.sort or indexing": (
         _names(
             """unique unique_all unique_counts unique_inverse unique_values intersect1d in1d
-            setdiff1d setxor1d union1d trim_zeros sort_complex extract"""
+            setdiff1d setxor1d union1d trim_zeros sort_complex"""
         )
     ),
     "histograms count: piecewise constant in the data, with no rule yet": _names(
@@ -130,7 +130,6 @@ _GROUPS = {
     "no rule yet: Hermitian FFTs (np.fft.fft and np.fft.irfft have rules)": _names(
         "fft.hfft fft.ihfft"
     ),
-    "no rule yet: unwrap (a cumulative sum of rounded jumps)": _names("unwrap"),
     # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x); np.float_ is np.float64
     # there, which has a rule
     "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "

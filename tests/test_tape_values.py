@@ -99,17 +99,15 @@ def test_unregistered_function_names_it_and_the_callers_line():
         tape.watch(x)
         with pytest.raises(NonDifferentiableError) as error:
             line = here()
-            np.unwrap(x)
+            np.frexp(x)
     path, number = line.rsplit(":", 1)
-    assert str(error.value).startswith(
-        f"{path}:{int(number) + 1}: np.unwrap has no derivative rule"
-    )
+    assert str(error.value).startswith(f"{path}:{int(number) + 1}: np.frexp has no derivative rule")
     assert "s2sgrad.derivative" in str(error.value) and "stop_gradient" in str(error.value)
 
 
 def test_unregistered_function_on_values_nobody_watches_just_runs():
     x = constant(X)
-    np.testing.assert_allclose(np.unwrap(x), np.unwrap(X))
+    np.testing.assert_allclose(np.frexp(x)[0], np.frexp(X)[0])
 
 
 def test_np_array_of_a_list_records_and_a_copy_of_numpys_function_refuses():

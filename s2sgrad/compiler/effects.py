@@ -278,7 +278,7 @@ def tape_lacks_the_rule_too(operation) -> bool:
 
     Example::
 
-        tape_lacks_the_rule_too(classify(parse_expression("np.unwrap(x)"), ...))  # True
+        tape_lacks_the_rule_too(classify(parse_expression("np.frexp(x)"), ...))  # True
     """
     target = operation.primitive
     module = getattr(target, "__module__", None) or ""

@@ -15,7 +15,14 @@ import numpy as np
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.operations import dotted_name
 from s2sgrad.compiler.passes.anf import is_function_reference
-from s2sgrad.compiler.syntax import names_read, names_written, nested_statements
+from s2sgrad.compiler.syntax import (
+    load,
+    method_receiver,
+    names_read,
+    names_written,
+    nested_statements,
+    walk,
+)
 from s2sgrad.errors import UnsupportedError
 
 __all__ = ["InPlaceWrite", "in_place_write", "refuse_untracked_writes"]
@@ -28,6 +35,7 @@ class InPlaceWrite:
     written: gast.expr  # the expression naming what is written into
     description: str  # how the user wrote it: "np.copyto", ".sort()", "np.sin(..., out=...)"
     instead: str  # the functional form to suggest
+    call: gast.expr | None = None  # the call, when inside the statement's value (a if c else b)
 
 
 # Methods that change their receiver: arrays', then lists', dicts' and sets'.
@@ -51,7 +59,19 @@ _MUTATING_METHODS = {
     "pop": "value = items[i] and a new list without it",
     "add": "a new set",
     "discard": "a new set",
+    # operator methods called by name: x.__iadd__(v) is x += v, which is differentiated
+    **dict.fromkeys(
+        ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__"),
+        "the operator itself (x += v, x *= v, ...), which is differentiated",
+    ),
+    **dict.fromkeys(
+        ("__ipow__", "__imatmul__", "__setitem__", "__delitem__"),
+        "the operator itself (x **= v, x[i] = v, ...), which is differentiated",
+    ),
 }
+
+# items.append(v) as a statement of its own is differentiated; its value (None) used is not
+_APPEND_AS_VALUE = "items.append(v) as a statement of its own"
 
 _ARRAY_MUTATORS = ("sort", "fill", "put", "resize", "setfield", "partition")
 
@@ -228,11 +248,33 @@ def _checked_statements(statements):
 def _write_of(statement, parsed, local_names) -> InPlaceWrite | None:
     """The in-place write ``statement`` makes through a call or an array's attribute."""
     write = None
-    if isinstance(statement, (gast.Assign, gast.Expr)):
-        write = in_place_write(statement.value, parsed, local_names)
+    if isinstance(statement, (gast.Assign, gast.Expr, gast.Return)) and statement.value:
+        value = statement.value
+        write = in_place_write(value, parsed, local_names)
+        if write is None and type(value) not in (gast.Name, gast.Constant):
+            kept = value if type(statement) is gast.Expr else None  # items.append(v): tracked
+            write = _nested_write(value, parsed, local_names, kept)
     if write is None and isinstance(statement, gast.Assign):
         write = _array_attribute_write(statement.targets[0], local_names)
     return write
+
+
+def _nested_write(value: gast.expr, parsed, local_names, kept) -> InPlaceWrite | None:
+    """A write made by a call the normal form leaves inside an expression: in a branch of
+    ``a if c else b``, an operand of ``and``/``or``, the body of a lambda called there; or
+    an ``items.append(v)`` whose value is used (``t = items.append(v)``, ``print(...)``),
+    which the derivative does not see as the statement ``kept`` it follows."""
+    for node in walk(value):
+        if type(node) is not gast.Call:
+            continue
+        write = in_place_write(node, parsed, local_names) if node is not value else None
+        receiver = method_receiver(node, "append") if node is not kept else None
+        if write is None and receiver is not None and receiver in local_names:  # not np.append
+            write = InPlaceWrite(load(receiver), ".append() used as a value", _APPEND_AS_VALUE)
+        if write is not None:
+            write.call = node
+            return write
+    return None
 
 
 def _check_block(statements, parsed, local_names, activity, bases, read_on_path) -> None:
@@ -258,7 +300,7 @@ def _check_statement(statement, parsed, local_names, activity, bases, read_on_pa
         return
     roots = {bases.get(n, n) for n in written_names(write)}  # t for a view t2 = t[0]
     written = roots | written_names(write)
-    arguments = names_read(statement.value)
+    arguments = names_read(statement.value if write.call is None else write.call)
     if (arguments | written) & activity.varied:
         reason = "which cannot be differentiated"
         tape_too = False

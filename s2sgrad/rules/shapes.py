@@ -902,6 +902,34 @@ def _compress_method_jvp(t, ans, self, condition, axis=None, out=None):
     return np.compress(condition, t, axis=axis)
 
 
+# ``extract(condition, arr)`` takes the elements of ``arr`` (flattened) where ``condition``
+# (flattened) holds.
+
+
+@vjp_rule(np.extract)
+def _extract(g, ans, condition, arr):
+    return None, untake(g, arr, np.flatnonzero(condition), None)
+
+
+@jvp_rule(np.extract)
+def _extract_jvp(t, ans, condition, arr):
+    return None, np.extract(condition, t)
+
+
+# ``unwrap(p)`` adds to ``p`` whole periods chosen by rounding its jumps: a correction that
+# is constant where it is differentiable, so the derivative is the identity's.
+
+
+@vjp_rule(np.unwrap)
+def _unwrap(g, ans, p, discont=None, axis=-1, *, period=2 * np.pi):
+    return g
+
+
+@jvp_rule(np.unwrap)
+def _unwrap_jvp(t, ans, p, discont=None, axis=-1, *, period=2 * np.pi):
+    return t
+
+
 # ``np.diff`` is linear in the array it differences: ``a`` with ``prepend`` and ``append``
 # joined to it along ``axis`` (a scalar one broadcast to a slice of ``a``).
 

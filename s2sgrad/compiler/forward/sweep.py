@@ -456,6 +456,11 @@ _VIEW_MAKERS = frozenset(
         "atleast_3d",
         "asarray",
         "asanyarray",
+        # what may return its argument or a view of it too (np.einsum("ii->i", a))
+        *("einsum", "permute_dims", "matrix_transpose", "rollaxis", "ascontiguousarray"),
+        *("asfortranarray", "require", "asarray_chkfinite", "array", "astype", "nan_to_num"),
+        *("as_strided", "broadcast_arrays", "split", "array_split", "hsplit", "vsplit"),
+        *("dsplit", "unstack", "diag"),
     }
 )
 

@@ -29,6 +29,7 @@ from s2sgrad.compiler.plain_values import reads_of_value
 from s2sgrad.compiler.syntax import (
     assign,
     call,
+    clone,
     is_atom,
     literal_keys,
     load,
@@ -109,10 +110,10 @@ class _Flattener:
                 statement.value = self.simple(statement.value, out)
             elif isinstance(target, (gast.Tuple, gast.List)):
                 return self.unpacking(statement, out)
-            elif isinstance(target, gast.Subscript):
+            elif isinstance(target, gast.Subscript):  # Python's order: value, array, index
+                statement.value = self.atom(statement.value, out)
                 target.value = self.atom(target.value, out)
                 target.slice = self.index(target.slice, out)
-                statement.value = self.atom(statement.value, out)
         elif isinstance(statement, gast.Return) and statement.value is not None:
             value = statement.value
             if isinstance(value, gast.Tuple):
@@ -124,6 +125,8 @@ class _Flattener:
             and method_receiver(statement.value, "append") is not None
         ):  # items.append(v): the appended value gets a name of its own
             statement.value.args = [self.atom(a, out) for a in statement.value.args]
+        elif isinstance(statement, gast.Expr) and _is_conditional(statement.value):
+            return self.conditional_effects(statement, out)
         elif isinstance(statement, gast.If):
             statement.test = self.atom(statement.test, out)
             self.block(statement.body)
@@ -279,6 +282,25 @@ class _Flattener:
         out.append(assign(target, node.args[position].value, like=self.current))
         node.args[position : position + 1] = [load(p) for p in parts]
 
+    def conditional_effects(self, statement: gast.Expr, out: list[gast.stmt]) -> list:
+        """``f(x) if c else g(x)`` or ``a or f(x)``, its value unused, → an ``if``
+        statement running each branch as a statement of its own (whose effects the
+        sweeps then see, as they see those of the statements a user writes)."""
+        value = statement.value
+        if isinstance(value, gast.BoolOp):
+            value = _as_conditional(value)
+        test = self.atom(value.test, out)
+        blocks: list[list[gast.stmt]] = []
+        for branch in (value.body, value.orelse):
+            if branch is value.test or is_atom(branch):
+                blocks.append([])  # nothing left to run: the test's value, a name
+                continue
+            blocks.append(self.statement(gast.copy_location(gast.Expr(value=branch), statement)))
+        self.current = statement
+        body = blocks[0] or [gast.copy_location(gast.Pass(), statement)]
+        out.append(gast.copy_location(gast.If(test=test, body=body, orelse=blocks[1]), statement))
+        return out
+
     def branch(self, node: gast.IfExp, out: list[gast.stmt]) -> gast.expr:
         """``a if c else b`` → an ``if`` statement assigning a temporary in each branch."""
         test = self.atom(node.test, out)
@@ -286,7 +308,9 @@ class _Flattener:
         branches = []
         for value in (node.body, node.orelse):
             block: list[gast.stmt] = []
-            block.append(assign(name, self.simple(value, block), like=self.current))
+            # a or b is a if a else b: the branch reads the test's value, not a again
+            simple = clone(test) if value is node.test else self.simple(value, block)
+            block.append(assign(name, simple, like=self.current))
             branches.append(block)
         out.append(
             gast.copy_location(
@@ -696,6 +720,12 @@ def _is_boolean(node: gast.expr) -> bool:
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.Not):
         return True
     return isinstance(node, gast.BoolOp) and all(map(_is_boolean, node.values))
+
+
+def _is_conditional(node: gast.expr) -> bool:
+    """``a if c else b``, or ``a or b`` / ``a and b`` of values: evaluated in part."""
+    kind = type(node)
+    return kind is gast.IfExp or (kind is gast.BoolOp and not all(map(_is_boolean, node.values)))
 
 
 def _as_conditional(node: gast.BoolOp) -> gast.IfExp:

@@ -29,9 +29,11 @@ import collections.abc
 from typing import Any
 
 import gast
+import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.block_walks import header_nodes
+from s2sgrad.compiler.frontend import NOT_FOUND
 from s2sgrad.compiler.node_kinds import kinds_of
 from s2sgrad.compiler.passes.aliases import (
     ListCopyRead,
@@ -128,7 +130,9 @@ def desugar(
     body = node.body
     if body and _is_docstring(body[0]):
         body = body[1:]
-    node.body = _block(body, names, shared, refusal, chained) or [gast.Pass()]
+    # what a chain's middle operands may call, asked as each chain is rewritten
+    middles = _MiddleOperands(locate, resolve) if chained else None
+    node.body = _block(body, names, shared, refusal, middles) or [gast.Pass()]
     helpers: dict[str, Any] = {refusal: runtime.refuse_if_array} if refusal is not None else {}
     helpers.update(bindings)
     helpers.update(views_checked)
@@ -256,10 +260,16 @@ def _statement(
     # the blocks' statements are checked in turn below (a rewrite is the same either way);
     # ``chained``: whether the function has a chained comparison at all
     if chained and any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
-        _ChainedComparisons().visit(statement)
+        before = _middle_call_named(statement, names)  # lo < rng.uniform() < hi: one draw
+        _ChainedComparisons(chained).visit(statement)
+        if before:
+            return [*before, *_statement(statement, names, shared, refusal, chained)]
     if isinstance(statement, (gast.Pass, gast.Delete)):  # del x: see _refuse_hidden_writes
         return []
     if isinstance(statement, gast.AugAssign):
+        before = _index_calls_named(statement, names)  # y[next(it)] += v: next once
+        if before:
+            return [*before, *_statement(statement, names, shared, refusal, chained)]
         target_load = _as_load(statement.target)
         value = gast.BinOp(left=target_load, op=statement.op, right=statement.value)
         assign = gast.Assign(targets=[statement.target], value=value, type_comment=None)
@@ -324,11 +334,59 @@ def _assign(statement: gast.Assign, names: NameGenerator) -> list[gast.stmt]:
     return [statement]
 
 
+class _MiddleOperands:
+    """Refuses a chain ``lo < f(x) < hi`` whose middle operand draws a random number or
+    advances an iterator (``rng.normal()``, ``np.random.rand()``, ``next(it)``): written as
+    ``lo < f(x) and f(x) < hi`` it would draw twice, and only the chains
+    :func:`_middle_call_named` names first are safe (a call without such an effect, run
+    twice, gives the same value)."""
+
+    def __init__(self, locate, resolve):
+        self.locate, self.resolve = locate, resolve
+
+    def check(self, node: gast.Compare) -> None:
+        for middle in node.comparators[:-1]:
+            if any(type(n) is gast.Call and self._draws(n.func) for n in walk(middle)):
+                raise UnsupportedError(
+                    f"{self.locate(node)}: the middle operand of this chained comparison "
+                    "draws a random number or advances an iterator, which Python does once; "
+                    "name its value first (t = ...; lo < t < hi), or use mode='tape'"
+                )
+
+    def _draws(self, func: gast.expr) -> bool:
+        target: Any = NOT_FOUND
+        if self.resolve is not None and type(func) in (gast.Name, gast.Attribute):
+            target = self.resolve(func)
+        if target is NOT_FOUND or target is None:  # rng.normal() of a local generator
+            return type(func) is gast.Attribute and func.attr in _DRAWING_METHODS
+        owner = getattr(target, "__self__", None)
+        module = getattr(target, "__module__", None) or ""
+        return (
+            target is next
+            or module.startswith("numpy.random")
+            or isinstance(owner, (np.random.Generator, np.random.RandomState))
+        )
+
+
+# methods of NumPy's generators (and iterators) that draw or advance
+_DRAWING_METHODS = frozenset(
+    name
+    for kind in (np.random.Generator, np.random.RandomState)
+    for name in dir(kind)
+    if not name.startswith("_") and name not in ("bit_generator", "spawn")
+) | {"__next__", "send"}
+
+
 class _ChainedComparisons(gast.NodeTransformer):
+    def __init__(self, middle_operands=None):
+        self.middle_operands = middle_operands
+
     def visit_Compare(self, node: gast.Compare) -> gast.AST:
         self.generic_visit(node)
         if len(node.ops) == 1:
             return node
+        if isinstance(self.middle_operands, _MiddleOperands):  # not in a match's desugaring
+            self.middle_operands.check(node)
         operands = [node.left, *node.comparators]
         parts = [
             gast.Compare(left=left, ops=[op], comparators=[right])
@@ -338,6 +396,64 @@ class _ChainedComparisons(gast.NodeTransformer):
 
     def visit_FunctionDef(self, node):  # nested functions keep their own sugar
         return node
+
+
+def _middle_call_named(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
+    """``t = f(x)`` for ``lo < f(x) < hi``, the test of an ``if`` or the value of an
+    assignment or ``return`` (or the test of such a value ``a if lo < f(x) < hi else b``):
+    Python evaluates the middle operand once, and first when ``lo`` calls nothing, but the
+    chain written as ``lo < f(x) and f(x) < hi`` would call ``f`` twice. (Later middle
+    operands, evaluated only if the first comparison holds, are left as they are.)"""
+    if type(statement) is gast.If:
+        test = statement.test
+    elif type(statement) in (gast.Assign, gast.Return, gast.Expr):
+        test = statement.value
+        if type(test) is gast.IfExp:
+            test = test.test
+    else:
+        return []
+    if not (type(test) is gast.Compare and len(test.ops) > 1):
+        return []
+    middle = test.comparators[0]
+    calls = (type(n) is gast.Call for n in walk(middle))
+    if not any(calls) or any(type(n) is gast.Call for n in walk(test.left)):
+        return []
+    name = names.fresh("compared")
+    test.comparators[0] = load(name)
+    return [
+        _located(gast.Assign(targets=[store(name)], value=middle, type_comment=None), statement)
+    ]
+
+
+def _index_calls_named(statement: gast.AugAssign, names: NameGenerator) -> list[gast.stmt]:
+    """``t = next(it)`` for ``y[next(it)] += v``, whose index Python evaluates once: the
+    parts of the index that call something, each assigned to a name the index then reads
+    (the update reads and writes ``y[t]``; a slice's bounds one by one)."""
+    target = statement.target
+    if type(target) is not gast.Subscript:
+        return []
+    named: list[gast.stmt] = []
+
+    def named_part(part):
+        if part is None or not any(type(n) is gast.Call for n in walk(part)):
+            return part
+        name = names.fresh("index")
+        named.append(
+            _located(gast.Assign(targets=[store(name)], value=part, type_comment=None), statement)
+        )
+        return load(name)
+
+    def index(node):
+        if type(node) is gast.Slice:
+            node.lower, node.upper, node.step = map(named_part, (node.lower, node.upper, node.step))
+            return node
+        if type(node) is gast.Tuple:
+            node.elts = [index(e) for e in node.elts]
+            return node
+        return named_part(node)
+
+    target.slice = index(target.slice)
+    return named
 
 
 def _as_load(target: gast.expr) -> gast.expr:

@@ -240,6 +240,7 @@ def _read_tuples(node: gast.expr) -> gast.expr:
             and type(current.slice) is gast.Constant
             and type(current.slice.value) is int
             and -len(current.value.elts) <= current.slice.value < len(current.value.elts)
+            and _only_atoms_dropped(current.value.elts, current.slice.value)
         ):
             return current.value.elts[current.slice.value]
         if type(current) is gast.Call:
@@ -253,6 +254,17 @@ def _read_tuples(node: gast.expr) -> gast.expr:
         return current
 
     return clone_rewriting(node, simplify, kinds=(gast.Subscript, gast.Call))
+
+
+def _only_atoms_dropped(elements: list, index: int) -> bool:
+    """Whether ``(a, b)[index]`` may be read as the one element: no element is starred
+    (which moves the others), and those dropped are names or literals (a call there,
+    ``(np.copyto(t, v), t)[1]``, must still run)."""
+    kept = elements[index]
+    return all(
+        type(e) is not gast.Starred and (e is kept or type(e) in (gast.Name, gast.Constant))
+        for e in elements
+    )
 
 
 def _inlined_statements(body, signature, call_node, names, statement):
