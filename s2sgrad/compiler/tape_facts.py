@@ -43,10 +43,12 @@ __all__ = [
 _VALUE_TYPES = (numbers.Number, np.ndarray, np.generic)
 
 
-def shared_updates_by_line(function: Any) -> dict[int, str]:
+def shared_updates_by_line(function: Any) -> dict[int, str] | None:
     """``{line: why}`` for each ``x op= v`` (or item update) in ``function`` after which a
     name that may share ``x``'s memory is read (the alias analysis of
-    :mod:`s2sgrad.compiler.passes.aliases`, which refuses the same code when transforming).
+    :mod:`s2sgrad.compiler.passes.aliases`, which refuses the same code when transforming);
+    None when ``function`` has no source to analyse (the tape then looks at what its frame
+    holds, :func:`s2sgrad.tape.in_place.refuse_unread_sharing`).
 
     Example::
 
@@ -55,7 +57,7 @@ def shared_updates_by_line(function: Any) -> dict[int, str]:
     try:
         parsed = parse_function(function)
     except S2SGradError:  # no source: nothing to tell by
-        return {}
+        return None
     node = _with_matches_desugared(parsed)
     if node is parsed.node:  # not a copy: one to drop notes from
         node = clone(node)

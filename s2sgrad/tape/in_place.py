@@ -30,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from s2sgrad.errors import UnsupportedError
+import numpy as np
+
+from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "numpy_semantics",
     "under_numpy_semantics",
     "refuse_shared_update",
+    "refuse_unread_sharing",
     "refuse_value_class_patterns",
     "use_source_facts",
     "refuse_view_write",
@@ -50,8 +53,8 @@ class SourceFacts:
     """What the tape asks the source analysis about a function (each computed once per code
     object): see :mod:`s2sgrad.compiler.tape_facts`, which provides them."""
 
-    # function -> {line: why its ``x op= v`` is refused}
-    shared_updates: Callable[[Any], dict[int, str]]
+    # function -> {line: why its ``x op= v`` is refused}, None without source
+    shared_updates: Callable[[Any], dict[int, str] | None]
     # function -> why its class patterns or type comparisons are refused, or ""
     class_pattern: Callable[[Any], str]
     # function -> {line: (name, compiled index) of a write the tape may take over, or None}
@@ -68,7 +71,7 @@ SLICE = "__s2sgrad_slice"
 
 
 def use_source_facts(
-    shared_updates: Callable[[Any], dict[int, str]],
+    shared_updates: Callable[[Any], dict[int, str] | None],
     class_pattern: Callable[[Any], str],
     plain_writes: Callable[[Any], dict[int, Any]],
     view_writes: Callable[[Any], dict[int, tuple[str, bool]]],
@@ -120,26 +123,85 @@ def under_numpy_semantics() -> bool:
     return getattr(_numpy_semantics, "depth", 0) > 0
 
 
-def refuse_shared_update(frame: Any) -> None:
+def refuse_shared_update(frame: Any) -> bool:
     """Raise ``UnsupportedError`` if the line ``frame`` runs is an ``x op= v`` after which a
     name that may share ``x``'s memory is read (the frame is the user's, running it).
+    Returns whether the function's source told that; without it, the caller asks
+    :func:`refuse_unread_sharing`.
 
     Example::
 
-        refuse_shared_update(sys._getframe())  # a no-op outside such an update
+        refuse_shared_update(sys._getframe())  # True: a no-op outside such an update
     """
     if frame is None:
-        return
+        return True
     code = frame.f_code
     refused = _REFUSED_LINES.get(code)
     if refused is None:
         refused = _REFUSED_LINES[code] = _updates_by_line(frame)
+    if refused is _NO_SOURCE:
+        return False
     message = refused.get(frame.f_lineno)
     if message is not None:
         error = UnsupportedError(message)
         error.tape_cannot_either = True
         error.in_generated_code = code.co_filename in ORIGINS  # s2sgrad's code, on the tape
         raise error
+    return True
+
+
+# what _REFUSED_LINES holds for a function without source to analyse
+_NO_SOURCE: dict[int, str] = {}
+
+
+def refuse_unread_sharing(
+    frame: Any, value: Any, primal: Any, primal_of: Callable[[Any], Any], rebinds: bool
+) -> None:
+    """Raise ``UnsupportedError`` when ``value`` (whose array is ``primal``), about to change
+    in place on the line ``frame`` runs, may share its memory with another value, and the
+    function has no source to say whether that value is read afterwards: ``primal`` is a
+    view, or a value the frame holds (by a name, or in a list, tuple or dict it holds) is
+    one of it, or, when the update rebinds (``x op= v``), holds ``value`` itself under another
+    name. ``primal_of`` gives the array of a held value, or None.
+
+    Example::
+
+        refuse_unread_sharing(frame, y, y_array, primal_of, rebinds=False)
+    """
+    if not isinstance(primal, np.ndarray):
+        return
+    shared = primal.base is not None
+    holders = 0
+    for held in _held_by(frame):
+        if held is value:
+            holders += 1
+            shared = shared or (rebinds and holders > 1)
+            continue
+        other = primal_of(held)
+        if other is not None and np.may_share_memory(other, primal):
+            shared = True
+        if shared:
+            break
+    if shared:
+        error = UnsupportedError(
+            f"{where(frame.f_code.co_filename, frame.f_lineno)}: an array being differentiated "
+            "is changed in place "
+            "while it may share memory with another value (a view of it, or it of another), "
+            "and this function has no source s2sgrad can read to tell whether that value is "
+            "read afterwards; define the function in a file, or build the new array "
+            "(np.where, np.concatenate, x = x + v) instead of changing it"
+        )
+        error.tape_cannot_either = True
+        raise error
+
+
+def _held_by(frame: Any):
+    for held in frame.f_locals.values():
+        yield held
+        if type(held) in (list, tuple):
+            yield from held
+        elif type(held) is dict:
+            yield from held.values()
 
 
 # code object -> view_writes of its function
@@ -172,7 +234,8 @@ def _updates_by_line(frame: Any) -> dict[int, str]:
     code = frame.f_code
     if code.co_name.startswith("<") and code.co_name != "<lambda>":  # a module, comprehension
         return {}
-    return _source_facts().shared_updates(_running_function(frame))
+    found = _source_facts().shared_updates(_running_function(frame))
+    return _NO_SOURCE if found is None else found
 
 
 def _running_function(frame: Any) -> types.FunctionType:

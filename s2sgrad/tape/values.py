@@ -54,6 +54,7 @@ from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_c
 from s2sgrad.tape.in_place import (
     plain_array_write,
     refuse_shared_update,
+    refuse_unread_sharing,
     refuse_view_write,
     under_numpy_semantics,
 )
@@ -344,8 +345,8 @@ class TapeValue:
             frame = _user_frame()
             if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
                 refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
-            else:
-                refuse_shared_update(frame)
+            elif not refuse_shared_update(frame):
+                refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
             refuse_view_write(frame, getattr(self._value, "base", None) is not None)
             _write_item(self, index, value)
             return
@@ -398,7 +399,8 @@ class TapeValue:
                     "differentiated in place, which the tape follows only as 'x += v'; write "
                     f"x += v or x = x + v, or {USE_S2S}."
                 )
-            refuse_shared_update(frame)
+            if not refuse_shared_update(frame):
+                refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
         return NotImplemented
 
     def __iadd__(self, other):
@@ -1477,6 +1479,13 @@ def _caller_outside_this_file() -> Any:
     while frame is not None and frame.f_code.co_filename == __file__:
         frame = frame.f_back
     return frame
+
+
+def _primal_or_none(held: Any) -> Any:
+    """The array of a value a frame holds: a tape value's, an array itself, else None."""
+    if isinstance(held, TapeValue):
+        return held._value
+    return held if isinstance(held, np.ndarray) else None
 
 
 def _user_frame() -> Any:
