@@ -323,3 +323,17 @@ def calls_counted(monkeypatch, module, name: str) -> list:
 
     monkeypatch.setattr(module, name, counted)
     return asked
+
+
+def assert_grad_jvp_and_hvp(f, x, v, mode):
+    """``sg.grad`` (called twice), ``sg.jvp`` and ``sg.hvp`` of ``f`` at the array ``x``, along
+    ``v``, in ``mode``, against central differences (the hvp against differences of the
+    tape's gradient); warnings (a fallback in mode "auto") are silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(call_twice(sg.grad(f, mode=mode), x), numeric_grad(f, [x], 0), rtol=1e-5)
+        _, tangent = sg.jvp(f, (x,), (v,), mode=mode)
+        assert_close(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-5)
+        hvp = sg.hvp(f, (x,), (v,), mode=mode)
+    expected = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y), [x], 0, v, step=1e-5)
+    assert_close(np.asarray(hvp).reshape(np.shape(x)), expected, rtol=1e-4, atol=1e-6)

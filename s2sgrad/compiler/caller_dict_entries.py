@@ -27,6 +27,7 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.frontend import NOT_FOUND
+from s2sgrad.compiler.passes.dict_entries import entry_target
 from s2sgrad.compiler.passes.mutation import changed_in_place
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import assign, call, clone, load, located, walk
@@ -158,17 +159,10 @@ def _may_hold_a_dict(value) -> bool:
 
 def _stored_key(statement: gast.AST, parameter: str) -> str | None:
     """``'k'`` for ``parameter['k'] = value`` (one target)."""
-    if type(statement) is not gast.Assign or len(statement.targets) != 1:
-        return None
-    target = statement.targets[0]
-    if (
-        type(target) is gast.Subscript
-        and type(target.value) is gast.Name
-        and target.value.id == parameter
-        and type(target.slice) is gast.Constant
-        and type(target.slice.value) is str
-    ):
-        return target.slice.value
+    target = entry_target(statement, parameter)
+    if target is not None and type(target.slice) is gast.Constant:
+        key = target.slice.value
+        return key if type(key) is str else None
     return None
 
 

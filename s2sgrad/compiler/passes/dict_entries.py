@@ -47,7 +47,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 
-__all__ = ["dict_entry_writes"]
+__all__ = ["dict_entry_writes", "entry_target"]
 
 _CHANGING_METHODS = frozenset({"update", "pop", "popitem", "setdefault", "clear", "__setitem__"})
 
@@ -232,8 +232,13 @@ def _makes_dict(value: gast.expr, resolve, copies: set[str]) -> bool:
     return _is_dict_call(value, resolve) or value.func.id in copies
 
 
-def _entry_target(statement: gast.stmt, name: str) -> gast.Subscript | None:
-    """The ``d[key]`` that ``statement`` writes (``d[key] = v``)."""
+def entry_target(statement: gast.AST, name: str) -> gast.Subscript | None:
+    """The ``d[key]`` that ``statement`` writes (``d[key] = v``, one target, not a slice).
+
+    Example::
+
+        entry_target(parse("d['k'] = v").body[0], "d")  # the Subscript d['k']
+    """
     if type(statement) is not gast.Assign or len(statement.targets) != 1:
         return None
     target = statement.targets[0]
@@ -267,7 +272,7 @@ def _updated_entries(statement: gast.stmt, name: str) -> list[tuple] | None:
 
 def _writes(statement: gast.stmt, name: str) -> bool:
     return (
-        _entry_target(statement, name) is not None or _updated_entries(statement, name) is not None
+        entry_target(statement, name) is not None or _updated_entries(statement, name) is not None
     )
 
 
@@ -322,7 +327,7 @@ def _as_new_dict(statement: gast.stmt, qualifying: set[str], helper: str) -> gas
     ``d = with_entry(with_entry(d, k1, v1), k2, v2)`` for ``d.update(...)`` (every value
     is computed before ``d`` is bound to the new dict, as ``update`` computes them)."""
     for name in qualifying:
-        target = _entry_target(statement, name)
+        target = entry_target(statement, name)
         if target is not None:
             rebuilt = call(load(helper), [load(name), target.slice, statement.value])
             return assign(name, rebuilt, like=statement)
