@@ -27,7 +27,10 @@ _TABLE = {
     "array": (
         "(object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, ndmax=0, like=None)"
     ),
+    "asanyarray": "(a, dtype=None, order=None, *, device=None, copy=None, like=None)",
     "asarray": "(a, dtype=None, order=None, *, device=None, copy=None, like=None)",
+    "ascontiguousarray": "(a, dtype=None, *, like=None)",
+    "asfortranarray": "(a, dtype=None, *, like=None)",
     "bincount": "(x, /, weights=None, minlength=0)",
     "concatenate": "(arrays, /, axis=0, out=None, *, dtype=None, casting='same_kind')",
     "dot": "(a, b, out=None)",
