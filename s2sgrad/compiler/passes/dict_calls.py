@@ -12,7 +12,7 @@ import builtins
 
 import gast
 
-from s2sgrad.compiler.syntax import constant, located
+from s2sgrad.compiler.syntax import constant, located, walk
 
 __all__ = ["keyword_dicts_as_literals"]
 
@@ -24,9 +24,16 @@ def keyword_dicts_as_literals(node: gast.FunctionDef, resolve) -> None:
 
         keyword_dicts_as_literals(parsed.node, parsed.resolve)  # dict(a=x) -> {'a': x}
     """
-    if resolve is None or any(_binds_dict(n) for n in gast.walk(node)):
+    if resolve is None:
+        return
+    nodes = walk(node)
+    if not any(_calls_dict(n) for n in nodes) or any(_binds_dict(n) for n in nodes):
         return
     _Rewriter(resolve).visit(node)
+
+
+def _calls_dict(node: gast.AST) -> bool:
+    return type(node) is gast.Call and type(node.func) is gast.Name and node.func.id == "dict"
 
 
 class _Rewriter(gast.NodeTransformer):
