@@ -323,3 +323,24 @@ def test_a_layer_library_network_with_batch_normalisation(mode):
             got = transformed(params, X, y, bn_param)
         assert_close(got, expected, rtol=1e-5, atol=1e-7)
         _same_entries(bn_param, plain)
+
+
+def _dict_nested_deep(entries, depth):
+    holder = entries
+    for _ in range(depth):
+        holder = [holder]
+    return holder
+
+
+def running_statistics_twice(x, stats, model):
+    stats["mean"] = np.mean(x * 2.0)
+    return np.sum(x**2) * model[0] if isinstance(model, list) else np.sum(x**2)
+
+
+@pytest.mark.parametrize("depth", [1, 4, 9])
+def test_a_dict_another_argument_holds_at_any_depth_is_refused(depth):
+    # the check once stopped four levels down: a deeper holder went unseen
+    stats = {}
+    model = [1.0, _dict_nested_deep(stats, depth)]
+    with pytest.raises(sg.S2SGradError, match="another of its arguments holds|caller then sees"):
+        sg.grad(running_statistics_twice, mode="s2s")(np.ones(3), stats, model)

@@ -47,23 +47,34 @@ def store_entry(entries: Any, key: str, value: Any, others: tuple = ()) -> None:
 
 _OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
 
+# containers looked into before a holder is assumed (refused, not read as a constant)
+_LOOK_AT_MOST = 100_000
 
-def _holds(value: Any, target: dict, depth: int = 0) -> bool:
-    """Whether ``value`` is ``target`` or holds it: in a list, tuple or dict, or as an
-    attribute of an object, a few levels deep."""
-    if value is target:
-        return True
-    if depth >= 4 or isinstance(value, _OPAQUE):
-        return False
-    if isinstance(value, dict):
-        children: Any = value.values()
-    elif isinstance(value, (list, tuple)):
-        children = value
-    elif hasattr(value, "__dict__"):
-        children = vars(value).values()
-    else:
-        return False
-    return any(_holds(child, target, depth + 1) for child in children)
+
+def _holds(value: Any, target: dict) -> bool:
+    """Whether ``value`` is ``target`` or holds it, at any depth: in a list, tuple or dict,
+    or as an attribute of an object (each container looked at once; past
+    ``_LOOK_AT_MOST`` of them, assumed to)."""
+    pending, seen = [value], set()
+    while pending:
+        current = pending.pop()
+        if current is target:
+            return True
+        if isinstance(current, dict):
+            children: Any = current.values()
+        elif isinstance(current, (list, tuple)):
+            children = current
+        elif hasattr(current, "__dict__") and not isinstance(current, _OPAQUE):
+            children = vars(current).values()
+        else:
+            continue
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if len(seen) > _LOOK_AT_MOST:
+            return True
+        pending.extend(children)
+    return False
 
 
 nondifferentiable(store_entry)
