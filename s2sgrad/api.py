@@ -127,6 +127,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         out, pullback = sg.vjp(lambda x: np.sin(x), np.zeros(2))
         pullback(np.ones(2))  # (array([1., 1.]),)
     """
+    _refuse_cyclic_arguments(primals)
     called = _partial_call(f, primals, mode)
     if called is None:
         return engines.vjp(f, *primals, mode=mode)
@@ -387,6 +388,7 @@ class _Transform(NotebookDisplay):
         return self._call(args, kwargs)
 
     def _call(self, args, kwargs):
+        _refuse_cyclic_arguments(args, kwargs)
         try:
             return self._call_engine(args, kwargs)
         except S2SGradError as error:
@@ -576,6 +578,8 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         value, tangent = sg.jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))  # cos(0) = 1
     """
     given = isinstance(primals, (tuple, list)) and isinstance(tangents, (tuple, list))
+    if given:
+        _refuse_cyclic_arguments(tuple(primals))
     called = _partial_call(f, tuple(primals), mode) if given else None
     if called is None or len(primals) != len(tangents):
         return engines.jvp(f, primals, tangents, mode=mode)
@@ -603,6 +607,7 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
         return _of_partial(jacobian, f, wrt, mode)
 
     def jacobian_function(*args, **kwargs):
+        _refuse_cyclic_arguments(args, kwargs)
         with _named_at(f):
             return _per_argument(reverse_jacobian, f, args, kwargs, wrt, mode)
 
@@ -625,6 +630,7 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
         return _of_partial(jacfwd, f, wrt, mode)
 
     def jacobian_function(*args, **kwargs):
+        _refuse_cyclic_arguments(args, kwargs)
         with _named_at(f):
             return _per_argument(forward_jacobian, f, args, kwargs, wrt, mode)
 
@@ -652,6 +658,7 @@ def hessian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> C
 
     @functools.wraps(f)
     def blocks(*args, **kwargs):
+        _refuse_cyclic_arguments(args, kwargs)
         by_argument = jacobian_of_gradient(*args, **kwargs)  # [j][i]: d grad_i / d arg_j
         return tuple(tuple(by_argument[j][i] for j in range(count)) for i in range(count))
 
@@ -674,6 +681,7 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
                 f"sg.hvp(f, (x,), (v,)); got {type(given).__name__}"
             )
     primals = tuple(primals)
+    _refuse_cyclic_arguments(primals)
     called = _partial_call(f, primals, mode)
     if called is not None and len(primals) == len(vectors):
         function, arguments, first = called
@@ -691,6 +699,32 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
     # each product has its primal's structure: a float for a float (the tape's forward pass
     # over its gradient of np.clip(h, 0.0, None) gives a 0-d array)
     return tuple(as_gradient(p, x) for p, x in zip(products, primals))
+
+
+def _refuse_cyclic_arguments(args: tuple, kwargs: dict | None = None) -> None:
+    """Raise ``UnsupportedError`` if an argument is a list, tuple or dict that holds itself
+    (``c = []; c.append(c)``): every description of an argument's structure (its shapes,
+    its leaves) would never end.
+
+    Example::
+
+        _refuse_cyclic_arguments((np.ones(2), [1.0, 2.0]))  # no cycle: returns
+    """
+    named = [*enumerate(args), *(kwargs or {}).items()]
+    for position, value in named:
+        pending: list[tuple[Any, tuple[int, ...]]] = [(value, ())]
+        while pending:
+            current, path = pending.pop()
+            if not isinstance(current, (list, tuple, dict)):
+                continue
+            if id(current) in path:
+                raise UnsupportedError(
+                    f"{user_location()}: argument {position!r} holds itself (a list, tuple or "
+                    "dict inside which it appears again), so s2sgrad cannot describe its "
+                    "structure; pass the values it holds without the cycle"
+                )
+            inner = current.values() if isinstance(current, dict) else current
+            pending.extend((item, (*path, id(current))) for item in inner)
 
 
 def _is_partial(f: Callable) -> bool:
