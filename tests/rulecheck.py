@@ -208,3 +208,20 @@ def assert_every_rule_is_tested(modules, tested) -> None:
 def _defined_in(primitive, module: str) -> bool:
     rule = get_rule(primitive)
     return any(f is not None and f.__module__ == module for f in (rule.vjp, rule.jvp))
+
+
+def inlined_vjp_rules():
+    """Each VJP rule the transformer inlines, once (a rule shared by several primitives
+    is one).
+
+    Example::
+
+        for rule in inlined_vjp_rules(): ...
+    """
+    seen = set()
+    for primitive in registered_primitives():
+        rule = get_rule(primitive)
+        if rule is None or rule.vjp is None or not rule.inline_vjp or rule.vjp in seen:
+            continue
+        seen.add(rule.vjp)
+        yield rule.vjp

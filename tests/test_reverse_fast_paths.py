@@ -19,6 +19,7 @@ import sys
 import gast
 import numpy as np
 import pytest
+from rulecheck import inlined_vjp_rules
 
 import s2sgrad as sg
 import s2sgrad.compiler.template_builders as template_builders
@@ -38,7 +39,7 @@ from s2sgrad.compiler.syntax import (
     store,
 )
 from s2sgrad.compiler.template_builders import template_builder
-from s2sgrad.rules.registry import get_rule, registered_primitives
+from s2sgrad.rules.registry import get_rule
 
 MODES = ("s2s", "tape", "auto")
 
@@ -115,16 +116,6 @@ def test_template_builder_leaves_templates_with_attached_facts_to_the_general_co
     assert template_builder(gast.Lambda(args=None, body=load("x"))) is None
 
 
-def _rules():
-    seen = set()
-    for primitive in registered_primitives():
-        rule = get_rule(primitive)
-        if rule is None or rule.vjp is None or not rule.inline_vjp or rule.vjp in seen:
-            continue
-        seen.add(rule.vjp)
-        yield rule.vjp
-
-
 def _inlined(rule, count, wanted, planned: bool):
     names = NameGenerator({"dy", "y", "a0", "a1", "a2", "np"})
     namespace = Namespace(names)
@@ -143,7 +134,7 @@ def _inlined(rule, count, wanted, planned: bool):
 
 def test_rule_plans_inline_as_the_general_path_for_every_registered_rule():
     planned = 0
-    for rule in _rules():
+    for rule in inlined_vjp_rules():
         for count in (1, 2, 3):
             for size in range(count + 1):
                 for wanted in itertools.combinations(range(count), size):
@@ -158,7 +149,7 @@ def test_rule_plans_walked_and_compiled_inline_as_the_general_path(compile_after
     # 10**9: a plan not compiled yet copies by walking; 0: every plan's code is compiled
     monkeypatch.setattr(template_builders, "COMPILE_AFTER", compile_after)
     compared = 0
-    for rule in _rules():
+    for rule in inlined_vjp_rules():
         for count in (1, 2, 3):
             if not has_plan(rule, count):
                 continue
@@ -339,7 +330,7 @@ def test_the_sweeps_nodes_are_the_ones_the_generic_constructors_make():
 
 def test_a_rules_plan_is_the_one_inline_rule_inlines_by():
     """RuleAdjoints.plan looks plans up per rule and count: rule_plan is has_plan's plan."""
-    for rule in _rules():
+    for rule in inlined_vjp_rules():
         for count in (1, 2, 3):
             assert (rule_plan(rule, count) is not None) == has_plan(rule, count), rule
 

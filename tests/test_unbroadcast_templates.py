@@ -10,6 +10,7 @@ import itertools
 import gast
 import numpy as np
 import pytest
+from rulecheck import inlined_vjp_rules
 from written_source import function_in_file
 
 import s2sgrad as sg
@@ -20,17 +21,7 @@ from s2sgrad.compiler.namespace import Namespace
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import constant, load
 from s2sgrad.compiler.unbroadcast_templates import stripped_template
-from s2sgrad.rules.registry import get_rule, registered_primitives
-
-
-def _rules():
-    seen = set()
-    for primitive in registered_primitives():
-        rule = get_rule(primitive)
-        if rule is None or rule.vjp is None or not rule.inline_vjp or rule.vjp in seen:
-            continue
-        seen.add(rule.vjp)
-        yield rule.vjp
+from s2sgrad.rules.registry import get_rule
 
 
 def _entries(plan, args, walked: bool):
@@ -50,7 +41,7 @@ def _entries(plan, args, walked: bool):
 
 def test_stripped_plans_make_what_the_walk_makes_of_the_plans_copies():
     stripped = 0
-    for rule in _rules():
+    for rule in inlined_vjp_rules():
         for count in (1, 2, 3):
             plan = rule_plan(rule, count)
             if plan is None:
