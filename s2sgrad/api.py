@@ -24,7 +24,7 @@ import functools
 import inspect
 import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -710,21 +710,33 @@ def _refuse_cyclic_arguments(args: tuple, kwargs: dict | None = None) -> None:
 
         _refuse_cyclic_arguments((np.ones(2), [1.0, 2.0]))  # no cycle: returns
     """
-    named = [*enumerate(args), *(kwargs or {}).items()]
-    for position, value in named:
-        pending: list[tuple[Any, tuple[int, ...]]] = [(value, ())]
-        while pending:
-            current, path = pending.pop()
-            if not isinstance(current, (list, tuple, dict)):
-                continue
-            if id(current) in path:
-                raise UnsupportedError(
-                    f"{user_location()}: argument {position!r} holds itself (a list, tuple or "
-                    "dict inside which it appears again), so s2sgrad cannot describe its "
-                    "structure; pass the values it holds without the cycle"
-                )
-            inner = current.values() if isinstance(current, dict) else current
-            pending.extend((item, (*path, id(current))) for item in inner)
+    for position, value in [*enumerate(args), *(kwargs or {}).items()]:
+        if not isinstance(value, (list, tuple, dict)):
+            continue
+        on_path, finished = {id(value)}, set()
+        walking = [(value, _held_in(value))]  # depth first, each container once
+        while walking:
+            container, held = walking[-1]
+            for item in held:
+                if not isinstance(item, (list, tuple, dict)) or id(item) in finished:
+                    continue
+                if id(item) in on_path:
+                    raise UnsupportedError(
+                        f"{user_location()}: argument {position!r} holds itself (a list, "
+                        "tuple or dict inside which it appears again), so s2sgrad cannot "
+                        "describe its structure; pass the values it holds without the cycle"
+                    )
+                on_path.add(id(item))
+                walking.append((item, _held_in(item)))
+                break
+            else:
+                walking.pop()
+                on_path.discard(id(container))
+                finished.add(id(container))
+
+
+def _held_in(container: list | tuple | dict) -> Iterator:
+    return iter(container.values() if isinstance(container, dict) else container)
 
 
 def _is_partial(f: Callable) -> bool:
