@@ -663,10 +663,11 @@ MODES = ("s2s", "tape", "auto")
 HVP_EVERY = int(os.environ.get("PROGRAM_FAMILIES_HVP_EVERY", 1))
 
 
-def check(seed: int, directory: Path) -> dict[str, str]:
-    """Outcome of each check of program ``seed``: its gradient in each mode (first and
-    second call), its jvp and hvp in each mode, and for some families grad of grad."""
-    family, source, (x_shape, y_shape) = family_program(seed)
+def check(seed: int, directory: Path, programs=family_program) -> dict[str, str]:
+    """Outcome of each check of program ``seed`` (drawn by ``programs``): its gradient in
+    each mode (first and second call), its jvp and hvp in each mode, and for some families
+    grad of grad."""
+    family, source, (x_shape, y_shape) = programs(seed)
     module = _load(source, directory, seed)
     f = module.f
     rng = np.random.default_rng(seed)
@@ -827,18 +828,18 @@ def _timeout(*_):
     raise TimeoutError("the program took more than 120 s")
 
 
-def main(count: int, start: int, log: str) -> int:
+def main(count: int, start: int, log: str, programs=family_program) -> int:
     signal.signal(signal.SIGALRM, _timeout)
     bad = 0
     with tempfile.TemporaryDirectory() as folder, open(log, "a") as out:
         sys.path.insert(0, folder)
         for seed in range(start, start + count):
-            family = family_program(seed)[0]
+            family = programs(seed)[0]
             if os.environ.get("PROGRAM_FAMILIES_ONLY", family) != family:
                 continue  # PROGRAM_FAMILIES_ONLY="helpers writing in place" runs one family
             signal.alarm(120)  # a program that hangs is reported, not waited for
             try:
-                outcomes = check(seed, Path(folder))
+                outcomes = check(seed, Path(folder), programs)
             except Exception as error:  # noqa: BLE001 - a bug of the checker itself
                 outcomes = {"checker": "CRASH " + repr(error)}
             finally:
@@ -852,7 +853,7 @@ def main(count: int, start: int, log: str) -> int:
     return 1 if bad else 0
 
 
-def table(logs: list[str]) -> str:
+def table(logs: list[str], names: list[str] = NAMES) -> str:
     """Per family: programs, and the checks right / refused / unclear / WRONG / CRASH."""
     rows: dict[str, dict[str, int]] = {}
     for log in logs:
@@ -875,7 +876,7 @@ def table(logs: list[str]) -> str:
     columns += [f"refused {m}" for m in MODES]
     lines = ["| family | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     total = dict.fromkeys(columns, 0)
-    for family in NAMES:
+    for family in names:
         row = rows.get(family, {})
         for c in columns:
             total[c] += row.get(c, 0)

@@ -19,7 +19,7 @@ import numpy as np
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.node_kinds import of_kind, of_kinds
 from s2sgrad.compiler.operations import Operation, OperationKind, classify
-from s2sgrad.compiler.syntax import method_receiver, names_read, walk
+from s2sgrad.compiler.syntax import method_receiver, names_read, names_written, walk
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import accepts_complex, makes_complex
 
@@ -37,6 +37,7 @@ class ComplexFacts(NamedTuple):
 
     ready: bool
     makes: bool
+    unready: tuple | None = None  # (statement, operation): its first step that is not ready
 
 
 def complex_readiness(
@@ -66,53 +67,161 @@ def complex_readiness(
     refused = None
     statements = list(of_kinds(nodes, _STATEMENTS))
     assigned = _Assignments(statements)
+    ops: dict[int, tuple[Operation, bool]] = {}  # id(statement) -> (operation, makes complex)
     for statement in statements:
         known = classified.get(id(statement.value))
         if known is not None and known[0] is statement.value:
             operation = known[1]
         else:
             operation = classify(statement.value, parsed, local_names)
-        makes = makes or _makes_complex(operation, statement.value, parsed, assigned)
+        making = _makes_complex(operation, statement.value, parsed, assigned)
+        ops[id(statement)] = (operation, making)
+        makes = makes or making
         if _list_append(statement):
             continue
         if refused is None and not _ready(operation) and names_read(statement.value) & varied:
             refused = (statement, operation)
+    on_complex = None
     if makes and refused is not None:
-        statement, operation = refused
-        what = operation.description or _name(operation.primitive)
-        error = UnsupportedError(
-            f"{parsed.location(statement)}: this function computes with complex numbers, and "
-            f"the derivative of {what} is not known to be right for complex values "
-            "(docs/complex.md); write this step with the real and imaginary parts "
-            "(np.real, np.imag) as float arrays"
+        on_complex = _first_on_complex_values(
+            nodes, statements, refused, reads_complex, varied, ops
         )
-        error.tape_cannot_either = operation.kind is OperationKind.PRIMITIVE
-        raise error
-    return ComplexFacts(refused is None, makes)
+    if on_complex is not None:
+        raise _not_ready(parsed, *on_complex)
+    return ComplexFacts(refused is None, makes, refused)
 
 
-def with_callees(facts: ComplexFacts, callees: list, parsed: ParsedFunction) -> bool:
-    """Whether the derivative may meet complex values, given ``callees``: a ``(call node or
-    None, ready)`` pair for each user function whose derivative it calls. Refuses, at the
-    call, a function that makes complex values and passes them to a callee that is not
-    complex-ready.
+# steps whose results are all they make: what they read reaches the names they bind
+_FOLLOWED = frozenset(
+    {
+        OperationKind.COPY,
+        OperationKind.CONSTANT,
+        OperationKind.PRIMITIVE,
+        OperationKind.PACK,
+        OperationKind.COMPARISON,
+        OperationKind.LIST_POP,
+    }
+)
+# real for complex values too
+_REAL_RESULTS = (np.abs, np.real, np.imag, np.angle, np.ndarray.real, np.ndarray.imag)
+_NESTED_SCOPES = frozenset({gast.FunctionDef, gast.Lambda, gast.ClassDef})
+_UNKNOWN = None  # a step whose effects the names cannot say
+
+
+def _first_on_complex_values(
+    nodes: list[gast.AST],
+    statements: list[gast.stmt],
+    refused: tuple[gast.stmt, Operation],
+    reads_complex: bool,
+    varied: set[str],
+    ops: dict[int, tuple[Operation, bool]],
+) -> tuple[gast.stmt, Operation] | None:
+    """The first step that is not complex-ready and may meet a complex value, given
+    ``refused``, the first that is not complex-ready at all (on any value).
+
+    A name may hold a complex value when a step that makes one, or that reads a name that
+    may, binds it (whatever the order: a loop carries values back); a step on real values
+    alone keeps its real rule (``np.sort(y)`` beside ``z = x + 1j * y``). Where the names
+    cannot say, every step is taken to meet complex values: a complex global, a function
+    defined inside, a call of the user's or a method given a complex value, a complex value
+    written into a container or an object (``items[i] = z``: its other names would not
+    show it).
+    """
+    if reads_complex or next(of_kinds(nodes[1:], _NESTED_SCOPES), None) is not None:
+        return refused
+    steps = []  # (makes a complex value, names read, names bound or _UNKNOWN)
+    for statement in statements:
+        operation, making = ops[id(statement)]
+        making = making or _has_complex_literal(walk(statement.value))
+        steps.append((making, names_read(statement), _binds(statement, operation)))
+    for loop in of_kind(nodes, gast.For):
+        steps.append((False, names_read(loop.iter), names_written(loop.target)))
+    for statement in of_kind(nodes, gast.AugAssign):
+        bound = names_written(statement) if type(statement.target) is gast.Name else _UNKNOWN
+        steps.append((_has_complex_literal(walk(statement)), names_read(statement), bound))
+    complex_names: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for making, read, bound in steps:
+            if making or read & complex_names:
+                if bound is _UNKNOWN:
+                    return refused
+                changed = changed or not bound <= complex_names
+                complex_names |= bound
+    for statement in statements:
+        operation, _ = ops[id(statement)]
+        read = names_read(statement.value)
+        if not _ready(operation) and not _list_append(statement) and read & varied & complex_names:
+            return statement, operation
+    return None
+
+
+def _binds(statement: gast.stmt, operation: Operation) -> set[str] | None:
+    """The names a step binds to what it makes, or ``_UNKNOWN``: a step that is not
+    followed, or that writes into a container or an object (``buf[i] = v``,
+    ``items.append(v)``, ``obj.w = v``)."""
+    if operation.kind not in _FOLLOWED and not _list_append(statement):
+        return _UNKNOWN
+    if operation.kind is OperationKind.PRIMITIVE and any(
+        operation.primitive is real for real in _REAL_RESULTS
+    ):
+        return set()
+    numpy = operation.kind is OperationKind.PRIMITIVE and _of_numpy(operation.primitive)
+    for node in walk(statement):
+        kind = type(node)
+        if kind in (gast.Subscript, gast.Attribute) and type(node.ctx) is gast.Store:
+            return _UNKNOWN
+        method = not numpy and kind is gast.Call and type(node.func) is gast.Attribute
+        if method and (node.args or node.keywords):  # a method given values may keep them
+            return _UNKNOWN
+    return names_written(statement)
+
+
+def _of_numpy(primitive) -> bool:
+    """A NumPy function or array method: what it writes into (``out=``, ``np.copyto``)
+    keeps its dtype."""
+    if isinstance(primitive, np.ufunc) or getattr(primitive, "__objclass__", None) is np.ndarray:
+        return True
+    module = getattr(primitive, "__module__", None) or type(primitive).__module__ or ""
+    return module.startswith("numpy")
+
+
+def with_callees(facts: ComplexFacts, callees: list, parsed: ParsedFunction) -> ComplexFacts:
+    """What the derivative may meet, given ``callees``: a ``(call node or None, ready,
+    makes)`` triple for each user function whose derivative it calls. Refuses, at the
+    call, a function that makes complex values (or calls one that does) and passes them to
+    a callee that is not complex-ready; and, at the step, a function whose step that is not
+    complex-ready may read the complex result of a callee that makes one.
 
     Example::
 
-        with_callees(ComplexFacts(True, False), [(call, True)], parsed)  # True
+        with_callees(ComplexFacts(True, False), [(call, True, False)], parsed).ready  # True
     """
-    refused = next(((node, ready) for node, ready in callees if not ready), None)
+    makes = facts.makes or any(callee_makes for _, _, callee_makes in callees)
+    if makes and not facts.makes and facts.unready is not None:
+        raise _not_ready(parsed, *facts.unready)  # a callee's complex result may reach it
+    refused = next(((node, ready) for node, ready, _ in callees if not ready), None)
     if refused is None:
-        return facts.ready
-    if facts.makes:
-        error = UnsupportedError(
+        return ComplexFacts(facts.ready, makes, facts.unready)
+    if makes:
+        raise UnsupportedError(
             f"{parsed.location(refused[0])}: this function computes with complex numbers, and "
             "a function it calls has a step whose derivative is not known to be right for "
             "complex values (docs/complex.md); write that step with the real and imaginary "
             "parts (np.real, np.imag) as float arrays"
         )
-        raise error
-    return False
+    return ComplexFacts(False, makes, facts.unready)
+
+
+def _not_ready(parsed: ParsedFunction, statement: gast.stmt, operation: Operation):
+    what = operation.description or _name(operation.primitive)
+    return UnsupportedError(  # the tape looks at each value: mode="auto" uses it
+        f"{parsed.location(statement)}: this function computes with complex numbers, and "
+        f"the derivative of {what} is not known to be right for complex values "
+        "(docs/complex.md); write this step with the real and imaginary parts "
+        "(np.real, np.imag) as float arrays"
+    )
 
 
 def _list_append(statement: gast.stmt) -> bool:

@@ -364,7 +364,7 @@ def _build(request: Request) -> GeneratedFunction:
     complex_facts = complex_readiness(
         node, parsed, local_names, reads_complex, activity.varied, nodes, classified
     )
-    callees: list = []  # (call node, complex-ready) of each user function's derivative called
+    callees: list = []  # (call node, complex-ready, makes complex) of each derivative called
     pieces = (request, parsed, node, activity, names, namespace, local_names, assumptions)
     if request.kind == "jvp":
         generated = _build_jvp(*pieces, callees)
@@ -372,13 +372,20 @@ def _build(request: Request) -> GeneratedFunction:
         # the sweeps add no function to ``node`` and remove none: the walk above answers
         defines_functions = not _defines_no_function(node, nodes)
         generated = _build_reverse(*pieces, callees, classified, defines_functions)
-    complex_ready = with_callees(complex_facts, callees, parsed)
+    complex_facts = with_callees(complex_facts, callees, parsed)
     if generated.companion is not None:
         depending(generated.companion, live, assumptions)
-        generated.companion.complex_ready = complex_ready
+        generated.companion.complex_ready = complex_facts.ready
+        generated.companion.complex_makes = complex_facts.makes
     generated = depending(generated, live, assumptions)
-    generated.complex_ready = complex_ready  # see complex_values.complex_readiness
+    generated.complex_ready = complex_facts.ready  # see complex_values.complex_readiness
+    generated.complex_makes = complex_facts.makes
     return generated
+
+
+def _complex_facts(callee) -> tuple[bool, bool]:
+    """Whether a callee's derivative is complex-ready, and whether it makes complex values."""
+    return getattr(callee, "complex_ready", False), getattr(callee, "complex_makes", False)
 
 
 def _taken_from(
@@ -602,7 +609,7 @@ def _build_reverse(
         if stand_in is not None:
             where_called = parsed.location(call_node)
             callee = _stand_in_vjp(stand_in, active, where_called, containers, request.dynamic)
-            callees.append((call_node, getattr(callee, "complex_ready", False)))
+            callees.append((call_node, *_complex_facts(callee)))
             assumptions.include(callee.assumptions)
             return callee.function
         if isinstance(function, types.FunctionType) and function in runtime.dispatch.RUN_TIME_CALLS:
@@ -613,13 +620,13 @@ def _build_reverse(
             )
         rule = get_rule(function)
         if rule is not None and rule.custom is not None:
-            callees.append((call_node, False))
+            callees.append((call_node, False, False))
             return runtime.custom_vjp(function, positions(function, active))
         with _own_callees_refused_at(function, request.function, parsed.location(call_node)):
             callee = derivative(
                 function, active, "vjp", containers=containers, dynamic=request.dynamic
             )
-        callees.append((call_node, getattr(callee, "complex_ready", False)))
+        callees.append((call_node, *_complex_facts(callee)))
         assumptions.include(callee.assumptions)
         return callee.function
 
@@ -738,10 +745,10 @@ def _build_jvp(
         if rule is not None and rule.custom is not None:
             if rule.custom_jvp is None:
                 raise no_forward_derivative(function, parsed.location())
-            callees.append((None, False))
+            callees.append((None, False, False))
             return runtime.custom_jvp_call(function, positions(function, active))
         generated = derivative(function, active, "jvp", dynamic=request.dynamic)
-        callees.append((None, getattr(generated, "complex_ready", False)))
+        callees.append((None, *_complex_facts(generated)))
         assumptions.include(generated.assumptions)
         function_object = generated.function
         function_object.tangent_names = generated.tangent_names
