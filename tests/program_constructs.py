@@ -120,8 +120,11 @@ def _builtins(w: _Writer) -> list[str]:
             [f"{n} = functools.reduce(lambda s, u: s * 0.5 + u, [{a}, {b}, {a} * {b}])"],
             [f"{n} = np.array(list(itertools.accumulate({a}))) + {b}"],
             [f"{n} = np.stack(list(running([{a}, {b}, {a} - {b}])))[-1]"],
-            [f"{n} = {b} * 0.0", f"for i, u in enumerate(reversed(list({a})), start=1):",
-             f"    {n} = {n} + u * i * {b}"],
+            [
+                f"{n} = {b} * 0.0",
+                f"for i, u in enumerate(reversed(list({a})), start=1):",
+                f"    {n} = {n} + u * i * {b}",
+            ],
             [f"{n} = np.array([min(u, v) + max(u, v) ** 2 for u, v in zip({a}, {b})])"],
             [f"{n} = np.array([*({a}[:1] * 2.0), *{b}[1:]])"],
         ]
@@ -181,15 +184,32 @@ def _exits(w: _Writer) -> list[str]:
     a, b, n = w.value(), w.value(), w.fresh()
     return w.pick(
         [
-            ["try:", f"    {n} = np.log(1.0 + {a} ** 2)", "except ValueError:",
-             f"    {n} = {a}", "finally:", f"    {n} = {n} * {b}"],
-            [f"{n} = {a} * 1.0", "for i in range(4):", f"    if np.sum({n}) > 3.0:",
-             "        break", f"    {n} = {n} * 0.9 + {b}"],
-            [f"{n} = {a} * 1.0", "k = 0", "while k < 3:", f"    {n} = np.sin({n}) + {b}",
-             "    k += 1", "else:", f"    {n} = {n} * 2.0"],
+            [
+                "try:",
+                f"    {n} = np.log(1.0 + {a} ** 2)",
+                "except ValueError:",
+                f"    {n} = {a}",
+                "finally:",
+                f"    {n} = {n} * {b}",
+            ],
+            [
+                f"{n} = {a} * 1.0",
+                "for i in range(4):",
+                f"    if np.sum({n}) > 3.0:",
+                "        break",
+                f"    {n} = {n} * 0.9 + {b}",
+            ],
+            [
+                f"{n} = {a} * 1.0",
+                "k = 0",
+                "while k < 3:",
+                f"    {n} = np.sin({n}) + {b}",
+                "    k += 1",
+                "else:",
+                f"    {n} = {n} * 2.0",
+            ],
             [f"{n} = {a} if np.sum({b}) > 0.0 else -{a}"],
-            [f"if (s := np.sum({a})) > 0.0:", f"    {n} = {b} * s", "else:",
-             f"    {n} = {b} - s"],
+            [f"if (s := np.sum({a})) > 0.0:", f"    {n} = {b} * s", "else:", f"    {n} = {b} - s"],
             [f"assert {a}.shape == {b}.shape", f"{n} = {a} * {b}"],
             [f"{n}, rest = {a}, {b}", f"{n}, rest = rest * 0.5, {n}", f"{n} = {n} + rest"],
         ]
@@ -200,17 +220,35 @@ def _parameters(w: _Writer) -> list[str]:
     a, b, n = w.value(), w.value(), w.fresh()
     return w.pick(
         [
-            [f"params = {{'w': {a}, 'b': {b}}}", "params['w'] = params['w'] * GAIN",
-             f"{n} = params['w'] * params['b']"],
-            [f"params = {{'w': {a}, 'b': {b}}}", f"{n} = {b} * 0.0",
-             "for key, value in params.items():", f"    {n} = {n} + value * len(key)"],
-            [f"layers = [({a}, 0.5), ({b}, -0.25)]", f"{n} = x * 1.0",
-             "for scale, shift in layers:", f"    {n} = np.tanh({n} * scale + shift)"],
-            [f"layers = [({a}, 0.5), ({b}, -0.25), (x, 0.1)]", f"{n} = y * 1.0",
-             "for scale, shift in layers[:-1]:", f"    {n} = {n} * scale + shift",
-             f"{n} = {n} * layers[-1][0]"],
-            [f"nest = {{'a': [{a}, ({b}, 2.0)]}}", "(u, (v, c)) = nest['a'][0], nest['a'][1]",
-             f"{n} = u * v * c"],
+            [
+                f"params = {{'w': {a}, 'b': {b}}}",
+                "params['w'] = params['w'] * GAIN",
+                f"{n} = params['w'] * params['b']",
+            ],
+            [
+                f"params = {{'w': {a}, 'b': {b}}}",
+                f"{n} = {b} * 0.0",
+                "for key, value in params.items():",
+                f"    {n} = {n} + value * len(key)",
+            ],
+            [
+                f"layers = [({a}, 0.5), ({b}, -0.25)]",
+                f"{n} = x * 1.0",
+                "for scale, shift in layers:",
+                f"    {n} = np.tanh({n} * scale + shift)",
+            ],
+            [
+                f"layers = [({a}, 0.5), ({b}, -0.25), (x, 0.1)]",
+                f"{n} = y * 1.0",
+                "for scale, shift in layers[:-1]:",
+                f"    {n} = {n} * scale + shift",
+                f"{n} = {n} * layers[-1][0]",
+            ],
+            [
+                f"nest = {{'a': [{a}, ({b}, 2.0)]}}",
+                "(u, (v, c)) = nest['a'][0], nest['a'][1]",
+                f"{n} = u * v * c",
+            ],
         ]
     )
 
@@ -237,7 +275,10 @@ def _matrices(w: _Writer) -> list[str]:
             [f"{n} = (({a}[:, None] * {b}[None, :]).sum(axis=0, keepdims=True))[0]"],
             [f"m = np.diag({a}) + np.tril(np.outer({b}, {b}), -1)", f"{n} = m @ {b}"],
             [f"{n} = np.kron({a}[:1], {b}) + np.trace(np.outer({a}, {b}))"],
-            [f"m = np.outer({a}, {b})", f"{n} = (m / (1.0 + m.sum(axis=0, keepdims=True) ** 2)).sum(1)"],
+            [
+                f"m = np.outer({a}, {b})",
+                f"{n} = (m / (1.0 + m.sum(axis=0, keepdims=True) ** 2)).sum(1)",
+            ],
         ]
     )
 

@@ -1,8 +1,11 @@
-"""Random programs from the two generators outside hypothesis, on fixed seeds, in every mode.
+"""Random programs from the three generators outside hypothesis, on fixed seeds, in every mode.
 
 ``program_fuzzer.py`` nests blocks in blocks; ``program_families.py`` draws programs of the
 families issue 12 §5 and issues 19/20 list (linear algebra, axis reductions, fancy
-indexing, writes, views, ``out=``, layer lists, calls through ``partial`` and ``map`` …).
+indexing, writes, views, ``out=``, layer lists, calls through ``partial`` and ``map`` …);
+``program_constructs.py`` chains constructs neither draws (closures and small classes,
+comprehensions and builtins, ``np.r_``, repeated indices, sorting, ``try``, parameter dicts,
+complex intermediates, matrices built from vectors).
 Each program is checked in ``s2s``, ``tape`` and ``auto`` on its first and second call,
 plus ``jvp`` and ``hvp``, against Richardson-extrapolated differences; a check may be right or a
 refusal that names the program's file and line, never wrong, a crash or an unlocated
@@ -15,6 +18,7 @@ refusal. The seeds that once found a bug stay in the list.
 import os
 import sys
 
+import program_constructs
 import program_families
 import program_fuzzer
 import pytest
@@ -34,6 +38,13 @@ FAMILIES = (
     range(START, START + int(COUNT))
     if COUNT
     else [*range(len(program_families.NAMES)), 39, 65, 153, 5037, 11549, 100847, 900259]
+)
+# two programs of each construct family; 16, 84, 87 (complex intermediates beside np.sort,
+# np.bincount, np.max on real values) were refused in s2s and auto
+CONSTRUCTS = (
+    range(START, START + int(COUNT))
+    if COUNT
+    else [*range(2 * len(program_constructs.NAMES)), 84, 87]
 )
 
 
@@ -60,5 +71,15 @@ def test_nested_program_is_right_or_refused_in_every_mode(seed, directory):
 def test_program_of_a_family_is_right_or_refused_clearly(seed, directory):
     family, source, _ = program_families.family_program(seed)
     outcomes = program_families.check(seed, directory)
+    assert not outcomes.get("all", "").startswith("skip"), f"{family}: {outcomes}\n{source}"
+    assert not _failures(outcomes), f"{family}: {_failures(outcomes)}\n{source}"
+
+
+@pytest.mark.parametrize("seed", CONSTRUCTS)
+def test_program_of_constructs_is_right_or_refused_clearly(seed, directory):
+    family, source, _ = program_constructs.construct_program(seed)
+    folder = directory / "constructs"  # its own files: a family program has the same names
+    folder.mkdir(exist_ok=True)
+    outcomes = program_families.check(seed, folder, program_constructs.construct_program)
     assert not outcomes.get("all", "").startswith("skip"), f"{family}: {outcomes}\n{source}"
     assert not _failures(outcomes), f"{family}: {_failures(outcomes)}\n{source}"
