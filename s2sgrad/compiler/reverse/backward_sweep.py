@@ -181,6 +181,7 @@ class BackwardSweep:
         modified = set().union(*(names_modified(s) for s in loop.body))
         if not (modified & self.activity.active):  # only values it overwrote to restore
             body = self.backward_block(step.body, later_reads | read)
+            self.forget_loop_variables(loop)
             return [self.reversed_loop(step, body)]
         local = iteration_local(loop.body, frozenset(later_reads)) - self.cotangents.defined
         carried = {
@@ -206,7 +207,17 @@ class BackwardSweep:
         self.cotangents.counters = counters
         body += self.cotangents.zeros_for(carried - self.cotangents.defined)
         self.cotangents.defined = outside
+        self.forget_loop_variables(loop)
         return [*before, self.reversed_loop(step, body)]
+
+    def forget_loop_variables(self, loop) -> None:
+        """What a loop's variable held before the loop is another value: the cotangent the
+        loop's items (or counter) gathered is not its own (``k = 3.0; y = x * k`` before
+        ``for k in range(2)``)."""
+        if isinstance(loop, gast.For):
+            for name in names_written(loop.target):
+                self.cotangents.defined.discard(name)
+                self.cotangents.owned.discard(self.cotangents.adjoint(name))
 
     def reversed_loop(self, step: Step, body: list[gast.stmt]) -> gast.For:
         """The backward sweep's loop over the loop's iterations, last first."""

@@ -505,6 +505,10 @@ class ForwardSweep:
                 f"{self.parsed.location(loop)}: 'else' clauses on loops are not supported; "
                 "use a flag variable instead"
             )
+        if isinstance(loop, gast.For):  # the backward loop leaves its variable at the first
+            for name in sorted(names_written(loop.target)):  # item: what it held goes back
+                if self.overwritten(name):
+                    prefix.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
         steps.append(step)
         return [*prefix, loop]
 
