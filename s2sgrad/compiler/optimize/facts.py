@@ -37,6 +37,7 @@ from s2sgrad.compiler.optimize.foldable import (
 from s2sgrad.compiler.optimize.views import arrays_updated_in_place, views_of_updated_arrays
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
+    COMPREHENSIONS,
     MUTATING_METHODS,
     SCOPES,
     clone,
@@ -685,6 +686,8 @@ def rename_reads(statement: gast.stmt, old: str, new: str, cache: FactsCache) ->
                             value[position] = item = _renamed(item, new)
                         if item.annotation is not None:
                             stack.append(item)
+                    elif type(item) in _SCOPES:
+                        stack.extend(outer_reads_in(item, old))
                     elif isinstance(item, gast.AST):
                         stack.append(item)
             elif type(value) is gast.Name:
@@ -692,6 +695,8 @@ def rename_reads(statement: gast.stmt, old: str, new: str, cache: FactsCache) ->
                     state[field] = value = _renamed(value, new)
                 if value.annotation is not None:
                     stack.append(value)
+            elif type(value) in _SCOPES:
+                stack.extend(outer_reads_in(value, old))
             elif isinstance(value, gast.AST):
                 stack.append(value)
 
@@ -740,6 +745,8 @@ def replace_reads(
                         reads -= 1
                         if not reads:
                             return
+                    elif type(item) in _SCOPES:
+                        stack.extend(outer_reads_in(item, name))
                     elif isinstance(item, gast.AST):
                         stack.append(item)
             elif _is_read_of(child, name):
@@ -748,8 +755,34 @@ def replace_reads(
                 reads -= 1
                 if not reads:
                     return
+            elif type(child) in _SCOPES:
+                stack.extend(outer_reads_in(child, name))
             elif isinstance(child, gast.AST):
                 stack.append(child)
+
+
+_SCOPES = frozenset({gast.Lambda, gast.FunctionDef, *COMPREHENSIONS})
+
+
+def outer_reads_in(scope: gast.AST, name: str) -> list[gast.AST]:
+    """Where a nested scope (a lambda, a function, a comprehension) may read the outer
+    ``name``: all of it, unless it binds ``name`` itself (``lambda u: -u``, ``[u for u in
+    xs]``), which leaves only what runs outside it (defaults, the first iterable).
+
+    Example::
+
+        outer_reads_in(parse_expression("lambda u: -u"), "u")  # [] (its own u)
+    """
+    if type(scope) in COMPREHENSIONS:
+        bound = set().union(*(names_written(g.target) for g in scope.generators))
+        return [scope.generators[0].iter] if name in bound else [scope]
+    arguments = scope.args
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    if name not in {p.id for p in parameters if type(p) is gast.Name}:
+        return [scope]
+    defaults = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+    return [*defaults, *getattr(scope, "decorator_list", [])]
 
 
 def _is_read_of(node, name: str) -> bool:
