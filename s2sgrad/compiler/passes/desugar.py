@@ -57,6 +57,7 @@ from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.sharing import container_names, updated_name
+from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
 from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
     call,
@@ -94,6 +95,10 @@ def desugar(
     ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when the caller
     knows them.
     """
+    if (kinds is None or not kinds.isdisjoint(_STATEMENT_FORMS)) and plain_statement_forms(
+        node, names
+    ):
+        kinds = None  # nodes of new classes
     # no pass here writes a chained comparison: one not in the function now is in none
     chained = _refuse_hidden_writes(node, locate, kinds)
     if kinds is None or gast.keyword in kinds:
@@ -226,6 +231,7 @@ def _refuse_hidden_writes(node: gast.FunctionDef, locate, kinds: set[type] | Non
 
 
 _HIDDEN_WRITES = (gast.Compare, gast.NamedExpr, gast.Delete)  # what the walk looks at
+_STATEMENT_FORMS = (gast.NamedExpr, gast.For, gast.While)  # what statement_forms rewrites
 
 
 def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
