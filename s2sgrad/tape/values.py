@@ -58,6 +58,7 @@ from s2sgrad.tape.in_place import (
     refuse_view_write,
     under_numpy_semantics,
 )
+from s2sgrad.tape.index_joins import held_for_join
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 from s2sgrad.tape.text import DifferentiatedText
 from s2sgrad.tape.writes import with_item
@@ -227,6 +228,8 @@ class TapeValue:
         return complex(self._value)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if dtype is None and live_serials(self._tapes) and _joined_by_index_trick(self):
+            return held_for_join(self, self._value)  # np.r_/np.c_ join this value itself
         self._refuse_plain("np.asarray() / np.array()")
         if copy:
             return np.array(self._value, dtype=dtype, copy=True)
@@ -1406,6 +1409,18 @@ def user_location() -> str:
         user_location()  # 'model.py:12'
     """
     return where(*_shown_position(_user_frame()))
+
+
+def _joined_by_index_trick(value: TapeValue) -> bool:
+    """Whether ``np.r_[...]`` / ``np.c_[...]`` is making an array of ``value`` itself, one
+    of its items (not of a list holding it, whose array would not keep it)."""
+    frame = sys._getframe(2)
+    code = frame.f_code
+    return (
+        code.co_name == "__getitem__"
+        and "index_tricks" in code.co_filename
+        and frame.f_locals.get("item") is value
+    )
 
 
 def _inside_index_concatenation() -> bool:
