@@ -2,9 +2,10 @@
 draw (closures and small classes, comprehensions and builtins over lists of arrays,
 ``np.r_`` and concatenation, writes through repeated indices with NumPy's own semantics,
 sorting and running reductions, ``try``/``finally`` and early exits, dicts of parameters,
-complex intermediates, and matrices built from vectors). Several constructs are chained in one
-function, each reading what the ones before it made, so that a construct's derivative is
-checked inside others, not alone.
+complex intermediates, matrices built from vectors, buffers updated through slices, names
+reused for other values, and small objects holding parameters). Several constructs are
+chained in one function, each reading what the ones before it made, so that a construct's
+derivative is checked inside others, not alone.
 
 Each program is checked like ``program_families.py`` checks its own (``s2s``, ``tape`` and
 ``auto``, first and second call, ``jvp`` and ``hvp``, against Richardson-extrapolated
@@ -283,6 +284,86 @@ def _matrices(w: _Writer) -> list[str]:
     )
 
 
+def _buffers(w: _Writer) -> list[str]:
+    a, b, n = w.value(), w.value(), w.fresh()
+    return w.pick(
+        [
+            [
+                "u = np.zeros(5)",
+                f"u[1:4] = {a}",
+                "for _ in range(2):",
+                "    u[1:-1] = u[1:-1] + 0.2 * (u[2:] - 2.0 * u[1:-1] + u[:-2])",
+                f"{n} = u[1:4] * {b}",
+            ],
+            [
+                f"u = {a} * 1.0",
+                "for _ in range(2):",
+                "    u = u + 0.1 * (np.roll(u, 1) - u)",
+                f"{n} = u * {b}",
+            ],
+            [f"{n} = {a} * 1.0", f"{n}[1:] += {n}[:-1] * {b}[1:]"],  # reads the old left part
+            [f"{n} = {a} * 1.0", f"{n}[::-1] = {n} * {b}"],  # the right side is read first
+            [
+                "grid = np.zeros((2, 3))",
+                f"grid[0] = {a}",
+                f"grid[1, :] = {b} * grid[0]",
+                f"{n} = grid.sum(axis=0)",
+            ],
+            [f"{n} = np.empty(3)", "for i in range(3):", f"    {n}[i] = {a}[i] * {b}[(i + 1) % 3]"],
+        ]
+    )
+
+
+def _reused_names(w: _Writer) -> list[str]:
+    a, b, n = w.value(), w.value(), w.fresh()
+    return w.pick(
+        [
+            [
+                f"k = np.sum({a})",
+                f"{n} = {b} * k",
+                "for k in range(2):",
+                f"    {n} = {n} * 0.5 + {a} * k",
+            ],
+            [
+                f"{n} = {b} * 1.0",
+                "for item in {a}:".replace("{a}", a),
+                f"    {n} = {n} * 0.9 + item",
+                f"{n} = {n} * item",
+            ],
+            [f"t = {a}", f"t = t * {b}", "t = np.sin(t) + t", f"{n} = t"],
+            [
+                f"{n} = {a} * 1.0",
+                "for i in range(3):",
+                f"    {n} = {n} + {b} * i",
+                f"{n} = {n} * (i + 1)",
+            ],
+            [
+                f"pair = ({a}, {b})",
+                "first, second = pair",
+                "second, first = first, second * 2.0",
+                f"{n} = first * second",
+            ],
+        ]
+    )
+
+
+def _objects(w: _Writer) -> list[str]:
+    a, b, n = w.value(), w.value(), w.fresh()
+    return w.pick(
+        [
+            [f"layer = Affine({a}, 0.2)", f"{n} = layer({b})"],
+            ["layer = Affine(0.5)", f"layer.w = {a}", f"{n} = layer({b})"],
+            [f"p = Pair({a}, {b})", "p.first = p.first * 2.0", f"{n} = p.mix(0.25)"],
+            [
+                f"models = [Affine({a}), Affine({b}, 0.0)]",
+                f"{n} = {b} * 1.0",
+                "for m in models:",
+                f"    {n} = np.tanh(m({n}))",
+            ],
+        ]
+    )
+
+
 CONSTRUCTS = {
     "closures and classes": _closures,
     "comprehensions and builtins": _builtins,
@@ -293,6 +374,9 @@ CONSTRUCTS = {
     "parameter dicts and lists": _parameters,
     "complex intermediates": _complex,
     "matrices from vectors": _matrices,
+    "buffers and stencils": _buffers,
+    "reused names": _reused_names,
+    "objects with attributes": _objects,
 }
 NAMES = list(CONSTRUCTS)
 

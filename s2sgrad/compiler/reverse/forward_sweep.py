@@ -506,11 +506,30 @@ class ForwardSweep:
                 "use a flag variable instead"
             )
         if isinstance(loop, gast.For):  # the backward loop leaves its variable at the first
-            for name in sorted(names_written(loop.target)):  # item: what it held goes back
-                if self.overwritten(name):
-                    prefix.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
+            for name in self.read_before_loop(loop):  # item: what it held goes back
+                prefix.append(self.saves.save_marker(self.saves.new_save(step, name, "assign")))
         steps.append(step)
         return [*prefix, loop]
+
+    def read_before_loop(self, loop: gast.For) -> list[str]:
+        """The loop's variables that hold a value before it which a step outside the loop
+        reads (``k = 3.0; y = x * k; for k in range(2): ...``): the backward sweep reaches
+        that step's derivative after it ran the loop again, which rebinds them."""
+        overwritten = [n for n in sorted(names_written(loop.target)) if self.overwritten(n)]
+        if not overwritten:
+            return []
+        inside = {id(s) for s in nested_statements(loop.body)}
+        read: set[str] = set()
+        for statement in self.context.nested:
+            if id(statement) in inside or statement is loop:
+                continue
+            if isinstance(statement, gast.For):
+                read |= names_read(statement.iter)
+            elif isinstance(statement, (gast.If, gast.While)):
+                read |= names_read(statement.test)
+            elif not isinstance(statement, (gast.Try, gast.With)):
+                read |= names_read(statement)
+        return [name for name in overwritten if name in read]
 
     def loop_is_active(self, loop) -> bool:
         """Whether the loop sets a differentiated value: its variable, a name, a list it
