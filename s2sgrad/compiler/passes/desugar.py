@@ -56,6 +56,7 @@ from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
 from s2sgrad.compiler.passes.sharing import container_names, updated_name
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
 from s2sgrad.compiler.passes.view_writes import write_back_views
@@ -99,6 +100,7 @@ def desugar(
         node, names
     ):
         kinds = None  # nodes of new classes
+    rename_rebound_names(node, names)
     # no pass here writes a chained comparison: one not in the function now is in none
     chained = _refuse_hidden_writes(node, locate, kinds)
     if kinds is None or gast.keyword in kinds:
