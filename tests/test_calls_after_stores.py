@@ -227,3 +227,33 @@ def test_library_code_is_known_on_every_numpy():
         assert is_library_function(function), function
     for function in (reads_layer, Linear, LAYER, LAYER.forward, np.ndarray):
         assert not is_library_function(function), function
+
+
+class Scaled:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, v):
+        return v * self.w + 0.1
+
+
+def made_then_given_a_differentiated_attribute(x, y):
+    layer = Scaled(0.5)
+    layer.w = np.tanh(x) * y
+    return np.sum(np.tanh(layer(x * y)) * x)
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_calling_an_object_after_storing_on_it_is_refused_before_anything_runs(size):
+    # the generated code refused it only as it ran, after the steps before it: mode="auto"
+    # could not take the tape then (those steps may have changed the caller's objects)
+    x, y = np.linspace(-0.8, 0.9, size), np.linspace(0.3, -0.6, size)
+    f = made_then_given_a_differentiated_attribute
+    line = f.__code__.co_firstlineno + 3
+    with pytest.raises(UnsupportedError, match=rf"test_calls_after_stores\.py:{line}: calls layer"):
+        sg.grad(f, mode="s2s")(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for index in range(2):
+            gradient = sg.grad(f, wrt=index, mode="auto")
+            assert_close(call_twice(gradient, x, y), numeric_grad(f, (x, y), index))

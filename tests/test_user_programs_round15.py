@@ -362,7 +362,7 @@ def black_scholes_scipy(S, sigma):
     return np.sum(S * ndtr(d1) - K * np.exp(-r * T) * ndtr(d2))
 
 
-@program(np.array([1.5, -0.5]), order=2, refused2_in=("s2s",))
+@program(np.array([1.5, -0.5]), order=2)  # second order in s2s refused until round 27
 def gradient_descent_inner_loop(x0):
     x = x0
     for _ in range(5):
@@ -964,7 +964,7 @@ def nested_def_closure(x):
     return np.sum(inner(x) * inner(2 * x))
 
 
-@program(0.8, refused_in=("s2s",))
+@program(0.8)  # := refused by s2s until round 27 (passes/statement_forms.py)
 def ternary_and_walrus(x):
     y = x**2 if x > 0 else -x
     if (z := y * 3.0) > 1.0:

@@ -98,10 +98,34 @@ class StoredState:
 
     def refuse_read(self, statement: gast.Assign) -> None:
         """Refuse reading ``obj.name`` where this function stored a differentiated value in
-        ``obj.name`` before, or ``obj`` is a global object whose methods store ``.name``."""
+        ``obj.name`` before, or ``obj`` is a global object whose methods store ``.name``;
+        and calling ``obj`` or a method of it then (``layer.w = w; y = layer(x)``), which
+        the generated code would refuse only as it runs, after the steps before it ran."""
         for value in _attributes_in(statement.value):
             if isinstance(value.value, gast.Name):
                 self.refuse_attribute(statement, value)
+        if self.first_store:
+            self.refuse_call_of_holder(statement)
+
+    def refuse_call_of_holder(self, statement: gast.Assign) -> None:
+        for part in _calls_in(statement.value):
+            func = part.func
+            holder = func.value if isinstance(func, gast.Attribute) else func
+            if not isinstance(holder, gast.Name):
+                continue
+            stored = [
+                pair
+                for pair in self.first_store
+                if pair[0] == holder.id and self.stored_before(statement, pair)
+            ]
+            if stored:
+                owner, name = stored[0]
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: calls {owner} after a value being "
+                    f"differentiated was stored in {owner}.{name}; the call may read it back, "
+                    "and a derivative is not carried through an object's attributes: pass "
+                    "the value as an argument instead, or use mode='tape'"
+                )
 
     def refuse_attribute(self, statement: gast.Assign, value: gast.Attribute) -> None:
         pair = (value.value.id, value.attr)
