@@ -34,6 +34,7 @@ from s2sgrad.compiler.optimize.foldable import (
     subscript_folds,
     unaryop_folds,
 )
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.optimize.views import arrays_updated_in_place, views_of_updated_arrays
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
@@ -43,6 +44,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     node_fields,
     string_statement,
+    walk,
 )
 
 __all__ = [
@@ -505,6 +507,27 @@ class FactsCache:
             self.recent.append(statement)
         self.table.pop(id(statement), None)
         self.walks.pop(id(statement), None)
+
+    def forget_all(self, statement: gast.stmt) -> None:
+        """Something changed somewhere in ``statement``: forget it and every statement in
+        its blocks (a loop's or branch's record covers those of its blocks)."""
+        self.forget(statement)
+        if type(statement) not in SIMPLE_STATEMENTS:
+            for node in walk(statement):
+                if isinstance(node, gast.stmt) and node is not statement:
+                    self.forget(node)
+
+    def views_unchanged(self, body: list[gast.stmt]) -> bool:
+        """Whether the arrays ``body`` changes in place, and their views, are still those
+        :meth:`prime` found (records carried past rewrites that forgot what they changed
+        are then what a new priming would make, but for the cache's own shortcuts).
+
+        Example::
+
+            facts = cache if cache.views_unchanged(body) else None
+        """
+        updated = arrays_updated_in_place(body)
+        return updated == self.updated and views_of_updated_arrays(body, updated) == self.sharing
 
 
 def facts_after_rename(facts: Facts, old: str, new: str) -> Facts | None:
