@@ -138,20 +138,21 @@ def _strip_broadcast_definitions(node, finishing):
 
 def _scatter_sums(node, finishing):
     if SCATTER in finishing.probing.noted:  # else no index cotangent is marked
-        finishing.facts = None
-        scatter_sums(node, finishing.probing.namespace)
+        facts = finishing.facts
+        scatter_sums(node, finishing.probing.namespace, facts)  # forgets what it changes
+        # its buffers are written in place, but are new arrays: no view of one is made
+        if facts is not None and not facts.views_unchanged(node.body):
+            finishing.facts = None
     return node
 
 
 def _common_calls(node, finishing):
     node.body = eliminate_common_calls(node.body, finishing.is_pure, finishing.facts)
-    # it puts new statements in the place of those it changes, changing none in place: in
-    # a body without blocks the others' records stay true (the new ones, unknown to the
-    # cache, are walked when asked for), and so do the arrays written in place and their
-    # views: the copy b = a it writes links two names neither of which shares memory with
-    # an array written in place
-    if finishing.facts is not None and not without_blocks(node.body):
-        finishing.facts = None
+    # it puts new statements in the place of those it changes, changing none in place, and
+    # forgets the loops and branches whose blocks changed: the others' records stay true
+    # (the new ones, unknown to the cache, are walked when asked for), and so do the arrays
+    # written in place and their views: the copy b = a it writes links two names neither
+    # of which shares memory with an array written in place
     return node
 
 

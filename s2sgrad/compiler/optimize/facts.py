@@ -518,16 +518,20 @@ class FactsCache:
                     self.forget(node)
 
     def views_unchanged(self, body: list[gast.stmt]) -> bool:
-        """Whether the arrays ``body`` changes in place, and their views, are still those
-        :meth:`prime` found (records carried past rewrites that forgot what they changed
-        are then what a new priming would make, but for the cache's own shortcuts).
+        """Whether the views of arrays ``body`` changes in place are those the records were
+        made with (then the arrays written in place are updated to ``body``'s): after
+        rewrites that forgot each statement they changed, the records are what a new
+        priming of ``body`` would make when they are.
 
         Example::
 
             facts = cache if cache.views_unchanged(body) else None
         """
         updated = arrays_updated_in_place(body)
-        return updated == self.updated and views_of_updated_arrays(body, updated) == self.sharing
+        if views_of_updated_arrays(body, updated) != self.sharing:
+            return False
+        self.updated = updated
+        return True
 
 
 def facts_after_rename(facts: Facts, old: str, new: str) -> Facts | None:
