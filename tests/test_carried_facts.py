@@ -25,6 +25,12 @@ def softmax_loss(W, X, Y):
     return -np.sum(Y * np.log(p)) / n + np.sum(W * W) / 4.0
 
 
+def two_items(x, y):
+    a = x[0] * y
+    b = np.sin(x[1:]) * y[0]
+    return np.sum(a * a) + np.sum(b)
+
+
 def _arguments():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(4, 3))
@@ -71,7 +77,8 @@ def _checking_handed_facts(monkeypatch) -> list[int]:
     return checked
 
 
-def test_the_facts_are_walked_once_through_divisions_and_quotients(monkeypatch):
+def _counting_primes(monkeypatch) -> list[int]:
+    """Record the size of each body the facts are primed on."""
     primed: list[int] = []
     prime = FactsCache.prime
 
@@ -80,12 +87,26 @@ def test_the_facts_are_walked_once_through_divisions_and_quotients(monkeypatch):
         return prime(cache, body, *more)
 
     monkeypatch.setattr(FactsCache, "prime", counting)
+    return primed
+
+
+def test_the_facts_are_walked_once_through_divisions_and_quotients(monkeypatch):
+    primed = _counting_primes(monkeypatch)
     g = sg.grad(softmax_loss, mode="s2s")
     g(*_arguments())  # the first call specialises
     code = sg.source(g)
     assert "-0.25 * Y" in code  # n is 4 in this signature: / n made a product
     assert "(dp * p).sum(" in code  # the quotient p = e / s reused
     assert len(primed) == 1  # the stripping's walk, carried to the end (it was three)
+
+
+def test_the_facts_are_walked_once_through_index_cotangent_buffers(monkeypatch):
+    primed = _counting_primes(monkeypatch)
+    g = sg.grad(two_items, wrt=(0, 1), mode="s2s")
+    g(np.linspace(0.1, 1.0, 3), np.linspace(0.2, 0.9, 3))
+    code = sg.source(g)
+    assert "dx = np.empty_like(x)" in code and "dx[1:] = " in code  # one buffer
+    assert len(primed) == 1  # it was two: the buffers dropped the stripping's facts
 
 
 def test_handed_facts_are_what_a_walk_finds(monkeypatch, tmp_path):
@@ -115,3 +136,9 @@ def test_gradients_match_central_differences():
     for _ in range(2):  # the specialised code, then its second call
         expected = numeric_grad(softmax_loss, (W, X, Y), 0)
         np.testing.assert_allclose(g(W, X, Y), expected, rtol=1e-6, atol=1e-8)
+    x, y = np.linspace(0.1, 1.0, 3), np.linspace(0.2, 0.9, 3)
+    g = sg.grad(two_items, wrt=(0, 1), mode="s2s")
+    for _ in range(2):
+        dx, dy = g(x, y)
+        np.testing.assert_allclose(dx, numeric_grad(two_items, (x, y), 0), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(dy, numeric_grad(two_items, (x, y), 1), rtol=1e-6, atol=1e-8)
