@@ -138,20 +138,21 @@ def _strip_broadcast_definitions(node, finishing):
 
 def _scatter_sums(node, finishing):
     if SCATTER in finishing.probing.noted:  # else no index cotangent is marked
-        finishing.facts = None
-        scatter_sums(node, finishing.probing.namespace)
+        facts = finishing.facts
+        scatter_sums(node, finishing.probing.namespace, facts)  # forgets what it changes
+        # its buffers are written in place, but are new arrays: no view of one is made
+        if facts is not None and not facts.views_unchanged(node.body):
+            finishing.facts = None
     return node
 
 
 def _common_calls(node, finishing):
     node.body = eliminate_common_calls(node.body, finishing.is_pure, finishing.facts)
-    # it puts new statements in the place of those it changes, changing none in place: in
-    # a body without blocks the others' records stay true (the new ones, unknown to the
-    # cache, are walked when asked for), and so do the arrays written in place and their
-    # views: the copy b = a it writes links two names neither of which shares memory with
-    # an array written in place
-    if finishing.facts is not None and not without_blocks(node.body):
-        finishing.facts = None
+    # it puts new statements in the place of those it changes, changing none in place, and
+    # forgets the loops and branches whose blocks changed: the others' records stay true
+    # (the new ones, unknown to the cache, are walked when asked for), and so do the arrays
+    # written in place and their views: the copy b = a it writes links two names neither
+    # of which shares memory with an array written in place
     return node
 
 
@@ -163,6 +164,18 @@ def _optimise(node, finishing):
     node.body = optimize(node.body, finishing.is_pure, facts)
     if facts is not None and finishing.probing is not None:  # true of the optimised body
         finishing.broadcast_calls = holds_broadcast_calls(node, facts)
+    # its records are true of the optimised body, for the quotients' optimisation; the
+    # arrays written in place and their views are checked again there
+    finishing.facts = facts
+    return node
+
+
+def _reuse_quotients(node, finishing):
+    facts = finishing.facts if without_blocks(node.body) else None  # else forgets too little
+    if reuse_quotients(node.body, finishing.is_pure, facts):  # what it exposed folds further
+        if facts is not None and not (facts.enabled and facts.views_unchanged(node.body)):
+            facts = None
+        node.body = optimize(node.body, finishing.is_pure, facts)
     return node
 
 
@@ -174,12 +187,6 @@ def _uniform_cotangents(node, finishing):
         node.body = optimize(node.body, finishing.is_pure)
         if simplify_number_flow(node, numbers, namespace):
             node.body = optimize(node.body, finishing.is_pure)
-    return node
-
-
-def _reuse_quotients(node, finishing):
-    if reuse_quotients(node.body, finishing.is_pure):  # what it exposed folds further
-        node.body = optimize(node.body, finishing.is_pure)
     return node
 
 
@@ -206,8 +213,7 @@ def _fold_constants(node, finishing):
 
 def _exact_divisors(node, finishing):
     if finishing.probing.divides:  # else the code has no division to rewrite
-        finishing.facts = None
-        divide_exactly(node, finishing.probing)
+        divide_exactly(node, finishing.probing, finishing.facts)  # forgets what it changes
     return node
 
 
@@ -311,7 +317,7 @@ PASSES = (
         keeps_facts=True,
     ),
     Pass("compute each pure call once", _common_calls, keeps_facts=True),
-    Pass("optimise", _optimise),
+    Pass("optimise", _optimise, keeps_facts=True),
     Pass("reuse quotients the forward computed", _reuse_quotients, specialising=True),
     Pass("drop saves only shape queries read", _drop_unneeded_saves, specialising=True),
     Pass("uniform cotangents as numbers", _uniform_cotangents, specialising=True),

@@ -64,7 +64,7 @@ def eliminate_common_calls(
     effects: dict[int, tuple[gast.stmt, set[str], bool]] = {}  # see _written_in_place
     written_in_place = _written_in_place(body, is_pure, effects, records)
     unsafe = _sharing_memory(body, written_in_place, records)
-    _block(body, is_pure, unsafe, effects, records)
+    _block(body, is_pure, unsafe, effects, records, facts)
     return body
 
 
@@ -101,17 +101,26 @@ def _rough(node: gast.expr) -> object:
 
 
 def _block(
-    statements: list[gast.stmt], is_pure, unsafe: set[str], effects: dict, records=None
-) -> None:
+    statements: list[gast.stmt],
+    is_pure,
+    unsafe: set[str],
+    effects: dict,
+    records=None,
+    kept: FactsCache | None = None,
+) -> bool:
     """Merge the repeated calls of one block (``records``: the facts of its statements, or
-    None), then of the blocks inside it."""
+    None), then of the blocks inside it; whether any statement was replaced. ``kept``,
+    the facts of the function's body, forgets each statement whose blocks changed."""
+    changed = False
     seen: dict[object, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
     keys_of: dict[str, set[object]] = {}  # name → keys in ``seen`` whose entry mentions it
     for index, statement in enumerate(statements):
         for field in () if type(statement) in SIMPLE_STATEMENTS else _BLOCKS:
             inner = getattr(statement, field, None)
-            if isinstance(inner, list):
-                _block(inner, is_pure, unsafe, effects)
+            if isinstance(inner, list) and _block(inner, is_pure, unsafe, effects):
+                changed = True
+                if kept is not None:
+                    kept.forget_all(statement)
         if not _plain_assignment(statement) or _may_write_in_place(statement, is_pure, effects):
             seen.clear()
             keys_of.clear()
@@ -121,6 +130,7 @@ def _block(
         earlier = seen.get(key) if key is not None else None
         if earlier is not None and earlier[0] != target:
             statements[index] = _copy_of(statement, earlier[0])
+            changed = True
         for other in keys_of.pop(target, ()):  # what the new binding changes
             entry = seen.get(other)
             if entry is not None and (target == entry[0] or target in entry[1]):
@@ -131,6 +141,7 @@ def _block(
                 seen[key] = (target, reads)
                 for name in (target, *reads):
                     keys_of.setdefault(name, set()).add(key)
+    return changed
 
 
 def _plain_assignment(statement: gast.stmt) -> bool:

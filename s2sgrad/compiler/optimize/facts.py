@@ -34,6 +34,7 @@ from s2sgrad.compiler.optimize.foldable import (
     subscript_folds,
     unaryop_folds,
 )
+from s2sgrad.compiler.optimize.simple_statements import SIMPLE_STATEMENTS
 from s2sgrad.compiler.optimize.views import arrays_updated_in_place, views_of_updated_arrays
 from s2sgrad.compiler.syntax import (
     COMMENT_MARK,
@@ -44,6 +45,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     node_fields,
     string_statement,
+    walk,
 )
 
 __all__ = [
@@ -506,6 +508,31 @@ class FactsCache:
             self.recent.append(statement)
         self.table.pop(id(statement), None)
         self.walks.pop(id(statement), None)
+
+    def forget_all(self, statement: gast.stmt) -> None:
+        """Something changed somewhere in ``statement``: forget it and every statement in
+        its blocks (a loop's or branch's record covers those of its blocks)."""
+        self.forget(statement)
+        if type(statement) not in SIMPLE_STATEMENTS:
+            for node in walk(statement):
+                if isinstance(node, gast.stmt) and node is not statement:
+                    self.forget(node)
+
+    def views_unchanged(self, body: list[gast.stmt]) -> bool:
+        """Whether the views of arrays ``body`` changes in place are those the records were
+        made with (then the arrays written in place are updated to ``body``'s): after
+        rewrites that forgot each statement they changed, the records are what a new
+        priming of ``body`` would make when they are.
+
+        Example::
+
+            facts = cache if cache.views_unchanged(body) else None
+        """
+        updated = arrays_updated_in_place(body)
+        if views_of_updated_arrays(body, updated) != self.sharing:
+            return False
+        self.updated = updated
+        return True
 
 
 def facts_after_rename(facts: Facts, old: str, new: str) -> Facts | None:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import gast
 
+from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
@@ -28,8 +29,13 @@ from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
 __all__ = ["reuse_quotients"]
 
 
-def reuse_quotients(body: list[gast.stmt], is_pure: Callable[[gast.Call], bool]) -> bool:
+def reuse_quotients(
+    body: list[gast.stmt],
+    is_pure: Callable[[gast.Call], bool],
+    facts: FactsCache | None = None,
+) -> bool:
     """Rewrite ``body``'s blocks in place as the module says; True if anything changed.
+    ``facts``, when given (for a body without blocks), forgets each statement changed.
 
     Example::
 
@@ -45,7 +51,11 @@ def reuse_quotients(body: list[gast.stmt], is_pure: Callable[[gast.Call], bool])
     reads, writes = name_counts(body)
     changed = False
     for statements in blocks:
-        changed |= _Block(statements, is_pure, reads, writes).rewrite()
+        block = _Block(statements, is_pure, reads, writes)
+        changed |= block.rewrite()
+        if facts is not None:
+            for statement in block.rewritten:
+                facts.forget(statement)
     return changed
 
 
@@ -84,6 +94,7 @@ class _Block:
         self.last_unsafe = -1  # index of the last statement that may change arrays
         self.index = 0
         self.changed = False
+        self.rewritten: list[gast.stmt] = []  # the statements changed, in order
 
     def rewrite(self) -> bool:
         for index, statement in enumerate(self.statements):
@@ -174,6 +185,7 @@ class _Block:
                 else:
                     total = gast.BinOp(left=scaled, op=other.op, right=quotient.left)
                 self.changed = True
+                self.rewritten.append(self.statements[self.index])
                 self.reads[t] -= 1
                 self.reads[factor.id] -= 1
                 self.reads[w] += 1
@@ -198,6 +210,7 @@ class _Block:
                     and value.right.id == t
                 ):
                     definition.value = value.left
+                    self.rewritten.append(definition)
                     self.reads[t] -= 1
                     return term
         self.reads[t] += 1

@@ -33,6 +33,7 @@ from itertools import chain
 import gast
 import numpy as np
 
+from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.syntax import constant, walk
 
@@ -55,9 +56,16 @@ _UNKNOWN = object()
 _LARGE = 2**1100  # integers beyond any float's range: not followed further
 
 
-def divide_exactly(function: gast.FunctionDef, probing) -> bool:
+def divide_exactly(function: gast.FunctionDef, probing, kept: FactsCache | None = None) -> bool:
     """Rewrite ``x / c`` as ``x * (1 / c)`` where that is exact (see the module); say
-    whether any division was."""
+    whether any division was. ``kept``, the optimiser's facts of the body, when given,
+    forgets each statement changed (the rest stay true: a division made a product
+    changes no target, and links no names).
+
+    Example::
+
+        divide_exactly(function, probing, facts)  # t2 / t5 → t2 * 0.125 where t5 is 8.0
+    """
     walks = [walk(statement) for statement in function.body]
     divisions = [  # (the statement of the function's body it is in, the division)
         (position, node)
@@ -80,6 +88,8 @@ def divide_exactly(function: gast.FunctionDef, probing) -> bool:
             division.op = gast.Mult()
             division.right = constant(1.0 / float(divisor))
             changed = True
+            if kept is not None:
+                kept.forget_all(function.body[position])
     return changed
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.annotations import SCATTER, UNCOVERED, annotation
+from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.specialize.rewrites import numpy_name
 from s2sgrad.compiler.syntax import (
     attribute,
@@ -22,11 +23,19 @@ from s2sgrad.compiler.syntax import (
 __all__ = ["scatter_sums"]
 
 
-def scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
+def scatter_sums(
+    function: gast.FunctionDef, namespace: dict, kept: FactsCache | None = None
+) -> None:
     """``d = index_cotangent(a, x, i) + index_cotangent(b, x, j) + e`` → one buffer.
 
     Becomes ``d = np.zeros_like(x); d[i] += a; d[j] += b; d = d + e``: one array instead
-    of one per term, as a person would write it.
+    of one per term, as a person would write it. ``kept``, the optimiser's facts of the
+    body, when given, forgets each statement whose blocks changed (a statement rewritten
+    is replaced by new ones, unknown to it, made of its own nodes).
+
+    Example::
+
+        scatter_sums(function, namespace, facts)
     """
     npn = numpy_name(namespace)
 
@@ -37,7 +46,10 @@ def scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
             for field in ("body", "orelse"):
                 inner = getattr(statement, field, None)
                 if isinstance(inner, list) and not isinstance(statement, gast.FunctionDef):
-                    setattr(statement, field, rewrite(inner))
+                    rewritten = rewrite(inner)
+                    setattr(statement, field, rewritten)
+                    if kept is not None and not _same_statements(rewritten, inner):
+                        kept.forget_all(statement)
             lines = _scatter_statement(statement, npn, buffers)
             if lines is None:
                 if buffers:
@@ -47,6 +59,10 @@ def scatter_sums(function: gast.FunctionDef, namespace: dict) -> None:
         return result
 
     function.body = rewrite(function.body)
+
+
+def _same_statements(new: list[gast.stmt], old: list[gast.stmt]) -> bool:
+    return len(new) == len(old) and all(a is b for a, b in zip(new, old))
 
 
 def _scatter_statement(statement, npn, buffers: set[str]):
