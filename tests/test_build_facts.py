@@ -135,24 +135,6 @@ def _uses_sin(x):
     return y
 
 
-def test_an_operation_looks_its_rule_up_once(monkeypatch):
-    from s2sgrad.compiler import operations
-    from s2sgrad.rules import get_rule
-
-    asked = []
-
-    def counted(primitive):
-        asked.append(primitive)
-        return get_rule(primitive)
-
-    monkeypatch.setattr(operations, "get_rule", counted)
-    operation = Operation(OperationKind.PRIMITIVE, primitive=np.sin)
-    # the activity analysis, the complex check and both sweeps ask, several times
-    assert all(operation.rule is get_rule(np.sin) for _ in range(3)) and operation.differentiable
-    assert asked == [np.sin]
-    assert Operation(OperationKind.UNKNOWN).rule is None
-
-
 def test_the_names_bound_found_when_asked_are_those_found_at_once():
     source = "def f(x):\n    a = x\n    for i in range(3):\n        b = a[i]\n    return b"
     statements = list(nested_statements(_statement(source).body))

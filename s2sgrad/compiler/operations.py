@@ -83,14 +83,7 @@ class Operation:
 
     @property
     def rule(self):
-        # looked up once: the sweeps and checks ask several times per statement
-        state = self.__dict__
-        if "_rule" in state:
-            return state["_rule"]
-        rule = state["_rule"] = (
-            get_rule(self.primitive) if self.kind is OperationKind.PRIMITIVE else None
-        )
-        return rule
+        return get_rule(self.primitive) if self.kind is OperationKind.PRIMITIVE else None
 
     @property
     def differentiable(self) -> bool:
