@@ -82,6 +82,9 @@ def test_plain_shortcuts_agree_with_the_walks(source):
         assert reads is None or reads == names_read(value)
         if writes_nothing(value):
             assert names_written(value) == set()
+            # in_place_writes._nested_write looks at the value's own call only
+            own = [value] if type(value) is gast.Call else []
+            assert [n for n in walk(value) if type(n) is gast.Call] == own
 
 
 def test_the_names_written_by_a_body_agree_with_one_walk():
@@ -269,3 +272,34 @@ def passes_an_input_to_a_changing_helper(x):
 def test_a_changing_call_under_a_plain_statement_is_still_refused():
     with pytest.raises(sg.UnsupportedError, match=r"test_build_facts\.py:\d+: .*in place"):
         sg.grad(passes_an_input_to_a_changing_helper, mode="s2s")(np.array([0.3, 0.5, 0.1]))
+
+
+def straight_line_with_calls(x):
+    t1 = np.sin(x)
+    t2 = t1 * 2.0
+    t3 = np.maximum(t2, 0.1)
+    return np.sum(t3 * t1)
+
+
+def test_in_place_writes_are_looked_for_without_a_walk_of_plain_values(monkeypatch):
+    from s2sgrad.compiler import in_place_writes
+
+    def no_walk(node):
+        raise AssertionError(f"walked {gast.dump(node)}")
+
+    monkeypatch.setattr(in_place_writes, "walk", no_walk)
+    x = np.array([0.3, -0.5, 1.1])
+    for mode in MODES:
+        grad = sg.grad(straight_line_with_calls, mode=mode)(x)
+        assert_close(grad, numeric_grad(straight_line_with_calls, (x.copy(),), 0))
+
+
+def appends_inside_a_call(x):
+    items = [x]
+    y = np.sum(len([items.append(x)]) * x)  # the append's value used: not differentiated
+    return y + items[0].sum()
+
+
+def test_a_write_inside_a_value_that_is_not_plain_is_still_found():
+    with pytest.raises(sg.UnsupportedError, match=r"test_build_facts\.py:\d+: .*append"):
+        sg.grad(appends_inside_a_call, mode="s2s")(np.array([0.3, 0.5]))

@@ -15,6 +15,7 @@ import numpy as np
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.operations import dotted_name
 from s2sgrad.compiler.passes.anf import is_function_reference
+from s2sgrad.compiler.plain_values import writes_nothing
 from s2sgrad.compiler.syntax import (
     load,
     method_receiver,
@@ -264,7 +265,9 @@ def _nested_write(value: gast.expr, parsed, local_names, kept) -> InPlaceWrite |
     ``a if c else b``, an operand of ``and``/``or``, the body of a lambda called there; or
     an ``items.append(v)`` whose value is used (``t = items.append(v)``, ``print(...)``),
     which the derivative does not see as the statement ``kept`` it follows."""
-    for node in walk(value):
+    # a plain value (most of the normal form) holds no call but itself: no walk
+    plain = writes_nothing(value)
+    for node in walk(value) if not plain else (value,) if type(value) is gast.Call else ():
         if type(node) is not gast.Call:
             continue
         write = in_place_write(node, parsed, local_names) if node is not value else None
