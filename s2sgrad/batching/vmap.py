@@ -338,6 +338,13 @@ def _stack(leaves: list, axis: Any) -> Any:
         if not all(np.array_equal(first, leaf) for leaf in leaves[1:]):
             raise ValueError("vmap: out_axes=None for a result that differs between examples")
         return first
+    stacked_ndim = np.ndim(leaves[0]) + 1
+    if not -stacked_ndim <= axis < stacked_ndim:
+        raise ValueError(
+            f"vmap: out_axes entry {axis} is out of range for a result with "
+            f"{stacked_ndim - 1} dimension(s) per example; give an axis of the stacked result "
+            f"(-{stacked_ndim} to {stacked_ndim - 1})"
+        )
     return np.stack(leaves, axis=axis)  # dispatched: tape values stay on the tape
 
 
