@@ -68,7 +68,14 @@ from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.custom import called_by_tape
 from s2sgrad.tape.rerouting import reroute, unroute
 from s2sgrad.tape.structures import flatten
-from s2sgrad.tape.values import apply_rule, call_custom, is_recorded, is_tape_value, value_of
+from s2sgrad.tape.values import (
+    apply_rule,
+    call_custom,
+    is_recorded,
+    is_tape_value,
+    user_location,
+    value_of,
+)
 
 __all__ = [
     "stop_gradient",
@@ -231,9 +238,18 @@ def custom_gradient(f: Callable) -> Callable:
     """
 
     def value_only(*args: Any, **kwargs: Any) -> Any:
+        if is_recorded(_captured(f)):  # grad_fn would take what f reads for constants
+            error = UnsupportedError(
+                f"{user_location()}: {getattr(f, '__qualname__', f)} (made with "
+                "@custom_gradient) reads a value being differentiated from its enclosing "
+                "function, and its grad_fn gives cotangents of its arguments only; pass that "
+                "value as an argument, and return its cotangent from grad_fn too"
+            )
+            error.tape_cannot_either = True
+            raise error
         return f(*args, **kwargs)[0]
 
-    return _custom_function(f, value_only, f)
+    return _custom_function(f, value_only, f, captured=lambda: _captured(f))
 
 
 def checkpoint(f: F) -> F:
