@@ -628,6 +628,8 @@ def _dispatch_calls(f: types.FunctionType) -> None:
 
     def dispatcher(original: types.FunctionType):
         def dispatch(args: tuple, kwargs: dict) -> Any:
+            if original.__closure__ and is_recorded(_captured(original)):
+                _refuse_differentiated_closure(f)
             if is_recorded(args, kwargs):
                 rule = get_rule(f)
                 if rule is not None and rule.custom is not None:
@@ -637,6 +639,23 @@ def _dispatch_calls(f: types.FunctionType) -> None:
         return dispatch
 
     reroute(f, dispatcher, _DISPATCH_PARAMETER)
+
+
+def _refuse_differentiated_closure(f: types.FunctionType) -> None:
+    """Refuse a call of ``f``, which has a custom derivative and reads a value being
+    differentiated from its enclosing function: the pullback gives cotangents of ``f``'s
+    arguments only, so that value would be taken for a constant."""
+    rule = get_rule(f)
+    if rule is None or rule.custom is None:
+        return
+    error = UnsupportedError(
+        f"{user_location()}: {f.__qualname__} has a custom derivative (@s2sgrad.derivative) "
+        "and reads a value being differentiated from its enclosing function, whose "
+        "cotangent its pullback cannot give; pass that value as an argument, and return its "
+        "cotangent from the pullback too"
+    )
+    error.tape_cannot_either = True
+    raise error
 
 
 def _forget_generated_code() -> None:

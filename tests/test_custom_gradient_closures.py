@@ -57,3 +57,25 @@ def test_a_closure_over_plain_values_still_works(mode):
         warnings.simplefilter("ignore")
         got = sg.grad(clipped_scale, mode=mode)(x)
     np.testing.assert_allclose(got, np.clip(2 * 3.0 * x * 3.0, -0.5, 0.5))
+
+
+def derivative_of_a_closure(x):
+    def scaled(y):
+        return x * y
+
+    @sg.derivative(of=scaled)
+    def _scaled_derivative(y):
+        return x * y, lambda g: g * x
+
+    try:
+        return scaled(x)
+    finally:
+        sg.forget_derivative(of=scaled)
+
+
+@pytest.mark.parametrize("mode", ("auto", "tape"))
+def test_a_derivative_registered_for_a_closure_over_differentiated_values(mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(S2SGradError, match="reads a value being differentiated"):
+            sg.grad(derivative_of_a_closure, mode=mode)(1.5)
