@@ -68,7 +68,14 @@ from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.custom import called_by_tape
 from s2sgrad.tape.rerouting import reroute, unroute
 from s2sgrad.tape.structures import flatten
-from s2sgrad.tape.values import apply_rule, call_custom, is_recorded, is_tape_value, value_of
+from s2sgrad.tape.values import (
+    apply_rule,
+    call_custom,
+    is_recorded,
+    is_tape_value,
+    user_location,
+    value_of,
+)
 
 __all__ = [
     "stop_gradient",
@@ -231,9 +238,18 @@ def custom_gradient(f: Callable) -> Callable:
     """
 
     def value_only(*args: Any, **kwargs: Any) -> Any:
+        if is_recorded(_captured(f)):  # grad_fn would take what f reads for constants
+            error = UnsupportedError(
+                f"{user_location()}: {getattr(f, '__qualname__', f)} (made with "
+                "@custom_gradient) reads a value being differentiated from its enclosing "
+                "function, and its grad_fn gives cotangents of its arguments only; pass that "
+                "value as an argument, and return its cotangent from grad_fn too"
+            )
+            error.tape_cannot_either = True
+            raise error
         return f(*args, **kwargs)[0]
 
-    return _custom_function(f, value_only, f)
+    return _custom_function(f, value_only, f, captured=lambda: _captured(f))
 
 
 def checkpoint(f: F) -> F:
@@ -612,6 +628,8 @@ def _dispatch_calls(f: types.FunctionType) -> None:
 
     def dispatcher(original: types.FunctionType):
         def dispatch(args: tuple, kwargs: dict) -> Any:
+            if original.__closure__ and is_recorded(_captured(original)):
+                _refuse_differentiated_closure(f)
             if is_recorded(args, kwargs):
                 rule = get_rule(f)
                 if rule is not None and rule.custom is not None:
@@ -621,6 +639,23 @@ def _dispatch_calls(f: types.FunctionType) -> None:
         return dispatch
 
     reroute(f, dispatcher, _DISPATCH_PARAMETER)
+
+
+def _refuse_differentiated_closure(f: types.FunctionType) -> None:
+    """Refuse a call of ``f``, which has a custom derivative and reads a value being
+    differentiated from its enclosing function: the pullback gives cotangents of ``f``'s
+    arguments only, so that value would be taken for a constant."""
+    rule = get_rule(f)
+    if rule is None or rule.custom is None:
+        return
+    error = UnsupportedError(
+        f"{user_location()}: {f.__qualname__} has a custom derivative (@s2sgrad.derivative) "
+        "and reads a value being differentiated from its enclosing function, whose "
+        "cotangent its pullback cannot give; pass that value as an argument, and return its "
+        "cotangent from the pullback too"
+    )
+    error.tape_cannot_either = True
+    raise error
 
 
 def _forget_generated_code() -> None:

@@ -72,3 +72,44 @@ def test_a_cotangent_that_sums_back_to_its_argument_is_kept(mode):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert_close(call_twice(sg.grad(uses_scaled_sum, mode=mode), x), np.full(3, 3.0))
+
+
+def _pair_sum(pair):
+    return pair[0] * 2.0 + pair[1] * 3.0
+
+
+@sg.derivative(of=_pair_sum)
+def _pair_sum_flat_derivative(pair):  # two cotangents for one (tuple) argument: a mistake
+    return _pair_sum(pair), lambda g: (g * 2.0, g * 3.0)
+
+
+def _product(x, y):
+    return x * y
+
+
+@sg.derivative(of=_product)
+def _product_extra_derivative(x, y):  # three cotangents for two arguments
+    return x * y, lambda g: (g * y, g * x, g)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_more_cotangents_than_arguments_is_refused_at_the_derivative(mode):
+    with pytest.raises(CotangentShapeError, match=r"returned 2 cotangents .* 1-tuple"):
+        sg.grad(lambda a, b: _pair_sum((a, b)), wrt=(0, 1), mode=mode)(1.0, 2.0)
+    with pytest.raises(CotangentShapeError, match="returned 3 cotangents for a call with 2"):
+        sg.grad(lambda a: _product(a, 2.0), mode=mode)(1.5)
+
+
+def _power(x, p=2.0):
+    return x**p
+
+
+@sg.derivative(of=_power)
+def _power_derivative(x, p=2.0):  # a cotangent for the keyword parameter too: allowed
+    return x**p, lambda g: (g * p * x ** (p - 1), None)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_cotangent_for_a_parameter_passed_by_keyword_is_allowed(mode):
+    x = float(np.random.default_rng(2).uniform(0.5, 2.0))
+    assert sg.grad(lambda v: _power(v, p=3.0), mode=mode)(x) == pytest.approx(3 * x**2)

@@ -6,6 +6,7 @@ through ``check_structured`` below, which does the same for a function of the pr
 ``test_every_rule_is_tested`` fails for a rule added without a test.
 """
 
+import copy
 import inspect
 import operator
 
@@ -184,6 +185,8 @@ CASES = [
     case(np.ndarray.repeat, r(2, 3), np.array([1, 3]), axis=0),
     case(np.copy, r(2, 3)),
     case(np.ndarray.copy, r(2, 3)),
+    case(copy.copy, r(2, 3)),
+    case(copy.deepcopy, r(3)),
     case(np.ndarray.astype, r(2, 3), np.float64),
     case(np.float64, r(2, 3)),
     case(np.float64, 0.7),

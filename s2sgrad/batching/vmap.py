@@ -119,7 +119,15 @@ class _Vectorized:
         if type(f).__module__.startswith("s2sgrad.") and self.generated is None:
             self.per_example_reason = "an s2sgrad transform runs on one example at a time"
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # in_axes has no entry for them: mapped or not would be a guess
+            names = ", ".join(kwargs)
+            raise TypeError(
+                f"vmap: {getattr(self.f, '__name__', 'the function')} was given keyword "
+                f"arguments ({names}), which in_axes cannot describe; pass them by position "
+                "with an in_axes entry each (None for one not mapped), or bind them first "
+                "(vmap(functools.partial(f, name=value)))"
+            )
         axes = self._argument_axes(len(args))
         size = _batch_size(args, axes)
         if self.per_example_reason is not None and not self.warned:
@@ -330,6 +338,13 @@ def _stack(leaves: list, axis: Any) -> Any:
         if not all(np.array_equal(first, leaf) for leaf in leaves[1:]):
             raise ValueError("vmap: out_axes=None for a result that differs between examples")
         return first
+    stacked_ndim = np.ndim(leaves[0]) + 1
+    if not -stacked_ndim <= axis < stacked_ndim:
+        raise ValueError(
+            f"vmap: out_axes entry {axis} is out of range for a result with "
+            f"{stacked_ndim - 1} dimension(s) per example; give an axis of the stacked result "
+            f"(-{stacked_ndim} to {stacked_ndim - 1})"
+        )
     return np.stack(leaves, axis=axis)  # dispatched: tape values stay on the tape
 
 

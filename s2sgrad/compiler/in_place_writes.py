@@ -123,6 +123,15 @@ def in_place_write(
         if func.attr == "byteswap" and not _keyword_is_true(value, "inplace"):
             return None
         return InPlaceWrite(func.value, f".{func.attr}()", _MUTATING_METHODS[func.attr])
+    if isinstance(func, gast.Attribute) and func.attr in _ARRAY_MUTATORS:
+        root = _receiver_root(func.value)  # y[1:].sort(), y.T.fill(v): into y, by a view
+        if root is not None and root.id in local_names:
+            return InPlaceWrite(
+                root,
+                f".{func.attr}() of part of '{root.id}' (a view such as {root.id}[1:] or "
+                f"{root.id}.T)",
+                f"an item assignment of that part ({root.id}[index] = new values)",
+            )
     if not is_function_reference(func, local_names):
         return None
     target = parsed.resolve(func)
@@ -141,6 +150,18 @@ def in_place_write(
     if instead is not None and value.args:
         return InPlaceWrite(value.args[0], dotted_name(func), instead)
     return None
+
+
+def _receiver_root(node: gast.expr) -> gast.Name | None:
+    """The variable a method's receiver is taken from: ``y`` for ``y[1:]``, ``y.T``,
+    ``y.reshape(2, 3)[0]``."""
+    while True:
+        if isinstance(node, (gast.Subscript, gast.Attribute)):
+            node = node.value
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute):
+            node = node.func.value
+        else:
+            return node if isinstance(node, gast.Name) else None
 
 
 # Attributes through which an assignment changes an array: ``t.flat = v``, ``t.shape = s``.

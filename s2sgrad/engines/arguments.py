@@ -312,6 +312,29 @@ def _place_of(value: Any, leaf: Any, name: str) -> str | None:
     return None
 
 
+def refuse_tangent_of_integer(name: str, primal: Any, tangent: Any, f: Callable) -> None:
+    """Refuse a tangent that is not zero for an integer or boolean primal, which forward
+    mode does not differentiate: the tangent would be dropped (a JVP of 0, or None).
+
+    Example::
+
+        refuse_tangent_of_integer("n", 3, 1.0, f)  # TypeError: pass 3.0 to differentiate
+    """
+    kind = leaf_kind(primal)
+    if kind not in ("int", "bool"):
+        return
+    if not isinstance(tangent, (int, float, complex, np.ndarray, np.generic)):
+        return  # a container, a batched tangent: left to the engines
+    if not np.any(np.asarray(tangent) != 0):
+        return
+    raise TypeError(
+        f"{located_name(f)}: jvp: {name!r} is {_kind_phrase(primal, kind)} ({primal!r:.40}), "
+        "which has no derivative, but its tangent is not zero and would be dropped; pass a "
+        "float primal (3.0, or x.astype(float)) to differentiate along it, or give it a "
+        "tangent of zeros"
+    )
+
+
 def _kind_phrase(leaf: Any, kind: str) -> str:
     return {"bool": "a boolean", "int": "an integer"}.get(kind, f"a {type(leaf).__name__}")
 

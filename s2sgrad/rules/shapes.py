@@ -10,6 +10,7 @@ has no single function for live in :mod:`s2sgrad.runtime.shapes`.
 
 from __future__ import annotations
 
+import copy
 import operator
 
 import numpy as np
@@ -434,6 +435,31 @@ def _copy_method_jvp(t, ans, self, order="C"):
     # a copy as the value is (a view's tangent changes with its base's); d.copy() of a
     # dict or list, whose .copy() is named as an array's, copies its tangent the same way
     return np.copy(t) if isinstance(self, np.ndarray) else t.copy()
+
+
+# copy.copy and copy.deepcopy of anything differentiated (an array, a list, a dict, a
+# dataclass): the same values in a new container, so the cotangent passes through as it is;
+# the tangent is copied as the value is. (Their library source is not transformed.)
+
+
+@vjp_rule(copy.copy)
+def _copy_copy(g, ans, x):
+    return (g,)
+
+
+@jvp_rule(copy.copy)
+def _copy_copy_jvp(t, ans, x):
+    return (copy.copy(t),)
+
+
+@vjp_rule(copy.deepcopy)
+def _copy_deepcopy(g, ans, x, memo=None, _nil=None):
+    return (g, None, None)
+
+
+@jvp_rule(copy.deepcopy)
+def _copy_deepcopy_jvp(t, ans, x, memo=None, _nil=None):
+    return (copy.deepcopy(t), None, None)
 
 
 @vjp_rule(np.ndarray.astype)

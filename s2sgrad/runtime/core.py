@@ -387,7 +387,7 @@ def seed_cotangent(out: Any, origin: str | None = None) -> Any:
         return np.ones_like(out, dtype=np.promote_types(out.dtype, np.float32))
     if hasattr(out, "__array_function__") and not isinstance(out, (np.ndarray, np.generic)):
         out = hooks.value_of(out)  # a tape value recorded by an outer tape
-    if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float)):
+    if np.size(out) != 1 or not isinstance(out, (np.ndarray, np.generic, int, float, complex)):
         origin = origin or running_origin("the differentiated function")
         shape = np.shape(out) if isinstance(out, (np.ndarray, np.generic)) else type(out).__name__
         raise ValueError(

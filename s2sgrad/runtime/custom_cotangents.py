@@ -8,11 +8,13 @@ mistake, reported at its definition rather than as a NumPy error deep in generat
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from s2sgrad.errors import CotangentShapeError, where
+from s2sgrad.numpy_signatures import parameters
 
 __all__ = ["check_cotangent_shapes"]
 
@@ -26,6 +28,14 @@ def check_cotangent_shapes(derivative: Any, cotangents: tuple, args: tuple) -> N
 
         check_cotangent_shapes(df, (np.ones(2),), (np.ones(3),))  # CotangentShapeError
     """
+    if len(cotangents) > max(len(args), _positional_count(derivative)):
+        origin, name = _described(derivative)
+        raise CotangentShapeError(
+            f"{origin}: the pullback of {name} returned {len(cotangents)} cotangents for a "
+            f"call with {len(args)} argument(s); return one per argument (None for one "
+            "without), and for a single argument that is a tuple, a 1-tuple holding its "
+            "cotangent ((g_first, g_second),)"
+        )
     for position, (cotangent, argument) in enumerate(zip(cotangents, args)):
         expected, got = _shape(argument), _shape(cotangent)
         if expected is None or got is None or got == expected:
@@ -36,14 +46,32 @@ def check_cotangent_shapes(derivative: Any, cotangents: tuple, args: tuple) -> N
             joint = None
         if joint in (got, expected):
             continue
-        code = getattr(getattr(derivative, "__func__", derivative), "__code__", None)
-        origin = where(code.co_filename, code.co_firstlineno) if code else repr(derivative)
-        name = getattr(derivative, "__qualname__", "the custom derivative")
+        origin, name = _described(derivative)
         raise CotangentShapeError(
             f"{origin}: the pullback of {name} returned a cotangent of shape {got} for "
             f"argument {position}, of shape {expected}; return one with the argument's "
             "shape (one value per element of the argument)"
         )
+
+
+def _described(derivative: Any) -> tuple[str, str]:
+    """Where ``derivative`` is defined, and its name."""
+    code = getattr(getattr(derivative, "__func__", derivative), "__code__", None)
+    origin = where(code.co_filename, code.co_firstlineno) if code else repr(derivative)
+    return origin, getattr(derivative, "__qualname__", "the custom derivative")
+
+
+def _positional_count(derivative: Any) -> float:
+    """How many positional parameters ``derivative`` has: any number when it takes
+    ``*args`` or ``**kwargs`` (a wrapper may return cotangents for keyword arguments too)
+    or has no signature to read."""
+    try:
+        found = parameters(derivative)
+    except (TypeError, ValueError):
+        return math.inf
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in found):
+        return math.inf
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in found)
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:

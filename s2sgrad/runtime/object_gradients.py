@@ -8,6 +8,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import numbers
@@ -96,10 +97,40 @@ def child_names(x: Any, children: list) -> list[str | None]:
         child_names(Params(w=w, b=b), [w, b])  # ['w', 'b']
     """
     stored = _stored_attributes(x)
-    names = []
-    for child in children:
-        names.append(next((n for n, v in stored.items() if v is child), None))
+    holders = [[n for n, v in stored.items() if v is child] for child in children]
+    if any(len(held) > 1 for held in holders):  # two attributes hold one object
+        probed = _probed_names(x, stored, children)
+        if probed is not None:
+            return probed
+    names: list[str | None] = []
+    for held in holders:  # each attribute names one child
+        names.append(next((n for n in held if n not in names), None))
     return names
+
+
+def _probed_names(x: Any, stored: dict[str, Any], children: list) -> list[str | None] | None:
+    """The attribute of each child, found by flattening a copy of ``x`` whose attributes
+    hold markers; ``None`` when the class's flatten does not take them as they are."""
+    try:
+        probe = copy.copy(x)
+        markers = {name: _Marker() for name in stored}
+        for name, marker in markers.items():
+            object.__setattr__(probe, name, marker)
+        node = registered_node(probe)
+    except Exception:  # noqa: BLE001 - a flatten that computes: fall back to identity
+        return None
+    if node is None or len(node[0]) != len(children):
+        return None
+    by_marker = {id(marker): name for name, marker in markers.items()}
+    names = [by_marker.get(id(child)) for child in node[0]]
+    for held, child in zip(names, children):
+        if held is not None and stored[held] is not child:
+            return None
+    return names
+
+
+class _Marker:
+    __slots__ = ()
 
 
 def _stored_attributes(x: Any) -> dict[str, Any]:

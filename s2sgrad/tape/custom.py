@@ -25,6 +25,7 @@ import contextvars
 from typing import Any
 
 from s2sgrad.rules.registry import Rule
+from s2sgrad.runtime.core import rebuild_sequence, zeros_like_value
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.tape.recording import is_traced
 
@@ -94,7 +95,19 @@ def _any_traced(values) -> bool:
 
 
 def _custom_vjp(g, ans, call, *args):
-    return (None, *call.cotangents(g, args))
+    return (None, *call.cotangents(_filled(g, ans), args))
+
+
+def _filled(g: Any, ans: Any) -> Any:
+    """``g`` with zeros for the parts of a structured output the backward pass left without
+    a cotangent (``None``): a pullback sees a whole cotangent, as from generated code."""
+    if g is None:
+        return zeros_like_value(ans)
+    if isinstance(g, (list, tuple)) and isinstance(ans, (list, tuple)) and len(g) == len(ans):
+        return rebuild_sequence(g, [_filled(part, value) for part, value in zip(g, ans)])
+    if isinstance(g, dict) and isinstance(ans, dict):
+        return {key: _filled(g.get(key), value) for key, value in ans.items()}
+    return g
 
 
 #: The rule every custom-derivative entry is recorded with; its first argument is a CustomCall.

@@ -234,26 +234,33 @@ class GradientTape:
     def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none") -> Any:
         """The Jacobian of ``target``: shape ``target.shape + source.shape`` for each source.
 
-        Built with one backward pass per element of ``target``.
+        Built with one backward pass per element of ``target``. A nested target (list,
+        tuple, dict) gives its structure of Jacobians, each mirroring ``sources``.
 
         Example::
 
             tape.jacobian(y, x)  # y of shape (7, 10), x of shape (5, 10) → (7, 10, 5, 10)
+            tape.jacobian([y, s], x)  # [(7, 10, 5, 10), s.shape + (5, 10)]
         """
         zero = _zero_unconnected(unconnected_gradients)
         self._begin("jacobian")
         sources, rebuild = flatten(sources)
         _check_sources(sources)
         backward = Backward(self._entries, sources, self._tracks)
-        value = value_of(target)
-        shape = np.shape(value)
-        rows: list[list] = [[] for _ in sources]
-        for i in range(math.prod(shape)):
-            grads = backward.run([(target, _one_hot(value, i))])
-            for row, g in zip(rows, grads):
-                row.append(g)
+        targets, rebuild_target = flatten(target)
+        jacobians = []
+        for leaf in targets:
+            value = value_of(leaf)
+            shape = np.shape(value)
+            rows: list[list] = [[] for _ in sources]
+            for i in range(math.prod(shape)):
+                grads = backward.run([(leaf, _one_hot(value, i))])
+                for row, g in zip(rows, grads):
+                    row.append(g)
+            stacked = [_stack(row, shape, s, zero) for row, s in zip(rows, sources)]
+            jacobians.append(rebuild(stacked))
         self._end()
-        return rebuild([_stack(row, shape, s, zero) for row, s in zip(rows, sources)])
+        return rebuild_target(jacobians)
 
     def batch_jacobian(self, target: Any, source: Any, unconnected_gradients: str = "none") -> Any:
         """Per-example Jacobians: shape ``(batch,) + target.shape[1:] + source.shape[1:]``.

@@ -1202,6 +1202,7 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     plain array, allowed only when nothing is differentiated."""
     selected = keywords.get("where", mask[0] if mask else True)
     if type(dst) is TapeValue and selected is True and under_numpy_semantics():
+        _refuse_write_into_view(dst, "np.copyto")
         dst[...] = src
         return
     if not _any_tracked((dst, src, selected)):
@@ -1223,12 +1224,27 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     raise NonDifferentiableError(f"{where(*_shown_position(frame))}: {what}, or {USE_S2S}.")
 
 
+def _refuse_write_into_view(dst: TapeValue, what: str) -> None:
+    """Refuse a write by ``what`` into a tape value that views another array (``y[2:4]``,
+    ``y.T``): the tape writes a new version of the view, which the array it views would
+    never see (a wrong derivative, and a wrong value later)."""
+    if getattr(dst._value, "base", None) is not None:
+        error = UnsupportedError(
+            f"{where(*_shown_position(_user_frame()))}: {what} writes into a view of an array "
+            "(such as y[2:4] or y.T), which the tape cannot follow back into that array; "
+            f"write an item assignment y[2:4] = v instead, or {USE_S2S}."
+        )
+        error.tape_cannot_either = True
+        raise error
+
+
 def _put_mask(a: Any, mask: Any, values: Any) -> None:
     """``np.putmask(a, mask, values)``: into a tape value, the item write ``a[...] =
     np.where(mask, np.resize(values, np.shape(a)), a)`` (NumPy cycles ``values`` over
     ``a``'s flat positions); into a plain array, allowed only when nothing is
     differentiated."""
     if type(a) is TapeValue and under_numpy_semantics():
+        _refuse_write_into_view(a, "np.putmask")
         a[...] = np.where(mask, np.resize(values, np.shape(a)), a)
         return
     if not _any_tracked((a, mask, values)):

@@ -186,8 +186,8 @@ def method_writes(body: list, names: NameGenerator, locate, resolve, bindings: d
             lists = container_names(statements)
         if found[0] in lists:
             continue
-        array, written = found
-        place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
+        array, index, written = found
+        place = gast.Subscript(value=load(array), slice=index, ctx=gast.Store())
         assign = gast.copy_location(
             gast.Assign(targets=[place], value=written, type_comment=None), statement
         )
@@ -202,16 +202,34 @@ def method_writes(body: list, names: NameGenerator, locate, resolve, bindings: d
 
 
 def _method_write(statement: gast.stmt, names: NameGenerator, bindings: dict):
-    """``(array name, value written)`` for ``t.fill(v)`` and ``t.sort(axis)``, else None."""
+    """``(array name, index written, value written)`` for ``t.fill(v)`` and
+    ``t.sort(axis)`` (index ``...``), or for ``t[1:].fill(v)`` and ``t[:, 0:2].sort(axis)``
+    (a basic index: the part a view of ``t``, so the method writes into ``t``), else None."""
     value = getattr(statement, "value", None)
     if not isinstance(statement, gast.Expr) or not isinstance(value, gast.Call):
         return None
     method = value.func
-    if not isinstance(method, gast.Attribute) or not isinstance(method.value, gast.Name):
+    if not isinstance(method, gast.Attribute):
         return None
-    array = method.value.id
+    receiver = method.value
+    if isinstance(receiver, gast.Name):
+        index: gast.expr = constant(...)
+    elif (
+        isinstance(receiver, gast.Subscript)
+        and isinstance(receiver.value, gast.Name)
+        and _surely_a_view_index(receiver.slice)
+    ):
+        index, receiver = receiver.slice, receiver.value
+    else:
+        return None
+    array = receiver.id
+    part = (
+        load(array)
+        if _is_ellipsis(index)
+        else gast.Subscript(load(array), clone(index), gast.Load())
+    )
     if method.attr == "fill" and len(value.args) == 1 and not value.keywords:
-        return array, value.args[0]
+        return array, index, value.args[0]
     if method.attr != "sort":
         return None
     axes = [*value.args, *(k.value for k in value.keywords if k.arg == "axis")]
@@ -221,7 +239,40 @@ def _method_write(statement: gast.stmt, names: NameGenerator, bindings: dict):
     if not (isinstance(axis, gast.Constant) and type(axis.value) is int):
         return None
     helper = _bound(np.sort, "np_sort", names, bindings)
-    return array, call(load(helper), [load(array), axis])
+    return array, index, call(load(helper), [part, axis])
+
+
+def _is_ellipsis(index: gast.expr) -> bool:
+    return isinstance(index, gast.Constant) and index.value is Ellipsis
+
+
+def _surely_a_view_index(index: gast.expr) -> bool:
+    """Whether ``index`` is basic indexing with a slice or ``...`` in it (``1:``, ``:, 0``),
+    whose bounds are names or literals: of an array, a view (never a copy or a number), and
+    reading the index again has no effect."""
+    parts = index.elts if isinstance(index, gast.Tuple) else [index]
+    if not any(isinstance(p, gast.Slice) or _is_ellipsis(p) for p in parts):
+        return False
+    for part in parts:
+        if isinstance(part, gast.Slice):
+            bounds = [b for b in (part.lower, part.upper, part.step) if b is not None]
+            if not all(_plain_bound(b) for b in bounds):
+                return False
+        elif not (_is_ellipsis(part) or _is_integer_literal(part)):
+            return False
+    return True
+
+
+def _plain_bound(bound: gast.expr) -> bool:
+    if isinstance(bound, gast.UnaryOp) and isinstance(bound.op, gast.USub):
+        bound = bound.operand  # y[-n:]
+    return isinstance(bound, gast.Name) or _is_integer_literal(bound)
+
+
+def _is_integer_literal(node: gast.expr) -> bool:
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        node = node.operand
+    return isinstance(node, gast.Constant) and type(node.value) is int
 
 
 def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:

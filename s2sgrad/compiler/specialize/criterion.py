@@ -30,6 +30,7 @@ from s2sgrad.compiler.specialize.path_shapes import (
     names_assigned_in,
 )
 from s2sgrad.compiler.syntax import names_read, walk
+from s2sgrad.pytrees import registered_node
 
 __all__ = ["index_parameters", "integer_index", "shapes_follow_arguments", "signature"]
 
@@ -82,6 +83,9 @@ def _describe(value: Any):
     shape = getattr(value, "shape", None)
     if isinstance(shape, tuple):  # a duck array (a Dask array): its shape sets the code's
         return (shape, getattr(value, "dtype", None), type(value))
+    node = registered_node(value)  # a dataclass, a registered class: its arrays' shapes too
+    if node is not None:
+        return (type(value), tuple(_describe(child) for child in node[0]))
     return type(value)
 
 
