@@ -289,7 +289,8 @@ def _matches_class(code: Any) -> bool:
 
 # ``y[index] = v`` into a plain array the function made, with ``v`` being differentiated ----
 
-# code object -> {line: (name, compiled index) of a write the tape may take over, or None}
+# code object -> {line: (name, compiled index, check of the value written) of a write the
+# tape may take over, or None}
 _PLAIN_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -297,8 +298,9 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
     """``(name, index)`` when ``frame`` runs ``name[index] = v`` (or ``name[index] += v``)
     on a plain array that the function itself made (its only binding is ``name =
     np.zeros(...)``, another call known to return a new array, or arithmetic), whose index
-    has no calls (so it may be evaluated again), and after which no name sharing the array
-    is read; else None. The tape then takes the array over as a tape value (see
+    has no calls (so it may be evaluated again), which stores one value (not a list whose
+    items NumPy converts one by one), and after which no name sharing the array is read;
+    else None. The tape then takes the array over as a tape value (see
     ``TapeValue._refuse_plain``). ``(name, None)`` when it runs ``name += v`` on such an
     array, otherwise only updated so: the tape binds ``name`` to the new value.
 
@@ -314,9 +316,11 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
     if found is None or found[0] in code.co_cellvars or found[0] not in frame.f_locals:
         return None
     refuse_shared_update(frame)
-    name, index = found
+    name, index, one_value = found
     if index is None:  # name += v: the name is bound again
-        return found
+        return name, None
+    if one_value is not None and not one_value(frame.f_globals, frame.f_locals):
+        return None  # y[i] = row of a list row: NumPy converts its items one by one
     scope = {**frame.f_locals, SLICE: slice}
     return name, eval(index, frame.f_globals, scope)  # noqa: S307 (the user's own index)
 

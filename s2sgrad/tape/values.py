@@ -1419,7 +1419,8 @@ def _inside_index_concatenation() -> bool:
     return False
 
 
-# (frame, instruction) of the last item store whose array the tape took over -> its value
+# (frame, instruction) of the last item store whose array the tape took over -> the tape
+# value it made and the value written
 _TAKEN_OVER: dict[tuple[int, int], Any] = {}
 
 
@@ -1434,15 +1435,15 @@ def _take_over_written_array(frame: Any, value: TapeValue) -> bool:
     name, index = found
     array = frame.f_locals[name]
     key = (id(frame), frame.f_lasti)
-    if array is _TAKEN_OVER.get(key):  # NumPy converting the value once more
-        return True
+    if array is _TAKEN_OVER.get(key, (None,))[0]:  # NumPy converting a value once more:
+        return value is _TAKEN_OVER[key][1]  # another one is an item of a sequence written
     if type(array) is not np.ndarray:
         return False
     taken = TapeValue(array.copy(), ())
     _write_item(taken, index, value)
     _bind_local(frame, name, taken)
     _TAKEN_OVER.clear()
-    _TAKEN_OVER[key] = taken
+    _TAKEN_OVER[key] = (taken, value)
     return True
 
 
