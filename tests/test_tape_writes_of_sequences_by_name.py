@@ -70,8 +70,15 @@ def rows_from_tuples(k):
     return np.sum(traj**2 * WEIGHTS)
 
 
+def row_from_a_numpy_tuple(k):
+    traj = np.zeros((2, 2))
+    traj[0] = np.linalg.slogdet(np.diag([k, 2.0]) + 3.0)  # (sign, log|det|)
+    return np.sum(traj**2 * WEIGHTS)
+
+
 SEQUENCES = [
     row_from_a_helper,
+    row_from_a_numpy_tuple,
     row_of_two_values_from_a_helper,
     rows_from_a_list_of_lists,
     rows_from_a_loop,
@@ -130,7 +137,16 @@ def arithmetic_and_reductions(x):
     return np.sum(out**3)
 
 
+def items_of_numpy_results(x):
+    out = np.zeros((3, 2))
+    out[0] = np.take_along_axis(x.reshape(2, 2), np.array([[1], [0]]), axis=1)[:, 0]
+    out[1] = np.linalg.solve(np.eye(2) * 2.0, x[1:3])
+    out[2] = np.sum(x.reshape(2, 2), axis=0)
+    return np.sum(out**3)
+
+
 ONE_VALUE = [
+    (items_of_numpy_results, (4,)),
     (items_of_an_array, (4,)),
     (items_of_a_list_of_arrays, (4,)),
     (fields_of_a_named_tuple, (2,)),

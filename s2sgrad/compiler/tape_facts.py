@@ -28,6 +28,7 @@ from s2sgrad.compiler.passes.aliases import fresh_result, shared_in_place_update
 from s2sgrad.compiler.passes.desugar import desugar_matches
 from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.reads_after import names_unread_after_call
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.compiler.written_values import one_value_check
 from s2sgrad.errors import S2SGradError, UnsupportedError
@@ -417,4 +418,5 @@ use_source_facts(
     class_pattern=value_class_pattern,
     plain_writes=plain_writes_by_line,
     view_writes=view_writes_by_line,
+    unread_after_call=names_unread_after_call,
 )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import builtins
 import numbers
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -38,23 +39,44 @@ _ONE = "__s2sgrad_one_value"
 _ITEM = "__s2sgrad_item_of"
 _ARRAY = "__s2sgrad_is_array"
 
-# NumPy (and SciPy) functions that return one array or number whatever their arguments
-_ONE_ARRAY_FUNCTIONS = frozenset(
-    map(
-        id,
-        (
-            np.sum, np.mean, np.prod, np.max, np.min, np.amax, np.amin, np.var, np.std,
-            np.dot, np.matmul, np.tensordot, np.outer, np.inner, np.einsum, np.cross,
-            np.linalg.norm, np.linalg.solve, np.linalg.inv, np.linalg.det, np.trace,
-            np.clip, np.cumsum, np.cumprod, np.asarray, np.array, np.stack, np.concatenate,
-            np.hstack, np.vstack, np.column_stack, np.zeros, np.ones, np.full, np.zeros_like,
-            np.ones_like, np.full_like, np.reshape, np.transpose, np.squeeze, np.expand_dims,
-            np.ravel, np.diag, np.eye, np.roll, np.flip, np.sort, np.take, np.tile,
-            np.repeat, np.interp, np.linspace, np.arange, np.diff, np.copy, np.average,
-            np.median, np.broadcast_to, np.kron, np.polyval,
-        ),
-    )
-)  # fmt: skip
+# NumPy (and SciPy) functions that return one array or number whatever their arguments,
+# by module (SciPy's only when the user's code has imported it)
+# fmt: off
+_ONE_ARRAY_FUNCTIONS = {
+    "numpy": frozenset({
+        "sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std", "average",
+        "median", "nansum", "nanmean", "ptp", "quantile", "percentile", "dot", "vdot",
+        "matmul", "tensordot", "outer", "inner", "einsum", "cross", "kron", "trace", "clip",
+        "cumsum", "cumprod", "diff", "asarray", "array", "copy", "ascontiguousarray",
+        "stack", "concatenate", "hstack", "vstack", "dstack", "column_stack", "block",
+        "append", "insert", "delete", "zeros", "ones", "full", "empty", "zeros_like",
+        "ones_like", "full_like", "empty_like", "eye", "identity", "tri", "tril", "triu",
+        "diag", "diagonal", "diagflat", "reshape", "ravel", "transpose", "swapaxes",
+        "moveaxis", "squeeze", "expand_dims", "broadcast_to", "roll", "flip", "fliplr",
+        "flipud", "rot90", "sort", "argsort", "argmax", "argmin", "take", "take_along_axis",
+        "tile", "repeat", "pad", "interp", "linspace", "logspace", "arange", "polyval",
+        "convolve", "correlate", "select", "piecewise", "choose", "searchsorted",
+        "count_nonzero", "all", "any", "real", "imag", "angle", "around", "round",
+        "nan_to_num", "sinc", "cov", "corrcoef", "vander", "resize", "bincount",
+        "trapezoid", "trapz"
+    }),
+    "numpy.linalg": frozenset({
+        "norm", "solve", "inv", "det", "cholesky", "pinv", "matrix_power", "eigvalsh",
+        "eigvals", "multi_dot"
+    }),
+    "numpy.fft": frozenset({
+        "fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn",
+        "fftshift", "ifftshift"
+    }),
+    "scipy.linalg": frozenset({
+        "solve", "solve_triangular", "cho_solve", "lu_solve", "solve_banded", "expm", "inv",
+        "det", "sqrtm", "logm", "block_diag", "toeplitz", "circulant"
+    }),
+    "scipy.special": frozenset({
+        "logsumexp", "softmax", "log_softmax"
+    }),
+}
+# fmt: on
 # builtins whose result is a number (or an array) and never a sequence
 _ONE_VALUE_BUILTINS = frozenset({"abs", "float", "int", "round", "pow", "len"})
 # array methods that lists, tuples and dicts do not have, whose result is an array
@@ -120,7 +142,10 @@ class _Checks:
             return isinstance(node.value, (numbers.Number, type(None)))
         if kind in (gast.Name, gast.Attribute, gast.Subscript):
             looked_up = self.lookup(node)
-            return False if looked_up is None else _call(_ONE, looked_up)
+            if looked_up is not None:
+                return _call(_ONE, looked_up)
+            # np.take(...)[..., 0]: an item of one array (or number) is one value
+            return self.check(node.value) if kind is gast.Subscript else False
         if kind in (gast.UnaryOp, gast.Compare):  # -seq raises; a comparison is a bool
             return True
         if kind is gast.BinOp:
@@ -146,13 +171,12 @@ class _Checks:
             function = self.resolve(node.func)
         except Exception:
             function = None
-        if _is_tapes_wrapper(function):  # NumPy's function, while the tape runs
-            function = function.__wrapped__
+        function = _unwrapped(function)
         if isinstance(function, np.ufunc):
             return function.nout == 1
         if function is np.where:
             return len(node.args) == 3  # np.where(c) is a tuple of index arrays
-        if id(function) in _ONE_ARRAY_FUNCTIONS:
+        if _returns_one_array(function):
             return True
         name = getattr(function, "__name__", None)
         if name is not None and getattr(builtins, name, None) is function:
@@ -209,6 +233,19 @@ class _AnArrayItem:
 
 
 _ARRAY_ITEM = _AnArrayItem()
+
+
+def _returns_one_array(function: Any) -> bool:
+    name = getattr(function, "__name__", None)
+    return any(
+        name in names and _unwrapped(getattr(sys.modules.get(module), name, None)) is function
+        for module, names in _ONE_ARRAY_FUNCTIONS.items()
+    )
+
+
+def _unwrapped(function: Any) -> Any:
+    """NumPy's function itself, while the tape runs its wrapper of it in its place."""
+    return function.__wrapped__ if _is_tapes_wrapper(function) else function
 
 
 def _is_tapes_wrapper(function: Any) -> bool:
