@@ -145,7 +145,16 @@ def items_of_numpy_results(x):
     return np.sum(out**3)
 
 
+def columns_of_reshaped_windows(x):
+    cols = np.zeros((3, 2))
+    for i in range(3):
+        cols[i, :] = x[i : i + 2].reshape(-1) * 1.5
+        cols[i] = x[i : i + 2].reshape(-1)
+    return np.sum(np.tanh(cols) ** 2)
+
+
 ONE_VALUE = [
+    (columns_of_reshaped_windows, (4,)),
     (items_of_numpy_results, (4,)),
     (items_of_an_array, (4,)),
     (items_of_a_list_of_arrays, (4,)),

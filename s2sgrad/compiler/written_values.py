@@ -176,7 +176,7 @@ class _Checks:
             return function.nout == 1
         if function is np.where:
             return len(node.args) == 3  # np.where(c) is a tuple of index arrays
-        if _returns_one_array(function):
+        if _returns_one_array(function) or _is_runtime_helper(function):
             return True
         name = getattr(function, "__name__", None)
         if name is not None and getattr(builtins, name, None) is function:
@@ -243,6 +243,13 @@ def _returns_one_array(function: Any) -> bool:
     )
 
 
+def _is_runtime_helper(function: Any) -> bool:
+    """A helper of s2sgrad's runtime that generated code calls (``add_cotangents``), whose
+    cotangent entry is one value (a second one NumPy converted would be refused)."""
+    module = getattr(function, "__module__", None) or ""
+    return module.startswith("s2sgrad.runtime") and callable(function)
+
+
 def _unwrapped(function: Any) -> Any:
     """NumPy's function itself, while the tape runs its wrapper of it in its place."""
     return function.__wrapped__ if _is_tapes_wrapper(function) else function
@@ -254,7 +261,7 @@ def _is_tapes_wrapper(function: Any) -> bool:
 
 
 def _item_of(base: Any, index: Any) -> Any:
-    if base is _ARRAY_ITEM or _is_array(base):
+    if _is_array(base):
         return _ARRAY_ITEM
     if type(base) in (list, tuple, dict) or isinstance(base, tuple):  # a namedtuple too
         return base[index]
@@ -262,13 +269,13 @@ def _item_of(base: Any, index: Any) -> Any:
 
 
 def _is_array(value: Any) -> bool:
-    if isinstance(value, TapeValue):
+    if value is _ARRAY_ITEM or isinstance(value, TapeValue):
         return True
     return isinstance(value, np.ndarray) and value.dtype != object
 
 
 def _is_one_value(value: Any) -> bool:
-    if value is _ARRAY_ITEM or _is_array(value):
+    if _is_array(value):
         return True
     return isinstance(value, (numbers.Number, np.generic))
 

@@ -1199,6 +1199,7 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     plain array, allowed only when nothing is differentiated."""
     selected = keywords.get("where", mask[0] if mask else True)
     if type(dst) is TapeValue and selected is True and under_numpy_semantics():
+        _refuse_writing_through_a_view(dst, "np.copyto")
         dst[...] = src
         return
     if not _any_tracked((dst, src, selected)):
@@ -1226,6 +1227,7 @@ def _put_mask(a: Any, mask: Any, values: Any) -> None:
     ``a``'s flat positions); into a plain array, allowed only when nothing is
     differentiated."""
     if type(a) is TapeValue and under_numpy_semantics():
+        _refuse_writing_through_a_view(a, "np.putmask")
         a[...] = np.where(mask, np.resize(values, np.shape(a)), a)
         return
     if not _any_tracked((a, mask, values)):
@@ -1246,6 +1248,7 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     from s2sgrad.runtime.ufunc_methods import diagonal_index
 
     if type(a) is TapeValue and under_numpy_semantics():
+        _refuse_writing_through_a_view(a, "np.fill_diagonal")
         a[diagonal_index(a, wrap)] = val
         return
     if not _any_tracked((a, val)):
@@ -1258,12 +1261,27 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     )
 
 
+def _refuse_writing_through_a_view(target: TapeValue, what: str) -> None:
+    """A library call writing into ``target`` in place: refused when ``target`` is a view of
+    another array (``np.copyto(W[0], v)``), whose change NumPy makes and the tape, writing
+    a new version of ``target`` alone, would not."""
+    if getattr(target._value, "base", None) is not None:
+        raise NonDifferentiableError(
+            f"{user_location()}: {what} into a view of an array (a slice, a reshape) writes "
+            "through to the array it views, which the tape cannot follow; write into the "
+            "array itself with an index (W[0] = v, W[i, i] = v), or build a new array, or "
+            f"{USE_S2S}."
+        )
+
+
 def _call_at(primitive: Any, inputs: tuple) -> Any:
     """``ufunc.at(a, indices, b)`` writes into ``a``. Into a tape value, the item write
     ``a[...] = added_at(a, indices, ±b)`` for ``np.add``/``np.subtract``, and
     ``a[indices] = ufunc(a[indices], b)`` for another ufunc with a rule (indices picking each
     element once); into a plain array, allowed only when nothing is differentiated."""
     ufunc = primitive.__self__
+    if type(inputs[0]) is TapeValue and under_numpy_semantics():
+        _refuse_writing_through_a_view(inputs[0], describe(primitive))
     if type(inputs[0]) is TapeValue and under_numpy_semantics() and _written_at(ufunc, inputs):
         return None
     taken = _taken_over_for_at(ufunc, inputs)
