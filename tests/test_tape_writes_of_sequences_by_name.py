@@ -134,6 +134,8 @@ def arithmetic_and_reductions(x):
     out[1] = sum(x[i] for i in range(2))
     out[2] = x[:2] + [1.0, 2.0]
     out[3] = (x[1:3] * x[:2]).sum() + np.tanh(x[2])
+    out[3, 0] = max(x[0] * x[1] - 0.1, 0.0)
+    out[2, 1] = x[1] * np.random.default_rng(0).normal()
     return np.sum(out**3)
 
 

@@ -152,8 +152,10 @@ class _Checks:
             left, right = self.check(node.left), self.check(node.right)
             if type(node.op) is gast.Add:  # seq + seq joins; one value + anything does not
                 return _either(left, right)
-            if type(node.op) is gast.Mult:  # 2 * seq repeats it
-                return _both(left, right)
+            if type(node.op) is gast.Mult:  # 2 * seq repeats it; an array * seq is an array
+                return _either(
+                    _both(left, right), _either(self.array(node.left), self.array(node.right))
+                )
             return True  # -, /, **, @ ... of a sequence raise or give an array
         if kind is gast.IfExp:
             return _both(self.check(node.body), self.check(node.orelse))
@@ -182,6 +184,11 @@ class _Checks:
         if name is not None and getattr(builtins, name, None) is function:
             if name == "sum":  # 0 + seq raises: sum(items) without a start is no sequence
                 return len(node.args) == 1 and not node.keywords
+            if name in ("max", "min") and len(node.args) >= 2:  # one of the values given
+                answer: bool | ast.expr = True
+                for argument in node.args:
+                    answer = _both(answer, self.check(argument))
+                return answer
             return name in _ONE_VALUE_BUILTINS
         func = node.func
         if type(func) is not gast.Attribute or func.attr in _SEQUENCE_METHODS:
@@ -191,6 +198,11 @@ class _Checks:
             return _call(_ARRAY, receiver)
         # (a * k).sum(): a method no list, tuple or dict has, of what an expression makes
         return func.attr in _ARRAY_ONLY_METHODS
+
+    def array(self, node: gast.expr) -> bool | ast.expr:
+        """Whether ``node`` is an array (or a tape value), asked in the frame for a lookup."""
+        looked_up = self.lookup(node)
+        return False if looked_up is None else _call(_ARRAY, looked_up)
 
     def lookup(self, node: gast.expr) -> ast.expr | None:
         """``node`` as an expression to evaluate again in the frame (an item of a list,
