@@ -163,7 +163,9 @@ def function_origin(function: object) -> str | None:
     code = getattr(function, "__code__", None)
     if code is None:
         return None
-    return f"{code.co_filename}:{code.co_firstlineno}"
+    here = f"{code.co_filename}:{code.co_firstlineno}"
+    origin = origin_of(code.co_filename)  # a function defined in generated code
+    return here if origin is None else f"{origin} (in its derivative, {here})"
 
 
 def tracing() -> bool:

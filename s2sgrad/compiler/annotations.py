@@ -21,6 +21,7 @@ __all__ = ["annotate", "annotation", "ANNOTATIONS"]
 SYNCED = "s2s_synced"  # aliases: an in-place update and the store that keeps a copy in step
 RANGE_LOOP = "s2s_range"  # loops: the loop runs over a plain ``range`` (its index is the counter)
 CHANGED_AS_VISITED = "s2s_changed"  # loops: the body changes the list it visits (left as written)
+LIBRARY_WRITE = "s2s_library_write"  # t[...] = f(...) written for f(..., out=t): the tape checks it
 
 # Derivative code (reverse/)
 REPLAY = "s2s_replay"  # a block the backward sweep runs again to restore values

@@ -28,7 +28,9 @@ from s2sgrad.compiler.passes.aliases import fresh_result, shared_in_place_update
 from s2sgrad.compiler.passes.desugar import desugar_matches
 from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.reads_after import names_unread_after_call
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
+from s2sgrad.compiler.written_values import one_value_check
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.runtime.core import zeros_like_value
 from s2sgrad.tape.in_place import SLICE, use_source_facts
@@ -185,18 +187,20 @@ _PURE_INDEX = (
 
 
 def plain_writes_by_line(function: Any) -> dict[int, Any]:
-    """``{line: (name, compiled index) or None}`` for each ``name[index] = v`` (or
-    ``name[index] += v``) in ``function``: the pair when ``name`` is a local bound once
+    """``{line: (name, compiled index, check) or None}`` for each ``name[index] = v`` (or
+    ``name[index] += v``) in ``function``: the triple when ``name`` is a local bound once
     only, by arithmetic or a call known to return a new array, and the index has no calls
     (it is evaluated again in the running frame, with :data:`s2sgrad.tape.in_place.SLICE`
-    for slices), and ``v`` is not a list or tuple display (NumPy would hand the tape its
-    items, not ``v``); else None. For ``name += v`` the pair is ``(name, None)`` when ``name`` is
-    bound once so, and otherwise only updated by such operators; and ``(name, None)`` for
+    for slices), and ``v`` may be one value: ``check`` is None when it surely is, else a
+    function of the frame's ``(globals, locals)`` telling whether it is (NumPy hands the
+    tape the items of a list, not ``v``; see :mod:`s2sgrad.compiler.written_values`); else
+    None. For ``name += v`` the triple is ``(name, None, None)`` when ``name`` is bound once
+    so, and otherwise only updated by such operators; and ``(name, None, None)`` for
     ``np.add.at(name, index, v)`` (or ``np.subtract.at``) into such a ``name``.
 
     Example::
 
-        plain_writes_by_line(f)  # {5: ('Y', <code object <module>>)}
+        plain_writes_by_line(f)  # {5: ('Y', <code object <module>>, None)}
     """
     try:
         parsed = parse_function(function)
@@ -210,11 +214,13 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
         line = parsed.line_offset + getattr(statement, "lineno", 0)
         added_into = _added_at_into(statement, parsed.resolve)
         if added_into is not None:  # np.add.at(y, index, v): y bound again, as by y += v
-            writes[line] = (added_into, None) if added_into in made and line not in writes else None
+            writes[line] = (
+                (added_into, None, None) if added_into in made and line not in writes else None
+            )
             continue
         if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
             name = statement.target.id  # y += v: y bound again to what += returns
-            writes[line] = (name, None) if name in updated and line not in writes else None
+            writes[line] = (name, None, None) if name in updated and line not in writes else None
             continue
         if type(statement) is gast.Assign:
             target = statement.targets[0] if len(statement.targets) == 1 else None
@@ -228,44 +234,18 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             for n in gast.walk(target.slice)
         )
         # y[i] = [a, b]: NumPy converts the items one by one, not the value written
-        one_value = not _may_hold_items(statement.value, statements)
-        fits = name in made and pure and one_value
+        one_value = (
+            True
+            if type(statement) is gast.AugAssign
+            else one_value_check(statement.value, parsed.resolve)
+        )
+        fits = name in made and pure and one_value is not False
         writes[line] = (
-            (name, _compiled_index(target.slice)) if fits and line not in writes else None
+            (name, _compiled_index(target.slice), None if one_value is True else one_value)
+            if fits and line not in writes
+            else None
         )
     return writes
-
-
-# values that hold several items NumPy converts one by one when it stores them
-_DISPLAYS = (gast.List, gast.Tuple, gast.Set, gast.ListComp, gast.SetComp, gast.GeneratorExp)
-
-
-def _may_hold_items(value: gast.expr, statements: list, seen: frozenset = frozenset()) -> bool:
-    """Whether ``value`` may be a list or tuple: a display or comprehension, ``+`` or ``*``
-    of one, or a local name that the function binds to one or appends to."""
-    if isinstance(value, _DISPLAYS):
-        return True
-    if type(value) is gast.BinOp:
-        return any(_may_hold_items(v, statements, seen) for v in (value.left, value.right))
-    if type(value) is not gast.Name or value.id in seen:
-        return False
-    name, seen = value.id, seen | {value.id}
-    for statement in statements:
-        if type(statement) is gast.Assign and any(
-            type(t) is gast.Name and t.id == name for t in statement.targets
-        ):
-            if _may_hold_items(statement.value, statements, seen):
-                return True
-        elif type(statement) is gast.Expr and type(statement.value) is gast.Call:
-            func = statement.value.func
-            if (
-                type(func) is gast.Attribute
-                and func.attr in ("append", "extend", "insert")
-                and type(func.value) is gast.Name
-                and func.value.id == name
-            ):
-                return True
-    return False
 
 
 def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
@@ -438,4 +418,5 @@ use_source_facts(
     class_pattern=value_class_pattern,
     plain_writes=plain_writes_by_line,
     view_writes=view_writes_by_line,
+    unread_after_call=names_unread_after_call,
 )

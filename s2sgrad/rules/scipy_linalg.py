@@ -1,6 +1,7 @@
 """Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve``, ``solve_triangular``,
-``solve_banded``, ``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``, and ``inv``
-and ``det`` (NumPy's rules: a singular matrix's determinant differentiates to its cofactors).
+``solve_banded``, ``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``,
+``lu_factor``, ``lu_solve``, and ``inv`` and ``det`` (NumPy's rules: a singular matrix's
+determinant differentiates to its cofactors).
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
@@ -449,3 +450,119 @@ def _cho_solve_along_factor(c_and_lower, d_c, x):
     size = np.shape(c)[-1]
     moved = np.matmul(d_a, np.reshape(x, (size, -1)))
     return -linalg.cho_solve((c, lower), np.reshape(moved, np.shape(x)))
+
+
+# lu_factor(a) returns (lu, piv): lu holds U in its upper triangle and L (unit diagonal,
+# not stored) below it, and piv LAPACK's row swaps, so that a[rows] = L U for the rows
+# that applying the swaps to 0..n-1 gives. Differentiating L U = a[rows],
+# dL U + L dU = da[rows]: with F = L^-1 da[rows] U^-1, dL = L tril(F, -1) and
+# dU = triu(F) U; reverse mode gives da[rows] = L^-T (tril(L^T GL, -1) + triu(GU U^T)) U^-T.
+# lu_solve((lu, piv), b, trans) solves a x = b (a^T x = b for trans=1): as solve, then on
+# through a = P L U to lu.
+
+_LU_SQUARE = "scipy.linalg.lu_factor is differentiated for square matrices; got shape {shape}"
+_LU_TRANS = (
+    "scipy.linalg.lu_solve with trans=2 (the conjugate transpose) is differentiated for "
+    "real matrices as trans=1; pass trans=1"
+)
+
+
+def _lu_rows(piv):
+    """The rows of ``a`` that ``lu_factor``'s row swaps ``piv`` bring up, in order."""
+    rows = list(range(len(piv)))
+    for i in range(len(piv)):
+        p = int(piv[i])  # piv is an output of lu_factor, a recorded value on the tape
+        rows[i], rows[p] = rows[p], rows[i]
+    return np.array(rows, dtype=np.intp)
+
+
+def _lu_parts(lu):
+    """``(L, U)`` of a packed factor."""
+    size = np.shape(lu)[-1]
+    return np.tril(lu, -1) + np.eye(size), np.triu(lu)
+
+
+def _lu_factor_cotangent(g_lu, lu, rows):
+    """The cotangent of ``a`` for the cotangent ``g_lu`` of ``lu_factor(a)[0]``."""
+    lower, upper = _lu_parts(lu)
+    inner = np.tril(np.matmul(lower.T, np.tril(g_lu, -1)), -1) + np.triu(
+        np.matmul(np.triu(g_lu), upper.T)
+    )
+    left = linalg.solve_triangular(lower, inner, lower=True, trans=1, unit_diagonal=True)
+    moved = linalg.solve_triangular(upper, left.T, lower=False).T  # left U^-T
+    return moved[np.argsort(rows)]
+
+
+def _lu_factor_tangent(t, lu, rows):
+    """The tangent of ``lu_factor(a)[0]`` along ``t``."""
+    lower, upper = _lu_parts(lu)
+    left = linalg.solve_triangular(lower, t[rows], lower=True, unit_diagonal=True)
+    f = linalg.solve_triangular(upper, left.T, lower=False, trans=1).T  # L^-1 t[rows] U^-1
+    return np.matmul(lower, np.tril(f, -1)) + np.matmul(np.triu(f), upper)
+
+
+def _lu_square(a):
+    shape = np.shape(a)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        refuse(_LU_SQUARE.format(shape=shape))
+
+
+returns_several(linalg.lu_factor)
+
+
+@vjp_rule(linalg.lu_factor)
+def _lu_factor(g, ans, a, overwrite_a=False, check_finite=True):
+    _lu_square(a)
+    if overwrite_a:
+        refuse(_OVERWRITTEN.format(name="lu_factor"))
+    g_lu = np.zeros_like(ans[0]) if g[0] is None else g[0]
+    return _lu_factor_cotangent(g_lu, ans[0], _lu_rows(ans[1]))
+
+
+@jvp_rule(linalg.lu_factor)
+def _lu_factor_jvp(t, ans, a, overwrite_a=False, check_finite=True):
+    _lu_square(a)
+    if overwrite_a:
+        refuse(_OVERWRITTEN.format(name="lu_factor"))
+    return ((_lu_factor_tangent(t, ans[0], _lu_rows(ans[1])), None),)
+
+
+@vjp_rule(linalg.lu_solve)
+def _lu_solve(g, ans, lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    lu, piv = lu_and_piv
+    if trans not in (0, 1, "N", "T"):
+        refuse(_LU_TRANS)
+    transposed = trans in (1, "T")
+    g_b = linalg.lu_solve((lu, piv), g, trans=0 if transposed else 1)
+    size = np.shape(lu)[-1]
+    flat_g, flat_x = np.reshape(g_b, (size, -1)), np.reshape(ans, (size, -1))
+    # a x = b: da = -g_b x^T; a^T x = b: da = -x g_b^T
+    d_a = -np.matmul(flat_x, flat_g.T) if transposed else -np.matmul(flat_g, flat_x.T)
+    lower, upper = _lu_parts(lu)
+    d_rows = d_a[_lu_rows(piv)]  # P^T da
+    g_lu = np.tril(np.matmul(d_rows, upper.T), -1) + np.triu(np.matmul(lower.T, d_rows))
+    return index_cotangent(g_lu, lu_and_piv, 0), g_b
+
+
+@jvp_rule(linalg.lu_solve)
+def _lu_solve_jvp(t, ans, lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    # each entry reads only its own argument's tangent
+    return (
+        _lu_solve_along_factor(lu_and_piv, t[0], ans, trans),
+        linalg.lu_solve(lu_and_piv, t, trans=trans),
+    )
+
+
+def _lu_solve_along_factor(lu_and_piv, d_lu, x, trans):
+    """The tangent of ``x = lu_solve((lu, piv), b, trans)`` along ``d_lu``."""
+    lu, piv = lu_and_piv
+    if trans not in (0, 1, "N", "T"):
+        refuse(_LU_TRANS)
+    lower, upper = _lu_parts(lu)
+    d_lu = np.zeros_like(lu) if d_lu is None else d_lu
+    d_pa = np.matmul(np.tril(d_lu, -1), upper) + np.matmul(lower, np.triu(d_lu))  # P^T da
+    d_a = d_pa[np.argsort(_lu_rows(piv))]
+    size = np.shape(lu)[-1]
+    flat_x = np.reshape(x, (size, -1))
+    moved = np.matmul(d_a.T if trans in (1, "T") else d_a, flat_x)
+    return -linalg.lu_solve(lu_and_piv, np.reshape(moved, np.shape(x)), trans=trans)

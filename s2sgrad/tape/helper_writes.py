@@ -36,6 +36,7 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
+from s2sgrad.tape.in_place import names_unread_after_call
 
 __all__ = ["is_helper_frame", "is_held", "refuse_hidden_changes"]
 
@@ -106,7 +107,7 @@ def _refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
     if not isinstance(written, np.ndarray):
         return
     for holder, name, held in _held_values(frame, skipped_dirs):
-        if held is value:
+        if held is value or _unread_again(holder, name, held, frame):
             continue
         array = getattr(held, "_value", held)
         if isinstance(array, np.ndarray) and np.may_share_memory(array, written):
@@ -122,6 +123,15 @@ def _refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
             error.tape_cannot_either = True
             error.in_generated_code = code.co_filename in ORIGINS  # s2sgrad's code, on the tape
             raise error
+
+
+def _unread_again(holder: Any, name: str, held: Any, frame: Any) -> bool:
+    """Whether ``held`` is the value of the local ``name`` of a caller ``holder`` that the
+    caller cannot read again once the call it runs returns (``X = mask(X.reshape(n, -1))``):
+    NumPy's change of its memory is then seen by nothing."""
+    if holder is frame or holder.f_locals.get(name) is not held:
+        return False
+    return name in holder.f_code.co_varnames and name in names_unread_after_call(holder)
 
 
 def _is_skipped(frame: Any, skipped_dirs: tuple) -> bool:

@@ -43,6 +43,7 @@ __all__ = [
     "refuse_unread_sharing",
     "refuse_value_class_patterns",
     "use_source_facts",
+    "names_unread_after_call",
     "refuse_view_write",
     "SLICE",
 ]
@@ -62,6 +63,9 @@ class SourceFacts:
     # function -> {line: (why its write into an array an expression makes is refused,
     # whether always or only into a view)}
     view_writes: Callable[[Any], dict[int, tuple[str, bool]]]
+    # (function, (first line, last line), (first column, end column)) of a call it runs ->
+    # the local names it cannot read again once that call returns
+    unread_after_call: Callable[[Any, tuple, Any], frozenset[str]] | None = None
 
 
 _facts: SourceFacts | None = None
@@ -75,6 +79,7 @@ def use_source_facts(
     class_pattern: Callable[[Any], str],
     plain_writes: Callable[[Any], dict[int, Any]],
     view_writes: Callable[[Any], dict[int, tuple[str, bool]]],
+    unread_after_call: Callable[[Any, tuple, Any], frozenset[str]] | None = None,
 ) -> None:
     """Register the source analysis the tape asks (the compiler, above the tape, does
     when imported).
@@ -86,7 +91,9 @@ def use_source_facts(
         )
     """
     global _facts
-    _facts = SourceFacts(shared_updates, class_pattern, plain_writes, view_writes)
+    _facts = SourceFacts(
+        shared_updates, class_pattern, plain_writes, view_writes, unread_after_call
+    )
 
 
 def _source_facts() -> SourceFacts:
@@ -289,7 +296,8 @@ def _matches_class(code: Any) -> bool:
 
 # ``y[index] = v`` into a plain array the function made, with ``v`` being differentiated ----
 
-# code object -> {line: (name, compiled index) of a write the tape may take over, or None}
+# code object -> {line: (name, compiled index, check of the value written) of a write the
+# tape may take over, or None}
 _PLAIN_WRITES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -297,8 +305,9 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
     """``(name, index)`` when ``frame`` runs ``name[index] = v`` (or ``name[index] += v``)
     on a plain array that the function itself made (its only binding is ``name =
     np.zeros(...)``, another call known to return a new array, or arithmetic), whose index
-    has no calls (so it may be evaluated again), and after which no name sharing the array
-    is read; else None. The tape then takes the array over as a tape value (see
+    has no calls (so it may be evaluated again), which stores one value (not a list whose
+    items NumPy converts one by one), and after which no name sharing the array is read;
+    else None. The tape then takes the array over as a tape value (see
     ``TapeValue._refuse_plain``). ``(name, None)`` when it runs ``name += v`` on such an
     array, otherwise only updated so: the tape binds ``name`` to the new value.
 
@@ -314,11 +323,53 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
     if found is None or found[0] in code.co_cellvars or found[0] not in frame.f_locals:
         return None
     refuse_shared_update(frame)
-    name, index = found
+    name, index, one_value = found
     if index is None:  # name += v: the name is bound again
-        return found
+        return name, None
+    if one_value is not None and not one_value(frame.f_globals, frame.f_locals):
+        return None  # y[i] = row of a list row: NumPy converts its items one by one
     scope = {**frame.f_locals, SLICE: slice}
     return name, eval(index, frame.f_globals, scope)  # noqa: S307 (the user's own index)
+
+
+# code object -> {instruction: names its function cannot read once the call there returns}
+_UNREAD_AFTER: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def names_unread_after_call(frame: Any) -> frozenset[str]:
+    """The local names the function ``frame`` runs cannot read again once the call it is
+    running returns (see :mod:`s2sgrad.compiler.reads_after`); empty when not known.
+
+    Example::
+
+        names_unread_after_call(frame)  # {'X'} in X = sequence_mask(X.reshape(-1, n), lens)
+    """
+    code = frame.f_code
+    by_instruction = _UNREAD_AFTER.get(code)
+    if by_instruction is None:
+        by_instruction = _UNREAD_AFTER[code] = {}
+    found = by_instruction.get(frame.f_lasti)
+    if found is None:
+        found = by_instruction[frame.f_lasti] = _unread_after_call(frame)
+    return found
+
+
+def _unread_after_call(frame: Any) -> frozenset[str]:
+    code = frame.f_code
+    find = _source_facts().unread_after_call
+    if find is None or code.co_name.startswith("<"):
+        return frozenset()
+    positions = getattr(code, "co_positions", None)  # Python 3.11 and later
+    if positions is None:
+        first = last = frame.f_lineno
+        columns = None
+    else:
+        first, last, start, end = list(positions())[frame.f_lasti // 2]
+        columns = (start, end)
+        if None in (first, last, start, end):
+            return frozenset()
+    names = find(_running_function(frame), (first, last), columns)
+    return names - set(code.co_cellvars) - set(code.co_freevars)
 
 
 def _plain_writes(frame: Any) -> dict[int, Any]:

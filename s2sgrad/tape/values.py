@@ -1202,7 +1202,7 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     plain array, allowed only when nothing is differentiated."""
     selected = keywords.get("where", mask[0] if mask else True)
     if type(dst) is TapeValue and selected is True and under_numpy_semantics():
-        _refuse_write_into_view(dst, "np.copyto")
+        _refuse_writing_through_a_view(dst, "np.copyto")
         dst[...] = src
         return
     if not _any_tracked((dst, src, selected)):
@@ -1224,27 +1224,13 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     raise NonDifferentiableError(f"{where(*_shown_position(frame))}: {what}, or {USE_S2S}.")
 
 
-def _refuse_write_into_view(dst: TapeValue, what: str) -> None:
-    """Refuse a write by ``what`` into a tape value that views another array (``y[2:4]``,
-    ``y.T``): the tape writes a new version of the view, which the array it views would
-    never see (a wrong derivative, and a wrong value later)."""
-    if getattr(dst._value, "base", None) is not None:
-        error = UnsupportedError(
-            f"{where(*_shown_position(_user_frame()))}: {what} writes into a view of an array "
-            "(such as y[2:4] or y.T), which the tape cannot follow back into that array; "
-            f"write an item assignment y[2:4] = v instead, or {USE_S2S}."
-        )
-        error.tape_cannot_either = True
-        raise error
-
-
 def _put_mask(a: Any, mask: Any, values: Any) -> None:
     """``np.putmask(a, mask, values)``: into a tape value, the item write ``a[...] =
     np.where(mask, np.resize(values, np.shape(a)), a)`` (NumPy cycles ``values`` over
     ``a``'s flat positions); into a plain array, allowed only when nothing is
     differentiated."""
     if type(a) is TapeValue and under_numpy_semantics():
-        _refuse_write_into_view(a, "np.putmask")
+        _refuse_writing_through_a_view(a, "np.putmask")
         a[...] = np.where(mask, np.resize(values, np.shape(a)), a)
         return
     if not _any_tracked((a, mask, values)):
@@ -1265,6 +1251,7 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     from s2sgrad.runtime.ufunc_methods import diagonal_index
 
     if type(a) is TapeValue and under_numpy_semantics():
+        _refuse_writing_through_a_view(a, "np.fill_diagonal")
         a[diagonal_index(a, wrap)] = val
         return
     if not _any_tracked((a, val)):
@@ -1277,12 +1264,27 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     )
 
 
+def _refuse_writing_through_a_view(target: TapeValue, what: str) -> None:
+    """A library call writing into ``target`` in place: refused when ``target`` is a view of
+    another array (``np.copyto(W[0], v)``), whose change NumPy makes and the tape, writing
+    a new version of ``target`` alone, would not."""
+    if getattr(target._value, "base", None) is not None:
+        raise NonDifferentiableError(
+            f"{user_location()}: {what} into a view of an array (a slice, a reshape) writes "
+            "through to the array it views, which the tape cannot follow; write into the "
+            "array itself with an index (W[0] = v, W[i, i] = v), or build a new array, or "
+            f"{USE_S2S}."
+        )
+
+
 def _call_at(primitive: Any, inputs: tuple) -> Any:
     """``ufunc.at(a, indices, b)`` writes into ``a``. Into a tape value, the item write
     ``a[...] = added_at(a, indices, ±b)`` for ``np.add``/``np.subtract``, and
     ``a[indices] = ufunc(a[indices], b)`` for another ufunc with a rule (indices picking each
     element once); into a plain array, allowed only when nothing is differentiated."""
     ufunc = primitive.__self__
+    if type(inputs[0]) is TapeValue and under_numpy_semantics():
+        _refuse_writing_through_a_view(inputs[0], describe(primitive))
     if type(inputs[0]) is TapeValue and under_numpy_semantics() and _written_at(ufunc, inputs):
         return None
     taken = _taken_over_for_at(ufunc, inputs)
@@ -1450,7 +1452,8 @@ def _inside_index_concatenation() -> bool:
     return False
 
 
-# (frame, instruction) of the last item store whose array the tape took over -> its value
+# (frame, instruction) of the last item store whose array the tape took over -> the tape
+# value it made and the value written
 _TAKEN_OVER: dict[tuple[int, int], Any] = {}
 
 
@@ -1465,15 +1468,15 @@ def _take_over_written_array(frame: Any, value: TapeValue) -> bool:
     name, index = found
     array = frame.f_locals[name]
     key = (id(frame), frame.f_lasti)
-    if array is _TAKEN_OVER.get(key):  # NumPy converting the value once more
-        return True
+    if array is _TAKEN_OVER.get(key, (None,))[0]:  # NumPy converting a value once more:
+        return value is _TAKEN_OVER[key][1]  # another one is an item of a sequence written
     if type(array) is not np.ndarray:
         return False
     taken = TapeValue(array.copy(), ())
     _write_item(taken, index, value)
     _bind_local(frame, name, taken)
     _TAKEN_OVER.clear()
-    _TAKEN_OVER[key] = taken
+    _TAKEN_OVER[key] = (taken, value)
     return True
 
 

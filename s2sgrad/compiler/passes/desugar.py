@@ -32,6 +32,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
+from s2sgrad.compiler.annotations import LIBRARY_WRITE, annotation
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.frontend import NOT_FOUND
 from s2sgrad.compiler.node_kinds import kinds_of
@@ -126,9 +127,11 @@ def desugar(
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             error = UnsupportedError(shared[id(statement)])
-            # the tape would be as wrong about an array; a list or dict is Python's own
+            # the tape would be as wrong about an array; a list or dict is Python's own;
+            # a write f(..., out=t) the tape checks itself (into a view it refuses)
             error.tape_cannot_either = updated_name(statement) not in containers and not (
                 _keyed_by_text(statement)  # d['key'] = v: a dict's entry, which the tape follows
+                or annotation(statement, LIBRARY_WRITE, False)
             )
             raise error
     bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them

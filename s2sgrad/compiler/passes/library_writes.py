@@ -15,6 +15,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
+from s2sgrad.compiler.annotations import LIBRARY_WRITE, annotate
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.sharing import container_names
 from s2sgrad.compiler.passes.view_writes import ndarray_check, surely_an_array
@@ -161,6 +162,7 @@ def out_writes(body: list, resolve) -> None:
         array, written = found
         place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=written, type_comment=None)
+        annotate(assign, LIBRARY_WRITE)
         block[position] = gast.copy_location(assign, statement)
 
 
