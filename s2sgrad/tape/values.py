@@ -549,14 +549,40 @@ class TapeValue:
     def real(self):
         return apply_attribute(np.ndarray.real, "real", np.real, self)
 
+    @real.setter
+    def real(self, value: Any) -> None:
+        self._part_assigned(value, part="real")
+
     @property
     def imag(self):
         return apply_attribute(np.ndarray.imag, "imag", np.imag, self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self._part_assigned(value, part="imag")
 
     @property
     def flat(self):
         """``x.flat[i]`` reads as ``x.ravel()[i]`` (writes through it are refused)."""
         return self.ravel()
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        self._part_assigned(value, part="flat")
+
+    def _part_assigned(self, value: Any, *, part: str = "real") -> None:
+        """``y.real = v``, ``y.imag = v``, ``y.flat = v``: NumPy writes into ``y`` in
+        place, which the tape does not record: refused, naming the user's line."""
+        instead = {
+            "real": "y = v + 1j * np.imag(y)",
+            "imag": "y = np.real(y) + 1j * v",
+            "flat": "y = np.resize(v, y.shape), or an item assignment y[...] = v",
+        }[part]
+        raise ImmutableValueError(
+            f"{user_location()}: assigning .{part} writes into an array in place, which the "
+            f"tape cannot record; build the new array instead ({instead})."
+        )
+
 
 
 # Array methods: each dispatches to the rule registered for ``np.ndarray.<name>``, else to
