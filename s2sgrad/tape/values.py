@@ -584,7 +584,6 @@ class TapeValue:
         )
 
 
-
 # Array methods: each dispatches to the rule registered for ``np.ndarray.<name>``, else to
 # the rule of the NumPy function of the same name (``x.sum(axis=0)`` is ``np.sum(x, axis=0)``).
 _METHODS = [
