@@ -48,6 +48,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import origin_of
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
+from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
@@ -1383,6 +1384,7 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
             )
     recorded, raw, tapes = _scan(tuple(args))
     plain_kwargs = value_of(kwargs)
+    draws = DrawsAtStart(raw)
     token = CALLED_BY_TAPE.set(True)
     try:
         value, pullback = rule.part("custom")(*raw, **plain_kwargs)
@@ -1392,7 +1394,7 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
     if not serials:
         return value
     out = _wrap(value, serials)
-    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs), *recorded), None, out)
+    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs, draws), *recorded), None, out)
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
