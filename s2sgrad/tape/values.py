@@ -343,6 +343,7 @@ class TapeValue:
         new version of ``x`` (see :mod:`s2sgrad.tape.writes`); refused where NumPy would
         change an array the caller holds, or one that a name read later shares."""
         if under_numpy_semantics() and type(self) is TapeValue:
+            _refuse_read_only(self._value, "assignment destination is read-only")
             frame = _user_frame()
             if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
                 refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
@@ -387,6 +388,7 @@ class TapeValue:
         read later shares (see :mod:`s2sgrad.tape.in_place`). In a helper, NumPy's meaning:
         ``x`` itself changes, for its callers too (see :mod:`s2sgrad.tape.helper_writes`)."""
         if isinstance(self._value, np.ndarray) and under_numpy_semantics():
+            _refuse_read_only(self._value, "output array is read-only")
             frame = _user_frame()
             if type(self) is TapeValue and is_helper_frame(frame, _SKIPPED_DIRS):
                 if is_held(self, frame, _SKIPPED_DIRS):  # not the temporary y[:] of y[:] *= s
@@ -1398,6 +1400,14 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
+
+
+def _refuse_read_only(value: Any, message: str) -> None:
+    """NumPy's own error for a write into a read-only array (an argument the caller made
+    read-only, ``np.broadcast_to``'s result), which the tape's new version of the value
+    would otherwise hide."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        raise ValueError(message)
 
 
 def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
