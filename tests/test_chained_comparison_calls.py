@@ -58,10 +58,9 @@ def in_a_loop_body(x):
     return total + np.sum(x) * draw(rng)
 
 
-def in_an_assert(x):
+def in_a_return(x):
     rng = np.random.default_rng(1)
-    assert -5.0 < draw(rng) < 5.0
-    return np.sum(np.cos(x) * draw(rng))
+    return np.sum(np.cos(x) * draw(rng)) if -5.0 < draw(rng) < 5.0 else np.sum(x)
 
 
 def in_a_where(x):
@@ -70,7 +69,7 @@ def in_a_where(x):
     return np.sum(y**2 * draw(rng))
 
 
-NAMED_FIRST = [in_an_argument, in_an_augmented_value, in_a_loop_body, in_an_assert, in_a_where]
+NAMED_FIRST = [in_an_argument, in_an_augmented_value, in_a_loop_body, in_a_return, in_a_where]
 
 
 @pytest.mark.parametrize("f", NAMED_FIRST, ids=lambda f: f.__name__)
@@ -105,6 +104,12 @@ def a_later_middle_operand(x):
     return np.sum(x * (0.0 < draw(rng) < draw(rng) < 9.0)) + np.sum(x * draw(rng))
 
 
+def drawn_in_an_assert(x):
+    rng = np.random.default_rng(1)
+    assert -5.0 < draw(rng) < 5.0  # not run under python -O: not named before it
+    return np.sum(np.cos(x) * draw(rng))
+
+
 def drawn_in_a_while_test(x):
     rng = np.random.default_rng(1)
     y = x
@@ -117,7 +122,7 @@ def drawn_in_a_while_test(x):
 
 @pytest.mark.parametrize(
     "f",
-    [computed_before_the_draw, a_later_middle_operand, drawn_in_a_while_test],
+    [computed_before_the_draw, a_later_middle_operand, drawn_in_an_assert, drawn_in_a_while_test],
     ids=lambda f: f.__name__,
 )
 @pytest.mark.parametrize("shape", SHAPES)

@@ -142,7 +142,7 @@ def name_middles(statement: gast.stmt, names: NameGenerator, resolve) -> list[ga
 def _evaluated_once(statement: gast.stmt) -> list[gast.expr]:
     """The expressions of ``statement`` Python evaluates once, before anything else of it."""
     kind = type(statement)
-    if kind is gast.If or kind is gast.Assert:
+    if kind is gast.If:  # not an assert's test, which python -O does not run
         return [statement.test]
     if kind in (gast.Assign, gast.AnnAssign, gast.Return, gast.Expr):
         return [statement.value] if statement.value is not None else []
