@@ -646,7 +646,7 @@ def _builtin_select_jvp(t, ans, *args, differentiated=(True, True), **options):
     values, position = _chosen(ans, args, options)
     if len(args) == 1:  # t: the sequence's tangent
         return (list(t)[position],)
-    return tuple(t if i == position else None for i in range(len(args)))
+    return tuple(t if i == position else 0.0 * t for i in range(len(args)))
 
 
 def _chosen(ans, args, options):
