@@ -343,13 +343,13 @@ class TapeValue:
         new version of ``x`` (see :mod:`s2sgrad.tape.writes`); refused where NumPy would
         change an array the caller holds, or one that a name read later shares."""
         if under_numpy_semantics() and type(self) is TapeValue:
-            _refuse_read_only(self._value, "assignment destination is read-only")
             frame = _user_frame()
             if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
                 refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
             elif not refuse_shared_update(frame):
                 refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
             refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+            _refuse_read_only(self._value, "assignment destination is read-only")
             _write_item(self, index, value)
             return
         raise ImmutableValueError(
@@ -388,11 +388,11 @@ class TapeValue:
         read later shares (see :mod:`s2sgrad.tape.in_place`). In a helper, NumPy's meaning:
         ``x`` itself changes, for its callers too (see :mod:`s2sgrad.tape.helper_writes`)."""
         if isinstance(self._value, np.ndarray) and under_numpy_semantics():
-            _refuse_read_only(self._value, "output array is read-only")
             frame = _user_frame()
             if type(self) is TapeValue and is_helper_frame(frame, _SKIPPED_DIRS):
                 if is_held(self, frame, _SKIPPED_DIRS):  # not the temporary y[:] of y[:] *= s
                     refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
+                _refuse_read_only(self._value, "output array is read-only")
                 _write_item(self, Ellipsis, apply_binary(op, self, other))
                 return self
             if _in_place_operator(frame) is None:  # x.__iadd__(v) called: x must change
@@ -404,6 +404,7 @@ class TapeValue:
                 )
             if not refuse_shared_update(frame):
                 refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
+            _refuse_read_only(self._value, "output array is read-only")
         return NotImplemented
 
     def __iadd__(self, other):
