@@ -624,15 +624,13 @@ def _builtin_sum_jvp(t, ans, iterable, start=0):
     return sum(t), t
 
 
-# Python's max and min: of two values as np.fmax of them; of one sequence (max(xs),
-# max(v for v in xs)) or of three values and more, the value returned is one of those
-# given (the first extreme one), and its cotangent goes to it alone.
+# Python's max and min: the value returned is one of those given (the first extreme one,
+# of two values too: max(a, b) is a unless b > a), and its cotangent goes to it alone, as
+# on the tape, where Python's own max returns that value (docs/conventions.md).
 
 
 @vjp_rule(max, min, inline=False)
 def _builtin_select(g, ans, *args, differentiated=(True, True), **options):
-    if len(args) == 2 and not options:
-        return _select(g, ans, *args, differentiated=differentiated)
     values, position = _chosen(ans, args, options)
     entries = [zeros_like_value(v) for v in values]
     entries[position] = g
@@ -645,12 +643,10 @@ def _builtin_select(g, ans, *args, differentiated=(True, True), **options):
 
 @jvp_rule(max, min, inline=False)
 def _builtin_select_jvp(t, ans, *args, differentiated=(True, True), **options):
-    if len(args) == 2 and not options:
-        return _select_jvp(t, ans, *args, differentiated=differentiated)
     values, position = _chosen(ans, args, options)
     if len(args) == 1:  # t: the sequence's tangent
         return (list(t)[position],)
-    return tuple(t if i == position else None for i in range(len(args)))
+    return tuple(t if i == position else 0.0 * t for i in range(len(args)))
 
 
 def _chosen(ans, args, options):

@@ -15,8 +15,10 @@ eigenvalues differentiates functions that treat them alike and do not depend on 
 eigenvectors are chosen, and refuses the others, among them those combining the repeated
 eigenvalue's eigenvectors, as a matrix function ``V f(w) V^T`` does (its derivative there
 needs ``f'``, which cotangents do not carry; :func:`s2sgrad.runtime.eigh_gap_mask`); a
-JVP gives NaN eigenvector tangents where they are undefined; ``pinv`` assumes full rank;
-``svd`` assumes distinct nonzero singular values; ``qr`` assumes full rank and
+JVP gives NaN eigenvector tangents where they are undefined; ``pinv`` of a rank-deficient
+matrix and ``slogdet`` of a singular one are refused at run time; ``svd`` assumes distinct
+nonzero singular values (``compute_uv=False`` takes a zero one's derivative as abs's at 0,
+as matrix norms ``2``, ``-2`` and ``"nuc"`` do); ``qr`` assumes full rank and
 differentiates ``mode="reduced"`` of matrices with at least as many rows as columns.
 
 Multi-output functions: ``slogdet`` returns ``(sign, logabsdet)`` and ``eigh``
@@ -362,11 +364,25 @@ def _slogdet(g, ans, a):
         # have the derivative of this code taken for complex code (complex_values.py)
         turned = ans[0] * g[0]
         scale = scale + (turned - np.real(turned))
+    _refuse_singular_slogdet(ans)
     return np.expand_dims(scale, (-2, -1)) * np.swapaxes(np.linalg.inv(a), -1, -2)
+
+
+def _refuse_singular_slogdet(ans) -> None:
+    """log|det(a)| is -inf where ``a`` is singular, with no derivative there (NumPy's
+    inverse or solve would raise LinAlgError)."""
+    if np.any(np.isneginf(np.real(ans[1]))):
+        raise NonDifferentiableError(
+            "np.linalg.slogdet of a singular matrix: its log-determinant is -inf there and "
+            "has no derivative; differentiate at a matrix with a nonzero determinant (add a "
+            "small multiple of the identity), or use np.linalg.det, whose derivative is "
+            "defined there"
+        )
 
 
 @jvp_rule(np.linalg.slogdet)
 def _slogdet_jvp(t, ans, a):
+    _refuse_singular_slogdet(ans)
     d_log = np.trace(np.linalg.solve(a, t), axis1=-2, axis2=-1)
     d_sign = np.zeros_like(ans[0])
     if is_complex(a):
@@ -539,6 +555,7 @@ def _sum_of_power_products(a, middle, n):
 def _svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         u, _, vh = np.linalg.svd(a, full_matrices=False)
+        g = g * _nonzero(ans, a)
         return np.matmul(np.conj(u) * np.expand_dims(g, -2), np.conj(vh))
     u, s, vh = _reduced_svd(ans, a)
     k = np.shape(s)[-1]
@@ -566,7 +583,8 @@ def _svd(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
 def _svd_jvp(t, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         u, _, vh = np.linalg.svd(a, full_matrices=False)
-        return np.real(np.diagonal(np.matmul(_h(u), np.matmul(t, _h(vh))), axis1=-2, axis2=-1))
+        d_s = np.real(np.diagonal(np.matmul(_h(u), np.matmul(t, _h(vh))), axis1=-2, axis2=-1))
+        return d_s * _nonzero(ans, a)
     m, n = np.shape(a)[-2:]
     if full_matrices and m != n:
         raise NonDifferentiableError(_SVD_FULL_MATRICES)
@@ -618,6 +636,18 @@ _SVD_FULL_MATRICES = (
     "of Vh) past min(m, n) that NumPy does not define as functions of a, so they have no "
     "derivative; pass full_matrices=False, or use only the first min(m, n) of them"
 )
+
+
+def _nonzero(s, a):
+    """1 for each singular value ``s`` above NumPy's rank cutoff, 0 for one that is zero:
+    a singular value is the norm of ``a`` along a pair of directions, whose derivative at 0
+    is taken as abs's is there (0, the subgradient both sides share), not as the pair's
+    arbitrary signs would make it."""
+    s = np.real(s)
+    if np.size(s) == 0:
+        return np.ones_like(s)
+    cutoff = max(np.shape(a)[-2:]) * np.finfo(s.dtype).eps * s[..., :1]
+    return (s > cutoff).astype(s.dtype)
 
 
 def _reduced_svd(ans, a):
@@ -704,8 +734,28 @@ def _refuse_qr(a, mode):
 zero_by_design(np.linalg.pinv, 1)  # rcond: a cutoff, piecewise constant
 
 
+def _refuse_rank_deficient_pinv(a, rcond, rtol) -> None:
+    """pinv is not even continuous where ``a`` loses rank (a singular value that pinv
+    cuts to zero inverts to 1/s as soon as it moves): refused there, as lstsq is."""
+    s = np.linalg.svd(a, compute_uv=False)
+    if np.size(s) == 0:
+        return
+    relative = max(np.shape(a)[-2:]) * np.finfo(np.result_type(a, 1.0)).eps
+    for cut in (rcond, rtol):
+        if cut is not None:
+            relative = max(relative, float(np.max(cut)))
+    if np.any(s[..., -1] <= relative * s[..., 0]):
+        raise NonDifferentiableError(
+            "np.linalg.pinv of a rank-deficient matrix has no derivative (the pseudo-inverse "
+            "jumps as the rank changes); s2sgrad differentiates it for full-rank matrices "
+            "only. Regularise (np.linalg.solve(a.T @ a + lam * I, a.T)), or drop the "
+            "dependent rows or columns"
+        )
+
+
 @vjp_rule(np.linalg.pinv)
 def _pinv(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
+    _refuse_rank_deficient_pinv(a, rcond, rtol)
     ans_t = np.swapaxes(ans, -1, -2)
     ans_c = np.conj(ans)
     g_h = np.conj(np.swapaxes(g, -1, -2))
@@ -717,6 +767,7 @@ def _pinv(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
 
 @jvp_rule(np.linalg.pinv)
 def _pinv_jvp(t, ans, a, rcond=None, hermitian=False, *, rtol=None):
+    _refuse_rank_deficient_pinv(a, rcond, rtol)
     ans_h = np.conj(np.swapaxes(ans, -1, -2))
     t_h = np.conj(np.swapaxes(t, -1, -2))
     through_p = -np.matmul(ans, np.matmul(t, ans))

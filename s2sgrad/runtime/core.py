@@ -21,6 +21,7 @@ from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
+from s2sgrad.runtime.replays import DrawsAtStart
 
 __all__ = [
     "is_dask_array",
@@ -635,15 +636,20 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
         self.__name__ = f"{getattr(function, '__name__', 'custom')}_vjp"
 
     def __call__(self, *args: Any, **kwargs: Any):
+        draws = DrawsAtStart(args)  # what running it again must draw again
         value, pullback = self.derivative(*args, **kwargs)
-        return value, (pullback, args)
+        return value, (pullback, args, draws)
 
     def backward(self, saved: tuple, g: Any) -> Any:
         """The cotangents of the chosen arguments, from what ``__call__`` saved."""
-        pullback, args = saved
-        if _holds_tape_values(args):  # differentiated again: redo it where the tape sees it
-            _, pullback = self.derivative(*args)
-        cotangents = pullback(g)
+        pullback, args, draws = saved
+        now = draws.rewind()
+        try:
+            if _holds_tape_values(args):  # differentiated again: redo it where the tape sees it
+                _, pullback = self.derivative(*args)
+            cotangents = pullback(g)
+        finally:
+            draws.restore(now)
         if not isinstance(cotangents, tuple):
             cotangents = (cotangents,)
         cotangents = cotangents + (None,) * (len(args) - len(cotangents))

@@ -411,7 +411,12 @@ def _matrix_norm_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
 
 
 def _spectral_direction(x: Any, ord: Any, axes: tuple[int, ...]) -> Any:
-    u, _, vt = np.linalg.svd(np.moveaxis(x, axes, (-2, -1)), full_matrices=False)
+    matrices = np.moveaxis(x, axes, (-2, -1))
+    u, s, vt = np.linalg.svd(matrices, full_matrices=False)
+    # a zero singular value contributes as abs does at 0: nothing (its vectors' signs are
+    # arbitrary, and the norm has no derivative there)
+    cutoff = max(np.shape(matrices)[-2:]) * np.finfo(s.dtype).eps * s[..., :1]
+    u = u * np.expand_dims(s > cutoff, -2)
     if ord == "nuc":
         direction = np.matmul(u, vt)
     elif ord == 2:

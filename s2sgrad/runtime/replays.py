@@ -32,6 +32,7 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError
 
 __all__ = [
+    "DrawsAtStart",
     "SameDraws",
     "changed_on_recomputing",
     "fingerprint",
@@ -142,6 +143,50 @@ class SameDraws:
         for mapping, held in zip(self.dicts, entries):
             mapping.clear()
             mapping.update(held)
+
+
+class DrawsAtStart:
+    """The random generators among a call's arguments and those its functions can reach (a
+    checkpointed loop's body drawing from one), and their states before the call. A
+    pullback that runs the call again (redone for a second derivative, or pulled back a
+    second time) starts them from there with ``rewind()``, so that it draws what the call
+    drew, and ``restore(now)`` then leaves them where they were. Nothing to do for a call
+    given neither.
+
+    Example::
+
+        draws = DrawsAtStart((step, carried, read, range(10)))
+        value, pullback = custom(step, carried, read, range(10))
+        now = draws.rewind()
+        try:
+            cotangents = pullback(g)
+        finally:
+            draws.restore(now)
+    """
+
+    __slots__ = ("sources", "states")
+
+    def __init__(self, args: Iterable):
+        args = tuple(args)
+        functions = [a for a in args if isinstance(a, types.FunctionType)]
+        found: dict[int, Any] = {id(a): a for a in args if isinstance(a, _GENERATORS)}
+        for function in functions:
+            for source in random_sources(function, args):
+                found.setdefault(id(source), source)
+        self.sources = list(found.values())
+        self.states = random_states(self.sources) if self.sources else []
+
+    def rewind(self) -> list | None:
+        """Set the generators to their states before the call; returns their states now."""
+        if not self.sources:
+            return None
+        now = random_states(self.sources)
+        set_random_states(self.sources, self.states)
+        return now
+
+    def restore(self, now: list | None) -> None:
+        if now is not None:
+            set_random_states(self.sources, now)
 
 
 def random_states(sources: list) -> list:

@@ -27,6 +27,7 @@ from typing import Any
 from s2sgrad.rules.registry import Rule
 from s2sgrad.runtime.core import rebuild_sequence, zeros_like_value
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.recording import is_traced
 
 __all__ = ["CustomCall", "CUSTOM", "CALLED_BY_TAPE", "called_by_tape"]
@@ -49,28 +50,35 @@ def called_by_tape() -> bool:
 
 
 class CustomCall:
-    """What one custom-derivative call left for the backward pass: its pullback.
+    """What one custom-derivative call left for the backward pass: its pullback, and the
+    states its random generators started from (``draws``).
 
     Recorded as the first argument of a :data:`CUSTOM` entry.
     """
 
-    __slots__ = ("rule", "pullback", "kwargs")
+    __slots__ = ("rule", "pullback", "kwargs", "draws")
 
-    def __init__(self, rule: Rule, pullback: Any, kwargs: dict) -> None:
+    def __init__(self, rule: Rule, pullback: Any, kwargs: dict, draws: DrawsAtStart) -> None:
         self.rule = rule
         self.pullback = pullback
         self.kwargs = kwargs
+        self.draws = draws
 
     def cotangents(self, g: Any, args: tuple) -> tuple:
         """One cotangent per argument (``None`` for none), for the output cotangent ``g``."""
         pullback = self.pullback
-        if _any_traced(args):  # a higher derivative: redo it where it is seen
-            token = CALLED_BY_TAPE.set(True)
-            try:
-                _, pullback = self.rule.part("custom")(*args, **self.kwargs)
-            finally:
-                CALLED_BY_TAPE.reset(token)
-        result = pullback(g)
+        # what runs again (redone below, or a pullback called again) draws the same numbers
+        now = self.draws.rewind()
+        try:
+            if _any_traced(args):  # a higher derivative: redo it where it is seen
+                token = CALLED_BY_TAPE.set(True)
+                try:
+                    _, pullback = self.rule.part("custom")(*args, **self.kwargs)
+                finally:
+                    CALLED_BY_TAPE.reset(token)
+            result = pullback(g)
+        finally:
+            self.draws.restore(now)
         if not isinstance(result, tuple):
             result = (result,)
         check_cotangent_shapes(self.rule.custom, result, args)

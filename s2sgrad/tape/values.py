@@ -48,6 +48,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import origin_of
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
+from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
@@ -351,6 +352,7 @@ class TapeValue:
             elif not refuse_shared_update(frame):
                 refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
             refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+            _refuse_read_only(self._value, "assignment destination is read-only")
             _write_item(self, index, value)
             return
         raise ImmutableValueError(
@@ -393,6 +395,7 @@ class TapeValue:
             if type(self) is TapeValue and is_helper_frame(frame, _SKIPPED_DIRS):
                 if is_held(self, frame, _SKIPPED_DIRS):  # not the temporary y[:] of y[:] *= s
                     refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
+                _refuse_read_only(self._value, "output array is read-only")
                 _write_item(self, Ellipsis, apply_binary(op, self, other))
                 return self
             if _in_place_operator(frame) is None:  # x.__iadd__(v) called: x must change
@@ -404,6 +407,7 @@ class TapeValue:
                 )
             if not refuse_shared_update(frame):
                 refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
+            _refuse_read_only(self._value, "output array is read-only")
         return NotImplemented
 
     def __iadd__(self, other):
@@ -552,14 +556,39 @@ class TapeValue:
     def real(self):
         return apply_attribute(np.ndarray.real, "real", np.real, self)
 
+    @real.setter
+    def real(self, value: Any) -> None:
+        self._part_assigned(value, part="real")
+
     @property
     def imag(self):
         return apply_attribute(np.ndarray.imag, "imag", np.imag, self)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        self._part_assigned(value, part="imag")
 
     @property
     def flat(self):
         """``x.flat[i]`` reads as ``x.ravel()[i]`` (writes through it are refused)."""
         return self.ravel()
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        self._part_assigned(value, part="flat")
+
+    def _part_assigned(self, value: Any, *, part: str = "real") -> None:
+        """``y.real = v``, ``y.imag = v``, ``y.flat = v``: NumPy writes into ``y`` in
+        place, which the tape does not record: refused, naming the user's line."""
+        instead = {
+            "real": "y = v + 1j * np.imag(y)",
+            "imag": "y = np.real(y) + 1j * v",
+            "flat": "y = np.resize(v, y.shape), or an item assignment y[...] = v",
+        }[part]
+        raise ImmutableValueError(
+            f"{user_location()}: assigning .{part} writes into an array in place, which the "
+            f"tape cannot record; build the new array instead ({instead})."
+        )
 
 
 # Array methods: each dispatches to the rule registered for ``np.ndarray.<name>``, else to
@@ -1379,6 +1408,7 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
             )
     recorded, raw, tapes = _scan(tuple(args))
     plain_kwargs = value_of(kwargs)
+    draws = DrawsAtStart(raw)
     token = CALLED_BY_TAPE.set(True)
     try:
         value, pullback = rule.part("custom")(*raw, **plain_kwargs)
@@ -1388,10 +1418,18 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
     if not serials:
         return value
     out = _wrap(value, serials)
-    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs), *recorded), None, out)
+    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs, draws), *recorded), None, out)
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out
+
+
+def _refuse_read_only(value: Any, message: str) -> None:
+    """NumPy's own error for a write into a read-only array (an argument the caller made
+    read-only, ``np.broadcast_to``'s result), which the tape's new version of the value
+    would otherwise hide."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        raise ValueError(message)
 
 
 def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:

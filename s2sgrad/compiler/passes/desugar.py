@@ -29,12 +29,10 @@ import collections.abc
 from typing import Any
 
 import gast
-import numpy as np
 
 from s2sgrad import runtime
 from s2sgrad.compiler.annotations import LIBRARY_WRITE, annotation
 from s2sgrad.compiler.block_walks import header_nodes
-from s2sgrad.compiler.frontend import NOT_FOUND
 from s2sgrad.compiler.node_kinds import kinds_of
 from s2sgrad.compiler.passes.aliases import (
     ListCopyRead,
@@ -42,6 +40,7 @@ from s2sgrad.compiler.passes.aliases import (
     shared_in_place_updates,
     shared_list_changes,
 )
+from s2sgrad.compiler.passes.chained_middles import name_middles, repeatable
 from s2sgrad.compiler.passes.dict_calls import keyword_dicts_as_literals
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
@@ -271,7 +270,8 @@ def _statement(
     # the blocks' statements are checked in turn below (a rewrite is the same either way);
     # ``chained``: whether the function has a chained comparison at all
     if chained and any(type(n) is gast.Compare and len(n.ops) > 1 for n in header_nodes(statement)):
-        before = _middle_call_named(statement, names)  # lo < rng.uniform() < hi: one draw
+        resolve = chained.resolve if isinstance(chained, _MiddleOperands) else None
+        before = name_middles(statement, names, resolve)  # lo < rng.uniform() < hi: one draw
         _ChainedComparisons(chained).visit(statement)
         if before:
             return [*before, *_statement(statement, names, shared, refusal, chained)]
@@ -346,46 +346,23 @@ def _assign(statement: gast.Assign, names: NameGenerator) -> list[gast.stmt]:
 
 
 class _MiddleOperands:
-    """Refuses a chain ``lo < f(x) < hi`` whose middle operand draws a random number or
-    advances an iterator (``rng.normal()``, ``np.random.rand()``, ``next(it)``): written as
-    ``lo < f(x) and f(x) < hi`` it would draw twice, and only the chains
-    :func:`_middle_call_named` names first are safe (a call without such an effect, run
-    twice, gives the same value)."""
+    """Refuses a chain ``lo < f(x) < hi`` whose middle operand calls what may not run twice
+    (``rng.normal()``, ``next(it)``, a helper of the user's): written as ``lo < f(x) and
+    f(x) < hi`` it would run twice, and only the chains :func:`name_middles` names first
+    are safe (a call without effects, run twice, gives the same value)."""
 
     def __init__(self, locate, resolve):
         self.locate, self.resolve = locate, resolve
 
     def check(self, node: gast.Compare) -> None:
         for middle in node.comparators[:-1]:
-            if any(type(n) is gast.Call and self._draws(n.func) for n in walk(middle)):
+            if any(type(n) is gast.Call and not repeatable(n, self.resolve) for n in walk(middle)):
                 raise UnsupportedError(
                     f"{self.locate(node)}: the middle operand of this chained comparison "
-                    "draws a random number or advances an iterator, which Python does once; "
-                    "name its value first (t = ...; lo < t < hi), or use mode='tape'"
+                    "calls code that may draw a random number, advance an iterator or change "
+                    "state, which Python runs once; name its value first (t = ...; lo < t < "
+                    "hi), or use mode='tape'"
                 )
-
-    def _draws(self, func: gast.expr) -> bool:
-        target: Any = NOT_FOUND
-        if self.resolve is not None and type(func) in (gast.Name, gast.Attribute):
-            target = self.resolve(func)
-        if target is NOT_FOUND or target is None:  # rng.normal() of a local generator
-            return type(func) is gast.Attribute and func.attr in _DRAWING_METHODS
-        owner = getattr(target, "__self__", None)
-        module = getattr(target, "__module__", None) or ""
-        return (
-            target is next
-            or module.startswith("numpy.random")
-            or isinstance(owner, (np.random.Generator, np.random.RandomState))
-        )
-
-
-# methods of NumPy's generators (and iterators) that draw or advance
-_DRAWING_METHODS = frozenset(
-    name
-    for kind in (np.random.Generator, np.random.RandomState)
-    for name in dir(kind)
-    if not name.startswith("_") and name not in ("bit_generator", "spawn")
-) | {"__next__", "send"}
 
 
 class _ChainedComparisons(gast.NodeTransformer):
@@ -407,33 +384,6 @@ class _ChainedComparisons(gast.NodeTransformer):
 
     def visit_FunctionDef(self, node):  # nested functions keep their own sugar
         return node
-
-
-def _middle_call_named(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
-    """``t = f(x)`` for ``lo < f(x) < hi``, the test of an ``if`` or the value of an
-    assignment or ``return`` (or the test of such a value ``a if lo < f(x) < hi else b``):
-    Python evaluates the middle operand once, and first when ``lo`` calls nothing, but the
-    chain written as ``lo < f(x) and f(x) < hi`` would call ``f`` twice. (Later middle
-    operands, evaluated only if the first comparison holds, are left as they are.)"""
-    if type(statement) is gast.If:
-        test = statement.test
-    elif type(statement) in (gast.Assign, gast.Return, gast.Expr):
-        test = statement.value
-        if type(test) is gast.IfExp:
-            test = test.test
-    else:
-        return []
-    if not (type(test) is gast.Compare and len(test.ops) > 1):
-        return []
-    middle = test.comparators[0]
-    calls = (type(n) is gast.Call for n in walk(middle))
-    if not any(calls) or any(type(n) is gast.Call for n in walk(test.left)):
-        return []
-    name = names.fresh("compared")
-    test.comparators[0] = load(name)
-    return [
-        _located(gast.Assign(targets=[store(name)], value=middle, type_comment=None), statement)
-    ]
 
 
 def _index_calls_named(statement: gast.AugAssign, names: NameGenerator) -> list[gast.stmt]:

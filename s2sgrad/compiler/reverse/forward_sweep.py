@@ -148,7 +148,7 @@ class ForwardSweep:
                         "them, or use mode='tape'"
                     )
                 error = UnsupportedError(self._shared_update_message(statement, base, statements))
-                error.tape_cannot_either = True
+                error.tape_cannot_either = False  # the tape checks views and aliases itself
                 raise error
 
     def _makes_a_dict(self, value: gast.expr) -> bool:
