@@ -37,7 +37,7 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
 
-__all__ = ["is_helper_frame", "is_held", "refuse_hidden_changes"]
+__all__ = ["is_helper_frame", "is_held", "held_values", "refuse_hidden_changes"]
 
 
 def is_helper_frame(frame: Any, skipped_dirs: tuple) -> bool:
@@ -61,7 +61,7 @@ def is_held(value: Any, frame: Any, skipped_dirs: tuple) -> bool:
 
         is_held(a, frame, _SKIPPED_DIRS)  # True in halve(y) for its parameter a
     """
-    return any(held is value for _, _, held in _held_values(frame, skipped_dirs))
+    return any(held is value for _, _, held in held_values(frame, skipped_dirs))
 
 
 def refuse_hidden_changes(value: Any, frame: Any, skipped_dirs: tuple) -> None:
@@ -105,7 +105,7 @@ def _refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
     written = getattr(value, "_value", value)
     if not isinstance(written, np.ndarray):
         return
-    for holder, name, held in _held_values(frame, skipped_dirs):
+    for holder, name, held in held_values(frame, skipped_dirs):
         if held is value:
             continue
         array = getattr(held, "_value", held)
@@ -128,7 +128,7 @@ def _is_skipped(frame: Any, skipped_dirs: tuple) -> bool:
     return frame.f_code.co_filename.startswith(skipped_dirs)
 
 
-def _held_values(frame: Any, skipped_dirs: tuple) -> Iterator[tuple[Any, str, Any]]:
+def held_values(frame: Any, skipped_dirs: tuple) -> Iterator[tuple[Any, str, Any]]:
     """``(frame, name, value)`` for the values the user's frames from ``frame`` outwards
     reach: their local names, the globals their code names, inside lists, tuples, dicts and
     the attributes of objects (three levels deep), until the first frame of s2sgrad's or

@@ -60,6 +60,7 @@ from s2sgrad.tape.in_place import (
 )
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 from s2sgrad.tape.text import DifferentiatedText
+from s2sgrad.tape.view_writes import write_through_views
 from s2sgrad.tape.writes import with_item
 
 __all__ = [
@@ -345,9 +346,18 @@ class TapeValue:
             frame = _user_frame()
             if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
                 refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
-            elif not refuse_shared_update(frame):
-                refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
-            refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+                refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+            else:
+                try:
+                    if not refuse_shared_update(frame):
+                        refuse_unread_sharing(
+                            frame, self, self._value, _primal_or_none, rebinds=False
+                        )
+                    refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+                except UnsupportedError:  # memory shared: followed where it is all held
+                    if write_through_views(frame, self, index, value, _write_item, _SKIPPED_DIRS):
+                        return
+                    raise
             _write_item(self, index, value)
             return
         raise ImmutableValueError(
@@ -399,8 +409,16 @@ class TapeValue:
                     "differentiated in place, which the tape follows only as 'x += v'; write "
                     f"x += v or x = x + v, or {USE_S2S}."
                 )
-            if not refuse_shared_update(frame):
-                refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
+            try:
+                if not refuse_shared_update(frame):
+                    refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
+            except UnsupportedError:  # memory shared: followed where it is all held
+                if not is_held(self, frame, _SKIPPED_DIRS):
+                    return NotImplemented  # y[i] of y[i] += v: the store into y is checked
+                new = apply_binary(op, self, other)
+                if write_through_views(frame, self, Ellipsis, new, _write_item, _SKIPPED_DIRS):
+                    return self
+                raise
         return NotImplemented
 
     def __iadd__(self, other):
