@@ -37,7 +37,14 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
 
-__all__ = ["is_helper_frame", "is_held", "held_values", "refuse_hidden_changes"]
+__all__ = [
+    "is_helper_frame",
+    "is_held",
+    "held_values",
+    "refuse_changing_an_input",
+    "refuse_hidden_changes",
+    "refuse_shared_memory",
+]
 
 
 def is_helper_frame(frame: Any, skipped_dirs: tuple) -> bool:
@@ -74,11 +81,18 @@ def refuse_hidden_changes(value: Any, frame: Any, skipped_dirs: tuple) -> None:
 
         refuse_hidden_changes(a, frame, _SKIPPED_DIRS)  # raises for halve(y[:2])
     """
-    _refuse_changing_an_input(value, frame, skipped_dirs)
-    _refuse_shared_memory(value, frame, skipped_dirs)
+    refuse_changing_an_input(value, frame, skipped_dirs)
+    refuse_shared_memory(value, frame, skipped_dirs)
 
 
-def _refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+def refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+    """Raise ``UnsupportedError`` if ``value``, about to change in the helper ``frame``, is
+    (in) an argument of the differentiated function.
+
+    Example::
+
+        refuse_changing_an_input(a, frame, _SKIPPED_DIRS)  # raises in halve(x) for f's x
+    """
     outermost = frame
     while outermost.f_back is not None and not _is_skipped(outermost.f_back, skipped_dirs):
         outermost = outermost.f_back
@@ -101,7 +115,14 @@ def _refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> No
         raise error
 
 
-def _refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+def refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+    """Raise ``UnsupportedError`` if another array the helper ``frame`` or its callers hold
+    may share memory with ``value``, about to change in place.
+
+    Example::
+
+        refuse_shared_memory(a, frame, _SKIPPED_DIRS)  # raises for halve(y[:2])
+    """
     written = getattr(value, "_value", value)
     if not isinstance(written, np.ndarray):
         return

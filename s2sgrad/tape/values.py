@@ -50,8 +50,14 @@ from s2sgrad.running import origin_of
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
-from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
+from s2sgrad.tape.helper_writes import (
+    is_held,
+    is_helper_frame,
+    refuse_changing_an_input,
+    refuse_shared_memory,
+)
 from s2sgrad.tape.in_place import (
+    numpy_semantics_depth,
     plain_array_write,
     refuse_shared_update,
     refuse_unread_sharing,
@@ -60,7 +66,7 @@ from s2sgrad.tape.in_place import (
 )
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 from s2sgrad.tape.text import DifferentiatedText
-from s2sgrad.tape.view_writes import write_through_views
+from s2sgrad.tape.view_writes import STALE, is_stale, supersede, write_through_views
 from s2sgrad.tape.writes import with_item
 
 __all__ = [
@@ -191,6 +197,8 @@ class TapeValue:
         return bytes(np.asarray(self._value))
 
     def __bool__(self) -> bool:
+        if STALE:
+            _refuse_stale(self._value)
         return bool(self._value)
 
     def __index__(self) -> int:
@@ -344,20 +352,22 @@ class TapeValue:
         change an array the caller holds, or one that a name read later shares."""
         if under_numpy_semantics() and type(self) is TapeValue:
             frame = _user_frame()
-            if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
-                refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
+            helper = is_helper_frame(frame, _SKIPPED_DIRS)
+            if helper:  # callers see it: not their arguments
+                refuse_changing_an_input(self, frame, _SKIPPED_DIRS)
+            try:
+                if helper:
+                    refuse_shared_memory(self, frame, _SKIPPED_DIRS)
+                elif not refuse_shared_update(frame):
+                    refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
                 refuse_view_write(frame, getattr(self._value, "base", None) is not None)
-            else:
-                try:
-                    if not refuse_shared_update(frame):
-                        refuse_unread_sharing(
-                            frame, self, self._value, _primal_or_none, rebinds=False
-                        )
-                    refuse_view_write(frame, getattr(self._value, "base", None) is not None)
-                except UnsupportedError:  # memory shared: followed where it is all held
-                    if write_through_views(frame, self, index, value, _write_item, _SKIPPED_DIRS):
-                        return
-                    raise
+            except UnsupportedError:  # memory shared: followed where it is all held
+                if _write_through_views(frame, self, index, value, helper):
+                    return
+                raise
+            if STALE:  # views of arrays written through before: they follow this write too
+                _write_through_views(frame, self, index, value, helper, forced=True)
+                return
             _write_item(self, index, value)
             return
         raise ImmutableValueError(
@@ -398,9 +408,19 @@ class TapeValue:
         if isinstance(self._value, np.ndarray) and under_numpy_semantics():
             frame = _user_frame()
             if type(self) is TapeValue and is_helper_frame(frame, _SKIPPED_DIRS):
+                new = apply_binary(op, self, other)
                 if is_held(self, frame, _SKIPPED_DIRS):  # not the temporary y[:] of y[:] *= s
-                    refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
-                _write_item(self, Ellipsis, apply_binary(op, self, other))
+                    refuse_changing_an_input(self, frame, _SKIPPED_DIRS)
+                    try:
+                        refuse_shared_memory(self, frame, _SKIPPED_DIRS)
+                    except UnsupportedError:  # memory shared: followed where it is all held
+                        if _write_through_views(frame, self, Ellipsis, new, True):
+                            return self
+                        raise
+                if STALE:
+                    _write_through_views(frame, self, Ellipsis, new, True, forced=True)
+                    return self
+                _write_item(self, Ellipsis, new)
                 return self
             if _in_place_operator(frame) is None:  # x.__iadd__(v) called: x must change
                 raise NonDifferentiableError(
@@ -416,9 +436,13 @@ class TapeValue:
                 if not is_held(self, frame, _SKIPPED_DIRS):
                     return NotImplemented  # y[i] of y[i] += v: the store into y is checked
                 new = apply_binary(op, self, other)
-                if write_through_views(frame, self, Ellipsis, new, _write_item, _SKIPPED_DIRS):
+                if _write_through_views(frame, self, Ellipsis, new, False):
                     return self
                 raise
+            if STALE and is_held(self, frame, _SKIPPED_DIRS):  # views written through before
+                new = apply_binary(op, self, other)
+                _write_through_views(frame, self, Ellipsis, new, False, forced=True)
+                return self
         return NotImplemented
 
     def __iadd__(self, other):
@@ -540,21 +564,33 @@ class TapeValue:
     # Comparisons have no derivative: they return plain boolean arrays.
 
     def __eq__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value == value_of(other)
 
     def __ne__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value != value_of(other)
 
     def __lt__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value < value_of(other)
 
     def __le__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value <= value_of(other)
 
     def __gt__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value > value_of(other)
 
     def __ge__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value >= value_of(other)
 
     # Attributes with a derivative --------------------------------------------------------
@@ -729,6 +765,9 @@ def apply_binary(op: Any, a: Any, b: Any) -> Any:
         b, b_value, b_tapes = b._read()
     else:
         b_value, b_tapes = b, ()
+    if STALE:
+        _refuse_stale(a_value)
+        _refuse_stale(b_value)
     out = op(a_value, b_value)
     if a_tapes is b_tapes or not b_tapes:
         serials = live_serials(a_tapes)
@@ -949,6 +988,43 @@ def _held_keywords(kwargs: dict | None) -> dict | None:
     return {k: _held_value(v) for k, v in kwargs.items()}
 
 
+def _write_through_views(
+    frame: Any, target: TapeValue, index: Any, value: Any, helper: bool, forced: bool = False
+) -> bool:
+    """``target[index] = value`` followed through the views the user's frames hold (see
+    :mod:`s2sgrad.tape.view_writes`); in a helper, refused for an argument of the
+    differentiated function that it would change. ``forced``: where it cannot be followed,
+    written into ``target`` alone, any view of its old array then refused when read."""
+
+    def check(changed: TapeValue) -> None:
+        if helper:
+            refuse_changing_an_input(changed, frame, _SKIPPED_DIRS)
+
+    depth = numpy_semantics_depth()
+    if write_through_views(frame, target, index, value, _write_item, _SKIPPED_DIRS, depth, check):
+        return True
+    if forced:
+        old = target._value
+        _write_item(target, index, value)
+        supersede(old, depth)
+    return forced
+
+
+def _refuse_stale(value: Any) -> None:
+    """Refuse reading a view the tape did not find when it followed a write through another
+    view of the same array (see :mod:`s2sgrad.tape.view_writes`)."""
+    if is_stale(value):
+        error = UnsupportedError(
+            f"{user_location()}: a view of an array is read after the array changed through "
+            "another view, and the tape, following that change, could not see this view "
+            "(kept on a loop's iterator, in a deque or deep in containers), so it holds the "
+            "old values; read it from the array again after the change, or take a copy "
+            f"(.copy()) before it, or {USE_S2S}."
+        )
+        error.tape_cannot_either = True
+        raise error
+
+
 def _write_item(target: TapeValue, index: Any, value: Any) -> None:
     """Record ``target[index] = value`` as ``target = with_item(old, index, value)``, where
     ``old`` is a new tape value holding what ``target`` held; ``target`` stays the object
@@ -1059,6 +1135,8 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
     for i, a in enumerate(args):
         t = type(a)
         if t is TapeValue:
+            if STALE:
+                _refuse_stale(a._value)
             raw.append(a._value)
             s = a._tapes
         elif isinstance(a, TapeValue):  # a Variable

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["positions_within", "view_at"]
+__all__ = ["byte_bounds", "positions_within", "view_at"]
 
 
 def _element_offsets(a: np.ndarray) -> np.ndarray:
@@ -32,6 +32,19 @@ def _element_offsets(a: np.ndarray) -> np.ndarray:
 
 def _address(a: np.ndarray) -> int:
     return a.__array_interface__["data"][0]
+
+
+def byte_bounds(a: np.ndarray) -> tuple[int, int]:
+    """The first and one-past-the-last byte addresses of a non-empty array's elements.
+
+    Example::
+
+        byte_bounds(np.zeros(3))  # (address, address + 24)
+    """
+    start = _address(a)
+    spans = [(length - 1) * stride for length, stride in zip(a.shape, a.strides)]
+    low = start + sum(span for span in spans if span < 0)
+    return low, start + sum(span for span in spans if span > 0) + a.itemsize
 
 
 def positions_within(part: np.ndarray, whole: np.ndarray) -> np.ndarray | None:

@@ -28,9 +28,37 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.tape.helper_writes import held_values
-from s2sgrad.tape.view_positions import positions_within, view_at
+from s2sgrad.tape.view_positions import byte_bounds, positions_within, view_at
 
-__all__ = ["write_through_views"]
+__all__ = ["write_through_views", "STALE", "is_stale", "forget_superseded", "supersede"]
+
+#: (numpy_semantics depth, first byte, end byte, array) of each array a write through a
+#: view replaced: a value still reading its memory is a view the tape did not find
+STALE: list[tuple[int, int, int, np.ndarray]] = []
+
+
+def is_stale(value: Any) -> bool:
+    """Whether the plain ``value`` reads memory that a write through a view replaced (see
+    :data:`STALE`): a view held where the tape could not see it when following the write.
+
+    Example::
+
+        is_stale(v._value)  # True for a view kept in a deque while t changed through another
+    """
+    if type(value) is not np.ndarray or not value.size:
+        return False
+    low, high = byte_bounds(value)
+    return any(low < end and start < high for _, start, end, _ in STALE)
+
+
+def forget_superseded(depth: int) -> None:
+    """Forget the arrays replaced at ``depth`` or deeper (its function transform ended).
+
+    Example::
+
+        forget_superseded(1)
+    """
+    STALE[:] = [entry for entry in STALE if entry[0] < depth]
 
 
 def write_through_views(
@@ -40,15 +68,19 @@ def write_through_views(
     value: Any,
     write_item: Callable[[Any, Any, Any], None],
     skipped_dirs: tuple,
+    depth: int,
+    check: Callable[[Any], None] | None = None,
 ) -> bool:
     """Record ``target[index] = value`` where ``target`` shares memory with other tape values
     the user's frames from ``frame`` outwards hold, as NumPy's write into their common
     array (see the module docstring); False, with nothing recorded, where that is not
-    certain. ``write_item(t, index, v)`` records an item write on the tape value ``t``.
+    certain. ``write_item(t, index, v)`` records an item write on the tape value ``t``;
+    ``check(t)``, called on each value that will change before anything is recorded, may
+    refuse the write; ``depth``: that of the function transform running (see :data:`STALE`).
 
     Example::
 
-        write_through_views(frame, v, slice(None), y, _write_item, _SKIPPED_DIRS)
+        write_through_views(frame, v, slice(None), y, _write_item, _SKIPPED_DIRS, 1)
     """
     kind = type(target)
     written = target._value
@@ -65,16 +97,27 @@ def write_through_views(
     sharing = [t for t in held if np.may_share_memory(t._value, whole)]
     if not any(t is target for t in sharing):
         sharing.append(target)
-    if len(sharing) < 2 or any(type(t._value) is not np.ndarray for t in sharing):
+    if any(type(t._value) is not np.ndarray for t in sharing):
         return False
     if any(_plain_shares(a, whole) for a in _held_plain(frame, skipped_dirs)):
         return False
+    if len(sharing) < 2:  # nothing held shares its memory (ravel made a copy, say)
+        if written.base is not None:  # a view of an array nothing holds any more
+            return False
+        if check is not None:
+            check(target)
+        write_item(target, index, value)
+        supersede(written, depth)  # a view of it held where the tape does not look
+        return True
     positions = [positions_within(t._value, whole) for t in sharing]
     if any(p is None for p in positions):
         return False
     layout = np.empty_like(whole)  # what with_item's copy of the root array looks like
     if any(view_at(layout, p) is None for t, p in zip(sharing, positions) if t is not root):
         return False
+    if check is not None:
+        for t in sharing:
+            check(t)
     where_written = next(p for t, p in zip(sharing, positions) if t is target)
     try:
         index_written = where_written[_plain_index(index)]
@@ -91,7 +134,21 @@ def write_through_views(
         if changed[p].any():
             write_item(t, Ellipsis, root[np.unravel_index(p, whole.shape)])
         t._value = view_at(root._value, p)
+    supersede(whole, depth)
     return True
+
+
+def supersede(array: Any, depth: int) -> None:
+    """Note that ``array``'s memory was replaced (see :data:`STALE`).
+
+    Example::
+
+        supersede(old_array, 1)
+    """
+    if type(array) is not np.ndarray:
+        return
+    if array.size:
+        STALE.append((depth, *byte_bounds(array), array))
 
 
 def _held_arrays(frame: Any, skipped_dirs: tuple, kind: type) -> list | None:

@@ -56,7 +56,6 @@ from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.passes.sharing import container_names, updated_name
 from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
     call,
@@ -115,15 +114,11 @@ def desugar(
     mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
     for message in shared_list_changes(node, locate, resolve).values():
         raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
-    containers = container_names(list(nested_statements(node.body)))
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
-            error = UnsupportedError(shared[id(statement)])
-            # the tape would be as wrong about an array; a list or dict is Python's own
-            error.tape_cannot_either = updated_name(statement) not in containers and not (
-                _keyed_by_text(statement)  # d['key'] = v: a dict's entry, which the tape follows
-            )
-            raise error
+            # mode "auto" takes it to the tape, which follows Python's lists and dicts and a
+            # write through a view of a held array (s2sgrad.tape.view_writes), else refuses
+            raise UnsupportedError(shared[id(statement)])
     bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them
     # the name of the run-time check (runtime.refuse_if_array) for x op= v
     refusal = names.claim("refuse_if_array") if shared else None
@@ -152,18 +147,6 @@ def _also_resolving(helpers: dict[str, Any], resolve):
         return resolve(node)
 
     return resolved
-
-
-def _keyed_by_text(statement: gast.stmt) -> bool:
-    """``d['key'] = v``: an entry replaced under a string key, which only a dict (or a
-    structured array, which the tape refuses to write a derivative into) takes."""
-    if type(statement) is not gast.Assign or len(statement.targets) != 1:
-        return False
-    target = statement.targets[0]
-    if type(target) is not gast.Subscript:
-        return False
-    key = target.slice
-    return type(key) is gast.Constant and type(key.value) is str
 
 
 def _is_item_update(statement: gast.stmt) -> bool:
