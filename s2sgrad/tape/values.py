@@ -383,7 +383,44 @@ class TapeValue:
             "NumPy function that returns a new array (np.sort, np.full_like, np.where, ...)."
         )
 
-    sort = fill = put = resize = partition = setfield = _immutable
+    resize = partition = setfield = _immutable
+
+    def sort(self, axis: Any = -1, kind: Any = None, order: Any = None) -> None:
+        """``x.sort()``: under a function transform, the item write ``x[...] = np.sort(x)``."""
+        if order is not None or not self._written_in_place():
+            self._immutable()
+        self._method_write(Ellipsis, np.sort(self, axis=axis, kind=kind))
+
+    def fill(self, value: Any) -> None:
+        """``x.fill(v)``: under a function transform, the item write ``x[...] = v``."""
+        if not self._written_in_place() or np.ndim(value_of(value)) != 0:
+            self._immutable()
+        self._method_write(Ellipsis, value)
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        """``x.put(i, v)`` (``np.put``): under a function transform, the item write of ``v`` at
+        the flat indices ``i`` (as many values as indices, or one)."""
+        flat = np.ravel(value_of(indices))
+        count = np.size(value_of(values))
+        if mode != "raise" or not self._written_in_place() or count not in (1, flat.size):
+            self._immutable()
+        at = np.arange(self._value.size).reshape(np.shape(self._value)).ravel()[flat]
+        values = values if count == 1 else np.reshape(values, flat.shape)
+        self._method_write(np.unravel_index(at, np.shape(self._value)), values)
+
+    def _written_in_place(self) -> bool:
+        return (
+            type(self) is TapeValue and type(self._value) is np.ndarray and under_numpy_semantics()
+        )
+
+    def _method_write(self, index: Any, value: Any) -> None:
+        """A method's write into ``self`` (sort, fill, put): followed through the views the
+        user's frames hold, as a refused item write is (:mod:`s2sgrad.tape.view_writes`)."""
+        frame = _user_frame()
+        helper = is_helper_frame(frame, _SKIPPED_DIRS)
+        if helper:
+            refuse_changing_an_input(self, frame, _SKIPPED_DIRS)
+        _write_through_views(frame, self, index, value, helper, forced=True)
 
     def __getattr__(self, name: str) -> Any:
         """An ndarray attribute the tape does not give (``x.flags``, ``x.ctypes``, ``x.data``):
@@ -491,6 +528,8 @@ class TapeValue:
             return _put_mask(*args, **kwargs)
         if func is np.fill_diagonal:
             return _fill_diagonal(*args, **kwargs)
+        if func is np.put and args and type(args[0]) is TapeValue:
+            return args[0].put(*args[1:], **kwargs)
         return apply_rule(func, func, args, kwargs)
 
     # Python operators ------------------------------------------------------------------
@@ -1004,6 +1043,7 @@ def _write_through_views(
     if write_through_views(frame, target, index, value, _write_item, _SKIPPED_DIRS, depth, check):
         return True
     if forced:
+        refuse_shared_memory(target, frame, _SKIPPED_DIRS)  # a plain array, a Variable
         old = target._value
         _write_item(target, index, value)
         supersede(old, depth)
