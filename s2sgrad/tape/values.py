@@ -51,6 +51,7 @@ from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_fo
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import (
+    held_values,
     is_held,
     is_helper_frame,
     refuse_changing_an_input,
@@ -1193,8 +1194,11 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
             recorded = recorded or list(args)
             recorded[i] = _rebuilt(a, inner)
         else:
-            if t is np.ndarray and a.dtype.kind == "O":
-                _refuse_tape_values_in_objects(a)
+            if t is np.ndarray:
+                if a.dtype.kind == "O":
+                    _refuse_tape_values_in_objects(a)
+                if STALE:
+                    _refuse_stale(a)
             raw.append(a)
             continue
         if s and s is not tapes:
@@ -1285,18 +1289,16 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         and under_numpy_semantics()
         and not {"where", "casting", "dtype"} & kwargs.keys()
     ):
-        if getattr(single._value, "base", None) is not None:
-            raise NonDifferentiableError(
-                f"{user_location()}: {describe(primitive)}(..., out=...) into a view of an "
-                "array (a slice, a reshape) writes through to the array it views, which the "
-                "tape cannot follow; assign the result instead (u[1:] = np.negative(u[1:])), "
-                f"or {USE_S2S}."
-            )
         rest = {k: v for k, v in kwargs.items() if k != "out"}
-        single[...] = apply_rule(primitive, primitive, args, rest)
+        single._method_write(Ellipsis, apply_rule(primitive, primitive, args, rest))
         return out
     if _any_tracked(args) or _any_tracked(kwargs.values()):
         frame = _user_frame()
+        taken = _taken_over_plain(single, frame)
+        if taken is not None and not {"where", "casting", "dtype"} & kwargs.keys():
+            rest = {k: v for k, v in kwargs.items() if k != "out"}
+            taken[...] = apply_rule(primitive, primitive, args, rest)
+            return (taken,) if isinstance(out, tuple) else taken
         symbol = _in_place_operator(frame)
         if symbol is not None and _takes_the_result(frame, single):
             # a[i] += v: Python stores what the operator returns with a[i] = ..., which the
@@ -1335,12 +1337,16 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     plain array, allowed only when nothing is differentiated."""
     selected = keywords.get("where", mask[0] if mask else True)
     if type(dst) is TapeValue and selected is True and under_numpy_semantics():
-        dst[...] = src
+        dst._method_write(Ellipsis, src)
         return
     if not _any_tracked((dst, src, selected)):
         np.copyto(value_of(dst), value_of(src), casting=casting, where=value_of(selected))
         return
     frame = _user_frame()
+    taken = _taken_over_plain(dst, frame) if selected is True else None
+    if taken is not None:
+        taken[...] = src
+        return
     if _inside_numpy_full():
         what = (
             "np.full(shape, c) makes a plain array out of c, so the derivative of a c being "
@@ -1362,12 +1368,16 @@ def _put_mask(a: Any, mask: Any, values: Any) -> None:
     ``a``'s flat positions); into a plain array, allowed only when nothing is
     differentiated."""
     if type(a) is TapeValue and under_numpy_semantics():
-        a[...] = np.where(mask, np.resize(values, np.shape(a)), a)
+        a._method_write(Ellipsis, np.where(mask, np.resize(values, np.shape(a)), a))
         return
     if not _any_tracked((a, mask, values)):
         np.putmask(value_of(a), value_of(mask), value_of(values))
         return
     frame = _user_frame()
+    taken = _taken_over_plain(a, frame)
+    if taken is not None:
+        taken[...] = np.where(mask, np.resize(values, np.shape(a)), taken)
+        return
     raise NonDifferentiableError(
         f"{where(*_shown_position(frame))}: np.putmask writes a value being differentiated "
         "into a plain array, which the tape cannot follow. Write "
@@ -1382,7 +1392,7 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     from s2sgrad.runtime.ufunc_methods import diagonal_index
 
     if type(a) is TapeValue and under_numpy_semantics():
-        a[diagonal_index(a, wrap)] = val
+        a._method_write(diagonal_index(a, wrap), val)
         return
     if not _any_tracked((a, val)):
         np.fill_diagonal(value_of(a), value_of(val), wrap=wrap)
@@ -1430,13 +1440,34 @@ def _taken_over_for_at(ufunc: np.ufunc, inputs: tuple) -> TapeValue | None:
         return None
     if not under_numpy_semantics() or not _any_tracked(inputs[1:]):
         return None
-    frame = _user_frame()
-    found = plain_array_write(frame) if frame is not None else None
+    return _taken_over_plain(array, _user_frame())
+
+
+def _taken_over_plain(array: Any, frame: Any) -> TapeValue | None:
+    """A plain array that the running function made itself (``y = np.zeros(n)``) and no
+    other name shares, written into by the line ``frame`` runs (``np.exp(x, out=y)``,
+    ``np.copyto(y, v)``, ``np.putmask(y, m, v)``; see
+    :func:`s2sgrad.tape.in_place.plain_array_write`): ``y`` bound to a tape value holding its
+    items, which the write then goes into; None where the write does not qualify."""
+    if type(array) is not np.ndarray or frame is None or not under_numpy_semantics():
+        return None
+    found = plain_array_write(frame)
     if found is None or found[1] is not None or frame.f_locals.get(found[0]) is not array:
         return None
+    holders = 0
+    for _, _, held in held_values(frame, _SKIPPED_DIRS):
+        holders += held is array
+        other = getattr(held, "_value", held)
+        if holders > 1 or (other is not array and _shares_memory(other, array)):
+            return None  # a view of it, or it in a list: NumPy would change what they see
     taken = TapeValue(array.copy(), ())
     _bind_local(frame, found[0], taken)
+    supersede(array, numpy_semantics_depth())  # a view held where the walk does not look
     return taken
+
+
+def _shares_memory(value: Any, array: np.ndarray) -> bool:
+    return type(value) is np.ndarray and np.may_share_memory(value, array)
 
 
 def _written_at(ufunc: np.ufunc, inputs: tuple) -> bool:
