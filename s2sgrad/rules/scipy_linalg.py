@@ -449,3 +449,8 @@ def _cho_solve_along_factor(c_and_lower, d_c, x):
     size = np.shape(c)[-1]
     moved = np.matmul(d_a, np.reshape(x, (size, -1)))
     return -linalg.cho_solve((c, lower), np.reshape(moved, np.shape(x)))
+
+
+# rules of more of scipy.linalg, loaded with these
+from s2sgrad.rules import scipy_linalg_factors as _factors  # noqa: E402, F401
+from s2sgrad.rules import scipy_linalg_structured as _structured  # noqa: E402, F401
