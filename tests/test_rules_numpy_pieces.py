@@ -34,9 +34,7 @@ def unique_values(x):
 
 
 def unique_with_inverse_and_counts(x):
-    u, inverse, counts = np.unique(
-        np.concatenate([x, x]), return_inverse=True, return_counts=True
-    )
+    u, inverse, counts = np.unique(np.concatenate([x, x]), return_inverse=True, return_counts=True)
     return np.sum(np.sin(u[inverse]) * counts[inverse])
 
 
