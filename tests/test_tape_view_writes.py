@@ -177,7 +177,24 @@ def helper_writes_a_view(x):
     return np.sum(t**2)
 
 
+def rows_swapped(x):
+    t = x * 1.0
+    a, b = t[0], t[1]
+    a[:], b[:] = b * 1.0, a * 1.0  # a write the source analysis does not flag
+    return np.sum(t * np.arange(t.size).reshape(t.shape))
+
+
+def overlapping_slices(x):
+    t = x.ravel() * 1.0
+    a = t[:4]
+    b = t[2:]
+    a[2:] = b[2:4] * 2.0
+    return np.sum(t * x.ravel()) + np.sum(a[:2] * b[:2])
+
+
 PROGRAMS = [
+    rows_swapped,
+    overlapping_slices,
     row_written,
     transpose_added,
     parts_of_a_split,

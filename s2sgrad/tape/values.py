@@ -366,7 +366,7 @@ class TapeValue:
                 if _write_through_views(frame, self, index, value, helper):
                     return
                 raise
-            if STALE:  # views of arrays written through before: they follow this write too
+            if STALE or _is_view(self._value):  # a view's array, or views of this one's
                 _write_through_views(frame, self, index, value, helper, forced=True)
                 return
             _write_item(self, index, value)
@@ -477,7 +477,8 @@ class TapeValue:
                 if _write_through_views(frame, self, Ellipsis, new, False):
                     return self
                 raise
-            if STALE and is_held(self, frame, _SKIPPED_DIRS):  # views written through before
+            if (STALE or _is_view(self._value)) and is_held(self, frame, _SKIPPED_DIRS):
+                # the array it views, or views of it written through before, follow it
                 new = apply_binary(op, self, other)
                 _write_through_views(frame, self, Ellipsis, new, False, forced=True)
                 return self
@@ -1464,6 +1465,11 @@ def _taken_over_plain(array: Any, frame: Any) -> TapeValue | None:
     _bind_local(frame, found[0], taken)
     supersede(array, numpy_semantics_depth())  # a view held where the walk does not look
     return taken
+
+
+def _is_view(value: Any) -> bool:
+    """Whether ``value`` is a NumPy array reading another's memory."""
+    return type(value) is np.ndarray and value.base is not None
 
 
 def _shares_memory(value: Any, array: np.ndarray) -> bool:
