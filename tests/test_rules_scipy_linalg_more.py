@@ -107,15 +107,6 @@ def test_the_rule_matches_differences(f, size, mode):
         sg.check_grads(f, c, order=2, mode=mode)
 
 
-def test_the_pivots_rebuild_the_matrix():
-    from s2sgrad.rules.scipy_linalg_factors import _factors, _rows
-
-    a = np.random.default_rng(2).normal(size=(5, 5))
-    lu, piv = linalg.lu_factor(a)
-    lower, upper = _factors(lu)
-    np.testing.assert_allclose(a[_rows(piv)], lower @ upper, atol=1e-12)
-
-
 def generalized(c):
     a = np.outer(c, c) + np.eye(c.size)
     return np.sum(linalg.eigh(a, np.eye(c.size) * 2.0)[0])
