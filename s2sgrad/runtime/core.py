@@ -737,7 +737,9 @@ def refuse_if_array(value: Any, message: str, lists: bool = False) -> None:
     value = hooks.value_of(value)
     if isinstance(value, np.ndarray):
         error = UnsupportedError(message)
-        error.tape_cannot_either = True  # the tape rebinds x too: it would be as wrong
+        # the tape follows x op= v through the memory the held values share, or refuses it
+        # (s2sgrad.tape.view_writes): "auto" takes it
+        error.whole_function_on_tape = True
         raise error
     if lists and isinstance(value, (list, dict)):  # += extends a list, |= a dict, in place
         error = UnsupportedError(message.replace(" the array ", " the list ", 1))

@@ -84,8 +84,8 @@ def write_through_views(
     """
     kind = type(target)
     written = target._value
-    if type(written) is not np.ndarray:
-        return False
+    if type(written) is not np.ndarray or not written.flags.writeable:
+        return False  # a read-only view (np.diagonal, np.broadcast_to): NumPy refuses it
     held = _held_arrays(frame, skipped_dirs, kind)
     if held is None:
         return False
