@@ -366,7 +366,8 @@ class TapeValue:
                 if _write_through_views(frame, self, index, value, helper):
                     return
                 raise
-            if STALE or _is_view(self._value):  # a view's array, or views of this one's
+            if (STALE or _is_view(self._value)) and not _in_generated_code(frame):
+                # a view's array, or views of this one's written through before, follow it
                 _write_through_views(frame, self, index, value, helper, forced=True)
                 return
             _write_item(self, index, value)
@@ -477,8 +478,11 @@ class TapeValue:
                 if _write_through_views(frame, self, Ellipsis, new, False):
                     return self
                 raise
-            if (STALE or _is_view(self._value)) and is_held(self, frame, _SKIPPED_DIRS):
-                # the array it views, or views of it written through before, follow it
+            if (
+                (STALE or _is_view(self._value))
+                and not _in_generated_code(frame)
+                and is_held(self, frame, _SKIPPED_DIRS)
+            ):  # the array it views, or views of it written through before, follow it
                 new = apply_binary(op, self, other)
                 _write_through_views(frame, self, Ellipsis, new, False, forced=True)
                 return self
@@ -1037,6 +1041,11 @@ def _write_through_views(
     differentiated function that it would change. ``forced``: where it cannot be followed,
     written into ``target`` alone, any view of its old array then refused when read."""
 
+    if _in_generated_code(frame):  # s2sgrad's derivative code on the tape: as before,
+        if forced:  # refused, and mode "auto" has the tape record the user's code instead
+            _write_item(target, index, value)
+        return forced
+
     def check(changed: TapeValue) -> None:
         if helper:
             refuse_changing_an_input(changed, frame, _SKIPPED_DIRS)
@@ -1465,6 +1474,11 @@ def _taken_over_plain(array: Any, frame: Any) -> TapeValue | None:
     _bind_local(frame, found[0], taken)
     supersede(array, numpy_semantics_depth())  # a view held where the walk does not look
     return taken
+
+
+def _in_generated_code(frame: Any) -> bool:
+    """Whether ``frame`` runs code s2sgrad generated (a derivative differentiated again)."""
+    return frame is not None and origin_of(frame.f_code.co_filename) is not None
 
 
 def _is_view(value: Any) -> bool:

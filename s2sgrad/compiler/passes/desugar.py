@@ -69,6 +69,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.running import IN_A_DERIVATIVE
 
 __all__ = ["desugar", "desugar_matches"]
 
@@ -117,8 +118,11 @@ def desugar(
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             # mode "auto" takes it to the tape, which follows Python's lists and dicts and a
-            # write through a view of a held array (s2sgrad.tape.view_writes), else refuses
-            raise UnsupportedError(shared[id(statement)])
+            # write through a view of a held array (s2sgrad.tape.view_writes), else refuses;
+            # not in a derivative transformed again, whose views the tape leaves alone
+            error = UnsupportedError(shared[id(statement)])
+            error.tape_cannot_either = IN_A_DERIVATIVE in shared[id(statement)]
+            raise error
     bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them
     # the name of the run-time check (runtime.refuse_if_array) for x op= v
     refusal = names.claim("refuse_if_array") if shared else None
