@@ -44,7 +44,7 @@ def _frexp(g, ans, x):
 @jvp_rule(np.frexp)
 def _frexp_jvp(t, ans, x):
     scale = np.exp2(-ans[1].astype(np.result_type(ans[0])))
-    return ((t * scale, np.zeros(np.shape(ans[1]))),)
+    return ((t * scale, np.zeros_like(ans[1])),)  # the exponent's: integer zeros
 
 
 # choose(a, choices): the mask of the positions where choice k is picked
@@ -117,7 +117,7 @@ def _unique_jvp(t, ans, ar, return_index=False, return_inverse=False, return_cou
     summed = np.bincount(where, weights=np.ravel(t), minlength=size)
     tangent = summed / counts
     if type(ans) is tuple:
-        return ((tangent, *(np.zeros(np.shape(a)) for a in ans[1:])),)
+        return ((tangent, *(np.zeros_like(a) for a in ans[1:])),)  # integers: zeros
     return tangent
 
 
