@@ -1304,12 +1304,12 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         return out
     if _any_tracked(args) or _any_tracked(kwargs.values()):
         frame = _user_frame()
-        taken = _taken_over_plain(single, frame)
+        symbol = _in_place_operator(frame)
+        taken = _taken_over_plain(single, frame) if symbol is None else None  # np.f(..., t)
         if taken is not None and not {"where", "casting", "dtype"} & kwargs.keys():
             rest = {k: v for k, v in kwargs.items() if k != "out"}
             taken[...] = apply_rule(primitive, primitive, args, rest)
             return (taken,) if isinstance(out, tuple) else taken
-        symbol = _in_place_operator(frame)
         if symbol is not None and _takes_the_result(frame, single):
             # a[i] += v: Python stores what the operator returns with a[i] = ..., which the
             # tape follows; the view a[i] itself is dropped, so nothing else sees it change.
