@@ -301,7 +301,7 @@ def _written_by_call(statement: gast.stmt, resolve: Any) -> str | None:
         return None
     if getattr(function, "__module__", None) is None and not isinstance(function, np.ufunc):
         return None
-    written = None
+    written: Any = None
     if function is np.copyto or function is np.putmask:
         written = call.args[0] if call.args else None
     elif isinstance(function, np.ufunc) and len(call.args) == function.nin + 1:

@@ -550,8 +550,9 @@ def snapshot(value: Any) -> Any:
 
         saved = snapshot(y[0:2])  # y[0:2] = 0 later leaves `saved` as it was
     """
-    if isinstance(value, hooks.TapeValue) and type(value._value) is np.ndarray:
-        return value.copy()  # a view the tape follows writes through changes with its array
+    if isinstance(value, hooks.TapeValue) and type(hooks.value_of(value)) is np.ndarray:
+        return value.copy()  # type: ignore[attr-defined]  # a view the tape follows writes
+        # through changes with its array
     return value.copy() if isinstance(value, np.ndarray) else value
 
 

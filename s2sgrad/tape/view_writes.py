@@ -109,8 +109,9 @@ def write_through_views(
         write_item(target, index, value)
         supersede(written, depth)  # a view of it held where the tape does not look
         return True
-    positions = [positions_within(t._value, whole) for t in sharing]
-    if any(p is None for p in positions):
+    found = [positions_within(t._value, whole) for t in sharing]
+    positions = [p for p in found if p is not None]
+    if len(positions) != len(found):
         return False
     layout = np.empty_like(whole)  # what with_item's copy of the root array looks like
     if any(view_at(layout, p) is None for t, p in zip(sharing, positions) if t is not root):
