@@ -70,6 +70,8 @@ def running_origin(default: str = "<unknown location>") -> str:
     return default
 
 
+#: what a location in code s2sgrad generated reads as, after the user's file:line
+IN_A_DERIVATIVE = " (in its derivative, "
 _LOCATED = re.compile(r"^\S+:\d+")  # "file.py:12: ..." or "<stdin>:3 (in its derivative...)"
 
 

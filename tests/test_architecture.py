@@ -55,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.nan_reductions",
             "s2sgrad.rules.array_api",
             "s2sgrad.rules.more_numpy",
+            "s2sgrad.rules.numpy_pieces",
             "s2sgrad.rules.python_math",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
@@ -64,6 +65,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_stats_tails",
             "s2sgrad.rules.scipy_stats_multivariate",
             "s2sgrad.rules.scipy_linalg",
+            "s2sgrad.rules.scipy_linalg_factors",
+            "s2sgrad.rules.scipy_linalg_structured",
             "s2sgrad.rules.scipy_signal",
         ),
     ),

@@ -89,8 +89,11 @@ def test_views_of_the_buffer_stay_refused(f):
     x0 = np.ones((2, 2)) if f is rows_of_a_3d_buffer else np.array([1.0, 0.3])
     with pytest.raises(sg.UnsupportedError, match="may share memory"):
         sg.grad(f, mode="s2s")(x0)
-    with pytest.raises(sg.S2SGradError):  # the tape refuses it too, for its own reasons
-        sg.grad(f, mode="tape")(x0)
+    try:  # the tape follows the write through the held views, or refuses it
+        gradient = sg.grad(f, mode="tape")(x0.copy())
+    except sg.S2SGradError:
+        return
+    np.testing.assert_allclose(gradient, numeric_grad(f, [x0.copy()], 0), rtol=1e-6, atol=1e-8)
 
 
 def test_a_row_view_read_after_a_write_is_differentiated_as_numpy_computes_it():

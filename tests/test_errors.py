@@ -27,7 +27,7 @@ def mutates_argument(x):
 
 
 def no_rule(x):
-    return np.sum(np.frexp(x)[0])
+    return np.sum(np.sort_complex(x).real)
 
 
 def test_non_scalar_output_names_vjp_and_jacobian():
@@ -82,7 +82,7 @@ def test_library_function_without_rule():
     with pytest.raises(sg.NonDifferentiableError) as error:
         sg.grad(no_rule, mode="s2s")(np.ones(3))
     message = str(error.value)
-    assert f"{HERE}:" in message and "np.frexp" in message and "derivative" in message
+    assert f"{HERE}:" in message and "np.sort_complex" in message and "derivative" in message
 
 
 def test_no_source_in_s2s_mode():
@@ -339,7 +339,7 @@ def test_a_missing_rule_is_one_refusal_in_auto_not_a_fallback_that_fails_again()
             warnings.simplefilter("always")
             with pytest.raises(sg.NonDifferentiableError) as error:
                 transform()
-        assert f"{HERE}:" in str(error.value) and "np.frexp" in str(error.value)
+        assert f"{HERE}:" in str(error.value) and "np.sort_complex" in str(error.value)
         assert not [w for w in caught if issubclass(w.category, FallbackWarning)]
 
 

@@ -153,12 +153,14 @@ def scaled_list(x):
 def test_a_helper_changing_an_array_its_caller_made():
     # s2s over s2s refuses the generated gradient's own writes (aliasing): the tape's hvp
     check_gradient(halved_copy, X, second_order=("tape",))
-    # s2s inlines scale() and refuses its update of a list's array; auto says so too (the
-    # refusal comes from the generated code as it runs), where the tape alone follows it
+    # s2s inlines scale() and refuses its update of a list's array; auto then takes the
+    # tape, which follows it (tape/view_writes.py)
     check_gradient(scaled_list, X, modes=["tape"])
-    for mode in ("s2s", "auto"):
-        with pytest.raises(sg.UnsupportedError, match="may share memory"):
-            sg.grad(scaled_list, mode=mode)(X)
+    with pytest.raises(sg.UnsupportedError, match="may share memory"):
+        sg.grad(scaled_list, mode="s2s")(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        assert_close(sg.grad(scaled_list, mode="auto")(X), numeric_grad(scaled_list, [X], 0))
 
 
 def test_the_helper_example_of_the_issue():
@@ -228,12 +230,9 @@ def halves_an_array_a_view_on_an_object_shares(x):
         halves_an_array_a_view_on_an_object_shares,
     ],
 )
-def test_a_helper_changing_memory_another_value_shares_is_refused_on_the_tape(f):
-    with pytest.raises(sg.UnsupportedError) as error:
-        sg.grad(f, mode="tape")(X)
-    message = str(error.value)
-    assert f"{__file__}:{halve.__code__.co_firstlineno + 1}" in message, message
-    assert ".copy()" in message
+def test_a_helper_changing_memory_another_value_shares_is_followed_on_the_tape(f):
+    """The held values sharing the memory are found and follow the write (view_writes.py)."""
+    assert_close(sg.grad(f, mode="tape")(X.copy()), numeric_grad(f, [X.copy()], 0))
 
 
 def halves_a_copy_of_a_view(x):

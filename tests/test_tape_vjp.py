@@ -177,9 +177,9 @@ def test_variables_read_inside_f_are_not_watched():
 
 def test_unknown_function_inside_f_names_the_line():
     def f(x):
-        return np.sum(np.frexp(x)[0])
+        return np.sum(np.sort_complex(x).real)
 
-    with pytest.raises(NonDifferentiableError, match=r"test_tape_vjp\.py:\d+: np\.frexp"):
+    with pytest.raises(NonDifferentiableError, match=r"test_tape_vjp\.py:\d+: np\.sort_complex"):
         tape_vjp(f, (np.ones(4),), {}, (0,))
 
 

@@ -212,7 +212,9 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     writes: dict[int, Any] = {}
     for statement in statements:
         line = parsed.line_offset + getattr(statement, "lineno", 0)
-        added_into = _added_at_into(statement, parsed.resolve)
+        added_into = _added_at_into(statement, parsed.resolve) or _written_by_call(
+            statement, parsed.resolve
+        )
         if added_into is not None:  # np.add.at(y, index, v): y bound again, as by y += v
             writes[line] = (
                 (added_into, None, None) if added_into in made and line not in writes else None
@@ -264,6 +266,39 @@ def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
     except Exception:
         return None
     return value.args[0].id if ufunc is np.add or ufunc is np.subtract else None
+
+
+def _written_by_call(statement: gast.stmt, resolve: Any) -> str | None:
+    """``y`` for a statement that only writes into the local ``y`` by a NumPy call:
+    ``np.exp(x, y)``, ``np.clip(x, a, b, out=y)`` (``out=(y,)`` too), ``np.copyto(y, v)``,
+    ``np.putmask(y, m, v)``; else None."""
+    if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+        return None
+    call = statement.value
+    try:
+        function = resolve(call.func)
+    except Exception:
+        return None
+    if getattr(function, "__module__", None) is None and not isinstance(function, np.ufunc):
+        return None
+    written: Any = None
+    if function is np.copyto or function is np.putmask:
+        written = call.args[0] if call.args else None
+    elif isinstance(function, np.ufunc) and len(call.args) == function.nin + 1:
+        written = call.args[-1]
+    else:
+        outs = [k.value for k in call.keywords if k.arg == "out"]
+        written = outs[0] if outs else None
+        if type(written) is gast.Tuple and len(written.elts) == 1:
+            written = written.elts[0]
+    if type(written) is not gast.Name or not _numpy_function(function):
+        return None
+    return written.id
+
+
+def _numpy_function(function: Any) -> bool:
+    module = getattr(function, "__module__", None) or ""
+    return isinstance(function, np.ufunc) or module == "numpy" or module.startswith("numpy.")
 
 
 def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:

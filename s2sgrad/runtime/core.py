@@ -17,7 +17,7 @@ from s2sgrad.rules.registry import (
     rule_function,
     vjp_rule,
 )
-from s2sgrad.running import running_origin
+from s2sgrad.running import IN_A_DERIVATIVE, running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
@@ -551,6 +551,9 @@ def snapshot(value: Any) -> Any:
 
         saved = snapshot(y[0:2])  # y[0:2] = 0 later leaves `saved` as it was
     """
+    if isinstance(value, hooks.TapeValue) and type(hooks.value_of(value)) is np.ndarray:
+        return value.copy()  # type: ignore[attr-defined]  # a view the tape follows writes
+        # through changes with its array
     return value.copy() if isinstance(value, np.ndarray) else value
 
 
@@ -741,7 +744,10 @@ def refuse_if_array(value: Any, message: str, lists: bool = False) -> None:
     value = hooks.value_of(value)
     if isinstance(value, np.ndarray):
         error = UnsupportedError(message)
-        error.tape_cannot_either = True  # the tape rebinds x too: it would be as wrong
+        if IN_A_DERIVATIVE in message:  # a derivative transformed again: the tape
+            error.tape_cannot_either = True  # rebinds x too, it would be as wrong
+        else:  # the tape follows x op= v through the memory the held values share, or
+            error.whole_function_on_tape = True  # refuses it (tape.view_writes)
         raise error
     if lists and isinstance(value, (list, dict)):  # += extends a list, |= a dict, in place
         error = UnsupportedError(message.replace(" the array ", " the list ", 1))

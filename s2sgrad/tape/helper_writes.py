@@ -38,7 +38,14 @@ from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
 from s2sgrad.tape.in_place import names_unread_after_call
 
-__all__ = ["is_helper_frame", "is_held", "refuse_hidden_changes"]
+__all__ = [
+    "is_helper_frame",
+    "is_held",
+    "held_values",
+    "refuse_changing_an_input",
+    "refuse_hidden_changes",
+    "refuse_shared_memory",
+]
 
 
 def is_helper_frame(frame: Any, skipped_dirs: tuple) -> bool:
@@ -62,7 +69,7 @@ def is_held(value: Any, frame: Any, skipped_dirs: tuple) -> bool:
 
         is_held(a, frame, _SKIPPED_DIRS)  # True in halve(y) for its parameter a
     """
-    return any(held is value for _, _, held in _held_values(frame, skipped_dirs))
+    return any(held is value for _, _, held in held_values(frame, skipped_dirs))
 
 
 def refuse_hidden_changes(value: Any, frame: Any, skipped_dirs: tuple) -> None:
@@ -75,11 +82,18 @@ def refuse_hidden_changes(value: Any, frame: Any, skipped_dirs: tuple) -> None:
 
         refuse_hidden_changes(a, frame, _SKIPPED_DIRS)  # raises for halve(y[:2])
     """
-    _refuse_changing_an_input(value, frame, skipped_dirs)
-    _refuse_shared_memory(value, frame, skipped_dirs)
+    refuse_changing_an_input(value, frame, skipped_dirs)
+    refuse_shared_memory(value, frame, skipped_dirs)
 
 
-def _refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+def refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+    """Raise ``UnsupportedError`` if ``value``, about to change in the helper ``frame``, is
+    (in) an argument of the differentiated function.
+
+    Example::
+
+        refuse_changing_an_input(a, frame, _SKIPPED_DIRS)  # raises in halve(x) for f's x
+    """
     outermost = frame
     while outermost.f_back is not None and not _is_skipped(outermost.f_back, skipped_dirs):
         outermost = outermost.f_back
@@ -102,11 +116,18 @@ def _refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> No
         raise error
 
 
-def _refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+def refuse_shared_memory(value: Any, frame: Any, skipped_dirs: tuple) -> None:
+    """Raise ``UnsupportedError`` if another array the helper ``frame`` or its callers hold
+    may share memory with ``value``, about to change in place.
+
+    Example::
+
+        refuse_shared_memory(a, frame, _SKIPPED_DIRS)  # raises for halve(y[:2])
+    """
     written = getattr(value, "_value", value)
     if not isinstance(written, np.ndarray):
         return
-    for holder, name, held in _held_values(frame, skipped_dirs):
+    for holder, name, held in held_values(frame, skipped_dirs):
         if held is value or _unread_again(holder, name, held, frame):
             continue
         array = getattr(held, "_value", held)
@@ -138,7 +159,7 @@ def _is_skipped(frame: Any, skipped_dirs: tuple) -> bool:
     return frame.f_code.co_filename.startswith(skipped_dirs)
 
 
-def _held_values(frame: Any, skipped_dirs: tuple) -> Iterator[tuple[Any, str, Any]]:
+def held_values(frame: Any, skipped_dirs: tuple) -> Iterator[tuple[Any, str, Any]]:
     """``(frame, name, value)`` for the values the user's frames from ``frame`` outwards
     reach: their local names, the globals their code names, inside lists, tuples, dicts and
     the attributes of objects (three levels deep), until the first frame of s2sgrad's or

@@ -34,10 +34,12 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
+from s2sgrad.tape.view_writes import STALE, forget_superseded
 
 __all__ = [
     "plain_array_write",
     "numpy_semantics",
+    "numpy_semantics_depth",
     "under_numpy_semantics",
     "refuse_shared_update",
     "refuse_unread_sharing",
@@ -123,6 +125,18 @@ def numpy_semantics():
         yield
     finally:
         _numpy_semantics.depth = depth
+        if STALE:
+            forget_superseded(depth + 1)
+
+
+def numpy_semantics_depth() -> int:
+    """How many function transforms are running code on the tape in this thread.
+
+    Example::
+
+        numpy_semantics_depth()  # 0 outside them
+    """
+    return getattr(_numpy_semantics, "depth", 0)
 
 
 def under_numpy_semantics() -> bool:

@@ -51,8 +51,15 @@ from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_fo
 from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
-from s2sgrad.tape.helper_writes import is_held, is_helper_frame, refuse_hidden_changes
+from s2sgrad.tape.helper_writes import (
+    held_values,
+    is_held,
+    is_helper_frame,
+    refuse_changing_an_input,
+    refuse_shared_memory,
+)
 from s2sgrad.tape.in_place import (
+    numpy_semantics_depth,
     plain_array_write,
     refuse_shared_update,
     refuse_unread_sharing,
@@ -62,6 +69,7 @@ from s2sgrad.tape.in_place import (
 from s2sgrad.tape.index_joins import held_for_join
 from s2sgrad.tape.recording import IDENTITY, RECORDING, live_serials
 from s2sgrad.tape.text import DifferentiatedText
+from s2sgrad.tape.view_writes import STALE, is_stale, supersede, write_through_views
 from s2sgrad.tape.writes import with_item
 
 __all__ = [
@@ -192,6 +200,8 @@ class TapeValue:
         return bytes(np.asarray(self._value))
 
     def __bool__(self) -> bool:
+        if STALE:
+            _refuse_stale(self._value)
         return bool(self._value)
 
     def __index__(self) -> int:
@@ -347,12 +357,24 @@ class TapeValue:
         change an array the caller holds, or one that a name read later shares."""
         if under_numpy_semantics() and type(self) is TapeValue:
             frame = _user_frame()
-            if is_helper_frame(frame, _SKIPPED_DIRS):  # callers see it: not their views
-                refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
-            elif not refuse_shared_update(frame):
-                refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
-            refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+            helper = is_helper_frame(frame, _SKIPPED_DIRS)
+            if helper:  # callers see it: not their arguments
+                refuse_changing_an_input(self, frame, _SKIPPED_DIRS)
+            try:
+                if helper:
+                    refuse_shared_memory(self, frame, _SKIPPED_DIRS)
+                elif not refuse_shared_update(frame):
+                    refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
+                refuse_view_write(frame, getattr(self._value, "base", None) is not None)
+            except UnsupportedError:  # memory shared: followed where it is all held
+                if _write_through_views(frame, self, index, value, helper):
+                    return
+                raise
             _refuse_read_only(self._value, "assignment destination is read-only")
+            if (STALE or _is_view(self._value)) and not _in_generated_code(frame):
+                # a view's array, or views of this one's written through before, follow it
+                _write_through_views(frame, self, index, value, helper, forced=True)
+                return
             _write_item(self, index, value)
             return
         raise ImmutableValueError(
@@ -368,7 +390,44 @@ class TapeValue:
             "NumPy function that returns a new array (np.sort, np.full_like, np.where, ...)."
         )
 
-    sort = fill = put = resize = partition = setfield = _immutable
+    resize = partition = setfield = _immutable
+
+    def sort(self, axis: Any = -1, kind: Any = None, order: Any = None) -> None:
+        """``x.sort()``: under a function transform, the item write ``x[...] = np.sort(x)``."""
+        if order is not None or not self._written_in_place():
+            self._immutable()
+        self._method_write(Ellipsis, np.sort(self, axis=axis, kind=kind))
+
+    def fill(self, value: Any) -> None:
+        """``x.fill(v)``: under a function transform, the item write ``x[...] = v``."""
+        if not self._written_in_place() or np.ndim(value_of(value)) != 0:
+            self._immutable()
+        self._method_write(Ellipsis, value)
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        """``x.put(i, v)`` (``np.put``): under a function transform, the item write of ``v`` at
+        the flat indices ``i`` (as many values as indices, or one)."""
+        flat = np.ravel(value_of(indices))
+        count = np.size(value_of(values))
+        if mode != "raise" or not self._written_in_place() or count not in (1, flat.size):
+            self._immutable()
+        at = np.arange(self._value.size).reshape(np.shape(self._value)).ravel()[flat]
+        values = values if count == 1 else np.reshape(values, flat.shape)
+        self._method_write(np.unravel_index(at, np.shape(self._value)), values)
+
+    def _written_in_place(self) -> bool:
+        return (
+            type(self) is TapeValue and type(self._value) is np.ndarray and under_numpy_semantics()
+        )
+
+    def _method_write(self, index: Any, value: Any) -> None:
+        """A method's write into ``self`` (sort, fill, put): followed through the views the
+        user's frames hold, as a refused item write is (:mod:`s2sgrad.tape.view_writes`)."""
+        frame = _user_frame()
+        helper = is_helper_frame(frame, _SKIPPED_DIRS)
+        if helper:
+            refuse_changing_an_input(self, frame, _SKIPPED_DIRS)
+        _write_through_views(frame, self, index, value, helper, forced=True)
 
     def __getattr__(self, name: str) -> Any:
         """An ndarray attribute the tape does not give (``x.flags``, ``x.ctypes``, ``x.data``):
@@ -393,10 +452,20 @@ class TapeValue:
         if isinstance(self._value, np.ndarray) and under_numpy_semantics():
             frame = _user_frame()
             if type(self) is TapeValue and is_helper_frame(frame, _SKIPPED_DIRS):
+                new = apply_binary(op, self, other)
                 if is_held(self, frame, _SKIPPED_DIRS):  # not the temporary y[:] of y[:] *= s
-                    refuse_hidden_changes(self, frame, _SKIPPED_DIRS)
+                    refuse_changing_an_input(self, frame, _SKIPPED_DIRS)
+                    try:
+                        refuse_shared_memory(self, frame, _SKIPPED_DIRS)
+                    except UnsupportedError:  # memory shared: followed where it is all held
+                        if _write_through_views(frame, self, Ellipsis, new, True):
+                            return self
+                        raise
                 _refuse_read_only(self._value, "output array is read-only")
-                _write_item(self, Ellipsis, apply_binary(op, self, other))
+                if STALE:
+                    _write_through_views(frame, self, Ellipsis, new, True, forced=True)
+                    return self
+                _write_item(self, Ellipsis, new)
                 return self
             if _in_place_operator(frame) is None:  # x.__iadd__(v) called: x must change
                 raise NonDifferentiableError(
@@ -405,9 +474,25 @@ class TapeValue:
                     "differentiated in place, which the tape follows only as 'x += v'; write "
                     f"x += v or x = x + v, or {USE_S2S}."
                 )
-            if not refuse_shared_update(frame):
-                refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
+            try:
+                if not refuse_shared_update(frame):
+                    refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=True)
+            except UnsupportedError:  # memory shared: followed where it is all held
+                if not is_held(self, frame, _SKIPPED_DIRS):
+                    return NotImplemented  # y[i] of y[i] += v: the store into y is checked
+                new = apply_binary(op, self, other)
+                if _write_through_views(frame, self, Ellipsis, new, False):
+                    return self
+                raise
             _refuse_read_only(self._value, "output array is read-only")
+            if (
+                (STALE or _is_view(self._value))
+                and not _in_generated_code(frame)
+                and is_held(self, frame, _SKIPPED_DIRS)
+            ):  # the array it views, or views of it written through before, follow it
+                new = apply_binary(op, self, other)
+                _write_through_views(frame, self, Ellipsis, new, False, forced=True)
+                return self
         return NotImplemented
 
     def __iadd__(self, other):
@@ -456,6 +541,8 @@ class TapeValue:
             return _put_mask(*args, **kwargs)
         if func is np.fill_diagonal:
             return _fill_diagonal(*args, **kwargs)
+        if func is np.put and args and type(args[0]) is TapeValue:
+            return args[0].put(*args[1:], **kwargs)
         return apply_rule(func, func, args, kwargs)
 
     # Python operators ------------------------------------------------------------------
@@ -529,21 +616,33 @@ class TapeValue:
     # Comparisons have no derivative: they return plain boolean arrays.
 
     def __eq__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value == value_of(other)
 
     def __ne__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value != value_of(other)
 
     def __lt__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value < value_of(other)
 
     def __le__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value <= value_of(other)
 
     def __gt__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value > value_of(other)
 
     def __ge__(self, other):
+        if STALE:
+            _refuse_stale(self._value)
         return self._value >= value_of(other)
 
     # Attributes with a derivative --------------------------------------------------------
@@ -743,6 +842,9 @@ def apply_binary(op: Any, a: Any, b: Any) -> Any:
         b, b_value, b_tapes = b._read()
     else:
         b_value, b_tapes = b, ()
+    if STALE:
+        _refuse_stale(a_value)
+        _refuse_stale(b_value)
     out = op(a_value, b_value)
     if a_tapes is b_tapes or not b_tapes:
         serials = live_serials(a_tapes)
@@ -963,6 +1065,49 @@ def _held_keywords(kwargs: dict | None) -> dict | None:
     return {k: _held_value(v) for k, v in kwargs.items()}
 
 
+def _write_through_views(
+    frame: Any, target: TapeValue, index: Any, value: Any, helper: bool, forced: bool = False
+) -> bool:
+    """``target[index] = value`` followed through the views the user's frames hold (see
+    :mod:`s2sgrad.tape.view_writes`); in a helper, refused for an argument of the
+    differentiated function that it would change. ``forced``: where it cannot be followed,
+    written into ``target`` alone, any view of its old array then refused when read."""
+
+    if _in_generated_code(frame):  # s2sgrad's derivative code on the tape: as before,
+        if forced:  # refused, and mode "auto" has the tape record the user's code instead
+            _write_item(target, index, value)
+        return forced
+
+    def check(changed: TapeValue) -> None:
+        if helper:
+            refuse_changing_an_input(changed, frame, _SKIPPED_DIRS)
+
+    depth = numpy_semantics_depth()
+    if write_through_views(frame, target, index, value, _write_item, _SKIPPED_DIRS, depth, check):
+        return True
+    if forced:
+        refuse_shared_memory(target, frame, _SKIPPED_DIRS)  # a plain array, a Variable
+        old = target._value
+        _write_item(target, index, value)
+        supersede(old, depth)
+    return forced
+
+
+def _refuse_stale(value: Any) -> None:
+    """Refuse reading a view the tape did not find when it followed a write through another
+    view of the same array (see :mod:`s2sgrad.tape.view_writes`)."""
+    if is_stale(value):
+        error = UnsupportedError(
+            f"{user_location()}: a view of an array is read after the array changed through "
+            "another view, and the tape, following that change, could not see this view "
+            "(kept on a loop's iterator, in a deque or deep in containers), so it holds the "
+            "old values; read it from the array again after the change, or take a copy "
+            f"(.copy()) before it, or {USE_S2S}."
+        )
+        error.tape_cannot_either = True
+        raise error
+
+
 def _write_item(target: TapeValue, index: Any, value: Any) -> None:
     """Record ``target[index] = value`` as ``target = with_item(old, index, value)``, where
     ``old`` is a new tape value holding what ``target`` held; ``target`` stays the object
@@ -1073,6 +1218,8 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
     for i, a in enumerate(args):
         t = type(a)
         if t is TapeValue:
+            if STALE:
+                _refuse_stale(a._value)
             raw.append(a._value)
             s = a._tapes
         elif isinstance(a, TapeValue):  # a Variable
@@ -1089,8 +1236,11 @@ def _scan(args: tuple) -> tuple[tuple, list, tuple]:
             recorded = recorded or list(args)
             recorded[i] = _rebuilt(a, inner)
         else:
-            if t is np.ndarray and a.dtype.kind == "O":
-                _refuse_tape_values_in_objects(a)
+            if t is np.ndarray:
+                if a.dtype.kind == "O":
+                    _refuse_tape_values_in_objects(a)
+                if STALE:
+                    _refuse_stale(a)
             raw.append(a)
             continue
         if s and s is not tapes:
@@ -1181,19 +1331,17 @@ def _call_with_out(primitive: Any, args: tuple, kwargs: dict) -> Any:
         and under_numpy_semantics()
         and not {"where", "casting", "dtype"} & kwargs.keys()
     ):
-        if getattr(single._value, "base", None) is not None:
-            raise NonDifferentiableError(
-                f"{user_location()}: {describe(primitive)}(..., out=...) into a view of an "
-                "array (a slice, a reshape) writes through to the array it views, which the "
-                "tape cannot follow; assign the result instead (u[1:] = np.negative(u[1:])), "
-                f"or {USE_S2S}."
-            )
         rest = {k: v for k, v in kwargs.items() if k != "out"}
-        single[...] = apply_rule(primitive, primitive, args, rest)
+        single._method_write(Ellipsis, apply_rule(primitive, primitive, args, rest))
         return out
     if _any_tracked(args) or _any_tracked(kwargs.values()):
         frame = _user_frame()
         symbol = _in_place_operator(frame)
+        taken = _taken_over_plain(single, frame) if symbol is None else None  # np.f(..., t)
+        if taken is not None and not {"where", "casting", "dtype"} & kwargs.keys():
+            rest = {k: v for k, v in kwargs.items() if k != "out"}
+            taken[...] = apply_rule(primitive, primitive, args, rest)
+            return (taken,) if isinstance(out, tuple) else taken
         if symbol is not None and _takes_the_result(frame, single):
             # a[i] += v: Python stores what the operator returns with a[i] = ..., which the
             # tape follows; the view a[i] itself is dropped, so nothing else sees it change.
@@ -1231,13 +1379,16 @@ def _copy_into(dst: Any, src: Any, casting: Any = "same_kind", *mask: Any, **key
     plain array, allowed only when nothing is differentiated."""
     selected = keywords.get("where", mask[0] if mask else True)
     if type(dst) is TapeValue and selected is True and under_numpy_semantics():
-        _refuse_writing_through_a_view(dst, "np.copyto")
-        dst[...] = src
+        dst._method_write(Ellipsis, src)
         return
     if not _any_tracked((dst, src, selected)):
         np.copyto(value_of(dst), value_of(src), casting=casting, where=value_of(selected))
         return
     frame = _user_frame()
+    taken = _taken_over_plain(dst, frame) if selected is True else None
+    if taken is not None:
+        taken[...] = src
+        return
     if _inside_numpy_full():
         what = (
             "np.full(shape, c) makes a plain array out of c, so the derivative of a c being "
@@ -1259,13 +1410,16 @@ def _put_mask(a: Any, mask: Any, values: Any) -> None:
     ``a``'s flat positions); into a plain array, allowed only when nothing is
     differentiated."""
     if type(a) is TapeValue and under_numpy_semantics():
-        _refuse_writing_through_a_view(a, "np.putmask")
-        a[...] = np.where(mask, np.resize(values, np.shape(a)), a)
+        a._method_write(Ellipsis, np.where(mask, np.resize(values, np.shape(a)), a))
         return
     if not _any_tracked((a, mask, values)):
         np.putmask(value_of(a), value_of(mask), value_of(values))
         return
     frame = _user_frame()
+    taken = _taken_over_plain(a, frame)
+    if taken is not None:
+        taken[...] = np.where(mask, np.resize(values, np.shape(a)), taken)
+        return
     raise NonDifferentiableError(
         f"{where(*_shown_position(frame))}: np.putmask writes a value being differentiated "
         "into a plain array, which the tape cannot follow. Write "
@@ -1280,8 +1434,7 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     from s2sgrad.runtime.ufunc_methods import diagonal_index
 
     if type(a) is TapeValue and under_numpy_semantics():
-        _refuse_writing_through_a_view(a, "np.fill_diagonal")
-        a[diagonal_index(a, wrap)] = val
+        a._method_write(diagonal_index(a, wrap), val)
         return
     if not _any_tracked((a, val)):
         np.fill_diagonal(value_of(a), value_of(val), wrap=wrap)
@@ -1344,13 +1497,44 @@ def _taken_over_for_at(ufunc: np.ufunc, inputs: tuple) -> TapeValue | None:
         return None
     if not under_numpy_semantics() or not _any_tracked(inputs[1:]):
         return None
-    frame = _user_frame()
-    found = plain_array_write(frame) if frame is not None else None
+    return _taken_over_plain(array, _user_frame())
+
+
+def _taken_over_plain(array: Any, frame: Any) -> TapeValue | None:
+    """A plain array that the running function made itself (``y = np.zeros(n)``) and no
+    other name shares, written into by the line ``frame`` runs (``np.exp(x, out=y)``,
+    ``np.copyto(y, v)``, ``np.putmask(y, m, v)``; see
+    :func:`s2sgrad.tape.in_place.plain_array_write`): ``y`` bound to a tape value holding its
+    items, which the write then goes into; None where the write does not qualify."""
+    if type(array) is not np.ndarray or frame is None or not under_numpy_semantics():
+        return None
+    found = plain_array_write(frame)
     if found is None or found[1] is not None or frame.f_locals.get(found[0]) is not array:
         return None
+    holders = 0
+    for _, _, held in held_values(frame, _SKIPPED_DIRS):
+        holders += held is array
+        other = getattr(held, "_value", held)
+        if holders > 1 or (other is not array and _shares_memory(other, array)):
+            return None  # a view of it, or it in a list: NumPy would change what they see
     taken = TapeValue(array.copy(), ())
     _bind_local(frame, found[0], taken)
+    supersede(array, numpy_semantics_depth())  # a view held where the walk does not look
     return taken
+
+
+def _in_generated_code(frame: Any) -> bool:
+    """Whether ``frame`` runs code s2sgrad generated (a derivative differentiated again)."""
+    return frame is not None and origin_of(frame.f_code.co_filename) is not None
+
+
+def _is_view(value: Any) -> bool:
+    """Whether ``value`` is a NumPy array reading another's memory."""
+    return type(value) is np.ndarray and value.base is not None
+
+
+def _shares_memory(value: Any, array: np.ndarray) -> bool:
+    return type(value) is np.ndarray and np.may_share_memory(value, array)
 
 
 def _written_at(ufunc: np.ufunc, inputs: tuple) -> bool:

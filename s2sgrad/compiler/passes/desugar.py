@@ -31,7 +31,6 @@ from typing import Any
 import gast
 
 from s2sgrad import runtime
-from s2sgrad.compiler.annotations import LIBRARY_WRITE, annotation
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import kinds_of
 from s2sgrad.compiler.passes.aliases import (
@@ -57,7 +56,6 @@ from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
-from s2sgrad.compiler.passes.sharing import container_names, updated_name
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
 from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
@@ -72,6 +70,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.running import IN_A_DERIVATIVE
 
 __all__ = ["desugar", "desugar_matches"]
 
@@ -122,16 +121,13 @@ def desugar(
     mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
     for message in shared_list_changes(node, locate, resolve).values():
         raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
-    containers = container_names(list(nested_statements(node.body)))
     for statement in nested_statements(node.body):
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
+            # mode "auto" takes it to the tape, which follows Python's lists and dicts and a
+            # write through a view of a held array (s2sgrad.tape.view_writes), else refuses;
+            # not in a derivative transformed again, whose views the tape leaves alone
             error = UnsupportedError(shared[id(statement)])
-            # the tape would be as wrong about an array; a list or dict is Python's own;
-            # a write f(..., out=t) the tape checks itself (into a view it refuses)
-            error.tape_cannot_either = updated_name(statement) not in containers and not (
-                _keyed_by_text(statement)  # d['key'] = v: a dict's entry, which the tape follows
-                or annotation(statement, LIBRARY_WRITE, False)
-            )
+            error.tape_cannot_either = IN_A_DERIVATIVE in shared[id(statement)]
             raise error
     bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them
     # the name of the run-time check (runtime.refuse_if_array) for x op= v
@@ -161,18 +157,6 @@ def _also_resolving(helpers: dict[str, Any], resolve):
         return resolve(node)
 
     return resolved
-
-
-def _keyed_by_text(statement: gast.stmt) -> bool:
-    """``d['key'] = v``: an entry replaced under a string key, which only a dict (or a
-    structured array, which the tape refuses to write a derivative into) takes."""
-    if type(statement) is not gast.Assign or len(statement.targets) != 1:
-        return False
-    target = statement.targets[0]
-    if type(target) is not gast.Subscript:
-        return False
-    key = target.slice
-    return type(key) is gast.Constant and type(key.value) is str
 
 
 def _is_item_update(statement: gast.stmt) -> bool:
