@@ -28,14 +28,13 @@ Example::
 from __future__ import annotations
 
 import inspect
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError, where
 from s2sgrad.running import ORIGINS
+from s2sgrad.tape.held import entries_of, held_values, is_skipped
 from s2sgrad.tape.in_place import names_unread_after_call
 
 __all__ = [
@@ -95,13 +94,13 @@ def refuse_changing_an_input(value: Any, frame: Any, skipped_dirs: tuple) -> Non
         refuse_changing_an_input(a, frame, _SKIPPED_DIRS)  # raises in halve(x) for f's x
     """
     outermost = frame
-    while outermost.f_back is not None and not _is_skipped(outermost.f_back, skipped_dirs):
+    while outermost.f_back is not None and not is_skipped(outermost.f_back, skipped_dirs):
         outermost = outermost.f_back
     code = outermost.f_code
     count = code.co_argcount + code.co_kwonlyargcount
     count += bool(code.co_flags & inspect.CO_VARARGS) + bool(code.co_flags & inspect.CO_VARKEYWORDS)
     for name in code.co_varnames[:count]:
-        if not any(entry is value for entry in _entries(outermost.f_locals.get(name), 3)):
+        if not any(entry is value for entry in entries_of(outermost.f_locals.get(name), 3)):
             continue
         error = UnsupportedError(
             f"{where(frame.f_code.co_filename, frame.f_lineno)}: {frame.f_code.co_name} "
@@ -153,43 +152,3 @@ def _unread_again(holder: Any, name: str, held: Any, frame: Any) -> bool:
     if holder is frame or holder.f_locals.get(name) is not held:
         return False
     return name in holder.f_code.co_varnames and name in names_unread_after_call(holder)
-
-
-def _is_skipped(frame: Any, skipped_dirs: tuple) -> bool:
-    return frame.f_code.co_filename.startswith(skipped_dirs)
-
-
-def held_values(frame: Any, skipped_dirs: tuple) -> Iterator[tuple[Any, str, Any]]:
-    """``(frame, name, value)`` for the values the user's frames from ``frame`` outwards
-    reach: their local names, the globals their code names, inside lists, tuples, dicts and
-    the attributes of objects (three levels deep), until the first frame of s2sgrad's or
-    NumPy's (whatever calls the differentiated function)."""
-    seen: set[int] = set()
-    while frame is not None and not _is_skipped(frame, skipped_dirs):
-        names = list(frame.f_locals.items())
-        scope = frame.f_globals
-        names += [(n, scope[n]) for n in frame.f_code.co_names if n in scope]
-        for name, held in names:
-            for entry in _entries(held, 3, seen):
-                yield frame, name, entry
-        frame = frame.f_back
-
-
-_OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
-
-
-def _entries(value: Any, depth: int, seen: set[int] | None = None) -> Iterator[Any]:
-    yield value
-    if depth == 0 or isinstance(value, _OPAQUE) or (seen is not None and id(value) in seen):
-        return
-    if seen is not None:
-        seen.add(id(value))
-    if isinstance(value, dict):
-        value = list(value.values())
-    elif not isinstance(value, (list, tuple)):
-        kind = type(value)
-        if kind.__module__ in ("builtins", "numpy") or not hasattr(value, "__dict__"):
-            return
-        value = list(vars(value).values())
-    for entry in value:
-        yield from _entries(entry, depth - 1, seen)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.tape.helper_writes import held_values
+from s2sgrad.tape.held import held_values
 from s2sgrad.tape.view_positions import byte_bounds, positions_within, view_at
 
 __all__ = ["write_through_views", "STALE", "is_stale", "forget_superseded", "supersede"]
