@@ -7,6 +7,7 @@ a view on the tape (which wrote a new version of the view only)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -87,11 +88,18 @@ def sort_list_item_part(x):
 @pytest.mark.parametrize("mode", ("s2s", "auto"))
 @pytest.mark.parametrize("f", [sort_transpose, fill_reshaped_row, partition_tail])
 def test_writes_through_other_views_are_refused(mode, f):
+    # refused by source transformation; mode "auto" may take the tape, which follows a
+    # write through a view of an array the function holds (tape/view_writes.py)
     x = np.random.default_rng(9).normal(size=6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(S2SGradError, match=r"test_methods_writing_into_views\.py:\d+"):
-            sg.grad(f, mode=mode)(x)
+        try:
+            got = sg.grad(f, mode=mode)(x)
+        except S2SGradError as refusal:
+            assert re.search(r"test_methods_writing_into_views\.py:\d+", str(refusal))
+            return
+    assert mode == "auto"
+    np.testing.assert_allclose(got, numeric_grad(f, [x], 0), rtol=1e-5, atol=1e-7)
 
 
 def test_a_list_items_part_is_refused_by_source_transformation():
@@ -107,9 +115,11 @@ def copy_into_part(x):
 
 
 @pytest.mark.parametrize("mode", ("auto", "tape"))
-def test_copyto_into_a_view_is_refused_on_the_tape(mode):
+def test_copyto_into_a_view_reaches_the_array_on_the_tape(mode):
+    # it wrote the view's new version alone (a wrong gradient), then was refused; the tape
+    # now writes through to the array the view lies in (tape/view_writes.py)
     x = np.random.default_rng(11).normal(size=6)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with pytest.raises(S2SGradError, match="np.copyto into a view"):
-            sg.grad(copy_into_part, mode=mode)(x)
+        got = sg.grad(copy_into_part, mode=mode)(x)
+    np.testing.assert_allclose(got, numeric_grad(copy_into_part, [x], 0), rtol=1e-5, atol=1e-7)

@@ -146,11 +146,22 @@ def rebound_but_read_after_the_call(S):
         rebound_but_read_after_the_call,
     ],
 )
-def test_a_view_whose_array_is_read_again_is_still_refused(f):
+def test_a_view_whose_array_is_read_again_is_followed(f):
+    # refused before the tape followed a helper's write through a view into the array the
+    # caller reads again (tape/view_writes.py): the caller reads the masked values, as NumPy
     S = np.random.default_rng(0).normal(size=(2, 2, 3))
-    with pytest.raises(sg.UnsupportedError, match="sequence_mask changes in place") as refused:
-        sg.grad(f, mode="tape")(S)
-    assert "test_tape_helper_writes_into_unread_views.py:" in str(refused.value)
+    if f is read_again_later:  # sum(s**2) adds 1e12 per masked entry: differences drown
+        expected = sg.grad(read_again_later_from_a_copy, mode="tape")(S)  # no view
+    else:
+        expected = numeric_grad(lambda v: f(v.copy()), [S], 0)
+    assert_close(sg.grad(f, mode="tape")(S), expected)
+
+
+def read_again_later_from_a_copy(S):
+    s = S * 1.0
+    X = sequence_mask(s.reshape(-1, 3).copy(), LENS, -1e6)
+    s = X.reshape(s.shape)  # what the caller reads after NumPy masked s through its view
+    return np.sum(softmax(X) ** 2) + np.sum(s**2)
 
 
 def masked_in_a_helper(S):

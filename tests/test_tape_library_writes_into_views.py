@@ -85,9 +85,10 @@ def test_a_library_write_into_a_view_is_refused_not_wrong(f, mode):
 
 
 @pytest.mark.parametrize("f", [copy_into_a_row, mask_a_row, fill_a_block_diagonal])
-def test_the_tape_names_the_view(f):
-    with pytest.raises(sg.NonDifferentiableError, match="into a view of an array"):
-        sg.grad(f, mode="tape")(np.array([0.3, 0.9, -0.7]))
+def test_the_tape_writes_through_the_view(f):
+    # refused here before the tape followed writes through views (tape/view_writes.py)
+    x = np.array([0.3, 0.9, -0.7])
+    assert_close(sg.grad(f, mode="tape")(x), numeric_grad(f, [x], 0))
 
 
 def writes_into_whole_arrays(x):

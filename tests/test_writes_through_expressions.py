@@ -7,6 +7,7 @@ dicts (``L[0][1] = v``), which reach the array, stay differentiated on the tape.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import pytest
@@ -76,7 +77,13 @@ def _write_line(f) -> str:
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
 @pytest.mark.parametrize("f", THROUGH_VIEWS, ids=lambda f: f.__name__)
 def test_write_through_a_view_expression_is_refused_at_its_line(f, mode):
+    # source transformation refuses it; mode "auto" then takes the tape, which follows it
     x = np.random.default_rng(0).normal(size=3)
+    if mode == "auto":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_close(call_twice(sg.grad(f, mode=mode), x), numeric_grad(f, [x], 0))
+        return
     with pytest.raises(sg.UnsupportedError) as caught:
         sg.grad(f, mode=mode)(x)
     assert _write_line(f) in str(caught.value)

@@ -44,6 +44,15 @@ _COMPLEX_TRANS = (
 )
 
 
+_SQUARE = "scipy.linalg.lu_factor is differentiated for square matrices; got shape {shape}"
+
+
+def _square(a) -> None:
+    shape = np.shape(a)
+    if len(shape) != 2 or shape[0] != shape[1]:
+        refuse(_SQUARE.format(shape=shape))
+
+
 def _rows(piv) -> np.ndarray:
     """The rows ``perm`` with ``a[perm] = L U``: LAPACK's interchanges applied in turn."""
     perm = np.arange(np.size(piv))
@@ -68,6 +77,7 @@ returns_several(linalg.lu_factor)
 
 @vjp_rule(linalg.lu_factor)
 def _lu_factor(g, ans, a, overwrite_a=False, check_finite=True):
+    _square(a)
     if overwrite_a:
         refuse(_OVERWRITTEN.format(name="lu_factor", which="a"))
     lu, piv = ans
@@ -83,6 +93,7 @@ def _lu_factor(g, ans, a, overwrite_a=False, check_finite=True):
 
 @jvp_rule(linalg.lu_factor)
 def _lu_factor_jvp(t, ans, a, overwrite_a=False, check_finite=True):
+    _square(a)
     if overwrite_a:
         refuse(_OVERWRITTEN.format(name="lu_factor", which="a"))
     lu, piv = ans
