@@ -84,7 +84,11 @@ from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.local_imports import done_imports
-from s2sgrad.compiler.passes.loops import normalise_loops, only_partials_to_rewrite
+from s2sgrad.compiler.passes.loops import (
+    normalise_loops,
+    only_partials_to_rewrite,
+    refuse_views_changed_as_visited,
+)
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
@@ -356,6 +360,7 @@ def _build(request: Request) -> GeneratedFunction:
     assumptions.include(attribute_entries(parsed, node, nodes))
     classified: dict[int, tuple] = {}  # id(value) -> (value, its Operation), made once
     activity = _activity(request, parsed, node, differentiated, local_names, classified)
+    refuse_views_changed_as_visited(nodes, activity.varied, parsed.location)
     if _repeat_sequences(parsed, node, activity.varied, names, namespace, assignments):
         nodes = walk(node)
     if mark_differentiated_reads(node, parsed, activity.varied, nodes):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import gast
 
-from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotate
+from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotate, annotation
 from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
@@ -39,8 +39,34 @@ from s2sgrad.compiler.syntax import (
     store,
     walk,
 )
+from s2sgrad.errors import UnsupportedError
 
 __all__ = ["normalise_loops", "only_partials_to_rewrite"]
+
+
+def refuse_views_changed_as_visited(nodes: list[gast.AST], varied: set[str], locate) -> None:
+    """Refuse a loop over a part of an array it writes into (``for i, row in
+    enumerate(t[:-1]): t[i + 1] = row * 0.5``) where that array holds a value being
+    differentiated: a later row may be one the loop wrote, which neither engine follows
+    (the tape reads the rows it runs over as they were), so mode "auto" raises it too.
+    ``nodes``: the function's walk, after :func:`normalise_loops` marked its loops.
+
+    Example::
+
+        refuse_views_changed_as_visited(walk(node), {"t", "x"}, parsed.location)
+    """
+    for loop in of_kind(nodes, gast.For):
+        changed = annotation(loop, CHANGED_AS_VISITED)
+        if not changed or not changed.endswith("[...]") or changed[:-5] not in varied:
+            continue
+        name = changed[:-5]
+        error = UnsupportedError(
+            f"{locate(loop)}: this loop runs over a part of '{name}' and writes into "
+            f"'{name}': a later row may be one the loop wrote, which neither engine follows; "
+            f"loop over range(...) and read {name}[i] in the body instead"
+        )
+        error.tape_cannot_either = True
+        raise error
 
 
 def normalise_loops(
@@ -314,13 +340,23 @@ class Loops:
         elif isinstance(loop.target, gast.Name):
             keys = {loop.target.id}  # for k in d: d[k] = ...
         visited = {s.id for s in sources if isinstance(s, gast.Name)}
-        if not visited:
+        # a part of an array (for row in t[:-1]) is a view: a write anywhere into t may be
+        # seen by a later row (a list's slice is a copy, which would not: refused all the same)
+        viewed = {
+            s.value.id
+            for s in sources
+            if isinstance(s, gast.Subscript) and isinstance(s.value, gast.Name)
+        }
+        if not (visited or viewed):
             return None
         for statement in loop.body:
             for node in walk(statement):
                 changed = _change_of(node, visited, keys)
                 if changed is not None:
                     return changed
+                changed = _change_of(node, viewed, set()) if viewed else None
+                if changed is not None:
+                    return f"{changed}[...]"
         return None
 
     def visit(self, loop: gast.For, iterator: gast.expr, prefix: list[gast.stmt]):
