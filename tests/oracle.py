@@ -337,3 +337,20 @@ def assert_grad_jvp_and_hvp(f, x, v, mode):
         hvp = sg.hvp(f, (x,), (v,), mode=mode)
     expected = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y), [x], 0, v, step=1e-5)
     assert_close(np.asarray(hvp).reshape(np.shape(x)), expected, rtol=1e-4, atol=1e-6)
+
+
+def assert_tape_program(program, size):
+    """``program`` of one array on the tape, at a random point of ``size`` entries: its
+    value as the plain function gives it, its gradient (called twice) and jvp against
+    central differences, and its hvp against differences of the tape's gradient."""
+    rng = np.random.default_rng(size)
+    x = rng.normal(size=size)
+    value, _ = sg.value_and_grad(program, mode="tape")(x.copy())
+    np.testing.assert_allclose(value, program(x.copy()), rtol=1e-12)
+    assert_close(call_twice(sg.grad(program, mode="tape"), x), numeric_grad(program, [x], 0))
+    v = rng.normal(size=size)
+    _, tangent = sg.jvp(program, (x,), (v,), mode="tape")
+    assert_close(tangent, numeric_jvp(program, [x], 0, v), rtol=1e-5)
+    hvp = sg.hvp(program, (x,), (v,), mode="tape")
+    expected = numeric_jvp(lambda y: sg.grad(program, mode="tape")(y), [x], 0, v, step=1e-5)
+    assert_close(np.asarray(hvp).reshape(x.shape), expected, rtol=1e-4, atol=1e-6)
