@@ -3,9 +3,10 @@
 ``for i, row in enumerate(t[:-1]): t[i + 1] = row * 0.5 + x[1]`` reads, at each step, the
 row the step before wrote (``t[:-1]`` is a view of ``t``). Source transformation read the
 rows as they were before the loop, and the tape too: a silently wrong gradient in every
-mode (cov13 found it). Both are refused now for s2s and auto, naming the loop
-(``passes/loops.refuse_views_changed_as_visited``); looping over ``range`` and reading
-``t[i]``, or over a copy, is differentiated.
+mode (cov13 found it). Both are refused now, naming the loop for s2s and auto
+(``passes/loops.refuse_views_changed_as_visited``) and the write on the tape
+(``tape_facts.view_writes_by_line``); looping over ``range`` and reading ``t[i]``, or over
+a copy, is differentiated.
 """
 
 import inspect
@@ -75,3 +76,17 @@ def test_the_forms_that_say_what_they_read_are_differentiated(f, mode):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert_close(call_twice(sg.grad(f, mode=mode), x), numeric_grad(f, [x], 0))
+
+
+@pytest.mark.parametrize("f", [rows_of_a_view_written_ahead, rows_of_a_view_scaled])
+def test_the_tape_refuses_the_write_naming_its_line(f):
+    # the loop's iterator holds a view the tape cannot see (tape_facts.view_writes_by_line)
+    lines = inspect.getsource(f).splitlines()
+    loop = next(k for k, text in enumerate(lines) if text.lstrip().startswith("for "))
+    line = f.__code__.co_firstlineno + next(
+        k for k, text in enumerate(lines) if k > loop and text.lstrip().startswith("t[")
+    )
+    with pytest.raises(
+        sg.NonDifferentiableError, match=rf"test_loops_over_written_views\.py:{line}: .*range"
+    ):
+        sg.grad(f, mode="tape")(R.normal(size=3))

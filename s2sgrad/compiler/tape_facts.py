@@ -301,7 +301,7 @@ def _numpy_function(function: Any) -> bool:
     return isinstance(function, np.ufunc) or module == "numpy" or module.startswith("numpy.")
 
 
-def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:
+def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool | str]]:
     """``{line: (why, always)}`` for each item write into an array that an expression makes
     (``a.T[0] = v``, ``a[1:][0] = v``, ``a.reshape(3)[i] *= v``): on the tape such an
     expression makes a new value, so a write into it would not reach ``a``. The tape refuses
@@ -317,7 +317,7 @@ def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:
         parsed = parse_function(function)
     except S2SGradError:
         return {}
-    found = {}
+    found = _writes_into_iterated_views(parsed)
     for statement in nested_statements(parsed.node.body):
         if type(statement) is gast.Assign and len(statement.targets) == 1:
             target = statement.targets[0]
@@ -339,6 +339,46 @@ def view_writes_by_line(function: Any) -> dict[int, tuple[str, bool]]:
             "differentiate with mode='s2s'",
             always,
         )
+    return found
+
+
+_LOOP_WRAPPERS = ("enumerate", "zip", "reversed")
+ITERATED = "iterated"  # a write the tape refuses whatever the array written into is
+
+
+def _writes_into_iterated_views(parsed) -> dict[int, tuple[str, bool | str]]:
+    """The item writes into ``t`` inside a loop over a part of ``t`` (``for i, row in
+    enumerate(t[:-1]): t[i + 1] = ...``): a later row may be one the loop wrote, and the
+    loop's iterator holds a view the tape cannot see."""
+    found: dict[int, tuple[str, bool | str]] = {}
+    for loop in nested_statements(parsed.node.body):
+        if type(loop) is not gast.For:
+            continue
+        sources = [loop.iter]
+        header = loop.iter
+        if type(header) is gast.Call and getattr(header.func, "id", None) in _LOOP_WRAPPERS:
+            sources = list(header.args)
+        viewed = {
+            s.value.id for s in sources if type(s) is gast.Subscript and type(s.value) is gast.Name
+        }
+        for statement in nested_statements(loop.body) if viewed else ():
+            targets = (
+                statement.targets
+                if type(statement) is gast.Assign
+                else [statement.target]
+                if type(statement) is gast.AugAssign
+                else []
+            )
+            for target in targets:
+                name = getattr(target.value, "id", None) if type(target) is gast.Subscript else None
+                if name in viewed:
+                    found[parsed.line_offset + statement.lineno] = (
+                        f"{parsed.location(statement)}: this loop runs over a part of "
+                        f"'{name}' and writes into '{name}': a later row may be one the "
+                        "loop wrote, which neither engine follows; loop over range(...) "
+                        f"and read {name}[i] in the body instead",
+                        ITERATED,
+                    )
     return found
 
 

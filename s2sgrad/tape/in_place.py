@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.errors import UnsupportedError, where
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
 from s2sgrad.running import ORIGINS
 from s2sgrad.tape.view_writes import STALE, forget_superseded
 
@@ -64,7 +64,7 @@ class SourceFacts:
     plain_writes: Callable[[Any], dict[int, Any]]
     # function -> {line: (why its write into an array an expression makes is refused,
     # whether always or only into a view)}
-    view_writes: Callable[[Any], dict[int, tuple[str, bool]]]
+    view_writes: Callable[[Any], dict[int, tuple[str, bool | str]]]
     # (function, (first line, last line), (first column, end column)) of a call it runs ->
     # the local names it cannot read again once that call returns
     unread_after_call: Callable[[Any, tuple, Any], frozenset[str]] | None = None
@@ -80,7 +80,7 @@ def use_source_facts(
     shared_updates: Callable[[Any], dict[int, str] | None],
     class_pattern: Callable[[Any], str],
     plain_writes: Callable[[Any], dict[int, Any]],
-    view_writes: Callable[[Any], dict[int, tuple[str, bool]]],
+    view_writes: Callable[[Any], dict[int, tuple[str, bool | str]]],
     unread_after_call: Callable[[Any, tuple, Any], frozenset[str]] | None = None,
 ) -> None:
     """Register the source analysis the tape asks (the compiler, above the tape, does
@@ -245,6 +245,8 @@ def refuse_view_write(frame: Any, is_view: bool) -> None:
     if refused is None:
         refused = _VIEW_WRITES[code] = _source_facts().view_writes(_running_function(frame))
     message, always = refused.get(frame.f_lineno, (None, False))
+    if message is not None and always == "iterated":  # not followed through views either
+        raise NonDifferentiableError(message)
     if message is not None and (always or is_view):
         error = UnsupportedError(message)
         error.tape_cannot_either = True
