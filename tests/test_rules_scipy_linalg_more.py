@@ -6,6 +6,7 @@ mode, each transform called twice (check_grads)."""
 from __future__ import annotations
 
 import warnings
+from inspect import signature
 
 import numpy as np
 import pytest
@@ -119,6 +120,8 @@ def logarithm_with_an_error_estimate(c):
 
 @pytest.mark.parametrize("f", [generalized, logarithm_with_an_error_estimate])
 def test_what_the_rules_do_not_cover_is_refused_naming_the_line(f):
+    if f is logarithm_with_an_error_estimate and "disp" not in signature(linalg.logm).parameters:
+        pytest.skip("SciPy 1.18 dropped logm's disp: the function itself raises TypeError")
     c = np.random.default_rng(0).normal(size=3)
     for mode in MODES:
         with warnings.catch_warnings():
