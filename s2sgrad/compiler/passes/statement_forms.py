@@ -31,7 +31,7 @@ from __future__ import annotations
 import gast
 
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.syntax import walk
+from s2sgrad.compiler.syntax import assign, constant, load, located
 
 __all__ = ["plain_statement_forms"]
 
@@ -72,13 +72,13 @@ def _statement(statement: gast.stmt, names: NameGenerator, changes: list) -> lis
         broke = names.fresh("broke")
         statement.body = _flag_breaks(statement.body, broke)
         orelse, statement.orelse = statement.orelse, []
-        before.append(_located(_assign(broke, gast.Constant(value=False, kind=None)), statement))
+        before.append(located(assign(broke, constant(False)), statement))
         after = gast.If(
-            test=gast.UnaryOp(op=gast.Not(), operand=_load(broke)),
+            test=gast.UnaryOp(op=gast.Not(), operand=load(broke)),
             body=_block(orelse, names, changes),
             orelse=[],
         )
-        return [*before, *_statement(statement, names, changes), _located(after, statement)]
+        return [*before, *_statement(statement, names, changes), located(after, statement)]
     if isinstance(statement, gast.While):
         hoisted = _leading_named(statement, "test")
         if hoisted:
@@ -88,14 +88,14 @@ def _statement(statement: gast.stmt, names: NameGenerator, changes: list) -> lis
                 body=[gast.Break()],
                 orelse=[],
             )
-            statement.test = gast.Constant(value=True, kind=None)
+            statement.test = constant(True)
             statement.body = [*hoisted, stop, *statement.body]
             for made in (*hoisted, stop):
-                _located(made, statement)
+                located(made, statement)
     elif isinstance(statement, (gast.If, gast.Assign, gast.Expr, gast.Return)):
         field = "test" if isinstance(statement, gast.If) else "value"
         if getattr(statement, field) is not None:
-            before = [_located(s, statement) for s in _leading_named(statement, field)]
+            before = [located(s, statement) for s in _leading_named(statement, field)]
             changes.extend(before)
     for block in ("body", "orelse", "finalbody"):
         inner = getattr(statement, block, None)
@@ -117,8 +117,8 @@ def _leading_named(holder: gast.AST, field: str) -> list[gast.Assign]:
         if place is None:
             return hoisted
         parent, key, named = place
-        hoisted.append(_assign(named.target.id, named.value))
-        _put(parent, key, _load(named.target.id))
+        hoisted.append(assign(named.target.id, named.value))
+        _put(parent, key, load(named.target.id))
 
 
 def _first_evaluated(parent, key):
@@ -173,7 +173,7 @@ def _flag_breaks(body: list[gast.stmt], broke: str) -> list[gast.stmt]:
     result: list[gast.stmt] = []
     for statement in body:
         if isinstance(statement, gast.Break):
-            result.append(_located(_assign(broke, gast.Constant(value=True, kind=None)), statement))
+            result.append(located(assign(broke, constant(True)), statement))
             result.append(statement)
             continue
         if not isinstance(statement, (*_LOOPS, gast.FunctionDef, gast.AsyncFunctionDef)):
@@ -188,22 +188,3 @@ def _flag_breaks(body: list[gast.stmt], broke: str) -> list[gast.stmt]:
             statement.orelse = _flag_breaks(statement.orelse, broke)
         result.append(statement)
     return result
-
-
-def _assign(name: str, value: gast.expr) -> gast.Assign:
-    return gast.Assign(
-        targets=[gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None)],
-        value=value,
-        type_comment=None,
-    )
-
-
-def _load(name: str) -> gast.Name:
-    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
-
-
-def _located(new: gast.AST, old: gast.AST) -> gast.AST:
-    for made in walk(new):
-        if getattr(made, "lineno", None) is None and hasattr(old, "lineno"):
-            gast.copy_location(made, old)
-    return new
