@@ -33,6 +33,9 @@ from s2sgrad.rules import ufunc_methods as _ufunc_methods  # noqa: F401
 # which of the rules above are right for complex values: after them all
 from s2sgrad.rules import complex as _complex  # noqa: F401
 
+# the integer arguments of the rules above (shapes, axes, counts): after them all
+from s2sgrad.rules import integer_arguments as _integer_arguments  # noqa: F401
+
 # isort: split
 from s2sgrad.api import grad, hessian, hvp, jacfwd, jacobian, jvp, value_and_grad, vjp
 from s2sgrad.batching.vmap import vmap

@@ -446,6 +446,9 @@ def refuse_missing_entry(operation: Operation, index: int, parsed, statement) ->
         refuse_missing_entry(operation, 2, parsed, statement)
     """
     location = parsed.location(statement)
+    rule = operation.rule
+    if rule is not None and index in rule.zero_by_design:  # however it was passed
+        return
     name = operation.keyword_positions.get(index)
     if name is not None:
         function = library_name(operation.primitive) or "the function"
@@ -455,7 +458,6 @@ def refuse_missing_entry(operation: Operation, index: int, parsed, statement) ->
             "part yourself with functions that have derivatives, or use "
             "s2sgrad.stop_gradient(...) on the value if it needs none"
         )
-    rule = operation.rule
     if rule is None or zero_is_right(operation.primitive, rule, index):
         return
     if parsed.filename in ORIGINS:  # generated code

@@ -64,8 +64,8 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
         sweep.is_active_expression(a) and not isinstance(a, gast.Constant) for a in operation.args
     )
     for index, argument in enumerate(operation.args):
-        if not differentiated[index]:
-            continue
+        if not differentiated[index] or index in rule.zero_by_design:
+            continue  # a zero by design: an integer argument, np.full_like's a
         tangent = sweep.tangent_of(argument)
         inlined = None
         if rule.inline_jvp:
