@@ -96,7 +96,9 @@ def positions_of(function: Callable, names: tuple[str, ...]) -> tuple[int, ...]:
         positions_of(np.roll, ("shift",))  # (1,)
     """
     rule = get_rule(function)
-    written = rule.vjp or rule.jvp
+    written = None if rule is None else rule.vjp or rule.jvp
+    if written is None:
+        raise LookupError(f"{function!r} has no rule whose integer arguments to declare")
     parameters = list(inspect.signature(written).parameters)[2:]
     return tuple(parameters.index(name) for name in names)
 
