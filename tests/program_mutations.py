@@ -8,7 +8,10 @@ as NumPy's function (``a.sum(axis=1)`` as ``np.sum(a, axis=1)``, ``a @ b`` as
 ``np.matmul(a, b)``), an unpacking done by indexing (``W, b = p`` as ``r = p; W = r[0];
 b = r[1]``; ``for W, b in ps`` unpacked in the body), arithmetic in other words (``a * b``
 as ``b * a``, ``x ** 2`` as ``x * x``, ``a / b`` as ``np.divide(a, b)``), a ``for`` loop
-over ``range`` written as a ``while`` loop, and statements nothing reads (dead code).
+over ``range`` written as a ``while`` loop, ``a = a + b`` as ``a += b`` where every value
+``a`` holds is an array the function made, a NumPy result written whole into a buffer of
+its shape (``y = np.empty_like(r); y[...] = r``), and statements nothing reads (dead
+code).
 Every rewritten model is differentiated in ``s2s``, ``tape`` and ``auto`` (a first and a
 second call) and set against central differences of the rewritten model itself, so the
 oracle stays independent of whether a rewrite kept the meaning.
@@ -65,7 +68,8 @@ class _Function:
             elif isinstance(child, (ast.FunctionDef, ast.ClassDef)) and child is not node:
                 self.bound.add(child.name)
         self.fresh_arrays = _fresh_arrays(node, self.parameters)
-        # nested functions read the outer locals; a rewrite inside one stays local to it
+        # holding nested scopes (or nested itself, see _Rewriter.block): a helper made here is
+        # a closure, as a module-level one would miss names the scopes share
         self.nested = any(
             isinstance(c, (ast.FunctionDef, ast.Lambda, ast.Nonlocal, ast.Global))
             for c in ast.walk(node)
@@ -177,9 +181,7 @@ class _Rewriter:
                         for v in value
                     ],
                 )
-            elif isinstance(value, ast.keyword):
-                value.value = self.expression(value.value, facts, before, owner)
-        for item in getattr(node, "keywords", []) or []:
+        for item in getattr(node, "keywords", []) or []:  # a call's keyword arguments
             item.value = self.expression(item.value, facts, before, owner)
         node = self.rewrite_arithmetic(node)
         node = self.rewrite_method(node)
@@ -187,7 +189,7 @@ class _Rewriter:
             return node
         if self.chosen("temporaries"):
             name = self.fresh("t")
-            before.append(ast.Assign(targets=[_store(name)], value=node, lineno=0))
+            before.append(ast.Assign(targets=[_store(name)], value=node))
             self.applied.append(f"temporaries: {name} in {owner.name}")
             return _load(name)
         if self.chosen("helpers"):
