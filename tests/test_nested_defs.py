@@ -184,7 +184,45 @@ def a_tuple_argument(w, x):
     return np.sum(f((x, np.sin(x))))
 
 
+def lstm_with_gates_inside_the_cell(W, xs):
+    """A helper defined inside a nested def (a gate inside the cell), itself holding a
+    lambda: inlined innermost first."""
+
+    def cell(h, x):
+        both = np.concatenate([h, x])
+
+        def gate(k):
+            squash = lambda z: 0.5 * (np.tanh(z / 2) + 1)  # noqa: E731
+            return squash(W[:, 3 * k : 3 * k + 3].T @ both)
+
+        remember, keep = gate(0), gate(1)
+        return np.tanh(remember * h + keep * np.sin(both[:3]))
+
+    h = np.zeros(3)
+    for x in xs:
+        h = cell(h, x)
+    return np.sum(h**2)
+
+
+def three_levels(w, x):
+    def outer(v):
+        def middle(u):
+            def inner(t):
+                return np.sin(t * w)
+
+            return inner(u) + u * w
+
+        return middle(v) * middle(v * 0.5)
+
+    return np.sum(outer(x))
+
+
 NESTED = [
+    (
+        lstm_with_gates_inside_the_cell,
+        lambda: (RNG.normal(size=(5, 6)) * 0.5, RNG.normal(size=(3, 2))),
+    ),
+    (three_levels, lambda: (RNG.normal(size=3), RNG.normal(size=3))),
     (rnn_loss, lambda: (RNG.normal(size=(5, 3)) * 0.5, RNG.normal(size=(4, 2)))),
     (lstm_loss, lambda: (RNG.normal(size=(5, 9)) * 0.5, RNG.normal(size=(3, 2)))),
     (early_returns, lambda: (RNG.normal(size=3), RNG.normal(size=3))),

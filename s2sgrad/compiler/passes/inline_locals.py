@@ -60,11 +60,24 @@ def inline_local_functions(
         n is node for n in of_kind(found, gast.FunctionDef)
     ):  # no lambda, and no def but the function's own
         return False
+    # a def's own local functions first (innermost first): inlined there, the def may
+    # then be inlined here
+    inner = any([inline_local_functions(d, names) for d in _nested_definitions(node)])
     _forward_aliases(node)
     done: set[int] = set()
     while _inline_one_function(node, names, done):
         pass
-    return bool(done)
+    return bool(done) or inner
+
+
+def _nested_definitions(node: gast.FunctionDef) -> list[gast.FunctionDef]:
+    """The defs in ``node``'s body (not in theirs) that define functions of their own."""
+    defined = [s for s in nested_statements(node.body) if isinstance(s, gast.FunctionDef)]
+    return [
+        d
+        for d in defined
+        if any(isinstance(n, (gast.FunctionDef, gast.Lambda)) for s in d.body for n in walk(s))
+    ]
 
 
 def _forward_aliases(node: gast.FunctionDef) -> None:
