@@ -457,7 +457,9 @@ def _normal_form(
     def is_builtin(name: str) -> bool:
         return parsed.resolve_name(name) is getattr(builtins, name)
 
-    for name, helper in normalise_loops(node, names, parsed.resolve, partials_only).items():
+    for name, helper in normalise_loops(
+        node, names, parsed.resolve, partials_only, parsed.location
+    ).items():
         parsed.closure[name] = getattr(runtime, helper)  # for_items, dict_keys
     structure_jumps(node, names)
     if request.has_aux:

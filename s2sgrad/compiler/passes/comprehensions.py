@@ -4,7 +4,10 @@
 that appends, placed before the statement (``{k: v for ...}`` the ``dict`` of such a list of
 pairs, and ``list``, ``tuple`` or ``dict`` of ``zip(...)`` or ``enumerate(xs)`` the same of
 a list of the tuples made by a comprehension); ``map(f, xs)`` passed on or iterated becomes the
-list ``[f(x) for x in xs]`` so lowered; ``partial(g, a)(b)`` becomes ``g(a, b)``. The loops
+list ``[f(x) for x in xs]`` so lowered; ``partial(g, a)(b)`` becomes ``g(a, b)``;
+``functools.reduce(f, xs)`` becomes a loop that applies ``f``
+to what it has and the next item (an empty ``xs`` raises ``IndexError``, not Python's
+``TypeError``). The loops
 made are normalised by :class:`s2sgrad.compiler.passes.loops.Loops`.
 """
 
@@ -102,6 +105,8 @@ class Comprehensions(gast.NodeTransformer):
             generator = gast.comprehension(target=target, iter=pairs, ifs=[], is_async=0)
             listed = self.lower(gast.ListComp(elt=pair, generators=[generator]))
             return listed if node.func.id == "list" else call(node.func, [listed])
+        if loops.is_reduce(node):
+            return self.reduced(node)
         if not loops.builtin_call(node, "map") or len(node.args) < 2:
             return node
         if any(isinstance(a, gast.Starred) for a in node.args):
@@ -121,6 +126,45 @@ class Comprehensions(gast.NodeTransformer):
             source = call(load("zip"), sequences)
         generator = gast.comprehension(target=target, iter=source, ifs=[], is_async=0)
         return self.lower(gast.ListComp(elt=element, generators=[generator]))
+
+    def reduced(self, node: gast.Call) -> gast.expr:
+        """``reduce(f, items[, initial])``: a loop beforehand, ``acc = items[0]`` (or
+        ``initial``) then ``acc = f(acc, item)`` for the rest."""
+        statement = self.statement
+        function, items, *initial = node.args
+        names = self.loops.names
+        accumulated, item = names.fresh("reduced"), names.fresh("item")
+        step = self.applied(function, [load(accumulated), load(item)])
+        if step is None:
+            return node
+        if initial:
+            first, rest = initial[0], items
+        elif isinstance(items, (gast.List, gast.Tuple)) and items.elts:
+            if any(isinstance(e, gast.Starred) for e in items.elts):
+                return node
+            first, rest = items.elts[0], gast.List(elts=items.elts[1:], ctx=gast.Load())
+        else:  # any iterable: listed once, its first item the start
+            listed = names.fresh("items")
+            self.prefix.append(assign(listed, call(load("list"), [items]), like=statement))
+            first = gast.Subscript(
+                value=load(listed), slice=gast.Constant(value=0, kind=None), ctx=gast.Load()
+            )
+            rest = gast.Subscript(
+                value=load(listed),
+                slice=gast.Slice(lower=gast.Constant(value=1, kind=None), upper=None, step=None),
+                ctx=gast.Load(),
+            )
+        self.prefix.append(assign(accumulated, first, like=statement))
+        loop = gast.For(
+            target=store(item),
+            iter=rest,
+            body=[assign(accumulated, step, like=statement)],
+            orelse=[],
+            type_comment=None,
+        )
+        located(loop, statement)
+        self.prefix.extend(self.loops.for_loop(loop))
+        return load(accumulated)
 
     def applied(self, function: gast.expr, items: list[gast.expr]) -> gast.expr | None:
         """``function(*items)`` as an expression the transformer can follow: a lambda's

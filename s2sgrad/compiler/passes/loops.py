@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import gast
@@ -25,6 +26,7 @@ from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
 from s2sgrad.compiler.passes.inline_locals import inline_local_functions, inline_local_partials
+from s2sgrad.compiler.passes.lowered_order import refuse_reordered_effects
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     COMPREHENSIONS,
@@ -70,7 +72,11 @@ def refuse_views_changed_as_visited(nodes: list[gast.AST], varied: set[str], loc
 
 
 def normalise_loops(
-    node: gast.FunctionDef, names: NameGenerator, resolve, partials_only: bool = False
+    node: gast.FunctionDef,
+    names: NameGenerator,
+    resolve,
+    partials_only: bool = False,
+    locate: Callable[[gast.AST], str] | None = None,
 ) -> dict[str, str]:
     """Rewrite the loops and list comprehensions of ``node`` in place.
 
@@ -91,6 +97,7 @@ def normalise_loops(
 
     ``partials_only``: the caller knows the function holds nothing else this pass rewrites
     (:func:`only_partials_to_rewrite`), so that it is not walked unless a partial is inlined.
+    ``locate(node)``: the user's file and line of a node, for refusals.
     """
     if partials_only:  # no lambda nor nested def: no local function to inline
         if not inline_local_partials(node, names, resolve):
@@ -105,7 +112,7 @@ def normalise_loops(
     if not _rewrites_any(nodes, node):
         return {}  # no loop, comprehension, map, partial call or local function
     uses = Counter(n.id for n in nodes if type(n) is gast.Name)
-    loops = Loops(names, resolve, uses)
+    loops = Loops(names, resolve, uses, locate)
     loops.local_functions = {  # what each local function reads when it is called
         n.name if type(n) is gast.FunctionDef else n.targets[0].id: names_read(n)
         for n in nodes  # the tree is as it was walked
@@ -167,7 +174,16 @@ def _rewrites_any(
         func = called.func
         if type(func) is gast.Call or (type(func) is gast.Name and func.id == "map"):
             return True
+        if _names_reduce(func):
+            return True
     return False
+
+
+def _names_reduce(func: gast.expr) -> bool:
+    """``reduce`` or ``functools.reduce`` by name (resolved later, by the loops)."""
+    if type(func) is gast.Name:
+        return func.id == "reduce"
+    return type(func) is gast.Attribute and func.attr == "reduce"
 
 
 @dataclass
@@ -187,9 +203,10 @@ class Loops:
     """The loop normalisation of one function: :meth:`block` rewrites a block's loops
     (and, through :class:`Comprehensions`, the comprehensions of its statements)."""
 
-    def __init__(self, names: NameGenerator, resolve, uses: Counter):
+    def __init__(self, names: NameGenerator, resolve, uses: Counter, locate=None):
         self.names = names
         self.resolve = resolve
+        self.locate = locate
         self.uses = uses  # how often each name occurs in the function
         self.local_functions: dict[str, set[str]] = {}
         self.helpers: dict[str, str] = {}  # runtime helper → the name the code calls it by
@@ -212,6 +229,22 @@ class Loops:
             and all(k.arg is not None for k in node.keywords)
         )
 
+    def is_reduce(self, node: gast.expr) -> bool:
+        """``functools.reduce(f, items)`` or ``reduce(f, items, initial)``, positional."""
+        return (
+            isinstance(node, gast.Call)
+            and _names_reduce(node.func)
+            and 2 <= len(node.args) <= 3
+            and not node.keywords
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+            and self.resolve(node.func) is functools.reduce
+        )
+
+    def moves_out(self, node: gast.AST) -> bool:
+        """Whether :class:`Comprehensions` computes ``node`` before its statement (all it
+        lowers but ``partial(g, a)(b)``, rewritten in place)."""
+        return self.lowers(node) and not (type(node) is gast.Call and type(node.func) is gast.Call)
+
     def lowers(self, node: gast.AST) -> bool:
         """Whether ``node`` is rewritten by :class:`Comprehensions`."""
         if type(node) in COMPREHENSIONS:
@@ -219,6 +252,8 @@ class Loops:
         if type(node) is not gast.Call:
             return False
         func = node.func  # names first: resolving every call would cost the first call
+        if _names_reduce(func):
+            return self.is_reduce(node)
         if type(func) is gast.Name:
             if func.id in ("list", "tuple", "dict") and len(node.args) == 1:  # of zip(...)
                 inner = node.args[0]
@@ -236,6 +271,7 @@ class Loops:
             prefix: list[gast.stmt] = []
             # Comprehensions lowers only what is outside the blocks (headers, statements)
             if any(self.lowers(n) for n in header_nodes(statement)):
+                refuse_reordered_effects(statement, self.moves_out, self.resolve, self.locate)
                 Comprehensions(self, prefix, statement).visit(statement)
             result.extend(prefix)
             if isinstance(statement, gast.For):

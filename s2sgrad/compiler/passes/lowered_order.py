@@ -1,0 +1,123 @@
+"""What Python evaluates before a comprehension that is lowered out of its statement.
+
+A comprehension, ``map(...)``, ``functools.reduce(...)`` or ``dict(zip(...))`` inside a
+statement becomes a loop before the statement (:mod:`.comprehensions`), so it runs before
+everything else the statement evaluates. Python runs what comes before it in the statement
+first: ``y = rng.normal() * x + sum([rng.normal() * v for v in xs])`` draws the first
+number before the list's. The two orders compute the same unless one side may change what
+the other sees: a draw, ``next``, a helper of the user's that changes state (anything
+:func:`~s2sgrad.compiler.passes.chained_middles.repeatable` does not call repeatable). Such
+a statement is refused, naming it; written as two statements it is differentiated.
+
+Example::
+
+    refuse_reordered_effects(statement, loops.lowers, parsed.resolve, parsed.location)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator
+
+import gast
+
+from s2sgrad.compiler.passes.chained_middles import repeatable
+from s2sgrad.compiler.syntax import COMPREHENSIONS, walk
+from s2sgrad.errors import UnsupportedError
+
+__all__ = ["refuse_reordered_effects"]
+
+
+def refuse_reordered_effects(
+    statement: gast.stmt,
+    lowered: Callable[[gast.AST], bool],
+    resolve,
+    locate: Callable[[gast.AST], str] | None,
+) -> None:
+    """Refuse ``statement`` when a call Python evaluates before a part that ``lowered``
+    moves out of it (a comprehension, ``map``, ``reduce``) may change what that part
+    computes, or the part may change what the call computes."""
+    before: list[gast.Call] = []
+    for node in _in_python_order(statement, lowered):
+        if not lowered(node):
+            if type(node) is gast.Call:
+                before.append(node)
+            continue
+        if not before:
+            continue
+        effects_inside = _may_have_effects(node, resolve)
+        for call in before:
+            if effects_inside or not repeatable(call, resolve):
+                where = f"{locate(statement)}: " if locate is not None else ""
+                raise UnsupportedError(
+                    f"{where}this statement calls {gast.unparse(call.func)}(...) before the "
+                    "comprehension (or map, reduce) in it, and one of them may change what "
+                    "the other computes (it draws random numbers, advances an iterator or "
+                    "changes state); source transformation computes the comprehension first. "
+                    "Compute the comprehension in a statement of its own before this one"
+                )
+
+
+# what they call (their function arguments) is looked at instead of them
+_STRUCTURAL = frozenset(
+    [zip, enumerate, reversed, map, filter, iter, sorted, list, tuple, dict, range]
+    + [functools.partial, functools.reduce]
+)
+_APPLYING = (map, filter, functools.reduce, functools.partial)  # their first argument
+
+
+def _may_have_effects(node: gast.AST, resolve) -> bool:
+    """Whether running ``node`` (a comprehension, ``map``, ``reduce`` ...) may draw, advance
+    an iterator or change state: a call in it, or a function it applies, not repeatable."""
+    for call in (n for n in walk(node) if type(n) is gast.Call):
+        named = type(call.func) in (gast.Name, gast.Attribute) and resolve is not None
+        target = resolve(call.func) if named else None
+        if not any(target is s for s in _STRUCTURAL):
+            if not repeatable(call, resolve):
+                return True
+            continue
+        applied = [k.value for k in call.keywords if k.arg == "key"]
+        if call.args and any(target is f for f in _APPLYING):
+            applied.append(call.args[0])
+        for function in applied:  # a lambda's own calls are walked
+            plain = type(function) in (gast.Name, gast.Attribute)
+            if plain and not repeatable(gast.Call(func=function, args=[], keywords=[]), resolve):
+                return True
+    return False
+
+
+def _in_python_order(statement: gast.stmt, lowered) -> Iterator[gast.AST]:
+    """The nodes of ``statement``'s header, each after the nodes it evaluates first, in
+    the order Python evaluates them; a lowered part, a comprehension or a lambda is one
+    node (what runs inside it runs when it does)."""
+    if type(statement) is gast.Assign:
+        roots = [statement.value, *statement.targets]
+    elif type(statement) is gast.For:
+        roots = [statement.iter]
+    elif type(statement) in (gast.AugAssign, gast.AnnAssign):
+        roots = [statement.target, statement.value]
+    else:
+        roots = [
+            value
+            for field, value in gast.iter_fields(statement)
+            if field not in ("body", "orelse", "finalbody", "handlers")
+        ]
+    for root in roots:
+        for node in root if isinstance(root, list) else [root]:
+            if isinstance(node, gast.AST):
+                yield from _post_order(node, lowered)
+
+
+def _post_order(node: gast.AST, lowered) -> Iterator[gast.AST]:
+    if type(node) in COMPREHENSIONS or type(node) is gast.Lambda or lowered(node):
+        yield node
+        return
+    if type(node) is gast.Dict:  # key, value, key, value ...
+        children: list = [c for pair in zip(node.keys, node.values) for c in pair]
+    else:
+        children = [value for _, value in gast.iter_fields(node)]
+    for child in children:
+        for item in child if isinstance(child, list) else [child]:
+            if isinstance(item, gast.AST):
+                yield from _post_order(item, lowered)
+    yield node
