@@ -100,3 +100,46 @@ def test_comprehensions_in_python_order_are_differentiated(f, mode):
         gradient = sg.grad(f, mode=mode)
         for _ in range(2):
             assert_close(gradient(x), expected, rtol=1e-5, atol=1e-7)
+
+
+# --------------------------------------------------------------------------------------
+# a nested def of several statements and a generator read whole are inlined as statements
+# before the calling one: not where the statement runs a draw first
+
+
+def draws_before_a_nested_def(x):
+    rng = np.random.default_rng(0)
+
+    def cell(v):
+        noise = rng.normal(size=3)
+        return np.tanh(v + noise)
+
+    return np.sum(rng.normal(size=3) * x + cell(x))
+
+
+def noisy_terms(v, rng):
+    for _ in range(2):
+        yield v * rng.normal()
+
+
+def draws_before_a_generator(x):
+    rng = np.random.default_rng(0)
+    return np.sum(rng.normal(size=3) * x + sum(noisy_terms(x, rng)))
+
+
+@pytest.mark.parametrize(
+    "f", [draws_before_a_nested_def, draws_before_a_generator], ids=lambda f: f.__name__
+)
+def test_bodies_inlined_before_a_statement_keep_pythons_order(f):
+    x = RNG.normal(size=3)
+    expected = numeric_grad(f, (x,), 0)
+    try:
+        got = sg.grad(f, mode="s2s")(x)
+    except sg.UnsupportedError as error:
+        assert "test_comprehension_order.py:" in str(error)
+    else:
+        assert_close(got, expected, rtol=1e-5, atol=1e-7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            assert_close(sg.grad(f, mode="auto")(x), expected, rtol=1e-5, atol=1e-7)

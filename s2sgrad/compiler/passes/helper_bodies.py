@@ -31,6 +31,7 @@ import gast
 from s2sgrad.compiler.frontend import parse_function
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.local_functions import defined_function
+from s2sgrad.compiler.passes.lowered_order import first_reordered_call, may_have_effects
 from s2sgrad.compiler.passes.mutation import mutated_parameters
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
@@ -201,6 +202,10 @@ class _Inliner:
         elif names_modified(statement) & reads:
             return None
         body = _without_docstring(callee.node.body)
+        if first_reordered_call(
+            statement, value, self.parsed.resolve, may_have_effects(body, self.parsed.resolve)
+        ):
+            return None  # it would run before what the statement runs first
         if body and isinstance(body[-1], gast.Return) and body[-1].value is None:
             body = body[:-1]
         if any(isinstance(n, gast.Return) for s in body for n in _own_nodes(s)):

@@ -23,6 +23,7 @@ from s2sgrad.compiler.passes.local_functions import (
     local_functions,
     plain_calls,
 )
+from s2sgrad.compiler.passes.lowered_order import first_reordered_call, may_have_effects
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     assign,
@@ -40,7 +41,10 @@ __all__ = ["inline_local_functions", "inline_local_partials"]
 
 
 def inline_local_functions(
-    node: gast.FunctionDef, names: NameGenerator, nodes: list[gast.AST] | None = None
+    node: gast.FunctionDef,
+    names: NameGenerator,
+    nodes: list[gast.AST] | None = None,
+    resolve=None,
 ) -> bool:
     """``square = lambda v: v * w`` (or a nested ``def``), bound once and only ever called
     plainly, is inlined at its calls: ``square(a)`` becomes ``a * w``, and a ``def`` of
@@ -48,7 +52,10 @@ def inline_local_functions(
     assignment of the call's value) before the statement that calls it. Python reads ``w``
     when the call runs, and so does the inlined code; the values it captures are then
     differentiated like any other. A function called by another local function is inlined
-    into it first, when it reads none of that function's own variables. Returns whether
+    into it first, when it reads none of that function's own variables. A function of
+    several statements, whose statements run before the calling one, is not inlined where
+    the calling statement runs something first that may draw or change state (or the
+    function may): ``resolve`` tells which calls may (``lowered_order``). Returns whether
     any function was inlined. ``nodes``: ``walk(node)``, when the caller has it.
 
     Example::
@@ -62,10 +69,12 @@ def inline_local_functions(
         return False
     # a def's own local functions first (innermost first): inlined there, the def may
     # then be inlined here
-    inner = any([inline_local_functions(d, names) for d in _nested_definitions(node)])
+    inner = any(
+        [inline_local_functions(d, names, None, resolve) for d in _nested_definitions(node)]
+    )
     _forward_aliases(node)
     done: set[int] = set()
-    while _inline_one_function(node, names, done):
+    while _inline_one_function(node, names, done, resolve):
         pass
     return bool(done) or inner
 
@@ -117,7 +126,7 @@ def _forward_aliases(node: gast.FunctionDef) -> None:
     node.body = [s for s in node.body if id(s) not in forwarded] or [gast.Pass()]
 
 
-def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set) -> bool:
+def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set, resolve) -> bool:
     """Inline the first local function not yet inlined whose uses are all plain calls."""
     statements = list(nested_statements(node.body))
     for name, binding, signature, body in local_functions(statements):
@@ -131,6 +140,15 @@ def _inline_one_function(node: gast.FunctionDef, names: NameGenerator, done: set
         every = [n for n in walk(node) if type(n) is gast.Name and n.id == name]
         if calls is None or len(calls) != sum(type(n.ctx) is gast.Load for n in every):
             continue  # used some other way somewhere (an except clause, a with header ...)
+        if isinstance(body, list):  # its statements would run before the calling one
+            effects = any(_effects_of_call(body, signature, c, resolve) for _, c in calls)
+
+            def own(call: gast.Call, name=name, effects=effects) -> bool:  # as plain as it
+                return not effects and type(call.func) is gast.Name and call.func.id == name
+
+            if any(first_reordered_call(s, c, resolve, effects, own) for s, c in calls):
+                done.add(id(binding))  # left a def: refused if it computes derivatives
+                continue
         kept = signature.keep_defaults(names, binding)
         replacements = _Replacements()
         for statement, call_node in calls:
@@ -226,6 +244,18 @@ def _inlined_expression(body, signature, call_node, names, statement):
             argument = load(temporary)
         renames[parameter] = argument
     return prefix, _read_tuples(_substituted(clone(body), renames))
+
+
+def _effects_of_call(body, signature: Signature, call_node: gast.Call, resolve) -> bool:
+    """Whether ``body`` run for ``call_node`` may draw or change state (``lowered_order``):
+    a parameter it calls (and never binds) counts as the function the call gives it."""
+    written = set().union(*(names_written(s) for s in body))
+    given = {p: a for p, a in _bound_arguments(signature, call_node) if p not in written}
+    copies = [clone(statement) for statement in body]
+    for node in (n for copy in copies for n in walk(copy)):
+        if type(node) is gast.Call and type(node.func) is gast.Name and node.func.id in given:
+            node.func = clone(given[node.func.id])
+    return may_have_effects(copies, resolve)
 
 
 def _bound_arguments(signature: Signature, call_node: gast.Call):

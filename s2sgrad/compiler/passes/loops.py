@@ -105,7 +105,7 @@ def normalise_loops(
         nodes = walk(node)
     else:
         nodes = walk(node)
-        changed = inline_local_functions(node, names, nodes)
+        changed = inline_local_functions(node, names, nodes, resolve)
         changed = inline_local_partials(node, names, resolve) or changed
         if changed:
             nodes = walk(node)
@@ -127,7 +127,7 @@ def normalise_loops(
         )
     }
     node.body = loops.block(node.body)
-    if inline_local_functions(node, names):  # map(f, xs) is now a loop calling f plainly
+    if inline_local_functions(node, names, None, resolve):  # map(f, xs): a loop calling f
         node.body = loops.block(node.body)  # the loops the inlined statements hold
     return {name: helper for helper, name in loops.helpers.items()}
 

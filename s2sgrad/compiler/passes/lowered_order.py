@@ -25,7 +25,7 @@ from s2sgrad.compiler.passes.chained_middles import repeatable
 from s2sgrad.compiler.syntax import COMPREHENSIONS, walk
 from s2sgrad.errors import UnsupportedError
 
-__all__ = ["refuse_reordered_effects"]
+__all__ = ["first_reordered_call", "may_have_effects", "refuse_reordered_effects"]
 
 
 def refuse_reordered_effects(
@@ -45,7 +45,7 @@ def refuse_reordered_effects(
             continue
         if not before:
             continue
-        effects_inside = _may_have_effects(node, resolve)
+        effects_inside = may_have_effects([node], resolve)
         for call in before:
             if effects_inside or not repeatable(call, resolve):
                 where = f"{locate(statement)}: " if locate is not None else ""
@@ -66,10 +66,42 @@ _STRUCTURAL = frozenset(
 _APPLYING = (map, filter, functools.reduce, functools.partial)  # their first argument
 
 
-def _may_have_effects(node: gast.AST, resolve) -> bool:
-    """Whether running ``node`` (a comprehension, ``map``, ``reduce`` ...) may draw, advance
-    an iterator or change state: a call in it, or a function it applies, not repeatable."""
-    for call in (n for n in walk(node) if type(n) is gast.Call):
+def first_reordered_call(
+    statement: gast.stmt,
+    moved: gast.AST,
+    resolve,
+    effects_inside: bool,
+    plain: Callable[[gast.Call], bool] = lambda call: False,
+) -> gast.Call | None:
+    """The first call Python runs before ``moved`` in ``statement`` that running ``moved``
+    before the statement would put after it, where that changes what is computed (the
+    call may draw or change state, or ``effects_inside`` says ``moved`` may); else None.
+    ``plain(call)``: calls the caller knows change nothing (a local function's own).
+
+    Example::
+
+        first_reordered_call(statement, generator_call, resolve, True)  # rng.normal() ...
+    """
+    before: list[gast.Call] = []
+    for node in _in_python_order(statement, lambda n: n is moved):
+        if node is moved:
+            changing = (c for c in before if not plain(c) and not repeatable(c, resolve))
+            return before[0] if effects_inside and before else next(changing, None)
+        if type(node) is gast.Call:
+            before.append(node)
+    return None
+
+
+def may_have_effects(nodes: list[gast.AST], resolve) -> bool:
+    """Whether running ``nodes`` (a comprehension, ``map``, ``reduce``, a body of
+    statements ...) may draw, advance an iterator or change state: a call in them, or a
+    function they apply, not repeatable.
+
+    Example::
+
+        may_have_effects([parse_expression("[rng.normal() for _ in xs]")], resolve)  # True
+    """
+    for call in (n for node in nodes for n in walk(node) if type(n) is gast.Call):
         named = type(call.func) in (gast.Name, gast.Attribute) and resolve is not None
         target = resolve(call.func) if named else None
         if not any(target is s for s in _STRUCTURAL):
