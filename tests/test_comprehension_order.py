@@ -143,3 +143,76 @@ def test_bodies_inlined_before_a_statement_keep_pythons_order(f):
         warnings.simplefilter("ignore")
         for _ in range(2):
             assert_close(sg.grad(f, mode="auto")(x), expected, rtol=1e-5, atol=1e-7)
+
+
+# --------------------------------------------------------------------------------------
+# a comprehension on one side of a conditional expression or and/or runs only when Python
+# runs that side
+
+
+def noise_only_when_training(x, train=False):
+    rng = np.random.default_rng(0)
+    noise = np.stack([rng.normal(size=3) for _ in range(2)]).sum(0) if train else 0.0
+    return np.sum((x + noise) * rng.normal(size=3) * x)
+
+
+def items_read_only_when_there(x, ws):
+    z = x * (np.sum(np.stack([ws[k + 1] for k in range(2)])) if len(ws) > 2 else 1.0)
+    return np.sum(z**2)
+
+
+def the_second_operand_of_and(x, ws):
+    scale = len(ws) > 2 and float(np.sum([ws[k + 1] for k in range(2)]))
+    return np.sum(x**2) * (scale or 0.5)
+
+
+def a_reduce_when_given(x, ws):
+    from functools import reduce
+
+    return np.sum(x * (reduce(np.add, ws) if ws else 2.0))
+
+
+@pytest.mark.parametrize(
+    "f, rest",
+    [
+        (noise_only_when_training, ()),
+        (noise_only_when_training, (True,)),
+        (items_read_only_when_there, ([1.0, 2.0],)),
+        (items_read_only_when_there, ([1.0, 2.0, 3.0],)),
+        (the_second_operand_of_and, ([1.0],)),
+        (the_second_operand_of_and, ([1.0, 2.0, 3.0],)),
+        (a_reduce_when_given, ([],)),
+        (a_reduce_when_given, ([np.ones(3), np.arange(3.0)],)),
+    ],
+    ids=lambda v: getattr(v, "__name__", None) or str(len(v)),
+)
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_comprehension_runs_only_on_the_side_python_takes(f, rest, mode):
+    x = RNG.normal(size=3)
+    expected = numeric_grad(lambda v: f(v, *rest), (x,), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.S2SGradWarning)  # auto needs no tape
+        gradient = sg.grad(f, mode=mode)
+        for _ in range(2):
+            assert_close(gradient(x, *rest), expected, rtol=1e-5, atol=1e-7)
+
+
+def draws_before_a_conditional_comprehension(x, train=True):
+    rng = np.random.default_rng(0)
+    y = rng.normal() * x + (
+        np.stack([rng.normal(size=3) for _ in range(2)]).sum(0) if train else 0.0
+    )
+    return np.sum(y * x)
+
+
+def test_a_conditional_after_a_draw_is_refused_and_taken_by_the_tape():
+    x = RNG.normal(size=3)
+    with pytest.raises(
+        sg.UnsupportedError, match=r"test_comprehension_order\.py:\d+.*if statement"
+    ):
+        sg.grad(draws_before_a_conditional_comprehension, mode="s2s")(x)
+    expected = numeric_grad(draws_before_a_conditional_comprehension, (x,), 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(draws_before_a_conditional_comprehension, mode="auto")(x)
+    assert_close(got, expected, rtol=1e-5, atol=1e-7)

@@ -26,7 +26,7 @@ from s2sgrad.compiler.block_walks import header_nodes
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.comprehensions import Comprehensions
 from s2sgrad.compiler.passes.inline_locals import inline_local_functions, inline_local_partials
-from s2sgrad.compiler.passes.lowered_order import refuse_reordered_effects
+from s2sgrad.compiler.passes.lowered_order import conditionals_first, refuse_reordered_effects
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import (
     COMPREHENSIONS,
@@ -271,6 +271,10 @@ class Loops:
             prefix: list[gast.stmt] = []
             # Comprehensions lowers only what is outside the blocks (headers, statements)
             if any(self.lowers(n) for n in header_nodes(statement)):
+                chosen = conditionals_first(
+                    statement, self.moves_out, self.names, self.resolve, self.locate
+                )
+                result.extend(self.block(chosen))
                 refuse_reordered_effects(statement, self.moves_out, self.resolve, self.locate)
                 Comprehensions(self, prefix, statement).visit(statement)
             result.extend(prefix)

@@ -22,10 +22,15 @@ from collections.abc import Callable, Iterator
 import gast
 
 from s2sgrad.compiler.passes.chained_middles import repeatable
-from s2sgrad.compiler.syntax import COMPREHENSIONS, walk
+from s2sgrad.compiler.syntax import COMPREHENSIONS, assign, load, located, walk
 from s2sgrad.errors import UnsupportedError
 
-__all__ = ["first_reordered_call", "may_have_effects", "refuse_reordered_effects"]
+__all__ = [
+    "conditionals_first",
+    "first_reordered_call",
+    "may_have_effects",
+    "refuse_reordered_effects",
+]
 
 
 def refuse_reordered_effects(
@@ -64,6 +69,88 @@ _STRUCTURAL = frozenset(
     + [functools.partial, functools.reduce]
 )
 _APPLYING = (map, filter, functools.reduce, functools.partial)  # their first argument
+
+
+def conditionals_first(
+    statement: gast.stmt, moves_out: Callable[[gast.AST], bool], names, resolve, locate
+) -> list[gast.stmt]:
+    """``if`` statements computing, before ``statement``, each conditional expression or
+    ``and``/``or`` of it whose lazily evaluated part holds something lowered out of the
+    statement (``noise = np.stack([...]) if train else 0.0``): lowered from the statement,
+    that part would run whether or not Python runs it. Each is replaced in the statement
+    by the name it assigns. Refused where what the statement runs before it may change
+    what it computes, or the other way round (``first_reordered_call``).
+
+    Example::
+
+        # y = x * (np.stack([f(w) for w in ws]) if ws else 1.0)   becomes
+        # if ws: chosen = np.stack([f(w) for w in ws])
+        # else: chosen = 1.0
+        # y = x * chosen
+    """
+    made: list[gast.stmt] = []
+    while True:
+        found = next(
+            (n for n in _in_python_order(statement, moves_out) if _lazy_part_moves(n, moves_out)),
+            None,
+        )
+        if found is None:
+            return made
+        effects = may_have_effects([found], resolve)
+        order = list(_in_python_order(statement, lambda n, f=found: n is f or moves_out(n)))
+        earlier = [n for n in order[: order.index(found)] if moves_out(n)]  # moved too, later
+        crossed = bool(earlier) and (effects or may_have_effects(earlier, resolve))
+        if crossed or first_reordered_call(statement, found, resolve, effects) is not None:
+            where = f"{locate(statement)}: " if locate is not None else ""
+            raise UnsupportedError(
+                f"{where}a comprehension (or map, reduce) on one side of a conditional "
+                "expression or and/or is computed before this statement, where what the "
+                "statement runs first may change it (a draw, an iterator, a change of "
+                "state); write the condition as an if statement before this one"
+            )
+        name = names.fresh("chosen")
+        made.extend(located(s, statement) for s in _as_statements(found, name))
+        _replace(statement, found, load(name))
+
+
+def _lazy_part_moves(node: gast.AST, moves_out) -> bool:
+    if type(node) is gast.IfExp:
+        lazy = [node.body, node.orelse]
+    elif type(node) is gast.BoolOp:
+        lazy = node.values[1:]
+    else:
+        return False
+    return any(moves_out(n) for part in lazy for n in walk(part))
+
+
+def _as_statements(node: gast.expr, name: str) -> list[gast.stmt]:
+    """``name = node`` as ``if`` statements evaluating each part only when Python does."""
+    if type(node) is gast.IfExp:
+        branch = gast.If(
+            test=node.test,
+            body=[assign(name, node.body, like=node)],
+            orelse=[assign(name, node.orelse, like=node)],
+        )
+        return [branch]
+    first, *rest = node.values  # a and b: b when a is true; a or b: b when a is false
+    inner: list[gast.stmt] = []
+    for value in reversed(rest):
+        test: gast.expr = load(name)
+        if type(node.op) is gast.Or:
+            test = gast.UnaryOp(op=gast.Not(), operand=test)
+        inner = [gast.If(test=test, body=[assign(name, value, like=node), *inner], orelse=[])]
+    return [assign(name, first, like=node), *inner]
+
+
+def _replace(root: gast.AST, old: gast.AST, new: gast.AST) -> None:
+    for node in walk(root):
+        for field, value in gast.iter_fields(node):
+            if value is old:
+                setattr(node, field, new)
+                return
+            if isinstance(value, list) and any(item is old for item in value):
+                setattr(node, field, [new if item is old else item for item in value])
+                return
 
 
 def first_reordered_call(
