@@ -359,15 +359,38 @@ def _returns_several(primitive) -> bool:
     return id(primitive) in _SEVERAL_RESULTS or is_declared_several(primitive)
 
 
+_CONTAINERS = (gast.Tuple, gast.List, gast.Dict, gast.ListComp, gast.DictComp)
+
+
 def _returns_tuples(function) -> bool:
-    """Whether every ``return`` of a user function (read from its source) is a tuple
-    literal, ``return value, flag``; False when its source cannot be read."""
+    """Whether every ``return`` of a user function (read from its source) gives a tuple,
+    list or dict: a literal (``return value, flag``), a comprehension, or a name the
+    function binds only to those (``parts = []`` then ``parts.append(...)``); False when
+    its source cannot be read."""
     try:
         node = parse_function(function).node
     except Exception:  # no source, or source the transformer cannot read
         return False
-    returns = [n for n in nested_statements(node.body) if isinstance(n, gast.Return)]
-    return bool(returns) and all(isinstance(r.value, gast.Tuple) for r in returns)
+    statements = list(nested_statements(node.body))
+    returns = [n for n in statements if isinstance(n, gast.Return)]
+    containers: dict[str, bool] = {}  # name -> whether every binding is a container literal
+    for statement in statements:
+        if isinstance(statement, gast.Assign):
+            for target in statement.targets:
+                for bound in walk(target):
+                    if type(bound) is gast.Name and type(bound.ctx) is gast.Store:
+                        literal = target is bound and isinstance(statement.value, _CONTAINERS)
+                        containers[bound.id] = containers.get(bound.id, True) and literal
+        else:
+            for bound in names_written(statement):
+                containers[bound] = False
+
+    def container(value) -> bool:
+        if isinstance(value, _CONTAINERS):
+            return True
+        return type(value) is gast.Name and containers.get(value.id, False)
+
+    return bool(returns) and all(container(r.value) for r in returns)
 
 
 def _structured_value(statement, structured, arrays, operations) -> bool:
