@@ -36,6 +36,7 @@ __all__ = [
     "star_tangents",
     "unpack_cotangent",
     "owned",
+    "owned_argument",
     "snapshot",
     "shape_only",
     "custom_vjp",
@@ -519,6 +520,22 @@ def owned(g: Any) -> Any:
     return _owned(g)
 
 
+def owned_argument(value: Any) -> Any:
+    """A private copy of an argument the function writes into (what :func:`owned` makes),
+    read-only where the argument is: a write into it then raises NumPy's own ValueError, as
+    the function itself does when called with it.
+
+    Example::
+
+        x = np.ones(3); x.flags.writeable = False
+        owned_argument(x)[0] = 2.0  # ValueError: assignment destination is read-only
+    """
+    copy = owned(value)
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        copy.flags.writeable = False
+    return copy
+
+
 def _owned(g: Any) -> Any:
     if isinstance(g, tuple) and any(map(_is_index_part, g)):
         # a saved value, not a cotangent: an index (np.s_[i:j, k], np.ix_(i, j), (i, j))
@@ -590,12 +607,12 @@ def shape_only(value: Any) -> Any:
 # the cotangent of one on the tape), which a bare return would spread over arguments
 
 
-@vjp_rule(owned, snapshot)
+@vjp_rule(owned, owned_argument, snapshot)
 def _copy_vjp(g, ans, value):
     return (g,)
 
 
-@jvp_rule(owned)
+@jvp_rule(owned, owned_argument)
 def _owned_jvp(t, ans, value):
     return (owned(t),)  # the code updates the copy in place, and the tangent alongside it
 

@@ -54,6 +54,9 @@ from s2sgrad.rules import get_rule
 
 __all__ = ["TangentProgram", "forward_sweep"]
 
+# private copies: a copy's tangent is a copy too, which the code may update in place
+_COPIES = (runtime.owned, runtime.owned_argument)
+
 
 @dataclass
 class TangentProgram:
@@ -332,7 +335,7 @@ class _Forward:
             if tangent_target is not None:
                 lines.append(assign(tangent_target, tangent, like=statement))
                 lines.append(final)
-                if operation.primitive is runtime.owned:  # g = owned(g): its tangent is a copy
+                if operation.primitive in _COPIES:  # g = owned(g): its tangent is a copy
                     self.owned.add(original.id)
                     self.copied.add(original.id)
                 return lines
@@ -343,7 +346,7 @@ class _Forward:
         lines = [statement, *self.pending]
         if isinstance(target, gast.Name):
             lines.append(assign(self.tangent(target.id), tangent, like=statement))
-            if operation.primitive is runtime.owned:  # its tangent is a copy too
+            if operation.primitive in _COPIES:  # its tangent is a copy too
                 self.owned.add(target.id)
                 self.copied.add(target.id)
         else:  # a, *rest = v (A-normal form: names only): da, *drest = dv
