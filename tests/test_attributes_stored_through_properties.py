@@ -137,7 +137,7 @@ def test_a_plain_store_is_read_back(f, size, mode):
 
 
 def test_the_classes_that_store_plainly():
-    from s2sgrad.runtime import stores_plainly
+    from s2sgrad.runtime.attribute_stores import stores_plainly
 
     assert stores_plainly(Plain, "a") and stores_plainly(Slotted, "a")
     assert stores_plainly(types.SimpleNamespace, "a") and stores_plainly(Squashed, "b")

@@ -19,7 +19,7 @@ from typing import Any
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import nondifferentiable
 
-__all__ = ["stores_plainly", "refuse_unless_stored_plainly"]
+__all__ = ["refuse_unless_stored_plainly"]  # stores_plainly: for the transformer
 
 _HOOKS = ("__setattr__", "__getattribute__")
 _WRITTEN_IN_PYTHON = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's class, not object's

@@ -19,6 +19,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import IN_A_DERIVATIVE, running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.container_subclasses import refuse_deque, refuse_overriding_container
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
 from s2sgrad.runtime.replays import DrawsAtStart
@@ -426,13 +427,16 @@ def zeros_like_value(x: Any) -> Any:
     if isinstance(x, complex):
         return 0j
     if isinstance(x, dict):  # containers' cotangents add entry by entry with +
+        refuse_overriding_container(x)
         return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})
     if is_object_node(x):  # a dataclass: by attribute, and no entry is zero
         return CotangentDict()
     if isinstance(x, (list, tuple)):
+        refuse_overriding_container(x)
         return CotangentList(zeros_like_value(v) for v in x)
     if isinstance(x, range):  # integers read item by item: a zero for each
         return CotangentList(0.0 for _ in x)
+    refuse_deque(x)
     if not isinstance(x, (np.ndarray, np.generic, list, tuple, dict)) and not (
         hasattr(x, "__array_function__") or hasattr(x, "__array__")
     ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate

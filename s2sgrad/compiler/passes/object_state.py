@@ -37,6 +37,7 @@ from s2sgrad.compiler.syntax import (
     store,
     walk,
 )
+from s2sgrad.runtime.attribute_stores import stores_plainly
 
 __all__ = ["name_stored_values"]
 
@@ -63,7 +64,7 @@ def name_stored_values(
             local = _local_objects(node, resolve)
         made_by = local.get(pair[0]) if local else None
         known = made_by if made_by is not None else _class_of(pair[0], resolve)
-        if known is not None and not runtime.stores_plainly(known, pair[1]):
+        if known is not None and not stores_plainly(known, pair[1]):
             continue  # a property's setter: the object's own code decides what o.h gives
         if known is None:
             checks.append((position, _plain_store_check(statement, pair, names, helpers, location)))
