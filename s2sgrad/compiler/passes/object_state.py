@@ -86,7 +86,7 @@ def _class_of(name: str, resolve) -> type | None:
 
 def _plain_store_check(statement, pair, names, helpers, location) -> gast.stmt:
     """``refuse_unless_stored_plainly(o, 'h', message)``, to run before ``o.h = ...``."""
-    helper = next(iter(helpers), None) or names.fresh("refuse_unless_stored_plainly")
+    helper = next(iter(helpers), None) or names.claim("refuse_unless_stored_plainly")
     helpers[helper] = runtime.refuse_unless_stored_plainly
     where = location(statement) if location is not None else "<unknown location>"
     message = (
