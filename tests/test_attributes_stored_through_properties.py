@@ -143,3 +143,35 @@ def test_the_classes_that_store_plainly():
     assert stores_plainly(types.SimpleNamespace, "a") and stores_plainly(Squashed, "b")
     assert not stores_plainly(Squashed, "a")
     assert not stores_plainly(Tripled, "a") and not stores_plainly(Doubled, "a")
+
+
+class Bare:
+    pass
+
+
+def written_through_its_dict(x):
+    holder = Bare()
+    holder.__dict__["a"] = x * 2
+    return np.sum(holder.a**2)
+
+
+def written_through_vars(x):
+    holder = Bare()
+    vars(holder)["a"] = np.sin(x)
+    return np.sum(holder.a**2)
+
+
+@pytest.mark.parametrize("f", [written_through_its_dict, written_through_vars])
+def test_forward_mode_of_an_attribute_written_through_the_objects_dict(f):
+    """``o.__dict__["a"] = v`` changes what ``o.a`` reads: forward mode gave a zero tangent;
+    the write is refused there like a write into a view, and mode="auto" tapes it."""
+    x = np.random.default_rng(3).uniform(-1, 1, size=3)
+    direction = np.array([0.5, -1.0, 2.0])
+    want = numeric_grad(f, [x], 0) @ direction
+    with pytest.raises(sg.UnsupportedError):
+        sg.jvp(f, (x,), (direction,), mode="s2s")
+    for mode in ("auto", "tape"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sg.S2SGradWarning)
+            tangent = sg.jvp(f, (x,), (direction,), mode=mode)[1]
+        np.testing.assert_allclose(tangent, want, rtol=1e-6)

@@ -464,6 +464,7 @@ _VIEW_MAKERS = frozenset(
         *("asfortranarray", "require", "asarray_chkfinite", "array", "astype", "nan_to_num"),
         *("as_strided", "broadcast_arrays", "split", "array_split", "hsplit", "vsplit"),
         *("dsplit", "unstack", "diag"),
+        "__dict__",  # an object's attributes: o.__dict__["a"] = v changes what o.a reads
     }
 )
 
@@ -478,8 +479,10 @@ def _bound_to_views(statements: list[gast.stmt]) -> set[str]:
         value = statement.value
         if type(value) is gast.Call:
             value = value.func
-        if type(value) is gast.Subscript or (
-            type(value) is gast.Attribute and value.attr in _VIEW_MAKERS
+        if (
+            type(value) is gast.Subscript
+            or (type(value) is gast.Attribute and value.attr in _VIEW_MAKERS)
+            or (type(value) is gast.Name and value.id == "vars")  # vars(o): o.__dict__
         ):
             found.add(statement.targets[0].id)
     return found
