@@ -175,3 +175,25 @@ def test_forward_mode_of_an_attribute_written_through_the_objects_dict(f):
             warnings.simplefilter("ignore", sg.S2SGradWarning)
             tangent = sg.jvp(f, (x,), (direction,), mode=mode)[1]
         np.testing.assert_allclose(tangent, want, rtol=1e-6)
+
+
+PLAIN_GLOBAL = Plain()
+
+
+def made_by_a_factory():
+    return Squashed()
+
+
+def local_name_shadowing_a_plain_global(x):
+    PLAIN_GLOBAL = made_by_a_factory()  # noqa: N806  (the local, not the global, is stored into)
+    PLAIN_GLOBAL.a = x * 2
+    return np.sum(PLAIN_GLOBAL.a**2)
+
+
+def test_a_local_name_is_not_taken_for_the_global_it_shadows():
+    x = np.random.default_rng(8).uniform(-1, 1, size=3)
+    want = numeric_grad(local_name_shadowing_a_plain_global, [x], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.grad(local_name_shadowing_a_plain_global, mode="auto")(x)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)

@@ -54,6 +54,7 @@ def name_stored_values(
     variables: dict[tuple[str, str], str] = {}
     node.body = _named_stores(node.body, names, variables)
     local = None  # found at the first store: most functions store no attribute
+    bound: set[str] = set()  # the names the function binds, found with it
     helpers: dict = {}
     checks: list[tuple[int, gast.stmt]] = []
     for position, statement in enumerate(node.body):
@@ -62,8 +63,10 @@ def name_stored_values(
             continue
         if local is None:
             local = _local_objects(node, resolve)
-        made_by = local.get(pair[0]) if local else None
-        known = made_by if made_by is not None else _class_of(pair[0], resolve)
+            bound = parameter_names(node) | {
+                n.id for n in walk(node) if type(n) is gast.Name and type(n.ctx) is gast.Store
+            }
+        known = local.get(pair[0]) if pair[0] in local else _class_of(pair[0], bound, resolve)
         if known is not None and not stores_plainly(known, pair[1]):
             continue  # a property's setter: the object's own code decides what o.h gives
         if known is None:
@@ -77,9 +80,11 @@ def name_stored_values(
     return helpers
 
 
-def _class_of(name: str, resolve) -> type | None:
-    """The class of the object ``name`` holds when the transformer knows it (a global);
-    None for one it does not (a parameter such as a method's ``self``)."""
+def _class_of(name: str, bound: set[str], resolve) -> type | None:
+    """The class of the object ``name`` holds when the transformer knows it (a global the
+    function does not bind); None for one it does not (a parameter such as ``self``)."""
+    if name in bound:
+        return None
     value = resolve(load(name))
     return None if value is NOT_FOUND else type(value)
 
