@@ -48,7 +48,8 @@ from s2sgrad.rules.registry import (
     nondifferentiable,
 )
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
-from s2sgrad.runtime.core import CotangentList, add_cotangents, zeros_like_value
+from s2sgrad.runtime.core import CotangentList, add_cotangents, unbroadcast, zeros_like_value
+from s2sgrad.runtime.custom_cotangents import check_hook_cotangent
 from s2sgrad.runtime.dispatch import backward_hooks_apply
 from s2sgrad.runtime.replays import (
     changed_on_recomputing,
@@ -150,7 +151,14 @@ def _with_derivative_vjp(g, ans, x, hook):
     if not backward_hooks_apply():  # the tape's forward mode: no backward pass
         return g, None
     replacement = hook(g)
-    return (g if replacement is None else replacement), None
+    if replacement is None:
+        return g, None
+    check_hook_cotangent(hook, replacement, g)
+    if np.shape(replacement) != np.shape(g):  # a number for an array: the tape needs its shape
+        if np.ndim(replacement) > np.ndim(g):
+            replacement = unbroadcast(replacement, g)
+        replacement = np.broadcast_to(replacement, np.shape(g))
+    return replacement, None
 
 
 @jvp_rule(with_derivative)

@@ -227,6 +227,11 @@ def special_functions(x):
     return np.sum(np.i0(x) * x) + math.gamma(x[0] ** 2 + 1.5) * math.lgamma(x[1] ** 2 + 2.5)
 
 
+def argument_written(x):
+    x[0] = x[1] * x[2]
+    return np.sum(x**2)
+
+
 def doubled_until_large(x):
     b = x * 2
     while np.sum(b * b) < 1000:
@@ -236,6 +241,7 @@ def doubled_until_large(x):
 
 CORPUS = [
     attribute_of_a_module_object,
+    argument_written,
     special_functions,
     doubled_until_large,
     slices,

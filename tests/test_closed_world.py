@@ -369,6 +369,7 @@ BY_DESIGN = {
     "zeros_like_structure": "generated code's zero cotangents",
     "shape_only": "generated code's saves read for their shape alone",
     "refuse_if_array": "a check that raises or returns None",
+    "refuse_unless_stored_plainly": "a check that raises or returns None",
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
     "note_stored": "bookkeeping of stored state: returns None",
     "store_entry": "stores a plain value into a caller's dict: returns None",

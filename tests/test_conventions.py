@@ -55,6 +55,10 @@ def relu_where(z):
     return np.sum(np.where(z > 0, z, 0.0))
 
 
+def weighted_sorted(z):
+    return np.sum(np.sort(z) * np.arange(4.0))
+
+
 # (function, point, derivative at the point); the functions are sums, so the gradient is
 # the elementwise derivative
 CASES = [
@@ -67,6 +71,7 @@ CASES = [
     (largest, [1.0, 3.0, 3.0], [0.0, 0.5, 0.5]),
     (clipped, [0.0, 1.0, 0.5], [1.0, 1.0, 1.0]),
     (relu_where, [0.0, 2.0, -1.0], [0.0, 1.0, 0.0]),
+    (weighted_sorted, [0.3, 0.3, 0.2, 0.9], [1.0, 2.0, 0.0, 3.0]),  # ties: argsort's order
 ]
 
 

@@ -85,7 +85,7 @@ def batching_rule_of(helper: Any) -> Any:
     return how if callable(how) else _CALLING_RULES.get(helper)
 
 
-@_rule_for(runtime.owned, runtime.snapshot)
+@_rule_for(runtime.owned, runtime.owned_argument, runtime.snapshot)
 def _private_copy(value: Any) -> Any:
     """``owned`` and ``snapshot``: a private copy of every example."""
     if isinstance(value, list):

@@ -51,8 +51,8 @@ def copy_updated_arguments(
         copied = [p for p in copied if p not in keyed]
     if not copied:
         return set()
-    helper = names.claim("owned")
-    parsed.closure[helper] = runtime.owned
+    helper = names.claim("owned_argument")
+    parsed.closure[helper] = runtime.owned_argument
     first = node.body[0] if node.body else None
     copies = [assign(p, call(load(helper), [load(p)]), like=first) for p in copied]
     node.body = copies + node.body

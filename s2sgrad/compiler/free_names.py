@@ -51,8 +51,9 @@ def free_name_entries(parsed: ParsedFunction, free_names: list[str]):
             continue  # a name the passes gave a helper of their own
         elif name in parsed.globals or not hasattr(builtins, name):
             entry = entry_for(parsed.globals, name)
-        else:
-            continue  # a builtin
+        else:  # a builtin, until a global of that name (def sum(...) later) hides it
+            assumptions.include([entry_for(parsed.globals, name)])
+            continue
         assumptions.include([entry])
         if is_data(entry.expected):
             live[name] = entry

@@ -132,7 +132,10 @@ class Entry:
 
     def frozen(self) -> bool:
         """Whether shapes read through the value can change only by rebinding it, which
-        the entry sees (:func:`is_frozen`); a function's code and defaults count as such."""
+        the entry sees (:func:`is_frozen`); a function's code and defaults count as such, and
+        so does a global not bound yet (a builtin's name), which any binding retires."""
+        if self.expected is MISSING and self.kind is None:
+            return True
         return isinstance(self.holder, _Attributes) or is_frozen(self.expected)
 
     def mirror(self, function: types.FunctionType) -> None:

@@ -451,7 +451,7 @@ def _normal_form(
     # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
     parsed.closure.update(checkpointed)
     parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve, kinds))
-    name_stored_values(node, names, parsed.resolve)
+    parsed.closure.update(name_stored_values(node, names, parsed.resolve, parsed.location))
     parameters = parameter_names(node)
 
     def is_builtin(name: str) -> bool:

@@ -42,7 +42,7 @@ from s2sgrad.engines.arguments import (
 from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.running import name_the_origin
-from s2sgrad.runtime import as_gradient
+from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.dispatch import tape_jvp
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.tape import tape_vjp
@@ -149,6 +149,8 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     engine_out, raw_pullback = vjp_engine(function, primals, wrt, mode)
 
     def pullback(cotangent: Any) -> tuple:
+        if cotangent is None:  # no output used, as a None entry of a tuple's cotangent says
+            cotangent = zeros_like_structure(engine_out)
         refuse_not_understood("the cotangent", cotangent, f)
         refuse_complex_for_real("the cotangent", engine_out, cotangent, f)
         refuse_mismatched_shape("the cotangent", engine_out, cotangent, f)

@@ -66,7 +66,8 @@ if hasattr(np, "astype"):  # NumPy 2
 
 # the helpers generated code and the rules above call
 complex_ready(
-    runtime.unbroadcast, runtime.owned, runtime.owned_items, runtime.snapshot, runtime.shape_only,
+    runtime.unbroadcast, runtime.owned, runtime.owned_argument, runtime.owned_items,
+    runtime.snapshot, runtime.shape_only,
     runtime.unpack_cotangent,
     runtime.as_gradient, runtime.add_cotangents, runtime.cast_like, runtime.index_cotangent,
     runtime.assigned_cotangent, runtime.only_last_writes, runtime.for_items,

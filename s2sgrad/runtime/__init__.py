@@ -6,6 +6,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 """
 
 from s2sgrad.runtime import (
+    attribute_stores,
     callables,
     caller_entries,
     core,
@@ -24,6 +25,7 @@ from s2sgrad.runtime import (
     states_left,
     ufunc_methods,
 )
+from s2sgrad.runtime.attribute_stores import *  # noqa: F403
 from s2sgrad.runtime.callables import *  # noqa: F403
 from s2sgrad.runtime.caller_entries import *  # noqa: F403
 from s2sgrad.runtime.core import *  # noqa: F403
@@ -64,6 +66,7 @@ __all__ = list(
             *dispatch.__all__,
             *objects.__all__,
             *private_copies.__all__,
+            *attribute_stores.__all__,
             "run_checkpointed",
         ]
     )

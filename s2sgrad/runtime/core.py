@@ -19,6 +19,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import IN_A_DERIVATIVE, running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.container_subclasses import refuse_deque, refuse_overriding_container
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
 from s2sgrad.runtime.replays import DrawsAtStart
@@ -36,6 +37,7 @@ __all__ = [
     "star_tangents",
     "unpack_cotangent",
     "owned",
+    "owned_argument",
     "snapshot",
     "shape_only",
     "custom_vjp",
@@ -425,13 +427,16 @@ def zeros_like_value(x: Any) -> Any:
     if isinstance(x, complex):
         return 0j
     if isinstance(x, dict):  # containers' cotangents add entry by entry with +
+        refuse_overriding_container(x)
         return CotangentDict({k: zeros_like_value(v) for k, v in x.items()})
     if is_object_node(x):  # a dataclass: by attribute, and no entry is zero
         return CotangentDict()
     if isinstance(x, (list, tuple)):
+        refuse_overriding_container(x)
         return CotangentList(zeros_like_value(v) for v in x)
     if isinstance(x, range):  # integers read item by item: a zero for each
         return CotangentList(0.0 for _ in x)
+    refuse_deque(x)
     if not isinstance(x, (np.ndarray, np.generic, list, tuple, dict)) and not (
         hasattr(x, "__array_function__") or hasattr(x, "__array__")
     ):  # a function, a slice, np.r_, a string spec passed along: nothing to differentiate
@@ -519,6 +524,22 @@ def owned(g: Any) -> Any:
     return _owned(g)
 
 
+def owned_argument(value: Any) -> Any:
+    """A private copy of an argument the function writes into (what :func:`owned` makes),
+    read-only where the argument is: a write into it then raises NumPy's own ValueError, as
+    the function itself does when called with it.
+
+    Example::
+
+        x = np.ones(3); x.flags.writeable = False
+        owned_argument(x)[0] = 2.0  # ValueError: assignment destination is read-only
+    """
+    copy = owned(value)
+    if isinstance(value, np.ndarray) and not value.flags.writeable:
+        copy.flags.writeable = False
+    return copy
+
+
 def _owned(g: Any) -> Any:
     if isinstance(g, tuple) and any(map(_is_index_part, g)):
         # a saved value, not a cotangent: an index (np.s_[i:j, k], np.ix_(i, j), (i, j))
@@ -590,12 +611,12 @@ def shape_only(value: Any) -> Any:
 # the cotangent of one on the tape), which a bare return would spread over arguments
 
 
-@vjp_rule(owned, snapshot)
+@vjp_rule(owned, owned_argument, snapshot)
 def _copy_vjp(g, ans, value):
     return (g,)
 
 
-@jvp_rule(owned)
+@jvp_rule(owned, owned_argument)
 def _owned_jvp(t, ans, value):
     return (owned(t),)  # the code updates the copy in place, and the tangent alongside it
 

@@ -15,8 +15,9 @@ import numpy as np
 
 from s2sgrad.errors import CotangentShapeError, where
 from s2sgrad.numpy_signatures import parameters
+from s2sgrad.running import origin_of
 
-__all__ = ["check_cotangent_shapes"]
+__all__ = ["check_cotangent_shapes", "check_hook_cotangent"]
 
 
 def check_cotangent_shapes(derivative: Any, cotangents: tuple, args: tuple) -> None:
@@ -54,10 +55,32 @@ def check_cotangent_shapes(derivative: Any, cotangents: tuple, args: tuple) -> N
         )
 
 
+def check_hook_cotangent(hook: Any, replacement: Any, cotangent: Any) -> None:
+    """Raise :class:`CotangentShapeError` naming ``hook``'s definition when what it returned
+    to replace ``cotangent`` (a ``with_derivative`` hook) is no number or numeric array, or
+    has a shape that cannot be brought to the cotangent's.
+
+    Example::
+
+        check_hook_cotangent(lambda g: "oops", "oops", np.ones(3))  # CotangentShapeError
+    """
+    kind = getattr(getattr(replacement, "dtype", None), "kind", None)
+    if isinstance(replacement, (str, bytes)) or (kind is not None and kind not in "biufc"):
+        origin, name = _described(hook)
+        raise CotangentShapeError(
+            f"{origin}: the hook {name} given to with_derivative returned "
+            f"{type(replacement).__name__} {str(replacement)[:40]!r} to replace a cotangent of "
+            f"shape {_shape(cotangent)}; return numbers of that shape, or None to keep it"
+        )
+    check_cotangent_shapes(hook, (replacement,), (cotangent,))
+
+
 def _described(derivative: Any) -> tuple[str, str]:
     """Where ``derivative`` is defined, and its name."""
     code = getattr(getattr(derivative, "__func__", derivative), "__code__", None)
     origin = where(code.co_filename, code.co_firstlineno) if code else repr(derivative)
+    if code and origin_of(code.co_filename):  # a lambda copied into generated code
+        origin = str(origin_of(code.co_filename))
     return origin, getattr(derivative, "__qualname__", "the custom derivative")
 
 

@@ -32,6 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.container_subclasses import refuse_overriding_container
 from s2sgrad.runtime.core import (
     CotangentDict,
     add_cotangents,
@@ -80,7 +81,9 @@ def dynamic_vjp(function: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
         value, pullback = dynamic_vjp(layer.forward, x)
         (dx,) = pullback(np.ones_like(value))
     """
-    return _dispatch(function, args, kwargs, tape=True)
+    result = _dispatch(function, args, kwargs, tape=True)
+    refuse_overriding_container(result[0])  # the code reads its items as a plain list's
+    return result
 
 
 def method_vjp(obj: Any, name: str, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
@@ -388,7 +391,9 @@ def dynamic_jvp(function: Any, tangents: tuple, *args: Any, **kwargs: Any) -> tu
 
         value, tangent = dynamic_jvp(layer, (dx,), x)
     """
-    return _dispatch_jvp(function, tangents, args, kwargs, tape=True)
+    result = _dispatch_jvp(function, tangents, args, kwargs, tape=True)
+    refuse_overriding_container(result[0])  # the code reads its items as a plain list's
+    return result
 
 
 # The pullbacks of calls dispatched at run time (``dynamic_vjp``'s) that a call in forward

@@ -21,6 +21,7 @@ import numpy as np
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.running import running_origin
+from s2sgrad.runtime.container_subclasses import refuse_overriding_container
 from s2sgrad.runtime.core import (
     CotangentDict,
     CotangentList,
@@ -130,9 +131,10 @@ def index_cotangent(g: Any, x: Any, index: Any) -> Any:
         index_cotangent(np.ones(2), np.zeros(3), [0, 0])  # array([2., 0., 0.])
         index_cotangent(1.0, {"w": 2.0, "b": 3.0}, "w")   # {'w': 1.0}
     """
-    if isinstance(x, dict):  # sparse: the other entries are zero (see as_gradient)
-        return CotangentDict({index: g})
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, tuple, dict)):
+        refuse_overriding_container(x)
+        if isinstance(x, dict):  # sparse: the other entries are zero (see as_gradient)
+            return CotangentDict({index: g})
         return _sequence_cotangent(g, x, index)
     if isinstance(x, range):  # integers (a loop's range, sliced): zero, as items_cotangent's
         return np.zeros(len(x))

@@ -54,6 +54,9 @@ from s2sgrad.rules import get_rule
 
 __all__ = ["TangentProgram", "forward_sweep"]
 
+# private copies: a copy's tangent is a copy too, which the code may update in place
+_COPIES = (runtime.owned, runtime.owned_argument)
+
 
 @dataclass
 class TangentProgram:
@@ -332,7 +335,7 @@ class _Forward:
             if tangent_target is not None:
                 lines.append(assign(tangent_target, tangent, like=statement))
                 lines.append(final)
-                if operation.primitive is runtime.owned:  # g = owned(g): its tangent is a copy
+                if operation.primitive in _COPIES:  # g = owned(g): its tangent is a copy
                     self.owned.add(original.id)
                     self.copied.add(original.id)
                 return lines
@@ -343,7 +346,7 @@ class _Forward:
         lines = [statement, *self.pending]
         if isinstance(target, gast.Name):
             lines.append(assign(self.tangent(target.id), tangent, like=statement))
-            if operation.primitive is runtime.owned:  # its tangent is a copy too
+            if operation.primitive in _COPIES:  # its tangent is a copy too
                 self.owned.add(target.id)
                 self.copied.add(target.id)
         else:  # a, *rest = v (A-normal form: names only): da, *drest = dv
@@ -461,6 +464,7 @@ _VIEW_MAKERS = frozenset(
         *("asfortranarray", "require", "asarray_chkfinite", "array", "astype", "nan_to_num"),
         *("as_strided", "broadcast_arrays", "split", "array_split", "hsplit", "vsplit"),
         *("dsplit", "unstack", "diag"),
+        "__dict__",  # an object's attributes: o.__dict__["a"] = v changes what o.a reads
     }
 )
 
@@ -475,8 +479,10 @@ def _bound_to_views(statements: list[gast.stmt]) -> set[str]:
         value = statement.value
         if type(value) is gast.Call:
             value = value.func
-        if type(value) is gast.Subscript or (
-            type(value) is gast.Attribute and value.attr in _VIEW_MAKERS
+        if (
+            type(value) is gast.Subscript
+            or (type(value) is gast.Attribute and value.attr in _VIEW_MAKERS)
+            or (type(value) is gast.Name and value.id == "vars")  # vars(o): o.__dict__
         ):
             found.add(statement.targets[0].id)
     return found

@@ -12,37 +12,96 @@ flows to its reader like any other, and is differentiated::
     o = Obj()                 o = Obj()
     o.h = 2.0 * x      →      o_h = 2.0 * x; o.h = o_h
     return np.sum(o.h)        return np.sum(o_h)
+
+Reads are replaced only where the attribute is stored plainly (``runtime.stores_plainly``:
+no property setter, ``__setattr__`` or ``__getattribute__`` of the user's, which may store
+or give back something else): checked here for a class the transformer knows (``Obj()``, a
+global object), and as the code runs, before the store, for another (a method's ``self``).
 """
 
 from __future__ import annotations
 
 import gast
 
+from s2sgrad import runtime
 from s2sgrad.compiler.effects import is_library_function
+from s2sgrad.compiler.frontend.parsed import NOT_FOUND
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.syntax import assign, load, located, parameter_names, store, walk
+from s2sgrad.compiler.syntax import (
+    assign,
+    call,
+    constant,
+    load,
+    located,
+    parameter_names,
+    store,
+    walk,
+)
+from s2sgrad.runtime.attribute_stores import stores_plainly
 
 __all__ = ["name_stored_values"]
 
 
-def name_stored_values(node: gast.FunctionDef, names: NameGenerator, resolve) -> None:
-    """Rewrite the attribute stores of ``node``'s body in place (see the module's example).
+def name_stored_values(
+    node: gast.FunctionDef, names: NameGenerator, resolve, location=None
+) -> dict:
+    """Rewrite the attribute stores of ``node``'s body in place (see the module's example);
+    returns the helpers the code calls now, by name.
 
-    ``resolve(expression)`` gives the object a name refers to (a class, for a constructor).
+    ``resolve(expression)`` gives the object a name refers to (a class, for a constructor);
+    ``location(node)`` the user's file:line of a statement, for the check made as it runs.
     """
     variables: dict[tuple[str, str], str] = {}
     node.body = _named_stores(node.body, names, variables)
     local = None  # found at the first store: most functions store no attribute
+    bound: set[str] = set()  # the names the function binds, found with it
+    helpers: dict = {}
+    checks: list[tuple[int, gast.stmt]] = []
     for position, statement in enumerate(node.body):
         pair = _stored_pair(statement)
         if pair is None:
             continue
         if local is None:
             local = _local_objects(node, resolve)
+            bound = parameter_names(node) | {
+                n.id for n in walk(node) if type(n) is gast.Name and type(n.ctx) is gast.Store
+            }
+        known = local.get(pair[0]) if pair[0] in local else _class_of(pair[0], bound, resolve)
+        if known is not None and not stores_plainly(known, pair[1]):
+            continue  # a property's setter: the object's own code decides what o.h gives
+        if known is None:
+            checks.append((position, _plain_store_check(statement, pair, names, helpers, location)))
         for later in node.body[position + 1 :]:
             if pair[0] not in local and not _keeps_attributes(later, pair[0], resolve):
                 break  # another object's code may change it from here on
             _read_variable(later, pair, variables[pair])
+    for position, check in reversed(checks):
+        node.body.insert(position, check)
+    return helpers
+
+
+def _class_of(name: str, bound: set[str], resolve) -> type | None:
+    """The class of the object ``name`` holds when the transformer knows it (a global the
+    function does not bind); None for one it does not (a parameter such as ``self``)."""
+    if name in bound:
+        return None
+    value = resolve(load(name))
+    return None if value is NOT_FOUND else type(value)
+
+
+def _plain_store_check(statement, pair, names, helpers, location) -> gast.stmt:
+    """``refuse_unless_stored_plainly(o, 'h', message)``, to run before ``o.h = ...``."""
+    helper = next(iter(helpers), None) or names.claim("refuse_unless_stored_plainly")
+    helpers[helper] = runtime.refuse_unless_stored_plainly
+    where = location(statement) if location is not None else "<unknown location>"
+    message = (
+        f"{where}: '{pair[0]}.{pair[1]} = ...' stores through a property's setter or a "
+        "__setattr__ of the object's class, which may store something else than the value "
+        "assigned; source transformation reads the value back, so use mode='tape' (or store "
+        "plainly)"
+    )
+    arguments = [load(pair[0]), constant(pair[1]), constant(message)]
+    return located(gast.Expr(value=call(load(helper), arguments)), statement)
 
 
 def _keeps_attributes(statement: gast.stmt, base: str, resolve) -> bool:
@@ -122,15 +181,16 @@ def _stored_pair(statement: gast.stmt) -> tuple[str, str] | None:
     return None
 
 
-def _local_objects(node: gast.FunctionDef, resolve) -> set[str]:
+def _local_objects(node: gast.FunctionDef, resolve) -> dict[str, type]:
     """The names bound once, at the top, to a new object of a class (``o = Obj()``), that
-    are only ever used through their attributes (not called, passed on, nor aliased)."""
+    are only ever used through their attributes (not called, passed on, nor aliased), with
+    their classes."""
     nodes = walk(node)  # the tree does not change here: one walk serves every question
     made: dict[str, int] = {}
     for statement in nodes:
         if isinstance(statement, gast.Name) and isinstance(statement.ctx, gast.Store):
             made[statement.id] = made.get(statement.id, 0) + 1
-    candidates = set()
+    candidates: dict[str, type] = {}
     for statement in node.body:
         if (
             isinstance(statement, gast.Assign)
@@ -140,8 +200,9 @@ def _local_objects(node: gast.FunctionDef, resolve) -> set[str]:
             and isinstance(resolve(statement.value.func), type)
             and made.get(statement.targets[0].id) == 1
         ):
-            candidates.add(statement.targets[0].id)
-    candidates -= parameter_names(node)
+            candidates[statement.targets[0].id] = resolve(statement.value.func)
+    for parameter in parameter_names(node):
+        candidates.pop(parameter, None)
     through_attributes = set()
     calls = set()
     for part in nodes:
@@ -158,7 +219,7 @@ def _local_objects(node: gast.FunctionDef, resolve) -> set[str]:
             and isinstance(part.ctx, gast.Load)
             and id(part) not in through_attributes
         ):
-            candidates.discard(part.id)
+            candidates.pop(part.id, None)
     return candidates
 
 

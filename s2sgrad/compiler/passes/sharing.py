@@ -69,6 +69,7 @@ _HELPER_RESULTS = {
     "cast_like": (0,),
     "add_cotangents": (0, 1),
     "owned": (),
+    "owned_argument": (),
     "owned_items": (),
     "snapshot": (),
     "shape_only": (),

@@ -377,7 +377,8 @@ def _copied_first(function: gast.FunctionDef, resolve) -> set[str]:
         if type(target) is not gast.Name or type(value) is not gast.Call:
             break
         arguments = value.args
-        if resolved_target(value.func, resolve) is not runtime.owned or len(arguments) != 1:
+        copy = resolved_target(value.func, resolve)
+        if copy not in (runtime.owned, runtime.owned_argument) or len(arguments) != 1:
             break
         if type(arguments[0]) is not gast.Name or arguments[0].id != target.id:
             break

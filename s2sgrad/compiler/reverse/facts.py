@@ -182,6 +182,7 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
         if module.startswith("s2sgrad.runtime"):  # generated code differentiated again
             return name in (
                 "owned",
+                "owned_argument",
                 "owned_items",
                 "zeros_like_value",
                 "zeros_like_structure",
