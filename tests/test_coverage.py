@@ -480,6 +480,7 @@ if special is not None:
         S(special.betainc, lambda x: special.betainc(1.5, 2.5, x), A, domain=probability),
         S(special.gammainc, lambda x: special.gammainc(1.5, x), A),
         S(special.gammaincc, lambda x: special.gammaincc(2.5, x), A),
+        S(special.stdtr, lambda x: special.stdtr(2.5, x), A),
         S(special.iv, lambda x: special.iv(1.5, x), A),
         S(special.ive, lambda x: special.ive(0.5, x), A),
         S(special.jv, lambda x: special.jv(1.5, x), A),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+import s2sgrad.rules.scipy_special_extra  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_more  # noqa: F401  (registers its rules)
 from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
@@ -309,8 +310,12 @@ def _xlog1py_jvp(t, ans, x, y):
 # exp(a - ans), with the axes the sum removed put back so that they broadcast against a
 @vjp_rule(special.logsumexp)
 def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
-    if return_sign:
-        refuse(_RETURN_SIGN)
+    if return_sign:  # (log|sum|, sign): the sign is piecewise constant, and
+        g_value = g[0]  # d log|s| = ds / s = sign * ds / |s|
+        if g_value is None:  # only the sign was used
+            g_value = np.zeros_like(ans[0])
+        g = g_value * ans[1]
+        ans = ans[0]
     if axis is None or keepdims:
         spread = g
         weights = np.exp(a - ans)
@@ -326,8 +331,10 @@ def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
 
 @jvp_rule(special.logsumexp)
 def _logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
-    if return_sign:
-        refuse(_RETURN_SIGN)
+    sign = 1.0
+    if return_sign:  # (log|sum|, sign): the sign is piecewise constant, and
+        sign = ans[1]  # d log|s| = ds / s = sign * ds / |s|
+        ans = ans[0]
     if axis is None or keepdims:  # noqa: SIM108  (folded where the rule is inlined)
         weights = np.exp(a - ans)
     else:
@@ -336,11 +343,11 @@ def _logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fal
         scaled = weights
     else:
         scaled = b * weights
-    return (
-        np.sum(t * scaled, axis=axis, keepdims=keepdims),
-        None,
-        np.sum(t * weights, axis=axis, keepdims=keepdims),
-    )
+    from_a = np.sum(t * scaled, axis=axis, keepdims=keepdims)
+    from_b = np.sum(t * weights, axis=axis, keepdims=keepdims)
+    if return_sign:
+        return (sign * from_a, 0.0 * sign), None, (sign * from_b, 0.0 * sign)
+    return from_a, None, from_b
 
 
 @vjp_rule(special.softmax)
@@ -372,10 +379,6 @@ _INTEGER_ORDER = (
     "scipy.special.{name}: the order {order} is an integer, which has no derivative, and it "
     "is being differentiated here; pass it as an integer constant (or wrap it in "
     "s2sgrad.stop_gradient)"
-)
-_RETURN_SIGN = (
-    "scipy.special.logsumexp(..., return_sign=True) is not differentiated; use "
-    "return_sign=False (the default) where the sum is positive"
 )
 _POLYGAMMA_REFUSED = _INTEGER_ORDER.format(name="polygamma(n, x)", order="n")
 _YN_REFUSED = _INTEGER_ORDER.format(name="yn(n, x)", order="n")
