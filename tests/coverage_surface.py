@@ -95,7 +95,7 @@ _GROUPS = {
     "a question about types, memory or layout: answered without a derivative": _names(
         """can_cast common_type isdtype iscomplexobj isrealobj isfortran isscalar iterable
         may_share_memory shares_memory min_scalar_type mintypecode promote_types
-        broadcast_shapes einsum_path"""
+        broadcast_shapes"""
     ),
     "integer or boolean results (indices, counts, sets, bits): no derivative to give": _names(
         """bitwise_count digitize lexsort searchsorted packbits unpackbits

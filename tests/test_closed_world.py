@@ -188,6 +188,7 @@ def _floats(*shape):
 
 
 PROOFS = {
+    np.einsum_path: [("ij,jk,kl->il", _floats(2, 3), _floats(3, 4), _floats(4, 2), "optimal")],
     np.diag_indices_from: [(_floats(3, 3),)],
     np.tril_indices_from: [(_floats(3, 3),)],
     np.triu_indices_from: [(_floats(3, 3),)],

@@ -282,6 +282,8 @@ def _einsum_terms(subscripts, ndims) -> tuple[list[str], str]:
 
 
 def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
+    if isinstance(optimize, (list, tuple)):  # a path (np.einsum_path's) orders the primal's
+        optimize = True  # operands; the cotangent's are others, in another order
     shape = np.shape(operands[k])
     inputs = [output] + [term for j, term in enumerate(terms) if j != k]
     present = set("".join(inputs))
