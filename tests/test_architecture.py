@@ -68,6 +68,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg",
             "s2sgrad.rules.scipy_linalg_factors",
             "s2sgrad.rules.scipy_linalg_structured",
+            "s2sgrad.rules.scipy_linalg_numpy_forms",
             "s2sgrad.rules.scipy_signal",
         ),
     ),
