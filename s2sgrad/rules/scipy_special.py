@@ -288,22 +288,24 @@ def _entr(g, ans, x):
 
 @vjp_rule(special.xlogy)
 def _xlogy(g, ans, x, y):
-    return unbroadcast(g * np.log(y), x), unbroadcast(g * x / y, y)
+    # xlogy(0, y) is 0 for every y: where x is 0 the slope in y is 0, even at y = 0
+    return unbroadcast(g * np.log(y), x), unbroadcast(g * x / np.where(x == 0, 1.0, y), y)
 
 
 @jvp_rule(special.xlogy)
 def _xlogy_jvp(t, ans, x, y):
-    return t * np.log(y), t * x / y
+    return t * np.log(y), t * x / np.where(x == 0, 1.0, y)
 
 
 @vjp_rule(special.xlog1py)
 def _xlog1py(g, ans, x, y):
-    return unbroadcast(g * np.log1p(y), x), unbroadcast(g * x / (1 + y), y)
+    # xlog1py(0, y) is 0 for every y: where x is 0 the slope in y is 0, even at y = -1
+    return unbroadcast(g * np.log1p(y), x), unbroadcast(g * x / np.where(x == 0, 1.0, 1 + y), y)
 
 
 @jvp_rule(special.xlog1py)
 def _xlog1py_jvp(t, ans, x, y):
-    return t * np.log1p(y), t * x / (1 + y)
+    return t * np.log1p(y), t * x / np.where(x == 0, 1.0, 1 + y)
 
 
 # logsumexp(a, b=b) = log(sum(b * exp(a))): its derivative in a is b * exp(a - ans), in b
