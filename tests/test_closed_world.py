@@ -339,6 +339,10 @@ PROOFS = {
     ufunc_methods.outer_shape: [(_floats(3), _floats(2, 4))],
     ufunc_methods.first_positive: [(_floats(3, 4), 1)],
     ufunc_methods.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
+    ufunc_methods.along_axis_index: [
+        (_floats(3, 4), np.array([[1], [0], [3]]), 1),
+        (_floats(3, 4), np.array([0, 11, -1]), None),
+    ],
     ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions
