@@ -1,7 +1,7 @@
 """Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve``, ``solve_triangular``,
-``solve_banded``, ``solve_sylvester``, ``solve_continuous_lyapunov``, ``cholesky``, ``cho_factor``, ``cho_solve``,
-``lu_factor``, ``lu_solve``, and ``inv`` and ``det`` (NumPy's rules: a singular matrix's
-determinant differentiates to its cofactors).
+``solve_banded``, ``solve_sylvester``, ``solve_continuous_lyapunov``, ``cholesky``,
+``cho_factor``, ``cho_solve``, ``lu_factor``, ``lu_solve``, and ``inv`` and ``det`` (NumPy's
+rules: a singular matrix's determinant differentiates to its cofactors).
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
