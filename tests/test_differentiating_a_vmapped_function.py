@@ -2,6 +2,7 @@
 with "f: s2sgrad can only read the source of Python functions", naming no line, though
 ``f`` is a Python function; the refusal now says a function made by ``sg.vmap`` is
 differentiated, where it is defined, and what to write. Mode "auto" differentiates it.
+Forward mode over a call of ``sg.vmap`` inside the function now names the user's line too.
 """
 
 from __future__ import annotations
@@ -49,3 +50,21 @@ def test_other_modes_differentiate_it(shape, mode):
         _, tangent = sg.jvp(vmapped, (x, Y), (np.ones_like(x), np.zeros(2)), mode=mode)
     assert_close(jacobian, numeric_jacobian(batched, [x], 0))
     assert_close(tangent, np.cos(x) * Y[0] + 2 * x * Y[1])
+
+
+def mapped_gradients(z):
+    return sg.vmap(sg.grad(lambda t: np.sum(np.sin(t) * t**2)))(z)
+
+
+def test_forward_mode_over_a_vmap_call_names_the_users_line():
+    """Forward mode over a function that calls ``sg.vmap`` named s2sgrad's own file
+    (vmap.py) in the refusal; it names the user's call now, as reverse mode does."""
+    with pytest.raises(sg.UnsupportedError) as caught:
+        sg.jacfwd(mapped_gradients, mode="s2s")(np.ones((2, 3)))
+    message = str(caught.value)
+    assert message.startswith(f"{__file__}:")
+    assert "s2sgrad's own" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jacobian = sg.jacfwd(mapped_gradients, mode="auto")(np.full((2, 3), 0.3))
+    assert_close(jacobian, numeric_jacobian(mapped_gradients, [np.full((2, 3), 0.3)], 0))
