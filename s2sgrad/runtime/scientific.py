@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -270,7 +271,7 @@ _PLOTTING_POSITIONS = {
     "normal_unbiased": (3.0 / 8.0, 3.0 / 8.0),
 }
 # the methods that pick a sample (or, midpoint, the middle of two) at the index (n - 1) q
-_PICKED_INDEX = {
+_PICKED_INDEX: dict[str, Callable[[Any], Any]] = {
     "lower": np.floor,
     "higher": np.ceil,
     "nearest": np.around,
