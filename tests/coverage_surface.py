@@ -95,7 +95,7 @@ _GROUPS = {
     "a question about types, memory or layout: answered without a derivative": _names(
         """can_cast common_type isdtype iscomplexobj isrealobj isfortran isscalar iterable
         may_share_memory shares_memory min_scalar_type mintypecode promote_types
-        broadcast_shapes einsum_path"""
+        broadcast_shapes"""
     ),
     "integer or boolean results (indices, counts, sets, bits): no derivative to give": _names(
         """bitwise_count digitize lexsort searchsorted packbits unpackbits
@@ -125,7 +125,6 @@ _GROUPS = {
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"
     ),
-    "no rule yet: tensor inverses (np.linalg.tensorsolve has a rule)": _names("linalg.tensorinv"),
     # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x); np.float_ is np.float64
     # there, which has a rule
     "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "

@@ -60,6 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_special_more",
+            "s2sgrad.rules.scipy_special_extra",
             "s2sgrad.rules.scipy_stats",
             "s2sgrad.rules.scipy_stats_location_scale",
             "s2sgrad.rules.scipy_stats_tails",
@@ -67,6 +68,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg",
             "s2sgrad.rules.scipy_linalg_factors",
             "s2sgrad.rules.scipy_linalg_structured",
+            "s2sgrad.rules.scipy_linalg_numpy_forms",
             "s2sgrad.rules.scipy_signal",
         ),
     ),

@@ -34,6 +34,7 @@ from s2sgrad.runtime.linalg import (
     einsum_subscripts,
     operand_dtype,
 )
+from s2sgrad.runtime.reductions import kept_count
 from s2sgrad.runtime.shapes import (
     item_mask,
     rollaxis_destination,
@@ -188,6 +189,8 @@ def _floats(*shape):
 
 
 PROOFS = {
+    np.einsum_path: [("ij,jk,kl->il", _floats(2, 3), _floats(3, 4), _floats(4, 2))],
+    kept_count: [(_floats(3, 4) > 0, _floats(3, 4), 1), (_floats(3, 4) > 0, _floats(3, 4))],
     np.diag_indices_from: [(_floats(3, 3),)],
     np.tril_indices_from: [(_floats(3, 3),)],
     np.triu_indices_from: [(_floats(3, 3),)],
@@ -336,6 +339,10 @@ PROOFS = {
     ufunc_methods.outer_shape: [(_floats(3), _floats(2, 4))],
     ufunc_methods.first_positive: [(_floats(3, 4), 1)],
     ufunc_methods.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
+    ufunc_methods.along_axis_index: [
+        (_floats(3, 4), np.array([[1], [0], [3]]), 1),
+        (_floats(3, 4), np.array([0, 11, -1]), None),
+    ],
     ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions

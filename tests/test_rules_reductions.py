@@ -9,6 +9,7 @@ cotangent among equal maxima are checked against exact values.
 
 import numpy as np
 import pytest
+import scipy.linalg
 from oracle import numeric_jvp, numeric_vjp
 from rulecheck import assert_every_rule_is_tested, case, check_rule
 
@@ -132,6 +133,10 @@ OTHER_CASES = [
         for order in ("fro", None, "nuc", 2, -2, 1, -1, np.inf, -np.inf)
     ],
     case(np.linalg.norm, x234, "fro", (0, 2)),
+    # SciPy's norm has NumPy's rules
+    case(scipy.linalg.norm, x34, axis=1),
+    case(scipy.linalg.norm, x34, "fro"),
+    case(scipy.linalg.norm, x234, 2, axis=-1, keepdims=True),
     case(np.linalg.norm, x234, 1, (2, 0), keepdims=True),
     case(np.linalg.norm, x234, -np.inf, axis=(-1, -2), _argnums=[0]),
     case(np.linalg.norm, x234, "nuc", axis=(1, 2)),

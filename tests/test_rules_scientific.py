@@ -618,8 +618,8 @@ def test_ufunc_at_with_repeated_indices_is_refused(mode):
 # Refusals: clear errors naming the user's file, in every mode
 
 
-def nearest_quantile(a):
-    return np.quantile(a, 0.3, method="nearest")
+def inverted_cdf_quantile(a):
+    return np.quantile(a, 0.3, method="inverted_cdf")
 
 
 def interp_wrt_xp(xp):
@@ -647,7 +647,7 @@ def reduce_with_initial(x):
 
 
 REFUSED = [
-    (nearest_quantile, lambda: r(3, 4), "method='linear'"),
+    (inverted_cdf_quantile, lambda: r(3, 4), "not method='inverted_cdf'"),
     (interp_wrt_xp, lambda: np.array([0.0, 1.0, 2.0]), "not the sample points xp"),
     (interp_with_period, lambda: SAMPLES, "without period="),
     (weighted_polyfit, lambda: np.array([0.0, 1.0, 2.0]), "without full=, w= and cov="),

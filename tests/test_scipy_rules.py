@@ -440,10 +440,6 @@ def r_poisson(k):
     return np.sum(stats.poisson.pmf(k, 2.0))
 
 
-def r_return_sign(x):
-    return special.logsumexp(x, return_sign=True)[0]
-
-
 REFUSED = [
     (r_betainc, "in x only, and here it is differentiated in a and b"),
     (r_gammaincc, "in x only, and here it is differentiated in a"),
@@ -451,7 +447,6 @@ REFUSED = [
     (r_polygamma, "the order n is an integer"),
     (r_t_cdf, "scipy.stats.t.cdf in the shape parameter df has no closed form"),
     (r_poisson, "the count k and the shift loc are integers"),
-    (r_return_sign, "return_sign=True) is not differentiated"),
 ]
 
 

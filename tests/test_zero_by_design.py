@@ -42,8 +42,12 @@ PROOFS = {
     (np.linalg.pinv, 1): (FULL_RANK, 1e-10),
     (np.linalg.lstsq, 2): (FULL_RANK, RNG.standard_normal(4), 1e-10),
 }
-# Declarations for indices: NumPy refuses a float there, so no derivative can be lost
-INDICES = {(operator.getitem, 1): (RNG.standard_normal(4), np.float64(1.0))}
+# Declarations for indices and exponents: NumPy refuses a float there, so no derivative
+# can be lost
+INDICES = {
+    (operator.getitem, 1): (RNG.standard_normal(4), np.float64(1.0)),
+    (np.ldexp, 1): (RNG.standard_normal(4), np.array([1.0, 2.0, 0.0, -1.0])),
+}
 
 
 def _declaration_id(declaration) -> str:
@@ -97,7 +101,7 @@ def test_output_is_constant_in_the_declared_argument(declaration):
 def test_a_float_is_refused_by_numpy_where_an_index_is_declared(declaration):
     primitive, position = declaration
     assert position in get_rule(primitive).zero_by_design
-    with pytest.raises(IndexError):
+    with pytest.raises((IndexError, TypeError)):
         primitive(*INDICES[declaration])
 
 

@@ -108,6 +108,7 @@ class _Vectorized:
     def __init__(self, f: Callable[..., Any], in_axes: Axes, out_axes: Axes) -> None:
         functools.update_wrapper(self, f, updated=())
         self.f, self.in_axes, self.out_axes = f, in_axes, out_axes
+        self.__s2sgrad_vmapped__ = True  # source transformation names it when refusing it
         self.warned = False
         self.checked: set[tuple] = set()  # argument signatures whose batched run was checked
         self.per_example_reason: str | None = None  # why it runs one example at a time

@@ -543,6 +543,7 @@ def _nextafter_jvp(t, ans, x1, x2):
 
 zero_by_design(np.heaviside, 0)  # 0 or 1 away from x1 == 0: piecewise constant in x1
 zero_by_design(np.nextafter, 1)  # y only says which way to move: piecewise constant
+zero_by_design(np.ldexp, 1)  # the exponent is an integer (frexp's, say): no derivative
 
 
 # ---------------------------------------------------------------------------- no derivative

@@ -1,8 +1,8 @@
 """Derivative rules for products and linear algebra: ``dot``, ``matmul`` (``@``), ``vdot``,
 ``inner``, ``outer``, ``tensordot``, ``einsum`` (with subscripts or sublists), ``kron``,
 ``cross`` and ``np.linalg``'s ``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
-``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power``, ``pinv``, ``cond`` and
-``tensorsolve``.
+``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power``, ``pinv``, ``cond``,
+``tensorsolve`` and ``tensorinv``.
 
 Matrix functions work on stacks of matrices (the last two axes), as NumPy's do.
 
@@ -282,6 +282,8 @@ def _einsum_terms(subscripts, ndims) -> tuple[list[str], str]:
 
 
 def _einsum_cotangent(g, terms: list[str], output: str, operands, k: int, optimize):
+    if isinstance(optimize, (list, tuple)):  # a path (np.einsum_path's) orders the primal's
+        optimize = True  # operands; the cotangent's are others, in another order
     shape = np.shape(operands[k])
     inputs = [output] + [term for j, term in enumerate(terms) if j != k]
     present = set("".join(inputs))
@@ -686,8 +688,14 @@ def _svd_cotangents(g, u, s, vh, full_matrices):
 @vjp_rule(np.linalg.qr, inline=False)
 def _qr(g, ans, a, mode="reduced"):
     _refuse_qr(a, mode)
-    q, r = ans
-    g_q, g_r = g
+    if mode == "r":  # R alone: the reduced factorisation with no cotangent on Q
+        q = np.linalg.qr(a)[0]
+        r = ans
+        g_q = None
+        g_r = g
+    else:
+        q, r = ans
+        g_q, g_r = g
     g_q = np.zeros_like(q) if g_q is None else g_q
     g_r = np.zeros_like(r) if g_r is None else g_r
     m = np.matmul(r, np.swapaxes(g_r, -1, -2)) - np.matmul(np.swapaxes(g_q, -1, -2), q)
@@ -698,7 +706,10 @@ def _qr(g, ans, a, mode="reduced"):
 @jvp_rule(np.linalg.qr, inline=False)
 def _qr_jvp(t, ans, a, mode="reduced"):
     _refuse_qr(a, mode)
-    q, r = ans
+    if mode == "r":  # R alone: the reduced factorisation's dR
+        q, r = np.linalg.qr(a)
+    else:
+        q, r = ans
     t_over_r = np.swapaxes(np.linalg.solve(np.swapaxes(r, -1, -2), np.swapaxes(t, -1, -2)), -1, -2)
     c = np.matmul(np.conj(np.swapaxes(q, -1, -2)), t_over_r)
     below = np.tril(c, -1)
@@ -706,6 +717,8 @@ def _qr_jvp(t, ans, a, mode="reduced"):
     if is_complex(c):  # R's diagonal stays real: Q's phases move with a
         skew = skew + 1j * np.imag(c) * np.eye(np.shape(c)[-1], dtype=np.imag(c).dtype)
     upper = c - skew
+    if mode == "r":
+        return np.matmul(upper, r)
     return ((t_over_r - np.matmul(q, upper), np.matmul(upper, r)),)
 
 
@@ -718,10 +731,10 @@ def _hermitian_from_below(m):
 
 def _refuse_qr(a, mode):
     m, n = np.shape(a)[-2:]
-    if mode != "reduced" or m < n:
+    if mode not in ("reduced", "r") or m < n:
         raise NonDifferentiableError(
-            f"s2sgrad differentiates np.linalg.qr in mode='reduced' of matrices with at least "
-            f"as many rows as columns, not mode={mode!r} of a {m} x {n} matrix; for a wide "
+            "s2sgrad differentiates np.linalg.qr in mode='reduced' or 'r' of matrices with at "
+            f"least as many rows as columns, not mode={mode!r} of a {m} x {n} matrix; for a wide "
             "matrix, differentiate the QR of its first columns, or np.linalg.qr(a.T)"
         )
 
@@ -852,3 +865,23 @@ def _tensorsolve_jvp(t, ans, a, b, axes=None):
     t_matrix = np.reshape(t, (np.size(b), np.size(ans)))
     t_b = -np.reshape(np.matmul(t_matrix, np.reshape(ans, (np.size(ans),))), np.shape(b))
     return np.linalg.tensorsolve(a, t_b), np.linalg.tensorsolve(a, t)
+
+
+# tensorinv(a, ind) is the inverse X of a read as a square matrix A (its first ind axes the
+# rows), shaped a.shape[ind:] + a.shape[:ind]: dX = -X dA X, so the cotangent is -X^T G X^T.
+
+
+@vjp_rule(np.linalg.tensorinv)
+def _tensorinv(g, ans, a, ind=2):
+    side = int(np.prod(np.shape(a)[:ind]))  # A is side x side
+    inverse_t = np.transpose(np.reshape(ans, (side, side)))
+    g_matrix = np.reshape(g, (side, side))
+    return np.reshape(-np.matmul(inverse_t, np.matmul(g_matrix, inverse_t)), np.shape(a))
+
+
+@jvp_rule(np.linalg.tensorinv)
+def _tensorinv_jvp(t, ans, a, ind=2):
+    side = int(np.prod(np.shape(a)[:ind]))  # A is side x side
+    inverse = np.reshape(ans, (side, side))
+    t_matrix = np.reshape(t, (side, side))
+    return np.reshape(-np.matmul(inverse, np.matmul(t_matrix, inverse)), np.shape(ans))

@@ -14,8 +14,10 @@ elements equal to the extremum, so ``np.max([1.0, 1.0])`` has gradient ``[0.5, 0
 Products never divide by the input (see :func:`s2sgrad.runtime.prod_of_others`), so zeros
 are fine in ``prod`` and ``cumprod``.
 
-Only the parameters listed in a rule's signature are supported; ``where=`` masks and the
-``initial=`` of ``prod``, ``max`` and ``min`` are not.
+Only the parameters listed in a rule's signature are supported. A ``where=`` mask leaves
+entries out of a reduction: they get no cotangent, and ``mean``, ``var`` and ``std`` count
+only the entries kept. The ``initial=`` of ``max`` and ``min`` takes part like one more
+element (its cotangent is its share where it is the extremum); that of ``prod`` multiplies.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime import (
     exclusive_cumprod,
+    kept_count,
     linear_recurrence,
     nonzero_norm,
     norm_direction,
@@ -70,7 +73,7 @@ def _sum_jvp(
 
 
 @vjp_rule(np.mean, np.ndarray.mean)
-def _mean(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _mean(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     g = cotangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         g = zero_if_integer(cotangent, ans)
@@ -80,14 +83,19 @@ def _mean(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
         count = np.size(a) // np.size(ans)
         if not keepdims:
             g_kept = np.expand_dims(g, axis)
+    if where is not True:  # the mean of the entries kept: the others get nothing
+        count = kept_count(where, a, axis)
+        return np.where(where, g_kept / count, 0.0)
     return np.broadcast_to(g_kept / count, np.shape(a))
 
 
 @jvp_rule(np.mean, np.ndarray.mean)
-def _mean_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _mean_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     t = tangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         t = zero_if_integer(tangent, ans)
+    if where is not True:
+        return np.mean(np.broadcast_to(t, np.shape(a)), axis=axis, keepdims=keepdims, where=where)
     return np.mean(t, axis=axis, keepdims=keepdims)
 
 
@@ -201,43 +209,96 @@ def _kept(value, axis, keepdims):
 
 
 @vjp_rule(np.prod, np.ndarray.prod)
-def _prod(cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _prod(
+    cotangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True
+):
     g = cotangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         g = zero_if_integer(cotangent, ans)
     g_kept = g
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
-    return g_kept * prod_of_others(a, axis)
+    if where is True and initial is None:
+        return g_kept * prod_of_others(a, axis)
+    kept = a
+    if where is not True:  # the entries left out count as ones
+        kept = np.where(where, a, 1.0)
+    others = prod_of_others(kept, axis)
+    g_initial = None
+    if initial is not None:  # initial= (a number) multiplies every product
+        g_initial = np.sum(g * np.prod(kept, axis=axis, keepdims=keepdims))
+        others = others * initial
+    if where is not True:
+        others = np.where(where, others, 0.0)
+    return g_kept * others, None, None, None, None, g_initial, None
 
 
 @jvp_rule(np.prod, np.ndarray.prod)
-def _prod_jvp(tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False):
+def _prod_jvp(
+    tangent, ans, a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=True
+):
     t = tangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         t = zero_if_integer(tangent, ans)
-    return np.sum(t * prod_of_others(a, axis), axis=axis, keepdims=keepdims)
+    if where is True and initial is None:
+        return np.sum(t * prod_of_others(a, axis), axis=axis, keepdims=keepdims)
+    kept = a
+    if where is not True:  # the entries left out count as ones
+        kept = np.where(where, a, 1.0)
+    others = prod_of_others(kept, axis)
+    t_initial = None
+    if initial is not None:  # initial= (a number) multiplies every product
+        t_initial = np.prod(kept, axis=axis, keepdims=keepdims)
+        others = others * initial
+    if where is not True:
+        others = np.where(where, others, 0.0)
+    from_a = np.sum(t * others, axis=axis, keepdims=keepdims)
+    return from_a, None, None, None, None, t_initial, None
 
 
 @vjp_rule(np.max, np.amax, np.min, np.amin, np.ndarray.max, np.ndarray.min)
-def _extremum(g, ans, a, axis=None, out=None, keepdims=False):
+def _extremum(g, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
     g_kept = g
     ans_kept = ans
     if axis is not None and not keepdims:
         g_kept = np.expand_dims(g, axis)
         ans_kept = np.expand_dims(ans, axis)
     hits = np.equal(a, ans_kept)
-    return hits * tie_share(g_kept, hits, axis, ans.dtype)
+    if where is True and initial is None:
+        return hits * tie_share(g_kept, hits, axis, ans.dtype)
+    hits = hits & where
+    count = np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
+    initial_hit = np.zeros_like(count)
+    if initial is not None:  # initial= is one more element, sharing ties with the others
+        initial_hit = np.equal(ans_kept, initial).astype(ans.dtype)
+    count = count + initial_hit
+    share = g_kept / np.where(count == 0, 1.0, count)
+    g_initial = None
+    if initial is not None:
+        g_initial = np.sum(share * initial_hit)
+    return hits * share, None, None, None, g_initial, None
 
 
 @jvp_rule(np.max, np.amax, np.min, np.amin, np.ndarray.max, np.ndarray.min)
-def _extremum_jvp(t, ans, a, axis=None, out=None, keepdims=False):
+def _extremum_jvp(t, ans, a, axis=None, out=None, keepdims=False, initial=None, where=True):
     ans_kept = ans
     if axis is not None and not keepdims:
         ans_kept = np.expand_dims(ans, axis)
     hits = np.equal(a, ans_kept)
-    share = hits / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
-    return np.sum(t * share, axis=axis, keepdims=keepdims)
+    if where is True and initial is None:
+        share = hits / np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
+        return np.sum(t * share, axis=axis, keepdims=keepdims)
+    hits = hits & where
+    count = np.sum(hits, axis=axis, keepdims=True, dtype=ans.dtype)
+    initial_hit = np.zeros_like(count)
+    if initial is not None:  # initial= is one more element, sharing ties with the others
+        initial_hit = np.equal(ans_kept, initial).astype(ans.dtype)
+    count = np.where(count + initial_hit == 0, 1.0, count + initial_hit)
+    from_a = np.sum(t * (hits / count), axis=axis, keepdims=keepdims)
+    t_initial = None
+    if initial is not None:
+        t_initial = np.reshape(initial_hit / count, np.shape(ans))
+    return from_a, None, None, None, t_initial, None
 
 
 # ``np.ptp`` is max - min: the cotangent goes to the maxima and, negated, to the minima.
@@ -269,7 +330,7 @@ def _ptp_jvp(t, ans, a, axis=None, out=None, keepdims=False):
 
 
 @vjp_rule(np.var, np.ndarray.var)
-def _var(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _var(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True):
     g = cotangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         g = zero_if_integer(cotangent, ans)
@@ -279,18 +340,29 @@ def _var(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=Fa
         count = np.size(a) // np.size(ans)
         if not keepdims:
             g_kept = np.expand_dims(g, axis)
+    if where is not True:  # the variance of the entries kept: the others get nothing
+        count = kept_count(where, a, axis)
+        centered = a - np.mean(a, axis=axis, keepdims=True, where=where)
+        return np.where(where, np.real(g_kept) * np.conj(centered) * (2.0 / (count - ddof)), 0.0)
     centered = a - np.mean(a, axis=axis, keepdims=True)
     return np.real(g_kept) * np.conj(centered) * (2.0 / (count - ddof))
 
 
 @jvp_rule(np.var, np.ndarray.var)
-def _var_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _var_jvp(
+    tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True
+):
     t = tangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         t = zero_if_integer(tangent, ans)
     count = np.size(a)
     if axis is not None:
         count = np.size(a) // np.size(ans)
+    if where is not True:  # the variance of the entries kept
+        count = np.reshape(kept_count(where, a, axis), np.shape(ans))
+        centered = a - np.mean(a, axis=axis, keepdims=True, where=where)
+        moved = np.sum(np.where(where, t * np.conj(centered), 0.0), axis=axis, keepdims=keepdims)
+        return np.real(moved) * (2.0 / (count - ddof))
     centered = a - np.mean(a, axis=axis, keepdims=True)
     return np.real(np.sum(t * np.conj(centered), axis=axis, keepdims=keepdims)) * (
         2.0 / (count - ddof)
@@ -298,7 +370,7 @@ def _var_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=
 
 
 @vjp_rule(np.std, np.ndarray.std)
-def _std(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _std(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True):
     g = cotangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         g = zero_if_integer(cotangent, ans)
@@ -310,22 +382,34 @@ def _std(cotangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=Fa
         if not keepdims:
             g_kept = np.expand_dims(g, axis)
             ans_kept = np.expand_dims(ans, axis)
-    centered = a - np.mean(a, axis=axis, keepdims=True)
     # where the deviation is 0, every centred value is 0 too: the gradient is 0, not 0/0
     divisor = np.where(ans_kept == 0, 1.0, ans_kept)
+    if where is not True:  # the deviation of the entries kept: the others get nothing
+        count = kept_count(where, a, axis)
+        centered = a - np.mean(a, axis=axis, keepdims=True, where=where)
+        moved = np.real(g_kept) * np.conj(centered) / (divisor * (count - ddof))
+        return np.where(where, moved, 0.0)
+    centered = a - np.mean(a, axis=axis, keepdims=True)
     return np.real(g_kept) * np.conj(centered) / (divisor * (count - ddof))
 
 
 @jvp_rule(np.std, np.ndarray.std)
-def _std_jvp(tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def _std_jvp(
+    tangent, ans, a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True
+):
     t = tangent
     if dtype is not None:  # an integer dtype makes the result piecewise constant
         t = zero_if_integer(tangent, ans)
     count = np.size(a)
     if axis is not None:
         count = np.size(a) // np.size(ans)
-    centered = a - np.mean(a, axis=axis, keepdims=True)
     divisor = np.where(ans == 0, 1.0, ans)
+    if where is not True:  # the deviation of the entries kept
+        count = np.reshape(kept_count(where, a, axis), np.shape(ans))
+        centered = a - np.mean(a, axis=axis, keepdims=True, where=where)
+        moved = np.sum(np.where(where, t * np.conj(centered), 0.0), axis=axis, keepdims=keepdims)
+        return np.real(moved) / (divisor * (count - ddof))
+    centered = a - np.mean(a, axis=axis, keepdims=True)
     return np.real(np.sum(t * np.conj(centered), axis=axis, keepdims=keepdims)) / (
         divisor * (count - ddof)
     )

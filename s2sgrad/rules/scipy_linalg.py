@@ -1,7 +1,7 @@
 """Derivative rules of ``scipy.linalg``: ``expm``, ``sqrtm``, ``solve``, ``solve_triangular``,
-``solve_banded``, ``solve_sylvester``, ``cholesky``, ``cho_factor``, ``cho_solve``,
-``lu_factor``, ``lu_solve``, and ``inv`` and ``det`` (NumPy's rules: a singular matrix's
-determinant differentiates to its cofactors).
+``solve_banded``, ``solve_sylvester``, ``solve_continuous_lyapunov``, ``cholesky``,
+``cho_factor``, ``cho_solve``, ``lu_factor``, ``lu_solve``, and ``inv`` and ``det`` (NumPy's
+rules: a singular matrix's determinant differentiates to its cofactors).
 
 * ``expm(A)``: its derivative along ``E`` (the Fréchet derivative) is the top-right block
   of ``expm([[A, E], [0, A]])``; reverse mode takes it at ``A^T`` along ``G``.
@@ -93,6 +93,28 @@ def _solve_sylvester_jvp(t, ans, a, b, q):
         linalg.solve_sylvester(a, b, -np.matmul(t, ans)),
         linalg.solve_sylvester(a, b, -np.matmul(ans, t)),
         linalg.solve_sylvester(a, b, t),
+    )
+
+
+# X = solve_continuous_lyapunov(A, Q) solves A X + X A^T = Q (real A): solve_sylvester with
+# B = A^T, whose cotangent of B, transposed, adds to A's: dA = -L X^T - L^T X, dQ = L with
+# A^T L + L A = G. (Complex matrices are refused: the rule is not marked complex.)
+
+
+@vjp_rule(linalg.solve_continuous_lyapunov)
+def _solve_continuous_lyapunov(g, ans, a, q):
+    adjoint = linalg.solve_sylvester(np.swapaxes(a, -1, -2), a, g)
+    from_a = -np.matmul(adjoint, np.swapaxes(ans, -1, -2))
+    return from_a - np.matmul(np.swapaxes(adjoint, -1, -2), ans), adjoint
+
+
+@jvp_rule(linalg.solve_continuous_lyapunov)
+def _solve_continuous_lyapunov_jvp(t, ans, a, q):
+    a_t = np.swapaxes(a, -1, -2)
+    moved = np.matmul(t, ans) + np.matmul(ans, np.swapaxes(t, -1, -2))  # dA X + X dA^T
+    return (
+        linalg.solve_sylvester(a, a_t, -moved),
+        linalg.solve_sylvester(a, a_t, t),
     )
 
 
@@ -454,4 +476,5 @@ def _cho_solve_along_factor(c_and_lower, d_c, x):
 
 # rules of more of scipy.linalg, loaded with these
 from s2sgrad.rules import scipy_linalg_factors as _factors  # noqa: E402, F401
+from s2sgrad.rules import scipy_linalg_numpy_forms as _numpy_forms  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_structured as _structured  # noqa: E402, F401

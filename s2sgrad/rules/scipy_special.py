@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
+import s2sgrad.rules.scipy_special_extra  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_more  # noqa: F401  (registers its rules)
 from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
@@ -287,30 +288,36 @@ def _entr(g, ans, x):
 
 @vjp_rule(special.xlogy)
 def _xlogy(g, ans, x, y):
-    return unbroadcast(g * np.log(y), x), unbroadcast(g * x / y, y)
+    # xlogy(0, y) is 0 for every y: where x is 0 the slope in y is 0, even at y = 0
+    return unbroadcast(g * np.log(y), x), unbroadcast(g * x / np.where(x == 0, 1.0, y), y)
 
 
 @jvp_rule(special.xlogy)
 def _xlogy_jvp(t, ans, x, y):
-    return t * np.log(y), t * x / y
+    return t * np.log(y), t * x / np.where(x == 0, 1.0, y)
 
 
 @vjp_rule(special.xlog1py)
 def _xlog1py(g, ans, x, y):
-    return unbroadcast(g * np.log1p(y), x), unbroadcast(g * x / (1 + y), y)
+    # xlog1py(0, y) is 0 for every y: where x is 0 the slope in y is 0, even at y = -1
+    return unbroadcast(g * np.log1p(y), x), unbroadcast(g * x / np.where(x == 0, 1.0, 1 + y), y)
 
 
 @jvp_rule(special.xlog1py)
 def _xlog1py_jvp(t, ans, x, y):
-    return t * np.log1p(y), t * x / (1 + y)
+    return t * np.log1p(y), t * x / np.where(x == 0, 1.0, 1 + y)
 
 
 # logsumexp(a, b=b) = log(sum(b * exp(a))): its derivative in a is b * exp(a - ans), in b
 # exp(a - ans), with the axes the sum removed put back so that they broadcast against a
 @vjp_rule(special.logsumexp)
 def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
-    if return_sign:
-        refuse(_RETURN_SIGN)
+    if return_sign:  # (log|sum|, sign): the sign is piecewise constant, and
+        g_value = g[0]  # d log|s| = ds / s = sign * ds / |s|
+        if g_value is None:  # only the sign was used
+            g_value = np.zeros_like(ans[0])
+        g = g_value * ans[1]
+        ans = ans[0]
     if axis is None or keepdims:
         spread = g
         weights = np.exp(a - ans)
@@ -326,8 +333,10 @@ def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
 
 @jvp_rule(special.logsumexp)
 def _logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
-    if return_sign:
-        refuse(_RETURN_SIGN)
+    sign = 1.0
+    if return_sign:  # (log|sum|, sign): the sign is piecewise constant, and
+        sign = ans[1]  # d log|s| = ds / s = sign * ds / |s|
+        ans = ans[0]
     if axis is None or keepdims:  # noqa: SIM108  (folded where the rule is inlined)
         weights = np.exp(a - ans)
     else:
@@ -336,11 +345,11 @@ def _logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fal
         scaled = weights
     else:
         scaled = b * weights
-    return (
-        np.sum(t * scaled, axis=axis, keepdims=keepdims),
-        None,
-        np.sum(t * weights, axis=axis, keepdims=keepdims),
-    )
+    from_a = np.sum(t * scaled, axis=axis, keepdims=keepdims)
+    from_b = np.sum(t * weights, axis=axis, keepdims=keepdims)
+    if return_sign:
+        return (sign * from_a, 0.0 * sign), None, (sign * from_b, 0.0 * sign)
+    return from_a, None, from_b
 
 
 @vjp_rule(special.softmax)
@@ -372,10 +381,6 @@ _INTEGER_ORDER = (
     "scipy.special.{name}: the order {order} is an integer, which has no derivative, and it "
     "is being differentiated here; pass it as an integer constant (or wrap it in "
     "s2sgrad.stop_gradient)"
-)
-_RETURN_SIGN = (
-    "scipy.special.logsumexp(..., return_sign=True) is not differentiated; use "
-    "return_sign=False (the default) where the sum is positive"
 )
 _POLYGAMMA_REFUSED = _INTEGER_ORDER.format(name="polygamma(n, x)", order="n")
 _YN_REFUSED = _INTEGER_ORDER.format(name="yn(n, x)", order="n")

@@ -1453,6 +1453,7 @@ def _broadcast_arrays_jvp(t, ans, *args, subok=False):
 # Functions whose outputs do not depend on their inputs' values.
 
 nondifferentiable(
+    np.einsum_path,  # the contraction order einsum takes: chosen from the shapes alone
     np.shape,
     np.ndim,
     np.size,

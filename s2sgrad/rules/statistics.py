@@ -5,11 +5,13 @@
   ``dX = (G + G^T) X_c / k``: the rows of ``X_c`` sum to zero, so the centring's adjoint
   changes nothing.
 * ``np.corrcoef`` is ``R = C / (d d^T)`` with ``d = sqrt(diag(C))``, for any scale of ``C``.
-* ``np.median`` and ``np.quantile``/``np.percentile`` with ``method="linear"`` are
-  ``W @ sort(a)`` along the reduced axes (grouped into one), where the interpolation
-  weights ``W`` mix the two sorted values the result lies between
-  (:func:`s2sgrad.runtime.quantile_cells`) by a fraction linear in ``q``; other methods are
-  refused. ``q`` is differentiated too (``dW/dq`` is constant between samples).
+* ``np.median`` and ``np.quantile``/``np.percentile`` are ``W @ sort(a)`` along the
+  reduced axes (grouped into one), where the interpolation weights ``W`` mix the two
+  sorted values the result lies between (:func:`s2sgrad.runtime.quantile_cells`) by a
+  fraction linear in ``q`` (constant for the methods that pick a sample, ``"lower"``,
+  ``"higher"``, ``"nearest"``, or the middle of two, ``"midpoint"``); weights and the
+  discontinuous inverted-CDF methods are refused. ``q`` is differentiated too (``dW/dq``
+  is constant between samples).
 """
 
 from __future__ import annotations
@@ -149,13 +151,15 @@ def _quantile(
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights)
-    fraction = np.expand_dims(np.multiply(q, count - 1.0) - cells[2], -1)
+    fraction = np.expand_dims(np.multiply(q, cells[3]) + cells[4], -1)
     levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
     ranks = np.argsort(order, axis=-1)
     g_levels = np.moveaxis(np.reshape(g, (np.shape(levels)[0],) + np.shape(grouped)[:-1]), 0, -1)
     ga = ungroup_axes(np.take_along_axis(np.matmul(g_levels, levels), ranks, axis=-1), a, axis)
-    slopes = np.reshape(cast_like((count - 1.0) * (cells[1] - cells[0]), a), (-1, count))
+    slopes = np.reshape(
+        cast_like(np.expand_dims(cells[3], -1) * (cells[1] - cells[0]), a), (-1, count)
+    )
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     gq = np.sum(np.reshape(g_levels * rates, (-1, np.shape(slopes)[0])), axis=0)
     return ga, np.reshape(gq, np.shape(q))
@@ -179,10 +183,12 @@ def _quantile_jvp(
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights)
-    fraction = np.expand_dims(np.multiply(q, count - 1.0) - cells[2], -1)
+    fraction = np.expand_dims(np.multiply(q, cells[3]) + cells[4], -1)
     levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
-    slopes = np.reshape(cast_like((count - 1.0) * (cells[1] - cells[0]), a), (-1, count))
+    slopes = np.reshape(
+        cast_like(np.expand_dims(cells[3], -1) * (cells[1] - cells[0]), a), (-1, count)
+    )
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     return (  # [()]: one number is a NumPy scalar, as the quantile itself is
         np.reshape(
@@ -221,13 +227,15 @@ def _percentile(
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights, 0.01)
-    fraction = np.expand_dims(np.multiply(q, (count - 1.0) * 0.01) - cells[2], -1)
+    fraction = np.expand_dims(np.multiply(q, cells[3]) + cells[4], -1)
     levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
     ranks = np.argsort(order, axis=-1)
     g_levels = np.moveaxis(np.reshape(g, (np.shape(levels)[0],) + np.shape(grouped)[:-1]), 0, -1)
     ga = ungroup_axes(np.take_along_axis(np.matmul(g_levels, levels), ranks, axis=-1), a, axis)
-    slopes = np.reshape(cast_like((count - 1.0) * 0.01 * (cells[1] - cells[0]), a), (-1, count))
+    slopes = np.reshape(
+        cast_like(np.expand_dims(cells[3], -1) * (cells[1] - cells[0]), a), (-1, count)
+    )
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     gq = np.sum(np.reshape(g_levels * rates, (-1, np.shape(slopes)[0])), axis=0)
     return ga, np.reshape(gq, np.shape(q))
@@ -251,10 +259,12 @@ def _percentile_jvp(
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights, 0.01)
-    fraction = np.expand_dims(np.multiply(q, (count - 1.0) * 0.01) - cells[2], -1)
+    fraction = np.expand_dims(np.multiply(q, cells[3]) + cells[4], -1)
     levels = np.reshape(cast_like(cells[0] + fraction * (cells[1] - cells[0]), a), (-1, count))
     order = np.argsort(grouped, axis=-1)
-    slopes = np.reshape(cast_like((count - 1.0) * 0.01 * (cells[1] - cells[0]), a), (-1, count))
+    slopes = np.reshape(
+        cast_like(np.expand_dims(cells[3], -1) * (cells[1] - cells[0]), a), (-1, count)
+    )
     rates = np.matmul(np.take_along_axis(grouped, order, axis=-1), np.swapaxes(slopes, 0, 1))
     return (  # [()]: one number is a NumPy scalar, as the quantile itself is
         np.reshape(

@@ -538,9 +538,15 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape:
             reason = str(error)
+            name = getattr(target, "__qualname__", type(target).__name__)
             if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
-                name = getattr(target, "__qualname__", type(target).__name__)
                 reason = f"{name} has no source to transform ({reason})"
+            if (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
+                # sg.vmap called by the user's code: name the user's call, as reverse mode
+                reason = (
+                    f"{_user_origin()}: source transformation cannot differentiate through "
+                    f"s2sgrad's own {name} ({reason})"
+                )
             raise UnsupportedError(
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None

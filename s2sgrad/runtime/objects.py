@@ -247,7 +247,7 @@ def _getattr_vjp(g, ans, x, name, *default):
 
 @jvp_rule(getattr)
 def _getattr_jvp(t, ans, x, name, *default):
-    return attribute_tangent(t, name), None
+    return attribute_entry(t, x, name), None  # a named tuple's tangent may be a plain tuple
 
 
 @vjp_rule(attribute_cotangent)

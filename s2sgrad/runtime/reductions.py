@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import batches_as_is, jvp_rule, vjp_rule
+from s2sgrad.rules.registry import batches_as_is, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.runtime.core import is_complex, unbroadcast
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "norm_direction",
     "nonzero_norm",
     "tie_share",
+    "kept_count",
 ]
 
 
@@ -522,3 +523,20 @@ def _norm_direction_jvp(t, ans, x, norm, ord, axis=None):
         return np.zeros_like(ans), None
     from_x = t * ((power - 1) * (np.abs(x) / norm) ** (power - 2) / norm)
     return from_x, t * ans * ((1 - power) / norm)
+
+
+def kept_count(where: Any, a: Any, axis: Any = None) -> Any:
+    """How many entries of ``a`` a ``where=`` mask keeps in each group reduced over ``axis``,
+    with the reduced axes kept as length 1 (a group with none kept counts 1: its entries
+    get no cotangent anyway, and the count is never divided by 0).
+
+    Example::
+
+        kept_count(np.array([[True, False], [True, True]]), np.ones((2, 2)), 1)  # [[1.], [2.]]
+    """
+    kept = np.broadcast_to(where, np.shape(a))
+    count = np.sum(kept, axis=axis, keepdims=True, dtype=np.result_type(a, np.float32))
+    return np.where(count == 0, 1.0, count)
+
+
+nondifferentiable(kept_count)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -216,33 +217,78 @@ def _convolution_mode_jvp(t, ans, c, n, m, mode="full"):
 def quantile_cells(
     n: int, q: Any, method: str = "linear", weights: Any = None, scale: float = 1.0
 ) -> tuple:
-    """For ``np.quantile(a, q * scale)`` of ``n`` values with ``method="linear"`` (other
-    methods are refused): ``(lower, upper, position)``, where ``lower`` and ``upper``
-    (``np.shape(q) + (n,)``) pick the two sorted values the result lies between and
-    ``position`` is the lower one's index. With ``f = (n - 1) * scale * q - position`` the
-    result is ``(lower + f * (upper - lower)) @ np.sort(a)``; everything here changes only
-    where ``q`` crosses a sample, so ``f`` carries the derivative in ``q``.
+    """For ``np.quantile(a, q * scale)`` of ``n`` values: ``(lower, upper, position, rate,
+    offset)``, where ``lower`` and ``upper`` (``np.shape(q) + (n,)``) pick the two sorted
+    values the result lies between, ``position`` is the lower one's index, and the result
+    is ``(lower + f * (upper - lower)) @ np.sort(a)`` with ``f = rate * q + offset``;
+    everything here changes only where ``q`` crosses a sample, so ``f`` carries the
+    derivative in ``q``. Methods ``"linear"`` (the default) and the other continuous ones
+    of Hyndman and Fan (``"hazen"``, ``"weibull"``, ``"median_unbiased"``,
+    ``"normal_unbiased"``, ``"interpolated_inverted_cdf"``) interpolate; ``"lower"``,
+    ``"higher"``, ``"nearest"`` and ``"midpoint"`` pick a sample or the middle of two, with
+    ``rate`` 0. Weights and the other methods are refused.
 
     Example::
 
-        quantile_cells(3, 0.25)  # (array([1., 0., 0.]), array([0., 1., 0.]), 0.0)
+        quantile_cells(3, 0.25)[:3]  # (array([1., 0., 0.]), array([0., 1., 0.]), 0.0)
     """
     _refuse_method(method, weights)
-    position = (n - 1) * scale * np.asarray(q, dtype=np.float64)
-    lower = np.clip(np.floor(position), 0, max(n - 2, 0)).astype(np.intp)
-    upper = np.minimum(lower + 1, n - 1)
     basis = np.eye(n)
-    return basis[lower], basis[upper], lower.astype(np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    if method == "linear":
+        position = (n - 1) * scale * q
+        lower = np.clip(np.floor(position), 0, max(n - 2, 0)).astype(np.intp)
+        upper = np.minimum(lower + 1, n - 1)
+        rate = np.full(np.shape(q), (n - 1) * scale)
+        return basis[lower], basis[upper], lower.astype(np.float64), rate, -lower.astype(np.float64)
+    if method in _PICKED_INDEX:
+        index = _PICKED_INDEX[method]((n - 1) * scale * q)
+        lower = np.clip(index, 0, n - 1).astype(np.intp)
+        upper = np.minimum(lower + 1, n - 1)
+        offset = np.zeros(np.shape(q))
+        if method == "midpoint":
+            offset = np.where(index % 1 == 0, 0.0, 0.5)
+            lower = np.clip(np.floor(index), 0, n - 1).astype(np.intp)
+            upper = np.minimum(lower + 1, n - 1)
+        rate = np.zeros(np.shape(q))
+        return basis[lower], basis[upper], lower.astype(np.float64), rate, offset
+    alpha, beta = _PLOTTING_POSITIONS[method]
+    virtual = n * scale * q + (alpha + scale * q * (1.0 - alpha - beta)) - 1.0
+    inside = (virtual >= 0) & (virtual < n - 1)
+    lower = np.where(virtual < 0, 0, np.where(inside, np.floor(virtual), n - 1)).astype(np.intp)
+    upper = np.where(inside, lower + 1, lower)
+    rate = np.where(inside, scale * (n + 1.0 - alpha - beta), 0.0)
+    offset = np.where(inside, alpha - 1.0 - lower, 0.0)
+    return basis[lower], basis[upper], lower.astype(np.float64), rate, offset
+
+
+# NumPy's continuous methods: the virtual index is n q + alpha + q (1 - alpha - beta) - 1
+_PLOTTING_POSITIONS = {
+    "interpolated_inverted_cdf": (0.0, 1.0),
+    "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0),
+    "median_unbiased": (1.0 / 3.0, 1.0 / 3.0),
+    "normal_unbiased": (3.0 / 8.0, 3.0 / 8.0),
+}
+# the methods that pick a sample (or, midpoint, the middle of two) at the index (n - 1) q
+_PICKED_INDEX: dict[str, Callable[[Any], Any]] = {
+    "lower": np.floor,
+    "higher": np.ceil,
+    "nearest": np.around,
+    "midpoint": lambda index: index,
+}
 
 
 def _refuse_method(method: str, weights: Any) -> None:
-    if method != "linear" or weights is not None:
-        what = f"method={method!r}" if method != "linear" else "weights="
+    known = method == "linear" or method in _PLOTTING_POSITIONS or method in _PICKED_INDEX
+    if not known or weights is not None:
+        what = f"method={method!r}" if not known else "weights="
         raise located_refusal(
-            f"s2sgrad differentiates np.quantile, np.percentile and np.median with "
-            f"method='linear' (the default) and no weights, not {what}; the other methods "
-            "pick or round to sample values, so use method='linear', or wrap the call in "
-            "s2sgrad.stop_gradient(...) if no derivative should flow through it"
+            f"s2sgrad differentiates np.quantile, np.percentile and np.median with the "
+            f"interpolating methods ('linear', 'hazen', 'weibull', 'median_unbiased', "
+            f"'normal_unbiased', 'interpolated_inverted_cdf') and 'lower', 'higher', "
+            f"'nearest', 'midpoint', without weights, not {what}; use one of those, or wrap "
+            "the call in s2sgrad.stop_gradient(...) if no derivative should flow through it"
         )
 
 

@@ -1,6 +1,7 @@
 """Helpers for the rules of ufunc methods (rules/ufunc_methods.py) and for the in-place
 writes both engines turn into item writes: ``np.fill_diagonal(a, v)`` is
-``a[diagonal_index(a, wrap)] = v`` and ``np.u.at(a, i, b)`` is
+``a[diagonal_index(a, wrap)] = v``, ``np.put_along_axis(a, i, v, axis)`` is
+``a[along_axis_index(a, i, axis)] = v`` and ``np.u.at(a, i, b)`` is
 ``a[i] = np.u(a[unique_index(a, i)], b)``.
 
 The helpers here are piecewise constant (shapes, signs, indices) and declared
@@ -22,6 +23,7 @@ __all__ = [
     "running_source",
     "plain_reduction",
     "diagonal_index",
+    "along_axis_index",
     "unique_index",
 ]
 
@@ -135,6 +137,47 @@ def diagonal_index(a: Any, wrap: bool = False) -> tuple:
 
 
 nondifferentiable(diagonal_index)
+
+
+# np.put_along_axis(a, i, v, axis) is the item write a[along_axis_index(a, i, axis)] = v
+
+
+def along_axis_index(a: Any, indices: Any, axis: Any) -> tuple:
+    """The index of the elements ``np.put_along_axis(a, indices, v, axis)`` writes (and
+    ``np.take_along_axis`` reads), as integer arrays: ``indices`` along ``axis``, and along
+    every other axis each position itself; ``axis=None`` reads ``indices`` as positions in
+    the flattened ``a``.
+
+    Example::
+
+        along_axis_index(np.zeros((2, 3)), np.array([[2], [0]]), 1)
+        # (array([[0], [1]]), array([[2], [0]]))
+    """
+    shape = np.shape(a)
+    indices = np.asarray(indices)
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise IndexError("np.put_along_axis takes integer indices")
+    if axis is None:
+        if indices.ndim != 1:
+            raise ValueError("np.put_along_axis with axis=None takes 1-d indices")
+        return np.unravel_index(
+            np.where(indices < 0, indices + int(np.prod(shape)), indices), shape
+        )
+    if indices.ndim != len(shape):
+        raise ValueError("np.put_along_axis: indices and the array need the same number of axes")
+    axis = axis + len(shape) if axis < 0 else axis
+    index = []
+    for dimension, size in enumerate(shape):
+        if dimension == axis:
+            index.append(indices)
+            continue
+        along = [1] * len(shape)
+        along[dimension] = size
+        index.append(np.arange(size).reshape(along))
+    return tuple(index)
+
+
+nondifferentiable(along_axis_index)
 
 
 # ---------------------------------------------------------------------------------------

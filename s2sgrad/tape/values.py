@@ -541,6 +541,8 @@ class TapeValue:
             return _put_mask(*args, **kwargs)
         if func is np.fill_diagonal:
             return _fill_diagonal(*args, **kwargs)
+        if func is np.put_along_axis:
+            return _put_along_axis(*args, **kwargs)
         if func is np.put and args and type(args[0]) is TapeValue:
             return args[0].put(*args[1:], **kwargs)
         return apply_rule(func, func, args, kwargs)
@@ -1441,6 +1443,25 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
         return
     raise NonDifferentiableError(
         f"{user_location()}: np.fill_diagonal writes a value being differentiated into a "
+        "plain array, which the tape cannot follow. Write into an array made from a value "
+        "being differentiated (np.zeros_like(x)), or build a new array"
+    )
+
+
+def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
+    """``np.put_along_axis(a, i, v, axis)``: into a tape value, the item write
+    ``a[index] = v`` of the positions it names; into a plain array, allowed only when
+    nothing is differentiated."""
+    from s2sgrad.runtime.ufunc_methods import along_axis_index
+
+    if type(arr) is TapeValue and under_numpy_semantics():
+        arr._method_write(along_axis_index(arr, value_of(indices), axis), values)
+        return
+    if not _any_tracked((arr, values)):
+        np.put_along_axis(value_of(arr), value_of(indices), value_of(values), axis)
+        return
+    raise NonDifferentiableError(
+        f"{user_location()}: np.put_along_axis writes a value being differentiated into a "
         "plain array, which the tape cannot follow. Write into an array made from a value "
         "being differentiated (np.zeros_like(x)), or build a new array"
     )

@@ -70,6 +70,14 @@ def parse_function(function: Any, containers: frozenset = frozenset()) -> Parsed
             "for second derivatives use sg.hessian(f) or sg.jacfwd(sg.grad(f)), or use "
             "mode='tape'"
         )
+    if getattr(function, "__s2sgrad_vmapped__", False):  # sg.jacobian(sg.vmap(f)): no source
+        origin = function_origin(function)
+        raise UnsupportedError(
+            f"{origin + ': ' if origin else ''}a function made by sg.vmap is differentiated "
+            "here; source transformation differentiates Python functions, not vmap's "
+            "batching: map the derivative instead (sg.vmap(sg.grad(f)), sg.vmap(sg.jacfwd(f))), "
+            "or use mode='auto' or mode='tape'"
+        )
     if differentiated_by_its_rule(function):  # sg.vjp(np.linalg.norm, x): by its rule
         function = primitive_caller(function)
     made = getattr(function, "__s2sgrad_parsed__", None)

@@ -43,6 +43,7 @@ from s2sgrad.compiler.passes.chained_middles import name_middles, repeatable
 from s2sgrad.compiler.passes.dict_calls import keyword_dicts_as_literals
 from s2sgrad.compiler.passes.dict_entries import dict_entry_writes
 from s2sgrad.compiler.passes.library_writes import (
+    along_axis_puts,
     chained_item_writes,
     diagonal_fills,
     has_call_statements,
@@ -110,6 +111,7 @@ def desugar(
     if resolve is not None and has_call_statements(node.body):  # what the five rewrite
         added_at = scatter_adds(node.body, names, resolve)
         diagonal_fills(node.body, names, resolve, bindings)
+        along_axis_puts(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)

@@ -33,6 +33,7 @@ __all__ = [
     "has_call_statements",
     "scatter_adds",
     "diagonal_fills",
+    "along_axis_puts",
     "ufunc_at_writes",
     "out_writes",
     "method_writes",
@@ -101,6 +102,37 @@ def diagonal_fills(body: list, names: NameGenerator, resolve, bindings: dict) ->
         array, values = value.args
         wrap = value.keywords[0].value if value.keywords else constant(False)
         index = call(load(helper), [load(array.id), wrap])
+        place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
+        block[position] = gast.copy_location(
+            gast.Assign(targets=[place], value=values, type_comment=None), statement
+        )
+
+
+def along_axis_puts(body: list, names: NameGenerator, resolve, bindings: dict) -> None:
+    """``np.put_along_axis(t, i, v, axis)`` → ``t[along_axis_index(t, i, axis)] = v``, an
+    item write, in ``body`` and its blocks; the helper's name goes to ``bindings`` (name →
+    object). Other calls of ``np.put_along_axis`` are refused as in-place writes."""
+    for block, position, statement in _statements(body):
+        value = getattr(statement, "value", None)
+        if not (
+            isinstance(statement, gast.Expr)
+            and isinstance(value, gast.Call)
+            and isinstance(value.args[0] if value.args else None, gast.Name)
+            and _resolves_to(resolve, value.func, np.put_along_axis)
+        ):
+            continue
+        keywords = {k.arg: k.value for k in value.keywords}
+        parameters = ("arr", "indices", "values", "axis")
+        if None in keywords or not set(keywords) <= set(parameters[len(value.args) :]):
+            continue
+        arguments = list(value.args) + [
+            keywords[p] for p in parameters[len(value.args) :] if p in keywords
+        ]
+        if len(arguments) != 4:
+            continue
+        helper = _bound(runtime.along_axis_index, "along_axis_index", names, bindings)
+        array, indices, values, axis = arguments
+        index = call(load(helper), [load(array.id), clone(indices), clone(axis)])
         place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
         block[position] = gast.copy_location(
             gast.Assign(targets=[place], value=values, type_comment=None), statement
