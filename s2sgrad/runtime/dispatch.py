@@ -461,6 +461,10 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         found = _jvp_of_dispatched_vjp(tangents, args, kwargs, tape)
         if found is not None:
             return found
+    if function in (method_vjp, transformed_method_vjp):
+        found = _jvp_of_dispatched_method(tangents, args, kwargs, tape)
+        if found is not None:
+            return found
     if function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:
@@ -582,6 +586,8 @@ def _jvp_of_dispatched_vjp(tangents, args, kwargs, tape: bool):
     )
     if not positions:
         return None
+    if bound_self and _differentiable(bound_self[0]):
+        return None  # a dataclass layer: forward mode would differentiate it too
     if bound_self:
         refuse_stored_state(bound_self[0])
     _refuse_library_code(target, function)
@@ -595,6 +601,21 @@ def _jvp_of_dispatched_vjp(tangents, args, kwargs, tape: bool):
     pullback = _ForwardPullback(vjp.backward, saved, saved_tangent, positions, full_args)
     pullback.skipped = len(bound_self)
     return (value, pullback), (value_tangent, None)
+
+
+def _jvp_of_dispatched_method(tangents, args, kwargs, tape: bool):
+    """Forward mode over ``method_vjp(obj, name, *args)`` (a model's ``self.predict(x)``, a
+    layer of a model called): as over ``dynamic_vjp`` of the class's function, ``obj`` its
+    first argument, differentiated with its tangent; None where reverse mode does not
+    differentiate the object (a dict's ``get``, a callable stored on the object)."""
+    obj, name, *rest = args
+    function = getattr(type(obj), name, None)
+    if type(obj) is dict or not isinstance(function, types.FunctionType):
+        return None
+    if name in getattr(obj, "__dict__", {}):
+        return None
+    moving = (None, tangents[0], *tangents[2:])
+    return _jvp_of_dispatched_vjp(moving, (function, obj, *rest), kwargs, tape)
 
 
 def _jvp_of_dispatched_rule(function, tangents, arguments, tape: bool):
