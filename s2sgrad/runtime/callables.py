@@ -20,7 +20,11 @@ from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import get_rule, nondifferentiable
 from s2sgrad.running import running_origin
 
-__all__ = ["plain_callable"]
+__all__ = ["plain_callable", "CARRIES_TANGENTS"]
+
+#: set true on a class whose calls forward mode differentiates with the tangents of the
+#: values its objects hold (``dispatch._ForwardPullback``)
+CARRIES_TANGENTS = "_s2sgrad_carries_tangents"
 
 
 def plain_callable(function: Any) -> Any:
@@ -34,6 +38,8 @@ def plain_callable(function: Any) -> Any:
     """
     if not isinstance(function, type) and _holds_nothing(function, depth=0):
         return function  # (a class would make an object of the values it is given)
+    if getattr(type(function), CARRIES_TANGENTS, False) is True:
+        return function  # a pullback made in forward mode: its call's JVP includes them
     error = UnsupportedError(
         f"{running_origin('the differentiated function')}: the function called here was "
         f"taken out of a value being differentiated, and {_described(function)} holds "

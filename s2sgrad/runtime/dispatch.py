@@ -32,6 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.callables import CARRIES_TANGENTS
 from s2sgrad.runtime.container_subclasses import refuse_overriding_container
 from s2sgrad.runtime.core import (
     CotangentDict,
@@ -459,6 +460,16 @@ def _moves(tangent: Any) -> bool:
 
 
 def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
+    if isinstance(function, (_ForwardPullback, _ForwardRulePullback)):
+        return function.jvp(tangents, args, kwargs, tape)
+    if function in (dynamic_vjp, transformed_vjp):
+        found = _jvp_of_dispatched_vjp(tangents, args, kwargs, tape)
+        if found is not None:
+            return found
+    if function in (method_vjp, transformed_method_vjp):
+        found = _jvp_of_dispatched_method(tangents, args, kwargs, tape)
+        if found is not None:
+            return found
     if function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
     if function is vjp_call:
@@ -553,6 +564,126 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _jvp_of_dispatched_vjp(tangents, args, kwargs, tape: bool):
+    """Forward mode over ``dynamic_vjp(f, *args)`` (a gradient's call of a function passed
+    as an argument, an integrator's ``f(y, t)``), for ``f`` a Python function of the user's
+    or a method of an object (a constant, as in reverse mode): the JVP of ``f``'s generated
+    VJP, whose pullback carries the tangent of what it saved (:class:`_ForwardPullback`);
+    None for anything else, refused as before.
+
+    Example::
+
+        (value, pullback), (tangent, _) = _jvp_of_dispatched_vjp((None, dy), (f, y), {}, False)
+    """
+    function, arguments = args[0], args[1:]
+    rule = get_rule(function)
+    if rule is not None and rule.custom is None and rule.vjp and rule.jvp and not kwargs:
+        return _jvp_of_dispatched_rule(function, tangents[1:], arguments, tape)
+    bound_self: tuple = ()
+    target = function
+    if isinstance(function, types.MethodType):
+        bound_self, target = (function.__self__,), function.__func__
+    elif not isinstance(function, (type, types.FunctionType)) and callable(function):
+        bound_self, target = (function,), type(function).__call__  # a layer object
+    if not isinstance(target, types.FunctionType) or rule is not None:
+        return None
+    if (target.__module__ or "").startswith("s2sgrad.") or _moves(tangents[0]):
+        return None
+    full_args = bound_self + arguments
+    positions = tuple(
+        i for i, a in enumerate(full_args) if i >= len(bound_self) and _differentiable(a)
+    )
+    if not positions:
+        return None
+    if bound_self and _differentiable(bound_self[0]):
+        return None  # a dataclass layer: forward mode would differentiate it too
+    if bound_self:
+        refuse_stored_state(bound_self[0])
+    _refuse_library_code(target, function)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    if vjp is None:
+        return None
+    moving = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents[1:])
+    (value, saved), (value_tangent, saved_tangent) = _dispatch_jvp_of(
+        vjp, moving, full_args, kwargs, tape=False
+    )
+    pullback = _ForwardPullback(vjp.backward, saved, saved_tangent, positions, full_args)
+    pullback.skipped = len(bound_self)
+    return (value, pullback), (value_tangent, None)
+
+
+def _jvp_of_dispatched_method(tangents, args, kwargs, tape: bool):
+    """Forward mode over ``method_vjp(obj, name, *args)`` (a model's ``self.predict(x)``, a
+    layer of a model called): as over ``dynamic_vjp`` of the class's function, ``obj`` its
+    first argument, differentiated with its tangent; None where reverse mode does not
+    differentiate the object (a dict's ``get``, a callable stored on the object)."""
+    obj, name, *rest = args
+    function = getattr(type(obj), name, None)
+    if type(obj) is dict or not isinstance(function, types.FunctionType):
+        return None
+    if name in getattr(obj, "__dict__", {}):
+        return None
+    moving = (None, tangents[0], *tangents[2:])
+    return _jvp_of_dispatched_vjp(moving, (function, obj, *rest), kwargs, tape)
+
+
+def _jvp_of_dispatched_rule(function, tangents, arguments, tape: bool):
+    """Forward mode over ``dynamic_vjp(np.tanh, x)`` (an activation passed as an argument):
+    the rule's JVP, and a pullback whose forward mode is that over the rule's VJP."""
+    value, value_tangent = _dispatch_jvp_of(function, tangents, arguments, {}, tape)
+    pullback = _ForwardRulePullback(function, value, value_tangent, arguments, tangents)
+    return (value, pullback), (value_tangent, None)
+
+
+class _ForwardRulePullback:
+    """The pullback of a rule's function called at run time, made in forward mode (see
+    :class:`_ForwardPullback`): it carries the tangents of the rule's arguments and result."""
+
+    def __init__(self, function, value, value_tangent, arguments, tangents):
+        self.function, self.value, self.value_tangent = function, value, value_tangent
+        self.arguments, self.tangents = arguments, tangents
+
+    def __call__(self, g):
+        return vjp_call(self.function, g, self.value, *self.arguments)
+
+    def jvp(self, tangents, args, kwargs, tape):
+        (g,), (dg,) = args, tangents
+        moving = (None, dg, self.value_tangent, *self.tangents)
+        every = (self.function, g, self.value, *self.arguments)
+        return _dispatch_jvp_of(vjp_call, moving, every, kwargs, tape)
+
+
+class _ForwardPullback:
+    """The pullback of a call dispatched at run time, made in forward mode: calling it
+    gives the cotangents of the call's arguments, and forward mode over it differentiates
+    its generated backward with respect to the cotangent and to what the call saved (whose
+    tangent it carries), so a Hessian sees how the pullback moves with the arguments."""
+
+    skipped = 0  # leading arguments (a method's object) that get no cotangent
+
+    def __init__(self, backward, saved, saved_tangent, positions, arguments):
+        self.backward, self.saved, self.saved_tangent = backward, saved, saved_tangent
+        self.positions, self.arguments = positions, arguments
+
+    def __call__(self, g):
+        return self._spread(self.backward(self.saved, g))
+
+    def jvp(self, tangents, args, kwargs, tape):
+        (g,), (dg,) = args, tangents
+        both = (self.saved_tangent, dg)
+        value, tangent = _dispatch_jvp_of(self.backward, both, (self.saved, g), kwargs, False)
+        return self._spread(value), self._spread(tangent)
+
+    def _spread(self, cotangents):
+        several = len(self.positions) > 1
+        spread = _spread(lambda _: cotangents, self.positions, self.arguments, several)
+        return spread(None)[self.skipped :]
+
+
+for _pullback in (_ForwardPullback, _ForwardRulePullback):  # plain_callable lets them be
+    setattr(_pullback, CARRIES_TANGENTS, True)
 
 
 # builtins that read only a dict's keys when given one: sorted(d), list(d), reversed(d)

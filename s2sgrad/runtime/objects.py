@@ -260,6 +260,16 @@ def _attribute_cotangent_jvp(t, ans, g_in, x, name):
     return attribute_cotangent(t, x, name), None, None
 
 
+@vjp_rule(attribute_entry)
+def _attribute_entry_vjp(g, ans, g_in, x, name):
+    return attribute_cotangent(g, x, name), None, None
+
+
+@jvp_rule(attribute_entry)
+def _attribute_entry_jvp(t, ans, g_in, x, name):
+    return attribute_entry(t, x, name), None, None
+
+
 @vjp_rule(attribute_tangent)
 def _attribute_tangent_vjp(g, ans, t, name):
     return CotangentDict({name: g}), None

@@ -26,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.rules.registry import get_rule
+from s2sgrad.runtime.core import as_gradient
+from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.tape.rerouting import original_of, reroute
 from s2sgrad.tape.values import (
     DICTS,
@@ -99,6 +101,10 @@ def _router(helper: Callable, original: Callable) -> Callable:
             return original(*args, **kwargs)
         if entrywise and args and type(args[0]) in _CONTAINER_TYPES:
             return original(*args, **kwargs)  # its code calls it on each entry: recorded
+        if helper is as_gradient and len(args) == 2 and is_object_node(args[1]):
+            # a dataclass's gradient, rebuilt by its code from each attribute's, each call
+            # recorded (as one call, the object it returns would hold untracked values)
+            return original(*args, **kwargs)
         if blank:
             return _blank_values(original(*value_of(args), **value_of(kwargs)))
         return apply_rule(helper, original, args, kwargs)

@@ -749,6 +749,8 @@ def _indexable(node: gast.expr) -> bool:
         node, (gast.Name, gast.Attribute, gast.Subscript, gast.List, gast.Tuple, gast.BinOp)
     ):
         return True
+    if isinstance(node, gast.Constant) and isinstance(node.value, (str, bytes)):
+        return True  # for axis in "xyz": s[i] is the i-th item the loop would see
     if isinstance(node, gast.Call) and isinstance(node.func, gast.Name):
         # a function of the user's (layers(w)) is read through for_items, as a method is
         name = node.func.id
