@@ -234,12 +234,7 @@ def data_pair():
 def test_ways_of_calling_a_user_function(f):
     args = (RNG.standard_normal(3), data_pair())
     check_gradient(f, args)
-    if f is list_of_functions:  # calls resolved at run time: second order on the tape
-        check_second_order(f, args, modes=("tape",))
-        with pytest.raises(sg.UnsupportedError, match="mode='tape'"):
-            check_second_order(f, args, modes=("s2s",))
-    else:
-        check_second_order(f, args)
+    check_second_order(f, args)  # calls resolved at run time (list_of_functions) too
 
 
 def apply(function, v):

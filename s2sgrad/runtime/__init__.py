@@ -13,6 +13,7 @@ from s2sgrad.runtime import (
     dispatch,
     elementwise,
     fft,
+    keyword_arguments,
     linalg,
     list_pops,
     objects,
@@ -31,6 +32,7 @@ from s2sgrad.runtime.dict_entries import *  # noqa: F403
 from s2sgrad.runtime.dispatch import *  # noqa: F403
 from s2sgrad.runtime.elementwise import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
+from s2sgrad.runtime.keyword_arguments import *  # noqa: F403
 from s2sgrad.runtime.linalg import *  # noqa: F403
 from s2sgrad.runtime.list_pops import *  # noqa: F403
 from s2sgrad.runtime.objects import *  # noqa: F403
@@ -57,6 +59,7 @@ __all__ = list(
             *callables.__all__,
             *caller_entries.__all__,
             *fft.__all__,
+            *keyword_arguments.__all__,
             *states_left.__all__,
             *scientific.__all__,
             *special_functions.__all__,

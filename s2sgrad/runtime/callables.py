@@ -19,6 +19,7 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import get_rule, nondifferentiable
 from s2sgrad.running import running_origin
+from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 
 __all__ = ["plain_callable"]
 
@@ -34,6 +35,8 @@ def plain_callable(function: Any) -> Any:
     """
     if not isinstance(function, type) and _holds_nothing(function, depth=0):
         return function  # (a class would make an object of the values it is given)
+    if isinstance(function, PullbackWithTangent):  # it carries the tangents of its values
+        return function
     error = UnsupportedError(
         f"{running_origin('the differentiated function')}: the function called here was "
         f"taken out of a value being differentiated, and {_described(function)} holds "

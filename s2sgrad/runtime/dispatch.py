@@ -44,6 +44,8 @@ from s2sgrad.runtime.core import (
 )
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
+from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
+from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
@@ -138,6 +140,15 @@ def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
 
 
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    if isinstance(function, KeywordsAtTheEnd):
+        try:
+            target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
+        except UnsupportedError:
+            if not tape:
+                raise
+            return _tape_call(function, args, kwargs)  # a value given by keyword only
+        value, pullback = _dispatch(target, bound_args, bound_kwargs, tape)
+        return value, lambda g: picked(pullback(g), picks)
     owner = getattr(function, "__self__", None)
     if type(owner) is dict and function == owner.get and not kwargs and 1 <= len(args) <= 2:
         value, pullback = _dict_get(owner, *args)  # the default being differentiated
@@ -455,7 +466,21 @@ def _moves(tangent: Any) -> bool:
 
 def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if function in _REVERSE_DISPATCH:
-        raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
+        return _forward_over_dispatch(function, tangents, args, kwargs, tape)
+    if isinstance(function, PullbackWithTangent) and len(args) == 1 and not kwargs:
+        return function.tangent_of_call(args[0], tangents[0])
+    if isinstance(function, KeywordsAtTheEnd):
+        try:
+            target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
+        except UnsupportedError:
+            if not tape:
+                raise
+            positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
+            return tape_jvp(function, args, tangents, positions, kwargs)
+        moving = [zeros_like_value(a) for a in bound_args]
+        for tangent, i in zip(tangents, picks):
+            moving[i] = tangent
+        return _dispatch_jvp(target, tuple(moving), bound_args, bound_kwargs, tape)
     if function is vjp_call:
         # A rule called, not inlined: differentiate the rule's own code, by source in
         # mode="s2s" (in mode="auto" the tape takes over where that fails)
@@ -542,6 +567,134 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
+
+
+def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
+    """Forward mode over ``dispatcher(function, *args)`` (a gradient calling a function
+    resolved at run time): its value and pullback, and their tangents; the pullback carries
+    the tangents of the values it was made from (:class:`PullbackWithTangent`), so that
+    forward mode over its later call follows them."""
+    if dispatcher in (method_vjp, transformed_method_vjp):
+        obj, name, *rest = args
+        function = getattr(type(obj), name, None)
+        if (
+            type(obj) is dict
+            or not isinstance(function, types.FunctionType)
+            or name in getattr(obj, "__dict__", {})
+        ):
+            raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
+        inner_args, inner_tangents = (obj, *rest), (tangents[0], *tangents[2:])
+    else:
+        function, *inner_args = args
+        inner_tangents = tangents[1:]
+    made = _pullback_with_tangent(function, tuple(inner_args), tuple(inner_tangents), kwargs, tape)
+    if made is None:
+        raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
+    value, tangent, pullback = made
+    return (value, pullback), (tangent, None)
+
+
+def _pullback_with_tangent(function, args: tuple, tangents: tuple, kwargs: dict, tape: bool):
+    """``(value, tangent, pullback)`` of ``function(*args, **kwargs)`` as :func:`_dispatch`
+    differentiates it, the pullback a :class:`PullbackWithTangent`; ``None`` where the
+    pullback's dependence on the arguments is not known (the tape's, a custom rule's)."""
+    if isinstance(function, KeywordsAtTheEnd):
+        return _named_pullback_with_tangent(function, args, tangents, kwargs, tape)
+    rule = get_rule(function)
+    if rule is not None and rule.custom is not None:
+        return None
+    if rule is not None and rule.vjp is not None:
+        value, tangent = _dispatch_jvp(function, tangents, args, kwargs, tape)
+
+        def rule_pullback(g):
+            return per_argument(rule.vjp(g, value, *args, **kwargs), len(args))
+
+        def rule_tangent_of_call(g, dg):
+            primals, moving = (function, g, value, *args), (None, dg, tangent, *tangents)
+            return _dispatch_jvp_of(vjp_call, moving, primals, kwargs, tape)
+
+        return value, tangent, PullbackWithTangent(rule_pullback, rule_tangent_of_call)
+    if rule is not None or _keys_of_a_dict(function, args):  # no derivative flows through
+        value = function(*args, **kwargs)
+        cotangents = tuple(zeros_like_value(a) if _differentiable(a) else None for a in args)
+        return (
+            value,
+            zeros_like_value(value),
+            PullbackWithTangent(lambda g: cotangents, lambda g, dg: (cotangents, cotangents)),
+        )
+    if function in _REVERSE_DISPATCH or callable(getattr(function, "generic_function", None)):
+        return None
+    return _generated_pullback_with_tangent(function, args, tangents, kwargs, tape)
+
+
+def _named_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):
+    """:func:`_pullback_with_tangent` of ``f(*args, w=y)``, ``y`` passed last."""
+    target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
+    moving = [zeros_like_value(a) for a in bound_args]
+    for tangent, i in zip(tangents, picks):
+        moving[i] = tangent
+    made = _pullback_with_tangent(target, bound_args, tuple(moving), bound_kwargs, tape)
+    if made is None:
+        return None
+    value, tangent, pullback = made
+
+    def named_tangent_of_call(g, dg):
+        cotangents, moved = pullback.tangent_of_call(g, dg)
+        return picked(cotangents, picks), picked(moved, picks)
+
+    named = PullbackWithTangent(lambda g: picked(pullback(g), picks), named_tangent_of_call)
+    return value, tangent, named
+
+
+def _generated_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):
+    """:func:`_pullback_with_tangent` of a function with source: forward mode over its
+    generated VJP, then over that VJP's backward pass when the pullback is called."""
+    bound_self: tuple = ()
+    target = function
+    if isinstance(function, types.MethodType):
+        bound_self, target = (function.__self__,), function.__func__
+    elif not isinstance(function, types.FunctionType) and callable(function):
+        call = type(function).__call__
+        if isinstance(call, types.FunctionType):
+            bound_self, target = (function,), call
+    if not isinstance(target, types.FunctionType):
+        return None
+    if bound_self:
+        refuse_stored_state(bound_self[0])
+    full_args = bound_self + args
+    positions = tuple(
+        i for i, a in enumerate(full_args) if i >= len(bound_self) and _differentiable(a)
+    )
+    if not positions:
+        value = function(*args, **kwargs)
+        nothing = tuple(None for _ in args)
+        return (
+            value,
+            zeros_like_value(value),
+            PullbackWithTangent(lambda g: nothing, lambda g, dg: (nothing, nothing)),
+        )
+    _refuse_library_code(target, function)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    if vjp is None:
+        return None
+    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    (value, saved), (tangent, saved_tangent) = _dispatch_jvp(
+        vjp, full_tangents, full_args, kwargs, tape
+    )
+
+    def spread(cotangents):
+        given = _spread(lambda _: cotangents, positions, full_args, len(positions) > 1)
+        return given(None)[len(bound_self) :]
+
+    def generated_pullback(g):
+        return spread(vjp.backward(saved, g))
+
+    def generated_tangent_of_call(g, dg):
+        cotangents, moved = _dispatch_jvp(vjp.backward, (saved_tangent, dg), (saved, g), {}, tape)
+        return spread(cotangents), spread(moved)
+
+    pullback = PullbackWithTangent(generated_pullback, generated_tangent_of_call)
+    return value, tangent, pullback
 
 
 # builtins that read only a dict's keys when given one: sorted(d), list(d), reversed(d)
