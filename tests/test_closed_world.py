@@ -370,6 +370,7 @@ BY_DESIGN = {
     "shape_only": "generated code's saves read for their shape alone",
     "refuse_if_array": "a check that raises or returns None",
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
+    "keywords_at_the_end": "makes a function (the one it is given, called by keywords)",
     "note_stored": "bookkeeping of stored state: returns None",
     "store_entry": "stores a plain value into a caller's dict: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",

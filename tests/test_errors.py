@@ -241,13 +241,22 @@ def _tape_gradient_norm(p, x):
     return np.sum(sg.grad(_energy, wrt=0, mode="tape")(x, p))
 
 
+def test_a_hessian_through_a_function_argument_by_source_transformation():
+    # forward mode over the gradient follows the pullback of activation(x @ k), a call
+    # resolved at run time, along the values it was made from
+    k, x = np.full((3, 2), 0.1), np.ones((4, 3))
+    got = sg.hessian(_dense_loss, mode="s2s")(k, x)
+    column = np.zeros_like(k)
+    column[0, 1] = 1.0
+    gradient = sg.grad(_dense_loss, mode="tape")
+    expected = directional_derivative(lambda k: gradient(k, x), k, column, step=1e-5)
+    np.testing.assert_allclose(got[:, :, 0, 1], expected, rtol=1e-5, atol=1e-8)
+
+
 @pytest.mark.parametrize(
     "transform, line_of",
-    [
-        (lambda: sg.hessian(_dense_loss, mode="s2s"), _dense),
-        (lambda: sg.jacobian(sg.grad(_dense_loss, mode="s2s"), mode="s2s"), _dense),
-    ],
-    ids=["hessian", "jacobian_of_grad"],
+    [(lambda: sg.jacobian(sg.grad(_dense_loss, mode="s2s"), mode="s2s"), _dense)],
+    ids=["jacobian_of_grad"],
 )
 def test_second_derivatives_through_a_function_argument_name_the_users_line(transform, line_of):
     k, x = np.full((3, 2), 0.1), np.ones((4, 3))
