@@ -44,6 +44,7 @@ from s2sgrad.runtime.core import (
 )
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
+from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp, is_fold
 from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
@@ -164,6 +165,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if rule is not None:  # declared non-differentiable
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
+    if is_fold(function, args, kwargs):  # functools.reduce(f, items): call by call
+        return fold_vjp(_dispatch, args, tape)
     if not tape and function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("a derivative of the gradient")
     bound_self: tuple = ()
@@ -520,6 +523,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if rule is not None:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
+    if is_fold(function, args, kwargs):  # functools.reduce(f, items): call by call
+        return fold_jvp(_dispatch_jvp, tangents, args, tape)
     if function is dict and len(args) == 1 and not kwargs:  # {k: v - lr * g[k] for ...}
         return _dict_of_pairs_jvp(args[0], tangents[0])
     if _keys_of_a_dict(function, args):  # for k in sorted(params): the keys, constants
@@ -622,6 +627,8 @@ def _pullback_with_tangent(function, args: tuple, tangents: tuple, kwargs: dict,
             zeros_like_value(value),
             PullbackWithTangent(lambda g: cotangents, lambda g, dg: (cotangents, cotangents)),
         )
+    if is_fold(function, args, kwargs):
+        return fold_pullback_with_tangent(_pullback_with_tangent, tangents, args, tape)
     if function in _REVERSE_DISPATCH or callable(getattr(function, "generic_function", None)):
         return None
     return _generated_pullback_with_tangent(function, args, tangents, kwargs, tape)
