@@ -60,6 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_special_more",
+            "s2sgrad.rules.scipy_special_closed_forms",
             "s2sgrad.rules.scipy_stats",
             "s2sgrad.rules.scipy_stats_location_scale",
             "s2sgrad.rules.scipy_stats_tails",
