@@ -89,6 +89,7 @@ from s2sgrad.compiler.passes.loops import (
     only_partials_to_rewrite,
     refuse_views_changed_as_visited,
 )
+from s2sgrad.compiler.passes.mutation import mutated_parameters
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
@@ -385,7 +386,16 @@ def _build(request: Request) -> GeneratedFunction:
     generated = depending(generated, live, assumptions)
     generated.complex_ready = complex_facts.ready  # see complex_values.complex_readiness
     generated.complex_makes = complex_facts.makes
+    generated.updated_arguments = frozenset(copied) | _changed_parameters(request.function)
     return generated
+
+
+def _changed_parameters(function) -> frozenset[str]:
+    """The parameters ``function`` may change in place as it runs (a dispatch at run time
+    refuses to differentiate a call that changes an array of its caller)."""
+    if not isinstance(function, types.FunctionType):
+        return frozenset()
+    return mutated_parameters(function)
 
 
 def _complex_facts(callee) -> tuple[bool, bool]:

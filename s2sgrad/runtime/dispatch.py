@@ -12,6 +12,7 @@ import builtins
 import contextlib
 import contextvars
 import functools
+import numbers
 import types
 import weakref
 from typing import Any
@@ -206,7 +207,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
     _refuse_library_code(target, function)
-    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape, kwargs=kwargs)
     if vjp is not None:
         value, saved = vjp(*full_args, **kwargs)
         pullback = functools.partial(vjp.backward, saved)
@@ -301,7 +302,7 @@ def _is_builtin(function: Any) -> bool:
     return name is not None and getattr(builtins, name, None) is function
 
 
-def _generated_vjp(target, full_args, positions, warn):
+def _generated_vjp(target, full_args, positions, warn, kwargs=None):
     key = (target, positions)
     if key in _TAPE_ONLY or not isinstance(target, types.FunctionType):
         return None
@@ -318,7 +319,7 @@ def _generated_vjp(target, full_args, positions, warn):
             for i in positions
             if i < len(names) and isinstance(full_args[i], (dict, list, tuple))
         )
-        return hooks.derivative(target, wrt, "vjp", containers=containers, dynamic=warn).function
+        derived = hooks.derivative(target, wrt, "vjp", containers=containers, dynamic=warn)
     except (S2SGradError, ValueError, TypeError) as error:
         _TAPE_ONLY[key] = str(error)
         if not warn or (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
@@ -329,6 +330,49 @@ def _generated_vjp(target, full_args, positions, warn):
             FallbackWarning,
         )
         return None
+    _refuse_updated_arguments(target, derived, full_args, kwargs or {})
+    return derived.function
+
+
+def _refuse_updated_arguments(
+    target: Any, derived: Any, args: tuple, kwargs: dict, arrays_only: bool = False
+) -> None:
+    """Refuse a function called at run time that changes an argument in place: its
+    derivative works on a copy, so the caller, transformed without knowing the call changes
+    its array, would go on with the array as it was (a silently wrong derivative).
+    ``arrays_only``: refuse only a change of an array (forward mode follows a list's)."""
+    updated = sorted(
+        name
+        for name in getattr(derived, "updated_arguments", ())
+        if _changeable(_argument_named(target, name, args, kwargs), arrays_only)
+    )
+    if not updated:
+        return
+    name = getattr(target, "__qualname__", type(target).__name__)
+    error = UnsupportedError(
+        f"{_user_origin()}: {name}, called here as a function known only when it runs (from "
+        f"a list, an argument or an object), changes its argument {', '.join(updated)} in "
+        "place, which the code around the call cannot follow; call it by its name, return "
+        "the new array instead, or use mode='tape'"
+    )
+    error.whole_function_on_tape = True  # mode="auto": the tape follows the change
+    raise error
+
+
+def _argument_named(target: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """The value ``target(*args, **kwargs)`` gives its parameter ``name`` (None if none)."""
+    if name in kwargs:
+        return kwargs[name]
+    names = positional_parameters(target)
+    return args[names.index(name)] if name in names and names.index(name) < len(args) else None
+
+
+def _changeable(value: Any, arrays_only: bool) -> bool:
+    """Whether a call can change ``value`` in place (an array, a list, a dict, an object),
+    unlike a number, a string or None, which ``x += v`` binds anew."""
+    if arrays_only:
+        return isinstance(value, np.ndarray)
+    return not isinstance(value, (numbers.Number, str, bytes, type(None), tuple, np.generic))
 
 
 def _checked(derivative, pullback, args):
@@ -570,6 +614,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
+    _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
 
@@ -681,7 +726,7 @@ def _generated_pullback_with_tangent(function, args, tangents, kwargs, tape: boo
             PullbackWithTangent(lambda g: nothing, lambda g, dg: (nothing, nothing)),
         )
     _refuse_library_code(target, function)
-    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape, kwargs=kwargs)
     if vjp is None:
         return None
     full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
