@@ -12,7 +12,6 @@ import builtins
 import contextlib
 import contextvars
 import functools
-import numbers
 import types
 import weakref
 from typing import Any
@@ -368,11 +367,13 @@ def _argument_named(target: Any, name: str, args: tuple, kwargs: dict) -> Any:
 
 
 def _changeable(value: Any, arrays_only: bool) -> bool:
-    """Whether a call can change ``value`` in place (an array, a list, a dict, an object),
-    unlike a number, a string or None, which ``x += v`` binds anew."""
+    """Whether ``value`` is an array (or, unless ``arrays_only``, a list, dict or set) a
+    call may change in place, which its derivative does not: a number, a string or None
+    ``x += v`` binds anew, and an object's attributes (a layer's state) the derivative
+    changes as the call does."""
     if arrays_only:
         return isinstance(value, np.ndarray)
-    return not isinstance(value, (numbers.Number, str, bytes, type(None), tuple, np.generic))
+    return isinstance(value, (np.ndarray, list, dict, set))
 
 
 def _checked(derivative, pullback, args):
