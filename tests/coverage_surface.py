@@ -125,7 +125,6 @@ _GROUPS = {
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"
     ),
-    "no rule yet: tensor inverses (np.linalg.tensorsolve has a rule)": _names("linalg.tensorinv"),
     # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x); np.float_ is np.float64
     # there, which has a rule
     "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "

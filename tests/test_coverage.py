@@ -432,6 +432,13 @@ SAMPLES = [
         domain=(well_conditioned_tensor, real),
         complex_=False,
     ),
+    S(
+        np.linalg.tensorinv,
+        lambda a: np.linalg.tensorinv(a, ind=2),
+        (2, 3, 6),
+        domain=well_conditioned_tensor,
+        complex_=False,
+    ),
     S(np.i0, lambda x: np.i0(x), A, domain=real, complex_=False),
     S(np.linalg.qr, lambda a: np.linalg.qr(a)[1] ** 2, (3, 2), domain=well_conditioned),
     S(np.linalg.slogdet, lambda a: np.linalg.slogdet(a)[1], (3, 3), domain=spd),

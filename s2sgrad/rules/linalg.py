@@ -1,8 +1,8 @@
 """Derivative rules for products and linear algebra: ``dot``, ``matmul`` (``@``), ``vdot``,
 ``inner``, ``outer``, ``tensordot``, ``einsum`` (with subscripts or sublists), ``kron``,
 ``cross`` and ``np.linalg``'s ``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
-``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power``, ``pinv``, ``cond`` and
-``tensorsolve``.
+``eigh``, ``eigvalsh``, ``svd``, ``qr``, ``matrix_power``, ``pinv``, ``cond``,
+``tensorsolve`` and ``tensorinv``.
 
 Matrix functions work on stacks of matrices (the last two axes), as NumPy's do.
 
@@ -852,3 +852,28 @@ def _tensorsolve_jvp(t, ans, a, b, axes=None):
     t_matrix = np.reshape(t, (np.size(b), np.size(ans)))
     t_b = -np.reshape(np.matmul(t_matrix, np.reshape(ans, (np.size(ans),))), np.shape(b))
     return np.linalg.tensorsolve(a, t_b), np.linalg.tensorsolve(a, t)
+
+
+# tensorinv(a, ind) is inv(A) for A = a as a (rows, columns) matrix, rows the size of
+# a.shape[:ind]; its result, as a (columns, rows) matrix, is inv(A). So, as for inv, the
+# cotangent of A is -inv(A)^T G inv(A)^T and its tangent -inv(A) T inv(A).
+
+
+def _tensorinv_matrices(ans, a, ind):
+    rows = int(np.prod(np.shape(a)[:ind]))
+    return np.reshape(ans, (np.size(a) // rows, rows)), rows
+
+
+@vjp_rule(np.linalg.tensorinv)
+def _tensorinv(g, ans, a, ind=2):
+    inverse, rows = _tensorinv_matrices(ans, a, ind)
+    inverse_t = np.transpose(inverse)
+    g_matrix = np.reshape(g, np.shape(inverse))
+    return np.reshape(-np.matmul(inverse_t, np.matmul(g_matrix, inverse_t)), np.shape(a))
+
+
+@jvp_rule(np.linalg.tensorinv)
+def _tensorinv_jvp(t, ans, a, ind=2):
+    inverse, rows = _tensorinv_matrices(ans, a, ind)
+    t_matrix = np.reshape(t, (rows, np.size(a) // rows))
+    return np.reshape(-np.matmul(inverse, np.matmul(t_matrix, inverse)), np.shape(ans))
