@@ -336,6 +336,7 @@ PROOFS = {
     ufunc_methods.outer_shape: [(_floats(3), _floats(2, 4))],
     ufunc_methods.first_positive: [(_floats(3, 4), 1)],
     ufunc_methods.diagonal_index: [(_floats(3, 4),), (_floats(5, 2), True), (_floats(2, 2, 2),)],
+    ufunc_methods.put_index: [(_floats(3, 4), [0, -1, 5]), (_floats(4), np.array([2, 2]))],
     ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions
@@ -655,12 +656,6 @@ def copy_into(x):
     return np.sum(t**2)
 
 
-def put_into(x):
-    t = np.zeros(3)
-    np.put(t, [0, 2], x[:2])
-    return np.sum(t**2)
-
-
 def place_into(x):
     t = np.zeros(3)
     np.place(t, x > 0, x)
@@ -715,7 +710,6 @@ def update_a_dict(x):
 REFUSED = [
     (product_into_a_buffer, "out="),
     (multiply_at, "multiply.at"),
-    (put_into, "np.put("),
     (place_into, "np.place"),
     (put_method, ".put("),
     (flat_assignment, ".flat"),

@@ -271,7 +271,7 @@ def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
 def _written_by_call(statement: gast.stmt, resolve: Any) -> str | None:
     """``y`` for a statement that only writes into the local ``y`` by a NumPy call:
     ``np.exp(x, y)``, ``np.clip(x, a, b, out=y)`` (``out=(y,)`` too), ``np.copyto(y, v)``,
-    ``np.putmask(y, m, v)``; else None."""
+    ``np.putmask(y, m, v)``, ``np.put(y, i, v)``; else None."""
     if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
         return None
     call = statement.value
@@ -282,7 +282,7 @@ def _written_by_call(statement: gast.stmt, resolve: Any) -> str | None:
     if getattr(function, "__module__", None) is None and not isinstance(function, np.ufunc):
         return None
     written: Any = None
-    if function is np.copyto or function is np.putmask:
+    if function is np.copyto or function is np.putmask or function is np.put:
         written = call.args[0] if call.args else None
     elif isinstance(function, np.ufunc) and len(call.args) == function.nin + 1:
         written = call.args[-1]

@@ -48,6 +48,7 @@ from s2sgrad.compiler.passes.library_writes import (
     has_call_statements,
     method_writes,
     out_writes,
+    put_writes,
     scatter_adds,
     ufunc_at_writes,
 )
@@ -110,6 +111,7 @@ def desugar(
     if resolve is not None and has_call_statements(node.body):  # what the five rewrite
         added_at = scatter_adds(node.body, names, resolve)
         diagonal_fills(node.body, names, resolve, bindings)
+        put_writes(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)
