@@ -509,6 +509,9 @@ def _positional_parameter(function: Any, name: str) -> bool:
     function is known only when it runs, or its signature cannot be read: it may)."""
     if function is None:
         return True
+    module = getattr(function, "__module__", None) or ""
+    if module.split(".")[0] in ("numpy", "scipy") and get_rule(function) is None:
+        return False  # a library function with no rule: refused as it is, with advice
     try:
         parameters = numpy_signatures.signature(function).parameters
     except (TypeError, ValueError):
