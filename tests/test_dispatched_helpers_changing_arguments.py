@@ -13,7 +13,13 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_close, call_twice, numeric_grad, numeric_jvp
+from oracle import (
+    assert_close,
+    assert_hvp_matches_differences,
+    call_twice,
+    numeric_grad,
+    numeric_jvp,
+)
 
 import s2sgrad as sg
 
@@ -69,6 +75,9 @@ def test_refused_by_source_transformation_and_right_in_auto(f):
     assert_close(gradient[0], numeric_grad(f, [x, y], 0))
     assert_close(gradient[1], numeric_grad(f, [x, y], 1))
     assert_close(tangent, numeric_jvp(lambda t: f(x + t * y, y + t * x), [0.0], 0, 1.0))
+    # the gradient of mode "auto", on the tape of forward mode, refuses the call too (its
+    # arguments are tape values) and takes the tape: the product was wrong
+    assert_hvp_matches_differences(f, (x, y), mode="auto")
 
 
 def copy_first(v, s):

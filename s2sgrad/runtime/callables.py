@@ -49,6 +49,19 @@ def plain_callable(function: Any) -> Any:
 
 nondifferentiable(plain_callable)
 
+
+def holds_values(function: Any) -> bool:
+    """Whether ``function`` (not a class) may hold values of its own (a closure over an
+    array, a ``partial`` of one, a bound method of an object), which a call of it may
+    compute with.
+
+    Example::
+
+        holds_values(np.sum)  # False
+    """
+    return not isinstance(function, type) and not _holds_nothing(function, depth=0)
+
+
 _ATOMS = (str, bytes, int, bool, type(None), type(Ellipsis), type, types.ModuleType)
 
 

@@ -32,6 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.callables import holds_values
 from s2sgrad.runtime.core import (
     CotangentDict,
     add_cotangents,
@@ -245,6 +246,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         if not (getattr(error, "in_generated_code", False) and callable(twin)):
             raise
         return _tape_call(twin(), args, kwargs)  # the tape records the user's code instead
+    _refuse_returned_closures(value, name)
     spread = _spread(pullback, positions, full_args, tuple_result=True)
 
     def taped_pullback(g):
@@ -266,6 +268,22 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback
+
+
+def _refuse_returned_closures(value: Any, name: str) -> None:
+    """Refuse a function (a closure over the arguments, say) that a call differentiated on
+    the tape returns: the derivative of what it holds cannot come back through the call,
+    so a later call of it would take those values for constants."""
+    if not any(holds_values(f) for f in _callables_in(value)):
+        return
+    error = UnsupportedError(
+        f"{_user_origin()}: {name}, differentiated on the tape as it was called, returned a "
+        "function that holds values of its own (a closure), whose derivative cannot come "
+        "back through the call; call the function that makes it by its name, or use "
+        "mode='tape' for the whole function"
+    )
+    error.whole_function_on_tape = True
+    raise error
 
 
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
@@ -371,6 +389,8 @@ def _changeable(value: Any, arrays_only: bool) -> bool:
     call may change in place, which its derivative does not: a number, a string or None
     ``x += v`` binds anew, and an object's attributes (a layer's state) the derivative
     changes as the call does."""
+    if isinstance(value, hooks.TapeValue):  # an array on the tape (a derivative taped)
+        return True
     if arrays_only:
         return isinstance(value, np.ndarray)
     return isinstance(value, (np.ndarray, list, dict, set))
@@ -830,6 +850,7 @@ def tape_jvp(target, args, tangents, positions, kwargs):
     value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
     if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
         return value, None
+    _refuse_returned_closures(value, getattr(target, "__qualname__", type(target).__name__))
 
     def paired(g):
         total = 0.0
