@@ -274,7 +274,7 @@ def _refuse_returned_closures(value: Any, name: str) -> None:
     """Refuse a function (a closure over the arguments, say) that a call differentiated on
     the tape returns: the derivative of what it holds cannot come back through the call,
     so a later call of it would take those values for constants."""
-    if not any(holds_values(f) for f in _callables_in(value)):
+    if not any(holds_values(f) and not _made_by_s2sgrad(f) for f in _callables_in(value)):
         return
     error = UnsupportedError(
         f"{_user_origin()}: {name}, differentiated on the tape as it was called, returned a "
@@ -284,6 +284,18 @@ def _refuse_returned_closures(value: Any, name: str) -> None:
     )
     error.whole_function_on_tape = True
     raise error
+
+
+def _made_by_s2sgrad(function: Any) -> bool:
+    """Whether ``function`` is s2sgrad's own or generated code's (a pullback, a
+    checkpointed loop's step), which carries what it needs as arguments."""
+    module = getattr(function, "__module__", None) or ""
+    return (
+        module.startswith("s2sgrad")
+        or getattr(function, "__s2sgrad_generated__", None) is not None
+        or getattr(function, _PULLBACK_MARK, False)
+        or getattr(getattr(function, "__func__", None), "__s2sgrad_generated__", None) is not None
+    )
 
 
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
