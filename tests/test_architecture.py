@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_special_more",
             "s2sgrad.rules.scipy_special_extra",
+            "s2sgrad.rules.scipy_special_closed_forms",
             "s2sgrad.rules.scipy_stats",
             "s2sgrad.rules.scipy_stats_location_scale",
             "s2sgrad.rules.scipy_stats_tails",

@@ -343,6 +343,7 @@ PROOFS = {
         (_floats(3, 4), np.array([[1], [0], [3]]), 1),
         (_floats(3, 4), np.array([0, 11, -1]), None),
     ],
+    ufunc_methods.put_index: [(_floats(3, 4), [0, -1, 5]), (_floats(4), np.array([2, 2]))],
     ufunc_methods.unique_index: [(_floats(4), [2, 0]), (_floats(3, 3), np.array([0, 2]))],
     ufunc_methods.running_source: [(_floats(6),), (_floats(3, 4), 1, "minimum")],
     # einsum's subscripts as a string and its operands' positions
@@ -378,6 +379,7 @@ BY_DESIGN = {
     "refuse_if_array": "a check that raises or returns None",
     "refuse_unless_stored_plainly": "a check that raises or returns None",
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
+    "keywords_at_the_end": "makes a function (the one it is given, called by keywords)",
     "note_stored": "bookkeeping of stored state: returns None",
     "store_entry": "stores a plain value into a caller's dict: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
@@ -662,12 +664,6 @@ def copy_into(x):
     return np.sum(t**2)
 
 
-def put_into(x):
-    t = np.zeros(3)
-    np.put(t, [0, 2], x[:2])
-    return np.sum(t**2)
-
-
 def place_into(x):
     t = np.zeros(3)
     np.place(t, x > 0, x)
@@ -722,7 +718,6 @@ def update_a_dict(x):
 REFUSED = [
     (product_into_a_buffer, "out="),
     (multiply_at, "multiply.at"),
-    (put_into, "np.put("),
     (place_into, "np.place"),
     (put_method, ".put("),
     (flat_assignment, ".flat"),

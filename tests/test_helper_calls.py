@@ -234,7 +234,7 @@ def data_pair():
 def test_ways_of_calling_a_user_function(f):
     args = (RNG.standard_normal(3), data_pair())
     check_gradient(f, args)
-    check_second_order(f, args)  # list_of_functions: calls resolved at run time too
+    check_second_order(f, args)  # calls resolved at run time (list_of_functions) too
 
 
 def apply(function, v):

@@ -203,6 +203,8 @@ CASES = [
     case(np.linalg.tensorsolve, well_conditioned(4, 4).reshape(4, 2, 2), r(4)),
     case(np.linalg.tensorinv, well_conditioned(6, 6).reshape(6, 2, 3), ind=1),
     case(np.linalg.tensorinv, well_conditioned(4, 4).reshape(2, 2, 2, 2)),
+    case(np.linalg.tensorinv, well_conditioned(6, 6).reshape(2, 3, 6)),
+    case(np.linalg.tensorinv, well_conditioned(4, 4).reshape(4, 2, 2), ind=1),
     # Runtime helpers: each is linear in g and in the operand it does not stand for.
     *[
         case(helper, r(*np.shape(np.matmul(r(*sa), r(*sb)))), r(*sa), r(*sb), _argnums=[0, 2])

@@ -19,7 +19,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad import runtime
+from s2sgrad import numpy_signatures, runtime
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction
 from s2sgrad.compiler.frontend.parsed import ORIGINS
 from s2sgrad.compiler.passes.anf import is_function_reference
@@ -43,6 +43,7 @@ __all__ = [
     "index_expression",
     "refuse_differentiated_keywords",
     "refuse_dispatched_keywords",
+    "named_values_moved_last",
     "refuse_missing_entry",
     "keeps_arguments_inside",
     "dotted_name",
@@ -485,6 +486,40 @@ def refuse_differentiated_keywords(operation: Operation, is_active, location: st
                 f"{location}: the differentiated value passed as '{name}=' has no derivative "
                 "rule in that position; pass it by position, or use mode='tape'"
             )
+
+
+def named_values_moved_last(operation: Operation, is_active) -> tuple[str, ...]:
+    """Move the differentiated values a call dispatched at run time is given by name
+    (``f(*args, w=y)``, not ``**kw``) to the end of its positional arguments; their names,
+    for ``keywords_at_the_end(f, names)``, which passes them back by name.
+
+    Example::
+
+        named_values_moved_last(operation, sweep.is_active_expression)  # ('w',)
+    """
+    names = tuple(
+        n
+        for n, v in operation.keywords.items()
+        if n is not None and is_active(v) and _positional_parameter(operation.primitive, n)
+    )
+    operation.args = [*operation.args, *(operation.keywords.pop(n) for n in names)]
+    return names
+
+
+def _positional_parameter(function: Any, name: str) -> bool:
+    """Whether ``name`` may be a parameter ``function`` takes positionally (when the
+    function is known only when it runs, or its signature cannot be read: it may)."""
+    if function is None:
+        return True
+    module = getattr(function, "__module__", None) or ""
+    if module.split(".")[0] in ("numpy", "scipy") and get_rule(function) is None:
+        return False  # a library function with no rule: refused as it is, with advice
+    try:
+        parameters = numpy_signatures.signature(function).parameters
+    except (TypeError, ValueError):
+        return True
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return name in parameters and parameters[name].kind in kinds
 
 
 def refuse_dispatched_keywords(operation: Operation, is_active, location: str) -> None:

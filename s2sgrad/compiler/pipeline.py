@@ -89,6 +89,7 @@ from s2sgrad.compiler.passes.loops import (
     only_partials_to_rewrite,
     refuse_views_changed_as_visited,
 )
+from s2sgrad.compiler.passes.mutation import mutated_parameters
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.object_state import name_stored_values
 from s2sgrad.compiler.passes.rename import rename_reassignments
@@ -304,6 +305,7 @@ def _build(request: Request) -> GeneratedFunction:
         if request.kind == "jvp":
             return build_custom_jvp(request.function, request.wrt, rule.custom_jvp is not None)
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
+    changed = _changed_parameters(request.function)  # read before the passes change the tree
     parsed = parse_function(request.function, request.containers)
     _refuse_generators(request, parsed)
     nodes = walk(parsed.node)  # for the steps below while none changes the tree
@@ -385,7 +387,19 @@ def _build(request: Request) -> GeneratedFunction:
     generated = depending(generated, live, assumptions)
     generated.complex_ready = complex_facts.ready  # see complex_values.complex_readiness
     generated.complex_makes = complex_facts.makes
+    generated.updated_arguments = frozenset(copied) | changed
     return generated
+
+
+def _changed_parameters(function) -> frozenset[str]:
+    """The parameters ``function`` may change in place as it runs (a dispatch at run time
+    refuses to differentiate a call that changes an array of its caller)."""
+    if not isinstance(function, types.FunctionType):
+        return frozenset()
+    try:
+        return mutated_parameters(function)
+    except KeyError:  # the analysis fails on a `match` of a shared array (sharing.made_since)
+        return frozenset()  # not known: nothing refused, as before the check
 
 
 def _complex_facts(callee) -> tuple[bool, bool]:

@@ -271,7 +271,7 @@ def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:
 def _written_by_call(statement: gast.stmt, resolve: Any) -> str | None:
     """``y`` for a statement that only writes into the local ``y`` by a NumPy call:
     ``np.exp(x, y)``, ``np.clip(x, a, b, out=y)`` (``out=(y,)`` too), ``np.copyto(y, v)``,
-    ``np.putmask(y, m, v)``; else None."""
+    ``np.putmask(y, m, v)``, ``np.put(y, i, v)``; else None."""
     if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
         return None
     call = statement.value
@@ -282,7 +282,7 @@ def _written_by_call(statement: gast.stmt, resolve: Any) -> str | None:
     if getattr(function, "__module__", None) is None and not isinstance(function, np.ufunc):
         return None
     written: Any = None
-    if function is np.copyto or function is np.putmask:
+    if function is np.copyto or function is np.putmask or function is np.put:
         written = call.args[0] if call.args else None
     elif isinstance(function, np.ufunc) and len(call.args) == function.nin + 1:
         written = call.args[-1]
@@ -388,10 +388,15 @@ _VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
 
 def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True) -> set[str]:
     """The local names bound once only, by arithmetic or a call known to return a new
-    array (and, unless ``counting_updates``, updated by ``y += v`` any number of times)."""
+    array (and, unless ``counting_updates``, updated by ``y += v`` any number of times),
+    or also by swaps among such names only (``u, un = un, u``: each still holds an array
+    no other name holds)."""
     counts: dict[str, int] = {}
+    swaps = [names for names in map(_swapped_names, statements) if names]
     for statement in statements:
         if not counting_updates and type(statement) is gast.AugAssign:
+            continue
+        if _swapped_names(statement):
             continue
         for name in names_written(statement) if not _is_compound(statement) else ():
             counts[name] = counts.get(name, 0) + 1
@@ -414,7 +419,27 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
             and (_makes_new(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
             made.add(target.id)
+    while any(not names <= made for names in swaps if names & made):
+        for names in swaps:
+            if not names <= made:
+                made -= names
     return made
+
+
+def _swapped_names(statement: gast.stmt) -> set[str]:
+    """The names ``u, un = un, u`` (distinct names given one another's values) binds; empty
+    for any other statement."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return set()
+    target, value = statement.targets[0], statement.value
+    if type(target) is not gast.Tuple or type(value) is not gast.Tuple:
+        return set()
+    if not all(type(e) is gast.Name for e in (*target.elts, *value.elts)):
+        return set()
+    bound, read = [e.id for e in target.elts], [e.id for e in value.elts]
+    if len(set(bound)) != len(bound) or sorted(bound) != sorted(read):
+        return set()
+    return set(bound)
 
 
 def _makes_new(function: Any, call: gast.Call) -> bool:

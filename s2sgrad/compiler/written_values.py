@@ -21,14 +21,20 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
 import numbers
 import sys
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import gast
 import numpy as np
 
+from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.syntax import names_written, nested_statements
+from s2sgrad.errors import S2SGradError
 from s2sgrad.tape.in_place import SLICE
 from s2sgrad.tape.values import TapeValue
 
@@ -38,6 +44,7 @@ __all__ = ["one_value_check"]
 _ONE = "__s2sgrad_one_value"
 _ITEM = "__s2sgrad_item_of"
 _ARRAY = "__s2sgrad_is_array"
+_RETURNS = "__s2sgrad_returns_one_value"
 
 # NumPy (and SciPy) functions that return one array or number whatever their arguments,
 # by module (SciPy's only when the user's code has imported it)
@@ -122,7 +129,14 @@ def one_value_check(value: gast.expr, resolve: Callable[[gast.expr], Any]) -> An
     code = compile(ast.fix_missing_locations(ast.Expression(found)), "<s2sgrad write>", "eval")
 
     def holds_one_value(globals_: dict, locals_: dict) -> bool:
-        scope = {**locals_, SLICE: slice, _ONE: _is_one_value, _ITEM: _item_of, _ARRAY: _is_array}
+        scope = {
+            **locals_,
+            SLICE: slice,
+            _ONE: _is_one_value,
+            _ITEM: _item_of,
+            _ARRAY: _is_array,
+            _RETURNS: _returns_one_value,
+        }
         try:
             return bool(eval(code, globals_, scope))  # noqa: S307 (lookups of the user's names)
         except Exception:  # a lookup the frame cannot answer: not known to be one value
@@ -134,6 +148,7 @@ def one_value_check(value: gast.expr, resolve: Callable[[gast.expr], Any]) -> An
 class _Checks:
     def __init__(self, resolve: Callable[[gast.expr], Any]) -> None:
         self.resolve = resolve
+        self.in_frame = True  # whether the answer may be asked of the running frame
 
     def check(self, node: gast.expr) -> bool | ast.expr:
         """True, False, or an expression (in Python's ``ast``) computing the answer."""
@@ -190,6 +205,10 @@ class _Checks:
                     answer = _both(answer, self.check(argument))
                 return answer
             return name in _ONE_VALUE_BUILTINS
+        if isinstance(function, types.FunctionType):  # a helper of the user's: what it
+            # returns, asked of the function the name holds when the write runs
+            looked_up = self.lookup(node.func) if self.in_frame else None
+            return False if looked_up is None else _call(_RETURNS, looked_up)
         func = node.func
         if type(func) is not gast.Attribute or func.attr in _SEQUENCE_METHODS:
             return False  # a helper of the user's may return a list
@@ -211,6 +230,87 @@ class _Checks:
         if not _is_lookup(node):
             return None
         return _Lookups().visit(gast.gast_to_ast(node))
+
+
+# a helper's code -> whether every value it returns is surely one value
+_HELPER_RETURNS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_NOT_PLAIN = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+def _returns_one_value(function: Any) -> bool:
+    """Whether each ``return`` of the user's ``function`` surely gives one value (an array or
+    a number, never a list or tuple), by its expression alone: NumPy calls, arithmetic no
+    sequence takes part in, and locals bound only (``h = ...``) to such values. False for
+    a generator, a function without source, or anything the expressions do not tell.
+
+    Example::
+
+        _returns_one_value(cell)  # True for: h = np.tanh(v * w); return h * 2.0 - v
+    """
+    if not isinstance(function, types.FunctionType):
+        return False
+    code = function.__code__
+    known = _HELPER_RETURNS.get(code)
+    if known is None:
+        known = not (code.co_flags & _NOT_PLAIN) and _read_returns(function)
+        _HELPER_RETURNS[code] = known
+    return known
+
+
+def _read_returns(function: types.FunctionType) -> bool:
+    try:
+        parsed = parse_function(function)
+    except S2SGradError:
+        return False
+    bindings: dict[str, list] = {}
+    returned = []
+    for statement in nested_statements(parsed.node.body):
+        if type(statement) is gast.Return:
+            returned.append(statement.value)
+        elif (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+        ):
+            bindings.setdefault(statement.targets[0].id, []).append(statement.value)
+        else:
+            for name in names_written(statement) if hasattr(statement, "targets") else ():
+                bindings[name] = [None]  # bound otherwise: not known to be one value
+            for node in gast.walk(statement):
+                if type(node) is gast.Name and type(node.ctx) is gast.Store:
+                    bindings[node.id] = [None]  # loop targets, with ... as, x += ...
+    checks = _HelperChecks(parsed.resolve, bindings)
+    return bool(returned) and all(v is not None and checks.check(v) is True for v in returned)
+
+
+class _HelperChecks(_Checks):
+    """:class:`_Checks` of an expression a helper returns, answered without its frame: a
+    local bound only by ``name = value`` to values that surely are one value is one."""
+
+    def __init__(self, resolve: Callable[[gast.expr], Any], bindings: dict):
+        super().__init__(resolve)
+        self.in_frame = False  # (a helper it calls: not known to be one value)
+        self.bindings = bindings
+        self.reading: set[str] = set()
+
+    def check(self, node: gast.expr) -> bool | ast.expr:
+        if type(node) is gast.Name:
+            return self.local_is_one_value(node.id)
+        found = super().check(node)
+        return found if isinstance(found, bool) else False
+
+    def array(self, node: gast.expr) -> bool | ast.expr:
+        return False
+
+    def local_is_one_value(self, name: str) -> bool:
+        values = self.bindings.get(name)
+        if not values or name in self.reading:  # a parameter, a global, or bound in a cycle
+            return False
+        self.reading.add(name)
+        try:
+            return all(v is not None and self.check(v) is True for v in values)
+        finally:
+            self.reading.discard(name)
 
 
 def _is_lookup(node: gast.expr) -> bool:

@@ -19,12 +19,9 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import get_rule, nondifferentiable
 from s2sgrad.running import running_origin
+from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 
-__all__ = ["plain_callable", "CARRIES_TANGENTS"]
-
-#: set true on a class whose calls forward mode differentiates with the tangents of the
-#: values its objects hold (``dispatch._ForwardPullback``)
-CARRIES_TANGENTS = "_s2sgrad_carries_tangents"
+__all__ = ["plain_callable"]
 
 
 def plain_callable(function: Any) -> Any:
@@ -38,8 +35,8 @@ def plain_callable(function: Any) -> Any:
     """
     if not isinstance(function, type) and _holds_nothing(function, depth=0):
         return function  # (a class would make an object of the values it is given)
-    if getattr(type(function), CARRIES_TANGENTS, False) is True:
-        return function  # a pullback made in forward mode: its call's JVP includes them
+    if isinstance(function, PullbackWithTangent):  # it carries the tangents of its values
+        return function
     error = UnsupportedError(
         f"{running_origin('the differentiated function')}: the function called here was "
         f"taken out of a value being differentiated, and {_described(function)} holds "
@@ -51,6 +48,19 @@ def plain_callable(function: Any) -> Any:
 
 
 nondifferentiable(plain_callable)
+
+
+def holds_values(function: Any) -> bool:
+    """Whether ``function`` (not a class) may hold values of its own (a closure over an
+    array, a ``partial`` of one, a bound method of an object), which a call of it may
+    compute with.
+
+    Example::
+
+        holds_values(np.sum)  # False
+    """
+    return not isinstance(function, type) and not _holds_nothing(function, depth=0)
+
 
 _ATOMS = (str, bytes, int, bool, type(None), type(Ellipsis), type, types.ModuleType)
 

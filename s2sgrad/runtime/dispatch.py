@@ -32,7 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
-from s2sgrad.runtime.callables import CARRIES_TANGENTS
+from s2sgrad.runtime.callables import holds_values
 from s2sgrad.runtime.container_subclasses import refuse_overriding_container
 from s2sgrad.runtime.core import (
     CotangentDict,
@@ -46,6 +46,9 @@ from s2sgrad.runtime.core import (
 )
 from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
 from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
+from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp, is_fold
+from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
+from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
 
 __all__ = [
@@ -142,6 +145,15 @@ def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
 
 
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    if isinstance(function, KeywordsAtTheEnd):
+        try:
+            target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
+        except UnsupportedError:
+            if not tape:
+                raise
+            return _tape_call(function, args, kwargs)  # a value given by keyword only
+        value, pullback = _dispatch(target, bound_args, bound_kwargs, tape)
+        return value, lambda g: picked(pullback(g), picks)
     owner = getattr(function, "__self__", None)
     if type(owner) is dict and function == owner.get and not kwargs and 1 <= len(args) <= 2:
         value, pullback = _dict_get(owner, *args)  # the default being differentiated
@@ -157,6 +169,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     if rule is not None:  # declared non-differentiable
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
+    if is_fold(function, args, kwargs):  # functools.reduce(f, items): call by call
+        return fold_vjp(_dispatch, args, tape)
     if not tape and function in _REVERSE_DISPATCH:
         raise _no_derivative_over_dispatch("a derivative of the gradient")
     bound_self: tuple = ()
@@ -196,7 +210,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         value = function(*args, **kwargs)
         return value, lambda g: tuple(None for _ in args)
     _refuse_library_code(target, function)
-    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape, kwargs=kwargs)
     if vjp is not None:
         value, saved = vjp(*full_args, **kwargs)
         pullback = functools.partial(vjp.backward, saved)
@@ -235,6 +249,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         if not (getattr(error, "in_generated_code", False) and callable(twin)):
             raise
         return _tape_call(twin(), args, kwargs)  # the tape records the user's code instead
+    _refuse_returned_closures(value, name)
     spread = _spread(pullback, positions, full_args, tuple_result=True)
 
     def taped_pullback(g):
@@ -256,6 +271,34 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback
+
+
+def _refuse_returned_closures(value: Any, name: str) -> None:
+    """Refuse a function (a closure over the arguments, say) that a call differentiated on
+    the tape returns: the derivative of what it holds cannot come back through the call,
+    so a later call of it would take those values for constants."""
+    if not any(holds_values(f) and not _made_by_s2sgrad(f) for f in _callables_in(value)):
+        return
+    error = UnsupportedError(
+        f"{_user_origin()}: {name}, differentiated on the tape as it was called, returned a "
+        "function that holds values of its own (a closure), whose derivative cannot come "
+        "back through the call; call the function that makes it by its name, or use "
+        "mode='tape' for the whole function"
+    )
+    error.whole_function_on_tape = True
+    raise error
+
+
+def _made_by_s2sgrad(function: Any) -> bool:
+    """Whether ``function`` is s2sgrad's own or generated code's (a pullback, a
+    checkpointed loop's step), which carries what it needs as arguments."""
+    module = getattr(function, "__module__", None) or ""
+    return (
+        module.startswith("s2sgrad")
+        or getattr(function, "__s2sgrad_generated__", None) is not None
+        or getattr(function, _PULLBACK_MARK, False)
+        or getattr(getattr(function, "__func__", None), "__s2sgrad_generated__", None) is not None
+    )
 
 
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
@@ -291,7 +334,7 @@ def _is_builtin(function: Any) -> bool:
     return name is not None and getattr(builtins, name, None) is function
 
 
-def _generated_vjp(target, full_args, positions, warn):
+def _generated_vjp(target, full_args, positions, warn, kwargs=None):
     key = (target, positions)
     if key in _TAPE_ONLY or not isinstance(target, types.FunctionType):
         return None
@@ -308,7 +351,7 @@ def _generated_vjp(target, full_args, positions, warn):
             for i in positions
             if i < len(names) and isinstance(full_args[i], (dict, list, tuple))
         )
-        return hooks.derivative(target, wrt, "vjp", containers=containers, dynamic=warn).function
+        derived = hooks.derivative(target, wrt, "vjp", containers=containers, dynamic=warn)
     except (S2SGradError, ValueError, TypeError) as error:
         _TAPE_ONLY[key] = str(error)
         if not warn or (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
@@ -319,6 +362,53 @@ def _generated_vjp(target, full_args, positions, warn):
             FallbackWarning,
         )
         return None
+    _refuse_updated_arguments(target, derived, full_args, kwargs or {})
+    return derived.function
+
+
+def _refuse_updated_arguments(
+    target: Any, derived: Any, args: tuple, kwargs: dict, arrays_only: bool = False
+) -> None:
+    """Refuse a function called at run time that changes an argument in place: its
+    derivative works on a copy, so the caller, transformed without knowing the call changes
+    its array, would go on with the array as it was (a silently wrong derivative).
+    ``arrays_only``: refuse only a change of an array (forward mode follows a list's)."""
+    updated = sorted(
+        name
+        for name in getattr(derived, "updated_arguments", ())
+        if _changeable(_argument_named(target, name, args, kwargs), arrays_only)
+    )
+    if not updated:
+        return
+    name = getattr(target, "__qualname__", type(target).__name__)
+    error = UnsupportedError(
+        f"{_user_origin()}: {name}, called here as a function known only when it runs (from "
+        f"a list, an argument or an object), changes its argument {', '.join(updated)} in "
+        "place, which the code around the call cannot follow; call it by its name, return "
+        "the new array instead, or use mode='tape'"
+    )
+    error.whole_function_on_tape = True  # mode="auto": the tape follows the change
+    raise error
+
+
+def _argument_named(target: Any, name: str, args: tuple, kwargs: dict) -> Any:
+    """The value ``target(*args, **kwargs)`` gives its parameter ``name`` (None if none)."""
+    if name in kwargs:
+        return kwargs[name]
+    names = positional_parameters(target)
+    return args[names.index(name)] if name in names and names.index(name) < len(args) else None
+
+
+def _changeable(value: Any, arrays_only: bool) -> bool:
+    """Whether ``value`` is an array (or, unless ``arrays_only``, a list, dict or set) a
+    call may change in place, which its derivative does not: a number, a string or None
+    ``x += v`` binds anew, and an object's attributes (a layer's state) the derivative
+    changes as the call does."""
+    if isinstance(value, hooks.TapeValue):  # an array on the tape (a derivative taped)
+        return True
+    if arrays_only:
+        return isinstance(value, np.ndarray)
+    return isinstance(value, (np.ndarray, list, dict, set))
 
 
 def _checked(derivative, pullback, args):
@@ -460,18 +550,22 @@ def _moves(tangent: Any) -> bool:
 
 
 def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
-    if isinstance(function, (_ForwardPullback, _ForwardRulePullback)):
-        return function.jvp(tangents, args, kwargs, tape)
-    if function in (dynamic_vjp, transformed_vjp):
-        found = _jvp_of_dispatched_vjp(tangents, args, kwargs, tape)
-        if found is not None:
-            return found
-    if function in (method_vjp, transformed_method_vjp):
-        found = _jvp_of_dispatched_method(tangents, args, kwargs, tape)
-        if found is not None:
-            return found
     if function in _REVERSE_DISPATCH:
-        raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
+        return _forward_over_dispatch(function, tangents, args, kwargs, tape)
+    if isinstance(function, PullbackWithTangent) and len(args) == 1 and not kwargs:
+        return function.tangent_of_call(args[0], tangents[0])
+    if isinstance(function, KeywordsAtTheEnd):
+        try:
+            target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
+        except UnsupportedError:
+            if not tape:
+                raise
+            positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
+            return tape_jvp(function, args, tangents, positions, kwargs)
+        moving = [zeros_like_value(a) for a in bound_args]
+        for tangent, i in zip(tangents, picks):
+            moving[i] = tangent
+        return _dispatch_jvp(target, tuple(moving), bound_args, bound_kwargs, tape)
     if function is vjp_call:
         # A rule called, not inlined: differentiate the rule's own code, by source in
         # mode="s2s" (in mode="auto" the tape takes over where that fails)
@@ -511,6 +605,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if rule is not None:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
+    if is_fold(function, args, kwargs):  # functools.reduce(f, items): call by call
+        return fold_jvp(_dispatch_jvp, tangents, args, tape)
     if function is dict and len(args) == 1 and not kwargs:  # {k: v - lr * g[k] for ...}
         return _dict_of_pairs_jvp(args[0], tangents[0])
     if _keys_of_a_dict(function, args):  # for k in sorted(params): the keys, constants
@@ -562,128 +658,139 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
         return tape_jvp(target, full_args, full_tangents, positions, kwargs)
+    _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
 
 
-def _jvp_of_dispatched_vjp(tangents, args, kwargs, tape: bool):
-    """Forward mode over ``dynamic_vjp(f, *args)`` (a gradient's call of a function passed
-    as an argument, an integrator's ``f(y, t)``), for ``f`` a Python function of the user's
-    or a method of an object (a constant, as in reverse mode): the JVP of ``f``'s generated
-    VJP, whose pullback carries the tangent of what it saved (:class:`_ForwardPullback`);
-    None for anything else, refused as before.
+def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
+    """Forward mode over ``dispatcher(function, *args)`` (a gradient calling a function
+    resolved at run time): its value and pullback, and their tangents; the pullback carries
+    the tangents of the values it was made from (:class:`PullbackWithTangent`), so that
+    forward mode over its later call follows them."""
+    if dispatcher in (method_vjp, transformed_method_vjp):
+        obj, name, *rest = args
+        function = getattr(type(obj), name, None)
+        if (
+            type(obj) is dict
+            or not isinstance(function, types.FunctionType)
+            or name in getattr(obj, "__dict__", {})
+        ):
+            raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
+        inner_args, inner_tangents = (obj, *rest), (tangents[0], *tangents[2:])
+    else:
+        function, *inner_args = args
+        inner_tangents = tangents[1:]
+    made = _pullback_with_tangent(function, tuple(inner_args), tuple(inner_tangents), kwargs, tape)
+    if made is None:
+        raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
+    value, tangent, pullback = made
+    return (value, pullback), (tangent, None)
 
-    Example::
 
-        (value, pullback), (tangent, _) = _jvp_of_dispatched_vjp((None, dy), (f, y), {}, False)
-    """
-    function, arguments = args[0], args[1:]
+def _pullback_with_tangent(function, args: tuple, tangents: tuple, kwargs: dict, tape: bool):
+    """``(value, tangent, pullback)`` of ``function(*args, **kwargs)`` as :func:`_dispatch`
+    differentiates it, the pullback a :class:`PullbackWithTangent`; ``None`` where the
+    pullback's dependence on the arguments is not known (the tape's, a custom rule's)."""
+    if isinstance(function, KeywordsAtTheEnd):
+        return _named_pullback_with_tangent(function, args, tangents, kwargs, tape)
     rule = get_rule(function)
-    if rule is not None and rule.custom is None and rule.vjp and rule.jvp and not kwargs:
-        return _jvp_of_dispatched_rule(function, tangents[1:], arguments, tape)
+    if rule is not None and rule.custom is not None:
+        return None
+    if rule is not None and rule.vjp is not None:
+        value, tangent = _dispatch_jvp(function, tangents, args, kwargs, tape)
+
+        def rule_pullback(g):
+            return per_argument(rule.vjp(g, value, *args, **kwargs), len(args))
+
+        def rule_tangent_of_call(g, dg):
+            primals, moving = (function, g, value, *args), (None, dg, tangent, *tangents)
+            return _dispatch_jvp_of(vjp_call, moving, primals, kwargs, tape)
+
+        return value, tangent, PullbackWithTangent(rule_pullback, rule_tangent_of_call)
+    if rule is not None or _keys_of_a_dict(function, args):  # no derivative flows through
+        value = function(*args, **kwargs)
+        cotangents = tuple(zeros_like_value(a) if _differentiable(a) else None for a in args)
+        return (
+            value,
+            zeros_like_value(value),
+            PullbackWithTangent(lambda g: cotangents, lambda g, dg: (cotangents, cotangents)),
+        )
+    if is_fold(function, args, kwargs):
+        return fold_pullback_with_tangent(_pullback_with_tangent, tangents, args, tape)
+    if function in _REVERSE_DISPATCH or callable(getattr(function, "generic_function", None)):
+        return None
+    return _generated_pullback_with_tangent(function, args, tangents, kwargs, tape)
+
+
+def _named_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):
+    """:func:`_pullback_with_tangent` of ``f(*args, w=y)``, ``y`` passed last."""
+    target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
+    moving = [zeros_like_value(a) for a in bound_args]
+    for tangent, i in zip(tangents, picks):
+        moving[i] = tangent
+    made = _pullback_with_tangent(target, bound_args, tuple(moving), bound_kwargs, tape)
+    if made is None:
+        return None
+    value, tangent, pullback = made
+
+    def named_tangent_of_call(g, dg):
+        cotangents, moved = pullback.tangent_of_call(g, dg)
+        return picked(cotangents, picks), picked(moved, picks)
+
+    named = PullbackWithTangent(lambda g: picked(pullback(g), picks), named_tangent_of_call)
+    return value, tangent, named
+
+
+def _generated_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):
+    """:func:`_pullback_with_tangent` of a function with source: forward mode over its
+    generated VJP, then over that VJP's backward pass when the pullback is called."""
     bound_self: tuple = ()
     target = function
     if isinstance(function, types.MethodType):
         bound_self, target = (function.__self__,), function.__func__
-    elif not isinstance(function, (type, types.FunctionType)) and callable(function):
-        bound_self, target = (function,), type(function).__call__  # a layer object
-    if not isinstance(target, types.FunctionType) or rule is not None:
+    elif not isinstance(function, types.FunctionType) and callable(function):
+        call = type(function).__call__
+        if isinstance(call, types.FunctionType):
+            bound_self, target = (function,), call
+    if not isinstance(target, types.FunctionType):
         return None
-    if (target.__module__ or "").startswith("s2sgrad.") or _moves(tangents[0]):
-        return None
-    full_args = bound_self + arguments
+    if bound_self:
+        refuse_stored_state(bound_self[0])
+    full_args = bound_self + args
     positions = tuple(
         i for i, a in enumerate(full_args) if i >= len(bound_self) and _differentiable(a)
     )
     if not positions:
-        return None
-    if bound_self and _differentiable(bound_self[0]):
-        return None  # a dataclass layer: forward mode would differentiate it too
-    if bound_self:
-        refuse_stored_state(bound_self[0])
+        value = function(*args, **kwargs)
+        nothing = tuple(None for _ in args)
+        return (
+            value,
+            zeros_like_value(value),
+            PullbackWithTangent(lambda g: nothing, lambda g, dg: (nothing, nothing)),
+        )
     _refuse_library_code(target, function)
-    vjp = _generated_vjp(target, full_args, positions, warn=tape)
+    vjp = _generated_vjp(target, full_args, positions, warn=tape, kwargs=kwargs)
     if vjp is None:
         return None
-    moving = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents[1:])
-    (value, saved), (value_tangent, saved_tangent) = _dispatch_jvp_of(
-        vjp, moving, full_args, kwargs, tape=False
+    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    (value, saved), (tangent, saved_tangent) = _dispatch_jvp(
+        vjp, full_tangents, full_args, kwargs, tape
     )
-    pullback = _ForwardPullback(vjp.backward, saved, saved_tangent, positions, full_args)
-    pullback.skipped = len(bound_self)
-    return (value, pullback), (value_tangent, None)
 
+    def spread(cotangents):
+        given = _spread(lambda _: cotangents, positions, full_args, len(positions) > 1)
+        return given(None)[len(bound_self) :]
 
-def _jvp_of_dispatched_method(tangents, args, kwargs, tape: bool):
-    """Forward mode over ``method_vjp(obj, name, *args)`` (a model's ``self.predict(x)``, a
-    layer of a model called): as over ``dynamic_vjp`` of the class's function, ``obj`` its
-    first argument, differentiated with its tangent; None where reverse mode does not
-    differentiate the object (a dict's ``get``, a callable stored on the object)."""
-    obj, name, *rest = args
-    function = getattr(type(obj), name, None)
-    if type(obj) is dict or not isinstance(function, types.FunctionType):
-        return None
-    if name in getattr(obj, "__dict__", {}):
-        return None
-    moving = (None, tangents[0], *tangents[2:])
-    return _jvp_of_dispatched_vjp(moving, (function, obj, *rest), kwargs, tape)
+    def generated_pullback(g):
+        return spread(vjp.backward(saved, g))
 
+    def generated_tangent_of_call(g, dg):
+        cotangents, moved = _dispatch_jvp(vjp.backward, (saved_tangent, dg), (saved, g), {}, tape)
+        return spread(cotangents), spread(moved)
 
-def _jvp_of_dispatched_rule(function, tangents, arguments, tape: bool):
-    """Forward mode over ``dynamic_vjp(np.tanh, x)`` (an activation passed as an argument):
-    the rule's JVP, and a pullback whose forward mode is that over the rule's VJP."""
-    value, value_tangent = _dispatch_jvp_of(function, tangents, arguments, {}, tape)
-    pullback = _ForwardRulePullback(function, value, value_tangent, arguments, tangents)
-    return (value, pullback), (value_tangent, None)
-
-
-class _ForwardRulePullback:
-    """The pullback of a rule's function called at run time, made in forward mode (see
-    :class:`_ForwardPullback`): it carries the tangents of the rule's arguments and result."""
-
-    def __init__(self, function, value, value_tangent, arguments, tangents):
-        self.function, self.value, self.value_tangent = function, value, value_tangent
-        self.arguments, self.tangents = arguments, tangents
-
-    def __call__(self, g):
-        return vjp_call(self.function, g, self.value, *self.arguments)
-
-    def jvp(self, tangents, args, kwargs, tape):
-        (g,), (dg,) = args, tangents
-        moving = (None, dg, self.value_tangent, *self.tangents)
-        every = (self.function, g, self.value, *self.arguments)
-        return _dispatch_jvp_of(vjp_call, moving, every, kwargs, tape)
-
-
-class _ForwardPullback:
-    """The pullback of a call dispatched at run time, made in forward mode: calling it
-    gives the cotangents of the call's arguments, and forward mode over it differentiates
-    its generated backward with respect to the cotangent and to what the call saved (whose
-    tangent it carries), so a Hessian sees how the pullback moves with the arguments."""
-
-    skipped = 0  # leading arguments (a method's object) that get no cotangent
-
-    def __init__(self, backward, saved, saved_tangent, positions, arguments):
-        self.backward, self.saved, self.saved_tangent = backward, saved, saved_tangent
-        self.positions, self.arguments = positions, arguments
-
-    def __call__(self, g):
-        return self._spread(self.backward(self.saved, g))
-
-    def jvp(self, tangents, args, kwargs, tape):
-        (g,), (dg,) = args, tangents
-        both = (self.saved_tangent, dg)
-        value, tangent = _dispatch_jvp_of(self.backward, both, (self.saved, g), kwargs, False)
-        return self._spread(value), self._spread(tangent)
-
-    def _spread(self, cotangents):
-        several = len(self.positions) > 1
-        spread = _spread(lambda _: cotangents, self.positions, self.arguments, several)
-        return spread(None)[self.skipped :]
-
-
-for _pullback in (_ForwardPullback, _ForwardRulePullback):  # plain_callable lets them be
-    setattr(_pullback, CARRIES_TANGENTS, True)
+    pullback = PullbackWithTangent(generated_pullback, generated_tangent_of_call)
+    return value, tangent, pullback
 
 
 # builtins that read only a dict's keys when given one: sorted(d), list(d), reversed(d)
@@ -766,6 +873,7 @@ def tape_jvp(target, args, tangents, positions, kwargs):
     value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
     if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
         return value, None
+    _refuse_returned_closures(value, getattr(target, "__qualname__", type(target).__name__))
 
     def paired(g):
         total = 0.0

@@ -24,6 +24,7 @@ __all__ = [
     "plain_reduction",
     "diagonal_index",
     "along_axis_index",
+    "put_index",
     "unique_index",
 ]
 
@@ -178,6 +179,34 @@ def along_axis_index(a: Any, indices: Any, axis: Any) -> tuple:
 
 
 nondifferentiable(along_axis_index)
+
+
+# np.put(a, indices, v) is the item write a[put_index(a, indices)] = np.resize(v, count)
+
+
+def put_index(a: Any, indices: Any) -> tuple:
+    """The index of the elements ``np.put(a, indices, v)`` writes, as integer arrays (the
+    flat ``indices``, negative ones from the end, unravelled): both engines turn the call
+    into the item write ``a[put_index(a, indices)] = np.resize(v, np.size(indices))``, whose
+    repeated indices keep the last value, as ``np.put`` does.
+
+    Example::
+
+        put_index(np.zeros((2, 3)), [0, -1])  # (array([0, 1]), array([0, 2]))
+    """
+    flat = np.ravel(np.asarray(indices))
+    size = int(np.size(a))
+    if flat.size and not np.issubdtype(flat.dtype, np.integer):
+        raise TypeError("np.put takes integer indices")
+    outside = (flat >= size) | (flat < -size)
+    if np.any(outside):
+        raise IndexError(
+            f"index {int(flat[outside][0])} is out of bounds for axis 0 with size {size}"
+        )
+    return np.unravel_index(np.where(flat < 0, flat + size, flat).astype(np.intp), np.shape(a))
+
+
+nondifferentiable(put_index)
 
 
 # ---------------------------------------------------------------------------------------

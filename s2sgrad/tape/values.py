@@ -409,10 +409,10 @@ class TapeValue:
         the flat indices ``i`` (as many values as indices, or one)."""
         flat = np.ravel(value_of(indices))
         count = np.size(value_of(values))
-        if mode != "raise" or not self._written_in_place() or count not in (1, flat.size):
+        if mode != "raise" or not self._written_in_place() or count == 0:
             self._immutable()
         at = np.arange(self._value.size).reshape(np.shape(self._value)).ravel()[flat]
-        values = values if count == 1 else np.reshape(values, flat.shape)
+        values = values if count == 1 else np.resize(values, flat.shape)  # cycled, as NumPy
         self._method_write(np.unravel_index(at, np.shape(self._value)), values)
 
     def _written_in_place(self) -> bool:
@@ -543,8 +543,8 @@ class TapeValue:
             return _fill_diagonal(*args, **kwargs)
         if func is np.put_along_axis:
             return _put_along_axis(*args, **kwargs)
-        if func is np.put and args and type(args[0]) is TapeValue:
-            return args[0].put(*args[1:], **kwargs)
+        if func is np.put:
+            return _put(*args, **kwargs)
         return apply_rule(func, func, args, kwargs)
 
     # Python operators ------------------------------------------------------------------
@@ -1427,6 +1427,28 @@ def _put_mask(a: Any, mask: Any, values: Any) -> None:
         "into a plain array, which the tape cannot follow. Write "
         "'a[...] = np.where(mask, v, a)' into an array made from a value being "
         f"differentiated, or build a new array, or {USE_S2S}."
+    )
+
+
+def _put(a: Any, indices: Any, values: Any, mode: str = "raise") -> None:
+    """``np.put(a, indices, values)``: into a tape value, its ``put``; into a plain array
+    the function made, the array taken over first; else allowed only when nothing is
+    differentiated."""
+    if type(a) is TapeValue:
+        a.put(indices, values, mode=mode)
+        return
+    if not _any_tracked((a, indices, values)):
+        np.put(value_of(a), value_of(indices), value_of(values), mode=mode)  # type: ignore[arg-type]
+        return
+    frame = _user_frame()
+    taken = _taken_over_plain(a, frame)
+    if taken is not None:
+        taken.put(indices, values, mode=mode)
+        return
+    raise NonDifferentiableError(
+        f"{where(*_shown_position(frame))}: np.put writes a value being differentiated into "
+        "a plain array, which the tape cannot follow. Write 'a[indices] = v' into an array "
+        f"made from a value being differentiated, or build a new array, or {USE_S2S}."
     )
 
 

@@ -14,9 +14,10 @@ from s2sgrad.compiler.operations import (
     Operation,
     drop_receiver,
     keeps_arguments_inside,
+    named_values_moved_last,
     refuse_dispatched_keywords,
 )
-from s2sgrad.compiler.syntax import assign, call, clone, load, names_written
+from s2sgrad.compiler.syntax import assign, call, clone, constant, load, names_written
 from s2sgrad.errors import S2SGradError, UnsupportedError
 
 __all__ = ["generated_call", "dynamic_call"]
@@ -89,6 +90,10 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
                 "follow; call the function with them directly, or use mode='tape'"
             )
         )
+    named = named_values_moved_last(operation, sweep.is_active_expression)
+    if named:  # f(*args, w=y): y is passed last, and by name again when it runs
+        names = gast.Tuple(elts=[constant(n) for n in named], ctx=gast.Load())
+        callee = call(sweep.helper("keywords_at_the_end"), [callee, names])
     if any(n in sweep.activity.useful for n in names_written(statement.targets[0])):
         location = sweep.parsed.location(statement)
         refuse_dispatched_keywords(operation, sweep.is_active_expression, location)

@@ -49,6 +49,7 @@ from s2sgrad.compiler.passes.library_writes import (
     has_call_statements,
     method_writes,
     out_writes,
+    put_writes,
     scatter_adds,
     ufunc_at_writes,
 )
@@ -112,6 +113,7 @@ def desugar(
         added_at = scatter_adds(node.body, names, resolve)
         diagonal_fills(node.body, names, resolve, bindings)
         along_axis_puts(node.body, names, resolve, bindings)
+        put_writes(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)

@@ -3,9 +3,10 @@
 ``np.exp(x, out=t)`` (or ``np.exp(x, t)``) and ``np.copyto(t, v)`` become ``t[...] = np.exp(x)``
 and ``t[...] = v``;
 ``np.add.at(t, i, v)`` becomes ``t[...] = added_at(t, i, v)`` (``np.subtract.at``: ``-v``),
-``np.fill_diagonal(a, v)`` and ``ufunc.at(t, i, v)`` become item writes of ``a``'s diagonal
-and of ``t[i]``, so the transformer differentiates them like any other item assignment
-(part of :func:`s2sgrad.compiler.passes.desugar.desugar`). So does a chained item write
+``np.fill_diagonal(a, v)``, ``np.put(t, i, v)`` and ``ufunc.at(t, i, v)`` become item writes
+of ``a``'s diagonal, of ``t``'s flat positions ``i`` and of ``t[i]``, so the transformer
+differentiates them like any other item assignment (part of
+:func:`s2sgrad.compiler.passes.desugar.desugar`). So does a chained item write
 ``a[i][j] = v`` (``a[i]`` a view of ``a``'s row), as ``a[chained_index(a, i, j)] = v``.
 """
 
@@ -34,6 +35,7 @@ __all__ = [
     "scatter_adds",
     "diagonal_fills",
     "along_axis_puts",
+    "put_writes",
     "ufunc_at_writes",
     "out_writes",
     "method_writes",
@@ -136,6 +138,45 @@ def along_axis_puts(body: list, names: NameGenerator, resolve, bindings: dict) -
         place = gast.Subscript(value=load(array.id), slice=index, ctx=gast.Store())
         block[position] = gast.copy_location(
             gast.Assign(targets=[place], value=values, type_comment=None), statement
+        )
+
+
+def put_writes(body: list, names: NameGenerator, resolve, bindings: dict) -> None:
+    """``np.put(t, i, v)`` → ``t[put_index(t, i)] = np.resize(v, np.size(i))``, an item
+    write (``v`` cycled over the indices, as NumPy does), in ``body`` and its blocks: only
+    written ``np.put`` (``np.resize`` is read from the same module), with three arguments,
+    a name for ``t`` and an index without calls (it is evaluated twice). Other calls stay
+    refused as in-place writes."""
+    for block, position, statement in _statements(body):
+        value = getattr(statement, "value", None)
+        if not (
+            isinstance(statement, gast.Expr)
+            and isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and len(value.args) == 3
+            and not value.keywords
+            and isinstance(value.args[0], gast.Name)
+            and not any(isinstance(n, gast.Call) for n in walk(value.args[1]))
+            and _resolves_to(resolve, value.func, np.put)
+            and getattr(resolve(value.func.value), "resize", None) is np.resize
+        ):
+            continue
+        helper = _bound(runtime.put_index, "put_index", names, bindings)
+        array, index, values = value.args
+        module = value.func.value
+
+        def numpy(name: str, module=module) -> gast.Attribute:
+            return gast.Attribute(value=clone(module), attr=name, ctx=gast.Load())
+
+        count = call(numpy("size"), [clone(index)])
+        cycled = call(numpy("resize"), [values, count])
+        place = gast.Subscript(
+            value=load(array.id),
+            slice=call(load(helper), [load(array.id), index]),
+            ctx=gast.Store(),
+        )
+        block[position] = gast.copy_location(
+            gast.Assign(targets=[place], value=cycled, type_comment=None), statement
         )
 
 

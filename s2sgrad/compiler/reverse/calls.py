@@ -21,6 +21,7 @@ from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
 from s2sgrad.compiler.operations import (
     Operation,
     keeps_arguments_inside,
+    named_values_moved_last,
     refuse_dispatched_keywords,
 )
 from s2sgrad.compiler.reverse.context import Context
@@ -144,6 +145,10 @@ class Calls:
                 )
             # a function taken out of a differentiated value: called if it holds nothing
             callee_node = call(self.helper("plain_callable"), [callee_node])
+        named = named_values_moved_last(operation, self.is_active_expression)
+        if named:  # f(*args, w=y): y is passed last, and by name again when it runs
+            names = gast.Tuple(elts=[constant(n) for n in named], ctx=gast.Load())
+            callee_node = call(self.helper("keywords_at_the_end"), [callee_node, names])
         location = self.parsed.location(statement)
         refuse_dispatched_keywords(operation, self.is_active_expression, location)
         stores = stores_on_itself(self.parsed.resolve(operation.callee))
