@@ -717,46 +717,43 @@ def _richardson_tree(coarse, fine):
 
 
 def _jvp_outcome(through, point, along, mode) -> str:
-    from oracle import directional_derivative
-
+    """``sg.jvp`` against differences of the rewritten model along ``along``."""
     import s2sgrad as sg
 
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            want, error = _richardson_tree(
-                directional_derivative(through, point, along, step=1e-5),
-                directional_derivative(through, point, along, step=5e-6),
-            )
-            tangents = [sg.jvp(through, (point,), (along,), mode=mode)[1] for _ in range(2)]
-    except Exception as error:  # noqa: BLE001 - classified
-        return _classify(error)
-    for got in tangents:
-        if not _leaves_close(got, want, error, 1e-5):
-            return f"WRONG jvp: {got} vs {want}"
-    return "right"
+    def tangent():
+        return sg.jvp(through, (point,), (along,), mode=mode)[1]
+
+    return _directional_outcome("jvp", through, tangent, point, along, 1e-5)
 
 
 def _hvp_outcome(through, point, along, mode) -> str:
     """``sg.hvp`` against differences of the tape's gradient (checked right at the point)."""
-    from oracle import directional_derivative
-
     import s2sgrad as sg
 
-    gradient = sg.grad(through, mode="tape")
+    def product():
+        return sg.hvp(through, (point,), (along,), mode=mode)[0]
+
+    return _directional_outcome("hvp", sg.grad(through, mode="tape"), product, point, along, 1e-4)
+
+
+def _directional_outcome(what, differenced, computed, point, along, tolerance) -> str:
+    """``computed()`` (twice) against Richardson-extrapolated differences of ``differenced``
+    at ``point`` along ``along``: right, WRONG, or the classified exception."""
+    from oracle import directional_derivative
+
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             want, error = _richardson_tree(
-                directional_derivative(gradient, point, along, step=1e-5),
-                directional_derivative(gradient, point, along, step=5e-6),
+                directional_derivative(differenced, point, along, step=1e-5),
+                directional_derivative(differenced, point, along, step=5e-6),
             )
-            products = [sg.hvp(through, (point,), (along,), mode=mode)[0] for _ in range(2)]
-    except Exception as error:  # noqa: BLE001 - classified
-        return _classify(error)
-    for got in products:
-        if not _leaves_close(got, want, error, 1e-4):
-            return f"WRONG hvp: {str(got)[:300]} vs {str(want)[:300]}"
+            results = [computed() for _ in range(2)]
+    except Exception as failure:  # noqa: BLE001 - classified
+        return _classify(failure)
+    for got in results:
+        if not _leaves_close(got, want, error, tolerance):
+            return f"WRONG {what}: {str(got)[:300]} vs {str(want)[:300]}"
     return "right"
 
 
