@@ -667,6 +667,22 @@ def test_refused(program, make, says, mode):
     assert __file__.rsplit("/", 1)[-1] in str(caught.value)
 
 
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_a_refused_argument_names_the_line_that_gives_it(mode):
+    """np.interp's xp (``registry.refused_argument``): refused where the user's code gives
+    it a differentiated value, in reverse and forward mode, not where the function starts
+    (the transformer's backward) or where it was called (the tape's pullback)."""
+    line = interp_wrt_xp.__code__.co_firstlineno + 1
+    where = rf"test_rules_scientific.py:{line}: .*sample points xp"
+    xp = np.array([0.0, 1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        with pytest.raises(NonDifferentiableError, match=where):
+            sg.grad(interp_wrt_xp, mode=mode)(xp)
+        with pytest.raises(NonDifferentiableError, match=where):
+            sg.jvp(interp_wrt_xp, (xp,), (np.ones(3),), mode=mode)
+
+
 def divide_accumulate(x):
     return np.sum(np.divide.accumulate(x))
 

@@ -31,7 +31,7 @@ from s2sgrad.compiler.syntax import (
     load,
     walk,
 )
-from s2sgrad.errors import UnsupportedError
+from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 from s2sgrad.naming import library_name
 from s2sgrad.rules import get_rule
 from s2sgrad.rules.registry import keywords_without_derivative, parameter_name, zero_is_right
@@ -470,6 +470,20 @@ def refuse_missing_entry(operation: Operation, index: int, parsed, statement) ->
         "value; compute that part yourself with functions that have derivatives, or use "
         "s2sgrad.stop_gradient(...) on the value if it needs none"
     )
+
+
+def refuse_refused_arguments(operation: Operation, positions, location: str) -> None:
+    """A differentiated value in an argument whose derivative s2sgrad refuses
+    (``registry.refused_argument``: np.interp's ``xp``): refused naming the statement.
+
+    Example::
+
+        refuse_refused_arguments(operation, {1}, "model.py:7")
+    """
+    rule = operation.rule
+    refused = rule.refused if rule is not None else {}
+    for index in sorted(set(positions) & refused.keys()):
+        raise NonDifferentiableError(f"{location}: {refused[index]}")
 
 
 def refuse_differentiated_keywords(operation: Operation, is_active, location: str) -> None:

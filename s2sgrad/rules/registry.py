@@ -97,6 +97,10 @@ class Rule:
     # positional arguments the output does not change with (np.full_like's a: only its
     # shape and dtype count), where a rule's None is right (tests/test_zero_by_design.py)
     zero_by_design: frozenset = frozenset()
+    # positional arguments whose derivative s2sgrad refuses, with what to write instead
+    # (np.interp's xp): both engines refuse a differentiated value there where the user's
+    # code gives it, naming the line
+    refused: dict = field(default_factory=dict)
 
     def part(self, kind: str) -> Callable:
         """Its ``kind`` function (``"vjp"``, ``"jvp"``, ``"custom"``, ``"custom_jvp"``),
@@ -307,6 +311,19 @@ def zero_by_design(primitive: Any, *positions: int) -> None:
     """
     rule = _entry(primitive)
     rule.zero_by_design = rule.zero_by_design | frozenset(positions)
+
+
+def refused_argument(primitive: Any, position: int, advice: str) -> None:
+    """Declare that s2sgrad refuses the derivative of ``primitive`` in its positional
+    argument ``position``, saying ``advice``: both engines refuse a differentiated value
+    there where the user's code gives it (the transformer when it writes the statement, the
+    tape when it records the call).
+
+    Example::
+
+        refused_argument(np.interp, 1, "keep xp constant (s2sgrad.stop_gradient(xp))")
+    """
+    _entry(primitive).refused[position] = advice
 
 
 _WITHOUT: dict[Any, frozenset] = {}

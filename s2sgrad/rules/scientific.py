@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from s2sgrad.rules.registry import jvp_rule, vjp_rule, zero_by_design
+from s2sgrad.rules.registry import jvp_rule, refused_argument, vjp_rule, zero_by_design
 from s2sgrad.runtime import (
     cast_like,
     full_convolution,
@@ -44,6 +44,7 @@ from s2sgrad.runtime import (
     untake,
     vander_tangent,
 )
+from s2sgrad.runtime.scientific import REFUSALS
 
 # ---------------------------------------------------------------------------------------
 # Polynomials
@@ -244,6 +245,11 @@ def _interp(g, ans, x, xp, fp, left=None, right=None, period=None, *, differenti
         np.sum(g * cells[5]),
         np.sum(g * cells[6]),
     )
+
+
+# refused where the user's code gives xp a differentiated value (the rules' own refusal,
+# below, is what code differentiated again meets)
+refused_argument(np.interp, 1, REFUSALS["interp xp"])
 
 
 @jvp_rule(np.interp)

@@ -365,7 +365,7 @@ def _full_rank_jvp(t, ans, a, rank):
     return t
 
 
-_REFUSALS = {
+REFUSALS = {  # what refuse_derivative says, by reason (rules declare them too)
     "interp xp": (
         "s2sgrad differentiates np.interp(x, xp, fp) with respect to x, fp, left and right, "
         "not the sample points xp; keep xp constant (s2sgrad.stop_gradient(xp)), or write "
@@ -385,7 +385,7 @@ def refuse_derivative(reason: str, when: Any = True) -> None:
         refuse_derivative("interp xp", False)  # None
     """
     if when:
-        raise located_refusal(_REFUSALS[reason])
+        raise located_refusal(REFUSALS[reason])
     return None
 
 

@@ -985,6 +985,10 @@ def _refuse_silent_zeros(key: Any, rule: Rule, args: tuple) -> None:
     """A value being differentiated in a position its rule gives no derivative, where no
     ``zero_by_design`` declaration says the zero is right: refuse it where the user's code
     does it, rather than give it a silent zero."""
+    for index, advice in rule.refused.items():  # declared with registry.refused_argument
+        value = args[index] if index < len(args) else None
+        if isinstance(value, TapeValue) and np.result_type(value._value).kind in "fc":
+            raise NonDifferentiableError(f"{user_location()}: {advice}")
     for index in silent_zero_positions(key, rule):
         value = args[index] if index < len(args) else None
         if isinstance(value, TapeValue) and np.result_type(value._value).kind in "fc":

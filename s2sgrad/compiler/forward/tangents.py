@@ -16,6 +16,7 @@ from s2sgrad.compiler.operations import (
     OperationKind,
     refuse_differentiated_keywords,
     refuse_missing_entry,
+    refuse_refused_arguments,
 )
 from s2sgrad.compiler.syntax import attribute, call, clone, constant, load, walk
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError
@@ -62,6 +63,11 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
     contributions = []
     differentiated = tuple(
         sweep.is_active_expression(a) and not isinstance(a, gast.Constant) for a in operation.args
+    )
+    refuse_refused_arguments(
+        operation,
+        {i for i, moving in enumerate(differentiated) if moving},
+        sweep.parsed.location(statement),
     )
     for index, argument in enumerate(operation.args):
         if not differentiated[index] or index in rule.zero_by_design:

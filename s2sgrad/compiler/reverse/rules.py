@@ -17,6 +17,7 @@ from s2sgrad.compiler.operations import (
     Operation,
     refuse_differentiated_keywords,
     refuse_missing_entry,
+    refuse_refused_arguments,
 )
 from s2sgrad.compiler.reverse.context import Context, located
 from s2sgrad.compiler.reverse.cotangents import Cotangents
@@ -86,6 +87,7 @@ class RuleAdjoints:
             )
         if not wanted:
             return []
+        refuse_refused_arguments(operation, wanted, self.parsed.location(statement))
         inlined, label, stripped = None, None, False
         planned = self.plan(rule.vjp, args) if rule.inline_vjp and not keywords else None
         scalar: Any = _UNKNOWN  # scalar_name's answer, asked once
