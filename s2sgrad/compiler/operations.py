@@ -34,7 +34,12 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError
 from s2sgrad.naming import library_name
 from s2sgrad.rules import get_rule
-from s2sgrad.rules.registry import keywords_without_derivative, parameter_name, zero_is_right
+from s2sgrad.rules.registry import (
+    keywords_without_derivative,
+    library_function_without_rule,
+    parameter_name,
+    zero_is_right,
+)
 
 __all__ = [
     "Operation",
@@ -525,8 +530,7 @@ def _positional_parameter(function: Any, name: str) -> bool:
     function is known only when it runs, or its signature cannot be read: it may)."""
     if function is None:
         return True
-    module = getattr(function, "__module__", None) or ""
-    if module.split(".")[0] in ("numpy", "scipy") and get_rule(function) is None:
+    if library_function_without_rule(function):
         return False  # a library function with no rule: refused as it is, with advice
     try:
         parameters = numpy_signatures.signature(function).parameters

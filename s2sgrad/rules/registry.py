@@ -313,6 +313,20 @@ def zero_by_design(primitive: Any, *positions: int) -> None:
     rule.zero_by_design = rule.zero_by_design | frozenset(positions)
 
 
+def library_function_without_rule(function: Any) -> bool:
+    """Whether ``function`` is NumPy's or SciPy's (a bound method of one of their objects,
+    such as a ``Generator``'s ``choice``, too) and has no rule.
+
+    Example::
+
+        library_function_without_rule(np.random.default_rng().choice)  # True
+    """
+    module = getattr(function, "__module__", None) or ""
+    if not module:  # a builtin method (NumPy 1.26 gives it no module): its object's class
+        module = getattr(type(getattr(function, "__self__", None)), "__module__", "") or ""
+    return module.split(".")[0] in ("numpy", "scipy") and get_rule(function) is None
+
+
 def refused_argument(primitive: Any, position: int, advice: str) -> None:
     """Declare that s2sgrad refuses the derivative of ``primitive`` in its positional
     argument ``position``, saying ``advice``: both engines refuse a differentiated value

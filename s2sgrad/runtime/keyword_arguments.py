@@ -16,7 +16,7 @@ from typing import Any
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.numpy_signatures import signature
-from s2sgrad.rules.registry import get_rule, nondifferentiable
+from s2sgrad.rules.registry import library_function_without_rule, nondifferentiable
 from s2sgrad.running import running_origin
 
 __all__ = ["keywords_at_the_end"]
@@ -72,8 +72,7 @@ def by_position(call: KeywordsAtTheEnd, args: tuple, kwargs: dict):
         by_position(keywords_at_the_end(affine, ("w",)), (x, y), {})  # (affine, (x, y), {}, (0, 1))
     """
     leading, named = call.split(args)
-    module = getattr(call.function, "__module__", None) or ""
-    if module.split(".")[0] in ("numpy", "scipy") and get_rule(call.function) is None:
+    if library_function_without_rule(call.function):
         raise UnsupportedError(
             f"{running_origin('the differentiated function')}: a value being differentiated "
             f"is passed as '{call.names[0]}=' to {_named(call.function)}, which has no "
