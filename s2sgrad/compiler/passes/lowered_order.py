@@ -7,11 +7,14 @@ first: ``y = rng.normal() * x + sum([rng.normal() * v for v in xs])`` draws the 
 number before the list's. The two orders compute the same unless one side may change what
 the other sees: a draw, ``next``, a helper of the user's that changes state (anything
 :func:`~s2sgrad.compiler.passes.chained_middles.repeatable` does not call repeatable). Such
-a statement is refused, naming it; written as two statements it is differentiated.
+a statement is refused, naming it; written as two statements it is differentiated. A part
+on a side of a conditional expression or of ``and``/``or`` that Python may not run becomes
+``if`` statements first (:func:`conditionals_first`), so that it runs only when Python
+runs it; the passes that inline bodies before a statement ask :func:`first_reordered_call`.
 
 Example::
 
-    refuse_reordered_effects(statement, loops.lowers, parsed.resolve, parsed.location)
+    refuse_reordered_effects(statement, loops.moves_out, parsed.resolve, parsed.location)
 """
 
 from __future__ import annotations
