@@ -17,6 +17,7 @@ __all__ = [
     "store_param",
     "item_target_base",
     "parameter_names",
+    "replace_node",
     "load",
     "store",
     "constant",
@@ -875,3 +876,22 @@ def arguments(names: list[str]) -> gast.arguments:
 def store_param(name: str) -> gast.Name:
     """A parameter named ``name``."""
     return gast.Name(id=name, ctx=gast.Param(), annotation=None, type_comment=None)
+
+
+def replace_node(root: gast.AST, old: gast.AST, new: gast.AST) -> None:
+    """Put ``new`` in the place of the node ``old`` inside ``root`` (its first place).
+
+    Example::
+
+        replace_node(statement, call_node, load("helped"))
+    """
+    for node in walk(root):
+        for field, value in gast.iter_fields(node):
+            if value is old:
+                setattr(node, field, new)
+                return
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    if item is old:
+                        value[index] = new
+                        return

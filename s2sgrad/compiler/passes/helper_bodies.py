@@ -48,6 +48,7 @@ from s2sgrad.compiler.syntax import (
     names_written,
     names_written_in_all,
     parameter_names,
+    replace_node,
     walk,
 )
 
@@ -273,7 +274,7 @@ class _Inliner:
             made = self.given_function(assign(name, candidate, like=statement))
             if made is None:
                 continue
-            _replace(statement, candidate, load(name))
+            replace_node(statement, candidate, load(name))
             self.local.add(name)
             return made
         return None
@@ -633,20 +634,6 @@ def _calls_before(root: gast.AST, target: gast.AST) -> list[gast.Call]:
 
     encloses(root)
     return before
-
-
-def _replace(root: gast.AST, old: gast.AST, new: gast.AST) -> None:
-    """Put ``new`` in the place of the node ``old`` inside ``root``."""
-    for n in walk(root):
-        for field, value in gast.iter_fields(n):
-            if value is old:
-                setattr(n, field, new)
-                return
-            if isinstance(value, list):
-                for index, item in enumerate(value):
-                    if item is old:
-                        value[index] = new
-                        return
 
 
 def _renamed(node: gast.AST, renames: dict[str, str]) -> gast.AST:

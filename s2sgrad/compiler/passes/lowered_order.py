@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 import gast
 
 from s2sgrad.compiler.passes.chained_middles import repeatable
-from s2sgrad.compiler.syntax import COMPREHENSIONS, assign, load, located, walk
+from s2sgrad.compiler.syntax import COMPREHENSIONS, assign, load, located, replace_node, walk
 from s2sgrad.errors import UnsupportedError
 
 __all__ = [
@@ -113,7 +113,7 @@ def conditionals_first(
             )
         name = names.fresh("chosen")
         made.extend(located(s, statement) for s in _as_statements(found, name))
-        _replace(statement, found, load(name))
+        replace_node(statement, found, load(name))
 
 
 def _lazy_part_moves(node: gast.AST, moves_out) -> bool:
@@ -143,17 +143,6 @@ def _as_statements(node: gast.expr, name: str) -> list[gast.stmt]:
             test = gast.UnaryOp(op=gast.Not(), operand=test)
         inner = [gast.If(test=test, body=[assign(name, value, like=node), *inner], orelse=[])]
     return [assign(name, first, like=node), *inner]
-
-
-def _replace(root: gast.AST, old: gast.AST, new: gast.AST) -> None:
-    for node in walk(root):
-        for field, value in gast.iter_fields(node):
-            if value is old:
-                setattr(node, field, new)
-                return
-            if isinstance(value, list) and any(item is old for item in value):
-                setattr(node, field, [new if item is old else item for item in value])
-                return
 
 
 def first_reordered_call(
