@@ -305,8 +305,8 @@ def _build(request: Request) -> GeneratedFunction:
         if request.kind == "jvp":
             return build_custom_jvp(request.function, request.wrt, rule.custom_jvp is not None)
         return build_custom(request.function, request.wrt, request.kind, request.has_aux)
-    changed = _changed_parameters(request.function)  # read before the passes change the tree
     parsed = parse_function(request.function, request.containers)
+    changed = _changed_parameters(request.function, parsed)  # before the passes change it
     _refuse_generators(request, parsed)
     nodes = walk(parsed.node)  # for the steps below while none changes the tree
     parsed_kinds = kinds_of(nodes)  # the classes of its nodes, which three steps ask
@@ -391,13 +391,15 @@ def _build(request: Request) -> GeneratedFunction:
     return generated
 
 
-def _changed_parameters(function) -> frozenset[str]:
+def _changed_parameters(function, parsed: ParsedFunction) -> frozenset[str]:
     """The parameters ``function`` may change in place as it runs (a dispatch at run time
-    refuses to differentiate a call that changes an array of its caller)."""
+    refuses to differentiate a call that changes an array of its caller); ``parsed`` is
+    its tree, read here when it is ``function``'s own, not yet changed by a pass."""
     if not isinstance(function, types.FunctionType):
         return frozenset()
+    own = parsed.function is function and not hasattr(function, "__s2sgrad_parsed__")
     try:
-        return mutated_parameters(function)
+        return mutated_parameters(function, parsed if own else None)
     except KeyError:  # the analysis fails on a `match` of a shared array (sharing.made_since)
         return frozenset()  # not known: nothing refused, as before the check
 

@@ -22,7 +22,7 @@ from s2sgrad.compiler.block_walks import (
     names_written_by_all,
     statement_blocks,
 )
-from s2sgrad.compiler.frontend import parse_function
+from s2sgrad.compiler.frontend import ParsedFunction, parse_function
 from s2sgrad.compiler.node_kinds import of_kind
 from s2sgrad.compiler.passes.sharing import (
     Layout,
@@ -65,10 +65,13 @@ _MUTATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MUTATING: set = set()
 
 
-def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
+def mutated_parameters(
+    function: types.FunctionType, parsed: ParsedFunction | None = None
+) -> frozenset[str]:
     """The parameters of ``function`` whose values it may change in place (``a[i] = v``,
     ``a += v``, ``a.append(v)``, ``out=a``), itself or through the functions it calls with
-    them, read from its source (nothing when there is none).
+    them, read from its source (nothing when there is none); ``parsed``, when the caller
+    has it, is ``parse_function(function)``'s result, before any pass changed its tree.
 
     Example::
 
@@ -84,7 +87,8 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
         return frozenset()  # a call to itself: what it changes is found at the first
     _MUTATING.add(code)
     try:
-        parsed = parse_function(function)
+        if parsed is None:  # else the caller parsed it, and has not changed the tree yet
+            parsed = parse_function(function)
     except Exception:  # no source, or source the transformer cannot read
         summary: frozenset[str] = frozenset()
     else:
