@@ -7,6 +7,7 @@ import types
 import warnings
 
 __all__ = [
+    "KEYWORD_ONLY_ADVICE",
     "S2SGradError",
     "UnsupportedError",
     "NonDifferentiableError",
@@ -139,6 +140,13 @@ def warn_at_caller(message: str, category: type[Warning] = S2SGradWarning) -> No
         module=frame.f_globals.get("__name__"),
         registry=frame.f_globals.setdefault("__warningregistry__", {}),
     )
+
+
+KEYWORD_ONLY_ADVICE = (
+    "such an argument cannot be passed by position: compute with the value outside the call "
+    "instead (a factor or a term: multiply or add it to the result), or wrap it in "
+    "s2sgrad.stop_gradient(...) if it needs no derivative"
+)
 
 
 def where(filename: str | None, line: int | None) -> str:

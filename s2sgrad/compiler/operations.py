@@ -31,7 +31,7 @@ from s2sgrad.compiler.syntax import (
     load,
     walk,
 )
-from s2sgrad.errors import NonDifferentiableError, UnsupportedError
+from s2sgrad.errors import KEYWORD_ONLY_ADVICE, NonDifferentiableError, UnsupportedError
 from s2sgrad.naming import library_name
 from s2sgrad.rules import get_rule
 from s2sgrad.rules.registry import (
@@ -501,10 +501,22 @@ def refuse_differentiated_keywords(operation: Operation, is_active, location: st
     """
     for name, value in operation.keywords.items():
         if is_active(value):
+            advice = "pass it by position"
+            if _keyword_only(operation.primitive, name):
+                advice = KEYWORD_ONLY_ADVICE
             raise UnsupportedError(
                 f"{location}: the differentiated value passed as '{name}=' has no derivative "
-                "rule in that position; pass it by position, or use mode='tape'"
+                f"rule in that position; {advice}, or use mode='tape'"
             )
+
+
+def _keyword_only(function: Any, name: str) -> bool:
+    """Whether ``function``'s parameter ``name`` can only be given by name."""
+    try:
+        parameter = numpy_signatures.signature(function).parameters.get(name)
+    except (TypeError, ValueError):  # no signature to read
+        return False
+    return parameter is not None and parameter.kind is inspect.Parameter.KEYWORD_ONLY
 
 
 def named_values_moved_last(operation: Operation, is_active) -> tuple[str, ...]:

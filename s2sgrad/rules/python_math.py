@@ -4,7 +4,11 @@
 apply as they are (their results are NumPy numbers where ``math`` gives floats, which
 arithmetic treats alike). ``math.log`` with a base, ``math.hypot`` of any number of
 coordinates, ``math.erf``/``math.erfc`` and ``math.gamma``/``math.lgamma`` (with the
-digamma function NumPy lacks, :func:`s2sgrad.runtime.polygamma`) have rules of their own.
+digamma function NumPy lacks, :func:`s2sgrad.runtime.polygamma`) have rules of their own, and
+so do ``math.fsum`` and ``math.prod`` of a list (or tuple, or 1-d array) of numbers: each
+number's cotangent is ``g`` for a sum; for a product, ``g`` times the product of the others,
+taken as the products before and after it (exact where a number is zero, unlike
+``ans / x``).
 Functions whose result is an integer (``math.floor``) have no rule: they stay refused, with
 the advice to use NumPy.
 
@@ -25,7 +29,8 @@ import math
 import numpy as np
 
 from s2sgrad.rules.registry import get_rule, jvp_rule, rule_function, vjp_rule
-from s2sgrad.runtime import polygamma
+from s2sgrad.runtime import polygamma, unbroadcast, zeros_like_value
+from s2sgrad.runtime.core import CotangentList
 
 __all__ = ["NUMPY_TWINS"]
 
@@ -134,3 +139,51 @@ def _lgamma(g, ans, x):
 @jvp_rule(math.lgamma)
 def _lgamma_jvp(t, ans, x):
     return t * polygamma(0, x)
+
+
+# math.fsum and math.prod read a list of numbers (a tuple, or a 1-d array: its entries):
+# the cotangent of a list is a CotangentList (added entry by entry), of an array an array
+
+
+def _items_cotangent(iterable, entries: list):
+    if isinstance(iterable, (list, tuple)):
+        return CotangentList(entries)
+    # an array (or a tape's value of one): stacked, so that a tape's values stay followed
+    return np.stack(entries) if entries else zeros_like_value(iterable)
+
+
+def _others(items: list, start) -> list:
+    """For each number of ``items``, ``start`` times the product of all the others."""
+    before, running = [], start
+    for item in items:
+        before.append(running)
+        running = running * item
+    others, running = [None] * len(items), 1.0
+    for index in range(len(items) - 1, -1, -1):
+        others[index] = before[index] * running
+        running = running * items[index]
+    return others
+
+
+@vjp_rule(math.fsum, inline=False)
+def _fsum(g, ans, iterable):
+    items = list(iterable)
+    return (_items_cotangent(iterable, [unbroadcast(g, item) for item in items]),)
+
+
+@jvp_rule(math.fsum, inline=False)
+def _fsum_jvp(t, ans, iterable):
+    return (sum(list(t), 0.0),)
+
+
+@vjp_rule(math.prod, inline=False)
+def _prod(g, ans, iterable, *, start=1):
+    items = list(iterable)
+    entries = [unbroadcast(g * other, item) for other, item in zip(_others(items, start), items)]
+    return (_items_cotangent(iterable, entries),)
+
+
+@jvp_rule(math.prod, inline=False)
+def _prod_jvp(t, ans, iterable, *, start=1):
+    items = list(iterable)
+    return (sum([u * other for u, other in zip(list(t), _others(items, start))], 0.0),)

@@ -203,7 +203,17 @@ def _math_wrapper(function: Callable) -> Converting:
 def _math_functions() -> list[tuple[Any, str, Converting]]:
     """Python's ``math`` functions with rules: they convert their argument with
     ``float()``, which the tape refuses for a value it differentiates."""
-    functions = (*NUMPY_TWINS, math.log, math.hypot, math.erf, math.erfc, math.gamma, math.lgamma)
+    functions = (
+        *NUMPY_TWINS,
+        math.log,
+        math.hypot,
+        math.erf,
+        math.erfc,
+        math.gamma,
+        math.lgamma,
+        math.fsum,
+        math.prod,
+    )
     return [
         (math, f.__name__, _math_wrapper(f))
         for f in functions

@@ -30,6 +30,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.errors import (
+    KEYWORD_ONLY_ADVICE,
     USE_S2S,
     ImmutableValueError,
     NonDifferentiableError,
@@ -906,8 +907,8 @@ def _apply_with_tracked_keywords(key, compute, args, kwargs, rule):
     if _any_tracked(bound.kwargs.values()):
         raise NonDifferentiableError(
             f"{user_location()}: {describe(key)} got a value being differentiated as a "
-            "keyword-only argument, which its derivative rule cannot return a cotangent for; "
-            "pass it positionally."
+            f"keyword-only argument, which its derivative rule cannot return a cotangent for; "
+            f"{KEYWORD_ONLY_ADVICE}."
         )
     recorded, _, tapes = _scan(bound.args)
     return _finish(key, recorded, value_of(bound.kwargs), out, live_serials(tapes), rule)
