@@ -19,10 +19,12 @@ import functools
 import linecache
 import re
 import sys
+from array import array
 from types import FrameType
 
 __all__ = [
     "ORIGINS",
+    "POSITIONS",
     "origin_of",
     "running_origin",
     "name_the_origin",
@@ -34,6 +36,10 @@ __all__ = [
 ]
 
 ORIGINS: dict[str, str] = {}  # generated file name → the user's file:line it came from
+# generated file name → at each of its lines (index 0: the header), the line, counted from
+# the first line of the user's function (1), of the statement it was generated from; 0
+# where that is not known
+POSITIONS: dict[str, array] = {}
 
 # set by ``s2sgrad.tracing.trace`` while it runs a transform
 TRACING = contextvars.ContextVar("s2sgrad_tracing", default=False)
@@ -114,19 +120,24 @@ def note_generated_origin(error: BaseException) -> None:
     add_note = getattr(error, "add_note", None)
     if add_note is None or getattr(error, "_s2sgrad_noted", False):
         return
-    origin = line = None
+    origin = line = generated = None
+    generated_line = 0
     trace = error.__traceback__
     while trace is not None:
         filename = trace.tb_frame.f_code.co_filename
         found = origin_of(filename)
         if found is not None:
             origin = found
-            line = linecache.getline(filename, trace.tb_lineno).strip()
+            generated, generated_line = filename, trace.tb_lineno
+            line = linecache.getline(filename, generated_line).strip()
         trace = trace.tb_next
     if origin is None:
         return
     error._s2sgrad_noted = True  # type: ignore[attr-defined]
     raised = f"s2sgrad: raised in the code generated from the function at {origin}, at '{line}'"
+    statement = _statement_generated_from(generated, generated_line)
+    if statement is not None:
+        raised += f", generated from {statement}"
     if is_float_arithmetic_error(error):
         add_note(
             f"{raised}. Python's float arithmetic raises where NumPy gives inf or nan: if "
@@ -139,6 +150,23 @@ def note_generated_origin(error: BaseException) -> None:
             f"{raised}; if that function raises it too when called with these arguments, "
             "the error is in it, else please report it as a bug of s2sgrad"
         )
+
+
+def _statement_generated_from(filename: str | None, line: int) -> str | None:
+    """``file:line: text`` of the user's statement that line ``line`` of the generated file
+    ``filename`` was generated from, when it is known and the file is the user's own (not
+    code generated from generated code); else None."""
+    positions = POSITIONS.get(filename or "")
+    origin = ORIGINS.get(filename or "")
+    if positions is None or origin is None or not 0 < line <= len(positions):
+        return None
+    position = positions[line - 1]
+    user_file, _, first = origin.rpartition(":")
+    if not position or not first.isdigit() or user_file in ORIGINS:
+        return None
+    number = int(first) + position - 1
+    text = linecache.getline(user_file, number).strip()
+    return f"{user_file}:{number}: {text}" if text else None
 
 
 def is_float_arithmetic_error(error: BaseException) -> bool:

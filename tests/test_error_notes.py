@@ -39,3 +39,52 @@ def test_an_error_of_the_users_function_in_generated_code_says_where(transform):
         written = notes(raised.value)
         assert f"test_error_notes.py:{first_row_squared.__code__.co_firstlineno}" in written
         assert "[0]" in written and written.count("s2sgrad:") == 1
+
+
+def decorated(function):
+    return function
+
+
+@decorated
+def shapes_that_do_not_fit(x, w):
+    h = np.tanh(x)
+    scores = h @ w  # raises for a w of the wrong length
+    return np.sum(scores**2)
+
+
+class Model:
+    def loss(self, x, w):
+        h = np.sin(x) * 2.0
+        return np.sum((h @ w) ** 2)  # raises for a w of the wrong length
+
+
+def _line_of(function, text: str) -> int:
+    import inspect
+
+    lines, first = inspect.getsourcelines(function)
+    return first + next(i for i, line in enumerate(lines) if text in line)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_the_note_names_the_statement_the_failing_line_was_generated_from(mode):
+    x, wrong = np.ones(3), np.ones(4)
+    line = _line_of(shapes_that_do_not_fit, "scores = h @ w")
+    derivative = sg.grad(shapes_that_do_not_fit, mode=mode)
+    derivative(x, np.ones(3))  # right, then the later call with other shapes raises
+    for _ in range(2):
+        with pytest.raises(ValueError) as raised:
+            derivative(x, wrong)
+        written = notes(raised.value)
+        assert f"generated from {__file__}:{line}: scores = h @ w" in written
+        assert written.count("s2sgrad:") == 1
+
+
+def test_the_statement_of_a_method_and_of_forward_mode():
+    x, wrong = np.ones(3), np.ones(5)
+    line = _line_of(Model.loss, "return np.sum((h @ w) ** 2)")
+    with pytest.raises(ValueError) as raised:
+        sg.grad(Model().loss, mode="s2s")(x, wrong)
+    assert f"generated from {__file__}:{line}: return np.sum((h @ w) ** 2)" in notes(raised.value)
+    with pytest.raises(ValueError) as raised:
+        sg.jvp(lambda w: Model().loss(x, w), (wrong,), (wrong,), mode="s2s")
+    assert "s2sgrad: raised in the code generated" in notes(raised.value)

@@ -177,10 +177,12 @@ def test_generated_code_prints_as_ast_unparse_prints_it(monkeypatch):
             printed.append(function.name)
         return text
 
-    def checked_names(function):
-        found = write_source_and_names(function)
+    def checked_names(function, positions=None):
+        found = write_source_and_names(function, positions)
         if found is not None:
             assert found[1] == names_used(function)
+            # one position for each line that starts a statement, none past the last line
+            assert positions is None or len(positions) <= found[0].count("\n") + 1
             printed.append(function.name)
         return found
 

@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import weakref
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from s2sgrad.compiler.freshness import Assumptions
 from s2sgrad.compiler.python_ast import to_python_ast
 from s2sgrad.compiler.source_writer import write_source, write_source_and_names
 from s2sgrad.compiler.syntax import COMMENT_MARK, names_used, walk
-from s2sgrad.running import ORIGINS, running_origin
+from s2sgrad.running import ORIGINS, POSITIONS, running_origin
 
 __all__ = [
     "GeneratedFunction",
@@ -76,6 +77,9 @@ class GeneratedFunction:
         # ``assumptions`` holds every entry the code depends on, its callees' included
         self.live: dict[str, Any] = {}
         self.assumptions = Assumptions()
+        # at each line of ``source``, the line in the user's function of the statement it
+        # starts (``running.POSITIONS``), when the printer that knows them printed it
+        self.positions: array | None = None
 
     @functools.cached_property
     def namespace(self) -> dict[str, Any]:
@@ -104,11 +108,13 @@ class GeneratedFunction:
         printer meets every name), when neither is known yet."""
         if "source" in self.__dict__ or "namespace" in self.__dict__:
             return
-        printed = write_source_and_names(self.node)
+        positions = array("i")
+        printed = write_source_and_names(self.node, positions)
         if printed is not None:
             text, used = printed
             self.__dict__["source"] = _with_comments(text)
             self.__dict__["namespace"] = self._namespace_of(used)
+            self.positions = positions
 
     @functools.cached_property
     def filename(self) -> str:
@@ -120,6 +126,8 @@ class GeneratedFunction:
         source, filename = self.source, self.filename
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         ORIGINS[filename] = self.origin
+        if self.positions is not None:  # the statements' lines in the user's function
+            POSITIONS[filename] = self.positions
         module_globals: dict[str, Any] = {
             "__name__": "s2sgrad.generated",
             "__builtins__": __builtins__,

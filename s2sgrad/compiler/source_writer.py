@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from array import array
 from collections.abc import Callable
 
 import gast
@@ -41,10 +42,14 @@ def write_source(function: gast.FunctionDef) -> str | None:
     return "\n".join(lines)
 
 
-def write_source_and_names(function: gast.FunctionDef) -> tuple[str, set[str]] | None:
+def write_source_and_names(
+    function: gast.FunctionDef, positions: array | None = None
+) -> tuple[str, set[str]] | None:
     """:func:`write_source`'s text and every name in ``function`` (``syntax.names_used``'s
     answer), found while printing it: each of its names is printed, in one place. None
-    where :func:`write_source` gives None.
+    where :func:`write_source` gives None. ``positions``, when given (an empty
+    ``array("i")``), receives at each printed line's index (the header is 0) the ``lineno``
+    of the statement that line starts, 0 where none starts there or it has none.
 
     Example::
 
@@ -53,15 +58,17 @@ def write_source_and_names(function: gast.FunctionDef) -> tuple[str, set[str]] |
     """
     names: set[str] = set()
     _PRINTING.names = names
+    _PRINTING.positions = positions
     try:
         text = write_source(function)
     finally:
-        _PRINTING.names = None
+        _PRINTING.names = _PRINTING.positions = None
     return None if text is None else (text, names)
 
 
 class _Printing(threading.local):
     names: set[str] | None = None  # where the names printed go, when they are asked for
+    positions: array | None = None  # the statements' line numbers, when they are asked for
 
 
 _PRINTING = _Printing()
@@ -166,10 +173,15 @@ def _scalar(node, field: str):
 
 # statements -------------------------------------------------------------------------------
 def _block(body: list, indent: str, lines: list[str]) -> None:
+    positions = _PRINTING.positions
     for statement in body:
         write = _STATEMENTS.get(type(statement))
         if write is None:
             raise _Unsupported
+        if positions is not None:
+            while len(positions) < len(lines):  # a line no statement starts ("else:")
+                positions.append(0)
+            positions.append(statement.__dict__.get("lineno") or 0)
         write(statement, indent, lines)
 
 
