@@ -12,6 +12,9 @@ Found here:
 * the same on the tape when the buffers are made by one unpacking, ``img, transmit =
   np.zeros(n), np.ones(n)`` (Gaussian splatting, a planar flow's log-determinant), then
   ``img += ...``: "updates a plain array in place".
+* ``sg.grad(lambda w, x: ...)(w, X)`` inside ``f(w)`` (per-example gradients, a
+  Gauss-Newton step) was refused in s2s as "sg.grad is given a function that reads values
+  being differentiated": the lambda's own parameter ``w`` was taken for the caller's.
 * ``sg.hvp`` on the tape (mode="tape", and "auto") of a loss of a callable dataclass (a
   Swift-style differentiable ``Perceptron`` with ``__call__``) was refused as "returned a
   function that holds values of its own (a closure)": the gradient, a ``Perceptron`` too,
@@ -701,3 +704,39 @@ def test_buffers_made_by_one_unpacking_are_recorded_on_the_tape():
     colours = R.random((3, 4))
     got = call_twice(sg.grad(_composited, mode="tape"), colours)
     assert_close(got, numeric_grad(_composited, [colours], 0), rtol=1e-6)
+
+
+def _per_example_gradient_norms(w):
+    g = sg.grad(lambda w, x: np.sum(np.tanh(x @ w)) ** 2)(w, XM)  # its own w
+    return np.sum(g**2)
+
+
+def _helper_gradient_norms(w):
+    def loss(w, x):
+        return np.sum(np.sin(x @ w)) ** 2
+
+    return np.sum(sg.grad(loss)(w, XM) ** 2) * w[0]
+
+
+def _closure_over_the_weights(w):
+    return np.sum(sg.grad(lambda v, x: np.sum(x @ (v * w)))(w, XM) ** 2)
+
+
+@pytest.mark.parametrize("f", [_per_example_gradient_norms, _helper_gradient_norms])
+def test_a_gradient_of_a_local_function_with_a_parameter_named_as_the_callers(f):
+    w = _n(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sg.S2SGradWarning)  # auto needs no tape
+        for mode in ("s2s", "auto"):
+            got = call_twice(sg.grad(f, mode=mode), w)
+            assert_close(got, numeric_grad(f, [w], 0), rtol=1e-6)
+
+
+def test_a_gradient_of_a_lambda_closing_over_the_weights_is_refused_in_s2s():
+    w = _n(3)
+    with pytest.raises(sg.UnsupportedError, match=f"{__file__}:.*reads values being diff"):
+        sg.grad(_closure_over_the_weights, mode="s2s")(w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.grad(_closure_over_the_weights, mode="auto")(w)
+    assert_close(got, numeric_grad(_closure_over_the_weights, [w], 0), rtol=1e-6)
