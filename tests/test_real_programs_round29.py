@@ -15,6 +15,9 @@ Found here:
 * ``sg.grad(lambda w, x: ...)(w, X)`` inside ``f(w)`` (per-example gradients, a
   Gauss-Newton step) was refused in s2s as "sg.grad is given a function that reads values
   being differentiated": the lambda's own parameter ``w`` was taken for the caller's.
+* ``dataclasses.replace(p, b=p.b * 2)`` of differentiated fields was refused in s2s with
+  a message naming the line of ``dataclasses.py`` (``replace`` takes them through
+  ``**changes``) instead of the user's call.
 * ``sg.hvp`` on the tape (mode="tape", and "auto") of a loss of a callable dataclass (a
   Swift-style differentiable ``Perceptron`` with ``__call__``) was refused as "returned a
   function that holds values of its own (a closure)": the gradient, a ``Perceptron`` too,
@@ -740,3 +743,35 @@ def test_a_gradient_of_a_lambda_closing_over_the_weights_is_refused_in_s2s():
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         got = sg.grad(_closure_over_the_weights, mode="auto")(w)
     assert_close(got, numeric_grad(_closure_over_the_weights, [w], 0), rtol=1e-6)
+
+
+@dataclasses.dataclass
+class _Affine:
+    W: np.ndarray
+    b: np.ndarray
+
+
+def _replaced_bias(p):
+    q = dataclasses.replace(p, b=p.b * 2)  # differentiated values through **changes
+    return np.sum(np.tanh(XM @ q.W + q.b))
+
+
+def test_differentiated_values_through_double_star_are_refused_at_the_users_call():
+    p = _Affine(_n(3, 2), _n(2))
+    with pytest.raises(sg.UnsupportedError, match=f"{__file__}:{_line_of('q = dataclasses')}"):
+        sg.grad(_replaced_bias, mode="s2s")(p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = sg.grad(_replaced_bias, mode="auto")(p)
+
+    def flat(leaves):
+        return _replaced_bias(_Affine(*leaves))
+
+    assert_close(_leaves(got), numeric_grad(flat, [_leaves(p)], 0), rtol=1e-6)
+
+
+def _line_of(text):
+    with open(__file__) as source:
+        return next(
+            i for i, line in enumerate(source, 1) if text in line and "_line_of" not in line
+        )
