@@ -18,6 +18,8 @@ Found here:
 * ``dataclasses.replace(p, b=p.b * 2)`` of differentiated fields was refused in s2s with
   a message naming the line of ``dataclasses.py`` (``replace`` takes them through
   ``**changes``) instead of the user's call.
+* ``sg.export`` of a loss reading a global data array refused with "cannot export the
+  value of 'X' (ndarray)" and no file or line; it now names the function's ``def``.
 * ``sg.hvp`` on the tape (mode="tape", and "auto") of a loss of a callable dataclass (a
   Swift-style differentiable ``Perceptron`` with ``__call__``) was refused as "returned a
   function that holds values of its own (a closure)": the gradient, a ``Perceptron`` too,
@@ -775,3 +777,13 @@ def _line_of(text):
         return next(
             i for i, line in enumerate(source, 1) if text in line and "_line_of" not in line
         )
+
+
+def _loss_reading_global_data(w):
+    return np.sum(np.tanh(XM @ w) ** 2)
+
+
+def test_export_of_a_function_reading_global_data_names_the_function(tmp_path):
+    line = _loss_reading_global_data.__code__.co_firstlineno
+    with pytest.raises(sg.S2SGradError, match=f"{__file__}:{line}: cannot export .*'XM'"):
+        sg.export(_loss_reading_global_data, tmp_path / "dloss.py")
