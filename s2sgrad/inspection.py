@@ -161,7 +161,11 @@ def export(
         for bound, obj in part.namespace.items():
             if bound in part.live:  # the user's data as it is now
                 obj = part.live[bound].expected
-            text = _import_line(bound, obj, parts)
+            try:
+                text = _import_line(bound, obj, parts)
+            except S2SGradError as error:  # name the user's function, where it reads it
+                user = part.primal if callable(part.primal) else function
+                raise S2SGradError(f"{_defined_at(user)}: {error}") from None
             if text is None:
                 continue
             if isinstance(obj, runtime.custom_vjp):
@@ -193,6 +197,15 @@ def export(
     with open(target, "w" if overwrite else "x") as file:
         file.write(text)
     return target
+
+
+def _defined_at(function: Callable) -> str:
+    """``file:line`` of ``function``'s ``def`` (the user's function an exported part was
+    generated from)."""
+    code = getattr(inspect.unwrap(function), "__code__", None)
+    if code is None:
+        return getattr(function, "__qualname__", repr(function))
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def _public_name(name: str | None, function: Callable, main_name: str, text: str) -> str:

@@ -350,9 +350,12 @@ def at_an_index_a_function_computes(x):
     return np.sum(y)
 
 
+_SHARED = np.ones(3)
+
+
 def into_a_rebound_array(x):
     y = np.zeros(3)
-    y = np.ones(3)
+    y = _SHARED  # bound again to an array the function did not make
     y[2] = np.sum(x)
     return np.sum(y)
 

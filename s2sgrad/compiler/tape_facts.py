@@ -387,8 +387,8 @@ _VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
 
 
 def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True) -> set[str]:
-    """The local names bound once only, by arithmetic or a call known to return a new
-    array (and, unless ``counting_updates``, updated by ``y += v`` any number of times),
+    """The local names bound only by arithmetic or calls known to return a new array
+    (and, unless ``counting_updates``, updated by ``y += v`` any number of times),
     or also by swaps among such names only (``u, un = un, u``: each still holds an array
     no other name holds)."""
     counts: dict[str, int] = {}
@@ -407,23 +407,41 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
     parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
     parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
     taken = {a.id for a in parameters if type(a) is gast.Name}
-    made = set()
-    for statement in statements:
-        if type(statement) is not gast.Assign or len(statement.targets) != 1:
-            continue
-        target, value = statement.targets[0], statement.value
-        if type(target) is not gast.Name or counts.get(target.id) != 1 or target.id in taken:
+    anew: dict[str, int] = {}  # how many of a name's bindings make a new array
+    for target, value in _name_bindings(statements):
+        if target.id in taken:
             continue
         if type(value) in (gast.BinOp, gast.UnaryOp) or (  # arithmetic makes a new array
             type(value) is gast.Call
             and (_makes_new(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
-            made.add(target.id)
+            anew[target.id] = anew.get(target.id, 0) + 1
+    # every binding makes a new array (K = np.zeros(n); ...; K = K + eps * np.eye(n)): the
+    # name holds one no other name was given when bound, whichever binding ran last
+    made = {name for name, count in anew.items() if counts.get(name) == count}
     while any(not names <= made for names in swaps if names & made):
         for names in swaps:
             if not names <= made:
                 made -= names
     return made
+
+
+def _name_bindings(statements: list):
+    """``(name, value)`` for each name an assignment binds to a value of its own: ``y =
+    e``, and each name of ``a, b = e1, e2`` (a tuple of as many names as values)."""
+    for statement in statements:
+        if type(statement) is not gast.Assign or len(statement.targets) != 1:
+            continue
+        target, value = statement.targets[0], statement.value
+        if type(target) is gast.Name:
+            yield target, value
+        elif (
+            type(target) is gast.Tuple
+            and type(value) is gast.Tuple
+            and len(target.elts) == len(value.elts)
+            and all(type(e) is gast.Name for e in target.elts)
+        ):
+            yield from zip(target.elts, value.elts)
 
 
 def _swapped_names(statement: gast.stmt) -> set[str]:

@@ -16,7 +16,7 @@ from s2sgrad.compiler.operations import dotted_name
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.anf import is_function_reference
 from s2sgrad.compiler.plain_values import reads_of_value
-from s2sgrad.compiler.syntax import nested_statements
+from s2sgrad.compiler.syntax import names_read, names_written, nested_statements
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import is_function_maker
 
@@ -33,6 +33,7 @@ def refuse_transformed_closures(
 
         refuse_transformed_closures(node.body, parsed, local_names, activity)
     """
+    definitions = _local_functions(body)
     for statement in nested_statements(body):
         if type(statement) is not gast.Assign or type(statement.value) is not gast.Call:
             continue
@@ -44,7 +45,10 @@ def refuse_transformed_closures(
         if not is_function_maker(parsed.resolve(value.func)):
             continue
         given = [*value.args, *(keyword.value for keyword in value.keywords)]
-        if any(not reads_of_value(argument).isdisjoint(activity.varied) for argument in given):
+        if any(
+            not _closed_over(argument, definitions).isdisjoint(activity.varied)
+            for argument in given
+        ):
             maker = dotted_name(value.func)
             raise UnsupportedError(
                 f"{parsed.location(statement)}: '{parsed.source_line(statement)}': {maker} "
@@ -52,3 +56,48 @@ def refuse_transformed_closures(
                 f"it makes would take them as constants. Pass them as arguments instead "
                 f"({maker}(g, wrt=1)(y, x) for g(y, x)), or use mode='tape'"
             )
+
+
+def _local_functions(body: list[gast.stmt]) -> dict[str, gast.FunctionDef | gast.Lambda]:
+    """The local ``def``s and lambdas (``t1 = lambda w, x: ...``, as normal form names them)
+    of ``body``, by the name each binds, for the names bound once only."""
+    found: dict[str, gast.FunctionDef | gast.Lambda] = {}
+    bindings: dict[str, int] = {}
+    for statement in nested_statements(body):
+        for name in names_written(statement) if type(statement) is not gast.FunctionDef else ():
+            bindings[name] = bindings.get(name, 0) + 1
+        if type(statement) is gast.FunctionDef:
+            bindings[statement.name] = bindings.get(statement.name, 0) + 1
+            found[statement.name] = statement
+        elif (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.targets[0]) is gast.Name
+            and type(statement.value) is gast.Lambda
+        ):
+            found[statement.targets[0].id] = statement.value
+    return {name: node for name, node in found.items() if bindings.get(name) == 1}
+
+
+def _closed_over(argument: gast.expr, functions: dict) -> set[str]:
+    """The names a function given to a function maker reads from the caller: a lambda's or
+    a local ``def``'s free names (its defaults' and decorators' reads included; its own
+    parameters, which may share a name with the caller's ``x``, are its own), else what
+    the expression reads."""
+    if type(argument) is gast.Name and argument.id in functions:
+        argument = functions[argument.id]
+    if type(argument) is gast.Lambda:
+        return _free_reads(argument.args, [argument.body], [])
+    if type(argument) is gast.FunctionDef:
+        return _free_reads(argument.args, argument.body, argument.decorator_list)
+    return reads_of_value(argument)
+
+
+def _free_reads(arguments: gast.arguments, body: list, decorators: list) -> set[str]:
+    parameters = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+    parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    own = {a.id for a in parameters if type(a) is gast.Name}
+    own |= set().union(*(names_written(s) for s in body if isinstance(s, gast.stmt)))
+    read = set().union(*(names_read(part) for part in body)) - own
+    outer = [*arguments.defaults, *(d for d in arguments.kw_defaults if d is not None)]
+    return read.union(*(names_read(part) for part in [*outer, *decorators]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import contextvars
+import dataclasses
 import functools
 import types
 import weakref
@@ -506,7 +507,13 @@ def _note_untracked(value: Any, tangents: tuple) -> None:
 
 
 def _callables_in(value: Any, depth: int = 0):
-    if callable(value) and not isinstance(value, (type, np.ndarray)):
+    node = registered_node(value) if depth < 8 and callable(value) else None
+    if node is not None and _all_state_in_fields(value):
+        # a callable dataclass (a model with __call__; its gradient, too, is one): what
+        # it holds is its fields, whose derivative comes back through them
+        for item in node[0]:
+            yield from _callables_in(item, depth + 1)
+    elif callable(value) and not isinstance(value, (type, np.ndarray)):
         yield value
     elif depth < 8 and isinstance(value, (tuple, list)):
         for item in value:
@@ -514,6 +521,15 @@ def _callables_in(value: Any, depth: int = 0):
     elif depth < 8 and isinstance(value, dict):
         for item in value.values():
             yield from _callables_in(item, depth + 1)
+
+
+def _all_state_in_fields(value: Any) -> bool:
+    """Whether everything a pytree node ``value`` holds is among its children: a registered
+    class's flatten says so; a dataclass instance holds no attribute beyond its fields."""
+    if not dataclasses.is_dataclass(value):
+        return True
+    fields = {field.name for field in dataclasses.fields(value)}
+    return set(getattr(value, "__dict__", {})) <= fields
 
 
 def _refuse_untracked(args: tuple, kwargs: dict) -> None:

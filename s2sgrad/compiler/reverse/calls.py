@@ -250,6 +250,12 @@ class Calls:
             if any(
                 isinstance(v, _Placeholder) and self.is_active_expression(v.node) for v in values
             ):
+                if isinstance(value, dict) and get_rule(function) is None:  # at the user's call
+                    raise UnsupportedError(
+                        f"{self.parsed.location(node)}: differentiated values passed to "
+                        f"**{name} of {getattr(function, '__qualname__', function)}; pass "
+                        "them to named parameters, or use mode='tape'"
+                    )
                 active.append(name)
         return tuple(active)
 
