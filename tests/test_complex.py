@@ -534,9 +534,9 @@ TESTED_BY_NAME = {
     "svd",
     "getattr",  # tests/test_model_objects.py: a dataclass holding complex arrays
     # tests/test_coverage.py's samples, in complex128 to second order
-    "real_if_close", "row_stack", "diagonal", "matrix_transpose", "matvec", "matrix_norm", "vector_norm",
+    "row_stack", "diagonal", "matrix_transpose", "matvec", "matrix_norm", "vector_norm",
     "unstack", "cumulative_sum", "cumulative_prod", "diagflat", "resize", "delete", "ediff1d",
-    "multi_dot", "insert",
+    "multi_dot", "insert", "real_if_close",
 }  # fmt: skip
 
 
