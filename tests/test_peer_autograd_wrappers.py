@@ -179,3 +179,35 @@ def test_grad_inside_reading_a_differentiated_value_is_refused_by_source_transfo
     with pytest.raises(sg.UnsupportedError, match="as constants") as refused:
         sg.grad(f, mode="s2s")(1.3)
     assert f"{__file__}:" in str(refused.value)
+
+
+# autograd's test_direct differentiates library functions directly; a builtin without a
+# signature (max, min) is refused by every transform that would read its parameters
+REFUSING = {
+    "grad": lambda mode: sg.grad(max, mode=mode)([0.3, 0.7]),
+    "value_and_grad": lambda mode: sg.value_and_grad(min, mode=mode)([0.3, 0.7]),
+    "vjp": lambda mode: sg.vjp(max, [0.3, 0.7], mode=mode),
+    "jacobian": lambda mode: sg.jacobian(max, mode=mode)(np.array([0.3, 0.7])),
+    "hessian": lambda mode: sg.hessian(max, mode=mode)(np.array([0.3, 0.7])),
+    "hvp": lambda mode: sg.hvp(max, ([0.3, 0.7],), ([1.0, 0.0],), mode=mode),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("transform", list(REFUSING))
+def test_a_builtin_without_a_signature_is_refused_at_the_users_line(transform, mode):
+    with pytest.raises(sg.UnsupportedError, match="builtin without a signature") as refused:
+        REFUSING[transform](mode)
+    assert f"{__file__}:" in str(refused.value)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forward_mode_of_a_builtin_runs_on_the_tape_or_is_refused(mode):
+    xs = np.array([0.3, 0.7])
+    if mode == "s2s":
+        with pytest.raises(sg.UnsupportedError, match="builtin without a signature"):
+            sg.jvp(max, (xs,), (np.ones(2),), mode=mode)
+        return
+    value, tangent = sg.jvp(max, (xs,), (np.array([0.5, 2.0]),), mode=mode)
+    assert (value, tangent) == (0.7, 2.0)
+    np.testing.assert_array_equal(sg.jacfwd(max, mode=mode)(xs), [0.0, 1.0])
