@@ -128,6 +128,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         pullback(np.ones(2))  # (array([1., 1.]),)
     """
     _refuse_cyclic_arguments(primals)
+    _readable_signature(f, "vjp")
     called = _partial_call(f, primals, mode)
     if called is None:
         return engines.vjp(f, *primals, mode=mode)
@@ -138,6 +139,25 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         return pullback(cotangent)[first : first + len(primals)]
 
     return out, of_the_partial
+
+
+def _readable_signature(f: Callable, kind: str) -> inspect.Signature:
+    """``f``'s signature; for a builtin that has none (``max``, ``min``) a refusal naming
+    the user's line, where the transforms would fail on the parameters they cannot read.
+
+    Example::
+
+        _readable_signature(max, "grad")  # UnsupportedError: ... ('lambda xs: max(xs)')
+    """
+    try:
+        return numpy_signatures.signature(f)
+    except (TypeError, ValueError):
+        name = name_of(f)
+        raise UnsupportedError(
+            f"{user_location()}: {kind} cannot read the parameters of {name}, a builtin "
+            f"without a signature; differentiate a function of yours that calls it "
+            f"('lambda xs: {name}(xs)')"
+        ) from None
 
 
 def _partial_call(f: Callable, primals: tuple, mode: str) -> tuple | None:
@@ -189,7 +209,7 @@ class _Transform(NotebookDisplay):
         self.single = not isinstance(wrt, (tuple, list))
         self.given_wrt = wrt  # as given: positions, names, or positions in *args
         self.parameters = positional_parameters(self.function)
-        self.call_signature = numpy_signatures.signature(self.function)  # its own parameters
+        self.call_signature = _readable_signature(self.function, kind)  # its own parameters
         self.all_parameters = list(self.call_signature.parameters)
         shift = len(bound)
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
@@ -577,6 +597,8 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
 
         value, tangent = sg.jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))  # cos(0) = 1
     """
+    if mode == "s2s":  # the tape (mode "auto" falls back to it) runs the builtin as it is
+        _readable_signature(f, "jvp")
     given = isinstance(primals, (tuple, list)) and isinstance(tangents, (tuple, list))
     if given:
         _refuse_cyclic_arguments(tuple(primals))
@@ -603,6 +625,7 @@ def jacobian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> 
         sg.jacobian(lambda x: np.sin(x))(np.zeros(3))  # the 3x3 identity
     """
     check_mode(mode)
+    _readable_signature(f, "jacobian")
     if _is_partial(f):
         return _of_partial(jacobian, f, wrt, mode)
 
@@ -626,6 +649,8 @@ def jacfwd(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> Ca
         sg.jacfwd(lambda x: x ** 2)(np.arange(3.0))  # diag([0, 2, 4])
     """
     check_mode(mode)
+    if mode == "s2s":  # the tape (mode "auto" falls back to it) runs the builtin as it is
+        _readable_signature(f, "jacfwd")
     if _is_partial(f):
         return _of_partial(jacfwd, f, wrt, mode)
 

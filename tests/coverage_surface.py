@@ -121,7 +121,7 @@ _GROUPS = {
         fill_diagonal place put put_along_axis putmask"""
     ),
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
-    "np.broadcast_to": _names("""asarray_chkfinite asmatrix require bmat real_if_close"""),
+    "np.broadcast_to": _names("""asarray_chkfinite asmatrix require bmat"""),
     "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
         "poly polyadd polysub polymul polydiv polyder polyint roots"
     ),

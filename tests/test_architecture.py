@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.more_numpy",
             "s2sgrad.rules.numpy_pieces",
             "s2sgrad.rules.python_math",
+            "s2sgrad.rules.real_if_close",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_special_more",

@@ -536,7 +536,7 @@ TESTED_BY_NAME = {
     # tests/test_coverage.py's samples, in complex128 to second order
     "row_stack", "diagonal", "matrix_transpose", "matvec", "matrix_norm", "vector_norm",
     "unstack", "cumulative_sum", "cumulative_prod", "diagflat", "resize", "delete", "ediff1d",
-    "multi_dot", "insert",
+    "multi_dot", "insert", "real_if_close",
 }  # fmt: skip
 
 

@@ -373,6 +373,7 @@ SAMPLES = [
     S(np.quantile, lambda x: np.quantile(x, 0.6), (5,), domain=real),
     S(np.ravel, lambda x: np.ravel(x), A),
     S(np.real, lambda x: np.real(x) * x, A),
+    S(np.real_if_close, lambda x: np.real_if_close(x) * x, A),
     S(np.repeat, lambda x: np.repeat(x, 2, axis=0), A),
     S(np.reshape, lambda x: np.reshape(x, (3, 2)), A),
     S(np.roll, lambda x: np.roll(x, 1), A),

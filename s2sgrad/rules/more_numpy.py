@@ -119,9 +119,9 @@ def _insert_jvp(t, ans, arr, obj, values, axis=None):
     # tangent: an entry is computed only for a tangent of its argument's shape
     from_arr = from_values = None
     if np.shape(t) == np.shape(arr):
-        from_arr = np.insert(t, obj, np.zeros(np.shape(values), np.result_type(t)), axis)
+        from_arr = np.insert(t, obj, np.zeros(np.shape(values), np.asarray(t).dtype), axis)
     if np.shape(t) == np.shape(values):
-        from_values = np.insert(np.zeros(np.shape(arr), np.result_type(t)), obj, t, axis)
+        from_values = np.insert(np.zeros(np.shape(arr), np.asarray(t).dtype), obj, t, axis)
     return from_arr, None, from_values
 
 

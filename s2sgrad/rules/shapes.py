@@ -620,8 +620,8 @@ def _append(g, ans, arr, values, axis=None):
 @jvp_rule(np.append)
 def _append_jvp(t, ans, arr, values, axis=None):
     # entry i is asked for only when t is the tangent of argument i, so has its shape
-    from_arr = np.append(t, np.zeros_like(values, dtype=np.result_type(t)), axis=axis)
-    from_values = np.append(np.zeros_like(arr, dtype=np.result_type(t)), t, axis=axis)
+    from_arr = np.append(t, np.zeros_like(values, dtype=np.asarray(t).dtype), axis=axis)
+    from_values = np.append(np.zeros_like(arr, dtype=np.asarray(t).dtype), t, axis=axis)
     return from_arr, from_values
 
 
@@ -655,7 +655,7 @@ def _index_join_jvp(t, concatenator, items):
             entries.append(None)  # an entry for an argument of another shape is not asked for
             continue
         moved = [
-            np.zeros_like(concatenator[other], dtype=np.result_type(t))
+            np.zeros_like(concatenator[other], dtype=np.asarray(t).dtype)
             if isinstance(other, slice)
             else (t if k == index else np.zeros_like(t, shape=np.shape(other)))
             for k, other in enumerate(items)
@@ -985,7 +985,7 @@ def _diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
     # entry i is asked for only when t is the tangent of argument i (so has its shape)
     ends = {"prepend": prepend, "append": append}
     given = {k: v for k, v in ends.items() if v is not None}
-    ends = {k: np.zeros_like(v, dtype=np.result_type(t)) for k, v in given.items()}
+    ends = {k: np.zeros_like(v, dtype=np.asarray(t).dtype) for k, v in given.items()}
     entries = [None] * 5
     if np.shape(t) == np.shape(a):
         entries[0] = np.diff(t, n, axis, **ends)
@@ -993,7 +993,8 @@ def _diff_jvp(t, ans, a, n=1, axis=-1, prepend=None, append=None):
         if name in ends and np.shape(t) == np.shape(given[name]):
             moved = dict(ends)
             moved[name] = t
-            entries[position] = np.diff(np.zeros_like(a, dtype=np.result_type(t)), n, axis, **moved)
+            zeros = np.zeros_like(a, dtype=np.asarray(t).dtype)
+            entries[position] = np.diff(zeros, n, axis, **moved)
     return tuple(entries)
 
 

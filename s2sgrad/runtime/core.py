@@ -73,11 +73,13 @@ def unbroadcast(g: Any, x: Any) -> Any:
     if type(g) in _SEQUENCES and isinstance(x, (list, tuple)):
         # the tuple of cotangents a *args gradient hands back (as_gradient's VJP)
         if len(g) != len(x):  # x * n repeated a sequence the transformer took for a number
-            raise UnsupportedError(
+            error = UnsupportedError(
                 "a list or tuple was repeated with '*' where source transformation took it "
                 "for a number or an array; build the repeated list with a comprehension "
                 "([h for _ in range(n) for h in items]), or use mode='tape'"
             )
+            error.whole_function_on_tape = True  # mode="auto": the tape repeats it as Python
+            raise error
         return type(g)(u if u is None else unbroadcast(u, v) for u, v in zip(g, x))
     if type(g) in _DICTS and isinstance(x, dict) and g.keys() <= x.keys():  # a dict argument
         return type(g)((k, u if u is None else unbroadcast(u, x[k])) for k, u in g.items())

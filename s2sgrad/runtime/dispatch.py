@@ -218,13 +218,12 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         spread = _spread(pullback, positions, full_args, tuple_result=len(positions) > 1)
         return value, lambda g: spread(g)[len(bound_self) :]
     if not tape and not _is_builtin(target):  # list(xs), sorted(xs): the tape only copies
-        if callable(generic):  # a transform made with mode="tape"
-            name = "a derivative made with mode='tape'"
-        else:
-            name = getattr(target, "__qualname__", type(target).__name__)
+        name = (  # callable(generic): a transform made with mode="tape"
+            "a derivative made with mode='tape'" if callable(generic) else _callable_name(target)
+        )
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
-        if (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
+        if _of_s2sgrad(target):
             # sg.vmap, sg.jacobian called by the user's code: name the user's call
             reason = (
                 f"{_user_origin()}: source transformation cannot differentiate through "
@@ -288,6 +287,25 @@ def _refuse_returned_closures(value: Any, name: str) -> None:
     )
     error.whole_function_on_tape = True
     raise error
+
+
+def _of_s2sgrad(target: Any) -> bool:
+    """Whether ``target`` is s2sgrad's own library code (``sg.vmap``, ``sg.jacobian``), not
+    a class or function the generated code defines as the user's function did."""
+    module = getattr(target, "__module__", None) or ""
+    return module.startswith("s2sgrad.") and module != _GENERATED
+
+
+def _callable_name(target: Any) -> str:
+    """``target``'s qualified name; for a class or function the user's function defines
+    (which the generated code defines again, under the derivative's name), its own name."""
+    name = getattr(target, "__qualname__", type(target).__name__)
+    if getattr(target, "__module__", None) == _GENERATED:
+        return f"{name.rsplit('.', 1)[-1]} (defined inside the function being differentiated)"
+    return name
+
+
+_GENERATED = "s2sgrad.generated"  # the module name of generated code (codegen.py)
 
 
 def _made_by_s2sgrad(function: Any) -> bool:
@@ -661,10 +679,10 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape:
             reason = str(error)
-            name = getattr(target, "__qualname__", type(target).__name__)
+            name = _callable_name(target)
             if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
                 reason = f"{name} has no source to transform ({reason})"
-            if (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
+            if _of_s2sgrad(target):
                 # sg.vmap called by the user's code: name the user's call, as reverse mode
                 reason = (
                     f"{_user_origin()}: source transformation cannot differentiate through "

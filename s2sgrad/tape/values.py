@@ -279,11 +279,8 @@ class TapeValue:
                 return
             error = NonDifferentiableError(
                 f"{where(*_shown_position(frame))}: writing a value being differentiated into an "
-                "element of a plain array ('a[i] = ...') would drop its derivative: the tape "
-                "follows writes only into arrays made from values it records. Make the array "
-                "with np.zeros_like(x, shape=...) (or np.empty_like, x.copy()) from a value x "
-                "being differentiated, build it with np.stack, np.concatenate or np.where, "
-                f"or {USE_S2S}."
+                "element of a plain array ('a[i] = ...') would drop its derivative: "
+                + (_WRITE_ADVICE if under_numpy_semantics() else _IMMUTABLE_ADVICE)
             )
             # s2sgrad's own code on the tape (a derivative differentiated again): mode "auto"
             # has the tape record the user's code instead
@@ -1133,6 +1130,22 @@ def _write_item(target: TapeValue, index: Any, value: Any) -> None:
             entries[-1] = (rule, args, kwargs, target)
     target._value, target._tapes = new._value, new._tapes
 
+
+# What a write of a differentiated value into a plain array is told: under a function
+# transform the tape follows writes into arrays made from values it records; inside the
+# user's GradientTape tape values are immutable (as TensorFlow's tensors), so np.zeros_like
+# of one is a plain array too and only building the array anew works.
+_WRITE_ADVICE = (
+    "the tape follows writes only into arrays made from values it records. Make the array "
+    "with np.zeros_like(x, shape=...) (or np.empty_like, x.copy()) from a value x being "
+    f"differentiated, build it with np.stack, np.concatenate or np.where, or {USE_S2S}."
+)
+_IMMUTABLE_ADVICE = (
+    "inside a GradientTape values are immutable, as TensorFlow's tensors are, and an array "
+    "made with np.zeros_like is a plain one too. Build the array with np.stack, "
+    "np.concatenate or np.where, or compute it in a function differentiated with sg.grad, "
+    "which follows such writes."
+)
 
 # Functions that make an array of the shape of their argument without reading its values:
 # on the tape, under a function transform, they return a tape value tracked by no tape, so
