@@ -38,6 +38,9 @@ class S2SGradError(Exception):
     # raised as generated code runs, by a call the tape took over that the rest of the
     # function cannot follow: mode="auto" differentiates the whole function on the tape
     whole_function_on_tape: bool = False
+    # a call of a function whose derivative is being built (recursion): the caller's sweep
+    # dispatches it when it runs, by which time that derivative exists
+    recursive_call: bool = False
 
 
 class UnsupportedError(S2SGradError):

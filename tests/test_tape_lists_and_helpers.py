@@ -336,6 +336,8 @@ def test_every_helper_generated_code_calls_has_a_rule_or_is_not_given_values():
         "transformed_jvp",
         "method_vjp",
         "transformed_method_vjp",
+        "method_jvp",
+        "transformed_method_jvp",
     }
     bookkeeping = {"forget_all_stored"}  # takes no values: a failed computation's notes
     bookkeeping.add("owned_together")  # copies with owned (which has a rule), or none

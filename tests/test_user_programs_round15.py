@@ -611,7 +611,7 @@ def _power_rec(x, n):
     return x * _power_rec(x, n - 1)
 
 
-@program(1.3, order=2, refused_in=("s2s",))
+@program(1.3, order=2, refused2_in=("s2s",))  # s2s dispatches the recursive call
 def recursion(x):
     return _power_rec(x, 4)
 

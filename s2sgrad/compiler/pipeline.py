@@ -195,10 +195,12 @@ def _derivative(function, wrt, kind, has_aux, containers, dynamic) -> GeneratedF
         if stale is not None and stale.assumptions.current():
             return stale  # else a name it read now holds something else: build anew
         if key in _in_progress:
-            raise UnsupportedError(
+            error = UnsupportedError(
                 f"{parse_function(function).location()}: {function.__qualname__} calls itself; "
                 "recursive functions are differentiated with mode='tape'"
             )
+            error.recursive_call = True  # the caller's sweep dispatches it when it runs
+            raise error
         _in_progress.add(key)
         try:
             with without_garbage_collection():

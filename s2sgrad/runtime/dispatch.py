@@ -33,7 +33,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule, per_argument, rule_function
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
-from s2sgrad.runtime.callables import holds_values
+from s2sgrad.runtime.callables import holds_values, plain_callable
 from s2sgrad.runtime.container_subclasses import refuse_overriding_container
 from s2sgrad.runtime.core import (
     CotangentDict,
@@ -59,6 +59,8 @@ __all__ = [
     "transformed_jvp",
     "method_vjp",
     "transformed_method_vjp",
+    "method_jvp",
+    "transformed_method_jvp",
 ]
 
 _TAPE_ONLY: dict[Any, str] = {}  # functions the transformer could not handle, and why
@@ -130,8 +132,51 @@ def _method_dispatch(obj, name, args, kwargs, tape):
             "is not a method written in Python, so its derivative is unknown; give it a rule "
             "with @s2sgrad.derivative, or use mode='tape'"
         )
-    value, pullback = _dispatch(getattr(obj, name), args, kwargs, tape)
+    # a callable stored on the object is a constant only if it holds no values (a
+    # closure over self would compute with the object's arrays, unseen)
+    value, pullback = _dispatch(plain_callable(getattr(obj, name)), args, kwargs, tape)
     return value, lambda g: (zeros_like_value(obj), *pullback(g))
+
+
+def method_jvp(obj: Any, name: str, tangents: tuple, *args: Any, **kwargs: Any):
+    """Forward mode for ``obj.name(*args)`` of an object being differentiated (a model's
+    ``model.loss(x)``): ``(value, tangent)``. ``tangents`` holds ``obj``'s tangent, then one
+    per positional argument. A method of the class is differentiated with ``obj`` as its
+    first argument, as :func:`method_vjp` does; a callable stored on the object is a
+    constant.
+
+    Example::
+
+        value, tangent = method_jvp(model, "loss", (dmodel, dx), x)
+    """
+    return _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape=True)
+
+
+def transformed_method_jvp(obj: Any, name: str, tangents: tuple, *args: Any, **kwargs: Any):
+    """Like :func:`method_jvp`, but never uses the tape (``mode="s2s"``).
+
+    Example::
+
+        value, tangent = transformed_method_jvp(model, "loss", (dmodel, dx), x)
+    """
+    return _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape=False)
+
+
+def _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape):
+    function = getattr(type(obj), name, None)
+    own = getattr(obj, "__dict__", {})
+    if type(obj) is not dict and isinstance(function, types.FunctionType) and name not in own:
+        return _dispatch_jvp(function, tangents, (obj, *args), kwargs, tape)
+    if type(obj) is dict or name not in own:  # a container's method, or one without source
+        raise UnsupportedError(
+            f"{_user_origin()}: forward mode (jvp, hvp, hessian) cannot follow .{name}() of "
+            f"a {type(obj).__qualname__} being differentiated, which is not a method of "
+            "its class written in Python; compute with NumPy functions instead, or use "
+            "mode='auto' or mode='tape'"
+        )
+    return _dispatch_jvp(
+        plain_callable(getattr(obj, name)), tuple(tangents[1:]), args, kwargs, tape
+    )
 
 
 def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import not_at_run_time
@@ -70,6 +71,8 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
 def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> gast.stmt:
     """``y, dy = dynamic_jvp(f, (dx,), x)``: the derivative found when the call runs."""
     callee = clone(operation.callee)
+    if _is_method_of_active(sweep, operation.callee):  # model.loss(x), model differentiated
+        return method_call(sweep, statement, operation, names)
     if sweep.is_active_expression(operation.callee):
         if isinstance(operation.callee, gast.Attribute):  # x.tolist(): x's own method
             raise not_at_run_time(
@@ -101,6 +104,57 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
     value = call(
         sweep.helper("dynamic_jvp" if sweep.dynamic else "transformed_jvp"),
         [callee, tangents, *operation.args],
+        operation.keywords,
+    )
+    return _returning_tangents(sweep, statement, value, names)
+
+
+def _is_method_of_active(sweep, callee: gast.expr) -> bool:
+    """``obj.name`` of an object being differentiated, named unlike an array's method (as
+    the reverse sweep's ``is_method_of_varied``)."""
+    return (
+        isinstance(callee, gast.Attribute)
+        and isinstance(callee.value, gast.Name)
+        and sweep.active(callee.value.id)
+        and not hasattr(np.ndarray, callee.attr)
+    )
+
+
+def method_call(sweep, statement, operation: Operation, names: list[str]) -> gast.stmt:
+    """``y, dy = transformed_method_jvp(obj, "name", (dobj, dx), x)`` for ``y =
+    obj.name(x)`` of an object being differentiated: its class's method differentiated
+    with ``obj`` as its first argument when the call runs."""
+    drop_receiver(operation)
+    callee = operation.callee
+    assert isinstance(callee, gast.Attribute)  # _is_method_of_active chose it
+    for name, value in operation.keywords.items():
+        if sweep.is_active_expression(value):
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{sweep.parsed.location(statement)}: pass differentiated values to "
+                    f"{operation.description} positionally, not as "
+                    + (f"'{name}='" if name is not None else "**keywords")
+                    + ", or use mode='tape'"
+                )
+            )
+    if any(isinstance(a, gast.Starred) for a in operation.args):
+        raise not_at_run_time(
+            UnsupportedError(
+                f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) "
+                f"cannot follow {operation.description} given starred arguments, a method "
+                "of a value being differentiated; pass them one by one, or use "
+                "mode='auto' or mode='tape'"
+            )
+        )
+    owner = callee.value
+    tangents = gast.Tuple(
+        elts=[sweep.tangent_of(owner), *(sweep.tangent_of(a) for a in operation.args)],
+        ctx=gast.Load(),
+    )
+    helper = "method_jvp" if sweep.dynamic else "transformed_method_jvp"
+    value = call(
+        sweep.helper(helper),
+        [clone(owner), constant(callee.attr), tangents, *operation.args],
         operation.keywords,
     )
     return _returning_tangents(sweep, statement, value, names)

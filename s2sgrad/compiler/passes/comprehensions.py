@@ -23,6 +23,7 @@ from s2sgrad.compiler.syntax import (
     attribute,
     call,
     clone,
+    constant,
     load,
     located,
     store,
@@ -88,8 +89,10 @@ class Comprehensions(gast.NodeTransformer):
         return call(load("dict"), [self.lower(gast.ListComp(elt=pair, generators=node.generators))])
 
     def visit_Call(self, node):
-        self.generic_visit(node)
         loops = self.loops
+        if loops.builtin_call(node, "next"):
+            return node  # next(chain(a, b)): an iterator, not the list of what it gives
+        self.generic_visit(node)
         if loops.is_partial(node.func):  # partial(g, a, k=v)(b) is g(a, b, k=v)
             inner = node.func
             node.func = inner.args[0]
@@ -107,6 +110,11 @@ class Comprehensions(gast.NodeTransformer):
             return listed if node.func.id == "list" else call(node.func, [listed])
         if loops.is_reduce(node):
             return self.reduced(node)
+        listed = loops.iterator_listed(node)
+        if listed is not None:
+            if isinstance(self.statement, gast.Assign) and self.statement.value is node:
+                return node  # acc = accumulate(...): an iterator kept for later, left
+            return getattr(self, listed)(node)
         if not loops.builtin_call(node, "map") or len(node.args) < 2:
             return node
         if any(isinstance(a, gast.Starred) for a in node.args):
@@ -165,6 +173,109 @@ class Comprehensions(gast.NodeTransformer):
         located(loop, statement)
         self.prefix.extend(self.loops.for_loop(loop))
         return load(accumulated)
+
+    def accumulate(self, node: gast.Call) -> gast.expr:
+        """``accumulate(items[, f], initial=v)``: the list of running results made by a loop
+        beforehand, ``result = [v]`` (or ``listed[:1]``, the first item) then ``result.append(
+        f(result[-1], item))`` (``+`` without ``f``) for each item after it."""
+        names, statement = self.loops.names, self.statement
+        keywords = {k.arg: k.value for k in node.keywords}
+        items = node.args[0]
+        function = keywords.get("func", node.args[1] if len(node.args) > 1 else None)
+        if isinstance(function, gast.Constant) and function.value is None:
+            function = None
+        result, previous = names.fresh("running"), names.fresh("previous")
+        item = names.fresh("item")
+        step: gast.expr | None
+        if function is None:
+            step = gast.BinOp(left=load(previous), op=gast.Add(), right=load(item))
+        else:
+            step = self.applied(function, [load(previous), load(item)])
+        if step is None:
+            return node
+        initial = keywords.get("initial")
+        if isinstance(initial, gast.Constant) and initial.value is None:
+            initial = None
+        if initial is not None:
+            start: gast.expr = gast.List(elts=[initial], ctx=gast.Load())
+            rest = items
+        else:  # the first item starts; none when there are none
+            listed = names.fresh("items")
+            self.prefix.append(assign(listed, call(load("list"), [items]), like=statement))
+            start = call(load("list"), [_sliced(listed, None, 1)])  # a list, made here
+            rest = _sliced(listed, 1, None)
+        self.prefix.append(assign(result, start, like=statement))
+        last = gast.Subscript(value=load(result), slice=constant(-1), ctx=gast.Load())
+        append = gast.Expr(value=call(attribute(load(result), "append"), [step]))
+        body = [assign(previous, last, like=statement), located(append, statement)]
+        loop = gast.For(target=store(item), iter=rest, body=body, orelse=[], type_comment=None)
+        self.prefix.extend(self.loops.for_loop(located(loop, statement)))
+        return load(result)
+
+    def chain(self, node: gast.Call) -> gast.expr:
+        """``chain(a, b, ...)``: the list of their items, each iterable evaluated first
+        (as the call does), then a loop appending each one's items in turn."""
+        names, statement = self.loops.names, self.statement
+        sources = [self.named(a) for a in node.args]
+        result = names.fresh("chained")
+        self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=statement))
+        for source in sources:
+            item = names.fresh("item")
+            append = gast.Expr(value=call(attribute(load(result), "append"), [load(item)]))
+            loop = gast.For(
+                target=store(item),
+                iter=load(source),
+                body=[located(append, statement)],
+                orelse=[],
+                type_comment=None,
+            )
+            self.prefix.extend(self.loops.for_loop(located(loop, statement)))
+        return load(result)
+
+    def zip_longest(self, node: gast.Call) -> gast.expr:
+        """``zip_longest(a, b, ..., fillvalue=v)``: each iterable listed, then the list of
+        the tuples ``(a[i] if i < len(a) else v, ...)`` for ``i`` up to the longest."""
+        names, statement = self.loops.names, self.statement
+        fill = next((k.value for k in node.keywords if k.arg == "fillvalue"), None)
+        listed = []
+        for source in node.args:
+            name = names.fresh("items")
+            self.prefix.append(assign(name, call(load("list"), [source]), like=statement))
+            listed.append(name)
+        filler = self.named(fill) if fill is not None else None
+        index, result = names.fresh("i"), names.fresh("zipped")
+        lengths = [call(load("len"), [load(n)]) for n in listed]
+        longest = call(load("max"), lengths) if len(lengths) > 1 else lengths[0]
+        entries = [
+            gast.IfExp(
+                test=gast.Compare(
+                    left=load(index), ops=[gast.Lt()], comparators=[call(load("len"), [load(n)])]
+                ),
+                body=gast.Subscript(value=load(n), slice=load(index), ctx=gast.Load()),
+                orelse=load(filler) if filler is not None else constant(None),
+            )
+            for n in listed
+        ]
+        self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=statement))
+        entry = gast.Tuple(elts=entries, ctx=gast.Load())
+        append = gast.Expr(value=call(attribute(load(result), "append"), [entry]))
+        loop = gast.For(
+            target=store(index),
+            iter=call(load("range"), [longest]),
+            body=[located(append, statement)],
+            orelse=[],
+            type_comment=None,
+        )
+        self.prefix.extend(self.loops.for_loop(located(loop, statement)))
+        return load(result)
+
+    def named(self, node: gast.expr) -> str:
+        """A name for ``node``, evaluated once here (``node`` itself when a name)."""
+        if isinstance(node, gast.Name):
+            return node.id
+        name = self.loops.names.fresh("t")
+        self.prefix.append(assign(name, node, like=self.statement))
+        return name
 
     def applied(self, function: gast.expr, items: list[gast.expr]) -> gast.expr | None:
         """``function(*items)`` as an expression the transformer can follow: a lambda's
@@ -238,6 +349,16 @@ class Comprehensions(gast.NodeTransformer):
                     for name in walk(part):
                         if type(name) is gast.Name and name.id == variable:
                             name.id = new
+
+
+def _sliced(name: str, start: int | None, stop: int | None) -> gast.Subscript:
+    """``name[start:stop]``."""
+    bounds = gast.Slice(
+        lower=None if start is None else constant(start),
+        upper=None if stop is None else constant(stop),
+        step=None,
+    )
+    return gast.Subscript(value=load(name), slice=bounds, ctx=gast.Load())
 
 
 def _reads_pairs_whole(loops, node: gast.Call) -> bool:

@@ -174,7 +174,7 @@ def _rewrites_any(
         func = called.func
         if type(func) is gast.Call or (type(func) is gast.Name and func.id == "map"):
             return True
-        if _names_reduce(func):
+        if _names_reduce(func) or _names_listed_iterator(func):
             return True
     return False
 
@@ -184,6 +184,19 @@ def _names_reduce(func: gast.expr) -> bool:
     if type(func) is gast.Name:
         return func.id == "reduce"
     return type(func) is gast.Attribute and func.attr == "reduce"
+
+
+# itertools' iterators made the list of what they give, by :class:`Comprehensions`
+_LISTED_ITERATORS = {
+    name: getattr(itertools, name) for name in ("accumulate", "chain", "zip_longest")
+}
+
+
+def _names_listed_iterator(func: gast.expr) -> bool:
+    """``accumulate``, ``chain`` or ``zip_longest`` by name (resolved later)."""
+    if type(func) is gast.Name:
+        return func.id in _LISTED_ITERATORS
+    return type(func) is gast.Attribute and func.attr in _LISTED_ITERATORS
 
 
 @dataclass
@@ -240,6 +253,24 @@ class Loops:
             and self.resolve(node.func) is functools.reduce
         )
 
+    def iterator_listed(self, node: gast.expr) -> str | None:
+        """``"accumulate"``, ``"chain"`` or ``"zip_longest"`` for a call of that itertools
+        function with positional iterables (and ``func=``, ``initial=``, ``fillvalue=``),
+        which :class:`Comprehensions` makes the list of what it gives; else None."""
+        if type(node) is not gast.Call or not _names_listed_iterator(node.func):
+            return None
+        if any(type(a) is gast.Starred for a in node.args) or not node.args:
+            return None
+        maker = self.resolve(node.func)
+        kind = next((k for k, m in _LISTED_ITERATORS.items() if maker is m), None)
+        keywords = {k.arg for k in node.keywords}
+        allowed = {"accumulate": {"func", "initial"}, "zip_longest": {"fillvalue"}}
+        if kind is None or not keywords <= allowed.get(kind, set()):
+            return None
+        if kind == "accumulate" and len(node.args) > (1 if "func" in keywords else 2):
+            return None
+        return kind
+
     def moves_out(self, node: gast.AST) -> bool:
         """Whether :class:`Comprehensions` computes ``node`` before its statement (all it
         lowers but ``partial(g, a)(b)``, rewritten in place)."""
@@ -254,6 +285,8 @@ class Loops:
         func = node.func  # names first: resolving every call would cost the first call
         if _names_reduce(func):
             return self.is_reduce(node)
+        if _names_listed_iterator(func):
+            return self.iterator_listed(node) is not None
         if type(func) is gast.Name:
             if func.id in ("list", "tuple", "dict") and len(node.args) == 1:  # of zip(...)
                 inner = node.args[0]

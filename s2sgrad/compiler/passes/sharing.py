@@ -23,6 +23,7 @@ import numpy as np
 
 from s2sgrad.compiler.frontend import NOT_FOUND, parse_function
 from s2sgrad.compiler.passes.fresh_results import fresh_result, keeps_memory
+from s2sgrad.compiler.primitive_callers import differentiated_by_its_rule
 from s2sgrad.compiler.syntax import (
     is_integer_arithmetic,
     names_written,
@@ -669,12 +670,38 @@ def _returned_parameters(function: types.FunctionType) -> frozenset[str] | None:
     return summary
 
 
+def _own_code(function: types.FunctionType) -> types.FunctionType:
+    """``function``, or, when it has a derivative rule (a runtime helper, a SciPy function),
+    a copy of it without one: ``parse_function`` reads a function with a rule as a call of
+    its primitive (any argument may come back), a copy as its own source. A helper the tape
+    has routed is summarised through such a copy (``original_of``), so without this the
+    summary, cached by code, would depend on whether a tape had recorded before.
+
+    Example::
+
+        _own_code(runtime.added_at)  # a copy: 'return a + index_cotangent(...)' is read
+    """
+    if not differentiated_by_its_rule(function):
+        return function
+    copy = types.FunctionType(
+        function.__code__,
+        function.__globals__,
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    copy.__module__ = function.__module__
+    return copy
+
+
 def _summary(function: types.FunctionType) -> frozenset[str] | None:
     flags = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR
     if function.__code__.co_flags & flags:
         return None
     try:
-        parsed = parse_function(function)
+        parsed = parse_function(_own_code(function))
     except Exception:  # no source, or source the transformer cannot read
         return None
     statements = list(nested_statements(parsed.node.body))

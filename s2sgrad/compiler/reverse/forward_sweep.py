@@ -404,7 +404,7 @@ class ForwardSweep:
             try:
                 self.calls.forward_call(step)
             except S2SGradError as error:
-                if not self.context.dynamic or is_not_at_run_time(error):
+                if not (self.context.dynamic or error.recursive_call) or is_not_at_run_time(error):
                     raise
                 drop_receiver(operation)
                 self.calls.forward_dynamic(step)
