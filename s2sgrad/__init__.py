@@ -22,6 +22,7 @@ from s2sgrad.rules import fft as _fft  # noqa: F401
 from s2sgrad.rules import linalg as _linalg  # noqa: F401
 from s2sgrad.rules import more_numpy as _more_numpy  # noqa: F401
 from s2sgrad.rules import nan_reductions as _nan_reductions  # noqa: F401
+from s2sgrad.rules import polynomials as _polynomials  # noqa: F401
 from s2sgrad.rules import python_math as _python_math  # noqa: F401
 from s2sgrad.rules import reductions as _reductions  # noqa: F401
 from s2sgrad.rules import scientific as _scientific  # noqa: F401

@@ -122,9 +122,6 @@ _GROUPS = {
     ),
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
     "np.broadcast_to": _names("""asarray_chkfinite asmatrix require bmat real_if_close"""),
-    "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
-        "poly polyadd polysub polymul polydiv polyder polyint roots"
-    ),
     # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x); np.float_ is np.float64
     # there, which has a rule
     "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "

@@ -55,6 +55,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.nan_reductions",
             "s2sgrad.rules.array_api",
             "s2sgrad.rules.more_numpy",
+            "s2sgrad.rules.polynomials",
             "s2sgrad.rules.numpy_pieces",
             "s2sgrad.rules.python_math",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
