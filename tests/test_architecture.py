@@ -71,6 +71,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg_factors",
             "s2sgrad.rules.scipy_linalg_structured",
             "s2sgrad.rules.scipy_linalg_numpy_forms",
+            "s2sgrad.rules.scipy_linalg_twins",
             "s2sgrad.rules.scipy_signal",
         ),
     ),
