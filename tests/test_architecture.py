@@ -56,6 +56,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.array_api",
             "s2sgrad.rules.more_numpy",
             "s2sgrad.rules.polynomials",
+            "s2sgrad.rules.histograms",
             "s2sgrad.rules.numpy_pieces",
             "s2sgrad.rules.python_math",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
