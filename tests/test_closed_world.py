@@ -327,6 +327,10 @@ PROOFS = {
         (_floats(5), np.array([-3.5, -1.0, 0.5, 3.5])),
         (_floats(3), np.array([-1.0, 1.0]), 0.5, 2.0),
     ],
+    scientific.interp_wrapped_cells: [
+        (_floats(5) * 4.0, np.array([0.3, 1.9, 0.9, 3.4, -0.7]), 2.5),
+        (_floats(3), np.array([-1.0, 1.0]), -1.5),
+    ],
     scientific.polyfit_degree: [(2,)],
     # np.histogram's bins of the samples (integers), and its check of fixed edges (0.0)
     histogram_bin_index: [(_floats(6), np.array([-1.0, 0.0, 0.5, 2.0]))],
