@@ -68,6 +68,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_stats_location_scale",
             "s2sgrad.rules.scipy_stats_tails",
             "s2sgrad.rules.scipy_stats_multivariate",
+            "s2sgrad.rules.scipy_stats_quantiles",
             "s2sgrad.rules.scipy_linalg",
             "s2sgrad.rules.scipy_linalg_factors",
             "s2sgrad.rules.scipy_linalg_structured",
