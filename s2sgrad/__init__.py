@@ -19,9 +19,11 @@ from s2sgrad.rules import array_api as _array_api  # noqa: F401
 from s2sgrad.rules import eig as _eig  # noqa: F401
 from s2sgrad.rules import elementwise as _elementwise  # noqa: F401
 from s2sgrad.rules import fft as _fft  # noqa: F401
+from s2sgrad.rules import histograms as _histograms  # noqa: F401
 from s2sgrad.rules import linalg as _linalg  # noqa: F401
 from s2sgrad.rules import more_numpy as _more_numpy  # noqa: F401
 from s2sgrad.rules import nan_reductions as _nan_reductions  # noqa: F401
+from s2sgrad.rules import polynomials as _polynomials  # noqa: F401
 from s2sgrad.rules import python_math as _python_math  # noqa: F401
 from s2sgrad.rules import real_if_close as _real_if_close  # noqa: F401
 from s2sgrad.rules import reductions as _reductions  # noqa: F401

@@ -109,9 +109,8 @@ _GROUPS = {
             setdiff1d setxor1d union1d trim_zeros sort_complex"""
         )
     ),
-    "histograms count: piecewise constant in the data, with no rule yet": _names(
-        "histogram histogram2d histogramdd"
-    ),
+    "histograms count: piecewise constant in the data, with no rule yet (np.histogram has "
+    "one, in weights)": _names("histogram2d histogramdd"),
     "window functions and grids of a length: write the formula with np.cos / np.arange": _names(
         "bartlett blackman hamming hanning kaiser fromfunction"
     ),
@@ -122,9 +121,6 @@ _GROUPS = {
     ),
     "an array maker or view with no rule yet: use np.asarray, np.concatenate or "
     "np.broadcast_to": _names("""asarray_chkfinite asmatrix require bmat"""),
-    "no rule yet: polynomial algebra and roots (np.polyval and np.polyfit have rules)": _names(
-        "poly polyadd polysub polymul polydiv polyder polyint roots"
-    ),
     # present in NumPy 1.26 only (the suite runs on 1.26 and 2.x); np.float_ is np.float64
     # there, which has a rule
     "a NumPy 1.x name that NumPy 2 removed: use its NumPy 2 form (np.prod, np.all, np.round, "

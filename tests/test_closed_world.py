@@ -28,6 +28,7 @@ from s2sgrad.rules.nan_reductions import nan_quantile_cells
 from s2sgrad.runtime import scientific, ufunc_methods
 from s2sgrad.runtime.core import is_complex, is_dask_array, is_foreign_array, matches_class
 from s2sgrad.runtime.fft import fft_axes, fft_length, fft_lengths, half_spectrum_weights
+from s2sgrad.runtime.histograms import histogram_bin_index, histogram_fixed_edges
 from s2sgrad.runtime.linalg import (
     eigh_gap_mask,
     eigh_tangent_mask,
@@ -326,7 +327,17 @@ PROOFS = {
         (_floats(5), np.array([-3.5, -1.0, 0.5, 3.5])),
         (_floats(3), np.array([-1.0, 1.0]), 0.5, 2.0),
     ],
+    scientific.interp_wrapped_cells: [
+        (_floats(5) * 4.0, np.array([0.3, 1.9, 0.9, 3.4, -0.7]), 2.5),
+        (_floats(3), np.array([-1.0, 1.0]), -1.5),
+    ],
     scientific.polyfit_degree: [(2,)],
+    # np.histogram's bins of the samples (integers), and its check of fixed edges (0.0)
+    histogram_bin_index: [(_floats(6), np.array([-1.0, 0.0, 0.5, 2.0]))],
+    histogram_fixed_edges: [
+        (_floats(5), np.array([-1.0, 0.0, 2.0]), np.array([-1.0, 2.0])),
+        (_floats(3), 4, np.array([0.0, 1.0])),
+    ],
     # where np.insert's result comes from: integer positions
     insert_sources: [(_floats(2, 3), 1, _floats(2), 1), (_floats(4), [0, 2], 0.5)],
     # np.nanquantile's cells: ranks among the numbers of each slice, and where q falls
@@ -381,6 +392,9 @@ BY_DESIGN = {
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
     "keywords_at_the_end": "makes a function (the one it is given, called by keywords)",
     "note_stored": "bookkeeping of stored state: returns None",
+    "_refuse_repeated_roots": "a check that raises or returns None",
+    "_square_pair": "a check that raises or returns None",
+    "_power_series": "constants of a polynomial basis: of its function and a count, no values",
     "store_entry": "stores a plain value into a caller's dict: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
     "refuse_stored_state": "a check that raises or returns None",

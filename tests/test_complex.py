@@ -537,6 +537,9 @@ TESTED_BY_NAME = {
     "row_stack", "diagonal", "matrix_transpose", "matvec", "matrix_norm", "vector_norm",
     "unstack", "cumulative_sum", "cumulative_prod", "diagflat", "resize", "delete", "ediff1d",
     "multi_dot", "insert", "real_if_close",
+    # tests/test_coverage.py's samples in complex128, and tests/test_rules_polynomials.py's
+    # roots of complex coefficients
+    "polyder", "roots", "polyval", "vander",
 }  # fmt: skip
 
 

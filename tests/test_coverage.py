@@ -139,6 +139,7 @@ I3 = np.eye(3)
 XP = np.array([0.0, 1.0, 2.0, 3.0])
 MASK = np.array([True, False, True])
 IDX = np.array([2, 0, 2])
+HISTOGRAM_DATA = np.array([0.1, 0.5, 0.55, 0.9, 0.2, 1.5])  # the last outside the range
 BINS = np.array([0, 2, 2, 1, 0, 2])  # bin 3 empty, bin 4 only from minlength
 KEEP = np.ones((3, 4), bool)  # NaN in the others (two in column 1, two in row 2)
 KEEP[0, 1] = KEEP[2, 1] = KEEP[2, 3] = False
@@ -368,6 +369,14 @@ SAMPLES = [
     ),
     S(np.polyfit, lambda x, y: np.polyfit(x, y, 2), (5,), (5,), domain=(real, real)),
     S(np.polyval, lambda p, x: np.polyval(p, x), B, (4,), domain=(real, real)),
+    S(np.polyadd, lambda a, b: np.polyadd(a, b), (4,), (2,), domain=(real, real)),
+    S(np.polysub, lambda a, b: np.polysub(a, b), (2,), (3,), domain=(real, real)),
+    S(np.polymul, lambda a, b: np.polymul(a, b), (3,), (2,), domain=(real, real)),
+    S(np.polyder, lambda p: np.polyder(p, 2), (5,), domain=real),
+    S(np.polyint, lambda p, k: np.polyint(p, 2, k), (3,), (2,), domain=(real, real)),
+    S(np.poly, lambda r: np.poly(r), (4,), domain=real),
+    S(np.roots, lambda p: np.roots(p), (3,), domain=real),
+    S(np.polydiv, lambda u, v: np.stack(np.polydiv(u, v)), (4,), (3,), domain=(real, positive)),
     S(np.prod, lambda x: np.prod(x, axis=0), A),
     S(np.ptp, lambda x: np.ptp(x, axis=1), (2, 4), domain=real),
     S(np.quantile, lambda x: np.quantile(x, 0.6), (5,), domain=real),
@@ -390,6 +399,8 @@ SAMPLES = [
     S(np.swapaxes, lambda x: np.swapaxes(x, 0, 1), A),
     S(np.take, lambda x: np.take(x, IDX, axis=1), A),
     S(np.bincount, lambda w: np.bincount(BINS, weights=w, minlength=5), (6,), domain=real),
+    S(np.histogram, lambda w: np.histogram(HISTOGRAM_DATA, 3, (0.0, 1.0), weights=w)[0], (6,),
+      domain=real),
     S(np.take_along_axis, lambda x: np.take_along_axis(x, np.array([[2], [0]]), 1), A),
     S(np.tensordot, lambda x, y: np.tensordot(x, y, axes=1), A, (3, 2)),
     S(np.tile, lambda x: np.tile(x, (2, 1)), A),

@@ -626,10 +626,6 @@ def interp_wrt_xp(xp):
     return np.sum(np.interp(np.array([0.5, 1.5]), xp, np.array([1.0, 2.0, 0.0])))
 
 
-def interp_with_period(x):
-    return np.sum(np.interp(x, KNOTS, FP, period=10.0))
-
-
 def weighted_polyfit(x):
     return np.sum(np.polyfit(x, x**2, 1, w=np.ones(3)))
 
@@ -649,7 +645,6 @@ def reduce_with_initial(x):
 REFUSED = [
     (inverted_cdf_quantile, lambda: r(3, 4), "not method='inverted_cdf'"),
     (interp_wrt_xp, lambda: np.array([0.0, 1.0, 2.0]), "not the sample points xp"),
-    (interp_with_period, lambda: SAMPLES, "without period="),
     (weighted_polyfit, lambda: np.array([0.0, 1.0, 2.0]), "without full=, w= and cov="),
     (rank_deficient_lstsq, lambda: np.ones((3, 2)), "rank-deficient"),
     (weighted_cov, lambda: r(3, 4), "without fweights= and aweights="),

@@ -8,8 +8,10 @@ statistics.
   derivative uses that the residual is orthogonal to ``a``'s columns.
 * ``trapezoid`` (and ``trapz`` where NumPy has it), with ``x=`` (one-dimensional or shaped
   like ``y``) or a scalar ``dx=``: linear in ``y`` and in the spacing.
-* ``interp`` with respect to ``x``, ``fp``, ``left`` and ``right``; ``xp`` and ``period``
-  are refused. The derivative in ``x`` at a sample point of ``xp`` is the slope on its right.
+* ``interp`` with respect to ``x``, ``fp``, ``left`` and ``right`` (with ``period=``, ``x %
+  period`` among ``xp % period`` extended by a period at each end, as NumPy computes it);
+  ``xp`` and ``period`` are refused. The derivative in ``x`` at a sample point of ``xp`` is
+  the slope on its right.
 * ``convolve`` and ``correlate`` (real inputs, every mode): bilinear, their adjoints are
   correlations with the cotangent placed in the full output.
 * ``cov`` (without weights) and ``corrcoef``, with ``y``, ``rowvar``, ``bias`` and ``ddof``.
@@ -32,6 +34,7 @@ from s2sgrad.runtime import (
     full_convolution,
     full_rank,
     interp_cells,
+    interp_wrapped_cells,
     pair_means,
     pinv_tangent,
     polyfit_degree,
@@ -230,11 +233,24 @@ def _trapezoid_jvp(t, ans, y, x=None, dx=1.0, axis=-1):
 
 @vjp_rule(np.interp)
 def _interp(g, ans, x, xp, fp, left=None, right=None, period=None, *, differentiated=()):
-    cells = interp_cells(x, xp, left, right, period)
-    start = np.take(xp, cells[0])
-    scale = cast_like(cells[2] / (np.take(xp, cells[1]) - start + (1.0 - cells[2])), fp)
-    fraction = (x - start) * scale + cast_like(cells[3], fp)
-    keep = cast_like(cells[4], fp)
+    if period is None:
+        cells = interp_cells(x, xp, left, right, period)
+        start = np.take(xp, cells[0])
+        scale = cast_like(cells[2] / (np.take(xp, cells[1]) - start + (1.0 - cells[2])), fp)
+        fraction = (x - start) * scale + cast_like(cells[3], fp)
+        keep = cast_like(cells[4], fp)
+        from_left = cells[5]
+        from_right = cells[6]
+    else:  # cells of x % period among xp % period, extended by a period at each end
+        cells = interp_wrapped_cells(x, xp, period)
+        length = np.abs(period)
+        start = np.take(np.mod(xp, length), cells[0]) + cells[2] * length
+        stop = np.take(np.mod(xp, length), cells[1]) + cells[3] * length
+        scale = cast_like(1.0 / (stop - start), fp)
+        fraction = (np.mod(x, length) - start) * scale
+        keep = 1.0
+        from_left = 0.0  # left and right are not used with a period
+        from_right = 0.0
     slope = (np.take(fp, cells[1]) - np.take(fp, cells[0])) * scale
     to_lower = untake(g * (keep * (1.0 - fraction)), fp, cells[0])
     gfp = to_lower + untake(g * (keep * fraction), fp, cells[1])
@@ -242,8 +258,8 @@ def _interp(g, ans, x, xp, fp, left=None, right=None, period=None, *, differenti
         unbroadcast(g * slope, x),
         refuse_derivative("interp xp", differentiated[1:2] == (True,)),
         gfp,
-        np.sum(g * cells[5]),
-        np.sum(g * cells[6]),
+        np.sum(g * from_left),
+        np.sum(g * from_right),
     )
 
 
@@ -254,18 +270,31 @@ refused_argument(np.interp, 1, REFUSALS["interp xp"])
 
 @jvp_rule(np.interp)
 def _interp_jvp(t, ans, x, xp, fp, left=None, right=None, period=None, *, differentiated=()):
-    cells = interp_cells(x, xp, left, right, period)
-    start = np.take(xp, cells[0])
-    scale = cast_like(cells[2] / (np.take(xp, cells[1]) - start + (1.0 - cells[2])), fp)
-    fraction = (x - start) * scale + cast_like(cells[3], fp)
-    keep = cast_like(cells[4], fp)
+    if period is None:
+        cells = interp_cells(x, xp, left, right, period)
+        start = np.take(xp, cells[0])
+        scale = cast_like(cells[2] / (np.take(xp, cells[1]) - start + (1.0 - cells[2])), fp)
+        fraction = (x - start) * scale + cast_like(cells[3], fp)
+        keep = cast_like(cells[4], fp)
+        from_left = cells[5]
+        from_right = cells[6]
+    else:  # see _interp
+        cells = interp_wrapped_cells(x, xp, period)
+        length = np.abs(period)
+        start = np.take(np.mod(xp, length), cells[0]) + cells[2] * length
+        stop = np.take(np.mod(xp, length), cells[1]) + cells[3] * length
+        scale = cast_like(1.0 / (stop - start), fp)
+        fraction = (np.mod(x, length) - start) * scale
+        keep = 1.0
+        from_left = 0.0
+        from_right = 0.0
     slope = (np.take(fp, cells[1]) - np.take(fp, cells[0])) * scale
     return (
         t * slope,
         refuse_derivative("interp xp", differentiated[1:2] == (True,)),
         keep * ((1.0 - fraction) * np.take(t, cells[0]) + fraction * np.take(t, cells[1])),
-        t * cells[5],
-        t * cells[6],
+        t * from_left,
+        t * from_right,
     )
 
 

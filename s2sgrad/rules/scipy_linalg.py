@@ -478,3 +478,4 @@ def _cho_solve_along_factor(c_and_lower, d_c, x):
 from s2sgrad.rules import scipy_linalg_factors as _factors  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_numpy_forms as _numpy_forms  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_structured as _structured  # noqa: E402, F401
+from s2sgrad.rules import scipy_linalg_twins as _twins  # noqa: E402, F401

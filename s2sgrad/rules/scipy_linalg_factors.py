@@ -26,10 +26,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg
 
-from s2sgrad.rules.linalg import _refuse_unsymmetric
+from s2sgrad.rules.linalg import _eigh, _eigh_jvp, _eigvalsh, _eigvalsh_jvp
 from s2sgrad.rules.registry import jvp_rule, returns_several, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
-from s2sgrad.runtime import eigh_gap_mask, eigh_tangent_mask, index_cotangent
+from s2sgrad.runtime import index_cotangent
 from s2sgrad.runtime.core import is_complex
 
 __all__: list[str] = []
@@ -202,53 +202,25 @@ def _uplo(b, lower, type, subset_by_index, subset_by_value) -> str:
     return "L" if lower else "U"
 
 
-@vjp_rule(linalg.eigh)
+# NumPy's eigh and eigvalsh rules (rules/linalg.py) called, not repeated: scipy's ``lower``
+# is NumPy's ``UPLO``, and ``eigvals_only=True`` is ``eigvalsh``.
+
+
+@vjp_rule(linalg.eigh, inline=False)
 def _scipy_eigh(g, ans, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
                 overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
                 subset_by_value=None, driver=None):  # fmt: skip
-    # NumPy's eigh rules (rules/linalg.py), written out: the helpers a rule calls are
-    # followed by the tape only from the rule's own module
-    _refuse_unsymmetric(a, "eigh")
     uplo = _uplo(b, lower, type, subset_by_index, subset_by_value)
     if eigvals_only:
-        v = np.linalg.eigh(a, uplo)[1]
-        return np.matmul(np.conj(v) * np.expand_dims(np.real(g), -2), np.swapaxes(v, -1, -2))
-    w = ans[0]
-    v = ans[1]
-    v_t = np.swapaxes(v, -1, -2)
-    eye = np.eye(np.shape(w)[-1], dtype=w.dtype)
-    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    if g[0] is None:
-        through_v = np.matmul(v_t, g[1])
-        mask = eigh_gap_mask(w, through_v)
-        middle = mask / (gaps + 1.0 - mask) * through_v
-    elif g[1] is None:
-        mask = eigh_gap_mask(w, None, np.real(g[0]))
-        middle = np.expand_dims(np.real(g[0]), -1) * eye
-    else:
-        through_v = np.matmul(v_t, g[1])
-        mask = eigh_gap_mask(w, through_v, np.real(g[0]))
-        middle = np.expand_dims(np.real(g[0]), -1) * eye + mask / (gaps + 1.0 - mask) * through_v
-    ga = np.matmul(np.conj(v), np.matmul(middle, v_t))
-    return (ga + np.conj(np.swapaxes(ga, -1, -2))) / 2.0, None
+        return _eigvalsh(g, ans, a, uplo), None
+    return _eigh(g, ans, a, uplo), None
 
 
-@jvp_rule(linalg.eigh)
+@jvp_rule(linalg.eigh, inline=False)
 def _scipy_eigh_jvp(t, ans, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
                     overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
                     subset_by_value=None, driver=None):  # fmt: skip
-    _refuse_unsymmetric(a, "eigh")
     uplo = _uplo(b, lower, type, subset_by_index, subset_by_value)
-    symmetric = (t + np.conj(np.swapaxes(t, -1, -2))) / 2.0
     if eigvals_only:
-        v = np.linalg.eigh(a, uplo)[1]
-        v_h = np.conj(np.swapaxes(v, -1, -2))
-        return np.real(np.diagonal(np.matmul(v_h, np.matmul(symmetric, v)), 0, -2, -1)), None
-    w = ans[0]
-    v = ans[1]
-    gaps = np.expand_dims(w, -2) - np.expand_dims(w, -1)
-    v_h = np.conj(np.swapaxes(v, -1, -2))
-    m = np.matmul(v_h, np.matmul(symmetric, v))
-    mask = eigh_tangent_mask(w, m)
-    inverse_gaps = mask / (gaps + 1.0 - mask)
-    return (np.real(np.diagonal(m, axis1=-2, axis2=-1)), np.matmul(v, inverse_gaps * m)), None
+        return _eigvalsh_jvp(t, ans, a, uplo), None
+    return _eigh_jvp(t, ans, a, uplo)[0], None

@@ -14,6 +14,7 @@ from s2sgrad.runtime import (
     dispatch,
     elementwise,
     fft,
+    histograms,
     keyword_arguments,
     linalg,
     list_pops,
@@ -34,6 +35,7 @@ from s2sgrad.runtime.dict_entries import *  # noqa: F403
 from s2sgrad.runtime.dispatch import *  # noqa: F403
 from s2sgrad.runtime.elementwise import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
+from s2sgrad.runtime.histograms import *  # noqa: F403
 from s2sgrad.runtime.keyword_arguments import *  # noqa: F403
 from s2sgrad.runtime.linalg import *  # noqa: F403
 from s2sgrad.runtime.list_pops import *  # noqa: F403
@@ -61,6 +63,7 @@ __all__ = list(
             *callables.__all__,
             *caller_entries.__all__,
             *fft.__all__,
+            *histograms.__all__,
             *keyword_arguments.__all__,
             *states_left.__all__,
             *scientific.__all__,

@@ -53,6 +53,7 @@ __all__ = [
     "convolution_mode",
     "quantile_cells",
     "interp_cells",
+    "interp_wrapped_cells",
     "full_rank",
     "refuse_derivative",
     "polyfit_degree",
@@ -331,7 +332,30 @@ def interp_cells(x: Any, xp: Any, left: Any = None, right: Any = None, period: A
     return lower, upper, inside, above * 1.0, keep, left_used, right_used
 
 
-nondifferentiable(interp_cells)
+def interp_wrapped_cells(x: Any, xp: Any, period: Any):
+    """For ``np.interp(x, xp, fp, period=period)``: ``(lower, upper, lower_turns,
+    upper_turns)``, arrays shaped like ``x`` that change only where ``x`` crosses a sample
+    point. NumPy interpolates ``x % period`` between the samples ``xp % period`` sorted and
+    extended by one period at each end: the cell's ends are ``xp[lower] % period +
+    lower_turns * period`` and ``xp[upper] % period + upper_turns * period`` (turns -1, 0 or
+    1), which hold ``fp[lower]`` and ``fp[upper]``.
+
+    Example::
+
+        interp_wrapped_cells(np.array([0.9]), np.array([0.0, 0.5]), 1.0)  # ([1], [0], [0], [1])
+    """
+    period = abs(float(period))
+    x = np.asarray(x, dtype=np.float64) % period
+    xp = np.asarray(xp, dtype=np.float64) % period
+    order = np.argsort(xp, kind="stable")
+    extended = np.concatenate([xp[order][-1:] - period, xp[order], xp[order][:1] + period])
+    origin = np.concatenate([order[-1:], order, order[:1]])
+    turns = np.concatenate([[-1], np.zeros(np.size(order), dtype=int), [1]])
+    lower = np.clip(np.searchsorted(extended, x, side="right") - 1, 0, np.size(extended) - 2)
+    return origin[lower], origin[lower + 1], turns[lower], turns[lower + 1]
+
+
+nondifferentiable(interp_cells, interp_wrapped_cells)
 
 
 # ---------------------------------------------------------------------------------------

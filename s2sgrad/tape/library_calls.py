@@ -5,11 +5,12 @@ A ufunc or a NumPy function reaches the tape through ``__array_ufunc__`` or
 ``scipy.stats.norm.logpdf`` are Python functions that convert their arguments with
 ``np.asarray``, which the tape refuses (so does NumPy's ``as_strided``). So when a tape
 starts recording, every such function that has a rule in an optional rule set
-(``rules.registry.OPTIONAL_RULE_MODULES``), and ``as_strided``, gets its code replaced by
-a router, once: unless a recording tape tracks an argument, the router runs the original
-code; otherwise it computes the function on plain values and records its rule, as for a
-ufunc. Replacing the code (not the module's attribute) reaches
-every reference to the function, ``from scipy.linalg import sqrtm`` made earlier included.
+(``rules.registry.OPTIONAL_RULE_MODULES``), ``as_strided`` and ``np.polynomial``'s
+``polyval``, ``chebval``, ... get their code replaced by a router, once: unless a
+recording tape tracks an argument, the router runs the original code; otherwise it
+computes the function on plain values and records its rule, as for a ufunc. Replacing the
+code (not the module's attribute) reaches every reference to the function, ``from
+scipy.linalg import sqrtm`` made earlier included.
 
 A rule for a method of a library object (``scipy.stats.norm.logpdf``, keyed by the bound
 method) routes the method's function, which every object of the class shares
@@ -33,6 +34,7 @@ import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
 from s2sgrad.naming import library_name
+from s2sgrad.rules.polynomials import IN_A_BASIS
 from s2sgrad.rules.registry import OPTIONAL_RULE_MODULES, get_rule, registered_primitives
 from s2sgrad.rules.scipy_common import users_location
 from s2sgrad.tape.rerouting import reroute
@@ -42,8 +44,10 @@ __all__ = ["route_library_calls"]
 
 _ROUTE_PARAMETER = "__s2sgrad_route__"
 _LIBRARIES = frozenset(library.split(".")[0] for library in OPTIONAL_RULE_MODULES)
-# NumPy's Python functions with a rule that NumPy does not dispatch to the tape
-_UNDISPATCHED_NUMPY = frozenset({np.lib.stride_tricks.as_strided})
+# NumPy's Python functions with a rule that NumPy does not dispatch to the tape (the
+# polynomial package's polyval, chebval, ... test isinstance(x, np.ndarray): run on tape
+# values, their code would broadcast where NumPy takes an outer product)
+_UNDISPATCHED_NUMPY: frozenset[Any] = frozenset((np.lib.stride_tricks.as_strided, *IN_A_BASIS))
 _seen = 0  # how many registry entries have been looked at
 # (class, function) -> the bound method a rule is registered for: every object of the class
 # shares it (a frozen distribution calls a copy of its distribution object)
