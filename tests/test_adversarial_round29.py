@@ -83,3 +83,125 @@ def test_an_item_written_through_flat_is_refused_by_forward_mode_on_the_tape():
     with pytest.raises(sg.S2SGradError) as refused:
         sg.jvp(_writes_through_flat, (0.7,), (1.0,), mode="tape")
     assert f"{__file__}:" in str(refused.value)
+
+
+# --- tuple assignments writing items, in Python's order ------------------------------------
+
+_W = np.arange(6.0) + 1.0
+
+
+def _swaps_halves_through_views(x):
+    b = x.copy()
+    b[:3], b[3:] = b[3:], b[:3]  # NumPy: b[3:] is then written from the changed b[:3]
+    return np.sum(b * _W)
+
+
+def _swaps_rows_through_views(x):
+    b = x.reshape(2, 3).copy()
+    b[0], b[1] = b[1], b[0]
+    return np.sum(b * _W.reshape(2, 3))
+
+
+def _swaps_named_views(x):
+    b = x.copy()
+    p, q = b[3:], b[:3]
+    b[:3], b[3:] = p, q
+    return np.sum(b * _W)
+
+
+def _swaps_between_two_arrays(x):
+    b = x.copy()
+    c = x.copy() * 3.0
+    b[:3], c[:3] = c[:3], b[:3]
+    return np.sum(b * _W) + np.sum(c * _W * 2)
+
+
+def _rolls_by_a_tuple(x):
+    b = x.copy()
+    b[1:], b[0] = b[:-1], b[-1]  # b[-1] of a vector is a number: the old last element
+    return np.sum(b * _W)
+
+
+def _swap_in_place(b):
+    b[:3], b[3:] = b[3:], b[:3]
+
+
+def _swaps_in_a_helper(x):
+    b = x.copy()
+    _swap_in_place(b)
+    return np.sum(b * _W)
+
+
+def _swap_two_items(b):
+    b[0], b[1] = b[1], b[0]
+
+
+def _swaps_items_in_a_helper(x):
+    b = x * 1.0
+    _swap_two_items(b)
+    return np.sum(b * _W)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        _swaps_halves_through_views,
+        _swaps_rows_through_views,
+        _swaps_named_views,
+        _swaps_between_two_arrays,
+        _rolls_by_a_tuple,
+        _swaps_in_a_helper,
+        _swaps_items_in_a_helper,
+    ],
+    ids=lambda f: f.__name__,
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tuple_assignment_writing_items_is_right_or_refused(f, mode):
+    x = np.random.default_rng(3).standard_normal(6)
+    expected = numeric_grad(f, [x], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            got = call_twice(sg.grad(f, mode=mode), x)
+        except sg.S2SGradError as error:
+            assert mode != "auto" or f is _swaps_named_views, error  # auto: one engine takes it
+            assert f"{__file__}:" in str(error)
+            return
+    assert_close(got, expected)
+
+
+@pytest.mark.parametrize("f", [_swaps_halves_through_views, _swaps_in_a_helper, _rolls_by_a_tuple])
+def test_a_tuple_assignment_writing_items_in_forward_mode(f):
+    x = np.random.default_rng(4).standard_normal(6)
+    v = np.random.default_rng(5).standard_normal(6)
+    _, tangent = sg.jvp(f, (x,), (v,), mode="s2s")
+    np.testing.assert_allclose(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-6, atol=1e-8)
+
+
+def _keeps_the_last_element_then_shifts(x):
+    b = x.copy()
+    v = b[-1]  # a number of its own (b is a vector), not a view
+    b[1:] = b[:-1]
+    b[0] = v
+    return np.sum(b * _W) + np.sum(b**2)
+
+
+def _keeps_a_row_then_shifts(x):
+    b = x.reshape(2, 3).copy()
+    v = b[1]  # a view: it sees the write below
+    b[1] = b[0] * 2.0
+    b[0] = v
+    return np.sum(b * _W.reshape(2, 3)) + np.sum(b**2)
+
+
+@pytest.mark.parametrize("f", [_keeps_the_last_element_then_shifts, _keeps_a_row_then_shifts])
+def test_an_element_read_before_a_write_keeps_its_value(f):
+    x = np.random.default_rng(6).standard_normal(6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for mode in MODES:
+            assert_close(call_twice(sg.grad(f, mode=mode), x), numeric_grad(f, [x], 0))
+        v = np.random.default_rng(7).standard_normal(6)
+        hv = sg.hvp(f, (x,), (v,), mode="s2s")[0]
+        expected = numeric_jvp(sg.grad(f, mode="tape"), [x], 0, v)
+        np.testing.assert_allclose(hv, expected, rtol=1e-5, atol=1e-7)

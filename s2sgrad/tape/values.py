@@ -363,6 +363,7 @@ class TapeValue:
             try:
                 if helper:
                     refuse_shared_memory(self, frame, _SKIPPED_DIRS)
+                    refuse_shared_update(frame)  # b[:1], b[1:] = b[1:], b[:1]: a view unheld
                 elif not refuse_shared_update(frame):
                     refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
                 refuse_view_write(frame, getattr(self._value, "base", None) is not None)

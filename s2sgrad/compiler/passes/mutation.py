@@ -311,7 +311,24 @@ def _changed_by(statement: gast.stmt, by_calls: set[str]) -> set[str]:
         changed.add(updated)
     if type(statement) is gast.AugAssign and type(base_of(statement.target)) is gast.Name:
         changed.add(base_of(statement.target).id)  # a[i] += v
+    if type(statement) is gast.Assign:  # a[0], a[1] = a[1], a[0]: items among the targets
+        changed |= _items_in_unpacked_targets(statement.targets)
     return changed
+
+
+def _items_in_unpacked_targets(targets: list[gast.expr]) -> set[str]:
+    """The names whose items a tuple or list of targets writes (``a[i], b = ...``)."""
+    found = set()
+    for target in targets:
+        if type(target) not in (gast.Tuple, gast.List):
+            continue
+        for part in target.elts:
+            part = part.value if type(part) is gast.Starred else part
+            if type(part) is gast.Subscript and type(base_of(part)) is gast.Name:
+                found.add(base_of(part).id)
+            elif type(part) in (gast.Tuple, gast.List):
+                found |= _items_in_unpacked_targets([part])
+    return found
 
 
 def _changed_by_calls(
