@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -245,3 +246,44 @@ def test_an_entry_updated_in_a_shallow_copy_of_a_dict(f, mode):
             return
     assert_close(got, expected)
     assert_close(again, expected)
+
+
+# --- copy.copy / copy.deepcopy of a tape value own their memory ---------------------------
+
+
+def _scales_a_deep_copy(x):
+    q = copy.deepcopy(x)
+    q *= 3.0
+    return np.sum(x**2) + np.sum(q * x)
+
+
+def _scales_an_entry_of_a_deep_copy(p):
+    q = copy.deepcopy(p)
+    q["a"] *= 3.0
+    return np.sum(p["a"] ** 2) + np.sum(q["a"] * p["b"])
+
+
+def _scales_a_copy(x):
+    q = copy.copy(x)
+    q[1:] *= 2.0
+    return np.sum(x**2) + np.sum(q * x)
+
+
+@pytest.mark.parametrize("f", [_scales_a_deep_copy, _scales_a_copy], ids=lambda f: f.__name__)
+def test_a_copy_made_by_the_copy_module_is_changed_alone_on_the_tape(f):
+    x = np.random.default_rng(9).standard_normal(4)
+    assert_close(call_twice(sg.grad(f, mode="tape"), x), numeric_grad(f, [x], 0))
+    v = np.random.default_rng(10).standard_normal(4)
+    _, tangent = sg.jvp(f, (x,), (v,), mode="tape")
+    np.testing.assert_allclose(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-6, atol=1e-8)
+
+
+def test_an_entry_of_a_deep_copied_dict_is_changed_alone_on_the_tape():
+    rng = np.random.default_rng(11)
+    p = {"a": rng.standard_normal(3), "b": rng.standard_normal(3)}
+
+    def on_copies(p):
+        return _scales_an_entry_of_a_deep_copy({k: v.copy() for k, v in p.items()})
+
+    got = sg.grad(_scales_an_entry_of_a_deep_copy, mode="tape")({k: v.copy() for k, v in p.items()})
+    assert_close(got, numeric_grad(on_copies, [p], 0))

@@ -325,10 +325,10 @@ class TapeValue:
 
             copy.copy(x) is x  # False
         """
-        return record_copy(self)
+        return _copy_of(self)
 
     def __deepcopy__(self, memo: dict) -> TapeValue:
-        return record_copy(self)
+        return _copy_of(self)
 
     def view(self, dtype: Any = None, type: Any = None) -> TapeValue:
         """``x.view()``: ``x`` itself, since a tape value never changes (an update of a view
@@ -1167,6 +1167,17 @@ def record_copy(x: Any) -> TapeValue:
 
 def _same(x: Any) -> Any:
     return x
+
+
+def _copy_of(x: TapeValue) -> TapeValue:
+    """``copy.copy(x)`` / ``copy.deepcopy(x)``: a copy recorded as :func:`record_copy` is, but
+    of an array in memory of its own, as NumPy's is (sharing it, a later ``q *= 3`` the tape
+    follows through memory changed ``x`` too)."""
+    return apply_rule(record_copy, _copied, (x,), None, IDENTITY)
+
+
+def _copied(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
 
 
 _NUMERIC = (np.ndarray, np.generic, float, int, complex)
