@@ -7,13 +7,13 @@ analyses of views and sharing (:mod:`.view_writes`, :mod:`.aliases`) read one wr
 statement, so such a statement is split first into the steps Python takes, each value
 named::
 
-    t1 = b[3:]
-    t2 = b[:3]
-    b[:3] = t1
-    b[3:] = t2      # t2, a view of b, read after b changed: followed or refused
+    b_item = b[3:]
+    b_item_1 = b[:3]
+    b[:3] = b_item
+    b[3:] = b_item_1    # a view of b, read after b changed: followed or refused
 
 A value that is not a tuple display (``b[:2], b[2:] = pair``) is unpacked into names first
-(``t1, t2 = pair``). Statements keep their line, so a refusal names the user's.
+(``value, value_1 = pair``). Statements keep their line, so a refusal names the user's.
 
 Example::
 
@@ -51,15 +51,24 @@ def _split(statement: gast.stmt, names: NameGenerator) -> list[gast.stmt]:
         return [statement]
     assert isinstance(statement, gast.Assign)
     targets = statement.targets[0].elts
-    temps = [names.fresh("t") for _ in targets]
     value = statement.value
-    if isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(targets):
+    displayed = isinstance(value, (gast.Tuple, gast.List)) and len(value.elts) == len(targets)
+    parts = value.elts if displayed else [None] * len(targets)
+    temps = [names.fresh(_named_after(part)) for part in parts]
+    if displayed:
         first = [_assign(store(t), v, statement) for t, v in zip(temps, value.elts)]
     else:  # one value unpacked: into names first, as Python does before any write
         names_in_turn = gast.Tuple(elts=[store(t) for t in temps], ctx=gast.Store())
         first = [_assign(names_in_turn, value, statement)]
     second = [_assign(target, load(t), statement) for t, target in zip(temps, targets)]
     return [*first, *second]
+
+
+def _named_after(value: gast.expr | None) -> str:
+    """A name telling what a value read first is (``a[j]`` → ``a_item``), for messages."""
+    while isinstance(value, (gast.Subscript, gast.Attribute)):
+        value = value.value
+    return f"{value.id}_item" if isinstance(value, gast.Name) else "value"
 
 
 def _writes_items_in_a_tuple(statement: gast.stmt) -> bool:
