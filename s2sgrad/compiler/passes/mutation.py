@@ -88,11 +88,29 @@ def mutated_parameters(function: types.FunctionType) -> frozenset[str]:
     except Exception:  # no source, or source the transformer cannot read
         summary: frozenset[str] = frozenset()
     else:
-        summary = changed_in_place(parsed.node, parsed.resolve) & parameter_names(parsed.node)
+        local = _nested_def_changes(parsed.node, parsed.resolve)
+        summary = changed_in_place(parsed.node, parsed.resolve, local) & parameter_names(
+            parsed.node
+        )
     finally:
         _MUTATING.discard(code)
     _MUTATIONS[code] = summary
     return summary
+
+
+def _nested_def_changes(node: gast.FunctionDef, resolve) -> dict | None:
+    """``{name: (its parameters, what it changes)}`` of the ``def``s nested in ``node``, so
+    that a call of one (``inner(a)``, writing ``v[0] = ...`` into its parameter) counts as
+    the change it makes (:func:`changed_in_place`'s ``local``); None without any."""
+    nested = [s for s in nested_statements(node.body) if type(s) is gast.FunctionDef]
+    if not nested:
+        return None
+    local: dict[str, tuple[list[str], frozenset[str]]] = {}
+    for _ in range(2):  # a nested def that calls another, defined after it
+        for definition in nested:
+            changes = changed_in_place(definition, resolve, local)
+            local[definition.name] = ([a.id for a in definition.args.args], changes)
+    return local
 
 
 def changed_in_place(
