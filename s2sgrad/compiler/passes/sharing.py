@@ -557,8 +557,6 @@ class Layout:
 
     def __init__(self, body: list[gast.stmt], statements: list[gast.stmt]):
         self.position = {id(s): i for i, s in enumerate(statements)}
-        self.statements = statements
-        self._containers: set[str] | None = None  # container_names, asked at most once
         self.block_of: dict[int, list] = {}
         self.owner: dict[int, tuple[gast.stmt, list]] = {}  # id(block) -> (statement, block)
         self._enter(body)
@@ -590,9 +588,6 @@ class Layout:
                     single = type(earlier) is gast.Assign and len(earlier.targets) == 1
                     if single and type(earlier.targets[0]) is gast.Name:
                         fresh = not sources_of(earlier.value, resolve)
-                        shallow = fresh and not _replaces_an_entry(update)
-                        if shallow and self._copies_a_container(earlier.value):
-                            return None  # q = p.copy() of a dict: the same arrays in it
                         return (self.position[id(earlier)] + 1, end) if fresh else None
                     return None
             if id(block) not in self.owner:
@@ -603,24 +598,9 @@ class Layout:
                     return None
                 end = max(end, self._end_of(statement))
 
-    def _copies_a_container(self, value: gast.expr) -> bool:
-        """Whether ``value`` is ``p.copy()`` of a list or dict (a shallow copy)."""
-        if self._containers is None:
-            self._containers = container_names(self.statements)
-        return _copied_container(value, self._containers) is not None
-
     def _end_of(self, statement: gast.stmt) -> int:
         """The position just after ``statement`` and everything nested in it."""
         return max(self.position[id(s)] for s in nested_statements([statement])) + 1
-
-
-def _replaces_an_entry(statement: gast.stmt) -> bool:
-    """``q[k] = v``: an entry of ``q`` replaced, which no other list or dict sees (not
-    ``q[k] += v`` or ``q[k][i] = v``, which change the array in the entry)."""
-    if type(statement) is not gast.Assign or len(statement.targets) != 1:
-        return False
-    target = statement.targets[0]
-    return type(target) is gast.Subscript and type(target.value) is gast.Name
 
 
 def _updates_itself(statement: gast.stmt, name: str) -> bool:
@@ -637,30 +617,11 @@ def container_names(statements: list[gast.stmt]) -> set[str]:
     """Names made as lists or dicts: storing into them keeps a reference (into an array,
     a copy of the values)."""
     found = set()
-    keyed: set[str] = set()
-    bound: set[str] = set()
     for statement in statements:
         single = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
         if single and makes_container(statement.value):
             found.add(statement.targets[0].id)
-        keyed |= _keyed_by_text(statement)
-        if type(statement) in (gast.Assign, gast.For, gast.With, gast.AugAssign):
-            bound |= names_written(statement)
-    return found | (keyed - bound)
-
-
-def _keyed_by_text(statement: gast.stmt) -> set[str]:
-    """Names ``statement`` reads or writes an entry of by a string (``p["b"]``): a parameter
-    so read is a dict, not an array (a structured array made here may be read so too, but
-    is no parameter), whose ``p.copy()`` is a new dict holding the same arrays."""
-    return {
-        node.value.id
-        for node in walk(statement)
-        if type(node) is gast.Subscript
-        and type(node.value) is gast.Name
-        and type(node.slice) is gast.Constant
-        and type(node.slice.value) is str
-    }
+    return found
 
 
 def makes_container(value: gast.expr) -> bool:

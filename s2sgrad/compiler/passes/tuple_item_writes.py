@@ -84,7 +84,26 @@ def _writes_items_in_a_tuple(statement: gast.stmt) -> bool:
     value = statement.value
     if type(value) in (gast.Tuple, gast.List) and any(type(e) is gast.Starred for e in value.elts):
         return False
-    return any(type(e) is gast.Subscript for e in target.elts)
+    if not any(type(e) is gast.Subscript for e in target.elts):
+        return False
+    values = value.elts if type(value) in (gast.Tuple, gast.List) else [value]
+    return any(_may_be_a_slice_view(v) for v in values)
+
+
+def _may_be_a_slice_view(value: gast.expr) -> bool:
+    """Whether ``value`` may be a view a slice, a transpose or a name made (``b[3:]``,
+    ``b.T``, ``q``), not only an item read by integers (``a[j]``: a number of a vector,
+    which the sharing analysis could not tell from a row inside a loop, and refused)."""
+    if type(value) in (gast.Name, gast.Attribute, gast.Starred, gast.Call):
+        return True
+    if type(value) is not gast.Subscript:
+        return False
+    parts = value.slice.elts if type(value.slice) is gast.Tuple else [value.slice]
+    chained = type(value.value) is not gast.Name and _may_be_a_slice_view(value.value)
+    return chained or any(
+        type(p) is gast.Slice or (type(p) is gast.Constant and p.value in (None, Ellipsis))
+        for p in parts
+    )
 
 
 def _assign(target: gast.expr, value: gast.expr, like: gast.stmt) -> gast.Assign:
