@@ -188,10 +188,18 @@ def code_entries_for(function: types.FunctionType) -> list[Entry]:
         names.append("__defaults__")
     if function.__kwdefaults__ is not None:
         names.append("__kwdefaults__")
-    return [
+    entries = [
         _shared((id(function), name), _Attributes(function), name, any_change_is_stale=True)
         for name in names
     ]
+    # ``f.__kwdefaults__["p"] = 5.0`` changes the dict in place: each of its entries is
+    # watched too (a tuple of defaults cannot change so)
+    keyword_defaults = function.__kwdefaults__ or {}
+    entries += [
+        _shared((id(keyword_defaults), name), keyword_defaults, name, any_change_is_stale=True)
+        for name in keyword_defaults
+    ]
+    return entries
 
 
 def class_attribute_entries(cls: type, name: str) -> list[Entry]:

@@ -28,6 +28,7 @@ from s2sgrad.compiler.passes.aliases import fresh_result, shared_in_place_update
 from s2sgrad.compiler.passes.desugar import desugar_matches
 from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.tuple_item_writes import split_tuple_item_writes
 from s2sgrad.compiler.reads_after import names_unread_after_call
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.compiler.written_values import one_value_check
@@ -63,6 +64,8 @@ def shared_updates_by_line(function: Any) -> dict[int, str] | None:
     node = _with_matches_desugared(parsed)
     if node is parsed.node:  # not a copy: one to drop notes from
         node = clone(node)
+    taken = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    split_tuple_item_writes(node.body, NameGenerator(taken))  # b[:1], b[1:] = b[1:], b[:1]
     # generated code: its notes of final states copy only plain arrays, never tape values
     drop_final_state_notes(node, parsed.resolve)
     found = shared_in_place_updates(node, parsed.location, parsed.resolve)

@@ -22,7 +22,7 @@ from typing import Any
 from s2sgrad.errors import S2SGradError
 from s2sgrad.running import origin_of
 
-__all__ = ["note_refusal", "noted", "raise_caught", "forget_since"]
+__all__ = ["note_refusal", "noted", "raise_caught", "forget_since", "noted_since"]
 
 _RAISED: list[S2SGradError] = []
 _NOT_USERS = (
@@ -59,6 +59,13 @@ def raise_caught(mark: int) -> None:
         "as it would not with NumPy's values; its gradient would be of another program.)"
     )
     raise caught.with_traceback(error.__traceback__)
+
+
+def noted_since(mark: int) -> S2SGradError | None:
+    """The first refusal noted since ``mark``, if any: NumPy replaces an exception raised
+    while it stores one item (``b.flat[0] = x`` calls ``float(x)``) by a bare ``ValueError``
+    without a cause, so the refusal itself is found here."""
+    return _RAISED[mark] if len(_RAISED) > mark else None
 
 
 def forget_since(mark: int) -> None:

@@ -323,10 +323,10 @@ class TapeValue:
 
             copy.copy(x) is x  # False
         """
-        return record_copy(self)
+        return _copy_of(self)
 
     def __deepcopy__(self, memo: dict) -> TapeValue:
-        return record_copy(self)
+        return _copy_of(self)
 
     def view(self, dtype: Any = None, type: Any = None) -> TapeValue:
         """``x.view()``: ``x`` itself, since a tape value never changes (an update of a view
@@ -361,6 +361,7 @@ class TapeValue:
             try:
                 if helper:
                     refuse_shared_memory(self, frame, _SKIPPED_DIRS)
+                    refuse_shared_update(frame)  # b[:1], b[1:] = b[1:], b[:1]: a view unheld
                 elif not refuse_shared_update(frame):
                     refuse_unread_sharing(frame, self, self._value, _primal_or_none, rebinds=False)
                 refuse_view_write(frame, getattr(self._value, "base", None) is not None)
@@ -1180,6 +1181,17 @@ def record_copy(x: Any) -> TapeValue:
 
 def _same(x: Any) -> Any:
     return x
+
+
+def _copy_of(x: TapeValue) -> TapeValue:
+    """``copy.copy(x)`` / ``copy.deepcopy(x)``: a copy recorded as :func:`record_copy` is, but
+    of an array in memory of its own, as NumPy's is (sharing it, a later ``q *= 3`` the tape
+    follows through memory changed ``x`` too)."""
+    return apply_rule(record_copy, _copied, (x,), None, IDENTITY)
+
+
+def _copied(x: Any) -> Any:
+    return x.copy() if isinstance(x, np.ndarray) else x
 
 
 _NUMERIC = (np.ndarray, np.generic, float, int, complex)

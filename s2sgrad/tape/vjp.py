@@ -19,7 +19,7 @@ from s2sgrad.errors import (
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
 from s2sgrad.tape.backward import Backward
-from s2sgrad.tape.caught_refusals import forget_since, noted, raise_caught
+from s2sgrad.tape.caught_refusals import forget_since, noted, noted_since, raise_caught
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
 from s2sgrad.tape.library_type_checks import array_protocol_refusal, type_check_refusal
@@ -74,6 +74,9 @@ def tape_vjp(
         except ValueError as error:  # NumPy wraps a refusal to store a value into an array
             if isinstance(error.__cause__, S2SGradError):
                 raise error.__cause__.with_traceback(error.__traceback__) from None
+            swallowed = noted_since(mark)  # NumPy dropped the refusal (b.flat[0] = x)
+            if swallowed is not None:
+                raise swallowed.with_traceback(error.__traceback__) from None
             refused = array_protocol_refusal(error)  # an object's __array__ gave a tape value
             if refused is not None:
                 raise refused.with_traceback(error.__traceback__) from None

@@ -59,6 +59,7 @@ from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
+from s2sgrad.compiler.passes.tuple_item_writes import split_tuple_item_writes
 from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
     call,
@@ -120,6 +121,7 @@ def desugar(
     chained_item_writes(node.body, names, locate, bindings)
     index_list_loops(node, names, resolve)
     bindings.update(indexed_pops(node, names))
+    split_tuple_item_writes(node.body, names)  # b[:3], b[3:] = b[3:], b[:3]: in Python's order
     views_checked = write_back_views(node, names, locate, resolve)
     shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
     mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too

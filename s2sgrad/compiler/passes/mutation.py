@@ -92,11 +92,29 @@ def mutated_parameters(
     except Exception:  # no source, or source the transformer cannot read
         summary: frozenset[str] = frozenset()
     else:
-        summary = changed_in_place(parsed.node, parsed.resolve) & parameter_names(parsed.node)
+        local = _nested_def_changes(parsed.node, parsed.resolve)
+        summary = changed_in_place(parsed.node, parsed.resolve, local) & parameter_names(
+            parsed.node
+        )
     finally:
         _MUTATING.discard(code)
     _MUTATIONS[code] = summary
     return summary
+
+
+def _nested_def_changes(node: gast.FunctionDef, resolve) -> dict | None:
+    """``{name: (its parameters, what it changes)}`` of the ``def``s nested in ``node``, so
+    that a call of one (``inner(a)``, writing ``v[0] = ...`` into its parameter) counts as
+    the change it makes (:func:`changed_in_place`'s ``local``); None without any."""
+    nested = [s for s in nested_statements(node.body) if type(s) is gast.FunctionDef]
+    if not nested:
+        return None
+    local: dict[str, tuple[list[str], frozenset[str]]] = {}
+    for _ in range(2):  # a nested def that calls another, defined after it
+        for definition in nested:
+            changes = changed_in_place(definition, resolve, local)
+            local[definition.name] = ([a.id for a in definition.args.args], changes)
+    return local
 
 
 def changed_in_place(
@@ -315,7 +333,24 @@ def _changed_by(statement: gast.stmt, by_calls: set[str]) -> set[str]:
         changed.add(updated)
     if type(statement) is gast.AugAssign and type(base_of(statement.target)) is gast.Name:
         changed.add(base_of(statement.target).id)  # a[i] += v
+    if type(statement) is gast.Assign:  # a[0], a[1] = a[1], a[0]: items among the targets
+        changed |= _items_in_unpacked_targets(statement.targets)
     return changed
+
+
+def _items_in_unpacked_targets(targets: list[gast.expr]) -> set[str]:
+    """The names whose items a tuple or list of targets writes (``a[i], b = ...``)."""
+    found = set()
+    for target in targets:
+        if type(target) not in (gast.Tuple, gast.List):
+            continue
+        for part in target.elts:
+            part = part.value if type(part) is gast.Starred else part
+            if type(part) is gast.Subscript and type(base_of(part)) is gast.Name:
+                found.add(base_of(part).id)
+            elif type(part) in (gast.Tuple, gast.List):
+                found |= _items_in_unpacked_targets([part])
+    return found
 
 
 def _changed_by_calls(

@@ -115,6 +115,13 @@ def write_back_views(
                     added[0] = _when_more_dimensions(rank_helper[0], base, ranks, added[0])
             if added is None:
                 break  # one update it cannot follow: the family is left to .aliases
+            for k, retaken in enumerate(added):  # v = t[-1] of a vector: a number, kept
+                ranks = _retaken_element(retaken, views)
+                if ranks is not None:
+                    if not rank_helper:
+                        rank_helper.append(names.claim("ndim"))
+                    base = views[retaken.targets[0].id].base
+                    added[k] = _when_more_dimensions(rank_helper[0], base, ranks, retaken)
             plans.append((statement, added))
         else:
             if plans:
@@ -133,6 +140,16 @@ def write_back_views(
     if asked:
         helpers[asked[0]] = runtime.is_view_of
     return helpers
+
+
+def _retaken_element(statement: gast.stmt, views: dict[str, View]) -> int | None:
+    """For ``x = t[i, j].copy()``, a view taken anew after its array changed, with integers
+    only: their number (``x`` is taken anew only where ``t`` has more, and is then a row;
+    an element read before the change keeps its value, as NumPy's number does)."""
+    if type(statement) is not gast.Assign or type(statement.targets[0]) is not gast.Name:
+        return None
+    view = views.get(statement.targets[0].id)
+    return None if view is None else _integer_ranks(view)
 
 
 def _when_more_dimensions(ndim: str, base: str, ranks: int, write: gast.stmt) -> gast.stmt:
@@ -216,7 +233,14 @@ def _ranks_to_check(update: gast.stmt, updated: str, views: dict[str, View]) -> 
     if type(update) is not gast.AugAssign or type(update.target) is not gast.Name:
         return None
     view = views.get(updated)
-    if view is None or view.index is None:
+    return None if view is None else _integer_ranks(view)
+
+
+def _integer_ranks(view: View) -> int | None:
+    """For ``x = t[i, j]`` (integers only), the number of integers: ``x`` is a view (a row)
+    when ``t`` has more dimensions, else an element, a number of its own. None for every
+    other view."""
+    if view.index is None:
         return None
     parts = view.index.elts if type(view.index) is gast.Tuple else [view.index]
     if any(
