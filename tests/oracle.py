@@ -202,6 +202,15 @@ def assert_refused_in_s2s_and_taped_in_auto(f, args, match, here):
     return expected
 
 
+def check_grads_on_two_calls(f, args, mode):
+    """``sg.check_grads(f, *args, mode=mode, order=2)`` on a first and a later call (the
+    later runs the code specialised to the shapes), the tape fallback's warning silenced."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        for _ in range(2):
+            sg.check_grads(f, *args, mode=mode, order=2)
+
+
 def call_twice(transformed, *args, **kwargs):
     """Call a transformed function twice and check both calls agree.
 

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_close, numeric_grad
+from oracle import assert_close, check_grads_on_two_calls, numeric_grad
 from rulecheck import assert_every_rule_is_tested, rules_defined_in
 
 import s2sgrad as sg
@@ -73,10 +73,7 @@ def arguments(shapes, seed):
 @pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
 def test_second_order_reverse_and_forward_against_differences(f, shapes, mode):
     args = arguments(shapes, 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", sg.S2SGradWarning)
-        for _ in range(2):  # the later call runs the code specialised to the shapes
-            sg.check_grads(f, *args, mode=mode, order=2)
+    check_grads_on_two_calls(f, args, mode)
 
 
 @pytest.mark.parametrize("f", PROGRAMS, ids=lambda f: f.__name__)
