@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gast
 
+from s2sgrad.compiler.block_walks import header_writes, statement_blocks
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.operations import dotted_name
 from s2sgrad.compiler.passes.activity import Activity
@@ -33,7 +34,7 @@ def refuse_transformed_closures(
 
         refuse_transformed_closures(node.body, parsed, local_names, activity)
     """
-    definitions = _local_functions(body)
+    definitions = None  # made at the first function maker: most functions call none
     for statement in nested_statements(body):
         if type(statement) is not gast.Assign or type(statement.value) is not gast.Call:
             continue
@@ -45,6 +46,8 @@ def refuse_transformed_closures(
         if not is_function_maker(parsed.resolve(value.func)):
             continue
         given = [*value.args, *(keyword.value for keyword in value.keywords)]
+        if definitions is None:
+            definitions = _local_functions(body)
         if any(
             not _closed_over(argument, definitions).isdisjoint(activity.varied)
             for argument in given
@@ -64,7 +67,10 @@ def _local_functions(body: list[gast.stmt]) -> dict[str, gast.FunctionDef | gast
     found: dict[str, gast.FunctionDef | gast.Lambda] = {}
     bindings: dict[str, int] = {}
     for statement in nested_statements(body):
-        for name in names_written(statement) if type(statement) is not gast.FunctionDef else ():
+        # a compound statement's own bindings only: its blocks' statements come on their own
+        blocks = statement_blocks(statement)
+        written = header_writes(statement) if blocks else names_written(statement)
+        for name in written if type(statement) is not gast.FunctionDef else ():
             bindings[name] = bindings.get(name, 0) + 1
         if type(statement) is gast.FunctionDef:
             bindings[statement.name] = bindings.get(statement.name, 0) + 1
