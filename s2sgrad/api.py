@@ -141,9 +141,12 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
     return out, of_the_partial
 
 
-def _readable_signature(f: Callable, kind: str) -> inspect.Signature:
+def _readable_signature(f: Callable, kind: str) -> inspect.Signature | None:
     """``f``'s signature; for a builtin that has none (``max``, ``min``) a refusal naming
     the user's line, where the transforms would fail on the parameters they cannot read.
+    None for a function made by ``sg.vmap`` without one (of a ufunc, on NumPy 1.26): what
+    differentiates it says what it can (the tape runs it, source transformation refuses it
+    with advice of its own).
 
     Example::
 
@@ -152,6 +155,8 @@ def _readable_signature(f: Callable, kind: str) -> inspect.Signature:
     try:
         return numpy_signatures.signature(f)
     except (TypeError, ValueError):
+        if getattr(f, "__s2sgrad_vmapped__", False):
+            return None
         name = name_of(f)
         raise UnsupportedError(
             f"{user_location()}: {kind} cannot read the parameters of {name}, a builtin "
@@ -209,7 +214,10 @@ class _Transform(NotebookDisplay):
         self.single = not isinstance(wrt, (tuple, list))
         self.given_wrt = wrt  # as given: positions, names, or positions in *args
         self.parameters = positional_parameters(self.function)
-        self.call_signature = _readable_signature(self.function, kind)  # its own parameters
+        signature = _readable_signature(self.function, kind)  # its own parameters
+        if signature is None:  # sg.vmap's, of a ufunc on NumPy 1.26: as NumPy says
+            signature = numpy_signatures.signature(self.function)
+        self.call_signature = signature
         self.all_parameters = list(self.call_signature.parameters)
         shift = len(bound)
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
