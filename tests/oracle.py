@@ -202,6 +202,18 @@ def assert_refused_in_s2s_and_taped_in_auto(f, args, match, here):
     return expected
 
 
+def assert_grad_jvp_and_hvp_of_two(f, x, y, v, mode, seed):
+    """``sg.grad`` of ``f(x, y)`` with respect to both (called twice), ``sg.jvp`` along
+    ``(v, v)`` and ``sg.hvp`` along a random direction (``seed``), in ``mode``, against
+    central differences."""
+    gradient = call_twice(sg.grad(f, wrt=(0, 1), mode=mode), x, y)
+    assert_close(gradient[0], numeric_grad(f, [x, y], 0))
+    assert_close(gradient[1], numeric_grad(f, [x, y], 1))
+    _, tangent = sg.jvp(f, (x, y), (v, v), mode=mode)
+    assert_close(tangent, numeric_jvp(lambda t: f(x + t * v, y + t * v), [0.0], 0, 1.0))
+    assert_hvp_matches_differences(f, (x, y), mode=mode, seed=seed)
+
+
 def check_grads_on_two_calls(f, args, mode):
     """``sg.check_grads(f, *args, mode=mode, order=2)`` on a first and a later call (the
     later runs the code specialised to the shapes), the tape fallback's warning silenced."""
