@@ -73,6 +73,7 @@ Pairs = dict[str, frozenset[str]]  # each name's partners (symmetric); absent: n
 Token = tuple[int, frozenset[str] | None]  # (id of the update a snapshot is of, names kept)
 Stacks = dict[str, tuple[Token, ...] | None]  # the entries of each save stack; None: unknown
 _MOST_PATHS = 8  # more distinct paths than this are joined into one
+_UNKNOWN_BELOW: Token = (0, frozenset({"<unknown entries>"}))  # the bottom of a stack: not told
 
 
 class _Unmodelled(Exception):
@@ -379,14 +380,16 @@ def _holding_before(pairs: Pairs, update: int) -> set[str]:
 
 def _popped(state: _State, stack: str) -> tuple[_State, Token | None]:
     entries = state.stacks.get(stack, ())
-    if not entries:  # unknown, or empty: what comes out is not told
+    if not entries or entries == (_UNKNOWN_BELOW,):  # unknown, or empty: not told
         return state.but(stacks={**state.stacks, stack: None}), None
     return state.but(stacks={**state.stacks, stack: entries[:-1]}), entries[-1]
 
 
 def _pushed(state: _State, stack: str, token: Token) -> _State:
+    """``stack`` once ``token`` is pushed: on a stack whose entries are unknown (pushed in a
+    loop, say), the entries pushed since are still known, and come off first."""
     entries = state.stacks.get(stack, ())
-    grown = None if entries is None else (*entries, token)
+    grown = (_UNKNOWN_BELOW, token) if entries is None else (*entries, token)
     return state.but(stacks={**state.stacks, stack: grown})
 
 
