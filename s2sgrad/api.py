@@ -127,6 +127,7 @@ def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:
         out, pullback = sg.vjp(lambda x: np.sin(x), np.zeros(2))
         pullback(np.ones(2))  # (array([1., 1.]),)
     """
+    check_mode(mode)
     _refuse_cyclic_arguments(primals)
     _readable_signature(f, "vjp")
     called = _partial_call(f, primals, mode)
@@ -605,6 +606,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
 
         value, tangent = sg.jvp(lambda x: np.sin(x), (np.zeros(2),), (np.ones(2),))  # cos(0) = 1
     """
+    check_mode(mode)
     if mode == "s2s":  # the tape (mode "auto" falls back to it) runs the builtin as it is
         _readable_signature(f, "jvp")
     given = isinstance(primals, (tuple, list)) and isinstance(tangents, (tuple, list))
@@ -682,6 +684,7 @@ def hessian(f: Callable, wrt: int | str | tuple = 0, *, mode: str = "auto") -> C
         sg.hessian(lambda x: np.sum(x ** 3))(np.ones(2))  # diag([6, 6])
         sg.hessian(lambda x, y: x**2 * y, wrt=(0, 1))(1.0, 2.0)  # blocks ((4, 2), (2, 0))
     """
+    check_mode(mode)
     if _is_partial(f):
         return _of_partial(hessian, f, wrt, mode)
     jacobian_of_gradient = jacfwd(grad(f, wrt=wrt, mode=mode), wrt=wrt, mode=mode)
@@ -707,6 +710,7 @@ def hvp(f: Callable, primals: tuple | list, vectors: tuple | list, *, mode: str 
 
         sg.hvp(lambda x: np.sum(x ** 3), (np.ones(2),), (np.ones(2),))  # (array([6., 6.]),)
     """
+    check_mode(mode)
     for what, given in (("primals", primals), ("vectors", vectors)):
         if not isinstance(given, (tuple, list)):
             raise TypeError(

@@ -46,6 +46,7 @@ from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.dispatch import tape_jvp
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.tape import tape_vjp
+from s2sgrad.tape.values import user_location
 
 __all__ = [
     "MODES",
@@ -124,8 +125,8 @@ def check_mode(mode: str) -> None:
 
         check_mode("s2s")  # fine; check_mode("fast") raises
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, not {mode!r}")
+    if type(mode) is not str or mode not in MODES:  # an array's == would answer an array
+        raise ValueError(f"{user_location()}: mode must be one of {MODES}, not {mode!r:.60}")
 
 
 def vjp(f: Callable, *primals: Any, mode: str = "auto") -> tuple[Any, Callable]:

@@ -175,6 +175,8 @@ class TapeValue:
         return len(self._value)
 
     def __iter__(self):
+        if np.ndim(self._value) == 0:
+            raise TypeError("iteration over a 0-d array")  # as NumPy says it
         for i in range(len(self._value)):
             yield self[i]
 
