@@ -13,7 +13,13 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_close, assert_grad_jvp_and_hvp, call_twice, numeric_grad
+from oracle import (
+    assert_close,
+    assert_grad_jvp_and_hvp,
+    call_twice,
+    numeric_grad,
+    numeric_jvp,
+)
 
 import s2sgrad as sg
 
@@ -156,3 +162,22 @@ def test_a_loop_changing_its_rows_is_still_refused_in_s2s():
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         got = call_twice(sg.grad(grows_a_row, mode="auto"), x)
     assert_close(got, numeric_grad(grows_a_row, [x], 0))
+
+
+def _sorted_without_a_key(x):
+    values = [x[0] * 1.0, x[1] * 2.0, x[2] ** 2, np.sin(x[3])]
+    ordered = sorted(values)  # the builtin, called on the tape as the code runs
+    return ordered[0] * 3.0 + ordered[1] * ordered[2] - ordered[3] ** 2
+
+
+def test_a_builtin_called_in_forward_mode_runs_on_the_tape_as_in_reverse_mode():
+    # sorted(xs) without key= stays a call of the builtin: reverse mode ran it on the tape,
+    # forward mode refused it ("no source to transform"); the Hessian still refuses it
+    rng = np.random.default_rng(3)
+    x, v = rng.normal(size=4), rng.normal(size=4)
+    _, tangent = sg.jvp(_sorted_without_a_key, (x,), (v,), mode="s2s")
+    assert_close(tangent, numeric_jvp(_sorted_without_a_key, [x], 0, v), rtol=1e-5)
+    with pytest.raises(sg.UnsupportedError, match="mode='auto'") as refused:
+        sg.hvp(_sorted_without_a_key, (x,), (v,), mode="s2s")
+    assert "test_sorted_zip_reversed_in_s2s.py:" in str(refused.value)
+    assert_grad_jvp_and_hvp(_sorted_without_a_key, x, v, "auto")
