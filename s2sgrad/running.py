@@ -27,6 +27,7 @@ __all__ = [
     "POSITIONS",
     "origin_of",
     "running_origin",
+    "statement_origin",
     "name_the_origin",
     "note_generated_origin",
     "is_float_arithmetic_error",
@@ -60,9 +61,10 @@ def origin_of(filename: str) -> str | None:
 
 
 def running_origin(default: str = "<unknown location>") -> str:
-    """The user's ``file:line`` of the function whose generated code is running now (the
-    innermost generated frame on the stack), followed back through code generated from
-    generated code; ``default`` when no generated code is running.
+    """The user's ``file:line`` of the statement whose generated code is running now (the
+    innermost generated frame on the stack; the function's ``def`` line where the statement
+    is not known), followed back through code generated from generated code; ``default``
+    when no generated code is running.
 
     Example::
 
@@ -70,10 +72,46 @@ def running_origin(default: str = "<unknown location>") -> str:
     """
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_filename in ORIGINS:
-            return origin_of(frame.f_code.co_filename) or default
+        filename = frame.f_code.co_filename
+        if filename in ORIGINS:
+            statement = statement_origin(filename, frame.f_lineno)
+            return statement or origin_of(filename) or default
         frame = frame.f_back
     return default
+
+
+def statement_origin(filename: str, line: int) -> str | None:
+    """The user's ``file:line`` of the statement that line ``line`` of the generated file
+    ``filename`` was generated from, followed back through code generated from generated
+    code (a derivative's derivative, which then says so: ``model.py:15 (in its derivative,
+    /tmp/.../dloss_0.py:9)``); None where a step of the way is not known.
+
+    Example::
+
+        statement_origin("/tmp/s2sgrad-x/dloss_0.py", 7)  # "model.py:15"
+    """
+    derivative = None  # the line of the derivative that was differentiated again
+    for _ in range(8):  # generated code is differentiated again a few times at most
+        origin = ORIGINS.get(filename)
+        positions = POSITIONS.get(filename)
+        if origin is None or positions is None or not 0 < line <= len(positions):
+            return None
+        position = positions[line - 1]
+        again = IN_A_DERIVATIVE in origin  # "model.py:12 (in its derivative, dloss.py:1)"
+        if again:
+            origin = origin.partition(IN_A_DERIVATIVE)[2].rstrip(")")
+        source, _, first = origin.rpartition(":")
+        if not position or not first.isdigit():
+            return None
+        line = int(first) + position - 1
+        if again and derivative is None:
+            derivative = f"{source}:{line}"
+        if source not in ORIGINS:
+            if derivative is None:
+                return f"{source}:{line}"
+            return f"{source}:{line}{IN_A_DERIVATIVE}{derivative})"
+        filename = source
+    return None
 
 
 #: what a location in code s2sgrad generated reads as, after the user's file:line
@@ -82,8 +120,9 @@ _LOCATED = re.compile(r"^\S+:\d+")  # "file.py:12: ..." or "<stdin>:3 (in its de
 
 
 def name_the_origin(error: BaseException, function: object = None) -> None:
-    """Start ``error``'s message with the user's ``file:line`` of the function whose
-    generated code raised it (the innermost generated frame of its traceback), unless the
+    """Start ``error``'s message with the user's ``file:line`` of the statement whose
+    generated code raised it (the innermost generated frame of its traceback; the
+    function's ``def`` line where the statement is not known), unless the
     message names a location already: a refusal the runtime raises as generated code runs
     (a list's cotangent of the wrong length) then says where it comes from. Without
     generated code (a rule refusing on the tape), ``function``'s own ``file:line``.
@@ -98,7 +137,10 @@ def name_the_origin(error: BaseException, function: object = None) -> None:
     origin = None
     trace = error.__traceback__
     while trace is not None:
-        origin = origin_of(trace.tb_frame.f_code.co_filename) or origin
+        filename = trace.tb_frame.f_code.co_filename
+        if filename in ORIGINS:
+            statement = statement_origin(filename, trace.tb_lineno)
+            origin = statement or origin_of(filename) or origin
         trace = trace.tb_next
     if origin is None:
         origin = function_origin(function)
@@ -154,19 +196,14 @@ def note_generated_origin(error: BaseException) -> None:
 
 def _statement_generated_from(filename: str | None, line: int) -> str | None:
     """``file:line: text`` of the user's statement that line ``line`` of the generated file
-    ``filename`` was generated from, when it is known and the file is the user's own (not
-    code generated from generated code); else None."""
-    positions = POSITIONS.get(filename or "")
-    origin = ORIGINS.get(filename or "")
-    if positions is None or origin is None or not 0 < line <= len(positions):
+    ``filename`` was generated from (:func:`statement_origin`), when it is known; else
+    None."""
+    origin = statement_origin(filename, line) if filename is not None else None
+    if origin is None:
         return None
-    position = positions[line - 1]
-    user_file, _, first = origin.rpartition(":")
-    if not position or not first.isdigit() or user_file in ORIGINS:
-        return None
-    number = int(first) + position - 1
-    text = linecache.getline(user_file, number).strip()
-    return f"{user_file}:{number}: {text}" if text else None
+    user_file, _, number = origin.partition(IN_A_DERIVATIVE)[0].rpartition(":")
+    text = linecache.getline(user_file, int(number)).strip()
+    return f"{origin}: {text}" if text else None
 
 
 def is_float_arithmetic_error(error: BaseException) -> bool:

@@ -35,6 +35,7 @@ from s2sgrad.runtime.linalg import (
     einsum_subscripts,
     operand_dtype,
 )
+from s2sgrad.runtime.orderings import sorted_order, zipped_length
 from s2sgrad.runtime.reductions import kept_count
 from s2sgrad.runtime.shapes import (
     item_mask,
@@ -190,6 +191,8 @@ def _floats(*shape):
 
 
 PROOFS = {
+    sorted_order: [(_floats(5),), (_floats(4), abs, True)],
+    zipped_length: [(_floats(3, 4),)],
     np.einsum_path: [("ij,jk,kl->il", _floats(2, 3), _floats(3, 4), _floats(4, 2))],
     kept_count: [(_floats(3, 4) > 0, _floats(3, 4), 1), (_floats(3, 4) > 0, _floats(3, 4))],
     np.diag_indices_from: [(_floats(3, 3),)],

@@ -678,6 +678,7 @@ def loop_over_a_map(x, y):
 
 
 ITERATORS = [
+    zip_enumerate_reversed_in_lists,  # list(reversed(xs)): a comprehension over it
     map_of_a_lambda,
     map_of_two_sequences,
     map_of_a_function,
@@ -730,7 +731,7 @@ def test_iterators_kept_or_read_bit_by_bit_are_refused(function):
     assert_close(gradient, numeric_grad(function, [x], 0))
 
 
-@pytest.mark.parametrize("function", [filter_of_a_lambda, zip_enumerate_reversed_in_lists])
+@pytest.mark.parametrize("function", [filter_of_a_lambda])
 def test_filter_zip_enumerate_reversed_iterators_are_refused_and_taped(function):
     """Only map (and partial) become comprehensions; other iterators are refused by source
     transformation, and the tape takes over in auto."""

@@ -28,6 +28,7 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.freshness import Assumptions
+from s2sgrad.compiler.printed_positions import positions_by_reparsing
 from s2sgrad.compiler.python_ast import to_python_ast
 from s2sgrad.compiler.source_writer import write_source, write_source_and_names
 from s2sgrad.compiler.syntax import COMMENT_MARK, names_used, walk
@@ -126,6 +127,8 @@ class GeneratedFunction:
         source, filename = self.source, self.filename
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         ORIGINS[filename] = self.origin
+        if self.positions is None:  # printed by ``ast.unparse``: paired with the tree
+            self.positions = positions_by_reparsing(self.node, source)
         if self.positions is not None:  # the statements' lines in the user's function
             POSITIONS[filename] = self.positions
         module_globals: dict[str, Any] = {
@@ -163,6 +166,7 @@ def _forget_source(filename: str) -> None:
     """Drop a collected function's source lines, origin and file."""
     linecache.cache.pop(filename, None)
     ORIGINS.pop(filename, None)
+    POSITIONS.pop(filename, None)
     if not filename.startswith("<"):
         with contextlib.suppress(OSError):
             os.remove(filename)

@@ -49,7 +49,10 @@ def write_source_and_names(
     answer), found while printing it: each of its names is printed, in one place. None
     where :func:`write_source` gives None. ``positions``, when given (an empty
     ``array("i")``), receives at each printed line's index (the header is 0) the ``lineno``
-    of the statement that line starts, 0 where none starts there or it has none.
+    of the statement that line starts, 0 where none starts there or it has none; where
+    the calls on that line all come from one other statement (the optimiser moved them
+    there: ``dx = unpad(db, a, 2) * 2.0``), that statement's, and 0 where they come from
+    several.
 
     Example::
 
@@ -62,13 +65,16 @@ def write_source_and_names(
     try:
         text = write_source(function)
     finally:
-        _PRINTING.names = _PRINTING.positions = None
+        _PRINTING.names = _PRINTING.positions = _PRINTING.call_lines = None
     return None if text is None else (text, names)
 
 
 class _Printing(threading.local):
     names: set[str] | None = None  # where the names printed go, when they are asked for
     positions: array | None = None  # the statements' line numbers, when they are asked for
+    # with ``positions``: the line numbers of the calls printed on the statement's own line
+    # (a call the optimiser moved there from another statement carries that one's)
+    call_lines: set[int] | None = None
 
 
 _PRINTING = _Printing()
@@ -178,11 +184,20 @@ def _block(body: list, indent: str, lines: list[str]) -> None:
         write = _STATEMENTS.get(type(statement))
         if write is None:
             raise _Unsupported
-        if positions is not None:
-            while len(positions) < len(lines):  # a line no statement starts ("else:")
-                positions.append(0)
-            positions.append(statement.__dict__.get("lineno") or 0)
+        if positions is None:
+            write(statement, indent, lines)
+            continue
+        while len(positions) < len(lines):  # a line no statement starts ("else:")
+            positions.append(0)
+        line = statement.__dict__.get("lineno") or 0
+        positions.append(line)
+        outer, _PRINTING.call_lines = _PRINTING.call_lines, set()
+        calls = _PRINTING.call_lines  # the lines of the calls printed on its own line
         write(statement, indent, lines)
+        _PRINTING.call_lines = outer
+        calls.discard(0)
+        if calls and calls != {line}:  # calls of another statement were moved into it
+            positions[len(positions) - 1] = calls.pop() if len(calls) == 1 else 0
 
 
 def _assign(node, indent, lines):
@@ -345,6 +360,8 @@ def _compare(node, required):
 
 
 def _call(node, required):
+    if _PRINTING.call_lines is not None:
+        _PRINTING.call_lines.add(node.__dict__.get("lineno") or 0)
     arguments = [_expression(a, _TEST) for a in node.args]
     for keyword in node.keywords:
         value = _expression(keyword.value, _TEST)

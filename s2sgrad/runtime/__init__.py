@@ -19,6 +19,7 @@ from s2sgrad.runtime import (
     linalg,
     list_pops,
     objects,
+    orderings,
     private_copies,
     reductions,
     scientific,
@@ -40,6 +41,7 @@ from s2sgrad.runtime.keyword_arguments import *  # noqa: F403
 from s2sgrad.runtime.linalg import *  # noqa: F403
 from s2sgrad.runtime.list_pops import *  # noqa: F403
 from s2sgrad.runtime.objects import *  # noqa: F403
+from s2sgrad.runtime.orderings import *  # noqa: F403
 from s2sgrad.runtime.private_copies import *  # noqa: F403
 from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.revolve import run_checkpointed  # noqa: F401 (in __all__)
@@ -71,6 +73,7 @@ __all__ = list(
             *ufunc_methods.__all__,
             *dispatch.__all__,
             *objects.__all__,
+            *orderings.__all__,
             *private_copies.__all__,
             *attribute_stores.__all__,
             "run_checkpointed",

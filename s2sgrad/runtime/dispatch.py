@@ -722,8 +722,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         names += [f"{vararg}[{i}]" for i in range(len(full_args) - len(names))]
         generated = hooks.derivative(target, tuple(names[i] for i in positions), "jvp")
     except (S2SGradError, ValueError, TypeError) as error:
-        if not tape:
-            reason = str(error)
+        if not tape and not _is_builtin(target):  # sorted(xs): the tape only copies, as
+            reason = str(error)  # reverse mode's call of it (``_dispatch``) does
             name = _callable_name(target)
             if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
                 reason = f"{name} has no source to transform ({reason})"

@@ -47,7 +47,7 @@ from s2sgrad.rules.registry import (
     silent_zero_positions,
     when_forgotten,
 )
-from s2sgrad.running import origin_of
+from s2sgrad.running import IN_A_DERIVATIVE, origin_of, statement_origin
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.caught_refusals import note_refusal
@@ -1836,7 +1836,10 @@ def _position(frame: Any) -> tuple:
     origin = origin_of(filename)
     if origin is None:
         return (filename, frame.f_lineno)
-    return (f"{origin} (in its derivative, {filename}:{frame.f_lineno})", None)
+    statement = statement_origin(filename, frame.f_lineno)  # the user's statement
+    if statement is not None and IN_A_DERIVATIVE not in statement:
+        origin = statement
+    return (f"{origin}{IN_A_DERIVATIVE}{filename}:{frame.f_lineno})", None)
 
 
 def _shown_position(frame: Any) -> tuple:

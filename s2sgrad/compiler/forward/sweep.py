@@ -40,6 +40,7 @@ from s2sgrad.compiler.syntax import (
     constant,
     item_target_base,
     load,
+    located,
     method_receiver,
     names_read,
     names_written,
@@ -172,6 +173,7 @@ class _Forward:
         for statement in statements:
             lines = self.statement(statement)
             tangent_lines = [s for s in lines if s is not statement]
+            _under_the_users_line(lines, statement)
             line = getattr(statement, "lineno", None)
             if tangent_lines and line is not None and line != last_line:
                 text = self.parsed.source_line(statement)
@@ -507,3 +509,20 @@ def _refuse(operation: Operation, location: str) -> None:
         )
         refusal.tape_cannot_either = bool(operation.advice) or tape_lacks_the_rule_too(operation)
         raise refusal
+
+
+def _under_the_users_line(lines: list[gast.stmt], statement: gast.stmt) -> None:
+    """Place the statements made for ``statement``, and the calls in them made without a
+    location, on ``statement``'s line: a refusal raised as the code runs names the user's
+    statement from it (``running.statement_origin``), also after the optimiser moved a call
+    into another statement."""
+    line = statement.__dict__.get("lineno")
+    if line is None:
+        return
+    for made in lines:
+        if made is not statement:
+            located(made, statement)
+        for node in walk(made):
+            if type(node) is gast.Call and node.__dict__.get("lineno") is None:
+                node.lineno = node.end_lineno = line
+                node.col_offset = node.end_col_offset = 0

@@ -108,6 +108,15 @@ class Comprehensions(gast.NodeTransformer):
             generator = gast.comprehension(target=target, iter=pairs, ifs=[], is_async=0)
             listed = self.lower(gast.ListComp(elt=pair, generators=[generator]))
             return listed if node.func.id == "list" else call(node.func, [listed])
+        if _reads_lazily_whole(loops, node):  # list(reversed(xs)), tuple(zip(*rows))
+            item = loops.names.fresh("item")
+            generator = gast.comprehension(
+                target=store(item), iter=node.args[0], ifs=[], is_async=0
+            )
+            listed = self.lower(gast.ListComp(elt=load(item), generators=[generator]))
+            return listed if node.func.id == "list" else call(node.func, [listed])
+        if loops.sorted_by_key(node):
+            return self.sorted_by_key(node)
         if loops.is_reduce(node):
             return self.reduced(node)
         listed = loops.iterator_listed(node)
@@ -231,6 +240,22 @@ class Comprehensions(gast.NodeTransformer):
             )
             self.prefix.extend(self.loops.for_loop(located(loop, statement)))
         return load(result)
+
+    def sorted_by_key(self, node: gast.Call) -> gast.expr:
+        """``sorted(xs, key=f, reverse=r)``: ``items = for_items(xs)`` (what ``for v in xs``
+        visits, as a list: a dict's keys), then the items read in
+        the order ``sorted_order(items, f, r)`` finds at run time (a permutation, like a
+        branch taken: the derivative follows each item to where it goes)."""
+        names, statement = self.loops.names, self.statement
+        items, order, position = names.fresh("items"), names.fresh("order"), names.fresh("i")
+        listed = call(self.loops.helper("for_items"), [node.args[0]])  # a dict: its keys
+        self.prefix.append(assign(items, listed, like=statement))
+        keywords = {k.arg: k.value for k in node.keywords if k.arg is not None}
+        arranged = call(self.loops.helper("sorted_order"), [load(items)], keywords)
+        self.prefix.append(assign(order, arranged, like=statement))
+        read = gast.Subscript(value=load(items), slice=load(position), ctx=gast.Load())
+        generator = gast.comprehension(target=store(position), iter=load(order), ifs=[], is_async=0)
+        return self.lower(gast.ListComp(elt=read, generators=[generator]))
 
     def zip_longest(self, node: gast.Call) -> gast.expr:
         """``zip_longest(a, b, ..., fillvalue=v)``: each iterable listed, then the list of
@@ -372,3 +397,20 @@ def _reads_pairs_whole(loops, node: gast.Call) -> bool:
     zipped = loops.builtin_call(inner, "zip") and bool(inner.args)
     counted = loops.builtin_call(inner, "enumerate") and len(inner.args) == 1
     return (zipped or counted) and not any(type(a) is gast.Starred for a in inner.args)
+
+
+def _reads_lazily_whole(loops, node: gast.Call) -> bool:
+    """``list`` or ``tuple`` of ``reversed(xs)`` or ``zip(*rows)``: the items read whole
+    where they are made, as a comprehension over the same iterator reads them."""
+    if not any(loops.builtin_call(node, name) for name in ("list", "tuple")):
+        return False
+    if len(node.args) != 1:
+        return False
+    inner = node.args[0]
+    if loops.builtin_call(inner, "reversed"):
+        return len(inner.args) == 1 and type(inner.args[0]) is not gast.Starred
+    return (
+        loops.builtin_call(inner, "zip")
+        and len(inner.args) == 1
+        and type(inner.args[0]) is gast.Starred
+    )

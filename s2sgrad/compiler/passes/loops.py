@@ -176,7 +176,26 @@ def _rewrites_any(
             return True
         if _names_reduce(func) or _names_listed_iterator(func):
             return True
+        if type(func) is gast.Name and _lists_an_iterator(called):
+            return True
     return False
+
+
+def _lists_an_iterator(called: gast.Call) -> bool:
+    """``list(reversed(xs))``, ``tuple(zip(...))``, ``dict(enumerate(xs))``, or
+    ``sorted(xs, key=f)``, by name (resolved later): what :class:`Comprehensions` reads
+    whole, a loop over the iterator."""
+    name = called.func.id if type(called.func) is gast.Name else None
+    if name == "sorted":
+        return bool(called.keywords)
+    if name not in ("list", "tuple", "dict") or len(called.args) != 1:
+        return False
+    inner = called.args[0]
+    return (
+        type(inner) is gast.Call
+        and type(inner.func) is gast.Name
+        and inner.func.id in ("reversed", "zip", "enumerate")
+    )
 
 
 def _names_reduce(func: gast.expr) -> bool:
@@ -293,8 +312,10 @@ class Loops:
                 return (
                     type(inner) is gast.Call
                     and type(inner.func) is gast.Name
-                    and (inner.func.id in ("zip", "enumerate"))
+                    and (inner.func.id in ("zip", "enumerate", "reversed"))
                 )
+            if func.id == "sorted":
+                return self.sorted_by_key(node)
             return func.id == "map" and self.builtin_call(node, "map")
         return type(func) is gast.Call and self.is_partial(func)
 
@@ -321,6 +342,48 @@ class Loops:
             result.append(statement)
         return result
 
+    def sorted_by_key(self, node: gast.expr) -> bool:
+        """``sorted(xs, key=f)`` (``reverse=`` too) of the builtin, which
+        :class:`Comprehensions` makes element reads in an order found at run time."""
+        return (
+            type(node) is gast.Call
+            and type(node.func) is gast.Name
+            and node.func.id == "sorted"
+            and len(node.args) == 1
+            and type(node.args[0]) is not gast.Starred
+            and any(k.arg == "key" for k in node.keywords)
+            and all(k.arg in ("key", "reverse") for k in node.keywords)
+            and self.is_builtin("sorted")
+        )
+
+    def transposed(self, loop: gast.For) -> list[gast.stmt] | None:
+        """``for col in zip(*rows)`` as ``for j in range(zipped_length(rows)): col =
+        tuple([row[j] for row in rows])`` (the statements naming ``rows`` returned, to go
+        before the loop), so that each element read is differentiated; None (the loop left
+        as it is) for anything else, or where the body changes what ``rows`` reads."""
+        iterator = loop.iter
+        if not (
+            self.builtin_call(iterator, "zip")
+            and len(iterator.args) == 1
+            and type(iterator.args[0]) is gast.Starred
+            and self.is_builtin("tuple")
+            and _indexable(iterator.args[0].value)
+            and not self.sees_changes(iterator, loop)
+        ):
+            return None
+        prefix: list[gast.stmt] = []
+        rows = self.named(iterator.args[0].value, prefix, loop)
+        width, index, row = (self.names.fresh(n) for n in ("width", "j", "row"))
+        length = call(self.helper("zipped_length"), [load(rows.id)])
+        prefix.append(assign(width, length, like=loop))
+        read = gast.Subscript(value=load(row), slice=load(index), ctx=gast.Load())
+        generator = gast.comprehension(target=store(row), iter=load(rows.id), ifs=[], is_async=0)
+        column = call(load("tuple"), [gast.ListComp(elt=read, generators=[generator])])
+        loop.body = [assign(loop.target, column, like=loop), *loop.body]
+        loop.target = store(index)
+        loop.iter = located(call(load("range"), [load(width)]), iterator)
+        return prefix
+
     def builtin_call(self, node: gast.expr, name: str) -> bool:
         return (
             isinstance(node, gast.Call)
@@ -334,6 +397,9 @@ class Loops:
         """``loop`` (its blocks normalised first) as ``for i in range(...)`` reading its
         elements by index, after the statements that name what it runs over; left as it
         is when what it runs over has no ``len`` (a generator, an itertools iterator)."""
+        transposed = self.transposed(loop)
+        if transposed is not None:  # for col in zip(*rows): a range, reading each row
+            return [*transposed, *self.for_loop(loop)]
         loop.body = self.block(loop.body)
         loop.orelse = self.block(loop.orelse)
         iterator = loop.iter
