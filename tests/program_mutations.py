@@ -62,17 +62,18 @@ class _Function:
         every += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
         self.parameters = {a.arg for a in every}
         self.bound = set(self.parameters)
-        for child in ast.walk(node):
+        nodes = list(ast.walk(node))  # walked once, read three times
+        for child in nodes:
             if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
                 self.bound.add(child.id)
             elif isinstance(child, (ast.FunctionDef, ast.ClassDef)) and child is not node:
                 self.bound.add(child.name)
-        self.fresh_arrays = _fresh_arrays(node, self.parameters)
+        self.fresh_arrays = _fresh_arrays(nodes, self.parameters)
         # holding nested scopes (or nested itself, see _Rewriter.block): a helper made here is
         # a closure, as a module-level one would miss names the scopes share
         self.nested = any(
             isinstance(c, (ast.FunctionDef, ast.Lambda, ast.Nonlocal, ast.Global))
-            for c in ast.walk(node)
+            for c in nodes
             if c is not node
         )
 
@@ -515,18 +516,19 @@ _MAKES_NEW = {
 }
 
 
-def _fresh_arrays(node: ast.FunctionDef, parameters: set[str]) -> set[str]:
+def _fresh_arrays(nodes: list[ast.AST], parameters: set[str]) -> set[str]:
     """Names every binding of which is a new array the function made (arithmetic, or a
-    NumPy function that never returns a view): ``+=`` on them changes nothing else."""
+    NumPy function that never returns a view): ``+=`` on them changes nothing else.
+    ``nodes`` are the function's, as ``ast.walk`` gives them."""
     simple = {
         id(child.targets[0]): child.value
-        for child in ast.walk(node)
+        for child in nodes
         if isinstance(child, ast.Assign)
         and len(child.targets) == 1
         and isinstance(child.targets[0], ast.Name)
     }
     bindings: dict[str, list] = {}
-    for child in ast.walk(node):
+    for child in nodes:
         if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
             bindings.setdefault(child.id, []).append(simple.get(id(child)))
     fresh = set()

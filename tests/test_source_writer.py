@@ -33,11 +33,17 @@ def _functions(tree):
     return [node for node in walk(tree) if type(node) is gast.FunctionDef]
 
 
-def test_the_repository_s_functions_print_as_ast_unparse_prints_them():
+@pytest.fixture(scope="module")
+def repository_functions():
+    """``(file name, its functions)`` for every file of ``SOURCES``: parsed once for the
+    tests below (parsing is most of their time; the printers do not change the trees)."""
+    return [(name, _functions(gast.parse((ROOT / name).read_text()))) for name in SOURCES]
+
+
+def test_the_repository_s_functions_print_as_ast_unparse_prints_them(repository_functions):
     printed = compared = 0
-    for name in SOURCES:
-        tree = gast.parse((ROOT / name).read_text())
-        for function in _functions(tree):
+    for name, functions in repository_functions:
+        for function in functions:
             compared += 1
             text = write_source(function)
             if text is None:
@@ -47,11 +53,10 @@ def test_the_repository_s_functions_print_as_ast_unparse_prints_them():
     assert printed > compared // 5  # docstrings and comprehensions are handed back
 
 
-def test_the_names_met_while_printing_are_every_name_of_the_function():
+def test_the_names_met_while_printing_are_every_name_of_the_function(repository_functions):
     printed = 0
-    for name in SOURCES:
-        tree = gast.parse((ROOT / name).read_text())
-        for function in _functions(tree):
+    for name, functions in repository_functions:
+        for function in functions:
             found = write_source_and_names(function)
             if found is None:
                 assert write_source(function) is None
