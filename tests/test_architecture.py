@@ -60,6 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.numpy_pieces",
             "s2sgrad.rules.python_math",
             "s2sgrad.rules.real_if_close",
+            "s2sgrad.rules.pad_statistics",
             # the optional SciPy rule set, imported when SciPy is (rules/registry.py)
             "s2sgrad.rules.scipy_special",
             "s2sgrad.rules.scipy_special_more",
@@ -76,6 +77,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg_numpy_forms",
             "s2sgrad.rules.scipy_linalg_twins",
             "s2sgrad.rules.scipy_signal",
+            "s2sgrad.rules.scipy_linalg_lstsq",
+            "s2sgrad.rules.scipy_spatial_distance",
+            "s2sgrad.rules.scipy_special_integrals",
+            "s2sgrad.rules.scipy_stats_shapes",
         ),
     ),
     # the runtime tape: records NumPy calls on its values, asks the registry for rules
