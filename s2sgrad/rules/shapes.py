@@ -1237,7 +1237,7 @@ def _pad_jvp(
     else:  # ramps, 'empty', a function: not copies of the array's elements
         error = UnsupportedError(
             f"s2sgrad cannot differentiate np.pad with mode={mode!r}; use mode 'constant', "
-            "'edge', 'wrap', 'reflect' or 'symmetric'"
+            "'edge', 'wrap', 'reflect', 'symmetric', 'maximum', 'minimum', 'mean' or 'median'"
         )
         error.tape_cannot_either = True  # the tape applies the same rule
         raise error
