@@ -57,6 +57,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.more_numpy",
             "s2sgrad.rules.polynomials",
             "s2sgrad.rules.histograms",
+            "s2sgrad.rules.histograms_grid",
             "s2sgrad.rules.numpy_pieces",
             "s2sgrad.rules.python_math",
             "s2sgrad.rules.real_if_close",
