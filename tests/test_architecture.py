@@ -81,6 +81,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg_lstsq",
             "s2sgrad.rules.scipy_spatial_distance",
             "s2sgrad.rules.scipy_special_integrals",
+            "s2sgrad.rules.scipy_special_complex",
             "s2sgrad.rules.scipy_stats_shapes",
         ),
     ),

@@ -556,6 +556,7 @@ if special is not None:
         S(special.fresnel, lambda x: special.fresnel(x)[0] * special.fresnel(x)[1], A),
         S(special.airy, lambda x: special.airy(x)[0] * special.airy(x)[3] + special.airy(x)[1], A),
         S(special.struve, lambda x: special.struve(1.5, x), A),
+        S(special.lambertw, lambda x: special.lambertw(x), A),
         S(special.modstruve, lambda x: special.modstruve(0.5, x), A),
         S(special.ellipkinc, lambda p, m: special.ellipkinc(p, m), A, B,
           domain=(positive, probability)),

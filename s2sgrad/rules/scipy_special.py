@@ -17,6 +17,7 @@ import numpy as np
 from scipy import special
 
 import s2sgrad.rules.scipy_special_closed_forms  # noqa: F401  (registers its rules)
+import s2sgrad.rules.scipy_special_complex  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_extra  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_integrals  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_more  # noqa: F401  (registers its rules)
