@@ -83,6 +83,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_special_integrals",
             "s2sgrad.rules.scipy_special_complex",
             "s2sgrad.rules.scipy_stats_shapes",
+            "s2sgrad.rules.scipy_stats_shape_quantiles",
         ),
     ),
     # the runtime tape: records NumPy calls on its values, asks the registry for rules
