@@ -106,3 +106,17 @@ def test_the_helpers_are_the_tangent_and_its_transpose(statistic, shape, widths,
     cotangent = unpad_by_statistic(g, x, widths, statistic, lengths)
     assert np.shape(cotangent) == shape
     assert_close(np.sum(cotangent * t), np.sum(g * tangent), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("statistic", STATISTICAL_MODES)
+def test_float32_stays_float32(statistic, mode):
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+
+    def padded(a):
+        return np.sum(np.pad(a, (1, 2), mode=statistic) ** 2)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        assert sg.grad(padded, mode=mode)(x).dtype == np.float32
+        assert sg.jvp(padded, (x,), (x,), mode=mode)[1].dtype == np.float32

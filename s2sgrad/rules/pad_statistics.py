@@ -43,19 +43,21 @@ def _lengths(stat_length: Any, sizes: tuple) -> list[tuple[int, int]]:
 
 
 def _weights(region: np.ndarray, axis: int, mode: str) -> np.ndarray:
-    """Weights ``w`` with ``statistic(region, axis) == sum(w * region, axis)`` here."""
+    """Weights ``w`` with ``statistic(region, axis) == sum(w * region, axis)`` here, real
+    and of the region's precision (float32 stays float32)."""
+    precision = np.real(region).dtype if np.issubdtype(region.dtype, np.inexact) else float
     if mode == "mean":
-        return np.full(region.shape, 1.0 / region.shape[axis])
+        return np.full(region.shape, 1.0 / region.shape[axis], dtype=precision)
     if mode == "median":
         count = region.shape[axis]
         ranks = np.argsort(np.argsort(region, axis=axis, kind="stable"), axis=axis)
         if count % 2:
-            return (ranks == count // 2).astype(float)
-        return 0.5 * ((ranks == count // 2 - 1) | (ranks == count // 2))
+            return (ranks == count // 2).astype(precision)
+        return ((ranks == count // 2 - 1) | (ranks == count // 2)).astype(precision) / 2
     extreme = np.max(region, axis=axis, keepdims=True)
     if mode == "minimum":
         extreme = np.min(region, axis=axis, keepdims=True)
-    chosen = (region == extreme).astype(float)
+    chosen = (region == extreme).astype(precision)
     return chosen / np.sum(chosen, axis=axis, keepdims=True)
 
 
