@@ -20,6 +20,7 @@ from s2sgrad.rules import eig as _eig  # noqa: F401
 from s2sgrad.rules import elementwise as _elementwise  # noqa: F401
 from s2sgrad.rules import fft as _fft  # noqa: F401
 from s2sgrad.rules import histograms as _histograms  # noqa: F401
+from s2sgrad.rules import histograms_grid as _histograms_grid  # noqa: F401
 from s2sgrad.rules import linalg as _linalg  # noqa: F401
 from s2sgrad.rules import more_numpy as _more_numpy  # noqa: F401
 from s2sgrad.rules import nan_reductions as _nan_reductions  # noqa: F401

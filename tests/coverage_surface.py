@@ -109,8 +109,6 @@ _GROUPS = {
             setdiff1d setxor1d union1d trim_zeros sort_complex"""
         )
     ),
-    "histograms count: piecewise constant in the data, with no rule yet (np.histogram has "
-    "one, in weights)": _names("histogram2d histogramdd"),
     "window functions and grids of a length: write the formula with np.cos / np.arange": _names(
         "bartlett blackman hamming hanning kaiser fromfunction"
     ),

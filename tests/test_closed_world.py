@@ -23,6 +23,7 @@ from oracle import assert_close, call_twice, directional_derivative, numeric_gra
 
 import s2sgrad as sg
 from s2sgrad.rules import get_rule, registered_primitives
+from s2sgrad.rules.histograms_grid import grid_cell, grid_fixed_edges
 from s2sgrad.rules.more_numpy import insert_sources
 from s2sgrad.rules.nan_reductions import nan_quantile_cells
 from s2sgrad.runtime import scientific, ufunc_methods
@@ -341,6 +342,9 @@ PROOFS = {
         (_floats(5), np.array([-1.0, 0.0, 2.0]), np.array([-1.0, 2.0])),
         (_floats(3), 4, np.array([0.0, 1.0])),
     ],
+    # np.histogramdd's cell of each point (integers), and its check of fixed edges (0.0)
+    grid_cell: [(_floats(5, 2), (np.array([-1.0, 0.5, 2.0]), np.array([0.0, 0.3, 1.0])))],
+    grid_fixed_edges: [(4, np.array([[0.0, 1.0], [0.0, 1.0]]), 2, "np.histogram2d")],
     # where np.insert's result comes from: integer positions
     insert_sources: [(_floats(2, 3), 1, _floats(2), 1), (_floats(4), [0, 2], 0.5)],
     # np.nanquantile's cells: ranks among the numbers of each slice, and where q falls
@@ -390,6 +394,8 @@ BY_DESIGN = {
     "seed_cotangent": "generated code's output seed",
     "zeros_like_structure": "generated code's zero cotangents",
     "shape_only": "generated code's saves read for their shape alone",
+    "grid_volumes": "the cells' volumes of a histogram's edges, which carry no derivative",
+    "zero_edges": "zeros: the tangents of a histogram's edges",
     "refuse_if_array": "a check that raises or returns None",
     "refuse_unless_stored_plainly": "a check that raises or returns None",
     "plain_callable": "a check that returns the function it is given (not a value) or raises",

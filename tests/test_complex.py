@@ -540,6 +540,7 @@ TESTED_BY_NAME = {
     # tests/test_coverage.py's samples in complex128, and tests/test_rules_polynomials.py's
     # roots of complex coefficients
     "polyder", "roots", "polyval", "vander",
+    "wofz", "lambertw",  # tests/test_rules_scipy_special_complex.py, complex arguments
 }  # fmt: skip
 
 

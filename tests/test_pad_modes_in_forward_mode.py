@@ -1,5 +1,5 @@
 """np.pad in forward mode: the modes that copy the array's elements are differentiated, the
-others (statistics, ramps) are refused naming the user's line, as in reverse mode."""
+others (ramps, "empty") are refused naming the user's line, as in reverse mode."""
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ def padded(x, mode):
     return np.sum(np.pad(x, 2, mode=mode) * WEIGHTS)
 
 
-@pytest.mark.parametrize("mode", ["mean", "linear_ramp", "maximum", "median"])
+@pytest.mark.parametrize("mode", ["linear_ramp", "empty"])
 @pytest.mark.parametrize("engine", ["s2s", "auto", "tape"])
 def test_statistics_padding_refused_in_forward_mode(mode, engine):
     with pytest.raises(sg.S2SGradError, match=f"np.pad with mode='{mode}'") as refused:

@@ -647,7 +647,6 @@ REFUSED = [
     (interp_wrt_xp, lambda: np.array([0.0, 1.0, 2.0]), "not the sample points xp"),
     (weighted_polyfit, lambda: np.array([0.0, 1.0, 2.0]), "without full=, w= and cov="),
     (rank_deficient_lstsq, lambda: np.ones((3, 2)), "rank-deficient"),
-    (weighted_cov, lambda: r(3, 4), "without fweights= and aweights="),
     (reduce_with_initial, lambda: r(3, 4), "without initial= and where="),
 ]
 

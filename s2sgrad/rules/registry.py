@@ -543,6 +543,7 @@ OPTIONAL_RULE_MODULES = {
     "scipy.stats": "scipy_stats",
     "scipy.linalg": "scipy_linalg",
     "scipy.signal": "scipy_signal",
+    "scipy.spatial.distance": "scipy_spatial_distance",
 }
 _optional_pending = dict(OPTIONAL_RULE_MODULES)  # those not loaded yet
 

@@ -27,6 +27,8 @@ from scipy import special, stats
 import s2sgrad.rules.scipy_stats_location_scale  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_stats_multivariate  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_stats_quantiles  # noqa: F401  (registers its rules)
+import s2sgrad.rules.scipy_stats_shape_quantiles  # noqa: F401  (registers its rules)
+import s2sgrad.rules.scipy_stats_shapes  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_stats_tails  # noqa: F401  (registers its rules)
 from s2sgrad.rules.registry import jvp_rule, vjp_rule
 from s2sgrad.rules.scipy_common import refuse

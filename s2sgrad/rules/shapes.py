@@ -17,6 +17,7 @@ import numpy as np
 
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.gradient_coordinates import coordinate_cotangent, coordinate_tangent
+from s2sgrad.rules.pad_statistics import pad_by_statistic_tangent, unpad_by_statistic
 from s2sgrad.rules.registry import jvp_rule, nondifferentiable, vjp_rule, zero_by_design
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import (
@@ -1175,7 +1176,8 @@ def _tril_jvp(t, ans, m, k=0):
 
 
 # Padding with a constant embeds the array in a border that does not depend on it;
-# edge, wrap, reflect and symmetric padding copy elements of the array into the border.
+# edge, wrap, reflect and symmetric padding copy elements of the array into the border;
+# the statistical modes fill it with weighted sums of its elements (rules/pad_statistics.py).
 
 
 @vjp_rule(np.pad)
@@ -1192,6 +1194,8 @@ def _pad(
 ):
     if mode == "constant":
         inner = unpad(g, array, pad_width)
+    elif mode == "maximum" or mode == "minimum" or mode == "mean" or mode == "median":
+        inner = unpad_by_statistic(g, array, pad_width, mode, stat_length)
     else:
         inner = unpad(g, array, pad_width, mode, reflect_type)
     border = 1.0 - np.pad(np.ones(np.shape(array)), pad_width)
@@ -1228,10 +1232,12 @@ def _pad_jvp(
         moved = np.pad(t, pad_width, mode=mode)
     elif mode == "reflect" or mode == "symmetric":
         moved = np.pad(t, pad_width, mode=mode, reflect_type=reflect_type)
-    else:  # statistics, ramps, 'empty', a function: not copies of the array's elements
+    elif mode == "maximum" or mode == "minimum" or mode == "mean" or mode == "median":
+        moved = pad_by_statistic_tangent(t, array, pad_width, mode, stat_length)
+    else:  # ramps, 'empty', a function: not copies of the array's elements
         error = UnsupportedError(
             f"s2sgrad cannot differentiate np.pad with mode={mode!r}; use mode 'constant', "
-            "'edge', 'wrap', 'reflect' or 'symmetric'"
+            "'edge', 'wrap', 'reflect', 'symmetric', 'maximum', 'minimum', 'mean' or 'median'"
         )
         error.tape_cannot_either = True  # the tape applies the same rule
         raise error

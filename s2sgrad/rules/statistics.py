@@ -4,6 +4,10 @@
   for the centred rows ``X_c`` of the variables (:func:`s2sgrad.runtime.cov_rows`), so
   ``dX = (G + G^T) X_c / k``: the rows of ``X_c`` sum to zero, so the centring's adjoint
   changes nothing.
+  With weights ``w = fweights * aweights`` (constants; a differentiated weight is refused)
+  the rows are centred on their weighted means and ``C = (X_c w) X_c^T / k`` with NumPy's
+  ``k = sum(w) - ddof sum(w aweights) / sum(w)``: ``dX = (G + G^T) (X_c w) / k``, as the
+  weighted rows of ``X_c`` sum to zero; the tangent is ``cov_tangent`` of ``X_c w``.
 * ``np.corrcoef`` is ``R = C / (d d^T)`` with ``d = sqrt(diag(C))``, for any scale of ``C``.
 * ``np.median`` and ``np.quantile``/``np.percentile`` are ``W @ sort(a)`` along the
   reduced axes (grouped into one), where the interpolation weights ``W`` mix the two
@@ -41,9 +45,29 @@ from s2sgrad.runtime import (
 def _cov(g, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     rows = cov_rows(m, y, rowvar)
     count = np.shape(rows)[0]
-    centered = rows - np.mean(rows, axis=1, keepdims=True)
+    if fweights is None and aweights is None:
+        centered = rows - np.mean(rows, axis=1, keepdims=True)
+        divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
+    else:  # weighted: the weights' own average centres, and scale the centred rows
+        if fweights is None:  # noqa: SIM108
+            frequencies = np.ones_like(rows[0])
+        else:
+            frequencies = np.ones_like(rows[0]) * fweights
+        if aweights is None:
+            weights = frequencies
+            removed_share = 1.0
+        else:
+            weights = frequencies * aweights
+            removed_share = np.sum(weights * aweights) / np.sum(weights)
+        total = np.sum(weights)
+        centered = (rows - np.sum(rows * weights, axis=1, keepdims=True) / total) * weights
+        if ddof is not None:
+            divisor = total - ddof * removed_share
+        elif bias:
+            divisor = total
+        else:
+            divisor = total - removed_share
     square = np.reshape(g, (count, count))
-    divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
     g_rows = np.matmul(square + np.swapaxes(square, 0, 1), centered) / divisor
     if y is None:  # noqa: SIM108 (a rule body: statements, not expressions)
         gy = None
@@ -56,8 +80,28 @@ def _cov(g, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, a
 def _cov_jvp(t, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None):
     rows = cov_rows(m, y, rowvar)
     count = np.shape(rows)[0]
-    centered = rows - np.mean(rows, axis=1, keepdims=True)
-    divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
+    if fweights is None and aweights is None:
+        centered = rows - np.mean(rows, axis=1, keepdims=True)
+        divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
+    else:  # weighted: the weights' own average centres, and scale the centred rows
+        if fweights is None:  # noqa: SIM108
+            frequencies = np.ones_like(rows[0])
+        else:
+            frequencies = np.ones_like(rows[0]) * fweights
+        if aweights is None:
+            weights = frequencies
+            removed_share = 1.0
+        else:
+            weights = frequencies * aweights
+            removed_share = np.sum(weights * aweights) / np.sum(weights)
+        total = np.sum(weights)
+        centered = (rows - np.sum(rows * weights, axis=1, keepdims=True) / total) * weights
+        if ddof is not None:
+            divisor = total - ddof * removed_share
+        elif bias:
+            divisor = total
+        else:
+            divisor = total - removed_share
     if y is None:  # noqa: SIM108
         y_start = count
     else:

@@ -820,7 +820,7 @@ def unpad(
         raise UnsupportedError(
             f"s2sgrad cannot differentiate np.pad with mode={mode!r}"
             + (f" and reflect_type={reflect_type!r}" if reflect_type != "even" else "")
-            + "; use mode 'constant', 'edge', 'wrap', 'reflect' or 'symmetric'"
+            + "; use mode 'constant', 'edge', 'wrap', 'reflect', 'symmetric' or a statistical one"
         )
     positions: Any = np.reshape(np.arange(math.prod(shape)), shape)
     sources = np.pad(positions, pairs, mode=mode)  # type: ignore[call-overload]  # checked
