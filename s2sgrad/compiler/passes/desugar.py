@@ -121,9 +121,13 @@ def desugar(
     chained_item_writes(node.body, names, locate, bindings)
     index_list_loops(node, names, resolve)
     bindings.update(indexed_pops(node, names))
-    split_tuple_item_writes(node.body, names)  # b[:3], b[3:] = b[3:], b[:3]: in Python's order
-    views_checked = write_back_views(node, names, locate, resolve)
-    shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
+    # b[:3], b[3:] = b[3:], b[:3] and rows b[i], b[j] = b[j], b[i]: in Python's order
+    split = split_tuple_item_writes(node.body, names, locate)
+    bindings.update(split)
+    views_checked = write_back_views(node, names, locate, _also_resolving(split, resolve))
+    shared = shared_in_place_updates(
+        node, locate, _also_resolving({**split, **views_checked}, resolve)
+    )
     mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
     for message in shared_list_changes(node, locate, resolve).values():
         raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
