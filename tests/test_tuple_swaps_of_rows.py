@@ -141,7 +141,9 @@ def test_vectors_and_lists_still_swap_with_a_hessian_from_source_transformation(
     x = np.random.default_rng(11).standard_normal(3)
     v = np.random.default_rng(12).standard_normal(3)
     for f in (_swaps_list_entries, _swaps_numbers_of_a_vector_in_a_helper):
-        expected = numeric_jvp(lambda y, f=f: numeric_grad(f, [y], 0, step=1e-4), [x], 0, v, step=1e-4)
+        expected = numeric_jvp(
+            lambda y, f=f: numeric_grad(f, [y], 0, step=1e-4), [x], 0, v, step=1e-4
+        )
         product = sg.hvp(f, (x,), (v,), mode="s2s")
         assert_close(np.asarray(product).reshape(3), expected, rtol=1e-3, atol=1e-5)
 

@@ -752,19 +752,23 @@ def _as_gradient_jvp(t, ans, g_in, x):
 nondifferentiable(seed_cotangent, zeros_like_structure)
 
 
-def refuse_if_array(value: Any, message: str, lists: bool = False) -> None:
+def refuse_if_array(value: Any, message: str, lists: bool = False, container: Any = None) -> None:
     """Raise ``UnsupportedError(message)`` if ``value`` is an array, whose memory ``+=``
     changes in place (or, read-only, where NumPy raises), or, with ``lists`` (another name
     holding the same object is read afterwards), a list or dict, which ``+=`` and ``|=``
     change in place too; numbers and NumPy scalars are left alone.
 
     Generated code calls it before ``x = x + v`` written as ``x += v`` where another name
-    may share ``x``'s memory (see :mod:`s2sgrad.compiler.passes.aliases`).
+    may share ``x``'s memory (see :mod:`s2sgrad.compiler.passes.aliases`); given the
+    ``container`` of ``q[i] += v``, only when that is a list or dict, whose shallow copies
+    share the array (:mod:`s2sgrad.compiler.passes.shallow_copies`).
 
     Example::
 
         refuse_if_array(2.0, "never raised for a number")
     """
+    if container is not None and not isinstance(hooks.value_of(container), (list, dict)):
+        return  # b = a.copy(); b[0] += v of an array: a row of a new array
     value = hooks.value_of(value)
     if isinstance(value, np.ndarray):
         error = UnsupportedError(message)

@@ -28,6 +28,7 @@ from s2sgrad.compiler.annotations import SYNCED, annotation
 from s2sgrad.compiler.passes.aliases_paths import changed_memory_reads
 from s2sgrad.compiler.passes.fresh_results import fresh_result
 from s2sgrad.compiler.passes.mutation import mutated_parameters, refuse_mutating_calls
+from s2sgrad.compiler.passes.shallow_copies import shallow_copy_entry_updates
 from s2sgrad.compiler.passes.sharing import (
     Layout,
     Sharing,
@@ -143,6 +144,15 @@ def shared_in_place_updates(
     for update, _, sharing in doubted:
         if stale is not None and not stale[id(update)] & sharing:
             del found[id(update)]  # along the paths, no name read later holds the change
+    updates_left = [(i, s, name) for i, s, name in updates if id(s) not in found]
+    found.update(  # q = ps.copy(); q[0] += v changes the array ps[0] holds
+        shallow_copy_entry_updates(
+            statements,
+            updates_left,
+            lambda index, names: _read_after(index, statements, loops, names),
+            locate,
+        )
+    )
     return found
 
 
