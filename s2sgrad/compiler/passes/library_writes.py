@@ -231,9 +231,13 @@ def out_writes(body: list, resolve) -> None:
             continue
         found = _written_by_call(value, resolve)
         if found is None:
-            continue
-        array, written = found
-        place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
+            found = _written_by_method(value)
+            if found is None:
+                continue
+            place, written = found
+        else:
+            array, written = found
+            place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
         assign = gast.Assign(targets=[place], value=written, type_comment=None)
         annotate(assign, LIBRARY_WRITE)
         block[position] = gast.copy_location(assign, statement)
@@ -384,6 +388,39 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
         return None
     keywords = [k for k in value.keywords if k.arg != "out"]
     return target.id, gast.Call(func=value.func, args=args, keywords=keywords)
+
+
+# ndarray methods that take out= and compute what the NumPy function of the same name does
+# ndarray methods that take out= and have a derivative (round, argmax, all ...: none)
+_OUT_METHODS = frozenset(
+    {"sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod", "dot", "clip"}
+    | {"take", "trace", "compress"}
+)
+
+
+def _written_by_method(value: gast.Call) -> tuple[gast.expr, gast.expr] | None:
+    """``a.sum(axis=0, out=t)`` (a statement of its own) → ``(t[...], a.sum(axis=0))``, and
+    ``out=b[0]`` → ``(b[0], ...)``: the method writes its result there, which the
+    transformer did not see (a zero derivative). Only the methods of ``_OUT_METHODS``,
+    ``out=`` a name or an item of one, as the place to assign."""
+    func = value.func
+    if type(func) is not gast.Attribute or func.attr not in _OUT_METHODS:
+        return None
+    if any(k.arg in ("where", "casting", "dtype", None) for k in value.keywords):
+        return None
+    out = [k.value for k in value.keywords if k.arg == "out"]
+    if len(out) != 1:
+        return None
+    keywords = [k for k in value.keywords if k.arg != "out"]
+    written = gast.Call(func=func, args=list(value.args), keywords=keywords)
+    if type(out[0]) is gast.Name:
+        place = gast.Subscript(value=load(out[0].id), slice=constant(...), ctx=gast.Store())
+        return place, written
+    if type(out[0]) is gast.Subscript and type(out[0].value) is gast.Name:
+        place = clone(out[0])
+        place.ctx = gast.Store()
+        return place, written
+    return None
 
 
 def _copy_where(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
