@@ -238,6 +238,9 @@ _STATEMENT_FORMS = (gast.NamedExpr, gast.For, gast.While)  # what statement_form
 def _in_place_guard(target: gast.expr, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
     """``refuse_if_array(x, message)``: ``x += v`` must not change an array in place here
     (nor a list, when a plain copy of ``x`` is read afterwards)."""
+    if isinstance(target, gast.Attribute):  # layer.W -= v: when it holds an array
+        arguments = [_as_load(target), constant(str(message))]
+        return _located(gast.Expr(value=call(load(refusal), arguments)), like)
     if isinstance(message, EntryOfACopy):  # q[0] += v: the entry, when q is a list or dict
         entry, container = _as_load(target), _as_load(target.value)
         arguments = [entry, constant(str(message)), constant(False), container]
