@@ -66,6 +66,13 @@ def _pivots_by_the_largest_entry(x):
     return np.sum(a * _C[:9].reshape(3, 3))
 
 
+def _swaps_columns_in_a_loop(x):
+    b = np.outer(x, x + 1.0)
+    for i in range(2):
+        b[:, i], b[:, i + 1] = b[:, i + 1], b[:, i]
+    return np.sum(b * _C[:9].reshape(3, 3))
+
+
 # as before: numbers of a vector and entries of a list are swapped
 
 
@@ -97,6 +104,7 @@ _ROWS = [
     _rotates_three_rows,
     _swaps_rows_of_a_cube,
     _pivots_by_the_largest_entry,
+    _swaps_columns_in_a_loop,
 ]
 _NUMBERS = [_bubble_sorts_a_vector, _swaps_list_entries, _swaps_numbers_of_a_vector_in_a_helper]
 

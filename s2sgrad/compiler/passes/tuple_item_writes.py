@@ -88,9 +88,10 @@ def _split(statement: gast.stmt, names, locate, helpers: dict, lists: set[str]) 
     assert isinstance(statement, gast.Assign)
     value = statement.value
     values = value.elts if type(value) in (gast.Tuple, gast.List) else [value]
-    if any(_may_be_a_slice_view(v) for v in values):
-        return _named_in_turn(statement, names, set())
     reread = {k for k in _read_anew(statement) if statement.value.elts[k].value.id not in lists}
+    viewed = [k for k, v in enumerate(values) if _may_be_a_slice_view(v)]
+    if viewed and (locate is None or not set(viewed) <= reread):
+        return _named_in_turn(statement, names, set())  # b[:3], b[3:] = b[3:], b[:3]
     if not reread - {0}:
         return [statement]  # numbers or copies read before any write: as written
     if locate is None:  # the tape's analysis: views it holds stale are refused
@@ -191,8 +192,13 @@ def _read_anew(statement: gast.Assign) -> set[int]:
 
 
 def _plain_index(index: gast.expr) -> bool:
-    """An index of names, numbers and arithmetic on them (``i``, ``j + 1``, ``(i, -1)``)."""
-    return all(isinstance(n, _PLAIN_INDEX_PARTS) for n in gast.walk(index))
+    """An index of names, numbers and arithmetic on them (``i``, ``j + 1``, ``(i, -1)``),
+    and whole axes (``b[:, i]``: a column, the same columns or apart as rows are)."""
+    return all(
+        isinstance(n, _PLAIN_INDEX_PARTS)
+        or (type(n) is gast.Slice and n.lower is None and n.upper is None and n.step is None)
+        for n in gast.walk(index)
+    )
 
 
 _PLAIN_INDEX_PARTS = (
@@ -219,7 +225,7 @@ def _checked_views(
     reads: list[gast.expr] = []
     for k in sorted(reread - {0}):
         part = statement.value.elts[k]
-        reads += [clone(part.value), clone(part.slice)]
+        reads += [clone(part.value), _as_value(clone(part.slice))]
     asked = call(load(check), [gast.Constant(value=message, kind=None), *reads])
     # a comparison: the backward takes the branch the forward took, for the paths analysis
     # (aliases_paths) that a Hessian asks of this code's derivative
@@ -237,6 +243,15 @@ def _checked_views(
         ]
     as_views = _named_in_turn(clone(statement), names, reread)  # no node in both branches
     return [gast.copy_location(gast.If(test=test, body=as_views, orelse=[statement]), statement)]
+
+
+def _as_value(index: gast.expr) -> gast.expr:
+    """An index as a value to pass on: a whole axis ``:`` as ``slice(None)``."""
+    if type(index) is gast.Slice:
+        return call(load("slice"), [gast.Constant(None, None)])
+    if type(index) is gast.Tuple:
+        return gast.Tuple(elts=[_as_value(e) for e in index.elts], ctx=gast.Load())
+    return index
 
 
 def _swaps_items_of_one_array(statement: gast.Assign, reread: set[int]) -> bool:
