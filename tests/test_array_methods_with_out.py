@@ -69,9 +69,25 @@ def _minima_into_its_own_row(x):
     return np.sum(a * _W.reshape(3, 3))
 
 
+def _maxima_into_and_named(x):
+    a = np.outer(x, x + 1.0)
+    s = np.zeros(3)
+    r = a.max(axis=0, out=s)  # r is s
+    return np.sum(r * s)
+
+
+def _sums_into_part_of_a_buffer(x):
+    a = np.outer(x, x)
+    s = np.zeros(5)
+    a.sum(axis=0, out=s[1:4])
+    return np.sum(s * _W[:5])
+
+
 @pytest.mark.parametrize(
     "f",
     [
+        _maxima_into_and_named,
+        _sums_into_part_of_a_buffer,
         _sums_into,
         _means_into,
         _cumulates_into,
