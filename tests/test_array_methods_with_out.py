@@ -76,6 +76,12 @@ def _maxima_into_and_named(x):
     return np.sum(r * s)
 
 
+def _exponentials_into_and_named(x):
+    b = np.zeros(3)
+    r = np.exp(x, out=b)  # a NumPy function's out= too: r is b
+    return np.sum(r * b * _W[:3])
+
+
 def _sums_into_part_of_a_buffer(x):
     a = np.outer(x, x)
     s = np.zeros(5)
@@ -87,6 +93,7 @@ def _sums_into_part_of_a_buffer(x):
     "f",
     [
         _maxima_into_and_named,
+        _exponentials_into_and_named,
         _sums_into_part_of_a_buffer,
         _sums_into,
         _means_into,

@@ -247,7 +247,7 @@ def out_writes(body: list, resolve) -> None:
         if not isinstance(statement, gast.Expr) and named is None:
             continue
         place: Any
-        found = _written_by_call(value, resolve) if named is None else None
+        found = _written_by_call(value, resolve)
         if found is not None:
             array, written = found
             place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
