@@ -423,6 +423,7 @@ class _Transform(NotebookDisplay):
         except S2SGradError as error:
             if self.mode != "auto":
                 raise
+            forget_all_stored()  # what the refused run stored on objects is no one's now
             if getattr(error, "whole_function_on_tape", False):  # a call the tape took over
                 warn_fallback(self.function, error)
                 self._switch_to_the_tape()

@@ -413,6 +413,7 @@ BY_DESIGN = {
     "require_aux_pair": "a check that raises or returns None",
     "chained_index": "an index: integers and slices, never the array's values",
     "is_view_of": "a boolean: whether two arrays share memory",
+    "item_reads_are_views": "a boolean: whether items read by integers are rows (views)",
     "refuse_derivative": "a check that raises or returns None",
     "ravel_positions": "integer positions",
     "clip_regions": "boolean masks",
@@ -739,7 +740,6 @@ def update_a_dict(x):
 
 
 REFUSED = [
-    (product_into_a_buffer, "out="),
     (multiply_at, "multiply.at"),
     (place_into, "np.place"),
     (put_method, ".put("),

@@ -49,6 +49,7 @@ __all__ = [
     "chained_index",
     "refuse_unless_ndarray",
     "is_view_of",
+    "item_reads_are_views",
     "matches_class",
     "is_foreign_array",
     "is_complex",
@@ -751,19 +752,23 @@ def _as_gradient_jvp(t, ans, g_in, x):
 nondifferentiable(seed_cotangent, zeros_like_structure)
 
 
-def refuse_if_array(value: Any, message: str, lists: bool = False) -> None:
+def refuse_if_array(value: Any, message: str, lists: bool = False, container: Any = None) -> None:
     """Raise ``UnsupportedError(message)`` if ``value`` is an array, whose memory ``+=``
     changes in place (or, read-only, where NumPy raises), or, with ``lists`` (another name
     holding the same object is read afterwards), a list or dict, which ``+=`` and ``|=``
     change in place too; numbers and NumPy scalars are left alone.
 
     Generated code calls it before ``x = x + v`` written as ``x += v`` where another name
-    may share ``x``'s memory (see :mod:`s2sgrad.compiler.passes.aliases`).
+    may share ``x``'s memory (see :mod:`s2sgrad.compiler.passes.aliases`); given the
+    ``container`` of ``q[i] += v``, only when that is a list or dict, whose shallow copies
+    share the array (:mod:`s2sgrad.compiler.passes.shallow_copies`).
 
     Example::
 
         refuse_if_array(2.0, "never raised for a number")
     """
+    if container is not None and not isinstance(hooks.value_of(container), (list, dict)):
+        return  # b = a.copy(); b[0] += v of an array: a row of a new array
     value = hooks.value_of(value)
     if isinstance(value, np.ndarray):
         error = UnsupportedError(message)
@@ -870,6 +875,37 @@ def is_view_of(view: Any, base: Any) -> bool:
 
 
 nondifferentiable(is_view_of)
+
+
+def item_reads_are_views(message: str, *bases_and_indices: Any) -> bool:
+    """Whether each ``base[index]`` (the pairs given one after another) reads a view of an
+    array (a row of a matrix) rather than a number or a copy (an item of a vector, a list's
+    entry): generated code then reads the value anew where a tuple assignment writes it, as
+    NumPy's view shows the writes before it (see
+    :mod:`s2sgrad.compiler.passes.tuple_item_writes`). Raises ``UnsupportedError(message)``
+    when some are views and others not; False where reading fails (the user's code raises).
+
+    Example::
+
+        item_reads_are_views("...", np.ones((2, 2)), 0, np.ones((2, 2)), 1)  # True
+    """
+    kinds = set()
+    for base, index in zip(bases_and_indices[::2], bases_and_indices[1::2]):
+        array = hooks.value_of(base)
+        if type(array) is not np.ndarray:
+            kinds.add(False)
+            continue
+        try:
+            item = array[hooks.value_of(index)]
+        except (IndexError, TypeError, ValueError):
+            return False  # the statement as written raises it
+        kinds.add(isinstance(item, np.ndarray) and bool(np.may_share_memory(item, array)))
+    if len(kinds) > 1:
+        raise UnsupportedError(message)
+    return kinds == {True}
+
+
+nondifferentiable(item_reads_are_views)
 
 
 def jvp_entry(primitive: Any, index: int, t: Any, ans: Any, *args: Any, **kwargs: Any) -> Any:

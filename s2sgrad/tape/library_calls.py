@@ -38,7 +38,7 @@ from s2sgrad.rules.polynomials import IN_A_BASIS
 from s2sgrad.rules.registry import OPTIONAL_RULE_MODULES, get_rule, registered_primitives
 from s2sgrad.rules.scipy_common import users_location
 from s2sgrad.tape.rerouting import reroute
-from s2sgrad.tape.values import apply_rule, is_recorded
+from s2sgrad.tape.values import TapeValue, apply_rule, is_recorded, value_of
 
 __all__ = ["route_library_calls"]
 
@@ -86,7 +86,7 @@ def _is_library_function(function: Any) -> TypeGuard[types.FunctionType]:
 def _function_router(function: Callable, original: Callable) -> Callable:
     def route(args: tuple, kwargs: dict) -> Any:
         if not is_recorded(args, kwargs):
-            return original(*args, **kwargs)
+            return original(*_untaped(args), **_untaped(kwargs))
         return apply_rule(function, original, args, kwargs)
 
     return route
@@ -95,7 +95,7 @@ def _function_router(function: Callable, original: Callable) -> Callable:
 def _method_router(function: Callable, original: Callable) -> Callable:
     def route(args: tuple, kwargs: dict) -> Any:
         if not args or not is_recorded(args[1:], kwargs):
-            return original(*args, **kwargs)
+            return original(*_untaped(args), **_untaped(kwargs))
         owner, rest = args[0], args[1:]
         method = _BY_CLASS.get((type(owner), function))
         if method is None or get_rule(method) is None:
@@ -110,6 +110,28 @@ def _method_router(function: Callable, original: Callable) -> Callable:
         return apply_rule(method, types.MethodType(original, owner), rest, kwargs)
 
     return route
+
+
+def _untaped(values: Any) -> Any:
+    """``values`` (a tuple of arguments, or a dict of keywords) with the tape values no
+    recording tape tracks as their plain values: a rule's body, run again by the tape's
+    forward mode on the values a finished tape recorded, handed NumPy's Python code
+    (``chebval``, which tests ``isinstance(x, np.ndarray)``) objects it does not know, and
+    it broadcast a coefficient matrix where it takes an outer product."""
+    items = values.values() if isinstance(values, dict) else values
+    if not any(_holds_tape_values(v) for v in items):
+        return values
+    return value_of(values)
+
+
+def _holds_tape_values(value: Any) -> bool:
+    if isinstance(value, TapeValue):
+        return True
+    if type(value) in (list, tuple):
+        return any(_holds_tape_values(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_tape_values(v) for v in value.values())
+    return False
 
 
 def _route(function: types.FunctionType, router: Callable) -> None:

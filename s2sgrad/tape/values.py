@@ -917,6 +917,11 @@ def _apply_with_tracked_keywords(key, compute, args, kwargs, rule):
 def apply_method(descriptor: Any, name: str, function: Any, self: Any, args: tuple, kwargs: dict):
     """``self.<name>(*args, **kwargs)`` under the rule of ``np.ndarray.<name>`` or ``np.<name>``."""
     compute = _method_caller(name)
+    if kwargs.get("out") is not None and function is not None and name in _OUT_FOLLOWED:
+        # x.sum(axis=0, out=s) is np.sum(x, axis=0, out=s): the write into s is followed (s
+        # a tape value, or a plain array the function made) or refused; the method wrote
+        # the plain values into s, whose derivative nothing recorded (zero)
+        return _call_with_out(function, (self, *args), kwargs)
     if _rule(descriptor) is None and function is not None and _rule(function) is not None:
         if name in _PACKED_VARARGS and len(args) > 1:
             args = (args,)
@@ -928,6 +933,14 @@ def apply_attribute(descriptor: Any, name: str, function: Any, self: Any) -> Any
     """An attribute such as ``x.T`` under the rule of its descriptor (or of ``function``)."""
     key = descriptor if _rule(descriptor) is not None or _rule(function) is None else function
     return apply_rule(key, _attribute_getter(name, function), (self,))
+
+
+# methods whose out= is followed (or refused) as np.<name>(..., out=) is; the others' results
+# (round, argmax, all ...) have no derivative, and a plain array taking them needs none
+_OUT_FOLLOWED = frozenset(
+    {"sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod", "dot", "clip"}
+    | {"take", "trace", "compress"}
+)
 
 
 def _method_caller(name: str):

@@ -26,8 +26,10 @@ import gast
 
 from s2sgrad.compiler.annotations import SYNCED, annotation
 from s2sgrad.compiler.passes.aliases_paths import changed_memory_reads
+from s2sgrad.compiler.passes.attribute_updates import attribute_updates_seen_elsewhere
 from s2sgrad.compiler.passes.fresh_results import fresh_result
 from s2sgrad.compiler.passes.mutation import mutated_parameters, refuse_mutating_calls
+from s2sgrad.compiler.passes.shallow_copies import shallow_copy_entry_updates
 from s2sgrad.compiler.passes.sharing import (
     Layout,
     Sharing,
@@ -74,7 +76,7 @@ def shared_in_place_updates(
     """
     statements = list(nested_statements(function.body))
     updates = [(i, s, name) for i, s in enumerate(statements) if (name := updated_name(s))]
-    if not updates:
+    if not updates and not any(_updates_an_attribute(s) for s in statements):
         return {}
     resolve = with_local_functions(statements, resolve)  # a closure may return a view
     containers = container_names(statements)
@@ -143,7 +145,29 @@ def shared_in_place_updates(
     for update, _, sharing in doubted:
         if stale is not None and not stale[id(update)] & sharing:
             del found[id(update)]  # along the paths, no name read later holds the change
+    found.update(  # layer.W -= v changes the array W, given to Layer(W), holds
+        attribute_updates_seen_elsewhere(
+            statements,
+            everywhere.with_,
+            lambda index, names: _read_after(index, statements, loops, names),
+            locate,
+        )
+    )
+    updates_left = [(i, s, name) for i, s, name in updates if id(s) not in found]
+    found.update(  # q = ps.copy(); q[0] += v changes the array ps[0] holds
+        shallow_copy_entry_updates(
+            statements,
+            updates_left,
+            lambda index, names: _read_after(index, statements, loops, names),
+            locate,
+        )
+    )
     return found
+
+
+def _updates_an_attribute(statement: gast.stmt) -> bool:
+    """``obj.name op= v`` (see :mod:`.attribute_updates`)."""
+    return type(statement) is gast.AugAssign and type(statement.target) is gast.Attribute
 
 
 # the methods that change a list or dict in place: the transformer follows them only

@@ -58,6 +58,7 @@ from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
+from s2sgrad.compiler.passes.shallow_copies import EntryOfACopy
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
 from s2sgrad.compiler.passes.tuple_item_writes import split_tuple_item_writes
 from s2sgrad.compiler.passes.view_writes import write_back_views
@@ -121,13 +122,19 @@ def desugar(
     chained_item_writes(node.body, names, locate, bindings)
     index_list_loops(node, names, resolve)
     bindings.update(indexed_pops(node, names))
-    split_tuple_item_writes(node.body, names)  # b[:3], b[3:] = b[3:], b[:3]: in Python's order
-    views_checked = write_back_views(node, names, locate, resolve)
-    shared = shared_in_place_updates(node, locate, _also_resolving(views_checked, resolve))
+    # b[:3], b[3:] = b[3:], b[:3] and rows b[i], b[j] = b[j], b[i]: in Python's order
+    split = split_tuple_item_writes(node.body, names, locate)
+    bindings.update(split)
+    views_checked = write_back_views(node, names, locate, _also_resolving(split, resolve))
+    shared = shared_in_place_updates(
+        node, locate, _also_resolving({**split, **views_checked}, resolve)
+    )
     mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
     for message in shared_list_changes(node, locate, resolve).values():
         raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
     for statement in nested_statements(node.body):
+        if isinstance(shared.get(id(statement)), EntryOfACopy):
+            continue  # q[0] += v of a shallow copy: refused as it runs, for an array
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
             # mode "auto" takes it to the tape, which follows Python's lists and dicts and a
             # write through a view of a held array (s2sgrad.tape.view_writes), else refuses;
@@ -228,9 +235,16 @@ _HIDDEN_WRITES = (gast.Compare, gast.NamedExpr, gast.Delete)  # what the walk lo
 _STATEMENT_FORMS = (gast.NamedExpr, gast.For, gast.While)  # what statement_forms rewrites
 
 
-def _in_place_guard(target: gast.Name, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
+def _in_place_guard(target: gast.expr, message: str, refusal: str, like: gast.stmt) -> gast.Expr:
     """``refuse_if_array(x, message)``: ``x += v`` must not change an array in place here
     (nor a list, when a plain copy of ``x`` is read afterwards)."""
+    if isinstance(target, gast.Attribute):  # layer.W -= v: when it holds an array
+        arguments = [_as_load(target), constant(str(message))]
+        return _located(gast.Expr(value=call(load(refusal), arguments)), like)
+    if isinstance(message, EntryOfACopy):  # q[0] += v: the entry, when q is a list or dict
+        entry, container = _as_load(target), _as_load(target.value)
+        arguments = [entry, constant(str(message)), constant(False), container]
+        return _located(gast.Expr(value=call(load(refusal), arguments)), like)
     arguments = [load(target.id), constant(str(message))]
     if isinstance(message, ListCopyRead):
         arguments.append(constant(True))

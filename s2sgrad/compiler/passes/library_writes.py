@@ -12,6 +12,8 @@ differentiates them like any other item assignment (part of
 
 from __future__ import annotations
 
+from typing import Any
+
 import gast
 import numpy as np
 
@@ -26,6 +28,7 @@ from s2sgrad.compiler.syntax import (
     constant,
     load,
     nested_statements,
+    store,
     walk,
 )
 from s2sgrad.rules import get_rule
@@ -45,7 +48,8 @@ __all__ = [
 
 def has_call_statements(body: list) -> bool:
     """Whether ``body`` or a block inside it (nested functions' too) has a statement that
-    is a call (``np.add.at(t, i, v)``, ``t.fill(v)``): the only statements
+    is a call (``np.add.at(t, i, v)``, ``t.fill(v)``), or a name bound to a call given
+    ``out=`` (``r = a.max(axis=0, out=s)``): the only statements
     :func:`scatter_adds`, :func:`diagonal_fills`, :func:`ufunc_at_writes`,
     :func:`out_writes` and :func:`method_writes` rewrite, none of which makes one. Without
     any, the five have nothing to do (a function's statements looked at once, not five
@@ -56,9 +60,18 @@ def has_call_statements(body: list) -> bool:
         has_call_statements(parse("def f(x):\n    y = np.sin(x)\n    return y").body)  # False
     """
     return any(
-        isinstance(statement, gast.Expr) and isinstance(statement.value, gast.Call)
+        isinstance(statement, gast.Expr)
+        and isinstance(statement.value, gast.Call)
+        or _named_out_call(statement)  # r = a.max(axis=0, out=s)
         for _, _, statement in _statements(body)
     )
+
+
+def _named_out_call(statement: gast.stmt) -> bool:
+    value = getattr(statement, "value", None)
+    if not isinstance(value, gast.Call) or _named_result(statement) is None:
+        return False
+    return any(k.arg == "out" for k in value.keywords)
 
 
 def scatter_adds(body: list, names: NameGenerator, resolve) -> str | None:
@@ -225,18 +238,44 @@ def out_writes(body: list, resolve) -> None:
     A call whose value is used, or with ``casting=`` or ``dtype=`` (or a ufunc's
     ``where=``, which keeps entries out of the function), is left alone (and refused as an
     in-place write if it matters)."""
+    results: list[tuple[list, gast.stmt, gast.stmt]] = []  # (block, write, r = s)
     for block, position, statement in _statements(body):
         value = getattr(statement, "value", None)
-        if not isinstance(statement, gast.Expr) or not isinstance(value, gast.Call):
+        if not isinstance(value, gast.Call):
             continue
+        named = _named_result(statement)  # r = a.max(axis=0, out=s): r is s
+        if not isinstance(statement, gast.Expr) and named is None:
+            continue
+        place: Any
         found = _written_by_call(value, resolve)
-        if found is None:
-            continue
-        array, written = found
-        place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
+        if found is not None:
+            array, written = found
+            place = gast.Subscript(value=load(array), slice=constant(...), ctx=gast.Store())
+        else:
+            by_method = _written_by_method(value)
+            if by_method is None:
+                continue
+            place, written = by_method
         assign = gast.Assign(targets=[place], value=written, type_comment=None)
         annotate(assign, LIBRARY_WRITE)
         block[position] = gast.copy_location(assign, statement)
+        if named is not None:  # NumPy returns out itself: r = s, after the walk
+            whole = type(place.slice) is gast.Constant and place.slice.value is Ellipsis
+            result = clone(place.value) if whole else clone(place)
+            result.ctx = gast.Load()
+            bound = gast.Assign(targets=[store(named)], value=result, type_comment=None)
+            results.append((block, block[position], gast.copy_location(bound, statement)))
+    for block, write, bound in results:
+        at = next(i for i, s in enumerate(block) if s is write)
+        block.insert(at + 1, bound)
+
+
+def _named_result(statement: gast.stmt) -> str | None:
+    """``r`` of ``r = call(...)``, a name bound to a call's result, else None."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return None
+    target = statement.targets[0]
+    return target.id if type(target) is gast.Name else None
 
 
 def method_writes(body: list, names: NameGenerator, locate, resolve, bindings: dict) -> None:
@@ -384,6 +423,39 @@ def _written_by_call(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:
         return None
     keywords = [k for k in value.keywords if k.arg != "out"]
     return target.id, gast.Call(func=value.func, args=args, keywords=keywords)
+
+
+# ndarray methods that take out= and compute what the NumPy function of the same name does
+# ndarray methods that take out= and have a derivative (round, argmax, all ...: none)
+_OUT_METHODS = frozenset(
+    {"sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod", "dot", "clip"}
+    | {"take", "trace", "compress"}
+)
+
+
+def _written_by_method(value: gast.Call) -> tuple[gast.expr, gast.expr] | None:
+    """``a.sum(axis=0, out=t)`` (a statement of its own) → ``(t[...], a.sum(axis=0))``, and
+    ``out=b[0]`` → ``(b[0], ...)``: the method writes its result there, which the
+    transformer did not see (a zero derivative). Only the methods of ``_OUT_METHODS``,
+    ``out=`` a name or an item of one, as the place to assign."""
+    func = value.func
+    if type(func) is not gast.Attribute or func.attr not in _OUT_METHODS:
+        return None
+    if any(k.arg in ("where", "casting", "dtype", None) for k in value.keywords):
+        return None
+    out = [k.value for k in value.keywords if k.arg == "out"]
+    if len(out) != 1:
+        return None
+    keywords = [k for k in value.keywords if k.arg != "out"]
+    written = gast.Call(func=func, args=list(value.args), keywords=keywords)
+    if type(out[0]) is gast.Name:
+        place = gast.Subscript(value=load(out[0].id), slice=constant(...), ctx=gast.Store())
+        return place, written
+    if type(out[0]) is gast.Subscript and type(out[0].value) is gast.Name:
+        place = clone(out[0])
+        place.ctx = gast.Store()
+        return place, written
+    return None
 
 
 def _copy_where(value: gast.Call, resolve) -> tuple[str, gast.expr] | None:

@@ -467,28 +467,79 @@ def _mutating_arguments(call: gast.Call, resolve) -> list[tuple[Any, str, gast.e
     return found + [(target, k.arg, k.value) for k in call.keywords if k.arg in mutated]
 
 
+def _objects_of_classes(statements, resolve) -> dict[str, type]:
+    """The names bound (once) to a new object of a class of the user's (``layer =
+    Layer(W)``), each with its class: their method calls (``layer.step()``) are read as
+    calls of the class's functions with the object as ``self``."""
+    bound: dict[str, list] = {}
+    for statement in nested_statements(statements):
+        for name in names_written(statement):
+            made = None
+            if type(statement) is gast.Assign and len(statement.targets) == 1:
+                value = statement.value
+                target = resolved_target(value.func, resolve) if type(value) is gast.Call else None
+                if isinstance(target, type):  # its methods are looked at when called
+                    made = target
+            bound.setdefault(name, []).append(made)
+    return {n: kinds[0] for n, kinds in bound.items() if len(kinds) == 1 and kinds[0]}
+
+
+def _changing_methods(call: gast.Call, objects: dict[str, type]) -> list[tuple[Any, str, str]]:
+    """``(function, 'self', name)`` for ``name.method(...)`` of an object of ``objects``
+    whose method changes ``self`` in place (``self.W -= lr * g``)."""
+    func = call.func
+    if type(func) is not gast.Attribute or type(func.value) is not gast.Name:
+        return []
+    cls = objects.get(func.value.id)
+    function = getattr(cls, func.attr, None) if cls is not None else None
+    if not isinstance(function, types.FunctionType) or not is_users_code(function):
+        return []
+    code = function.__code__
+    first = code.co_varnames[:1]
+    if not first or first[0] not in mutated_parameters(function):
+        return []
+    return [(function, first[0], func.value.id)]
+
+
 def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) -> None:
     """Refuse a call of a Python function that may change in place an array it is given
     (``halve(y)`` with ``a[:] *= 0.5`` inside), when the array is an input, is being
     differentiated, or is read by a derivative: neither engine sees the change."""
     calls = [n for s in statements for n in calls_in(s)]
-    if not any(_mutating_arguments(c, parsed.resolve) for c in calls):
+    objects = _objects_of_classes(statements, parsed.resolve)
+    if not any(_mutating_arguments(c, parsed.resolve) for c in calls) and not any(
+        _changing_methods(c, objects) for c in calls
+    ):
         return  # the common case: no call of a function that changes an argument
     read_by_derivatives = set()
     for statement in nested_statements(statements):
         if isinstance(statement, gast.Assign) and names_written(statement) & activity.active:
             read_by_derivatives |= names_read(statement.value)
+    sharing: Sharing | None = None  # made at the first argument none of the above is
+
+    def watched(name: str) -> bool:
+        return (
+            name in parameters
+            or name in activity.varied
+            or activity.is_active(name)
+            or name in read_by_derivatives
+        )
+
     for statement in nested_statements(statements):
         if isinstance(statement, (gast.If, gast.For, gast.While)):
             continue  # their blocks are looked at on their own
-        for function, parameter, name in calls_that_mutate(statement, parsed.resolve):
-            if not (
-                name in parameters
-                or name in activity.varied
-                or activity.is_active(name)
-                or name in read_by_derivatives
-            ):
-                continue
+        changing = calls_that_mutate(statement, parsed.resolve)
+        changing += [m for c in calls_in(statement) for m in _changing_methods(c, objects)]
+        for function, parameter, name in changing:
+            if not watched(name):
+                # an object holding a differentiated array (layer = Layer(W)), changed by
+                # its method (layer.step(), self.W -= ...): W changes with it
+                if sharing is None:
+                    flat = list(nested_statements(statements))
+                    outside = parameters | {n for n in activity.varied if n not in parameters}
+                    sharing = Sharing(flat, parsed.resolve, container_names(flat), outside)
+                if not any(watched(other) for other in sharing.with_(name) - {name}):
+                    continue
             callee = getattr(function, "__qualname__", "the function")
             code = function.__code__
             # the tape records a helper's update of an array the function made

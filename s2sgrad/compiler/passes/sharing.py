@@ -80,6 +80,7 @@ _HELPER_RESULTS = {
     "zeros_like_value": (),
     "zeros_like_structure": (),
     "is_view_of": (),
+    "item_reads_are_views": (),
 }
 
 
