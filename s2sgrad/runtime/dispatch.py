@@ -736,7 +736,14 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             raise UnsupportedError(
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
-        return tape_jvp(target, full_args, full_tangents, positions, kwargs)
+        name = getattr(target, "__qualname__", type(target).__name__)
+        refusal = (  # as in reverse mode (_dispatch): the tangent would stay behind
+            f"{_user_origin()}: {name}, differentiated on the tape as it was called, stored "
+            "a value being differentiated on an object, which the rest of this function "
+            "(source transformed) would read as a constant; use mode='tape' for the whole "
+            "function"
+        )
+        return tape_jvp(target, full_args, full_tangents, positions, kwargs, refusal)
     _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
@@ -942,14 +949,18 @@ def _jvp_through_the_vjp_rule(function, args, tangents, kwargs):
     return tape_jvp(function, args, tangents, positions, kwargs)
 
 
-def tape_jvp(target, args, tangents, positions, kwargs):
+def tape_jvp(target, args, tangents, positions, kwargs, refuse_stored_state=None):
     """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>.
 
     The pullback runs with :func:`backward_hooks_apply` false: forward mode has no backward
     pass, so the hooks of ``sg.with_derivative`` leave its tangents alone (as the
-    transformer's forward mode does)."""
+    transformer's forward mode does). ``refuse_stored_state``: the refusal to raise if
+    ``target`` stored a value being differentiated on an object, or returned an object
+    holding one (a call from generated code, which would read it as a constant)."""
 
-    value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
+    value, pullback = hooks.tape_vjp(
+        target, args, kwargs, positions, refuse_stored_state=refuse_stored_state
+    )
     if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
         return value, None
     _refuse_returned_closures(value, getattr(target, "__qualname__", type(target).__name__))
