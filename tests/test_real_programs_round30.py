@@ -1234,3 +1234,57 @@ def test_forward_mode_through_an_optimiser_keeping_state(mode):
                 continue
             _, tangent = sg.jvp(through, (w,), (v,), mode=mode)
             assert_close(float(tangent), float(expected), rtol=1e-6)
+
+
+def leapfrog_kick(state, dt):
+    """One step of a pendulum: the state unpacked into numbers, updated with ``+=``."""
+    theta, omega = state
+    omega += dt * -np.sin(theta)
+    theta += dt * omega
+    return np.array([theta, omega])
+
+
+def pendulum_energy_after(state):
+    return np.sum(leapfrog_kick(leapfrog_kick(state, 0.1), 0.1) ** 2) * state[1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_helper_updating_numbers_unpacked_from_its_argument(mode):
+    """``theta, omega = state; omega += ...`` in a helper called inside an expression: the
+    helper only may change ``state`` (not when its entries are numbers), yet mode "auto"
+    refused it as a change "neither engine can follow", though the tape follows it."""
+    state, v = _n(2), _n(2)
+    if mode == "s2s":
+        with pytest.raises(sg.UnsupportedError, match=f"{__file__}:.*may change its argument"):
+            sg.grad(pendulum_energy_after, mode=mode)(state)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        got = call_twice(sg.grad(pendulum_energy_after, mode=mode), state)
+        assert_close(got, numeric_grad(pendulum_energy_after, [state], 0), rtol=1e-6)
+        _, tangent = sg.jvp(pendulum_energy_after, (state,), (v,), mode=mode)
+        expected = numeric_jvp(pendulum_energy_after, [state], 0, v)
+        assert_close(float(tangent), float(expected), rtol=1e-6)
+        gradient = sg.grad(pendulum_energy_after, mode="tape")
+        (product,) = sg.hvp(pendulum_energy_after, (state,), (v,), mode=mode)
+        assert_close(product, numeric_jvp(gradient, [state], 0, v), rtol=1e-4, atol=1e-7)
+
+
+def shifted_rows(rows):
+    """Unpacks the rows of a matrix, which are views: ``b += a`` changes the argument."""
+    a, b = rows
+    b += 0.5 * a
+    return np.sum(a * b)
+
+
+def after_shifting_rows(x):
+    return shifted_rows(x) * 2.0
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_helper_changing_rows_of_an_input_is_still_refused_on_the_tape(mode):
+    x = _n(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        with pytest.raises(sg.UnsupportedError, match=f"{__file__}:.*changes in place the arr"):
+            sg.grad(after_shifting_rows, mode=mode)(x.copy())
