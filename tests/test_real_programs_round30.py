@@ -1288,3 +1288,93 @@ def test_a_helper_changing_rows_of_an_input_is_still_refused_on_the_tape(mode):
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         with pytest.raises(sg.UnsupportedError, match=f"{__file__}:.*changes in place the arr"):
             sg.grad(after_shifting_rows, mode=mode)(x.copy())
+
+
+@dataclasses.dataclass
+class SoftplusLayer:
+    w: np.ndarray
+
+    @staticmethod
+    def softplus(z):
+        return np.log1p(np.exp(z))
+
+    @classmethod
+    def scaled(cls, w, by):
+        return cls(w * by)
+
+    def apply(self, x):
+        return self.softplus(x @ self.w)
+
+
+def softplus_layer_loss(layer):
+    return np.sum(layer.apply(XY) ** 2) + np.sum(SoftplusLayer.softplus(layer.w))
+
+
+def _of_layer_weights(w):
+    return softplus_layer_loss(SoftplusLayer(w))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_static_method_called_through_self(mode):
+    """``self.softplus(z)`` of a ``@staticmethod``: run-time dispatch passed the object as
+    the first argument (TypeError from s2sgrad, in every mode but the tape's)."""
+    w, v = _n(3), _n(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        gradient = sg.grad(softplus_layer_loss, mode=mode)
+        for _ in range(2):  # a first and a later call
+            got = gradient(SoftplusLayer(w)).w
+            assert_close(got, numeric_grad(_of_layer_weights, [w], 0), rtol=1e-6)
+        _, tangent = sg.jvp(
+            softplus_layer_loss, (SoftplusLayer(w),), (SoftplusLayer(v),), mode=mode
+        )
+        assert_close(float(tangent), float(numeric_jvp(_of_layer_weights, [w], 0, v)), rtol=1e-6)
+        if mode == "s2s":  # forward mode over a run-time dispatch's gradient: refused
+            return
+        (product,) = sg.hvp(
+            softplus_layer_loss, (SoftplusLayer(w),), (SoftplusLayer(v),), mode=mode
+        )
+        expected = numeric_jvp(sg.grad(_of_layer_weights, mode="tape"), [w], 0, v)
+        assert_close(product.w, expected, rtol=1e-4, atol=1e-7)
+
+
+@dataclasses.dataclass
+class LinearModel:
+    w: np.ndarray
+
+    def predict(self, x):
+        return x @ self.w
+
+
+@dataclasses.dataclass
+class SquashedModel(LinearModel):
+    offset: float = 0.5
+
+    def predict(self, x):
+        return np.tanh(super().predict(x)) + self.offset
+
+
+def squashed_loss(model):
+    return np.sum((model.predict(XY) - TY) ** 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_method_calling_super(mode):
+    """``super().predict(x)`` in a subclass's method: refused in mode "auto" as a method
+    "not written in Python", though the tape runs it as it is; now the tape's there."""
+    model = SquashedModel(_n(3), 0.2)
+
+    def of_leaves(leaves):
+        return squashed_loss(SquashedModel(*leaves))
+
+    leaves = [model.w, model.offset]
+    if mode == "s2s":
+        with pytest.raises(sg.UnsupportedError, match=f"{__file__}:.*predict"):
+            sg.grad(squashed_loss, mode=mode)(model)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        gradient = sg.grad(squashed_loss, mode=mode)
+        for _ in range(2):  # a first and a later call
+            got = gradient(model)
+            assert_close([got.w, got.offset], numeric_grad(of_leaves, [leaves], 0), rtol=1e-6)
