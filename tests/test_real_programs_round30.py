@@ -935,6 +935,118 @@ def pendulum_by_steps(state):
     return state[0] ** 2 + state[1]
 
 
+# --- more of the same: inference, optimisation, signals -----------------------------------
+
+
+def cross_validated_ridge(log_lam):
+    lam, err, folds = np.exp(log_lam), 0.0, np.arange(6) % 3
+    for k in range(3):
+        train, test = folds != k, folds == k
+        A = XY[train].T @ XY[train] + lam * np.eye(3)
+        w = np.linalg.solve(A, XY[train].T @ TY[train])
+        err += np.mean((XY[test] @ w - TY[test]) ** 2)
+    return err / 3
+
+
+def power_iteration(w):
+    A = XY.T @ np.diag(np.exp(w)) @ XY
+    v = np.ones(3) / np.sqrt(3)
+    for _ in range(20):
+        v = A @ v
+        v = v / np.linalg.norm(v)
+    return v @ A @ v
+
+
+NOISE = _n(12, 2, scale=1.0)
+
+
+def negative_elbo(params):
+    mu, log_sigma = params[:2], params[2:]
+    z = mu + np.exp(log_sigma) * NOISE
+    log_p = -0.5 * np.sum(z**2, axis=1) - 0.5 * (z[:, 0] * z[:, 1]) ** 2
+    return -(np.mean(log_p) + np.sum(log_sigma))
+
+
+EMISSIONS = _n(4, 3, scale=1.0)
+
+
+def crf_log_partition(T):
+    alpha = EMISSIONS[0]
+    for t in range(1, 4):
+        alpha = logsumexp(alpha[:, None] + T, axis=0) + EMISSIONS[t]
+    return logsumexp(alpha)
+
+
+def newton_solve(a):
+    x = np.ones(2)
+    for _ in range(6):
+        F = np.array([x[0] ** 2 + x[1] - a[0], x[0] + x[1] ** 3 - a[1]])
+        J = np.array([[2 * x[0], 1.0], [1.0, 3 * x[1] ** 2]])
+        x = x - np.linalg.solve(J, F)
+    return np.sum(x**2)
+
+
+COST = np.abs(_n(4, 4, scale=2.0))
+
+
+def sinkhorn(logits):
+    a, b = np.exp(logits) / np.sum(np.exp(logits)), np.ones(4) / 4
+    K = np.exp(-COST / 0.5)
+    u = np.ones(4)
+    for _ in range(10):
+        v = b / (K.T @ u)
+        u = a / (K @ v)
+    return np.sum(u[:, None] * K * v[None, :] * COST)
+
+
+def binomial_tree(sigma, S=100.0, K=100.0, r=0.02, T=1.0, N=5):
+    dt = T / N
+    u = np.exp(sigma * np.sqrt(dt))
+    d = 1 / u
+    p = (np.exp(r * dt) - d) / (u - d)
+    values = np.maximum(S * u ** np.arange(N, -1, -1) * d ** np.arange(0, N + 1) - K, 0.0)
+    for _ in range(N):
+        values = np.exp(-r * dt) * (p * values[:-1] + (1 - p) * values[1:])
+    return values[0]
+
+
+def squashed(x, *, scale=1.0, shift=0.0, **extra):
+    return np.tanh(scale * x + shift) * extra.get("gain", 1.0)
+
+
+def keyword_helpers(w):
+    return np.sum(squashed(XY @ w, scale=2.0, gain=0.5) ** 2) + np.sum(squashed(w, shift=0.1))
+
+
+def extremes_of_a_list(w):
+    values = [np.sum(w * XY[i]) for i in range(6)]
+    return max(values) + min(values) + sum(values, 0.0)
+
+
+def smoothed_signal(k):
+    signal = np.sin(np.linspace(0, 3, 10))
+    return np.sum(np.convolve(signal, k, mode="valid") ** 2)
+
+
+def spectrum_band(x):
+    return np.sum(np.abs(np.fft.rfft(x)[1:4]) ** 2)
+
+
+MORE_PROGRAMS = {
+    "cross_validated_ridge": (cross_validated_ridge, (0.2,), ALL, ALL),
+    "power_iteration": (power_iteration, (_n(6),), ALL, ALL),
+    "negative_elbo": (negative_elbo, (_n(4),), ALL, ALL),
+    "crf_log_partition": (crf_log_partition, (_n(3, 3),), ALL, ALL),
+    "newton_solve": (newton_solve, (np.array([2.0, 3.0]),), ALL, ALL),
+    "sinkhorn": (sinkhorn, (_n(4),), ALL, ALL),
+    "binomial_tree": (binomial_tree, (0.25,), ALL, ALL),
+    "keyword_helpers": (keyword_helpers, (_n(3),), ALL, ALL),
+    "extremes_of_a_list": (extremes_of_a_list, (_n(3),), ALL, ALL),
+    "smoothed_signal": (smoothed_signal, (_n(3),), ALL, ALL),
+    "spectrum_band": (spectrum_band, (_n(8),), ALL, ALL),
+}
+
+
 # --- the table ----------------------------------------------------------------------------
 
 GRU_PARAMS = [_n(3, 4), _n(4, 4), np.zeros(4)] * 3
@@ -1075,6 +1187,8 @@ PROGRAMS = {
     "polynomial_fit": (polynomial_fit, (_n(4),), ALL, ALL),
     "pendulum_by_steps": (pendulum_by_steps, (np.array([0.5, 0.1]),), ALL, ALL),
 }
+
+PROGRAMS.update(MORE_PROGRAMS)
 
 
 @pytest.mark.parametrize("mode", MODES)
