@@ -107,7 +107,8 @@ def attribute_entry(g: Any, x: Any, name: str) -> Any:
     """
     fields = getattr(type(x), "_fields", None)
     if isinstance(x, tuple) and fields is not None and isinstance(g, (list, tuple)):
-        return g[fields.index(name)]
+        if name in fields:
+            return g[fields.index(name)]
     if g is not None and not isinstance(g, dict) and not _stored_on_instance(x, name):
         # ``g`` is an object of x's class: its class attributes and properties are not
         # its entries (G = 9.81 read through the tangent is 9.81, not zero)
