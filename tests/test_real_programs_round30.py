@@ -1533,3 +1533,52 @@ def test_a_table_made_by_np_full_or_np_array_filled_cell_by_cell(f, mode):
         assert_close(got, numeric_grad(f, [x], 0), rtol=1e-6)
         _, tangent = sg.jvp(f, (x,), (v,), mode=mode)
         assert_close(float(tangent), float(numeric_jvp(f, [x], 0, v)), rtol=1e-6)
+
+
+class Orbit(NamedTuple):
+    """Named tuple parameters with a class constant and a property."""
+
+    radius: np.ndarray
+    speed: float
+    MU = 3.0
+
+    @property
+    def momentum(self):
+        return self.radius * self.speed
+
+
+def orbital_energy(orbit):
+    return np.sum(0.5 * orbit.speed**2 - orbit.MU / orbit.radius) * orbit.MU
+
+
+def angular_momentum(orbit):
+    return np.sum(orbit.momentum**2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("f", [orbital_energy, angular_momentum])
+def test_a_named_tuples_class_constant_and_property_in_forward_mode(f, mode):
+    """``orbit.MU`` (a class constant) and ``orbit.momentum`` (a property) of a named tuple
+    being differentiated: forward mode looked them up among the fields (ValueError from
+    s2sgrad in modes "s2s" and "auto")."""
+    orbit, direction = Orbit(1 + R.random(2), 0.7), Orbit(_n(2), 0.3)
+
+    def of_leaves(leaves):
+        return f(Orbit(*leaves))
+
+    leaves = [orbit.radius, orbit.speed]
+    along = numeric_jvp(of_leaves, [leaves], 0, [direction.radius, direction.speed])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        if mode == "s2s" and f is angular_momentum:
+            with pytest.raises(sg.UnsupportedError, match=f"{__file__}:.*momentum is comp"):
+                sg.jvp(f, (orbit,), (direction,), mode=mode)
+            return
+        _, tangent = sg.jvp(f, (orbit,), (direction,), mode=mode)
+        assert_close(float(tangent), float(along), rtol=1e-6)
+        gradient = sg.grad(of_leaves, mode="tape")
+        expected = numeric_jvp(gradient, [leaves], 0, [direction.radius, direction.speed])
+        (product,) = sg.hvp(f, (orbit,), (direction,), mode=mode)
+        assert_close(
+            [product.radius, float(product.speed)], [expected[0], float(expected[1])], rtol=1e-4
+        )
