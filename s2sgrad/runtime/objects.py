@@ -105,10 +105,9 @@ def attribute_entry(g: Any, x: Any, name: str) -> Any:
 
         attribute_entry([0.0, 1.0], Point(x=2.0, y=3.0), "y")  # 1.0
     """
-    fields = getattr(type(x), "_fields", None)
-    if isinstance(x, tuple) and fields is not None and isinstance(g, (list, tuple)):
-        if name in fields:
-            return g[fields.index(name)]
+    fields = getattr(type(x), "_fields", None) or ()
+    if isinstance(x, tuple) and name in fields and isinstance(g, (list, tuple)):
+        return g[fields.index(name)]
     if g is not None and not isinstance(g, dict) and not _stored_on_instance(x, name):
         # ``g`` is an object of x's class: its class attributes and properties are not
         # its entries (G = 9.81 read through the tangent is 9.81, not zero)
