@@ -466,7 +466,12 @@ def _swapped_names(statement: gast.stmt) -> set[str]:
 def _makes_new(function: Any, call: gast.Call) -> bool:
     """Whether ``call`` of ``function`` returns a new array: a fresh NumPy result, or the
     zeros a derivative's code starts a cotangent from (``dseq = zeros_like_value(seq)``,
-    written entry by entry in a loop's backward sweep)."""
+    written entry by entry in a loop's backward sweep). While a tape records, ``np.full``,
+    ``np.array``, ``np.concatenate`` ... are stand-ins that equal the function they wrap
+    (``tape/conversions.py``), read here as that function."""
+    stood_for = getattr(function, "__wrapped__", None)
+    if stood_for is not None and function == stood_for:  # not a decorator's wrapper
+        function = stood_for
     return function is zeros_like_value or fresh_result(function, call)
 
 

@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import inspect
 import types
 import weakref
 from typing import Any
@@ -123,15 +124,22 @@ _REVERSE_DISPATCH = (dynamic_vjp, transformed_vjp, method_vjp, transformed_metho
 def _method_dispatch(obj, name, args, kwargs, tape):
     if type(obj) is dict and name == "get" and not kwargs and 1 <= len(args) <= 2:
         return _dict_get(obj, *args)
+    static = _static_or_class_method(obj, name)
+    if static is not None:  # self.act(z) of a @staticmethod: the object is not an argument
+        value, pullback = _dispatch(static, args, kwargs, tape)
+        return value, lambda g: (zeros_like_value(obj), *pullback(g))
     function = getattr(type(obj), name, None)
     if isinstance(function, types.FunctionType) and name not in getattr(obj, "__dict__", {}):
         return _dispatch(function, (obj, *args), kwargs, tape)
     if name not in getattr(obj, "__dict__", {}):  # not a function the object holds
-        raise UnsupportedError(
+        error = UnsupportedError(
             f"{_user_origin()}: .{name}() of a {type(obj).__qualname__} being differentiated "
             "is not a method written in Python, so its derivative is unknown; give it a rule "
             "with @s2sgrad.derivative, or use mode='tape'"
         )
+        # the tape runs the call as it is (super().predict(x) in a subclass's method)
+        error.whole_function_on_tape = True
+        raise error
     # a callable stored on the object is a constant only if it holds no values (a
     # closure over self would compute with the object's arrays, unseen)
     value, pullback = _dispatch(plain_callable(getattr(obj, name)), args, kwargs, tape)
@@ -163,6 +171,9 @@ def transformed_method_jvp(obj: Any, name: str, tangents: tuple, *args: Any, **k
 
 
 def _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape):
+    static = _static_or_class_method(obj, name)
+    if static is not None:  # the object is not an argument: its tangent is not given
+        return _dispatch_jvp(static, tuple(tangents[1:]), args, kwargs, tape)
     function = getattr(type(obj), name, None)
     own = getattr(obj, "__dict__", {})
     if type(obj) is not dict and isinstance(function, types.FunctionType) and name not in own:
@@ -177,6 +188,22 @@ def _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape):
     return _dispatch_jvp(
         plain_callable(getattr(obj, name)), tuple(tangents[1:]), args, kwargs, tape
     )
+
+
+def _static_or_class_method(obj: Any, name: str) -> Any:
+    """``obj.name`` when the class defines ``name`` as a ``@staticmethod`` or
+    ``@classmethod`` (and the object holds nothing of that name): a function called without
+    ``obj``, which the class's ``getattr`` gives unwrapped, as if it were a method; else
+    None."""
+    if name in getattr(obj, "__dict__", {}):
+        return None
+    try:
+        defined = inspect.getattr_static(type(obj), name)
+    except AttributeError:
+        return None
+    if isinstance(defined, (staticmethod, classmethod)):
+        return getattr(obj, name)
+    return None
 
 
 def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
@@ -736,7 +763,14 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             raise UnsupportedError(
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"
             ) from None
-        return tape_jvp(target, full_args, full_tangents, positions, kwargs)
+        name = getattr(target, "__qualname__", type(target).__name__)
+        refusal = (  # as in reverse mode (_dispatch): the tangent would stay behind
+            f"{_user_origin()}: {name}, differentiated on the tape as it was called, stored "
+            "a value being differentiated on an object, which the rest of this function "
+            "(source transformed) would read as a constant; use mode='tape' for the whole "
+            "function"
+        )
+        return tape_jvp(target, full_args, full_tangents, positions, kwargs, refusal)
     _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
     return generated.function(*full_args, **kwargs, **keywords)
@@ -942,14 +976,18 @@ def _jvp_through_the_vjp_rule(function, args, tangents, kwargs):
     return tape_jvp(function, args, tangents, positions, kwargs)
 
 
-def tape_jvp(target, args, tangents, positions, kwargs):
+def tape_jvp(target, args, tangents, positions, kwargs, refuse_stored_state=None):
     """J v on the tape: the gradient, wrt the cotangent, of <pullback(cotangent), v>.
 
     The pullback runs with :func:`backward_hooks_apply` false: forward mode has no backward
     pass, so the hooks of ``sg.with_derivative`` leave its tangents alone (as the
-    transformer's forward mode does)."""
+    transformer's forward mode does). ``refuse_stored_state``: the refusal to raise if
+    ``target`` stored a value being differentiated on an object, or returned an object
+    holding one (a call from generated code, which would read it as a constant)."""
 
-    value, pullback = hooks.tape_vjp(target, args, kwargs, positions)
+    value, pullback = hooks.tape_vjp(
+        target, args, kwargs, positions, refuse_stored_state=refuse_stored_state
+    )
     if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
         return value, None
     _refuse_returned_closures(value, getattr(target, "__qualname__", type(target).__name__))

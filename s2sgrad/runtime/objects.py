@@ -29,7 +29,12 @@ from s2sgrad.errors import UnsupportedError
 from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import complex_ready, jvp_rule, nondifferentiable, vjp_rule
 from s2sgrad.running import running_origin
-from s2sgrad.runtime.core import CotangentDict, CotangentList, zeros_like_structure
+from s2sgrad.runtime.core import (
+    CotangentDict,
+    CotangentList,
+    zeros_like_structure,
+    zeros_like_value,
+)
 
 __all__ = [
     "attribute_cotangent",
@@ -61,13 +66,19 @@ def attribute_cotangent(g: Any, x: Any, name: str) -> Any:
     if not _stored_on_instance(x, name):
         if _class_constant(x, name):
             return None  # a class attribute: shared by all instances, not differentiated
-        raise UnsupportedError(
-            f"{running_origin('the differentiated function')}: reads .{name} of a "
-            f"{type(x).__qualname__} being differentiated, but .{name} is computed (a "
-            "property or another descriptor), not stored on the object, so its derivative "
-            f"is unknown; read the stored attributes it is computed from instead"
-        )
+        raise _computed_attribute(x, name)
     return CotangentDict({name: g})
+
+
+def _computed_attribute(x: Any, name: str) -> UnsupportedError:
+    error = UnsupportedError(
+        f"{running_origin('the differentiated function')}: reads .{name} of a "
+        f"{type(x).__qualname__} being differentiated, but .{name} is computed (a "
+        "property or another descriptor), not stored on the object, so its derivative "
+        f"is unknown; read the stored attributes it is computed from instead"
+    )
+    error.whole_function_on_tape = True  # the tape records the property's own code
+    return error
 
 
 def attribute_tangent(t: Any, name: str) -> Any:
@@ -94,9 +105,15 @@ def attribute_entry(g: Any, x: Any, name: str) -> Any:
 
         attribute_entry([0.0, 1.0], Point(x=2.0, y=3.0), "y")  # 1.0
     """
-    fields = getattr(type(x), "_fields", None)
-    if isinstance(x, tuple) and fields is not None and isinstance(g, (list, tuple)):
+    fields = getattr(type(x), "_fields", None) or ()
+    if isinstance(x, tuple) and name in fields and isinstance(g, (list, tuple)):
         return g[fields.index(name)]
+    if g is not None and not isinstance(g, dict) and not _stored_on_instance(x, name):
+        # ``g`` is an object of x's class: its class attributes and properties are not
+        # its entries (G = 9.81 read through the tangent is 9.81, not zero)
+        if not _class_constant(x, name):
+            raise _computed_attribute(x, name)
+        return zeros_like_value(getattr(x, name))  # the same for every instance: constant
     return attribute_tangent(g, name)
 
 

@@ -96,7 +96,9 @@ def fresh_result(target: Any, call: gast.Call) -> bool:
         written = isinstance(subscripts, gast.Constant) and isinstance(subscripts.value, str)
         return written and len(call.args) >= 3
     names = FRESH_NUMPY.get(getattr(target, "__module__", None) or "")
-    return names is not None and name in names and getattr(_module_of(target), name) is target
+    # == rather than is: while a tape records, np.full and the like are stand-ins that
+    # equal the function they wrap (tape/conversions.py)
+    return names is not None and name in names and getattr(_module_of(target), name) == target
 
 
 def keeps_memory(call: gast.Call, name: str | None) -> bool:

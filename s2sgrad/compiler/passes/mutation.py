@@ -543,10 +543,9 @@ def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) ->
             callee = getattr(function, "__qualname__", "the function")
             code = function.__code__
             # the tape records a helper's update of an array the function made
-            # (tape/helper_writes.py), and refuses one of an input, as here
+            # (tape/helper_writes.py), and refuses one of an input as it happens; "may":
+            # ``a, b = state; b += v`` changes nothing when state's entries are numbers
             engines = "the source transformer cannot"
-            if name in parameters:
-                engines = "neither engine can"
             error = UnsupportedError(
                 f"{parsed.location(statement)}: {callee} may change its argument "
                 f"'{parameter}' in place ({where(code.co_filename, code.co_firstlineno)}), "
@@ -554,5 +553,4 @@ def refuse_mutating_calls(statements, parsed, parameters: set[str], activity) ->
                 f"leave '{parameter}' as it is and return new arrays instead (g = g * s "
                 "rather than g[:] *= s)"
             )
-            error.tape_cannot_either = name in parameters
             raise error
