@@ -23,6 +23,7 @@ import numpy as np
 from scipy import linalg
 
 from s2sgrad.rules.registry import jvp_rule, vjp_rule
+from s2sgrad.rules.scientific import _lstsq as _numpy_lstsq
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import pinv_tangent
 
@@ -34,7 +35,9 @@ _RANK_DEFICIENT = (
 )
 
 
-@vjp_rule(linalg.lstsq)
+# NumPy's VJP (rules/scientific.py) called, not repeated: the same four outputs, once the
+# rank is known to be full (with SciPy's name in the refusal)
+@vjp_rule(linalg.lstsq, inline=False)
 def _lstsq(
     g,
     ans,
@@ -48,29 +51,8 @@ def _lstsq(
 ):
     if ans[2] < np.min(np.shape(a)):
         refuse(_RANK_DEFICIENT)
-    inverse = np.linalg.pinv(a)
-    inverse_t = np.swapaxes(inverse, 0, 1)
-    b_columns = np.reshape(b, (np.shape(b)[0], -1))
-    x_columns = np.reshape(ans[0], (np.shape(a)[1], -1))
-    if g[0] is None:  # noqa: SIM108 (a rule body: statements, not expressions)
-        g_x = np.zeros_like(x_columns)
-    else:
-        g_x = np.reshape(g[0], np.shape(x_columns))
-    g_inverse_t = np.matmul(b_columns, np.swapaxes(g_x, 0, 1))
-    gb = np.matmul(inverse_t, g_x)
-    through = -np.matmul(inverse_t, np.matmul(np.swapaxes(g_inverse_t, 0, 1), inverse_t))
-    left_null = np.matmul(g_inverse_t - a @ inverse @ g_inverse_t, inverse @ inverse_t)
-    right_null = np.matmul(inverse_t @ inverse, g_inverse_t - g_inverse_t @ inverse @ a)
-    ga = through + left_null + right_null
-    if g[1] is not None and np.size(ans[1]) > 0:  # else no residues (a square or wide a)
-        residual = b_columns - np.matmul(a, x_columns)
-        weighted = residual * np.reshape(g[1], (1, -1))
-        ga = ga - 2.0 * np.matmul(weighted, np.swapaxes(x_columns, 0, 1))
-        gb = gb + 2.0 * weighted
-    if g[3] is not None:
-        directions = np.linalg.svd(a, full_matrices=False)
-        ga = ga + np.matmul(directions[0] * np.reshape(g[3], (1, -1)), directions[2])
-    return ga, np.reshape(gb, np.shape(b))
+    ga, gb = _numpy_lstsq(g, ans, a, b)
+    return ga, gb
 
 
 @jvp_rule(linalg.lstsq)
