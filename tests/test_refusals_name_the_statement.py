@@ -8,6 +8,7 @@ another statement (``dx = unpad(db, ...) * 2.0`` under ``a = x * 2.0``), the cal
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
 from array import array
 
@@ -157,6 +158,9 @@ def _numbered(source: str) -> gast.FunctionDef:
     return function
 
 
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="the printer that records lines runs on Python 3.11 on"
+)
 def test_pairing_the_printed_text_with_the_tree_agrees_with_the_printer():
     function = _numbered(_PRINTED)
     recorded = array("i")
@@ -174,8 +178,10 @@ def test_a_call_moved_into_another_statement_gives_that_statement_its_line():
     function = _numbered(_PRINTED)
     first, second = function.body[0], function.body[-1]  # a = g(x) ... return b
     second.value = first.value  # the optimiser moved g(x) into the return
-    recorded = array("i")
-    text, _ = write_source_and_names(function, recorded)
-    paired = positions_by_reparsing(function, to_source(function))
+    text = to_source(function)
+    paired = positions_by_reparsing(function, text)
     returned = next(i for i, line in enumerate(text.splitlines()) if "return" in line)
-    assert recorded[returned] == first.lineno == paired[returned]
+    assert paired[returned] == first.lineno
+    recorded = array("i")
+    if write_source_and_names(function, recorded) is not None:  # Python 3.11 on
+        assert recorded[returned] == first.lineno
