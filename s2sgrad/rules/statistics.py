@@ -47,26 +47,18 @@ def _cov(g, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, a
     count = np.shape(rows)[0]
     if fweights is None and aweights is None:
         centered = rows - np.mean(rows, axis=1, keepdims=True)
-        divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
     else:  # weighted: the weights' own average centres, and scale the centred rows
         if fweights is None:  # noqa: SIM108
             frequencies = np.ones_like(rows[0])
         else:
             frequencies = np.ones_like(rows[0]) * fweights
-        if aweights is None:
+        if aweights is None:  # noqa: SIM108
             weights = frequencies
-            removed_share = 1.0
         else:
             weights = frequencies * aweights
-            removed_share = np.sum(weights * aweights) / np.sum(weights)
         total = np.sum(weights)
         centered = (rows - np.sum(rows * weights, axis=1, keepdims=True) / total) * weights
-        if ddof is not None:
-            divisor = total - ddof * removed_share
-        elif bias:
-            divisor = total
-        else:
-            divisor = total - removed_share
+    divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
     square = np.reshape(g, (count, count))
     g_rows = np.matmul(square + np.swapaxes(square, 0, 1), centered) / divisor
     if y is None:  # noqa: SIM108 (a rule body: statements, not expressions)
@@ -82,26 +74,18 @@ def _cov_jvp(t, ans, m, y=None, rowvar=True, bias=False, ddof=None, fweights=Non
     count = np.shape(rows)[0]
     if fweights is None and aweights is None:
         centered = rows - np.mean(rows, axis=1, keepdims=True)
-        divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
     else:  # weighted: the weights' own average centres, and scale the centred rows
         if fweights is None:  # noqa: SIM108
             frequencies = np.ones_like(rows[0])
         else:
             frequencies = np.ones_like(rows[0]) * fweights
-        if aweights is None:
+        if aweights is None:  # noqa: SIM108
             weights = frequencies
-            removed_share = 1.0
         else:
             weights = frequencies * aweights
-            removed_share = np.sum(weights * aweights) / np.sum(weights)
         total = np.sum(weights)
         centered = (rows - np.sum(rows * weights, axis=1, keepdims=True) / total) * weights
-        if ddof is not None:
-            divisor = total - ddof * removed_share
-        elif bias:
-            divisor = total
-        else:
-            divisor = total - removed_share
+    divisor = cov_divisor(rows, bias, ddof, fweights, aweights)
     if y is None:  # noqa: SIM108
         y_start = count
     else:

@@ -542,20 +542,25 @@ def _cov_rows_embed_jvp(t, ans, part, x, rowvar, start, total):
 
 def cov_divisor(rows: Any, bias: bool = False, ddof: Any = None, fweights=None, aweights=None):
     """What ``np.cov`` divides the sums of products by: observations less ``ddof`` (1
-    unless ``bias``); frequency and analytic weights are refused.
+    unless ``bias``); with weights, their sum less ``ddof`` times the share the weighted
+    mean removes (NumPy's divisor).
 
     Example::
 
         cov_divisor(np.zeros((2, 5)))  # 4
     """
-    if fweights is not None or aweights is not None:
-        raise located_refusal(
-            "s2sgrad differentiates np.cov without fweights= and aweights=; write the "
-            "weighted covariance with np.average and a matrix product, which are differentiated"
-        )
-    if ddof is None:
-        ddof = 0 if bias else 1
-    return np.shape(rows)[1] - ddof
+    if fweights is None and aweights is None:
+        if ddof is None:
+            ddof = 0 if bias else 1
+        return np.shape(rows)[1] - ddof
+    weights = np.ones(np.shape(rows)[1]) if fweights is None else np.ones(1) * fweights
+    removed_share = 1.0
+    if aweights is not None:
+        weights = weights * aweights
+        removed_share = np.sum(weights * aweights) / np.sum(weights)
+    if ddof is not None:
+        return np.sum(weights) - ddof * removed_share
+    return np.sum(weights) if bias else np.sum(weights) - removed_share
 
 
 nondifferentiable(cov_divisor)
