@@ -16,15 +16,15 @@ stats = pytest.importorskip("scipy.stats")
 HERE = __file__.rsplit("/", 1)[-1]
 
 
-def standardised(x):
-    return np.sum(stats.zscore(x) ** 3)  # the refused line
+def second_moment(x):
+    return stats.moment(x, 2) * 2.0  # the refused line
 
 
-def skewness(x):
-    return stats.skew(x) * 2.0  # the refused line
+def interquartile_range(x):
+    return stats.iqr(x) ** 2  # the refused line
 
 
-@pytest.mark.parametrize("f, called", [(standardised, "zscore"), (skewness, "skew")])
+@pytest.mark.parametrize("f, called", [(second_moment, "moment"), (interquartile_range, "iqr")])
 @pytest.mark.parametrize("mode", ["tape", "auto"])
 def test_the_refusal_names_the_library_function_and_the_users_line(f, called, mode):
     name = f"scipy.stats.{called}"
