@@ -91,10 +91,11 @@ def library_entry(frame: Any) -> tuple[str, Any] | None:
         return None
     code = entry.f_code
     function = entry.f_globals.get(code.co_name)
-    if function is None or getattr(function, "__code__", None) is not code:
-        function = _closure_running(entry) or function  # a decorator's wrapper
-    module = entry.f_globals.get("__name__", "")
     named = library_name(function) if function is not None else None
+    if named is None:  # a decorator's wrapper: named as the function it wraps
+        running = _closure_running(entry)
+        named = library_name(running) if running is not None else None
+    module = entry.f_globals.get("__name__", "")
     return named or f"{module}.{code.co_name}", frame
 
 
