@@ -81,6 +81,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg_lstsq",
             "s2sgrad.rules.scipy_spatial_distance",
             "s2sgrad.rules.scipy_special_integrals",
+            "s2sgrad.rules.scipy_special_spherical",
+            "s2sgrad.rules.scipy_stats_moments",
             "s2sgrad.rules.scipy_special_complex",
             "s2sgrad.rules.scipy_stats_shapes",
             "s2sgrad.rules.scipy_stats_shape_quantiles",
