@@ -917,10 +917,16 @@ def _apply_with_tracked_keywords(key, compute, args, kwargs, rule):
 def apply_method(descriptor: Any, name: str, function: Any, self: Any, args: tuple, kwargs: dict):
     """``self.<name>(*args, **kwargs)`` under the rule of ``np.ndarray.<name>`` or ``np.<name>``."""
     compute = _method_caller(name)
-    if kwargs.get("out") is not None and function is not None and name in _OUT_FOLLOWED:
+    out = kwargs.get("out")
+    if (
+        out is not None
+        and function is not None
+        and (name in _OUT_FOLLOWED or _contains_tape_value((out,)))
+    ):
         # x.sum(axis=0, out=s) is np.sum(x, axis=0, out=s): the write into s is followed (s
         # a tape value, or a plain array the function made) or refused; the method wrote
-        # the plain values into s, whose derivative nothing recorded (zero)
+        # the plain values into s, whose derivative nothing recorded (zero). y.round(out=y)
+        # too: y then holds the rounded values, a constant, not what it held before
         return _call_with_out(function, (self, *args), kwargs)
     if _rule(descriptor) is None and function is not None and _rule(function) is not None:
         if name in _PACKED_VARARGS and len(args) > 1:
