@@ -5,6 +5,14 @@ caller's data or were refused without the user's line.
   methods of ``_OUT_FOLLOWED`` were), so NumPy wrote the rounded values into the tape
   value's array while the tape still took ``y`` for what it held before: the gradient
   flowed through the rounding as if it were the identity. ``y`` holds a constant now.
+* ``x.sort()`` and ``x.fill(v)`` on the differentiated argument: desugaring writes them as
+  item writes only after the arguments written into are copied, so the argument was not
+  copied: forward mode (``sg.jvp``, s2s and auto) sorted or filled the caller's array, and
+  reverse mode refused the function as changing "a list, tuple or dict" (auto did not even
+  fall back to the tape). The argument is copied first now, and both modes differentiate it.
+* ``sg.grad(f, mode="tape")`` (and auto's fallback) ran ``f`` on the caller's arrays it does
+  not differentiate: ``buf.fill(2.0)``, ``buf *= 2``, ``np.exp(buf, out=buf)`` changed the
+  caller's buffer (the tape's ``vjp`` and the generated code left it as it was).
 """
 
 from __future__ import annotations
@@ -42,3 +50,71 @@ def test_a_method_rounding_a_tape_value_into_itself_makes_it_a_constant(f, mode)
         v = rng.standard_normal(x.shape)
         _, tangent = sg.jvp(f, (x,), (v,), mode=mode)
     assert_close(tangent, numeric_jvp(f, [x], 0, v))
+
+
+def _sorted_in_place(x):
+    x.sort(axis=0)
+    return np.sum(np.sin(x) * np.arange(1.0, x.shape[0] + 1)[:, None])
+
+
+def _filled_in_place(x):
+    total = np.sum(x**3)
+    x[1:].fill(0.5)
+    return total + np.sum(x * np.cos(x))
+
+
+@pytest.mark.parametrize("f", [_sorted_in_place, _filled_in_place])
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_an_argument_sorted_or_filled_in_place_is_differentiated_on_a_copy(f, mode):
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((4, 3))
+    kept = x.copy()
+    expected = numeric_grad(lambda z: f(z.copy()), [x], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(call_twice(sg.grad(f, mode=mode), x), expected)
+        np.testing.assert_array_equal(x, kept)
+        v = rng.standard_normal(x.shape)
+        _, tangent = sg.jvp(f, (x,), (v,), mode=mode)
+    np.testing.assert_array_equal(x, kept)
+    assert_close(tangent, numeric_jvp(lambda z: f(z.copy()), [x], 0, v))
+
+
+def _fills_a_buffer(x, buf):
+    buf.fill(2.0)
+    return np.sum(x * buf + x**2)
+
+
+def _scales_a_buffer(x, buf):
+    buf *= 2.0
+    return np.sum(np.sin(x) * buf)
+
+
+def _exponentiates_a_buffer(x, buf):
+    np.exp(buf, out=buf)
+    return np.sum(x * buf)
+
+
+def _writes_an_item_of_a_buffer(x, buf):
+    buf[0] = 5.0
+    return np.sum(x**2 * buf)
+
+
+@pytest.mark.parametrize(
+    "f", [_fills_a_buffer, _scales_a_buffer, _exponentiates_a_buffer, _writes_an_item_of_a_buffer]
+)
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_a_buffer_not_differentiated_is_left_to_the_caller(f, mode):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(3)
+    buf = rng.standard_normal(3)
+    kept = buf.copy()
+    expected = numeric_grad(lambda z: f(z, kept.copy()), [x], 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(call_twice(sg.grad(f, mode=mode), x, buf), expected)
+        np.testing.assert_array_equal(buf, kept)
+        value, gradient = sg.value_and_grad(f, mode=mode)(x, buf)
+    np.testing.assert_array_equal(buf, kept)
+    assert_close(gradient, expected)
+    assert value == pytest.approx(f(x, kept.copy()))

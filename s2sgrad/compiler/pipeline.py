@@ -342,7 +342,7 @@ def _build(request: Request) -> GeneratedFunction:
     parsed.closure.update(entries)
     as_parsed = unchanged and not (inlined or request.has_aux or entries)  # the walk holds
     copied = copy_updated_arguments(
-        node, parsed, names, request.containers, nodes if as_parsed else None
+        node, parsed, names, request.containers, nodes if as_parsed else None, differentiated
     )
     # the classes of the nodes as parsed, while the steps above changed nothing
     kinds = parsed_kinds if as_parsed and not copied else None
