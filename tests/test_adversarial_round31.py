@@ -13,6 +13,9 @@ caller's data or were refused without the user's line.
 * ``sg.grad(f, mode="tape")`` (and auto's fallback) ran ``f`` on the caller's arrays it does
   not differentiate: ``buf.fill(2.0)``, ``buf *= 2``, ``np.exp(buf, out=buf)`` changed the
   caller's buffer (the tape's ``vjp`` and the generated code left it as it was).
+* ``np.add.reduce(x, where=m, initial=1.0)`` on the tape: the refusal came from the rule as
+  the backward pass ran, when the user's frame was gone, so it named the line that asked for
+  the gradient; the tape refuses it as the line runs now.
 """
 
 from __future__ import annotations
@@ -118,3 +121,29 @@ def test_a_buffer_not_differentiated_is_left_to_the_caller(f, mode):
     np.testing.assert_array_equal(buf, kept)
     assert_close(gradient, expected)
     assert value == pytest.approx(f(x, kept.copy()))
+
+
+def _reduced_with_a_mask(x):
+    return np.add.reduce(x**2, axis=None, where=x > 0.0, initial=1.0) * x[0, 0]
+
+
+def _reduced_with_an_initial_value(x):
+    return np.maximum.reduce(np.sin(x), axis=0, initial=0.5).sum()
+
+
+@pytest.mark.parametrize("f", [_reduced_with_a_mask, _reduced_with_an_initial_value])
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+@pytest.mark.parametrize("transform", ["grad", "jvp", "hvp"])
+def test_a_ufunc_reduction_with_options_is_refused_at_its_line_on_the_tape(f, mode, transform):
+    x = np.random.default_rng(5).standard_normal((3, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.S2SGradError, match="without initial= and where=") as refused:
+            if transform == "grad":
+                sg.grad(f, mode=mode)(x)
+            elif transform == "jvp":
+                sg.jvp(f, (x,), (np.ones_like(x),), mode=mode)
+            else:
+                sg.hvp(f, (x,), (np.ones_like(x),), mode=mode)
+    line = f.__code__.co_firstlineno + 1
+    assert f"{__file__}:{line}:" in str(refused.value)

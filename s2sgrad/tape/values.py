@@ -50,6 +50,7 @@ from s2sgrad.rules.registry import (
 from s2sgrad.running import IN_A_DERIVATIVE, origin_of, statement_origin
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.runtime.replays import DrawsAtStart
+from s2sgrad.runtime.ufunc_methods import plain_reduction
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import (
@@ -528,6 +529,9 @@ class TapeValue:
             return _call_with_out(primitive, inputs, kwargs)
         if method == "at":  # ufunc.at(a, indices, b) updates a in place
             return _call_at(primitive, inputs)
+        if method == "reduce" and _any_tracked(inputs[:1]):
+            # refused here, where the user's line is running, not as the backward pass runs
+            plain_reduction(inputs[0], kwargs.get("initial"), kwargs.get("where", True))
         return apply_rule(primitive, primitive, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
