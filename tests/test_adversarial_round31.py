@@ -16,10 +16,18 @@ caller's data or were refused without the user's line.
 * ``np.add.reduce(x, where=m, initial=1.0)`` on the tape: the refusal came from the rule as
   the backward pass ran, when the user's frame was gone, so it named the line that asked for
   the gradient; the tape refuses it as the line runs now.
+* A global dict updated in place (``CALLS['n'] += 1``, a call counter the function reads):
+  the backward sweep restores the entry it overwrote, and the notes that give the caller
+  the state the forward sweep left covered arrays and lists only, so the count never moved
+  and every gradient after the first was that of the first call's program.
+* The same, differentiated twice (``sg.hvp``, grad of grad) with a global dict, list or
+  array: the notes are dropped from code differentiated again, so the state was reset after
+  each call; source transformation refuses it now (auto takes the tape, which is right).
 """
 
 from __future__ import annotations
 
+import collections
 import warnings
 
 import numpy as np
@@ -147,3 +155,81 @@ def test_a_ufunc_reduction_with_options_is_refused_at_its_line_on_the_tape(f, mo
                 sg.hvp(f, (x,), (np.ones_like(x),), mode=mode)
     line = f.__code__.co_firstlineno + 1
     assert f"{__file__}:{line}:" in str(refused.value)
+
+
+CALLS: dict = {"n": 0}
+COUNTS: collections.defaultdict = collections.defaultdict(int)
+TOTALS = [0]
+STEPS = np.zeros(1)
+
+
+def _counted_in_a_dict(x):
+    CALLS["n"] += 1
+    return np.sum(np.sin(x) * x) * CALLS["n"]
+
+
+def _counted_in_a_defaultdict(x):
+    COUNTS["calls"] = COUNTS["calls"] + 1
+    return np.sum(np.sin(x) * x) * COUNTS["calls"]
+
+
+def _counted_in_a_list(x):
+    TOTALS[0] += 1
+    return np.sum(np.sin(x) * x) * TOTALS[0]
+
+
+def _counted_in_an_array(x):
+    STEPS[0] += 1.0
+    return np.sum(np.sin(x) * x) * STEPS[0]
+
+
+def _reset_counters():
+    CALLS["n"] = 0
+    COUNTS.clear()
+    TOTALS[0] = 0
+    STEPS[0] = 0.0
+
+
+def _unit(x):
+    return np.sin(x) + x * np.cos(x)  # the gradient of sum(sin(x) * x)
+
+
+@pytest.mark.parametrize("f", [_counted_in_a_dict, _counted_in_a_defaultdict])
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_a_global_dict_updated_in_place_keeps_what_each_call_left(f, mode):
+    x = np.random.default_rng(13).standard_normal((2, 3))
+    _reset_counters()
+    try:
+        df = sg.grad(f, mode=mode)
+        for count in (1, 2, 3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                assert_close(df(x), count * _unit(x))
+        assert (CALLS["n"], COUNTS["calls"]) in ((3, 0), (0, 3))
+    finally:
+        _reset_counters()
+
+
+@pytest.mark.parametrize(
+    "f",
+    [_counted_in_a_dict, _counted_in_a_list, _counted_in_an_array],
+    ids=["dict", "list", "array"],
+)
+def test_second_order_of_a_function_updating_outside_state_is_refused_by_source(f):
+    x = np.random.default_rng(17).standard_normal(3)
+    v = np.random.default_rng(19).standard_normal(3)
+    _reset_counters()
+    try:
+        with pytest.raises(sg.UnsupportedError, match="belongs to the code around") as refused:
+            sg.hvp(f, (x,), (v,), mode="s2s")
+        line = f.__code__.co_firstlineno + 1
+        assert f"{__file__}:{line}:" in str(refused.value)
+        _reset_counters()
+        for count in (1, 2):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                (product,) = sg.hvp(f, (x,), (v,), mode="auto")
+            second = 2 * np.cos(x) - x * np.sin(x)  # the Hessian of sum(sin(x) * x) is diagonal
+            assert_close(product, count * second * v)
+    finally:
+        _reset_counters()
