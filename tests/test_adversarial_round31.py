@@ -23,6 +23,11 @@ caller's data or were refused without the user's line.
 * The same, differentiated twice (``sg.hvp``, grad of grad) with a global dict, list or
   array: the notes are dropped from code differentiated again, so the state was reset after
   each call; source transformation refuses it now (auto takes the tape, which is right).
+* ``w = as_strided(y, ...); w[1] = v`` writes into ``y``, which source transformation
+  refuses, until the tape has once run ``as_strided`` (a function with a rule the tape
+  routes by replacing its code): the sharing analysis then read the router's parameters,
+  found no argument the result shares, and forward mode took ``w`` for a copy of ``y``
+  (a silently wrong tangent, in s2s and auto).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import warnings
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import as_strided
 from oracle import assert_close, call_twice, numeric_grad, numeric_jvp
 
 import s2sgrad as sg
@@ -233,3 +239,29 @@ def test_second_order_of_a_function_updating_outside_state_is_refused_by_source(
             assert_close(product, count * second * v)
     finally:
         _reset_counters()
+
+
+def _writes_through_a_strided_view(x):
+    y = x * 1.0
+    w = as_strided(y, shape=(3,), strides=(2 * y.itemsize,))
+    w[1] = x[0] ** 2
+    return np.sum(np.sin(y) * y)
+
+
+def test_a_strided_view_written_into_is_seen_after_the_tape_routed_as_strided():
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal(6)
+    v = rng.standard_normal(6)
+    expected = numeric_jvp(_writes_through_a_strided_view, [x], 0, v)
+    _, taped = sg.jvp(_writes_through_a_strided_view, (x,), (v,), mode="tape")
+    assert_close(taped, expected)
+    with pytest.raises(sg.UnsupportedError, match="may share memory"):
+        sg.jvp(_writes_through_a_strided_view, (x,), (v,), mode="s2s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, tangent = sg.jvp(_writes_through_a_strided_view, (x,), (v,), mode="auto")
+        assert_close(tangent, expected)
+        assert_close(
+            call_twice(sg.grad(_writes_through_a_strided_view, mode="auto"), x),
+            numeric_grad(_writes_through_a_strided_view, [x], 0),
+        )
