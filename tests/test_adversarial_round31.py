@@ -28,6 +28,12 @@ caller's data or were refused without the user's line.
   routes by replacing its code): the sharing analysis then read the router's parameters,
   found no argument the result shares, and forward mode took ``w`` for a copy of ``y``
   (a silently wrong tangent, in s2s and auto).
+* ``scipy.linalg.solve(a, b, overwrite_a=True)`` (``overwrite_b``, ``solve_triangular``,
+  ``solve_banded``, ``cholesky``, ``cho_factor``, ``cho_solve``) and ``np.median(y,
+  overwrite_input=True)`` (``quantile``, ``percentile`` and the nan twins): SciPy and NumPy
+  may overwrite the argument in place (a Fortran-ordered matrix, a 1-d right-hand side; the
+  input reordered), which neither the derivative nor the code after the call saw: silently
+  wrong in every mode. Refused now, as ``inv``, ``det`` and ``lu_factor`` refuse theirs.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 from numpy.lib.stride_tricks import as_strided
 from oracle import assert_close, call_twice, numeric_grad, numeric_jvp
 
@@ -265,3 +272,81 @@ def test_a_strided_view_written_into_is_seen_after_the_tape_routed_as_strided():
             call_twice(sg.grad(_writes_through_a_strided_view, mode="auto"), x),
             numeric_grad(_writes_through_a_strided_view, [x], 0),
         )
+
+
+def _matrix(x):
+    return (np.outer(x[:3], x[:3]) + 3.0 * np.eye(3)).T  # Fortran-ordered: SciPy may overwrite it
+
+
+def _solved_over_the_matrix(x):
+    a = _matrix(x)
+    solution = scipy.linalg.solve(a, x[3:] * 1.0, overwrite_a=True)
+    return np.sum(solution) + np.sum(a)
+
+
+def _solved_over_the_right_hand_side(x):
+    b = x[3:] * 1.0
+    solution = scipy.linalg.solve(_matrix(x), b, overwrite_b=True)
+    return np.sum(solution) + np.sum(b**2)
+
+
+def _solved_by_cholesky_over_the_right_hand_side(x):
+    b = x[3:] * 1.0
+    solution = scipy.linalg.cho_solve(scipy.linalg.cho_factor(_matrix(x)), b, overwrite_b=True)
+    return np.sum(solution) + np.sum(b**2)
+
+
+def _triangle_solved_over_the_right_hand_side(x):
+    b = x[3:] * 1.0
+    solution = scipy.linalg.solve_triangular(np.triu(_matrix(x)), b, overwrite_b=True)
+    return np.sum(solution) + np.sum(b**2)
+
+
+def _median_over_the_input(x):
+    y = x * 1.0
+    return np.median(y, overwrite_input=True) + np.sum(y * np.arange(6.0))
+
+
+def _quantile_over_the_input(x):
+    y = x * 1.0
+    return np.nanquantile(y, 0.3, overwrite_input=True) + np.sum(y * np.arange(6.0))
+
+
+@pytest.mark.parametrize(
+    "f, match",
+    [
+        (_solved_over_the_matrix, "overwrite_a=True"),
+        (_solved_over_the_right_hand_side, "overwrite_b=True"),
+        (_solved_by_cholesky_over_the_right_hand_side, "overwrite_b=True"),
+        (_triangle_solved_over_the_right_hand_side, "overwrite_b=True"),
+        (_median_over_the_input, "overwrite_input=True"),
+        (_quantile_over_the_input, "overwrite_input=True"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("transform", ["grad", "jvp"])
+def test_an_argument_overwritten_in_place_by_the_library_is_refused(f, match, mode, transform):
+    x = np.array([0.3, -0.7, 1.2, -0.1, 0.8, 0.45])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.NonDifferentiableError, match=match) as refused:
+            if transform == "grad":
+                sg.grad(f, mode=mode)(x)
+            else:
+                sg.jvp(f, (x,), (np.ones(6),), mode=mode)
+    assert f"{__file__}:" in str(refused.value)
+
+
+def _solved_without_overwriting(x):
+    a = _matrix(x)
+    solution = scipy.linalg.solve(a, x[3:] * 1.0, overwrite_a=False, overwrite_b=False)
+    return np.sum(solution) + np.sum(a) + np.median(x, overwrite_input=False)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_the_overwrite_keywords_left_false_are_differentiated(mode):
+    x = np.random.default_rng(29).standard_normal(6)
+    assert_close(
+        call_twice(sg.grad(_solved_without_overwriting, mode=mode), x),
+        numeric_grad(_solved_without_overwriting, [x], 0),
+    )
