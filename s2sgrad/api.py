@@ -62,7 +62,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import get_rule, makes_functions, nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
-from s2sgrad.runtime import as_gradient, seed_cotangent
+from s2sgrad.runtime import as_gradient, owned_argument, seed_cotangent
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
 from s2sgrad.tape import is_tape_value, tape_vjp
@@ -574,6 +574,7 @@ class _Transform(NotebookDisplay):
         if self.has_aux:
             target = first_of(target)
         self.call_signature.bind(*args, **kwargs)  # the call's own TypeError
+        args, kwargs = _own_arrays(args), dict(zip(kwargs, _own_arrays(kwargs.values())))
         if all(i is not None and i < len(args) for i in self.indices):  # all passed by position
             out, pullback = tape_vjp(target, tuple(args), kwargs, tuple(self.indices))
         else:
@@ -589,6 +590,20 @@ class _Transform(NotebookDisplay):
         if self.kind == "value_and_grad":
             return value, gradients
         return (gradients, aux) if self.has_aux else gradients
+
+
+def _own_arrays(values) -> tuple:
+    """``values`` with each NumPy array a private copy (read-only where it is): the tape runs
+    the function on them, and an array it is given but does not differentiate (a buffer it
+    fills) is a plain array, which the function's writes would change for the caller; the
+    generated code copies an argument it writes into (``owned_argument``) just so. Lists and
+    dicts stay the caller's (running statistics kept in a dict of state).
+
+    Example::
+
+        _own_arrays((x, 2.0))  # (a copy of x, 2.0)
+    """
+    return tuple(owned_argument(v) if type(v) is np.ndarray else v for v in values)
 
 
 # the signature of arrays (compiler/specialize/criterion.py): a Dask array differs by class

@@ -27,6 +27,7 @@ def copy_updated_arguments(
     names: NameGenerator,
     containers=frozenset(),
     nodes: list[gast.AST] | None = None,
+    differentiated: tuple = (),
 ) -> set[str]:
     """Bind each parameter of ``node`` that its body writes into (an item or slice write,
     ``out=``, ``np.add.at``; a helper doing so is inlined before) to a private copy first,
@@ -35,7 +36,8 @@ def copy_updated_arguments(
     is called (a hook appending to a list it was given), keep the caller's object.
     ``containers``: parameters that hold lists, tuples or dicts, left as they are (their
     updates are refused as before: an entry of a dict is no item of an array).
-    ``nodes``: ``walk(node)``, when the caller has it.
+    ``nodes``: ``walk(node)``, when the caller has it. ``differentiated``: the parameters
+    differentiated, those of them not in ``containers`` holding arrays.
 
     Example::
 
@@ -44,6 +46,7 @@ def copy_updated_arguments(
     arguments = node.args
     plain = [a.id for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
     changed = changed_in_place(node, parsed.resolve, arrays_only=True, nodes=nodes)
+    changed = changed | _filled_or_sorted(node, nodes, set(differentiated) - set(containers))
     _refuse_changed_defaults(node, parsed, changed)
     copied = [p for p in plain if p in changed and p not in containers]
     if copied:  # most functions change no argument: no walk for the keys they write under
@@ -57,6 +60,27 @@ def copy_updated_arguments(
     copies = [assign(p, call(load(helper), [load(p)]), like=first) for p in copied]
     node.body = copies + node.body
     return set(copied)
+
+
+def _filled_or_sorted(node: gast.FunctionDef, nodes: list[gast.AST] | None, arrays) -> set[str]:
+    """The names ``t`` of the statements ``t.fill(v)`` and ``t.sort(...)`` (``t[1:].fill(v)``
+    too) in ``node``: desugaring writes them as item writes into ``t`` (``method_writes``),
+    which come after the arguments are copied, so a parameter among them is copied here.
+    ``sort`` only of the names in ``arrays``: a list's ``sort`` is the list's, which the
+    caller sees (a list has no ``fill``)."""
+    found = set()
+    for statement in nodes if nodes is not None else walk(node):
+        if type(statement) is not gast.Expr or type(statement.value) is not gast.Call:
+            continue
+        method = statement.value.func
+        if type(method) is not gast.Attribute or method.attr not in ("fill", "sort"):
+            continue
+        receiver = method.value
+        if type(receiver) is gast.Subscript:
+            receiver = receiver.value
+        if type(receiver) is gast.Name and (method.attr == "fill" or receiver.id in arrays):
+            found.add(receiver.id)
+    return found
 
 
 def _written_under_text_keys(node: gast.FunctionDef, changed) -> set[str]:

@@ -80,7 +80,10 @@ from s2sgrad.compiler.passes.checkpointed_loops import (
     rewrite_checkpointed_loops,
 )
 from s2sgrad.compiler.passes.desugar import desugar
-from s2sgrad.compiler.passes.final_state_notes import drop_final_state_notes
+from s2sgrad.compiler.passes.final_state_notes import (
+    drop_final_state_notes,
+    refuse_outside_final_states,
+)
 from s2sgrad.compiler.passes.helper_bodies import inline_helper_bodies
 from s2sgrad.compiler.passes.jumps import structure_jumps
 from s2sgrad.compiler.passes.local_imports import done_imports
@@ -314,6 +317,8 @@ def _build(request: Request) -> GeneratedFunction:
     parsed_kinds = kinds_of(nodes)  # the classes of its nodes, which three steps ask
     node = _taken_from(parsed, nodes, parsed_kinds)
     generated = ORIGINS.get(parsed.filename) is not None  # a derivative differentiated again
+    if generated:
+        refuse_outside_final_states(node, parsed)
     if generated and drop_final_state_notes(node, parsed.resolve):
         nodes = walk(node)
         parsed_kinds = kinds_of(nodes)
@@ -342,7 +347,7 @@ def _build(request: Request) -> GeneratedFunction:
     parsed.closure.update(entries)
     as_parsed = unchanged and not (inlined or request.has_aux or entries)  # the walk holds
     copied = copy_updated_arguments(
-        node, parsed, names, request.containers, nodes if as_parsed else None
+        node, parsed, names, request.containers, nodes if as_parsed else None, differentiated
     )
     # the classes of the nodes as parsed, while the steps above changed nothing
     kinds = parsed_kinds if as_parsed and not copied else None

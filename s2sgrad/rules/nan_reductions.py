@@ -33,6 +33,7 @@ from s2sgrad.runtime import (
     group_axes,
     linear_recurrence,
     prod_of_others,
+    refuse_derivative,
     shift_along,
     ungroup_axes,
     zero_if_integer,
@@ -218,6 +219,7 @@ def _nancumprod_jvp(tangent, ans, a, axis=None, dtype=None, out=None):
 
 @vjp_rule(np.nanmedian)
 def _nanmedian(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     numbers = np.sum(np.logical_not(np.isnan(grouped)), axis=-1, keepdims=True)
     ranks = np.argsort(np.argsort(grouped, axis=-1), axis=-1)
@@ -229,6 +231,7 @@ def _nanmedian(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=F
 
 @jvp_rule(np.nanmedian)
 def _nanmedian_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     numbers = np.sum(np.logical_not(np.isnan(grouped)), axis=-1, keepdims=True)
     ranks = np.argsort(np.argsort(grouped, axis=-1), axis=-1)
@@ -296,6 +299,7 @@ def _nanquantile(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     cotangents = _nan_quantile_vjp(g, a, q, axis, method, weights, 1.0)
     return cotangents  # (of a, of q)
 
@@ -315,6 +319,7 @@ def _nanquantile_jvp(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     tangents = _nan_quantile_jvp(t, ans, a, q, axis, method, weights, 1.0)
     return tangents  # (from a, from q)
 
@@ -334,6 +339,7 @@ def _nanpercentile(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     cotangents = _nan_quantile_vjp(g, a, q, axis, method, weights, 0.01)
     return cotangents  # (of a, of q)
 
@@ -353,6 +359,7 @@ def _nanpercentile_jvp(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     tangents = _nan_quantile_jvp(t, ans, a, q, axis, method, weights, 0.01)
     return tangents  # (from a, from q)
 

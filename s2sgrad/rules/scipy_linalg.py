@@ -55,6 +55,13 @@ _OVERWRITTEN = (
     "scipy.linalg.{name} with overwrite_a=True may overwrite the matrix the derivative "
     "reads; drop overwrite_a"
 )
+# an argument SciPy may overwrite (a Fortran-ordered matrix, any 1-d right-hand side): the
+# derivative reads it, and the function's own code may read it after, neither seeing the change
+_OVERWRITES = (
+    "scipy.linalg.{name} with overwrite_{which}=True may overwrite its argument {which} in "
+    "place, which neither the derivative nor the code after the call sees change; drop "
+    "overwrite_{which}"
+)
 
 
 @vjp_rule(linalg.inv)
@@ -164,6 +171,8 @@ def _solve_triangular(
     overwrite_b=False,
     check_finite=True,
 ):
+    if overwrite_b:
+        refuse(_OVERWRITES.format(name="solve_triangular", which="b"))
     if trans in (2, "C"):
         refuse(_COMPLEX_TRANS)
     if trans in (0, "N"):  # noqa: SIM108  (folded where the rule is inlined)
@@ -200,6 +209,8 @@ def _solve_triangular_jvp(
     overwrite_b=False,
     check_finite=True,
 ):
+    if overwrite_b:
+        refuse(_OVERWRITES.format(name="solve_triangular", which="b"))
     if trans in (2, "C"):
         refuse(_COMPLEX_TRANS)
     if unit_diagonal:  # noqa: SIM108
@@ -274,6 +285,10 @@ def _solve(
     assume_a=None,
     transposed=False,
 ):
+    if overwrite_a:
+        refuse(_OVERWRITES.format(name="solve", which="a"))
+    if overwrite_b:
+        refuse(_OVERWRITES.format(name="solve", which="b"))
     if np.ndim(a) != 2:
         refuse(_SOLVE_BATCH)
     matrix = _solved_matrix(a, lower, assume_a)
@@ -303,6 +318,10 @@ def _solve_jvp(
     assume_a=None,
     transposed=False,
 ):
+    if overwrite_a:
+        refuse(_OVERWRITES.format(name="solve", which="a"))
+    if overwrite_b:
+        refuse(_OVERWRITES.format(name="solve", which="b"))
     if np.ndim(a) != 2:
         refuse(_SOLVE_BATCH)
     matrix = _solved_matrix(a, lower, assume_a)
@@ -357,6 +376,8 @@ def _band_of(l_and_u, matrix):
 
 @vjp_rule(linalg.solve_banded)
 def _solve_banded(g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True):
+    if overwrite_ab or overwrite_b:
+        refuse(_OVERWRITES.format(name="solve_banded", which="ab" if overwrite_ab else "b"))
     adjoint = np.linalg.solve(np.swapaxes(_banded_matrix(l_and_u, ab), -1, -2), g)
     columns = np.reshape(adjoint, (np.shape(ab)[-1], -1))
     solution = np.reshape(ans, (np.shape(ab)[-1], -1))
@@ -367,6 +388,8 @@ def _solve_banded(g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
 def _solve_banded_jvp(
     t, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False, check_finite=True
 ):
+    if overwrite_ab or overwrite_b:
+        refuse(_OVERWRITES.format(name="solve_banded", which="ab" if overwrite_ab else "b"))
     return (
         None,
         linalg.solve_banded(
@@ -400,11 +423,15 @@ CHO_FACTOR_KEEPS_ENTRIES = _cho_factor_keeps_entries()
 
 @vjp_rule(linalg.cholesky)
 def _scipy_cholesky(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    if overwrite_a:
+        refuse(_OVERWRITES.format(name="cholesky", which="a"))
     return _cholesky(g, ans, a, upper=not lower)
 
 
 @jvp_rule(linalg.cholesky)
 def _scipy_cholesky_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    if overwrite_a:
+        refuse(_OVERWRITES.format(name="cholesky", which="a"))
     return _cholesky_jvp(t, ans, a, upper=not lower)
 
 
@@ -413,6 +440,8 @@ returns_several(linalg.cho_factor)
 
 @vjp_rule(linalg.cho_factor)
 def _cho_factor(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    if overwrite_a:
+        refuse(_OVERWRITES.format(name="cho_factor", which="a"))
     g_c = np.zeros_like(ans[0])
     if g[0] is not None:
         g_c = g[0]
@@ -427,6 +456,8 @@ def _cho_factor(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
 
 @jvp_rule(linalg.cho_factor)
 def _cho_factor_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True):
+    if overwrite_a:
+        refuse(_OVERWRITES.format(name="cho_factor", which="a"))
     if lower:
         factor = np.tril(ans[0])
         d_c = np.tril(_cholesky_jvp(t, factor, a, upper=False))
@@ -442,6 +473,8 @@ def _cho_factor_jvp(t, ans, a, lower=False, overwrite_a=False, check_finite=True
 
 @vjp_rule(linalg.cho_solve)
 def _cho_solve(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
+    if overwrite_b:
+        refuse(_OVERWRITES.format(name="cho_solve", which="b"))
     c, lower = c_and_lower
     g_b = linalg.cho_solve((c, lower), g)
     size = np.shape(c)[-1]
@@ -456,6 +489,8 @@ def _cho_solve(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
 
 @jvp_rule(linalg.cho_solve)
 def _cho_solve_jvp(t, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
+    if overwrite_b:
+        refuse(_OVERWRITES.format(name="cho_solve", which="b"))
     # each entry reads only its own argument's tangent
     return _cho_solve_along_factor(c_and_lower, t[0], ans), linalg.cho_solve(c_and_lower, t)
 

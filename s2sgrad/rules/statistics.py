@@ -34,6 +34,7 @@ from s2sgrad.runtime import (
     cov_tangent,
     group_axes,
     quantile_cells,
+    refuse_derivative,
     ungroup_axes,
 )
 
@@ -141,6 +142,7 @@ def _corrcoef_jvp(t, ans, x, y=None, rowvar=True, bias=None, ddof=None, *, dtype
 
 @vjp_rule(np.median)
 def _median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, 0.5)
@@ -152,6 +154,7 @@ def _median(g, ans, a, axis=None, out=None, overwrite_input=False, keepdims=Fals
 
 @jvp_rule(np.median)
 def _median_jvp(t, ans, a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, 0.5)
@@ -176,6 +179,7 @@ def _quantile(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights)
@@ -208,6 +212,7 @@ def _quantile_jvp(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights)
@@ -252,6 +257,7 @@ def _percentile(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights, 0.01)
@@ -284,6 +290,7 @@ def _percentile_jvp(
     weights=None,
     interpolation=None,
 ):
+    refuse_derivative("overwritten input", overwrite_input)
     grouped = group_axes(a, axis)
     count = np.shape(grouped)[-1]
     cells = quantile_cells(count, q, method, weights, 0.01)

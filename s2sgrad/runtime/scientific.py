@@ -395,6 +395,10 @@ REFUSALS = {  # what refuse_derivative says, by reason (rules declare them too)
         "not the sample points xp; keep xp constant (s2sgrad.stop_gradient(xp)), or write "
         "the interpolation with np.searchsorted and arithmetic on xp"
     ),
+    "overwritten input": (  # np.median, np.quantile, np.percentile and their nan twins
+        "with overwrite_input=True NumPy may reorder the input array in place, which neither "
+        "the derivative nor the code after the call sees change; drop overwrite_input"
+    ),
 }
 
 

@@ -1,9 +1,10 @@
-"""The arrays and lists the forward sweep left, given back to the caller as it left them.
+"""The arrays, lists and dicts the forward sweep left, given back to the caller as it left them.
 
 The backward sweep undoes the forward sweep's in-place writes as it goes back
 (``out[i] = stack.pop()``, ``hs.pop()``), so that it reads each array as it was at each
 step. The caller may hold those very objects (an auxiliary result, ``self.cache = out``,
-``history.append(row)``); the function it called left them written. Generated code notes
+``history.append(row)``, a global ``counts['calls'] += 1``); the function it called left
+them written. Generated code notes
 their states when the backward sweep starts and writes them back when it ends.
 
 Example::
@@ -23,7 +24,7 @@ __all__ = ["final_states", "keep_final_state", "put_back_final_states"]
 
 
 def final_states(*values: Any) -> dict[int, tuple[Any, Any]]:
-    """A copy of each array or list in ``values``, by identity, to be put back later.
+    """A copy of each array, list or dict in ``values``, by identity, to be put back later.
 
     Example::
 
@@ -49,10 +50,12 @@ def keep_final_state(finals: dict[int, tuple[Any, Any]], value: Any) -> None:
         finals[id(value)] = (value, value.copy())
     elif type(value) is list:
         finals[id(value)] = (value, list(value))
+    elif isinstance(value, dict):  # its entries (a dict subclass's too: a defaultdict)
+        finals[id(value)] = (value, dict(value))
 
 
 def put_back_final_states(finals: dict[int, tuple[Any, Any]]) -> None:
-    """Write each noted state back into its array or list.
+    """Write each noted state back into its array, list or dict.
 
     Example::
 
@@ -61,5 +64,8 @@ def put_back_final_states(finals: dict[int, tuple[Any, Any]]) -> None:
     for value, state in finals.values():
         if type(value) is list:
             value[:] = state
+        elif isinstance(value, dict):
+            value.clear()
+            value.update(state)
         elif value.flags.writeable:
             value[...] = state

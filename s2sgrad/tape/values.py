@@ -50,6 +50,7 @@ from s2sgrad.rules.registry import (
 from s2sgrad.running import IN_A_DERIVATIVE, origin_of, statement_origin
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.runtime.replays import DrawsAtStart
+from s2sgrad.runtime.ufunc_methods import plain_reduction
 from s2sgrad.tape.caught_refusals import note_refusal
 from s2sgrad.tape.custom import CALLED_BY_TAPE, CUSTOM, CustomCall
 from s2sgrad.tape.helper_writes import (
@@ -539,6 +540,9 @@ class TapeValue:
             return _call_with_out(primitive, inputs, kwargs)
         if method == "at":  # ufunc.at(a, indices, b) updates a in place
             return _call_at(primitive, inputs)
+        if method == "reduce" and _any_tracked(inputs[:1]):
+            # refused here, where the user's line is running, not as the backward pass runs
+            plain_reduction(inputs[0], kwargs.get("initial"), kwargs.get("where", True))
         return apply_rule(primitive, primitive, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -928,10 +932,16 @@ def _apply_with_tracked_keywords(key, compute, args, kwargs, rule):
 def apply_method(descriptor: Any, name: str, function: Any, self: Any, args: tuple, kwargs: dict):
     """``self.<name>(*args, **kwargs)`` under the rule of ``np.ndarray.<name>`` or ``np.<name>``."""
     compute = _method_caller(name)
-    if kwargs.get("out") is not None and function is not None and name in _OUT_FOLLOWED:
+    out = kwargs.get("out")
+    if (
+        out is not None
+        and function is not None
+        and (name in _OUT_FOLLOWED or _contains_tape_value((out,)))
+    ):
         # x.sum(axis=0, out=s) is np.sum(x, axis=0, out=s): the write into s is followed (s
         # a tape value, or a plain array the function made) or refused; the method wrote
-        # the plain values into s, whose derivative nothing recorded (zero)
+        # the plain values into s, whose derivative nothing recorded (zero). y.round(out=y)
+        # too: y then holds the rounded values, a constant, not what it held before
         return _call_with_out(function, (self, *args), kwargs)
     if _rule(descriptor) is None and function is not None and _rule(function) is not None:
         if name in _PACKED_VARARGS and len(args) > 1:

@@ -771,10 +771,12 @@ def _made_inside(function: types.FunctionType) -> bool:
 
 def _arguments_for(call: gast.Call, function: types.FunctionType, parameters) -> list:
     """The arguments of ``call`` that go to ``parameters`` of ``function`` (all of them
-    where ``*`` or ``**`` hides which is which)."""
+    where ``*`` or ``**`` hides which is which). A function the tape has routed (SciPy's,
+    NumPy's ``as_strided``) runs a router's code now: its parameters are its original's."""
     if any(type(a) is gast.Starred for a in call.args) or any(k.arg is None for k in call.keywords):
         return [*call.args, *(k.value for k in call.keywords)]
-    positional = function.__code__.co_varnames[: function.__code__.co_argcount]
+    code = original_of(function).__code__
+    positional = code.co_varnames[: code.co_argcount]
     chosen = [a for a, p in zip(call.args, positional) if p in parameters]
     return chosen + [k.value for k in call.keywords if k.arg in parameters]
 
