@@ -48,7 +48,7 @@ def recurrence(w):
 
 def sir_rk4(p):
     def rhs(y):
-        s, i, r = y[0], y[1], y[2]
+        s, i = y[0], y[1]
         return np.array([-p[0] * s * i, p[0] * s * i - p[1] * i, p[1] * i])
 
     ys = np.zeros((6, 3))
