@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.runtime.hooks import value_of
 
 __all__ = ["any_entry", "piecewise_by_pieces", "piecewise_conditions", "pieces_into"]
@@ -33,7 +32,7 @@ def piecewise_by_pieces(x: Any, condlist: Any, funclist: list, *args: Any, **kw:
 def pieces_into(result: Any, x: Any, condlist: Any, funclist: list, args: tuple, kw: dict) -> Any:
     """:func:`piecewise_by_pieces` writing into ``result``, zeros of ``x``'s shape and
     dtype (the tape gives one it follows the writes into)."""
-    conditions = piecewise_conditions(x, condlist, len(funclist))
+    conditions = piecewise_conditions(condlist, len(funclist), np.ndim(value_of(x)))
     for condition, function in zip(conditions, funclist):
         if not callable(function):
             result[condition] = function
@@ -44,18 +43,17 @@ def pieces_into(result: Any, x: Any, condlist: Any, funclist: list, args: tuple,
     return result
 
 
-def piecewise_conditions(x: Any, condlist: Any, count: int) -> Any:
+def piecewise_conditions(condlist: Any, count: int, ndim: int) -> Any:
     """The truth values of ``np.piecewise``'s pieces, one row per function (``count``), as
-    NumPy reads ``condlist``: one condition alone taken as a list of it, and one function
-    more than conditions for where none holds. Constants of the derivative.
+    NumPy reads ``condlist`` for an ``x`` of ``ndim`` dimensions: one condition alone taken
+    as a list of it, and one function more than conditions for where none holds. Truth
+    values, which carry no derivative (given only those, it has none to follow).
 
     Example::
 
-        piecewise_conditions(x, [x < 0], 2)  # [x < 0, ~(x < 0)]
+        piecewise_conditions([x < 0], 2, x.ndim)  # [x < 0, ~(x < 0)]
     """
-    if np.isscalar(condlist) or (
-        not isinstance(condlist[0], (list, np.ndarray)) and np.ndim(value_of(x)) != 0
-    ):
+    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and ndim != 0):
         condlist = [condlist]
     conditions = np.asarray([np.asarray(value_of(c), dtype=bool) for c in condlist])
     if len(conditions) == count - 1:  # the last function: where no condition holds
@@ -72,6 +70,3 @@ def piecewise_conditions(x: Any, condlist: Any, count: int) -> Any:
 def any_entry(condition: Any) -> bool:
     """Whether a piece has any entry (NumPy calls its function only then)."""
     return bool(np.any(condition))
-
-
-nondifferentiable(piecewise_conditions, any_entry)

@@ -6,7 +6,7 @@ function called on its piece's values (part of :func:`.desugar.desugar`)::
 becomes ::
 
     pw_x = x
-    pw_c = piecewise_conditions(pw_x, [x < 0, x >= 0], 2)   # the truth values, as NumPy's
+    pw_c = piecewise_conditions([x < 0, x >= 0], 2, ndim(pw_x))  # truth values, as NumPy's
     pw = zeros_like(pw_x)
     pw_f = lambda t: t**2                                      # inlined where it is called
     if any_entry(pw_c[0]):
@@ -165,6 +165,7 @@ def _pieces(piecewise: gast.Call, name: str, names, resolve, bindings, where) ->
     x, conditions, functions = piecewise.args
     helper = _bound(piecewise_conditions, "piecewise_conditions", names, bindings)
     zeros = _bound(np.zeros_like, "zeros_like", names, bindings)
+    ndim = _bound(np.ndim, "ndim", names, bindings)
     present = _bound(any_entry, "any_entry", names, bindings)
     x_name, c_name = names.claim(f"{name}_x"), names.claim(f"{name}_c")
     count = constant(len(functions.elts))
@@ -172,7 +173,7 @@ def _pieces(piecewise: gast.Call, name: str, names, resolve, bindings, where) ->
         gast.Assign(targets=[store(x_name)], value=x, type_comment=None),
         gast.Assign(
             targets=[store(c_name)],
-            value=call(load(helper), [load(x_name), conditions, count]),
+            value=call(load(helper), [conditions, count, call(load(ndim), [load(x_name)])]),
             type_comment=None,
         ),
         gast.Assign(
