@@ -52,6 +52,7 @@ from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp
 from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
+from s2sgrad.runtime.partials import is_partial, partial_call
 
 __all__ = [
     "dynamic_vjp",
@@ -218,6 +219,10 @@ def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
 
 
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    if is_partial(function):  # scaled = functools.partial(helper, k=3.0): helper's call
+        target, full_args, full_kwargs, bound = partial_call(function, args, kwargs)
+        value, pullback = _dispatch(target, full_args, full_kwargs, tape)
+        return value, lambda g: tuple(pullback(g))[bound:]
     if isinstance(function, KeywordsAtTheEnd):
         try:
             target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
@@ -660,6 +665,10 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         return _forward_over_dispatch(function, tangents, args, kwargs, tape)
     if isinstance(function, PullbackWithTangent) and len(args) == 1 and not kwargs:
         return function.tangent_of_call(args[0], tangents[0])
+    if is_partial(function):  # the bound arguments are constants of the call
+        target, full_args, full_kwargs, _ = partial_call(function, args, kwargs)
+        zeros = tuple(zeros_like_value(a) for a in function.args)
+        return _dispatch_jvp_of(target, zeros + tuple(tangents), full_args, full_kwargs, tape)
     if isinstance(function, KeywordsAtTheEnd):
         try:
             target, bound_args, bound_kwargs, picks = by_position(function, args, kwargs)
@@ -807,6 +816,8 @@ def _pullback_with_tangent(function, args: tuple, tangents: tuple, kwargs: dict,
     pullback's dependence on the arguments is not known (the tape's, a custom rule's)."""
     if isinstance(function, KeywordsAtTheEnd):
         return _named_pullback_with_tangent(function, args, tangents, kwargs, tape)
+    if is_partial(function):
+        return _partial_pullback_with_tangent(function, args, tangents, kwargs, tape)
     rule = get_rule(function)
     if rule is not None and rule.custom is not None:
         return None
@@ -853,6 +864,24 @@ def _named_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):
 
     named = PullbackWithTangent(lambda g: picked(pullback(g), picks), named_tangent_of_call)
     return value, tangent, named
+
+
+def _partial_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):
+    """:func:`_pullback_with_tangent` of a ``functools.partial``: its function's, the bound
+    arguments constants (zero tangents, their cotangents dropped)."""
+    target, full_args, full_kwargs, bound = partial_call(function, args, kwargs)
+    zeros = tuple(zeros_like_value(a) for a in function.args)
+    made = _pullback_with_tangent(target, full_args, zeros + tuple(tangents), full_kwargs, tape)
+    if made is None:
+        return None
+    value, tangent, pullback = made
+
+    def partial_tangent_of_call(g, dg):
+        cotangents, moved = pullback.tangent_of_call(g, dg)
+        return tuple(cotangents)[bound:], tuple(moved)[bound:]
+
+    unbound = PullbackWithTangent(lambda g: tuple(pullback(g))[bound:], partial_tangent_of_call)
+    return value, tangent, unbound
 
 
 def _generated_pullback_with_tangent(function, args, tangents, kwargs, tape: bool):

@@ -49,6 +49,7 @@ from s2sgrad.rules.registry import (
 )
 from s2sgrad.running import IN_A_DERIVATIVE, origin_of, statement_origin
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
+from s2sgrad.runtime.piecewise import pieces_into
 from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.runtime.ufunc_methods import plain_reduction
 from s2sgrad.tape.caught_refusals import note_refusal
@@ -561,6 +562,8 @@ class TapeValue:
             return _put_along_axis(*args, **kwargs)
         if func is np.put:
             return _put(*args, **kwargs)
+        if func is np.piecewise:  # each piece's function, recorded on its values
+            return _piecewise(*args, **kwargs)
         return apply_rule(func, func, args, kwargs)
 
     # Python operators ------------------------------------------------------------------
@@ -1188,6 +1191,13 @@ _IMMUTABLE_ADVICE = (
 # on the tape, under a function transform, they return a tape value tracked by no tape, so
 # that items written into it later are recorded (``new = np.empty_like(u); new[0] = u[0]``).
 _BLANK_LIKE = frozenset({np.zeros_like, np.ones_like, np.empty_like})
+
+
+def _piecewise(x: Any, condlist: Any, funclist: list, *args: Any, **kw: Any) -> Any:
+    """``np.piecewise`` of a tape value: each piece's function applied to its values and
+    written into zeros the tape follows (``runtime/piecewise.py``)."""
+    zeros = TapeValue(np.zeros_like(value_of(x)), ())
+    return pieces_into(zeros, x, condlist, funclist, args, kw)
 
 
 def _blank(out: Any) -> Any:

@@ -108,6 +108,7 @@ def shared_in_place_updates(
         if updated in containers and _slot_store(update):  # entries replaced, none changed
             sharing -= _entries_and_keys(statements, updated)
             sharing -= _displays_of_others(statements, sharing | {updated})
+            sharing -= private  # a copy (old = dict(params)) only its own name holds
         sharing.discard(synced.get(updated))  # the list's entry, stored back after the loop body
         read, later = _read_after(index, statements, loops, sharing)
         if read is None and updated in repeating and _entry_update(update):

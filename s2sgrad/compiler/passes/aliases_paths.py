@@ -37,10 +37,13 @@ lambda, ``try``, ``with``, ``break``, ``global``) keeps the order-blind answer.
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import gast
 
 from s2sgrad.compiler.block_walks import header_writes, statement_blocks
+from s2sgrad.compiler.passes.aliases_loop_pairs import LoopPair, loop_pairs, taken_from
 from s2sgrad.compiler.passes.aliases_restores import SavedWrites, written_name
 from s2sgrad.compiler.passes.sharing import (
     assigned_sources,
@@ -70,10 +73,25 @@ _UNMODELLED = (
 )
 
 Pairs = dict[str, frozenset[str]]  # each name's partners (symmetric); absent: none
-Token = tuple[int, frozenset[str] | None]  # (id of the update a snapshot is of, names kept)
+
+
+class Token(NamedTuple):
+    """An entry of a save stack."""
+
+    update: int  # id of the update a snapshot is of; 0 for any other entry
+    kept: frozenset[str] | None  # the names its restore needs to hold what they held
+    spoiled: frozenset[str] = frozenset()  # of those, the names bound anew since
+    moved: str | None = None  # stack.append(t2): the name whose value this entry is
+    intact: frozenset[int] = frozenset()  # the entries below it ``moved`` had not spoiled
+    held: str | None = None  # the name standing for the value it holds ("": a new value)
+
+    def valid(self) -> bool:
+        return self.kept is not None and not self.spoiled
+
+
 Stacks = dict[str, tuple[Token, ...] | None]  # the entries of each save stack; None: unknown
 _MOST_PATHS = 8  # more distinct paths than this are joined into one
-_UNKNOWN_BELOW: Token = (0, frozenset({"<unknown entries>"}))  # the bottom of a stack: not told
+_UNKNOWN_BELOW = Token(0, frozenset({"<unknown entries>"}))  # the bottom of a stack: not told
 
 
 class _Unmodelled(Exception):
@@ -98,13 +116,51 @@ def changed_memory_reads(
     """
     if any(isinstance(node, _UNMODELLED) for node in walk(function) if node is not function):
         return None
-    paths = _Paths(updates, resolve, containers, SavedWrites(function, resolve))
+    saved = SavedWrites(function, resolve)
+    paths = _Paths(updates, resolve, containers, saved)
     paths.conditions = _steady_conditions(function)
+    found = loop_pairs(function, saved, resolve) if saved.stacks else []
+    pairs = [_Region(pair, saved, function.body, pair is found[-1], resolve) for pair in found]
+    paths.skip = lambda update, name: any(r.judges(paths.current, update, name) for r in pairs)
     try:
         paths.block(function.body, [_State({}, {}, frozenset())])
+        for region in pairs:  # the backward's reads, on one forward iteration undone
+            paths.skip = region.leaves(paths)
+            paths.iteration_undone(region.pair, region.after)
     except _Unmodelled:
         return None
     return paths.stale
+
+
+class _Region:
+    """The reads a loop pair's model judges: in the backward's body (and, for the last
+    pair, in the statements after it), of a name not carried, of what a write of the
+    forward (or its restore) changed."""
+
+    def __init__(self, pair: LoopPair, saved: SavedWrites, body: list[gast.stmt], last, resolve):
+        self.pair = pair
+        self.statements = {id(s) for s in pair.backward.body}
+        restores = {id(s) for s in pair.backward.body if id(s) in saved.restoring}
+        self.updates = pair.forward_updates | restores
+        self.after: list[gast.stmt] = []
+        self.carried_after = set(pair.carried)
+        if last:  # after the backward, every iteration is undone
+            self.after = body[body.index(pair.backward) + 1 :]
+            for statement in nested_statements(self.after):
+                if taken_from(statement, resolve) & self.carried_after:
+                    self.carried_after |= names_written(statement)
+        self.after_ids = {id(s) for s in nested_statements(self.after)}
+
+    def leaves(self, paths: _Paths) -> Callable[[int, str], bool]:
+        """The reads this region does not judge, as the walk's ``skip``."""
+        return lambda update, name: not self.judges(paths.current, update, name)
+
+    def judges(self, statement: int, update: int, name: str) -> bool:
+        if update not in self.updates:
+            return False
+        if statement in self.statements:
+            return name not in self.pair.carried
+        return statement in self.after_ids and name not in self.carried_after
 
 
 class _State:
@@ -133,7 +189,7 @@ class _State:
         names = set(bindings)
         stacks = self.stacks
         for stack, entries in stacks.items():
-            if entries and any(kept and not kept.isdisjoint(names) for _, kept in entries):
+            if entries and any(t.kept and not t.kept.isdisjoint(names) for t in entries):
                 stacks = {**stacks, stack: tuple(_kept(t, names) for t in entries)}
         facts = self.facts
         if any(name in names for name, _ in facts):
@@ -142,7 +198,8 @@ class _State:
 
 
 def _kept(token: Token, bound: set[str]) -> Token:
-    return token if token[1] is None or not token[1] & bound else (token[0], None)
+    spoiled = token.kept & bound if token.kept is not None else None
+    return token._replace(spoiled=token.spoiled | spoiled) if spoiled else token
 
 
 def _steady_conditions(function: gast.FunctionDef) -> set[str]:
@@ -186,6 +243,9 @@ class _Paths:
         self.restores: SavedWrites = restores
         self.stale: dict[int, set[str]] = {u: set() for u in self.updates}
         self.conditions: set[str] = set()  # names a branch may be known to have tested
+        self.current = 0  # id of the statement being walked
+        self.skip: Callable[[int, str], bool] = lambda update, name: False
+        self.loop_starts: dict[int, list[_State]] = {}  # by id of a loop: its fixed points
 
     def block(self, statements: list[gast.stmt], states: list[_State]) -> list[_State]:
         """The states after ``statements`` run from each of ``states`` (none: no path gets
@@ -198,6 +258,7 @@ class _Paths:
 
     def statement(self, statement: gast.stmt, state: _State) -> list[_State]:
         kind = type(statement)
+        self.current = id(statement)
         if kind is gast.If:
             self.read(statement.test, state)
             return self.branches(statement, state)
@@ -212,7 +273,12 @@ class _Paths:
             return [state.bound({t.id: set() for t in statement.targets})]
         if kind not in _SIMPLE:
             raise _Unmodelled
-        self.read(statement, state)
+        moved = self.restores.transfers.get(id(statement))
+        if moved is None:
+            self.read(statement, state)
+        elif moved == "shape":  # a stand-in of the shape: shares nothing, reads no items
+            shape = Token(0, None, held="")
+            return [_pushed(state, self.restores.operations[id(statement)][0], shape)]
         if kind is gast.Return:
             return []
         return [self.simple(statement, state)]
@@ -233,20 +299,32 @@ class _Paths:
         popped = None
         if operation is not None and operation[1] == "pop":
             state, popped = _popped(state, operation[0])
-        state = self.effect(statement, state)
+        if popped is not None and popped.held is not None and _plain_target(statement):
+            state = _taken(state, statement.targets[0].id, popped.held)
+        else:
+            state = self.effect(statement, state)
+        if operation is not None and popped is not None and popped.moved and popped.intact:
+            state = _given_back(state, operation[0], popped, statement)
         if operation is not None and operation[1] == "append":
+            stack = operation[0]
             saved = self.restores.saved.get(id(statement))
-            token: Token = (0, None)
+            token = Token(0, None)
             if saved is not None:
                 update = saved[1]
-                token = (id(update), self.restores.kept[id(update)] | {written_name(update)})
-            state = _pushed(state, operation[0], token)
+                kept = self.restores.kept[id(update)] | {written_name(update)}
+                token = Token(id(update), kept)
+            elif self.restores.transfers.get(id(statement)) == "name":
+                moved = statement.value.args[0].id
+                entry = f"<entry {id(statement)}>"
+                state = state.bound({entry: {moved}})
+                token = Token(0, None, moved=moved, held=entry)
+            state = _pushed(state, stack, token)
         if id(statement) in self.restores.kept:  # an update whose restore may come
             state = self.saving(statement, state)
         restored = None
         undoes = self.restores.restoring.get(id(statement), ())
-        if popped is not None and popped[1] is not None and popped[0] in undoes:
-            restored = popped[0]
+        if popped is not None and popped.valid() and popped.update in undoes:
+            restored = popped.update
         if restored in self.updates:
             mark = _changed(restored)
             if f"<again {restored}>" not in state.pairs.get(mark, ()):
@@ -282,7 +360,38 @@ class _Paths:
             if _same(joined, start):
                 break
             start = joined
+        self.loop_starts.setdefault(id(loop), []).append(start)
         return self.block(loop.orelse, [start])
+
+    def iteration_undone(self, pair: LoopPair, after: list[gast.stmt]) -> None:
+        """Walk one iteration of ``pair``'s forward, the statements between and one
+        iteration of its backward, from where the forward's iterations start (see
+        :mod:`.aliases_loop_pairs`): the changes of earlier iterations stay
+        (``<earlier u>``), the stacks hold this iteration's entries on unknown ones."""
+        starts = self.loop_starts.get(id(pair.forward))
+        if not starts:
+            return  # the walk never got there
+        start = _earlier_changes(_joined(starts), pair.forward_updates)
+        self.marks.update({f"<earlier {u}>": u for u in pair.forward_updates})
+        stacks: Stacks = {k: (_UNKNOWN_BELOW,) if v is None else v for k, v in start.stacks.items()}
+        for stack in self.restores.stacks:
+            stacks.setdefault(stack, (_UNKNOWN_BELOW,))
+        start = start.but(stacks=stacks)
+        forward, backward = pair.forward, pair.backward
+        target = forward.target.id  # the same name and number in both (loop_pairs)
+        states = [start.bound({target: {f"<loop {id(forward)}>"}})]
+        heights = {k: len(v) for k, v in states[0].stacks.items() if v is not None}
+        states = self.block(pair.between, self.block(forward.body, states))
+        runs_over = f"<loop {id(backward)}>"
+        states = [
+            _target_back(
+                s.bound({runs_over: self.sources(backward.iter)}).bound({target: {runs_over}}),
+                target,
+                heights,
+            )
+            for s in states
+        ]
+        self.block(after, self.block(backward.body, states))
 
     def while_loop(self, loop: gast.While, state: _State) -> list[_State]:
         start = state
@@ -353,11 +462,22 @@ class _Paths:
     def read(self, node: gast.AST, state: _State) -> None:
         """Note the names ``node`` reads that may hold the changed memory."""
         pairs, marks = state.pairs, self.marks
+        operation = self.restores.operations.get(self.current)
         for found in walk(node):
+            if operation is not None and found is _receiver(node):
+                continue  # stack.pop(): the stack's values are read where they are used
             if type(found) is gast.Name and type(found.ctx) is gast.Load:
                 for partner in pairs.get(found.id, ()):
-                    if partner in marks:
+                    if partner in marks and not self.skip(marks[partner], found.id):
                         self.stale[marks[partner]].add(found.id)
+
+
+def _receiver(statement: gast.AST) -> gast.AST | None:
+    """``stack`` of ``t2 = stack.pop()`` or ``stack.append(v)``, a statement of its own."""
+    value: Any = getattr(statement, "value", None)
+    if type(value) is gast.Call and type(value.func) is gast.Attribute:
+        return value.func.value
+    return None
 
 
 def _changed(update: int) -> str:
@@ -367,7 +487,23 @@ def _changed(update: int) -> str:
 def _is_mark(name: str) -> bool:
     """``<before u>``, ``<after u>``, ``<changed u>``, ``<again u>``: marks, not values that
     can share memory."""
-    return name.startswith(("<before ", "<after ", "<changed ", "<again "))
+    return name.startswith(("<before ", "<after ", "<changed ", "<again ", "<earlier "))
+
+
+def _earlier_changes(state: _State, updates: frozenset[int]) -> _State:
+    """``state`` at the start of an iteration of a loop whose body makes ``updates``: their
+    changes so far are an earlier iteration's (``<earlier u>``, never undone in the one
+    walked), their saves' marks gone."""
+    renamed = {_changed(u): f"<earlier {u}>" for u in updates}
+    dropped = {f"<{kind} {u}>" for u in updates for kind in ("before", "after", "again")}
+    pairs: Pairs = {}
+    for name, partners in state.pairs.items():
+        if name in dropped:
+            continue
+        kept = frozenset(renamed.get(p, p) for p in partners if p not in dropped)
+        if kept:
+            pairs[renamed.get(name, name)] = kept
+    return state.but(pairs=pairs)
 
 
 def _holding_before(pairs: Pairs, update: int) -> set[str]:
@@ -389,8 +525,62 @@ def _pushed(state: _State, stack: str, token: Token) -> _State:
     """``stack`` once ``token`` is pushed: on a stack whose entries are unknown (pushed in a
     loop, say), the entries pushed since are still known, and come off first."""
     entries = state.stacks.get(stack, ())
+    if entries and token.moved is not None:  # which saves the name is still right for
+        name = token.moved
+        intact = {
+            i
+            for i, t in enumerate(entries)
+            if t.kept is not None and name in t.kept and name not in t.spoiled
+        }
+        token = token._replace(intact=frozenset(intact))
     grown = (_UNKNOWN_BELOW, token) if entries is None else (*entries, token)
     return state.but(stacks={**state.stacks, stack: grown})
+
+
+def _target_back(state: _State, target: str, heights: dict[str, int]) -> _State:
+    """The backward's iteration binds ``target`` to the number the forward's bound it to:
+    the saves the forward's iteration pushed (above ``heights``) are right for it again."""
+    stacks = dict(state.stacks)
+    for stack, entries in state.stacks.items():
+        if entries is not None and stack in heights:
+            stacks[stack] = tuple(
+                t._replace(spoiled=t.spoiled - {target}) if i >= heights[stack] else t
+                for i, t in enumerate(entries)
+            )
+    return state.but(stacks=stacks)
+
+
+def _plain_target(statement: gast.stmt) -> bool:
+    return (
+        type(statement) is gast.Assign
+        and len(statement.targets) == 1
+        and type(statement.targets[0]) is gast.Name
+    )
+
+
+def _taken(state: _State, name: str, held: str) -> _State:
+    """``name = stack.pop()`` of the entry whose value ``held`` stands for (none: a new
+    value): ``name`` shares what it shares, and the entry is gone."""
+    state = state.bound({name: {held} if held else set()})
+    return state.bound({held: set()}) if held else state
+
+
+def _given_back(state: _State, stack: str, popped: Token, statement: gast.stmt) -> _State:
+    """``t2 = stack.pop()`` of the entry ``stack.append(t2)`` pushed: ``t2`` holds again
+    the value it held then, so the saves below that entry that ``t2`` was right for are
+    right again (``u_next[1:-1] = stack.pop()`` once ``u_next``, swapped since, is back)."""
+    targets = statement.targets if type(statement) is gast.Assign else []
+    if len(targets) != 1 or type(targets[0]) is not gast.Name or targets[0].id != popped.moved:
+        return state
+    entries = state.stacks.get(stack)
+    if not entries:
+        return state
+    name = popped.moved
+    restored = tuple(
+        t._replace(spoiled=t.spoiled - {name}) if i in popped.intact else t
+        for i, t in enumerate(entries)
+    )
+    return state.but(stacks={**state.stacks, stack: restored})
 
 
 def _dropped(pairs: Pairs, name: str) -> Pairs:

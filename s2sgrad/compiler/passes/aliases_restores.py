@@ -22,7 +22,7 @@ import gast
 from s2sgrad.compiler.block_walks import header_nodes, statement_blocks
 from s2sgrad.compiler.passes.sharing import resolved_target
 from s2sgrad.compiler.syntax import nested_statements, walk
-from s2sgrad.runtime.core import snapshot
+from s2sgrad.runtime.core import shape_only, snapshot
 
 __all__ = ["SavedWrites", "written_name"]
 
@@ -43,6 +43,9 @@ class SavedWrites:
         self.saved: dict[int, tuple[str, gast.stmt]] = {}  # id(push) -> (stack, update)
         self.kept: dict[int, frozenset[str]] = {}  # id(update) -> names its restore needs
         self.restoring: dict[int, set[int]] = {}  # id(restore) -> ids of the updates
+        # id(push) -> "name" (stack.append(t2): the value moved, not read) or "shape"
+        # (stack.append(shape_only(t2)): a stand-in of its shape, sharing nothing)
+        self.transfers: dict[int, str] = {}
         self.stacks = _save_stacks(function)
         if not self.stacks:
             return
@@ -57,6 +60,9 @@ class SavedWrites:
                 self.stacks -= {stack for stack, _ in operations}
             elif operations:
                 self.operations[id(statement)] = operations[0]
+                moved = _transfer(statement, resolve) if operations[0][1] == "append" else None
+                if moved is not None:
+                    self.transfers[id(statement)] = moved
         for block in [function.body, *_blocks(statements)]:
             for push, update in zip(block, block[1:]):
                 target = _snapshot_of(push, self.stacks, resolve)
@@ -77,6 +83,17 @@ class SavedWrites:
                 key = (value.func.value.id, _writes(statement))
                 if key in written:
                     self.restoring[id(statement)] = written[key]
+
+
+def _transfer(push: gast.stmt, resolve) -> str | None:
+    """ "name" for ``stack.append(t2)``, "shape" for ``stack.append(shape_only(t2))``."""
+    if type(push) is not gast.Expr or type(push.value) is not gast.Call:
+        return None
+    (pushed,) = push.value.args
+    if type(pushed) is gast.Name:
+        return "name"
+    one = type(pushed) is gast.Call and len(pushed.args) == 1 and not pushed.keywords
+    return "shape" if one and resolved_target(pushed.func, resolve) is shape_only else None
 
 
 def _save_stacks(function: gast.FunctionDef) -> set[str]:

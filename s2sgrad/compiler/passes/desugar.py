@@ -57,6 +57,7 @@ from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.piecewise_calls import mentions_piecewise, piecewise_calls
 from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
 from s2sgrad.compiler.passes.shallow_copies import EntryOfACopy
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
@@ -120,6 +121,10 @@ def desugar(
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)
     chained_item_writes(node.body, names, locate, bindings)
+    pieces = {}  # np.piecewise as item writes: its helpers, known to the sharing check
+    if resolve is not None and mentions_piecewise(node):
+        pieces = piecewise_calls(node.body, names, resolve)
+        bindings.update(pieces)
     index_list_loops(node, names, resolve)
     bindings.update(indexed_pops(node, names))
     # b[:3], b[3:] = b[3:], b[:3] and rows b[i], b[j] = b[j], b[i]: in Python's order
@@ -127,7 +132,7 @@ def desugar(
     bindings.update(split)
     views_checked = write_back_views(node, names, locate, _also_resolving(split, resolve))
     shared = shared_in_place_updates(
-        node, locate, _also_resolving({**split, **views_checked}, resolve)
+        node, locate, _also_resolving({**split, **views_checked, **pieces}, resolve)
     )
     mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
     for message in shared_list_changes(node, locate, resolve).values():

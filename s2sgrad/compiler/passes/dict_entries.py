@@ -60,11 +60,12 @@ def dict_entry_writes(node: gast.FunctionDef, names: NameGenerator, resolve=None
     if not made:
         return bindings
     bindings.update(_keys_read_whole(node, set(made), names))
+    copiers = {n for n, f in bindings.items() if f is runtime.copied_dict}
     written = {name: _writing_statements(node, name) for name in made}
     qualifying = {
         name
         for name, position in made.items()
-        if written[name] and _only_entries_read_until_written(node, name, position)
+        if written[name] and _only_entries_read_until_written(node, name, position, copiers)
     }
     if not qualifying:
         return bindings
@@ -280,9 +281,15 @@ def _writing_statements(node: gast.FunctionDef, name: str) -> list[gast.stmt]:
     return [s for s in nested_statements(node.body) if _writes(s, name)]
 
 
-def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at: int) -> bool:
-    """Whether ``name``'s dict is read only for entries (``d[key]``) up to the last
-    top-level statement writing an entry, and changed in no other way anywhere."""
+def _only_entries_read_until_written(
+    node: gast.FunctionDef,
+    name: str,
+    made_at: int,
+    copiers: frozenset[str] | set[str] = frozenset(),
+) -> bool:
+    """Whether ``name``'s dict is read only for entries (``d[key]``, or all of them by a
+    copy, ``copied_dict(d)`` of ``dict(d)``, one of ``copiers``) up to the last top-level
+    statement writing an entry, and changed in no other way anywhere."""
     last_write = made_at
     for position, statement in enumerate(node.body):
         if any(_writes(s, name) for s in nested_statements([statement])):
@@ -301,6 +308,8 @@ def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at:
                 return False  # a function defined here may run at any time
             if kind is gast.Subscript and type(sub.value) is gast.Name:
                 entry_values.add(id(sub.value))
+            elif _copy_of(sub, copiers):  # old = dict(d): a new dict of d's entries now
+                entry_values.add(id(sub.args[0]))
             elif (
                 kind is gast.Delete
                 and any(name in names_used(t) for t in sub.targets)
@@ -320,6 +329,18 @@ def _only_entries_read_until_written(node: gast.FunctionDef, name: str, made_at:
         ):
             return False
     return True
+
+
+def _copy_of(node: gast.AST, copiers: frozenset[str] | set[str]) -> bool:
+    """``copied_dict(d)``, the copy :func:`_copies_of_dicts` made of ``dict(d)``."""
+    return (
+        type(node) is gast.Call
+        and type(node.func) is gast.Name
+        and node.func.id in copiers
+        and len(node.args) == 1
+        and not node.keywords
+        and type(node.args[0]) is gast.Name
+    )
 
 
 def _as_new_dict(statement: gast.stmt, qualifying: set[str], helper: str) -> gast.stmt:
