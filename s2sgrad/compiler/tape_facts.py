@@ -411,6 +411,7 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
     parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
     taken = {a.id for a in parameters if type(a) is gast.Name}
     anew: dict[str, int] = {}  # how many of a name's bindings make a new array
+    handed: dict[str, set[str]] = {}  # alpha = new: the local names a name is given
     for target, value in _name_bindings(statements):
         if target.id in taken:
             continue
@@ -419,9 +420,16 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
             and (_makes_new(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
             anew[target.id] = anew.get(target.id, 0) + 1
-    # every binding makes a new array (K = np.zeros(n); ...; K = K + eps * np.eye(n)): the
-    # name holds one no other name was given when bound, whichever binding ran last
+        elif type(value) is gast.Name and value.id != target.id and value.id in counts:
+            anew[target.id] = anew.get(target.id, 0) + 1
+            handed.setdefault(target.id, set()).add(value.id)
+    # every binding makes a new array (K = np.zeros(n); ...; K = K + eps * np.eye(n)), or
+    # hands on the array of a name that is so (alpha = new, the step of a recursion): the
+    # name holds an array the function made, whichever binding ran last (whether another
+    # name sharing it is read after a write is the alias analysis's to refuse)
     made = {name for name, count in anew.items() if counts.get(name) == count}
+    while any(not sources <= made for name, sources in handed.items() if name in made):
+        made -= {name for name, sources in handed.items() if not sources <= made}
     while any(not names <= made for names in swaps if names & made):
         for names in swaps:
             if not names <= made:
