@@ -1165,3 +1165,24 @@ def test_dicts_made_by_one_tuple_assignment_are_refused_as_dicts():
         sg.UnsupportedError, match=f"{__file__}:[0-9]+: writing entries of the dict"
     ):
         sg.grad(adam_on_dicts, mode="s2s")(_n(3))
+
+
+def stiffness_with_two_writes_a_line(k):
+    """A student's assembly: two item writes on one line, joined by ';'."""
+    K = np.zeros((4, 4))
+    for e, (i, j) in enumerate(EDGES):
+        K[i, i] += k[e]; K[j, j] += k[e]  # noqa: E702  # fmt: skip
+        K[i, j] -= k[e]; K[j, i] -= k[e]  # noqa: E702  # fmt: skip
+    K[0, 0] += 1.0
+    return np.linalg.solve(K, np.array([0.0, 0.0, 0.0, 1.0]))[3]
+
+
+STIFFNESSES = 1 + R.random(4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_item_writes_on_one_line(mode):
+    """On the tape the writes a line makes were found by its number alone, so a line with
+    two (``K[i, i] += k; K[j, j] += k``) was refused as a write into a plain array; now the
+    store running is told by its rank among the line's."""
+    _check_program(stiffness_with_two_writes_a_line, STIFFNESSES, mode, S2S_HVP)

@@ -34,7 +34,7 @@ from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.compiler.written_values import one_value_check
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.runtime.core import zeros_like_value
-from s2sgrad.tape.in_place import SLICE, use_source_facts
+from s2sgrad.tape.in_place import SLICE, WritesOnOneLine, use_source_facts
 
 __all__ = [
     "shared_updates_by_line",
@@ -213,6 +213,7 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     made = _made_once_anew(parsed, statements)
     updated = _made_once_anew(parsed, statements, counting_updates=False)
     writes: dict[int, Any] = {}
+    item_writes: dict[int, list] = {}  # line -> its item writes, while it has only those
     for statement in statements:
         line = parsed.line_offset + getattr(statement, "lineno", 0)
         added_into = _added_at_into(statement, parsed.resolve) or _written_by_call(
@@ -222,10 +223,12 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             writes[line] = (
                 (added_into, None, None) if added_into in made and line not in writes else None
             )
+            item_writes.pop(line, None)
             continue
         if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
             name = statement.target.id  # y += v: y bound again to what += returns
             writes[line] = (name, None, None) if name in updated and line not in writes else None
+            item_writes.pop(line, None)
             continue
         if type(statement) is gast.Assign:
             target = statement.targets[0] if len(statement.targets) == 1 else None
@@ -245,11 +248,19 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             else one_value_check(statement.value, parsed.resolve)
         )
         fits = name in made and pure and one_value is not False
-        writes[line] = (
+        found = (
             (name, _compiled_index(target.slice), None if one_value is True else one_value)
-            if fits and line not in writes
+            if fits
             else None
         )
+        if line not in writes:
+            writes[line] = found
+            item_writes[line] = [found]
+        elif line in item_writes:  # K[i, i] += k; K[j, j] += k: told apart as they run
+            item_writes[line].append(found)
+            writes[line] = WritesOnOneLine(item_writes[line])
+        else:
+            writes[line] = None
     return writes
 
 
