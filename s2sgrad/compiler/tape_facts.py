@@ -423,6 +423,7 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
     taken = {a.id for a in parameters if type(a) is gast.Name}
     anew: dict[str, int] = {}  # how many of a name's bindings make a new array
     handed: dict[str, set[str]] = {}  # alpha = new: the local names a name is given
+    swapping = {id(e) for s in statements if _swapped_names(s) for e in s.targets[0].elts}
     for target, value in _name_bindings(statements):
         if target.id in taken:
             continue
@@ -431,7 +432,7 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
             and (_makes_new(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
             anew[target.id] = anew.get(target.id, 0) + 1
-        elif type(value) is gast.Name and value.id != target.id and value.id in counts:
+        elif type(value) is gast.Name and value.id in counts and id(target) not in swapping:
             anew[target.id] = anew.get(target.id, 0) + 1
             handed.setdefault(target.id, set()).add(value.id)
     # every binding makes a new array (K = np.zeros(n); ...; K = K + eps * np.eye(n)), or
