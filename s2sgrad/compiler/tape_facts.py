@@ -34,7 +34,7 @@ from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.compiler.written_values import one_value_check
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.runtime.core import zeros_like_value
-from s2sgrad.tape.in_place import SLICE, use_source_facts
+from s2sgrad.tape.in_place import SLICE, WritesOnOneLine, use_source_facts
 
 __all__ = [
     "shared_updates_by_line",
@@ -213,6 +213,7 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
     made = _made_once_anew(parsed, statements)
     updated = _made_once_anew(parsed, statements, counting_updates=False)
     writes: dict[int, Any] = {}
+    item_writes: dict[int, list] = {}  # line -> its item writes, while it has only those
     for statement in statements:
         line = parsed.line_offset + getattr(statement, "lineno", 0)
         added_into = _added_at_into(statement, parsed.resolve) or _written_by_call(
@@ -222,10 +223,12 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             writes[line] = (
                 (added_into, None, None) if added_into in made and line not in writes else None
             )
+            item_writes.pop(line, None)
             continue
         if type(statement) is gast.AugAssign and type(statement.target) is gast.Name:
             name = statement.target.id  # y += v: y bound again to what += returns
             writes[line] = (name, None, None) if name in updated and line not in writes else None
+            item_writes.pop(line, None)
             continue
         if type(statement) is gast.Assign:
             target = statement.targets[0] if len(statement.targets) == 1 else None
@@ -245,11 +248,19 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             else one_value_check(statement.value, parsed.resolve)
         )
         fits = name in made and pure and one_value is not False
-        writes[line] = (
+        found = (
             (name, _compiled_index(target.slice), None if one_value is True else one_value)
-            if fits and line not in writes
+            if fits
             else None
         )
+        if line not in writes:
+            writes[line] = found
+            item_writes[line] = [found]
+        elif line in item_writes:  # K[i, i] += k; K[j, j] += k: told apart as they run
+            item_writes[line].append(found)
+            writes[line] = WritesOnOneLine(item_writes[line])
+        else:
+            writes[line] = None
     return writes
 
 
@@ -411,6 +422,8 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
     parameters += [a for a in (arguments.vararg, arguments.kwarg) if a is not None]
     taken = {a.id for a in parameters if type(a) is gast.Name}
     anew: dict[str, int] = {}  # how many of a name's bindings make a new array
+    handed: dict[str, set[str]] = {}  # alpha = new: the local names a name is given
+    swapping = {id(e) for s in statements if _swapped_names(s) for e in s.targets[0].elts}
     for target, value in _name_bindings(statements):
         if target.id in taken:
             continue
@@ -419,9 +432,16 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
             and (_makes_new(parsed.resolve(value.func), value) or _is_copy_method(value))
         ):
             anew[target.id] = anew.get(target.id, 0) + 1
-    # every binding makes a new array (K = np.zeros(n); ...; K = K + eps * np.eye(n)): the
-    # name holds one no other name was given when bound, whichever binding ran last
+        elif type(value) is gast.Name and value.id in counts and id(target) not in swapping:
+            anew[target.id] = anew.get(target.id, 0) + 1
+            handed.setdefault(target.id, set()).add(value.id)
+    # every binding makes a new array (K = np.zeros(n); ...; K = K + eps * np.eye(n)), or
+    # hands on the array of a name that is so (alpha = new, the step of a recursion): the
+    # name holds an array the function made, whichever binding ran last (whether another
+    # name sharing it is read after a write is the alias analysis's to refuse)
     made = {name for name, count in anew.items() if counts.get(name) == count}
+    while any(not sources <= made for name, sources in handed.items() if name in made):
+        made -= {name for name, sources in handed.items() if not sources <= made}
     while any(not names <= made for names in swaps if names & made):
         for names in swaps:
             if not names <= made:

@@ -431,24 +431,36 @@ def _arctan2_jvp(t, ans, x1, x2):
     return t * x2 / squared_radius, -t * x1 / squared_radius
 
 
+# An argument -inf adds nothing whatever it is moved by: its weight is 0, also where both
+# are -inf (ans = -inf too, and exp(x - ans) would be nan: log-space recursions start so)
 @vjp_rule(np.logaddexp)
 def _logaddexp(g, ans, x1, x2):
-    return unbroadcast(g * np.exp(x1 - ans), x1), unbroadcast(g * np.exp(x2 - ans), x2)
+    to_x1 = g * np.exp(x1 - np.where(x1 == -np.inf, 0.0, ans))
+    to_x2 = g * np.exp(x2 - np.where(x2 == -np.inf, 0.0, ans))
+    return unbroadcast(to_x1, x1), unbroadcast(to_x2, x2)
 
 
 @jvp_rule(np.logaddexp)
 def _logaddexp_jvp(t, ans, x1, x2):
-    return t * np.exp(x1 - ans), t * np.exp(x2 - ans)
+    return (
+        t * np.exp(x1 - np.where(x1 == -np.inf, 0.0, ans)),
+        t * np.exp(x2 - np.where(x2 == -np.inf, 0.0, ans)),
+    )
 
 
 @vjp_rule(np.logaddexp2)
 def _logaddexp2(g, ans, x1, x2):
-    return unbroadcast(g * np.exp2(x1 - ans), x1), unbroadcast(g * np.exp2(x2 - ans), x2)
+    to_x1 = g * np.exp2(x1 - np.where(x1 == -np.inf, 0.0, ans))
+    to_x2 = g * np.exp2(x2 - np.where(x2 == -np.inf, 0.0, ans))
+    return unbroadcast(to_x1, x1), unbroadcast(to_x2, x2)
 
 
 @jvp_rule(np.logaddexp2)
 def _logaddexp2_jvp(t, ans, x1, x2):
-    return t * np.exp2(x1 - ans), t * np.exp2(x2 - ans)
+    return (
+        t * np.exp2(x1 - np.where(x1 == -np.inf, 0.0, ans)),
+        t * np.exp2(x2 - np.where(x2 == -np.inf, 0.0, ans)),
+    )
 
 
 # The argument equal to the result gets the derivative. At a tie between two differentiated

@@ -313,7 +313,10 @@ def _xlog1py_jvp(t, ans, x, y):
 
 
 # logsumexp(a, b=b) = log(sum(b * exp(a))): its derivative in a is b * exp(a - ans), in b
-# exp(a - ans), with the axes the sum removed put back so that they broadcast against a
+# exp(a - ans), with the axes the sum removed put back so that they broadcast against a. An
+# entry a = -inf adds nothing whatever it is moved by: its weight is 0, also where every
+# entry is -inf (ans = -inf too, and exp(a - ans) would be nan; the alpha recursion of CTC
+# or of an HMM starts from such entries)
 @vjp_rule(special.logsumexp)
 def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
     if return_sign:  # (log|sum|, sign): the sign is piecewise constant, and
@@ -324,10 +327,10 @@ def _logsumexp(g, ans, a, axis=None, b=None, keepdims=False, return_sign=False):
         ans = ans[0]
     if axis is None or keepdims:
         spread = g
-        weights = np.exp(a - ans)
+        weights = np.exp(a - np.where(a == -np.inf, 0.0, ans))
     else:
         spread = np.expand_dims(g, axis)
-        weights = np.exp(a - np.expand_dims(ans, axis))
+        weights = np.exp(a - np.where(a == -np.inf, 0.0, np.expand_dims(ans, axis)))
     if b is None:  # noqa: SIM108  (an if the transformer folds when b is not given)
         to_a = spread * weights
     else:
@@ -342,9 +345,9 @@ def _logsumexp_jvp(t, ans, a, axis=None, b=None, keepdims=False, return_sign=Fal
         sign = ans[1]  # d log|s| = ds / s = sign * ds / |s|
         ans = ans[0]
     if axis is None or keepdims:  # noqa: SIM108  (folded where the rule is inlined)
-        weights = np.exp(a - ans)
+        weights = np.exp(a - np.where(a == -np.inf, 0.0, ans))
     else:
-        weights = np.exp(a - np.expand_dims(ans, axis))
+        weights = np.exp(a - np.where(a == -np.inf, 0.0, np.expand_dims(ans, axis)))
     if b is None:  # noqa: SIM108
         scaled = weights
     else:

@@ -166,7 +166,8 @@ def _logaddexp_reduce(
     if axis is not None and not keepdims:
         spread = np.expand_dims(g, axis)
         ans_kept = np.expand_dims(ans, axis)
-    return spread * np.exp(checked - ans_kept)
+    # an entry -inf adds nothing (weight 0, also where every entry is: ans = -inf too)
+    return spread * np.exp(checked - np.where(checked == -np.inf, 0.0, ans_kept))
 
 
 @jvp_rule(np.logaddexp.reduce)
@@ -180,7 +181,8 @@ def _logaddexp_reduce_jvp(
     ans_kept = ans
     if axis is not None and not keepdims:
         ans_kept = np.expand_dims(ans, axis)
-    return np.sum(checked * np.exp(array - ans_kept), axis=axis, keepdims=keepdims)
+    weights = np.exp(array - np.where(array == -np.inf, 0.0, ans_kept))
+    return np.sum(checked * weights, axis=axis, keepdims=keepdims)
 
 
 @vjp_rule(np.logaddexp2.reduce)
@@ -196,7 +198,8 @@ def _logaddexp2_reduce(
     if axis is not None and not keepdims:
         spread = np.expand_dims(g, axis)
         ans_kept = np.expand_dims(ans, axis)
-    return spread * np.exp2(checked - ans_kept)
+    # an entry -inf adds nothing (weight 0, also where every entry is: ans = -inf too)
+    return spread * np.exp2(checked - np.where(checked == -np.inf, 0.0, ans_kept))
 
 
 @jvp_rule(np.logaddexp2.reduce)
@@ -210,7 +213,8 @@ def _logaddexp2_reduce_jvp(
     ans_kept = ans
     if axis is not None and not keepdims:
         ans_kept = np.expand_dims(ans, axis)
-    return np.sum(checked * np.exp2(array - ans_kept), axis=axis, keepdims=keepdims)
+    weights = np.exp2(array - np.where(array == -np.inf, 0.0, ans_kept))
+    return np.sum(checked * weights, axis=axis, keepdims=keepdims)
 
 
 @vjp_rule(np.hypot.reduce)

@@ -48,6 +48,7 @@ __all__ = [
     "names_unread_after_call",
     "refuse_view_write",
     "SLICE",
+    "WritesOnOneLine",
 ]
 
 
@@ -336,6 +337,8 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
     if writes is None:
         writes = _PLAIN_WRITES[code] = _plain_writes(frame)
     found = writes.get(frame.f_lineno)
+    if type(found) is WritesOnOneLine:
+        found = found.running(frame)
     if found is None or found[0] in code.co_cellvars or found[0] not in frame.f_locals:
         return None
     refuse_shared_update(frame)
@@ -346,6 +349,41 @@ def plain_array_write(frame: Any) -> tuple[str, Any] | None:
         return None  # y[i] = row of a list row: NumPy converts its items one by one
     scope = {**frame.f_locals, SLICE: slice}
     return name, eval(index, frame.f_globals, scope)  # noqa: S307 (the user's own index)
+
+
+class WritesOnOneLine(tuple):
+    """The item writes of one line in source order (``K[i, i] += k; K[j, j] += k``), each
+    what :func:`plain_array_write` would find for the line alone, or None: the one running
+    is told by the rank of the store instruction among the line's.
+
+    Example::
+
+        WritesOnOneLine([("K", index, None), None]).running(frame)  # the first's triple
+    """
+
+    def running(self, frame: Any) -> Any:
+        """The write ``frame`` is storing, or None where the line's item stores in the
+        bytecode do not pair off one by one with its writes."""
+        stores = _item_stores_by_line(frame.f_code).get(frame.f_lineno, ())
+        if len(stores) != len(self) or frame.f_lasti not in stores:
+            return None
+        return self[stores.index(frame.f_lasti)]
+
+
+# code object -> {line: offsets of its item stores (STORE_SUBSCR, STORE_SLICE), in order}
+_ITEM_STORES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _item_stores_by_line(code: types.CodeType) -> dict[int, list[int]]:
+    found = _ITEM_STORES.get(code)
+    if found is None:
+        found = _ITEM_STORES[code] = {}
+        for instruction in dis.get_instructions(code):
+            positions = getattr(instruction, "positions", None)  # from Python 3.11
+            line = positions.lineno if positions is not None else None
+            if line is not None and instruction.opname in ("STORE_SUBSCR", "STORE_SLICE"):
+                found.setdefault(line, []).append(instruction.offset)
+    return found
 
 
 # code object -> {instruction: names its function cannot read once the call there returns}

@@ -86,6 +86,11 @@ def fresh_result(target: Any, call: gast.Call) -> bool:
     """
     if target is None or keeps_memory(call, getattr(target, "__name__", None)):
         return False
+    # while a tape records, np.full and the like are stand-ins that equal the function they
+    # wrap (tape/conversions.py), but whose __module__ is their own class's
+    stood_for = getattr(target, "__wrapped__", None)
+    if stood_for is not None and target == stood_for:  # not a decorator's wrapper
+        target = stood_for
     if isinstance(target, np.ufunc):
         return True
     name = getattr(target, "__name__", None)

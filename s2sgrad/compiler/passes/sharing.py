@@ -620,9 +620,15 @@ def container_names(statements: list[gast.stmt]) -> set[str]:
     a copy of the values)."""
     found = set()
     for statement in statements:
-        single = type(statement) is gast.Assign and type(statement.targets[0]) is gast.Name
-        if single and makes_container(statement.value):
-            found.add(statement.targets[0].id)
+        if type(statement) is not gast.Assign:
+            continue
+        target, value = statement.targets[0], statement.value
+        if type(target) is gast.Name and makes_container(value):
+            found.add(target.id)
+        elif type(target) is type(value) is gast.Tuple and len(target.elts) == len(value.elts):
+            # params, m = {"w": w0}, {"w": zeros}: each name made so, as by one assignment
+            pairs = zip(target.elts, value.elts)
+            found.update(n.id for n, v in pairs if type(n) is gast.Name and makes_container(v))
     return found
 
 
