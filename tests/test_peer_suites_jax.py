@@ -300,6 +300,13 @@ def _add_at(x):
     return y
 
 
+def lu_all_factors(a):
+    p, lower, upper = sla.lu(a)
+    return np.sum(lower * upper.T) + np.sum(np.sin(upper)) + np.sum(p @ lower * W[:3, :3])
+
+
+PIVOTED = well_conditioned(3)[[2, 0, 1]]  # LAPACK swaps rows: P is not the identity
+
 # (name, function, arguments)
 CASES = [
     ("expm", lambda a: np.sum(sla.expm(a / 3) * W[:3, :3]), [normal(3, 3)]),
@@ -325,6 +332,9 @@ CASES = [
         lambda a, b: np.sum(sla.lu_solve(sla.lu_factor(a), b) * W[:3, 0]),
         [well_conditioned(3), normal(3)],
     ),
+    ("lu_lower", lambda a: np.sum(sla.lu(a)[1] * W[:3, :3]), [PIVOTED]),
+    ("lu_upper", lambda a: np.sum(sla.lu(a)[2] * W[:3, :3]), [PIVOTED]),
+    ("lu_all_factors", lu_all_factors, [PIVOTED]),
     ("sqrtm", lambda a: np.sum(np.real(sla.sqrtm(sym(a))) * W[:3, :3]), [spd(3)]),
     ("logm", lambda a: np.sum(np.real(sla.logm(sym(a))) * W[:3, :3]), [spd(3)]),
     ("inv_scipy", lambda a: np.sum(sla.inv(a) * W[:3, :3]), [well_conditioned(3)]),
@@ -399,12 +409,6 @@ def test_numpy_and_scipy_linalg_gradients(name, f, args, mode):
 # (name, function, arguments, what the refusal says)
 REFUSED = [
     (
-        "lu_factors",
-        lambda a: np.sum(sla.lu(a)[2] * W[:3, :3]),
-        [well_conditioned(3)],
-        "no derivative rule|would drop its derivative",
-    ),
-    (
         "qr_complete",
         lambda a: np.sum(np.linalg.qr(a, mode="complete")[0] * W),
         [normal(4, 2)],
@@ -433,3 +437,23 @@ def test_polar_has_no_rule_for_s2s_and_the_tape_differentiates_scipys_code():
         sg.grad(polar_factor, mode="s2s")(a)
     assert f"{__file__}:" in str(refused.value)
     check_function(polar_factor, [a], "auto")
+
+
+def lu_of(a, **options):
+    return np.sum(sla.lu(a, **options)[-1] ** 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "a, options, what",
+    [
+        (normal(3, 2), {}, r"shape \(3, 2\)"),
+        (normal(2, 3, 3), {}, r"shape \(2, 3, 3\)"),
+        (well_conditioned(3), {"permute_l": True}, "permute_l=True"),
+        (well_conditioned(3), {"p_indices": True}, "p_indices=True"),
+    ],
+)
+def test_lu_of_what_its_rule_does_not_cover_is_refused_at_the_users_line(a, options, what, mode):
+    with pytest.raises(sg.NonDifferentiableError, match=f"scipy.linalg.lu .*{what}") as refused:
+        sg.grad(lu_of, mode=mode)(a, **options)
+    assert f"{__file__}:" in str(refused.value)
