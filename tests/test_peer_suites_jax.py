@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_close, call_twice, numeric_grad, numeric_jacobian
+from oracle import assert_close, call_twice, numeric_grad, numeric_jacobian, numeric_jvp
 from peer_suite_checks import MODES, check_function
 from scipy import linalg as sla
 from scipy import special
@@ -137,6 +137,32 @@ def test_a_custom_forward_rule_serves_jvp_and_reverse_serves_grad(mode):
     v = normal(4)
     _, tangent = sg.jvp(uses_log1pexp, (x,), (v,), mode=mode)
     np.testing.assert_allclose(tangent, expected @ v)
+
+
+def _block(h):
+    return np.tanh(h * 1.3 + 0.1)
+
+
+checkpointed_block = sg.checkpoint(_block)
+
+
+def through_a_checkpoint(x):
+    return np.sum(checkpointed_block(checkpointed_block(x)) ** 2)
+
+
+@pytest.mark.parametrize("f, name", [(uses_log1pexp, "log1pexp"), (through_a_checkpoint, "_block")])
+def test_second_order_through_a_users_derivative_is_refused_by_s2s_with_advice_that_works(f, name):
+    x, v = normal(3), normal(3)
+    with pytest.raises(
+        sg.UnsupportedError, match=f"gradient of {name},.*use mode='auto'"
+    ) as refused:
+        sg.hvp(f, (x,), (v,), mode="s2s")
+    assert f"{__file__}:" in str(refused.value)
+    gradient = sg.grad(f, mode="tape")
+    expected = numeric_jvp(lambda t: gradient(x + t * v), [0.0], 0, 1.0, step=1e-5)
+    for mode in ("auto", "tape"):
+        (product,) = sg.hvp(f, (x,), (v,), mode=mode)
+        np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
 
 
 def x_times_stopped_square(x):
