@@ -361,6 +361,13 @@ CASES = [
     ("lu_lower", lambda a: np.sum(sla.lu(a)[1] * W[:3, :3]), [PIVOTED]),
     ("lu_upper", lambda a: np.sum(sla.lu(a)[2] * W[:3, :3]), [PIVOTED]),
     ("lu_all_factors", lu_all_factors, [PIVOTED]),
+    ("polar_u", lambda a: np.sum(sla.polar(a)[0] * W[:3, :3]), [well_conditioned(3)]),
+    ("polar_p_left", lambda a: np.sum(sla.polar(a, "left")[1] * W[:3, :3]), [normal(3, 3)]),
+    (
+        "polar_tall",
+        lambda a: np.sum(sla.polar(a)[0] * W[:4, :2]) + np.sum(sla.polar(a)[1]),
+        [normal(4, 2)],
+    ),
     ("sqrtm", lambda a: np.sum(np.real(sla.sqrtm(sym(a))) * W[:3, :3]), [spd(3)]),
     ("logm", lambda a: np.sum(np.real(sla.logm(sym(a))) * W[:3, :3]), [spd(3)]),
     ("inv_scipy", lambda a: np.sum(sla.inv(a) * W[:3, :3]), [well_conditioned(3)]),
@@ -453,18 +460,6 @@ def test_what_s2sgrad_does_not_differentiate_is_refused_at_the_users_line(
     assert f"{__file__}:" in str(refused.value)
 
 
-def polar_factor(a):
-    return np.sum(sla.polar(a)[0] * W[:3, :3])
-
-
-def test_polar_has_no_rule_for_s2s_and_the_tape_differentiates_scipys_code():
-    a = well_conditioned(3)
-    with pytest.raises(sg.NonDifferentiableError, match="polar has no derivative rule") as refused:
-        sg.grad(polar_factor, mode="s2s")(a)
-    assert f"{__file__}:" in str(refused.value)
-    check_function(polar_factor, [a], "auto")
-
-
 def lu_of(a, **options):
     return np.sum(sla.lu(a, **options)[-1] ** 2)
 
@@ -482,4 +477,15 @@ def lu_of(a, **options):
 def test_lu_of_what_its_rule_does_not_cover_is_refused_at_the_users_line(a, options, what, mode):
     with pytest.raises(sg.NonDifferentiableError, match=f"scipy.linalg.lu .*{what}") as refused:
         sg.grad(lu_of, mode=mode)(a, **options)
+    assert f"{__file__}:" in str(refused.value)
+
+
+def complex_polar(a):
+    return np.sum(np.abs(sla.polar(a * (1.0 + 0.5j))[0]))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_polar_of_a_complex_matrix_is_refused_at_the_users_line(mode):
+    with pytest.raises(sg.S2SGradError, match="polar .*complex") as refused:
+        sg.grad(complex_polar, mode=mode)(well_conditioned(3))
     assert f"{__file__}:" in str(refused.value)

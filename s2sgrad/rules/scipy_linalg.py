@@ -479,5 +479,6 @@ from s2sgrad.rules import scipy_linalg_factors as _factors  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_lstsq as _lstsq  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_lu as _lu  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_numpy_forms as _numpy_forms  # noqa: E402, F401
+from s2sgrad.rules import scipy_linalg_polar as _polar  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_structured as _structured  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_twins as _twins  # noqa: E402, F401
