@@ -409,6 +409,8 @@ class _Transform(NotebookDisplay):
                 for entry in entries:  # Assumptions.hold, inlined
                     if entry.holder.get(entry.name, MISSING) is not entry.expected:
                         break  # a name f reads holds something else now
+                    if entry.arrays and entry.reshaped():
+                        break  # an array it holds changed shape in place
                 else:
                     self._guard(key, function, entries)
                     return (

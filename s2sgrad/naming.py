@@ -91,6 +91,31 @@ def library_entry(frame: Any) -> tuple[str, Any] | None:
         return None
     code = entry.f_code
     function = entry.f_globals.get(code.co_name)
-    module = entry.f_globals.get("__name__", "")
     named = library_name(function) if function is not None else None
+    if named is None:  # a decorator's wrapper: named as the function it wraps
+        running = _closure_running(entry)
+        named = library_name(running) if running is not None else None
+    module = entry.f_globals.get("__name__", "")
     return named or f"{module}.{code.co_name}", frame
+
+
+def _closure_running(frame: Any) -> Any:
+    """The function object ``frame`` runs when it is a closure (a decorator's ``wrapper``,
+    shared by the functions it decorates): the one whose cells hold the frame's free
+    variables, or None. For messages only: it asks the garbage collector."""
+    import gc
+
+    code = frame.f_code
+    if not code.co_freevars:
+        return None
+    values = [frame.f_locals.get(name) for name in code.co_freevars]
+    for candidate in gc.get_referrers(code):
+        if not isinstance(candidate, types.FunctionType) or candidate.__code__ is not code:
+            continue
+        try:
+            cells = [cell.cell_contents for cell in candidate.__closure__ or ()]
+        except ValueError:  # an empty cell
+            continue
+        if len(cells) == len(values) and all(a is b for a, b in zip(cells, values)):
+            return candidate
+    return None

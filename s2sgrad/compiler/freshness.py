@@ -101,7 +101,17 @@ class Entry:
     with ``holder.get(name, MISSING)``.
     """
 
-    __slots__ = ("holder", "name", "expected", "kind", "stale", "mirrors", "key", "__weakref__")
+    __slots__ = (
+        "holder",
+        "name",
+        "expected",
+        "kind",
+        "arrays",
+        "stale",
+        "mirrors",
+        "key",
+        "__weakref__",
+    )
 
     def __init__(self, holder: dict | types.CellType | _Attributes, name: str, value: Any):
         self.key = (id(holder), name)
@@ -109,23 +119,31 @@ class Entry:
         self.name = name
         self.expected = value
         self.kind = kind_of(value)
+        self.arrays = arrays_in(value)
         self.stale = False
         self.mirrors: weakref.WeakSet = weakref.WeakSet()  # functions whose globals copy it
 
     def read(self) -> Any:
         return self.holder.get(self.name, MISSING)
 
+    def reshaped(self) -> bool:
+        """Whether an array the value is (or a tuple holds) changed its shape or dtype in
+        place since it was taken (``W.shape = (3, 1)``, ``W.resize(...)``): the same
+        object, whose shapes specialised code may have been made for."""
+        return any(a.shape != shape or a.dtype != dtype for a, shape, dtype in self.arrays)
+
     def refresh(self) -> bool:
         """Take the name's current value if it is of the same kind; False if stale."""
         if self.stale:
             return False
         value = self.read()
-        if value is self.expected:
+        if value is self.expected and not (self.arrays and self.reshaped()):
             return True
         if self.kind is None or kind_of(value) != self.kind:
             self.retire()
             return False
         self.expected = value
+        self.arrays = arrays_in(value)
         for function in list(self.mirrors):
             function.__globals__[self.name] = value
         return True
@@ -169,6 +187,7 @@ def _shared(key: tuple, holder: Any, name: str, any_change_is_stale: bool = Fals
         entry.key = key
         entry.expected = entry.read()
         entry.kind = None if any_change_is_stale else kind_of(entry.expected)
+        entry.arrays = arrays_in(entry.expected)
         _ENTRIES[key] = entry
         return entry
 
@@ -246,6 +265,8 @@ class Assumptions:
         for entry in self.entries:
             if entry.holder.get(entry.name, MISSING) is not entry.expected:
                 return False
+            if entry.arrays and entry.reshaped():
+                return False
         return True
 
     def current(self) -> bool:
@@ -309,6 +330,22 @@ def kind_of(value: Any, depth: int = 0) -> Any:
     if depth < 4 and type(value) is dict:
         return (dict, tuple((k, _element_kind(v, depth)) for k, v in value.items()))
     return None
+
+
+def arrays_in(value: Any) -> tuple:
+    """``(array, its shape, its dtype)`` of ``value`` if it is an ndarray, or of the arrays
+    a tuple holds (nested): what may change shape in place while the name holds the very
+    same object (:meth:`Entry.reshaped`).
+
+    Example::
+
+        arrays_in((np.ones(2), 1.0))  # ((array([1., 1.]), (2,), dtype('float64')),)
+    """
+    if isinstance(value, np.ndarray):
+        return ((value, value.shape, value.dtype),)
+    if type(value) is tuple:
+        return tuple(found for item in value for found in arrays_in(item))
+    return ()
 
 
 def _element_kind(value: Any, depth: int) -> Any:

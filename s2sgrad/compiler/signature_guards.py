@@ -203,4 +203,13 @@ def _entry_test(index: int, entry: Entry, constant: Constant) -> str:
         if type(owner) is types.FunctionType:  # it has a __code__, always
             return f"{constant(f'O{index}', owner)}.__code__ is {expected}"
     get = f"{constant(f'H{index}', holder)}.get"
-    return f"{get}({constant(f'N{index}', entry.name)}, {constant('M', MISSING)}) is {expected}"
+    test = f"{get}({constant(f'N{index}', entry.name)}, {constant('M', MISSING)}) is {expected}"
+    # an array held changed shape or dtype in place (``Entry.reshaped``): a value of the same
+    # kind taken over has these shapes too, and a dtype of another identity takes the usual way
+    if not entry.arrays:
+        return test
+    if not isinstance(entry.expected, np.ndarray):  # arrays in a tuple
+        return f"{test} and not {constant(f'E{index}', entry)}.reshaped()"
+    ((_, shape, dtype),) = entry.arrays
+    shape_name, dtype_name = constant(f"S{index}", shape), constant(f"D{index}", dtype)
+    return f"{test} and {expected}.shape == {shape_name} and {expected}.dtype is {dtype_name}"

@@ -21,6 +21,7 @@ import s2sgrad.rules.scipy_special_complex  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_extra  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_integrals  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_more  # noqa: F401  (registers its rules)
+import s2sgrad.rules.scipy_special_spherical  # noqa: F401  (registers its rules)
 from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
 from s2sgrad.rules.scipy_common import refuse
 from s2sgrad.runtime import unbroadcast

@@ -25,6 +25,7 @@ import numpy as np
 from scipy import special, stats
 
 import s2sgrad.rules.scipy_stats_location_scale  # noqa: F401  (registers its rules)
+import s2sgrad.rules.scipy_stats_moments  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_stats_multivariate  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_stats_quantiles  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_stats_shape_quantiles  # noqa: F401  (registers its rules)

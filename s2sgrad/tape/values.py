@@ -435,12 +435,23 @@ class TapeValue:
         code asking for it, often a library's, wants the plain array; say so."""
         if name.startswith("__") or not hasattr(np.ndarray, name):
             raise AttributeError(name)
-        error = TapeAttributeError(
-            f"{user_location()}: .{name} of a value being differentiated is not available on "
-            "the tape (code that reads it wants a plain NumPy array, whose derivative the tape "
-            "would not see); give the function that reads it a rule with "
-            "@s2sgrad.derivative(of=...)."
-        )
+        entry = library_entry(_caller_outside_this_file())
+        if entry is not None:  # a library's function, not the user's code, reads it
+            target, frame = entry
+            message = (
+                f"{where(*_shown_position(frame))}: {target} has no derivative rule, and its "
+                f"code reads .{name} of a value being differentiated, which the tape cannot "
+                f"follow. Register one with @s2sgrad.derivative(of={target}), or wrap its input "
+                "in s2sgrad.stop_gradient(...) if no derivative should flow through this call."
+            )
+        else:
+            message = (
+                f"{user_location()}: .{name} of a value being differentiated is not available "
+                "on the tape (code that reads it wants a plain NumPy array, whose derivative "
+                "the tape would not see); give the function that reads it a rule with "
+                "@s2sgrad.derivative(of=...)."
+            )
+        error = TapeAttributeError(message)
         if live_serials(self._tapes):  # hasattr(x, "base"): the user's code may catch it
             note_refusal(error, _caller_outside_this_file())
         raise error

@@ -51,7 +51,8 @@ def rule_tangent(sweep, statement, operation: Operation) -> gast.expr:
         _refuse_own_custom_derivative(sweep, statement, operation.primitive)
         raise NonDifferentiableError(
             f"{sweep.parsed.location(statement)}: {operation.primitive!r} has no JVP rule "
-            "for forward mode; register one with @s2sgrad.rules.jvp_rule"
+            "for forward mode; give it one (@sg.derivative(of=..., jvp=...)), or use "
+            "mode='tape'"
         )
     answer = clone(statement.targets[0])
     for node in walk(answer):
@@ -120,8 +121,18 @@ def _refuse_own_custom_derivative(sweep, statement, primitive) -> None:
     ``sg.checkpointed(range(n))``): refused naming it, rather than as a rule to register."""
     own = isinstance(primitive, runtime.custom_vjp)
     function = getattr(primitive, "function", None) if own else None
-    if function is None or not getattr(function, "__module__", "").startswith("s2sgrad."):
+    if function is None:
         return
+    if not getattr(function, "__module__", "").startswith("s2sgrad."):
+        # the user's reverse rule: its pullback would be differentiated again
+        name = getattr(function, "__qualname__", "the function")
+        raise UnsupportedError(
+            f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) over the "
+            f"gradient of {name}, whose derivative is registered as a pullback "
+            f"(@sg.derivative(of={name}) or @sg.custom_gradient), differentiates that "
+            "pullback again, which source transformation does not do; use mode='auto' or "
+            "mode='tape' (which differentiate it as it runs)"
+        )
     looped = function is runtime.run_checkpointed
     what = "a loop over s2sgrad.checkpointed(...)" if looped else "it"
     raise UnsupportedError(

@@ -21,6 +21,7 @@ __all__ = ["ParsedFunction", "NOT_FOUND"]
 
 NOT_FOUND = object()
 _NAME, _ATTRIBUTE = gast.Name, gast.Attribute
+_BUILTINS = builtins.__dict__
 
 
 @dataclass
@@ -82,4 +83,4 @@ class ParsedFunction:
         namespace = self.globals
         if name in namespace:
             return namespace[name]
-        return getattr(builtins, name, NOT_FOUND)
+        return _BUILTINS.get(name, NOT_FOUND)  # ``getattr`` builds an error for a miss

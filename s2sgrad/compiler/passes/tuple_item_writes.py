@@ -63,9 +63,29 @@ def split_tuple_item_writes(
     time check of whether it is a view (see the module docstring); returns the names of the
     checks the code calls, each with its function."""
     helpers: dict[str, Any] = {}
+    if not _any_tuple_item_writes(body):
+        return helpers
     lists = _names_of_lists(body) if locate is not None else set()
     _split_block(body, names, locate, helpers, lists)
     return helpers
+
+
+def _any_tuple_item_writes(body: list[gast.stmt]) -> bool:
+    """Whether a statement :func:`_split` rewrites is in ``body`` or its nested blocks
+    (a walk of the statements alone: most bodies have none, and need no other walk)."""
+    for statement in body:
+        if isinstance(statement, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue
+        if _writes_items_in_a_tuple(statement):
+            return True
+        for field in _BLOCKS:
+            block = getattr(statement, field, None)
+            if isinstance(block, list) and _any_tuple_item_writes(block):
+                return True
+        for handler in getattr(statement, "handlers", None) or []:
+            if _any_tuple_item_writes(handler.body):
+                return True
+    return False
 
 
 def _split_block(body: list[gast.stmt], names, locate, helpers: dict, lists: set[str]) -> None:
