@@ -79,6 +79,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "s2sgrad.rules.scipy_linalg_twins",
             "s2sgrad.rules.scipy_signal",
             "s2sgrad.rules.scipy_linalg_lstsq",
+            "s2sgrad.rules.scipy_linalg_lu",
+            "s2sgrad.rules.scipy_linalg_polar",
             "s2sgrad.rules.scipy_spatial_distance",
             "s2sgrad.rules.scipy_special_integrals",
             "s2sgrad.rules.scipy_special_spherical",

@@ -512,6 +512,8 @@ def _cho_solve_along_factor(c_and_lower, d_c, x):
 # rules of more of scipy.linalg, loaded with these
 from s2sgrad.rules import scipy_linalg_factors as _factors  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_lstsq as _lstsq  # noqa: E402, F401
+from s2sgrad.rules import scipy_linalg_lu as _lu  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_numpy_forms as _numpy_forms  # noqa: E402, F401
+from s2sgrad.rules import scipy_linalg_polar as _polar  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_structured as _structured  # noqa: E402, F401
 from s2sgrad.rules import scipy_linalg_twins as _twins  # noqa: E402, F401
