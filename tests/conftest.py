@@ -3,6 +3,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 # One BLAS thread per test process: ``make test`` runs one pytest worker per core, and a
 # BLAS pool of its own in each worker (OpenBLAS threads spin while they wait) only fights the
 # other worker; on two busy cores a 256 x 128 matrix product cost twenty times the CPU time.
@@ -43,13 +45,20 @@ SLOW_FILES_FIRST = (
 
 
 def pytest_configure(config):
-    if getattr(config.option, "dist", "no") in ("loadfile", "loadscope"):
+    if _queued_by_file(config):
         config.option.loadscopereorder = False  # the queue is the order set below
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """xdist's hook in the controller: tell each worker (whose ``dist`` option reads
+    "no") whether files are queued whole."""
+    node.workerinput["s2sgrad_slow_files_first"] = _queued_by_file(node.config)
+
+
 def pytest_collection_modifyitems(config, items):
-    if getattr(config.option, "dist", "no") not in ("loadfile", "loadscope"):
-        return
+    if not getattr(config, "workerinput", {}).get("s2sgrad_slow_files_first"):
+        return  # not an xdist worker queueing whole files: the order is left as it is
     counts = Counter(_file_of(item) for item in items)
 
     def queued(item):
@@ -59,6 +68,10 @@ def pytest_collection_modifyitems(config, items):
         return slow, -counts[file], file
 
     items.sort(key=queued)  # stable: each file's tests keep their order
+
+
+def _queued_by_file(config) -> bool:
+    return getattr(config.option, "dist", "no") in ("loadfile", "loadscope")
 
 
 def _file_of(item) -> str:
