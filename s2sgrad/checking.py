@@ -40,7 +40,9 @@ def check_grads(
     cotangent) and forward mode (``"fwd"``: a Jacobian-vector product with random
     tangents); ``order=2`` also checks the derivatives of the gradient. ``mode`` is the
     engine (``"auto"``, ``"s2s"`` or ``"tape"``). Arguments holding integers or booleans
-    are held fixed. Raises ``AssertionError`` naming the worst entry.
+    are held fixed. Raises ``AssertionError`` naming the worst entry. To second order the
+    gradient's VJP is compared with the gradient's difference along the cotangent (a
+    Hessian is symmetric), two calls of the gradient instead of two per entry.
 
     Example::
 
@@ -51,33 +53,32 @@ def check_grads(
             raise ValueError(f"modes must be taken from {MODES}, not {kind!r}")
     if order < 1:
         raise ValueError(f"order must be 1 or more, not {order}")
-    rng = np.random.default_rng(seed)
     positions = [i for i, a in enumerate(args) if _is_float_structure(a)]
     if not positions:
         raise TypeError("check_grads needs at least one argument holding floats")
+    _check_orders(f, args, positions, modes, order, mode, step, rtol, atol, seed, False)
+
+
+def _check_orders(f, args, positions, modes, order, mode, step, rtol, atol, seed, gradient):
+    """``check_grads`` from ``order`` down; ``gradient``: ``f`` is the gradient, wrt
+    ``positions``, of a real function of ``args`` (the check of the order above)."""
+    rng = np.random.default_rng(seed)
     if "rev" in modes:
-        _check_reverse(f, args, positions, mode, step, rtol, atol, rng)
+        _check_reverse(f, args, positions, mode, step, rtol, atol, rng, gradient)
     if "fwd" in modes:
         _check_forward(f, args, positions, mode, step, rtol, atol, rng)
     if order > 1:
         cotangent = _random_like(f(*args), rng)
         first = grad(_projected(f, cotangent, len(args)), wrt=tuple(positions), mode=mode)
-        check_grads(
-            first,
-            *args,
-            modes=modes,
-            order=order - 1,
-            mode=mode,
-            step=step,
-            rtol=rtol,
-            atol=atol,
-            seed=seed + 1,
+        _check_orders(
+            first, args, positions, modes, order - 1, mode, step, rtol, atol, seed + 1, True
         )
 
 
-def _check_reverse(f, args, positions, mode, step, rtol, atol, rng) -> None:
+def _check_reverse(f, args, positions, mode, step, rtol, atol, rng, gradient=False) -> None:
     cotangent = _random_like(f(*args), rng)
-    numeric = {}
+    # a gradient's VJP: its derivative along the cotangent; else entry by entry, as needed
+    numeric = _gradient_along(f, args, positions, cotangent, step) if gradient else {}
     for call in _CALLS:
         _, pullback = vjp(f, *args, mode=mode)
         analytic = pullback(cotangent)
@@ -90,6 +91,25 @@ def _check_reverse(f, args, positions, mode, step, rtol, atol, rng) -> None:
                 numeric[position] = _numeric_gradient(along, args[position], step)
             what = f"reverse mode, argument {position}, {call}"
             _compare(analytic[position], numeric[position], what, rtol, atol)
+
+
+def _gradient_along(gradient, args, positions, cotangent, step) -> dict[int, list]:
+    """The VJP of a ``gradient`` (one entry per position) with the ``cotangent`` by central
+    differences, with two calls: a Hessian is symmetric, so ``c^T H`` is ``H c``, the
+    gradient's derivative along ``c`` (``c``'s entry for each position moving that
+    argument). One difference per entry of the arguments measures the same vector."""
+
+    def moved(scale: float) -> Any:
+        trial = list(args)
+        for position, direction in zip(positions, cotangent):
+            trial[position] = _moved(args[position], direction, scale)
+        return gradient(*trial)
+
+    up, down = moved(step), moved(-step)
+    return {
+        position: [(u - d) / (2 * step) for u, d in zip(_float_leaves(a), _float_leaves(b))]
+        for position, a, b in zip(positions, up, down)
+    }
 
 
 def _check_forward(f, args, positions, mode, step, rtol, atol, rng) -> None:
@@ -108,6 +128,17 @@ def _check_forward(f, args, positions, mode, step, rtol, atol, rng) -> None:
 # the first call of a derivative runs while it is specialised to the arguments' shapes, and
 # later calls run the specialised code: both are checked
 _CALLS = ("first call", "later call")
+
+
+def _moved(value: Any, direction: Any, scale: float) -> Any:
+    """``value + scale * direction`` in float64, leaf by leaf, as ``_numeric_gradient``
+    moves an entry (a Python number stays one)."""
+    leaves, rebuild = flatten(value)
+    moved = []
+    for leaf, step in zip(leaves, flatten(direction)[0]):
+        entry = np.array(leaf, dtype=np.float64) + scale * np.asarray(step, dtype=np.float64)
+        moved.append(entry if np.ndim(leaf) else float(entry))
+    return rebuild(moved)
 
 
 def _numeric_gradient(evaluate: Callable[[Any], float], x: Any, step: float) -> list:

@@ -130,3 +130,28 @@ def uses_conjugated_derivative(x):
 def test_a_wrong_derivative_of_a_complex_result_is_caught():
     with pytest.raises(AssertionError, match="reverse mode"):
         sg.check_grads(uses_conjugated_derivative, np.array([0.5, -0.2]), order=1, mode="tape")
+
+
+@sg.custom_gradient
+def cosine_with_wrong_derivative(x):
+    return np.cos(x), lambda g: g * np.cos(x)  # -sin(x) is right
+
+
+@sg.custom_gradient
+def sine_right_to_first_order_only(x):
+    return np.sin(x), lambda g: g * cosine_with_wrong_derivative(x)
+
+
+def uses_wrong_second_derivative(x, y):
+    return np.sum(sine_right_to_first_order_only(x) * y) + np.sum(x * y**2)
+
+
+def test_a_wrong_second_derivative_is_caught_in_reverse_mode():
+    """To second order the VJP of the gradient is compared with differences of the gradient
+    along the cotangent (the Hessian is symmetric): a wrong entry of the Hessian, here on
+    its diagonal, is still named, while the first order passes. (The tape: source
+    transformation refuses a custom derivative's derivative.)"""
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    sg.check_grads(uses_wrong_second_derivative, x, y, modes=("rev",), order=1, mode="tape")
+    with pytest.raises(AssertionError, match=r"reverse mode, argument 0, first call, leaf 0"):
+        sg.check_grads(uses_wrong_second_derivative, x, y, modes=("rev",), order=2, mode="tape")

@@ -759,6 +759,7 @@ def test_rules_with_one_number_out_as_the_whole_gradient_on_later_calls():
     assert not failures, "\n".join(failures)
 
 
+@functools.cache  # one loss per program: its derivatives are built once for every check
 def _loss(program):
     def loss(*args):
         out = program(*args)
