@@ -42,6 +42,19 @@ PROOFS = {
     (np.linalg.pinv, 1): (FULL_RANK, 1e-10),
     (np.linalg.lstsq, 2): (FULL_RANK, RNG.standard_normal(4), 1e-10),
 }
+try:
+    from scipy import special
+except ImportError:  # the SciPy rules are not loaded: nothing of theirs is declared
+    special = None
+if special is not None:  # SciPy truncates a spherical Bessel order and reads a flag
+    for _function in (
+        special.spherical_jn,
+        special.spherical_yn,
+        special.spherical_in,
+        special.spherical_kn,
+    ):
+        PROOFS[(_function, 0)] = (2.5, RNG.uniform(0.5, 2.0, 3), True)
+        PROOFS[(_function, 2)] = (2, RNG.uniform(0.5, 2.0, 3), True)
 # Declarations for indices and exponents: NumPy refuses a float there, so no derivative
 # can be lost
 INDICES = {
