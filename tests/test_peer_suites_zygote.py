@@ -229,7 +229,7 @@ CASES = [
     ("sum_of_a_generator", sum_of_a_generator, [normal(4)], EVERYTHING),
     ("higher_order_compose", higher_order_compose, [normal(3)], EVERYTHING),
     ("helper_writes_into_a_buffer", helper_writes_into_a_buffer, [normal(4)], EVERYTHING),
-    ("accumulate_into_slices", accumulate_into_slices, [normal(3)], FIRST_ORDER_IN_S2S),
+    ("accumulate_into_slices", accumulate_into_slices, [normal(3)], EVERYTHING),
     ("list_grown_by_append", list_grown_by_append, [normal(3)], EVERYTHING),
     ("dict_updated_in_a_loop", dict_updated_in_a_loop, [normal(3)], EVERYTHING),
     ("in_place_operators_on_a_copy", in_place_operators_on_a_copy, [normal(4)], EVERYTHING),
