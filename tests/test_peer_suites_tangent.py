@@ -363,7 +363,7 @@ CASES = [
     ("sum", np.sum, [normal(4)], True),
     ("cast_sum", cast_sum, [normal(4)], True),
     ("overwrite_call", overwrite_call, [normal(4)], True),
-    ("tanh", np.tanh, [A], True),
+    ("tanh", lambda a: np.tanh(a), [A], True),  # NumPy 1.26: a ufunc has no signature
     ("saxpy", saxpy, [A, B, 0.4], True),
     ("saxpy_call", saxpy_call, [A, B, 0.4], True),
     ("saxpy_overwrite", saxpy_overwrite, [A, B, 0.4], True),

