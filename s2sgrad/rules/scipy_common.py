@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import sys
 from types import FrameType
+from typing import Any
+
+import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError, where
 
-__all__ = ["refuse", "users_location"]
+__all__ = ["integer_valued", "refuse", "users_location"]
 
 # frames of these packages are not the user's (s2sgrad's generated code runs in a module
 # named "s2sgrad.generated")
@@ -37,6 +40,23 @@ def refuse(message: str) -> None:
     error = NonDifferentiableError(f"{users_location()}: {message}")
     error.tape_cannot_either = True  # the tape applies the same rule: mode="auto" stays
     raise error
+
+
+def integer_valued(value: Any) -> bool:
+    """Whether ``value`` is an integer (a Python or NumPy one, or an array of integers or
+    booleans): it has no derivative to give. An order's entry is then a zero, not a refusal:
+    ``int()``, ``round()`` and ``astype(int)`` of a differentiated value give a zero
+    derivative as well, so an integer reaching an order was never moved by the arguments (a
+    loop's counter a gradient saved, differentiated again, is taken for a differentiated
+    value by the transformer's analysis of the saved tuple).
+
+    Example::
+
+        integer_valued(3), integer_valued(np.arange(2)), integer_valued(0.5)  # True True False
+    """
+    if isinstance(value, (int, np.integer, np.bool_)):
+        return True
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biu"
 
 
 def users_location() -> str:

@@ -23,7 +23,7 @@ import s2sgrad.rules.scipy_special_integrals  # noqa: F401  (registers its rules
 import s2sgrad.rules.scipy_special_more  # noqa: F401  (registers its rules)
 import s2sgrad.rules.scipy_special_spherical  # noqa: F401  (registers its rules)
 from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
-from s2sgrad.rules.scipy_common import refuse
+from s2sgrad.rules.scipy_common import integer_valued, refuse
 from s2sgrad.runtime import unbroadcast
 
 SQRT_PI = float(np.sqrt(np.pi))
@@ -56,12 +56,16 @@ def _psi(g, ans, x):
 
 @vjp_rule(special.polygamma)
 def _polygamma(g, ans, n, x):
-    return refuse(_POLYGAMMA_REFUSED), unbroadcast(g * special.polygamma(n + 1, x), x)
+    return np.zeros(np.shape(n)) if integer_valued(n) else refuse(_POLYGAMMA_REFUSED), unbroadcast(
+        g * special.polygamma(n + 1, x), x
+    )
 
 
 @jvp_rule(special.polygamma)
 def _polygamma_jvp(t, ans, n, x):
-    return refuse(_POLYGAMMA_REFUSED), t * special.polygamma(n + 1, x)
+    return np.zeros(np.shape(ans)) if integer_valued(n) else refuse(
+        _POLYGAMMA_REFUSED
+    ), t * special.polygamma(n + 1, x)
 
 
 # multigammaln(a, d) = d (d - 1) / 4 log(pi) + sum_j gammaln(a - j / 2), j = 0 .. d - 1
@@ -183,52 +187,58 @@ def _i1(g, ans, x):
 
 @vjp_rule(special.jv)
 def _jv(g, ans, v, x):
-    return refuse(_JV_REFUSED), unbroadcast(
+    return np.zeros(np.shape(v)) if integer_valued(v) else refuse(_JV_REFUSED), unbroadcast(
         g * (special.jv(v - 1, x) - special.jv(v + 1, x)) / 2, x
     )
 
 
 @jvp_rule(special.jv)
 def _jv_jvp(t, ans, v, x):
-    return refuse(_JV_REFUSED), t * (special.jv(v - 1, x) - special.jv(v + 1, x)) / 2
+    return np.zeros(np.shape(ans)) if integer_valued(v) else refuse(_JV_REFUSED), t * (
+        special.jv(v - 1, x) - special.jv(v + 1, x)
+    ) / 2
 
 
 @vjp_rule(special.yn)
 def _yn(g, ans, n, x):
-    return refuse(_YN_REFUSED), unbroadcast(
+    return np.zeros(np.shape(n)) if integer_valued(n) else refuse(_YN_REFUSED), unbroadcast(
         g * (special.yn(n - 1, x) - special.yn(n + 1, x)) / 2, x
     )
 
 
 @jvp_rule(special.yn)
 def _yn_jvp(t, ans, n, x):
-    return refuse(_YN_REFUSED), t * (special.yn(n - 1, x) - special.yn(n + 1, x)) / 2
+    return np.zeros(np.shape(ans)) if integer_valued(n) else refuse(_YN_REFUSED), t * (
+        special.yn(n - 1, x) - special.yn(n + 1, x)
+    ) / 2
 
 
 @vjp_rule(special.iv)
 def _iv(g, ans, v, x):
-    return refuse(
-        _NO_CLOSED_FORM.format(name="iv(v, x)", wrt="the order v", only="x")
-    ), unbroadcast(g * (special.iv(v - 1, x) + special.iv(v + 1, x)) / 2, x)
+    return np.zeros(np.shape(v)) if integer_valued(v) else refuse(_IV_REFUSED), unbroadcast(
+        g * (special.iv(v - 1, x) + special.iv(v + 1, x)) / 2, x
+    )
 
 
 @jvp_rule(special.iv)
 def _iv_jvp(t, ans, v, x):
-    return refuse(_IV_REFUSED), t * (special.iv(v - 1, x) + special.iv(v + 1, x)) / 2
+    return np.zeros(np.shape(ans)) if integer_valued(v) else refuse(_IV_REFUSED), t * (
+        special.iv(v - 1, x) + special.iv(v + 1, x)
+    ) / 2
 
 
 # ive(v, x) = iv(v, x) exp(-|x|)
 @vjp_rule(special.ive)
 def _ive(g, ans, v, x):
     slope = (special.ive(v - 1, x) + special.ive(v + 1, x)) / 2 - np.sign(x) * ans
-    return refuse(
-        _NO_CLOSED_FORM.format(name="ive(v, x)", wrt="the order v", only="x")
-    ), unbroadcast(g * slope, x)
+    return np.zeros(np.shape(v)) if integer_valued(v) else refuse(_IVE_REFUSED), unbroadcast(
+        g * slope, x
+    )
 
 
 @jvp_rule(special.ive)
 def _ive_jvp(t, ans, v, x):
-    return refuse(_IVE_REFUSED), t * (
+    return np.zeros(np.shape(ans)) if integer_valued(v) else refuse(_IVE_REFUSED), t * (
         (special.ive(v - 1, x) + special.ive(v + 1, x)) / 2 - np.sign(x) * ans
     )
 

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import special
 
 from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
-from s2sgrad.rules.scipy_common import refuse
+from s2sgrad.rules.scipy_common import integer_valued, refuse
 from s2sgrad.runtime import unbroadcast
 
 _TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
@@ -229,12 +229,14 @@ def _expn_slope(n, x):
 
 @vjp_rule(special.expn)
 def _expn(g, ans, n, x):
-    return refuse(_EXPN), unbroadcast(g * _expn_slope(n, x), x)
+    return np.zeros(np.shape(n)) if integer_valued(n) else refuse(_EXPN), unbroadcast(
+        g * _expn_slope(n, x), x
+    )
 
 
 @jvp_rule(special.expn)
 def _expn_jvp(t, ans, n, x):
-    return refuse(_EXPN), t * _expn_slope(n, x)
+    return np.zeros(np.shape(ans)) if integer_valued(n) else refuse(_EXPN), t * _expn_slope(n, x)
 
 
 # ------------------------------------------------------------ hypergeometric functions

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import special
 
 from s2sgrad.rules.registry import jvp_rule, vjp_and_jvp_rule, vjp_rule
-from s2sgrad.rules.scipy_common import refuse
+from s2sgrad.rules.scipy_common import integer_valued, refuse
 from s2sgrad.runtime import unbroadcast
 
 TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
@@ -69,38 +69,46 @@ def _k1(g, ans, x):
 
 @vjp_rule(special.kv)
 def _kv(g, ans, v, x):
-    return refuse(_KV_REFUSED), unbroadcast(
+    return np.zeros(np.shape(v)) if integer_valued(v) else refuse(_KV_REFUSED), unbroadcast(
         -g * (special.kv(v - 1, x) + special.kv(v + 1, x)) / 2, x
     )
 
 
 @jvp_rule(special.kv)
 def _kv_jvp(t, ans, v, x):
-    return refuse(_KV_REFUSED), -t * (special.kv(v - 1, x) + special.kv(v + 1, x)) / 2
+    return np.zeros(np.shape(ans)) if integer_valued(v) else refuse(_KV_REFUSED), -t * (
+        special.kv(v - 1, x) + special.kv(v + 1, x)
+    ) / 2
 
 
 # kve(v, x) = kv(v, x) e^x
 @vjp_rule(special.kve)
 def _kve(g, ans, v, x):
     slope = ans - (special.kve(v - 1, x) + special.kve(v + 1, x)) / 2
-    return refuse(_KVE_REFUSED), unbroadcast(g * slope, x)
+    return np.zeros(np.shape(v)) if integer_valued(v) else refuse(_KVE_REFUSED), unbroadcast(
+        g * slope, x
+    )
 
 
 @jvp_rule(special.kve)
 def _kve_jvp(t, ans, v, x):
-    return refuse(_KVE_REFUSED), t * (ans - (special.kve(v - 1, x) + special.kve(v + 1, x)) / 2)
+    return np.zeros(np.shape(ans)) if integer_valued(v) else refuse(_KVE_REFUSED), t * (
+        ans - (special.kve(v - 1, x) + special.kve(v + 1, x)) / 2
+    )
 
 
 @vjp_rule(special.yv)
 def _yv(g, ans, v, x):
-    return refuse(_YV_REFUSED), unbroadcast(
+    return np.zeros(np.shape(v)) if integer_valued(v) else refuse(_YV_REFUSED), unbroadcast(
         g * (special.yv(v - 1, x) - special.yv(v + 1, x)) / 2, x
     )
 
 
 @jvp_rule(special.yv)
 def _yv_jvp(t, ans, v, x):
-    return refuse(_YV_REFUSED), t * (special.yv(v - 1, x) - special.yv(v + 1, x)) / 2
+    return np.zeros(np.shape(ans)) if integer_valued(v) else refuse(_YV_REFUSED), t * (
+        special.yv(v - 1, x) - special.yv(v + 1, x)
+    ) / 2
 
 
 # -------------------------------------------------------- error-function relatives, integrals
