@@ -351,8 +351,12 @@ class Saves:
 
     def push_code(self, save: Save) -> gast.stmt | None:
         stack = load(self.stack_name)
-        if save.kind == "item":
+        if save.kind == "item" and _string_key(save.index):  # the entry may not be there yet
             value: gast.expr = call(
+                self.helper("entry_snapshot"), [load(save.target), clone(save.index)]
+            )
+        elif save.kind == "item":
+            value = call(
                 self.helper("snapshot"),
                 [gast.Subscript(value=load(save.target), slice=clone(save.index), ctx=gast.Load())],
             )
@@ -368,6 +372,12 @@ class Saves:
 
     def pop_code(self, save: Save) -> gast.stmt | list[gast.stmt]:
         popped = call(attribute(load(self.stack_name), "pop"))
+        if save.kind == "item" and _string_key(save.index):  # deleted again if it was absent
+            put_back = call(
+                self.helper("put_back_entry"),
+                [load(save.target), clone(save.index), popped],
+            )
+            return gast.Expr(value=put_back)
         if save.kind == "item":
             target = gast.Subscript(
                 value=load(save.target), slice=clone(save.index), ctx=gast.Store()
@@ -385,6 +395,11 @@ class Saves:
         # an earlier array of the name, whose items the backward sweep restores next
         keep = call(self.helper("keep_final_state"), [load(self.finals), load(save.target)])
         return [restore, gast.Expr(value=keep)]
+
+
+def _string_key(index: gast.expr | None) -> bool:
+    """Whether ``index`` is a string literal: a dict's key, whose entry a first write adds."""
+    return isinstance(index, gast.Constant) and isinstance(index.value, str)
 
 
 _IN_PLACE = ("item", "append", "pop")  # the saves the backward sweep undoes in place
