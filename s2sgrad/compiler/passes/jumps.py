@@ -131,6 +131,8 @@ class _Jumps:
                 rest = statements[index + 1 :]  # copied here only: straight-line code has many
                 jumps_in_body = self.always_jumps(statement.body)
                 jumps_in_else = self.always_jumps(statement.orelse)
+                # asked before the blocks are structured: a return becomes `result = v`
+                may_jump = self.may_jump(statement, loop)
                 self._jumping_ifs.pop(id(statement), None)  # its blocks change now
                 if jumps_in_body and not jumps_in_else:
                     statement.orelse = statement.orelse + rest
@@ -145,7 +147,22 @@ class _Jumps:
                     return result
                 if jumps_in_body and jumps_in_else:
                     return result  # what follows can never run
-                if self.may_jump(statement, loop):
+                if may_jump:
+                    result.append(self.guard(statement, rest, loop))
+                    return result
+                continue
+            if isinstance(statement, gast.With) and _contains(
+                statement.body, gast.Return, through_loops=True
+            ):  # with np.errstate(...): return v — the return was kept, and with it the
+                # user's value returned as the gradient
+                rest = statements[index + 1 :]
+                always = self.always_jumps(statement.body)
+                may_jump = self.may_jump(statement, loop)
+                statement.body = self.block(statement.body, loop) or [gast.Pass()]
+                result.append(statement)
+                if not rest or always:
+                    return result
+                if may_jump:
                     result.append(self.guard(statement, rest, loop))
                     return result
                 continue
@@ -272,8 +289,9 @@ def _without_jumps(statements: list[gast.stmt], flag: str | None) -> list[gast.s
         if isinstance(statement, gast.Break):
             result.append(assign(flag, constant(True), like=statement))
             continue
-        if isinstance(statement, gast.If):
+        if isinstance(statement, (gast.If, gast.With)):
             statement.body = _without_jumps(statement.body, flag) or [gast.Pass()]
+        if isinstance(statement, gast.If):
             statement.orelse = _without_jumps(statement.orelse, flag)
         result.append(statement)
     return result

@@ -139,7 +139,7 @@ class Saves:
         """
         inside = set()
         for statement in statements:
-            if isinstance(statement, (gast.If, gast.For, gast.While)):
+            if isinstance(statement, (gast.If, gast.For, gast.While, gast.With)):
                 inside |= names_written(statement)
         if not inside:
             return []
@@ -415,6 +415,8 @@ def _always_bound(statements) -> set[str]:
             bound |= names_written(statement)
         elif isinstance(statement, gast.If):
             bound |= _always_bound(statement.body) & _always_bound(statement.orelse)
+        elif isinstance(statement, gast.With):  # (transparent) its body runs once
+            bound |= _always_bound(statement.body)
     return bound
 
 
