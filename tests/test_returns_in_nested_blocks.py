@@ -1,7 +1,9 @@
 """Returns the jumps pass must structure: a ``return`` in an ``if`` inside an ``if`` whose
-other path goes on (the statements after the outer ``if`` ran anyway and overwrote the
-result), and a ``return`` inside ``with np.errstate(...)`` (kept as a return, it handed
-the user's value back as the gradient)."""
+other path goes on, or in a loop inside an ``if`` or a ``with`` (the statements after the
+outer block ran anyway and overwrote the result), a ``return`` or ``continue`` inside
+``with np.errstate(...)`` (the return was kept, handing the user's value back as the
+gradient; after the continue the body ran on), and a local ``def`` inlined with an ``if``
+arm falling through taken for one returning None."""
 
 from __future__ import annotations
 
@@ -54,12 +56,52 @@ def return_in_errstate_in_a_loop(x):
     return total
 
 
+def return_from_a_loop_in_errstate(x):
+    with np.errstate(all="ignore"):
+        for i in range(4):
+            if x[i] < 0:
+                return x[i] * 3.0
+    return np.sum(x**2)
+
+
+def return_from_a_loop_in_an_if(x):
+    if x[0] > 0:
+        for v in x:
+            if v > 1.0:
+                return v * 2.0
+    return np.sum(np.sin(x))
+
+
+def continue_in_errstate(x):
+    total = 0.0
+    for v in x:
+        with np.errstate(all="ignore"):
+            if v < 0:
+                continue
+            total = total + v**2
+    return total
+
+
+def nested_return_in_a_local_def(x):
+    def inner(v):
+        if v > 0:  # noqa: SIM102 (the nesting is the case)
+            if v > 0.6:
+                return v * 2.0
+        return v**3
+
+    return inner(x[0]) + inner(x[3])
+
+
 FUNCTIONS = [
     nested_return,
     nested_return_in_a_loop,
     return_in_errstate,
     return_in_errstate_under_if,
     return_in_errstate_in_a_loop,
+    return_from_a_loop_in_errstate,
+    return_from_a_loop_in_an_if,
+    continue_in_errstate,
+    nested_return_in_a_local_def,
 ]
 POINTS = [
     np.array([0.5, 0.7, -0.3, 0.9]),

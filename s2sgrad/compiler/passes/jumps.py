@@ -151,10 +151,9 @@ class _Jumps:
                     result.append(self.guard(statement, rest, loop))
                     return result
                 continue
-            if isinstance(statement, gast.With) and _contains(
-                statement.body, gast.Return, through_loops=True
-            ):  # with np.errstate(...): return v — the return was kept, and with it the
-                # user's value returned as the gradient
+            if isinstance(statement, gast.With) and self.may_jump(statement, loop):
+                # with np.errstate(...): return v — the return was kept, and with it the
+                # user's value returned as the gradient (a continue, the rest of the body ran)
                 rest = statements[index + 1 :]
                 always = self.always_jumps(statement.body)
                 may_jump = self.may_jump(statement, loop)
@@ -222,9 +221,12 @@ class _Jumps:
             loop.body.insert(0, assign(flag, constant(False)))
             loop.body.append(gast.If(test=load(flag), body=[gast.Break()], orelse=[]))
 
-    def may_jump(self, statement: gast.If, loop: dict | None) -> bool:
-        kinds = (gast.Return, gast.Break, gast.Continue) if loop is not None else (gast.Return,)
-        return _contains([statement], kinds, through_loops=False)
+    def may_jump(self, statement: gast.If | gast.With, loop: dict | None) -> bool:
+        """Whether ``statement`` may leave the block: a ``return`` (in a loop inside it
+        too), or in a loop a ``break`` or ``continue`` of that loop."""
+        if _contains([statement], gast.Return, through_loops=True):
+            return True
+        return loop is not None and _contains([statement], (gast.Break, gast.Continue), False)
 
     def guard(self, statement: gast.If, rest: list[gast.stmt], loop: dict | None) -> gast.stmt:
         """Run ``rest`` only when ``statement`` did not jump away."""
