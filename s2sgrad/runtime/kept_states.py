@@ -26,6 +26,9 @@ from typing import Any
 __all__ = ["KeptStates"]
 
 _ABSENT = object()  # a global not bound yet
+# a global container longer than this is data the function reads (a dataset as a list),
+# not a counter or a cache of a few entries: copying it on every call would cost too much
+_LARGEST = 4096
 
 
 class KeptStates:
@@ -38,9 +41,9 @@ class KeptStates:
         functions = list(_functions(function))
         for each in functions:
             for value in _free_values(each):
-                if type(value) in (dict, list):
+                if type(value) in (dict, list) and len(value) <= _LARGEST:
                     self.containers.setdefault(id(value), value)
-                elif _plain_object(value):
+                elif _plain_object(value) and len(vars(value)) <= _LARGEST:
                     self.containers.setdefault(id(vars(value)), vars(value))
             names = _written_globals(each.__code__)
             if names:
