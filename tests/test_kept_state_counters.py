@@ -128,3 +128,33 @@ def test_generated_code_refused_as_it_ran_leaves_no_count_behind():
         _reset()
         _, tangent = sg.jvp(fallen_back, (x,), (v,))
     assert_close(tangent, np.sum(2.0 * np.cos(2.0 * x) * v))
+
+
+class CountingModel:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return np.sum(np.sin(x * self.calls))
+
+
+MODEL = CountingModel()
+
+
+def through_a_counting_model(x):
+    return MODEL(x)
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_callable_object_counting_its_calls(mode):
+    x = np.random.default_rng(6).normal(size=3)
+    MODEL.calls = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            MODEL.calls = call - 1  # (generated code keeps the count in a variable)
+            hessian = sg.hessian(through_a_counting_model, mode=mode)(x)
+            if mode == "tape":
+                assert call == MODEL.calls
+            assert_close(hessian, np.diag(-(call**2) * np.sin(call * x)))

@@ -83,13 +83,20 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
         helpers: list[Any] = []
         for each in pending:
             own = _own_function(each)
-            if own is None or id(own) in seen:
+            if own is None or id(own) in seen or _library_code(own):
                 continue
             seen.add(id(own))
             yield own
             if depth == 0:
                 helpers.extend(v for v in _free_values(own) if isinstance(v, types.FunctionType))
         pending = helpers
+
+
+def _library_code(function: types.FunctionType) -> bool:
+    """s2sgrad's own functions (a transform's ``__call__``: its caches are not the user's
+    state) and NumPy's and SciPy's."""
+    module = function.__module__ or ""
+    return module.split(".")[0] in ("s2sgrad", "numpy", "scipy")
 
 
 def _chain(function: Any) -> Iterable:
@@ -122,12 +129,14 @@ def _free_values(function: types.FunctionType) -> Iterable:
 
 
 def _plain_object(value: Any) -> bool:
-    """An instance of a Python class with its attributes in a plain ``__dict__`` (not a
-    module, class, function or a library's array)."""
+    """An instance of a Python class with its attributes in a plain ``__dict__`` (a model
+    whose ``__call__`` counts its calls too; not a module, class, function, NumPy's value
+    or one of s2sgrad's transforms)."""
     if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType)):
         return False
-    if type(value).__module__ in ("builtins", "numpy") or callable(value):
-        return False
+    module = type(value).__module__ or ""
+    if module in ("builtins", "numpy") or module.startswith("s2sgrad"):
+        return False  # (a transform's caches are its own)
     return type(getattr(value, "__dict__", None)) is dict
 
 
