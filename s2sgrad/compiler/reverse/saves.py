@@ -351,7 +351,7 @@ class Saves:
 
     def push_code(self, save: Save) -> gast.stmt | None:
         stack = load(self.stack_name)
-        if save.kind == "item" and _string_key(save.index):  # the entry may not be there yet
+        if save.kind == "item" and self._outer_entry(save):  # the entry may not be there yet
             value: gast.expr = call(
                 self.helper("entry_snapshot"), [load(save.target), clone(save.index)]
             )
@@ -370,9 +370,15 @@ class Saves:
         annotate(push, SAVE_PUSH)  # lets specialisation see that it sets no shape
         return push
 
+    def _outer_entry(self, save: Save) -> bool:
+        """``d["k"] = v`` into a dict of the code around the function (a module's cache),
+        which may not hold the entry before the first write."""
+        outer = save.target not in self.context.local_names | self.context.parameters
+        return outer and _string_key(save.index)
+
     def pop_code(self, save: Save) -> gast.stmt | list[gast.stmt]:
         popped = call(attribute(load(self.stack_name), "pop"))
-        if save.kind == "item" and _string_key(save.index):  # deleted again if it was absent
+        if save.kind == "item" and self._outer_entry(save):  # deleted again if it was absent
             put_back = call(
                 self.helper("put_back_entry"),
                 [load(save.target), clone(save.index), popped],
