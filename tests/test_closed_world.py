@@ -406,6 +406,8 @@ BY_DESIGN = {
     "_power_series": "constants of a polynomial basis: of its function and a count, no values",
     "store_entry": "stores a plain value into a caller's dict: returns None",
     "forget_stored": "bookkeeping of stored state: returns None",
+    "entry_snapshot": "saves an entry of a dict of the code around, whose values are plain",
+    "put_back_entry": "puts back (or deletes) that entry: returns None",
     "refuse_stored_state": "a check that raises or returns None",
     "opaque": "a check that returns the function it is given (not a value) or raises",
     "refuse_unless_array": "a check that raises or returns None",

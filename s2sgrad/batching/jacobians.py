@@ -43,6 +43,7 @@ from s2sgrad.errors import S2SGradError
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
+from s2sgrad.runtime.kept_states import KeptStates
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.runtime.replays import SameDraws
 from s2sgrad.tape import is_tape_value
@@ -149,6 +150,8 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
     pushforward = _generated_jvp(function, primals, name, mode)
     if pushforward is None:
         return _jvp_loop(f, args, index, mode)
+    kept = KeptStates(function, primals)  # put back if the generated code is refused
+    start = kept.note()
     try:
         before = undefined_eigenvector_tangents()
         columns = _generated_columns(pushforward, function, primals, x)
@@ -158,6 +161,7 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
         if not (mode == "auto" and products.may_fall_back(mode, error, function)):
             raise
         products.warn_fallback(function, error)
+        kept.set(start)  # the tape runs the function once more
         return _jvp_loop(products.on_the_tape(f, error), args, index, "tape")
 
 

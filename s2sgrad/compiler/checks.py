@@ -5,6 +5,7 @@ each naming the user's line and what to do instead.
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import gast
@@ -17,6 +18,7 @@ from s2sgrad.errors import UnsupportedError
 
 __all__ = [
     "check_no_outer_writes",
+    "refuse_hidden_builtins",
     "check_signature",
     "first_yield",
     "refuse_foreign_array",
@@ -57,6 +59,7 @@ def check_no_outer_writes(
         check_no_outer_writes(parsed, node)  # raises for 'global counter'
     """
     outer = set(parsed.function.__code__.co_freevars)
+    refuse_hidden_builtins(parsed, node, walk(node) if nodes is None else nodes)
     for statement in walk(node) if nodes is None else nodes:
         kind = type(statement)
         if kind is gast.Global or (kind is gast.Nonlocal and outer & set(statement.names)):
@@ -66,6 +69,55 @@ def check_no_outer_writes(
                 f"{word} name {', '.join(statement.names)}, which generated code cannot write "
                 "back; pass the value in and return the new one, or use mode='tape'"
             )
+
+
+# the builtins generated code calls by name: a variable of the user's by one of these names
+# would be called in their place. Loops and comprehensions are indexed (range, len,
+# reversed, list, tuple, zip, dict; min and max for zip's lengths); a match statement's
+# tests refuse their own (passes/desugar.py)
+_GENERATED_BUILTINS = frozenset(
+    {"range", "len", "reversed", "zip", "list", "tuple", "dict", "slice", "float", "min", "max"}
+)
+_FOR_LOOPS = frozenset({"range", "len", "reversed", "zip", "list", "tuple", "dict"})
+_FOR_ZIP = frozenset({"min", "max"})
+_LOOPS = (gast.For, gast.While, gast.comprehension)
+
+
+def refuse_hidden_builtins(parsed: ParsedFunction, node, nodes) -> None:
+    """Refuse a function whose variable (or whose module's global, as ``from numpy import
+    *`` binds ``min``) hides a builtin that generated code calls by its name (``range = [0,
+    2]`` made the loop's ``range(len(seq))`` call a list).
+
+    Example::
+
+        refuse_hidden_builtins(parsed, node, walk(node))  # raises for 'len = 2'
+    """
+    nodes = list(nodes)
+    zips = any(type(n) is gast.Name and n.id in ("zip", "zip_longest") for n in nodes)
+    loops = any(type(n) in _LOOPS for n in nodes)
+    local = {n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is not gast.Load}
+    arguments = node.args
+    every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
+    local |= {a.id for a in every} | {a.id for a in (arguments.vararg, arguments.kwarg) if a}
+    function = parsed.function
+    cells = dict(zip(function.__code__.co_freevars, function.__closure__ or ()))
+    for name in sorted(_GENERATED_BUILTINS):
+        if (name in _FOR_ZIP and not zips) or (name in _FOR_LOOPS and not loops):
+            continue
+        if name in local:
+            where = "a variable of the function is named"
+        elif name in cells or getattr(builtins, name) is not function.__globals__.get(
+            name, getattr(builtins, name)
+        ):
+            where = "the code around the function binds"
+        else:
+            continue
+        line = next((n for n in nodes if type(n) is gast.Name and n.id == name), node)
+        raise UnsupportedError(
+            f"{parsed.location(line)}: {where} {name!r}, which hides the builtin that "
+            f"generated code calls by that name; rename it (or import the module instead "
+            "of 'from ... import *'), or use mode='tape'"
+        )
 
 
 def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> None:

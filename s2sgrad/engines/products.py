@@ -44,6 +44,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.dispatch import tape_jvp
+from s2sgrad.runtime.kept_states import KeptStates
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.values import user_location
@@ -179,6 +180,8 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
         value, pullback = vjp_engine(f, (x, y), ("x",), "auto")
     """
     if mode != "tape":
+        kept = KeptStates(function, primals)  # put back if the generated code is refused
+        start = kept.note()
         try:
             for name, primal in zip(positional_parameters(function), primals):
                 if name in wrt:
@@ -198,6 +201,7 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
             if not may_fall_back(mode, error, function):
                 raise
             warn_fallback(function, error)
+            kept.set(start)  # the tape runs the function once more
             function = on_the_tape(function, error)
     indices = tuple(position_of(function, w) for w in wrt)
     out, pullback = tape_vjp(function, tuple(primals), {}, indices)  # type: ignore[arg-type]  # positional
@@ -242,6 +246,8 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         i for i, p in enumerate(primals) if is_differentiable(p) and tangents[i] is not None
     )
     if mode != "tape":
+        kept = KeptStates(function, primals)  # put back if the generated code is refused
+        start = kept.note()
         try:
             for i in positions:
                 refuse_array_attribute_names(positional_name(function, i), primals[i], function)
@@ -265,6 +271,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
                 name_the_origin(error, f)
                 raise
             warn_fallback(function, error)
+            kept.set(start)  # the tape runs the function once more
             function = on_the_tape(function, error)
     try:
         return _shaped_like_output(*tape_jvp(function, primals, tangents, positions, {}))

@@ -13,6 +13,7 @@ from s2sgrad.runtime import (
     dict_entries,
     dispatch,
     elementwise,
+    entry_saves,
     fft,
     histograms,
     keyword_arguments,
@@ -35,6 +36,7 @@ from s2sgrad.runtime.core import *  # noqa: F403
 from s2sgrad.runtime.dict_entries import *  # noqa: F403
 from s2sgrad.runtime.dispatch import *  # noqa: F403
 from s2sgrad.runtime.elementwise import *  # noqa: F403
+from s2sgrad.runtime.entry_saves import *  # noqa: F403
 from s2sgrad.runtime.fft import *  # noqa: F403
 from s2sgrad.runtime.histograms import *  # noqa: F403
 from s2sgrad.runtime.keyword_arguments import *  # noqa: F403
@@ -62,6 +64,7 @@ __all__ = list(
             *shapes.__all__,
             *list_pops.__all__,
             *dict_entries.__all__,
+            *entry_saves.__all__,
             *callables.__all__,
             *caller_entries.__all__,
             *fft.__all__,

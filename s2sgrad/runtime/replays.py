@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.runtime.kept_states import KeptStates
 
 __all__ = [
     "DrawsAtStart",
@@ -104,9 +105,10 @@ class SameDraws:
     """Runs of one computation (a forward-mode Jacobian's columns, one run each) that must
     each draw the random numbers the first drew: ``begin()`` before each run sets the
     generators back to where the first started, and ``end()`` leaves them where the first
-    run left them, as one call of the function would. So for the entries of the dicts
-    among ``values`` (running statistics a function updates): each run starts from the
-    entries the first started from, and the first run's are left at the end.
+    run left them, as one call of the function would. So for the state the function keeps
+    (:mod:`.kept_states`: the dicts among ``values``, running statistics; a global
+    counter or history, an object's attributes, the globals it assigns): each run starts
+    from the state the first started from, and the first run's is left at the end.
 
     Example::
 
@@ -121,16 +123,16 @@ class SameDraws:
         # a few runs, and nothing to compare them by: every generator that may be drawn from
         values = tuple(values)
         self.sources = random_sources(function, values, every_global=True)
-        self.dicts = [v for v in values if type(v) is dict]
+        self.kept = KeptStates(function, values)  # its dicts, counters, written globals
         self.start: list | None = None
         self.after: list | None = None
 
     def begin(self) -> None:
         if self.start is None:
-            self.start = [random_states(self.sources), [dict(d) for d in self.dicts]]
+            self.start = [random_states(self.sources), self.kept.note()]
             return
         if self.after is None:
-            self.after = [random_states(self.sources), [dict(d) for d in self.dicts]]
+            self.after = [random_states(self.sources), self.kept.note()]
         self._set(self.start)
 
     def end(self) -> None:
@@ -138,11 +140,9 @@ class SameDraws:
             self._set(self.after)
 
     def _set(self, states: list) -> None:
-        generators, entries = states
+        generators, kept = states
         set_random_states(self.sources, generators)
-        for mapping, held in zip(self.dicts, entries):
-            mapping.clear()
-            mapping.update(held)
+        self.kept.set(kept)
 
 
 class DrawsAtStart:

@@ -245,8 +245,11 @@ def _wrappers() -> list[tuple[Any, str, Converting]]:
 
 
 _WRAPPERS = _wrappers()
+_BY_ORIGINAL = {id(w._original): w for module, _, w in _WRAPPERS if module is math}
 _lock = threading.Lock()
 _installed = [False]
+# (module, attribute, what install put there, what the attribute held before)
+_PUT: list[tuple[Any, str, Any, Any]] = []
 
 
 def install() -> None:
@@ -259,8 +262,17 @@ def install() -> None:
     with _lock:
         if _installed[0]:
             return
+        _PUT.clear()
         for module, name, wrapper in _WRAPPERS:
+            held = getattr(module, name, None)
+            if held is not wrapper._original:  # the user's own (math.exp = math.sin):
+                # kept, recorded as the function it is where that one has a wrapper
+                twin = _BY_ORIGINAL.get(id(held)) if module is math else None
+                if twin is None:
+                    continue
+                wrapper = twin
             setattr(module, name, wrapper)
+            _PUT.append((module, name, wrapper, held))
         _installed[0] = True
 
 
@@ -274,6 +286,8 @@ def uninstall() -> None:
     with _lock:
         if not _installed[0]:
             return
-        for module, name, wrapper in _WRAPPERS:
-            setattr(module, name, wrapper._original)
+        for module, name, wrapper, held in _PUT:
+            if getattr(module, name, None) is wrapper:  # not replaced since by the user
+                setattr(module, name, held)
+        _PUT.clear()
         _installed[0] = False

@@ -16,6 +16,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
+from s2sgrad.compiler.array_method_receivers import called_on_a_constant
 from s2sgrad.compiler.effects import (
     refuse_calls_kept_for_effect,
     refuse_frame_readers,
@@ -304,6 +305,12 @@ class _Forward:
         ):  # np.add(*xs): which parameters the arguments fill is known when it runs
             operation.callee = statement.value.func
             drop_receiver(operation)  # t.dot(*xs): the bound method, as written
+            step.derivative = Derivative.DISPATCH
+        elif kind is OperationKind.PRIMITIVE and called_on_a_constant(
+            statement, operation, self.is_active_expression
+        ):  # m.sum(x) of m = np, acc.sum(x): by what m.sum is when it runs
+            operation.callee = statement.value.func
+            drop_receiver(operation)
             step.derivative = Derivative.DISPATCH
         elif kind is OperationKind.CALL:
             rule = get_rule(operation.primitive)

@@ -131,6 +131,8 @@ class _Jumps:
                 rest = statements[index + 1 :]  # copied here only: straight-line code has many
                 jumps_in_body = self.always_jumps(statement.body)
                 jumps_in_else = self.always_jumps(statement.orelse)
+                # asked before the blocks are structured: a return becomes `result = v`
+                may_jump = self.may_jump(statement, loop)
                 self._jumping_ifs.pop(id(statement), None)  # its blocks change now
                 if jumps_in_body and not jumps_in_else:
                     statement.orelse = statement.orelse + rest
@@ -145,7 +147,21 @@ class _Jumps:
                     return result
                 if jumps_in_body and jumps_in_else:
                     return result  # what follows can never run
-                if self.may_jump(statement, loop):
+                if may_jump:
+                    result.append(self.guard(statement, rest, loop))
+                    return result
+                continue
+            if isinstance(statement, gast.With) and self.may_jump(statement, loop):
+                # with np.errstate(...): return v — the return was kept, and with it the
+                # user's value returned as the gradient (a continue, the rest of the body ran)
+                rest = statements[index + 1 :]
+                always = self.always_jumps(statement.body)
+                may_jump = self.may_jump(statement, loop)
+                statement.body = self.block(statement.body, loop) or [gast.Pass()]
+                result.append(statement)
+                if not rest or always:
+                    return result
+                if may_jump:
                     result.append(self.guard(statement, rest, loop))
                     return result
                 continue
@@ -205,9 +221,12 @@ class _Jumps:
             loop.body.insert(0, assign(flag, constant(False)))
             loop.body.append(gast.If(test=load(flag), body=[gast.Break()], orelse=[]))
 
-    def may_jump(self, statement: gast.If, loop: dict | None) -> bool:
-        kinds = (gast.Return, gast.Break, gast.Continue) if loop is not None else (gast.Return,)
-        return _contains([statement], kinds, through_loops=False)
+    def may_jump(self, statement: gast.If | gast.With, loop: dict | None) -> bool:
+        """Whether ``statement`` may leave the block: a ``return`` (in a loop inside it
+        too), or in a loop a ``break`` or ``continue`` of that loop."""
+        if _contains([statement], gast.Return, through_loops=True):
+            return True
+        return loop is not None and _contains([statement], (gast.Break, gast.Continue), False)
 
     def guard(self, statement: gast.If, rest: list[gast.stmt], loop: dict | None) -> gast.stmt:
         """Run ``rest`` only when ``statement`` did not jump away."""
@@ -272,8 +291,9 @@ def _without_jumps(statements: list[gast.stmt], flag: str | None) -> list[gast.s
         if isinstance(statement, gast.Break):
             result.append(assign(flag, constant(True), like=statement))
             continue
-        if isinstance(statement, gast.If):
+        if isinstance(statement, (gast.If, gast.With)):
             statement.body = _without_jumps(statement.body, flag) or [gast.Pass()]
+        if isinstance(statement, gast.If):
             statement.orelse = _without_jumps(statement.orelse, flag)
         result.append(statement)
     return result

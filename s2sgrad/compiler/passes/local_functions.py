@@ -309,7 +309,9 @@ def _single_exit(body: list[gast.stmt]) -> list[gast.stmt] | None:
     return statements
 
 
-def _exits(body: list[gast.stmt]) -> tuple[list[gast.stmt], bool] | None:
+def _exits(body: list[gast.stmt], top: bool = True) -> tuple[list[gast.stmt], bool] | None:
+    """``top``: ``body`` is the function's, which falling off the end returns None from;
+    an ``if`` arm's falls through to what follows that ``if`` instead."""
     result: list[gast.stmt] = []
     for index, statement in enumerate(body):
         if isinstance(statement, gast.Return):
@@ -321,7 +323,7 @@ def _exits(body: list[gast.stmt]) -> tuple[list[gast.stmt], bool] | None:
             continue
         if not isinstance(statement, gast.If):
             return None
-        arms = _exits(statement.body), _exits(statement.orelse)
+        arms = _exits(statement.body, top=False), _exits(statement.orelse, top=False)
         then_arm, orelse_arm = arms
         if then_arm is None or orelse_arm is None:
             return None
@@ -330,9 +332,9 @@ def _exits(body: list[gast.stmt]) -> tuple[list[gast.stmt], bool] | None:
         if not (then_returns or orelse_returns):
             return None  # a return nested deeper, in an arm that may fall through
         if not (then_returns and orelse_returns):
-            after = _exits(rest)
+            after = _exits(rest, top)
             if after is None or not after[1]:
-                if after is None:
+                if after is None or not top:  # the arm falls through to what follows
                     return None
                 after = (after[0] + [assign(RESULT, constant(None), like=statement)], True)
             if then_returns:

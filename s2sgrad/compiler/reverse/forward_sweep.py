@@ -17,6 +17,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotation
+from s2sgrad.compiler.array_method_receivers import called_on_a_constant
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
     refuse_calls_kept_for_effect,
@@ -417,6 +418,14 @@ class ForwardSweep:
             self.calls.forward_dynamic(step)
         elif operation.kind in (OperationKind.COPY, OperationKind.PACK):
             step.derivative = Derivative.ROUTED
+        elif operation.kind is OperationKind.PRIMITIVE and called_on_a_constant(
+            statement, operation, self.context.is_varied_expression
+        ):
+            # m.sum(x) of an m not differentiated: a module or an object of the user's may
+            # hold it, not an array, so it is dispatched by what m.sum is when it runs
+            operation.callee = statement.value.func
+            drop_receiver(operation)
+            self.calls.forward_dynamic(step)
         elif operation.kind is OperationKind.PRIMITIVE and operation.differentiable:
             self.refuse_attribute_of_made_object(step)
             step.derivative = Derivative.RULE

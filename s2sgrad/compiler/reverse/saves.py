@@ -139,7 +139,7 @@ class Saves:
         """
         inside = set()
         for statement in statements:
-            if isinstance(statement, (gast.If, gast.For, gast.While)):
+            if isinstance(statement, (gast.If, gast.For, gast.While, gast.With)):
                 inside |= names_written(statement)
         if not inside:
             return []
@@ -351,8 +351,12 @@ class Saves:
 
     def push_code(self, save: Save) -> gast.stmt | None:
         stack = load(self.stack_name)
-        if save.kind == "item":
+        if save.kind == "item" and self._outer_entry(save):  # the entry may not be there yet
             value: gast.expr = call(
+                self.helper("entry_snapshot"), [load(save.target), clone(save.index)]
+            )
+        elif save.kind == "item":
+            value = call(
                 self.helper("snapshot"),
                 [gast.Subscript(value=load(save.target), slice=clone(save.index), ctx=gast.Load())],
             )
@@ -366,8 +370,20 @@ class Saves:
         annotate(push, SAVE_PUSH)  # lets specialisation see that it sets no shape
         return push
 
+    def _outer_entry(self, save: Save) -> bool:
+        """``d["k"] = v`` into a dict of the code around the function (a module's cache),
+        which may not hold the entry before the first write."""
+        outer = save.target not in self.context.local_names | self.context.parameters
+        return outer and _string_key(save.index)
+
     def pop_code(self, save: Save) -> gast.stmt | list[gast.stmt]:
         popped = call(attribute(load(self.stack_name), "pop"))
+        if save.kind == "item" and self._outer_entry(save):  # deleted again if it was absent
+            put_back = call(
+                self.helper("put_back_entry"),
+                [load(save.target), clone(save.index), popped],
+            )
+            return gast.Expr(value=put_back)
         if save.kind == "item":
             target = gast.Subscript(
                 value=load(save.target), slice=clone(save.index), ctx=gast.Store()
@@ -387,6 +403,11 @@ class Saves:
         return [restore, gast.Expr(value=keep)]
 
 
+def _string_key(index: gast.expr | None) -> bool:
+    """Whether ``index`` is a string literal: a dict's key, whose entry a first write adds."""
+    return isinstance(index, gast.Constant) and isinstance(index.value, str)
+
+
 _IN_PLACE = ("item", "append", "pop")  # the saves the backward sweep undoes in place
 
 
@@ -400,6 +421,8 @@ def _always_bound(statements) -> set[str]:
             bound |= names_written(statement)
         elif isinstance(statement, gast.If):
             bound |= _always_bound(statement.body) & _always_bound(statement.orelse)
+        elif isinstance(statement, gast.With):  # (transparent) its body runs once
+            bound |= _always_bound(statement.body)
     return bound
 
 

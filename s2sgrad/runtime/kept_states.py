@@ -1,0 +1,163 @@
+"""The state a function keeps beside its result, noted so that runs of it repeated for one
+answer (a forward-mode Jacobian's columns) each start from where the first did.
+
+What is noted: the plain dicts among its arguments (running statistics), the dicts and
+lists among the globals and closure variables its code and its helpers' code name (a
+counter ``CACHE["n"] = CACHE.get("n", 0) + 1``, a history), the attributes of the plain
+objects there (``counter.n += 1``) and the globals its code assigns (``global n``). Each
+is copied shallowly: a value replaced is put back, not one changed in place.
+
+Example::
+
+    kept = KeptStates(f, args)
+    start = kept.note()
+    f(*args)
+    kept.set(start)  # CACHE, counter.n and the global n as they were before the call
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+import types
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["KeptStates"]
+
+_ABSENT = object()  # a global not bound yet
+# a global container longer than this is data the function reads (a dataset as a list),
+# not a counter or a cache of a few entries: copying it on every call would cost too much
+_LARGEST = 4096
+
+
+class KeptStates:
+    """The dicts, lists, attributes and written globals a function can change (see the
+    module's example)."""
+
+    def __init__(self, function: Any, values: Iterable = ()):
+        self.containers: dict[int, Any] = {id(v): v for v in values if type(v) is dict}
+        self.written: list[tuple[dict, frozenset[str]]] = []
+        functions = list(_functions(function))
+        for each in functions:
+            for value in _free_values(each):
+                if type(value) in (dict, list) and len(value) <= _LARGEST:
+                    self.containers.setdefault(id(value), value)
+                elif _plain_object(value) and len(vars(value)) <= _LARGEST:
+                    self.containers.setdefault(id(vars(value)), vars(value))
+            names = _written_globals(each.__code__)
+            if names:
+                self.written.append((each.__globals__, names))
+
+    def note(self) -> list:
+        """The current state of everything kept."""
+        held = [list(c) if type(c) is list else dict(c) for c in self.containers.values()]
+        globals_ = [
+            {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
+        ]
+        return [held, globals_]
+
+    def set(self, state: list) -> None:
+        """Put back a state :meth:`note` gave."""
+        held, globals_ = state
+        for container, kept in zip(self.containers.values(), held):
+            if type(container) is list:
+                container[:] = kept
+            else:
+                container.clear()
+                container.update(kept)
+        for (namespace, _), values in zip(self.written, globals_):
+            for name, value in values.items():
+                if value is _ABSENT:
+                    namespace.pop(name, None)
+                else:
+                    namespace[name] = value
+
+
+def _functions(function: Any) -> Iterable[types.FunctionType]:
+    """``function`` (through what it wraps, a bound method's function, a callable object's
+    ``__call__``) and the Python functions its globals and closure name, once each."""
+    seen: set[int] = set()
+    pending = list(_chain(function))
+    for depth in range(2):
+        helpers: list[Any] = []
+        for each in pending:
+            own = _own_function(each)
+            if own is None or id(own) in seen or _library_code(own):
+                continue
+            seen.add(id(own))
+            yield own
+            if depth == 0:
+                helpers.extend(v for v in _free_values(own) if isinstance(v, types.FunctionType))
+        pending = helpers
+
+
+def _library_code(function: types.FunctionType) -> bool:
+    """s2sgrad's own functions (a transform's ``__call__``: its caches are not the user's
+    state) and NumPy's and SciPy's."""
+    module = function.__module__ or ""
+    return module.split(".")[0] in ("s2sgrad", "numpy", "scipy")
+
+
+def _chain(function: Any) -> Iterable:
+    for _ in range(16):  # sg.grad(sg.grad(f)) reaches the user's f
+        if function is None:
+            return
+        yield function
+        function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
+
+
+def _own_function(value: Any) -> types.FunctionType | None:
+    value = getattr(value, "__func__", value)
+    if isinstance(value, types.FunctionType):
+        return value
+    if isinstance(value, (type, types.ModuleType, types.BuiltinFunctionType)):
+        return None
+    call = next((vars(c)["__call__"] for c in type(value).__mro__ if "__call__" in vars(c)), None)
+    return call if isinstance(call, types.FunctionType) else None
+
+
+def _free_values(function: types.FunctionType) -> Iterable:
+    for cell in function.__closure__ or ():
+        try:
+            yield cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+    for name in _names(function.__code__):
+        if name in function.__globals__:
+            yield function.__globals__[name]
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance of a Python class with its attributes in a plain ``__dict__`` (a model
+    whose ``__call__`` counts its calls too; not a module, class, function, NumPy's value
+    or one of s2sgrad's transforms)."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType)):
+        return False
+    module = type(value).__module__ or ""
+    if module in ("builtins", "numpy") or module.startswith("s2sgrad"):
+        return False  # (a transform's caches are its own)
+    return type(getattr(value, "__dict__", None)) is dict
+
+
+@functools.lru_cache(maxsize=1024)
+def _names(code: types.CodeType) -> frozenset[str]:
+    names = set(code.co_names)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _names(constant)
+    return frozenset(names)
+
+
+@functools.lru_cache(maxsize=1024)
+def _written_globals(code: types.CodeType) -> frozenset[str]:
+    """The globals ``code`` (its nested functions' included) assigns or deletes."""
+    names = {
+        i.argval
+        for i in dis.get_instructions(code)
+        if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
+    }
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _written_globals(constant)
+    return frozenset(names)
