@@ -6,6 +6,7 @@ the gradient on a first and a later call, forward mode, and the Hessian-vector p
 """
 
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -981,7 +982,54 @@ def stop_gradient_in_ema(w):
     return np.sum((online - target) ** 2) + np.sum(w**2)
 
 
+COLLOCATION = np.linspace(-1, 1, 4)
+
+
+def potential(s, theta):
+    return theta[0] * np.sum(s**2) / 2 + theta[1] * np.sum(np.cos(s))
+
+
+def partial_to_grad(theta):
+    """sg.grad of a functools.partial binding the parameters being differentiated."""
+    g = sg.grad(partial(potential, theta=theta))(COLLOCATION)
+    return np.sum(g**2)
+
+
+def jvp_inside(theta):
+    _, t = sg.jvp(lambda s: potential(s, theta), (COLLOCATION,), (np.ones(4),))
+    return t**2
+
+
+def hutchinson_trace(theta):
+    """Hutchinson's estimate of the Hessian's trace by sg.hvp inside the loss."""
+    probes = np.array([[1.0, -1, 1, -1], [1, 1, -1, -1]])
+    total = 0.0
+    for z in probes:
+        (hz,) = sg.hvp(potential, (COLLOCATION, theta), (z, np.zeros(2)))[:1]
+        total = total + z @ hz
+    return total / len(probes)
+
+
+def value_and_grad_aux(theta):
+    def loss(s, th):
+        e = potential(s, th)
+        return e, e * 2
+
+    (val, aux), g = sg.value_and_grad(loss, has_aux=True)(COLLOCATION, theta)
+    return val + aux + np.sum(g**2)
+
+
+def grad_of_grad_inside(theta):
+    d2 = sg.grad(sg.grad(lambda s, th: th[0] * s**3 + th[1] * np.sin(s)))(0.7, theta)
+    return d2**2
+
+
 NESTED_MORE_PROGRAMS = [
+    (partial_to_grad, np.array([0.8, 0.3])),
+    (jvp_inside, np.array([0.8, 0.3])),
+    (hutchinson_trace, np.array([0.8, 0.3])),
+    (value_and_grad_aux, np.array([0.8, 0.3])),
+    (grad_of_grad_inside, np.array([0.8, 0.3])),
     (pinn_second_derivatives, np.array([0.8, 1.3, 0.2])),
     (unrolled_langevin, _n(2)),
     (per_example_penalty, _n(2, 3, scale=0.8)),
@@ -1174,6 +1222,11 @@ PROGRAMS = [
 ]
 
 REFUSED = {
+    "partial_to_grad": BY_THE_TAPE,
+    "jvp_inside": BY_THE_TAPE,
+    "hutchinson_trace": BY_THE_TAPE,
+    "value_and_grad_aux": S2S_HVP,
+    "grad_of_grad_inside": S2S_HVP,
     "wgan_gradient_penalty": S2S_HVP,
     "maml_objective": S2S_HVP,
     "force_matching": S2S_HVP,

@@ -1098,6 +1098,167 @@ MORE_STUDENT_PROGRAMS = [
 ]
 
 
+# --- numerical methods written by hand, in place ----------------------------------------------
+
+
+def thomas(d):
+    n = len(d)
+    a = np.full(n, -1.0)
+    b = np.full(n, 2.5)
+    c = np.full(n, -1.0)
+    cp = np.zeros(n)
+    dp = np.zeros(n)
+    cp[0] = c[0] / b[0]
+    dp[0] = d[0] / b[0]
+    for i in range(1, n):
+        m = b[i] - a[i] * cp[i - 1]
+        cp[i] = c[i] / m
+        dp[i] = (d[i] - a[i] * dp[i - 1]) / m
+    x = np.zeros(n)
+    x[-1] = dp[-1]
+    for i in range(n - 2, -1, -1):
+        x[i] = dp[i] - cp[i] * x[i + 1]
+    return np.sum(x**2)
+
+
+def gauss_seidel(b):
+    A = np.array([[4.0, 1, 0], [1, 4, 1], [0, 1, 4]])
+    x = np.zeros(3)
+    for _ in range(6):
+        for i in range(3):
+            s = b[i] - A[i, :i] @ x[:i] - A[i, i + 1 :] @ x[i + 1 :]
+            x[i] = s / A[i, i]
+    return np.sum(x**3)
+
+
+def lu_by_hand(v):
+    A = np.array([[4.0, 1, 2], [1, 3, 0.5], [2, 0.5, 5]]) + np.diag(v)
+    n = 3
+    L = np.eye(n)
+    U = A.copy()
+    for k in range(n):
+        for i in range(k + 1, n):
+            L[i, k] = U[i, k] / U[k, k]
+            U[i, k:] -= L[i, k] * U[k, k:]
+    return np.prod(np.diag(U)) + np.sum(L)
+
+
+def cholesky_by_hand(v):
+    A = np.array([[4.0, 1, 2], [1, 3, 0.5], [2, 0.5, 5]]) + np.diag(v**2)
+    n = 3
+    L = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            s = A[i, j] - np.dot(L[i, :j], L[j, :j])
+            if i == j:
+                L[i, j] = np.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    return np.sum(np.log(np.diag(L)))
+
+
+def gram_schmidt(V):
+    Q = V.copy()
+    for j in range(Q.shape[1]):
+        for k in range(j):
+            Q[:, j] -= (Q[:, k] @ V[:, j]) * Q[:, k]
+        Q[:, j] /= np.linalg.norm(Q[:, j])
+    return np.sum(Q[:, -1] * np.arange(Q.shape[0]))
+
+
+def power_iteration(v):
+    A = np.array([[2.0, 1, 0], [1, 3, 1], [0, 1, 4]]) + np.outer(v, v)
+    x = np.ones(3)
+    for _ in range(30):
+        x = A @ x
+        x /= np.linalg.norm(x)
+    return x @ A @ x
+
+
+def bubble_sort_weighted(w):
+    a = w.copy()
+    n = len(a)
+    for i in range(n):
+        for j in range(n - 1 - i):
+            if a[j] > a[j + 1]:
+                a[j], a[j + 1] = a[j + 1], a[j]
+    return np.sum(a * np.arange(1, n + 1))
+
+
+def insertion_sort(w):
+    a = list(w)
+    for i in range(1, len(a)):
+        key = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > key:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = key
+    return sum(k * v for k, v in enumerate(a))
+
+
+def prefix_by_hand(w):
+    s = w.copy()
+    for i in range(1, len(s)):
+        s[i] += s[i - 1]
+    p = w.copy()
+    for i in range(1, len(p)):
+        p[i] *= p[i - 1]
+    return np.sum(s**2) + np.sum(p)
+
+
+def jacobi_heat_in_place(u0):
+    u = u0.copy()
+    for _ in range(5):
+        old = u.copy()
+        u[1:-1] = 0.5 * (old[:-2] + old[2:])
+    return np.sum(u**2)
+
+
+def swap_rows_pivoting(v):
+    A = np.array([[0.1, 2.0, 1.0], [3.0, 1.0, 0.5], [1.0, 0.2, 4.0]]) + np.diag(v)
+    b = np.array([1.0, 2.0, 3.0])
+    n = 3
+    for k in range(n):
+        p = k + np.argmax(np.abs(A[k:, k]))
+        A[[k, p]] = A[[p, k]]
+        b[[k, p]] = b[[p, k]]
+        for i in range(k + 1, n):
+            f = A[i, k] / A[k, k]
+            A[i, k:] = A[i, k:] - f * A[k, k:]
+            b[i] = b[i] - f * b[k]
+    x = np.zeros(n)
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - A[i, i + 1 :] @ x[i + 1 :]) / A[i, i]
+    return np.sum(x**2)
+
+
+def horner_in_loop(c):
+    xs = np.linspace(0, 1, 4)
+    out = np.empty_like(xs)
+    for k, x in enumerate(xs):
+        acc = c[-1]
+        for coeff in c[-2::-1]:
+            acc = acc * x + coeff
+        out[k] = acc
+    return np.sum(out**2)
+
+
+IN_PLACE_PROGRAMS = [
+    (thomas, _n(5)),
+    (gauss_seidel, _n(3)),
+    (lu_by_hand, np.abs(_n(3))),
+    (cholesky_by_hand, _n(3)),
+    (gram_schmidt, _n(4, 3, scale=1.0)),
+    (power_iteration, _n(3)),
+    (bubble_sort_weighted, _n(5)),
+    (insertion_sort, _n(5)),
+    (prefix_by_hand, _n(5)),
+    (jacobi_heat_in_place, _n(6)),
+    (swap_rows_pivoting, np.abs(_n(3))),
+    (horner_in_loop, _n(4)),
+]
+
 # forward mode over a gradient dispatched at run time, or a save stack sharing a buffer
 S2S_HVP = frozenset({("s2s", "hvp")})
 # the transformer refuses (objects, closures, try, Jacobians differentiated again); auto tapes
@@ -1129,9 +1290,18 @@ PROGRAMS = [
     *MORE_SCIENCE_PROGRAMS,
     *STUDENT_PROGRAMS,
     *MORE_STUDENT_PROGRAMS,
+    *IN_PLACE_PROGRAMS,
 ]
 
 REFUSED = {
+    "thomas": S2S_HVP,
+    "gauss_seidel": S2S_HVP,
+    "lu_by_hand": S2S_HVP,
+    "cholesky_by_hand": S2S_HVP,
+    "gram_schmidt": S2S_HVP,
+    "bubble_sort_weighted": S2S_HVP,
+    "prefix_by_hand": S2S_HVP,
+    "swap_rows_pivoting": S2S_HVP,
     "nash_cascade": S2S_HVP,
     "muskingum_routing": S2S_HVP,
     "leslie_growth_rate": S2S_HVP,
