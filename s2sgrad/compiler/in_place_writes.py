@@ -7,6 +7,7 @@ the array already read by a derivative that needs its earlier value.
 
 from __future__ import annotations
 
+from collections import abc
 from dataclasses import dataclass
 
 import gast
@@ -247,8 +248,54 @@ def refuse_untracked_writes(
     """
     if not any(_write_of(s, parsed, local_names) for s in _checked_statements(body)):
         return  # the common case, known without the reads on each path
+    # acc.add(v) of an Accumulator() the function made is the user's method, not a set's
+    local_names = local_names - _objects_of_users_classes(body, parsed)
     bases = _view_bases(body)
     _check_block(body, parsed, local_names, activity, bases, set())
+
+
+_CONTAINERS = (abc.MutableSequence, abc.MutableSet, abc.MutableMapping, np.ndarray, bytearray)
+
+
+def _objects_of_users_classes(body: list[gast.stmt], parsed: ParsedFunction) -> set[str]:
+    """Names bound only by ``name = Cls(...)``, ``Cls`` a class that is no container or
+    array: their methods (``acc.add(v)``) are the class's own, which the in-place writes of
+    lists, sets, dicts and arrays (``.add``, ``.pop``, ``.sort``) say nothing about."""
+    made, other = set(), set()
+    for statement in nested_statements(body):
+        if _binds_a_new_object(statement, parsed):
+            made.add(statement.targets[0].id)
+        else:
+            other |= _own_bindings(statement)
+    return made - other
+
+
+def _binds_a_new_object(statement: gast.stmt, parsed: ParsedFunction) -> bool:
+    """``name = Cls(...)``, ``Cls`` a class that is no container or array."""
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return False
+    target, value = statement.targets[0], statement.value
+    if type(target) is not gast.Name or type(value) is not gast.Call:
+        return False
+    cls = parsed.resolve(value.func) if isinstance(value.func, gast.Name) else None
+    return isinstance(cls, type) and not issubclass(cls, _CONTAINERS)
+
+
+def _own_bindings(statement: gast.stmt) -> set[str]:
+    """The names a statement binds itself, not those its blocks bind."""
+    if isinstance(statement, (gast.For, gast.AsyncFor)):
+        return names_written(statement.target)
+    if isinstance(statement, (gast.If, gast.While, gast.Try)):
+        return set()
+    if isinstance(statement, (gast.With, gast.AsyncWith)):
+        found = set()
+        for item in statement.items:
+            if item.optional_vars is not None:
+                found |= names_written(item.optional_vars)
+        return found
+    if isinstance(statement, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+        return {statement.name}
+    return names_written(statement)
 
 
 def _checked_statements(statements):

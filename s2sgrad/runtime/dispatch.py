@@ -125,6 +125,13 @@ _REVERSE_DISPATCH = (dynamic_vjp, transformed_vjp, method_vjp, transformed_metho
 def _method_dispatch(obj, name, args, kwargs, tape):
     if type(obj) is dict and name == "get" and not kwargs and 1 <= len(args) <= 2:
         return _dict_get(obj, *args)
+    # a helper stored a differentiated value on obj (model.slope = theta[0] in a factory):
+    # the method may read it, and the cotangent of obj it gives has nowhere to go
+    try:
+        refuse_stored_state(obj)
+    except UnsupportedError as refusal:
+        refusal.whole_function_on_tape = True  # mode="auto": the tape follows the attributes
+        raise
     static = _static_or_class_method(obj, name)
     if static is not None:  # self.act(z) of a @staticmethod: the object is not an argument
         value, pullback = _dispatch(static, args, kwargs, tape)
@@ -750,6 +757,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if not positions:
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
+    _refuse_library_code(target, function)  # np.vectorize(f)(x): not NumPy's code's source
     try:
         names, vararg = positional_parameters(target), vararg_name(target)
         if positions[-1] >= len(names) and vararg is None:

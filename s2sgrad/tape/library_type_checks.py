@@ -3,7 +3,10 @@
 SciPy's ``array_namespace`` (``scipy.integrate.cumulative_trapezoid``, say) raises
 ``TypeError: TapeValue is not a supported array type`` when handed a value being
 differentiated; that names s2sgrad's class, not the library function or what to do.
-(An ndarray attribute a tape value lacks is ``TapeValue.__getattr__``'s refusal.)
+(An ndarray attribute a tape value lacks is ``TapeValue.__getattr__``'s refusal.) A
+compiled routine without a rule may fail with a ``ValueError`` instead (``lfilter``'s C
+code before it had one: "could not convert b, a, and x to a common type", on the object
+array a tape value makes).
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import numpy as np
+
 from s2sgrad.errors import NonDifferentiableError, where
 from s2sgrad.naming import library_entry
 from s2sgrad.running import origin_of, running_origin
+from s2sgrad.tape.values import TapeValue
 
-__all__ = ["type_check_refusal", "array_protocol_refusal"]
+__all__ = ["type_check_refusal", "array_protocol_refusal", "library_value_refusal"]
 
 
 def type_check_refusal(error: TypeError) -> NonDifferentiableError | None:
@@ -59,6 +65,55 @@ def array_protocol_refusal(error: ValueError) -> NonDifferentiableError | None:
         f"{location}: an object's __array__ method returned a value being differentiated, "
         "which NumPy makes a plain array of, dropping its derivative on the tape; compute "
         "with the value itself (not the object holding it), or use mode='s2s'."
+    )
+
+
+def library_value_refusal(error: ValueError) -> NonDifferentiableError | None:
+    """The refusal to raise when an installed library's code, given a value being
+    differentiated, fails with a ``ValueError`` (a compiled routine that cannot take the
+    object array a tape value becomes), else None: the library's frames must hold a tape
+    value, so a library's own complaint about plain arrays passes unchanged.
+
+    Example::
+
+        except ValueError as error:
+            raise library_value_refusal(error) or error
+    """
+    frames = _frames(error.__traceback__)
+    entry = None
+    for frame in reversed(frames):
+        entry = library_entry(frame)
+        if entry is not None:
+            break
+    if entry is None or not _holds_a_tape_value(frames, entry[1]):
+        return None
+    target, frame = entry
+    return NonDifferentiableError(
+        f"{where(frame.f_code.co_filename, frame.f_lineno)}: {target} failed on a value being "
+        f"differentiated ({error}), which the tape cannot follow. Register a derivative with "
+        f"@s2sgrad.derivative(of={target}), or wrap its input in s2sgrad.stop_gradient(...) "
+        "if no derivative should flow through this call."
+    )
+
+
+def _holds_a_tape_value(frames: list, caller: Any) -> bool:
+    """Whether a frame the library ran below ``caller`` has a tape value among its local
+    variables (directly, in a list or tuple, or in an object array)."""
+    below = frames[frames.index(caller) + 1 :] if caller in frames else frames
+    for frame in below:
+        for value in frame.f_locals.values():
+            items = value if isinstance(value, (list, tuple)) else (value,)
+            for item in items:
+                if isinstance(item, TapeValue) or _object_array_of_tape_values(item):
+                    return True
+    return False
+
+
+def _object_array_of_tape_values(item: Any) -> bool:
+    return (
+        isinstance(item, np.ndarray)
+        and item.dtype.kind == "O"
+        and any(isinstance(v, TapeValue) for v in item.flat[:8])
     )
 
 

@@ -298,6 +298,17 @@ class TapeValue:
                 "np.asarray, which would drop the derivative of a b being differentiated on the "
                 f"tape (NumPy does not let b take part). Write a @ b or np.dot(a, b), or {USE_S2S}."
             )
+        library = library_entry(frame)
+        if library is not None and what.startswith("np.asarray"):
+            # SciPy's solve_toeplitz converting its argument: the library's missing rule is
+            # the cause, not a list given to np.array by the user
+            raise NonDifferentiableError(
+                f"{where(*_shown_position(frame))}: {library[0]} converts a value being "
+                "differentiated to a plain array, which would drop its derivative on the "
+                f"tape. Register a derivative with @s2sgrad.derivative(of={library[0]}), or "
+                "wrap its input in s2sgrad.stop_gradient(...) if no derivative should flow "
+                "through this call."
+            )
         math_functions = (
             " Python's math functions (math.sin, math.exp ...) take floats this way: on the "
             f"tape use NumPy's (np.sin, np.exp ...), or {USE_S2S}."

@@ -22,7 +22,11 @@ from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.caught_refusals import forget_since, noted, noted_since, raise_caught
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
 from s2sgrad.tape.in_place import numpy_semantics, refuse_value_class_patterns
-from s2sgrad.tape.library_type_checks import array_protocol_refusal, type_check_refusal
+from s2sgrad.tape.library_type_checks import (
+    array_protocol_refusal,
+    library_value_refusal,
+    type_check_refusal,
+)
 from s2sgrad.tape.recording import is_traced
 from s2sgrad.tape.structures import flatten, flatten_like, map_leaves
 from s2sgrad.tape.values import TapeValue, record_copy, user_location
@@ -78,6 +82,7 @@ def tape_vjp(
             if swallowed is not None:
                 raise swallowed.with_traceback(error.__traceback__) from None
             refused = array_protocol_refusal(error)  # an object's __array__ gave a tape value
+            refused = refused or library_value_refusal(error)  # lfilter of a tape value
             if refused is not None:
                 raise refused.with_traceback(error.__traceback__) from None
             raise
