@@ -6,19 +6,9 @@ import os
 import weakref
 
 import numpy as np
-import pytest
 from collector import older_objects_frozen
 
 import s2sgrad as sg
-
-
-@pytest.fixture(autouse=True)
-def _collections_walk_only_this_test():
-    """Each ``gc.collect()`` here walks only what the test made, not the worker's earlier
-    objects (references from those still keep an object alive): seconds per collection
-    late in a run, a tenth of one alone."""
-    with older_objects_frozen():
-        yield
 
 
 def make_function(scale):
@@ -33,22 +23,26 @@ def generated_files():
 
 
 def test_a_dropped_function_takes_its_generated_code_with_it():
-    before = generated_files()
-    function = make_function(2.0)
-    gradient = sg.grad(function)
-    np.testing.assert_allclose(gradient(np.zeros(3)), 2.0 * np.ones(3))
-    sg.source(gradient)  # compiles the generic code too
-    made = generated_files() - before
-    assert made, "the generated code should be in linecache while it is alive"
-    alive = weakref.ref(function)
-    del function, gradient
-    gc.collect()
-    assert alive() is None
-    assert not (generated_files() & made)
-    assert not any(os.path.exists(name) for name in made)
+    # each collection walks only what the test made: older objects are frozen (a
+    # reference from one still keeps an object alive), not seconds late in a run
+    with older_objects_frozen():
+        before = generated_files()
+        function = make_function(2.0)
+        gradient = sg.grad(function)
+        np.testing.assert_allclose(gradient(np.zeros(3)), 2.0 * np.ones(3))
+        sg.source(gradient)  # compiles the generic code too
+        made = generated_files() - before
+        assert made, "the generated code should be in linecache while it is alive"
+        alive = weakref.ref(function)
+        del function, gradient
+        gc.collect()
+        assert alive() is None
+        assert not (generated_files() & made)
+        assert not any(os.path.exists(name) for name in made)
 
 
 def test_many_throw_away_functions_leave_nothing_behind():
+    gc.collect()
     files = generated_files()
     made = []  # weak references: the functions, their gradients, what the gradients made
     for scale in range(20):
@@ -64,5 +58,5 @@ def test_many_throw_away_functions_leave_nothing_behind():
     del function, gradient, pushed
     gc.collect()
     assert not [ref for ref in made if ref() is not None]  # no cache keeps them alive
-    # only this test's files: an earlier test's objects may be freed meanwhile
+    # only this test's files: an earlier test's garbage may go in the same collection
     assert not (generated_files() & written)
