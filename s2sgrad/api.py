@@ -31,6 +31,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
+from s2sgrad.compiler.cache import CACHE
 from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
 from s2sgrad.compiler.codegen import GeneratedFunction
 from s2sgrad.compiler.freshness import MISSING
@@ -42,6 +43,7 @@ from s2sgrad.compiler.specialize import signature
 from s2sgrad.display import NotebookDisplay
 from s2sgrad.engines import products as engines
 from s2sgrad.engines.arguments import (
+    ParameterLayout,
     bound_arguments,
     call_method_of,
     calling_with,
@@ -50,15 +52,13 @@ from s2sgrad.engines.arguments import (
     is_container,
     located_name,
     name_of,
-    position_of,
-    positional_name,
     refuse_array_attribute_names,
     refuse_unknown_constants,
     require_complex_ready,
 )
 from s2sgrad.engines.products import check_mode, may_fall_back, on_the_tape, warn_fallback
 from s2sgrad.errors import S2SGradError, UnsupportedError, after_s2s_refused
-from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import get_rule, makes_functions, nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
@@ -214,15 +214,17 @@ class _Transform(NotebookDisplay):
         self.mode = mode
         self.single = not isinstance(wrt, (tuple, list))
         self.given_wrt = wrt  # as given: positions, names, or positions in *args
-        self.parameters = positional_parameters(self.function)
         signature = _readable_signature(self.function, kind)  # its own parameters
         if signature is None:  # sg.vmap's, of a ufunc on NumPy 1.26: as NumPy says
             signature = numpy_signatures.signature(self.function)
         self.call_signature = signature
         self.all_parameters = list(self.call_signature.parameters)
+        # read once: each wrt's name and position come from it (not a signature each)
+        self.layout = ParameterLayout(signature.parameters.values())
+        self.parameters = self.layout.positional
         shift = len(bound)
         self.wrt = tuple(self._parameter(w, shift) for w in ((wrt,) if self.single else wrt))
-        self.indices = [position_of(self.function, w) for w in self.wrt]
+        self.indices = [self.layout.position(w) for w in self.wrt]
         self.code = None  # the compiler's cache entry holding this transform's code
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
         self._guards = {}  # signature → (its code, the token, its guard or None); see _guard
@@ -308,8 +310,8 @@ class _Transform(NotebookDisplay):
             return wrt
         if isinstance(wrt, (int, np.integer)) and not isinstance(wrt, bool):
             index = int(wrt) + shift if wrt >= 0 else self._from_the_end(int(wrt), shift)
-            if 0 <= index < len(self.parameters) or (index >= 0 and vararg_name(self.function)):
-                return positional_name(self.function, index)
+            if 0 <= index < len(self.parameters) or (index >= 0 and self.layout.star):
+                return self.layout.name(index)
             raise ValueError(
                 f"{located_name(self.f)}: wrt={wrt} is out of range: it has "
                 f"{len(self.parameters) - shift} positional parameters"
@@ -323,16 +325,16 @@ class _Transform(NotebookDisplay):
         """The position of ``wrt=-k``, counted from the last positional parameter, as in
         ``jax.grad(f, argnums=-1)``: only where every call passes them all (no ``*args``, no
         defaults), so that the last parameter is the last argument."""
-        function = self.function
+        star = self.layout.star
         defaults = [
             p
             for p in self.call_signature.parameters.values()
             if p.name in self.parameters and p.default is not p.empty
         ]
-        if vararg_name(function) or defaults:
+        if star or defaults:
             raise ValueError(
                 f"{located_name(self.f)}: wrt={wrt} counts from the last argument, which "
-                f"{'*args' if vararg_name(function) else 'a default value'} leaves unknown "
+                f"{'*args' if star else 'a default value'} leaves unknown "
                 "until the call: give the argument's position from the start, or its name"
             )
         index = len(self.parameters) + wrt
@@ -400,9 +402,11 @@ class _Transform(NotebookDisplay):
 
     def _call_checked(self, args, kwargs):
         if not (kwargs or self.use_tape or self.binds):
+            calls = self.calls
+            first = calls is None  # this transform's first call: another's code, if any
             try:  # the hot path: arrays of shapes seen before (their signature)
                 key = tuple(map(_SHAPE_AND_DTYPE, args))
-                function, entries, _ = self.calls[key]
+                function, entries, _ = (self._shared_calls() if first else calls)[key]
             except (KeyError, AttributeError, TypeError):
                 pass
             else:  # the key is the signature: shape, dtype and class of each array
@@ -412,11 +416,27 @@ class _Transform(NotebookDisplay):
                     if entry.arrays and entry.reshaped():
                         break  # an array it holds changed shape in place
                 else:
-                    self._guard(key, function, entries)
+                    if not first:  # a transform called once (sg.grad(f)(x)) makes no guard
+                        self._guard(key, function, entries)
                     return (
                         self._shape_result(function(*args)) if self.wrap_single else function(*args)
                     )
         return self._call(args, kwargs)
+
+    def _shared_calls(self) -> dict:
+        """The code by signature that the cache holds for this transform's function and
+        options, made by another transform of them (``sg.grad(f)(x)`` in a loop makes a
+        new transform each time): what its first call would find there after the checks
+        of a new signature, which a call of a signature in the table has passed. Taken
+        as this transform's own (``_first_call`` takes it so); empty when there is none."""
+        if callable(getattr(self.function, "generic_function", None)):
+            return {}  # a transform's transform: its code is of the code generated for it
+        options = (self.wrt, self.kind, self.has_aux, self.mode == "auto")
+        code = CACHE.find(self.function, options)
+        if code is None:
+            return {}
+        self.code, self.calls = code, code.calls
+        return code.calls
 
     def _call(self, args, kwargs):
         _refuse_cyclic_arguments(args, kwargs)

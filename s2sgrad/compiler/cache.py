@@ -89,6 +89,19 @@ class _Cache:
             entry = table[options] = Derivatives()
         return entry
 
+    def find(self, function: Any, options: tuple) -> Derivatives | None:
+        """The entry of ``function`` for ``options`` if there is one (none is made).
+
+        Example::
+
+            CACHE.find(f, (("x",), "grad", False, True))  # None before f's first transform
+        """
+        try:
+            table = self._by_function.get(function)
+        except TypeError:
+            table = self._lasting.get(function)
+        return None if table is None else table.get(options)
+
     def clear(self) -> None:
         """Forget every generated function; entries stay, empty, for whoever holds them."""
         for table in [*self._by_function.values(), *self._lasting.values()]:

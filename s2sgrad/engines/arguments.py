@@ -27,7 +27,7 @@ import numpy as np
 
 from s2sgrad import numpy_signatures
 from s2sgrad.errors import UnsupportedError, aux_pair_required
-from s2sgrad.numpy_signatures import positional_parameters, vararg_name
+from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule
 from s2sgrad.running import function_origin
@@ -49,6 +49,7 @@ __all__ = [
     "leaf_kind",
     "leaves",
     "name_of",
+    "ParameterLayout",
     "position_of",
     "positional_name",
     "refuse_array_attribute_names",
@@ -94,10 +95,7 @@ def positional_name(function: Callable, index: int) -> str:
 
         positional_name(lambda x, *args: x, 3)  # 'args[2]'
     """
-    parameters = positional_parameters(function)
-    if index < len(parameters):
-        return parameters[index]
-    return f"{vararg_name(function)}[{index - len(parameters)}]"
+    return ParameterLayout.of(function).name(index)
 
 
 def position_of(function: Callable, name: str) -> int | None:
@@ -107,13 +105,54 @@ def position_of(function: Callable, name: str) -> int | None:
 
         position_of(lambda x, *args: x, "args[2]")  # 3
     """
-    parameters = positional_parameters(function)
-    if name in parameters:
-        return parameters.index(name)
-    star = vararg_name(function)
-    if star is not None and name.startswith(f"{star}[") and name.endswith("]"):
-        return len(parameters) + int(name[len(star) + 1 : -1])
-    return None
+    return ParameterLayout.of(function).position(name)
+
+
+_POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+class ParameterLayout:
+    """A callable's positional parameters and the name of its ``*args``, read from its
+    signature once: what the names and positions of ``wrt`` are resolved against (a
+    transform reads its function's signature once, not once per argument it names).
+
+    Example::
+
+        layout = ParameterLayout.of(lambda x, *args: x)
+        layout.name(3), layout.position("args[2]")  # ('args[2]', 3)
+    """
+
+    __slots__ = ("positional", "star")
+
+    def __init__(self, parameters: Iterator[inspect.Parameter] | tuple = ()):
+        parameters = tuple(parameters)
+        self.positional: list[str] = [p.name for p in parameters if p.kind in _POSITIONAL]
+        star = (p.name for p in parameters if p.kind is inspect.Parameter.VAR_POSITIONAL)
+        self.star: str | None = next(star, None)
+
+    @classmethod
+    def of(cls, function: Callable) -> ParameterLayout:
+        """The layout of ``function``'s signature (no parameters where it has none to read,
+        as :func:`positional_parameters` and :func:`vararg_name` say)."""
+        try:
+            return cls(numpy_signatures.parameters(function))
+        except (TypeError, ValueError):
+            return cls()
+
+    def name(self, index: int) -> str:
+        """The name ``wrt`` uses for positional argument ``index``."""
+        if index < len(self.positional):
+            return self.positional[index]
+        return f"{self.star}[{index - len(self.positional)}]"
+
+    def position(self, name: str) -> int | None:
+        """The position of the argument ``name`` (as ``wrt`` names it), or None."""
+        if name in self.positional:
+            return self.positional.index(name)
+        star = self.star
+        if star is not None and name.startswith(f"{star}[") and name.endswith("]"):
+            return len(self.positional) + int(name[len(star) + 1 : -1])
+        return None
 
 
 def first_of(function: Callable) -> Callable:
@@ -165,6 +204,8 @@ def call_method_of(f: Callable) -> Callable:
 
         call_method_of(model)  # model.__call__, a bound method
     """
+    if type(f) is types.FunctionType:  # the common case, without a static lookup
+        return f
     method = inspect.getattr_static(type(f), "__call__", None)
     if (
         isinstance(method, types.FunctionType)
