@@ -14,11 +14,16 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.special import gammaln
 from test_real_programs_round32 import (
+    BY_THE_TAPE,
+    EVERYWHERE,
     IMAGE,
     ITEMS,
     LX,
     LY,
     MODES,
+    NO_SECOND,
+    ON_THE_TAPE,
+    S2S_HVP,
     SIGNAL,
     TOKENS,
     USERS,
@@ -1259,32 +1264,6 @@ IN_PLACE_PROGRAMS = [
     (horner_in_loop, _n(4)),
 ]
 
-# forward mode over a gradient dispatched at run time, or a save stack sharing a buffer
-S2S_HVP = frozenset({("s2s", "hvp")})
-# the transformer refuses (objects, closures, try, Jacobians differentiated again); auto tapes
-BY_THE_TAPE = frozenset({("s2s", "grad"), ("s2s", "hvp"), ("s2s", "jvp")})
-# a custom gradient for reverse mode only
-S2S_JVP = frozenset({("s2s", "jvp")})
-# a custom derivative registered as a pullback
-S2S_JVP_HVP = frozenset({("s2s", "hvp"), ("s2s", "jvp")})
-# a library function without a rule (np.vectorize, scipy.linalg.solve_toeplitz)
-EVERYWHERE = frozenset(
-    {
-        ("auto", "grad"),
-        ("auto", "hvp"),
-        ("auto", "jvp"),
-        ("s2s", "grad"),
-        ("s2s", "hvp"),
-        ("s2s", "jvp"),
-        ("tape", "grad"),
-        ("tape", "hvp"),
-        ("tape", "jvp"),
-    }
-)
-# .item() of a value being differentiated
-ON_THE_TAPE = frozenset({("tape", "grad"), ("tape", "hvp"), ("tape", "jvp")})
-# np.linalg.norm(M, 2): a first derivative only
-NO_SECOND = frozenset({("auto", "hvp"), ("s2s", "hvp"), ("tape", "hvp")})
 PROGRAMS = [
     *LIBRARY_PROGRAMS,
     *MORE_SCIENCE_PROGRAMS,

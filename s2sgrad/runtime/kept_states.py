@@ -23,7 +23,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["KeptStates"]
+__all__ = ["KeptStates", "code_names", "free_values_of", "own_function", "wrapped_chain"]
 
 _ABSENT = object()  # a global not bound yet
 # a global container longer than this is data the function reads (a dataset as a list),
@@ -40,7 +40,7 @@ class KeptStates:
         self.written: list[tuple[dict, frozenset[str]]] = []
         functions = list(_functions(function))
         for each in functions:
-            for value in _free_values(each):
+            for value in free_values_of(each):
                 if type(value) in (dict, list) and len(value) <= _LARGEST:
                     self.containers.setdefault(id(value), value)
                 elif _plain_object(value) and len(vars(value)) <= _LARGEST:
@@ -78,17 +78,17 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
     """``function`` (through what it wraps, a bound method's function, a callable object's
     ``__call__``) and the Python functions its globals and closure name, once each."""
     seen: set[int] = set()
-    pending = list(_chain(function))
+    pending = list(wrapped_chain(function))
     for depth in range(2):
         helpers: list[Any] = []
         for each in pending:
-            own = _own_function(each)
+            own = own_function(each)
             if own is None or id(own) in seen or _library_code(own):
                 continue
             seen.add(id(own))
             yield own
             if depth == 0:
-                helpers.extend(v for v in _free_values(own) if isinstance(v, types.FunctionType))
+                helpers.extend(v for v in free_values_of(own) if isinstance(v, types.FunctionType))
         pending = helpers
 
 
@@ -99,7 +99,9 @@ def _library_code(function: types.FunctionType) -> bool:
     return module.split(".")[0] in ("s2sgrad", "numpy", "scipy")
 
 
-def _chain(function: Any) -> Iterable:
+def wrapped_chain(function: Any) -> Iterable:
+    """``function`` and what it wraps (``__wrapped__``: a transform's, a decorator's), to
+    the user's own."""
     for _ in range(16):  # sg.grad(sg.grad(f)) reaches the user's f
         if function is None:
             return
@@ -107,7 +109,9 @@ def _chain(function: Any) -> Iterable:
         function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
 
 
-def _own_function(value: Any) -> types.FunctionType | None:
+def own_function(value: Any) -> types.FunctionType | None:
+    """The Python function ``value`` runs: itself, a bound method's function, a callable
+    object's ``__call__``; None for a class, a module or a builtin."""
     value = getattr(value, "__func__", value)
     if isinstance(value, types.FunctionType):
         return value
@@ -117,13 +121,14 @@ def _own_function(value: Any) -> types.FunctionType | None:
     return call if isinstance(call, types.FunctionType) else None
 
 
-def _free_values(function: types.FunctionType) -> Iterable:
+def free_values_of(function: types.FunctionType) -> Iterable:
+    """The values of the closure variables and of the globals ``function``'s code names."""
     for cell in function.__closure__ or ():
         try:
             yield cell.cell_contents
         except ValueError:  # an empty cell
             continue
-    for name in _names(function.__code__):
+    for name in code_names(function.__code__):
         if name in function.__globals__:
             yield function.__globals__[name]
 
@@ -141,11 +146,12 @@ def _plain_object(value: Any) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _names(code: types.CodeType) -> frozenset[str]:
+def code_names(code: types.CodeType) -> frozenset[str]:
+    """The names ``code`` uses, its comprehensions' and nested functions' included."""
     names = set(code.co_names)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            names |= _names(constant)
+            names |= code_names(constant)
     return frozenset(names)
 
 

@@ -21,7 +21,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import random
 import types
 from collections.abc import Callable, Iterable
@@ -30,7 +29,13 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError
-from s2sgrad.runtime.kept_states import KeptStates
+from s2sgrad.runtime.kept_states import (
+    KeptStates,
+    code_names,
+    free_values_of,
+    own_function,
+    wrapped_chain,
+)
 
 __all__ = [
     "DrawsAtStart",
@@ -94,10 +99,10 @@ def _code_names(function: Any, free: list) -> set[str]:
     """The names the code of ``function`` (and of what it wraps) and of the Python
     functions among its free values use."""
     names: set[str] = set()
-    for value in (*_chain(function), *free):
+    for value in (*wrapped_chain(function), *free):
         code = getattr(getattr(value, "__func__", value), "__code__", None)
         if isinstance(code, types.CodeType):
-            names.update(_names(code))
+            names.update(code_names(code))
     return names
 
 
@@ -298,41 +303,11 @@ def _free_values(function: Any) -> Iterable:
     """The values of the globals and closure variables ``function``'s code names (a bound
     method's function, a layer's ``__call__``), and those of the functions it wraps
     (``__wrapped__``: a transform's, a decorator's)."""
-    for each in _chain(function):
+    for each in wrapped_chain(function):
         yield from _own_free_values(each)
 
 
-def _chain(function: Any) -> Iterable:
-    """``function`` and what it wraps (``__wrapped__``), to the user's own."""
-    for _ in range(16):  # sg.grad(sg.grad(f)) reaches the user's f
-        if function is None:
-            return
-        yield function
-        function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
-
-
 def _own_free_values(function: Any) -> Iterable:
-    function = getattr(function, "__func__", function)
-    if not isinstance(function, types.FunctionType):
-        classes = type(function).__mro__
-        function = next((vars(c)["__call__"] for c in classes if "__call__" in vars(c)), None)
-        if not isinstance(function, types.FunctionType):
-            return
-    for cell in function.__closure__ or ():
-        try:
-            yield cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-    for name in _names(function.__code__):
-        if name in function.__globals__:
-            yield function.__globals__[name]
-
-
-@functools.lru_cache(maxsize=1024)
-def _names(code: types.CodeType) -> frozenset[str]:
-    """The names ``code`` uses, its comprehensions' and nested functions' included."""
-    names = set(code.co_names)
-    for constant in code.co_consts:
-        if isinstance(constant, types.CodeType):
-            names |= _names(constant)
-    return frozenset(names)
+    own = own_function(function)
+    if own is not None:
+        yield from free_values_of(own)
