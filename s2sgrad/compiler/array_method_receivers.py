@@ -58,7 +58,13 @@ def called_on_a_constant(
         return False
     names = _parameters(method) + ("",) * len(value.args)  # "": an axis
     given = [*zip(names, value.args), *((k.arg, k.value) for k in value.keywords)]
-    return any(varied(v) and n not in _OPERANDS for n, v in given)
+    # a tuple or list written out is a shape or axes (X.reshape((-1, k(W)))), whose entries
+    # the analysis may take for differentiated where a helper gives an integer: left to the
+    # rule, which gives them no derivative, as before
+    return any(
+        varied(v) and n not in _OPERANDS and type(v) not in (gast.Tuple, gast.List)
+        for n, v in given
+    )
 
 
 @functools.lru_cache(maxsize=256)
