@@ -21,9 +21,18 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad import runtime
+
 __all__ = ["is_transparent_with"]
 
-_TRANSPARENT = (np.errstate, np.printoptions, warnings.catch_warnings, contextlib.nullcontext)
+# nothing_raised: a ``try`` body on the path where no handler runs (passes/try_statements)
+_TRANSPARENT = (
+    np.errstate,
+    np.printoptions,
+    warnings.catch_warnings,
+    contextlib.nullcontext,
+    runtime.nothing_raised,
+)
 
 
 def is_transparent_with(statement: gast.stmt, parsed: Any) -> bool:

@@ -28,6 +28,7 @@ from s2sgrad.runtime import (
     special_functions,
     states_left,
     ufunc_methods,
+    unraised,
 )
 from s2sgrad.runtime.attribute_stores import *  # noqa: F403
 from s2sgrad.runtime.callables import *  # noqa: F403
@@ -52,6 +53,7 @@ from s2sgrad.runtime.shapes import *  # noqa: F403
 from s2sgrad.runtime.special_functions import *  # noqa: F403
 from s2sgrad.runtime.states_left import *  # noqa: F403
 from s2sgrad.runtime.ufunc_methods import *  # noqa: F403
+from s2sgrad.runtime.unraised import *  # noqa: F403
 
 # the star imports name them (what a type checker reads); __all__ lists them once each
 __all__ = list(
@@ -79,6 +81,7 @@ __all__ = list(
             *orderings.__all__,
             *private_copies.__all__,
             *attribute_stores.__all__,
+            *unraised.__all__,
             "run_checkpointed",
         ]
     )
