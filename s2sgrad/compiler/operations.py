@@ -590,6 +590,8 @@ def keeps_arguments_inside(target: Any) -> bool:
         return True
     if not isinstance(target, type) or target.__module__ in ("builtins", "numpy"):
         return False
+    if runtime.record_fields(target) is not None:  # an object of the values it stores
+        return False
     return not (issubclass(target, (tuple, list, dict)) or dataclasses.is_dataclass(target))
 
 

@@ -22,6 +22,7 @@ from s2sgrad.runtime import (
     objects,
     orderings,
     private_copies,
+    records,
     reductions,
     scientific,
     shapes,
@@ -46,6 +47,7 @@ from s2sgrad.runtime.list_pops import *  # noqa: F403
 from s2sgrad.runtime.objects import *  # noqa: F403
 from s2sgrad.runtime.orderings import *  # noqa: F403
 from s2sgrad.runtime.private_copies import *  # noqa: F403
+from s2sgrad.runtime.records import *  # noqa: F403
 from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.revolve import run_checkpointed  # noqa: F401 (in __all__)
 from s2sgrad.runtime.scientific import *  # noqa: F403
@@ -80,6 +82,7 @@ __all__ = list(
             *objects.__all__,
             *orderings.__all__,
             *private_copies.__all__,
+            *records.__all__,
             *attribute_stores.__all__,
             *unraised.__all__,
             "run_checkpointed",

@@ -53,6 +53,13 @@ from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
 from s2sgrad.runtime.partials import is_partial, partial_call
+from s2sgrad.runtime.records import (
+    is_record_instance,
+    record_cotangents,
+    record_fields,
+    record_jvp,
+    record_vjp,
+)
 
 __all__ = [
     "dynamic_vjp",
@@ -139,6 +146,9 @@ def _method_dispatch(obj, name, args, kwargs, tape):
     function = getattr(type(obj), name, None)
     if isinstance(function, types.FunctionType) and name not in getattr(obj, "__dict__", {}):
         return _dispatch(function, (obj, *args), kwargs, tape)
+    if _called_as_function(obj, name):  # f(x) of a function a differentiated value held
+        value, pullback = _dispatch(plain_callable(obj), args, kwargs, tape)
+        return value, lambda g: (None, *pullback(g))
     if name not in getattr(obj, "__dict__", {}):  # not a function the object holds
         error = UnsupportedError(
             f"{_user_origin()}: .{name}() of a {type(obj).__qualname__} being differentiated "
@@ -178,10 +188,37 @@ def transformed_method_jvp(obj: Any, name: str, tangents: tuple, *args: Any, **k
     return _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape=False)
 
 
+def _called_as_function(obj: Any, name: str) -> bool:
+    """Whether ``obj.__call__(...)``, which generated code writes for ``obj(...)`` of a
+    value being differentiated, is the call of a function (called as it is, if it holds
+    no values; a pullback, forward mode over a gradient) rather than the Python
+    ``__call__`` of an object differentiated through its attributes (a record made in
+    the function, a dataclass or registered model)."""
+    if name != "__call__":
+        return False
+    method = inspect.getattr_static(type(obj), name, None)
+    if not isinstance(method, types.FunctionType) or _of_s2sgrad(type(obj)):
+        return True  # s2sgrad's own callables (a PullbackWithTangent) are functions here
+    return not (is_record_instance(obj) or registered_node(obj) is not None)
+
+
+def _object_tangent(obj: Any, tangent: Any) -> Any:
+    """The tangent (or cotangent) of an object a method is called on: ``None`` (nothing
+    moving) as an empty one by attribute for an object made of the values it was given,
+    whose attributes' tangents then read as zero (``attribute_entry``), as a dataclass's
+    zero is (``zeros_like_value``)."""
+    if tangent is None and is_record_instance(obj):
+        return CotangentDict()
+    return tangent
+
+
 def _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape):
+    tangents = (_object_tangent(obj, tangents[0]), *tangents[1:])
     static = _static_or_class_method(obj, name)
     if static is not None:  # the object is not an argument: its tangent is not given
         return _dispatch_jvp(static, tuple(tangents[1:]), args, kwargs, tape)
+    if _called_as_function(obj, name):
+        return _dispatch_jvp(plain_callable(obj), tuple(tangents[1:]), args, kwargs, tape)
     function = getattr(type(obj), name, None)
     own = getattr(obj, "__dict__", {})
     if type(obj) is not dict and isinstance(function, types.FunctionType) and name not in own:
@@ -225,7 +262,31 @@ def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
     return value, lambda g: (CotangentDict(), None, *(g for _ in default))
 
 
+def _record_call(function: Any) -> tuple[type, tuple[str, ...]] | None:
+    """``(class, names of the values passed last by name)`` for a call of a record class
+    (``runtime/records.py``: an object made from the values it stores); else None."""
+    if isinstance(function, KeywordsAtTheEnd):
+        if record_fields(function.function) is not None:
+            return function.function, function.names
+        return None
+    return (function, ()) if record_fields(function) is not None else None
+
+
+def _record_pullback(cls: type, args: tuple, named: tuple[str, ...]):
+    """The pullback of ``cls(...)``: each argument gets the cotangents of the attributes
+    it is stored in (zeros for one that can carry a cotangent and gets none)."""
+    every = tuple(range(len(args)))
+    return _spread(
+        lambda g: record_cotangents(cls, g, len(args), named), every, args, tuple_result=True
+    )
+
+
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    record = _record_call(function)
+    if record is not None:  # Affine(w, 0.1): the object holds what it was given
+        cls, named = record
+        value, _ = record_vjp(cls, args, kwargs, named)
+        return value, _record_pullback(cls, args, named)
     if is_partial(function):  # scaled = functools.partial(helper, k=3.0): helper's call
         target, full_args, full_kwargs, bound = partial_call(function, args, kwargs)
         value, pullback = _dispatch(target, full_args, full_kwargs, tape)
@@ -540,7 +601,7 @@ def _spread(pullback, positions, args, tuple_result):
         else:
             chosen = dict(zip(positions, cotangents))
         return tuple(
-            (zeros_like_value(a) if chosen.get(i) is None else chosen[i])
+            (_object_tangent(a, zeros_like_value(a)) if chosen.get(i) is None else chosen[i])
             if _differentiable(a)
             else None
             for i, a in enumerate(args)
@@ -563,6 +624,8 @@ def _differentiable(value: Any) -> bool:
     node = registered_node(value)  # a dataclass, a registered pytree class
     if node is not None:
         return any(_differentiable(v) for v in node[0])
+    if is_record_instance(value):  # an object made of the values it was given
+        return any(_differentiable(v) for v in getattr(value, "__dict__", {}).values())
     return isinstance(value, hooks.TapeValue)
 
 
@@ -668,6 +731,9 @@ def _moves(tangent: Any) -> bool:
 
 
 def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
+    record = _record_call(function)
+    if record is not None:
+        return record_jvp(record[0], tuple(tangents), args, kwargs, record[1])
     if function in _REVERSE_DISPATCH:
         return _forward_over_dispatch(function, tangents, args, kwargs, tape)
     if isinstance(function, PullbackWithTangent) and len(args) == 1 and not kwargs:
@@ -747,7 +813,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         if isinstance(call, types.FunctionType):  # a layer object: its __call__
             bound_self, target = (function,), call
     full_args = bound_self + args
-    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    full_tangents = tuple(_object_tangent(a, zeros_like_value(a)) for a in bound_self)
+    full_tangents += tuple(tangents)
     positions = tuple(  # the object a method is called on is constant here: when it
         # holds differentiated values, the caller's transformer refuses the call
         i
@@ -800,6 +867,22 @@ def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
     forward mode over its later call follows them."""
     if dispatcher in (method_vjp, transformed_method_vjp):
         obj, name, *rest = args
+        if _called_as_function(obj, name):  # no cotangent for the function itself
+            made = _pullback_with_tangent(
+                plain_callable(obj), tuple(rest), tuple(tangents[2:]), kwargs, tape
+            )
+            if made is None:
+                raise _no_derivative_over_dispatch(
+                    "forward mode (jvp, hvp, hessian) over the gradient"
+                )
+            value, tangent, inner = made
+
+            def call_tangent(g, dg):
+                cotangents, moved = inner.tangent_of_call(g, dg)
+                return (None, *cotangents), (None, *moved)
+
+            pullback = PullbackWithTangent(lambda g: (None, *inner(g)), call_tangent)
+            return (value, pullback), (tangent, None)
         function = getattr(type(obj), name, None)
         if (
             type(obj) is dict
@@ -807,7 +890,10 @@ def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
             or name in getattr(obj, "__dict__", {})
         ):
             raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
-        inner_args, inner_tangents = (obj, *rest), (tangents[0], *tangents[2:])
+        inner_args, inner_tangents = (
+            (obj, *rest),
+            (_object_tangent(obj, tangents[0]), *tangents[2:]),
+        )
     else:
         function, *inner_args = args
         inner_tangents = tangents[1:]
@@ -822,6 +908,15 @@ def _pullback_with_tangent(function, args: tuple, tangents: tuple, kwargs: dict,
     """``(value, tangent, pullback)`` of ``function(*args, **kwargs)`` as :func:`_dispatch`
     differentiates it, the pullback a :class:`PullbackWithTangent`; ``None`` where the
     pullback's dependence on the arguments is not known (the tape's, a custom rule's)."""
+    record = _record_call(function)
+    if record is not None:  # linear in the cotangent, whatever the arguments
+        value, tangent = record_jvp(record[0], tuple(tangents), args, kwargs, record[1])
+        pullback = _record_pullback(record[0], args, record[1])
+        return (
+            value,
+            tangent,
+            PullbackWithTangent(pullback, lambda g, dg: (pullback(g), pullback(dg))),
+        )
     if isinstance(function, KeywordsAtTheEnd):
         return _named_pullback_with_tangent(function, args, tangents, kwargs, tape)
     if is_partial(function):
@@ -923,7 +1018,8 @@ def _generated_pullback_with_tangent(function, args, tangents, kwargs, tape: boo
     vjp = _generated_vjp(target, full_args, positions, warn=tape, kwargs=kwargs)
     if vjp is None:
         return None
-    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    full_tangents = tuple(_object_tangent(a, zeros_like_value(a)) for a in bound_self)
+    full_tangents += tuple(tangents)
     (value, saved), (tangent, saved_tangent) = _dispatch_jvp(
         vjp, full_tangents, full_args, kwargs, tape
     )

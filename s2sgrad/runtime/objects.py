@@ -108,9 +108,11 @@ def attribute_entry(g: Any, x: Any, name: str) -> Any:
     fields = getattr(type(x), "_fields", None) or ()
     if isinstance(x, tuple) and name in fields and isinstance(g, (list, tuple)):
         return g[fields.index(name)]
-    if g is not None and not isinstance(g, dict) and not _stored_on_instance(x, name):
+    if g is not None and not _stored_on_instance(x, name):
         # ``g`` is an object of x's class: its class attributes and properties are not
-        # its entries (G = 9.81 read through the tangent is 9.81, not zero)
+        # its entries (G = 9.81 read through the tangent is 9.81, not zero); nor are they
+        # entries of a tangent by attribute name (an object the function made,
+        # runtime/records.py), which has none for a property: it is refused, not zero
         if not _class_constant(x, name):
             raise _computed_attribute(x, name)
         return zeros_like_value(getattr(x, name))  # the same for every instance: constant

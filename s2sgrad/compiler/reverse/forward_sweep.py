@@ -54,6 +54,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.compiler.transparent_blocks import is_transparent_with
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
 from s2sgrad.runtime.object_gradients import is_instance_object
+from s2sgrad.runtime.records import record_fields
 
 __all__ = ["ForwardSweep", "refuse_operation"]
 
@@ -103,7 +104,12 @@ class ForwardSweep:
                     or self._makes_a_dict(value)
                 ):  # d = {}, and hs = t2 of the normal form's xs, hs = {}, {}
                     dicts.add(s.targets[0].id)
-                elif type(value) is gast.Call and isinstance(stored_state.callee(value), type):
+                elif (
+                    type(value) is gast.Call
+                    and isinstance(stored_state.callee(value), type)
+                    # a record's attributes send their cotangents back to its arguments
+                    and record_fields(stored_state.callee(value)) is None
+                ):
                     self.made_by_calls.update(target_names(s.targets[0]))
             base = mutated_base(s) if updates else None
             if base is not None:
