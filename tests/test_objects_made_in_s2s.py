@@ -7,10 +7,11 @@ arguments were refused by both sweeps ("keeps differentiated values inside an ob
 "reads an attribute of an object made by a call") and mode "auto" took the tape. Now the
 call of such a record class is differentiated like packing a tuple (each attribute's
 cotangent goes back to the argument stored there), the object's methods and calls with the
-object as their first argument, in reverse and forward mode and again (hvp). Classes whose
-construction or methods do more (compute in ``__init__``, ``__post_init__``, store on
-``self`` in a method, ``__slots__``), and functions that store on objects, stay refused
-when transforming, and mode "auto" tapes them.
+object as their first argument, in reverse and forward mode and again (hvp). An attribute stored
+on such an object that nothing else holds makes a new object (``passes/record_stores.py``).
+Classes whose construction or methods do more (compute in ``__init__``, ``__post_init__``,
+store on ``self`` in a method, ``__slots__``), and functions that store on objects other
+names or containers hold, stay refused when transforming, and mode "auto" tapes them.
 """
 
 from __future__ import annotations
@@ -121,7 +122,27 @@ def _mixed(p, v):
     return p.first * v + p.second
 
 
+def stored_after_made(x, y):
+    layer = Affine(0.5)
+    layer.w = x * y  # a store on a record no other name holds: a new object
+    p = Pair(x, np.sin(y))
+    for i in range(3):
+        p.first = p.first * 0.5 + y * i
+    p.second *= 2.0
+    return np.sum(layer(y) * p.mix(0.25))
+
+
+def namespace_filled_in(x, y):
+    ns = types.SimpleNamespace()
+    ns.a = x * 3.0
+    ns.b = ns.a * y
+    ns.a = np.sin(ns.b)
+    return np.sum(ns.a * ns.b)
+
+
 FUNCTIONS = [
+    stored_after_made,
+    namespace_filled_in,
     layer_called,
     dataclass_by_keyword,
     named_tuples,
@@ -213,6 +234,13 @@ def stored_through_an_alias(x):
     return np.sum(p.first * p.second)
 
 
+def kept_in_a_list_then_stored(x):
+    p = Pair(x, x * 2.0)
+    items = [p]  # another holder: the store is seen through items[0] too
+    p.first = np.sin(x)
+    return np.sum(items[0].first * p.second)
+
+
 def _update(p, v):
     p.first = p.first - 0.1 * v
     return v * 2.0
@@ -232,6 +260,7 @@ def helper_storing(x):
         (method_storing, "keeps differentiated values inside an object"),
         (post_init, "made by a call"),
         (stored_through_an_alias, "also stores on objects' attributes"),
+        (kept_in_a_list_then_stored, "also stores on objects' attributes"),
         (helper_storing, "also stores on objects' attributes"),
     ],
     ids=lambda p: getattr(p, "__name__", "")[:30],

@@ -33,10 +33,21 @@ import textwrap
 import types
 from typing import Any
 
+from s2sgrad.rules.registry import complex_ready, jvp_rule, vjp_rule
 from s2sgrad.runtime.attribute_stores import stores_plainly
 from s2sgrad.runtime.core import CotangentDict, CotangentList, add_cotangents, zeros_like_value
 
-__all__ = ["record_fields", "is_record_instance", "record_vjp", "record_jvp", "record_cotangents"]
+__all__ = [
+    "record_fields",
+    "is_record_instance",
+    "record_vjp",
+    "record_jvp",
+    "record_cotangents",
+    "with_attribute",
+    "without_attribute",
+    "attribute_part",
+    "attribute_only",
+]
 
 # per parameter of the constructor (in order), the attributes its value is stored in
 Fields = tuple[tuple[str, tuple[str, ...]], ...]
@@ -104,8 +115,9 @@ _MUTATORS = frozenset(
 
 def _methods_keep_no_state(cls: type) -> bool:
     """Whether no method of ``cls`` (but ``__init__``) may change the object: none stores
-    on, deletes from or changes in place an attribute of its first parameter, nor hands
-    that parameter to other code (which might). A derivative takes an object's attributes
+    on, deletes from or changes in place an attribute of its first parameter, nor uses
+    that parameter but as the base of an attribute (``helper(self)`` might change it,
+    ``return self`` would make a second name for it). A derivative takes an object's attributes
     for the values it was made from: a method storing ``self.last = v`` would leave later
     reads with no derivative (forward mode) or refused as the code runs, after steps that
     mode "auto" could not take back; such classes stay refused when transforming."""
@@ -163,10 +175,18 @@ def _keeps_no_state(function: types.FunctionType, name: str) -> bool:
                 and not isinstance(func.value, ast.Name)
             ):
                 return False  # self.seen.append(v)
-            handed = [*node.args, *(k.value for k in node.keywords)]
-            if any(isinstance(a, ast.Name) and a.id == receiver for a in handed):
-                return False  # helper(self), setattr(self, ...), vars(self)
-    return True
+    # the object itself appears only as the base of an attribute (self.w, self.f(x)):
+    # not handed on (helper(self), setattr(self, ...)), returned or kept (return self)
+    dotted = {
+        id(node.value)
+        for node in ast.walk(definition)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+    }
+    return not any(
+        isinstance(node, ast.Name) and node.id == receiver and id(node) not in dotted
+        for node in ast.walk(definition)
+        if node is not definition.args
+    )
 
 
 def _rooted_at(node: ast.AST, receiver: str) -> bool:
@@ -370,3 +390,110 @@ def record_jvp(
             for name, item in zip(_field_names(cls), value)
         )
     return value, CotangentDict({k: t for k, t in by_name.items() if t is not None})
+
+
+def with_attribute(obj: Any, name: str, value: Any) -> Any:
+    """A copy of the record object ``obj`` whose attribute ``name`` holds ``value``: what
+    generated code makes of ``obj.name = value`` when no other name, container or closure
+    holds ``obj`` (``passes/record_stores.py``), so that the store is a value the sweeps
+    follow, not a change they cannot see.
+
+    Example::
+
+        p = with_attribute(p, "first", v)  # p.first = v
+    """
+    if type(obj) is types.SimpleNamespace:
+        new = types.SimpleNamespace(**vars(obj))
+    else:
+        new = object.__new__(type(obj))
+        new.__dict__.update(obj.__dict__)
+    setattr(new, name, value)
+    return new
+
+
+def without_attribute(g: Any, name: str) -> Any:
+    """The cotangent (or tangent) of a record object by attribute, ``g``, without its entry
+    for ``name`` (which went to the value stored there by :func:`with_attribute`).
+
+    Example::
+
+        without_attribute(CotangentDict({"w": 1.0, "b": 2.0}), "w")  # {'b': 2.0}
+    """
+    if g is None:
+        return None
+    if isinstance(g, dict):
+        return CotangentDict({k: v for k, v in g.items() if k != name})
+    if isinstance(g, (int, float)) and g == 0:
+        return None
+    parts = {k: v for k, v in vars(g).items() if k != name}  # an object of the class
+    return CotangentDict(parts)
+
+
+def attribute_part(g: Any, name: str) -> Any:
+    """The entry of the cotangent (or tangent) by attribute ``g`` for ``name``; ``0.0``
+    where it has none.
+
+    Example::
+
+        attribute_part(CotangentDict({"w": 1.0}), "w")  # 1.0
+    """
+    if g is None or (isinstance(g, (int, float)) and g == 0):
+        return 0.0
+    part = g.get(name) if isinstance(g, dict) else getattr(g, name, None)
+    return 0.0 if part is None else part
+
+
+def attribute_only(t: Any, name: str) -> CotangentDict:
+    """A cotangent (or tangent) by attribute with ``t`` for ``name`` alone.
+
+    Example::
+
+        attribute_only(1.0, "w")  # {'w': 1.0}
+    """
+    return CotangentDict({name: t})
+
+
+@vjp_rule(with_attribute)
+def _with_attribute_vjp(g, ans, obj, name, value):
+    return without_attribute(g, name), None, attribute_part(g, name)
+
+
+@jvp_rule(with_attribute)
+def _with_attribute_jvp(t, ans, obj, name, value):
+    # called once per argument with that argument's tangent: the object's keeps its other
+    # attributes, the value's is the tangent of the attribute stored
+    return without_attribute(t, name), None, attribute_only(t, name)
+
+
+@vjp_rule(without_attribute)
+def _without_attribute_vjp(g, ans, g_in, name):
+    return without_attribute(g, name), None
+
+
+@jvp_rule(without_attribute)
+def _without_attribute_jvp(t, ans, g_in, name):
+    return without_attribute(t, name), None
+
+
+@vjp_rule(attribute_part)
+def _attribute_part_vjp(g, ans, g_in, name):
+    return attribute_only(g, name), None
+
+
+@jvp_rule(attribute_part)
+def _attribute_part_jvp(t, ans, g_in, name):
+    return attribute_part(t, name), None
+
+
+@vjp_rule(attribute_only)
+def _attribute_only_vjp(g, ans, t, name):
+    return attribute_part(g, name), None
+
+
+@jvp_rule(attribute_only)
+def _attribute_only_jvp(t, ans, t_in, name):
+    return attribute_only(t, name), None
+
+
+# they move values and cotangents around: right for complex values too
+complex_ready(with_attribute, without_attribute, attribute_part, attribute_only)
