@@ -5,11 +5,13 @@ statements that compute differentiated values cannot be transformed"), and mode 
 took the tape. Now the path on which the body raises nothing (no handler, then ``else``
 and ``finally``) is differentiated by source in reverse and forward mode and again (hvp);
 a body that raises what a handler catches is refused as it runs, at the ``try``'s line,
-and mode "auto" takes the tape, which runs the handler.
+and mode "auto" takes the tape, which runs the handler. ``with contextlib.suppress(E):``
+is the ``try``/``except E: pass`` it means (it was refused as a ``with`` statement).
 """
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -61,8 +63,15 @@ def bare_except(x, y):
     return np.sum(t * y)
 
 
+def suppressing(x, y):
+    t = x * 1.0
+    with contextlib.suppress(ValueError, np.linalg.LinAlgError):
+        t = np.linalg.solve(np.outer(x, x) + np.eye(3) * 3.0, x) * y
+    return np.sum(t**2)
+
+
 @pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
-@pytest.mark.parametrize("f", [every_clause, only_finally, in_a_loop, bare_except])
+@pytest.mark.parametrize("f", [every_clause, only_finally, in_a_loop, bare_except, suppressing])
 def test_the_path_without_a_handler_in_every_mode(f, mode):
     x = R.normal(size=3)
     y = R.normal(size=3) if f is bare_except else R.normal(size=(2, 3))  # broadcast
@@ -90,6 +99,15 @@ def raises_when_positive(x):
     return np.sum(y)
 
 
+def suppressed_when_positive(x):
+    y = x * 2.0
+    with contextlib.suppress(ValueError):
+        if x[0] > 0.0:
+            raise ValueError("positive")
+        y = np.sin(x) * x
+    return np.sum(y)
+
+
 def checks_positive_definite(a):
     m = np.outer(a, a) + np.diag(a)
     try:
@@ -105,8 +123,9 @@ def checks_positive_definite(a):
     [
         (raises_when_positive, np.array([0.5, -0.2, 0.3]), np.array([-0.5, -0.2, 0.3])),
         (checks_positive_definite, np.array([0.5, -0.9, 0.3]), np.array([0.5, 0.9, 0.3])),
+        (suppressed_when_positive, np.array([0.5, -0.2, 0.3]), np.array([-0.5, -0.2, 0.3])),
     ],
-    ids=["raise", "unread-cholesky"],
+    ids=["raise", "unread-cholesky", "suppress"],
 )
 def test_a_handler_that_runs_is_refused_in_s2s_and_taped_in_auto(f, raising, quiet):
     s2s = sg.grad(f, mode="s2s")

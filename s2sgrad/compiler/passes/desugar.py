@@ -102,8 +102,8 @@ def desugar(
     knows them.
     """
     straightened: dict[str, Any] = {}
-    if kinds is None or gast.Try in kinds:  # try: the path on which the body raises nothing
-        straightened = straighten_try_statements(node, names, locate)
+    if kinds is None or gast.Try in kinds or gast.With in kinds:  # the path raising nothing
+        straightened = straighten_try_statements(node, names, locate, resolve)
         kinds = None if straightened else kinds
     if (kinds is None or not kinds.isdisjoint(_STATEMENT_FORMS)) and plain_statement_forms(
         node, names

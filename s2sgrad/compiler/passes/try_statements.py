@@ -28,6 +28,7 @@ the sweeps where they compute differentiated values).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +44,10 @@ _JUMPS = (gast.Return, gast.Break, gast.Continue, gast.Yield, gast.YieldFrom, ga
 
 
 def straighten_try_statements(
-    node: gast.FunctionDef, names: NameGenerator, locate: Callable[[gast.AST], str]
+    node: gast.FunctionDef,
+    names: NameGenerator,
+    locate: Callable[[gast.AST], str],
+    resolve: Callable[[gast.expr], Any] | None = None,
 ) -> dict[str, Any]:
     """Rewrite each ``try`` of ``node``'s body (see the module's example) in place; returns
     the helper the new code calls, by name (empty when there was none to rewrite).
@@ -53,13 +57,13 @@ def straighten_try_statements(
         straighten_try_statements(function, names, parsed.location)  # {'nothing_raised': ...}
     """
     helper: list[str] = []
-    node.body = _block(node.body, names, locate, helper) or [gast.Pass()]
+    node.body = _block(node.body, names, locate, helper, resolve) or [gast.Pass()]
     if not helper:
         return {}
     return {helper[0]: runtime.nothing_raised, helper[1]: runtime.body_reached}
 
 
-def _block(statements, names, locate, helper: list[str]) -> list[gast.stmt]:
+def _block(statements, names, locate, helper: list[str], resolve=None) -> list[gast.stmt]:
     result: list[gast.stmt] = []
     for statement in statements:
         if isinstance(statement, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
@@ -68,12 +72,38 @@ def _block(statements, names, locate, helper: list[str]) -> list[gast.stmt]:
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(statement, field, None)
             if isinstance(inner, list) and inner:
-                setattr(statement, field, _block(inner, names, locate, helper))
+                setattr(statement, field, _block(inner, names, locate, helper, resolve))
+        suppressed = _suppressed(statement, resolve)
+        if suppressed is not None:  # with contextlib.suppress(E): try: ... except E: pass
+            handler = gast.ExceptHandler(
+                type=gast.Tuple(elts=suppressed, ctx=gast.Load()), name=None, body=[gast.Pass()]
+            )
+            attempt = located(
+                gast.Try(body=statement.body, handlers=[handler], orelse=[], finalbody=[]),
+                statement,
+            )
+            statement = attempt if _straight(attempt) else statement
         if type(statement) is gast.Try and _straight(statement):
             result.extend(_straightened(statement, names, locate, helper))
         else:
             result.append(statement)
     return result
+
+
+def _suppressed(statement: gast.stmt, resolve) -> list[gast.expr] | None:
+    """The classes ``with contextlib.suppress(...):`` (its only item, without ``as``)
+    names, each a name or an attribute; else None."""
+    if type(statement) is not gast.With or resolve is None or len(statement.items) != 1:
+        return None
+    item = statement.items[0]
+    made = item.context_expr
+    if item.optional_vars is not None or not isinstance(made, gast.Call) or made.keywords:
+        return None
+    if resolve(made.func) is not contextlib.suppress or not made.args:
+        return None
+    if not all(_plain_name(a) for a in made.args):
+        return None
+    return list(made.args)
 
 
 def _straight(statement: gast.Try) -> bool:
