@@ -185,6 +185,14 @@ class ForwardSweep:
         where = self.parsed.location(statement)
         line = self.parsed.source_line(statement)
         if not re.search(rf"\b{re.escape(base)}\b", line):  # a temporary the expression made
+            root = re.match(r"\s*(\w+)\s*\[", line)
+            if root is not None and root.group(1) in getattr(self.context, "lists", ()):
+                return (  # D[i][j] = v of a list of lists (a dynamic programming table)
+                    f"{where}: '{line}' writes into a list held in the list "
+                    f"'{root.group(1)}', which source transformation does not follow; build "
+                    "the table as a NumPy array (np.zeros((n, m)), then D[i, j] = ...), or "
+                    "use mode='tape'"
+                )
             return (
                 f"{where}: '{line}' writes into part of an array that an expression makes "
                 "(such as a.T[0] = ..., a[1:][0] = ..., a[0][1] = ...), which may share memory "
