@@ -300,3 +300,33 @@ def test_a_property_of_a_made_object_is_refused_not_zero(transform):
         else:
             _, tangent = sg.jvp(through_a_property, (x,), (v,), mode="auto")
             assert_close(float(tangent), float(2.0 * np.sin(x) * np.cos(x) @ v), rtol=1e-6)
+
+
+def test_a_class_changed_after_the_first_call_is_read_again():
+    """Whether a class is a record is decided as the code runs, each call: a ``__call__``
+    assigned to the class later that stores on the object makes it one no more."""
+
+    class Scaling:
+        def __init__(self, w):
+            self.w = w
+
+        def __call__(self, v):
+            return v * self.w
+
+    def f(x):
+        return np.sum(Scaling(x)(x) ** 2)
+
+    x = R.normal(size=3)
+    gradient = sg.grad(f, mode="s2s")
+    assert_close(gradient(x), numeric_grad(f, [x], 0))
+
+    def storing(self, v):
+        self.last = v
+        return v * self.w * 3.0
+
+    Scaling.__call__ = storing
+    with pytest.raises(sg.UnsupportedError, match="does more than store what it is given"):
+        gradient(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        assert_close(sg.grad(f, mode="auto")(x), numeric_grad(f, [x], 0))

@@ -367,6 +367,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
             "a derivative made with mode='tape'" if callable(generic) else _callable_name(target)
         )
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
+        if _is_users_class(target):
+            reason = _not_a_record(name)
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
         if _of_s2sgrad(target):
             # sg.vmap, sg.jacobian called by the user's code: name the user's call
@@ -432,6 +434,28 @@ def _refuse_returned_closures(value: Any, name: str) -> None:
     )
     error.whole_function_on_tape = True
     raise error
+
+
+def _is_users_class(target: Any) -> bool:
+    """Whether ``target`` is a class of the user's (not a builtin's, NumPy's or s2sgrad's)."""
+    module = getattr(target, "__module__", None) or ""
+    return isinstance(target, type) and module.split(".")[0] not in (
+        "builtins",
+        "numpy",
+        "s2sgrad",
+        "collections",
+        "types",
+    )
+
+
+def _not_a_record(name: str) -> str:
+    """Why a class of the user's called with values being differentiated is refused."""
+    return (
+        f"{name}(...) makes an object holding values being differentiated, but its class "
+        "does more than store what it is given (its __init__ or __post_init__ computes, or "
+        "a method stores on the object or hands it on), which source transformation does "
+        "not follow"
+    )
 
 
 def _of_s2sgrad(target: Any) -> bool:
@@ -838,6 +862,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             name = _callable_name(target)
             if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
                 reason = f"{name} has no source to transform ({reason})"
+            if _is_users_class(target):
+                reason = f"{_user_origin()}: {_not_a_record(name)}"
             if _of_s2sgrad(target):
                 # sg.vmap called by the user's code: name the user's call, as reverse mode
                 reason = (

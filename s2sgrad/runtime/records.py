@@ -64,13 +64,19 @@ def record_fields(cls: Any) -> Fields | None:
     if not isinstance(cls, type):
         return None
     try:
-        return _fields(cls)
+        return _fields(cls, _class_state(cls))
     except TypeError:  # unhashable class (a metaclass defining __eq__): no record
         return None
 
 
+def _class_state(cls: type) -> tuple[int, ...]:
+    """What the answer for ``cls`` depends on, by identity: every member of it and of its
+    bases, so that a method assigned to the class later is read again (freshness)."""
+    return tuple(id(member) for base in cls.__mro__[:-1] for member in vars(base).values())
+
+
 @functools.lru_cache(maxsize=256)
-def _fields(cls: type) -> Fields | None:
+def _fields(cls: type, state: tuple[int, ...]) -> Fields | None:
     if cls is types.SimpleNamespace:
         return ()
     if type(cls) is not type and not _is_named_tuple(cls):
