@@ -387,6 +387,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         "value being differentiated on an object, which the rest of this function (source "
         "transformed) would read as a constant; use mode='tape' for the whole function"
     )
+    _refuse_records_on_the_tape(target, full_args, positions)
     try:
         value, pullback = hooks.tape_vjp(
             target, full_args, kwargs, positions, refuse_stored_state=refusal
@@ -418,6 +419,39 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback
+
+
+def _refuse_records_on_the_tape(target: Any, args: tuple, positions: tuple) -> None:
+    """Refuse a call run on the tape that is given an object made of values being
+    differentiated, a record (``runtime/records.py``): ``vars(p)``, ``sorted([p, q])``,
+    ``object.__getattribute__(p, "w")``. The tape watches arrays and containers, not an
+    object's attributes, so what the call reads of them would be constants. Mode "auto"
+    tapes the whole function, where the attributes are the tape's own values."""
+    found = next((r for i in positions for r in _records_in(args[i])), None)
+    if found is None:
+        return
+    name = getattr(target, "__qualname__", None) or type(target).__qualname__
+    error = UnsupportedError(
+        f"{_user_origin()}: {name} is given a {type(found).__qualname__} holding values "
+        "being differentiated, and would read its attributes without naming them, where no "
+        "derivative follows; read them by name (p.w), or use mode='auto' or mode='tape'"
+    )
+    error.whole_function_on_tape = True
+    raise error
+
+
+def _records_in(value: Any, depth: int = 0):
+    """The record objects (``runtime/records.py``) in ``value``, inside lists, tuples and
+    dicts (a few levels deep)."""
+    if is_record_instance(value):
+        if registered_node(value) is None or not _all_state_in_fields(value):
+            yield value  # (the tape watches a dataclass's fields: it rebuilds one of them)
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _records_in(item, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            yield from _records_in(item, depth + 1)
 
 
 def _refuse_returned_closures(value: Any, name: str) -> None:
@@ -492,6 +526,7 @@ def _made_by_s2sgrad(function: Any) -> bool:
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """``function(*args, **kwargs)`` and its pullback, all on the tape."""
     positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
+    _refuse_records_on_the_tape(function, args, positions)
     value, pullback = hooks.tape_vjp(function, args, kwargs, positions)
     return value, _spread(pullback, positions, args, tuple_result=True)
 
@@ -880,6 +915,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             "(source transformed) would read as a constant; use mode='tape' for the whole "
             "function"
         )
+        _refuse_records_on_the_tape(target, full_args, positions)
         return tape_jvp(target, full_args, full_tangents, positions, kwargs, refusal)
     _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}

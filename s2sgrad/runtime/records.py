@@ -81,7 +81,7 @@ def _fields(cls: type, state: tuple[int, ...]) -> Fields | None:
         return ()
     if type(cls) is not type and not _is_named_tuple(cls):
         return None  # a metaclass may make the call do anything
-    if not _methods_keep_no_state(cls):
+    if not _methods_keep_no_state(cls) or not _no_protocols(cls):
         return None
     if _is_named_tuple(cls):
         return tuple((name, (name,)) for name in _field_names(cls))
@@ -136,6 +136,97 @@ def _methods_keep_no_state(cls: type) -> bool:
                     continue  # namedtuple's own (_make, _replace): a tuple keeps no state
                 if not _keeps_no_state(function, name):
                     return False
+    return True
+
+
+# dunder methods Python or NumPy may call on a record without naming them whose results
+# carry no derivative a sweep would miss: text (repr, str, format), a hash, construction,
+# a call (differentiated as the class's __call__), and what only classes or copies use
+_QUIET_METHODS = frozenset(
+    {
+        "__init__",
+        "__new__",
+        "__repr__",
+        "__str__",
+        "__format__",
+        "__hash__",
+        "__call__",
+        "__replace__",
+        "__class_getitem__",
+        "__init_subclass__",
+        "__getnewargs__",
+    }
+)
+# comparisons: a derivative takes their results for booleans, so only those the dataclass
+# decorator writes (which compare tuples of fields) are known to be
+_COMPARISONS = frozenset({"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"})
+# the class's own bookkeeping, which no instance operation reads as a value
+_CLASS_DATA = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__dict__",
+        "__weakref__",
+        "__annotations__",
+        "__dataclass_fields__",
+        "__dataclass_params__",
+        "__match_args__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__orig_bases__",
+        "__parameters__",
+        "__slots__",  # refused for all but named tuples by _fields
+        "__slotnames__",  # the slots copy and pickle found, cached on the class by copyreg
+        "__abstractmethods__",
+        "__type_params__",
+    }
+)
+
+
+def _no_protocols(cls: type) -> bool:
+    """Whether ``cls`` and its bases define nothing NumPy or Python would call on an
+    object without its attribute being named: no ``__array__``, ``__array_ufunc__``,
+    ``__iter__``, ``__getitem__``, ``__len__``, ``__float__``, arithmetic, ``__copy__``,
+    ``__reduce__`` ... (only ``_QUIET_METHODS``, and the comparisons, ``__setattr__`` and
+    ``__delattr__`` the dataclass decorator writes), and no property or other descriptor.
+    Such a class computes where the sweeps see only an object passed on (``np.asarray(
+    Holder(x))`` reads ``__array__``), so it is no record: refused when transforming, and
+    mode "auto" tapes it, which records what those methods compute.
+
+    Example::
+
+        _no_protocols(Holder)  # False: Holder defines __array__
+    """
+    named_tuple = _is_named_tuple(cls)
+    fields = set(_field_names(cls)) if named_tuple else set()
+    for base in cls.__mro__[:-1]:
+        if base is tuple and named_tuple:
+            continue  # the tuple a named tuple is: differentiated as one
+        if base.__module__ == "builtins":
+            return False  # a subclass of a builtin type: its methods are C code
+        for name, member in vars(base).items():
+            if name in _CLASS_DATA or name in fields:
+                continue
+            if name.startswith("__") and name.endswith("__"):
+                if name == "__hash__" and member is None:
+                    continue  # unhashable, as a dataclass with eq=True is
+                if name in _QUIET_METHODS:
+                    continue
+                generated = (  # by the dataclass decorator: a function with no source
+                    dataclasses.is_dataclass(base)
+                    and isinstance(member, types.FunctionType)
+                    and not _written_by_the_user(member)
+                )
+                if generated and name in _COMPARISONS:
+                    continue  # comparing tuples of fields
+                if generated and name in ("__setattr__", "__delattr__"):
+                    continue  # a frozen dataclass's, which only refuse
+                return False
+            if isinstance(member, (types.FunctionType, staticmethod, classmethod)):
+                continue  # a method: _methods_keep_no_state reads it
+            if hasattr(type(member), "__get__"):
+                return False  # a property or another descriptor computes what is read
     return True
 
 
