@@ -237,6 +237,8 @@ class ForwardSweep:
         plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
         if type(statement) is gast.ClassDef:
             self.refuse_class_reading_varied(statement)
+        if type(statement) is gast.With:
+            self.refuse_entered_values(statement)
         if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
@@ -245,6 +247,23 @@ class ForwardSweep:
             )
         steps.append(Step(statement, StepKind.OTHER))
         return [statement]
+
+    def refuse_entered_values(self, statement: gast.With) -> None:
+        """Refuse ``with manager(x) as v:`` where ``manager(x)`` reads a differentiated
+        value: ``v`` is what ``__enter__`` returns (``contextlib.nullcontext(x)``, a
+        generator's ``yield x * 2``), which no sweep follows; read as a constant, everything
+        computed from it had no derivative."""
+        for item in statement.items:
+            if item.optional_vars is None:
+                continue
+            if names_read(item.context_expr) & self.activity.varied:
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: 'with ... as "
+                    f"{', '.join(sorted(names_written(item.optional_vars)))}' binds what a context "
+                    "manager made from differentiated values gives on entering, which source "
+                    "transformation does not follow; compute the value before the 'with', "
+                    "or use mode='tape'"
+                )
 
     def constant_call(self, statement: gast.Assign) -> None:
         """A value computed from no differentiated one: refused, or checked when it runs,
