@@ -1226,6 +1226,8 @@ def _inner(cotangent, tangent):
         return sum((_inner(value, tangent.get(key)) for key, value in cotangent.items()), 0.0)
     if isinstance(cotangent, (list, tuple)):
         return sum((_inner(c, t) for c, t in zip(cotangent, tangent)), 0.0)
+    if isinstance(tangent, dict):  # a record's tangent by attribute (runtime/records.py)
+        return sum((_inner(getattr(cotangent, k, None), t) for k, t in tangent.items()), 0.0)
     node = registered_node(cotangent)  # a dataclass: one of its class
     if node is not None:
         return sum((_inner(c, t) for c, t in zip(node[0], registered_node(tangent)[0])), 0.0)
