@@ -4,7 +4,9 @@ transformation and taped right in mode "auto", in reverse and forward mode and a
 
 ``dataclasses.astuple`` of a dataclass the function made crashed forward mode in mode
 "auto" on branch con18 (the tape's transpose paired a dataclass cotangent with the
-record's tangent by attribute, ``dispatch._inner``).
+record's tangent by attribute, ``dispatch._inner``), and so did ``min(a, b, key=...)`` of
+two records (the rule's zero for the value not chosen was ``0.0 * t``, of a tangent by
+attribute) and ``id(a)`` (the tape's forward mode gave an integer's tangent as ``None``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from oracle import assert_grad_jvp_and_hvp, assert_refused_in_s2s_and_taped_in_auto
+from oracle import (
+    assert_close,
+    assert_grad_jvp_and_hvp,
+    assert_refused_in_s2s_and_taped_in_auto,
+    numeric_grad,
+    numeric_jvp,
+)
+
+import s2sgrad as sg
 
 HERE = "test_records_and_try_adversarial.py"
 R = np.random.default_rng(3322)
@@ -99,6 +109,18 @@ def rebuilt_in_a_loop(x):
     return np.sum(p.w**2)
 
 
+def smaller_by_key(x):
+    a = Layer(x[0] * 2.0)
+    b = Layer(x[1])
+    m = min(a, b, key=lambda p: p.w)
+    return m.w**2
+
+
+def identity_read(x):
+    a = Layer(np.sin(x))
+    return np.sum(a.w**2) + 0.0 * (id(a) % 2)
+
+
 def finally_changes(x):
     y = x * 1.0
     try:
@@ -129,6 +151,8 @@ PROGRAMS = [
     a_namespace_stored,
     astuple_of_a_made_dataclass,
     rebuilt_in_a_loop,
+    smaller_by_key,
+    identity_read,
     finally_changes,
     suppressed_without_a_raise,
 ]
@@ -140,6 +164,12 @@ def test_right_or_refused_and_taped(f, mode):
     x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
     if mode == "s2s" and f is astuple_of_a_made_dataclass:  # dataclasses' own code
         assert_refused_in_s2s_and_taped_in_auto(f, [x], "dataclasses.py", "dataclasses.py")
+        return
+    if mode == "s2s" and f is identity_read:  # forward over the dispatched id(a): refused
+        with pytest.raises(sg.UnsupportedError, match="forward mode"):
+            sg.hvp(f, (x,), (v,), mode="s2s")
+        assert_close(sg.grad(f, mode="s2s")(x), numeric_grad(f, [x], 0))
+        assert_close(sg.jvp(f, (x,), (v,), mode="s2s")[1], numeric_jvp(f, [x], 0, v))
         return
     assert_grad_jvp_and_hvp(f, x, v, mode)
 

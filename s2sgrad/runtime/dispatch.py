@@ -1183,7 +1183,9 @@ def tape_jvp(target, args, tangents, positions, kwargs, refuse_stored_state=None
     value, pullback = hooks.tape_vjp(
         target, args, kwargs, positions, refuse_stored_state=refuse_stored_state
     )
-    if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
+    if isinstance(value, (bool, int)):  # a flag, a count, id(x): constant, zero tangent
+        return value, zeros_like_value(value)
+    if isinstance(value, (type, str, bytes, type(None))):  # type(x), text
         return value, None
     _refuse_returned_closures(value, getattr(target, "__qualname__", type(target).__name__))
 
