@@ -229,3 +229,24 @@ def caught_in_a_loop(x):
 def test_a_handler_that_runs_is_refused_and_taped(f):
     x = R.uniform(0.3, 1.2, size=3)
     assert_refused_in_s2s_and_taped_in_auto(f, [x], "which a handler catches", HERE)
+
+
+def stored_on_a_pair(x):
+    p = Params(x[:3], x[3:])
+    p.w = p.w * 2.0
+    return np.sum(p.w * p.b)
+
+
+def test_the_tape_over_a_gradient_storing_on_a_record():
+    """The tape recorded ``with_attribute`` by its rule: the object it made held plain
+    arrays, and the tape over the s2s gradient lost what flowed through the attribute
+    stored (half of this Hessian-vector product, silently, on branch con18)."""
+    x, v = R.uniform(0.3, 1.2, size=6), R.normal(size=6)
+    gradient = sg.grad(stored_on_a_pair, mode="s2s")
+
+    def projected(y):
+        return np.sum(gradient(y) * v)
+
+    expected = numeric_grad(projected, [x], 0)
+    for _ in range(2):
+        assert_close(sg.grad(projected, mode="tape")(x), expected, rtol=1e-5)

@@ -40,6 +40,7 @@ from s2sgrad.rules.registry import (
     parameter_name,
     zero_is_right,
 )
+from s2sgrad.runtime.records import record_fields
 
 __all__ = [
     "Operation",
@@ -603,7 +604,7 @@ def keeps_arguments_inside(target: Any) -> bool:
         return True
     if not isinstance(target, type) or target.__module__ in ("builtins", "numpy"):
         return False
-    if runtime.record_fields(target) is not None:  # an object of the values it stores
+    if record_fields(target) is not None:  # an object of the values it stores
         return False
     return not (issubclass(target, (tuple, list, dict)) or dataclasses.is_dataclass(target))
 

@@ -37,12 +37,8 @@ from s2sgrad.rules.registry import complex_ready, jvp_rule, vjp_rule
 from s2sgrad.runtime.attribute_stores import stores_plainly
 from s2sgrad.runtime.core import CotangentDict, CotangentList, add_cotangents, zeros_like_value
 
+# what generated code calls (runtime.__all__); the rest is dispatch's and the compiler's
 __all__ = [
-    "record_fields",
-    "is_record_instance",
-    "record_vjp",
-    "record_jvp",
-    "record_cotangents",
     "with_attribute",
     "without_attribute",
     "attribute_part",

@@ -29,6 +29,7 @@ from s2sgrad import runtime
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.syntax import call, constant, load, located, parameter_names, store
 from s2sgrad.runtime.attribute_stores import stores_plainly
+from s2sgrad.runtime.records import record_fields
 
 __all__ = ["rebind_record_stores"]
 
@@ -108,7 +109,7 @@ def _record_stores(node: gast.FunctionDef, resolve) -> list[tuple[Any, str, int,
 
 def _storable_record(cls: Any) -> bool:
     """A record class whose objects take attribute stores as plain values."""
-    if not isinstance(cls, type) or runtime.record_fields(cls) is None:
+    if not isinstance(cls, type) or record_fields(cls) is None:
         return False
     if issubclass(cls, tuple):
         return False  # a named tuple: a store raises, as it should

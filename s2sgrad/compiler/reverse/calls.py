@@ -16,7 +16,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from s2sgrad import numpy_signatures, runtime
+from s2sgrad import numpy_signatures
 from s2sgrad.compiler.effects import (
     changes_state,
     is_library_function,
@@ -46,6 +46,7 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.rules import get_rule
+from s2sgrad.runtime.records import record_fields
 
 __all__ = ["Calls", "CalleeVJP", "unnested"]
 
@@ -200,7 +201,7 @@ class Calls:
         (``q = p; q.w = v``) would change what ``p.w`` reads as the code runs, where only
         a refusal after steps already taken could follow; refused now, so that mode "auto"
         tapes the whole function."""
-        if runtime.record_fields(operation.primitive) is None:
+        if record_fields(operation.primitive) is None:
             return False
         return getattr(self.context, "stores_attributes", True) or self.calls_changing_state()
 
