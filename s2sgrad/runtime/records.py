@@ -180,6 +180,33 @@ _CLASS_DATA = frozenset(
 )
 
 
+# what Python hands back as the method returns it, not as a bool or an int: a class's own
+# answer may be a value computed from its attributes
+_ANSWERS = frozenset(
+    {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"}
+    | {"__round__", "__trunc__", "__floor__", "__ceil__"}
+)
+
+
+def defines_value_protocols(cls: Any) -> bool:
+    """Whether the class ``cls`` (or a base of the user's) answers a comparison,
+    ``round`` or ``math.floor`` with a method whose source the user wrote: its result, which
+    a derivative takes for a flag or an integer, may be a value computed from attributes.
+
+    Example::
+
+        defines_value_protocols(Affine)  # False: no comparison of its own
+    """
+    if not isinstance(cls, type):
+        return False
+    for base in cls.__mro__[:-1]:
+        for name in _ANSWERS & set(vars(base)):
+            member = vars(base)[name]
+            if isinstance(member, types.FunctionType) and _written_by_the_user(member):
+                return True
+    return False
+
+
 def _no_protocols(cls: type) -> bool:
     """Whether ``cls`` and its bases define nothing NumPy or Python would call on an
     object without its attribute being named: no ``__array__``, ``__array_ufunc__``,

@@ -20,6 +20,7 @@ from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotat
 from s2sgrad.compiler.array_method_receivers import called_on_a_constant
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
+    not_at_run_time,
     refuse_calls_kept_for_effect,
     refuse_frame_readers,
     tape_lacks_the_rule_too,
@@ -54,7 +55,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.compiler.transparent_blocks import is_transparent_with
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
 from s2sgrad.runtime.object_gradients import is_instance_object
-from s2sgrad.runtime.records import record_fields
+from s2sgrad.runtime.records import defines_value_protocols, record_fields
 
 __all__ = ["ForwardSweep", "refuse_operation"]
 
@@ -91,6 +92,7 @@ class ForwardSweep:
         )
         dicts = set()
         self.made_by_calls = set()
+        self.answering_objects: set[str] = set()  # made by classes answering ==, round ...
         mutated = []
         # Context.study's mutated_names: the bases below, found already (none: no search)
         updates = bool(getattr(self.context, "mutated", True))
@@ -111,6 +113,8 @@ class ForwardSweep:
                     and record_fields(stored_state.callee(value)) is None
                 ):
                     self.made_by_calls.update(target_names(s.targets[0]))
+                    if defines_value_protocols(stored_state.callee(value)):
+                        self.answering_objects.update(target_names(s.targets[0]))
             base = mutated_base(s) if updates else None
             if base is not None:
                 mutated.append((s, base))
@@ -288,9 +292,31 @@ class ForwardSweep:
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
         target = statement.targets[0]
+        if self.answering_objects:
+            self.refuse_answered_by_objects(statement)
         if type(target) is not gast.Name:
             return self.forward_store(statement, target, in_loop, steps)
         return self.forward_binding(statement, target, in_loop, steps)
+
+    def refuse_answered_by_objects(self, statement: gast.Assign) -> None:
+        """Refuse a comparison (or ``round``, ``math.floor`` ...) of an object made from
+        differentiated values whose class answers it with code of its own (``__eq__``
+        returning ``self.v * 2``): taken for a flag, a constant, what it returned had no
+        derivative, silently."""
+        value = statement.value
+        read = names_read(value) & self.answering_objects & self.activity.varied
+        if not read:
+            return
+        operation = self.context.operations.of(statement)
+        if operation.kind is OperationKind.COMPARISON or not operation.differentiable:
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: '{self.parsed.source_line(statement)}'"
+                    " asks an object made of values being differentiated to compare or "
+                    "round itself, which its class does with code of its own whose result is "
+                    "taken for a constant; compare the values it holds, or use mode='tape'"
+                )
+            )
 
     def forward_store(
         self, statement: gast.Assign, target: gast.expr, in_loop: bool, steps: list[Step]
