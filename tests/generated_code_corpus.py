@@ -239,7 +239,20 @@ def doubled_until_large(x):
     return np.sum(b)
 
 
+class _Pair:
+    def __init__(self, first, second):
+        self.first = first
+        self.second = second
+
+
+def record_attribute_stored(x):
+    pair = _Pair(x[:3], x[3:])
+    pair.first = np.sin(pair.first) * pair.second
+    return np.sum(pair.first * pair.second)
+
+
 CORPUS = [
+    record_attribute_stored,
     attribute_of_a_module_object,
     argument_written,
     special_functions,

@@ -238,7 +238,7 @@ class Scaled:
 
 
 def made_then_given_a_differentiated_attribute(x, y):
-    layer = Scaled(0.5)
+    layer = [Scaled(0.5)][0]  # held by a list too: its stores stay refused (record_stores)
     layer.w = np.tanh(x) * y
     return np.sum(np.tanh(layer(x * y)) * x)
 

@@ -401,6 +401,7 @@ BY_DESIGN = {
     "plain_callable": "a check that returns the function it is given (not a value) or raises",
     "keywords_at_the_end": "makes a function (the one it is given, called by keywords)",
     "note_stored": "bookkeeping of stored state: returns None",
+    "body_reached": "marks the end of a try body run as nothing_raised's block: returns None",
     "_refuse_repeated_roots": "a check that raises or returns None",
     "_square_pair": "a check that raises or returns None",
     "_power_series": "constants of a polynomial basis: of its function and a count, no values",

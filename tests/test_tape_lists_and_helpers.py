@@ -282,6 +282,7 @@ NOT_IN_REVERSE_CODE = {
     "attribute_cotangent": "a gradient with respect to an object: test_model_objects.py",
     "attribute_entry": "a gradient with respect to an object: test_model_objects.py",
     "attribute_tangent": "forward mode, with respect to an object: test_model_objects.py",
+    "attribute_only": "forward mode: an attribute stored on a record, with_attribute's tangent",
     "run_checkpointed": "a checkpointed loop: tests/test_checkpointed_loops.py (hvp on the tape)",
     # the tape over an s2s gradient joins two list cotangents with + where generated code
     # adds them (a routed helper's CotangentList comes back a plain list): repeated_sum
@@ -339,7 +340,7 @@ def test_every_helper_generated_code_calls_has_a_rule_or_is_not_given_values():
         "method_jvp",
         "transformed_method_jvp",
     }
-    bookkeeping = {"forget_all_stored"}  # takes no values: a failed computation's notes
+    bookkeeping = {"forget_all_stored", "nothing_raised"}  # no values: notes, a try's guard
     bookkeeping.add("owned_together")  # copies with owned (which has a rule), or none
     # notes of the final states of plain arrays and lists: tape values pass them by
     bookkeeping |= set(states_left.__all__)

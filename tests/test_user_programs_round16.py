@@ -303,9 +303,7 @@ def test_a_model_object_made_in_the_loss_is_the_tapes_in_auto():
     the object it returns cannot come back through that call: mode="auto" differentiated
     nothing (the refusal said to use the tape); it now has the tape take the whole function."""
     args = (R.normal(size=(3, 2)), R.normal(size=2), R.normal(size=(4, 3)), R.normal(size=(4, 2)))
-    with pytest.raises(sg.UnsupportedError, match="no source to transform"):
-        sg.grad(layer_made_in_the_loss, wrt=(0, 1), mode="s2s")(*args)
-    for mode in ("tape", "auto"):
+    for mode in ("s2s", "tape", "auto"):  # s2s: a record (runtime/records.py) since round 33
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             gradient = sg.grad(layer_made_in_the_loss, wrt=(0, 1), mode=mode)

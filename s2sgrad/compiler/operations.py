@@ -40,6 +40,7 @@ from s2sgrad.rules.registry import (
     parameter_name,
     zero_is_right,
 )
+from s2sgrad.runtime.records import record_fields
 
 __all__ = [
     "Operation",
@@ -267,7 +268,7 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
     if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
         if func.attr == "pop" and not node.args and not keywords:
             return Operation(OperationKind.LIST_POP, None, [func.value], {}, "list.pop()")
-        ndarray_method = getattr(np.ndarray, func.attr, None)
+        ndarray_method = _ndarray_member(func.attr)
         if ndarray_method is not None and get_rule(ndarray_method) is not None:
             receiver_and_args = [func.value, *node.args]
             return _primitive(
@@ -292,6 +293,19 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
         "a call of a computed function",
         func,
     )
+
+
+def _ndarray_member(name: str) -> Any:
+    """``np.ndarray``'s own member ``name``, not one every object has (``__class__``,
+    which read off the class is its metaclass, ``type``): ``p.__class__(...)`` is no call
+    of ``type``.
+
+    Example::
+
+        _ndarray_member("sum")  # np.ndarray.sum; _ndarray_member("__class__") is None
+    """
+    owner = next((base for base in np.ndarray.__mro__ if name in vars(base)), object)
+    return None if owner is object else getattr(np.ndarray, name, None)
 
 
 # builtins that write a value as text or bytes, which carry no derivative, yet whose value
@@ -589,6 +603,8 @@ def keeps_arguments_inside(target: Any) -> bool:
     if target in (functools.partial, map, filter):
         return True
     if not isinstance(target, type) or target.__module__ in ("builtins", "numpy"):
+        return False
+    if record_fields(target) is not None:  # an object of the values it stores
         return False
     return not (issubclass(target, (tuple, list, dict)) or dataclasses.is_dataclass(target))
 

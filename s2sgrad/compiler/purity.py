@@ -67,8 +67,9 @@ def _pure_method(name: str) -> bool:
     return name not in _IMPURE_METHODS and hasattr(np.ndarray, name)
 
 
-# hooks may print; the final states are noted before and written back after restores
-_RUNTIME_EFFECTS = {"with_derivative", *states_left.__all__}
+# hooks may print; the final states are noted before and written back after restores;
+# body_reached keeps what a try body computes, which may raise (passes/try_statements.py)
+_RUNTIME_EFFECTS = {"with_derivative", "body_reached", *states_left.__all__}
 _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "tuple", "list"}
 
 

@@ -21,9 +21,19 @@ from typing import Any
 import gast
 import numpy as np
 
+from s2sgrad import runtime
+from s2sgrad.compiler.timing_contexts import only_reports
+
 __all__ = ["is_transparent_with"]
 
-_TRANSPARENT = (np.errstate, np.printoptions, warnings.catch_warnings, contextlib.nullcontext)
+# nothing_raised: a ``try`` body on the path where no handler runs (passes/try_statements)
+_TRANSPARENT = (
+    np.errstate,
+    np.printoptions,
+    warnings.catch_warnings,
+    contextlib.nullcontext,
+    runtime.nothing_raised,
+)
 
 
 def is_transparent_with(statement: gast.stmt, parsed: Any) -> bool:
@@ -36,6 +46,6 @@ def is_transparent_with(statement: gast.stmt, parsed: Any) -> bool:
         if item.optional_vars is not None or not isinstance(made, gast.Call):
             return False
         maker = parsed.resolve(made.func)
-        if not any(maker is known for known in _TRANSPARENT):
-            return False
+        if not any(maker is known for known in _TRANSPARENT) and not only_reports(maker):
+            return False  # a timer of the user's only reports (timing_contexts.py)
     return True

@@ -659,7 +659,9 @@ def _builtin_select_jvp(t, ans, *args, differentiated=(True, True), **options):
     values, position = _chosen(ans, args, options)
     if len(args) == 1:  # t: the sequence's tangent
         return (list(t)[position],)
-    return tuple(t if i == position else 0.0 * t for i in range(len(args)))
+    # a record's tangent is by attribute (runtime/records.py): its zero is too
+    zero = zeros_like_value(t) if isinstance(t, dict) else 0.0 * t
+    return tuple(t if i == position else zero for i in range(len(args)))
 
 
 def _chosen(ans, args, options):

@@ -22,12 +22,14 @@ from s2sgrad.runtime import (
     objects,
     orderings,
     private_copies,
+    records,
     reductions,
     scientific,
     shapes,
     special_functions,
     states_left,
     ufunc_methods,
+    unraised,
 )
 from s2sgrad.runtime.attribute_stores import *  # noqa: F403
 from s2sgrad.runtime.callables import *  # noqa: F403
@@ -45,6 +47,7 @@ from s2sgrad.runtime.list_pops import *  # noqa: F403
 from s2sgrad.runtime.objects import *  # noqa: F403
 from s2sgrad.runtime.orderings import *  # noqa: F403
 from s2sgrad.runtime.private_copies import *  # noqa: F403
+from s2sgrad.runtime.records import *  # noqa: F403
 from s2sgrad.runtime.reductions import *  # noqa: F403
 from s2sgrad.runtime.revolve import run_checkpointed  # noqa: F401 (in __all__)
 from s2sgrad.runtime.scientific import *  # noqa: F403
@@ -52,6 +55,7 @@ from s2sgrad.runtime.shapes import *  # noqa: F403
 from s2sgrad.runtime.special_functions import *  # noqa: F403
 from s2sgrad.runtime.states_left import *  # noqa: F403
 from s2sgrad.runtime.ufunc_methods import *  # noqa: F403
+from s2sgrad.runtime.unraised import *  # noqa: F403
 
 # the star imports name them (what a type checker reads); __all__ lists them once each
 __all__ = list(
@@ -78,7 +82,9 @@ __all__ = list(
             *objects.__all__,
             *orderings.__all__,
             *private_copies.__all__,
+            *records.__all__,
             *attribute_stores.__all__,
+            *unraised.__all__,
             "run_checkpointed",
         ]
     )

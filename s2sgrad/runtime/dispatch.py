@@ -53,6 +53,13 @@ from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
 from s2sgrad.runtime.partials import is_partial, partial_call
+from s2sgrad.runtime.records import (
+    is_record_instance,
+    record_cotangents,
+    record_fields,
+    record_jvp,
+    record_vjp,
+)
 
 __all__ = [
     "dynamic_vjp",
@@ -139,6 +146,9 @@ def _method_dispatch(obj, name, args, kwargs, tape):
     function = getattr(type(obj), name, None)
     if isinstance(function, types.FunctionType) and name not in getattr(obj, "__dict__", {}):
         return _dispatch(function, (obj, *args), kwargs, tape)
+    if _called_as_function(obj, name):  # f(x) of a function a differentiated value held
+        value, pullback = _dispatch(plain_callable(obj), args, kwargs, tape)
+        return value, lambda g: (None, *pullback(g))
     if name not in getattr(obj, "__dict__", {}):  # not a function the object holds
         error = UnsupportedError(
             f"{_user_origin()}: .{name}() of a {type(obj).__qualname__} being differentiated "
@@ -178,10 +188,37 @@ def transformed_method_jvp(obj: Any, name: str, tangents: tuple, *args: Any, **k
     return _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape=False)
 
 
+def _called_as_function(obj: Any, name: str) -> bool:
+    """Whether ``obj.__call__(...)``, which generated code writes for ``obj(...)`` of a
+    value being differentiated, is the call of a function (called as it is, if it holds
+    no values; a pullback, forward mode over a gradient) rather than the Python
+    ``__call__`` of an object differentiated through its attributes (a record made in
+    the function, a dataclass or registered model)."""
+    if name != "__call__":
+        return False
+    method = inspect.getattr_static(type(obj), name, None)
+    if not isinstance(method, types.FunctionType) or _of_s2sgrad(type(obj)):
+        return True  # s2sgrad's own callables (a PullbackWithTangent) are functions here
+    return not (is_record_instance(obj) or registered_node(obj) is not None)
+
+
+def _object_tangent(obj: Any, tangent: Any) -> Any:
+    """The tangent (or cotangent) of an object a method is called on: ``None`` (nothing
+    moving) as an empty one by attribute for an object made of the values it was given,
+    whose attributes' tangents then read as zero (``attribute_entry``), as a dataclass's
+    zero is (``zeros_like_value``)."""
+    if tangent is None and is_record_instance(obj):
+        return CotangentDict()
+    return tangent
+
+
 def _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape):
+    tangents = (_object_tangent(obj, tangents[0]), *tangents[1:])
     static = _static_or_class_method(obj, name)
     if static is not None:  # the object is not an argument: its tangent is not given
         return _dispatch_jvp(static, tuple(tangents[1:]), args, kwargs, tape)
+    if _called_as_function(obj, name):
+        return _dispatch_jvp(plain_callable(obj), tuple(tangents[1:]), args, kwargs, tape)
     function = getattr(type(obj), name, None)
     own = getattr(obj, "__dict__", {})
     if type(obj) is not dict and isinstance(function, types.FunctionType) and name not in own:
@@ -225,7 +262,31 @@ def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
     return value, lambda g: (CotangentDict(), None, *(g for _ in default))
 
 
+def _record_call(function: Any) -> tuple[type, tuple[str, ...]] | None:
+    """``(class, names of the values passed last by name)`` for a call of a record class
+    (``runtime/records.py``: an object made from the values it stores); else None."""
+    if isinstance(function, KeywordsAtTheEnd):
+        if record_fields(function.function) is not None:
+            return function.function, function.names
+        return None
+    return (function, ()) if record_fields(function) is not None else None
+
+
+def _record_pullback(cls: type, args: tuple, named: tuple[str, ...]):
+    """The pullback of ``cls(...)``: each argument gets the cotangents of the attributes
+    it is stored in (zeros for one that can carry a cotangent and gets none)."""
+    every = tuple(range(len(args)))
+    return _spread(
+        lambda g: record_cotangents(cls, g, len(args), named), every, args, tuple_result=True
+    )
+
+
 def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any, Any]:
+    record = _record_call(function)
+    if record is not None:  # Affine(w, 0.1): the object holds what it was given
+        cls, named = record
+        value, _ = record_vjp(cls, args, kwargs, named)
+        return value, _record_pullback(cls, args, named)
     if is_partial(function):  # scaled = functools.partial(helper, k=3.0): helper's call
         target, full_args, full_kwargs, bound = partial_call(function, args, kwargs)
         value, pullback = _dispatch(target, full_args, full_kwargs, tape)
@@ -306,6 +367,8 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
             "a derivative made with mode='tape'" if callable(generic) else _callable_name(target)
         )
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
+        if _is_users_class(target):
+            reason = _not_a_record(name)
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
         if _of_s2sgrad(target):
             # sg.vmap, sg.jacobian called by the user's code: name the user's call
@@ -324,6 +387,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         "value being differentiated on an object, which the rest of this function (source "
         "transformed) would read as a constant; use mode='tape' for the whole function"
     )
+    _refuse_records_on_the_tape(target, full_args, positions)
     try:
         value, pullback = hooks.tape_vjp(
             target, full_args, kwargs, positions, refuse_stored_state=refusal
@@ -357,6 +421,39 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     return value, taped_pullback
 
 
+def _refuse_records_on_the_tape(target: Any, args: tuple, positions: tuple) -> None:
+    """Refuse a call run on the tape that is given an object made of values being
+    differentiated, a record (``runtime/records.py``): ``vars(p)``, ``sorted([p, q])``,
+    ``object.__getattribute__(p, "w")``. The tape watches arrays and containers, not an
+    object's attributes, so what the call reads of them would be constants. Mode "auto"
+    tapes the whole function, where the attributes are the tape's own values."""
+    found = next((r for i in positions for r in _records_in(args[i])), None)
+    if found is None:
+        return
+    name = getattr(target, "__qualname__", None) or type(target).__qualname__
+    error = UnsupportedError(
+        f"{_user_origin()}: {name} is given a {type(found).__qualname__} holding values "
+        "being differentiated, and would read its attributes without naming them, where no "
+        "derivative follows; read them by name (p.w), or use mode='auto' or mode='tape'"
+    )
+    error.whole_function_on_tape = True
+    raise error
+
+
+def _records_in(value: Any, depth: int = 0):
+    """The record objects (``runtime/records.py``) in ``value``, inside lists, tuples and
+    dicts (a few levels deep)."""
+    if is_record_instance(value):
+        if registered_node(value) is None or not _all_state_in_fields(value):
+            yield value  # (the tape watches a dataclass's fields: it rebuilds one of them)
+    elif depth < 4 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _records_in(item, depth + 1)
+    elif depth < 4 and isinstance(value, dict):
+        for item in value.values():
+            yield from _records_in(item, depth + 1)
+
+
 def _refuse_returned_closures(value: Any, name: str) -> None:
     """Refuse a function (a closure over the arguments, say) that a call differentiated on
     the tape returns: the derivative of what it holds cannot come back through the call,
@@ -371,6 +468,28 @@ def _refuse_returned_closures(value: Any, name: str) -> None:
     )
     error.whole_function_on_tape = True
     raise error
+
+
+def _is_users_class(target: Any) -> bool:
+    """Whether ``target`` is a class of the user's (not a builtin's, NumPy's or s2sgrad's)."""
+    module = getattr(target, "__module__", None) or ""
+    return isinstance(target, type) and module.split(".")[0] not in (
+        "builtins",
+        "numpy",
+        "s2sgrad",
+        "collections",
+        "types",
+    )
+
+
+def _not_a_record(name: str) -> str:
+    """Why a class of the user's called with values being differentiated is refused."""
+    return (
+        f"{name}(...) makes an object holding values being differentiated, but its class "
+        "does more than store what it is given (its __init__ or __post_init__ computes, or "
+        "a method stores on the object or hands it on), which source transformation does "
+        "not follow"
+    )
 
 
 def _of_s2sgrad(target: Any) -> bool:
@@ -407,6 +526,7 @@ def _made_by_s2sgrad(function: Any) -> bool:
 def _tape_call(function: Any, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """``function(*args, **kwargs)`` and its pullback, all on the tape."""
     positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
+    _refuse_records_on_the_tape(function, args, positions)
     value, pullback = hooks.tape_vjp(function, args, kwargs, positions)
     return value, _spread(pullback, positions, args, tuple_result=True)
 
@@ -540,7 +660,7 @@ def _spread(pullback, positions, args, tuple_result):
         else:
             chosen = dict(zip(positions, cotangents))
         return tuple(
-            (zeros_like_value(a) if chosen.get(i) is None else chosen[i])
+            (_object_tangent(a, zeros_like_value(a)) if chosen.get(i) is None else chosen[i])
             if _differentiable(a)
             else None
             for i, a in enumerate(args)
@@ -563,6 +683,8 @@ def _differentiable(value: Any) -> bool:
     node = registered_node(value)  # a dataclass, a registered pytree class
     if node is not None:
         return any(_differentiable(v) for v in node[0])
+    if is_record_instance(value):  # an object made of the values it was given
+        return any(_differentiable(v) for v in getattr(value, "__dict__", {}).values())
     return isinstance(value, hooks.TapeValue)
 
 
@@ -668,6 +790,9 @@ def _moves(tangent: Any) -> bool:
 
 
 def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
+    record = _record_call(function)
+    if record is not None:
+        return record_jvp(record[0], tuple(tangents), args, kwargs, record[1])
     if function in _REVERSE_DISPATCH:
         return _forward_over_dispatch(function, tangents, args, kwargs, tape)
     if isinstance(function, PullbackWithTangent) and len(args) == 1 and not kwargs:
@@ -747,7 +872,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         if isinstance(call, types.FunctionType):  # a layer object: its __call__
             bound_self, target = (function,), call
     full_args = bound_self + args
-    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    full_tangents = tuple(_object_tangent(a, zeros_like_value(a)) for a in bound_self)
+    full_tangents += tuple(tangents)
     positions = tuple(  # the object a method is called on is constant here: when it
         # holds differentiated values, the caller's transformer refuses the call
         i
@@ -771,6 +897,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             name = _callable_name(target)
             if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
                 reason = f"{name} has no source to transform ({reason})"
+            if _is_users_class(target):
+                reason = f"{_user_origin()}: {_not_a_record(name)}"
             if _of_s2sgrad(target):
                 # sg.vmap called by the user's code: name the user's call, as reverse mode
                 reason = (
@@ -787,6 +915,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             "(source transformed) would read as a constant; use mode='tape' for the whole "
             "function"
         )
+        _refuse_records_on_the_tape(target, full_args, positions)
         return tape_jvp(target, full_args, full_tangents, positions, kwargs, refusal)
     _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
@@ -800,6 +929,22 @@ def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
     forward mode over its later call follows them."""
     if dispatcher in (method_vjp, transformed_method_vjp):
         obj, name, *rest = args
+        if _called_as_function(obj, name):  # no cotangent for the function itself
+            made = _pullback_with_tangent(
+                plain_callable(obj), tuple(rest), tuple(tangents[2:]), kwargs, tape
+            )
+            if made is None:
+                raise _no_derivative_over_dispatch(
+                    "forward mode (jvp, hvp, hessian) over the gradient"
+                )
+            value, tangent, inner = made
+
+            def call_tangent(g, dg):
+                cotangents, moved = inner.tangent_of_call(g, dg)
+                return (None, *cotangents), (None, *moved)
+
+            pullback = PullbackWithTangent(lambda g: (None, *inner(g)), call_tangent)
+            return (value, pullback), (tangent, None)
         function = getattr(type(obj), name, None)
         if (
             type(obj) is dict
@@ -807,7 +952,10 @@ def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
             or name in getattr(obj, "__dict__", {})
         ):
             raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
-        inner_args, inner_tangents = (obj, *rest), (tangents[0], *tangents[2:])
+        inner_args, inner_tangents = (
+            (obj, *rest),
+            (_object_tangent(obj, tangents[0]), *tangents[2:]),
+        )
     else:
         function, *inner_args = args
         inner_tangents = tangents[1:]
@@ -822,6 +970,15 @@ def _pullback_with_tangent(function, args: tuple, tangents: tuple, kwargs: dict,
     """``(value, tangent, pullback)`` of ``function(*args, **kwargs)`` as :func:`_dispatch`
     differentiates it, the pullback a :class:`PullbackWithTangent`; ``None`` where the
     pullback's dependence on the arguments is not known (the tape's, a custom rule's)."""
+    record = _record_call(function)
+    if record is not None:  # linear in the cotangent, whatever the arguments
+        value, tangent = record_jvp(record[0], tuple(tangents), args, kwargs, record[1])
+        pullback = _record_pullback(record[0], args, record[1])
+        return (
+            value,
+            tangent,
+            PullbackWithTangent(pullback, lambda g, dg: (pullback(g), pullback(dg))),
+        )
     if isinstance(function, KeywordsAtTheEnd):
         return _named_pullback_with_tangent(function, args, tangents, kwargs, tape)
     if is_partial(function):
@@ -923,7 +1080,8 @@ def _generated_pullback_with_tangent(function, args, tangents, kwargs, tape: boo
     vjp = _generated_vjp(target, full_args, positions, warn=tape, kwargs=kwargs)
     if vjp is None:
         return None
-    full_tangents = tuple(zeros_like_value(a) for a in bound_self) + tuple(tangents)
+    full_tangents = tuple(_object_tangent(a, zeros_like_value(a)) for a in bound_self)
+    full_tangents += tuple(tangents)
     (value, saved), (tangent, saved_tangent) = _dispatch_jvp(
         vjp, full_tangents, full_args, kwargs, tape
     )
@@ -1025,7 +1183,9 @@ def tape_jvp(target, args, tangents, positions, kwargs, refuse_stored_state=None
     value, pullback = hooks.tape_vjp(
         target, args, kwargs, positions, refuse_stored_state=refuse_stored_state
     )
-    if isinstance(value, (type, bool, int, str, bytes, type(None))):  # type(x), a flag, text
+    if isinstance(value, (bool, int)):  # a flag, a count, id(x): constant, zero tangent
+        return value, zeros_like_value(value)
+    if isinstance(value, (type, str, bytes, type(None))):  # type(x), text
         return value, None
     _refuse_returned_closures(value, getattr(target, "__qualname__", type(target).__name__))
 
@@ -1068,6 +1228,8 @@ def _inner(cotangent, tangent):
         return sum((_inner(value, tangent.get(key)) for key, value in cotangent.items()), 0.0)
     if isinstance(cotangent, (list, tuple)):
         return sum((_inner(c, t) for c, t in zip(cotangent, tangent)), 0.0)
+    if isinstance(tangent, dict):  # a record's tangent by attribute (runtime/records.py)
+        return sum((_inner(getattr(cotangent, k, None), t) for k, t in tangent.items()), 0.0)
     node = registered_node(cotangent)  # a dataclass: one of its class
     if node is not None:
         return sum((_inner(c, t) for c, t in zip(node[0], registered_node(tangent)[0])), 0.0)

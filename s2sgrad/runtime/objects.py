@@ -71,6 +71,15 @@ def attribute_cotangent(g: Any, x: Any, name: str) -> Any:
 
 
 def _computed_attribute(x: Any, name: str) -> UnsupportedError:
+    if name == "__dict__":
+        error = UnsupportedError(
+            f"{running_origin('the differentiated function')}: reads .__dict__ of a "
+            f"{type(x).__qualname__} being differentiated, whose entries are its attributes "
+            "read without naming them, where no derivative follows; read them by name "
+            "(p.w), or use mode='tape'"
+        )
+        error.whole_function_on_tape = True  # the tape's objects hold its own values
+        return error
     error = UnsupportedError(
         f"{running_origin('the differentiated function')}: reads .{name} of a "
         f"{type(x).__qualname__} being differentiated, but .{name} is computed (a "
@@ -108,11 +117,15 @@ def attribute_entry(g: Any, x: Any, name: str) -> Any:
     fields = getattr(type(x), "_fields", None) or ()
     if isinstance(x, tuple) and name in fields and isinstance(g, (list, tuple)):
         return g[fields.index(name)]
-    if g is not None and not isinstance(g, dict) and not _stored_on_instance(x, name):
+    if g is not None and not _stored_on_instance(x, name):
         # ``g`` is an object of x's class: its class attributes and properties are not
-        # its entries (G = 9.81 read through the tangent is 9.81, not zero)
+        # its entries (G = 9.81 read through the tangent is 9.81, not zero); nor are they
+        # entries of a tangent by attribute name (an object the function made,
+        # runtime/records.py), which has none for a property: it is refused, not zero
         if not _class_constant(x, name):
             raise _computed_attribute(x, name)
+        if not hasattr(x, name):  # getattr(x, name, default) gave its default, a constant
+            return 0.0
         return zeros_like_value(getattr(x, name))  # the same for every instance: constant
     return attribute_tangent(g, name)
 
@@ -132,6 +145,8 @@ def _stored_on_instance(x: Any, name: str) -> bool:
 
 
 def _class_constant(x: Any, name: str) -> bool:
+    if name == "__dict__":  # the object's own attributes, read without naming them
+        return False
     value = getattr(type(x), name, None)
     return name not in getattr(x, "__dict__", {}) and not hasattr(value, "__get__")
 

@@ -105,6 +105,8 @@ def _router(helper: Callable, original: Callable) -> Callable:
             # a dataclass's gradient, rebuilt by its code from each attribute's, each call
             # recorded (as one call, the object it returns would hold untracked values)
             return original(*args, **kwargs)
+        if helper.__name__ in _MOVING_HELPERS:  # the tape values themselves, moved:
+            return original(*args, **kwargs)  # as one call, an object would hold plain ones
         if blank:
             return _blank_values(original(*value_of(args), **value_of(kwargs)))
         return apply_rule(helper, original, args, kwargs)
@@ -113,6 +115,14 @@ def _router(helper: Callable, original: Callable) -> Callable:
 
 
 _CONTAINER_TYPES = (*SEQUENCES, *DICTS)
+
+# Helpers that only move values between an object and its cotangent by attribute
+# (``runtime/records.py``): run on the tape values, which then keep their own records
+# (``with_attribute`` recorded by its rule made an object holding untracked values, and
+# the tape over an s2s gradient lost what flowed through the attribute stored)
+_MOVING_HELPERS = frozenset(
+    {"with_attribute", "without_attribute", "attribute_part", "attribute_only"}
+)
 
 # Helpers that make the zeros generated code then adds cotangents into, item by item
 # (``dx = zeros_like_value(x)``, then ``dx[0] += dt``): for a value being differentiated,

@@ -18,7 +18,7 @@ from s2sgrad.compiler.operations import (
     named_values_moved_last,
     refuse_dispatched_keywords,
 )
-from s2sgrad.compiler.syntax import assign, call, clone, constant, load, names_written
+from s2sgrad.compiler.syntax import assign, attribute, call, clone, constant, load, names_written
 from s2sgrad.errors import S2SGradError, UnsupportedError
 
 __all__ = ["generated_call", "dynamic_call"]
@@ -72,6 +72,11 @@ def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> ga
     """``y, dy = dynamic_jvp(f, (dx,), x)``: the derivative found when the call runs."""
     callee = clone(operation.callee)
     if _is_method_of_active(sweep, operation.callee):  # model.loss(x), model differentiated
+        return method_call(sweep, statement, operation, names)
+    if isinstance(operation.callee, gast.Name) and sweep.active(operation.callee.id):
+        # layer(x) of an object being differentiated: its class's __call__ (the reverse
+        # sweep's forward_dynamic says why)
+        operation.callee = attribute(clone(operation.callee), "__call__")
         return method_call(sweep, statement, operation, names)
     if sweep.is_active_expression(operation.callee):
         if isinstance(operation.callee, gast.Attribute):  # x.tolist(): x's own method

@@ -410,7 +410,8 @@ class _Forward:
         raise UnsupportedError(
             f"{self.parsed.location(statement)}: '{self.parsed.source_line(statement)}' writes "
             "into an array that may share memory with another (a view such as a.T[0] = ..., "
-            "a[1:][0] = ..., a.reshape(-1)[0] = ...), which forward mode does not follow; "
+            "a[1:][0] = ..., a.reshape(-1)[0] = ..., or an object's attribute, p.w[0] = ...), "
+            "which forward mode does not follow; "
             "write into the array itself with one index (a[0, 1] = ..., a[:, 0] = ...), or "
             "make a new array first (np.copy, .copy())"
         )
@@ -492,6 +493,9 @@ def _bound_to_views(statements: list[gast.stmt]) -> set[str]:
             type(value) is gast.Subscript
             or (type(value) is gast.Attribute and value.attr in _VIEW_MAKERS)
             or (type(value) is gast.Name and value.id == "vars")  # vars(o): o.__dict__
+            # t = p.w: the array the object holds, whose tangent (p's) a write into t
+            # would leave behind (p.w[0] = v, in A-normal form)
+            or (type(statement.value) is gast.Attribute and type(value.value) is gast.Name)
         ):
             found.add(statement.targets[0].id)
     return found

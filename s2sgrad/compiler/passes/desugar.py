@@ -61,6 +61,7 @@ from s2sgrad.compiler.passes.piecewise_calls import mentions_piecewise, piecewis
 from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
 from s2sgrad.compiler.passes.shallow_copies import EntryOfACopy
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
+from s2sgrad.compiler.passes.try_statements import straighten_try_statements
 from s2sgrad.compiler.passes.tuple_item_writes import split_tuple_item_writes
 from s2sgrad.compiler.passes.view_writes import write_back_views
 from s2sgrad.compiler.syntax import (
@@ -100,6 +101,10 @@ def desugar(
     ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when the caller
     knows them.
     """
+    straightened: dict[str, Any] = {}
+    if kinds is None or gast.Try in kinds or gast.With in kinds:  # the path raising nothing
+        straightened = straighten_try_statements(node, names, locate, resolve)
+        kinds = None if straightened else kinds
     if (kinds is None or not kinds.isdisjoint(_STATEMENT_FORMS)) and plain_statement_forms(
         node, names
     ):
@@ -159,6 +164,7 @@ def desugar(
     helpers: dict[str, Any] = {refusal: runtime.refuse_if_array} if refusal is not None else {}
     helpers.update(bindings)
     helpers.update(views_checked)
+    helpers.update(straightened)
     if added_at is not None:
         helpers[added_at] = runtime.added_at
     return helpers

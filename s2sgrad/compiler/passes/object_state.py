@@ -27,6 +27,7 @@ from s2sgrad import runtime
 from s2sgrad.compiler.effects import is_library_function
 from s2sgrad.compiler.frontend.parsed import NOT_FOUND
 from s2sgrad.compiler.passes.names import NameGenerator
+from s2sgrad.compiler.passes.record_stores import rebind_record_stores
 from s2sgrad.compiler.syntax import (
     assign,
     call,
@@ -51,6 +52,8 @@ def name_stored_values(
     ``resolve(expression)`` gives the object a name refers to (a class, for a constructor);
     ``location(node)`` the user's file:line of a statement, for the check made as it runs.
     """
+    # p.w = v of a record object made here: p = with_attribute(p, 'w', v), a store no more
+    rebound = rebind_record_stores(node, names, resolve)
     variables: dict[tuple[str, str], str] = {}
     node.body = _named_stores(node.body, names, variables)
     local = None  # found at the first store: most functions store no attribute
@@ -77,7 +80,7 @@ def name_stored_values(
             _read_variable(later, pair, variables[pair])
     for position, check in reversed(checks):
         node.body.insert(position, check)
-    return helpers
+    return {**helpers, **rebound}
 
 
 def _class_of(name: str, bound: set[str], resolve) -> type | None:

@@ -17,7 +17,12 @@ import gast
 import numpy as np
 
 from s2sgrad import numpy_signatures
-from s2sgrad.compiler.effects import not_at_run_time, stores_on_itself
+from s2sgrad.compiler.effects import (
+    changes_state,
+    is_library_function,
+    not_at_run_time,
+    stores_on_itself,
+)
 from s2sgrad.compiler.operations import (
     Operation,
     keeps_arguments_inside,
@@ -41,6 +46,7 @@ from s2sgrad.compiler.syntax import (
 )
 from s2sgrad.errors import S2SGradError, UnsupportedError
 from s2sgrad.rules import get_rule
+from s2sgrad.runtime.records import record_fields
 
 __all__ = ["Calls", "CalleeVJP", "unnested"]
 
@@ -132,6 +138,12 @@ class Calls:
         if self.is_method_of_varied(callee):  # model.predict(x), model differentiated
             self.forward_method(step)
             return
+        if isinstance(callee, gast.Name) and callee.id in self.activity.varied:
+            # layer(x) of an object being differentiated: its class's __call__, with the
+            # object first (a function held by a differentiated value: plain_callable's)
+            operation.callee = attribute(clone(callee), "__call__")
+            self.forward_method(step)
+            return
         callee_node = clone(operation.callee)
         if any(n in self.activity.varied for n in names_read(operation.callee)):
             if isinstance(operation.callee, gast.Attribute):  # x.tolist(): x's own method
@@ -154,6 +166,16 @@ class Calls:
         stores = stores_on_itself(self.parsed.resolve(operation.callee))
         if stores is not None:
             self.require_transformable(step, stores)
+        if self.made_with_stores(operation):
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: {operation.description}(...) makes "
+                    "an object of values being differentiated, in a function that also stores "
+                    "on objects' attributes (or calls code of yours that may), which could "
+                    "change what the object holds where no derivative follows; keep the "
+                    "new values in variables, or use mode='tape'"
+                )
+            )
         if keeps_arguments_inside(operation.primitive):
             raise not_at_run_time(
                 UnsupportedError(
@@ -172,6 +194,40 @@ class Calls:
             self.helper(dispatch), [callee_node, *operation.args], operation.keywords
         )
         step.derivative, step.extra = Derivative.DISPATCH, pullback
+
+    def made_with_stores(self, operation) -> bool:
+        """A record object (``runtime/records.py``) made from differentiated values in a
+        function that also stores on objects' attributes: a store through another name
+        (``q = p; q.w = v``) would change what ``p.w`` reads as the code runs, where only
+        a refusal after steps already taken could follow; refused now, so that mode "auto"
+        tapes the whole function."""
+        if record_fields(operation.primitive) is None:
+            return False
+        return getattr(self.context, "stores_attributes", True) or self.calls_changing_state()
+
+    def calls_changing_state(self) -> bool:
+        """Whether the function calls code of the user's that may store on an object it is
+        given (``update(p, g)`` storing ``p.w``): asked once per function."""
+        known = self.__dict__.get("_changing_state")
+        if known is None:
+            known = False
+            for statement in getattr(self.context, "nested", ()):
+                for node in walk(statement):
+                    if type(node) is not gast.Call:
+                        continue
+                    callee = self.parsed.resolve(node.func)
+                    callee = getattr(callee, "__func__", callee)
+                    if (
+                        isinstance(callee, types.FunctionType)
+                        and not is_library_function(callee)
+                        and changes_state(callee)
+                    ):
+                        known = True
+                        break
+                if known:
+                    break
+            self.__dict__["_changing_state"] = known
+        return known
 
     def require_transformable(self, step: Step, stores: str) -> None:
         """A layer that stores on itself is differentiated by source or not at all: the

@@ -94,10 +94,12 @@ class Context:
         self.lists = list_names(statements, nested)
         # read only by the adjoints of item writes (y[i] = v) and of literals ((a, b))
         item_writes = literals = False
-        for s in nested:  # one loop for both
+        self.stores_attributes = False  # obj.h = v anywhere: no record objects (see calls)
+        for s in nested:  # one loop for all three
             if type(s) is gast.Assign:
                 item_writes = item_writes or type(s.targets[0]) is gast.Subscript
                 literals = literals or type(s.value) in _LITERALS
+                self.stores_attributes |= type(s.targets[0]) is gast.Attribute
         self.integers = integer_names(statements, nested) if item_writes else set()
         self.structured = maybe_structured(
             statements, self.containers | self.lists, self.parameters, self.operations, nested

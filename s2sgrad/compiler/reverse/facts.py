@@ -31,6 +31,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 from s2sgrad.rules.registry import is_declared_several
+from s2sgrad.runtime.records import record_fields
 
 __all__ = [
     "plain_reads",
@@ -408,6 +409,8 @@ def _structured_value(statement, structured, arrays, operations) -> bool:
             return True
         if operation.kind is OperationKind.CALL and _returns_tuples(operation.primitive):
             return True  # a helper's return (value, flag)
+        if record_fields(operation.primitive) is not None:  # an object made of its
+            return True  # arguments (runtime/records.py): its cotangent by attribute, or a list
         if id(operation.primitive) not in _STRUCTURED_RESULTS:
             return False
         argument = operation.args[0] if operation.args else None

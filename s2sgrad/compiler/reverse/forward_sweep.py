@@ -20,6 +20,7 @@ from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotat
 from s2sgrad.compiler.array_method_receivers import called_on_a_constant
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
+    not_at_run_time,
     refuse_calls_kept_for_effect,
     refuse_frame_readers,
     tape_lacks_the_rule_too,
@@ -54,6 +55,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.compiler.transparent_blocks import is_transparent_with
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
 from s2sgrad.runtime.object_gradients import is_instance_object
+from s2sgrad.runtime.records import defines_value_protocols, record_fields
 
 __all__ = ["ForwardSweep", "refuse_operation"]
 
@@ -90,6 +92,7 @@ class ForwardSweep:
         )
         dicts = set()
         self.made_by_calls = set()
+        self.answering_objects: set[str] = set()  # made by classes answering ==, round ...
         mutated = []
         # Context.study's mutated_names: the bases below, found already (none: no search)
         updates = bool(getattr(self.context, "mutated", True))
@@ -103,8 +106,15 @@ class ForwardSweep:
                     or self._makes_a_dict(value)
                 ):  # d = {}, and hs = t2 of the normal form's xs, hs = {}, {}
                     dicts.add(s.targets[0].id)
-                elif type(value) is gast.Call and isinstance(stored_state.callee(value), type):
+                elif (
+                    type(value) is gast.Call
+                    and isinstance(stored_state.callee(value), type)
+                    # a record's attributes send their cotangents back to its arguments
+                    and record_fields(stored_state.callee(value)) is None
+                ):
                     self.made_by_calls.update(target_names(s.targets[0]))
+                    if defines_value_protocols(stored_state.callee(value)):
+                        self.answering_objects.update(target_names(s.targets[0]))
             base = mutated_base(s) if updates else None
             if base is not None:
                 mutated.append((s, base))
@@ -179,6 +189,14 @@ class ForwardSweep:
         where = self.parsed.location(statement)
         line = self.parsed.source_line(statement)
         if not re.search(rf"\b{re.escape(base)}\b", line):  # a temporary the expression made
+            root = re.match(r"\s*(\w+)\s*\[", line)
+            if root is not None and root.group(1) in getattr(self.context, "lists", ()):
+                return (  # D[i][j] = v of a list of lists (a dynamic programming table)
+                    f"{where}: '{line}' writes into a list held in the list "
+                    f"'{root.group(1)}', which source transformation does not follow; build "
+                    "the table as a NumPy array (np.zeros((n, m)), then D[i, j] = ...), or "
+                    "use mode='tape'"
+                )
             return (
                 f"{where}: '{line}' writes into part of an array that an expression makes "
                 "(such as a.T[0] = ..., a[1:][0] = ..., a[0][1] = ...), which may share memory "
@@ -223,6 +241,8 @@ class ForwardSweep:
         plain = (gast.Pass, gast.Break, gast.Continue, gast.Assert)
         if type(statement) is gast.ClassDef:
             self.refuse_class_reading_varied(statement)
+        if type(statement) is gast.With:
+            self.refuse_entered_values(statement)
         if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
@@ -231,6 +251,23 @@ class ForwardSweep:
             )
         steps.append(Step(statement, StepKind.OTHER))
         return [statement]
+
+    def refuse_entered_values(self, statement: gast.With) -> None:
+        """Refuse ``with manager(x) as v:`` where ``manager(x)`` reads a differentiated
+        value: ``v`` is what ``__enter__`` returns (``contextlib.nullcontext(x)``, a
+        generator's ``yield x * 2``), which no sweep follows; read as a constant, everything
+        computed from it had no derivative."""
+        for item in statement.items:
+            if item.optional_vars is None:
+                continue
+            if names_read(item.context_expr) & self.activity.varied:
+                raise UnsupportedError(
+                    f"{self.parsed.location(statement)}: 'with ... as "
+                    f"{', '.join(sorted(names_written(item.optional_vars)))}' binds what a context "
+                    "manager made from differentiated values gives on entering, which source "
+                    "transformation does not follow; compute the value before the 'with', "
+                    "or use mode='tape'"
+                )
 
     def constant_call(self, statement: gast.Assign) -> None:
         """A value computed from no differentiated one: refused, or checked when it runs,
@@ -255,9 +292,31 @@ class ForwardSweep:
         self, statement: gast.Assign, in_loop: bool, steps: list[Step]
     ) -> list[gast.stmt]:
         target = statement.targets[0]
+        if self.answering_objects:
+            self.refuse_answered_by_objects(statement)
         if type(target) is not gast.Name:
             return self.forward_store(statement, target, in_loop, steps)
         return self.forward_binding(statement, target, in_loop, steps)
+
+    def refuse_answered_by_objects(self, statement: gast.Assign) -> None:
+        """Refuse a comparison (or ``round``, ``math.floor`` ...) of an object made from
+        differentiated values whose class answers it with code of its own (``__eq__``
+        returning ``self.v * 2``): taken for a flag, a constant, what it returned had no
+        derivative, silently."""
+        value = statement.value
+        read = names_read(value) & self.answering_objects & self.activity.varied
+        if not read:
+            return
+        operation = self.context.operations.of(statement)
+        if operation.kind is OperationKind.COMPARISON or not operation.differentiable:
+            raise not_at_run_time(
+                UnsupportedError(
+                    f"{self.parsed.location(statement)}: '{self.parsed.source_line(statement)}'"
+                    " asks an object made of values being differentiated to compare or "
+                    "round itself, which its class does with code of its own whose result is "
+                    "taken for a constant; compare the values it holds, or use mode='tape'"
+                )
+            )
 
     def forward_store(
         self, statement: gast.Assign, target: gast.expr, in_loop: bool, steps: list[Step]
