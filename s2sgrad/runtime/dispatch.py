@@ -52,6 +52,7 @@ from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp
 from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
+from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
 from s2sgrad.runtime.partials import is_partial, partial_call
 
 __all__ = [
@@ -308,10 +309,9 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
         if _of_s2sgrad(target):
-            # sg.vmap, sg.jacobian called by the user's code: name the user's call
-            reason = (
-                f"{_user_origin()}: source transformation cannot differentiate through "
-                f"s2sgrad's own {getattr(target, '__qualname__', name)} ({reason})"
+            # sg.vmap, sg.jvp called by the user's code: name the user's call, not s2sgrad's
+            reason = own_transform_refusal(
+                function if _of_s2sgrad(function) else target, _user_origin()
             )
             located = True
         where = "" if located else f"{_user_origin()}: "
@@ -758,6 +758,11 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
     _refuse_library_code(target, function)  # np.vectorize(f)(x): not NumPy's code's source
+    if not tape and is_public_transform(function):  # sg.jvp inside: its code is no news
+        raise UnsupportedError(
+            f"{own_transform_refusal(function, _user_origin())}; use mode='auto' or "
+            "mode='tape' to differentiate it"
+        )
     try:
         names, vararg = positional_parameters(target), vararg_name(target)
         if positions[-1] >= len(names) and vararg is None:
@@ -773,9 +778,8 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
                 reason = f"{name} has no source to transform ({reason})"
             if _of_s2sgrad(target):
                 # sg.vmap called by the user's code: name the user's call, as reverse mode
-                reason = (
-                    f"{_user_origin()}: source transformation cannot differentiate through "
-                    f"s2sgrad's own {name} ({reason})"
+                reason = own_transform_refusal(
+                    function if _of_s2sgrad(function) else target, _user_origin()
                 )
             raise UnsupportedError(
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"
