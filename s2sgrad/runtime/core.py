@@ -20,7 +20,7 @@ from s2sgrad.rules.registry import (
 from s2sgrad.running import IN_A_DERIVATIVE, running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.container_subclasses import refuse_deque, refuse_overriding_container
-from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes, cotangent_tuple
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
 from s2sgrad.runtime.replays import DrawsAtStart
 
@@ -677,8 +677,7 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
             cotangents = pullback(g)
         finally:
             draws.restore(now)
-        if not isinstance(cotangents, tuple):
-            cotangents = (cotangents,)
+        cotangents = cotangent_tuple(self.derivative, cotangents, args, len(self.positions))
         cotangents = cotangents + (None,) * (len(args) - len(cotangents))
         check_cotangent_shapes(self.derivative, cotangents, args)
         chosen = tuple(

@@ -46,7 +46,7 @@ from s2sgrad.runtime.core import (
     vjp_call,
     zeros_like_value,
 )
-from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes, cotangent_tuple
 from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
 from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp, is_fold
 from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
@@ -308,10 +308,16 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         )
         reason = _TAPE_ONLY.get((target, positions), f"{name} has no source to transform")
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
-        if _of_s2sgrad(target):
+        if is_public_transform(function) or is_public_transform(target):
             # sg.vmap, sg.jvp called by the user's code: name the user's call, not s2sgrad's
-            reason = own_transform_refusal(
-                function if _of_s2sgrad(function) else target, _user_origin()
+            shown = function if is_public_transform(function) else target
+            reason = own_transform_refusal(shown, _user_origin())
+            located = True
+        elif _of_s2sgrad(target):
+            # s2sgrad's other code called by the user's: name the user's call
+            reason = (
+                f"{_user_origin()}: source transformation cannot differentiate through "
+                f"s2sgrad's own {getattr(target, '__qualname__', name)} ({reason})"
             )
             located = True
         where = "" if located else f"{_user_origin()}: "
@@ -519,7 +525,7 @@ def _checked(derivative, pullback, args):
 
     def checked(g):
         cotangents = pullback(g)
-        given = cotangents if isinstance(cotangents, tuple) else (cotangents,)
+        given = cotangent_tuple(derivative, cotangents, args)
         check_cotangent_shapes(derivative, given, args)
         return cotangents
 
@@ -776,10 +782,14 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             name = _callable_name(target)
             if not isinstance(error, S2SGradError):  # a builtin: no signature, no source
                 reason = f"{name} has no source to transform ({reason})"
-            if _of_s2sgrad(target):
+            if is_public_transform(function) or is_public_transform(target):
                 # sg.vmap called by the user's code: name the user's call, as reverse mode
-                reason = own_transform_refusal(
-                    function if _of_s2sgrad(function) else target, _user_origin()
+                shown = function if is_public_transform(function) else target
+                reason = own_transform_refusal(shown, _user_origin())
+            elif _of_s2sgrad(target):
+                reason = (
+                    f"{_user_origin()}: source transformation cannot differentiate through "
+                    f"s2sgrad's own {name} ({reason})"
                 )
             raise UnsupportedError(
                 f"{reason}; use mode='auto' or mode='tape' to differentiate it"

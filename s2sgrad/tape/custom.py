@@ -26,7 +26,7 @@ from typing import Any
 
 from s2sgrad.rules.registry import Rule
 from s2sgrad.runtime.core import rebuild_sequence, zeros_like_value
-from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes, cotangent_tuple
 from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.recording import is_traced
 
@@ -79,8 +79,8 @@ class CustomCall:
             result = pullback(g)
         finally:
             self.draws.restore(now)
-        if not isinstance(result, tuple):
-            result = (result,)
+        traced = sum(1 for a in args if _any_traced([a]))
+        result = cotangent_tuple(self.rule.custom, result, args, traced)
         check_cotangent_shapes(self.rule.custom, result, args)
         return tuple(result[: len(args)]) + (None,) * (len(args) - len(result))
 
