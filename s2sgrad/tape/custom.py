@@ -56,13 +56,18 @@ class CustomCall:
     Recorded as the first argument of a :data:`CUSTOM` entry.
     """
 
-    __slots__ = ("rule", "pullback", "kwargs", "draws")
+    __slots__ = ("rule", "pullback", "kwargs", "draws", "traced")
 
-    def __init__(self, rule: Rule, pullback: Any, kwargs: dict, draws: DrawsAtStart) -> None:
+    def __init__(
+        self, rule: Rule, pullback: Any, kwargs: dict, draws: DrawsAtStart, args: tuple = ()
+    ) -> None:
         self.rule = rule
         self.pullback = pullback
         self.kwargs = kwargs
         self.draws = draws
+        # how many arguments the tape tracked when it recorded the call: a pullback's one
+        # value is refused where several are differentiated (cotangent_tuple)
+        self.traced = sum(1 for a in args if _any_traced([a]))
 
     def cotangents(self, g: Any, args: tuple) -> tuple:
         """One cotangent per argument (``None`` for none), for the output cotangent ``g``."""
@@ -79,8 +84,7 @@ class CustomCall:
             result = pullback(g)
         finally:
             self.draws.restore(now)
-        traced = sum(1 for a in args if _any_traced([a]))
-        result = cotangent_tuple(self.rule.custom, result, args, traced)
+        result = cotangent_tuple(self.rule.custom, result, args, self.traced)
         check_cotangent_shapes(self.rule.custom, result, args)
         return tuple(result[: len(args)]) + (None,) * (len(args) - len(result))
 
