@@ -726,6 +726,9 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
             for name, keyword in self.tangent_names.items()
             if keyword in kwargs
         }
+        if kwargs:  # kw_block(x, scale=3.0): the jvp takes primals by position, or it
+            # would run with the default scale (a silently wrong tangent)
+            args = _in_position(self.function, args, kwargs)
         names = list(self.tangent_names)
         tangents = tuple(
             tangents_by_name.get(names[self.positions.index(i)]) if i in self.positions else None
@@ -736,6 +739,23 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
 
     def __repr__(self) -> str:
         return f"custom_jvp_call({self.function.__qualname__}, {self.positions})"
+
+
+def _in_position(function: Any, args: tuple, kwargs: dict) -> tuple:
+    """``function``'s arguments ``args`` and ``kwargs`` as one tuple in parameter order;
+    a keyword-only one, which a ``jvp(primals, tangents)`` has no place for, is refused."""
+    try:
+        bound = signature(function).bind(*args, **kwargs)
+    except TypeError:
+        bound = None
+    if bound is None or bound.kwargs:
+        raise UnsupportedError(
+            f"{running_origin(getattr(function, '__qualname__', 'the function'))}: "
+            f"{getattr(function, '__qualname__', function)} is given "
+            f"{', '.join(sorted(kwargs))} by keyword, which its forward-mode derivative "
+            "(jvp(primals, tangents)) takes by position only; pass it by position"
+        )
+    return tuple(bound.args)
 
 
 @vjp_rule(as_gradient)

@@ -249,12 +249,16 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
         value, pullback = rule.custom(*args, **kwargs)
         return value, _spread(_checked(rule.custom, pullback, args), positions, args, None)
+    # a rule's None for a floating argument is a zero cotangent, as the docstring says: the
+    # generated code adds what it returns (g = sg.stop_gradient; g(x) * x added None)
+    every = tuple(range(len(args)))
     if rule is not None and rule.vjp is not None:
         value = function(*args, **kwargs)
-        return value, lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))
+        pullback = lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))  # noqa: E731
+        return value, _spread(pullback, every, args, tuple_result=True)
     if rule is not None:  # declared non-differentiable
         value = function(*args, **kwargs)
-        return value, lambda g: tuple(None for _ in args)
+        return value, _spread(lambda g: (None,) * len(args), every, args, tuple_result=True)
     if is_fold(function, args, kwargs):  # functools.reduce(f, items): call by call
         return fold_vjp(_dispatch, args, tape)
     if not tape and function in _REVERSE_DISPATCH:
