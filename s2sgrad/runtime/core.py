@@ -38,6 +38,7 @@ __all__ = [
     "unpack_cotangent",
     "owned",
     "owned_argument",
+    "owned_tangent",
     "snapshot",
     "shape_only",
     "custom_vjp",
@@ -527,6 +528,22 @@ def owned(g: Any) -> Any:
     return _owned(g)
 
 
+def owned_tangent(tangent: Any, primal: Any) -> Any:
+    """What :func:`owned` makes of a tangent forward mode is about to write an item of,
+    complex where the primal is: ``z = x + 0j`` has the real tangent of ``x``, into which
+    ``dz[0] = dt`` of a complex ``dt`` dropped the imaginary part.
+
+    Example::
+
+        owned_tangent(np.ones(2), np.zeros(2, complex))  # array([1.+0.j, 1.+0.j])
+    """
+    copy = owned(tangent)
+    complex_primal = isinstance(primal, (np.ndarray, np.generic)) and primal.dtype.kind == "c"
+    if complex_primal and isinstance(copy, np.ndarray) and copy.dtype.kind == "f":
+        return copy.astype(np.result_type(copy, primal))
+    return copy
+
+
 def owned_argument(value: Any) -> Any:
     """A private copy of an argument the function writes into (what :func:`owned` makes),
     read-only where the argument is: a write into it then raises NumPy's own ValueError, as
@@ -622,6 +639,16 @@ def _copy_vjp(g, ans, value):
 @jvp_rule(owned, owned_argument)
 def _owned_jvp(t, ans, value):
     return (owned(t),)  # the code updates the copy in place, and the tangent alongside it
+
+
+@vjp_rule(owned_tangent)
+def _owned_tangent_vjp(g, ans, tangent, primal):
+    return g, None
+
+
+@jvp_rule(owned_tangent)
+def _owned_tangent_jvp(t, ans, tangent, primal):
+    return owned_tangent(t, primal), None
 
 
 @jvp_rule(snapshot)

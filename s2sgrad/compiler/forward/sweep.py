@@ -428,9 +428,11 @@ class _Forward:
         )
 
     def own_tangent(self, variable: str, statement: gast.stmt) -> gast.stmt:
-        """``dv = owned(dv)``: a private, writable copy of ``v``'s tangent."""
+        """``dv = owned_tangent(dv, v)``: a private, writable copy of ``v``'s tangent,
+        complex where ``v`` is (an item written may be complex)."""
         tangent = self.tangent(variable)
-        return assign(tangent, call(self.helper("owned"), [load(tangent)]), like=statement)
+        copy = call(self.helper("owned_tangent"), [load(tangent), load(variable)])
+        return assign(tangent, copy, like=statement)
 
     def tangent_target(self, target: gast.expr) -> gast.expr:
         """``(da, db), dc`` for the target ``(a, b), c``: a call's tangents have the
