@@ -48,6 +48,7 @@ from s2sgrad.rules.registry import (
     nondifferentiable,
 )
 from s2sgrad.rules.registry import vjp_rule as _vjp_rule
+from s2sgrad.running import running_origin
 from s2sgrad.runtime.core import CotangentList, add_cotangents, unbroadcast, zeros_like_value
 from s2sgrad.runtime.custom_cotangents import check_hook_cotangent
 from s2sgrad.runtime.dispatch import backward_hooks_apply
@@ -137,6 +138,7 @@ def with_derivative(x: Any, hook: Callable[[Any], Any]) -> Any:
 
         sg.grad(f)(30.0)  # prints "d/da: 1.0"; returns cos(30) + 0.5
     """
+    _require_hook(hook)
     if is_recorded((x,)):
         return apply_rule(with_derivative, _value, (x, hook))
     return x
@@ -146,10 +148,22 @@ def _value(x: Any, hook: Any) -> Any:
     return x
 
 
+def _require_hook(hook: Any) -> None:
+    """Refuse a hook that is no function (``with_derivative(x, "log")``) where it is given,
+    not as Python's TypeError from inside the backward pass."""
+    if not callable(hook):
+        raise UnsupportedError(
+            f"{running_origin(user_location())}: with_derivative(x, hook) is given "
+            f"{type(hook).__name__} {str(hook)[:40]!r} as its hook; give it a function of "
+            "the cotangent (lambda g: ...), which returns a replacement or None"
+        )
+
+
 @_vjp_rule(with_derivative, inline=False)
 def _with_derivative_vjp(g, ans, x, hook):
     if not backward_hooks_apply():  # the tape's forward mode: no backward pass
         return g, None
+    _require_hook(hook)
     replacement = hook(g)
     if replacement is None:
         return g, None

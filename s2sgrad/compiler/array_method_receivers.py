@@ -6,6 +6,9 @@ not its axes, shapes or dtypes. A receiver not differentiated, given a different
 where the array method takes an axis, is no array: ``numpy`` itself (``m = np; m.sum(x)``)
 or an object of the user's with a method of that name (``acc.sum(x)``). Such a call is
 dispatched by what ``r.sum`` is when it runs (the rule read it as an axis: zero gradient).
+A differentiated value where the method takes one (``acc.dot(x)``) fits an array as well
+as such an object: the rule stays, and ``runtime.array_receiver`` checks the receiver
+where the call runs (``receiver_to_check``).
 
 Example::
 
@@ -23,7 +26,7 @@ import numpy as np
 
 from s2sgrad.compiler.operations import Operation
 
-__all__ = ["called_on_a_constant"]
+__all__ = ["called_on_a_constant", "receiver_to_check"]
 
 # the parameters of np.ndarray's methods that take values (c.dot(x), c.clip(lo, x)): the
 # others take axes, shapes, orders and dtypes, which a differentiated value never is
@@ -65,6 +68,34 @@ def called_on_a_constant(
         varied(v) and n not in _OPERANDS and type(v) not in (gast.Tuple, gast.List)
         for n, v in given
     )
+
+
+def receiver_to_check(
+    statement: gast.stmt, operation: Operation, varied: Callable[[gast.expr], bool]
+) -> str | None:
+    """The name ``r`` of ``statement``'s value ``r.method(args)``, differentiated by the
+    rule of ``operation`` (the ``np.ndarray`` method), when ``r`` is not differentiated
+    and a differentiated argument fills a slot the method takes values in: an array there
+    (``X.dot(w)``) and an object of the user's (``acc.dot(x)``) look alike until the code
+    runs, where ``array_receiver(r, "dot")`` tells them apart; else ``None``.
+
+    Example::
+
+        receiver_to_check(parse_statement("y = acc.dot(t1)"), operation, varied)  # "acc"
+    """
+    value = getattr(statement, "value", None)
+    if not (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute)):
+        return None
+    receiver, method = value.func.value, value.func.attr
+    if not isinstance(receiver, gast.Name) or operation.args[:1] != [receiver]:
+        return None
+    if getattr(np.ndarray, method, None) is not operation.primitive or varied(receiver):
+        return None
+    names = _parameters(method) + ("",) * len(value.args)
+    given = [*zip(names, value.args), *((k.arg, k.value) for k in value.keywords)]
+    if any(varied(v) and n in _OPERANDS for n, v in given):
+        return receiver.id
+    return None
 
 
 @functools.lru_cache(maxsize=256)

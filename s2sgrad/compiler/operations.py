@@ -253,6 +253,11 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
                 ndarray_method,
                 *_keywords_in_position(get_rule(ndarray_method), receiver_and_args, keywords),
             )
+        if isinstance(target, types.MethodType) and not isinstance(func, gast.Attribute):
+            # bm(x) of a bound method a name holds (bm = model.loss): its derivative takes
+            # the object first, which the call does not pass; dispatched where it runs
+            description = dotted_name(func)
+            return Operation(OperationKind.UNKNOWN, target, args, keywords, description, func)
         if isinstance(target, types.MethodType) and isinstance(func, gast.Attribute):
             # obj.method(x) is method(obj, x): the receiver is read where the call is
             method = target.__func__

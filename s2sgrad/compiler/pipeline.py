@@ -126,6 +126,7 @@ from s2sgrad.errors import (
 from s2sgrad.rules import get_rule
 from s2sgrad.running import ORIGINS, note_generated_origin, tracing
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
 from s2sgrad.tape import is_tape_value
 from s2sgrad.tape.structures import flatten
 
@@ -711,11 +712,15 @@ def _own_callees_refused_at(function, caller, where_called: str):
     except S2SGradError as error:
         if not _is_own(function) or _is_own(caller):
             raise
-        name = getattr(function, "__qualname__", None) or repr(function)
-        refusal = type(error)(
-            f"{where_called}: source transformation cannot differentiate through s2sgrad's "
-            f"own {name} ({error}); use mode='auto' or mode='tape'"
-        )
+        if is_public_transform(function):  # sg.jvp inside: where it stopped is no news
+            text = own_transform_refusal(function, where_called)
+        else:
+            name = getattr(function, "__qualname__", None) or repr(function)
+            text = (
+                f"{where_called}: source transformation cannot differentiate through "
+                f"s2sgrad's own {name} ({error})"
+            )
+        refusal = type(error)(f"{text}; use mode='auto' or mode='tape'")
         refusal.__dict__.update(error.__dict__)
         raise refusal from None
 

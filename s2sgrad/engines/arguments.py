@@ -271,7 +271,11 @@ def is_differentiable(value: Any) -> bool:
 
         is_differentiable([1.0, np.ones(2)])  # True
     """
-    return all(leaf_kind(leaf) in _DIFFERENTIATED for leaf in leaves(value))
+    return all(
+        leaf_kind(leaf) in _DIFFERENTIATED
+        for leaf in leaves(value)
+        if leaf is not None or value is None  # an empty entry (no bias), as for grad
+    )
 
 
 _DIFFERENTIATED = ("float", "complex")  # complex numbers: docs/complex.md
@@ -374,6 +378,24 @@ def refuse_tangent_of_integer(name: str, primal: Any, tangent: Any, f: Callable)
         "float primal (3.0, or x.astype(float)) to differentiate along it, or give it a "
         "tangent of zeros"
     )
+
+
+def refuse_dropped_tangents(name: str, primal: Any, tangent: Any, f: Callable) -> None:
+    """Refuse a tangent with entries that are not zero for a container that is not
+    differentiated as a whole (``{"w": x, "n": 3}``), which forward mode would drop, entry
+    by entry too; the refusal names the entry, as :func:`check_differentiable` does.
+
+    Example::
+
+        refuse_dropped_tangents("p", {"w": x, "n": 3}, {"w": v, "n": 0}, f)  # TypeError
+    """
+    if not isinstance(primal, (dict, list, tuple)) and registered_node(primal) is None:
+        return
+    if is_differentiable(primal):
+        return
+    numbers = (int, float, complex, np.ndarray, np.generic)
+    if any(isinstance(t, numbers) and np.any(np.asarray(t) != 0) for t in leaves(tangent)):
+        check_differentiable(name, primal, f)
 
 
 def _kind_phrase(leaf: Any, kind: str) -> str:

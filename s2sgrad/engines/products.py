@@ -33,6 +33,7 @@ from s2sgrad.engines.arguments import (
     positional_name,
     refuse_array_attribute_names,
     refuse_complex_for_real,
+    refuse_dropped_tangents,
     refuse_mismatched_shape,
     refuse_not_understood,
     refuse_tangent_of_integer,
@@ -241,6 +242,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             refuse_complex_for_real(f"the tangent of {name!r}", primal, tangent, f)
             refuse_mismatched_shape(f"the tangent of {name!r}", primal, tangent, f)
             refuse_tangent_of_integer(name, primal, tangent, f)
+            refuse_dropped_tangents(name, primal, tangent, f)
     refuse_unknown_constants(f, parameters, primals, {})
     positions = tuple(
         i for i, p in enumerate(primals) if is_differentiable(p) and tangents[i] is not None

@@ -67,6 +67,7 @@ if hasattr(np, "astype"):  # NumPy 2
 # the helpers generated code and the rules above call
 complex_ready(
     runtime.unbroadcast, runtime.owned, runtime.owned_argument, runtime.owned_items,
+    runtime.owned_tangent,
     runtime.snapshot, runtime.shape_only,
     runtime.unpack_cotangent,
     runtime.as_gradient, runtime.add_cotangents, runtime.cast_like, runtime.index_cotangent,

@@ -6,6 +6,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 """
 
 from s2sgrad.runtime import (
+    array_receivers,
     attribute_stores,
     callables,
     caller_entries,
@@ -31,6 +32,7 @@ from s2sgrad.runtime import (
     ufunc_methods,
     unraised,
 )
+from s2sgrad.runtime.array_receivers import *  # noqa: F403
 from s2sgrad.runtime.attribute_stores import *  # noqa: F403
 from s2sgrad.runtime.callables import *  # noqa: F403
 from s2sgrad.runtime.caller_entries import *  # noqa: F403
@@ -85,6 +87,7 @@ __all__ = list(
             *records.__all__,
             *attribute_stores.__all__,
             *unraised.__all__,
+            *array_receivers.__all__,
             "run_checkpointed",
         ]
     )

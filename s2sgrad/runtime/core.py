@@ -20,7 +20,7 @@ from s2sgrad.rules.registry import (
 from s2sgrad.running import IN_A_DERIVATIVE, running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.container_subclasses import refuse_deque, refuse_overriding_container
-from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes, cotangent_tuple
 from s2sgrad.runtime.object_gradients import attribute_values, is_object_node, object_gradient
 from s2sgrad.runtime.replays import DrawsAtStart
 
@@ -38,6 +38,7 @@ __all__ = [
     "unpack_cotangent",
     "owned",
     "owned_argument",
+    "owned_tangent",
     "snapshot",
     "shape_only",
     "custom_vjp",
@@ -527,6 +528,22 @@ def owned(g: Any) -> Any:
     return _owned(g)
 
 
+def owned_tangent(tangent: Any, primal: Any) -> Any:
+    """What :func:`owned` makes of a tangent forward mode is about to write an item of,
+    complex where the primal is: ``z = x + 0j`` has the real tangent of ``x``, into which
+    ``dz[0] = dt`` of a complex ``dt`` dropped the imaginary part.
+
+    Example::
+
+        owned_tangent(np.ones(2), np.zeros(2, complex))  # array([1.+0.j, 1.+0.j])
+    """
+    copy = owned(tangent)
+    complex_primal = isinstance(primal, (np.ndarray, np.generic)) and primal.dtype.kind == "c"
+    if complex_primal and isinstance(copy, np.ndarray) and copy.dtype.kind == "f":
+        return copy.astype(np.result_type(copy, primal))
+    return copy
+
+
 def owned_argument(value: Any) -> Any:
     """A private copy of an argument the function writes into (what :func:`owned` makes),
     read-only where the argument is: a write into it then raises NumPy's own ValueError, as
@@ -624,6 +641,16 @@ def _owned_jvp(t, ans, value):
     return (owned(t),)  # the code updates the copy in place, and the tangent alongside it
 
 
+@vjp_rule(owned_tangent)
+def _owned_tangent_vjp(g, ans, tangent, primal):
+    return g, None
+
+
+@jvp_rule(owned_tangent)
+def _owned_tangent_jvp(t, ans, tangent, primal):
+    return owned_tangent(t, primal), None
+
+
 @jvp_rule(snapshot)
 def _snapshot_jvp(t, ans, value):
     return (snapshot(t),)
@@ -677,8 +704,7 @@ class custom_vjp:  # noqa: N801  (reads as a function in generated code)
             cotangents = pullback(g)
         finally:
             draws.restore(now)
-        if not isinstance(cotangents, tuple):
-            cotangents = (cotangents,)
+        cotangents = cotangent_tuple(self.derivative, cotangents, args, len(self.positions))
         cotangents = cotangents + (None,) * (len(args) - len(cotangents))
         check_cotangent_shapes(self.derivative, cotangents, args)
         chosen = tuple(
@@ -727,6 +753,9 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
             for name, keyword in self.tangent_names.items()
             if keyword in kwargs
         }
+        if kwargs:  # kw_block(x, scale=3.0): the jvp takes primals by position, or it
+            # would run with the default scale (a silently wrong tangent)
+            args = _in_position(self.function, args, kwargs)
         names = list(self.tangent_names)
         tangents = tuple(
             tangents_by_name.get(names[self.positions.index(i)]) if i in self.positions else None
@@ -737,6 +766,23 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
 
     def __repr__(self) -> str:
         return f"custom_jvp_call({self.function.__qualname__}, {self.positions})"
+
+
+def _in_position(function: Any, args: tuple, kwargs: dict) -> tuple:
+    """``function``'s arguments ``args`` and ``kwargs`` as one tuple in parameter order;
+    a keyword-only one, which a ``jvp(primals, tangents)`` has no place for, is refused."""
+    try:
+        bound = signature(function).bind(*args, **kwargs)
+    except TypeError:
+        bound = None
+    if bound is None or bound.kwargs:
+        raise UnsupportedError(
+            f"{running_origin(getattr(function, '__qualname__', 'the function'))}: "
+            f"{getattr(function, '__qualname__', function)} is given "
+            f"{', '.join(sorted(kwargs))} by keyword, which its forward-mode derivative "
+            "(jvp(primals, tangents)) takes by position only; pass it by position"
+        )
+    return tuple(bound.args)
 
 
 @vjp_rule(as_gradient)

@@ -17,7 +17,46 @@ from s2sgrad.errors import CotangentShapeError, where
 from s2sgrad.numpy_signatures import parameters
 from s2sgrad.running import origin_of
 
-__all__ = ["check_cotangent_shapes", "check_hook_cotangent"]
+__all__ = ["check_cotangent_shapes", "check_hook_cotangent", "cotangent_tuple"]
+
+
+def cotangent_tuple(
+    derivative: Any, returned: Any, args: tuple, differentiated: int | None = None
+) -> tuple:
+    """What a user's pullback ``returned`` as one entry per argument: a tuple as it is, one
+    value as the first argument's. Refused with :class:`CotangentShapeError` where one
+    value would give the first argument a cotangent meant for several: a list for a call
+    of several arguments that may be differentiated (whose first is no list: ``[g * b,
+    g * a]`` was summed into the first argument, the second's dropped), or any one value
+    when ``differentiated`` (how many of ``args`` are being differentiated, when the
+    caller knows) is more than one. One value for ``shifted(x, 4.0)``, its scale a
+    constant, stays x's.
+
+    Example::
+
+        cotangent_tuple(df, [g * b, g * a], (a, b))  # CotangentShapeError: return a tuple
+    """
+    if isinstance(returned, tuple) or returned is None:
+        return (returned,) if returned is None else returned
+    several = sum(map(_may_be_differentiated, args)) > 1
+    listed = isinstance(returned, list) and not (args and isinstance(args[0], list))
+    if (several and listed) or (differentiated is not None and differentiated > 1):
+        origin, name = _described(derivative)
+        raise CotangentShapeError(
+            f"{origin}: the pullback of {name} returned one {type(returned).__name__} for a "
+            f"call with {len(args)} arguments; return a tuple with one cotangent per "
+            "argument (None for one without), as in 'return g * b, g * a'"
+        )
+    return (returned,)
+
+
+def _may_be_differentiated(value: Any) -> bool:
+    """Whether an argument may carry a derivative: not None, an integer, a boolean or
+    text (an integer or boolean array neither)."""
+    if value is None or isinstance(value, (bool, int, str, bytes, np.integer, np.bool_)):
+        return False
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    return kind is None or kind in "fc"
 
 
 def check_cotangent_shapes(derivative: Any, cotangents: tuple, args: tuple) -> None:

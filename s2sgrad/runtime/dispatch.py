@@ -46,12 +46,13 @@ from s2sgrad.runtime.core import (
     vjp_call,
     zeros_like_value,
 )
-from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes, cotangent_tuple
 from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
 from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp, is_fold
 from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
 from s2sgrad.runtime.objects import refuse_stored_state
+from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
 from s2sgrad.runtime.partials import is_partial, partial_call
 from s2sgrad.runtime.records import (
     is_record_instance,
@@ -309,12 +310,16 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         positions = tuple(i for i, a in enumerate(args) if _differentiable(a))
         value, pullback = rule.custom(*args, **kwargs)
         return value, _spread(_checked(rule.custom, pullback, args), positions, args, None)
+    # a rule's None for a floating argument is a zero cotangent, as the docstring says: the
+    # generated code adds what it returns (g = sg.stop_gradient; g(x) * x added None)
+    every = tuple(range(len(args)))
     if rule is not None and rule.vjp is not None:
         value = function(*args, **kwargs)
-        return value, lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))
+        pullback = lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))  # noqa: E731
+        return value, _spread(pullback, every, args, tuple_result=True)
     if rule is not None:  # declared non-differentiable
         value = function(*args, **kwargs)
-        return value, lambda g: tuple(None for _ in args)
+        return value, _spread(lambda g: (None,) * len(args), every, args, tuple_result=True)
     if is_fold(function, args, kwargs):  # functools.reduce(f, items): call by call
         return fold_vjp(_dispatch, args, tape)
     if not tape and function in _REVERSE_DISPATCH:
@@ -370,8 +375,13 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         if _is_users_class(target):
             reason = _not_a_record(name)
         located = reason.split(": ", 1)[0].rsplit(":", 1)[-1].isdigit()  # "file.py:12: ..."
-        if _of_s2sgrad(target):
-            # sg.vmap, sg.jacobian called by the user's code: name the user's call
+        if is_public_transform(function) or is_public_transform(target):
+            # sg.vmap, sg.jvp called by the user's code: name the user's call, not s2sgrad's
+            shown = function if is_public_transform(function) else target
+            reason = own_transform_refusal(shown, _user_origin())
+            located = True
+        elif _of_s2sgrad(target):
+            # s2sgrad's other code called by the user's: name the user's call
             reason = (
                 f"{_user_origin()}: source transformation cannot differentiate through "
                 f"s2sgrad's own {getattr(target, '__qualname__', name)} ({reason})"
@@ -639,7 +649,7 @@ def _checked(derivative, pullback, args):
 
     def checked(g):
         cotangents = pullback(g)
-        given = cotangents if isinstance(cotangents, tuple) else (cotangents,)
+        given = cotangent_tuple(derivative, cotangents, args)
         check_cotangent_shapes(derivative, given, args)
         return cotangents
 
@@ -884,6 +894,11 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         value = function(*args, **kwargs)
         return value, zeros_like_value(value)
     _refuse_library_code(target, function)  # np.vectorize(f)(x): not NumPy's code's source
+    if not tape and is_public_transform(function):  # sg.jvp inside: its code is no news
+        raise UnsupportedError(
+            f"{own_transform_refusal(function, _user_origin())}; use mode='auto' or "
+            "mode='tape' to differentiate it"
+        )
     try:
         names, vararg = positional_parameters(target), vararg_name(target)
         if positions[-1] >= len(names) and vararg is None:
@@ -899,8 +914,11 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
                 reason = f"{name} has no source to transform ({reason})"
             if _is_users_class(target):
                 reason = f"{_user_origin()}: {_not_a_record(name)}"
-            if _of_s2sgrad(target):
+            if is_public_transform(function) or is_public_transform(target):
                 # sg.vmap called by the user's code: name the user's call, as reverse mode
+                shown = function if is_public_transform(function) else target
+                reason = own_transform_refusal(shown, _user_origin())
+            elif _of_s2sgrad(target):
                 reason = (
                     f"{_user_origin()}: source transformation cannot differentiate through "
                     f"s2sgrad's own {name} ({reason})"

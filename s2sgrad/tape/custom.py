@@ -26,7 +26,7 @@ from typing import Any
 
 from s2sgrad.rules.registry import Rule
 from s2sgrad.runtime.core import rebuild_sequence, zeros_like_value
-from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes
+from s2sgrad.runtime.custom_cotangents import check_cotangent_shapes, cotangent_tuple
 from s2sgrad.runtime.replays import DrawsAtStart
 from s2sgrad.tape.recording import is_traced
 
@@ -56,13 +56,18 @@ class CustomCall:
     Recorded as the first argument of a :data:`CUSTOM` entry.
     """
 
-    __slots__ = ("rule", "pullback", "kwargs", "draws")
+    __slots__ = ("rule", "pullback", "kwargs", "draws", "traced")
 
-    def __init__(self, rule: Rule, pullback: Any, kwargs: dict, draws: DrawsAtStart) -> None:
+    def __init__(
+        self, rule: Rule, pullback: Any, kwargs: dict, draws: DrawsAtStart, args: tuple = ()
+    ) -> None:
         self.rule = rule
         self.pullback = pullback
         self.kwargs = kwargs
         self.draws = draws
+        # how many arguments the tape tracked when it recorded the call: a pullback's one
+        # value is refused where several are differentiated (cotangent_tuple)
+        self.traced = sum(1 for a in args if _any_traced([a]))
 
     def cotangents(self, g: Any, args: tuple) -> tuple:
         """One cotangent per argument (``None`` for none), for the output cotangent ``g``."""
@@ -79,8 +84,7 @@ class CustomCall:
             result = pullback(g)
         finally:
             self.draws.restore(now)
-        if not isinstance(result, tuple):
-            result = (result,)
+        result = cotangent_tuple(self.rule.custom, result, args, self.traced)
         check_cotangent_shapes(self.rule.custom, result, args)
         return tuple(result[: len(args)]) + (None,) * (len(args) - len(result))
 

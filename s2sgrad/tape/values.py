@@ -1732,7 +1732,8 @@ def call_custom(primitive: Any, rule: Rule, args: tuple, kwargs: dict | None = N
     if not serials:
         return value
     out = _wrap(value, serials)
-    entry = (CUSTOM, (CustomCall(rule, pullback, plain_kwargs, draws), *recorded), None, out)
+    call = CustomCall(rule, pullback, plain_kwargs, draws, tuple(args))
+    entry = (CUSTOM, (call, *recorded), None, out)
     for serial in serials:
         RECORDING[serial]._entries.append(entry)
     return out

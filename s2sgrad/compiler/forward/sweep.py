@@ -16,7 +16,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
-from s2sgrad.compiler.array_method_receivers import called_on_a_constant
+from s2sgrad.compiler.array_method_receivers import called_on_a_constant, receiver_to_check
 from s2sgrad.compiler.effects import (
     refuse_calls_kept_for_effect,
     refuse_frame_readers,
@@ -53,6 +53,7 @@ from s2sgrad.compiler.syntax import (
 from s2sgrad.compiler.transparent_blocks import is_transparent_with
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, iterator_error
 from s2sgrad.rules import get_rule
+from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
 
 __all__ = ["TangentProgram", "forward_sweep"]
 
@@ -286,7 +287,14 @@ class _Forward:
             return [dynamic_call(self, statement, step.computed, names)]
         if step.calls:
             return [generated_call(self, statement, step.computed, names)]
-        return self.rule_assignment(statement, step.computed, names)
+        checked = receiver_to_check(statement, step.computed, self.is_active_expression)
+        if checked is None:
+            return self.rule_assignment(statement, step.computed, names)
+        # acc.dot(x): NumPy's ndarray.dot for an array, refused for an object of the user's
+        method = gast.Constant(value=statement.value.func.attr, kind=None)
+        check = call(self.helper("array_receiver"), [load(checked), method])
+        lines = self.rule_assignment(statement, step.computed, names)
+        return [gast.copy_location(gast.Expr(value=check), statement), *lines]
 
     def step(self, statement: gast.Assign) -> Step:
         """The step of an assignment to differentiated names: how its tangent is taken
@@ -312,6 +320,10 @@ class _Forward:
             operation.callee = statement.value.func
             drop_receiver(operation)
             step.derivative = Derivative.DISPATCH
+        elif kind is OperationKind.CALL and is_public_transform(operation.primitive):
+            where = self.parsed.location(statement)  # sg.jvp(f, ...) inside: not its code
+            refusal = own_transform_refusal(operation.primitive, where)
+            raise UnsupportedError(f"{refusal}; use mode='auto' or mode='tape'")
         elif kind is OperationKind.CALL:
             rule = get_rule(operation.primitive)
             custom = rule is not None and rule.custom is not None
@@ -417,9 +429,11 @@ class _Forward:
         )
 
     def own_tangent(self, variable: str, statement: gast.stmt) -> gast.stmt:
-        """``dv = owned(dv)``: a private, writable copy of ``v``'s tangent."""
+        """``dv = owned_tangent(dv, v)``: a private, writable copy of ``v``'s tangent,
+        complex where ``v`` is (an item written may be complex)."""
         tangent = self.tangent(variable)
-        return assign(tangent, call(self.helper("owned"), [load(tangent)]), like=statement)
+        copy = call(self.helper("owned_tangent"), [load(tangent), load(variable)])
+        return assign(tangent, copy, like=statement)
 
     def tangent_target(self, target: gast.expr) -> gast.expr:
         """``(da, db), dc`` for the target ``(a, b), c``: a call's tangents have the

@@ -160,8 +160,9 @@ def _checked_node(function: Any, code: types.CodeType) -> tuple[gast.FunctionDef
     for reread in (False, True):
         if reread:
             linecache.checkcache(code.co_filename)
-        try:
-            lines, first_line, tree = read_definition(function)
+        try:  # read again, the lines are found by tokenizing: code a return leaves dead
+            # at the end (after a try whose every way out returns) has no position
+            lines, first_line, tree = read_definition(function, by_tokens=reread)
         except (OSError, TypeError) as error:
             raise S2SGradError(
                 f"{where(code.co_filename, code.co_firstlineno)}: no source is available for "
@@ -236,14 +237,15 @@ def _names_the_function(lines: list[str], code: types.CodeType) -> bool:
     return re.match(pattern, heading) is not None
 
 
-def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
+def read_definition(function, by_tokens: bool = False) -> tuple[list[str], int, ast.Module | None]:
     """The lines of ``function``'s definition (decorators included), the first one's
     number, and the dedented definition parsed (None if it was not parsed here).
 
     Like ``inspect.getsourcelines`` (and raising what it raises), without tokenizing: a
     ``def`` ends on the last line its code (or any code nested in it) has a position on;
     trailing lines without code (comments, a final ``pass``) do not change what the
-    function does.
+    function does. ``by_tokens``: as ``inspect`` finds them (statements the compiler left
+    out as dead after a ``return`` have no position, yet their constants stay in the code).
 
     Example::
 
@@ -252,7 +254,7 @@ def read_definition(function) -> tuple[list[str], int, ast.Module | None]:
     code = getattr(function, "__code__", None)
     if code is None:
         raise TypeError(f"{function!r} is not a Python function")
-    if code.co_name != "<lambda>":
+    if code.co_name != "<lambda>" and not by_tokens:
         lines = linecache.getlines(code.co_filename, function.__globals__)
         last = _last_line(code)
         first = code.co_firstlineno

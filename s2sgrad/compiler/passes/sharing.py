@@ -72,6 +72,7 @@ _HELPER_RESULTS = {
     "owned": (),
     "owned_argument": (),
     "owned_items": (),
+    "owned_tangent": (),
     "snapshot": (),
     "shape_only": (),
     "assigned_cotangent": (),

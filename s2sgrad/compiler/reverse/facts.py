@@ -185,6 +185,7 @@ def _creates_new(value: gast.expr, parsed, local_names) -> bool:
                 "owned",
                 "owned_argument",
                 "owned_items",
+                "owned_tangent",
                 "zeros_like_value",
                 "zeros_like_structure",
                 "snapshot",

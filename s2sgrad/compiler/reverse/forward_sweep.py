@@ -17,7 +17,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotation
-from s2sgrad.compiler.array_method_receivers import called_on_a_constant
+from s2sgrad.compiler.array_method_receivers import called_on_a_constant, receiver_to_check
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
     not_at_run_time,
@@ -383,9 +383,23 @@ class ForwardSweep:
                 result.append(
                     self.saves.save_marker(self.saves.new_save(step, owner, "pop", popped))
                 )
+        if step.derivative is Derivative.RULE:
+            result += self.receiver_checks(step)
         statement.value = self.checked_reads(statement.value)
         result.append(step.statement)
         return result
+
+    def receiver_checks(self, step: Step) -> list[gast.stmt]:
+        """``array_receiver(acc, 'dot')`` before ``y = acc.dot(x)``, differentiated by
+        ``ndarray.dot``'s rule, unless ``acc`` surely holds an array: an object of the
+        user's with a method of that name is refused where it runs (auto tapes it)."""
+        statement = step.statement
+        name = receiver_to_check(statement, step.computed, self.context.is_varied_expression)
+        if name is None or (name in self.context.numeric and name not in self.parameters):
+            return []
+        method = gast.Constant(value=statement.value.func.attr, kind=None)
+        check = call(self.context.helper("array_receiver"), [load(name), method])
+        return [located(gast.Expr(value=check), statement)]
 
     def checked_reads(self, value: gast.expr) -> gast.expr:
         """``value`` with each read of an object's attribute that may see state stored in
