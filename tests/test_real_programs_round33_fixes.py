@@ -55,3 +55,30 @@ def test_an_entry_update_of_an_arrays_copy_on_the_tape(mode):
     # forward mode over the generated gradient, which writes rhs back from its save stack,
     # is refused in s2s (auto takes the tape)
     _check_program(implicit_cable, CABLE_PARAMETERS, mode, frozenset({("s2s", "hvp")}))
+
+
+def filter_with_unpacked_writes(log_q):
+    """A Kalman filter keeping its predictions and estimates in buffers made by np.zeros,
+    two entries written by one unpacking (``mp[t], Pp[t] = mean, var + q``): the tape
+    followed ``mp[t] = mean`` alone and refused the unpacking as a write that would drop
+    the derivative."""
+    q = np.exp(log_q)
+    obs = np.array([0.2, 0.5, 0.4, 0.9, 1.3])
+    n = len(obs)
+    mp, Pp = np.zeros(n), np.zeros(n)
+    m, P = np.zeros(n), np.zeros(n)
+    mean, var = 0.0, 1.0
+    for t in range(n):
+        mp[t], Pp[t] = mean, var + q[0]
+        gain = Pp[t] / (Pp[t] + q[1])
+        mean, var = mp[t] + gain * (obs[t] - mp[t]), (1 - gain) * Pp[t]
+        m[t], P[t], last = mean, var, t
+    return np.sum((m - obs) ** 2) + np.sum(P * mp) + last
+
+
+NOISE_LOGS = np.array([-1.0, -0.5]) + R.normal(size=2) * 0.1
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_item_writes_by_one_unpacking_on_the_tape(mode):
+    _check_program(filter_with_unpacked_writes, NOISE_LOGS, mode, frozenset({("s2s", "hvp")}))
