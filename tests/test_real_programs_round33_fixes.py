@@ -3,7 +3,12 @@ checked against central differences in the modes it failed in."""
 
 import numpy as np
 import pytest
-from test_real_programs_round32 import _check_program
+from test_nested_helper_updates import (
+    called_inside_an_expression,
+    given_a_view,
+    passed_as_a_value,
+)
+from test_real_programs_round32 import BY_THE_TAPE, _check_program
 
 R = np.random.default_rng(3335)
 
@@ -82,3 +87,39 @@ NOISE_LOGS = np.array([-1.0, -0.5]) + R.normal(size=2) * 0.1
 @pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
 def test_item_writes_by_one_unpacking_on_the_tape(mode):
     _check_program(filter_with_unpacked_writes, NOISE_LOGS, mode, frozenset({("s2s", "hvp")}))
+
+
+def memoised_recurrence(params, n=7):
+    """A second-order recurrence by a recursive nested function keeping its terms in a
+    dict passed along: the transformer cannot inline a helper that changes its argument
+    inside an expression, and refused it for the tape too, which runs it as written."""
+    a, b = params[0], params[1]
+
+    def term(k, memo):
+        if k in memo:
+            return memo[k]
+        value = a * term(k - 1, memo) + b * term(k - 2, memo)
+        memo[k] = value
+        return value
+
+    return term(n, {0: 1.0, 1: 0.5})
+
+
+RECURRENCE = np.array([0.6, 0.3]) + R.normal(size=2) * 0.05
+HELPER_INPUT = R.uniform(-1.0, 1.0, size=3)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_nested_helper_changing_a_dict_inside_an_expression(mode):
+    _check_program(memoised_recurrence, RECURRENCE, mode, BY_THE_TAPE)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [called_inside_an_expression, given_a_view, passed_as_a_value],
+    ids=lambda f: f.__name__,
+)
+def test_nested_helpers_the_transformer_cannot_inline_are_taped_by_auto(f):
+    """Refused by the transformer (test_nested_helper_updates), differentiated by auto's
+    fallback to the tape, which follows the helper's change as NumPy makes it."""
+    _check_program(f, HELPER_INPUT, "auto")
