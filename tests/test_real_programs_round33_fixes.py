@@ -10,6 +10,8 @@ from test_nested_helper_updates import (
 )
 from test_real_programs_round32 import BY_THE_TAPE, _check_program
 
+import s2sgrad as sg
+
 R = np.random.default_rng(3335)
 
 
@@ -123,3 +125,36 @@ def test_nested_helpers_the_transformer_cannot_inline_are_taped_by_auto(f):
     """Refused by the transformer (test_nested_helper_updates), differentiated by auto's
     fallback to the tape, which follows the helper's change as NumPy makes it."""
     _check_program(f, HELPER_INPUT, "auto")
+
+
+GT_X = np.linspace(-1.0, 1.0, 5)
+GT_Y = np.sin(2.0 * GT_X)
+
+
+def step_by_a_gradient_tape(w, lr=0.3):
+    """One step by a GradientTape block inside the loss, written as TensorFlow's tutorials
+    write it (``sg.constant`` of the weights, watched): the constant of a value an outer
+    transform records dropped its derivative, so the outer gradient missed the step's."""
+    weights = sg.constant(w)
+    with sg.GradientTape() as tape:
+        tape.watch(weights)
+        inner = np.mean((np.tanh(GT_X * weights[0] + weights[1]) - GT_Y) ** 2)
+    g = tape.gradient(inner, weights)
+    w_new = w - lr * g
+    return np.mean((np.tanh(GT_X * w_new[0] + w_new[1]) - GT_Y) ** 2)
+
+
+TAPE_WEIGHTS = np.array([0.3, -0.2]) + R.normal(size=2) * 0.1
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_constant_of_a_value_being_differentiated_keeps_its_derivative(mode):
+    _check_program(step_by_a_gradient_tape, TAPE_WEIGHTS, mode, BY_THE_TAPE)
+
+
+def test_a_constant_of_a_tape_value_in_another_dtype_keeps_its_derivative():
+    x = sg.constant(np.array([1.0, 2.0]))
+    with sg.GradientTape() as tape:
+        tape.watch(x)
+        y = np.sum(sg.constant(x, dtype=np.float32) ** 2)
+    np.testing.assert_allclose(tape.gradient(y, x), 2 * np.array([1.0, 2.0]))

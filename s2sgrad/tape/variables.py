@@ -20,7 +20,8 @@ __all__ = ["Variable", "constant"]
 
 
 def constant(value: Any, dtype: Any = None) -> TapeValue:
-    """A tape value holding ``value`` (a Python float stays a float; lists become arrays).
+    """A tape value holding ``value`` (a Python float stays a float; lists become arrays);
+    a tape value (not a Variable) is returned as it is (converted to ``dtype``).
 
     Tapes track it only once they ``watch`` it.
 
@@ -32,6 +33,11 @@ def constant(value: Any, dtype: Any = None) -> TapeValue:
             y = x * x
         tape.gradient(y, x)  # 6.0
     """
+    if type(value) is TapeValue:
+        # a value a tape records (being differentiated by an outer transform, say): itself,
+        # as TensorFlow's constant of a tensor is, so that derivatives keep flowing through
+        # it rather than stopping silently
+        return value if dtype is None or np.dtype(dtype) == value.dtype else value.astype(dtype)
     return TapeValue(_plain(value, dtype))
 
 
