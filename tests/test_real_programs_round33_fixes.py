@@ -158,3 +158,16 @@ def test_a_constant_of_a_tape_value_in_another_dtype_keeps_its_derivative():
         tape.watch(x)
         y = np.sum(sg.constant(x, dtype=np.float32) ** 2)
     np.testing.assert_allclose(tape.gradient(y, x), 2 * np.array([1.0, 2.0]))
+
+
+def weights_held_in_a_variable(w):
+    """A Variable made from the weights inside the loss: it holds a plain copy, and the
+    tape returned a zero gradient without a word."""
+    v = sg.Variable(w)
+    return np.sum(v * v * GT_X[:2])
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_variable_of_a_value_being_differentiated_is_refused(mode):
+    with pytest.raises(sg.S2SGradError, match=f"{__file__}:[0-9]+: sg.Variable"):
+        sg.grad(weights_held_in_a_variable, mode=mode)(TAPE_WEIGHTS)
