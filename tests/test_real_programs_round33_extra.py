@@ -9,7 +9,14 @@ import math
 import numpy as np
 import pytest
 from scipy.special import erf, gammaln
-from test_real_programs_round32 import BY_THE_TAPE, MODES, S2S_HVP, _check_program
+from test_real_programs_round32 import (
+    BY_THE_TAPE,
+    MODES,
+    ON_THE_TAPE,
+    S2S_HVP,
+    S2S_JVP_HVP,
+    _check_program,
+)
 
 import s2sgrad as sg
 
@@ -378,6 +385,114 @@ def lqg_with_kalman(gain):
     return cost
 
 
+# --- a few more written quickly, as users do -----------------------------------------------------
+
+
+def adaptive_euler_heun(k, tol=1e-4):
+    """An adaptive step-size integrator (Heun with an Euler error estimate) for y' = -k y^2
+    on [0, 1], the step accepted or halved by a while loop on the error."""
+    t, y, h = 0.0, 1.0, 0.1
+    while t < 1.0 - 1e-12:
+        h = min(h, 1.0 - t)
+        f0 = -k * y * y
+        y_euler = y + h * f0
+        y_heun = y + 0.5 * h * (f0 - k * y_euler * y_euler)
+        err = abs(y_heun - y_euler)
+        if err > tol:
+            h = h / 2
+            continue
+        t, y = t + h, y_heun
+    return y
+
+
+def vibration_modes(stiffnesses):
+    """Natural frequencies of a spring chain from np.linalg.eigh of its stiffness matrix,
+    the lowest two matched to targets."""
+    n = len(stiffnesses)
+    K = np.zeros((n, n))
+    for i, k in enumerate(stiffnesses):
+        K[i, i] += k
+        if i + 1 < n:
+            K[i + 1, i + 1] += k
+            K[i, i + 1] -= k
+            K[i + 1, i] -= k
+    evals = np.linalg.eigh(K)[0]
+    return (np.sqrt(evals[0]) - 0.4) ** 2 + (np.sqrt(evals[1]) - 1.1) ** 2
+
+
+def running_max_drawdown(returns):
+    wealth = np.cumprod(1 + returns)
+    peak = np.maximum.accumulate(wealth)
+    drawdown = (peak - wealth) / peak
+    return np.max(drawdown) + 0.1 * wealth[-1]
+
+
+def tree_sum(node, weights):
+    """A recursive sum over a tree written as nested dicts."""
+    value = weights[node["index"]] * node["scale"]
+    for child in node.get("children", []):
+        value = value + np.tanh(tree_sum(child, weights))
+    return value
+
+
+TREE = {
+    "index": 0,
+    "scale": 1.0,
+    "children": [
+        {"index": 1, "scale": 0.5, "children": [{"index": 2, "scale": 2.0}]},
+        {"index": 3, "scale": -1.0},
+    ],
+}
+
+
+def recursive_tree_model(weights):
+    return tree_sum(TREE, weights) ** 2
+
+
+def ranking_hinge_by_sort(scores):
+    """A listwise loss: items sorted by their scores' values, hinge penalties between
+    consecutive items in the relevance order."""
+    relevance = np.array([3.0, 1.0, 2.0, 0.0, 1.5])
+    order = np.argsort(-relevance)
+    s = scores[order]
+    return np.sum(np.maximum(0.0, 1.0 - (s[:-1] - s[1:])) ** 2)
+
+
+def robust_median_fit(w):
+    x = np.linspace(-1, 1, 7)
+    y = 2 * x + 0.3 + np.array([0.0, 0.1, -0.1, 3.0, 0.05, -0.05, 0.0])
+    residuals = y - (w[0] * x + w[1])
+    return np.median(residuals**2) + 0.01 * np.sum(w**2)
+
+
+def generator_sums_and_fsum(p):
+    """Loss terms summed by a generator expression and math.fsum of floats of items."""
+    xs = np.linspace(0.1, 1.0, 6)
+    terms = ((p[0] * math.exp(-p[1] * x) - math.cos(x)) ** 2 for x in xs)
+    return sum(terms) + math.fsum([float(p[0] ** 2) * 0.0]) + sum(p[k] ** 2 for k in range(2))
+
+
+def einsum_bilinear_attention(W):
+    q = POINT_CLOUD[:3]
+    k = POINT_CLOUD[3:]
+    scores = np.einsum("id,de,je->ij", q, W, k)
+    a = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    return np.einsum("ij,jd->", a, k) ** 2
+
+
+def determinant_and_inverse(M):
+    A = M + 3 * np.eye(3)
+    return np.log(abs(np.linalg.det(A))) + np.trace(np.linalg.inv(A) @ A.T)
+
+
+def clipped_policy_ratio(theta, eps=0.2):
+    old = np.array([0.3, 0.5, 0.2, 0.4])
+    adv = np.array([1.0, -0.5, 0.3, -1.2])
+    new = 1 / (1 + np.exp(-theta))
+    ratio = new / old
+    return -np.mean(np.minimum(ratio * adv, np.clip(ratio, 1 - eps, 1 + eps) * adv))
+
+
 PROGRAMS = [
     (bezier_fit, np.stack([np.linspace(0, 1, 4), _n(4)], axis=1)),
     (bspline_smoothing, _n(5)),
@@ -405,6 +520,16 @@ PROGRAMS = [
     ),
     (topk_sparse_attention, _n(3, 3)),
     (lqg_with_kalman, np.array([0.5, 0.4])),
+    (adaptive_euler_heun, 1.3),
+    (vibration_modes, np.array([0.5, 1.0, 0.8])),
+    (running_max_drawdown, np.array([0.05, -0.1, 0.03, -0.04, 0.08])),
+    (recursive_tree_model, _n(4)),
+    (ranking_hinge_by_sort, _n(5)),
+    (robust_median_fit, np.array([1.5, 0.1])),
+    (generator_sums_and_fsum, np.array([1.0, 0.7])),
+    (einsum_bilinear_attention, _n(3, 3)),
+    (determinant_and_inverse, _n(3, 3, scale=0.3)),
+    (clipped_policy_ratio, np.array([-0.8, 0.1, -1.5, -0.3])),
 ]
 
 # GradientTape blocks and a nested helper changing its dict inside an expression are taped by
@@ -416,6 +541,12 @@ REFUSED = {
     "image_source_acoustics": S2S_HVP,
     "value_and_grad_training": S2S_HVP,
     "cournot_best_responses": S2S_HVP,
+    "vibration_modes": S2S_HVP,
+    # a recursive helper's own call is dispatched at run time in forward mode, its dict
+    # argument taken for one being differentiated
+    "recursive_tree_model": S2S_JVP_HVP,
+    # float() of a value being differentiated: the tape would drop its derivative
+    "generator_sums_and_fsum": ON_THE_TAPE,
 }
 
 
