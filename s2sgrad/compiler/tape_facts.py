@@ -230,38 +230,75 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
             writes[line] = (name, None, None) if name in updated and line not in writes else None
             item_writes.pop(line, None)
             continue
-        if type(statement) is gast.Assign:
-            target = statement.targets[0] if len(statement.targets) == 1 else None
-        else:  # y[i] += v stores what the operator returns as y[i] = ...
-            target = statement.target if type(statement) is gast.AugAssign else None
-        if not isinstance(target, gast.Subscript):
-            continue
-        name = target.value.id if type(target.value) is gast.Name else None
-        pure = all(
-            isinstance(n, _PURE_INDEX) or _pure_index_call(n, parsed.resolve)
-            for n in gast.walk(target.slice)
-        )
-        # y[i] = [a, b]: NumPy converts the items one by one, not the value written
-        one_value = (
-            True
-            if type(statement) is gast.AugAssign
-            else one_value_check(statement.value, parsed.resolve)
-        )
-        fits = name in made and pure and one_value is not False
-        found = (
-            (name, _compiled_index(target.slice), None if one_value is True else one_value)
-            if fits
-            else None
-        )
-        if line not in writes:
-            writes[line] = found
-            item_writes[line] = [found]
-        elif line in item_writes:  # K[i, i] += k; K[j, j] += k: told apart as they run
-            item_writes[line].append(found)
-            writes[line] = WritesOnOneLine(item_writes[line])
-        else:
-            writes[line] = None
+        for target, value in _item_targets(statement):
+            found = None
+            if target is not None and value is not None:
+                name = target.value.id if type(target.value) is gast.Name else None
+                pure = all(
+                    isinstance(n, _PURE_INDEX) or _pure_index_call(n, parsed.resolve)
+                    for n in gast.walk(target.slice)
+                )
+                # y[i] = [a, b]: NumPy converts the items one by one, not the value written
+                one_value = value is _UPDATED or one_value_check(value, parsed.resolve)
+                fits = name in made and pure and one_value is not False
+                if fits:
+                    check = None if one_value is True else one_value
+                    found = (name, _compiled_index(target.slice), check)
+            if line not in writes:
+                writes[line] = found
+                item_writes[line] = [found]
+            elif line in item_writes:  # K[i, i] += k; K[j, j] += k: told apart as they run
+                item_writes[line].append(found)
+                writes[line] = WritesOnOneLine(item_writes[line])
+            else:
+                writes[line] = None
     return writes
+
+
+# the value of ``y[i] += v``'s store: what the operator returns, one value
+_UPDATED = gast.Constant(value=None, kind=None)
+
+
+def _item_targets(statement: gast.stmt) -> list[tuple[Any, Any]]:
+    """``(target, value)`` for each item store ``statement`` makes, in the order the
+    bytecode stores them: ``y[i] = v`` gives ``(y[i], v)``, ``y[i] += v`` ``(y[i],
+    _UPDATED)``, and ``m[t], P[t] = a, b`` one pair for each item target (its names are
+    plain stores). A store whose value or target cannot be told is ``(None, None)``: the
+    line's write is not followed (a value unpacked from a call's tuple, a nested or starred
+    target, or a value that reads a name the statement binds).
+
+    Example::
+
+        _item_targets(parse_statement("m[t], P[t] = mean, var"))  # [(m[t], mean), (P[t], var)]
+    """
+    if type(statement) is gast.AugAssign:
+        target = statement.target
+        return [(target, _UPDATED)] if type(target) is gast.Subscript else []
+    if type(statement) is not gast.Assign or len(statement.targets) != 1:
+        return []
+    target, value = statement.targets[0], statement.value
+    if type(target) is gast.Subscript:
+        return [(target, value)]
+    if type(target) not in (gast.Tuple, gast.List):
+        return []
+    items = [t for t in target.elts if type(t) is gast.Subscript]
+    if not items:
+        return []
+    if any(type(t) not in (gast.Name, gast.Subscript) for t in target.elts):
+        return [(None, None)]  # a nested or starred target: its stores are not counted
+    bound = {t.id for t in target.elts if type(t) is gast.Name}
+    values = value.elts if type(value) in (gast.Tuple, gast.List) else None
+    if (
+        values is None
+        or len(values) != len(target.elts)
+        or any(
+            type(v) is gast.Starred or (type(v) is gast.Name and v.id in bound)
+            for part in values
+            for v in gast.walk(part)
+        )
+    ):
+        return [(None, None)] * len(items)
+    return [(t, v) for t, v in zip(target.elts, values) if type(t) is gast.Subscript]
 
 
 def _added_at_into(statement: gast.stmt, resolve: Any) -> str | None:

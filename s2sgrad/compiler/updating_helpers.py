@@ -237,7 +237,8 @@ def _refusal(parsed, at: gast.AST, callee: _Callee, how: str) -> UnsupportedErro
         f"of its own with a variable for each array it changes ({callee.name}(a)), or have "
         f"it return new arrays instead (a = a * s rather than a[:] *= s)"
     )
-    error.tape_cannot_either = True
+    # the tape runs the helper as written, following the change (a dict of memoised terms,
+    # an array halved inside an expression) or refusing it where NumPy's meaning would differ
     return error
 
 

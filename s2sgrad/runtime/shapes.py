@@ -1276,13 +1276,28 @@ def _added_at_vjp(g, ans, a, indices, values):
     return g, None, unbroadcast(g[indices], values)
 
 
+def _shape_or_none(x: Any) -> Any:
+    """``np.shape(x)``, or None for a ragged tuple: the tangents of an index tuple whose
+    arrays differ in shape (``(rows[:, None], cols[None, :])``) have no one shape.
+
+    Example::
+
+        _shape_or_none((np.zeros((2, 1)), np.zeros((1, 2))))  # None
+    """
+    try:
+        return np.shape(x)
+    except ValueError:
+        return None
+
+
 @jvp_rule(added_at, inline=False)
 def _added_at_jvp(t, ans, a, indices, values):
     # t is the tangent of a or of values; an entry for an argument of another shape is not
-    # asked for
-    from_a = t if np.shape(t) == np.shape(a) else None
+    # asked for (the tangents of the indices, asked for too, may be a ragged tuple)
+    t_shape = _shape_or_none(t)
+    from_a = t if t_shape is not None and t_shape == np.shape(a) else None
     from_values = None
-    if np.shape(t) == np.shape(values):
+    if t_shape is not None and t_shape == np.shape(values):
         from_values = added_at(np.zeros_like(ans), indices, t)
     return from_a, None, from_values
 

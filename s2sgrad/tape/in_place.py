@@ -164,12 +164,23 @@ def refuse_shared_update(frame: Any) -> bool:
     if refused is _NO_SOURCE:
         return False
     message = refused.get(frame.f_lineno)
-    if message is not None:
+    if message is not None and not _entry_of_an_arrays_copy(message, frame):
         error = UnsupportedError(message)
         error.tape_cannot_either = True
         error.in_generated_code = code.co_filename in ORIGINS  # s2sgrad's code, on the tape
         raise error
     return True
+
+
+def _entry_of_an_arrays_copy(message: str, frame: Any) -> bool:
+    """Whether ``message`` refuses ``q[i] op= v`` for an entry ``q`` shares with a shallow
+    copy (:class:`s2sgrad.compiler.passes.shallow_copies.EntryOfACopy` names ``q``) while
+    ``q`` holds an array, whose copy's rows are its own: only a list's or dict's copy shares
+    them (the transformer checks the same as the code runs, ``runtime.refuse_if_array``)."""
+    container = getattr(message, "container", "")
+    if not container or container not in frame.f_locals:
+        return False
+    return not isinstance(frame.f_locals[container], (list, dict))
 
 
 # what _REFUSED_LINES holds for a function without source to analyse

@@ -13,14 +13,15 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError
-from s2sgrad.tape.recording import IDENTITY, RECORDING
+from s2sgrad.tape.recording import IDENTITY, RECORDING, is_traced
 from s2sgrad.tape.values import TapeValue, user_location, value_of
 
 __all__ = ["Variable", "constant"]
 
 
 def constant(value: Any, dtype: Any = None) -> TapeValue:
-    """A tape value holding ``value`` (a Python float stays a float; lists become arrays).
+    """A tape value holding ``value`` (a Python float stays a float; lists become arrays);
+    a tape value (not a Variable) is returned as it is (converted to ``dtype``).
 
     Tapes track it only once they ``watch`` it.
 
@@ -32,6 +33,11 @@ def constant(value: Any, dtype: Any = None) -> TapeValue:
             y = x * x
         tape.gradient(y, x)  # 6.0
     """
+    if type(value) is TapeValue:
+        # a value a tape records (being differentiated by an outer transform, say): itself,
+        # as TensorFlow's constant of a tensor is, so that derivatives keep flowing through
+        # it rather than stopping silently
+        return value if dtype is None or np.dtype(dtype) == value.dtype else value.astype(dtype)
     return TapeValue(_plain(value, dtype))
 
 
@@ -66,6 +72,7 @@ class Variable(TapeValue):
     __slots__ = ("trainable", "name")
 
     def __init__(self, value: Any, trainable: bool = True, name: str | None = None) -> None:
+        _refuse_traced(value, "sg.Variable(...)")
         super().__init__(_plain(value))
         self.trainable = bool(trainable)
         self.name = name
@@ -95,6 +102,7 @@ class Variable(TapeValue):
 
             v = Variable(np.zeros(2)); v.assign([1.0, 2.0])  # Variable(value=array([1., 2.]), …)
         """
+        _refuse_traced(value, ".assign(...) of a Variable")
         new = value_of(value)
         old = self._value
         if np.shape(new) != np.shape(old):
@@ -117,6 +125,7 @@ class Variable(TapeValue):
 
             Variable(1.0).assign_add(2.0).numpy()  # 3.0
         """
+        _refuse_traced(delta, ".assign_add(...) of a Variable")
         return self.assign(self._value + value_of(delta))
 
     def assign_sub(self, delta: Any) -> Variable:
@@ -126,6 +135,7 @@ class Variable(TapeValue):
 
             Variable(1.0).assign_sub(2.0).numpy()  # -1.0
         """
+        _refuse_traced(delta, ".assign_sub(...) of a Variable")
         return self.assign(self._value - value_of(delta))
 
     # How the tapes see a Variable --------------------------------------------------------
@@ -155,3 +165,24 @@ class Variable(TapeValue):
                 "would drop its derivative. Use it in NumPy operations directly, or take the "
                 "plain value on purpose with .numpy()."
             )
+
+
+def _refuse_traced(value: Any, what: str) -> None:
+    """Refuse ``what`` given a value a recording tape tracks (one being differentiated, by
+    an outer transform say): a Variable holds a plain copy, where the derivative would stop
+    without a word.
+
+    Example::
+
+        _refuse_traced(np.ones(2), "sg.Variable(...)")  # a plain value: nothing to refuse
+    """
+    leaves = value if type(value) in (list, tuple) else [value]
+    if isinstance(value, dict):
+        leaves = list(value.values())
+    if any(is_traced(leaf) for leaf in leaves):
+        raise NonDifferentiableError(
+            f"{user_location()}: {what} of a value being differentiated would keep a plain "
+            "copy of it, and the derivative would stop there; compute with the value itself "
+            "(sg.constant(x) is x for such a value), or make it constant on purpose with "
+            "sg.stop_gradient(x)"
+        )

@@ -56,7 +56,7 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
         jvp_function = sweep.callee_jvp(function, active)
     except S2SGradError as error:
         if getattr(error, "not_at_run_time", False):
-            raise
+            raise _own_callee_refused_at(error, function, sweep, statement) from None
         drop_receiver(operation)
         return dynamic_call(sweep, statement, operation, names)
     jvp_name = sweep.namespace.bind(jvp_function.__name__, jvp_function)
@@ -66,6 +66,22 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
     return _returning_tangents(
         sweep, statement, call(load(jvp_name), operation.args, keywords), names
     )
+
+
+def _own_callee_refused_at(error: S2SGradError, function, sweep, statement) -> S2SGradError:
+    """A refusal met inside s2sgrad's own code (``sg.constant`` called by the user's
+    function), said at the user's call rather than at s2sgrad's line; any other as it is."""
+    own = (getattr(function, "__module__", None) or "").startswith("s2sgrad.")
+    if not own or str(error).startswith(sweep.parsed.location(statement).rsplit(":", 1)[0]):
+        return error
+    name = getattr(function, "__qualname__", None) or repr(function)
+    refusal = type(error)(
+        f"{sweep.parsed.location(statement)}: forward mode (jvp, hvp, hessian) by source "
+        f"transformation cannot differentiate through s2sgrad's own {name} ({error}); use "
+        "mode='auto' or mode='tape'"
+    )
+    refusal.__dict__.update(error.__dict__)
+    return refusal
 
 
 def dynamic_call(sweep, statement, operation: Operation, names: list[str]) -> gast.stmt:

@@ -27,7 +27,11 @@ __all__ = ["EntryOfACopy", "shallow_copy_entry_updates"]
 class EntryOfACopy(str):
     """The message refusing ``q[i] op= v`` where ``q`` shares its entries with another
     container read afterwards: refused as the code runs when the entry is an array (a
-    number's update rebinds the entry alone, as the transformer does)."""
+    number's update rebinds the entry alone, as the transformer does). ``container`` names
+    ``q``: the tape, which refuses by line, leaves the update alone when ``q`` holds an array
+    (``rhs = v.copy(); rhs[0] += p``: its rows are its own)."""
+
+    container: str = ""
 
 
 def shallow_copy_entry_updates(
@@ -59,7 +63,10 @@ def shallow_copy_entry_updates(
             f"([v.copy() for v in ...], copy.deepcopy), or write the entry anew "
             f"({updated}[i] = {updated}[i] + ...)"
         )
-        found[id(update)] = EntryOfACopy(message) if type(update) is gast.AugAssign else message
+        if type(update) is gast.AugAssign:
+            message = EntryOfACopy(message)
+            message.container = updated
+        found[id(update)] = message
     return found
 
 
