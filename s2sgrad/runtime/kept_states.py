@@ -4,7 +4,8 @@ answer (a forward-mode Jacobian's columns) each start from where the first did.
 What is noted: the plain dicts among its arguments (running statistics), the dicts and
 lists among the globals and closure variables its code and its helpers' code name (a
 counter ``CACHE["n"] = CACHE.get("n", 0) + 1``, a history), the attributes of the plain
-objects there (``counter.n += 1``) and the globals its code assigns (``global n``). Each
+objects there (``counter.n += 1``), those of the object a bound method or callable object
+runs on (a model counting its calls), and the globals its code assigns (``global n``). Each
 is copied shallowly: a value replaced is put back, not one changed in place.
 
 Example::
@@ -38,6 +39,9 @@ class KeptStates:
     def __init__(self, function: Any, values: Iterable = ()):
         self.containers: dict[int, Any] = {id(v): v for v in values if type(v) is dict}
         self.written: list[tuple[dict, frozenset[str]]] = []
+        for receiver in _receivers(function):  # a model counting its own calls
+            if len(vars(receiver)) <= _LARGEST:
+                self.containers.setdefault(id(vars(receiver)), vars(receiver))
         functions = list(_functions(function))
         for each in functions:
             for value in free_values_of(each):
@@ -90,6 +94,15 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
             if depth == 0:
                 helpers.extend(v for v in free_values_of(own) if isinstance(v, types.FunctionType))
         pending = helpers
+
+
+def _receivers(function: Any) -> Iterable[Any]:
+    """The plain objects ``function`` runs on: a bound method's object, a callable
+    object itself (``sg.hessian(model)``, ``sg.hessian(model.loss)``)."""
+    for each in wrapped_chain(function):
+        receiver = each.__self__ if isinstance(each, types.MethodType) else each
+        if _plain_object(receiver):
+            yield receiver
 
 
 def _library_code(function: types.FunctionType) -> bool:
