@@ -259,6 +259,17 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
             return Operation(
                 OperationKind.CALL, method, [receiver, *args], keywords, dotted_name(func), func
             )
+        if isinstance(target, types.MethodType) and hasattr(target.__func__, "__code__"):
+            # step(x) of a global step = model.loss: the method of the object it is bound to
+            receiver = gast.Attribute(value=func, attr="__self__", ctx=gast.Load())
+            return Operation(
+                OperationKind.CALL,
+                target.__func__,
+                [receiver, *args],
+                keywords,
+                dotted_name(func),
+                func,
+            )
         if callable(target) and hasattr(target, "__code__"):
             return Operation(OperationKind.CALL, target, args, keywords, dotted_name(func), func)
         if any(target is maker for maker in _TEXT_MAKERS):

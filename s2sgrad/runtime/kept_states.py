@@ -24,9 +24,12 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 __all__ = ["KeptStates", "code_names", "free_values_of", "own_function", "wrapped_chain"]
 
 _ABSENT = object()  # a global not bound yet
+_LEAVES = (np.ndarray, np.generic, float, int, complex, str, bytes, bool, type(None))
 # a global container longer than this is data the function reads (a dataset as a list),
 # not a counter or a cache of a few entries: copying it on every call would cost too much
 _LARGEST = 4096
@@ -52,6 +55,45 @@ class KeptStates:
             names = _written_globals(each.__code__)
             if names:
                 self.written.append((each.__globals__, names))
+
+    def with_arguments(self, values: Iterable) -> KeptStates:
+        """These states and what a call's arguments ``values`` hold that the call can
+        change: their dicts and lists and the attributes of their plain objects, through
+        nested containers and attributes (a layer in a list of layers), for a
+        :class:`KeptStates` made once for a function and used for each of its calls.
+
+        Example::
+
+            kept = KeptStates(f).with_arguments(args)
+            start = kept.note()  # ... a run that fails part way ...
+            kept.set(start)  # args[0].w as it was, though that run set it
+        """
+        found: dict[int, Any] = {}
+        pending = [v for v in values if not isinstance(v, _LEAVES)]
+        for _ in range(4):  # nested that deep at most: a list of layers holding dicts
+            deeper: list = []
+            for value in pending:
+                if type(value) in (dict, list):
+                    held = value
+                    items = list(value.values()) if type(value) is dict else value
+                elif type(value) is tuple:
+                    deeper.extend(v for v in value if not isinstance(v, _LEAVES))
+                    continue
+                elif _plain_object(value):
+                    held = vars(value)
+                    items = list(held.values())
+                else:
+                    continue
+                if id(held) in found or id(held) in self.containers or len(items) > _LARGEST:
+                    continue
+                found[id(held)] = held
+                deeper.extend(v for v in items if not isinstance(v, _LEAVES))
+            pending = deeper
+        if not found:
+            return self
+        kept = object.__new__(KeptStates)
+        kept.containers, kept.written = {**self.containers, **found}, self.written
+        return kept
 
     def note(self) -> list:
         """The current state of everything kept."""
