@@ -86,3 +86,29 @@ def test_an_argument_changed_by_the_refused_run_is_put_back(mode):
         p = Affine(w.copy(), 0.5)
         found = _quietly(sg.grad(changes_its_argument_then_predicts, mode=mode), p, x)
         assert_close(found.w, numeric_grad(plain, [w], 0))
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+@pytest.mark.parametrize("how", ["vjp", "value_and_grad", "jacfwd"])
+def test_other_transforms_start_the_tape_from_the_same_arguments(how, mode):
+    rng = np.random.default_rng(43)
+    x = rng.normal(size=3)
+
+    def plain(w):
+        scaled = w * x
+        return np.sum(scaled) + np.sum(np.sin(scaled * x)) + 0.5
+
+    for _ in range(2):
+        w = rng.normal(size=3)
+        p = Affine(w.copy(), 0.5)
+        f = changes_its_argument_then_predicts
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sg.S2SGradWarning)
+            if how == "vjp":
+                found = sg.vjp(f, p, x, mode=mode)[1](1.0)[0].w
+            elif how == "value_and_grad":
+                found = sg.value_and_grad(f, mode=mode)(p, x)[1].w
+            else:
+                found = sg.jacfwd(lambda w: f(Affine(w, 0.5), x), mode=mode)(w)
+        assert_close(found, numeric_grad(plain, [w], 0))
+        np.testing.assert_array_equal(p.w, w)  # the caller's object as it was

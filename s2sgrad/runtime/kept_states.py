@@ -1,7 +1,8 @@
 """The state a function keeps beside its result, noted so that runs of it repeated for one
 answer (a forward-mode Jacobian's columns) each start from where the first did.
 
-What is noted: the plain dicts among its arguments (running statistics), the dicts and
+What is noted: what its arguments hold (their dicts, running statistics; their lists; the
+attributes of their plain objects, a model changed in place; nested), the dicts and
 lists among the globals and closure variables its code and its helpers' code name (a
 counter ``CACHE["n"] = CACHE.get("n", 0) + 1``, a history), the attributes of the plain
 objects there (``counter.n += 1``), those of the object a bound method or callable object
@@ -26,7 +27,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["KeptStates", "code_names", "free_values_of", "own_function", "wrapped_chain"]
+__all__ = [
+    "KeptStates",
+    "code_names",
+    "free_values_of",
+    "held_by_arguments",
+    "own_function",
+    "wrapped_chain",
+]
 
 _ABSENT = object()  # a global not bound yet
 _LEAVES = (np.ndarray, np.generic, float, int, complex, str, bytes, bool, type(None))
@@ -40,7 +48,7 @@ class KeptStates:
     module's example)."""
 
     def __init__(self, function: Any, values: Iterable = ()):
-        self.containers: dict[int, Any] = {id(v): v for v in values if type(v) is dict}
+        self.containers: dict[int, Any] = held_by_arguments(values, {})
         self.written: list[tuple[dict, frozenset[str]]] = []
         for receiver in _receivers(function):  # a model counting its own calls
             if len(vars(receiver)) <= _LARGEST:
@@ -57,10 +65,9 @@ class KeptStates:
                 self.written.append((each.__globals__, names))
 
     def with_arguments(self, values: Iterable) -> KeptStates:
-        """These states and what a call's arguments ``values`` hold that the call can
-        change: their dicts and lists and the attributes of their plain objects, through
-        nested containers and attributes (a layer in a list of layers), for a
-        :class:`KeptStates` made once for a function and used for each of its calls.
+        """These states and what a call's arguments ``values`` hold (see
+        :func:`held_by_arguments`), for a :class:`KeptStates` made once for a function and
+        used for each of its calls.
 
         Example::
 
@@ -68,27 +75,7 @@ class KeptStates:
             start = kept.note()  # ... a run that fails part way ...
             kept.set(start)  # args[0].w as it was, though that run set it
         """
-        found: dict[int, Any] = {}
-        pending = [v for v in values if not isinstance(v, _LEAVES)]
-        for _ in range(4):  # nested that deep at most: a list of layers holding dicts
-            deeper: list = []
-            for value in pending:
-                if type(value) in (dict, list):
-                    held = value
-                    items = list(value.values()) if type(value) is dict else value
-                elif type(value) is tuple:
-                    deeper.extend(v for v in value if not isinstance(v, _LEAVES))
-                    continue
-                elif _plain_object(value):
-                    held = vars(value)
-                    items = list(held.values())
-                else:
-                    continue
-                if id(held) in found or id(held) in self.containers or len(items) > _LARGEST:
-                    continue
-                found[id(held)] = held
-                deeper.extend(v for v in items if not isinstance(v, _LEAVES))
-            pending = deeper
+        found = held_by_arguments(values, self.containers)
         if not found:
             return self
         kept = object.__new__(KeptStates)
@@ -136,6 +123,38 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
             if depth == 0:
                 helpers.extend(v for v in free_values_of(own) if isinstance(v, types.FunctionType))
         pending = helpers
+
+
+def held_by_arguments(values: Iterable, known: dict) -> dict[int, Any]:
+    """What a call's arguments ``values`` hold that the call can change, by id, leaving out
+    ``known``: their dicts and lists and the attributes of their plain objects, through
+    nested containers and attributes (a layer in a list of layers), four levels deep.
+
+    Example::
+
+        held_by_arguments((params, x), {})  # params (a dict) and each layer's vars in it
+    """
+    found: dict[int, Any] = {}
+    pending = [v for v in values if not isinstance(v, _LEAVES)]
+    for _ in range(4):
+        deeper: list = []
+        for value in pending:
+            if type(value) is tuple:
+                deeper.extend(v for v in value if not isinstance(v, _LEAVES))
+                continue
+            if type(value) in (dict, list):
+                held = value
+            elif _plain_object(value):
+                held = vars(value)
+            else:
+                continue
+            if id(held) in found or id(held) in known or len(held) > _LARGEST:
+                continue
+            found[id(held)] = held
+            items = held.values() if type(held) is dict else held
+            deeper.extend(v for v in items if not isinstance(v, _LEAVES))
+        pending = deeper
+    return found
 
 
 def _receivers(function: Any) -> Iterable[Any]:
