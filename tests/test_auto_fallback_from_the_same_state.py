@@ -98,10 +98,10 @@ def test_other_transforms_start_the_tape_from_the_same_arguments(how, mode):
         scaled = w * x
         return np.sum(scaled) + np.sum(np.sin(scaled * x)) + 0.5
 
+    f = changes_its_argument_then_predicts
     for _ in range(2):
         w = rng.normal(size=3)
         p = Affine(w.copy(), 0.5)
-        f = changes_its_argument_then_predicts
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sg.S2SGradWarning)
             if how == "vjp":
