@@ -139,3 +139,55 @@ def test_a_log_read_back_in_the_same_call_is_refused_by_source_and_taped(f):
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         _reset()
         assert_close(sg.grad(f, mode="auto")(x), expected)
+
+
+def _logs_inside(x):
+    loss = np.sum(np.sin(x) ** 2)
+    HISTORY.append(loss)
+    return loss
+
+
+CALLEES = [_logs_inside]
+
+
+def reads_what_its_callee_logged(x):
+    loss = _logs_inside(x)
+    return HISTORY[-1] * np.sum(x) + loss
+
+
+def reads_what_a_callee_from_a_list_logged(x, callees):
+    loss = callees[0](x)
+    return HISTORY[-1] * np.sum(x) + loss
+
+
+@pytest.mark.parametrize("differentiated_first", [True, False])
+@pytest.mark.parametrize(
+    "f", [reads_what_its_callee_logged, reads_what_a_callee_from_a_list_logged]
+)
+def test_a_callee_that_logs_is_refused_by_source(f, differentiated_first):
+    """The callee cannot see that its caller reads the log back: its derivative, made for
+    itself (first) or for the caller, is never called by another derivative."""
+    x, v = np.random.default_rng(54).normal(size=(2, 3))
+    args = (x, CALLEES) if f is reads_what_a_callee_from_a_list_logged else (x,)
+    if differentiated_first:
+        _reset()
+        sg.grad(_logs_inside, mode="s2s")(x)
+
+    def from_the_start(y):
+        _reset()
+        return f(y, *args[1:])
+
+    expected = numeric_grad(from_the_start, [x], 0)
+    with pytest.raises(sg.UnsupportedError, match="could read them back"):
+        _reset()
+        sg.grad(f, mode="s2s")(*args)
+    with pytest.raises(sg.UnsupportedError, match="could read them back"):
+        _reset()
+        sg.jvp(f, args, (v, *[None] * (len(args) - 1)), mode="s2s")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        _reset()
+        assert_close(sg.grad(f, mode="auto")(*args), expected)
+        _reset()
+        _, tangent = sg.jvp(f, args, (v, *[None] * (len(args) - 1)), mode="auto")
+    assert_close(tangent, numeric_jvp(from_the_start, [x], 0, v))

@@ -5,7 +5,9 @@ differentiated in a global list or dict. Source transformation cannot follow a v
 through such a container, so a store into one is refused, unless the container is a log:
 the function only appends to it or writes its entries, and nothing it calls names it. Then
 no value stored in this call is read back in it, and what is stored is the value as the
-plain function computes it, which is what the plain function would log.
+plain function computes it, which is what the plain function would log. Its callers could
+read the log back, so no derivative calls the derivative of a function that logs
+(``runtime/logging_callees``).
 
 Example::
 
@@ -22,6 +24,7 @@ import gast
 
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.runtime.kept_states import code_names, free_values_of
+from s2sgrad.runtime.logging_callees import note_logging
 
 __all__ = ["only_logged"]
 
@@ -36,7 +39,10 @@ def only_logged(base: str, statements: Iterable[gast.stmt], parsed: ParsedFuncti
     for statement in statements:
         if not _only_writes(statement, base):
             return False
-    return not any(base in code_names(code) for code in _reachable_code(parsed.function))
+    if any(base in code_names(code) for code in _reachable_code(parsed.function)):
+        return False
+    note_logging(parsed.function, base)  # its callers cannot be seen: no derivative calls it
+    return True
 
 
 def _only_writes(statement: gast.stmt, base: str) -> bool:
