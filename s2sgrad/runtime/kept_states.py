@@ -90,6 +90,25 @@ class KeptStates:
         ]
         return [held, globals_]
 
+    def stored_numbers(self, before: list, after: list) -> bool:
+        """Whether, from ``before`` to ``after`` (two states :meth:`note` gave), anything
+        kept took a new value that could carry a derivative: a real or complex number, an
+        array of them, a container holding one (not a count, a text or an object)."""
+        for old, new in zip(before[0], after[0]):
+            if type(new) is list:
+                fresh = [b for i, b in enumerate(new) if i >= len(old) or old[i] is not b]
+            else:
+                fresh = [v for k, v in new.items() if k not in old or old[k] is not v]
+            if any(_carries_numbers(v) for v in fresh):
+                return True
+        return any(
+            any(
+                new[name] is not value and _carries_numbers(new[name])
+                for name, value in old.items()
+            )
+            for old, new in zip(before[1], after[1])
+        )
+
     def set(self, state: list) -> None:
         """Put back a state :meth:`note` gave."""
         held, globals_ = state
@@ -123,6 +142,19 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
             if depth == 0:
                 helpers.extend(v for v in free_values_of(own) if isinstance(v, types.FunctionType))
         pending = helpers
+
+
+def _carries_numbers(value: Any, depth: int = 2) -> bool:
+    """A real or complex number or array (not an integer or a bool), or a list, tuple or
+    dict holding one (``depth`` levels down), or a value of the tape."""
+    if isinstance(value, (float, complex, np.inexact)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fcO"
+    if isinstance(value, (list, tuple, dict)) and depth > 0:
+        items = value.values() if isinstance(value, dict) else value
+        return any(_carries_numbers(v, depth - 1) for v in items)
+    return type(value).__module__.startswith("s2sgrad.tape")
 
 
 def held_by_arguments(values: Iterable, known: dict) -> dict[int, Any]:
