@@ -75,6 +75,8 @@ class KeptStates:
             start = kept.note()  # ... a run that fails part way ...
             kept.set(start)  # args[0].w as it was, though that run set it
         """
+        if all(isinstance(v, _LEAVES) for v in values):
+            return self  # arrays and numbers: nothing they hold to change
         found = held_by_arguments(values, self.containers)
         if not found:
             return self
