@@ -63,6 +63,7 @@ from s2sgrad.pytrees import tree_leaves
 from s2sgrad.rules.registry import get_rule, makes_functions, nondifferentiable
 from s2sgrad.running import name_the_origin, note_generated_origin
 from s2sgrad.runtime import as_gradient, owned_argument, seed_cotangent
+from s2sgrad.runtime.kept_states import KeptStates
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
 from s2sgrad.tape import is_tape_value, tape_vjp
@@ -228,6 +229,7 @@ class _Transform(NotebookDisplay):
         self.code = None  # the compiler's cache entry holding this transform's code
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
         self._guards = {}  # signature → (its code, the token, its guard or None); see _guard
+        self._kept: tuple | None = None  # (a code's token, KeptStates); see _kept_states
         self.use_tape = mode == "tape"
         self.tape_function = self.function  # what the tape differentiates
         self.s2s_refusal: S2SGradError | None = None  # why mode "auto" took the tape
@@ -440,6 +442,8 @@ class _Transform(NotebookDisplay):
 
     def _call(self, args, kwargs):
         _refuse_cyclic_arguments(args, kwargs)
+        kept = self._kept_states(args, kwargs)
+        start = None if kept is None else kept.note()
         try:
             return self._call_engine(args, kwargs)
         except S2SGradError as error:
@@ -449,6 +453,8 @@ class _Transform(NotebookDisplay):
             if getattr(error, "whole_function_on_tape", False):  # a call the tape took over
                 warn_fallback(self.function, error)
                 self._switch_to_the_tape()
+                if kept is not None:  # the tape's run starts where the refused run started
+                    kept.set(start)
                 return self._call_engine(args, kwargs)
             if not (  # its generated code, run on the tape, was refused
                 getattr(error, "in_generated_code", False)
@@ -456,7 +462,21 @@ class _Transform(NotebookDisplay):
             ):
                 raise
             warn_fallback(self.function, error)
+            if kept is not None:
+                kept.set(start)
             return self.on_the_tape()(*args, **kwargs)
+
+    def _kept_states(self, args, kwargs) -> KeptStates | None:
+        """In mode "auto", before generated code runs: the state the function keeps (a
+        counter in a dict, a model's attributes), which a run refused part way changed and
+        the tape's run must start from as it was. Walked once per code the transform runs."""
+        if self.mode != "auto" or self.use_tape:
+            return None
+        token = None if self.code is None else self.code.token
+        made = self._kept
+        if made is None or made[0] is not token:
+            made = self._kept = (token, KeptStates(self.f))
+        return made[1].with_arguments((*args, *kwargs.values()))
 
     def _call_engine(self, args, kwargs):
         if self.binds:  # read at each call: a partial's keywords may have changed

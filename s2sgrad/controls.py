@@ -52,6 +52,7 @@ from s2sgrad.running import running_origin
 from s2sgrad.runtime.core import CotangentList, add_cotangents, unbroadcast, zeros_like_value
 from s2sgrad.runtime.custom_cotangents import check_hook_cotangent
 from s2sgrad.runtime.dispatch import backward_hooks_apply
+from s2sgrad.runtime.kept_states import KeptStates
 from s2sgrad.runtime.replays import (
     changed_on_recomputing,
     fingerprint,
@@ -564,7 +565,11 @@ def _recomputing_derivative(f: Callable) -> Callable:
     def recomputing_derivative(*args: Any, **kwargs: Any):
         sources = random_sources(function, (*bound, *args, *kwargs.values()))
         before = random_states(sources)  # the run again draws the same random numbers
+        kept = KeptStates(f, (*args, *kwargs.values()))
+        state = kept.note()
         value = f(*args, **kwargs)
+        if kept.stored_numbers(state, kept.note()):  # what this plain run computed
+            raise _stores_while_checkpointed(function)
         first = fingerprint(value, value_of)
         on_tape = called_by_tape() or any(is_tape_value(a) for a in args)
         if kwargs:  # s2sgrad.vjp takes positional primals
@@ -586,6 +591,22 @@ def _recomputing_derivative(f: Callable) -> Callable:
         return value, pullback
 
     return recomputing_derivative
+
+
+def _stores_while_checkpointed(function: Callable) -> UnsupportedError:
+    """The refusal of a checkpointed function that stores numbers around it (appends a
+    loss to a global list, sets an attribute to an array): its first run is a plain one,
+    so a value it stores, read back by its caller, would carry no derivative."""
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+    name = getattr(function, "__qualname__", None) or repr(function)
+    return UnsupportedError(
+        f"{where}the checkpointed {name} stores numbers around it (in a list or dict it "
+        "names, an attribute of an object it runs on or is given, a global it assigns): "
+        "checkpointing runs it without following its values, so what it stores would "
+        "carry no derivative where it is read back. Return the values instead of storing "
+        "them, or do not checkpoint it"
+    )
 
 
 def _forward_derivative(f: Any) -> Callable:

@@ -1,8 +1,8 @@
 """A bound method held by a name (``loss = model.loss`` at module level, then ``loss(x)``
 in a differentiated function) was read as a call of the method's own derivative, which
 takes the object first: the call passed only ``x`` (TypeError: missing argument 'x', in
-s2s and auto, reverse and forward mode). It is dispatched where it runs, with its
-object."""
+s2s and auto, reverse and forward mode). It is called with its object, read where the
+call runs."""
 
 import warnings
 

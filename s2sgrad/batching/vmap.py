@@ -30,6 +30,7 @@ from s2sgrad.batching.helpers import batched_twin
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.errors import S2SGradWarning, warn_at_caller
 from s2sgrad.pytrees import _node, tree_flatten, tree_unflatten
+from s2sgrad.runtime.kept_states import KeptStates
 
 __all__ = ["vmap"]
 
@@ -133,14 +134,20 @@ class _Vectorized:
         size = _batch_size(args, axes)
         if self.per_example_reason is not None and not self.warned:
             self._run_per_example(self.per_example_reason)
+        kept = None
         if self.per_example_reason is None:
+            checking = _signature(args, axes) not in self.checked
+            kept = KeptStates(self.f, args) if checking else None
+            start = kept.note() if kept else []
             try:
-                return self._batched(args, axes, size)
+                return self._batched(args, axes, size, kept, start)
             except NotBatchable as error:
                 self._run_per_example(str(error))
             except Exception as error:  # noqa: BLE001 - the per-example run is the answer
                 self._run_per_example(f"{type(error).__name__}: {error}")
-        return self._per_example(args, axes, size)
+            if kept is not None:  # the examples start where the batched run started
+                kept.set(start)
+        return self._per_example(args, axes, size, kept)
 
     def __repr__(self) -> str:
         return f"vmap({getattr(self.f, '__qualname__', self.f)!r}, in_axes={self.in_axes!r})"
@@ -163,7 +170,12 @@ class _Vectorized:
             S2SGradWarning,
         )
 
-    def _batched(self, args: tuple, axes: tuple, size: int) -> Any:
+    def _batched(
+        self, args: tuple, axes: tuple, size: int, kept: KeptStates | None, start: list
+    ) -> Any:
+        """One run on the whole batch; the first with a signature is compared with two
+        examples', each run from the state the batched run started from (a counter, a
+        model's attributes: ``kept``), and the batched run's state is left."""
         batched = tuple(_batch(arg, axis) for arg, axis in zip(args, axes))
         if self.generated is not None:
             if any(isinstance(arg, (dict, list, tuple)) for arg in args):
@@ -174,15 +186,27 @@ class _Vectorized:
         stacked = _unbatch(result, self.out_axes, size)
         signature = _signature(args, axes)
         if signature not in self.checked:
+            after = kept.note() if kept else []
             for index in sorted({0, size - 1}):  # a batch mixed up shows at one end or the other
+                if kept:
+                    kept.set(start)
                 expected = _unbatch_single(self.f(*_example(args, axes, index)))
                 if not _agree(_one_example(stacked, self.out_axes, index), expected):
                     raise NotBatchable(f"its batched result differs from example {index}'s")
+            if kept:
+                kept.set(after)
             self.checked.add(signature)
         return stacked
 
-    def _per_example(self, args: tuple, axes: tuple, size: int) -> Any:
-        results = [self.f(*_example(args, axes, i)) for i in range(size)]
+    def _per_example(self, args: tuple, axes: tuple, size: int, kept: KeptStates | None) -> Any:
+        """One run per example, each from the state the call started from (as the batched
+        run would see it), the last one's state left."""
+        kept = kept or KeptStates(self.f, args)
+        start = kept.note()
+        results = []
+        for i in range(size):
+            kept.set(start)
+            results.append(self.f(*_example(args, axes, i)))
         leaves_per_example = [tree_flatten(result) for result in results]
         structure = leaves_per_example[0][1]
         for _, other in leaves_per_example[1:]:

@@ -253,17 +253,23 @@ def _call(node: gast.Call, parsed: ParsedFunction, local_names: set[str]) -> Ope
                 ndarray_method,
                 *_keywords_in_position(get_rule(ndarray_method), receiver_and_args, keywords),
             )
-        if isinstance(target, types.MethodType) and not isinstance(func, gast.Attribute):
-            # bm(x) of a bound method a name holds (bm = model.loss): its derivative takes
-            # the object first, which the call does not pass; dispatched where it runs
-            description = dotted_name(func)
-            return Operation(OperationKind.UNKNOWN, target, args, keywords, description, func)
         if isinstance(target, types.MethodType) and isinstance(func, gast.Attribute):
             # obj.method(x) is method(obj, x): the receiver is read where the call is
             method = target.__func__
             receiver = func.value
             return Operation(
                 OperationKind.CALL, method, [receiver, *args], keywords, dotted_name(func), func
+            )
+        if isinstance(target, types.MethodType) and hasattr(target.__func__, "__code__"):
+            # step(x) of a global step = model.loss: the method of the object it is bound to
+            receiver = gast.Attribute(value=func, attr="__self__", ctx=gast.Load())
+            return Operation(
+                OperationKind.CALL,
+                target.__func__,
+                [receiver, *args],
+                keywords,
+                dotted_name(func),
+                func,
             )
         if callable(target) and hasattr(target, "__code__"):
             return Operation(OperationKind.CALL, target, args, keywords, dotted_name(func), func)

@@ -126,6 +126,7 @@ from s2sgrad.errors import (
 from s2sgrad.rules import get_rule
 from s2sgrad.running import ORIGINS, note_generated_origin, tracing
 from s2sgrad.runtime import hooks
+from s2sgrad.runtime.logging_callees import refuse_a_logging_callee
 from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
 from s2sgrad.tape import is_tape_value
 from s2sgrad.tape.structures import flatten
@@ -657,6 +658,7 @@ def _build_reverse(
             callee = derivative(
                 function, active, "vjp", containers=containers, dynamic=request.dynamic
             )
+        refuse_a_logging_callee(function, parsed.location(call_node))
         callees.append((call_node, *_complex_facts(callee)))
         assumptions.include(callee.assumptions)
         return callee.function
@@ -783,6 +785,7 @@ def _build_jvp(
             callees.append((None, False, False))
             return runtime.custom_jvp_call(function, positions(function, active))
         generated = derivative(function, active, "jvp", dynamic=request.dynamic)
+        refuse_a_logging_callee(function, parsed.location())
         callees.append((None, *_complex_facts(generated)))
         assumptions.include(generated.assumptions)
         function_object = generated.function

@@ -51,6 +51,7 @@ from s2sgrad.runtime.dict_entries import copied_dict, dict_of_pairs
 from s2sgrad.runtime.folds import fold_jvp, fold_pullback_with_tangent, fold_vjp, is_fold
 from s2sgrad.runtime.forward_pullbacks import PullbackWithTangent
 from s2sgrad.runtime.keyword_arguments import KeywordsAtTheEnd, by_position, picked
+from s2sgrad.runtime.logging_callees import refuse_a_logging_callee
 from s2sgrad.runtime.objects import refuse_stored_state
 from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
 from s2sgrad.runtime.partials import is_partial, partial_call
@@ -585,6 +586,7 @@ def _generated_vjp(target, full_args, positions, warn, kwargs=None):
             if i < len(names) and isinstance(full_args[i], (dict, list, tuple))
         )
         derived = hooks.derivative(target, wrt, "vjp", containers=containers, dynamic=warn)
+        refuse_a_logging_callee(target, _user_origin())
     except (S2SGradError, ValueError, TypeError) as error:
         _TAPE_ONLY[key] = str(error)
         if not warn or (getattr(target, "__module__", None) or "").startswith("s2sgrad."):
@@ -906,6 +908,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
         # an argument *args takes is differentiated as "args[1]"
         names += [f"{vararg}[{i}]" for i in range(len(full_args) - len(names))]
         generated = hooks.derivative(target, tuple(names[i] for i in positions), "jvp")
+        refuse_a_logging_callee(target, _user_origin())
     except (S2SGradError, ValueError, TypeError) as error:
         if not tape and not _is_builtin(target):  # sorted(xs): the tape only copies, as
             reason = str(error)  # reverse mode's call of it (``_dispatch``) does

@@ -1,10 +1,12 @@
 """The state a function keeps beside its result, noted so that runs of it repeated for one
 answer (a forward-mode Jacobian's columns) each start from where the first did.
 
-What is noted: the plain dicts among its arguments (running statistics), the dicts and
+What is noted: what its arguments hold (their dicts, running statistics; their lists; the
+attributes of their plain objects, a model changed in place; nested), the dicts and
 lists among the globals and closure variables its code and its helpers' code name (a
 counter ``CACHE["n"] = CACHE.get("n", 0) + 1``, a history), the attributes of the plain
-objects there (``counter.n += 1``) and the globals its code assigns (``global n``). Each
+objects there (``counter.n += 1``), those of the object a bound method or callable object
+runs on (a model counting its calls), and the globals its code assigns (``global n``). Each
 is copied shallowly: a value replaced is put back, not one changed in place.
 
 Example::
@@ -23,9 +25,19 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["KeptStates", "code_names", "free_values_of", "own_function", "wrapped_chain"]
+import numpy as np
+
+__all__ = [
+    "KeptStates",
+    "code_names",
+    "free_values_of",
+    "held_by_arguments",
+    "own_function",
+    "wrapped_chain",
+]
 
 _ABSENT = object()  # a global not bound yet
+_LEAVES = (np.ndarray, np.generic, float, int, complex, str, bytes, bool, type(None))
 # a global container longer than this is data the function reads (a dataset as a list),
 # not a counter or a cache of a few entries: copying it on every call would cost too much
 _LARGEST = 4096
@@ -36,8 +48,11 @@ class KeptStates:
     module's example)."""
 
     def __init__(self, function: Any, values: Iterable = ()):
-        self.containers: dict[int, Any] = {id(v): v for v in values if type(v) is dict}
+        self.containers: dict[int, Any] = held_by_arguments(values, {})
         self.written: list[tuple[dict, frozenset[str]]] = []
+        for receiver in _receivers(function):  # a model counting its own calls
+            if len(vars(receiver)) <= _LARGEST:
+                self.containers.setdefault(id(vars(receiver)), vars(receiver))
         functions = list(_functions(function))
         for each in functions:
             for value in free_values_of(each):
@@ -49,6 +64,26 @@ class KeptStates:
             if names:
                 self.written.append((each.__globals__, names))
 
+    def with_arguments(self, values: Iterable) -> KeptStates:
+        """These states and what a call's arguments ``values`` hold (see
+        :func:`held_by_arguments`), for a :class:`KeptStates` made once for a function and
+        used for each of its calls.
+
+        Example::
+
+            kept = KeptStates(f).with_arguments(args)
+            start = kept.note()  # ... a run that fails part way ...
+            kept.set(start)  # args[0].w as it was, though that run set it
+        """
+        if all(isinstance(v, _LEAVES) for v in values):
+            return self  # arrays and numbers: nothing they hold to change
+        found = held_by_arguments(values, self.containers)
+        if not found:
+            return self
+        kept = object.__new__(KeptStates)
+        kept.containers, kept.written = {**self.containers, **found}, self.written
+        return kept
+
     def note(self) -> list:
         """The current state of everything kept."""
         held = [list(c) if type(c) is list else dict(c) for c in self.containers.values()]
@@ -56,6 +91,25 @@ class KeptStates:
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
         return [held, globals_]
+
+    def stored_numbers(self, before: list, after: list) -> bool:
+        """Whether, from ``before`` to ``after`` (two states :meth:`note` gave), anything
+        kept took a new value that could carry a derivative: a real or complex number, an
+        array of them, a container holding one (not a count, a text or an object)."""
+        for old, new in zip(before[0], after[0]):
+            if type(new) is list:
+                fresh = [b for i, b in enumerate(new) if i >= len(old) or old[i] is not b]
+            else:
+                fresh = [v for k, v in new.items() if k not in old or old[k] is not v]
+            if any(_carries_numbers(v) for v in fresh):
+                return True
+        return any(
+            any(
+                new[name] is not value and _carries_numbers(new[name])
+                for name, value in old.items()
+            )
+            for old, new in zip(before[1], after[1])
+        )
 
     def set(self, state: list) -> None:
         """Put back a state :meth:`note` gave."""
@@ -90,6 +144,60 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
             if depth == 0:
                 helpers.extend(v for v in free_values_of(own) if isinstance(v, types.FunctionType))
         pending = helpers
+
+
+def _carries_numbers(value: Any, depth: int = 2) -> bool:
+    """A real or complex number or array (not an integer or a bool), or a list, tuple or
+    dict holding one (``depth`` levels down), or a value of the tape."""
+    if isinstance(value, (float, complex, np.inexact)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fcO"
+    if isinstance(value, (list, tuple, dict)) and depth > 0:
+        items = value.values() if isinstance(value, dict) else value
+        return any(_carries_numbers(v, depth - 1) for v in items)
+    return type(value).__module__.startswith("s2sgrad.tape")
+
+
+def held_by_arguments(values: Iterable, known: dict) -> dict[int, Any]:
+    """What a call's arguments ``values`` hold that the call can change, by id, leaving out
+    ``known``: their dicts and lists and the attributes of their plain objects, through
+    nested containers and attributes (a layer in a list of layers), four levels deep.
+
+    Example::
+
+        held_by_arguments((params, x), {})  # params (a dict) and each layer's vars in it
+    """
+    found: dict[int, Any] = {}
+    pending = [v for v in values if not isinstance(v, _LEAVES)]
+    for _ in range(4):
+        deeper: list = []
+        for value in pending:
+            if type(value) is tuple:
+                deeper.extend(v for v in value if not isinstance(v, _LEAVES))
+                continue
+            if type(value) in (dict, list):
+                held = value
+            elif _plain_object(value):
+                held = vars(value)
+            else:
+                continue
+            if id(held) in found or id(held) in known or len(held) > _LARGEST:
+                continue
+            found[id(held)] = held
+            items = held.values() if type(held) is dict else held
+            deeper.extend(v for v in items if not isinstance(v, _LEAVES))
+        pending = deeper
+    return found
+
+
+def _receivers(function: Any) -> Iterable[Any]:
+    """The plain objects ``function`` runs on: a bound method's object, a callable
+    object itself (``sg.hessian(model)``, ``sg.hessian(model.loss)``)."""
+    for each in wrapped_chain(function):
+        receiver = each.__self__ if isinstance(each, types.MethodType) else each
+        if _plain_object(receiver):
+            yield receiver
 
 
 def _library_code(function: types.FunctionType) -> bool:

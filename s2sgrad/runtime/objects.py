@@ -241,25 +241,29 @@ def _refuse_call(function: Any, entry: tuple) -> None:
     _, owner, name, origin = entry
     _STORED.clear()  # the computation stops here: its backward sweep will not forget them
     called = getattr(function, "__qualname__", None) or type(function).__qualname__
-    raise UnsupportedError(
+    error = UnsupportedError(
         f"{running_origin('the differentiated function')}: calls {called}, which may read "
         f"{type(owner).__qualname__}.{name}: {origin} stored it from values being "
         "differentiated earlier in this same computation, and a derivative is not carried "
         "through an object's attributes; pass the value as an argument instead, or use "
         "mode='tape'"
     )
+    error.whole_function_on_tape = True  # mode="auto": the tape follows the attributes
+    raise error
 
 
 def _refuse_reading(entry: tuple) -> None:
     _, owner, name, origin = entry
     _STORED.clear()  # the computation stops here: its backward sweep will not forget them
-    raise UnsupportedError(
+    error = UnsupportedError(
         f"{running_origin('the differentiated function')}: reads {type(owner).__qualname__}"
         f".{name} (or calls the object holding it), which {origin} stored from values being "
         "differentiated earlier in this same computation; a derivative is not carried "
         "through an object's attributes: return the value and pass it on instead, or use "
         "mode='tape'"
     )
+    error.whole_function_on_tape = True  # mode="auto": the tape follows the attributes
+    raise error
 
 
 @vjp_rule(reads_stored)

@@ -26,6 +26,7 @@ from s2sgrad.compiler.forward.calls import dynamic_call, generated_call
 from s2sgrad.compiler.forward.tangents import rule_tangent
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.logs import only_logged
 from s2sgrad.compiler.operations import Operation, OperationKind, classify, drop_receiver
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
@@ -145,6 +146,7 @@ class _Forward:
         parameters = parameter_names(self.parsed.node, starred=False)
         refuse_mutating_calls(statements, self.parsed, parameters, self.activity)
         self.fresh = fresh_names(statements, self.parsed, self.local_names)
+        self.nested = list(nested_statements(statements))
         self.views = _bound_to_views(statements)
         tangents = {w: self.tangent(w) for w in self.wrt}
         result = self.constant_parameters() + self.block(statements)
@@ -249,6 +251,8 @@ class _Forward:
         refuse_frame_readers(statement, self.parsed)
         owner = method_receiver(value, "append")
         if owner is not None and self.active(owner):
+            if self.outside_log(owner):
+                return [statement]  # history.append(float(loss)): nothing reads it back
             self.refuse_outside_container(statement, owner)
             tangent = self.tangent_of(value.args[0])
             line = gast.Expr(value=call(attribute(load(self.tangent(owner)), "append"), [tangent]))
@@ -381,7 +385,7 @@ class _Forward:
         """``y[i] = v``: ``dy[i] = dv`` (zeros where v is constant)."""
         target = statement.targets[0]
         base = target.value.id
-        if not self.active(base):
+        if not self.active(base) or self.outside_log(base):
             return [statement]
         self.refuse_outside_container(statement, base)
         self.refuse_shared_write(statement, base)
@@ -401,6 +405,15 @@ class _Forward:
             lines.append(self.own_tangent(base, statement))
             self.owned.add(base)
         return [*lines, assign(place, tangent, like=statement)]
+
+    def outside_log(self, base: str) -> bool:
+        """Whether ``base`` is a list or dict of the code around the function that it only
+        writes into and nothing it calls reads (:mod:`s2sgrad.compiler.logs`)."""
+        return (
+            base not in self.local_names
+            and isinstance(self.parsed.resolve_name(base), (list, dict))
+            and only_logged(base, getattr(self, "nested", ()), self.parsed)
+        )
 
     def refuse_outside_container(self, statement: gast.stmt, base: str) -> None:
         """Refuse storing a differentiated value in a list, dict or array of the code around

@@ -26,6 +26,7 @@ from s2sgrad.compiler.effects import (
     tape_lacks_the_rule_too,
 )
 from s2sgrad.compiler.frontend import NOT_FOUND
+from s2sgrad.compiler.logs import only_logged
 from s2sgrad.compiler.operations import Operation, OperationKind, drop_receiver
 from s2sgrad.compiler.passes.aliases import copy_where_made, refuse_mutating_calls
 from s2sgrad.compiler.reverse.calls import Calls
@@ -151,6 +152,8 @@ class ForwardSweep:
                     else NOT_FOUND
                 )
                 if isinstance(outside, (list, dict)):  # the tape follows values through it
+                    if only_logged(base, nested, self.parsed):
+                        continue  # history.append(float(loss)): nothing reads it back
                     raise UnsupportedError(
                         f"{self.parsed.location(statement)}: this stores values being "
                         f"differentiated in the {type(outside).__name__} '{base}', which "
