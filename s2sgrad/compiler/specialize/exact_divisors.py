@@ -79,17 +79,18 @@ def divide_exactly(function: gast.FunctionDef, probing, kept: FactsCache | None 
     outside.body = []
     facts = _Facts(function, probing, chain(walk(outside), *walks))
     changed = False
-    for position, division in divisions:
-        divisor = facts.value(division.right, position)
-        if divisor is _UNKNOWN or not _power_of_two(divisor):
-            continue
-        dividend = facts.kind_of_operand(division)
-        if dividend == _FLOAT64 or (dividend == _FLOAT and type(divisor) in (int, float)):
-            division.op = gast.Mult()
-            division.right = constant(1.0 / float(divisor))
-            changed = True
-            if kept is not None:
-                kept.forget_all(function.body[position])
+    with np.errstate(all="ignore"):  # once for every divisor computed (``_Facts.value``)
+        for position, division in divisions:
+            divisor = facts.value(division.right, position)
+            if divisor is _UNKNOWN or not _power_of_two(divisor):
+                continue
+            dividend = facts.kind_of_operand(division)
+            if dividend == _FLOAT64 or (dividend == _FLOAT and type(divisor) in (int, float)):
+                division.op = gast.Mult()
+                division.right = constant(1.0 / float(divisor))
+                changed = True
+                if kept is not None:
+                    kept.forget_all(function.body[position])
     return changed
 
 
@@ -137,12 +138,12 @@ class _Facts:
                 self._definitions[statement.targets[0].id] = statement.value
                 self._positions[statement.targets[0].id] = position
         self._parameters = self._parameter_values(function, probing)
-        self._kinds = self._observed_kinds(probing)
-        self._sites = {  # the probe call became the site, specialised, where it stands
-            id(probe_call): site
-            for site, (probe_call, _, target) in enumerate(probing.sites)
-            if target is None
-        }
+        self._probing = probing
+        # what the probe saw, by name: asked only of a dividend whose divisor is a power
+        # of two (most are not), so read from the probe's sites at the first such, before
+        # any division is rewritten (``kind_of_operand``)
+        self._observed: dict[str, str | None] | None = None
+        self._sites: dict[int, int] = {}  # see kind_of_operand
         self._probe = probing.probe
         self._values: dict[str, object] = {}
 
@@ -182,6 +183,13 @@ class _Facts:
     # the dividend -----------------------------------------------------------------------
     def kind_of_operand(self, division: gast.BinOp) -> str | None:
         """What the left side of ``division`` holds: float64, a Python float, or None."""
+        if self._observed is None:  # first asked before any division is rewritten
+            self._observed = self._observed_kinds(self._probing)
+            self._sites = {  # the probe call became the site, specialised, where it stands
+                id(probe_call): site
+                for site, (probe_call, _, target) in enumerate(self._probing.sites)
+                if target is None
+            }
         site = self._sites.get(id(division))
         if site is not None:
             seen = self._probe.seen(site)
@@ -195,7 +203,7 @@ class _Facts:
         if kind is gast.Constant:
             return {float: _FLOAT, int: _INT}.get(type(node.value))
         if kind is gast.Name:
-            known = self._kinds.get(node.id)
+            known = self._observed.get(node.id)  # type: ignore[union-attr]
             if known is not None or not self._once(node.id):
                 return known
             definition = self._definitions.get(node.id)
@@ -220,9 +228,8 @@ class _Facts:
         ``_UNKNOWN``."""
         if depth > 50:
             return _UNKNOWN
-        try:
-            with np.errstate(all="ignore"):
-                return self._value(node, before, depth)
+        try:  # (under ``np.errstate(all="ignore")``, which ``divide_exactly`` sets once)
+            return self._value(node, before, depth)
         except (ArithmeticError, ValueError, TypeError, IndexError):
             return _UNKNOWN
 
