@@ -61,8 +61,10 @@ def test_records_are_those_of_the_walk(source):
     assert record.reads == names_read(statement)
     assert record.writes == names_written(statement)
     assert record.foldable == any(binop_folds(b) for b in binops) or record.foldable
-    assert record.calls and all(type(c) is gast.Call for c in record.calls) or not any(
-        type(n) is gast.Call for n in nodes
+    assert (
+        record.calls
+        and all(type(c) is gast.Call for c in record.calls)
+        or not any(type(n) is gast.Call for n in nodes)
     )
     walked = {id(n) for n in nodes}
     assert all(id(n) in walked for n in trail)
