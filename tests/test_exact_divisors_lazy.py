@@ -26,13 +26,13 @@ def halved(w, x):  # x.shape[0] is 4: the first division becomes a product
 def _kinds_read(monkeypatch) -> list:
     """Each time the pass reads the probe's records for the dividends' kinds."""
     read: list = []
-    original = exact_divisors._Facts._observed_kinds
+    original = exact_divisors.observed_kinds
 
-    def counted(self, probing):
+    def counted(probing, parameters, once):
         read.append(probing)
-        return original(self, probing)
+        return original(probing, parameters, once)
 
-    monkeypatch.setattr(exact_divisors._Facts, "_observed_kinds", counted)
+    monkeypatch.setattr(exact_divisors, "observed_kinds", counted)
     return read
 
 

@@ -27,7 +27,7 @@ import builtins
 import copy
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import chain
 
 import gast
@@ -37,7 +37,7 @@ from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.syntax import constant, walk
 
-__all__ = ["divide_exactly"]
+__all__ = ["divide_exactly", "observed_kinds"]
 
 _FLOAT64 = "float64"  # a float64 array or NumPy scalar
 _FLOAT = "float"  # a Python float
@@ -92,6 +92,37 @@ def divide_exactly(function: gast.FunctionDef, probing, kept: FactsCache | None 
                 if kept is not None:
                     kept.forget_all(function.body[position])
     return changed
+
+
+def observed_kinds(
+    probing, parameters: dict[str, object], once: Callable[[str], bool]
+) -> dict[str, str | None]:
+    """What each name bound once (``once(name)``) held where the probe saw it as an
+    argument (an operand or a call's argument), or a parameter's value (``parameters``):
+    float64, a Python float, or None (something else, or two kinds).
+
+    Example::
+
+        kinds = observed_kinds(probing, {"x": x}, lambda name: True)  # {"x": "float64", ...}
+    """
+    kinds: dict[str, str | None] = {}
+    for name, value in parameters.items():
+        kinds[name] = _kind_of_value(value)
+    for site, (_, site_node, target) in enumerate(probing.sites):
+        seen = probing.probe.seen(site)
+        if seen is None:
+            continue
+        arguments, _ = seen
+        if target is None:
+            nodes, arguments = [site_node.left, site_node.right], arguments[1:]
+        else:
+            nodes = site_node.args
+        for node, argument in zip(nodes, arguments):
+            if type(node) is gast.Name and once(node.id):
+                kind = _kind_of_seen(argument)
+                if kinds.setdefault(node.id, kind) != kind:
+                    kinds[node.id] = None
+    return kinds
 
 
 def _power_of_two(value) -> bool:
@@ -159,32 +190,11 @@ class _Facts:
         values.update((k, v) for k, v in probing.kwargs.items() if k in names)
         return {name: value for name, value in values.items() if self._once(name)}
 
-    def _observed_kinds(self, probing) -> dict[str, str | None]:
-        """Names bound once that the probe saw as arguments, by what they held."""
-        kinds: dict[str, str | None] = {}
-        for name, value in self._parameters.items():
-            kinds[name] = _kind_of_value(value)
-        for site, (_, site_node, target) in enumerate(probing.sites):
-            seen = probing.probe.seen(site)
-            if seen is None:
-                continue
-            arguments, _ = seen
-            if target is None:
-                nodes, arguments = [site_node.left, site_node.right], arguments[1:]
-            else:
-                nodes = site_node.args
-            for node, argument in zip(nodes, arguments):
-                if type(node) is gast.Name and self._once(node.id):
-                    kind = _kind_of_seen(argument)
-                    if kinds.setdefault(node.id, kind) != kind:
-                        kinds[node.id] = None
-        return kinds
-
     # the dividend -----------------------------------------------------------------------
     def kind_of_operand(self, division: gast.BinOp) -> str | None:
         """What the left side of ``division`` holds: float64, a Python float, or None."""
         if self._observed is None:  # first asked before any division is rewritten
-            self._observed = self._observed_kinds(self._probing)
+            self._observed = observed_kinds(self._probing, self._parameters, self._once)
             self._sites = {  # the probe call became the site, specialised, where it stands
                 id(probe_call): site
                 for site, (probe_call, _, target) in enumerate(self._probing.sites)
