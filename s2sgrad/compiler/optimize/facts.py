@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from operator import attrgetter
-from typing import NamedTuple, cast
+from typing import cast
 
 import gast
 
@@ -215,41 +215,23 @@ class _Walk:
         loads, stores, others = self.loads, self.stores, self.others
         size = 0
         Name, Load, Store, Constant = gast.Name, gast.Load, gast.Store, gast.Constant
-        binop, folds = _BINOP_KIND, binop_folds
         plans = _PLANS
         stack = [statement]
         pop, push = stack.pop, stack.append
-        if not blocks:  # the statement's own fields but its blocks, then as below
-            kind = type(statement)
-            known = plans.get(kind)
-            if known is None:
-                known = plans[kind] = (node_fields(kind), _ROLES.get(kind))
-            stack[0] = _Outside(statement, tuple(f for f in known[0] if f not in _BLOCK_FIELDS))
         while stack:
             node = pop()
             size += 1
             kind = type(node)
-            if kind is binop:  # the most frequent kind with a role: told here, not noticed
-                if not self.foldable:
-                    self.foldable = folds(node)
-                if self.operations is not None:
-                    self.operations.append(node)
-                size += 1  # its operator
-                plan = _BINOP_FIELDS
-            else:
-                if kind is _Outside:
-                    plan, node = node.plan, node.statement
-                    kind = type(node)
-                    role = plans[kind][1]
-                else:
-                    known = plans.get(kind)
-                    if known is None:
-                        known = plans[kind] = (node_fields(kind), _ROLES.get(kind))
-                    plan, role = known
-                if role is not None:
-                    size += self._notice(node, kind, role)
-                if not plan:
-                    continue  # a literal in a list, or a node without children
+            known = plans.get(kind)
+            if known is None:
+                known = plans[kind] = (node_fields(kind), _ROLES.get(kind))
+            plan, role = known
+            if role is not None:
+                size += self._notice(node, kind, role)
+            if not blocks and node is statement:
+                plan = tuple(f for f in plan if f not in _BLOCK_FIELDS)
+            if not plan:
+                continue  # a literal in a list, or a node without children
             if trail is not None:
                 trail.append(node)
             state = node.__dict__
@@ -357,17 +339,6 @@ _ROLES: dict[type, str] = {
     **dict.fromkeys(SCOPES, _SCOPE),  # a lambda is both: this comes second
     **dict.fromkeys((gast.Yield, gast.YieldFrom, gast.Await, gast.NamedExpr), _EFFECT),
 }
-_BINOP_KIND = gast.BinOp
-_BINOP_FIELDS = node_fields(gast.BinOp)
-
-
-class _Outside(NamedTuple):
-    """A statement whose blocks a walk leaves out: the fields it walks instead."""
-
-    statement: gast.stmt
-    plan: tuple[str, ...]
-
-
 # node_fields and the role of each kind met, in one entry (one look-up a node)
 _PLANS: dict[type, tuple[tuple[str, ...], str | None]] = {}
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")  # what syntax.statement_blocks returns
