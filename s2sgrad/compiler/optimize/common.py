@@ -56,7 +56,8 @@ def eliminate_common_calls(
 
         eliminate_common_calls(node.body, purity_of(namespace))
     """
-    if not _may_repeat(body):  # a cheap look first: most code repeats no call
+    repeated = _may_repeat(body)  # a cheap look first: most code repeats no call
+    if not repeated:
         return body
     records = None
     if facts is not None and facts.enabled and without_blocks(body):
@@ -64,14 +65,16 @@ def eliminate_common_calls(
     effects: dict[int, tuple[gast.stmt, set[str], bool]] = {}  # see _written_in_place
     written_in_place = _written_in_place(body, is_pure, effects, records)
     unsafe = _sharing_memory(body, written_in_place, records)
-    _block(body, is_pure, unsafe, effects, records, facts)
+    _block(body, is_pure, unsafe, effects, repeated, records, facts)
     return body
 
 
-def _may_repeat(body: list[gast.stmt]) -> bool:
-    """Whether two assignments in ``body`` may assign the same call (by a rough key that
-    is equal wherever :func:`_candidate`'s keys are)."""
-    seen: set[tuple] = set()
+def _may_repeat(body: list[gast.stmt]) -> dict[int, gast.Call]:
+    """The calls that two assignments in ``body`` may both assign, by id: those whose
+    rough key another one shares (a key equal wherever :func:`_candidate`'s keys are, so
+    no other call can be merged with one, or be merged into it). Empty when none is."""
+    first: dict[tuple, gast.Call] = {}  # rough key -> the first call with it
+    repeated: dict[int, gast.Call] = {}
     for statement in body if without_blocks(body) else nested_statements(body):
         if not _plain_assignment(statement):
             continue
@@ -84,10 +87,11 @@ def _may_repeat(body: list[gast.stmt]) -> bool:
             tuple(map(_rough, value.args)),
             tuple((k.arg, _rough(k.value)) for k in value.keywords),
         )
-        if key in seen:
-            return True
-        seen.add(key)
-    return False
+        earlier = first.setdefault(key, value)
+        if earlier is not value:
+            repeated[id(earlier)] = earlier
+            repeated[id(value)] = value
+    return repeated
 
 
 def _rough(node: gast.expr) -> object:
@@ -105,19 +109,21 @@ def _block(
     is_pure,
     unsafe: set[str],
     effects: dict,
+    repeated: dict[int, gast.Call],
     records=None,
     kept: FactsCache | None = None,
 ) -> bool:
     """Merge the repeated calls of one block (``records``: the facts of its statements, or
     None), then of the blocks inside it; whether any statement was replaced. ``kept``,
-    the facts of the function's body, forgets each statement whose blocks changed."""
+    the facts of the function's body, forgets each statement whose blocks changed; only a
+    call of ``repeated`` (:func:`_may_repeat`) is looked at as a candidate."""
     changed = False
     seen: dict[object, tuple[str, set[str]]] = {}  # dumped call → (first target, names read)
     keys_of: dict[str, set[object]] = {}  # name → keys in ``seen`` whose entry mentions it
     for index, statement in enumerate(statements):
         for field in () if type(statement) in SIMPLE_STATEMENTS else _BLOCKS:
             inner = getattr(statement, field, None)
-            if isinstance(inner, list) and _block(inner, is_pure, unsafe, effects):
+            if isinstance(inner, list) and _block(inner, is_pure, unsafe, effects, repeated):
                 changed = True
                 if kept is not None:
                     kept.forget_all(statement)
@@ -126,7 +132,12 @@ def _block(
             keys_of.clear()
             continue
         target = statement.targets[0].id
-        key = _candidate(statement.value, is_pure) if target not in unsafe else None
+        value = statement.value
+        key = (
+            _candidate(value, is_pure)
+            if target not in unsafe and repeated.get(id(value)) is value
+            else None
+        )
         earlier = seen.get(key) if key is not None else None
         if earlier is not None and earlier[0] != target:
             statements[index] = _copy_of(statement, earlier[0])

@@ -27,7 +27,7 @@ import builtins
 import copy
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import chain
 
 import gast
@@ -37,7 +37,7 @@ from s2sgrad.compiler.optimize.facts import FactsCache
 from s2sgrad.compiler.specialize.broadcasts import resolve
 from s2sgrad.compiler.syntax import constant, walk
 
-__all__ = ["divide_exactly"]
+__all__ = ["divide_exactly", "observed_kinds"]
 
 _FLOAT64 = "float64"  # a float64 array or NumPy scalar
 _FLOAT = "float"  # a Python float
@@ -79,18 +79,50 @@ def divide_exactly(function: gast.FunctionDef, probing, kept: FactsCache | None 
     outside.body = []
     facts = _Facts(function, probing, chain(walk(outside), *walks))
     changed = False
-    for position, division in divisions:
-        divisor = facts.value(division.right, position)
-        if divisor is _UNKNOWN or not _power_of_two(divisor):
-            continue
-        dividend = facts.kind_of_operand(division)
-        if dividend == _FLOAT64 or (dividend == _FLOAT and type(divisor) in (int, float)):
-            division.op = gast.Mult()
-            division.right = constant(1.0 / float(divisor))
-            changed = True
-            if kept is not None:
-                kept.forget_all(function.body[position])
+    with np.errstate(all="ignore"):  # once for every divisor computed (``_Facts.value``)
+        for position, division in divisions:
+            divisor = facts.value(division.right, position)
+            if divisor is _UNKNOWN or not _power_of_two(divisor):
+                continue
+            dividend = facts.kind_of_operand(division)
+            if dividend == _FLOAT64 or (dividend == _FLOAT and type(divisor) in (int, float)):
+                division.op = gast.Mult()
+                division.right = constant(1.0 / float(divisor))
+                changed = True
+                if kept is not None:
+                    kept.forget_all(function.body[position])
     return changed
+
+
+def observed_kinds(
+    probing, parameters: dict[str, object], once: Callable[[str], bool]
+) -> dict[str, str | None]:
+    """What each name bound once (``once(name)``) held where the probe saw it as an
+    argument (an operand or a call's argument), or a parameter's value (``parameters``):
+    float64, a Python float, or None (something else, or two kinds).
+
+    Example::
+
+        kinds = observed_kinds(probing, {"x": x}, lambda name: True)  # {"x": "float64", ...}
+    """
+    kinds: dict[str, str | None] = {}
+    for name, value in parameters.items():
+        kinds[name] = _kind_of_value(value)
+    for site, (_, site_node, target) in enumerate(probing.sites):
+        seen = probing.probe.seen(site)
+        if seen is None:
+            continue
+        arguments, _ = seen
+        if target is None:
+            nodes, arguments = [site_node.left, site_node.right], arguments[1:]
+        else:
+            nodes = site_node.args
+        for node, argument in zip(nodes, arguments):
+            if type(node) is gast.Name and once(node.id):
+                kind = _kind_of_seen(argument)
+                if kinds.setdefault(node.id, kind) != kind:
+                    kinds[node.id] = None
+    return kinds
 
 
 def _power_of_two(value) -> bool:
@@ -137,12 +169,12 @@ class _Facts:
                 self._definitions[statement.targets[0].id] = statement.value
                 self._positions[statement.targets[0].id] = position
         self._parameters = self._parameter_values(function, probing)
-        self._kinds = self._observed_kinds(probing)
-        self._sites = {  # the probe call became the site, specialised, where it stands
-            id(probe_call): site
-            for site, (probe_call, _, target) in enumerate(probing.sites)
-            if target is None
-        }
+        self._probing = probing
+        # what the probe saw, by name: asked only of a dividend whose divisor is a power
+        # of two (most are not), so read from the probe's sites at the first such, before
+        # any division is rewritten (``kind_of_operand``)
+        self._observed: dict[str, str | None] | None = None
+        self._sites: dict[int, int] = {}  # see kind_of_operand
         self._probe = probing.probe
         self._values: dict[str, object] = {}
 
@@ -158,30 +190,16 @@ class _Facts:
         values.update((k, v) for k, v in probing.kwargs.items() if k in names)
         return {name: value for name, value in values.items() if self._once(name)}
 
-    def _observed_kinds(self, probing) -> dict[str, str | None]:
-        """Names bound once that the probe saw as arguments, by what they held."""
-        kinds: dict[str, str | None] = {}
-        for name, value in self._parameters.items():
-            kinds[name] = _kind_of_value(value)
-        for site, (_, site_node, target) in enumerate(probing.sites):
-            seen = probing.probe.seen(site)
-            if seen is None:
-                continue
-            arguments, _ = seen
-            if target is None:
-                nodes, arguments = [site_node.left, site_node.right], arguments[1:]
-            else:
-                nodes = site_node.args
-            for node, argument in zip(nodes, arguments):
-                if type(node) is gast.Name and self._once(node.id):
-                    kind = _kind_of_seen(argument)
-                    if kinds.setdefault(node.id, kind) != kind:
-                        kinds[node.id] = None
-        return kinds
-
     # the dividend -----------------------------------------------------------------------
     def kind_of_operand(self, division: gast.BinOp) -> str | None:
         """What the left side of ``division`` holds: float64, a Python float, or None."""
+        if self._observed is None:  # first asked before any division is rewritten
+            self._observed = observed_kinds(self._probing, self._parameters, self._once)
+            self._sites = {  # the probe call became the site, specialised, where it stands
+                id(probe_call): site
+                for site, (probe_call, _, target) in enumerate(self._probing.sites)
+                if target is None
+            }
         site = self._sites.get(id(division))
         if site is not None:
             seen = self._probe.seen(site)
@@ -195,7 +213,7 @@ class _Facts:
         if kind is gast.Constant:
             return {float: _FLOAT, int: _INT}.get(type(node.value))
         if kind is gast.Name:
-            known = self._kinds.get(node.id)
+            known = self._observed.get(node.id)  # type: ignore[union-attr]
             if known is not None or not self._once(node.id):
                 return known
             definition = self._definitions.get(node.id)
@@ -220,9 +238,8 @@ class _Facts:
         ``_UNKNOWN``."""
         if depth > 50:
             return _UNKNOWN
-        try:
-            with np.errstate(all="ignore"):
-                return self._value(node, before, depth)
+        try:  # (under ``np.errstate(all="ignore")``, which ``divide_exactly`` sets once)
+            return self._value(node, before, depth)
         except (ArithmeticError, ValueError, TypeError, IndexError):
             return _UNKNOWN
 
