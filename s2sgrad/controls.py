@@ -59,6 +59,7 @@ from s2sgrad.runtime.replays import (
     random_sources,
     random_states,
     set_random_states,
+    stores_while_checkpointed,
 )
 from s2sgrad.runtime.revolve import (
     CheckpointedLoop,
@@ -569,7 +570,7 @@ def _recomputing_derivative(f: Callable) -> Callable:
         state = kept.note()
         value = f(*args, **kwargs)
         if kept.stored_numbers(state, kept.note()):  # what this plain run computed
-            raise _stores_while_checkpointed(function)
+            raise stores_while_checkpointed(function)
         first = fingerprint(value, value_of)
         on_tape = called_by_tape() or any(is_tape_value(a) for a in args)
         if kwargs:  # s2sgrad.vjp takes positional primals
@@ -591,22 +592,6 @@ def _recomputing_derivative(f: Callable) -> Callable:
         return value, pullback
 
     return recomputing_derivative
-
-
-def _stores_while_checkpointed(function: Callable) -> UnsupportedError:
-    """The refusal of a checkpointed function that stores numbers around it (appends a
-    loss to a global list, sets an attribute to an array): its first run is a plain one,
-    so a value it stores, read back by its caller, would carry no derivative."""
-    code = getattr(getattr(function, "__func__", function), "__code__", None)
-    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
-    name = getattr(function, "__qualname__", None) or repr(function)
-    return UnsupportedError(
-        f"{where}the checkpointed {name} stores numbers around it (in a list or dict it "
-        "names, an attribute of an object it runs on or is given, a global it assigns): "
-        "checkpointing runs it without following its values, so what it stores would "
-        "carry no derivative where it is read back. Return the values instead of storing "
-        "them, or do not checkpoint it"
-    )
 
 
 def _forward_derivative(f: Any) -> Callable:

@@ -45,6 +45,7 @@ __all__ = [
     "random_sources",
     "random_states",
     "set_random_states",
+    "stores_while_checkpointed",
 ]
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
@@ -258,16 +259,39 @@ def changed_on_recomputing(function: Any) -> UnsupportedError:
 
         raise changed_on_recomputing(block)
     """
-    code = getattr(getattr(function, "__func__", function), "__code__", None)
-    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
-    name = getattr(function, "__qualname__", None) or repr(function)
     return UnsupportedError(
-        f"{where}the checkpointed {name} gave other values when run again for the backward "
+        f"{_checkpointed(function)} gave other values when run again for the backward "
         "pass than it gave the first time, so its derivative would be that of another "
         "computation: it draws random numbers from a generator s2sgrad does not see (one an "
         "object holds), or reads something that changed since it ran. Pass the generator or "
         "the random numbers as an argument, or do not checkpoint it"
     )
+
+
+def stores_while_checkpointed(function: Any) -> UnsupportedError:
+    """The refusal of a checkpointed function that stores numbers around it (appends a
+    loss to a global list, sets an attribute to an array): its first run is a plain one,
+    so a value it stores, read back by its caller, would carry no derivative.
+
+    Example::
+
+        raise stores_while_checkpointed(block)
+    """
+    return UnsupportedError(
+        f"{_checkpointed(function)} stores numbers around it (in a list or dict it names, "
+        "an attribute of an object it runs on or is given, a global it assigns): "
+        "checkpointing runs it without following its values, so what it stores would "
+        "carry no derivative where it is read back. Return the values instead of storing "
+        "them, or do not checkpoint it"
+    )
+
+
+def _checkpointed(function: Any) -> str:
+    """``file:line: the checkpointed name`` of a checkpointed function."""
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
+    name = getattr(function, "__qualname__", None) or repr(function)
+    return f"{where}the checkpointed {name}"
 
 
 def _comparable(sample: np.ndarray) -> tuple:
