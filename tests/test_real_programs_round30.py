@@ -1191,6 +1191,25 @@ PROGRAMS = {
 PROGRAMS.update(MORE_PROGRAMS)
 
 
+_ORACLES: dict = {}
+
+
+def _oracle(name: str, order: int) -> tuple:
+    """Central differences for program ``name``, made once for every mode: ``order`` 1
+    gives its gradient, a random direction and its derivative along it; 2 adds the tape
+    gradient's derivative along that direction (the Hessian-vector product's oracle)."""
+    if (name, order) not in _ORACLES:
+        f, args = PROGRAMS[name][:2]
+        if order == 1:
+            direction = sg.tree_map(lambda a: R.normal(size=np.shape(a)) * 0.5, args[0])
+            along = numeric_jvp(f, list(args), 0, direction)
+            _ORACLES[name, 1] = numeric_grad(f, list(args), 0), direction, along
+        else:
+            direction = _oracle(name, 1)[1]
+            _ORACLES[name, 2] = numeric_jvp(sg.grad(f, mode="tape"), [args[0]], 0, direction)
+    return _ORACLES[name, order]
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_real_program(name, mode):
@@ -1202,15 +1221,13 @@ def test_real_program(name, mode):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         got = call_twice(sg.grad(f, mode=mode), *args)
-        assert_close(got, numeric_grad(f, list(args), 0), rtol=1e-5, atol=1e-6)
-        direction = sg.tree_map(lambda a: R.normal(size=np.shape(a)) * 0.5, args[0])
-        along = numeric_jvp(f, list(args), 0, direction)
+        gradient, direction, along = _oracle(name, 1)
+        assert_close(got, gradient, rtol=1e-5, atol=1e-6)
         _, tangent = sg.jvp(f, (args[0],), (direction,), mode=mode)
         assert_close(float(tangent), float(along), rtol=1e-5, atol=1e-6)
         if mode not in second_order:
             return
-        gradient = sg.grad(f, mode="tape")
-        expected = numeric_jvp(gradient, [args[0]], 0, direction)
+        expected = _oracle(name, 2)
         for _ in range(2):
             (product,) = sg.hvp(f, (args[0],), (direction,), mode=mode)
             assert_close(
