@@ -285,6 +285,17 @@ def test_array_functions(name, f, args, mode):
 def made_class(a):
     class Scaled:
         def __init__(self, w):
+            self.w = w * 1.0  # computes: no record (runtime/records.py)
+
+        def __call__(self, x):
+            return self.w * x
+
+    return Scaled(a)(a + 1.0)
+
+
+def made_record(a):
+    class Scaled:
+        def __init__(self, w):
             self.w = w
 
         def __call__(self, x):
@@ -303,3 +314,7 @@ def test_a_class_defined_inside_is_named_as_the_users_when_refused():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sg.S2SGradWarning)
         assert call_twice(sg.grad(made_class, mode="auto"), 0.7) == pytest.approx(2 * 0.7 + 1)
+
+
+def test_a_record_class_defined_inside_is_differentiated_by_source():
+    assert call_twice(sg.grad(made_record, mode="s2s"), 0.7) == pytest.approx(2 * 0.7 + 1)

@@ -1287,7 +1287,6 @@ REFUSED = {
     "laplacian_smoothing": S2S_HVP,
     "elastic_net_coordinate_descent": S2S_HVP,
     "string_keys_and_formatting": S2S_HVP,
-    "try_except_in_loss": BY_THE_TAPE,
     "polynomial_class": BY_THE_TAPE,
     "class_with_cached_hidden": BY_THE_TAPE,
     "accumulator_object": BY_THE_TAPE,

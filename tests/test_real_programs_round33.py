@@ -819,7 +819,6 @@ PROGRAMS = [
 # buffer, and the tape's a.dot(b) of a plain a (NumPy converts b; s2s and auto differentiate)
 REFUSED = {
     "dp_sgd_objective": BY_THE_TAPE,
-    "linear_regression_model": BY_THE_TAPE,
     "custom_training_loop": S2S_HVP,
     "physics_informed_loss": S2S_HVP,
     "gnn_message_passing": S2S_HVP,

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from test_real_programs_round32 import BY_THE_TAPE, MODES, S2S_HVP, _check_program
+from test_real_programs_round32 import MODES, S2S_HVP, _check_program
 
 R = np.random.default_rng(3336)
 
@@ -854,7 +854,7 @@ PROGRAMS = [
 # objects made inside the loss are taped by auto; forward mode over a gradient whose save
 # stack shares a buffer written in place is refused in s2s, taped by auto
 REFUSED = {
-    "sequential_of_layer_objects": BY_THE_TAPE,
+    "sequential_of_layer_objects": S2S_HVP,  # objects by source since round 33
     **{
         name: S2S_HVP
         for name in (

@@ -284,6 +284,8 @@ NOT_IN_REVERSE_CODE = {
     "attribute_tangent": "forward mode, with respect to an object: test_model_objects.py",
     "attribute_only": "forward mode: an attribute stored on a record, with_attribute's tangent",
     "run_checkpointed": "a checkpointed loop: tests/test_checkpointed_loops.py (hvp on the tape)",
+    "owned_tangent": "forward mode: an item written into an array made complex, "
+    "tests/test_forward_mode_complex_item_writes.py",
     # the tape over an s2s gradient joins two list cotangents with + where generated code
     # adds them (a routed helper's CotangentList comes back a plain list): repeated_sum
     # then refuses the wrong length, tests/test_repeated_lists.py
