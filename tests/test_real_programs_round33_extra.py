@@ -91,21 +91,6 @@ def chebyshev_series(coeffs, x=0.3):
     return np.trapezoid(series**2, grid) + x * series[4]
 
 
-def linear_recursion(params, n=8):
-    """A second-order linear recurrence written as a recursive function with a cache in a
-    dict passed along."""
-    a, b = params
-
-    def term(k, memo):
-        if k in memo:
-            return memo[k]
-        value = a * term(k - 1, memo) + b * term(k - 2, memo)
-        memo[k] = value
-        return value
-
-    return term(n, {0: 1.0, 1: 0.5})
-
-
 def ray_sphere_shading(light):
     """Rays from a camera hit a sphere where the nearer root of the quadratic says; the
     Lambertian shading of the hit points by a light direction being differentiated."""
@@ -497,7 +482,6 @@ PROGRAMS = [
     (bezier_fit, np.stack([np.linspace(0, 1, 4), _n(4)], axis=1)),
     (bspline_smoothing, _n(5)),
     (chebyshev_series, _n(5)),
-    (linear_recursion, np.array([0.6, 0.3])),
     (ray_sphere_shading, np.array([0.3, 0.5, -1.0])),
     (image_source_acoustics, np.array([2.0, 1.0, 1.0])),
     (pose_from_quaternion, np.array([1.0, 0.0, 0.0, 0.0]) + _n(4, scale=0.1)),
@@ -536,7 +520,6 @@ PROGRAMS = [
 # auto; forward mode over a gradient taken inside, or over a save stack sharing a buffer
 # written in place, is refused in s2s
 REFUSED = {
-    "linear_recursion": BY_THE_TAPE,
     "pinn_by_nested_tapes": BY_THE_TAPE,
     "image_source_acoustics": S2S_HVP,
     "value_and_grad_training": S2S_HVP,

@@ -330,30 +330,6 @@ def trace_through_lenses(curvatures, n_glass=1.5, heights=(0.1, 0.3, 0.5)):
     return spot
 
 
-WAVELENGTHS = np.array([0.45, 0.55, 0.65])
-
-
-def fresnel_coating(thickness, wavelengths=WAVELENGTHS):
-    """Reflectance of a two-layer coating by characteristic matrices (complex numbers),
-    averaged over wavelengths; thicknesses in micrometres."""
-    indices = [1.38, 2.1]
-    n_sub = 1.52
-    total = 0.0
-    for lam in wavelengths:
-        M = np.eye(2, dtype=complex)
-        for n, d in zip(indices, thickness):
-            delta = 2 * np.pi * n * d / lam
-            layer = np.array(
-                [[np.cos(delta), 1j * np.sin(delta) / n], [1j * n * np.sin(delta), np.cos(delta)]]
-            )
-            M = M @ layer
-        B = M[0, 0] + M[0, 1] * n_sub
-        C = M[1, 0] + M[1, 1] * n_sub
-        r = (B - C) / (B + C)
-        total = total + np.abs(r) ** 2
-    return total / len(wavelengths)
-
-
 def tube_resonances(radii, length=1.0, c=343.0):
     """A tube of cylindrical sections by transfer matrices, the pressure and velocity
     entries of the product at a few frequencies."""
@@ -643,7 +619,6 @@ PROGRAMS = [
     (enzyme_network_steady, np.array([1.0, 0.8, 0.5, 0.4])),
     (predator_prey_rk2, np.array([1.1, 0.4, 0.4, 0.1])),
     (trace_through_lenses, np.array([0.5, -0.4])),
-    (fresnel_coating, np.array([0.1, 0.07])),
     (tube_resonances, np.array([0.05, 0.06, 0.08])),
     (diffraction_grating, 1.7),
     (bar_fem_compliance, _n(4, scale=0.2)),
