@@ -1,6 +1,8 @@
 """What round 33's real programs found wrong, each shown by a small program of its kind
 checked against central differences in the modes it failed in."""
 
+import sys
+
 import numpy as np
 import pytest
 from test_nested_helper_updates import (
@@ -86,6 +88,10 @@ def filter_with_unpacked_writes(log_q):
 NOISE_LOGS = np.array([-1.0, -0.5]) + R.normal(size=2) * 0.1
 
 
+@pytest.mark.skipif(
+    sys.version_info < (3, 11),
+    reason="the tape tells two writes of a line apart by instruction positions (Python 3.11+)",
+)
 @pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
 def test_item_writes_by_one_unpacking_on_the_tape(mode):
     _check_program(filter_with_unpacked_writes, NOISE_LOGS, mode, frozenset({("s2s", "hvp")}))
