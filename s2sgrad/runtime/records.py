@@ -128,8 +128,10 @@ def _methods_keep_no_state(cls: type) -> bool:
             if name == "__init__":
                 continue  # what __init__ stores is read by _stored_parameters
             for function in _functions_of(member):
-                if function.__module__ == "collections":
-                    continue  # namedtuple's own (_make, _replace): a tuple keeps no state
+                # namedtuple's own (_make, _replace) and a dataclass's __replace__ (Python
+                # 3.13: a new object from the fields) keep no state
+                if function.__module__ in ("collections", "dataclasses"):
+                    continue
                 if not _keeps_no_state(function, name):
                     return False
     return True
