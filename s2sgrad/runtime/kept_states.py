@@ -263,14 +263,19 @@ def code_names(code: types.CodeType) -> frozenset[str]:
     return frozenset(names)
 
 
+_GLOBAL_WRITES = frozenset((dis.opmap["STORE_GLOBAL"], dis.opmap["DELETE_GLOBAL"]))
+
+
 @functools.lru_cache(maxsize=1024)
 def _written_globals(code: types.CodeType) -> frozenset[str]:
     """The globals ``code`` (its nested functions' included) assigns or deletes."""
-    names = {
-        i.argval
-        for i in dis.get_instructions(code)
-        if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
-    }
+    names: set[str] = set()
+    if not _GLOBAL_WRITES.isdisjoint(code.co_code[::2]):  # (wordcode: opcodes at even bytes)
+        names = {
+            i.argval
+            for i in dis.get_instructions(code)
+            if i.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")
+        }
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             names |= _written_globals(constant)

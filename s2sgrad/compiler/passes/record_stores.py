@@ -79,6 +79,8 @@ def _record_stores(node: gast.FunctionDef, resolve) -> list[tuple[Any, str, int,
             if isinstance(target, gast.Attribute) and isinstance(target.value, gast.Name):
                 stores.append((holder, field, index, part))
                 dotted.add(id(target.value))
+    if not stores or not classes:
+        return []
     for part in gast.walk(node):
         if part is node:
             continue
