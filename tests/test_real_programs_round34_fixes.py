@@ -1,10 +1,11 @@
 """Round 34's fixes found by real users' programs, each against central differences."""
 
+import copy
 import logging
 
 import numpy as np
 import pytest
-from oracle import numeric_jvp
+from oracle import numeric_grad, numeric_jvp
 
 import s2sgrad as sg
 
@@ -103,3 +104,53 @@ def test_forward_mode_still_refuses_a_number_read_back_from_text():
     where = f"{loss_reading_a_number_back_from_text.__code__.co_filename}:[0-9]+"
     with pytest.raises(sg.S2SGradError, match=where + ".*stop_gradient"):
         sg.jvp(loss_reading_a_number_back_from_text, (w,), (v,), mode="s2s")
+
+
+def sgd_on_a_deep_copy(params):
+    """A copy of the parameters taken by copy.deepcopy, stepped in place, compared with
+    the originals (a lookahead-style objective)."""
+    fast = copy.deepcopy(params)
+    for _ in range(2):
+        fast["W"] = fast["W"] - 0.1 * np.tanh(fast["W"])
+        fast["b"] += 0.05 * fast["W"].sum(axis=0)
+    return np.sum((fast["W"] - params["W"]) ** 2) + np.sum(fast["b"] * params["b"])
+
+
+def rows_written_into_a_deep_copy(x):
+    """An array deep-copied, then rows written, with the original read afterwards."""
+    y = copy.deepcopy(x)
+    y[0] = np.sin(x[1])
+    y[1] *= x[0]
+    return np.sum(y**2 * x)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_writes_into_a_deep_copy_are_differentiated_by_source(mode):
+    params = {"W": R.normal(size=(2, 3)), "b": R.normal(size=3)}
+    keys = sorted(params)
+    gradient = sg.grad(sgd_on_a_deep_copy, mode=mode)(params)
+    expected = numeric_grad(_on_leaves(sgd_on_a_deep_copy, keys), [_leaves(params)], 0)
+    for key, e in zip(keys, expected):
+        np.testing.assert_allclose(gradient[key], e, rtol=1e-6, atol=1e-9)
+    tangent = {"W": R.normal(size=(2, 3)), "b": R.normal(size=3)}
+    (hv,) = sg.hvp(sgd_on_a_deep_copy, (params,), (tangent,), mode=mode)
+    along = numeric_jvp(
+        lambda leaves: _leaves(sg.grad(sgd_on_a_deep_copy, mode="tape")(dict(zip(keys, leaves)))),
+        [_leaves(params)],
+        0,
+        _leaves(tangent),
+        step=1e-5,
+    )
+    for key, e in zip(keys, along):
+        np.testing.assert_allclose(hv[key], e, rtol=1e-5, atol=1e-8)
+    x, v = R.normal(size=(2, 3)), R.normal(size=(2, 3))
+    np.testing.assert_allclose(
+        sg.grad(rows_written_into_a_deep_copy, mode=mode)(x),
+        numeric_grad(rows_written_into_a_deep_copy, [x], 0),
+        rtol=1e-6,
+        atol=1e-9,
+    )
+    _, derivative = sg.jvp(rows_written_into_a_deep_copy, (x,), (v,), mode=mode)
+    np.testing.assert_allclose(
+        derivative, numeric_jvp(rows_written_into_a_deep_copy, [x], 0, v), rtol=1e-6
+    )
