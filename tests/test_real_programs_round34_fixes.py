@@ -2,6 +2,7 @@
 
 import copy
 import logging
+import warnings
 
 import numpy as np
 import pytest
@@ -154,3 +155,45 @@ def test_writes_into_a_deep_copy_are_differentiated_by_source(mode):
     np.testing.assert_allclose(
         derivative, numeric_jvp(rows_written_into_a_deep_copy, [x], 0, v), rtol=1e-6
     )
+
+
+def running_mean_by_a_local_class(w):
+    """A small class defined in the loss, whose method is named like a set's."""
+
+    class Running:
+        def __init__(self):
+            self.total = 0.0
+            self.count = 0
+
+        def add(self, value):
+            self.total += value
+            self.count += 1
+
+    stats = Running()
+    for v in w:
+        stats.add(v**2)
+    return stats.total / stats.count
+
+
+def entries_of_a_local_set_subclass(w):
+    class Bag(set):
+        pass
+
+    seen = Bag()
+    seen.add(w[0])
+    return w[0] * len(seen)
+
+
+def test_a_method_of_a_class_defined_in_the_function_is_not_taken_for_a_sets():
+    """Was: ".add() writes into 'stats' in place, ...; use a new set"."""
+    w = R.normal(size=3)
+    where = f"{running_mean_by_a_local_class.__code__.co_filename}:[0-9]+"
+    with pytest.raises(sg.UnsupportedError, match=where + ": .*method .add()") as refused:
+        sg.grad(running_mean_by_a_local_class, mode="s2s")(w)
+    assert "set" not in str(refused.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # auto tapes it, saying so
+        gradient = sg.grad(running_mean_by_a_local_class, mode="auto")(w)
+    np.testing.assert_allclose(gradient, numeric_grad(running_mean_by_a_local_class, [w], 0))
+    with pytest.raises(sg.UnsupportedError, match=where + ": .*use a new set"):
+        sg.grad(entries_of_a_local_set_subclass, mode="s2s")(w)
