@@ -262,23 +262,43 @@ def _objects_of_users_classes(body: list[gast.stmt], parsed: ParsedFunction) -> 
     array: their methods (``acc.add(v)``) are the class's own, which the in-place writes of
     lists, sets, dicts and arrays (``.add``, ``.pop``, ``.sort``) say nothing about."""
     made, other = set(), set()
+    local_classes = _plain_classes_defined(body)
     for statement in nested_statements(body):
-        if _binds_a_new_object(statement, parsed):
+        if _binds_a_new_object(statement, parsed, local_classes):
             made.add(statement.targets[0].id)
         else:
             other |= _own_bindings(statement)
     return made - other
 
 
-def _binds_a_new_object(statement: gast.stmt, parsed: ParsedFunction) -> bool:
-    """``name = Cls(...)``, ``Cls`` a class that is no container or array."""
+def _binds_a_new_object(
+    statement: gast.stmt, parsed: ParsedFunction, local_classes: frozenset[str] = frozenset()
+) -> bool:
+    """``name = Cls(...)``, ``Cls`` a class that is no container or array (or one of
+    ``local_classes``, defined in the function with no base)."""
     if type(statement) is not gast.Assign or len(statement.targets) != 1:
         return False
     target, value = statement.targets[0], statement.value
     if type(target) is not gast.Name or type(value) is not gast.Call:
         return False
+    if type(value.func) is gast.Name and value.func.id in local_classes:
+        return True
     cls = parsed.resolve(value.func) if isinstance(value.func, gast.Name) else None
     return isinstance(cls, type) and not issubclass(cls, _CONTAINERS)
+
+
+def _plain_classes_defined(body: list[gast.stmt]) -> frozenset[str]:
+    """The classes ``body`` defines with no base but ``object`` (``class Running:``), whose
+    names nothing else binds: an object made of one is no container."""
+    classes, bound = set(), []
+    for statement in nested_statements(body):
+        if type(statement) is gast.ClassDef and all(
+            type(b) is gast.Name and b.id == "object" for b in statement.bases
+        ):
+            classes.add(statement.name)
+        elif type(statement) is not gast.ClassDef:
+            bound.append(_own_bindings(statement))
+    return frozenset(classes.difference(*bound))
 
 
 def _own_bindings(statement: gast.stmt) -> set[str]:

@@ -215,6 +215,8 @@ def _object_tangent(obj: Any, tangent: Any) -> Any:
 
 
 def _method_dispatch_jvp(obj, name, tangents, args, kwargs, tape):
+    if type(obj) is dict and name == "get" and not kwargs and 1 <= len(args) <= 2:
+        return _dict_get_jvp(obj, tangents, *args)
     tangents = (_object_tangent(obj, tangents[0]), *tangents[1:])
     static = _static_or_class_method(obj, name)
     if static is not None:  # the object is not an argument: its tangent is not given
@@ -262,6 +264,21 @@ def _dict_get(obj: dict, key: Any, *default: Any) -> tuple[Any, Any]:
         return value, lambda g: (CotangentDict({key: g}), None, *unused)
     value = default[0] if default else None
     return value, lambda g: (CotangentDict(), None, *(g for _ in default))
+
+
+def _dict_get_jvp(obj: dict, tangents: tuple, key: Any, *default: Any) -> tuple[Any, Any]:
+    """Forward mode for ``obj.get(key[, default])`` of a dict being differentiated:
+    ``(value, tangent)``, the entry with its tangent (the same entry of ``obj``'s tangent,
+    which holds none for a constant dict) or, when there is none, the default with its
+    own (``tangents`` is ``(dobj, dkey[, ddefault])``)."""
+    if key in obj:
+        value, entries = obj[key], tangents[0]
+        if isinstance(entries, dict) and key in entries:
+            return value, entries[key]
+        return value, zeros_like_value(value)
+    if not default:
+        return None, None
+    return default[0], tangents[2] if len(tangents) > 2 else zeros_like_value(default[0])
 
 
 def _record_call(function: Any) -> tuple[type, tuple[str, ...]] | None:

@@ -27,7 +27,13 @@ from s2sgrad.compiler.forward.tangents import rule_tangent
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
 from s2sgrad.compiler.logs import only_logged
-from s2sgrad.compiler.operations import Operation, OperationKind, classify, drop_receiver
+from s2sgrad.compiler.operations import (
+    Operation,
+    OperationKind,
+    classify,
+    drop_receiver,
+    is_text,
+)
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.aliases import refuse_mutating_calls
 from s2sgrad.compiler.passes.names import NameGenerator
@@ -310,6 +316,7 @@ class _Forward:
             not self.is_active_expression(statement.value)
             or kind in (OperationKind.COMPARISON, OperationKind.CONSTANT)
             or (kind is OperationKind.PRIMITIVE and not operation.differentiable)
+            or self.text_kept_from_the_result(statement, operation)
         ):
             step.derivative = Derivative.NONE
         elif kind is OperationKind.PRIMITIVE and any(
@@ -340,6 +347,17 @@ class _Forward:
             _refuse(operation, self.parsed.location(statement))
             step.derivative = Derivative.RULE
         return step
+
+    def text_kept_from_the_result(self, statement: gast.Assign, operation: Operation) -> bool:
+        """Whether ``statement`` writes text from varied values (``message = f"{loss:.3f}"``)
+        whose value never reaches the result (it is logged, printed or stored): no tangent
+        to take, as reverse mode has none (``float(message)`` returned is still refused)."""
+        target = statement.targets[0]
+        return (
+            is_text(operation)
+            and type(target) is gast.Name
+            and target.id not in self.activity.useful
+        )
 
     def rule_assignment(self, statement, operation: Operation, names) -> list[gast.stmt]:
         """``y = op(a, b)`` followed by ``dy = …``, the tangent written from op's rule."""

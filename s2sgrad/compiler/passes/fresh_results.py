@@ -9,6 +9,7 @@ the tape's check of in-place updates.
 from __future__ import annotations
 
 import builtins
+import copy
 import sys
 import types
 from typing import Any
@@ -78,7 +79,8 @@ _FRESH_BUILTINS = frozenset(
 def fresh_result(target: Any, call: gast.Call) -> bool:
     """Whether ``call``, a call of ``target``, is known to return a new array (or a number,
     or a tuple of new arrays) that shares no memory with anything: the NumPy functions
-    listed above, ufuncs and the builtins that compute, without ``out=``.
+    listed above, ufuncs, the builtins that compute, without ``out=``, and
+    ``copy.deepcopy(x)`` (a new container of new arrays).
 
     Example::
 
@@ -93,6 +95,8 @@ def fresh_result(target: Any, call: gast.Call) -> bool:
         target = stood_for
     if isinstance(target, np.ufunc):
         return True
+    if target is copy.deepcopy:  # of one argument (a memo may hand back what it holds)
+        return len(call.args) == 1 and not call.keywords
     name = getattr(target, "__name__", None)
     if getattr(builtins, name or "", None) is target:
         return name in _FRESH_BUILTINS
