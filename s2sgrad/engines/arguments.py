@@ -32,6 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule
 from s2sgrad.running import function_origin
 from s2sgrad.runtime import is_dask_array, is_foreign_array, require_aux_pair, zeros_like_value
+from s2sgrad.runtime.answering_objects import answers_itself
 from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
@@ -407,11 +408,21 @@ def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
     registered object with an attribute named like a NumPy array's (``.T``, ``.real``,
     ``.size``): the generated code reads ``p.T`` as an array's transpose.
 
+    A class that answers a comparison or ``round`` with code of the user's is refused
+    too: the generated code takes ``p < 1.0`` for a flag (see
+    :mod:`s2sgrad.runtime.answering_objects`).
+
     Example::
 
         refuse_array_attribute_names("p", Stats(mean=m, T=t), f)  # UnsupportedError
     """
     for node in _structures(value):
+        if answers_itself(type(node)):  # its __lt__ may answer with its differentiated values
+            raise UnsupportedError(
+                f"{located_name(f)}: {name!r} holds a {type(node).__qualname__}, whose class "
+                "answers a comparison or round with code of its own, whose result source "
+                "transformation takes for a constant; use mode='tape'"
+            )
         for attribute in _attribute_names(node):
             if isinstance(getattr(np.ndarray, attribute, None), types.GetSetDescriptorType):
                 raise UnsupportedError(

@@ -48,6 +48,7 @@ from s2sgrad.rules.registry import (
     when_forgotten,
 )
 from s2sgrad.running import IN_A_DERIVATIVE, origin_of, statement_origin
+from s2sgrad.runtime.answering_objects import answers_itself
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.runtime.piecewise import pieces_into
 from s2sgrad.runtime.replays import DrawsAtStart
@@ -85,6 +86,23 @@ __all__ = [
     "value_of",
     "user_location",
 ]
+
+
+def _answered_by_other(value: TapeValue) -> Any:
+    """``x[0] > c`` of a tape value and an object whose class answers the comparison with
+    code of its own (``__lt__`` returning ``other * self.s``): for one number, Python's
+    reflected call (``c.__lt__(x[0])``), recorded on the tape as it computes; for an array,
+    which NumPy compares entry by entry, each a plain number, refused at the user's line
+    (the flags it answered were constants, and its answers' derivatives lost)."""
+    if np.ndim(value._value) == 0:
+        return NotImplemented
+    error = UnsupportedError(
+        f"{user_location()}: an array being differentiated is compared with an object whose "
+        "class answers the comparison with code of its own, which NumPy calls entry by entry "
+        "on plain numbers; compare the values the object holds, or compare entry by entry"
+    )
+    error.tape_cannot_either = True
+    raise error
 
 
 class TapeValue:
@@ -645,36 +663,49 @@ class TapeValue:
     def __getitem__(self, index):
         return apply_rule(operator.getitem, operator.getitem, (self, value_of(index)))
 
-    # Comparisons have no derivative: they return plain boolean arrays.
+    # Comparisons have no derivative: they return plain boolean arrays (but an object whose
+    # class answers the comparison with code of its own answers it: _answered_by_other).
 
     def __eq__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self)
         return self._value == value_of(other)
 
     def __ne__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self)
         return self._value != value_of(other)
 
     def __lt__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self)
         return self._value < value_of(other)
 
     def __le__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self)
         return self._value <= value_of(other)
 
     def __gt__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self)
         return self._value > value_of(other)
 
     def __ge__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self)
         return self._value >= value_of(other)
 
     # Attributes with a derivative --------------------------------------------------------

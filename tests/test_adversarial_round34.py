@@ -1,0 +1,169 @@
+"""Round 34's adversarial findings (adv20): each a silently wrong answer, a crash or a
+refusal without the user's line, now right or refused at the user's line.
+
+An object given as a PARAMETER whose class answers a comparison or ``round`` with code of
+its own (``__lt__`` returning ``other * self.s``): the sweeps took the comparison for a
+flag and the gradient and the tangent were zero, in modes "s2s" and "auto". The class is
+known only as the code runs: generated code checks the operands there
+(``runtime.answering_objects``); "auto" tapes the function.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad, numeric_jvp
+
+import s2sgrad as sg
+
+HERE = "test_adversarial_round34.py"
+R = np.random.default_rng(3420)
+
+
+class Scaled:
+    def __init__(self, s):
+        self.s = s
+
+    def __lt__(self, other):
+        return other * self.s
+
+    def __gt__(self, other):
+        return other**2 * self.s
+
+
+class Holder:
+    def __init__(self, v):
+        self.v = v
+
+    def __lt__(self, other):
+        return self.v * 3.0 + other
+
+    def __round__(self, digits=None):
+        return self.v * 2.0
+
+    def __floor__(self):
+        return self.v * 4.0
+
+
+def less_than_parameter(x, c):
+    return np.sum(c < x)
+
+
+def greater_than_parameter(x, c):
+    return np.sum(np.sin(x) * (c > x))
+
+
+def reflected_on_a_float(x, c):
+    return (x[0] > c) * x[1]  # float.__gt__ gives way to c.__lt__(x[0])
+
+
+def made_by_a_class_parameter(x, c):
+    h = c(x)
+    return np.sum(h < 1.0)
+
+
+def rounded_by_a_class_parameter(x, c):
+    return np.sum(round(c(x)) ** 2)
+
+
+def floored_by_a_class_parameter(x, c):
+    return math.floor(c(x[0])) * x[1]
+
+
+CASES = [
+    (less_than_parameter, Scaled(2.0)),
+    (greater_than_parameter, Scaled(1.5)),
+    (reflected_on_a_float, Scaled(3.0)),
+    (made_by_a_class_parameter, Holder),
+    (rounded_by_a_class_parameter, Holder),
+]
+# made in the function by a class given as a parameter: refused as the class does more than
+# store its values, or as the comparison runs; math.floor has no derivative rule
+REFUSED = "answers that with code of its own|makes an object holding|math.floor"
+
+
+@pytest.mark.parametrize(("f", "c"), [*CASES, (floored_by_a_class_parameter, Holder)])
+def test_a_parameter_answering_a_comparison_is_refused_in_s2s(f, c):
+    x = R.uniform(0.3, 1.2, size=3)
+    with pytest.raises(sg.S2SGradError, match=REFUSED) as e:
+        sg.grad(f, mode="s2s")(x, c)
+    assert f"{HERE}:" in str(e.value)
+    with pytest.raises(sg.S2SGradError, match=REFUSED) as e:
+        sg.jvp(f, (x, c), (np.ones(3), None), mode="s2s")
+    assert f"{HERE}:" in str(e.value)
+
+
+@pytest.mark.parametrize(("f", "c"), CASES)
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_parameter_answering_a_comparison_is_right_in_auto(f, c, mode):
+    x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradient = call_twice(sg.grad(f, mode=mode), x, c)
+        assert_close(gradient, numeric_grad(f, [x, c], 0))
+        _, tangent = sg.jvp(f, (x, c), (v, None), mode=mode)
+        assert_close(tangent, numeric_jvp(f, [x, c], 0, v), rtol=1e-5)
+        hvp = sg.hvp(lambda y: f(y, c), (x,), (v,), mode=mode)
+    expected = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y, c), [x], 0, v, step=1e-5)
+    assert_close(np.asarray(hvp).reshape(x.shape), expected, rtol=1e-4, atol=1e-6)
+
+
+def array_compared_with_an_answering_object(x, c):
+    return np.sum(x > c)  # NumPy asks c.__lt__ of each entry, a plain number
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_an_array_compared_with_an_answering_object_is_refused(mode):
+    x = R.uniform(0.3, 1.2, size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(sg.UnsupportedError, match="code of its own") as e:
+            sg.grad(array_compared_with_an_answering_object, mode=mode)(x, Scaled(2.0))
+    assert f"{HERE}:" in str(e.value)
+
+
+class Plain:
+    def __init__(self, v):
+        self.v = v
+
+
+def plain_parameter_compared(x, p):
+    return np.sum(np.where(x > p.v, x**2, 3.0 * x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_numbers_and_plain_objects_still_differentiate(mode):
+    x = R.uniform(-1.0, 1.0, size=4)
+    p = Plain(0.1)
+    gradient = call_twice(sg.grad(plain_parameter_compared, mode=mode), x, p)
+    assert_close(gradient, numeric_grad(plain_parameter_compared, [x, p], 0))
+
+
+@dataclass
+class Answering:
+    v: np.ndarray
+
+    def __lt__(self, other):
+        return self.v * 3.0 + other
+
+
+def differentiated_record_compared(p):
+    return np.sum(np.cos(p < 1.0))
+
+
+def test_a_differentiated_record_answering_a_comparison_is_refused_or_taped():
+    x = R.uniform(0.3, 1.2, size=3)
+    with pytest.raises(sg.UnsupportedError, match="answers a comparison") as e:
+        sg.grad(differentiated_record_compared, mode="s2s")(Answering(x))
+    assert f"{HERE}:" in str(e.value)
+    expected = numeric_grad(lambda y: differentiated_record_compared(Answering(y)), [x], 0)
+    for mode in ("auto", "tape"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            transformed = sg.grad(differentiated_record_compared, mode=mode)
+            for _ in range(2):  # a first and a later call
+                assert_close(transformed(Answering(x)).v, expected)
