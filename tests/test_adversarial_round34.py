@@ -167,3 +167,90 @@ def test_a_differentiated_record_answering_a_comparison_is_refused_or_taped():
             transformed = sg.grad(differentiated_record_compared, mode=mode)
             for _ in range(2):  # a first and a later call
                 assert_close(transformed(Answering(x)).v, expected)
+
+
+# an object doing arithmetic with methods of its own: NumPy gives way to one with an
+# __array_priority__ (x + c is c.__radd__(x)), Python to any for a number (x[0] + c); the
+# tape recorded NumPy's add with its derivative 1, and the generated code did the same
+
+
+class Prioritised:
+    __array_priority__ = 100
+
+    def __init__(self, s):
+        self.s = s
+
+    def __radd__(self, other):
+        return other * self.s
+
+
+class Reflecting:
+    def __init__(self, s):
+        self.s = s
+
+    def __radd__(self, other):
+        return other * self.s
+
+    def __rmul__(self, other):
+        return other**3 * self.s
+
+
+ARITH = "arithmetic with methods of its own|own, which source transformation"
+PRIORITISED, REFLECTING = Prioritised(2.5), Reflecting(1.5)
+
+
+def array_plus_prioritised(x):
+    return np.sum(np.sin(x + PRIORITISED))
+
+
+def number_plus_reflecting(x):
+    return (x[0] + REFLECTING) * x[1] + x[2] * REFLECTING
+
+
+def parameter_plus(x, c):
+    return np.sum(np.cos(x + c))
+
+
+ARITHMETIC = [
+    (array_plus_prioritised, ()),
+    (number_plus_reflecting, ()),
+    (parameter_plus, (Prioritised(0.7),)),
+]
+
+
+@pytest.mark.parametrize(("f", "more"), ARITHMETIC)
+def test_an_object_doing_its_own_arithmetic_is_refused_in_s2s(f, more):
+    x = R.uniform(0.3, 1.2, size=3)
+    with pytest.raises(
+        sg.UnsupportedError,
+        match="arithmetic with methods of its own|own, which source transformation",
+    ) as e:
+        sg.grad(f, mode="s2s")(x, *more)
+    assert f"{HERE}:" in str(e.value)
+
+
+@pytest.mark.parametrize(("f", "more"), ARITHMETIC)
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_an_object_doing_its_own_arithmetic_answers_on_the_tape(f, more, mode):
+    x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradient = call_twice(sg.grad(f, mode=mode), x, *more)
+        assert_close(gradient, numeric_grad(f, [x, *more], 0))
+        tangents = (v, *[None] * len(more))
+        _, tangent = sg.jvp(f, (x, *more), tangents, mode=mode)
+        assert_close(tangent, numeric_jvp(f, [x, *more], 0, v), rtol=1e-5)
+        hvp = sg.hvp(lambda y: f(y, *more), (x,), (v,), mode=mode)
+    expected = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y, *more), [x], 0, v, step=1e-5)
+    assert_close(np.asarray(hvp).reshape(x.shape), expected, rtol=1e-4, atol=1e-6)
+
+
+def array_plus_reflecting(x):
+    return np.sum(x + REFLECTING)  # NumPy adds entry by entry: each a plain number
+
+
+def test_an_array_meeting_an_object_without_priority_is_refused_on_the_tape():
+    x = R.uniform(0.3, 1.2, size=3)
+    with pytest.raises(sg.UnsupportedError, match="entry by entry") as e:
+        sg.grad(array_plus_reflecting, mode="tape")(x)
+    assert f"{HERE}:" in str(e.value)

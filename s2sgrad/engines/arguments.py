@@ -20,7 +20,7 @@ import inspect
 import numbers
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule
 from s2sgrad.running import function_origin
 from s2sgrad.runtime import is_dask_array, is_foreign_array, require_aux_pair, zeros_like_value
-from s2sgrad.runtime.answering_objects import answers_itself
+from s2sgrad.runtime.answering_objects import answers_arithmetic, answers_itself
 from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
@@ -53,6 +53,7 @@ __all__ = [
     "ParameterLayout",
     "position_of",
     "positional_name",
+    "refuse_arithmetic_objects",
     "refuse_array_attribute_names",
     "refuse_complex_for_real",
     "refuse_not_understood",
@@ -430,6 +431,31 @@ def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
                     f"attribute .{attribute}, which source transformation reads as a NumPy "
                     f"array's .{attribute}; rename the attribute, or use mode='tape'"
                 )
+
+
+def refuse_arithmetic_objects(f: Callable, args: Sequence[Any], kwargs: dict) -> None:
+    """Refuse, for source transformation, an argument holding an object whose class does
+    arithmetic with methods of its own (``__radd__`` returning ``other * self.s``): the
+    generated code differentiates ``x + c`` as NumPy's ``add``, whatever ``c`` answers.
+    Mode "auto" tapes the function, where the object's method computes on tape values.
+
+    Example::
+
+        refuse_arithmetic_objects(f, (x, Scaled(2.0)), {})  # UnsupportedError
+    """
+    parameters = positional_parameters(f)
+    named = [*zip(parameters, args), *kwargs.items()]
+    for index, value in enumerate(args[len(parameters) :], start=len(parameters)):
+        named.append((f"argument {index}", value))
+    for name, value in named:
+        for leaf in leaves(value):
+            if answers_arithmetic(type(leaf)):
+                error = UnsupportedError(
+                    f"{located_name(f)}: {name!r} holds a {type(leaf).__qualname__}, whose "
+                    "class does arithmetic with methods of its own, which source "
+                    "transformation would differentiate as NumPy's; use mode='tape'"
+                )
+                raise error
 
 
 def _structures(value: Any) -> Iterator[Any]:

@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.running import running_origin
 from s2sgrad.runtime.records import defines_value_protocols
 
-__all__ = ["answered_plainly", "answers_itself"]
+__all__ = ["answered_plainly"]  # what generated code calls; the tests of classes are imported
 
 # classes whose comparisons and rounding are Python's or NumPy's own: nothing to look up
 _PLAIN: dict[type, bool] = {
@@ -49,6 +50,44 @@ def answers_itself(kind: type) -> bool:
             defines_value_protocols(kind)
         )
         _PLAIN[kind] = found
+    return found
+
+
+_ARITHMETIC = frozenset(
+    f"__{r}{name}__"
+    for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")
+    for r in ("", "r")
+)
+_ARRAY_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array__", "__array_interface__")
+_ARITHMETIC_FOUND: dict[type, bool] = dict.fromkeys(_PLAIN, False)
+
+
+def answers_arithmetic(kind: type) -> bool:
+    """Whether objects of class ``kind`` (not an array's, a number's or s2sgrad's) do
+    arithmetic with methods written in Python (``__radd__`` returning ``other * self.s``):
+    ``x + c`` is then theirs to answer, not NumPy's ``add`` (looked up once per class).
+
+    Example::
+
+        answers_arithmetic(np.ndarray)  # False
+    """
+    found = _ARITHMETIC_FOUND.get(kind)
+    if found is None:
+        found = (
+            not (
+                kind.__module__.startswith(("s2sgrad.", "numpy"))
+                or issubclass(kind, (np.ndarray, np.generic))
+                # an array of another library taking part in NumPy's dispatch (Dask): its own
+                # refusals and rules (runtime.core.is_foreign_array)
+                or any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS)
+            )
+            and any(
+                isinstance(vars(base).get(name), types.FunctionType)
+                for base in kind.__mro__[:-1]
+                for name in _ARITHMETIC
+            )
+        )
+        _ARITHMETIC_FOUND[kind] = found
     return found
 
 
