@@ -254,3 +254,35 @@ def test_an_array_meeting_an_object_without_priority_is_refused_on_the_tape():
     with pytest.raises(sg.UnsupportedError, match="entry by entry") as e:
         sg.grad(array_plus_reflecting, mode="tape")(x)
     assert f"{HERE}:" in str(e.value)
+
+
+# s2sgrad's own pytree functions called in a function differentiated in forward mode by
+# source transformation: their code was dispatched as the call ran, refused at s2sgrad's
+# own line (pytrees.py) or, for sg.tree_leaves, given a zero tangent, silently
+
+
+def flattened_inside(p):
+    leaves, _ = sg.tree_flatten(p)
+    return sum(np.sum(leaf**2) for leaf in leaves)
+
+
+def leaves_inside(x):
+    return np.sum(sg.tree_leaves({"a": x, "b": [x * 2.0]})[1] ** 2)
+
+
+@pytest.mark.parametrize("f", [flattened_inside, leaves_inside])
+def test_own_pytree_functions_in_forward_mode_are_refused_at_the_users_line(f):
+    x, v = R.normal(size=3), R.normal(size=3)
+    arg, tangent = (
+        ({"a": x, "b": [x[:2]]}, {"a": v, "b": [v[:2]]}) if f is flattened_inside else (x, v)
+    )
+    with pytest.raises(sg.UnsupportedError, match="s2sgrad's own") as e:
+        sg.jvp(f, (arg,), (tangent,), mode="s2s")
+    assert f"{HERE}:" in str(e.value) and "pytrees.py" not in str(e.value).split(" (")[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, got = sg.jvp(f, (arg,), (tangent,), mode="auto")
+    h = 1e-6
+    up = sg.tree_map(lambda a, b: a + h * b, arg, tangent)
+    down = sg.tree_map(lambda a, b: a - h * b, arg, tangent)
+    assert_close(got, (f(up) - f(down)) / (2 * h), rtol=1e-5)
