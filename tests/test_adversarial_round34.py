@@ -286,3 +286,56 @@ def test_own_pytree_functions_in_forward_mode_are_refused_at_the_users_line(f):
     up = sg.tree_map(lambda a, b: a + h * b, arg, tangent)
     down = sg.tree_map(lambda a, b: a - h * b, arg, tangent)
     assert_close(got, (f(up) - f(down)) / (2 * h), rtol=1e-5)
+
+
+# a differentiated dict the function stores an entry into: Python's call leaves the entry in
+# the caller's dict, and so did the generated code of forward mode; the tape stored it in its
+# own copy of the dict, and the caller's stayed as it was: the modes now agree with Python
+
+
+def stores_into_its_dict(p):
+    p["cache"] = np.tanh(p["w"]) * 2.0
+    return np.sum(p["cache"] ** 2) + np.sum(p["w"] * p["b"])
+
+
+def stores_and_deletes(p):
+    del p["old"]
+    return stores_into_its_dict(p)
+
+
+def _params():
+    return {"w": R.normal(size=3), "b": R.normal(size=3), "old": 1.0}
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_dict_entry_stored_by_the_function_reaches_the_caller_in_every_mode(mode):
+    p = _params()
+    w = p["w"]
+    expected = _params()
+    expected.update(w=w.copy(), b=p["b"].copy())
+    plain = dict(expected)
+    stores_into_its_dict(plain)
+    tangent = {"w": R.normal(size=3), "b": R.normal(size=3), "old": 0.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _, got = sg.jvp(stores_into_its_dict, (p,), (tangent,), mode=mode)
+    assert sorted(p) == sorted(plain) and p["w"] is w
+    assert type(p["cache"]) is np.ndarray
+    np.testing.assert_allclose(p["cache"], plain["cache"])
+    h = 1e-6
+    up = {k: expected[k] + h * tangent[k] for k in expected}
+    down = {k: expected[k] - h * tangent[k] for k in expected}
+    assert_close(got, (stores_into_its_dict(up) - stores_into_its_dict(down)) / (2 * h))
+
+
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_dict_entry_stored_by_the_function_reaches_the_caller_in_reverse_mode(mode):
+    p = _params()
+    w, b = p["w"].copy(), p["b"].copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gradient = sg.grad(stores_and_deletes, mode=mode)(p)
+    assert sorted(p) == ["b", "cache", "w"] and type(p["cache"]) is np.ndarray
+    np.testing.assert_allclose(p["cache"], np.tanh(w) * 2.0)
+    expected = numeric_grad(lambda y: stores_into_its_dict({"w": y, "b": b, "old": 1.0}), [w], 0)
+    assert_close(gradient["w"], expected)
