@@ -339,3 +339,50 @@ def test_a_dict_entry_stored_by_the_function_reaches_the_caller_in_reverse_mode(
     np.testing.assert_allclose(p["cache"], np.tanh(w) * 2.0)
     expected = numeric_grad(lambda y: stores_into_its_dict({"w": y, "b": b, "old": 1.0}), [w], 0)
     assert_close(gradient["w"], expected)
+
+
+@dataclass
+class Multiplying:
+    w: np.ndarray
+
+    def __mul__(self, other):
+        return Multiplying(self.w * other)
+
+
+class Model:
+    def __init__(self):
+        self.scale = Prioritised(2.0)
+
+
+def differentiated_record_multiplied(p):
+    return np.sum((p * 3.0).w ** 2)
+
+
+def attribute_of_a_parameter(x, model):
+    return np.sum(np.sin(x + model.scale))
+
+
+def test_a_differentiated_record_doing_its_own_arithmetic_is_refused_not_crashed():
+    x = R.normal(size=3)
+    with pytest.raises(sg.UnsupportedError, match=ARITH) as e:
+        sg.grad(differentiated_record_multiplied, mode="s2s")(Multiplying(x))
+    assert f"{HERE}:" in str(e.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(differentiated_record_multiplied, mode="auto")(Multiplying(x))
+    assert_close(got.w, 18.0 * x)
+
+
+@pytest.mark.parametrize("transform", ["grad", "hvp"])
+def test_an_attribute_doing_its_own_arithmetic_is_refused_in_s2s(transform):
+    x, model = R.uniform(0.3, 1.2, size=3), Model()
+    with pytest.raises(sg.UnsupportedError, match=ARITH) as e:
+        if transform == "grad":
+            sg.grad(attribute_of_a_parameter, mode="s2s")(x, model)
+        else:
+            sg.hvp(lambda y: attribute_of_a_parameter(y, model), (x,), (x,), mode="s2s")
+    assert f"{HERE}:" in str(e.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.grad(attribute_of_a_parameter, mode="auto")(x, model)
+    assert_close(got, numeric_grad(attribute_of_a_parameter, [x, model], 0))

@@ -16,6 +16,7 @@ from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.syntax import walk
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.runtime.answering_objects import answers_arithmetic
+from s2sgrad.runtime.object_gradients import is_instance_object
 
 __all__ = [
     "check_no_outer_writes",
@@ -148,11 +149,15 @@ def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> N
 
 
 def _held(obj: Any, depth: int = 3) -> list[Any]:
-    """``obj`` and the items of the tuples, lists and dicts it is, a few levels down."""
+    """``obj`` and the items of the tuples, lists and dicts it is, and the attributes of
+    the objects, a few levels down."""
     if depth and type(obj) in (tuple, list):
         return [obj, *(i for item in obj for i in _held(item, depth - 1))]
     if depth and type(obj) is dict:
         return [obj, *(i for item in obj.values() for i in _held(item, depth - 1))]
+    if depth and is_instance_object(obj):  # a model given by closure: model.scale
+        held = getattr(obj, "__dict__", {}).values()
+        return [obj, *(i for item in held for i in _held(item, depth - 1))]
     return [obj]
 
 

@@ -448,7 +448,7 @@ def refuse_arithmetic_objects(f: Callable, args: Sequence[Any], kwargs: dict) ->
     for index, value in enumerate(args[len(parameters) :], start=len(parameters)):
         named.append((f"argument {index}", value))
     for name, value in named:
-        for leaf in leaves(value):
+        for leaf in _arithmetic_candidates(value):
             if answers_arithmetic(type(leaf)):
                 error = UnsupportedError(
                     f"{located_name(f)}: {name!r} holds a {type(leaf).__qualname__}, whose "
@@ -456,6 +456,16 @@ def refuse_arithmetic_objects(f: Callable, args: Sequence[Any], kwargs: dict) ->
                     "transformation would differentiate as NumPy's; use mode='tape'"
                 )
                 raise error
+
+
+def _arithmetic_candidates(value: Any) -> Iterator[Any]:
+    """The leaves of ``value``, the structures holding them (a dataclass with its own
+    ``__mul__``) and the attributes of the objects among them (``model.scale``)."""
+    yield from _structures(value)
+    for leaf in leaves(value):
+        yield leaf
+        if is_instance_object(leaf):
+            yield from getattr(leaf, "__dict__", {}).values()
 
 
 def _structures(value: Any) -> Iterator[Any]:
