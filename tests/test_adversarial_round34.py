@@ -386,3 +386,23 @@ def test_an_attribute_doing_its_own_arithmetic_is_refused_in_s2s(transform):
         warnings.simplefilter("ignore")
         got = sg.grad(attribute_of_a_parameter, mode="auto")(x, model)
     assert_close(got, numeric_grad(attribute_of_a_parameter, [x, model], 0))
+
+
+def test_the_hessian_product_with_an_answering_argument_is_refused_or_taped():
+    """sg.hvp(f, (x, c), (v, None)) differentiates the gradient of every argument, c
+    among them: its code took c > x for a flag, and the product was zero in mode "s2s"."""
+    x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
+    c = Scaled(2.0)
+    with pytest.raises(sg.UnsupportedError, match="answers a comparison") as e:
+        sg.hvp(greater_than_parameter, (x, c), (v, None), mode="s2s")
+    assert f"{HERE}:" in str(e.value)
+    with warnings.catch_warnings():  # the tape refuses to differentiate c, at the same line
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError, match="cannot differentiate with respect to 'c'") as e:
+            sg.hvp(greater_than_parameter, (x, c), (v, None), mode="auto")
+        got = sg.hvp(lambda y: greater_than_parameter(y, c), (x,), (v,), mode="auto")[0]
+    assert f"{HERE}:" in str(e.value)
+    expected = numeric_jvp(
+        lambda y: sg.grad(greater_than_parameter, mode="tape")(y, c), [x], 0, v, step=1e-5
+    )
+    assert_close(got, expected, rtol=1e-4, atol=1e-6)

@@ -53,6 +53,7 @@ __all__ = [
     "ParameterLayout",
     "position_of",
     "positional_name",
+    "refuse_answering_arguments",
     "refuse_arithmetic_objects",
     "refuse_array_attribute_names",
     "refuse_complex_for_real",
@@ -417,13 +418,14 @@ def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
 
         refuse_array_attribute_names("p", Stats(mean=m, T=t), f)  # UnsupportedError
     """
-    for node in _structures(value):
+    for node in (*_structures(value), *leaves(value)):
         if answers_itself(type(node)):  # its __lt__ may answer with its differentiated values
             raise UnsupportedError(
                 f"{located_name(f)}: {name!r} holds a {type(node).__qualname__}, whose class "
                 "answers a comparison or round with code of its own, whose result source "
                 "transformation takes for a constant; use mode='tape'"
             )
+    for node in _structures(value):
         for attribute in _attribute_names(node):
             if isinstance(getattr(np.ndarray, attribute, None), types.GetSetDescriptorType):
                 raise UnsupportedError(
@@ -456,6 +458,26 @@ def refuse_arithmetic_objects(f: Callable, args: Sequence[Any], kwargs: dict) ->
                     "transformation would differentiate as NumPy's; use mode='tape'"
                 )
                 raise error
+
+
+def refuse_answering_arguments(f: Callable, args: Sequence[Any]) -> None:
+    """Refuse, for forward mode over s2sgrad's own gradient (``sg.hvp``), an argument
+    holding an object whose class answers a comparison or ``round`` with code of its own:
+    the gradient differentiates every argument, and its code takes ``c > x`` for a flag
+    where ``c`` is one of them (a parameter not differentiated is checked as the code runs).
+
+    Example::
+
+        refuse_answering_arguments(sg.grad(f), (x, Scaled(2.0)))  # UnsupportedError
+    """
+    for index, value in enumerate(args):
+        for leaf in _arithmetic_candidates(value):
+            if answers_itself(type(leaf)):
+                raise UnsupportedError(
+                    f"{located_name(f)}: argument {index} holds a {type(leaf).__qualname__}, "
+                    "whose class answers a comparison or round with code of its own, whose "
+                    "result source transformation takes for a constant; use mode='tape'"
+                )
 
 
 def _arithmetic_candidates(value: Any) -> Iterator[Any]:

@@ -31,6 +31,7 @@ from s2sgrad.engines.arguments import (
     name_of,
     position_of,
     positional_name,
+    refuse_answering_arguments,
     refuse_arithmetic_objects,
     refuse_array_attribute_names,
     refuse_complex_for_real,
@@ -256,6 +257,8 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             for i in positions:
                 refuse_array_attribute_names(positional_name(function, i), primals[i], function)
             refuse_arithmetic_objects(function, primals, {})
+            if type(f).__module__ == "s2sgrad.api":  # sg.hvp: over a gradient of every argument
+                refuse_answering_arguments(f, primals)
             differentiated = tuple(positional_name(function, i) for i in positions)
             refuse_writes_into_caller_dicts(function, primals, {}, differentiated)
             generated = derivative(
