@@ -406,3 +406,23 @@ def test_the_hessian_product_with_an_answering_argument_is_refused_or_taped():
         lambda y: sg.grad(greater_than_parameter, mode="tape")(y, c), [x], 0, v, step=1e-5
     )
     assert_close(got, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_a_helper_given_an_answering_object_by_a_starred_call_is_refused_in_s2s():
+    """f(*args) is dispatched as it runs, and the helper's derivative taken in all of its
+    arguments, the object among them: its comparison went unchecked, a zero product."""
+    x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
+    c = Scaled(1.5)
+
+    def starred(y):
+        arguments = [y, c]
+        return greater_than_parameter(*arguments)
+
+    with pytest.raises(sg.UnsupportedError, match="answers that with code of its own") as e:
+        sg.hvp(starred, (x,), (v,), mode="s2s")
+    assert f"{HERE}:" in str(e.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = sg.hvp(starred, (x,), (v,), mode="auto")[0]
+    expected = numeric_jvp(lambda y: sg.grad(starred, mode="tape")(y), [x], 0, v, step=1e-5)
+    assert_close(got, expected, rtol=1e-4, atol=1e-6)

@@ -277,9 +277,7 @@ class _Forward:
         names = _flat_names(target)
         self.owned.difference_update(names)
         self.copied.difference_update(names)
-        checked = checked_operands(
-            statement.value, self.parsed.resolve, self.activity.varied, set(self.wrt)
-        )
+        checked = checked_operands(statement.value, self.parsed.resolve, self.activity.varied)
         if checked:  # c < x: c's own __lt__ may answer with a value computed from x
             check = call(self.helper("answered_plainly"), [load(n) for n in checked])
             located = gast.copy_location(gast.Expr(value=check), statement)

@@ -308,9 +308,9 @@ class ForwardSweep:
         differentiated value, for each operand whose class is known only as the code runs:
         a parameter's ``__lt__`` may return a value computed from ``x``, which the
         sweeps would take for a flag (:mod:`s2sgrad.runtime.answering_objects`)."""
-        # a differentiated argument is an array, a number or a structure whose class
-        # api checked (engines.arguments.refuse_array_attribute_names); others may be anything
-        plain = self.context.numeric - (self.parameters - set(self.context.wrt))
+        # a parameter may hold anything, a differentiated one too: a helper's derivative is
+        # taken in every argument its caller passes (sg.hvp of f(*args), a starred call)
+        plain = self.context.numeric - self.parameters
         names = checked_operands(statement.value, self.parsed.resolve, self.activity.varied, plain)
         if not names:
             return []
