@@ -52,6 +52,7 @@ from s2sgrad.engines.arguments import (
     is_container,
     located_name,
     name_of,
+    refuse_arithmetic_objects,
     refuse_array_attribute_names,
     refuse_unknown_constants,
     require_complex_ready,
@@ -517,6 +518,7 @@ class _Transform(NotebookDisplay):
                 refuse_array_attribute_names(name, value, self.f)
             if arguments:
                 refuse_writes_into_caller_dicts(self.function, *arguments, self.wrt)
+                refuse_arithmetic_objects(self.function, *arguments)
             generated = derivative(
                 self.function,
                 self.wrt,

@@ -415,6 +415,7 @@ BY_DESIGN = {
     "refuse_unless_ndarray": "a check that raises or returns None",
     "require_aux_pair": "a check that raises or returns None",
     "array_receiver": "a check that raises or returns None",
+    "answered_plainly": "a check that raises or returns None",
     "chained_index": "an index: integers and slices, never the array's values",
     "is_view_of": "a boolean: whether two arrays share memory",
     "item_reads_are_views": "a boolean: whether items read by integers are rows (views)",

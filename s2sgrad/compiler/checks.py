@@ -15,6 +15,8 @@ from s2sgrad.compiler.assemble import wrt_base
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.syntax import walk
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.runtime.answering_objects import answers_arithmetic
+from s2sgrad.runtime.object_gradients import is_instance_object
 
 __all__ = [
     "check_no_outer_writes",
@@ -123,7 +125,16 @@ def refuse_hidden_builtins(parsed: ParsedFunction, node, nodes) -> None:
 def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> None:
     """A global or closure array of a type s2sgrad does not understand (``np.matrix``, a
     masked array, a duck array) would be differentiated with the rules of plain arrays
-    (a complex value is understood: see complex_values)."""
+    (a complex value is understood: see complex_values); so would an object whose class
+    does arithmetic with methods of its own (``__radd__``), refused too (the tape lets it
+    answer)."""
+    if any(answers_arithmetic(type(item)) for item in _held(obj)):  # x + c: c's own
+        read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
+        raise UnsupportedError(
+            f"{parsed.location(read)}: {name!r} is or holds an object whose class does "
+            "arithmetic with methods of its own (__radd__ ...), which source transformation "
+            "would differentiate as NumPy's; use mode='tape'"
+        )
     if not runtime.is_foreign_array(obj):
         return
     read = next((n for n in walk(node) if type(n) is gast.Name and n.id == name), node)
@@ -135,6 +146,19 @@ def refuse_foreign_array(parsed: ParsedFunction, node, name: str, obj: Any) -> N
     )
     error.tape_cannot_either = True  # the tape refuses it as well
     raise error
+
+
+def _held(obj: Any, depth: int = 3) -> list[Any]:
+    """``obj`` and the items of the tuples, lists and dicts it is, and the attributes of
+    the objects, a few levels down."""
+    if depth and type(obj) in (tuple, list):
+        return [obj, *(i for item in obj for i in _held(item, depth - 1))]
+    if depth and type(obj) is dict:
+        return [obj, *(i for item in obj.values() for i in _held(item, depth - 1))]
+    if depth and is_instance_object(obj):  # a model given by closure: model.scale
+        held = getattr(obj, "__dict__", {}).values()
+        return [obj, *(i for item in held for i in _held(item, depth - 1))]
+    return [obj]
 
 
 def first_yield(node: gast.AST) -> gast.AST | None:

@@ -20,7 +20,7 @@ import inspect
 import numbers
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,7 @@ from s2sgrad.pytrees import registered_node
 from s2sgrad.rules.registry import get_rule
 from s2sgrad.running import function_origin
 from s2sgrad.runtime import is_dask_array, is_foreign_array, require_aux_pair, zeros_like_value
+from s2sgrad.runtime.answering_objects import answers_arithmetic, answers_itself
 from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
@@ -52,6 +53,8 @@ __all__ = [
     "ParameterLayout",
     "position_of",
     "positional_name",
+    "refuse_answering_arguments",
+    "refuse_arithmetic_objects",
     "refuse_array_attribute_names",
     "refuse_complex_for_real",
     "refuse_not_understood",
@@ -407,10 +410,21 @@ def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
     registered object with an attribute named like a NumPy array's (``.T``, ``.real``,
     ``.size``): the generated code reads ``p.T`` as an array's transpose.
 
+    A class that answers a comparison or ``round`` with code of the user's is refused
+    too: the generated code takes ``p < 1.0`` for a flag (see
+    :mod:`s2sgrad.runtime.answering_objects`).
+
     Example::
 
         refuse_array_attribute_names("p", Stats(mean=m, T=t), f)  # UnsupportedError
     """
+    for node in (*_structures(value), *leaves(value)):
+        if answers_itself(type(node)):  # its __lt__ may answer with its differentiated values
+            raise UnsupportedError(
+                f"{located_name(f)}: {name!r} holds a {type(node).__qualname__}, whose class "
+                "answers a comparison or round with code of its own, whose result source "
+                "transformation takes for a constant; use mode='tape'"
+            )
     for node in _structures(value):
         for attribute in _attribute_names(node):
             if isinstance(getattr(np.ndarray, attribute, None), types.GetSetDescriptorType):
@@ -419,6 +433,61 @@ def refuse_array_attribute_names(name: str, value: Any, f: Callable) -> None:
                     f"attribute .{attribute}, which source transformation reads as a NumPy "
                     f"array's .{attribute}; rename the attribute, or use mode='tape'"
                 )
+
+
+def refuse_arithmetic_objects(f: Callable, args: Sequence[Any], kwargs: dict) -> None:
+    """Refuse, for source transformation, an argument holding an object whose class does
+    arithmetic with methods of its own (``__radd__`` returning ``other * self.s``): the
+    generated code differentiates ``x + c`` as NumPy's ``add``, whatever ``c`` answers.
+    Mode "auto" tapes the function, where the object's method computes on tape values.
+
+    Example::
+
+        refuse_arithmetic_objects(f, (x, Scaled(2.0)), {})  # UnsupportedError
+    """
+    parameters = positional_parameters(f)
+    named = [*zip(parameters, args), *kwargs.items()]
+    for index, value in enumerate(args[len(parameters) :], start=len(parameters)):
+        named.append((f"argument {index}", value))
+    for name, value in named:
+        for leaf in _arithmetic_candidates(value):
+            if answers_arithmetic(type(leaf)):
+                error = UnsupportedError(
+                    f"{located_name(f)}: {name!r} holds a {type(leaf).__qualname__}, whose "
+                    "class does arithmetic with methods of its own, which source "
+                    "transformation would differentiate as NumPy's; use mode='tape'"
+                )
+                raise error
+
+
+def refuse_answering_arguments(f: Callable, args: Sequence[Any]) -> None:
+    """Refuse, for forward mode over s2sgrad's own gradient (``sg.hvp``), an argument
+    holding an object whose class answers a comparison or ``round`` with code of its own:
+    the gradient differentiates every argument, and its code takes ``c > x`` for a flag
+    where ``c`` is one of them (a parameter not differentiated is checked as the code runs).
+
+    Example::
+
+        refuse_answering_arguments(sg.grad(f), (x, Scaled(2.0)))  # UnsupportedError
+    """
+    for index, value in enumerate(args):
+        for leaf in _arithmetic_candidates(value):
+            if answers_itself(type(leaf)):
+                raise UnsupportedError(
+                    f"{located_name(f)}: argument {index} holds a {type(leaf).__qualname__}, "
+                    "whose class answers a comparison or round with code of its own, whose "
+                    "result source transformation takes for a constant; use mode='tape'"
+                )
+
+
+def _arithmetic_candidates(value: Any) -> Iterator[Any]:
+    """The leaves of ``value``, the structures holding them (a dataclass with its own
+    ``__mul__``) and the attributes of the objects among them (``model.scale``)."""
+    yield from _structures(value)
+    for leaf in leaves(value):
+        yield leaf
+        if is_instance_object(leaf):
+            yield from getattr(leaf, "__dict__", {}).values()
 
 
 def _structures(value: Any) -> Iterator[Any]:

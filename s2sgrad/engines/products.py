@@ -31,6 +31,8 @@ from s2sgrad.engines.arguments import (
     name_of,
     position_of,
     positional_name,
+    refuse_answering_arguments,
+    refuse_arithmetic_objects,
     refuse_array_attribute_names,
     refuse_complex_for_real,
     refuse_dropped_tangents,
@@ -187,6 +189,7 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
             for name, primal in zip(positional_parameters(function), primals):
                 if name in wrt:
                     refuse_array_attribute_names(name, primal, function)
+            refuse_arithmetic_objects(function, primals, {})
             generated = derivative(
                 function,
                 wrt,
@@ -253,6 +256,9 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         try:
             for i in positions:
                 refuse_array_attribute_names(positional_name(function, i), primals[i], function)
+            refuse_arithmetic_objects(function, primals, {})
+            if type(f).__module__ == "s2sgrad.api":  # sg.hvp: over a gradient of every argument
+                refuse_answering_arguments(f, primals)
             differentiated = tuple(positional_name(function, i) for i in positions)
             refuse_writes_into_caller_dicts(function, primals, {}, differentiated)
             generated = derivative(

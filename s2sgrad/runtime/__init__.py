@@ -6,6 +6,7 @@ re-exported: it is how the layers above hand the runtime what it asks of them.)
 """
 
 from s2sgrad.runtime import (
+    answering_objects,
     array_receivers,
     attribute_stores,
     callables,
@@ -32,6 +33,7 @@ from s2sgrad.runtime import (
     ufunc_methods,
     unraised,
 )
+from s2sgrad.runtime.answering_objects import *  # noqa: F403
 from s2sgrad.runtime.array_receivers import *  # noqa: F403
 from s2sgrad.runtime.attribute_stores import *  # noqa: F403
 from s2sgrad.runtime.callables import *  # noqa: F403
@@ -88,6 +90,7 @@ __all__ = list(
             *attribute_stores.__all__,
             *unraised.__all__,
             *array_receivers.__all__,
+            *answering_objects.__all__,
             "run_checkpointed",
         ]
     )

@@ -48,6 +48,7 @@ from s2sgrad.rules.registry import (
     when_forgotten,
 )
 from s2sgrad.running import IN_A_DERIVATIVE, origin_of, statement_origin
+from s2sgrad.runtime.answering_objects import answers_arithmetic, answers_itself
 from s2sgrad.runtime.core import CotangentDict, CotangentList, is_complex, is_foreign_array
 from s2sgrad.runtime.piecewise import pieces_into
 from s2sgrad.runtime.replays import DrawsAtStart
@@ -85,6 +86,35 @@ __all__ = [
     "value_of",
     "user_location",
 ]
+
+
+def _numpy_defers_to(other: Any) -> bool:
+    """Whether NumPy's own operators give way to ``other`` (Python then calls its
+    reflected method with the whole array): ``__array_ufunc__ = None``, or a positive
+    ``__array_priority__`` without ``__array_ufunc__``."""
+    ufunc = getattr(type(other), "__array_ufunc__", False)
+    if ufunc is None:
+        return True
+    return ufunc is False and getattr(other, "__array_priority__", 0.0) > 0.0
+
+
+def _answered_by_other(value: TapeValue, other: Any, what: str = "a comparison") -> Any:
+    """``x[0] > c`` or ``x + c`` of a tape value and an object whose class answers the
+    comparison (or does the arithmetic) with code of its own (``__lt__`` returning
+    ``other * self.s``): for one number, Python's reflected call (``c.__lt__(x[0])``),
+    recorded on the tape as it computes; for an array, which NumPy gives such an object
+    entry by entry, each a plain number (or whole, as ``NotImplemented`` does, when its
+    class sets ``__array_priority__`` or ``__array_ufunc__ = None``), refused at the user's
+    line (the values it answered were constants, and its answers' derivatives lost)."""
+    if np.ndim(value._value) == 0 or _numpy_defers_to(other):
+        return NotImplemented
+    error = UnsupportedError(
+        f"{user_location()}: an array being differentiated meets, in {what}, an object "
+        "whose class answers it with code of its own, which NumPy calls entry by entry "
+        "on plain numbers; compute with the values the object holds, or entry by entry"
+    )
+    error.tape_cannot_either = True
+    raise error
 
 
 class TapeValue:
@@ -580,36 +610,48 @@ class TapeValue:
     # Python operators ------------------------------------------------------------------
 
     def __add__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.add, self, other)
 
     def __radd__(self, other):
         return apply_binary(operator.add, other, self)
 
     def __sub__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.sub, self, other)
 
     def __rsub__(self, other):
         return apply_binary(operator.sub, other, self)
 
     def __mul__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.mul, self, other)
 
     def __rmul__(self, other):
         return apply_binary(operator.mul, other, self)
 
     def __truediv__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.truediv, self, other)
 
     def __rtruediv__(self, other):
         return apply_binary(operator.truediv, other, self)
 
     def __floordiv__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.floordiv, self, other)
 
     def __rfloordiv__(self, other):
         return apply_binary(operator.floordiv, other, self)
 
     def __mod__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.mod, self, other)
 
     def __rmod__(self, other):
@@ -622,12 +664,16 @@ class TapeValue:
         return np.divmod(other, self)
 
     def __pow__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.pow, self, other)
 
     def __rpow__(self, other):
         return apply_binary(operator.pow, other, self)
 
     def __matmul__(self, other):
+        if answers_arithmetic(type(other)):
+            return _answered_by_other(self, other, "arithmetic")
         return apply_binary(operator.matmul, self, other)
 
     def __rmatmul__(self, other):
@@ -645,36 +691,49 @@ class TapeValue:
     def __getitem__(self, index):
         return apply_rule(operator.getitem, operator.getitem, (self, value_of(index)))
 
-    # Comparisons have no derivative: they return plain boolean arrays.
+    # Comparisons have no derivative: they return plain boolean arrays (but an object whose
+    # class answers the comparison with code of its own answers it: _answered_by_other).
 
     def __eq__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self, other)
         return self._value == value_of(other)
 
     def __ne__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self, other)
         return self._value != value_of(other)
 
     def __lt__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self, other)
         return self._value < value_of(other)
 
     def __le__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self, other)
         return self._value <= value_of(other)
 
     def __gt__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self, other)
         return self._value > value_of(other)
 
     def __ge__(self, other):
         if STALE:
             _refuse_stale(self._value)
+        if answers_itself(type(other)):
+            return _answered_by_other(self, other)
         return self._value >= value_of(other)
 
     # Attributes with a derivative --------------------------------------------------------

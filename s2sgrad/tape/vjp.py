@@ -70,6 +70,7 @@ def tape_vjp(
         for i in wrt:
             arguments[i] = map_leaves(lambda leaf: _watched(tape, leaf), arguments[i])
         sources = [flatten(arguments[i])[0] for i in wrt]
+        given_entries = {i: dict(arguments[i]) for i in wrt if type(arguments[i]) is dict}
         mark = noted()
         try:
             with numpy_semantics():
@@ -103,6 +104,8 @@ def tape_vjp(
                 stored_refusal = UnsupportedError(refuse_stored_state)
                 stored_refusal.whole_function_on_tape = True
                 raise stored_refusal
+    for i, entries in given_entries.items():
+        _write_back_entries(args[i], arguments[i], entries)
     out_leaves, rebuild_out = flatten(out)
     _refuse_foreign_arrays(f, out_leaves, "returns")
     if refuse_stored_state is not None:
@@ -188,6 +191,20 @@ def plain_leaves(tree: Any) -> Any:
         plain_leaves({"last": y})  # {'last': array([...])} for a tape value y
     """
     return map_leaves(_plain, tree)
+
+
+def _write_back_entries(caller: dict, watched: dict, given: dict) -> None:
+    """The entries ``f`` stored into (or deleted from) the tape's copy ``watched`` of the
+    caller's differentiated dict, written into the caller's dict as plain values, as
+    Python's call does (``p["cache"] = p["w"] * 2``; generated code does it too); the
+    entries ``given`` (the tape's copy as the call began) left as the caller holds them."""
+    for key, value in watched.items():
+        if key not in given or value is not given[key]:
+            leaves, rebuild = flatten(value)
+            caller[key] = rebuild([_plain(leaf) for leaf in leaves])
+    for key in given:
+        if key not in watched:
+            caller.pop(key, None)
 
 
 def _plain(leaf: Any) -> Any:

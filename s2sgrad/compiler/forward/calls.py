@@ -55,7 +55,9 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
     try:
         jvp_function = sweep.callee_jvp(function, active)
     except S2SGradError as error:
-        if getattr(error, "not_at_run_time", False):
+        # s2sgrad's pytree functions (sg.tree_flatten) are not dispatched again as the call
+        # runs: transformed there, their refusal named s2sgrad's line, or the tangent was lost
+        if getattr(error, "not_at_run_time", False) or _is_own_pytree_function(function):
             raise _own_callee_refused_at(error, function, sweep, statement) from None
         drop_receiver(operation)
         return dynamic_call(sweep, statement, operation, names)
@@ -68,11 +70,22 @@ def generated_call(sweep, statement, operation: Operation, names: list[str]) -> 
     )
 
 
+def _is_own(function) -> bool:
+    """Whether ``function`` is s2sgrad's own (``sg.constant``, ``sg.tree_flatten``)."""
+    return (getattr(function, "__module__", None) or "").startswith("s2sgrad.")
+
+
+def _is_own_pytree_function(function) -> bool:
+    """Whether ``function`` is one of s2sgrad's pytree functions (``sg.tree_leaves``)."""
+    return getattr(function, "__module__", None) == "s2sgrad.pytrees"
+
+
 def _own_callee_refused_at(error: S2SGradError, function, sweep, statement) -> S2SGradError:
     """A refusal met inside s2sgrad's own code (``sg.constant`` called by the user's
     function), said at the user's call rather than at s2sgrad's line; any other as it is."""
-    own = (getattr(function, "__module__", None) or "").startswith("s2sgrad.")
-    if not own or str(error).startswith(sweep.parsed.location(statement).rsplit(":", 1)[0]):
+    if not _is_own(function) or str(error).startswith(
+        sweep.parsed.location(statement).rsplit(":", 1)[0]
+    ):
         return error
     name = getattr(function, "__qualname__", None) or repr(function)
     refusal = type(error)(

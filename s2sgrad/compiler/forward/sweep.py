@@ -16,6 +16,7 @@ import gast
 import numpy as np
 
 from s2sgrad import runtime
+from s2sgrad.compiler.answered_operands import checked_operands
 from s2sgrad.compiler.array_method_receivers import called_on_a_constant, receiver_to_check
 from s2sgrad.compiler.effects import (
     refuse_calls_kept_for_effect,
@@ -282,6 +283,15 @@ class _Forward:
         names = _flat_names(target)
         self.owned.difference_update(names)
         self.copied.difference_update(names)
+        checked = checked_operands(statement.value, self.parsed.resolve, self.activity.varied)
+        if checked:  # c < x: c's own __lt__ may answer with a value computed from x
+            check = call(self.helper("answered_plainly"), [load(n) for n in checked])
+            located = gast.copy_location(gast.Expr(value=check), statement)
+            return [located, *self.assignment_of_names(statement, names)]
+        return self.assignment_of_names(statement, names)
+
+    def assignment_of_names(self, statement: gast.Assign, names: list[str]) -> list[gast.stmt]:
+        """The lines of ``statement`` binding ``names``, with their tangents."""
         if not any(self.active(n) for n in names):
             return [statement]
         step = self.step(statement)

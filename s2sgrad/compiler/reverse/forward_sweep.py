@@ -17,6 +17,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotation
+from s2sgrad.compiler.answered_operands import checked_operands
 from s2sgrad.compiler.array_method_receivers import called_on_a_constant, receiver_to_check
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
@@ -297,9 +298,24 @@ class ForwardSweep:
         target = statement.targets[0]
         if self.answering_objects:
             self.refuse_answered_by_objects(statement)
+        checks = self.answer_checks(statement)
         if type(target) is not gast.Name:
-            return self.forward_store(statement, target, in_loop, steps)
-        return self.forward_binding(statement, target, in_loop, steps)
+            return checks + self.forward_store(statement, target, in_loop, steps)
+        return checks + self.forward_binding(statement, target, in_loop, steps)
+
+    def answer_checks(self, statement: gast.Assign) -> list[gast.stmt]:
+        """``answered_plainly(c, x)`` before ``t = c < x`` (or ``round(c)``) that reads a
+        differentiated value, for each operand whose class is known only as the code runs:
+        a parameter's ``__lt__`` may return a value computed from ``x``, which the
+        sweeps would take for a flag (:mod:`s2sgrad.runtime.answering_objects`)."""
+        # a parameter may hold anything, a differentiated one too: a helper's derivative is
+        # taken in every argument its caller passes (sg.hvp of f(*args), a starred call)
+        plain = self.context.numeric - self.parameters
+        names = checked_operands(statement.value, self.parsed.resolve, self.activity.varied, plain)
+        if not names:
+            return []
+        check = call(self.context.helper("answered_plainly"), [load(n) for n in names])
+        return [located(gast.Expr(value=check), statement)]
 
     def refuse_answered_by_objects(self, statement: gast.Assign) -> None:
         """Refuse a comparison (or ``round``, ``math.floor`` ...) of an object made from
