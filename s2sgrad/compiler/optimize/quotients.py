@@ -48,10 +48,10 @@ def reuse_quotients(
     blocks = [statements for statements in every_block if any(map(_is_quotient, statements))]
     if not blocks:
         return False
-    reads, writes = name_counts(body)
+    counts = _Counts(body)
     changed = False
     for statements in blocks:
-        block = _Block(statements, is_pure, reads, writes)
+        block = _Block(statements, is_pure, counts)
         changed |= block.rewrite()
         if facts is not None:
             for statement in block.rewritten:
@@ -81,14 +81,36 @@ def _blocks(body: list[gast.stmt]):
                 yield inner
 
 
+class _Counts:
+    """How often each name of ``body`` is read and written (``name_counts``), counted when
+    first asked for: before a product is rewritten nothing has changed, so the counts are
+    those of ``body`` as it was given, and most bodies have no product to rewrite."""
+
+    def __init__(self, body: list[gast.stmt]):
+        self._body = body
+        self._counts: tuple[Counter, Counter] | None = None
+
+    @property
+    def reads(self) -> Counter:
+        return self._both()[0]
+
+    @property
+    def writes(self) -> Counter:
+        return self._both()[1]
+
+    def _both(self) -> tuple[Counter, Counter]:
+        if self._counts is None:
+            self._counts = name_counts(self._body)
+        return self._counts
+
+
 class _Block:
     """One straight-line run of statements and what holds in it at each statement."""
 
-    def __init__(self, statements, is_pure, reads: Counter, writes: Counter):
+    def __init__(self, statements, is_pure, counts: _Counts):
         self.statements = statements
         self.is_pure = is_pure
-        self.reads = reads
-        self.writes = writes
+        self.counts = counts
         self.quotients: dict[tuple[str, str], str] = {}  # (e, t) → w holding e / t
         self.last_write: dict[str, int] = {}  # name → index of the statement binding it
         self.last_unsafe = -1  # index of the last statement that may change arrays
@@ -104,7 +126,9 @@ class _Block:
                 self.last_unsafe = self.index
                 continue
             if type(statement) is gast.Assign:
-                statement.value = self._expression(statement.value)
+                # a product is rewritten only with a quotient recorded above it
+                if self.quotients:
+                    statement.value = self._expression(statement.value)
                 self._record(statement)
         return self.changed
 
@@ -186,9 +210,9 @@ class _Block:
                     total = gast.BinOp(left=scaled, op=other.op, right=quotient.left)
                 self.changed = True
                 self.rewritten.append(self.statements[self.index])
-                self.reads[t] -= 1
-                self.reads[factor.id] -= 1
-                self.reads[w] += 1
+                self.counts.reads[t] -= 1
+                self.counts.reads[factor.id] -= 1
+                self.counts.reads[w] += 1
                 if factor_left:
                     return gast.BinOp(left=load(w), op=gast.Mult(), right=total)
                 return gast.BinOp(left=total, op=gast.Mult(), right=load(w))
@@ -197,7 +221,11 @@ class _Block:
     def _times(self, term, t: str):
         """``term * t``, or ``b`` when ``term`` is ``b`` bound to ``x / t`` here and read
         only here (whose definition becomes ``b = x``)."""
-        if type(term) is gast.Name and self.reads[term.id] == 1 and self.writes[term.id] == 1:
+        if (
+            type(term) is gast.Name
+            and self.counts.reads[term.id] == 1
+            and self.counts.writes[term.id] == 1
+        ):
             at = self.last_write.get(term.id)
             if at is not None and at > self.last_unsafe and self.last_write.get(t, -1) < at:
                 definition = self.statements[at]
@@ -211,9 +239,9 @@ class _Block:
                 ):
                     definition.value = value.left
                     self.rewritten.append(definition)
-                    self.reads[t] -= 1
+                    self.counts.reads[t] -= 1
                     return term
-        self.reads[t] += 1
+        self.counts.reads[t] += 1
         return gast.BinOp(left=term, op=gast.Mult(), right=load(t))
 
 
