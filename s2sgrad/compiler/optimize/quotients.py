@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 
 import gast
 
@@ -35,7 +36,9 @@ def reuse_quotients(
     facts: FactsCache | None = None,
 ) -> bool:
     """Rewrite ``body``'s blocks in place as the module says; True if anything changed.
-    ``facts``, when given (for a body without blocks), forgets each statement changed.
+    ``facts``, when given (true of a body without blocks), tells what each statement calls
+    and how often each name is read and written (no walks), and forgets each statement
+    changed.
 
     Example::
 
@@ -48,10 +51,10 @@ def reuse_quotients(
     blocks = [statements for statements in every_block if any(map(_is_quotient, statements))]
     if not blocks:
         return False
-    counts = _Counts(body)
+    counts = _Counts(body, facts)
     changed = False
     for statements in blocks:
-        block = _Block(statements, is_pure, counts)
+        block = _Block(statements, is_pure, counts, facts)
         changed |= block.rewrite()
         if facts is not None:
             for statement in block.rewritten:
@@ -84,10 +87,15 @@ def _blocks(body: list[gast.stmt]):
 class _Counts:
     """How often each name of ``body`` is read and written (``name_counts``), counted when
     first asked for: before a product is rewritten nothing has changed, so the counts are
-    those of ``body`` as it was given, and most bodies have no product to rewrite."""
+    those of ``body`` as it was given, and most bodies have no product to rewrite. With
+    ``facts`` (true of ``body``, which has no blocks) they are read off its records: their
+    names by context (``loads``; ``stores`` and ``others``, ``Del`` and parameters, which
+    ``name_counts`` counts as writes), annotations and nested functions included, as the
+    walk's."""
 
-    def __init__(self, body: list[gast.stmt]):
+    def __init__(self, body: list[gast.stmt], facts: FactsCache | None = None):
         self._body = body
+        self._facts = facts
         self._counts: tuple[Counter, Counter] | None = None
 
     @property
@@ -100,17 +108,25 @@ class _Counts:
 
     def _both(self) -> tuple[Counter, Counter]:
         if self._counts is None:
-            self._counts = name_counts(self._body)
+            if self._facts is None:
+                self._counts = name_counts(self._body)
+            else:
+                records = self._facts.of_each(self._body)
+                reads = Counter(chain.from_iterable([f.loads for f in records]))
+                writes = Counter(chain.from_iterable([f.stores for f in records]))
+                writes.update(chain.from_iterable([f.others for f in records]))
+                self._counts = reads, writes
         return self._counts
 
 
 class _Block:
     """One straight-line run of statements and what holds in it at each statement."""
 
-    def __init__(self, statements, is_pure, counts: _Counts):
+    def __init__(self, statements, is_pure, counts: _Counts, facts: FactsCache | None = None):
         self.statements = statements
         self.is_pure = is_pure
         self.counts = counts
+        self.facts = facts  # true of each statement until this block rewrites it
         self.quotients: dict[tuple[str, str], str] = {}  # (e, t) → w holding e / t
         self.last_write: dict[str, int] = {}  # name → index of the statement binding it
         self.last_unsafe = -1  # index of the last statement that may change arrays
@@ -140,6 +156,9 @@ class _Block:
             return False
         if not all(_bare_names(target) for target in statement.targets):
             return False
+        if self.facts is not None:  # not rewritten yet (only statements above it are): its
+            # record's calls, every call in it, are the value's (the targets are names)
+            return all(map(self.is_pure, self.facts.of(statement).calls))
         return all(self.is_pure(node) for node in walk(statement.value) if type(node) is gast.Call)
 
     def _record(self, statement: gast.Assign) -> None:
