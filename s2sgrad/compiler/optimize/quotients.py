@@ -22,7 +22,7 @@ from itertools import chain
 
 import gast
 
-from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.facts import Facts, FactsCache
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
@@ -127,6 +127,7 @@ class _Block:
         self.is_pure = is_pure
         self.counts = counts
         self.facts = facts  # true of each statement until this block rewrites it
+        self.current: Facts | None = None  # with facts: the statement's, read by _plain
         self.quotients: dict[tuple[str, str], str] = {}  # (e, t) → w holding e / t
         self.last_write: dict[str, int] = {}  # name → index of the statement binding it
         self.last_unsafe = -1  # index of the last statement that may change arrays
@@ -150,6 +151,7 @@ class _Block:
 
     def _plain(self, statement) -> bool:
         """Whether ``statement`` only binds names to values computed by pure calls."""
+        self.current = None
         if type(statement) is gast.Expr:
             return type(statement.value) is gast.Constant  # a comment
         if type(statement) is not gast.Assign:
@@ -158,11 +160,13 @@ class _Block:
             return False
         if self.facts is not None:  # not rewritten yet (only statements above it are): its
             # record's calls, every call in it, are the value's (the targets are names)
-            return all(map(self.is_pure, self.facts.of(statement).calls))
+            self.current = self.facts.of(statement)
+            return all(map(self.is_pure, self.current.calls))
         return all(self.is_pure(node) for node in walk(statement.value) if type(node) is gast.Call)
 
     def _record(self, statement: gast.Assign) -> None:
-        written = names_written(statement)
+        # the record read before the statement was rewritten: a rewrite moves reads only
+        written = names_written(statement) if self.current is None else self.current.writes
         for name in written:
             self.last_write[name] = self.index
         self.quotients = {
