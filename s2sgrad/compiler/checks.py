@@ -95,9 +95,10 @@ def refuse_hidden_builtins(parsed: ParsedFunction, node, nodes) -> None:
         refuse_hidden_builtins(parsed, node, walk(node))  # raises for 'len = 2'
     """
     nodes = list(nodes)
-    zips = any(type(n) is gast.Name and n.id in ("zip", "zip_longest") for n in nodes)
-    loops = any(type(n) in _LOOPS for n in nodes)
-    local = {n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is not gast.Load}
+    names = [n for n in nodes if type(n) is gast.Name]  # one scan of the nodes for names
+    zips = any(n.id in ("zip", "zip_longest") for n in names)
+    loops = not set(map(type, nodes)).isdisjoint(_LOOPS)
+    local = {n.id for n in names if type(n.ctx) is not gast.Load}
     arguments = node.args
     every = arguments.posonlyargs + arguments.args + arguments.kwonlyargs
     local |= {a.id for a in every} | {a.id for a in (arguments.vararg, arguments.kwarg) if a}
@@ -114,7 +115,7 @@ def refuse_hidden_builtins(parsed: ParsedFunction, node, nodes) -> None:
             where = "the code around the function binds"
         else:
             continue
-        line = next((n for n in nodes if type(n) is gast.Name and n.id == name), node)
+        line = next((n for n in names if n.id == name), node)
         raise UnsupportedError(
             f"{parsed.location(line)}: {where} {name!r}, which hides the builtin that "
             f"generated code calls by that name; rename it (or import the module instead "

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from itertools import chain
 
 import gast
 
-from s2sgrad.compiler.optimize.facts import FactsCache
+from s2sgrad.compiler.optimize.facts import Facts, FactsCache
 from s2sgrad.compiler.optimize.simple_statements import without_blocks
 from s2sgrad.compiler.optimize.statements import name_counts
 from s2sgrad.compiler.syntax import every_statement, load, names_written, walk
@@ -35,7 +36,9 @@ def reuse_quotients(
     facts: FactsCache | None = None,
 ) -> bool:
     """Rewrite ``body``'s blocks in place as the module says; True if anything changed.
-    ``facts``, when given (for a body without blocks), forgets each statement changed.
+    ``facts``, when given (true of a body without blocks), tells what each statement calls
+    and how often each name is read and written (no walks), and forgets each statement
+    changed.
 
     Example::
 
@@ -48,10 +51,10 @@ def reuse_quotients(
     blocks = [statements for statements in every_block if any(map(_is_quotient, statements))]
     if not blocks:
         return False
-    reads, writes = name_counts(body)
+    counts = _Counts(body, facts)
     changed = False
     for statements in blocks:
-        block = _Block(statements, is_pure, reads, writes)
+        block = _Block(statements, is_pure, counts, facts)
         changed |= block.rewrite()
         if facts is not None:
             for statement in block.rewritten:
@@ -81,14 +84,50 @@ def _blocks(body: list[gast.stmt]):
                 yield inner
 
 
+class _Counts:
+    """How often each name of ``body`` is read and written (``name_counts``), counted when
+    first asked for: before a product is rewritten nothing has changed, so the counts are
+    those of ``body`` as it was given, and most bodies have no product to rewrite. With
+    ``facts`` (true of ``body``, which has no blocks) they are read off its records: their
+    names by context (``loads``; ``stores`` and ``others``, ``Del`` and parameters, which
+    ``name_counts`` counts as writes), annotations and nested functions included, as the
+    walk's."""
+
+    def __init__(self, body: list[gast.stmt], facts: FactsCache | None = None):
+        self._body = body
+        self._facts = facts
+        self._counts: tuple[Counter, Counter] | None = None
+
+    @property
+    def reads(self) -> Counter:
+        return self._both()[0]
+
+    @property
+    def writes(self) -> Counter:
+        return self._both()[1]
+
+    def _both(self) -> tuple[Counter, Counter]:
+        if self._counts is None:
+            if self._facts is None:
+                self._counts = name_counts(self._body)
+            else:
+                records = self._facts.of_each(self._body)
+                reads = Counter(chain.from_iterable([f.loads for f in records]))
+                writes = Counter(chain.from_iterable([f.stores for f in records]))
+                writes.update(chain.from_iterable([f.others for f in records]))
+                self._counts = reads, writes
+        return self._counts
+
+
 class _Block:
     """One straight-line run of statements and what holds in it at each statement."""
 
-    def __init__(self, statements, is_pure, reads: Counter, writes: Counter):
+    def __init__(self, statements, is_pure, counts: _Counts, facts: FactsCache | None = None):
         self.statements = statements
         self.is_pure = is_pure
-        self.reads = reads
-        self.writes = writes
+        self.counts = counts
+        self.facts = facts  # true of each statement until this block rewrites it
+        self.current: Facts | None = None  # with facts: the statement's, read by _plain
         self.quotients: dict[tuple[str, str], str] = {}  # (e, t) → w holding e / t
         self.last_write: dict[str, int] = {}  # name → index of the statement binding it
         self.last_unsafe = -1  # index of the last statement that may change arrays
@@ -104,22 +143,30 @@ class _Block:
                 self.last_unsafe = self.index
                 continue
             if type(statement) is gast.Assign:
-                statement.value = self._expression(statement.value)
+                # a product is rewritten only with a quotient recorded above it
+                if self.quotients:
+                    statement.value = self._expression(statement.value)
                 self._record(statement)
         return self.changed
 
     def _plain(self, statement) -> bool:
         """Whether ``statement`` only binds names to values computed by pure calls."""
+        self.current = None
         if type(statement) is gast.Expr:
             return type(statement.value) is gast.Constant  # a comment
         if type(statement) is not gast.Assign:
             return False
         if not all(_bare_names(target) for target in statement.targets):
             return False
+        if self.facts is not None:  # not rewritten yet (only statements above it are): its
+            # record's calls, every call in it, are the value's (the targets are names)
+            self.current = self.facts.of(statement)
+            return all(map(self.is_pure, self.current.calls))
         return all(self.is_pure(node) for node in walk(statement.value) if type(node) is gast.Call)
 
     def _record(self, statement: gast.Assign) -> None:
-        written = names_written(statement)
+        # the record read before the statement was rewritten: a rewrite moves reads only
+        written = names_written(statement) if self.current is None else self.current.writes
         for name in written:
             self.last_write[name] = self.index
         self.quotients = {
@@ -186,9 +233,9 @@ class _Block:
                     total = gast.BinOp(left=scaled, op=other.op, right=quotient.left)
                 self.changed = True
                 self.rewritten.append(self.statements[self.index])
-                self.reads[t] -= 1
-                self.reads[factor.id] -= 1
-                self.reads[w] += 1
+                self.counts.reads[t] -= 1
+                self.counts.reads[factor.id] -= 1
+                self.counts.reads[w] += 1
                 if factor_left:
                     return gast.BinOp(left=load(w), op=gast.Mult(), right=total)
                 return gast.BinOp(left=total, op=gast.Mult(), right=load(w))
@@ -197,7 +244,11 @@ class _Block:
     def _times(self, term, t: str):
         """``term * t``, or ``b`` when ``term`` is ``b`` bound to ``x / t`` here and read
         only here (whose definition becomes ``b = x``)."""
-        if type(term) is gast.Name and self.reads[term.id] == 1 and self.writes[term.id] == 1:
+        if (
+            type(term) is gast.Name
+            and self.counts.reads[term.id] == 1
+            and self.counts.writes[term.id] == 1
+        ):
             at = self.last_write.get(term.id)
             if at is not None and at > self.last_unsafe and self.last_write.get(t, -1) < at:
                 definition = self.statements[at]
@@ -211,9 +262,9 @@ class _Block:
                 ):
                     definition.value = value.left
                     self.rewritten.append(definition)
-                    self.reads[t] -= 1
+                    self.counts.reads[t] -= 1
                     return term
-        self.reads[t] += 1
+        self.counts.reads[t] += 1
         return gast.BinOp(left=term, op=gast.Mult(), right=load(t))
 
 

@@ -471,16 +471,24 @@ def _objects_of_classes(statements, resolve) -> dict[str, type]:
     """The names bound (once) to a new object of a class of the user's (``layer =
     Layer(W)``), each with its class: their method calls (``layer.step()``) are read as
     calls of the class's functions with the object as ``self``."""
+    nested = list(nested_statements(statements))
+    made: dict[int, type] = {}  # by id of the statement ``name = Cls(...)``
+    for statement in nested:
+        if (
+            type(statement) is gast.Assign
+            and len(statement.targets) == 1
+            and type(statement.value) is gast.Call
+            and (type(statement.targets[0]) is gast.Name or names_written(statement))
+        ):
+            target = resolved_target(statement.value.func, resolve)
+            if isinstance(target, type):  # its methods are looked at when called
+                made[id(statement)] = target
+    if not made:  # the common case: no object of a class made, no name's writes to count
+        return {}
     bound: dict[str, list] = {}
-    for statement in nested_statements(statements):
+    for statement in nested:
         for name in names_written(statement):
-            made = None
-            if type(statement) is gast.Assign and len(statement.targets) == 1:
-                value = statement.value
-                target = resolved_target(value.func, resolve) if type(value) is gast.Call else None
-                if isinstance(target, type):  # its methods are looked at when called
-                    made = target
-            bound.setdefault(name, []).append(made)
+            bound.setdefault(name, []).append(made.get(id(statement)))
     return {n: kinds[0] for n, kinds in bound.items() if len(kinds) == 1 and kinds[0]}
 
 

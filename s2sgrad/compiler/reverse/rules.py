@@ -87,7 +87,8 @@ class RuleAdjoints:
             )
         if not wanted:
             return []
-        refuse_refused_arguments(operation, wanted, self.parsed.location(statement))
+        if rule.refused:  # (most rules refuse no argument: no location to write)
+            refuse_refused_arguments(operation, wanted, self.parsed.location(statement))
         inlined, label, stripped = None, None, False
         planned = self.plan(rule.vjp, args) if rule.inline_vjp and not keywords else None
         scalar: Any = _UNKNOWN  # scalar_name's answer, asked once

@@ -67,11 +67,12 @@ def divide_exactly(function: gast.FunctionDef, probing, kept: FactsCache | None 
         divide_exactly(function, probing, facts)  # t2 / t5 → t2 * 0.125 where t5 is 8.0
     """
     walks = [walk(statement) for statement in function.body]
+    binop, div = gast.BinOp, gast.Div  # (locals: the loop runs over every node)
     divisions = [  # (the statement of the function's body it is in, the division)
         (position, node)
         for position, nodes in enumerate(walks)
         for node in nodes
-        if type(node) is gast.BinOp and type(node.op) is gast.Div
+        if type(node) is binop and type(node.op) is div
     ]
     if not divisions:
         return False
@@ -150,15 +151,20 @@ class _Facts:
         self._bindings: dict[str, int] = {}
         self._definitions: dict[str, gast.expr] = {}
         self._reshaped: set[str] = set()
+        bindings = self._bindings
+        name_kind, load, attribute = gast.Name, gast.Load, gast.Attribute  # (locals: the
+        declarations = (gast.Global, gast.Nonlocal)  # loop runs over every node)
         for node in nodes:
             kind = type(node)
-            if kind is gast.Name and type(node.ctx) is not gast.Load:
-                self._bindings[node.id] = self._bindings.get(node.id, 0) + 1
-            elif kind is gast.Attribute and type(node.value) is gast.Name and _reshapes(node):
-                self._reshaped.add(node.value.id)
-            elif kind in (gast.Global, gast.Nonlocal):
+            if kind is name_kind:
+                if type(node.ctx) is not load:
+                    bindings[node.id] = bindings.get(node.id, 0) + 1
+            elif kind is attribute:
+                if type(node.value) is name_kind and _reshapes(node):
+                    self._reshaped.add(node.value.id)
+            elif kind in declarations:
                 for name in node.names:
-                    self._bindings[name] = 2
+                    bindings[name] = 2
         self._positions: dict[str, int] = {}  # where in the body a name is defined
         for position, statement in enumerate(function.body):
             if (
