@@ -30,7 +30,7 @@ from s2sgrad.batching.helpers import batched_twin
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.errors import S2SGradWarning, warn_at_caller
 from s2sgrad.pytrees import _node, tree_flatten, tree_unflatten
-from s2sgrad.runtime.kept_states import KeptStates
+from s2sgrad.runtime.kept_states import KeptStates, kept_states_of
 
 __all__ = ["vmap"]
 
@@ -137,7 +137,7 @@ class _Vectorized:
         kept = None
         if self.per_example_reason is None:
             checking = _signature(args, axes) not in self.checked
-            kept = KeptStates(self.f, args) if checking else None
+            kept = kept_states_of(self.f).with_arguments(args) if checking else None
             start = kept.note() if kept else []
             try:
                 return self._batched(args, axes, size, kept, start)
@@ -201,7 +201,7 @@ class _Vectorized:
     def _per_example(self, args: tuple, axes: tuple, size: int, kept: KeptStates | None) -> Any:
         """One run per example, each from the state the call started from (as the batched
         run would see it), the last one's state left."""
-        kept = kept or KeptStates(self.f, args)
+        kept = kept or kept_states_of(self.f).with_arguments(args)
         start = kept.note()
         results = []
         for i in range(size):

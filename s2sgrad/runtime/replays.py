@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.running import code_of
 from s2sgrad.runtime.kept_states import (
-    KeptStates,
     code_names,
     free_values_of,
+    kept_states_of,
     own_function,
     wrapped_chain,
 )
@@ -101,8 +102,8 @@ def _code_names(function: Any, free: list) -> set[str]:
     functions among its free values use."""
     names: set[str] = set()
     for value in (*wrapped_chain(function), *free):
-        code = getattr(getattr(value, "__func__", value), "__code__", None)
-        if isinstance(code, types.CodeType):
+        code = code_of(value)
+        if code is not None:
             names.update(code_names(code))
     return names
 
@@ -129,7 +130,7 @@ class SameDraws:
         # a few runs, and nothing to compare them by: every generator that may be drawn from
         values = tuple(values)
         self.sources = random_sources(function, values, every_global=True)
-        self.kept = KeptStates(function, values)  # its dicts, counters, written globals
+        self.kept = kept_states_of(function).with_arguments(values)  # dicts, counters, globals
         self.start: list | None = None
         self.after: list | None = None
 
@@ -288,7 +289,7 @@ def stores_while_checkpointed(function: Any) -> UnsupportedError:
 
 def _checkpointed(function: Any) -> str:
     """``file:line: the checkpointed name`` of a checkpointed function."""
-    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    code = code_of(function)
     where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
     name = getattr(function, "__qualname__", None) or repr(function)
     return f"{where}the checkpointed {name}"
