@@ -153,7 +153,7 @@ class KeptStates:
         globals_ = [
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
-        return [held, globals_, [_contents(cell) for cell in self.cells]]
+        return [held, globals_, list(map(_contents, self.cells))]
 
     def stored_numbers(
         self,
@@ -167,25 +167,24 @@ class KeptStates:
         array of them, a container holding one (not a count, a text or an object); or
         that ``carrying`` is true of (``lambda value: True``: any new value). One of the
         values ``given`` (a call's arguments, recorded as they came) does not count."""
+        fresh: list = []
+        for container, old, new in zip(self.containers.values(), before[0], after[0]):
+            if _unchanged(old, new):
+                continue
+            if type(old) is _Mark or type(new) is _Mark:  # a long one
+                fresh += _Mark.of(new).fresh_since(_Mark.of(old), container)
+            elif type(new) is list:
+                fresh += [b for i, b in enumerate(new) if i >= len(old) or old[i] is not b]
+            else:
+                fresh += [v for k, v in new.items() if k not in old or old[k] is not v]
+        fresh += [new for old, new in zip(before[2], after[2]) if new is not old]
+        for old, new in zip(before[1], after[1]):
+            fresh += [new[name] for name, value in old.items() if new[name] is not value]
+        if not fresh:
+            return False
         test = carrying or _carries_numbers
         ids = frozenset(map(id, given))
-        carries = (lambda value: id(value) not in ids and test(value)) if given else test
-        for container, old, new in zip(self.containers.values(), before[0], after[0]):
-            if type(old) is _Mark or type(new) is _Mark:  # a long one
-                fresh = _Mark.of(new).fresh_since(_Mark.of(old), container)
-            elif type(new) is list:
-                fresh = [b for i, b in enumerate(new) if i >= len(old) or old[i] is not b]
-            else:
-                fresh = [v for k, v in new.items() if k not in old or old[k] is not v]
-            if any(carries(v) for v in fresh):
-                return True
-        cells = zip(before[2], after[2])
-        if any(new is not old and carries(new) for old, new in cells):
-            return True
-        return any(
-            any(new[name] is not value and carries(new[name]) for name, value in old.items())
-            for old, new in zip(before[1], after[1])
-        )
+        return any(id(value) not in ids and test(value) for value in fresh)
 
     def set(self, state: list) -> None:
         """Put back a state :meth:`note` gave (of a long list or dict, the entries added
@@ -211,6 +210,15 @@ class KeptStates:
                     del cell.cell_contents
             else:
                 cell.cell_contents = value
+
+
+def _unchanged(old: Any, new: Any) -> bool:
+    """Whether two copies of a list or dict hold the same objects, in the same order."""
+    if type(old) is not type(new) or type(old) is _Mark or len(old) != len(new):
+        return False
+    if type(old) is list:
+        return all(map(operator.is_, old, new))
+    return all(map(operator.is_, old.values(), new.values())) and all(map(operator.is_, old, new))
 
 
 class _Mark:
