@@ -100,7 +100,7 @@ def _run(
         kept = walked[0] = KeptStates(of, also=(derivative,))
     kept = kept.with_arguments(values)
     skipping = not runs_of and kept.may_store()
-    if not (skipping or kept.containers or kept.written or kept.cells):
+    if not skipping and kept.empty():
         return derivative(*args, **kwargs)  # it keeps nothing around it
     before = kept.note()
     key = id(of)

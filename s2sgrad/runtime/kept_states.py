@@ -59,6 +59,8 @@ class KeptStates:
         self.containers: dict[int, Any] = held_by_arguments(values, {})
         self.written: list[tuple[dict, frozenset[str]]] = []
         self.cells: list[types.CellType] = []  # closure variables its code assigns (nonlocal)
+        self.arrays: dict[int, np.ndarray] = {}  # arrays it names and may write into
+        self.classes: dict[int, type] = {}  # the user's classes whose attributes it sets
         self.writes: frozenset[str] = frozenset()  # how ``function``'s code stores around it
         self.codes: list[tuple] = []  # (function, its code): what the walk read, for
         self.read: list[tuple] = []  # (cell, value) and (namespace.get, names, values);
@@ -69,16 +71,24 @@ class KeptStates:
         own = frozenset(id(f) for f in _functions((function,)))
         read: dict[int, tuple[Any, dict[str, Any]]] = {}  # globals read, by namespace
         for each in _functions((function, *also)):
-            self.codes.append((each, each.__code__))
+            self.codes.append((each, each.__code__, each.__defaults__))
             self.read.extend((cell, _contents(cell)) for cell in each.__closure__ or ())
             namespace = each.__globals__
             _, found = read.setdefault(id(namespace), (namespace, {}))
             found.update((n, namespace.get(n, _ABSENT)) for n in _global_names(each.__code__))
-            for value in free_values_of(each):
-                if type(value) in (dict, list):
-                    self.containers.setdefault(id(value), value)
-                elif _plain_object(value):
-                    self.containers.setdefault(id(vars(value)), vars(value))
+            stores = _stores_of(each.__code__)
+            writes_arrays = not _ARRAY_WRITES.isdisjoint(stores)
+            defaults = (*(each.__defaults__ or ()), *(each.__kwdefaults__ or {}).values())
+            free = (*free_values_of(each), *defaults)  # (def f(x, box=box))
+            for value in free:
+                if writes_arrays and _small_writable_array(value):  # acc[:] += x
+                    self.arrays.setdefault(id(value), value)
+                elif "attribute" in stores and _user_class(value):  # K.n += 1
+                    self.classes.setdefault(id(value), value)
+            if "attribute" in stores:  # f.calls = f.calls + 1
+                self.containers.setdefault(id(vars(each)), vars(each))
+            # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
+            self.containers.update(held_by_arguments(free, self.containers))
             names = _written_globals(each.__code__)
             if names:
                 self.written.append((each.__globals__, names))
@@ -94,8 +104,8 @@ class KeptStates:
     def current(self) -> bool:
         """Whether the functions walked run the code they ran then, and their globals and
         closure variables hold what they held (else what is kept may be other objects)."""
-        for function, code in self.codes:
-            if function.__code__ is not code:
+        for function, code, defaults in self.codes:
+            if function.__code__ is not code or function.__defaults__ is not defaults:
                 return False
         for each in self.read:
             if len(each) == 2:  # a closure variable
@@ -104,6 +114,10 @@ class KeptStates:
             elif not all(map(operator.is_, map(each[0], each[1], _ABSENTS), each[2])):
                 return False
         return True
+
+    def empty(self) -> bool:
+        """Whether nothing is kept (a function reading only arrays, numbers and modules)."""
+        return not (self.containers or self.written or self.cells or self.arrays or self.classes)
 
     def may_store(self) -> bool:
         """Whether ``function``'s code (or a helper's it names) can store around it: assign
@@ -117,7 +131,8 @@ class KeptStates:
         """
         if not self.writes.isdisjoint(("global", "nonlocal", "attribute")):
             return True
-        return not self.writes.isdisjoint(("item", "method")) and bool(self.containers)
+        reached = bool(self.containers or self.arrays)
+        return not self.writes.isdisjoint(("item", "method", "array")) and reached
 
     def with_arguments(self, values: Iterable) -> KeptStates:
         """These states and what a call's arguments ``values`` hold (see
@@ -153,7 +168,9 @@ class KeptStates:
         globals_ = [
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
-        return [held, globals_, list(map(_contents, self.cells))]
+        arrays = [a.copy() for a in self.arrays.values()]
+        classes = [dict(vars(c)) for c in self.classes.values()]
+        return [held, globals_, list(map(_contents, self.cells)), arrays, classes]
 
     def stored_numbers(
         self,
@@ -178,6 +195,9 @@ class KeptStates:
             else:
                 fresh += [v for k, v in new.items() if k not in old or old[k] is not v]
         fresh += [new for old, new in zip(before[2], after[2]) if new is not old]
+        fresh += [new for old, new in zip(before[3], after[3]) if not _same_array(old, new)]
+        for old, new in zip(before[4], after[4]):
+            fresh += [v for k, v in new.items() if k not in old or old[k] is not v]
         for old, new in zip(before[1], after[1]):
             fresh += [new[name] for name, value in old.items() if new[name] is not value]
         if not fresh:
@@ -189,7 +209,15 @@ class KeptStates:
     def set(self, state: list) -> None:
         """Put back a state :meth:`note` gave (of a long list or dict, the entries added
         at its end since)."""
-        held, globals_, cells = state
+        held, globals_, cells, arrays, classes = state
+        for cls, kept in zip(self.classes.values(), classes):
+            for name in set(vars(cls)) - set(kept):
+                delattr(cls, name)
+            for name, value in kept.items():
+                if vars(cls).get(name, _ABSENT) is not value:
+                    setattr(cls, name, value)
+        for array, kept in zip(self.arrays.values(), arrays):
+            array[...] = kept
         for container, kept in zip(self.containers.values(), held):
             if type(kept) is _Mark:
                 kept.cut(container)
@@ -264,9 +292,18 @@ class _Mark:
 
     def cut(self, container: Any) -> None:
         """Remove what was added at the end of ``container`` since this mark (where its
-        marked entries are still there, before the added ones)."""
+        marked entries are still there, before the added ones), or put its marked entries
+        back where nothing was added."""
         added = len(container) - self.length
-        if added <= 0:
+        if added == 0 and type(container) is list and self.values:  # BIG[-1] = v
+            container[-len(self.values) :] = self.values
+            return
+        if added == 0 and self.keys:
+            for key, value in zip(self.keys, self.values):
+                if key in container:
+                    container[key] = value
+            return
+        if added < 0:
             return
         if type(container) is list:
             before = tuple(container[max(self.length - len(self.values), 0) : self.length])
@@ -532,13 +569,32 @@ _STORE_CODES = {
 }
 # methods that store into a list or dict (not NumPy's add, sort: named alike, they store nothing)
 _STORING_METHODS = frozenset(("append", "extend", "insert", "update", "setdefault", "__setitem__"))
+# names of what writes into an array in place (a[i] = v, a.fill(v), np.copyto(a, v), out=a)
+_ARRAY_WRITERS = frozenset(("fill", "copyto", "put", "putmask", "place", "itemset", "out"))
+_ARRAY_WRITES = frozenset(("item", "array"))
+
+
+def _user_class(value: Any) -> bool:
+    """A class of the user's (not a library's), whose attributes the code may set."""
+    return isinstance(value, type) and (value.__module__ or "").split(".")[0] not in _LIBRARIES
+
+
+def _same_array(old: np.ndarray, new: np.ndarray) -> bool:
+    return bool(np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"))
+
+
+def _small_writable_array(value: Any) -> bool:
+    """A writable NumPy array of at most 65,536 entries (a larger one is data, too costly to
+    copy at each call)."""
+    return type(value) is np.ndarray and value.flags.writeable and value.size <= 65536
 
 
 @functools.lru_cache(maxsize=1024)
 def _stores_of(code: types.CodeType) -> frozenset[str]:
     """How ``code`` (its nested functions' included) may store around it: ``"global"``,
-    ``"nonlocal"``, ``"attribute"``, ``"item"`` (``d[k] = v``, into its own array too) and
-    ``"method"`` (``history.append(v)``), read from its instructions and names."""
+    ``"nonlocal"``, ``"attribute"``, ``"item"`` (``d[k] = v``, into its own array too),
+    ``"method"`` (``history.append(v)``) and ``"array"`` (``a.fill(v)``, ``out=a``), read
+    from its instructions and names."""
     kinds = set(_stored_kinds(code))
     if _assigned_free_variables(code):  # (a nested function's of its own cells: not around)
         kinds.add("nonlocal")
@@ -549,6 +605,8 @@ def _stored_kinds(code: types.CodeType) -> set[str]:
     kinds = {_STORE_CODES[op] for op in set(code.co_code[::2]) if op in _STORE_CODES}
     if not _STORING_METHODS.isdisjoint(code.co_names):
         kinds.add("method")
+    if not _ARRAY_WRITERS.isdisjoint(code.co_names) or "out" in code.co_consts:
+        kinds.add("array")  # (out=a: a keyword's name is among the constants)
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             kinds |= _stored_kinds(constant)

@@ -31,6 +31,7 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.running import code_of
 from s2sgrad.runtime.kept_states import (
+    KeptStates,
     code_names,
     free_values_of,
     kept_states_of,
@@ -41,6 +42,7 @@ from s2sgrad.runtime.kept_states import (
 __all__ = [
     "DrawsAtStart",
     "SameDraws",
+    "StatesAndDraws",
     "changed_on_recomputing",
     "fingerprint",
     "random_sources",
@@ -150,6 +152,35 @@ class SameDraws:
         generators, kept = states
         set_random_states(self.sources, generators)
         self.kept.set(kept)
+
+
+class StatesAndDraws:
+    """What a function keeps (``kept``, :class:`KeptStates`) and the states of the random
+    generators it can reach, noted and set together: runs of one call (``vmap``'s batched
+    run and its examples computed alone) each draw what the first drew.
+
+    Example::
+
+        kept = StatesAndDraws(kept_states_of(f).with_arguments(args), f, args)
+        start = kept.note()
+        first = f(*args)
+        kept.set(start)
+        again = f(*args)  # the same draws as `first`
+    """
+
+    __slots__ = ("kept", "sources")
+
+    def __init__(self, kept: KeptStates, function: Any, values: Iterable = ()):
+        self.kept = kept
+        self.sources = random_sources(function, tuple(values))
+
+    def note(self) -> list:
+        return [self.kept.note(), random_states(self.sources) if self.sources else []]
+
+    def set(self, state: list) -> None:
+        self.kept.set(state[0])
+        if self.sources:
+            set_random_states(self.sources, state[1])
 
 
 class DrawsAtStart:
