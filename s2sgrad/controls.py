@@ -599,13 +599,15 @@ def _recomputing_derivative(f: Callable) -> Callable:
 
 
 def _forward_derivative(f: Any) -> Callable:
-    """Forward mode of a checkpointed ``f``: its JVP (forward mode keeps no intermediates)."""
+    """Forward mode of a checkpointed ``f``: its JVP (forward mode keeps no intermediates).
+    A number ``f`` stores around it is refused, as in reverse mode: what ``jvp`` stores is
+    a plain value, without its tangent, where the caller reads it back."""
     function = f if isinstance(f, (types.FunctionType, types.MethodType)) else f.__call__
 
     def forward_derivative(primals: tuple, tangents: tuple):
         return jvp(function, primals, tangents)
 
-    return forward_derivative
+    return checked_jvp(f, forward_derivative, runs_of=True)
 
 
 def _recomputed(function: Callable, args: tuple, kwargs: dict, mode: str) -> tuple:

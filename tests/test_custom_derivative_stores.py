@@ -248,3 +248,43 @@ def test_kept_states_are_walked_once_and_again_when_a_global_is_rebound():
     second = kept_states_of(sine_into_the_sink)
     assert second is not first
     assert any(held is SINK for held in second.containers.values())
+
+
+def _logs_its_square(x):
+    y = np.sum(x**2)
+    HISTORY.append(y)
+    return y
+
+
+logs_its_square = sg.checkpoint(_logs_its_square)
+
+
+def reads_the_checkpoints_log(x):
+    return logs_its_square(x) * HISTORY[-1]
+
+
+def _counts_its_block(x):
+    CALLS["n"] += 1
+    return np.sum(np.tanh(x) * x)
+
+
+counts_its_block = sg.checkpoint(_counts_its_block)
+
+
+def through_the_counting_block(x):
+    return counts_its_block(x) * 2.0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forward_mode_of_a_checkpoint_storing_a_number_is_refused(mode):
+    """Reverse mode refused it already; forward mode (a checkpoint's jvp) stored the plain
+    value, and the caller read it back without its tangent."""
+    x = np.random.default_rng(10).normal(size=3)
+    v = np.random.default_rng(11).normal(size=3)
+    _fresh_state()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sg.S2SGradWarning)
+        with pytest.raises(sg.UnsupportedError, match="stores numbers around it"):
+            sg.jvp(reads_the_checkpoints_log, (x,), (v,), mode=mode)
+        _, tangent = sg.jvp(through_the_counting_block, (x,), (v,), mode=mode)
+    assert_close(tangent, numeric_jvp(through_the_counting_block, [x], 0, v))

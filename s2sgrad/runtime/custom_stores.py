@@ -62,9 +62,9 @@ def checked_derivative(of: Any, derivative: Callable, runs_of: bool = False) -> 
     return checked
 
 
-def checked_jvp(of: Any, jvp: Callable) -> Callable:
+def checked_jvp(of: Any, jvp: Callable, runs_of: bool = False) -> Callable:
     """``jvp(primals, tangents) -> (value, tangent)``, checked as :func:`checked_derivative`
-    checks a derivative.
+    checks a derivative (``runs_of``: it runs ``of``'s code, as a checkpoint's does).
 
     Example::
 
@@ -76,7 +76,7 @@ def checked_jvp(of: Any, jvp: Callable) -> Callable:
     @functools.wraps(jvp)
     def checked(primals: tuple, tangents: tuple) -> Any:
         given = (primals, tangents, *primals, *tangents)
-        return _run(of, jvp, walked, tuple(primals), given, False, (primals, tangents), {})
+        return _run(of, jvp, walked, tuple(primals), given, runs_of, (primals, tangents), {})
 
     return checked
 
