@@ -51,8 +51,9 @@ from s2sgrad.rules.registry import vjp_rule as _vjp_rule
 from s2sgrad.running import running_origin
 from s2sgrad.runtime.core import CotangentList, add_cotangents, unbroadcast, zeros_like_value
 from s2sgrad.runtime.custom_cotangents import check_hook_cotangent
+from s2sgrad.runtime.custom_stores import checked_derivative, checked_jvp, note_call
 from s2sgrad.runtime.dispatch import backward_hooks_apply
-from s2sgrad.runtime.kept_states import KeptStates
+from s2sgrad.runtime.kept_states import kept_states_of
 from s2sgrad.runtime.replays import (
     changed_on_recomputing,
     fingerprint,
@@ -217,7 +218,9 @@ def derivative(*, of: Callable, jvp: Callable | None = None) -> Callable[[F], F]
         raise TypeError(f"derivative(of=...) needs a function, not {of!r}")
 
     def register(df: F) -> F:
-        custom_derivative(of, df, jvp)
+        # a number `of` stores around it, computed by df, would carry no derivative
+        checked_jvp_ = None if jvp is None else checked_jvp(of, jvp)
+        custom_derivative(of, checked_derivative(of, df), checked_jvp_)
         if isinstance(of, types.FunctionType):
             _dispatch_calls(of)
         _forget_generated_code()  # code generated before used the old derivative
@@ -273,7 +276,8 @@ def custom_gradient(f: Callable) -> Callable:
             raise error
         return f(*args, **kwargs)[0]
 
-    return _custom_function(f, value_only, f, captured=lambda: _captured(f))
+    derivative_of = checked_derivative(f, f, runs_of=True)  # its stores, as a derivative's
+    return _custom_function(f, value_only, derivative_of, captured=lambda: _captured(f))
 
 
 def checkpoint(f: F) -> F:
@@ -566,7 +570,7 @@ def _recomputing_derivative(f: Callable) -> Callable:
     def recomputing_derivative(*args: Any, **kwargs: Any):
         sources = random_sources(function, (*bound, *args, *kwargs.values()))
         before = random_states(sources)  # the run again draws the same random numbers
-        kept = KeptStates(f, (*args, *kwargs.values()))
+        kept = kept_states_of(f).with_arguments((*args, *kwargs.values()))
         state = kept.note()
         value = f(*args, **kwargs)
         if kept.stored_numbers(state, kept.note()):  # what this plain run computed
@@ -595,13 +599,15 @@ def _recomputing_derivative(f: Callable) -> Callable:
 
 
 def _forward_derivative(f: Any) -> Callable:
-    """Forward mode of a checkpointed ``f``: its JVP (forward mode keeps no intermediates)."""
+    """Forward mode of a checkpointed ``f``: its JVP (forward mode keeps no intermediates).
+    A number ``f`` stores around it is refused, as in reverse mode: what ``jvp`` stores is
+    a plain value, without its tangent, where the caller reads it back."""
     function = f if isinstance(f, (types.FunctionType, types.MethodType)) else f.__call__
 
     def forward_derivative(primals: tuple, tangents: tuple):
         return jvp(function, primals, tangents)
 
-    return forward_derivative
+    return checked_jvp(f, forward_derivative, runs_of=True)
 
 
 def _recomputed(function: Callable, args: tuple, kwargs: dict, mode: str) -> tuple:
@@ -656,6 +662,7 @@ def _dispatch_calls(f: types.FunctionType) -> None:
 
     def dispatcher(original: types.FunctionType):
         def dispatch(args: tuple, kwargs: dict) -> Any:
+            note_call(f)  # (its custom derivative refuses leaving out what f stores)
             if original.__closure__ and is_recorded(_captured(original)):
                 _refuse_differentiated_closure(f)
             if is_recorded(args, kwargs):

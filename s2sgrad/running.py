@@ -19,6 +19,7 @@ import functools
 import linecache
 import re
 import sys
+import types
 from array import array
 from types import FrameType
 
@@ -31,6 +32,7 @@ __all__ = [
     "name_the_origin",
     "note_generated_origin",
     "is_float_arithmetic_error",
+    "code_of",
     "function_origin",
     "tracing",
     "TRACING",
@@ -212,6 +214,17 @@ def is_float_arithmetic_error(error: BaseException) -> bool:
     if isinstance(error, (ZeroDivisionError, OverflowError)):
         return True
     return type(error) is ValueError and str(error) == "math domain error"
+
+
+def code_of(function: object) -> types.CodeType | None:
+    """The code a function or a bound method runs (None for anything else).
+
+    Example::
+
+        code_of(model.loss).co_firstlineno  # the line of `def loss(self, x):`
+    """
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    return code if isinstance(code, types.CodeType) else None
 
 
 def function_origin(function: object) -> str | None:

@@ -43,7 +43,7 @@ from s2sgrad.errors import S2SGradError
 from s2sgrad.numpy_signatures import positional_parameters
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.core import rebuild_sequence
-from s2sgrad.runtime.kept_states import KeptStates
+from s2sgrad.runtime.kept_states import kept_states_of
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.runtime.replays import SameDraws
 from s2sgrad.tape import is_tape_value
@@ -150,7 +150,7 @@ def forward_jacobian(f: Any, args: tuple, kwargs: dict, index: int, mode: str) -
     pushforward = _generated_jvp(function, primals, name, mode)
     if pushforward is None:
         return _jvp_loop(f, args, index, mode)
-    kept = KeptStates(function, primals)  # put back if the generated code is refused
+    kept = kept_states_of(function).with_arguments(primals)  # put back if refused
     start = kept.note()
     try:
         before = undefined_eigenvector_tangents()

@@ -30,7 +30,8 @@ from s2sgrad.batching.helpers import batched_twin
 from s2sgrad.batching.values import BatchedValue, NotBatchable
 from s2sgrad.errors import S2SGradWarning, warn_at_caller
 from s2sgrad.pytrees import _node, tree_flatten, tree_unflatten
-from s2sgrad.runtime.kept_states import KeptStates
+from s2sgrad.runtime.kept_states import kept_states_of
+from s2sgrad.runtime.replays import StatesAndDraws
 
 __all__ = ["vmap"]
 
@@ -137,7 +138,7 @@ class _Vectorized:
         kept = None
         if self.per_example_reason is None:
             checking = _signature(args, axes) not in self.checked
-            kept = KeptStates(self.f, args) if checking else None
+            kept = self._kept_states(args) if checking else None
             start = kept.note() if kept else []
             try:
                 return self._batched(args, axes, size, kept, start)
@@ -171,7 +172,7 @@ class _Vectorized:
         )
 
     def _batched(
-        self, args: tuple, axes: tuple, size: int, kept: KeptStates | None, start: list
+        self, args: tuple, axes: tuple, size: int, kept: StatesAndDraws | None, start: list
     ) -> Any:
         """One run on the whole batch; the first with a signature is compared with two
         examples', each run from the state the batched run started from (a counter, a
@@ -198,10 +199,15 @@ class _Vectorized:
             self.checked.add(signature)
         return stacked
 
-    def _per_example(self, args: tuple, axes: tuple, size: int, kept: KeptStates | None) -> Any:
+    def _kept_states(self, args: tuple) -> StatesAndDraws:
+        """What the function keeps and the random generators it can reach: each example
+        computed alone starts from them as the batched run did (the same draws)."""
+        return StatesAndDraws(kept_states_of(self.f).with_arguments(args), self.f, args)
+
+    def _per_example(self, args: tuple, axes: tuple, size: int, kept: StatesAndDraws | None) -> Any:
         """One run per example, each from the state the call started from (as the batched
         run would see it), the last one's state left."""
-        kept = kept or KeptStates(self.f, args)
+        kept = kept or self._kept_states(args)
         start = kept.note()
         results = []
         for i in range(size):

@@ -23,7 +23,7 @@ from typing import Any
 import gast
 
 from s2sgrad.compiler.frontend import ParsedFunction
-from s2sgrad.runtime.kept_states import code_names, free_values_of
+from s2sgrad.runtime.kept_states import code_names, helper_functions
 from s2sgrad.runtime.logging_callees import note_logging
 
 __all__ = ["only_logged"]
@@ -93,7 +93,7 @@ def _reachable_code(function: Any) -> Iterable[types.CodeType]:
     itself, whose statements are read)."""
     own = getattr(function, "__func__", function)
     seen: set[int] = {id(own)}
-    pending = list(_free_functions(own))
+    pending = list(helper_functions(own)) if isinstance(own, types.FunctionType) else []
     for _ in range(2):
         deeper: list = []
         for each in pending:
@@ -101,27 +101,8 @@ def _reachable_code(function: Any) -> Iterable[types.CodeType]:
                 continue
             seen.add(id(each))
             yield each.__code__
-            deeper.extend(_free_functions(each))
+            deeper.extend(helper_functions(each))
         pending = deeper
-
-
-def _free_functions(function: Any) -> Iterable[types.FunctionType]:
-    if not isinstance(function, types.FunctionType):
-        return
-    for value in free_values_of(function):
-        if isinstance(value, types.FunctionType):
-            yield value
-        elif isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
-            yield value.__func__
-        elif not isinstance(value, types.ModuleType):
-            kind = value if isinstance(value, type) else type(value)
-            if kind.__module__.split(".")[0] in _LIBRARIES:
-                continue
-            for klass in kind.__mro__:
-                for member in vars(klass).values():
-                    member = getattr(member, "__func__", member)  # static and class methods
-                    if isinstance(member, types.FunctionType):
-                        yield member
 
 
 def _library(function: types.FunctionType) -> bool:

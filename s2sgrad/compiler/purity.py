@@ -74,11 +74,8 @@ _PURE_BUILTINS = {"len", "range", "abs", "float", "int", "max", "min", "sum", "t
 
 
 def _pure_object(obj) -> bool:
-    if obj is np.random or getattr(obj, "__module__", "") in (
-        "numpy.random",
-        "numpy.random.mtrand",
-    ):
-        return False
+    if obj is np.random or (getattr(obj, "__module__", None) or "").startswith("numpy.random"):
+        return False  # a draw (rng.normal(): numpy.random._generator's) advances a generator
     module = getattr(obj, "__module__", None) or ""
     if isinstance(obj, np.ufunc) or module.startswith("numpy") or module == "math":
         return True

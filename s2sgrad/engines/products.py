@@ -47,7 +47,7 @@ from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import as_gradient, zeros_like_structure
 from s2sgrad.runtime.dispatch import tape_jvp
-from s2sgrad.runtime.kept_states import KeptStates
+from s2sgrad.runtime.kept_states import kept_states_of
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
 from s2sgrad.tape import tape_vjp
 from s2sgrad.tape.values import user_location
@@ -183,7 +183,7 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
         value, pullback = vjp_engine(f, (x, y), ("x",), "auto")
     """
     if mode != "tape":
-        kept = KeptStates(function, primals)  # put back if the generated code is refused
+        kept = kept_states_of(function).with_arguments(primals)  # put back if refused
         start = kept.note()
         try:
             for name, primal in zip(positional_parameters(function), primals):
@@ -251,7 +251,7 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
         i for i, p in enumerate(primals) if is_differentiable(p) and tangents[i] is not None
     )
     if mode != "tape":
-        kept = KeptStates(function, primals)  # put back if the generated code is refused
+        kept = kept_states_of(function).with_arguments(primals)  # put back if refused
         start = kept.note()
         try:
             for i in positions:

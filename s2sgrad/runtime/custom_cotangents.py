@@ -15,7 +15,7 @@ import numpy as np
 
 from s2sgrad.errors import CotangentShapeError, where
 from s2sgrad.numpy_signatures import parameters
-from s2sgrad.running import origin_of
+from s2sgrad.running import code_of, origin_of
 
 __all__ = ["check_cotangent_shapes", "check_hook_cotangent", "cotangent_tuple"]
 
@@ -116,7 +116,7 @@ def check_hook_cotangent(hook: Any, replacement: Any, cotangent: Any) -> None:
 
 def _described(derivative: Any) -> tuple[str, str]:
     """Where ``derivative`` is defined, and its name."""
-    code = getattr(getattr(derivative, "__func__", derivative), "__code__", None)
+    code = code_of(getattr(derivative, "__wrapped__", derivative))  # (a checked one's own)
     origin = where(code.co_filename, code.co_firstlineno) if code else repr(derivative)
     if code and origin_of(code.co_filename):  # a lambda copied into generated code
         origin = str(origin_of(code.co_filename))
@@ -128,7 +128,7 @@ def _positional_count(derivative: Any) -> float:
     ``*args`` or ``**kwargs`` (a wrapper may return cotangents for keyword arguments too)
     or has no signature to read."""
     try:
-        found = parameters(derivative)
+        found = parameters(getattr(derivative, "__wrapped__", derivative))  # (a checked one's)
     except (TypeError, ValueError):
         return math.inf
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in found):

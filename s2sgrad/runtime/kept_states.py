@@ -19,10 +19,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import dis
 import functools
+import itertools
+import operator
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -32,37 +35,104 @@ __all__ = [
     "code_names",
     "free_values_of",
     "held_by_arguments",
+    "helper_functions",
+    "kept_states_of",
     "own_function",
     "wrapped_chain",
 ]
 
 _ABSENT = object()  # a global not bound yet
+_ABSENTS = itertools.repeat(_ABSENT)
 _LEAVES = (np.ndarray, np.generic, float, int, complex, str, bytes, bool, type(None))
 # a global container longer than this is data the function reads (a dataset as a list),
-# not a counter or a cache of a few entries: copying it on every call would cost too much
+# not a counter or a cache of a few entries: copying it on every call would cost too much,
+# so it is noted by its length and its last _MARKED entries
 _LARGEST = 4096
+_MARKED = 8
 
 
 class KeptStates:
-    """The dicts, lists, attributes and written globals a function can change (see the
-    module's example)."""
+    """The dicts, lists, attributes, written globals and closure variables a function can
+    change (see the module's example)."""
 
-    def __init__(self, function: Any, values: Iterable = ()):
+    def __init__(self, function: Any, values: Iterable = (), also: Iterable = ()):
         self.containers: dict[int, Any] = held_by_arguments(values, {})
         self.written: list[tuple[dict, frozenset[str]]] = []
+        self.cells: list[types.CellType] = []  # closure variables its code assigns (nonlocal)
+        self.arrays: dict[int, np.ndarray] = {}  # arrays it names and may write into
+        self.classes: dict[int, type] = {}  # the user's classes whose attributes it sets
+        self.writes: frozenset[str] = frozenset()  # how ``function``'s code stores around it
+        self.codes: list[tuple] = []  # (function, its code): what the walk read, for
+        self.read: list[tuple] = []  # (cell, value) and (namespace.get, names, values);
+        # see :meth:`current`
         for receiver in _receivers(function):  # a model counting its own calls
-            if len(vars(receiver)) <= _LARGEST:
-                self.containers.setdefault(id(vars(receiver)), vars(receiver))
-        functions = list(_functions(function))
-        for each in functions:
-            for value in free_values_of(each):
-                if type(value) in (dict, list) and len(value) <= _LARGEST:
-                    self.containers.setdefault(id(value), value)
-                elif _plain_object(value) and len(vars(value)) <= _LARGEST:
-                    self.containers.setdefault(id(vars(value)), vars(value))
+            self.containers.setdefault(id(vars(receiver)), vars(receiver))
+        also = tuple(also)
+        own = frozenset(id(f) for f in _functions((function,)))
+        read: dict[int, tuple[Any, dict[str, Any]]] = {}  # globals read, by namespace
+        for each in _functions((function, *also)):
+            self.codes.append((each, each.__code__, each.__defaults__))
+            self.read.extend((cell, _contents(cell)) for cell in each.__closure__ or ())
+            namespace = each.__globals__
+            _, found = read.setdefault(id(namespace), (namespace, {}))
+            found.update((n, namespace.get(n, _ABSENT)) for n in _global_names(each.__code__))
+            stores = _stores_of(each.__code__)
+            writes_arrays = not _ARRAY_WRITES.isdisjoint(stores)
+            defaults = (*(each.__defaults__ or ()), *(each.__kwdefaults__ or {}).values())
+            free = (*free_values_of(each), *defaults)  # (def f(x, box=box))
+            for value in free:
+                if writes_arrays and _small_writable_array(value):  # acc[:] += x
+                    self.arrays.setdefault(id(value), value)
+                elif "attribute" in stores and _user_class(value):  # K.n += 1
+                    self.classes.setdefault(id(value), value)
+            if "attribute" in stores:  # f.calls = f.calls + 1
+                self.containers.setdefault(id(vars(each)), vars(each))
+            # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
+            self.containers.update(held_by_arguments(free, self.containers))
             names = _written_globals(each.__code__)
             if names:
                 self.written.append((each.__globals__, names))
+            assigned = _assigned_free_variables(each.__code__)
+            if assigned and each.__closure__:
+                free = each.__code__.co_freevars
+                self.cells.extend(each.__closure__[free.index(n)] for n in assigned)
+            if id(each) in own:
+                self.writes |= _stores_of(each.__code__)
+        for namespace, found in read.values():
+            self.read.append((namespace.get, tuple(found), tuple(found.values())))
+
+    def current(self) -> bool:
+        """Whether the functions walked run the code they ran then, and their globals and
+        closure variables hold what they held (else what is kept may be other objects)."""
+        for function, code, defaults in self.codes:
+            if function.__code__ is not code or function.__defaults__ is not defaults:
+                return False
+        for each in self.read:
+            if len(each) == 2:  # a closure variable
+                if _contents(each[0]) is not each[1]:
+                    return False
+            elif not all(map(operator.is_, map(each[0], each[1], _ABSENTS), each[2])):
+                return False
+        return True
+
+    def empty(self) -> bool:
+        """Whether nothing is kept (a function reading only arrays, numbers and modules)."""
+        return not (self.containers or self.written or self.cells or self.arrays or self.classes)
+
+    def may_store(self) -> bool:
+        """Whether ``function``'s code (or a helper's it names) can store around it: assign
+        a global or a closure variable, set an attribute, or write into a list or dict it
+        can reach (judged from its code; a write into its own array counts only where it
+        reaches a list or dict).
+
+        Example::
+
+            kept_states_of(f).with_arguments(args).may_store()  # True for HISTORY.append(y)
+        """
+        if not self.writes.isdisjoint(("global", "nonlocal", "attribute")):
+            return True
+        reached = bool(self.containers or self.arrays)
+        return not self.writes.isdisjoint(("item", "method", "array")) and reached
 
     def with_arguments(self, values: Iterable) -> KeptStates:
         """These states and what a call's arguments ``values`` hold (see
@@ -75,47 +145,83 @@ class KeptStates:
             start = kept.note()  # ... a run that fails part way ...
             kept.set(start)  # args[0].w as it was, though that run set it
         """
-        if all(isinstance(v, _LEAVES) for v in values):
+        for value in values:
+            if not isinstance(value, _LEAVES):
+                break
+        else:
             return self  # arrays and numbers: nothing they hold to change
         found = held_by_arguments(values, self.containers)
         if not found:
             return self
         kept = object.__new__(KeptStates)
-        kept.containers, kept.written = {**self.containers, **found}, self.written
+        kept.__dict__.update(self.__dict__)
+        kept.containers = {**self.containers, **found}
         return kept
 
     def note(self) -> list:
-        """The current state of everything kept."""
-        held = [list(c) if type(c) is list else dict(c) for c in self.containers.values()]
+        """The current state of everything kept (a list or dict longer than 4,096 entries
+        by its length and its last entries: copying it at each call would cost too much)."""
+        held = [
+            (list(c) if type(c) is list else dict(c)) if len(c) <= _LARGEST else _Mark(c)
+            for c in self.containers.values()
+        ]
         globals_ = [
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
-        return [held, globals_]
+        arrays = [a.copy() for a in self.arrays.values()]
+        classes = [dict(vars(c)) for c in self.classes.values()]
+        return [held, globals_, list(map(_contents, self.cells)), arrays, classes]
 
-    def stored_numbers(self, before: list, after: list) -> bool:
+    def stored_numbers(
+        self,
+        before: list,
+        after: list,
+        carrying: Callable[[Any], bool] | None = None,
+        given: tuple = (),
+    ) -> bool:
         """Whether, from ``before`` to ``after`` (two states :meth:`note` gave), anything
         kept took a new value that could carry a derivative: a real or complex number, an
-        array of them, a container holding one (not a count, a text or an object)."""
-        for old, new in zip(before[0], after[0]):
-            if type(new) is list:
-                fresh = [b for i, b in enumerate(new) if i >= len(old) or old[i] is not b]
+        array of them, a container holding one (not a count, a text or an object); or
+        that ``carrying`` is true of (``lambda value: True``: any new value). One of the
+        values ``given`` (a call's arguments, recorded as they came) does not count."""
+        fresh: list = []
+        for container, old, new in zip(self.containers.values(), before[0], after[0]):
+            if _unchanged(old, new):
+                continue
+            if type(old) is _Mark or type(new) is _Mark:  # a long one
+                fresh += _Mark.of(new).fresh_since(_Mark.of(old), container)
+            elif type(new) is list:
+                fresh += [b for i, b in enumerate(new) if i >= len(old) or old[i] is not b]
             else:
-                fresh = [v for k, v in new.items() if k not in old or old[k] is not v]
-            if any(_carries_numbers(v) for v in fresh):
-                return True
-        return any(
-            any(
-                new[name] is not value and _carries_numbers(new[name])
-                for name, value in old.items()
-            )
-            for old, new in zip(before[1], after[1])
-        )
+                fresh += [v for k, v in new.items() if k not in old or old[k] is not v]
+        fresh += [new for old, new in zip(before[2], after[2]) if new is not old]
+        fresh += [new for old, new in zip(before[3], after[3]) if not _same_array(old, new)]
+        for old, new in zip(before[4], after[4]):
+            fresh += [v for k, v in new.items() if k not in old or old[k] is not v]
+        for old, new in zip(before[1], after[1]):
+            fresh += [new[name] for name, value in old.items() if new[name] is not value]
+        if not fresh:
+            return False
+        test = carrying or _carries_numbers
+        ids = frozenset(map(id, given))
+        return any(id(value) not in ids and test(value) for value in fresh)
 
     def set(self, state: list) -> None:
-        """Put back a state :meth:`note` gave."""
-        held, globals_ = state
+        """Put back a state :meth:`note` gave (of a long list or dict, the entries added
+        at its end since)."""
+        held, globals_, cells, arrays, classes = state
+        for cls, kept in zip(self.classes.values(), classes):
+            for name in set(vars(cls)) - set(kept):
+                delattr(cls, name)
+            for name, value in kept.items():
+                if vars(cls).get(name, _ABSENT) is not value:
+                    setattr(cls, name, value)
+        for array, kept in zip(self.arrays.values(), arrays):
+            array[...] = kept
         for container, kept in zip(self.containers.values(), held):
-            if type(container) is list:
+            if type(kept) is _Mark:
+                kept.cut(container)
+            elif type(container) is list:
                 container[:] = kept
             else:
                 container.clear()
@@ -126,13 +232,129 @@ class KeptStates:
                     namespace.pop(name, None)
                 else:
                     namespace[name] = value
+        for cell, value in zip(self.cells, cells):
+            if value is _ABSENT:
+                with contextlib.suppress(ValueError):
+                    del cell.cell_contents
+            else:
+                cell.cell_contents = value
 
 
-def _functions(function: Any) -> Iterable[types.FunctionType]:
-    """``function`` (through what it wraps, a bound method's function, a callable object's
-    ``__call__``) and the Python functions its globals and closure name, once each."""
+def _unchanged(old: Any, new: Any) -> bool:
+    """Whether two copies of a list or dict hold the same objects, in the same order."""
+    if type(old) is not type(new) or type(old) is _Mark or len(old) != len(new):
+        return False
+    if type(old) is list:
+        return all(map(operator.is_, old, new))
+    return all(map(operator.is_, old.values(), new.values())) and all(map(operator.is_, old, new))
+
+
+class _Mark:
+    """A list or dict too long to copy, noted by its length and its last entries (by
+    identity): what is appended or added since, or written over at its end, is seen; an
+    entry written over further back is not."""
+
+    __slots__ = ("length", "keys", "values")
+
+    def __init__(self, container: Any) -> None:
+        self.length = len(container)
+        self.keys: tuple | None = None
+        if type(container) is list:
+            self.values = tuple(container[-_MARKED:])
+        else:  # the last items, last first
+            items = tuple(itertools.islice(reversed(container.items()), _MARKED))
+            self.keys = tuple(k for k, _ in items)
+            self.values = tuple(v for _, v in items)
+
+    @staticmethod
+    def of(noted: Any) -> _Mark:
+        return noted if type(noted) is _Mark else _Mark(noted)
+
+    def same(self, keys: tuple | None, values: tuple) -> bool:
+        """Whether ``keys`` and ``values`` are the marked entries, the same objects."""
+        if len(values) != len(self.values) or not all(map(operator.is_, values, self.values)):
+            return False
+        return keys is None or self.keys is None or all(map(operator.is_, keys, self.keys))
+
+    def fresh_since(self, old: _Mark, container: Any) -> list:
+        """The values ``container`` holds now that it did not when ``old`` was noted
+        (``self`` is its mark now)."""
+        if self.length == old.length and old.same(self.keys, self.values):
+            return []
+        fresh = [v for v in self.values if not any(v is w for w in old.values)]
+        added = self.length - old.length
+        if added > _MARKED:  # appended past the mark: each entry added
+            if type(container) is list:
+                fresh.extend(container[old.length : self.length])
+            else:
+                fresh.extend(itertools.islice(reversed(container.values()), added))
+        return fresh
+
+    def cut(self, container: Any) -> None:
+        """Remove what was added at the end of ``container`` since this mark (where its
+        marked entries are still there, before the added ones), or put its marked entries
+        back where nothing was added."""
+        added = len(container) - self.length
+        if added == 0 and type(container) is list and self.values:  # BIG[-1] = v
+            container[-len(self.values) :] = self.values
+            return
+        if added == 0 and self.keys:
+            for key, value in zip(self.keys, self.values):
+                if key in container:
+                    container[key] = value
+            return
+        if added < 0:
+            return
+        if type(container) is list:
+            before = tuple(container[max(self.length - len(self.values), 0) : self.length])
+            if self.same(None, before):
+                del container[self.length :]
+            return
+        items = tuple(itertools.islice(reversed(container.items()), added + len(self.values)))
+        if self.same(tuple(k for k, _ in items[added:]), tuple(v for _, v in items[added:])):
+            for key, _ in items[:added]:
+                del container[key]
+
+
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return _ABSENT
+
+
+_MADE: dict[Any, tuple[tuple, KeptStates]] = {}  # id(s) of the functions -> their states
+
+
+def kept_states_of(function: Any, also: tuple = ()) -> KeptStates:
+    """:class:`KeptStates` of ``function`` (and of the functions ``also``, whose stores
+    around them are kept but not judged by :meth:`KeptStates.may_store`), made once and
+    made again when a function walked runs other code or a global or closure variable it
+    names holds another object (fresh: ``HISTORY = []`` rebound is the new list).
+
+    Example::
+
+        kept = kept_states_of(f).with_arguments(args)  # ~1 µs where f keeps nothing
+    """
+    key = (id(function), *map(id, also)) if also else id(function)
+    found = _MADE.get(key)
+    if found is not None:
+        roots, kept = found
+        if roots == (function, *also) and kept.current():  # (the same objects: by identity)
+            return kept
+    kept = KeptStates(function, also=also)
+    if len(_MADE) >= 512:  # functions made and dropped (a lambda per call): start again
+        _MADE.clear()
+    _MADE[key] = ((function, *also), kept)
+    return kept
+
+
+def _functions(roots: tuple) -> Iterable[types.FunctionType]:
+    """The functions ``roots`` run (through what they wrap, a bound method's function, a
+    callable object's ``__call__``) and the Python functions their globals and closures
+    name, once each."""
     seen: set[int] = set()
-    pending = list(wrapped_chain(function))
+    pending = [each for root in roots for each in wrapped_chain(root)]
     for depth in range(2):
         helpers: list[Any] = []
         for each in pending:
@@ -142,8 +364,33 @@ def _functions(function: Any) -> Iterable[types.FunctionType]:
             seen.add(id(own))
             yield own
             if depth == 0:
-                helpers.extend(v for v in free_values_of(own) if isinstance(v, types.FunctionType))
+                helpers.extend(helper_functions(own))
         pending = helpers
+
+
+def helper_functions(function: types.FunctionType) -> Iterable[types.FunctionType]:
+    """The user's functions ``function``'s globals and closure name: functions, the
+    functions of bound methods, and the methods of the user's classes and objects there
+    (static and class methods' too); not the libraries'.
+
+    Example::
+
+        list(helper_functions(loss))  # [predict, Model.__call__, Model.fit, ...]
+    """
+    for value in free_values_of(function):
+        if isinstance(value, types.FunctionType):
+            yield value
+        elif isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            yield value.__func__
+        elif not isinstance(value, types.ModuleType):
+            kind = value if isinstance(value, type) else type(value)
+            if (kind.__module__ or "").split(".")[0] in _LIBRARIES:
+                continue
+            for klass in kind.__mro__:
+                for member in vars(klass).values():
+                    member = getattr(member, "__func__", member)  # static and class methods
+                    if isinstance(member, types.FunctionType):
+                        yield member
 
 
 def _carries_numbers(value: Any, depth: int = 2) -> bool:
@@ -162,7 +409,8 @@ def _carries_numbers(value: Any, depth: int = 2) -> bool:
 def held_by_arguments(values: Iterable, known: dict) -> dict[int, Any]:
     """What a call's arguments ``values`` hold that the call can change, by id, leaving out
     ``known``: their dicts and lists and the attributes of their plain objects, through
-    nested containers and attributes (a layer in a list of layers), four levels deep.
+    nested containers and attributes (a layer in a list of layers), four levels deep (not
+    into a list or dict longer than 4,096 entries).
 
     Example::
 
@@ -182,9 +430,11 @@ def held_by_arguments(values: Iterable, known: dict) -> dict[int, Any]:
                 held = vars(value)
             else:
                 continue
-            if id(held) in found or id(held) in known or len(held) > _LARGEST:
+            if id(held) in found or id(held) in known:
                 continue
             found[id(held)] = held
+            if len(held) > _LARGEST:  # a dataset: noted by its end, not walked
+                continue
             items = held.values() if type(held) is dict else held
             deeper.extend(v for v in items if not isinstance(v, _LEAVES))
         pending = deeper
@@ -200,11 +450,14 @@ def _receivers(function: Any) -> Iterable[Any]:
             yield receiver
 
 
+_LIBRARIES = ("numpy", "scipy", "s2sgrad", "math", "builtins")
+
+
 def _library_code(function: types.FunctionType) -> bool:
     """s2sgrad's own functions (a transform's ``__call__``: its caches are not the user's
-    state) and NumPy's and SciPy's."""
+    state), NumPy's, SciPy's and Python's."""
     module = function.__module__ or ""
-    return module.split(".")[0] in ("s2sgrad", "numpy", "scipy")
+    return module.split(".")[0] in _LIBRARIES
 
 
 def wrapped_chain(function: Any) -> Iterable:
@@ -279,4 +532,96 @@ def _written_globals(code: types.CodeType) -> frozenset[str]:
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
             names |= _written_globals(constant)
+    return frozenset(names)
+
+
+_NONLOCAL_WRITES = frozenset((dis.opmap["STORE_DEREF"], dis.opmap["DELETE_DEREF"]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _assigned_free_variables(code: types.CodeType) -> frozenset[str]:
+    """The closure variables of ``code`` that it (or a function it defines) assigns or
+    deletes: ``nonlocal n; n += 1``."""
+    return _assigned_of(code, frozenset(code.co_freevars))
+
+
+def _assigned_of(code: types.CodeType, free: frozenset[str]) -> frozenset[str]:
+    names: set[str] = set()
+    if not _NONLOCAL_WRITES.isdisjoint(code.co_code[::2]):
+        names = {
+            i.argval
+            for i in dis.get_instructions(code)
+            if i.opname in ("STORE_DEREF", "DELETE_DEREF") and i.argval in free
+        }
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):  # a nested function's, of the same cells
+            names |= _assigned_of(constant, free & frozenset(constant.co_freevars))
+    return frozenset(names)
+
+
+_STORES = {
+    "global": ("STORE_GLOBAL", "DELETE_GLOBAL"),
+    "attribute": ("STORE_ATTR", "DELETE_ATTR"),
+    "item": ("STORE_SUBSCR", "DELETE_SUBSCR", "STORE_SLICE"),
+}
+_STORE_CODES = {
+    dis.opmap[name]: kind for kind, names in _STORES.items() for name in names if name in dis.opmap
+}
+# methods that store into a list or dict (not NumPy's add, sort: named alike, they store nothing)
+_STORING_METHODS = frozenset(("append", "extend", "insert", "update", "setdefault", "__setitem__"))
+# names of what writes into an array in place (a[i] = v, a.fill(v), np.copyto(a, v), out=a)
+_ARRAY_WRITERS = frozenset(("fill", "copyto", "put", "putmask", "place", "itemset", "out"))
+_ARRAY_WRITES = frozenset(("item", "array"))
+
+
+def _user_class(value: Any) -> bool:
+    """A class of the user's (not a library's), whose attributes the code may set."""
+    return isinstance(value, type) and (value.__module__ or "").split(".")[0] not in _LIBRARIES
+
+
+def _same_array(old: np.ndarray, new: np.ndarray) -> bool:
+    return bool(np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"))
+
+
+def _small_writable_array(value: Any) -> bool:
+    """A writable NumPy array of at most 65,536 entries (a larger one is data, too costly to
+    copy at each call)."""
+    return type(value) is np.ndarray and value.flags.writeable and value.size <= 65536
+
+
+@functools.lru_cache(maxsize=1024)
+def _stores_of(code: types.CodeType) -> frozenset[str]:
+    """How ``code`` (its nested functions' included) may store around it: ``"global"``,
+    ``"nonlocal"``, ``"attribute"``, ``"item"`` (``d[k] = v``, into its own array too),
+    ``"method"`` (``history.append(v)``) and ``"array"`` (``a.fill(v)``, ``out=a``), read
+    from its instructions and names."""
+    kinds = set(_stored_kinds(code))
+    if _assigned_free_variables(code):  # (a nested function's of its own cells: not around)
+        kinds.add("nonlocal")
+    return frozenset(kinds)
+
+
+def _stored_kinds(code: types.CodeType) -> set[str]:
+    kinds = {_STORE_CODES[op] for op in set(code.co_code[::2]) if op in _STORE_CODES}
+    if not _STORING_METHODS.isdisjoint(code.co_names):
+        kinds.add("method")
+    if not _ARRAY_WRITERS.isdisjoint(code.co_names) or "out" in code.co_consts:
+        kinds.add("array")  # (out=a: a keyword's name is among the constants)
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            kinds |= _stored_kinds(constant)
+    return kinds
+
+
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _global_names(code: types.CodeType) -> frozenset[str]:
+    """The globals ``code`` (its nested functions' included) reads, assigns or deletes (not
+    the attribute names among its names)."""
+    names = {i.argval for i in dis.get_instructions(code) if i.opname in _GLOBAL_OPS}
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            names |= _global_names(constant)
     return frozenset(names)

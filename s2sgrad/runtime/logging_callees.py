@@ -18,6 +18,7 @@ import types
 from typing import Any
 
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.running import code_of
 
 __all__ = ["note_logging", "refuse_a_logging_callee"]
 
@@ -27,7 +28,7 @@ _LOGGING: dict[types.CodeType, str] = {}
 
 def note_logging(function: Any, name: str) -> None:
     """Note that ``function``'s derivatives store values in the log ``name``."""
-    code = _code_of(function)
+    code = code_of(function)
     if code is not None:
         _LOGGING[code] = name
 
@@ -35,7 +36,7 @@ def note_logging(function: Any, name: str) -> None:
 def refuse_a_logging_callee(function: Any, where: str) -> None:
     """Refuse calling the derivative of ``function`` from another derivative (at
     ``where``, the user's file and line) if it logs."""
-    code = _code_of(function)
+    code = code_of(function)
     name = _LOGGING.get(code) if code is not None else None
     if name is None:
         return
@@ -48,7 +49,3 @@ def refuse_a_logging_callee(function: Any, where: str) -> None:
     )
     error.whole_function_on_tape = True  # mode="auto": the tape follows the log
     raise error
-
-
-def _code_of(function: Any) -> types.CodeType | None:
-    return getattr(getattr(function, "__func__", function), "__code__", None)

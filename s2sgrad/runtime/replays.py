@@ -29,10 +29,12 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.running import code_of
 from s2sgrad.runtime.kept_states import (
     KeptStates,
     code_names,
     free_values_of,
+    kept_states_of,
     own_function,
     wrapped_chain,
 )
@@ -40,6 +42,7 @@ from s2sgrad.runtime.kept_states import (
 __all__ = [
     "DrawsAtStart",
     "SameDraws",
+    "StatesAndDraws",
     "changed_on_recomputing",
     "fingerprint",
     "random_sources",
@@ -101,8 +104,8 @@ def _code_names(function: Any, free: list) -> set[str]:
     functions among its free values use."""
     names: set[str] = set()
     for value in (*wrapped_chain(function), *free):
-        code = getattr(getattr(value, "__func__", value), "__code__", None)
-        if isinstance(code, types.CodeType):
+        code = code_of(value)
+        if code is not None:
             names.update(code_names(code))
     return names
 
@@ -129,7 +132,7 @@ class SameDraws:
         # a few runs, and nothing to compare them by: every generator that may be drawn from
         values = tuple(values)
         self.sources = random_sources(function, values, every_global=True)
-        self.kept = KeptStates(function, values)  # its dicts, counters, written globals
+        self.kept = kept_states_of(function).with_arguments(values)  # dicts, counters, globals
         self.start: list | None = None
         self.after: list | None = None
 
@@ -149,6 +152,35 @@ class SameDraws:
         generators, kept = states
         set_random_states(self.sources, generators)
         self.kept.set(kept)
+
+
+class StatesAndDraws:
+    """What a function keeps (``kept``, :class:`KeptStates`) and the states of the random
+    generators it can reach, noted and set together: runs of one call (``vmap``'s batched
+    run and its examples computed alone) each draw what the first drew.
+
+    Example::
+
+        kept = StatesAndDraws(kept_states_of(f).with_arguments(args), f, args)
+        start = kept.note()
+        first = f(*args)
+        kept.set(start)
+        again = f(*args)  # the same draws as `first`
+    """
+
+    __slots__ = ("kept", "sources")
+
+    def __init__(self, kept: KeptStates, function: Any, values: Iterable = ()):
+        self.kept = kept
+        self.sources = random_sources(function, tuple(values))
+
+    def note(self) -> list:
+        return [self.kept.note(), random_states(self.sources) if self.sources else []]
+
+    def set(self, state: list) -> None:
+        self.kept.set(state[0])
+        if self.sources:
+            set_random_states(self.sources, state[1])
 
 
 class DrawsAtStart:
@@ -288,7 +320,7 @@ def stores_while_checkpointed(function: Any) -> UnsupportedError:
 
 def _checkpointed(function: Any) -> str:
     """``file:line: the checkpointed name`` of a checkpointed function."""
-    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    code = code_of(function)
     where = f"{code.co_filename}:{code.co_firstlineno}: " if code is not None else ""
     name = getattr(function, "__qualname__", None) or repr(function)
     return f"{where}the checkpointed {name}"

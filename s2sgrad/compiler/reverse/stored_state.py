@@ -201,6 +201,10 @@ class StoredState:
             and any(hasattr(kind, func.attr) for kind in (np.ndarray, list, dict))
         ):
             return True
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            owner = self.parsed.resolve(func.value)  # history.append(...) of a global log
+            if type(owner) in (list, dict) and hasattr(type(owner), func.attr):
+                return True
         if not is_library_function(self.parsed.resolve(func)):
             return False
         given = [*part.args, *(keyword.value for keyword in part.keywords)]
