@@ -33,7 +33,7 @@ from s2sgrad import numpy_signatures
 from s2sgrad.batching import forward_jacobian, reverse_jacobian
 from s2sgrad.compiler.cache import CACHE
 from s2sgrad.compiler.caller_dicts import refuse_writes_into_caller_dicts
-from s2sgrad.compiler.codegen import GeneratedFunction
+from s2sgrad.compiler.codegen import GeneratedFunction, generated_of
 from s2sgrad.compiler.freshness import MISSING
 from s2sgrad.compiler.listing import listing
 from s2sgrad.compiler.one_tuples import one_tuple_caller
@@ -421,6 +421,8 @@ class _Transform(NotebookDisplay):
                 else:
                     if not first:  # a transform called once (sg.grad(f)(x)) makes no guard
                         self._guard(key, function, entries)
+                    else:  # what sg.source shows: this call's code, another's transform made
+                        self.code.latest = generated_of(function) or self.code.latest
                     return (
                         self._shape_result(function(*args)) if self.wrap_single else function(*args)
                     )
@@ -565,11 +567,13 @@ class _Transform(NotebookDisplay):
 
     def _first_call(self, key, generated, args, kwargs):
         """Call a new signature's code once, specialising it to these shapes if safe."""
-        result, _ = call_specialised(generated, args, kwargs, key)  # kept in the cache
+        result, ran = call_specialised(generated, args, kwargs, key)  # kept in the cache
         if generated.cached_in is not self.code:
             self._forget_guards()  # of another cache entry's code
         self.code = generated.cached_in
         self.calls = None if self.code is None else self.code.calls
+        if self.code is not None:  # what sg.source shows: code another transform made too
+            self.code.latest = ran
         return self._shape_result(result)
 
     def _switch_to_the_tape(self) -> None:

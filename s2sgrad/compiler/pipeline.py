@@ -63,6 +63,7 @@ from s2sgrad.compiler.free_names import attribute_entries, depending, free_name_
 from s2sgrad.compiler.frontend import NOT_FOUND, ParsedFunction, parse_function
 from s2sgrad.compiler.in_place_writes import refuse_untracked_writes
 from s2sgrad.compiler.inline import Namespace
+from s2sgrad.compiler.mode_sharing import built_for_the_other_mode
 from s2sgrad.compiler.node_kinds import kinds_of, of_kind
 from s2sgrad.compiler.operations import OperationKind, classify, is_text
 from s2sgrad.compiler.passes.activity import analyse_activity
@@ -195,10 +196,14 @@ def _derivative(function, wrt, kind, has_aux, containers, dynamic) -> GeneratedF
         raise _runtime_refusal(function)
     key = (function, wrt, kind, has_aux, containers, dynamic)
     with _lock:
-        derivatives = _cache.entry(function, (wrt, kind, has_aux, dynamic))
+        options = (wrt, kind, has_aux, dynamic)
+        derivatives = _cache.entry(function, options)
         stale = derivatives.generic.get(containers)
         if stale is not None and stale.assumptions.current():
             return stale  # else a name it read now holds something else: build anew
+        shared = built_for_the_other_mode(function, options, containers) if stale is None else None
+        if shared is not None:  # mode "s2s"'s code is mode "auto"'s (mode_sharing.py)
+            return shared
         if key in _in_progress:
             error = UnsupportedError(
                 f"{parse_function(function).location()}: {function.__qualname__} calls itself; "
