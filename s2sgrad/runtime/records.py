@@ -33,7 +33,9 @@ import textwrap
 import types
 from typing import Any
 
+from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import complex_ready, jvp_rule, vjp_rule
+from s2sgrad.running import running_origin
 from s2sgrad.runtime.attribute_stores import stores_plainly
 from s2sgrad.runtime.core import CotangentDict, CotangentList, add_cotangents, zeros_like_value
 
@@ -486,7 +488,22 @@ def record_vjp(
 
 def _made(cls: type, args: tuple, kwargs: dict, named: tuple[str, ...]) -> Any:
     leading = len(args) - len(named)
+    if cls is types.SimpleNamespace and leading:
+        _refuse_namespace_of_a_mapping()
     return cls(*args[:leading], **dict(zip(named, args[leading:])), **kwargs)
+
+
+def _refuse_namespace_of_a_mapping() -> None:
+    """``SimpleNamespace(mapping)`` (Python 3.13 on) stores the entries of the mapping it is
+    given, which the rules, following arguments to attributes by name, do not see."""
+    error = UnsupportedError(
+        f"{running_origin('the differentiated function')}: types.SimpleNamespace given a "
+        "mapping (or pairs) stores its entries as attributes, which the transformer does "
+        "not follow; pass the attributes by keyword (SimpleNamespace(w=x)), or use "
+        "mode='auto' or mode='tape'"
+    )
+    error.whole_function_on_tape = True  # mode="auto": the tape follows the namespace
+    raise error
 
 
 def record_jvp(

@@ -1,0 +1,71 @@
+"""Programs whose differentiation differed between the Python and NumPy versions s2sgrad
+supports (3.10 to 3.13, NumPy 1.26 and 2.x): each is differentiated right on every one.
+
+Python 3.13 gave ``types.SimpleNamespace`` a signature, ``(mapping_or_iterable=(), /,
+**kwargs)``, where 3.10 to 3.12 had none; the transformer read that no parameter is named
+``w`` and refused ``SimpleNamespace(w=x)`` ("pass differentiated values positionally"),
+although a namespace's keywords are its attributes, which the record rules follow by name.
+3.13 also lets ``SimpleNamespace(mapping)`` store a mapping's entries: the record rules gave
+the mapping no cotangent (a silently wrong zero gradient); it is refused by source and taped
+in mode "auto".
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from oracle import assert_grad_jvp_and_hvp, assert_refused_in_s2s_and_taped_in_auto
+
+import s2sgrad as sg
+
+R = np.random.default_rng(34_020)
+
+
+def namespace_by_keywords(x):
+    ns = types.SimpleNamespace(w=x * 2.0, b=x[0], label="layer")
+    return np.sum(np.sin(ns.w) * ns.b)
+
+
+def namespace_by_keyword_then_stored(x):
+    ns = types.SimpleNamespace(scale=np.cos(x))
+    ns.scale = ns.scale * x[1]
+    return np.sum(ns.scale**2)
+
+
+def namespace_with_a_constant_keyword(x):
+    ns = types.SimpleNamespace(w=x, shift=1.5)
+    return np.sum(ns.w**3 + ns.shift * ns.w)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [namespace_by_keywords, namespace_by_keyword_then_stored, namespace_with_a_constant_keyword],
+)
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_namespace_built_by_keyword(f, mode):
+    x, v = R.uniform(0.3, 1.2, size=(2, 3)), R.normal(size=(2, 3))
+    assert_grad_jvp_and_hvp(f, x, v, mode)
+
+
+def namespace_of_a_mapping(x):
+    ns = types.SimpleNamespace({"w": x * 2.0}, b=x[0, 1])
+    return np.sum(np.sin(ns.w)) * ns.b
+
+
+def namespace_of_pairs(x):
+    ns = types.SimpleNamespace([("w", np.exp(x)), ("n", 3)])
+    return np.sum(ns.w**2) * ns.n
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="SimpleNamespace(mapping): 3.13 on")
+@pytest.mark.parametrize("f", [namespace_of_a_mapping, namespace_of_pairs])
+def test_a_namespace_of_a_mapping_is_refused_by_source_and_taped(f):
+    x, v = R.uniform(0.3, 1.2, size=(2, 3)), R.normal(size=(2, 3))
+    assert_refused_in_s2s_and_taped_in_auto(f, [x], "given a mapping", __file__)
+    with pytest.raises(sg.UnsupportedError, match="given a mapping"):
+        sg.jvp(f, (x,), (v,), mode="s2s")
+    assert_grad_jvp_and_hvp(f, x, v, "auto")
+    assert_grad_jvp_and_hvp(f, x, v, "tape")
