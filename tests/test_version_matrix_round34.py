@@ -14,14 +14,22 @@ from __future__ import annotations
 
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
-from oracle import assert_grad_jvp_and_hvp, assert_refused_in_s2s_and_taped_in_auto
+from oracle import (
+    assert_close,
+    assert_grad_jvp_and_hvp,
+    assert_refused_in_s2s_and_taped_in_auto,
+    numeric_grad,
+)
 
 import s2sgrad as sg
 
 R = np.random.default_rng(34_020)
+HERE = "test_version_matrix_round34.py"
+stats = pytest.importorskip("scipy.stats")
 
 
 def namespace_by_keywords(x):
@@ -69,3 +77,24 @@ def test_a_namespace_of_a_mapping_is_refused_by_source_and_taped(f):
         sg.jvp(f, (x,), (v,), mode="s2s")
     assert_grad_jvp_and_hvp(f, x, v, "auto")
     assert_grad_jvp_and_hvp(f, x, v, "tape")
+
+
+def second_moment(x):
+    return stats.moment(x, 2) * 2.0
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_a_library_asking_an_array_api_attribute_is_named_on_numpy_1(mode):
+    """SciPy 1.17's array-API helpers ask ``x.device`` of an array they do not know as
+    NumPy's; on NumPy 1.26, whose ndarray has no ``device``, the tape raised a bare
+    ``AttributeError: device`` from its own code."""
+    x = R.normal(size=5)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            gradient = sg.grad(second_moment, mode=mode)(x)
+    except sg.S2SGradError as refusal:  # a SciPy whose code the tape cannot follow
+        assert f"{HERE}:" in str(refusal)
+        assert "scipy.stats.moment" in str(refusal)
+    else:  # a SciPy computing with NumPy's functions, which the tape follows
+        assert_close(gradient, numeric_grad(second_moment, [x], 0))
