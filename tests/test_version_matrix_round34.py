@@ -12,6 +12,7 @@ in mode "auto".
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import types
 import warnings
@@ -98,3 +99,35 @@ def test_a_library_asking_an_array_api_attribute_is_named_on_numpy_1(mode):
         assert "scipy.stats.moment" in str(refusal)
     else:  # a SciPy computing with NumPy's functions, which the tape follows
         assert_close(gradient, numeric_grad(second_moment, [x], 0))
+
+
+@dataclasses.dataclass
+class Layer:
+    w: object
+    b: object = 0.5
+
+
+def astuple_of_a_made_dataclass(x):
+    d = Layer(x * 2.0, x[0])
+    w, b = dataclasses.astuple(d)
+    return np.sum(w) * b
+
+
+@pytest.mark.skipif(
+    not hasattr(dataclasses, "_ATOMIC_TYPES"), reason="dataclasses compares type(obj) from 3.12 on"
+)
+def test_astuple_compares_the_class_of_each_field_from_python_3_12():
+    """``dataclasses.astuple`` returns a field whose ``type(...)`` is one of its atomic types
+    (float, int, str ...) as it is, and deep-copies any other. The transformer refuses its
+    code (an in-place write it cannot tell apart), and mode "auto" gives it to the tape,
+    which refuses it there: on the tape a float being differentiated is a tape value, whose
+    ``type(...)`` is not float, so the code would take the other branch. (Both branches
+    return the same number here, but nothing tells the tape so.) Mode "tape", which checks
+    the function given to it, not what it calls, differentiates it right."""
+    x = R.uniform(0.3, 1.2, size=3)
+    refused = pytest.raises(sg.UnsupportedError, match=r"dataclasses\.py:\d+: type\(\.\.\.\)")
+    with refused, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sg.grad(astuple_of_a_made_dataclass, mode="auto")(x)
+    expected = numeric_grad(astuple_of_a_made_dataclass, [x], 0)
+    assert_close(sg.grad(astuple_of_a_made_dataclass, mode="tape")(x), expected)
