@@ -13,6 +13,7 @@ in mode "auto".
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import sys
 import types
 import warnings
@@ -131,3 +132,47 @@ def test_astuple_compares_the_class_of_each_field_from_python_3_12():
         sg.grad(astuple_of_a_made_dataclass, mode="auto")(x)
     expected = numeric_grad(astuple_of_a_made_dataclass, [x], 0)
     assert_close(sg.grad(astuple_of_a_made_dataclass, mode="tape")(x), expected)
+
+
+TYPE_ALIASES = """
+import numpy as np
+
+
+def alias_of_a_type(x):
+    type Vec = list[float]
+    return np.sum(np.sin(x) ** 3)
+
+
+def alias_of_the_argument(x):
+    type V = x
+    return np.sum(V.__value__ ** 3)
+"""
+
+
+@pytest.fixture
+def type_alias_programs(tmp_path, monkeypatch):
+    """The functions of ``TYPE_ALIASES``, imported from a file (their source is read)."""
+    if sys.version_info < (3, 12):
+        pytest.skip("'type' statements: Python 3.12 on")
+    (tmp_path / "type_alias_programs.py").write_text(TYPE_ALIASES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return importlib.import_module("type_alias_programs")
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_type_alias_statement_is_kept_as_it_is(type_alias_programs, mode):
+    """Forward mode refused 'type Vec = list[float]' ("cannot differentiate a 'typealias'
+    statement"), so hvp and jvp failed where grad worked."""
+    x, v = R.uniform(0.3, 1.2, size=(2, 3)), R.normal(size=(2, 3))
+    assert_grad_jvp_and_hvp(type_alias_programs.alias_of_a_type, x, v, mode)
+
+
+def test_a_type_alias_of_a_differentiated_value_is_refused_by_source(type_alias_programs):
+    """'type V = x' read back as V.__value__ was a constant to both sweeps: the gradient
+    was zero in modes "s2s" and "auto"."""
+    f = type_alias_programs.alias_of_the_argument
+    x, v = R.uniform(0.3, 1.2, size=(2, 3)), R.normal(size=(2, 3))
+    assert_refused_in_s2s_and_taped_in_auto(f, [x], r"'type V = \.\.\.'", "type_alias_programs.py")
+    with pytest.raises(sg.UnsupportedError, match=r"type_alias_programs\.py:\d+: 'type V"):
+        sg.jvp(f, (x,), (v,), mode="s2s")
+    assert_grad_jvp_and_hvp(f, x, v, "auto")
