@@ -12,8 +12,12 @@ in mode "auto".
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import importlib
+import linecache
+import os
+import subprocess
 import sys
 import types
 import warnings
@@ -176,3 +180,44 @@ def test_a_type_alias_of_a_differentiated_value_is_refused_by_source(type_alias_
     with pytest.raises(sg.UnsupportedError, match=r"type_alias_programs\.py:\d+: 'type V"):
         sg.jvp(f, (x,), (v,), mode="s2s")
     assert_grad_jvp_and_hvp(f, x, v, "auto")
+
+
+Sample = collections.namedtuple("Sample", "w b")
+
+
+def named_tuple_made(x):
+    s = Sample(np.sin(x), b=x[0, 1])
+    return np.sum(s.w**2) * s.b
+
+
+def test_a_named_tuple_is_a_record_whatever_lines_string_has(monkeypatch):
+    """namedtuple's ``__new__`` is made by ``eval``, so its code names the file
+    ``<string>``; Python 3.13 keeps the text of ``python -c`` under that name (as xdist's
+    workers run), and ``inspect.getsource`` gave that text for ``__new__``: the class was no
+    record, and a named tuple made in the function was refused by source."""
+    command = "import sys; exec(eval(sys.stdin.readline()))\n"
+    monkeypatch.setitem(linecache.cache, "<string>", (len(command), None, [command], "<string>"))
+    x, v = R.uniform(0.3, 1.2, size=(2, 3)), R.normal(size=(2, 3))
+    assert_grad_jvp_and_hvp(named_tuple_made, x, v, "s2s")
+
+
+def test_a_named_tuple_is_a_record_under_python_c(tmp_path):
+    """The same, as Python 3.13 itself runs it: a program given to ``python -c``."""
+    program = (
+        "import numpy as np, s2sgrad as sg, test_version_matrix_round34 as t\n"
+        "x = np.array([[0.3, 0.5, 0.9], [1.1, 0.4, 0.7]])\n"
+        "g = sg.grad(t.named_tuple_made, mode='s2s')(x)\n"
+        "from oracle import numeric_grad\n"
+        "print(float(np.max(np.abs(g - numeric_grad(t.named_tuple_made, [x], 0)))))\n"
+    )
+    tests = os.path.dirname(os.path.abspath(__file__))
+    path = os.pathsep.join([tests, os.environ.get("PYTHONPATH", ""), *sys.path])
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert float(done.stdout.strip()) < 1e-6

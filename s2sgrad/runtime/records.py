@@ -275,6 +275,15 @@ def _keeps_no_state(function: types.FunctionType, name: str) -> bool:
         return name.startswith("_")
     definition = tree.body[0] if tree.body else None
     if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        definition = None
+    own = function.__code__.co_name
+    its_own = (definition is not None and definition.name == own) or (
+        own == "<lambda>" and "lambda" in source
+    )
+    if not its_own:  # lines of other code: Python 3.13 keeps the text of 'python -c' under
+        # the name '<string>' that namedtuple's __new__ (a lambda made by eval) has too
+        return name.startswith("_")
+    if definition is None:
         return False  # a lambda stored as a method, say
     parameters = [*definition.args.posonlyargs, *definition.args.args]
     if not parameters:
