@@ -162,6 +162,8 @@ PROGRAMS = [
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
 def test_right_or_refused_and_taped(f, mode):
     x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
+    if f is astuple_of_a_made_dataclass and hasattr(dataclasses, "_ATOMIC_TYPES"):  # 3.12 on
+        pytest.skip("refused in auto there: test_version_matrix_round34.py says why")
     if mode == "s2s" and f is astuple_of_a_made_dataclass:  # dataclasses' own code
         assert_refused_in_s2s_and_taped_in_auto(f, [x], "dataclasses.py", "dataclasses.py")
         return

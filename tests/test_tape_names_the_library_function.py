@@ -45,5 +45,5 @@ def test_the_refusal_names_the_library_function_and_the_users_line(f, called, mo
     assert f"{HERE}:" in message
     if "np.asarray()" in message:  # an older SciPy converts its input instead of asking .device
         return
-    assert f"{name} has no derivative rule" in message
+    assert f"{name} has no derivative rule" in message or f"{name} converts a value" in message
     assert f"@s2sgrad.derivative(of={name})" in message

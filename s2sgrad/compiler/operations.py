@@ -565,8 +565,8 @@ def named_values_moved_last(operation: Operation, is_active) -> tuple[str, ...]:
 def _positional_parameter(function: Any, name: str) -> bool:
     """Whether ``name`` may be a parameter ``function`` takes positionally (when the
     function is known only when it runs, or its signature cannot be read: it may)."""
-    if function is None:
-        return True
+    if function is None or function is types.SimpleNamespace:
+        return True  # a SimpleNamespace's keywords are its attributes (3.13 reads **kwargs)
     if library_function_without_rule(function):
         return False  # a library function with no rule: refused as it is, with advice
     try:

@@ -33,7 +33,9 @@ import textwrap
 import types
 from typing import Any
 
+from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import complex_ready, jvp_rule, vjp_rule
+from s2sgrad.running import running_origin
 from s2sgrad.runtime.attribute_stores import stores_plainly
 from s2sgrad.runtime.core import CotangentDict, CotangentList, add_cotangents, zeros_like_value
 
@@ -273,6 +275,15 @@ def _keeps_no_state(function: types.FunctionType, name: str) -> bool:
         return name.startswith("_")
     definition = tree.body[0] if tree.body else None
     if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        definition = None
+    own = function.__code__.co_name
+    its_own = (definition is not None and definition.name == own) or (
+        own == "<lambda>" and "lambda" in source
+    )
+    if not its_own:  # lines of other code: Python 3.13 keeps the text of 'python -c' under
+        # the name '<string>' that namedtuple's __new__ (a lambda made by eval) has too
+        return name.startswith("_")
+    if definition is None:
         return False  # a lambda stored as a method, say
     parameters = [*definition.args.posonlyargs, *definition.args.args]
     if not parameters:
@@ -486,7 +497,22 @@ def record_vjp(
 
 def _made(cls: type, args: tuple, kwargs: dict, named: tuple[str, ...]) -> Any:
     leading = len(args) - len(named)
+    if cls is types.SimpleNamespace and leading:
+        _refuse_namespace_of_a_mapping()
     return cls(*args[:leading], **dict(zip(named, args[leading:])), **kwargs)
+
+
+def _refuse_namespace_of_a_mapping() -> None:
+    """``SimpleNamespace(mapping)`` (Python 3.13 on) stores the entries of the mapping it is
+    given, which the rules, following arguments to attributes by name, do not see."""
+    error = UnsupportedError(
+        f"{running_origin('the differentiated function')}: types.SimpleNamespace given a "
+        "mapping (or pairs) stores its entries as attributes, which the transformer does "
+        "not follow; pass the attributes by keyword (SimpleNamespace(w=x)), or use "
+        "mode='auto' or mode='tape'"
+    )
+    error.whole_function_on_tape = True  # mode="auto": the tape follows the namespace
+    raise error
 
 
 def record_jvp(

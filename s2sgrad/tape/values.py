@@ -117,6 +117,11 @@ def _answered_by_other(value: TapeValue, other: Any, what: str = "a comparison")
     raise error
 
 
+# ndarray attributes NumPy 2.0 added (the array API's), which a library (SciPy's array-API
+# helpers) asks of any array it does not know as NumPy's, on NumPy 1.26 too
+_ARRAY_API_2 = frozenset({"device", "to_device", "mT"})
+
+
 class TapeValue:
     """A value the tapes can track; behaves like the NumPy value it wraps.
 
@@ -476,9 +481,12 @@ class TapeValue:
     def __getattr__(self, name: str) -> Any:
         """An ndarray attribute the tape does not give (``x.flags``, ``x.ctypes``, ``x.data``):
         code asking for it, often a library's, wants the plain array; say so."""
-        if name.startswith("__") or not hasattr(np.ndarray, name):
+        known = hasattr(np.ndarray, name) or name in _ARRAY_API_2
+        if name.startswith("__") or not known:
             raise AttributeError(name)
         entry = library_entry(_caller_outside_this_file())
+        if entry is None and not hasattr(np.ndarray, name):  # the user's, as NumPy 1.26 says
+            raise AttributeError(name)
         if entry is not None:  # a library's function, not the user's code, reads it
             target, frame = entry
             message = (

@@ -59,6 +59,7 @@ from s2sgrad.compiler.syntax import (
     walk,
 )
 from s2sgrad.compiler.transparent_blocks import is_transparent_with
+from s2sgrad.compiler.type_aliases import refuse_alias_of_varied
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, iterator_error
 from s2sgrad.rules import get_rule
 from s2sgrad.runtime.own_transforms import is_public_transform, own_transform_refusal
@@ -236,6 +237,10 @@ class _Forward:
         if isinstance(statement, gast.Expr):
             return self.expression(statement)
         if isinstance(statement, (gast.Pass, gast.Break, gast.Continue, gast.Assert, gast.Raise)):
+            return [statement]
+        if isinstance(statement, gast.TypeAlias):  # 'type Vec = list[float]' (3.12 on)
+            active = {n for n in names_read(statement.value) if self.active(n)}
+            refuse_alias_of_varied(statement, active, self.parsed.location(statement))
             return [statement]
         if is_transparent_with(statement, self.parsed):
             statement.body = self.block(statement.body)

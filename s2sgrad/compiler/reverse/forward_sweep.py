@@ -55,6 +55,7 @@ from s2sgrad.compiler.syntax import (
     nested_statements,
 )
 from s2sgrad.compiler.transparent_blocks import is_transparent_with
+from s2sgrad.compiler.type_aliases import refuse_alias_of_varied
 from s2sgrad.errors import NonDifferentiableError, S2SGradError, UnsupportedError, iterator_error
 from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.runtime.records import defines_value_protocols, record_fields
@@ -247,6 +248,9 @@ class ForwardSweep:
             self.refuse_class_reading_varied(statement)
         if type(statement) is gast.With:
             self.refuse_entered_values(statement)
+        if type(statement) is gast.TypeAlias:  # 'type V = x' (Python 3.12 on)
+            where = self.parsed.location(statement)
+            refuse_alias_of_varied(statement, self.activity.varied, where)
         if not isinstance(statement, plain) and names_written(statement) & self.activity.active:
             raise UnsupportedError(
                 f"{self.parsed.location(statement)}: '{type(statement).__name__.lower()}' "
