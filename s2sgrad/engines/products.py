@@ -257,7 +257,9 @@ def jvp(f: Callable, primals: tuple | list, tangents: tuple | list, *, mode: str
             for i in positions:
                 refuse_array_attribute_names(positional_name(function, i), primals[i], function)
             refuse_arithmetic_objects(function, primals, {})
-            if type(f).__module__ == "s2sgrad.api":  # sg.hvp: over a gradient of every argument
+            # sg.hvp: over a gradient of every argument (__class__, not type(): the tape reads
+            # this code when sg.jvp runs inside a taped function, and refuses type() compared)
+            if f.__class__.__module__ == "s2sgrad.api":
                 refuse_answering_arguments(f, primals)
             differentiated = tuple(positional_name(function, i) for i in positions)
             refuse_writes_into_caller_dicts(function, primals, {}, differentiated)

@@ -35,6 +35,8 @@ _PLAIN: dict[type, bool] = {
     + (np.float64, np.float32, np.int64, np.int32, np.bool_, np.complex128)
 }
 
+_ARRAY_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array__", "__array_interface__")
+
 
 def answers_itself(kind: type) -> bool:
     """Whether objects of class ``kind`` answer a comparison or ``round`` with code of the
@@ -46,8 +48,11 @@ def answers_itself(kind: type) -> bool:
     """
     found = _PLAIN.get(kind)
     if found is None:
-        found = not kind.__module__.startswith(("s2sgrad.", "numpy")) and (
-            defines_value_protocols(kind)
+        found = (
+            not kind.__module__.startswith(("s2sgrad.", "numpy"))
+            # an array of another library (Dask) compares entry by entry, as NumPy does
+            and not any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS)
+            and defines_value_protocols(kind)
         )
         _PLAIN[kind] = found
     return found
@@ -58,7 +63,6 @@ _ARITHMETIC = frozenset(
     for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul")
     for r in ("", "r")
 )
-_ARRAY_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array__", "__array_interface__")
 _ARITHMETIC_FOUND: dict[type, bool] = dict.fromkeys(_PLAIN, False)
 
 

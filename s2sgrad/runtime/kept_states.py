@@ -24,6 +24,7 @@ import dis
 import functools
 import itertools
 import operator
+import sys
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -336,6 +337,8 @@ def kept_states_of(function: Any, also: tuple = ()) -> KeptStates:
 
         kept = kept_states_of(f).with_arguments(args)  # ~1 µs where f keeps nothing
     """
+    if not all(map(_module_level, (function, *also))):
+        return KeptStates(function, also=also)  # (a cache would keep it, and what it holds)
     key = (id(function), *map(id, also)) if also else id(function)
     found = _MADE.get(key)
     if found is not None:
@@ -347,6 +350,16 @@ def kept_states_of(function: Any, also: tuple = ()) -> KeptStates:
         _MADE.clear()
     _MADE[key] = ((function, *also), kept)
     return kept
+
+
+def _module_level(function: Any) -> bool:
+    """Whether ``function`` is a function its module holds by its name (it lives as long as
+    the module: caching what it keeps holds nothing longer than it lives)."""
+    module = sys.modules.get(getattr(function, "__module__", None) or "")
+    name = getattr(function, "__name__", None)
+    return isinstance(function, types.FunctionType) and (
+        name is not None and getattr(module, name, None) is function
+    )
 
 
 def _functions(roots: tuple) -> Iterable[types.FunctionType]:
