@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import dis
+import os
 import threading
 import types
 import weakref
@@ -34,6 +35,7 @@ import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
 from s2sgrad.running import ORIGINS
+from s2sgrad.runtime.kept_states import free_values_of
 from s2sgrad.tape.view_writes import STALE, forget_superseded
 
 __all__ = [
@@ -300,16 +302,30 @@ def refuse_value_class_patterns(function: Any) -> None:
     """
     if callable(getattr(function, "generic_function", None)):  # grad(f) run on the tape:
         function = getattr(function, "function", function)  # its code compares as f does
-    code = getattr(function, "__code__", None)
-    if code is None:
-        return
-    message = _CLASS_PATTERNS.get(code)
-    if message is None:
-        message = _CLASS_PATTERNS[code] = (
-            _source_facts().class_pattern(function) if _matches_class(code) else ""
-        )
-    if message:
-        raise UnsupportedError(message)
+    seen: set[int] = set()
+    pending = [(function, 0)]
+    while pending:  # and the user's functions it names, whose code runs on tape values too
+        each, depth = pending.pop()
+        code = getattr(each, "__code__", None)
+        if code is None or id(code) in seen or code.co_filename.startswith(_OWN_CODE):
+            continue
+        seen.add(id(code))
+        message = _CLASS_PATTERNS.get(code)
+        if message is None:
+            message = _CLASS_PATTERNS[code] = (
+                _source_facts().class_pattern(each) if _matches_class(code) else ""
+            )
+        if message:
+            raise UnsupportedError(message)
+        if depth < 2 and isinstance(each, types.FunctionType):
+            pending += [
+                (value, depth + 1)
+                for value in free_values_of(each)
+                if isinstance(value, types.FunctionType)
+            ]
+
+
+_OWN_CODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 
 
 def _matches_class(code: Any) -> bool:
