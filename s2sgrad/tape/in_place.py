@@ -307,8 +307,10 @@ def refuse_value_class_patterns(function: Any) -> None:
     while pending:  # and the user's functions it names, whose code runs on tape values too
         each, depth = pending.pop()
         code = getattr(each, "__code__", None)
-        if code is None or id(code) in seen or code.co_filename.startswith(_OWN_CODE):
+        if code is None or id(code) in seen:
             continue
+        if depth and code.co_filename.startswith(_OWN_CODE):
+            continue  # (the function itself is read whoever wrote it, as it always was)
         seen.add(id(code))
         message = _CLASS_PATTERNS.get(code)
         if message is None:
