@@ -101,6 +101,11 @@ def test_a_parameter_answering_a_comparison_is_refused_in_s2s(f, c):
 @pytest.mark.parametrize("mode", ["auto", "tape"])
 def test_a_parameter_answering_a_comparison_is_right_in_auto(f, c, mode):
     x, v = R.uniform(0.3, 1.2, size=3), R.normal(size=3)
+    if f is reflected_on_a_float and np.lib.NumpyVersion(np.__version__) < "2.0.0":
+        # NumPy 1's float64 answers x[0] > c itself, with a flag: the tape refuses it
+        with pytest.raises(sg.UnsupportedError, match="code of its own"):
+            sg.grad(f, mode=mode)(x, c)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         gradient = call_twice(sg.grad(f, mode=mode), x, c)

@@ -88,6 +88,9 @@ __all__ = [
 ]
 
 
+_NUMPY_1 = np.lib.NumpyVersion(np.__version__) < "2.0.0"
+
+
 def _numpy_defers_to(other: Any) -> bool:
     """Whether NumPy's own operators give way to ``other`` (Python then calls its
     reflected method with the whole array): ``__array_ufunc__ = None``, or a positive
@@ -106,8 +109,11 @@ def _answered_by_other(value: TapeValue, other: Any, what: str = "a comparison")
     entry by entry, each a plain number (or whole, as ``NotImplemented`` does, when its
     class sets ``__array_priority__`` or ``__array_ufunc__ = None``), refused at the user's
     line (the values it answered were constants, and its answers' derivatives lost)."""
-    if np.ndim(value._value) == 0 or _numpy_defers_to(other):
-        return NotImplemented
+    if _numpy_defers_to(other) or (
+        np.ndim(value._value) == 0
+        and not (_NUMPY_1 and what == "a comparison" and isinstance(value._value, np.generic))
+    ):
+        return NotImplemented  # (NumPy 1's scalars answer themselves, with a flag: refused)
     error = UnsupportedError(
         f"{user_location()}: an array being differentiated meets, in {what}, an object "
         "whose class answers it with code of its own, which NumPy calls entry by entry "
