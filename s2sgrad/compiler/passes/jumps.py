@@ -104,6 +104,10 @@ class _Jumps:
         # found while asking about the blocks around holds until then (asking again from
         # every level made 90 nested ifs cost 90² steps)
         self._jumping_ifs: dict[int, tuple[gast.If, bool]] = {}
+        # {id(statement): (statement, {(kinds, through_loops): whether it holds one})},
+        # for statements not yet structured, as above: nested ifs each asked whether they
+        # may jump made 80 nested ifs cost 80² steps
+        self._held: dict[int, tuple[gast.stmt, dict]] = {}
 
     @functools.cached_property
     def result(self) -> str:
@@ -134,6 +138,7 @@ class _Jumps:
                 # asked before the blocks are structured: a return becomes `result = v`
                 may_jump = self.may_jump(statement, loop)
                 self._jumping_ifs.pop(id(statement), None)  # its blocks change now
+                self._held.pop(id(statement), None)
                 if jumps_in_body and not jumps_in_else:
                     statement.orelse = statement.orelse + rest
                     rest = []
@@ -157,6 +162,7 @@ class _Jumps:
                 rest = statements[index + 1 :]
                 always = self.always_jumps(statement.body)
                 may_jump = self.may_jump(statement, loop)
+                self._held.pop(id(statement), None)
                 statement.body = self.block(statement.body, loop) or [gast.Pass()]
                 result.append(statement)
                 if not rest or always:
@@ -167,7 +173,9 @@ class _Jumps:
                 continue
             if isinstance(statement, (gast.For, gast.While)):
                 rest = statements[index + 1 :]
-                returns_inside = _contains(statement.body, gast.Return, through_loops=True)
+                body = statement.body
+                returns_inside = any(self.holds(inner, gast.Return, True) for inner in body)
+                self._held.pop(id(statement), None)
                 inner_loop = {"flag": None}
                 statement.body = self.block(statement.body, inner_loop) or [gast.Pass()]
                 if inner_loop["flag"] is not None:
@@ -224,9 +232,36 @@ class _Jumps:
     def may_jump(self, statement: gast.If | gast.With, loop: dict | None) -> bool:
         """Whether ``statement`` may leave the block: a ``return`` (in a loop inside it
         too), or in a loop a ``break`` or ``continue`` of that loop."""
-        if _contains([statement], gast.Return, through_loops=True):
+        if self.holds(statement, gast.Return, through_loops=True):
             return True
-        return loop is not None and _contains([statement], (gast.Break, gast.Continue), False)
+        return loop is not None and self.holds(statement, (gast.Break, gast.Continue), False)
+
+    def holds(self, statement: gast.stmt, kinds, through_loops: bool) -> bool:
+        """Whether ``statement`` is or holds a statement of ``kinds`` (in the loops inside
+        it too when ``through_loops``; never in nested functions or classes), for a
+        statement not yet structured: answered once per statement."""
+        if isinstance(statement, kinds):
+            return True
+        if isinstance(statement, (gast.FunctionDef, gast.ClassDef)):
+            return False
+        key = (kinds, through_loops)
+        known = self._held.get(id(statement))
+        if known is not None and known[0] is statement and key in known[1]:
+            return known[1][key]
+        if isinstance(statement, (gast.For, gast.While)) and not through_loops:
+            fields: tuple[str, ...] = ("orelse",)
+        else:
+            fields = ("body", "orelse", "finalbody", "handlers")
+        verdict = any(
+            self.holds(inner, kinds, through_loops)
+            for field in fields
+            if isinstance(block := getattr(statement, field, None), list)
+            for inner in block
+        )
+        if known is None or known[0] is not statement:
+            known = self._held[id(statement)] = (statement, {})
+        known[1][key] = verdict
+        return verdict
 
     def guard(self, statement: gast.If, rest: list[gast.stmt], loop: dict | None) -> gast.stmt:
         """Run ``rest`` only when ``statement`` did not jump away."""
