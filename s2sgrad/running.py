@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import linecache
+import os
 import re
 import sys
 import types
@@ -225,6 +226,19 @@ def code_of(function: object) -> types.CodeType | None:
     """
     code = getattr(getattr(function, "__func__", function), "__code__", None)
     return code if isinstance(code, types.CodeType) else None
+
+
+def is_own_code(code: types.CodeType) -> bool:
+    """Whether ``code`` is s2sgrad's own (a file of this package), not the user's.
+
+    Example::
+
+        assert is_own_code(is_own_code.__code__)
+    """
+    return code.co_filename.startswith(_OWN_DIRECTORY)
+
+
+_OWN_DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "")
 
 
 def function_origin(function: object) -> str | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import numbers
-import os
 from typing import Any
 
 import gast
@@ -33,6 +32,7 @@ from s2sgrad.compiler.reads_after import names_unread_after_call
 from s2sgrad.compiler.syntax import clone, names_written, nested_statements
 from s2sgrad.compiler.written_values import one_value_check
 from s2sgrad.errors import S2SGradError, UnsupportedError
+from s2sgrad.running import is_own_code
 from s2sgrad.runtime.core import zeros_like_value
 from s2sgrad.tape.in_place import SLICE, WritesOnOneLine, use_source_facts
 
@@ -101,7 +101,7 @@ def value_class_pattern(function: Any) -> str:
     except S2SGradError:  # no source: nothing to tell by
         return ""
     code = getattr(function, "__code__", None)  # s2sgrad's own (sg.vmap) names classes in
-    own = code is not None and code.co_filename.startswith(_OWN_CODE)  # messages: not read
+    own = code is not None and is_own_code(code)  # messages: not read
     # names bound to type(...) (generated code in A-normal form: t2 = type(x); t2 is ...)
     classes = {
         node.targets[0].id
@@ -142,9 +142,6 @@ def value_class_pattern(function: Any) -> str:
                     "with mode='s2s' (which tests the values themselves)"
                 )
     return ""
-
-
-_OWN_CODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 
 
 def _reads_type(node: gast.AST, resolve: Any) -> bool:

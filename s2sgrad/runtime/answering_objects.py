@@ -24,6 +24,7 @@ import numpy as np
 from s2sgrad.errors import UnsupportedError
 from s2sgrad.rules.registry import nondifferentiable
 from s2sgrad.running import running_origin
+from s2sgrad.runtime.core import ARRAY_PROTOCOLS
 from s2sgrad.runtime.records import defines_value_protocols
 
 __all__ = ["answered_plainly"]  # what generated code calls; the tests of classes are imported
@@ -34,8 +35,6 @@ _PLAIN: dict[type, bool] = {
     for kind in (float, int, bool, complex, str, type(None), tuple, list, np.ndarray)
     + (np.float64, np.float32, np.int64, np.int32, np.bool_, np.complex128)
 }
-
-_ARRAY_PROTOCOLS = ("__array_function__", "__array_ufunc__", "__array__", "__array_interface__")
 
 
 def answers_itself(kind: type) -> bool:
@@ -51,7 +50,7 @@ def answers_itself(kind: type) -> bool:
         found = (
             not kind.__module__.startswith(("s2sgrad.", "numpy"))
             # an array of another library (Dask) compares entry by entry, as NumPy does
-            and not any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS)
+            and not any(hasattr(kind, protocol) for protocol in ARRAY_PROTOCOLS)
             and defines_value_protocols(kind)
         )
         _PLAIN[kind] = found
@@ -83,7 +82,7 @@ def answers_arithmetic(kind: type) -> bool:
                 or issubclass(kind, (np.ndarray, np.generic))
                 # an array of another library taking part in NumPy's dispatch (Dask): its own
                 # refusals and rules (runtime.core.is_foreign_array)
-                or any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS)
+                or any(hasattr(kind, protocol) for protocol in ARRAY_PROTOCOLS)
             )
             and any(
                 isinstance(vars(base).get(name), types.FunctionType)

@@ -994,7 +994,7 @@ nondifferentiable(matches_class)
 
 
 _PLAIN_TYPES = frozenset({np.ndarray, float, int, bool, np.float64, np.float32})
-_ARRAY_PROTOCOLS = ("__array_ufunc__", "__array_function__", "__array__", "__array_interface__")
+ARRAY_PROTOCOLS = ("__array_ufunc__", "__array_function__", "__array__", "__array_interface__")
 
 
 def is_dask_array(value: Any) -> bool:
@@ -1029,7 +1029,7 @@ def is_foreign_array(value: Any) -> bool:
         return False
     if isinstance(value, np.ndarray):
         return True
-    if not any(hasattr(kind, protocol) for protocol in _ARRAY_PROTOCOLS):
+    if not any(hasattr(kind, protocol) for protocol in ARRAY_PROTOCOLS):
         return False
     batching = sys.modules.get("s2sgrad.batching.values")  # none made unless imported
     if batching is not None and isinstance(value, batching.BatchedValue):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dis
-import os
 import threading
 import types
 import weakref
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from s2sgrad.errors import NonDifferentiableError, UnsupportedError, where
-from s2sgrad.running import ORIGINS
+from s2sgrad.running import ORIGINS, is_own_code
 from s2sgrad.runtime.kept_states import free_values_of
 from s2sgrad.tape.view_writes import STALE, forget_superseded
 
@@ -309,7 +308,7 @@ def refuse_value_class_patterns(function: Any) -> None:
         code = getattr(each, "__code__", None)
         if code is None or id(code) in seen:
             continue
-        if depth and code.co_filename.startswith(_OWN_CODE):
+        if depth and is_own_code(code):
             continue  # (the function itself is read whoever wrote it, as it always was)
         seen.add(id(code))
         message = _CLASS_PATTERNS.get(code)
@@ -325,9 +324,6 @@ def refuse_value_class_patterns(function: Any) -> None:
                 for value in free_values_of(each)
                 if isinstance(value, types.FunctionType)
             ]
-
-
-_OWN_CODE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
 
 
 def _matches_class(code: Any) -> bool:
