@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["library_entry", "library_name"]
+__all__ = ["describe", "library_entry", "library_name"]
 
 
 def library_name(obj: Any) -> str | None:
@@ -73,6 +73,38 @@ def _held_as(name: str, obj: Any) -> str | None:
 
 
 _INSTALLED = tuple({os.path.join(sysconfig.get_paths()[key], "") for key in ("purelib", "platlib")})
+
+
+def describe(primitive: Any) -> str:
+    """A readable name for a primitive: ``np.sin``, ``np.linalg.norm``, ``np.ndarray.sum``.
+
+    Example::
+
+        describe(np.linalg.norm)  # 'np.linalg.norm'
+        describe(np.r_)  # 'np.r_'
+    """
+    if isinstance(primitive, np.ufunc):
+        return library_name(primitive) or f"the ufunc {primitive.__name__}"
+    owner = getattr(primitive, "__objclass__", None) or getattr(primitive, "__self__", None)
+    name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
+    if owner is np.ndarray:
+        return f"np.ndarray.{primitive.__name__}"
+    if isinstance(owner, np.ufunc):
+        return f"np.{owner.__name__}.{primitive.__name__}"
+    if name is None and type(primitive).__module__.startswith("numpy"):
+        held = next((key for key, value in vars(np).items() if value is primitive), None)
+        if held is not None:  # an object NumPy holds by name: np.r_, np.c_, np.mgrid
+            return f"np.{held}"
+    module = getattr(primitive, "__module__", None) or ""
+    if module == "numpy" or module.startswith("numpy."):
+        public = module.replace("numpy", "np", 1).replace("._core", "").replace(".core", "")
+        parts = [p for p in public.split(".") if not p.startswith("_")]
+        return ".".join([*parts, str(name)])
+    if module in ("_operator", "operator"):
+        return f"operator.{name}"
+    if module == "builtins" and name is not None:
+        return str(name)
+    return f"{module}.{name}" if module and name is not None else repr(primitive)
 
 
 def library_entry(frame: Any) -> tuple[str, Any] | None:

@@ -460,6 +460,8 @@ MOVES = {
     np.tril: lambda z: np.tril(z, 1),
     np.pad: lambda z: np.pad(z, 1),
     np.where: lambda z: np.where(np.abs(z) > 0.5, z, z * 2j),
+    np.r_: lambda z: np.r_[z, z[:1] * 2j],
+    np.c_: lambda z: np.c_[z, z[:, :1] * 2j],
     np.nansum: lambda z: np.nansum(z, axis=0),
     np.nanmean: lambda z: np.nanmean(z, axis=1),
     np.ndarray.sum: lambda z: z.sum(axis=1),

@@ -21,6 +21,7 @@ from s2sgrad.compiler.node_kinds import of_kind, of_kinds
 from s2sgrad.compiler.operations import Operation, OperationKind, classify
 from s2sgrad.compiler.syntax import method_receiver, names_read, names_written, walk
 from s2sgrad.errors import UnsupportedError
+from s2sgrad.naming import describe
 from s2sgrad.rules.registry import accepts_complex, makes_complex
 
 __all__ = ["complex_readiness", "with_callees", "ComplexFacts"]
@@ -215,7 +216,7 @@ def with_callees(facts: ComplexFacts, callees: list, parsed: ParsedFunction) -> 
 
 
 def _not_ready(parsed: ParsedFunction, statement: gast.stmt, operation: Operation):
-    what = operation.description or _name(operation.primitive)
+    what = operation.description or describe(operation.primitive)
     return UnsupportedError(  # the tape looks at each value: mode="auto" uses it
         f"{parsed.location(statement)}: this function computes with complex numbers, and "
         f"the derivative of {what} is not known to be right for complex values "
@@ -235,12 +236,6 @@ def _ready(operation: Operation) -> bool:
     if operation.kind is OperationKind.PRIMITIVE:
         return accepts_complex(operation.rule)
     return operation.kind not in _NOT_READY
-
-
-def _name(primitive) -> str:
-    module = getattr(primitive, "__module__", None) or ""
-    name = getattr(primitive, "__qualname__", None) or repr(primitive)
-    return f"np.{name}" if module.startswith("numpy") else name
 
 
 _STATEMENTS = frozenset({gast.Assign, gast.Expr})  # what complex readiness looks at

@@ -58,7 +58,7 @@ complex_ready(
     np.vstack, np.dstack, np.column_stack, np.append, np.split, np.array_split, np.hsplit,
     np.vsplit, np.dsplit, np.array, np.asarray, list, tuple, operator.getitem, np.take,
     np.ndarray.take, np.ndarray.item, np.take_along_axis, np.diff, np.diag, np.diagonal,
-    np.ndarray.diagonal, np.triu, np.tril, np.pad, np.where,
+    np.ndarray.diagonal, np.triu, np.tril, np.pad, np.where, np.r_, np.c_,
     np.lib.stride_tricks.sliding_window_view, np.lib.stride_tricks.as_strided,
 )  # fmt: skip
 if hasattr(np, "astype"):  # NumPy 2

@@ -38,7 +38,7 @@ from s2sgrad.errors import (
     UnsupportedError,
     where,
 )
-from s2sgrad.naming import library_entry, library_name
+from s2sgrad.naming import describe, library_entry
 from s2sgrad.rules.registry import (
     Rule,
     get_rule,
@@ -2080,31 +2080,6 @@ _SYMBOL_OF_OPERATOR = {
     "POWER": "**=",
     "MATRIX_MULTIPLY": "@=",
 }
-
-
-def describe(primitive: Any) -> str:
-    """A readable name for a primitive: ``np.sin``, ``np.linalg.norm``, ``np.ndarray.sum``.
-
-    Example::
-
-        describe(np.linalg.norm)  # 'np.linalg.norm'
-    """
-    if isinstance(primitive, np.ufunc):
-        return library_name(primitive) or f"the ufunc {primitive.__name__}"
-    owner = getattr(primitive, "__objclass__", None) or getattr(primitive, "__self__", None)
-    name = getattr(primitive, "__qualname__", None) or getattr(primitive, "__name__", None)
-    if owner is np.ndarray:
-        return f"np.ndarray.{primitive.__name__}"
-    if isinstance(owner, np.ufunc):
-        return f"np.{owner.__name__}.{primitive.__name__}"
-    module = getattr(primitive, "__module__", None) or ""
-    if module == "numpy" or module.startswith("numpy."):
-        public = module.replace("numpy", "np", 1).replace("._core", "").replace(".core", "")
-        parts = [p for p in public.split(".") if not p.startswith("_")]
-        return ".".join([*parts, str(name)])
-    if module in ("_operator", "operator"):
-        return f"operator.{name}"
-    return f"{module}.{name}" if module else repr(primitive)
 
 
 def _no_rule_error(primitive: Any, problem: str = "has no derivative rule") -> Exception:
