@@ -434,6 +434,21 @@ def _writes_into_iterated_views(parsed) -> dict[int, tuple[str, bool | str]]:
 _VIEW_ATTRIBUTES = frozenset({"T", "mT", "real", "imag", "flat"})
 
 
+def _names_bound(statement: gast.stmt) -> set[str]:
+    """The names ``statement`` binds in the function's scope: a comprehension's targets
+    are its own (``[min(u, v) for u, v in pairs]`` leaves the function's ``u`` alone)."""
+    written = names_written(statement)
+    comprehensions = [n for n in gast.walk(statement) if type(n) is gast.comprehension]
+    if not comprehensions:
+        return written
+    own = {id(n) for c in comprehensions for n in gast.walk(c.target)}
+    return written & {
+        n.id
+        for n in gast.walk(statement)
+        if type(n) is gast.Name and type(n.ctx) is gast.Store and id(n) not in own
+    }
+
+
 def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True) -> set[str]:
     """The local names bound only by arithmetic or calls known to return a new array
     (and, unless ``counting_updates``, updated by ``y += v`` any number of times),
@@ -446,7 +461,7 @@ def _made_once_anew(parsed: Any, statements: list, counting_updates: bool = True
             continue
         if _swapped_names(statement):
             continue
-        for name in names_written(statement) if not _is_compound(statement) else ():
+        for name in _names_bound(statement) if not _is_compound(statement) else ():
             counts[name] = counts.get(name, 0) + 1
         if isinstance(statement, (gast.For, gast.With, gast.Try)):  # loop targets and the like
             for name in _header_names(statement):
