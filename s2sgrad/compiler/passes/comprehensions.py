@@ -339,36 +339,22 @@ class Comprehensions(gast.NodeTransformer):
         return load(name)
 
     def lower(self, node):
-        """``[e for a in xs if c for b in ys]`` → ``items = []`` and the loops
-        ``for a in xs: if c: for b in ys: items.append(e)`` before the statement; the first
-        iterable is computed once, before the loop (in the function's scope, as Python
-        does), the others each time round (they may read the outer variables)."""
-        generators = node.generators
-        if any(g.is_async for g in generators):
+        if len(node.generators) != 1 or node.generators[0].is_async:
             return node
-        if any(_makes_scopes(part) for g in generators[1:] for part in (g.iter, *g.ifs)):
-            return node  # a comprehension or lambda inside a later loop: left whole
-        first = generators[0]
-        first.iter = self.visit(first.iter)  # computed once, before the loop
+        generator = node.generators[0]
+        generator.iter = self.visit(generator.iter)  # computed once, before the loop
         self.keep_variables_apart(node)
         result = self.loops.names.fresh("items")
         append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))
         body: list[gast.stmt] = [located(append, self.statement)]
-        for index in reversed(range(len(generators))):
-            generator = generators[index]
-            for condition in reversed(generator.ifs):
-                body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
-            if index:
-                inner = gast.For(
-                    target=generator.target,
-                    iter=generator.iter,
-                    body=body,
-                    orelse=[],
-                    type_comment=None,
-                )
-                body = [located(inner, self.statement)]
+        for condition in reversed(generator.ifs):
+            body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
         loop = gast.For(
-            target=first.target, iter=first.iter, body=body, orelse=[], type_comment=None
+            target=generator.target,
+            iter=generator.iter,
+            body=body,
+            orelse=[],
+            type_comment=None,
         )
         located(loop, self.statement)
         self.prefix.append(assign(result, gast.List(elts=[], ctx=gast.Load()), like=self.statement))
@@ -378,25 +364,16 @@ class Comprehensions(gast.NodeTransformer):
     def keep_variables_apart(self, node) -> None:
         """Rename the comprehension's variables that the function also uses elsewhere: in
         Python they are the comprehension's own, and the loop it becomes must not change
-        (or read) the function's variable of that name. The first iterable is read in the
-        function's scope: it keeps its names."""
+        (or read) the function's variable of that name."""
         inside = Counter(n.id for n in walk(node) if type(n) is gast.Name)
-        generators = node.generators
-        scoped = [node.elt, *(part for g in generators for part in (g.target, *g.ifs))]
-        scoped += [g.iter for g in generators[1:]]
-        variables = {n.id for g in generators for n in walk(g.target) if type(n) is gast.Name}
-        for variable in variables:
+        generator = node.generators[0]
+        for variable in {n.id for n in walk(generator.target) if type(n) is gast.Name}:
             if self.loops.uses[variable] > inside[variable]:
                 new = self.loops.names.claim(variable)
-                for part in scoped:
+                for part in (generator.target, node.elt, *generator.ifs):
                     for name in walk(part):
                         if type(name) is gast.Name and name.id == variable:
                             name.id = new
-
-
-def _makes_scopes(node: gast.AST) -> bool:
-    """Whether ``node`` holds a comprehension or a lambda (a scope of its own)."""
-    return any(type(n) in COMPREHENSIONS or type(n) is gast.Lambda for n in walk(node))
 
 
 def _sliced(name: str, start: int | None, stop: int | None) -> gast.Subscript:
