@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from test_real_programs_round32 import BY_THE_TAPE, MODES, S2S_HVP, _check_program
+from test_real_programs_round32 import BY_THE_TAPE, MODES, _check_program
 
 R = np.random.default_rng(3434)
 
@@ -637,7 +637,6 @@ PROGRAMS = [
 REFUSED = {
     "myia_higher_order": BY_THE_TAPE,
     "adbench_gmm_objective": BY_THE_TAPE,
-    "tangent_augassign_on_slices": S2S_HVP,
 }
 
 

@@ -1,0 +1,89 @@
+"""Round 35's fixes, each against central differences.
+
+Forward mode over the gradient of a loop filling a buffer (``out[t] = 0.7 * out[t - 1] +
+...``) was refused in s2s: the gradient pushed ``t5 = out[t - 1]``, possibly a view of the
+buffer, on its save stack whole although its backward reads only the shape, and the sharing
+check of the code differentiated again saw the view read after ``out[t]`` changed. The view
+is now pushed as a shape stand-in, and reads for the shape alone (``unbroadcast(g, t5)``,
+``shape_only(t5)``) share no values.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from oracle import numeric_grad, numeric_jvp
+
+import s2sgrad as sg
+from s2sgrad.errors import FallbackWarning
+
+R = np.random.default_rng(3535)
+
+
+def moving_average(signal):
+    """An exponential moving average written into a preallocated buffer."""
+    out = np.empty_like(signal)
+    out[0] = signal[0]
+    for t in range(1, len(signal)):
+        out[t] = 0.7 * out[t - 1] + 0.3 * signal[t] ** 2
+    return np.sum(np.sin(out))
+
+
+def rows_recurrence(theta):
+    """A 2-D state history: each row, a view of the buffer, made from the previous one."""
+    states = np.zeros((5, 3))
+    states[0] = theta
+    for t in range(1, 5):
+        states[t] = np.tanh(states[t - 1]) * 0.9 + 0.1 * theta
+    return np.sum(states**2 * np.arange(1, 4))
+
+
+def rows_moving_average(theta):
+    """A 2-D buffer whose row ``states[t - 1]`` (a view) enters only linearly."""
+    states = np.zeros((5, 3))
+    states[0] = theta**2
+    for t in range(1, 5):
+        states[t] = 0.6 * states[t - 1] + 0.4 * np.sin(theta * t)
+    return np.sum(np.cos(states))
+
+
+def euler_trajectory(k):
+    """Forward Euler of x' = -k x^3 stored in a trajectory buffer."""
+    traj = np.zeros(6)
+    traj[0] = 1.0
+    for i in range(5):
+        traj[i + 1] = traj[i] - 0.1 * k[0] * traj[i] ** 3 + 0.05 * k[1]
+    return np.sum((traj - 0.5) ** 2)
+
+
+def two_buffers(w):
+    """Position and velocity buffers of a damped oscillator, leapfrog-like."""
+    x = np.zeros(5)
+    v = np.zeros(5)
+    x[0], v[0] = w[0], w[1]
+    for i in range(4):
+        v[i + 1] = v[i] - 0.2 * (w[2] * x[i] + 0.3 * v[i])
+        x[i + 1] = x[i] + 0.2 * v[i + 1]
+    return np.sum(x**2) + 0.5 * np.sum(v**2)
+
+
+PROGRAMS = [
+    (moving_average, R.normal(size=5)),
+    (rows_recurrence, R.normal(size=3)),
+    (rows_moving_average, R.normal(size=3)),
+    (euler_trajectory, np.array([0.8, 0.4])),
+    (two_buffers, np.array([0.6, -0.2, 1.3])),
+]
+
+
+@pytest.mark.parametrize("f, x", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
+def test_hvp_of_a_buffer_filled_in_a_loop(f, x):
+    v = R.normal(size=x.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)  # auto must not need the tape
+        for mode in ("s2s", "auto"):
+            (product,) = sg.hvp(f, (x,), (v,), mode=mode)
+            expected = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y), [x], 0, v, step=1e-5)
+            np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
+    gradient = sg.grad(f, mode="s2s")(x)
+    np.testing.assert_allclose(gradient, numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)
