@@ -87,3 +87,37 @@ def test_hvp_of_a_buffer_filled_in_a_loop(f, x):
             np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
     gradient = sg.grad(f, mode="s2s")(x)
     np.testing.assert_allclose(gradient, numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8)
+
+
+class ArrayView:
+    """A user's wrapper handing NumPy an array's memory by ``__array_interface__``."""
+
+    def __init__(self, data):
+        self.data = data
+
+    @property
+    def __array_interface__(self):
+        return self.data.__array_interface__
+
+
+def wrapped_in_an_interface(w):
+    """An object made inside the function, converted by np.asarray: on the tape NumPy made
+    an object array of it (a TypeError at ``** 2``); now refused at the property's line."""
+    return np.sum(np.asarray(ArrayView(w * 2.0)) ** 2)
+
+
+@pytest.mark.filterwarnings("ignore")  # auto says it takes the tape
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_array_interface_of_a_value_being_differentiated_is_refused(mode):
+    line = ArrayView.__array_interface__.fget.__code__.co_firstlineno + 2
+    with pytest.raises(sg.S2SGradError, match=rf"{__file__}:{line}: .*__array_interface__"):
+        sg.grad(wrapped_in_an_interface, mode=mode)(np.array([0.3, -0.2, 0.5]))
+
+
+def test_array_interface_of_a_constant_still_works():
+    def f(w):
+        return np.sum(np.asarray(ArrayView(np.arange(3.0))) * w**2)
+
+    w = np.array([0.3, -0.2, 0.5])
+    for mode in ("s2s", "tape", "auto"):
+        np.testing.assert_allclose(sg.grad(f, mode=mode)(w), 2 * np.arange(3.0) * w)
