@@ -121,3 +121,59 @@ def test_array_interface_of_a_constant_still_works():
     w = np.array([0.3, -0.2, 0.5])
     for mode in ("s2s", "tape", "auto"):
         np.testing.assert_allclose(sg.grad(f, mode=mode)(w), 2 * np.arange(3.0) * w)
+
+
+def outer_by_ix(x):
+    """np.ix_ as an outer product's operands: it had no derivative rule at all."""
+    a, b = np.ix_(x, x[:2] ** 2)
+    return np.sum(np.sin(a * b))
+
+
+def fem_assembly_by_ix(source):
+    """P1 elements assembled through np.ix_ index grids: forward mode over the gradient
+    (a Hessian) met np.ix_ of the popped index list and refused it."""
+    K = np.zeros((5, 5))
+    F = np.zeros(5)
+    for e in range(4):
+        nodes = [e, e + 1]
+        K[np.ix_(nodes, nodes)] += np.array([[4.0, -4.0], [-4.0, 4.0]]) * (1.0 + 0.1 * e)
+        F[nodes] += source[e] / 8
+    u = np.linalg.solve(K[1:-1, 1:-1], F[1:-1])
+    return 0.5 * u @ K[1:-1, 1:-1] @ u - F[1:-1] @ u + np.sum(source**4) / 4
+
+
+def hamiltonian_updated_after_its_items(hoppings):
+    """A matrix filled item by item, then updated by ``+=``: the tape took over the plain
+    array only when no ``+=`` followed (``H += np.diag(...)`` refused the item writes)."""
+    n = len(hoppings) + 1
+    H = np.zeros((n, n))
+    for i, t in enumerate(hoppings):
+        H[i, i + 1] = -t
+        H[i + 1, i] = -t
+    H += np.diag(0.1 * np.arange(n))
+    H[0, 0] += hoppings[0] ** 2
+    return np.sum(np.linalg.eigvalsh(H)[:2])
+
+
+FIXED = [
+    (outer_by_ix, R.normal(size=3)),
+    (fem_assembly_by_ix, np.array([1.0, 0.5, -0.3, 0.8])),
+    (hamiltonian_updated_after_its_items, np.array([1.0, 0.8, 1.2])),
+]
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+@pytest.mark.parametrize("f, x", FIXED, ids=[p[0].__name__ for p in FIXED])
+def test_fixed_programs_in_every_mode(f, x, mode):
+    v = np.random.default_rng(35).normal(size=x.shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FallbackWarning)
+        np.testing.assert_allclose(
+            sg.grad(f, mode=mode)(x), numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8
+        )
+        _, tangent = sg.jvp(f, (x,), (v,), mode=mode)
+        np.testing.assert_allclose(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-6, atol=1e-8)
+        (product,) = sg.hvp(f, (x,), (v,), mode=mode)
+    # differences of the gradient, itself checked against differences of f above
+    expected = numeric_jvp(sg.grad(f, mode=mode), [x], 0, v, step=1e-5)
+    np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
