@@ -177,3 +177,60 @@ def test_fixed_programs_in_every_mode(f, x, mode):
     # differences of the gradient, itself checked against differences of f above
     expected = numeric_jvp(sg.grad(f, mode=mode), [x], 0, v, step=1e-5)
     np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
+
+
+SEQUENCE = np.random.default_rng(7).normal(size=(4, 2))
+
+
+def states_in_a_list_of_nones(W):
+    """``fwd = [None] * n`` filled by index: s2s took the count ``n`` for a name sharing
+    the list, and refused ``fwd[t] = h`` since ``n`` is read afterwards."""
+    n = len(SEQUENCE)
+    fwd = [None] * n
+    h = np.zeros(2)
+    for t in range(n):
+        h = np.tanh(SEQUENCE[t] @ W[:2] + h @ W[2:])
+        fwd[t] = h
+    return np.sum(np.array(fwd) ** 2) / n
+
+
+def test_a_list_repeated_by_a_count_shares_nothing_with_the_count():
+    W = np.random.default_rng(8).normal(size=(4, 2)) * 0.5
+    v = np.random.default_rng(9).normal(size=W.shape)
+    f = states_in_a_list_of_nones
+    np.testing.assert_allclose(
+        sg.grad(f, mode="s2s")(W), numeric_grad(f, [W], 0), rtol=1e-6, atol=1e-8
+    )
+    _, tangent = sg.jvp(f, (W,), (v,), mode="s2s")
+    np.testing.assert_allclose(tangent, numeric_jvp(f, [W], 0, v), rtol=1e-6, atol=1e-8)
+    (product,) = sg.hvp(f, (W,), (v,), mode="s2s")
+    expected = numeric_jvp(sg.grad(f, mode="s2s"), [W], 0, v, step=1e-5)
+    np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
+
+
+def windows_by_a_local_generator(x):
+    """A generator function defined inside: auto refused it, naming the generated file,
+    since the code s2s generated handed the generator's consumer to the tape alone."""
+
+    def windows(v, size):
+        for start in range(len(v) - size + 1):
+            yield v[start : start + size]
+
+    return sum(np.prod(w) for w in windows(x, 3)) + np.sum(x**2)
+
+
+@pytest.mark.filterwarnings("ignore")  # auto says it takes the tape
+def test_auto_tapes_a_function_defining_a_generator():
+    f = windows_by_a_local_generator
+    x = np.random.default_rng(10).normal(size=5)
+    v = np.random.default_rng(11).normal(size=5)
+    np.testing.assert_allclose(
+        sg.grad(f, mode="auto")(x), numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8
+    )
+    _, tangent = sg.jvp(f, (x,), (v,), mode="auto")
+    np.testing.assert_allclose(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-6, atol=1e-8)
+    (product,) = sg.hvp(f, (x,), (v,), mode="auto")
+    expected = numeric_jvp(sg.grad(f, mode="tape"), [x], 0, v, step=1e-5)
+    np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
+    with pytest.raises(sg.S2SGradError, match=rf"{__file__}:[0-9]+: .*generator functions"):
+        sg.grad(f, mode="s2s")(x)

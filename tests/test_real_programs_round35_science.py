@@ -9,7 +9,7 @@ a later call, forward mode and the Hessian-vector product against central differ
 
 import numpy as np
 import pytest
-from test_real_programs_round32 import MODES, _check_program
+from test_real_programs_round32 import MODES, S2S_HVP, _check_program
 
 R = np.random.default_rng(3535_1)
 
@@ -577,7 +577,11 @@ PROGRAMS = [
     (heat_exchanger_network, _n(4, scale=0.3)),
 ]
 
-REFUSED: dict = {}
+# forward mode over a gradient whose save stack holds reads of a buffer filled in a loop
+REFUSED = {
+    "laplace_jacobi_sweeps": S2S_HVP,
+    "nbody_velocity_verlet": S2S_HVP,
+}
 
 
 @pytest.mark.parametrize("mode", MODES)
