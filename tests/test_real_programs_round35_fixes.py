@@ -234,3 +234,26 @@ def test_auto_tapes_a_function_defining_a_generator():
     np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)
     with pytest.raises(sg.S2SGradError, match=rf"{__file__}:[0-9]+: .*generator functions"):
         sg.grad(f, mode="s2s")(x)
+
+
+def pair_energy_by_nested_comprehension(x):
+    """A comprehension over two generators with a condition: s2s refused it ("cannot
+    differentiate through ListComp"); it is now the nested loops a user would write."""
+    n = len(x)
+    terms = [np.exp(-((x[i] - x[j]) ** 2)) for i in range(n) for j in range(i, n) if i != j]
+    i = 1  # the function's own i, which the comprehension's must not change
+    return sum(terms) + x[i] * sum(v * w for v in x for w in x[:2])
+
+
+def test_comprehension_over_two_generators_in_s2s():
+    f = pair_energy_by_nested_comprehension
+    x = np.random.default_rng(12).normal(size=4)
+    v = np.random.default_rng(13).normal(size=4)
+    np.testing.assert_allclose(
+        sg.grad(f, mode="s2s")(x), numeric_grad(f, [x], 0), rtol=1e-6, atol=1e-8
+    )
+    _, tangent = sg.jvp(f, (x,), (v,), mode="s2s")
+    np.testing.assert_allclose(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-6, atol=1e-8)
+    (product,) = sg.hvp(f, (x,), (v,), mode="s2s")
+    expected = numeric_jvp(sg.grad(f, mode="tape"), [x], 0, v, step=1e-5)
+    np.testing.assert_allclose(product, expected, rtol=1e-5, atol=1e-7)

@@ -484,12 +484,11 @@ PROGRAMS = [
 
 # what s2s refuses, naming the program's line (auto tapes each): an object made in the
 # function whose method changes it, entries written into a dict of values being
-# differentiated, a nested comprehension with a condition; forward mode over a gradient whose
-# save stack holds reads of a buffer filled in a loop
+# differentiated; forward mode over a gradient whose save stack holds reads of a buffer
+# filled in a loop
 REFUSED = {
     "welford_running_variance": BY_THE_TAPE,
     "accumulate_in_dict_by_key": S2S_GRAD_HVP,
-    "nested_list_comprehension_energy": BY_THE_TAPE,
     "iir_filter_loop": S2S_HVP,
     "kalman_smoother_rts": S2S_HVP,
 }
