@@ -632,8 +632,7 @@ PROGRAMS = [
 ]
 
 # what s2s refuses, naming the program's line (auto tapes it): a lambda made by a function
-# and returned (compose), a write into what np.diag returns (a view for a matrix argument),
-# and forward mode over a gradient whose save stack holds reads of a buffer filled in a loop
+# and returned (compose), and a write into what np.diag returns (a view for a matrix argument)
 REFUSED = {
     "myia_higher_order": BY_THE_TAPE,
     "adbench_gmm_objective": BY_THE_TAPE,
