@@ -1238,7 +1238,6 @@ REFUSED = {
     "maml_dict": S2S_HVP,
     "value_and_grad_inside": S2S_HVP,
     "ilqr_rollout": S2S_HVP,
-    "dc_power_flow": S2S_HVP,
     "implicit_layer": BY_THE_TAPE,
     "energy_with_hessian_trace": BY_THE_TAPE,
     "per_example_penalty": BY_THE_TAPE,

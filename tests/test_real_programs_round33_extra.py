@@ -524,8 +524,6 @@ REFUSED = {
     "pinn_by_nested_tapes": BY_THE_TAPE,
     "image_source_acoustics": S2S_HVP,
     "value_and_grad_training": S2S_HVP,
-    "cournot_best_responses": S2S_HVP,
-    "vibration_modes": S2S_HVP,
     # a recursive helper's own call is dispatched at run time: forward mode over its
     # gradient is refused (its jvp works since round 34's dict.get in forward mode)
     "recursive_tree_model": S2S_HVP,

@@ -871,7 +871,6 @@ REFUSED = {
             "cross_entropy_label_smoothing_loop",
             "cable_equation_implicit",
             "spring_mass_chain",
-            "heat_conduction_rod_steady",
         )
     },
 }

@@ -643,12 +643,9 @@ PROGRAMS = [
 REFUSED = {
     name: S2S_HVP
     for name in (
-        "diffusion_2d_dirichlet",
         "wave_equation_string",
         "poisson_jacobi",
         "three_body_energy_drift",
-        "truss_2d",
-        "planar_arm_jacobian_manipulability",
     )
 }
 

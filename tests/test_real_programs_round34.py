@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from test_real_programs_round32 import BY_THE_TAPE, MODES, S2S_HVP, _check_program
+from test_real_programs_round32 import BY_THE_TAPE, MODES, _check_program
 
 R = np.random.default_rng(3434)
 
@@ -632,12 +632,10 @@ PROGRAMS = [
 ]
 
 # what s2s refuses, naming the program's line (auto tapes it): a lambda made by a function
-# and returned (compose), a write into what np.diag returns (a view for a matrix argument),
-# and forward mode over a gradient whose save stack holds reads of a buffer filled in a loop
+# and returned (compose), and a write into what np.diag returns (a view for a matrix argument)
 REFUSED = {
     "myia_higher_order": BY_THE_TAPE,
     "adbench_gmm_objective": BY_THE_TAPE,
-    "tangent_augassign_on_slices": S2S_HVP,
 }
 
 

@@ -427,7 +427,6 @@ S2S_REVERSE = frozenset({("s2s", "grad"), ("s2s", "hvp")})
 NO_FLOAT_ON_THE_TAPE = frozenset({("tape", "grad"), ("tape", "hvp"), ("tape", "jvp")})
 REFUSED = {
     "dict_params_with_defaults": S2S_HVP,
-    "in_place_buffer_moving_average": S2S_HVP,
     "layers_as_objects": BY_THE_TAPE,
     "class_with_parameters_property": BY_THE_TAPE,
     "running_statistics_object": BY_THE_TAPE,

@@ -770,7 +770,6 @@ REFUSED = {
         "advection_diffusion_upwind",
         "crank_nicolson_heat",
         "linear_reservoir_cascade",
-        "cantilever_fd_beam",
         "ccd_inverse_kinematics",
     )
 }

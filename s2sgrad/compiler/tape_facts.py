@@ -237,7 +237,7 @@ def plain_writes_by_line(function: Any) -> dict[int, Any]:
                 )
                 # y[i] = [a, b]: NumPy converts the items one by one, not the value written
                 one_value = value is _UPDATED or one_value_check(value, parsed.resolve)
-                fits = name in made and pure and one_value is not False
+                fits = name in updated and pure and one_value is not False
                 if fits:
                     check = None if one_value is True else one_value
                     found = (name, _compiled_index(target.slice), check)

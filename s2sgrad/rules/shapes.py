@@ -1426,6 +1426,38 @@ def _meshgrid_jvp(t, ans, *xi, copy=True, sparse=False, indexing="xy"):
     return tuple(entries)
 
 
+# ``np.ix_(a, b)`` gives each 1-D input reshaped to lie along its own axis (``a[:, None]``,
+# ``b[None, :]``): an outer product's operands or an index grid. A boolean input becomes the
+# integer positions of its True entries, and an integer one stays integer: no derivative.
+
+
+@vjp_rule(np.ix_, inline=False)
+def _ix(g, ans, *args):
+    cotangents = []
+    for index, x in enumerate(args):
+        piece = g[index]
+        usable = piece is not None and real_valued(ans[index])
+        cotangents.append(np.reshape(piece, np.shape(x)) if usable else None)
+    return tuple(cotangents)
+
+
+@jvp_rule(np.ix_, inline=False)
+def _ix_jvp(t, ans, *args):
+    # entry i: the tangents of every output when input i moves by t (see meshgrid's)
+    entries = []
+    for index, x in enumerate(args):
+        if np.shape(x) != np.shape(t) or not real_valued(ans[index]):
+            entries.append(None)
+            continue
+        entries.append(
+            [
+                np.reshape(t, np.shape(out)) if k == index else np.zeros(np.shape(out))
+                for k, out in enumerate(ans)
+            ]
+        )
+    return tuple(entries)
+
+
 # ``np.broadcast_arrays`` gives each input broadcast to the shape they share: each output's
 # cotangent is summed back to its own input's shape, and an input's tangent broadcast.
 

@@ -487,6 +487,8 @@ class TapeValue:
     def __getattr__(self, name: str) -> Any:
         """An ndarray attribute the tape does not give (``x.flags``, ``x.ctypes``, ``x.data``):
         code asking for it, often a library's, wants the plain array; say so."""
+        if name in _ARRAY_INTERFACES and live_serials(self._tapes):
+            _refuse_interface_read(name, sys._getframe(1))
         known = hasattr(np.ndarray, name) or name in _ARRAY_API_2
         if name.startswith("__") or not known:
             raise AttributeError(name)
@@ -1830,6 +1832,27 @@ def _positional(primitive: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]
 
 
 # Error messages ----------------------------------------------------------------------------
+
+
+_ARRAY_INTERFACES = frozenset({"__array_interface__", "__array_struct__"})
+
+
+def _refuse_interface_read(name: str, frame: FrameType) -> None:
+    """``self.a.__array_interface__`` in the user's class, read of a value being
+    differentiated (``np.asarray(Wrapper(x))``): NumPy, missing it, would make an object
+    array of the wrapper (a TypeError later), and a plain array would drop the derivative;
+    refused at that line. A lookup by NumPy itself (converting the tape value, which comes
+    to ``__array__`` next) is left to it: the code calling NumPy does not name ``name``."""
+    if name not in frame.f_code.co_names or frame.f_code.co_filename.startswith(_SKIPPED_DIRS):
+        return
+    error = NonDifferentiableError(
+        f"{where(frame.f_code.co_filename, frame.f_lineno)}: .{name} of a value being "
+        "differentiated hands NumPy its memory, a plain array that would drop its derivative "
+        "on the tape. Compute with the value itself (not an object wrapping it for NumPy), "
+        f"or {USE_S2S}."
+    )
+    note_refusal(error, frame)
+    raise error
 
 
 class TapeAttributeError(NonDifferentiableError, AttributeError):

@@ -16,6 +16,7 @@ from s2sgrad.errors import (
     generator_error,
     where,
 )
+from s2sgrad.running import statement_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
 from s2sgrad.tape.backward import Backward
@@ -156,9 +157,16 @@ def _refuse_generators(f: Callable) -> None:
     asynchronous = inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
     if asynchronous or inspect.isgeneratorfunction(function):
         code = function.__code__
-        location = where(code.co_filename, code.co_firstlineno)
+        made_from = statement_origin(code.co_filename, code.co_firstlineno)
+        location = made_from or where(code.co_filename, code.co_firstlineno)
         refusal = asynchronous_error if asynchronous else generator_error
-        raise refusal(location, function.__qualname__)
+        error = refusal(location, function.__qualname__)
+        if made_from is not None:  # a local generator kept in the code s2s generated, taped
+            # as the generated code called it: the tape runs the user's own function whole,
+            # generators and all (mode "auto")
+            error.whole_function_on_tape = True
+            error.tape_cannot_either = False
+        raise error
 
 
 def _watched(tape: GradientTape, leaf: Any) -> Any:

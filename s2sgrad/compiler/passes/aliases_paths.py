@@ -52,6 +52,7 @@ from s2sgrad.compiler.passes.sharing import (
     sources_of,
 )
 from s2sgrad.compiler.syntax import names_written, nested_statements, walk
+from s2sgrad.runtime.core import shape_only, unbroadcast
 
 __all__ = ["changed_memory_reads"]
 
@@ -463,13 +464,35 @@ class _Paths:
         """Note the names ``node`` reads that may hold the changed memory."""
         pairs, marks = state.pairs, self.marks
         operation = self.restores.operations.get(self.current)
+        for_shape = _shape_reads(node, self.resolve)
         for found in walk(node):
             if operation is not None and found is _receiver(node):
                 continue  # stack.pop(): the stack's values are read where they are used
             if type(found) is gast.Name and type(found.ctx) is gast.Load:
+                if id(found) in for_shape:
+                    continue  # its shape, which no write of items changes
                 for partner in pairs.get(found.id, ()):
                     if partner in marks and not self.skip(marks[partner], found.id):
                         self.stale[marks[partner]].add(found.id)
+
+
+def _shape_reads(node: gast.AST, resolve) -> set[int]:
+    """The ids of the names ``node`` reads for their shape and dtype alone: the second
+    argument of the runtime's ``unbroadcast(g, t5)`` and the argument of ``shape_only(t5)``
+    in generated code (a view of an array written in place keeps its shape)."""
+    found: set[int] = set()
+    for call in walk(node):
+        if type(call) is not gast.Call or call.keywords:
+            continue
+        arguments = call.args
+        if len(arguments) not in (1, 2) or type(arguments[-1]) is not gast.Name:
+            continue
+        target = resolved_target(call.func, resolve)
+        if (target is unbroadcast and len(arguments) == 2) or (
+            target is shape_only and len(arguments) == 1
+        ):
+            found.add(id(arguments[-1]))
+    return found
 
 
 def _receiver(statement: gast.AST) -> gast.AST | None:

@@ -339,16 +339,30 @@ class Comprehensions(gast.NodeTransformer):
         return load(name)
 
     def lower(self, node):
-        if len(node.generators) != 1 or node.generators[0].is_async:
+        """``[e for a in xs if c for b in ys(a)]`` as the loops a user would write: ``items
+        = []; for a in xs: if c: for b in ys(a): items.append(e)``, the first iterable
+        computed once before them, each later one where its loop starts (it may read the
+        variables of the loops around it)."""
+        generators = node.generators
+        if not generators or any(g.is_async for g in generators):
             return node
-        generator = node.generators[0]
+        if any(_makes_functions_or_lists(g.iter) for g in generators[1:]):
+            return node  # a later iterable runs in each pass: nothing of it is hoisted
+        generator = generators[0]
         generator.iter = self.visit(generator.iter)  # computed once, before the loop
         self.keep_variables_apart(node)
         result = self.loops.names.fresh("items")
         append = gast.Expr(value=call(attribute(load(result), "append"), [node.elt]))
         body: list[gast.stmt] = [located(append, self.statement)]
-        for condition in reversed(generator.ifs):
-            body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
+        for level, inner in enumerate(reversed(generators)):
+            for condition in reversed(inner.ifs):
+                body = [located(gast.If(test=condition, body=body, orelse=[]), self.statement)]
+            if level == len(generators) - 1:
+                break
+            nested = gast.For(
+                target=inner.target, iter=inner.iter, body=body, orelse=[], type_comment=None
+            )
+            body = [located(nested, self.statement)]
         loop = gast.For(
             target=generator.target,
             iter=generator.iter,
@@ -365,15 +379,27 @@ class Comprehensions(gast.NodeTransformer):
         """Rename the comprehension's variables that the function also uses elsewhere: in
         Python they are the comprehension's own, and the loop it becomes must not change
         (or read) the function's variable of that name."""
+        first = node.generators[0]
         inside = Counter(n.id for n in walk(node) if type(n) is gast.Name)
-        generator = node.generators[0]
-        for variable in {n.id for n in walk(generator.target) if type(n) is gast.Name}:
+        parts = [node.elt]
+        for generator in node.generators:
+            parts.extend([generator.target, *generator.ifs])
+            if generator is not first:
+                parts.append(generator.iter)  # run in the comprehension's own scope
+        targets = {n.id for g in node.generators for n in walk(g.target) if type(n) is gast.Name}
+        for variable in targets:
             if self.loops.uses[variable] > inside[variable]:
                 new = self.loops.names.claim(variable)
-                for part in (generator.target, node.elt, *generator.ifs):
+                for part in parts:
                     for name in walk(part):
                         if type(name) is gast.Name and name.id == variable:
                             name.id = new
+
+
+def _makes_functions_or_lists(node: gast.expr) -> bool:
+    """Whether ``node`` holds a comprehension or a lambda (lowered or made where it is)."""
+    kinds = (gast.ListComp, gast.GeneratorExp, gast.DictComp, gast.SetComp, gast.Lambda)
+    return any(isinstance(n, kinds) for n in walk(node))
 
 
 def _sliced(name: str, start: int | None, stop: int | None) -> gast.Subscript:

@@ -257,6 +257,9 @@ def sources_of(node: gast.expr | None, resolve) -> set[str]:
     if kind is gast.Lambda:  # a function holding what it reads: lambda: u[1:]
         return _held_by(node)
     if kind is gast.BinOp and (_is_sequence(node.left) or _is_sequence(node.right)):
+        if type(node.op) is gast.Mult:  # [None] * n: the items of the sequence, not the count
+            sides = [side for side in (node.left, node.right) if _is_sequence(side)]
+            return set().union(*(sources_of(side, resolve) for side in sides))
         return sources_of(node.left, resolve) | sources_of(node.right, resolve)  # [a] + rest
     return set()  # arithmetic, comparisons, literals: new values
 

@@ -15,7 +15,7 @@ import gast
 
 from s2sgrad.compiler.frontend import ParsedFunction
 from s2sgrad.compiler.inline import Namespace
-from s2sgrad.compiler.optimize.views import views_of_updated_arrays
+from s2sgrad.compiler.optimize.views import arrays_updated_in_place, views_of_updated_arrays
 from s2sgrad.compiler.passes.activity import Activity
 from s2sgrad.compiler.passes.names import NameGenerator
 from s2sgrad.compiler.reverse.adjoints import Adjoints
@@ -120,7 +120,7 @@ def reverse_sweeps(
         # nothing saved: no marker to check, no save to mark or drop, no view to follow
         read_back, _ = saves.kept_reads(backward)
     read_back -= recompute_in_loops(saves, forward, backward)
-    saves.shape_only = _read_for_shape_only(context, saves, backward, views)
+    saves.shape_only = _read_for_shape_only(context, saves, forward, backward, views)
     forward, backward = saves.place_saves(forward, backward)
     retargeted = _retargeted(steps)
     forward = unnested(forward, retargeted, names)
@@ -143,7 +143,7 @@ def _retargeted(steps: list[Step]) -> dict[int, gast.expr | None]:
     return found
 
 
-def _read_for_shape_only(context, saves, backward, views) -> set[str]:
+def _read_for_shape_only(context, saves, forward, backward, views) -> set[str]:
     """The saved variables whose restored values the backward sweep reads only for their
     shapes (not an index a restore reads, nor a view of an array updated in place)."""
     if not any(s.used and s.kind == "assign" for s in saves.saves.values()):
@@ -151,7 +151,10 @@ def _read_for_shape_only(context, saves, backward, views) -> set[str]:
     found = read_for_shape_only(backward, context.helper("unbroadcast").id, saves.restored)
     if found:
         _, indices = saves.kept_reads(backward)
-        found -= indices | set(views)
+        # an array updated in place must be saved itself; a view of one read only for its
+        # shape (t5 = out[t - 1] before out[t] = v) is pushed as a stand-in like any value,
+        # so no save shares memory with an array the loop changes
+        found -= indices | (set(views) & arrays_updated_in_place(forward))
         # an array the backward sweep restores items of must be the array itself
         found -= {s.target for s in saves.saves.values() if s.used and s.index is not None}
         inner = nested_statements(backward)
