@@ -416,6 +416,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         "transformed) would read as a constant; use mode='tape' for the whole function"
     )
     _refuse_records_on_the_tape(target, full_args, positions)
+    _refuse_lazy_calls_on_the_tape(target, name)
     try:
         value, pullback = hooks.tape_vjp(
             target, full_args, kwargs, positions, refuse_stored_state=refusal
@@ -447,6 +448,27 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback
+
+
+def _refuse_lazy_calls_on_the_tape(target: Any, name: str) -> None:
+    """Refuse to tape, as one call, a generator function (or an ``async`` one) the generated
+    code calls: what it yields is computed only as it is read, after the call was recorded.
+    Mode "auto" tapes the whole function instead, where each value is recorded as it is
+    read (``sum(squares(x))`` of a ``def squares(v): yield from (e**2 for e in v)``)."""
+    function = getattr(target, "__func__", target)
+    if not (
+        inspect.isgeneratorfunction(function)
+        or inspect.iscoroutinefunction(function)
+        or inspect.isasyncgenfunction(function)
+    ):
+        return
+    error = UnsupportedError(
+        f"{_user_origin()}: {name} yields its values one at a time, computed only when they "
+        "are read, which the code generated here cannot follow; return them instead (a list, "
+        "or np.stack of them), or use mode='tape'"
+    )
+    error.whole_function_on_tape = True
+    raise error
 
 
 def _refuse_records_on_the_tape(target: Any, args: tuple, positions: tuple) -> None:
@@ -954,6 +976,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             "function"
         )
         _refuse_records_on_the_tape(target, full_args, positions)
+        _refuse_lazy_calls_on_the_tape(target, name)
         return tape_jvp(target, full_args, full_tangents, positions, kwargs, refusal)
     _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}

@@ -1,0 +1,107 @@
+"""Round 35's adversarial findings (adv21): each an internal error, a crash or a refusal that
+named s2sgrad's generated file instead of the user's line, now right or refused at the
+user's line.
+
+- ``operator.getitem(x, i)`` spelled as a call: the reverse sweep took every ``getitem`` for
+  a subscript ``x[i]`` and read its ``.value``: an internal error in modes "s2s" and "auto".
+- a generator function defined inside the differentiated function (``sum(gen(x))``): mode
+  "auto" ran the generated code, which handed the call of the generator to the tape as one
+  call, and the tape refused it naming the generated file; "auto" now tapes the whole
+  function, where each value is recorded as it is read.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_close, call_twice, numeric_grad, numeric_jvp
+
+import s2sgrad as sg
+
+HERE = "test_adversarial_round35.py"
+R = np.random.default_rng(3521)
+MODES = ["s2s", "auto", "tape"]
+
+
+def _hvp_expected(f, x, v):
+    """H v by central differences of central differences of ``f`` (no engine involved)."""
+    return numeric_jvp(lambda y: numeric_grad(f, [y], 0, step=1e-5), [x], 0, v, step=1e-3)
+
+
+def _grad_jvp_hvp(f, mode, shapes=((5,), (5,), (7,))):
+    """grad (a first and a later call), jvp and hvp of ``f`` at points of ``shapes`` (the
+    same shape with other values, then another shape), against central differences."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformed = sg.grad(f, mode=mode)
+        for shape in shapes:
+            x, v = R.normal(size=shape), R.normal(size=shape)
+            assert_close(call_twice(transformed, x), numeric_grad(f, [x], 0))
+            value, tangent = sg.jvp(f, (x,), (v,), mode=mode)
+            assert_close(value, f(x), rtol=1e-12)
+            assert_close(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-5, atol=1e-7)
+            (hvp,) = sg.hvp(f, (x,), (v,), mode=mode)
+            assert_close(hvp, _hvp_expected(f, x, v), rtol=1e-4, atol=1e-5)
+
+
+# --- operator.getitem spelled as a call ---------------------------------------------------
+
+
+def item_by_operator(x):
+    return operator.getitem(x, 1) * operator.neg(x[0]) + np.sum(operator.mul(x, x))
+
+
+def items_by_operator_in_a_loop(x):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + operator.getitem(x, i) ** 2 * np.sin(operator.getitem(x, -1 - i))
+    return total
+
+
+def slice_by_operator(x):
+    return np.sum(operator.getitem(x, slice(1, None, 2)) ** 3)
+
+
+@pytest.mark.parametrize("f", [item_by_operator, items_by_operator_in_a_loop, slice_by_operator])
+@pytest.mark.parametrize("mode", MODES)
+def test_operator_getitem_called_is_differentiated(f, mode):
+    _grad_jvp_hvp(f, mode)
+
+
+# --- generator functions defined inside the function differentiated -----------------------
+
+
+def sum_of_a_local_generator(x):
+    def squares(v):
+        for e in v:
+            yield np.sin(e) * e
+
+    return sum(squares(x)) * x[0]
+
+
+def yield_from_a_local_generator(x):
+    def doubled(v):
+        yield from (e**2 * 2.0 for e in v)
+        yield v[0] ** 3
+
+    return sum(doubled(x))
+
+
+@pytest.mark.parametrize("f", [sum_of_a_local_generator, yield_from_a_local_generator])
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_local_generator_is_taped_in_auto(f, mode):
+    _grad_jvp_hvp(f, mode)
+
+
+@pytest.mark.parametrize("f", [sum_of_a_local_generator, yield_from_a_local_generator])
+def test_a_local_generator_is_refused_at_the_users_line_in_s2s(f):
+    x = R.normal(size=4)
+    with pytest.raises(sg.UnsupportedError, match="generator") as e:
+        sg.grad(f, mode="s2s")(x)
+    assert f"{HERE}:" in str(e.value)
+    with pytest.raises(sg.UnsupportedError, match="generator") as e:
+        sg.jvp(f, (x,), (np.ones(4),), mode="s2s")
+    assert f"{HERE}:" in str(e.value)
