@@ -8,6 +8,11 @@ user's line.
   "auto" ran the generated code, which handed the call of the generator to the tape as one
   call, and the tape refused it naming the generated file; "auto" now tapes the whole
   function, where each value is recorded as it is read.
+- a run of the generated code refused part way in mode "auto" (a store through a property's
+  setter, a local generator) is run again on the tape from the state the call started
+  from; the random generators the function draws from were not set back, so the tape's run
+  drew other numbers: a gradient at other draws than mode "tape" gives for the same seed,
+  and a generator left two calls' draws further on than a plain call leaves it.
 """
 
 from __future__ import annotations
@@ -105,3 +110,85 @@ def test_a_local_generator_is_refused_at_the_users_line_in_s2s(f):
     with pytest.raises(sg.UnsupportedError, match="generator") as e:
         sg.jvp(f, (x,), (np.ones(4),), mode="s2s")
     assert f"{HERE}:" in str(e.value)
+
+
+# --- random draws of a run refused part way in mode "auto" ---------------------------------
+
+
+class SetterScaled:
+    """A property whose setter stores something else than the value assigned: source
+    transformation refuses the store as the code runs, and mode "auto" takes the tape."""
+
+    def __init__(self):
+        self._v = 0.0
+
+    @property
+    def v(self):
+        return self._v * 2.0
+
+    @v.setter
+    def v(self, value):
+        self._v = value + 1.0
+
+
+SHARED_RNG = np.random.default_rng(0)
+
+
+def draws_then_stores_through_a_setter(x, p):
+    noise = SHARED_RNG.normal(size=x.shape)
+    p.v = x * noise
+    return np.sum(p.v**2)
+
+
+def draws_globally_then_stores_through_a_setter(x, p):
+    noise = np.random.normal(size=x.shape)
+    p.v = x * noise
+    return np.sum(p.v**2)
+
+
+def draws_from_an_argument_then_stores(x, p, rng):
+    noise = rng.normal(size=x.shape)
+    p.v = x * noise
+    return np.sum(p.v**2)
+
+
+def _noisy_gradient(x, noise):
+    return 8.0 * (x * noise + 1.0) * noise  # of sum((2 (x noise + 1))^2)
+
+
+def _seeded(kind, seed):
+    """Seed the generator ``kind`` draws from; return it (None for one the function finds
+    itself) and a function drawing ``n`` numbers from it."""
+    global SHARED_RNG
+    if kind == "shared":
+        SHARED_RNG = np.random.default_rng(seed)
+        return None, lambda n: SHARED_RNG.normal(size=n)
+    if kind == "global":
+        np.random.seed(seed)
+        return None, lambda n: np.random.normal(size=n)
+    rng = np.random.default_rng(seed)
+    return rng, lambda n: rng.normal(size=n)
+
+
+DRAWING = {
+    "shared": draws_then_stores_through_a_setter,
+    "global": draws_globally_then_stores_through_a_setter,
+    "argument": draws_from_an_argument_then_stores,
+}
+
+
+@pytest.mark.parametrize("kind", list(DRAWING))
+@pytest.mark.parametrize("mode", ["auto", "tape"])
+def test_a_refused_run_draws_nothing_more_in_auto(kind, mode):
+    x = R.normal(size=4)
+    seed = int(R.integers(1 << 30))
+    _, draw = _seeded(kind, seed)
+    noise, after = draw(4), draw(3)  # what a plain call draws, and the draws after it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        transformed = sg.grad(DRAWING[kind], mode=mode)
+        for _ in range(2):  # the first call (refused part way in "auto"), and a later one
+            rng, draw = _seeded(kind, seed)
+            args = (x, SetterScaled()) + ((rng,) if rng is not None else ())
+            assert_close(transformed(*args), _noisy_gradient(x, noise), rtol=1e-12)
+            assert_close(draw(3), after, rtol=0)  # one call's draws, as a plain call
