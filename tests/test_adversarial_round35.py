@@ -13,6 +13,11 @@ user's line.
   from; the random generators the function draws from were not set back, so the tape's run
   drew other numbers: a gradient at other draws than mode "tape" gives for the same seed,
   and a generator left two calls' draws further on than a plain call leaves it.
+- forward mode of a call with a custom derivative resolved as the code runs
+  (``sg.checkpoint(f)(x, s=3.0)``, a function with ``@sg.derivative(of=..., jvp=...)`` held
+  in a list or passed as an argument) dropped the arguments given by keyword: the value and
+  the tangent of the checkpointed call were those of the default ``s`` (silently wrong, in
+  modes "s2s" and "auto"), and a ``jvp=`` companion reading them crashed (IndexError).
 """
 
 from __future__ import annotations
@@ -192,3 +197,82 @@ def test_a_refused_run_draws_nothing_more_in_auto(kind, mode):
             args = (x, SetterScaled()) + ((rng,) if rng is not None else ())
             assert_close(transformed(*args), _noisy_gradient(x, noise), rtol=1e-12)
             assert_close(draw(3), after, rtol=0)  # one call's draws, as a plain call
+
+
+# --- keyword arguments of custom derivatives called in forward mode -----------------------
+
+
+def scaled_sine(v, s=2.0):
+    return np.sin(v) * s
+
+
+def checkpointed_with_a_keyword(x):
+    f = sg.checkpoint(scaled_sine)
+    return np.sum(f(x) * f(x, s=3.0))
+
+
+def checkpointed_lambda_with_a_keyword(x):
+    f = sg.checkpoint(lambda v, s=2.0: np.cos(v) * s)
+    return np.sum(f(x, s=0.5) ** 2)
+
+
+def scaled_exp(v, s=1.0):
+    return np.exp(v) * s
+
+
+def _scaled_exp_jvp(primals, tangents):
+    v, s = primals
+    return scaled_exp(v, s), np.exp(v) * s * tangents[0] + np.exp(v) * tangents[1]
+
+
+@sg.derivative(of=scaled_exp, jvp=_scaled_exp_jvp)
+def _scaled_exp_vjp(v, s=1.0):
+    value = np.exp(v) * s
+    return value, lambda g: (g * value, np.sum(g * np.exp(v)))
+
+
+HELD = [scaled_exp]
+
+
+def custom_derivative_held_in_a_list(x):
+    return np.sum(HELD[0](x, s=3.0) * x)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        checkpointed_with_a_keyword,
+        checkpointed_lambda_with_a_keyword,
+        custom_derivative_held_in_a_list,
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_keywords_of_a_custom_derivative_reach_forward_mode(f, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for shape in ((4,), (4,), (6,)):  # other values, then another shape
+            x, v = R.normal(size=shape), R.normal(size=shape)
+            value, tangent = sg.jvp(f, (x,), (v,), mode=mode)
+            assert_close(value, f(x), rtol=1e-12)
+            assert_close(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-5, atol=1e-7)
+            assert_close(sg.grad(f, mode=mode)(x), numeric_grad(f, [x], 0))
+
+
+def sine_keyword_only(v, *, s=2.0):
+    return np.sin(v) * s
+
+
+def checkpointed_keyword_only(x):
+    return np.sum(sg.checkpoint(sine_keyword_only)(x, s=3.0))
+
+
+def test_a_keyword_only_parameter_is_refused_in_s2s_and_taped_in_auto():
+    x, v = R.normal(size=4), R.normal(size=4)
+    with pytest.raises(sg.UnsupportedError, match="by keyword") as e:
+        sg.jvp(checkpointed_keyword_only, (x,), (v,), mode="s2s")
+    assert f"{HERE}:" in str(e.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value, tangent = sg.jvp(checkpointed_keyword_only, (x,), (v,), mode="auto")
+    assert_close(value, checkpointed_keyword_only(x), rtol=1e-12)
+    assert_close(tangent, numeric_jvp(checkpointed_keyword_only, [x], 0, v), rtol=1e-5)

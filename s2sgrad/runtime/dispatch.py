@@ -43,6 +43,7 @@ from s2sgrad.runtime.core import (
     is_inexact,
     jvp_call,
     jvp_entry,
+    primals_in_position,
     vjp_call,
     zeros_like_value,
 )
@@ -882,6 +883,10 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if rule is not None and rule.custom is not None:
         if rule.custom_jvp is None:
             raise no_forward_derivative(function)
+        if kwargs:  # sg.checkpoint(f)(x, s=3.0): the jvp takes primals by position only
+            # (given none, it would run with the default s, a silently wrong value)
+            args = primals_in_position(function, args, kwargs)
+            tangents = (*tangents, *(zeros_like_value(a) for a in args[len(tangents) :]))
         return rule.custom_jvp(args, tangents)
     if rule is not None and rule.jvp is not None:
         value = function(*args, **kwargs)
