@@ -18,6 +18,10 @@ user's line.
   in a list or passed as an argument) dropped the arguments given by keyword: the value and
   the tangent of the checkpointed call were those of the default ``s`` (silently wrong, in
   modes "s2s" and "auto"), and a ``jvp=`` companion reading them crashed (IndexError).
+- a NumPy function given as an argument and called with a keyword its rule does not take
+  (``fn(x, y, dtype=float)``, ``out=None``, ``where=``, ``casting=``): the reverse sweep
+  called the rule with it, a TypeError from inside s2sgrad; refused at the user's line
+  now, as the call written out is.
 """
 
 from __future__ import annotations
@@ -276,3 +280,23 @@ def test_a_keyword_only_parameter_is_refused_in_s2s_and_taped_in_auto():
         value, tangent = sg.jvp(checkpointed_keyword_only, (x,), (v,), mode="auto")
     assert_close(value, checkpointed_keyword_only(x), rtol=1e-12)
     assert_close(tangent, numeric_jvp(checkpointed_keyword_only, [x], 0, v), rtol=1e-5)
+
+
+# --- keywords without a derivative, of a function resolved as the code runs ----------------
+
+
+def multiplied_by_a_given_function(x, fn, keyword):
+    return np.sum(fn(x, x[::-1], **keyword) ** 2)
+
+
+@pytest.mark.parametrize(
+    "keyword",
+    [{"out": None}, {"dtype": "float64"}, {"casting": "same_kind"}, {"where": True}],
+    ids=["out", "dtype", "casting", "where"],
+)
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_keyword_without_a_derivative_is_refused_at_the_users_line(keyword, mode):
+    x = R.normal(size=4)
+    with pytest.raises(sg.NonDifferentiableError, match="keyword") as e:
+        sg.grad(multiplied_by_a_given_function, mode=mode)(x, np.multiply, keyword)
+    assert f"{HERE}:" in str(e.value)

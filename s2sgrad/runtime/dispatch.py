@@ -31,7 +31,12 @@ from s2sgrad.errors import (
 from s2sgrad.naming import library_name
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import registered_node
-from s2sgrad.rules.registry import get_rule, per_argument, rule_function
+from s2sgrad.rules.registry import (
+    get_rule,
+    keywords_without_derivative,
+    per_argument,
+    rule_function,
+)
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.callables import holds_values, plain_callable
@@ -333,6 +338,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     # generated code adds what it returns (g = sg.stop_gradient; g(x) * x added None)
     every = tuple(range(len(args)))
     if rule is not None and rule.vjp is not None:
+        _refuse_keywords_without_derivative(function, rule, kwargs)
         value = function(*args, **kwargs)
         pullback = lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))  # noqa: E731
         return value, _spread(pullback, every, args, tuple_result=True)
@@ -449,6 +455,20 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback
+
+
+def _refuse_keywords_without_derivative(function: Any, rule: Any, kwargs: dict) -> None:
+    """Refuse a call resolved as the code runs (``fn(x, y, dtype=float)`` of an ``fn`` given
+    as an argument) with a keyword its rule does not take: the rule, called with it, raised
+    a TypeError from inside s2sgrad. The call written out is refused so when transforming."""
+    unknown = keywords_without_derivative(rule, kwargs)
+    if unknown:
+        name = library_name(function) or getattr(function, "__qualname__", repr(function))
+        raise NonDifferentiableError(
+            f"{_user_origin()}: {name} has no derivative with the keyword {unknown[0]}=; "
+            "compute it without that keyword (np.where(mask, x, 0) for a where= mask, say), "
+            "or wrap the value in s2sgrad.stop_gradient(...) if it needs none"
+        )
 
 
 def _refuse_lazy_calls_on_the_tape(target: Any, name: str) -> None:
