@@ -22,6 +22,12 @@ user's line.
   (``fn(x, y, dtype=float)``, ``out=None``, ``where=``, ``casting=``): the reverse sweep
   called the rule with it, a TypeError from inside s2sgrad; refused at the user's line
   now, as the call written out is.
+- code specialised to the shapes of a call's arguments, run again for a call whose arguments
+  had the same description but computed other shapes: a function given as an argument was
+  described by its class alone (``np.linalg.norm`` and ``np.sort`` are both NumPy's array
+  functions, every ``def`` a ``function``), and an object by its class (layers in a list
+  with weights of other shapes): the shapes the probe saw were wrong for the next one, and
+  ``np.sum(fn(x))`` crashed (AttributeError, ValueError) or gave a float for an array.
 """
 
 from __future__ import annotations
@@ -300,3 +306,64 @@ def test_a_keyword_without_a_derivative_is_refused_at_the_users_line(keyword, mo
     with pytest.raises(sg.NonDifferentiableError, match="keyword") as e:
         sg.grad(multiplied_by_a_given_function, mode=mode)(x, np.multiply, keyword)
     assert f"{HERE}:" in str(e.value)
+
+
+# --- code specialised to shapes, run for functions and objects computing others -----------
+
+
+def sum_of_a_given_function(x, fn):
+    return np.sum(fn(x) * 1.5)
+
+
+def _head(v):
+    return v[:2] * 3.0
+
+
+def _outer(v):
+    return np.outer(v, v[::-1])
+
+
+GIVEN = [np.linalg.norm, np.sort, np.cumsum, np.copy, _outer, _head, lambda v: np.sin(v[1:])]
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_function_given_as_an_argument_gets_its_own_code(mode):
+    transformed = sg.grad(sum_of_a_given_function, mode=mode)
+    for fn in [*GIVEN, *GIVEN[::-1]]:  # each after another computing another shape
+        x = R.normal(size=5)
+        gradient = transformed(x, fn)
+        assert type(gradient) is np.ndarray and gradient.shape == x.shape
+        assert_close(gradient, numeric_grad(sum_of_a_given_function, [x, fn], 0))
+
+
+class Dense:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, v):
+        return np.tanh(self.w @ v)
+
+    def loss(self, v):
+        return np.sum(self(v) ** 2)
+
+
+def through_layers(x, layers):
+    for layer in layers:
+        x = layer(x)
+    return np.sum(x) * 2.0
+
+
+def through_a_given_method(x, loss):
+    return loss(x) * 2.0
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_objects_holding_arrays_of_other_shapes_get_their_own_code(mode):
+    by_layers = sg.grad(through_layers, mode=mode)
+    by_method = sg.grad(through_a_given_method, mode=mode)
+    for widths in ((4, 4, 4), (4, 2, 3), (4, 3, 1), (4, 4, 4)):
+        x = R.normal(size=4)
+        layers = [Dense(R.normal(size=(m, n))) for n, m in zip(widths, widths[1:])]
+        assert_close(by_layers(x, layers), numeric_grad(through_layers, [x, layers], 0))
+        loss = layers[-1].loss if widths[1] == 4 else Dense(R.normal(size=(widths[1], 4))).loss
+        assert_close(by_method(x, loss), numeric_grad(through_a_given_method, [x, loss], 0))

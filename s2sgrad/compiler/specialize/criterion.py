@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,7 +87,25 @@ def _describe(value: Any):
     node = registered_node(value)  # a dataclass, a registered class: its arrays' shapes too
     if node is not None:
         return (type(value), tuple(_describe(child) for child in node[0]))
-    return type(value)
+    kind = type(value)
+    if kind is types.FunctionType:  # fn(x) of a function given: the shape of its result is
+        return (kind, value.__code__)  # its code's (a lambda made anew each call: one code)
+    if kind in _LIBRARY_FUNCTIONS:  # np.sort or np.linalg.norm, np.sin or np.add: by identity
+        return (kind, value)
+    if kind is types.MethodType:  # model.loss given: its function's and its object's
+        return (kind, _describe(value.__func__), _describe(value.__self__))
+    attributes = getattr(value, "__dict__", None)
+    if type(attributes) is dict and not isinstance(value, (type, types.ModuleType)):
+        # a layer object: the shapes its code computes follow those of its arrays
+        arrays = tuple(
+            (name, a.shape, a.dtype) for name, a in attributes.items() if type(a) is np.ndarray
+        )
+        if arrays:
+            return (kind, arrays)
+    return kind
+
+
+_LIBRARY_FUNCTIONS = frozenset((type(np.sort), np.ufunc, types.BuiltinFunctionType))
 
 
 _NDARRAY = np.ndarray
