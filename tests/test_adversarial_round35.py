@@ -28,6 +28,9 @@ user's line.
   functions, every ``def`` a ``function``), and an object by its class (layers in a list
   with weights of other shapes): the shapes the probe saw were wrong for the next one, and
   ``np.sum(fn(x))`` crashed (AttributeError, ValueError) or gave a float for an array.
+- a function taken out of a list that holds a value being differentiated
+  (``a = [x, np.sin]; helper(*a)``) is a differentiated argument of the helper's derivative;
+  a helper calling it added its cotangents, None, with ``+`` (TypeError).
 """
 
 from __future__ import annotations
@@ -367,3 +370,31 @@ def test_objects_holding_arrays_of_other_shapes_get_their_own_code(mode):
         assert_close(by_layers(x, layers), numeric_grad(through_layers, [x, layers], 0))
         loss = layers[-1].loss if widths[1] == 4 else Dense(R.normal(size=(widths[1], 4))).loss
         assert_close(by_method(x, loss), numeric_grad(through_a_given_method, [x, loss], 0))
+
+
+# --- a function given to a helper from a list being differentiated -------------------------
+
+
+def mapped_by_a_given_function(x, fn):
+    return np.sum(np.stack(list(map(fn, x))) * x)
+
+
+def called_by_a_given_function(x, fn):
+    total = 0.0
+    for i in range(x.shape[0]):
+        total = total + fn(x[i]) * x[i]
+    return total
+
+
+def _unpacked_into_the_helper(helper):
+    def f(x):
+        arguments = [x, np.sin]
+        return helper(*arguments)
+
+    return f
+
+
+@pytest.mark.parametrize("helper", [mapped_by_a_given_function, called_by_a_given_function])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_function_from_a_differentiated_list_given_to_a_helper(helper, mode):
+    _grad_jvp_hvp(_unpacked_into_the_helper(helper), mode)
