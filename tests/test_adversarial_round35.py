@@ -25,7 +25,8 @@ user's line.
 - code specialised to the shapes of a call's arguments, run again for a call whose arguments
   had the same description but computed other shapes: a function given as an argument was
   described by its class alone (``np.linalg.norm`` and ``np.sort`` are both NumPy's array
-  functions, every ``def`` a ``function``), and an object by its class (layers in a list
+  functions, every ``def`` a ``function``, every ``partial`` a ``partial``, whatever its
+  ``axis=``), and an object by its class (layers in a list
   with weights of other shapes): the shapes the probe saw were wrong for the next one, and
   ``np.sum(fn(x))`` crashed (AttributeError, ValueError) or gave a float for an array.
 - a function taken out of a list that holds a value being differentiated
@@ -35,6 +36,7 @@ user's line.
 
 from __future__ import annotations
 
+import functools
 import operator
 import warnings
 
@@ -327,6 +329,13 @@ def _outer(v):
 
 
 GIVEN = [np.linalg.norm, np.sort, np.cumsum, np.copy, _outer, _head, lambda v: np.sin(v[1:])]
+GIVEN_FOR_MATRICES = [
+    functools.partial(np.sum, axis=0),
+    functools.partial(np.sum, axis=1),
+    functools.partial(np.max, axis=None),
+    functools.partial(np.sort, axis=0),
+    functools.partial(np.cumsum, axis=1),
+]
 
 
 @pytest.mark.parametrize("mode", ["s2s", "auto"])
@@ -337,6 +346,9 @@ def test_a_function_given_as_an_argument_gets_its_own_code(mode):
         gradient = transformed(x, fn)
         assert type(gradient) is np.ndarray and gradient.shape == x.shape
         assert_close(gradient, numeric_grad(sum_of_a_given_function, [x, fn], 0))
+    for fn in [*GIVEN_FOR_MATRICES, *GIVEN_FOR_MATRICES[::-1]]:
+        x = R.normal(size=(3, 4))
+        assert_close(transformed(x, fn), numeric_grad(sum_of_a_given_function, [x, fn], 0))
 
 
 class Dense:

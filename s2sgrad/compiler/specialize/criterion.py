@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,6 +95,9 @@ def _describe(value: Any):
         return (kind, value)
     if kind is types.MethodType:  # model.loss given: its function's and its object's
         return (kind, _describe(value.__func__), _describe(value.__self__))
+    if kind is functools.partial:  # partial(np.sum, axis=0): its function's and arguments'
+        keywords = tuple((k, _describe(v)) for k, v in value.keywords.items())
+        return (kind, _describe(value.func), tuple(map(_describe, value.args)), keywords)
     attributes = getattr(value, "__dict__", None)
     if type(attributes) is dict and not isinstance(value, (type, types.ModuleType)):
         # a layer object: the shapes its code computes follow those of its arrays
