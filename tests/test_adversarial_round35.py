@@ -410,3 +410,39 @@ def _unpacked_into_the_helper(helper):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_function_from_a_differentiated_list_given_to_a_helper(helper, mode):
     _grad_jvp_hvp(_unpacked_into_the_helper(helper), mode)
+
+
+class Stack:
+    """Weights in a list, as a model holds them."""
+
+    def __init__(self, weights):
+        self.weights = weights
+
+    def __call__(self, v):
+        for w in self.weights:
+            v = np.tanh(w @ v)
+        return v
+
+
+class Wrapped:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, v):
+        return self.inner(v)
+
+
+def through_a_model(x, model):
+    return np.sum(model(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto"])
+def test_a_model_holding_weights_of_other_shapes_gets_its_own_code(mode):
+    transformed = sg.grad(through_a_model, mode=mode)
+    for widths in ((4, 4, 4), (4, 2, 3), (4, 4, 4), (4, 3, 2)):
+        for wrap in (False, True):
+            x = R.normal(size=4)
+            model = Stack([R.normal(size=(m, n)) for n, m in zip(widths, widths[1:])])
+            model = Wrapped(model) if wrap else model
+            expected = numeric_grad(through_a_model, [x, model], 0)
+            assert_close(transformed(x, model), expected)

@@ -98,15 +98,39 @@ def _describe(value: Any):
     if kind is functools.partial:  # partial(np.sum, axis=0): its function's and arguments'
         keywords = tuple((k, _describe(v)) for k, v in value.keywords.items())
         return (kind, _describe(value.func), tuple(map(_describe, value.args)), keywords)
+    arrays = _array_attributes(value, 3)
+    return (kind, arrays) if arrays else kind
+
+
+def _array_attributes(value: Any, depth: int) -> tuple:
+    """The shapes and dtypes of the arrays an object holds as attributes, in lists, tuples
+    and dicts of arrays there, and in the objects it holds (``depth`` deep): a layer's code
+    computes with shapes that follow them. Numbers are left out: a counter the object
+    keeps would make each call a new signature."""
     attributes = getattr(value, "__dict__", None)
-    if type(attributes) is dict and not isinstance(value, (type, types.ModuleType)):
-        # a layer object: the shapes its code computes follow those of its arrays
-        arrays = tuple(
-            (name, a.shape, a.dtype) for name, a in attributes.items() if type(a) is np.ndarray
-        )
-        if arrays:
-            return (kind, arrays)
-    return kind
+    if depth == 0 or type(attributes) is not dict or isinstance(value, _NOT_OBJECTS):
+        return ()
+    found: list[tuple] = []
+    for name, item in attributes.items():
+        kind = type(item)
+        if kind is np.ndarray:
+            found.append((name, item.shape, item.dtype))
+        elif kind is list or kind is tuple or kind is dict:
+            items = item.values() if kind is dict else item
+            if len(item) <= 64 and all(type(a) is np.ndarray for a in items):
+                found.append((name, tuple((a.shape, a.dtype) for a in items)))
+            elif len(item) <= 64 and kind is not dict:
+                inner = tuple(_array_attributes(a, depth - 1) for a in item)
+                if any(inner):
+                    found.append((name, inner))
+        else:
+            inner = _array_attributes(item, depth - 1)
+            if inner:
+                found.append((name, inner))
+    return tuple(found)
+
+
+_NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial)
 
 
 _LIBRARY_FUNCTIONS = frozenset((type(np.sort), np.ufunc, types.BuiltinFunctionType))
