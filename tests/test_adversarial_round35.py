@@ -312,6 +312,13 @@ def test_a_keyword_without_a_derivative_is_refused_at_the_users_line(keyword, mo
         sg.grad(multiplied_by_a_given_function, mode=mode)(x, np.multiply, keyword)
     assert f"{HERE}:" in str(e.value)
 
+    def second_order(v, _keyword=keyword):  # forward mode over the gradient
+        return multiplied_by_a_given_function(v, np.multiply, _keyword)
+
+    with pytest.raises(sg.NonDifferentiableError, match="keyword") as e:
+        sg.hvp(second_order, (x,), (np.ones(4),), mode=mode)
+    assert f"{HERE}:" in str(e.value)
+
 
 # --- code specialised to shapes, run for functions and objects computing others -----------
 

@@ -1045,6 +1045,9 @@ def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
     else:
         function, *inner_args = args
         inner_tangents = tangents[1:]
+        rule = get_rule(function)
+        if rule is not None and rule.custom is None and rule.vjp is not None:
+            _refuse_keywords_without_derivative(function, rule, kwargs)  # as _dispatch does
     made = _pullback_with_tangent(function, tuple(inner_args), tuple(inner_tangents), kwargs, tape)
     if made is None:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")
