@@ -67,6 +67,7 @@ from s2sgrad.runtime import as_gradient, owned_argument, seed_cotangent
 from s2sgrad.runtime.kept_states import KeptStates
 from s2sgrad.runtime.object_gradients import is_object_node
 from s2sgrad.runtime.objects import forget_all_stored
+from s2sgrad.runtime.replays import RANDOM_GENERATORS, StatesAndDraws, random_sources
 from s2sgrad.tape import is_tape_value, tape_vjp
 from s2sgrad.tape.in_place import refuse_value_class_patterns
 from s2sgrad.tape.values import user_location
@@ -230,7 +231,7 @@ class _Transform(NotebookDisplay):
         self.code = None  # the compiler's cache entry holding this transform's code
         self.calls = None  # its table of code by signature (self.code.calls, read per call)
         self._guards = {}  # signature → (its code, the token, its guard or None); see _guard
-        self._kept: tuple | None = None  # (a code's token, KeptStates); see _kept_states
+        self._kept: tuple | None = None  # (code token, KeptStates, generators): _kept_states
         self.use_tape = mode == "tape"
         self.tape_function = self.function  # what the tape differentiates
         self.s2s_refusal: S2SGradError | None = None  # why mode "auto" took the tape
@@ -469,17 +470,23 @@ class _Transform(NotebookDisplay):
                 kept.set(start)
             return self.on_the_tape()(*args, **kwargs)
 
-    def _kept_states(self, args, kwargs) -> KeptStates | None:
+    def _kept_states(self, args, kwargs) -> KeptStates | StatesAndDraws | None:
         """In mode "auto", before generated code runs: the state the function keeps (a
-        counter in a dict, a model's attributes), which a run refused part way changed and
-        the tape's run must start from as it was. Walked once per code the transform runs."""
+        counter in a dict, a model's attributes) and the random generators it can reach,
+        which a run refused part way changed and the tape's run must start from as they
+        were (it then draws what the refused run drew, once in all, as a plain call would).
+        Walked once per code the transform runs; a generator passed as an argument is
+        looked for at each call."""
         if self.mode != "auto" or self.use_tape:
             return None
         token = None if self.code is None else self.code.token
         made = self._kept
         if made is None or made[0] is not token:
-            made = self._kept = (token, KeptStates(self.f))
-        return made[1].with_arguments((*args, *kwargs.values()))
+            made = self._kept = (token, KeptStates(self.f), random_sources(self.f))
+        values = (*args, *kwargs.values())
+        kept = made[1].with_arguments(values)
+        sources = made[2] + [v for v in values if isinstance(v, RANDOM_GENERATORS)]
+        return StatesAndDraws(kept, self.f, sources=sources) if sources else kept
 
     def _call_engine(self, args, kwargs):
         if self.binds:  # read at each call: a partial's keywords may have changed

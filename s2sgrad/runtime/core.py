@@ -755,7 +755,7 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
         }
         if kwargs:  # kw_block(x, scale=3.0): the jvp takes primals by position, or it
             # would run with the default scale (a silently wrong tangent)
-            args = _in_position(self.function, args, kwargs)
+            args = primals_in_position(self.function, args, kwargs)
         names = list(self.tangent_names)
         tangents = tuple(
             tangents_by_name.get(names[self.positions.index(i)]) if i in self.positions else None
@@ -768,9 +768,14 @@ class custom_jvp_call:  # noqa: N801  (reads as a function in generated code)
         return f"custom_jvp_call({self.function.__qualname__}, {self.positions})"
 
 
-def _in_position(function: Any, args: tuple, kwargs: dict) -> tuple:
+def primals_in_position(function: Any, args: tuple, kwargs: dict) -> tuple:
     """``function``'s arguments ``args`` and ``kwargs`` as one tuple in parameter order;
-    a keyword-only one, which a ``jvp(primals, tangents)`` has no place for, is refused."""
+    a keyword-only one, which a ``jvp(primals, tangents)`` has no place for, is refused.
+
+    Example::
+
+        primals_in_position(lambda v, s=2.0: v * s, (x,), {"s": 3.0})  # (x, 3.0)
+    """
     try:
         bound = signature(function).bind(*args, **kwargs)
     except TypeError:

@@ -31,7 +31,12 @@ from s2sgrad.errors import (
 from s2sgrad.naming import library_name
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.pytrees import registered_node
-from s2sgrad.rules.registry import get_rule, per_argument, rule_function
+from s2sgrad.rules.registry import (
+    get_rule,
+    keywords_without_derivative,
+    per_argument,
+    rule_function,
+)
 from s2sgrad.running import running_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.callables import holds_values, plain_callable
@@ -43,6 +48,7 @@ from s2sgrad.runtime.core import (
     is_inexact,
     jvp_call,
     jvp_entry,
+    primals_in_position,
     vjp_call,
     zeros_like_value,
 )
@@ -332,6 +338,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
     # generated code adds what it returns (g = sg.stop_gradient; g(x) * x added None)
     every = tuple(range(len(args)))
     if rule is not None and rule.vjp is not None:
+        _refuse_keywords_without_derivative(function, rule, kwargs)
         value = function(*args, **kwargs)
         pullback = lambda g: per_argument(rule.vjp(g, value, *args, **kwargs), len(args))  # noqa: E731
         return value, _spread(pullback, every, args, tuple_result=True)
@@ -416,6 +423,7 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         "transformed) would read as a constant; use mode='tape' for the whole function"
     )
     _refuse_records_on_the_tape(target, full_args, positions)
+    _refuse_lazy_calls_on_the_tape(target, name)
     try:
         value, pullback = hooks.tape_vjp(
             target, full_args, kwargs, positions, refuse_stored_state=refusal
@@ -447,6 +455,41 @@ def _dispatch(function: Any, args: tuple, kwargs: dict, tape: bool) -> tuple[Any
         return spread(g)[len(bound_self) :]
 
     return value, taped_pullback
+
+
+def _refuse_keywords_without_derivative(function: Any, rule: Any, kwargs: dict) -> None:
+    """Refuse a call resolved as the code runs (``fn(x, y, dtype=float)`` of an ``fn`` given
+    as an argument) with a keyword its rule does not take: the rule, called with it, raised
+    a TypeError from inside s2sgrad. The call written out is refused so when transforming."""
+    unknown = keywords_without_derivative(rule, kwargs)
+    if unknown:
+        name = library_name(function) or getattr(function, "__qualname__", repr(function))
+        raise NonDifferentiableError(
+            f"{_user_origin()}: {name} has no derivative with the keyword {unknown[0]}=; "
+            "compute it without that keyword (np.where(mask, x, 0) for a where= mask, say), "
+            "or wrap the value in s2sgrad.stop_gradient(...) if it needs none"
+        )
+
+
+def _refuse_lazy_calls_on_the_tape(target: Any, name: str) -> None:
+    """Refuse to tape, as one call, a generator function (or an ``async`` one) the generated
+    code calls: what it yields is computed only as it is read, after the call was recorded.
+    Mode "auto" tapes the whole function instead, where each value is recorded as it is
+    read (``sum(squares(x))`` of a ``def squares(v): yield from (e**2 for e in v)``)."""
+    function = getattr(target, "__func__", target)
+    if not (
+        inspect.isgeneratorfunction(function)
+        or inspect.iscoroutinefunction(function)
+        or inspect.isasyncgenfunction(function)
+    ):
+        return
+    error = UnsupportedError(
+        f"{_user_origin()}: {name} yields its values one at a time, computed only when they "
+        "are read, which the code generated here cannot follow; return them instead (a list, "
+        "or np.stack of them), or use mode='tape'"
+    )
+    error.whole_function_on_tape = True
+    raise error
 
 
 def _refuse_records_on_the_tape(target: Any, args: tuple, positions: tuple) -> None:
@@ -860,6 +903,10 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
     if rule is not None and rule.custom is not None:
         if rule.custom_jvp is None:
             raise no_forward_derivative(function)
+        if kwargs:  # sg.checkpoint(f)(x, s=3.0): the jvp takes primals by position only
+            # (given none, it would run with the default s, a silently wrong value)
+            args = primals_in_position(function, args, kwargs)
+            tangents = (*tangents, *(zeros_like_value(a) for a in args[len(tangents) :]))
         return rule.custom_jvp(args, tangents)
     if rule is not None and rule.jvp is not None:
         value = function(*args, **kwargs)
@@ -954,6 +1001,7 @@ def _dispatch_jvp_of(function, tangents, args, kwargs, tape: bool):
             "function"
         )
         _refuse_records_on_the_tape(target, full_args, positions)
+        _refuse_lazy_calls_on_the_tape(target, name)
         return tape_jvp(target, full_args, full_tangents, positions, kwargs, refusal)
     _refuse_updated_arguments(target, generated, full_args, kwargs, arrays_only=True)
     keywords = {generated.tangent_names[names[i]]: full_tangents[i] for i in positions}
@@ -997,6 +1045,9 @@ def _forward_over_dispatch(dispatcher, tangents, args, kwargs, tape: bool):
     else:
         function, *inner_args = args
         inner_tangents = tangents[1:]
+        rule = get_rule(function)
+        if rule is not None and rule.custom is None and rule.vjp is not None:
+            _refuse_keywords_without_derivative(function, rule, kwargs)  # as _dispatch does
     made = _pullback_with_tangent(function, tuple(inner_args), tuple(inner_tangents), kwargs, tape)
     if made is None:
         raise _no_derivative_over_dispatch("forward mode (jvp, hvp, hessian) over the gradient")

@@ -41,6 +41,7 @@ from s2sgrad.runtime.kept_states import (
 
 __all__ = [
     "DrawsAtStart",
+    "RANDOM_GENERATORS",
     "SameDraws",
     "StatesAndDraws",
     "changed_on_recomputing",
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+RANDOM_GENERATORS = _GENERATORS  # a generator among a call's arguments (api's fallback)
 _SCALARS = (float, int, bool, np.float64, np.float32, np.int64, np.bool_)
 _SAMPLES = 8  # elements compared per array: new random numbers change nearly all of them
 
@@ -170,9 +172,11 @@ class StatesAndDraws:
 
     __slots__ = ("kept", "sources")
 
-    def __init__(self, kept: KeptStates, function: Any, values: Iterable = ()):
-        self.kept = kept
-        self.sources = random_sources(function, tuple(values))
+    def __init__(
+        self, kept: KeptStates, function: Any, values: Iterable = (), sources: list | None = None
+    ):
+        self.kept = kept  # sources: the generators, when the caller has found them already
+        self.sources = random_sources(function, tuple(values)) if sources is None else sources
 
     def note(self) -> list:
         return [self.kept.note(), random_states(self.sources) if self.sources else []]

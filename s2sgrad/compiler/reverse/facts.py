@@ -283,6 +283,9 @@ def maybe_structured(
             continue
         elif _structured_value(statement, result, arrays, operations):  # no name it reads
             found.add(target.id)
+        if kind is gast.Call and type(value.func) is gast.Name and value.func.id in parameters:
+            found.add(value.func.id)  # a differentiated argument called: a function (from a
+            # list the caller differentiates), whose cotangent is None, which + cannot add
         if kind is gast.Call or kind is gast.Attribute:
             held = _parameter_holding(statement, parameters, operations, slices)
             if held is not None:  # the caller may pass a list or a named tuple, which

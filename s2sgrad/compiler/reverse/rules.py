@@ -222,9 +222,10 @@ class RuleAdjoints:
         and only where the buffer is known to be private: then each iteration costs the
         size of ``x[i]``, not of ``x``.
         """
-        if operation.primitive is not operator.getitem:
-            return None
-        base, index = statement.value.value, statement.value.slice
+        read = statement.value
+        if operation.primitive is not operator.getitem or type(read) is not gast.Subscript:
+            return None  # (operator.getitem(x, i) spelled as a call goes the general way)
+        base, index = read.value, read.slice
         if not isinstance(base, gast.Name) or not self.active(base.id):
             return None
         name = self.cotangents.adjoint(base.id)

@@ -16,6 +16,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,7 +88,52 @@ def _describe(value: Any):
     node = registered_node(value)  # a dataclass, a registered class: its arrays' shapes too
     if node is not None:
         return (type(value), tuple(_describe(child) for child in node[0]))
-    return type(value)
+    kind = type(value)
+    if kind is types.FunctionType:  # fn(x) of a function given: the shape of its result is
+        return (kind, value.__code__)  # its code's (a lambda made anew each call: one code)
+    if kind in _LIBRARY_FUNCTIONS:  # np.sort or np.linalg.norm, np.sin or np.add: by identity
+        return (kind, value)
+    if kind is types.MethodType:  # model.loss given: its function's and its object's
+        return (kind, _describe(value.__func__), _describe(value.__self__))
+    if kind is functools.partial:  # partial(np.sum, axis=0): its function's and arguments'
+        keywords = tuple((k, _describe(v)) for k, v in value.keywords.items())
+        return (kind, _describe(value.func), tuple(map(_describe, value.args)), keywords)
+    arrays = _array_attributes(value, 3)
+    return (kind, arrays) if arrays else kind
+
+
+def _array_attributes(value: Any, depth: int) -> tuple:
+    """The shapes and dtypes of the arrays an object holds as attributes, in lists, tuples
+    and dicts of arrays there, and in the objects it holds (``depth`` deep): a layer's code
+    computes with shapes that follow them. Numbers are left out: a counter the object
+    keeps would make each call a new signature."""
+    attributes = getattr(value, "__dict__", None)
+    if depth == 0 or type(attributes) is not dict or isinstance(value, _NOT_OBJECTS):
+        return ()
+    found: list[tuple] = []
+    for name, item in attributes.items():
+        kind = type(item)
+        if kind is np.ndarray:
+            found.append((name, item.shape, item.dtype))
+        elif kind is list or kind is tuple or kind is dict:
+            items = item.values() if kind is dict else item
+            if len(item) <= 64 and all(type(a) is np.ndarray for a in items):
+                found.append((name, tuple((a.shape, a.dtype) for a in items)))
+            elif len(item) <= 64 and kind is not dict:
+                inner = tuple(_array_attributes(a, depth - 1) for a in item)
+                if any(inner):
+                    found.append((name, inner))
+        else:
+            inner = _array_attributes(item, depth - 1)
+            if inner:
+                found.append((name, inner))
+    return tuple(found)
+
+
+_NOT_OBJECTS = (type, types.ModuleType, types.FunctionType, types.MethodType, functools.partial)
+
+
+_LIBRARY_FUNCTIONS = frozenset((type(np.sort), np.ufunc, types.BuiltinFunctionType))
 
 
 _NDARRAY = np.ndarray
