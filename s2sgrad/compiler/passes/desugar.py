@@ -88,6 +88,7 @@ def desugar(
     locate=lambda node: "<source>",
     resolve=None,
     kinds: set[type] | None = None,
+    nodes: list[gast.AST] | None = None,
 ) -> dict[str, Any]:
     """Desugar ``node``'s body in place. Returns the names the new code calls helpers by,
     each with the object to bind it to: ``refuse_if_array`` (the run-time check of ``x op=
@@ -100,7 +101,7 @@ def desugar(
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
 
     ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when the caller
-    knows them.
+    knows them; ``nodes``: that walk, when the caller has it too.
     """
     straightened: dict[str, Any] = {}
     if kinds is None or gast.Try in kinds or gast.With in kinds:  # the path raising nothing
@@ -111,7 +112,7 @@ def desugar(
     ):
         kinds = None  # nodes of new classes
     # each pass below asks the summary first and runs only where its construct is there
-    summary = _Summary(node)
+    summary = _Summary(node, nodes if kinds is not None else None)
     if summary.now.rebound and rename_rebound_names(node, names):
         summary.changed()
     # no pass here writes a chained comparison: one not in the function now is in none
@@ -157,8 +158,12 @@ def desugar(
         split = split_tuple_item_writes(node.body, names, locate)
         bindings.update(split)
         summary.changed()
-    views_checked = write_back_views(node, names, locate, _also_resolving(split, resolve))
-    summary.changed()  # it may write views back: ``t[0] = v``
+    rewritten: list[str] = []  # the views written back (t[0] = v), if any
+    views_checked = write_back_views(
+        node, names, locate, _also_resolving(split, resolve), rewritten
+    )
+    if rewritten:
+        summary.changed()
     shared = {}
     if gast.AugAssign in summary.now.kinds or summary.now.subscript_stores:  # x op= v, x[i] = v
         shared = shared_in_place_updates(
@@ -202,9 +207,9 @@ class _Summary:
     """The summary of the function as it is now, made anew when asked after a pass that
     may have changed the tree (:meth:`changed`)."""
 
-    def __init__(self, node: gast.FunctionDef) -> None:
-        self.node = node
-        self.made: FunctionSummary | None = None
+    def __init__(self, node: gast.FunctionDef, nodes: list[gast.AST] | None = None) -> None:
+        self.node = node  # ``nodes``: its walk, when the caller has it
+        self.made = FunctionSummary.of(node, nodes) if nodes is not None else None
 
     @property
     def now(self) -> FunctionSummary:
