@@ -95,6 +95,8 @@ def _plain_facts(node):
 
     nodes = walk(node)
     stored = [n.id for n in nodes if type(n) is gast.Name and type(n.ctx) is gast.Store]
+    definitions = (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)
+    stored += [n.name for n in nodes if type(n) in definitions]  # a def binds its name
     return {
         "kinds": frozenset(type(n) for n in nodes),
         "names": frozenset(n.id for n in nodes if type(n) is gast.Name),
@@ -128,6 +130,8 @@ def test_the_summary_answers_as_a_plain_walk():
         "def f(a):\n    b, a[1] = a, 2\n    return b\n",
         "def f(a):\n    a.append(1)\n    return a\n",
         "def f(a):\n    def g():\n        a = 2\n    a = 1\n    return a\n",
+        "def f(a):\n    def g():\n        return 2\n    g = 3\n    return a * g\n",
+        "def f(a):\n    class C:\n        pass\n    return a\n",
     ]
     for source in sources:
         node = _definition(source)
@@ -177,6 +181,27 @@ def test_passes_whose_construct_is_absent_do_not_run(tmp_path, monkeypatch):
     x, c = rng.uniform(-1.0, 1.0, size=(2, 3)), rng.uniform(-0.5, 0.5, size=(3,))
     assert_close(sg.grad(f, mode="s2s")(x, c), numeric_grad(f, (x, c), 0), rtol=1e-5)
     assert called == []
+
+
+_DEF_REBOUND = """
+def def_rebound(x):
+    def g(z):
+        return z * 2.0
+    y = g(x)
+    g = np.sin
+    return np.sum(g(y) * x)
+"""
+
+
+def test_a_def_bound_again_by_an_assignment_is_renamed(tmp_path, monkeypatch):
+    # the def binds g as an assignment does: the second binding is a rebinding
+    from s2sgrad.compiler.passes import desugar
+
+    called = _counted_passes(monkeypatch, desugar, ("rename_rebound_names",))
+    f = _load(tmp_path, "def_rebound", _DEF_REBOUND)
+    x = np.random.default_rng(1505).uniform(-1.0, 1.0, size=4)
+    assert_close(sg.grad(f, mode="auto")(x), numeric_grad(f, (x,), 0), rtol=1e-5)
+    assert called
 
 
 _FEATURES = """

@@ -25,7 +25,7 @@ from operator import is_
 
 import gast
 
-from s2sgrad.compiler.node_kinds import kinds_of, of_kind
+from s2sgrad.compiler.node_kinds import kinds_of, of_kind, of_kinds
 from s2sgrad.compiler.syntax import walk
 
 __all__ = ["FunctionSummary"]
@@ -36,6 +36,11 @@ _CONTEXT = operator.attrgetter("ctx")
 _FUNC = operator.attrgetter("func")
 _ARG = operator.attrgetter("arg")
 _VALUE = operator.attrgetter("value")
+_DEFINITIONS = frozenset({gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef})
+
+
+def _defines(kinds: set[type]) -> bool:
+    return not _DEFINITIONS.isdisjoint(kinds)
 
 
 @dataclass(frozen=True)
@@ -45,8 +50,9 @@ class FunctionSummary:
     ``kinds``: the classes of its nodes; ``names``: the ids of its ``Name`` nodes (any
     context); ``attributes``: the ``attr`` of its ``Attribute`` nodes; ``called_names``:
     the names called directly (``f(...)``); ``keywords``: the names of the keyword
-    arguments passed (None for ``**kwargs``); ``rebound``: whether some name is stored by
-    two ``Name`` nodes (a name bound twice); ``subscript_stores``: whether an item is
+    arguments passed (None for ``**kwargs``); ``rebound``: whether some name is bound
+    twice (stored by two ``Name`` nodes, or a ``def`` or ``class`` name among them, the
+    function's own name included); ``subscript_stores``: whether an item is
     written (``a[i] = v``, ``a[i] += v``, ``a[i], b = ...``); ``call_statements``: whether a
     statement is a call alone (``np.add.at(t, i, v)``, ``items.append(v)``).
     """
@@ -75,6 +81,8 @@ class FunctionSummary:
         name_nodes = list(of_kind(nodes, gast.Name))
         contexts = map(type, map(_CONTEXT, name_nodes))
         stored = list(map(_ID, compress(name_nodes, map(partial(is_, gast.Store), contexts))))
+        # a def or class binds its name too (``syntax.names_written`` counts it)
+        stored += [d.name for d in of_kinds(nodes, _DEFINITIONS)] if _defines(kinds) else []
         attributes = frozenset(map(_ATTR, of_kind(nodes, gast.Attribute)))
         callees = list(map(_FUNC, of_kind(nodes, gast.Call)))
         named = compress(callees, map(partial(is_, gast.Name), map(type, callees)))
