@@ -359,7 +359,9 @@ def _build(request: Request) -> GeneratedFunction:
     # the classes of the nodes as parsed, while the steps above changed nothing
     kinds = parsed_kinds if as_parsed and not copied else None
     partials_only = kinds is not None and only_partials_to_rewrite(nodes, node, kinds)
-    local_names, assignments = _normal_form(request, parsed, node, names, kinds, partials_only)
+    local_names, assignments = _normal_form(
+        request, parsed, node, names, kinds, partials_only, nodes if kinds is not None else None
+    )
     namespace = Namespace(names)
     nodes = walk(node)  # shared by the analyses below while none changes the tree
     free_names = sorted((names_read_by_body(node, nodes) - local_names) | inlined)
@@ -462,25 +464,28 @@ def _normal_form(
     names,
     kinds: set[type] | None = None,
     partials_only: bool = False,
+    nodes: list[gast.AST] | None = None,
 ) -> tuple[set[str], AssignmentTable]:
     """Bring ``node`` to normal form in place (``passes/``); return its local names, and
     the table of its assignments the sequence searches share (``anf.AssignmentTable``).
     ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when known;
-    ``partials_only``: ``loops.only_partials_to_rewrite`` of them.
+    ``partials_only``: ``loops.only_partials_to_rewrite`` of them; ``nodes``: that walk.
 
     The passes may make the code call helpers of their own: those are bound in
     ``parsed.closure``, where the names the code reads are resolved.
     """
+    looked = kinds is None or not kinds.isdisjoint(_LOOPS)  # a checkpointed loop is a 'for'
     checkpointed = (
         rewrite_checkpointed_loops(node, parsed, names, request.kind, not request.dynamic)
-        if kinds is None or not kinds.isdisjoint(_LOOPS)  # a checkpointed loop is a 'for'
+        if looked
         else {}
     )
     # a loop left unmarked keeps a part of its marker only: no node of a new class
     kinds = None if checkpointed else kinds
     # the helpers desugared code calls (refuse_if_array, added_at, match's tests ...)
     parsed.closure.update(checkpointed)
-    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve, kinds))
+    nodes = None if looked or kinds is None else nodes  # the walk holds: nothing changed
+    parsed.closure.update(desugar(node, names, parsed.location, parsed.resolve, kinds, nodes))
     parsed.closure.update(name_stored_values(node, names, parsed.resolve, parsed.location))
     parameters = parameter_names(node)
 

@@ -32,6 +32,7 @@ import gast
 
 from s2sgrad import runtime
 from s2sgrad.compiler.block_walks import header_nodes
+from s2sgrad.compiler.function_summary import FunctionSummary
 from s2sgrad.compiler.node_kinds import kinds_of
 from s2sgrad.compiler.passes.aliases import (
     ListCopyRead,
@@ -57,7 +58,7 @@ from s2sgrad.compiler.passes.list_entries import index_list_loops
 from s2sgrad.compiler.passes.list_pops import indexed_pops
 from s2sgrad.compiler.passes.local_dicts import scalarize_local_dicts
 from s2sgrad.compiler.passes.names import NameGenerator
-from s2sgrad.compiler.passes.piecewise_calls import mentions_piecewise, piecewise_calls
+from s2sgrad.compiler.passes.piecewise_calls import piecewise_calls
 from s2sgrad.compiler.passes.rebound_names import rename_rebound_names
 from s2sgrad.compiler.passes.shallow_copies import EntryOfACopy
 from s2sgrad.compiler.passes.statement_forms import plain_statement_forms
@@ -87,6 +88,7 @@ def desugar(
     locate=lambda node: "<source>",
     resolve=None,
     kinds: set[type] | None = None,
+    nodes: list[gast.AST] | None = None,
 ) -> dict[str, Any]:
     """Desugar ``node``'s body in place. Returns the names the new code calls helpers by,
     each with the object to bind it to: ``refuse_if_array`` (the run-time check of ``x op=
@@ -99,7 +101,7 @@ def desugar(
         desugar(parse("def f(x):\\n    x += 1\\n    return x"))  # body: x = x + 1; return x
 
     ``kinds``: the classes of ``node``'s nodes (``kinds_of(walk(node))``), when the caller
-    knows them.
+    knows them; ``nodes``: that walk, when the caller has it too.
     """
     straightened: dict[str, Any] = {}
     if kinds is None or gast.Try in kinds or gast.With in kinds:  # the path raising nothing
@@ -109,40 +111,70 @@ def desugar(
         node, names
     ):
         kinds = None  # nodes of new classes
-    rename_rebound_names(node, names)
+    # each pass below asks the summary first and runs only where its construct is there
+    summary = _Summary(node, nodes if kinds is not None else None)
+    if summary.now.rebound and rename_rebound_names(node, names):
+        summary.changed()
     # no pass here writes a chained comparison: one not in the function now is in none
-    chained = _refuse_hidden_writes(node, locate, kinds)
-    if kinds is None or gast.keyword in kinds:
+    chained = _refuse_hidden_writes(node, locate, set(summary.now.kinds))
+    if gast.keyword in summary.now.kinds:
         keyword_dicts_as_literals(node, resolve)
-    scalarize_local_dicts(node, names)
-    bindings = desugar_matches(node, names, locate, resolve)
+        summary.changed()
+    if gast.Dict in summary.now.kinds:  # name = {...}
+        scalarize_local_dicts(node, names)
+        summary.changed()
+    bindings: dict[str, Any] = {}
+    if gast.Match in summary.now.kinds:
+        bindings = desugar_matches(node, names, locate, resolve)
+        summary.changed()
     added_at = None
-    if resolve is not None and has_call_statements(node.body):  # what the five rewrite
-        added_at = scatter_adds(node.body, names, resolve)
+    calls_alone = summary.now.call_statements or "out" in summary.now.keywords
+    if resolve is not None and calls_alone and has_call_statements(node.body):
+        added_at = scatter_adds(node.body, names, resolve)  # what the five rewrite
         diagonal_fills(node.body, names, resolve, bindings)
         along_axis_puts(node.body, names, resolve, bindings)
         put_writes(node.body, names, resolve, bindings)
         ufunc_at_writes(node.body, names, resolve, bindings)
         out_writes(node.body, resolve)
         method_writes(node.body, names, locate, resolve, bindings)
-    chained_item_writes(node.body, names, locate, bindings)
+        summary.changed()
+    if summary.now.subscript_stores:  # a[i][j] = v
+        chained_item_writes(node.body, names, locate, bindings)
+        summary.changed()
     pieces = {}  # np.piecewise as item writes: its helpers, known to the sharing check
-    if resolve is not None and mentions_piecewise(node):
+    if resolve is not None and summary.now.mentions("piecewise"):
         pieces = piecewise_calls(node.body, names, resolve)
         bindings.update(pieces)
-    index_list_loops(node, names, resolve)
-    bindings.update(indexed_pops(node, names))
+        summary.changed()
+    if gast.For in summary.now.kinds:
+        index_list_loops(node, names, resolve)
+        summary.changed()
+    if "pop" in summary.now.attributes:
+        bindings.update(indexed_pops(node, names))
+        summary.changed()
     # b[:3], b[3:] = b[3:], b[:3] and rows b[i], b[j] = b[j], b[i]: in Python's order
-    split = split_tuple_item_writes(node.body, names, locate)
-    bindings.update(split)
-    views_checked = write_back_views(node, names, locate, _also_resolving(split, resolve))
-    shared = shared_in_place_updates(
-        node, locate, _also_resolving({**split, **views_checked, **pieces}, resolve)
+    split: dict[str, Any] = {}
+    if summary.now.subscript_stores:
+        split = split_tuple_item_writes(node.body, names, locate)
+        bindings.update(split)
+        summary.changed()
+    rewritten: list[str] = []  # the views written back (t[0] = v), if any
+    views_checked = write_back_views(
+        node, names, locate, _also_resolving(split, resolve), rewritten
     )
-    mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
-    for message in shared_list_changes(node, locate, resolve).values():
-        raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
-    for statement in nested_statements(node.body):
+    if rewritten:
+        summary.changed()
+    shared = {}
+    if gast.AugAssign in summary.now.kinds or summary.now.subscript_stores:  # x op= v, x[i] = v
+        shared = shared_in_place_updates(
+            node, locate, _also_resolving({**split, **views_checked, **pieces}, resolve)
+        )
+    if shared:
+        mark_list_copies(node, shared)  # b += v, then a = b read: b may be a list, changed too
+    if summary.now.call_statements:  # b.append(v)
+        for message in shared_list_changes(node, locate, resolve).values():
+            raise UnsupportedError(message)  # the tape follows Python's lists: "auto" takes it
+    for statement in nested_statements(node.body) if shared else ():
         if isinstance(shared.get(id(statement)), EntryOfACopy):
             continue  # q[0] += v of a shallow copy: refused as it runs, for an array
         if id(statement) in shared and _is_item_update(statement):  # x[i] = v, x[i] += v
@@ -152,7 +184,8 @@ def desugar(
             error = UnsupportedError(shared[id(statement)])
             error.tape_cannot_either = IN_A_DERIVATIVE in shared[id(statement)]
             raise error
-    bindings.update(dict_entry_writes(node, names, resolve))  # after: no name shares them
+    if _may_make_dicts(summary.now, resolve):  # after: no name shares them
+        bindings.update(dict_entry_writes(node, names, resolve))
     # the name of the run-time check (runtime.refuse_if_array) for x op= v
     refusal = names.claim("refuse_if_array") if shared else None
     body = node.body
@@ -168,6 +201,34 @@ def desugar(
     if added_at is not None:
         helpers[added_at] = runtime.added_at
     return helpers
+
+
+class _Summary:
+    """The summary of the function as it is now, made anew when asked after a pass that
+    may have changed the tree (:meth:`changed`)."""
+
+    def __init__(self, node: gast.FunctionDef, nodes: list[gast.AST] | None = None) -> None:
+        self.node = node  # ``nodes``: its walk, when the caller has it
+        self.made = FunctionSummary.of(node, nodes) if nodes is not None else None
+
+    @property
+    def now(self) -> FunctionSummary:
+        if self.made is None:
+            self.made = FunctionSummary.of(self.node)
+        return self.made
+
+    def changed(self) -> None:
+        self.made = None
+
+
+def _may_make_dicts(summary: FunctionSummary, resolve) -> bool:
+    """Whether ``dict_entry_writes`` may find a dict made or copied here: a dict display or
+    comprehension, or a call of a name that is ``dict`` (without them it finds none)."""
+    if summary.has(gast.Dict, gast.DictComp):
+        return True
+    if resolve is None:
+        return "dict" in summary.called_names
+    return any(resolve(load(name)) is dict for name in summary.called_names)
 
 
 def _also_resolving(helpers: dict[str, Any], resolve):

@@ -53,7 +53,11 @@ __all__ = ["ndarray_check", "surely_an_array", "write_back_views"]
 
 
 def write_back_views(
-    function: gast.FunctionDef, names: NameGenerator, locate, resolve
+    function: gast.FunctionDef,
+    names: NameGenerator,
+    locate,
+    resolve,
+    rewritten: list[str] | None = None,
 ) -> dict[str, Any]:
     """Rewrite, in place, each family of views whose every in-place update can be followed
     (see the module docstring): after each update, the changed views are written back and
@@ -66,6 +70,8 @@ def write_back_views(
 
     Returns the names the new code calls helpers by, each with the object to bind it to
     (``refuse_unless_ndarray``, checking each family's array before a view is taken).
+    ``rewritten``, when given, gets the root of each family whose code was changed (the
+    tree is unchanged while it stays empty).
     """
     statements = list(nested_statements(function.body))
     # a closure may return a view; the code is changed only once views are found
@@ -134,6 +140,8 @@ def write_back_views(
                 if root in copied and len(bindings.get(root, ())) == 1:
                     _ask_the_callers_array(function, root, family, views, names, layouts)
                 _apply(plans, family, views, layout, checked, asked[0] if asked else "", layouts)
+                if rewritten is not None:
+                    rewritten.append(root)
     helpers: dict[str, Any] = {check[0]: runtime.refuse_unless_ndarray} if check else {}
     if rank_helper:
         helpers[rank_helper[0]] = np.ndim
