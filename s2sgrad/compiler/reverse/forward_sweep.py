@@ -314,8 +314,10 @@ class ForwardSweep:
         sweeps would take for a flag (:mod:`s2sgrad.runtime.answering_objects`)."""
         # a parameter may hold anything, a differentiated one too: a helper's derivative is
         # taken in every argument its caller passes (sg.hvp of f(*args), a starred call)
-        plain = self.context.numeric - self.parameters
-        names = checked_operands(statement.value, self.parsed.resolve, self.activity.varied, plain)
+        names = checked_operands(statement.value, self.parsed.resolve, self.activity.varied)
+        if names:  # the plain ones left out here, not by a set of them made per statement
+            numeric, parameters = self.context.numeric, self.parameters
+            names = [name for name in names if name not in numeric or name in parameters]
         if not names:
             return []
         check = call(self.context.helper("answered_plainly"), [load(n) for n in names])
