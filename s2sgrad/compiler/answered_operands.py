@@ -22,7 +22,7 @@ from typing import Any
 
 import gast
 
-__all__ = ["checked_operands", "Without"]
+__all__ = ["checked_operands"]
 
 # the calls whose answer is an object's own method, taken for an integer by the sweeps
 _ROUNDINGS = (builtins.round, math.floor, math.ceil, math.trunc)
@@ -41,25 +41,6 @@ def _operands(value: gast.expr, resolve: Callable[[gast.expr], Any]) -> list[gas
         if any(callee is rounding for rounding in _ROUNDINGS):
             return list(value.args[:1])
     return []
-
-
-class Without(Container[str]):
-    """The names of ``kept`` but those of ``dropped``, asked one at a time: ``kept -
-    dropped`` without making the set (the forward sweep asks it of every statement, and
-    most have no operand to ask about).
-
-    Example::
-
-        "x" in Without({"x", "y"}, {"y"})  # True
-    """
-
-    __slots__ = ("kept", "dropped")
-
-    def __init__(self, kept: Container[str], dropped: Container[str]) -> None:
-        self.kept, self.dropped = kept, dropped
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.kept and name not in self.dropped
 
 
 def checked_operands(

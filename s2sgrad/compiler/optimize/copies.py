@@ -47,8 +47,12 @@ def propagate_copies(optimizer, body, allowed=None):
         return list(body)
     positions = _copy_positions(facts)
     # a few copies ask about a few names: those are looked up, not every name indexed
-    few = sum(type(facts[p].statement.value) is gast.Name for p in positions) <= _FEW_COPIES
-    block = _IndexedBlock(body, cache, facts, lazy=few)
+    sources = [v.id for v in (facts[p].statement.value for p in positions) if type(v) is gast.Name]
+    if len(sources) <= _FEW_COPIES:
+        block = _IndexedBlock(body, cache, facts, lazy=True)
+    else:  # the names asked about: the copies', and the sources a copy may read then
+        copies = {facts[p].assigned for p in positions}
+        block = _IndexedBlock(body, cache, facts, asked=(copies, copies.union(sources)))
     writes = Counter(chain.from_iterable(map(attrgetter("writes"), block.facts)))
     statements = block.statements
     for index in positions:
@@ -259,13 +263,23 @@ class _IndexedBlock:
     name are found when first asked for (see :class:`_Positions`).
     """
 
-    def __init__(self, statements, cache: FactsCache, records: list, lazy: bool = False):
+    def __init__(
+        self,
+        statements,
+        cache: FactsCache,
+        records: list,
+        lazy: bool = False,
+        asked: tuple[set[str], set[str]] | None = None,
+    ):
         self.statements = list(statements)
         self.cache = cache
         self.facts = records  # each statement's record in ``cache``
         self.alive = [True] * len(self.statements)
-        self.readers = _Positions(records, "reads", lazy)
-        self.modifiers = _Positions(records, "modified", lazy)
+        # ``asked``: the names whose readers and modifiers are indexed at the start (others
+        # are looked up as with ``lazy``)
+        read, modified = asked if asked is not None else (None, None)
+        self.readers = _Positions(records, "reads", lazy, read)
+        self.modifiers = _Positions(records, "modified", lazy, modified)
         self._compounds: list[int] | None = None
 
     @property
@@ -337,13 +351,15 @@ class _Positions:
         readers.get("t")  # {3, 7}: records[3].reads and records[7].reads hold "t"
     """
 
-    def __init__(self, records: list, field: str, lazy: bool):
+    def __init__(self, records: list, field: str, lazy: bool, names: set[str] | None = None):
         self.records = records  # kept current by the owner: it replaces a record, then tells
         self.field = field
         self.known: dict[str, set[int]] = {}
         self.complete = False  # every name is in ``known``
         self.lookups = 0
-        if not lazy:
+        if names is not None:
+            self._index_names(names)
+        elif not lazy:
             self._index_all()
 
     def get(self, name: str, default=()):
@@ -373,6 +389,18 @@ class _Positions:
                 positions.add(position)
             elif self.complete:
                 known[name] = {position}
+
+    def _index_names(self, names: set[str]) -> None:
+        """Index ``names`` alone, in one pass: a record holding none of them (most) is
+        passed over by a test in C. Exact as a lookup of each: :meth:`changed` keeps every
+        indexed name's positions (an empty set included) current, and any other name is
+        looked up when asked for."""
+        known: dict[str, set[int]] = {name: set() for name in names}
+        for position, held in enumerate(map(attrgetter(self.field), self.records)):
+            if not held.isdisjoint(names):
+                for name in held.intersection(names):
+                    known[name].add(position)
+        self.known = known
 
     def _index_all(self) -> None:
         known: defaultdict[str, set[int]] = defaultdict(set)

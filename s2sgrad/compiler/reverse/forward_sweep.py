@@ -17,7 +17,7 @@ import gast
 import numpy as np
 
 from s2sgrad.compiler.annotations import CHANGED_AS_VISITED, RANGE_LOOP, annotation
-from s2sgrad.compiler.answered_operands import Without, checked_operands
+from s2sgrad.compiler.answered_operands import checked_operands
 from s2sgrad.compiler.array_method_receivers import called_on_a_constant, receiver_to_check
 from s2sgrad.compiler.effects import (
     is_not_at_run_time,
@@ -314,8 +314,10 @@ class ForwardSweep:
         sweeps would take for a flag (:mod:`s2sgrad.runtime.answering_objects`)."""
         # a parameter may hold anything, a differentiated one too: a helper's derivative is
         # taken in every argument its caller passes (sg.hvp of f(*args), a starred call)
-        plain = Without(self.context.numeric, self.parameters)  # not a set per statement
-        names = checked_operands(statement.value, self.parsed.resolve, self.activity.varied, plain)
+        names = checked_operands(statement.value, self.parsed.resolve, self.activity.varied)
+        if names:  # the plain ones left out here, not by a set of them made per statement
+            numeric, parameters = self.context.numeric, self.parameters
+            names = [name for name in names if name not in numeric or name in parameters]
         if not names:
             return []
         check = call(self.context.helper("answered_plainly"), [load(n) for n in names])
