@@ -51,7 +51,7 @@ __all__ = [
     "stores_while_checkpointed",
 ]
 
-_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, random.Random)
 _SCALARS = (float, int, bool, np.float64, np.float32, np.int64, np.bool_)
 _SAMPLES = 8  # elements compared per array: new random numbers change nearly all of them
 
@@ -99,6 +99,18 @@ def random_sources(function: Any, values: Iterable = (), every_global: bool = Fa
     return list(found.values())
 
 
+def _with_walked(sources: list, kept: KeptStates) -> list:
+    """``sources`` and the generators the functions ``kept`` walked name (a helper's
+    ``RNG.normal()``; NumPy's and Python's global ones where one of them says ``random``)."""
+    found = {id(source): source for source in sources}
+    if kept.names_random:
+        found.setdefault(id(GLOBAL), GLOBAL)
+        found.setdefault(id(random), random)
+    for generator in kept.generators.values():
+        found.setdefault(id(generator), generator)
+    return list(found.values())
+
+
 def _code_names(function: Any, free: list) -> set[str]:
     """The names the code of ``function`` (and of what it wraps) and of the Python
     functions among its free values use."""
@@ -131,8 +143,8 @@ class SameDraws:
     def __init__(self, function: Any, values: Iterable = ()):
         # a few runs, and nothing to compare them by: every generator that may be drawn from
         values = tuple(values)
-        self.sources = random_sources(function, values, every_global=True)
         self.kept = kept_states_of(function).with_arguments(values)  # dicts, counters, globals
+        self.sources = _with_walked(random_sources(function, values, True), self.kept)
         self.start: list | None = None
         self.after: list | None = None
 
@@ -172,7 +184,7 @@ class StatesAndDraws:
 
     def __init__(self, kept: KeptStates, function: Any, values: Iterable = ()):
         self.kept = kept
-        self.sources = random_sources(function, tuple(values))
+        self.sources = _with_walked(random_sources(function, tuple(values)), kept)
 
     def note(self) -> list:
         return [self.kept.note(), random_states(self.sources) if self.sources else []]
@@ -253,6 +265,8 @@ def set_random_states(sources: list, states: list) -> None:
             source.bit_generator.state = state
         elif isinstance(source, np.random.RandomState):
             source.set_state(state)
+        elif isinstance(source, random.Random):
+            source.setstate(state)
         else:
             source.state = state
 
@@ -342,6 +356,8 @@ def _state_of(source: Any) -> Any:
         return source.bit_generator.state
     if isinstance(source, np.random.RandomState):
         return source.get_state()
+    if isinstance(source, random.Random):
+        return source.getstate()
     return source.state
 
 
