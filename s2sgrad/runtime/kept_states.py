@@ -47,7 +47,9 @@ __all__ = [
     "held_by_arguments",
     "helper_functions",
     "kept_states_of",
+    "line_naming",
     "own_function",
+    "walked_functions",
     "wrapped_chain",
 ]
 
@@ -406,6 +408,17 @@ def _module_level(function: Any) -> bool:
 # how far the walk follows helpers: the function, its helpers and theirs (sg.hessian(lambda
 # x: np.sum(f(x))) reaches f's helpers' counters and generators)
 _DEPTH = 3
+
+
+def walked_functions(function: Any) -> list[types.FunctionType]:
+    """The user's functions ``function`` runs and those it names, ``_DEPTH`` levels down
+    (what :class:`KeptStates` walks).
+
+    Example::
+
+        walked_functions(lambda x: np.sum(f(x)))  # [<lambda>, f, f's helpers...]
+    """
+    return list(_functions((function,)))
 
 
 def _functions(roots: tuple) -> Iterable[types.FunctionType]:
@@ -833,7 +846,7 @@ def advanced_iterator(iterator: Any, function: Any, reached: str) -> Unsupported
     kind = type(iterator).__qualname__
     named = f"{reached} (a {kind})" if reached else f"a {kind}"
     code = getattr(function, "__code__", None)
-    place = "" if code is None else f"{where(code.co_filename, _line_naming(code, reached))}: "
+    place = "" if code is None else f"{where(code.co_filename, line_naming(code, reached))}: "
     return UnsupportedError(
         f"{place}{named} is an iterator the function advances, and s2sgrad runs the function "
         "more than once for one answer (a forward-mode Jacobian's columns or a Hessian's, "
@@ -844,9 +857,14 @@ def advanced_iterator(iterator: Any, function: Any, reached: str) -> Unsupported
     )
 
 
-def _line_naming(code: types.CodeType, name: str) -> int:
-    """The first line of ``code`` (its nested functions' too) that reads ``name``, else its
-    first line."""
+def line_naming(code: types.CodeType, name: str) -> int:
+    """The first line of ``code`` (its nested functions' too) that reads ``name`` (a
+    global, a closure variable, a local, an attribute), else its first line.
+
+    Example::
+
+        line_naming(loss.__code__, "ITEMS")  # the line of next(ITEMS)
+    """
     for instruction in dis.get_instructions(code):
         if instruction.argval == name and instruction.opname.startswith("LOAD"):
             positions = getattr(instruction, "positions", None)
@@ -856,7 +874,7 @@ def _line_naming(code: types.CodeType, name: str) -> int:
         if isinstance(constant, types.CodeType) and name in code_names(constant) | set(
             constant.co_freevars
         ):
-            return _line_naming(constant, name)
+            return line_naming(constant, name)
     return code.co_firstlineno
 
 
