@@ -105,6 +105,13 @@ class KeptStates:
                     self.arrays.setdefault(id(value), value)
                 elif "attribute" in stores and _user_class(value):  # K.n += 1
                     self.classes.setdefault(id(value), value)
+                if _user_class(value):  # Registry.entries.setdefault(k, []).append(v)
+                    held = [
+                        v
+                        for k, v in vars(value).items()
+                        if type(v) in (dict, list) and not k.startswith("__")
+                    ]
+                    self.containers.update(held_by_arguments(held, self.containers))
             if "attribute" in stores:  # f.calls = f.calls + 1
                 self.containers.setdefault(id(vars(each)), vars(each))
             # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
@@ -202,10 +209,12 @@ class KeptStates:
             (list(c) if type(c) is list else dict(c)) if len(c) <= _LARGEST else _Mark(c)
             for c in self.containers.values()
         ]
-        made = _made_since(self.containers, held)  # CACHE.setdefault(k, []) in an earlier run
-        if made:
+        made, iterators = _made_since(self.containers, held, self.iterators)
+        if made:  # CACHE.setdefault(k, []) in an earlier run
             self.containers.update(made)
             held += [list(c) if type(c) is list else dict(c) for c in made.values()]
+        if iterators:  # ITEMS["it"] = iter(data) since the walk
+            self.iterators = {**self.iterators, **iterators}
         globals_ = [
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
@@ -878,11 +887,13 @@ def line_naming(code: types.CodeType, name: str) -> int:
     return code.co_firstlineno
 
 
-def _made_since(containers: dict, held: list) -> dict[int, Any]:
+def _made_since(containers: dict, held: list, iterators: dict) -> tuple[dict, dict]:
     """The lists, dicts and plain objects' attributes that the copies ``held`` of the
     ``containers`` kept hold and that are not kept yet (made by a run since the walk:
-    ``CACHE.setdefault(key, [])``), with what they hold in turn."""
+    ``CACHE.setdefault(key, [])``), with what they hold in turn; and the iterators they
+    hold that are not among ``iterators`` (``ITEMS["it"] = iter(data)``)."""
     new = []
+    found: dict[int, tuple[Any, Any, str]] = {}
     for copy in held:
         if type(copy) is _Mark:
             continue
@@ -892,6 +903,13 @@ def _made_since(containers: dict, held: list) -> dict[int, Any]:
             if type(value) in (dict, list):
                 if id(value) not in containers:
                     new.append(value)
-            elif _plain_object(value) and id(vars(value)) not in containers:
-                new.append(value)
-    return held_by_arguments(new, containers) if new else {}
+            elif _plain_object(value):
+                if id(vars(value)) not in containers:
+                    new.append(value)
+            elif id(value) not in iterators and _is_iterator(value):
+                found[id(value)] = (value, None, "an entry or attribute")
+    made = held_by_arguments(new, containers) if new else {}
+    if made:  # (what the new containers hold, for the iterators among it)
+        more = [(c if type(c) is list else dict(c)) for c in made.values() if len(c) <= _LARGEST]
+        found.update(_made_since({**containers, **made}, more, {**iterators, **found})[1])
+    return made, found

@@ -147,14 +147,24 @@ class SameDraws:
         self.sources = _with_walked(random_sources(function, values, True), self.kept)
         self.start: list | None = None
         self.after: list | None = None
+        self.again = False  # the run before failed: the next is the first again
 
     def begin(self) -> None:
         if self.start is None:
             self.start = [random_states(self.sources), self.kept.note()]
             return
-        if self.after is None:
+        if self.again:
+            self.again = False
+        elif self.after is None:
             self.after = [random_states(self.sources), self.kept.note()]
         self._set(self.start)
+
+    def failed(self) -> None:
+        """A run failed part way (a batched run the code could not take): the next run
+        starts from the first's state as the first run, and its end is the one kept
+        (noted after a failed run, the state at the end was the part the failed run
+        changed)."""
+        self.after, self.again = None, True
 
     def end(self) -> None:
         if self.after is not None:

@@ -1,0 +1,159 @@
+"""What one call of a transform leaves in the state a function keeps, and what each run
+repeated for one answer sees, where the state is reached a less direct way: an iterator a
+dict or an object holds and that the caller replaces between calls, a dict a class holds,
+a batched run of a forward-mode Jacobian that fails part way, a helper's object under the
+Hessian of a lambda on the tape, a module cache keyed by shape. The reference is the plain
+program: the derivative of one call from the state the call starts from, and the state
+one plain call leaves."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from oracle import assert_close, numeric_grad
+
+import s2sgrad as sg
+
+DATA = [1.5, 0.5, 2.0, -1.0, 0.75, 1.25]
+ITEMS = {"it": iter(DATA)}
+
+
+class Holder:
+    pass
+
+
+HOLDER = Holder()
+HOLDER.it = iter(DATA)
+
+
+def scaled_by_dict_entry(x):
+    return np.sum(next(ITEMS["it"]) * np.sin(x) * x)
+
+
+def scaled_by_attribute(x):
+    return np.sum(next(HOLDER.it) * np.sin(x) * x)
+
+
+def _plain(s):
+    return lambda x: np.sum(s * np.sin(x) * x)
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+@pytest.mark.parametrize("f", [scaled_by_dict_entry, scaled_by_attribute])
+def test_an_iterator_replaced_between_calls_is_set_back_for_each_column(f, mode):
+    x = np.random.default_rng(51).normal(size=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for start in (0, 2):  # the caller starts the data again (a new epoch)
+            ITEMS["it"], HOLDER.it = iter(DATA[start:]), iter(DATA[start:])
+            found = sg.jacfwd(f, mode=mode)(x)
+            assert_close(found, numeric_grad(_plain(DATA[start]), [x], 0))
+            mapped = sg.vmap(f)(np.stack([x, -x]))
+            assert_close(mapped, np.array([_plain(DATA[start + 1])(t) for t in (x, -x)]))
+            assert f(x) == pytest.approx(_plain(DATA[start + 2])(x))  # one item per call
+
+
+class Registry:
+    entries: dict = {}
+
+
+def counted_in_a_class(x):
+    Registry.entries.setdefault("calls", []).append(1)
+    return np.sum(len(Registry.entries["calls"]) * np.sin(x))
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_a_dict_a_class_holds_counts_one_call_per_jacobian(mode):
+    x = np.random.default_rng(52).normal(size=3)
+    Registry.entries.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            found = sg.jacfwd(counted_in_a_class, mode=mode)(x)
+            assert_close(found, call * np.cos(x))
+            assert_close(
+                sg.hessian(counted_in_a_class, mode=mode)(x), np.diag(-(call + 1) * np.sin(x))
+            )
+            Registry.entries["calls"].pop()  # the Hessian's call: counted once
+    assert Registry.entries == {"calls": [1, 1]}
+
+
+class Layer:
+    def __init__(self) -> None:
+        self.history: list = []
+
+    def __call__(self, x):
+        self.history.append(len(self.history))
+        return np.sum(np.sin(x) * len(self.history))
+
+
+def test_a_failed_batched_run_leaves_the_state_of_one_call():
+    """The forward-mode Jacobian tries the columns batched, which the layer's code cannot
+    take, then runs them one at a time: the call leaves the history of one call (it left
+    the state the failed batched run left, the history before the call)."""
+    x = np.random.default_rng(53).normal(size=3)
+    layer = Layer()
+
+    def loss(t):
+        return layer(t)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            found = sg.jacfwd(loss, mode="s2s")(x)
+            assert_close(found, call * np.cos(x))
+            assert layer.history == list(range(call))
+
+
+class RunningMean:
+    def __init__(self) -> None:
+        self.mean = np.zeros(3)
+
+    def __call__(self, x):
+        self.mean = 0.9 * self.mean + 0.1 * x
+        return np.sum(np.tanh(x - 0.5 * self.mean))
+
+
+NORM = RunningMean()
+
+
+def normalised(x):
+    return NORM(x)
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_a_hessian_of_a_lambda_leaves_plain_arrays_on_a_helpers_object(mode):
+    x = np.random.default_rng(54).normal(size=3)
+    NORM.__init__()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = sg.hessian(lambda t: normalised(t) * 1.0, mode=mode)(x)
+    assert type(NORM.mean) is np.ndarray  # (it held the tape's value)
+    assert_close(NORM.mean, 0.1 * x)
+    u = 0.95 * x  # x - 0.5 * (0.1 * x)
+    assert_close(found, np.diag(-2.0 * 0.95**2 * np.tanh(u) * (1.0 - np.tanh(u) ** 2)))
+
+
+CACHE: dict = {}
+
+
+def counted_by_shape(x):
+    key = x.shape
+    if key not in CACHE:
+        CACHE[key] = 0
+    CACHE[key] = CACHE[key] + 1
+    return np.sum(CACHE[key] * np.cos(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "auto", "tape"])
+def test_a_module_cache_keyed_by_shape_counts_its_first_entry(mode):
+    x = np.random.default_rng(55).normal(size=4)
+    CACHE.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            found = sg.grad(counted_by_shape, mode=mode)(x)
+            assert_close(found, -call * np.sin(x))
+            assert {(4,): call} == CACHE
