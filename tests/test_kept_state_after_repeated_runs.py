@@ -157,3 +157,59 @@ def test_a_module_cache_keyed_by_shape_counts_its_first_entry(mode):
             found = sg.grad(counted_by_shape, mode=mode)(x)
             assert_close(found, -call * np.sin(x))
             assert {(4,): call} == CACHE
+
+
+class CallCounter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def loss(self, x):
+        self.n += 1
+        return np.sum(self.n * np.sin(x))
+
+
+COUNTER = CallCounter()
+counted_loss = COUNTER.loss
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_a_bound_method_a_lambda_names_counts_one_call_per_hessian(mode):
+    x = np.random.default_rng(56).normal(size=3)
+    COUNTER.n = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            found = sg.hessian(lambda t: counted_loss(t) * 1.0, mode=mode)(x)
+            assert_close(found, np.diag(-call * np.sin(x)))
+            assert COUNTER.n == call
+
+
+class Averaged:
+    def __init__(self) -> None:
+        self.mean = np.zeros(3)
+
+    def __call__(self, x):
+        self.mean = 0.5 * self.mean + 0.5 * x
+        return np.sum(np.sin(x) * 2.0)
+
+
+AVERAGED = Averaged()
+
+
+def averaged(x):
+    return AVERAGED(x)
+
+
+def test_vmap_leaves_no_batched_value_in_the_state():
+    """The batched run stored a batch of means on the object, left there: the next plain
+    call failed inside s2sgrad (a batched value's float()). One example at a time, each
+    run stores a plain array (the last example's is left)."""
+    xs = np.random.default_rng(57).normal(size=(4, 3))
+    AVERAGED.__init__()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in (1, 2):
+            assert_close(sg.vmap(averaged)(xs), np.sum(np.sin(xs) * 2.0, axis=1))
+            assert type(AVERAGED.mean) is np.ndarray
+            AVERAGED.mean = np.zeros(3)
+    assert_close(AVERAGED(xs[0]), np.sum(np.sin(xs[0]) * 2.0))

@@ -115,7 +115,9 @@ class KeptStates:
             if "attribute" in stores:  # f.calls = f.calls + 1
                 self.containers.setdefault(id(vars(each)), vars(each))
             # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
-            self.containers.update(held_by_arguments(free, self.containers))
+            # (and the objects of the bound methods among them: f = counter.loss)
+            bound = tuple(v.__self__ for v in free if isinstance(v, types.MethodType))
+            self.containers.update(held_by_arguments((*free, *bound), self.containers))
             names = _written_globals(each.__code__)
             if names:
                 self.written.append((each.__globals__, names))
