@@ -213,3 +213,56 @@ def test_vmap_leaves_no_batched_value_in_the_state():
             assert type(AVERAGED.mean) is np.ndarray
             AVERAGED.mean = np.zeros(3)
     assert_close(AVERAGED(xs[0]), np.sum(np.sin(xs[0]) * 2.0))
+
+
+class Accumulator:
+    def __init__(self) -> None:
+        self.total = np.zeros(3)
+
+    def add(self, v):
+        self.total += v  # in place, on the object's own array
+        return self.total
+
+
+ACCUMULATOR = Accumulator()
+
+
+def accumulated(x):
+    return np.sum(ACCUMULATOR.add(np.ones(3)) * np.sin(x))
+
+
+class CountedByClass:
+    n = 0
+
+    def __call__(self, x):
+        type(self).n += 1
+        return np.sum(type(self).n * np.sin(x))
+
+
+COUNTED_BY_CLASS = CountedByClass()
+
+
+def counted_by_class(x):
+    return COUNTED_BY_CLASS(x)
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_an_array_written_in_place_on_an_object_counts_one_call_per_jacobian(mode):
+    x = np.random.default_rng(58).normal(size=3)
+    ACCUMULATOR.__init__()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            assert_close(sg.jacfwd(accumulated, mode=mode)(x), call * np.cos(x))
+            assert_close(ACCUMULATOR.total, np.full(3, float(call)))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape", "auto"])
+def test_a_class_attribute_set_through_type_counts_one_call_per_jacobian(mode):
+    x = np.random.default_rng(59).normal(size=3)
+    CountedByClass.n = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            assert_close(sg.jacfwd(counted_by_class, mode=mode)(x), call * np.cos(x))
+            assert CountedByClass.n == call

@@ -81,7 +81,12 @@ class KeptStates:
         self.iterators: dict[int, tuple[Any, Any, str]] = {}
         self.generators: dict[int, Any] = {}  # random generators its functions name
         self.names_random = False  # whether a function walked names ``random`` (np.random)
-        for receiver in _receivers(function):  # a model counting its own calls
+        self.in_place = False  # whether a function walked writes into arrays it reaches
+        self.given: frozenset[int] = frozenset()  # the containers a call's arguments hold
+        sets_attributes = False
+        objects: list = []  # the plain objects among the free values
+        receivers = tuple(_receivers(function))
+        for receiver in receivers:  # a model counting its own calls
             self.containers.setdefault(id(vars(receiver)), vars(receiver))
             _note_iterators(self.iterators, vars(receiver).items(), own_function(function))
         also = tuple(also)
@@ -95,9 +100,11 @@ class KeptStates:
             found.update((n, namespace.get(n, _ABSENT)) for n in _global_names(each.__code__))
             stores = _stores_of(each.__code__)
             writes_arrays = not _ARRAY_WRITES.isdisjoint(stores)
+            self.in_place = self.in_place or writes_arrays or _updates_in_place(each.__code__)
             defaults = (*(each.__defaults__ or ()), *(each.__kwdefaults__ or {}).values())
             free = (*free_values_of(each), *defaults)  # (def f(x, box=box))
             _note_iterators(self.iterators, _named_free_values(each), each)
+            objects.extend(v for v in free if _plain_object(v))
             _note_generators(self.generators, free)
             self.names_random = self.names_random or "random" in code_names(each.__code__)
             for value in free:
@@ -114,6 +121,7 @@ class KeptStates:
                     self.containers.update(held_by_arguments(held, self.containers))
             if "attribute" in stores:  # f.calls = f.calls + 1
                 self.containers.setdefault(id(vars(each)), vars(each))
+                sets_attributes = True
             # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
             # (and the objects of the bound methods among them: f = counter.loss)
             bound = tuple(v.__self__ for v in free if isinstance(v, types.MethodType))
@@ -129,6 +137,10 @@ class KeptStates:
                 self.writes |= _stores_of(each.__code__)
         for namespace, found in read.values():
             self.read.append((namespace.get, tuple(found), tuple(found.values())))
+        if sets_attributes:  # type(self).n += 1: the classes of the objects it reaches
+            for value in (*objects, *receivers):
+                if _user_class(type(value)):
+                    self.classes.setdefault(id(type(value)), type(value))
 
     def current(self) -> bool:
         """Whether the functions walked run the code they ran then, and their globals and
@@ -200,6 +212,7 @@ class KeptStates:
         kept = object.__new__(KeptStates)
         kept.__dict__.update(self.__dict__)
         kept.containers = {**self.containers, **found}
+        kept.given = frozenset(found)
         if iterators:
             kept.iterators = {**iterators, **self.iterators}
         return kept
@@ -217,6 +230,14 @@ class KeptStates:
             held += [list(c) if type(c) is list else dict(c) for c in made.values()]
         if iterators:  # ITEMS["it"] = iter(data) since the walk
             self.iterators = {**self.iterators, **iterators}
+        if self.in_place:  # self.total += v: the arrays the containers hold, as named ones
+            for key, copy in zip(self.containers, held):
+                if key in self.given:  # (an argument's arrays: the call's inputs)
+                    continue
+                values = copy.values() if type(copy) is dict else copy if type(copy) is list else ()
+                for value in values:
+                    if _small_writable_array(value) and id(value) not in self.arrays:
+                        self.arrays = {**self.arrays, id(value): value}
         globals_ = [
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
@@ -694,6 +715,22 @@ def _stored_kinds(code: types.CodeType) -> set[str]:
         if isinstance(constant, types.CodeType):
             kinds |= _stored_kinds(constant)
     return kinds
+
+
+@functools.lru_cache(maxsize=1024)
+def _updates_in_place(code: types.CodeType) -> bool:
+    """Whether ``code`` (its nested functions' too) has an augmented assignment (``a += v``,
+    in place for an array another object holds)."""
+    for instruction in dis.get_instructions(code):
+        if instruction.opname.startswith("INPLACE_") or (
+            instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("=")
+        ):
+            return True
+    return any(
+        _updates_in_place(constant)
+        for constant in code.co_consts
+        if isinstance(constant, types.CodeType)
+    )
 
 
 _GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"))
