@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from s2sgrad.errors import UnsupportedError, where
-from s2sgrad.runtime.kept_states import code_names, free_values_of, kept_states_of, line_naming
+from s2sgrad.runtime.kept_states import code_names, free_values_of, line_naming, walked_functions
 
 __all__ = ["copies_itself", "refuse_custom_deep_copies"]
 
@@ -45,8 +45,8 @@ def refuse_custom_deep_copies(function: Any, values: Iterable) -> None:
     """Refuse ``function`` (see the module's docstring) where its code says ``deepcopy``
     and ``values`` (a call's arguments) or the free values of the functions it walks hold
     an object of, or a class, that copies itself."""
-    for each, code, _ in kept_states_of(function).codes:  # (walked once per function)
-        if "deepcopy" not in code_names(code):
+    for each in walked_functions(function):  # (only the functions, not what they keep)
+        if "deepcopy" not in code_names(each.__code__):
             continue
         found = _copying_itself((*values, *free_values_of(each)))
         if found is not None:

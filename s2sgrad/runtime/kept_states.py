@@ -54,6 +54,19 @@ __all__ = [
 ]
 
 _ABSENT = object()  # a global not bound yet
+# free values that hold nothing a call could change (an array can be written into)
+_KEEP_NOTHING = (
+    np.generic,
+    float,
+    int,
+    complex,
+    str,
+    bytes,
+    type(None),
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+)
 _ABSENTS = itertools.repeat(_ABSENT)
 _LEAVES = (np.ndarray, np.generic, float, int, complex, str, bytes, bool, type(None))
 # a global container longer than this is data the function reads (a dataset as a list),
@@ -101,9 +114,13 @@ class KeptStates:
             stores = _stores_of(each.__code__)
             writes_arrays = not _ARRAY_WRITES.isdisjoint(stores)
             self.in_place = self.in_place or writes_arrays or _updates_in_place(each.__code__)
-            defaults = (*(each.__defaults__ or ()), *(each.__kwdefaults__ or {}).values())
-            free = (*free_values_of(each), *defaults)  # (def f(x, box=box))
-            _note_iterators(self.iterators, _named_free_values(each), each)
+            # its closure variables, the globals it names and its defaults (def f(x, box=box)),
+            # but numbers, text, modules and functions, which keep nothing
+            named = [
+                (n, v) for n, v in _named_free_values(each) if not isinstance(v, _KEEP_NOTHING)
+            ]
+            free = tuple(v for _, v in named)
+            _note_iterators(self.iterators, named, each)
             objects.extend(v for v in free if _plain_object(v))
             _note_generators(self.generators, free)
             self.names_random = self.names_random or "random" in code_names(each.__code__)
@@ -780,19 +797,21 @@ def _is_iterator(value: Any) -> bool:
 
 def _note_iterators(found: dict, named: Iterable[tuple[str, Any]], function: Any = None) -> None:
     """Add to ``found`` the iterators among ``named`` (``(name, value)`` pairs) and in the
-    lists, tuples and dicts and the plain objects' attributes they hold, three levels down."""
+    lists, tuples and dicts of at most 64 entries and the plain objects' attributes they
+    hold, two levels down (``ITEMS["it"]``, ``self.it``; one put there later is found by
+    :meth:`KeptStates.note`)."""
     for name, value in named:
         pending = [value]
-        for _ in range(3):
+        for _ in range(2):
             deeper: list = []
             for each in pending:
-                if isinstance(each, _LEAVES):
+                if isinstance(each, (*_LEAVES, types.ModuleType)):
                     continue
                 if _is_iterator(each):
                     found.setdefault(id(each), (each, function, name))
-                elif type(each) in (list, tuple) and len(each) <= _LARGEST:
+                elif type(each) in (list, tuple) and len(each) <= 64:
                     deeper.extend(each)
-                elif type(each) is dict and len(each) <= _LARGEST:
+                elif type(each) is dict and len(each) <= 64:
                     deeper.extend(each.values())
                 elif _plain_object(each):
                     deeper.extend(vars(each).values())
