@@ -8,6 +8,7 @@ one plain call leaves."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -266,3 +267,60 @@ def test_a_class_attribute_set_through_type_counts_one_call_per_jacobian(mode):
         for call in (1, 2):
             assert_close(sg.jacfwd(counted_by_class, mode=mode)(x), call * np.cos(x))
             assert CountedByClass.n == call
+
+
+DEEP: dict = {"n": 0}
+
+
+def _count_deep():
+    DEEP["n"] += 1
+    return DEEP["n"]
+
+
+def _level_two():
+    return _count_deep()
+
+
+def _level_one():
+    return _level_two()
+
+
+def counted_four_levels_down(x):
+    return np.sum(_level_one() * np.sin(x))
+
+
+PARTIAL_STATE = {"k": 0.0}
+
+
+def _scaled_by_state(state, x):
+    state["k"] += 1.0
+    return np.sum(state["k"] * np.sin(x))
+
+
+scaled_by_partial = functools.partial(_scaled_by_state, PARTIAL_STATE)
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_a_counter_four_helpers_down_counts_one_call_per_hessian(mode):
+    x = np.random.default_rng(60).normal(size=3)
+    DEEP["n"] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            found = sg.hessian(lambda t: counted_four_levels_down(t) * 1.0, mode=mode)(x)
+            assert_close(found, np.diag(-call * np.sin(x)))
+            assert DEEP["n"] == call
+
+
+@pytest.mark.parametrize("mode", ["tape", "auto"])
+def test_the_state_a_partial_gives_counts_one_call_per_hessian(mode):
+    x = np.random.default_rng(61).normal(size=3)
+    PARTIAL_STATE["k"] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for call in (1, 2):
+            found = sg.hessian(lambda t: scaled_by_partial(t) * 1.0, mode=mode)(x)
+            assert_close(found, np.diag(-call * np.sin(x)))
+            assert PARTIAL_STATE["k"] == call
+            assert_close(sg.jacfwd(scaled_by_partial, mode=mode)(x), (call + 1) * np.cos(x))
+            PARTIAL_STATE["k"] -= 1.0  # (the Jacobian's call, counted once)

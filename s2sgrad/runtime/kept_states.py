@@ -99,6 +99,10 @@ class KeptStates:
         sets_attributes = False
         objects: list = []  # the plain objects among the free values
         receivers = tuple(_receivers(function))
+        for each in wrapped_chain(function):  # what a partial gives: partial(step, STATE)
+            if isinstance(each, functools.partial):
+                given = (*each.args, *each.keywords.values())
+                self.containers.update(held_by_arguments(given, self.containers))
         for receiver in receivers:  # a model counting its own calls
             self.containers.setdefault(id(vars(receiver)), vars(receiver))
             _note_iterators(self.iterators, vars(receiver).items(), own_function(function))
@@ -142,6 +146,9 @@ class KeptStates:
             # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
             # (and the objects of the bound methods among them: f = counter.loss)
             bound = tuple(v.__self__ for v in free if isinstance(v, types.MethodType))
+            for value in free:  # what a partial gives (partial(update, STATE))
+                if isinstance(value, functools.partial):
+                    bound += (*value.args, *value.keywords.values())
             self.containers.update(held_by_arguments((*free, *bound), self.containers))
             names = _written_globals(each.__code__)
             if names:
@@ -454,9 +461,10 @@ def _module_level(function: Any) -> bool:
     )
 
 
-# how far the walk follows helpers: the function, its helpers and theirs (sg.hessian(lambda
-# x: np.sum(f(x))) reaches f's helpers' counters and generators)
-_DEPTH = 3
+# how far the walk follows helpers: the function, its helpers and theirs, six levels
+# (sg.hessian(lambda x: np.sum(f(x))) reaches the counters and generators of f's helpers'
+# helpers)
+_DEPTH = 6
 
 
 def walked_functions(function: Any) -> list[types.FunctionType]:
@@ -503,6 +511,8 @@ def helper_functions(function: types.FunctionType) -> Iterable[types.FunctionTyp
             yield value
         elif isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             yield value.__func__
+        elif isinstance(value, functools.partial):  # step = partial(update, STATE)
+            yield from (f for f in wrapped_chain(value) if isinstance(f, types.FunctionType))
         elif not isinstance(value, types.ModuleType):
             kind = value if isinstance(value, type) else type(value)
             if (kind.__module__ or "").split(".")[0] in _LIBRARIES:
@@ -588,6 +598,9 @@ def wrapped_chain(function: Any) -> Iterable:
         if function is None:
             return
         yield function
+        if isinstance(function, functools.partial):  # partial(step, STATE): step
+            function = function.func
+            continue
         function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
 
 
