@@ -324,3 +324,33 @@ def test_the_state_a_partial_gives_counts_one_call_per_hessian(mode):
             assert PARTIAL_STATE["k"] == call
             assert_close(sg.jacfwd(scaled_by_partial, mode=mode)(x), (call + 1) * np.cos(x))
             PARTIAL_STATE["k"] -= 1.0  # (the Jacobian's call, counted once)
+
+
+class NoisyLayer:
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(62)
+
+    def __call__(self, x):
+        return np.sum(self.rng.normal(size=3) * np.sin(x))
+
+
+NOISY = NoisyLayer()
+
+
+def noisy(x):
+    return NOISY(x)
+
+
+def test_a_run_refused_part_way_draws_again_what_it_drew():
+    """Mode "auto": the generated code of the gradient's Jacobian is refused after the
+    layer drew; the tape runs it again from the generator's state before that run (it drew
+    the next numbers: the derivative of another draw, the generator advanced twice)."""
+    x = np.random.default_rng(63).normal(size=3)
+    NOISY.rng = np.random.default_rng(62)
+    twin = np.random.default_rng(62)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in (1, 2):
+            found = sg.jacobian(sg.grad(noisy, mode="auto"), mode="auto")(x)
+            assert_close(found, np.diag(-twin.normal(size=3) * np.sin(x)))
+    assert NOISY.rng.bit_generator.state == twin.bit_generator.state  # one draw per call

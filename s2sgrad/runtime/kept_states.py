@@ -268,7 +268,8 @@ class KeptStates:
         arrays = [a.copy() for a in self.arrays.values()]
         classes = [dict(vars(c)) for c in self.classes.values()]
         places = [_position(it) for it, _, _ in self.iterators.values()]
-        return [held, globals_, list(map(_contents, self.cells)), arrays, classes, places]
+        draws = [_draw_state(g) for g in self.generators.values()]  # a run refused, run again
+        return [held, globals_, list(map(_contents, self.cells)), arrays, classes, places, draws]
 
     def stored_numbers(
         self,
@@ -307,9 +308,11 @@ class KeptStates:
     def set(self, state: list) -> None:
         """Put back a state :meth:`note` gave (of a long list or dict, the entries added
         at its end since)."""
-        held, globals_, cells, arrays, classes, places = state
+        held, globals_, cells, arrays, classes, places, draws = state
         for (iterator, function, reached), place in zip(self.iterators.values(), places):
             _set_position(iterator, place, function, reached)
+        for generator, draw in zip(self.generators.values(), draws):
+            _set_draw_state(generator, draw)
         for cls, kept in zip(self.classes.values(), classes):
             for name in set(vars(cls)) - set(kept):
                 delattr(cls, name)
@@ -863,6 +866,28 @@ def _note_generators(found: dict, free: tuple) -> None:
         for candidate in (value, *attributes):
             if isinstance(candidate, _RANDOM) or candidate is random:
                 found.setdefault(id(candidate), candidate)
+
+
+def _draw_state(generator: Any) -> Any:
+    """The state of a random generator (NumPy's or Python's ``random.Random``)."""
+    if isinstance(generator, np.random.Generator):
+        return generator.bit_generator.state
+    if isinstance(generator, np.random.RandomState):
+        return generator.get_state()
+    if isinstance(generator, random.Random):
+        return generator.getstate()
+    return generator.state  # a bit generator
+
+
+def _set_draw_state(generator: Any, state: Any) -> None:
+    if isinstance(generator, np.random.Generator):
+        generator.bit_generator.state = state
+    elif isinstance(generator, np.random.RandomState):
+        generator.set_state(state)
+    elif isinstance(generator, random.Random):
+        generator.setstate(state)
+    else:
+        generator.state = state
 
 
 def _position(iterator: Any, depth: int = 3) -> Any:
