@@ -177,6 +177,8 @@ def _generated_columns(pushforward, function, primals, x) -> Any:
             blocks = _try(
                 jvp_function, _batched_columns, jvp_function, keyword, primals, x, path, draws
             )
+            if blocks is None:  # the columns one at a time, from the state it started from
+                draws.failed()
         if blocks is None:
             stats["forward_loop"] += 1
             blocks = []

@@ -188,6 +188,8 @@ class _Vectorized:
         signature = _signature(args, axes)
         if signature not in self.checked:
             after = kept.note() if kept else []
+            if kept and kept.kept.stored_numbers(start[0], after[0], _holds_batched_values):
+                raise NotBatchable("it stores values of the batch around it (a running mean)")
             for index in sorted({0, size - 1}):  # a batch mixed up shows at one end or the other
                 if kept:
                     kept.set(start)
@@ -395,3 +397,14 @@ def _leaf_signature(leaf: Any) -> Any:
     if isinstance(leaf, (bool, int)):
         return (type(leaf).__name__, leaf)
     return type(leaf).__qualname__
+
+
+def _holds_batched_values(value: Any) -> bool:
+    """A batch's value, or a list, tuple or dict holding one (two levels down): stored
+    around the function by its batched run, it would be left in the user's state."""
+    if isinstance(value, BatchedValue):
+        return True
+    if isinstance(value, (list, tuple, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        return any(isinstance(v, BatchedValue) for v in items)
+    return False

@@ -33,6 +33,7 @@ from s2sgrad.rules.registry import get_rule
 from s2sgrad.running import function_origin
 from s2sgrad.runtime import is_dask_array, is_foreign_array, require_aux_pair, zeros_like_value
 from s2sgrad.runtime.answering_objects import answers_arithmetic, answers_itself
+from s2sgrad.runtime.deep_copies import refuse_custom_deep_copies
 from s2sgrad.runtime.lazy_arrays import teach_dask
 from s2sgrad.runtime.object_gradients import is_instance_object
 from s2sgrad.tape import is_tape_value, value_of
@@ -615,6 +616,7 @@ def refuse_unknown_constants(f, parameters, args, kwargs) -> None:
         refuse_not_understood(name, value, f)
     for name, value in kwargs.items():
         refuse_not_understood(name, value, f)
+    refuse_custom_deep_copies(f, (*args, *kwargs.values()))  # a copy taken for new, shared
 
 
 def _not_differentiable_message(name, leaf, kind, f) -> str:

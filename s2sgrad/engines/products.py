@@ -46,6 +46,7 @@ from s2sgrad.errors import FallbackWarning, S2SGradError, warn_at_caller
 from s2sgrad.numpy_signatures import positional_parameters, vararg_name
 from s2sgrad.running import name_the_origin
 from s2sgrad.runtime import as_gradient, zeros_like_structure
+from s2sgrad.runtime.deep_copies import refuse_custom_deep_copies
 from s2sgrad.runtime.dispatch import tape_jvp
 from s2sgrad.runtime.kept_states import kept_states_of
 from s2sgrad.runtime.linalg import refuse_undefined_tangent, undefined_eigenvector_tangents
@@ -182,6 +183,7 @@ def vjp_engine(function: Callable, primals: tuple, wrt: tuple, mode: str) -> tup
 
         value, pullback = vjp_engine(f, (x, y), ("x",), "auto")
     """
+    refuse_custom_deep_copies(function, primals)  # a copy taken for new, in both engines
     if mode != "tape":
         kept = kept_states_of(function).with_arguments(primals)  # put back if refused
         start = kept.note()

@@ -7,7 +7,11 @@ lists among the globals and closure variables its code and its helpers' code nam
 counter ``CACHE["n"] = CACHE.get("n", 0) + 1``, a history), the attributes of the plain
 objects there (``counter.n += 1``), those of the object a bound method or callable object
 runs on (a model counting its calls), and the globals its code assigns (``global n``). Each
-is copied shallowly: a value replaced is put back, not one changed in place.
+is copied shallowly: a value replaced is put back, not one changed in place. A list or dict
+made during a call inside one kept (``CACHE.setdefault(k, [])``) is kept from the next note
+on. The iterators and generators among all these (``next(ITEMS)``) are noted by where they
+stand: a list's, tuple's or range's iterator is set back, and one that cannot be (a
+generator, ``itertools.count``) and was advanced is refused where a run is repeated.
 
 Example::
 
@@ -22,14 +26,19 @@ from __future__ import annotations
 import contextlib
 import dis
 import functools
+import io
 import itertools
 import operator
+import random
 import sys
 import types
+import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+
+from s2sgrad.errors import UnsupportedError, where
 
 __all__ = [
     "KeptStates",
@@ -38,11 +47,26 @@ __all__ = [
     "held_by_arguments",
     "helper_functions",
     "kept_states_of",
+    "line_naming",
     "own_function",
+    "walked_functions",
     "wrapped_chain",
 ]
 
 _ABSENT = object()  # a global not bound yet
+# free values that hold nothing a call could change (an array can be written into)
+_KEEP_NOTHING = (
+    np.generic,
+    float,
+    int,
+    complex,
+    str,
+    bytes,
+    type(None),
+    types.ModuleType,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+)
 _ABSENTS = itertools.repeat(_ABSENT)
 _LEAVES = (np.ndarray, np.generic, float, int, complex, str, bytes, bool, type(None))
 # a global container longer than this is data the function reads (a dataset as a list),
@@ -66,8 +90,22 @@ class KeptStates:
         self.codes: list[tuple] = []  # (function, its code): what the walk read, for
         self.read: list[tuple] = []  # (cell, value) and (namespace.get, names, values);
         # see :meth:`current`
-        for receiver in _receivers(function):  # a model counting its own calls
+        # id -> (iterator, function naming it or None, how it is reached): see _Iterators
+        self.iterators: dict[int, tuple[Any, Any, str]] = {}
+        self.generators: dict[int, Any] = {}  # random generators its functions name
+        self.names_random = False  # whether a function walked names ``random`` (np.random)
+        self.in_place = False  # whether a function walked writes into arrays it reaches
+        self.given: frozenset[int] = frozenset()  # the containers a call's arguments hold
+        sets_attributes = False
+        objects: list = []  # the plain objects among the free values
+        receivers = tuple(_receivers(function))
+        for each in wrapped_chain(function):  # what a partial gives: partial(step, STATE)
+            if isinstance(each, functools.partial):
+                given = (*each.args, *each.keywords.values())
+                self.containers.update(held_by_arguments(given, self.containers))
+        for receiver in receivers:  # a model counting its own calls
             self.containers.setdefault(id(vars(receiver)), vars(receiver))
+            _note_iterators(self.iterators, vars(receiver).items(), own_function(function))
         also = tuple(also)
         own = frozenset(id(f) for f in _functions((function,)))
         read: dict[int, tuple[Any, dict[str, Any]]] = {}  # globals read, by namespace
@@ -79,17 +117,39 @@ class KeptStates:
             found.update((n, namespace.get(n, _ABSENT)) for n in _global_names(each.__code__))
             stores = _stores_of(each.__code__)
             writes_arrays = not _ARRAY_WRITES.isdisjoint(stores)
-            defaults = (*(each.__defaults__ or ()), *(each.__kwdefaults__ or {}).values())
-            free = (*free_values_of(each), *defaults)  # (def f(x, box=box))
+            self.in_place = self.in_place or writes_arrays or _updates_in_place(each.__code__)
+            # its closure variables, the globals it names and its defaults (def f(x, box=box)),
+            # but numbers, text, modules and functions, which keep nothing
+            named = [
+                (n, v) for n, v in _named_free_values(each) if not isinstance(v, _KEEP_NOTHING)
+            ]
+            free = tuple(v for _, v in named)
+            _note_iterators(self.iterators, named, each)
+            objects.extend(v for v in free if _plain_object(v))
+            _note_generators(self.generators, free)
+            self.names_random = self.names_random or "random" in code_names(each.__code__)
             for value in free:
                 if writes_arrays and _small_writable_array(value):  # acc[:] += x
                     self.arrays.setdefault(id(value), value)
                 elif "attribute" in stores and _user_class(value):  # K.n += 1
                     self.classes.setdefault(id(value), value)
+                if _user_class(value):  # Registry.entries.setdefault(k, []).append(v)
+                    held = [
+                        v
+                        for k, v in vars(value).items()
+                        if type(v) in (dict, list) and not k.startswith("__")
+                    ]
+                    self.containers.update(held_by_arguments(held, self.containers))
             if "attribute" in stores:  # f.calls = f.calls + 1
                 self.containers.setdefault(id(vars(each)), vars(each))
+                sets_attributes = True
             # dicts, lists and plain objects' attributes, and what they hold (s.d["n"] += 1)
-            self.containers.update(held_by_arguments(free, self.containers))
+            # (and the objects of the bound methods among them: f = counter.loss)
+            bound = tuple(v.__self__ for v in free if isinstance(v, types.MethodType))
+            for value in free:  # what a partial gives (partial(update, STATE))
+                if isinstance(value, functools.partial):
+                    bound += (*value.args, *value.keywords.values())
+            self.containers.update(held_by_arguments((*free, *bound), self.containers))
             names = _written_globals(each.__code__)
             if names:
                 self.written.append((each.__globals__, names))
@@ -101,6 +161,10 @@ class KeptStates:
                 self.writes |= _stores_of(each.__code__)
         for namespace, found in read.values():
             self.read.append((namespace.get, tuple(found), tuple(found.values())))
+        if sets_attributes:  # type(self).n += 1: the classes of the objects it reaches
+            for value in (*objects, *receivers):
+                if _user_class(type(value)):
+                    self.classes.setdefault(id(type(value)), type(value))
 
     def current(self) -> bool:
         """Whether the functions walked run the code they ran then, and their globals and
@@ -118,7 +182,14 @@ class KeptStates:
 
     def empty(self) -> bool:
         """Whether nothing is kept (a function reading only arrays, numbers and modules)."""
-        return not (self.containers or self.written or self.cells or self.arrays or self.classes)
+        return not (
+            self.containers
+            or self.written
+            or self.cells
+            or self.arrays
+            or self.classes
+            or self.iterators
+        )
 
     def may_store(self) -> bool:
         """Whether ``function``'s code (or a helper's it names) can store around it: assign
@@ -151,12 +222,23 @@ class KeptStates:
                 break
         else:
             return self  # arrays and numbers: nothing they hold to change
+        values = tuple(values)
         found = held_by_arguments(values, self.containers)
-        if not found:
+        iterators: dict[int, tuple[Any, Any, str]] = {}
+        _note_iterators(iterators, ((f"argument {i}", v) for i, v in enumerate(values)), None)
+        for held in found.values():  # (a generator in a dict given)
+            if type(held) is dict and len(held) <= _LARGEST:
+                _note_iterators(iterators, (("an argument's entry", v) for v in held.values()))
+            elif type(held) is list and len(held) <= _LARGEST:
+                _note_iterators(iterators, (("an argument's entry", v) for v in held))
+        if not found and not iterators:
             return self
         kept = object.__new__(KeptStates)
         kept.__dict__.update(self.__dict__)
         kept.containers = {**self.containers, **found}
+        kept.given = frozenset(found)
+        if iterators:
+            kept.iterators = {**iterators, **self.iterators}
         return kept
 
     def note(self) -> list:
@@ -166,12 +248,28 @@ class KeptStates:
             (list(c) if type(c) is list else dict(c)) if len(c) <= _LARGEST else _Mark(c)
             for c in self.containers.values()
         ]
+        made, iterators = _made_since(self.containers, held, self.iterators)
+        if made:  # CACHE.setdefault(k, []) in an earlier run
+            self.containers.update(made)
+            held += [list(c) if type(c) is list else dict(c) for c in made.values()]
+        if iterators:  # ITEMS["it"] = iter(data) since the walk
+            self.iterators = {**self.iterators, **iterators}
+        if self.in_place:  # self.total += v: the arrays the containers hold, as named ones
+            for key, copy in zip(self.containers, held):
+                if key in self.given:  # (an argument's arrays: the call's inputs)
+                    continue
+                values = copy.values() if type(copy) is dict else copy if type(copy) is list else ()
+                for value in values:
+                    if _small_writable_array(value) and id(value) not in self.arrays:
+                        self.arrays = {**self.arrays, id(value): value}
         globals_ = [
             {n: namespace.get(n, _ABSENT) for n in names} for namespace, names in self.written
         ]
         arrays = [a.copy() for a in self.arrays.values()]
         classes = [dict(vars(c)) for c in self.classes.values()]
-        return [held, globals_, list(map(_contents, self.cells)), arrays, classes]
+        places = [_position(it) for it, _, _ in self.iterators.values()]
+        draws = [_draw_state(g) for g in self.generators.values()]  # a run refused, run again
+        return [held, globals_, list(map(_contents, self.cells)), arrays, classes, places, draws]
 
     def stored_numbers(
         self,
@@ -210,7 +308,11 @@ class KeptStates:
     def set(self, state: list) -> None:
         """Put back a state :meth:`note` gave (of a long list or dict, the entries added
         at its end since)."""
-        held, globals_, cells, arrays, classes = state
+        held, globals_, cells, arrays, classes, places, draws = state
+        for (iterator, function, reached), place in zip(self.iterators.values(), places):
+            _set_position(iterator, place, function, reached)
+        for generator, draw in zip(self.generators.values(), draws):
+            _set_draw_state(generator, draw)
         for cls, kept in zip(self.classes.values(), classes):
             for name in set(vars(cls)) - set(kept):
                 delattr(cls, name)
@@ -362,13 +464,30 @@ def _module_level(function: Any) -> bool:
     )
 
 
+# how far the walk follows helpers: the function, its helpers and theirs, six levels
+# (sg.hessian(lambda x: np.sum(f(x))) reaches the counters and generators of f's helpers'
+# helpers)
+_DEPTH = 6
+
+
+def walked_functions(function: Any) -> list[types.FunctionType]:
+    """The user's functions ``function`` runs and those it names, ``_DEPTH`` levels down
+    (what :class:`KeptStates` walks).
+
+    Example::
+
+        walked_functions(lambda x: np.sum(f(x)))  # [<lambda>, f, f's helpers...]
+    """
+    return list(_functions((function,)))
+
+
 def _functions(roots: tuple) -> Iterable[types.FunctionType]:
     """The functions ``roots`` run (through what they wrap, a bound method's function, a
     callable object's ``__call__``) and the Python functions their globals and closures
-    name, once each."""
+    name, and theirs (``_DEPTH`` levels), once each."""
     seen: set[int] = set()
     pending = [each for root in roots for each in wrapped_chain(root)]
-    for depth in range(2):
+    for depth in range(_DEPTH):
         helpers: list[Any] = []
         for each in pending:
             own = own_function(each)
@@ -376,7 +495,7 @@ def _functions(roots: tuple) -> Iterable[types.FunctionType]:
                 continue
             seen.add(id(own))
             yield own
-            if depth == 0:
+            if depth < _DEPTH - 1:
                 helpers.extend(helper_functions(own))
         pending = helpers
 
@@ -395,6 +514,8 @@ def helper_functions(function: types.FunctionType) -> Iterable[types.FunctionTyp
             yield value
         elif isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
             yield value.__func__
+        elif isinstance(value, functools.partial):  # step = partial(update, STATE)
+            yield from (f for f in wrapped_chain(value) if isinstance(f, types.FunctionType))
         elif not isinstance(value, types.ModuleType):
             kind = value if isinstance(value, type) else type(value)
             if (kind.__module__ or "").split(".")[0] in _LIBRARIES:
@@ -480,6 +601,9 @@ def wrapped_chain(function: Any) -> Iterable:
         if function is None:
             return
         yield function
+        if isinstance(function, functools.partial):  # partial(step, STATE): step
+            function = function.func
+            continue
         function = getattr(getattr(function, "__func__", function), "__wrapped__", None)
 
 
@@ -626,6 +750,22 @@ def _stored_kinds(code: types.CodeType) -> set[str]:
     return kinds
 
 
+@functools.lru_cache(maxsize=1024)
+def _updates_in_place(code: types.CodeType) -> bool:
+    """Whether ``code`` (its nested functions' too) has an augmented assignment (``a += v``,
+    in place for an array another object holds)."""
+    for instruction in dis.get_instructions(code):
+        if instruction.opname.startswith("INPLACE_") or (
+            instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("=")
+        ):
+            return True
+    return any(
+        _updates_in_place(constant)
+        for constant in code.co_consts
+        if isinstance(constant, types.CodeType)
+    )
+
+
 _GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL"))
 
 
@@ -638,3 +778,234 @@ def _global_names(code: types.CodeType) -> frozenset[str]:
         if isinstance(constant, types.CodeType):
             names |= _global_names(constant)
     return frozenset(names)
+
+
+# Iterators and generators ------------------------------------------------------------------
+
+# the iterators of lists, tuples, ranges and strings: their index is read and set back
+_SEQUENCE_ITERATORS = frozenset(
+    type(each)
+    for each in (
+        iter([]),
+        iter(()),
+        iter(range(0)),
+        iter(range(2**70, 2**70 + 1)),
+        iter(""),
+        iter(b""),
+        reversed([]),
+        reversed(()),
+    )
+)
+_UNSEEN = object()  # where an iterator stands cannot be told: any run may have advanced it
+
+
+def _is_iterator(value: Any) -> bool:
+    """An iterator or generator whose place the functions' runs may change (``next(it)``):
+    not a plain object of the user's (whose attributes are kept as a container's), a file
+    (written to by a log) or a random generator (:mod:`.replays` sets those back)."""
+    if isinstance(value, _LEAVES) or _plain_object(value):
+        return False
+    kind = type(value)
+    if not hasattr(kind, "__next__") or isinstance(value, (type, io.IOBase)):
+        return False
+    return not (kind.__module__ or "").startswith(("s2sgrad", "numpy"))
+
+
+def _note_iterators(found: dict, named: Iterable[tuple[str, Any]], function: Any = None) -> None:
+    """Add to ``found`` the iterators among ``named`` (``(name, value)`` pairs) and in the
+    lists, tuples and dicts of at most 64 entries and the plain objects' attributes they
+    hold, two levels down (``ITEMS["it"]``, ``self.it``; one put there later is found by
+    :meth:`KeptStates.note`)."""
+    for name, value in named:
+        pending = [value]
+        for _ in range(2):
+            deeper: list = []
+            for each in pending:
+                if isinstance(each, (*_LEAVES, types.ModuleType)):
+                    continue
+                if _is_iterator(each):
+                    found.setdefault(id(each), (each, function, name))
+                elif type(each) in (list, tuple) and len(each) <= 64:
+                    deeper.extend(each)
+                elif type(each) is dict and len(each) <= 64:
+                    deeper.extend(each.values())
+                elif _plain_object(each):
+                    deeper.extend(vars(each).values())
+            pending = deeper
+            if not pending:
+                break
+
+
+def _named_free_values(function: types.FunctionType) -> Iterable[tuple[str, Any]]:
+    """``(name, value)`` of ``function``'s closure variables, the globals its code names and
+    its defaults."""
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        value = _contents(cell)
+        if value is not _ABSENT:
+            yield name, value
+    namespace = function.__globals__
+    for name in code_names(function.__code__):
+        if name in namespace:
+            yield name, namespace[name]
+    code = function.__code__
+    parameters = code.co_varnames[: code.co_argcount]
+    for name, value in zip(parameters[::-1], (function.__defaults__ or ())[::-1]):
+        yield name, value
+    yield from (function.__kwdefaults__ or {}).items()
+
+
+_RANDOM = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, random.Random)
+
+
+def _note_generators(found: dict, free: tuple) -> None:
+    """Add to ``found`` the random generators among ``free`` (a function's free values) and
+    their attributes (``self.rng``): the walk's helpers draw too (``def noise(): return
+    RNG.normal()``)."""
+    for value in free:
+        attributes = vars(value).values() if _plain_object(value) else ()
+        for candidate in (value, *attributes):
+            if isinstance(candidate, _RANDOM) or candidate is random:
+                found.setdefault(id(candidate), candidate)
+
+
+def _draw_state(generator: Any) -> Any:
+    """The state of a random generator (NumPy's or Python's ``random.Random``)."""
+    if isinstance(generator, np.random.Generator):
+        return generator.bit_generator.state
+    if isinstance(generator, np.random.RandomState):
+        return generator.get_state()
+    if isinstance(generator, random.Random):
+        return generator.getstate()
+    return generator.state  # a bit generator
+
+
+def _set_draw_state(generator: Any, state: Any) -> None:
+    if isinstance(generator, np.random.Generator):
+        generator.bit_generator.state = state
+    elif isinstance(generator, np.random.RandomState):
+        generator.set_state(state)
+    elif isinstance(generator, random.Random):
+        generator.setstate(state)
+    else:
+        generator.state = state
+
+
+def _position(iterator: Any, depth: int = 3) -> Any:
+    """Where ``iterator`` stands, comparable with ``==``: a generator's instruction and
+    locals, another iterator's pickled state (a list iterator's index, a count's next
+    number, a map's iterators, where they stand); ``_UNSEEN`` where it cannot be told."""
+    if isinstance(iterator, types.GeneratorType):
+        frame = iterator.gi_frame
+        if frame is None:
+            return ("finished",)
+        inner = iterator.gi_yieldfrom
+        locals_ = tuple((k, _part(v, depth)) for k, v in frame.f_locals.items())
+        return (frame.f_lasti, locals_, None if inner is None else _part(inner, depth))
+    try:
+        with warnings.catch_warnings():  # (itertools' pickling: deprecated in Python 3.12)
+            warnings.simplefilter("ignore")
+            reduced = iterator.__reduce__()
+    except Exception:  # noqa: BLE001 - whatever it raises, its place is unseen
+        return _UNSEEN
+    if not isinstance(reduced, tuple):
+        return _UNSEEN
+    return tuple(_part(part, depth) for part in reduced[1:])
+
+
+def _part(value: Any, depth: int) -> Any:
+    """A part of where an iterator stands: a number or text as it is, an iterator by where
+    it stands, a tuple, list or dict by its parts, any other object by identity."""
+    if isinstance(value, (int, float, str, bytes, bool, type(None))):
+        return (type(value), value)
+    if _is_iterator(value):
+        return _position(value, depth - 1) if depth > 0 else _UNSEEN
+    if type(value) in (tuple, list) and len(value) <= _MARKED:
+        return tuple(_part(v, depth) for v in value)
+    if type(value) is dict and len(value) <= _MARKED:
+        return tuple((k, _part(v, depth)) for k, v in value.items())
+    return id(value)
+
+
+def _set_position(iterator: Any, place: Any, function: Any, reached: str) -> None:
+    """Put ``iterator`` back to ``place`` (a list's, tuple's or range's iterator), or refuse
+    one that moved since (or whose place cannot be told): a run repeated for one answer
+    would take other items than the first run took."""
+    now = _position(iterator)
+    if now == place and place is not _UNSEEN:
+        return
+    sequence = type(iterator) in _SEQUENCE_ITERATORS and _UNSEEN not in (place, now)
+    if sequence and len(place) == 2 and len(now) == 2:
+        iterator.__setstate__(place[1][1])  # (its index, noted as (int, index))
+        return
+    raise advanced_iterator(iterator, function, reached)
+
+
+def advanced_iterator(iterator: Any, function: Any, reached: str) -> UnsupportedError:
+    """The refusal of a function that advances an iterator or generator it reaches and that
+    s2sgrad runs more than once for one answer.
+
+    Example::
+
+        raise advanced_iterator(ITEMS, loss, "ITEMS")
+    """
+    kind = type(iterator).__qualname__
+    named = f"{reached} (a {kind})" if reached else f"a {kind}"
+    code = getattr(function, "__code__", None)
+    place = "" if code is None else f"{where(code.co_filename, line_naming(code, reached))}: "
+    return UnsupportedError(
+        f"{place}{named} is an iterator the function advances, and s2sgrad runs the function "
+        "more than once for one answer (a forward-mode Jacobian's columns or a Hessian's, "
+        "vmap's examples, mode 'auto' running it again on the tape): each run would take "
+        "other items, so the runs would differentiate different functions. Take the items "
+        "outside the function and pass them as an argument (s = next(it); f(x, s)), or use "
+        "sg.jacobian (reverse mode runs the function once)"
+    )
+
+
+def line_naming(code: types.CodeType, name: str) -> int:
+    """The first line of ``code`` (its nested functions' too) that reads ``name`` (a
+    global, a closure variable, a local, an attribute), else its first line.
+
+    Example::
+
+        line_naming(loss.__code__, "ITEMS")  # the line of next(ITEMS)
+    """
+    for instruction in dis.get_instructions(code):
+        if instruction.argval == name and instruction.opname.startswith("LOAD"):
+            positions = getattr(instruction, "positions", None)
+            line = positions.lineno if positions is not None else instruction.starts_line
+            return line or code.co_firstlineno
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType) and name in code_names(constant) | set(
+            constant.co_freevars
+        ):
+            return line_naming(constant, name)
+    return code.co_firstlineno
+
+
+def _made_since(containers: dict, held: list, iterators: dict) -> tuple[dict, dict]:
+    """The lists, dicts and plain objects' attributes that the copies ``held`` of the
+    ``containers`` kept hold and that are not kept yet (made by a run since the walk:
+    ``CACHE.setdefault(key, [])``), with what they hold in turn; and the iterators they
+    hold that are not among ``iterators`` (``ITEMS["it"] = iter(data)``)."""
+    new = []
+    found: dict[int, tuple[Any, Any, str]] = {}
+    for copy in held:
+        if type(copy) is _Mark:
+            continue
+        for value in copy.values() if type(copy) is dict else copy:
+            if isinstance(value, _LEAVES):
+                continue
+            if type(value) in (dict, list):
+                if id(value) not in containers:
+                    new.append(value)
+            elif _plain_object(value):
+                if id(vars(value)) not in containers:
+                    new.append(value)
+            elif id(value) not in iterators and _is_iterator(value):
+                found[id(value)] = (value, None, "an entry or attribute")
+    made = held_by_arguments(new, containers) if new else {}
+    if made:  # (what the new containers hold, for the iterators among it)
+        more = [(c if type(c) is list else dict(c)) for c in made.values() if len(c) <= _LARGEST]
+        found.update(_made_since({**containers, **made}, more, {**iterators, **found})[1])
+    return made, found

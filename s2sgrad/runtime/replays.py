@@ -52,7 +52,7 @@ __all__ = [
     "stores_while_checkpointed",
 ]
 
-_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator)
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, random.Random)
 RANDOM_GENERATORS = _GENERATORS  # a generator among a call's arguments (api's fallback)
 _SCALARS = (float, int, bool, np.float64, np.float32, np.int64, np.bool_)
 _SAMPLES = 8  # elements compared per array: new random numbers change nearly all of them
@@ -101,6 +101,18 @@ def random_sources(function: Any, values: Iterable = (), every_global: bool = Fa
     return list(found.values())
 
 
+def _with_walked(sources: list, kept: KeptStates) -> list:
+    """``sources`` and the generators the functions ``kept`` walked name (a helper's
+    ``RNG.normal()``; NumPy's and Python's global ones where one of them says ``random``)."""
+    found = {id(source): source for source in sources}
+    if kept.names_random:
+        found.setdefault(id(GLOBAL), GLOBAL)
+        found.setdefault(id(random), random)
+    for generator in kept.generators.values():
+        found.setdefault(id(generator), generator)
+    return list(found.values())
+
+
 def _code_names(function: Any, free: list) -> set[str]:
     """The names the code of ``function`` (and of what it wraps) and of the Python
     functions among its free values use."""
@@ -133,18 +145,28 @@ class SameDraws:
     def __init__(self, function: Any, values: Iterable = ()):
         # a few runs, and nothing to compare them by: every generator that may be drawn from
         values = tuple(values)
-        self.sources = random_sources(function, values, every_global=True)
         self.kept = kept_states_of(function).with_arguments(values)  # dicts, counters, globals
+        self.sources = _with_walked(random_sources(function, values, True), self.kept)
         self.start: list | None = None
         self.after: list | None = None
+        self.again = False  # the run before failed: the next is the first again
 
     def begin(self) -> None:
         if self.start is None:
             self.start = [random_states(self.sources), self.kept.note()]
             return
-        if self.after is None:
+        if self.again:
+            self.again = False
+        elif self.after is None:
             self.after = [random_states(self.sources), self.kept.note()]
         self._set(self.start)
+
+    def failed(self) -> None:
+        """A run failed part way (a batched run the code could not take): the next run
+        starts from the first's state as the first run, and its end is the one kept
+        (noted after a failed run, the state at the end was the part the failed run
+        changed)."""
+        self.after, self.again = None, True
 
     def end(self) -> None:
         if self.after is not None:
@@ -176,7 +198,8 @@ class StatesAndDraws:
         self, kept: KeptStates, function: Any, values: Iterable = (), sources: list | None = None
     ):
         self.kept = kept  # sources: the generators, when the caller has found them already
-        self.sources = random_sources(function, tuple(values)) if sources is None else sources
+        found = random_sources(function, tuple(values)) if sources is None else sources
+        self.sources = _with_walked(found, kept)
 
     def note(self) -> list:
         return [self.kept.note(), random_states(self.sources) if self.sources else []]
@@ -257,6 +280,8 @@ def set_random_states(sources: list, states: list) -> None:
             source.bit_generator.state = state
         elif isinstance(source, np.random.RandomState):
             source.set_state(state)
+        elif isinstance(source, random.Random):
+            source.setstate(state)
         else:
             source.state = state
 
@@ -346,6 +371,8 @@ def _state_of(source: Any) -> Any:
         return source.bit_generator.state
     if isinstance(source, np.random.RandomState):
         return source.get_state()
+    if isinstance(source, random.Random):
+        return source.getstate()
     return source.state
 
 

@@ -356,6 +356,12 @@ class TapeValue:
             if what == "float()" and (frame is None or origin_of(frame.f_code.co_filename) is None)
             else ""
         )
+        if what == "float()":  # history.append(float(loss))
+            math_functions += (
+                " To log the value (history.append(float(loss))), log "
+                "float(s2sgrad.stop_gradient(loss)), or differentiate the function by source "
+                "transformation (mode='s2s' or 'auto'), which keeps a value only logged apart."
+            )
         raise NonDifferentiableError(
             f"{where(*_shown_position(frame))}: {what} of a value being differentiated on the tape "
             "would drop its derivative. Keep it a NumPy computation (for a list of values "

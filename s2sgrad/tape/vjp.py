@@ -19,6 +19,7 @@ from s2sgrad.errors import (
 from s2sgrad.running import statement_origin
 from s2sgrad.runtime import hooks
 from s2sgrad.runtime.core import is_foreign_array
+from s2sgrad.runtime.kept_states import free_values_of, kept_states_of
 from s2sgrad.tape.backward import Backward
 from s2sgrad.tape.caught_refusals import forget_since, noted, noted_since, raise_caught
 from s2sgrad.tape.gradient_tape import GradientTape, match_traced, plain_gradient, separate
@@ -280,6 +281,10 @@ def unwrap_stored_values(
         names = _names_used(code)
         scope = getattr(function, "__globals__", {})
         roots += [scope[name] for name in names if name in scope]
+    # and the helpers' (sg.hessian(lambda x: loss(x)): the model loss names, reached there)
+    for helper, _, _ in kept_states_of(f).codes:
+        if helper is not function:
+            roots += list(free_values_of(helper))
     seen: set[int] = set()
     serial = None if recorded_by is None else recorded_by._serial
     return sum(_unwrap_inside(root, depth, seen, serial) for root in roots)

@@ -371,10 +371,11 @@ class Saves:
         return push
 
     def _outer_entry(self, save: Save) -> bool:
-        """``d["k"] = v`` into a dict of the code around the function (a module's cache),
-        which may not hold the entry before the first write."""
+        """``d["k"] = v`` or ``d[key] = v`` into a dict of the code around the function (a
+        module's cache keyed by shape), which may not hold the entry before the first
+        write (``entry_snapshot`` of a list or an array is the item's snapshot)."""
         outer = save.target not in self.context.local_names | self.context.parameters
-        return outer and _string_key(save.index)
+        return outer and (_string_key(save.index) or isinstance(save.index, gast.Name))
 
     def pop_code(self, save: Save) -> gast.stmt | list[gast.stmt]:
         popped = call(attribute(load(self.stack_name), "pop"))
