@@ -151,7 +151,7 @@ class GuardHost:
             )
             attempt = ast.Try(body=body, handlers=[_placed(handler, line)], orelse=[], finalbody=[])
             body = [_placed(attempt, line)]
-        node.body = _on_line(f"if not ({test}): return {otherwise}", line) + body
+        node.body = _on_line(_tested(test, otherwise, self.name("ok")), line) + body
         node.args = self._arguments(line)
         node.decorator_list, node.returns = [], None
         module = ast.Module(body=[node], type_ignores=[])
@@ -282,8 +282,33 @@ def _placed(node: _Node, line: int) -> _Node:
 
 
 def _on_line(source: str, line: int) -> list[ast.stmt]:
-    """The statements of ``source``, one line of code, placed on line ``line``."""
-    return ast.parse("\n" * (line - 1) + source + "\n").body if source else []
+    """The statements of ``source`` (one line of code, or a few), all placed on line
+    ``line``."""
+    if not source:
+        return []
+    body = ast.parse(source + "\n").body
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if "lineno" in node._attributes:  # statements, expressions, handlers, arguments
+            setattr(node, "lineno", line)  # noqa: B010
+            setattr(node, "end_lineno", line)  # noqa: B010
+    return body
+
+
+def _tested(test: str, otherwise: str, ok: str) -> str:
+    """The statements that return ``otherwise`` unless ``test`` holds: a test that raises
+    (a name deleted from a module, an emptied closure cell: ``signature_guards.py`` reads
+    them without a default) fails. ``otherwise`` (the call's usual way) runs outside the
+    ``try``, so that its own exception propagates, once."""
+    return "\n".join(
+        [
+            f"{ok} = False",
+            "try:",
+            f"    if {test}: {ok} = True",
+            "except Exception:",
+            "    pass",
+            f"if not {ok}: return {otherwise}",
+        ]
+    )
 
 
 def _shaped(body: list[ast.stmt], shape: str, line: int) -> list[ast.stmt]:
