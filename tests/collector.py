@@ -35,8 +35,8 @@ def older_objects_frozen() -> Iterator[None]:
 
 def frozen_for_the_end() -> None:
     """Freeze every object alive (after a collection of the young generations): called
-    when the run is over, so that pytest's closing full collections and the interpreter's
-    at exit walk nothing. Late in a worker they walked millions of objects, seconds each.
+    when the run is over, so that pytest's closing full collections walk nothing. Late in
+    a worker they walked millions of objects, seconds each.
 
     Example::
 

@@ -30,8 +30,8 @@ if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCAC
 @pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure(config):
     # The run is over: pytest's last full collections (the unraisable-exception plugin's,
-    # two per process) and the interpreter's at exit walk nothing, where late in a worker
-    # they walked its millions of objects, seconds each. Exceptions in finalisers that ran
+    # two per process) walk nothing, where late in a worker they walked its millions of
+    # objects, seconds each. Exceptions in finalisers that ran
     # during the tests are reported as before; cycles left in the oldest generation at the
     # end are simply not finalised.
     from collector import frozen_for_the_end
