@@ -172,8 +172,11 @@ def _compare(analytic: Any, numeric: list, what: str, rtol: float, atol: float) 
         if a.shape != n.shape:
             raise AssertionError(f"{what}, leaf {leaf}: shape {a.shape}, expected {n.shape}")
         error = np.abs(a - n) - (atol + rtol * np.abs(n))
-        if error.size and np.nanmax(np.where(np.isnan(a), np.inf, error)) > 0:
-            worst = np.unravel_index(np.argmax(np.where(np.isnan(a), np.inf, error)), a.shape)
+        # a NaN derivative is wrong; a NaN difference (error NaN) is no evidence either way
+        wrong = np.isnan(a) | (error > 0)
+        if wrong.any():
+            badness = np.where(np.isnan(a), np.inf, np.where(wrong, error, -np.inf))
+            worst = np.unravel_index(np.argmax(badness), a.shape)
             raise AssertionError(
                 f"{what}, leaf {leaf}, entry {tuple(int(i) for i in worst)}: derivative "
                 f"{a[worst].item()!r}, central differences {n[worst].item()!r}"

@@ -351,18 +351,39 @@ def calls_counted(monkeypatch, module, name: str) -> list:
     return asked
 
 
-def assert_grad_jvp_and_hvp(f, x, v, mode):
-    """``sg.grad`` (called twice), ``sg.jvp`` and ``sg.hvp`` of ``f`` at the array ``x``, along
-    ``v``, in ``mode``, against central differences (the hvp against differences of the
-    tape's gradient); warnings (a fallback in mode "auto") are silenced."""
+def grad_jvp_and_hvp_oracle(f, x, v) -> tuple:
+    """What ``assert_grad_jvp_and_hvp`` compares with: the gradient of ``f`` at ``x`` and its
+    derivative along ``v`` by central differences, and the differences of the tape's
+    gradient along ``v`` (the Hessian-vector product). A file checking one function in
+    several modes computes it once and passes it to each check.
+
+    Example::
+
+        expected = grad_jvp_and_hvp_oracle(f, x, v)
+        for mode in ("s2s", "tape"):
+            assert_grad_jvp_and_hvp(f, x, v, mode, expected)
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert_close(call_twice(sg.grad(f, mode=mode), x), numeric_grad(f, [x], 0), rtol=1e-5)
+        gradient = numeric_grad(f, [x], 0)
+        along = numeric_jvp(f, [x], 0, v)
+        hvp = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y), [x], 0, v, step=1e-5)
+    return gradient, along, hvp
+
+
+def assert_grad_jvp_and_hvp(f, x, v, mode, expected=None):
+    """``sg.grad`` (called twice), ``sg.jvp`` and ``sg.hvp`` of ``f`` at the array ``x``, along
+    ``v``, in ``mode``, against central differences (the hvp against differences of the
+    tape's gradient), or ``expected``, ``grad_jvp_and_hvp_oracle(f, x, v)`` computed before;
+    warnings (a fallback in mode "auto") are silenced."""
+    gradient, along, expected_hvp = expected or grad_jvp_and_hvp_oracle(f, x, v)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_close(call_twice(sg.grad(f, mode=mode), x), gradient, rtol=1e-5)
         _, tangent = sg.jvp(f, (x,), (v,), mode=mode)
-        assert_close(tangent, numeric_jvp(f, [x], 0, v), rtol=1e-5)
+        assert_close(tangent, along, rtol=1e-5)
         hvp = sg.hvp(f, (x,), (v,), mode=mode)
-    expected = numeric_jvp(lambda y: sg.grad(f, mode="tape")(y), [x], 0, v, step=1e-5)
-    assert_close(np.asarray(hvp).reshape(np.shape(x)), expected, rtol=1e-4, atol=1e-6)
+    assert_close(np.asarray(hvp).reshape(np.shape(x)), expected_hvp, rtol=1e-4, atol=1e-6)
 
 
 def assert_tape_program(program, size):

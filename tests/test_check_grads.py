@@ -57,6 +57,26 @@ def test_a_wrong_derivative_is_caught_with_its_worst_entry(mode):
         )
 
 
+@sg.custom_gradient
+def root_wrong_in_its_last_entry(x):
+    right = 0.5 / np.sqrt(np.maximum(x, 1e-300))
+    return np.sqrt(x), lambda g: g * np.where(np.arange(3) == 2, 7.0, right)
+
+
+def uses_root_wrong_in_its_last_entry(x):
+    return np.sum(root_wrong_in_its_last_entry(x))
+
+
+@pytest.mark.parametrize("mode", ["s2s", "tape"])
+def test_the_worst_entry_named_is_a_wrong_one_not_one_differences_cannot_measure(mode):
+    """At 0 the square root's central differences are NaN (no evidence either way); the
+    entry named is the one whose derivative is wrong."""
+    wrong = pytest.raises(AssertionError, match=r"entry \(2,\): derivative")
+    with wrong, np.errstate(invalid="ignore"):
+        x = np.array([0.0, 0.3, 0.4])
+        sg.check_grads(uses_root_wrong_in_its_last_entry, x, modes=("rev",), order=1, mode=mode)
+
+
 _backward_calls = []
 
 

@@ -9,9 +9,11 @@ sorted values by a fraction linear in ``q``, and ``"lower"``, ``"higher"``, ``"n
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
-from oracle import assert_grad_jvp_and_hvp
+from oracle import assert_grad_jvp_and_hvp, grad_jvp_and_hvp_oracle
 
 from s2sgrad.runtime.scientific import quantile_cells
 
@@ -22,6 +24,9 @@ PICKING = ["lower", "higher", "nearest", "midpoint"]
 LEVELS = np.array([0.05, 0.3, 0.62, 0.97])
 
 
+# One function per case, made once: the modes differentiate the same function (mode "auto"
+# takes the code mode "s2s" built) and compare with one oracle
+@functools.cache
 def in_the_values(method, axis, percent=False):
     def f(x):
         if percent:
@@ -33,11 +38,27 @@ def in_the_values(method, axis, percent=False):
     return f
 
 
-def in_the_levels(method, data):
+@functools.cache
+def in_the_levels(method):
     def f(q):
-        return np.sum(np.quantile(data, q, method=method) ** 2)
+        return np.sum(np.quantile(DATA, q, method=method) ** 2)
 
     return f
+
+
+@functools.cache
+def oracle_in_the_values(method, shape, axis, percent):
+    f = in_the_values(method, axis, percent)
+    return grad_jvp_and_hvp_oracle(f, distinct(shape, seed=len(shape)), direction(shape))
+
+
+@functools.cache
+def oracle_in_the_levels(method):
+    return grad_jvp_and_hvp_oracle(in_the_levels(method), LEVELS_ASKED, LEVELS_DIRECTION)
+
+
+def direction(shape):
+    return np.random.default_rng(3).normal(size=shape)
 
 
 def distinct(shape, seed):
@@ -47,22 +68,27 @@ def distinct(shape, seed):
     )
 
 
+DATA = distinct((6,), seed=4)
+LEVELS_ASKED = np.array([0.13, 0.41, 0.77])  # away from the samples' levels
+LEVELS_DIRECTION = np.array([1.0, -0.5, 2.0])
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shape, axis", [((7,), None), ((3, 5), 1), ((4, 3), 0)])
 @pytest.mark.parametrize("method", INTERPOLATING + PICKING)
 def test_derivative_in_the_values(method, shape, axis, mode):
     x = distinct(shape, seed=len(shape))
-    v = np.random.default_rng(3).normal(size=shape)
-    assert_grad_jvp_and_hvp(in_the_values(method, axis), x, v, mode)
-    assert_grad_jvp_and_hvp(in_the_values(method, axis, percent=True), x, v, mode)
+    v = direction(shape)
+    for percent in (False, True):
+        expected = oracle_in_the_values(method, shape, axis, percent)
+        assert_grad_jvp_and_hvp(in_the_values(method, axis, percent), x, v, mode, expected)
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("method", INTERPOLATING + PICKING)
 def test_derivative_in_the_levels(method, mode):
-    data = distinct((6,), seed=4)
-    q = np.array([0.13, 0.41, 0.77])  # away from the samples' levels
-    assert_grad_jvp_and_hvp(in_the_levels(method, data), q, np.array([1.0, -0.5, 2.0]), mode)
+    f, expected = in_the_levels(method), oracle_in_the_levels(method)
+    assert_grad_jvp_and_hvp(f, LEVELS_ASKED, LEVELS_DIRECTION, mode, expected)
 
 
 @pytest.mark.parametrize("method", INTERPOLATING + PICKING)

@@ -23,3 +23,21 @@ def test_a_subprocess_keeps_its_bytecode_outside_the_checkout():
     if shown[1] != "None":
         assert not Path(shown[1]).resolve().is_relative_to(CHECKOUT)
         assert Path(shown[1]).is_dir()
+
+
+def test_the_runs_end_freezes_what_is_left():
+    """When the run is over (conftest's ``pytest_unconfigure``), everything alive is frozen:
+    pytest's closing full collection then walks nothing but what is made after."""
+    import gc
+
+    import conftest
+    from collector import frozen_for_the_end
+
+    assert conftest.pytest_unconfigure.pytest_impl["tryfirst"]  # before pytest's own
+    alive = len(gc.get_objects())
+    try:
+        frozen_for_the_end()
+        assert gc.get_freeze_count() >= alive // 2
+        assert len(gc.get_objects()) < alive // 10  # what the collector still walks
+    finally:
+        gc.unfreeze()
