@@ -43,12 +43,14 @@ from s2sgrad.errors import UnsupportedError, where
 __all__ = [
     "KeptStates",
     "code_names",
+    "draw_state",
     "free_values_of",
     "held_by_arguments",
     "helper_functions",
     "kept_states_of",
     "line_naming",
     "own_function",
+    "set_draw_state",
     "walked_functions",
     "wrapped_chain",
 ]
@@ -268,7 +270,7 @@ class KeptStates:
         arrays = [a.copy() for a in self.arrays.values()]
         classes = [dict(vars(c)) for c in self.classes.values()]
         places = [_position(it) for it, _, _ in self.iterators.values()]
-        draws = [_draw_state(g) for g in self.generators.values()]  # a run refused, run again
+        draws = [draw_state(g) for g in self.generators.values()]  # a run refused, run again
         return [held, globals_, list(map(_contents, self.cells)), arrays, classes, places, draws]
 
     def stored_numbers(
@@ -312,7 +314,7 @@ class KeptStates:
         for (iterator, function, reached), place in zip(self.iterators.values(), places):
             _set_position(iterator, place, function, reached)
         for generator, draw in zip(self.generators.values(), draws):
-            _set_draw_state(generator, draw)
+            set_draw_state(generator, draw)
         for cls, kept in zip(self.classes.values(), classes):
             for name in set(vars(cls)) - set(kept):
                 delattr(cls, name)
@@ -868,8 +870,13 @@ def _note_generators(found: dict, free: tuple) -> None:
                 found.setdefault(id(candidate), candidate)
 
 
-def _draw_state(generator: Any) -> Any:
-    """The state of a random generator (NumPy's or Python's ``random.Random``)."""
+def draw_state(generator: Any) -> Any:
+    """The state of a random generator (NumPy's or Python's ``random.Random``).
+
+    Example::
+
+        set_draw_state(rng, draw_state(rng))  # the next draws as they would have been
+    """
     if isinstance(generator, np.random.Generator):
         return generator.bit_generator.state
     if isinstance(generator, np.random.RandomState):
@@ -879,7 +886,7 @@ def _draw_state(generator: Any) -> Any:
     return generator.state  # a bit generator
 
 
-def _set_draw_state(generator: Any, state: Any) -> None:
+def set_draw_state(generator: Any, state: Any) -> None:
     if isinstance(generator, np.random.Generator):
         generator.bit_generator.state = state
     elif isinstance(generator, np.random.RandomState):

@@ -33,9 +33,11 @@ from s2sgrad.running import code_of
 from s2sgrad.runtime.kept_states import (
     KeptStates,
     code_names,
+    draw_state,
     free_values_of,
     kept_states_of,
     own_function,
+    set_draw_state,
     wrapped_chain,
 )
 
@@ -276,14 +278,8 @@ def set_random_states(sources: list, states: list) -> None:
             np.random.set_state(state)
         elif source is random:
             random.setstate(state)
-        elif isinstance(source, np.random.Generator):
-            source.bit_generator.state = state
-        elif isinstance(source, np.random.RandomState):
-            source.set_state(state)
-        elif isinstance(source, random.Random):
-            source.setstate(state)
         else:
-            source.state = state
+            set_draw_state(source, state)
 
 
 def fingerprint(value: Any, plain: Callable[[Any], Any] = lambda v: v) -> int:
@@ -367,13 +363,7 @@ def _state_of(source: Any) -> Any:
         return np.random.get_state()
     if source is random:
         return random.getstate()
-    if isinstance(source, np.random.Generator):
-        return source.bit_generator.state
-    if isinstance(source, np.random.RandomState):
-        return source.get_state()
-    if isinstance(source, random.Random):
-        return source.getstate()
-    return source.state
+    return draw_state(source)
 
 
 def _leaves(values: Iterable) -> Iterable:
