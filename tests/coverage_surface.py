@@ -100,7 +100,7 @@ _GROUPS = {
     "integer or boolean results (indices, counts, sets, bits): no derivative to give": _names(
         """bitwise_count digitize lexsort searchsorted packbits unpackbits
         ravel_multi_index unravel_index diag_indices tril_indices triu_indices mask_indices
-        ix_ isin iscomplex
+        isin iscomplex
         isreal array_equal array_equiv allclose histogram_bin_edges fft.fftfreq fft.rfftfreq"""
     ),
     "values chosen by sorting or set membership, with no rule yet: use np.sort or indexing": (

@@ -341,6 +341,7 @@ SAMPLES = [
     S(np.mean, lambda x: np.mean(x, axis=0), A),
     S(np.median, lambda x: np.median(x, axis=1), (2, 5)),
     S(np.meshgrid, lambda x, y: np.stack(np.meshgrid(x, y)), (2,), B),
+    S(np.ix_, lambda x, y: np.ix_(x, y)[0] * np.ix_(x, y)[1] ** 2, (2,), B),
     S(np.broadcast_arrays, lambda x, y: np.stack(np.broadcast_arrays(x, y)), (2, 1), B),
     S(np.block, lambda x, y: np.block([[x, x], [y, 2.0 * y]]), A, (1, 3)),
     S(np.moveaxis, lambda x: np.moveaxis(x, 0, -1), (2, 3, 1)),

@@ -232,7 +232,7 @@ CASES = [
     ("list_grown_by_append", list_grown_by_append, [normal(3)], EVERYTHING),
     ("dict_updated_in_a_loop", dict_updated_in_a_loop, [normal(3)], EVERYTHING),
     ("in_place_operators_on_a_copy", in_place_operators_on_a_copy, [normal(4)], EVERYTHING),
-    ("swapped_rows", swapped_rows, [normal(3, 2)], FIRST_ORDER_IN_S2S),
+    ("swapped_rows", swapped_rows, [normal(3, 2)], EVERYTHING),
     ("running_product", running_product, [normal(4)], FIRST_ORDER_IN_S2S),
     ("recursive_power_of_array", recursive_power_of_array, [normal(3)], EVERYTHING),
     ("recursive_power_of_number", recursive_power, [0.8, 4], EVERYTHING),

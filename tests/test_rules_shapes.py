@@ -535,6 +535,8 @@ STRUCTURED_CASES = [
     pytest.param(owned_items, owned_items, (r(3, 2),), (), id="owned_items-rows"),
     pytest.param(owned_items, owned_items, (r(3),), (), id="owned_items-numbers"),
     pytest.param(np.meshgrid, np.meshgrid, (r(3), r(2)), (), id="meshgrid"),
+    pytest.param(np.ix_, np.ix_, (r(3), r(2)), (), id="ix_"),
+    pytest.param(np.ix_, np.ix_, (r(2), r(1), r(3)), (), id="ix_-three"),
     pytest.param(unblock, unblock, (r(3, 3), [[r(2, 2), r(2, 1)], [r(1, 3)]]), (), id="unblock"),
     pytest.param(unblock, unblock, (r(6), [r(2), 1.0, r(3)]), (), id="unblock-number"),
     pytest.param(

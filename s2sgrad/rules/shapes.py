@@ -1436,8 +1436,10 @@ def _ix(g, ans, *args):
     cotangents = []
     for index, x in enumerate(args):
         piece = g[index]
-        usable = piece is not None and real_valued(ans[index])
-        cotangents.append(np.reshape(piece, np.shape(x)) if usable else None)
+        if piece is None or not real_valued(ans[index]):
+            cotangents.append(None)
+            continue
+        cotangents.append(np.reshape(piece, np.shape(x)))
     return tuple(cotangents)
 
 

@@ -359,8 +359,7 @@ class TapeValue:
         if what == "float()":  # history.append(float(loss))
             math_functions += (
                 " To log the value (history.append(float(loss))), log "
-                "float(s2sgrad.stop_gradient(loss)), or differentiate the function by source "
-                "transformation (mode='s2s' or 'auto'), which keeps a value only logged apart."
+                f"float(s2sgrad.stop_gradient(loss)), or {USE_S2S}."
             )
         raise NonDifferentiableError(
             f"{where(*_shown_position(frame))}: {what} of a value being differentiated on the tape "

@@ -352,6 +352,7 @@ _SEVERAL_RESULTS = frozenset(
         np.dsplit,
         np.meshgrid,
         np.broadcast_arrays,
+        np.ix_,
         np.histogram,
         getattr(np, "unstack", None),
     )
