@@ -4,6 +4,7 @@ processing, control, finance, geometry and graphics, and more of users' code sha
 checked in every mode as round 32 does (``test_real_programs_round32.py``).
 """
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -497,4 +498,8 @@ REFUSED = {
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("f, x", PROGRAMS, ids=[p[0].__name__ for p in PROGRAMS])
 def test_program(f, x, mode):
+    if f is kalman_smoother_rts and mode != "s2s" and sys.version_info < (3, 11):
+        pytest.skip(
+            "the tape tells the item writes of one unpacking apart by instruction positions (3.11+)"
+        )
     _check_program(f, x, mode, REFUSED.get(f.__name__, frozenset()))

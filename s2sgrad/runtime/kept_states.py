@@ -977,11 +977,15 @@ def line_naming(code: types.CodeType, name: str) -> int:
 
         line_naming(loss.__code__, "ITEMS")  # the line of next(ITEMS)
     """
+    current = code.co_firstlineno  # Python 3.10 marks only a line's first instruction
     for instruction in dis.get_instructions(code):
+        starts = instruction.starts_line  # a bool from 3.13 on, with line_number beside it
+        if type(starts) is int and starts:
+            current = starts
         if instruction.argval == name and instruction.opname.startswith("LOAD"):
             positions = getattr(instruction, "positions", None)
-            line = positions.lineno if positions is not None else instruction.starts_line
-            return line or code.co_firstlineno
+            line = positions.lineno if positions is not None else None
+            return line or current
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType) and name in code_names(constant) | set(
             constant.co_freevars
