@@ -398,8 +398,10 @@ class Comprehensions(gast.NodeTransformer):
 
 def _makes_functions_or_lists(node: gast.expr) -> bool:
     """Whether ``node`` holds a comprehension or a lambda (lowered or made where it is)."""
-    kinds = (gast.ListComp, gast.GeneratorExp, gast.DictComp, gast.SetComp, gast.Lambda)
-    return any(isinstance(n, kinds) for n in walk(node))
+    return any(isinstance(n, _SCOPES) for n in walk(node))
+
+
+_SCOPES = (*COMPREHENSIONS, gast.Lambda)
 
 
 def _sliced(name: str, start: int | None, stop: int | None) -> gast.Subscript:
